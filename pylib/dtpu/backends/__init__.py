@@ -1,0 +1,34 @@
+"""Backend registry: a name in the delegate's `backend` option maps to a class here.
+
+Backends import lazily so that choosing `model` never imports cocotb or pynq.
+"""
+from __future__ import annotations
+
+import importlib
+
+from dtpu.backends.base import Backend, HwCounters, PowerReading, Probes
+
+_REGISTRY = {
+    "reference": "dtpu.backends.reference:ReferenceBackend",
+}
+
+
+def names() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def register(name: str, target: str) -> None:
+    """Register `module:Class` under `name` (later issues add model, rtl, pynq, isro)."""
+    _REGISTRY[name] = target
+
+
+def get(name: str) -> type[Backend]:
+    try:
+        target = _REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"unknown backend {name!r}; accepted: {', '.join(names())}") from None
+    module, _, cls = target.partition(":")
+    return getattr(importlib.import_module(module), cls)
+
+
+__all__ = ["Backend", "HwCounters", "PowerReading", "Probes", "get", "names", "register"]

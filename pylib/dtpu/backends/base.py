@@ -1,0 +1,94 @@
+"""The one interface every backend implements, so the delegate never knows which it drives.
+
+A backend is given a node once (`prepare`: weights are packed and made resident there, like the
+DTPU's stationary weights) and then runs it many times (`invoke`). Whatever a backend cannot do on
+its "hardware" it finishes on the host with :mod:`dtpu.reference`, so every backend returns the
+same TFLite-exact tensor.
+"""
+from __future__ import annotations
+
+import abc
+import time
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterator
+
+import numpy as np
+
+from dtpu.spec import ConvSpec
+
+
+@dataclass
+class HwCounters:
+    """What the hardware (or its model) says about one node's run; None where a backend cannot know."""
+
+    cycles: int | None = None
+    stall_cycles: int | None = None
+    macs: int | None = None
+    utilization: float | None = None
+    words_in: dict[str, int] = field(default_factory=dict)
+    words_out: dict[str, int] = field(default_factory=dict)
+    latency_us: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class PowerReading:
+    """Power over one invoke. `method` says how it was obtained ("xadc", "external", "estimated")."""
+
+    method: str | None = None
+    avg_w: float | None = None
+    max_w: float | None = None
+    energy_j: float | None = None
+    temperature_c: dict[str, float] | None = None
+    voltages_v: dict[str, float] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Probes:
+    """Accumulating wall-clock probes; names are the report's timing fields."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def measure(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
+
+    def add(self, name: str, seconds: float) -> None:
+        self.seconds[name] = self.seconds.get(name, 0.0) + seconds
+
+
+class Backend(abc.ABC):
+    """Base class; subclasses register themselves in :mod:`dtpu.backends` under `name`."""
+
+    name: str = ""
+
+    def __init__(self, options: dict[str, Any] | None = None) -> None:
+        self.options = dict(options or {})
+
+    @abc.abstractmethod
+    def prepare(self, spec: ConvSpec, filters: np.ndarray, bias: np.ndarray | None) -> Any:
+        """Make a node resident; return an opaque handle passed back to `invoke`."""
+
+    @abc.abstractmethod
+    def invoke(self, handle: Any, x: np.ndarray, probes: Probes) -> tuple[np.ndarray, HwCounters]:
+        """Run one node on `x` (NHWC, the TFLite input dtype); return the TFLite output and counters."""
+
+    def power(self) -> PowerReading:
+        """Power over the last invoke; backends with a sensor or a model override this."""
+        return PowerReading()
+
+    def release(self, handle: Any) -> None:
+        """Free what `prepare` made resident."""
+
+    def close(self) -> None:
+        """Free the backend itself (simulator, board handles)."""

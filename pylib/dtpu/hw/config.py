@@ -1,0 +1,246 @@
+"""The DTPU's hardware constants, derived from the one JSON contract (VTA's Environment pattern).
+
+``contract.json`` beside this file is the hardware truth: the RTL header ``hw/rtl/dtpu_regs.vh``
+is generated from it (:mod:`dtpu.hw.gen_header`), and the golden model, the lowering and the
+drivers read it through :class:`HwConfig`. Tests swap in other array or memory sizes with
+``with HwConfig(ROWS=4, LOG_WEIGHT_WORDS=8):`` and :func:`get_config` returns the active one.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dtpu.precision import Precision
+
+CONTRACT_PATH = Path(__file__).with_name("contract.json")
+
+#: Contract precision code name -> the package-wide Precision (the names differ only in case).
+PREC_OF_CODE_NAME = {
+    "INT8": Precision.INT8, "UINT8": Precision.UINT8, "INT16": Precision.INT16,
+    "INT32": Precision.INT32, "INT64": Precision.INT64, "FP32": Precision.FP32, "BF16": Precision.BF16,
+}
+
+
+def load_contract(path: Path | str = CONTRACT_PATH) -> dict[str, Any]:
+    path = Path(path)
+    if not path.is_file():
+        raise RuntimeError(f"DTPU contract not found at {path}")
+    with path.open() as fh:
+        return json.load(fh)
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    lsb: int
+    width: int
+    enum: str | None = None
+    doc: str = ""
+
+    @property
+    def mask(self) -> int:
+        return ((1 << self.width) - 1) << self.lsb
+
+
+@dataclass(frozen=True)
+class Register:
+    name: str
+    offset: int
+    access: str
+    reset: int | None
+    doc: str
+    fields: tuple[Field, ...]
+
+    def field(self, name: str) -> Field:
+        for f in self.fields:
+            if f.name == name:
+                return f
+        raise KeyError(f"register {self.name} has no field {name!r}; fields: "
+                       f"{', '.join(f.name for f in self.fields) or '(none)'}")
+
+
+_local = threading.local()
+
+
+class HwConfig:
+    """One build of the DTPU: the contract's knobs plus everything derived from them.
+
+    Keyword overrides replace knobs of ``params`` or ``timing`` (e.g. a 4x4 array with a tiny
+    weight memory to exercise paging in tests); the register map and enums are never overridden,
+    because they are the interface the RTL implements.
+    """
+
+    def __init__(self, contract: dict[str, Any] | None = None, **overrides: Any) -> None:
+        c = copy.deepcopy(contract if contract is not None else _default_contract())
+        for key, value in overrides.items():
+            if key in c["params"]:
+                c["params"][key] = value
+            elif key in c["timing"]:
+                c["timing"][key] = value
+            else:
+                accepted = ", ".join(sorted([*c["params"], *c["timing"]]))
+                raise ValueError(f"unknown hardware knob {key!r}; accepted: {accepted}")
+        self.contract = c
+        p, t = c["params"], c["timing"]
+        for key, value in {**p, **t}.items():
+            setattr(self, key, value)
+        self.ENABLED = tuple(Precision.parse(v) for v in p["ENABLED"])
+        self.WEIGHT_WORDS = 1 << p["LOG_WEIGHT_WORDS"]
+        self.PARAM_ENTRIES = 1 << p["LOG_PARAM_ENTRIES"]
+        self.ACT_WORDS = 1 << p["LOG_ACT_WORDS"]
+        self.WORD_BYTES = p["DATA_WIDTH"] // 8
+        self.PEAK_MACS_PER_CYCLE = p["ROWS"] * p["COLS"]
+        self.ID = c["id"]
+        self.VERSION = (c["version"]["major"] << 16) | c["version"]["minor"]
+        self.enums = {k: dict(v) for k, v in c["enums"].items()}
+        for enum_name, members in self.enums.items():
+            for member, code in members.items():
+                setattr(self, f"{enum_name}_{member}", code)
+        self.errors = {k: v["bit"] for k, v in c["errors"].items()}
+        for name, bit in self.errors.items():
+            setattr(self, f"ERR_{name}", 1 << bit)
+        self.ERR_FATAL_MASK = sum(1 << b for b in self.errors.values() if b < 16)
+        self.registers = tuple(
+            Register(r["name"], r["offset"], r["access"], r.get("reset"), r.get("doc", ""),
+                     tuple(Field(f["name"], f["lsb"], f["width"], f.get("enum"), f.get("doc", ""))
+                           for f in r.get("fields", [])))
+            for r in c["registers"])
+        self._by_name = {r.name: r for r in self.registers}
+        self._by_offset = {r.offset: r for r in self.registers}
+        for r in self.registers:
+            setattr(self, f"REG_{r.name}", r.offset)
+        self._check()
+
+    # -- the register map -------------------------------------------------------------------
+
+    def reg(self, name: str) -> Register:
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise KeyError(f"unknown register {name!r}; registers: {', '.join(self._by_name)}") from None
+
+    def reg_at(self, offset: int) -> Register:
+        try:
+            return self._by_offset[offset]
+        except KeyError:
+            raise KeyError(f"no register at offset {offset:#x}") from None
+
+    def encode(self, reg: str, **fields: int) -> int:
+        """Compose a register value from field values, refusing values that do not fit."""
+        r = self.reg(reg)
+        value = 0
+        for name, v in fields.items():
+            f = r.field(name)
+            v = int(v)
+            if not 0 <= v < (1 << f.width):
+                raise ValueError(f"{reg}.{name}={v} does not fit {f.width} bits (0..{(1 << f.width) - 1})")
+            value |= v << f.lsb
+        return value
+
+    def decode(self, reg: str, value: int) -> dict[str, int]:
+        return {f.name: (int(value) >> f.lsb) & ((1 << f.width) - 1) for f in self.reg(reg).fields}
+
+    # -- precisions -------------------------------------------------------------------------
+
+    def prec_code(self, prec: Precision | str) -> int:
+        prec = Precision.parse(prec)
+        for name, p in PREC_OF_CODE_NAME.items():
+            if p is prec:
+                return self.enums["PREC"][name]
+        accepted = ", ".join(p.value for p in PREC_OF_CODE_NAME.values())
+        raise ValueError(f"precision {prec.value} has no DTPU code; accepted: {accepted}")
+
+    def prec_of_code(self, code: int) -> Precision | None:
+        for name, c in self.enums["PREC"].items():
+            if c == code:
+                return PREC_OF_CODE_NAME[name]
+        return None
+
+    @property
+    def prec_enable_mask(self) -> int:
+        return sum(1 << self.prec_code(p) for p in self.ENABLED)
+
+    @property
+    def hwcfg0(self) -> int:
+        return self.encode("HWCFG0", ROWS=self.ROWS, COLS=self.COLS, PREC_EN=self.prec_enable_mask)
+
+    @property
+    def hwcfg1(self) -> int:
+        return self.encode("HWCFG1", LOG_WEIGHT_WORDS=self.LOG_WEIGHT_WORDS,
+                           LOG_PARAM_ENTRIES=self.LOG_PARAM_ENTRIES, LOG_ACT_WORDS=self.LOG_ACT_WORDS)
+
+    @property
+    def model_name(self) -> str:
+        """Names one build exactly (like VTA's TARGET_bitstream); the board driver compares it."""
+        return (f"dtpu_{self.ROWS}x{self.COLS}_w{self.LOG_WEIGHT_WORDS}_p{self.LOG_PARAM_ENTRIES}"
+                f"_a{self.LOG_ACT_WORDS}_v{self.VERSION >> 16}.{self.VERSION & 0xFFFF}")
+
+    def _check(self) -> None:
+        if self.DATA_WIDTH != 64:
+            raise ValueError(f"DATA_WIDTH={self.DATA_WIDTH}: the stream formats are defined for 64 only")
+        if self.ROWS != 8 or self.COLS < 2 or self.COLS & (self.COLS - 1):
+            raise ValueError(f"ROWS={self.ROWS}, COLS={self.COLS}: ROWS must be 8 (the int8 lanes "
+                             f"of a 64-bit word) and COLS a power of two >= 2")
+        if self.WEIGHT_WORDS % self.COLS or self.ACT_WORDS % self.COLS or self.PARAM_ENTRIES % self.COLS:
+            raise ValueError("memory sizes must be multiples of COLS (one bank per column)")
+        if self.FP_PARTIALS < 1 or self.FP_PARTIALS & (self.FP_PARTIALS - 1):
+            raise ValueError(f"FP_PARTIALS={self.FP_PARTIALS} must be a power of two")
+
+    # -- the active configuration -----------------------------------------------------------
+
+    def __enter__(self) -> "HwConfig":
+        stack = _stack()
+        stack.append(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _stack().pop()
+
+    def __repr__(self) -> str:
+        return f"HwConfig({self.model_name}, {self.CLOCK_MHZ} MHz)"
+
+
+_DEFAULT: dict[str, Any] | None = None
+
+
+def _default_contract() -> dict[str, Any]:
+    global _DEFAULT
+    if _DEFAULT is None:
+        _DEFAULT = load_contract()
+    return _DEFAULT
+
+
+def _stack() -> list[HwConfig]:
+    if not hasattr(_local, "stack"):
+        _local.stack = []
+    return _local.stack
+
+
+_DEFAULT_CONFIG: HwConfig | None = None
+
+
+def get_config() -> HwConfig:
+    """The innermost ``with HwConfig(...)`` block's config, else the contract's defaults."""
+    global _DEFAULT_CONFIG
+    stack = _stack()
+    if stack:
+        return stack[-1]
+    if _DEFAULT_CONFIG is None:
+        _DEFAULT_CONFIG = HwConfig()
+    return _DEFAULT_CONFIG
+
+
+def lanes(prec: Precision) -> int:
+    return Precision.parse(prec).lanes
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+__all__ = ["CONTRACT_PATH", "Field", "HwConfig", "Register", "ceil_div", "get_config",
+           "load_contract"]

@@ -1,0 +1,128 @@
+"""Generate the RTL header and the register table from ``contract.json``.
+
+    python -m dtpu.hw.gen_header            # rewrite hw/rtl/dtpu_regs.vh and docs/registers.md
+    python -m dtpu.hw.gen_header --check    # exit 1 if either is stale (what the drift test does)
+
+Both outputs are committed, so the RTL builds without Python and a reviewer sees register
+changes in the diff; tests/test_hw_contract.py fails when they drift from the JSON.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+from dtpu.hw.config import HwConfig
+
+log = logging.getLogger(__name__)
+
+REPO = Path(__file__).resolve().parents[3]
+HEADER_PATH = REPO / "hw" / "rtl" / "dtpu_regs.vh"
+DOC_PATH = REPO / "docs" / "registers.md"
+
+
+def render_header(cfg: HwConfig | None = None) -> str:
+    cfg = cfg or HwConfig()
+    c = cfg.contract
+    out = [
+        "// Generated from pylib/dtpu/hw/contract.json by `python -m dtpu.hw.gen_header`.",
+        "// Do not edit: change the JSON and regenerate (tests/test_hw_contract.py checks drift).",
+        "// Language: Verilog 2001 (localparams only; include inside a module body).",
+        "",
+        f"localparam [31:0] DTPU_ID = 32'h{cfg.ID:08X};",
+        f"localparam [31:0] DTPU_VERSION = 32'h{cfg.VERSION:08X};",
+        "",
+        "// ---- default build parameters (override with module parameters / -G) ----",
+    ]
+    for key in ("ROWS", "COLS", "DATA_WIDTH", "AXIL_ADDR_WIDTH", "LOG_WEIGHT_WORDS",
+                "LOG_PARAM_ENTRIES", "LOG_ACT_WORDS"):
+        out.append(f"localparam integer DTPU_DEFAULT_{key} = {c['params'][key]};")
+    out.append(f"localparam [15:0] DTPU_DEFAULT_PREC_EN = 16'h{cfg.prec_enable_mask:04X};")
+    out += ["", "// ---- schedule constants: the golden model's cycle formulas use the same values ----"]
+    for key, value in c["timing"].items():
+        out.append(f"localparam integer DTPU_{key} = {value};  // {c['timing_docs'][key]}")
+    out += ["", "// ---- enums ----"]
+    for enum_name, members in c["enums"].items():
+        out.append(f"// {c['enum_docs'][enum_name]}")
+        for member, code in members.items():
+            out.append(f"localparam [3:0] DTPU_{enum_name}_{member} = 4'd{code};")
+    out += ["", "// ---- ERR bits ----"]
+    for name, e in c["errors"].items():
+        out.append(f"localparam integer DTPU_ERR_{name} = {e['bit']};  // {e['doc']}")
+    out.append(f"localparam [31:0] DTPU_ERR_FATAL_MASK = 32'h{cfg.ERR_FATAL_MASK:08X};")
+    out += ["", "// ---- register byte offsets and fields ----"]
+    for r in cfg.registers:
+        out.append(f"localparam [{cfg.AXIL_ADDR_WIDTH - 1}:0] DTPU_REG_{r.name} = "
+                   f"{cfg.AXIL_ADDR_WIDTH}'h{r.offset:02X};  // {r.access}: {r.doc}")
+        for f in r.fields:
+            out.append(f"localparam integer DTPU_{r.name}_{f.name}_LSB = {f.lsb};")
+            out.append(f"localparam integer DTPU_{r.name}_{f.name}_WIDTH = {f.width};")
+    out.append("")
+    return "\n".join(out)
+
+
+def render_doc(cfg: HwConfig | None = None) -> str:
+    cfg = cfg or HwConfig()
+    c = cfg.contract
+    out = [
+        "# DTPU register map",
+        "",
+        "Generated from `pylib/dtpu/hw/contract.json` by `python -m dtpu.hw.gen_header`; do not edit.",
+        f"Contract version {c['version']['major']}.{c['version']['minor']}. All registers are 32 bits "
+        "on AXI4-Lite (byte offsets, 4-byte aligned).",
+        "",
+        "| offset | name | access | reset | fields | description |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in cfg.registers:
+        reset = "build" if r.reset is None else f"{r.reset:#x}"
+        fields = "<br>".join(
+            f"`[{f.lsb + f.width - 1}:{f.lsb}]` {f.name}" + (f" ({f.enum})" if f.enum else "")
+            + (f": {f.doc}" if f.doc else "") for f in r.fields) or "-"
+        out.append(f"| {r.offset:#04x} | {r.name} | {r.access} | {reset} | {fields} | {r.doc} |")
+    out += ["", "## Enums", ""]
+    for enum_name, members in c["enums"].items():
+        codes = ", ".join(f"{m}={v}" for m, v in members.items())
+        out.append(f"- **{enum_name}**: {codes}. {c['enum_docs'][enum_name]}")
+    out += ["", "## ERR bits", "", "| bit | name | meaning |", "| --- | --- | --- |"]
+    for name, e in c["errors"].items():
+        out.append(f"| {e['bit']} | {name} | {e['doc']} |")
+    out += ["", "## Build parameters", "", "| name | default | meaning |", "| --- | --- | --- |"]
+    for key, value in c["params"].items():
+        out.append(f"| {key} | {value} | {c['param_docs'][key]} |")
+    out += ["", "## Schedule constants", "", "| name | cycles | meaning |", "| --- | --- | --- |"]
+    for key, value in c["timing"].items():
+        out.append(f"| {key} | {value} | {c['timing_docs'][key]} |")
+    out.append("")
+    return "\n".join(out)
+
+
+def outputs() -> dict[Path, str]:
+    cfg = HwConfig()
+    return {HEADER_PATH: render_header(cfg), DOC_PATH: render_doc(cfg)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="only compare; exit 1 when stale")
+    args = ap.parse_args(argv)
+    stale = []
+    for path, text in outputs().items():
+        current = path.read_text() if path.exists() else None
+        if current == text:
+            continue
+        stale.append(path)
+        if not args.check:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+            log.warning("wrote %s", path)
+    if args.check and stale:
+        sys.stderr.write("stale: " + ", ".join(str(p) for p in stale) + "\n")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    sys.exit(main())

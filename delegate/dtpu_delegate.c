@@ -1,0 +1,351 @@
+/*
+ * dtpu_delegate.c -- C glue of the DTPU TensorFlow Lite external delegate.
+ *
+ * TFLite loads dtpu.so with load_delegate(path, options) and calls the two exported functions
+ * below. This file only speaks the TFLite C ABI (dtpu_abi.h) and measures time; every decision
+ * (options, which nodes to claim, how to run them, reports) is taken by the Python package
+ * `dtpu.delegate`, reached through cffi extern "Python" callbacks (dtpu_py_*). delegate/build.py
+ * compiles this file with cffi in embedding mode, which makes the callbacks start the embedded
+ * Python side (dtpu.delegate.glue) on first use, inside the host process's interpreter.
+ *
+ * Object model (no global per-delegate state):
+ *   dtpu_delegate  one per tflite_plugin_create_delegate(); wraps the TfLiteDelegate given to
+ *                  TFLite and carries the Python-side handle of its options/backend/reports.
+ *   dtpu_kernel    one per delegated partition (TFLite node user_data); carries the Python-side
+ *                  kernel handle, the tensor indices to gather at every invoke and time stamps.
+ *
+ * Threading: TFLite calls kernel invoke with the GIL released; the cffi callbacks take it back.
+ * Once Python starts finalizing (dtpu_python_alive == 0, set from an atexit hook), no callback is
+ * made any more: late frees only release C memory.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "dtpu_abi.h"
+
+#define DTPU_DELEGATE_MAGIC 0x4454505544454c47ULL /* "DTPUDELG" */
+#define DTPU_ERRLEN 2048
+
+/* ---- shared with Python (declared to cffi in delegate/build.py) ------------------------- */
+
+/* A delegated partition. Python owns `handle`'s meaning; C owns the memory. */
+typedef struct dtpu_kernel {
+  int64_t handle;           /* Python kernel id; 0 if the Python side failed to create it */
+  int n_io;                 /* tensors whose data pointers are gathered at every invoke */
+  int* io_tensors;          /* their indices in context->tensors */
+  void** io_data;           /* filled before each invoke (pointers may move between invokes) */
+  size_t* io_bytes;
+  int64_t seq;              /* written by Python during an invoke: that invoke's record number */
+  int64_t last_seq;         /* written by C after the callback returned: whose times these are */
+  int64_t last_enter_ns;    /* CLOCK_MONOTONIC when C entered the kernel invoke */
+  int64_t last_call_ns;     /* ... just before crossing into Python */
+  int64_t last_exit_ns;     /* ... when the Python callback had returned */
+  int last_status;
+} dtpu_kernel;
+
+/* Facts about the host runtime, observed while running (tests/test_delegate_abi.py checks them). */
+typedef struct dtpu_abi_facts {
+  int64_t create_calls;
+  int create_gil_held;      /* -1 unknown, 0/1 at the last tflite_plugin_create_delegate */
+  uint64_t create_n_raw;    /* the full 64-bit num_options register at the last create */
+  int invoke_gil_held;      /* -1 unknown, 0/1 at the last kernel invoke */
+  int get_tensor_is_null;   /* -1 unknown, 0/1 at the last delegate Prepare */
+  int64_t sizeof_tensor, sizeof_registration, sizeof_delegate, sizeof_context_prefix;
+} dtpu_abi_facts;
+
+dtpu_abi_facts dtpu_facts = {0, -1, 0, -1, -1, (int64_t)sizeof(TfLiteTensor),
+                             (int64_t)sizeof(TfLiteRegistration), (int64_t)sizeof(TfLiteDelegate),
+                             (int64_t)sizeof(TfLiteContext)};
+
+/* 1 while Python may be called; the Python side clears it from an atexit hook. */
+int dtpu_python_alive = 1;
+
+/* Implemented in Python (dtpu/delegate/glue.py) via @ffi.def_extern. */
+static int64_t dtpu_py_create(int n, char** keys, char** values, char* err, size_t errlen);
+static void dtpu_py_destroy(int64_t handle);
+static int dtpu_py_select(int64_t handle, TfLiteContext* ctx, TfLiteIntArray* plan,
+                          TfLiteIntArray* claimed, char* err, size_t errlen);
+static void dtpu_py_select_done(int64_t handle);
+static int64_t dtpu_py_kernel_init(int64_t handle, TfLiteContext* ctx,
+                                   const TfLiteDelegateParams* params, dtpu_kernel* kernel);
+static int dtpu_py_kernel_prepare(int64_t kernel_handle, TfLiteContext* ctx, TfLiteNode* node,
+                                  dtpu_kernel* kernel);
+static int dtpu_py_kernel_invoke(int64_t kernel_handle, TfLiteContext* ctx, dtpu_kernel* kernel);
+static void dtpu_py_kernel_free(int64_t kernel_handle);
+
+/* ---- helpers (also callable from Python) ------------------------------------------------- */
+
+int64_t dtpu_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000LL + (int64_t)ts.tv_nsec;
+}
+
+/* TFLite glues reported text to its own, so every message ends with a newline. */
+void dtpu_report_error(TfLiteContext* ctx, const char* msg) {
+  if (ctx == NULL || ctx->ReportError == NULL || msg == NULL) return;
+  size_t len = strlen(msg);
+  ctx->ReportError(ctx, (len > 0 && msg[len - 1] == '\n') ? "%s" : "%s\n", msg);
+}
+
+/* Tell C which tensors to hand to Python at every invoke (called from Python's prepare). */
+int dtpu_kernel_set_io(dtpu_kernel* k, const int* tensors, int n) {
+  if (k == NULL || n < 0) return -1;
+  int* idx = n ? (int*)malloc(sizeof(int) * (size_t)n) : NULL;
+  void** data = n ? (void**)calloc((size_t)n, sizeof(void*)) : NULL;
+  size_t* bytes = n ? (size_t*)calloc((size_t)n, sizeof(size_t)) : NULL;
+  if (n && (idx == NULL || data == NULL || bytes == NULL)) {
+    free(idx);
+    free(data);
+    free(bytes);
+    return -1;
+  }
+  if (n) memcpy(idx, tensors, sizeof(int) * (size_t)n);
+  free(k->io_tensors);
+  free(k->io_data);
+  free(k->io_bytes);
+  k->io_tensors = idx;
+  k->io_data = data;
+  k->io_bytes = bytes;
+  k->n_io = n;
+  return 0;
+}
+
+/* Resize an output tensor; ResizeTensor takes ownership of a malloc'ed TfLiteIntArray. */
+int dtpu_resize_tensor(TfLiteContext* ctx, int tensor_index, const int* dims, int ndims) {
+  if (ctx == NULL || tensor_index < 0 || (size_t)tensor_index >= ctx->tensors_size || ndims < 0)
+    return kTfLiteError;
+  TfLiteTensor* t = &ctx->tensors[tensor_index];
+  if (t->dims != NULL && t->dims->size == ndims &&
+      memcmp(t->dims->data, dims, sizeof(int) * (size_t)ndims) == 0)
+    return kTfLiteOk;
+  TfLiteIntArray* shape = (TfLiteIntArray*)malloc(sizeof(int) * (size_t)(ndims + 1));
+  if (shape == NULL) return kTfLiteError;
+  shape->size = ndims;
+  memcpy(shape->data, dims, sizeof(int) * (size_t)ndims);
+  return ctx->ResizeTensor(ctx, t, shape);
+}
+
+/* ---- the delegate ------------------------------------------------------------------------ */
+
+typedef struct dtpu_delegate {
+  TfLiteDelegate base; /* first: TFLite sees only this */
+#if DTPU_ABI_TAIL_BYTES > 0
+  unsigned char tail[DTPU_ABI_TAIL_BYTES]; /* zeros a newer, longer TfLiteDelegate would read */
+#endif
+  uint64_t magic;
+  int64_t handle; /* Python delegate id */
+} dtpu_delegate;
+
+typedef struct dtpu_registration {
+  TfLiteRegistration r;
+#if DTPU_ABI_TAIL_BYTES > 0
+  unsigned char tail[DTPU_ABI_TAIL_BYTES];
+#endif
+} dtpu_registration;
+
+/* ReplaceNodeSubsetsWithDelegateKernels, seen as taking our zero-tailed registration. */
+typedef TfLiteStatus (*dtpu_replace_fn)(TfLiteContext*, dtpu_registration, const TfLiteIntArray*,
+                                        TfLiteDelegate*);
+
+static dtpu_delegate* dtpu_from_base(TfLiteDelegate* base) {
+  if (base == NULL) return NULL;
+  dtpu_delegate* d = (dtpu_delegate*)base->data_;
+  if (d == NULL || (void*)d != (void*)base || d->magic != DTPU_DELEGATE_MAGIC) return NULL;
+  return d;
+}
+
+static int dtpu_gil_held(void) {
+#ifdef Py_PYTHON_H
+  return PyGILState_Check() ? 1 : 0;
+#else
+  return -1;
+#endif
+}
+
+static void* dtpu_kernel_init(TfLiteContext* ctx, const char* buffer, size_t length) {
+  (void)length;
+  const TfLiteDelegateParams* params = (const TfLiteDelegateParams*)buffer;
+  dtpu_kernel* k = (dtpu_kernel*)calloc(1, sizeof(dtpu_kernel));
+  if (k == NULL) return NULL;
+  dtpu_delegate* d = params ? dtpu_from_base(params->delegate) : NULL;
+  if (d != NULL && dtpu_python_alive) k->handle = dtpu_py_kernel_init(d->handle, ctx, params, k);
+  return k;
+}
+
+static void dtpu_kernel_free(TfLiteContext* ctx, void* buffer) {
+  (void)ctx;
+  dtpu_kernel* k = (dtpu_kernel*)buffer;
+  if (k == NULL) return;
+  if (k->handle > 0 && dtpu_python_alive) dtpu_py_kernel_free(k->handle);
+  free(k->io_tensors);
+  free(k->io_data);
+  free(k->io_bytes);
+  free(k);
+}
+
+static TfLiteStatus dtpu_kernel_prepare(TfLiteContext* ctx, TfLiteNode* node) {
+  dtpu_kernel* k = node ? (dtpu_kernel*)node->user_data : NULL;
+  if (k == NULL || k->handle <= 0) {
+    dtpu_report_error(ctx, "dtpu: delegate kernel was not initialised (see the 'dtpu' log)");
+    return kTfLiteError;
+  }
+  if (!dtpu_python_alive) return kTfLiteError;
+  return dtpu_py_kernel_prepare(k->handle, ctx, node, k) == 0 ? kTfLiteOk : kTfLiteError;
+}
+
+static TfLiteStatus dtpu_kernel_invoke(TfLiteContext* ctx, TfLiteNode* node) {
+  int64_t enter = dtpu_now_ns();
+  dtpu_kernel* k = node ? (dtpu_kernel*)node->user_data : NULL;
+  if (k == NULL || k->handle <= 0 || !dtpu_python_alive) {
+    dtpu_report_error(ctx, "dtpu: delegate kernel is not usable (not initialised, or Python exited)");
+    return kTfLiteError;
+  }
+  dtpu_facts.invoke_gil_held = dtpu_gil_held();
+  /* Arena tensors may move between invokes: re-read every pointer now. */
+  for (int i = 0; i < k->n_io; ++i) {
+    int idx = k->io_tensors[i];
+    if (idx < 0 || (size_t)idx >= ctx->tensors_size) {
+      k->io_data[i] = NULL;
+      k->io_bytes[i] = 0;
+      continue;
+    }
+    const TfLiteTensor* t = &ctx->tensors[idx];
+    k->io_data[i] = t->data.raw;
+    k->io_bytes[i] = t->bytes;
+  }
+  int64_t call = dtpu_now_ns();
+  int rc = dtpu_py_kernel_invoke(k->handle, ctx, k);
+  k->last_exit_ns = dtpu_now_ns();
+  k->last_enter_ns = enter;
+  k->last_call_ns = call;
+  k->last_seq = k->seq;
+  k->last_status = rc;
+  return rc == 0 ? kTfLiteOk : kTfLiteError;
+}
+
+static TfLiteStatus dtpu_delegate_prepare(TfLiteContext* ctx, TfLiteDelegate* base) {
+  dtpu_delegate* d = dtpu_from_base(base);
+  if (d == NULL || !dtpu_python_alive) {
+    dtpu_report_error(ctx, "dtpu: Prepare called with a delegate this library did not create");
+    return kTfLiteError;
+  }
+  dtpu_facts.get_tensor_is_null = ctx->GetTensor == NULL ? 1 : 0;
+  TfLiteIntArray* plan = NULL;
+  if (ctx->GetExecutionPlan(ctx, &plan) != kTfLiteOk || plan == NULL) {
+    dtpu_report_error(ctx, "dtpu: GetExecutionPlan failed");
+    return kTfLiteError;
+  }
+  /* The plan is owned by TFLite and invalidated by the next GetExecutionPlan: Python copies it. */
+  TfLiteIntArray* claimed = (TfLiteIntArray*)calloc((size_t)plan->size + 1, sizeof(int));
+  char* err = (char*)calloc(1, DTPU_ERRLEN);
+  if (claimed == NULL || err == NULL) {
+    free(claimed);
+    free(err);
+    dtpu_report_error(ctx, "dtpu: out of memory in delegate Prepare");
+    return kTfLiteError;
+  }
+  int n = dtpu_py_select(d->handle, ctx, plan, claimed, err, DTPU_ERRLEN);
+  TfLiteStatus status = kTfLiteOk;
+  if (n < 0) {
+    dtpu_report_error(ctx, err[0] ? err : "dtpu: choosing nodes failed (see the 'dtpu' log)");
+    status = kTfLiteError;
+  } else if (n > 0) {
+    claimed->size = n;
+    dtpu_registration reg;
+    memset(&reg, 0, sizeof reg);
+    reg.r.init = dtpu_kernel_init;
+    reg.r.free = dtpu_kernel_free;
+    reg.r.prepare = dtpu_kernel_prepare;
+    reg.r.invoke = dtpu_kernel_invoke;
+    reg.r.builtin_code = kTfLiteBuiltinDelegate;
+    reg.r.custom_name = "DtpuDelegate";
+    reg.r.version = 1;
+    dtpu_replace_fn replace = (dtpu_replace_fn)(void*)ctx->ReplaceNodeSubsetsWithDelegateKernels;
+    status = replace(ctx, reg, claimed, base);
+  }
+  dtpu_py_select_done(d->handle); /* kernel inits (inside replace) have run */
+  free(claimed);
+  free(err);
+  return status;
+}
+
+/* We never attach buffer handles to tensors, so TFLite has no reason to call these. */
+static TfLiteStatus dtpu_copy_from_buffer_handle(TfLiteContext* ctx, TfLiteDelegate* delegate,
+                                                 TfLiteBufferHandle handle, TfLiteTensor* tensor) {
+  (void)delegate;
+  (void)handle;
+  (void)tensor;
+  dtpu_report_error(ctx, "dtpu: the delegate owns no buffer handles");
+  return kTfLiteError;
+}
+
+static TfLiteStatus dtpu_copy_to_buffer_handle(TfLiteContext* ctx, TfLiteDelegate* delegate,
+                                               TfLiteBufferHandle handle, TfLiteTensor* tensor) {
+  return dtpu_copy_from_buffer_handle(ctx, delegate, handle, tensor);
+}
+
+static void dtpu_free_buffer_handle(TfLiteContext* ctx, TfLiteDelegate* delegate,
+                                    TfLiteBufferHandle* handle) {
+  (void)ctx;
+  (void)delegate;
+  (void)handle;
+}
+
+/* ---- the two exports TFLite's external-delegate loader looks for ------------------------- */
+
+__attribute__((visibility("default"))) TfLiteDelegate* tflite_plugin_create_delegate(
+    char** keys, char** values, size_t num_options, void (*report_error)(const char*)) {
+  /* Python's load_delegate passes the count through ctypes as a C int: only the low 32 bits
+   * of the register are defined. */
+  int n = (int)(uint32_t)num_options;
+  dtpu_facts.create_calls += 1;
+  dtpu_facts.create_n_raw = (uint64_t)num_options;
+  dtpu_facts.create_gil_held = dtpu_gil_held();
+  if (n < 0 || n > 4096 || (n > 0 && (keys == NULL || values == NULL))) {
+    if (report_error) report_error("dtpu: invalid option list passed to the delegate\n");
+    return NULL;
+  }
+  char* err = (char*)calloc(1, DTPU_ERRLEN);
+  dtpu_delegate* d = (dtpu_delegate*)calloc(1, sizeof(dtpu_delegate));
+  if (err == NULL || d == NULL) {
+    free(err);
+    free(d);
+    if (report_error) report_error("dtpu: out of memory creating the delegate\n");
+    return NULL;
+  }
+  int64_t handle = dtpu_python_alive ? dtpu_py_create(n, keys, values, err, DTPU_ERRLEN) : 0;
+  if (handle <= 0) {
+    if (report_error)
+      report_error(err[0] ? err
+                          : "dtpu: the Python side of the delegate could not start (its traceback "
+                            "is on stderr)\n");
+    free(err);
+    free(d);
+    return NULL;
+  }
+  free(err);
+  d->base.data_ = d;
+  d->base.Prepare = dtpu_delegate_prepare;
+  d->base.CopyFromBufferHandle = dtpu_copy_from_buffer_handle;
+  d->base.CopyToBufferHandle = dtpu_copy_to_buffer_handle;
+  d->base.FreeBufferHandle = dtpu_free_buffer_handle;
+  /* Kernels re-run Prepare with the current shapes and compute their own output shapes, so
+   * graphs with dynamic-sized tensors (e.g. a RESHAPE fed by SHAPE) can be delegated too, and
+   * resize_tensor_input re-prepares kernels instead of re-applying the delegate. */
+  d->base.flags = kTfLiteDelegateFlagsAllowDynamicTensors;
+  d->magic = DTPU_DELEGATE_MAGIC;
+  d->handle = handle;
+  return &d->base;
+}
+
+__attribute__((visibility("default"))) void tflite_plugin_destroy_delegate(TfLiteDelegate* base) {
+  dtpu_delegate* d = dtpu_from_base(base);
+  if (d == NULL) return;
+  if (dtpu_python_alive) dtpu_py_destroy(d->handle);
+  d->magic = 0;
+  free(d);
+}

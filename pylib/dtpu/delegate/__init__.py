@@ -1,0 +1,79 @@
+"""The DTPU TensorFlow Lite delegate, Python side.
+
+``dtpu.so`` (built from ``delegate/`` by cffi) is what TFLite loads; it calls into
+:mod:`dtpu.delegate.glue`. This package also knows where the library is and how to (re)build it:
+:func:`library_path` returns the path of an up-to-date ``dtpu.so``, building it first if it is
+missing or stale (other sources, another interpreter or another cffi than the ones it was built
+with).
+
+Modules: :mod:`.options` (the option table), :mod:`.support` (which nodes are claimed: every rule
+in one place), :mod:`.graph` (reading TFLite's structs), :mod:`.runtime` (delegate, graph and
+kernel objects), :mod:`.glue` (the extern "Python" callbacks).
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import threading
+from pathlib import Path
+
+_PYLIB = Path(__file__).resolve().parents[2]
+_lock = threading.Lock()
+_checked: dict[str, Path] = {}
+
+
+def source_dir() -> Path:
+    """The checkout's delegate/ directory ($DTPU_DELEGATE_SRC overrides)."""
+    override = os.environ.get("DTPU_DELEGATE_SRC")
+    path = Path(override) if override else _PYLIB.parent / "delegate"
+    if not (path / "build.py").is_file():
+        raise RuntimeError(f"dtpu: delegate sources not found at {path} (dtpu.so is built from a "
+                           "checkout's delegate/ directory; set DTPU_DELEGATE_SRC to point at it)")
+    return path
+
+
+def _builder():
+    path = source_dir() / "build.py"
+    spec = importlib.util.spec_from_file_location("dtpu_delegate_build", path)
+    module = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(module)
+    return module
+
+
+def build(force: bool = False, verbose: bool = False, out_dir: str | os.PathLike | None = None) -> Path:
+    """Build dtpu.so with this interpreter (the one that will load it) and return its path."""
+    with _lock:
+        builder = _builder()
+        path = builder.build(None if out_dir is None else Path(out_dir), force=force, verbose=verbose,
+                             pylib=_PYLIB)
+        _checked[str(path)] = path
+        return path
+
+
+def library_path(build_if_needed: bool = True) -> Path:
+    """Path of an up-to-date dtpu.so ($DTPU_DELEGATE_LIB forces a prebuilt file)."""
+    forced = os.environ.get("DTPU_DELEGATE_LIB")
+    if forced:
+        return Path(forced)
+    with _lock:
+        if _checked:
+            return next(iter(_checked.values()))
+        builder = _builder()
+        out_dir = builder.default_out_dir(_PYLIB)
+        path = out_dir / builder.LIBRARY_NAME
+        if builder.is_current(out_dir, _PYLIB):
+            _checked[str(path)] = path
+            return path
+        if not build_if_needed:
+            raise FileNotFoundError(f"dtpu: {path} is missing or stale; run `dtpu build`")
+        path = builder.build(out_dir, pylib=_PYLIB)
+        _checked[str(path)] = path
+        return path
+
+
+def facts() -> dict[str, int] | None:
+    """Facts the C glue observed about the host TFLite runtime (None before dtpu.so ran)."""
+    from dtpu.delegate import glue
+
+    return glue.facts()

@@ -1,0 +1,156 @@
+"""Read TFLite's graph structures (declared in delegate/dtpu_abi.h) into plain Python objects.
+
+Everything here runs inside a callback from the C glue, with a cffi ``ffi`` for the library's
+declarations. Graph functions (GetExecutionPlan, GetNodeAndRegistration) are only valid during
+the delegate's Prepare and a kernel's init, so what later stages need is copied out here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+# TfLiteType codes (dtpu_abi.h) -> names used in messages and reports.
+TYPE_NAMES = {
+    0: "notype", 1: "float32", 2: "int32", 3: "uint8", 4: "int64", 5: "string", 6: "bool",
+    7: "int16", 8: "complex64", 9: "int8", 10: "float16", 11: "float64", 12: "complex128",
+    13: "uint64", 14: "resource", 15: "variant", 16: "uint32", 17: "uint16", 18: "int4",
+    19: "bfloat16",
+}
+NUMPY_TYPES = {
+    "float32": np.float32, "int32": np.int32, "uint8": np.uint8, "int64": np.int64,
+    "int16": np.int16, "int8": np.int8, "float16": np.float16, "float64": np.float64,
+    "uint64": np.uint64, "uint32": np.uint32, "uint16": np.uint16, "bool": np.bool_,
+}
+OP_NAMES = {3: "CONV_2D", 4: "DEPTHWISE_CONV_2D", 6: "DEQUANTIZE", 9: "FULLY_CONNECTED", 51: "DELEGATE"}
+MMAP_RO = 1          # kTfLiteMmapRo: a constant in the model's buffer
+AFFINE = 1           # kTfLiteAffineQuantization
+OPTIONAL_TENSOR = -1
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    index: int
+    name: str
+    type: str
+    shape: tuple[int, ...]
+    allocation: int
+    has_data: bool
+    nbytes: int
+    scale: tuple[float, ...] = ()
+    zero_point: tuple[int, ...] = ()
+    quantized_dimension: int = 0
+    sparse: bool = False
+
+    @property
+    def constant(self) -> bool:
+        return self.allocation == MMAP_RO and self.has_data
+
+    @property
+    def quantized(self) -> bool:
+        return len(self.scale) > 0
+
+    @property
+    def dtype(self) -> np.dtype | None:
+        kind = NUMPY_TYPES.get(self.type)
+        return None if kind is None else np.dtype(kind)
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    index: int
+    builtin_code: int
+    version: int
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+    params: dict[str, Any] | None
+
+    @property
+    def op(self) -> str:
+        return OP_NAMES.get(self.builtin_code, f"BUILTIN_{self.builtin_code}")
+
+
+def int_array(ffi, array) -> tuple[int, ...]:
+    """A TfLiteIntArray* as a tuple (NULL -> empty)."""
+    if array == ffi.NULL:
+        return ()
+    return tuple(array.data[i] for i in range(array.size))
+
+
+def read_tensor(ffi, ctx, index: int) -> TensorInfo:
+    if index < 0 or index >= ctx.tensors_size:
+        raise IndexError(f"tensor index {index} out of range (context has {ctx.tensors_size})")
+    t = ctx.tensors[index]
+    scale: tuple[float, ...] = ()
+    zero_point: tuple[int, ...] = ()
+    qdim = 0
+    if t.quantization.type == AFFINE and t.quantization.params != ffi.NULL:
+        affine = ffi.cast("TfLiteAffineQuantization*", t.quantization.params)
+        if affine.scale != ffi.NULL:
+            scale = tuple(float(affine.scale.data[i]) for i in range(affine.scale.size))
+        if affine.zero_point != ffi.NULL:
+            zero_point = tuple(int(affine.zero_point.data[i]) for i in range(affine.zero_point.size))
+        qdim = int(affine.quantized_dimension)
+    elif t.params.scale != 0.0:
+        scale, zero_point = (float(t.params.scale),), (int(t.params.zero_point),)
+    name = ffi.string(t.name).decode("utf-8", "replace") if t.name != ffi.NULL else f"tensor{index}"
+    return TensorInfo(
+        index=index, name=name, type=TYPE_NAMES.get(int(t.type), f"type{int(t.type)}"),
+        shape=int_array(ffi, t.dims), allocation=int(t.allocation_type), has_data=t.data.raw != ffi.NULL,
+        nbytes=int(t.bytes), scale=scale, zero_point=zero_point, quantized_dimension=qdim,
+        sparse=t.sparsity != ffi.NULL)
+
+
+def read_constant(ffi, ctx, info: TensorInfo) -> np.ndarray:
+    """A copy of a constant tensor's values (the model buffer must not be referenced later)."""
+    if not info.constant or info.dtype is None:
+        raise ValueError(f"tensor {info.index} ({info.name}) is not a readable constant")
+    t = ctx.tensors[info.index]
+    count = int(np.prod(info.shape, dtype=np.int64)) if info.shape else 1
+    if count * info.dtype.itemsize > info.nbytes:
+        raise ValueError(f"tensor {info.index} ({info.name}) holds {info.nbytes} bytes; its shape "
+                         f"{info.shape} needs {count * info.dtype.itemsize}")
+    raw = ffi.buffer(t.data.raw, count * info.dtype.itemsize)
+    return np.frombuffer(raw, dtype=info.dtype).reshape(info.shape).copy()
+
+
+def _params(ffi, code: int, data) -> dict[str, Any] | None:
+    if data == ffi.NULL:
+        return None
+    if code == 3:
+        p = ffi.cast("TfLiteConvParams*", data)
+        return {"padding": int(p.padding), "stride": (int(p.stride_height), int(p.stride_width)),
+                "dilation": (int(p.dilation_height_factor), int(p.dilation_width_factor)),
+                "activation": int(p.activation)}
+    if code == 4:
+        p = ffi.cast("TfLiteDepthwiseConvParams*", data)
+        return {"padding": int(p.padding), "stride": (int(p.stride_height), int(p.stride_width)),
+                "dilation": (int(p.dilation_height_factor), int(p.dilation_width_factor)),
+                "activation": int(p.activation), "depth_multiplier": int(p.depth_multiplier)}
+    if code == 9:
+        p = ffi.cast("TfLiteFullyConnectedParams*", data)
+        return {"activation": int(p.activation), "weights_format": int(p.weights_format),
+                "keep_num_dims": bool(p.keep_num_dims),
+                "asymmetric_quantize_inputs": bool(p.asymmetric_quantize_inputs)}
+    return None
+
+
+def read_node(ffi, ctx, index: int) -> NodeInfo:
+    node_p = ffi.new("TfLiteNode**")
+    reg_p = ffi.new("TfLiteRegistration**")
+    status = ctx.GetNodeAndRegistration(ctx, index, node_p, reg_p)
+    if status != 0 or node_p[0] == ffi.NULL or reg_p[0] == ffi.NULL:
+        raise RuntimeError(f"GetNodeAndRegistration({index}) failed (status {status})")
+    node, reg = node_p[0], reg_p[0]
+    code = int(reg.builtin_code)
+    return NodeInfo(index=index, builtin_code=code, version=int(reg.version),
+                    inputs=int_array(ffi, node.inputs), outputs=int_array(ffi, node.outputs),
+                    params=_params(ffi, code, node.builtin_data))
+
+
+def execution_plan(ffi, ctx) -> tuple[int, ...]:
+    plan_p = ffi.new("TfLiteIntArray**")
+    if ctx.GetExecutionPlan(ctx, plan_p) != 0:
+        raise RuntimeError("GetExecutionPlan failed")
+    return int_array(ffi, plan_p[0])

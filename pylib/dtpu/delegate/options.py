@@ -1,0 +1,198 @@
+"""The delegate's options: one table, one parser.
+
+``load_delegate(path, {"backend": "reference", "mxu": "8x8"})`` hands every key and value to the
+C glue as UTF-8 strings; :func:`parse` turns them into a :class:`DelegateOptions` or raises
+``ValueError`` naming the key, the value and what is accepted. ``dtpu.load_delegate`` runs the same
+parser before loading, so both paths give the same message.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from dtpu.precision import Precision
+from dtpu.spec import OpKind
+
+MXU_MAX = 64
+LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
+REPORT_MODES = ("none", "summary")
+DEFAULT_OPS = (OpKind.CONV_2D, OpKind.DEPTHWISE_CONV_2D)
+
+
+def default_backend() -> str:
+    """`model` once that backend is registered, `reference` until then."""
+    from dtpu import backends
+
+    return "model" if "model" in backends.names() else "reference"
+
+
+@dataclass(frozen=True)
+class DelegateOptions:
+    backend: str = field(default_factory=default_backend)
+    precision: Precision | None = None            # None = auto (from each node's data types)
+    mxu: tuple[int, int] = (8, 8)                  # systolic array ROWS x COLS
+    ops: tuple[OpKind, ...] = DEFAULT_OPS
+    report: str = "none"                           # none | summary | path of a JSON-lines file
+    clock_mhz: float = 100.0
+    log_level: str | None = None                   # None = leave the "dtpu" logger alone
+
+    @property
+    def report_path(self) -> str | None:
+        return None if self.report in REPORT_MODES else self.report
+
+    def backend_options(self) -> dict[str, Any]:
+        """What the backend constructor receives."""
+        return {
+            "precision": "auto" if self.precision is None else self.precision.value,
+            "mxu": self.mxu,
+            "clock_mhz": self.clock_mhz,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "backend": self.backend,
+            "precision": "auto" if self.precision is None else self.precision.value,
+            "mxu": f"{self.mxu[0]}x{self.mxu[1]}",
+            "ops": ",".join(op.value for op in self.ops),
+            "report": self.report,
+            "clock_mhz": self.clock_mhz,
+            "log_level": self.log_level or "unchanged",
+        }
+
+
+def _invalid(key: str, value: str, expected: str) -> ValueError:
+    return ValueError(f"dtpu: option {key!r}={value!r} is invalid; expected {expected}")
+
+
+def _backend(value: str) -> str:
+    from dtpu import backends
+
+    name = value.strip().lower()
+    if name not in backends.names():
+        raise _invalid("backend", value, "one of " + ", ".join(backends.names()))
+    return name
+
+
+def _precision(value: str) -> Precision | None:
+    text = value.strip().lower()
+    if text == "auto":
+        return None
+    try:
+        return Precision.parse(text)
+    except ValueError:
+        raise _invalid("precision", value, "auto or one of " + ", ".join(p.value for p in Precision)) from None
+
+
+def _mxu(value: str) -> tuple[int, int]:
+    match = re.fullmatch(r"\s*(\d+)\s*[xX]\s*(\d+)\s*", value)
+    if match:
+        rows, cols = int(match.group(1)), int(match.group(2))
+        if 1 <= rows <= MXU_MAX and 1 <= cols <= MXU_MAX:
+            return rows, cols
+    raise _invalid("mxu", value, f"ROWSxCOLS with ROWS, COLS in 1..{MXU_MAX}")
+
+
+def _ops(value: str) -> tuple[OpKind, ...]:
+    accepted = ", ".join(op.value for op in OpKind)
+    names = [part.strip().lower() for part in value.split(",") if part.strip()]
+    if not names:
+        raise _invalid("ops", value, f"a comma-separated list of: {accepted}")
+    kinds = []
+    for name in names:
+        try:
+            kind = OpKind(name)
+        except ValueError:
+            raise _invalid("ops", value, f"a comma-separated list of: {accepted}") from None
+        if kind not in kinds:
+            kinds.append(kind)
+    return tuple(kinds)
+
+
+def _report(value: str) -> str:
+    text = value.strip()
+    if text.lower() in REPORT_MODES:
+        return text.lower()
+    if not text:
+        raise _invalid("report", value, "none, summary or the path of a JSON-lines file")
+    parent = os.path.dirname(os.path.abspath(text)) or "."
+    if os.path.isdir(text) or not os.path.isdir(parent) or not os.access(parent, os.W_OK):
+        raise _invalid("report", value, "none, summary or the path of a JSON-lines file in an "
+                       "existing, writable directory")
+    return text
+
+
+def _clock(value: str) -> float:
+    try:
+        mhz = float(value)
+    except ValueError:
+        mhz = float("nan")
+    if not (0.0 < mhz <= 10000.0):
+        raise _invalid("clock_mhz", value, "a number of MHz in (0, 10000]")
+    return mhz
+
+
+def _log_level(value: str) -> str:
+    text = value.strip().lower()
+    if text not in LOG_LEVELS:
+        raise _invalid("log_level", value, "one of " + ", ".join(LOG_LEVELS))
+    return text
+
+
+_PARSERS: dict[str, Callable[[str], Any]] = {
+    "backend": _backend,
+    "precision": _precision,
+    "mxu": _mxu,
+    "ops": _ops,
+    "report": _report,
+    "clock_mhz": _clock,
+    "log_level": _log_level,
+}
+
+# The option table of docs/delegate.md: key -> (accepted values, default, meaning).
+TABLE = {
+    "backend": ("`reference`, `model`, `rtl`, `pynq`, `isro` (those registered)",
+                "`model` if registered, else `reference`", "who computes the claimed nodes"),
+    "precision": ("`auto` or one of " + ", ".join(f"`{p.value}`" for p in Precision), "`auto`",
+                  "lane precision of the 64-bit words; `auto` follows each node's types; a forced "
+                  "precision that cannot hold a node's operands exactly leaves that node on the CPU"),
+    "mxu": (f"`ROWSxCOLS`, each 1..{MXU_MAX}", "`8x8`", "systolic array geometry given to the backend"),
+    "ops": ("comma list of `conv2d`, `depthwise_conv2d`, `fully_connected`", "`conv2d,depthwise_conv2d`",
+            "op kinds the delegate may claim"),
+    "report": ("`none`, `summary`, or a file path", "`none`",
+               "`summary` prints a per-node table (stderr) when the delegate is destroyed or the "
+               "process exits; a path appends one JSON line per invoke"),
+    "clock_mhz": ("number in (0, 10000]", "`100`", "accelerator clock used to turn cycles into time"),
+    "log_level": ("`debug`, `info`, `warning`, `error`, `critical`", "unchanged",
+                  "level of the `dtpu` logger (adds a stderr handler if none is configured)"),
+}
+
+
+def parse(raw: Mapping[str, Any] | None) -> DelegateOptions:
+    """Parse key/value options (values converted with str()); raise ValueError on any problem."""
+    values: dict[str, Any] = {}
+    for key, value in (raw or {}).items():
+        key_text = str(key)
+        text = value if isinstance(value, str) else str(value)
+        parser = _PARSERS.get(key_text.strip().lower())
+        if parser is None:
+            raise ValueError(f"dtpu: unknown option {key_text!r}={text!r}; accepted keys: "
+                             + ", ".join(_PARSERS))
+        values[key_text.strip().lower()] = parser(text)
+    return DelegateOptions(**values)
+
+
+def apply_log_level(level: str | None) -> None:
+    """Set the "dtpu" logger's level; give it a stderr handler if nobody configured logging."""
+    if level is None:
+        return
+    logger = logging.getLogger("dtpu")
+    logger.setLevel(level.upper())
+    real = [h for h in logger.handlers if not isinstance(h, logging.NullHandler)]
+    if not real and not logging.getLogger().handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        handler._dtpu_default = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)

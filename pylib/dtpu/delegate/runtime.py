@@ -1,0 +1,462 @@
+"""The Python side of a live delegate: its state, the graphs it was applied to, its kernels.
+
+Object model (nothing per delegate lives in module globals; the registries map C handles to
+objects):
+
+* :class:`DelegateState` -- one per ``tflite_plugin_create_delegate``: parsed options, the backend
+  instance, the report sink, the graphs it claimed nodes in.
+* :class:`GraphState` -- one per (delegate, TfLiteContext) Prepare: the rejected nodes, the
+  partition kernels and the run (= interpreter invoke) being recorded.
+* :class:`PartitionKernel` -- one per delegated partition (a run of consecutive claimed nodes).
+  Weights are read once at init and made resident by ``backend.prepare`` at kernel Prepare (again
+  only if a node's spec changed, e.g. after ``resize_tensor_input``); activations are read and
+  outputs written in place in TFLite's buffers (numpy views over ``ffi.buffer``); tensors internal
+  to the partition live in buffers the kernel owns.
+
+Timing: C stamps the kernel invoke (enter, call into Python, return) with CLOCK_MONOTONIC and
+leaves the stamps in the kernel's C struct after the callback returned; Python stamps its own
+entry and exit with the same clock. A report is therefore finished lazily: at the next invoke of
+the same graph, when reports are read (``dtpu.last_report()``), when a kernel is freed, when the
+delegate is destroyed, or at exit.
+"""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import logging
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dtpu import backends
+from dtpu.backends.base import Backend, HwCounters, Probes
+from dtpu.delegate import graph as g
+from dtpu.delegate.options import DelegateOptions, apply_log_level
+from dtpu.delegate.support import Decision, analyze
+from dtpu.report import STORE, JsonLinesSink, NodeRecord, Report, format_table
+from dtpu.spec import ConvSpec, OpKind
+
+log = logging.getLogger("dtpu.delegate")
+
+LOCK = threading.RLock()          # guards the registries and report bookkeeping (not compute)
+_ids = itertools.count(1)
+_report_seq = itertools.count(1)
+_invoke_seq = itertools.count(1)
+DELEGATES: dict[int, "DelegateState"] = {}
+KERNELS: dict[int, "PartitionKernel"] = {}
+_runtime_name: list[str] = []
+
+# What the glue saw of the host runtime's structs, for tests/test_delegate_abi.py: the last
+# graph read at a delegate Prepare, and data-pointer observations at kernel Prepare / Invoke.
+OBSERVED: dict[str, Any] = {"nodes": {}, "tensors": {}, "input_data_at_prepare": [],
+                            "internal_data_at_invoke": []}
+
+
+def runtime_name() -> str:
+    if not _runtime_name:
+        try:
+            from dtpu.tflite import runtime_version
+            _runtime_name.append(runtime_version())
+        except Exception:  # the host may be a C++ program with no Python TFLite
+            _runtime_name.append("unknown")
+    return _runtime_name[0]
+
+
+class DelegateError(Exception):
+    """A failure with a message meant for TFLite's error reporter."""
+
+
+@dataclass
+class Step:
+    """One claimed node inside a partition."""
+
+    node: g.NodeInfo
+    decision: Decision
+    filters: np.ndarray
+    bias: np.ndarray | None
+    spec: ConvSpec | None = None
+    handle: Any = None
+    output_shape: tuple[int, ...] = ()
+
+    @property
+    def x(self) -> int:
+        return self.decision.input_index
+
+    @property
+    def y(self) -> int:
+        return self.decision.output_index
+
+
+@dataclass
+class IoSlot:
+    index: int
+    dtype: np.dtype
+    shape: tuple[int, ...]
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+
+
+class DelegateState:
+    def __init__(self, options: DelegateOptions) -> None:
+        apply_log_level(options.log_level)
+        self.id = next(_ids)
+        self.options = options
+        backend_cls = backends.get(options.backend)
+        self.backend: Backend = backend_cls(options.backend_options())
+        self.sink = JsonLinesSink(options.report_path) if options.report_path else None
+        self.graphs: dict[int, GraphState] = {}
+        self.preparing: GraphState | None = None
+        self.pending: dict[int, tuple[g.NodeInfo, Decision]] = {}
+        self.logged: set[tuple] = set()
+        self.history: list[Report] = []          # for report=summary, bounded below
+        self.closed = False
+        log.debug("delegate %d created: %s", self.id, options.to_dict())
+
+    # -- delegate Prepare: choose the nodes --------------------------------------------------
+    def select(self, ffi, ctx, plan_nodes: tuple[int, ...]) -> list[int]:
+        graph = GraphState(self, int(ffi.cast("uintptr_t", ctx)))
+        old = self.graphs.get(graph.ctx)
+        if old is not None:
+            old.finish_run()
+        self.graphs[graph.ctx] = graph
+        claimed: list[int] = []
+        self.pending = {}
+        cache: dict[int, g.TensorInfo] = {}
+
+        def tensor(index: int) -> g.TensorInfo:
+            if index not in cache:
+                cache[index] = g.read_tensor(ffi, ctx, index)
+            return cache[index]
+
+        OBSERVED["nodes"], OBSERVED["tensors"] = {}, {}
+        for index in plan_nodes:
+            node = g.read_node(ffi, ctx, index)
+            OBSERVED["nodes"][index] = (node.builtin_code, node.inputs, node.outputs)
+            if node.builtin_code not in (3, 4, 9):
+                continue
+            try:
+                decision = analyze(node, tensor, self.options)
+            except Exception as exc:  # a bug of ours must not take the model down: leave it on CPU
+                log.warning("node %d (%s): support check failed: %r", index, node.op, exc)
+                decision = Decision(spec=None, reason=f"internal error in the support check: {exc!r}")
+            if decision.claimed:
+                claimed.append(index)
+                self.pending[index] = (node, decision)
+            else:
+                name = tensor(node.outputs[0]).name if node.outputs and node.outputs[0] >= 0 else ""
+                graph.rejected.append({"node": index, "op": node.op, "name": name,
+                                       "reason": decision.reason})
+                key = (index, node.op, name, decision.reason)
+                if key not in self.logged:
+                    self.logged.add(key)
+                    log.info("node %d (%s %s) stays on the CPU: %s", index, node.op, name,
+                             decision.reason)
+        OBSERVED["tensors"] = {i: (t.name, t.shape, t.type) for i, t in cache.items()}
+        graph.claimed = list(claimed)
+        self.preparing = graph
+        log.debug("delegate %d: claims %d of %d nodes", self.id, len(claimed), len(plan_nodes))
+        return claimed
+
+    def end_select(self) -> None:
+        self.preparing = None
+        self.pending = {}
+
+    # -- reports --------------------------------------------------------------------------------
+    def publish(self, report: Report) -> None:
+        if self.sink is not None:
+            try:
+                self.sink.write(report.to_dict())
+            except OSError as exc:
+                log.warning("could not append the report to %s: %s", self.sink.path, exc)
+        if self.options.report == "summary":
+            self.history.append(report)
+            if len(self.history) > 10000:
+                del self.history[:5000]
+
+    def settle(self) -> None:
+        for graph in list(self.graphs.values()):
+            graph.settle()
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        for graph in list(self.graphs.values()):
+            graph.finish_run()
+            graph.settle()
+        if self.options.report == "summary" and self.history:
+            sys.stderr.write(format_table(self.history))
+            sys.stderr.flush()
+        self.history = []
+        try:
+            self.backend.close()
+        except Exception as exc:
+            log.warning("backend %s failed to close: %r", self.options.backend, exc)
+        log.debug("delegate %d destroyed", self.id)
+
+
+class GraphState:
+    _ids = itertools.count(1)
+
+    def __init__(self, delegate: DelegateState, ctx: int) -> None:
+        self.id = next(GraphState._ids)
+        self.delegate = delegate
+        self.ctx = ctx
+        self.claimed: list[int] = []
+        self.rejected: list[dict[str, Any]] = []
+        self.kernels: list[PartitionKernel] = []
+        self.current: Report | None = None
+        self.ran: set[int] = set()
+        self.stamps: list[list] = []          # [kernel, seq, py_enter_ns, py_exit_ns] of `current`
+        self.unsettled: list[tuple[Report, list[list]]] = []
+
+    def start_run(self) -> Report:
+        self.finish_run()
+        self.settle()
+        self.current = Report(seq=next(_report_seq), delegate=self.delegate.id, graph=self.id,
+                              backend=self.delegate.options.backend, runtime=runtime_name(),
+                              started_unix=time.time(), rejected=list(self.rejected))
+        self.stamps = []
+        self.ran = set()
+        return self.current
+
+    def finish_run(self) -> None:
+        """Close the run in progress (complete or not) and queue it for its C time stamps."""
+        report, self.current = self.current, None
+        if report is None:
+            return
+        report.complete = self.ran >= {k.id for k in self.kernels}
+        report.kernels = len(self.ran)
+        report.summarize_hw()
+        try:
+            report.power.update(self.delegate.backend.power().to_dict())
+        except Exception as exc:
+            log.debug("backend power() failed: %r", exc)
+        self.unsettled.append((report, self.stamps))
+        self.stamps = []
+        STORE.add(report)
+
+    def settle(self) -> None:
+        """Fold the C time stamps into finished reports and publish the reports that are whole.
+
+        A stamp whose kernel invoke is still in flight (C has not written its exit time yet) keeps
+        its report waiting; a kernel that was freed meanwhile gives up its stamp.
+        """
+        keep = []
+        for report, stamps in self.unsettled:
+            waiting = []
+            for stamp in stamps:
+                kernel, seq, py_enter, py_exit = stamp
+                k = kernel.struct
+                if k is not None and k.last_seq == seq:
+                    report.timing_us["total"] += (k.last_exit_ns - k.last_enter_ns) / 1e3
+                    report.timing_us["crossing"] += ((py_enter - k.last_call_ns)
+                                                     + (k.last_exit_ns - py_exit)) / 1e3
+                elif k is not None and k.seq == seq:
+                    waiting.append(stamp)
+            if waiting:
+                keep.append((report, waiting))
+            else:
+                self.delegate.publish(report)
+        self.unsettled = keep
+
+    def kernel_invoked(self, kernel: "PartitionKernel") -> Report:
+        if self.current is None or kernel.id in self.ran:
+            self.start_run()
+        self.ran.add(kernel.id)
+        return self.current  # type: ignore[return-value]
+
+
+class PartitionKernel:
+    def __init__(self, state: DelegateState, ffi, lib, ctx, params, struct) -> None:
+        self.id = next(_ids)
+        self.state = state
+        self.ffi, self.lib = ffi, lib
+        self.struct = struct
+        graph = state.preparing
+        if graph is None or graph.ctx != int(ffi.cast("uintptr_t", ctx)):
+            raise DelegateError("kernel created outside the delegate's Prepare")
+        self.graph = graph
+        node_ids = g.int_array(ffi, params.nodes_to_replace)
+        self.outputs = set(g.int_array(ffi, params.output_tensors))
+        self.steps: list[Step] = []
+        for index in node_ids:
+            node, decision = state.pending.get(index, (None, None))
+            if node is None:
+                raise DelegateError(f"node {index} was not chosen by this delegate")
+            w = g.read_tensor(ffi, ctx, decision.filter_index)
+            filters = g.read_constant(ffi, ctx, w)
+            bias = None
+            if decision.bias_index >= 0:
+                bias = g.read_constant(ffi, ctx, g.read_tensor(ffi, ctx, decision.bias_index))
+                bias = bias.reshape(-1)
+            self.steps.append(Step(node=node, decision=decision, filters=filters, bias=bias))
+        produced = {s.y for s in self.steps}
+        self.internal_ids = produced - self.outputs
+        self.io: list[IoSlot] = []
+        self.internal: dict[int, np.ndarray] = {}
+        self.prepared = False
+        graph.kernels.append(self)
+
+    @property
+    def label(self) -> str:
+        return ",".join(str(s.node.index) for s in self.steps)
+
+    # -- kernel Prepare (may run many times; graph functions are not available) ----------------
+    def prepare(self, ctx) -> None:
+        ffi = self.ffi
+        shapes: dict[int, tuple[int, ...]] = {}
+        infos: dict[int, g.TensorInfo] = {}
+
+        def tensor(index: int) -> g.TensorInfo:
+            if index not in infos:
+                info = g.read_tensor(ffi, ctx, index)
+                if index in shapes:
+                    info = dataclasses.replace(info, shape=shapes[index])
+                infos[index] = info
+            return infos[index]
+
+        external_inputs: list[int] = []
+        for step in self.steps:
+            decision = analyze(step.node, tensor, self.state.options)
+            if not decision.claimed:
+                raise DelegateError(f"node {step.node.index} ({step.node.op}) cannot run on the DTPU "
+                                    f"with the current shapes: {decision.reason}")
+            spec = decision.spec
+            y = tensor(step.y)
+            if spec.kind is OpKind.FULLY_CONNECTED:
+                x_shape = tensor(step.x).shape
+                keep = bool(step.node.params.get("keep_num_dims"))
+                out_shape = (tuple(x_shape[:-1]) + (spec.out_channels,) if keep
+                             else (spec.input_shape[0], spec.out_channels))
+            else:
+                out_shape = spec.output_shape
+            shapes[step.y] = out_shape
+            infos.pop(step.y, None)
+            if step.x not in {s.y for s in self.steps} and step.x not in external_inputs:
+                external_inputs.append(step.x)
+            if step.y in self.outputs:
+                dims = ffi.new("int[]", list(out_shape))
+                if self.lib.dtpu_resize_tensor(ctx, step.y, dims, len(out_shape)) != 0:
+                    raise DelegateError(f"could not resize output tensor {step.y} ({y.name}) to "
+                                        f"{out_shape}")
+            if spec != step.spec:
+                if step.handle is not None:
+                    self.state.backend.release(step.handle)
+                    step.handle = None
+                started = time.perf_counter()
+                step.handle = self.state.backend.prepare(spec, step.filters, step.bias)
+                step.spec = spec
+                log.debug("node %d prepared on %s in %.1f ms: %s", step.node.index,
+                          self.state.options.backend, (time.perf_counter() - started) * 1e3, spec)
+            step.output_shape = out_shape
+        OBSERVED["input_data_at_prepare"] = [(i, tensor(i).allocation, tensor(i).has_data)
+                                             for i in external_inputs]
+        io_ids = external_inputs + [s.y for s in self.steps if s.y in self.outputs]
+        self.io = []
+        for index in io_ids:
+            info = tensor(index)
+            if info.dtype is None:
+                raise DelegateError(f"tensor {index} ({info.name}) has unsupported type {info.type}")
+            self.io.append(IoSlot(index, info.dtype, shapes.get(index, info.shape)))
+        indices = ffi.new("int[]", [slot.index for slot in self.io])
+        if self.lib.dtpu_kernel_set_io(self.struct, indices, len(self.io)) != 0:
+            raise DelegateError("out of memory")
+        self.internal = {}
+        for step in self.steps:
+            if step.y in self.internal_ids:
+                self.internal[step.y] = np.empty(step.output_shape, dtype=tensor(step.y).dtype)
+        self.prepared = True
+        self.observed_internal = False
+
+    # -- kernel Invoke ---------------------------------------------------------------------------
+    def invoke(self, ctx, py_enter: int) -> None:
+        if not self.prepared:
+            raise DelegateError("invoked before Prepare")
+        ffi, k = self.ffi, self.struct
+        if not self.observed_internal:
+            self.observed_internal = True
+            OBSERVED["internal_data_at_invoke"] = [
+                (i, ctx.tensors[i].data.raw != ffi.NULL) for i in sorted(self.internal_ids)]
+        views: dict[int, np.ndarray] = {}
+        for i, slot in enumerate(self.io):
+            ptr, nbytes = k.io_data[i], k.io_bytes[i]
+            if ptr == ffi.NULL or nbytes < slot.nbytes:
+                raise DelegateError(f"tensor {slot.index} has no buffer of {slot.nbytes} bytes "
+                                    f"(data={'NULL' if ptr == ffi.NULL else 'set'}, bytes={nbytes})")
+            views[slot.index] = np.frombuffer(ffi.buffer(ptr, slot.nbytes), dtype=slot.dtype).reshape(slot.shape)
+        with LOCK:
+            report = self.graph.kernel_invoked(self)
+        backend = self.state.backend
+        for step in self.steps:
+            x = self.internal[step.x] if step.x in self.internal else views[step.x]
+            spec = step.spec
+            probes = Probes()
+            y, counters = backend.invoke(step.handle, x.reshape(spec.input_shape), probes)
+            out = self.internal[step.y] if step.y in self.internal else views[step.y]
+            with probes.measure("post"):
+                y = np.asarray(y)
+                if y.dtype != out.dtype or y.size != out.size:
+                    raise DelegateError(f"backend {self.state.options.backend} returned {y.dtype}"
+                                        f"{list(y.shape)} for output {out.dtype}{list(out.shape)}")
+                np.copyto(out, y.reshape(out.shape))
+            report.nodes.append(self._node_record(step, probes, counters))
+        py_exit = time.monotonic_ns()
+        seq = next(_invoke_seq)
+        k.seq = seq
+        python_us = (py_exit - py_enter) / 1e3
+        with LOCK:
+            report.timing_us["python"] += python_us
+            for node in report.nodes[-len(self.steps):]:
+                for name, value in node.timing_us.items():
+                    if name not in ("total", "crossing", "python"):
+                        report.timing_us[name] = report.timing_us.get(name, 0.0) + value
+            self.graph.stamps.append([self, seq, py_enter, py_exit])
+            if self.graph.ran >= {kk.id for kk in self.graph.kernels}:
+                self.graph.finish_run()
+
+    def _node_record(self, step: Step, probes: Probes, counters: HwCounters | None) -> NodeRecord:
+        spec = step.spec
+        record = NodeRecord(node=step.node.index, op=spec.kind.value, name=spec.name,
+                            mode=spec.mode.value, precision=step.decision.precision.value,
+                            input_shape=tuple(spec.input_shape), output_shape=tuple(step.output_shape))
+        for name, seconds in probes.seconds.items():
+            record.timing_us[name] = record.timing_us.get(name, 0.0) + seconds * 1e6
+        if counters is not None:
+            hw = counters.to_dict()
+            for name in record.hw:
+                record.hw[name] = hw.get(name)
+        return record
+
+    def free(self) -> None:
+        with LOCK:
+            if self in self.graph.kernels:
+                if self.graph.current is not None:
+                    self.graph.finish_run()
+                self.graph.settle()
+                self.graph.kernels.remove(self)
+            if not self.graph.kernels and self.state.graphs.get(self.graph.ctx) is self.graph:
+                del self.state.graphs[self.graph.ctx]
+            self.struct = None
+        for step in self.steps:
+            if step.handle is not None:
+                try:
+                    self.state.backend.release(step.handle)
+                except Exception as exc:
+                    log.debug("release failed: %r", exc)
+                step.handle = None
+        self.steps = []
+        self.internal = {}
+
+
+def settle_all() -> None:
+    """Finish every report still waiting for C time stamps (before reports are read)."""
+    with LOCK:
+        for state in list(DELEGATES.values()):
+            state.settle()

@@ -1,0 +1,223 @@
+"""Which TFLite nodes the delegate claims: every rule in one place.
+
+A node is claimed only when the backends can reproduce the default interpreter's output for it
+exactly. :func:`analyze` either returns a :class:`ConvSpec` (the node is ours) or a reason (it
+stays on the CPU). The same function runs at the delegate's Prepare (to choose nodes, with the
+model's shapes) and at every kernel Prepare (to rebuild the spec with the current shapes after
+``resize_tensor_input``), so the two can never disagree.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from dtpu.delegate.graph import OPTIONAL_TENSOR, NodeInfo, TensorInfo
+from dtpu.delegate.options import DelegateOptions
+from dtpu.precision import Precision
+from dtpu.spec import Activation, ConvSpec, DataMode, OpKind, Padding, Quant
+
+CODES = {3: OpKind.CONV_2D, 4: OpKind.DEPTHWISE_CONV_2D, 9: OpKind.FULLY_CONNECTED}
+_PADDING = {1: Padding.SAME, 2: Padding.VALID}
+_ACTIVATION = {0: Activation.NONE, 1: Activation.RELU, 2: Activation.RELU_N1_TO_1, 3: Activation.RELU6}
+_ACTIVATION_NAMES = {4: "TANH", 5: "SIGN_BIT", 6: "SIGMOID"}
+
+# The lane precision each data mode needs, and the wider ones that still hold it exactly.
+NATURAL_PRECISION = {DataMode.INT8: Precision.INT8, DataMode.UINT8: Precision.UINT8,
+                     DataMode.INT16X8: Precision.INT16, DataMode.FLOAT32: Precision.FP32}
+_HOLDS = {
+    DataMode.INT8: {Precision.INT8, Precision.INT16, Precision.INT32, Precision.INT64},
+    DataMode.UINT8: {Precision.UINT8, Precision.UINT16, Precision.UINT32, Precision.UINT64,
+                     Precision.INT16, Precision.INT32, Precision.INT64},
+    DataMode.INT16X8: {Precision.INT16, Precision.INT32, Precision.INT64},
+    DataMode.FLOAT32: {Precision.FP32},
+}
+# Bias type TFLite's kernels read for each mode.
+_BIAS_TYPE = {DataMode.INT8: "int32", DataMode.UINT8: "int32", DataMode.INT16X8: "int64",
+              DataMode.FLOAT32: "float32"}
+
+
+class Unsupported(Exception):
+    """Raised by the checks below; its message is the reason shown in logs and reports."""
+
+
+@dataclass(frozen=True)
+class Decision:
+    spec: ConvSpec | None
+    reason: str | None
+    precision: Precision | None = None
+    input_index: int = -1
+    filter_index: int = -1
+    bias_index: int = -1
+    output_index: int = -1
+
+    @property
+    def claimed(self) -> bool:
+        return self.spec is not None
+
+
+def resolve_precision(mode: DataMode, forced: Precision | None) -> Precision:
+    """The lane precision for a node: its natural one, or `forced` if that holds it exactly."""
+    if forced is None:
+        return NATURAL_PRECISION[mode]
+    if forced not in _HOLDS[mode]:
+        raise Unsupported(f"forced precision {forced.value} cannot hold {mode.value} operands exactly "
+                          f"(would need one of {', '.join(sorted(p.value for p in _HOLDS[mode]))})")
+    return forced
+
+
+def _require(condition: bool, reason: str) -> None:
+    if not condition:
+        raise Unsupported(reason)
+
+
+def _quant(t: TensorInfo, what: str) -> Quant:
+    _require(t.quantized, f"{what} tensor {t.name!r} has no quantization parameters")
+    _require(len(t.zero_point) == len(t.scale), f"{what} tensor {t.name!r} has {len(t.scale)} scales "
+             f"but {len(t.zero_point)} zero points")
+    _require(all(s > 0 and np.isfinite(s) for s in t.scale), f"{what} tensor {t.name!r} has a "
+             "non-positive or non-finite scale")
+    return Quant(scale=t.scale, zero_point=t.zero_point)
+
+
+def _data_mode(x: TensorInfo, w: TensorInfo, y: TensorInfo) -> DataMode:
+    types = (x.type, w.type, y.type)
+    if x.type == "float32" and w.type in ("int8", "uint8", "int4"):
+        raise Unsupported(f"hybrid (dynamic-range) quantization: float32 activations with {w.type} "
+                          "weights")
+    if w.type == "float16":
+        raise Unsupported("float16 weights")
+    modes = {("float32",) * 3: DataMode.FLOAT32, ("int8",) * 3: DataMode.INT8,
+             ("uint8",) * 3: DataMode.UINT8, ("int16", "int8", "int16"): DataMode.INT16X8}
+    if types not in modes:
+        raise Unsupported("unsupported type combination input/filter/output = " + "/".join(types))
+    return modes[types]
+
+
+def _check_quantization(kind: OpKind, mode: DataMode, x: TensorInfo, w: TensorInfo, y: TensorInfo,
+                        out_channels: int) -> tuple[Quant | None, Quant | None, Quant | None]:
+    if mode is DataMode.FLOAT32:
+        return None, None, None
+    xq, wq, yq = _quant(x, "input"), _quant(w, "filter"), _quant(y, "output")
+    _require(not xq.per_channel and not yq.per_channel, "per-channel activation quantization")
+    channel_axis = 3 if kind is OpKind.DEPTHWISE_CONV_2D else 0
+    if wq.per_channel:
+        _require(mode is not DataMode.UINT8, "per-channel quantized uint8 filter")
+        _require(len(wq.scale) == out_channels, f"filter has {len(wq.scale)} scales for "
+                 f"{out_channels} output channels")
+        _require(w.quantized_dimension == channel_axis, f"filter quantized along axis "
+                 f"{w.quantized_dimension}; expected {channel_axis}")
+    if mode in (DataMode.INT8, DataMode.INT16X8):
+        _require(all(z == 0 for z in wq.zero_point), "asymmetric (non-zero zero point) int8 filter")
+    if mode is DataMode.INT16X8:
+        _require(xq.zero_point[0] == 0 and yq.zero_point[0] == 0,
+                 "int16 activations with a non-zero zero point")
+    return xq, wq, yq
+
+
+def analyze(node: NodeInfo, tensor: Callable[[int], TensorInfo], options: DelegateOptions) -> Decision:
+    """Decide whether `node` is claimed; never raises for anything a model can contain."""
+    try:
+        return _analyze(node, tensor, options)
+    except Unsupported as exc:
+        return Decision(spec=None, reason=str(exc))
+
+
+def _analyze(node: NodeInfo, tensor: Callable[[int], TensorInfo], options: DelegateOptions) -> Decision:
+    kind = CODES.get(node.builtin_code)
+    _require(kind is not None, f"{node.op} is not an op the DTPU runs")
+    _require(kind in options.ops, f"{kind.value} is not enabled (option ops="
+             f"{','.join(op.value for op in options.ops)})")
+    _require(node.params is not None, "node has no builtin parameters")
+    _require(len(node.inputs) in (2, 3) and len(node.outputs) == 1,
+             f"{len(node.inputs)} inputs / {len(node.outputs)} outputs (expected 2-3 / 1)")
+    _require(node.inputs[0] >= 0 and node.inputs[1] >= 0, "missing input or filter tensor")
+    x, w, y = tensor(node.inputs[0]), tensor(node.inputs[1]), tensor(node.outputs[0])
+    bias_index = node.inputs[2] if len(node.inputs) == 3 else OPTIONAL_TENSOR
+    b = tensor(bias_index) if bias_index != OPTIONAL_TENSOR else None
+
+    _require(not (x.sparse or w.sparse), "sparse tensors")
+    mode = _data_mode(x, w, y)
+    _require(w.constant, f"filter {w.name!r} is not a constant of the model (computed at run time"
+             + (", e.g. dequantized float16 weights)" if w.allocation != 1 else ")"))
+    if b is not None:
+        _require(b.constant, f"bias {b.name!r} is not a constant of the model")
+        _require(b.type == _BIAS_TYPE[mode], f"{b.type} bias with {mode.value} data (TFLite "
+                 f"reference needs {_BIAS_TYPE[mode]})")
+    precision = resolve_precision(mode, options.precision)
+
+    params = node.params or {}
+    act = params.get("activation", 0)
+    _require(act in _ACTIVATION, "fused activation " + _ACTIVATION_NAMES.get(act, str(act)))
+    activation = _ACTIVATION[act]
+
+    if kind is OpKind.FULLY_CONNECTED:
+        spec = _fully_connected(node, x, w, y, b, mode, activation, params)
+    else:
+        spec = _conv(kind, node, x, w, y, b, mode, activation, params)
+    if b is not None:
+        _require(b.shape in ((spec.out_channels,), ()) or int(np.prod(b.shape)) == spec.out_channels,
+                 f"bias shape {b.shape} for {spec.out_channels} output channels")
+    return Decision(spec=spec, reason=None, precision=precision, input_index=x.index,
+                    filter_index=w.index, bias_index=bias_index, output_index=y.index)
+
+
+def _conv(kind, node, x, w, y, b, mode, activation, params) -> ConvSpec:
+    _require(len(x.shape) == 4, f"input rank {len(x.shape)} (expected NHWC)")
+    _require(len(w.shape) == 4, f"filter rank {len(w.shape)} (expected 4)")
+    _require(min(x.shape) > 0 and min(w.shape) > 0, f"empty tensor (input {x.shape}, filter {w.shape})")
+    padding = _PADDING.get(params.get("padding"))
+    _require(padding is not None, f"padding code {params.get('padding')}")
+    stride, dilation = tuple(params["stride"]), tuple(params["dilation"])
+    _require(min(stride) >= 1 and min(dilation) >= 1, f"stride {stride} / dilation {dilation}")
+    channels = x.shape[3]
+    multiplier = 1
+    if kind is OpKind.DEPTHWISE_CONV_2D:
+        _require(w.shape[0] == 1, f"depthwise filter shape {w.shape} (expected 1xHxWxC)")
+        _require(w.shape[3] % channels == 0, f"depthwise filter has {w.shape[3]} channels for "
+                 f"{channels} input channels")
+        multiplier = w.shape[3] // channels
+        declared = params.get("depth_multiplier", multiplier)
+        _require(declared in (multiplier, 0), f"depth_multiplier {declared} disagrees with the "
+                 f"shapes ({w.shape[3]} / {channels})")
+        out_channels = w.shape[3]
+    else:
+        _require(w.shape[3] == channels, f"grouped convolution (filter depth {w.shape[3]}, input "
+                 f"channels {channels})")
+        out_channels = w.shape[0]
+    xq, wq, yq = _check_quantization(kind, mode, x, w, y, out_channels)
+    try:
+        spec = ConvSpec(kind=kind, mode=mode, input_shape=tuple(x.shape), filter_shape=tuple(w.shape),
+                        stride=stride, dilation=dilation, padding=padding, activation=activation,
+                        depth_multiplier=multiplier, has_bias=b is not None, input_q=xq, filter_q=wq,
+                        output_q=yq, name=y.name)
+    except ValueError as exc:
+        raise Unsupported(str(exc)) from None
+    _require(min(spec.output_shape) > 0, f"empty output {spec.output_shape} for input {x.shape}")
+    # Only rank and channels are checked against TFLite's output tensor: after resize_tensor_input
+    # its spatial dims are stale until our kernel's Prepare resizes it to spec.output_shape.
+    _require(len(y.shape) == 4 and y.shape[3] == spec.out_channels, f"output shape {tuple(y.shape)} "
+             f"does not match the computed {spec.output_shape}")
+    return spec
+
+
+def _fully_connected(node, x, w, y, b, mode, activation, params) -> ConvSpec:
+    _require(params.get("weights_format", 0) == 0, "shuffled fully-connected weights")
+    _require(not params.get("asymmetric_quantize_inputs", False), "hybrid fully-connected")
+    _require(len(w.shape) == 2, f"weights rank {len(w.shape)} (expected 2)")
+    out_channels, depth = w.shape
+    total = int(np.prod(x.shape)) if x.shape else 0
+    _require(depth > 0 and total > 0 and total % depth == 0, f"input {x.shape} is not a whole number "
+             f"of {depth}-wide rows")
+    rows = total // depth
+    _require(len(y.shape) >= 1 and y.shape[-1] == out_channels, f"output shape {tuple(y.shape)} "
+             f"does not end in {out_channels} channels")
+    xq, wq, yq = _check_quantization(OpKind.FULLY_CONNECTED, mode, x, w, y, out_channels)
+    try:
+        return ConvSpec(kind=OpKind.FULLY_CONNECTED, mode=mode, input_shape=(rows, 1, 1, depth),
+                        filter_shape=tuple(w.shape), activation=activation, has_bias=b is not None,
+                        input_q=xq, filter_q=wq, output_q=yq, name=y.name)
+    except ValueError as exc:
+        raise Unsupported(str(exc)) from None
+

@@ -1,0 +1,211 @@
+"""Per-invoke reports of the DTPU delegate: what ran where, how long each part took, what the
+hardware (or its model) counted.
+
+One :class:`Report` covers one ``Interpreter.invoke()`` as seen by one delegate: every delegated
+node that ran, with timing probes (total kernel time measured in C with ``clock_gettime``, the
+C→Python crossing, and the Python-side pack / transfer / compute / unpack / post phases that the
+backend's :class:`~dtpu.backends.base.Probes` recorded), hardware counters and power. Nodes the
+delegate left on the CPU are listed under ``rejected`` with the reason.
+
+Reports are kept in memory (the last :data:`KEEP` of them, process-wide) for
+``dtpu.last_report()`` / ``dtpu.reports()``, printed as a table with ``report=summary`` and
+appended as JSON lines with ``report=<path>``. Times are in microseconds; a counter or a power
+field a backend cannot know is ``None`` (``null`` in JSON).
+"""
+from __future__ import annotations
+
+import collections
+import json
+import os
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+KEEP = int(os.environ.get("DTPU_REPORT_KEEP", "1000"))
+
+TIMING_FIELDS = ("total", "crossing", "python", "pack", "transfer", "compute", "unpack", "post")
+HW_FIELDS = ("cycles", "stall_cycles", "macs", "utilization", "latency_us")
+POWER_FIELDS = ("method", "avg_w", "max_w", "energy_j", "temperature_c", "voltages_v")
+
+
+def empty_timing() -> dict[str, float]:
+    return {name: 0.0 for name in TIMING_FIELDS}
+
+
+def empty_hw() -> dict[str, Any]:
+    return {name: None for name in HW_FIELDS}
+
+
+def empty_power() -> dict[str, Any]:
+    return {name: None for name in POWER_FIELDS}
+
+
+@dataclass
+class NodeRecord:
+    node: int
+    op: str
+    name: str
+    mode: str
+    precision: str
+    input_shape: tuple[int, ...]
+    output_shape: tuple[int, ...]
+    timing_us: dict[str, float] = field(default_factory=empty_timing)
+    hw: dict[str, Any] = field(default_factory=empty_hw)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"node": self.node, "op": self.op, "name": self.name, "mode": self.mode,
+                "precision": self.precision, "input_shape": list(self.input_shape),
+                "output_shape": list(self.output_shape), "timing_us": dict(self.timing_us),
+                "hw": dict(self.hw)}
+
+
+@dataclass
+class Report:
+    seq: int
+    delegate: int
+    graph: int
+    backend: str
+    runtime: str
+    started_unix: float
+    complete: bool = False
+    kernels: int = 0
+    timing_us: dict[str, float] = field(default_factory=empty_timing)
+    hw: dict[str, Any] = field(default_factory=empty_hw)
+    power: dict[str, Any] = field(default_factory=empty_power)
+    nodes: list[NodeRecord] = field(default_factory=list)
+    rejected: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": "invoke", "seq": self.seq, "delegate": self.delegate, "graph": self.graph,
+                "backend": self.backend, "runtime": self.runtime, "started_unix": self.started_unix,
+                "complete": self.complete, "kernels": self.kernels, "timing_us": dict(self.timing_us),
+                "hw": dict(self.hw), "power": dict(self.power),
+                "nodes": [n.to_dict() for n in self.nodes], "rejected": [dict(r) for r in self.rejected]}
+
+    def table(self) -> str:
+        return format_table([self])
+
+    def summarize_hw(self) -> None:
+        """Run-level counters from the nodes' (sums; utilization weighted by cycles)."""
+        def total(name):
+            values = [n.hw.get(name) for n in self.nodes if n.hw.get(name) is not None]
+            return sum(values) if values else None
+        for name in ("cycles", "stall_cycles", "macs", "latency_us"):
+            self.hw[name] = total(name)
+        weighted = [(n.hw["utilization"], n.hw["cycles"]) for n in self.nodes
+                    if n.hw.get("utilization") is not None and n.hw.get("cycles")]
+        if weighted:
+            cycles = sum(c for _, c in weighted)
+            self.hw["utilization"] = sum(u * c for u, c in weighted) / cycles
+        else:
+            values = [n.hw["utilization"] for n in self.nodes if n.hw.get("utilization") is not None]
+            self.hw["utilization"] = sum(values) / len(values) if values else None
+
+
+class ReportStore:
+    """The process-wide ring of recent reports behind dtpu.last_report() / dtpu.reports()."""
+
+    def __init__(self, keep: int = KEEP) -> None:
+        self._reports: collections.deque[Report] = collections.deque(maxlen=max(1, keep))
+        self._lock = threading.Lock()
+        self.before_read: Callable[[], None] | None = None  # finalizes pending reports
+
+    def add(self, report: Report) -> None:
+        with self._lock:
+            self._reports.append(report)
+
+    def _settle(self) -> None:
+        if self.before_read is not None:
+            self.before_read()
+
+    def last(self) -> Report | None:
+        self._settle()
+        with self._lock:
+            return self._reports[-1] if self._reports else None
+
+    def all(self) -> list[Report]:
+        self._settle()
+        with self._lock:
+            return list(self._reports)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._reports.clear()
+
+
+STORE = ReportStore()
+
+
+class JsonLinesSink:
+    """Appends one JSON object per line; opened per write so no file handle outlives a write."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+
+    def write(self, record: dict[str, Any]) -> None:
+        line = json.dumps(record, default=_jsonable) + "\n"
+        with self._lock, open(self.path, "a", encoding="utf-8") as handle:
+            handle.write(line)
+
+
+def _jsonable(value: Any) -> Any:
+    if hasattr(value, "item"):
+        return value.item()
+    if isinstance(value, (set, tuple)):
+        return list(value)
+    return str(value)
+
+
+def _fmt(value: Any, digits: int = 1) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def format_table(reports: Iterable[Report]) -> str:
+    """Per-node means over `reports` (one table row per delegated node), then rejected nodes."""
+    reports = [r for r in reports if r is not None]
+    if not reports:
+        return "dtpu: no delegated invokes recorded\n"
+    rows: dict[int, list[NodeRecord]] = collections.OrderedDict()
+    for report in reports:
+        for node in report.nodes:
+            rows.setdefault(node.node, []).append(node)
+    head = reports[-1]
+    cols = ("node", "op", "mode/prec", "output", "pack", "xfer", "compute", "unpack", "post",
+            "cycles", "MACs", "util")
+    lines = []
+    for node_id, records in rows.items():
+        first, count = records[0], len(records)
+        mean = {k: sum(r.timing_us.get(k, 0.0) for r in records) / count for k in TIMING_FIELDS}
+        cycles = [r.hw.get("cycles") for r in records if r.hw.get("cycles") is not None]
+        util = [r.hw.get("utilization") for r in records if r.hw.get("utilization") is not None]
+        lines.append((str(node_id), first.op, f"{first.mode}/{first.precision}",
+                      "x".join(map(str, first.output_shape)), _fmt(mean["pack"]),
+                      _fmt(mean["transfer"]), _fmt(mean["compute"]), _fmt(mean["unpack"]),
+                      _fmt(mean["post"]), _fmt(sum(cycles) // len(cycles) if cycles else None),
+                      _fmt(first.hw.get("macs")),
+                      _fmt(sum(util) / len(util) if util else None, 3)))
+    widths = [max(len(c), *(len(row[i]) for row in lines)) if lines else len(c)
+              for i, c in enumerate(cols)]
+    out = [f"dtpu report: backend={head.backend} runtime={head.runtime} invokes={len(reports)} "
+           f"(per-node means, microseconds)"]
+    out.append("  ".join(c.rjust(w) for c, w in zip(cols, widths)))
+    out.extend("  ".join(v.rjust(w) for v, w in zip(row, widths)) for row in lines)
+    total = {k: sum(r.timing_us.get(k, 0.0) for r in reports) / len(reports) for k in TIMING_FIELDS}
+    out.append(f"per invoke: total {total['total']:.1f} us (C, clock_gettime), crossing C<->Python "
+               f"{total['crossing']:.1f} us, Python {total['python']:.1f} us")
+    power = head.power
+    if any(power.get(k) is not None for k in ("avg_w", "energy_j", "temperature_c")):
+        out.append(f"power: avg {_fmt(power.get('avg_w'), 3)} W, max {_fmt(power.get('max_w'), 3)} W, "
+                   f"energy {_fmt(power.get('energy_j'), 6)} J, temperature {power.get('temperature_c')}"
+                   f" ({power.get('method')})")
+    else:
+        out.append("power: not measured by this backend")
+    if head.rejected:
+        out.append(f"left on the CPU ({len(head.rejected)}):")
+        out.extend(f"  node {r['node']} {r['op']}: {r['reason']}" for r in head.rejected)
+    return "\n".join(out) + "\n"

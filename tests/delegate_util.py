@@ -1,0 +1,124 @@
+"""Helpers shared by tests/test_delegate*.py (no TensorFlow needed)."""
+from __future__ import annotations
+
+import collections
+import json
+from pathlib import Path
+
+import numpy as np
+
+DATA = Path(__file__).resolve().parent / "data" / "delegate"
+ZOO_INDEX = Path(__file__).resolve().parent / "models" / "zoo" / "index.json"
+DTPU_OPS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")
+# Zoo modes the delegate must claim completely; the others must stay on the CPU entirely.
+CLAIMED_MODES = ("int8", "int8_float_io", "int8_per_tensor", "int16x8", "float32", "uint8",
+                 "uint8_fakequant")
+REFUSED_MODES = ("float16_weights", "dynamic_range")
+
+
+def own_models() -> dict:
+    return json.loads((DATA / "index.json").read_text())
+
+
+def zoo_entries() -> list[dict]:
+    if not ZOO_INDEX.exists():
+        return []
+    return json.loads(ZOO_INDEX.read_text())
+
+
+def cpu_ops(interpreter) -> collections.Counter:
+    """Ops still run by TFLite itself, by name, from interpreter._get_ops_details().
+
+    After delegation the replaced nodes are still listed; a DELEGATE node's partition is found
+    by walking back from its outputs to its inputs, and those nodes are not counted.
+    """
+    ops = interpreter._get_ops_details()
+    producer = {}
+    for op in ops:
+        if op["op_name"] != "DELEGATE":
+            for t in op["outputs"]:
+                producer[int(t)] = op
+    replaced = set()
+    for op in ops:
+        if op["op_name"] != "DELEGATE":
+            continue
+        boundary = {int(t) for t in op["inputs"]}
+        stack = [int(t) for t in op["outputs"]]
+        while stack:
+            t = stack.pop()
+            if t in boundary or t not in producer:
+                continue
+            node = producer[t]
+            if node["index"] in replaced or node["op_name"] == "DELEGATE":
+                continue
+            replaced.add(node["index"])
+            stack.extend(int(i) for i in node["inputs"] if int(i) >= 0)
+    return collections.Counter(op["op_name"] for op in ops
+                               if op["op_name"] != "DELEGATE" and op["index"] not in replaced)
+
+
+def delegate_nodes(interpreter) -> int:
+    return sum(1 for op in interpreter._get_ops_details() if op["op_name"] == "DELEGATE")
+
+
+def random_inputs(interpreter, seed: int = 0) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for detail in interpreter.get_input_details():
+        dtype, shape = np.dtype(detail["dtype"]), tuple(detail["shape"])
+        if np.issubdtype(dtype, np.integer):
+            info = np.iinfo(dtype)
+            out.append(rng.integers(info.min, info.max, size=shape, dtype=dtype, endpoint=True))
+        else:
+            out.append(rng.uniform(-1.0, 1.0, size=shape).astype(dtype))
+    return out
+
+
+def run(interpreter, inputs) -> list[np.ndarray]:
+    for detail, value in zip(interpreter.get_input_details(), inputs):
+        interpreter.set_tensor(detail["index"], value)
+    interpreter.invoke()
+    return [interpreter.get_tensor(d["index"]).copy() for d in interpreter.get_output_details()]
+
+
+def assert_matches(got: np.ndarray, want: np.ndarray, what: str = "") -> None:
+    """Integers bit for bit; float32 within 1e-5 relative (of the output's magnitude)."""
+    assert got.dtype == want.dtype and got.shape == want.shape, (what, got.dtype, got.shape,
+                                                                 want.dtype, want.shape)
+    if np.issubdtype(want.dtype, np.integer):
+        bad = np.argwhere(got != want)
+        assert bad.size == 0, (f"{what}: {len(bad)} of {want.size} values differ, first at "
+                               f"{bad[0].tolist()}: {got[tuple(bad[0])]} vs {want[tuple(bad[0])]}")
+    else:
+        scale = max(float(np.max(np.abs(want))), 1e-30)
+        err = float(np.max(np.abs(got.astype(np.float64) - want))) / scale
+        assert err <= 1e-5, f"{what}: relative error {err:.3g} > 1e-5"
+
+
+# ---- fixtures (imported by the test modules) --------------------------------------------------
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def dtpu_so():
+    """dtpu.so built once per session with the running interpreter."""
+    import dtpu
+    from dtpu.backends.null import register_null_backend
+
+    register_null_backend()
+    return dtpu.delegate_path()
+
+
+@pytest.fixture(scope="session")
+def tfl():
+    from dtpu import tflite
+
+    return tflite
+
+
+def no_default_delegates(tflite) -> dict:
+    """Interpreter kwargs that keep XNNPACK out, so every DELEGATE node is ours."""
+    resolver = getattr(tflite, "OpResolverType", None)
+    if resolver is None:
+        return {}
+    return {"experimental_op_resolver_type": resolver.BUILTIN_WITHOUT_DEFAULT_DELEGATES}

@@ -1,0 +1,72 @@
+"""dtpu.so: building, locating, rebuilding when stale, and what it exports."""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.delegate_util import dtpu_so  # noqa: F401  (fixture)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_delegate_path_is_built_and_current(dtpu_so):
+    import dtpu
+    from dtpu.delegate import _builder
+
+    path = Path(dtpu_so)
+    assert path.name == "dtpu.so" and path.is_file()
+    assert dtpu.delegate_path() == str(path)
+    builder = _builder()
+    assert builder.is_current(path.parent, ROOT / "pylib")
+    stamp = json.loads((path.parent / "dtpu.so.json").read_text())
+    assert stamp["python"] == sys.version.split()[0]
+
+
+def test_exports_only_the_plugin_entry_points(dtpu_so):
+    lib = ctypes.CDLL(dtpu_so)
+    assert lib.tflite_plugin_create_delegate and lib.tflite_plugin_destroy_delegate
+    for hidden in ("dtpu_now_ns", "dtpu_kernel_set_io", "dtpu_report_error"):
+        with pytest.raises(AttributeError):
+            getattr(lib, hidden)
+
+
+def test_cli_build_into_a_fresh_directory_and_staleness(tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "pylib"))
+    out = subprocess.run([sys.executable, "-m", "dtpu.cli", "build", "--out", str(tmp_path)],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    built = Path(out.stdout.strip())
+    assert built == tmp_path / "dtpu.so" and built.is_file()
+
+    from dtpu.delegate import _builder
+
+    builder = _builder()
+    assert builder.is_current(tmp_path, ROOT / "pylib")
+    stamp = tmp_path / "dtpu.so.json"
+    key = json.loads(stamp.read_text())
+    key["sources_sha256"] = "0" * 64          # as if dtpu_delegate.c had changed
+    stamp.write_text(json.dumps(key))
+    assert not builder.is_current(tmp_path, ROOT / "pylib")
+    again = builder.build(tmp_path, pylib=ROOT / "pylib")
+    assert builder.is_current(tmp_path, ROOT / "pylib") and again == built
+
+
+def test_cli_help_lists_build():
+    from dtpu import cli
+
+    text = cli.parser().format_help()
+    assert "build" in text and "path" in text
+    assert cli.main([]) == 2
+
+
+def test_abi_cdef_has_no_preprocessor_lines():
+    from dtpu.delegate import _builder
+
+    cdef = _builder().abi_cdef()
+    assert "#" not in cdef and "TfLiteRegistration" in cdef

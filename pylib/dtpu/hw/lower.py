@@ -1,0 +1,500 @@
+"""Lowering: a :class:`~dtpu.spec.ConvSpec` plus its constants -> DTPU jobs, and results -> tensor.
+
+A node becomes
+
+* its *load jobs* (LOAD_WGT, LOAD_PARAM): the weights in the MXU's column-bank order and two
+  parameter words per output channel. Built once; run once at prepare when the node's weights
+  stay resident, or before every compute job when they are paged through a scratch region;
+* its *compute jobs* (GEMM or DWCONV) per invoke: register values plus the activation words;
+* an *assembly* step turning result words back into the NHWC output tensor (and, only in the
+  K-split fallback, finishing raw accumulators with :func:`dtpu.reference.requantize`).
+
+Everything that does not depend on the input (weight and parameter words, register values,
+im2col index plans) is computed here once, so an invoke is an im2col/pack, the jobs and an unpack.
+docs/architecture.md describes the formats produced here.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from dtpu import reference
+from dtpu.hw.config import HwConfig, ceil_div, get_config
+from dtpu.hw.model import DwGeometry, dw_bank_conflict, out_lanes
+from dtpu.pack import pack, unpack
+from dtpu.precision import Precision
+from dtpu.spec import ConvSpec, DataMode, OpKind
+
+log = logging.getLogger(__name__)
+
+_U64 = np.dtype("<u8")
+
+
+class LowerError(ValueError):
+    """The node cannot run on this DTPU build (the delegate leaves it to the CPU)."""
+
+
+@dataclass
+class Job:
+    """One START: register writes in order (JOB last), words per input stream, result words."""
+
+    label: str
+    regs: list[tuple[str, int]]
+    send: dict[str, np.ndarray] = field(default_factory=dict)
+    recv: int = 0
+    macs: int = 0
+
+
+@dataclass
+class Lowered:
+    spec: ConvSpec
+    cfg: HwConfig
+    precision: Precision
+    dataflow: str                 # "gemm" or "dwconv"
+    resident: bool                # load jobs run once (True) or before every invoke (False)
+    load_jobs: list[Job]
+    weight_words: int             # weight memory footprint (resident) or scratch use (paged)
+    param_entries: int
+    _plan: Callable[[np.ndarray], list[Job]] = field(repr=False, default=None)
+    _assemble: Callable[[list[np.ndarray]], np.ndarray] = field(repr=False, default=None)
+
+    def jobs(self, x: np.ndarray) -> list[Job]:
+        """The jobs of one invoke on input `x` (NHWC, the node's TFLite dtype)."""
+        x = np.asarray(x)
+        if tuple(x.shape) != tuple(self.spec.input_shape):
+            raise ValueError(f"input shape {x.shape} does not match the node's {self.spec.input_shape}")
+        return self._plan(x)
+
+    def assemble(self, results: list[np.ndarray]) -> np.ndarray:
+        """Result words of the compute jobs (in job order, loads excluded) -> output tensor."""
+        return self._assemble(results)
+
+
+# ------------------------------------------------------------------------------------------------
+# node parameters shared by both dataflows
+
+
+def precision_of(spec: ConvSpec, float_precision: str = "fp32") -> Precision:
+    if spec.mode is DataMode.INT8:
+        return Precision.INT8
+    if spec.mode is DataMode.UINT8:
+        return Precision.UINT8
+    if spec.mode is DataMode.INT16X8:
+        return Precision.INT16
+    p = Precision.parse(float_precision)
+    if p not in (Precision.FP32, Precision.BF16):
+        raise ValueError(f"float precision {float_precision!r}; accepted: fp32, bf16")
+    return p
+
+
+def _zero_points(spec: ConvSpec) -> tuple[int, int]:
+    """(input zero point, filter zero point) as the core's IN/WGT_OFFSET registers negate them."""
+    if spec.mode in (DataMode.FLOAT32, DataMode.INT16X8):
+        return 0, 0
+    zx = int(spec.input_q.zero_point[0])
+    zw = np.unique(spec.filter_q.zero_points(spec.out_channels))
+    if zw.size != 1:
+        raise LowerError(f"per-channel filter zero points {zw.tolist()} are not supported; the "
+                         f"DTPU has one WGT_OFFSET per job")
+    return zx, int(zw[0])
+
+
+def _as_u32(v: int) -> int:
+    return int(v) & 0xFFFFFFFF
+
+
+def _f32_bits(v: float) -> int:
+    return int(np.array(v, np.float32).view(np.uint32))
+
+
+def _param_words(spec: ConvSpec, bias: np.ndarray | None, channels: int, rounding: str):
+    """Two words per channel slot: bias (int64 / fp32 bits) and multiplier|shift<<32|zp<<48."""
+    oc = spec.out_channels
+    words = np.zeros((channels, 2), _U64)
+    if spec.mode is DataMode.FLOAT32:
+        if bias is not None:
+            b = np.asarray(bias, np.float32).reshape(-1)
+            words[:oc, 0] = b.view(np.uint32).astype(_U64)
+        return words
+    b = np.zeros(oc, np.int64) if bias is None else np.asarray(bias).astype(np.int64).reshape(-1)
+    words[:oc, 0] = b.view(_U64)
+    mult, shift = reference.output_multipliers(spec)
+    zp = 0 if spec.mode is DataMode.INT16X8 else int(spec.output_q.zero_point[0])
+    w1 = ((mult.astype(np.int64) & 0xFFFFFFFF).astype(_U64)
+          | ((shift.astype(np.int64) & 0xFF).astype(_U64) << np.uint64(32))
+          | np.uint64((zp & 0xFFFF) << 48))
+    words[:oc, 1] = w1
+    return words
+
+
+def _variant_code(cfg: HwConfig, spec: ConvSpec, bias, rounding: str) -> int:
+    if not spec.mode.is_quantized:
+        return 0
+    v = reference.rounding_variant(spec, bias, rounding)
+    return cfg.enums["RQ_VARIANT"][v.name]
+
+
+def _clamp_regs(spec: ConvSpec) -> list[tuple[str, int]]:
+    lo, hi = reference.activation_range(spec)
+    if spec.mode is DataMode.FLOAT32:
+        return [("ACT_MIN", _f32_bits(lo)), ("ACT_MAX", _f32_bits(hi))]
+    return [("ACT_MIN", _as_u32(lo)), ("ACT_MAX", _as_u32(hi))]
+
+
+def _job_reg(cfg: HwConfig, opcode: str, prec: Precision | None = None, out_mode: str = "REQUANT",
+             variant: int = 0) -> tuple[str, int]:
+    fields = {"OPCODE": cfg.enums["OPCODE"][opcode]}
+    if prec is not None:
+        fields.update(PREC=cfg.prec_code(prec), OUT_MODE=cfg.enums["OUT_MODE"][out_mode],
+                      RQ_VARIANT=variant)
+    return ("JOB", cfg.encode("JOB", **fields))
+
+
+def _load_job(cfg: HwConfig, opcode: str, addr: int, words: np.ndarray, label: str) -> Job:
+    return Job(label, [("LOAD_ADDR", addr), ("LOAD_COUNT", int(words.size)), _job_reg(cfg, opcode)],
+               {"wgt": np.ascontiguousarray(words, _U64)})
+
+
+def _out_mode_name(spec: ConvSpec, prec: Precision, raw: bool) -> str:
+    if raw:
+        return "RAW"
+    return "FLOAT" if prec.is_float else "REQUANT"
+
+
+def _pack_act(values: np.ndarray, prec: Precision) -> np.ndarray:
+    if prec is Precision.INT16:
+        values = values.astype(np.int16, copy=False)
+    return pack(values, prec)
+
+
+def _accumulator_bound_ok(spec: ConvSpec, wm: np.ndarray, zx: int, zw: int, bias, prec) -> None:
+    """Prove that no 32-bit accumulator (8-bit precisions) can leave int32 for any input."""
+    if prec.bits != 8:
+        return
+    info = np.iinfo(prec.value_dtype)
+    amax = max(abs(int(info.min) - zx), abs(int(info.max) - zx))
+    per_channel = np.abs(wm.astype(np.int64) - zw).sum(axis=1) * amax
+    if per_channel.max(initial=0) > (1 << 31) - 1:
+        raise LowerError(f"{spec.name or spec.kind.value}: an int32 accumulator could overflow "
+                         f"(bound {int(per_channel.max())}); not claimable")
+
+
+# ------------------------------------------------------------------------------------------------
+
+
+def lower(spec: ConvSpec, filters: np.ndarray, bias: np.ndarray | None, cfg: HwConfig | None = None,
+          *, wgt_base: int = 0, param_base: int = 0, wgt_capacity: int | None = None,
+          param_capacity: int | None = None, float_precision: str = "fp32",
+          rounding: str = "default", resident: bool = True) -> Lowered:
+    """Lower one node into the memory region [wgt_base, wgt_base+wgt_capacity) (and params).
+
+    When the node's weights fit the region and `resident` is set, the load jobs run once; else the
+    output-channel tiles are paged through the region, and when not even one tile (COLS filters of
+    the whole K) fits, K is split into raw-accumulator jobs that the host sums and requantizes.
+    """
+    cfg = cfg or get_config()
+    prec = precision_of(spec, float_precision)
+    if prec not in cfg.ENABLED:
+        raise LowerError(f"precision {prec.value} is not enabled in {cfg.model_name}; enabled: "
+                         f"{', '.join(p.value for p in cfg.ENABLED)}")
+    if not spec.has_bias:
+        bias = None
+    wcap = cfg.WEIGHT_WORDS - wgt_base if wgt_capacity is None else wgt_capacity
+    pcap = cfg.PARAM_ENTRIES - param_base if param_capacity is None else param_capacity
+    if wgt_base % cfg.COLS or param_base % cfg.COLS or wcap < cfg.COLS or pcap < cfg.COLS:
+        raise ValueError(f"regions must start at a multiple of COLS={cfg.COLS} and hold at least "
+                         f"COLS words/entries (weights {wgt_base}+{wcap}, params {param_base}+{pcap})")
+    if spec.kind is OpKind.DEPTHWISE_CONV_2D:
+        return _lower_dw(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap,
+                         rounding, resident)
+    return _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap,
+                       rounding, resident)
+
+
+# ------------------------------------------------------------------------------------------------
+# GEMM: CONV_2D (im2col) and FULLY_CONNECTED
+
+
+def _im2col_plan(spec: ConvSpec, kp: int, pad_value: int | float):
+    """A function x -> (M, Kp) activation matrix (K in (ky, kx, c) order, padded with pad_value)."""
+    n, h, w, c = spec.input_shape
+    _, oh, ow, _ = spec.output_shape
+    if spec.kind is OpKind.FULLY_CONNECTED:
+        kh = kw = 1
+        sh = sw = dh = dw = 1
+        top = left = extra_h = extra_w = 0
+    else:
+        (kh, kw), (sh, sw), (dh, dw) = spec.kernel, spec.stride, spec.dilation
+        (top, extra_h), (left, extra_w) = spec.pads
+    k = kh * kw * c
+    if spec.kind is OpKind.FULLY_CONNECTED or ((kh, kw) == (1, 1) and (sh, sw) == (1, 1)
+                                              and (oh, ow) == (h, w)):
+        def plan(x):
+            cols = x.reshape(-1, c)
+            if kp != k:
+                cols = np.concatenate([cols, np.full((cols.shape[0], kp - k), pad_value, cols.dtype)], 1)
+            return cols
+        return plan
+    ph, pw = h + 2 * top + extra_h, w + 2 * left + extra_w
+
+    def plan(x):
+        xp = np.full((n, ph, pw, c), pad_value, x.dtype)
+        xp[:, top:top + h, left:left + w, :] = x
+        v = sliding_window_view(xp, ((kh - 1) * dh + 1, (kw - 1) * dw + 1), axis=(1, 2))
+        v = v[:, ::sh, ::sw][:, :oh, :ow, :, ::dh, ::dw]          # (N, OH, OW, C, KH, KW)
+        cols = np.empty((n, oh, ow, kh, kw, c) if kp == k else (n * oh * ow, kp), x.dtype)
+        if kp == k:
+            cols[...] = v.transpose(0, 1, 2, 4, 5, 3)
+            return cols.reshape(n * oh * ow, k)
+        cols[:, k:] = pad_value
+        cols[:, :k].reshape(n, oh, ow, kh, kw, c)[...] = v.transpose(0, 1, 2, 4, 5, 3)
+        return cols
+    return plan
+
+
+def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap, rounding, resident):
+    cols_n = cfg.COLS
+    L = prec.lanes
+    n, h, w, c = spec.input_shape
+    _, oh, ow, oc = spec.output_shape
+    kh, kw = spec.kernel
+    k = kh * kw * c
+    m = n * oh * ow
+    kwords = ceil_div(k, L)
+    kp = kwords * L
+    nt = ceil_div(oc, cols_n)
+    zx, zw = _zero_points(spec)
+    wm = np.asarray(filters).reshape(oc, k)
+    _accumulator_bound_ok(spec, wm, zx, zw, bias, prec)
+    # weights padded to (NT*COLS, Kp) with the filter zero point: padded lanes multiply to 0
+    if prec.is_float:
+        wpad = np.zeros((nt * cols_n, kp), np.float32)
+        wpad[:oc, :k] = wm
+    else:
+        wdt = np.int16 if prec is Precision.INT16 else prec.value_dtype
+        wpad = np.full((nt * cols_n, kp), zw, wdt)
+        wpad[:oc, :k] = wm
+    params = _param_words(spec, bias, nt * cols_n, rounding)
+    variant = _variant_code(cfg, spec, bias, rounding)
+    pad_value = 0.0 if prec.is_float else zx
+    im2col = _im2col_plan(spec, kp, pad_value)
+
+    tile_words = kwords * cols_n
+    split_k = kwords > cfg.ACT_WORDS or tile_words > wcap
+    if split_k and prec.is_float:
+        raise LowerError(f"{spec.name or 'node'}: K={k} needs a K split, which float modes do not "
+                         f"support (no raw fp32 output)")
+    common = [("IN_OFFSET", _as_u32(-zx)), ("WGT_OFFSET", _as_u32(-zw))]
+    lanes_res, res_dt = out_lanes(cfg, prec, cfg.enums["OUT_MODE"][_out_mode_name(spec, prec, split_k)])
+    wps = ceil_div(cols_n, lanes_res)
+
+    if not split_k:
+        tiles_per_page = max(1, min(nt, wcap // tile_words, pcap // cols_n))
+        fits = tiles_per_page == nt
+        pages = [(t0, min(nt, t0 + tiles_per_page)) for t0 in range(0, nt, tiles_per_page)]
+        mode = "FLOAT" if prec.is_float else "REQUANT"
+        clamp = _clamp_regs(spec)
+
+        def page_loads(t0, t1):
+            words = _pack_weights(wpad[t0 * cols_n:t1 * cols_n], prec, t1 - t0, kwords, cols_n)
+            return [_load_job(cfg, "LOAD_WGT", wgt_base, words, f"wgt[{t0}:{t1}]"),
+                    _load_job(cfg, "LOAD_PARAM", param_base, params[t0 * cols_n:t1 * cols_n].reshape(-1),
+                              f"param[{t0}:{t1}]")]
+
+        def gemm_job(t0, t1, act):
+            regs = [("GEMM_M", m), ("GEMM_KW", kwords), ("GEMM_NT", t1 - t0), ("WGT_BASE", wgt_base),
+                    ("PARAM_BASE", param_base), *common, *clamp,
+                    _job_reg(cfg, "GEMM", prec, mode, variant)]
+            macs = m * k * (min(oc, t1 * cols_n) - t0 * cols_n)
+            return Job(f"gemm[{t0}:{t1}]", regs, {"act": act}, m * (t1 - t0) * wps, macs)
+
+        load_all = [j for p in pages for j in page_loads(*p)] if fits else []
+        paged_loads = {p: page_loads(*p) for p in pages} if not (fits and resident) else {}
+
+        def plan(x):
+            act = _pack_act(im2col(x), prec)
+            if fits and resident:
+                return [gemm_job(0, nt, act)]
+            jobs = []
+            for p in pages:
+                jobs += paged_loads[p]
+                jobs.append(gemm_job(*p, act))
+            return jobs
+
+        def assemble(results):
+            parts = []
+            for (t0, t1), words in zip(pages, results):
+                vals = unpack(words, _res_prec(res_dt), words.size * lanes_res)
+                parts.append(vals.reshape(m, t1 - t0, wps * lanes_res)[:, :, :cols_n].reshape(m, -1))
+            y = np.concatenate(parts, axis=1) if len(parts) > 1 else parts[0]
+            return np.ascontiguousarray(y[:, :oc]).reshape(spec.output_shape).astype(
+                reference.io_dtypes(spec)[0], copy=False)
+
+        return Lowered(spec, cfg, prec, "gemm", fits and resident, load_all if (fits and resident) else [],
+                       min(nt, tiles_per_page) * tile_words, min(nt, tiles_per_page) * cols_n,
+                       plan, assemble)
+
+    # ---- K split: raw accumulators per (K chunk, tile page), summed and requantized on the host
+    kc = max(1, min(cfg.ACT_WORDS, wcap // cols_n))            # words of K per chunk
+    chunks = [(k0, min(kwords, k0 + kc)) for k0 in range(0, kwords, kc)]
+    log.info("%s: K=%d split into %d raw chunks", spec.name or "node", k, len(chunks))
+    lanes_raw = lanes_res
+
+    def chunk_pages(k0, k1):
+        tw = (k1 - k0) * cols_n
+        tpp = max(1, min(nt, wcap // tw))
+        return [(t0, min(nt, t0 + tpp)) for t0 in range(0, nt, tpp)]
+
+    schedule = [(kr, p) for kr in chunks for p in chunk_pages(*kr)]
+    loads = {}
+    for (k0, k1), (t0, t1) in schedule:
+        sub = np.ascontiguousarray(wpad[t0 * cols_n:t1 * cols_n, k0 * L:k1 * L])
+        words = _pack_weights(sub, prec, t1 - t0, k1 - k0, cols_n)
+        loads[(k0, k1, t0, t1)] = _load_job(cfg, "LOAD_WGT", wgt_base, words, f"wgt k[{k0}:{k1}] t[{t0}:{t1}]")
+
+    def plan_split(x):
+        a = im2col(x)
+        jobs = []
+        for (k0, k1), (t0, t1) in schedule:
+            act = _pack_act(np.ascontiguousarray(a[:, k0 * L:k1 * L]), prec)
+            regs = [("GEMM_M", m), ("GEMM_KW", k1 - k0), ("GEMM_NT", t1 - t0), ("WGT_BASE", wgt_base),
+                    ("PARAM_BASE", param_base), *common, _job_reg(cfg, "GEMM", prec, "RAW", 0)]
+            macs = m * (min(k, k1 * L) - k0 * L) * (min(oc, t1 * cols_n) - t0 * cols_n)
+            jobs.append(loads[(k0, k1, t0, t1)])
+            jobs.append(Job(f"gemm raw k[{k0}:{k1}] t[{t0}:{t1}]", regs, {"act": act},
+                            m * (t1 - t0) * wps, macs))
+        return jobs
+
+    def assemble_split(results):
+        acc = np.zeros((m, nt * cols_n), np.int64)
+        for ((k0, k1), (t0, t1)), words in zip(schedule, results):
+            vals = unpack(words, _res_prec(res_dt), words.size * lanes_raw).astype(np.int64)
+            acc[:, t0 * cols_n:t1 * cols_n] += vals.reshape(m, t1 - t0, wps * lanes_raw)[:, :, :cols_n].reshape(m, -1)
+        return reference.requantize(spec, acc[:, :oc].reshape(spec.output_shape), bias, rounding=rounding)
+
+    return Lowered(spec, cfg, prec, "gemm", False, [], min(wcap, kwords * cols_n * nt), 0,
+                   plan_split, assemble_split)
+
+
+def _res_prec(dt: np.dtype) -> Precision:
+    return {np.dtype("<i1"): Precision.INT8, np.dtype("<u1"): Precision.UINT8,
+            np.dtype("<i2"): Precision.INT16, np.dtype("<i4"): Precision.INT32,
+            np.dtype("<i8"): Precision.INT64, np.dtype("<f4"): Precision.FP32}[np.dtype(dt)]
+
+
+def _pack_weights(wpad: np.ndarray, prec: Precision, nt: int, kwords: int, cols_n: int) -> np.ndarray:
+    """(NT*COLS, KW*L) -> words in (tile, k-word, column) order: address t*KW*COLS + w*COLS + j,
+    i.e. bank j holds filter t*COLS+j's K-vector at row t*KW + w."""
+    L = prec.lanes
+    arr = wpad.reshape(nt, cols_n, kwords, L).transpose(0, 2, 1, 3)
+    return pack(np.ascontiguousarray(arr), prec)
+
+
+# ------------------------------------------------------------------------------------------------
+# DWCONV
+
+
+def _divisors_desc(n: int, limit: int) -> list[int]:
+    return [d for d in range(min(n, limit), 0, -1) if n % d == 0]
+
+
+def dw_geometry(spec: ConvSpec, cfg: HwConfig, prec: Precision) -> DwGeometry:
+    """Chunking, ring size and tap cycles the lowering picks for a depthwise node."""
+    n, ih, iw, c = spec.input_shape
+    _, oh, ow, oc = spec.output_shape
+    (kh, kw), (sy, sx), (dy, dx) = spec.kernel, spec.stride, spec.dilation
+    (pt, _), (pl, _) = spec.pads
+    groups = ceil_div(oc, prec.lanes)
+    span = (kh - 1) * dy + 1
+    for gc in _divisors_desc(groups, cfg.COLS) if groups > cfg.COLS else [groups] + _divisors_desc(groups, groups - 1):
+        stride = ceil_div(iw * gc, cfg.COLS) * cfg.COLS
+        slots = cfg.ACT_WORDS // stride
+        if slots >= span:
+            nchunk = groups // gc
+            lb = min(slots, nchunk * ih, 0xFFFF)
+            lb = max(lb, span)
+            tc = 1
+            while dw_bank_conflict(cfg.COLS, ow, gc, sx, tc):
+                tc *= 2
+            return DwGeometry(ih, iw, oh, ow, kh, kw, pt, pl, sy, sx, dy, dx, gc, nchunk, lb, tc)
+    raise LowerError(f"{spec.name or 'depthwise node'}: rows of {iw} pixels do not fit the "
+                     f"activation buffer ({cfg.ACT_WORDS} words) {span} at a time")
+
+
+def _lower_dw(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap, rounding, resident):
+    cols_n = cfg.COLS
+    L = prec.lanes
+    n, ih, iw, c = spec.input_shape
+    _, oh, ow, oc = spec.output_shape
+    kh, kw = spec.kernel
+    mult = spec.depth_multiplier
+    zx, zw = _zero_points(spec)
+    g = dw_geometry(spec, cfg, prec)
+    groups = g.gc * g.nchunk
+    cp = groups * L
+    gp = ceil_div(groups, cols_n) * cols_n
+    taps = kh * kw
+    if taps * gp > wcap or cp > pcap:
+        raise LowerError(f"{spec.name or 'depthwise node'}: {taps * gp} weight words / {cp} channel "
+                         f"entries exceed the region ({wcap} / {pcap})")
+    wt = np.asarray(filters).reshape(taps, oc)
+    if prec.bits == 8:
+        info = np.iinfo(prec.value_dtype)
+        amax = max(abs(int(info.min) - zx), abs(int(info.max) - zx))
+        if int(np.abs(wt.astype(np.int64) - zw).sum(axis=0).max()) * amax > (1 << 31) - 1:
+            raise LowerError(f"{spec.name or 'depthwise node'}: an int32 accumulator could overflow")
+    if prec.is_float:
+        wfull = np.zeros((taps, gp * L), np.float32)
+    else:
+        wfull = np.full((taps, gp * L), zw, np.int16 if prec is Precision.INT16 else prec.value_dtype)
+    wfull[:, :oc] = wt
+    weights = pack(wfull, prec)                       # tap-major: address tap*GP + g
+    params = _param_words(spec, bias, cp, rounding)
+    variant = _variant_code(cfg, spec, bias, rounding)
+    mode = "FLOAT" if prec.is_float else "REQUANT"
+    lanes_res, res_dt = out_lanes(cfg, prec, cfg.enums["OUT_MODE"][mode])
+    wpi = ceil_div(L, lanes_res)
+    regs = [
+        ("DW_IN", cfg.encode("DW_IN", H=ih, W=iw)), ("DW_OUT", cfg.encode("DW_OUT", H=oh, W=ow)),
+        ("DW_KERNEL", cfg.encode("DW_KERNEL", KH=kh, KW=kw, PT=g.pt, PL=g.pl)),
+        ("DW_STRIDE", cfg.encode("DW_STRIDE", SY=g.sy, SX=g.sx, DY=g.dy, DX=g.dx)),
+        ("DW_GROUPS", cfg.encode("DW_GROUPS", GC=g.gc, NCHUNK=g.nchunk)),
+        ("DW_RING", cfg.encode("DW_RING", LB_ROWS=g.lb_rows, TAP_CYCLES=g.tap_cycles)),
+        ("WGT_BASE", wgt_base), ("PARAM_BASE", param_base),
+        ("IN_OFFSET", _as_u32(-zx)), ("WGT_OFFSET", _as_u32(-zw)), *_clamp_regs(spec),
+        _job_reg(cfg, "DWCONV", prec, mode, variant)]
+    loads = [_load_job(cfg, "LOAD_WGT", wgt_base, weights, "dw weights"),
+             _load_job(cfg, "LOAD_PARAM", param_base, params.reshape(-1), "dw params")]
+    pad_value = 0.0 if prec.is_float else zx
+    macs_per_image = oh * ow * oc * taps
+    xdt = reference.io_dtypes(spec)[0]
+
+    def plan(x):
+        if mult > 1:  # input channel ci feeds output channels ci*M .. ci*M+M-1
+            x = np.repeat(x, mult, axis=3)
+        if cp != oc:
+            x = np.concatenate([x, np.full(x.shape[:3] + (cp - oc,), pad_value, x.dtype)], axis=3)
+        jobs = [] if resident else list(loads)
+        for b in range(n):
+            img = x[b]
+            if g.nchunk > 1:  # chunk-major stream: (chunk, y, x, groups of the chunk)
+                img = img.reshape(ih, iw, g.nchunk, g.gc * L).transpose(2, 0, 1, 3)
+            act = _pack_act(np.ascontiguousarray(img), prec)
+            jobs.append(Job(f"dw[{b}]", regs, {"act": act}, g.nchunk * oh * ow * g.gc * wpi,
+                            macs_per_image))
+        return jobs
+
+    def assemble(results):
+        out = np.empty((n, oh, ow, oc), xdt)
+        for b, words in enumerate(results):
+            vals = unpack(words, _res_prec(res_dt), words.size * lanes_res)
+            vals = vals.reshape(g.nchunk, oh, ow, g.gc, wpi * lanes_res)[..., :L]
+            out[b] = vals.transpose(1, 2, 0, 3, 4).reshape(oh, ow, cp)[:, :, :oc]
+        return out
+
+    return Lowered(spec, cfg, prec, "dwconv", resident, loads if resident else [], taps * gp, cp,
+                   plan, assemble)

@@ -1,0 +1,151 @@
+"""Delegates and interpreters in numbers, batches, resizes, threads, reports, and no leaks."""
+from __future__ import annotations
+
+import gc
+import json
+import os
+import threading
+
+import numpy as np
+import pytest
+
+from tests.delegate_util import DATA, assert_matches, dtpu_so, random_inputs, run, tfl  # noqa: F401
+
+EXACT = DATA / "split_int16x8.tflite"   # integer, two partitions split by a CPU op
+FLOAT = DATA / "split_float32.tflite"
+
+
+def _cpu(tfl, path, shape=None):
+    it = tfl.Interpreter(model_path=str(path))
+    if shape is not None:
+        it.resize_tensor_input(it.get_input_details()[0]["index"], shape)
+    it.allocate_tensors()
+    return it
+
+
+def test_many_interpreters_and_delegates(dtpu_so, tfl):
+    import dtpu
+
+    shared = dtpu.load_delegate({"backend": "reference"})
+    interpreters = [tfl.Interpreter(model_path=str(p), experimental_delegates=[shared])
+                    for p in (EXACT, FLOAT)]
+    interpreters += [dtpu.make_interpreter(p, {"backend": "reference"}) for p in (EXACT, FLOAT)]
+    for it in interpreters:
+        it.allocate_tensors()
+    cpus = {p: _cpu(tfl, p) for p in (EXACT, FLOAT)}
+    paths = [EXACT, FLOAT, EXACT, FLOAT]
+    for seed in range(3):
+        for it, path in zip(interpreters, paths):
+            inputs = random_inputs(cpus[path], seed)
+            for got, want in zip(run(it, inputs), run(cpus[path], inputs)):
+                assert_matches(got, want, f"{path.name} seed {seed}")
+    reports = dtpu.reports()
+    assert len({(r.delegate, r.graph) for r in reports[-12:]}) == 4
+
+
+@pytest.mark.parametrize("path", [EXACT, FLOAT, DATA / "chain_float32.tflite"])
+def test_batch_and_input_resizing(path, dtpu_so, tfl):
+    import dtpu
+
+    it = dtpu.make_interpreter(path, {"backend": "reference"})
+    index = it.get_input_details()[0]["index"]
+    for shape in ([3, 12, 12, 3], [2, 16, 9, 3], [1, 12, 12, 3]):
+        it.resize_tensor_input(index, shape)
+        it.allocate_tensors()
+        cpu = _cpu(tfl, path, shape)
+        inputs = random_inputs(cpu, seed=sum(shape))
+        for got, want in zip(run(it, inputs), run(cpu, inputs)):
+            assert_matches(got, want, f"{path.name} {shape}")
+        assert dtpu.last_report().nodes[0].input_shape[:1] == (shape[0],)
+
+
+def test_invoke_from_worker_threads(dtpu_so, tfl):
+    import dtpu
+
+    errors: list[BaseException] = []
+
+    def work(path, seed):
+        try:
+            it = dtpu.make_interpreter(path, {"backend": "reference"})
+            it.allocate_tensors()
+            cpu = _cpu(tfl, path)
+            for s in range(5):
+                inputs = random_inputs(cpu, seed + s)
+                for got, want in zip(run(it, inputs), run(cpu, inputs)):
+                    assert_matches(got, want, path.name)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(p, 10 * i)) for i, p in enumerate([EXACT, FLOAT, EXACT])]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not errors, errors
+
+
+def test_report_summary_is_printed_when_the_delegate_goes(dtpu_so, tfl, capfd):
+    import dtpu
+
+    it = dtpu.make_interpreter(EXACT, {"backend": "reference", "report": "summary"})
+    it.allocate_tensors()
+    for seed in range(2):
+        run(it, random_inputs(it, seed))
+    del it
+    gc.collect()
+    err = capfd.readouterr().err
+    assert "dtpu report: backend=reference" in err and "invokes=2" in err
+    assert "depthwise_conv2d" in err and "per invoke: total" in err
+
+
+def test_report_json_lines(dtpu_so, tfl, tmp_path):
+    import dtpu
+    from dtpu.report import HW_FIELDS, POWER_FIELDS, TIMING_FIELDS
+
+    target = tmp_path / "runs.jsonl"
+    it = dtpu.make_interpreter(DATA / "wide_hybrid.tflite", {"backend": "reference", "report": str(target)})
+    it.allocate_tensors()
+    for seed in range(3):
+        run(it, random_inputs(it, seed))
+    del it
+    gc.collect()
+    dtpu.reports()
+    records = [json.loads(line) for line in target.read_text().splitlines()]
+    assert len(records) == 3 and [r["type"] for r in records] == ["invoke"] * 3
+    for r in records:
+        assert set(TIMING_FIELDS) <= set(r["timing_us"]) and r["timing_us"]["total"] > 0
+        assert set(HW_FIELDS) <= set(r["hw"]) and set(POWER_FIELDS) <= set(r["power"])
+        assert [n["op"] for n in r["nodes"]] == ["depthwise_conv2d"]
+        assert len(r["rejected"]) == 2 and all("hybrid" in x["reason"] for x in r["rejected"])
+
+
+def _rss_kib() -> int:
+    with open("/proc/self/statm") as handle:
+        return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
+
+
+def test_create_destroy_cycles_keep_memory_flat(dtpu_so, tfl):
+    import dtpu
+    from dtpu.delegate import runtime as rt
+
+    content = EXACT.read_bytes()
+    x = random_inputs(_cpu(tfl, EXACT))
+
+    def cycle():
+        delegate = dtpu.load_delegate({"backend": "reference"})
+        it = tfl.Interpreter(model_content=content, experimental_delegates=[delegate])
+        it.allocate_tensors()
+        run(it, x)
+        del it
+        del delegate
+
+    for _ in range(30):
+        cycle()
+    gc.collect()
+    before, delegates, kernels = _rss_kib(), len(rt.DELEGATES), len(rt.KERNELS)
+    for _ in range(300):
+        cycle()
+    gc.collect()
+    growth = _rss_kib() - before
+    assert len(rt.DELEGATES) == delegates and len(rt.KERNELS) == kernels
+    assert growth < 4096, f"RSS grew by {growth} KiB over 300 create/destroy cycles"

@@ -127,6 +127,18 @@ def test_paging_and_k_split_with_tiny_memories(node):
     assert_matches_reference(spec, x, f, b, y)
 
 
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(nodes(modes=(DataMode.INT8, DataMode.UINT8, DataMode.INT16X8), max_c=12),
+       st.sampled_from(["int16", "int32", "int64", "uint32"]))
+def test_forced_wider_precisions(node, precision):
+    spec, x, f, b = node
+    if spec.mode is DataMode.INT16X8 and precision in ("int16", "uint32"):
+        precision = "int64"
+    y, _, low = run_model(spec, x, f, b, precision=precision)
+    assert low.precision.bits > 8 or spec.mode is DataMode.INT16X8
+    assert_matches_reference(spec, x, f, b, y)
+
+
 def test_k_split_path_is_taken_and_exact():
     rng = np.random.default_rng(1)
     spec = ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, 5, 5, 40), (12, 3, 3, 40), padding=Padding.SAME,
@@ -268,7 +280,7 @@ def test_bf16_error_bound(kind):
     and accumulates in fp32: |y_bf16 - y| <= (2^-7 + 2^-16 + (K+2)*2^-24) * sum|x*w| + 2^-24 |b|."""
     rng = np.random.default_rng(11)
     spec, x, f, b = _float_node(kind, rng)
-    y, _, low = run_model(spec, x, f, b, float_precision="bf16")
+    y, _, low = run_model(spec, x, f, b, precision="bf16")
     assert low.precision is Precision.BF16
     exact = reference.run(spec, x, f, b).astype(np.float64)
     mag = reference.accumulate(spec, np.abs(x), np.abs(f))

@@ -10,6 +10,7 @@ from dtpu.backends.base import Backend, HwCounters, PowerReading, Probes
 
 _REGISTRY = {
     "reference": "dtpu.backends.reference:ReferenceBackend",
+    "model": "dtpu.backends.model:ModelBackend",
 }
 
 

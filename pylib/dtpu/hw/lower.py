@@ -78,17 +78,34 @@ class Lowered:
 # node parameters shared by both dataflows
 
 
-def precision_of(spec: ConvSpec, float_precision: str = "fp32") -> Precision:
-    if spec.mode is DataMode.INT8:
-        return Precision.INT8
-    if spec.mode is DataMode.UINT8:
-        return Precision.UINT8
-    if spec.mode is DataMode.INT16X8:
-        return Precision.INT16
-    p = Precision.parse(float_precision)
-    if p not in (Precision.FP32, Precision.BF16):
-        raise ValueError(f"float precision {float_precision!r}; accepted: fp32, bf16")
-    return p
+_NATURAL = {DataMode.INT8: Precision.INT8, DataMode.UINT8: Precision.UINT8,
+            DataMode.INT16X8: Precision.INT16, DataMode.FLOAT32: Precision.FP32}
+# Wider lanes that still carry a mode's operands exactly (the delegate's `precision` option);
+# unsigned wide names map to the DTPU's signed codes, which hold every uint8 value.
+_WIDER = {
+    DataMode.INT8: {Precision.INT16, Precision.INT32, Precision.INT64},
+    DataMode.UINT8: {Precision.INT16, Precision.INT32, Precision.INT64, Precision.UINT16,
+                     Precision.UINT32, Precision.UINT64},
+    DataMode.INT16X8: {Precision.INT32, Precision.INT64},
+    DataMode.FLOAT32: {Precision.BF16},
+}
+_UNSIGNED_WIDE = {Precision.UINT16: Precision.INT16, Precision.UINT32: Precision.INT32,
+                  Precision.UINT64: Precision.INT64}
+
+
+def precision_of(spec: ConvSpec, precision: str | Precision | None = None) -> Precision:
+    """The lane precision a node runs in: its natural one, or a forced one that holds it exactly
+    (bf16 for float32 nodes is the one lossy choice, see docs/architecture.md)."""
+    natural = _NATURAL[spec.mode]
+    if precision is None or str(getattr(precision, "value", precision)).lower() == "auto":
+        return natural
+    p = Precision.parse(precision)
+    if p is natural:
+        return p
+    if p not in _WIDER[spec.mode]:
+        accepted = ", ".join(sorted(q.value for q in {natural} | _WIDER[spec.mode]))
+        raise LowerError(f"precision {p.value} cannot carry {spec.mode.value} operands; accepted: {accepted}")
+    return _UNSIGNED_WIDE.get(p, p)
 
 
 def _zero_points(spec: ConvSpec) -> tuple[int, int]:
@@ -166,8 +183,8 @@ def _out_mode_name(spec: ConvSpec, prec: Precision, raw: bool) -> str:
 
 
 def _pack_act(values: np.ndarray, prec: Precision) -> np.ndarray:
-    if prec is Precision.INT16:
-        values = values.astype(np.int16, copy=False)
+    if not prec.is_float and values.dtype != prec.value_dtype:
+        values = values.astype(prec.value_dtype)  # wider lanes: sign/zero extension, exact
     return pack(values, prec)
 
 
@@ -188,7 +205,7 @@ def _accumulator_bound_ok(spec: ConvSpec, wm: np.ndarray, zx: int, zw: int, bias
 
 def lower(spec: ConvSpec, filters: np.ndarray, bias: np.ndarray | None, cfg: HwConfig | None = None,
           *, wgt_base: int = 0, param_base: int = 0, wgt_capacity: int | None = None,
-          param_capacity: int | None = None, float_precision: str = "fp32",
+          param_capacity: int | None = None, precision: str | Precision | None = None,
           rounding: str = "default", resident: bool = True) -> Lowered:
     """Lower one node into the memory region [wgt_base, wgt_base+wgt_capacity) (and params).
 
@@ -197,7 +214,7 @@ def lower(spec: ConvSpec, filters: np.ndarray, bias: np.ndarray | None, cfg: HwC
     the whole K) fits, K is split into raw-accumulator jobs that the host sums and requantizes.
     """
     cfg = cfg or get_config()
-    prec = precision_of(spec, float_precision)
+    prec = precision_of(spec, precision)
     if prec not in cfg.ENABLED:
         raise LowerError(f"precision {prec.value} is not enabled in {cfg.model_name}; enabled: "
                          f"{', '.join(p.value for p in cfg.ENABLED)}")
@@ -275,8 +292,7 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
         wpad = np.zeros((nt * cols_n, kp), np.float32)
         wpad[:oc, :k] = wm
     else:
-        wdt = np.int16 if prec is Precision.INT16 else prec.value_dtype
-        wpad = np.full((nt * cols_n, kp), zw, wdt)
+        wpad = np.full((nt * cols_n, kp), zw, prec.value_dtype)
         wpad[:oc, :k] = wm
     params = _param_words(spec, bias, nt * cols_n, rounding)
     variant = _variant_code(cfg, spec, bias, rounding)
@@ -284,7 +300,8 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
     im2col = _im2col_plan(spec, kp, pad_value)
 
     tile_words = kwords * cols_n
-    split_k = kwords > cfg.ACT_WORDS or tile_words > wcap
+    wide = prec in (Precision.INT32, Precision.INT64)  # no REQUANT there: raw + host output stage
+    split_k = wide or kwords > cfg.ACT_WORDS or tile_words > wcap
     if split_k and prec.is_float:
         raise LowerError(f"{spec.name or 'node'}: K={k} needs a K split, which float modes do not "
                          f"support (no raw fp32 output)")
@@ -376,6 +393,14 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
             acc[:, t0 * cols_n:t1 * cols_n] += vals.reshape(m, t1 - t0, wps * lanes_raw)[:, :, :cols_n].reshape(m, -1)
         return reference.requantize(spec, acc[:, :oc].reshape(spec.output_shape), bias, rounding=rounding)
 
+    if len(schedule) == 1 and resident:  # everything fits: the one load stays resident
+        only = loads[(*schedule[0][0], *schedule[0][1])]
+        jobs_once = [only]
+
+        def plan_resident(x):
+            return [j for j in plan_split(x) if j is not only]
+        return Lowered(spec, cfg, prec, "gemm", True, jobs_once, int(only.send["wgt"].size), 0,
+                       plan_resident, assemble_split)
     return Lowered(spec, cfg, prec, "gemm", False, [], min(wcap, kwords * cols_n * nt), 0,
                    plan_split, assemble_split)
 
@@ -450,12 +475,13 @@ def _lower_dw(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap, 
     if prec.is_float:
         wfull = np.zeros((taps, gp * L), np.float32)
     else:
-        wfull = np.full((taps, gp * L), zw, np.int16 if prec is Precision.INT16 else prec.value_dtype)
+        wfull = np.full((taps, gp * L), zw, prec.value_dtype)
     wfull[:, :oc] = wt
     weights = pack(wfull, prec)                       # tap-major: address tap*GP + g
     params = _param_words(spec, bias, cp, rounding)
     variant = _variant_code(cfg, spec, bias, rounding)
-    mode = "FLOAT" if prec.is_float else "REQUANT"
+    raw = prec in (Precision.INT32, Precision.INT64)
+    mode = "FLOAT" if prec.is_float else "RAW" if raw else "REQUANT"
     lanes_res, res_dt = out_lanes(cfg, prec, cfg.enums["OUT_MODE"][mode])
     wpi = ceil_div(L, lanes_res)
     regs = [
@@ -466,9 +492,10 @@ def _lower_dw(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap, 
         ("DW_RING", cfg.encode("DW_RING", LB_ROWS=g.lb_rows, TAP_CYCLES=g.tap_cycles)),
         ("WGT_BASE", wgt_base), ("PARAM_BASE", param_base),
         ("IN_OFFSET", _as_u32(-zx)), ("WGT_OFFSET", _as_u32(-zw)), *_clamp_regs(spec),
-        _job_reg(cfg, "DWCONV", prec, mode, variant)]
-    loads = [_load_job(cfg, "LOAD_WGT", wgt_base, weights, "dw weights"),
-             _load_job(cfg, "LOAD_PARAM", param_base, params.reshape(-1), "dw params")]
+        _job_reg(cfg, "DWCONV", prec, mode, 0 if raw else variant)]
+    loads = [_load_job(cfg, "LOAD_WGT", wgt_base, weights, "dw weights")]
+    if not raw:
+        loads.append(_load_job(cfg, "LOAD_PARAM", param_base, params.reshape(-1), "dw params"))
     pad_value = 0.0 if prec.is_float else zx
     macs_per_image = oh * ow * oc * taps
     xdt = reference.io_dtypes(spec)[0]
@@ -489,12 +516,29 @@ def _lower_dw(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap, 
         return jobs
 
     def assemble(results):
-        out = np.empty((n, oh, ow, oc), xdt)
+        out = np.empty((n, oh, ow, oc), np.int64 if raw else xdt)
         for b, words in enumerate(results):
             vals = unpack(words, _res_prec(res_dt), words.size * lanes_res)
             vals = vals.reshape(g.nchunk, oh, ow, g.gc, wpi * lanes_res)[..., :L]
             out[b] = vals.transpose(1, 2, 0, 3, 4).reshape(oh, ow, cp)[:, :, :oc]
+        if raw:
+            return reference.requantize(spec, out, bias, rounding=rounding)
         return out
 
     return Lowered(spec, cfg, prec, "dwconv", resident, loads if resident else [], taps * gp, cp,
                    plan, assemble)
+
+
+def footprint(spec: ConvSpec, cfg: HwConfig | None = None, precision=None) -> tuple[int, int]:
+    """(weight words, parameter entries) the node occupies when resident."""
+    cfg = cfg or get_config()
+    prec = precision_of(spec, precision)
+    L = prec.lanes
+    kh, kw = spec.kernel
+    if spec.kind is OpKind.DEPTHWISE_CONV_2D:
+        groups = ceil_div(spec.out_channels, L)
+        gp = ceil_div(groups, cfg.COLS) * cfg.COLS
+        return kh * kw * gp, groups * L
+    nt = ceil_div(spec.out_channels, cfg.COLS)
+    k = kh * kw * spec.input_shape[3]
+    return nt * ceil_div(k, L) * cfg.COLS, nt * cfg.COLS

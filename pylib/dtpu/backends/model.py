@@ -1,0 +1,130 @@
+"""backend=model: every claimed node runs on the DTPU golden model through the register protocol.
+
+The node is lowered once at prepare (weights and parameter words packed, register values fixed)
+and, when it fits, its weights are loaded into the model's weight memory right away and stay
+there (the DTPU keeps weights stationary across invokes). Nodes that do not fit share a scratch
+region and page their weights in at every invoke, which the counters then include. An invoke is
+im2col/pack -> jobs on the model -> unpack; the counters are those the RTL's registers report.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+
+from dtpu.backends.base import Backend, HwCounters, Probes
+from dtpu.hw.config import HwConfig, get_config
+from dtpu.hw.jobs import ModelTransport, check_identity, run_jobs
+from dtpu.hw.lower import Lowered, footprint, lower
+from dtpu.hw.model import Core
+from dtpu.spec import ConvSpec
+
+log = logging.getLogger(__name__)
+
+
+class _Allocator:
+    """First-fit allocation of [0, size) in units aligned to `align`."""
+
+    def __init__(self, size: int, align: int) -> None:
+        self.size, self.align = size, align
+        self.used: dict[int, int] = {}
+
+    def alloc(self, n: int) -> int | None:
+        n = -(-n // self.align) * self.align
+        base = 0
+        for start, length in sorted(self.used.items()):
+            if start - base >= n:
+                break
+            base = max(base, start + length)
+        if base + n > self.size:
+            return None
+        self.used[base] = n
+        return base
+
+    def free(self, base: int | None) -> None:
+        if base is not None:
+            self.used.pop(base, None)
+
+
+@dataclass
+class _Node:
+    lowered: Lowered
+    wgt_base: int | None
+    param_base: int | None
+
+
+class ModelBackend(Backend):
+    name = "model"
+
+    #: share of each memory kept as the scratch region for nodes that do not stay resident
+    SCRATCH_FRACTION = 8
+
+    def __init__(self, options=None) -> None:
+        super().__init__(options)
+        rows, cols = self.options.get("mxu", (8, 8))
+        overrides = {}
+        if int(rows) != 8:
+            raise ValueError(f"backend=model: mxu={rows}x{cols}; the DTPU has ROWS=8 (the int8 lanes "
+                             f"of a 64-bit word), accepted: 8xC with C a power of two >= 2")
+        if int(cols) != get_config().COLS:
+            overrides["COLS"] = int(cols)
+        clock = self.options.get("clock_mhz")
+        if clock and float(clock) != get_config().CLOCK_MHZ:
+            overrides["CLOCK_MHZ"] = float(clock)
+        self.cfg = HwConfig(**overrides) if overrides else get_config()
+        self.precision = str(self.options.get("precision", "auto") or "auto").lower()
+        self.rounding = self.options.get("rounding", "default")
+        self.transport = ModelTransport(Core(self.cfg))
+        check_identity(self.transport)
+        c = self.cfg
+        self._wscratch = max(c.COLS, c.WEIGHT_WORDS // self.SCRATCH_FRACTION)
+        self._pscratch = max(c.COLS, c.PARAM_ENTRIES // self.SCRATCH_FRACTION)
+        self._walloc = _Allocator(c.WEIGHT_WORDS - self._wscratch, c.COLS)
+        self._palloc = _Allocator(c.PARAM_ENTRIES - self._pscratch, c.COLS)
+
+    @property
+    def core(self) -> Core:
+        return self.transport.core
+
+    def prepare(self, spec: ConvSpec, filters: np.ndarray, bias: np.ndarray | None) -> _Node:
+        c = self.cfg
+        words, entries = footprint(spec, c, self.precision)
+        wb = self._walloc.alloc(words)
+        pb = self._palloc.alloc(entries) if wb is not None else None
+        if wb is not None and pb is not None:
+            low = lower(spec, filters, bias, c, wgt_base=wb, param_base=pb, wgt_capacity=words,
+                        param_capacity=max(entries, c.COLS), precision=self.precision,
+                        rounding=self.rounding)
+            run_jobs(self.transport, low.load_jobs)
+            return _Node(low, wb, pb)
+        self._walloc.free(wb)
+        log.info("%s: %d weight words do not fit the free weight memory; paging through the "
+                 "%d-word scratch region at every invoke", spec.name or spec.kind.value, words,
+                 self._wscratch)
+        low = lower(spec, filters, bias, c, wgt_base=c.WEIGHT_WORDS - self._wscratch,
+                    param_base=c.PARAM_ENTRIES - self._pscratch, wgt_capacity=self._wscratch,
+                    param_capacity=self._pscratch, precision=self.precision,
+                    rounding=self.rounding, resident=False)
+        return _Node(low, None, None)
+
+    def invoke(self, handle: _Node, x: np.ndarray, probes: Probes) -> tuple[np.ndarray, HwCounters]:
+        low = handle.lowered
+        with probes.measure("pack"):
+            jobs = low.jobs(x)
+        with probes.measure("compute"):
+            results, cnt = run_jobs(self.transport, jobs)
+        with probes.measure("unpack"):
+            y = low.assemble(results)
+        macs = low.spec.macs
+        peak = self.cfg.ROWS * self.cfg.COLS
+        counters = HwCounters(
+            cycles=cnt.cycles, stall_cycles=cnt.stall_cycles, macs=macs,
+            utilization=macs / (cnt.cycles * peak) if cnt.cycles else None,
+            words_in=dict(cnt.words_in), words_out=dict(cnt.words_out),
+            latency_us=cnt.cycles / self.cfg.CLOCK_MHZ)
+        return y, counters
+
+    def release(self, handle: _Node) -> None:
+        self._walloc.free(handle.wgt_base)
+        self._palloc.free(handle.param_base)

@@ -96,10 +96,10 @@ class IoSlot:
     index: int
     dtype: np.dtype
     shape: tuple[int, ...]
+    nbytes: int = 0
 
-    @property
-    def nbytes(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+    def __post_init__(self) -> None:
+        self.nbytes = int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
 
 
 class DelegateState:
@@ -124,6 +124,9 @@ class DelegateState:
         old = self.graphs.get(graph.ctx)
         if old is not None:
             old.finish_run()
+            old.settle()
+        for key in [key for key, other in self.graphs.items() if not other.kernels]:
+            del self.graphs[key]  # graphs with nothing claimed (or already freed) keep no state
         self.graphs[graph.ctx] = graph
         claimed: list[int] = []
         self.pending = {}
@@ -235,7 +238,9 @@ class GraphState:
         report.kernels = len(self.ran)
         report.summarize_hw()
         try:
-            report.power.update(self.delegate.backend.power().to_dict())
+            reading = self.delegate.backend.power()
+            for name in report.power:
+                report.power[name] = getattr(reading, name, None)
         except Exception as exc:
             log.debug("backend power() failed: %r", exc)
         self.unsettled.append((report, self.stamps))
@@ -256,6 +261,7 @@ class GraphState:
                 k = kernel.struct
                 if k is not None and k.last_seq == seq:
                     report.timing_us["total"] += (k.last_exit_ns - k.last_enter_ns) / 1e3
+                    report.timing_us["python"] += (py_exit - py_enter) / 1e3
                     report.timing_us["crossing"] += ((py_enter - k.last_call_ns)
                                                      + (k.last_exit_ns - py_exit)) / 1e3
                 elif k is not None and k.seq == seq:
@@ -407,19 +413,18 @@ class PartitionKernel:
                                         f"{list(y.shape)} for output {out.dtype}{list(out.shape)}")
                 np.copyto(out, y.reshape(out.shape))
             report.nodes.append(self._node_record(step, probes, counters))
-        py_exit = time.monotonic_ns()
         seq = next(_invoke_seq)
         k.seq = seq
-        python_us = (py_exit - py_enter) / 1e3
+        stamp = [self, seq, py_enter, 0]
         with LOCK:
-            report.timing_us["python"] += python_us
             for node in report.nodes[-len(self.steps):]:
                 for name, value in node.timing_us.items():
                     if name not in ("total", "crossing", "python"):
                         report.timing_us[name] = report.timing_us.get(name, 0.0) + value
-            self.graph.stamps.append([self, seq, py_enter, py_exit])
+            self.graph.stamps.append(stamp)
             if self.graph.ran >= {kk.id for kk in self.graph.kernels}:
                 self.graph.finish_run()
+        stamp[3] = time.monotonic_ns()  # Python's share ends here; the rest is the way back to C
 
     def _node_record(self, step: Step, probes: Probes, counters: HwCounters | None) -> NodeRecord:
         spec = step.spec
@@ -429,9 +434,8 @@ class PartitionKernel:
         for name, seconds in probes.seconds.items():
             record.timing_us[name] = record.timing_us.get(name, 0.0) + seconds * 1e6
         if counters is not None:
-            hw = counters.to_dict()
             for name in record.hw:
-                record.hw[name] = hw.get(name)
+                record.hw[name] = getattr(counters, name, None)
         return record
 
     def free(self) -> None:

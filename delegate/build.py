@@ -135,11 +135,18 @@ def build_key(pylib: Path = DEFAULT_PYLIB) -> dict:
 
 
 def default_out_dir(pylib: Path = DEFAULT_PYLIB) -> Path:
-    """pylib/dtpu/_build/<soabi>/ if writable, else ~/.cache/dtpu/<soabi>/ (or $DTPU_BUILD_DIR)."""
+    """pylib/dtpu/_build/<tag>/ if writable, else ~/.cache/dtpu/<tag>/ (or $DTPU_BUILD_DIR).
+
+    The tag names the interpreter ABI and the cffi version, so environments that differ in either
+    (say .venv and .venv-litert) keep separate libraries instead of rebuilding over each other.
+    """
+    import cffi
+
     override = os.environ.get("DTPU_BUILD_DIR")
     if override:
         return Path(override)
-    tag = sysconfig.get_config_var("SOABI") or f"py{sys.version_info[0]}{sys.version_info[1]}"
+    soabi = sysconfig.get_config_var("SOABI") or f"py{sys.version_info[0]}{sys.version_info[1]}"
+    tag = f"{soabi}-cffi{cffi.__version__}"
     in_tree = Path(pylib) / "dtpu" / "_build" / tag
     probe = in_tree
     while not probe.exists():
@@ -238,8 +245,8 @@ def build(out_dir: Path | None = None, *, force: bool = False, verbose: bool = F
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=None, help="output directory (default: %(default)s → "
-                        "pylib/dtpu/_build/<soabi>/ or ~/.cache/dtpu/<soabi>/)")
+    parser.add_argument("--out", type=Path, default=None, help="output directory (default: "
+                        "pylib/dtpu/_build/<soabi>-cffi<version>/ or ~/.cache/dtpu/<same>/)")
     parser.add_argument("--force", action="store_true", help="rebuild even if up to date")
     parser.add_argument("--verbose", action="store_true", help="show the compiler's output")
     args = parser.parse_args(argv)

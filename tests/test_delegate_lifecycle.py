@@ -149,3 +149,72 @@ def test_create_destroy_cycles_keep_memory_flat(dtpu_so, tfl):
     growth = _rss_kib() - before
     assert len(rt.DELEGATES) == delegates and len(rt.KERNELS) == kernels
     assert growth < 4096, f"RSS grew by {growth} KiB over 300 create/destroy cycles"
+
+
+class BrokenBackend:
+    """A backend that fails where told to (registered under backend=broken-<where>)."""
+
+    def __init__(self, options=None, where="invoke"):
+        self.where = where
+
+    def prepare(self, spec, filters, bias):
+        if self.where == "prepare":
+            raise RuntimeError("prepare exploded")
+        return spec
+
+    def invoke(self, handle, x, probes):
+        if self.where == "invoke":
+            raise RuntimeError("invoke exploded")
+        return np.zeros((1, 1), np.float64), None  # wrong dtype and shape
+
+    def power(self):
+        from dtpu.backends.base import PowerReading
+
+        return PowerReading()
+
+    def release(self, handle):
+        pass
+
+    def close(self):
+        pass
+
+
+class BrokenPrepare(BrokenBackend):
+    def __init__(self, options=None):
+        super().__init__(options, "prepare")
+
+
+class BrokenInvoke(BrokenBackend):
+    def __init__(self, options=None):
+        super().__init__(options, "invoke")
+
+
+class BrokenOutput(BrokenBackend):
+    def __init__(self, options=None):
+        super().__init__(options, "output")
+
+
+@pytest.mark.parametrize("name, stage, message", [
+    ("broken-prepare", "allocate", "prepare exploded"),
+    ("broken-invoke", "invoke", "invoke exploded"),
+    ("broken-output", "invoke", "returned float64"),
+])
+def test_backend_failures_become_errors_not_crashes(name, stage, message, dtpu_so, tfl, monkeypatch):
+    import dtpu
+    from dtpu import backends
+
+    cls = {"broken-prepare": "BrokenPrepare", "broken-invoke": "BrokenInvoke",
+           "broken-output": "BrokenOutput"}[name]
+    monkeypatch.setitem(backends._REGISTRY, name, f"tests.test_delegate_lifecycle:{cls}")
+    it = dtpu.make_interpreter(EXACT, {"backend": name})
+    with pytest.raises(RuntimeError) as info:
+        it.allocate_tensors()
+        run(it, random_inputs(it))
+    assert message in str(info.value)
+    # the process and the next delegate are fine
+    good = dtpu.make_interpreter(EXACT, {"backend": "reference"})
+    good.allocate_tensors()
+    cpu = _cpu(tfl, EXACT)
+    inputs = random_inputs(cpu)
+    for got, want in zip(run(good, inputs), run(cpu, inputs)):
+        assert_matches(got, want)

@@ -32,8 +32,8 @@ def _add_build(sub) -> None:
                        "this interpreter's libpython, so build it with the Python that will load it.")
     p.add_argument("--force", action="store_true", help="rebuild even if up to date")
     p.add_argument("--verbose", action="store_true", help="show the compiler's output")
-    p.add_argument("--out", default=None, help="output directory (default: pylib/dtpu/_build/<abi>/ "
-                   "or ~/.cache/dtpu/<abi>/ if the package is read-only)")
+    p.add_argument("--out", default=None, help="output directory (default: pylib/dtpu/_build/<soabi>-cffi<version>/, "
+                   "or ~/.cache/dtpu/<same>/ if the package is read-only)")
     p.set_defaults(func=_build)
 
 

@@ -1,0 +1,696 @@
+"""Compile a sequential network (Keras .h5, TFLite, or one delegate node) to an ISRO bundle.
+
+Three stages, as in the report:
+
+1. A front end (:mod:`dtpu.isro.keras_h5`, :mod:`dtpu.isro.tflite_model`, or
+   :func:`compile_spec`) walks the model layer by layer and calls a :class:`Builder`, which folds
+   what the chip does implicitly into the layer before it: batch normalization and bias become
+   DSP parameters, activations the activation stage, zero padding the previous layer's output
+   border. The result is a list of :class:`Layer`, one per hardware layer.
+2. Memory allocation: frame memory holds the input and every layer's (padded) output; filter
+   memory holds all weights, then all parameter blocks, then the scratch for split partials.
+3. Instruction generation: one instruction per layer, or, when a layer's block (kernel height x
+   width x depth) exceeds the processing elements, partial instructions plus an ADD that carries
+   the DSP stage.
+
+Anything the chip cannot express is refused with :class:`CompileError`, naming the layer and
+the reason, rather than approximated.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dtpu.isro import isa
+from dtpu.isro.bundle import FORMAT, Bundle, pad_chw
+from dtpu.isro.isa import (ACC_DTYPE, FRAME_DTYPE, PARAM_DTYPE, WEIGHT_DTYPE, Fill, Fmt,
+                           Instruction, Op, Rounding, align, param_block_bytes)
+from dtpu.spec import Padding, output_size, padding_before
+
+log = logging.getLogger(__name__)
+
+
+class CompileError(ValueError):
+    """The model uses something the ISRO-ASIC cannot compute; the message names the layer."""
+
+
+# The multiplier rounding each TFLite 2.14 int8 kernel applies on x86-64 (the default
+# interpreter, with or without XNNPACK, which leaves these int8 ops to the builtin kernels).
+# Established by running the interpreter on thousands of outputs per op and counting the ties
+# each candidate gets wrong (tests/test_isro_backend.py keeps checking it): CONV_2D and
+# FULLY_CONNECTED go through ruy, whose x86 kernels round both steps half up; DEPTHWISE_CONV_2D
+# uses TFLite's own MultiplyByQuantizedMultiplier (gemmlowp: the final shift rounds ties away
+# from zero).
+TFLITE_ROUNDING = {
+    "CONV_2D": Rounding.DOUBLE_UP,
+    "FULLY_CONNECTED": Rounding.DOUBLE_UP,
+    "DEPTHWISE_CONV_2D": Rounding.DOUBLE,
+}
+
+
+def quantized_activation_range(kind: str, scale: float, zero_point: int) -> tuple[int, int]:
+    """TFLite's CalculateActivationRangeQuantized for int8 (bounds quantized with round-half-away)."""
+    from dtpu.reference.quantize import quantize_value
+    bounds = {"none": (None, None), "relu": (0.0, None), "relu6": (0.0, 6.0),
+              "relu_n1_to_1": (-1.0, 1.0)}
+    if kind not in bounds:
+        raise ValueError(f"activation {kind!r}; accepted: {', '.join(bounds)}")
+    lo_b, hi_b = bounds[kind]
+    lo, hi = -128, 127
+    if lo_b is not None:
+        lo = max(lo, quantize_value(lo_b, scale, zero_point))
+    if hi_b is not None:
+        hi = min(hi, quantize_value(hi_b, scale, zero_point))
+    return lo, hi
+
+
+@dataclass
+class Layer:
+    """One hardware layer: a MAC or pooling operation plus everything folded into it.
+
+    Shapes are channel-major (C, H, W) and exclude padding; `pad` is the border this layer needs
+    on its input, which the previous instruction (or the host, for the first layer) writes.
+    """
+
+    kind: str                                  # conv | dwconv | dense | maxpool
+    name: str                                  # the framework layer whose output this equals
+    in_shape: tuple[int, int, int]
+    out_shape: tuple[int, int, int]
+    sources: list[str] = field(default_factory=list)
+    kernel: tuple[int, int] = (1, 1)
+    stride: tuple[int, int] = (1, 1)
+    dilation: tuple[int, int] = (1, 1)
+    mult: int = 1
+    pad: tuple[int, int, int, int] = (0, 0, 0, 0)
+    fill: Fill = Fill.ZERO
+    weights: np.ndarray | None = None          # conv (O,I,KH,KW), dwconv (O,KH,KW), dense (O,N)
+    dsp: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None   # F32 v1,v2,v3; I8 bias,mult,shift
+    leaky: tuple[float, float] | None = None   # (a1, a2): y = x < a1 ? a2*x : x   (F32)
+    clamp: tuple[float, float] | None = None   # (lo, hi)
+    rounding: Rounding = Rounding.DOUBLE
+    in_zp: int = 0
+    out_zp: int = 0
+    out_scale: float | None = None
+    has_bn: bool = False
+    flat_out: bool = False                     # the framework sees this output as (1, C)
+    tensor: int | None = None                  # TFLite tensor index of the output, if any
+
+    @property
+    def macs(self) -> int:
+        c, h, w = self.out_shape
+        kh, kw = self.kernel
+        if self.kind == "conv":
+            return c * h * w * self.in_shape[0] * kh * kw
+        if self.kind == "dwconv":
+            return c * h * w * kh * kw
+        if self.kind == "dense":
+            return c * int(np.prod(self.in_shape))
+        return 0
+
+    @property
+    def block(self) -> int:
+        kh, kw = self.kernel
+        if self.kind == "conv":
+            return self.in_shape[0] * kh * kw
+        if self.kind == "dwconv":
+            return kh * kw
+        if self.kind == "dense":
+            return int(np.prod(self.in_shape))
+        return 0
+
+
+def _act_zero_preserving(leaky, clamp) -> bool:
+    if leaky is not None and leaky[0] > 0:
+        return False
+    return clamp is None or clamp[0] <= 0 <= clamp[1]
+
+
+class Builder:
+    """Front ends describe the model to this, layer by layer, in framework terms.
+
+    It owns the folding rules (what may fuse into what) so both front ends refuse the same
+    things with the same words.
+    """
+
+    def __init__(self, fmt: Fmt, in_shape: tuple[int, int, int], *, flat_input: bool = False,
+                 in_scale: float | None = None, in_zp: int = 0, input_name: str = "input") -> None:
+        self.fmt = fmt
+        self.layers: list[Layer] = []
+        self.in_shape = tuple(int(v) for v in in_shape)
+        self.shape = self.in_shape
+        self.flat_input = flat_input
+        self.in_scale, self.in_zp = in_scale, int(in_zp)
+        self.input_name = input_name
+        self._pad = [0, 0, 0, 0]
+        self._pad_sources: list[str] = []
+        self._flattened = flat_input
+        self._flatten_sources: list[str] = []
+
+    @property
+    def flattened(self) -> bool:
+        """A flatten is pending: the next layer sees the tensor as a vector."""
+        return self._flattened
+
+    # -- layout-only layers ---------------------------------------------------------------------
+
+    def pad(self, source: str, t: int, b: int, l: int, r: int) -> None:
+        if min(t, b, l, r) < 0:
+            raise CompileError(f"{source}: negative padding {(t, b, l, r)} (cropping) is not supported")
+        if self._flattened:
+            raise CompileError(f"{source}: padding after a flatten has no spatial axes to pad")
+        for i, v in enumerate((t, b, l, r)):
+            self._pad[i] += int(v)
+        self._pad_sources.append(source)
+        c, h, w = self.shape
+        self.shape = (c, h + t + b, w + l + r)
+
+    def flatten(self, source: str) -> None:
+        self._flattened = True
+        self._flatten_sources.append(source)
+
+    def identity(self, source: str) -> None:
+        """Inference no-ops (Dropout): recorded in the metadata, but a layer keeps the name of the
+        last layer that changed its values, so dumps compare against that layer's output."""
+        if self._pad_sources or self._flatten_sources:
+            (self._flatten_sources if self._flatten_sources else self._pad_sources).append(source)
+        elif self.layers:
+            self.layers[-1].sources.append(source)
+
+    # -- compute layers -------------------------------------------------------------------------
+
+    def _resolve_padding(self, source: str, kind: str, kernel, stride, dilation, padding) -> tuple:
+        """Total input padding: pending ZeroPadding/PAD plus the layer's own SAME padding."""
+        c, h, w = self.shape                      # already includes pending explicit padding
+        pend = list(self._pad)
+        own = [0, 0, 0, 0]
+        if isinstance(padding, (tuple, list)):
+            own = [int(v) for v in padding]
+        else:
+            padding = Padding(padding)
+            for axis, size in ((0, h), (1, w)):
+                before, extra = padding_before(size, kernel[axis], stride[axis], dilation[axis], padding)
+                own[2 * axis], own[2 * axis + 1] = before, before + extra
+        fill = Fill.ZERO
+        if kind == "maxpool" and any(own):
+            if any(pend):
+                raise CompileError(
+                    f"{source}: max pooling with SAME padding right after explicit zero padding "
+                    f"({'/'.join(self._pad_sources)}) needs two fill values in one border; the "
+                    f"chip writes one")
+            fill = Fill.LOWEST
+        total = tuple(p + o for p, o in zip(pend, own))
+        if max(total) > 255:
+            raise CompileError(f"{source}: padding {total} exceeds the 8-bit pad fields (max 255)")
+        return total, fill
+
+    def _push(self, layer: Layer) -> Layer:
+        layer.sources = self._pad_sources + self._flatten_sources + layer.sources
+        self._pad = [0, 0, 0, 0]
+        self._pad_sources = []
+        self._flattened = False
+        self._flatten_sources = []
+        self.layers.append(layer)
+        self.shape = layer.out_shape
+        return layer
+
+    def conv(self, source: str, weights: np.ndarray, *, stride=(1, 1), dilation=(1, 1),
+             padding="valid", depthwise_mult: int | None = None, **post: Any) -> Layer:
+        """A convolution; `weights` channel-major: (O, I, KH, KW), or (O, KH, KW) if depthwise."""
+        if self._flattened:
+            raise CompileError(f"{source}: a convolution after a flatten has no spatial input")
+        kind = "conv" if depthwise_mult is None else "dwconv"
+        weights = np.asarray(weights)
+        kh, kw = weights.shape[-2:]
+        c_unpadded = self.shape[0]
+        if kind == "conv" and weights.shape[1] != c_unpadded:
+            raise CompileError(f"{source}: kernel expects {weights.shape[1]} input channels, "
+                               f"the tensor has {c_unpadded}")
+        if kind == "dwconv" and weights.shape[0] != c_unpadded * depthwise_mult:
+            raise CompileError(f"{source}: depthwise kernel has {weights.shape[0]} channels, "
+                               f"expected {c_unpadded} x multiplier {depthwise_mult}")
+        stride, dilation = tuple(int(v) for v in stride), tuple(int(v) for v in dilation)
+        for label, pair, lim in (("stride", stride, 255), ("dilation", dilation, 255),
+                                 ("kernel", (kh, kw), 255)):
+            if min(pair) < 1 or max(pair) > lim:
+                raise CompileError(f"{source}: {label} {pair} outside the chip's 1..{lim}")
+        pad, fill = self._resolve_padding(source, kind, (kh, kw), stride, dilation, padding)
+        return self._push(self._geometry(kind, source, weights, (kh, kw), stride, dilation, pad, fill,
+                                         depthwise_mult or 1, weights.shape[0], **post))
+
+    def _geometry(self, kind, source, weights, kernel, stride, dilation, pad, fill, mult, cout, **post):
+        c = self.layers[-1].out_shape[0] if self.layers else self.in_shape[0]
+        base = self.layers[-1].out_shape if self.layers else self.in_shape
+        h, w = base[1] + pad[0] + pad[1], base[2] + pad[2] + pad[3]
+        eh, ew = (kernel[0] - 1) * dilation[0] + 1, (kernel[1] - 1) * dilation[1] + 1
+        if eh > h or ew > w:
+            raise CompileError(f"{source}: a {eh}x{ew} window does not fit the {h}x{w} (padded) input")
+        oh = output_size(h, kernel[0], stride[0], dilation[0], Padding.VALID)
+        ow = output_size(w, kernel[1], stride[1], dilation[1], Padding.VALID)
+        return Layer(kind=kind, name=source, in_shape=(c, base[1], base[2]), out_shape=(cout, oh, ow),
+                     sources=[source], kernel=kernel, stride=stride, dilation=dilation, mult=mult,
+                     pad=pad, fill=fill, weights=weights, **post)
+
+    def maxpool(self, source: str, pool, stride, padding="valid", **post: Any) -> Layer:
+        if self._flattened:
+            raise CompileError(f"{source}: pooling after a flatten has no spatial input")
+        pool, stride = tuple(int(v) for v in pool), tuple(int(v) for v in stride)
+        pad, fill = self._resolve_padding(source, "maxpool", pool, stride, (1, 1), padding)
+        c = self.shape[0]
+        layer = self._geometry("maxpool", source, None, pool, stride, (1, 1), pad, fill, 1, c, **post)
+        return self._push(layer)
+
+    def dense(self, source: str, weights: np.ndarray, **post: Any) -> Layer:
+        """`weights` (units, N) with N in the framework's flatten order (H, W, C)."""
+        if any(self._pad):
+            raise CompileError(f"{source}: zero padding directly before a dense layer is not supported")
+        c, h, w = self.shape
+        n = c * h * w
+        weights = np.asarray(weights)
+        if weights.shape[1] != n:
+            raise CompileError(f"{source}: dense kernel expects {weights.shape[1]} inputs, the "
+                               f"incoming tensor has {n} ({c}x{h}x{w})")
+        if h * w > 1:
+            # Keras and TFLite flatten H x W x C; frame memory holds C x H x W
+            units = weights.shape[0]
+            weights = weights.reshape(units, h, w, c).transpose(0, 3, 1, 2).reshape(units, n)
+        layer = Layer(kind="dense", name=source, in_shape=(c, h, w), out_shape=(weights.shape[0], 1, 1),
+                      sources=[source], weights=np.ascontiguousarray(weights), flat_out=True, **post)
+        return self._push(layer)
+
+    # -- folding into the previous layer --------------------------------------------------------
+
+    def _last_for(self, source: str, what: str) -> Layer:
+        if not self.layers:
+            raise CompileError(f"{source}: {what} on the model input has no instruction to fold "
+                               f"into (it must follow a Conv2D, Dense or MaxPooling2D)")
+        return self.layers[-1]
+
+    def batchnorm(self, source: str, gamma, beta, mean, var, eps: float) -> None:
+        last = self._last_for(source, "batch normalization")
+        if self.fmt is not Fmt.F32:
+            raise CompileError(f"{source}: batch normalization in an I8 model must already be folded "
+                               f"into the convolution's quantized weights")
+        if last.kind == "maxpool" or last.dsp is None:
+            raise CompileError(f"{source}: batch normalization after {last.name} ({last.kind}) has "
+                               f"no DSP stage to fold into; it must follow Conv2D or Dense")
+        if any(self._pad) or self._flattened:
+            between = "/".join(self._pad_sources + self._flatten_sources)
+            raise CompileError(f"{source}: batch normalization after {between} cannot fold into {last.name}")
+        if last.leaky is not None or last.clamp is not None:
+            raise CompileError(f"{source}: batch normalization after the activation of {last.name}; "
+                               f"the DSP stage runs before the activation")
+        if last.has_bn:
+            raise CompileError(f"{source}: a second batch normalization after {last.name}")
+        c = last.out_shape[0]
+        arrs = [np.broadcast_to(np.asarray(a, dtype=np.float64), (c,)) for a in (gamma, beta, mean, var)]
+        g, b, m, v = arrs
+        if np.any(v + eps < 0):
+            raise CompileError(f"{source}: negative variance + epsilon")
+        bias = last.dsp[2].astype(np.float64)
+        last.dsp = ((g / np.sqrt(v + eps)).astype(np.float32), b.astype(np.float32),
+                    (bias - m).astype(np.float32))
+        last.has_bn = True
+        last.sources.append(source)
+        last.name = source
+
+    def bias(self, source: str, values) -> None:
+        """A per-channel constant added after the DSP stage: folds into v2 (F32 only)."""
+        last = self._last_for(source, "a bias addition")
+        if self.fmt is not Fmt.F32:
+            raise CompileError(f"{source}: an int8 addition requantizes; the I8 DSP stage of "
+                               f"{last.name} cannot absorb it")
+        if last.dsp is None or any(self._pad) or self._flattened:
+            raise CompileError(f"{source}: a bias addition must directly follow a Conv2D or Dense")
+        if last.leaky is not None or last.clamp is not None:
+            raise CompileError(f"{source}: a bias addition after the activation of {last.name}")
+        c = last.out_shape[0]
+        v = np.asarray(values, dtype=np.float64).reshape(-1)
+        if v.size not in (1, c):
+            raise CompileError(f"{source}: adds {v.size} values to {c} channels; only a per-channel "
+                               f"or scalar constant folds into the DSP stage")
+        v1, v2, v3 = last.dsp
+        last.dsp = (v1, (v2.astype(np.float64) + v).astype(np.float32), v3)
+        last.sources.append(source)
+        last.name = source
+
+    def activation(self, source: str, *, leaky=None, clamp=None) -> None:
+        """Fold an activation: `leaky` (a1, a2) and/or `clamp` (lo, hi); both None is linear."""
+        if leaky is None and clamp is None:
+            self.identity(source)
+            return
+        last = self._last_for(source, "an activation")
+        if any(self._pad) and not _act_zero_preserving(leaky, clamp):
+            raise CompileError(f"{source}: an activation that moves 0 after zero padding "
+                               f"({'/'.join(self._pad_sources)}) cannot fold into {last.name}")
+        if leaky is not None:
+            if self.fmt is Fmt.I8:
+                raise CompileError(f"{source}: the leaky activation stage is F32-only; an I8 "
+                                   f"activation must be a clamp of the quantized values")
+            if last.clamp is not None:
+                raise CompileError(f"{source}: a leaky/ReLU stage after {last.name}'s clamp; "
+                                   f"the chip applies the leaky stage first")
+            if last.leaky is not None and tuple(last.leaky) != tuple(leaky):
+                raise CompileError(f"{source}: a second leaky activation after {last.name}'s "
+                                   f"{last.leaky}; the chip has one leaky stage")
+            last.leaky = (float(leaky[0]), float(leaky[1]))
+        if clamp is not None:
+            lo, hi = clamp
+            if last.clamp is not None:
+                lo, hi = max(lo, last.clamp[0]), min(hi, last.clamp[1])
+            if lo > hi:
+                raise CompileError(f"{source}: clamp [{lo}, {hi}] is empty")
+            last.clamp = (lo, hi)
+        last.sources.append(source)
+        last.name = source
+
+    def finish(self, source: str = "model output") -> list[Layer]:
+        if not self.layers:
+            raise CompileError(f"{source}: the model has no Conv2D, Dense or MaxPooling2D layer to compile")
+        if any(self._pad):
+            raise CompileError(f"{'/'.join(self._pad_sources)}: padding at the end of the model "
+                               f"has no consumer")
+        if self._flatten_sources:
+            raise CompileError(f"{'/'.join(self._flatten_sources)}: a flatten must feed a Dense layer")
+        return self.layers
+
+
+# -- splitting -------------------------------------------------------------------------------------
+
+def split_blocks(layer: Layer, pe: int | None) -> list[dict[str, int]]:
+    """Sub-blocks whose size fits `pe`: channels first, then kernel rows, then kernel columns.
+
+    Channel-major memory makes a channel range of input and weights a simple slice, so splitting
+    over channels keeps each partial a plain convolution; rows and columns are only split when a
+    single channel's kernel is already too big.
+    """
+    kh, kw = layer.kernel
+    if layer.kind == "dense":
+        n = int(np.prod(layer.in_shape))
+        if pe is None or n <= pe:
+            return [{"n0": 0, "nn": n}]
+        return [{"n0": s, "nn": min(pe, n - s)} for s in range(0, n, pe)]
+    if layer.kind == "maxpool":
+        return [{}]
+    cin = layer.in_shape[0] if layer.kind == "conv" else 1
+    full = {"r0": 0, "rn": kh, "s0": 0, "sn": kw}
+    if layer.kind == "conv":
+        full.update(c0=0, cn=cin)
+    if pe is None or layer.block <= pe:
+        return [full]
+    blocks = []
+    if kh * kw <= pe:
+        per = pe // (kh * kw)
+        for c0 in range(0, cin, per):
+            blocks.append({**full, "c0": c0, "cn": min(per, cin - c0)})
+        return blocks
+    rows = max(1, pe // kw)
+    cols = kw if kw <= pe else pe
+    for c0 in range(cin):
+        for r0 in range(0, kh, rows):
+            for s0 in range(0, kw, cols):
+                b = {"r0": r0, "rn": min(rows, kh - r0), "s0": s0, "sn": min(cols, kw - s0)}
+                if layer.kind == "conv":
+                    b.update(c0=c0, cn=1)
+                blocks.append(b)
+    return blocks
+
+
+# -- memory allocation and instruction generation --------------------------------------------------
+
+def _param_words(layer: Layer, fmt: Fmt) -> np.ndarray | None:
+    """The parameter block: activation header, then the DSP arrays (docs/isro_isa.md)."""
+    has_dsp = layer.dsp is not None
+    if not (has_dsp or layer.leaky is not None or layer.clamp is not None):
+        return None
+    pdt = PARAM_DTYPE[fmt]
+    if fmt is Fmt.F32:
+        a1, a2 = layer.leaky if layer.leaky is not None else (0.0, 1.0)
+        lo, hi = layer.clamp if layer.clamp is not None else (-np.inf, np.inf)
+        head = np.array([a1, a2, lo, hi], dtype=pdt)
+    else:
+        lo, hi = layer.clamp if layer.clamp is not None else (-128, 127)
+        head = np.array([lo, hi, 0, 0], dtype=pdt)
+    parts = [head] + ([np.asarray(a).astype(pdt) for a in layer.dsp] if has_dsp else [])
+    return np.concatenate(parts)
+
+
+def emit(layers: list[Layer], fmt: Fmt, *, pe: int | None = None, reuse: bool = False,
+         meta: dict | None = None, x: np.ndarray | None = None, in_scale: float | None = None,
+         in_zp: int = 0, input_name: str = "input") -> Bundle:
+    """Allocate both memories and generate the program for `layers`; see module docstring."""
+    if pe is not None and (not isinstance(pe, (int, np.integer)) or pe < 1):
+        raise ValueError(f"pe must be a positive integer or None, got {pe!r}")
+    fdt = FRAME_DTYPE[fmt]
+    # frame memory: tensor i is the input of layer i (tensor 0 the model input), padded as layer i needs
+    tensors = [(layers[0].in_shape, layers[0].pad, layers[0].fill)]
+    for i, layer in enumerate(layers):
+        nxt = layers[i + 1] if i + 1 < len(layers) else None
+        tensors.append((layer.out_shape, nxt.pad if nxt else (0, 0, 0, 0), nxt.fill if nxt else Fill.ZERO))
+
+    def nbytes(t):
+        (c, h, w), (pt, pb, pl, pr), _ = t
+        return c * (h + pt + pb) * (w + pl + pr) * fdt.itemsize
+
+    if reuse:
+        half = align(max(nbytes(t) for t in tensors))
+        addrs = [(i % 2) * half for i in range(len(tensors))]
+        frame_bytes = half * (2 if len(tensors) > 1 else 1)
+    else:
+        addrs, cursor = [], 0
+        for t in tensors:
+            addrs.append(cursor)
+            cursor = align(cursor + nbytes(t))
+        frame_bytes = cursor
+
+    # filter memory: weights of every layer, then parameter blocks, then split scratch
+    wdt, adt = WEIGHT_DTYPE[fmt], ACC_DTYPE[fmt]
+    w_addr, cursor, wchunks = [], 0, []
+    for layer in layers:
+        if layer.weights is None:
+            w_addr.append(None)
+            continue
+        w = np.ascontiguousarray(layer.weights, dtype=wdt)
+        w_addr.append(cursor)
+        wchunks.append((cursor, w.tobytes()))
+        cursor = align(cursor + w.nbytes)
+    weights_bytes = cursor
+    p_addr, pchunks = [], []
+    for layer in layers:
+        words = _param_words(layer, fmt)
+        if words is None:
+            p_addr.append(None)
+            continue
+        p_addr.append(cursor)
+        pchunks.append((cursor, words.tobytes()))
+        cursor = align(cursor + words.nbytes)
+    params_bytes = cursor - weights_bytes
+    scratch = cursor
+    image = bytearray(cursor)
+    for at, data in wchunks + pchunks:
+        image[at:at + len(data)] = data
+
+    program: list[Instruction] = []
+    layer_meta = []
+    scratch_bytes = 0
+    for i, layer in enumerate(layers):
+        (cin, h, w), (pt, pb, pl, pr) = layer.in_shape, layer.pad
+        out_pad, out_fill = tensors[i + 1][1], tensors[i + 1][2]
+        post = dict(fmt=fmt, dsp=int(layer.dsp is not None), leaky=int(layer.leaky is not None),
+                    clamp=int(layer.clamp is not None), fill=out_fill,
+                    out_zp=layer.out_zp if fmt is Fmt.I8 else 0,
+                    rnd=layer.rounding if fmt is Fmt.I8 else Rounding.DOUBLE,
+                    dst=addrs[i + 1], prm=p_addr[i] or 0,
+                    pt=out_pad[0], pb=out_pad[1], pl=out_pad[2], pr=out_pad[3])
+        geo = dict(src=addrs[i], cin=cin, hin=h + pt + pb, win=w + pl + pr)
+        cout, hout, wout = layer.out_shape
+        first = len(program)
+        if layer.kind == "maxpool":
+            program.append(Instruction(Op.MAXPOOL, **geo, **post, kh=layer.kernel[0], kw=layer.kernel[1],
+                                       sh=layer.stride[0], sw=layer.stride[1], hout=hout, wout=wout))
+            blocks = [{}]
+        else:
+            mac = dict(geo, wgt=w_addr[i], cout=cout, in_zp=layer.in_zp if fmt is Fmt.I8 else 0)
+            op = {"conv": Op.CONV, "dwconv": Op.DWCONV, "dense": Op.DENSE}[layer.kind]
+            if layer.kind != "dense":
+                mac.update(kh=layer.kernel[0], kw=layer.kernel[1], sh=layer.stride[0], sw=layer.stride[1],
+                           dh=layer.dilation[0], dw=layer.dilation[1], hout=hout, wout=wout)
+            if layer.kind == "dwconv":
+                mac["mult"] = layer.mult
+            blocks = split_blocks(layer, pe)
+            if len(blocks) == 1:
+                program.append(Instruction(op, **mac, **post, **blocks[0]))
+            else:
+                part_bytes = cout * hout * wout * adt.itemsize   # ADD reads them back to back
+                scratch_bytes = max(scratch_bytes, align(part_bytes * len(blocks)))
+                for k, b in enumerate(blocks):
+                    program.append(Instruction(op, **mac, **b, fmt=fmt, partial=1,
+                                               dst=scratch + k * part_bytes))
+                add_post = dict(post)
+                program.append(Instruction(Op.ADD, **add_post, src=scratch, cout=cout, hout=hout,
+                                           wout=wout, npart=len(blocks)))
+        last = len(program) - 1
+        c_o, h_o, w_o = layer.out_shape
+        layer_meta.append({
+            "name": layer.name, "sources": list(layer.sources), "kind": layer.kind,
+            "instructions": [first, last],
+            "input": {"addr": addrs[i], "shape": list(layer.in_shape), "pad": list(layer.pad),
+                      "fill": layer.fill.name.lower()},
+            "output": {"addr": addrs[i + 1], "shape": [c_o, h_o, w_o], "pad": list(out_pad),
+                       "fill": out_fill.name.lower(), "flat": layer.flat_out,
+                       "scale": layer.out_scale, "zero_point": layer.out_zp},
+            "weights": None if w_addr[i] is None else {
+                "addr": w_addr[i], "bytes": int(np.asarray(layer.weights).size * wdt.itemsize),
+                "shape": list(np.asarray(layer.weights).shape)},
+            "params": None if p_addr[i] is None else {
+                "addr": p_addr[i], "bytes": param_block_bytes(c_o, layer.dsp is not None),
+                "dsp": layer.dsp is not None},
+            "partials": None if len(blocks) <= 1 else {
+                "addr": scratch, "count": len(blocks), "bytes": c_o * h_o * w_o * adt.itemsize * len(blocks)},
+            "kernel": list(layer.kernel), "stride": list(layer.stride), "dilation": list(layer.dilation),
+            "macs": layer.macs, "block": layer.block, "tensor": layer.tensor,
+            "rounding": layer.rounding.label if fmt is Fmt.I8 and layer.dsp is not None else None,
+        })
+    program.append(Instruction(Op.END))
+
+    if x is None:
+        x = np.full(layers[0].in_shape, in_zp if fmt is Fmt.I8 else 0, dtype=FRAME_DTYPE[fmt])
+    frame_image = pad_chw(x,
+                          layers[0].pad, layers[0].fill, in_zp, fmt)
+    by_op: dict[str, int] = {}
+    for ins in program:
+        by_op[ins.op.name.lower()] = by_op.get(ins.op.name.lower(), 0) + 1
+    last = layers[-1]
+    m = {
+        "format": FORMAT, "fmt": fmt.name.lower(), "pe": pe, "reuse": reuse,
+        "frame_bytes": frame_bytes, "filter_bytes": scratch + scratch_bytes,
+        "input": {"name": input_name, "addr": 0, "shape": list(layers[0].in_shape),
+                  "pad": list(layers[0].pad), "fill": layers[0].fill.name.lower(),
+                  "scale": in_scale, "zero_point": in_zp, "dtype": FRAME_DTYPE[fmt].name},
+        "output": {"name": last.name, "addr": addrs[-1], "shape": list(last.out_shape),
+                   "pad": [0, 0, 0, 0], "flat": last.flat_out, "scale": last.out_scale,
+                   "zero_point": last.out_zp, "dtype": FRAME_DTYPE[fmt].name},
+        "layers": layer_meta,
+        "stats": {"instructions": len(program), "by_op": by_op,
+                  "macs": int(sum(layer.macs for layer in layers)),
+                  "frame_bytes": frame_bytes, "input_bytes": frame_image.nbytes,
+                  "weights_bytes": weights_bytes, "params_bytes": params_bytes,
+                  "scratch_bytes": scratch_bytes, "program_bytes": len(program) * isa.INSTRUCTION_BYTES},
+    }
+    m.update(meta or {})
+    log.info("compiled %d layers into %d instructions (%s, pe=%s)", len(layers), len(program),
+             fmt.name.lower(), pe)
+    return Bundle(program, frame_image.reshape(-1).view(np.uint8).tobytes(), bytes(image), m)
+
+
+# -- public entry points ---------------------------------------------------------------------------
+
+def _input_chw(x, shape_chw, fmt: Fmt, scale, zp):
+    """The model input as stored (unpadded C, H, W) in the program's format."""
+    from dtpu.isro.bundle import quantize, to_chw
+    chw = to_chw(x, shape_chw)
+    if fmt is Fmt.I8 and chw.dtype.kind == "f":
+        return quantize(chw, scale, zp)
+    if fmt is Fmt.I8 and chw.dtype != np.int8:
+        return chw.astype(np.int8)
+    return chw.astype(FRAME_DTYPE[fmt])
+
+
+def _source_meta(path: Path, kind: str) -> dict:
+    data = path.read_bytes()
+    return {"source": {"path": str(path), "kind": kind, "sha256": hashlib.sha256(data).hexdigest()}}
+
+
+def compile_layers(builder: Builder, x=None, *, pe=None, reuse=False, meta=None) -> Bundle:
+    layers = builder.finish()
+    xin = None if x is None else _input_chw(x, builder.in_shape, builder.fmt, builder.in_scale, builder.in_zp)
+    return emit(layers, builder.fmt, pe=pe, reuse=reuse, meta=meta, x=xin, in_scale=builder.in_scale,
+                in_zp=builder.in_zp, input_name=builder.input_name)
+
+
+def compile_h5(path: str | Path, x: np.ndarray | None = None, *, pe: int | None = None,
+               reuse: bool = False) -> Bundle:
+    """A Keras .h5 (read with h5py, no TensorFlow) plus optional input data -> Bundle (F32)."""
+    from dtpu.isro import keras_h5
+    path = Path(path)
+    builder = keras_h5.build(keras_h5.read(path))
+    return compile_layers(builder, x, pe=pe, reuse=reuse, meta=_source_meta(path, "keras-h5"))
+
+
+def compile_tflite(path: str | Path, x: np.ndarray | None = None, *, pe: int | None = None,
+                   reuse: bool = False) -> Bundle:
+    """A TFLite flatbuffer (float32 or int8) plus optional input -> Bundle (F32 or I8)."""
+    from dtpu.isro import tflite_model
+    path = Path(path)
+    builder, extra = tflite_model.build(tflite_model.read(path))
+    meta = _source_meta(path, "tflite")
+    meta.update(extra)
+    return compile_layers(builder, x, pe=pe, reuse=reuse, meta=meta)
+
+
+def compile_model(path: str | Path, x: np.ndarray | None = None, **kw) -> Bundle:
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"model {path} does not exist")
+    suffix = Path(path).suffix.lower()
+    if suffix in (".h5", ".hdf5", ".keras5"):
+        return compile_h5(path, x, **kw)
+    if suffix == ".tflite":
+        return compile_tflite(path, x, **kw)
+    raise CompileError(f"{path}: unknown model format {suffix!r}; accepted: .h5, .hdf5, .tflite")
+
+
+def compile_spec(spec, filters: np.ndarray, bias: np.ndarray | None, *, pe: int | None = None) -> Bundle:
+    """One delegate node (a :class:`dtpu.spec.ConvSpec`) as a one-layer program for one image.
+
+    The DSP parameters are TFLite's own: the (multiplier, shift) pairs of
+    :func:`dtpu.reference.output_multipliers`, the clamp of :func:`dtpu.reference.activation_range`
+    and the rounding of :data:`TFLITE_ROUNDING`, so the machine reproduces the interpreter bit for
+    bit. FULLY_CONNECTED nodes become 1x1 convolutions over the (H, W) positions.
+    """
+    from dtpu import reference
+    from dtpu.spec import DataMode, OpKind
+    if spec.mode is DataMode.INT8:
+        fmt = Fmt.I8
+    elif spec.mode is DataMode.FLOAT32:
+        fmt = Fmt.F32
+    else:
+        raise CompileError(f"{spec.name or spec.kind.value}: mode {spec.mode.value} has no ISRO number "
+                           f"format; accepted: int8, float32")
+    label = spec.name or spec.kind.value
+    n, h, w, c = spec.input_shape
+    f = np.asarray(filters)
+    if spec.kind is OpKind.CONV_2D:
+        weights, mult = f.reshape(spec.filter_shape).transpose(0, 3, 1, 2), None
+    elif spec.kind is OpKind.DEPTHWISE_CONV_2D:
+        weights, mult = f.reshape(spec.filter_shape)[0].transpose(2, 0, 1), spec.depth_multiplier
+    else:
+        weights, mult = f.reshape(spec.out_channels, c)[:, :, None, None], None
+    cout = spec.out_channels
+    if fmt is Fmt.I8:
+        if np.any(spec.filter_q.zero_points(cout) != 0):
+            raise CompileError(f"{label}: int8 weights with a nonzero zero point; the chip's weights are symmetric")
+        m, s = reference.output_multipliers(spec)
+        lo, hi = reference.activation_range(spec)
+        bv = np.zeros(cout, np.int32) if (bias is None or not spec.has_bias) else np.asarray(bias).astype(np.int32)
+        post = dict(dsp=(bv, m.astype(np.int32), s.astype(np.int32)), clamp=(int(lo), int(hi)),
+                    rounding=TFLITE_ROUNDING[spec.kind.name], in_zp=int(spec.input_q.zero_point[0]),
+                    out_zp=int(spec.output_q.zero_point[0]), out_scale=float(spec.output_q.scale[0]))
+        in_scale, in_zp = float(spec.input_q.scale[0]), int(spec.input_q.zero_point[0])
+    else:
+        lo, hi = reference.activation_range(spec)
+        bv = np.zeros(cout, np.float32) if (bias is None or not spec.has_bias) else np.asarray(bias, np.float32)
+        post = dict(dsp=(np.ones(cout, np.float32), np.zeros(cout, np.float32), bv),
+                    clamp=None if (lo, hi) == (-np.inf, np.inf) else (float(lo), float(hi)))
+        in_scale, in_zp = None, 0
+    b = Builder(fmt, (c, h, w), in_scale=in_scale, in_zp=in_zp, input_name=label)
+    if spec.kind is OpKind.FULLY_CONNECTED:
+        b.conv(label, weights, **post)
+    else:
+        (top, eh), (left, ew) = spec.pads
+        b.conv(label, weights, stride=spec.stride, dilation=spec.dilation,
+               padding=(top, top + eh, left, left + ew), depthwise_mult=mult, **post)
+    return compile_layers(b, pe=pe, meta={"source": {"kind": "conv-spec", "name": label}})

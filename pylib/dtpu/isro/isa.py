@@ -1,0 +1,468 @@
+"""The ISRO-ASIC instruction set: 512-bit instructions, their assembler and disassembler.
+
+The report fixes what the chip computes (convolution, max pooling, dense, a per-channel DSP stage
+``y = v2 + v1 * (x + v3)``, a compare-and-scale activation ``y = x < a1 ? a2 * x : x``, split
+partial sums added by an addition instruction) but not how instructions are encoded. This module
+is that missing definition; docs/isro_isa.md is its prose form and must change with it.
+
+Why a fixed 512-bit word: a CISC instruction here carries a whole layer (four addresses, input and
+output geometry, kernel, stride, dilation, the output's pre-applied padding and a split
+sub-block). Packing that into 256 bits would need 12-bit dimensions and indirect descriptors; 64
+bytes per layer is nothing next to the weights, and every field stays byte- or word-aligned, so
+a hex dump of the program can be read by eye.
+
+Every opcode uses a subset of one global field table. Unused fields must be zero: the decoder
+rejects anything else, which is what makes ``encode(decode(b)) == b`` hold for every accepted
+``b`` and lets the property tests check the round trip in both directions.
+"""
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass
+from typing import Iterable, Iterator, Mapping
+
+import numpy as np
+
+INSTRUCTION_BYTES = 64
+INSTRUCTION_BITS = INSTRUCTION_BYTES * 8
+
+# Regions in both memories start on this boundary, so every 32-bit element is naturally aligned
+# and a region's start can be read off a listing without arithmetic.
+ALIGN = 16
+
+
+class Op(enum.IntEnum):
+    # 0 halts: a zero-filled instruction memory stops the chip instead of running away.
+    END = 0
+    CONV = 1
+    DWCONV = 2
+    DENSE = 3
+    MAXPOOL = 4
+    ADD = 5
+    NOP = 6
+
+
+class Fmt(enum.IntEnum):
+    """Number format of one instruction's operands (see docs/isro_isa.md, "Data representation")."""
+
+    F32 = 0   # float32 activations, weights, DSP parameters and accumulators
+    I8 = 1    # int8 activations and weights, int32 accumulators, int32 fixed-point DSP parameters
+
+
+class Fill(enum.IntEnum):
+    """What the pre-applied padding border of an output is filled with."""
+
+    ZERO = 0     # the real value 0: 0.0 in F32, the output zero point in I8
+    LOWEST = 1   # -inf in F32, -128 in I8: neutral for a following max pooling
+
+
+class Rounding(enum.IntEnum):
+    """How the I8 DSP stage applies its fixed-point multiplier (the variants TFLite kernels use).
+
+    The string forms match :class:`dtpu.reference.quantize.Variant` where both define one.
+    """
+
+    DOUBLE = 0      # gemmlowp: high-mul rounded half up, then a shift rounded half away from 0
+    SINGLE = 1      # one rounding of x*m / 2^(31-shift), half up (TFLITE_SINGLE_ROUNDING)
+    DOUBLE_UP = 2   # high-mul, then shift, both rounded half up (ruy's x86 and NEON kernels)
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+
+# element dtypes per format: frame activations, filter weights, accumulators, DSP parameters
+FRAME_DTYPE = {Fmt.F32: np.dtype("<f4"), Fmt.I8: np.dtype("i1")}
+WEIGHT_DTYPE = {Fmt.F32: np.dtype("<f4"), Fmt.I8: np.dtype("i1")}
+ACC_DTYPE = {Fmt.F32: np.dtype("<f4"), Fmt.I8: np.dtype("<i4")}
+PARAM_DTYPE = {Fmt.F32: np.dtype("<f4"), Fmt.I8: np.dtype("<i4")}
+PARAM_HEADER_WORDS = 4   # F32: a1, a2, lo, hi   I8: lo, hi, 0, 0
+DSP_ARRAYS = 3           # F32: v1, v2, v3       I8: bias (v3), multiplier, shift (v1)
+
+
+def param_block_bytes(channels: int, dsp: bool) -> int:
+    """Size of a parameter block: the activation header, then the DSP arrays if the DSP is on."""
+    return 4 * (PARAM_HEADER_WORDS + (DSP_ARRAYS * channels if dsp else 0))
+
+
+def align(n: int, to: int = ALIGN) -> int:
+    return -(-n // to) * to
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    offset: int
+    width: int
+    signed: bool = False
+    default: int = 0
+
+    @property
+    def lo(self) -> int:
+        return -(1 << (self.width - 1)) if self.signed else 0
+
+    @property
+    def hi(self) -> int:
+        return (1 << (self.width - 1)) - 1 if self.signed else (1 << self.width) - 1
+
+
+def _fields(*specs) -> dict[str, Field]:
+    return {s[0]: Field(*s) for s in specs}
+
+
+# The one field table. Bit 0 is the least significant bit of the first (little-endian) byte.
+FIELDS: dict[str, Field] = _fields(
+    # word 0: control
+    ("op", 0, 8), ("fmt", 8, 2),
+    ("dsp", 10, 1), ("leaky", 11, 1), ("clamp", 12, 1), ("partial", 13, 1),
+    ("fill", 14, 2), ("rnd", 16, 2),
+    ("in_zp", 32, 16, True), ("out_zp", 48, 16, True),
+    # words 1-2: addresses (bytes; frame or filter memory depending on the operand)
+    ("src", 64, 32), ("dst", 96, 32), ("wgt", 128, 32), ("prm", 160, 32),
+    # word 3: input geometry as stored (padding included) and output channels
+    ("cin", 192, 16), ("hin", 208, 16), ("win", 224, 16), ("cout", 240, 16),
+    # word 4: kernel, stride, dilation, depth multiplier
+    ("kh", 256, 8), ("kw", 264, 8), ("sh", 272, 8, False, 1), ("sw", 280, 8, False, 1),
+    ("dh", 288, 8, False, 1), ("dw", 296, 8, False, 1), ("mult", 304, 8, False, 1),
+    # word 5: output padding the next layer needs, output size without padding
+    ("pt", 320, 8), ("pb", 328, 8), ("pl", 336, 8), ("pr", 344, 8),
+    ("hout", 352, 16), ("wout", 368, 16),
+    # word 6: split sub-block of a convolution (channels, kernel rows, kernel columns)
+    ("c0", 384, 16), ("cn", 400, 16), ("r0", 416, 8), ("rn", 424, 8), ("s0", 432, 8),
+    ("sn", 440, 8),
+    # word 7: split sub-range of a dense layer / number of partials of an ADD (same bits)
+    ("n0", 448, 32), ("nn", 480, 32), ("npart", 448, 32),
+)
+
+_POST = ("fmt", "dsp", "leaky", "clamp", "fill", "rnd", "out_zp", "dst", "prm", "pt", "pb", "pl", "pr")
+_MAC = _POST + ("partial", "in_zp", "src", "wgt", "cin", "hin", "win", "cout")
+
+# Which fields each opcode reads; every other bit of its word must be zero.
+USES: dict[Op, tuple[str, ...]] = {
+    Op.END: (),
+    Op.NOP: (),
+    Op.CONV: _MAC + ("kh", "kw", "sh", "sw", "dh", "dw", "hout", "wout",
+                     "c0", "cn", "r0", "rn", "s0", "sn"),
+    Op.DWCONV: _MAC + ("kh", "kw", "sh", "sw", "dh", "dw", "mult", "hout", "wout",
+                       "r0", "rn", "s0", "sn"),
+    Op.DENSE: _MAC + ("n0", "nn"),
+    Op.MAXPOOL: _POST + ("src", "cin", "hin", "win", "kh", "kw", "sh", "sw", "hout", "wout"),
+    Op.ADD: _POST + ("src", "cout", "hout", "wout", "npart"),
+}
+
+_ENUMS: dict[str, type[enum.IntEnum]] = {"fmt": Fmt, "fill": Fill, "rnd": Rounding}
+_FLAGS = ("dsp", "leaky", "clamp", "partial")
+
+
+def _check_layout() -> None:
+    for op, names in USES.items():
+        spans = sorted((FIELDS[n].offset, FIELDS[n].offset + FIELDS[n].width, n) for n in names + ("op",))
+        for (a0, a1, an), (b0, _, bn) in zip(spans, spans[1:]):
+            if b0 < a1:
+                raise AssertionError(f"{op.name}: fields {an} and {bn} overlap")
+    for f in FIELDS.values():
+        if f.offset + f.width > INSTRUCTION_BITS:
+            raise AssertionError(f"field {f.name} runs past the instruction word")
+
+
+_check_layout()
+
+
+class Instruction:
+    """One decoded instruction: an opcode and a value for every field that opcode uses.
+
+    Immutable and hashable so programs can be compared and deduplicated; fields read as
+    attributes (``ins.cin``), enum fields as their enum (``ins.fmt is Fmt.I8``).
+    """
+
+    __slots__ = ("op", "_values")
+
+    def __init__(self, op: Op | int | str, **values: int) -> None:
+        op = _parse_op(op)
+        used = USES[op]
+        unknown = sorted(set(values) - set(used))
+        if unknown:
+            raise ValueError(f"{op.name} has no field(s) {', '.join(unknown)}; "
+                             f"it uses: {', '.join(used) or 'none'}")
+        vals: dict[str, int] = {}
+        for name in used:
+            f = FIELDS[name]
+            v = values.get(name, f.default)
+            if name in _ENUMS:
+                v = _ENUMS[name](int(v))
+            elif isinstance(v, (bool, np.bool_)):
+                v = int(v)
+            elif not isinstance(v, (int, np.integer)):
+                raise ValueError(f"{op.name}.{name} must be an integer, got {v!r}")
+            v_int = int(v)
+            if not f.lo <= v_int <= f.hi:
+                raise ValueError(f"{op.name}.{name}={v_int} does not fit its {f.width}-bit "
+                                 f"{'signed ' if f.signed else ''}field [{f.lo}, {f.hi}]")
+            vals[name] = v if name in _ENUMS else v_int
+        object.__setattr__(self, "op", op)
+        object.__setattr__(self, "_values", vals)
+
+    def __getattr__(self, name: str):
+        try:
+            return self._values[name]
+        except KeyError:
+            raise AttributeError(f"{self.op.name} has no field {name!r}") from None
+
+    def __setattr__(self, name, value):
+        raise AttributeError("instructions are immutable; use .replace()")
+
+    @property
+    def fields(self) -> Mapping[str, int]:
+        return dict(self._values)
+
+    def replace(self, **changes: int) -> "Instruction":
+        return Instruction(self.op, **{**self._values, **changes})
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Instruction) and self.op == other.op and self._values == other._values
+
+    def __hash__(self) -> int:
+        return hash((self.op, tuple(sorted(self._values.items()))))
+
+    def __repr__(self) -> str:
+        return f"Instruction({format_instruction(self)!r})"
+
+    # -- binary -------------------------------------------------------------------------------
+
+    def encode(self) -> bytes:
+        word = int(self.op)
+        for name, v in self._values.items():
+            f = FIELDS[name]
+            word |= (int(v) & ((1 << f.width) - 1)) << f.offset
+        return word.to_bytes(INSTRUCTION_BYTES, "little")
+
+
+def _parse_op(op) -> Op:
+    if isinstance(op, Op):
+        return op
+    if isinstance(op, str):
+        try:
+            return Op[op.upper()]
+        except KeyError:
+            raise ValueError(f"unknown opcode {op!r}; accepted: "
+                             f"{', '.join(o.name.lower() for o in Op)}") from None
+    try:
+        return Op(int(op))
+    except ValueError:
+        raise ValueError(f"unknown opcode {op!r}; accepted: "
+                         f"{', '.join(f'{o.value} ({o.name})' for o in Op)}") from None
+
+
+def decode(data: bytes, *, address: int | None = None) -> Instruction:
+    """One 64-byte word back into an :class:`Instruction`; reserved bits must be zero."""
+    where = f" at byte {address:#x}" if address is not None else ""
+    if len(data) != INSTRUCTION_BYTES:
+        raise ValueError(f"an instruction is {INSTRUCTION_BYTES} bytes, got {len(data)}{where}")
+    word = int.from_bytes(data, "little")
+    op = _parse_op(word & 0xFF)
+    covered = 0xFF
+    values = {}
+    for name in USES[op]:
+        f = FIELDS[name]
+        mask = (1 << f.width) - 1
+        raw = (word >> f.offset) & mask
+        covered |= mask << f.offset
+        if f.signed and raw >> (f.width - 1):
+            raw -= 1 << f.width
+        if name in _ENUMS:
+            try:
+                _ENUMS[name](raw)
+            except ValueError:
+                raise ValueError(f"{op.name}{where}: {name}={raw} is not one of "
+                                 f"{', '.join(f'{e.value} ({e.name})' for e in _ENUMS[name])}") from None
+        values[name] = raw
+    stray = word & ~covered
+    if stray:
+        raise ValueError(f"{op.name}{where}: reserved bits set (mask {stray:#x}); "
+                         f"{op.name} uses only: {', '.join(USES[op]) or 'the opcode'}")
+    return Instruction(op, **values)
+
+
+def encode_program(program: Iterable[Instruction]) -> bytes:
+    return b"".join(i.encode() for i in program)
+
+
+def decode_program(data: bytes) -> list[Instruction]:
+    if len(data) % INSTRUCTION_BYTES:
+        raise ValueError(f"program length {len(data)} is not a multiple of {INSTRUCTION_BYTES} bytes")
+    return [decode(data[i:i + INSTRUCTION_BYTES], address=i) for i in range(0, len(data), INSTRUCTION_BYTES)]
+
+
+# -- text form ----------------------------------------------------------------------------------
+#
+# mnemonic[.fmt] then key=value groups. A group prints the fields of it the opcode uses, joined
+# by its separator; addresses are hexadecimal, everything else decimal (hex accepted on input).
+
+@dataclass(frozen=True)
+class _Group:
+    key: str
+    fields: tuple[str, ...]
+    sep: str = ""
+    hex: bool = False
+
+
+_GROUPS = (
+    _Group("flags", _FLAGS, "|"),
+    _Group("fill", ("fill",)), _Group("rnd", ("rnd",)),
+    _Group("zp", ("in_zp", "out_zp"), ","),
+    _Group("src", ("src",), hex=True), _Group("dst", ("dst",), hex=True),
+    _Group("wgt", ("wgt",), hex=True), _Group("prm", ("prm",), hex=True),
+    _Group("in", ("cin", "hin", "win"), "x"),
+    _Group("out", ("cout", "hout", "wout"), "x"),
+    _Group("k", ("kh", "kw"), "x"), _Group("s", ("sh", "sw"), "x"), _Group("d", ("dh", "dw"), "x"),
+    _Group("mult", ("mult",)),
+    _Group("pad", ("pt", "pb", "pl", "pr"), ","),
+    _Group("ch", ("c0", "cn"), "+"), _Group("rows", ("r0", "rn"), "+"),
+    _Group("cols", ("s0", "sn"), "+"), _Group("elems", ("n0", "nn"), "+"),
+    _Group("npart", ("npart",)),
+)
+_GROUP_BY_KEY = {g.key: g for g in _GROUPS}
+
+
+def format_instruction(ins: Instruction) -> str:
+    used = set(USES[ins.op])
+    head = ins.op.name.lower()
+    if "fmt" in used:
+        head += "." + ins.fmt.name.lower()
+    parts = [head]
+    for g in _GROUPS:
+        names = [n for n in g.fields if n in used]
+        if not names:
+            continue
+        if g.key == "flags":
+            on = [n for n in names if getattr(ins, n)]
+            parts.append("flags=" + ("|".join(on) if on else "-"))
+            continue
+        if g.key in ("zp", "rnd") and ins.fmt is Fmt.F32 and not any(int(getattr(ins, n)) for n in names):
+            continue                              # I8-only fields, zero in F32: omitted
+        texts = []
+        for n in names:
+            v = getattr(ins, n)
+            if n in _ENUMS:
+                texts.append(v.name.lower())
+            elif g.hex:
+                texts.append(f"{int(v):#x}")
+            else:
+                texts.append(str(int(v)))
+        parts.append(f"{g.key}={g.sep.join(texts)}")
+    return " ".join(parts)
+
+
+_INT = re.compile(r"[+-]?(0x[0-9a-fA-F]+|\d+)$")
+
+
+def _parse_int(text: str, what: str) -> int:
+    if not _INT.match(text):
+        raise ValueError(f"{what}: {text!r} is not an integer (decimal or 0x-hex)")
+    return int(text, 0)
+
+
+def parse_instruction(line: str) -> Instruction:
+    """The inverse of :func:`format_instruction`; missing groups take their field defaults."""
+    tokens = line.split()
+    if not tokens:
+        raise ValueError("empty instruction")
+    head, _, fmt_text = tokens[0].partition(".")
+    op = _parse_op(head)
+    used = set(USES[op])
+    values: dict[str, int] = {}
+    if fmt_text:
+        if "fmt" not in used:
+            raise ValueError(f"{op.name.lower()} takes no format suffix, got .{fmt_text}")
+        try:
+            values["fmt"] = Fmt[fmt_text.upper()]
+        except KeyError:
+            raise ValueError(f"unknown format .{fmt_text}; accepted: "
+                             f"{', '.join('.' + f.name.lower() for f in Fmt)}") from None
+    for tok in tokens[1:]:
+        key, eq, text = tok.partition("=")
+        if not eq:
+            raise ValueError(f"{op.name.lower()}: expected key=value, got {tok!r}")
+        g = _GROUP_BY_KEY.get(key)
+        names = [n for n in g.fields if n in used] if g else []
+        if not names:
+            keys = [g.key for g in _GROUPS if any(n in used for n in g.fields)]
+            raise ValueError(f"{op.name.lower()} has no operand {key!r}; accepted: {', '.join(keys) or 'none'}")
+        if key == "flags":
+            on = [] if text == "-" else text.split("|")
+            bad = [f for f in on if f not in names]
+            if bad:
+                raise ValueError(f"{op.name.lower()}: unknown flag(s) {', '.join(bad)}; accepted: {', '.join(names)}")
+            for n in names:
+                values[n] = int(n in on)
+            continue
+        pieces = text.split(g.sep) if g.sep else [text]
+        if len(pieces) != len(names):
+            example = g.sep.join("1" for _ in names)
+            raise ValueError(f"{op.name.lower()}: {key} needs {len(names)} value(s) "
+                             f"({', '.join(names)}) written like {example}, got {text!r}")
+        for n, piece in zip(names, pieces):
+            if n in _ENUMS:
+                try:
+                    values[n] = _ENUMS[n][piece.upper()]
+                except KeyError:
+                    raise ValueError(f"{op.name.lower()}: {n}={piece!r}; accepted: "
+                                     f"{', '.join(e.name.lower() for e in _ENUMS[n])}") from None
+            else:
+                values[n] = _parse_int(piece, f"{op.name.lower()} {key}")
+    return Instruction(op, **values)
+
+
+def assemble(text: str) -> list[Instruction]:
+    """Parse an assembly listing: one instruction a line; ';' starts a comment.
+
+    A listing may carry a leading address (``0040:``) per line, as :func:`disassemble` writes;
+    it is checked against the instruction's position so an edited listing cannot silently shift.
+    """
+    program = []
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.split(";", 1)[0].strip()
+        if not line:
+            continue
+        m = re.match(r"([0-9a-fA-F]+):\s*(.*)$", line)
+        if m:
+            addr = int(m.group(1), 16)
+            if addr != len(program) * INSTRUCTION_BYTES:
+                raise ValueError(f"line {lineno}: address {addr:#x} but the instruction lands at "
+                                 f"{len(program) * INSTRUCTION_BYTES:#x}")
+            line = m.group(2)
+        try:
+            program.append(parse_instruction(line))
+        except ValueError as exc:
+            raise ValueError(f"line {lineno}: {exc}") from None
+    return program
+
+
+def disassemble(program: bytes | Iterable[Instruction], comments: Mapping[int, str] | None = None) -> str:
+    """Listing text: ``address: instruction`` a line, with optional ``; comment`` per index."""
+    if isinstance(program, (bytes, bytearray, memoryview)):
+        program = decode_program(bytes(program))
+    lines = []
+    for i, ins in enumerate(program):
+        line = f"{i * INSTRUCTION_BYTES:04x}: {format_instruction(ins)}"
+        if comments and i in comments:
+            line += f"  ; {comments[i]}"
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def iter_fields(op: Op) -> Iterator[Field]:
+    for name in USES[op]:
+        yield FIELDS[name]
+
+
+def block_size(ins: Instruction) -> int:
+    """Inputs one output value needs in one cycle: what must fit the processing elements."""
+    if ins.op is Op.CONV:
+        return ins.cn * ins.rn * ins.sn
+    if ins.op is Op.DWCONV:
+        return ins.rn * ins.sn
+    if ins.op is Op.DENSE:
+        return ins.nn
+    return 0

@@ -1,0 +1,242 @@
+"""Keras .h5 front end: h5py reads `model_config` and the weights; TensorFlow is never imported.
+
+The ISRO compiler's users train in Keras and hand over the legacy HDF5 file, so this reads that
+format directly (a flight-software build has no TensorFlow). Sequential models and functional
+models that are a plain chain are accepted; anything with a branch is refused, naming the layer.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dtpu.isro.compiler import Builder, CompileError
+from dtpu.isro.isa import Fmt
+
+log = logging.getLogger(__name__)
+
+IDENTITY = {"Dropout", "SpatialDropout1D", "SpatialDropout2D", "GaussianDropout", "GaussianNoise",
+            "AlphaDropout", "ActivityRegularization"}
+SUPPORTED = ("InputLayer", "Conv2D", "DepthwiseConv2D", "BatchNormalization", "MaxPooling2D",
+             "ZeroPadding2D", "Flatten", "Dense", "ReLU", "LeakyReLU", "Activation") + tuple(sorted(IDENTITY))
+
+
+@dataclass
+class KerasLayer:
+    class_name: str
+    name: str
+    config: dict[str, Any]
+    weights: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+@dataclass
+class KerasModel:
+    name: str
+    input_shape: tuple[int, ...]           # without the batch axis
+    layers: list[KerasLayer]               # in execution order, InputLayer excluded
+
+
+def read(path: str | Path) -> KerasModel:
+    import h5py
+    path = Path(path)
+    with h5py.File(path, "r") as f:
+        raw = f.attrs.get("model_config")
+        if raw is None:
+            raise CompileError(f"{path}: no 'model_config' attribute; save the model with "
+                               f"model.save('x.h5') (a weights-only file has no architecture)")
+        cfg = json.loads(raw.decode() if isinstance(raw, bytes) else raw)
+        weights_root = f["model_weights"] if "model_weights" in f else f
+        layers_cfg, input_shape = _chain(cfg, path)
+        layers = []
+        for lc in layers_cfg:
+            name = lc["config"]["name"]
+            weights = {}
+            if name in weights_root:
+                g = weights_root[name]
+                for wn in g.attrs.get("weight_names", []):
+                    wn = wn.decode() if isinstance(wn, bytes) else str(wn)
+                    short = wn.split("/")[-1].split(":")[0]
+                    weights[short] = np.asarray(g[wn])
+            layers.append(KerasLayer(lc["class_name"], name, lc["config"], weights))
+    return KerasModel(cfg["config"].get("name", path.stem), input_shape, layers)
+
+
+def _chain(cfg: dict, path: Path) -> tuple[list[dict], tuple[int, ...]]:
+    """The layers in order, checking a functional graph is a single chain."""
+    cls = cfg.get("class_name")
+    layers = list(cfg["config"]["layers"])
+    if cls in ("Functional", "Model"):
+        prev = None
+        for lc in layers:
+            inbound = lc.get("inbound_nodes", [])
+            name = lc["config"]["name"]
+            if lc["class_name"] == "InputLayer":
+                if prev is not None:
+                    raise CompileError(f"{name}: a second model input; only single-input chains compile")
+                prev = name
+                continue
+            srcs = [node[0] for nodes in inbound for node in nodes]
+            if len(inbound) != 1 or srcs != [prev]:
+                raise CompileError(f"{name}: takes input from {srcs or 'nothing'}, not just the previous "
+                                   f"layer {prev!r}; only sequential chains compile (no skip connections)")
+            prev = name
+        outs = [o[0] for o in cfg["config"].get("output_layers", [])]
+        if outs and outs != [prev]:
+            raise CompileError(f"{path}: model outputs {outs} are not the end of the chain ({prev})")
+    elif cls != "Sequential":
+        raise CompileError(f"{path}: model class {cls!r}; accepted: Sequential, Functional (a chain)")
+    shape = None
+    if layers and layers[0]["class_name"] == "InputLayer":
+        shape = layers[0]["config"].get("batch_input_shape")
+        layers = layers[1:]
+    elif layers:
+        shape = layers[0]["config"].get("batch_input_shape")
+    if shape is None:
+        shape = cfg["config"].get("build_input_shape")
+    if not shape or any(v is None for v in shape[1:]):
+        raise CompileError(f"{path}: the model's input shape {shape} is not fully known; build it "
+                           f"with a fixed Input(shape=...)")
+    for lc in layers:
+        if lc["class_name"] in ("Sequential", "Functional", "Model"):
+            raise CompileError(f"{lc['config']['name']}: nested models are not supported; flatten "
+                               f"the model into one chain")
+    return layers, tuple(int(v) for v in shape[1:])
+
+
+# -- to the builder ---------------------------------------------------------------------------------
+
+def _pair(v) -> tuple[int, int]:
+    if isinstance(v, (list, tuple)):
+        return int(v[0]), int(v[1])
+    return int(v), int(v)
+
+
+def _activation(name: str, act: str | None):
+    """A Keras activation name as (leaky, clamp) for the chip's activation stage."""
+    if act in (None, "linear"):
+        return None, None
+    if act == "relu":
+        return (0.0, 0.0), None
+    if act == "relu6":
+        return (0.0, 0.0), (-np.inf, 6.0)
+    raise CompileError(f"{name}: activation {act!r} is not supported; accepted: linear, relu, relu6 "
+                       f"(and ReLU/LeakyReLU layers)")
+
+
+def _check_channels_last(layer: KerasLayer) -> None:
+    fmt = layer.config.get("data_format", "channels_last")
+    if fmt not in (None, "channels_last"):
+        raise CompileError(f"{layer.name}: data_format {fmt!r}; only channels_last is supported")
+
+
+def build(model: KerasModel) -> Builder:
+    shape = model.input_shape
+    if len(shape) == 3:
+        h, w, c = shape
+        b = Builder(Fmt.F32, (c, h, w), input_name="input")
+    elif len(shape) == 1:
+        b = Builder(Fmt.F32, (shape[0], 1, 1), flat_input=True, input_name="input")
+    else:
+        raise CompileError(f"{model.name}: input shape {shape}; accepted: (H, W, C) images or (N,) vectors")
+    for layer in model.layers:
+        _layer(b, layer)
+    return b
+
+
+def _layer(b: Builder, layer: KerasLayer) -> None:
+    cls, cfg, name, wts = layer.class_name, layer.config, layer.name, layer.weights
+    if cls in IDENTITY:
+        b.identity(name)
+        return
+    if cls in ("Conv2D", "DepthwiseConv2D"):
+        _check_channels_last(layer)
+        if cfg.get("groups", 1) != 1:
+            raise CompileError(f"{name}: grouped convolution (groups={cfg['groups']}) is not supported")
+        if cls == "Conv2D":
+            k = wts["kernel"]                                  # (KH, KW, I, O)
+            w = k.transpose(3, 2, 0, 1)                       # filter -> channel -> height -> width
+            mult = None
+        else:
+            k = wts["depthwise_kernel"]                        # (KH, KW, C, M)
+            mult = int(cfg.get("depth_multiplier", 1))
+            kh, kw, c, m = k.shape
+            w = k.reshape(kh, kw, c * m).transpose(2, 0, 1)    # output channel c*M + m
+        bias = wts.get("bias") if cfg.get("use_bias", True) else None
+        cout = w.shape[0]
+        dsp = (np.ones(cout, np.float32), np.zeros(cout, np.float32),
+               np.zeros(cout, np.float32) if bias is None else bias.astype(np.float32))
+        b.conv(name, w.astype(np.float32), stride=_pair(cfg.get("strides", 1)),
+               dilation=_pair(cfg.get("dilation_rate", 1)), padding=cfg.get("padding", "valid"),
+               depthwise_mult=mult, dsp=dsp)
+        leaky, clamp = _activation(name, cfg.get("activation"))
+        b.activation(name, leaky=leaky, clamp=clamp)
+        return
+    if cls == "Dense":
+        if not b.flattened and b.shape[1] * b.shape[2] > 1:
+            raise CompileError(f"{name}: Dense on a {b.shape[1]}x{b.shape[2]} feature map applies per "
+                               f"pixel; add a Flatten before it")
+        k = wts["kernel"]                                      # (N, units)
+        bias = wts.get("bias") if cfg.get("use_bias", True) else None
+        units = k.shape[1]
+        dsp = (np.ones(units, np.float32), np.zeros(units, np.float32),
+               np.zeros(units, np.float32) if bias is None else bias.astype(np.float32))
+        b.dense(name, k.T.astype(np.float32), dsp=dsp)
+        leaky, clamp = _activation(name, cfg.get("activation"))
+        b.activation(name, leaky=leaky, clamp=clamp)
+        return
+    if cls == "BatchNormalization":
+        axis = cfg.get("axis", -1)
+        axis = axis[0] if isinstance(axis, list) and len(axis) == 1 else axis
+        after_dense = bool(b.layers) and b.layers[-1].flat_out
+        if not (axis == -1 or (axis == 3 and not after_dense) or (axis == 1 and after_dense)):
+            raise CompileError(f"{name}: batch normalization over axis {cfg.get('axis')}; only the "
+                               f"channel axis folds into per-channel DSP parameters")
+        c = b.layers[-1].out_shape[0] if b.layers else b.shape[0]
+        gamma = wts.get("gamma", np.ones(c)) if cfg.get("scale", True) else np.ones(c)
+        beta = wts.get("beta", np.zeros(c)) if cfg.get("center", True) else np.zeros(c)
+        b.batchnorm(name, gamma, beta, wts["moving_mean"], wts["moving_variance"], float(cfg.get("epsilon", 1e-3)))
+        return
+    if cls == "MaxPooling2D":
+        _check_channels_last(layer)
+        pool = _pair(cfg.get("pool_size", 2))
+        strides = cfg.get("strides") or pool
+        b.maxpool(name, pool, _pair(strides), cfg.get("padding", "valid"))
+        return
+    if cls == "ZeroPadding2D":
+        _check_channels_last(layer)
+        p = cfg.get("padding", 1)
+        if isinstance(p, int):
+            t = bo = l = r = p
+        elif isinstance(p[0], (list, tuple)):
+            (t, bo), (l, r) = p
+        else:
+            t = bo = int(p[0])
+            l = r = int(p[1])
+        b.pad(name, t, bo, l, r)
+        return
+    if cls == "Flatten":
+        _check_channels_last(layer)
+        b.flatten(name)
+        return
+    if cls == "ReLU":
+        mx, slope, thr = cfg.get("max_value"), float(cfg.get("negative_slope", 0.0)), float(cfg.get("threshold", 0.0))
+        if slope != 0.0 and thr != 0.0:
+            raise CompileError(f"{name}: ReLU with both negative_slope {slope} and threshold {thr} "
+                               f"is slope*(x-threshold) below the threshold; the chip computes a2*x")
+        clamp = None if mx is None else (-np.inf, float(mx))
+        b.activation(name, leaky=(thr, slope), clamp=clamp)
+        return
+    if cls == "LeakyReLU":
+        alpha = float(cfg.get("alpha", cfg.get("negative_slope", 0.3)))
+        b.activation(name, leaky=(0.0, alpha))
+        return
+    if cls == "Activation":
+        leaky, clamp = _activation(name, cfg.get("activation"))
+        b.activation(name, leaky=leaky, clamp=clamp)
+        return
+    raise CompileError(f"{name}: layer type {cls} is not supported by the ISRO-ASIC; accepted: "
+                       f"{', '.join(SUPPORTED)}")

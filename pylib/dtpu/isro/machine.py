@@ -1,0 +1,370 @@
+"""A functional model of the ISRO-ASIC: executes an instruction stream on its two memories.
+
+It plays the role of the report's "Python model that mimics the ASIC's behaviour": every
+instruction is executed with whole-tensor numpy operations (no loop over pixels), every
+non-partial instruction's output can be captured as it is written (so per-layer dumps survive a
+program that reuses frame memory), and the counters say what the hardware would have spent:
+instructions, MACs, cycles at one block per cycle, and bytes moved in each memory.
+
+Arithmetic is the ISA's definition, not a copy of any framework's: F32 accumulates in float32,
+I8 accumulates exactly and wraps to the 32-bit accumulator, and the I8 DSP stage applies its
+fixed-point multiplier with the rounding the instruction names (:func:`requantize`).
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from dtpu.isro.isa import (ACC_DTYPE, DSP_ARRAYS, FRAME_DTYPE, PARAM_DTYPE, PARAM_HEADER_WORDS,
+                           WEIGHT_DTYPE, Fill, Fmt, Instruction, Op, Rounding, block_size,
+                           param_block_bytes)
+
+log = logging.getLogger(__name__)
+
+INT32_MIN = -(1 << 31)
+INT32_MAX = (1 << 31) - 1
+
+
+class MachineError(RuntimeError):
+    """An instruction the chip would fault on (bad address, geometry, or a block too large)."""
+
+
+@dataclass
+class Counters:
+    """What one program run cost. Bytes are counted once per operand an instruction touches."""
+
+    instructions: int = 0
+    by_op: dict[str, int] = field(default_factory=dict)
+    macs: int = 0
+    adds: int = 0
+    compares: int = 0
+    cycles: int = 0
+    frame_read: int = 0
+    frame_write: int = 0
+    filter_read: int = 0
+    filter_write: int = 0
+
+    def add(self, other: "Counters") -> None:
+        for k, v in asdict(other).items():
+            if k == "by_op":
+                for op, n in v.items():
+                    self.by_op[op] = self.by_op.get(op, 0) + n
+            else:
+                setattr(self, k, getattr(self, k) + v)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def wrap_int32(x: np.ndarray) -> np.ndarray:
+    """The 32-bit accumulator: two's-complement wrap of exact int64 sums."""
+    x = np.asarray(x, dtype=np.int64)
+    return ((x - INT32_MIN) & 0xFFFFFFFF) + INT32_MIN
+
+
+def requantize(x, mult, shift, rounding: Rounding) -> np.ndarray:
+    """x * mult * 2^(shift - 31), rounded as `rounding` says, on int32 values held in int64.
+
+    ``mult`` is a Q0.31 multiplier, ``shift`` a power-of-two exponent (positive: left shift),
+    exactly TFLite's QuantizeMultiplier encoding; the three roundings are the ones TFLite's
+    kernels differ by (docs/isro_isa.md, "I8 DSP stage"). Every product is |x*m| < 2^62.
+    """
+    x = np.asarray(x, dtype=np.int64)
+    m = np.asarray(mult, dtype=np.int64)
+    s = np.asarray(shift, dtype=np.int64)
+    if np.any((s < -31) | (s > 30)):
+        raise MachineError(f"I8 DSP shift {int(s.min())}..{int(s.max())} outside [-31, 30]")
+    rounding = Rounding(rounding)
+    if rounding is Rounding.SINGLE:
+        total = 31 - s
+        return wrap_int32((x * m + (np.int64(1) << (total - 1))) >> total)
+    left = np.maximum(s, 0)
+    right = np.maximum(-s, 0)
+    xs = wrap_int32(x << left)
+    ab = xs * m
+    overflow = (xs == INT32_MIN) & (m == INT32_MIN)
+    if rounding is Rounding.DOUBLE:
+        t = ab + np.where(ab >= 0, 1 << 30, 1 - (1 << 30))
+        high = np.sign(t) * (np.abs(t) >> 31)          # C division: truncate towards zero
+        high = np.where(overflow, INT32_MAX, high)
+        mask = (np.int64(1) << right) - 1
+        rem = high & mask
+        threshold = (mask >> 1) + (high < 0)
+        return (high >> right) + (rem > threshold)
+    high = (ab + (1 << 30)) >> 31                     # DOUBLE_UP: floor(x*m/2^31 + 1/2)
+    high = np.where(overflow, INT32_MAX, high)
+    half = np.where(right > 0, np.int64(1) << np.maximum(right - 1, 0), 0)
+    return (high + half) >> right
+
+
+class Machine:
+    """The chip: `pe` processing elements (None: as many as any instruction needs)."""
+
+    def __init__(self, pe: int | None = None) -> None:
+        if pe is not None and (not isinstance(pe, (int, np.integer)) or pe < 1):
+            raise ValueError(f"pe must be a positive integer or None, got {pe!r}")
+        self.pe = None if pe is None else int(pe)
+
+    # -- memory ---------------------------------------------------------------------------------
+
+    @staticmethod
+    def _region(mem: np.ndarray, name: str, addr: int, dtype: np.dtype, count: int, where: str) -> np.ndarray:
+        nbytes = int(count) * dtype.itemsize
+        if addr % dtype.itemsize:
+            raise MachineError(f"{where}: {name} address {addr:#x} is not {dtype.itemsize}-byte aligned")
+        if addr + nbytes > mem.size:
+            raise MachineError(f"{where}: {name} region [{addr:#x}, {addr + nbytes:#x}) runs past "
+                               f"the end of {name} memory ({mem.size:#x} bytes)")
+        return mem[addr:addr + nbytes].view(dtype)
+
+    # -- execution ------------------------------------------------------------------------------
+
+    def execute(self, program: Sequence[Instruction], frame: np.ndarray, filt: np.ndarray, *,
+                on_output: Callable[[int, Instruction, np.ndarray], None] | None = None,
+                trace: list | None = None) -> Counters:
+        """Run `program` until END, updating the uint8 memories `frame` and `filt` in place.
+
+        `on_output(index, instruction, tensor)` sees every value an instruction writes to frame
+        memory, as (C, H, W) without its padding border; `trace` (a list) receives one Counters
+        per instruction.
+        """
+        for mem, name in ((frame, "frame"), (filt, "filter")):
+            if not (isinstance(mem, np.ndarray) and mem.dtype == np.uint8 and mem.ndim == 1):
+                raise TypeError(f"{name} memory must be a 1-D uint8 numpy array")
+        total = Counters()
+        for index, ins in enumerate(program):
+            if ins.op is Op.END:
+                total.instructions += 1
+                total.by_op["end"] = total.by_op.get("end", 0) + 1
+                if trace is not None:
+                    trace.append(Counters(instructions=1, by_op={"end": 1}))
+                return total
+            c = Counters(instructions=1, by_op={ins.op.name.lower(): 1})
+            if ins.op is not Op.NOP:
+                self._check(index, ins)
+                out = self._run(index, ins, frame, filt, c)
+                if out is not None and on_output is not None:
+                    on_output(index, ins, out)
+            total.add(c)
+            if trace is not None:
+                trace.append(c)
+        raise MachineError(f"program ran off its end after {len(program)} instructions without END")
+
+    def _check(self, index: int, ins: Instruction) -> None:
+        where = f"instruction {index} ({ins.op.name.lower()})"
+        if self.pe is not None:
+            block = block_size(ins)
+            if block > self.pe:
+                raise MachineError(f"{where}: a block of {block} inputs needs {block} processing "
+                                   f"elements, the machine has {self.pe}; compile with pe <= {self.pe}")
+        if ins.fmt is Fmt.F32 and (ins.out_zp or getattr(ins, "in_zp", 0) or ins.rnd):
+            raise MachineError(f"{where}: zero points and rounding are I8-only fields (f32 needs 0)")
+        if ins.fmt is Fmt.I8 and ins.leaky:
+            raise MachineError(f"{where}: the leaky activation is F32-only; I8 activations are clamps")
+        if getattr(ins, "partial", 0) and (ins.dsp or ins.leaky or ins.clamp or ins.pt or ins.pb
+                                           or ins.pl or ins.pr):
+            raise MachineError(f"{where}: a partial result is raw accumulators; DSP, activation and "
+                               f"padding belong to the ADD that combines the partials")
+        if ins.op is Op.MAXPOOL and ins.dsp:
+            raise MachineError(f"{where}: max pooling has no DSP stage")
+
+    def _run(self, index, ins, frame, filt, c: Counters):
+        where = f"instruction {index} ({ins.op.name.lower()})"
+        fmt = ins.fmt
+        fdt, wdt, adt = FRAME_DTYPE[fmt], WEIGHT_DTYPE[fmt], ACC_DTYPE[fmt]
+        if ins.op is Op.ADD:
+            count = ins.cout * ins.hout * ins.wout
+            if ins.npart < 1:
+                raise MachineError(f"{where}: npart must be at least 1")
+            parts = self._region(filt, "filter", ins.src, adt, count * ins.npart, where)
+            parts = parts.reshape(ins.npart, ins.cout, ins.hout, ins.wout)
+            if fmt is Fmt.I8:
+                acc = wrap_int32(parts.astype(np.int64).sum(axis=0))
+            else:
+                acc = parts[0].copy()
+                for p in parts[1:]:         # in partial order: the order the adder sees them
+                    acc += p
+            c.adds += (ins.npart - 1) * count
+            c.cycles += count
+            c.filter_read += parts.nbytes
+            return self._post(ins, acc, frame, filt, c, where)
+
+        cin, hin, win = ins.cin, ins.hin, ins.win
+        x = self._region(frame, "frame", ins.src, fdt, cin * hin * win, where).reshape(cin, hin, win)
+
+        if ins.op is Op.MAXPOOL:
+            self._check_out(ins, hin, win, ins.kh, ins.kw, ins.sh, ins.sw, 1, 1, where)
+            v = sliding_window_view(x, (ins.kh, ins.kw), axis=(1, 2))[:, ::ins.sh, ::ins.sw]
+            y = v[:, :ins.hout, :ins.wout].max(axis=(3, 4))
+            c.compares += cin * ins.hout * ins.wout * (ins.kh * ins.kw - 1)
+            c.cycles += cin * ins.hout * ins.wout
+            c.frame_read += x.nbytes
+            acc = y.astype(np.int64) if fmt is Fmt.I8 else y.astype(np.float32)
+            return self._post(ins, acc, frame, filt, c, where)
+
+        zp = ins.in_zp
+        if ins.op is Op.DENSE:
+            n = cin * hin * win
+            if ins.nn < 1 or ins.n0 + ins.nn > n:
+                raise MachineError(f"{where}: elems {ins.n0}+{ins.nn} outside the input's {n} elements")
+            w = self._region(filt, "filter", ins.wgt, wdt, ins.cout * n, where).reshape(ins.cout, n)
+            w = w[:, ins.n0:ins.n0 + ins.nn]
+            xs = x.reshape(n)[ins.n0:ins.n0 + ins.nn]
+            if fmt is Fmt.I8:
+                acc = (w.astype(np.float64) @ (xs.astype(np.float64) - zp)).astype(np.int64)
+            else:
+                acc = w @ xs
+            acc = acc.reshape(ins.cout, 1, 1)
+            c.macs += ins.cout * ins.nn
+            c.cycles += ins.cout
+            c.frame_read += xs.nbytes
+            c.filter_read += w.size * wdt.itemsize
+            hout = wout = 1
+        else:
+            kh, kw, sh, sw, dh, dw = ins.kh, ins.kw, ins.sh, ins.sw, ins.dh, ins.dw
+            self._check_out(ins, hin, win, kh, kw, sh, sw, dh, dw, where)
+            hout, wout, cout = ins.hout, ins.wout, ins.cout
+            r0, rn, s0, sn = ins.r0, ins.rn, ins.s0, ins.sn
+            if rn < 1 or sn < 1 or r0 + rn > kh or s0 + sn > kw:
+                raise MachineError(f"{where}: rows {r0}+{rn} / cols {s0}+{sn} outside the {kh}x{kw} kernel")
+            if ins.op is Op.CONV:
+                c0, cn = ins.c0, ins.cn
+                if cn < 1 or c0 + cn > cin:
+                    raise MachineError(f"{where}: channels {c0}+{cn} outside the input's {cin}")
+                w = self._region(filt, "filter", ins.wgt, wdt, cout * cin * kh * kw, where)
+                w = w.reshape(cout, cin, kh, kw)[:, c0:c0 + cn, r0:r0 + rn, s0:s0 + sn]
+                xs = x[c0:c0 + cn]
+                v = sliding_window_view(xs, ((kh - 1) * dh + 1, (kw - 1) * dw + 1), axis=(1, 2))
+                v = v[:, ::sh, ::sw][:, :hout, :wout, r0 * dh:(r0 + rn - 1) * dh + 1:dh,
+                                     s0 * dw:(s0 + sn - 1) * dw + 1:dw]
+                cols = v.transpose(1, 2, 0, 3, 4).reshape(hout * wout, cn * rn * sn)
+                wm = w.reshape(cout, cn * rn * sn)
+                if fmt is Fmt.I8:
+                    # exact: |terms| <= 255*128 and any realistic K keeps sums below 2^53
+                    acc = (wm.astype(np.float64) @ (cols.astype(np.float64) - zp).T).astype(np.int64)
+                else:
+                    acc = wm @ cols.T
+                acc = acc.reshape(cout, hout, wout)
+                c.macs += cout * hout * wout * cn * rn * sn
+                c.frame_read += xs.nbytes
+                c.filter_read += w.size * wdt.itemsize
+            else:  # DWCONV
+                mult = ins.mult
+                if cout != cin * mult:
+                    raise MachineError(f"{where}: dwconv output channels {cout} != input channels "
+                                       f"{cin} x depth multiplier {mult}")
+                w = self._region(filt, "filter", ins.wgt, wdt, cout * kh * kw, where).reshape(cout, kh, kw)
+                xr = np.repeat(x, mult, axis=0) if mult > 1 else x
+                work = np.float64 if fmt is Fmt.I8 else np.float32
+                xr = xr.astype(work) - zp if fmt is Fmt.I8 else xr
+                acc = np.zeros((cout, hout, wout), dtype=work)
+                for i in range(r0, r0 + rn):
+                    for j in range(s0, s0 + sn):
+                        tap = xr[:, i * dh:i * dh + (hout - 1) * sh + 1:sh, j * dw:j * dw + (wout - 1) * sw + 1:sw]
+                        acc += tap * w[:, i, j].astype(work)[:, None, None]
+                if fmt is Fmt.I8:
+                    acc = acc.astype(np.int64)
+                c.macs += cout * hout * wout * rn * sn
+                c.frame_read += x.nbytes
+                c.filter_read += cout * rn * sn * wdt.itemsize
+            c.cycles += cout * hout * wout
+
+        if fmt is Fmt.I8:
+            acc = wrap_int32(acc)
+        if ins.partial:
+            dst = self._region(filt, "filter", ins.dst, adt, acc.size, where)
+            dst[:] = acc.reshape(-1).astype(adt)
+            c.filter_write += dst.nbytes
+            return None
+        return self._post(ins, acc, frame, filt, c, where)
+
+    @staticmethod
+    def _check_out(ins, hin, win, kh, kw, sh, sw, dh, dw, where) -> None:
+        eh, ew = (kh - 1) * dh + 1, (kw - 1) * dw + 1
+        if min(kh, kw, sh, sw, dh, dw) < 1:
+            raise MachineError(f"{where}: kernel, stride and dilation must be >= 1")
+        if eh > hin or ew > win:
+            raise MachineError(f"{where}: a {eh}x{ew} window does not fit the {hin}x{win} input")
+        hout, wout = (hin - eh) // sh + 1, (win - ew) // sw + 1
+        if (ins.hout, ins.wout) != (hout, wout):
+            raise MachineError(f"{where}: out={ins.hout}x{ins.wout} but a {kh}x{kw} window "
+                               f"(stride {sh}x{sw}, dilation {dh}x{dw}) over {hin}x{win} gives {hout}x{wout}")
+
+    def _post(self, ins, acc, frame, filt, c: Counters, where: str) -> np.ndarray:
+        """DSP, activation, clamp, then the store with the pre-applied padding border."""
+        fmt = ins.fmt
+        chans = acc.shape[0]
+        if ins.dsp or ins.leaky or ins.clamp:
+            pdt = PARAM_DTYPE[fmt]
+            nwords = PARAM_HEADER_WORDS + (DSP_ARRAYS * chans if ins.dsp else 0)
+            prm = self._region(filt, "filter", ins.prm, pdt, nwords, where)
+            c.filter_read += param_block_bytes(chans, bool(ins.dsp))
+            head, arrays = prm[:PARAM_HEADER_WORDS], prm[PARAM_HEADER_WORDS:].reshape(-1, chans)
+        if fmt is Fmt.F32:
+            y = acc.astype(np.float32)
+            if ins.dsp:
+                v1, v2, v3 = (a[:, None, None] for a in arrays)
+                y = v2 + v1 * (y + v3)
+            if ins.leaky:
+                a1, a2 = head[0], head[1]
+                y = np.where(y < a1, a2 * y, y)
+            if ins.clamp:
+                y = np.clip(y, head[2], head[3])
+            y = y.astype(np.float32)
+            fill = np.float32(0.0) if ins.fill is Fill.ZERO else np.float32(-np.inf)
+        else:
+            y = np.asarray(acc, dtype=np.int64)
+            if ins.dsp:
+                bias, mult, shift = (a.astype(np.int64)[:, None, None] for a in arrays)
+                y = requantize(wrap_int32(y + bias), mult, shift, ins.rnd) + ins.out_zp
+            if ins.clamp:
+                y = np.clip(y, int(head[0]), int(head[1]))
+            y = np.clip(y, -128, 127).astype(np.int8)   # the store saturates to the element type
+            fill = np.int8(np.clip(ins.out_zp, -128, 127)) if ins.fill is Fill.ZERO else np.int8(-128)
+        h, w = y.shape[1:]
+        ph, pw = h + ins.pt + ins.pb, w + ins.pl + ins.pr
+        dst = self._region(frame, "frame", ins.dst, FRAME_DTYPE[fmt], chans * ph * pw, where)
+        dst = dst.reshape(chans, ph, pw)
+        if ins.pt or ins.pb or ins.pl or ins.pr:
+            dst[...] = fill
+        dst[:, ins.pt:ins.pt + h, ins.pl:ins.pl + w] = y
+        c.frame_write += dst.nbytes
+        return y
+
+
+@dataclass
+class Result:
+    """One bundle run: the output in framework layout, every layer's output, and the costs."""
+
+    output: np.ndarray
+    layers: dict[str, np.ndarray]          # layer name -> (C, H, W) as the chip wrote it
+    counters: Counters
+    trace: list[Counters]
+    frame: np.ndarray
+    filter: np.ndarray
+
+
+def run(bundle, x: np.ndarray | None = None, *, pe: int | None = None) -> Result:
+    """Load `bundle`'s images (and input `x`, if given) into fresh memories and execute it.
+
+    `pe` defaults to the processing elements the bundle was compiled for.
+    """
+    from dtpu.isro.bundle import read_tensor, to_framework
+    machine = Machine(bundle.meta.get("pe") if pe is None else pe)
+    frame, filt = bundle.memories(x)
+    ends = {layer["instructions"][1]: layer["name"] for layer in bundle.layers}
+    dumps: dict[str, np.ndarray] = {}
+
+    def capture(index, ins, y):
+        if index in ends:
+            dumps[ends[index]] = y.copy()
+
+    trace: list[Counters] = []
+    counters = machine.execute(bundle.program, frame, filt, on_output=capture, trace=trace)
+    out_meta = bundle.meta["output"]
+    y = read_tensor(frame, out_meta, bundle.fmt)
+    return Result(to_framework(y, out_meta["flat"]), dumps, counters, trace, frame, filt)

@@ -1,0 +1,205 @@
+"""Layer-by-layer verification of a bundle run, as the report verified the chip against Python.
+
+Two independent oracles:
+
+- :func:`keras_reference` evaluates a Keras .h5 model in float64 numpy with Keras' own layer
+  semantics (BatchNormalization unfolded, SAME padding computed per layer, max pooling padded with
+  -inf). It shares nothing with the compiler but the h5 reader, so a folding, padding, layout or
+  weight-reordering mistake in the compiler shows up as a mismatch.
+- :func:`tflite_reference` runs the TFLite interpreter with every intermediate tensor preserved.
+
+The machine's dumps are compared with the output of the framework layer each hardware layer ends
+with: within float tolerance for F32, bit for bit for I8.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from dtpu.isro import keras_h5
+from dtpu.isro.bundle import Bundle, quantize, to_framework
+from dtpu.isro.isa import Fmt
+from dtpu.isro.machine import Result
+
+log = logging.getLogger(__name__)
+
+# F32 tolerance: float32 sums against a float64 reference, relative to the layer's magnitude
+RTOL = 1e-4
+
+
+@dataclass
+class Check:
+    layer: str
+    kind: str
+    max_abs_err: float
+    scale: float
+    exact: bool
+    ok: bool
+
+    def __str__(self) -> str:
+        verdict = "exact" if self.exact else ("ok" if self.ok else "MISMATCH")
+        return f"{self.layer:<32} {self.kind:<8} max|err| {self.max_abs_err:.3g} (of {self.scale:.3g})  {verdict}"
+
+
+# -- Keras semantics in numpy -----------------------------------------------------------------------
+
+def _same_pads(size: int, k: int, s: int, d: int) -> tuple[int, int]:
+    eff = (k - 1) * d + 1
+    out = -(-size // s)
+    total = max((out - 1) * s + eff - size, 0)
+    return total // 2, total - total // 2
+
+
+def _windows(x: np.ndarray, k, s, d, padding: str, fill: float) -> np.ndarray:
+    """(OH, OW, C, KH, KW) receptive fields of an (H, W, C) tensor."""
+    if padding == "same":
+        ph, pw = _same_pads(x.shape[0], k[0], s[0], d[0]), _same_pads(x.shape[1], k[1], s[1], d[1])
+        x = np.pad(x, (ph, pw, (0, 0)), constant_values=fill)
+    eh, ew = (k[0] - 1) * d[0] + 1, (k[1] - 1) * d[1] + 1
+    v = sliding_window_view(x, (eh, ew), axis=(0, 1))[::s[0], ::s[1]]
+    return v[..., ::d[0], ::d[1]]
+
+
+def _keras_activation(x: np.ndarray, act: str | None) -> np.ndarray:
+    if act in (None, "linear"):
+        return x
+    if act == "relu":
+        return np.maximum(x, 0)
+    if act == "relu6":
+        return np.clip(x, 0, 6)
+    raise ValueError(f"activation {act!r} has no reference implementation")
+
+
+def keras_reference(model: keras_h5.KerasModel, x: np.ndarray) -> dict[str, np.ndarray]:
+    """Every layer's output (without the batch axis), float64, for one input in HWC layout."""
+    y = np.asarray(x, dtype=np.float64).reshape(model.input_shape)
+    outs: dict[str, np.ndarray] = {}
+    for layer in model.layers:
+        cfg, w = layer.config, layer.weights
+        cls = layer.class_name
+        pair = keras_h5._pair
+        if cls in ("Conv2D", "DepthwiseConv2D"):
+            s, d = pair(cfg.get("strides", 1)), pair(cfg.get("dilation_rate", 1))
+            if cls == "Conv2D":
+                kern = w["kernel"].astype(np.float64)               # KH KW I O
+                win = _windows(y, kern.shape[:2], s, d, cfg["padding"], 0.0)
+                y = np.einsum("hwcij,ijco->hwo", win, kern)
+            else:
+                kern = w["depthwise_kernel"].astype(np.float64)     # KH KW C M
+                win = _windows(y, kern.shape[:2], s, d, cfg["padding"], 0.0)
+                y = np.einsum("hwcij,ijcm->hwcm", win, kern).reshape(win.shape[0], win.shape[1], -1)
+            if cfg.get("use_bias", True):
+                y = y + w["bias"]
+            y = _keras_activation(y, cfg.get("activation"))
+        elif cls == "Dense":
+            y = y @ w["kernel"].astype(np.float64)
+            if cfg.get("use_bias", True):
+                y = y + w["bias"]
+            y = _keras_activation(y, cfg.get("activation"))
+        elif cls == "BatchNormalization":
+            c = y.shape[-1]
+            gamma = w["gamma"] if cfg.get("scale", True) else np.ones(c)
+            beta = w["beta"] if cfg.get("center", True) else np.zeros(c)
+            y = (y - w["moving_mean"]) / np.sqrt(w["moving_variance"].astype(np.float64) + cfg["epsilon"]) * gamma + beta
+        elif cls == "MaxPooling2D":
+            pool = pair(cfg["pool_size"])
+            strides = pair(cfg.get("strides") or pool)
+            y = _windows(y, pool, strides, (1, 1), cfg["padding"], -np.inf).max(axis=(3, 4))
+        elif cls == "ZeroPadding2D":
+            p = cfg["padding"]
+            (t, b), (l, r) = p if isinstance(p[0], (list, tuple)) else ((p[0], p[0]), (p[1], p[1]))
+            y = np.pad(y, ((t, b), (l, r), (0, 0)))
+        elif cls == "Flatten":
+            y = y.reshape(-1)
+        elif cls == "ReLU":
+            mx, slope, thr = cfg.get("max_value"), cfg.get("negative_slope", 0.0), cfg.get("threshold", 0.0)
+            y = np.where(y >= thr, y, slope * (y - thr))
+            if mx is not None:
+                y = np.minimum(y, mx)
+        elif cls == "LeakyReLU":
+            y = np.where(y >= 0, y, cfg["alpha"] * y)
+        elif cls == "Activation":
+            y = _keras_activation(y, cfg["activation"])
+        elif cls in keras_h5.IDENTITY:
+            pass
+        else:
+            raise ValueError(f"{layer.name}: no reference for layer type {cls}")
+        outs[layer.name] = y
+    return outs
+
+
+def tflite_reference(path: str | Path, x: np.ndarray) -> dict[int, np.ndarray]:
+    """Every tensor of a TFLite model after one invoke of the default interpreter."""
+    from dtpu.tflite import Interpreter
+    it = Interpreter(model_path=str(path), experimental_preserve_all_tensors=True)
+    it.allocate_tensors()
+    d = it.get_input_details()[0]
+    xi = np.asarray(x)
+    if xi.ndim == len(d["shape"]) - 1:
+        xi = xi[None]
+    if d["dtype"] == np.int8 and xi.dtype.kind == "f":
+        scale, zp = d["quantization"]
+        xi = quantize(xi, scale, zp)
+    it.set_tensor(d["index"], xi.astype(d["dtype"]))
+    it.invoke()
+    out = {}
+    for t in it.get_tensor_details():
+        try:
+            out[t["index"]] = it.get_tensor(t["index"])
+        except ValueError:
+            continue
+    return out
+
+
+# -- comparison -------------------------------------------------------------------------------------
+
+def _compare(name: str, kind: str, got: np.ndarray, ref: np.ndarray, quantized: bool) -> Check:
+    got = np.asarray(got)
+    ref = np.asarray(ref)
+    if got.size != ref.size:
+        raise AssertionError(f"{name}: machine output has {got.size} values, the reference {ref.size}")
+    got, ref = got.reshape(ref.shape), ref
+    diff = np.abs(got.astype(np.float64) - ref.astype(np.float64))
+    err = float(diff.max(initial=0.0))
+    scale = float(np.abs(ref.astype(np.float64)).max(initial=0.0))
+    exact = err == 0.0
+    ok = exact if quantized else err <= RTOL * max(scale, 1.0)
+    return Check(name, kind, err, scale, exact, ok)
+
+
+def against_keras(bundle: Bundle, result: Result, model: keras_h5.KerasModel, x: np.ndarray) -> list[Check]:
+    ref = keras_reference(model, x)
+    checks = []
+    for layer in bundle.layers:
+        got = to_framework(result.layers[layer["name"]], layer["output"]["flat"])[0]
+        checks.append(_compare(layer["name"], layer["kind"], got, ref[layer["name"]], False))
+    return checks
+
+
+def against_tflite(bundle: Bundle, result: Result, path: str | Path, x: np.ndarray) -> list[Check]:
+    meta_in = bundle.meta["input"]
+    if bundle.meta.get("tflite", {}).get("host_quantize") and np.asarray(x).dtype.kind in "iu":
+        # the model takes real values; the chip's image holds them quantized
+        x = (np.asarray(x, np.float32) - meta_in["zero_point"]) * np.float32(meta_in["scale"])
+    ref = tflite_reference(path, x)
+    checks = []
+    quantized = bundle.fmt is Fmt.I8
+    for layer in bundle.layers:
+        got = to_framework(result.layers[layer["name"]], layer["output"]["flat"])
+        checks.append(_compare(layer["name"], layer["kind"], got, ref[layer["tensor"]], quantized))
+    return checks
+
+
+def verify(bundle: Bundle, result: Result, x: np.ndarray, source: str | Path | None = None) -> list[Check]:
+    """Compare every layer with the oracle matching the bundle's source model."""
+    src = bundle.meta.get("source", {})
+    path = Path(source or src.get("path", ""))
+    if not path.is_file():
+        raise FileNotFoundError(f"the source model {str(path)!r} is needed to verify; pass it explicitly")
+    if src.get("kind") == "tflite" or path.suffix == ".tflite":
+        return against_tflite(bundle, result, path, x)
+    return against_keras(bundle, result, keras_h5.read(path), x)

@@ -70,3 +70,29 @@ def test_abi_cdef_has_no_preprocessor_lines():
 
     cdef = _builder().abi_cdef()
     assert "#" not in cdef and "TfLiteRegistration" in cdef
+
+
+def test_library_finds_the_python_package_it_was_built_from(dtpu_so, tmp_path):
+    """A host that cannot import dtpu (no PYTHONPATH, not installed) still gets the Python side:
+    the init code falls back to the pylib/ path recorded at build time."""
+    script = (
+        "import sys, numpy as np\n"
+        "from dtpu_runtime_probe import Interpreter, load_delegate\n"
+        f"d = load_delegate({dtpu_so!r}, {{'backend': 'reference'}})\n"
+        f"it = Interpreter(model_path={str(ROOT / 'tests/data/delegate/split_int16x8.tflite')!r},"
+        " experimental_delegates=[d])\n"
+        "it.allocate_tensors(); it.invoke()\n"
+        "print('ops', [o['op_name'] for o in it._get_ops_details()].count('DELEGATE'))\n"
+        "print('dtpu from', sys.modules['dtpu'].__file__)\n"
+    )
+    from dtpu import tflite
+
+    probe = tmp_path / "dtpu_runtime_probe.py"
+    probe.write_text(f"from {tflite._MODULES[tflite.RUNTIME]} import Interpreter, load_delegate\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(tmp_path)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
+                         cwd=tmp_path, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "ops 2" in out.stdout
+    assert str(ROOT / "pylib") in out.stdout or "site-packages" in out.stdout

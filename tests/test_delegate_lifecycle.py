@@ -218,3 +218,43 @@ def test_backend_failures_become_errors_not_crashes(name, stage, message, dtpu_s
     inputs = random_inputs(cpu)
     for got, want in zip(run(good, inputs), run(cpu, inputs)):
         assert_matches(got, want)
+
+
+class SpyBackend:
+    """Records the address of every activation it is handed (reference results otherwise)."""
+
+    seen: list[int] = []
+
+    def __init__(self, options=None):
+        from dtpu.backends.reference import ReferenceBackend
+
+        self.inner = ReferenceBackend(options)
+
+    def prepare(self, spec, filters, bias):
+        return self.inner.prepare(spec, filters, bias)
+
+    def invoke(self, handle, x, probes):
+        SpyBackend.seen.append(x.__array_interface__["data"][0])
+        return self.inner.invoke(handle, x, probes)
+
+    def power(self):
+        return self.inner.power()
+
+    def release(self, handle):
+        pass
+
+    def close(self):
+        pass
+
+
+def test_activations_are_read_in_place(dtpu_so, tfl, monkeypatch):
+    import dtpu
+    from dtpu import backends
+
+    monkeypatch.setitem(backends._REGISTRY, "spy", "tests.test_delegate_lifecycle:SpyBackend")
+    it = dtpu.make_interpreter(EXACT, {"backend": "spy"})
+    it.allocate_tensors()
+    SpyBackend.seen.clear()
+    run(it, random_inputs(it))
+    model_input = it.tensor(it.get_input_details()[0]["index"])()
+    assert SpyBackend.seen[0] == model_input.__array_interface__["data"][0]

@@ -82,3 +82,68 @@ def test_option_table_documents_every_key():
     from dtpu.delegate.options import _PARSERS, TABLE
 
     assert list(TABLE) == list(_PARSERS)
+
+
+# ---- properties: nothing a user or a model can pass makes the delegate's Python side raise
+# anything but ValueError (options) or crash the support check (nodes) --------------------------
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from dtpu.delegate.options import _PARSERS  # noqa: E402
+
+
+@settings(max_examples=60, deadline=None)
+@given(key=st.sampled_from(sorted(_PARSERS)), value=st.text(max_size=20))
+def test_any_option_value_parses_or_names_the_key(key, value):
+    from dtpu.delegate.options import parse
+
+    try:
+        parse({key: value})
+    except ValueError as exc:
+        assert f"option {key!r}=" in str(exc)
+
+
+_TYPES = ["float32", "int8", "uint8", "int16", "int32", "int64", "float16", "int4", "bool"]
+
+
+@st.composite
+def tensors(draw, index):
+    from dtpu.delegate.graph import TensorInfo
+
+    rank = draw(st.integers(0, 5))
+    n = draw(st.integers(0, 3))
+    return TensorInfo(index=index, name=f"t{index}", type=draw(st.sampled_from(_TYPES)),
+                      shape=tuple(draw(st.lists(st.integers(0, 6), min_size=rank, max_size=rank))),
+                      allocation=draw(st.sampled_from([1, 2, 4, 5])), has_data=draw(st.booleans()),
+                      nbytes=draw(st.integers(0, 4096)),
+                      scale=tuple(draw(st.lists(st.floats(-1, 1), min_size=n, max_size=n))),
+                      zero_point=tuple(draw(st.lists(st.integers(-200, 300), min_size=n, max_size=n))),
+                      quantized_dimension=draw(st.integers(0, 3)), sparse=draw(st.booleans()))
+
+
+@settings(max_examples=300, deadline=None)
+@given(code=st.sampled_from([3, 4, 9]), ts=st.tuples(tensors(0), tensors(1), tensors(2), tensors(3)),
+       has_bias=st.booleans(), padding=st.integers(0, 3), stride=st.tuples(st.integers(0, 3), st.integers(0, 3)),
+       dilation=st.tuples(st.integers(0, 3), st.integers(0, 3)), act=st.integers(0, 7),
+       multiplier=st.integers(0, 3), flags=st.tuples(st.integers(0, 1), st.booleans(), st.booleans()),
+       ops=st.sampled_from(["conv2d,depthwise_conv2d", "conv2d,depthwise_conv2d,fully_connected"]),
+       precision=st.sampled_from(["auto", "int8", "int16", "fp32", "bf16", "uint8"]))
+def test_support_check_never_raises(code, ts, has_bias, padding, stride, dilation, act, multiplier,
+                                    flags, ops, precision):
+    from dtpu.delegate.graph import NodeInfo
+    from dtpu.delegate.options import parse
+    from dtpu.delegate.support import analyze
+
+    params = {"activation": act}
+    if code in (3, 4):
+        params.update(padding=padding, stride=stride, dilation=dilation)
+    if code == 4:
+        params["depth_multiplier"] = multiplier
+    if code == 9:
+        params.update(weights_format=flags[0], keep_num_dims=flags[1], asymmetric_quantize_inputs=flags[2])
+    node = NodeInfo(index=0, builtin_code=code, version=1,
+                    inputs=(0, 1, 2) if has_bias else (0, 1), outputs=(3,), params=params)
+    decision = analyze(node, lambda i: ts[i], parse({"ops": ops, "precision": precision}))
+    assert decision.claimed != (decision.reason is not None)
+    if decision.claimed:
+        assert min(decision.spec.output_shape) > 0

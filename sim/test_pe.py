@@ -1,0 +1,13 @@
+"""PE (SMAC) unit tests: the widest row (all integer lanes, int64 overflow) and an int8 row."""
+import pytest
+
+from dtpu_sim import RTL_DIR, build, run_tests
+
+SOURCES = [RTL_DIR / "dtpu_smac.v"]
+
+
+@pytest.mark.parametrize("opw,acc_w", [(65, 84), (9, 36)])
+def test_smac_int(opw, acc_w):
+    params = {"OPW": opw, "ACC_W": acc_w}
+    d = build("dtpu_smac", params, SOURCES, name="smac")
+    run_tests("dtpu_smac", "tb_smac", d, parameters=params)

@@ -439,6 +439,23 @@ def _param_words(layer: Layer, fmt: Fmt) -> np.ndarray | None:
     return np.concatenate(parts)
 
 
+def _reuse_frame(sizes: list[int]) -> tuple[list[int], int]:
+    """Frame addresses when only a layer's input and output need to be live at once.
+
+    Two placements, the smaller footprint wins: ping-pong between two regions of the largest
+    tensor's size, or each output at address 0 if it fits below its input, else right above it
+    (better when one tensor, typically the input image, dwarfs the rest).
+    """
+    half = align(max(sizes))
+    ping = ([(i % 2) * half for i in range(len(sizes))], half * (2 if len(sizes) > 1 else 1))
+    addrs = [0]
+    for i in range(1, len(sizes)):
+        below = align(sizes[i]) <= addrs[-1]
+        addrs.append(0 if below else align(addrs[-1] + sizes[i - 1]))
+    low = (addrs, align(max(a + n for a, n in zip(addrs, sizes))))
+    return min(ping, low, key=lambda p: p[1])
+
+
 def emit(layers: list[Layer], fmt: Fmt, *, pe: int | None = None, reuse: bool = False,
          meta: dict | None = None, x: np.ndarray | None = None, in_scale: float | None = None,
          in_zp: int = 0, input_name: str = "input") -> Bundle:
@@ -457,9 +474,7 @@ def emit(layers: list[Layer], fmt: Fmt, *, pe: int | None = None, reuse: bool = 
         return c * (h + pt + pb) * (w + pl + pr) * fdt.itemsize
 
     if reuse:
-        half = align(max(nbytes(t) for t in tensors))
-        addrs = [(i % 2) * half for i in range(len(tensors))]
-        frame_bytes = half * (2 if len(tensors) > 1 else 1)
+        addrs, frame_bytes = _reuse_frame([nbytes(t) for t in tensors])
     else:
         addrs, cursor = [], 0
         for t in tensors:

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from dtpu.isro import isa
-from dtpu.isro.bundle import FORMAT, Bundle, pad_chw
+from dtpu.isro.bundle import FORMAT, Bundle, pad_chw, quantize, to_chw
 from dtpu.isro.isa import (ACC_DTYPE, FRAME_DTYPE, PARAM_DTYPE, WEIGHT_DTYPE, Fill, Fmt,
                            Instruction, Op, Rounding, align, param_block_bytes)
 from dtpu.spec import Padding, output_size, padding_before
@@ -122,12 +122,6 @@ class Layer:
         if self.kind == "dense":
             return int(np.prod(self.in_shape))
         return 0
-
-
-def _act_zero_preserving(leaky, clamp) -> bool:
-    if leaky is not None and leaky[0] > 0:
-        return False
-    return clamp is None or clamp[0] <= 0 <= clamp[1]
 
 
 class Builder:
@@ -344,7 +338,10 @@ class Builder:
             self.identity(source)
             return
         last = self._last_for(source, "an activation")
-        if any(self._pad) and not _act_zero_preserving(leaky, clamp):
+        # the chip activates the interior only; the border stays the real zero, so an activation
+        # after padding folds only if it maps zero to zero (the leaky stage always does)
+        zero = last.out_zp if self.fmt is Fmt.I8 else 0
+        if any(self._pad) and clamp is not None and not clamp[0] <= zero <= clamp[1]:
             raise CompileError(f"{source}: an activation that moves 0 after zero padding "
                                f"({'/'.join(self._pad_sources)}) cannot fold into {last.name}")
         if leaky is not None:
@@ -545,8 +542,7 @@ def emit(layers: list[Layer], fmt: Fmt, *, pe: int | None = None, reuse: bool = 
                 for k, b in enumerate(blocks):
                     program.append(Instruction(op, **mac, **b, fmt=fmt, partial=1,
                                                dst=scratch + k * part_bytes))
-                add_post = dict(post)
-                program.append(Instruction(Op.ADD, **add_post, src=scratch, cout=cout, hout=hout,
+                program.append(Instruction(Op.ADD, **post, src=scratch, cout=cout, hout=hout,
                                            wout=wout, npart=len(blocks)))
         last = len(program) - 1
         c_o, h_o, w_o = layer.out_shape
@@ -606,7 +602,6 @@ def emit(layers: list[Layer], fmt: Fmt, *, pe: int | None = None, reuse: bool = 
 
 def _input_chw(x, shape_chw, fmt: Fmt, scale, zp):
     """The model input as stored (unpadded C, H, W) in the program's format."""
-    from dtpu.isro.bundle import quantize, to_chw
     chw = to_chw(x, shape_chw)
     if fmt is Fmt.I8 and chw.dtype.kind == "f":
         return quantize(chw, scale, zp)

@@ -223,7 +223,6 @@ class Machine:
             c.cycles += ins.cout
             c.frame_read += xs.nbytes
             c.filter_read += w.size * wdt.itemsize
-            hout = wout = 1
         else:
             kh, kw, sh, sw, dh, dw = ins.kh, ins.kw, ins.sh, ins.sw, ins.dh, ins.dw
             self._check_out(ins, hin, win, kh, kw, sh, sw, dh, dw, where)

@@ -408,7 +408,7 @@ def _mac(b: Builder, fmt: Fmt, op: Operator, T: list[Tensor], label: str, out: T
          x: Tensor | None = None, dilation=None, padding=None) -> None:
     """CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED; `x`, `dilation` and `padding` override the
     op's own when a dilated convolution was reassembled from its space-to-batch form."""
-    x = x or T[op.inputs[0]]
+    x = T[op.inputs[0]] if x is None else x
     name = f"op{op.index}_{op.name.lower()}"
     o = op.options
     w = T[op.inputs[1]]

@@ -161,7 +161,7 @@ def _compare(name: str, kind: str, got: np.ndarray, ref: np.ndarray, quantized: 
     got = np.asarray(got)
     ref = np.asarray(ref)
     if got.size != ref.size:
-        raise AssertionError(f"{name}: machine output has {got.size} values, the reference {ref.size}")
+        raise ValueError(f"{name}: machine output has {got.size} values, the reference {ref.size}")
     got, ref = got.reshape(ref.shape), ref
     diff = np.abs(got.astype(np.float64) - ref.astype(np.float64))
     err = float(diff.max(initial=0.0))

@@ -300,3 +300,36 @@ def test_float_node_matches_reference_split_or_not(pe):
     # 9 taps per channel exceed 5 PEs: one kernel row (3 taps) of one channel per partial
     assert parts == {None: 1, 5: 6 * 3, 30: 2}[pe]
     assert bundle.program[0].fill == Fill.ZERO and bundle.fmt is Fmt.F32
+
+
+@pytest.mark.parametrize("model", ["alexnet_s.h5", "vgg_s_int8.tflite", "resnet_s.h5", "mix_s_f32.tflite"])
+@pytest.mark.parametrize("pe", [None, 48])
+def test_metadata_agrees_with_the_instructions_and_the_images(model, pe):
+    """The report's memory and instruction verification: every address the metadata gives is the
+    one the instructions use, initialized regions lie inside the images and never overlap."""
+    bundle = compile_model(FIXTURES / model, pe=pe)
+    filter_regions, frame_regions = [], []
+    for m in bundle.layers:
+        first, last = m["instructions"]
+        ins = bundle.program[first:last + 1]
+        assert all(i.src == m["input"]["addr"] for i in ins if i.op is not Op.ADD)
+        assert ins[-1].dst == m["output"]["addr"]
+        assert (ins[-1].pt, ins[-1].pb, ins[-1].pl, ins[-1].pr) == tuple(m["output"]["pad"])
+        if m["weights"]:
+            assert all(i.wgt == m["weights"]["addr"] for i in ins if i.op is not Op.ADD)
+            filter_regions.append((m["weights"]["addr"], m["weights"]["bytes"]))
+        if m["params"]:
+            assert ins[-1].prm == m["params"]["addr"]
+            filter_regions.append((m["params"]["addr"], m["params"]["bytes"]))
+        if m["partials"]:
+            assert ins[-1].op is Op.ADD and ins[-1].npart == m["partials"]["count"] == len(ins) - 1
+            assert all(i.partial and i.dst >= len(bundle.filter) for i in ins[:-1])
+        c, h, w = m["output"]["shape"]
+        t, b, l, r = m["output"]["pad"]
+        frame_regions.append((m["output"]["addr"], c * (h + t + b) * (w + l + r) * (1 if bundle.fmt is Fmt.I8 else 4)))
+    assert bundle.program[-1].op is Op.END
+    for regions, limit in ((filter_regions, len(bundle.filter)), (frame_regions, bundle.meta["frame_bytes"])):
+        regions.sort()
+        assert all(a + n <= limit for a, n in regions)
+        assert all(a0 + n0 <= a1 for (a0, n0), (a1, _) in zip(regions, regions[1:]))
+    assert frame_regions[0][0] >= len(bundle.frame)                   # outputs never overwrite the input

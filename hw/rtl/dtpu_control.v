@@ -1,0 +1,449 @@
+/*
+
+Copyright (c) 2026 DTPU authors. Apache-2.0.
+
+*/
+
+// Language: Verilog 2001
+
+`resetall
+`timescale 1ns / 1ps
+`default_nettype none
+
+/*
+ * Control unit: the job FSM and the LOAD and GEMM sequencers.
+ *
+ * IDLE -START-> CONFIG0 -> CONFIG1 (CFG_CYCLES = 2: derive counts, check -> ERR) -> LOAD, GEMM
+ * or DW (dtpu_dw_seq) -> DONE (one cycle, STATUS.DONE rises) -> IDLE. A failed check or a NOP
+ * ends after CONFIG1. Cycle 0 is the first CONFIG0 cycle; the job's cycle count is the number
+ * of busy cycles, the cycle DONE rises.
+ *
+ * Global stall: every sequencer and pipeline register advances only on `adv`, which is low in
+ * a busy cycle when the schedule needs an input word that is not there or the result register
+ * holds a word the sink does not take. The schedule is therefore the stall-free one, shifted
+ * by exactly the stall cycles: CYCLES - STALL equals the golden model's cycle count.
+ *
+ * GEMM: steps (pixel, tile), pixel-major; a step issues its KW words in KW consecutive cycles
+ * and the next step starts P = max(KW, W) cycles later. Tile 0 takes the pixel's words from
+ * s_axis_act and writes them into the activation buffer, tiles 1..NT-1 read them back.
+ * Weight bank row of word w of tile t: WGT_BASE/COLS + t*KW + w.
+ */
+module dtpu_control #
+(
+    // MXU columns
+    parameter COLS = 8,
+    // log2 COLS
+    parameter LOG_COLS = 3,
+    // memory sizes (log2 words / entries)
+    parameter LOG_WEIGHT_WORDS = 15,
+    parameter LOG_PARAM_ENTRIES = 12,
+    parameter LOG_ACT_WORDS = 12,
+    // enabled precisions
+    parameter PREC_EN = 16'h007F
+)
+(
+    input  wire                         clk,
+    input  wire                         rst_n,
+
+    /* Registers */
+    input  wire                         start,
+    /* verilator lint_off UNUSEDSIGNAL */
+    input  wire [31:0]                  reg_job,
+    /* verilator lint_on UNUSEDSIGNAL */
+    input  wire [31:0]                  reg_load_addr,
+    input  wire [31:0]                  reg_load_count,
+    input  wire [31:0]                  reg_wgt_base,
+    input  wire [31:0]                  reg_param_base,
+    input  wire [31:0]                  reg_gemm_m,
+    input  wire [31:0]                  reg_gemm_kw,
+    input  wire [31:0]                  reg_gemm_nt,
+
+    /* Status */
+    output wire                         busy,
+    output wire                         done,
+    output wire [3:0]                   state,
+    output wire [31:0]                  err_set,
+    output wire                         adv,
+    output wire                         stall,
+    output wire                         job_abort,
+
+    /* Streams (handshake only; data goes straight to the datapath) */
+    input  wire                         wgt_tvalid,
+    input  wire                         wgt_tlast,
+    output wire                         wgt_tready,
+    input  wire                         act_tvalid,
+    input  wire                         act_tlast,
+    output wire                         act_tready,
+    input  wire                         res_tvalid,
+    input  wire                         res_tready,
+
+    /* Job configuration to the datapath */
+    output wire [3:0]                   cfg_prec,
+    output wire [1:0]                   cfg_out_mode,
+    output wire [1:0]                   cfg_variant,
+    output wire [1:0]                   cfg_log_lanes,
+    output wire [2:0]                   cfg_wi,
+    output wire                         cfg_dw,
+
+    /* Loader: memory writes */
+    output wire                         wmem_we,
+    output wire [LOG_WEIGHT_WORDS-1:0]  wmem_waddr,
+    output wire                         pmem_we,
+    output wire [LOG_PARAM_ENTRIES-1:0] pmem_wentry,
+    output wire                         pmem_whalf,
+
+    /* GEMM issue (cycle t; the datapath delays by the memory read) */
+    output wire                         abuf_we,
+    output wire [LOG_ACT_WORDS-1:0]     abuf_waddr,
+    output wire [LOG_ACT_WORDS-1:0]     abuf_raddr,
+    output wire                         act_from_stream,
+    output wire [LOG_WEIGHT_WORDS-LOG_COLS-1:0] wgt_row,
+    output wire                         iss_valid,
+    output wire                         iss_first,
+    output wire                         iss_last,
+    output wire [LOG_PARAM_ENTRIES-1:0] iss_ch,
+    output wire                         iss_job_last,
+    output wire [15:0]                  iss_words,
+    output wire [15:0]                  iss_nvals,
+
+    /* Error flags from the datapath */
+    input  wire                         dp_ovf,
+    input  wire                         dp_wrap
+);
+
+/* verilator lint_off UNUSEDPARAM */
+`include "dtpu_regs.vh"
+/* verilator lint_on UNUSEDPARAM */
+
+/* verilator lint_off UNUSEDPARAM */
+localparam [3:0]
+    ST_IDLE = 4'd0,
+    ST_CONFIG0 = 4'd1,
+    ST_CONFIG1 = 4'd2,
+    ST_LOAD = 4'd3,
+    ST_GEMM = 4'd4,
+    ST_DW = 4'd5,
+    ST_LOAD_LAT = 4'd6,
+    ST_DONE = 4'd7;
+/* verilator lint_on UNUSEDPARAM */
+
+localparam [33:0] WEIGHT_WORDS = 34'd1 << LOG_WEIGHT_WORDS;
+localparam [33:0] PARAM_ENTRIES = 34'd1 << LOG_PARAM_ENTRIES;
+localparam [33:0] ACT_WORDS = 34'd1 << LOG_ACT_WORDS;
+
+reg [3:0] state_reg;
+
+// ---- job fields ----
+wire [3:0] opcode = reg_job[DTPU_JOB_OPCODE_LSB +: DTPU_JOB_OPCODE_WIDTH];
+wire [3:0] prec = reg_job[DTPU_JOB_PREC_LSB +: DTPU_JOB_PREC_WIDTH];
+wire [1:0] out_mode = reg_job[DTPU_JOB_OUT_MODE_LSB +: DTPU_JOB_OUT_MODE_WIDTH];
+wire [1:0] variant = reg_job[DTPU_JOB_RQ_VARIANT_LSB +: DTPU_JOB_RQ_VARIANT_WIDTH];
+
+wire is_float = prec == DTPU_PREC_FP32 || prec == DTPU_PREC_BF16;
+wire is8 = prec == DTPU_PREC_INT8 || prec == DTPU_PREC_UINT8;
+wire prec_ok = prec <= DTPU_PREC_BF16 && PREC_EN[prec];
+wire mode_ok = (out_mode == DTPU_OUT_MODE_REQUANT[1:0] && (is8 || prec == DTPU_PREC_INT16)
+                && variant <= DTPU_RQ_VARIANT_INT64[1:0])
+            || (out_mode == DTPU_OUT_MODE_RAW[1:0] && !is_float)
+            || (out_mode == DTPU_OUT_MODE_FLOAT[1:0] && is_float);
+
+// lanes per input word (log2) and per result word
+reg [1:0] log_l;
+always @* begin
+    case (prec)
+        DTPU_PREC_INT8, DTPU_PREC_UINT8: log_l = 2'd3;
+        DTPU_PREC_INT16, DTPU_PREC_BF16: log_l = 2'd2;
+        DTPU_PREC_INT32, DTPU_PREC_FP32: log_l = 2'd1;
+        default: log_l = 2'd0;
+    endcase
+end
+wire [1:0] log_lo = out_mode == DTPU_OUT_MODE_REQUANT[1:0] ? log_l
+                  : out_mode == DTPU_OUT_MODE_FLOAT[1:0] ? 2'd1
+                  : is8 ? 2'd1 : 2'd0;
+// GEMM result words per step: ceil(COLS / lanes_out)
+wire [15:0] gemm_w = (COLS >> log_lo) == 0 ? 16'd1 : 16'd0 + (COLS >> log_lo);
+// depthwise words per item: L / lanes_out
+wire [2:0] dw_wi = 3'd1 << (log_l - log_lo);
+
+// ---- configuration registers, latched in CONFIG0 ----
+reg [3:0]  prec_reg;
+reg [1:0]  out_mode_reg, variant_reg, log_lo_reg;
+reg [2:0]  wi_reg;
+reg        dw_reg;
+reg [3:0]  op_reg;
+reg [31:0] err_cfg_reg;
+reg [63:0] prod_nk_reg;   // NT*KW
+reg [63:0] prod_mn_reg;   // M*NT
+reg [15:0] w_reg;         // GEMM words per step
+reg [4:0]  log_w_reg;     // log2 of it
+reg [15:0] p_reg;         // GEMM step period
+
+// CONFIG0 checks that need no products
+reg [31:0] err0;
+always @* begin
+    err0 = 32'd0;
+    case (opcode)
+        DTPU_OPCODE_NOP: ;
+        DTPU_OPCODE_LOAD_WGT: begin
+            if (reg_load_count == 0)
+                err0[DTPU_ERR_BAD_DIMS] = 1'b1;
+            else if ({2'b0, reg_load_addr} + {2'b0, reg_load_count} > WEIGHT_WORDS)
+                err0[DTPU_ERR_WGT_RANGE] = 1'b1;
+        end
+        DTPU_OPCODE_LOAD_PARAM: begin
+            if (reg_load_count == 0)
+                err0[DTPU_ERR_BAD_DIMS] = 1'b1;
+            else if (reg_load_count[0] || {2'b0, reg_load_addr} + {3'b0, reg_load_count[31:1]} > PARAM_ENTRIES)
+                err0[DTPU_ERR_PARAM_RANGE] = 1'b1;
+        end
+        DTPU_OPCODE_GEMM, DTPU_OPCODE_DWCONV: begin
+            if (!prec_ok)
+                err0[DTPU_ERR_BAD_PRECISION] = 1'b1;
+            else if (!mode_ok)
+                err0[DTPU_ERR_BAD_MODE] = 1'b1;
+            else if (opcode == DTPU_OPCODE_GEMM) begin
+                if (reg_gemm_m == 0 || reg_gemm_kw == 0 || reg_gemm_nt == 0)
+                    err0[DTPU_ERR_BAD_DIMS] = 1'b1;
+                else if ({2'b0, reg_gemm_kw} > ACT_WORDS)
+                    err0[DTPU_ERR_ACT_CAPACITY] = 1'b1;
+            end else begin
+                // depthwise is not in this build yet
+                err0[DTPU_ERR_BAD_OPCODE] = 1'b1;
+            end
+        end
+        default: err0[DTPU_ERR_BAD_OPCODE] = 1'b1;
+    endcase
+end
+
+// CONFIG1 checks on the products
+reg [31:0] err1;
+wire [63:0] wgt_end = {32'd0, reg_wgt_base} + (prod_nk_reg << LOG_COLS);
+wire [63:0] prm_end = {32'd0, reg_param_base} + ({32'd0, reg_gemm_nt} << LOG_COLS);
+always @* begin
+    err1 = err_cfg_reg;
+    if (err_cfg_reg == 32'd0 && op_reg == DTPU_OPCODE_GEMM) begin
+        if (reg_wgt_base[LOG_COLS-1:0] != 0 || wgt_end > {30'd0, WEIGHT_WORDS})
+            err1[DTPU_ERR_WGT_RANGE] = 1'b1;
+        else if (out_mode_reg != DTPU_OUT_MODE_RAW[1:0]
+                 && (reg_param_base[LOG_COLS-1:0] != 0 || prm_end > {30'd0, PARAM_ENTRIES}))
+            err1[DTPU_ERR_PARAM_RANGE] = 1'b1;
+    end
+end
+
+// ---- counters ----
+reg [1:0]  lat_cnt_reg;
+reg [63:0] in_cnt_reg;           // input words accepted
+reg [63:0] in_total_reg;
+reg [63:0] res_cnt_reg;          // result words sent
+reg [63:0] res_total_reg;
+reg [31:0] pix_reg;              // GEMM pixel
+reg [31:0] tile_reg;             // GEMM tile
+reg [15:0] cyc_reg;              // cycle within the step period
+reg        issuing_reg;
+reg [LOG_WEIGHT_WORDS-LOG_COLS-1:0] tile_row_reg;
+reg [31:0] err_run_reg;
+reg        done_reg;
+
+wire s_load = state_reg == ST_LOAD;
+wire s_gemm = state_reg == ST_GEMM;
+
+wire gemm_issue = s_gemm && issuing_reg && {16'd0, cyc_reg} < reg_gemm_kw;
+wire gemm_need_act = gemm_issue && tile_reg == 32'd0;
+wire load_need = s_load;
+
+wire out_block = res_tvalid && !res_tready;
+assign adv = !(gemm_need_act && !act_tvalid) && !(load_need && !wgt_tvalid) && !out_block;
+assign stall = busy && !adv;
+
+assign wgt_tready = load_need && adv;
+assign act_tready = gemm_need_act && adv;
+
+wire wgt_fire = wgt_tvalid && wgt_tready;
+wire act_fire = act_tvalid && act_tready;
+wire res_fire = res_tvalid && res_tready;
+
+wire last_in = in_cnt_reg + 64'd1 == in_total_reg;
+wire in_tlast = s_load ? wgt_tlast : act_tlast;
+wire in_fire = wgt_fire || act_fire;
+wire early = in_fire && in_tlast && !last_in;
+wire missing = in_fire && !in_tlast && last_in;
+
+wire last_step = pix_reg + 32'd1 == reg_gemm_m && tile_reg + 32'd1 == reg_gemm_nt;
+wire step_end = {16'd0, cyc_reg} + 32'd1 >= {16'd0, p_reg};
+
+assign job_abort = early;
+
+always @(posedge clk) begin
+    done_reg <= 1'b0;
+
+    case (state_reg)
+        ST_IDLE: begin
+            if (start) begin
+                state_reg <= ST_CONFIG0;
+                err_run_reg <= 32'd0;
+            end
+        end
+        ST_CONFIG0: begin
+            op_reg <= opcode;
+            prec_reg <= prec;
+            out_mode_reg <= out_mode;
+            variant_reg <= variant;
+            log_lo_reg <= log_lo;
+            wi_reg <= dw_wi;
+            dw_reg <= opcode == DTPU_OPCODE_DWCONV;
+            err_cfg_reg <= err0;
+            prod_nk_reg <= reg_gemm_nt * reg_gemm_kw;
+            prod_mn_reg <= reg_gemm_m * reg_gemm_nt;
+            w_reg <= gemm_w;
+            log_w_reg <= LOG_COLS > log_lo ? LOG_COLS[4:0] - {3'd0, log_lo} : 5'd0;
+            p_reg <= reg_gemm_kw > {16'd0, gemm_w} ? reg_gemm_kw[15:0] : gemm_w;
+            state_reg <= ST_CONFIG1;
+        end
+        ST_CONFIG1: begin
+            in_cnt_reg <= 64'd0;
+            res_cnt_reg <= 64'd0;
+            pix_reg <= 32'd0;
+            tile_reg <= 32'd0;
+            cyc_reg <= 16'd0;
+            issuing_reg <= 1'b1;
+            tile_row_reg <= reg_wgt_base[LOG_WEIGHT_WORDS-1:LOG_COLS];
+            if (err1 != 32'd0 || op_reg == DTPU_OPCODE_NOP) begin
+                err_run_reg <= err1;
+                state_reg <= ST_DONE;
+            end else if (op_reg == DTPU_OPCODE_LOAD_WGT || op_reg == DTPU_OPCODE_LOAD_PARAM) begin
+                in_total_reg <= {32'd0, reg_load_count};
+                state_reg <= ST_LOAD;
+            end else begin
+                in_total_reg <= reg_gemm_m * reg_gemm_kw;
+                res_total_reg <= prod_mn_reg << log_w_reg;
+                state_reg <= ST_GEMM;
+            end
+        end
+        ST_LOAD: begin
+            if (adv && wgt_fire) begin
+                in_cnt_reg <= in_cnt_reg + 64'd1;
+                if (last_in) begin
+                    lat_cnt_reg <= 2'd0;
+                    state_reg <= ST_LOAD_LAT;
+                end
+            end
+        end
+        ST_LOAD_LAT: begin
+            lat_cnt_reg <= lat_cnt_reg + 2'd1;
+            if (lat_cnt_reg + 2'd1 == DTPU_LOAD_LATENCY[1:0]) begin
+                state_reg <= ST_DONE;
+            end
+        end
+        ST_GEMM: begin
+            if (adv) begin
+                if (act_fire) begin
+                    in_cnt_reg <= in_cnt_reg + 64'd1;
+                end
+                if (issuing_reg) begin
+                    if (step_end) begin
+                        cyc_reg <= 16'd0;
+                        if (last_step) begin
+                            issuing_reg <= 1'b0;
+                        end else if (tile_reg + 32'd1 == reg_gemm_nt) begin
+                            tile_reg <= 32'd0;
+                            pix_reg <= pix_reg + 32'd1;
+                            tile_row_reg <= reg_wgt_base[LOG_WEIGHT_WORDS-1:LOG_COLS];
+                        end else begin
+                            tile_reg <= tile_reg + 32'd1;
+                            tile_row_reg <= tile_row_reg + reg_gemm_kw[LOG_WEIGHT_WORDS-LOG_COLS-1:0];
+                        end
+                    end else begin
+                        cyc_reg <= cyc_reg + 16'd1;
+                    end
+                end
+            end
+            if (res_fire) begin
+                res_cnt_reg <= res_cnt_reg + 64'd1;
+            end
+            if (res_cnt_reg == res_total_reg) begin
+                state_reg <= ST_DONE;
+            end
+        end
+        ST_DONE: begin
+            state_reg <= ST_IDLE;
+        end
+        default: state_reg <= ST_IDLE;
+    endcase
+
+    if (state_reg == ST_CONFIG1 && (err1 != 32'd0 || op_reg == DTPU_OPCODE_NOP)) begin
+        done_reg <= 1'b1;
+    end
+    if (state_reg == ST_LOAD_LAT && lat_cnt_reg + 2'd1 == DTPU_LOAD_LATENCY[1:0]) begin
+        done_reg <= 1'b1;
+    end
+    if (s_gemm && res_cnt_reg == res_total_reg) begin
+        done_reg <= 1'b1;
+    end
+
+    // runtime flags
+    if (busy && adv && early) begin
+        err_run_reg[DTPU_ERR_TLAST_EARLY] <= 1'b1;
+        state_reg <= ST_DONE;
+        done_reg <= 1'b1;
+    end
+    if (busy && adv && missing) begin
+        err_run_reg[DTPU_ERR_TLAST_MISSING] <= 1'b1;
+    end
+    if (busy && dp_ovf) begin
+        err_run_reg[DTPU_ERR_OVERFLOW] <= 1'b1;
+    end
+    if (busy && dp_wrap) begin
+        err_run_reg[DTPU_ERR_WARN_WRAP32] <= 1'b1;
+    end
+
+    if (!rst_n) begin
+        state_reg <= ST_IDLE;
+        done_reg <= 1'b0;
+        err_run_reg <= 32'd0;
+        issuing_reg <= 1'b0;
+    end
+end
+
+assign busy = state_reg != ST_IDLE && state_reg != ST_DONE;
+assign done = done_reg;
+assign state = state_reg;
+assign err_set = done_reg ? err_run_reg : 32'd0;
+
+assign cfg_prec = prec_reg;
+assign cfg_out_mode = out_mode_reg;
+assign cfg_variant = variant_reg;
+assign cfg_log_lanes = log_lo_reg;
+assign cfg_wi = wi_reg;
+assign cfg_dw = dw_reg;
+
+// loader
+/* verilator lint_off UNUSEDSIGNAL */
+wire [31:0] ld_addr = reg_load_addr + in_cnt_reg[31:0];
+wire [31:0] ld_entry = reg_load_addr + in_cnt_reg[32:1];
+/* verilator lint_on UNUSEDSIGNAL */
+assign wmem_we = wgt_fire && op_reg == DTPU_OPCODE_LOAD_WGT;
+assign wmem_waddr = ld_addr[LOG_WEIGHT_WORDS-1:0];
+assign pmem_we = wgt_fire && op_reg == DTPU_OPCODE_LOAD_PARAM;
+assign pmem_wentry = ld_entry[LOG_PARAM_ENTRIES-1:0];
+assign pmem_whalf = in_cnt_reg[0];
+
+// GEMM issue
+assign abuf_we = act_fire;
+assign abuf_waddr = cyc_reg[LOG_ACT_WORDS-1:0];
+assign abuf_raddr = cyc_reg[LOG_ACT_WORDS-1:0];
+assign act_from_stream = tile_reg == 32'd0;
+assign wgt_row = tile_row_reg + cyc_reg[LOG_WEIGHT_WORDS-LOG_COLS-1:0];
+assign iss_valid = gemm_issue;
+assign iss_first = cyc_reg == 16'd0;
+assign iss_last = {16'd0, cyc_reg} + 32'd1 == reg_gemm_kw;
+/* verilator lint_off UNUSEDSIGNAL */
+wire [31:0] ch = reg_param_base + (tile_reg << LOG_COLS);
+/* verilator lint_on UNUSEDSIGNAL */
+assign iss_ch = ch[LOG_PARAM_ENTRIES-1:0];
+assign iss_job_last = last_step;
+assign iss_words = w_reg;
+assign iss_nvals = COLS;
+
+endmodule
+
+`resetall

@@ -1,0 +1,378 @@
+/*
+
+Copyright (c) 2026 DTPU authors. Apache-2.0.
+
+*/
+
+// Language: Verilog 2001
+
+`resetall
+`timescale 1ns / 1ps
+`default_nettype none
+
+/*
+ * DTPU core: control unit, L/S arrays (weight memory, activation buffer, parameter memory),
+ * MXU, column adder tree and post unit, between the job registers and the three streams.
+ *
+ * GEMM datapath timing from an issue cycle t: memory read / stream register (t+1),
+ * Filter&Select into the PE operand registers, product, accumulator final at t+4 (LAT_MXU),
+ * column sums at t+7 (LAT_REDUCE), first result word at t+13 (LAT_POST), DONE one cycle after
+ * the last word has been taken (docs/rtl.md).
+ */
+module dtpu_core #
+(
+    parameter ROWS = 8,
+    parameter COLS = 8,
+    parameter LOG_COLS = 3,
+    parameter LOG_WEIGHT_WORDS = 15,
+    parameter LOG_PARAM_ENTRIES = 12,
+    parameter LOG_ACT_WORDS = 12,
+    parameter PREC_EN = 16'h007F
+)
+(
+    input  wire                clk,
+    input  wire                rst_n,
+
+    /* Registers */
+    input  wire                start,
+    input  wire                soft_reset,
+    input  wire [32*18-1:0]    job_regs,
+    output wire                busy,
+    output wire                done,
+    output wire [3:0]          state,
+    output wire [31:0]         err_set,
+    output wire                stall,
+
+    /* Weight / parameter stream */
+    input  wire [63:0]         s_axis_wgt_tdata,
+    input  wire                s_axis_wgt_tvalid,
+    output wire                s_axis_wgt_tready,
+    input  wire                s_axis_wgt_tlast,
+
+    /* Activation stream */
+    input  wire [63:0]         s_axis_act_tdata,
+    input  wire                s_axis_act_tvalid,
+    output wire                s_axis_act_tready,
+    input  wire                s_axis_act_tlast,
+
+    /* Result stream */
+    output wire [63:0]         m_axis_res_tdata,
+    output wire                m_axis_res_tvalid,
+    input  wire                m_axis_res_tready,
+    output wire                m_axis_res_tlast
+);
+
+localparam AW = 84;
+localparam WRW = LOG_WEIGHT_WORDS - LOG_COLS;
+// issue -> column sums: memory read 1 + MXU 3 + tree log2(ROWS)
+localparam TAG_LAT = 4 + $clog2(ROWS);
+localparam TAG_W = LOG_PARAM_ENTRIES + 1 + 16 + 16;
+
+initial begin
+    if (COLS != (1 << LOG_COLS) || COLS < 2) begin
+        $error("Error: COLS must be 2^LOG_COLS >= 2 (instance %m)");
+        $finish;
+    end
+end
+
+// job registers (offset order from JOB)
+wire [31:0] r_job        = job_regs[0*32 +: 32];
+wire [31:0] r_load_addr  = job_regs[1*32 +: 32];
+wire [31:0] r_load_count = job_regs[2*32 +: 32];
+wire [31:0] r_wgt_base   = job_regs[3*32 +: 32];
+wire [31:0] r_param_base = job_regs[4*32 +: 32];
+wire [31:0] r_in_offset  = job_regs[5*32 +: 32];
+wire [31:0] r_wgt_offset = job_regs[6*32 +: 32];
+wire [31:0] r_act_min    = job_regs[7*32 +: 32];
+wire [31:0] r_act_max    = job_regs[8*32 +: 32];
+wire [31:0] r_gemm_m     = job_regs[9*32 +: 32];
+wire [31:0] r_gemm_kw    = job_regs[10*32 +: 32];
+wire [31:0] r_gemm_nt    = job_regs[11*32 +: 32];
+/* verilator lint_off UNUSEDSIGNAL */
+wire [32*6-1:0] r_dw     = job_regs[12*32 +: 6*32];
+/* verilator lint_on UNUSEDSIGNAL */
+
+wire ctl_rst_n = rst_n && !soft_reset;
+wire adv;
+wire job_abort;
+// the datapath's control state also clears on an aborted job
+wire dp_rst_n = ctl_rst_n && !(job_abort && adv);
+
+wire [3:0] cfg_prec;
+wire [1:0] cfg_out_mode, cfg_variant, cfg_log_lanes;
+wire [2:0] cfg_wi;
+wire       cfg_dw;
+
+wire                         wmem_we;
+wire [LOG_WEIGHT_WORDS-1:0]  wmem_waddr;
+wire                         pmem_we;
+wire [LOG_PARAM_ENTRIES-1:0] pmem_wentry;
+wire                         pmem_whalf;
+wire                         abuf_we;
+wire [LOG_ACT_WORDS-1:0]     abuf_waddr, abuf_raddr;
+wire                         act_from_stream;
+wire [WRW-1:0]               wgt_row;
+wire                         iss_valid, iss_first, iss_last, iss_job_last;
+wire [LOG_PARAM_ENTRIES-1:0] iss_ch;
+wire [15:0]                  iss_words, iss_nvals;
+wire                         dp_ovf, dp_wrap;
+
+dtpu_control #(
+    .COLS(COLS),
+    .LOG_COLS(LOG_COLS),
+    .LOG_WEIGHT_WORDS(LOG_WEIGHT_WORDS),
+    .LOG_PARAM_ENTRIES(LOG_PARAM_ENTRIES),
+    .LOG_ACT_WORDS(LOG_ACT_WORDS),
+    .PREC_EN(PREC_EN)
+)
+control_inst (
+    .clk(clk),
+    .rst_n(ctl_rst_n),
+    .start(start),
+    .reg_job(r_job),
+    .reg_load_addr(r_load_addr),
+    .reg_load_count(r_load_count),
+    .reg_wgt_base(r_wgt_base),
+    .reg_param_base(r_param_base),
+    .reg_gemm_m(r_gemm_m),
+    .reg_gemm_kw(r_gemm_kw),
+    .reg_gemm_nt(r_gemm_nt),
+    .busy(busy),
+    .done(done),
+    .state(state),
+    .err_set(err_set),
+    .adv(adv),
+    .stall(stall),
+    .job_abort(job_abort),
+    .wgt_tvalid(s_axis_wgt_tvalid),
+    .wgt_tlast(s_axis_wgt_tlast),
+    .wgt_tready(s_axis_wgt_tready),
+    .act_tvalid(s_axis_act_tvalid),
+    .act_tlast(s_axis_act_tlast),
+    .act_tready(s_axis_act_tready),
+    .res_tvalid(m_axis_res_tvalid),
+    .res_tready(m_axis_res_tready),
+    .cfg_prec(cfg_prec),
+    .cfg_out_mode(cfg_out_mode),
+    .cfg_variant(cfg_variant),
+    .cfg_log_lanes(cfg_log_lanes),
+    .cfg_wi(cfg_wi),
+    .cfg_dw(cfg_dw),
+    .wmem_we(wmem_we),
+    .wmem_waddr(wmem_waddr),
+    .pmem_we(pmem_we),
+    .pmem_wentry(pmem_wentry),
+    .pmem_whalf(pmem_whalf),
+    .abuf_we(abuf_we),
+    .abuf_waddr(abuf_waddr),
+    .abuf_raddr(abuf_raddr),
+    .act_from_stream(act_from_stream),
+    .wgt_row(wgt_row),
+    .iss_valid(iss_valid),
+    .iss_first(iss_first),
+    .iss_last(iss_last),
+    .iss_ch(iss_ch),
+    .iss_job_last(iss_job_last),
+    .iss_words(iss_words),
+    .iss_nvals(iss_nvals),
+    .dp_ovf(dp_ovf),
+    .dp_wrap(dp_wrap)
+);
+
+// ---- L/S weight units: weight memory ----
+wire [COLS*64-1:0] wgt_words;
+
+dtpu_ls_banks #(
+    .LOG_BANKS(LOG_COLS),
+    .ADDR_W(LOG_WEIGHT_WORDS),
+    .WIDTH(64)
+)
+wmem_inst (
+    .clk(clk),
+    .wr_en(wmem_we),
+    .wr_addr(wmem_waddr),
+    .wr_data(s_axis_wgt_tdata),
+    .rd_en(adv),
+    .rd_row({COLS{wgt_row}}),
+    .rd_data(wgt_words)
+);
+
+// ---- L/S activation units: activation buffer ----
+wire [COLS*64-1:0] abuf_words;
+
+dtpu_ls_banks #(
+    .LOG_BANKS(LOG_COLS),
+    .ADDR_W(LOG_ACT_WORDS),
+    .WIDTH(64)
+)
+abuf_inst (
+    .clk(clk),
+    .wr_en(abuf_we),
+    .wr_addr(abuf_waddr),
+    .wr_data(s_axis_act_tdata),
+    .rd_en(adv),
+    .rd_row({COLS{abuf_raddr[LOG_ACT_WORDS-1:LOG_COLS]}}),
+    .rd_data(abuf_words)
+);
+
+// ---- stage t+1: operand selection ----
+reg [63:0]         act_stream_reg;
+reg                from_stream_reg;
+reg [LOG_COLS-1:0] abank_reg;
+reg                v1_reg, f1_reg, l1_reg;
+
+always @(posedge clk) begin
+    if (adv) begin
+        act_stream_reg <= s_axis_act_tdata;
+        from_stream_reg <= act_from_stream;
+        abank_reg <= abuf_raddr[LOG_COLS-1:0];
+        v1_reg <= iss_valid;
+        f1_reg <= iss_first;
+        l1_reg <= iss_last;
+    end
+    if (!dp_rst_n) begin
+        v1_reg <= 1'b0;
+        l1_reg <= 1'b0;
+    end
+end
+
+wire [63:0] act_word = from_stream_reg ? act_stream_reg : abuf_words[abank_reg*64 +: 64];
+
+// ---- MXU ----
+wire [ROWS*COLS*AW-1:0] pe_acc;
+/* verilator lint_off UNUSEDSIGNAL */
+wire [COLS-1:0]         pe_valid;
+/* verilator lint_on UNUSEDSIGNAL */
+wire                    pe_ovf;
+
+dtpu_mxu #(
+    .ROWS(ROWS),
+    .COLS(COLS),
+    .PREC_EN(PREC_EN),
+    .AW(AW)
+)
+mxu_inst (
+    .clk(clk),
+    .rst_n(dp_rst_n),
+    .ce(adv),
+    .prec(cfg_prec),
+    .in_offset(r_in_offset),
+    .wgt_offset(r_wgt_offset),
+    .act_words({COLS{act_word}}),
+    .wgt_words(wgt_words),
+    .col_valid({COLS{v1_reg}}),
+    .col_first({COLS{f1_reg}}),
+    .col_last({COLS{l1_reg}}),
+    .acc(pe_acc),
+    .acc_valid(pe_valid),
+    .prod_ovf(pe_ovf)
+);
+
+// ---- column adder tree ----
+wire [COLS*AW-1:0] col_sum;
+wire               col_valid;
+
+dtpu_col_reduce #(
+    .ROWS(ROWS),
+    .COLS(COLS),
+    .AW(AW)
+)
+reduce_inst (
+    .clk(clk),
+    .rst_n(dp_rst_n),
+    .ce(adv),
+    .in_acc(pe_acc),
+    .in_valid(pe_valid[0]),
+    .out_sum(col_sum),
+    .out_valid(col_valid)
+);
+
+// ---- step tags, delayed like the data ----
+reg [TAG_W-1:0] tag_pipe_reg [0:TAG_LAT-1];
+integer q;
+
+always @(posedge clk) begin
+    if (adv) begin
+        tag_pipe_reg[0] <= {iss_ch, iss_job_last, iss_words, iss_nvals};
+        for (q = 1; q < TAG_LAT; q = q + 1) begin
+            tag_pipe_reg[q] <= tag_pipe_reg[q-1];
+        end
+    end
+end
+
+wire [TAG_W-1:0] tag = tag_pipe_reg[TAG_LAT-1];
+wire [LOG_PARAM_ENTRIES-1:0] tag_ch = tag[TAG_W-1 -: LOG_PARAM_ENTRIES];
+wire tag_last = tag[32];
+wire [15:0] tag_words = tag[31:16];
+wire [15:0] tag_nvals = tag[15:0];
+
+// ---- post unit and parameter memory ----
+wire                         prm_rd_en;
+wire [LOG_PARAM_ENTRIES-1:0] prm_rd_base;
+wire [8*64-1:0]              prm_bias, prm_rq;
+
+dtpu_ls_param #(
+    .ADDR_W(LOG_PARAM_ENTRIES)
+)
+pmem_inst (
+    .clk(clk),
+    .wr_en(pmem_we),
+    .wr_entry(pmem_wentry),
+    .wr_half(pmem_whalf),
+    .wr_data(s_axis_wgt_tdata),
+    .rd_en(prm_rd_en),
+    .rd_base(prm_rd_base),
+    .rd_bias(prm_bias),
+    .rd_rq(prm_rq)
+);
+
+wire [ROWS*COLS*AW-1:0] cap_values = {{((ROWS-1)*COLS*AW){1'b0}}, col_sum};
+/* verilator lint_off UNUSEDSIGNAL */
+wire post_busy;
+/* verilator lint_on UNUSEDSIGNAL */
+
+dtpu_post #(
+    .NV(ROWS*COLS),
+    .AW(AW),
+    .PADDR_W(LOG_PARAM_ENTRIES)
+)
+post_inst (
+    .clk(clk),
+    .rst_n(dp_rst_n),
+    .ce(adv),
+    .prec(cfg_prec),
+    .out_mode(cfg_out_mode),
+    .variant(cfg_variant),
+    .act_min(r_act_min),
+    .act_max(r_act_max),
+    .log_lanes(cfg_log_lanes),
+    .dw(cfg_dw),
+    .gc(16'd0),
+    .wi(cfg_wi),
+    .cap_valid(col_valid),
+    .cap_values(cap_values),
+    .cap_words(tag_words),
+    .cap_nvals(tag_nvals),
+    .cap_ch(tag_ch),
+    .cap_wrap_ch(tag_ch),
+    .cap_g(16'd0),
+    .cap_last(tag_last),
+    .prm_rd_en(prm_rd_en),
+    .prm_rd_base(prm_rd_base),
+    .prm_bias(prm_bias),
+    .prm_rq(prm_rq),
+    .m_axis_tdata(m_axis_res_tdata),
+    .m_axis_tvalid(m_axis_res_tvalid),
+    .m_axis_tready(m_axis_res_tready),
+    .m_axis_tlast(m_axis_res_tlast),
+    .busy(post_busy),
+    .flag_ovf(dp_ovf_post),
+    .flag_wrap(dp_wrap)
+);
+
+wire dp_ovf_post;
+assign dp_ovf = dp_ovf_post || pe_ovf;
+
+endmodule
+
+`resetall

@@ -1,0 +1,105 @@
+/*
+
+Copyright (c) 2026 DTPU authors. Apache-2.0.
+
+*/
+
+// Language: Verilog 2001
+
+`resetall
+`timescale 1ns / 1ps
+`default_nettype none
+
+/*
+ * Parameter memory: per output channel entry two 64-bit words (bias; multiplier | shift << 32 |
+ * zero point << 48), 2^ADDR_W entries in 8 banks (bank = entry mod 8), so the up to 8 lanes of
+ * one result word read 8 consecutive entries in one cycle. LOAD_PARAM writes one word per cycle.
+ * Reads: lanes r = 0..7 get entry base + r, one cycle later.
+ */
+module dtpu_ls_param #
+(
+    // log2 of the number of entries
+    parameter ADDR_W = 12
+)
+(
+    input  wire              clk,
+
+    /* Write: word `half` of entry wr_entry */
+    input  wire              wr_en,
+    input  wire [ADDR_W-1:0] wr_entry,
+    input  wire              wr_half,
+    input  wire [63:0]       wr_data,
+
+    /* Read: 8 consecutive entries from rd_base */
+    input  wire              rd_en,
+    input  wire [ADDR_W-1:0] rd_base,
+    output wire [8*64-1:0]   rd_bias,
+    output wire [8*64-1:0]   rd_rq
+);
+
+localparam RW = ADDR_W - 3;
+
+initial begin
+    if (ADDR_W < 4) begin
+        $error("Error: ADDR_W must be at least 4 (instance %m)");
+        $finish;
+    end
+end
+
+wire [8*64-1:0] bank_bias;
+wire [8*64-1:0] bank_rq;
+reg  [2:0]      rot_reg;
+
+always @(posedge clk) begin
+    if (rd_en) begin
+        rot_reg <= rd_base[2:0];
+    end
+end
+
+genvar b;
+generate
+for (b = 0; b < 8; b = b + 1) begin : bank
+    // the lane this bank serves: r = (b - base) mod 8; its entry is base + r
+    wire [2:0]        r = b[2:0] - rd_base[2:0];
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire [ADDR_W-1:0] entry = rd_base + {{(ADDR_W-3){1'b0}}, r};
+    /* verilator lint_on UNUSEDSIGNAL */
+
+    dtpu_bram #(
+        .WIDTH(64),
+        .ADDR_W(RW)
+    )
+    bias_inst (
+        .clk(clk),
+        .wr_en(wr_en && !wr_half && wr_entry[2:0] == b),
+        .wr_addr(wr_entry[ADDR_W-1:3]),
+        .wr_data(wr_data),
+        .rd_en(rd_en),
+        .rd_addr(entry[ADDR_W-1:3]),
+        .rd_data(bank_bias[b*64 +: 64])
+    );
+
+    dtpu_bram #(
+        .WIDTH(64),
+        .ADDR_W(RW)
+    )
+    rq_inst (
+        .clk(clk),
+        .wr_en(wr_en && wr_half && wr_entry[2:0] == b),
+        .wr_addr(wr_entry[ADDR_W-1:3]),
+        .wr_data(wr_data),
+        .rd_en(rd_en),
+        .rd_addr(entry[ADDR_W-1:3]),
+        .rd_data(bank_rq[b*64 +: 64])
+    );
+
+    // lane b reads bank (rot + b) mod 8
+    wire [2:0] src = rot_reg + b[2:0];
+    assign rd_bias[b*64 +: 64] = bank_bias[src*64 +: 64];
+    assign rd_rq[b*64 +: 64] = bank_rq[src*64 +: 64];
+end
+endgenerate
+
+endmodule
+
+`resetall

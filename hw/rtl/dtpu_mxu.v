@@ -1,0 +1,160 @@
+/*
+
+Copyright (c) 2026 DTPU authors. Apache-2.0.
+
+*/
+
+// Language: Verilog 2001
+
+`resetall
+`timescale 1ns / 1ps
+`default_nettype none
+
+/*
+ * MXU: ROWS x COLS SMAC processing elements with a Filter&Select per column for the activation
+ * word and the weight word.
+ *
+ * Column j multiplies the lanes of act_words[j] with the lanes of wgt_words[j] row by row (GEMM
+ * feeds the same activation word to every column, DWCONV a word per column) and accumulates
+ * per PE. Rows are built only as wide as the precisions that reach them (PREC_EN): row 0 takes
+ * int64 lanes (65-bit operands), row 1 int32, rows 2-3 int16, the rest int8 (9-bit operands),
+ * because a word of wider lanes has fewer of them.
+ * Accumulators leave sign-extended to AW bits: acc[(j*ROWS+i)*AW +: AW] is PE (row i, col j).
+ */
+module dtpu_mxu #
+(
+    // rows: lanes of an int8 word
+    parameter ROWS = 8,
+    // columns
+    parameter COLS = 8,
+    // enabled precisions (bit p: PREC code p)
+    parameter PREC_EN = 16'h007F,
+    // width of the accumulator outputs
+    parameter AW = 84
+)
+(
+    input  wire                     clk,
+    input  wire                     rst_n,
+    input  wire                     ce,
+
+    /* Job configuration (constant during a job) */
+    input  wire [3:0]               prec,
+    input  wire [31:0]              in_offset,
+    input  wire [31:0]              wgt_offset,
+
+    /* Operands: one activation and one weight word per column */
+    input  wire [COLS*64-1:0]       act_words,
+    input  wire [COLS*64-1:0]       wgt_words,
+    input  wire [COLS-1:0]          col_valid,
+    input  wire [COLS-1:0]          col_first,
+    input  wire [COLS-1:0]          col_last,
+
+    /* Accumulators */
+    output wire [ROWS*COLS*AW-1:0]  acc,
+    output wire [COLS-1:0]          acc_valid,
+    output wire                     prod_ovf
+);
+
+/* verilator lint_off UNUSEDPARAM */
+`include "dtpu_regs.vh"
+/* verilator lint_on UNUSEDPARAM */
+
+function integer row_opw(input integer i);
+    begin
+        if (i < 1 && PREC_EN[DTPU_PREC_INT64])
+            row_opw = 65;
+        else if (i < 2 && PREC_EN[DTPU_PREC_INT32])
+            row_opw = 33;
+        else if (i < 4 && PREC_EN[DTPU_PREC_INT16])
+            row_opw = 17;
+        else
+            row_opw = 9;
+    end
+endfunction
+
+function integer row_accw(input integer opw);
+    begin
+        if (opw > 17)
+            row_accw = 84;
+        else if (opw > 9)
+            row_accw = 52;
+        else
+            row_accw = 36;
+    end
+endfunction
+
+initial begin
+    if (AW < 84) begin
+        $error("Error: AW must be at least 84 (instance %m)");
+        $finish;
+    end
+end
+
+wire int64 = prec == DTPU_PREC_INT64;
+wire [ROWS*COLS-1:0] ovf;
+wire [ROWS*COLS-1:0] pe_valid;
+
+genvar i, j;
+generate
+for (j = 0; j < COLS; j = j + 1) begin : col
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire [ROWS*65-1:0] a_ops;
+    wire [ROWS*65-1:0] w_ops;
+    /* verilator lint_on UNUSEDSIGNAL */
+
+    dtpu_filter_select #(
+        .ROWS(ROWS)
+    )
+    fs_act_inst (
+        .word(act_words[j*64 +: 64]),
+        .prec(prec),
+        .offset(in_offset),
+        .operands(a_ops)
+    );
+
+    dtpu_filter_select #(
+        .ROWS(ROWS)
+    )
+    fs_wgt_inst (
+        .word(wgt_words[j*64 +: 64]),
+        .prec(prec),
+        .offset(wgt_offset),
+        .operands(w_ops)
+    );
+
+    for (i = 0; i < ROWS; i = i + 1) begin : row
+        localparam OPW = row_opw(i);
+        localparam ACCW = row_accw(OPW);
+        wire signed [ACCW-1:0] pe_acc;
+
+        dtpu_smac #(
+            .OPW(OPW),
+            .ACC_W(ACCW)
+        )
+        smac_inst (
+            .clk(clk),
+            .rst_n(rst_n),
+            .ce(ce),
+            .in_valid(col_valid[j]),
+            .in_first(col_first[j]),
+            .in_last(col_last[j]),
+            .in_int64(int64),
+            .in_a(a_ops[i*65 +: OPW]),
+            .in_b(w_ops[i*65 +: OPW]),
+            .acc(pe_acc),
+            .acc_valid(pe_valid[j*ROWS+i]),
+            .prod_ovf(ovf[j*ROWS+i])
+        );
+
+        assign acc[(j*ROWS+i)*AW +: AW] = {{(AW-ACCW){pe_acc[ACCW-1]}}, pe_acc};
+    end
+
+    assign acc_valid[j] = pe_valid[j*ROWS];
+end
+endgenerate
+
+assign prod_ovf = |ovf;
+
+endmodule
+
+`resetall

@@ -1,0 +1,247 @@
+/*
+
+Copyright (c) 2026 DTPU authors. Apache-2.0.
+
+*/
+
+// Language: Verilog 2001
+
+`resetall
+`timescale 1ns / 1ps
+`default_nettype none
+
+/*
+ * Post unit, one lane: accumulator -> result lane value.
+ *
+ * RAW:     the accumulator (int32 lanes for 8-bit precisions, else int64); ovf if it does not fit.
+ * REQUANT: total = acc + bias, then by RQ_VARIANT (docs/architecture.md "Arithmetic"):
+ *   SINGLE  t = wrap32(total); r = wrap32((t*m + 2^(30-s)) >> (31-s))
+ *   DOUBLE  t = wrap32(total); a = wrap32(t << max(s,0)); h = SRDHM(a, m); r = RDBPOT(h, max(-s,0))
+ *   INT64   |total| < 2^47 else ovf; m16 = m < 0x7FFF0000 ? (m + 2^15) >> 16 : 0x7FFF;
+ *           r = wrap32((total*m16 + 2^(14-s)) >> (15-s))
+ *   y = clamp(wrap32(r + zp), ACT_MIN, ACT_MAX), saturated to the lane type.
+ *   wrap flags an int32 variant whose total did not fit int32 (ERR.WARN_WRAP32).
+ * FLOAT:   y = min(max(acc_fp + bias_fp, ACT_MIN), ACT_MAX) in fp32 (see dtpu_fp_add).
+ * Right shifts beyond 63 (a shift field far outside TFLite's [-31, 31]) are clamped: the exact
+ * result is then 0 or -1 alike.
+ *
+ * Pipeline: inputs (stage 0) -> total/operands -> product -> rounded r; the saturated value is
+ * combinational from the last register (the parent registers it into the result word).
+ */
+module dtpu_post_lane #
+(
+    // accumulator width
+    parameter AW = 84
+)
+(
+    input  wire                 clk,
+    input  wire                 rst_n,
+    input  wire                 ce,
+
+    /* Job configuration */
+    input  wire [3:0]           prec,
+    input  wire [1:0]           out_mode,
+    input  wire [1:0]           variant,
+    input  wire [31:0]          act_min,
+    input  wire [31:0]          act_max,
+
+    /* Stage 0 */
+    input  wire                 in_valid,
+    input  wire signed [AW-1:0] in_acc,
+    input  wire [63:0]          in_bias,
+    /* verilator lint_off UNUSEDSIGNAL */
+    input  wire [63:0]          in_rq,
+    /* verilator lint_on UNUSEDSIGNAL */
+
+    /* Result (after 3 registers) */
+    output reg  [63:0]          out_value,
+    output wire                 out_valid,
+    output wire                 out_ovf,
+    output wire                 out_wrap
+);
+
+/* verilator lint_off UNUSEDPARAM */
+`include "dtpu_regs.vh"
+/* verilator lint_on UNUSEDPARAM */
+
+wire is8 = prec == DTPU_PREC_INT8 || prec == DTPU_PREC_UINT8;
+wire raw = out_mode == DTPU_OUT_MODE_RAW[1:0];
+wire req = out_mode == DTPU_OUT_MODE_REQUANT[1:0];
+
+// ---- stage 0 -> 1: total, variant operands, shift amounts, range checks ----
+wire signed [31:0] m    = in_rq[31:0];
+wire signed [7:0]  s    = in_rq[39:32];
+wire signed [15:0] zp   = in_rq[63:48];
+wire signed [AW:0] total = {in_acc[AW-1], in_acc} + {{(AW-63){in_bias[63]}}, in_bias};
+
+wire fits32_acc = in_acc[AW-1:31] == {(AW-31){1'b0}} || in_acc[AW-1:31] == {(AW-31){1'b1}};
+wire fits64_acc = in_acc[AW-1:63] == {(AW-63){1'b0}} || in_acc[AW-1:63] == {(AW-63){1'b1}};
+wire fits32_tot = total[AW:31] == {(AW-30){1'b0}} || total[AW:31] == {(AW-30){1'b1}};
+// |total| < 2^47 <=> -2^47 < total < 2^47
+wire fits47_tot = (total[AW:47] == {(AW-46){1'b0}})
+               || (total[AW:47] == {(AW-46){1'b1}} && total[46:0] != 47'd0);
+
+wire signed [31:0] t32 = total[31:0];
+wire [7:0]  left  = s[7] ? 8'd0 : s;
+wire [7:0]  right = s[7] ? -s : 8'd0;
+wire signed [31:0] a32 = left >= 8'd32 ? 32'sd0 : (t32 <<< left[4:0]);
+/* verilator lint_off UNUSEDSIGNAL */
+wire signed [32:0] m_plus = {m[31], m} + 33'sd32768;
+/* verilator lint_on UNUSEDSIGNAL */
+wire signed [16:0] m16 = (m < 32'sh7FFF0000) ? m_plus[32:16] : 17'sd32767;
+// right-shift amounts of SINGLE (31-s) and INT64 (15-s), clamped
+wire signed [9:0] rs_single = 10'sd31 - {{2{s[7]}}, s};
+wire signed [9:0] rs_int64  = 10'sd15 - {{2{s[7]}}, s};
+
+reg               v1_reg;
+reg  [1:0]        var1_reg;
+reg               raw1_reg, req1_reg;
+reg  signed [48:0] x1_reg;
+reg  signed [32:0] y1_reg;
+reg  [6:0]        sh1_reg;
+reg               sat1_reg;
+reg  signed [15:0] zp1_reg;
+reg  [63:0]       rawv1_reg;
+reg               ovf1_reg, wrap1_reg;
+
+always @(posedge clk) begin
+    if (ce) begin
+        v1_reg <= in_valid;
+        var1_reg <= variant;
+        raw1_reg <= raw;
+        req1_reg <= req;
+        zp1_reg <= zp;
+        rawv1_reg <= is8 ? {32'd0, in_acc[31:0]} : in_acc[63:0];
+        ovf1_reg <= in_valid && ((raw && !(is8 ? fits32_acc : fits64_acc))
+                                 || (req && variant == DTPU_RQ_VARIANT_INT64[1:0] && !fits47_tot));
+        wrap1_reg <= in_valid && req && variant != DTPU_RQ_VARIANT_INT64[1:0] && !fits32_tot;
+        sat1_reg <= a32 == 32'sh80000000 && m == 32'sh80000000;
+        case (variant)
+            DTPU_RQ_VARIANT_SINGLE[1:0]: begin
+                x1_reg <= {{17{t32[31]}}, t32};
+                y1_reg <= {m[31], m};
+                sh1_reg <= rs_single < 0 ? 7'd0 : rs_single > 10'sd64 ? 7'd64 : rs_single[6:0];
+            end
+            DTPU_RQ_VARIANT_INT64[1:0]: begin
+                x1_reg <= total[48:0];
+                y1_reg <= {{16{m16[16]}}, m16};
+                sh1_reg <= rs_int64 < 0 ? 7'd0 : rs_int64 > 10'sd66 ? 7'd66 : rs_int64[6:0];
+            end
+            default: begin
+                x1_reg <= {{17{a32[31]}}, a32};
+                y1_reg <= {m[31], m};
+                sh1_reg <= right > 8'd63 ? 7'd63 : right[6:0];
+            end
+        endcase
+    end
+    if (!rst_n) begin
+        v1_reg <= 1'b0;
+        ovf1_reg <= 1'b0;
+        wrap1_reg <= 1'b0;
+    end
+end
+
+// ---- stage 1 -> 2: product ----
+reg               v2_reg;
+reg  [1:0]        var2_reg;
+reg               raw2_reg, req2_reg, sat2_reg;
+reg  signed [81:0] p2_reg;
+reg  [6:0]        sh2_reg;
+reg  signed [15:0] zp2_reg;
+reg  [63:0]       rawv2_reg;
+reg               ovf2_reg, wrap2_reg;
+
+always @(posedge clk) begin
+    if (ce) begin
+        v2_reg <= v1_reg;
+        var2_reg <= var1_reg;
+        raw2_reg <= raw1_reg;
+        req2_reg <= req1_reg;
+        sat2_reg <= sat1_reg;
+        p2_reg <= x1_reg * y1_reg;
+        sh2_reg <= sh1_reg;
+        zp2_reg <= zp1_reg;
+        rawv2_reg <= rawv1_reg;
+        ovf2_reg <= ovf1_reg;
+        wrap2_reg <= wrap1_reg;
+    end
+    if (!rst_n) begin
+        v2_reg <= 1'b0;
+        ovf2_reg <= 1'b0;
+        wrap2_reg <= 1'b0;
+    end
+end
+
+// ---- stage 2 -> 3: rounding shift ----
+// SINGLE / INT64: (p + 2^(sh-1)) >> sh, ties towards +inf
+/* verilator lint_off UNUSEDSIGNAL */
+wire signed [83:0] p_ext = {{2{p2_reg[81]}}, p2_reg};
+wire signed [83:0] half = sh2_reg == 7'd0 ? 84'sd0 : (84'sd1 <<< (sh2_reg - 7'd1));
+wire signed [83:0] up = (p_ext + half) >>> sh2_reg;
+// DOUBLE: SaturatingRoundingDoublingHighMul, then RoundingDivideByPOT
+wire signed [83:0] nudged = p_ext + (p_ext[83] ? (84'sd1 - 84'sd1073741824) : 84'sd1073741824);
+wire signed [83:0] high_t = (nudged + (nudged[83] ? 84'sd2147483647 : 84'sd0)) >>> 31;
+wire signed [63:0] high = sat2_reg ? 64'sd2147483647 : high_t[63:0];
+wire [63:0] mask = (64'd1 << sh2_reg[5:0]) - 64'd1;
+wire [63:0] threshold = (mask >> 1) + {63'd0, high[63]};
+wire signed [63:0] rdb = (high >>> sh2_reg[5:0]) + (((high & mask) > threshold) ? 64'sd1 : 64'sd0);
+/* verilator lint_on UNUSEDSIGNAL */
+
+reg               v3_reg;
+reg               raw3_reg, req3_reg;
+reg  signed [31:0] r3_reg;
+reg  signed [15:0] zp3_reg;
+reg  [63:0]       rawv3_reg;
+reg               ovf3_reg, wrap3_reg;
+reg  [3:0]        prec3_reg;
+
+always @(posedge clk) begin
+    if (ce) begin
+        v3_reg <= v2_reg;
+        raw3_reg <= raw2_reg;
+        req3_reg <= req2_reg;
+        r3_reg <= var2_reg == DTPU_RQ_VARIANT_DOUBLE[1:0] ? rdb[31:0] : up[31:0];
+        zp3_reg <= zp2_reg;
+        rawv3_reg <= rawv2_reg;
+        ovf3_reg <= ovf2_reg;
+        wrap3_reg <= wrap2_reg;
+        prec3_reg <= prec;
+    end
+    if (!rst_n) begin
+        v3_reg <= 1'b0;
+        ovf3_reg <= 1'b0;
+        wrap3_reg <= 1'b0;
+    end
+end
+
+// ---- output: zero point, clamp, saturate (combinational) ----
+wire signed [31:0] yz = r3_reg + {{16{zp3_reg[15]}}, zp3_reg};
+wire signed [31:0] lo = act_min;
+wire signed [31:0] hi = act_max;
+wire signed [31:0] y1 = yz < lo ? lo : yz;
+wire signed [31:0] y2 = y1 > hi ? hi : y1;
+reg  signed [31:0] y3;
+
+always @* begin
+    case (prec3_reg)
+        DTPU_PREC_INT8:  y3 = y2 < -32'sd128 ? -32'sd128 : y2 > 32'sd127 ? 32'sd127 : y2;
+        DTPU_PREC_UINT8: y3 = y2 < 32'sd0 ? 32'sd0 : y2 > 32'sd255 ? 32'sd255 : y2;
+        default:         y3 = y2 < -32'sd32768 ? -32'sd32768 : y2 > 32'sd32767 ? 32'sd32767 : y2;
+    endcase
+    if (!v3_reg)
+        out_value = 64'd0;
+    else if (raw3_reg)
+        out_value = rawv3_reg;
+    else if (req3_reg)
+        out_value = {{32{y3[31]}}, y3};
+    else
+        out_value = 64'd0;
+end
+
+assign out_valid = v3_reg;
+assign out_ovf = ovf3_reg;
+assign out_wrap = wrap3_reg;
+
+endmodule
+
+`resetall

@@ -1,0 +1,169 @@
+"""Seeded random DTPU jobs at register level, and their golden-model expectations.
+
+A *case* is a list of :class:`dtpu.hw.lower.Job` (loads, then one compute job). The golden model
+(:class:`dtpu.hw.model.Core` behind :class:`dtpu.hw.jobs.ModelTransport`) runs every job first;
+its result words, ERR and cycle count are what the RTL must reproduce.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+import numpy as np
+
+from dtpu.hw.config import HwConfig, ceil_div
+from dtpu.hw.lower import Job
+from dtpu.hw.model import Core, out_lanes
+from dtpu.precision import Precision
+
+_U64 = np.dtype("<u8")
+INT_PRECS = [Precision.INT8, Precision.UINT8, Precision.INT16, Precision.INT32, Precision.INT64]
+
+
+@dataclass
+class Expect:
+    words: np.ndarray | None
+    err: int
+    cycles: int
+
+
+def _u32(v: int) -> int:
+    return int(v) & 0xFFFFFFFF
+
+
+def random_lanes(rng: np.random.Generator, prec: Precision, n: int, mag_bits: int | None = None):
+    """n lane values of prec (full range, or |v| < 2^mag_bits), as packed words."""
+    L = prec.lanes
+    count = ceil_div(n, L) * L
+    if prec.is_float:
+        v = (rng.standard_normal(count) * 2.0).astype(np.float32)
+        from dtpu.pack import pack
+        return pack(v, prec)
+    info = np.iinfo(prec.value_dtype)
+    lo, hi = int(info.min), int(info.max)
+    if mag_bits is not None:
+        lo, hi = max(lo, -(1 << mag_bits) + 1), min(hi, (1 << mag_bits) - 1)
+    v = rng.integers(lo, hi, count, endpoint=True, dtype=np.int64)
+    return np.ascontiguousarray(v.astype(prec.value_dtype)).view(_U64).copy()
+
+
+def job_reg(cfg: HwConfig, opcode: str, prec=None, out_mode="REQUANT", variant=0) -> tuple[str, int]:
+    f = {"OPCODE": cfg.enums["OPCODE"][opcode]}
+    if prec is not None:
+        f.update(PREC=cfg.prec_code(prec), OUT_MODE=cfg.enums["OUT_MODE"][out_mode], RQ_VARIANT=variant)
+    return ("JOB", cfg.encode("JOB", **f))
+
+
+def load_job(cfg, opcode, addr, words, label):
+    return Job(label, [("LOAD_ADDR", addr), ("LOAD_COUNT", int(words.size)), job_reg(cfg, opcode)],
+               {"wgt": np.ascontiguousarray(words, _U64)})
+
+
+def random_params(rng: np.random.Generator, prec: Precision, n: int, variant: int, cfg: HwConfig):
+    """n parameter entries (2 words each) for REQUANT/FLOAT: bias, multiplier, shift, zp."""
+    words = np.zeros((n, 2), _U64)
+    if prec.is_float:
+        b = (rng.standard_normal(n) * 4).astype(np.float32)
+        words[:, 0] = b.view(np.uint32).astype(_U64)
+        return words
+    if variant == cfg.RQ_VARIANT_INT64:
+        bias = rng.integers(-(1 << 40), 1 << 40, n)
+        shift = rng.integers(-15, 3, n)
+    else:
+        bias = rng.integers(-(1 << 20), 1 << 20, n)
+        shift = rng.integers(-31, 4, n)
+    mult = rng.integers(1 << 30, (1 << 31) - 1, n)
+    neg = rng.random(n) < 0.1
+    mult = np.where(neg, -mult, mult)
+    mult[rng.random(n) < 0.05] = -(1 << 31)
+    mult[rng.random(n) < 0.05] = 0x7FFF8000
+    info = np.iinfo(prec.value_dtype)
+    zp = rng.integers(int(info.min) // 2, int(info.max) // 2 + 1, n)
+    words[:, 0] = bias.astype(np.int64).view(_U64)
+    words[:, 1] = ((mult.astype(np.int64) & 0xFFFFFFFF).astype(_U64)
+                   | ((shift.astype(np.int64) & 0xFF).astype(_U64) << np.uint64(32))
+                   | ((zp.astype(np.int64) & 0xFFFF).astype(_U64) << np.uint64(48)))
+    return words
+
+
+def random_offset(rng: random.Random, prec: Precision) -> int:
+    if prec is Precision.INT8:
+        return rng.randint(-128, 127)
+    if prec is Precision.UINT8:
+        return rng.randint(-255, 0)
+    if prec is Precision.INT16:
+        return rng.choice([0, rng.randint(-(1 << 15), (1 << 15) - 1)])
+    if prec.is_float:
+        return 0
+    return rng.choice([0, rng.randint(-(1 << 31), (1 << 31) - 1)])
+
+
+def gemm_case(cfg: HwConfig, seed: int, prec: Precision | None = None, out_mode: str | None = None,
+              max_m: int = 6, max_kw: int = 6, max_nt: int = 3) -> list[Job]:
+    """LOAD_WGT, LOAD_PARAM (unless RAW) and one GEMM with random shapes, operands, parameters."""
+    rng = random.Random(seed)
+    nrng = np.random.default_rng(seed)
+    enabled = [p for p in cfg.ENABLED if p is not Precision.UINT16]
+    if prec is None:
+        prec = rng.choice([p for p in enabled if not p.is_float] or enabled)
+    modes = ["FLOAT"] if prec.is_float else (["REQUANT", "RAW"] if prec.bits <= 16 else ["RAW"])
+    out_mode = out_mode or rng.choice(modes)
+    variant = rng.choice(list(cfg.enums["RQ_VARIANT"].values())) if out_mode == "REQUANT" else 0
+    m, kw, nt = rng.randint(1, max_m), rng.randint(1, max_kw), rng.randint(1, max_nt)
+    cols = cfg.COLS
+    wgt_base = cols * rng.randint(0, 2)
+    param_base = cols * rng.randint(0, 2)
+    mag = None
+    if prec is Precision.INT32:
+        mag = rng.choice([None, 20, 28])
+    elif prec is Precision.INT64:
+        mag = rng.choice([20, 30])
+    wwords = random_lanes(nrng, prec, nt * kw * cols * prec.lanes, mag)
+    jobs = [load_job(cfg, "LOAD_WGT", wgt_base, wwords, "wgt")]
+    if out_mode != "RAW":
+        params = random_params(nrng, prec, nt * cols, variant, cfg)
+        jobs.append(load_job(cfg, "LOAD_PARAM", param_base, params.reshape(-1), "param"))
+    act = random_lanes(nrng, prec, m * kw * prec.lanes, mag)
+    if prec.is_float:
+        lo, hi = np.float32(-rng.uniform(1, 50)), np.float32(rng.uniform(1, 50))
+        clamp = [("ACT_MIN", int(np.array(lo).view(np.uint32))), ("ACT_MAX", int(np.array(hi).view(np.uint32)))]
+    else:
+        lanes_n, dt = out_lanes(cfg, prec, cfg.enums["OUT_MODE"][out_mode])
+        info = np.iinfo(dt)
+        a, b = sorted(rng.randint(int(info.min), int(info.max)) for _ in range(2))
+        if rng.random() < 0.5:
+            a, b = int(info.min), int(info.max)
+        clamp = [("ACT_MIN", _u32(a)), ("ACT_MAX", _u32(b))]
+    ioff = 0 if mag is not None and prec is Precision.INT64 and rng.random() < 0.5 else random_offset(rng, prec)
+    woff = random_offset(rng, prec)
+    if prec is Precision.INT64:
+        ioff, woff = rng.randint(-1000, 1000), rng.randint(-1000, 1000)
+    lanes_n, _ = out_lanes(cfg, prec, cfg.enums["OUT_MODE"][out_mode])
+    wps = ceil_div(cols, lanes_n)
+    regs = [("GEMM_M", m), ("GEMM_KW", kw), ("GEMM_NT", nt), ("WGT_BASE", wgt_base),
+            ("PARAM_BASE", param_base), ("IN_OFFSET", _u32(ioff)), ("WGT_OFFSET", _u32(woff)),
+            *clamp, job_reg(cfg, "GEMM", prec, out_mode, variant)]
+    jobs.append(Job(f"gemm {prec.value} {out_mode} v{variant} m{m} kw{kw} nt{nt}", regs,
+                    {"act": act}, m * nt * wps))
+    return jobs
+
+
+def expect(core: Core, job: Job) -> Expect:
+    """Run one job on the golden model through its register/stream API (the protocol of
+    dtpu.hw.jobs.run_job); return its words (None if it failed), ERR and cycle count."""
+    c = core.cfg
+    n_jobs = len(core.jobs)
+    for name, value in job.regs:
+        core.write(c.reg(name).offset, value)
+    core.write(c.REG_CTRL, c.encode("CTRL", START=1))
+    for stream, words in job.send.items():
+        core.push(stream, words, last=True)
+    core.run()
+    err = core.read(c.REG_ERR)
+    core.write(c.REG_ERR, err)
+    assert len(core.jobs) == n_jobs + 1
+    cycles = core.jobs[-1].cycles
+    if err & c.ERR_FATAL_MASK:
+        return Expect(None, err, cycles)
+    words = core.pop("res", job.recv) if job.recv else None
+    return Expect(words, err, cycles)

@@ -12,6 +12,7 @@ _REGISTRY = {
     "reference": "dtpu.backends.reference:ReferenceBackend",
     "isro": "dtpu.backends.isro:IsroBackend",
     "model": "dtpu.backends.model:ModelBackend",
+    "pynq": "dtpu.backends.pynq:PynqBackend",
 }
 
 

@@ -5,6 +5,8 @@ and, when it fits, its weights are loaded into the model's weight memory right a
 there (the DTPU keeps weights stationary across invokes). Nodes that do not fit share a scratch
 region and page their weights in at every invoke, which the counters then include. An invoke is
 im2col/pack -> jobs on the model -> unpack; the counters are those the RTL's registers report.
+Power is the activity-based estimate of :mod:`dtpu.power` (``method="estimated"``), summed over
+the nodes of an invoke. Subclasses drive other targets by overriding :meth:`_open_transport`.
 """
 from __future__ import annotations
 
@@ -13,11 +15,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dtpu.backends.base import Backend, HwCounters, Probes
+from dtpu.backends.base import Backend, HwCounters, PowerReading, Probes
+from dtpu.driver import ModelTransport, Transport, check_identity, run_jobs
 from dtpu.hw.config import HwConfig, get_config
-from dtpu.hw.jobs import ModelTransport, check_identity, run_jobs
 from dtpu.hw.lower import Lowered, footprint, lower
 from dtpu.hw.model import Core
+from dtpu.power import EnergyMeter
 from dtpu.spec import ConvSpec
 
 log = logging.getLogger(__name__)
@@ -75,13 +78,17 @@ class ModelBackend(Backend):
         self.cfg = HwConfig(**overrides) if overrides else get_config()
         self.precision = str(self.options.get("precision", "auto") or "auto").lower()
         self.rounding = self.options.get("rounding", "default")
-        self.transport = ModelTransport(Core(self.cfg))
+        self.transport = self._open_transport()
         check_identity(self.transport)
+        self.energy = EnergyMeter(self.cfg.CLOCK_MHZ, self.cfg.COLS)
         c = self.cfg
         self._wscratch = max(c.COLS, c.WEIGHT_WORDS // self.SCRATCH_FRACTION)
         self._pscratch = max(c.COLS, c.PARAM_ENTRIES // self.SCRATCH_FRACTION)
         self._walloc = _Allocator(c.WEIGHT_WORDS - self._wscratch, c.COLS)
         self._palloc = _Allocator(c.PARAM_ENTRIES - self._pscratch, c.COLS)
+
+    def _open_transport(self) -> Transport:
+        return ModelTransport(Core(self.cfg))
 
     @property
     def core(self) -> Core:
@@ -123,7 +130,12 @@ class ModelBackend(Backend):
             utilization=macs / (cnt.cycles * peak) if cnt.cycles else None,
             words_in=dict(cnt.words_in), words_out=dict(cnt.words_out),
             latency_us=cnt.cycles / self.cfg.CLOCK_MHZ)
+        self.energy.add(counters, low.precision)
         return y, counters
+
+    def power(self) -> PowerReading:
+        """The estimate over the nodes run since the last call (one interpreter invoke)."""
+        return self.energy.reading()
 
     def release(self, handle: _Node) -> None:
         self._walloc.free(handle.wgt_base)

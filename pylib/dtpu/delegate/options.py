@@ -38,6 +38,8 @@ class DelegateOptions:
     report: str = "none"                           # none | summary | path of a JSON-lines file
     clock_mhz: float = 100.0
     log_level: str | None = None                   # None = leave the "dtpu" logger alone
+    bitstream: str | None = None                   # backend=pynq: the overlay's .bit (None: default)
+    power_meter: float | str | None = None         # backend=pynq: external meter, W or file:PATH
 
     @property
     def report_path(self) -> str | None:
@@ -45,11 +47,16 @@ class DelegateOptions:
 
     def backend_options(self) -> dict[str, Any]:
         """What the backend constructor receives."""
-        return {
+        options: dict[str, Any] = {
             "precision": "auto" if self.precision is None else self.precision.value,
             "mxu": self.mxu,
             "clock_mhz": self.clock_mhz,
         }
+        if self.bitstream is not None:
+            options["bitstream"] = self.bitstream
+        if self.power_meter is not None:
+            options["power_meter"] = self.power_meter
+        return options
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -60,6 +67,8 @@ class DelegateOptions:
             "report": self.report,
             "clock_mhz": self.clock_mhz,
             "log_level": self.log_level or "unchanged",
+            "bitstream": self.bitstream or "default",
+            "power_meter": "none" if self.power_meter is None else str(self.power_meter),
         }
 
 
@@ -141,6 +150,29 @@ def _log_level(value: str) -> str:
     return text
 
 
+def _bitstream(value: str) -> str | None:
+    from dtpu.board import check_bitstream
+
+    text = value.strip()
+    if text.lower() in ("", "default"):
+        return None
+    try:
+        return str(check_bitstream(text))
+    except ValueError as exc:
+        raise _invalid("bitstream", value, f"'default' or the path of an existing .bit with its "
+                       f".hwh beside it ({exc})") from None
+
+
+def _power_meter(value: str) -> float | str | None:
+    from dtpu.board.power import parse_power_meter
+
+    try:
+        return parse_power_meter(value)
+    except ValueError as exc:
+        raise _invalid("power_meter", value, f"none, a number of watts > 0, or file:PATH of an "
+                       f"existing file holding the latest reading in watts ({exc})") from None
+
+
 _PARSERS: dict[str, Callable[[str], Any]] = {
     "backend": _backend,
     "precision": _precision,
@@ -149,6 +181,8 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "report": _report,
     "clock_mhz": _clock,
     "log_level": _log_level,
+    "bitstream": _bitstream,
+    "power_meter": _power_meter,
 }
 
 # The option table of docs/delegate.md: key -> (accepted values, default, meaning).
@@ -167,6 +201,12 @@ TABLE = {
     "clock_mhz": ("number in (0, 10000]", "`100`", "accelerator clock used to turn cycles into time"),
     "log_level": ("`debug`, `info`, `warning`, `error`, `critical`", "unchanged",
                   "level of the `dtpu` logger (adds a stderr handler if none is configured)"),
+    "bitstream": ("`default` or the path of a `.bit` with its `.hwh` beside it", "`default`: "
+                  "`$DTPU_BITSTREAM`, else `/home/xilinx/pynq/overlays/dtpu/dtpu_pynqz2.bit`",
+                  "backend=pynq: the overlay to load (hw/overlays)"),
+    "power_meter": ("`none`, watts > 0, or `file:PATH`", "`none`",
+                    "backend=pynq: an external power meter's reading (the board cannot measure "
+                    "power); without one, power is estimated (docs/power.md)"),
 }
 
 

@@ -1,0 +1,368 @@
+"""The emulated PYNQ-Z2: a physical address space with DDR buffers and the overlay's devices.
+
+Devices answer 32-bit reads and writes at their base address, exactly where the block design
+puts them. The AXI DMAs are emulated at their register level (PG021 simple mode: DMACR, DMASR,
+address, LENGTH per channel), so the pynq driver code (or ours) writes the same registers it
+writes on the board. A DMA moves words between DDR (the buffers ``allocate`` made) and the
+DTPU's streams; the DTPU device is the golden model behind :class:`~dtpu.driver.ModelTransport`
+(the RTL simulation can stand behind the same five-method interface later). Every access and
+every DMA start/finish is appended to :attr:`Board.trace`.
+
+Timing is not emulated: a DMA moves a whole transfer when its LENGTH is written, and the model
+runs a job as soon as its words are there. What is emulated is the order and the handshakes: an
+MM2S channel goes idle only once the core has taken its words, an S2MM channel only once a
+result packet arrived, and the DTPU reports DONE only once its results left the result port.
+"""
+from __future__ import annotations
+
+import bisect
+import logging
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dtpu.board import design, xadc
+from dtpu.driver.model import ModelTransport
+from dtpu.hw.config import HwConfig, get_config
+from dtpu.hw.model import Core
+
+log = logging.getLogger(__name__)
+
+_U64 = np.dtype("<u8")
+DDR_BASE = 0x1600_0000   # where the PYNQ-Z2 image's CMA region starts, roughly
+
+
+@dataclass(frozen=True)
+class Access:
+    """One trace entry: a register access, or a DMA event (op 'dma')."""
+
+    device: str
+    op: str          # 'r', 'w' or 'dma'
+    offset: int
+    value: int
+    note: str = ""
+
+
+class Ddr:
+    """Physically contiguous buffers by address (what pynq.allocate hands out)."""
+
+    def __init__(self) -> None:
+        self._starts: list[int] = []
+        self._bufs: dict[int, np.ndarray] = {}
+        self._next = DDR_BASE
+
+    def add(self, array: np.ndarray) -> int:
+        addr = self._next
+        self._next += -(-max(array.nbytes, 1) // 4096) * 4096
+        bisect.insort(self._starts, addr)
+        self._bufs[addr] = array
+        return addr
+
+    def remove(self, addr: int) -> None:
+        if addr in self._bufs:
+            del self._bufs[addr]
+            self._starts.remove(addr)
+
+    def view(self, addr: int, nbytes: int) -> np.ndarray | None:
+        """Bytes [addr, addr+nbytes) as a writable uint8 view, None if not inside one buffer."""
+        i = bisect.bisect_right(self._starts, addr) - 1
+        if i < 0:
+            return None
+        start = self._starts[i]
+        raw = self._bufs[start].reshape(-1).view(np.uint8)
+        off = addr - start
+        if off + nbytes > raw.size:
+            return None
+        return raw[off:off + nbytes]
+
+
+class Device:
+    name = ""
+
+    def __init__(self, board: "Board", name: str, params: dict[str, str]) -> None:
+        self.board, self.name, self.params = board, name, params
+
+    def read(self, offset: int) -> int:
+        return 0
+
+    def write(self, offset: int, value: int) -> None:
+        pass
+
+    def tick(self) -> None:
+        pass
+
+
+class DtpuDevice(Device):
+    """The DTPU's register file and streams, backed by the golden model."""
+
+    def __init__(self, board: "Board", name: str, params: dict[str, str]) -> None:
+        super().__init__(board, name, params)
+        self.cfg = config_from_params(params)
+        self.core = ModelTransport(Core(self.cfg))
+        c = self.cfg
+        self._status = c.REG_STATUS
+        self._done = c.reg("STATUS").field("DONE").mask
+        self._busy = c.reg("STATUS").field("BUSY").mask
+
+    def read(self, offset: int) -> int:
+        value = self.core.read_reg(offset)
+        if offset == self._status and self.core.backlog("res"):
+            value = (value & ~self._done) | self._busy  # DRAIN: results still in the port
+        return value
+
+    def write(self, offset: int, value: int) -> None:
+        self.core.write_reg(offset, value)
+
+    # stream side, for the DMAs
+    def accept(self, stream: str, words: np.ndarray) -> None:
+        self.core.send(stream, words)
+
+    def backlog(self, stream: str) -> int:
+        return self.core.backlog(stream)
+
+    def packet(self) -> np.ndarray | None:
+        return self.core.next_packet("res")
+
+
+def config_from_params(params: dict[str, str]) -> HwConfig:
+    """The DTPU build from the IP's parameters in the .hwh (defaults: the contract)."""
+    base = get_config()
+    over: dict[str, Any] = {}
+    for key in ("COLS", "LOG_WEIGHT_WORDS", "LOG_PARAM_ENTRIES", "LOG_ACT_WORDS"):
+        if key in params and int(params[key], 0) != getattr(base, key):
+            over[key] = int(params[key], 0)
+    if "PREC_EN" in params:
+        mask = int(params["PREC_EN"], 0)
+        enabled = [p.value for code in range(16) if mask >> code & 1
+                   if (p := base.prec_of_code(code)) is not None]
+        if mask != base.prec_enable_mask:
+            over["ENABLED"] = enabled
+    return HwConfig(**over) if over else base
+
+
+class _Channel:
+    """One direction of an AXI DMA in simple mode."""
+
+    def __init__(self, dma: "AxiDmaDevice", kind: str, stream: str | None) -> None:
+        self.dma, self.kind, self.stream = dma, kind, stream
+        self.cr = 0
+        self.sr = 0x1             # halted
+        self.addr = 0
+        self.addr_hi = 0
+        self.length = 0
+        self.active = False
+        self.capacity = 0
+
+    def reset(self) -> None:
+        self.cr, self.sr, self.addr, self.addr_hi, self.length = 0, 0x1, 0, 0, 0
+        self.active = False
+
+    def read(self, reg: int) -> int:
+        return {0x00: self.cr, 0x04: self.sr, 0x18: self.addr, 0x1C: self.addr_hi,
+                0x28: self.length}.get(reg, 0)
+
+    def write(self, reg: int, value: int) -> None:
+        if reg == 0x00:
+            if value & 0x4:
+                self.dma.reset()
+                return
+            self.cr = value & 0x7FFF
+            if value & 0x1:
+                self.sr &= ~0x1
+            else:
+                self.sr |= 0x1
+                self.sr &= ~0x2
+                self.active = False
+        elif reg == 0x04:
+            self.sr &= ~(value & 0x7000)  # IRQ bits are write-1-to-clear
+        elif reg == 0x18:
+            self.addr = value
+        elif reg == 0x1C:
+            self.addr_hi = value
+        elif reg == 0x28:
+            self.length = value
+            self._start(value)
+
+    def _error(self, bit: int, why: str) -> None:
+        self.sr |= (1 << bit) | 0x1 | 0x4000
+        self.sr &= ~0x2
+        self.cr &= ~0x1
+        self.active = False
+        self.dma.board.note(self.dma.name, f"{self.kind} error: {why}")
+        log.warning("emulated %s.%s: %s", self.dma.name, self.kind, why)
+
+    def _start(self, nbytes: int) -> None:
+        board = self.dma.board
+        if not self.cr & 0x1 or self.sr & 0x1:
+            return  # not running: the write is ignored, as on the board
+        self.sr &= ~0x2
+        if nbytes == 0:
+            return self._error(4, "zero-length transfer")
+        if self.stream is None:
+            return self._error(6, "channel not connected in this design")
+        view = board.ddr.view(self.addr, nbytes)
+        if view is None:
+            return self._error(5, f"{nbytes} bytes at {self.addr:#x} are not in an allocated buffer")
+        board.note(self.dma.name, f"{self.kind} start {nbytes} bytes at {self.addr:#x}", nbytes)
+        if self.kind == "mm2s":
+            words = view[:nbytes // 8 * 8].view(_U64).copy()
+            board.dtpu.accept(self.stream, words)  # tlast on the last word of the transfer
+            self.active = True
+        else:
+            self.capacity = nbytes
+            self.active = True
+
+    def tick(self) -> None:
+        if not self.active:
+            return
+        board = self.dma.board
+        if self.kind == "mm2s":
+            if board.dtpu.backlog(self.stream) == 0:
+                self._complete(self.length)
+            return
+        packet = board.dtpu.packet()
+        if packet is None:
+            return
+        nbytes = packet.size * 8
+        view = board.ddr.view(self.addr, min(nbytes, self.capacity))
+        if nbytes > self.capacity:
+            view[:] = packet.view(np.uint8)[:self.capacity]
+            return self._error(4, f"packet of {nbytes} bytes overflows the {self.capacity}-byte "
+                                  f"transfer (no tlast within LENGTH)")
+        view[:] = packet.view(np.uint8)
+        self.length = nbytes
+        self._complete(nbytes)
+
+    def _complete(self, nbytes: int) -> None:
+        self.active = False
+        self.sr |= 0x2 | 0x1000   # idle, IOC
+        self.dma.board.note(self.dma.name, f"{self.kind} done {nbytes} bytes", nbytes)
+
+
+class AxiDmaDevice(Device):
+    """AXI DMA 7.1 in simple (direct register) mode; channels wired per design.STREAM_DMA."""
+
+    def __init__(self, board: "Board", name: str, params: dict[str, str]) -> None:
+        super().__init__(board, name, params)
+        wired = {attr: s for s, (dma, attr) in design.STREAM_DMA.items() if dma == name}
+        self.mm2s = _Channel(self, "mm2s", wired.get("sendchannel")
+                             if params.get("c_include_mm2s", "1") == "1" else None)
+        self.s2mm = _Channel(self, "s2mm", wired.get("recvchannel")
+                             if params.get("c_include_s2mm", "1") == "1" else None)
+
+    def reset(self) -> None:
+        self.mm2s.reset()
+        self.s2mm.reset()
+        self.board.note(self.name, "reset")
+
+    def read(self, offset: int) -> int:
+        ch = self.mm2s if offset < 0x30 else self.s2mm
+        return ch.read(offset if offset < 0x30 else offset - 0x30)
+
+    def write(self, offset: int, value: int) -> None:
+        ch = self.mm2s if offset < 0x30 else self.s2mm
+        ch.write(offset if offset < 0x30 else offset - 0x30, value)
+
+    def tick(self) -> None:
+        self.mm2s.tick()
+        self.s2mm.tick()
+
+
+class XadcDevice(Device):
+    """Synthetic XADC readings: plausible PYNQ-Z2 values, NOT measurements.
+
+    Die temperature drifts between 44 and 47 C with the DTPU's busy cycles, the supplies sit at
+    their nominal voltages with a least significant bit of noise.
+    """
+
+    def __init__(self, board: "Board", name: str, params: dict[str, str]) -> None:
+        super().__init__(board, name, params)
+        self._rng = np.random.default_rng(20)
+        log.warning("pynq emulation: the XADC at %s returns synthetic temperature and voltage "
+                    "codes, not measurements", name)
+
+    def read(self, offset: int) -> int:
+        noise = int(self._rng.integers(-1, 2))
+        if offset == xadc.TEMPERATURE:
+            cycles = self.board.dtpu.core.core.cycles if self.board.dtpu is not None else 0
+            celsius = 44.0 + 3.0 * (1.0 - 1.0 / (1.0 + cycles / 5e6))
+            return xadc.register_for_temperature(celsius) + (noise << 4)
+        for reg, nominal in xadc.SUPPLIES.values():
+            if offset == reg:
+                return xadc.register_for_supply(nominal) + (noise << 4)
+        return 0
+
+
+DEVICES = {design.DTPU_VLNV: DtpuDevice, design.VLNV["dma"]: AxiDmaDevice,
+           design.VLNV["xadc"]: XadcDevice}
+
+
+class Board:
+    """The PL as programmed by one overlay download, plus the DDR buffers."""
+
+    def __init__(self) -> None:
+        self.ddr = Ddr()
+        self.lock = threading.RLock()
+        self.trace: list[Access] = []
+        self.record = True
+        self._map: list[tuple[int, int, Device]] = []
+        self.devices: dict[str, Device] = {}
+        self.dtpu: DtpuDevice | None = None
+        self.bitstream: str | None = None
+
+    def program(self, ips: dict[str, dict[str, Any]], bitstream: str) -> None:
+        """Instantiate the devices of an overlay (a fresh PL: memories and registers reset)."""
+        with self.lock:
+            self._map, self.devices, self.dtpu = [], {}, None
+            for name, desc in ips.items():
+                cls = DEVICES.get(desc["type"])
+                if cls is None:
+                    continue
+                dev = cls(self, name, desc.get("parameters", {}))
+                self.devices[name] = dev
+                self._map.append((desc["phys_addr"], desc["addr_range"], dev))
+                if isinstance(dev, DtpuDevice):
+                    self.dtpu = dev
+            self._map.sort(key=lambda e: e[0])
+            self.trace.clear()
+            self.bitstream = bitstream
+
+    def _find(self, addr: int) -> tuple[Device, int]:
+        for base, size, dev in self._map:
+            if base <= addr < base + size:
+                return dev, addr - base
+        raise RuntimeError(f"bus error: no device at {addr:#x} in the emulated overlay "
+                           f"({self.bitstream})")
+
+    def note(self, device: str, note: str, value: int = 0) -> None:
+        if self.record:
+            self.trace.append(Access(device, "dma", 0, value, note))
+
+    def read(self, addr: int) -> int:
+        with self.lock:
+            dev, off = self._find(addr)
+            self._tick()
+            value = int(dev.read(off)) & 0xFFFFFFFF
+            if self.record and not isinstance(dev, XadcDevice):
+                self.trace.append(Access(dev.name, "r", off, value))
+            return value
+
+    def write(self, addr: int, value: int) -> None:
+        with self.lock:
+            dev, off = self._find(addr)
+            if self.record and not isinstance(dev, XadcDevice):
+                self.trace.append(Access(dev.name, "w", off, int(value) & 0xFFFFFFFF))
+            dev.write(off, int(value) & 0xFFFFFFFF)
+            self._tick()
+
+    def _tick(self) -> None:
+        for dev in self.devices.values():
+            dev.tick()
+
+
+BOARD = Board()
+
+__all__ = ["Access", "AxiDmaDevice", "BOARD", "Board", "Ddr", "DtpuDevice", "XadcDevice",
+           "config_from_params"]

@@ -1,0 +1,241 @@
+"""The DTPU on a PYNQ-Z2 as a driver transport: MMIO registers, AXI DMAs, bounded waits.
+
+Registers go through the DTPU's ``DefaultIP`` (``overlay.dtpu``, MMIO on M_AXI_GP0). Streams go
+through the simple-mode AXI DMAs of the block design (:data:`dtpu.board.design.STREAM_DMA`):
+one transfer per job and stream, from ``pynq.allocate`` buffers, tlast at the transfer's end.
+
+PYNQ's ``channel.wait()`` spins until the channel is idle, forever if the core never takes or
+produces the words; every wait here instead polls ``idle``/``error`` against a deadline and
+raises :class:`~dtpu.driver.DtpuTimeout`. The receive channel is armed before START
+(:meth:`expect`), with a few spare words so that a too-long result packet is seen as such
+instead of as a DMA error, and only then are the inputs sent.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+from dtpu.board.design import DMA_LENGTH_WIDTH, DTPU_VLNV, STREAM_DMA
+from dtpu.driver.transport import DtpuHardwareError, DtpuTimeout, Transport
+from dtpu.hw.config import HwConfig
+
+log = logging.getLogger(__name__)
+
+_U64 = np.dtype("<u8")
+
+# AXI DMA (PG021) simple-mode registers, relative to a channel's base (MM2S 0x00, S2MM 0x30)
+DMACR, DMASR, ADDR, LENGTH = 0x00, 0x04, 0x18, 0x28
+CHANNEL_BASE = {"sendchannel": 0x00, "recvchannel": 0x30}
+DMACR_RS, DMACR_RESET = 0x1, 0x4
+DMASR_FLAGS = {4: "internal error", 5: "slave error", 6: "decode error", 12: "ioc irq",
+               14: "err irq"}
+DMASR_ERRORS = 0x70
+
+#: spare words armed on the receive channel beyond the expected result length
+RECV_SLACK = 8
+
+
+def _dmasr_text(value: int) -> str:
+    state = "halted" if value & 0x1 else ("idle" if value & 0x2 else "busy")
+    flags = [name for bit, name in DMASR_FLAGS.items() if value >> bit & 1]
+    return f"DMASR={value:#x} ({', '.join([state] + flags)})"
+
+
+def _poll(cond: Callable[[], bool], timeout_s: float) -> bool:
+    """True once `cond()` holds, False at the deadline; sleeps only after the first spins (a
+    register read costs about a microsecond on the board, a job often a few)."""
+    deadline = time.monotonic() + timeout_s
+    spins = 0
+    while True:
+        if cond():
+            return True
+        if time.monotonic() >= deadline:
+            return bool(cond())
+        spins += 1
+        if spins > 200:
+            time.sleep(min(1e-3, 1e-5 * (spins - 200)))
+
+
+class PynqTransport(Transport):
+    """The board's DTPU behind its overlay (a ``pynq.Overlay`` of the hw/overlays design)."""
+
+    def __init__(self, overlay: Any, cfg: HwConfig | None = None, *, allocate: Callable | None = None,
+                 timeout_s: float = 5.0) -> None:
+        self.overlay = overlay
+        self.timeout_s = float(timeout_s)
+        ip_dict = overlay.ip_dict
+        names = [n for n, d in ip_dict.items() if d.get("type") == DTPU_VLNV]
+        if len(names) != 1:
+            listing = ", ".join(f"{n} ({d.get('type')})" for n, d in ip_dict.items())
+            raise DtpuHardwareError(f"overlay has {len(names)} IPs with VLNV {DTPU_VLNV}, expected "
+                                    f"one; its IPs: {listing}")
+        self.ip = getattr(overlay, names[0])
+        self.cfg = cfg if cfg is not None else self.ip.config()
+        if allocate is None:
+            from dtpu.board import import_pynq
+
+            allocate = import_pynq().allocate
+        self._allocate = allocate
+        self._dma: dict[str, Any] = {}
+        self._channel: dict[str, Any] = {}
+        self._max_bytes: dict[str, int] = {}
+        for stream, (dma_name, attr) in STREAM_DMA.items():
+            if dma_name not in ip_dict:
+                raise DtpuHardwareError(f"overlay has no DMA {dma_name!r} for stream {stream!r}; "
+                                        f"its IPs: {', '.join(ip_dict)}")
+            dma = getattr(overlay, dma_name)
+            self._dma[stream] = dma
+            self._channel[stream] = getattr(dma, attr)
+            params = ip_dict[dma_name].get("parameters", {})
+            width = int(params.get("c_sg_length_width", DMA_LENGTH_WIDTH))
+            self._max_bytes[stream] = (1 << width) - 1
+        self._buf: dict[str, Any] = {}
+        self._busy: dict[str, bool] = {s: False for s in STREAM_DMA}
+
+    # -- registers ------------------------------------------------------------------------------
+
+    def write_reg(self, offset: int, value: int) -> None:
+        self.ip.write(offset, int(value) & 0xFFFFFFFF)
+
+    def read_reg(self, offset: int) -> int:
+        return int(self.ip.read(offset))
+
+    # -- buffers and channels ---------------------------------------------------------------------
+
+    def _buffer(self, stream: str, words: int):
+        buf = self._buf.get(stream)
+        if buf is None or buf.shape[0] < words:
+            if buf is not None:
+                buf.freebuffer()
+            cap = 1 << max(10, (words - 1).bit_length())
+            buf = self._allocate(shape=(cap,), dtype=np.uint64)
+            self._buf[stream] = buf
+        return buf
+
+    def _dmasr(self, stream: str) -> int:
+        _, attr = STREAM_DMA[stream]
+        return int(self._dma[stream].read(CHANNEL_BASE[attr] + DMASR))
+
+    def _settle(self, stream: str, timeout_s: float) -> bool:
+        """Wait for the stream's outstanding transfer; raise on a DMA error."""
+        if not self._busy[stream]:
+            return True
+        ch = self._channel[stream]
+        if not _poll(lambda: ch.idle or ch.error, timeout_s):
+            return False
+        if ch.error:
+            raise DtpuHardwareError(f"{stream} DMA channel error: {_dmasr_text(self._dmasr(stream))}")
+        self._busy[stream] = False
+        return True
+
+    def _check_size(self, stream: str, nbytes: int) -> None:
+        if nbytes > self._max_bytes[stream]:
+            raise DtpuHardwareError(
+                f"{stream}: a transfer of {nbytes} bytes exceeds the DMA's buffer length register "
+                f"({self._max_bytes[stream]} bytes); rebuild the overlay with c_sg_length_width="
+                f"{DMA_LENGTH_WIDTH} (hw/overlays) or lower the node in smaller jobs")
+
+    # -- streams --------------------------------------------------------------------------------
+
+    def expect(self, stream: str, n: int) -> None:
+        if not self._settle(stream, self.timeout_s):
+            raise DtpuTimeout(f"{stream} channel still busy with an earlier transfer after "
+                              f"{self.timeout_s:g} s")
+        cap = n + RECV_SLACK
+        self._check_size(stream, cap * 8)
+        buf = self._buffer(stream, cap)
+        self._channel[stream].transfer(buf, nbytes=cap * 8)
+        self._busy[stream] = True
+
+    def send(self, stream: str, words: np.ndarray) -> None:
+        words = np.asarray(words)
+        if words.dtype != _U64:
+            words = words.astype(_U64)
+        n = int(words.size)
+        if not n:
+            return
+        if not self._settle(stream, self.timeout_s):
+            raise DtpuTimeout(f"{stream} channel still busy with an earlier transfer after "
+                              f"{self.timeout_s:g} s")
+        self._check_size(stream, n * 8)
+        buf = self._buffer(stream, n)
+        buf[:n] = words.reshape(-1)
+        self._channel[stream].transfer(buf, nbytes=n * 8)
+        self._busy[stream] = True
+
+    def recv(self, stream: str, n: int) -> np.ndarray:
+        if not self._busy[stream]:
+            self.expect(stream, n)
+        ch = self._channel[stream]
+        if not _poll(lambda: ch.idle or ch.error, self.timeout_s):
+            raise DtpuTimeout(f"{stream} channel did not complete within {self.timeout_s:g} s "
+                              f"({_dmasr_text(self._dmasr(stream))})")
+        if ch.error:
+            self._busy[stream] = False
+            raise DtpuHardwareError(f"{stream} DMA channel error ({_dmasr_text(self._dmasr(stream))}); "
+                                    f"a result packet longer than {n + RECV_SLACK} words ends so")
+        ch.wait()  # idle already: returns at once, invalidates the cache, sets `transferred`
+        self._busy[stream] = False
+        nbytes = getattr(ch, "transferred", None)
+        if nbytes is None:
+            nbytes = int(self._dma[stream].read(CHANNEL_BASE[STREAM_DMA[stream][1]] + LENGTH))
+        return np.array(self._buf[stream][:int(nbytes) // 8], dtype=_U64)
+
+    def wait_done(self, timeout_s: float) -> bool:
+        status, done = self.cfg.REG_STATUS, self.cfg.reg("STATUS").field("DONE").mask
+        return _poll(lambda: self.ip.read(status) & done, timeout_s)
+
+    def pending_input(self, timeout_s: float = 0.0) -> dict[str, int]:
+        left = {}
+        for stream, (_, attr) in STREAM_DMA.items():
+            if attr == "sendchannel" and self._busy[stream] and not self._settle(stream, timeout_s):
+                left[stream] = -1
+        return left
+
+    # -- recovery and diagnostics ---------------------------------------------------------------
+
+    def reset(self) -> None:
+        """Reset every DMA (stops transfers, drops their state), then CTRL.SOFT_RESET the core."""
+        seen = []
+        for stream, dma in self._dma.items():
+            if any(dma is d for d in seen):
+                continue
+            seen.append(dma)
+            dma.write(DMACR, DMACR_RESET)  # either channel's reset bit resets the whole engine
+            if not _poll(lambda: not dma.read(DMACR) & DMACR_RESET, self.timeout_s):
+                raise DtpuTimeout(f"DMA of stream {stream} did not come out of reset within "
+                                  f"{self.timeout_s:g} s")
+        for stream, ch in self._channel.items():
+            _, attr = STREAM_DMA[stream]
+            base = CHANNEL_BASE[attr]
+            dma = self._dma[stream]
+            dma.write(base + DMACR, DMACR_RS)
+            if not _poll(lambda: not dma.read(base + DMASR) & 0x1, self.timeout_s):
+                raise DtpuTimeout(f"{stream} DMA channel did not restart within {self.timeout_s:g} s")
+            ch.start()  # running already: only resets pynq's view of the channel
+            self._busy[stream] = False
+        super().reset()
+
+    def describe(self) -> str:
+        parts = []
+        for stream, (dma_name, attr) in STREAM_DMA.items():
+            try:
+                parts.append(f"{stream} ({dma_name}.{attr}): {_dmasr_text(self._dmasr(stream))}"
+                             f"{' transfer outstanding' if self._busy[stream] else ''}")
+            except Exception as exc:
+                parts.append(f"{stream}: <unreadable: {exc!r}>")
+        return "DMA " + "; ".join(parts)
+
+    def close(self) -> None:
+        for buf in self._buf.values():
+            try:
+                buf.freebuffer()
+            except Exception as exc:  # freeing must not mask the close of the rest
+                log.debug("freebuffer failed: %r", exc)
+        self._buf = {}
+
+
+__all__ = ["PynqTransport", "RECV_SLACK"]

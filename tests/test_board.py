@@ -1,0 +1,272 @@
+"""backend=pynq on the emulated PYNQ-Z2 (dtpu.board.emulate): the board transport's exact
+register and DMA sequence, run against the golden model behind emulated AXI DMAs.
+
+The board code does not know it is emulated: a fake `pynq` on sys.modules, an emulated overlay
+(.bit placeholder + .hwh of the hw/overlays design). A whole zoo model through the delegate must
+equal the CPU interpreter bit for bit, with the same cycles as backend=model.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dtpu.driver import DtpuHardwareError, DtpuTimeout, run_job, run_jobs
+from dtpu.hw.config import HwConfig, get_config
+from dtpu.hw.lower import Job, lower
+from dtpu.spec import ConvSpec, DataMode, OpKind, Padding, Quant
+from tests.delegate_util import assert_matches, dtpu_so, run, tfl  # noqa: F401
+
+ROOT = Path(__file__).resolve().parents[1]
+MODEL = ROOT / "tests" / "models" / "zoo" / "mobilenet_like__int8.tflite"
+
+
+@pytest.fixture(scope="module")
+def emu(tmp_path_factory):
+    """The pynq emulation for this module; removed from sys.modules afterwards."""
+    from dtpu.board import emulate
+
+    if "pynq" in sys.modules and not emulate.installed():
+        pytest.skip("a real pynq is imported: the emulation cannot be installed")
+    saved = os.environ.get("DTPU_BITSTREAM")
+    bit = emulate.install(tmp_path_factory.mktemp("overlay"))
+    yield bit
+    emulate.uninstall()
+    if saved is None:
+        os.environ.pop("DTPU_BITSTREAM", None)
+    else:
+        os.environ["DTPU_BITSTREAM"] = saved
+
+
+def _node(seed=0, kind=OpKind.CONV_2D):
+    rng = np.random.default_rng(seed)
+    if kind is OpKind.DEPTHWISE_CONV_2D:
+        spec = ConvSpec(kind, DataMode.INT8, (1, 7, 7, 16), (1, 3, 3, 16), padding=Padding.SAME,
+                        input_q=Quant((0.02,), (-3,)), filter_q=Quant((0.01,) * 16, (0,) * 16),
+                        output_q=Quant((0.05,), (2,)))
+    else:
+        spec = ConvSpec(kind, DataMode.INT8, (1, 6, 6, 16), (24, 3, 3, 16), padding=Padding.SAME,
+                        input_q=Quant((0.02,), (-3,)),
+                        filter_q=Quant(tuple(rng.uniform(0.005, 0.02, 24)), (0,) * 24),
+                        output_q=Quant((0.4,), (5,)))
+    x = rng.integers(-128, 128, spec.input_shape).astype(np.int8)
+    f = rng.integers(-127, 128, spec.filter_shape).astype(np.int8)
+    b = rng.integers(-1000, 1000, spec.out_channels).astype(np.int32)
+    return spec, x, f, b
+
+
+def _transport(bit):
+    from dtpu.board import load_overlay
+    from dtpu.board.transport import PynqTransport
+
+    overlay = load_overlay(bit)
+    return overlay, PynqTransport(overlay, get_config(), timeout_s=0.2)
+
+
+# ------------------------------------------------------------------------------ the overlay
+
+
+def test_overlay_gives_named_drivers_bound_by_vlnv(emu):
+    from dtpu.board import ip, load_overlay
+    from dtpu.board.design import ADDRESS_MAP, DTPU_VLNV
+
+    overlay = load_overlay(emu)
+    assert overlay.ip_dict["dtpu"]["type"] == DTPU_VLNV
+    assert {n: (d["phys_addr"], d["addr_range"]) for n, d in overlay.ip_dict.items()} == ADDRESS_MAP
+    dtpu = overlay.dtpu
+    DtpuIP, XadcIP = ip.drivers()
+    assert isinstance(dtpu, DtpuIP) and isinstance(overlay.xadc, XadcIP)
+    assert dtpu.id == 0x44545055 and dtpu.version == (1, 0)
+    assert dtpu.hwcfg["COLS"] == 8 and dtpu.config().model_name == get_config().model_name
+    assert dtpu.status == {"BUSY": 0, "DONE": 0, "ERROR": 0, "STATE": 0}
+    assert dtpu.counters["cycles"] == 0 and dtpu.err_names == []
+    assert 20.0 < overlay.xadc.temperature < 80.0
+    volts = overlay.xadc.voltages
+    assert set(volts) == {"vccint", "vccaux", "vccbram", "vccpint", "vccpaux", "vccoddr"}
+    assert abs(volts["vccaux"] - 1.8) < 0.01 and abs(overlay.xadc.vccoddr - 1.5) < 0.01
+
+
+def test_board_transport_runs_jobs_like_the_model(emu):
+    from dtpu.driver import ModelTransport
+
+    spec, x, f, b = _node(1)
+    low = lower(spec, f, b)
+    _, t = _transport(emu)
+    m = ModelTransport()
+    for target in (t, m):
+        run_jobs(target, low.load_jobs)
+    got, cnt = run_jobs(t, low.jobs(x))
+    want, cnt_m = run_jobs(m, low.jobs(x))
+    assert all(np.array_equal(g, w) for g, w in zip(got, want)) and cnt == cnt_m
+
+
+def _job_tokens(trace, start_index=0):
+    """The trace as tokens: 'dtpu:w:0x1c', 'dma_act:w:0x58', 'dma_act:dma:s2mm start', ..."""
+    out = []
+    for a in trace[start_index:]:
+        if a.op == "dma":
+            out.append(f"{a.device}:dma:{' '.join(a.note.split()[:2])}")
+        else:
+            out.append(f"{a.device}:{a.op}:{a.offset:#x}")
+    return out
+
+
+def test_register_and_dma_sequence_of_a_job(emu):
+    from dtpu.board.emulate import current_board
+
+    spec, x, f, b = _node(2)
+    low = lower(spec, f, b)
+    _, t = _transport(emu)
+    run_jobs(t, low.load_jobs)
+    board = current_board()
+    (job,) = low.jobs(x)
+    board.trace.clear()
+    res = run_job(t, job)
+    assert res.size == job.recv
+    tokens = " ".join(_job_tokens(board.trace))
+    c = get_config()
+    regs = " ".join(f"dtpu:w:{c.reg(n).offset:#x}" for n, _ in job.regs)
+    assert job.regs[-1][0] == "JOB"
+    pattern = (
+        re.escape(regs)                                              # job registers, JOB last
+        + r"( dma_act:r:0x34)*"                                      # S2MM running/idle checks
+        + r" dma_act:w:0x48 dma_act:w:0x4c dma_act:w:0x58 dma_act:dma:s2mm start"  # armed first
+        + r" dtpu:w:0x10 dtpu:r:0x14"                                # START, one STATUS read
+        + r"( dma_act:r:0x4)*"                                       # MM2S checks
+        + r" dma_act:w:0x18 dma_act:w:0x1c dma_act:w:0x28 dma_act:dma:mm2s start"
+        + r" dma_act:dma:mm2s done dma_act:dma:s2mm done"            # core takes all, results out
+        + r"( dtpu:r:0x14)+ dtpu:r:0x18"                             # STATUS until DONE, ERR
+        + r"( dma_act:r:0x4)*"                                       # inputs all taken
+        + r"( dma_act:r:0x34)+ dma_act:r:0x58$"                      # S2MM idle, received length
+    )
+    assert re.match(pattern, tokens), tokens
+    # the load jobs use the weight DMA and never arm a receive channel
+    board.trace.clear()
+    run_jobs(t, low.load_jobs)
+    tokens = _job_tokens(board.trace)
+    assert "dma_wgt:dma:mm2s start" in tokens and not any("s2mm" in tok for tok in tokens)
+    assert tokens.index("dtpu:w:0x10") < tokens.index("dma_wgt:dma:mm2s start")
+
+
+@pytest.mark.parametrize("delta,error,pattern", [
+    (3, DtpuHardwareError, r"long result stream: \d+ words on m_axis_res, expected \d+"),
+    (20, DtpuHardwareError, r"res DMA channel error \(DMASR=0x\w+ \(halted, internal error"),
+    (-3, DtpuHardwareError, r"short result stream"),
+])
+def test_wrong_result_lengths_are_caught_at_the_dma(emu, delta, error, pattern):
+    spec, x, f, b = _node(3)
+    low = lower(spec, f, b)
+    _, t = _transport(emu)
+    run_jobs(t, low.load_jobs)
+    (job,) = low.jobs(x)
+    wrong = Job(job.label, job.regs, job.send, job.recv - delta)
+    with pytest.raises(error, match=pattern):
+        run_job(t, wrong)
+    # reset: DMAs and core back to idle, the same job now runs right
+    assert np.array_equal(run_job(t, job), run_job(t, job))
+
+
+def test_starved_job_times_out_with_dma_state_and_the_board_recovers(emu):
+    spec, x, f, b = _node(4, OpKind.DEPTHWISE_CONV_2D)
+    low = lower(spec, f, b)
+    _, t = _transport(emu)
+    run_jobs(t, low.load_jobs)
+    (job,) = low.jobs(x)
+    want = run_job(t, job)
+    starved = Job(job.label, job.regs, {"act": job.send["act"][:-7]}, job.recv)
+    with pytest.raises(DtpuTimeout, match=r"did not finish within 0\.05 s .*STATUS=0x1 \(BUSY=1.*"
+                                          r"DMA wgt .*act \(dma_act\.sendchannel\): DMASR=0x\w+ \(busy"
+                                          r"[^)]*\) transfer outstanding"):
+        run_job(t, starved, timeout_s=0.05)
+    assert np.array_equal(run_job(t, job), want)
+
+
+def test_too_many_input_words_flag_tlast_and_are_flushed(emu):
+    spec, x, f, b = _node(5)
+    low = lower(spec, f, b)
+    _, t = _transport(emu)
+    run_jobs(t, low.load_jobs)
+    (job,) = low.jobs(x)
+    want = run_job(t, job)
+    extra = Job(job.label, job.regs, {"act": np.concatenate([job.send["act"], job.send["act"][:4]])},
+                job.recv)
+    with pytest.raises(DtpuHardwareError, match="TLAST_MISSING"):
+        run_job(t, extra)
+    assert np.array_equal(run_job(t, job), want)
+
+
+def test_bitstream_of_another_build_is_refused(emu, tmp_path):
+    from dtpu.backends import get
+    from dtpu.board.emulate import write_design
+
+    bit = write_design(tmp_path, HwConfig(COLS=4))
+    with pytest.raises(DtpuHardwareError, match=r"does not match contract .*the device is "
+                                                r"\{'ROWS': 8, 'COLS': 4"):
+        get("pynq")({"bitstream": str(bit), "mxu": (8, 8)})
+    backend = get("pynq")({"bitstream": str(bit), "mxu": (8, 4)})
+    assert backend.cfg.COLS == 4
+    backend.close()
+
+
+def test_pynq_missing_is_a_clear_error():
+    env = {k: v for k, v in os.environ.items() if k not in ("DTPU_PYNQ_EMULATE", "DTPU_BITSTREAM")}
+    env["PYTHONPATH"] = str(ROOT / "pylib")
+    code = "from dtpu.backends import get; get('pynq')({})"
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode != 0
+    assert "backend=pynq needs the pynq package" in proc.stderr
+    assert "DTPU_PYNQ_EMULATE=1" in proc.stderr
+
+
+# ------------------------------------------------------------------ a whole model, end to end
+
+
+def test_zoo_model_through_the_delegate_on_the_emulated_board(emu, dtpu_so, tfl):
+    import dtpu
+    from dtpu.board.emulate import current_board
+    from tests.models import zoo
+
+    entry = zoo.get_entry("mobilenet_like__int8")
+    cpu = tfl.Interpreter(model_path=str(MODEL))
+    cpu.allocate_tensors()
+    model = dtpu.make_interpreter(MODEL, {"backend": "model"})
+    model.allocate_tensors()
+    board = dtpu.make_interpreter(MODEL, {"backend": "pynq", "bitstream": str(emu)})
+    board.allocate_tensors()
+    for seed in range(2):
+        inputs = zoo.make_inputs(entry, seed=seed)
+        want = run(cpu, inputs)
+        got_model = run(model, inputs)
+        report_model = dtpu.last_report()
+        current_board().trace.clear()
+        got = run(board, inputs)
+        report = dtpu.last_report()
+        for g, w in zip(got, want):
+            assert_matches(g, w, f"pynq seed {seed}")
+        for g, w in zip(got_model, want):
+            assert_matches(g, w, f"model seed {seed}")
+    assert report.backend == "pynq" and len(report.nodes) == 13
+    assert [n.hw["cycles"] for n in report.nodes] == [n.hw["cycles"] for n in report_model.nodes]
+    assert report.hw["cycles"] == report_model.hw["cycles"] > 0
+    assert all(n.hw["stall_cycles"] == 0 for n in report.nodes)
+    # one invoke's trace: per node one compute job (weights stay resident), each START preceded
+    # by an armed receive channel, and no weight-DMA traffic at all
+    tokens = _job_tokens(current_board().trace)
+    starts = [i for i, tok in enumerate(tokens) if tok == "dtpu:w:0x10"]
+    assert len(starts) == 13
+    for i in starts:
+        assert "dma_act:dma:s2mm start" in tokens[max(0, i - 4):i]
+    assert not any(tok.startswith("dma_wgt:dma") for tok in tokens)
+    assert tokens.count("dma_act:dma:mm2s done") == tokens.count("dma_act:dma:s2mm done") == 13
+    # power: XADC statistics measured (synthetic here), energy estimated from the counters
+    p = report.power
+    assert p["method"] == "estimated" and p["energy_j"] > 0 and p["avg_w"] > 0
+    assert set(p["temperature_c"]) == {"min", "avg", "max"}
+    assert p["temperature_c"]["min"] <= p["temperature_c"]["avg"] <= p["temperature_c"]["max"]
+    assert abs(p["voltages_v"]["vccint"] - 1.0) < 0.01 and "vccoddr_max" in p["voltages_v"]

@@ -106,6 +106,15 @@ module dtpu_control #
     output wire [15:0]                  iss_words,
     output wire [15:0]                  iss_nvals,
 
+    /* Depthwise sequencer */
+    input  wire [31:0]                  dw_err,
+    output wire                         dw_latch,
+    output wire                         dw_run,
+    input  wire [63:0]                  dw_in_total,
+    input  wire [63:0]                  dw_res_total,
+    input  wire                         dw_need_act,
+    input  wire                         dw_conflict,
+
     /* Error flags from the datapath */
     input  wire                         dp_ovf,
     input  wire                         dp_wrap
@@ -115,7 +124,6 @@ module dtpu_control #
 `include "dtpu_regs.vh"
 /* verilator lint_on UNUSEDPARAM */
 
-/* verilator lint_off UNUSEDPARAM */
 localparam [3:0]
     ST_IDLE = 4'd0,
     ST_CONFIG0 = 4'd1,
@@ -125,7 +133,6 @@ localparam [3:0]
     ST_DW = 4'd5,
     ST_LOAD_LAT = 4'd6,
     ST_DONE = 4'd7;
-/* verilator lint_on UNUSEDPARAM */
 
 localparam [33:0] WEIGHT_WORDS = 34'd1 << LOG_WEIGHT_WORDS;
 localparam [33:0] PARAM_ENTRIES = 34'd1 << LOG_PARAM_ENTRIES;
@@ -207,8 +214,7 @@ always @* begin
                 else if ({2'b0, reg_gemm_kw} > ACT_WORDS)
                     err0[DTPU_ERR_ACT_CAPACITY] = 1'b1;
             end else begin
-                // depthwise is not in this build yet
-                err0[DTPU_ERR_BAD_OPCODE] = 1'b1;
+                err0 = dw_err;
             end
         end
         default: err0[DTPU_ERR_BAD_OPCODE] = 1'b1;
@@ -246,17 +252,19 @@ reg        done_reg;
 
 wire s_load = state_reg == ST_LOAD;
 wire s_gemm = state_reg == ST_GEMM;
+wire s_dw = state_reg == ST_DW;
 
 wire gemm_issue = s_gemm && issuing_reg && {16'd0, cyc_reg} < reg_gemm_kw;
 wire gemm_need_act = gemm_issue && tile_reg == 32'd0;
+wire need_act = gemm_need_act || (s_dw && dw_need_act);
 wire load_need = s_load;
 
 wire out_block = res_tvalid && !res_tready;
-assign adv = !(gemm_need_act && !act_tvalid) && !(load_need && !wgt_tvalid) && !out_block;
+assign adv = !(need_act && !act_tvalid) && !(load_need && !wgt_tvalid) && !out_block;
 assign stall = busy && !adv;
 
 assign wgt_tready = load_need && adv;
-assign act_tready = gemm_need_act && adv;
+assign act_tready = need_act && adv;
 
 wire wgt_fire = wgt_tvalid && wgt_tready;
 wire act_fire = act_tvalid && act_tready;
@@ -271,7 +279,10 @@ wire missing = in_fire && !in_tlast && last_in;
 wire last_step = pix_reg + 32'd1 == reg_gemm_m && tile_reg + 32'd1 == reg_gemm_nt;
 wire step_end = {16'd0, cyc_reg} + 32'd1 >= {16'd0, p_reg};
 
-assign job_abort = early;
+assign job_abort = early || (s_dw && dw_conflict);
+// the job ends once every result word has been taken and every input word accepted
+wire finish = (s_gemm || s_dw) && res_cnt_reg == res_total_reg
+              && (in_cnt_reg == in_total_reg || (adv && act_fire && last_in));
 
 always @(posedge clk) begin
     done_reg <= 1'b0;
@@ -313,6 +324,10 @@ always @(posedge clk) begin
             end else if (op_reg == DTPU_OPCODE_LOAD_WGT || op_reg == DTPU_OPCODE_LOAD_PARAM) begin
                 in_total_reg <= {32'd0, reg_load_count};
                 state_reg <= ST_LOAD;
+            end else if (op_reg == DTPU_OPCODE_DWCONV) begin
+                in_total_reg <= dw_in_total;
+                res_total_reg <= dw_res_total;
+                state_reg <= ST_DW;
             end else begin
                 in_total_reg <= reg_gemm_m * reg_gemm_kw;
                 res_total_reg <= prod_mn_reg << log_w_reg;
@@ -357,11 +372,10 @@ always @(posedge clk) begin
                     end
                 end
             end
-            if (res_fire) begin
-                res_cnt_reg <= res_cnt_reg + 64'd1;
-            end
-            if (res_cnt_reg == res_total_reg) begin
-                state_reg <= ST_DONE;
+        end
+        ST_DW: begin
+            if (adv && act_fire) begin
+                in_cnt_reg <= in_cnt_reg + 64'd1;
             end
         end
         ST_DONE: begin
@@ -376,7 +390,16 @@ always @(posedge clk) begin
     if (state_reg == ST_LOAD_LAT && lat_cnt_reg + 2'd1 == DTPU_LOAD_LATENCY[1:0]) begin
         done_reg <= 1'b1;
     end
-    if (s_gemm && res_cnt_reg == res_total_reg) begin
+    if ((s_gemm || s_dw) && res_fire) begin
+        res_cnt_reg <= res_cnt_reg + 64'd1;
+    end
+    if (finish) begin
+        state_reg <= ST_DONE;
+        done_reg <= 1'b1;
+    end
+    if (busy && adv && s_dw && dw_conflict) begin
+        err_run_reg[DTPU_ERR_BANK_CONFLICT] <= 1'b1;
+        state_reg <= ST_DONE;
         done_reg <= 1'b1;
     end
 
@@ -415,6 +438,8 @@ assign cfg_variant = variant_reg;
 assign cfg_log_lanes = log_lo_reg;
 assign cfg_wi = wi_reg;
 assign cfg_dw = dw_reg;
+assign dw_latch = state_reg == ST_CONFIG0;
+assign dw_run = s_dw;
 
 // loader
 /* verilator lint_off UNUSEDSIGNAL */

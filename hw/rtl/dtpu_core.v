@@ -88,9 +88,13 @@ wire [31:0] r_act_max    = job_regs[8*32 +: 32];
 wire [31:0] r_gemm_m     = job_regs[9*32 +: 32];
 wire [31:0] r_gemm_kw    = job_regs[10*32 +: 32];
 wire [31:0] r_gemm_nt    = job_regs[11*32 +: 32];
-/* verilator lint_off UNUSEDSIGNAL */
-wire [32*6-1:0] r_dw     = job_regs[12*32 +: 6*32];
-/* verilator lint_on UNUSEDSIGNAL */
+wire [31:0] r_dw_in     = job_regs[12*32 +: 32];
+wire [31:0] r_dw_out    = job_regs[13*32 +: 32];
+wire [31:0] r_dw_kernel = job_regs[14*32 +: 32];
+wire [31:0] r_dw_stride = job_regs[15*32 +: 32];
+wire [31:0] r_dw_groups = job_regs[16*32 +: 32];
+wire [31:0] r_dw_ring   = job_regs[17*32 +: 32];
+localparam ARW = LOG_ACT_WORDS - LOG_COLS;
 
 wire ctl_rst_n = rst_n && !soft_reset;
 wire adv;
@@ -116,6 +120,18 @@ wire                         iss_valid, iss_first, iss_last, iss_job_last;
 wire [LOG_PARAM_ENTRIES-1:0] iss_ch;
 wire [15:0]                  iss_words, iss_nvals;
 wire                         dp_ovf, dp_wrap;
+wire [31:0]                  dw_err;
+wire                         dw_latch, dw_run, dw_need_act, dw_conflict;
+wire [63:0]                  dw_in_total, dw_res_total;
+wire [LOG_ACT_WORDS-1:0]     dw_abuf_waddr;
+wire [COLS-1:0]              dw_col_valid, dw_col_zero;
+wire                         dw_first, dw_last;
+wire [COLS*ARW-1:0]          dw_arow;
+wire [COLS*LOG_COLS-1:0]     dw_abank, dw_wbank;
+wire [COLS*WRW-1:0]          dw_wrow;
+wire                         dw_tag_valid, dw_tag_job_last;
+wire [15:0]                  dw_tag_words, dw_tag_nvals, dw_tag_g;
+wire [LOG_PARAM_ENTRIES-1:0] dw_tag_ch, dw_tag_wrap_ch;
 
 dtpu_control #(
     .COLS(COLS),
@@ -175,12 +191,101 @@ control_inst (
     .iss_job_last(iss_job_last),
     .iss_words(iss_words),
     .iss_nvals(iss_nvals),
+    .dw_err(dw_err),
+    .dw_latch(dw_latch),
+    .dw_run(dw_run),
+    .dw_in_total(dw_in_total),
+    .dw_res_total(dw_res_total),
+    .dw_need_act(dw_need_act),
+    .dw_conflict(dw_conflict),
     .dp_ovf(dp_ovf),
     .dp_wrap(dp_wrap)
 );
 
+// log2 lanes of the job's precision (for the depthwise sequencer, before CONFIG latches it)
+wire [3:0] job_prec = r_job[7:4];
+wire [1:0] job_mode = r_job[9:8];
+reg  [1:0] job_log_l;
+always @* begin
+    case (job_prec)
+        4'd0, 4'd1: job_log_l = 2'd3;
+        4'd2, 4'd6: job_log_l = 2'd2;
+        4'd3, 4'd5: job_log_l = 2'd1;
+        default: job_log_l = 2'd0;
+    endcase
+end
+wire [1:0] job_log_lo = job_mode == 2'd0 ? job_log_l : job_mode == 2'd2 ? 2'd1
+                      : (job_prec == 4'd0 || job_prec == 4'd1) ? 2'd1 : 2'd0;
+
+dtpu_dw_seq #(
+    .COLS(COLS),
+    .LOG_COLS(LOG_COLS),
+    .LOG_WEIGHT_WORDS(LOG_WEIGHT_WORDS),
+    .LOG_PARAM_ENTRIES(LOG_PARAM_ENTRIES),
+    .LOG_ACT_WORDS(LOG_ACT_WORDS)
+)
+dw_inst (
+    .clk(clk),
+    .rst_n(dp_rst_n),
+    .adv(adv),
+    .reg_dw_in(r_dw_in),
+    .reg_dw_out(r_dw_out),
+    .reg_dw_kernel(r_dw_kernel),
+    .reg_dw_stride(r_dw_stride),
+    .reg_dw_groups(r_dw_groups),
+    .reg_dw_ring(r_dw_ring),
+    .reg_wgt_base(r_wgt_base),
+    .reg_param_base(r_param_base),
+    .log_l(job_log_l),
+    .log_lo(job_log_lo),
+    .check_param(job_mode != 2'd1),
+    .cfg_err(dw_err),
+    .latch(dw_latch),
+    .run(dw_run),
+    .in_total(dw_in_total),
+    .res_total(dw_res_total),
+    .need_act(dw_need_act),
+    .act_fire(s_axis_act_tvalid && s_axis_act_tready),
+    .conflict(dw_conflict),
+    .abuf_waddr(dw_abuf_waddr),
+    .col_valid(dw_col_valid),
+    .col_zero(dw_col_zero),
+    .col_first(dw_first),
+    .col_last(dw_last),
+    .col_arow(dw_arow),
+    .col_abank(dw_abank),
+    .col_wrow(dw_wrow),
+    .col_wbank(dw_wbank),
+    .tag_valid(dw_tag_valid),
+    .tag_job_last(dw_tag_job_last),
+    .tag_words(dw_tag_words),
+    .tag_nvals(dw_tag_nvals),
+    .tag_ch(dw_tag_ch),
+    .tag_wrap_ch(dw_tag_wrap_ch),
+    .tag_g(dw_tag_g)
+);
+
+// ---- read crossbars: each bank serves the (lowest) column that asks for it ----
+reg [COLS*WRW-1:0] wmem_rows;
+reg [COLS*ARW-1:0] abuf_rows;
+integer bb, cc;
+always @* begin
+    for (bb = 0; bb < COLS; bb = bb + 1) begin
+        wmem_rows[bb*WRW +: WRW] = wgt_row;
+        abuf_rows[bb*ARW +: ARW] = abuf_raddr[LOG_ACT_WORDS-1:LOG_COLS];
+        if (cfg_dw) begin
+            for (cc = COLS - 1; cc >= 0; cc = cc - 1) begin
+                if (dw_col_valid[cc] && {{(32-LOG_COLS){1'b0}}, dw_wbank[cc*LOG_COLS +: LOG_COLS]} == bb)
+                    wmem_rows[bb*WRW +: WRW] = dw_wrow[cc*WRW +: WRW];
+                if (dw_col_valid[cc] && {{(32-LOG_COLS){1'b0}}, dw_abank[cc*LOG_COLS +: LOG_COLS]} == bb)
+                    abuf_rows[bb*ARW +: ARW] = dw_arow[cc*ARW +: ARW];
+            end
+        end
+    end
+end
+
 // ---- L/S weight units: weight memory ----
-wire [COLS*64-1:0] wgt_words;
+wire [COLS*64-1:0] wgt_bank_words;
 
 dtpu_ls_banks #(
     .LOG_BANKS(LOG_COLS),
@@ -193,8 +298,8 @@ wmem_inst (
     .wr_addr(wmem_waddr),
     .wr_data(s_axis_wgt_tdata),
     .rd_en(adv),
-    .rd_row({COLS{wgt_row}}),
-    .rd_data(wgt_words)
+    .rd_row(wmem_rows),
+    .rd_data(wgt_bank_words)
 );
 
 // ---- L/S activation units: activation buffer ----
@@ -208,10 +313,10 @@ dtpu_ls_banks #(
 abuf_inst (
     .clk(clk),
     .wr_en(abuf_we),
-    .wr_addr(abuf_waddr),
+    .wr_addr(cfg_dw ? dw_abuf_waddr : abuf_waddr),
     .wr_data(s_axis_act_tdata),
     .rd_en(adv),
-    .rd_row({COLS{abuf_raddr[LOG_ACT_WORDS-1:LOG_COLS]}}),
+    .rd_row(abuf_rows),
     .rd_data(abuf_words)
 );
 
@@ -238,6 +343,39 @@ end
 
 wire [63:0] act_word = from_stream_reg ? act_stream_reg : abuf_words[abank_reg*64 +: 64];
 
+// depthwise: per-column bank selections, one cycle after the read
+reg [COLS*LOG_COLS-1:0] dw_abank_reg, dw_wbank_reg;
+reg [COLS-1:0]          dw_valid_reg, dw_zero_reg;
+reg                     dw_first_reg, dw_last_reg;
+
+always @(posedge clk) begin
+    if (adv) begin
+        dw_abank_reg <= dw_abank;
+        dw_wbank_reg <= dw_wbank;
+        dw_valid_reg <= dw_col_valid;
+        dw_zero_reg <= dw_col_zero;
+        dw_first_reg <= dw_first;
+        dw_last_reg <= dw_last;
+    end
+    if (!dp_rst_n) begin
+        dw_valid_reg <= {COLS{1'b0}};
+    end
+end
+
+reg [COLS*64-1:0] mxu_act, mxu_wgt;
+integer mj;
+always @* begin
+    for (mj = 0; mj < COLS; mj = mj + 1) begin
+        if (cfg_dw) begin
+            mxu_act[mj*64 +: 64] = abuf_words[dw_abank_reg[mj*LOG_COLS +: LOG_COLS]*64 +: 64];
+            mxu_wgt[mj*64 +: 64] = wgt_bank_words[dw_wbank_reg[mj*LOG_COLS +: LOG_COLS]*64 +: 64];
+        end else begin
+            mxu_act[mj*64 +: 64] = act_word;
+            mxu_wgt[mj*64 +: 64] = wgt_bank_words[mj*64 +: 64];
+        end
+    end
+end
+
 // ---- MXU ----
 wire [ROWS*COLS*AW-1:0] pe_acc;
 /* verilator lint_off UNUSEDSIGNAL */
@@ -258,11 +396,12 @@ mxu_inst (
     .prec(cfg_prec),
     .in_offset(r_in_offset),
     .wgt_offset(r_wgt_offset),
-    .act_words({COLS{act_word}}),
-    .wgt_words(wgt_words),
-    .col_valid({COLS{v1_reg}}),
-    .col_first({COLS{f1_reg}}),
-    .col_last({COLS{l1_reg}}),
+    .act_words(mxu_act),
+    .wgt_words(mxu_wgt),
+    .col_valid(cfg_dw ? dw_valid_reg : {COLS{v1_reg}}),
+    .col_zero(cfg_dw ? dw_zero_reg : {COLS{1'b0}}),
+    .col_first(cfg_dw ? {COLS{dw_first_reg}} : {COLS{f1_reg}}),
+    .col_last(cfg_dw ? {COLS{dw_last_reg}} : {COLS{l1_reg}}),
     .acc(pe_acc),
     .acc_valid(pe_valid),
     .prod_ovf(pe_ovf)
@@ -326,7 +465,48 @@ pmem_inst (
     .rd_rq(prm_rq)
 );
 
-wire [ROWS*COLS*AW-1:0] cap_values = {{((ROWS-1)*COLS*AW){1'b0}}, col_sum};
+// depthwise step tags: issue -> accumulators final (memory read + 3 PE stages)
+localparam DW_TAG_W = 1 + 1 + 16 + 16 + 2*LOG_PARAM_ENTRIES + 16;
+reg [DW_TAG_W-1:0] dw_tag_pipe_reg [0:3];
+integer qq;
+always @(posedge clk) begin
+    if (adv) begin
+        dw_tag_pipe_reg[0] <= {dw_tag_valid, dw_tag_job_last, dw_tag_words, dw_tag_nvals,
+                               dw_tag_ch, dw_tag_wrap_ch, dw_tag_g};
+        for (qq = 1; qq < 4; qq = qq + 1) begin
+            dw_tag_pipe_reg[qq] <= dw_tag_pipe_reg[qq-1];
+        end
+    end
+    if (!dp_rst_n) begin
+        for (qq = 0; qq < 4; qq = qq + 1) begin
+            dw_tag_pipe_reg[qq][DW_TAG_W-1] <= 1'b0;
+        end
+    end
+end
+wire [DW_TAG_W-1:0] dwt = dw_tag_pipe_reg[3];
+wire dwt_valid = dwt[DW_TAG_W-1];
+wire dwt_last = dwt[DW_TAG_W-2];
+wire [15:0] dwt_words = dwt[DW_TAG_W-3 -: 16];
+wire [15:0] dwt_nvals = dwt[DW_TAG_W-19 -: 16];
+wire [LOG_PARAM_ENTRIES-1:0] dwt_ch = dwt[16 + LOG_PARAM_ENTRIES +: LOG_PARAM_ENTRIES];
+wire [LOG_PARAM_ENTRIES-1:0] dwt_wrap_ch = dwt[16 +: LOG_PARAM_ENTRIES];
+wire [15:0] dwt_g = dwt[15:0];
+
+// depthwise capture order: item j's L lanes at j*L .. j*L+L-1 (value n: column n/L, row n%L)
+reg [ROWS*COLS*AW-1:0] dw_values;
+integer vn;
+always @* begin
+    for (vn = 0; vn < ROWS*COLS; vn = vn + 1) begin
+        case (job_log_l)
+            2'd3: dw_values[vn*AW +: AW] = pe_acc[((vn >> 3) * ROWS + (vn & 7)) * AW +: AW];
+            2'd2: dw_values[vn*AW +: AW] = (vn >> 2) < COLS ? pe_acc[((vn >> 2) * ROWS + (vn & 3)) * AW +: AW] : {AW{1'b0}};
+            2'd1: dw_values[vn*AW +: AW] = (vn >> 1) < COLS ? pe_acc[((vn >> 1) * ROWS + (vn & 1)) * AW +: AW] : {AW{1'b0}};
+            default: dw_values[vn*AW +: AW] = vn < COLS ? pe_acc[(vn * ROWS) * AW +: AW] : {AW{1'b0}};
+        endcase
+    end
+end
+
+wire [ROWS*COLS*AW-1:0] cap_values = cfg_dw ? dw_values : {{((ROWS-1)*COLS*AW){1'b0}}, col_sum};
 /* verilator lint_off UNUSEDSIGNAL */
 wire post_busy;
 /* verilator lint_on UNUSEDSIGNAL */
@@ -347,16 +527,16 @@ post_inst (
     .act_max(r_act_max),
     .log_lanes(cfg_log_lanes),
     .dw(cfg_dw),
-    .gc(16'd0),
+    .gc(r_dw_groups[15:0]),
     .wi(cfg_wi),
-    .cap_valid(col_valid),
+    .cap_valid(cfg_dw ? dwt_valid : col_valid),
     .cap_values(cap_values),
-    .cap_words(tag_words),
-    .cap_nvals(tag_nvals),
-    .cap_ch(tag_ch),
-    .cap_wrap_ch(tag_ch),
-    .cap_g(16'd0),
-    .cap_last(tag_last),
+    .cap_words(cfg_dw ? dwt_words : tag_words),
+    .cap_nvals(cfg_dw ? dwt_nvals : tag_nvals),
+    .cap_ch(cfg_dw ? dwt_ch : tag_ch),
+    .cap_wrap_ch(cfg_dw ? dwt_wrap_ch : tag_ch),
+    .cap_g(cfg_dw ? dwt_g : 16'd0),
+    .cap_last(cfg_dw ? dwt_last : tag_last),
     .prm_rd_en(prm_rd_en),
     .prm_rd_base(prm_rd_base),
     .prm_bias(prm_bias),

@@ -46,6 +46,7 @@ module dtpu_mxu #
     input  wire [COLS*64-1:0]       act_words,
     input  wire [COLS*64-1:0]       wgt_words,
     input  wire [COLS-1:0]          col_valid,
+    input  wire [COLS-1:0]          col_zero,
     input  wire [COLS-1:0]          col_first,
     input  wire [COLS-1:0]          col_last,
 
@@ -139,7 +140,7 @@ for (j = 0; j < COLS; j = j + 1) begin : col
             .in_first(col_first[j]),
             .in_last(col_last[j]),
             .in_int64(int64),
-            .in_a(a_ops[i*65 +: OPW]),
+            .in_a(col_zero[j] ? {OPW{1'b0}} : a_ops[i*65 +: OPW]),
             .in_b(w_ops[i*65 +: OPW]),
             .acc(pe_acc),
             .acc_valid(pe_valid[j*ROWS+i]),

@@ -167,3 +167,78 @@ def expect(core: Core, job: Job) -> Expect:
         return Expect(None, err, cycles)
     words = core.pop("res", job.recv) if job.recv else None
     return Expect(words, err, cycles)
+
+
+# ------------------------------------------------------------------------------------------------
+# lowered TFLite-like nodes (the delegate's own job sequences)
+
+
+def random_node(seed: int, kinds=None, modes=None, max_hw: int = 7, max_c: int = 20):
+    """A seeded random ConvSpec with data (like tests/test_hw_model.py's strategy)."""
+    from dtpu import reference
+    from dtpu.spec import Activation, ConvSpec, DataMode, OpKind, Padding, Quant
+
+    r = random.Random(seed)
+    rng = np.random.default_rng(seed)
+    kind = r.choice(kinds or list(OpKind))
+    mode = r.choice(modes or list(DataMode))
+    n = r.randint(1, 2)
+    h, w, c = r.randint(1, max_hw), r.randint(1, max_hw), r.randint(1, max_c)
+    if kind is OpKind.FULLY_CONNECTED:
+        h = w = 1
+        kh = kw = sh = sw = dh = dw = 1
+        padding = Padding.VALID
+    else:
+        kh, kw = r.randint(1, 3), r.randint(1, 3)
+        sh, sw = r.randint(1, 2), r.randint(1, 2)
+        dh, dw = r.choice([1, 1, 2]), r.choice([1, 1, 2])
+        padding = r.choice(list(Padding))
+        if padding is Padding.VALID and ((kh - 1) * dh + 1 > h or (kw - 1) * dw + 1 > w):
+            padding = Padding.SAME
+    mult = r.randint(1, 2) if kind is OpKind.DEPTHWISE_CONV_2D else 1
+    oc = c * mult if kind is OpKind.DEPTHWISE_CONV_2D else r.randint(1, max_c)
+    fshape = ((1, kh, kw, oc) if kind is OpKind.DEPTHWISE_CONV_2D else
+              (oc, c) if kind is OpKind.FULLY_CONNECTED else (oc, kh, kw, c))
+    act = r.choice(list(Activation))
+    has_bias = r.random() < 0.8
+    q = {}
+    if mode.is_quantized:
+        zx = 0 if mode is DataMode.INT16X8 else r.randint(-30, 30) + (128 if mode is DataMode.UINT8 else 0)
+        zo = 0 if mode is DataMode.INT16X8 else r.randint(-30, 30) + (128 if mode is DataMode.UINT8 else 0)
+        per_channel = mode is not DataMode.UINT8 and r.random() < 0.5
+        fs = tuple(rng.uniform(0.002, 0.03, oc)) if per_channel else (float(rng.uniform(0.002, 0.03)),)
+        zw = r.randint(90, 160) if mode is DataMode.UINT8 else 0
+        q = dict(input_q=Quant((float(rng.uniform(0.005, 0.05)),), (zx,)),
+                 filter_q=Quant(fs, (zw,) * len(fs)),
+                 output_q=Quant((float(rng.uniform(0.02, 0.3)),), (zo,)))
+    spec = ConvSpec(kind, mode, (n, h, w, c), fshape, stride=(sh, sw), dilation=(dh, dw),
+                    padding=padding, activation=act, depth_multiplier=mult, has_bias=has_bias, **q)
+    adt, wdt = reference.io_dtypes(spec)
+    if adt.kind == "f":
+        x = rng.standard_normal(spec.input_shape).astype(np.float32)
+        f = (rng.standard_normal(spec.filter_shape) * 0.5).astype(np.float32)
+        b = rng.standard_normal(oc).astype(np.float32)
+    else:
+        ai, wi = np.iinfo(adt), np.iinfo(wdt)
+        x = rng.integers(ai.min, int(ai.max) + 1, spec.input_shape).astype(adt)
+        f = rng.integers(max(int(wi.min), -127), int(wi.max) + 1, spec.filter_shape).astype(wdt)
+        bdt = np.int64 if spec.mode is DataMode.INT16X8 and r.random() < 0.5 else np.int32
+        b = rng.integers(-20000, 20000, oc).astype(bdt)
+    return spec, x, f, (b if has_bias else None)
+
+
+def lowered_jobs(cfg: HwConfig, seed: int, precision=None, **kw) -> tuple[list[Job], str]:
+    """All jobs (loads, then compute) of one random lowered node; a label for messages."""
+    from dtpu.hw.lower import LowerError, lower
+
+    for attempt in range(50):
+        spec, x, f, b = random_node(seed * 101 + attempt, **kw)
+        try:
+            low = lower(spec, f, b, cfg, precision=precision)
+        except LowerError:
+            continue
+        label = (f"{spec.kind.value} {spec.mode.value} in{spec.input_shape} f{spec.filter_shape} "
+                 f"s{spec.stride} d{spec.dilation} {spec.padding.value} -> {low.dataflow} "
+                 f"{low.precision.value}")
+        return list(low.load_jobs) + list(low.jobs(x)), label
+    raise RuntimeError(f"seed {seed}: no lowerable node in 50 attempts")

@@ -11,7 +11,7 @@ from dtpu.hw.jobs import check_identity, run_jobs
 from dtpu.hw.model import Core
 from dtpu.precision import Precision
 from dtpu_sim.axi import AsyncTransport, BridgeTransport, DtpuTB, random_pauses, run_job
-from dtpu_sim.jobgen import expect, gemm_case
+from dtpu_sim.jobgen import expect, gemm_case, lowered_jobs
 
 SEED = int(os.environ.get("DTPU_SEED", "12345"))
 N_CASES = int(os.environ.get("DTPU_CASES", "12"))
@@ -99,3 +99,45 @@ async def test_gemm_gaps_and_backpressure(dut):
         seed = SEED + 1000 + k
         for job in gemm_case(t.cfg, seed, precs[k % len(precs)]):
             await run_and_compare(t, core, job, prequeue=False, exact=False, where=f"seed {seed}")
+
+
+def _node_modes():
+    from dtpu.spec import DataMode
+    modes = [DataMode.INT8, DataMode.UINT8, DataMode.INT16X8]
+    if os.environ.get("DTPU_FLOAT", "1") == "1":
+        modes.append(DataMode.FLOAT32)
+    return modes
+
+
+async def _nodes(dut, kinds, prequeue, gaps, base):
+    tb, t, core = await setup(dut)
+    rng = random.Random(SEED + base)
+    if gaps:
+        tb.set_idle(lambda: random_pauses(rng, 0.25))
+        tb.set_backpressure(random_pauses(rng, 0.35))
+    for k in range(N_CASES):
+        seed = SEED + base + k
+        jobs, label = lowered_jobs(t.cfg, seed, kinds=kinds, modes=_node_modes())
+        for job in jobs:
+            await run_and_compare(t, core, job, prequeue=prequeue, exact=not gaps,
+                                  where=f"seed {seed} ({label})")
+
+
+@cocotb.test()
+async def test_depthwise_nodes_stall_free(dut):
+    """Lowered DEPTHWISE_CONV_2D nodes: line buffer, taps, padding masks, chunks; exact cycles."""
+    from dtpu.spec import OpKind
+    await _nodes(dut, [OpKind.DEPTHWISE_CONV_2D], prequeue=True, gaps=False, base=5000)
+
+
+@cocotb.test()
+async def test_depthwise_nodes_gaps(dut):
+    from dtpu.spec import OpKind
+    await _nodes(dut, [OpKind.DEPTHWISE_CONV_2D], prequeue=False, gaps=True, base=6000)
+
+
+@cocotb.test()
+async def test_gemm_nodes_stall_free(dut):
+    """Lowered CONV_2D / FULLY_CONNECTED nodes (im2col, paging) as the delegate runs them."""
+    from dtpu.spec import OpKind
+    await _nodes(dut, [OpKind.CONV_2D, OpKind.FULLY_CONNECTED], prequeue=True, gaps=False, base=7000)

@@ -1,0 +1,579 @@
+/*
+
+Copyright (c) 2026 DTPU authors. Apache-2.0.
+
+*/
+
+// Language: Verilog 2001
+
+`resetall
+`timescale 1ns / 1ps
+`default_nettype none
+
+/*
+ * Depthwise sequencer: the line-buffer LOADER and the COMPUTER sharing a ring of LB_ROWS row
+ * slots in the activation buffer (docs/architecture.md, "DWCONV").
+ *
+ * LOADER: input rows r (chunk-major) are written one word per cycle into slot r mod LB_ROWS
+ * (RSC = ceil(IW*GC/COLS) bank rows per slot); row r starts when row r-1 is in and row r-LB_ROWS
+ * has been released (its last user output row has finished, or no output row uses it).
+ * COMPUTER: output rows in order; a row starts when the previous one has ended and its last
+ * needed input row is in; it runs ceil(OW*GC/COLS) steps of period P = max(S, COLS*Wi), each
+ * issuing the KH*KW taps (TAP_CYCLES cycles per tap, one column group per cycle). Column j of a
+ * step is item q = step*COLS + j = (ox, g); taps outside the image are issued with a zero
+ * activation operand. Per column the activation word comes from bank (x*GC + g) mod COLS of
+ * the tap's slot, the weight word from entry tap*GP + chunk*GC + g.
+ * Two columns of one cycle group on the same activation bank set ERR.BANK_CONFLICT (checked as
+ * the step issues; the golden model checks it in CONFIG, see docs/rtl.md).
+ * Requires GC <= COLS (what the lowering produces); larger GC sets ERR.BAD_DIMS.
+ */
+module dtpu_dw_seq #
+(
+    parameter COLS = 8,
+    parameter LOG_COLS = 3,
+    parameter LOG_WEIGHT_WORDS = 15,
+    parameter LOG_PARAM_ENTRIES = 12,
+    parameter LOG_ACT_WORDS = 12
+)
+(
+    input  wire                         clk,
+    input  wire                         rst_n,
+    input  wire                         adv,
+
+    /* Registers */
+    input  wire [31:0]                  reg_dw_in,
+    input  wire [31:0]                  reg_dw_out,
+    input  wire [31:0]                  reg_dw_kernel,
+    input  wire [31:0]                  reg_dw_stride,
+    input  wire [31:0]                  reg_dw_groups,
+    /* verilator lint_off UNUSEDSIGNAL */
+    input  wire [31:0]                  reg_dw_ring,
+    /* verilator lint_on UNUSEDSIGNAL */
+    input  wire [31:0]                  reg_wgt_base,
+    input  wire [31:0]                  reg_param_base,
+    input  wire [1:0]                   log_l,
+    input  wire [1:0]                   log_lo,
+    input  wire                         check_param,
+
+    /* Control */
+    output wire [31:0]                  cfg_err,
+    input  wire                         latch,
+    input  wire                         run,
+    output wire [63:0]                  in_total,
+    output wire [63:0]                  res_total,
+    output wire                         need_act,
+    input  wire                         act_fire,
+    output wire                         conflict,
+
+    /* Loader: activation buffer writes */
+    output wire [LOG_ACT_WORDS-1:0]     abuf_waddr,
+
+    /* Issue, per column */
+    output wire [COLS-1:0]              col_valid,
+    output wire [COLS-1:0]              col_zero,
+    output wire                         col_first,
+    output wire                         col_last,
+    output wire [COLS*(LOG_ACT_WORDS-LOG_COLS)-1:0]    col_arow,
+    output wire [COLS*LOG_COLS-1:0]     col_abank,
+    output wire [COLS*(LOG_WEIGHT_WORDS-LOG_COLS)-1:0] col_wrow,
+    output wire [COLS*LOG_COLS-1:0]     col_wbank,
+
+    /* Step tag (valid on the step's last issue cycle) */
+    output wire                         tag_valid,
+    output wire                         tag_job_last,
+    output wire [15:0]                  tag_words,
+    output wire [15:0]                  tag_nvals,
+    output wire [LOG_PARAM_ENTRIES-1:0] tag_ch,
+    output wire [LOG_PARAM_ENTRIES-1:0] tag_wrap_ch,
+    output wire [15:0]                  tag_g
+);
+
+/* verilator lint_off UNUSEDPARAM */
+`include "dtpu_regs.vh"
+/* verilator lint_on UNUSEDPARAM */
+
+localparam AR = LOG_ACT_WORDS - LOG_COLS;
+localparam WR = LOG_WEIGHT_WORDS - LOG_COLS;
+localparam [33:0] WEIGHT_WORDS = 34'd1 << LOG_WEIGHT_WORDS;
+localparam [33:0] PARAM_ENTRIES = 34'd1 << LOG_PARAM_ENTRIES;
+localparam [33:0] ACT_WORDS = 34'd1 << LOG_ACT_WORDS;
+
+// ---- register fields ----
+wire [15:0] ih = reg_dw_in[DTPU_DW_IN_H_LSB +: 16];
+wire [15:0] iw = reg_dw_in[DTPU_DW_IN_W_LSB +: 16];
+wire [15:0] oh = reg_dw_out[DTPU_DW_OUT_H_LSB +: 16];
+wire [15:0] ow = reg_dw_out[DTPU_DW_OUT_W_LSB +: 16];
+wire [7:0]  kh = reg_dw_kernel[DTPU_DW_KERNEL_KH_LSB +: 8];
+wire [7:0]  kw = reg_dw_kernel[DTPU_DW_KERNEL_KW_LSB +: 8];
+wire [7:0]  pt = reg_dw_kernel[DTPU_DW_KERNEL_PT_LSB +: 8];
+wire [7:0]  pl = reg_dw_kernel[DTPU_DW_KERNEL_PL_LSB +: 8];
+wire [7:0]  sy = reg_dw_stride[DTPU_DW_STRIDE_SY_LSB +: 8];
+wire [7:0]  sx = reg_dw_stride[DTPU_DW_STRIDE_SX_LSB +: 8];
+wire [7:0]  dy = reg_dw_stride[DTPU_DW_STRIDE_DY_LSB +: 8];
+wire [7:0]  dx = reg_dw_stride[DTPU_DW_STRIDE_DX_LSB +: 8];
+wire [15:0] gc = reg_dw_groups[DTPU_DW_GROUPS_GC_LSB +: 16];
+wire [15:0] nchunk = reg_dw_groups[DTPU_DW_GROUPS_NCHUNK_LSB +: 16];
+wire [15:0] lb = reg_dw_ring[DTPU_DW_RING_LB_ROWS_LSB +: 16];
+wire [3:0]  tc = reg_dw_ring[DTPU_DW_RING_TAP_CYCLES_LSB +: 4];
+
+// ---- derived quantities (combinational from the registers, latched in CONFIG0) ----
+wire [15:0] span_h = ({8'd0, kh} - 16'd1) * {8'd0, dy} + 16'd1;
+wire [15:0] span_w = ({8'd0, kw} - 16'd1) * {8'd0, dx} + 16'd1;
+wire [31:0] row_words = {16'd0, iw} * {16'd0, gc};
+wire [31:0] rsc = (row_words + COLS - 1) >> LOG_COLS;       // bank rows per slot
+wire [47:0] ring_rows = {32'd0, lb} * {16'd0, rsc};           // bank rows of the ring
+wire [31:0] groups = {16'd0, gc} * {16'd0, nchunk};
+wire [31:0] gpc = (groups + COLS - 1) >> LOG_COLS;             // bank rows per tap
+wire [15:0] taps = {8'd0, kh} * {8'd0, kw};
+wire [47:0] wgt_end = {16'd0, reg_wgt_base} + {16'd0, taps} * {16'd0, gpc} * COLS;
+wire [3:0]  lanes = 4'd1 << log_l;
+wire [47:0] prm_end = {16'd0, reg_param_base} + {16'd0, groups} * lanes;
+wire [2:0]  wi = 3'd1 << (log_l - log_lo);
+wire [31:0] items = {16'd0, ow} * {16'd0, gc};
+wire [31:0] steps = (items + COLS - 1) >> LOG_COLS;
+wire [19:0] s_issue = {4'd0, taps} * {16'd0, tc};
+wire [19:0] p_res = COLS * {17'd0, wi};
+wire [19:0] period = s_issue > p_res ? s_issue : p_res;
+wire tc_ok = tc != 4'd0 && tc <= COLS && (tc & (tc - 4'd1)) == 4'd0;
+wire [31:0] oy_last = ({16'd0, oh} - 32'd1) * {24'd0, sy};
+wire [31:0] ox_last = ({16'd0, ow} - 32'd1) * {24'd0, sx};
+
+reg [31:0] err;
+always @* begin
+    err = 32'd0;
+    if (ih == 0 || iw == 0 || oh == 0 || ow == 0 || kh == 0 || kw == 0 || sy == 0 || sx == 0
+        || dy == 0 || dx == 0 || gc == 0 || nchunk == 0)
+        err[DTPU_ERR_BAD_DIMS] = 1'b1;
+    else if ({8'd0, pt} > span_h - 16'd1
+             || $signed({2'b0, oy_last}) - $signed({26'd0, pt}) > $signed({18'd0, ih}) - 34'sd1
+             || {8'd0, pl} > span_w - 16'd1
+             || $signed({2'b0, ox_last}) - $signed({26'd0, pl}) > $signed({18'd0, iw}) - 34'sd1)
+        err[DTPU_ERR_BAD_DIMS] = 1'b1;
+    else if (!tc_ok || gc > COLS)
+        err[DTPU_ERR_BAD_DIMS] = 1'b1;
+    else if (lb < span_h || ring_rows * COLS > {14'd0, ACT_WORDS})
+        err[DTPU_ERR_ACT_CAPACITY] = 1'b1;
+    else if (reg_wgt_base[LOG_COLS-1:0] != 0 || wgt_end > {14'd0, WEIGHT_WORDS})
+        err[DTPU_ERR_WGT_RANGE] = 1'b1;
+    else if (check_param && (reg_param_base[LOG_COLS-1:0] != 0 || prm_end > {14'd0, PARAM_ENTRIES}))
+        err[DTPU_ERR_PARAM_RANGE] = 1'b1;
+end
+assign cfg_err = err;
+
+// signed helpers: x mod lb in [0, lb)
+function [15:0] mod_lb(input signed [31:0] x, input [15:0] m);
+    reg signed [31:0] r;
+    begin
+        r = x % $signed({16'd0, m});
+        if (r < 0) r = r + $signed({16'd0, m});
+        mod_lb = r[15:0];
+    end
+endfunction
+
+// small j / gc (sel 0) or j % gc (sel 1), j < 2*COLS
+function [31:0] div_mod(input integer jv, input [15:0] d, input sel);
+    reg [31:0] n;
+    begin
+        n = jv;
+        div_mod = sel ? n % {16'd0, d} : n / {16'd0, d};
+    end
+endfunction
+
+function [15:0] lo16(input [31:0] v);
+    /* verilator lint_off UNUSEDSIGNAL */
+    reg [31:0] t;
+    /* verilator lint_on UNUSEDSIGNAL */
+    begin
+        t = v;
+        lo16 = t[15:0];
+    end
+endfunction
+
+wire [31:0] sx32 = {24'd0, sx};
+wire [31:0] pl32 = {24'd0, pl};
+wire [31:0] gc32 = {16'd0, gc};
+
+// a + d modulo the ring (both already below it)
+function [AR-1:0] ring_add(input [AR-1:0] x, input [AR-1:0] d, input [AR-1:0] m);
+    reg [AR:0] t;
+    begin
+        t = {1'b0, x} + {1'b0, d};
+        ring_add = t >= {1'b0, m} ? t[AR-1:0] - m : t[AR-1:0];
+    end
+endfunction
+
+// slot index times slot size, in bank rows (below the ring size when the ring fits)
+function [AR-1:0] ring_mul(input [15:0] slot, input [AR-1:0] size);
+    /* verilator lint_off UNUSEDSIGNAL */
+    reg [AR+15:0] t;
+    /* verilator lint_on UNUSEDSIGNAL */
+    begin
+        t = {{AR{1'b0}}, slot} * {16'd0, size};
+        ring_mul = t[AR-1:0];
+    end
+endfunction
+
+// latched configuration
+reg [15:0] ih_r, oh_r, iw_r, gc_r, nchunk_r, lb_r;
+reg [7:0]  kh_r, kw_r, sy_r, dy_r, dx_r, pt_r;
+reg [15:0] span_r;
+reg [AR-1:0] rsc_r, ring_r;
+reg [AR-1:0] syr_r, dyr_r, chr_r, r0_r;           // ring-row deltas (mod ring)
+reg [WR-1:0] gpc_r, wbase_r;
+reg [31:0] items_r, steps_r;
+reg [19:0] s_r, p_r;
+reg [3:0]  log_tc_r;
+reg [2:0]  wi_r;
+reg [1:0]  log_l_r, log_lo_r;
+reg [15:0] q0_r, rem0_r;                           // PT / SY, PT % SY
+reg signed [31:0] last_end_r;                      // (OH-1)*SY - PT + span - 1
+reg [LOG_PARAM_ENTRIES-1:0] pbase_r;
+reg signed [31:0] dxgc_r;
+reg signed [31:0] xd0_r, xd1_r, xgd0_r, xgd1_r;    // per-step column deltas
+reg [15:0] dg_r;
+reg signed [31:0] xp0_r [0:COLS-1];
+reg signed [31:0] xg0_r [0:COLS-1];
+reg [15:0]        g0_r [0:COLS-1];
+reg [63:0] in_total_r, res_total_r;
+
+integer j;
+reg latch_d_reg;
+
+always @(posedge clk) begin
+    latch_d_reg <= latch;
+    if (latch) begin
+        ih_r <= ih; oh_r <= oh; iw_r <= iw; gc_r <= gc; nchunk_r <= nchunk; lb_r <= lb;
+        kh_r <= kh; kw_r <= kw; sy_r <= sy; dy_r <= dy; dx_r <= dx; pt_r <= pt;
+        span_r <= span_h;
+        rsc_r <= rsc[AR-1:0];
+        ring_r <= ring_rows[AR-1:0];
+        syr_r <= ring_mul(mod_lb({24'd0, sy}, lb), rsc[AR-1:0]);
+        dyr_r <= ring_mul(mod_lb({24'd0, dy}, lb), rsc[AR-1:0]);
+        chr_r <= ring_mul(mod_lb($signed({16'd0, ih}) - $signed(oy_last), lb), rsc[AR-1:0]);
+        r0_r <= ring_mul(mod_lb(-$signed({24'd0, pt}), lb), rsc[AR-1:0]);
+        gpc_r <= gpc[WR-1:0];
+        wbase_r <= reg_wgt_base[LOG_WEIGHT_WORDS-1:LOG_COLS];
+        items_r <= items;
+        steps_r <= steps;
+        s_r <= s_issue;
+        p_r <= period;
+        log_tc_r <= tc[3] ? 4'd3 : tc[2] ? 4'd2 : tc[1] ? 4'd1 : 4'd0;
+        wi_r <= wi;
+        log_l_r <= log_l;
+        log_lo_r <= log_lo;
+        q0_r <= sy == 0 ? 16'd0 : {8'd0, pt / sy};
+        rem0_r <= sy == 0 ? 16'd0 : {8'd0, pt % sy};
+        last_end_r <= $signed(oy_last) - $signed({24'd0, pt}) + $signed({16'd0, span_h}) - 32'sd1;
+        pbase_r <= reg_param_base[LOG_PARAM_ENTRIES-1:0];
+        dxgc_r <= {24'd0, dx} * {16'd0, gc};
+        in_total_r <= {32'd0, groups} * {48'd0, ih} * {48'd0, iw};
+        res_total_r <= {32'd0, groups} * {48'd0, oh} * {48'd0, ow} * {61'd0, wi};
+        if (gc != 0 && gc <= COLS) begin
+            dg_r <= lo16(div_mod(COLS, gc, 1'b1));
+            xd0_r <= div_mod(COLS, gc, 1'b0) * sx32;
+            xd1_r <= (div_mod(COLS, gc, 1'b0) + 32'd1) * sx32;
+            xgd0_r <= div_mod(COLS, gc, 1'b0) * sx32 * gc32 + div_mod(COLS, gc, 1'b1);
+            xgd1_r <= (div_mod(COLS, gc, 1'b0) + 32'd1) * sx32 * gc32 + div_mod(COLS, gc, 1'b1) - gc32;
+            for (j = 0; j < COLS; j = j + 1) begin
+                g0_r[j] <= lo16(div_mod(j, gc, 1'b1));
+                xp0_r[j] <= div_mod(j, gc, 1'b0) * sx32 - pl32;
+                xg0_r[j] <= (div_mod(j, gc, 1'b0) * sx32 - pl32) * gc32 + div_mod(j, gc, 1'b1);
+            end
+        end
+    end
+end
+
+assign in_total = in_total_r;
+assign res_total = res_total_r;
+
+// ================================ LOADER ================================
+reg [31:0] ld_row_reg;        // rows completely loaded
+reg [31:0] ld_word_reg;       // word within the row in progress
+reg [AR-1:0] ld_base_reg;     // ring row base of the row in progress
+reg        ld_active_reg;     // row in progress (its slot was free)
+wire [31:0] rows_total = {16'd0, nchunk_r} * {16'd0, ih_r};
+wire ld_more = ld_row_reg < rows_total;
+
+// release tracker: row x = (next row) - LB: chunk cx (times OH), iy, q = (iy+PT)/SY, rem
+reg [31:0] tr_cxoh_reg;
+reg [15:0] tr_iy_reg, tr_q_reg, tr_rem_reg;
+reg [31:0] rows_done_reg;     // output rows finished by the computer
+wire tr_used_q = tr_q_reg < oh_r && tr_rem_reg < span_r;
+wire tr_used_last = tr_q_reg >= oh_r && $signed({16'd0, tr_iy_reg}) <= last_end_r;
+wire [15:0] tr_olast = tr_q_reg >= oh_r ? oh_r - 16'd1 : tr_q_reg;
+wire tr_released = !(tr_used_q || tr_used_last) || rows_done_reg > tr_cxoh_reg + {16'd0, tr_olast};
+wire slot_free = ld_row_reg < {16'd0, lb_r} || tr_released;
+wire ld_can = run && ld_more && (ld_active_reg || slot_free);
+assign need_act = ld_can;
+
+/* verilator lint_off UNUSEDSIGNAL */
+wire [31:0] ld_addr_row = {{(32-AR){1'b0}}, ld_base_reg} + (ld_word_reg >> LOG_COLS);
+assign abuf_waddr = {ld_addr_row[AR-1:0], ld_word_reg[LOG_COLS-1:0]};
+/* verilator lint_on UNUSEDSIGNAL */
+
+wire ld_row_end = ld_word_reg + 32'd1 == row_words_r;
+reg [31:0] row_words_r;
+always @(posedge clk) if (latch) row_words_r <= row_words;
+
+always @(posedge clk) begin
+    if (latch) begin
+        ld_row_reg <= 32'd0;
+        ld_word_reg <= 32'd0;
+        ld_base_reg <= {AR{1'b0}};
+        ld_active_reg <= 1'b0;
+        tr_cxoh_reg <= 32'd0;
+        tr_iy_reg <= 16'd0;
+    end else if (latch_d_reg) begin
+        // q0/rem0 are latched in the same cycle as the tracker reset
+        tr_q_reg <= q0_r;
+        tr_rem_reg <= rem0_r;
+    end else if (adv && act_fire) begin
+        if (!ld_active_reg && ld_row_reg >= {16'd0, lb_r}) begin
+            // the row starts: the tracker moves on to the next candidate
+            if (tr_iy_reg + 16'd1 == ih_r) begin
+                tr_iy_reg <= 16'd0;
+                tr_cxoh_reg <= tr_cxoh_reg + {16'd0, oh_r};
+                tr_q_reg <= q0_r;
+                tr_rem_reg <= rem0_r;
+            end else begin
+                tr_iy_reg <= tr_iy_reg + 16'd1;
+                if (tr_rem_reg + 16'd1 == {8'd0, sy_r}) begin
+                    tr_rem_reg <= 16'd0;
+                    tr_q_reg <= tr_q_reg + 16'd1;
+                end else begin
+                    tr_rem_reg <= tr_rem_reg + 16'd1;
+                end
+            end
+        end
+        if (ld_row_end) begin
+            ld_active_reg <= 1'b0;
+            ld_word_reg <= 32'd0;
+            ld_row_reg <= ld_row_reg + 32'd1;
+            ld_base_reg <= ring_add(ld_base_reg, rsc_r, ring_r);
+        end else begin
+            ld_active_reg <= 1'b1;
+            ld_word_reg <= ld_word_reg + 32'd1;
+        end
+    end
+    if (!rst_n) begin
+        ld_active_reg <= 1'b0;
+    end
+end
+
+// =============================== COMPUTER ===============================
+reg [15:0] c_reg;                      // chunk
+reg [15:0] oy_reg;
+reg signed [31:0] first_reg;           // oy*SY - PT
+reg [31:0] cih_reg;                    // c*IH
+reg [31:0] cgc_reg;                    // c*GC
+reg [AR-1:0] rbase_reg;                // ring row base of input row (c*IH + first)
+reg [31:0] step_reg;
+reg [31:0] q_reg;                      // first item of the step
+reg [19:0] cyc_reg;                    // cycle within the step period
+reg [3:0]  u_reg;                      // column group within the tap
+reg [7:0]  kx_reg, ky_reg;
+reg signed [31:0] y_reg;               // first + ky*DY
+reg [AR-1:0] rb_reg;                   // ring row base of the tap's input row
+reg signed [31:0] kxo_reg, kxg_reg;    // kx*DX, kx*DX*GC
+reg [WR-1:0] wrow_reg;                 // weight bank row of the tap
+reg [15:0] g_reg [0:COLS-1];
+reg signed [31:0] xp_reg [0:COLS-1];
+reg signed [31:0] xg_reg [0:COLS-1];
+reg        c_run_reg;                  // output rows remain
+reg        started_reg;                // the current row has started
+
+wire [31:0] out_rows_total = {16'd0, nchunk_r} * {16'd0, oh_r};
+wire signed [31:0] hi_raw = first_reg + $signed({16'd0, span_r}) - 32'sd1;
+wire [31:0] hi = hi_raw > $signed({16'd0, ih_r}) - 32'sd1 ? {16'd0, ih_r} - 32'd1 : hi_raw;
+wire [31:0] need_rows = cih_reg + hi + 32'd1;
+wire row_ready = started_reg || ld_row_reg >= need_rows;
+wire issuing = run && c_run_reg && row_ready && cyc_reg < s_r;
+wire step_end = cyc_reg + 20'd1 >= p_r;
+wire last_step = step_reg + 32'd1 == steps_r;
+wire last_row = rows_done_reg + 32'd1 == out_rows_total;
+wire tap_last_cycle = u_reg + 4'd1 == (4'd1 << log_tc_r);
+wire kx_last = kx_reg + 8'd1 == kw_r;
+wire ky_last = ky_reg + 8'd1 == kh_r;
+wire [31:0] items_left = items_r - q_reg;
+wire [15:0] items_step = items_left > COLS ? COLS : items_left[15:0];
+
+integer k;
+
+always @(posedge clk) begin
+    if (latch_d_reg) begin
+        c_reg <= 16'd0;
+        oy_reg <= 16'd0;
+        first_reg <= -$signed({24'd0, pt_r});
+        cih_reg <= 32'd0;
+        cgc_reg <= 32'd0;
+        rbase_reg <= r0_r;
+        rb_reg <= r0_r;
+        y_reg <= -$signed({24'd0, pt_r});
+        step_reg <= 32'd0;
+        q_reg <= 32'd0;
+        cyc_reg <= 20'd0;
+        u_reg <= 4'd0;
+        kx_reg <= 8'd0;
+        ky_reg <= 8'd0;
+        kxo_reg <= 32'sd0;
+        kxg_reg <= 32'sd0;
+        wrow_reg <= wbase_r;
+        rows_done_reg <= 32'd0;
+        c_run_reg <= 1'b1;
+        started_reg <= 1'b0;
+        for (k = 0; k < COLS; k = k + 1) begin
+            g_reg[k] <= g0_r[k];
+            xp_reg[k] <= xp0_r[k];
+            xg_reg[k] <= xg0_r[k];
+        end
+    end else if (adv && run && c_run_reg && row_ready) begin
+        started_reg <= 1'b1;
+        // taps within the step
+        if (cyc_reg < s_r) begin
+            if (tap_last_cycle) begin
+                u_reg <= 4'd0;
+                if (kx_last) begin
+                    kx_reg <= 8'd0;
+                    kxo_reg <= 32'sd0;
+                    kxg_reg <= 32'sd0;
+                    if (!ky_last) begin
+                        ky_reg <= ky_reg + 8'd1;
+                        y_reg <= y_reg + $signed({24'd0, dy_r});
+                        rb_reg <= ring_add(rb_reg, dyr_r, ring_r);
+                    end
+                end else begin
+                    kx_reg <= kx_reg + 8'd1;
+                    kxo_reg <= kxo_reg + $signed({24'd0, dx_r});
+                    kxg_reg <= kxg_reg + dxgc_r;
+                end
+                wrow_reg <= wrow_reg + gpc_r;
+            end else begin
+                u_reg <= u_reg + 4'd1;
+            end
+        end
+        if (step_end) begin
+            cyc_reg <= 20'd0;
+            u_reg <= 4'd0;
+            kx_reg <= 8'd0;
+            ky_reg <= 8'd0;
+            kxo_reg <= 32'sd0;
+            kxg_reg <= 32'sd0;
+            wrow_reg <= wbase_r;
+            if (last_step) begin
+                // output row finished
+                step_reg <= 32'd0;
+                q_reg <= 32'd0;
+                started_reg <= 1'b0;
+                rows_done_reg <= rows_done_reg + 32'd1;
+                if (last_row) begin
+                    c_run_reg <= 1'b0;
+                end
+                for (k = 0; k < COLS; k = k + 1) begin
+                    g_reg[k] <= g0_r[k];
+                    xp_reg[k] <= xp0_r[k];
+                    xg_reg[k] <= xg0_r[k];
+                end
+                if (oy_reg + 16'd1 == oh_r) begin
+                    oy_reg <= 16'd0;
+                    c_reg <= c_reg + 16'd1;
+                    cih_reg <= cih_reg + {16'd0, ih_r};
+                    cgc_reg <= cgc_reg + {16'd0, gc_r};
+                    first_reg <= -$signed({24'd0, pt_r});
+                    y_reg <= -$signed({24'd0, pt_r});
+                    rbase_reg <= ring_add(rbase_reg, chr_r, ring_r);
+                    rb_reg <= ring_add(rbase_reg, chr_r, ring_r);
+                end else begin
+                    oy_reg <= oy_reg + 16'd1;
+                    first_reg <= first_reg + $signed({24'd0, sy_r});
+                    y_reg <= first_reg + $signed({24'd0, sy_r});
+                    rbase_reg <= ring_add(rbase_reg, syr_r, ring_r);
+                    rb_reg <= ring_add(rbase_reg, syr_r, ring_r);
+                end
+            end else begin
+                step_reg <= step_reg + 32'd1;
+                q_reg <= q_reg + COLS;
+                y_reg <= first_reg;
+                rb_reg <= rbase_reg;
+                for (k = 0; k < COLS; k = k + 1) begin
+                    if (g_reg[k] + dg_r >= gc_r) begin
+                        g_reg[k] <= g_reg[k] + dg_r - gc_r;
+                        xp_reg[k] <= xp_reg[k] + xd1_r;
+                        xg_reg[k] <= xg_reg[k] + xgd1_r;
+                    end else begin
+                        g_reg[k] <= g_reg[k] + dg_r;
+                        xp_reg[k] <= xp_reg[k] + xd0_r;
+                        xg_reg[k] <= xg_reg[k] + xgd0_r;
+                    end
+                end
+            end
+        end else begin
+            cyc_reg <= cyc_reg + 20'd1;
+        end
+    end
+    if (!rst_n) begin
+        c_run_reg <= 1'b0;
+    end
+end
+
+// ---- per-column issue signals ----
+wire y_in = y_reg >= 0 && y_reg < $signed({16'd0, ih_r});
+wire [3:0] log_gs = LOG_COLS[3:0] - log_tc_r;     // log2 of columns per group
+
+genvar jj;
+generate
+for (jj = 0; jj < COLS; jj = jj + 1) begin : col
+    wire item_ok = jj < items_left;
+    wire grp_ok = (jj >> log_gs) == u_reg;
+    wire signed [31:0] x = xp_reg[jj] + kxo_reg;
+    wire signed [31:0] xg = xg_reg[jj] + kxg_reg;
+    wire [31:0] gg = cgc_reg + {16'd0, g_reg[jj]};
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire [31:0] arow = {{(32-AR){1'b0}}, rb_reg} + (xg >>> LOG_COLS);
+    wire [31:0] wrow = {{(32-WR){1'b0}}, wrow_reg} + (gg >> LOG_COLS);
+    /* verilator lint_on UNUSEDSIGNAL */
+    assign col_valid[jj] = issuing && item_ok && grp_ok;
+    assign col_zero[jj] = !(y_in && x >= 0 && x < $signed({16'd0, iw_r}));
+    assign col_arow[jj*AR +: AR] = arow[AR-1:0];
+    assign col_abank[jj*LOG_COLS +: LOG_COLS] = xg[LOG_COLS-1:0];
+    assign col_wrow[jj*WR +: WR] = wrow[WR-1:0];
+    assign col_wbank[jj*LOG_COLS +: LOG_COLS] = gg[LOG_COLS-1:0];
+end
+endgenerate
+
+// bank conflict: two valid columns of one group on the same activation bank
+integer a, b;
+reg conf;
+always @* begin
+    conf = 1'b0;
+    for (a = 0; a < COLS; a = a + 1) begin
+        for (b = a + 1; b < COLS; b = b + 1) begin
+            if (col_valid[a] && col_valid[b]
+                && col_abank[a*LOG_COLS +: LOG_COLS] == col_abank[b*LOG_COLS +: LOG_COLS])
+                conf = 1'b1;
+        end
+    end
+end
+assign conflict = conf;
+
+assign col_first = kx_reg == 8'd0 && ky_reg == 8'd0;
+assign col_last = kx_last && ky_last;
+
+// ---- step tag ----
+wire [31:0] g_first = cgc_reg + {16'd0, g_reg[0]};
+/* verilator lint_off UNUSEDSIGNAL */
+wire [31:0] ch = {{(32-LOG_PARAM_ENTRIES){1'b0}}, pbase_r} + (g_first << log_l_r);
+wire [31:0] wrap_ch = {{(32-LOG_PARAM_ENTRIES){1'b0}}, pbase_r} + (cgc_reg << log_l_r);
+/* verilator lint_on UNUSEDSIGNAL */
+
+wire [15:0] words = items_step * {13'd0, wi_r};
+assign tag_valid = issuing && cyc_reg + 20'd1 == s_r;
+assign tag_job_last = last_step && last_row;
+assign tag_words = words;
+assign tag_nvals = words << log_lo_r;
+assign tag_ch = ch[LOG_PARAM_ENTRIES-1:0];
+assign tag_wrap_ch = wrap_ch[LOG_PARAM_ENTRIES-1:0];
+assign tag_g = g_reg[0];
+
+endmodule
+
+`resetall

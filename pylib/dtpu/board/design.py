@@ -79,7 +79,20 @@ BITSTREAM_NAME = "dtpu_pynqz2"
 #: where the overlay is looked for on the board when no `bitstream` option is given
 BOARD_OVERLAY_DIR = "/home/xilinx/pynq/overlays/dtpu"
 
+
+
+def build_params(cfg=None) -> dict[str, str]:
+    """The DTPU IP's parameters for a build (default: the contract), as the overlay build passes
+    them to Vivado (hw/overlays/Makefile)."""
+    from dtpu.hw.config import get_config
+
+    c = cfg or get_config()
+    return {"ROWS": str(c.ROWS), "COLS": str(c.COLS), "LOG_WEIGHT_WORDS": str(c.LOG_WEIGHT_WORDS),
+            "LOG_PARAM_ENTRIES": str(c.LOG_PARAM_ENTRIES), "LOG_ACT_WORDS": str(c.LOG_ACT_WORDS),
+            "PREC_EN": f"0x{c.prec_enable_mask:04X}"}
+
+
 __all__ = ["ADDRESS_MAP", "BITSTREAM_NAME", "BOARD_OVERLAY_DIR", "BUS_INTERFACES", "CLOCK_PORT",
            "DMA_ACT", "DMA_DATA_WIDTH", "DMA_LENGTH_WIDTH", "DMA_WGT", "DTPU", "DTPU_VLNV",
            "FCLK_MHZ", "INSTANCES", "PS7", "RESET_PORT", "STREAM_DMA", "TOP", "TOP_PARAMS",
-           "TOP_PORTS", "VLNV", "XADC"]
+           "TOP_PORTS", "VLNV", "XADC", "build_params"]

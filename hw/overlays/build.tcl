@@ -1,0 +1,173 @@
+# Build the DTPU overlay for the PYNQ-Z2: block design, bitstream, hardware handoff.
+#
+#   vivado -mode batch -source build.tcl -tclargs <ip_dir> <out_dir> <jobs> \
+#       <ROWS> <COLS> <LOG_WEIGHT_WORDS> <LOG_PARAM_ENTRIES> <LOG_ACT_WORDS> <PREC_EN>
+#
+# (the Makefile passes the contract's values). Writes <out_dir>/$BD_NAME.bit and .hwh (copy both
+# to the board) and <out_dir>/reports/. The design: the Zynq PS with the PYNQ-Z2 board preset
+# and FCLK_CLK0 for the fabric; M_AXI_GP0 -> AXI interconnect -> the AXI4-Lite slaves of the DTPU,
+# both DMAs and the XADC Wizard; two simple-mode AXI DMAs in front of the DTPU's streams (weights
+# on dma_wgt, activations and results on dma_act) mastering DDR through S_AXI_HP0. The DTPU's
+# irq and the DMAs' interrupts stay unconnected: the driver polls.
+
+set here [file dirname [file normalize [info script]]]
+source [file join $here config.tcl]
+
+if {[llength $argv] != 9} {
+    error "usage: vivado -mode batch -source build.tcl -tclargs <ip_dir> <out_dir> <jobs>\
+           <ROWS> <COLS> <LOG_WEIGHT_WORDS> <LOG_PARAM_ENTRIES> <LOG_ACT_WORDS> <PREC_EN>"
+}
+lassign $argv ip_dir out_dir jobs ROWS COLS LOG_WEIGHT_WORDS LOG_PARAM_ENTRIES LOG_ACT_WORDS PREC_EN
+set ip_dir [file normalize $ip_dir]
+set out_dir [file normalize $out_dir]
+
+if {[version -short] ne $VIVADO_TESTED} {
+    puts "WARNING: written for Vivado $VIVADO_TESTED, running [version -short]: IP versions may differ"
+}
+if {[lsearch -exact [get_board_parts -quiet] $BOARD_PART] < 0} {
+    error "board part $BOARD_PART is not installed: get the PYNQ-Z2 board files (TUL) into\
+           <Vivado>/data/boards/board_files or the Xilinx board store (see hw/overlays/README.md)"
+}
+
+# -- project ---------------------------------------------------------------------------------------
+create_project $BD_NAME [file join $out_dir vivado] -part $PART -force
+set_property board_part $BOARD_PART [current_project]
+set_property ip_repo_paths [list $ip_dir] [current_project]
+update_ip_catalog
+create_bd_design $BD_NAME
+
+# -- cells -----------------------------------------------------------------------------------------
+set ps7 [create_bd_cell -type ip -vlnv xilinx.com:ip:processing_system7:5.5 $INST_PS7]
+apply_bd_automation -rule xilinx.com:bd_rule:processing_system7 \
+    -config {make_external "FIXED_IO, DDR" apply_board_preset "1" Master "Disable" Slave "Disable"} $ps7
+set_property -dict [list \
+    CONFIG.PCW_FPGA0_PERIPHERAL_FREQMHZ $FCLK_MHZ \
+    CONFIG.PCW_USE_M_AXI_GP0 {1} \
+    CONFIG.PCW_USE_S_AXI_HP0 {1} \
+    CONFIG.PCW_S_AXI_HP0_DATA_WIDTH $DMA_DATA_WIDTH \
+] $ps7
+
+set rst [create_bd_cell -type ip -vlnv xilinx.com:ip:proc_sys_reset:5.0 rst_fclk0]
+
+set dtpu [create_bd_cell -type ip -vlnv $DTPU_VLNV $INST_DTPU]
+set_property -dict [list \
+    CONFIG.ROWS $ROWS \
+    CONFIG.COLS $COLS \
+    CONFIG.LOG_WEIGHT_WORDS $LOG_WEIGHT_WORDS \
+    CONFIG.LOG_PARAM_ENTRIES $LOG_PARAM_ENTRIES \
+    CONFIG.LOG_ACT_WORDS $LOG_ACT_WORDS \
+    CONFIG.PREC_EN $PREC_EN \
+] $dtpu
+
+set dma_common [list \
+    CONFIG.c_include_sg {0} \
+    CONFIG.c_sg_length_width $DMA_LENGTH_WIDTH \
+    CONFIG.c_m_axi_mm2s_data_width $DMA_DATA_WIDTH \
+    CONFIG.c_m_axis_mm2s_tdata_width $DMA_DATA_WIDTH \
+    CONFIG.c_mm2s_burst_size {16} \
+]
+set dma_wgt [create_bd_cell -type ip -vlnv xilinx.com:ip:axi_dma:7.1 $INST_DMA_WGT]
+set_property -dict [concat $dma_common [list CONFIG.c_include_s2mm {0}]] $dma_wgt
+set dma_act [create_bd_cell -type ip -vlnv xilinx.com:ip:axi_dma:7.1 $INST_DMA_ACT]
+set_property -dict [concat $dma_common [list \
+    CONFIG.c_include_s2mm {1} \
+    CONFIG.c_m_axi_s2mm_data_width $DMA_DATA_WIDTH \
+    CONFIG.c_s_axis_s2mm_tdata_width $DMA_DATA_WIDTH \
+    CONFIG.c_s2mm_burst_size {16} \
+]] $dma_act
+
+set xadc [create_bd_cell -type ip -vlnv xilinx.com:ip:xadc_wiz:3.3 $INST_XADC]
+set xadc_config [list \
+    CONFIG.INTERFACE_SELECTION {Enable_AXI} \
+    CONFIG.ENABLE_RESET {false} \
+    CONFIG.XADC_STARUP_SELECTION {channel_sequencer} \
+    CONFIG.SEQUENCER_MODE {Continuous} \
+    CONFIG.CHANNEL_ENABLE_VP_VN {false} \
+    CONFIG.OT_ALARM {false} \
+    CONFIG.USER_TEMP_ALARM {false} \
+    CONFIG.VCCINT_ALARM {false} \
+    CONFIG.VCCAUX_ALARM {false} \
+    CONFIG.ENABLE_VCCPINT_ALARM {false} \
+    CONFIG.ENABLE_VCCPAUX_ALARM {false} \
+    CONFIG.ENABLE_VCCDDRO_ALARM {false} \
+]
+foreach channel $XADC_CHANNELS {
+    lappend xadc_config CONFIG.CHANNEL_ENABLE_$channel {true}
+}
+set_property -dict $xadc_config $xadc
+
+# control path: GP0 -> interconnect -> AXI4-Lite slaves
+set ctrl [create_bd_cell -type ip -vlnv xilinx.com:ip:axi_interconnect:2.1 ctrl_ic]
+set_property CONFIG.NUM_MI [expr {[llength $ADDRESS_MAP] / 4}] $ctrl
+connect_bd_intf_net [get_bd_intf_pins $INST_PS7/M_AXI_GP0] [get_bd_intf_pins ctrl_ic/S00_AXI]
+set mi 0
+foreach {inst intf base range} $ADDRESS_MAP {
+    connect_bd_intf_net [get_bd_intf_pins [format "ctrl_ic/M%02d_AXI" $mi]] \
+        [get_bd_intf_pins $inst/$intf]
+    incr mi
+}
+
+# data path: DMA masters -> SmartConnect -> HP0
+set mem [create_bd_cell -type ip -vlnv xilinx.com:ip:smartconnect:1.0 mem_sc]
+set masters [list $INST_DMA_WGT/M_AXI_MM2S $INST_DMA_ACT/M_AXI_MM2S $INST_DMA_ACT/M_AXI_S2MM]
+set_property -dict [list CONFIG.NUM_SI [llength $masters] CONFIG.NUM_MI {1}] $mem
+set si 0
+foreach master $masters {
+    connect_bd_intf_net [get_bd_intf_pins $master] [get_bd_intf_pins [format "mem_sc/S%02d_AXI" $si]]
+    incr si
+}
+connect_bd_intf_net [get_bd_intf_pins mem_sc/M00_AXI] [get_bd_intf_pins $INST_PS7/S_AXI_HP0]
+
+# the DTPU's streams
+foreach {stream spec} $STREAMS {
+    lassign $spec dma dma_if dtpu_if
+    connect_bd_intf_net [get_bd_intf_pins $dma/$dma_if] [get_bd_intf_pins $INST_DTPU/$dtpu_if]
+}
+
+# one clock (FCLK_CLK0) and one reset for everything in the PL
+set fclk [get_bd_pins $INST_PS7/FCLK_CLK0]
+set cells [list $INST_DTPU $INST_DMA_WGT $INST_DMA_ACT $INST_XADC ctrl_ic mem_sc]
+connect_bd_net $fclk [get_bd_pins $INST_PS7/M_AXI_GP0_ACLK] [get_bd_pins $INST_PS7/S_AXI_HP0_ACLK] \
+    [get_bd_pins rst_fclk0/slowest_sync_clk] \
+    [get_bd_pins -of_objects [get_bd_cells $cells] -filter {TYPE == clk && DIR == I}]
+connect_bd_net [get_bd_pins $INST_PS7/FCLK_RESET0_N] [get_bd_pins rst_fclk0/ext_reset_in]
+connect_bd_net [get_bd_pins rst_fclk0/peripheral_aresetn] \
+    [get_bd_pins -of_objects [get_bd_cells $cells] -filter {TYPE == rst && DIR == I}]
+
+# addresses: the fixed map for the slaves, DDR for the DMA masters
+foreach {inst intf base range} $ADDRESS_MAP {
+    assign_bd_address -offset $base -range $range \
+        -target_address_space [get_bd_addr_spaces $INST_PS7/Data] \
+        [get_bd_addr_segs -of_objects [get_bd_intf_pins $inst/$intf]]
+}
+assign_bd_address
+
+validate_bd_design
+save_bd_design
+
+# -- synthesis, implementation, outputs ------------------------------------------------------------
+set bd_file [get_files $BD_NAME.bd]
+generate_target all $bd_file
+set wrapper [make_wrapper -files $bd_file -top]
+add_files -norecurse $wrapper
+set_property top ${BD_NAME}_wrapper [current_fileset]
+add_files -fileset constrs_1 -norecurse [file join $here pynq_z2.xdc]
+update_compile_order -fileset sources_1
+
+launch_runs impl_1 -to_step write_bitstream -jobs $jobs
+wait_on_run impl_1
+if {[get_property PROGRESS [get_runs impl_1]] ne "100%"} {
+    error "implementation failed: [get_property STATUS [get_runs impl_1]] (see [file join $out_dir vivado])"
+}
+
+file mkdir [file join $out_dir reports]
+open_run impl_1
+report_utilization -file [file join $out_dir reports utilization.txt]
+report_timing_summary -file [file join $out_dir reports timing.txt]
+report_power -file [file join $out_dir reports power.txt]
+
+set bit [file join [get_property DIRECTORY [get_runs impl_1]] ${BD_NAME}_wrapper.bit]
+set hwh [lindex [get_files -all -of_objects $bd_file $BD_NAME.hwh] 0]
+file copy -force $bit [file join $out_dir $BD_NAME.bit]
+file copy -force $hwh [file join $out_dir $BD_NAME.hwh]
+puts "wrote [file join $out_dir $BD_NAME.bit] and [file join $out_dir $BD_NAME.hwh]"

@@ -1,0 +1,76 @@
+# Package hw/rtl as the DTPU IP (VLNV and interface names from config.tcl).
+#
+#   vivado -mode batch -source package_ip.tcl -tclargs <rtl_dir> <ip_dir>
+#
+# Every hw/rtl/*.v goes in, dtpu_axi is the top, dtpu_regs.vh is its include. The IP packager
+# infers the AXI4-Lite slave (s_axil_*) and the AXI4-Stream ports (s_axis_wgt_*, s_axis_act_*,
+# m_axis_res_*) from their names; this script then ties them to the clock, marks aresetn active
+# low and refuses to save an IP whose interfaces are not exactly those the block design uses.
+
+set here [file dirname [file normalize [info script]]]
+source [file join $here config.tcl]
+
+if {[llength $argv] != 2} {
+    error "usage: vivado -mode batch -source package_ip.tcl -tclargs <rtl_dir> <ip_dir>"
+}
+lassign $argv rtl_dir ip_dir
+set rtl_dir [file normalize $rtl_dir]
+set ip_dir [file normalize $ip_dir]
+lassign [split $DTPU_VLNV :] ip_vendor ip_library ip_name ip_version
+
+set sources [lsort [glob -nocomplain -directory $rtl_dir *.v]]
+set headers [lsort [glob -nocomplain -directory $rtl_dir *.vh]]
+if {[lsearch -exact [lmap f $sources {file rootname [file tail $f]}] $DTPU_TOP] < 0} {
+    error "no $DTPU_TOP.v in $rtl_dir (found: [lmap f $sources {file tail $f}])"
+}
+
+file delete -force $ip_dir ${ip_dir}_project
+create_project ${ip_name}_ip ${ip_dir}_project -part $PART -force
+add_files -norecurse $sources
+if {[llength $headers]} {
+    add_files -norecurse $headers
+    set_property file_type {Verilog Header} [get_files $headers]
+}
+set_property include_dirs [list $rtl_dir] [current_fileset]
+set_property top $DTPU_TOP [current_fileset]
+update_compile_order -fileset sources_1
+
+ipx::package_project -root_dir $ip_dir -vendor $ip_vendor -library $ip_library \
+    -taxonomy /UserIP -import_files -set_current true
+set core [ipx::current_core]
+set_property name $ip_name $core
+set_property version $ip_version $core
+set_property display_name "DTPU tensor accelerator ($DTPU_TOP)" $core
+set_property description "DTPU: AXI4-Lite registers, 64-bit weight/activation/result AXI4-Streams" $core
+set_property supported_families {zynq Production} $core
+
+# Interfaces: exactly those the block design connects, all on the one clock.
+foreach busif $DTPU_BUSIF {
+    if {[llength [ipx::get_bus_interfaces $busif -of_objects $core]] == 0} {
+        error "the IP packager did not infer bus interface $busif from the ports of $DTPU_TOP"
+    }
+    ipx::associate_bus_interfaces -busif $busif -clock $DTPU_CLOCK $core
+}
+set reset_if [ipx::get_bus_interfaces $DTPU_RESET -of_objects $core]
+if {[llength $reset_if] == 0} {
+    error "no reset interface $DTPU_RESET inferred"
+}
+set polarity [ipx::get_bus_parameters POLARITY -of_objects $reset_if]
+if {[llength $polarity] == 0} {
+    set polarity [ipx::add_bus_parameter POLARITY $reset_if]
+}
+set_property value ACTIVE_LOW $polarity
+ipx::associate_bus_interfaces -clock $DTPU_CLOCK -reset $DTPU_RESET $core
+
+foreach param $DTPU_PARAMS {
+    if {[llength [ipx::get_user_parameters $param -of_objects $core]] == 0} {
+        error "parameter $param of $DTPU_TOP is not a user parameter of the IP"
+    }
+}
+
+ipx::create_xgui_files $core
+ipx::update_checksums $core
+ipx::check_integrity $core
+ipx::save_core $core
+close_project
+puts "packaged $DTPU_VLNV in $ip_dir"

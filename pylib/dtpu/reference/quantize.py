@@ -1,0 +1,184 @@
+"""TFLite's fixed-point requantization primitives, vectorized over numpy integer arrays.
+
+TFLite turns an int32/int64 accumulator into an output integer by multiplying with a real scale
+that it has encoded as a Q0.31 multiplier and a power-of-two shift. The encoding is fixed, but
+the *application* of the multiplier differs between kernels (double vs single rounding, 32 vs 64
+bit accumulators), and those differences show up as ±1 on ties. Every variant TFLite 2.14 uses
+on x86-64 is reproduced here so that :mod:`dtpu.reference.conv` can pick the one each kernel
+really runs (see docs/quantization.md for which is which).
+
+All functions accept scalars or arrays and compute in int64 (Python ints where 64 bits could
+overflow are never needed: every intermediate below is bounded by 2^63 in magnitude, see the
+comments). Results carry the dtype named in each docstring.
+"""
+from __future__ import annotations
+
+import enum
+import math
+
+import numpy as np
+
+INT32_MIN = -(1 << 31)
+INT32_MAX = (1 << 31) - 1
+
+
+class Variant(str, enum.Enum):
+    """How a kernel applies a (multiplier, shift) pair to an accumulator."""
+
+    # gemmlowp/TFLite reference: optional exact left shift, SaturatingRoundingDoublingHighMul
+    # (round half away from zero), then RoundingDivideByPOT (round half away from zero). Two
+    # roundings, so a value can be pushed across a tie by the first one.
+    DOUBLE = "double"
+    # ruy's (and TFLITE_SINGLE_ROUNDING builds') version: one rounding of x*m / 2^(31-shift),
+    # ties towards +infinity.
+    SINGLE = "single"
+    # TFLite's MultiplyByQuantizedMultiplier(int64_t x, ...) used by the 16x8 kernels with int64
+    # bias: the multiplier is first reduced to 16 bits (rounded), then one rounding of
+    # x*m16 / 2^(15-shift), ties towards +infinity.
+    INT64 = "int64"
+
+
+def _as_i64(x) -> np.ndarray:
+    return np.asarray(x, dtype=np.int64)
+
+
+def wrap_int32(x) -> np.ndarray:
+    """Two's-complement wrap to int32, as the C++ kernels' int32 arithmetic does on x86."""
+    x = _as_i64(x)
+    return ((x - INT32_MIN) & 0xFFFFFFFF) + INT32_MIN
+
+
+def _round_half_away(x: np.ndarray) -> np.ndarray:
+    """std::round (TfLiteRound): ties away from zero, unlike np.round's ties to even.
+
+    Written without adding 0.5 (which is inexact for floats just below a half) so it is exact
+    for every float32/float64 input.
+    """
+    x = np.asarray(x)
+    t = np.trunc(x)
+    return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t)
+
+
+def quantize_multiplier(real) -> tuple[np.ndarray, np.ndarray]:
+    """TFLite's QuantizeMultiplier: real = multiplier * 2^(shift - 31), multiplier in [2^30, 2^31).
+
+    The significand comes from frexp and is rounded half away from zero (std::round), so it can
+    reach 2^31 exactly; TFLite then halves it and bumps the exponent. Multipliers below ~2^-31
+    would need a right shift beyond 31 bits; TFLite flushes them to (0, 0) instead. Scalars give
+    numpy scalars, arrays give arrays (int32 multiplier, int64 shift).
+    """
+    r = np.asarray(real, dtype=np.float64)
+    q, shift = np.frexp(r)
+    # q * 2^31 is exact (power-of-two scaling of a double): this is std::round(q * (1LL << 31)).
+    q_fixed = _round_half_away(q * float(1 << 31)).astype(np.int64)
+    shift = shift.astype(np.int64)
+    edge = q_fixed == (1 << 31)
+    q_fixed = np.where(edge, q_fixed // 2, q_fixed)
+    shift = np.where(edge, shift + 1, shift)
+    tiny = shift < -31
+    q_fixed = np.where(tiny, 0, q_fixed)
+    shift = np.where(tiny | (r == 0), 0, shift)
+    q_fixed = np.where(r == 0, 0, q_fixed)
+    if np.any(np.abs(q_fixed) > INT32_MAX):  # unreachable for finite input; TFLite CHECKs it
+        raise ValueError("multiplier does not fit int32")
+    return q_fixed.astype(np.int32)[()], shift[()]
+
+
+def saturating_rounding_doubling_high_mul(a, b) -> np.ndarray:
+    """gemmlowp's SaturatingRoundingDoublingHighMul on int32 values: round(a*b / 2^31).
+
+    Rounds half away from zero (the nudge is 2^30 or 1-2^30 and the division truncates towards
+    zero), and saturates the single overflowing case INT32_MIN * INT32_MIN to INT32_MAX.
+    |a*b| <= 2^62, so the int64 product cannot overflow. Returns int64 holding int32 values.
+    """
+    a, b = np.broadcast_arrays(_as_i64(a), _as_i64(b))
+    ab = a * b
+    nudge = np.where(ab >= 0, 1 << 30, 1 - (1 << 30))
+    s = ab + nudge  # |s| < 2^62 + 2^30: no overflow
+    high = np.sign(s) * (np.abs(s) >> 31)  # C++ integer division truncates towards zero
+    overflow = (a == INT32_MIN) & (b == INT32_MIN)
+    return np.where(overflow, INT32_MAX, high)[()]
+
+
+def rounding_divide_by_pot(x, exponent) -> np.ndarray:
+    """gemmlowp's RoundingDivideByPOT: x / 2^exponent rounded half away from zero.
+
+    Works on any int64 x with 0 <= exponent <= 62 (TFLite only uses it on int32 with <= 31).
+    """
+    x, e = np.broadcast_arrays(_as_i64(x), _as_i64(exponent))
+    if np.any((e < 0) | (e > 62)):
+        raise ValueError("exponent must be within [0, 62]")
+    mask = (np.int64(1) << e) - 1
+    remainder = x & mask
+    threshold = (mask >> 1) + (x < 0)
+    return ((x >> e) + (remainder > threshold))[()]
+
+
+def rounding_shift_right_half_up(x, exponent) -> np.ndarray:
+    """floor((x + 2^(exponent-1)) / 2^exponent): the "add half then arithmetic shift" rounding.
+
+    Ties go towards +infinity. exponent 0 returns x unchanged. The caller guarantees that
+    x + 2^(exponent-1) fits in int64.
+    """
+    x, e = np.broadcast_arrays(_as_i64(x), _as_i64(exponent))
+    if np.any((e < 0) | (e > 62)):
+        raise ValueError("exponent must be within [0, 62]")
+    half = np.where(e > 0, np.int64(1) << np.maximum(e - 1, 0), 0)
+    return ((x + half) >> e)[()]
+
+
+def multiply_by_quantized_multiplier(x, multiplier, shift, *, variant: Variant | str = Variant.DOUBLE):
+    """Scale accumulators `x` by multiplier * 2^(shift-31) the way one TFLite kernel family does.
+
+    - ``double``: TFLite's reference MultiplyByQuantizedMultiplier(int32_t, ...) (and gemmlowp's
+      output stage). A positive shift is applied first as an int32 left shift (wrapping like the
+      C++ code would), then SRDHM and RoundingDivideByPOT each round half away from zero.
+    - ``single``: ruy's MultiplyByQuantizedMultiplier (and TFLITE_SINGLE_ROUNDING): one
+      rounding, half up. |x*m| < 2^62 so int64 suffices.
+    - ``int64``: TFLite's MultiplyByQuantizedMultiplier(int64_t, ...) for 16x8 kernels, valid for
+      |x| < 2^47 (TFLite asserts the same): the multiplier is reduced to 16 bits, so
+      |x * m16| < 2^62.
+
+    Returns int64 holding the int32 result (the kernels cast it to int32 before adding the
+    output zero point; a caller that needs the wrap applies :func:`wrap_int32`).
+    """
+    variant = Variant(variant)
+    x = _as_i64(x)
+    m = _as_i64(multiplier)
+    s = _as_i64(shift)
+    if variant is Variant.DOUBLE:
+        left = np.maximum(s, 0)
+        right = np.maximum(-s, 0)
+        shifted = wrap_int32(x * (np.int64(1) << left))
+        return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(shifted, m), right)
+    if variant is Variant.SINGLE:
+        return wrap_int32(rounding_shift_right_half_up(x * m, 31 - s))
+    # INT64
+    reduced = np.where(m < 0x7FFF0000, (m + (1 << 15)) >> 16, 0x7FFF)
+    return wrap_int32(rounding_shift_right_half_up(x * reduced, 15 - s))
+
+
+def effective_scales(input_scale, filter_scales, output_scale) -> np.ndarray:
+    """input_scale * filter_scale[c] / output_scale, evaluated exactly as TFLite 2.14 does it.
+
+    TFLite stores scales as float32 and computes
+    ``double(input_scale) * double(filter_scale) / double(output_scale)`` (left to right, in
+    double: PopulateConvolutionQuantizationParams and GetQuantizedConvolutionMultipler alike), so
+    the inputs are first rounded to float32 here.
+    """
+    i = np.float64(np.float32(input_scale))
+    f = np.asarray(filter_scales, dtype=np.float32).astype(np.float64)
+    o = np.float64(np.float32(output_scale))
+    return (i * f) / o
+
+
+def quantize_value(real: float, scale: float, zero_point: int) -> int:
+    """TFLite's kernel_util Quantize(): zero_point + round(f / scale) with the division in float32.
+
+    Used for activation bounds; std::round on a float rounds half away from zero.
+    """
+    tmp = np.float32(real) / np.float32(scale)
+    tmp = float(_round_half_away(tmp))
+    if not (INT32_MIN <= tmp <= INT32_MAX) or math.isnan(tmp):
+        raise ValueError(f"activation bound {real} / scale {scale} overflows int32")
+    return int(zero_point) + int(tmp)

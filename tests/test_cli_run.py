@@ -1,0 +1,96 @@
+"""`dtpu run MODEL`: delegated vs CPU interpreter, per-invoke reports, exit status (subprocesses)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.delegate_util import dtpu_so  # noqa: F401
+
+ROOT = Path(__file__).resolve().parents[1]
+ZOO = ROOT / "tests" / "models" / "zoo"
+MOBILENET = ZOO / "mobilenet_like__int8.tflite"
+
+
+def _dtpu(*args, env=None, code=None):
+    e = {k: v for k, v in os.environ.items() if k not in ("DTPU_PYNQ_EMULATE", "DTPU_BITSTREAM")}
+    e["PYTHONPATH"] = str(ROOT / "pylib") + os.pathsep + str(ROOT)
+    e.update(env or {})
+    cmd = [sys.executable, "-c", code, *args] if code else [sys.executable, "-m", "dtpu.cli", *args]
+    return subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=300, cwd=ROOT)
+
+
+def _json_lines(stdout: str) -> list[dict]:
+    return [json.loads(line) for line in stdout.splitlines() if line.strip()]
+
+
+def test_help_lists_run_next_to_the_existing_commands():
+    proc = _dtpu("--help")
+    assert proc.returncode == 0
+    for command in ("build", "path", "run"):
+        assert command in proc.stdout
+
+
+@pytest.fixture(scope="module")
+def model_run(dtpu_so):
+    proc = _dtpu("run", str(MOBILENET), "--backend", "model", "--report", "json", "--invokes", "2")
+    assert proc.returncode == 0, proc.stderr
+    return _json_lines(proc.stdout), proc.stderr
+
+
+def test_json_reports_and_summary(model_run):
+    lines, stderr = model_run
+    *reports, summary = lines
+    assert [r["type"] for r in reports] == ["invoke", "invoke"]
+    assert summary == {"type": "summary", "model": str(MOBILENET), "backend": "model", "invokes": 2,
+                       "agree": True, "max_difference": 0.0, "delegated_nodes": 13}
+    for r in reports:
+        assert r["backend"] == "model" and len(r["nodes"]) == 13 and r["hw"]["cycles"] > 0
+        assert r["power"]["method"] == "estimated" and r["power"]["energy_j"] > 0
+    assert "invoke 1: outputs equal" in stderr and "(bit-exact)" in stderr
+
+
+def test_board_emulation_agrees_with_the_same_cycles(model_run):
+    proc = _dtpu("run", str(MOBILENET), "--backend", "pynq", "--report", "json", "--invokes", "2",
+                 env={"DTPU_PYNQ_EMULATE": "1"})
+    assert proc.returncode == 0, proc.stderr
+    *reports, summary = _json_lines(proc.stdout)
+    assert summary["agree"] and summary["backend"] == "pynq"
+    model_reports = model_run[0][:-1]
+    for board, model in zip(reports, model_reports):
+        assert [n["hw"]["cycles"] for n in board["nodes"]] == [n["hw"]["cycles"] for n in model["nodes"]]
+        assert board["power"]["temperature_c"]["avg"] > 0
+    assert "XADC" in proc.stderr and "synthetic" in proc.stderr  # the emulation says so
+
+
+def test_table_report(dtpu_so):
+    proc = _dtpu("run", str(ZOO / "dscnn_like__float32.tflite"), "--report", "table")
+    assert proc.returncode == 0, proc.stderr
+    assert "dtpu report: backend=model" in proc.stdout and "-- invoke 0" in proc.stdout
+    assert "outputs agree with the CPU interpreter (within 1e-05 relative)" in proc.stdout \
+        or "(bit-exact)" in proc.stdout
+
+
+def test_differing_outputs_exit_1_naming_the_output(dtpu_so):
+    code = ("import sys; from dtpu.backends.null import register_null_backend; "
+            "register_null_backend(); from dtpu.cli import main; sys.exit(main(['run'] + sys.argv[1:]))")
+    proc = _dtpu(str(MOBILENET), "--backend", "null", "--report", "none", code=code)
+    assert proc.returncode == 1
+    assert "the delegated outputs (backend=null) differ from the CPU interpreter's" in proc.stderr
+    assert "invoke 0 (seed 0), output 0" in proc.stderr and "values differ, first at" in proc.stderr
+
+
+@pytest.mark.parametrize("args,message", [
+    (["no/such/model.tflite"], "model 'no/such/model.tflite' does not exist"),
+    ([str(MOBILENET), "--mxu", "9y9"], "option 'mxu'='9y9' is invalid"),
+    ([str(MOBILENET), "--option", "novalue"], "--option 'novalue' is not KEY=VALUE"),
+    ([str(MOBILENET), "--invokes", "0"], "--invokes 0 is invalid"),
+    ([str(MOBILENET), "--backend", "pynq"], "backend=pynq needs the pynq package"),
+])
+def test_errors_exit_2_with_a_message(dtpu_so, args, message):
+    proc = _dtpu("run", *args)
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr

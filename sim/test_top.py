@@ -18,4 +18,4 @@ def top(cols: int) -> tuple[dict, object]:
 def test_top_default(cols):
     params, d = top(cols)
     run_tests("dtpu_axi", "tb_top", d, parameters=params,
-              extra_env={"DTPU_SEED": os.environ.get("DTPU_SEED", "12345"), "DTPU_FLOAT": "0"})
+              extra_env={"DTPU_SEED": os.environ.get("DTPU_SEED", "12345")})

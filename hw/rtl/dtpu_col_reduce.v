@@ -14,6 +14,8 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * Column adder tree (GEMM): sums the ROWS accumulators of every MXU column, one registered
  * level per tree stage (log2 ROWS = LAT_REDUCE cycles), adjacent pairs first:
  * ((r0+r1)+(r2+r3))+((r4+r5)+(r6+r7)). Exact in AW bits.
+ * Float jobs (fp = 1): fp32 adds (round to nearest even) over the first 2^log_l rows only, the
+ * golden model's pairwise tree over the lanes; later levels pass their left input through.
  */
 module dtpu_col_reduce #
 (
@@ -33,6 +35,8 @@ module dtpu_col_reduce #
 
     input  wire [ROWS*COLS*AW-1:0]  in_acc,
     input  wire                     in_valid,
+    input  wire                     fp,
+    input  wire [1:0]               log_l,
 
     output wire [COLS*AW-1:0]       out_sum,
     output wire                     out_valid
@@ -73,9 +77,16 @@ for (j = 0; j < COLS; j = j + 1) begin : col
                 assign a = col[j].lvl[l-1].sum_reg[(2*k)*AW +: AW];
                 assign b = col[j].lvl[l-1].sum_reg[(2*k+1)*AW +: AW];
             end
+            wire [31:0] f;
+            dtpu_fp_add fadd_inst (.a(a[31:0]), .b(b[31:0]), .y(f));
             always @(posedge clk) begin
                 if (ce) begin
-                    sum_reg[k*AW +: AW] <= a + b;
+                    if (!fp)
+                        sum_reg[k*AW +: AW] <= a + b;
+                    else if (l < log_l)
+                        sum_reg[k*AW +: AW] <= {{(AW-32){1'b0}}, f};
+                    else
+                        sum_reg[k*AW +: AW] <= a;
                 end
             end
         end

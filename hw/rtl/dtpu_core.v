@@ -65,7 +65,7 @@ module dtpu_core #
 localparam AW = 84;
 localparam WRW = LOG_WEIGHT_WORDS - LOG_COLS;
 // issue -> column sums: memory read 1 + MXU 3 + tree log2(ROWS)
-localparam TAG_LAT = 4 + $clog2(ROWS);
+localparam TAG_LAT = 4 + $clog2(ROWS) + 2;
 localparam TAG_W = LOG_PARAM_ENTRIES + 1 + 16 + 16;
 
 initial begin
@@ -380,8 +380,20 @@ end
 wire [ROWS*COLS*AW-1:0] pe_acc;
 /* verilator lint_off UNUSEDSIGNAL */
 wire [COLS-1:0]         pe_valid;
+wire [COLS-1:0]         pe_fp_valid;
 /* verilator lint_on UNUSEDSIGNAL */
 wire                    pe_ovf;
+wire [ROWS*COLS*32-1:0] pe_fp;
+wire                    cfg_float = cfg_out_mode == 2'd2;
+
+// the MXU's results as AW-bit values: accumulators, or fp32 sums in the low bits
+reg [ROWS*COLS*AW-1:0]  pe_val;
+integer pv;
+always @* begin
+    for (pv = 0; pv < ROWS*COLS; pv = pv + 1) begin
+        pe_val[pv*AW +: AW] = cfg_float ? {{(AW-32){1'b0}}, pe_fp[pv*32 +: 32]} : pe_acc[pv*AW +: AW];
+    end
+end
 
 dtpu_mxu #(
     .ROWS(ROWS),
@@ -404,7 +416,9 @@ mxu_inst (
     .col_last(cfg_dw ? {COLS{dw_last_reg}} : {COLS{l1_reg}}),
     .acc(pe_acc),
     .acc_valid(pe_valid),
-    .prod_ovf(pe_ovf)
+    .prod_ovf(pe_ovf),
+    .fp_sum(pe_fp),
+    .fp_valid(pe_fp_valid)
 );
 
 // ---- column adder tree ----
@@ -420,8 +434,10 @@ reduce_inst (
     .clk(clk),
     .rst_n(dp_rst_n),
     .ce(adv),
-    .in_acc(pe_acc),
-    .in_valid(pe_valid[0]),
+    .in_acc(pe_val),
+    .in_valid(cfg_float ? pe_fp_valid[0] : pe_valid[0]),
+    .fp(cfg_float),
+    .log_l(job_log_l),
     .out_sum(col_sum),
     .out_valid(col_valid)
 );
@@ -439,7 +455,8 @@ always @(posedge clk) begin
     end
 end
 
-wire [TAG_W-1:0] tag = tag_pipe_reg[TAG_LAT-1];
+// integer steps are captured after the column tree, float steps two cycles later
+wire [TAG_W-1:0] tag = cfg_float ? tag_pipe_reg[TAG_LAT-1] : tag_pipe_reg[TAG_LAT-3];
 wire [LOG_PARAM_ENTRIES-1:0] tag_ch = tag[TAG_W-1 -: LOG_PARAM_ENTRIES];
 wire tag_last = tag[32];
 wire [15:0] tag_words = tag[31:16];
@@ -467,23 +484,23 @@ pmem_inst (
 
 // depthwise step tags: issue -> accumulators final (memory read + 3 PE stages)
 localparam DW_TAG_W = 1 + 1 + 16 + 16 + 2*LOG_PARAM_ENTRIES + 16;
-reg [DW_TAG_W-1:0] dw_tag_pipe_reg [0:3];
+reg [DW_TAG_W-1:0] dw_tag_pipe_reg [0:5];
 integer qq;
 always @(posedge clk) begin
     if (adv) begin
         dw_tag_pipe_reg[0] <= {dw_tag_valid, dw_tag_job_last, dw_tag_words, dw_tag_nvals,
                                dw_tag_ch, dw_tag_wrap_ch, dw_tag_g};
-        for (qq = 1; qq < 4; qq = qq + 1) begin
+        for (qq = 1; qq < 6; qq = qq + 1) begin
             dw_tag_pipe_reg[qq] <= dw_tag_pipe_reg[qq-1];
         end
     end
     if (!dp_rst_n) begin
-        for (qq = 0; qq < 4; qq = qq + 1) begin
+        for (qq = 0; qq < 6; qq = qq + 1) begin
             dw_tag_pipe_reg[qq][DW_TAG_W-1] <= 1'b0;
         end
     end
 end
-wire [DW_TAG_W-1:0] dwt = dw_tag_pipe_reg[3];
+wire [DW_TAG_W-1:0] dwt = cfg_float ? dw_tag_pipe_reg[5] : dw_tag_pipe_reg[3];
 wire dwt_valid = dwt[DW_TAG_W-1];
 wire dwt_last = dwt[DW_TAG_W-2];
 wire [15:0] dwt_words = dwt[DW_TAG_W-3 -: 16];
@@ -498,10 +515,10 @@ integer vn;
 always @* begin
     for (vn = 0; vn < ROWS*COLS; vn = vn + 1) begin
         case (job_log_l)
-            2'd3: dw_values[vn*AW +: AW] = pe_acc[((vn >> 3) * ROWS + (vn & 7)) * AW +: AW];
-            2'd2: dw_values[vn*AW +: AW] = (vn >> 2) < COLS ? pe_acc[((vn >> 2) * ROWS + (vn & 3)) * AW +: AW] : {AW{1'b0}};
-            2'd1: dw_values[vn*AW +: AW] = (vn >> 1) < COLS ? pe_acc[((vn >> 1) * ROWS + (vn & 1)) * AW +: AW] : {AW{1'b0}};
-            default: dw_values[vn*AW +: AW] = vn < COLS ? pe_acc[(vn * ROWS) * AW +: AW] : {AW{1'b0}};
+            2'd3: dw_values[vn*AW +: AW] = pe_val[((vn >> 3) * ROWS + (vn & 7)) * AW +: AW];
+            2'd2: dw_values[vn*AW +: AW] = (vn >> 2) < COLS ? pe_val[((vn >> 2) * ROWS + (vn & 3)) * AW +: AW] : {AW{1'b0}};
+            2'd1: dw_values[vn*AW +: AW] = (vn >> 1) < COLS ? pe_val[((vn >> 1) * ROWS + (vn & 1)) * AW +: AW] : {AW{1'b0}};
+            default: dw_values[vn*AW +: AW] = vn < COLS ? pe_val[(vn * ROWS) * AW +: AW] : {AW{1'b0}};
         endcase
     end
 end
@@ -529,6 +546,7 @@ post_inst (
     .dw(cfg_dw),
     .gc(r_dw_groups[15:0]),
     .wi(cfg_wi),
+    .fp(cfg_float),
     .cap_valid(cfg_dw ? dwt_valid : col_valid),
     .cap_values(cap_values),
     .cap_words(cfg_dw ? dwt_words : tag_words),

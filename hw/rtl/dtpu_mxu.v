@@ -53,7 +53,11 @@ module dtpu_mxu #
     /* Accumulators */
     output wire [ROWS*COLS*AW-1:0]  acc,
     output wire [COLS-1:0]          acc_valid,
-    output wire                     prod_ovf
+    output wire                     prod_ovf,
+
+    /* Float sums (fp32 jobs): fp_sum[(j*ROWS+i)*32 +: 32] */
+    output wire [ROWS*COLS*32-1:0]  fp_sum,
+    output wire [COLS-1:0]          fp_valid
 );
 
 /* verilator lint_off UNUSEDPARAM */
@@ -70,6 +74,12 @@ function integer row_opw(input integer i);
             row_opw = 17;
         else
             row_opw = 9;
+    end
+endfunction
+
+function integer row_fp(input integer i);
+    begin
+        row_fp = ((i < 2 && PREC_EN[DTPU_PREC_FP32]) || (i < 4 && PREC_EN[DTPU_PREC_BF16])) ? 1 : 0;
     end
 endfunction
 
@@ -92,6 +102,8 @@ initial begin
 end
 
 wire int64 = prec == DTPU_PREC_INT64;
+wire is_float = prec == DTPU_PREC_FP32 || prec == DTPU_PREC_BF16;
+wire [ROWS*COLS-1:0] pe_fp_valid;
 wire [ROWS*COLS-1:0] ovf;
 wire [ROWS*COLS-1:0] pe_valid;
 
@@ -130,7 +142,8 @@ for (j = 0; j < COLS; j = j + 1) begin : col
 
         dtpu_smac #(
             .OPW(OPW),
-            .ACC_W(ACCW)
+            .ACC_W(ACCW),
+            .FP_ENABLE(row_fp(i))
         )
         smac_inst (
             .clk(clk),
@@ -142,15 +155,21 @@ for (j = 0; j < COLS; j = j + 1) begin : col
             .in_int64(int64),
             .in_a(col_zero[j] ? {OPW{1'b0}} : a_ops[i*65 +: OPW]),
             .in_b(w_ops[i*65 +: OPW]),
+            .in_float(is_float),
+            .in_fa(col_zero[j] ? 32'd0 : a_ops[i*65 +: 32]),
+            .in_fb(w_ops[i*65 +: 32]),
             .acc(pe_acc),
             .acc_valid(pe_valid[j*ROWS+i]),
-            .prod_ovf(ovf[j*ROWS+i])
+            .prod_ovf(ovf[j*ROWS+i]),
+            .fp_sum(fp_sum[(j*ROWS+i)*32 +: 32]),
+            .fp_valid(pe_fp_valid[j*ROWS+i])
         );
 
         assign acc[(j*ROWS+i)*AW +: AW] = {{(AW-ACCW){pe_acc[ACCW-1]}}, pe_acc};
     end
 
     assign acc_valid[j] = pe_valid[j*ROWS];
+    assign fp_valid[j] = pe_fp_valid[j*ROWS];
 end
 endgenerate
 

@@ -19,7 +19,8 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * parameters are entry ch + r, where ch starts at cap_ch and advances by `lanes` per word
  * (depthwise: back to cap_wrap_ch after the last word of group GC-1 of an output pixel).
  * Timing from the capture cycle A: word k is on m_axis_res in cycle A + 6 + k (LAT_POST = 6):
- * serializer register, parameter read, three lane stages, result register.
+ * serializer register, parameter read, three lane stages, result register. Float steps are
+ * captured two cycles later (fp trees) and pass one lane stage: same result cycle.
  * Everything advances on ce (the core's global stall); a word offered while ce is low but
  * taken by the sink is not offered again.
  */
@@ -47,6 +48,7 @@ module dtpu_post #
     input  wire                 dw,
     input  wire [15:0]          gc,
     input  wire [2:0]           wi,
+    input  wire                 fp,
 
     /* Capture */
     input  wire                 cap_valid,
@@ -225,7 +227,7 @@ always @(posedge clk) begin
     if (ce) begin
         out_valid_reg <= lane_valid[0];
         out_data_reg <= packed_word;
-        out_last_reg <= last_pipe_reg[2];
+        out_last_reg <= fp ? last_pipe_reg[0] : last_pipe_reg[2];
     end else if (m_axis_tready) begin
         out_valid_reg <= 1'b0;  // taken while the core is stalled elsewhere
     end
@@ -239,6 +241,7 @@ assign m_axis_tvalid = out_valid_reg;
 assign m_axis_tlast = out_last_reg;
 
 assign busy = ser_valid || (|s0_mask_reg) || (|lane_valid) || out_valid_reg;
+// (float words leave after one lane register: see dtpu_post_lane)
 assign flag_ovf = |(lane_ovf & lane_valid);
 assign flag_wrap = |(lane_wrap & lane_valid);
 

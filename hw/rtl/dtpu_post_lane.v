@@ -27,6 +27,10 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  *
  * Pipeline: inputs (stage 0) -> total/operands -> product -> rounded r; the saturated value is
  * combinational from the last register (the parent registers it into the result word).
+ * FLOAT has one register (acc + bias) and the clamp after it: its accumulators arrive two cycles
+ * later (fp partial and lane trees), so its words leave at the same cycle.
+ * Float clamp: y = min(max(s, ACT_MIN), ACT_MAX) with numpy's rules (max(a, b) = a if a >= b or
+ * a is NaN, else b; min likewise); NaN is the canonical quiet NaN.
  */
 module dtpu_post_lane #
 (
@@ -65,6 +69,39 @@ module dtpu_post_lane #
 /* verilator lint_on UNUSEDPARAM */
 
 wire is8 = prec == DTPU_PREC_INT8 || prec == DTPU_PREC_UINT8;
+wire fl = out_mode == DTPU_OUT_MODE_FLOAT[1:0];
+
+// ---- float: acc + bias (stage 1), clamp (combinational) ----
+wire [31:0] fsum;
+reg  [31:0] fsum_reg;
+dtpu_fp_add bias_inst (.a(in_acc[31:0]), .b(in_bias[31:0]), .y(fsum));
+
+/* verilator lint_off UNUSEDSIGNAL */
+function is_nan(input [31:0] v);
+    is_nan = v[30:23] == 8'hFF && v[22:0] != 23'd0;
+endfunction
+/* verilator lint_on UNUSEDSIGNAL */
+
+// a >= b in IEEE order (false with a NaN; +0 == -0)
+function f_ge(input [31:0] a, input [31:0] b);
+    reg both_zero;
+    begin
+        both_zero = a[30:0] == 31'd0 && b[30:0] == 31'd0;
+        if (is_nan(a) || is_nan(b))
+            f_ge = 1'b0;
+        else if (both_zero)
+            f_ge = 1'b1;
+        else if (a[31] != b[31])
+            f_ge = !a[31];
+        else if (!a[31])
+            f_ge = a[30:0] >= b[30:0];
+        else
+            f_ge = a[30:0] <= b[30:0];
+    end
+endfunction
+
+wire [31:0] fmax = (f_ge(fsum_reg, act_min) || is_nan(fsum_reg)) ? fsum_reg : act_min;
+wire [31:0] fmin = (f_ge(act_max, fmax) || is_nan(fmax)) ? fmax : act_max;
 wire raw = out_mode == DTPU_OUT_MODE_RAW[1:0];
 wire req = out_mode == DTPU_OUT_MODE_REQUANT[1:0];
 
@@ -106,6 +143,7 @@ reg               ovf1_reg, wrap1_reg;
 
 always @(posedge clk) begin
     if (ce) begin
+        fsum_reg <= fsum;
         v1_reg <= in_valid;
         var1_reg <= variant;
         raw1_reg <= raw;
@@ -228,7 +266,9 @@ always @* begin
         DTPU_PREC_UINT8: y3 = y2 < 32'sd0 ? 32'sd0 : y2 > 32'sd255 ? 32'sd255 : y2;
         default:         y3 = y2 < -32'sd32768 ? -32'sd32768 : y2 > 32'sd32767 ? 32'sd32767 : y2;
     endcase
-    if (!v3_reg)
+    if (fl)
+        out_value = v1_reg ? {32'd0, fmin} : 64'd0;
+    else if (!v3_reg)
         out_value = 64'd0;
     else if (raw3_reg)
         out_value = rawv3_reg;
@@ -238,7 +278,7 @@ always @* begin
         out_value = 64'd0;
 end
 
-assign out_valid = v3_reg;
+assign out_valid = fl ? v1_reg : v3_reg;
 assign out_ovf = ovf3_reg;
 assign out_wrap = wrap3_reg;
 

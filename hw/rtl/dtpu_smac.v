@@ -28,7 +28,9 @@ module dtpu_smac #
     // operand width: 9 (8-bit lanes), 17 (16-bit), 33 (32-bit) or 65 (64-bit)
     parameter OPW = 9,
     // accumulator width
-    parameter ACC_W = 36
+    parameter ACC_W = 36,
+    // fp32/bf16 path (FP_PARTIALS interleaved partials and their pairwise tree)
+    parameter FP_ENABLE = 0
 )
 (
     input  wire                   clk,
@@ -42,11 +44,20 @@ module dtpu_smac #
     input  wire                   in_int64,
     input  wire signed [OPW-1:0]  in_a,
     input  wire signed [OPW-1:0]  in_b,
+    /* verilator lint_off UNUSEDSIGNAL */
+    input  wire                   in_float,
+    input  wire [31:0]            in_fa,
+    input  wire [31:0]            in_fb,
+    /* verilator lint_on UNUSEDSIGNAL */
 
     /* Accumulator */
     output wire signed [ACC_W-1:0] acc,
     output wire                   acc_valid,
-    output wire                   prod_ovf
+    output wire                   prod_ovf,
+
+    /* Float result: ((p0+p1)+(p2+p3)) of the step's partials, two cycles after acc_valid */
+    output wire [31:0]            fp_sum,
+    output wire                   fp_valid
 );
 
 localparam PW = 2*OPW;
@@ -115,6 +126,72 @@ always @(posedge clk) begin
         ovf3_reg <= 1'b0;
     end
 end
+
+generate
+if (FP_ENABLE != 0) begin : fp
+    reg  [31:0] fa_reg, fb_reg;
+    reg  [31:0] fp_reg;
+    reg  [1:0]  cnt_reg, pidx1_reg, pidx2_reg;
+    reg  [31:0] part_reg [0:3];
+    reg  [3:0]  touched_reg;
+    reg         last3_reg;
+    reg  [31:0] s01_reg, s23_reg, sum_reg;
+    reg         t1_reg, t2_reg;
+    wire [31:0] prod_f;
+    wire [31:0] base = touched_reg[pidx2_reg] && !f2_reg ? part_reg[pidx2_reg] : 32'd0;
+    wire [31:0] added;
+    wire [31:0] p0 = touched_reg[0] ? part_reg[0] : 32'd0;
+    wire [31:0] p1 = touched_reg[1] ? part_reg[1] : 32'd0;
+    wire [31:0] p2 = touched_reg[2] ? part_reg[2] : 32'd0;
+    wire [31:0] p3 = touched_reg[3] ? part_reg[3] : 32'd0;
+    wire [31:0] s01, s23, s0123;
+
+    dtpu_fp_mul mul_inst (.a(fa_reg), .b(fb_reg), .y(prod_f));
+    dtpu_fp_add acc_inst (.a(base), .b(fp_reg), .y(added));
+    dtpu_fp_add t01_inst (.a(p0), .b(p1), .y(s01));
+    dtpu_fp_add t23_inst (.a(p2), .b(p3), .y(s23));
+    dtpu_fp_add t_inst (.a(s01_reg), .b(s23_reg), .y(s0123));
+
+    always @(posedge clk) begin
+        if (ce) begin
+            fa_reg <= in_valid ? in_fa : 32'd0;
+            fb_reg <= in_valid ? in_fb : 32'd0;
+            // issue w of a step adds into partial w mod 4
+            if (in_valid) begin
+                cnt_reg <= (in_first ? 2'd0 : cnt_reg) + 2'd1;
+            end
+            pidx1_reg <= in_first ? 2'd0 : cnt_reg;
+
+            fp_reg <= prod_f;
+            pidx2_reg <= pidx1_reg;
+
+            if (v2_reg && in_float) begin
+                part_reg[pidx2_reg] <= added;
+                touched_reg <= (f2_reg ? 4'd0 : touched_reg) | (4'd1 << pidx2_reg);
+            end
+            last3_reg <= l2_reg && in_float;
+
+            s01_reg <= s01;
+            s23_reg <= s23;
+            t1_reg <= last3_reg;
+            sum_reg <= s0123;
+            t2_reg <= t1_reg;
+        end
+        if (!rst_n) begin
+            last3_reg <= 1'b0;
+            t1_reg <= 1'b0;
+            t2_reg <= 1'b0;
+            touched_reg <= 4'd0;
+        end
+    end
+
+    assign fp_sum = sum_reg;
+    assign fp_valid = t2_reg;
+end else begin : no_fp
+    assign fp_sum = 32'd0;
+    assign fp_valid = 1'b0;
+end
+endgenerate
 
 assign acc = acc_reg;
 assign acc_valid = acc_valid_reg;

@@ -79,7 +79,7 @@ def _precs(cfg):
 async def test_gemm_stall_free(dut):
     """Random GEMM jobs, words queued before START, no gaps: exact cycles, STALL = 0."""
     tb, t, core = await setup(dut)
-    precs = [p for p in _precs(t.cfg) if not p.is_float]
+    precs = _precs(t.cfg)
     for k in range(N_CASES):
         seed = SEED + k
         prec = precs[k % len(precs)]
@@ -94,7 +94,7 @@ async def test_gemm_gaps_and_backpressure(dut):
     rng = random.Random(SEED)
     tb.set_idle(lambda: random_pauses(rng, 0.3))
     tb.set_backpressure(random_pauses(rng, 0.4))
-    precs = [p for p in _precs(t.cfg) if not p.is_float]
+    precs = _precs(t.cfg)
     for k in range(N_CASES):
         seed = SEED + 1000 + k
         for job in gemm_case(t.cfg, seed, precs[k % len(precs)]):

@@ -2,14 +2,13 @@
 
 TFLite turns an int32/int64 accumulator into an output integer by multiplying with a real scale
 that it has encoded as a Q0.31 multiplier and a power-of-two shift. The encoding is fixed, but
-the *application* of the multiplier differs between kernels (double vs single rounding, 32 vs 64
-bit accumulators), and those differences show up as ±1 on ties. Every variant TFLite 2.14 uses
+the *application* of the multiplier differs between kernels (where ties go, one or two roundings,
+32 or 64 bit accumulators), and those differences show up as ±1 on ties. Every variant TFLite 2.14 uses
 on x86-64 is reproduced here so that :mod:`dtpu.reference.conv` can pick the one each kernel
 really runs (see docs/quantization.md for which is which).
 
-All functions accept scalars or arrays and compute in int64 (Python ints where 64 bits could
-overflow are never needed: every intermediate below is bounded by 2^63 in magnitude, see the
-comments). Results carry the dtype named in each docstring.
+All functions accept scalars or arrays and compute in int64; the comments bound every
+intermediate below 2^63 so no Python-int fallback is needed.
 """
 from __future__ import annotations
 
@@ -26,11 +25,16 @@ class Variant(str, enum.Enum):
     """How a kernel applies a (multiplier, shift) pair to an accumulator."""
 
     # gemmlowp/TFLite reference: optional exact left shift, SaturatingRoundingDoublingHighMul
-    # (round half away from zero), then RoundingDivideByPOT (round half away from zero). Two
-    # roundings, so a value can be pushed across a tie by the first one.
+    # (round(x*m / 2^31), ties towards +infinity), then RoundingDivideByPOT (ties away from
+    # zero). Two roundings, so a value can be pushed onto a tie by the first one.
     DOUBLE = "double"
-    # ruy's (and TFLITE_SINGLE_ROUNDING builds') version: one rounding of x*m / 2^(31-shift),
-    # ties towards +infinity.
+    # ruy's x86 SIMD kernels (AVX2, AVX-512), which TFLite's optimized CONV_2D / FULLY_CONNECTED
+    # reach through cpu_backend_gemm: the same two steps as DOUBLE, but the final shift also rounds
+    # ties towards +infinity, so the two differ exactly on negative ties of that shift.
+    DOUBLE_HALF_UP = "double_half_up"
+    # ruy's portable MultiplyByQuantizedMultiplier (and TFLITE_SINGLE_ROUNDING builds): one
+    # rounding of x*m / 2^(31-shift), ties towards +infinity. No 2.14 x86 kernel uses it; kept as
+    # the formulation the DTPU's own requantizer could adopt.
     SINGLE = "single"
     # TFLite's MultiplyByQuantizedMultiplier(int64_t x, ...) used by the 16x8 kernels with int64
     # bias: the multiplier is first reduced to 16 bits (rounded), then one rounding of
@@ -87,8 +91,9 @@ def quantize_multiplier(real) -> tuple[np.ndarray, np.ndarray]:
 def saturating_rounding_doubling_high_mul(a, b) -> np.ndarray:
     """gemmlowp's SaturatingRoundingDoublingHighMul on int32 values: round(a*b / 2^31).
 
-    Rounds half away from zero (the nudge is 2^30 or 1-2^30 and the division truncates towards
-    zero), and saturates the single overflowing case INT32_MIN * INT32_MIN to INT32_MAX.
+    The nudge (2^30, or 1-2^30 for negative products) combined with C++'s truncating division
+    makes ties go towards +infinity on both signs (like ARM's SQRDMULH). The single overflowing
+    case INT32_MIN * INT32_MIN saturates to INT32_MAX.
     |a*b| <= 2^62, so the int64 product cannot overflow. Returns int64 holding int32 values.
     """
     a, b = np.broadcast_arrays(_as_i64(a), _as_i64(b))
@@ -132,7 +137,9 @@ def multiply_by_quantized_multiplier(x, multiplier, shift, *, variant: Variant |
 
     - ``double``: TFLite's reference MultiplyByQuantizedMultiplier(int32_t, ...) (and gemmlowp's
       output stage). A positive shift is applied first as an int32 left shift (wrapping like the
-      C++ code would), then SRDHM and RoundingDivideByPOT each round half away from zero.
+      C++ code would), then SRDHM (ties up) and RoundingDivideByPOT (ties away from zero).
+    - ``double_half_up``: ruy's x86 kernels: the same exact left shift, then
+      floor((x*m + 2^30) / 2^31) and floor((r + 2^(right-1)) / 2^right).
     - ``single``: ruy's MultiplyByQuantizedMultiplier (and TFLITE_SINGLE_ROUNDING): one
       rounding, half up. |x*m| < 2^62 so int64 suffices.
     - ``int64``: TFLite's MultiplyByQuantizedMultiplier(int64_t, ...) for 16x8 kernels, valid for
@@ -151,6 +158,14 @@ def multiply_by_quantized_multiplier(x, multiplier, shift, *, variant: Variant |
         right = np.maximum(-s, 0)
         shifted = wrap_int32(x * (np.int64(1) << left))
         return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(shifted, m), right)
+    if variant is Variant.DOUBLE_HALF_UP:
+        left = np.maximum(s, 0)
+        right = np.maximum(-s, 0)
+        shifted = wrap_int32(x * (np.int64(1) << left))
+        # The SIMD code flags "high + nudge > INT32_MAX" and substitutes 1 << (31 - right), which
+        # is exactly what the unbounded int64 arithmetic below yields, so no special case.
+        high = rounding_shift_right_half_up(shifted * m, 31)
+        return wrap_int32(rounding_shift_right_half_up(high, right))
     if variant is Variant.SINGLE:
         return wrap_int32(rounding_shift_right_half_up(x * m, 31 - s))
     # INT64

@@ -1,0 +1,103 @@
+"""The notebooks in notebooks/: committed without outputs, and executed (nbclient, in simulation)
+from top to bottom with the environment a user would set. A notebook fails its test when any cell
+raises, and the notebooks assert what they show (bit-exact outputs, verification passed).
+
+04_rtl builds the Verilog core with tracing on first use (a few minutes; cached in sim_build/), so
+its run is marked slow (`make test-all`)."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.delegate_util import dtpu_so  # noqa: F401
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
+ALL = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
+
+# (notebook, environment, what the executed notebook must print)
+RUNS = [
+    ("01_quickstart.ipynb", {"DTPU_BACKEND": "model"}, ["delegated == CPU: True", "dtpu report: backend=model"]),
+    ("01_quickstart.ipynb", {"DTPU_BACKEND": "pynq", "DTPU_PYNQ_EMULATE": "1"}, ["delegated == CPU: True",
+                                                                               "dtpu report: backend=pynq"]),
+    ("02_board.ipynb", {"DTPU_BACKEND": "pynq", "DTPU_PYNQ_EMULATE": "1", "DTPU_INVOKES": "12"},
+     ["(EMULATED board)", "XADC: die temperature", "12 inferences, ", "power method(s) in this run: estimated"]),
+    ("02_board.ipynb", {"DTPU_BACKEND": "model", "DTPU_INVOKES": "3"},
+     ["no board in this run", "3 inferences, "]),
+    ("03_inside.ipynb", {"DTPU_BACKEND": "model"}, ["MAC-weighted utilization", "latency (ms) of the layers"]),
+    ("03_inside.ipynb", {"DTPU_BACKEND": "pynq", "DTPU_PYNQ_EMULATE": "1", "DTPU_MAX_LAYERS": "6"},
+     ["6 layers:"]),
+    pytest.param("04_rtl.ipynb", {}, ["result words equal to the golden model's: True", "cycles in GEMM"],
+                 marks=pytest.mark.slow),
+    ("05_isro.ipynb", {}, ["verification passed: 9 layers", "frame memory (", "resnet_s_int8.tflite: 9 layers"]),
+]
+ENV_KEYS = ("DTPU_BACKEND", "DTPU_PYNQ_EMULATE", "DTPU_BITSTREAM", "DTPU_INVOKES", "DTPU_MAX_LAYERS",
+            "DTPU_MODEL")
+
+
+def _load(name: str) -> dict:
+    return json.loads((NOTEBOOKS / name).read_text(encoding="utf-8"))
+
+
+def test_every_notebook_is_tested():
+    assert ALL == sorted({run.values[0] if hasattr(run, "values") else run[0] for run in RUNS})
+    assert [n[:2] for n in ALL] == ["01", "02", "03", "04", "05"]
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_committed_without_outputs(name):
+    nb = _load(name)
+    assert nb["nbformat"] == 4
+    for i, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] == "code":
+            assert cell.get("outputs") == [], f"{name} cell {i} has outputs: strip them before committing"
+            assert cell.get("execution_count") is None, f"{name} cell {i} has an execution count"
+        assert "attachments" not in cell
+    assert set(nb["metadata"]) <= {"kernelspec", "language_info"}, nb["metadata"].keys()
+
+
+@pytest.mark.parametrize("name", [n for n in ALL if n != "04_rtl.ipynb"])
+def test_backend_is_one_variable(name):
+    """One parameter cell, near the top, reads DTPU_BACKEND (or the notebook has no backend)."""
+    sources = ["".join(c["source"]) for c in _load(name)["cells"] if c["cell_type"] == "code"]
+    uses = [i for i, s in enumerate(sources) if "environ.get(\"DTPU_BACKEND\")" in s]
+    assert uses in ([0], []), uses
+    assert sources[0].startswith("# Parameters")
+
+
+def _execute(name: str, env: dict[str, str], monkeypatch) -> str:
+    import nbformat
+    from nbclient import NotebookClient
+
+    for key in ENV_KEYS:
+        monkeypatch.delenv(key, raising=False)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    client = NotebookClient(nb, timeout=600, kernel_name="python3",
+                            resources={"metadata": {"path": str(NOTEBOOKS)}})
+    client.execute()
+    text, images = [], 0
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "stream":
+                text.append(out["text"])
+            elif "data" in out:
+                text.append(out["data"].get("text/plain", ""))
+                images += "image/png" in out["data"]
+    return "".join(text), images
+
+
+@pytest.mark.parametrize("name,env,expected", RUNS)
+def test_notebook_executes(name, env, expected, monkeypatch, dtpu_so):
+    pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
+    pytest.importorskip("matplotlib")
+    text, images = _execute(name, env, monkeypatch)
+    for needle in expected:
+        assert needle in text, f"{name} {env}: {needle!r} not in its output:\n{text[-3000:]}"
+    assert images >= 1, f"{name} drew no figure"

@@ -210,6 +210,13 @@ TABLE = {
 }
 
 
+def markdown_table() -> str:
+    """:data:`TABLE` as the Markdown table of README.md and docs/delegate.md (tests keep them equal)."""
+    lines = ["| option | accepted values | default | meaning |", "|---|---|---|---|"]
+    lines += [f"| `{key}` | {values} | {default} | {meaning} |"
+              for key, (values, default, meaning) in TABLE.items()]
+    return "\n".join(lines) + "\n"
+
 def parse(raw: Mapping[str, Any] | None) -> DelegateOptions:
     """Parse key/value options (values converted with str()); raise ValueError on any problem."""
     values: dict[str, Any] = {}

@@ -134,6 +134,17 @@ def _run(args: argparse.Namespace) -> int:
     if not logging.getLogger().handlers:  # warnings (e.g. an emulated board) reach the user
         logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                             format="%(levelname)s %(name)s: %(message)s")
+    if (args.backend or "").strip().lower() == "rtl":
+        from dtpu.rtl import in_simulation
+
+        if not in_simulation():  # the Verilog core runs in its simulator: run this command there
+            from dtpu.rtl.cli import run_in_simulator
+
+            return run_in_simulator(args, human)
+    elif getattr(args, "waves", False):
+        print("dtpu run: --waves records the simulated core's signals; it needs --backend rtl",
+              file=sys.stderr)
+        return 2
     import dtpu
     from dtpu import tflite
 
@@ -204,9 +215,12 @@ def _add_run(sub) -> None:
                        "input). Exit 0 when the outputs agree (integers bit-exact, floats within "
                        f"{FLOAT_RTOL:g} relative), 1 when they differ, 2 when the model cannot run.")
     p.add_argument("model", help="a .tflite file")
-    p.add_argument("--backend", default=None, help="delegate backend (model, pynq, reference, ...; "
-                   "default: the delegate's)")
+    p.add_argument("--backend", default=None, help="delegate backend (model, rtl, pynq, reference, "
+                   "...; default: the delegate's); rtl runs the command inside the Verilator "
+                   "simulation of hw/rtl (built on first use, then cached)")
     p.add_argument("--mxu", default="8x8", help="array geometry ROWSxCOLS (default 8x8)")
+    p.add_argument("--waves", action="store_true", help="backend=rtl: record a VCD of the "
+                   "simulated core (dump.vcd in the run directory, which is then kept)")
     p.add_argument("--report", choices=("table", "json", "none"), default="table",
                    help="per-invoke reports: tables, JSON lines on stdout (human text then goes to "
                    "stderr), or none")

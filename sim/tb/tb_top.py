@@ -141,3 +141,158 @@ async def test_gemm_nodes_stall_free(dut):
     """Lowered CONV_2D / FULLY_CONNECTED nodes (im2col, paging) as the delegate runs them."""
     from dtpu.spec import OpKind
     await _nodes(dut, [OpKind.CONV_2D, OpKind.FULLY_CONNECTED], prequeue=True, gaps=False, base=7000)
+
+
+def _regs_job(cfg, opcode, prec=None, mode="RAW", variant=0, **regs):
+    from dtpu.hw.lower import Job
+    from dtpu_sim.jobgen import job_reg
+    return Job(f"{opcode} {regs}", [*regs.items(), job_reg(cfg, opcode, prec, mode, variant)])
+
+
+@cocotb.test()
+async def test_config_errors(dut):
+    """Every CONFIG check the golden model makes: same ERR bit, 2 cycles, nothing consumed."""
+    tb, t, core = await setup(dut)
+    c = t.cfg
+    P = Precision
+    cases = [
+        _regs_job(c, "NOP"),
+        _regs_job(c, "LOAD_WGT", LOAD_ADDR=0, LOAD_COUNT=0),
+        _regs_job(c, "LOAD_WGT", LOAD_ADDR=c.WEIGHT_WORDS - 2, LOAD_COUNT=3),
+        _regs_job(c, "LOAD_PARAM", LOAD_ADDR=0, LOAD_COUNT=3),
+        _regs_job(c, "LOAD_PARAM", LOAD_ADDR=c.PARAM_ENTRIES - 1, LOAD_COUNT=4),
+        _regs_job(c, "GEMM", P.INT8, GEMM_M=0, GEMM_KW=1, GEMM_NT=1),
+        _regs_job(c, "GEMM", P.INT8, GEMM_M=1, GEMM_KW=c.ACT_WORDS + 1, GEMM_NT=1),
+        _regs_job(c, "GEMM", P.INT8, GEMM_M=1, GEMM_KW=1, GEMM_NT=1, WGT_BASE=1),
+        _regs_job(c, "GEMM", P.INT8, GEMM_M=1, GEMM_KW=4, GEMM_NT=c.WEIGHT_WORDS // (4 * c.COLS) + 1),
+        _regs_job(c, "GEMM", P.INT8, "REQUANT", GEMM_M=1, GEMM_KW=1, GEMM_NT=1, PARAM_BASE=1),
+        _regs_job(c, "GEMM", P.INT8, "REQUANT", GEMM_M=1, GEMM_KW=1, GEMM_NT=c.PARAM_ENTRIES // c.COLS + 1),
+        _regs_job(c, "GEMM", P.INT8, "FLOAT", GEMM_M=1, GEMM_KW=1, GEMM_NT=1),
+        _regs_job(c, "GEMM", P.FP32, "RAW", GEMM_M=1, GEMM_KW=1, GEMM_NT=1),
+        _regs_job(c, "GEMM", P.INT32, "REQUANT", GEMM_M=1, GEMM_KW=1, GEMM_NT=1),
+        _regs_job(c, "GEMM", P.INT8, "REQUANT", 3, GEMM_M=1, GEMM_KW=1, GEMM_NT=1),
+    ]
+    from dtpu.hw.lower import Job
+    cases.append(Job("bad opcode", [("JOB", 9)]))
+    cases.append(Job("bad precision", [("JOB", c.encode("JOB", OPCODE=3, PREC=7))]))
+    dwbase = dict(DW_IN=c.encode("DW_IN", H=4, W=4), DW_OUT=c.encode("DW_OUT", H=4, W=4),
+                  DW_KERNEL=c.encode("DW_KERNEL", KH=3, KW=3, PT=1, PL=1),
+                  DW_STRIDE=c.encode("DW_STRIDE", SY=1, SX=1, DY=1, DX=1),
+                  DW_GROUPS=c.encode("DW_GROUPS", GC=1, NCHUNK=1),
+                  DW_RING=c.encode("DW_RING", LB_ROWS=3, TAP_CYCLES=1))
+    bad = [dict(DW_IN=0), dict(DW_KERNEL=c.encode("DW_KERNEL", KH=3, KW=3, PT=3, PL=1)),
+           dict(DW_OUT=c.encode("DW_OUT", H=9, W=4)), dict(DW_RING=c.encode("DW_RING", LB_ROWS=2, TAP_CYCLES=1)),
+           dict(DW_RING=c.encode("DW_RING", LB_ROWS=3, TAP_CYCLES=3)),
+           dict(DW_RING=c.encode("DW_RING", LB_ROWS=c.ACT_WORDS, TAP_CYCLES=1)),
+           dict(WGT_BASE=c.COLS // 2), dict(WGT_BASE=c.WEIGHT_WORDS - c.COLS),
+           dict(PARAM_BASE=c.PARAM_ENTRIES)]
+    for b in bad:
+        cases.append(_regs_job(c, "DWCONV", P.INT8, "REQUANT", **{**dwbase, "WGT_BASE": 0, "PARAM_BASE": 0, **b}))
+    for job in cases:
+        want = expect(core, job)
+        got, err = await run_job(t, job)
+        cyc = await t.read_reg(c.REG_JOB_CYCLES)
+        assert err == want.err, f"{job.label}: ERR {err:#x}, model {want.err:#x}"
+        assert cyc == want.cycles == c.CFG_CYCLES, f"{job.label}: {cyc} cycles, model {want.cycles}"
+        assert await t.read_reg(c.REG_WORDS_ACT) == 0
+
+
+@cocotb.test()
+async def test_busy_write_soft_reset_and_counters(dut):
+    """A job waiting for input: register writes and START set BUSY_WRITE and are ignored;
+    SOFT_RESET aborts it and clears STATUS, ERR, job registers and counters; IRQ follows DONE."""
+    tb, t, core = await setup(dut)
+    c = t.cfg
+    jobs = gemm_case(c, SEED, Precision.INT8, "RAW")
+    for job in jobs[:-1]:
+        await run_and_compare(t, core, job, True, True, "load")
+    gemm = jobs[-1]
+    for name, value in gemm.regs:
+        await t.write_reg(c.reg(name).offset, value)
+    await t.write_reg(c.REG_CTRL, c.encode("CTRL", START=1, IRQ_EN=1))
+    st = await t.read_reg(c.REG_STATUS)
+    assert st & 1 and not st & 2, hex(st)
+    await t.write_reg(c.REG_GEMM_M, 1234)
+    await t.write_reg(c.REG_CTRL, c.encode("CTRL", START=1, IRQ_EN=1))
+    assert await t.read_reg(c.REG_GEMM_M) != 1234
+    assert await t.read_reg(c.REG_ERR) == c.ERR_BUSY_WRITE
+    assert (await t.read_reg(c.REG_STATUS)) & 0b101 == 0b101  # BUSY, ERROR
+    await ClockCycles(dut.clk, 20)
+    assert (await t.read_reg(c.REG_STALL_LO)) > 0  # waiting for s_axis_act counts as stalls
+    await t.write_reg(c.REG_CTRL, c.encode("CTRL", SOFT_RESET=1, IRQ_EN=1))
+    assert await t.read_reg(c.REG_STATUS) == 0
+    assert await t.read_reg(c.REG_ERR) == 0
+    assert await t.read_reg(c.REG_GEMM_M) == 0
+    assert await t.read_reg(c.REG_CYCLES_LO) == 0
+    assert (await t.read_reg(c.REG_CTRL)) == c.encode("CTRL", IRQ_EN=1)
+    assert int(dut.irq.value) == 0
+    # the memories survive a soft reset: the same GEMM now runs clean and exactly
+    core.write(c.REG_CTRL, c.encode("CTRL", SOFT_RESET=1))
+    await run_and_compare(t, core, gemm, True, True, "after soft reset")
+    assert int(dut.irq.value) == 0  # the driver's START write leaves IRQ_EN clear
+    await t.write_reg(c.REG_CTRL, c.encode("CTRL", IRQ_EN=1))
+    await RisingEdge(dut.clk)
+    assert int(dut.irq.value) == 1  # DONE is still set
+    before = await t.read_reg(c.REG_CYCLES_LO)
+    assert before == core.cycles, (before, core.cycles)
+    assert await t.read_reg(c.REG_WORDS_ACT) == core.read(c.REG_WORDS_ACT)
+    assert await t.read_reg(c.REG_WORDS_RES) == core.read(c.REG_WORDS_RES)
+    await t.write_reg(c.REG_CTRL, c.encode("CTRL", CLEAR_COUNTERS=1))
+    assert await t.read_reg(c.REG_CYCLES_LO) == 0 and await t.read_reg(c.REG_WORDS_RES) == 0
+
+
+@cocotb.test()
+async def test_tlast_checks(dut):
+    """tlast one word late (TLAST_MISSING, as the model) and early (TLAST_EARLY, job aborted)."""
+    tb, t, core = await setup(dut)
+    c = t.cfg
+    from dtpu.hw.lower import Job
+    from dtpu_sim.jobgen import load_job
+    words = np.arange(1, 6, dtype=np.uint64)
+    late = load_job(c, "LOAD_WGT", 0, words, "late tlast")
+    late.regs[1] = ("LOAD_COUNT", 4)
+    want = expect(core, late)
+    got, err = await run_job(t, late)
+    assert err == want.err == c.ERR_TLAST_MISSING, (hex(err), hex(want.err))
+    await tb.reset()  # drops the word the source still presents
+    tb.flush()
+    early = load_job(c, "LOAD_WGT", 0, words, "early tlast")
+    early.regs[1] = ("LOAD_COUNT", 8)
+    got, err = await run_job(t, early)
+    assert err == c.ERR_TLAST_EARLY, hex(err)
+    assert (await t.read_reg(c.REG_STATUS)) & 0b11 == 0b10  # DONE (ERR already cleared)
+    assert await t.read_reg(c.REG_WORDS_WGT) == 5
+    # a clean job afterwards
+    core = Core(c)
+    await t.write_reg(c.REG_CTRL, c.encode("CTRL", SOFT_RESET=1))
+    for job in gemm_case(c, SEED + 7, Precision.INT16):
+        await run_and_compare(t, core, job, True, True, "after tlast errors")
+
+
+@cocotb.test()
+async def test_reset_mid_job(dut):
+    """aresetn in the middle of a GEMM (inputs half sent, results pending) and of a depthwise
+    job, then clean jobs: same words and cycles as a fresh golden model."""
+    tb, t, core = await setup(dut)
+    c = t.cfg
+    from dtpu.spec import OpKind
+    for k, kinds in enumerate(([OpKind.CONV_2D], [OpKind.DEPTHWISE_CONV_2D])):
+        jobs, label = lowered_jobs(c, SEED + 300 + k, kinds=kinds, modes=_node_modes()[:2])
+        for job in jobs[:-1]:
+            await run_and_compare(t, core, job, True, True, label)
+        last = jobs[-1]
+        for name, value in last.regs:
+            await t.write_reg(c.reg(name).offset, value)
+        await t.write_reg(c.REG_CTRL, c.encode("CTRL", START=1))
+        half = last.send["act"][: max(1, last.send["act"].size // 2)]
+        tb.set_backpressure(random_pauses(random.Random(1), 0.9))
+        await t.send("act", half)
+        await ClockCycles(dut.clk, 40 + 7 * k)
+        await tb.reset()
+        tb.flush()
+        tb.set_backpressure(None)
+        for reg in (c.REG_STATUS, c.REG_ERR, c.REG_CYCLES_LO, c.REG_WORDS_ACT):
+            assert await t.read_reg(reg) == 0, hex(reg)
+        core = Core(c)  # the reset forgets everything the host knows about the core
+        for job in jobs:
+            await run_and_compare(t, core, job, True, True, f"after reset: {label}")

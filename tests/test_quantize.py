@@ -166,7 +166,7 @@ def test_double_rounding_composition(x, m, shift):
     xs = ((x << left) - INT32_MIN) % (1 << 32) + INT32_MIN  # the kernels' int32 shift wraps
     high = exact_srdhm(xs, m)
     ref = int(q.multiply_by_quantized_multiplier(x, m, shift, variant="double"))
-    ruy = int(q.multiply_by_quantized_multiplier(x, m, shift, variant="double_half_up"))
+    ruy = int(q.multiply_by_quantized_multiplier(x, m, shift, variant="double_up"))
     assert ref == round_half_away(Fraction(high, 1 << right))
     assert ruy == floor_half_up(Fraction(high, 1 << right))
     if ref != ruy:  # they only ever disagree on a negative tie of the final shift
@@ -187,7 +187,7 @@ def test_double_rounding_differs_from_single_on_known_cases():
     assert int(q.multiply_by_quantized_multiplier(1, 1 << 30, -1, variant="single")) == 0
     # -8 * 2^-4 = -0.5: reference rounds away (-1), ruy's x86 kernels round up (0).
     assert int(q.multiply_by_quantized_multiplier(-8, 1 << 30, -3, variant="double")) == -1
-    assert int(q.multiply_by_quantized_multiplier(-8, 1 << 30, -3, variant="double_half_up")) == 0
+    assert int(q.multiply_by_quantized_multiplier(-8, 1 << 30, -3, variant="double_up")) == 0
 
 
 def test_vectorized_over_channels():
@@ -228,3 +228,18 @@ def test_effective_scales_uses_float32_inputs_in_double():
     i, f, o = 0.1, [0.3, 0.7], 0.9
     expect = [float(np.float32(i)) * float(np.float32(x)) / float(np.float32(o)) for x in f]
     assert q.effective_scales(i, f, o).tolist() == expect
+
+
+def test_effective_scales_float32_product_path():
+    """The scalar path multiplies the float32 scales in float32; it does change multipliers."""
+    i, o = np.float32(0.0078428099), np.float32(0.0124284411)
+    f = np.float32(0.0042768368)
+    scalar = q.effective_scales(i, [f], o, float32_product=True)[0]
+    assert scalar == float(np.float32(i * f)) / float(o)
+    differs = 0
+    rng = np.random.default_rng(0)
+    for a, b in rng.uniform(1e-3, 1e-1, (200, 2)):
+        m1, _ = q.quantize_multiplier(q.effective_scales(a, [b], 0.3))
+        m2, _ = q.quantize_multiplier(q.effective_scales(a, [b], 0.3, float32_product=True))
+        differs += int(m1[0] != m2[0])
+    assert differs > 100

@@ -64,6 +64,17 @@ def _taps(spec: ConvSpec) -> int:
     return kh * kw * spec.input_shape[3]
 
 
+def _accumulator_bound(spec: ConvSpec) -> int:
+    """K * max|x - input_zp| * max|w - filter_zp| over the dtypes' ranges: no accumulation of
+    valid tensors can exceed it in magnitude (quantized modes only)."""
+    a_dt, w_dt = (np.iinfo(d) for d in io_dtypes(spec))
+    zp_in = _input_zero_point(spec)
+    zp_w = _filter_zero_points(spec)
+    a = max(a_dt.max - zp_in, zp_in - a_dt.min)
+    b = int(np.max(np.maximum(w_dt.max - zp_w, zp_w - w_dt.min)))
+    return _taps(spec) * a * b
+
+
 def _exact_float_dtype(spec: ConvSpec) -> np.dtype | None:
     """The cheapest float dtype in which the integer accumulation is exact, or None.
 
@@ -76,12 +87,7 @@ def _exact_float_dtype(spec: ConvSpec) -> np.dtype | None:
     float64); uint8 a, b <= 255; int16x8 a <= 2^15, b <= 128 gives K*2^22 (float64 for any
     K <= 2^31).
     """
-    a_dt, w_dt = (np.iinfo(d) for d in io_dtypes(spec))
-    zp_in = _input_zero_point(spec)
-    zp_w = _filter_zero_points(spec)
-    a = max(a_dt.max - zp_in, zp_in - a_dt.min)
-    b = int(np.max(np.maximum(w_dt.max - zp_w, zp_w - w_dt.min)))
-    bound = _taps(spec) * a * b
+    bound = _accumulator_bound(spec)
     if bound <= 1 << 24:
         return np.dtype(np.float32)
     if bound <= 1 << 53:
@@ -189,15 +195,18 @@ def _conv_acc_int64(spec: ConvSpec, xp: np.ndarray, w: np.ndarray) -> np.ndarray
 def output_multipliers(spec: ConvSpec) -> tuple[np.ndarray, np.ndarray]:
     """Per-output-channel (int32 multiplier, shift) from TFLite's QuantizeMultiplier.
 
-    Per-tensor filters are broadcast, as PopulateConvolutionQuantizationParams does; for uint8
-    TFLite's kernel uses the scalar GetQuantizedConvolutionMultipler result, which is the same
-    double expression and therefore the same pair.
+    Per-tensor filters are broadcast, as PopulateConvolutionQuantizationParams does. The uint8
+    kernels and per-tensor FULLY_CONNECTED use the scalar multiplier of
+    GetQuantizedConvolutionMultipler instead, whose effective scale is rounded differently (see
+    :func:`dtpu.reference.quantize.effective_scales`); both are reproduced.
     """
     if not spec.mode.is_quantized:
         raise ValueError("float32 specs have no output multipliers")
     oc = spec.out_channels
+    scalar_path = spec.mode is DataMode.UINT8 or (
+        spec.kind is OpKind.FULLY_CONNECTED and not spec.filter_q.per_channel)
     scales = q.effective_scales(spec.input_q.scale[0], spec.filter_q.scales(oc).astype(np.float32),
-                                spec.output_q.scale[0])
+                                spec.output_q.scale[0], float32_product=scalar_path)
     mult, shift = q.quantize_multiplier(scales)
     return np.atleast_1d(mult).astype(np.int32), np.atleast_1d(shift).astype(np.int64)
 
@@ -235,16 +244,17 @@ _VARIANTS: dict[tuple[str, OpKind, DataMode, str], q.Variant] = {}
 
 
 def _fill_variants() -> None:
-    d, s, i64 = q.Variant.DOUBLE, q.Variant.SINGLE, q.Variant.INT64
+    d, up, i64 = q.Variant.DOUBLE, q.Variant.DOUBLE_UP, q.Variant.INT64
     for kind in OpKind:
         for mode in (DataMode.INT8, DataMode.UINT8, DataMode.INT16X8):
-            _VARIANTS[("reference", kind, mode, "int32")] = d
-            _VARIANTS[("reference", kind, mode, "int64")] = i64
-            _VARIANTS[("default", kind, mode, "int32")] = d
-            _VARIANTS[("default", kind, mode, "int64")] = i64
-    for mode in (DataMode.INT8, DataMode.UINT8, DataMode.INT16X8):
-        _VARIANTS[("default", OpKind.CONV_2D, mode, "int32")] = s
-        _VARIANTS[("default", OpKind.FULLY_CONNECTED, mode, "int32")] = s
+            for rounding in ROUNDINGS:
+                _VARIANTS[(rounding, kind, mode, "int32")] = d
+                _VARIANTS[(rounding, kind, mode, "int64")] = i64
+    # The optimized CONV_2D and FULLY_CONNECTED kernels run their int8 and int16 (int32-bias)
+    # GEMMs through ruy, whose x86 kernels round differently; uint8 and depthwise do not.
+    for kind in (OpKind.CONV_2D, OpKind.FULLY_CONNECTED):
+        for mode in (DataMode.INT8, DataMode.INT16X8):
+            _VARIANTS[("default", kind, mode, "int32")] = up
 
 
 _fill_variants()
@@ -268,21 +278,28 @@ def rounding_variant(spec: ConvSpec, bias: np.ndarray | None, rounding: str = "d
 
 
 def requantize(spec: ConvSpec, acc: np.ndarray, bias: np.ndarray | None, *,
-               rounding: str = "default") -> np.ndarray:
-    """Finish an accumulation as TFLite's output stage does: bias, rescale, zero point, clamp."""
+               rounding: str = "default", variant: q.Variant | str | None = None) -> np.ndarray:
+    """Finish an accumulation as TFLite's output stage does: bias, rescale, zero point, clamp.
+
+    `variant` overrides the rounding table (for experiments and for hardware that implements a
+    fixed variant); by default the variant is the one TFLite's kernel for this node uses.
+    """
     lo, hi = activation_range(spec)
     if spec.mode is DataMode.FLOAT32:
         y = np.asarray(acc, dtype=np.float64)
         if bias is not None:
             y = y + np.asarray(bias, dtype=np.float64)
         return np.clip(y, lo, hi).astype(np.float32)
-    variant = rounding_variant(spec, bias, rounding)
+    variant = rounding_variant(spec, bias, rounding) if variant is None else q.Variant(variant)
     mult, shift = output_multipliers(spec)
     total = np.asarray(acc, dtype=np.int64)
     if bias is not None:
         total = total + np.asarray(bias, dtype=np.int64)
     if variant is not q.Variant.INT64:
-        total = q.wrap_int32(total)  # the kernels accumulate in int32
+        # The kernels accumulate in int32; wrap like them unless no valid input can overflow.
+        b_max = 0 if bias is None else int(np.max(np.abs(np.asarray(bias, dtype=np.int64)), initial=0))
+        if _accumulator_bound(spec) + b_max >= 1 << 31:
+            total = q.wrap_int32(total)
     scaled = q.multiply_by_quantized_multiplier(total, mult, shift, variant=variant)
     if spec.mode is not DataMode.INT16X8:  # the 16x8 kernels have no output offset
         scaled = scaled + int(spec.output_q.zero_point[0])

@@ -31,10 +31,10 @@ class Variant(str, enum.Enum):
     # ruy's x86 SIMD kernels (AVX2, AVX-512), which TFLite's optimized CONV_2D / FULLY_CONNECTED
     # reach through cpu_backend_gemm: the same two steps as DOUBLE, but the final shift also rounds
     # ties towards +infinity, so the two differ exactly on negative ties of that shift.
-    DOUBLE_HALF_UP = "double_half_up"
-    # ruy's portable MultiplyByQuantizedMultiplier (and TFLITE_SINGLE_ROUNDING builds): one
-    # rounding of x*m / 2^(31-shift), ties towards +infinity. No 2.14 x86 kernel uses it; kept as
-    # the formulation the DTPU's own requantizer could adopt.
+    DOUBLE_UP = "double_up"
+    # ruy's portable MultiplyByQuantizedMultiplier (its C++ fallback on CPUs without AVX, and
+    # TFLITE_SINGLE_ROUNDING builds): one rounding of x*m / 2^(31-shift), ties towards +infinity.
+    # No kernel of tflite-runtime 2.14 on an AVX2/AVX-512 x86-64 machine uses it.
     SINGLE = "single"
     # TFLite's MultiplyByQuantizedMultiplier(int64_t x, ...) used by the 16x8 kernels with int64
     # bias: the multiplier is first reduced to 16 bits (rounded), then one rounding of
@@ -96,27 +96,38 @@ def saturating_rounding_doubling_high_mul(a, b) -> np.ndarray:
     case INT32_MIN * INT32_MIN saturates to INT32_MAX.
     |a*b| <= 2^62, so the int64 product cannot overflow. Returns int64 holding int32 values.
     """
-    a, b = np.broadcast_arrays(_as_i64(a), _as_i64(b))
-    ab = a * b
-    nudge = np.where(ab >= 0, 1 << 30, 1 - (1 << 30))
-    s = ab + nudge  # |s| < 2^62 + 2^30: no overflow
-    high = np.sign(s) * (np.abs(s) >> 31)  # C++ integer division truncates towards zero
+    a, b = _as_i64(a), _as_i64(b)
+    # gemmlowp adds 2^30 (or 1 - 2^30 if ab < 0) and divides by 2^31 truncating towards zero.
+    # For ab < 0 that is -floor((-ab + 2^30 - 1) / 2^31) = floor((ab + 2^30) / 2^31) (since
+    # ceil(n/d) = floor((n+d-1)/d)), the same expression as for ab >= 0: one add and one
+    # arithmetic shift. |a*b| <= 2^62, so nothing overflows int64.
+    high = (a * b + (1 << 30)) >> 31
     overflow = (a == INT32_MIN) & (b == INT32_MIN)
-    return np.where(overflow, INT32_MAX, high)[()]
+    if np.any(overflow):
+        high = np.where(overflow, INT32_MAX, high)
+    return high[()]
+
+
+def _split_exponent(exponent) -> tuple[np.ndarray, np.ndarray]:
+    """(exponent, 2^(exponent-1) or 0) on the exponent's own (usually per-channel) shape."""
+    e = _as_i64(exponent)
+    if np.any((e < 0) | (e > 62)):
+        raise ValueError("exponent must be within [0, 62]")
+    return e, np.where(e > 0, np.int64(1) << np.maximum(e - 1, 0), 0)
 
 
 def rounding_divide_by_pot(x, exponent) -> np.ndarray:
     """gemmlowp's RoundingDivideByPOT: x / 2^exponent rounded half away from zero.
 
-    Works on any int64 x with 0 <= exponent <= 62 (TFLite only uses it on int32 with <= 31).
+    gemmlowp compares the remainder with a threshold raised by one for negative x; equivalently
+    floor((x + half - [x < 0]) / 2^e) with half = 2^(e-1), because for x < 0 rounding half away is
+    -floor((-x + half) / 2^e) = floor((x + half - 1) / 2^e). Works on any int64 x with
+    0 <= exponent <= 62 (TFLite only uses int32 x and exponents <= 31); per-channel exponents
+    broadcast against x.
     """
-    x, e = np.broadcast_arrays(_as_i64(x), _as_i64(exponent))
-    if np.any((e < 0) | (e > 62)):
-        raise ValueError("exponent must be within [0, 62]")
-    mask = (np.int64(1) << e) - 1
-    remainder = x & mask
-    threshold = (mask >> 1) + (x < 0)
-    return ((x >> e) + (remainder > threshold))[()]
+    x = _as_i64(x)
+    e, half = _split_exponent(exponent)
+    return ((x + (half - ((x < 0) & (e > 0)))) >> e)[()]
 
 
 def rounding_shift_right_half_up(x, exponent) -> np.ndarray:
@@ -125,10 +136,8 @@ def rounding_shift_right_half_up(x, exponent) -> np.ndarray:
     Ties go towards +infinity. exponent 0 returns x unchanged. The caller guarantees that
     x + 2^(exponent-1) fits in int64.
     """
-    x, e = np.broadcast_arrays(_as_i64(x), _as_i64(exponent))
-    if np.any((e < 0) | (e > 62)):
-        raise ValueError("exponent must be within [0, 62]")
-    half = np.where(e > 0, np.int64(1) << np.maximum(e - 1, 0), 0)
+    x = _as_i64(x)
+    e, half = _split_exponent(exponent)
     return ((x + half) >> e)[()]
 
 
@@ -138,7 +147,7 @@ def multiply_by_quantized_multiplier(x, multiplier, shift, *, variant: Variant |
     - ``double``: TFLite's reference MultiplyByQuantizedMultiplier(int32_t, ...) (and gemmlowp's
       output stage). A positive shift is applied first as an int32 left shift (wrapping like the
       C++ code would), then SRDHM (ties up) and RoundingDivideByPOT (ties away from zero).
-    - ``double_half_up``: ruy's x86 kernels: the same exact left shift, then
+    - ``double_up``: ruy's x86 kernels: the same exact left shift, then
       floor((x*m + 2^30) / 2^31) and floor((r + 2^(right-1)) / 2^right).
     - ``single``: ruy's MultiplyByQuantizedMultiplier (and TFLITE_SINGLE_ROUNDING): one
       rounding, half up. |x*m| < 2^62 so int64 suffices.
@@ -153,18 +162,16 @@ def multiply_by_quantized_multiplier(x, multiplier, shift, *, variant: Variant |
     x = _as_i64(x)
     m = _as_i64(multiplier)
     s = _as_i64(shift)
-    if variant is Variant.DOUBLE:
+    if variant in (Variant.DOUBLE, Variant.DOUBLE_UP):
         left = np.maximum(s, 0)
         right = np.maximum(-s, 0)
-        shifted = wrap_int32(x * (np.int64(1) << left))
-        return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(shifted, m), right)
-    if variant is Variant.DOUBLE_HALF_UP:
-        left = np.maximum(s, 0)
-        right = np.maximum(-s, 0)
-        shifted = wrap_int32(x * (np.int64(1) << left))
+        if np.any(left > 0):  # left shifts are rare (scale >= 1); skip the pass when absent
+            x = wrap_int32(x << left)
+        if variant is Variant.DOUBLE:
+            return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(x, m), right)
         # The SIMD code flags "high + nudge > INT32_MAX" and substitutes 1 << (31 - right), which
         # is exactly what the unbounded int64 arithmetic below yields, so no special case.
-        high = rounding_shift_right_half_up(shifted * m, 31)
+        high = (x * m + (1 << 30)) >> 31
         return wrap_int32(rounding_shift_right_half_up(high, right))
     if variant is Variant.SINGLE:
         return wrap_int32(rounding_shift_right_half_up(x * m, 31 - s))
@@ -173,18 +180,24 @@ def multiply_by_quantized_multiplier(x, multiplier, shift, *, variant: Variant |
     return wrap_int32(rounding_shift_right_half_up(x * reduced, 15 - s))
 
 
-def effective_scales(input_scale, filter_scales, output_scale) -> np.ndarray:
-    """input_scale * filter_scale[c] / output_scale, evaluated exactly as TFLite 2.14 does it.
+def effective_scales(input_scale, filter_scales, output_scale, *,
+                     float32_product: bool = False) -> np.ndarray:
+    """input_scale * filter_scale[c] / output_scale, rounded exactly as TFLite 2.14 rounds it.
 
-    TFLite stores scales as float32 and computes
-    ``double(input_scale) * double(filter_scale) / double(output_scale)`` (left to right, in
-    double: PopulateConvolutionQuantizationParams and GetQuantizedConvolutionMultipler alike), so
-    the inputs are first rounded to float32 here.
+    TFLite stores scales as float32 and evaluates this in double, but in two different ways:
+    PopulateConvolutionQuantizationParams' per-channel loop computes
+    ``double(input_scale) * double(filter_scale) / double(output_scale)``, while
+    GetQuantizedConvolutionMultipler (the scalar multiplier used by the uint8 kernels and by
+    per-tensor FULLY_CONNECTED) multiplies the two float32 scales in float32 first:
+    ``double(input_scale * filter_scale) / double(output_scale)``. The two can differ in the last
+    bits of the multiplier, which moves an output by one when an accumulator sits on the edge.
     """
-    i = np.float64(np.float32(input_scale))
-    f = np.asarray(filter_scales, dtype=np.float32).astype(np.float64)
+    i = np.float32(input_scale)
+    f = np.asarray(filter_scales, dtype=np.float32)
     o = np.float64(np.float32(output_scale))
-    return (i * f) / o
+    if float32_product:
+        return (i * f).astype(np.float64) / o
+    return (np.float64(i) * f.astype(np.float64)) / o
 
 
 def quantize_value(real: float, scale: float, zero_point: int) -> int:

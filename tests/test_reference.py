@@ -258,35 +258,35 @@ def test_xnnpack_strided_unit_kernel_bug_is_known():
 TIE_MODES = ("int8", "int8_per_tensor", "uint8", "uint8_fakequant", "int16x8")
 
 
+def _with_scales(content: bytes, scales: dict[int, list[float]]) -> bytes:
+    """The model with the quantization scales of some tensors replaced (tensor index -> values).
+    Scales are a float32 vector in the file, so they are rewritten in place."""
+    r = tflite_model._Reader(content)
+    tensors = r.tables(r.tables(r.root(), 2)[0], 0)
+    buf = bytearray(content)
+    for index, values in scales.items():
+        start, n = r._vector(r.table(tensors[index], 4), 2)
+        assert n == len(values), f"tensor {index} has {n} scales, not {len(values)}"
+        struct.pack_into(f"<{n}f", buf, start, *values)
+    return bytes(buf)
+
+
 def _rescaled(path, rng) -> tuple[bytes, dict]:
-    """The model with power-of-two-ish scales (effective scale (1 or 3) * 2^-k, k in 2..5), so
-    that many accumulators land exactly on rounding ties. Scales are float32 vectors in the file;
-    they are rewritten in place, bias scales kept equal to input * filter scale (TFLite checks it
-    for uint8)."""
-    model = tflite_model.load(path)
+    """The model with power-of-two-ish scales (effective scale (1 or 3) * 2^-k, k in 0..2), so
+    that many accumulators land exactly on rounding ties. Bias scales stay equal to input *
+    filter scale (TFLite checks it for uint8)."""
+    content = path.read_bytes()
+    model = tflite_model.parse(content)
     sg = model.main
     (op,) = model.operators("CONV_2D", "DEPTHWISE_CONV_2D")
-    x_t, w_t, b_t, y_t = (sg.tensor(op.inputs[0]), sg.tensor(op.inputs[1]),
-                          sg.tensor(op.inputs[2]), sg.tensor(op.outputs[0]))
-    r = tflite_model._Reader(path.read_bytes())
-    tensors = r.tables(r.tables(r.root(), 2)[0], 0)
-    buf = bytearray(r.buf)
-
-    def put(t, values):
-        qt = r.table(tensors[t.index], 4)
-        start, n = r._vector(qt, 2)
-        assert n == len(values)
-        struct.pack_into(f"<{n}f", buf, start, *values)
-
+    x_t, w_t, b_t, y_t = (sg.tensor(i) for i in (*op.inputs[:3], op.outputs[0]))
     s_in = 2.0 ** -4
-    n_w = w_t.quantization.scale.size
-    s_w = [float(rng.choice([1.0, 3.0]) * 2.0 ** -int(rng.integers(4, 7))) for _ in range(n_w)]
+    s_w = [float(rng.choice([1.0, 3.0]) * 2.0 ** -int(rng.integers(4, 7)))
+           for _ in range(w_t.quantization.scale.size)]
     s_out = 2.0 ** -int(rng.integers(4, 7))
-    put(x_t, [s_in])
-    put(w_t, s_w)
-    put(b_t, [s_in * s for s in s_w])
-    put(y_t, [s_out])
-    return bytes(buf), dict(input=x_t, op=op)
+    content = _with_scales(content, {x_t.index: [s_in], w_t.index: s_w,
+                                     b_t.index: [s_in * s for s in s_w], y_t.index: [s_out]})
+    return content, dict(input=x_t, op=op)
 
 
 def _variant_mismatches(spec, x, w, b, want) -> dict[str, int]:
@@ -339,3 +339,51 @@ def test_rounding_table_on_ties(kind, mode, resolver):
     assert totals[variant] == 0, f"{variant} should be exact: {dict(totals)}"
     others = {v.value for v in q.Variant} - {variant}
     assert all(totals[v] for v in others), f"data did not rule out every other variant: {dict(totals)}"
+
+
+FC_TIE_GROUPS = [(m, r) for m in ("int8", "int8_per_tensor", "uint8", "int16x8") for r in RESOLVERS]
+
+
+@pytest.mark.parametrize("mode,resolver", FC_TIE_GROUPS, ids=["-".join(g) for g in FC_TIE_GROUPS])
+def test_fully_connected_rounding_on_ties(mode, resolver):
+    """The nets' FULLY_CONNECTED layer with its weight and output scales set so that the effective
+    scale is 2^-k exactly (the input scale is the preceding MEAN's, left alone)."""
+    rng = np.random.default_rng(1)
+    totals = collections.Counter()
+    chosen = set()
+    for entry in (e for e in ENTRIES if e["kind"] == "net" and e["mode"] == mode):
+        content = model_path(entry).read_bytes()
+        model = tflite_model.parse(content)
+        sg = model.main
+        fcs = model.operators("FULLY_CONNECTED")
+        if not fcs:
+            continue
+        (op,) = fcs
+        x_t, w_t, b_t, y_t = (sg.tensor(i) for i in (*op.inputs[:3], op.outputs[0]))
+        s_in = float(x_t.quantization.scale[0])
+        k, j = int(rng.integers(5, 8)), 6  # outputs mostly unclamped, ties 1 in 2^k
+        patched = _with_scales(content, {
+            w_t.index: [2.0 ** -j] * w_t.quantization.scale.size,
+            b_t.index: [s_in * 2.0 ** -j] * b_t.quantization.scale.size,
+            y_t.index: [s_in * 2.0 ** (k - j)]})
+        patched = _truncated(patched, op.index, op.outputs[0])
+        spec, w, b = tflite_model.conv_spec(tflite_model.parse(patched).main, op)
+        chosen.add(reference.rounding_variant(spec, b, resolver).value)
+        interp = Interpreter(model_content=patched, experimental_op_resolver_type=RESOLVERS[resolver],
+                             experimental_preserve_all_tensors=True)
+        interp.allocate_tensors()
+        for seed in range(150):
+            xs = make_inputs(entry, seed=seed, low=-4.0, high=4.0)
+            for d, x in zip(interp.get_input_details(), xs):
+                interp.set_tensor(d["index"], x)
+            interp.invoke()
+            x = interp.get_tensor(op.inputs[0]).reshape(spec.input_shape)
+            want = interp.get_tensor(op.outputs[0])
+            totals.update(_variant_mismatches(spec, x, w, b, want))
+            totals["elements"] += want.size
+    log.info("FULLY_CONNECTED %s %s: mismatches per variant %s", mode, resolver, dict(totals))
+    assert totals["elements"], f"no zoo net of mode {mode} has a FULLY_CONNECTED layer"
+    (variant,) = chosen
+    assert totals[variant] == 0, f"{variant} should be exact: {dict(totals)}"
+    assert any(totals[v.value] for v in q.Variant if v.value != variant), (
+        f"data did not discriminate the variants: {dict(totals)}")

@@ -144,6 +144,8 @@ class _Reader:
         if vec is None:
             return []
         start, n = vec
+        if start + 4 * n > len(self.buf):
+            raise FlatbufferError(f"vector of {n} tables at {start} runs past the end of the file")
         return [self._deref(start + 4 * i) for i in range(n)]
 
     def array(self, table: int, index: int, dtype) -> np.ndarray | None:

@@ -149,8 +149,8 @@ wire [1:0] variant = reg_job[DTPU_JOB_RQ_VARIANT_LSB +: DTPU_JOB_RQ_VARIANT_WIDT
 wire is_float = prec == DTPU_PREC_FP32 || prec == DTPU_PREC_BF16;
 wire is8 = prec == DTPU_PREC_INT8 || prec == DTPU_PREC_UINT8;
 wire prec_ok = prec <= DTPU_PREC_BF16 && PREC_EN[prec];
-wire mode_ok = (out_mode == DTPU_OUT_MODE_REQUANT[1:0] && (is8 || prec == DTPU_PREC_INT16)
-                && variant <= DTPU_RQ_VARIANT_INT64[1:0])
+// every 2-bit RQ_VARIANT code is a variant (DOUBLE, SINGLE, INT64, DOUBLE_UP)
+wire mode_ok = (out_mode == DTPU_OUT_MODE_REQUANT[1:0] && (is8 || prec == DTPU_PREC_INT16))
             || (out_mode == DTPU_OUT_MODE_RAW[1:0] && !is_float)
             || (out_mode == DTPU_OUT_MODE_FLOAT[1:0] && is_float);
 

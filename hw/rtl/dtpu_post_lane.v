@@ -223,6 +223,9 @@ wire signed [63:0] high = sat2_reg ? 64'sd2147483647 : high_t[63:0];
 wire [63:0] mask = (64'd1 << sh2_reg[5:0]) - 64'd1;
 wire [63:0] threshold = (mask >> 1) + {63'd0, high[63]};
 wire signed [63:0] rdb = (high >>> sh2_reg[5:0]) + (((high & mask) > threshold) ? 64'sd1 : 64'sd0);
+// DOUBLE_UP (ruy x86): high = floor((p + 2^30) / 2^31), then (high + 2^(sh-1)) >> sh
+wire signed [83:0] high_up = (p_ext + 84'sd1073741824) >>> 31;
+wire signed [83:0] up2 = (high_up + half) >>> sh2_reg;
 /* verilator lint_on UNUSEDSIGNAL */
 
 reg               v3_reg;
@@ -238,7 +241,8 @@ always @(posedge clk) begin
         v3_reg <= v2_reg;
         raw3_reg <= raw2_reg;
         req3_reg <= req2_reg;
-        r3_reg <= var2_reg == DTPU_RQ_VARIANT_DOUBLE[1:0] ? rdb[31:0] : up[31:0];
+        r3_reg <= var2_reg == DTPU_RQ_VARIANT_DOUBLE[1:0]    ? rdb[31:0]
+                : var2_reg == DTPU_RQ_VARIANT_DOUBLE_UP[1:0] ? up2[31:0] : up[31:0];
         zp3_reg <= zp2_reg;
         rawv3_reg <= rawv2_reg;
         ovf3_reg <= ovf2_reg;

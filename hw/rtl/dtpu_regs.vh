@@ -46,6 +46,7 @@ localparam [3:0] DTPU_OUT_MODE_FLOAT = 4'd2;
 localparam [3:0] DTPU_RQ_VARIANT_DOUBLE = 4'd0;
 localparam [3:0] DTPU_RQ_VARIANT_SINGLE = 4'd1;
 localparam [3:0] DTPU_RQ_VARIANT_INT64 = 4'd2;
+localparam [3:0] DTPU_RQ_VARIANT_DOUBLE_UP = 4'd3;
 
 // ---- ERR bits ----
 localparam integer DTPU_ERR_BAD_OPCODE = 0;  // JOB.OPCODE is not one of OPCODE.

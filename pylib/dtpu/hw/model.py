@@ -225,6 +225,12 @@ def requant(cfg: HwConfig, total: np.ndarray, mult: np.ndarray, shift: np.ndarra
     s = shift.astype(np.int64)
     if variant == cfg.RQ_VARIANT_SINGLE:
         return wrap32(_shift_round_half_up(total * m, np.maximum(31 - s, 0)))
+    if variant == cfg.RQ_VARIANT_DOUBLE_UP:
+        # ruy's x86 kernels: the DOUBLE steps with both roundings half up (ties towards +inf);
+        # int64 holds the one overflowing case (a = m = INT32_MIN) as ruy's SIMD code yields it.
+        a = wrap32(total << np.maximum(s, 0))
+        high = (a * m + (1 << 30)) >> 31
+        return wrap32(_shift_round_half_up(high, np.maximum(-s, 0)))
     if variant == cfg.RQ_VARIANT_DOUBLE:
         left = np.maximum(s, 0)
         right = np.maximum(-s, 0)

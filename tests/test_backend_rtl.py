@@ -154,13 +154,17 @@ def sim_starve_a_job():
 
 
 def sim_faults_then_clean_runs():
+    from dtpu.rtl import current_transport
+
+    return faults_then_clean_runs(current_transport())
+
+
+def faults_then_clean_runs(t):
     """Each failure must raise its exception and leave the core and the bus models reset, so
     that the next clean run is bit-exact (stale words would otherwise be the next job's)."""
     from dtpu.driver import DtpuJobError, run_job, run_jobs
     from dtpu.hw.lower import Job
-    from dtpu.rtl import current_transport
 
-    t = current_transport()
     low, x = _tiny_conv(t.cfg)
     run_jobs(t, low.load_jobs)
     (job,) = low.jobs(x)
@@ -200,7 +204,10 @@ def test_a_few_cycles_timeout_fails_the_first_job(core):
 
 
 def test_driver_failures_on_the_rtl_reset_the_core_and_the_next_run_is_exact(core):
-    seen = run_in_simulation(sim_faults_then_clean_runs, timeout_cycles=3000, progress=False)
+    _check_faults(run_in_simulation(sim_faults_then_clean_runs, timeout_cycles=3000, progress=False))
+
+
+def _check_faults(seen):
     from dtpu.rtl.build import SimConfig
 
     want, cycles = _golden_tiny(SimConfig().hw_config())
@@ -271,11 +278,12 @@ def test_exceptions_come_back_with_the_remote_traceback(core):
 # -- no simulator needed ----------------------------------------------------------------------------
 
 
-def test_backend_rtl_outside_a_simulation_says_how_to_get_one():
-    from dtpu import backends
+def test_the_cocotb_transport_exists_only_inside_a_simulation():
+    from dtpu.rtl import current_transport, in_simulation
 
+    assert not in_simulation()
     with pytest.raises(NoSimulationError, match=r"dtpu run MODEL --backend rtl.*run_in_simulation"):
-        backends.get("rtl")({"mxu": (8, 8)})
+        current_transport()
 
 
 def test_callables_must_be_importable_by_the_simulator():
@@ -312,3 +320,70 @@ def test_waves_keep_a_vcd_of_the_run(dtpu_so):
     with open(vcd, errors="replace") as fh:
         head = fh.read(200_000)
     assert "s_axis_act_tvalid" in head and "m_axis_res_tlast" in head
+
+
+# -- the in-process transport (native: the RTL as a shared library, bus loops in C++) ------------
+# Its own Verilator build (about 80 s, cached), hence slow; `make test-all` runs these.
+
+
+@pytest.fixture(scope="module")
+def native():
+    from dtpu.rtl.build import build_native
+
+    return build_native(progress=False)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["mobilenet_like__int8", "dscnn_like__int8", "mobilenet_v1_025_96__int8"])
+def test_in_process_backend_rtl_equals_the_golden_model(dtpu_so, native, name):
+    """Outside a simulation backend=rtl runs its own core in this process (a notebook's case)."""
+    path = str(ZOO / f"{name}.tflite")
+    got, cycles, cpu = sim_invoke(path, "rtl")
+    want, want_cycles, _ = sim_invoke(path, "model")
+    assert cycles == want_cycles and len(cycles) > 0
+    assert all(np.array_equal(g, w) for g, w in zip(got, want))
+    if all(np.array_equal(w, c) for w, c in zip(want, cpu)):
+        assert all(np.array_equal(g, c) for g, c in zip(got, cpu))
+
+
+@pytest.mark.slow
+def test_native_transport_failures_reset_and_recover(native):
+    from dtpu.rtl.build import SimConfig
+    from dtpu.rtl.native import NativeTransport
+
+    t = NativeTransport(SimConfig().hw_config(), native.product, timeout_cycles=3000)
+    try:
+        _check_faults(faults_then_clean_runs(t))
+    finally:
+        t.close()
+
+
+@pytest.mark.slow
+def test_native_transport_hang_raises_and_strict_order_stalls(native):
+    from dtpu.driver import run_job, run_jobs
+    from dtpu.hw.lower import Job
+    from dtpu.rtl.build import SimConfig
+    from dtpu.rtl.native import NativeTransport
+
+    cfg = SimConfig().hw_config()
+    want, want_cycles = _golden_tiny(cfg)
+    t = NativeTransport(cfg, native.product, timeout_cycles=2000)
+    low, x = _tiny_conv(cfg)
+    run_jobs(t, low.load_jobs)
+    (job,) = low.jobs(x)
+    start = time.monotonic()
+    with pytest.raises(DtpuTimeout, match=r"did not finish.*BUSY=1 DONE=0.*native transport: "
+                                          r"cycle \d+ .*bound 2000 cycles"):
+        run_job(t, Job(job.label, job.regs, {}, job.recv))
+    assert time.monotonic() - start < 30
+    res, cnt = run_jobs(t, low.jobs(x))
+    assert np.array_equal(low.assemble(res), want) and (cnt.cycles, cnt.stall_cycles) == (want_cycles, 0)
+    t.close()
+    strict = NativeTransport(cfg, native.product, start_with_streams=False)
+    run_jobs(strict, low.load_jobs)
+    res, cnt = run_jobs(strict, low.jobs(x))
+    assert np.array_equal(low.assemble(res), want)
+    # its AXI4-Lite beats take a cycle each, so the STATUS read may end before the core asks
+    # for its first word: stalls are possible, not certain; CYCLES - STALL is the model's
+    assert cnt.cycles - cnt.stall_cycles == want_cycles
+    strict.close()

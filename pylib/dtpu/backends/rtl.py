@@ -1,17 +1,18 @@
 """backend=rtl: the claimed nodes run on the Verilog core (hw/rtl) in a Verilator simulation.
 
 Everything above the transport is backend=model's (lowering, resident weights with paging,
-counters, the activity-based power estimate); the target is the simulated dtpu_axi behind
-cocotbext-axi bus models (:class:`dtpu.rtl.transport.CocotbTransport`). The counters are the
-RTL's own registers, so agreement with backend=model is a check of the RTL against the golden
-model: same words out, same CYCLES.
+counters, the activity-based power estimate); the target is the simulated dtpu_axi. The counters
+are the RTL's own registers, so agreement with backend=model is a check of the RTL against the
+golden model: same words out, same CYCLES.
 
-The simulator hosts the Python process (cocotb runs Python inside the Verilator binary), so this
-backend exists only inside a simulation started by ``dtpu run MODEL --backend rtl`` or
-:func:`dtpu.rtl.run_in_simulation`; it takes the transport that simulation published
-(:mod:`dtpu.rtl.session`), and the build's memory sizes with it. Elsewhere it raises with
-those two ways in. ``mxu`` must match the simulated build's COLS (chosen when the simulation is
-started).
+Two transports, one Verilog:
+
+* inside a simulation started by ``dtpu run MODEL --backend rtl`` or
+  :func:`dtpu.rtl.run_in_simulation`, the one that simulation published: cocotb with
+  cocotbext-axi bus models (:mod:`dtpu.rtl.transport`); ``mxu`` must match its build;
+* anywhere else (a notebook, a script calling ``dtpu.make_interpreter``), a core of its own in
+  this process: the RTL Verilated into a shared library with the bus loops in C++
+  (:mod:`dtpu.rtl.native`), built on first use and cached like the cocotb build.
 """
 from __future__ import annotations
 
@@ -26,26 +27,35 @@ from dtpu.hw.config import HwConfig
 from dtpu.rtl import session
 from dtpu.spec import ConvSpec
 
+_BUILD_KNOBS = ("COLS", "LOG_WEIGHT_WORDS", "LOG_PARAM_ENTRIES", "LOG_ACT_WORDS")
+
 
 class RtlBackend(ModelBackend):
     name = "rtl"
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
-        session.current_transport()  # fail before anything else when there is no simulation
+        self.native_build = None
         super().__init__(options)
 
     def _open_transport(self) -> Transport:
-        t = session.current_transport()
-        built = t.cfg
-        if self.cfg.COLS != built.COLS:
-            raise ValueError(f"backend=rtl: mxu=8x{self.cfg.COLS}, but the simulated core was built "
-                             f"with COLS={built.COLS}; accepted: mxu=8x{built.COLS} (start the "
-                             f"simulation with the geometry you want: --mxu / run_in_simulation(mxu=...))")
-        if self.cfg.CLOCK_MHZ != built.CLOCK_MHZ:
-            keep = ("COLS", "LOG_WEIGHT_WORDS", "LOG_PARAM_ENTRIES", "LOG_ACT_WORDS")
-            self.cfg = HwConfig(**{k: getattr(built, k) for k in keep}, CLOCK_MHZ=self.cfg.CLOCK_MHZ)
+        if session.in_simulation():
+            t = session.current_transport()
+            if self.cfg.COLS != t.cfg.COLS:
+                raise ValueError(f"backend=rtl: mxu=8x{self.cfg.COLS}, but the simulated core was "
+                                 f"built with COLS={t.cfg.COLS}; accepted: mxu=8x{t.cfg.COLS} (start "
+                                 f"the simulation with the geometry you want: --mxu / "
+                                 f"run_in_simulation(mxu=...))")
         else:
-            self.cfg = built
+            from dtpu.rtl.build import SimConfig
+            from dtpu.rtl.native import open_native
+
+            t, self.native_build = open_native(SimConfig.from_mxu((8, self.cfg.COLS)))
+        built = t.cfg
+        if self.cfg.CLOCK_MHZ != built.CLOCK_MHZ:
+            self.cfg = HwConfig(**{k: getattr(built, k) for k in _BUILD_KNOBS},
+                                CLOCK_MHZ=self.cfg.CLOCK_MHZ)
+        else:
+            self.cfg = built      # the build's memory sizes: the lowering must use the same
         return t
 
     @property
@@ -65,6 +75,10 @@ class RtlBackend(ModelBackend):
     def release(self, handle) -> None:
         super().release(handle)
         session.note("nodes", -1)
+
+    def close(self) -> None:
+        if self.native_build is not None:   # our own core; a simulation's transport is not ours
+            self.transport.close()
 
 
 __all__ = ["RtlBackend"]

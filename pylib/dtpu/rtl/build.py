@@ -21,11 +21,12 @@ import logging
 import os
 import re
 import shutil
+import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from dtpu.hw.config import HwConfig, get_config
 
@@ -153,10 +154,7 @@ class BuildInfo:
     seconds: float
     parameters: dict[str, int] = field(default_factory=dict)
     waves: bool = False
-
-    @property
-    def executable(self) -> Path:
-        return self.path / TOPLEVEL
+    product: Path | None = None       # the simulator executable or the shared library
 
 
 def _versions() -> dict[str, str]:
@@ -170,10 +168,10 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def build_key(config: SimConfig, sources: list[Path]) -> str:
+def build_key(config: SimConfig, sources: list[Path], kind: str = "cocotb") -> str:
     h = hashlib.sha256()
-    h.update(json.dumps({"top": TOPLEVEL, "params": config.parameters(), "args": BUILD_ARGS + PUBLIC_ARGS, "vlt": PUBLIC_VLT,
-                         "make": MAKE_VARS,
+    h.update(json.dumps({"kind": kind, "top": TOPLEVEL, "params": config.parameters(),
+                         "args": BUILD_ARGS + PUBLIC_ARGS, "vlt": PUBLIC_VLT, "make": MAKE_VARS,
                          "waves": config.waves, "versions": _versions()}, sort_keys=True).encode())
     for src in sources:
         h.update(src.name.encode() + b"\0" + src.read_bytes() + b"\0")
@@ -221,8 +219,11 @@ _MK_LIST = re.compile(r"^(VM_(?:CLASSES|SUPPORT|GLOBAL)_(?:FAST|SLOW)|VM_USER_CL
 
 def _expected_objects(build_dir: Path) -> int | None:
     """How many C++ files make will compile, from Verilator's generated makefiles."""
+    classes = sorted(build_dir.glob("V*_classes.mk"))
+    if not classes:
+        return None
     count = 0
-    for mk in (build_dir / "Vtop_classes.mk", build_dir / "Vtop.mk"):
+    for mk in (classes[0], classes[0].with_name(classes[0].name.replace("_classes.mk", ".mk"))):
         if not mk.is_file():
             return None
         listing = False
@@ -239,12 +240,13 @@ def _expected_objects(build_dir: Path) -> int | None:
     return count or None
 
 
-def _watch_build(log_path: Path, build_dir: Path, done: threading.Event, bar) -> None:
-    """Advance the progress bar from the build log: Verilator first, then one step per C++ file."""
+def _watch_build(log_path: Path, mk_dir: list[Path], done: threading.Event, bar) -> None:
+    """Advance the progress bar from the build log: Verilator first, then one step per C++ file
+    (mk_dir[0]: where Verilator writes its makefiles, known to the builder only)."""
     compiled = 0
     while not done.wait(0.25):
         if bar.total is None:
-            total = _expected_objects(build_dir)
+            total = _expected_objects(mk_dir[0])
             if total:
                 bar.reset(total=total + 1)   # + the link
                 bar.set_description("compiling the Verilated model")
@@ -265,9 +267,63 @@ def _tail(path: Path, lines: int = 40) -> str:
         return "(no log)"
 
 
+def _cached(kind: str, config: SimConfig, key: str, product: str, progress: bool | None,
+            force: bool, make: Callable[[Path, Path], Path]) -> BuildInfo:
+    """The build directory of `kind` for `key`: reused when its stamp matches and `product` is
+    there, else (under a lock) emptied and rebuilt by ``make(build_dir, log_path, mk_dir)``,
+    which sets ``mk_dir[0]`` to where Verilator writes its makefiles (for the progress bar)."""
+    root = cache_root()
+    build_dir = root / f"{kind}-c{config.cols}{'-waves' if config.waves else ''}-{key}"
+    stamp = build_dir / ".dtpu_build_key"
+    params = config.parameters()
+
+    def current() -> BuildInfo | None:
+        if stamp.is_file() and stamp.read_text() == key and (build_dir / product).is_file():
+            return BuildInfo(build_dir, key, True, 0.0, params, config.waves, build_dir / product)
+        return None
+
+    if not force and (info := current()):
+        return info
+    with _locked(root / f".{build_dir.name}.lock"):
+        if not force and (info := current()):   # built by someone else while we waited
+            return info
+        from tqdm import tqdm
+
+        if build_dir.exists():
+            shutil.rmtree(build_dir)
+        build_dir.mkdir(parents=True)
+        log_path = build_dir / "build.log"
+        log.info("building %s %s (%s) in %s", kind, TOPLEVEL, params, build_dir)
+        start = time.monotonic()
+        done = threading.Event()
+        bar = tqdm(total=None, desc=f"verilating the DTPU RTL ({kind})", unit="file", leave=False,
+                   disable=None if progress is None else not progress)
+        mk_dir: list[Path] = [build_dir]
+        watcher = threading.Thread(target=_watch_build, args=(log_path, mk_dir, done, bar),
+                                   daemon=True)
+        watcher.start()
+        try:
+            with _build_env():
+                make(build_dir, log_path, mk_dir)
+        except (RuntimeError, SystemExit, OSError, subprocess.SubprocessError) as exc:
+            raise RtlBuildError(f"building {kind} {TOPLEVEL} {params} failed ({exc}); the log is "
+                                f"{log_path}, its end:\n{_tail(log_path)}") from None
+        finally:
+            done.set()
+            watcher.join()
+            bar.close()
+        if not (build_dir / product).is_file():
+            raise RtlBuildError(f"building {kind} {TOPLEVEL} {params} produced no {product}; the "
+                                f"log is {log_path}, its end:\n{_tail(log_path)}")
+        stamp.write_text(key)
+        seconds = time.monotonic() - start
+        log.info("built %s in %.1f s", build_dir, seconds)
+        return BuildInfo(build_dir, key, False, seconds, params, config.waves, build_dir / product)
+
+
 def build(config: SimConfig | None = None, *, force: bool = False,
           progress: bool | None = None) -> BuildInfo:
-    """Build dtpu_axi for `config` (or reuse the cached build); return where it is.
+    """Build dtpu_axi for cocotb (`config`), or reuse the cached build; return where it is.
 
     `progress`: a tqdm bar on stderr (None: only when stderr is a terminal). The compiler's
     output goes to build.log in the build directory; a failure raises :class:`RtlBuildError`
@@ -277,62 +333,60 @@ def build(config: SimConfig | None = None, *, force: bool = False,
     rtl = rtl_dir()
     verilog, headers = _sources(rtl)
     key = build_key(config, verilog + headers)
-    root = cache_root()
-    build_dir = root / f"{TOPLEVEL}-c{config.cols}{'-waves' if config.waves else ''}-{key}"
-    stamp = build_dir / ".dtpu_build_key"
-    params = config.parameters()
 
-    def current() -> bool:
-        return (stamp.is_file() and stamp.read_text() == key
-                and (build_dir / TOPLEVEL).is_file())
-
-    if current() and not force:
-        return BuildInfo(build_dir, key, True, 0.0, params, config.waves)
-    with _locked(root / f".{build_dir.name}.lock"):
-        if current() and not force:   # built by someone else while we waited
-            return BuildInfo(build_dir, key, True, 0.0, params, config.waves)
+    def make(build_dir: Path, log_path: Path, mk_dir: list[Path]) -> None:  # noqa: ARG001
         ensure_verilator()
         from cocotb_tools.runner import get_runner
-        from tqdm import tqdm
 
-        if build_dir.exists():
-            shutil.rmtree(build_dir)
-        build_dir.mkdir(parents=True)
-        log_path = build_dir / "build.log"
-        log.info("building %s (%s) in %s", TOPLEVEL, params, build_dir)
-        start = time.monotonic()
         runner = get_runner("verilator")
         # its "Running command ..." lines would interleave with the progress bar; build.log has them
         runner.log.setLevel(logging.INFO if log.isEnabledFor(logging.DEBUG) else logging.WARNING)
-        done = threading.Event()
-        bar = tqdm(total=None, desc="verilating the DTPU RTL", unit="file", leave=False,
-                   disable=None if progress is None else not progress)
-        watcher = threading.Thread(target=_watch_build, args=(log_path, build_dir, done, bar),
-                                   daemon=True)
-        watcher.start()
         vlt = build_dir / "dtpu_ports.vlt"
         vlt.write_text(PUBLIC_VLT)
-        try:
-            with _build_env():
-                runner.build(sources=[str(vlt), *(str(s) for s in verilog)], hdl_toplevel=TOPLEVEL,
-                             build_dir=build_dir, includes=[str(rtl)], parameters=params,
-                             build_args=[*BUILD_ARGS, *PUBLIC_ARGS], waves=config.waves, always=True,
-                             timescale=("1ns", "1ps"), log_file=log_path)
-        except (RuntimeError, SystemExit, OSError) as exc:
-            raise RtlBuildError(f"building {TOPLEVEL} {params} failed ({exc}); the log is "
-                                f"{log_path}, its end:\n{_tail(log_path)}") from None
-        finally:
-            done.set()
-            watcher.join()
-            bar.close()
-        if not (build_dir / TOPLEVEL).is_file():
-            raise RtlBuildError(f"building {TOPLEVEL} {params} produced no executable; the log is "
-                                f"{log_path}, its end:\n{_tail(log_path)}")
-        stamp.write_text(key)
-        seconds = time.monotonic() - start
-        log.info("built %s in %.1f s", build_dir, seconds)
-        return BuildInfo(build_dir, key, False, seconds, params, config.waves)
+        runner.build(sources=[str(vlt), *(str(s) for s in verilog)], hdl_toplevel=TOPLEVEL,
+                     build_dir=build_dir, includes=[str(rtl)], parameters=config.parameters(),
+                     build_args=[*BUILD_ARGS, *PUBLIC_ARGS], waves=config.waves, always=True,
+                     timescale=("1ns", "1ps"), log_file=log_path)
+
+    return _cached(TOPLEVEL, config, key, TOPLEVEL, progress, force, make)
 
 
-__all__ = ["BUILD_ARGS", "BuildInfo", "RtlBuildError", "SimConfig", "TOPLEVEL", "build",
-           "build_key", "cache_root", "ensure_verilator", "rtl_dir"]
+NATIVE_SOURCE = Path(__file__).with_name("native.cpp")
+NATIVE_LIBRARY = "libdtpu_rtl.so"
+
+
+def build_native(config: SimConfig | None = None, *, force: bool = False,
+                 progress: bool | None = None) -> BuildInfo:
+    """Build dtpu_axi as a shared library with the C++ driver loop of native.cpp (for the
+    in-process transport, :mod:`dtpu.rtl.native`), or reuse the cached one."""
+    config = config or SimConfig()
+    rtl = rtl_dir()
+    verilog, headers = _sources(rtl)
+    key = build_key(config, [*verilog, *headers, NATIVE_SOURCE], kind="native")
+
+    def make(build_dir: Path, log_path: Path, mk_dir: list[Path]) -> None:
+        exe = ensure_verilator()
+        root = Path(subprocess.run([exe, "--getenv", "VERILATOR_ROOT"], capture_output=True,
+                                   text=True, check=True).stdout.strip())
+        obj = build_dir / "obj"
+        mk_dir[0] = obj
+        cmd = [exe, "--cc", "--build", "-j", str(max(1, os.cpu_count() or 1)), "-Mdir", str(obj),
+               "--prefix", "Vdtpu", "--top-module", TOPLEVEL, *BUILD_ARGS,
+               "-CFLAGS", "-fPIC", "--timescale", "1ns/1ps", f"-I{rtl}",
+               *[f"-G{k}={v}" for k, v in config.parameters().items()],
+               *(["--trace"] if config.waves else []), *(str(s) for s in verilog)]
+        link = ["c++", "-shared", "-fPIC", "-O2", "-std=c++17", f"-DVM_TRACE={int(config.waves)}",
+                f"-I{obj}", f"-I{root / 'include'}", f"-I{root / 'include' / 'vltstd'}",
+                str(NATIVE_SOURCE), str(obj / "libVdtpu.a"), str(obj / "libverilated.a"),
+                "-pthread", "-o", str(build_dir / NATIVE_LIBRARY)]
+        with open(log_path, "w") as fh:
+            for argv in (cmd, link):
+                fh.write(" ".join(argv) + "\n")
+                fh.flush()
+                subprocess.run(argv, stdout=fh, stderr=subprocess.STDOUT, check=True)
+
+    return _cached("native", config, key, NATIVE_LIBRARY, progress, force, make)
+
+
+__all__ = ["BUILD_ARGS", "BuildInfo", "NATIVE_LIBRARY", "RtlBuildError", "SimConfig", "TOPLEVEL",
+           "build", "build_key", "build_native", "cache_root", "ensure_verilator", "rtl_dir"]

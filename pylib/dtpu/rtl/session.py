@@ -19,6 +19,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+#: simulated cycles a job may run before wait_done gives up: 20 ms of device time at 100 MHz,
+#: 200 times the zoo's largest job (MobileNet-v1-0.25's 9 k-cycle convolutions) and 4 times the
+#: largest layer of a 224x224 MobileNet-v1; a hung core costs about a minute of simulation
+DEFAULT_TIMEOUT_CYCLES = 2_000_000
+#: wall-clock bound of one wait; the simulation runs 10^4..10^5 cycles/s, so this is the bound
+#: that bites only when the simulator itself is stuck
+DEFAULT_TIMEOUT_S = 600.0
+
 #: the environment variable naming the run directory; set only in the simulator process
 RUN_DIR_ENV = "DTPU_RTL_RUN"
 

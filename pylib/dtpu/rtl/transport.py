@@ -43,18 +43,12 @@ from cocotbext.axi import (AxiLiteBus, AxiLiteMaster, AxiStreamBus, AxiStreamFra
 from dtpu.driver.transport import DtpuTimeout, Transport
 from dtpu.hw.config import HwConfig
 from dtpu.rtl import session
+from dtpu.rtl.session import DEFAULT_TIMEOUT_CYCLES, DEFAULT_TIMEOUT_S
 
 log = logging.getLogger(__name__)
 
 _U64 = np.dtype("<u8")
 
-#: simulated cycles a job may run before wait_done gives up: 20 ms of device time at 100 MHz,
-#: 200 times the zoo's largest job (MobileNet-v1-0.25's 9 k-cycle convolutions) and 4 times the
-#: largest layer of a 224x224 MobileNet-v1; a hung core costs about a minute of simulation
-DEFAULT_TIMEOUT_CYCLES = 2_000_000
-#: wall-clock bound of one wait; the simulation runs 10^4..10^5 cycles/s, so this is the bound
-#: that bites only when the simulator itself is stuck
-DEFAULT_TIMEOUT_S = 600.0
 #: simulated cycles wait_done sleeps between wall-clock checks
 _CHUNK_CYCLES = 20_000
 

@@ -443,20 +443,18 @@ reduce_inst (
 );
 
 // ---- step tags, delayed like the data ----
-reg [TAG_W-1:0] tag_pipe_reg [0:TAG_LAT-1];
-integer q;
+// stage q (0-based) in bits q*TAG_W +: TAG_W
+reg [TAG_LAT*TAG_W-1:0] tag_pipe_reg;
 
 always @(posedge clk) begin
     if (adv) begin
-        tag_pipe_reg[0] <= {iss_ch, iss_job_last, iss_words, iss_nvals};
-        for (q = 1; q < TAG_LAT; q = q + 1) begin
-            tag_pipe_reg[q] <= tag_pipe_reg[q-1];
-        end
+        tag_pipe_reg <= {tag_pipe_reg[(TAG_LAT-1)*TAG_W-1:0], iss_ch, iss_job_last, iss_words, iss_nvals};
     end
 end
 
 // integer steps are captured after the column tree, float steps two cycles later
-wire [TAG_W-1:0] tag = cfg_float ? tag_pipe_reg[TAG_LAT-1] : tag_pipe_reg[TAG_LAT-3];
+wire [TAG_W-1:0] tag = cfg_float ? tag_pipe_reg[(TAG_LAT-1)*TAG_W +: TAG_W]
+                                 : tag_pipe_reg[(TAG_LAT-3)*TAG_W +: TAG_W];
 wire [LOG_PARAM_ENTRIES-1:0] tag_ch = tag[TAG_W-1 -: LOG_PARAM_ENTRIES];
 wire tag_last = tag[32];
 wire [15:0] tag_words = tag[31:16];
@@ -484,23 +482,21 @@ pmem_inst (
 
 // depthwise step tags: issue -> accumulators final (memory read + 3 PE stages)
 localparam DW_TAG_W = 1 + 1 + 16 + 16 + 2*LOG_PARAM_ENTRIES + 16;
-reg [DW_TAG_W-1:0] dw_tag_pipe_reg [0:5];
+reg [6*DW_TAG_W-1:0] dw_tag_pipe_reg;
 integer qq;
 always @(posedge clk) begin
     if (adv) begin
-        dw_tag_pipe_reg[0] <= {dw_tag_valid, dw_tag_job_last, dw_tag_words, dw_tag_nvals,
-                               dw_tag_ch, dw_tag_wrap_ch, dw_tag_g};
-        for (qq = 1; qq < 6; qq = qq + 1) begin
-            dw_tag_pipe_reg[qq] <= dw_tag_pipe_reg[qq-1];
-        end
+        dw_tag_pipe_reg <= {dw_tag_pipe_reg[5*DW_TAG_W-1:0], dw_tag_valid, dw_tag_job_last,
+                            dw_tag_words, dw_tag_nvals, dw_tag_ch, dw_tag_wrap_ch, dw_tag_g};
     end
     if (!dp_rst_n) begin
         for (qq = 0; qq < 6; qq = qq + 1) begin
-            dw_tag_pipe_reg[qq][DW_TAG_W-1] <= 1'b0;
+            dw_tag_pipe_reg[qq*DW_TAG_W + DW_TAG_W-1] <= 1'b0;
         end
     end
 end
-wire [DW_TAG_W-1:0] dwt = cfg_float ? dw_tag_pipe_reg[5] : dw_tag_pipe_reg[3];
+wire [DW_TAG_W-1:0] dwt = cfg_float ? dw_tag_pipe_reg[5*DW_TAG_W +: DW_TAG_W]
+                                    : dw_tag_pipe_reg[3*DW_TAG_W +: DW_TAG_W];
 wire dwt_valid = dwt[DW_TAG_W-1];
 wire dwt_last = dwt[DW_TAG_W-2];
 wire [15:0] dwt_words = dwt[DW_TAG_W-3 -: 16];

@@ -80,7 +80,7 @@ def build(toplevel: str, parameters: dict | None = None, sources: list[Path] | N
     if waves and os.environ.get("WAVES", "").lower() == "fst":
         args += ["--trace-fst"]
     if _coverage():
-        args += ["--coverage"]
+        args += ["--coverage-line", "--coverage-toggle"]  # expression coverage trips Verilator 5.048
     tag = name or toplevel
     pstr = "_".join(f"{k}{v}" for k, v in sorted(parameters.items()))
     variant = ("w" if waves else "") + ("c" if _coverage() else "")

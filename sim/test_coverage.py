@@ -1,0 +1,31 @@
+"""Coverage build of dtpu_axi (Verilator --coverage): the default top-level regression, then a
+line/toggle/branch summary parsed from coverage.dat (written to sim_build/coverage.md)."""
+import os
+import shutil
+
+import pytest
+
+from dtpu_sim import BUILD_ROOT, build, run_tests
+from dtpu_sim.coverage import load, report, summarize
+
+
+@pytest.mark.slow
+def test_coverage_summary(monkeypatch):
+    monkeypatch.setenv("DTPU_COVERAGE", "1")
+    params = {"COLS": 8, "LOG_WEIGHT_WORDS": 10, "LOG_PARAM_ENTRIES": 8, "LOG_ACT_WORDS": 9}
+    d = build("dtpu_axi", params, name="top")
+    dats = []
+    for k, cols_env in enumerate([{}, {"DTPU_SEED": "424242", "DTPU_CASES": "20"}]):
+        dat = d / "coverage.dat"
+        if dat.exists():
+            dat.unlink()
+        run_tests("dtpu_axi", "tb_top", d, parameters=params, extra_env=cols_env)
+        keep = d / f"coverage_{k}.dat"
+        shutil.copy(dat, keep)
+        dats.append(keep)
+    s = summarize(load(dats))
+    text = report(s)
+    (BUILD_ROOT / "coverage.md").write_text(text + "\n")
+    print(text)
+    line_cov, line_tot = s["kinds"]["line"]
+    assert line_tot > 0 and line_cov / line_tot > 0.8, text

@@ -282,6 +282,41 @@ class JobRecord:
     error: int = 0
 
 
+def _signed32(v: int) -> int:
+    return v - (1 << 32) if v >= 1 << 31 else v
+
+
+@dataclass
+class JobSetup:
+    """A START as the CONFIG state latched and checked it: everything the datapath runs on.
+
+    Built by :meth:`Core._setup` from the register file (the protocol path) or from a job's
+    register list (:mod:`dtpu.hw.fast`); the job's stall-free cycle count is the closed form."""
+
+    opcode: str                   # NOP, LOAD_WGT, LOAD_PARAM, GEMM, DWCONV
+    needs: dict[str, int]         # input words per stream
+    prec: Precision | None = None
+    out_mode: int = 0
+    variant: int = 0
+    cycles: int = 0
+    words_out: int = 0
+    addr: int = 0                 # LOAD_*: LOAD_ADDR, LOAD_COUNT
+    count: int = 0
+    wb: int = 0                   # WGT_BASE, PARAM_BASE
+    pb: int = 0
+    in_off: int = 0               # IN_OFFSET, WGT_OFFSET (signed)
+    w_off: int = 0
+    act_min: int = 0              # ACT_MIN, ACT_MAX as written (32-bit patterns)
+    act_max: int = 0
+    m: int = 0                    # GEMM_M, GEMM_KW, GEMM_NT
+    kw: int = 0
+    nt: int = 0
+    geom: DwGeometry | None = None
+    gp: int = 0                   # DWCONV: channel groups rounded up to COLS
+    lanes_n: int = 0              # result lanes per word
+    wpi: int = 0                  # result words per GEMM step / per DWCONV item
+
+
 class _Error(Exception):
     def __init__(self, bits: int):
         self.bits = bits
@@ -300,6 +335,7 @@ class Core:
         self._wcache: dict = {}
         self._pcache: dict = {}
         self._dwcache: dict = {}
+        self._mem_log: list[tuple[int, str, int, int]] = []  # (epoch, memory, lo, hi) of LOADs
         self.jobs: list[JobRecord] = []
         self._reset_state()
 
@@ -456,18 +492,23 @@ class Core:
                     f"pushed {have} (the RTL would stall here)")
 
     # -- job execution ----------------------------------------------------------------------
+    #
+    # A START is handled in two steps, shared by the register/stream protocol and the compiled
+    # fast path of dtpu.hw.fast: `_setup` latches and checks the job registers as the CONFIG state
+    # does (-> JobSetup, or _Error with the ERR bits), `_run_setup` runs the datapath on the
+    # stream words. Nothing below reads the register file after `_setup`.
 
-    def _f(self, reg: str, name: str) -> int:
+    def _f(self, reg: str, name: str, regs=None) -> int:
         r = self.cfg.reg(reg)
         f = r.field(name)
-        return (self.regs[r.offset] >> f.lsb) & ((1 << f.width) - 1)
+        return ((self.regs if regs is None else regs)[r.offset] >> f.lsb) & ((1 << f.width) - 1)
 
-    def _r(self, reg: str, signed: bool = False) -> int:
-        v = self.regs[self.cfg.reg(reg).offset]
+    def _r(self, reg: str, signed: bool = False, regs=None) -> int:
+        v = (self.regs if regs is None else regs)[self.cfg.reg(reg).offset]
         return v - (1 << 32) if signed and v >= 1 << 31 else v
 
-    def _opcode_name(self) -> str:
-        code = self._f("JOB", "OPCODE")
+    def _opcode_name(self, regs=None) -> str:
+        code = self._f("JOB", "OPCODE", regs)
         for k, v in self.cfg.enums["OPCODE"].items():
             if v == code:
                 return k
@@ -490,7 +531,7 @@ class Core:
         st = self.regs[c.REG_STATUS] & ~0b100
         self.regs[c.REG_STATUS] = st | (int(err) << 2)
 
-    def _finish(self, record: JobRecord) -> None:
+    def _finish(self, record: JobRecord, keep: bool = True) -> None:
         c = self.cfg
         self._pending = False
         self._cycles += record.cycles
@@ -499,7 +540,8 @@ class Core:
         self.regs[c.REG_STATUS] = (self.regs[c.REG_STATUS] & ~0b11) | 0b10  # DONE, not BUSY
         if record.error:
             self._flag(record.error)
-        self.jobs.append(record)
+        if keep:
+            self.jobs.append(record)
 
     def _try_run(self) -> None:
         c = self.cfg
@@ -518,49 +560,106 @@ class Core:
 
     def _plan(self):
         """Check the job registers as the RTL's CONFIG state does; return (runner, words needed)."""
+        s = self._setup(self.regs)
+        return (lambda: self._run_setup(s)), s.needs
+
+    def _setup(self, regs) -> "JobSetup":
+        """The CONFIG state: latch the job registers from `regs` (offset -> value), derive the
+        job's geometry and run every check, in the RTL's order; raise _Error with the ERR bits."""
         c = self.cfg
-        op = self._f("JOB", "OPCODE")
+        op = self._f("JOB", "OPCODE", regs)
         if op == c.OPCODE_NOP:
-            return (lambda: JobRecord("NOP", None, c.CFG_CYCLES)), {}
+            return JobSetup("NOP", {}, cycles=c.CFG_CYCLES)
         if op in (c.OPCODE_LOAD_WGT, c.OPCODE_LOAD_PARAM):
-            return self._plan_load(op)
+            return self._setup_load(op, regs)
         if op not in (c.OPCODE_GEMM, c.OPCODE_DWCONV):
             raise _Error(c.ERR_BAD_OPCODE)
-        prec = c.prec_of_code(self._f("JOB", "PREC"))
+        prec = c.prec_of_code(self._f("JOB", "PREC", regs))
         if prec is None or prec not in c.ENABLED:
             raise _Error(c.ERR_BAD_PRECISION)
-        out_mode, variant = self._f("JOB", "OUT_MODE"), self._f("JOB", "RQ_VARIANT")
+        out_mode, variant = self._f("JOB", "OUT_MODE", regs), self._f("JOB", "RQ_VARIANT", regs)
         if not mode_is_valid(c, prec, out_mode, variant):
             raise _Error(c.ERR_BAD_MODE)
         if op == c.OPCODE_GEMM:
-            return self._plan_gemm(prec, out_mode, variant)
-        return self._plan_dw(prec, out_mode, variant)
+            return self._setup_gemm(prec, out_mode, variant, regs)
+        return self._setup_dw(prec, out_mode, variant, regs)
 
-    def _plan_load(self, op: int):
+    def _setup_load(self, op: int, regs) -> "JobSetup":
         c = self.cfg
-        addr, n = self._r("LOAD_ADDR"), self._r("LOAD_COUNT")
+        addr, n = self._r("LOAD_ADDR", regs=regs), self._r("LOAD_COUNT", regs=regs)
         if n == 0:
             raise _Error(c.ERR_BAD_DIMS)
         if op == c.OPCODE_LOAD_WGT:
             if addr + n > c.WEIGHT_WORDS:
                 raise _Error(c.ERR_WGT_RANGE)
-        elif n % 2 or addr + n // 2 > c.PARAM_ENTRIES:
+            return JobSetup("LOAD_WGT", {"wgt": n}, addr=addr, count=n, cycles=load_cycles(c, n))
+        if n % 2 or addr + n // 2 > c.PARAM_ENTRIES:
             raise _Error(c.ERR_PARAM_RANGE)
+        return JobSetup("LOAD_PARAM", {"wgt": n}, addr=addr, count=n, cycles=load_cycles(c, n))
 
-        def run() -> JobRecord:
-            words = self._take("wgt", n)
-            if op == c.OPCODE_LOAD_WGT:
-                self.wmem[addr:addr + n] = words
-                self._wgen += 1
-                self._wcache.clear()
-                name = "LOAD_WGT"
-            else:
-                self.pmem[addr:addr + n // 2] = words.reshape(-1, 2)
-                self._pgen += 1
-                self._pcache.clear()
-                name = "LOAD_PARAM"
-            return JobRecord(name, None, load_cycles(c, n), words_in={"wgt": n})
-        return run, {"wgt": n}
+    def _compute_regs(self, prec: Precision, out_mode: int, regs) -> dict:
+        """Operand offsets and (unless RAW) the clamp, as the datapath latches them."""
+        c = self.cfg
+        fields = dict(in_off=self._r("IN_OFFSET", True, regs), w_off=self._r("WGT_OFFSET", True, regs))
+        if out_mode != c.OUT_MODE_RAW:
+            fields.update(act_min=self._r("ACT_MIN", regs=regs), act_max=self._r("ACT_MAX", regs=regs))
+        return fields
+
+    def _run_setup(self, s: "JobSetup") -> JobRecord:
+        """Run a checked job on the words of its input streams (the protocol path)."""
+        c = self.cfg
+        if s.opcode == "NOP":
+            return JobRecord("NOP", None, c.CFG_CYCLES)
+        if s.opcode in ("LOAD_WGT", "LOAD_PARAM"):
+            words = self._take("wgt", s.count)
+            self._write_memory(s.opcode, s.addr, words)
+            return JobRecord(s.opcode, None, s.cycles, words_in={"wgt": s.count})
+        act = self._take("act", s.needs["act"])
+        words, err = (self._gemm_words if s.opcode == "GEMM" else self._dw_words)(s, act)
+        if err & c.ERR_FATAL_MASK:
+            raise _Error(err)
+        self._out.append(words)
+        self._words["res"] += words.size
+        return JobRecord(s.opcode, s.prec.value, s.cycles, words_in=dict(s.needs),
+                         words_out=words.size, error=err)
+
+    def _write_memory(self, opcode: str, addr: int, words: np.ndarray) -> None:
+        """LOAD_WGT / LOAD_PARAM into memory; drops the decoded operands that may be stale."""
+        n = words.size
+        if opcode == "LOAD_WGT":
+            self.wmem[addr:addr + n] = words
+            self._wgen += 1
+            self._wcache.clear()
+            self._mem_log.append((self._wgen + self._pgen, "wgt", addr, addr + n))
+        else:
+            self.pmem[addr:addr + n // 2] = words.reshape(-1, 2)
+            self._pgen += 1
+            self._pcache.clear()
+            self._mem_log.append((self._wgen + self._pgen, "param", addr, addr + n // 2))
+        if len(self._mem_log) > 256:
+            del self._mem_log[:128]
+
+    @property
+    def memory_epoch(self) -> int:
+        """Bumped by every LOAD; see :meth:`memory_written_since`."""
+        return self._wgen + self._pgen
+
+    def memory_written_since(self, epoch: int, wgt: tuple[int, int], param: tuple[int, int]) -> bool:
+        """True if a LOAD after `epoch` wrote weight words [wgt) or parameter entries [param), or
+        if the log no longer reaches back that far (then assume it did)."""
+        if epoch == self._wgen + self._pgen:
+            return False
+        log_ = self._mem_log
+        if not log_ or log_[0][0] > epoch + 1:
+            return True
+        for when, kind, lo, hi in reversed(log_):
+            if when <= epoch:
+                break
+            a, b = wgt if kind == "wgt" else param
+            if lo < b and a < hi:
+                return True
+        return False
+
 
     # -- operands -----------------------------------------------------------------------------
 
@@ -598,16 +697,17 @@ class Core:
         return max(abs(int(info.min) + offset), abs(int(info.max) + offset))
 
     def _post(self, acc: np.ndarray, prec: Precision, out_mode: int, variant: int,
-              params, raw_error_bits: int) -> tuple[np.ndarray, int]:
-        """The post unit on accumulators whose last axis is the channel; returns (lanes, ERR)."""
+              params, raw_error_bits: int, act_min: int = 0, act_max: int = 0) -> tuple[np.ndarray, int]:
+        """The post unit on accumulators whose last axis is the channel; returns (lanes, ERR).
+        `act_min` / `act_max` are the raw 32-bit ACT_MIN / ACT_MAX register values."""
         c = self.cfg
         lanes_n, dt = out_lanes(c, prec, out_mode)
         if out_mode == c.OUT_MODE_RAW:
             return acc.astype(dt), raw_error_bits
         bias = params[0]
         if out_mode == c.OUT_MODE_FLOAT:
-            lo = np.array(self._r("ACT_MIN"), np.uint32).view(np.float32)
-            hi = np.array(self._r("ACT_MAX"), np.uint32).view(np.float32)
+            lo = np.array(act_min, np.uint32).view(np.float32)
+            hi = np.array(act_max, np.uint32).view(np.float32)
             y = acc + bias
             return np.minimum(np.maximum(y, lo), hi), 0
         _, mult, shift, zp = params
@@ -623,7 +723,7 @@ class Core:
             total = w
         scaled = requant(c, total, mult, shift, variant)
         y = wrap32(scaled + zp)
-        y = np.clip(y, self._r("ACT_MIN", True), self._r("ACT_MAX", True))
+        y = np.clip(y, _signed32(act_min), _signed32(act_max))
         info = np.iinfo(dt)
         return np.clip(y, info.min, info.max).astype(dt), err
 
@@ -639,40 +739,39 @@ class Core:
 
     # -- GEMM ---------------------------------------------------------------------------------
 
-    def _plan_gemm(self, prec: Precision, out_mode: int, variant: int):
+    def _setup_gemm(self, prec: Precision, out_mode: int, variant: int, regs) -> "JobSetup":
         c = self.cfg
-        m, kw, nt = self._r("GEMM_M"), self._r("GEMM_KW"), self._r("GEMM_NT")
+        m, kw, nt = (self._r("GEMM_M", regs=regs), self._r("GEMM_KW", regs=regs),
+                     self._r("GEMM_NT", regs=regs))
         if 0 in (m, kw, nt):
             raise _Error(c.ERR_BAD_DIMS)
         if kw > c.ACT_WORDS:
             raise _Error(c.ERR_ACT_CAPACITY)
-        wb = self._r("WGT_BASE")
+        wb = self._r("WGT_BASE", regs=regs)
         if wb % c.COLS or wb + nt * kw * c.COLS > c.WEIGHT_WORDS:
             raise _Error(c.ERR_WGT_RANGE)
-        pb = self._r("PARAM_BASE")
+        pb = self._r("PARAM_BASE", regs=regs)
         if out_mode != c.OUT_MODE_RAW and (pb % c.COLS or pb + nt * c.COLS > c.PARAM_ENTRIES):
             raise _Error(c.ERR_PARAM_RANGE)
         lanes_n, _ = out_lanes(c, prec, out_mode)
         wps = ceil_div(c.COLS, lanes_n)
+        return JobSetup("GEMM", {"act": m * kw}, prec=prec, out_mode=out_mode, variant=variant,
+                        wb=wb, pb=pb, m=m, kw=kw, nt=nt, lanes_n=lanes_n, wpi=wps,
+                        words_out=m * nt * wps, cycles=gemm_cycles(c, m, kw, nt, wps),
+                        **self._compute_regs(prec, out_mode, regs))
 
-        def run() -> JobRecord:
-            act = self._take("act", m * kw)
-            acc, err = self._gemm_acc(prec, act, m, kw, nt, wb)
-            params = self._params(pb, nt * c.COLS, prec, out_mode) if out_mode != c.OUT_MODE_RAW else None
-            y, err = self._post(acc, prec, out_mode, variant, params, err)
-            if err & c.ERR_FATAL_MASK:
-                raise _Error(err)
-            words = self._pack_lanes(y.reshape(m * nt, c.COLS), lanes_n)
-            self._out.append(words)
-            self._words["res"] += words.size
-            return JobRecord("GEMM", prec.value, gemm_cycles(c, m, kw, nt, wps),
-                             words_in={"act": m * kw}, words_out=words.size, error=err)
-        return run, {"act": m * kw}
+    def _gemm_words(self, s: "JobSetup", act: np.ndarray) -> tuple[np.ndarray, int]:
+        c = self.cfg
+        acc, err = self._gemm_acc(s.prec, act, s.m, s.kw, s.nt, s.wb, s.in_off, s.w_off)
+        params = self._params(s.pb, s.nt * c.COLS, s.prec, s.out_mode) if s.out_mode != c.OUT_MODE_RAW else None
+        y, err = self._post(acc, s.prec, s.out_mode, s.variant, params, err, s.act_min, s.act_max)
+        if err & c.ERR_FATAL_MASK:
+            return np.zeros(0, _U64), err
+        return self._pack_lanes(y.reshape(s.m * s.nt, c.COLS), s.lanes_n), err
 
-    def _gemm_weights(self, prec: Precision, wb: int, kw: int, nt: int, dtype):
+    def _gemm_weights(self, prec: Precision, wb: int, kw: int, nt: int, dtype, off: int):
         """Weight matrix (K, NT*COLS) with WGT_OFFSET applied, cached while memory is unchanged."""
         c = self.cfg
-        off = self._r("WGT_OFFSET", True)
         key = ("gemm", prec, wb, kw, nt, off, np.dtype(dtype).str)
         hit = self._wcache.get(key)
         if hit is not None:
@@ -689,18 +788,16 @@ class Core:
         self._wcache[key] = b
         return b
 
-    def _gemm_acc(self, prec: Precision, act: np.ndarray, m: int, kw: int, nt: int, wb: int):
-        c = self.cfg
+    def _gemm_acc(self, prec: Precision, act: np.ndarray, m: int, kw: int, nt: int, wb: int,
+                  in_off: int, w_off: int):
         L = prec.lanes
         a_lanes = self._lanes_of(act, prec).reshape(m, kw * L)
         if prec.is_float:
-            b = self._gemm_weights(prec, wb, kw, nt, np.float32)  # (C, K)
+            b = self._gemm_weights(prec, wb, kw, nt, np.float32, w_off)  # (C, K)
             return self._gemm_fp(a_lanes.astype(np.float32, copy=False), b, kw, L), 0
-        in_off = self._r("IN_OFFSET", True)
-        bound = (kw * L * self._operand_bound(prec, in_off)
-                 * self._operand_bound(prec, self._r("WGT_OFFSET", True)))
+        bound = (kw * L * self._operand_bound(prec, in_off) * self._operand_bound(prec, w_off))
         dt = _exact_dtype(bound)
-        b = self._gemm_weights(prec, wb, kw, nt, dt)
+        b = self._gemm_weights(prec, wb, kw, nt, dt, w_off)
         a = a_lanes.astype(dt)
         if in_off:
             a += dt.type(in_off)
@@ -751,10 +848,12 @@ class Core:
             out[s:s + chunk] = _tree(pe, axis=2)  # column tree over lanes
         return out
 
+
     # -- DWCONV -------------------------------------------------------------------------------
 
-    def _dw_geometry(self) -> DwGeometry:
-        f = self._f
+    def _dw_geometry(self, regs=None) -> DwGeometry:
+        def f(reg, name):
+            return self._f(reg, name, regs)
         return DwGeometry(
             ih=f("DW_IN", "H"), iw=f("DW_IN", "W"), oh=f("DW_OUT", "H"), ow=f("DW_OUT", "W"),
             kh=f("DW_KERNEL", "KH"), kw=f("DW_KERNEL", "KW"), pt=f("DW_KERNEL", "PT"),
@@ -763,9 +862,9 @@ class Core:
             nchunk=f("DW_GROUPS", "NCHUNK"), lb_rows=f("DW_RING", "LB_ROWS"),
             tap_cycles=f("DW_RING", "TAP_CYCLES"))
 
-    def _plan_dw(self, prec: Precision, out_mode: int, variant: int):
+    def _setup_dw(self, prec: Precision, out_mode: int, variant: int, regs) -> "JobSetup":
         c = self.cfg
-        g = self._dw_geometry()
+        g = self._dw_geometry(regs)
         if 0 in (g.ih, g.iw, g.oh, g.ow, g.kh, g.kw, g.sy, g.sx, g.dy, g.dx, g.gc, g.nchunk):
             raise _Error(c.ERR_BAD_DIMS)
         # every output window must start inside the padded plane and touch the image
@@ -779,11 +878,11 @@ class Core:
             raise _Error(c.ERR_ACT_CAPACITY)
         groups = g.gc * g.nchunk
         gp = ceil_div(groups, c.COLS) * c.COLS
-        wb = self._r("WGT_BASE")
+        wb = self._r("WGT_BASE", regs=regs)
         if wb % c.COLS or wb + g.kh * g.kw * gp > c.WEIGHT_WORDS:
             raise _Error(c.ERR_WGT_RANGE)
         L = prec.lanes
-        pb = self._r("PARAM_BASE")
+        pb = self._r("PARAM_BASE", regs=regs)
         if out_mode != c.OUT_MODE_RAW and (pb % c.COLS or pb + groups * L > c.PARAM_ENTRIES):
             raise _Error(c.ERR_PARAM_RANGE)
         key = (g, c.COLS)
@@ -796,33 +895,33 @@ class Core:
         lanes_n, _ = out_lanes(c, prec, out_mode)
         wpi = ceil_div(L, lanes_n)
         n_in = g.nchunk * g.ih * g.iw * g.gc
+        tkey = ("timing", g, wpi) + key
+        timing = self._dwcache.get(tkey)
+        if timing is None:
+            timing = dw_schedule(c, g, wpi)
+            self._dwcache[tkey] = timing
+        return JobSetup("DWCONV", {"act": n_in}, prec=prec, out_mode=out_mode, variant=variant,
+                        wb=wb, pb=pb, geom=g, gp=gp, lanes_n=lanes_n, wpi=wpi,
+                        words_out=g.nchunk * g.oh * g.ow * g.gc * wpi, cycles=timing.cycles,
+                        **self._compute_regs(prec, out_mode, regs))
 
-        def run() -> JobRecord:
-            act = self._take("act", n_in)
-            acc, err = self._dw_acc(prec, act, g, wb, gp)
-            params = self._params(pb, groups * L, prec, out_mode) if out_mode != c.OUT_MODE_RAW else None
-            if params is not None:  # channels of (chunk, ., ., g, lane)
-                params = tuple(None if p is None else p.reshape(g.nchunk, 1, 1, g.gc * L)
-                               for p in params)
-            y, err = self._post(acc.reshape(g.nchunk, g.oh, g.ow, g.gc * L), prec, out_mode,
-                                variant, params, err)
-            if err & c.ERR_FATAL_MASK:
-                raise _Error(err)
-            words = self._pack_lanes(y.reshape(-1, L), lanes_n)
-            self._out.append(words)
-            self._words["res"] += words.size
-            tkey = ("timing", g, wpi) + key
-            timing = self._dwcache.get(tkey)
-            if timing is None:
-                timing = dw_schedule(c, g, wpi)
-                self._dwcache[tkey] = timing
-            return JobRecord("DWCONV", prec.value, timing.cycles, words_in={"act": n_in},
-                             words_out=words.size, error=err)
-        return run, {"act": n_in}
+    def _dw_words(self, s: "JobSetup", act: np.ndarray) -> tuple[np.ndarray, int]:
+        c = self.cfg
+        g, L = s.geom, s.prec.lanes
+        acc, err = self._dw_acc(s.prec, act, g, s.wb, s.gp, s.in_off, s.w_off)
+        params = (self._params(s.pb, g.gc * g.nchunk * L, s.prec, s.out_mode)
+                  if s.out_mode != c.OUT_MODE_RAW else None)
+        if params is not None:  # channels of (chunk, ., ., g, lane)
+            params = tuple(None if p is None else p.reshape(g.nchunk, 1, 1, g.gc * L)
+                           for p in params)
+        y, err = self._post(acc.reshape(g.nchunk, g.oh, g.ow, g.gc * L), s.prec, s.out_mode,
+                            s.variant, params, err, s.act_min, s.act_max)
+        if err & c.ERR_FATAL_MASK:
+            return np.zeros(0, _U64), err
+        return self._pack_lanes(y.reshape(-1, L), s.lanes_n), err
 
-    def _dw_weights(self, prec: Precision, g: DwGeometry, wb: int, gp: int, dtype):
+    def _dw_weights(self, prec: Precision, g: DwGeometry, wb: int, gp: int, dtype, off: int):
         """Tap weights (taps, groups*lanes) with WGT_OFFSET applied; tap-major in memory."""
-        off = self._r("WGT_OFFSET", True)
         key = ("dw", prec, wb, g.kh, g.kw, g.gc * g.nchunk, gp, off, np.dtype(dtype).str)
         hit = self._wcache.get(key)
         if hit is not None:
@@ -835,7 +934,8 @@ class Core:
         self._wcache[key] = w
         return w
 
-    def _dw_acc(self, prec: Precision, act: np.ndarray, g: DwGeometry, wb: int, gp: int):
+    def _dw_acc(self, prec: Precision, act: np.ndarray, g: DwGeometry, wb: int, gp: int,
+                in_off: int, w_off: int):
         c = self.cfg
         L = prec.lanes
         x = self._lanes_of(act, prec).reshape(g.nchunk, g.ih, g.iw, g.gc * L)
@@ -844,13 +944,11 @@ class Core:
             dt = np.dtype(np.float32)
             in_off = 0
         else:
-            in_off = self._r("IN_OFFSET", True)
-            bound = taps * self._operand_bound(prec, in_off) * self._operand_bound(
-                prec, self._r("WGT_OFFSET", True))
+            bound = taps * self._operand_bound(prec, in_off) * self._operand_bound(prec, w_off)
             dt = _exact_dtype(bound)
             if dt.kind == "i" and prec.bits > 16:
                 dt = np.dtype(object)  # INT32/INT64: exact, overflow checked below
-        w = self._dw_weights(prec, g, wb, gp, np.float64 if dt == object else dt)
+        w = self._dw_weights(prec, g, wb, gp, np.float64 if dt == object else dt, w_off)
         if dt == object:
             w = w.astype(np.int64).astype(object)
         # the padded plane of operands (x + IN_OFFSET); pad taps contribute exactly 0

@@ -79,6 +79,14 @@ def test_mobilenet_like_int8_through_dtpu_run_is_bit_exact_with_the_models_cycle
     assert "(cached)" in proc.stderr   # the fixture built it; the command found it
 
 
+def test_relative_paths_mean_the_callers_working_directory(dtpu_so, core):
+    """The simulator runs in its run directory; the command inside must still find the model."""
+    proc = _dtpu("run", "tests/models/zoo/mobilenet_like__int8.tflite", "--backend", "rtl",
+                 "--report", "none")
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert "outputs agree with the CPU interpreter (bit-exact)" in proc.stdout
+
+
 def sim_invoke(path: str, backend: str = "rtl", seed: int = 0):
     """Outputs and per-node cycles of one delegated invoke (also usable outside the simulator)."""
     import dtpu

@@ -87,6 +87,10 @@ def _captured(run_dir: Path, capture: bool):
 def _call(spec: dict, run_dir: Path) -> tuple:
     with _captured(run_dir, spec.get("capture", False)):
         try:
+            # relative paths mean what they meant to the caller; the simulator's own files
+            # (sim.log, dump.vcd, results.xml) are open already or named absolutely
+            if spec.get("cwd"):
+                os.chdir(spec["cwd"])
             fn = resolve(spec["target"])
             start = time.monotonic()
             value = fn(*spec.get("args", ()), **spec.get("kwargs", {}))

@@ -50,9 +50,10 @@ def run_in_simulator(args: argparse.Namespace, human: TextIO) -> int:
         print(f"dtpu run: {exc}{where}", file=sys.stderr)
         return 1
     run = sim.last
-    rate = f"{run.cycles_per_s:,.0f}" if run.cycles_per_s else "-"
-    print(f"dtpu run: simulated {run.cycles} cycles ({run.jobs} jobs) in {run.call_s:.1f} s, "
-          f"{rate} cycles/s; simulator process {run.wall_s:.1f} s", file=human)
+    if run.jobs:
+        rate = f"{run.cycles_per_s:,.0f}" if run.cycles_per_s else "-"
+        print(f"dtpu run: simulated {run.cycles} cycles ({run.jobs} jobs) in {run.call_s:.1f} s, "
+              f"{rate} cycles/s; simulator process {run.wall_s:.1f} s", file=human)
     if run.waves is not None:
         print(f"dtpu run: waveform {run.waves}", file=human)
     return int(code)

@@ -16,7 +16,7 @@ live in the simulator's process, not in the caller's. :class:`Simulation` hides 
 The callable crosses the process boundary by reference, not by value: it must be importable
 (a module-level function), given as ``"module:function"``, or defined in the script being run
 (``__main__``), which is then loaded from its file by path. Arguments and the return value are
-pickled. The simulator's own output (cocotb's log, TFLite's messages) goes to ``sim.log`` in
+pickled. It runs in the caller's working directory, so relative paths mean the same there. The simulator's own output (cocotb's log, TFLite's messages) goes to ``sim.log`` in
 the run directory, which is removed after a clean run unless ``keep`` or ``waves`` is set.
 """
 from __future__ import annotations
@@ -220,7 +220,7 @@ class Simulation:
         target = target_of(fn)
         spec = {"target": target, "args": tuple(args), "kwargs": dict(kwargs or {}),
                 "hw": self.config.parameters(), "transport": dict(self.transport_options),
-                "capture": capture}
+                "capture": capture, "cwd": os.getcwd()}
         try:
             blob = pickle.dumps(spec)
         except Exception as exc:

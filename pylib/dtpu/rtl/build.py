@@ -279,6 +279,8 @@ def _cached(kind: str, config: SimConfig, key: str, product: str, progress: bool
 
     def current() -> BuildInfo | None:
         if stamp.is_file() and stamp.read_text() == key and (build_dir / product).is_file():
+            with contextlib.suppress(OSError):
+                os.utime(stamp)          # last use, for pruning
             return BuildInfo(build_dir, key, True, 0.0, params, config.waves, build_dir / product)
         return None
 
@@ -318,7 +320,32 @@ def _cached(kind: str, config: SimConfig, key: str, product: str, progress: bool
         stamp.write_text(key)
         seconds = time.monotonic() - start
         log.info("built %s in %.1f s", build_dir, seconds)
+        _prune(root, build_dir.name[:-len(key)])
         return BuildInfo(build_dir, key, False, seconds, params, config.waves, build_dir / product)
+
+
+#: builds kept per kind, geometry and waves: every RTL edit makes a new one (about 170 MB)
+KEEP_BUILDS = 3
+
+
+def _prune(root: Path, prefix: str, keep: int = KEEP_BUILDS) -> None:
+    """Remove all but the `keep` most recently used builds named `prefix<key>`, skipping any
+    another process is building (its lock is held)."""
+    builds = []
+    for d in root.glob(f"{prefix}*"):
+        stamp = d / ".dtpu_build_key"
+        if d.is_dir() and re.fullmatch(r"[0-9a-f]{16}", d.name[len(prefix):]):
+            builds.append((stamp.stat().st_mtime if stamp.exists() else 0.0, d))
+    for _, d in sorted(builds, reverse=True)[keep:]:
+        with open(root / f".{d.name}.lock", "w") as fh:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                continue
+            log.info("removing the old build %s", d)
+            shutil.rmtree(d, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            (root / f".{d.name}.lock").unlink()
 
 
 def build(config: SimConfig | None = None, *, force: bool = False,

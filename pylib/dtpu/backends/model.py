@@ -5,18 +5,22 @@ and, when it fits, its weights are loaded into the model's weight memory right a
 there (the DTPU keeps weights stationary across invokes). Nodes that do not fit share a scratch
 region and page their weights in at every invoke, which the counters then include. An invoke is
 im2col/pack -> jobs on the model -> unpack; the counters are those the RTL's registers report.
+On the golden model the jobs run compiled (:func:`dtpu.driver.model.run_jobs_compiled`: the
+registers of each job decoded once, the datapath run directly, same words and counters as the
+register/stream protocol); option ``fast=False`` drives the model through the protocol instead.
 Power is the activity-based estimate of :mod:`dtpu.power` (``method="estimated"``), summed over
 the nodes of an invoke. Subclasses drive other targets by overriding :meth:`_open_transport`.
 """
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from dtpu.backends.base import Backend, HwCounters, PowerReading, Probes
 from dtpu.driver import ModelTransport, Transport, check_identity, run_jobs
+from dtpu.driver.model import run_jobs_compiled
 from dtpu.hw.config import HwConfig, get_config
 from dtpu.hw.lower import Lowered, footprint, lower
 from dtpu.hw.model import Core
@@ -55,6 +59,7 @@ class _Node:
     lowered: Lowered
     wgt_base: int | None
     param_base: int | None
+    compiled: dict = field(default_factory=dict)   # compiled jobs (fast path), by register list
 
 
 class ModelBackend(Backend):
@@ -80,6 +85,9 @@ class ModelBackend(Backend):
         self.rounding = self.options.get("rounding", "default")
         self.transport = self._open_transport()
         check_identity(self.transport)
+        # the compiled fast path is the golden model's own; other targets speak the protocol
+        fast = str(self.options.get("fast", True)).lower() not in ("0", "false", "no", "off")
+        self.fast = fast and type(self.transport) is ModelTransport
         self.energy = EnergyMeter(self.cfg.CLOCK_MHZ, self.cfg.COLS)
         c = self.cfg
         self._wscratch = max(c.COLS, c.WEIGHT_WORDS // self.SCRATCH_FRACTION)
@@ -120,7 +128,10 @@ class ModelBackend(Backend):
         with probes.measure("pack"):
             jobs = low.jobs(x)
         with probes.measure("compute"):
-            results, cnt = run_jobs(self.transport, jobs)
+            if self.fast:
+                results, cnt = run_jobs_compiled(self.transport, jobs, handle.compiled)
+            else:
+                results, cnt = run_jobs(self.transport, jobs)
         with probes.measure("unpack"):
             y = low.assemble(results)
         macs = low.spec.macs

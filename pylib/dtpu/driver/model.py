@@ -6,12 +6,18 @@ core instead answers STATUS with BUSY and keeps waiting, and the driver relies o
 STATUS right after START, and reads the registers of a hung job to explain it). This transport
 gives the model that behaviour, and exposes the stream backlog the board emulation needs to
 decide when a DMA channel has finished.
+
+:func:`run_jobs_compiled` is ``run_jobs`` without the protocol: each job's registers are decoded
+once (:mod:`dtpu.hw.fast`) and the job runs directly on the core, with the same result words,
+counters and errors. backend=model uses it; the protocol path stays the reference.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from dtpu.driver.transport import Transport
+from dtpu.driver.jobs import Counters, read_counters, counter_delta, register_state, run_job
+from dtpu.driver.transport import DtpuJobError, Transport
+from dtpu.hw import fast
 from dtpu.hw.config import HwConfig, get_config
 from dtpu.hw.model import STREAM_OUT, STREAMS_IN, Core
 
@@ -91,4 +97,73 @@ class ModelTransport(Transport):
         return self.core._out.pop(0)
 
 
-__all__ = ["ModelTransport"]
+def compiled(t: ModelTransport, job, cache: dict) -> fast.CompiledJob | None:
+    """The compiled form of `job`, cached in `cache` by the identity of its register list (a
+    lowering reuses its register tuples across invokes); None if it cannot be compiled."""
+    regs = job.regs
+    hit = cache.get(id(regs))
+    if hit is not None and hit.regs is regs and (hit.kind == "protocol" or hit.valid(t.core)):
+        return None if hit.kind == "protocol" else hit
+    try:
+        cj = fast.compile_job(t.core, regs)
+    except fast.Unsupported:
+        cj = _Protocol(regs)
+    if len(cache) > 4096:
+        cache.clear()
+    cache[id(regs)] = cj
+    return None if cj.kind == "protocol" else cj
+
+
+class _Protocol:
+    """Cache entry of a job that must run through the register/stream protocol."""
+
+    kind = "protocol"
+
+    def __init__(self, regs) -> None:
+        self.regs = regs
+
+
+def run_jobs_compiled(t: ModelTransport, jobs, cache: dict | None = None
+                      ) -> tuple[list[np.ndarray], Counters]:
+    """:func:`dtpu.driver.run_jobs` for the golden model, without the register protocol.
+
+    Same results, same counters (CYCLES, STALL, WORDS_*), same exceptions (DtpuJobError with the
+    register state, the core reset afterwards) as the protocol path; jobs that cannot be compiled
+    run through it."""
+    core = t.core
+    cache = {} if cache is None else cache
+    c = t.cfg
+    results: list[np.ndarray] = []
+    cycles = 0
+    words = {"wgt": 0, "act": 0, "res": 0}
+    for job in jobs:
+        cj = compiled(t, job, cache)
+        if cj is None:
+            before = read_counters(t)
+            res = run_job(t, job)
+            d = counter_delta(before, read_counters(t))
+            cycles += d.cycles
+            for k, v in (*d.words_in.items(), *d.words_out.items()):
+                words[k] += v
+            if res is not None:
+                results.append(res)
+            continue
+        stream = cj.stream
+        res, err = fast.execute(core, cj, job.send.get(stream) if stream else None)
+        if err & c.ERR_FATAL_MASK:
+            exc = DtpuJobError(job.label, core.regs[c.REG_ERR], c, register_state(t))
+            t.reset()
+            raise exc
+        if err:
+            t.write_reg(c.REG_ERR, err)     # warnings are cleared, as run_job does
+        cycles += cj.cycles
+        if stream:
+            words[stream] += cj.n_in
+        if res is not None:
+            words["res"] += res.size
+            results.append(res)
+    return results, Counters(cycles, 0, {"wgt": words["wgt"], "act": words["act"]},
+                             {"res": words["res"]})
+
+
+__all__ = ["ModelTransport", "compiled", "run_jobs_compiled"]

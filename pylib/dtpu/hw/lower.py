@@ -322,12 +322,17 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
                     _load_job(cfg, "LOAD_PARAM", param_base, params[t0 * cols_n:t1 * cols_n].reshape(-1),
                               f"param[{t0}:{t1}]")]
 
+        # register lists are built once: the same tuple object at every invoke (the model's
+        # compiled fast path keys its decoded jobs by it)
+        page_regs = {(t0, t1): (("GEMM_M", m), ("GEMM_KW", kwords), ("GEMM_NT", t1 - t0),
+                                ("WGT_BASE", wgt_base), ("PARAM_BASE", param_base), *common,
+                                *clamp, _job_reg(cfg, "GEMM", prec, mode, variant))
+                     for t0, t1 in pages}
+
         def gemm_job(t0, t1, act):
-            regs = [("GEMM_M", m), ("GEMM_KW", kwords), ("GEMM_NT", t1 - t0), ("WGT_BASE", wgt_base),
-                    ("PARAM_BASE", param_base), *common, *clamp,
-                    _job_reg(cfg, "GEMM", prec, mode, variant)]
             macs = m * k * (min(oc, t1 * cols_n) - t0 * cols_n)
-            return Job(f"gemm[{t0}:{t1}]", regs, {"act": act}, m * (t1 - t0) * wps, macs)
+            return Job(f"gemm[{t0}:{t1}]", page_regs[t0, t1], {"act": act}, m * (t1 - t0) * wps,
+                       macs)
 
         load_all = [j for p in pages for j in page_loads(*p)] if fits else []
         paged_loads = {p: page_loads(*p) for p in pages} if not (fits and resident) else {}
@@ -373,13 +378,17 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
         words = _pack_weights(sub, prec, t1 - t0, k1 - k0, cols_n)
         loads[(k0, k1, t0, t1)] = _load_job(cfg, "LOAD_WGT", wgt_base, words, f"wgt k[{k0}:{k1}] t[{t0}:{t1}]")
 
+    split_regs = {(k0, k1, t0, t1): (("GEMM_M", m), ("GEMM_KW", k1 - k0), ("GEMM_NT", t1 - t0),
+                                     ("WGT_BASE", wgt_base), ("PARAM_BASE", param_base), *common,
+                                     _job_reg(cfg, "GEMM", prec, "RAW", 0))
+                  for (k0, k1), (t0, t1) in schedule}
+
     def plan_split(x):
         a = im2col(x)
         jobs = []
         for (k0, k1), (t0, t1) in schedule:
             act = _pack_act(np.ascontiguousarray(a[:, k0 * L:k1 * L]), prec)
-            regs = [("GEMM_M", m), ("GEMM_KW", k1 - k0), ("GEMM_NT", t1 - t0), ("WGT_BASE", wgt_base),
-                    ("PARAM_BASE", param_base), *common, _job_reg(cfg, "GEMM", prec, "RAW", 0)]
+            regs = split_regs[k0, k1, t0, t1]
             macs = m * (min(k, k1 * L) - k0 * L) * (min(oc, t1 * cols_n) - t0 * cols_n)
             jobs.append(loads[(k0, k1, t0, t1)])
             jobs.append(Job(f"gemm raw k[{k0}:{k1}] t[{t0}:{t1}]", regs, {"act": act},

@@ -1,0 +1,457 @@
+"""Compiled jobs: the golden model's datapath without the register/stream protocol.
+
+:func:`compile_job` decodes a job's register list once with the core's own CONFIG logic
+(:meth:`Core._setup`: the same checks, the same geometry, the closed-form cycle count) and
+precomputes everything that depends only on the registers and on the core's memories: the
+operand matrices with WGT_OFFSET applied, the decoded parameter words, and for the common
+integer cases a *fused* post unit. :func:`execute` then runs the job on its input words and
+updates the core's counters exactly as the register/stream protocol would, without a register
+write, a stream queue or a decode per job. The protocol path (``dtpu.driver.run_job`` over a
+``ModelTransport``) stays the reference: tests/test_model_fastpath.py checks that both give the
+same result words and counters.
+
+Fused post unit. For REQUANT with the SINGLE, DOUBLE or DOUBLE_UP variant, when the node's
+weights prove that ``acc + bias`` never wraps (so no ERR flag can rise), every variant is one
+floor of an affine function of the accumulator:
+
+* DOUBLE_UP: ``a = total << l``, ``h = (a*m + 2^30) >> 31``, ``r = (h + 2^(rs-1)) >> rs`` equals
+  ``r = floor((total*m*2^l + 2^30 + 2^(30+rs)) / 2^(31+rs))`` (``floor(floor(u) + k) / n) =
+  floor((u + k) / n)`` for integers k, n > 0);
+* DOUBLE: the same with ``2^31`` subtracted from the numerator where ``a*m + 2^30 < 0`` (the
+  gemmlowp divide rounds half away from zero: one unit less below zero);
+* SINGLE: ``r = floor((total*m + 2^(rs-1)) / 2^rs)``, ``rs = 31 - shift``.
+
+The accumulation and this affine map run in float64 with the scale folded into the weights and
+bias, the zero point and the rounding constants into one per-channel offset: every term is an
+integer multiple of ``2^-(31+rs)`` and the sum of their magnitudes is proven below ``2^53``
+ulps from the actual weights and the lane range, so every partial sum (any order, any BLAS, FMA
+or not) is exact and ``floor`` is the hardware's result. Where that bound does not hold, or for
+any other mode or variant, the compiled job runs the core's generic datapath
+(``Core._gemm_words`` / ``Core._dw_words``) on the decoded setup. At compile time the fused map
+is also checked against the core's post unit (:func:`dtpu.hw.model.requant`) on probe
+accumulators around every channel's rounding boundaries; a disagreement (a variant redefined
+there) falls back to the generic datapath.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Iterable
+
+import numpy as np
+
+from dtpu.hw.model import Core, JobSetup, _Error, _U64
+from dtpu.precision import Precision
+
+log = logging.getLogger(__name__)
+
+_F64 = np.dtype(np.float64)
+_F32 = np.dtype(np.float32)
+_clip = np.core.umath.clip
+_EXACT = 1 << 53
+#: GEMMs with at least this many MACs accumulate in float32 (exact integers below 2^24) and
+#: scale afterwards; smaller ones fold the scale into float64 weights (fewer numpy calls)
+F32_GEMM_MACS = 1 << 16
+
+
+class Unsupported(Exception):
+    """The job cannot be compiled (it reads a register it does not write, or writes a register
+    that is not a plain one); run it through the register/stream protocol instead."""
+
+
+class _TrackedRegs(dict):
+    """A register file snapshot that records which offsets were read."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.read: set[int] = set()
+
+    def __getitem__(self, key):
+        self.read.add(key)
+        return dict.__getitem__(self, key)
+
+
+class CompiledJob:
+    """One job with its registers decoded; :func:`execute` runs it."""
+
+    kind = "generic"
+
+    def __init__(self, core: Core, regs, setup: JobSetup | None, error: int = 0,
+                 opcode: str = "") -> None:
+        self.regs = regs                  # the register list it was compiled from (identity key)
+        c = core.cfg
+        self.writes = {c.reg(name).offset: int(value) & 0xFFFFFFFF for name, value in regs}
+        # the driver's CTRL write (START) leaves only IRQ_EN, which it does not set
+        self.writes[c.REG_CTRL] = c.encode("CTRL", START=1) & c.reg("CTRL").field("IRQ_EN").mask
+        self.setup = setup
+        self.error = error                # CONFIG error bits (then setup is None)
+        self.opcode = setup.opcode if setup is not None else opcode
+        self.cycles = setup.cycles if setup is not None else core.cfg.CFG_CYCLES
+        self.needs = dict(setup.needs) if setup is not None else {}
+        self.stream, self.n_in = next(iter(self.needs.items()), (None, 0))
+        self.words_out = setup.words_out if setup is not None else 0
+        self.epoch = core.memory_epoch
+        self.wgt_range, self.param_range = _ranges(core, setup)
+
+    def valid(self, core: Core) -> bool:
+        """False if a LOAD since compilation wrote memory this job reads."""
+        if self.epoch == core.memory_epoch:
+            return True
+        if core.memory_written_since(self.epoch, self.wgt_range, self.param_range):
+            return False
+        self.epoch = core.memory_epoch
+        return True
+
+    def run(self, core: Core, words: np.ndarray | None) -> tuple[np.ndarray | None, int]:
+        s = self.setup
+        if s.opcode == "NOP":
+            return None, 0
+        if s.opcode in ("LOAD_WGT", "LOAD_PARAM"):
+            core._write_memory(s.opcode, s.addr, words)
+            return None, 0
+        if s.opcode == "GEMM":
+            return core._gemm_words(s, words)
+        return core._dw_words(s, words)
+
+
+def _ranges(core: Core, s: JobSetup | None) -> tuple[tuple[int, int], tuple[int, int]]:
+    """The weight words and parameter entries a compute job reads."""
+    none = (0, 0)
+    if s is None or s.opcode not in ("GEMM", "DWCONV"):
+        return none, none
+    c = core.cfg
+    raw = s.out_mode == c.OUT_MODE_RAW
+    if s.opcode == "GEMM":
+        return ((s.wb, s.wb + s.nt * s.kw * c.COLS),
+                none if raw else (s.pb, s.pb + s.nt * c.COLS))
+    g = s.geom
+    return ((s.wb, s.wb + g.kh * g.kw * s.gp),
+            none if raw else (s.pb, s.pb + g.gc * g.nchunk * s.prec.lanes))
+
+
+# ------------------------------------------------------------------------------------------------
+# compiling
+
+
+def _register_file(core: Core, regs: Iterable[tuple[str, int]]) -> tuple[_TrackedRegs, set[int]]:
+    c = core.cfg
+    base = {r.offset: (r.reset or 0) for r in c.registers}
+    written = set()
+    for name, value in regs:
+        reg = c.reg(name)
+        if reg.access != "rw":
+            raise Unsupported(f"register {name} ({reg.access}) is not a plain job register")
+        base[reg.offset] = int(value) & 0xFFFFFFFF
+        written.add(reg.offset)
+    return _TrackedRegs(base), written
+
+
+def compile_job(core: Core, regs, fused: bool = True) -> CompiledJob:
+    """Decode `regs` (the job's register writes, JOB last) as a START would.
+
+    Raises :class:`Unsupported` if the job's behaviour would depend on registers it does not
+    write (the protocol path then runs it with the register file as it is)."""
+    c = core.cfg
+    file, written = _register_file(core, regs)
+    try:
+        setup = core._setup(file)
+        error = 0
+    except _Error as e:
+        setup, error = None, e.bits
+    missing = file.read - written
+    if missing:
+        names = sorted(c.reg_at(o).name for o in missing)
+        raise Unsupported(f"the job reads {', '.join(names)} without writing it")
+    if setup is None:
+        return CompiledJob(core, regs, None, error, core._opcode_name(file))
+    if fused and setup.opcode in ("GEMM", "DWCONV") and setup.out_mode == c.OUT_MODE_REQUANT:
+        try:
+            plan = _FusedPost.build(core, setup)
+        except _NotFusable as why:
+            log.debug("%s job not fused: %s", setup.opcode, why)
+            plan = None
+        if plan is not None:
+            cls = _FusedGemm if setup.opcode == "GEMM" else _FusedDw
+            return cls(core, regs, setup, plan)
+    return CompiledJob(core, regs, setup)
+
+
+# ------------------------------------------------------------------------------------------------
+# the fused post unit
+
+
+class _NotFusable(Exception):
+    pass
+
+
+class _FusedPost:
+    """Per channel: v = acc*scale + offset (float64, exact), v -= delta where v < threshold
+    (DOUBLE only), y = floor(clip(v, lo, hi))."""
+
+    def __init__(self, scale, offset, threshold, delta, lo, hi, out_dtype) -> None:
+        self.scale, self.offset = scale, offset
+        self.threshold, self.delta = threshold, delta
+        self.lo, self.hi = lo, hi
+        self.out_dtype = out_dtype
+
+    @classmethod
+    def build(cls, core: Core, s: JobSetup) -> "_FusedPost":
+        """The fused map for the job's channels, or _NotFusable with the reason."""
+        c = core.cfg
+        prec = s.prec
+        if prec not in (Precision.INT8, Precision.UINT8, Precision.INT16):
+            raise _NotFusable(f"precision {prec.value}")
+        if s.variant not in (c.RQ_VARIANT_SINGLE, c.RQ_VARIANT_DOUBLE, c.RQ_VARIANT_DOUBLE_UP):
+            raise _NotFusable(f"variant {s.variant}")
+        if s.opcode == "GEMM":
+            channels = s.nt * c.COLS
+            w = core._gemm_weights(prec, s.wb, s.kw, s.nt, _F64, s.w_off)      # (K, C)
+            wabs = np.abs(w).sum(axis=0)
+        else:
+            g = s.geom
+            channels = g.gc * g.nchunk * prec.lanes
+            w = core._dw_weights(prec, g, s.wb, s.gp, _F64, s.w_off)            # (taps, C)
+            wabs = np.abs(w).sum(axis=0)
+        bias, mult, shift, zp = core._params(s.pb, channels, prec, s.out_mode)
+        amax = core._operand_bound(prec, s.in_off)
+        info = np.iinfo(prec.value_dtype)
+        lo = max(int(info.min), min(int(info.max), _s32(s.act_min)))
+        hi = max(int(info.min), min(int(info.max), _s32(s.act_max)))
+        double = s.variant == c.RQ_VARIANT_DOUBLE
+        scale = np.empty(channels)
+        offset = np.empty(channels)
+        threshold = np.full(channels, -np.inf)
+        delta = np.zeros(channels)
+        for ch in range(channels):
+            m, sh, z, b = int(mult[ch]), int(shift[ch]), int(zp[ch]), int(bias[ch])
+            acc_bound = amax * int(wabs[ch])
+            total_bound = acc_bound + abs(b)
+            if s.variant == c.RQ_VARIANT_SINGLE:
+                left, rs = 0, max(31 - sh, 0)          # r = (t*m + 2^(rs-1)) >> rs
+                n0 = 1 << (rs - 1) if rs else 0
+                corr = 0
+            else:
+                left, right = max(sh, 0), max(-sh, 0)  # r = (a*m + 2^30 + 2^(30+right)) >> rs
+                rs = 31 + right
+                n0 = (1 << 30) + ((1 << (30 + right)) if right else 0)
+                corr = 1 << 31 if double and right else 0
+            if total_bound << left >= 1 << 31:
+                raise _NotFusable(f"channel {ch}: acc + bias may wrap")
+            mm = m << left
+            d = 1 << rs
+            r_bound = (total_bound * abs(mm) + n0 + corr) // d + 1
+            if r_bound + abs(z) >= 1 << 31:
+                raise _NotFusable(f"channel {ch}: the result may wrap")
+            num_bound = acc_bound * abs(mm) + abs(b * mm + n0) + corr + abs(z) * d
+            if num_bound >= _EXACT:
+                raise _NotFusable(f"channel {ch}: {num_bound.bit_length()} bits exceed float64")
+            scale[ch] = mm / d                          # exact: a 62-bit integer over 2^rs
+            offset[ch] = (b * mm + n0 + z * d) / d      # exact: |numerator| < 2^53
+            if corr:
+                threshold[ch] = z + 0.5                 # v < z + 1/2  <=>  a*m + 2^30 < 0
+                delta[ch] = corr / d
+        plan = cls(scale, offset, threshold if double else None, delta, float(lo), float(hi),
+                   prec.value_dtype)
+        plan._check(core, s, bias, mult, shift, zp, channels, amax, wabs)
+        return plan
+
+    def finish(self, v: np.ndarray, out: np.ndarray, threshold=None, delta=None) -> None:
+        """v (..., C) holds acc*scale + offset; write the post unit's lanes into `out`.
+        `threshold` / `delta` default to the per-channel vectors (pass them reshaped when the
+        channel axis of `v` is split)."""
+        if self.threshold is not None:
+            thr = self.threshold if threshold is None else threshold
+            np.subtract(v, self.delta if delta is None else delta, out=v, where=np.less(v, thr))
+        _clip(v, self.lo, self.hi, out=v)
+        np.floor(v, out=out, casting="unsafe")
+
+    def _check(self, core: Core, s: JobSetup, bias, mult, shift, zp, channels: int, amax: int,
+               wabs) -> None:
+        """Compare with the core's post unit on accumulators around every channel's rounding
+        boundaries and at the ends of the proven range."""
+        rng = np.random.default_rng(channels)
+        bound = np.maximum(amax * wabs.astype(np.int64), 1)
+        probes = [np.zeros(channels, np.int64), bound, -bound]
+        probes += [rng.integers(-bound, bound + 1) for _ in range(8)]
+        # accumulators next to r = k + 1/2 for a few k: rounding boundaries of every variant
+        v = bound[None, :] * np.array([[-1.0], [-0.5], [-0.01], [0.0], [0.01], [0.5], [1.0]])
+        for row in v:
+            exact = (np.floor(row * self.scale + self.offset) + 0.5 - self.offset) / np.where(
+                self.scale == 0, 1, self.scale)
+            for d in (-1, 0, 1):
+                probes.append(np.clip(np.round(exact).astype(np.int64) + d, -bound, bound))
+        acc = np.stack(probes)
+        want, err = core._post(acc, s.prec, s.out_mode, s.variant, (bias, mult, shift, zp), 0,
+                               s.act_min, s.act_max)
+        got = np.empty(acc.shape, self.out_dtype)
+        self.finish(acc * self.scale + self.offset, got)
+        if err or not np.array_equal(got, want):
+            bad = np.argwhere(got != want)
+            raise _NotFusable(f"fused post unit disagrees with the core's (err {err:#x}, "
+                              f"{bad.shape[0]} probes, first at channel "
+                              f"{bad[0][1] if bad.size else '-'})")
+
+
+def _s32(v: int) -> int:
+    return v - (1 << 32) if v >= 1 << 31 else v
+
+
+# ------------------------------------------------------------------------------------------------
+# fused datapaths
+
+
+class _FusedGemm(CompiledJob):
+    """GEMM + fused post: X = lanes + IN_OFFSET; v = X @ (W' * scale) + offset in float64 (the
+    offset as an extra column of ones), or for large GEMMs (X @ W') in float32 then scaled."""
+
+    kind = "fused"
+
+    def __init__(self, core: Core, regs, setup: JobSetup, plan: _FusedPost) -> None:
+        super().__init__(core, regs, setup)
+        c = core.cfg
+        s = setup
+        L = s.prec.lanes
+        self.k = s.kw * L
+        self.m, self.C, self.cols = s.m, s.nt * c.COLS, c.COLS
+        self.in_off = s.in_off
+        self.plan = plan
+        self.lane_dtype = s.prec.value_dtype
+        w = core._gemm_weights(s.prec, s.wb, s.kw, s.nt, _F64, s.w_off)    # (K, C), exact
+        amax = core._operand_bound(s.prec, s.in_off)
+        self.f32 = (self.m * self.k * self.C >= F32_GEMM_MACS
+                    and amax * float(np.abs(w).sum(axis=0).max(initial=0)) < 1 << 24)
+        if self.f32:
+            self.w = w.astype(_F32)
+        else:
+            self.w = np.vstack([w * plan.scale, plan.offset[None, :]])     # (K+1, C)
+            self.x = np.ones((self.m, self.k + 1))                         # last column: 1
+            self.xk = self.x[:, :self.k]
+        per = s.wpi * s.lanes_n
+        self.padded = per != c.COLS
+        self.out_shape = (self.m * s.nt, per)
+        if self.padded and plan.threshold is not None:   # channel axis split into (NT, COLS)
+            self.split_thr = (np.tile(plan.threshold.reshape(s.nt, c.COLS), (self.m, 1)),
+                              np.tile(plan.delta.reshape(s.nt, c.COLS), (self.m, 1)))
+        else:
+            self.split_thr = (None, None)
+
+    def run(self, core: Core, words: np.ndarray) -> tuple[np.ndarray, int]:
+        a = words.view(self.lane_dtype).reshape(self.m, self.k)
+        plan = self.plan
+        if self.f32:
+            x = np.add(a, self.in_off, dtype=_F32) if self.in_off else a.astype(_F32)
+            v = np.multiply(np.matmul(x, self.w), plan.scale, dtype=_F64)
+            v += plan.offset
+        else:
+            if self.in_off:
+                np.add(a, self.in_off, out=self.xk, dtype=_F64)
+            else:
+                np.copyto(self.xk, a)
+            v = np.matmul(self.x, self.w)
+        if self.padded:  # COLS < lanes per word: each step's word(s) end in zero lanes
+            out = np.zeros(self.out_shape, self.lane_dtype)
+            plan.finish(v.reshape(-1, self.cols), out[:, :self.cols], *self.split_thr)
+        else:
+            out = np.empty((self.m, self.C), self.lane_dtype)
+            plan.finish(v, out)
+        return out.reshape(-1).view(_U64), 0
+
+
+class _FusedDw(CompiledJob):
+    """DWCONV + fused post: the padded operand plane (lanes + IN_OFFSET, zeros outside the
+    image), one multiply-add per tap with the scale folded into the tap weights."""
+
+    kind = "fused"
+
+    def __init__(self, core: Core, regs, setup: JobSetup, plan: _FusedPost) -> None:
+        super().__init__(core, regs, setup)
+        s = setup
+        g = s.geom
+        L = s.prec.lanes
+        cl = g.gc * L
+        self.g, self.cl = g, cl
+        self.in_off = s.in_off
+        self.plan = plan
+        self.lane_dtype = s.prec.value_dtype
+        w = core._dw_weights(s.prec, g, s.wb, s.gp, _F64, s.w_off)          # (taps, C), exact
+        taps = g.kh * g.kw
+        self.w = (w * plan.scale).reshape(taps, g.nchunk, 1, 1, cl)
+        self.offset = plan.offset.reshape(g.nchunk, 1, 1, cl)
+        self.split_thr = ((plan.threshold.reshape(g.nchunk, 1, 1, cl),
+                           plan.delta.reshape(g.nchunk, 1, 1, cl))
+                          if plan.threshold is not None else (None, None))
+        ph = (g.oh - 1) * g.sy + (g.kh - 1) * g.dy + 1
+        pw = (g.ow - 1) * g.sx + (g.kw - 1) * g.dx + 1
+        self.xp = np.zeros((g.nchunk, max(ph, g.pt + g.ih), max(pw, g.pl + g.iw), cl))
+        self.inner = self.xp[:, g.pt:g.pt + g.ih, g.pl:g.pl + g.iw, :]
+        self.views = []
+        for t in range(taps):
+            ky, kx = divmod(t, g.kw)
+            self.views.append(self.xp[:, ky * g.dy:ky * g.dy + (g.oh - 1) * g.sy + 1:g.sy,
+                                      kx * g.dx:kx * g.dx + (g.ow - 1) * g.sx + 1:g.sx, :])
+        self.acc_shape = (g.nchunk, g.oh, g.ow, cl)
+        self.tmp = np.empty(self.acc_shape)
+
+    def run(self, core: Core, words: np.ndarray) -> tuple[np.ndarray, int]:
+        g = self.g
+        x = words.view(self.lane_dtype).reshape(g.nchunk, g.ih, g.iw, self.cl)
+        if self.in_off:
+            np.add(x, self.in_off, out=self.inner, dtype=_F64)
+        else:
+            np.copyto(self.inner, x)
+        acc = np.multiply(self.views[0], self.w[0])
+        tmp = self.tmp
+        for view, w in zip(self.views[1:], self.w[1:]):
+            np.multiply(view, w, out=tmp)
+            acc += tmp
+        acc += self.offset
+        out = np.empty(self.acc_shape, self.lane_dtype)
+        self.plan.finish(acc, out, *self.split_thr)   # REQUANT: L lanes fill whole words
+        return out.reshape(-1).view(_U64), 0
+
+
+# ------------------------------------------------------------------------------------------------
+# executing
+
+
+def execute(core: Core, job: CompiledJob, words: np.ndarray | None) -> tuple[np.ndarray | None, int]:
+    """Run a compiled job on an idle core: its input words in, its result words out.
+
+    The counters (CYCLES, JOB_CYCLES, WORDS_*), STATUS and ERR change exactly as after the
+    protocol's START, stream and DONE; ``core.jobs`` is not appended to. Returns (result words
+    or None, ERR bits raised by the job)."""
+    c = core.cfg
+    if core._pending or core._in["wgt"] or core._in["act"]:
+        raise RuntimeError("compiled jobs run on an idle core with empty input streams")
+    regs = core.regs
+    regs.update(job.writes)          # the job's register writes and START, as the driver does them
+    if job.error:  # failed in CONFIG: takes nothing, ends after CFG_CYCLES
+        core._cycles += job.cycles
+        regs[c.REG_JOB_CYCLES] = job.cycles
+        regs[c.REG_STATUS] = (regs[c.REG_STATUS] & ~0b11) | 0b10
+        core._flag(job.error)
+        return None, job.error
+    n = job.n_in
+    if n:
+        if words is None or words.size != n:
+            got = 0 if words is None else words.size
+            raise ValueError(f"{job.opcode}: {got} words for s_axis_{job.stream}, the job takes {n}")
+        if words.dtype != _U64:
+            words = words.astype(_U64)
+        core._words[job.stream] += n
+    res, err = job.run(core, words)
+    if err & c.ERR_FATAL_MASK:
+        cycles = c.CFG_CYCLES
+        res = None
+    else:
+        cycles = job.cycles
+        if res is not None:
+            core._words["res"] += res.size
+    core._cycles += cycles
+    regs[c.REG_JOB_CYCLES] = min(cycles, 0xFFFFFFFF)
+    regs[c.REG_STATUS] = (regs[c.REG_STATUS] & ~0b11) | 0b10
+    if err:
+        core._flag(err)
+    return res, err
+
+
+__all__ = ["CompiledJob", "F32_GEMM_MACS", "Unsupported", "compile_job", "execute"]

@@ -1,0 +1,207 @@
+"""The golden model's compiled fast path (dtpu.hw.fast, dtpu.driver.run_jobs_compiled) against
+the register/stream protocol path: identical result words, counters and errors, job by job, on
+random nodes (every mode, precision, array width, tiny memories for paging and K splits) and on
+every convolution of the model zoo."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from dtpu import tflite_model
+from dtpu.backends.base import Probes
+from dtpu.backends.model import ModelBackend
+from dtpu.driver import DtpuJobError, ModelTransport, read_counters, run_jobs
+from dtpu.driver.model import run_jobs_compiled
+from dtpu.hw import fast
+from dtpu.hw.config import HwConfig, get_config
+from dtpu.hw.lower import Job, LowerError, lower
+from dtpu.hw.model import Core
+from dtpu.spec import DataMode, OpKind
+from tests.delegate_util import CLAIMED_MODES, zoo_entries
+from tests.test_hw_model import make_data, nodes
+
+
+def _pair(cfg):
+    return ModelTransport(Core(cfg)), ModelTransport(Core(cfg))
+
+
+def _same_run(spec, x, f, b, cfg, **kw):
+    """Lower once, run load + compute jobs through both paths on twin cores, compare."""
+    try:
+        low = lower(spec, f, b, cfg, **kw)
+    except LowerError:
+        return None
+    proto, quick = _pair(cfg)
+    cache: dict = {}
+    r0, c0 = run_jobs(proto, low.load_jobs)
+    r1, c1 = run_jobs_compiled(quick, low.load_jobs, cache)
+    assert c0 == c1 and len(r0) == len(r1) == 0
+    kinds = set()
+    for _ in range(2):  # the second round runs the cached compiled jobs
+        jobs = low.jobs(x)
+        r0, c0 = run_jobs(proto, jobs)
+        r1, c1 = run_jobs_compiled(quick, jobs, cache)
+        assert c0 == c1, (c0, c1)
+        assert len(r0) == len(r1)
+        for a, b_ in zip(r0, r1):
+            assert a.dtype == b_.dtype and np.array_equal(a, b_)
+        assert read_counters(proto) == read_counters(quick)
+        assert proto.core.regs == quick.core.regs
+        kinds |= {v.kind for v in cache.values()
+                  if v.kind == "protocol" or v.opcode in ("GEMM", "DWCONV")}
+    y = low.assemble(r1)
+    try:
+        for kind in sorted(kinds):
+            event(f"{low.dataflow} {kind}")
+    except Exception:  # not inside a hypothesis test
+        pass
+    return y, kinds
+
+
+PROPS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@PROPS
+@given(nodes(), st.sampled_from([8, 4, 16, 2]))
+def test_compiled_jobs_equal_the_protocol(node, cols):
+    spec, x, f, b = node
+    cfg = get_config() if cols == 8 else HwConfig(COLS=cols)
+    _same_run(spec, x, f, b, cfg)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(nodes(kinds=(OpKind.DEPTHWISE_CONV_2D,), max_c=40), st.sampled_from([8, 4, 16]))
+def test_compiled_depthwise_jobs_equal_the_protocol(node, cols):
+    spec, x, f, b = node
+    _same_run(spec, x, f, b, get_config() if cols == 8 else HwConfig(COLS=cols))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(nodes(modes=(DataMode.INT8, DataMode.UINT8, DataMode.INT16X8), max_c=24))
+def test_compiled_jobs_with_paging_and_k_split(node):
+    spec, x, f, b = node
+    _same_run(spec, x, f, b, HwConfig(LOG_WEIGHT_WORDS=5, LOG_PARAM_ENTRIES=3, LOG_ACT_WORDS=7))
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(nodes(modes=(DataMode.INT8, DataMode.UINT8, DataMode.INT16X8), max_c=12),
+       st.sampled_from(["int16", "int32", "int64"]))
+def test_compiled_jobs_with_wider_precisions(node, precision):
+    spec, x, f, b = node
+    if spec.mode is DataMode.INT16X8 and precision == "int16":
+        precision = "int64"
+    _same_run(spec, x, f, b, get_config(), precision=precision)
+
+
+def _large_accumulators(rng):
+    """int8 3x3x128 convolutions with full-range weights: too wide for the fused float path."""
+    from dtpu.spec import ConvSpec, Padding, Quant
+    spec = ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, 5, 5, 128), (16, 3, 3, 128),
+                    padding=Padding.SAME, input_q=Quant((0.02,), (3,)),
+                    filter_q=Quant(tuple(rng.uniform(0.002, 0.01, 16)), (0,) * 16),
+                    output_q=Quant((0.5,), (-4,)))
+    x, f, b = make_data(spec, rng)
+    f[...] = np.where(rng.random(f.shape) < 0.5, -127, 127).astype(np.int8)
+    return spec, x, f, b
+
+
+def test_fused_and_generic_paths_are_both_taken():
+    rng = np.random.default_rng(3)
+    spec, x, f, b = _large_accumulators(rng)
+    _, kinds = _same_run(spec, x, f, b, get_config())
+    assert kinds == {"generic"}
+    from dtpu.spec import ConvSpec, Quant
+    small = ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, 6, 6, 16), (24, 1, 1, 16),
+                     input_q=Quant((0.02,), (-3,)), filter_q=Quant((0.01,), (0,)),
+                     output_q=Quant((0.1,), (5,)))
+    x, f, b = make_data(small, rng)
+    _, kinds = _same_run(small, x, f, b, get_config())
+    assert kinds == {"fused"}
+
+
+def test_config_errors_raise_like_the_protocol():
+    cfg = get_config()
+    bad = Job("bad dims", [("GEMM_M", 0), ("GEMM_KW", 1), ("GEMM_NT", 1), ("WGT_BASE", 0),
+                           ("PARAM_BASE", 0), ("IN_OFFSET", 0), ("WGT_OFFSET", 0),
+                           ("ACT_MIN", 0), ("ACT_MAX", 0),
+                           ("JOB", cfg.encode("JOB", OPCODE=cfg.enums["OPCODE"]["GEMM"],
+                                              PREC=cfg.prec_code("int8"), OUT_MODE=0))],
+              {"act": np.zeros(1, np.uint64)}, 1)
+    proto, quick = _pair(cfg)
+    errors = []
+    for t, runner in ((proto, run_jobs), (quick, run_jobs_compiled)):
+        with pytest.raises(DtpuJobError) as info:
+            runner(t, [bad])
+        errors.append(info.value.err)
+        assert not t.core._pending and t.core.cycles == 0  # reset afterwards, like the driver
+    assert errors[0] == errors[1] == cfg.ERR_BAD_DIMS
+
+
+def test_jobs_reading_unwritten_registers_use_the_protocol():
+    cfg = get_config()
+    partial = [("LOAD_COUNT", 2), ("JOB", cfg.encode("JOB", OPCODE=cfg.enums["OPCODE"]["LOAD_WGT"]))]
+    core = Core(cfg)
+    with pytest.raises(fast.Unsupported, match="LOAD_ADDR"):
+        fast.compile_job(core, partial)
+    t = ModelTransport(core)
+    _, counters = run_jobs_compiled(t, [Job("load", partial, {"wgt": np.arange(2, dtype=np.uint64)})])
+    assert counters.words_in["wgt"] == 2 and core.wmem[1] == 1
+
+
+def test_loads_invalidate_compiled_jobs_of_the_region():
+    rng = np.random.default_rng(5)
+    from dtpu.spec import ConvSpec, Quant
+    spec = ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, 4, 4, 8), (8, 1, 1, 8),
+                    input_q=Quant((0.02,), (0,)), filter_q=Quant((0.01,), (0,)),
+                    output_q=Quant((0.1,), (0,)))
+    x, f1, b = make_data(spec, rng)
+    _, f2, _ = make_data(spec, rng)
+    cfg = get_config()
+    t = ModelTransport(Core(cfg))
+    cache: dict = {}
+    low1, low2 = lower(spec, f1, b, cfg), lower(spec, f2, b, cfg)   # same region
+    run_jobs_compiled(t, low1.load_jobs, cache)
+    y1 = low1.assemble(run_jobs_compiled(t, low1.jobs(x), cache)[0])
+    run_jobs_compiled(t, low2.load_jobs, cache)
+    job = low1.jobs(x)[0]
+    job2 = Job(job.label, job.regs, job.send, job.recv)
+    y2 = low1.assemble(run_jobs_compiled(t, [job2], cache)[0])   # same registers, new weights
+    ref = ModelTransport(Core(cfg))
+    run_jobs(ref, low2.load_jobs)
+    assert np.array_equal(y2, low1.assemble(run_jobs(ref, [job2])[0]))
+    assert not np.array_equal(y1, y2)
+
+
+# ------------------------------------------------------------------------------------------ zoo
+
+ZOO = [e for e in zoo_entries() if e["mode"] in CLAIMED_MODES]
+
+
+def _zoo_nodes(entry):
+    from tests.models import zoo
+    model = tflite_model.load(zoo.model_path(entry))
+    for op in model.operators(*tflite_model.CONV_OPCODES):
+        yield tflite_model.conv_spec(model.main, op)
+
+
+@pytest.mark.skipif(not ZOO, reason="model zoo (tests/models/zoo) not present")
+@pytest.mark.parametrize("entry", ZOO, ids=[e["name"] for e in ZOO])
+def test_zoo_compiled_equals_protocol(entry):
+    """Every zoo convolution: the job level (words, counters) and the backend level (tensor and
+    the report's counters) agree between the fast path and the protocol path."""
+    rng = np.random.default_rng(0)
+    quick, slow = ModelBackend({}), ModelBackend({"fast": False})
+    for spec, w, b in _zoo_nodes(entry):
+        x = make_data(spec, rng)[0]
+        _same_run(spec, x, w, b, get_config())
+        try:
+            h1, h2 = quick.prepare(spec, w, b), slow.prepare(spec, w, b)
+        except LowerError:
+            continue
+        for _ in range(2):
+            y1, c1 = quick.invoke(h1, x, Probes())
+            y2, c2 = slow.invoke(h2, x, Probes())
+            assert y1.dtype == y2.dtype and np.array_equal(y1, y2)
+            assert c1 == c2

@@ -91,15 +91,19 @@ def table(rows: list[dict], params: dict[str, int]) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--cols", type=int, nargs="+", default=[4, 8, 16])
+    ap.add_argument("--cols", type=int, nargs="*", default=[4, 8, 16],
+                    help="array columns to synthesize (none: only tabulate the JSON results)")
     ap.add_argument("--param", action="append", default=[], help="NAME=VALUE module parameter")
     ap.add_argument("--out", default=str(OUT), help="markdown file to update ('-': print only)")
     ap.add_argument("--json", default=str(WORK / "results.json"))
+    ap.add_argument("--merge", nargs="*", default=[], help="more results JSON files to tabulate")
     args = ap.parse_args(argv)
     params = dict((k, int(v)) for k, v in (p.split("=", 1) for p in args.param))
     results = []
     jpath = Path(args.json)
     old = json.loads(jpath.read_text()) if jpath.exists() else {}
+    for extra in args.merge:
+        old.update(json.loads(Path(extra).read_text()))
     for cols in args.cols:
         r = synth(cols, params, WORK)
         print(f"8x{cols}: LUT {r['lut']}  FF {r['ff']}  DSP {r['dsp']}  BRAM36 {r['bram36']}  "

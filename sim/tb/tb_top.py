@@ -170,8 +170,10 @@ async def test_config_errors(dut):
         _regs_job(c, "GEMM", P.INT8, "FLOAT", GEMM_M=1, GEMM_KW=1, GEMM_NT=1),
         _regs_job(c, "GEMM", P.FP32, "RAW", GEMM_M=1, GEMM_KW=1, GEMM_NT=1),
         _regs_job(c, "GEMM", P.INT32, "REQUANT", GEMM_M=1, GEMM_KW=1, GEMM_NT=1),
-        _regs_job(c, "GEMM", P.INT8, "REQUANT", 3, GEMM_M=1, GEMM_KW=1, GEMM_NT=1),
     ]
+    vmax = max(c.enums["RQ_VARIANT"].values())
+    if vmax + 1 < 1 << c.reg("JOB").field("RQ_VARIANT").width:  # an unused variant code
+        cases.append(_regs_job(c, "GEMM", P.INT8, "REQUANT", vmax + 1, GEMM_M=1, GEMM_KW=1, GEMM_NT=1))
     from dtpu.hw.lower import Job
     cases.append(Job("bad opcode", [("JOB", 9)]))
     cases.append(Job("bad precision", [("JOB", c.encode("JOB", OPCODE=3, PREC=7))]))
@@ -188,11 +190,19 @@ async def test_config_errors(dut):
            dict(PARAM_BASE=c.PARAM_ENTRIES)]
     for b in bad:
         cases.append(_regs_job(c, "DWCONV", P.INT8, "REQUANT", **{**dwbase, "WGT_BASE": 0, "PARAM_BASE": 0, **b}))
+    names = [r.name for r in c.registers if c.REG_JOB <= r.offset <= c.REG_DW_RING]
     for job in cases:
+        # every job register written (0 unless the case sets it): no state from earlier cases
+        given = dict(job.regs)
+        job.regs = [(n, given.get(n, 0)) for n in names if n != "JOB"] + [("JOB", given["JOB"])]
         want = expect(core, job)
+        for name, value in job.regs:
+            await t.write_reg(c.reg(name).offset, value)
+        for name, value in job.regs:
+            assert await t.read_reg(c.reg(name).offset) == value & 0xFFFFFFFF, (job.label, name)
         got, err = await run_job(t, job)
         cyc = await t.read_reg(c.REG_JOB_CYCLES)
-        assert err == want.err, f"{job.label}: ERR {err:#x}, model {want.err:#x}"
+        assert err == want.err, f"{job.label} {job.regs[-1]}: ERR {err:#x}, model {want.err:#x}"
         assert cyc == want.cycles == c.CFG_CYCLES, f"{job.label}: {cyc} cycles, model {want.cycles}"
         assert await t.read_reg(c.REG_WORDS_ACT) == 0
 

@@ -194,7 +194,7 @@ def test_vectorized_over_channels():
     x = np.arange(-50, 50).reshape(10, 10)
     m = np.full(10, 1 << 30)
     shift = np.arange(-9, 1)
-    for variant in q.Variant:
+    for variant in (v for v in q.Variant if v is not q.Variant.FP32):  # FP32 has no (m, shift)
         got = q.multiply_by_quantized_multiplier(x, m, shift, variant=variant)
         assert got.shape == (10, 10)
         for i in range(10):
@@ -243,3 +243,85 @@ def test_effective_scales_float32_product_path():
         m2, _ = q.quantize_multiplier(q.effective_scales(a, [b], 0.3, float32_product=True))
         differs += int(m1[0] != m2[0])
     assert differs > 100
+
+
+# --- XNNPACK's fp32 requantization (Variant.FP32) ---------------------------------------------
+
+
+def f32_nearest(r: Fraction) -> Fraction:
+    """The float32 nearest to r, ties to even (normal range; what every float32 op returns)."""
+    if r == 0:
+        return Fraction(0)
+    sign = -1 if r < 0 else 1
+    a = abs(r)
+    e = math.floor(math.log2(a))
+    while Fraction(2) ** e > a:
+        e -= 1
+    while Fraction(2) ** (e + 1) <= a:
+        e += 1
+    ulp = Fraction(2) ** (e - 23)
+    n = a / ulp
+    lo = math.floor(n)
+    rem = n - lo
+    k = lo + (1 if rem > Fraction(1, 2) or (rem == Fraction(1, 2) and lo % 2) else 0)
+    return sign * k * ulp
+
+
+def round_half_even(r: Fraction) -> int:
+    lo = math.floor(r)
+    rem = r - lo
+    return lo + (1 if rem > Fraction(1, 2) or (rem == Fraction(1, 2) and lo % 2) else 0)
+
+
+def exact_fp32_requant(total: int, i: float, w: float, o: float, zp: int, lo: int, hi: int) -> int:
+    s = f32_nearest(f32_nearest(Fraction(i) * Fraction(w)) / Fraction(o))
+    y = f32_nearest(f32_nearest(Fraction(total)) * s)
+    y = min(max(y, Fraction(lo - zp)), Fraction(hi - zp))
+    return round_half_even(y) + zp
+
+
+f32_scales = st.floats(min_value=2.0 ** -20, max_value=1.0, allow_nan=False, width=32)
+
+
+@given(int32s, f32_scales, f32_scales, f32_scales, st.integers(-128, 127))
+@example(5, 0.5, 1.0, 2.0, 0)              # 5 * 0.25 = 1.25 -> 1
+@example(6, 0.5, 1.0, 2.0, 0)              # 1.5 -> 2 (tie to even)
+@example(10, 0.5, 1.0, 2.0, 0)             # 2.5 -> 2 (tie to even)
+@example(-10, 0.5, 1.0, 2.0, 3)            # -2.5 -> -2
+@example((1 << 24) + 1, 1.0, 2.0 ** -20, 1.0, 0)  # the int32 -> float32 conversion rounds
+def test_requantize_fp32_matches_exact(total, i, w, o, zp):
+    scale = q.fp32_scales(i, [w], o)
+    assert scale.dtype == np.float32
+    assume(float(scale[0]) < 256.0 and float(scale[0]) > 2.0 ** -100)
+    lo, hi = -128, 127
+    got = int(q.requantize_fp32(np.array([total]), scale, zp, lo, hi)[0])
+    assert got == exact_fp32_requant(total, i, w, o, zp, lo, hi)
+
+
+@given(st.integers(-(1 << 31), (1 << 31) - 1))
+@example((1 << 24) + 1)
+@example((1 << 24) + 3)
+@example(-(1 << 31))
+def test_to_float32_rounds_to_nearest_even(x):
+    assert Fraction(float(q.to_float32(np.array([x]))[0])) == f32_nearest(Fraction(x))
+
+
+@given(st.sampled_from([0.0, 6.0, -1.0, 1.0, math.inf, -math.inf]),
+       st.floats(min_value=2.0 ** -10, max_value=10.0, allow_nan=False, width=32), st.integers(-128, 127))
+def test_xnnpack_quantize_matches_exact(value, scale, zp):
+    got = q.xnnpack_quantize(value, scale, zp, -128, 127)
+    if math.isinf(value):
+        assert got == (127 if value > 0 else -128)
+        return
+    v = f32_nearest(f32_nearest(Fraction(value) / Fraction(scale)) + zp) if value else Fraction(zp)
+    assert got == round_half_even(min(max(v, Fraction(-128)), Fraction(127)))
+
+
+def test_xnnpack_bounds_differ_from_tflite_on_ties():
+    """6 / scale == 40.5 exactly: TFLite rounds half away (41), XNNPACK to even after adding the
+    zero point in float (zp 0: 40)."""
+    scale = float(np.float32(6.0) / np.float32(40.5))
+    assert np.float32(6.0) / np.float32(scale) == np.float32(40.5)
+    assert q.quantize_value(6.0, scale, 0) == 41
+    assert q.xnnpack_quantize(6.0, scale, 0, -128, 127) == 40
+    assert q.xnnpack_quantize(6.0, scale, 1, -128, 127) == 42  # 41.5 -> 42

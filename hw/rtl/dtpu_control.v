@@ -80,7 +80,7 @@ module dtpu_control #
     /* Job configuration to the datapath */
     output wire [3:0]                   cfg_prec,
     output wire [1:0]                   cfg_out_mode,
-    output wire [1:0]                   cfg_variant,
+    output wire [2:0]                   cfg_variant,
     output wire [1:0]                   cfg_log_lanes,
     output wire [2:0]                   cfg_wi,
     output wire                         cfg_dw,
@@ -144,13 +144,14 @@ reg [3:0] state_reg;
 wire [3:0] opcode = reg_job[DTPU_JOB_OPCODE_LSB +: DTPU_JOB_OPCODE_WIDTH];
 wire [3:0] prec = reg_job[DTPU_JOB_PREC_LSB +: DTPU_JOB_PREC_WIDTH];
 wire [1:0] out_mode = reg_job[DTPU_JOB_OUT_MODE_LSB +: DTPU_JOB_OUT_MODE_WIDTH];
-wire [1:0] variant = reg_job[DTPU_JOB_RQ_VARIANT_LSB +: DTPU_JOB_RQ_VARIANT_WIDTH];
+wire [2:0] variant = reg_job[DTPU_JOB_RQ_VARIANT_LSB +: DTPU_JOB_RQ_VARIANT_WIDTH];
 
 wire is_float = prec == DTPU_PREC_FP32 || prec == DTPU_PREC_BF16;
 wire is8 = prec == DTPU_PREC_INT8 || prec == DTPU_PREC_UINT8;
 wire prec_ok = prec <= DTPU_PREC_BF16 && PREC_EN[prec];
-// every 2-bit RQ_VARIANT code is a variant (DOUBLE, SINGLE, INT64, DOUBLE_UP)
-wire mode_ok = (out_mode == DTPU_OUT_MODE_REQUANT[1:0] && (is8 || prec == DTPU_PREC_INT16))
+// RQ_VARIANT codes 0..4 are variants (DOUBLE, SINGLE, INT64, DOUBLE_UP, FP32)
+wire variant_ok = variant <= DTPU_RQ_VARIANT_FP32[2:0];
+wire mode_ok = (out_mode == DTPU_OUT_MODE_REQUANT[1:0] && (is8 || prec == DTPU_PREC_INT16) && variant_ok)
             || (out_mode == DTPU_OUT_MODE_RAW[1:0] && !is_float)
             || (out_mode == DTPU_OUT_MODE_FLOAT[1:0] && is_float);
 
@@ -174,7 +175,8 @@ wire [2:0] dw_wi = 3'd1 << (log_l - log_lo);
 
 // ---- configuration registers, latched in CONFIG0 ----
 reg [3:0]  prec_reg;
-reg [1:0]  out_mode_reg, variant_reg, log_lo_reg;
+reg [1:0]  out_mode_reg, log_lo_reg;
+reg [2:0]  variant_reg;
 reg [2:0]  wi_reg;
 reg        dw_reg;
 reg [3:0]  op_reg;

@@ -103,7 +103,8 @@ wire job_abort;
 wire dp_rst_n = ctl_rst_n && !(job_abort && adv);
 
 wire [3:0] cfg_prec;
-wire [1:0] cfg_out_mode, cfg_variant, cfg_log_lanes;
+wire [1:0] cfg_out_mode, cfg_log_lanes;
+wire [2:0] cfg_variant;
 wire [2:0] cfg_wi;
 wire       cfg_dw;
 

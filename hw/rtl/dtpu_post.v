@@ -41,7 +41,7 @@ module dtpu_post #
     /* Job configuration */
     input  wire [3:0]           prec,
     input  wire [1:0]           out_mode,
-    input  wire [1:0]           variant,
+    input  wire [2:0]           variant,
     input  wire [31:0]          act_min,
     input  wire [31:0]          act_max,
     input  wire [1:0]           log_lanes,

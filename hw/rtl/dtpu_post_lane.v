@@ -19,13 +19,17 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  *   DOUBLE  t = wrap32(total); a = wrap32(t << max(s,0)); h = SRDHM(a, m); r = RDBPOT(h, max(-s,0))
  *   INT64   |total| < 2^47 else ovf; m16 = m < 0x7FFF0000 ? (m + 2^15) >> 16 : 0x7FFF;
  *           r = wrap32((total*m16 + 2^(14-s)) >> (15-s))
+ *   FP32    (XNNPACK) t = wrap32(total); f = fp32(t) (RNE); p = f * scale in fp32 (RNE,
+ *           dtpu_fp_mul), scale = the entry's low 32 bits; r = p rounded to an integer, ties to
+ *           even, saturated to +-2^24 (a NaN product gives 0)
  *   y = clamp(wrap32(r + zp), ACT_MIN, ACT_MAX), saturated to the lane type.
  *   wrap flags an int32 variant whose total did not fit int32 (ERR.WARN_WRAP32).
  * FLOAT:   y = min(max(acc_fp + bias_fp, ACT_MIN), ACT_MAX) in fp32 (see dtpu_fp_add).
  * Right shifts beyond 63 (a shift field far outside TFLite's [-31, 31]) are clamped: the exact
  * result is then 0 or -1 alike.
  *
- * Pipeline: inputs (stage 0) -> total/operands -> product -> rounded r; the saturated value is
+ * Pipeline: inputs (stage 0) -> total/operands -> product -> rounded r (FP32: fp32(t) and the
+ * scale -> fp32 product -> integer); the saturated value is
  * combinational from the last register (the parent registers it into the result word).
  * FLOAT has one register (acc + bias) and the clamp after it: its accumulators arrive two cycles
  * later (fp partial and lane trees), so its words leave at the same cycle.
@@ -45,7 +49,7 @@ module dtpu_post_lane #
     /* Job configuration */
     input  wire [3:0]           prec,
     input  wire [1:0]           out_mode,
-    input  wire [1:0]           variant,
+    input  wire [2:0]           variant,
     input  wire [31:0]          act_min,
     input  wire [31:0]          act_max,
 
@@ -130,8 +134,27 @@ wire signed [16:0] m16 = (m < 32'sh7FFF0000) ? m_plus[32:16] : 17'sd32767;
 wire signed [9:0] rs_single = 10'sd31 - {{2{s[7]}}, s};
 wire signed [9:0] rs_int64  = 10'sd15 - {{2{s[7]}}, s};
 
+// FP32: t32 -> binary32, round to nearest even (|t32| <= 2^31: a normalized 48-bit mantissa)
+/* verilator lint_off UNUSEDSIGNAL */
+wire [32:0] tmag = t32[31] ? -{t32[31], t32} : {1'b0, t32};
+/* verilator lint_on UNUSEDSIGNAL */
+reg  [5:0]  tmsb;
+integer     bi;
+always @* begin
+    tmsb = 6'd0;
+    for (bi = 0; bi < 32; bi = bi + 1)
+        if (tmag[bi])
+            tmsb = bi[5:0];
+end
+wire [47:0] tnorm = {16'd0, tmag[31:0]} << (6'd47 - {1'b0, tmsb[4:0]});
+wire signed [11:0] texp = 12'sd127 + {6'd0, tmsb};
+wire [31:0] tfloat;
+dtpu_fp_round tconv_inst (.sign(t32[31]), .e(texp), .m(tmag[31:0] == 32'd0 ? 48'd0 : tnorm),
+                          .sticky(1'b0), .y(tfloat));
+
 reg               v1_reg;
-reg  [1:0]        var1_reg;
+reg  [2:0]        var1_reg;
+reg  [31:0]       f1_reg, sc1_reg;
 reg               raw1_reg, req1_reg;
 reg  signed [48:0] x1_reg;
 reg  signed [32:0] y1_reg;
@@ -146,21 +169,23 @@ always @(posedge clk) begin
         fsum_reg <= fsum;
         v1_reg <= in_valid;
         var1_reg <= variant;
+        f1_reg <= tfloat;
+        sc1_reg <= in_rq[31:0];
         raw1_reg <= raw;
         req1_reg <= req;
         zp1_reg <= zp;
         rawv1_reg <= is8 ? {32'd0, in_acc[31:0]} : in_acc[63:0];
         ovf1_reg <= in_valid && ((raw && !(is8 ? fits32_acc : fits64_acc))
-                                 || (req && variant == DTPU_RQ_VARIANT_INT64[1:0] && !fits47_tot));
-        wrap1_reg <= in_valid && req && variant != DTPU_RQ_VARIANT_INT64[1:0] && !fits32_tot;
+                                 || (req && variant == DTPU_RQ_VARIANT_INT64[2:0] && !fits47_tot));
+        wrap1_reg <= in_valid && req && variant != DTPU_RQ_VARIANT_INT64[2:0] && !fits32_tot;
         sat1_reg <= a32 == 32'sh80000000 && m == 32'sh80000000;
         case (variant)
-            DTPU_RQ_VARIANT_SINGLE[1:0]: begin
+            DTPU_RQ_VARIANT_SINGLE[2:0]: begin
                 x1_reg <= {{17{t32[31]}}, t32};
                 y1_reg <= {m[31], m};
                 sh1_reg <= rs_single < 0 ? 7'd0 : rs_single > 10'sd64 ? 7'd64 : rs_single[6:0];
             end
-            DTPU_RQ_VARIANT_INT64[1:0]: begin
+            DTPU_RQ_VARIANT_INT64[2:0]: begin
                 x1_reg <= total[48:0];
                 y1_reg <= {{16{m16[16]}}, m16};
                 sh1_reg <= rs_int64 < 0 ? 7'd0 : rs_int64 > 10'sd66 ? 7'd66 : rs_int64[6:0];
@@ -180,8 +205,12 @@ always @(posedge clk) begin
 end
 
 // ---- stage 1 -> 2: product ----
+wire [31:0] fprod;
+dtpu_fp_mul fmul_inst (.a(f1_reg), .b(sc1_reg), .y(fprod));
+
 reg               v2_reg;
-reg  [1:0]        var2_reg;
+reg  [2:0]        var2_reg;
+reg  [31:0]       fp2_reg;
 reg               raw2_reg, req2_reg, sat2_reg;
 reg  signed [81:0] p2_reg;
 reg  [6:0]        sh2_reg;
@@ -193,6 +222,7 @@ always @(posedge clk) begin
     if (ce) begin
         v2_reg <= v1_reg;
         var2_reg <= var1_reg;
+        fp2_reg <= fprod;
         raw2_reg <= raw1_reg;
         req2_reg <= req1_reg;
         sat2_reg <= sat1_reg;
@@ -228,6 +258,24 @@ wire signed [83:0] high_up = (p_ext + 84'sd1073741824) >>> 31;
 wire signed [83:0] up2 = (high_up + half) >>> sh2_reg;
 /* verilator lint_on UNUSEDSIGNAL */
 
+// FP32: the product rounded to an integer (ties to even), saturated to +-2^24, NaN -> 0
+wire [7:0]  pe = fp2_reg[30:23];
+wire [23:0] pm = {pe != 8'd0, fp2_reg[22:0]};
+wire        p_nan = pe == 8'hFF && fp2_reg[22:0] != 23'd0;
+wire        p_big = pe >= 8'd151;                      // |p| >= 2^24 (or infinite)
+// |p| = pm * 2^(pe - 150) (subnormals: pe = 0 is scaled as pe = 1); right shift 150 - pe
+wire [7:0]  psh_full = 8'd150 - (pe == 8'd0 ? 8'd1 : pe);
+wire [4:0]  psh = psh_full > 8'd25 ? 5'd25 : psh_full[4:0];
+/* verilator lint_off UNUSEDSIGNAL */
+wire [24:0] pq = {1'b0, pm} >> psh;
+wire [24:0] prem = {1'b0, pm} & ((25'd1 << psh) - 25'd1);
+wire [24:0] phalf = psh == 5'd0 ? 25'd0 : (25'd1 << (psh - 5'd1));
+/* verilator lint_on UNUSEDSIGNAL */
+wire        pup = psh != 5'd0 && (prem > phalf || (prem == phalf && pq[0]));
+wire [24:0] pmag = p_big ? 25'h1000000 : pq + {24'd0, pup};
+wire signed [31:0] fint = p_nan ? 32'sd0
+                        : fp2_reg[31] ? -{7'd0, pmag} : {7'd0, pmag};
+
 reg               v3_reg;
 reg               raw3_reg, req3_reg;
 reg  signed [31:0] r3_reg;
@@ -241,8 +289,9 @@ always @(posedge clk) begin
         v3_reg <= v2_reg;
         raw3_reg <= raw2_reg;
         req3_reg <= req2_reg;
-        r3_reg <= var2_reg == DTPU_RQ_VARIANT_DOUBLE[1:0]    ? rdb[31:0]
-                : var2_reg == DTPU_RQ_VARIANT_DOUBLE_UP[1:0] ? up2[31:0] : up[31:0];
+        r3_reg <= var2_reg == DTPU_RQ_VARIANT_DOUBLE[2:0]    ? rdb[31:0]
+                : var2_reg == DTPU_RQ_VARIANT_DOUBLE_UP[2:0] ? up2[31:0]
+                : var2_reg == DTPU_RQ_VARIANT_FP32[2:0]      ? fint : up[31:0];
         zp3_reg <= zp2_reg;
         rawv3_reg <= rawv2_reg;
         ovf3_reg <= ovf2_reg;

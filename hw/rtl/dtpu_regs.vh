@@ -3,7 +3,7 @@
 // Language: Verilog 2001 (localparams only; include inside a module body).
 
 localparam [31:0] DTPU_ID = 32'h44545055;
-localparam [31:0] DTPU_VERSION = 32'h00010000;
+localparam [31:0] DTPU_VERSION = 32'h00010001;
 
 // ---- default build parameters (override with module parameters / -G) ----
 localparam integer DTPU_DEFAULT_ROWS = 8;
@@ -42,11 +42,12 @@ localparam [3:0] DTPU_PREC_BF16 = 4'd6;
 localparam [3:0] DTPU_OUT_MODE_REQUANT = 4'd0;
 localparam [3:0] DTPU_OUT_MODE_RAW = 4'd1;
 localparam [3:0] DTPU_OUT_MODE_FLOAT = 4'd2;
-// How REQUANT applies (multiplier, shift): the rounding of the TFLite kernel being reproduced; names match dtpu.reference.Variant.
+// How REQUANT rescales (accumulator + bias): the output stage of the TFLite kernel being reproduced; names match dtpu.reference.Variant. DOUBLE, SINGLE, INT64, DOUBLE_UP apply the entry's (multiplier, shift); FP32 (XNNPACK, LiteRT's default interpreter) reads the entry's low 32 bits as a float32 scale: int32 total to fp32, times the scale, rounded to nearest even, zero point, clamp (shift unused).
 localparam [3:0] DTPU_RQ_VARIANT_DOUBLE = 4'd0;
 localparam [3:0] DTPU_RQ_VARIANT_SINGLE = 4'd1;
 localparam [3:0] DTPU_RQ_VARIANT_INT64 = 4'd2;
 localparam [3:0] DTPU_RQ_VARIANT_DOUBLE_UP = 4'd3;
+localparam [3:0] DTPU_RQ_VARIANT_FP32 = 4'd4;
 
 // ---- ERR bits ----
 localparam integer DTPU_ERR_BAD_OPCODE = 0;  // JOB.OPCODE is not one of OPCODE.
@@ -112,7 +113,7 @@ localparam integer DTPU_JOB_PREC_WIDTH = 4;
 localparam integer DTPU_JOB_OUT_MODE_LSB = 8;
 localparam integer DTPU_JOB_OUT_MODE_WIDTH = 2;
 localparam integer DTPU_JOB_RQ_VARIANT_LSB = 10;
-localparam integer DTPU_JOB_RQ_VARIANT_WIDTH = 2;
+localparam integer DTPU_JOB_RQ_VARIANT_WIDTH = 3;
 localparam [7:0] DTPU_REG_LOAD_ADDR = 8'h20;  // rw: LOAD_WGT: first weight word address; LOAD_PARAM: first parameter entry (channel slot).
 localparam [7:0] DTPU_REG_LOAD_COUNT = 8'h24;  // rw: Words to take from s_axis_wgt (LOAD_PARAM: 2 per entry).
 localparam [7:0] DTPU_REG_WGT_BASE = 8'h28;  // rw: GEMM/DWCONV: weight word address of the job's first weight word (multiple of COLS).

@@ -80,6 +80,13 @@ async def test_requant_and_raw(dut):
                 s = rng.randint(-31, 31) if rng.random() < 0.3 else rng.randint(-12, 2)
             m = rng.choice([rng.randint(1 << 30, (1 << 31) - 1), rng.randint(-(1 << 31), (1 << 31) - 1),
                             -(1 << 31), 0x7FFF0000, 0x7FFEFFFF, 0])
+            if variant == CFG.RQ_VARIANT_FP32 and rng.random() < 0.7:
+                # a float32 scale as the lowering writes it: ties (dyadic), real-valued, tiny
+                scale = rng.choice([rng.choice([1.0, 3.0, 5.0]) * 2.0 ** -rng.randint(1, 12),
+                                    rng.uniform(1e-6, 2.0), rng.uniform(2.0, 255.0)])
+                m = int(np.array(scale, np.float32).view(np.uint32))
+                acc = rng.randint(-(1 << 20), 1 << 20) if rng.random() < 0.5 else acc
+                bias = rng.randint(-(1 << 12), 1 << 12) if rng.random() < 0.5 else bias
             zp = rng.randint(-32768, 32767)
             vecs.append((acc, bias, m, s, zp))
         lat = 3

@@ -71,6 +71,10 @@ class Backend(abc.ABC):
     """Base class; subclasses register themselves in :mod:`dtpu.backends` under `name`."""
 
     name: str = ""
+    #: the TFLite runtime whose default interpreter the results must equal ("tflite_runtime",
+    #: "ai_edge_litert"; None: dtpu.reference's default). The delegate sets it at its first
+    #: Prepare, before any `prepare`; it picks the output stage (dtpu.reference.rounding_variant).
+    runtime: str | None = None
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         self.options = dict(options or {})

@@ -64,6 +64,7 @@ class IsroBackend(Backend):
 
     def prepare(self, spec: ConvSpec, filters: np.ndarray, bias: np.ndarray | None) -> _Node:
         try:
+            self._check_rounding(spec, bias)
             bundle = compile_spec(spec, filters, bias, pe=self.pe)
         except CompileError as exc:
             log.info("isro: %s stays on the host: %s", spec.name or spec.kind.value, exc)
@@ -73,11 +74,25 @@ class IsroBackend(Backend):
         log.debug("isro: %s compiled to %d instructions", spec.name or spec.kind.value, len(bundle.program))
         return _Node(spec, bundle, frame, filt)
 
+    def _check_rounding(self, spec: ConvSpec, bias: np.ndarray | None) -> None:
+        """The I8 DSP stage rounds as tflite-runtime 2.14's kernels (TFLITE_ROUNDING); a node whose
+        target interpreter rounds otherwise (LiteRT's XNNPACK: float32 scale) stays on the host."""
+        from dtpu.isro.compiler import TFLITE_ROUNDING
+        from dtpu.spec import DataMode
+
+        if spec.mode is not DataMode.INT8:
+            return
+        variant, why = reference.find_rounding_variant(spec, bias, "default", self.runtime)
+        if variant is None or variant.name != TFLITE_ROUNDING[spec.kind.name].name:
+            raise CompileError(f"{spec.name or spec.kind.value}: the target interpreter's output "
+                               f"stage is {variant.value if variant else 'not reproduced'} ({why}); "
+                               f"the I8 DSP stage rounds {TFLITE_ROUNDING[spec.kind.name].name}")
+
     def invoke(self, handle: _Node, x: np.ndarray, probes: Probes) -> tuple[np.ndarray, HwCounters]:
         spec = handle.spec
         if handle.bundle is None:
             with probes.measure("compute"):
-                y = reference.run(spec, x, handle.filters, handle.bias)
+                y = reference.run(spec, x, handle.filters, handle.bias, runtime=self.runtime)
             return y, HwCounters(macs=spec.macs)
         bundle = handle.bundle
         x = np.asarray(x)

@@ -110,7 +110,7 @@ class ModelBackend(Backend):
         if wb is not None and pb is not None:
             low = lower(spec, filters, bias, c, wgt_base=wb, param_base=pb, wgt_capacity=words,
                         param_capacity=max(entries, c.COLS), precision=self.precision,
-                        rounding=self.rounding)
+                        rounding=self.rounding, runtime=self.runtime)
             run_jobs(self.transport, low.load_jobs)
             return _Node(low, wb, pb)
         self._walloc.free(wb)
@@ -120,7 +120,7 @@ class ModelBackend(Backend):
         low = lower(spec, filters, bias, c, wgt_base=c.WEIGHT_WORDS - self._wscratch,
                     param_base=c.PARAM_ENTRIES - self._pscratch, wgt_capacity=self._wscratch,
                     param_capacity=self._pscratch, precision=self.precision,
-                    rounding=self.rounding, resident=False)
+                    rounding=self.rounding, resident=False, runtime=self.runtime)
         return _Node(low, None, None)
 
     def invoke(self, handle: _Node, x: np.ndarray, probes: Probes) -> tuple[np.ndarray, HwCounters]:

@@ -20,5 +20,5 @@ class ReferenceBackend(Backend):
     def invoke(self, handle, x: np.ndarray, probes: Probes) -> tuple[np.ndarray, HwCounters]:
         spec, filters, bias = handle
         with probes.measure("compute"):
-            y = reference.run(spec, x, filters, bias)
+            y = reference.run(spec, x, filters, bias, runtime=self.runtime)
         return y, HwCounters(macs=spec.macs)

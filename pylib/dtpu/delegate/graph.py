@@ -154,3 +154,58 @@ def execution_plan(ffi, ctx) -> tuple[int, ...]:
     if ctx.GetExecutionPlan(ctx, plan_p) != 0:
         raise RuntimeError("GetExecutionPlan failed")
     return int_array(ffi, plan_p[0])
+
+
+# Shared-library path fragments of each runtime's interpreter (the library that implements the
+# TfLiteContext callbacks): tflite_runtime/_pywrap_tensorflow_interpreter_wrapper.so, and
+# ai_edge_litert/{_pywrap_litert_interpreter_wrapper,libpywrap_litert_common,libLiteRt}.so.
+_RUNTIME_PATHS = (("/tflite_runtime/", "tflite_runtime"), ("/ai_edge_litert/", "ai_edge_litert"),
+                  ("libLiteRt", "ai_edge_litert"), ("_pywrap_litert", "ai_edge_litert"),
+                  ("_pywrap_tensorflow_interpreter_wrapper", "tflite_runtime"))
+
+
+def library_of(address: int) -> str | None:
+    """Path of the shared object containing `address` (dladdr), None if unknown."""
+    import ctypes
+
+    class _DlInfo(ctypes.Structure):
+        _fields_ = [("dli_fname", ctypes.c_char_p), ("dli_fbase", ctypes.c_void_p),
+                    ("dli_sname", ctypes.c_char_p), ("dli_saddr", ctypes.c_void_p)]
+
+    dladdr = None
+    for name in (None, "libdl.so.2"):
+        try:
+            dladdr = getattr(ctypes.CDLL(name), "dladdr")
+            break
+        except (OSError, AttributeError):
+            continue
+    if dladdr is None or not address:
+        return None
+    dladdr.argtypes = [ctypes.c_void_p, ctypes.POINTER(_DlInfo)]
+    dladdr.restype = ctypes.c_int
+    info = _DlInfo()
+    if not dladdr(ctypes.c_void_p(address), ctypes.byref(info)) or not info.dli_fname:
+        return None
+    return info.dli_fname.decode("utf-8", "replace")
+
+
+def host_runtime(ffi, ctx) -> tuple[str | None, str]:
+    """(runtime, evidence): which TFLite runtime's interpreter is calling the delegate.
+
+    Read from the library that implements the context's GetExecutionPlan callback (dladdr), so it
+    names the interpreter that really runs the graph, whatever Python modules are imported (or
+    none, in a C++ host). Falls back to the Python modules imported in this process when the
+    library cannot be named. runtime is "tflite_runtime", "ai_edge_litert" or None.
+    """
+    import sys
+
+    path = library_of(int(ffi.cast("uintptr_t", ctx.GetExecutionPlan)))
+    if path:
+        for fragment, runtime in _RUNTIME_PATHS:
+            if fragment in path:
+                return runtime, path
+    loaded = [name for name in ("tflite_runtime", "ai_edge_litert")
+              if f"{name}.interpreter" in sys.modules]
+    if len(loaded) == 1:
+        return loaded[0], f"{path or 'unknown library'}; only {loaded[0]}.interpreter is imported"
+    return None, f"{path or 'unknown library'}; imported runtimes: {loaded or 'none'}"

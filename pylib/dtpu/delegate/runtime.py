@@ -116,10 +116,25 @@ class DelegateState:
         self.logged: set[tuple] = set()
         self.history: list[Report] = []          # for report=summary, bounded below
         self.closed = False
+        self.runtime: str | None = None          # the host TFLite runtime, found at first Prepare
         log.debug("delegate %d created: %s", self.id, options.to_dict())
 
     # -- delegate Prepare: choose the nodes --------------------------------------------------
+    def detect_runtime(self, ffi, ctx) -> str | None:
+        """The runtime whose interpreter calls us (see graph.host_runtime), once per delegate;
+        the backend gets it so that its output stage is that interpreter's (dtpu.reference)."""
+        if self.runtime is None:
+            from dtpu import reference
+
+            found, evidence = g.host_runtime(ffi, ctx)
+            self.runtime = found or reference.default_runtime()
+            log.debug("delegate %d: host runtime %s (%s)", self.id, self.runtime,
+                      evidence if found else f"not identified: {evidence}; using the default")
+            self.backend.runtime = self.runtime
+        return self.runtime
+
     def select(self, ffi, ctx, plan_nodes: tuple[int, ...]) -> list[int]:
+        runtime = self.detect_runtime(ffi, ctx)
         graph = GraphState(self, int(ffi.cast("uintptr_t", ctx)))
         old = self.graphs.get(graph.ctx)
         if old is not None:
@@ -144,7 +159,7 @@ class DelegateState:
             if node.builtin_code not in (3, 4, 9):
                 continue
             try:
-                decision = analyze(node, tensor, self.options)
+                decision = analyze(node, tensor, self.options, runtime)
             except Exception as exc:  # a bug of ours must not take the model down: leave it on CPU
                 log.warning("node %d (%s): support check failed: %r", index, node.op, exc)
                 decision = Decision(spec=None, reason=f"internal error in the support check: {exc!r}")
@@ -330,7 +345,7 @@ class PartitionKernel:
 
         external_inputs: list[int] = []
         for step in self.steps:
-            decision = analyze(step.node, tensor, self.state.options)
+            decision = analyze(step.node, tensor, self.state.options, self.state.runtime)
             if not decision.claimed:
                 raise DelegateError(f"node {step.node.index} ({step.node.op}) cannot run on the DTPU "
                                     f"with the current shapes: {decision.reason}")

@@ -116,15 +116,35 @@ def _check_quantization(kind: OpKind, mode: DataMode, x: TensorInfo, w: TensorIn
     return xq, wq, yq
 
 
-def analyze(node: NodeInfo, tensor: Callable[[int], TensorInfo], options: DelegateOptions) -> Decision:
-    """Decide whether `node` is claimed; never raises for anything a model can contain."""
+def analyze(node: NodeInfo, tensor: Callable[[int], TensorInfo], options: DelegateOptions,
+            runtime: str | None = None) -> Decision:
+    """Decide whether `node` is claimed; never raises for anything a model can contain.
+
+    `runtime` is the TFLite runtime whose default interpreter the outputs must equal
+    ("tflite_runtime" or "ai_edge_litert", None: dtpu.reference's default): a quantized node is
+    claimed only where dtpu.reference reproduces that interpreter's output stage for it.
+    """
     try:
-        return _analyze(node, tensor, options)
+        return _analyze(node, tensor, options, runtime)
     except Unsupported as exc:
         return Decision(spec=None, reason=str(exc))
 
 
-def _analyze(node: NodeInfo, tensor: Callable[[int], TensorInfo], options: DelegateOptions) -> Decision:
+def _check_rounding(spec: ConvSpec, bias_type: str | None, runtime: str | None) -> None:
+    from dtpu import reference
+
+    if not spec.mode.is_quantized:
+        return
+    bias = None if bias_type is None else np.zeros(0, NUMPY_BIAS.get(bias_type, np.int32))
+    variant, why = reference.find_rounding_variant(spec, bias, "default", runtime)
+    _require(variant is not None, why)
+
+
+NUMPY_BIAS = {"int32": np.int32, "int64": np.int64}
+
+
+def _analyze(node: NodeInfo, tensor: Callable[[int], TensorInfo], options: DelegateOptions,
+             runtime: str | None = None) -> Decision:
     kind = CODES.get(node.builtin_code)
     _require(kind is not None, f"{node.op} is not an op the DTPU runs")
     _require(kind in options.ops, f"{kind.value} is not enabled (option ops="
@@ -159,6 +179,7 @@ def _analyze(node: NodeInfo, tensor: Callable[[int], TensorInfo], options: Deleg
     if b is not None:
         _require(b.shape in ((spec.out_channels,), ()) or int(np.prod(b.shape)) == spec.out_channels,
                  f"bias shape {b.shape} for {spec.out_channels} output channels")
+    _check_rounding(spec, None if b is None else b.type, runtime)
     return Decision(spec=spec, reason=None, precision=precision, input_index=x.index,
                     filter_index=w.index, bias_index=bias_index, output_index=y.index)
 

@@ -128,8 +128,9 @@ def _f32_bits(v: float) -> int:
     return int(np.array(v, np.float32).view(np.uint32))
 
 
-def _param_words(spec: ConvSpec, bias: np.ndarray | None, channels: int, rounding: str):
-    """Two words per channel slot: bias (int64 / fp32 bits) and multiplier|shift<<32|zp<<48."""
+def _param_words(spec: ConvSpec, bias: np.ndarray | None, channels: int, rq):
+    """Two words per channel slot: bias (int64 / fp32 bits) and multiplier|shift<<32|zp<<48
+    (RQ_VARIANT FP32: the float32 scale's bits in place of the multiplier, shift 0)."""
     oc = spec.out_channels
     words = np.zeros((channels, 2), _U64)
     if spec.mode is DataMode.FLOAT32:
@@ -139,7 +140,11 @@ def _param_words(spec: ConvSpec, bias: np.ndarray | None, channels: int, roundin
         return words
     b = np.zeros(oc, np.int64) if bias is None else np.asarray(bias).astype(np.int64).reshape(-1)
     words[:oc, 0] = b.view(_U64)
-    mult, shift = reference.output_multipliers(spec)
+    if rq is reference.Variant.FP32:
+        mult = reference.fp32_scales(spec).view(np.int32)
+        shift = np.zeros(oc, np.int64)
+    else:
+        mult, shift = reference.output_multipliers(spec)
     zp = 0 if spec.mode is DataMode.INT16X8 else int(spec.output_q.zero_point[0])
     w1 = ((mult.astype(np.int64) & 0xFFFFFFFF).astype(_U64)
           | ((shift.astype(np.int64) & 0xFF).astype(_U64) << np.uint64(32))
@@ -148,15 +153,14 @@ def _param_words(spec: ConvSpec, bias: np.ndarray | None, channels: int, roundin
     return words
 
 
-def _variant_code(cfg: HwConfig, spec: ConvSpec, bias, rounding: str) -> int:
+def _variant_code(cfg: HwConfig, spec: ConvSpec, bias, rq) -> int:
     if not spec.mode.is_quantized:
         return 0
-    v = reference.rounding_variant(spec, bias, rounding)
-    return cfg.enums["RQ_VARIANT"][v.name]
+    return cfg.enums["RQ_VARIANT"][rq.name]
 
 
-def _clamp_regs(spec: ConvSpec) -> list[tuple[str, int]]:
-    lo, hi = reference.activation_range(spec)
+def _clamp_regs(spec: ConvSpec, rq=None) -> list[tuple[str, int]]:
+    lo, hi = reference.activation_range(spec, rq)
     if spec.mode is DataMode.FLOAT32:
         return [("ACT_MIN", _f32_bits(lo)), ("ACT_MAX", _f32_bits(hi))]
     return [("ACT_MIN", _as_u32(lo)), ("ACT_MAX", _as_u32(hi))]
@@ -206,12 +210,14 @@ def _accumulator_bound_ok(spec: ConvSpec, wm: np.ndarray, zx: int, zw: int, bias
 def lower(spec: ConvSpec, filters: np.ndarray, bias: np.ndarray | None, cfg: HwConfig | None = None,
           *, wgt_base: int = 0, param_base: int = 0, wgt_capacity: int | None = None,
           param_capacity: int | None = None, precision: str | Precision | None = None,
-          rounding: str = "default", resident: bool = True) -> Lowered:
+          rounding: str = "default", resident: bool = True, runtime: str | None = None) -> Lowered:
     """Lower one node into the memory region [wgt_base, wgt_base+wgt_capacity) (and params).
 
     When the node's weights fit the region and `resident` is set, the load jobs run once; else the
     output-channel tiles are paged through the region, and when not even one tile (COLS filters of
     the whole K) fits, K is split into raw-accumulator jobs that the host sums and requantizes.
+    The output stage (RQ_VARIANT, parameter words, clamp) is the one `runtime`'s default (or,
+    with rounding="reference", BUILTIN_REF) interpreter applies, from dtpu.reference.
     """
     cfg = cfg or get_config()
     prec = precision_of(spec, precision)
@@ -220,6 +226,7 @@ def lower(spec: ConvSpec, filters: np.ndarray, bias: np.ndarray | None, cfg: HwC
                          f"{', '.join(p.value for p in cfg.ENABLED)}")
     if not spec.has_bias:
         bias = None
+    rq = reference.rounding_variant(spec, bias, rounding, runtime) if spec.mode.is_quantized else None
     wcap = cfg.WEIGHT_WORDS - wgt_base if wgt_capacity is None else wgt_capacity
     pcap = cfg.PARAM_ENTRIES - param_base if param_capacity is None else param_capacity
     if wgt_base % cfg.COLS or param_base % cfg.COLS or wcap < cfg.COLS or pcap < cfg.COLS:
@@ -227,9 +234,9 @@ def lower(spec: ConvSpec, filters: np.ndarray, bias: np.ndarray | None, cfg: HwC
                          f"COLS words/entries (weights {wgt_base}+{wcap}, params {param_base}+{pcap})")
     if spec.kind is OpKind.DEPTHWISE_CONV_2D:
         return _lower_dw(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap,
-                         rounding, resident)
+                         rq, resident)
     return _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap,
-                       rounding, resident)
+                       rq, resident)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -273,7 +280,7 @@ def _im2col_plan(spec: ConvSpec, kp: int, pad_value: int | float):
     return plan
 
 
-def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap, rounding, resident):
+def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap, rq, resident):
     cols_n = cfg.COLS
     L = prec.lanes
     n, h, w, c = spec.input_shape
@@ -294,8 +301,8 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
     else:
         wpad = np.full((nt * cols_n, kp), zw, prec.value_dtype)
         wpad[:oc, :k] = wm
-    params = _param_words(spec, bias, nt * cols_n, rounding)
-    variant = _variant_code(cfg, spec, bias, rounding)
+    params = _param_words(spec, bias, nt * cols_n, rq)
+    variant = _variant_code(cfg, spec, bias, rq)
     pad_value = 0.0 if prec.is_float else zx
     im2col = _im2col_plan(spec, kp, pad_value)
 
@@ -314,7 +321,7 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
         fits = tiles_per_page == nt
         pages = [(t0, min(nt, t0 + tiles_per_page)) for t0 in range(0, nt, tiles_per_page)]
         mode = "FLOAT" if prec.is_float else "REQUANT"
-        clamp = _clamp_regs(spec)
+        clamp = _clamp_regs(spec, rq)
 
         def page_loads(t0, t1):
             words = _pack_weights(wpad[t0 * cols_n:t1 * cols_n], prec, t1 - t0, kwords, cols_n)
@@ -400,7 +407,7 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
         for ((k0, k1), (t0, t1)), words in zip(schedule, results):
             vals = unpack(words, _res_prec(res_dt), words.size * lanes_raw).astype(np.int64)
             acc[:, t0 * cols_n:t1 * cols_n] += vals.reshape(m, t1 - t0, wps * lanes_raw)[:, :, :cols_n].reshape(m, -1)
-        return reference.requantize(spec, acc[:, :oc].reshape(spec.output_shape), bias, rounding=rounding)
+        return reference.requantize(spec, acc[:, :oc].reshape(spec.output_shape), bias, variant=rq)
 
     if len(schedule) == 1 and resident:  # everything fits: the one load stays resident
         only = loads[(*schedule[0][0], *schedule[0][1])]
@@ -459,7 +466,7 @@ def dw_geometry(spec: ConvSpec, cfg: HwConfig, prec: Precision) -> DwGeometry:
                      f"activation buffer ({cfg.ACT_WORDS} words) {span} at a time")
 
 
-def _lower_dw(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap, rounding, resident):
+def _lower_dw(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap, rq, resident):
     cols_n = cfg.COLS
     L = prec.lanes
     n, ih, iw, c = spec.input_shape
@@ -487,8 +494,8 @@ def _lower_dw(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap, 
         wfull = np.full((taps, gp * L), zw, prec.value_dtype)
     wfull[:, :oc] = wt
     weights = pack(wfull, prec)                       # tap-major: address tap*GP + g
-    params = _param_words(spec, bias, cp, rounding)
-    variant = _variant_code(cfg, spec, bias, rounding)
+    params = _param_words(spec, bias, cp, rq)
+    variant = _variant_code(cfg, spec, bias, rq)
     raw = prec in (Precision.INT32, Precision.INT64)
     mode = "FLOAT" if prec.is_float else "RAW" if raw else "REQUANT"
     lanes_res, res_dt = out_lanes(cfg, prec, cfg.enums["OUT_MODE"][mode])
@@ -500,7 +507,7 @@ def _lower_dw(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap, 
         ("DW_GROUPS", cfg.encode("DW_GROUPS", GC=g.gc, NCHUNK=g.nchunk)),
         ("DW_RING", cfg.encode("DW_RING", LB_ROWS=g.lb_rows, TAP_CYCLES=g.tap_cycles)),
         ("WGT_BASE", wgt_base), ("PARAM_BASE", param_base),
-        ("IN_OFFSET", _as_u32(-zx)), ("WGT_OFFSET", _as_u32(-zw)), *_clamp_regs(spec),
+        ("IN_OFFSET", _as_u32(-zx)), ("WGT_OFFSET", _as_u32(-zw)), *_clamp_regs(spec, rq),
         _job_reg(cfg, "DWCONV", prec, mode, 0 if raw else variant)]
     loads = [_load_job(cfg, "LOAD_WGT", wgt_base, weights, "dw weights")]
     if not raw:
@@ -531,7 +538,7 @@ def _lower_dw(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap, 
             vals = vals.reshape(g.nchunk, oh, ow, g.gc, wpi * lanes_res)[..., :L]
             out[b] = vals.transpose(1, 2, 0, 3, 4).reshape(oh, ow, cp)[:, :, :oc]
         if raw:
-            return reference.requantize(spec, out, bias, rounding=rounding)
+            return reference.requantize(spec, out, bias, variant=rq)
         return out
 
     return Lowered(spec, cfg, prec, "dwconv", resident, loads if resident else [], taps * gp, cp,

@@ -220,7 +220,22 @@ def _shift_round_half_up(x: np.ndarray, s: np.ndarray) -> np.ndarray:
 
 def requant(cfg: HwConfig, total: np.ndarray, mult: np.ndarray, shift: np.ndarray,
             variant: int) -> np.ndarray:
-    """(accumulator + bias) -> int32 by multiplier * 2^(shift-31), as the chosen variant rounds."""
+    """(accumulator + bias) -> int32 by multiplier * 2^(shift-31), as the chosen variant rounds.
+
+    FP32 (XNNPACK) instead reads the multiplier field's 32 bits as a float32 scale: the (int32)
+    total is converted to fp32 and multiplied by the scale, each rounding to nearest even, and the
+    product is rounded to an integer (ties to even) and saturated to +-2^24; a NaN product (a NaN
+    scale, or an infinite one times 0) gives 0. Every clamp range the lowering sets lies within
+    +-2^24, so clamping after the rounding gives XNNPACK's clamp-then-round result.
+    """
+    if variant == cfg.RQ_VARIANT_FP32:
+        scale = (mult.astype(np.int64) & 0xFFFFFFFF).astype(np.uint32).view(np.float32)
+        f = total.astype(np.float64).astype(np.float32)  # |total| < 2^31: one rounding (RNE)
+        with np.errstate(over="ignore", invalid="ignore"):
+            y = f * scale
+        y = np.where(np.isnan(y), np.float32(0), y)
+        lim = np.float32(1 << 24)
+        return np.rint(np.clip(y, -lim, lim)).astype(np.int64)
     m = mult.astype(np.int64)
     s = shift.astype(np.int64)
     if variant == cfg.RQ_VARIANT_SINGLE:

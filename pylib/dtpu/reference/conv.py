@@ -1,9 +1,10 @@
-"""CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED as TFLite 2.14's CPU kernels compute them.
+"""CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED as TFLite's CPU kernels compute them.
 
 The work splits where the accelerator splits it: :func:`accumulate` produces the raw integer sums
 (what the DTPU's MAC array computes), :func:`requantize` is the host-side output stage (bias, the
 per-channel fixed-point multiplier, output zero point, activation clamp). Which rounding the output
-stage uses depends on the kernel TFLite picks, see :func:`rounding_variant` and
+stage uses depends on the runtime (tflite-runtime 2.14 or LiteRT, whose default interpreter runs
+int8/uint8 convolutions on XNNPACK) and on the kernel it picks, see :func:`rounding_variant` and
 docs/quantization.md.
 
 Accumulation uses im2col + BLAS in floating point because it is an order of magnitude faster than
@@ -23,7 +24,11 @@ from dtpu.spec import Activation, ConvSpec, DataMode, OpKind
 
 log = logging.getLogger(__name__)
 
-ROUNDINGS = ("default", "reference")
+# "default": the interpreter as created without an op resolver argument (for ai_edge_litert that
+# includes its default XNNPACK delegate); "builtin": the runtime's own optimized kernels
+# (BUILTIN_WITHOUT_DEFAULT_DELEGATES; the same as "default" for tflite_runtime 2.14, whose XNNPACK
+# takes no quantized op); "reference": BUILTIN_REF.
+ROUNDINGS = ("default", "builtin", "reference")
 
 _DTYPES = {
     DataMode.INT8: (np.int8, np.int8),
@@ -211,12 +216,14 @@ def output_multipliers(spec: ConvSpec) -> tuple[np.ndarray, np.ndarray]:
     return np.atleast_1d(mult).astype(np.int32), np.atleast_1d(shift).astype(np.int64)
 
 
-def activation_range(spec: ConvSpec) -> tuple:
+def activation_range(spec: ConvSpec, variant: q.Variant | str | None = None) -> tuple:
     """The fused activation's clamp bounds in the output's domain.
 
     Quantized: TFLite's CalculateActivationRangeQuantized: the real bounds 0, 6, -1, 1 quantized
     with the output scale (float32 division, round half away from zero), intersected with the
-    output type's range. Float: CalculateActivationRange's plain bounds.
+    output type's range. With ``variant=Variant.FP32`` the bounds are XNNPACK's instead
+    (:func:`dtpu.reference.quantize.xnnpack_quantize`: zero point added in float32, ties to even),
+    which differ when a bound divided by the scale ends in exactly .5. Float: plain bounds.
     """
     act = spec.activation
     if spec.mode is DataMode.FLOAT32:
@@ -227,6 +234,10 @@ def activation_range(spec: ConvSpec) -> tuple:
     scale, zp = spec.output_q.scale[0], spec.output_q.zero_point[0]
     if spec.mode is DataMode.INT16X8:
         zp = 0
+    if variant is not None and q.Variant(variant) is q.Variant.FP32:
+        bounds = {Activation.NONE: (-np.inf, np.inf), Activation.RELU: (0.0, np.inf),
+                  Activation.RELU6: (0.0, 6.0), Activation.RELU_N1_TO_1: (-1.0, 1.0)}[act]
+        return tuple(q.xnnpack_quantize(b, scale, zp, lo, hi) for b in bounds)
     if act is Activation.NONE:
         return lo, hi
     bounds = {Activation.RELU: (0.0, None), Activation.RELU6: (0.0, 6.0),
@@ -237,24 +248,109 @@ def activation_range(spec: ConvSpec) -> tuple:
     return lo, hi
 
 
-# Which multiplier application each TFLite 2.14 x86-64 kernel uses, established empirically
-# against tflite-runtime 2.14 (tests/test_reference.py keeps checking it). Keys: (rounding,
-# op kind, mode, accumulator) where the accumulator is "int32" or "int64" (16x8 with int64 bias).
-_VARIANTS: dict[tuple[str, OpKind, DataMode, str], q.Variant] = {}
+def fp32_scales(spec: ConvSpec) -> np.ndarray:
+    """Per-output-channel float32 scales of :data:`Variant.FP32` (XNNPACK), per-tensor broadcast."""
+    if not spec.mode.is_quantized:
+        raise ValueError("float32 specs have no requantization scales")
+    oc = spec.out_channels
+    return np.broadcast_to(q.fp32_scales(spec.input_q.scale[0], spec.filter_q.scales(oc),
+                                         spec.output_q.scale[0]), (oc,)).copy()
+
+
+# ---------------------------------------------------------------------------------------------
+# which output stage each runtime's default interpreter runs
+
+# The TFLite runtimes whose kernels dtpu.reference reproduces: tflite-runtime 2.14 and its
+# successor ai-edge-litert (LiteRT 2.3), named by their Python modules (dtpu.tflite.RUNTIME).
+RUNTIMES = ("tflite_runtime", "ai_edge_litert")
+TFLITE_RUNTIME, LITERT = RUNTIMES
+
+
+def default_runtime() -> str:
+    """The runtime to reproduce when none is named: the one :mod:`dtpu.tflite` selects
+    (DTPU_TFLITE_RUNTIME, else tflite_runtime if it imports, else ai_edge_litert); tflite_runtime
+    when neither is installed."""
+    try:
+        from dtpu import tflite
+    except ImportError:
+        return TFLITE_RUNTIME
+    return tflite.RUNTIME
+
+
+def _check_runtime(runtime: str | None) -> str:
+    runtime = default_runtime() if runtime is None else runtime
+    if runtime not in RUNTIMES:
+        raise ValueError(f"unknown runtime {runtime!r}; accepted: {', '.join(RUNTIMES)}")
+    return runtime
+
+
+_FLT_MIN = float(np.finfo(np.float32).tiny)  # smallest normal float32
+
+
+def xnnpack_decline_reason(spec: ConvSpec) -> str | None:
+    """Why LiteRT's default XNNPACK delegate would leave this node to the builtin kernels, or None
+    when it takes it (and then requantizes with :data:`Variant.FP32`).
+
+    The rule, from the TFLite XNNPACK delegate's checks (VisitConv2DNode,
+    VisitDepthwiseConv2DNode, VisitFullyConnectedNode and the tensor type checks) and XNNPACK's
+    operator creation, restricted to what the DTPU delegate can claim at all (constant filters and
+    bias, the four fused activations, symmetric int8 / per-tensor uint8 filters along the
+    expected axis, per-tensor activations):
+
+    * int8 and uint8 activations only (int16x8 and float32 are not XNNPACK *quantized* nodes);
+    * CONV_2D and DEPTHWISE_CONV_2D need a bias tensor (FULLY_CONNECTED does not);
+    * every scale (input, output, each filter channel) is a normal float32 (std::isnormal);
+    * every requantization scale (s_in * s_w[c]) / s_out, in float32, is below 256; above, XNNPACK
+      refuses to create the operator and the default interpreter cannot allocate the model at all.
+    """
+    if spec.mode not in (DataMode.INT8, DataMode.UINT8):
+        return f"{spec.mode.value} is not an XNNPACK quantized type"
+    if spec.kind is not OpKind.FULLY_CONNECTED and not spec.has_bias:
+        return f"XNNPACK needs a bias tensor for {spec.kind.name}"
+    scales = [*spec.input_q.scale, *spec.filter_q.scale, *spec.output_q.scale]
+    if not all(np.isfinite(s) and abs(np.float32(s)) >= _FLT_MIN for s in scales):
+        return "a scale is not a normal float32"
+    if np.any(fp32_scales(spec) >= np.float32(256.0)):
+        return ("a requantization scale is >= 256: XNNPACK fails to create the operator, and "
+                "LiteRT's default interpreter cannot allocate the model")
+    return None
+
+
+# Which multiplier application each x86-64 kernel uses, established empirically (tests/
+# test_reference.py keeps checking it). Keys: (runtime, rounding, op kind, mode, accumulator)
+# where the accumulator is "int32" or "int64" (16x8 with int64 bias). None: the kernel does
+# something dtpu.reference does not reproduce (docs/quantization.md says what).
+_VARIANTS: dict[tuple[str, str, OpKind, DataMode, str], q.Variant | None] = {}
 
 
 def _fill_variants() -> None:
     d, up, i64 = q.Variant.DOUBLE, q.Variant.DOUBLE_UP, q.Variant.INT64
-    for kind in OpKind:
-        for mode in (DataMode.INT8, DataMode.UINT8, DataMode.INT16X8):
-            for rounding in ROUNDINGS:
-                _VARIANTS[(rounding, kind, mode, "int32")] = d
-                _VARIANTS[(rounding, kind, mode, "int64")] = i64
-    # The optimized CONV_2D and FULLY_CONNECTED kernels run their int8 and int16 (int32-bias)
-    # GEMMs through ruy, whose x86 kernels round differently; uint8 and depthwise do not.
+    for runtime in RUNTIMES:
+        for kind in OpKind:
+            for mode in (DataMode.INT8, DataMode.UINT8, DataMode.INT16X8):
+                for rounding in ("builtin", "reference"):
+                    _VARIANTS[(runtime, rounding, kind, mode, "int32")] = d
+                    _VARIANTS[(runtime, rounding, kind, mode, "int64")] = i64
+    # tflite-runtime 2.14: the optimized CONV_2D and FULLY_CONNECTED kernels run their int8 and
+    # int16 (int32-bias) GEMMs through ruy, whose x86 kernels round differently; uint8 and
+    # depthwise do not.
     for kind in (OpKind.CONV_2D, OpKind.FULLY_CONNECTED):
         for mode in (DataMode.INT8, DataMode.INT16X8):
-            _VARIANTS[("default", kind, mode, "int32")] = up
+            _VARIANTS[(TFLITE_RUNTIME, "builtin", kind, mode, "int32")] = up
+    # LiteRT 2.3's builtin kernels (what runs where XNNPACK declines, and BUILTIN_REF): uint8
+    # CONV_2D and FULLY_CONNECTED also go through ruy; the optimized int8 DEPTHWISE_CONV_2D mixes
+    # two roundings within one node (its vectorized and leftover channels differ) and its 16x8
+    # FULLY_CONNECTED and the reference FULLY_CONNECTED round in ways not reproduced here.
+    for kind in (OpKind.CONV_2D, OpKind.FULLY_CONNECTED):
+        for mode in (DataMode.INT8, DataMode.UINT8):
+            _VARIANTS[(LITERT, "builtin", kind, mode, "int32")] = up
+    _VARIANTS[(LITERT, "builtin", OpKind.CONV_2D, DataMode.INT16X8, "int32")] = None  # not measured
+    _VARIANTS[(LITERT, "builtin", OpKind.DEPTHWISE_CONV_2D, DataMode.INT8, "int32")] = None
+    for rounding in ("builtin", "reference"):
+        for mode in (DataMode.INT8, DataMode.UINT8, DataMode.INT16X8):
+            for acc in ("int32", "int64"):
+                _VARIANTS[(LITERT, rounding, OpKind.FULLY_CONNECTED, mode, acc)] = None
+    _VARIANTS[(LITERT, "reference", OpKind.CONV_2D, DataMode.INT16X8, "int32")] = None  # not measured
 
 
 _fill_variants()
@@ -271,27 +367,65 @@ def accumulator_kind(spec: ConvSpec, bias: np.ndarray | None) -> str:
     return "int32"
 
 
-def rounding_variant(spec: ConvSpec, bias: np.ndarray | None, rounding: str = "default") -> q.Variant:
+def find_rounding_variant(spec: ConvSpec, bias: np.ndarray | None, rounding: str = "default",
+                          runtime: str | None = None) -> tuple[q.Variant | None, str]:
+    """(variant, why): the output stage of `runtime`'s interpreter for this node, and how it was
+    chosen. The variant is None where dtpu.reference does not reproduce that kernel (a caller
+    that must be exact leaves such a node to the CPU, with `why` as the reason).
+
+    `rounding` is one of :data:`ROUNDINGS`: "default" (the interpreter as created without an op
+    resolver argument: for ai_edge_litert that includes the XNNPACK delegate, see
+    :func:`xnnpack_decline_reason`), "builtin" (BUILTIN_WITHOUT_DEFAULT_DELEGATES) or "reference"
+    (BUILTIN_REF). `runtime` is one of :data:`RUNTIMES`; None means :func:`default_runtime`.
+    """
     if rounding not in ROUNDINGS:
         raise ValueError(f"unknown rounding {rounding!r}; accepted: {', '.join(ROUNDINGS)}")
-    return _VARIANTS[(rounding, spec.kind, spec.mode, accumulator_kind(spec, bias))]
+    runtime = _check_runtime(runtime)
+    if not spec.mode.is_quantized:
+        raise ValueError("float32 specs have no rounding variant")
+    if runtime == LITERT and rounding == "default":
+        declined = xnnpack_decline_reason(spec)
+        if declined is None:
+            return q.Variant.FP32, "LiteRT's default XNNPACK delegate takes the node"
+        if "cannot allocate" in declined:
+            return None, declined
+        why = f"XNNPACK declines ({declined}): LiteRT builtin kernel"
+    else:
+        why = f"{runtime} {rounding} kernel"
+    table = "builtin" if rounding == "default" else rounding
+    variant = _VARIANTS[(runtime, table, spec.kind, spec.mode, accumulator_kind(spec, bias))]
+    if variant is None:
+        return None, f"{why} ({spec.kind.name} {spec.mode.value}) is not reproduced by dtpu.reference"
+    return variant, why
+
+
+def rounding_variant(spec: ConvSpec, bias: np.ndarray | None, rounding: str = "default",
+                     runtime: str | None = None) -> q.Variant:
+    """The output stage `runtime`'s interpreter applies to this node (see find_rounding_variant);
+    raises ValueError where dtpu.reference does not reproduce it."""
+    variant, why = find_rounding_variant(spec, bias, rounding, runtime)
+    if variant is None:
+        raise ValueError(why)
+    return variant
 
 
 def requantize(spec: ConvSpec, acc: np.ndarray, bias: np.ndarray | None, *,
-               rounding: str = "default", variant: q.Variant | str | None = None) -> np.ndarray:
+               rounding: str = "default", variant: q.Variant | str | None = None,
+               runtime: str | None = None) -> np.ndarray:
     """Finish an accumulation as TFLite's output stage does: bias, rescale, zero point, clamp.
 
     `variant` overrides the rounding table (for experiments and for hardware that implements a
-    fixed variant); by default the variant is the one TFLite's kernel for this node uses.
+    fixed variant); by default the variant is the one `runtime`'s kernel for this node uses.
     """
-    lo, hi = activation_range(spec)
     if spec.mode is DataMode.FLOAT32:
+        lo, hi = activation_range(spec)
         y = np.asarray(acc, dtype=np.float64)
         if bias is not None:
             y = y + np.asarray(bias, dtype=np.float64)
         return np.clip(y, lo, hi).astype(np.float32)
-    variant = rounding_variant(spec, bias, rounding) if variant is None else q.Variant(variant)
-    mult, shift = output_multipliers(spec)
+    variant = (rounding_variant(spec, bias, rounding, runtime) if variant is None
+               else q.Variant(variant))
+    lo, hi = activation_range(spec, variant)
     total = np.asarray(acc, dtype=np.int64)
     if bias is not None:
         total = total + np.asarray(bias, dtype=np.int64)
@@ -300,6 +434,10 @@ def requantize(spec: ConvSpec, acc: np.ndarray, bias: np.ndarray | None, *,
         b_max = 0 if bias is None else int(np.max(np.abs(np.asarray(bias, dtype=np.int64)), initial=0))
         if _accumulator_bound(spec) + b_max >= 1 << 31:
             total = q.wrap_int32(total)
+    if variant is q.Variant.FP32:
+        y = q.requantize_fp32(total, fp32_scales(spec), int(spec.output_q.zero_point[0]), lo, hi)
+        return y.astype(io_dtypes(spec)[0])
+    mult, shift = output_multipliers(spec)
     scaled = q.multiply_by_quantized_multiplier(total, mult, shift, variant=variant)
     if spec.mode is not DataMode.INT16X8:  # the 16x8 kernels have no output offset
         scaled = scaled + int(spec.output_q.zero_point[0])
@@ -307,9 +445,11 @@ def requantize(spec: ConvSpec, acc: np.ndarray, bias: np.ndarray | None, *,
 
 
 def run(spec: ConvSpec, x: np.ndarray, filters: np.ndarray, bias: np.ndarray | None, *,
-        rounding: str = "default") -> np.ndarray:
-    """The whole node, bit-exact with TFLite's default (or, with rounding="reference",
-    BUILTIN_REF) CPU kernels; float32 within float32 summation-order differences."""
+        rounding: str = "default", runtime: str | None = None,
+        variant: q.Variant | str | None = None) -> np.ndarray:
+    """The whole node, bit-exact with `runtime`'s default (or, with rounding="reference",
+    BUILTIN_REF) CPU interpreter; float32 within float32 summation-order differences."""
     if not spec.has_bias:
         bias = None
-    return requantize(spec, accumulate(spec, x, filters), bias, rounding=rounding)
+    return requantize(spec, accumulate(spec, x, filters), bias, rounding=rounding,
+                      runtime=runtime, variant=variant)

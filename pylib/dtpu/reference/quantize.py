@@ -5,7 +5,9 @@ that it has encoded as a Q0.31 multiplier and a power-of-two shift. The encoding
 the *application* of the multiplier differs between kernels (where ties go, one or two roundings,
 32 or 64 bit accumulators), and those differences show up as ±1 on ties. Every variant TFLite 2.14 uses
 on x86-64 is reproduced here so that :mod:`dtpu.reference.conv` can pick the one each kernel
-really runs (see docs/quantization.md for which is which).
+really runs (see docs/quantization.md for which is which). LiteRT's default interpreter hands its
+int8/uint8 convolutions to XNNPACK, which does not use (multiplier, shift) at all but a float32
+scale (:data:`Variant.FP32`, :func:`requantize_fp32`).
 
 All functions accept scalars or arrays and compute in int64; the comments bound every
 intermediate below 2^63 so no Python-int fallback is needed.
@@ -40,6 +42,11 @@ class Variant(str, enum.Enum):
     # bias: the multiplier is first reduced to 16 bits (rounded), then one rounding of
     # x*m16 / 2^(15-shift), ties towards +infinity.
     INT64 = "int64"
+    # XNNPACK's "fp32" requantization (LiteRT's default delegate for int8/uint8 CONV_2D,
+    # DEPTHWISE_CONV_2D and FULLY_CONNECTED on x86-64): the int32 accumulator is converted to
+    # float32, multiplied by the float32 scale (s_in * s_w[c]) / s_out, clamped in float and
+    # rounded to nearest, ties to even. See requantize_fp32.
+    FP32 = "fp32"
 
 
 def _as_i64(x) -> np.ndarray:
@@ -176,6 +183,9 @@ def multiply_by_quantized_multiplier(x, multiplier, shift, *, variant: Variant |
     if variant is Variant.SINGLE:
         return wrap_int32(rounding_shift_right_half_up(x * m, 31 - s))
     # INT64
+    if variant is Variant.FP32:
+        raise ValueError("Variant.FP32 scales by a float32 factor, not (multiplier, shift): use "
+                         "requantize_fp32")
     reduced = np.where(m < 0x7FFF0000, (m + (1 << 15)) >> 16, 0x7FFF)
     return wrap_int32(rounding_shift_right_half_up(x * reduced, 15 - s))
 
@@ -210,3 +220,61 @@ def quantize_value(real: float, scale: float, zero_point: int) -> int:
     if not (INT32_MIN <= tmp <= INT32_MAX) or math.isnan(tmp):
         raise ValueError(f"activation bound {real} / scale {scale} overflows int32")
     return int(zero_point) + int(tmp)
+
+
+# ---------------------------------------------------------------------------------------------
+# XNNPACK's fp32 requantization (Variant.FP32)
+
+_F32 = np.float32
+
+
+def fp32_scales(input_scale, filter_scales, output_scale) -> np.ndarray:
+    """XNNPACK's requantization scale per output channel, in float32 arithmetic.
+
+    XNNPACK's operators (convolution-nhwc.c, fully-connected-nc.c) compute
+    ``input_scale * kernel_scale[c] / output_scale`` on floats: the product is rounded to float32,
+    then the quotient (both round to nearest even). Per-tensor filters give one scale repeated.
+    Returns a float32 array (one entry per filter scale given).
+    """
+    i = _F32(input_scale)
+    f = np.atleast_1d(np.asarray(filter_scales, dtype=_F32))
+    o = _F32(output_scale)
+    return (i * f) / o
+
+
+def to_float32(x) -> np.ndarray:
+    """Integers -> float32 rounded to nearest even, exactly as a C ``(float) int32`` cast.
+
+    Through float64, which holds every |x| < 2^53 exactly, so only the final narrowing rounds.
+    """
+    x = _as_i64(x)
+    if x.size and int(np.max(np.abs(x))) >= 1 << 53:
+        raise ValueError("to_float32 expects |x| < 2^53")
+    return x.astype(np.float64).astype(_F32)
+
+
+def xnnpack_quantize(value: float, scale: float, zero_point: int, qmin: int, qmax: int) -> int:
+    """xnn_qs8_quantize / xnn_qu8_quantize: how XNNPACK turns an activation bound (0, 6, -1, 1,
+    +-inf) into an integer: ``lrintf(fminf(fmaxf(value / scale + (float) zero_point, qmin), qmax))``,
+    all in float32, rounding to nearest even (TFLite's builtin kernels round half away from zero
+    and add the zero point afterwards, see :func:`quantize_value`)."""
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        v = _F32(value) / _F32(scale) + _F32(zero_point)
+    v = min(max(v, _F32(qmin)), _F32(qmax))
+    return int(np.rint(v))
+
+
+def requantize_fp32(total, scale, zero_point: int, lo: int, hi: int) -> np.ndarray:
+    """XNNPACK's fp32 output stage on int32 totals (accumulator + bias, already wrapped to int32).
+
+    ``y = float(total) * scale`` in float32 (each step rounds to nearest even), clamped in float to
+    ``[lo - zero_point, hi - zero_point]``, converted with round-to-nearest-even (lrintf / cvtps2dq
+    / the magic-number add of XNNPACK's microkernels, which agree on every clamped value) and
+    offset by the zero point. `scale` broadcasts against the last axis (per channel). Returns int64
+    values in [lo, hi]. Clamping before or after the rounding is the same for integer bounds (the
+    rounding is monotone and keeps integers), so hardware may saturate after rounding instead.
+    """
+    y = to_float32(total) * np.asarray(scale, dtype=_F32)
+    zp = int(zero_point)
+    y = np.clip(y, _F32(lo - zp), _F32(hi - zp))
+    return np.rint(y).astype(np.int64) + zp

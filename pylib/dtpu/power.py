@@ -109,14 +109,18 @@ class EnergyMeter:
         """Add one node's run; return its dynamic energy in joules."""
         act = activity(counters, precision, self.cols, self.coeffs)
         dyn = act.energy_j(self.coeffs)
-        busy_s = (counters.cycles or 0) / (self.clock_mhz * 1e6)
+        self.add_energy(dyn, (counters.cycles or 0) / (self.clock_mhz * 1e6))
+        return dyn
+
+    def add_energy(self, dyn_j: float, busy_s: float) -> None:
+        """Add one node's run whose dynamic energy (joules) and busy time are already known: a
+        backend running the same node with the same counters again computes them once."""
         with self._lock:
-            self._energy += dyn
+            self._energy += dyn_j
             self._busy_s += busy_s
             self._nodes += 1
             if busy_s > 0:
-                self._max_w = max(self._max_w, self.coeffs.static_w + dyn / busy_s)
-        return dyn
+                self._max_w = max(self._max_w, self.coeffs.static_w + dyn_j / busy_s)
 
     @property
     def empty(self) -> bool:

@@ -37,7 +37,8 @@ from dtpu.backends.base import Backend, HwCounters, Probes
 from dtpu.delegate import graph as g
 from dtpu.delegate.options import DelegateOptions, apply_log_level
 from dtpu.delegate.support import Decision, analyze
-from dtpu.report import STORE, JsonLinesSink, NodeRecord, Report, format_table
+from dtpu.report import (HW_FIELDS, STORE, JsonLinesSink, NodeRecord, Report, empty_hw,
+                         empty_timing, format_table)
 from dtpu.spec import ConvSpec, OpKind
 
 log = logging.getLogger("dtpu.delegate")
@@ -81,6 +82,7 @@ class Step:
     spec: ConvSpec | None = None
     handle: Any = None
     output_shape: tuple[int, ...] = ()
+    record: dict | None = None    # the NodeRecord fields that do not change between invokes
 
     @property
     def x(self) -> int:
@@ -377,6 +379,9 @@ class PartitionKernel:
                 log.debug("node %d prepared on %s in %.1f ms: %s", step.node.index,
                           self.state.options.backend, (time.perf_counter() - started) * 1e3, spec)
             step.output_shape = out_shape
+            step.record = dict(node=step.node.index, op=spec.kind.value, name=spec.name,
+                               mode=spec.mode.value, precision=step.decision.precision.value,
+                               input_shape=tuple(spec.input_shape), output_shape=tuple(out_shape))
         OBSERVED["input_data_at_prepare"] = [(i, tensor(i).allocation, tensor(i).has_data)
                                              for i in external_inputs]
         io_ids = external_inputs + [s.y for s in self.steps if s.y in self.outputs]
@@ -415,43 +420,45 @@ class PartitionKernel:
         with LOCK:
             report = self.graph.kernel_invoked(self)
         backend = self.state.backend
+        internal = self.internal
+        phases: dict[str, float] = {}
         for step in self.steps:
-            x = self.internal[step.x] if step.x in self.internal else views[step.x]
-            spec = step.spec
+            x = internal[step.x] if step.x in internal else views[step.x]
+            shape = step.spec.input_shape
             probes = Probes()
-            y, counters = backend.invoke(step.handle, x.reshape(spec.input_shape), probes)
-            out = self.internal[step.y] if step.y in self.internal else views[step.y]
-            with probes.measure("post"):
-                y = np.asarray(y)
-                if y.dtype != out.dtype or y.size != out.size:
-                    raise DelegateError(f"backend {self.state.options.backend} returned {y.dtype}"
-                                        f"{list(y.shape)} for output {out.dtype}{list(out.shape)}")
-                np.copyto(out, y.reshape(out.shape))
+            y, counters = backend.invoke(step.handle, x if x.shape == shape else x.reshape(shape),
+                                         probes)
+            out = internal[step.y] if step.y in internal else views[step.y]
+            start = time.perf_counter()
+            y = np.asarray(y)
+            if y.dtype != out.dtype or y.size != out.size:
+                raise DelegateError(f"backend {self.state.options.backend} returned {y.dtype}"
+                                    f"{list(y.shape)} for output {out.dtype}{list(out.shape)}")
+            np.copyto(out, y if y.shape == out.shape else y.reshape(out.shape))
+            probes.add("post", time.perf_counter() - start)
             report.nodes.append(self._node_record(step, probes, counters))
+            for name, seconds in probes.seconds.items():
+                phases[name] = phases.get(name, 0.0) + seconds
         seq = next(_invoke_seq)
         k.seq = seq
         stamp = [self, seq, py_enter, 0]
         with LOCK:
-            for node in report.nodes[-len(self.steps):]:
-                for name, value in node.timing_us.items():
-                    if name not in ("total", "crossing", "python"):
-                        report.timing_us[name] = report.timing_us.get(name, 0.0) + value
+            timing = report.timing_us
+            for name, seconds in phases.items():
+                if name not in ("total", "crossing", "python"):
+                    timing[name] = timing.get(name, 0.0) + seconds * 1e6
             self.graph.stamps.append(stamp)
             if self.graph.ran >= {kk.id for kk in self.graph.kernels}:
                 self.graph.finish_run()
         stamp[3] = time.monotonic_ns()  # Python's share ends here; the rest is the way back to C
 
     def _node_record(self, step: Step, probes: Probes, counters: HwCounters | None) -> NodeRecord:
-        spec = step.spec
-        record = NodeRecord(node=step.node.index, op=spec.kind.value, name=spec.name,
-                            mode=spec.mode.value, precision=step.decision.precision.value,
-                            input_shape=tuple(spec.input_shape), output_shape=tuple(step.output_shape))
+        timing = empty_timing()
         for name, seconds in probes.seconds.items():
-            record.timing_us[name] = record.timing_us.get(name, 0.0) + seconds * 1e6
-        if counters is not None:
-            for name in record.hw:
-                record.hw[name] = getattr(counters, name, None)
-        return record
+            timing[name] = timing.get(name, 0.0) + seconds * 1e6
+        hw = (empty_hw() if counters is None
+              else {name: getattr(counters, name, None) for name in HW_FIELDS})
+        return NodeRecord(**step.record, timing_us=timing, hw=hw)
 
     def free(self) -> None:
         with LOCK:

@@ -38,6 +38,7 @@ import logging
 from typing import Iterable
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from dtpu.hw.model import Core, JobSetup, _Error, _U64
 from dtpu.precision import Precision
@@ -185,10 +186,12 @@ class _NotFusable(Exception):
 
 class _FusedPost:
     """Per channel: v = acc*scale + offset (float64, exact), v -= delta where v < threshold
-    (DOUBLE only), y = floor(clip(v, lo, hi))."""
+    (DOUBLE only), y = floor(clip(v, lo, hi)). `acc` is the PE sum of (x + IN_OFFSET)*w';
+    the datapaths accumulate the raw lanes x instead and use `offset_raw`, which adds
+    IN_OFFSET * sum(w') (so no pass adds the offset to the activations)."""
 
-    def __init__(self, scale, offset, threshold, delta, lo, hi, out_dtype) -> None:
-        self.scale, self.offset = scale, offset
+    def __init__(self, scale, offset, offset_raw, threshold, delta, lo, hi, out_dtype) -> None:
+        self.scale, self.offset, self.offset_raw = scale, offset, offset_raw
         self.threshold, self.delta = threshold, delta
         self.lo, self.hi = lo, hi
         self.out_dtype = out_dtype
@@ -205,20 +208,22 @@ class _FusedPost:
         if s.opcode == "GEMM":
             channels = s.nt * c.COLS
             w = core._gemm_weights(prec, s.wb, s.kw, s.nt, _F64, s.w_off)      # (K, C)
-            wabs = np.abs(w).sum(axis=0)
         else:
             g = s.geom
             channels = g.gc * g.nchunk * prec.lanes
             w = core._dw_weights(prec, g, s.wb, s.gp, _F64, s.w_off)            # (taps, C)
-            wabs = np.abs(w).sum(axis=0)
+        wabs = np.abs(w).sum(axis=0)
+        wsum = w.sum(axis=0)
         bias, mult, shift, zp = core._params(s.pb, channels, prec, s.out_mode)
-        amax = core._operand_bound(prec, s.in_off)
+        amax = core._operand_bound(prec, s.in_off)       # max |x + IN_OFFSET|
+        xmax = core._operand_bound(prec, 0)              # max |x|
         info = np.iinfo(prec.value_dtype)
         lo = max(int(info.min), min(int(info.max), _s32(s.act_min)))
         hi = max(int(info.min), min(int(info.max), _s32(s.act_max)))
         double = s.variant == c.RQ_VARIANT_DOUBLE
         scale = np.empty(channels)
         offset = np.empty(channels)
+        offset_raw = np.empty(channels)
         threshold = np.full(channels, -np.inf)
         delta = np.zeros(channels)
         for ch in range(channels):
@@ -241,16 +246,19 @@ class _FusedPost:
             r_bound = (total_bound * abs(mm) + n0 + corr) // d + 1
             if r_bound + abs(z) >= 1 << 31:
                 raise _NotFusable(f"channel {ch}: the result may wrap")
-            num_bound = acc_bound * abs(mm) + abs(b * mm + n0) + corr + abs(z) * d
+            b_raw = b + s.in_off * int(wsum[ch])
+            num_bound = max(acc_bound * abs(mm) + abs(b * mm + n0),
+                            xmax * int(wabs[ch]) * abs(mm) + abs(b_raw * mm + n0)) + corr + abs(z) * d
             if num_bound >= _EXACT:
                 raise _NotFusable(f"channel {ch}: {num_bound.bit_length()} bits exceed float64")
             scale[ch] = mm / d                          # exact: a 62-bit integer over 2^rs
             offset[ch] = (b * mm + n0 + z * d) / d      # exact: |numerator| < 2^53
+            offset_raw[ch] = (b_raw * mm + n0 + z * d) / d
             if corr:
                 threshold[ch] = z + 0.5                 # v < z + 1/2  <=>  a*m + 2^30 < 0
                 delta[ch] = corr / d
-        plan = cls(scale, offset, threshold if double else None, delta, float(lo), float(hi),
-                   prec.value_dtype)
+        plan = cls(scale, offset, offset_raw, threshold if double else None, delta, float(lo),
+                   float(hi), prec.value_dtype)
         plan._check(core, s, bias, mult, shift, zp, channels, amax, wabs)
         return plan
 
@@ -259,8 +267,8 @@ class _FusedPost:
         `threshold` / `delta` default to the per-channel vectors (pass them reshaped when the
         channel axis of `v` is split)."""
         if self.threshold is not None:
-            thr = self.threshold if threshold is None else threshold
-            np.subtract(v, self.delta if delta is None else delta, out=v, where=np.less(v, thr))
+            below = np.less(v, self.threshold if threshold is None else threshold)
+            np.subtract(v, np.multiply(below, self.delta if delta is None else delta), out=v)
         _clip(v, self.lo, self.hi, out=v)
         np.floor(v, out=out, casting="unsafe")
 
@@ -316,13 +324,13 @@ class _FusedGemm(CompiledJob):
         self.plan = plan
         self.lane_dtype = s.prec.value_dtype
         w = core._gemm_weights(s.prec, s.wb, s.kw, s.nt, _F64, s.w_off)    # (K, C), exact
-        amax = core._operand_bound(s.prec, s.in_off)
+        xmax = core._operand_bound(s.prec, 0)
         self.f32 = (self.m * self.k * self.C >= F32_GEMM_MACS
-                    and amax * float(np.abs(w).sum(axis=0).max(initial=0)) < 1 << 24)
+                    and xmax * float(np.abs(w).sum(axis=0).max(initial=0)) < 1 << 24)
         if self.f32:
             self.w = w.astype(_F32)
         else:
-            self.w = np.vstack([w * plan.scale, plan.offset[None, :]])     # (K+1, C)
+            self.w = np.vstack([w * plan.scale, plan.offset_raw[None, :]])  # (K+1, C)
             self.x = np.ones((self.m, self.k + 1))                         # last column: 1
             self.xk = self.x[:, :self.k]
         per = s.wpi * s.lanes_n
@@ -338,14 +346,10 @@ class _FusedGemm(CompiledJob):
         a = words.view(self.lane_dtype).reshape(self.m, self.k)
         plan = self.plan
         if self.f32:
-            x = np.add(a, self.in_off, dtype=_F32) if self.in_off else a.astype(_F32)
-            v = np.multiply(np.matmul(x, self.w), plan.scale, dtype=_F64)
-            v += plan.offset
+            v = np.multiply(np.matmul(a.astype(_F32), self.w), plan.scale, dtype=_F64)
+            v += plan.offset_raw
         else:
-            if self.in_off:
-                np.add(a, self.in_off, out=self.xk, dtype=_F64)
-            else:
-                np.copyto(self.xk, a)
+            np.copyto(self.xk, a)
             v = np.matmul(self.x, self.w)
         if self.padded:  # COLS < lanes per word: each step's word(s) end in zero lanes
             out = np.zeros(self.out_shape, self.lane_dtype)
@@ -357,8 +361,16 @@ class _FusedGemm(CompiledJob):
 
 
 class _FusedDw(CompiledJob):
-    """DWCONV + fused post: the padded operand plane (lanes + IN_OFFSET, zeros outside the
-    image), one multiply-add per tap with the scale folded into the tap weights."""
+    """DWCONV + fused post, a handful of numpy calls whatever the kernel size.
+
+    The padded operand plane (lanes + IN_OFFSET, zeros outside the image) is stored as SY*SX
+    phase planes ``P[a,b][i,j] = xp[SY*i+a, SX*j+b]``, so that every tap reads one plane at unit
+    stride. Rows of all chunks are laid end to end (full plane width), which makes each tap a
+    contiguous run of the flat buffer and the taps of one plane a strided grid over it: one
+    multiply per plane fills a (taps + 1, L) product table (its last row holds the fused
+    post unit's offset), one reduction over the taps gives ``acc*scale + offset`` for every
+    output (plus a few discarded columns past OW and rows past OH), exactly (see the module
+    doc for the bound)."""
 
     kind = "fused"
 
@@ -368,45 +380,93 @@ class _FusedDw(CompiledJob):
         g = s.geom
         L = s.prec.lanes
         cl = g.gc * L
+        nchunk = g.nchunk
         self.g, self.cl = g, cl
         self.in_off = s.in_off
         self.plan = plan
         self.lane_dtype = s.prec.value_dtype
         w = core._dw_weights(s.prec, g, s.wb, s.gp, _F64, s.w_off)          # (taps, C), exact
-        taps = g.kh * g.kw
-        self.w = (w * plan.scale).reshape(taps, g.nchunk, 1, 1, cl)
-        self.offset = plan.offset.reshape(g.nchunk, 1, 1, cl)
-        self.split_thr = ((plan.threshold.reshape(g.nchunk, 1, 1, cl),
-                           plan.delta.reshape(g.nchunk, 1, 1, cl))
-                          if plan.threshold is not None else (None, None))
-        ph = (g.oh - 1) * g.sy + (g.kh - 1) * g.dy + 1
-        pw = (g.ow - 1) * g.sx + (g.kw - 1) * g.dx + 1
-        self.xp = np.zeros((g.nchunk, max(ph, g.pt + g.ih), max(pw, g.pl + g.iw), cl))
-        self.inner = self.xp[:, g.pt:g.pt + g.ih, g.pl:g.pl + g.iw, :]
-        self.views = []
-        for t in range(taps):
-            ky, kx = divmod(t, g.kw)
-            self.views.append(self.xp[:, ky * g.dy:ky * g.dy + (g.oh - 1) * g.sy + 1:g.sy,
-                                      kx * g.dx:kx * g.dx + (g.ow - 1) * g.sx + 1:g.sx, :])
-        self.acc_shape = (g.nchunk, g.oh, g.ow, cl)
-        self.tmp = np.empty(self.acc_shape)
+        w = (w * plan.scale).reshape(g.kh * g.kw, nchunk, cl)
+        taps = [(ky, kx) for ky in range(g.kh) for kx in range(g.kw)]
+        place = {t: (((t[0] * g.dy) % g.sy, (t[1] * g.dx) % g.sx),
+                     ((t[0] * g.dy) // g.sy, (t[1] * g.dx) // g.sx)) for t in taps}
+        planes = sorted({p for p, _ in place.values()})
+        max_r = max(o[0] for _, o in place.values())
+        max_c = max(o[1] for _, o in place.values())
+        hq = max(g.oh + max_r, -(-(g.pt + g.ih) // g.sy))
+        wq = max(g.ow + max_c, -(-(g.pl + g.iw) // g.sx))
+        ps = nchunk * hq * wq * cl                                # one phase plane
+        n = ((nchunk - 1) * hq + g.oh) * wq * cl                  # outputs computed per tap
+        self.n, self.full = n, nchunk * hq * wq * cl
+        # image positions are rewritten at every run; the others hold -IN_OFFSET, whose
+        # products cancel the IN_OFFSET * sum(w') folded into the offset
+        self.buf = np.full(len(planes) * ps + (max_r * wq + max_c) * cl + n, float(-s.in_off))
+        it = self.buf.itemsize
+        # fills: the image rows/columns that land in each plane
+        self.fills = []
+        for p, (a, b) in enumerate(planes):
+            r0, c0 = (a - g.pt) % g.sy, (b - g.pl) % g.sx
+            nr, nc = len(range(r0, g.ih, g.sy)), len(range(c0, g.iw, g.sx))
+            if not nr or not nc:
+                continue
+            i0, j0 = (r0 + g.pt) // g.sy, (c0 + g.pl) // g.sx
+            plane = self.buf[p * ps:(p + 1) * ps].reshape(nchunk, hq, wq, cl)
+            self.fills.append((plane[:, i0:i0 + nr, j0:j0 + nc, :],
+                               (slice(None), slice(r0, None, g.sy), slice(c0, None, g.sx))))
+        # products: per plane, its taps as a (rows, cols, n) strided view of the buffer
+        self.prod = np.empty((len(taps) + 1, n))
+        self.products = []
+        row = 0
+
+        def tiled(v):  # (nchunk, cl) per channel -> the flat (rows of all chunks, wq, cl) layout
+            return np.repeat(v.reshape(nchunk, 1, cl), hq * wq, axis=1).reshape(-1)[:n]
+
+        for p, ab in enumerate(planes):
+            mine = [t for t in taps if place[t][0] == ab]
+            rows = sorted({place[t][1][0] for t in mine})
+            cols = sorted({place[t][1][1] for t in mine})
+            sr = rows[1] - rows[0] if len(rows) > 1 else 0
+            sc = cols[1] - cols[0] if len(cols) > 1 else 0
+            grid = [[None] * len(cols) for _ in rows]
+            for t in mine:
+                grid[rows.index(place[t][1][0])][cols.index(place[t][1][1])] = t
+            if any(v is None for r in grid for v in r) or \
+                    rows != [rows[0] + i * sr for i in range(len(rows))] or \
+                    cols != [cols[0] + i * sc for i in range(len(cols))]:
+                raise AssertionError("taps of a phase plane always form a grid")
+            base = p * ps + (rows[0] * wq + cols[0]) * cl
+            view = as_strided(self.buf[base:], (len(rows), len(cols), n),
+                              (sr * wq * cl * it, sc * cl * it, it), writeable=False)
+            k = len(rows) * len(cols)
+            wgrid = np.stack([tiled(w[taps.index(t)]) for r in grid for t in r])
+            self.products.append((view, wgrid.reshape(len(rows), len(cols), n),
+                                  self.prod[row:row + k].reshape(len(rows), len(cols), n)))
+            row += k
+        self.prod[row] = tiled(plan.offset_raw.reshape(nchunk, cl))
+        if plan.threshold is not None:
+            self.thr = (tiled(plan.threshold.reshape(nchunk, cl)), tiled(plan.delta.reshape(nchunk, cl)))
+        else:
+            self.thr = (None, None)
+        self.grid_shape = (nchunk, hq, wq, cl)
+        self.out_shape = (nchunk, g.oh, g.ow, cl)
 
     def run(self, core: Core, words: np.ndarray) -> tuple[np.ndarray, int]:
         g = self.g
         x = words.view(self.lane_dtype).reshape(g.nchunk, g.ih, g.iw, self.cl)
-        if self.in_off:
-            np.add(x, self.in_off, out=self.inner, dtype=_F64)
-        else:
-            np.copyto(self.inner, x)
-        acc = np.multiply(self.views[0], self.w[0])
-        tmp = self.tmp
-        for view, w in zip(self.views[1:], self.w[1:]):
-            np.multiply(view, w, out=tmp)
-            acc += tmp
-        acc += self.offset
-        out = np.empty(self.acc_shape, self.lane_dtype)
-        self.plan.finish(acc, out, *self.split_thr)   # REQUANT: L lanes fill whole words
-        return out.reshape(-1).view(_U64), 0
+        for dst, src in self.fills:
+            np.copyto(dst, x[src])
+        for view, wgrid, prod in self.products:
+            np.multiply(view, wgrid, out=prod)
+        acc = np.empty(self.full)
+        v = acc[:self.n]
+        np.add.reduce(self.prod, axis=0, out=v)
+        plan = self.plan
+        if plan.threshold is not None:
+            np.subtract(v, self.thr[1], out=v, where=np.less(v, self.thr[0]))
+        _clip(v, plan.lo, plan.hi, out=v)
+        out = np.empty(self.out_shape, self.lane_dtype)
+        np.floor(acc.reshape(self.grid_shape)[:, :g.oh, :g.ow, :], out=out, casting="unsafe")
+        return out.reshape(-1).view(_U64), 0   # REQUANT: L lanes fill whole words
 
 
 # ------------------------------------------------------------------------------------------------

@@ -189,6 +189,8 @@ def _out_mode_name(spec: ConvSpec, prec: Precision, raw: bool) -> str:
 def _pack_act(values: np.ndarray, prec: Precision) -> np.ndarray:
     if not prec.is_float and values.dtype != prec.value_dtype:
         values = values.astype(prec.value_dtype)  # wider lanes: sign/zero extension, exact
+    elif not prec.is_float and values.flags.c_contiguous and values.size % prec.lanes == 0:
+        return values.reshape(-1).view(_U64)      # what pack() returns here: a view
     return pack(values, prec)
 
 
@@ -354,7 +356,13 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
                 jobs.append(gemm_job(*p, act))
             return jobs
 
+        out_dt = reference.io_dtypes(spec)[0]
+        as_is = (len(pages) == 1 and wps * lanes_res == cols_n and nt * cols_n == oc
+                 and np.dtype(res_dt) == out_dt)
+
         def assemble(results):
+            if as_is:  # the result words are the NHWC output: a view
+                return results[0].view(out_dt).reshape(spec.output_shape)
             parts = []
             for (t0, t1), words in zip(pages, results):
                 vals = unpack(words, _res_prec(res_dt), words.size * lanes_res)
@@ -527,11 +535,17 @@ def _lower_dw(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap, 
             if g.nchunk > 1:  # chunk-major stream: (chunk, y, x, groups of the chunk)
                 img = img.reshape(ih, iw, g.nchunk, g.gc * L).transpose(2, 0, 1, 3)
             act = _pack_act(np.ascontiguousarray(img), prec)
-            jobs.append(Job(f"dw[{b}]", regs, {"act": act}, g.nchunk * oh * ow * g.gc * wpi,
+            jobs.append(Job(labels[b], regs, {"act": act}, g.nchunk * oh * ow * g.gc * wpi,
                             macs_per_image))
         return jobs
 
+    labels = [f"dw[{b}]" for b in range(n)]
+    as_is = (n == 1 and g.nchunk == 1 and cp == oc and wpi * lanes_res == L and not raw
+             and np.dtype(res_dt) == xdt)
+
     def assemble(results):
+        if as_is:  # the result words are the NHWC output: a view
+            return results[0].view(xdt).reshape(1, oh, ow, oc)
         out = np.empty((n, oh, ow, oc), np.int64 if raw else xdt)
         for b, words in enumerate(results):
             vals = unpack(words, _res_prec(res_dt), words.size * lanes_res)

@@ -21,7 +21,8 @@ import numpy as np
 
 from dtpu.backends.base import Backend, HwCounters, PowerReading, Probes
 from dtpu.driver import ModelTransport, Transport, check_identity, run_jobs
-from dtpu.driver.model import run_jobs_compiled
+from dtpu.driver.model import run_compiled, run_jobs_compiled
+from dtpu.hw import fast as fastpath
 from dtpu.hw.config import HwConfig, get_config
 from dtpu.hw.lower import Lowered, footprint, lower
 from dtpu.hw.model import Core
@@ -62,6 +63,7 @@ class _Node:
     param_base: int | None
     compiled: dict = field(default_factory=dict)   # compiled jobs (fast path), by register list
     memo: tuple | None = None                      # counters -> report fields and energy
+    direct: object = None                          # the one compiled job (Lowered.direct), False: none
 
 
 class ModelBackend(Backend):
@@ -126,6 +128,8 @@ class ModelBackend(Backend):
         return _Node(low, None, None)
 
     def invoke(self, handle: _Node, x: np.ndarray, probes: Probes) -> tuple[np.ndarray, HwCounters]:
+        if self.fast and handle.direct is not False and handle.lowered.direct is not None:
+            return self._invoke_direct(handle, x, probes)
         low = handle.lowered
         t0 = perf_counter()
         jobs = low.jobs(x)
@@ -146,20 +150,55 @@ class ModelBackend(Backend):
                tuple(cnt.words_out.items()))
         memo = handle.memo
         if memo is None or memo[0] != key:
-            macs = low.spec.macs
-            peak = self.cfg.ROWS * self.cfg.COLS
-            fields = (cnt.cycles, cnt.stall_cycles, macs,
-                      macs / (cnt.cycles * peak) if cnt.cycles else None)
-            counters = HwCounters(*fields, words_in=dict(cnt.words_in),
-                                  words_out=dict(cnt.words_out),
-                                  latency_us=cnt.cycles / self.cfg.CLOCK_MHZ)
-            dyn = activity(counters, low.precision, self.energy.cols,
-                           self.energy.coeffs).energy_j(self.energy.coeffs)
-            memo = handle.memo = (key, fields, counters.latency_us, dyn,
-                                  (cnt.cycles or 0) / (self.energy.clock_mhz * 1e6))
+            memo = handle.memo = self._memo(key, low)
         _, fields, latency, dyn, busy_s = memo
         self.energy.add_energy(dyn, busy_s)
         return y, HwCounters(*fields, dict(cnt.words_in), dict(cnt.words_out), latency)
+
+    def _invoke_direct(self, handle: _Node, x: np.ndarray, probes: Probes):
+        """A node whose invoke is one compiled job: no Job objects, no job loop (same words,
+        counters and errors as run_jobs_compiled on low.jobs(x))."""
+        low = handle.lowered
+        regs, act_of, label = low.direct
+        cj = handle.direct
+        if cj is None or not cj.valid(self.core):
+            try:
+                cj = handle.direct = fastpath.compile_job(self.core, regs)
+            except fastpath.Unsupported:
+                handle.direct = False
+                return self.invoke(handle, x, probes)
+        t0 = perf_counter()
+        x = np.asarray(x)
+        if x.shape != low.spec.input_shape:
+            raise ValueError(f"input shape {x.shape} does not match the node's {low.spec.input_shape}")
+        words = act_of(x)
+        t1 = perf_counter()
+        res = run_compiled(self.transport, cj, words, label)
+        t2 = perf_counter()
+        y = low.assemble([res])
+        t3 = perf_counter()
+        probes.add("pack", t1 - t0)
+        probes.add("compute", t2 - t1)
+        probes.add("unpack", t3 - t2)
+        memo = handle.memo
+        key = (cj.cycles, 0, (("wgt", 0), ("act", cj.n_in)), (("res", res.size),))
+        if memo is None or memo[0] != key:
+            memo = handle.memo = self._memo(key, low)
+        _, fields, latency, dyn, busy_s = memo
+        self.energy.add_energy(dyn, busy_s)
+        return y, HwCounters(*fields, dict(key[2]), dict(key[3]), latency)
+
+    def _memo(self, key, low: Lowered) -> tuple:
+        """Report fields and energy of a node's counters (cycles, stalls, words in, words out)."""
+        cycles, stalls, words_in, words_out = key
+        macs = low.spec.macs
+        peak = self.cfg.ROWS * self.cfg.COLS
+        fields = (cycles, stalls, macs, macs / (cycles * peak) if cycles else None)
+        counters = HwCounters(*fields, words_in=dict(words_in), words_out=dict(words_out),
+                              latency_us=cycles / self.cfg.CLOCK_MHZ)
+        dyn = activity(counters, low.precision, self.energy.cols,
+                       self.energy.coeffs).energy_j(self.energy.coeffs)
+        return key, fields, counters.latency_us, dyn, (cycles or 0) / (self.energy.clock_mhz * 1e6)
 
     def power(self) -> PowerReading:
         """The estimate over the nodes run since the last call (one interpreter invoke)."""

@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import logging
+import operator
 import sys
 import threading
 import time
@@ -47,6 +48,8 @@ LOCK = threading.RLock()          # guards the registries and report bookkeeping
 _ids = itertools.count(1)
 _report_seq = itertools.count(1)
 _invoke_seq = itertools.count(1)
+_ZERO_TIMING = empty_timing()                  # a node record's timing before its probes
+_hw_values = operator.attrgetter(*HW_FIELDS)  # a node record's hw fields from HwCounters
 DELEGATES: dict[int, "DelegateState"] = {}
 KERNELS: dict[int, "PartitionKernel"] = {}
 _runtime_name: list[str] = []
@@ -398,6 +401,9 @@ class PartitionKernel:
         for step in self.steps:
             if step.y in self.internal_ids:
                 self.internal[step.y] = np.empty(step.output_shape, dtype=tensor(step.y).dtype)
+        # what each invoke looks up per node, resolved once
+        self.plan = [(step, step.x, step.x in self.internal, step.spec.input_shape, step.y,
+                      step.y in self.internal, tuple(step.record.values())) for step in self.steps]
         self.prepared = True
         self.observed_internal = False
 
@@ -419,26 +425,30 @@ class PartitionKernel:
             views[slot.index] = np.frombuffer(ffi.buffer(ptr, slot.nbytes), dtype=slot.dtype).reshape(slot.shape)
         with LOCK:
             report = self.graph.kernel_invoked(self)
-        backend = self.state.backend
+        invoke = self.state.backend.invoke
         internal = self.internal
+        nodes = report.nodes
+        clock = time.perf_counter
         phases: dict[str, float] = {}
-        for step in self.steps:
-            x = internal[step.x] if step.x in internal else views[step.x]
-            shape = step.spec.input_shape
+        for step, xi, x_internal, shape, yi, y_internal, fields in self.plan:
+            x = internal[xi] if x_internal else views[xi]
             probes = Probes()
-            y, counters = backend.invoke(step.handle, x if x.shape == shape else x.reshape(shape),
-                                         probes)
-            out = internal[step.y] if step.y in internal else views[step.y]
-            start = time.perf_counter()
+            y, counters = invoke(step.handle, x if x.shape == shape else x.reshape(shape), probes)
+            out = internal[yi] if y_internal else views[yi]
+            start = clock()
             y = np.asarray(y)
             if y.dtype != out.dtype or y.size != out.size:
                 raise DelegateError(f"backend {self.state.options.backend} returned {y.dtype}"
                                     f"{list(y.shape)} for output {out.dtype}{list(out.shape)}")
             np.copyto(out, y if y.shape == out.shape else y.reshape(out.shape))
-            probes.add("post", time.perf_counter() - start)
-            report.nodes.append(self._node_record(step, probes, counters))
-            for name, seconds in probes.seconds.items():
-                phases[name] = phases.get(name, 0.0) + seconds
+            seconds = probes.seconds
+            seconds["post"] = seconds.get("post", 0.0) + clock() - start
+            timing = dict(_ZERO_TIMING)
+            for name, s in seconds.items():
+                timing[name] = timing.get(name, 0.0) + s * 1e6
+                phases[name] = phases.get(name, 0.0) + s
+            nodes.append(NodeRecord(*fields, timing, empty_hw() if counters is None
+                                    else dict(zip(HW_FIELDS, _hw_values(counters)))))
         seq = next(_invoke_seq)
         k.seq = seq
         stamp = [self, seq, py_enter, 0]

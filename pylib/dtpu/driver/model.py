@@ -123,6 +123,21 @@ class _Protocol:
         self.regs = regs
 
 
+def run_compiled(t: ModelTransport, cj: fast.CompiledJob, words: np.ndarray | None,
+                 label: str) -> np.ndarray | None:
+    """One compiled job with run_job's error handling: fatal ERR bits raise DtpuJobError with the
+    register state (the core is reset afterwards), warnings are cleared."""
+    res, err = fast.execute(t.core, cj, words)
+    if err:
+        c = t.cfg
+        if err & c.ERR_FATAL_MASK:
+            exc = DtpuJobError(label, t.core.regs[c.REG_ERR], c, register_state(t))
+            t.reset()
+            raise exc
+        t.write_reg(c.REG_ERR, err)
+    return res
+
+
 def run_jobs_compiled(t: ModelTransport, jobs, cache: dict | None = None
                       ) -> tuple[list[np.ndarray], Counters]:
     """:func:`dtpu.driver.run_jobs` for the golden model, without the register protocol.
@@ -130,9 +145,7 @@ def run_jobs_compiled(t: ModelTransport, jobs, cache: dict | None = None
     Same results, same counters (CYCLES, STALL, WORDS_*), same exceptions (DtpuJobError with the
     register state, the core reset afterwards) as the protocol path; jobs that cannot be compiled
     run through it."""
-    core = t.core
     cache = {} if cache is None else cache
-    c = t.cfg
     results: list[np.ndarray] = []
     cycles = 0
     words = {"wgt": 0, "act": 0, "res": 0}
@@ -149,13 +162,7 @@ def run_jobs_compiled(t: ModelTransport, jobs, cache: dict | None = None
                 results.append(res)
             continue
         stream = cj.stream
-        res, err = fast.execute(core, cj, job.send.get(stream) if stream else None)
-        if err & c.ERR_FATAL_MASK:
-            exc = DtpuJobError(job.label, core.regs[c.REG_ERR], c, register_state(t))
-            t.reset()
-            raise exc
-        if err:
-            t.write_reg(c.REG_ERR, err)     # warnings are cleared, as run_job does
+        res = run_compiled(t, cj, job.send.get(stream) if stream else None, job.label)
         cycles += cj.cycles
         if stream:
             words[stream] += cj.n_in
@@ -166,4 +173,4 @@ def run_jobs_compiled(t: ModelTransport, jobs, cache: dict | None = None
                              {"res": words["res"]})
 
 
-__all__ = ["ModelTransport", "compiled", "run_jobs_compiled"]
+__all__ = ["ModelTransport", "compiled", "run_compiled", "run_jobs_compiled"]

@@ -443,6 +443,10 @@ class _FusedDw(CompiledJob):
                                   self.prod[row:row + k].reshape(len(rows), len(cols), n)))
             row += k
         self.prod[row] = tiled(plan.offset_raw.reshape(nchunk, cl))
+        # one plane (stride 1): a single einsum over its tap grid, then the offset row
+        self.single = len(self.products) == 1
+        if self.single:
+            self.offset_row = self.prod[row]
         if plan.threshold is not None:
             self.thr = (tiled(plan.threshold.reshape(nchunk, cl)), tiled(plan.delta.reshape(nchunk, cl)))
         else:
@@ -455,11 +459,16 @@ class _FusedDw(CompiledJob):
         x = words.view(self.lane_dtype).reshape(g.nchunk, g.ih, g.iw, self.cl)
         for dst, src in self.fills:
             np.copyto(dst, x[src])
-        for view, wgrid, prod in self.products:
-            np.multiply(view, wgrid, out=prod)
         acc = np.empty(self.full)
         v = acc[:self.n]
-        np.add.reduce(self.prod, axis=0, out=v)
+        if self.single:
+            view, wgrid, _ = self.products[0]
+            np.einsum("abj,abj->j", view, wgrid, out=v)
+            v += self.offset_row
+        else:
+            for view, wgrid, prod in self.products:
+                np.multiply(view, wgrid, out=prod)
+            np.add.reduce(self.prod, axis=0, out=v)
         plan = self.plan
         if plan.threshold is not None:
             np.subtract(v, self.thr[1], out=v, where=np.less(v, self.thr[0]))

@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 from dtpu import reference
 from dtpu.hw.config import HwConfig, ceil_div, get_config
@@ -61,6 +60,10 @@ class Lowered:
     param_entries: int
     _plan: Callable[[np.ndarray], list[Job]] = field(repr=False, default=None)
     _assemble: Callable[[list[np.ndarray]], np.ndarray] = field(repr=False, default=None)
+    #: when every invoke is exactly one compute job (weights resident): (its register tuple,
+    #: x -> its activation words, its label); `assemble([result words])` gives the output.
+    #: Lets a caller skip building Job objects (backend=model's compiled path).
+    direct: tuple | None = field(repr=False, default=None)
 
     def jobs(self, x: np.ndarray) -> list[Job]:
         """The jobs of one invoke on input `x` (NHWC, the node's TFLite dtype)."""
@@ -266,19 +269,25 @@ def _im2col_plan(spec: ConvSpec, kp: int, pad_value: int | float):
             return cols
         return plan
     ph, pw = h + 2 * top + extra_h, w + 2 * left + extra_w
+    # one gather from the padded input: the flat index of every (pixel, ky, kx, c) lane, padding
+    # lanes of K pointing at a last cell that holds the pad value
+    size = n * ph * pw * c
+    b_, oy, ox, ky, kx, ci = np.meshgrid(np.arange(n), np.arange(oh), np.arange(ow), np.arange(kh),
+                                         np.arange(kw), np.arange(c), indexing="ij", sparse=True)
+    index = (((b_ * ph + oy * sh + ky * dh) * pw + ox * sw + kx * dw) * c + ci).reshape(n * oh * ow, k)
+    if kp != k:
+        index = np.concatenate([index, np.full((n * oh * ow, kp - k), size)], axis=1)
+    index = np.ascontiguousarray(index, dtype=np.intp)
+    padded: dict = {}   # dtype -> (flat buffer, its image window); the borders keep pad_value
 
     def plan(x):
-        xp = np.full((n, ph, pw, c), pad_value, x.dtype)
-        xp[:, top:top + h, left:left + w, :] = x
-        v = sliding_window_view(xp, ((kh - 1) * dh + 1, (kw - 1) * dw + 1), axis=(1, 2))
-        v = v[:, ::sh, ::sw][:, :oh, :ow, :, ::dh, ::dw]          # (N, OH, OW, C, KH, KW)
-        cols = np.empty((n, oh, ow, kh, kw, c) if kp == k else (n * oh * ow, kp), x.dtype)
-        if kp == k:
-            cols[...] = v.transpose(0, 1, 2, 4, 5, 3)
-            return cols.reshape(n * oh * ow, k)
-        cols[:, k:] = pad_value
-        cols[:, :k].reshape(n, oh, ow, kh, kw, c)[...] = v.transpose(0, 1, 2, 4, 5, 3)
-        return cols
+        hit = padded.get(x.dtype)
+        if hit is None:
+            flat = np.full(size + 1, pad_value, x.dtype)
+            hit = padded[x.dtype] = (flat, flat[:size].reshape(n, ph, pw, c)[:, top:top + h, left:left + w, :])
+        flat, window = hit
+        window[...] = x
+        return flat.take(index)
     return plan
 
 
@@ -371,9 +380,12 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
             return np.ascontiguousarray(y[:, :oc]).reshape(spec.output_shape).astype(
                 reference.io_dtypes(spec)[0], copy=False)
 
-        return Lowered(spec, cfg, prec, "gemm", fits and resident, load_all if (fits and resident) else [],
-                       min(nt, tiles_per_page) * tile_words, min(nt, tiles_per_page) * cols_n,
-                       plan, assemble)
+        low = Lowered(spec, cfg, prec, "gemm", fits and resident, load_all if (fits and resident) else [],
+                      min(nt, tiles_per_page) * tile_words, min(nt, tiles_per_page) * cols_n,
+                      plan, assemble)
+        if fits and resident:
+            low.direct = (page_regs[0, nt], lambda x: _pack_act(im2col(x), prec), f"gemm[0:{nt}]")
+        return low
 
     # ---- K split: raw accumulators per (K chunk, tile page), summed and requantized on the host
     kc = max(1, min(cfg.ACT_WORDS, wcap // cols_n))            # words of K per chunk
@@ -524,18 +536,23 @@ def _lower_dw(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap, 
     macs_per_image = oh * ow * oc * taps
     xdt = reference.io_dtypes(spec)[0]
 
-    def plan(x):
+    def channels(x):
         if mult > 1:  # input channel ci feeds output channels ci*M .. ci*M+M-1
             x = np.repeat(x, mult, axis=3)
         if cp != oc:
             x = np.concatenate([x, np.full(x.shape[:3] + (cp - oc,), pad_value, x.dtype)], axis=3)
+        return x
+
+    def stream(img):
+        if g.nchunk > 1:  # chunk-major stream: (chunk, y, x, groups of the chunk)
+            img = img.reshape(ih, iw, g.nchunk, g.gc * L).transpose(2, 0, 1, 3)
+        return _pack_act(np.ascontiguousarray(img), prec)
+
+    def plan(x):
+        x = channels(x)
         jobs = [] if resident else list(loads)
         for b in range(n):
-            img = x[b]
-            if g.nchunk > 1:  # chunk-major stream: (chunk, y, x, groups of the chunk)
-                img = img.reshape(ih, iw, g.nchunk, g.gc * L).transpose(2, 0, 1, 3)
-            act = _pack_act(np.ascontiguousarray(img), prec)
-            jobs.append(Job(labels[b], regs, {"act": act}, g.nchunk * oh * ow * g.gc * wpi,
+            jobs.append(Job(labels[b], regs, {"act": stream(x[b])}, g.nchunk * oh * ow * g.gc * wpi,
                             macs_per_image))
         return jobs
 
@@ -555,8 +572,11 @@ def _lower_dw(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap, 
             return reference.requantize(spec, out, bias, variant=rq)
         return out
 
-    return Lowered(spec, cfg, prec, "dwconv", resident, loads if resident else [], taps * gp, cp,
-                   plan, assemble)
+    low = Lowered(spec, cfg, prec, "dwconv", resident, loads if resident else [], taps * gp, cp,
+                  plan, assemble)
+    if resident and n == 1:
+        low.direct = (regs, lambda x: stream(channels(x)[0]), labels[0])
+    return low
 
 
 def footprint(spec: ConvSpec, cfg: HwConfig | None = None, precision=None) -> tuple[int, int]:

@@ -205,3 +205,7 @@ def test_zoo_compiled_equals_protocol(entry):
             y2, c2 = slow.invoke(h2, x, Probes())
             assert y1.dtype == y2.dtype and np.array_equal(y1, y2)
             assert c1 == c2
+            # the core behind each: same register file, same counters
+            assert quick.core.regs == slow.core.regs
+            assert read_counters(quick.transport) == read_counters(slow.transport)
+    assert quick.power() == slow.power()

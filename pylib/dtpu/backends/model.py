@@ -151,7 +151,7 @@ class ModelBackend(Backend):
         memo = handle.memo
         if memo is None or memo[0] != key:
             memo = handle.memo = self._memo(key, low)
-        _, fields, latency, dyn, busy_s = memo
+        _, fields, latency, dyn, busy_s = memo[:5]
         self.energy.add_energy(dyn, busy_s)
         return y, HwCounters(*fields, dict(cnt.words_in), dict(cnt.words_out), latency)
 
@@ -181,10 +181,10 @@ class ModelBackend(Backend):
         probes.add("compute", t2 - t1)
         probes.add("unpack", t3 - t2)
         memo = handle.memo
-        key = (cj.cycles, 0, (("wgt", 0), ("act", cj.n_in)), (("res", res.size),))
-        if memo is None or memo[0] != key:
-            memo = handle.memo = self._memo(key, low)
-        _, fields, latency, dyn, busy_s = memo
+        if memo is None or memo[5] is not cj or memo[6] != res.size:
+            key = (cj.cycles, 0, (("wgt", 0), ("act", cj.n_in)), (("res", res.size),))
+            memo = handle.memo = self._memo(key, low) + (cj, res.size)
+        key, fields, latency, dyn, busy_s = memo[:5]
         self.energy.add_energy(dyn, busy_s)
         return y, HwCounters(*fields, dict(key[2]), dict(key[3]), latency)
 

@@ -366,12 +366,17 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
             return jobs
 
         out_dt = reference.io_dtypes(spec)[0]
-        as_is = (len(pages) == 1 and wps * lanes_res == cols_n and nt * cols_n == oc
-                 and np.dtype(res_dt) == out_dt)
+        out_shape = spec.output_shape
+        # one page of whole result words: the output is a view of them (strided when the last
+        # tile is partly padding)
+        as_view = len(pages) == 1 and wps * lanes_res == cols_n and np.dtype(res_dt) == out_dt
+        as_is = as_view and nt * cols_n == oc
 
         def assemble(results):
-            if as_is:  # the result words are the NHWC output: a view
-                return results[0].view(out_dt).reshape(spec.output_shape)
+            if as_is:  # the result words are the NHWC output
+                return results[0].view(out_dt).reshape(out_shape)
+            if as_view:
+                return results[0].view(out_dt).reshape(m, nt * cols_n)[:, :oc].reshape(out_shape)
             parts = []
             for (t0, t1), words in zip(pages, results):
                 vals = unpack(words, _res_prec(res_dt), words.size * lanes_res)
@@ -384,7 +389,15 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
                       min(nt, tiles_per_page) * tile_words, min(nt, tiles_per_page) * cols_n,
                       plan, assemble)
         if fits and resident:
-            low.direct = (page_regs[0, nt], lambda x: _pack_act(im2col(x), prec), f"gemm[0:{nt}]")
+            vdt = prec.value_dtype
+            flat = (not prec.is_float and kp == k and (spec.kind is OpKind.FULLY_CONNECTED or (
+                (kh, kw) == (1, 1) and spec.stride == (1, 1) and (oh, ow) == (h, w))))
+
+            def act_of(x):
+                if flat and x.dtype == vdt:  # the NHWC tensor is the stream
+                    return x.reshape(-1).view(_U64)
+                return _pack_act(im2col(x), prec)
+            low.direct = (page_regs[0, nt], act_of, f"gemm[0:{nt}]")
         return low
 
     # ---- K split: raw accumulators per (K chunk, tile page), summed and requantized on the host
@@ -557,12 +570,17 @@ def _lower_dw(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap, 
         return jobs
 
     labels = [f"dw[{b}]" for b in range(n)]
-    as_is = (n == 1 and g.nchunk == 1 and cp == oc and wpi * lanes_res == L and not raw
-             and np.dtype(res_dt) == xdt)
+    # one image of whole result words: NHWC once the chunks are interleaved again
+    as_view = n == 1 and cp == oc and wpi * lanes_res == L and not raw and np.dtype(res_dt) == xdt
 
     def assemble(results):
-        if as_is:  # the result words are the NHWC output: a view
-            return results[0].view(xdt).reshape(1, oh, ow, oc)
+        if as_view:
+            if g.nchunk == 1:  # the result words are the NHWC output: a view
+                return results[0].view(xdt).reshape(1, oh, ow, oc)
+            y = np.empty((1, oh, ow, oc), xdt)
+            np.copyto(y.reshape(oh, ow, g.nchunk, g.gc * L),
+                      results[0].view(xdt).reshape(g.nchunk, oh, ow, g.gc * L).transpose(1, 2, 0, 3))
+            return y
         out = np.empty((n, oh, ow, oc), np.int64 if raw else xdt)
         for b, words in enumerate(results):
             vals = unpack(words, _res_prec(res_dt), words.size * lanes_res)
@@ -575,7 +593,14 @@ def _lower_dw(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap, 
     low = Lowered(spec, cfg, prec, "dwconv", resident, loads if resident else [], taps * gp, cp,
                   plan, assemble)
     if resident and n == 1:
-        low.direct = (regs, lambda x: stream(channels(x)[0]), labels[0])
+        vdt = prec.value_dtype
+        flat = not prec.is_float and mult == 1 and cp == oc and g.nchunk == 1
+
+        def act_of(x):
+            if flat and x.dtype == vdt:  # the NHWC tensor is the stream
+                return x.reshape(-1).view(_U64)
+            return stream(channels(x)[0])
+        low.direct = (regs, act_of, labels[0])
     return low
 
 

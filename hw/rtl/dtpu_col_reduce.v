@@ -77,8 +77,14 @@ for (j = 0; j < COLS; j = j + 1) begin : col
                 assign a = col[j].lvl[l-1].sum_reg[(2*k)*AW +: AW];
                 assign b = col[j].lvl[l-1].sum_reg[(2*k+1)*AW +: AW];
             end
+            // fp32 adds exist only where a float lane tree needs them: float jobs use at most 4
+            // rows (bf16), i.e. level 0 pairs (r0,r1), (r2,r3) and level 1's first pair
             wire [31:0] f;
-            dtpu_fp_add fadd_inst (.a(a[31:0]), .b(b[31:0]), .y(f));
+            if ((l == 0 && k < 2) || (l == 1 && k == 0)) begin : fadd
+                dtpu_fp_add fadd_inst (.a(a[31:0]), .b(b[31:0]), .y(f));
+            end else begin : nofadd
+                assign f = a[31:0];
+            end
             always @(posedge clk) begin
                 if (ce) begin
                     if (!fp)

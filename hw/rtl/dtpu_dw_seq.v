@@ -137,6 +137,10 @@ wire [19:0] period = s_issue > p_res ? s_issue : p_res;
 wire tc_ok = tc != 4'd0 && tc <= COLS && (tc & (tc - 4'd1)) == 4'd0;
 wire [31:0] oy_last = ({16'd0, oh} - 32'd1) * {24'd0, sy};
 wire [31:0] ox_last = ({16'd0, ow} - 32'd1) * {24'd0, sx};
+// input-row step from a chunk's last output row to the next chunk's first: IH - (OH-1)*SY
+/* verilator lint_off UNUSEDSIGNAL */
+wire signed [33:0] chd = $signed({18'd0, ih}) - $signed({2'd0, oy_last});  // in [-254, 65535]
+/* verilator lint_on UNUSEDSIGNAL */
 
 reg [31:0] err;
 always @* begin
@@ -160,24 +164,29 @@ always @* begin
 end
 assign cfg_err = err;
 
-// signed helpers: x mod lb in [0, lb)
-function [15:0] mod_lb(input signed [31:0] x, input [15:0] m);
-    reg signed [31:0] r;
+// x mod m in [0, m) for a signed 18-bit x (the dividers stay small: CONFIG logic only)
+function [15:0] mod_lb(input signed [17:0] x, input [15:0] m);
+    reg [16:0] ax;
+    reg [16:0] r;
     begin
-        r = x % $signed({16'd0, m});
-        if (r < 0) r = r + $signed({16'd0, m});
+        ax = x[17] ? -x[16:0] : x[16:0];
+        r = m == 16'd0 ? 17'd0 : ax % {1'b0, m};
+        if (x[17] && r != 17'd0) r = {1'b0, m} - r;
         mod_lb = r[15:0];
     end
 endfunction
 
-// small j / gc (sel 0) or j % gc (sel 1), j < 2*COLS
+// small j / gc (sel 0) or j % gc (sel 1), j <= COLS (6-bit dividers)
+/* verilator lint_off UNUSEDSIGNAL */
 function [31:0] div_mod(input integer jv, input [15:0] d, input sel);
-    reg [31:0] n;
+    reg [5:0] n, dd;
     begin
-        n = jv;
-        div_mod = sel ? n % {16'd0, d} : n / {16'd0, d};
+        n = jv[5:0];
+        dd = d[5:0];
+        div_mod = {26'd0, sel ? n % dd : n / dd};
     end
 endfunction
+/* verilator lint_on UNUSEDSIGNAL */
 
 function [15:0] lo16(input [31:0] v);
     /* verilator lint_off UNUSEDSIGNAL */
@@ -247,10 +256,10 @@ always @(posedge clk) begin
         span_r <= span_h;
         rsc_r <= rsc[AR-1:0];
         ring_r <= ring_rows[AR-1:0];
-        syr_r <= ring_mul(mod_lb({24'd0, sy}, lb), rsc[AR-1:0]);
-        dyr_r <= ring_mul(mod_lb({24'd0, dy}, lb), rsc[AR-1:0]);
-        chr_r <= ring_mul(mod_lb($signed({16'd0, ih}) - $signed(oy_last), lb), rsc[AR-1:0]);
-        r0_r <= ring_mul(mod_lb(-$signed({24'd0, pt}), lb), rsc[AR-1:0]);
+        syr_r <= ring_mul(mod_lb({10'd0, sy}, lb), rsc[AR-1:0]);
+        dyr_r <= ring_mul(mod_lb({10'd0, dy}, lb), rsc[AR-1:0]);
+        chr_r <= ring_mul(mod_lb(chd[17:0], lb), rsc[AR-1:0]);
+        r0_r <= ring_mul(mod_lb(-{10'd0, pt}, lb), rsc[AR-1:0]);
         gpc_r <= gpc[WR-1:0];
         wbase_r <= reg_wgt_base[LOG_WEIGHT_WORDS-1:LOG_COLS];
         items_r <= items;
@@ -261,7 +270,7 @@ always @(posedge clk) begin
         wi_r <= wi;
         log_l_r <= log_l;
         log_lo_r <= log_lo;
-        q0_r <= sy == 0 ? 16'd0 : {8'd0, pt / sy};
+        q0_r <= sy == 0 ? 16'd0 : {8'd0, pt / sy};   // 8-bit dividers
         rem0_r <= sy == 0 ? 16'd0 : {8'd0, pt % sy};
         last_end_r <= $signed(oy_last) - $signed({24'd0, pt}) + $signed({16'd0, span_h}) - 32'sd1;
         pbase_r <= reg_param_base[LOG_PARAM_ENTRIES-1:0];

@@ -57,7 +57,7 @@ def _same_run(spec, x, f, b, cfg, **kw):
             event(f"{low.dataflow} {kind}")
     except Exception:  # not inside a hypothesis test
         pass
-    return y, kinds
+    return y, kinds, cache
 
 
 PROPS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -110,15 +110,23 @@ def _large_accumulators(rng):
 def test_fused_and_generic_paths_are_both_taken():
     rng = np.random.default_rng(3)
     spec, x, f, b = _large_accumulators(rng)
-    _, kinds = _same_run(spec, x, f, b, get_config())
+    _, kinds, _ = _same_run(spec, x, f, b, get_config())
     assert kinds == {"generic"}
     from dtpu.spec import ConvSpec, Quant
     small = ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, 6, 6, 16), (24, 1, 1, 16),
                      input_q=Quant((0.02,), (-3,)), filter_q=Quant((0.01,), (0,)),
                      output_q=Quant((0.1,), (5,)))
     x, f, b = make_data(small, rng)
-    _, kinds = _same_run(small, x, f, b, get_config())
-    assert kinds == {"fused"}
+    _, kinds, cache = _same_run(small, x, f, b, get_config())
+    assert kinds == {"fused"} and not any(getattr(v, "f32", False) for v in cache.values())
+    # K = 128 > F32_GEMM_K: accumulated in float32, scaled afterwards
+    wide = ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, 5, 5, 128), (16, 1, 1, 128),
+                    input_q=Quant((0.02,), (-3,)), filter_q=Quant((0.01,), (0,)),
+                    output_q=Quant((0.1,), (5,)))
+    x, f, b = make_data(wide, rng)
+    f //= 4
+    _, kinds, cache = _same_run(wide, x, f, b, get_config())
+    assert kinds == {"fused"} and any(getattr(v, "f32", False) for v in cache.values())
 
 
 def test_config_errors_raise_like_the_protocol():
@@ -193,6 +201,7 @@ def test_zoo_compiled_equals_protocol(entry):
     the report's counters) agree between the fast path and the protocol path."""
     rng = np.random.default_rng(0)
     quick, slow = ModelBackend({}), ModelBackend({"fast": False})
+    in_place = 0
     for spec, w, b in _zoo_nodes(entry):
         x = make_data(spec, rng)[0]
         _same_run(spec, x, w, b, get_config())
@@ -205,7 +214,15 @@ def test_zoo_compiled_equals_protocol(entry):
             y2, c2 = slow.invoke(h2, x, Probes())
             assert y1.dtype == y2.dtype and np.array_equal(y1, y2)
             assert c1 == c2
+            # written in place into the delegate's output buffer when the node allows it
+            out = np.full(y2.shape, 7, y2.dtype)
+            y3, c3 = quick.invoke_into(h1, x, Probes(), out)
+            slow.invoke(h2, x, Probes())
+            assert np.array_equal(np.asarray(y3).reshape(y2.shape), y2) and c3 == c2
+            in_place += y3 is out
             # the core behind each: same register file, same counters
             assert quick.core.regs == slow.core.regs
             assert read_counters(quick.transport) == read_counters(slow.transport)
     assert quick.power() == slow.power()
+    if entry["name"] == "mobilenet_like__int8":
+        assert in_place

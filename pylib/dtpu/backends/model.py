@@ -155,11 +155,20 @@ class ModelBackend(Backend):
         self.energy.add_energy(dyn, busy_s)
         return y, HwCounters(*fields, dict(cnt.words_in), dict(cnt.words_out), latency)
 
-    def _invoke_direct(self, handle: _Node, x: np.ndarray, probes: Probes):
+    def invoke_into(self, handle: _Node, x: np.ndarray, probes: Probes, out: np.ndarray):
+        """:meth:`invoke`, writing the output into `out` (the delegate's output buffer) when the
+        node's result words are that tensor's bytes; returns (`out` or another array, counters).
+        Targets other than the golden model (subclasses) run their own :meth:`invoke`."""
+        if (self.fast and handle.direct is not False and handle.lowered.direct is not None
+                and handle.lowered.direct[3]):
+            return self._invoke_direct(handle, x, probes, out)
+        return self.invoke(handle, x, probes)
+
+    def _invoke_direct(self, handle: _Node, x: np.ndarray, probes: Probes, out=None):
         """A node whose invoke is one compiled job: no Job objects, no job loop (same words,
         counters and errors as run_jobs_compiled on low.jobs(x))."""
         low = handle.lowered
-        regs, act_of, label = low.direct
+        regs, act_of, label, into = low.direct
         cj = handle.direct
         if cj is None or not cj.valid(self.core):
             try:
@@ -172,10 +181,14 @@ class ModelBackend(Backend):
         if x.shape != low.spec.input_shape:
             raise ValueError(f"input shape {x.shape} does not match the node's {low.spec.input_shape}")
         words = act_of(x)
+        if out is not None and not (cj.writes_out and out.flags.c_contiguous
+                                    and out.dtype == cj.lane_dtype and out.size == cj.words_out
+                                    * 8 // out.itemsize):
+            out = None
         t1 = perf_counter()
-        res = run_compiled(self.transport, cj, words, label)
+        res = run_compiled(self.transport, cj, words, label, out)
         t2 = perf_counter()
-        y = low.assemble([res])
+        y = low.assemble([res]) if out is None else out
         t3 = perf_counter()
         probes.add("pack", t1 - t0)
         probes.add("compute", t2 - t1)

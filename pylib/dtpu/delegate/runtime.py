@@ -425,22 +425,30 @@ class PartitionKernel:
             views[slot.index] = np.frombuffer(ffi.buffer(ptr, slot.nbytes), dtype=slot.dtype).reshape(slot.shape)
         with LOCK:
             report = self.graph.kernel_invoked(self)
-        invoke = self.state.backend.invoke
+        backend = self.state.backend
+        invoke = backend.invoke
+        into = getattr(backend, "invoke_into", None)   # backends that can write in place
         internal = self.internal
         nodes = report.nodes
         clock = time.perf_counter
         phases: dict[str, float] = {}
         for step, xi, x_internal, shape, yi, y_internal, fields in self.plan:
             x = internal[xi] if x_internal else views[xi]
-            probes = Probes()
-            y, counters = invoke(step.handle, x if x.shape == shape else x.reshape(shape), probes)
             out = internal[yi] if y_internal else views[yi]
+            probes = Probes()
+            if x.shape != shape:
+                x = x.reshape(shape)
+            if into is not None:
+                y, counters = into(step.handle, x, probes, out)
+            else:
+                y, counters = invoke(step.handle, x, probes)
             start = clock()
-            y = np.asarray(y)
-            if y.dtype != out.dtype or y.size != out.size:
-                raise DelegateError(f"backend {self.state.options.backend} returned {y.dtype}"
-                                    f"{list(y.shape)} for output {out.dtype}{list(out.shape)}")
-            np.copyto(out, y if y.shape == out.shape else y.reshape(out.shape))
+            if y is not out:
+                y = np.asarray(y)
+                if y.dtype != out.dtype or y.size != out.size:
+                    raise DelegateError(f"backend {self.state.options.backend} returned {y.dtype}"
+                                        f"{list(y.shape)} for output {out.dtype}{list(out.shape)}")
+                np.copyto(out, y if y.shape == out.shape else y.reshape(out.shape))
             seconds = probes.seconds
             seconds["post"] = seconds.get("post", 0.0) + clock() - start
             timing = dict(_ZERO_TIMING)

@@ -124,10 +124,11 @@ class _Protocol:
 
 
 def run_compiled(t: ModelTransport, cj: fast.CompiledJob, words: np.ndarray | None,
-                 label: str) -> np.ndarray | None:
+                 label: str, out: np.ndarray | None = None) -> np.ndarray | None:
     """One compiled job with run_job's error handling: fatal ERR bits raise DtpuJobError with the
-    register state (the core is reset afterwards), warnings are cleared."""
-    res, err = fast.execute(t.core, cj, words)
+    register state (the core is reset afterwards), warnings are cleared. `out`: see
+    :func:`dtpu.hw.fast.execute`."""
+    res, err = fast.execute(t.core, cj, words, out)
     if err:
         c = t.cfg
         if err & c.ERR_FATAL_MASK:

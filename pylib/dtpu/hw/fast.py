@@ -49,9 +49,11 @@ _F64 = np.dtype(np.float64)
 _F32 = np.dtype(np.float32)
 _clip = np.core.umath.clip
 _EXACT = 1 << 53
-#: GEMMs with at least this many MACs accumulate in float32 (exact integers below 2^24) and
-#: scale afterwards; smaller ones fold the scale into float64 weights (fewer numpy calls)
-F32_GEMM_MACS = 1 << 16
+#: GEMMs with a longer K accumulate in float32 (exact integers below 2^24, half the bytes of
+#: float64 through the matmul) and scale afterwards in two more passes over the outputs; shorter
+#: ones fold the scale and offset into float64 weights (measured on the zoo's nets: float64 is
+#: faster up to K = 64, float32 from K = 128 on)
+F32_GEMM_K = 64
 
 
 class Unsupported(Exception):
@@ -75,6 +77,8 @@ class CompiledJob:
     """One job with its registers decoded; :func:`execute` runs it."""
 
     kind = "generic"
+    #: run() writes the result lanes into a caller's `out` array (else it ignores `out`)
+    writes_out = False
 
     def __init__(self, core: Core, regs, setup: JobSetup | None, error: int = 0,
                  opcode: str = "") -> None:
@@ -102,7 +106,7 @@ class CompiledJob:
         self.epoch = core.memory_epoch
         return True
 
-    def run(self, core: Core, words: np.ndarray | None) -> tuple[np.ndarray | None, int]:
+    def run(self, core: Core, words: np.ndarray | None, out=None) -> tuple[np.ndarray | None, int]:
         s = self.setup
         if s.opcode == "NOP":
             return None, 0
@@ -325,7 +329,7 @@ class _FusedGemm(CompiledJob):
         self.lane_dtype = s.prec.value_dtype
         w = core._gemm_weights(s.prec, s.wb, s.kw, s.nt, _F64, s.w_off)    # (K, C), exact
         xmax = core._operand_bound(s.prec, 0)
-        self.f32 = (self.m * self.k * self.C >= F32_GEMM_MACS
+        self.f32 = (self.k > F32_GEMM_K
                     and xmax * float(np.abs(w).sum(axis=0).max(initial=0)) < 1 << 24)
         if self.f32:
             self.w = w.astype(_F32)
@@ -335,6 +339,7 @@ class _FusedGemm(CompiledJob):
             self.xk = self.x[:, :self.k]
         per = s.wpi * s.lanes_n
         self.padded = per != c.COLS
+        self.writes_out = not self.padded
         self.out_shape = (self.m * s.nt, per)
         if self.padded and plan.threshold is not None:   # channel axis split into (NT, COLS)
             self.split_thr = (np.tile(plan.threshold.reshape(s.nt, c.COLS), (self.m, 1)),
@@ -342,7 +347,7 @@ class _FusedGemm(CompiledJob):
         else:
             self.split_thr = (None, None)
 
-    def run(self, core: Core, words: np.ndarray) -> tuple[np.ndarray, int]:
+    def run(self, core: Core, words: np.ndarray, out=None) -> tuple[np.ndarray, int]:
         a = words.view(self.lane_dtype).reshape(self.m, self.k)
         plan = self.plan
         if self.f32:
@@ -355,7 +360,8 @@ class _FusedGemm(CompiledJob):
             out = np.zeros(self.out_shape, self.lane_dtype)
             plan.finish(v.reshape(-1, self.cols), out[:, :self.cols], *self.split_thr)
         else:
-            out = np.empty((self.m, self.C), self.lane_dtype)
+            out = (np.empty((self.m, self.C), self.lane_dtype) if out is None
+                   else out.reshape(self.m, self.C))
             plan.finish(v, out)
         return out.reshape(-1).view(_U64), 0
 
@@ -454,7 +460,9 @@ class _FusedDw(CompiledJob):
         self.grid_shape = (nchunk, hq, wq, cl)
         self.out_shape = (nchunk, g.oh, g.ow, cl)
 
-    def run(self, core: Core, words: np.ndarray) -> tuple[np.ndarray, int]:
+    writes_out = True
+
+    def run(self, core: Core, words: np.ndarray, out=None) -> tuple[np.ndarray, int]:
         g = self.g
         x = words.view(self.lane_dtype).reshape(g.nchunk, g.ih, g.iw, self.cl)
         for dst, src in self.fills:
@@ -471,9 +479,10 @@ class _FusedDw(CompiledJob):
             np.add.reduce(self.prod, axis=0, out=v)
         plan = self.plan
         if plan.threshold is not None:
-            np.subtract(v, self.thr[1], out=v, where=np.less(v, self.thr[0]))
+            np.subtract(v, np.multiply(np.less(v, self.thr[0]), self.thr[1]), out=v)
         _clip(v, plan.lo, plan.hi, out=v)
-        out = np.empty(self.out_shape, self.lane_dtype)
+        out = (np.empty(self.out_shape, self.lane_dtype) if out is None
+               else out.reshape(self.out_shape))
         np.floor(acc.reshape(self.grid_shape)[:, :g.oh, :g.ow, :], out=out, casting="unsafe")
         return out.reshape(-1).view(_U64), 0   # REQUANT: L lanes fill whole words
 
@@ -482,12 +491,14 @@ class _FusedDw(CompiledJob):
 # executing
 
 
-def execute(core: Core, job: CompiledJob, words: np.ndarray | None) -> tuple[np.ndarray | None, int]:
+def execute(core: Core, job: CompiledJob, words: np.ndarray | None,
+            out: np.ndarray | None = None) -> tuple[np.ndarray | None, int]:
     """Run a compiled job on an idle core: its input words in, its result words out.
 
     The counters (CYCLES, JOB_CYCLES, WORDS_*), STATUS and ERR change exactly as after the
     protocol's START, stream and DONE; ``core.jobs`` is not appended to. Returns (result words
-    or None, ERR bits raised by the job)."""
+    or None, ERR bits raised by the job). A job with ``writes_out`` puts its result lanes into
+    `out` (a contiguous array of the result lane type and size) and returns words viewing it."""
     c = core.cfg
     if core._pending or core._in["wgt"] or core._in["act"]:
         raise RuntimeError("compiled jobs run on an idle core with empty input streams")
@@ -507,7 +518,7 @@ def execute(core: Core, job: CompiledJob, words: np.ndarray | None) -> tuple[np.
         if words.dtype != _U64:
             words = words.astype(_U64)
         core._words[job.stream] += n
-    res, err = job.run(core, words)
+    res, err = job.run(core, words, out)
     if err & c.ERR_FATAL_MASK:
         cycles = c.CFG_CYCLES
         res = None
@@ -523,4 +534,4 @@ def execute(core: Core, job: CompiledJob, words: np.ndarray | None) -> tuple[np.
     return res, err
 
 
-__all__ = ["CompiledJob", "F32_GEMM_MACS", "Unsupported", "compile_job", "execute"]
+__all__ = ["CompiledJob", "F32_GEMM_K", "Unsupported", "compile_job", "execute"]

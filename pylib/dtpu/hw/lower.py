@@ -61,8 +61,9 @@ class Lowered:
     _plan: Callable[[np.ndarray], list[Job]] = field(repr=False, default=None)
     _assemble: Callable[[list[np.ndarray]], np.ndarray] = field(repr=False, default=None)
     #: when every invoke is exactly one compute job (weights resident): (its register tuple,
-    #: x -> its activation words, its label); `assemble([result words])` gives the output.
-    #: Lets a caller skip building Job objects (backend=model's compiled path).
+    #: x -> its activation words, its label, whether its result words are the output tensor's
+    #: bytes); `assemble([result words])` gives the output. Lets a caller skip building Job
+    #: objects (backend=model's compiled path) and have the results written in place.
     direct: tuple | None = field(repr=False, default=None)
 
     def jobs(self, x: np.ndarray) -> list[Job]:
@@ -397,7 +398,7 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
                 if flat and x.dtype == vdt:  # the NHWC tensor is the stream
                     return x.reshape(-1).view(_U64)
                 return _pack_act(im2col(x), prec)
-            low.direct = (page_regs[0, nt], act_of, f"gemm[0:{nt}]")
+            low.direct = (page_regs[0, nt], act_of, f"gemm[0:{nt}]", as_is)
         return low
 
     # ---- K split: raw accumulators per (K chunk, tile page), summed and requantized on the host
@@ -600,7 +601,7 @@ def _lower_dw(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap, 
             if flat and x.dtype == vdt:  # the NHWC tensor is the stream
                 return x.reshape(-1).view(_U64)
             return stream(channels(x)[0])
-        low.direct = (regs, act_of, labels[0])
+        low.direct = (regs, act_of, labels[0], as_view and g.nchunk == 1)
     return low
 
 

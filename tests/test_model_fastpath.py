@@ -226,3 +226,35 @@ def test_zoo_compiled_equals_protocol(entry):
     assert quick.power() == slow.power()
     if entry["name"] == "mobilenet_like__int8":
         assert in_place
+
+
+def test_one_backend_from_several_threads():
+    """Compiled jobs reuse scratch buffers: invokes of one backend are serialized."""
+    import threading
+    from dtpu.spec import ConvSpec, Padding, Quant
+    rng = np.random.default_rng(7)
+    spec = ConvSpec(OpKind.DEPTHWISE_CONV_2D, DataMode.INT8, (1, 12, 12, 16), (1, 3, 3, 16),
+                    padding=Padding.SAME, input_q=Quant((0.02,), (-3,)),
+                    filter_q=Quant(tuple(rng.uniform(0.005, 0.02, 16)), (0,) * 16),
+                    output_q=Quant((0.1,), (5,)))
+    _, f, b = make_data(spec, rng)
+    xs = [make_data(spec, rng)[0] for _ in range(4)]
+    ref = ModelBackend({"fast": False})
+    h_ref = ref.prepare(spec, f, b)
+    want = [ref.invoke(h_ref, x, Probes())[0].copy() for x in xs]
+    quick = ModelBackend({})
+    h = quick.prepare(spec, f, b)
+    bad = []
+
+    def work(i):
+        for _ in range(60):
+            y, _ = quick.invoke(h, xs[i], Probes())
+            if not np.array_equal(y, want[i]):
+                bad.append(i)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not bad

@@ -14,6 +14,7 @@ the nodes of an invoke. Subclasses drive other targets by overriding :meth:`_ope
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass, field
 from time import perf_counter
 
@@ -92,6 +93,8 @@ class ModelBackend(Backend):
         # the compiled fast path is the golden model's own; other targets speak the protocol
         fast = str(self.options.get("fast", True)).lower() not in ("0", "false", "no", "off")
         self.fast = fast and type(self.transport) is ModelTransport
+        # one core: invokes are serialized (compiled jobs also reuse their scratch buffers)
+        self._serial = threading.RLock()
         self.energy = EnergyMeter(self.cfg.CLOCK_MHZ, self.cfg.COLS)
         c = self.cfg
         self._wscratch = max(c.COLS, c.WEIGHT_WORDS // self.SCRATCH_FRACTION)
@@ -128,6 +131,10 @@ class ModelBackend(Backend):
         return _Node(low, None, None)
 
     def invoke(self, handle: _Node, x: np.ndarray, probes: Probes) -> tuple[np.ndarray, HwCounters]:
+        with self._serial:
+            return self._invoke(handle, x, probes)
+
+    def _invoke(self, handle: _Node, x: np.ndarray, probes: Probes) -> tuple[np.ndarray, HwCounters]:
         if self.fast and handle.direct is not False and handle.lowered.direct is not None:
             return self._invoke_direct(handle, x, probes)
         low = handle.lowered
@@ -161,7 +168,8 @@ class ModelBackend(Backend):
         Targets other than the golden model (subclasses) run their own :meth:`invoke`."""
         if (self.fast and handle.direct is not False and handle.lowered.direct is not None
                 and handle.lowered.direct[3]):
-            return self._invoke_direct(handle, x, probes, out)
+            with self._serial:
+                return self._invoke_direct(handle, x, probes, out)
         return self.invoke(handle, x, probes)
 
     def _invoke_direct(self, handle: _Node, x: np.ndarray, probes: Probes, out=None):
@@ -175,7 +183,7 @@ class ModelBackend(Backend):
                 cj = handle.direct = fastpath.compile_job(self.core, regs)
             except fastpath.Unsupported:
                 handle.direct = False
-                return self.invoke(handle, x, probes)
+                return self._invoke(handle, x, probes)
         t0 = perf_counter()
         x = np.asarray(x)
         if x.shape != low.spec.input_shape:

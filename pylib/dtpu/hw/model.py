@@ -5,7 +5,10 @@ on ``s_axis_wgt`` / ``s_axis_act`` with tlast) and produces exactly what the RTL
 words on ``m_axis_res``, the counters, the ERR flags). It is also the fast simulator behind
 ``backend=model``, so the datapath of a job is a handful of numpy operations, never a loop over
 cycles: the cycle count comes from the closed-form schedule in :func:`gemm_cycles` /
-:func:`dw_schedule`, which docs/architecture.md defines and the RTL implements.
+:func:`dw_schedule`, which docs/architecture.md defines and the RTL implements. A START is
+decoded by :meth:`Core._setup` (the CONFIG state's checks) into a :class:`JobSetup`, which the
+datapath then runs on the stream words; :mod:`dtpu.hw.fast` reuses both to compile a job once and
+run it without the register/stream protocol (what backend=model does at every invoke).
 
 What the model does not do: stalls. Its streams always deliver and accept one word per cycle, so
 ``STALL`` stays 0 and ``CYCLES`` is the stall-free schedule; the RTL and the board add measured

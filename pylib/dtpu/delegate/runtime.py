@@ -401,6 +401,7 @@ class PartitionKernel:
         for step in self.steps:
             if step.y in self.internal_ids:
                 self.internal[step.y] = np.empty(step.output_shape, dtype=tensor(step.y).dtype)
+        self.views: list = [None] * len(self.io)    # (data pointer, numpy view) per io slot
         # what each invoke looks up per node, resolved once
         self.plan = [(step, step.x, step.x in self.internal, step.spec.input_shape, step.y,
                       step.y in self.internal, tuple(step.record.values())) for step in self.steps]
@@ -417,12 +418,17 @@ class PartitionKernel:
             OBSERVED["internal_data_at_invoke"] = [
                 (i, ctx.tensors[i].data.raw != ffi.NULL) for i in sorted(self.internal_ids)]
         views: dict[int, np.ndarray] = {}
+        cached = self.views
         for i, slot in enumerate(self.io):
             ptr, nbytes = k.io_data[i], k.io_bytes[i]
             if ptr == ffi.NULL or nbytes < slot.nbytes:
                 raise DelegateError(f"tensor {slot.index} has no buffer of {slot.nbytes} bytes "
                                     f"(data={'NULL' if ptr == ffi.NULL else 'set'}, bytes={nbytes})")
-            views[slot.index] = np.frombuffer(ffi.buffer(ptr, slot.nbytes), dtype=slot.dtype).reshape(slot.shape)
+            hit = cached[i]
+            if hit is None or hit[0] != ptr:  # arena tensors may move: a view per address
+                hit = cached[i] = (ptr, np.frombuffer(ffi.buffer(ptr, slot.nbytes),
+                                                      dtype=slot.dtype).reshape(slot.shape))
+            views[slot.index] = hit[1]
         with LOCK:
             report = self.graph.kernel_invoked(self)
         backend = self.state.backend

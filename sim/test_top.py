@@ -34,6 +34,17 @@ def test_top_small_arrays(cols):
               extra_env={"DTPU_SEED": os.environ.get("DTPU_SEED", str(777 + cols)), "DTPU_CASES": "4"})
 
 
+def test_top_integer_only_build():
+    """PREC_EN = int8/uint8/int16 (the board-sized build): HWCFG0 says so, float and wide jobs
+    get BAD_PRECISION from CONFIG, the rest runs exactly."""
+    params = {"COLS": 4, "PREC_EN": 7, **MEM}
+    d = build("dtpu_axi", params, name="top")
+    run_tests("dtpu_axi", "tb_top", d, parameters=params,
+              testcase=["test_identity", "test_gemm_stall_free", "test_gemm_nodes_stall_free",
+                        "test_depthwise_nodes_stall_free", "test_precision_not_built"],
+              extra_env={"DTPU_SEED": os.environ.get("DTPU_SEED", "4242"), "DTPU_CASES": "3"})
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("cols", [2, 4, 8])
 def test_top_sweep(cols):

@@ -28,7 +28,7 @@ module dtpu_axi #
     // log2 of the activation buffer words
     parameter LOG_ACT_WORDS = 12,
     // enabled precisions (bit p: PREC code p)
-    parameter PREC_EN = 16'h007F,
+    parameter [15:0] PREC_EN = 16'h007F,
     // AXI4-Lite byte address width
     parameter AXIL_ADDR_WIDTH = 8
 )

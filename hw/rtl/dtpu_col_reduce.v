@@ -25,6 +25,8 @@ module dtpu_col_reduce #
     parameter COLS = 8,
     // value width
     parameter AW = 84,
+    // fp32 adders (0: integer-only build)
+    parameter FP_ENABLE = 1,
     // tree levels (derived)
     parameter LEVELS = $clog2(ROWS)
 )
@@ -80,7 +82,7 @@ for (j = 0; j < COLS; j = j + 1) begin : col
             // fp32 adds exist only where a float lane tree needs them: float jobs use at most 4
             // rows (bf16), i.e. level 0 pairs (r0,r1), (r2,r3) and level 1's first pair
             wire [31:0] f;
-            if ((l == 0 && k < 2) || (l == 1 && k == 0)) begin : fadd
+            if (FP_ENABLE != 0 && ((l == 0 && k < 2) || (l == 1 && k == 0))) begin : fadd
                 dtpu_fp_add fadd_inst (.a(a[31:0]), .b(b[31:0]), .y(f));
             end else begin : nofadd
                 assign f = a[31:0];

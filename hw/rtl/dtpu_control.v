@@ -39,7 +39,7 @@ module dtpu_control #
     parameter LOG_PARAM_ENTRIES = 12,
     parameter LOG_ACT_WORDS = 12,
     // enabled precisions
-    parameter PREC_EN = 16'h007F
+    parameter [15:0] PREC_EN = 16'h007F
 )
 (
     input  wire                         clk,

@@ -27,7 +27,7 @@ module dtpu_core #
     parameter LOG_WEIGHT_WORDS = 15,
     parameter LOG_PARAM_ENTRIES = 12,
     parameter LOG_ACT_WORDS = 12,
-    parameter PREC_EN = 16'h007F
+    parameter [15:0] PREC_EN = 16'h007F
 )
 (
     input  wire                clk,
@@ -429,7 +429,8 @@ wire               col_valid;
 dtpu_col_reduce #(
     .ROWS(ROWS),
     .COLS(COLS),
-    .AW(AW)
+    .AW(AW),
+    .FP_ENABLE((PREC_EN[5] || PREC_EN[6]) ? 1 : 0)
 )
 reduce_inst (
     .clk(clk),

@@ -28,7 +28,7 @@ module dtpu_mxu #
     // columns
     parameter COLS = 8,
     // enabled precisions (bit p: PREC code p)
-    parameter PREC_EN = 16'h007F,
+    parameter [15:0] PREC_EN = 16'h007F,
     // width of the accumulator outputs
     parameter AW = 84
 )

@@ -18,7 +18,12 @@ N_CASES = int(os.environ.get("DTPU_CASES", "12"))
 
 
 def hw_config() -> HwConfig:
-    return HwConfig(COLS=int(os.environ.get("PARAM_COLS", "8")),
+    extra = {}
+    if "PARAM_PREC_EN" in os.environ:  # a build with fewer precisions
+        mask = int(os.environ["PARAM_PREC_EN"], 0)
+        names = {v: k.lower() for k, v in HwConfig().enums["PREC"].items()}
+        extra["ENABLED"] = [names[b] for b in sorted(names) if mask >> b & 1]
+    return HwConfig(**extra, COLS=int(os.environ.get("PARAM_COLS", "8")),
                     LOG_WEIGHT_WORDS=int(os.environ.get("PARAM_LOG_WEIGHT_WORDS", "15")),
                     LOG_PARAM_ENTRIES=int(os.environ.get("PARAM_LOG_PARAM_ENTRIES", "12")),
                     LOG_ACT_WORDS=int(os.environ.get("PARAM_LOG_ACT_WORDS", "12")))
@@ -306,3 +311,19 @@ async def test_reset_mid_job(dut):
         core = Core(c)  # the reset forgets everything the host knows about the core
         for job in jobs:
             await run_and_compare(t, core, job, True, True, f"after reset: {label}")
+
+
+@cocotb.test()
+async def test_precision_not_built(dut):
+    """Every precision the build leaves out is refused in CONFIG (ERR.BAD_PRECISION, 2 cycles)."""
+    tb, t, core = await setup(dut)
+    c = t.cfg
+    for name, code in c.enums["PREC"].items():
+        prec = c.prec_of_code(code)
+        if prec in c.ENABLED:
+            continue
+        mode = "FLOAT" if prec.is_float else "RAW"
+        job = _regs_job(c, "GEMM", prec, mode, GEMM_M=1, GEMM_KW=1, GEMM_NT=1)
+        want = expect(core, job)
+        got, err = await run_job(t, job)
+        assert err == want.err == c.ERR_BAD_PRECISION, (name, hex(err), hex(want.err))

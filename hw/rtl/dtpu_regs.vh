@@ -3,7 +3,7 @@
 // Language: Verilog 2001 (localparams only; include inside a module body).
 
 localparam [31:0] DTPU_ID = 32'h44545055;
-localparam [31:0] DTPU_VERSION = 32'h00010001;
+localparam [31:0] DTPU_VERSION = 32'h00010002;
 
 // ---- default build parameters (override with module parameters / -G) ----
 localparam integer DTPU_DEFAULT_ROWS = 8;
@@ -24,7 +24,7 @@ localparam integer DTPU_LAT_POST = 6;  // Cycles from a step's accumulators (GEM
 localparam integer DTPU_FP_PARTIALS = 4;  // fp32/bf16: interleaved partial accumulators per PE; issue cycle w of a step adds into partial w mod FP_PARTIALS, partials are combined as a pairwise tree at the step end. Hides the fp adder latency and fixes the summation order.
 
 // ---- enums ----
-// What START runs. LOAD_* copy LOAD_COUNT words from s_axis_wgt into a memory; GEMM and DWCONV stream s_axis_act in and m_axis_res out.
+// What START runs. LOAD_* copy LOAD_COUNT words from s_axis_wgt into a memory; GEMM and DWCONV stream s_axis_act in and m_axis_res out and, when PF_COUNT > 0, prefetch PF_COUNT words from s_axis_wgt into weight memory at the same time.
 localparam [3:0] DTPU_OPCODE_NOP = 4'd0;
 localparam [3:0] DTPU_OPCODE_LOAD_WGT = 4'd1;
 localparam [3:0] DTPU_OPCODE_LOAD_PARAM = 4'd2;
@@ -48,17 +48,26 @@ localparam [3:0] DTPU_RQ_VARIANT_SINGLE = 4'd1;
 localparam [3:0] DTPU_RQ_VARIANT_INT64 = 4'd2;
 localparam [3:0] DTPU_RQ_VARIANT_DOUBLE_UP = 4'd3;
 localparam [3:0] DTPU_RQ_VARIANT_FP32 = 4'd4;
+// STATUS.STATE codes of the control FSM: CONFIG0/CONFIG1 latch and check the job (CFG_CYCLES), LOAD runs LOAD_*, GEMM/DW the compute jobs (with their prefetch), LOAD_LAT the memory write pipeline after a LOAD, DONE one cycle before IDLE.
+localparam [3:0] DTPU_STATE_IDLE = 4'd0;
+localparam [3:0] DTPU_STATE_CONFIG0 = 4'd1;
+localparam [3:0] DTPU_STATE_CONFIG1 = 4'd2;
+localparam [3:0] DTPU_STATE_LOAD = 4'd3;
+localparam [3:0] DTPU_STATE_GEMM = 4'd4;
+localparam [3:0] DTPU_STATE_DW = 4'd5;
+localparam [3:0] DTPU_STATE_LOAD_LAT = 4'd6;
+localparam [3:0] DTPU_STATE_DONE = 4'd7;
 
 // ---- ERR bits ----
 localparam integer DTPU_ERR_BAD_OPCODE = 0;  // JOB.OPCODE is not one of OPCODE.
 localparam integer DTPU_ERR_BAD_PRECISION = 1;  // JOB.PREC unknown or not in ENABLED.
 localparam integer DTPU_ERR_BAD_MODE = 2;  // JOB.OUT_MODE/RQ_VARIANT not valid for JOB.PREC and the opcode.
 localparam integer DTPU_ERR_BAD_DIMS = 3;  // A dimension register is zero, out of its field range, or inconsistent (e.g. OUT_H larger than the window allows).
-localparam integer DTPU_ERR_WGT_RANGE = 4;  // Weight memory access beyond WEIGHT_WORDS, or WGT_BASE not a multiple of COLS.
+localparam integer DTPU_ERR_WGT_RANGE = 4;  // Weight memory access beyond WEIGHT_WORDS, WGT_BASE not a multiple of COLS, or a GEMM/DWCONV prefetch range [PF_ADDR, PF_ADDR+PF_COUNT) that leaves the memory or overlaps the job's own weight words.
 localparam integer DTPU_ERR_PARAM_RANGE = 5;  // Parameter memory access beyond PARAM_ENTRIES, or LOAD_PARAM with an odd word count.
 localparam integer DTPU_ERR_ACT_CAPACITY = 6;  // GEMM_KW larger than ACT_WORDS, or the depthwise ring (LB_ROWS rows) does not fit ACT_WORDS or holds fewer rows than one window spans.
 localparam integer DTPU_ERR_BANK_CONFLICT = 7;  // Depthwise: two columns served in the same cycle read the same activation bank at different addresses (TAP_CYCLES too small for the stride).
-localparam integer DTPU_ERR_TLAST_EARLY = 8;  // An input stream raised tlast before the job's last word.
+localparam integer DTPU_ERR_TLAST_EARLY = 8;  // An input stream raised tlast before the job's last word (s_axis_wgt during a prefetch: before its PF_COUNT-th word).
 localparam integer DTPU_ERR_TLAST_MISSING = 9;  // An input stream did not raise tlast on the job's last word.
 localparam integer DTPU_ERR_OVERFLOW = 10;  // A result left its accumulator (int32 for 8-bit precisions, int64 otherwise), a product left int64 (INT64), or INT64 requantization got |accumulator+bias| >= 2^47.
 localparam integer DTPU_ERR_BUSY_WRITE = 11;  // START or a job register written while STATUS.BUSY.
@@ -163,6 +172,8 @@ localparam integer DTPU_DW_RING_LB_ROWS_LSB = 0;
 localparam integer DTPU_DW_RING_LB_ROWS_WIDTH = 16;
 localparam integer DTPU_DW_RING_TAP_CYCLES_LSB = 16;
 localparam integer DTPU_DW_RING_TAP_CYCLES_WIDTH = 4;
+localparam [7:0] DTPU_REG_PF_ADDR = 8'h64;  // rw: GEMM/DWCONV prefetch: first weight word address the job's s_axis_wgt words are written to (any word address; LOAD_* and NOP ignore it).
+localparam [7:0] DTPU_REG_PF_COUNT = 8'h68;  // rw: GEMM/DWCONV prefetch: words the job also takes from s_axis_wgt (tlast on the last) and writes to weight memory, one per cycle from the first cycle after CONFIG, while it computes; the job ends when both are done, stall-free at max(compute cycles, CFG_CYCLES + PF_COUNT + LOAD_LATENCY). 0: no prefetch.
 localparam [7:0] DTPU_REG_CYCLES_LO = 8'h80;  // ro: Busy cycles since CLEAR_COUNTERS, low word (reading it latches CYCLES_HI).
 localparam [7:0] DTPU_REG_CYCLES_HI = 8'h84;  // ro: Busy cycles, high word.
 localparam [7:0] DTPU_REG_STALL_LO = 8'h88;  // ro: Busy cycles lost to an empty input stream or a full result stream, low word (latches STALL_HI).

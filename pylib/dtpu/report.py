@@ -200,9 +200,14 @@ def format_table(reports: Iterable[Report]) -> str:
                f"{total['crossing']:.1f} us, Python {total['python']:.1f} us")
     power = head.power
     if any(power.get(k) is not None for k in ("avg_w", "energy_j", "temperature_c")):
+        temp = power.get("temperature_c")
+        if isinstance(temp, dict):  # sampled on the board: min/avg/max over the invoke
+            temp = (f", temperature {_fmt(temp.get('avg'), 1)} C "
+                    f"({_fmt(temp.get('min'), 1)}-{_fmt(temp.get('max'), 1)})")
+        else:
+            temp = f", temperature {_fmt(temp, 1)} C" if temp is not None else ""
         out.append(f"power: avg {_fmt(power.get('avg_w'), 3)} W, max {_fmt(power.get('max_w'), 3)} W, "
-                   f"energy {_fmt(power.get('energy_j'), 6)} J, temperature {power.get('temperature_c')}"
-                   f" ({power.get('method')})")
+                   f"energy {_fmt(power.get('energy_j'), 6)} J{temp} ({power.get('method')})")
     else:
         out.append("power: not measured by this backend")
     if head.rejected:

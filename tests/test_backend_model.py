@@ -36,9 +36,12 @@ def test_zoo_model_bit_exact(entry, dtpu_so, tfl):
         hw = node["hw"]
         assert hw["cycles"] > 0 and hw["stall_cycles"] == 0 and hw["macs"] > 0
         assert 0 < hw["utilization"] <= 1
-        if "words_in" in hw:  # the report gains the stream counters once dtpu.report carries them
-            assert hw["words_in"]["act"] > 0 and hw["words_out"]["res"] > 0
+        assert hw["words_in"]["act"] > 0 and hw["words_out"]["res"] > 0
         assert hw["latency_us"] == pytest.approx(hw["cycles"] / 100.0)
+    run_hw = report.to_dict()["hw"]
+    for name in ("words_in", "words_out"):
+        streams = {s for n in report.nodes for s in n.hw[name]}
+        assert run_hw[name] == {s: sum(n.hw[name].get(s, 0) for n in report.nodes) for s in streams}
 
 
 def _float_spec():

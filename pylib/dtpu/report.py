@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterable
 KEEP = int(os.environ.get("DTPU_REPORT_KEEP", "1000"))
 
 TIMING_FIELDS = ("total", "crossing", "python", "pack", "transfer", "compute", "unpack", "post")
-HW_FIELDS = ("cycles", "stall_cycles", "macs", "utilization", "latency_us")
+HW_FIELDS = ("cycles", "stall_cycles", "macs", "utilization", "latency_us", "words_in", "words_out")
 POWER_FIELDS = ("method", "avg_w", "max_w", "energy_j", "temperature_c", "voltages_v")
 
 
@@ -92,6 +92,13 @@ class Report:
             return sum(values) if values else None
         for name in ("cycles", "stall_cycles", "macs", "latency_us"):
             self.hw[name] = total(name)
+        for name in ("words_in", "words_out"):  # 64-bit words per stream port
+            per_node = [n.hw.get(name) for n in self.nodes if n.hw.get(name) is not None]
+            words: dict[str, int] = {}
+            for d in per_node:
+                for stream, n in d.items():
+                    words[stream] = words.get(stream, 0) + n
+            self.hw[name] = words if per_node else None
         weighted = [(n.hw["utilization"], n.hw["cycles"]) for n in self.nodes
                     if n.hw.get("utilization") is not None and n.hw.get("cycles")]
         if weighted:

@@ -33,6 +33,27 @@ log = logging.getLogger(__name__)
 _U64 = np.dtype("<u8")
 
 
+#: every compute job writes PF_COUNT (registers persist between jobs: a stale count would make
+#: the job take words from s_axis_wgt); a planner that prefetches replaces it (see
+#: :func:`with_prefetch`)
+NO_PREFETCH = ("PF_COUNT", 0)
+
+
+def with_prefetch(regs, wgt_base: int | None, pf_addr: int, pf_count: int) -> tuple:
+    """A compute job's register list with WGT_BASE moved to `wgt_base` (None: kept) and the
+    prefetch PF_ADDR/PF_COUNT set (PF_COUNT 0: none); JOB stays last."""
+    out = []
+    for name, value in regs:
+        if name in ("PF_ADDR", "PF_COUNT") or name == "JOB":
+            continue
+        out.append((name, wgt_base) if name == "WGT_BASE" and wgt_base is not None else (name, value))
+    if pf_count:
+        out.append(("PF_ADDR", int(pf_addr)))
+    out.append(("PF_COUNT", int(pf_count)))
+    out.append(next(r for r in regs if r[0] == "JOB"))
+    return tuple(out)
+
+
 class LowerError(ValueError):
     """The node cannot run on this DTPU build (the delegate leaves it to the CPU)."""
 
@@ -345,7 +366,7 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
         # compiled fast path keys its decoded jobs by it)
         page_regs = {(t0, t1): (("GEMM_M", m), ("GEMM_KW", kwords), ("GEMM_NT", t1 - t0),
                                 ("WGT_BASE", wgt_base), ("PARAM_BASE", param_base), *common,
-                                *clamp, _job_reg(cfg, "GEMM", prec, mode, variant))
+                                *clamp, NO_PREFETCH, _job_reg(cfg, "GEMM", prec, mode, variant))
                      for t0, t1 in pages}
 
         def gemm_job(t0, t1, act):
@@ -421,7 +442,7 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
 
     split_regs = {(k0, k1, t0, t1): (("GEMM_M", m), ("GEMM_KW", k1 - k0), ("GEMM_NT", t1 - t0),
                                      ("WGT_BASE", wgt_base), ("PARAM_BASE", param_base), *common,
-                                     _job_reg(cfg, "GEMM", prec, "RAW", 0))
+                                     NO_PREFETCH, _job_reg(cfg, "GEMM", prec, "RAW", 0))
                   for (k0, k1), (t0, t1) in schedule}
 
     def plan_split(x):
@@ -542,7 +563,7 @@ def _lower_dw(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap, 
         ("DW_RING", cfg.encode("DW_RING", LB_ROWS=g.lb_rows, TAP_CYCLES=g.tap_cycles)),
         ("WGT_BASE", wgt_base), ("PARAM_BASE", param_base),
         ("IN_OFFSET", _as_u32(-zx)), ("WGT_OFFSET", _as_u32(-zw)), *_clamp_regs(spec, rq),
-        _job_reg(cfg, "DWCONV", prec, mode, 0 if raw else variant)]
+        NO_PREFETCH, _job_reg(cfg, "DWCONV", prec, mode, 0 if raw else variant)]
     loads = [_load_job(cfg, "LOAD_WGT", wgt_base, weights, "dw weights")]
     if not raw:
         loads.append(_load_job(cfg, "LOAD_PARAM", param_base, params.reshape(-1), "dw params"))

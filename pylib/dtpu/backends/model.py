@@ -86,7 +86,9 @@ class _Node:
 class ModelBackend(Backend):
     name = "model"
 
-    #: share of each memory kept as the scratch region for nodes that do not stay resident
+    #: share of each memory kept free of resident nodes: the scratch region of paged nodes
+    #: (prefetch off), the least the ring of streamed pages gets (prefetch on; pages are a
+    #: quarter of it)
     SCRATCH_FRACTION = 8
 
     def __init__(self, options=None) -> None:

@@ -522,6 +522,8 @@ def dw_geometry(spec: ConvSpec, cfg: HwConfig, prec: Precision) -> DwGeometry:
     (pt, _), (pl, _) = spec.pads
     groups = ceil_div(oc, prec.lanes)
     span = (kh - 1) * dy + 1
+    tc_max = (1 << cfg.reg("DW_RING").field("TAP_CYCLES").width) - 1
+    conflicts = False
     for gc in _divisors_desc(groups, cfg.COLS) if groups > cfg.COLS else [groups] + _divisors_desc(groups, groups - 1):
         stride = ceil_div(iw * gc, cfg.COLS) * cfg.COLS
         slots = cfg.ACT_WORDS // stride
@@ -532,7 +534,13 @@ def dw_geometry(spec: ConvSpec, cfg: HwConfig, prec: Precision) -> DwGeometry:
             tc = 1
             while dw_bank_conflict(cfg.COLS, ow, gc, sx, tc):
                 tc *= 2
+            if tc > tc_max:  # e.g. COLS = 16: TAP_CYCLES = 16 does not fit the 4-bit field;
+                conflicts = True  # fewer groups per chunk map the columns to other banks
+                continue
             return DwGeometry(ih, iw, oh, ow, kh, kw, pt, pl, sy, sx, dy, dx, gc, nchunk, lb, tc)
+    if conflicts:
+        raise LowerError(f"{spec.name or 'depthwise node'}: every channel chunking has stride-{sx} "
+                         f"bank conflicts that need TAP_CYCLES > {tc_max} (DW_RING.TAP_CYCLES)")
     raise LowerError(f"{spec.name or 'depthwise node'}: rows of {iw} pixels do not fit the "
                      f"activation buffer ({cfg.ACT_WORDS} words) {span} at a time")
 

@@ -16,6 +16,9 @@ LOAD_LATENCY: the job does not get longer); what does not fit anywhere rides on 
 before the page's first user, which then waits for it. This only plans: the backend checks at
 run time that a page's words are really there (an invoke in another order, a failed job) and
 loads what is missing with LOAD_WGT.
+
+The job right before a page's first user is that page's last chance: no other page's words
+ride on it (the plan is periodic, so a job is in the windows of two invokes' pages).
 """
 from __future__ import annotations
 
@@ -110,6 +113,10 @@ def plan(cfg: HwConfig, cycles: list[int], pages: list[Page], ring: tuple[int, i
     # last chance (the job right before its user) takes all that is left
     done = [0] * m
     hidden = exposed = 0
+    # a page's last chance is the job right before its first user: one per page, and in a
+    # periodic plan the same job may also fall in another page's window (the previous or next
+    # invoke's instance): keep it for its own page
+    reserved = {window[p][1] % n: p for p in window}
     for g in range(min((w[0] for w in window.values()), default=0),
                    max((w[1] for w in window.values()), default=-1) + 1):
         j = g % n
@@ -118,7 +125,7 @@ def plan(cfg: HwConfig, cycles: list[int], pages: list[Page], ring: tuple[int, i
             rest = pages[p].size - done[p]
             last = window[p][1] == g
             take = rest if last else min(rest, hidden_room(cfg, cycles[j]) - used[j])
-            if take <= 0 or not _can_extend(riders.get(j), addr[p] + done[p]):
+            if take <= 0 or reserved.get(j, p) != p or not _can_extend(riders.get(j), addr[p] + done[p]):
                 continue
             free = max(0, min(take, hidden_room(cfg, cycles[j]) - used[j]))
             _add(riders, j, addr[p] + done[p], p, done[p], take)

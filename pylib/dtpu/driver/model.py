@@ -124,11 +124,12 @@ class _Protocol:
 
 
 def run_compiled(t: ModelTransport, cj: fast.CompiledJob, words: np.ndarray | None,
-                 label: str, out: np.ndarray | None = None) -> np.ndarray | None:
+                 label: str, out: np.ndarray | None = None, pf: np.ndarray | None = None
+                 ) -> np.ndarray | None:
     """One compiled job with run_job's error handling: fatal ERR bits raise DtpuJobError with the
-    register state (the core is reset afterwards), warnings are cleared. `out`: see
-    :func:`dtpu.hw.fast.execute`."""
-    res, err = fast.execute(t.core, cj, words, out)
+    register state (the core is reset afterwards), warnings are cleared. `out`, `pf` (a compute
+    job's prefetch words): see :func:`dtpu.hw.fast.execute`."""
+    res, err = fast.execute(t.core, cj, words, out, pf)
     if err:
         c = t.cfg
         if err & c.ERR_FATAL_MASK:
@@ -163,10 +164,12 @@ def run_jobs_compiled(t: ModelTransport, jobs, cache: dict | None = None
                 results.append(res)
             continue
         stream = cj.stream
-        res = run_compiled(t, cj, job.send.get(stream) if stream else None, job.label)
+        res = run_compiled(t, cj, job.send.get(stream) if stream else None, job.label,
+                           pf=job.send.get("wgt") if cj.pf_count else None)
         cycles += cj.cycles
         if stream:
             words[stream] += cj.n_in
+        words["wgt"] += cj.pf_count
         if res is not None:
             words["res"] += res.size
             results.append(res)

@@ -92,17 +92,29 @@ class CompiledJob:
         self.opcode = setup.opcode if setup is not None else opcode
         self.cycles = setup.cycles if setup is not None else core.cfg.CFG_CYCLES
         self.needs = dict(setup.needs) if setup is not None else {}
-        self.stream, self.n_in = next(iter(self.needs.items()), (None, 0))
+        # the stream a job computes on (LOAD_*: wgt, GEMM/DWCONV: act); a compute job's
+        # prefetch words (s_axis_wgt) come separately, see execute()
+        self.pf_addr = setup.pf_addr if setup is not None else 0
+        self.pf_count = setup.pf_count if setup is not None else 0
+        main = {s: n for s, n in self.needs.items() if not (self.pf_count and s == "wgt")}
+        self.stream, self.n_in = next(iter(main.items()), (None, 0))
         self.words_out = setup.words_out if setup is not None else 0
         self.epoch = core.memory_epoch
         self.wgt_range, self.param_range = _ranges(core, setup)
+        # what it was compiled from: a page streamed back into the same place (the same words
+        # at every invoke) keeps its compiled form
+        (wl, wh), (pl, ph) = self.wgt_range, self.param_range
+        self.snapshot = (core.wmem[wl:wh].copy(), core.pmem[pl:ph].copy())
 
     def valid(self, core: Core) -> bool:
-        """False if a LOAD since compilation wrote memory this job reads."""
+        """False if a write since compilation changed memory this job reads."""
         if self.epoch == core.memory_epoch:
             return True
         if core.memory_written_since(self.epoch, self.wgt_range, self.param_range):
-            return False
+            (wl, wh), (pl, ph) = self.wgt_range, self.param_range
+            w, p = self.snapshot
+            if not (np.array_equal(core.wmem[wl:wh], w) and np.array_equal(core.pmem[pl:ph], p)):
+                return False
         self.epoch = core.memory_epoch
         return True
 
@@ -492,13 +504,17 @@ class _FusedDw(CompiledJob):
 
 
 def execute(core: Core, job: CompiledJob, words: np.ndarray | None,
-            out: np.ndarray | None = None) -> tuple[np.ndarray | None, int]:
+            out: np.ndarray | None = None, pf: np.ndarray | None = None
+            ) -> tuple[np.ndarray | None, int]:
     """Run a compiled job on an idle core: its input words in, its result words out.
 
     The counters (CYCLES, JOB_CYCLES, WORDS_*), STATUS and ERR change exactly as after the
     protocol's START, stream and DONE; ``core.jobs`` is not appended to. Returns (result words
     or None, ERR bits raised by the job). A job with ``writes_out`` puts its result lanes into
-    `out` (a contiguous array of the result lane type and size) and returns words viewing it."""
+    `out` (a contiguous array of the result lane type and size) and returns words viewing it.
+    `pf`: a GEMM/DWCONV job's PF_COUNT prefetch words (s_axis_wgt), written to weight memory
+    at PF_ADDR before the datapath runs (they never overlap the job's own weights), also when
+    the job then fails at run time."""
     c = core.cfg
     if core._pending or core._in["wgt"] or core._in["act"]:
         raise RuntimeError("compiled jobs run on an idle core with empty input streams")
@@ -518,6 +534,13 @@ def execute(core: Core, job: CompiledJob, words: np.ndarray | None,
         if words.dtype != _U64:
             words = words.astype(_U64)
         core._words[job.stream] += n
+    if job.pf_count:
+        if pf is None or pf.size != job.pf_count:
+            got = 0 if pf is None else pf.size
+            raise ValueError(f"{job.opcode}: {got} prefetch words for s_axis_wgt, PF_COUNT is "
+                             f"{job.pf_count}")
+        core._words["wgt"] += job.pf_count
+        core._write_weights(job.pf_addr, pf if pf.dtype == _U64 else pf.astype(_U64))
     res, err = job.run(core, words, out)
     if err & c.ERR_FATAL_MASK:
         cycles = c.CFG_CYCLES

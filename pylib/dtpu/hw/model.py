@@ -10,6 +10,15 @@ decoded by :meth:`Core._setup` (the CONFIG state's checks) into a :class:`JobSet
 datapath then runs on the stream words; :mod:`dtpu.hw.fast` reuses both to compile a job once and
 run it without the register/stream protocol (what backend=model does at every invoke).
 
+Weight prefetch (contract 1.2): a GEMM or DWCONV job with PF_COUNT > 0 also takes PF_COUNT
+words from ``s_axis_wgt`` and writes them to weight memory from PF_ADDR on, one per cycle from
+the first cycle after CONFIG, while it computes; it ends at max(compute cycles, CFG_CYCLES +
+PF_COUNT + LOAD_LATENCY) (:func:`prefetch_cycles`). CONFIG refuses (ERR.WGT_RANGE, nothing
+consumed) a range that leaves the memory or overlaps the job's own weight words; PF_ADDR is not
+looked at when PF_COUNT is 0. A run-time error (OVERFLOW) does not change the prefetch: its
+words are taken and written. A prefetch, like a LOAD_WGT, drops only the decoded weight
+matrices whose words it overwrites.
+
 What the model does not do: stalls. Its streams always deliver and accept one word per cycle, so
 ``STALL`` stays 0 and ``CYCLES`` is the stall-free schedule; the RTL and the board add measured
 stalls on top. A job whose input words have not all been pushed cannot finish (the RTL would wait
@@ -71,6 +80,14 @@ def mode_is_valid(cfg: HwConfig, prec: Precision, out_mode: int, variant: int) -
 def load_cycles(cfg: HwConfig, words: int) -> int:
     """LOAD_WGT / LOAD_PARAM: one word per cycle into memory."""
     return cfg.CFG_CYCLES + words + cfg.LOAD_LATENCY
+
+
+def prefetch_cycles(cfg: HwConfig, compute: int, pf_count: int) -> int:
+    """A GEMM/DWCONV job carrying a prefetch: its words stream into weight memory at one per cycle
+    from the first cycle after CONFIG while the job computes; the job ends when both are done."""
+    if not pf_count:
+        return compute
+    return max(compute, load_cycles(cfg, pf_count))
 
 
 def gemm_cycles(cfg: HwConfig, m: int, kw: int, nt: int, words_per_step: int) -> int:
@@ -333,6 +350,8 @@ class JobSetup:
     gp: int = 0                   # DWCONV: channel groups rounded up to COLS
     lanes_n: int = 0              # result lanes per word
     wpi: int = 0                  # result words per GEMM step / per DWCONV item
+    pf_addr: int = 0              # GEMM/DWCONV prefetch: PF_ADDR, PF_COUNT (0: none)
+    pf_count: int = 0
 
 
 class _Error(Exception):
@@ -351,6 +370,7 @@ class Core:
         self._wgen = 0  # bumped by every memory write: keys the decoded-operand caches
         self._pgen = 0
         self._wcache: dict = {}
+        self._wrange: dict = {}  # _wcache key -> the weight words [lo, hi) it was decoded from
         self._pcache: dict = {}
         self._dwcache: dict = {}
         self._mem_log: list[tuple[int, str, int, int]] = []  # (epoch, memory, lo, hi) of LOADs
@@ -623,6 +643,23 @@ class Core:
             fields.update(act_min=self._r("ACT_MIN", regs=regs), act_max=self._r("ACT_MAX", regs=regs))
         return fields
 
+    def _setup_prefetch(self, regs, wlo: int, whi: int) -> tuple[int, int]:
+        """PF_ADDR / PF_COUNT of a compute job, checked next to its WGT_BASE (ERR.WGT_RANGE):
+        the range must lie in weight memory and must not overlap the job's own weight words
+        [wlo, whi). PF_ADDR is only latched when PF_COUNT > 0."""
+        c = self.cfg
+        n = self._r("PF_COUNT", regs=regs)
+        if n == 0:
+            return 0, 0
+        a = self._r("PF_ADDR", regs=regs)
+        if a + n > c.WEIGHT_WORDS or (a < whi and wlo < a + n):
+            raise _Error(c.ERR_WGT_RANGE)
+        return a, n
+
+    @staticmethod
+    def _compute_needs(act: int, pf_count: int) -> dict[str, int]:
+        return {"act": act, "wgt": pf_count} if pf_count else {"act": act}
+
     def _run_setup(self, s: "JobSetup") -> JobRecord:
         """Run a checked job on the words of its input streams (the protocol path)."""
         c = self.cfg
@@ -632,6 +669,8 @@ class Core:
             words = self._take("wgt", s.count)
             self._write_memory(s.opcode, s.addr, words)
             return JobRecord(s.opcode, None, s.cycles, words_in={"wgt": s.count})
+        if s.pf_count:  # written whatever the compute does (a runtime error included)
+            self._write_weights(s.pf_addr, self._take("wgt", s.pf_count))
         act = self._take("act", s.needs["act"])
         words, err = (self._gemm_words if s.opcode == "GEMM" else self._dw_words)(s, act)
         if err & c.ERR_FATAL_MASK:
@@ -641,14 +680,26 @@ class Core:
         return JobRecord(s.opcode, s.prec.value, s.cycles, words_in=dict(s.needs),
                          words_out=words.size, error=err)
 
+    def _write_weights(self, addr: int, words: np.ndarray) -> None:
+        """LOAD_WGT or a compute job's prefetch: words into weight memory from `addr`; drops only
+        the decoded weight matrices that overlap the written range (resident nodes keep theirs)."""
+        n = words.size
+        self.wmem[addr:addr + n] = words
+        self._wgen += 1
+        stale = [k for k, (lo, hi) in self._wrange.items() if lo < addr + n and addr < hi]
+        for k in stale:
+            del self._wrange[k]
+            self._wcache.pop(k, None)
+        self._mem_log.append((self._wgen + self._pgen, "wgt", addr, addr + n))
+        if len(self._mem_log) > 256:
+            del self._mem_log[:128]
+
     def _write_memory(self, opcode: str, addr: int, words: np.ndarray) -> None:
         """LOAD_WGT / LOAD_PARAM into memory; drops the decoded operands that may be stale."""
         n = words.size
         if opcode == "LOAD_WGT":
-            self.wmem[addr:addr + n] = words
-            self._wgen += 1
-            self._wcache.clear()
-            self._mem_log.append((self._wgen + self._pgen, "wgt", addr, addr + n))
+            self._write_weights(addr, words)
+            return
         else:
             self.pmem[addr:addr + n // 2] = words.reshape(-1, 2)
             self._pgen += 1
@@ -768,14 +819,18 @@ class Core:
         wb = self._r("WGT_BASE", regs=regs)
         if wb % c.COLS or wb + nt * kw * c.COLS > c.WEIGHT_WORDS:
             raise _Error(c.ERR_WGT_RANGE)
+        pf_addr, pf_count = self._setup_prefetch(regs, wb, wb + nt * kw * c.COLS)
         pb = self._r("PARAM_BASE", regs=regs)
         if out_mode != c.OUT_MODE_RAW and (pb % c.COLS or pb + nt * c.COLS > c.PARAM_ENTRIES):
             raise _Error(c.ERR_PARAM_RANGE)
         lanes_n, _ = out_lanes(c, prec, out_mode)
         wps = ceil_div(c.COLS, lanes_n)
-        return JobSetup("GEMM", {"act": m * kw}, prec=prec, out_mode=out_mode, variant=variant,
+        return JobSetup("GEMM", self._compute_needs(m * kw, pf_count), prec=prec,
+                        out_mode=out_mode, variant=variant,
                         wb=wb, pb=pb, m=m, kw=kw, nt=nt, lanes_n=lanes_n, wpi=wps,
-                        words_out=m * nt * wps, cycles=gemm_cycles(c, m, kw, nt, wps),
+                        words_out=m * nt * wps,
+                        cycles=prefetch_cycles(c, gemm_cycles(c, m, kw, nt, wps), pf_count),
+                        pf_addr=pf_addr, pf_count=pf_count,
                         **self._compute_regs(prec, out_mode, regs))
 
     def _gemm_words(self, s: "JobSetup", act: np.ndarray) -> tuple[np.ndarray, int]:
@@ -804,6 +859,7 @@ class Core:
         if not prec.is_float:
             b = np.ascontiguousarray(b.T)  # (K, C) for acc = a @ b
         self._wcache[key] = b
+        self._wrange[key] = (wb, wb + nt * kw * c.COLS)
         return b
 
     def _gemm_acc(self, prec: Precision, act: np.ndarray, m: int, kw: int, nt: int, wb: int,
@@ -899,6 +955,7 @@ class Core:
         wb = self._r("WGT_BASE", regs=regs)
         if wb % c.COLS or wb + g.kh * g.kw * gp > c.WEIGHT_WORDS:
             raise _Error(c.ERR_WGT_RANGE)
+        pf_addr, pf_count = self._setup_prefetch(regs, wb, wb + g.kh * g.kw * gp)
         L = prec.lanes
         pb = self._r("PARAM_BASE", regs=regs)
         if out_mode != c.OUT_MODE_RAW and (pb % c.COLS or pb + groups * L > c.PARAM_ENTRIES):
@@ -918,9 +975,12 @@ class Core:
         if timing is None:
             timing = dw_schedule(c, g, wpi)
             self._dwcache[tkey] = timing
-        return JobSetup("DWCONV", {"act": n_in}, prec=prec, out_mode=out_mode, variant=variant,
+        return JobSetup("DWCONV", self._compute_needs(n_in, pf_count), prec=prec,
+                        out_mode=out_mode, variant=variant,
                         wb=wb, pb=pb, geom=g, gp=gp, lanes_n=lanes_n, wpi=wpi,
-                        words_out=g.nchunk * g.oh * g.ow * g.gc * wpi, cycles=timing.cycles,
+                        words_out=g.nchunk * g.oh * g.ow * g.gc * wpi,
+                        cycles=prefetch_cycles(c, timing.cycles, pf_count),
+                        pf_addr=pf_addr, pf_count=pf_count,
                         **self._compute_regs(prec, out_mode, regs))
 
     def _dw_words(self, s: "JobSetup", act: np.ndarray) -> tuple[np.ndarray, int]:
@@ -950,6 +1010,7 @@ class Core:
         w = lanes.reshape(g.kh * g.kw, groups * prec.lanes)
         w = w.astype(np.float32) if prec.is_float else w.astype(dtype) + off
         self._wcache[key] = w
+        self._wrange[key] = (wb, wb + g.kh * g.kw * gp)
         return w
 
     def _dw_acc(self, prec: Precision, act: np.ndarray, g: DwGeometry, wb: int, gp: int,

@@ -8,8 +8,12 @@ room, their weights are split into pages that live in the ring of weight memory 
 nodes leave free and are re-sent as prefetch riding on earlier compute jobs
 (:mod:`dtpu.hw.prefetch` plans it in prepare order, cyclically across invokes); a host-side copy
 of what the weight memory holds makes any other order correct too (missing words are loaded
-with LOAD_WGT first). ``prefetch=off`` pages instead through a scratch region with LOAD_WGT /
-LOAD_PARAM before every compute job. The counters include all of it: a carrier job's prefetch
+with LOAD_WGT first). Which nodes stay resident is prepare's first-come choice only while all
+of them fit: once one is streamed, the first invoke after a prepare/release chooses over the
+whole set (:meth:`ModelBackend._select`: the nodes with the most weight words per compute cycle
+stay, the others stream behind computation) and lowers again the nodes that move.
+``prefetch=off`` pages instead through a scratch region with LOAD_WGT / LOAD_PARAM before every
+compute job (first-come residency). The counters include all of it: a carrier job's prefetch
 words count as that node's s_axis_wgt words and its extra cycles as its cycles. An invoke is
 im2col/pack -> jobs on the model -> unpack; the counters are those the RTL's registers report.
 On the golden model the jobs run compiled (:func:`dtpu.driver.model.run_jobs_compiled`: the
@@ -81,6 +85,12 @@ class _Node:
     #: replaces, ("run",) a job run as lowered, ("compute", slot, page or None)
     layout: list | None = None
     planned: bool = False                          # in the backend's node list (prepare order)
+    #: what the node was prepared from (spec, filters, bias, weight words, parameter entries):
+    #: the residency selection lowers it again when it moves between resident and streamed
+    src: tuple | None = None
+    page: int | None = None                        # streamed: the weight words of a page
+    pending: bool = False                          # resident, weights not loaded yet (next invoke)
+    alt: dict = field(default_factory=dict)        # lowerings the selection tried, by page size
 
 
 class ModelBackend(Backend):
@@ -129,6 +139,8 @@ class ModelBackend(Backend):
         self._pshadow = np.zeros((c.PARAM_ENTRIES, 2), np.dtype("<u8"))   # the same for params
         self._pknown = np.zeros(c.PARAM_ENTRIES, bool)
         self._load_regs: dict = {}
+        self._profiles: dict = {}              # the residency selection's, while it runs
+        self._last_estimate: float | None = None   # its estimate of an invoke's cycles
 
     def _open_transport(self) -> Transport:
         return ModelTransport(Core(self.cfg))
@@ -147,11 +159,13 @@ class ModelBackend(Backend):
                         param_capacity=max(entries, c.COLS), precision=self.precision,
                         rounding=self.rounding, runtime=self.runtime)
             self._run_loads(low.load_jobs)
-            return self._add(_Node(low, wb, pb))
+            return self._add(_Node(low, wb, pb, src=(spec, filters, bias, words, entries)))
         self._walloc.free(wb)
         if self.prefetch:
             self._palloc.free(pb)
-            return self._add(self._prepare_streamed(spec, filters, bias, words, entries))
+            node = self._prepare_streamed(spec, filters, bias, words, entries)
+            node.src = (spec, filters, bias, words, entries)
+            return self._add(node)
         log.info("%s: %d weight words do not fit the free weight memory; paging through the "
                  "%d-word scratch region at every invoke", spec.name or spec.kind.value, words,
                  self._wscratch)
@@ -168,24 +182,32 @@ class ModelBackend(Backend):
         # the parameters may reach into the parameter scratch region: a node paging its
         # parameters there is checked against them (see _planned_jobs)
         pb = self._palloc.alloc(entries, limit=c.PARAM_ENTRIES)
-        if spec.kind is OpKind.DEPTHWISE_CONV_2D:
-            page = self._wscratch
-        else:
-            tile = words // ceil_div(spec.out_channels, c.COLS)
-            page = min(self._wscratch, max(self._wscratch // 4 // c.COLS * c.COLS, tile))
+        page = _page_size(c, spec, words, self._wscratch)
         log.info("%s: %d weight words do not fit the free weight memory; streamed in pages of "
                  "<= %d words (parameters %s)", spec.name or spec.kind.value, words, page,
                  "resident" if pb is not None else "paged")
+        low = self._lower_streamed(spec, filters, bias, entries, pb, page)
+        self._run_loads(low.load_jobs)
+        return _Node(low, None, pb, streamed=True, page=page)
+
+    def _lower_streamed(self, spec, filters, bias, entries: int, pb: int | None, page: int) -> Lowered:
+        """The streamed lowering: pages of <= `page` words at address 0 (the plan moves them),
+        parameters resident at `pb` (or paged through the parameter scratch region: None)."""
+        c = self.cfg
         if pb is not None:
             params = dict(param_base=pb, param_capacity=max(entries, c.COLS), param_pages=False)
         else:
             params = dict(param_base=c.PARAM_ENTRIES - self._pscratch,
                           param_capacity=self._pscratch)
-        low = lower(spec, filters, bias, c, wgt_base=0, wgt_capacity=page,
-                    precision=self.precision, rounding=self.rounding, resident=False,
-                    runtime=self.runtime, **params)
-        self._run_loads(low.load_jobs)
-        return _Node(low, None, pb, streamed=True)
+        return lower(spec, filters, bias, c, wgt_base=0, wgt_capacity=page,
+                     precision=self.precision, rounding=self.rounding, resident=False,
+                     runtime=self.runtime, **params)
+
+    def _lower_resident(self, node: _Node, base: int) -> Lowered:
+        spec, filters, bias, words, entries = node.src
+        return lower(spec, filters, bias, self.cfg, wgt_base=base, param_base=node.param_base,
+                     wgt_capacity=words, param_capacity=max(entries, self.cfg.COLS),
+                     precision=self.precision, rounding=self.rounding, runtime=self.runtime)
 
     def _add(self, node: _Node) -> _Node:
         self._nodes.append(node)
@@ -241,8 +263,160 @@ class ModelBackend(Backend):
 
     def _plan_state(self) -> "_PlanState":
         if self._pf is None:
+            self._select()
             self._pf = _PlanState.build(self)
         return self._pf
+
+    # -- which nodes stay resident ---------------------------------------------------------------
+
+    #: ring sizes the selection tries, as fractions of the weight memory (the ring must hold a
+    #: few pages; a smaller ring leaves room for more resident weights)
+    RING_FRACTIONS = (1 / 8, 1 / 16, 3 / 64, 1 / 32, 3 / 128, 1 / 64, 1 / 128)
+
+    def _select(self) -> None:
+        """Which nodes stay resident, chosen over the whole set of prepared nodes.
+
+        Nothing changes while every node is resident (a net that fits stays as prepare put
+        it). Otherwise, for each ring size of RING_FRACTIONS, nodes are made resident greedily
+        in decreasing order of *weight words per compute cycle* (the words that streaming the
+        node would add per cycle of computation available to hide them: a classifier's 8 MACs
+        per word first, a high-resolution convolution's few weights last) while they fit next
+        to the ring; the others stream through the ring. Each such assignment, and the current
+        one, is costed as one steady-state invoke: the stall-free cycles of its compute jobs as
+        lowered, plus the prefetch words that lengthen their carriers and the words no carrier
+        takes (loaded with LOAD_WGT) in :func:`dtpu.hw.prefetch.plan`. The cheapest one wins
+        (the current one on a tie). Nodes that change are lowered again (the lowering is exact
+        whatever its region: outputs do not change), resident ones laid out from address 0 in
+        prepare order; a node that becomes resident loads its weights at its next invoke (and
+        counts them there, as a streamed node's first invoke does)."""
+        nodes = self._nodes
+        if not self.prefetch or not any(n.streamed for n in nodes):
+            return
+        c = self.cfg
+        decoder = Core(c)
+        current = [None if not n.streamed else n.page for n in nodes]
+        best, best_cost = current, self._cost(decoder, current, self._ring())
+        log.debug("residency: current %.0f cycles", best_cost)
+        for frac in self.RING_FRACTIONS:
+            ring = max(c.COLS, int(c.WEIGHT_WORDS * frac) // c.COLS * c.COLS)
+            choice = self._greedy(decoder, ring)
+            if choice is None or choice == best:
+                continue
+            used = sum(_aligned(c, n.src[3]) for n, p in zip(nodes, choice) if p is None)
+            cost = self._cost(decoder, choice, (used, c.WEIGHT_WORDS))
+            log.debug("residency: ring %d -> %.0f cycles (%d resident)", ring, cost,
+                      sum(p is None for p in choice))
+            if cost < best_cost:
+                best, best_cost = choice, cost
+        self._last_estimate = best_cost
+        if best is not current:
+            self._apply(best)
+        for n in nodes:
+            n.alt.clear()
+        self._profiles.clear()
+        log.info("residency: %d of %d nodes resident, %d streamed (estimated %.0f cycles per "
+                 "invoke)", sum(not n.streamed for n in nodes), len(nodes),
+                 sum(n.streamed for n in nodes), best_cost)
+
+    def _residable(self, node: _Node) -> bool:
+        """Its parameters are resident and no paged parameters go over them."""
+        c = self.cfg
+        if node.param_base is None:
+            return False
+        end = node.param_base + max(node.src[4], c.COLS)
+        return end <= c.PARAM_ENTRIES - self._pscratch or all(n.param_base is not None
+                                                                for n in self._nodes)
+
+    def _alt(self, node: _Node, page: int | None) -> Lowered | None:
+        """The node lowered resident (page None; at address 0: cycles do not depend on it) or
+        streamed in pages of `page` words; None when it cannot be."""
+        if page is None and not node.streamed:
+            return node.lowered
+        if page is not None and node.streamed and node.page == page:
+            return node.lowered
+        key = "resident" if page is None else page
+        if key not in node.alt:
+            spec, filters, bias, words, entries = node.src
+            try:
+                if page is None:
+                    node.alt[key] = self._lower_resident(node, 0)
+                else:
+                    node.alt[key] = self._lower_streamed(spec, filters, bias, entries,
+                                                         node.param_base, page)
+            except ValueError:   # LowerError included: e.g. a depthwise node's taps > the page
+                node.alt[key] = None
+        return node.alt[key]
+
+    def _greedy(self, decoder: Core, ring: int) -> list | None:
+        """Per node: None (resident) or its page size, for a ring of `ring` words."""
+        c = self.cfg
+        nodes = self._nodes
+        choice: list = [_page_size(c, n.src[0], n.src[3], ring) for n in nodes]
+        cap, used = c.WEIGHT_WORDS - ring, 0
+        forced = [i for i, n in enumerate(nodes) if self._alt(n, choice[i]) is None]
+        density = {}
+        for i, n in enumerate(nodes):
+            if i in forced or (_aligned(c, n.src[3]) <= cap and self._residable(n)):
+                low = self._alt(n, None) if self._residable(n) else None
+                if low is not None:
+                    density[i] = n.src[3] / max(1, sum(_profile(decoder, low, self._profiles).cycles))
+        order = forced + sorted((i for i in density if i not in forced),
+                                key=lambda i: (-density[i], i))
+        for i in order:
+            size = _aligned(c, nodes[i].src[3])
+            if i in density and used + size <= cap:
+                choice[i] = None
+                used += size
+            elif i in forced:
+                return None
+        return choice
+
+    def _cost(self, decoder: Core, choice: list, ring: tuple[int, int]) -> float:
+        """Cycles of one steady-state invoke of every node under `choice` (see _select)."""
+        c = self.cfg
+        cycles: list[int] = []
+        pages: list[prefetch.Page] = []
+        extra = 0
+        for n, page in zip(self._nodes, choice):
+            prof = _profile(decoder, self._alt(n, page), self._profiles)
+            extra += prof.run_cycles
+            base = len(cycles)
+            cycles += prof.cycles
+            if page is not None:
+                pages += [prefetch.Page(w, base + a, base + b) for w, a, b in prof.pages]
+        if not pages:
+            return float(sum(cycles) + extra)
+        if max(p.size for p in pages) > ring[1] - ring[0]:
+            return float("inf")
+        plan = prefetch.plan(c, cycles, pages, ring)
+        carried = [0] * len(pages)
+        for r in plan.riders.values():
+            for p, _, k in r.parts:
+                carried[p] += k
+        for p, (pg, st) in enumerate(zip(pages, plan.streamed)):
+            if st and carried[p] < pg.size:   # loaded with LOAD_WGT before its first user
+                extra += c.CFG_CYCLES + c.LOAD_LATENCY + pg.size - carried[p]
+        return float(sum(cycles) + extra + plan.exposed)
+
+    def _apply(self, choice: list) -> None:
+        """Lower again the nodes whose residency or page size changes; resident ones laid out
+        from address 0 in prepare order, the ring is the rest."""
+        c = self.cfg
+        base, used = 0, {}
+        for n, page in zip(self._nodes, choice):
+            if page is None:
+                if n.streamed or n.wgt_base != base:
+                    low = self._alt(n, None) if base == 0 and n.streamed else None
+                    n.lowered = low if low is not None else self._lower_resident(n, base)
+                    n.wgt_base, n.streamed, n.page, n.pending = base, False, None, True
+                    n.compiled, n.direct, n.memo = {}, None, None
+                used[base] = _aligned(c, n.src[3])
+                base += used[base]
+            elif not n.streamed or n.page != page:
+                n.lowered = self._alt(n, page)
+                n.wgt_base, n.streamed, n.page, n.pending = None, True, page, False
+                n.compiled, n.direct, n.memo = {}, None, None
+        self._walloc.used = used
 
     def _planned_jobs(self, handle: _Node, jobs: list[Job]) -> list[Job]:
         """The node's jobs as the plan runs them: WGT_BASE of streamed pages moved to their ring
@@ -250,6 +424,10 @@ class ModelBackend(Backend):
         another order)."""
         st = self._plan_state()
         out = []
+        if handle.pending:    # made resident by the selection: its weights go in first
+            for job in handle.lowered.load_jobs:
+                self._remember_load(job)
+                out.append(job)
         if handle.streamed:   # resident parameters of a streamed node: still there?
             for job in handle.lowered.load_jobs:
                 if not self._params_there(job):
@@ -292,10 +470,17 @@ class ModelBackend(Backend):
 
     def invoke(self, handle: _Node, x: np.ndarray, probes: Probes) -> tuple[np.ndarray, HwCounters]:
         with self._serial:
+            self._settle(handle)
             return self._invoke(handle, x, probes)
 
+    def _settle(self, handle: _Node) -> None:
+        """Residency and the plan first: they may lower the node again."""
+        if self.prefetch and handle.planned:
+            self._plan_state()
+
     def _invoke(self, handle: _Node, x: np.ndarray, probes: Probes) -> tuple[np.ndarray, HwCounters]:
-        if self.fast and handle.direct is not False and handle.lowered.direct is not None:
+        if (self.fast and handle.direct is not False and handle.lowered.direct is not None
+                and not handle.pending):
             return self._invoke_direct(handle, x, probes)
         low = handle.lowered
         t0 = perf_counter()
@@ -311,6 +496,7 @@ class ModelBackend(Backend):
         except Exception:
             self._forget()   # whatever the failed job left in memory: check it again
             raise
+        handle.pending = False
         t2 = perf_counter()
         y = low.assemble(results)
         t3 = perf_counter()
@@ -332,9 +518,10 @@ class ModelBackend(Backend):
         """:meth:`invoke`, writing the output into `out` (the delegate's output buffer) when the
         node's result words are that tensor's bytes; returns (`out` or another array, counters).
         Targets other than the golden model (subclasses) run their own :meth:`invoke`."""
-        if (self.fast and handle.direct is not False and handle.lowered.direct is not None
-                and handle.lowered.direct[3]):
-            with self._serial:
+        with self._serial:
+            self._settle(handle)
+            if (self.fast and handle.direct is not False and handle.lowered.direct is not None
+                    and handle.lowered.direct[3] and not handle.pending):
                 return self._invoke_direct(handle, x, probes, out)
         return self.invoke(handle, x, probes)
 
@@ -381,7 +568,7 @@ class ModelBackend(Backend):
         probes.add("compute", t2 - t1)
         probes.add("unpack", t3 - t2)
         memo = handle.memo
-        if memo is None or memo[5] is not cj or memo[6] != res.size:
+        if memo is None or len(memo) < 7 or memo[5] is not cj or memo[6] != res.size:
             key = (cj.cycles, 0, (("wgt", cj.pf_count), ("act", cj.n_in)), (("res", res.size),))
             memo = handle.memo = self._memo(key, low) + (cj, res.size)
         key, fields, latency, dyn, busy_s = memo[:5]
@@ -471,6 +658,53 @@ class _PlanState:
                  sum(plan.streamed), sum(p.size for p, st in zip(pages, plan.streamed) if st),
                  backend._ring(), plan.hidden, plan.exposed)
         return cls(plan, pages, regs)
+
+
+def _aligned(cfg: HwConfig, words: int) -> int:
+    return ceil_div(words, cfg.COLS) * cfg.COLS
+
+
+def _page_size(cfg: HwConfig, spec: ConvSpec, words: int, ring: int) -> int:
+    """Weight words per page of a streamed node, for a ring of `ring` words: a quarter of it (so
+    that several pages are in flight), at least one tile of COLS filters; a depthwise node's
+    taps are one page."""
+    if spec.kind is OpKind.DEPTHWISE_CONV_2D:
+        return ring
+    tile = words // ceil_div(spec.out_channels, cfg.COLS)
+    return min(ring, max(ring // 4 // cfg.COLS * cfg.COLS, tile))
+
+
+@dataclass
+class _Profile:
+    """A lowering as the plan sees it: compute cycles per compute job, its pages (words, first
+    and last compute job, relative), and the cycles of the other jobs run at every invoke."""
+
+    cycles: list[int]
+    pages: list[tuple[np.ndarray, int, int]]
+    run_cycles: int
+
+
+def _profile(decoder: Core, low: Lowered, cache: dict) -> _Profile:
+    hit = cache.get(id(low))
+    if hit is not None:
+        return hit[1]
+    c = decoder.cfg
+    cycles, pages, run = [], [], 0
+    x0 = np.zeros(low.spec.input_shape, reference.io_dtypes(low.spec)[0])
+    for job in low.jobs(x0):
+        r = dict(job.regs)
+        op = _opcode(c, r)
+        if op == "LOAD_WGT" and not low.resident:
+            pages.append([job.send["wgt"], len(cycles), len(cycles)])
+        elif op in ("GEMM", "DWCONV"):
+            if pages and not low.resident:
+                pages[-1][2] = len(cycles)
+            cycles.append(_cycles(decoder, job.regs))
+        else:
+            run += c.CFG_CYCLES + c.LOAD_LATENCY + int(job.send["wgt"].size)
+    prof = _Profile(cycles, [tuple(p) for p in pages], run)
+    cache[id(low)] = (low, prof)   # the lowering kept alive: its id stays its own
+    return prof
 
 
 def _cycles(decoder: Core, regs) -> int:

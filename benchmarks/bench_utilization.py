@@ -3,7 +3,8 @@
 
 Layers of MobileNet-v1-0.25 at 96x96 and of DS-CNN (Hello Edge, S) are generated as int8
 ConvSpecs (no model files), prepared on backend=model in network order (so weight residency is
-what a whole-network run gets) and invoked once. For every layer the table shows the model's
+what a whole-network run gets: with prefetch on, chosen over the whole net at its first invoke,
+see docs/architecture.md; off, first come first served) and invoked once. For every layer the table shows the model's
 cycles and utilization = MACs / (cycles * ROWS * COLS), the bandwidth bound (the best any design
 with one 64-bit word per cycle per stream port could do given this layer's words in and out) and
 where the cycles go:

@@ -272,12 +272,15 @@ class ModelBackend(Backend):
     #: ring sizes the selection tries, as fractions of the weight memory (the ring must hold a
     #: few pages; a smaller ring leaves room for more resident weights)
     RING_FRACTIONS = (1 / 8, 1 / 16, 3 / 64, 1 / 32, 3 / 128, 1 / 64, 1 / 128)
+    #: a streamed GEMM node's pages are about 1/RING_PAGES of the ring (or one tile): smaller
+    #: pages leave more of them in flight, larger ones take fewer jobs
+    RING_PAGES = (4, 3)
 
     def _select(self) -> None:
         """Which nodes stay resident, chosen over the whole set of prepared nodes.
 
         Nothing changes while every node is resident (a net that fits stays as prepare put
-        it). Otherwise, for each ring size of RING_FRACTIONS, nodes are made resident greedily
+        it). Otherwise, for each ring size of RING_FRACTIONS (and page size, RING_PAGES), nodes are made resident greedily
         in decreasing order of *weight words per compute cycle* (the words that streaming the
         node would add per cycle of computation available to hide them: a classifier's 8 MACs
         per word first, a high-resolution convolution's few weights last) while they fit next
@@ -297,15 +300,15 @@ class ModelBackend(Backend):
         current = [None if not n.streamed else n.page for n in nodes]
         best, best_cost = current, self._cost(decoder, current, self._ring())
         log.debug("residency: current %.0f cycles", best_cost)
-        for frac in self.RING_FRACTIONS:
+        for frac, parts in ((f, p) for f in self.RING_FRACTIONS for p in self.RING_PAGES):
             ring = max(c.COLS, int(c.WEIGHT_WORDS * frac) // c.COLS * c.COLS)
-            choice = self._greedy(decoder, ring)
+            choice = self._greedy(decoder, ring, parts)
             if choice is None or choice == best:
                 continue
             used = sum(_aligned(c, n.src[3]) for n, p in zip(nodes, choice) if p is None)
             cost = self._cost(decoder, choice, (used, c.WEIGHT_WORDS))
-            log.debug("residency: ring %d -> %.0f cycles (%d resident)", ring, cost,
-                      sum(p is None for p in choice))
+            log.debug("residency: ring %d, pages of 1/%d -> %.0f cycles (%d resident)", ring,
+                      parts, cost, sum(p is None for p in choice))
             if cost < best_cost:
                 best, best_cost = choice, cost
         self._last_estimate = best_cost
@@ -347,11 +350,12 @@ class ModelBackend(Backend):
                 node.alt[key] = None
         return node.alt[key]
 
-    def _greedy(self, decoder: Core, ring: int) -> list | None:
-        """Per node: None (resident) or its page size, for a ring of `ring` words."""
+    def _greedy(self, decoder: Core, ring: int, parts: int = 4) -> list | None:
+        """Per node: None (resident) or its page size, for a ring of `ring` words and pages of
+        about 1/`parts` of it."""
         c = self.cfg
         nodes = self._nodes
-        choice: list = [_page_size(c, n.src[0], n.src[3], ring) for n in nodes]
+        choice: list = [_page_size(c, n.src[0], n.src[3], ring, parts) for n in nodes]
         cap, used = c.WEIGHT_WORDS - ring, 0
         forced = [i for i, n in enumerate(nodes) if self._alt(n, choice[i]) is None]
         density = {}
@@ -664,14 +668,14 @@ def _aligned(cfg: HwConfig, words: int) -> int:
     return ceil_div(words, cfg.COLS) * cfg.COLS
 
 
-def _page_size(cfg: HwConfig, spec: ConvSpec, words: int, ring: int) -> int:
-    """Weight words per page of a streamed node, for a ring of `ring` words: a quarter of it (so
+def _page_size(cfg: HwConfig, spec: ConvSpec, words: int, ring: int, parts: int = 4) -> int:
+    """Weight words per page of a streamed node, for a ring of `ring` words: 1/`parts` of it (so
     that several pages are in flight), at least one tile of COLS filters; a depthwise node's
     taps are one page."""
     if spec.kind is OpKind.DEPTHWISE_CONV_2D:
         return ring
     tile = words // ceil_div(spec.out_channels, cfg.COLS)
-    return min(ring, max(ring // 4 // cfg.COLS * cfg.COLS, tile))
+    return min(ring, max(ring // parts // cfg.COLS * cfg.COLS, tile))
 
 
 @dataclass

@@ -18,6 +18,7 @@ BAD = [
     ("clock_mhz", "fast", "number of MHz"),
     ("clock_mhz", "-5", "number of MHz"),
     ("log_level", "loud", "one of debug, info"),
+    ("prefetch", "maybe", "on or off"),
 ]
 
 
@@ -60,6 +61,9 @@ def test_good_values(dtpu_so, tmp_path):
     assert d.precision is None and d.ops == (OpKind.CONV_2D, OpKind.DEPTHWISE_CONV_2D)
     assert d.report == "none" and d.report_path is None
     assert parse({"report": "SUMMARY"}).report == "summary"
+    assert d.prefetch and "prefetch" not in d.backend_options() and d.to_dict()["prefetch"] == "on"
+    off = parse({"prefetch": "OFF"})
+    assert not off.prefetch and off.backend_options()["prefetch"] is False
 
 
 def test_default_backend_is_model_once_registered(monkeypatch):

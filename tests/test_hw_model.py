@@ -430,3 +430,19 @@ def test_counters_and_soft_reset():
     assert core.read_reg("CYCLES_LO") == 0 and core.read_reg("WORDS_ACT") == 0
     core.write_reg("CTRL", cfg.encode("CTRL", SOFT_RESET=1))
     assert core.read_reg("STATUS") == 0 and core.read_reg("ID") == cfg.ID
+
+
+def test_stride_two_depthwise_at_cols_16_picks_a_chunking_without_tap_cycles_16():
+    """COLS=16: 15 groups per chunk at stride 2 would need TAP_CYCLES=16, which the 4-bit
+    DW_RING field cannot hold; the lowering takes 5 groups per chunk instead (found by the
+    property test above)."""
+    spec = ConvSpec(OpKind.DEPTHWISE_CONV_2D, DataMode.INT16X8, (1, 1, 3, 19), (1, 1, 1, 57),
+                    stride=(1, 2), padding=Padding.SAME, depth_multiplier=3,
+                    input_q=Quant((0.017,), (0,)), filter_q=Quant((0.0198,), (0,)),
+                    output_q=Quant((0.031,), (0,)))
+    x, f, b = make_data(spec, np.random.default_rng(4))
+    cfg = HwConfig(COLS=16)
+    y, counters, low = run_model(spec, x, f, b, cfg)
+    assert_matches_reference(spec, x, f, b, y)
+    g = dw_geometry(spec, cfg, Precision.INT16)
+    assert g.tap_cycles <= 15 and g.gc < 15

@@ -257,3 +257,29 @@ def test_prefetch_drops_only_overlapping_decoded_weights():
     assert len(core._wcache) == 2
     core._write_weights(510, _words(4))          # overlaps the node at 512
     assert [k[2] for k in core._wcache] == [0]
+
+
+def test_compiled_job_survives_its_own_words_written_again():
+    """A streamed page written back into the same place with the same words (every invoke)
+    keeps its compiled form; other words there make it recompile."""
+    from dtpu.driver.model import compiled
+    cfg = get_config()
+    spec, x, f, b = _gemm_node(cin=16, cout=16)
+    _, f2, _ = make_data(spec, np.random.default_rng(8))
+    low = lower(spec, f, b, cfg, wgt_base=4096, param_base=64)
+    other = lower(spec, f2, b, cfg, wgt_base=4096, param_base=64).load_jobs[0]
+    t = ModelTransport(Core(cfg))
+    cache: dict = {}
+    run_jobs_compiled(t, low.load_jobs, cache)
+    (job,) = low.jobs(x)
+    first = compiled(t, job, cache)
+    y0 = run_jobs_compiled(t, [job], cache)[0]
+    run_jobs_compiled(t, [low.load_jobs[0]], cache)          # the same words again
+    assert compiled(t, job, cache) is first
+    run_jobs_compiled(t, [other], cache)                      # different words
+    again = compiled(t, job, cache)
+    assert again is not first
+    y1 = run_jobs_compiled(t, [job], cache)[0]
+    assert not np.array_equal(y0[0], y1[0])
+    run_jobs_compiled(t, [low.load_jobs[0]], cache)
+    assert np.array_equal(run_jobs_compiled(t, [job], cache)[0][0], y0[0])

@@ -95,6 +95,64 @@ def test_compiled_jobs_with_wider_precisions(node, precision):
     _same_run(spec, x, f, b, get_config(), precision=precision)
 
 
+def _with_riders(jobs, cfg, rng):
+    """Every compute job also carries a prefetch of random words to a random place that avoids
+    its own weights (registers as a planner builds them; the same list objects every round)."""
+    from dtpu.hw.lower import with_prefetch
+    out = []
+    for job in jobs:
+        r = dict(job.regs)
+        if "GEMM_M" not in r and "DW_IN" not in r:
+            out.append(job)
+            continue
+        n = int(rng.integers(1, 200))
+        lo = r["WGT_BASE"]
+        hi = lo + (r["GEMM_NT"] * r["GEMM_KW"] * cfg.COLS if "GEMM_M" in r else 0)
+        if "DW_IN" in r:
+            k = cfg.decode("DW_KERNEL", r["DW_KERNEL"])
+            g = cfg.decode("DW_GROUPS", r["DW_GROUPS"])
+            hi = lo + k["KH"] * k["KW"] * -(-(g["GC"] * g["NCHUNK"]) // cfg.COLS) * cfg.COLS
+        addr = hi if hi + n <= cfg.WEIGHT_WORDS else max(0, lo - n)
+        if addr + n > lo and addr < hi:
+            out.append(job)
+            continue
+        words = rng.integers(0, 1 << 63, n, dtype=np.uint64)
+        out.append(Job(job.label, with_prefetch(job.regs, None, addr, n),
+                       {**job.send, "wgt": words}, job.recv, job.macs))
+    return out
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(nodes(modes=(DataMode.INT8, DataMode.UINT8, DataMode.INT16X8, DataMode.FLOAT32), max_c=24),
+       st.integers(0, 2**32 - 1))
+def test_compiled_prefetch_jobs_equal_the_protocol(node, seed):
+    """Compute jobs carrying prefetch words (contract 1.2): same result words, counters,
+    registers and weight memory through both paths; the prefetches do not change the results."""
+    spec, x, f, b = node
+    cfg = get_config()
+    try:
+        low = lower(spec, f, b, cfg)
+    except LowerError:
+        return
+    proto, quick = _pair(cfg)
+    cache: dict = {}
+    run_jobs(proto, low.load_jobs), run_jobs_compiled(quick, low.load_jobs, cache)
+    plain = low.jobs(x)
+    ref = run_jobs(ModelTransport(Core(cfg)), low.load_jobs + plain)[0]
+    jobs = _with_riders(plain, cfg, np.random.default_rng(seed))
+    for _ in range(2):
+        r0, c0 = run_jobs(proto, jobs)
+        r1, c1 = run_jobs_compiled(quick, jobs, cache)
+        assert c0 == c1
+        assert all(a.dtype == b_.dtype and np.array_equal(a, b_) for a, b_ in zip(r0, r1))
+        assert all(np.array_equal(a, b_) for a, b_ in zip(r0, ref))
+        assert read_counters(proto) == read_counters(quick)
+        assert proto.core.regs == quick.core.regs
+        assert np.array_equal(proto.core.wmem, quick.core.wmem)
+    carried = sum(j.send["wgt"].size for j in jobs if "act" in j.send and "wgt" in j.send)
+    assert c1.words_in["wgt"] == carried + sum(j.send["wgt"].size for j in jobs if "act" not in j.send)
+
+
 def _large_accumulators(rng):
     """int8 3x3x128 convolutions with full-range weights: too wide for the fused float path."""
     from dtpu.spec import ConvSpec, Padding, Quant

@@ -2,8 +2,15 @@
 
 The node is lowered once at prepare (weights and parameter words packed, register values fixed)
 and, when it fits, its weights are loaded into the model's weight memory right away and stay
-there (the DTPU keeps weights stationary across invokes). Nodes that do not fit share a scratch
-region and page their weights in at every invoke, which the counters then include. An invoke is
+there (the DTPU keeps weights stationary across invokes). Nodes that do not fit are *streamed*
+(option ``prefetch``, the default): their parameters stay resident when the parameter memory has
+room, their weights are split into pages that live in the ring of weight memory the resident
+nodes leave free and are re-sent as prefetch riding on earlier compute jobs
+(:mod:`dtpu.hw.prefetch` plans it in prepare order, cyclically across invokes); a host-side copy
+of what the weight memory holds makes any other order correct too (missing words are loaded
+with LOAD_WGT first). ``prefetch=off`` pages instead through a scratch region with LOAD_WGT /
+LOAD_PARAM before every compute job. The counters include all of it: a carrier job's prefetch
+words count as that node's s_axis_wgt words and its extra cycles as its cycles. An invoke is
 im2col/pack -> jobs on the model -> unpack; the counters are those the RTL's registers report.
 On the golden model the jobs run compiled (:func:`dtpu.driver.model.run_jobs_compiled`: the
 registers of each job decoded once, the datapath run directly, same words and counters as the
@@ -23,10 +30,13 @@ import numpy as np
 from dtpu.backends.base import Backend, HwCounters, PowerReading, Probes
 from dtpu.driver import ModelTransport, Transport, check_identity, run_jobs
 from dtpu.driver.model import run_compiled, run_jobs_compiled
+from dtpu import reference
 from dtpu.hw import fast as fastpath
-from dtpu.hw.config import HwConfig, get_config
-from dtpu.hw.lower import Lowered, footprint, lower
-from dtpu.hw.model import Core
+from dtpu.hw import prefetch
+from dtpu.hw.config import HwConfig, ceil_div, get_config
+from dtpu.hw.lower import Job, Lowered, footprint, lower, with_prefetch
+from dtpu.hw.model import Core, _Error
+from dtpu.spec import OpKind
 from dtpu.power import EnergyMeter, activity
 from dtpu.spec import ConvSpec
 
@@ -40,14 +50,15 @@ class _Allocator:
         self.size, self.align = size, align
         self.used: dict[int, int] = {}
 
-    def alloc(self, n: int) -> int | None:
+    def alloc(self, n: int, limit: int | None = None) -> int | None:
+        """First fit; `limit` (default: size) lets an allocation reach beyond the region."""
         n = -(-n // self.align) * self.align
         base = 0
         for start, length in sorted(self.used.items()):
             if start - base >= n:
                 break
             base = max(base, start + length)
-        if base + n > self.size:
+        if base + n > (self.size if limit is None else limit):
             return None
         self.used[base] = n
         return base
@@ -57,7 +68,7 @@ class _Allocator:
             self.used.pop(base, None)
 
 
-@dataclass
+@dataclass(eq=False)   # identity: handles are looked up in the backend's node list
 class _Node:
     lowered: Lowered
     wgt_base: int | None
@@ -65,12 +76,19 @@ class _Node:
     compiled: dict = field(default_factory=dict)   # compiled jobs (fast path), by register list
     memo: tuple | None = None                      # counters -> report fields and energy
     direct: object = None                          # the one compiled job (Lowered.direct), False: none
+    streamed: bool = False                         # weights paged by the backend's prefetch plan
+    #: per job of low.jobs(x), as the prefetch plan sees it: ("skip",) a LOAD_WGT the plan
+    #: replaces, ("run",) a job run as lowered, ("compute", slot, page or None)
+    layout: list | None = None
+    planned: bool = False                          # in the backend's node list (prepare order)
 
 
 class ModelBackend(Backend):
     name = "model"
 
-    #: share of each memory kept as the scratch region for nodes that do not stay resident
+    #: share of each memory kept free of resident nodes: the scratch region of paged nodes
+    #: (prefetch off), the least the ring of streamed pages gets (prefetch on; pages are a
+    #: quarter of it)
     SCRATCH_FRACTION = 8
 
     def __init__(self, options=None) -> None:
@@ -101,6 +119,16 @@ class ModelBackend(Backend):
         self._pscratch = max(c.COLS, c.PARAM_ENTRIES // self.SCRATCH_FRACTION)
         self._walloc = _Allocator(c.WEIGHT_WORDS - self._wscratch, c.COLS)
         self._palloc = _Allocator(c.PARAM_ENTRIES - self._pscratch, c.COLS)
+        self.prefetch = str(self.options.get("prefetch", True)).lower() not in ("0", "false", "no", "off")
+        self._nodes: list[_Node] = []          # prepare order: the order the plan assumes
+        self._pf: _PlanState | None = None     # built at the first invoke after a prepare/release
+        # what the weight memory holds, as far as this backend wrote it (the transport's memory
+        # cannot be read back cheaply): checked before every streamed page is used
+        self._shadow = np.zeros(c.WEIGHT_WORDS, np.dtype("<u8"))
+        self._known = np.zeros(c.WEIGHT_WORDS, bool)
+        self._pshadow = np.zeros((c.PARAM_ENTRIES, 2), np.dtype("<u8"))   # the same for params
+        self._pknown = np.zeros(c.PARAM_ENTRIES, bool)
+        self._load_regs: dict = {}
 
     def _open_transport(self) -> Transport:
         return ModelTransport(Core(self.cfg))
@@ -118,9 +146,12 @@ class ModelBackend(Backend):
             low = lower(spec, filters, bias, c, wgt_base=wb, param_base=pb, wgt_capacity=words,
                         param_capacity=max(entries, c.COLS), precision=self.precision,
                         rounding=self.rounding, runtime=self.runtime)
-            run_jobs(self.transport, low.load_jobs)
-            return _Node(low, wb, pb)
+            self._run_loads(low.load_jobs)
+            return self._add(_Node(low, wb, pb))
         self._walloc.free(wb)
+        if self.prefetch:
+            self._palloc.free(pb)
+            return self._add(self._prepare_streamed(spec, filters, bias, words, entries))
         log.info("%s: %d weight words do not fit the free weight memory; paging through the "
                  "%d-word scratch region at every invoke", spec.name or spec.kind.value, words,
                  self._wscratch)
@@ -128,7 +159,136 @@ class ModelBackend(Backend):
                     param_base=c.PARAM_ENTRIES - self._pscratch, wgt_capacity=self._wscratch,
                     param_capacity=self._pscratch, precision=self.precision,
                     rounding=self.rounding, resident=False, runtime=self.runtime)
-        return _Node(low, None, None)
+        return self._add(_Node(low, None, None))
+
+    def _prepare_streamed(self, spec, filters, bias, words: int, entries: int) -> _Node:
+        """A node whose weights do not fit: pages of about a quarter of the scratch region (so
+        that several are in flight in the ring), parameters resident if they fit."""
+        c = self.cfg
+        # the parameters may reach into the parameter scratch region: a node paging its
+        # parameters there is checked against them (see _planned_jobs)
+        pb = self._palloc.alloc(entries, limit=c.PARAM_ENTRIES)
+        if spec.kind is OpKind.DEPTHWISE_CONV_2D:
+            page = self._wscratch
+        else:
+            tile = words // ceil_div(spec.out_channels, c.COLS)
+            page = min(self._wscratch, max(self._wscratch // 4 // c.COLS * c.COLS, tile))
+        log.info("%s: %d weight words do not fit the free weight memory; streamed in pages of "
+                 "<= %d words (parameters %s)", spec.name or spec.kind.value, words, page,
+                 "resident" if pb is not None else "paged")
+        if pb is not None:
+            params = dict(param_base=pb, param_capacity=max(entries, c.COLS), param_pages=False)
+        else:
+            params = dict(param_base=c.PARAM_ENTRIES - self._pscratch,
+                          param_capacity=self._pscratch)
+        low = lower(spec, filters, bias, c, wgt_base=0, wgt_capacity=page,
+                    precision=self.precision, rounding=self.rounding, resident=False,
+                    runtime=self.runtime, **params)
+        self._run_loads(low.load_jobs)
+        return _Node(low, None, pb, streamed=True)
+
+    def _add(self, node: _Node) -> _Node:
+        self._nodes.append(node)
+        node.planned = True
+        self._pf = None
+        return node
+
+    def _run_loads(self, jobs) -> None:
+        """Jobs run once (prepare): the LOAD_WGT words also go into the host's copy."""
+        for job in jobs:
+            self._remember_load(job)
+        try:
+            run_jobs(self.transport, jobs)
+        except Exception:
+            self._forget()
+            raise
+
+    def _remember(self, addr: int, words: np.ndarray) -> None:
+        self._shadow[addr:addr + words.size] = words
+        self._known[addr:addr + words.size] = True
+
+    def _remember_load(self, job: Job) -> None:
+        r = dict(job.regs)
+        op = _opcode(self.cfg, r)
+        if op == "LOAD_WGT":
+            self._remember(r["LOAD_ADDR"], job.send["wgt"])
+        elif op == "LOAD_PARAM":
+            a, e = r["LOAD_ADDR"], job.send["wgt"].reshape(-1, 2)
+            self._pshadow[a:a + len(e)] = e
+            self._pknown[a:a + len(e)] = True
+
+    def _params_there(self, job: Job) -> bool:
+        r = dict(job.regs)
+        a, e = r["LOAD_ADDR"], job.send["wgt"].reshape(-1, 2)
+        return bool(self._pknown[a:a + len(e)].all() and np.array_equal(self._pshadow[a:a + len(e)], e))
+
+    def _forget(self) -> None:
+        """After a failed job: whatever it left in memory is checked again before use."""
+        self._known[:] = False
+        self._pknown[:] = False
+
+    # -- the prefetch plan ---------------------------------------------------------------------
+
+    def _ring(self) -> tuple[int, int]:
+        """The largest stretch of weight memory no resident node holds."""
+        free, pos = [], 0
+        for start, length in sorted(self._walloc.used.items()):
+            if start > pos:
+                free.append((pos, start))
+            pos = max(pos, start + length)
+        free.append((pos, self.cfg.WEIGHT_WORDS))
+        return max(free, key=lambda r: r[1] - r[0])
+
+    def _plan_state(self) -> "_PlanState":
+        if self._pf is None:
+            self._pf = _PlanState.build(self)
+        return self._pf
+
+    def _planned_jobs(self, handle: _Node, jobs: list[Job]) -> list[Job]:
+        """The node's jobs as the plan runs them: WGT_BASE of streamed pages moved to their ring
+        place, prefetch riders attached, and LOAD_WGT for whatever a page misses (first invoke,
+        another order)."""
+        st = self._plan_state()
+        out = []
+        if handle.streamed:   # resident parameters of a streamed node: still there?
+            for job in handle.lowered.load_jobs:
+                if not self._params_there(job):
+                    self._remember_load(job)
+                    out.append(job)
+        for job, entry in zip(jobs, handle.layout):
+            if entry[0] == "skip":
+                continue
+            if entry[0] == "run":
+                self._remember_load(job)
+                out.append(job)
+                continue
+            _, slot, page = entry
+            if page is not None:
+                out += self._ensure_page(st.plan.addr[page], st.pages[page].words)
+            rider = st.plan.riders.get(slot)
+            send = job.send
+            if rider is not None:
+                send = {**send, "wgt": rider.words}
+                self._remember(rider.addr, rider.words)
+            out.append(Job(job.label, st.regs[slot], send, job.recv, job.macs))
+        return out
+
+    def _ensure_page(self, addr: int, words: np.ndarray) -> list[Job]:
+        n = words.size
+        bad = ~self._known[addr:addr + n] | (self._shadow[addr:addr + n] != words)
+        if not bad.any():
+            return []
+        idx = np.flatnonzero(bad)
+        lo, hi = int(idx[0]), int(idx[-1]) + 1
+        key = (addr + lo, hi - lo)
+        regs = self._load_regs.get(key)
+        if regs is None:
+            if len(self._load_regs) > 1024:
+                self._load_regs.clear()
+            regs = self._load_regs[key] = (("LOAD_ADDR", addr + lo), ("LOAD_COUNT", hi - lo),
+                                           ("JOB", self.cfg.encode("JOB", OPCODE=self.cfg.OPCODE_LOAD_WGT)))
+        self._remember(addr + lo, words[lo:hi])
+        return [Job(f"wgt page [{addr + lo}:{addr + hi})", regs, {"wgt": words[lo:hi]})]
 
     def invoke(self, handle: _Node, x: np.ndarray, probes: Probes) -> tuple[np.ndarray, HwCounters]:
         with self._serial:
@@ -140,11 +300,17 @@ class ModelBackend(Backend):
         low = handle.lowered
         t0 = perf_counter()
         jobs = low.jobs(x)
+        if self.prefetch and handle.planned:
+            jobs = self._planned_jobs(handle, jobs)
         t1 = perf_counter()
-        if self.fast:
-            results, cnt = run_jobs_compiled(self.transport, jobs, handle.compiled)
-        else:
-            results, cnt = run_jobs(self.transport, jobs)
+        try:
+            if self.fast:
+                results, cnt = run_jobs_compiled(self.transport, jobs, handle.compiled)
+            else:
+                results, cnt = run_jobs(self.transport, jobs)
+        except Exception:
+            self._forget()   # whatever the failed job left in memory: check it again
+            raise
         t2 = perf_counter()
         y = low.assemble(results)
         t3 = perf_counter()
@@ -177,8 +343,17 @@ class ModelBackend(Backend):
         counters and errors as run_jobs_compiled on low.jobs(x))."""
         low = handle.lowered
         regs, act_of, label, into = low.direct
+        pf = None
+        if self.prefetch and handle.planned:
+            st = self._plan_state()
+            slot = handle.layout[0][1]
+            rider = st.plan.riders.get(slot)
+            regs = st.regs[slot]
+            if rider is not None:
+                pf = rider.words
+                self._remember(rider.addr, pf)
         cj = handle.direct
-        if cj is None or not cj.valid(self.core):
+        if cj is None or cj.regs is not regs or not cj.valid(self.core):
             try:
                 cj = handle.direct = fastpath.compile_job(self.core, regs)
             except fastpath.Unsupported:
@@ -194,7 +369,11 @@ class ModelBackend(Backend):
                                     * 8 // out.itemsize):
             out = None
         t1 = perf_counter()
-        res = run_compiled(self.transport, cj, words, label, out)
+        try:
+            res = run_compiled(self.transport, cj, words, label, out, pf)
+        except Exception:
+            self._forget()
+            raise
         t2 = perf_counter()
         y = low.assemble([res]) if out is None else out
         t3 = perf_counter()
@@ -203,7 +382,7 @@ class ModelBackend(Backend):
         probes.add("unpack", t3 - t2)
         memo = handle.memo
         if memo is None or memo[5] is not cj or memo[6] != res.size:
-            key = (cj.cycles, 0, (("wgt", 0), ("act", cj.n_in)), (("res", res.size),))
+            key = (cj.cycles, 0, (("wgt", cj.pf_count), ("act", cj.n_in)), (("res", res.size),))
             memo = handle.memo = self._memo(key, low) + (cj, res.size)
         key, fields, latency, dyn, busy_s = memo[:5]
         self.energy.add_energy(dyn, busy_s)
@@ -228,3 +407,76 @@ class ModelBackend(Backend):
     def release(self, handle: _Node) -> None:
         self._walloc.free(handle.wgt_base)
         self._palloc.free(handle.param_base)
+        if handle.planned:
+            self._nodes = [n for n in self._nodes if n is not handle]
+            handle.planned = False
+            self._pf = None
+
+
+def _opcode(cfg: HwConfig, regs: dict) -> str:
+    code = cfg.decode("JOB", regs["JOB"])["OPCODE"]
+    return next(k for k, v in cfg.enums["OPCODE"].items() if v == code)
+
+
+@dataclass
+class _PlanState:
+    """The prefetch plan over the backend's nodes in prepare order, and every compute job's
+    final register list (built once: the compiled fast path keys its jobs by identity)."""
+
+    plan: prefetch.Plan
+    pages: list[prefetch.Page]
+    regs: list[tuple]
+
+    @classmethod
+    def build(cls, backend: "ModelBackend") -> "_PlanState":
+        c = backend.cfg
+        decoder = Core(c)
+        cycles: list[int] = []
+        pages: list[prefetch.Page] = []
+        regs0: list[tuple] = []
+        rel: list[tuple[int | None, int]] = []   # per slot: (page, WGT_BASE - its LOAD_ADDR)
+        for node in backend._nodes:
+            low = node.lowered
+            x0 = np.zeros(low.spec.input_shape, reference.io_dtypes(low.spec)[0])
+            layout, page, load_addr = [], None, 0
+            for job in low.jobs(x0):
+                r = dict(job.regs)
+                op = _opcode(c, r)
+                if op == "LOAD_WGT" and node.streamed:
+                    pages.append(prefetch.Page(job.send["wgt"], len(cycles), len(cycles)))
+                    page, load_addr = len(pages) - 1, r["LOAD_ADDR"]
+                    layout.append(("skip",))
+                elif op in ("GEMM", "DWCONV"):
+                    if node.streamed:
+                        pages[page].last = len(cycles)
+                    layout.append(("compute", len(cycles), page if node.streamed else None))
+                    rel.append((page if node.streamed else None, r["WGT_BASE"] - load_addr))
+                    regs0.append(job.regs)
+                    cycles.append(_cycles(decoder, job.regs))
+                else:
+                    layout.append(("run",))
+            node.layout = layout
+        plan = prefetch.plan(c, cycles, pages, backend._ring())
+        regs = []
+        for s, (r0, (page, off)) in enumerate(zip(regs0, rel)):
+            rider = plan.riders.get(s)
+            if rider is None and page is None:
+                regs.append(r0)   # a resident node's own register list (its direct path)
+                continue
+            base = None if page is None else plan.addr[page] + off
+            regs.append(with_prefetch(r0, base, rider.addr if rider else 0,
+                                      rider.count if rider else 0))
+        log.info("prefetch plan: %d compute jobs, %d pages (%d streamed, %d words), ring %s, "
+                 "%d words hidden behind computation, %d exposed", len(cycles), len(pages),
+                 sum(plan.streamed), sum(p.size for p, st in zip(pages, plan.streamed) if st),
+                 backend._ring(), plan.hidden, plan.exposed)
+        return cls(plan, pages, regs)
+
+
+def _cycles(decoder: Core, regs) -> int:
+    """Stall-free cycles of a compute job as lowered (no prefetch)."""
+    file, _ = fastpath._register_file(decoder, regs)
+    try:
+        return decoder._setup(file).cycles
+    except _Error:
+        return decoder.cfg.CFG_CYCLES

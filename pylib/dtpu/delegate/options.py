@@ -40,6 +40,7 @@ class DelegateOptions:
     log_level: str | None = None                   # None = leave the "dtpu" logger alone
     bitstream: str | None = None                   # backend=pynq: the overlay's .bit (None: default)
     power_meter: float | str | None = None         # backend=pynq: external meter, W or file:PATH
+    prefetch: bool = True                          # stream non-resident weights as job prefetch
 
     @property
     def report_path(self) -> str | None:
@@ -56,6 +57,8 @@ class DelegateOptions:
             options["bitstream"] = self.bitstream
         if self.power_meter is not None:
             options["power_meter"] = self.power_meter
+        if not self.prefetch:
+            options["prefetch"] = False
         return options
 
     def to_dict(self) -> dict[str, Any]:
@@ -69,6 +72,7 @@ class DelegateOptions:
             "log_level": self.log_level or "unchanged",
             "bitstream": self.bitstream or "default",
             "power_meter": "none" if self.power_meter is None else str(self.power_meter),
+            "prefetch": "on" if self.prefetch else "off",
         }
 
 
@@ -173,6 +177,15 @@ def _power_meter(value: str) -> float | str | None:
                        f"existing file holding the latest reading in watts ({exc})") from None
 
 
+def _prefetch(value: str) -> bool:
+    text = value.strip().lower()
+    if text in ("on", "true", "1", "yes"):
+        return True
+    if text in ("off", "false", "0", "no"):
+        return False
+    raise _invalid("prefetch", value, "on or off")
+
+
 _PARSERS: dict[str, Callable[[str], Any]] = {
     "backend": _backend,
     "precision": _precision,
@@ -183,6 +196,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "log_level": _log_level,
     "bitstream": _bitstream,
     "power_meter": _power_meter,
+    "prefetch": _prefetch,
 }
 
 # The option table of docs/delegate.md: key -> (accepted values, default, meaning).
@@ -207,6 +221,10 @@ TABLE = {
     "power_meter": ("`none`, watts > 0, or `file:PATH`", "`none`",
                     "backend=pynq: an external power meter's reading (the board cannot measure "
                     "power); without one, power is estimated (docs/power.md)"),
+    "prefetch": ("`on`, `off`", "`on`",
+                 "backends model/rtl/pynq: weights of nodes that do not stay resident stream into "
+                 "free weight memory as prefetch carried by earlier jobs (`off`: loaded before each "
+                 "job through a scratch region; docs/architecture.md)"),
 }
 
 

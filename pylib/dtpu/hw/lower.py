@@ -75,8 +75,8 @@ class Lowered:
     cfg: HwConfig
     precision: Precision
     dataflow: str                 # "gemm" or "dwconv"
-    resident: bool                # load jobs run once (True) or before every invoke (False)
-    load_jobs: list[Job]
+    resident: bool                # weights loaded once (True) or paged at every invoke (False)
+    load_jobs: list[Job]          # jobs run once (resident: all loads; paged: resident params)
     weight_words: int             # weight memory footprint (resident) or scratch use (paged)
     param_entries: int
     _plan: Callable[[np.ndarray], list[Job]] = field(repr=False, default=None)
@@ -237,12 +237,15 @@ def _accumulator_bound_ok(spec: ConvSpec, wm: np.ndarray, zx: int, zw: int, bias
 def lower(spec: ConvSpec, filters: np.ndarray, bias: np.ndarray | None, cfg: HwConfig | None = None,
           *, wgt_base: int = 0, param_base: int = 0, wgt_capacity: int | None = None,
           param_capacity: int | None = None, precision: str | Precision | None = None,
-          rounding: str = "default", resident: bool = True, runtime: str | None = None) -> Lowered:
+          rounding: str = "default", resident: bool = True, runtime: str | None = None,
+          param_pages: bool = True) -> Lowered:
     """Lower one node into the memory region [wgt_base, wgt_base+wgt_capacity) (and params).
 
     When the node's weights fit the region and `resident` is set, the load jobs run once; else the
     output-channel tiles are paged through the region, and when not even one tile (COLS filters of
     the whole K) fits, K is split into raw-accumulator jobs that the host sums and requantizes.
+    `param_pages=False` keeps a paged node's parameters resident: the parameter region then holds
+    all of them, `load_jobs` is their one LOAD_PARAM (run once) and only the weights are paged.
     The output stage (RQ_VARIANT, parameter words, clamp) is the one `runtime`'s default (or,
     with rounding="reference", BUILTIN_REF) interpreter applies, from dtpu.reference.
     """
@@ -261,9 +264,9 @@ def lower(spec: ConvSpec, filters: np.ndarray, bias: np.ndarray | None, cfg: HwC
                          f"COLS words/entries (weights {wgt_base}+{wcap}, params {param_base}+{pcap})")
     if spec.kind is OpKind.DEPTHWISE_CONV_2D:
         return _lower_dw(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap,
-                         rq, resident)
+                         rq, resident, param_pages)
     return _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap,
-                       rq, resident)
+                       rq, resident, param_pages)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -313,7 +316,8 @@ def _im2col_plan(spec: ConvSpec, kp: int, pad_value: int | float):
     return plan
 
 
-def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap, rq, resident):
+def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap, rq, resident,
+                param_pages=True):
     cols_n = cfg.COLS
     L = prec.lanes
     n, h, w, c = spec.input_shape
@@ -350,7 +354,12 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
     wps = ceil_div(cols_n, lanes_res)
 
     if not split_k:
-        tiles_per_page = max(1, min(nt, wcap // tile_words, pcap // cols_n))
+        own_params = not param_pages and not resident
+        if own_params and pcap < nt * cols_n:
+            raise ValueError(f"param_pages=False: the parameter region ({pcap} entries) must hold "
+                             f"all {nt * cols_n}")
+        tiles_per_page = max(1, min(nt, wcap // tile_words,
+                                    nt if own_params else pcap // cols_n))
         fits = tiles_per_page == nt
         pages = [(t0, min(nt, t0 + tiles_per_page)) for t0 in range(0, nt, tiles_per_page)]
         mode = "FLOAT" if prec.is_float else "REQUANT"
@@ -358,15 +367,19 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
 
         def page_loads(t0, t1):
             words = _pack_weights(wpad[t0 * cols_n:t1 * cols_n], prec, t1 - t0, kwords, cols_n)
-            return [_load_job(cfg, "LOAD_WGT", wgt_base, words, f"wgt[{t0}:{t1}]"),
-                    _load_job(cfg, "LOAD_PARAM", param_base, params[t0 * cols_n:t1 * cols_n].reshape(-1),
-                              f"param[{t0}:{t1}]")]
+            wl = _load_job(cfg, "LOAD_WGT", wgt_base, words, f"wgt[{t0}:{t1}]")
+            if own_params:
+                return [wl]
+            return [wl, _load_job(cfg, "LOAD_PARAM", param_base,
+                                  params[t0 * cols_n:t1 * cols_n].reshape(-1), f"param[{t0}:{t1}]")]
 
         # register lists are built once: the same tuple object at every invoke (the model's
         # compiled fast path keys its decoded jobs by it)
         page_regs = {(t0, t1): (("GEMM_M", m), ("GEMM_KW", kwords), ("GEMM_NT", t1 - t0),
-                                ("WGT_BASE", wgt_base), ("PARAM_BASE", param_base), *common,
-                                *clamp, NO_PREFETCH, _job_reg(cfg, "GEMM", prec, mode, variant))
+                                ("WGT_BASE", wgt_base),
+                                ("PARAM_BASE", param_base + (t0 * cols_n if own_params else 0)),
+                                *common, *clamp, NO_PREFETCH,
+                                _job_reg(cfg, "GEMM", prec, mode, variant))
                      for t0, t1 in pages}
 
         def gemm_job(t0, t1, act):
@@ -407,7 +420,10 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
             return np.ascontiguousarray(y[:, :oc]).reshape(spec.output_shape).astype(
                 reference.io_dtypes(spec)[0], copy=False)
 
-        low = Lowered(spec, cfg, prec, "gemm", fits and resident, load_all if (fits and resident) else [],
+        once = (load_all if (fits and resident) else
+                [_load_job(cfg, "LOAD_PARAM", param_base, params.reshape(-1), "params")]
+                if own_params else [])
+        low = Lowered(spec, cfg, prec, "gemm", fits and resident, once,
                       min(nt, tiles_per_page) * tile_words, min(nt, tiles_per_page) * cols_n,
                       plan, assemble)
         if fits and resident:
@@ -506,6 +522,8 @@ def dw_geometry(spec: ConvSpec, cfg: HwConfig, prec: Precision) -> DwGeometry:
     (pt, _), (pl, _) = spec.pads
     groups = ceil_div(oc, prec.lanes)
     span = (kh - 1) * dy + 1
+    tc_max = (1 << cfg.reg("DW_RING").field("TAP_CYCLES").width) - 1
+    conflicts = False
     for gc in _divisors_desc(groups, cfg.COLS) if groups > cfg.COLS else [groups] + _divisors_desc(groups, groups - 1):
         stride = ceil_div(iw * gc, cfg.COLS) * cfg.COLS
         slots = cfg.ACT_WORDS // stride
@@ -516,12 +534,19 @@ def dw_geometry(spec: ConvSpec, cfg: HwConfig, prec: Precision) -> DwGeometry:
             tc = 1
             while dw_bank_conflict(cfg.COLS, ow, gc, sx, tc):
                 tc *= 2
+            if tc > tc_max:  # e.g. COLS = 16: TAP_CYCLES = 16 does not fit the 4-bit field;
+                conflicts = True  # fewer groups per chunk map the columns to other banks
+                continue
             return DwGeometry(ih, iw, oh, ow, kh, kw, pt, pl, sy, sx, dy, dx, gc, nchunk, lb, tc)
+    if conflicts:
+        raise LowerError(f"{spec.name or 'depthwise node'}: every channel chunking has stride-{sx} "
+                         f"bank conflicts that need TAP_CYCLES > {tc_max} (DW_RING.TAP_CYCLES)")
     raise LowerError(f"{spec.name or 'depthwise node'}: rows of {iw} pixels do not fit the "
                      f"activation buffer ({cfg.ACT_WORDS} words) {span} at a time")
 
 
-def _lower_dw(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap, rq, resident):
+def _lower_dw(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap, rq, resident,
+              param_pages=True):
     cols_n = cfg.COLS
     L = prec.lanes
     n, ih, iw, c = spec.input_shape
@@ -583,9 +608,13 @@ def _lower_dw(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap, 
             img = img.reshape(ih, iw, g.nchunk, g.gc * L).transpose(2, 0, 1, 3)
         return _pack_act(np.ascontiguousarray(img), prec)
 
+    # param_pages=False: a paged node's parameters stay resident, only its weights are paged
+    every = loads if param_pages or raw else loads[:1]
+    once = loads if resident else ([] if param_pages or raw else loads[1:])
+
     def plan(x):
         x = channels(x)
-        jobs = [] if resident else list(loads)
+        jobs = [] if resident else list(every)
         for b in range(n):
             jobs.append(Job(labels[b], regs, {"act": stream(x[b])}, g.nchunk * oh * ow * g.gc * wpi,
                             macs_per_image))
@@ -612,7 +641,7 @@ def _lower_dw(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap, 
             return reference.requantize(spec, out, bias, variant=rq)
         return out
 
-    low = Lowered(spec, cfg, prec, "dwconv", resident, loads if resident else [], taps * gp, cp,
+    low = Lowered(spec, cfg, prec, "dwconv", resident, once, taps * gp, cp,
                   plan, assemble)
     if resident and n == 1:
         vdt = prec.value_dtype

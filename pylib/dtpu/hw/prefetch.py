@@ -1,0 +1,152 @@
+"""Where streamed weights go and which compute job carries them (contract 1.2 prefetch).
+
+Weights of nodes that do not stay resident are *pages* (a paged node's LOAD_WGT words: a group
+of output-channel tiles, a K chunk, a depthwise node's taps). Each page has a fixed place in the
+*ring*, the weight memory left over by the resident nodes: pages are laid out in the order their
+first user runs, wrapping to the ring's start when the next one does not fit before its end,
+and starting over at the ring's start at every invoke, so every invoke sees the same layout.
+
+A page that shares its place with no other page is written once and stays. The others are
+re-sent at every invoke, riding as prefetch (PF_ADDR / PF_COUNT) on *earlier* compute jobs: any
+job after the last user of every page that used the same words before (in the previous invoke,
+cyclically, too) and before the page's first user. A job carries one contiguous address range,
+so consecutive riders on one job must follow each other in the ring. Words go to the earliest
+such job with room, room being what the job's computation hides (compute cycles - CFG_CYCLES -
+LOAD_LATENCY: the job does not get longer); what does not fit anywhere rides on the job right
+before the page's first user, which then waits for it. This only plans: the backend checks at
+run time that a page's words are really there (an invoke in another order, a failed job) and
+loads what is missing with LOAD_WGT.
+
+The job right before a page's first user is that page's last chance: no other page's words
+ride on it (the plan is periodic, so a job is in the windows of two invokes' pages).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dtpu.hw.config import HwConfig, ceil_div
+
+
+@dataclass
+class Page:
+    """Weight words the slots first..last (indices into the invoke's compute jobs) read."""
+
+    words: np.ndarray
+    first: int
+    last: int
+
+    @property
+    def size(self) -> int:
+        return int(self.words.size)
+
+
+@dataclass
+class Rider:
+    """The prefetch a compute job carries: `words` to weight memory from `addr`."""
+
+    addr: int
+    parts: list[tuple[int, int, int]] = field(default_factory=list)   # (page, offset, count)
+    words: np.ndarray | None = None
+
+    @property
+    def count(self) -> int:
+        return sum(n for _, _, n in self.parts)
+
+    @property
+    def end(self) -> int:
+        return self.addr + self.count
+
+
+@dataclass
+class Plan:
+    addr: list[int]               # per page: its place in the ring
+    streamed: list[bool]          # per page: re-sent at every invoke (shares its place)
+    riders: dict[int, Rider]      # per slot (compute job index): what it carries
+    hidden: int = 0               # prefetch words hidden behind computation per invoke
+    exposed: int = 0              # prefetch words that lengthen their carrier
+
+
+def hidden_room(cfg: HwConfig, cycles: int) -> int:
+    """Prefetch words a job of `cycles` compute cycles carries without getting longer."""
+    return max(0, cycles - cfg.CFG_CYCLES - cfg.LOAD_LATENCY)
+
+
+def _overlap(a: int, n: int, b: int, m: int) -> bool:
+    return a < b + m and b < a + n
+
+
+def plan(cfg: HwConfig, cycles: list[int], pages: list[Page], ring: tuple[int, int]) -> Plan:
+    """Lay `pages` (ordered by first user) out in `ring` = [lo, hi) and pick their carriers among
+    the invoke's compute jobs, whose stall-free cycles are `cycles` (in invoke order)."""
+    lo, hi = ring
+    n, m = len(cycles), len(pages)
+    align = cfg.COLS
+    addr, pos = [], lo
+    for p in pages:
+        size = ceil_div(p.size, align) * align
+        if size > hi - lo:
+            raise ValueError(f"a page of {p.size} weight words does not fit the ring [{lo}, {hi})")
+        if pos + size > hi:
+            pos = lo
+        addr.append(pos)
+        pos += size
+    riders: dict[int, Rider] = {}
+    used = [0] * n
+    streamed = [False] * m
+    window: dict[int, tuple[int, int]] = {}
+    for p, page in enumerate(pages):
+        # the page's words are free to overwrite after the last user of every page that held
+        # them before: this invoke's earlier pages, and the previous invoke's later ones
+        free_after = None
+        for idx in range(p, m + p):
+            cycle, q = divmod(idx, m)
+            if _overlap(addr[q], pages[q].size, addr[p], page.size):
+                t = cycle * n + pages[q].last
+                free_after = t if free_after is None else max(free_after, t)
+                streamed[p] |= q != p
+        if streamed[p] and free_after + 1 <= n + page.first - 1:
+            window[p] = (free_after + 1, n + page.first - 1)   # carriers g in [start, end]
+    # earliest deadline first: every job (two invokes' worth, g -> job g mod n) serves the
+    # waiting pages in the order they are needed, as far as its hidden room goes; a page's
+    # last chance (the job right before its user) takes all that is left
+    done = [0] * m
+    hidden = exposed = 0
+    # a page's last chance is the job right before its first user: one per page, and in a
+    # periodic plan the same job may also fall in another page's window (the previous or next
+    # invoke's instance): keep it for its own page
+    reserved = {window[p][1] % n: p for p in window}
+    for g in range(min((w[0] for w in window.values()), default=0),
+                   max((w[1] for w in window.values()), default=-1) + 1):
+        j = g % n
+        for p in sorted((p for p, (a, b) in window.items() if a <= g <= b and done[p] < pages[p].size),
+                        key=lambda p: window[p][1]):
+            rest = pages[p].size - done[p]
+            last = window[p][1] == g
+            take = rest if last else min(rest, hidden_room(cfg, cycles[j]) - used[j])
+            if take <= 0 or reserved.get(j, p) != p or not _can_extend(riders.get(j), addr[p] + done[p]):
+                continue
+            free = max(0, min(take, hidden_room(cfg, cycles[j]) - used[j]))
+            _add(riders, j, addr[p] + done[p], p, done[p], take)
+            used[j] += take
+            done[p] += take
+            hidden += free
+            exposed += take - free
+    for r in riders.values():
+        r.words = np.concatenate([pages[p].words[o:o + c] for p, o, c in r.parts])
+    return Plan(addr, streamed, riders, hidden, exposed)
+
+
+def _can_extend(r: Rider | None, at: int) -> bool:
+    return r is None or r.end == at
+
+
+def _add(riders: dict[int, Rider], j: int, at: int, page: int, off: int, n: int) -> None:
+    r = riders.get(j)
+    if r is None:
+        r = riders[j] = Rider(at)
+    r.parts.append((page, off, n))
+
+
+__all__ = ["Page", "Plan", "Rider", "hidden_room", "plan"]

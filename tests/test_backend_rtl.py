@@ -342,6 +342,58 @@ def test_prefetch_jobs_on_the_rtl_equal_the_golden_model(core):
     _check_prefetch_pairs(got, _golden_prefetch_pairs(cfg), cfg)
 
 
+#: test_backend_prefetch's small weight memory (1024 words, 512 parameter entries), as a build
+PAGED_MEMORY = (10, 9, 12)
+
+
+def paged_net_runs(backend_name: str, prefetch: str, invokes: int = 3):
+    """test_backend_prefetch's net (3300 weight words for 1024) on `backend_name`: streamed
+    nodes ride their pages on earlier jobs (prefetch on) or page them serially (off). Returns
+    per invoke and node (output, cycles, stalls, weight words), and the number of riders."""
+    from dtpu.backends.base import Probes
+    from dtpu.backends.model import ModelBackend
+    from dtpu.backends.rtl import RtlBackend
+    from dtpu.hw.config import HwConfig
+    from tests.test_backend_prefetch import SMALL, _net
+
+    rng = np.random.default_rng(11)
+    net = _net(rng)
+    with HwConfig(**SMALL):
+        backend = (RtlBackend if backend_name == "rtl" else ModelBackend)({"prefetch": prefetch})
+        handles = [backend.prepare(s, f, b) for s, x, f, b in net]
+        runs = []
+        for k in range(invokes):
+            for i, (spec, _, f, b) in enumerate(net):
+                x = np.random.default_rng(100 * k + i).integers(-128, 128, spec.input_shape).astype(np.int8)
+                y, hw = backend.invoke(handles[i], x, Probes())
+                runs.append((y, hw.cycles, hw.stall_cycles, hw.words_in.get("wgt", 0)))
+        riders = len(backend._plan_state().plan.riders) if prefetch == "on" else 0
+        backend.close()
+    return runs, riders
+
+
+def sim_paged_net_runs(prefetch: str):
+    return paged_net_runs("rtl", prefetch)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("prefetch", ["on", "off"])
+def test_streamed_weights_on_the_rtl_equal_the_golden_model(prefetch):
+    """A net whose weights do not fit a small weight memory (a build with 1024 words): with the
+    prefetch plan (pages riding on earlier GEMM/DWCONV jobs) and without it, backend=rtl gives
+    backend=model's outputs and per-node cycles invoke after invoke, with no stall."""
+    got, got_riders = run_in_simulation(sim_paged_net_runs, (prefetch,), memory=PAGED_MEMORY,
+                                        progress=False)
+    want, riders = paged_net_runs("model", prefetch)
+    assert got_riders == riders and (riders > 0) == (prefetch == "on")
+    assert len(got) == len(want) > 0
+    for k, (g, w) in enumerate(zip(got, want)):
+        assert np.array_equal(g[0], w[0]), k
+        assert g[1:] == w[1:], (k, g[1:], w[1:])
+        assert g[2] == 0
+    assert sum(g[3] for g in got) > 0
+
+
 def sim_raise_value_error(text):
     raise ValueError(f"raised in the simulator: {text}")
 

@@ -37,6 +37,14 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * which the compute path has finished and the prefetch waits for a word counts as a stall.
  * CONFIG refuses a range that leaves the memory or overlaps the job's own weight words
  * (ERR.WGT_RANGE), so the compute path's reads never see a word being written.
+ *
+ * Depthwise bank conflicts (ERR.BANK_CONFLICT, the last CONFIG check, as the golden model's
+ * dw_bank_conflict): item q = (ox, g) of an output row reads activation bank
+ * (ox*SX*GC + g) mod COLS; columns are served in TAP_CYCLES groups of COLS/TAP_CYCLES. Step
+ * s + GC repeats step s's banks (COLS*GC items on, the bank moves by COLS*SX*GC), with fewer
+ * valid items, and GC <= COLS, so steps 0..COLS-1 decide: every pair of columns of one group,
+ * both valid (q < OW*GC), on one bank. The per-item banks depend on GC (<= COLS values) and
+ * SX mod COLS only: small tables.
  */
 module dtpu_control #
 (
@@ -69,8 +77,11 @@ module dtpu_control #
     input  wire [31:0]                  reg_gemm_nt,
     /* verilator lint_off UNUSEDSIGNAL */
     input  wire [31:0]                  reg_dw_kernel,
-    /* verilator lint_on UNUSEDSIGNAL */
     input  wire [31:0]                  reg_dw_groups,
+    input  wire [31:0]                  reg_dw_out,
+    input  wire [31:0]                  reg_dw_stride,
+    input  wire [31:0]                  reg_dw_ring,
+    /* verilator lint_on UNUSEDSIGNAL */
     input  wire [31:0]                  reg_pf_addr,
     input  wire [31:0]                  reg_pf_count,
 
@@ -206,6 +217,7 @@ reg [63:0] prod_mn_reg;   // M*NT
 reg [15:0] w_reg;         // GEMM words per step
 reg [4:0]  log_w_reg;     // log2 of it
 reg [15:0] p_reg;         // GEMM step period
+reg        conflict_reg;  // depthwise bank conflict
 
 // depthwise: taps and weight bank rows per tap (GP / COLS), for the prefetch overlap check
 wire [15:0] dw_taps = {8'd0, reg_dw_kernel[DTPU_DW_KERNEL_KH_LSB +: 8]}
@@ -215,6 +227,44 @@ wire [31:0] dw_groups = {16'd0, reg_dw_groups[DTPU_DW_GROUPS_GC_LSB +: 16]}
 /* verilator lint_off UNUSEDSIGNAL */
 wire [32:0] dw_gpc = ({1'b0, dw_groups} + COLS - 1) >> LOG_COLS;
 /* verilator lint_on UNUSEDSIGNAL */
+
+// depthwise bank conflict in steps 0..COLS-1 (see the header), decided in CONFIG0
+wire [15:0] bc_ow = reg_dw_out[DTPU_DW_OUT_W_LSB +: 16];
+wire [15:0] bc_gc = reg_dw_groups[DTPU_DW_GROUPS_GC_LSB +: 16];
+wire [LOG_COLS-1:0] bc_sx = reg_dw_stride[DTPU_DW_STRIDE_SX_LSB +: LOG_COLS];
+wire [3:0] bc_tc = reg_dw_ring[DTPU_DW_RING_TAP_CYCLES_LSB +: 4];
+// items of a row, saturated at COLS*COLS (only q < COLS*COLS is compared); GC <= COLS here
+wire [2*LOG_COLS:0] bc_ow_sat = bc_ow >= COLS * COLS ? COLS * COLS : bc_ow[2*LOG_COLS:0];
+wire [3*LOG_COLS+1:0] bc_items = {{(LOG_COLS+1){1'b0}}, bc_ow_sat} * {{(2*LOG_COLS){1'b0}}, bc_gc[LOG_COLS:0]};
+reg [COLS*COLS*LOG_COLS-1:0] bc_bank;
+reg [COLS*COLS-1:0] bc_valid;
+/* verilator lint_off UNUSEDSIGNAL */
+reg [31:0] bc_t;
+/* verilator lint_on UNUSEDSIGNAL */
+reg bank_conflict;
+integer bq, bd, br, bj, bk;
+always @* begin
+    for (bq = 0; bq < COLS * COLS; bq = bq + 1) begin
+        bc_t = 32'd0;
+        for (bd = 1; bd <= COLS; bd = bd + 1) begin
+            if ({16'd0, bc_gc} == bd)
+                bc_t = (bq / bd) * bd * {{(32-LOG_COLS){1'b0}}, bc_sx} + bq % bd;
+        end
+        bc_bank[bq*LOG_COLS +: LOG_COLS] = bc_t[LOG_COLS-1:0];
+        bc_valid[bq] = {{(32-3*LOG_COLS-2){1'b0}}, bc_items} > bq;
+    end
+    bank_conflict = 1'b0;
+    for (br = 0; br < COLS; br = br + 1) begin
+        for (bj = 0; bj < COLS; bj = bj + 1) begin
+            for (bk = bj + 1; bk < COLS; bk = bk + 1) begin
+                if ((bj ^ bk) * {28'd0, bc_tc} < COLS
+                    && bc_valid[br*COLS + bj] && bc_valid[br*COLS + bk]
+                    && bc_bank[(br*COLS + bj)*LOG_COLS +: LOG_COLS] == bc_bank[(br*COLS + bk)*LOG_COLS +: LOG_COLS])
+                    bank_conflict = 1'b1;
+            end
+        end
+    end
+end
 
 // CONFIG0 checks that need no products
 reg [31:0] err0;
@@ -277,6 +327,8 @@ always @* begin
         err1 = 32'd0;
         err1[DTPU_ERR_WGT_RANGE] = 1'b1;
     end
+    if (err1 == 32'd0 && op_reg == DTPU_OPCODE_DWCONV && conflict_reg)
+        err1[DTPU_ERR_BANK_CONFLICT] = 1'b1;
 end
 
 // ---- counters ----
@@ -359,6 +411,7 @@ always @(posedge clk) begin
             wi_reg <= dw_wi;
             dw_reg <= opcode == DTPU_OPCODE_DWCONV;
             err_cfg_reg <= err0;
+            conflict_reg <= bank_conflict;
             prod_nk_reg <= {32'd0, opcode == DTPU_OPCODE_DWCONV ? {16'd0, dw_taps} : reg_gemm_nt}
                          * {32'd0, opcode == DTPU_OPCODE_DWCONV ? dw_gpc[31:0] : reg_gemm_kw};
             prod_mn_reg <= reg_gemm_m * reg_gemm_nt;

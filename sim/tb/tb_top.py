@@ -587,3 +587,55 @@ async def test_prefetch_reset_mid_job(dut):
         core = Core(c)
         for job in [*case.setup, case.job, *case.after]:
             await run_and_compare(t, core, job, True, True, f"after reset: {case.label}")
+
+
+@cocotb.test()
+async def test_dw_bank_conflict_in_config(dut):
+    """Random depthwise rows (OW, GC, SX, TAP_CYCLES): ERR.BANK_CONFLICT exactly when the golden
+    model's dw_bank_conflict says so, from CONFIG (CFG_CYCLES, not one activation word taken);
+    the others run exactly."""
+    tb, t, core = await setup(dut)
+    c = t.cfg
+    C = c.COLS
+    from dtpu_sim.jobgen import load_job
+    rng = random.Random(SEED + 77)
+    nrng = np.random.default_rng(SEED + 77)
+    wgt = nrng.integers(0, 1 << 63, 3 * C, dtype=np.uint64)
+    await run_and_compare(t, core, load_job(c, "LOAD_WGT", 0, wgt, "dw weights"), True, True, "load")
+    tcs = [v for v in (1, 2, 4, 8, 16) if v <= C]
+    names = [r.name for r in c.registers if c.REG_JOB <= r.offset <= c.REG_PF_COUNT]
+    seen = {0: 0, 1: 0}
+    for k in range(4 * N_CASES):
+        gc, kw, tc = rng.randint(1, C), rng.randint(1, 3), rng.choice(tcs)
+        sx = rng.choice([1, 2, 3, 4, C])
+        ow = rng.randint(1, C + 1 if sx <= 4 else 3)
+        iw = (ow - 1) * sx + kw
+        regs = dict(DW_IN=c.encode("DW_IN", H=1, W=iw), DW_OUT=c.encode("DW_OUT", H=1, W=ow),
+                    DW_KERNEL=c.encode("DW_KERNEL", KH=1, KW=kw, PT=0, PL=0),
+                    DW_STRIDE=c.encode("DW_STRIDE", SY=1, SX=sx, DY=1, DX=1),
+                    DW_GROUPS=c.encode("DW_GROUPS", GC=gc, NCHUNK=1),
+                    DW_RING=c.encode("DW_RING", LB_ROWS=1, TAP_CYCLES=tc))
+        job = _regs_job(c, "DWCONV", Precision.INT8, "RAW", **regs)
+        given = dict(job.regs)
+        job.regs = [(n, given.get(n, 0)) for n in names if n != "JOB"] + [("JOB", given["JOB"])]
+        job.send = {"act": nrng.integers(0, 1 << 63, iw * gc, dtype=np.uint64)}
+        job.recv = ow * gc * 4
+        job.label = f"dw ow{ow} gc{gc} sx{sx} kw{kw} tc{tc}"
+        from dtpu.hw.model import dw_bank_conflict
+        conflict = dw_bank_conflict(C, ow, gc, sx, tc)
+        seen[int(conflict)] += 1
+        if not conflict:
+            await run_and_compare(t, core, job, True, True, "no conflict")
+            continue
+        want = expect(core, job)
+        assert want.err == c.ERR_BANK_CONFLICT and want.cycles == c.CFG_CYCLES, job.label
+        act0 = await t.read_reg(c.REG_WORDS_ACT)
+        got, err = await run_job(t, job, prequeue=True)
+        assert err == c.ERR_BANK_CONFLICT, f"{job.label}: ERR {err:#x}"
+        assert await t.read_reg(c.REG_JOB_CYCLES) == c.CFG_CYCLES, job.label
+        await ClockCycles(dut.clk, 8)
+        assert await t.read_reg(c.REG_WORDS_ACT) == act0, job.label
+        await tb.reset()   # drop the activation words still presented; the model likewise
+        tb.flush()
+        core.write(c.REG_CTRL, c.encode("CTRL", SOFT_RESET=1))
+    assert seen[0] and seen[1], seen

@@ -40,11 +40,11 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  *
  * Depthwise bank conflicts (ERR.BANK_CONFLICT, the last CONFIG check, as the golden model's
  * dw_bank_conflict): item q = (ox, g) of an output row reads activation bank
- * (ox*SX*GC + g) mod COLS; columns are served in TAP_CYCLES groups of COLS/TAP_CYCLES. Step
- * s + GC repeats step s's banks (COLS*GC items on, the bank moves by COLS*SX*GC), with fewer
- * valid items, and GC <= COLS, so steps 0..COLS-1 decide: every pair of columns of one group,
- * both valid (q < OW*GC), on one bank. The per-item banks depend on GC (<= COLS values) and
- * SX mod COLS only: small tables.
+ * (ox*SX*GC + g) mod COLS; columns are served in TAP_CYCLES groups of COLS/TAP_CYCLES. A step
+ * reads the banks of a window of COLS consecutive items of 0 .. 2*COLS-2, moved by a constant
+ * (below), so every pair of those items is compared once and counts if a step that occurs holds
+ * both, valid (q < OW*GC), in one group. The per-item banks depend on GC (<= COLS values) and
+ * SX mod COLS only: small tables (docs/rtl.md has the cost).
  */
 module dtpu_control #
 (
@@ -228,40 +228,81 @@ wire [31:0] dw_groups = {16'd0, reg_dw_groups[DTPU_DW_GROUPS_GC_LSB +: 16]}
 wire [32:0] dw_gpc = ({1'b0, dw_groups} + COLS - 1) >> LOG_COLS;
 /* verilator lint_on UNUSEDSIGNAL */
 
-// depthwise bank conflict in steps 0..COLS-1 (see the header), decided in CONFIG0
+// depthwise bank conflict (see the header), decided in CONFIG0. GC is in 1..COLS here (else
+// BAD_DIMS). Step s reads the banks of items v .. v+COLS-1, v = s*COLS mod GC, plus a constant
+// (s*COLS = u*GC + v moves every item by u ox): so the banks of items 0 .. 2*COLS-2 and, per
+// window start v, the first step s with that v (the one with the most valid items) decide.
+// Per item, ox*GC mod COLS and g are constants selected by GC; the bank needs SX mod COLS.
+localparam NI = 2 * COLS - 1;
+localparam TW = 3 * LOG_COLS + 4;     // signed width of a window's valid-item threshold
+
+// the first step s < d with s*COLS mod d == v (d: GC), or COLS if there is none
+function integer first_step(input integer v, input integer d);
+    integer k, r;
+    begin
+        r = COLS;
+        for (k = d - 1; k >= 0; k = k - 1)
+            if ((k * COLS) % d == v) r = k;
+        first_step = r;
+    end
+endfunction
+
+/* verilator lint_off UNUSEDSIGNAL */
 wire [15:0] bc_ow = reg_dw_out[DTPU_DW_OUT_W_LSB +: 16];
 wire [15:0] bc_gc = reg_dw_groups[DTPU_DW_GROUPS_GC_LSB +: 16];
+/* verilator lint_on UNUSEDSIGNAL */
+wire [LOG_COLS:0] bc_gcs = bc_gc[LOG_COLS:0];
 wire [LOG_COLS-1:0] bc_sx = reg_dw_stride[DTPU_DW_STRIDE_SX_LSB +: LOG_COLS];
 wire [3:0] bc_tc = reg_dw_ring[DTPU_DW_RING_TAP_CYCLES_LSB +: 4];
-// items of a row, saturated at COLS*COLS (only q < COLS*COLS is compared); GC <= COLS here
+// items of a row, OW saturated at COLS*COLS (the compared items are below COLS*COLS)
 wire [2*LOG_COLS:0] bc_ow_sat = bc_ow >= COLS * COLS ? COLS * COLS : bc_ow[2*LOG_COLS:0];
-wire [3*LOG_COLS+1:0] bc_items = {{(LOG_COLS+1){1'b0}}, bc_ow_sat} * {{(2*LOG_COLS){1'b0}}, bc_gc[LOG_COLS:0]};
-reg [COLS*COLS*LOG_COLS-1:0] bc_bank;
-reg [COLS*COLS-1:0] bc_valid;
-/* verilator lint_off UNUSEDSIGNAL */
-reg [31:0] bc_t;
-/* verilator lint_on UNUSEDSIGNAL */
+wire [3*LOG_COLS+1:0] bc_items = {{(LOG_COLS+1){1'b0}}, bc_ow_sat} * {{(2*LOG_COLS){1'b0}}, bc_gcs};
+reg [NI*LOG_COLS-1:0] bc_bank;        // bank of item i (up to a constant)
+reg [COLS-1:0] bc_reach;              // window start v occurs
+reg [COLS*TW-1:0] bc_thr;            // window v's valid items: j < thr (signed)
+reg [LOG_COLS-1:0] bc_base, bc_g;
+reg bc_active;
 reg bank_conflict;
-integer bq, bd, br, bj, bk;
+integer bi, bd, bv, bj, bk;
+/* verilator lint_off UNUSEDSIGNAL */
+reg [31:0] bc_t0, bc_t1, bc_t2, bc_jv;
+/* verilator lint_on UNUSEDSIGNAL */
 always @* begin
-    for (bq = 0; bq < COLS * COLS; bq = bq + 1) begin
-        bc_t = 32'd0;
+    for (bi = 0; bi < NI; bi = bi + 1) begin
+        bc_t0 = 32'd0;
+        bc_t1 = 32'd0;
         for (bd = 1; bd <= COLS; bd = bd + 1) begin
-            if ({16'd0, bc_gc} == bd)
-                bc_t = (bq / bd) * bd * {{(32-LOG_COLS){1'b0}}, bc_sx} + bq % bd;
+            if ({{(31-LOG_COLS){1'b0}}, bc_gcs} == bd) begin
+                bc_t0 = ((bi / bd) * bd) % COLS;
+                bc_t1 = bi % bd;
+            end
         end
-        bc_bank[bq*LOG_COLS +: LOG_COLS] = bc_t[LOG_COLS-1:0];
-        bc_valid[bq] = {{(32-3*LOG_COLS-2){1'b0}}, bc_items} > bq;
+        bc_base = bc_t0[LOG_COLS-1:0];
+        bc_g = bc_t1[LOG_COLS-1:0];
+        bc_bank[bi*LOG_COLS +: LOG_COLS] = bc_base * bc_sx + bc_g;
+    end
+    for (bv = 0; bv < COLS; bv = bv + 1) begin
+        bc_t2 = COLS;
+        for (bd = 1; bd <= COLS; bd = bd + 1) begin
+            if ({{(31-LOG_COLS){1'b0}}, bc_gcs} == bd)
+                bc_t2 = first_step(bv, bd);
+        end
+        bc_reach[bv] = bc_t2 != COLS;
+        bc_t0 = {{(30-3*LOG_COLS){1'b0}}, bc_items} - bc_t2 * COLS;
+        bc_thr[bv*TW +: TW] = bc_t0[TW-1:0];
     end
     bank_conflict = 1'b0;
-    for (br = 0; br < COLS; br = br + 1) begin
-        for (bj = 0; bj < COLS; bj = bj + 1) begin
-            for (bk = bj + 1; bk < COLS; bk = bk + 1) begin
-                if ((bj ^ bk) * {28'd0, bc_tc} < COLS
-                    && bc_valid[br*COLS + bj] && bc_valid[br*COLS + bk]
-                    && bc_bank[(br*COLS + bj)*LOG_COLS +: LOG_COLS] == bc_bank[(br*COLS + bk)*LOG_COLS +: LOG_COLS])
-                    bank_conflict = 1'b1;
+    for (bj = 0; bj < NI; bj = bj + 1) begin
+        for (bk = bj + 1; bk < NI && bk < bj + COLS; bk = bk + 1) begin
+            bc_active = 1'b0;
+            for (bv = 0; bv < COLS; bv = bv + 1) begin
+                bc_jv = bk - bv;
+                if (bv <= bj && bk < bv + COLS && bc_reach[bv] && $signed(bc_thr[bv*TW +: TW]) > $signed(bc_jv[TW-1:0])
+                    && ((bj - bv) ^ (bk - bv)) * {28'd0, bc_tc} < COLS)
+                    bc_active = 1'b1;
             end
+            if (bc_active && bc_bank[bj*LOG_COLS +: LOG_COLS] == bc_bank[bk*LOG_COLS +: LOG_COLS])
+                bank_conflict = 1'b1;
         end
     end
 end

@@ -10,15 +10,15 @@ A page that shares its place with no other page is written once and stays. The o
 re-sent at every invoke, riding as prefetch (PF_ADDR / PF_COUNT) on *earlier* compute jobs: any
 job after the last user of every page that used the same words before (in the previous invoke,
 cyclically, too) and before the page's first user. A job carries one contiguous address range,
-so consecutive riders on one job must follow each other in the ring. Words go to the earliest
-such job with room, room being what the job's computation hides (compute cycles - CFG_CYCLES -
-LOAD_LATENCY: the job does not get longer); what does not fit anywhere rides on the job right
-before the page's first user, which then waits for it. This only plans: the backend checks at
-run time that a page's words are really there (an invoke in another order, a failed job) and
-loads what is missing with LOAD_WGT.
+so consecutive riders on one job must follow each other in the ring. Jobs are visited in time
+order and serve the pages waiting for them earliest deadline first, each up to its room: what
+its computation hides (compute cycles - CFG_CYCLES - LOAD_LATENCY: the job does not get
+longer). What is left of a page when its window closes rides on the job right before its first
+user, which then waits for it; that last-chance job carries no other page's words (the plan
+is periodic, so a job can fall in the windows of two invokes' pages).
 
-The job right before a page's first user is that page's last chance: no other page's words
-ride on it (the plan is periodic, so a job is in the windows of two invokes' pages).
+This only plans: the backend checks at run time that a page's words are really there (an
+invoke in another order, a failed job) and loads what is missing with LOAD_WGT.
 """
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ def test_top_default(cols):
 
 SWEEP_TESTS = ["test_gemm_stall_free", "test_gemm_gaps_and_backpressure",
                "test_depthwise_nodes_stall_free", "test_depthwise_nodes_gaps",
-               "test_gemm_nodes_stall_free"]
+               "test_gemm_nodes_stall_free", "test_prefetch_stall_free", "test_prefetch_gaps"]
 
 
 @pytest.mark.parametrize("cols", [2, 4])

@@ -122,12 +122,12 @@ def test_zoo_nets_on_the_rtl_equal_the_golden_model_and_tflite(dtpu_so, core, na
 # -- inside the simulator: the driver's failure paths against the real core --------------------
 
 
-def _tiny_conv(cfg, seed=0):
+def _tiny_conv(cfg, seed=0, hw=5):
     from dtpu.hw.lower import lower
     from dtpu.spec import ConvSpec, DataMode, OpKind, Padding, Quant
 
     rng = np.random.default_rng(seed)
-    spec = ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, 5, 5, 16), (16, 3, 3, 16),
+    spec = ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, hw, hw, 16), (16, 3, 3, 16),
                     padding=Padding.SAME, input_q=Quant((0.02,), (-3,)),
                     filter_q=Quant(tuple(rng.uniform(0.005, 0.02, 16)), (0,) * 16),
                     output_q=Quant((0.4,), (5,)))
@@ -273,6 +273,127 @@ def test_the_drivers_order_literally_costs_stall_cycles_and_only_those(core):
     assert sim.last.cycles > 0 and sim.last.jobs == 3 and not sim.last.run_dir.exists()
 
 
+def prefetch_pairs(t):
+    """The unchanged driver on prefetch jobs (contract 1.2): a conv's compute job carries the next
+    conv's weight words (PF_ADDR/PF_COUNT, its LOAD_WGT skipped); once compute-bound (a 5x5
+    carrier), once prefetch-bound (a 1x1 one). Returns per pair the reader's output and the
+    counters of the carrier job and of the reader job."""
+    from dtpu.driver import run_jobs
+    from dtpu.hw import lower
+    from dtpu.hw.lower import Job
+
+    c = t.cfg
+    out = []
+    for carrier_hw in (5, 1):
+        a, xa = _tiny_conv(c, seed=1, hw=carrier_hw)
+        b, xb = _tiny_conv(c, seed=2)
+        run_jobs(t, a.load_jobs)
+        (wload,) = [j for j in b.load_jobs
+                    if c.decode("JOB", dict(j.regs)["JOB"])["OPCODE"] == c.OPCODE_LOAD_WGT]
+        (carrier,) = a.jobs(xa)
+        (reader,) = b.jobs(xb)
+        base = c.WEIGHT_WORDS // 2
+        old = dict(reader.regs)["WGT_BASE"]
+        pf_addr = base + dict(wload.regs)["LOAD_ADDR"] - old
+        words = wload.send["wgt"]
+        pf = Job(carrier.label + " +pf", list(lower.with_prefetch(carrier.regs, None, pf_addr, words.size)),
+                 {**carrier.send, "wgt": words}, carrier.recv)
+        moved = Job(reader.label, list(lower.with_prefetch(reader.regs, base, 0, 0)), reader.send,
+                    reader.recv)
+        _, cnt_pf = run_jobs(t, [pf])
+        run_jobs(t, [j for j in b.load_jobs if j is not wload])
+        res, cnt = run_jobs(t, [moved])
+        out.append((b.assemble(res), (cnt_pf.cycles, cnt_pf.stall_cycles, cnt_pf.words_in),
+                    (cnt.cycles, cnt.stall_cycles)))
+    return out
+
+
+def sim_prefetch_pairs():
+    from dtpu.rtl import current_transport
+
+    return prefetch_pairs(current_transport())
+
+
+def _golden_prefetch_pairs(cfg):
+    from dtpu.driver import ModelTransport
+    from dtpu.hw.model import Core
+
+    return prefetch_pairs(ModelTransport(Core(cfg)))
+
+
+def _check_prefetch_pairs(got, want, cfg):
+    assert len(got) == len(want) == 2
+    bounds = []
+    for (y, pf, rd), (wy, wpf, wrd) in zip(got, want):
+        assert np.array_equal(y, wy)          # the prefetched weights landed
+        assert pf == wpf and rd == wrd        # cycles exact, no stalls, the same words
+        assert pf[1] == 0 and rd[1] == 0
+        bounds.append(pf[0] == cfg.CFG_CYCLES + pf[2]["wgt"] + cfg.LOAD_LATENCY)
+    assert bounds == [False, True], bounds    # compute-bound, then prefetch-bound
+
+
+def test_prefetch_jobs_on_the_rtl_equal_the_golden_model(core):
+    """The driver's jobs with a weight prefetch over the cocotb transport: both input streams are
+    fed from the job's first cycle (START after the streams), so the counters are the model's."""
+    from dtpu.rtl.build import SimConfig
+
+    got = run_in_simulation(sim_prefetch_pairs, progress=False)
+    cfg = SimConfig().hw_config()
+    _check_prefetch_pairs(got, _golden_prefetch_pairs(cfg), cfg)
+
+
+#: test_backend_prefetch's small weight memory (1024 words, 512 parameter entries), as a build
+PAGED_MEMORY = (10, 9, 12)
+
+
+def paged_net_runs(backend_name: str, prefetch: str, invokes: int = 3):
+    """test_backend_prefetch's net (3300 weight words for 1024) on `backend_name`: streamed
+    nodes ride their pages on earlier jobs (prefetch on) or page them serially (off). Returns
+    per invoke and node (output, cycles, stalls, weight words), and the number of riders."""
+    from dtpu.backends.base import Probes
+    from dtpu.backends.model import ModelBackend
+    from dtpu.backends.rtl import RtlBackend
+    from dtpu.hw.config import HwConfig
+    from tests.test_backend_prefetch import SMALL, _net
+
+    rng = np.random.default_rng(11)
+    net = _net(rng)
+    with HwConfig(**SMALL):
+        backend = (RtlBackend if backend_name == "rtl" else ModelBackend)({"prefetch": prefetch})
+        handles = [backend.prepare(s, f, b) for s, x, f, b in net]
+        runs = []
+        for k in range(invokes):
+            for i, (spec, _, f, b) in enumerate(net):
+                x = np.random.default_rng(100 * k + i).integers(-128, 128, spec.input_shape).astype(np.int8)
+                y, hw = backend.invoke(handles[i], x, Probes())
+                runs.append((y, hw.cycles, hw.stall_cycles, hw.words_in.get("wgt", 0)))
+        riders = len(backend._plan_state().plan.riders) if prefetch == "on" else 0
+        backend.close()
+    return runs, riders
+
+
+def sim_paged_net_runs(prefetch: str):
+    return paged_net_runs("rtl", prefetch)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("prefetch", ["on", "off"])
+def test_streamed_weights_on_the_rtl_equal_the_golden_model(prefetch):
+    """A net whose weights do not fit a small weight memory (a build with 1024 words): with the
+    prefetch plan (pages riding on earlier GEMM/DWCONV jobs) and without it, backend=rtl gives
+    backend=model's outputs and per-node cycles invoke after invoke, with no stall."""
+    got, got_riders = run_in_simulation(sim_paged_net_runs, (prefetch,), memory=PAGED_MEMORY,
+                                        progress=False)
+    want, riders = paged_net_runs("model", prefetch)
+    assert got_riders == riders and (riders > 0) == (prefetch == "on")
+    assert len(got) == len(want) > 0
+    for k, (g, w) in enumerate(zip(got, want)):
+        assert np.array_equal(g[0], w[0]), k
+        assert g[1:] == w[1:], (k, g[1:], w[1:])
+        assert g[2] == 0
+    assert sum(g[3] for g in got) > 0
+
+
 def sim_raise_value_error(text):
     raise ValueError(f"raised in the simulator: {text}")
 
@@ -381,6 +502,19 @@ def test_native_transport_failures_reset_and_recover(native):
     t = NativeTransport(SimConfig().hw_config(), native.product, timeout_cycles=3000)
     try:
         _check_faults(faults_then_clean_runs(t))
+    finally:
+        t.close()
+
+
+@pytest.mark.slow
+def test_native_transport_runs_prefetch_jobs_like_the_golden_model(native):
+    from dtpu.rtl.build import SimConfig
+    from dtpu.rtl.native import NativeTransport
+
+    cfg = SimConfig().hw_config()
+    t = NativeTransport(cfg, native.product)
+    try:
+        _check_prefetch_pairs(prefetch_pairs(t), _golden_prefetch_pairs(cfg), cfg)
     finally:
         t.close()
 

@@ -108,7 +108,7 @@ initial begin
 end
 
 wire             start, soft_reset;
-wire [32*18-1:0] job_regs;
+wire [32*20-1:0] job_regs;
 wire             busy, done, stall;
 wire [3:0]       state;
 wire [31:0]      err_set;

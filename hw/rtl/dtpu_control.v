@@ -27,6 +27,24 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * and the next step starts P = max(KW, W) cycles later. Tile 0 takes the pixel's words from
  * s_axis_act and writes them into the activation buffer, tiles 1..NT-1 read them back.
  * Weight bank row of word w of tile t: WGT_BASE/COLS + t*KW + w.
+ *
+ * Prefetch (PF_COUNT > 0, GEMM and DW): a second loader on s_axis_wgt, outside the global stall.
+ * From the first cycle after CONFIG it accepts a word whenever one is valid and writes it to
+ * weight memory word PF_ADDR + i through the LOAD write port (LOAD and compute jobs never
+ * overlap), then waits LOAD_LATENCY cycles. The job ends when the compute path and the prefetch
+ * are both finished: stall-free, max(compute cycles, CFG_CYCLES + PF_COUNT + LOAD_LATENCY).
+ * The activation and result streams never wait for it (it is not part of `adv`); a cycle in
+ * which the compute path has finished and the prefetch waits for a word counts as a stall.
+ * CONFIG refuses a range that leaves the memory or overlaps the job's own weight words
+ * (ERR.WGT_RANGE), so the compute path's reads never see a word being written.
+ *
+ * Depthwise bank conflicts (ERR.BANK_CONFLICT, the last CONFIG check, as the golden model's
+ * dw_bank_conflict): item q = (ox, g) of an output row reads activation bank
+ * (ox*SX*GC + g) mod COLS; columns are served in TAP_CYCLES groups of COLS/TAP_CYCLES. A step
+ * reads the banks of a window of COLS consecutive items of 0 .. 2*COLS-2, moved by a constant
+ * (below), so every pair of those items is compared once and counts if a step that occurs holds
+ * both, valid (q < OW*GC), in one group. The per-item banks depend on GC (<= COLS values) and
+ * SX mod COLS only: small tables (docs/rtl.md has the cost).
  */
 module dtpu_control #
 (
@@ -57,6 +75,15 @@ module dtpu_control #
     input  wire [31:0]                  reg_gemm_m,
     input  wire [31:0]                  reg_gemm_kw,
     input  wire [31:0]                  reg_gemm_nt,
+    /* verilator lint_off UNUSEDSIGNAL */
+    input  wire [31:0]                  reg_dw_kernel,
+    input  wire [31:0]                  reg_dw_groups,
+    input  wire [31:0]                  reg_dw_out,
+    input  wire [31:0]                  reg_dw_stride,
+    input  wire [31:0]                  reg_dw_ring,
+    /* verilator lint_on UNUSEDSIGNAL */
+    input  wire [31:0]                  reg_pf_addr,
+    input  wire [31:0]                  reg_pf_count,
 
     /* Status */
     output wire                         busy,
@@ -124,15 +151,19 @@ module dtpu_control #
 `include "dtpu_regs.vh"
 /* verilator lint_on UNUSEDPARAM */
 
+// STATUS.STATE codes: the contract's enum STATE
 localparam [3:0]
-    ST_IDLE = 4'd0,
-    ST_CONFIG0 = 4'd1,
-    ST_CONFIG1 = 4'd2,
-    ST_LOAD = 4'd3,
-    ST_GEMM = 4'd4,
-    ST_DW = 4'd5,
-    ST_LOAD_LAT = 4'd6,
-    ST_DONE = 4'd7;
+    ST_IDLE = DTPU_STATE_IDLE,
+    ST_CONFIG0 = DTPU_STATE_CONFIG0,
+    ST_CONFIG1 = DTPU_STATE_CONFIG1,
+    ST_LOAD = DTPU_STATE_LOAD,
+    ST_GEMM = DTPU_STATE_GEMM,
+    ST_DW = DTPU_STATE_DW,
+    ST_LOAD_LAT = DTPU_STATE_LOAD_LAT,
+    ST_DONE = DTPU_STATE_DONE;
+// the prefetch's last LOAD_LATENCY cycle (cycles counted from 0 after its last word)
+localparam integer PF_LAT_END_I = DTPU_LOAD_LATENCY - 1;
+localparam [1:0] PF_LAT_END = PF_LAT_END_I[1:0];
 
 localparam [33:0] WEIGHT_WORDS = 34'd1 << LOG_WEIGHT_WORDS;
 localparam [33:0] PARAM_ENTRIES = 34'd1 << LOG_PARAM_ENTRIES;
@@ -181,11 +212,100 @@ reg [2:0]  wi_reg;
 reg        dw_reg;
 reg [3:0]  op_reg;
 reg [31:0] err_cfg_reg;
-reg [63:0] prod_nk_reg;   // NT*KW
+reg [63:0] prod_nk_reg;   // GEMM: NT*KW; DW: taps * bank rows per tap (own weights / COLS)
 reg [63:0] prod_mn_reg;   // M*NT
 reg [15:0] w_reg;         // GEMM words per step
 reg [4:0]  log_w_reg;     // log2 of it
 reg [15:0] p_reg;         // GEMM step period
+reg        conflict_reg;  // depthwise bank conflict
+
+// depthwise: taps and weight bank rows per tap (GP / COLS), for the prefetch overlap check
+wire [15:0] dw_taps = {8'd0, reg_dw_kernel[DTPU_DW_KERNEL_KH_LSB +: 8]}
+                    * {8'd0, reg_dw_kernel[DTPU_DW_KERNEL_KW_LSB +: 8]};
+wire [31:0] dw_groups = {16'd0, reg_dw_groups[DTPU_DW_GROUPS_GC_LSB +: 16]}
+                      * {16'd0, reg_dw_groups[DTPU_DW_GROUPS_NCHUNK_LSB +: 16]};
+/* verilator lint_off UNUSEDSIGNAL */
+wire [32:0] dw_gpc = ({1'b0, dw_groups} + COLS - 1) >> LOG_COLS;
+/* verilator lint_on UNUSEDSIGNAL */
+
+// depthwise bank conflict (see the header), decided in CONFIG0. GC is in 1..COLS here (else
+// BAD_DIMS). Step s reads the banks of items v .. v+COLS-1, v = s*COLS mod GC, plus a constant
+// (s*COLS = u*GC + v moves every item by u ox): so the banks of items 0 .. 2*COLS-2 and, per
+// window start v, the first step s with that v (the one with the most valid items) decide.
+// Per item, ox*GC mod COLS and g are constants selected by GC; the bank needs SX mod COLS.
+localparam NI = 2 * COLS - 1;
+localparam TW = 3 * LOG_COLS + 4;     // signed width of a window's valid-item threshold
+
+// the first step s < d with s*COLS mod d == v (d: GC), or COLS if there is none
+function integer first_step(input integer v, input integer d);
+    integer k, r;
+    begin
+        r = COLS;
+        for (k = d - 1; k >= 0; k = k - 1)
+            if ((k * COLS) % d == v) r = k;
+        first_step = r;
+    end
+endfunction
+
+/* verilator lint_off UNUSEDSIGNAL */
+wire [15:0] bc_ow = reg_dw_out[DTPU_DW_OUT_W_LSB +: 16];
+wire [15:0] bc_gc = reg_dw_groups[DTPU_DW_GROUPS_GC_LSB +: 16];
+/* verilator lint_on UNUSEDSIGNAL */
+wire [LOG_COLS:0] bc_gcs = bc_gc[LOG_COLS:0];
+wire [LOG_COLS-1:0] bc_sx = reg_dw_stride[DTPU_DW_STRIDE_SX_LSB +: LOG_COLS];
+wire [3:0] bc_tc = reg_dw_ring[DTPU_DW_RING_TAP_CYCLES_LSB +: 4];
+// items of a row, OW saturated at COLS*COLS (the compared items are below COLS*COLS)
+wire [2*LOG_COLS:0] bc_ow_sat = bc_ow >= COLS * COLS ? COLS * COLS : bc_ow[2*LOG_COLS:0];
+wire [3*LOG_COLS+1:0] bc_items = {{(LOG_COLS+1){1'b0}}, bc_ow_sat} * {{(2*LOG_COLS){1'b0}}, bc_gcs};
+reg [NI*LOG_COLS-1:0] bc_bank;        // bank of item i (up to a constant)
+reg [COLS-1:0] bc_reach;              // window start v occurs
+reg [COLS*TW-1:0] bc_thr;            // window v's valid items: j < thr (signed)
+reg [LOG_COLS-1:0] bc_base, bc_g;
+reg bc_active;
+reg bank_conflict;
+integer bi, bd, bv, bj, bk;
+/* verilator lint_off UNUSEDSIGNAL */
+reg [31:0] bc_t0, bc_t1, bc_t2, bc_jv;
+/* verilator lint_on UNUSEDSIGNAL */
+always @* begin
+    for (bi = 0; bi < NI; bi = bi + 1) begin
+        bc_t0 = 32'd0;
+        bc_t1 = 32'd0;
+        for (bd = 1; bd <= COLS; bd = bd + 1) begin
+            if ({{(31-LOG_COLS){1'b0}}, bc_gcs} == bd) begin
+                bc_t0 = ((bi / bd) * bd) % COLS;
+                bc_t1 = bi % bd;
+            end
+        end
+        bc_base = bc_t0[LOG_COLS-1:0];
+        bc_g = bc_t1[LOG_COLS-1:0];
+        bc_bank[bi*LOG_COLS +: LOG_COLS] = bc_base * bc_sx + bc_g;
+    end
+    for (bv = 0; bv < COLS; bv = bv + 1) begin
+        bc_t2 = COLS;
+        for (bd = 1; bd <= COLS; bd = bd + 1) begin
+            if ({{(31-LOG_COLS){1'b0}}, bc_gcs} == bd)
+                bc_t2 = first_step(bv, bd);
+        end
+        bc_reach[bv] = bc_t2 != COLS;
+        bc_t0 = {{(30-3*LOG_COLS){1'b0}}, bc_items} - bc_t2 * COLS;
+        bc_thr[bv*TW +: TW] = bc_t0[TW-1:0];
+    end
+    bank_conflict = 1'b0;
+    for (bj = 0; bj < NI; bj = bj + 1) begin
+        for (bk = bj + 1; bk < NI && bk < bj + COLS; bk = bk + 1) begin
+            bc_active = 1'b0;
+            for (bv = 0; bv < COLS; bv = bv + 1) begin
+                bc_jv = bk - bv;
+                if (bv <= bj && bk < bv + COLS && bc_reach[bv] && $signed(bc_thr[bv*TW +: TW]) > $signed(bc_jv[TW-1:0])
+                    && ((bj - bv) ^ (bk - bv)) * {28'd0, bc_tc} < COLS)
+                    bc_active = 1'b1;
+            end
+            if (bc_active && bc_bank[bj*LOG_COLS +: LOG_COLS] == bc_bank[bk*LOG_COLS +: LOG_COLS])
+                bank_conflict = 1'b1;
+        end
+    end
+end
 
 // CONFIG0 checks that need no products
 reg [31:0] err0;
@@ -225,17 +345,31 @@ end
 
 // CONFIG1 checks on the products
 reg [31:0] err1;
+// end of the job's own weight words (GEMM: WGT_BASE + NT*KW*COLS, DW: WGT_BASE + taps*GP)
 wire [63:0] wgt_end = {32'd0, reg_wgt_base} + (prod_nk_reg << LOG_COLS);
 wire [63:0] prm_end = {32'd0, reg_param_base} + ({32'd0, reg_gemm_nt} << LOG_COLS);
+wire [32:0] pf_end = {1'b0, reg_pf_addr} + {1'b0, reg_pf_count};
+// prefetch range outside the memory or overlapping [WGT_BASE, wgt_end)
+wire pf_bad = reg_pf_count != 32'd0
+              && (pf_end > WEIGHT_WORDS[32:0]
+                  || ({32'd0, reg_pf_addr} < wgt_end && {1'b0, reg_wgt_base} < pf_end));
+// the depthwise checks that come after WGT_RANGE (the prefetch check stands in its place)
+localparam [31:0] AFTER_WGT = 32'd1 << DTPU_ERR_PARAM_RANGE;
 always @* begin
     err1 = err_cfg_reg;
     if (err_cfg_reg == 32'd0 && op_reg == DTPU_OPCODE_GEMM) begin
-        if (reg_wgt_base[LOG_COLS-1:0] != 0 || wgt_end > {30'd0, WEIGHT_WORDS})
+        if (reg_wgt_base[LOG_COLS-1:0] != 0 || wgt_end > {30'd0, WEIGHT_WORDS} || pf_bad)
             err1[DTPU_ERR_WGT_RANGE] = 1'b1;
         else if (out_mode_reg != DTPU_OUT_MODE_RAW[1:0]
                  && (reg_param_base[LOG_COLS-1:0] != 0 || prm_end > {30'd0, PARAM_ENTRIES}))
             err1[DTPU_ERR_PARAM_RANGE] = 1'b1;
     end
+    if ((err_cfg_reg & ~AFTER_WGT) == 32'd0 && op_reg == DTPU_OPCODE_DWCONV && pf_bad) begin
+        err1 = 32'd0;
+        err1[DTPU_ERR_WGT_RANGE] = 1'b1;
+    end
+    if (err1 == 32'd0 && op_reg == DTPU_OPCODE_DWCONV && conflict_reg)
+        err1[DTPU_ERR_BANK_CONFLICT] = 1'b1;
 end
 
 // ---- counters ----
@@ -251,6 +385,9 @@ reg        issuing_reg;
 reg [LOG_WEIGHT_WORDS-LOG_COLS-1:0] tile_row_reg;
 reg [31:0] err_run_reg;
 reg        done_reg;
+reg [31:0] pf_left_reg;          // prefetch words still to take
+reg [LOG_WEIGHT_WORDS-1:0] pf_waddr_reg;  // weight word the next one goes to
+reg [1:0]  pf_lat_reg;           // cycles since the prefetch's last word (saturates)
 
 wire s_load = state_reg == ST_LOAD;
 wire s_gemm = state_reg == ST_GEMM;
@@ -260,31 +397,41 @@ wire gemm_issue = s_gemm && issuing_reg && {16'd0, cyc_reg} < reg_gemm_kw;
 wire gemm_need_act = gemm_issue && tile_reg == 32'd0;
 wire need_act = gemm_need_act || (s_dw && dw_need_act);
 wire load_need = s_load;
+// the prefetch takes a word whenever one is there (no part of the global stall)
+wire pf_need = (s_gemm || s_dw) && pf_left_reg != 32'd0;
 
 wire out_block = res_tvalid && !res_tready;
 assign adv = !(need_act && !act_tvalid) && !(load_need && !wgt_tvalid) && !out_block;
-assign stall = busy && !adv;
 
-assign wgt_tready = load_need && adv;
+assign wgt_tready = (load_need && adv) || pf_need;
 assign act_tready = need_act && adv;
 
-wire wgt_fire = wgt_tvalid && wgt_tready;
+wire ld_fire = wgt_tvalid && load_need && adv;
+wire pf_fire = wgt_tvalid && pf_need;
 wire act_fire = act_tvalid && act_tready;
 wire res_fire = res_tvalid && res_tready;
 
 wire last_in = in_cnt_reg + 64'd1 == in_total_reg;
 wire in_tlast = s_load ? wgt_tlast : act_tlast;
-wire in_fire = wgt_fire || act_fire;
+wire in_fire = ld_fire || act_fire;
 wire early = in_fire && in_tlast && !last_in;
 wire missing = in_fire && !in_tlast && last_in;
+wire pf_last = pf_left_reg == 32'd1;
+wire pf_early = pf_fire && wgt_tlast && !pf_last;
+wire pf_missing = pf_fire && !wgt_tlast && pf_last;
 
 wire last_step = pix_reg + 32'd1 == reg_gemm_m && tile_reg + 32'd1 == reg_gemm_nt;
 wire step_end = {16'd0, cyc_reg} + 32'd1 >= {16'd0, p_reg};
 
-assign job_abort = early || (s_dw && dw_conflict);
-// the job ends once every result word has been taken and every input word accepted
-wire finish = (s_gemm || s_dw) && res_cnt_reg == res_total_reg
-              && (in_cnt_reg == in_total_reg || (adv && act_fire && last_in));
+// aborts take effect in this cycle (the datapath's control state clears with the FSM)
+assign job_abort = (adv && (early || (s_dw && dw_conflict))) || pf_early;
+// the compute path is finished once every result word has been taken and every input word
+// accepted; the prefetch once its words are in and LOAD_LATENCY cycles have passed
+wire compute_fin = res_cnt_reg == res_total_reg
+                   && (in_cnt_reg == in_total_reg || (adv && act_fire && last_in));
+wire pf_fin = pf_left_reg == 32'd0 && pf_lat_reg == PF_LAT_END;
+wire finish = (s_gemm || s_dw) && compute_fin && pf_fin;
+assign stall = busy && (!adv || ((s_gemm || s_dw) && compute_fin && pf_need && !wgt_tvalid));
 
 always @(posedge clk) begin
     done_reg <= 1'b0;
@@ -305,7 +452,9 @@ always @(posedge clk) begin
             wi_reg <= dw_wi;
             dw_reg <= opcode == DTPU_OPCODE_DWCONV;
             err_cfg_reg <= err0;
-            prod_nk_reg <= reg_gemm_nt * reg_gemm_kw;
+            conflict_reg <= bank_conflict;
+            prod_nk_reg <= {32'd0, opcode == DTPU_OPCODE_DWCONV ? {16'd0, dw_taps} : reg_gemm_nt}
+                         * {32'd0, opcode == DTPU_OPCODE_DWCONV ? dw_gpc[31:0] : reg_gemm_kw};
             prod_mn_reg <= reg_gemm_m * reg_gemm_nt;
             w_reg <= gemm_w;
             log_w_reg <= LOG_COLS > log_lo ? LOG_COLS[4:0] - {3'd0, log_lo} : 5'd0;
@@ -320,6 +469,9 @@ always @(posedge clk) begin
             cyc_reg <= 16'd0;
             issuing_reg <= 1'b1;
             tile_row_reg <= reg_wgt_base[LOG_WEIGHT_WORDS-1:LOG_COLS];
+            pf_left_reg <= reg_pf_count;
+            pf_waddr_reg <= reg_pf_addr[LOG_WEIGHT_WORDS-1:0];
+            pf_lat_reg <= reg_pf_count == 32'd0 ? PF_LAT_END : 2'd0;
             if (err1 != 32'd0 || op_reg == DTPU_OPCODE_NOP) begin
                 err_run_reg <= err1;
                 state_reg <= ST_DONE;
@@ -337,7 +489,7 @@ always @(posedge clk) begin
             end
         end
         ST_LOAD: begin
-            if (adv && wgt_fire) begin
+            if (ld_fire) begin
                 in_cnt_reg <= in_cnt_reg + 64'd1;
                 if (last_in) begin
                     lat_cnt_reg <= 2'd0;
@@ -395,6 +547,14 @@ always @(posedge clk) begin
     if ((s_gemm || s_dw) && res_fire) begin
         res_cnt_reg <= res_cnt_reg + 64'd1;
     end
+    // prefetch: words, then the write pipeline
+    if (pf_fire) begin
+        pf_left_reg <= pf_left_reg - 32'd1;
+        pf_waddr_reg <= pf_waddr_reg + {{(LOG_WEIGHT_WORDS-1){1'b0}}, 1'b1};
+        pf_lat_reg <= 2'd0;
+    end else if ((s_gemm || s_dw) && pf_left_reg == 32'd0 && pf_lat_reg != PF_LAT_END) begin
+        pf_lat_reg <= pf_lat_reg + 2'd1;
+    end
     if (finish) begin
         state_reg <= ST_DONE;
         done_reg <= 1'b1;
@@ -414,6 +574,15 @@ always @(posedge clk) begin
     if (busy && adv && missing) begin
         err_run_reg[DTPU_ERR_TLAST_MISSING] <= 1'b1;
     end
+    // the prefetch's tlast, exactly as a LOAD's: early aborts the job, missing is flagged
+    if (pf_early) begin
+        err_run_reg[DTPU_ERR_TLAST_EARLY] <= 1'b1;
+        state_reg <= ST_DONE;
+        done_reg <= 1'b1;
+    end
+    if (pf_missing) begin
+        err_run_reg[DTPU_ERR_TLAST_MISSING] <= 1'b1;
+    end
     if (busy && dp_ovf) begin
         err_run_reg[DTPU_ERR_OVERFLOW] <= 1'b1;
     end
@@ -426,6 +595,7 @@ always @(posedge clk) begin
         done_reg <= 1'b0;
         err_run_reg <= 32'd0;
         issuing_reg <= 1'b0;
+        pf_left_reg <= 32'd0;
     end
 end
 
@@ -448,9 +618,9 @@ assign dw_run = s_dw;
 wire [31:0] ld_addr = reg_load_addr + in_cnt_reg[31:0];
 wire [31:0] ld_entry = reg_load_addr + in_cnt_reg[32:1];
 /* verilator lint_on UNUSEDSIGNAL */
-assign wmem_we = wgt_fire && op_reg == DTPU_OPCODE_LOAD_WGT;
-assign wmem_waddr = ld_addr[LOG_WEIGHT_WORDS-1:0];
-assign pmem_we = wgt_fire && op_reg == DTPU_OPCODE_LOAD_PARAM;
+assign wmem_we = (ld_fire && op_reg == DTPU_OPCODE_LOAD_WGT) || pf_fire;
+assign wmem_waddr = s_load ? ld_addr[LOG_WEIGHT_WORDS-1:0] : pf_waddr_reg;
+assign pmem_we = ld_fire && op_reg == DTPU_OPCODE_LOAD_PARAM;
 assign pmem_wentry = ld_entry[LOG_PARAM_ENTRIES-1:0];
 assign pmem_whalf = in_cnt_reg[0];
 

@@ -36,7 +36,7 @@ module dtpu_core #
     /* Registers */
     input  wire                start,
     input  wire                soft_reset,
-    input  wire [32*18-1:0]    job_regs,
+    input  wire [32*20-1:0]    job_regs,
     output wire                busy,
     output wire                done,
     output wire [3:0]          state,
@@ -94,13 +94,15 @@ wire [31:0] r_dw_kernel = job_regs[14*32 +: 32];
 wire [31:0] r_dw_stride = job_regs[15*32 +: 32];
 wire [31:0] r_dw_groups = job_regs[16*32 +: 32];
 wire [31:0] r_dw_ring   = job_regs[17*32 +: 32];
+wire [31:0] r_pf_addr   = job_regs[18*32 +: 32];
+wire [31:0] r_pf_count  = job_regs[19*32 +: 32];
 localparam ARW = LOG_ACT_WORDS - LOG_COLS;
 
 wire ctl_rst_n = rst_n && !soft_reset;
 wire adv;
 wire job_abort;
-// the datapath's control state also clears on an aborted job
-wire dp_rst_n = ctl_rst_n && !(job_abort && adv);
+// the datapath's control state also clears on an aborted job (job_abort: in this cycle)
+wire dp_rst_n = ctl_rst_n && !job_abort;
 
 wire [3:0] cfg_prec;
 wire [1:0] cfg_out_mode, cfg_log_lanes;
@@ -154,6 +156,13 @@ control_inst (
     .reg_gemm_m(r_gemm_m),
     .reg_gemm_kw(r_gemm_kw),
     .reg_gemm_nt(r_gemm_nt),
+    .reg_dw_kernel(r_dw_kernel),
+    .reg_dw_groups(r_dw_groups),
+    .reg_dw_out(r_dw_out),
+    .reg_dw_stride(r_dw_stride),
+    .reg_dw_ring(r_dw_ring),
+    .reg_pf_addr(r_pf_addr),
+    .reg_pf_count(r_pf_count),
     .busy(busy),
     .done(done),
     .state(state),

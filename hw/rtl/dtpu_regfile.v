@@ -57,7 +57,7 @@ module dtpu_regfile #
     /* Core */
     output wire                        start,
     output wire                        soft_reset,
-    output wire [32*18-1:0]            job_regs,
+    output wire [32*20-1:0]            job_regs,
     input  wire                        core_busy,
     input  wire                        core_done,
     input  wire [3:0]                  core_state,
@@ -73,8 +73,8 @@ module dtpu_regfile #
 `include "dtpu_regs.vh"
 /* verilator lint_on UNUSEDPARAM */
 
-// job registers in offset order 0x1C .. 0x60 (JOB, LOAD_ADDR, ..., DW_RING)
-localparam NJ = 18;
+// job registers in offset order 0x1C .. 0x68 (JOB, LOAD_ADDR, ..., DW_RING, PF_ADDR, PF_COUNT)
+localparam NJ = 20;
 
 reg [31:0] jr_reg [0:NJ-1];
 reg        irq_en_reg;
@@ -96,7 +96,7 @@ wire [AXIL_ADDR_WIDTH-1:0] raddr = {s_axil_araddr[AXIL_ADDR_WIDTH-1:2], 2'b00};
 wire [31:0] wdata = s_axil_wdata;
 
 wire job_reg_hit = waddr >= DTPU_REG_JOB[AXIL_ADDR_WIDTH-1:0]
-                && waddr <= DTPU_REG_DW_RING[AXIL_ADDR_WIDTH-1:0];
+                && waddr <= DTPU_REG_PF_COUNT[AXIL_ADDR_WIDTH-1:0];
 /* verilator lint_off UNUSEDSIGNAL */
 wire [AXIL_ADDR_WIDTH-1:0] jidx_full = (waddr - DTPU_REG_JOB[AXIL_ADDR_WIDTH-1:0]) >> 2;
 wire [4:0] jidx = jidx_full[4:0];
@@ -200,7 +200,7 @@ always @(posedge clk) begin
             DTPU_REG_JOB_CYCLES[AXIL_ADDR_WIDTH-1:0]: rdata_reg <= job_cycles_reg;
             default: begin
                 if (raddr >= DTPU_REG_JOB[AXIL_ADDR_WIDTH-1:0]
-                    && raddr <= DTPU_REG_DW_RING[AXIL_ADDR_WIDTH-1:0]) begin
+                    && raddr <= DTPU_REG_PF_COUNT[AXIL_ADDR_WIDTH-1:0]) begin
                     rdata_reg <= jr_reg[ridx];
                 end
             end

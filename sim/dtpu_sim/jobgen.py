@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dtpu.hw.config import HwConfig, ceil_div
+from dtpu.hw import lower
 from dtpu.hw.lower import Job
 from dtpu.hw.model import Core, out_lanes
 from dtpu.precision import Precision
@@ -99,7 +100,8 @@ def random_offset(rng: random.Random, prec: Precision) -> int:
 
 
 def gemm_case(cfg: HwConfig, seed: int, prec: Precision | None = None, out_mode: str | None = None,
-              max_m: int = 6, max_kw: int = 6, max_nt: int = 3) -> list[Job]:
+              max_m: int = 6, max_kw: int = 6, max_nt: int = 3, wgt_base: int | None = None,
+              min_m: int = 1) -> list[Job]:
     """LOAD_WGT, LOAD_PARAM (unless RAW) and one GEMM with random shapes, operands, parameters."""
     rng = random.Random(seed)
     nrng = np.random.default_rng(seed)
@@ -109,9 +111,9 @@ def gemm_case(cfg: HwConfig, seed: int, prec: Precision | None = None, out_mode:
     modes = ["FLOAT"] if prec.is_float else (["REQUANT", "RAW"] if prec.bits <= 16 else ["RAW"])
     out_mode = out_mode or rng.choice(modes)
     variant = rng.choice(list(cfg.enums["RQ_VARIANT"].values())) if out_mode == "REQUANT" else 0
-    m, kw, nt = rng.randint(1, max_m), rng.randint(1, max_kw), rng.randint(1, max_nt)
+    m, kw, nt = rng.randint(min_m, max_m), rng.randint(1, max_kw), rng.randint(1, max_nt)
     cols = cfg.COLS
-    wgt_base = cols * rng.randint(0, 2)
+    wgt_base = cols * rng.randint(0, 2) if wgt_base is None else wgt_base
     param_base = cols * rng.randint(0, 2)
     mag = None
     if prec is Precision.INT32:
@@ -242,3 +244,93 @@ def lowered_jobs(cfg: HwConfig, seed: int, precision=None, **kw) -> tuple[list[J
                  f"{low.precision.value}")
         return list(low.load_jobs) + list(low.jobs(x)), label
     raise RuntimeError(f"seed {seed}: no lowerable node in 50 attempts")
+
+
+# ------------------------------------------------------------------------------------------------
+# prefetch (contract 1.2: PF_ADDR / PF_COUNT on GEMM and DWCONV jobs)
+
+
+def with_prefetch(job: Job, addr: int, words: np.ndarray) -> Job:
+    """A copy of compute job `job` that also prefetches `words` into weight memory at `addr`
+    (PF_ADDR / PF_COUNT written just before JOB, the words sent on s_axis_wgt)."""
+    words = np.ascontiguousarray(words, _U64).reshape(-1)
+    regs = list(lower.with_prefetch(job.regs, None, addr, words.size))
+    return Job(f"{job.label} +pf {words.size}@{addr}", regs, {**job.send, "wgt": words}, job.recv,
+               job.macs)
+
+
+def without_prefetch(job: Job) -> Job:
+    """A copy of `job` that clears PF_COUNT first (the register keeps its last value)."""
+    regs = list(lower.with_prefetch(job.regs, None, 0, 0)) if any(n == "JOB" for n, _ in job.regs) \
+        else [lower.NO_PREFETCH, *job.regs]
+    return Job(job.label, regs, dict(job.send), job.recv, job.macs)
+
+
+def job_reg_value(job: Job, name: str, default: int = 0) -> int:
+    """The value `job` writes to register `name` (its last write), or `default`."""
+    value = default
+    for n, v in job.regs:
+        if n == name:
+            value = v
+    return value
+
+
+def own_weight_range(cfg: HwConfig, job: Job) -> tuple[int, int]:
+    """[WGT_BASE, end) of a GEMM or DWCONV job's own weight words (what a prefetch must avoid)."""
+    op = cfg.decode("JOB", job_reg_value(job, "JOB"))["OPCODE"]
+    wb = job_reg_value(job, "WGT_BASE")
+    if op == cfg.OPCODE_GEMM:
+        return wb, wb + job_reg_value(job, "GEMM_NT") * job_reg_value(job, "GEMM_KW") * cfg.COLS
+    k = cfg.decode("DW_KERNEL", job_reg_value(job, "DW_KERNEL"))
+    g = cfg.decode("DW_GROUPS", job_reg_value(job, "DW_GROUPS"))
+    gp = ceil_div(g["GC"] * g["NCHUNK"], cfg.COLS) * cfg.COLS
+    return wb, wb + k["KH"] * k["KW"] * gp
+
+
+@dataclass
+class PrefetchCase:
+    """A compute job that prefetches the weights of a later GEMM, and that GEMM.
+
+    `setup`: the carrier's loads; `job`: the carrier with PF_ADDR/PF_COUNT (its prefetch words:
+    `pad` random words, then the reader's weight words at the reader's WGT_BASE); `after`: the
+    carrier node's remaining compute jobs, then the reader's LOAD_PARAM and GEMM without its
+    LOAD_WGT, so the reader's results depend on the prefetched words having landed.
+    """
+    setup: list[Job]
+    job: Job
+    after: list[Job]
+    label: str
+
+
+def prefetch_case(cfg: HwConfig, seed: int, kind: str, bound: str) -> PrefetchCase:
+    """kind: "gemm" (a random register-level GEMM) or "dw" (a lowered depthwise node) carries
+    the prefetch; bound: "prefetch" (few compute cycles, many words: padded) or "compute"."""
+    r = random.Random(seed)
+    half = cfg.WEIGHT_WORDS // 2
+    big = bound == "prefetch"
+    reader = gemm_case(cfg, seed + 1, max_m=3, max_kw=6 if big else 2, max_nt=3 if big else 1,
+                       wgt_base=half)
+    rwords = reader[0].send["wgt"]
+    if kind == "gemm":
+        jobs = gemm_case(cfg, seed, max_m=2 if big else 12, min_m=1 if big else 8,
+                         max_kw=2 if big else 6, max_nt=1 if big else 3, wgt_base=0)
+        label = jobs[-1].label
+    elif kind == "dw":
+        from dtpu.spec import DataMode, OpKind
+        jobs, label = lowered_jobs(cfg, seed, kinds=[OpKind.DEPTHWISE_CONV_2D],
+                                   modes=[DataMode.INT8, DataMode.UINT8, DataMode.INT16X8],
+                                   max_hw=4 if big else 7)
+    else:
+        raise ValueError(f"kind={kind!r}; accepted: gemm, dw")
+    k = next(i for i, j in enumerate(jobs)
+             if cfg.decode("JOB", job_reg_value(j, "JOB"))["OPCODE"] in (cfg.OPCODE_GEMM, cfg.OPCODE_DWCONV))
+    lo, hi = own_weight_range(cfg, jobs[k])
+    pad = r.randint(cfg.WEIGHT_WORDS // 8, cfg.WEIGHT_WORDS // 4) if big else r.randint(0, 3)
+    addr = half - pad
+    if hi > addr:
+        raise AssertionError(f"seed {seed}: carrier weights [{lo}, {hi}) reach the prefetch at {addr}")
+    nrng = np.random.default_rng(seed + 2)
+    words = np.concatenate([nrng.integers(0, 1 << 63, pad, dtype=np.uint64).astype(_U64), rwords])
+    job = with_prefetch(jobs[k], addr, words)
+    after = [without_prefetch(j) for j in jobs[k + 1:]] + [without_prefetch(j) for j in reader[1:]]
+    return PrefetchCase(jobs[:k], job, after, f"{kind}/{bound}: {label} -> {job.label}")

@@ -11,7 +11,8 @@ from dtpu.hw.jobs import check_identity, run_jobs
 from dtpu.hw.model import Core
 from dtpu.precision import Precision
 from dtpu_sim.axi import AsyncTransport, BridgeTransport, DtpuTB, random_pauses, run_job
-from dtpu_sim.jobgen import expect, gemm_case, lowered_jobs
+from dtpu_sim.jobgen import (expect, gemm_case, lowered_jobs, prefetch_case, with_prefetch,
+                             without_prefetch)
 
 SEED = int(os.environ.get("DTPU_SEED", "12345"))
 N_CASES = int(os.environ.get("DTPU_CASES", "12"))
@@ -195,7 +196,7 @@ async def test_config_errors(dut):
            dict(PARAM_BASE=c.PARAM_ENTRIES)]
     for b in bad:
         cases.append(_regs_job(c, "DWCONV", P.INT8, "REQUANT", **{**dwbase, "WGT_BASE": 0, "PARAM_BASE": 0, **b}))
-    names = [r.name for r in c.registers if c.REG_JOB <= r.offset <= c.REG_DW_RING]
+    names = [r.name for r in c.registers if c.REG_JOB <= r.offset <= c.REG_PF_COUNT]
     for job in cases:
         # every job register written (0 unless the case sets it): no state from earlier cases
         given = dict(job.regs)
@@ -327,3 +328,314 @@ async def test_precision_not_built(dut):
         want = expect(core, job)
         got, err = await run_job(t, job)
         assert err == want.err == c.ERR_BAD_PRECISION, (name, hex(err), hex(want.err))
+
+
+# ------------------------------------------------------------------------------------------------
+# prefetch (PF_ADDR / PF_COUNT): a GEMM or DWCONV job also loads weight words for a later job
+
+
+def _pf_kinds(k: int) -> tuple[str, str]:
+    return ("gemm", "dw")[k % 2], ("prefetch", "compute")[(k // 2) % 2]
+
+
+async def _compute_only_cycles(core, job) -> int:
+    """The model's cycles for `job` without its prefetch (on a copy of the model)."""
+    import copy
+    bare = without_prefetch(job)
+    bare.send = {s: w for s, w in bare.send.items() if s != "wgt"}
+    return expect(copy.deepcopy(core), bare).cycles
+
+
+async def _prefetch_cases(dut, gaps: bool, base: int):
+    tb, t, core = await setup(dut)
+    c = t.cfg
+    rng = random.Random(SEED + base)
+    if gaps:
+        tb.set_idle(lambda: random_pauses(rng, 0.3))
+        tb.set_backpressure(random_pauses(rng, 0.35))
+    seen = set()
+    for k in range(max(N_CASES, 4)):
+        seed = SEED + base + k
+        kind, bound = _pf_kinds(k)
+        case = prefetch_case(c, seed, kind, bound)
+        where = f"seed {seed} ({case.label})"
+        for job in case.setup:
+            await run_and_compare(t, core, job, prequeue=not gaps, exact=not gaps, where=where)
+        compute = await _compute_only_cycles(core, case.job)
+        n = case.job.send["wgt"].size
+        pf_cycles = c.CFG_CYCLES + n + c.LOAD_LATENCY
+        seen.add("prefetch" if pf_cycles > compute else "compute")
+        if gaps:
+            want = expect(core, case.job)
+            stall0 = await t.read_reg(c.REG_STALL_LO)
+            got, err = await run_job(t, case.job, prequeue=False)
+            stall = ((await t.read_reg(c.REG_STALL_LO)) - stall0) & 0xFFFFFFFF
+            cycles = await t.read_reg(c.REG_JOB_CYCLES)
+            assert err == want.err, f"{where}: ERR {err:#x}, model {want.err:#x}"
+            if want.err & c.ERR_FATAL_MASK:
+                tb.flush()
+            else:
+                assert got is not None and np.array_equal(got, want.words), f"{where}: words differ"
+            # a late weight word delays only the prefetch, a late activation only the compute
+            # path: CYCLES covers both schedules, CYCLES - STALL at least the compute path's
+            assert cycles >= want.cycles, f"{where}: {cycles} cycles < stall-free {want.cycles}"
+            assert cycles - stall >= compute, f"{where}: {cycles} - {stall} stalls < compute {compute}"
+        else:
+            await run_and_compare(t, core, case.job, prequeue=True, exact=True, where=where)
+            if not core.jobs[-1].error & c.ERR_FATAL_MASK:  # OVERFLOW: the RTL runs to its end
+                assert await t.read_reg(c.REG_JOB_CYCLES) == max(compute, pf_cycles), where
+        for job in case.after:
+            await run_and_compare(t, core, job, prequeue=not gaps, exact=not gaps, where=where)
+        assert await t.read_reg(c.REG_WORDS_WGT) == core.read(c.REG_WORDS_WGT), where
+    assert seen == {"prefetch", "compute"}, f"the cases were all {seen}-bound"
+
+
+@cocotb.test()
+async def test_prefetch_stall_free(dut):
+    """GEMM and DWCONV jobs prefetching the weights of a later GEMM, prefetch- and
+    compute-bound: exact words and cycles max(compute, CFG + PF_COUNT + LOAD_LATENCY), STALL 0;
+    the later GEMM reads the prefetched words (its LOAD_WGT is skipped)."""
+    await _prefetch_cases(dut, gaps=False, base=8000)
+
+
+@cocotb.test()
+async def test_prefetch_gaps(dut):
+    """The same with random valid gaps on both input streams and backpressure: words exact."""
+    await _prefetch_cases(dut, gaps=True, base=9000)
+
+
+def _gemm_regs(c, wb=64, m=1, kw=2, nt=2, mode="RAW", **extra):
+    return _regs_job(c, "GEMM", Precision.INT8, mode, GEMM_M=m, GEMM_KW=kw, GEMM_NT=nt,
+                     WGT_BASE=wb, **extra)
+
+
+def _dw_regs(c, mode="RAW", **extra):
+    regs = dict(DW_IN=c.encode("DW_IN", H=4, W=4), DW_OUT=c.encode("DW_OUT", H=4, W=4),
+                DW_KERNEL=c.encode("DW_KERNEL", KH=3, KW=3, PT=1, PL=1),
+                DW_STRIDE=c.encode("DW_STRIDE", SY=1, SX=1, DY=1, DX=1),
+                DW_GROUPS=c.encode("DW_GROUPS", GC=1, NCHUNK=1),
+                DW_RING=c.encode("DW_RING", LB_ROWS=3, TAP_CYCLES=1), WGT_BASE=64)
+    regs.update(extra)
+    return _regs_job(c, "DWCONV", Precision.INT8, mode, **regs)
+
+
+@cocotb.test()
+async def test_prefetch_range_errors(dut):
+    """CONFIG refuses a prefetch range that leaves the weight memory or overlaps the job's own
+    weight words (ERR.WGT_RANGE, CFG_CYCLES, not one word taken from either input stream, even
+    with both streams' words waiting); ranges that touch without overlapping run."""
+    tb, t, core = await setup(dut)
+    c = t.cfg
+    W, C = c.WEIGHT_WORDS, c.COLS
+    gemm_end = 64 + 2 * 2 * C                     # own weights [64, gemm_end)
+    dw_end = 64 + 9 * C                           # taps * GP, GP = COLS
+    bad = [
+        (_gemm_regs(c, PF_ADDR=gemm_end - 1, PF_COUNT=4), c.ERR_WGT_RANGE),
+        (_gemm_regs(c, PF_ADDR=60, PF_COUNT=5), c.ERR_WGT_RANGE),
+        (_gemm_regs(c, PF_ADDR=0, PF_COUNT=W), c.ERR_WGT_RANGE),           # covers them
+        (_gemm_regs(c, PF_ADDR=W - 3, PF_COUNT=4), c.ERR_WGT_RANGE),
+        (_gemm_regs(c, PF_ADDR=0xFFFFFFFF, PF_COUNT=2), c.ERR_WGT_RANGE),  # 32-bit wrap
+        (_gemm_regs(c, PF_ADDR=W, PF_COUNT=0xFFFFFFFF), c.ERR_WGT_RANGE),
+        # the prefetch check sits with WGT_BASE's: before PARAM_RANGE, after ACT_CAPACITY
+        (_gemm_regs(c, mode="REQUANT", PARAM_BASE=1, PF_ADDR=64, PF_COUNT=1), c.ERR_WGT_RANGE),
+        (_gemm_regs(c, kw=c.ACT_WORDS + 1, PF_ADDR=64, PF_COUNT=1), c.ERR_ACT_CAPACITY),
+        (_dw_regs(c, PF_ADDR=dw_end - 1, PF_COUNT=1), c.ERR_WGT_RANGE),
+        (_dw_regs(c, PF_ADDR=0, PF_COUNT=65), c.ERR_WGT_RANGE),
+        (_dw_regs(c, PF_ADDR=W - 1, PF_COUNT=2), c.ERR_WGT_RANGE),
+        (_dw_regs(c, mode="REQUANT", PARAM_BASE=c.PARAM_ENTRIES, PF_ADDR=64, PF_COUNT=1),
+         c.ERR_WGT_RANGE),
+        (_dw_regs(c, PF_ADDR=64, PF_COUNT=1, DW_IN=0), c.ERR_BAD_DIMS),
+        (_dw_regs(c, PF_ADDR=64, PF_COUNT=1, DW_RING=c.encode("DW_RING", LB_ROWS=2, TAP_CYCLES=1)),
+         c.ERR_ACT_CAPACITY),
+    ]
+    names = [r.name for r in c.registers if c.REG_JOB <= r.offset <= c.REG_PF_COUNT]
+    nrng = np.random.default_rng(SEED)
+    for job, bit in bad:
+        given = dict(job.regs)
+        job.regs = [(n, given.get(n, 0)) for n in names if n != "JOB"] + [("JOB", given["JOB"])]
+        job.send = {"act": nrng.integers(0, 1 << 63, 16, dtype=np.uint64),
+                    "wgt": nrng.integers(0, 1 << 63, 8, dtype=np.uint64)}
+        want = expect(Core(c), job)   # a fresh model: the words it was offered stay queued
+        await t.write_reg(c.REG_CTRL, c.encode("CTRL", CLEAR_COUNTERS=1))
+        got, err = await run_job(t, job, prequeue=True)
+        where = f"{job.label}"
+        assert err == bit, f"{where}: ERR {err:#x}, expected {bit:#x}"
+        assert want.err == bit, f"{where}: model ERR {want.err:#x}, expected {bit:#x}"
+        assert await t.read_reg(c.REG_JOB_CYCLES) == c.CFG_CYCLES == want.cycles, where
+        await ClockCycles(dut.clk, 10)
+        assert await t.read_reg(c.REG_WORDS_WGT) == 0, where
+        assert await t.read_reg(c.REG_WORDS_ACT) == 0, where
+        await tb.reset()   # drop the words the sources still present
+        tb.flush()
+    # touching ranges are fine: GEMM and DW prefetches right before / after their weights and
+    # at the very end of the memory; LOAD_* and NOP ignore PF_*
+    core = Core(c)
+    from dtpu_sim.jobgen import load_job
+    own = nrng.integers(0, 1 << 63, 9 * C, dtype=np.uint64)
+    await run_and_compare(t, core, load_job(c, "LOAD_WGT", 64, own, "own weights"), True, True, "load")
+    ok = [
+        _gemm_regs(c, PF_ADDR=64 - 4, PF_COUNT=4), _gemm_regs(c, PF_ADDR=gemm_end, PF_COUNT=4),
+        _gemm_regs(c, PF_ADDR=W - 4, PF_COUNT=4), _dw_regs(c, PF_ADDR=dw_end, PF_COUNT=3),
+        _dw_regs(c, PF_ADDR=0, PF_COUNT=64), _gemm_regs(c, PF_ADDR=0xFFFFFFF0, PF_COUNT=0),
+    ]
+    for job in ok:
+        given = dict(job.regs)
+        job.regs = [(n, given.get(n, 0)) for n in names if n != "JOB"] + [("JOB", given["JOB"])]
+        op = c.decode("JOB", given["JOB"])["OPCODE"]
+        n_act = 2 if op == c.OPCODE_GEMM else 16
+        job.send = {"act": nrng.integers(0, 1 << 63, n_act, dtype=np.uint64)}
+        if given["PF_COUNT"]:
+            job.send["wgt"] = nrng.integers(0, 1 << 63, given["PF_COUNT"], dtype=np.uint64)
+        job.recv = C if op == c.OPCODE_GEMM else 16 * 4   # RAW int8: 2 lanes per word
+        await run_and_compare(t, core, job, prequeue=True, exact=True, where="touching range")
+    for job in (load_job(c, "LOAD_WGT", 8, np.arange(1, 9, dtype=np.uint64), "load"),
+                _regs_job(c, "NOP")):
+        job.regs[:0] = [("PF_ADDR", 0xFFFFFFFF), ("PF_COUNT", 0xFFFFFFFF)]
+        await run_and_compare(t, core, job, prequeue=True, exact=True, where="PF_* ignored")
+
+
+async def _start_prefetch_job(t, job, send_wgt=None):
+    c = t.cfg
+    for name, value in job.regs:
+        await t.write_reg(c.reg(name).offset, value)
+    await t.send("act", job.send["act"])
+    await t.send("wgt", job.send["wgt"] if send_wgt is None else send_wgt)
+    await t.write_reg(c.REG_CTRL, c.encode("CTRL", START=1))
+
+
+@cocotb.test()
+async def test_prefetch_tlast_and_late_words(dut):
+    """s_axis_wgt's tlast during a prefetch as during a LOAD: one word early aborts the job
+    (TLAST_EARLY), none on the last word is TLAST_MISSING (the job still takes exactly PF_COUNT
+    words and runs to its end). Weight words that arrive only after the compute path has
+    finished count as stalls from the cycle it finishes in; a clean job follows."""
+    tb, t, core = await setup(dut)
+    c = t.cfg
+    case = prefetch_case(c, SEED + 11, "gemm", "compute")
+    for job in case.setup:
+        await run_and_compare(t, core, job, True, True, "setup")
+    words = case.job.send["wgt"]
+    n = words.size
+    # early: tlast on word n-2
+    await _start_prefetch_job(t, case.job, words[: n - 2])
+    await t.wait_done()
+    assert await t.read_reg(c.REG_ERR) == c.ERR_TLAST_EARLY
+    st = await t.read_reg(c.REG_STATUS)
+    assert st & 0b11 == 0b10 and (st >> 4) & 0xF == c.STATE_IDLE, hex(st)
+    await tb.reset()
+    tb.flush()
+    # missing: n + 1 words, tlast on the extra one; exactly n taken
+    await _start_prefetch_job(t, case.job, np.concatenate([words, words[:1]]))
+    await t.wait_done()
+    assert await t.read_reg(c.REG_ERR) == c.ERR_TLAST_MISSING
+    await ClockCycles(dut.clk, 10)
+    assert await t.read_reg(c.REG_WORDS_WGT) == n
+    await tb.reset()
+    tb.flush()
+    # late weight words: the compute path finishes first, then waits for all n words
+    core = Core(c)
+    for job in case.setup:
+        await run_and_compare(t, core, job, True, True, "setup after reset")
+    compute = await _compute_only_cycles(core, case.job)
+    want = expect(core, case.job)
+    assert want.cycles == compute, "the case is meant to be compute-bound"
+    for name, value in case.job.regs:
+        await t.write_reg(c.reg(name).offset, value)
+    await t.send("act", case.job.send["act"])
+    await t.write_reg(c.REG_CTRL, c.encode("CTRL", CLEAR_COUNTERS=1, START=1))
+    await ClockCycles(dut.clk, compute + 25)
+    st = await t.read_reg(c.REG_STATUS)
+    assert st & 1 and (st >> 4) & 0xF == c.STATE_GEMM, hex(st)
+    await t.send("wgt", words)
+    await t.wait_done()
+    assert await t.read_reg(c.REG_ERR) == 0
+    got = await t.recv("res", case.job.recv)
+    assert np.array_equal(got, want.words)
+    cycles = await t.read_reg(c.REG_JOB_CYCLES)
+    stall = await t.read_reg(c.REG_STALL_LO)
+    assert stall > 25, stall
+    assert cycles - stall == compute - 1 + n + c.LOAD_LATENCY, (cycles, stall, compute, n)
+    for job in case.after:
+        await run_and_compare(t, core, job, True, True, "after late words")
+
+
+@cocotb.test()
+async def test_prefetch_reset_mid_job(dut):
+    """aresetn while a GEMM's and a depthwise job's prefetch is running (weight words trickling
+    in, results held back), then the same cases clean on a fresh model: exact."""
+    tb, t, core = await setup(dut)
+    c = t.cfg
+    for k, kind in enumerate(("gemm", "dw")):
+        case = prefetch_case(c, SEED + 400 + k, kind, "prefetch")
+        for job in case.setup:
+            await run_and_compare(t, core, job, True, True, case.label)
+        for name, value in case.job.regs:
+            await t.write_reg(c.reg(name).offset, value)
+        await t.write_reg(c.REG_CTRL, c.encode("CTRL", CLEAR_COUNTERS=1, START=1))
+        tb.set_idle(lambda: random_pauses(random.Random(3), 0.8))
+        tb.set_backpressure(random_pauses(random.Random(1), 0.9))
+        for stream in ("act", "wgt"):
+            await t.send(stream, case.job.send[stream])
+        await ClockCycles(dut.clk, 60 + 9 * k)
+        assert 0 < await t.read_reg(c.REG_WORDS_WGT) < case.job.send["wgt"].size
+        await tb.reset()
+        tb.flush()
+        tb.set_idle(None)
+        tb.set_backpressure(None)
+        for reg in (c.REG_STATUS, c.REG_ERR, c.REG_CYCLES_LO, c.REG_WORDS_WGT, c.REG_PF_COUNT):
+            assert await t.read_reg(reg) == 0, hex(reg)
+        core = Core(c)
+        for job in [*case.setup, case.job, *case.after]:
+            await run_and_compare(t, core, job, True, True, f"after reset: {case.label}")
+
+
+@cocotb.test()
+async def test_dw_bank_conflict_in_config(dut):
+    """Random depthwise rows (OW, GC, SX, TAP_CYCLES): ERR.BANK_CONFLICT exactly when the golden
+    model's dw_bank_conflict says so, from CONFIG (CFG_CYCLES, not one activation word taken);
+    the others run exactly."""
+    tb, t, core = await setup(dut)
+    c = t.cfg
+    C = c.COLS
+    from dtpu_sim.jobgen import load_job
+    rng = random.Random(SEED + 77)
+    nrng = np.random.default_rng(SEED + 77)
+    wgt = nrng.integers(0, 1 << 63, 3 * C, dtype=np.uint64)
+    await run_and_compare(t, core, load_job(c, "LOAD_WGT", 0, wgt, "dw weights"), True, True, "load")
+    tcs = [v for v in (1, 2, 4, 8, 16) if v <= C]
+    names = [r.name for r in c.registers if c.REG_JOB <= r.offset <= c.REG_PF_COUNT]
+    seen = {0: 0, 1: 0}
+    for k in range(4 * N_CASES):
+        gc, kw, tc = rng.randint(1, C), rng.randint(1, 3), rng.choice(tcs)
+        sx = rng.choice([1, 2, 3, 4, C])
+        ow = rng.randint(1, C + 1 if sx <= 4 else 3)
+        iw = (ow - 1) * sx + kw
+        regs = dict(DW_IN=c.encode("DW_IN", H=1, W=iw), DW_OUT=c.encode("DW_OUT", H=1, W=ow),
+                    DW_KERNEL=c.encode("DW_KERNEL", KH=1, KW=kw, PT=0, PL=0),
+                    DW_STRIDE=c.encode("DW_STRIDE", SY=1, SX=sx, DY=1, DX=1),
+                    DW_GROUPS=c.encode("DW_GROUPS", GC=gc, NCHUNK=1),
+                    DW_RING=c.encode("DW_RING", LB_ROWS=1, TAP_CYCLES=tc))
+        job = _regs_job(c, "DWCONV", Precision.INT8, "RAW", **regs)
+        given = dict(job.regs)
+        job.regs = [(n, given.get(n, 0)) for n in names if n != "JOB"] + [("JOB", given["JOB"])]
+        job.send = {"act": nrng.integers(0, 1 << 63, iw * gc, dtype=np.uint64)}
+        job.recv = ow * gc * 4
+        job.label = f"dw ow{ow} gc{gc} sx{sx} kw{kw} tc{tc}"
+        from dtpu.hw.model import dw_bank_conflict
+        conflict = dw_bank_conflict(C, ow, gc, sx, tc)
+        seen[int(conflict)] += 1
+        if not conflict:
+            await run_and_compare(t, core, job, True, True, "no conflict")
+            continue
+        want = expect(core, job)
+        assert want.err == c.ERR_BANK_CONFLICT and want.cycles == c.CFG_CYCLES, job.label
+        act0 = await t.read_reg(c.REG_WORDS_ACT)
+        got, err = await run_job(t, job, prequeue=True)
+        assert err == c.ERR_BANK_CONFLICT, f"{job.label}: ERR {err:#x}"
+        assert await t.read_reg(c.REG_JOB_CYCLES) == c.CFG_CYCLES, job.label
+        await ClockCycles(dut.clk, 8)
+        assert await t.read_reg(c.REG_WORDS_ACT) == act0, job.label
+        await tb.reset()   # drop the activation words still presented; the model likewise
+        tb.flush()
+        core.write(c.REG_CTRL, c.encode("CTRL", SOFT_RESET=1))
+    assert seen[0] and seen[1], seen

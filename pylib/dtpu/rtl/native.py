@@ -8,7 +8,8 @@ in a script) gets this transport instead: the same Verilog, Verilated into a lib
 C++ (native.cpp), so Python runs once per register access or stream, not once per cycle.
 
 It follows the cocotb transport's protocol choices (:mod:`dtpu.rtl.transport`): START goes out
-with the job's first stream, DONE is awaited on the interrupt line, every wait is bounded in
+after the job's streams are queued (so a prefetching job has both input streams from its first
+cycle), DONE is awaited on the interrupt line, every wait is bounded in
 simulated cycles and in wall time, `recv` returns every complete packet, `reset` drops what the
 queues hold. The two transports are independent implementations of the same bus behaviour, and
 the tests hold both to backend=model's words and cycles.
@@ -146,7 +147,7 @@ class NativeTransport(Transport):
         if data.size:
             self._lib.dtpu_push(self._h, index, data.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64)),
                                 data.size)
-        self._flush_start()
+        # a held START waits for the job's other streams (flushed by the next non-send call)
 
     def wait_done(self, timeout_s: float) -> bool:
         self._flush_start()

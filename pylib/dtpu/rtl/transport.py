@@ -11,16 +11,18 @@ The async methods (``a_*``) are public too, for cocotb tests that drive the core
 
 Two deliberate choices:
 
-* **START goes out with the job's first stream.** The driver writes CTRL.START, reads STATUS
-  once (to catch configuration errors) and only then sends the input words. Done literally, the
-  core would stall for the few cycles of that AXI4-Lite read and the per-node CYCLES would not
-  equal backend=model's stall-free schedule. By default (``start_with_streams=True``) the
-  transport holds the START write until the job's first :meth:`send` (or :meth:`wait_done`)
-  and issues it right after queueing the words, as a DMA armed before START would; a STATUS
-  read in between is answered "BUSY" without a bus read, which is what the core would say for
-  any job that passes CONFIG. A job that fails CONFIG is still caught, by the ERR read after
-  DONE. ``start_with_streams=False`` issues every call as made, and the stall cycles then show
-  in STALL.
+* **START goes out after the job's streams are queued.** The driver writes CTRL.START, reads
+  STATUS once (to catch configuration errors) and only then sends the input words, one stream
+  after the other. Done literally, the core would stall for the few cycles of that AXI4-Lite
+  read and the per-node CYCLES would not equal backend=model's stall-free schedule. By default
+  (``start_with_streams=True``) the transport holds the START write until the job's streams
+  are queued (it goes out at the next call that is not a :meth:`send`, normally
+  :meth:`wait_done`), as DMAs armed before START would be: a job with a weight prefetch then
+  finds ``s_axis_wgt`` and ``s_axis_act`` both fed from its first cycle. A STATUS read in
+  between is answered "BUSY" without a bus read, which is what the core would say for any job
+  that passes CONFIG. A job that fails CONFIG is still caught, by the ERR read after DONE, and
+  its queued words are dropped by the driver's reset. ``start_with_streams=False`` issues every
+  call as made, and the stall cycles then show in STALL.
 * **DONE is awaited on the interrupt line.** START writes set CTRL.IRQ_EN, and
   :meth:`wait_done` sleeps on ``irq`` (STATUS.DONE while IRQ_EN) in chunks of simulated time,
   so a long job costs no Python per cycle; STATUS is read over the bus to confirm. Every wait is
@@ -167,7 +169,7 @@ class CocotbTransport(Transport):
         data = np.ascontiguousarray(np.asarray(words, dtype=_U64)).tobytes()
         if data:
             src.send_nowait(AxiStreamFrame(data))
-        await self._flush_start()
+        # a held START waits for the job's other streams (see the module doc)
 
     async def a_wait_done(self, timeout_s: float) -> bool:
         await self._flush_start()

@@ -338,6 +338,31 @@ def test_int64_overflow_sets_the_flag():
         _gemm_raw(Precision.INT64, a, a.copy())
 
 
+def test_int64_depthwise_overflow_is_per_product():
+    """A product that stays inside int64 is no error even when the job's largest activation
+    times its largest weight would not be (the RTL flags per product, prod_ovf in dtpu_smac)."""
+    cfg = get_config()
+    q = Quant((0.05,), (0,))
+    spec = ConvSpec(OpKind.DEPTHWISE_CONV_2D, DataMode.INT8, (1, 1, 1, 2), (1, 1, 1, 2), input_q=q,
+                    filter_q=Quant((0.01, 0.01), (0, 0)), output_q=q)
+    low = lower(spec, np.ones((1, 1, 1, 2), np.int8), None, cfg, wgt_base=0, param_base=0,
+                precision="int64")
+    (job,) = [j for j in low.jobs(np.zeros((1, 1, 1, 2), np.int8)) if j.recv]
+
+    def run(x, w):
+        t = ModelTransport(Core(cfg))
+        t.core.wmem[:2] = np.array(w, np.int64).view(np.uint64)
+        act = np.array(x, np.int64).view(np.uint64)
+        return unpack(run_job(t, Job("dw", job.regs, {"act": act}, job.recv)), Precision.INT64, 2)
+
+    assert list(run([2**40, 1], [1, 2**40])) == [2**40, 2**40]
+    assert list(run([-2**62, 3], [-1, 2**61])) == [2**62, 3 * 2**61]
+    with pytest.raises(DtpuJobError, match="OVERFLOW"):
+        run([2**40, 1], [2**40, 1])
+    with pytest.raises(DtpuJobError, match="OVERFLOW"):
+        run([-2**62, 1], [2, 1])  # -2^63: |product| > INT64_MAX, as the RTL's prod_big
+
+
 def _core_with(**regs):
     cfg = get_config()
     core = Core(cfg)

@@ -69,7 +69,7 @@ localparam integer DTPU_ERR_ACT_CAPACITY = 6;  // GEMM_KW larger than ACT_WORDS,
 localparam integer DTPU_ERR_BANK_CONFLICT = 7;  // Depthwise: two columns served in the same cycle read the same activation bank at different addresses (TAP_CYCLES too small for the stride).
 localparam integer DTPU_ERR_TLAST_EARLY = 8;  // An input stream raised tlast before the job's last word (s_axis_wgt during a prefetch: before its PF_COUNT-th word).
 localparam integer DTPU_ERR_TLAST_MISSING = 9;  // An input stream did not raise tlast on the job's last word.
-localparam integer DTPU_ERR_OVERFLOW = 10;  // A result left its accumulator (int32 for 8-bit precisions, int64 otherwise), a product left int64 (INT64), or INT64 requantization got |accumulator+bias| >= 2^47.
+localparam integer DTPU_ERR_OVERFLOW = 10;  // A result left its accumulator (int32 for 8-bit precisions, int64 otherwise; an 8-bit REQUANT job with an int32 variant does not flag this: it wraps accumulator+bias to 32 bits and sets WARN_WRAP32, as TFLite's int32 kernels do), a product left int64 (INT64: |product| > 2^63-1), or INT64 requantization got |accumulator+bias| >= 2^47.
 localparam integer DTPU_ERR_BUSY_WRITE = 11;  // START or a job register written while STATUS.BUSY.
 localparam integer DTPU_ERR_WARN_WRAP32 = 16;  // Warning, not an error: REQUANT with an int32 variant wrapped accumulator+bias to 32 bits, as TFLite's int32 kernels do.
 localparam [31:0] DTPU_ERR_FATAL_MASK = 32'h00000FFF;

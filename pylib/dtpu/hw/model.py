@@ -1048,18 +1048,20 @@ class Core:
                     kx * g.dx:kx * g.dx + (g.ow - 1) * g.sx + 1:g.sx, :]
             if prec.is_float:
                 parts[t % c.FP_PARTIALS] += xs * wc[t]
-            else:
-                acc += xs * wc[t]
+                continue
+            if prec is Precision.INT64 and xs.size:
+                # a product leaving int64 is an error even if the sum fits: the largest operand
+                # of each (chunk, channel) at this tap against that channel's tap weight
+                xmax = np.abs(xs).max(axis=(1, 2))
+                if (xmax * np.abs(wc[t].reshape(xmax.shape)) > INT64_MAX).any():
+                    return np.zeros(acc.shape, np.int64), c.ERR_OVERFLOW
+            acc += xs * wc[t]
         if prec.is_float:
             return _tree(parts, axis=0), 0
         if dt == object:
             lim = INT64_MAX
             if acc.size and (acc.max() > lim or acc.min() < -lim - 1):
                 return np.zeros(acc.shape, np.int64), c.ERR_OVERFLOW
-            if prec is Precision.INT64:
-                big = max(int(np.abs(xp).max()), 0) * max(int(np.abs(w).max()), 0) if xp.size else 0
-                if big > INT64_MAX:
-                    return np.zeros(acc.shape, np.int64), c.ERR_OVERFLOW
             return acc.astype(np.int64), 0
         acc = acc.astype(np.int64)
         return acc, self._acc_range_error(prec, acc, bound)

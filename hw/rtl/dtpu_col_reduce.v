@@ -89,7 +89,7 @@ for (j = 0; j < COLS; j = j + 1) begin : col
             end
             always @(posedge clk) begin
                 if (ce) begin
-                    if (!fp)
+                    if (FP_ENABLE == 0 || !fp)
                         sum_reg[k*AW +: AW] <= a + b;
                     else if (l < log_l)
                         sum_reg[k*AW +: AW] <= {{(AW-32){1'b0}}, f};

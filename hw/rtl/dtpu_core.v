@@ -62,7 +62,11 @@ module dtpu_core #
     output wire                m_axis_res_tlast
 );
 
-localparam AW = 84;
+// value width of accumulators, column sums and the post unit: the widest PE accumulator
+// (84 bits with int32/int64 lanes, 52 with int16, 36 with 8-bit lanes only) plus the
+// log2(ROWS) carry bits of the column tree, so every sum stays exact
+localparam AW = (PREC_EN[3] || PREC_EN[4]) ? 84 : PREC_EN[2] ? 52 + $clog2(ROWS) : 36 + $clog2(ROWS);
+localparam FLOAT_EN = (PREC_EN[5] || PREC_EN[6]) ? 1 : 0;
 localparam WRW = LOG_WEIGHT_WORDS - LOG_COLS;
 // issue -> column sums: memory read 1 + MXU 3 + tree log2(ROWS)
 localparam TAG_LAT = 4 + $clog2(ROWS) + 2;
@@ -385,14 +389,15 @@ wire [COLS-1:0]         pe_fp_valid;
 /* verilator lint_on UNUSEDSIGNAL */
 wire                    pe_ovf;
 wire [ROWS*COLS*32-1:0] pe_fp;
-wire                    cfg_float = cfg_out_mode == 2'd2;
+wire                    cfg_float = FLOAT_EN != 0 && cfg_out_mode == 2'd2;
 
 // the MXU's results as AW-bit values: accumulators, or fp32 sums in the low bits
 reg [ROWS*COLS*AW-1:0]  pe_val;
 integer pv;
 always @* begin
     for (pv = 0; pv < ROWS*COLS; pv = pv + 1) begin
-        pe_val[pv*AW +: AW] = cfg_float ? {{(AW-32){1'b0}}, pe_fp[pv*32 +: 32]} : pe_acc[pv*AW +: AW];
+        pe_val[pv*AW +: AW] = (FLOAT_EN != 0 && cfg_float) ? {{(AW-32){1'b0}}, pe_fp[pv*32 +: 32]}
+                                                            : pe_acc[pv*AW +: AW];
     end
 end
 
@@ -507,28 +512,15 @@ wire [LOG_PARAM_ENTRIES-1:0] dwt_ch = dwt[16 + LOG_PARAM_ENTRIES +: LOG_PARAM_EN
 wire [LOG_PARAM_ENTRIES-1:0] dwt_wrap_ch = dwt[16 +: LOG_PARAM_ENTRIES];
 wire [15:0] dwt_g = dwt[15:0];
 
-// depthwise capture order: item j's L lanes at j*L .. j*L+L-1 (value n: column n/L, row n%L)
-reg [ROWS*COLS*AW-1:0] dw_values;
-integer vn;
-always @* begin
-    for (vn = 0; vn < ROWS*COLS; vn = vn + 1) begin
-        case (job_log_l)
-            2'd3: dw_values[vn*AW +: AW] = pe_val[((vn >> 3) * ROWS + (vn & 7)) * AW +: AW];
-            2'd2: dw_values[vn*AW +: AW] = (vn >> 2) < COLS ? pe_val[((vn >> 2) * ROWS + (vn & 3)) * AW +: AW] : {AW{1'b0}};
-            2'd1: dw_values[vn*AW +: AW] = (vn >> 1) < COLS ? pe_val[((vn >> 1) * ROWS + (vn & 1)) * AW +: AW] : {AW{1'b0}};
-            default: dw_values[vn*AW +: AW] = vn < COLS ? pe_val[(vn * ROWS) * AW +: AW] : {AW{1'b0}};
-        endcase
-    end
-end
-
-wire [ROWS*COLS*AW-1:0] cap_values = cfg_dw ? dw_values : {{((ROWS-1)*COLS*AW){1'b0}}, col_sum};
 /* verilator lint_off UNUSEDSIGNAL */
 wire post_busy;
 /* verilator lint_on UNUSEDSIGNAL */
 
 dtpu_post #(
     .NV(ROWS*COLS),
+    .NG(COLS),
     .AW(AW),
+    .PREC_EN(PREC_EN),
     .PADDR_W(LOG_PARAM_ENTRIES)
 )
 post_inst (
@@ -541,12 +533,14 @@ post_inst (
     .act_min(r_act_min),
     .act_max(r_act_max),
     .log_lanes(cfg_log_lanes),
+    .log_l(job_log_l),
     .dw(cfg_dw),
     .gc(r_dw_groups[15:0]),
     .wi(cfg_wi),
     .fp(cfg_float),
     .cap_valid(cfg_dw ? dwt_valid : col_valid),
-    .cap_values(cap_values),
+    .cap_dw_values(pe_val),
+    .cap_gemm_values(col_sum),
     .cap_words(cfg_dw ? dwt_words : tag_words),
     .cap_nvals(cfg_dw ? dwt_nvals : tag_nvals),
     .cap_ch(cfg_dw ? dwt_ch : tag_ch),

@@ -17,12 +17,15 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * add nothing to a column sum). Integer lanes are sign- (zero- for UINT8) extended, OFFSET is
  * added and the sum is kept in lane_bits+1 bits (9 for 8-bit lanes, 17, 33, 65), sign-extended
  * to 65 bits. Float lanes pass as fp32 bit patterns in bits 31:0 (bf16 widened by 16 zero bits,
- * exact); OFFSET does not apply to them.
+ * exact); OFFSET does not apply to them. Precisions left out of PREC_EN give 0 (CONFIG rejects
+ * their jobs).
  */
 module dtpu_filter_select #
 (
     // MXU rows (lanes of an int8 word)
-    parameter ROWS = 8
+    parameter ROWS = 8,
+    // enabled precisions (bit p: PREC code p): lanes of the others are not built
+    parameter [15:0] PREC_EN = 16'h007F
 )
 (
     input  wire [63:0]          word,
@@ -47,29 +50,29 @@ for (i = 0; i < ROWS; i = i + 1) begin : row
     always @* begin
         op = 65'd0;
         case (prec)
-            DTPU_PREC_INT8: if (i < 8) begin
+            DTPU_PREC_INT8: if (PREC_EN[DTPU_PREC_INT8] && i < 8) begin
                 op = {{57{word[8*i+7]}}, word[8*i +: 8]} + off_ext;
                 op = {{56{op[8]}}, op[8:0]};
             end
-            DTPU_PREC_UINT8: if (i < 8) begin
+            DTPU_PREC_UINT8: if (PREC_EN[DTPU_PREC_UINT8] && i < 8) begin
                 op = {57'd0, word[8*i +: 8]} + off_ext;
                 op = {{56{op[8]}}, op[8:0]};
             end
-            DTPU_PREC_INT16: if (i < 4) begin
+            DTPU_PREC_INT16: if (PREC_EN[DTPU_PREC_INT16] && i < 4) begin
                 op = {{49{word[16*(i%4)+15]}}, word[16*(i%4) +: 16]} + off_ext;
                 op = {{48{op[16]}}, op[16:0]};
             end
-            DTPU_PREC_INT32: if (i < 2) begin
+            DTPU_PREC_INT32: if (PREC_EN[DTPU_PREC_INT32] && i < 2) begin
                 op = {{33{word[32*(i%2)+31]}}, word[32*(i%2) +: 32]} + off_ext;
                 op = {{32{op[32]}}, op[32:0]};
             end
-            DTPU_PREC_INT64: if (i < 1) begin
+            DTPU_PREC_INT64: if (PREC_EN[DTPU_PREC_INT64] && i < 1) begin
                 op = {word[63], word} + off_ext;
             end
-            DTPU_PREC_FP32: if (i < 2) begin
+            DTPU_PREC_FP32: if (PREC_EN[DTPU_PREC_FP32] && i < 2) begin
                 op = {33'd0, word[32*(i%2) +: 32]};
             end
-            DTPU_PREC_BF16: if (i < 4) begin
+            DTPU_PREC_BF16: if (PREC_EN[DTPU_PREC_BF16] && i < 4) begin
                 op = {33'd0, word[16*(i%4) +: 16], 16'd0};
             end
             default: op = 65'd0;

@@ -13,11 +13,16 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
 /*
  * Post unit: the step's accumulators -> result words on m_axis_res.
  *
- * A step's NV values are captured (GEMM: the COLS column sums; DWCONV: item-major PE
- * accumulators, item j's L lanes at j*L..j*L+L-1) and leave as cap_words words of 2^log_lanes
- * values each, one word per cycle: value index k*lanes + r is lane r of word k. Lane r's
- * parameters are entry ch + r, where ch starts at cap_ch and advances by `lanes` per word
- * (depthwise: back to cap_wrap_ch after the last word of group GC-1 of an output pixel).
+ * A step's NV values are captured as groups of 8 (GEMM: the COLS column sums, group g holding
+ * columns 8g..8g+7; DWCONV: the PE accumulators as the MXU lays them out, group j = column j =
+ * item j, its L lanes in rows 0..L-1) and leave as cap_words words of 2^log_lanes values each,
+ * one word per cycle. The words take the values in order: a GEMM group's 8 values, then the next
+ * group; a depthwise item's L = 2^log_l lanes, then the next item (the rows past L of a column
+ * are skipped). So value index k*lanes + r of that order is lane r of word k, and only the head
+ * group is read (lane r takes head value off + r) and the register shifts by whole groups: no
+ * reordering crossbar on the capture side. Lane r's parameters are entry ch + r, where ch starts
+ * at cap_ch and advances by `lanes` per word (depthwise: back to cap_wrap_ch after the last word
+ * of group GC-1 of an output pixel).
  * Timing from the capture cycle A: word k is on m_axis_res in cycle A + 6 + k (LAT_POST = 6):
  * serializer register, parameter read, three lane stages, result register. Float steps are
  * captured two cycles later (fp trees) and pass one lane stage: same result cycle.
@@ -26,10 +31,14 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  */
 module dtpu_post #
 (
-    // values per capture (ROWS*COLS)
+    // values per capture (ROWS*COLS, ROWS = 8)
     parameter NV = 64,
+    // GEMM values per capture (COLS)
+    parameter NG = 8,
     // accumulator width
     parameter AW = 84,
+    // enabled precisions (bit p: PREC code p)
+    parameter [15:0] PREC_EN = 16'h007F,
     // log2 of the parameter entries
     parameter PADDR_W = 12
 )
@@ -45,6 +54,7 @@ module dtpu_post #
     input  wire [31:0]          act_min,
     input  wire [31:0]          act_max,
     input  wire [1:0]           log_lanes,
+    input  wire [1:0]           log_l,
     input  wire                 dw,
     input  wire [15:0]          gc,
     input  wire [2:0]           wi,
@@ -52,7 +62,8 @@ module dtpu_post #
 
     /* Capture */
     input  wire                 cap_valid,
-    input  wire [NV*AW-1:0]     cap_values,
+    input  wire [NV*AW-1:0]     cap_dw_values,
+    input  wire [NG*AW-1:0]     cap_gemm_values,
     input  wire [15:0]          cap_words,
     input  wire [15:0]          cap_nvals,
     input  wire [PADDR_W-1:0]   cap_ch,
@@ -79,32 +90,43 @@ module dtpu_post #
 );
 
 // ---- serializer ----
+localparam NGRP = NV / 8;
 reg  [NV*AW-1:0]   v_reg;
 reg  [15:0]        words_reg;
 reg  [15:0]        nvals_reg;
 reg  [PADDR_W-1:0] ch_reg, wrap_ch_reg;
 reg  [15:0]        g_reg;
 reg  [2:0]         sub_reg;
+reg  [2:0]         off_reg;
 reg                last_reg;
 
 wire [3:0]  lanes = 4'd1 << log_lanes;
 wire        ser_valid = words_reg != 16'd0;
 wire        ser_last_word = words_reg == 16'd1;
+// values taken from the head group before the next one moves up: 8 (GEMM) or the item's L
+wire [3:0]  grp_n = dw ? (4'd1 << log_l) : 4'd8;
+wire [3:0]  off_next = {1'b0, off_reg} + lanes;
+wire        grp_done = off_next == grp_n;
 
-// shift by 1, 2, 4 or 8 values
-reg  [NV*AW-1:0] v_next;
-integer n;
-always @* begin
-    for (n = 0; n < NV; n = n + 1) begin
-        v_next[n*AW +: AW] = {AW{1'b0}};
-        case (log_lanes)
-            2'd3: if (n + 8 < NV) v_next[n*AW +: AW] = v_reg[(n+8)*AW +: AW];
-            2'd2: if (n + 4 < NV) v_next[n*AW +: AW] = v_reg[(n+4)*AW +: AW];
-            2'd1: if (n + 2 < NV) v_next[n*AW +: AW] = v_reg[(n+2)*AW +: AW];
-            default: if (n + 1 < NV) v_next[n*AW +: AW] = v_reg[(n+1)*AW +: AW];
-        endcase
-    end
+// capture: GEMM values fill the first groups, the rest are zero
+wire [NV*AW-1:0] cap_values;
+generate
+if (NV > NG) begin : cap_pad
+    assign cap_values = dw ? cap_dw_values : {{((NV-NG)*AW){1'b0}}, cap_gemm_values};
+end else begin : cap_full
+    assign cap_values = dw ? cap_dw_values : cap_gemm_values;
 end
+endgenerate
+
+// the next group moves up
+wire [NV*AW-1:0] v_next;
+generate
+if (NGRP > 1) begin : shift_grp
+    assign v_next = {{(8*AW){1'b0}}, v_reg[NV*AW-1:8*AW]};
+end else begin : shift_one
+    assign v_next = {(NV*AW){1'b0}};
+end
+endgenerate
 
 // lane mask of the current word
 wire [7:0] lane_mask;
@@ -128,9 +150,13 @@ always @(posedge clk) begin
             wrap_ch_reg <= cap_wrap_ch;
             g_reg <= cap_g;
             sub_reg <= 3'd0;
+            off_reg <= 3'd0;
             last_reg <= cap_last;
         end else if (ser_valid) begin
-            v_reg <= v_next;
+            if (grp_done) begin
+                v_reg <= v_next;
+            end
+            off_reg <= grp_done ? 3'd0 : off_next[2:0];
             words_reg <= words_reg - 16'd1;
             nvals_reg <= nvals_reg - {12'd0, lanes};
             ch_reg <= (dw && grp_end) ? wrap_ch_reg : ch_reg + {{(PADDR_W-4){1'b0}}, lanes};
@@ -151,6 +177,25 @@ end
 assign prm_rd_en = ce;
 assign prm_rd_base = ch_reg;
 
+// the word's values: lane r takes head value off + r (off is a multiple of lanes, so only
+// the lanes r < lanes matter: r >= 4 only with 8 lanes, r >= 2 with 4 or 8, r = 1 with 2..8)
+wire [8*AW-1:0] head = v_reg[8*AW-1:0];
+wire [8*AW-1:0] word_vals;
+generate
+for (r = 0; r < 8; r = r + 1) begin : sel
+    localparam [2:0] R = r;
+    if (r >= 4) begin : fixed
+        assign word_vals[r*AW +: AW] = head[r*AW +: AW];
+    end else if (r >= 2) begin : by4
+        assign word_vals[r*AW +: AW] = head[{off_reg[2], R[1:0]}*AW +: AW];
+    end else if (r == 1) begin : by2
+        assign word_vals[r*AW +: AW] = head[{off_reg[2:1], 1'b1}*AW +: AW];
+    end else begin : any
+        assign word_vals[r*AW +: AW] = head[off_reg*AW +: AW];
+    end
+end
+endgenerate
+
 // ---- stage 0: the word's values, parameters arrive from memory ----
 reg  [8*AW-1:0] s0_vals_reg;
 reg  [7:0]      s0_mask_reg;
@@ -158,7 +203,7 @@ reg             s0_last_reg;
 
 always @(posedge clk) begin
     if (ce) begin
-        s0_vals_reg <= v_reg[8*AW-1:0];
+        s0_vals_reg <= word_vals;
         s0_mask_reg <= lane_mask;
         s0_last_reg <= ser_valid && ser_last_word && last_reg;
     end
@@ -175,7 +220,8 @@ wire [7:0]      lane_valid, lane_ovf, lane_wrap;
 generate
 for (r = 0; r < 8; r = r + 1) begin : lane
     dtpu_post_lane #(
-        .AW(AW)
+        .AW(AW),
+        .PREC_EN(PREC_EN)
     )
     lane_inst (
         .clk(clk),

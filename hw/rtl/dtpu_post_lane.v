@@ -38,8 +38,10 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  */
 module dtpu_post_lane #
 (
-    // accumulator width
-    parameter AW = 84
+    // accumulator width (>= 32; values arrive sign-extended to AW bits)
+    parameter AW = 84,
+    // enabled precisions (bit p: PREC code p); without FP32/BF16 the FLOAT path is not built
+    parameter [15:0] PREC_EN = 16'h007F
 )
 (
     input  wire                 clk,
@@ -73,12 +75,9 @@ module dtpu_post_lane #
 /* verilator lint_on UNUSEDPARAM */
 
 wire is8 = prec == DTPU_PREC_INT8 || prec == DTPU_PREC_UINT8;
-wire fl = out_mode == DTPU_OUT_MODE_FLOAT[1:0];
-
-// ---- float: acc + bias (stage 1), clamp (combinational) ----
-wire [31:0] fsum;
-reg  [31:0] fsum_reg;
-dtpu_fp_add bias_inst (.a(in_acc[31:0]), .b(in_bias[31:0]), .y(fsum));
+localparam FLOAT_EN = (PREC_EN[DTPU_PREC_FP32] || PREC_EN[DTPU_PREC_BF16]) ? 1 : 0;
+// a FLOAT job needs a float precision: CONFIG rejects it when none is built
+wire fl = FLOAT_EN != 0 && out_mode == DTPU_OUT_MODE_FLOAT[1:0];
 
 /* verilator lint_off UNUSEDSIGNAL */
 function is_nan(input [31:0] v);
@@ -104,23 +103,48 @@ function f_ge(input [31:0] a, input [31:0] b);
     end
 endfunction
 
-wire [31:0] fmax = (f_ge(fsum_reg, act_min) || is_nan(fsum_reg)) ? fsum_reg : act_min;
-wire [31:0] fmin = (f_ge(act_max, fmax) || is_nan(fmax)) ? fmax : act_max;
+// ---- float: acc + bias (stage 1), clamp (combinational) ----
+wire [31:0] fmin;
+
+generate
+if (FLOAT_EN != 0) begin : flt
+    wire [31:0] fsum;
+    reg  [31:0] fsum_reg;
+    dtpu_fp_add bias_inst (.a(in_acc[31:0]), .b(in_bias[31:0]), .y(fsum));
+
+    always @(posedge clk) begin
+        if (ce) begin
+            fsum_reg <= fsum;
+        end
+    end
+
+    wire [31:0] fmax = (f_ge(fsum_reg, act_min) || is_nan(fsum_reg)) ? fsum_reg : act_min;
+    assign fmin = (f_ge(act_max, fmax) || is_nan(fmax)) ? fmax : act_max;
+end else begin : no_flt
+    assign fmin = 32'd0;
+end
+endgenerate
+
 wire raw = out_mode == DTPU_OUT_MODE_RAW[1:0];
 wire req = out_mode == DTPU_OUT_MODE_REQUANT[1:0];
 
 // ---- stage 0 -> 1: total, variant operands, shift amounts, range checks ----
+// total = acc + bias exactly (TW bits); the int64 bias needs 65 bits even for narrow AW
+localparam TW = (AW > 64 ? AW : 64) + 1;
 wire signed [31:0] m    = in_rq[31:0];
 wire signed [7:0]  s    = in_rq[39:32];
 wire signed [15:0] zp   = in_rq[63:48];
-wire signed [AW:0] total = {in_acc[AW-1], in_acc} + {{(AW-63){in_bias[63]}}, in_bias};
+wire signed [TW-1:0] total = {{(TW-AW){in_acc[AW-1]}}, in_acc} + {{(TW-64){in_bias[63]}}, in_bias};
+/* verilator lint_off UNUSEDSIGNAL */
+wire [TW-1:0] acc_ext = {{(TW-AW){in_acc[AW-1]}}, in_acc};
+/* verilator lint_on UNUSEDSIGNAL */
 
-wire fits32_acc = in_acc[AW-1:31] == {(AW-31){1'b0}} || in_acc[AW-1:31] == {(AW-31){1'b1}};
-wire fits64_acc = in_acc[AW-1:63] == {(AW-63){1'b0}} || in_acc[AW-1:63] == {(AW-63){1'b1}};
-wire fits32_tot = total[AW:31] == {(AW-30){1'b0}} || total[AW:31] == {(AW-30){1'b1}};
+wire fits32_acc = acc_ext[TW-1:31] == {(TW-31){1'b0}} || acc_ext[TW-1:31] == {(TW-31){1'b1}};
+wire fits64_acc = acc_ext[TW-1:63] == {(TW-63){1'b0}} || acc_ext[TW-1:63] == {(TW-63){1'b1}};
+wire fits32_tot = total[TW-1:31] == {(TW-31){1'b0}} || total[TW-1:31] == {(TW-31){1'b1}};
 // |total| < 2^47 <=> -2^47 < total < 2^47
-wire fits47_tot = (total[AW:47] == {(AW-46){1'b0}})
-               || (total[AW:47] == {(AW-46){1'b1}} && total[46:0] != 47'd0);
+wire fits47_tot = (total[TW-1:47] == {(TW-47){1'b0}})
+               || (total[TW-1:47] == {(TW-47){1'b1}} && total[46:0] != 47'd0);
 
 wire signed [31:0] t32 = total[31:0];
 wire [7:0]  left  = s[7] ? 8'd0 : s;
@@ -152,12 +176,14 @@ wire [31:0] tfloat;
 dtpu_fp_round tconv_inst (.sign(t32[31]), .e(texp), .m(tmag[31:0] == 32'd0 ? 48'd0 : tnorm),
                           .sticky(1'b0), .y(tfloat));
 
+// Products: SINGLE t32*m, DOUBLE/DOUBLE_UP a32*m, INT64 total*m16 with |total| < 2^47 (larger
+// totals are ERR.OVERFLOW, results undefined): |x*y| <= 2^62, exact in 64 bits.
 reg               v1_reg;
 reg  [2:0]        var1_reg;
 reg  [31:0]       f1_reg, sc1_reg;
 reg               raw1_reg, req1_reg;
-reg  signed [48:0] x1_reg;
-reg  signed [32:0] y1_reg;
+reg  signed [47:0] x1_reg;
+reg  signed [31:0] y1_reg;
 reg  [6:0]        sh1_reg;
 reg               sat1_reg;
 reg  signed [15:0] zp1_reg;
@@ -166,7 +192,6 @@ reg               ovf1_reg, wrap1_reg;
 
 always @(posedge clk) begin
     if (ce) begin
-        fsum_reg <= fsum;
         v1_reg <= in_valid;
         var1_reg <= variant;
         f1_reg <= tfloat;
@@ -174,25 +199,25 @@ always @(posedge clk) begin
         raw1_reg <= raw;
         req1_reg <= req;
         zp1_reg <= zp;
-        rawv1_reg <= is8 ? {32'd0, in_acc[31:0]} : in_acc[63:0];
+        rawv1_reg <= is8 ? {32'd0, acc_ext[31:0]} : acc_ext[63:0];
         ovf1_reg <= in_valid && ((raw && !(is8 ? fits32_acc : fits64_acc))
                                  || (req && variant == DTPU_RQ_VARIANT_INT64[2:0] && !fits47_tot));
         wrap1_reg <= in_valid && req && variant != DTPU_RQ_VARIANT_INT64[2:0] && !fits32_tot;
         sat1_reg <= a32 == 32'sh80000000 && m == 32'sh80000000;
         case (variant)
             DTPU_RQ_VARIANT_SINGLE[2:0]: begin
-                x1_reg <= {{17{t32[31]}}, t32};
-                y1_reg <= {m[31], m};
+                x1_reg <= {{16{t32[31]}}, t32};
+                y1_reg <= m;
                 sh1_reg <= rs_single < 0 ? 7'd0 : rs_single > 10'sd64 ? 7'd64 : rs_single[6:0];
             end
             DTPU_RQ_VARIANT_INT64[2:0]: begin
-                x1_reg <= total[48:0];
-                y1_reg <= {{16{m16[16]}}, m16};
+                x1_reg <= total[47:0];
+                y1_reg <= {{15{m16[16]}}, m16};
                 sh1_reg <= rs_int64 < 0 ? 7'd0 : rs_int64 > 10'sd66 ? 7'd66 : rs_int64[6:0];
             end
             default: begin
-                x1_reg <= {{17{a32[31]}}, a32};
-                y1_reg <= {m[31], m};
+                x1_reg <= {{16{a32[31]}}, a32};
+                y1_reg <= m;
                 sh1_reg <= right > 8'd63 ? 7'd63 : right[6:0];
             end
         endcase
@@ -208,11 +233,15 @@ end
 wire [31:0] fprod;
 dtpu_fp_mul fmul_inst (.a(f1_reg), .b(sc1_reg), .y(fprod));
 
+/* verilator lint_off UNUSEDSIGNAL */
+wire signed [79:0] prod = x1_reg * y1_reg;
+/* verilator lint_on UNUSEDSIGNAL */
+
 reg               v2_reg;
 reg  [2:0]        var2_reg;
 reg  [31:0]       fp2_reg;
 reg               raw2_reg, req2_reg, sat2_reg;
-reg  signed [81:0] p2_reg;
+reg  signed [63:0] p2_reg;
 reg  [6:0]        sh2_reg;
 reg  signed [15:0] zp2_reg;
 reg  [63:0]       rawv2_reg;
@@ -226,7 +255,7 @@ always @(posedge clk) begin
         raw2_reg <= raw1_reg;
         req2_reg <= req1_reg;
         sat2_reg <= sat1_reg;
-        p2_reg <= x1_reg * y1_reg;
+        p2_reg <= prod[63:0];
         sh2_reg <= sh1_reg;
         zp2_reg <= zp1_reg;
         rawv2_reg <= rawv1_reg;
@@ -240,22 +269,28 @@ always @(posedge clk) begin
     end
 end
 
-// ---- stage 2 -> 3: rounding shift ----
-// SINGLE / INT64: (p + 2^(sh-1)) >> sh, ties towards +inf
+// ---- stage 2 -> 3: rounding shift, one adder and one shifter for every integer variant ----
+// DOUBLE's SaturatingRoundingDoublingHighMul (nudge, truncate towards zero) and DOUBLE_UP's
+// floor((p + 2^30) / 2^31) are the same value h = floor((p + 2^30) / 2^31) (for p < 0:
+// trunc((p + 1 - 2^30) / 2^31) = floor((p + 1 - 2^30 + 2^31 - 1) / 2^31)); DOUBLE saturates
+// the single overflow case (-2^31 * -2^31) to 2^31 - 1.
+// Then r = (x + 2^(sh-1) - c) >> sh (arithmetic, floor):
+//   SINGLE / INT64: x = p, c = 0 (ties towards +inf)
+//   DOUBLE_UP:      x = h, c = 0 (ties towards +inf)
+//   DOUBLE:         x = h, c = (x < 0 && sh > 0): RoundingDivideByPOT's ties away from zero
+//                   (x >> sh) + ((x & mask) > (mask >> 1) + (x < 0)).
 /* verilator lint_off UNUSEDSIGNAL */
-wire signed [83:0] p_ext = {{2{p2_reg[81]}}, p2_reg};
-wire signed [83:0] half = sh2_reg == 7'd0 ? 84'sd0 : (84'sd1 <<< (sh2_reg - 7'd1));
-wire signed [83:0] up = (p_ext + half) >>> sh2_reg;
-// DOUBLE: SaturatingRoundingDoublingHighMul, then RoundingDivideByPOT
-wire signed [83:0] nudged = p_ext + (p_ext[83] ? (84'sd1 - 84'sd1073741824) : 84'sd1073741824);
-wire signed [83:0] high_t = (nudged + (nudged[83] ? 84'sd2147483647 : 84'sd0)) >>> 31;
-wire signed [63:0] high = sat2_reg ? 64'sd2147483647 : high_t[63:0];
-wire [63:0] mask = (64'd1 << sh2_reg[5:0]) - 64'd1;
-wire [63:0] threshold = (mask >> 1) + {63'd0, high[63]};
-wire signed [63:0] rdb = (high >>> sh2_reg[5:0]) + (((high & mask) > threshold) ? 64'sd1 : 64'sd0);
-// DOUBLE_UP (ruy x86): high = floor((p + 2^30) / 2^31), then (high + 2^(sh-1)) >> sh
-wire signed [83:0] high_up = (p_ext + 84'sd1073741824) >>> 31;
-wire signed [83:0] up2 = (high_up + half) >>> sh2_reg;
+wire signed [64:0] h_full = ({p2_reg[63], p2_reg} + 65'sd1073741824) >>> 31;
+/* verilator lint_on UNUSEDSIGNAL */
+wire is_double = var2_reg == DTPU_RQ_VARIANT_DOUBLE[2:0];
+wire signed [33:0] h = (sat2_reg && is_double) ? 34'sd2147483647 : h_full[33:0];
+wire use_h = is_double || var2_reg == DTPU_RQ_VARIANT_DOUBLE_UP[2:0];
+wire signed [67:0] rx = use_h ? {{34{h[33]}}, h} : {{4{p2_reg[63]}}, p2_reg};
+wire signed [67:0] rhalf = sh2_reg == 7'd0 ? 68'sd0 : (68'sd1 <<< (sh2_reg - 7'd1));
+wire rc = is_double && rx[67] && sh2_reg != 7'd0;
+/* verilator lint_off UNUSEDSIGNAL */
+wire signed [67:0] rsum = rx + rhalf - {67'd0, rc};
+wire signed [67:0] rshift = rsum >>> sh2_reg;
 /* verilator lint_on UNUSEDSIGNAL */
 
 // FP32: the product rounded to an integer (ties to even), saturated to +-2^24, NaN -> 0
@@ -289,9 +324,7 @@ always @(posedge clk) begin
         v3_reg <= v2_reg;
         raw3_reg <= raw2_reg;
         req3_reg <= req2_reg;
-        r3_reg <= var2_reg == DTPU_RQ_VARIANT_DOUBLE[2:0]    ? rdb[31:0]
-                : var2_reg == DTPU_RQ_VARIANT_DOUBLE_UP[2:0] ? up2[31:0]
-                : var2_reg == DTPU_RQ_VARIANT_FP32[2:0]      ? fint : up[31:0];
+        r3_reg <= var2_reg == DTPU_RQ_VARIANT_FP32[2:0] ? fint : rshift[31:0];
         zp3_reg <= zp2_reg;
         rawv3_reg <= rawv2_reg;
         ovf3_reg <= ovf2_reg;

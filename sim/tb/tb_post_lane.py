@@ -12,6 +12,13 @@ from dtpu.hw.model import requant, wrap32
 
 CFG = HwConfig()
 MASK64 = (1 << 64) - 1
+# the lane's accumulator width (the core derives it from PREC_EN; test_units builds 84 and 55)
+AW = int(os.environ.get("DTPU_LANE_AW", "84"))
+
+
+def wrap_signed(v, bits):
+    """v as a signed `bits`-bit value (what an AW-bit input port carries)."""
+    return ((v + (1 << (bits - 1))) % (1 << bits)) - (1 << (bits - 1))
 
 
 def expected(prec, mode, variant, acc, bias, m, s, zp, lo, hi):
@@ -88,6 +95,7 @@ async def test_requant_and_raw(dut):
                 acc = rng.randint(-(1 << 20), 1 << 20) if rng.random() < 0.5 else acc
                 bias = rng.randint(-(1 << 12), 1 << 12) if rng.random() < 0.5 else bias
             zp = rng.randint(-32768, 32767)
+            acc = wrap_signed(acc, AW)
             vecs.append((acc, bias, m, s, zp))
         lat = 3
         got = []
@@ -95,7 +103,7 @@ async def test_requant_and_raw(dut):
             if i < n:
                 acc, bias, m, s, zp = vecs[i]
                 dut.in_valid.value = 1
-                dut.in_acc.value = acc & ((1 << 84) - 1)
+                dut.in_acc.value = acc & ((1 << AW) - 1)
                 dut.in_bias.value = bias & MASK64
                 dut.in_rq.value = (m & 0xFFFFFFFF) | ((s & 0xFF) << 32) | ((zp & 0xFFFF) << 48)
             else:

@@ -19,17 +19,20 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  *   DOUBLE  t = wrap32(total); a = wrap32(t << max(s,0)); h = SRDHM(a, m); r = RDBPOT(h, max(-s,0))
  *   INT64   |total| < 2^47 else ovf; m16 = m < 0x7FFF0000 ? (m + 2^15) >> 16 : 0x7FFF;
  *           r = wrap32((total*m16 + 2^(14-s)) >> (15-s))
- *   FP32    (XNNPACK) t = wrap32(total); f = fp32(t) (RNE); p = f * scale in fp32 (RNE,
- *           dtpu_fp_mul), scale = the entry's low 32 bits; r = p rounded to an integer, ties to
- *           even, saturated to +-2^24 (a NaN product gives 0)
+ *   FP32    (XNNPACK) t = wrap32(total); f = fp32(t) (RNE); p = f * scale in fp32 (RNE, the
+ *           results of dtpu_fp_mul), scale = the entry's low 32 bits; r = p rounded to an
+ *           integer, ties to even, saturated to +-2^24 (a NaN product gives 0). Built from a
+ *           24x24 mantissa product and two fixed roundings, not general fp32 units (below).
  *   y = clamp(wrap32(r + zp), ACT_MIN, ACT_MAX), saturated to the lane type.
  *   wrap flags an int32 variant whose total did not fit int32 (ERR.WARN_WRAP32).
  * FLOAT:   y = min(max(acc_fp + bias_fp, ACT_MIN), ACT_MAX) in fp32 (see dtpu_fp_add).
+ * SINGLE, DOUBLE, DOUBLE_UP and INT64 share one 64-bit product (|product| <= 2^62 for every
+ * input without ERR.OVERFLOW), one rounding adder and one shifter.
  * Right shifts beyond 63 (a shift field far outside TFLite's [-31, 31]) are clamped: the exact
  * result is then 0 or -1 alike.
  *
  * Pipeline: inputs (stage 0) -> total/operands -> product -> rounded r (FP32: fp32(t) and the
- * scale -> fp32 product -> integer); the saturated value is
+ * scale -> mantissa product -> fp32 rounding and integer rounding); the saturated value is
  * combinational from the last register (the parent registers it into the result word).
  * FLOAT has one register (acc + bias) and the clamp after it: its accumulators arrive two cycles
  * later (fp partial and lane trees), so its words leave at the same cycle.
@@ -158,29 +161,41 @@ wire signed [16:0] m16 = (m < 32'sh7FFF0000) ? m_plus[32:16] : 17'sd32767;
 wire signed [9:0] rs_single = 10'sd31 - {{2{s[7]}}, s};
 wire signed [9:0] rs_int64  = 10'sd15 - {{2{s[7]}}, s};
 
-// FP32: t32 -> binary32, round to nearest even (|t32| <= 2^31: a normalized 48-bit mantissa)
+// FP32 (XNNPACK's float requantization), computed without general fp32 units but with the
+// same two roundings: f = fp32(t32) (RNE; |t32| <= 2^31 is normal or zero), the product
+// f * scale rounded to 24 significant bits (RNE) exactly as an fp32 multiply, then that
+// product rounded to an integer. Everything that makes the fp32 product special ends in 0 or
+// the saturation anyway: a zero or subnormal scale gives |p| < 2^-94 (integer 0), a product in
+// the fp32 subnormal range is < 0.5 (0), an overflow to infinity is >= 2^24 (saturated), NaN
+// (NaN scale, 0 * inf) gives 0, an infinite scale with f != 0 saturates.
+// Stage 0: f = fp32(t32): normalize |t32| (leading one at bit 31), round at bit 8.
 /* verilator lint_off UNUSEDSIGNAL */
 wire [32:0] tmag = t32[31] ? -{t32[31], t32} : {1'b0, t32};
 /* verilator lint_on UNUSEDSIGNAL */
-reg  [5:0]  tmsb;
+reg  [4:0]  tlz;
 integer     bi;
 always @* begin
-    tmsb = 6'd0;
+    tlz = 5'd0;
     for (bi = 0; bi < 32; bi = bi + 1)
         if (tmag[bi])
-            tmsb = bi[5:0];
+            tlz = 5'd31 - bi[4:0];
 end
-wire [47:0] tnorm = {16'd0, tmag[31:0]} << (6'd47 - {1'b0, tmsb[4:0]});
-wire signed [11:0] texp = 12'sd127 + {6'd0, tmsb};
-wire [31:0] tfloat;
-dtpu_fp_round tconv_inst (.sign(t32[31]), .e(texp), .m(tmag[31:0] == 32'd0 ? 48'd0 : tnorm),
-                          .sticky(1'b0), .y(tfloat));
+wire [31:0] tn = tmag[31:0] << tlz;
+wire        tup = tn[7] && ((|tn[6:0]) || tn[8]);
+wire [24:0] tm25 = {1'b0, tn[31:8]} + {24'd0, tup};
+wire [23:0] fman = tm25[24] ? 24'h800000 : tm25[23:0];
+// biased exponent 127 + 31 - lz (+1 when the rounding carried out)
+wire [7:0]  fexp = 8'd158 - {3'd0, tlz} + {7'd0, tm25[24]};
+wire        fzero = tmag[31:0] == 32'd0;
 
 // Products: SINGLE t32*m, DOUBLE/DOUBLE_UP a32*m, INT64 total*m16 with |total| < 2^47 (larger
 // totals are ERR.OVERFLOW, results undefined): |x*y| <= 2^62, exact in 64 bits.
 reg               v1_reg;
 reg  [2:0]        var1_reg;
-reg  [31:0]       f1_reg, sc1_reg;
+reg  [23:0]       fm1_reg;
+reg  [7:0]        fe1_reg;
+reg               fs1_reg, fz1_reg;
+reg  [31:0]       sc1_reg;
 reg               raw1_reg, req1_reg;
 reg  signed [47:0] x1_reg;
 reg  signed [31:0] y1_reg;
@@ -194,7 +209,10 @@ always @(posedge clk) begin
     if (ce) begin
         v1_reg <= in_valid;
         var1_reg <= variant;
-        f1_reg <= tfloat;
+        fm1_reg <= fman;
+        fe1_reg <= fexp;
+        fs1_reg <= t32[31];
+        fz1_reg <= fzero;
         sc1_reg <= in_rq[31:0];
         raw1_reg <= raw;
         req1_reg <= req;
@@ -230,8 +248,16 @@ always @(posedge clk) begin
 end
 
 // ---- stage 1 -> 2: product ----
-wire [31:0] fprod;
-dtpu_fp_mul fmul_inst (.a(f1_reg), .b(sc1_reg), .y(fprod));
+// FP32 stage 1: exact mantissa product (in [2^46, 2^48) for a normal scale) and exponent
+wire [7:0]  sce = sc1_reg[30:23];
+wire        sc_nan = sce == 8'hFF && sc1_reg[22:0] != 23'd0;
+wire        sc_inf = sce == 8'hFF && sc1_reg[22:0] == 23'd0;
+wire [47:0] fprod = fm1_reg * {1'b1, sc1_reg[22:0]};
+// biased exponent of the product before normalization: fe + se - 127 (in [1, 285])
+wire [9:0]  fpe = {2'd0, fe1_reg} + {2'd0, sce} - 10'd127;
+// result 0 (zero or subnormal scale, t = 0, NaN) / saturated (infinite scale, f != 0)
+wire        fres_zero = fz1_reg || sce == 8'd0 || sc_nan;
+wire        fres_big = sc_inf && !fz1_reg;
 
 /* verilator lint_off UNUSEDSIGNAL */
 wire signed [79:0] prod = x1_reg * y1_reg;
@@ -239,7 +265,9 @@ wire signed [79:0] prod = x1_reg * y1_reg;
 
 reg               v2_reg;
 reg  [2:0]        var2_reg;
-reg  [31:0]       fp2_reg;
+reg  [47:0]       fpm2_reg;
+reg  [9:0]        fpe2_reg;
+reg               fps2_reg, fpz2_reg, fpb2_reg;
 reg               raw2_reg, req2_reg, sat2_reg;
 reg  signed [63:0] p2_reg;
 reg  [6:0]        sh2_reg;
@@ -251,7 +279,11 @@ always @(posedge clk) begin
     if (ce) begin
         v2_reg <= v1_reg;
         var2_reg <= var1_reg;
-        fp2_reg <= fprod;
+        fpm2_reg <= fprod;
+        fpe2_reg <= fpe;
+        fps2_reg <= fs1_reg ^ sc1_reg[31];
+        fpz2_reg <= fres_zero;
+        fpb2_reg <= fres_big;
         raw2_reg <= raw1_reg;
         req2_reg <= req1_reg;
         sat2_reg <= sat1_reg;
@@ -294,22 +326,27 @@ wire signed [67:0] rshift = rsum >>> sh2_reg;
 /* verilator lint_on UNUSEDSIGNAL */
 
 // FP32: the product rounded to an integer (ties to even), saturated to +-2^24, NaN -> 0
-wire [7:0]  pe = fp2_reg[30:23];
-wire [23:0] pm = {pe != 8'd0, fp2_reg[22:0]};
-wire        p_nan = pe == 8'hFF && fp2_reg[22:0] != 23'd0;
-wire        p_big = pe >= 8'd151;                      // |p| >= 2^24 (or infinite)
-// |p| = pm * 2^(pe - 150) (subnormals: pe = 0 is scaled as pe = 1); right shift 150 - pe
-wire [7:0]  psh_full = 8'd150 - (pe == 8'd0 ? 8'd1 : pe);
-wire [4:0]  psh = psh_full > 8'd25 ? 5'd25 : psh_full[4:0];
+// the product rounded to 24 significant bits (RNE): pm * 2^(pe - 150), pm normalized
+wire        pnorm = fpm2_reg[47];
+wire [23:0] pm24 = pnorm ? fpm2_reg[47:24] : fpm2_reg[46:23];
+wire        pg = pnorm ? fpm2_reg[23] : fpm2_reg[22];
+wire        pst = pnorm ? (|fpm2_reg[22:0]) : (|fpm2_reg[21:0]);
+wire [24:0] pm25 = {1'b0, pm24} + {24'd0, pg && (pst || pm24[0])};
+wire [23:0] pm = pm25[24] ? 24'h800000 : pm25[23:0];
+wire [9:0]  pe = fpe2_reg + {9'd0, pnorm} + {9'd0, pm25[24]};
+wire        p_big = fpb2_reg || pe >= 10'd151;          // |p| >= 2^24 (or infinite)
+// |p| = pm * 2^(pe - 150); right shift 150 - pe, clamped (|p| < 2^-1 rounds to 0 anyway)
 /* verilator lint_off UNUSEDSIGNAL */
+wire [9:0]  psh_full = 10'd150 - pe;
+wire [4:0]  psh = pe >= 10'd151 ? 5'd0 : pe <= 10'd125 ? 5'd25 : psh_full[4:0];
 wire [24:0] pq = {1'b0, pm} >> psh;
 wire [24:0] prem = {1'b0, pm} & ((25'd1 << psh) - 25'd1);
 wire [24:0] phalf = psh == 5'd0 ? 25'd0 : (25'd1 << (psh - 5'd1));
 /* verilator lint_on UNUSEDSIGNAL */
 wire        pup = psh != 5'd0 && (prem > phalf || (prem == phalf && pq[0]));
 wire [24:0] pmag = p_big ? 25'h1000000 : pq + {24'd0, pup};
-wire signed [31:0] fint = p_nan ? 32'sd0
-                        : fp2_reg[31] ? -{7'd0, pmag} : {7'd0, pmag};
+wire signed [31:0] fint = fpz2_reg ? 32'sd0
+                        : fps2_reg ? -{7'd0, pmag} : {7'd0, pmag};
 
 reg               v3_reg;
 reg               raw3_reg, req3_reg;

@@ -100,8 +100,9 @@ always @(posedge clk) begin
         f1_reg <= in_first;
         l1_reg <= in_last & in_valid;
         i1_reg <= in_int64;
-        a_reg <= in_valid ? in_a : {OPW{1'b0}};
-        b_reg <= in_valid ? in_b : {OPW{1'b0}};
+        // (no zeroing of idle operands: the product only counts under v2_reg)
+        a_reg <= in_a;
+        b_reg <= in_b;
 
         v2_reg <= v1_reg;
         f2_reg <= f1_reg;

@@ -89,6 +89,10 @@ module dtpu_post #
     output wire                 flag_wrap
 );
 
+/* verilator lint_off UNUSEDPARAM */
+`include "dtpu_regs.vh"
+/* verilator lint_on UNUSEDPARAM */
+
 // ---- serializer ----
 localparam NGRP = NV / 8;
 reg  [NV*AW-1:0]   v_reg;
@@ -214,6 +218,21 @@ always @(posedge clk) begin
 end
 
 // ---- lanes ----
+// REQUANT: the clamp bounds saturated to the lane type once here, so each lane clamps once
+// (dtpu_post_lane); FLOAT: the fp32 bounds as they are
+reg signed [31:0] tmin, tmax;
+always @* begin
+    case (prec)
+        DTPU_PREC_INT8:  begin tmin = -32'sd128;   tmax = 32'sd127;   end
+        DTPU_PREC_UINT8: begin tmin = 32'sd0;      tmax = 32'sd255;   end
+        default:         begin tmin = -32'sd32768; tmax = 32'sd32767; end
+    endcase
+end
+wire signed [31:0] amin = act_min, amax = act_max;
+wire        req_mode = out_mode == DTPU_OUT_MODE_REQUANT[1:0];
+wire [31:0] lane_min = !req_mode ? act_min : amin < tmin ? tmin : amin > tmax ? tmax : amin;
+wire [31:0] lane_max = !req_mode ? act_max : amax < tmin ? tmin : amax > tmax ? tmax : amax;
+
 wire [8*64-1:0] lane_value;
 wire [7:0]      lane_valid, lane_ovf, lane_wrap;
 
@@ -230,8 +249,8 @@ for (r = 0; r < 8; r = r + 1) begin : lane
         .prec(prec),
         .out_mode(out_mode),
         .variant(variant),
-        .act_min(act_min),
-        .act_max(act_max),
+        .act_min(lane_min),
+        .act_max(lane_max),
         .in_valid(s0_mask_reg[r]),
         .in_acc(s0_vals_reg[r*AW +: AW]),
         .in_bias(prm_bias[r*64 +: 64]),

@@ -23,7 +23,8 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  *           results of dtpu_fp_mul), scale = the entry's low 32 bits; r = p rounded to an
  *           integer, ties to even, saturated to +-2^24 (a NaN product gives 0). Built from a
  *           24x24 mantissa product and two fixed roundings, not general fp32 units (below).
- *   y = clamp(wrap32(r + zp), ACT_MIN, ACT_MAX), saturated to the lane type.
+ *   y = clamp(wrap32(r + zp), ACT_MIN, ACT_MAX), saturated to the lane type (the parent
+ *   passes ACT_MIN/ACT_MAX saturated to the type, which gives the same y).
  *   wrap flags an int32 variant whose total did not fit int32 (ERR.WARN_WRAP32).
  * FLOAT:   y = min(max(acc_fp + bias_fp, ACT_MIN), ACT_MAX) in fp32 (see dtpu_fp_add).
  * SINGLE, DOUBLE, DOUBLE_UP and INT64 share one 64-bit product (|product| <= 2^62 for every
@@ -51,7 +52,7 @@ module dtpu_post_lane #
     input  wire                 rst_n,
     input  wire                 ce,
 
-    /* Job configuration */
+    /* Job configuration (REQUANT: act_min/act_max already saturated to the lane type) */
     input  wire [3:0]           prec,
     input  wire [1:0]           out_mode,
     input  wire [2:0]           variant,
@@ -192,7 +193,6 @@ wire        fzero = tmag[31:0] == 32'd0;
 // totals are ERR.OVERFLOW, results undefined): |x*y| <= 2^62, exact in 64 bits.
 reg               v1_reg;
 reg  [2:0]        var1_reg;
-reg  [23:0]       fm1_reg;
 reg  [7:0]        fe1_reg;
 reg               fs1_reg, fz1_reg;
 reg  [31:0]       sc1_reg;
@@ -209,7 +209,6 @@ always @(posedge clk) begin
     if (ce) begin
         v1_reg <= in_valid;
         var1_reg <= variant;
-        fm1_reg <= fman;
         fe1_reg <= fexp;
         fs1_reg <= t32[31];
         fz1_reg <= fzero;
@@ -227,6 +226,12 @@ always @(posedge clk) begin
                 x1_reg <= {{16{t32[31]}}, t32};
                 y1_reg <= m;
                 sh1_reg <= rs_single < 0 ? 7'd0 : rs_single > 10'sd64 ? 7'd64 : rs_single[6:0];
+            end
+            DTPU_RQ_VARIANT_FP32[2:0]: begin
+                // the FP32 variant's mantissa product shares the multiplier
+                x1_reg <= {24'd0, fman};
+                y1_reg <= {8'd0, 1'b1, in_rq[22:0]};
+                sh1_reg <= 7'd0;
             end
             DTPU_RQ_VARIANT_INT64[2:0]: begin
                 x1_reg <= total[47:0];
@@ -248,11 +253,11 @@ always @(posedge clk) begin
 end
 
 // ---- stage 1 -> 2: product ----
-// FP32 stage 1: exact mantissa product (in [2^46, 2^48) for a normal scale) and exponent
+// FP32 stage 1: exact mantissa product (in [2^46, 2^48) for a normal scale; the shared
+// multiplier below) and exponent
 wire [7:0]  sce = sc1_reg[30:23];
 wire        sc_nan = sce == 8'hFF && sc1_reg[22:0] != 23'd0;
 wire        sc_inf = sce == 8'hFF && sc1_reg[22:0] == 23'd0;
-wire [47:0] fprod = fm1_reg * {1'b1, sc1_reg[22:0]};
 // biased exponent of the product before normalization: fe + se - 127 (in [1, 285])
 wire [9:0]  fpe = {2'd0, fe1_reg} + {2'd0, sce} - 10'd127;
 // result 0 (zero or subnormal scale, t = 0, NaN) / saturated (infinite scale, f != 0)
@@ -265,7 +270,6 @@ wire signed [79:0] prod = x1_reg * y1_reg;
 
 reg               v2_reg;
 reg  [2:0]        var2_reg;
-reg  [47:0]       fpm2_reg;
 reg  [9:0]        fpe2_reg;
 reg               fps2_reg, fpz2_reg, fpb2_reg;
 reg               raw2_reg, req2_reg, sat2_reg;
@@ -279,7 +283,6 @@ always @(posedge clk) begin
     if (ce) begin
         v2_reg <= v1_reg;
         var2_reg <= var1_reg;
-        fpm2_reg <= fprod;
         fpe2_reg <= fpe;
         fps2_reg <= fs1_reg ^ sc1_reg[31];
         fpz2_reg <= fres_zero;
@@ -317,16 +320,25 @@ wire signed [64:0] h_full = ({p2_reg[63], p2_reg} + 65'sd1073741824) >>> 31;
 wire is_double = var2_reg == DTPU_RQ_VARIANT_DOUBLE[2:0];
 wire signed [33:0] h = (sat2_reg && is_double) ? 34'sd2147483647 : h_full[33:0];
 wire use_h = is_double || var2_reg == DTPU_RQ_VARIANT_DOUBLE_UP[2:0];
-wire signed [67:0] rx = use_h ? {{34{h[33]}}, h} : {{4{p2_reg[63]}}, p2_reg};
-wire signed [67:0] rhalf = sh2_reg == 7'd0 ? 68'sd0 : (68'sd1 <<< (sh2_reg - 7'd1));
-wire rc = is_double && rx[67] && sh2_reg != 7'd0;
+// Every shift >= 64 gives 0 (SINGLE/INT64 only: |x| <= 2^62 < 2^sh - 2^(sh-1)), so the sum
+// needs 65 bits (x + 2^62 for sh = 63) and the shift 0..63, done as three 4:1 stages that
+// keep only the bits the 32-bit result can reach.
+wire signed [64:0] rx = use_h ? {{31{h[33]}}, h} : {p2_reg[63], p2_reg};
+wire [5:0]  rs = sh2_reg[5:0];
+wire signed [64:0] rhalf = (sh2_reg == 7'd0 || sh2_reg[6]) ? 65'sd0 : (65'sd1 <<< (rs - 6'd1));
+wire rc = is_double && rx[64] && sh2_reg != 7'd0;
+wire signed [64:0] rsum = rx + rhalf - {64'd0, rc};
 /* verilator lint_off UNUSEDSIGNAL */
-wire signed [67:0] rsum = rx + rhalf - {67'd0, rc};
-wire signed [67:0] rshift = rsum >>> sh2_reg;
+wire [112:0] rext = {{48{rsum[64]}}, rsum};
 /* verilator lint_on UNUSEDSIGNAL */
+wire [46:0] rst1 = rext[{1'b0, rs[5:4], 4'd0} +: 47];
+wire [34:0] rst2 = rst1[{2'd0, rs[3:2], 2'd0} +: 35];
+wire [31:0] rshift = sh2_reg[6] ? 32'd0 : rst2[{4'd0, rs[1:0]} +: 32];
+
 
 // FP32: the product rounded to an integer (ties to even), saturated to +-2^24, NaN -> 0
 // the product rounded to 24 significant bits (RNE): pm * 2^(pe - 150), pm normalized
+wire [47:0] fpm2_reg = p2_reg[47:0];
 wire        pnorm = fpm2_reg[47];
 wire [23:0] pm24 = pnorm ? fpm2_reg[47:24] : fpm2_reg[46:23];
 wire        pg = pnorm ? fpm2_reg[23] : fpm2_reg[22];
@@ -354,7 +366,6 @@ reg  signed [31:0] r3_reg;
 reg  signed [15:0] zp3_reg;
 reg  [63:0]       rawv3_reg;
 reg               ovf3_reg, wrap3_reg;
-reg  [3:0]        prec3_reg;
 
 always @(posedge clk) begin
     if (ce) begin
@@ -366,7 +377,6 @@ always @(posedge clk) begin
         rawv3_reg <= rawv2_reg;
         ovf3_reg <= ovf2_reg;
         wrap3_reg <= wrap2_reg;
-        prec3_reg <= prec;
     end
     if (!rst_n) begin
         v3_reg <= 1'b0;
@@ -375,20 +385,17 @@ always @(posedge clk) begin
     end
 end
 
-// ---- output: zero point, clamp, saturate (combinational) ----
+// ---- output: zero point, clamp (combinational) ----
+// act_min/act_max arrive saturated to the lane type (dtpu_post, once for all lanes):
+// sat(min(max(y, lo), hi)) = min(max(y, sat(lo)), sat(hi)) since sat is monotone and
+// sat(lo), sat(hi) lie in the type's range.
 wire signed [31:0] yz = r3_reg + {{16{zp3_reg[15]}}, zp3_reg};
 wire signed [31:0] lo = act_min;
 wire signed [31:0] hi = act_max;
 wire signed [31:0] y1 = yz < lo ? lo : yz;
-wire signed [31:0] y2 = y1 > hi ? hi : y1;
-reg  signed [31:0] y3;
+wire signed [31:0] y3 = y1 > hi ? hi : y1;
 
 always @* begin
-    case (prec3_reg)
-        DTPU_PREC_INT8:  y3 = y2 < -32'sd128 ? -32'sd128 : y2 > 32'sd127 ? 32'sd127 : y2;
-        DTPU_PREC_UINT8: y3 = y2 < 32'sd0 ? 32'sd0 : y2 > 32'sd255 ? 32'sd255 : y2;
-        default:         y3 = y2 < -32'sd32768 ? -32'sd32768 : y2 > 32'sd32767 ? 32'sd32767 : y2;
-    endcase
     if (fl)
         out_value = v1_reg ? {32'd0, fmin} : 64'd0;
     else if (!v3_reg)

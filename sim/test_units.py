@@ -20,6 +20,14 @@ def test_select_units(top):
     run_tests(top, "tb_select", d, extra_env={"DTPU_TOP": top})
 
 
+@pytest.mark.parametrize("prec_en", [0x7, 0x3])
+def test_filter_select_integer_builds(prec_en):
+    """The narrow Filter&Select of 8/16-bit-only builds (one adder per row)."""
+    top = "dtpu_filter_select"
+    d = build(top, {"PREC_EN": prec_en}, [RTL_DIR / f"{top}.v"], name=top)
+    run_tests(top, "tb_select", d, extra_env={"DTPU_TOP": top, "DTPU_PREC_EN": str(prec_en)})
+
+
 def test_mxu():
     params = {"COLS": 2}
     srcs = [RTL_DIR / n for n in ("dtpu_mxu.v", "dtpu_smac.v", "dtpu_filter_select.v",

@@ -270,22 +270,27 @@ dw_inst (
     .tag_g(dw_tag_g)
 );
 
-// ---- read crossbars: each bank serves the (lowest) column that asks for it ----
+// ---- read crossbars: each bank serves the column that asks for it ----
+// Depthwise: valid columns on one activation bank are a BANK_CONFLICT (the job aborts in that
+// cycle), and valid columns on one weight bank read the same word (GC <= COLS consecutive
+// groups), so an AND-OR over the columns suffices; a bank no column asks for is not read.
 reg [COLS*WRW-1:0] wmem_rows;
 reg [COLS*ARW-1:0] abuf_rows;
+reg [WRW-1:0] wsel;
+reg [ARW-1:0] asel;
 integer bb, cc;
 always @* begin
     for (bb = 0; bb < COLS; bb = bb + 1) begin
-        wmem_rows[bb*WRW +: WRW] = wgt_row;
-        abuf_rows[bb*ARW +: ARW] = abuf_raddr[LOG_ACT_WORDS-1:LOG_COLS];
-        if (cfg_dw) begin
-            for (cc = COLS - 1; cc >= 0; cc = cc - 1) begin
-                if (dw_col_valid[cc] && {{(32-LOG_COLS){1'b0}}, dw_wbank[cc*LOG_COLS +: LOG_COLS]} == bb)
-                    wmem_rows[bb*WRW +: WRW] = dw_wrow[cc*WRW +: WRW];
-                if (dw_col_valid[cc] && {{(32-LOG_COLS){1'b0}}, dw_abank[cc*LOG_COLS +: LOG_COLS]} == bb)
-                    abuf_rows[bb*ARW +: ARW] = dw_arow[cc*ARW +: ARW];
-            end
+        wsel = {WRW{1'b0}};
+        asel = {ARW{1'b0}};
+        for (cc = 0; cc < COLS; cc = cc + 1) begin
+            if (dw_col_valid[cc] && {{(32-LOG_COLS){1'b0}}, dw_wbank[cc*LOG_COLS +: LOG_COLS]} == bb)
+                wsel = wsel | dw_wrow[cc*WRW +: WRW];
+            if (dw_col_valid[cc] && {{(32-LOG_COLS){1'b0}}, dw_abank[cc*LOG_COLS +: LOG_COLS]} == bb)
+                asel = asel | dw_arow[cc*ARW +: ARW];
         end
+        wmem_rows[bb*WRW +: WRW] = cfg_dw ? wsel : wgt_row;
+        abuf_rows[bb*ARW +: ARW] = cfg_dw ? asel : abuf_raddr[LOG_ACT_WORDS-1:LOG_COLS];
     end
 end
 
@@ -368,15 +373,17 @@ always @(posedge clk) begin
 end
 
 reg [COLS*64-1:0] mxu_act, mxu_wgt;
+reg [LOG_COLS-1:0] wb;
 integer mj;
 always @* begin
     for (mj = 0; mj < COLS; mj = mj + 1) begin
+        // (GEMM: column j reads weight bank j, the same bank multiplexer as depthwise)
+        wb = cfg_dw ? dw_wbank_reg[mj*LOG_COLS +: LOG_COLS] : mj[LOG_COLS-1:0];
+        mxu_wgt[mj*64 +: 64] = wgt_bank_words[wb*64 +: 64];
         if (cfg_dw) begin
             mxu_act[mj*64 +: 64] = abuf_words[dw_abank_reg[mj*LOG_COLS +: LOG_COLS]*64 +: 64];
-            mxu_wgt[mj*64 +: 64] = wgt_bank_words[dw_wbank_reg[mj*LOG_COLS +: LOG_COLS]*64 +: 64];
         end else begin
             mxu_act[mj*64 +: 64] = act_word;
-            mxu_wgt[mj*64 +: 64] = wgt_bank_words[mj*64 +: 64];
         end
     end
 end
@@ -435,7 +442,10 @@ dtpu_col_reduce #(
     .ROWS(ROWS),
     .COLS(COLS),
     .AW(AW),
-    .FP_ENABLE((PREC_EN[5] || PREC_EN[6]) ? 1 : 0)
+    .FP_ENABLE((PREC_EN[5] || PREC_EN[6]) ? 1 : 0),
+    // accumulator widths of rows 0-3 and 4-7 (dtpu_mxu)
+    .W_HI((PREC_EN[3] || PREC_EN[4]) ? 84 : PREC_EN[2] ? 52 : 36),
+    .W_LO(36)
 )
 reduce_inst (
     .clk(clk),

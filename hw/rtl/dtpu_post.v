@@ -18,9 +18,9 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * item j, its L lanes in rows 0..L-1) and leave as cap_words words of 2^log_lanes values each,
  * one word per cycle. The words take the values in order: a GEMM group's 8 values, then the next
  * group; a depthwise item's L = 2^log_l lanes, then the next item (the rows past L of a column
- * are skipped). So value index k*lanes + r of that order is lane r of word k, and only the head
- * group is read (lane r takes head value off + r) and the register shifts by whole groups: no
- * reordering crossbar on the capture side. Lane r's parameters are entry ch + r, where ch starts
+ * are skipped). So value index k*lanes + r of that order is lane r of word k; only the head
+ * group (a pointer over the captured groups) is read, lane r taking head value off + r: no
+ * reordering crossbar on the capture side and no shifting of the captured values. Lane r's parameters are entry ch + r, where ch starts
  * at cap_ch and advances by `lanes` per word (depthwise: back to cap_wrap_ch after the last word
  * of group GC-1 of an output pixel).
  * Timing from the capture cycle A: word k is on m_axis_res in cycle A + 6 + k (LAT_POST = 6):
@@ -112,25 +112,40 @@ wire [3:0]  grp_n = dw ? (4'd1 << log_l) : 4'd8;
 wire [3:0]  off_next = {1'b0, off_reg} + lanes;
 wire        grp_done = off_next == grp_n;
 
-// capture: GEMM values fill the first groups, the rest are zero
+// capture: GEMM values fill the first groups; groups past them are never read by a GEMM
+// step, so they take the depthwise values unconditionally (no multiplexer)
+localparam NGG = (NG + 7) / 8;
 wire [NV*AW-1:0] cap_values;
+wire [NGG*8*AW-1:0] gemm_pad;
 generate
-if (NV > NG) begin : cap_pad
-    assign cap_values = dw ? cap_dw_values : {{((NV-NG)*AW){1'b0}}, cap_gemm_values};
-end else begin : cap_full
-    assign cap_values = dw ? cap_dw_values : cap_gemm_values;
+if (NGG*8 > NG) begin : gemm_padded
+    assign gemm_pad = {{((NGG*8-NG)*AW){1'b0}}, cap_gemm_values};
+end else begin : gemm_full
+    assign gemm_pad = cap_gemm_values;
+end
+if (NV > NGG*8) begin : cap_rest
+    assign cap_values = {cap_dw_values[NV*AW-1:NGG*8*AW],
+                         dw ? cap_dw_values[NGG*8*AW-1:0] : gemm_pad};
+end else begin : cap_all
+    assign cap_values = dw ? cap_dw_values : gemm_pad;
 end
 endgenerate
 
-// the next group moves up
-wire [NV*AW-1:0] v_next;
+// the head group: a pointer moves over the captured groups (no shifting)
+localparam PW = NGRP > 1 ? $clog2(NGRP) : 1;
+reg  [PW-1:0]    ptr_reg;
+wire [8*AW-1:0]  grp [0:(1<<PW)-1];
+genvar gi;
 generate
-if (NGRP > 1) begin : shift_grp
-    assign v_next = {{(8*AW){1'b0}}, v_reg[NV*AW-1:8*AW]};
-end else begin : shift_one
-    assign v_next = {(NV*AW){1'b0}};
+for (gi = 0; gi < (1 << PW); gi = gi + 1) begin : grps
+    if (gi < NGRP) begin : used
+        assign grp[gi] = v_reg[gi*8*AW +: 8*AW];
+    end else begin : unused
+        assign grp[gi] = {(8*AW){1'b0}};
+    end
 end
 endgenerate
+wire [8*AW-1:0]  head = grp[ptr_reg];
 
 // lane mask of the current word
 wire [7:0] lane_mask;
@@ -155,10 +170,11 @@ always @(posedge clk) begin
             g_reg <= cap_g;
             sub_reg <= 3'd0;
             off_reg <= 3'd0;
+            ptr_reg <= {PW{1'b0}};
             last_reg <= cap_last;
         end else if (ser_valid) begin
             if (grp_done) begin
-                v_reg <= v_next;
+                ptr_reg <= ptr_reg + {{(PW-1){1'b0}}, 1'b1};
             end
             off_reg <= grp_done ? 3'd0 : off_next[2:0];
             words_reg <= words_reg - 16'd1;
@@ -183,7 +199,6 @@ assign prm_rd_base = ch_reg;
 
 // the word's values: lane r takes head value off + r (off is a multiple of lanes, so only
 // the lanes r < lanes matter: r >= 4 only with 8 lanes, r >= 2 with 4 or 8, r = 1 with 2..8)
-wire [8*AW-1:0] head = v_reg[8*AW-1:0];
 wire [8*AW-1:0] word_vals;
 generate
 for (r = 0; r < 8; r = r + 1) begin : sel

@@ -111,7 +111,8 @@ always @(posedge clk) begin
         ovf2_reg <= v1_reg & i1_reg & prod_big;
 
         if (v2_reg) begin
-            acc_reg <= f2_reg ? p_ext : acc_reg + p_ext;
+            // (the step's first product adds to 0: the gate folds into the adder's LUTs)
+            acc_reg <= (f2_reg ? {ACC_W{1'b0}} : acc_reg) + p_ext;
         end
         acc_valid_reg <= l2_reg;
         ovf3_reg <= ovf2_reg;

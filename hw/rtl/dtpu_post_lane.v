@@ -153,7 +153,9 @@ wire fits47_tot = (total[TW-1:47] == {(TW-47){1'b0}})
 wire signed [31:0] t32 = total[31:0];
 wire [7:0]  left  = s[7] ? 8'd0 : s;
 wire [7:0]  right = s[7] ? -s : 8'd0;
-wire signed [31:0] a32 = left >= 8'd32 ? 32'sd0 : (t32 <<< left[4:0]);
+wire [31:0] a32_a = t32 << {left[4:3], 3'd0};
+wire [31:0] a32_b = a32_a << {left[2:1], 1'b0};
+wire signed [31:0] a32 = left >= 8'd32 ? 32'sd0 : (a32_b << left[0]);
 /* verilator lint_off UNUSEDSIGNAL */
 wire signed [32:0] m_plus = {m[31], m} + 33'sd32768;
 /* verilator lint_on UNUSEDSIGNAL */
@@ -181,7 +183,10 @@ always @* begin
         if (tmag[bi])
             tlz = 5'd31 - bi[4:0];
 end
-wire [31:0] tn = tmag[31:0] << tlz;
+// (left shift by tlz as 4:1 stages: 8s, 2s, 1s)
+wire [31:0] tn_a = tmag[31:0] << {tlz[4:3], 3'd0};
+wire [31:0] tn_b = tn_a << {tlz[2:1], 1'b0};
+wire [31:0] tn = tn_b << tlz[0];
 wire        tup = tn[7] && ((|tn[6:0]) || tn[8]);
 wire [24:0] tm25 = {1'b0, tn[31:8]} + {24'd0, tup};
 wire [23:0] fman = tm25[24] ? 24'h800000 : tm25[23:0];
@@ -325,7 +330,18 @@ wire use_h = is_double || var2_reg == DTPU_RQ_VARIANT_DOUBLE_UP[2:0];
 // keep only the bits the 32-bit result can reach.
 wire signed [64:0] rx = use_h ? {{31{h[33]}}, h} : {p2_reg[63], p2_reg};
 wire [5:0]  rs = sh2_reg[5:0];
-wire signed [64:0] rhalf = (sh2_reg == 7'd0 || sh2_reg[6]) ? 65'sd0 : (65'sd1 <<< (rs - 6'd1));
+// 2^(sh-1) as a one-hot: bit k set when rs = k + 1
+wire signed [64:0] rhalf;
+genvar hk;
+generate
+for (hk = 0; hk < 65; hk = hk + 1) begin : half
+    if (hk < 63) begin : bit_k
+        assign rhalf[hk] = !sh2_reg[6] && rs == hk + 1;
+    end else begin : zero
+        assign rhalf[hk] = 1'b0;
+    end
+end
+endgenerate
 wire rc = is_double && rx[64] && sh2_reg != 7'd0;
 wire signed [64:0] rsum = rx + rhalf - {64'd0, rc};
 /* verilator lint_off UNUSEDSIGNAL */
@@ -351,7 +367,9 @@ wire        p_big = fpb2_reg || pe >= 10'd151;          // |p| >= 2^24 (or infin
 /* verilator lint_off UNUSEDSIGNAL */
 wire [9:0]  psh_full = 10'd150 - pe;
 wire [4:0]  psh = pe >= 10'd151 ? 5'd0 : pe <= 10'd125 ? 5'd25 : psh_full[4:0];
-wire [24:0] pq = {1'b0, pm} >> psh;
+wire [24:0] pq_a = {1'b0, pm} >> {psh[4:3], 3'd0};
+wire [24:0] pq_b = pq_a >> {psh[2:1], 1'b0};
+wire [24:0] pq = pq_b >> psh[0];
 wire [24:0] prem = {1'b0, pm} & ((25'd1 << psh) - 25'd1);
 wire [24:0] phalf = psh == 5'd0 ? 25'd0 : (25'd1 << (psh - 5'd1));
 /* verilator lint_on UNUSEDSIGNAL */

@@ -25,7 +25,10 @@ module dtpu_filter_select #
     // MXU rows (lanes of an int8 word)
     parameter ROWS = 8,
     // enabled precisions (bit p: PREC code p): lanes of the others are not built
-    parameter [15:0] PREC_EN = 16'h007F
+    parameter [15:0] PREC_EN = 16'h007F,
+    // rows past the job's lanes give 0 (1); 0: don't-care there in the narrow build (the MXU's
+    // activation side: the weight side's zero makes those products 0)
+    parameter ZERO_ROWS = 1
 )
 (
     input  wire [63:0]          word,
@@ -59,7 +62,7 @@ for (i = 0; i < ROWS; i = i + 1) begin : row
     localparam SW = (i < 4 && PREC_EN[DTPU_PREC_INT16]) ? 17 : 9;
     wire en16 = SW == 17 && prec == DTPU_PREC_INT16;
     // int16 jobs leave rows 4-7 empty
-    wire zero_row = i >= 4 && PREC_EN[DTPU_PREC_INT16] && prec == DTPU_PREC_INT16;
+    wire zero_row = ZERO_ROWS != 0 && i >= 4 && PREC_EN[DTPU_PREC_INT16] && prec == DTPU_PREC_INT16;
     wire sgn8 = prec != DTPU_PREC_UINT8 && word[8*i+7];
     wire [SW-1:0] lane;
     if (SW == 17) begin : l16

@@ -117,7 +117,8 @@ for (j = 0; j < COLS; j = j + 1) begin : col
 
     dtpu_filter_select #(
         .ROWS(ROWS),
-        .PREC_EN(PREC_EN)
+        .PREC_EN(PREC_EN),
+        .ZERO_ROWS(0)
     )
     fs_act_inst (
         .word(act_words[j*64 +: 64]),

@@ -64,3 +64,14 @@ def test_top_sweep(cols):
     seed = os.environ.get("DTPU_SEED", str(100_000 + 1000 * cols))
     run_tests("dtpu_axi", "tb_top", d, testcase=SWEEP_TESTS, parameters=params,
               extra_env={"DTPU_SEED": seed, "DTPU_CASES": os.environ.get("DTPU_SWEEP_CASES", "60")})
+
+
+@pytest.mark.slow
+def test_top_sweep_board_build():
+    """The full random sweep on the board build (8x8, PREC_EN = int8/uint8/int16)."""
+    params = {"COLS": 8, "PREC_EN": 7, **MEM}
+    d = build("dtpu_axi", params, name="top")
+    seed = os.environ.get("DTPU_SEED", "208807")
+    run_tests("dtpu_axi", "tb_top", d, testcase=SWEEP_TESTS, parameters=params,
+              extra_env={"DTPU_SEED": seed, "DTPU_CASES": os.environ.get("DTPU_SWEEP_CASES", "60")})
+

@@ -92,19 +92,23 @@ def config_key(cols: int, params: dict[str, int]) -> str:
 
 def table(rows: list[dict], params: dict[str, int]) -> str:
     mem = ", ".join(f"{k}={v}" for k, v in params.items() if k != "PREC_EN") or "contract defaults"
-    out = ["| array | precisions | LUT | LUTRAM/SRL | FF | DSP48E1 | BRAM36 | CARRY4 | fits xc7z020 |",
-           "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    out = ["| array | LUT | LUTRAM/SRL | FF | DSP48E1 | BRAM36 | CARRY4 | fits xc7z020 |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:
         fits = all(r[k.lower() if k != "BRAM36" else "bram36"] <= cap for k, cap in
                    (("LUT", DEVICE["LUT"]), ("FF", DEVICE["FF"]), ("DSP", DEVICE["DSP"]),
                     ("BRAM36", DEVICE["BRAM36"])))
         pct = lambda v, cap: f"{v:g} ({100 * v / cap:.0f} %)"
-        out.append(f"| 8x{r['cols']} | {prec_label(r.get('params', {}))} | {pct(r['lut'], DEVICE['LUT'])} | {r['lutram']} | "
+        # the array, and its precisions when PREC_EN leaves some out
+        label = prec_label(r.get("params", {}))
+        array = f"8x{r['cols']}" + ("" if label == "all seven" else f" {label}")
+        out.append(f"| {array} | {pct(r['lut'], DEVICE['LUT'])} | {r['lutram']} | "
                    f"{pct(r['ff'], DEVICE['FF'])} | {pct(r['dsp'], DEVICE['DSP'])} | "
                    f"{pct(r['bram36'], DEVICE['BRAM36'])} | {r['carry4']} | "
                    f"{'yes' if fits else 'no'} |")
     out.append("")
-    out.append(f"Memories: {mem}. xc7z020: {DEVICE['LUT']} LUT, {DEVICE['FF']} FF, "
+    out.append(f"Memories: {mem}; all seven precisions unless the array names them. "
+               f"xc7z020: {DEVICE['LUT']} LUT, {DEVICE['FF']} FF, "
                f"{DEVICE['DSP']} DSP48E1, {DEVICE['BRAM36']} BRAM36.")
     return "\n".join(out)
 

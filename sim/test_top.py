@@ -45,6 +45,17 @@ def test_top_integer_only_build():
               extra_env={"DTPU_SEED": os.environ.get("DTPU_SEED", "4242"), "DTPU_CASES": "3"})
 
 
+def test_top_board_build():
+    """The PYNQ-Z2 board build of docs/synthesis.md: 8x8, PREC_EN = int8/uint8/int16 (55-bit
+    values, no float paths): exact words and stall-free cycles against the golden model, with
+    gaps/backpressure too, and BAD_PRECISION for what is left out."""
+    params = {"COLS": 8, "PREC_EN": 7, **MEM}
+    d = build("dtpu_axi", params, name="top")
+    run_tests("dtpu_axi", "tb_top", d, parameters=params,
+              testcase=SWEEP_TESTS + ["test_identity", "test_precision_not_built"],
+              extra_env={"DTPU_SEED": os.environ.get("DTPU_SEED", "8807"), "DTPU_CASES": "4"})
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("cols", [2, 4, 8])
 def test_top_sweep(cols):
@@ -53,3 +64,14 @@ def test_top_sweep(cols):
     seed = os.environ.get("DTPU_SEED", str(100_000 + 1000 * cols))
     run_tests("dtpu_axi", "tb_top", d, testcase=SWEEP_TESTS, parameters=params,
               extra_env={"DTPU_SEED": seed, "DTPU_CASES": os.environ.get("DTPU_SWEEP_CASES", "60")})
+
+
+@pytest.mark.slow
+def test_top_sweep_board_build():
+    """The full random sweep on the board build (8x8, PREC_EN = int8/uint8/int16)."""
+    params = {"COLS": 8, "PREC_EN": 7, **MEM}
+    d = build("dtpu_axi", params, name="top")
+    seed = os.environ.get("DTPU_SEED", "208807")
+    run_tests("dtpu_axi", "tb_top", d, testcase=SWEEP_TESTS, parameters=params,
+              extra_env={"DTPU_SEED": seed, "DTPU_CASES": os.environ.get("DTPU_SWEEP_CASES", "60")})
+

@@ -1,20 +1,31 @@
 """Unit tests of the post-unit lane against the golden model's arithmetic."""
+import pytest
+
 from dtpu_sim import RTL_DIR, build, run_tests
 
 
-def test_post_lane():
+@pytest.mark.parametrize("aw,prec_en", [(84, None), (55, 0x7)])
+def test_post_lane(aw, prec_en):
+    """Every precision (84-bit values) and the integer-only board build (int8/uint8/int16:
+    55-bit values, no float path)."""
     srcs = [RTL_DIR / n for n in ("dtpu_post_lane.v", "dtpu_fp_add.v", "dtpu_fp_mul.v", "dtpu_fp_round.v")]
-    d = build("dtpu_post_lane", {}, srcs, name="post_lane")
-    run_tests("dtpu_post_lane", "tb_post_lane", d)
-
-
-import pytest  # noqa: E402
+    params = {"AW": aw} if prec_en is None else {"AW": aw, "PREC_EN": prec_en}
+    d = build("dtpu_post_lane", params, srcs, name=f"post_lane_{aw}")
+    run_tests("dtpu_post_lane", "tb_post_lane", d, extra_env={"DTPU_LANE_AW": str(aw)})
 
 
 @pytest.mark.parametrize("top", ["dtpu_filter_select", "dtpu_compact_select"])
 def test_select_units(top):
     d = build(top, {}, [RTL_DIR / f"{top}.v"], name=top)
     run_tests(top, "tb_select", d, extra_env={"DTPU_TOP": top})
+
+
+@pytest.mark.parametrize("prec_en", [0x7, 0x3])
+def test_filter_select_integer_builds(prec_en):
+    """The narrow Filter&Select of 8/16-bit-only builds (one adder per row)."""
+    top = "dtpu_filter_select"
+    d = build(top, {"PREC_EN": prec_en}, [RTL_DIR / f"{top}.v"], name=top)
+    run_tests(top, "tb_select", d, extra_env={"DTPU_TOP": top, "DTPU_PREC_EN": str(prec_en)})
 
 
 def test_mxu():

@@ -27,6 +27,10 @@ module dtpu_col_reduce #
     parameter AW = 84,
     // fp32 adders (0: integer-only build)
     parameter FP_ENABLE = 1,
+    // significant bits of the inputs (sign-extended to AW): rows < 4 / rows >= 4 (the MXU's
+    // int8-only rows have narrower accumulators); every tree node is built that wide + depth
+    parameter W_HI = AW,
+    parameter W_LO = AW,
     // tree levels (derived)
     parameter LEVELS = $clog2(ROWS)
 )
@@ -71,6 +75,10 @@ for (j = 0; j < COLS; j = j + 1) begin : col
         localparam N = ROWS >> (l + 1);
         reg [N*AW-1:0] sum_reg;
         for (k = 0; k < N; k = k + 1) begin : add
+            // node k of level l sums rows k*2^(l+1) .. (k+1)*2^(l+1)-1: NW bits are exact
+            localparam IW = (k << (l + 1)) < 4 ? W_HI : W_LO;
+            localparam NW0 = IW + l + 1;
+            localparam NW = NW0 > AW ? AW : NW0;
             wire [AW-1:0] a, b;
             if (l == 0) begin : first
                 assign a = in_acc[(j*ROWS + 2*k)*AW +: AW];
@@ -79,6 +87,10 @@ for (j = 0; j < COLS; j = j + 1) begin : col
                 assign a = col[j].lvl[l-1].sum_reg[(2*k)*AW +: AW];
                 assign b = col[j].lvl[l-1].sum_reg[(2*k+1)*AW +: AW];
             end
+            /* verilator lint_off UNUSEDSIGNAL */
+            wire [AW-1:0] ab = a + b;
+            /* verilator lint_on UNUSEDSIGNAL */
+            wire [AW-1:0] ab_ext = {{(AW-NW){ab[NW-1]}}, ab[NW-1:0]};
             // fp32 adds exist only where a float lane tree needs them: float jobs use at most 4
             // rows (bf16), i.e. level 0 pairs (r0,r1), (r2,r3) and level 1's first pair
             wire [31:0] f;
@@ -89,8 +101,8 @@ for (j = 0; j < COLS; j = j + 1) begin : col
             end
             always @(posedge clk) begin
                 if (ce) begin
-                    if (!fp)
-                        sum_reg[k*AW +: AW] <= a + b;
+                    if (FP_ENABLE == 0 || !fp)
+                        sum_reg[k*AW +: AW] <= ab_ext;
                     else if (l < log_l)
                         sum_reg[k*AW +: AW] <= {{(AW-32){1'b0}}, f};
                     else

@@ -62,7 +62,11 @@ module dtpu_core #
     output wire                m_axis_res_tlast
 );
 
-localparam AW = 84;
+// value width of accumulators, column sums and the post unit: the widest PE accumulator
+// (84 bits with int32/int64 lanes, 52 with int16, 36 with 8-bit lanes only) plus the
+// log2(ROWS) carry bits of the column tree, so every sum stays exact
+localparam AW = (PREC_EN[3] || PREC_EN[4]) ? 84 : PREC_EN[2] ? 52 + $clog2(ROWS) : 36 + $clog2(ROWS);
+localparam FLOAT_EN = (PREC_EN[5] || PREC_EN[6]) ? 1 : 0;
 localparam WRW = LOG_WEIGHT_WORDS - LOG_COLS;
 // issue -> column sums: memory read 1 + MXU 3 + tree log2(ROWS)
 localparam TAG_LAT = 4 + $clog2(ROWS) + 2;
@@ -275,22 +279,27 @@ dw_inst (
     .tag_g(dw_tag_g)
 );
 
-// ---- read crossbars: each bank serves the (lowest) column that asks for it ----
+// ---- read crossbars: each bank serves the column that asks for it ----
+// Depthwise: valid columns on one activation bank are a BANK_CONFLICT (the job aborts in that
+// cycle), and valid columns on one weight bank read the same word (GC <= COLS consecutive
+// groups), so an AND-OR over the columns suffices; a bank no column asks for is not read.
 reg [COLS*WRW-1:0] wmem_rows;
 reg [COLS*ARW-1:0] abuf_rows;
+reg [WRW-1:0] wsel;
+reg [ARW-1:0] asel;
 integer bb, cc;
 always @* begin
     for (bb = 0; bb < COLS; bb = bb + 1) begin
-        wmem_rows[bb*WRW +: WRW] = wgt_row;
-        abuf_rows[bb*ARW +: ARW] = abuf_raddr[LOG_ACT_WORDS-1:LOG_COLS];
-        if (cfg_dw) begin
-            for (cc = COLS - 1; cc >= 0; cc = cc - 1) begin
-                if (dw_col_valid[cc] && {{(32-LOG_COLS){1'b0}}, dw_wbank[cc*LOG_COLS +: LOG_COLS]} == bb)
-                    wmem_rows[bb*WRW +: WRW] = dw_wrow[cc*WRW +: WRW];
-                if (dw_col_valid[cc] && {{(32-LOG_COLS){1'b0}}, dw_abank[cc*LOG_COLS +: LOG_COLS]} == bb)
-                    abuf_rows[bb*ARW +: ARW] = dw_arow[cc*ARW +: ARW];
-            end
+        wsel = {WRW{1'b0}};
+        asel = {ARW{1'b0}};
+        for (cc = 0; cc < COLS; cc = cc + 1) begin
+            if (dw_col_valid[cc] && {{(32-LOG_COLS){1'b0}}, dw_wbank[cc*LOG_COLS +: LOG_COLS]} == bb)
+                wsel = wsel | dw_wrow[cc*WRW +: WRW];
+            if (dw_col_valid[cc] && {{(32-LOG_COLS){1'b0}}, dw_abank[cc*LOG_COLS +: LOG_COLS]} == bb)
+                asel = asel | dw_arow[cc*ARW +: ARW];
         end
+        wmem_rows[bb*WRW +: WRW] = cfg_dw ? wsel : wgt_row;
+        abuf_rows[bb*ARW +: ARW] = cfg_dw ? asel : abuf_raddr[LOG_ACT_WORDS-1:LOG_COLS];
     end
 end
 
@@ -373,15 +382,17 @@ always @(posedge clk) begin
 end
 
 reg [COLS*64-1:0] mxu_act, mxu_wgt;
+reg [LOG_COLS-1:0] wb;
 integer mj;
 always @* begin
     for (mj = 0; mj < COLS; mj = mj + 1) begin
+        // (GEMM: column j reads weight bank j, the same bank multiplexer as depthwise)
+        wb = cfg_dw ? dw_wbank_reg[mj*LOG_COLS +: LOG_COLS] : mj[LOG_COLS-1:0];
+        mxu_wgt[mj*64 +: 64] = wgt_bank_words[wb*64 +: 64];
         if (cfg_dw) begin
             mxu_act[mj*64 +: 64] = abuf_words[dw_abank_reg[mj*LOG_COLS +: LOG_COLS]*64 +: 64];
-            mxu_wgt[mj*64 +: 64] = wgt_bank_words[dw_wbank_reg[mj*LOG_COLS +: LOG_COLS]*64 +: 64];
         end else begin
             mxu_act[mj*64 +: 64] = act_word;
-            mxu_wgt[mj*64 +: 64] = wgt_bank_words[mj*64 +: 64];
         end
     end
 end
@@ -394,14 +405,15 @@ wire [COLS-1:0]         pe_fp_valid;
 /* verilator lint_on UNUSEDSIGNAL */
 wire                    pe_ovf;
 wire [ROWS*COLS*32-1:0] pe_fp;
-wire                    cfg_float = cfg_out_mode == 2'd2;
+wire                    cfg_float = FLOAT_EN != 0 && cfg_out_mode == 2'd2;
 
 // the MXU's results as AW-bit values: accumulators, or fp32 sums in the low bits
 reg [ROWS*COLS*AW-1:0]  pe_val;
 integer pv;
 always @* begin
     for (pv = 0; pv < ROWS*COLS; pv = pv + 1) begin
-        pe_val[pv*AW +: AW] = cfg_float ? {{(AW-32){1'b0}}, pe_fp[pv*32 +: 32]} : pe_acc[pv*AW +: AW];
+        pe_val[pv*AW +: AW] = (FLOAT_EN != 0 && cfg_float) ? {{(AW-32){1'b0}}, pe_fp[pv*32 +: 32]}
+                                                            : pe_acc[pv*AW +: AW];
     end
 end
 
@@ -439,7 +451,10 @@ dtpu_col_reduce #(
     .ROWS(ROWS),
     .COLS(COLS),
     .AW(AW),
-    .FP_ENABLE((PREC_EN[5] || PREC_EN[6]) ? 1 : 0)
+    .FP_ENABLE((PREC_EN[5] || PREC_EN[6]) ? 1 : 0),
+    // accumulator widths of rows 0-3 and 4-7 (dtpu_mxu)
+    .W_HI((PREC_EN[3] || PREC_EN[4]) ? 84 : PREC_EN[2] ? 52 : 36),
+    .W_LO(36)
 )
 reduce_inst (
     .clk(clk),
@@ -516,28 +531,15 @@ wire [LOG_PARAM_ENTRIES-1:0] dwt_ch = dwt[16 + LOG_PARAM_ENTRIES +: LOG_PARAM_EN
 wire [LOG_PARAM_ENTRIES-1:0] dwt_wrap_ch = dwt[16 +: LOG_PARAM_ENTRIES];
 wire [15:0] dwt_g = dwt[15:0];
 
-// depthwise capture order: item j's L lanes at j*L .. j*L+L-1 (value n: column n/L, row n%L)
-reg [ROWS*COLS*AW-1:0] dw_values;
-integer vn;
-always @* begin
-    for (vn = 0; vn < ROWS*COLS; vn = vn + 1) begin
-        case (job_log_l)
-            2'd3: dw_values[vn*AW +: AW] = pe_val[((vn >> 3) * ROWS + (vn & 7)) * AW +: AW];
-            2'd2: dw_values[vn*AW +: AW] = (vn >> 2) < COLS ? pe_val[((vn >> 2) * ROWS + (vn & 3)) * AW +: AW] : {AW{1'b0}};
-            2'd1: dw_values[vn*AW +: AW] = (vn >> 1) < COLS ? pe_val[((vn >> 1) * ROWS + (vn & 1)) * AW +: AW] : {AW{1'b0}};
-            default: dw_values[vn*AW +: AW] = vn < COLS ? pe_val[(vn * ROWS) * AW +: AW] : {AW{1'b0}};
-        endcase
-    end
-end
-
-wire [ROWS*COLS*AW-1:0] cap_values = cfg_dw ? dw_values : {{((ROWS-1)*COLS*AW){1'b0}}, col_sum};
 /* verilator lint_off UNUSEDSIGNAL */
 wire post_busy;
 /* verilator lint_on UNUSEDSIGNAL */
 
 dtpu_post #(
     .NV(ROWS*COLS),
+    .NG(COLS),
     .AW(AW),
+    .PREC_EN(PREC_EN),
     .PADDR_W(LOG_PARAM_ENTRIES)
 )
 post_inst (
@@ -550,12 +552,14 @@ post_inst (
     .act_min(r_act_min),
     .act_max(r_act_max),
     .log_lanes(cfg_log_lanes),
+    .log_l(job_log_l),
     .dw(cfg_dw),
     .gc(r_dw_groups[15:0]),
     .wi(cfg_wi),
     .fp(cfg_float),
     .cap_valid(cfg_dw ? dwt_valid : col_valid),
-    .cap_values(cap_values),
+    .cap_dw_values(pe_val),
+    .cap_gemm_values(col_sum),
     .cap_words(cfg_dw ? dwt_words : tag_words),
     .cap_nvals(cfg_dw ? dwt_nvals : tag_nvals),
     .cap_ch(cfg_dw ? dwt_ch : tag_ch),

@@ -14,7 +14,8 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * Parameter memory: per output channel entry two 64-bit words (bias; multiplier | shift << 32 |
  * zero point << 48), 2^ADDR_W entries in 8 banks (bank = entry mod 8), so the up to 8 lanes of
  * one result word read 8 consecutive entries in one cycle. LOAD_PARAM writes one word per cycle.
- * Reads: lanes r = 0..7 get entry base + r, one cycle later.
+ * Reads: lanes r = 0..7 get entry base + r, one cycle later (the reserved bits 47:40 of the
+ * second word as 0: no lane uses them).
  */
 module dtpu_ls_param #
 (
@@ -96,7 +97,8 @@ for (b = 0; b < 8; b = b + 1) begin : bank
     // lane b reads bank (rot + b) mod 8
     wire [2:0] src = rot_reg + b[2:0];
     assign rd_bias[b*64 +: 64] = bank_bias[src*64 +: 64];
-    assign rd_rq[b*64 +: 64] = bank_rq[src*64 +: 64];
+    // (bits 47:40 of the second word are reserved: not routed, read as 0)
+    assign rd_rq[b*64 +: 64] = {bank_rq[src*64 + 48 +: 16], 8'd0, bank_rq[src*64 +: 40]};
 end
 endgenerate
 

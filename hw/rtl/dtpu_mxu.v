@@ -95,8 +95,8 @@ function integer row_accw(input integer opw);
 endfunction
 
 initial begin
-    if (AW < 84) begin
-        $error("Error: AW must be at least 84 (instance %m)");
+    if (AW < row_accw(row_opw(0))) begin
+        $error("Error: AW must be at least the widest accumulator (instance %m)");
         $finish;
     end
 end
@@ -116,7 +116,9 @@ for (j = 0; j < COLS; j = j + 1) begin : col
     /* verilator lint_on UNUSEDSIGNAL */
 
     dtpu_filter_select #(
-        .ROWS(ROWS)
+        .ROWS(ROWS),
+        .PREC_EN(PREC_EN),
+        .ZERO_ROWS(0)
     )
     fs_act_inst (
         .word(act_words[j*64 +: 64]),
@@ -126,7 +128,8 @@ for (j = 0; j < COLS; j = j + 1) begin : col
     );
 
     dtpu_filter_select #(
-        .ROWS(ROWS)
+        .ROWS(ROWS),
+        .PREC_EN(PREC_EN)
     )
     fs_wgt_inst (
         .word(wgt_words[j*64 +: 64]),
@@ -156,8 +159,9 @@ for (j = 0; j < COLS; j = j + 1) begin : col
             .in_a(col_zero[j] ? {OPW{1'b0}} : a_ops[i*65 +: OPW]),
             .in_b(w_ops[i*65 +: OPW]),
             .in_float(is_float),
-            .in_fa(col_zero[j] ? 32'd0 : a_ops[i*65 +: 32]),
-            .in_fb(w_ops[i*65 +: 32]),
+            // (rows without a float path get constants: no gates for an unused port)
+            .in_fa((row_fp(i) == 0 || col_zero[j]) ? 32'd0 : a_ops[i*65 +: 32]),
+            .in_fb(row_fp(i) == 0 ? 32'd0 : w_ops[i*65 +: 32]),
             .acc(pe_acc),
             .acc_valid(pe_valid[j*ROWS+i]),
             .prod_ovf(ovf[j*ROWS+i]),

@@ -13,11 +13,16 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
 /*
  * Post unit: the step's accumulators -> result words on m_axis_res.
  *
- * A step's NV values are captured (GEMM: the COLS column sums; DWCONV: item-major PE
- * accumulators, item j's L lanes at j*L..j*L+L-1) and leave as cap_words words of 2^log_lanes
- * values each, one word per cycle: value index k*lanes + r is lane r of word k. Lane r's
- * parameters are entry ch + r, where ch starts at cap_ch and advances by `lanes` per word
- * (depthwise: back to cap_wrap_ch after the last word of group GC-1 of an output pixel).
+ * A step's NV values are captured as groups of 8 (GEMM: the COLS column sums, group g holding
+ * columns 8g..8g+7; DWCONV: the PE accumulators as the MXU lays them out, group j = column j =
+ * item j, its L lanes in rows 0..L-1) and leave as cap_words words of 2^log_lanes values each,
+ * one word per cycle. The words take the values in order: a GEMM group's 8 values, then the next
+ * group; a depthwise item's L = 2^log_l lanes, then the next item (the rows past L of a column
+ * are skipped). So value index k*lanes + r of that order is lane r of word k; only the head
+ * group (a pointer over the captured groups) is read, lane r taking head value off + r: no
+ * reordering crossbar on the capture side and no shifting of the captured values. Lane r's parameters are entry ch + r, where ch starts
+ * at cap_ch and advances by `lanes` per word (depthwise: back to cap_wrap_ch after the last word
+ * of group GC-1 of an output pixel).
  * Timing from the capture cycle A: word k is on m_axis_res in cycle A + 6 + k (LAT_POST = 6):
  * serializer register, parameter read, three lane stages, result register. Float steps are
  * captured two cycles later (fp trees) and pass one lane stage: same result cycle.
@@ -26,10 +31,14 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  */
 module dtpu_post #
 (
-    // values per capture (ROWS*COLS)
+    // values per capture (ROWS*COLS, ROWS = 8)
     parameter NV = 64,
+    // GEMM values per capture (COLS)
+    parameter NG = 8,
     // accumulator width
     parameter AW = 84,
+    // enabled precisions (bit p: PREC code p)
+    parameter [15:0] PREC_EN = 16'h007F,
     // log2 of the parameter entries
     parameter PADDR_W = 12
 )
@@ -45,6 +54,7 @@ module dtpu_post #
     input  wire [31:0]          act_min,
     input  wire [31:0]          act_max,
     input  wire [1:0]           log_lanes,
+    input  wire [1:0]           log_l,
     input  wire                 dw,
     input  wire [15:0]          gc,
     input  wire [2:0]           wi,
@@ -52,7 +62,8 @@ module dtpu_post #
 
     /* Capture */
     input  wire                 cap_valid,
-    input  wire [NV*AW-1:0]     cap_values,
+    input  wire [NV*AW-1:0]     cap_dw_values,
+    input  wire [NG*AW-1:0]     cap_gemm_values,
     input  wire [15:0]          cap_words,
     input  wire [15:0]          cap_nvals,
     input  wire [PADDR_W-1:0]   cap_ch,
@@ -78,33 +89,63 @@ module dtpu_post #
     output wire                 flag_wrap
 );
 
+/* verilator lint_off UNUSEDPARAM */
+`include "dtpu_regs.vh"
+/* verilator lint_on UNUSEDPARAM */
+
 // ---- serializer ----
+localparam NGRP = NV / 8;
 reg  [NV*AW-1:0]   v_reg;
 reg  [15:0]        words_reg;
 reg  [15:0]        nvals_reg;
 reg  [PADDR_W-1:0] ch_reg, wrap_ch_reg;
 reg  [15:0]        g_reg;
 reg  [2:0]         sub_reg;
+reg  [2:0]         off_reg;
 reg                last_reg;
 
 wire [3:0]  lanes = 4'd1 << log_lanes;
 wire        ser_valid = words_reg != 16'd0;
 wire        ser_last_word = words_reg == 16'd1;
+// values taken from the head group before the next one moves up: 8 (GEMM) or the item's L
+wire [3:0]  grp_n = dw ? (4'd1 << log_l) : 4'd8;
+wire [3:0]  off_next = {1'b0, off_reg} + lanes;
+wire        grp_done = off_next == grp_n;
 
-// shift by 1, 2, 4 or 8 values
-reg  [NV*AW-1:0] v_next;
-integer n;
-always @* begin
-    for (n = 0; n < NV; n = n + 1) begin
-        v_next[n*AW +: AW] = {AW{1'b0}};
-        case (log_lanes)
-            2'd3: if (n + 8 < NV) v_next[n*AW +: AW] = v_reg[(n+8)*AW +: AW];
-            2'd2: if (n + 4 < NV) v_next[n*AW +: AW] = v_reg[(n+4)*AW +: AW];
-            2'd1: if (n + 2 < NV) v_next[n*AW +: AW] = v_reg[(n+2)*AW +: AW];
-            default: if (n + 1 < NV) v_next[n*AW +: AW] = v_reg[(n+1)*AW +: AW];
-        endcase
+// capture: GEMM values fill the first groups; groups past them are never read by a GEMM
+// step, so they take the depthwise values unconditionally (no multiplexer)
+localparam NGG = (NG + 7) / 8;
+wire [NV*AW-1:0] cap_values;
+wire [NGG*8*AW-1:0] gemm_pad;
+generate
+if (NGG*8 > NG) begin : gemm_padded
+    assign gemm_pad = {{((NGG*8-NG)*AW){1'b0}}, cap_gemm_values};
+end else begin : gemm_full
+    assign gemm_pad = cap_gemm_values;
+end
+if (NV > NGG*8) begin : cap_rest
+    assign cap_values = {cap_dw_values[NV*AW-1:NGG*8*AW],
+                         dw ? cap_dw_values[NGG*8*AW-1:0] : gemm_pad};
+end else begin : cap_all
+    assign cap_values = dw ? cap_dw_values : gemm_pad;
+end
+endgenerate
+
+// the head group: a pointer moves over the captured groups (no shifting)
+localparam PW = NGRP > 1 ? $clog2(NGRP) : 1;
+reg  [PW-1:0]    ptr_reg;
+wire [8*AW-1:0]  grp [0:(1<<PW)-1];
+genvar gi;
+generate
+for (gi = 0; gi < (1 << PW); gi = gi + 1) begin : grps
+    if (gi < NGRP) begin : used
+        assign grp[gi] = v_reg[gi*8*AW +: 8*AW];
+    end else begin : unused
+        assign grp[gi] = {(8*AW){1'b0}};
     end
 end
+endgenerate
+wire [8*AW-1:0]  head = grp[ptr_reg];
 
 // lane mask of the current word
 wire [7:0] lane_mask;
@@ -128,9 +169,14 @@ always @(posedge clk) begin
             wrap_ch_reg <= cap_wrap_ch;
             g_reg <= cap_g;
             sub_reg <= 3'd0;
+            off_reg <= 3'd0;
+            ptr_reg <= {PW{1'b0}};
             last_reg <= cap_last;
         end else if (ser_valid) begin
-            v_reg <= v_next;
+            if (grp_done) begin
+                ptr_reg <= ptr_reg + {{(PW-1){1'b0}}, 1'b1};
+            end
+            off_reg <= grp_done ? 3'd0 : off_next[2:0];
             words_reg <= words_reg - 16'd1;
             nvals_reg <= nvals_reg - {12'd0, lanes};
             ch_reg <= (dw && grp_end) ? wrap_ch_reg : ch_reg + {{(PADDR_W-4){1'b0}}, lanes};
@@ -151,6 +197,24 @@ end
 assign prm_rd_en = ce;
 assign prm_rd_base = ch_reg;
 
+// the word's values: lane r takes head value off + r (off is a multiple of lanes, so only
+// the lanes r < lanes matter: r >= 4 only with 8 lanes, r >= 2 with 4 or 8, r = 1 with 2..8)
+wire [8*AW-1:0] word_vals;
+generate
+for (r = 0; r < 8; r = r + 1) begin : sel
+    localparam [2:0] R = r;
+    if (r >= 4) begin : fixed
+        assign word_vals[r*AW +: AW] = head[r*AW +: AW];
+    end else if (r >= 2) begin : by4
+        assign word_vals[r*AW +: AW] = head[{off_reg[2], R[1:0]}*AW +: AW];
+    end else if (r == 1) begin : by2
+        assign word_vals[r*AW +: AW] = head[{off_reg[2:1], 1'b1}*AW +: AW];
+    end else begin : any
+        assign word_vals[r*AW +: AW] = head[off_reg*AW +: AW];
+    end
+end
+endgenerate
+
 // ---- stage 0: the word's values, parameters arrive from memory ----
 reg  [8*AW-1:0] s0_vals_reg;
 reg  [7:0]      s0_mask_reg;
@@ -158,7 +222,7 @@ reg             s0_last_reg;
 
 always @(posedge clk) begin
     if (ce) begin
-        s0_vals_reg <= v_reg[8*AW-1:0];
+        s0_vals_reg <= word_vals;
         s0_mask_reg <= lane_mask;
         s0_last_reg <= ser_valid && ser_last_word && last_reg;
     end
@@ -169,13 +233,29 @@ always @(posedge clk) begin
 end
 
 // ---- lanes ----
+// REQUANT: the clamp bounds saturated to the lane type once here, so each lane clamps once
+// (dtpu_post_lane); FLOAT: the fp32 bounds as they are
+reg signed [31:0] tmin, tmax;
+always @* begin
+    case (prec)
+        DTPU_PREC_INT8:  begin tmin = -32'sd128;   tmax = 32'sd127;   end
+        DTPU_PREC_UINT8: begin tmin = 32'sd0;      tmax = 32'sd255;   end
+        default:         begin tmin = -32'sd32768; tmax = 32'sd32767; end
+    endcase
+end
+wire signed [31:0] amin = act_min, amax = act_max;
+wire        req_mode = out_mode == DTPU_OUT_MODE_REQUANT[1:0];
+wire [31:0] lane_min = !req_mode ? act_min : amin < tmin ? tmin : amin > tmax ? tmax : amin;
+wire [31:0] lane_max = !req_mode ? act_max : amax < tmin ? tmin : amax > tmax ? tmax : amax;
+
 wire [8*64-1:0] lane_value;
 wire [7:0]      lane_valid, lane_ovf, lane_wrap;
 
 generate
 for (r = 0; r < 8; r = r + 1) begin : lane
     dtpu_post_lane #(
-        .AW(AW)
+        .AW(AW),
+        .PREC_EN(PREC_EN)
     )
     lane_inst (
         .clk(clk),
@@ -184,8 +264,8 @@ for (r = 0; r < 8; r = r + 1) begin : lane
         .prec(prec),
         .out_mode(out_mode),
         .variant(variant),
-        .act_min(act_min),
-        .act_max(act_max),
+        .act_min(lane_min),
+        .act_max(lane_max),
         .in_valid(s0_mask_reg[r]),
         .in_acc(s0_vals_reg[r*AW +: AW]),
         .in_bias(prm_bias[r*64 +: 64]),

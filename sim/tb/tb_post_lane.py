@@ -12,6 +12,13 @@ from dtpu.hw.model import requant, wrap32
 
 CFG = HwConfig()
 MASK64 = (1 << 64) - 1
+# the lane's accumulator width (the core derives it from PREC_EN; test_units builds 84 and 55)
+AW = int(os.environ.get("DTPU_LANE_AW", "84"))
+
+
+def wrap_signed(v, bits):
+    """v as a signed `bits`-bit value (what an AW-bit input port carries)."""
+    return ((v + (1 << (bits - 1))) % (1 << bits)) - (1 << (bits - 1))
 
 
 def expected(prec, mode, variant, acc, bias, m, s, zp, lo, hi):
@@ -40,6 +47,21 @@ def expected(prec, mode, variant, acc, bias, m, s, zp, lo, hi):
     return y & MASK64, ovf, wrap
 
 
+def fp32_tie_vector(rng):
+    """(t, scale bits) whose exact product t*scale is n + 1/2 - ulp/2 (n odd, |n| < 128): the
+    fp32 product is a tie that rounds to even (n + 1/2), which then rounds to the even integer
+    n + 1; rounding the tie the other way would give n. The lane output shows the difference."""
+    while True:
+        n = rng.randrange(1, 127, 2)
+        e = n.bit_length() - 1                   # n in [2^e, 2^(e+1)): fp32 ulp 2^(e-23)
+        k = (n << (24 - e)) + (1 << (23 - e)) - 1  # (n + 1/2 - ulp/2) * 2^(24-e), odd
+        for t in (3, 5, 7, 9, 11, 13):
+            if k % t == 0 and k // t < (1 << 24):
+                scale = (k // t) * 2.0 ** -(24 - e)
+                sign = rng.choice([-1, 1])
+                return sign * t, int(np.array(scale, np.float32).view(np.uint32))
+
+
 @cocotb.test()
 async def test_requant_and_raw(dut):
     seed = int(os.environ.get("DTPU_SEED", "3"))
@@ -64,11 +86,16 @@ async def test_requant_and_raw(dut):
         lo, hi = sorted(rng.randint(-40000, 40000) for _ in range(2))
         if rng.random() < 0.5:
             lo, hi = -(1 << 31), (1 << 31) - 1
-        dut.act_min.value = lo & 0xFFFFFFFF
-        dut.act_max.value = hi & 0xFFFFFFFF
+        # dtpu_post hands REQUANT lanes the bounds saturated to the lane type
+        name = {v: k for k, v in P.items()}[prec]
+        tmin, tmax = {"INT8": (-128, 127), "UINT8": (0, 255)}.get(name, (-32768, 32767))
+        sat = (lambda v: min(max(v, tmin), tmax)) if mode == CFG.OUT_MODE_REQUANT else (lambda v: v)
+        dut.act_min.value = sat(lo) & 0xFFFFFFFF
+        dut.act_max.value = sat(hi) & 0xFFFFFFFF
         vecs = []
         for _ in range(n):
             k = rng.random()
+            tie = False
             acc = rng.randint(-(1 << 33), 1 << 33) if k < 0.5 else rng.choice(
                 [0, 1, -1, (1 << 31) - 1, -(1 << 31), 1 << 31, (1 << 46), -(1 << 46) - 5,
                  (1 << 63) - 1, -(1 << 63), 1 << 63, rng.randint(-(1 << 70), 1 << 70)])
@@ -85,9 +112,30 @@ async def test_requant_and_raw(dut):
                 scale = rng.choice([rng.choice([1.0, 3.0, 5.0]) * 2.0 ** -rng.randint(1, 12),
                                     rng.uniform(1e-6, 2.0), rng.uniform(2.0, 255.0)])
                 m = int(np.array(scale, np.float32).view(np.uint32))
+            elif variant == CFG.RQ_VARIANT_FP32 and rng.random() < 0.3:
+                acc, m = fp32_tie_vector(rng)
+                bias = 0
+                tie = True
+            elif variant == CFG.RQ_VARIANT_FP32 and rng.random() < 0.4:
+                # |t| of 24-25 bits times a short odd mantissa: the fp32 product drops one or
+                # two bits, often exactly half an ulp (ties to even), before the integer rounding
+                acc = rng.choice([-1, 1]) * rng.randint(1 << 23, 1 << 25)
+                bias = 0
+                c = rng.choice([3, 5, 7, 0x800001, 0xFFFFFF])
+                # |p| in [2^21, 2^24): ulps of 1/4 .. 1, where the product's tie decides the integer
+                scale = c * 2.0 ** -((c * abs(acc)).bit_length() - rng.randint(22, 24))
+                m = int(np.array(scale, np.float32).view(np.uint32))
+            elif variant == CFG.RQ_VARIANT_FP32 and rng.random() < 0.5:
+                # scales that make the fp32 product special: zero, subnormal, infinite, NaN,
+                # huge (overflow to inf), tiny normal (subnormal products), negative
+                m = rng.choice([0x00000000, 0x80000000, 0x00000001, 0x007FFFFF, 0x80400000,
+                                0x7F800000, 0xFF800000, 0x7FC00000, 0x7F800001, 0xFFFFFFFF,
+                                0x7F7FFFFF, 0x5F000000, 0x00800000, 0x0C000000, 0x33000000,
+                                0x33000001, 0xBF000000, 0x3F000000, 0x4B000000, 0xCB7FFFFF])
                 acc = rng.randint(-(1 << 20), 1 << 20) if rng.random() < 0.5 else acc
                 bias = rng.randint(-(1 << 12), 1 << 12) if rng.random() < 0.5 else bias
-            zp = rng.randint(-32768, 32767)
+            zp = 0 if tie else rng.randint(-32768, 32767)
+            acc = wrap_signed(acc, AW)
             vecs.append((acc, bias, m, s, zp))
         lat = 3
         got = []
@@ -95,7 +143,7 @@ async def test_requant_and_raw(dut):
             if i < n:
                 acc, bias, m, s, zp = vecs[i]
                 dut.in_valid.value = 1
-                dut.in_acc.value = acc & ((1 << 84) - 1)
+                dut.in_acc.value = acc & ((1 << AW) - 1)
                 dut.in_bias.value = bias & MASK64
                 dut.in_rq.value = (m & 0xFFFFFFFF) | ((s & 0xFF) << 32) | ((zp & 0xFFFF) << 48)
             else:

@@ -205,11 +205,48 @@ def test_bitstream_of_another_build_is_refused(emu, tmp_path):
     from dtpu.board.emulate import write_design
 
     bit = write_design(tmp_path, HwConfig(COLS=4))
-    with pytest.raises(DtpuHardwareError, match=r"does not match contract .*the device is "
-                                                r"\{'ROWS': 8, 'COLS': 4"):
+    with pytest.raises(ValueError, match=r"mxu=8x8, but .* holds a 8x4 DTPU; accepted: mxu=8x4"):
         get("pynq")({"bitstream": str(bit), "mxu": (8, 8)})
     backend = get("pynq")({"bitstream": str(bit), "mxu": (8, 4)})
     assert backend.cfg.COLS == 4
+    backend.close()
+
+
+def test_integer_only_bitstream_claims_only_its_precisions(emu, dtpu_so, tfl, tmp_path, caplog):
+    """The board build that fits the xc7z020 (int8/uint8/int16, docs/synthesis.md): the backend
+    lowers for the precisions the bitstream reports, and float nodes stay on the CPU."""
+    import dtpu
+    from dtpu.board.emulate import write_design
+    from dtpu.precision import Precision
+    from tests.models import zoo
+
+    bit = write_design(tmp_path, HwConfig(ENABLED=["int8", "uint8", "int16"]))
+    board = dtpu.make_interpreter(MODEL, {"backend": "pynq", "bitstream": str(bit)})
+    board.allocate_tensors()
+    cpu = tfl.Interpreter(model_path=str(MODEL))
+    cpu.allocate_tensors()
+    inputs = zoo.make_inputs(zoo.get_entry("mobilenet_like__int8"), seed=3)
+    for g, w in zip(run(board, inputs), run(cpu, inputs)):
+        assert_matches(g, w, "int8 on the integer-only board")
+    report = dtpu.last_report()
+    assert len(report.nodes) == 13 and report.backend == "pynq"
+    assert all("build" not in r["reason"] for r in report.rejected)
+
+    name = "conv_i10x10x32_o40_k1x1_s1x1_valid_relu6__float32"
+    path = ROOT / "tests" / "models" / "zoo" / f"{name}.tflite"
+    with caplog.at_level("INFO", logger="dtpu"):
+        fboard = dtpu.make_interpreter(path, {"backend": "pynq", "bitstream": str(bit)})
+    assert "float32 needs fp32 lanes, which this DTPU build does not have (enabled: int8, uint8, " \
+           "int16)" in caplog.text
+    fboard.allocate_tensors()
+    fcpu = tfl.Interpreter(model_path=str(path))
+    fcpu.allocate_tensors()
+    finputs = zoo.make_inputs(zoo.get_entry(name), seed=0)
+    for g, w in zip(run(fboard, finputs), run(fcpu, finputs)):
+        assert np.array_equal(g, w)  # on the CPU: the same kernel, bit for bit
+    from dtpu.backends import get
+    backend = get("pynq")({"bitstream": str(bit)})
+    assert backend.enabled_precisions == (Precision.INT8, Precision.UINT8, Precision.INT16)
     backend.close()
 
 

@@ -15,6 +15,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from dtpu.precision import Precision
 from dtpu.spec import ConvSpec
 
 
@@ -78,6 +79,12 @@ class Backend(abc.ABC):
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         self.options = dict(options or {})
+
+    @property
+    def enabled_precisions(self) -> tuple[Precision, ...] | None:
+        """Lane precisions this target can run (None: any). The delegate leaves nodes of other
+        precisions on the CPU: a board build synthesized with fewer precisions claims less."""
+        return None
 
     @abc.abstractmethod
     def prepare(self, spec: ConvSpec, filters: np.ndarray, bias: np.ndarray | None) -> Any:

@@ -146,6 +146,10 @@ class ModelBackend(Backend):
         return ModelTransport(Core(self.cfg))
 
     @property
+    def enabled_precisions(self):
+        return self.cfg.ENABLED
+
+    @property
     def core(self) -> Core:
         return self.transport.core
 

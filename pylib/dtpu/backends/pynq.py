@@ -27,6 +27,7 @@ from dtpu.backends.base import HwCounters, PowerReading, Probes
 from dtpu.backends.model import ModelBackend
 from dtpu.board import check_bitstream, default_bitstream, import_pynq, load_overlay
 from dtpu.board.design import VLNV
+from dtpu.board.ip import config_from_hwcfg
 from dtpu.board.power import DEFAULT_PERIOD_S, PowerMonitor, _source
 from dtpu.board.transport import PynqTransport
 from dtpu.driver import Transport
@@ -51,8 +52,22 @@ class PynqBackend(ModelBackend):
                                     period_s=float(opts.get("xadc_period_s", DEFAULT_PERIOD_S)))
 
     def _open_transport(self) -> Transport:
+        """The DTPU of the bitstream, lowered for the build it reports (HWCFG0/1: array, memory
+        sizes, precisions): a board build synthesized with fewer precisions than the contract's
+        defaults (the one that fits the xc7z020, docs/synthesis.md) just claims less."""
         self.overlay = load_overlay(self.bitstream)
-        return PynqTransport(self.overlay, self.cfg)
+        t = PynqTransport(self.overlay, self.cfg)
+        ip, c = t.ip, self.cfg
+        if ip.reg("ID") == c.ID and ip.reg("VERSION") == c.VERSION:  # else check_identity names it
+            built = config_from_hwcfg(ip.reg("HWCFG0"), ip.reg("HWCFG1"), c)
+            if (built.ROWS, built.COLS) != (c.ROWS, c.COLS):
+                raise ValueError(f"backend=pynq: mxu={c.ROWS}x{c.COLS}, but {self.bitstream} holds a "
+                                 f"{built.ROWS}x{built.COLS} DTPU; accepted: mxu={built.ROWS}x{built.COLS}")
+            if built.ENABLED != c.ENABLED:
+                log.info("bitstream %s: precisions %s (nodes needing others stay on the CPU)",
+                         self.bitstream, ", ".join(p.value for p in built.ENABLED))
+            self.cfg = t.cfg = built
+        return t
 
     def _xadc_sampler(self):
         names = [n for n, d in self.overlay.ip_dict.items() if d.get("type") == VLNV["xadc"]]

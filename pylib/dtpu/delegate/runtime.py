@@ -164,7 +164,7 @@ class DelegateState:
             if node.builtin_code not in (3, 4, 9):
                 continue
             try:
-                decision = analyze(node, tensor, self.options, runtime)
+                decision = analyze(node, tensor, self.options, runtime, self.backend.enabled_precisions)
             except Exception as exc:  # a bug of ours must not take the model down: leave it on CPU
                 log.warning("node %d (%s): support check failed: %r", index, node.op, exc)
                 decision = Decision(spec=None, reason=f"internal error in the support check: {exc!r}")
@@ -350,7 +350,8 @@ class PartitionKernel:
 
         external_inputs: list[int] = []
         for step in self.steps:
-            decision = analyze(step.node, tensor, self.state.options, self.state.runtime)
+            decision = analyze(step.node, tensor, self.state.options, self.state.runtime,
+                               self.state.backend.enabled_precisions)
             if not decision.claimed:
                 raise DelegateError(f"node {step.node.index} ({step.node.op}) cannot run on the DTPU "
                                     f"with the current shapes: {decision.reason}")

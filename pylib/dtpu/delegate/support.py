@@ -117,15 +117,16 @@ def _check_quantization(kind: OpKind, mode: DataMode, x: TensorInfo, w: TensorIn
 
 
 def analyze(node: NodeInfo, tensor: Callable[[int], TensorInfo], options: DelegateOptions,
-            runtime: str | None = None) -> Decision:
+            runtime: str | None = None, enabled: tuple[Precision, ...] | None = None) -> Decision:
     """Decide whether `node` is claimed; never raises for anything a model can contain.
 
     `runtime` is the TFLite runtime whose default interpreter the outputs must equal
     ("tflite_runtime" or "ai_edge_litert", None: dtpu.reference's default): a quantized node is
     claimed only where dtpu.reference reproduces that interpreter's output stage for it.
+    `enabled`: the lane precisions the backend's target was built with (None: any).
     """
     try:
-        return _analyze(node, tensor, options, runtime)
+        return _analyze(node, tensor, options, runtime, enabled)
     except Unsupported as exc:
         return Decision(spec=None, reason=str(exc))
 
@@ -144,7 +145,7 @@ NUMPY_BIAS = {"int32": np.int32, "int64": np.int64}
 
 
 def _analyze(node: NodeInfo, tensor: Callable[[int], TensorInfo], options: DelegateOptions,
-             runtime: str | None = None) -> Decision:
+             runtime: str | None = None, enabled: tuple[Precision, ...] | None = None) -> Decision:
     kind = CODES.get(node.builtin_code)
     _require(kind is not None, f"{node.op} is not an op the DTPU runs")
     _require(kind in options.ops, f"{kind.value} is not enabled (option ops="
@@ -166,6 +167,9 @@ def _analyze(node: NodeInfo, tensor: Callable[[int], TensorInfo], options: Deleg
         _require(b.type == _BIAS_TYPE[mode], f"{b.type} bias with {mode.value} data (TFLite "
                  f"reference needs {_BIAS_TYPE[mode]})")
     precision = resolve_precision(mode, options.precision)
+    _require(enabled is None or precision in enabled,
+             f"{mode.value} needs {precision.value} lanes, which this DTPU build does not have "
+             f"(enabled: {', '.join(p.value for p in enabled or ())})")
 
     params = node.params or {}
     act = params.get("activation", 0)

@@ -81,18 +81,29 @@ BOARD_OVERLAY_DIR = "/home/xilinx/pynq/overlays/dtpu"
 
 
 
-def build_params(cfg=None) -> dict[str, str]:
-    """The DTPU IP's parameters for a build (default: the contract), as the overlay build passes
-    them to Vivado (hw/overlays/Makefile)."""
-    from dtpu.hw.config import get_config
+#: Lane precisions of the default board build: the configuration that fits the xc7z020
+#: (docs/synthesis.md: 8x8 with all seven precisions needs ~5x its LUTs). backend=pynq lowers
+#: for whatever the loaded bitstream reports, so other builds work too.
+BOARD_PRECISIONS = ("int8", "uint8", "int16")
 
-    c = cfg or get_config()
+
+def board_config():
+    """The contract's defaults with the board build's precisions."""
+    from dtpu.hw.config import HwConfig
+
+    return HwConfig(ENABLED=list(BOARD_PRECISIONS))
+
+
+def build_params(cfg=None) -> dict[str, str]:
+    """The DTPU IP's parameters for a build (default: :func:`board_config`), as the overlay build
+    passes them to Vivado (hw/overlays/Makefile)."""
+    c = cfg or board_config()
     return {"ROWS": str(c.ROWS), "COLS": str(c.COLS), "LOG_WEIGHT_WORDS": str(c.LOG_WEIGHT_WORDS),
             "LOG_PARAM_ENTRIES": str(c.LOG_PARAM_ENTRIES), "LOG_ACT_WORDS": str(c.LOG_ACT_WORDS),
             "PREC_EN": f"0x{c.prec_enable_mask:04X}"}
 
 
-__all__ = ["ADDRESS_MAP", "BITSTREAM_NAME", "BOARD_OVERLAY_DIR", "BUS_INTERFACES", "CLOCK_PORT",
+__all__ = ["ADDRESS_MAP", "BITSTREAM_NAME", "BOARD_OVERLAY_DIR", "BOARD_PRECISIONS", "BUS_INTERFACES", "CLOCK_PORT",
            "DMA_ACT", "DMA_DATA_WIDTH", "DMA_LENGTH_WIDTH", "DMA_WGT", "DTPU", "DTPU_VLNV",
            "FCLK_MHZ", "INSTANCES", "PS7", "RESET_PORT", "STREAM_DMA", "TOP", "TOP_PARAMS",
-           "TOP_PORTS", "VLNV", "XADC", "build_params"]
+           "TOP_PORTS", "VLNV", "XADC", "board_config", "build_params"]

@@ -124,6 +124,11 @@ class DelegateState:
         self.runtime: str | None = None          # the host TFLite runtime, found at first Prepare
         log.debug("delegate %d created: %s", self.id, options.to_dict())
 
+    @property
+    def enabled_precisions(self):
+        """The backend's lane precisions (None: any; a backend need not subclass Backend)."""
+        return getattr(self.backend, "enabled_precisions", None)
+
     # -- delegate Prepare: choose the nodes --------------------------------------------------
     def detect_runtime(self, ffi, ctx) -> str | None:
         """The runtime whose interpreter calls us (see graph.host_runtime), once per delegate;
@@ -164,7 +169,7 @@ class DelegateState:
             if node.builtin_code not in (3, 4, 9):
                 continue
             try:
-                decision = analyze(node, tensor, self.options, runtime, self.backend.enabled_precisions)
+                decision = analyze(node, tensor, self.options, runtime, self.enabled_precisions)
             except Exception as exc:  # a bug of ours must not take the model down: leave it on CPU
                 log.warning("node %d (%s): support check failed: %r", index, node.op, exc)
                 decision = Decision(spec=None, reason=f"internal error in the support check: {exc!r}")
@@ -351,7 +356,7 @@ class PartitionKernel:
         external_inputs: list[int] = []
         for step in self.steps:
             decision = analyze(step.node, tensor, self.state.options, self.state.runtime,
-                               self.state.backend.enabled_precisions)
+                               self.state.enabled_precisions)
             if not decision.claimed:
                 raise DelegateError(f"node {step.node.index} ({step.node.op}) cannot run on the DTPU "
                                     f"with the current shapes: {decision.reason}")

@@ -70,10 +70,20 @@ class Report:
     complete: bool = False
     kernels: int = 0
     timing_us: dict[str, float] = field(default_factory=empty_timing)
-    hw: dict[str, Any] = field(default_factory=empty_hw)
+    _hw: dict[str, Any] = field(default_factory=empty_hw, repr=False)
     power: dict[str, Any] = field(default_factory=empty_power)
     nodes: list[NodeRecord] = field(default_factory=list)
     rejected: list[dict[str, Any]] = field(default_factory=list)
+    _hw_stale: bool = field(default=False, repr=False, compare=False)
+
+    @property
+    def hw(self) -> dict[str, Any]:
+        """Run-level counters: sums over the nodes (utilization weighted by cycles), summed
+        when first read rather than at every invoke (they cost microseconds per invoke)."""
+        if self._hw_stale:
+            self._hw_stale = False
+            self._summarize_hw()
+        return self._hw
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": "invoke", "seq": self.seq, "delegate": self.delegate, "graph": self.graph,
@@ -86,27 +96,37 @@ class Report:
         return format_table([self])
 
     def summarize_hw(self) -> None:
-        """Run-level counters from the nodes' (sums; utilization weighted by cycles)."""
-        def total(name):
-            values = [n.hw.get(name) for n in self.nodes if n.hw.get(name) is not None]
-            return sum(values) if values else None
-        for name in ("cycles", "stall_cycles", "macs", "latency_us"):
-            self.hw[name] = total(name)
-        for name in ("words_in", "words_out"):  # 64-bit words per stream port
-            per_node = [n.hw.get(name) for n in self.nodes if n.hw.get(name) is not None]
-            words: dict[str, int] = {}
-            for d in per_node:
-                for stream, n in d.items():
-                    words[stream] = words.get(stream, 0) + n
-            self.hw[name] = words if per_node else None
-        weighted = [(n.hw["utilization"], n.hw["cycles"]) for n in self.nodes
-                    if n.hw.get("utilization") is not None and n.hw.get("cycles")]
-        if weighted:
-            cycles = sum(c for _, c in weighted)
-            self.hw["utilization"] = sum(u * c for u, c in weighted) / cycles
-        else:
-            values = [n.hw["utilization"] for n in self.nodes if n.hw.get("utilization") is not None]
-            self.hw["utilization"] = sum(values) / len(values) if values else None
+        """The nodes are all in: :attr:`hw` sums them when read."""
+        self._hw_stale = True
+
+    def _summarize_hw(self) -> None:
+        sums: dict[str, Any] = {"cycles": None, "stall_cycles": None, "macs": None, "latency_us": None}
+        words: dict[str, dict[str, int] | None] = {"words_in": None, "words_out": None}
+        w_sum = w_cycles = u_sum = 0.0
+        u_n = 0
+        for node in self.nodes:
+            hw = node.hw
+            for name, total in sums.items():
+                v = hw.get(name)
+                if v is not None:
+                    sums[name] = v if total is None else total + v
+            for name, total in words.items():  # 64-bit words per stream port
+                d = hw.get(name)
+                if d is not None:
+                    if total is None:
+                        total = words[name] = {}
+                    for stream, n in d.items():
+                        total[stream] = total.get(stream, 0) + n
+            u, c = hw.get("utilization"), hw.get("cycles")
+            if u is not None:
+                u_sum += u
+                u_n += 1
+                if c:
+                    w_sum += u * c
+                    w_cycles += c
+        self._hw.update(sums)
+        self._hw.update(words)
+        self._hw["utilization"] = (w_sum / w_cycles if w_cycles else u_sum / u_n if u_n else None)
 
 
 class ReportStore:

@@ -26,7 +26,7 @@ import numpy as np
 from dtpu.driver.transport import DtpuTimeout, Transport
 from dtpu.hw.config import HwConfig
 from dtpu.rtl.build import BuildInfo, SimConfig, build_native
-from dtpu.rtl.session import DEFAULT_TIMEOUT_CYCLES, DEFAULT_TIMEOUT_S
+from dtpu.rtl.session import DEFAULT_TIMEOUT_CYCLES, DEFAULT_TIMEOUT_S, configure_waits
 
 log = logging.getLogger(__name__)
 
@@ -71,16 +71,8 @@ class NativeTransport(Transport):
                  timeout_cycles: int = DEFAULT_TIMEOUT_CYCLES,
                  timeout_s: float = DEFAULT_TIMEOUT_S, start_with_streams: bool = True,
                  recv_cycles: int = 64) -> None:
-        if int(timeout_cycles) < 1:
-            raise ValueError(f"timeout_cycles={timeout_cycles!r}; accepted: an integer >= 1")
-        if not float(timeout_s) > 0:
-            raise ValueError(f"timeout_s={timeout_s!r}; accepted: seconds > 0")
+        configure_waits(self, timeout_cycles, timeout_s, start_with_streams, recv_cycles)
         self.cfg = cfg
-        self.timeout_cycles = int(timeout_cycles)
-        self.timeout_s = float(timeout_s)
-        self.start_with_streams = bool(start_with_streams)
-        self.recv_cycles = int(recv_cycles)
-        self.jobs = 0
         self._lib = _load(Path(library))
         self._h = self._lib.dtpu_new(str(vcd).encode() if vcd else None)
         if vcd and not self._lib.dtpu_traced(self._h):

@@ -27,6 +27,19 @@ DEFAULT_TIMEOUT_CYCLES = 2_000_000
 #: that bites only when the simulator itself is stuck
 DEFAULT_TIMEOUT_S = 600.0
 
+
+def configure_waits(transport, timeout_cycles, timeout_s, start_with_streams, recv_cycles) -> None:
+    """The wait settings both RTL transports (cocotb and in-process) share, checked once."""
+    if int(timeout_cycles) < 1:
+        raise ValueError(f"timeout_cycles={timeout_cycles!r}; accepted: an integer >= 1")
+    if not float(timeout_s) > 0:
+        raise ValueError(f"timeout_s={timeout_s!r}; accepted: seconds > 0")
+    transport.timeout_cycles = int(timeout_cycles)
+    transport.timeout_s = float(timeout_s)
+    transport.start_with_streams = bool(start_with_streams)
+    transport.recv_cycles = int(recv_cycles)
+    transport.jobs = 0
+
 #: the environment variable naming the run directory; set only in the simulator process
 RUN_DIR_ENV = "DTPU_RTL_RUN"
 

@@ -45,7 +45,7 @@ from cocotbext.axi import (AxiLiteBus, AxiLiteMaster, AxiStreamBus, AxiStreamFra
 from dtpu.driver.transport import DtpuTimeout, Transport
 from dtpu.hw.config import HwConfig
 from dtpu.rtl import session
-from dtpu.rtl.session import DEFAULT_TIMEOUT_CYCLES, DEFAULT_TIMEOUT_S
+from dtpu.rtl.session import DEFAULT_TIMEOUT_CYCLES, DEFAULT_TIMEOUT_S, configure_waits
 
 log = logging.getLogger(__name__)
 
@@ -69,18 +69,10 @@ class CocotbTransport(Transport):
                  timeout_cycles: int = DEFAULT_TIMEOUT_CYCLES,
                  timeout_s: float = DEFAULT_TIMEOUT_S, start_with_streams: bool = True,
                  recv_cycles: int = 64) -> None:
-        if int(timeout_cycles) < 1:
-            raise ValueError(f"timeout_cycles={timeout_cycles!r}; accepted: an integer >= 1")
-        if not float(timeout_s) > 0:
-            raise ValueError(f"timeout_s={timeout_s!r}; accepted: seconds > 0")
+        configure_waits(self, timeout_cycles, timeout_s, start_with_streams, recv_cycles)
         self.dut = dut
         self.cfg = cfg
         self.period_ns = int(period_ns)
-        self.timeout_cycles = int(timeout_cycles)
-        self.timeout_s = float(timeout_s)
-        self.start_with_streams = bool(start_with_streams)
-        self.recv_cycles = int(recv_cycles)
-        self.jobs = 0
         self._start_value: int | None = None
         self._job_cycle0 = 0
         self._cycle = 0

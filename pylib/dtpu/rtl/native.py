@@ -71,20 +71,12 @@ class NativeTransport(Transport):
                  timeout_cycles: int = DEFAULT_TIMEOUT_CYCLES,
                  timeout_s: float = DEFAULT_TIMEOUT_S, start_with_streams: bool = True,
                  recv_cycles: int = 64) -> None:
-        configure_waits(self, timeout_cycles, timeout_s, start_with_streams, recv_cycles)
-        self.cfg = cfg
+        configure_waits(self, cfg, timeout_cycles, timeout_s, start_with_streams, recv_cycles)
         self._lib = _load(Path(library))
         self._h = self._lib.dtpu_new(str(vcd).encode() if vcd else None)
         if vcd and not self._lib.dtpu_traced(self._h):
             log.warning("%s was built without tracing: no waveform in %s", library, vcd)
         self._lib.dtpu_reset(self._h, 4)
-        self._start_value: int | None = None
-        self._job_cycle0 = 0
-        c = cfg
-        self._start_bit = c.reg("CTRL").field("START").mask
-        self._irq_bit = c.reg("CTRL").field("IRQ_EN").mask
-        self._done_bit = c.reg("STATUS").field("DONE").mask
-        self._busy_bit = c.reg("STATUS").field("BUSY").mask
 
     @property
     def cycle(self) -> int:

@@ -28,8 +28,10 @@ DEFAULT_TIMEOUT_CYCLES = 2_000_000
 DEFAULT_TIMEOUT_S = 600.0
 
 
-def configure_waits(transport, timeout_cycles, timeout_s, start_with_streams, recv_cycles) -> None:
-    """The wait settings both RTL transports (cocotb and in-process) share, checked once."""
+def configure_waits(transport, cfg, timeout_cycles, timeout_s, start_with_streams,
+                    recv_cycles) -> None:
+    """The wait settings and job bookkeeping both RTL transports (cocotb and in-process) share,
+    checked once."""
     if int(timeout_cycles) < 1:
         raise ValueError(f"timeout_cycles={timeout_cycles!r}; accepted: an integer >= 1")
     if not float(timeout_s) > 0:
@@ -39,6 +41,13 @@ def configure_waits(transport, timeout_cycles, timeout_s, start_with_streams, re
     transport.start_with_streams = bool(start_with_streams)
     transport.recv_cycles = int(recv_cycles)
     transport.jobs = 0
+    transport.cfg = cfg
+    transport._start_value = None
+    transport._job_cycle0 = 0
+    transport._start_bit = cfg.reg("CTRL").field("START").mask
+    transport._irq_bit = cfg.reg("CTRL").field("IRQ_EN").mask
+    transport._done_bit = cfg.reg("STATUS").field("DONE").mask
+    transport._busy_bit = cfg.reg("STATUS").field("BUSY").mask
 
 #: the environment variable naming the run directory; set only in the simulator process
 RUN_DIR_ENV = "DTPU_RTL_RUN"

@@ -69,18 +69,10 @@ class CocotbTransport(Transport):
                  timeout_cycles: int = DEFAULT_TIMEOUT_CYCLES,
                  timeout_s: float = DEFAULT_TIMEOUT_S, start_with_streams: bool = True,
                  recv_cycles: int = 64) -> None:
-        configure_waits(self, timeout_cycles, timeout_s, start_with_streams, recv_cycles)
+        configure_waits(self, cfg, timeout_cycles, timeout_s, start_with_streams, recv_cycles)
         self.dut = dut
-        self.cfg = cfg
         self.period_ns = int(period_ns)
-        self._start_value: int | None = None
-        self._job_cycle0 = 0
         self._cycle = 0
-        c = cfg
-        self._start_bit = c.reg("CTRL").field("START").mask
-        self._irq_bit = c.reg("CTRL").field("IRQ_EN").mask
-        self._done_bit = c.reg("STATUS").field("DONE").mask
-        self._busy_bit = c.reg("STATUS").field("BUSY").mask
         self._has_irq = hasattr(dut, "irq")
         self.axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.aresetn,
                                   reset_active_level=False)

@@ -33,7 +33,7 @@ def default_backend() -> str:
 class DelegateOptions:
     backend: str = field(default_factory=default_backend)
     precision: Precision | None = None            # None = auto (from each node's data types)
-    mxu: tuple[int, int] = (8, 8)                  # systolic array ROWS x COLS
+    mxu: tuple[int, int] = (8, 8)                  # MXU geometry: ROWS x COLS PEs
     ops: tuple[OpKind, ...] = DEFAULT_OPS
     report: str = "none"                           # none | summary | path of a JSON-lines file
     clock_mhz: float = 100.0
@@ -206,7 +206,7 @@ TABLE = {
     "precision": ("`auto` or one of " + ", ".join(f"`{p.value}`" for p in Precision), "`auto`",
                   "lane precision of the 64-bit words; `auto` follows each node's types; a forced "
                   "precision that cannot hold a node's operands exactly leaves that node on the CPU"),
-    "mxu": (f"`ROWSxCOLS`, each 1..{MXU_MAX}", "`8x8`", "systolic array geometry given to the backend"),
+    "mxu": (f"`ROWSxCOLS`, each 1..{MXU_MAX}", "`8x8`", "MXU geometry (ROWS x COLS PEs) given to the backend"),
     "ops": ("comma list of `conv2d`, `depthwise_conv2d`, `fully_connected`", "`conv2d,depthwise_conv2d`",
             "op kinds the delegate may claim"),
     "report": ("`none`, `summary`, or a file path", "`none`",

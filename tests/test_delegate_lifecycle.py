@@ -258,3 +258,36 @@ def test_activations_are_read_in_place(dtpu_so, tfl, monkeypatch):
     run(it, random_inputs(it))
     model_input = it.tensor(it.get_input_details()[0]["index"])()
     assert SpyBackend.seen[0] == model_input.__array_interface__["data"][0]
+
+
+def test_log_level_lasts_as_long_as_its_delegate(dtpu_so, tfl):
+    """option log_level changes the `dtpu` logger only while its delegate lives: destroying the
+    delegate gives the logger back its level and handlers, the newest live delegate's level
+    holds while several live, and a delegate that fails to load leaves nothing behind."""
+    import logging
+
+    import dtpu
+
+    logger = logging.getLogger("dtpu")
+    before = (logger.level, list(logger.handlers))
+    logger.setLevel(logging.ERROR)
+    try:
+        first = dtpu.load_delegate({"backend": "reference", "log_level": "debug"})
+        assert logger.level == logging.DEBUG
+        second = dtpu.load_delegate({"backend": "reference", "log_level": "warning"})
+        assert logger.level == logging.WARNING
+        del second
+        gc.collect()
+        assert logger.level == logging.DEBUG
+        del first
+        gc.collect()
+        assert logger.level == logging.ERROR
+        assert [h for h in logger.handlers if getattr(h, "_dtpu_default", False)] == []
+        with pytest.raises(ValueError):
+            dtpu.load_delegate({"backend": "model", "log_level": "debug", "mxu": "4x8"})
+        assert logger.level == logging.ERROR
+    finally:
+        logger.setLevel(before[0])
+        for h in list(logger.handlers):
+            if h not in before[1]:
+                logger.removeHandler(h)

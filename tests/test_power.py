@@ -258,13 +258,48 @@ def test_backend_pynq_reports_external_power_when_given(tmp_path, monkeypatch):
         backend = get("pynq")({"bitstream": str(bit), "power_meter": 2.0})
         h = backend.prepare(spec, f, None)
         started = time.monotonic()
-        backend.invoke(h, x, Probes())
+        _, hw = backend.invoke(h, x, Probes())
         r = backend.power()
         elapsed = time.monotonic() - started
         assert r.method == "external" and r.avg_w == r.max_w == 2.0
-        assert 0 < r.energy_j <= 2.0 * elapsed  # mean reading x the invoke's wall time
+        # mean reading x the device's busy time, not the invoke's (emulator's) wall time
+        assert r.energy_j == pytest.approx(2.0 * hw.cycles / 100e6) and r.energy_j < 2.0 * elapsed
         assert set(r.temperature_c) == {"min", "avg", "max"} and "vccpint" in r.voltages_v
         assert backend.power() == PowerReading()  # nothing ran since
         backend.close()
+    finally:
+        emulate.uninstall()
+
+
+def test_energy_per_inference_is_device_time_on_every_backend(tmp_path, monkeypatch):
+    """The same model on backend=model and on the emulated board: same cycles, so the same
+    estimated energy and average power (the emulator's wall time, thousands of times the
+    device's, must not enter: it once gave 3.6 mJ against 17 uJ for the same cycles)."""
+    import sys
+
+    import dtpu
+    from dtpu.board import emulate
+
+    if "pynq" in sys.modules and not emulate.installed():
+        pytest.skip("a real pynq is imported")
+    model = ROOT / "tests" / "models" / "zoo" / "mobilenet_like__int8.tflite"
+    monkeypatch.setenv("DTPU_BITSTREAM", str(tmp_path / "unused.bit"))
+    bit = emulate.install(tmp_path)
+    try:
+        power = {}
+        for backend, options in (("model", {}), ("pynq", {"bitstream": str(bit)})):
+            it = dtpu.make_interpreter(model, {"backend": backend, **options})
+            it.allocate_tensors()
+            d = it.get_input_details()[0]
+            for _ in range(2):   # the second invoke: steady state on both
+                it.set_tensor(d["index"], np.zeros(d["shape"], d["dtype"]))
+                it.invoke()
+            r = dtpu.last_report()
+            power[backend] = (r.hw["cycles"], r.power["method"], r.power["energy_j"], r.power["avg_w"])
+            del it
+        assert power["model"][1] == power["pynq"][1] == "estimated"
+        assert power["model"][0] == power["pynq"][0]
+        assert power["pynq"][2] == pytest.approx(power["model"][2], rel=1e-9)
+        assert power["pynq"][3] == pytest.approx(power["model"][3], rel=1e-9)
     finally:
         emulate.uninstall()

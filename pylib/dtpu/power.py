@@ -6,8 +6,9 @@ all, so every backend that reports power without an external meter reports this 
 
     E = static_w * t  +  sum over activity of (count * coefficient)
 
-with t the run's time (device time from CYCLES for the simulators, wall time of the invoke on
-the board), MACs counted as useful lane MACs scaled by the precision's multiplier cost, 64-bit
+with t the device's busy time (CYCLES / clock) on every backend: an emulated board's or a
+simulator's wall time says nothing about the device, and on the board static power burning
+between jobs is the host's cost, not an inference's. MACs counted as useful lane MACs scaled by the precision's multiplier cost, 64-bit
 words counted per stream from the WORDS_* registers, BRAM word accesses derived from the counters
 (every input word is written once; each MXU issue cycle reads COLS weight words and one
 activation word), and busy cycles from CYCLES. docs/power.md gives the basis of each
@@ -105,6 +106,10 @@ class EnergyMeter:
         self._max_w = 0.0
         self._nodes = 0
 
+    #: device busy time (seconds) of the last :meth:`reading`: what an external meter's mean
+    #: power is multiplied by for an invoke's energy
+    last_busy_s: float = 0.0
+
     def add(self, counters: HwCounters, precision: Precision | str) -> float:
         """Add one node's run; return its dynamic energy in joules."""
         act = activity(counters, precision, self.cols, self.coeffs)
@@ -127,11 +132,12 @@ class EnergyMeter:
         return self._nodes == 0
 
     def reading(self, window_s: float | None = None) -> PowerReading:
-        """The estimate since the last reading. `window_s` is the time static power burns for:
-        the invoke's wall time on a board; omitted, the device's busy time (simulators)."""
+        """The estimate since the last reading. `window_s` is the time static power burns for;
+        omitted (what every backend does), the device's busy time."""
         with self._lock:
             energy, busy_s, max_w, nodes = self._energy, self._busy_s, self._max_w, self._nodes
             self._clear()
+            self.last_busy_s = busy_s
         if not nodes:
             return PowerReading(method="estimated")
         t = busy_s if window_s is None else max(float(window_s), busy_s)

@@ -95,13 +95,16 @@ class PynqBackend(ModelBackend):
         counters' estimate."""
         with self._lock:
             window = self.monitor.end() if self.monitor is not None else None
-            estimate = self.energy.reading(window.duration_s if window else None)
+            # device time on every backend (CYCLES / clock), not the invoke's wall time: on the
+            # emulated board that is the emulator's speed, on the board the host's share
+            estimate = self.energy.reading()
+            device_s = self.energy.last_busy_s
         if window is None:
             return PowerReading()
         temperature, voltages, meter = window.temperature(), window.voltages(), window.power()
         if meter is not None:
             return PowerReading(method="external", avg_w=meter["avg"], max_w=meter["max"],
-                                energy_j=meter["avg"] * window.duration_s,
+                                energy_j=meter["avg"] * device_s,
                                 temperature_c=temperature, voltages_v=voltages)
         estimate.temperature_c, estimate.voltages_v = temperature, voltages
         return estimate

@@ -7,7 +7,7 @@ power. Per invoke the backend therefore reports:
   invoke runs (measured);
 * power and energy from an external meter when one is given, either process-wide with
   :func:`set_external_power` or per delegate with the ``power_meter`` option
-  (``method="external"``: energy = mean reading x invoke wall time);
+  (``method="external"``: energy = mean reading x the DTPU's busy time, CYCLES / clock);
 * otherwise the activity-based estimate of :mod:`dtpu.power` from the DTPU's counters
   (``method="estimated"``).
 

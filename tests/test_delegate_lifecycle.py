@@ -95,7 +95,30 @@ def test_report_summary_is_printed_when_the_delegate_goes(dtpu_so, tfl, capfd):
     gc.collect()
     err = capfd.readouterr().err
     assert "dtpu report: backend=reference" in err and "invokes=2" in err
-    assert "depthwise_conv2d" in err and "per invoke: total" in err
+    assert "depthwise_conv2d" in err and "per invoke (steady state): total mean" in err
+    # the first invoke (and the prepare before it) are reported apart, not folded into the means
+    assert "steady state: 1 invokes after the first" in err
+    assert "first invoke after prepare (not in the means): total" in err and "; prepare " in err
+
+
+def test_first_invoke_is_flagged_and_carries_the_prepare_time(dtpu_so, tfl):
+    import dtpu
+
+    it = dtpu.make_interpreter(EXACT, {"backend": "reference"})
+    it.allocate_tensors()
+    flags = []
+    for seed in range(3):
+        run(it, random_inputs(it, seed))
+        r = dtpu.last_report()
+        flags.append((r.first, r.prepare_us is not None and r.prepare_us > 0))
+    assert flags == [(True, True), (False, False), (False, False)]
+    assert r.to_dict()["first"] is False and "prepare_us" in r.to_dict()
+    # a resize prepares the kernels again: the next invoke is a first invoke once more
+    d = it.get_input_details()[0]
+    it.resize_tensor_input(d["index"], [2, *d["shape"][1:]])
+    it.allocate_tensors()
+    run(it, random_inputs(it, 7))
+    assert dtpu.last_report().first
 
 
 def test_report_json_lines(dtpu_so, tfl, tmp_path):

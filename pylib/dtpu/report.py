@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import collections
 import json
+import statistics
 import os
 import threading
 from dataclasses import dataclass, field
@@ -74,6 +75,10 @@ class Report:
     power: dict[str, Any] = field(default_factory=empty_power)
     nodes: list[NodeRecord] = field(default_factory=list)
     rejected: list[dict[str, Any]] = field(default_factory=list)
+    #: the first invoke after a (re)prepare: it compiles jobs and loads weights, so tables and
+    #: means keep it apart from the steady state; `prepare_us` is the kernel Prepare time before it
+    first: bool = False
+    prepare_us: float | None = None
     _hw_stale: bool = field(default=False, repr=False, compare=False)
 
     @property
@@ -88,7 +93,8 @@ class Report:
     def to_dict(self) -> dict[str, Any]:
         return {"type": "invoke", "seq": self.seq, "delegate": self.delegate, "graph": self.graph,
                 "backend": self.backend, "runtime": self.runtime, "started_unix": self.started_unix,
-                "complete": self.complete, "kernels": self.kernels, "timing_us": dict(self.timing_us),
+                "complete": self.complete, "kernels": self.kernels, "first": self.first,
+                "prepare_us": self.prepare_us, "timing_us": dict(self.timing_us),
                 "hw": dict(self.hw), "power": dict(self.power),
                 "nodes": [n.to_dict() for n in self.nodes], "rejected": [dict(r) for r in self.rejected]}
 
@@ -193,12 +199,20 @@ def _fmt(value: Any, digits: int = 1) -> str:
 
 
 def format_table(reports: Iterable[Report]) -> str:
-    """Per-node means over `reports` (one table row per delegated node), then rejected nodes."""
+    """Per-node steady-state means over `reports` (one table row per delegated node), the first
+    invoke and the prepare time apart, then power and rejected nodes.
+
+    A first invoke after a prepare compiles jobs and loads weights: folded into a mean it makes
+    the steady state look several times slower than it is, so every mean here is over the other
+    invokes (over all of them, said so, when there is nothing else)."""
     reports = [r for r in reports if r is not None]
     if not reports:
         return "dtpu: no delegated invokes recorded\n"
+    firsts = [r for r in reports if r.first]
+    steady = [r for r in reports if not r.first]
+    base = steady or reports
     rows: dict[int, list[NodeRecord]] = collections.OrderedDict()
-    for report in reports:
+    for report in base:
         for node in report.nodes:
             rows.setdefault(node.node, []).append(node)
     head = reports[-1]
@@ -218,13 +232,23 @@ def format_table(reports: Iterable[Report]) -> str:
                       _fmt(sum(util) / len(util) if util else None, 3)))
     widths = [max(len(c), *(len(row[i]) for row in lines)) if lines else len(c)
               for i, c in enumerate(cols)]
+    which = (f"steady state: {len(steady)} invokes after the first" if steady else
+             f"{len(base)} first invoke{'s' if len(base) > 1 else ''} only, no steady state yet")
     out = [f"dtpu report: backend={head.backend} runtime={head.runtime} invokes={len(reports)} "
-           f"(per-node means, microseconds)"]
+           f"(per-node means over the {which}; microseconds)"]
     out.append("  ".join(c.rjust(w) for c, w in zip(cols, widths)))
     out.extend("  ".join(v.rjust(w) for v, w in zip(row, widths)) for row in lines)
-    total = {k: sum(r.timing_us.get(k, 0.0) for r in reports) / len(reports) for k in TIMING_FIELDS}
-    out.append(f"per invoke: total {total['total']:.1f} us (C, clock_gettime), crossing C<->Python "
-               f"{total['crossing']:.1f} us, Python {total['python']:.1f} us")
+    total = {k: sum(r.timing_us.get(k, 0.0) for r in base) / len(base) for k in TIMING_FIELDS}
+    median = statistics.median(r.timing_us.get("total", 0.0) for r in base)
+    out.append(f"per invoke ({'steady state' if steady else 'first invokes'}): total mean "
+               f"{total['total']:.1f} us, median {median:.1f} us (C, clock_gettime), crossing "
+               f"C<->Python {total['crossing']:.1f} us, Python {total['python']:.1f} us")
+    if firsts:
+        prep = [r.prepare_us for r in firsts if r.prepare_us is not None]
+        out.append(f"first invoke after prepare (not in the means): total "
+                   f"{firsts[-1].timing_us.get('total', 0.0):.1f} us"
+                   + (f"; prepare {prep[-1]:.1f} us" if prep else "")
+                   + (f" ({len(firsts)} prepares in these invokes)" if len(firsts) > 1 else ""))
     power = head.power
     if any(power.get(k) is not None for k in ("avg_w", "energy_j", "temperature_c")):
         temp = power.get("temperature_c")

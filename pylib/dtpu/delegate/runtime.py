@@ -248,13 +248,18 @@ class GraphState:
         self.ran: set[int] = set()
         self.stamps: list[list] = []          # [kernel, seq, py_enter_ns, py_exit_ns] of `current`
         self.unsettled: list[tuple[Report, list[list]]] = []
+        # kernel Prepare time (us) since the last run: the next run is a first invoke (it compiles
+        # jobs, loads weights) and carries it; reports keep it apart from steady-state means
+        self.prepare_us: float | None = None
 
     def start_run(self) -> Report:
         self.finish_run()
         self.settle()
         self.current = Report(seq=next(_report_seq), delegate=self.delegate.id, graph=self.id,
                               backend=self.delegate.options.backend, runtime=runtime_name(),
-                              started_unix=time.time(), rejected=list(self.rejected))
+                              started_unix=time.time(), rejected=list(self.rejected),
+                              first=self.prepare_us is not None, prepare_us=self.prepare_us)
+        self.prepare_us = None
         self.stamps = []
         self.ran = set()
         return self.current
@@ -346,6 +351,12 @@ class PartitionKernel:
 
     # -- kernel Prepare (may run many times; graph functions are not available) ----------------
     def prepare(self, ctx) -> None:
+        started = time.perf_counter()
+        self._prepare(ctx)
+        graph = self.graph
+        graph.prepare_us = (graph.prepare_us or 0.0) + (time.perf_counter() - started) * 1e6
+
+    def _prepare(self, ctx) -> None:
         ffi = self.ffi
         shapes: dict[int, tuple[int, ...]] = {}
         infos: dict[int, g.TensorInfo] = {}

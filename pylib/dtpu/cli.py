@@ -38,6 +38,59 @@ def _path(args: argparse.Namespace) -> int:
     return 0
 
 
+def _install(args: argparse.Namespace) -> int:
+    from dtpu.install import InstallError, install
+
+    try:
+        done = install(args.prefix, force=args.force)
+    except InstallError as exc:
+        print(f"dtpu install: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"installed {done.path} (for Python {done.record.get('python')}, "
+          f"{done.record.get('libpython')})")
+    line = done.env_line()
+    if line:
+        print("the loader does not search this directory; add it for the processes that load "
+              "dtpu.so by name:")
+        print(line)
+    else:
+        print('load_delegate("dtpu.so") now finds it in any process of that Python')
+    return EXIT_OK
+
+
+def _uninstall(args: argparse.Namespace) -> int:
+    from dtpu.install import InstallError, uninstall
+
+    try:
+        print(f"removed {uninstall(args.prefix)}")
+    except InstallError as exc:
+        print(f"dtpu uninstall: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    return EXIT_OK
+
+
+def _add_install(sub) -> None:
+    p = sub.add_parser("install", help="put dtpu.so where load_delegate(\"dtpu.so\") finds it",
+                       description="Copy this Python's dtpu.so (built if needed) into a directory "
+                       "the dynamic loader searches, so that a bare load_delegate(\"dtpu.so\") works "
+                       "in a new process: by default the loader's own default directory "
+                       "(/usr/lib/<multiarch>, root needed: the PYNQ image's Jupyter runs as "
+                       "root); ldconfig cannot help, it caches only lib*.so* names. With --prefix "
+                       "DIR, any directory, and the LD_LIBRARY_PATH line to add is printed. A record "
+                       "(dtpu.so.json) is written beside it; a dtpu.so built for another Python is "
+                       "not overwritten.", epilog=EXIT_CODES)
+    p.add_argument("--prefix", default=None, metavar="DIR", help="install into DIR instead")
+    p.add_argument("--force", action="store_true", help="replace a dtpu.so for another Python, or "
+                   "one this tool did not install")
+    p.set_defaults(func=_install)
+    p = sub.add_parser("uninstall", help="remove the dtpu.so `dtpu install` put in place",
+                       description="Remove dtpu.so and its record from the default directory or "
+                       "--prefix DIR, only if `dtpu install` wrote them and the file is unchanged.",
+                       epilog=EXIT_CODES)
+    p.add_argument("--prefix", default=None, metavar="DIR", help="the directory given to install")
+    p.set_defaults(func=_uninstall)
+
+
 def _add_build(sub) -> None:
     p = sub.add_parser("build", help="build dtpu.so (the TFLite delegate) with this Python",
                        description="Build dtpu.so with the running interpreter; the library links "
@@ -615,7 +668,7 @@ def _add_isro(sub) -> None:
     add_subparser(sub)
 
 
-COMMANDS: list[Callable] = [_add_build, _add_path, _add_run, _add_bench, _add_sim, _add_synth,
+COMMANDS: list[Callable] = [_add_build, _add_path, _add_install, _add_run, _add_bench, _add_sim, _add_synth,
                             _add_isro, _add_doctor]
 
 

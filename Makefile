@@ -19,8 +19,9 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -q
 
+# every core (pytest-xdist): Verilator builds are locked per configuration, runs get their own dirs
 test-all: $(STAMP)
-	$(PY) -m pytest -q -m "slow or not slow"
+	$(PY) -m pytest -q -m "slow or not slow" -n auto
 
 # ai-edge-litert wants numpy>=2, tflite-runtime numpy<2: the LiteRT run gets its own venv.
 VENV_LITERT ?= .venv-litert

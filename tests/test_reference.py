@@ -38,6 +38,7 @@ import numpy as np
 import pytest
 
 from dtpu import reference, tflite_model
+from tests.flatbuf_fields import FieldReader
 from dtpu.reference import LITERT, RUNTIMES, TFLITE_RUNTIME
 from dtpu.reference import quantize as q
 from dtpu.spec import DataMode, OpKind
@@ -162,7 +163,7 @@ def _truncated(content: bytes, op_index: int, output: int) -> bytes:
     length word followed by its elements), so the flatbuffer stays valid.
     """
     buf = bytearray(content)
-    r = tflite_model._Reader(content)
+    r = FieldReader(content)
     sg = r.tables(r.root(), 2)[0]
     ops_start, n_ops = r._vector(sg, 3)
     out_start, n_out = r._vector(sg, 2)
@@ -188,7 +189,7 @@ def _single_op(content: bytes, op) -> bytes:
     keep = sorted({producer[t] for t in op.inputs[1:]
                    if t >= 0 and not sg.tensor(t).is_constant and t in producer}) + [op.index]
     buf = bytearray(content)
-    r = tflite_model._Reader(content)
+    r = FieldReader(content)
     sgt = r.tables(r.root(), 2)[0]
     ops_start, _ = r._vector(sgt, 3)
     targets = [r._deref(ops_start + 4 * k) for k in keep]
@@ -437,7 +438,7 @@ def test_single_op_models_match_plain_default_interpreter(entry):
 
 
 def _patch_scalar(buf: bytearray, table: int, index: int, fmt: str, value) -> None:
-    r = tflite_model._Reader(bytes(buf))
+    r = FieldReader(bytes(buf))
     pos = r.field_pos(table, index)
     assert pos is not None, "field absent from the flatbuffer: cannot patch in place"
     struct.pack_into("<" + fmt, buf, pos, value)
@@ -452,7 +453,7 @@ def test_xnnpack_strided_unit_kernel_bug_is_known():
     entry = next(e for e in ENTRIES if e["name"] == "conv_i10x10x3_o7_k3x1_s1x1_same_relu__float32")
     path = model_path(entry)
     buf = bytearray(path.read_bytes())
-    r = tflite_model._Reader(bytes(buf))
+    r = FieldReader(bytes(buf))
     sg = r.tables(r.root(), 2)[0]
     (op_table,) = r.tables(sg, 3)
     _patch_scalar(buf, r.table(op_table, 4), 1, "i", 2)  # Conv2DOptions.stride_w = 2
@@ -488,7 +489,7 @@ TIE_MODES = ("int8", "int8_per_tensor", "uint8", "uint8_fakequant", "int16x8")
 def _with_scales(content: bytes, scales: dict[int, list[float]]) -> bytes:
     """The model with the quantization scales of some tensors replaced (tensor index -> values).
     Scales are a float32 vector in the file, so they are rewritten in place."""
-    r = tflite_model._Reader(content)
+    r = FieldReader(content)
     tensors = r.tables(r.tables(r.root(), 2)[0], 0)
     buf = bytearray(content)
     for index, values in scales.items():

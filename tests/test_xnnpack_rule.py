@@ -28,6 +28,7 @@ import numpy as np
 import pytest
 
 from dtpu import reference, tflite_model
+from tests.flatbuf_fields import FieldReader
 from dtpu.reference import LITERT
 from dtpu.spec import Activation
 from dtpu.tflite import RUNTIME, runtime_version
@@ -145,8 +146,8 @@ def _tensors(content: bytes):
     return op, x_t, w_t, b_t, sg.tensor(op.outputs[0])
 
 
-def _op_table(content: bytes) -> tuple[tflite_model._Reader, int]:
-    r = tflite_model._Reader(content)
+def _op_table(content: bytes) -> tuple[FieldReader, int]:
+    r = FieldReader(content)
     sg = r.tables(r.root(), 2)[0]
     (op_table,) = r.tables(sg, 3)
     return r, op_table
@@ -303,7 +304,7 @@ def test_rule_branches_on_rewritten_models(name):
 # --- (b) evidence for Variant.FP32 ---------------------------------------------------------------
 
 def _data_span(content: bytes, tensor_index: int) -> tuple[int, int]:
-    r = tflite_model._Reader(content)
+    r = FieldReader(content)
     root = r.root()
     sg = r.tables(root, 2)[0]
     t = r.tables(sg, 0)[tensor_index]
@@ -324,7 +325,7 @@ def _with_data(content: bytes, data: dict[int, np.ndarray]) -> bytes:
 
 def _with_zero_point(content: bytes, tensor_index: int, zp: int) -> bytes:
     """A per-tensor zero point rewritten in place (QuantizationParameters.zero_point, int64)."""
-    r = tflite_model._Reader(content)
+    r = FieldReader(content)
     tensor = r.tables(r.tables(r.root(), 2)[0], 0)[tensor_index]
     start, n = r._vector(r.table(tensor, 4), 3)
     assert n == 1

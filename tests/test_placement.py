@@ -146,30 +146,45 @@ def test_steady_state_repeats_and_counts_parameter_pages():
         assert hw.words_in["wgt"] >= 2 * spec.out_channels
 
 
-@pytest.mark.parametrize("oc, mult, wcap, pcap", [
-    (200, 1, 10_000, 64),     # parameters: 8 groups per job
-    (200, 1, 9 * 8, 10_000),  # weights: one column of groups (8) per job
-    (45, 3, 200, 16),         # both, depth multiplier 3, channels not a multiple of 8
-    (8, 1, 72, 8),            # exactly one group, exactly fits
+@pytest.mark.parametrize("oc, mult, wcap, pcap, batch, mode, precision", [
+    (200, 1, 10_000, 64, 1, DataMode.INT8, None),      # parameters: 8 groups per job
+    (200, 1, 9 * 8, 10_000, 1, DataMode.INT8, None),   # weights: one column of groups per job
+    (45, 3, 200, 16, 2, DataMode.INT8, None),          # both, multiplier 3, 45 channels, batch 2
+    (8, 1, 72, 8, 1, DataMode.INT8, None),             # exactly one group, exactly fits
+    (60, 1, 9 * 8, 16, 1, DataMode.INT16X8, None),     # 4 lanes per group
+    (60, 1, 9 * 8, 8, 1, DataMode.UINT8, None),
+    (60, 1, 9 * 8, 8, 1, DataMode.INT8, "int32"),      # RAW: no parameter entries at all
 ])
-def test_dw_parts_fit_their_region_and_cover_every_group(oc, mult, wcap, pcap):
-    spec = ConvSpec(OpKind.DEPTHWISE_CONV_2D, DataMode.INT8, (1, 6, 6, oc // mult), (1, 3, 3, oc),
-                    padding=Padding.SAME, depth_multiplier=mult,
-                    **_q(oc, np.random.default_rng(0)))
+def test_dw_parts_fit_their_region_and_cover_every_group(oc, mult, wcap, pcap, batch, mode,
+                                                         precision):
+    rng = np.random.default_rng(oc + wcap + pcap)
+    q = _q(oc, rng)
+    if mode is DataMode.INT16X8:
+        q = {k: Quant(v.scale, (0,) * len(v.zero_point)) for k, v in q.items()}
+    elif mode is DataMode.UINT8:
+        q = dict(input_q=Quant((0.02,), (131,)), filter_q=Quant((0.01,), (128,)),
+                 output_q=Quant((0.15,), (120,)))
+    spec = ConvSpec(OpKind.DEPTHWISE_CONV_2D, mode, (batch, 6, 5, oc // mult), (1, 3, 3, oc),
+                    padding=Padding.SAME, depth_multiplier=mult, **q)
     with HwConfig(LOG_WEIGHT_WORDS=15, LOG_PARAM_ENTRIES=12) as cfg:
-        parts = dw_parts(spec, cfg, Precision.INT8, wcap, pcap)
-        assert parts[0][0] == 0 and parts[-1][1] == ceil_div(oc, 8)
+        from dtpu.hw.lower import precision_of
+        prec = precision_of(spec, precision)
+        L = prec.lanes
+        raw = prec in (Precision.INT32, Precision.INT64)
+        parts = dw_parts(spec, cfg, prec, wcap, pcap, params_paged=not raw)
+        assert parts[0][0] == 0 and parts[-1][1] == ceil_div(oc, L)
         assert all(a[1] == b[0] for a, b in zip(parts, parts[1:]))
         for g0, g1 in parts:
             assert 9 * ceil_div(g1 - g0, cfg.COLS) * cfg.COLS <= wcap
-            assert (g1 - g0) * 8 <= pcap
-        x, f, b = make_data(spec, np.random.default_rng(1))
-        # the lowering into exactly that region is bit-exact, one DWCONV job per part
+            assert raw or (g1 - g0) * L <= pcap
+        x, f, b = make_data(spec, rng)
+        # the lowering into exactly that region is bit-exact, one DWCONV job per part and image
         from tests.test_hw_model import run_model
         y, _, low = run_model(spec, x, f, b, cfg, wgt_capacity=wcap, param_capacity=pcap,
-                              resident=False)
+                              resident=False, precision=precision)
         assert np.array_equal(y, reference.run(spec, x, f, b))
-        assert _dw_jobs(low, x) == len(parts)
+        assert _dw_jobs(low, x) == len(parts) * batch
+        assert len(parts) > 1 or oc == 8
 
 
 def test_a_region_below_one_column_of_taps_is_refused_by_the_shared_check():

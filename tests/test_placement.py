@@ -185,6 +185,12 @@ def test_dw_parts_fit_their_region_and_cover_every_group(oc, mult, wcap, pcap, b
         assert np.array_equal(y, reference.run(spec, x, f, b))
         assert _dw_jobs(low, x) == len(parts) * batch
         assert len(parts) > 1 or oc == 8
+        if not raw:   # parameters resident (one LOAD_PARAM at prepare), weights in parts
+            y, _, low = run_model(spec, x, f, b, cfg, wgt_capacity=wcap, param_capacity=4096,
+                                  resident=False, precision=precision, param_pages=False)
+            assert np.array_equal(y, reference.run(spec, x, f, b))
+            assert [j.label for j in low.load_jobs] == ["dw params"]
+            assert _dw_jobs(low, x) == len(dw_parts(spec, cfg, prec, wcap, 4096, False)) * batch
 
 
 def test_a_region_below_one_column_of_taps_is_refused_by_the_shared_check():

@@ -25,6 +25,7 @@ from dtpu.hw.lower import LowerError, dw_parts, lower, placement_error
 from dtpu.precision import Precision
 from dtpu.spec import ConvSpec, DataMode, OpKind, Padding, Quant
 from tests.delegate_util import dtpu_so  # noqa: F401
+from tests.test_board import emu  # noqa: F401  (the emulated PYNQ-Z2, module-scoped)
 from tests.test_hw_model import make_data
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -328,15 +329,18 @@ def test_imagenet_mobilenet_on_the_default_build_is_bit_exact(dtpu_so, name):
 TINY_MEMORY = (TINY["LOG_WEIGHT_WORDS"], TINY["LOG_PARAM_ENTRIES"], TINY["LOG_ACT_WORDS"])
 
 
-def placed_net_runs(backend_name: str, prefetch: str, seed: int = 0, invokes: int = 2):
+def placed_net_runs(backend_name: str, prefetch: str, seed: int = 0, invokes: int = 2,
+                    **options):
     """A random net of _random_net on `backend_name` with TINY's memories: per invoke and node
     (output, cycles, stalls, weight-port words)."""
+    from dtpu.backends.pynq import PynqBackend
     from dtpu.backends.rtl import RtlBackend
 
     net = _random_net(np.random.default_rng(seed))
     runs = []
+    cls = {"rtl": RtlBackend, "pynq": PynqBackend, "model": ModelBackend}[backend_name]
     with HwConfig(**TINY):
-        backend = (RtlBackend if backend_name == "rtl" else ModelBackend)({"prefetch": prefetch})
+        backend = cls({"prefetch": prefetch, **options})
         handles = [backend.prepare(s, f, b) for s, x, f, b in net]
         for k in range(invokes):
             for i, (spec, _, f, b) in enumerate(net):
@@ -362,6 +366,22 @@ def test_split_and_paged_nodes_on_the_rtl_equal_the_golden_model(prefetch):
     from dtpu.rtl import run_in_simulation
 
     got = run_in_simulation(sim_placed_net_runs, (prefetch, 0), memory=TINY_MEMORY, progress=False)
+    want = placed_net_runs("model", prefetch, 0)
+    assert len(got) == len(want) > 0
+    for k, (g, w) in enumerate(zip(got, want)):
+        assert np.array_equal(g[0], w[0]), k
+        assert g[1:] == w[1:], (k, g[1:], w[1:])
+
+
+@pytest.mark.parametrize("prefetch", ["on", "off"])
+def test_split_and_paged_nodes_on_the_emulated_board_equal_the_golden_model(emu, tmp_path,
+                                                                             prefetch):
+    """backend=pynq (emulated PYNQ-Z2, a bitstream built with TINY's memories): the board
+    driver runs the same split and paged jobs with backend=model's outputs and cycles."""
+    from dtpu.board.emulate import write_design
+
+    bit = write_design(tmp_path, HwConfig(**TINY))
+    got = placed_net_runs("pynq", prefetch, 0, bitstream=str(bit))
     want = placed_net_runs("model", prefetch, 0)
     assert len(got) == len(want) > 0
     for k, (g, w) in enumerate(zip(got, want)):

@@ -76,15 +76,23 @@ def _dw_jobs(low, x) -> int:
     return sum(1 for j in low.jobs(x) if "act" in j.send)
 
 
-def _run_net(seed: int, options: dict, invokes: int = 3, shuffle: bool = True, cls=ModelBackend):
-    """Prepare a random net on TINY, invoke it `invokes` times (shuffled after the first when
+def _run_net(seed: int, options: dict, invokes: int = 3, shuffle: bool = True, cls=ModelBackend,
+             build: dict = TINY):
+    """Prepare a random net on `build`, invoke it `invokes` times (shuffled after the first when
     `shuffle`), check every output against dtpu.reference and the counters against the core;
     return (backend, handles, net, per-invoke results)."""
     rng = np.random.default_rng(seed)
     net = _random_net(rng)
     runs = []
-    with HwConfig(**TINY):
+    with HwConfig(**build):
         backend = cls(options)
+        if build is not TINY:   # other builds may not place every node: those stay on the CPU
+            placed = [n for n in net if backend.placement_error(n[0]) is None]
+            for spec, *_ in net:
+                reason = backend.placement_error(spec)
+                assert reason is None or ("not even one job" in reason
+                                          or "activation buffer" in reason), reason
+            net = placed
         for spec, *_ in net:
             assert backend.placement_error(spec) is None, spec.name
         handles = [backend.prepare(s, f, b) for s, x, f, b in net]
@@ -121,6 +129,21 @@ def test_random_nets_overflowing_every_memory_are_bit_exact(seed, prefetch):
         assert any(not h.lowered.resident for h in handles)
         ksplit = handles[3].lowered
         assert any("raw" in j.label for j in ksplit.jobs(np.zeros(net[3][0].input_shape, np.int8)))
+
+
+@pytest.mark.parametrize("build", [
+    dict(LOG_WEIGHT_WORDS=10, LOG_PARAM_ENTRIES=6, LOG_ACT_WORDS=8),
+    dict(LOG_WEIGHT_WORDS=11, LOG_PARAM_ENTRIES=7, LOG_ACT_WORDS=7),
+    dict(LOG_WEIGHT_WORDS=12, LOG_PARAM_ENTRIES=5, LOG_ACT_WORDS=9, COLS=4),
+    dict(LOG_WEIGHT_WORDS=11, LOG_PARAM_ENTRIES=8, LOG_ACT_WORDS=8, COLS=16),
+], ids=["w10p6a8", "w11p7a7", "w12p5a9c4", "w11p8a8c16"])
+@pytest.mark.parametrize("prefetch", ["on", "off"])
+@pytest.mark.parametrize("seed", range(10, 16))
+def test_sweep_of_random_nets_and_builds(seed, prefetch, build):
+    """Other memory sizes and array widths (COLS 4 and 16): what the build can place runs
+    bit-exact (a node it cannot place is refused with the depthwise reasons only)."""
+    backend, handles, net, runs = _run_net(seed, {"prefetch": prefetch}, build=build)
+    assert len(net) >= 4 and runs
 
 
 @pytest.mark.parametrize("seed", [3, 4])
@@ -356,8 +379,9 @@ def sim_placed_net_runs(prefetch: str, seed: int):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("seed", [0, 7])
 @pytest.mark.parametrize("prefetch", ["on", "off"])
-def test_split_and_paged_nodes_on_the_rtl_equal_the_golden_model(prefetch):
+def test_split_and_paged_nodes_on_the_rtl_equal_the_golden_model(prefetch, seed):
     """Depthwise channel-group jobs, parameter pages, GEMM tile pages and K chunks on the
     Verilated core (a build with TINY's memories): backend=model's outputs and per-node cycles,
     invoke after invoke, no stalls."""
@@ -365,8 +389,9 @@ def test_split_and_paged_nodes_on_the_rtl_equal_the_golden_model(prefetch):
         pytest.importorskip(module, reason="backend=rtl needs the sim extras")
     from dtpu.rtl import run_in_simulation
 
-    got = run_in_simulation(sim_placed_net_runs, (prefetch, 0), memory=TINY_MEMORY, progress=False)
-    want = placed_net_runs("model", prefetch, 0)
+    got = run_in_simulation(sim_placed_net_runs, (prefetch, seed), memory=TINY_MEMORY,
+                            progress=False)
+    want = placed_net_runs("model", prefetch, seed)
     assert len(got) == len(want) > 0
     for k, (g, w) in enumerate(zip(got, want)):
         assert np.array_equal(g[0], w[0]), k

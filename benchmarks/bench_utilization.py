@@ -10,11 +10,13 @@ with one 64-bit word per cycle per stream port could do given this layer's words
 where the cycles go:
 
   ideal    MACs / (ROWS*COLS)
-  pad      issue slots whose PEs idle: K, channels or output items not a multiple of the array
+  pad      issue slots whose PEs idle: K, channels or output items not a multiple of the array,
+           and the extra cycles of depthwise taps served over TAP_CYCLES > 1 (stride-2 bank
+           conflicts)
   sched    cycles with no issue at all: configuration, pipeline fill/drain, waiting for input
-           rows (depthwise start-up, stride-2 input bandwidth), output-bound steps, and weight
-           words streamed for nodes that do not stay resident (LOAD_WGT, or prefetch words a
-           job carries beyond what its computation hides)
+           rows (depthwise start-up, stride-2 input bandwidth), output-bound steps, parameter
+           pages (LOAD_PARAM), and weight words streamed for nodes that do not stay resident
+           (LOAD_WGT, or prefetch words a job carries beyond what its computation hides)
 
 The net is invoked once before the measured invoke: with weight prefetch (the default) the
 streamed weights of the first nodes ride on the previous invoke's last jobs, so the measured

@@ -647,6 +647,9 @@ def _lower_dw(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap, 
                          f"all {cp}")
     parts = [(0, groups)] if resident else dw_parts(spec, cfg, prec, wcap, pcap,
                                                     params_paged=not (raw or own_params))
+    if len(parts) > 1:
+        log.debug("%s: %d channel groups in %d DWCONV jobs (weight region %d words, parameter "
+                  "region %d entries)", spec.name or "depthwise node", groups, len(parts), wcap, pcap)
     wt = np.asarray(filters).reshape(taps, oc)
     if prec.bits == 8:
         info = np.iinfo(prec.value_dtype)

@@ -22,6 +22,7 @@ invoke in another order, a failed job) and loads what is missing with LOAD_WGT.
 """
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -96,16 +97,22 @@ def plan(cfg: HwConfig, cycles: list[int], pages: list[Page], ring: tuple[int, i
     used = [0] * n
     streamed = [False] * m
     window: dict[int, tuple[int, int]] = {}
+    # sizes, places and last users as arrays: at ImageNet scale (hundreds of pages, a dozen
+    # candidate plans in the residency selection) the pairwise overlap test dominates otherwise
+    sizes = [p.size for p in pages]
+    a_addr = np.asarray(addr, np.int64)
+    a_size = np.asarray(sizes, np.int64)
+    a_last = np.asarray([p.last for p in pages], np.int64)
+    a_index = np.arange(m)
     for p, page in enumerate(pages):
         # the page's words are free to overwrite after the last user of every page that held
         # them before: this invoke's earlier pages, and the previous invoke's later ones
-        free_after = None
-        for idx in range(p, m + p):
-            cycle, q = divmod(idx, m)
-            if _overlap(addr[q], pages[q].size, addr[p], page.size):
-                t = cycle * n + pages[q].last
-                free_after = t if free_after is None else max(free_after, t)
-                streamed[p] |= q != p
+        # (in cyclic order from p: pages q >= p in this cycle, q < p one invoke later)
+        hit = (a_addr < addr[p] + sizes[p]) & (addr[p] < a_addr + a_size)
+        if not hit.any():
+            continue
+        free_after = int((a_last + n * (a_index < p))[hit].max())
+        streamed[p] = bool(hit[a_index != p].any())
         if streamed[p] and free_after + 1 <= n + page.first - 1:
             window[p] = (free_after + 1, n + page.first - 1)   # carriers g in [start, end]
     # earliest deadline first: every job (two invokes' worth, g -> job g mod n) serves the
@@ -117,12 +124,21 @@ def plan(cfg: HwConfig, cycles: list[int], pages: list[Page], ring: tuple[int, i
     # periodic plan the same job may also fall in another page's window (the previous or next
     # invoke's instance): keep it for its own page
     reserved = {window[p][1] % n: p for p in window}
+    opening = sorted(window, key=lambda p: (window[p][0], p))   # windows by their first carrier
+    active: list[tuple[int, int]] = []                         # open windows as (end, page)
+    nxt = 0
     for g in range(min((w[0] for w in window.values()), default=0),
                    max((w[1] for w in window.values()), default=-1) + 1):
+        while nxt < len(opening) and window[opening[nxt]][0] <= g:
+            bisect.insort(active, (window[opening[nxt]][1], opening[nxt]))
+            nxt += 1
+        if active and active[0][0] < g:
+            active = [(b, p) for b, p in active if b >= g]
         j = g % n
-        for p in sorted((p for p, (a, b) in window.items() if a <= g <= b and done[p] < pages[p].size),
-                        key=lambda p: window[p][1]):
-            rest = pages[p].size - done[p]
+        for _, p in list(active):   # by deadline, then page: earliest deadline first
+            if done[p] >= sizes[p]:
+                continue
+            rest = sizes[p] - done[p]
             last = window[p][1] == g
             take = rest if last else min(rest, hidden_room(cfg, cycles[j]) - used[j])
             if take <= 0 or reserved.get(j, p) != p or not _can_extend(riders.get(j), addr[p] + done[p]):

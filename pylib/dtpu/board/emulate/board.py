@@ -1,12 +1,16 @@
-"""The emulated PYNQ-Z2: a physical address space with DDR buffers and the overlay's devices.
+"""The emulated PYNQ-Z2: a physical address space with DDR regions, the PS's clock registers and
+the overlay's devices.
 
 Devices answer 32-bit reads and writes at their base address, exactly where the block design
-puts them. The AXI DMAs are emulated at their register level (PG021 simple mode: DMACR, DMASR,
-address, LENGTH per channel), so the pynq driver code (or ours) writes the same registers it
-writes on the board. A DMA moves words between DDR (the buffers ``allocate`` made) and the
-DTPU's streams; the DTPU device is the golden model behind :class:`~dtpu.driver.ModelTransport`
-(the RTL simulation can stand behind the same five-method interface later). Every access and
-every DMA start/finish is appended to :attr:`Board.trace`.
+puts them; pynq reaches them through :class:`dtpu.board.emulate.device.EmulatedDevice`
+(``MMIO`` maps a :class:`~dtpu.board.emulate.device.RegisterWindow`). The AXI DMAs are emulated
+at their register level (PG021 simple mode: DMACR, DMASR, address, LENGTH per channel), so
+``pynq.lib.dma.DMA`` writes the same registers it writes on the board. A DMA moves words
+between DDR (the regions ``pynq.allocate`` got, as the device side of the buffers: what the
+host wrote reaches them on ``flush``) and the DTPU's streams; the DTPU device is the golden
+model behind :class:`~dtpu.driver.ModelTransport` (the RTL simulation can stand behind the same
+five-method interface later). The SLCR's PLL and FPGA clock registers answer pynq's ``Clocks``.
+Every access and every DMA start/finish is appended to :attr:`Board.trace`.
 
 Timing is not emulated: a DMA moves a whole transfer when its LENGTH is written, and the model
 runs a job as soon as its words are there. What is emulated is the order and the handshakes: an

@@ -384,3 +384,41 @@ def test_the_transport_streams_through_pynq_buffers_and_pynq_dma_channels(emu):
     assert {s: type(buf) for s, buf in t._buf.items()} == dict.fromkeys(("wgt", "act", "res"),
                                                                          pynq.buffer.PynqBuffer)
     assert t._channel["res"].transferred > 0
+
+
+def test_dtpu_irq_through_pynq_interrupt_and_the_axi_intc(emu, tmp_path):
+    """The interrupts=True design (DTPU irq -> AXI INTC -> IRQ_F2P): pynq binds a pynq.Interrupt
+    to overlay.dtpu.irq, and its wait ends only once the core raises irq (CTRL.IRQ_EN with
+    STATUS.DONE); pynq's interrupt controller code then disables and acknowledges the input."""
+    import asyncio
+
+    import pynq
+
+    from dtpu.board import load_overlay
+    from dtpu.board.emulate import current_board, write_design
+    from dtpu.board.transport import PynqTransport
+
+    bit = write_design(tmp_path, interrupts=True)
+    overlay = load_overlay(bit)
+    assert isinstance(overlay.dtpu.irq, pynq.Interrupt)
+    assert overlay.interrupt_controllers["axi_intc_0"]["raw_irq"] == 61
+    t = PynqTransport(overlay, get_config(), timeout_s=0.2)
+    spec, x, f, b = _node(7)
+    low = lower(spec, f, b)
+    run_jobs(t, low.load_jobs)
+    run_jobs(t, low.jobs(x))
+    assert overlay.dtpu.status["DONE"] == 1
+    c = get_config()
+    board = current_board()
+
+    async def main():
+        waiter = asyncio.ensure_future(overlay.dtpu.irq.wait())
+        done, _ = await asyncio.wait([waiter], timeout=0.1)
+        assert not done, "irq fired with CTRL.IRQ_EN clear"
+        board.trace.clear()
+        overlay.dtpu.set_reg("CTRL", c.encode("CTRL", IRQ_EN=1))
+        await asyncio.wait_for(waiter, 5)
+
+    asyncio.run(main())
+    intc = [(a.op, a.offset, a.value) for a in board.trace if a.device == "axi_intc_0"]
+    assert intc == [("r", 0x04, 1), ("w", 0x14, 1), ("w", 0x0C, 1)]  # IPR, CIE, IAR

@@ -53,9 +53,11 @@ def bit_file(data: bytes, design: str = BITSTREAM_NAME, part: str = PART) -> byt
             + b"e" + struct.pack(">I", len(data)) + data)
 
 
-def write_design(directory: str | os.PathLike, cfg: HwConfig | None = None) -> Path:
+def write_design(directory: str | os.PathLike, cfg: HwConfig | None = None,
+                 interrupts: bool = False) -> Path:
     """Write <directory>/dtpu_pynqz2.bit (placeholder configuration data) and .hwh; return
-    the .bit path."""
+    the .bit path. ``interrupts``: the variant with the DTPU's irq wired to the PS through an
+    AXI interrupt controller (:func:`dtpu.board.emulate.hwh.write_hwh`)."""
     from dtpu.board.emulate.hwh import write_hwh
 
     d = Path(directory)
@@ -63,7 +65,8 @@ def write_design(directory: str | os.PathLike, cfg: HwConfig | None = None) -> P
     bit = d / f"{BITSTREAM_NAME}.bit"
     bit.write_bytes(bit_file(PLACEHOLDER))
     write_hwh(bit.with_suffix(".hwh"), cfg or get_config(),
-              note="written by dtpu.board.emulate for the board emulation, not by Vivado")
+              note="written by dtpu.board.emulate for the board emulation, not by Vivado",
+              interrupts=interrupts)
     return bit
 
 

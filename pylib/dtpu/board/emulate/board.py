@@ -139,6 +139,14 @@ class DtpuDevice(Device):
     def write(self, offset: int, value: int) -> None:
         self.core.write_reg(offset, value)
 
+    @property
+    def irq(self) -> bool:
+        """The ``irq`` output: CTRL.IRQ_EN and STATUS.DONE (contract: level while DONE)."""
+        c = self.cfg
+        core = self.core.core
+        return bool(core.regs[c.REG_CTRL] & c.reg("CTRL").field("IRQ_EN").mask
+                    and self.read(self._status) & self._done)
+
     # stream side, for the DMAs
     def accept(self, stream: str, words: np.ndarray) -> None:
         self.core.send(stream, words)
@@ -319,6 +327,58 @@ class XadcDevice(Device):
         return 0
 
 
+class AxiIntcDevice(Device):
+    """AXI Interrupt Controller 4.1 (PG099) with its inputs level-sensitive: input 0 is the
+    DTPU's ``irq`` (the only interrupt of the ``interrupts=True`` design). Registers: ISR,
+    IPR, IER, IAR (write 1 to acknowledge), SIE, CIE, MER; ``irq`` out = MER.ME and MER.HIE and
+    any enabled pending input."""
+
+    ISR, IPR, IER, IAR, SIE, CIE, IVR, MER = 0x00, 0x04, 0x08, 0x0C, 0x10, 0x14, 0x18, 0x1C
+
+    def __init__(self, board: "Board", name: str, params: dict[str, str]) -> None:
+        super().__init__(board, name, params)
+        self.isr = self.ier = self.mer = 0
+
+    def _inputs(self) -> int:
+        dtpu = self.board.dtpu
+        return int(dtpu is not None and dtpu.irq)
+
+    def tick(self) -> None:
+        self.isr |= self._inputs()   # level inputs latch while high
+
+    def read(self, offset: int) -> int:
+        self.tick()
+        if offset == self.ISR:
+            return self.isr
+        if offset == self.IPR:
+            return self.isr & self.ier
+        if offset == self.IER:
+            return self.ier
+        if offset == self.MER:
+            return self.mer
+        if offset == self.IVR:
+            pending = self.isr & self.ier
+            return (pending & -pending).bit_length() - 1 if pending else 0xFFFFFFFF
+        return 0
+
+    def write(self, offset: int, value: int) -> None:
+        if offset == self.IAR:
+            self.isr &= ~value
+        elif offset == self.IER:
+            self.ier = value & 1
+        elif offset == self.SIE:
+            self.ier |= value & 1
+        elif offset == self.CIE:
+            self.ier &= ~value
+        elif offset == self.MER:
+            self.mer = value & 3
+        self.tick()
+
+    @property
+    def irq(self) -> bool:
+        return self.mer == 3 and bool(self.isr & self.ier)
+
+
 class Slcr(Device):
     """The PS's System Level Control Registers that pynq's ``Clocks`` uses (UG585 ch. 25):
     the PLL and clock controls, at the PYNQ-Z2 image's boot values (PS_CLK 50 MHz; ARM PLL
@@ -356,7 +416,7 @@ class Slcr(Device):
 
 
 DEVICES = {design.DTPU_VLNV: DtpuDevice, design.VLNV["dma"]: AxiDmaDevice,
-           design.VLNV["xadc"]: XadcDevice}
+           design.VLNV["xadc"]: XadcDevice, "xilinx.com:ip:axi_intc:4.1": AxiIntcDevice}
 
 
 class Board:
@@ -373,6 +433,8 @@ class Board:
         self.bitstream: str | None = None
         self.bitstream_bytes = 0
         self.slcr = Slcr(self)
+        #: called after every bus transaction while the PS's fabric interrupt line is high
+        self.irq_listeners: list[Any] = []
 
     def program(self, ips: dict[str, dict[str, Any]], bitstream: str, data: bytes = b"") -> None:
         """Instantiate the devices of an overlay (a fresh PL: memories and registers reset);
@@ -426,9 +488,22 @@ class Board:
     def _tick(self) -> None:
         for dev in self.devices.values():
             dev.tick()
+        if self.irq_listeners and self.irq_f2p():
+            for listener in list(self.irq_listeners):
+                listener()
+
+    def irq_f2p(self) -> bool:
+        """The PS's fabric interrupt line (IRQ_F2P[0]): an interrupt controller's output."""
+        with self.lock:
+            for dev in self.devices.values():
+                if isinstance(dev, AxiIntcDevice):
+                    dev.tick()
+                    if dev.irq:
+                        return True
+            return False
 
 
 BOARD = Board()
 
-__all__ = ["Access", "AxiDmaDevice", "BOARD", "Board", "Ddr", "DtpuDevice", "Slcr", "XadcDevice",
+__all__ = ["Access", "AxiDmaDevice", "AxiIntcDevice", "BOARD", "Board", "Ddr", "DtpuDevice", "Slcr", "XadcDevice",
            "config_from_params"]

@@ -29,9 +29,13 @@ array of 32-bit words whose reads and writes are bus transactions on the emulate
 :class:`EmulatedMemory` hands out ``PynqBuffer`` objects over the emulated DDR, and
 ``flush``/``invalidate`` copy between a buffer's host view and the DDR the DMAs read (a
 non-coherent cache, so a missing flush or invalidate gives wrong data here as it would on the
-board). Interrupts: the block design connects none (build.tcl: the driver polls), so no
-``pynq.Interrupt`` is created; an interrupt pin would need a UIO device (a kernel driver) that
-the emulation does not provide.
+board). Interrupts: the block design connects none (build.tcl: the driver polls). In the
+``interrupts=True`` variant of the emulated design (DTPU ``irq`` -> AXI interrupt controller ->
+``IRQ_F2P``) ``pynq.Interrupt`` and pynq's ``_InterruptController`` are the real code (on the
+emulated controller's registers); the PS end of the line is the Linux UIO driver on the board
+(``pynq.uio.UioController`` reading ``/dev/uioN``, found through ``/proc/interrupts``), which
+:class:`EmulatedUio` stands in for, registered where pynq keeps its UIO controllers by IRQ
+number.
 
 Not emulated: the metadata cache ``EmbeddedDevice.gen_cache`` writes into pynq's install
 directory, partial reconfiguration, device-tree overlays, XRT kernels (``xclbin``).
@@ -145,6 +149,45 @@ class EmulatedMemory:
         self.device.board.ddr.remove(pointer)
 
 
+class EmulatedUio:
+    """Stand-in for ``pynq.uio.UioController`` on one PS interrupt line (a kernel driver on the
+    board): ``add_event(event, number)`` as pynq's, the events set (on their asyncio loop) once
+    the emulated board's IRQ_F2P line is high; one firing per arming, as UIO re-enables the
+    line only when the next waiter writes to the device."""
+
+    def __init__(self, board: Board, raw_irq: int) -> None:
+        self.board, self.raw_irq = board, raw_irq
+        self.wait_events: list[tuple[Any, Any]] = []
+        self._armed = False
+
+    def add_event(self, event: Any, number: int) -> None:
+        import asyncio
+
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = asyncio.get_event_loop()
+        self.wait_events.append((event, loop))
+        if not self._armed:
+            self._armed = True
+            self.board.irq_listeners.append(self._line_high)
+        if self.board.irq_f2p():
+            self._line_high()
+
+    def _line_high(self) -> None:
+        if not self._armed:
+            return
+        self._armed = False
+        if self._line_high in self.board.irq_listeners:
+            self.board.irq_listeners.remove(self._line_high)
+        events, self.wait_events = self.wait_events, []
+        for event, loop in events:
+            if loop.is_closed():   # its waiter is gone with its loop
+                event.set()
+            else:
+                loop.call_soon_threadsafe(event.set)
+
+
 class EmulatedDevice(Device):
     """The emulated PYNQ-Z2 (Zynq-7000, ``armv7l``), made the active pynq device by
     :func:`activate`."""
@@ -219,6 +262,13 @@ class EmulatedDevice(Device):
                                "download through pynq.Overlay")
         data = bit2bin(Path(bitstream.bitfile_name).read_bytes())
         self.board.program(parser.ip_dict, bitstream.bitfile_name, data)
+        self.board.irq_listeners.clear()
+        for ctrl in parser.interrupt_controllers.values():
+            if ctrl.get("parent") == "":
+                from pynq.interrupt import _InterruptController
+
+                _InterruptController._uio_devices[ctrl["raw_irq"]] = EmulatedUio(self.board,
+                                                                                ctrl["raw_irq"])
         self.post_download(bitstream, parser, self.name)
         log.info("emulated PYNQ-Z2: programmed %s", bitstream.bitfile_name)
 
@@ -271,5 +321,5 @@ def deactivate() -> None:
             del pynq.Clocks._real_instance
 
 
-__all__ = ["EmulatedDevice", "EmulatedMemory", "RegisterWindow", "activate", "active",
+__all__ = ["EmulatedDevice", "EmulatedMemory", "EmulatedUio", "RegisterWindow", "activate", "active",
            "deactivate", "device"]

@@ -13,7 +13,10 @@ What the file leaves out, because nothing in pynq reads it for this design: the 
 interconnect and SmartConnect (pynq takes addresses from the PS's memory map, not from the
 interconnect), the DMAs' memory-side AXI masters, and the DDR/FIXED_IO pins. The DTPU's
 ``irq`` and the DMAs' interrupt outputs are ports without connections, as in the block design
-(build.tcl: "the driver polls").
+(build.tcl: "the driver polls"). ``interrupts=True`` writes a variant the TCL does not build
+yet: the DTPU's ``irq`` into an AXI interrupt controller (:data:`INTC`, the way PYNQ takes
+fabric interrupts) whose output drives the PS's ``IRQ_F2P``, so that pynq creates
+``overlay.dtpu.irq`` as a ``pynq.Interrupt``.
 
 :func:`parse_hwh` reads the addressable subset (instance, VLNV, address, parameters) from any
 .hwh without pynq: the overlay tests use it where pynq is not installed.
@@ -33,6 +36,11 @@ AXIS = "xilinx.com:interface:axis:1.0"
 #: the AXI4-Lite slave interface of each addressable instance (hw/overlays/config.tcl ADDRESS_MAP)
 SLAVE_INTERFACE = {design.DMA_WGT: "S_AXI_LITE", design.DMA_ACT: "S_AXI_LITE",
                    design.DTPU: "s_axil", design.XADC: "s_axi_lite"}
+
+#: the interrupt controller of the ``interrupts=True`` variant: instance, VLNV, (base, range)
+INTC = "axi_intc_0"
+INTC_VLNV = "xilinx.com:ip:axi_intc:4.1"
+INTC_ADDRESS = (0x4180_0000, 0x1_0000)
 
 #: Zynq-7000 PS clocks on the PYNQ-Z2: 50 MHz PS_CLK, IO PLL x20 = 1000 MHz, FCLK0 = IO PLL / 5 / 2
 PS_CLK_MHZ = 50
@@ -105,12 +113,13 @@ def _connect(a: _Module, a_port: str, b: _Module, b_port: str) -> None:
         ET.SubElement(cons, "CONNECTION", INSTANCE=dst.instance, PORT=dp)
 
 
-def _ps7_params() -> dict[str, Any]:
+def _ps7_params(interrupts: bool) -> dict[str, Any]:
     p: dict[str, Any] = {"PCW_CRYSTAL_PERIPHERAL_FREQMHZ": PS_CLK_MHZ,
                          "PCW_IOPLL_CTRL_FBDIV": IO_PLL_MULT,
                          "PCW_USE_M_AXI_GP0": 1, "PCW_USE_S_AXI_HP0": 1,
                          "PCW_S_AXI_HP0_DATA_WIDTH": design.DMA_DATA_WIDTH,
-                         "PCW_USE_FABRIC_INTERRUPT": 0}
+                         "PCW_USE_FABRIC_INTERRUPT": int(interrupts),
+                         "PCW_IRQ_F2P_INTR": int(interrupts)}
     for i in range(4):
         on = i == 0
         p[f"PCW_FPGA_FCLK{i}_ENABLE"] = int(on)
@@ -126,8 +135,10 @@ def _stream(m: _Module, name: str, mode: str, prefix: str) -> dict[str, str]:
     return m.bus(name, AXIS, mode, _AXIS_SLAVE, prefix + "_{}", {"data": design.DMA_DATA_WIDTH})
 
 
-def write_hwh(path: str | Path, cfg: HwConfig | None = None, note: str = "") -> Path:
-    """Write the emulated design's .hwh for the DTPU build `cfg`."""
+def write_hwh(path: str | Path, cfg: HwConfig | None = None, note: str = "",
+              interrupts: bool = False) -> Path:
+    """Write the emulated design's .hwh for the DTPU build `cfg` (with ``interrupts``, the
+    variant whose DTPU ``irq`` reaches the PS through :data:`INTC`)."""
     cfg = cfg or get_config()
     root = ET.Element("EDKSYSTEM", EDWVERSION="1.2", VIVADOVERSION="emulated")
     if note:
@@ -138,19 +149,22 @@ def write_hwh(path: str | Path, cfg: HwConfig | None = None, note: str = "") -> 
     ET.SubElement(root, "EXTERNALINTERFACES")
     modules = ET.SubElement(root, "MODULES")
 
-    ps7 = _Module(modules, design.PS7, design.VLNV["ps7"], "processing_system7", _ps7_params(),
-                  MODCLASS="PROCESSOR")
+    ps7 = _Module(modules, design.PS7, design.VLNV["ps7"], "processing_system7",
+                  _ps7_params(interrupts), MODCLASS="PROCESSOR")
     fclk = ps7.port("FCLK_CLK0", "O", sigis="clk")
     ps7.port("FCLK_RESET0_N", "O", sigis="rst")
     ps7.port("M_AXI_GP0_ACLK", "I", sigis="clk")
     ps7.bus("M_AXI_GP0", AXIMM, "MASTER", _AXIL_SLAVE, "M_AXI_GP0_{}", {"addr": 32})
     memmap = ET.SubElement(ps7.el, "MEMORYMAP")
-    for name, (base, size) in design.ADDRESS_MAP.items():
+    slaves = {n: (a, SLAVE_INTERFACE[n]) for n, a in design.ADDRESS_MAP.items()}
+    if interrupts:
+        slaves[INTC] = (INTC_ADDRESS, "s_axi")
+    for name, ((base, size), busif) in slaves.items():
         ET.SubElement(memmap, "MEMRANGE", ADDRESSBLOCK="Reg", BASENAME="C_BASEADDR",
                       BASEVALUE=f"0x{base:08X}", HIGHNAME="C_HIGHADDR",
                       HIGHVALUE=f"0x{base + size - 1:08X}", INSTANCE=name, IS_DATA="TRUE",
                       IS_INSTRUCTION="TRUE", MASTERBUSINTERFACE="M_AXI_GP0", MEMTYPE="REGISTER",
-                      SLAVEBUSINTERFACE=SLAVE_INTERFACE[name])
+                      SLAVEBUSINTERFACE=busif)
 
     dtpu = _Module(modules, design.DTPU, design.DTPU_VLNV, design.TOP, {
         "ROWS": cfg.ROWS, "COLS": cfg.COLS, "LOG_WEIGHT_WORDS": cfg.LOG_WEIGHT_WORDS,
@@ -206,6 +220,20 @@ def write_hwh(path: str | Path, cfg: HwConfig | None = None, note: str = "") -> 
     xadc.port("ip2intc_irpt", "O", sigis="intr")
     _connect(ps7, fclk, xadc, "s_axi_aclk")
 
+    if interrupts:
+        f2p = ps7.port("IRQ_F2P", "I", sigis="intr")
+        intc = _Module(modules, INTC, INTC_VLNV, "axi_intc",
+                       {"C_NUM_INTR_INPUTS": 1, "C_KIND_OF_INTR": "0xFFFFFFFF",
+                        "C_IRQ_IS_LEVEL": 1, "C_HAS_IPR": 1, "C_HAS_SIE": 1, "C_HAS_CIE": 1})
+        intc.port("s_axi_aclk", "I", sigis="clk")
+        intc.port("s_axi_aresetn", "I", sigis="rst")
+        intc.bus("s_axi", AXIMM, "SLAVE", _AXIL_SLAVE, "s_axi_{}", {"addr": 9})
+        intc.port("intr", "I", sigis="intr")
+        intc.port("irq", "O", sigis="intr")
+        _connect(ps7, fclk, intc, "s_axi_aclk")
+        _connect(dtpu, "irq", intc, "intr")
+        _connect(intc, "irq", ps7, f2p)
+
     path = Path(path)
     ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
     return path
@@ -238,4 +266,4 @@ def parse_hwh(path: str | Path) -> dict[str, dict[str, Any]]:
     return ips
 
 
-__all__ = ["SLAVE_INTERFACE", "parse_hwh", "write_hwh"]
+__all__ = ["INTC", "INTC_ADDRESS", "INTC_VLNV", "SLAVE_INTERFACE", "parse_hwh", "write_hwh"]

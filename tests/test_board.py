@@ -295,7 +295,7 @@ def test_pynq_missing_is_a_clear_error():
 def test_pynq_without_a_board_is_a_clear_error():
     pytest.importorskip("pynq", reason=PYNQ_MISSING)
     err = _backend_error(block_pynq=False, emulate=False)
-    assert "backend=pynq found no PYNQ device" in err and "DTPU_PYNQ_EMULATE=1" in err
+    assert "is installed here but found no device" in err and "DTPU_PYNQ_EMULATE=1" in err
 
 
 # ------------------------------------------------------------------ a whole model, end to end

@@ -57,9 +57,9 @@ def import_pynq():
             devices = list(pynq.Device.devices)
         if not devices:
             raise RuntimeError(
-                f"backend=pynq found no PYNQ device: pynq {pynq.__version__} is installed but this "
-                f"is not a PYNQ board (no Zynq FPGA manager); to run the board emulation set "
-                f"{EMULATE_ENV}=1")
+                f"backend=pynq needs the pynq package on a PYNQ board: pynq {pynq.__version__} is "
+                f"installed here but found no device (no Zynq FPGA manager: not a PYNQ board); "
+                f"to run the board emulation set {EMULATE_ENV}=1")
     return pynq
 
 

@@ -126,6 +126,8 @@ class EmulatedMemory:
         self.device = device
 
     def allocate(self, shape: Any, dtype: Any, cacheable: bool = True, **kwargs: Any) -> PynqBuffer:
+        """A zeroed buffer; `cacheable` is accepted as pynq's allocate takes it, but every buffer
+        is modelled non-coherent (pynq flushes and invalidates them all: ``coherent=False``)."""
         dtype = np.dtype(dtype)
         nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
         board = self.device.board
@@ -139,7 +141,6 @@ class EmulatedMemory:
         buf.pointer = addr
         buf.return_to = self
         buf.freed = True
-        buf.cacheable_requested = bool(cacheable)
         self.device._host[addr] = host
         return buf
 

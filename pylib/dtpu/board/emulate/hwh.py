@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from dtpu.board import design
 from dtpu.hw.config import HwConfig, get_config

@@ -1,9 +1,11 @@
 """backend=pynq on the emulated PYNQ-Z2 (dtpu.board.emulate): the board transport's exact
 register and DMA sequence, run against the golden model behind emulated AXI DMAs.
 
-The board code does not know it is emulated: a fake `pynq` on sys.modules, an emulated overlay
-(.bit placeholder + .hwh of the hw/overlays design). A whole zoo model through the delegate must
-equal the CPU interpreter bit for bit, with the same cycles as backend=model.
+The board code does not know it is emulated: the real `pynq` package, whose active device is the
+emulated board (dtpu.board.emulate.device), and an emulated overlay (.bit with placeholder
+configuration data + .hwh of the hw/overlays design) that pynq.Overlay parses and downloads. A
+whole zoo model through the delegate must equal the CPU interpreter bit for bit, with the same
+cycles as backend=model. Without pynq installed (the LiteRT venv) the emulated-board tests skip.
 """
 from __future__ import annotations
 
@@ -26,13 +28,15 @@ ROOT = Path(__file__).resolve().parents[1]
 MODEL = ROOT / "tests" / "models" / "zoo" / "mobilenet_like__int8.tflite"
 
 
+PYNQ_MISSING = "the board emulation runs the pynq package, not installed here (pip install pynq)"
+
+
 @pytest.fixture(scope="module")
 def emu(tmp_path_factory):
-    """The pynq emulation for this module; removed from sys.modules afterwards."""
+    """The emulated board as pynq's active device for this module; deactivated afterwards."""
+    pytest.importorskip("pynq", reason=PYNQ_MISSING)
     from dtpu.board import emulate
 
-    if "pynq" in sys.modules and not emulate.installed():
-        pytest.skip("a real pynq is imported: the emulation cannot be installed")
     saved = os.environ.get("DTPU_BITSTREAM")
     bit = emulate.install(tmp_path_factory.mktemp("overlay"))
     yield bit
@@ -75,12 +79,28 @@ def test_overlay_gives_named_drivers_bound_by_vlnv(emu):
     from dtpu.board import ip, load_overlay
     from dtpu.board.design import ADDRESS_MAP, DTPU_VLNV
 
+    import pynq
+    from pynq.lib.dma import DMA
+
+    from dtpu.board.emulate import current_board, device
+
     overlay = load_overlay(emu)
+    assert isinstance(overlay, pynq.Overlay) and overlay.is_loaded()
+    assert overlay.device is device.device() is pynq.Device.active_device
     assert overlay.ip_dict["dtpu"]["type"] == DTPU_VLNV
-    assert {n: (d["phys_addr"], d["addr_range"]) for n, d in overlay.ip_dict.items()} == ADDRESS_MAP
+    addressable = {n: (d["phys_addr"], d["addr_range"]) for n, d in overlay.ip_dict.items()
+                   if "phys_addr" in d}
+    assert addressable == ADDRESS_MAP
+    assert overlay.ip_dict["processing_system7_0"]["type"] == "xilinx.com:ip:processing_system7:5.5"
     dtpu = overlay.dtpu
     DtpuIP, XadcIP = ip.drivers()
     assert isinstance(dtpu, DtpuIP) and isinstance(overlay.xadc, XadcIP)
+    assert isinstance(dtpu, pynq.DefaultIP) and isinstance(dtpu.mmio, pynq.MMIO)
+    assert isinstance(overlay.dma_act, DMA) and isinstance(overlay.dma_wgt, DMA)
+    assert overlay.dma_wgt.recvchannel is None and overlay.dma_act.buffer_max_size == (1 << 26) - 1
+    # the download went through pynq's Clocks (FCLK0 in the emulated SLCR) and bit2bin
+    assert pynq.Clocks.fclk0_mhz == current_board().slcr.fclk_mhz(0) == 100.0
+    assert current_board().bitstream == overlay.bitfile_name and current_board().bitstream_bytes > 0
     assert dtpu.id == 0x44545055 and dtpu.version == (get_config().VERSION >> 16, get_config().VERSION & 0xFFFF)
     assert dtpu.hwcfg["COLS"] == 8 and dtpu.config().model_name == get_config().model_name
     assert dtpu.status == {"BUSY": 0, "DONE": 0, "ERROR": 0, "STATE": 0}
@@ -250,15 +270,32 @@ def test_integer_only_bitstream_claims_only_its_precisions(emu, dtpu_so, tfl, tm
     backend.close()
 
 
-def test_pynq_missing_is_a_clear_error():
+def _backend_error(block_pynq: bool, emulate: bool) -> str:
+    """stderr of creating a pynq backend in a fresh process (pynq made unimportable or not)."""
     env = {k: v for k, v in os.environ.items() if k not in ("DTPU_PYNQ_EMULATE", "DTPU_BITSTREAM")}
     env["PYTHONPATH"] = str(ROOT / "pylib")
-    code = "from dtpu.backends import get; get('pynq')({})"
+    if emulate:
+        env["DTPU_PYNQ_EMULATE"] = "1"
+    code = ("import sys; sys.modules['pynq'] = None\n" if block_pynq else "") + \
+        "from dtpu.backends import get; get('pynq')({})"
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode != 0
-    assert "backend=pynq needs the pynq package" in proc.stderr
-    assert "DTPU_PYNQ_EMULATE=1" in proc.stderr
+    return proc.stderr
+
+
+def test_pynq_missing_is_a_clear_error():
+    err = _backend_error(block_pynq=True, emulate=False)
+    assert "backend=pynq needs the pynq package" in err and "DTPU_PYNQ_EMULATE=1" in err
+    err = _backend_error(block_pynq=True, emulate=True)
+    assert "DTPU_PYNQ_EMULATE=1 runs the board emulation through the pynq package" in err
+    assert "pip install pynq" in err
+
+
+def test_pynq_without_a_board_is_a_clear_error():
+    pytest.importorskip("pynq", reason=PYNQ_MISSING)
+    err = _backend_error(block_pynq=False, emulate=False)
+    assert "is installed here but found no device" in err and "DTPU_PYNQ_EMULATE=1" in err
 
 
 # ------------------------------------------------------------------ a whole model, end to end
@@ -307,3 +344,81 @@ def test_zoo_model_through_the_delegate_on_the_emulated_board(emu, dtpu_so, tfl)
     assert set(p["temperature_c"]) == {"min", "avg", "max"}
     assert p["temperature_c"]["min"] <= p["temperature_c"]["avg"] <= p["temperature_c"]["max"]
     assert abs(p["voltages_v"]["vccint"] - 1.0) < 0.01 and "vccoddr_max" in p["voltages_v"]
+
+
+def test_pynq_allocate_buffers_are_not_coherent_with_the_emulated_ddr(emu):
+    """pynq.allocate gives pynq's own PynqBuffer; the DMAs see the emulated DDR, which only
+    flush (host -> DDR) and invalidate (DDR -> host) bring in step, as a cache would on the board;
+    freebuffer gives the region back."""
+    import pynq
+
+    from dtpu.board.emulate import current_board
+
+    ddr = current_board().ddr
+    buf = pynq.allocate((4,), dtype=np.uint64)
+    assert isinstance(buf, pynq.buffer.PynqBuffer) and buf.physical_address % 4096 == 0
+    assert buf[1:].physical_address == buf.physical_address + 8
+    buf[:] = [1, 2, 3, 4]
+    assert not ddr.read(buf.physical_address, 32).any()          # not flushed yet
+    buf[1:3].flush()
+    assert list(ddr.read(buf.physical_address, 32).view(np.uint64)) == [0, 2, 3, 0]
+    ddr.write(buf.physical_address, np.array([7, 8, 9, 10], dtype=np.uint64))
+    assert list(buf) == [1, 2, 3, 4]                               # stale until invalidated
+    buf.invalidate()
+    assert list(buf) == [7, 8, 9, 10]
+    addr = buf.physical_address
+    buf.freebuffer()
+    assert addr not in ddr
+
+
+def test_the_transport_streams_through_pynq_buffers_and_pynq_dma_channels(emu):
+    import pynq
+    from pynq.lib.dma import _SDMAChannel
+
+    spec, x, f, b = _node(6)
+    low = lower(spec, f, b)
+    _, t = _transport(emu)
+    run_jobs(t, low.load_jobs)
+    run_jobs(t, low.jobs(x))
+    assert all(isinstance(ch, _SDMAChannel) for ch in t._channel.values())
+    assert {s: type(buf) for s, buf in t._buf.items()} == dict.fromkeys(("wgt", "act", "res"),
+                                                                         pynq.buffer.PynqBuffer)
+    assert t._channel["res"].transferred > 0
+
+
+def test_dtpu_irq_through_pynq_interrupt_and_the_axi_intc(emu, tmp_path):
+    """The interrupts=True design (DTPU irq -> AXI INTC -> IRQ_F2P): pynq binds a pynq.Interrupt
+    to overlay.dtpu.irq, and its wait ends only once the core raises irq (CTRL.IRQ_EN with
+    STATUS.DONE); pynq's interrupt controller code then disables and acknowledges the input."""
+    import asyncio
+
+    import pynq
+
+    from dtpu.board import load_overlay
+    from dtpu.board.emulate import current_board, write_design
+    from dtpu.board.transport import PynqTransport
+
+    bit = write_design(tmp_path, interrupts=True)
+    overlay = load_overlay(bit)
+    assert isinstance(overlay.dtpu.irq, pynq.Interrupt)
+    assert overlay.interrupt_controllers["axi_intc_0"]["raw_irq"] == 61
+    t = PynqTransport(overlay, get_config(), timeout_s=0.2)
+    spec, x, f, b = _node(7)
+    low = lower(spec, f, b)
+    run_jobs(t, low.load_jobs)
+    run_jobs(t, low.jobs(x))
+    assert overlay.dtpu.status["DONE"] == 1
+    c = get_config()
+    board = current_board()
+
+    async def main():
+        waiter = asyncio.ensure_future(overlay.dtpu.irq.wait())
+        done, _ = await asyncio.wait([waiter], timeout=0.1)
+        assert not done, "irq fired with CTRL.IRQ_EN clear"
+        board.trace.clear()
+        overlay.dtpu.set_reg("CTRL", c.encode("CTRL", IRQ_EN=1))
+        await asyncio.wait_for(waiter, 5)
+
+    asyncio.run(main())
+    intc = [(a.op, a.offset, a.value) for a in board.trace if a.device == "axi_intc_0"]
+    assert intc == [("r", 0x04, 1), ("w", 0x14, 1), ("w", 0x0C, 1)]  # IPR, CIE, IAR

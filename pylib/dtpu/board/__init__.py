@@ -2,8 +2,9 @@
 
 ``pynq`` is never required to import this package: it is imported by :func:`import_pynq` when a
 board is actually used (``backend=pynq``). On a machine without a board, ``DTPU_PYNQ_EMULATE=1``
-makes :func:`import_pynq` install :mod:`dtpu.board.emulate`, a stand-in for the part of the pynq
-API the transport uses, backed by the golden model; the transport itself cannot tell.
+makes :func:`import_pynq` activate :mod:`dtpu.board.emulate`: an emulated PYNQ-Z2 (the golden
+model behind emulated AXI DMAs and XADC) as the active device of the real pynq package, which
+then runs its own Overlay, MMIO, allocate and DMA code; the transport itself cannot tell.
 
 Typical use on the board (Jupyter)::
 
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
+import warnings
 from pathlib import Path
 
 from dtpu.board.design import BITSTREAM_NAME, BOARD_OVERLAY_DIR, DTPU_VLNV
@@ -32,18 +33,33 @@ def emulation_requested() -> bool:
 
 
 def import_pynq():
-    """The pynq module: the real one on the board, the emulation when DTPU_PYNQ_EMULATE is set
-    (and no pynq was imported before), else a RuntimeError saying how to get either."""
-    if "pynq" not in sys.modules and emulation_requested():
-        from dtpu.board import emulate
-
-        emulate.install()
+    """The pynq module with a device to drive: on the board its own (the Zynq's FPGA manager);
+    with DTPU_PYNQ_EMULATE set, the emulated PYNQ-Z2 made pynq's active device
+    (:mod:`dtpu.board.emulate`); else a RuntimeError saying how to get either."""
     try:
         import pynq
     except ImportError as exc:
+        if emulation_requested():
+            raise RuntimeError(f"{EMULATE_ENV}=1 runs the board emulation through the pynq package, "
+                               f"which is not importable here ({exc}); install it with pip install "
+                               f"pynq \"numpy<2\" (the dtpu[board] extra)") from exc
         raise RuntimeError(
             f"backend=pynq needs the pynq package, which the PYNQ-Z2 image provides ({exc}); "
-            f"to run the board emulation on another machine set {EMULATE_ENV}=1") from exc
+            f"to run the board emulation on another machine set {EMULATE_ENV}=1 (with pynq "
+            f"installed: pip install pynq)") from exc
+    from dtpu.board import emulate
+
+    if emulation_requested() and not emulate.installed():
+        emulate.install()
+    if not emulate.installed():
+        with warnings.catch_warnings():  # pynq's "No devices found, is the XRT environment sourced?"
+            warnings.simplefilter("ignore")
+            devices = list(pynq.Device.devices)
+        if not devices:
+            raise RuntimeError(
+                f"backend=pynq needs the pynq package on a PYNQ board: pynq {pynq.__version__} is "
+                f"installed here but found no device (no Zynq FPGA manager: not a PYNQ board); "
+                f"to run the board emulation set {EMULATE_ENV}=1")
     return pynq
 
 
@@ -70,15 +86,54 @@ def check_bitstream(path: str | os.PathLike) -> Path:
 
 def load_overlay(bitstream: str | os.PathLike | None = None, download: bool = True):
     """``pynq.Overlay`` with the DTPU and XADC drivers registered, so ``overlay.dtpu`` is a
-    :class:`dtpu.board.ip.DtpuIP` and ``overlay.xadc`` a :class:`dtpu.board.ip.XadcIP`."""
+    :class:`dtpu.board.ip.DtpuIP` and ``overlay.xadc`` a :class:`dtpu.board.ip.XadcIP`.
+
+    The overlay is parsed first and downloaded after :func:`fill_clock_frequencies`: without
+    it pynq 4.0 cannot download a Zynq-7000 design."""
     pynq = import_pynq()
     from dtpu.board import ip
 
     ip.drivers(pynq)
     path = check_bitstream(bitstream if bitstream is not None else default_bitstream())
     log.info("loading overlay %s", path)
-    return pynq.Overlay(str(path), download=download)
+    overlay = pynq.Overlay(str(path), download=False)
+    fill_clock_frequencies(overlay)
+    if download:
+        overlay.download()
+    return overlay
+
+
+def fill_clock_frequencies(overlay) -> list[int]:
+    """Give the overlay's enabled PL clocks the frequency the design was built for where pynq's
+    metadata left it None; return the clock indices filled in.
+
+    pynq 4.0's metadata parser (pynqmetadata 0.2) reads a PL clock's frequency from the Zynq
+    UltraScale+ parameter only (``PSU__CRL_APB__PLn_REF_CTRL__ACT_FREQMHZ``), so for a
+    Zynq-7000 .hwh ``clock_dict[n]["frequency"]`` is None, and ``Overlay.download`` fails in
+    ``Clocks.set_pl_clk(n, clk_mhz=None)`` (TypeError). Vivado writes the Zynq-7000 figure as
+    ``PCW_ACT_FPGAn_PERIPHERAL_FREQMHZ`` (achieved) and ``PCW_FPGAn_PERIPHERAL_FREQMHZ``
+    (requested): the achieved one is used, else the requested one. pynq releases that fill the
+    frequency themselves are left alone."""
+    clocks = getattr(overlay, "clock_dict", None) or {}
+    ps = [d for d in overlay.ip_dict.values() if str(d.get("type", "")).startswith(
+        "xilinx.com:ip:processing_system7:")]
+    params = ps[0].get("parameters", {}) if ps else {}
+    filled = []
+    for index, clock in clocks.items():
+        if not clock.get("enable") or clock.get("frequency") is not None:
+            continue
+        for name in (f"PCW_ACT_FPGA{index}_PERIPHERAL_FREQMHZ", f"PCW_FPGA{index}_PERIPHERAL_FREQMHZ"):
+            if params.get(name) not in (None, ""):
+                clock["frequency"] = float(params[name])
+                filled.append(index)
+                log.debug("PL clock %s: %s MHz from %s", index, clock["frequency"], name)
+                break
+        else:
+            raise RuntimeError(f"overlay {overlay.bitfile_name}: PL clock {index} is enabled but "
+                               f"neither pynq's metadata nor the processing system's parameters "
+                               f"give its frequency")
+    return filled
 
 
 __all__ = ["BITSTREAM_ENV", "DTPU_VLNV", "EMULATE_ENV", "check_bitstream", "default_bitstream",
-           "emulation_requested", "import_pynq", "load_overlay"]
+           "emulation_requested", "fill_clock_frequencies", "import_pynq", "load_overlay"]

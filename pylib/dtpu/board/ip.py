@@ -2,8 +2,9 @@
 
 PYNQ instantiates the driver class registered for an IP's VLNV when ``overlay.<name>`` is first
 used; defining a ``DefaultIP`` subclass with ``bindto`` registers it. The classes are defined
-against whichever pynq :func:`dtpu.board.import_pynq` returns (the board's, or the emulation's),
-so importing this module needs pynq; :func:`drivers` gives the classes for a given pynq module.
+against the pynq :func:`dtpu.board.import_pynq` returns (on the board, or with the emulated
+board as its active device), so importing this module needs pynq and a device;
+:func:`drivers` gives the classes for a given pynq module.
 """
 from __future__ import annotations
 

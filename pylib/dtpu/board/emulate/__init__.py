@@ -1,23 +1,28 @@
-"""Board emulation for CI: a fake ``pynq`` over an emulated PYNQ-Z2 running the golden model.
+"""Board emulation for CI: the real ``pynq`` package over an emulated PYNQ-Z2 running the golden model.
 
-``install()`` puts modules named ``pynq``, ``pynq.lib`` and ``pynq.lib.dma`` on ``sys.modules``
-(:mod:`dtpu.board.emulate.fakepynq`), writes the emulated overlay (a placeholder .bit and the
+:func:`install` makes the emulated board pynq's active device
+(:class:`dtpu.board.emulate.device.EmulatedDevice`, a ``pynq.Device``), writes the emulated
+overlay (a .bit in the bitstream file format whose configuration data is a placeholder, and the
 .hwh of the hw/overlays design) and points ``$DTPU_BITSTREAM`` at it unless already set. From
-then on the board code runs unchanged: ``pynq.Overlay``, ``allocate``, MMIO and the AXI DMA
-channels are emulated at their register level (:mod:`dtpu.board.emulate.board`), and
-``BOARD.trace`` records the register and DMA sequence the real board would see.
+then on the board code runs unchanged through pynq: ``pynq.Overlay`` parses the .hwh and binds
+the drivers by VLNV, ``pynq.allocate`` hands out ``PynqBuffer`` objects in the emulated DDR,
+``pynq.MMIO`` and ``pynq.lib.dma.DMA`` drive the emulated registers
+(:mod:`dtpu.board.emulate.board`), and ``BOARD.trace`` records the register and DMA sequence
+the real board would see. :mod:`dtpu.board.emulate.device` says which parts are the real
+package and which stay hand-written (the device primitives the kernel and XRT provide on the
+board).
 
-What it does not emulate: timing (stalls, DMA bandwidth), caches, interrupts, scatter-gather
-DMA, and the XADC's sensors (its codes are synthetic, and a warning says so).
-``DTPU_PYNQ_EMULATE=1`` makes :func:`dtpu.board.import_pynq` call :func:`install`.
+What it does not emulate: timing (stalls, DMA bandwidth), interrupts (the design has none),
+scatter-gather DMA, and the XADC's sensors (its codes are synthetic, and a warning says so).
+``DTPU_PYNQ_EMULATE=1`` makes :func:`dtpu.board.import_pynq` call :func:`install`; pynq must
+be installed (``pip install pynq "numpy<2"``, the ``board`` and ``dev`` extras).
 """
 from __future__ import annotations
 
 import logging
 import os
-import sys
+import struct
 import tempfile
-import types
 from pathlib import Path
 
 from dtpu.board import BITSTREAM_ENV
@@ -28,53 +33,59 @@ from dtpu.hw.config import HwConfig, get_config
 log = logging.getLogger(__name__)
 
 PLACEHOLDER = b"DTPU BOARD EMULATION: not a bitstream. The .hwh beside it describes the emulated design.\n"
-_MODULES = ("pynq", "pynq.lib", "pynq.lib.dma")
-_installed: dict[str, types.ModuleType] = {}
+PART = "7z020clg400"
 _design_dir: list[Path] = []
+_warned: list[bool] = []
 
 
-def write_design(directory: str | os.PathLike, cfg: HwConfig | None = None) -> Path:
-    """Write <directory>/dtpu_pynqz2.bit (a placeholder) and .hwh; return the .bit path."""
+def bit_file(data: bytes, design: str = BITSTREAM_NAME, part: str = PART) -> bytes:
+    """`data` in Xilinx's .bit container (the header fields pynq's ``parse_bit_header`` reads:
+    design, part, date, time, then the configuration data), padded to 32-bit words."""
+    data = bytes(data) + b"\0" * (-len(data) % 4)
+
+    def field(key: bytes, text: str) -> bytes:
+        raw = text.encode("ascii") + b"\0"
+        return key + struct.pack(">H", len(raw)) + raw
+
+    return (struct.pack(">H", 9) + bytes.fromhex("0ff00ff00ff00ff000") + struct.pack(">H", 1)
+            + field(b"a", f"{design};UserID=0XFFFFFFFF;Version=emulated")
+            + field(b"b", part) + field(b"c", "2026/01/01") + field(b"d", "00:00:00")
+            + b"e" + struct.pack(">I", len(data)) + data)
+
+
+def write_design(directory: str | os.PathLike, cfg: HwConfig | None = None,
+                 interrupts: bool = False) -> Path:
+    """Write <directory>/dtpu_pynqz2.bit (placeholder configuration data) and .hwh; return
+    the .bit path. ``interrupts``: the variant with the DTPU's irq wired to the PS through an
+    AXI interrupt controller (:func:`dtpu.board.emulate.hwh.write_hwh`)."""
     from dtpu.board.emulate.hwh import write_hwh
 
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     bit = d / f"{BITSTREAM_NAME}.bit"
-    bit.write_bytes(PLACEHOLDER)
+    bit.write_bytes(bit_file(PLACEHOLDER))
     write_hwh(bit.with_suffix(".hwh"), cfg or get_config(),
-              note="written by dtpu.board.emulate for the board emulation, not by Vivado")
+              note="written by dtpu.board.emulate for the board emulation, not by Vivado",
+              interrupts=interrupts)
     return bit
 
 
-def _modules() -> dict[str, types.ModuleType]:
-    from dtpu.board.emulate import fakepynq
-
-    pynq = types.ModuleType("pynq", fakepynq.__doc__)
-    lib = types.ModuleType("pynq.lib")
-    dma = types.ModuleType("pynq.lib.dma")
-    for name in ("Overlay", "allocate", "MMIO", "DefaultIP", "PynqBuffer", "__version__", "EMULATED"):
-        setattr(pynq, name, getattr(fakepynq, name))
-    dma.DMA = fakepynq.DMA
-    lib.DMA = fakepynq.DMA
-    lib.dma = dma
-    pynq.lib = lib
-    pynq.__path__ = []
-    lib.__path__ = []
-    return {"pynq": pynq, "pynq.lib": lib, "pynq.lib.dma": dma}
-
-
 def install(directory: str | os.PathLike | None = None) -> Path:
-    """Make ``import pynq`` the emulation (idempotent); return the emulated overlay's .bit."""
-    if not _installed:
-        present = [m for m in _MODULES if m in sys.modules]
-        if present:
-            raise RuntimeError(f"cannot emulate pynq: {', '.join(present)} already imported "
-                               f"(a real pynq, or another fake)")
-        _installed.update(_modules())
-        log.warning("pynq emulation installed: the DTPU board is the golden model, the XADC "
-                    "readings are synthetic")
-    for name, module in _installed.items():
-        sys.modules[name] = module
+    """Make the emulated PYNQ-Z2 pynq's active device (idempotent); return the emulated
+    overlay's .bit. RuntimeError if pynq cannot be imported."""
+    try:
+        import pynq  # noqa: F401
+    except ImportError as exc:
+        raise RuntimeError(f"the board emulation runs the pynq package, which is not importable "
+                           f"here ({exc}); install it with pip install pynq \"numpy<2\" (the "
+                           f"dtpu[board] extra)") from exc
+    from dtpu.board.emulate import device
+
+    device.activate()
+    if not _warned:
+        _warned.append(True)
+        log.warning("pynq emulation: the active pynq device is an emulated PYNQ-Z2; its DTPU is "
+                    "the golden model, its XADC readings are synthetic")
     if directory is not None or not _design_dir:
         d = Path(directory) if directory is not None else Path(tempfile.mkdtemp(prefix="dtpu-emu-"))
         _design_dir[:] = [d]
@@ -86,14 +97,20 @@ def install(directory: str | os.PathLike | None = None) -> Path:
 
 
 def uninstall() -> None:
-    """Remove the fake modules from sys.modules (the emulated board keeps its state)."""
-    for name, module in _installed.items():
-        if sys.modules.get(name) is module:
-            del sys.modules[name]
+    """Stop using the emulated board as pynq's active device (the board keeps its state)."""
+    if installed():
+        from dtpu.board.emulate import device
+
+        device.deactivate()
 
 
 def installed() -> bool:
-    return bool(_installed) and sys.modules.get("pynq") is _installed["pynq"]
+    """Whether pynq's active device is the emulated board."""
+    import sys
+
+    if "dtpu.board.emulate.device" not in sys.modules:
+        return False
+    return sys.modules["dtpu.board.emulate.device"].active()
 
 
 def current_board() -> Board:
@@ -101,5 +118,5 @@ def current_board() -> Board:
     return BOARD
 
 
-__all__ = ["Access", "BOARD", "Board", "PLACEHOLDER", "current_board", "install", "installed",
-           "uninstall", "write_design"]
+__all__ = ["Access", "BOARD", "Board", "PART", "PLACEHOLDER", "bit_file", "current_board",
+           "install", "installed", "uninstall", "write_design"]

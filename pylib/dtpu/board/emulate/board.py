@@ -1,12 +1,16 @@
-"""The emulated PYNQ-Z2: a physical address space with DDR buffers and the overlay's devices.
+"""The emulated PYNQ-Z2: a physical address space with DDR regions, the PS's clock registers and
+the overlay's devices.
 
 Devices answer 32-bit reads and writes at their base address, exactly where the block design
-puts them. The AXI DMAs are emulated at their register level (PG021 simple mode: DMACR, DMASR,
-address, LENGTH per channel), so the pynq driver code (or ours) writes the same registers it
-writes on the board. A DMA moves words between DDR (the buffers ``allocate`` made) and the
-DTPU's streams; the DTPU device is the golden model behind :class:`~dtpu.driver.ModelTransport`
-(the RTL simulation can stand behind the same five-method interface later). Every access and
-every DMA start/finish is appended to :attr:`Board.trace`.
+puts them; pynq reaches them through :class:`dtpu.board.emulate.device.EmulatedDevice`
+(``MMIO`` maps a :class:`~dtpu.board.emulate.device.RegisterWindow`). The AXI DMAs are emulated
+at their register level (PG021 simple mode: DMACR, DMASR, address, LENGTH per channel), so
+``pynq.lib.dma.DMA`` writes the same registers it writes on the board. A DMA moves words
+between DDR (the regions ``pynq.allocate`` got, as the device side of the buffers: what the
+host wrote reaches them on ``flush``) and the DTPU's streams; the DTPU device is the golden
+model behind :class:`~dtpu.driver.ModelTransport` (the RTL simulation can stand behind the same
+five-method interface later). The SLCR's PLL and FPGA clock registers answer pynq's ``Clocks``.
+Every access and every DMA start/finish is appended to :attr:`Board.trace`.
 
 Timing is not emulated: a DMA moves a whole transfer when its LENGTH is written, and the model
 runs a job as soon as its words are there. What is emulated is the order and the handshakes: an
@@ -46,18 +50,22 @@ class Access:
 
 
 class Ddr:
-    """Physically contiguous buffers by address (what pynq.allocate hands out)."""
+    """The PS DDR the DMAs see: physically contiguous regions by address (what
+    ``pynq.allocate`` hands out), each its own bytes, apart from the host's view of the buffer
+    (the device copies between the two on ``flush``/``invalidate``)."""
 
     def __init__(self) -> None:
         self._starts: list[int] = []
         self._bufs: dict[int, np.ndarray] = {}
         self._next = DDR_BASE
 
-    def add(self, array: np.ndarray) -> int:
+    def alloc(self, nbytes: int) -> int:
+        """A zeroed region of `nbytes` (page-aligned, as CMA allocations are); its address."""
         addr = self._next
-        self._next += -(-max(array.nbytes, 1) // 4096) * 4096
+        size = -(-max(int(nbytes), 1) // 4096) * 4096
+        self._next += size
         bisect.insort(self._starts, addr)
-        self._bufs[addr] = array
+        self._bufs[addr] = np.zeros(size, dtype=np.uint8)
         return addr
 
     def remove(self, addr: int) -> None:
@@ -65,17 +73,33 @@ class Ddr:
             del self._bufs[addr]
             self._starts.remove(addr)
 
+    def __contains__(self, addr: int) -> bool:
+        return addr in self._bufs
+
     def view(self, addr: int, nbytes: int) -> np.ndarray | None:
-        """Bytes [addr, addr+nbytes) as a writable uint8 view, None if not inside one buffer."""
+        """Bytes [addr, addr+nbytes) as a writable uint8 view, None if not inside one region."""
         i = bisect.bisect_right(self._starts, addr) - 1
         if i < 0:
             return None
         start = self._starts[i]
-        raw = self._bufs[start].reshape(-1).view(np.uint8)
+        raw = self._bufs[start]
         off = addr - start
         if off + nbytes > raw.size:
             return None
         return raw[off:off + nbytes]
+
+    def _checked(self, addr: int, nbytes: int) -> np.ndarray:
+        view = self.view(addr, nbytes)
+        if view is None:
+            raise RuntimeError(f"{nbytes} bytes at {addr:#x} are not inside one allocated region")
+        return view
+
+    def read(self, addr: int, nbytes: int) -> np.ndarray:
+        return self._checked(addr, nbytes).copy()
+
+    def write(self, addr: int, data: np.ndarray) -> None:
+        data = np.asarray(data).reshape(-1).view(np.uint8)
+        self._checked(addr, data.size)[:] = data
 
 
 class Device:
@@ -114,6 +138,14 @@ class DtpuDevice(Device):
 
     def write(self, offset: int, value: int) -> None:
         self.core.write_reg(offset, value)
+
+    @property
+    def irq(self) -> bool:
+        """The ``irq`` output: CTRL.IRQ_EN and STATUS.DONE (contract: level while DONE)."""
+        c = self.cfg
+        core = self.core.core
+        return bool(core.regs[c.REG_CTRL] & c.reg("CTRL").field("IRQ_EN").mask
+                    and self.read(self._status) & self._done)
 
     # stream side, for the DMAs
     def accept(self, stream: str, words: np.ndarray) -> None:
@@ -295,8 +327,96 @@ class XadcDevice(Device):
         return 0
 
 
+class AxiIntcDevice(Device):
+    """AXI Interrupt Controller 4.1 (PG099) with its inputs level-sensitive: input 0 is the
+    DTPU's ``irq`` (the only interrupt of the ``interrupts=True`` design). Registers: ISR,
+    IPR, IER, IAR (write 1 to acknowledge), SIE, CIE, MER; ``irq`` out = MER.ME and MER.HIE and
+    any enabled pending input."""
+
+    ISR, IPR, IER, IAR, SIE, CIE, IVR, MER = 0x00, 0x04, 0x08, 0x0C, 0x10, 0x14, 0x18, 0x1C
+
+    def __init__(self, board: "Board", name: str, params: dict[str, str]) -> None:
+        super().__init__(board, name, params)
+        self.isr = self.ier = self.mer = 0
+
+    def _inputs(self) -> int:
+        dtpu = self.board.dtpu
+        return int(dtpu is not None and dtpu.irq)
+
+    def tick(self) -> None:
+        self.isr |= self._inputs()   # level inputs latch while high
+
+    def read(self, offset: int) -> int:
+        self.tick()
+        if offset == self.ISR:
+            return self.isr
+        if offset == self.IPR:
+            return self.isr & self.ier
+        if offset == self.IER:
+            return self.ier
+        if offset == self.MER:
+            return self.mer
+        if offset == self.IVR:
+            pending = self.isr & self.ier
+            return (pending & -pending).bit_length() - 1 if pending else 0xFFFFFFFF
+        return 0
+
+    def write(self, offset: int, value: int) -> None:
+        if offset == self.IAR:
+            self.isr &= ~value
+        elif offset == self.IER:
+            self.ier = value & 1
+        elif offset == self.SIE:
+            self.ier |= value & 1
+        elif offset == self.CIE:
+            self.ier &= ~value
+        elif offset == self.MER:
+            self.mer = value & 3
+        self.tick()
+
+    @property
+    def irq(self) -> bool:
+        return self.mer == 3 and bool(self.isr & self.ier)
+
+
+class Slcr(Device):
+    """The PS's System Level Control Registers that pynq's ``Clocks`` uses (UG585 ch. 25):
+    the PLL and clock controls, at the PYNQ-Z2 image's boot values (PS_CLK 50 MHz; ARM PLL
+    1300 MHz, CPU 650 MHz; DDR PLL 1050 MHz; IO PLL 1000 MHz; FCLK0 = IO PLL / 5 / 2 = 100 MHz).
+    Other SLCR registers read as 0 and ignore writes."""
+
+    BASE, RANGE = 0xF800_0000, 0x1000
+    PS_CLK_MHZ = 50.0
+    RESET = {0x100: 26 << 12,                   # ARM_PLL_CTRL: PLL_FDIV
+             0x104: 21 << 12,                   # DDR_PLL_CTRL
+             0x108: 20 << 12,                   # IO_PLL_CTRL
+             0x120: 2 << 8 | 0 << 4,            # ARM_CLK_CTRL: DIVISOR 2, SRCSEL ARM PLL
+             0x170: 2 << 20 | 5 << 8 | 0 << 4,  # FPGA0_CLK_CTRL: DIVISOR1 2, DIVISOR0 5, IO PLL
+             0x180: 1 << 20 | 20 << 8,          # FPGA1..3: 50 MHz, not used by the design
+             0x190: 1 << 20 | 20 << 8,
+             0x1A0: 1 << 20 | 20 << 8}
+    _PLLS = (0x108, 0x108, 0x100, 0x104)        # FPGAn_CLK_CTRL.SRCSEL -> PLL register
+
+    def __init__(self, board: "Board") -> None:
+        super().__init__(board, "ps7_slcr", {})
+        self.regs = dict(self.RESET)
+
+    def read(self, offset: int) -> int:
+        return self.regs.get(offset, 0)
+
+    def write(self, offset: int, value: int) -> None:
+        if offset in self.regs:
+            self.regs[offset] = value
+
+    def fclk_mhz(self, index: int) -> float:
+        """FCLKn as the registers set it."""
+        ctrl = self.regs[0x170 + 0x10 * index]
+        pll = self.PS_CLK_MHZ * (self.regs[self._PLLS[ctrl >> 4 & 3]] >> 12 & 0x7F)
+        return pll / max(1, ctrl >> 8 & 0x3F) / max(1, ctrl >> 20 & 0x3F)
+
+
 DEVICES = {design.DTPU_VLNV: DtpuDevice, design.VLNV["dma"]: AxiDmaDevice,
-           design.VLNV["xadc"]: XadcDevice}
+           design.VLNV["xadc"]: XadcDevice, "xilinx.com:ip:axi_intc:4.1": AxiIntcDevice}
 
 
 class Board:
@@ -311,14 +431,19 @@ class Board:
         self.devices: dict[str, Device] = {}
         self.dtpu: DtpuDevice | None = None
         self.bitstream: str | None = None
+        self.bitstream_bytes = 0
+        self.slcr = Slcr(self)
+        #: called after every bus transaction while the PS's fabric interrupt line is high
+        self.irq_listeners: list[Any] = []
 
-    def program(self, ips: dict[str, dict[str, Any]], bitstream: str) -> None:
-        """Instantiate the devices of an overlay (a fresh PL: memories and registers reset)."""
+    def program(self, ips: dict[str, dict[str, Any]], bitstream: str, data: bytes = b"") -> None:
+        """Instantiate the devices of an overlay (a fresh PL: memories and registers reset);
+        `data` is the configuration data the FPGA manager would get (only its size is kept)."""
         with self.lock:
             self._map, self.devices, self.dtpu = [], {}, None
             for name, desc in ips.items():
-                cls = DEVICES.get(desc["type"])
-                if cls is None:
+                cls = DEVICES.get(desc.get("type"))
+                if cls is None or desc.get("phys_addr") is None:
                     continue
                 dev = cls(self, name, desc.get("parameters", {}))
                 self.devices[name] = dev
@@ -328,8 +453,11 @@ class Board:
             self._map.sort(key=lambda e: e[0])
             self.trace.clear()
             self.bitstream = bitstream
+            self.bitstream_bytes = len(data)
 
     def _find(self, addr: int) -> tuple[Device, int]:
+        if Slcr.BASE <= addr < Slcr.BASE + Slcr.RANGE:
+            return self.slcr, addr - Slcr.BASE
         for base, size, dev in self._map:
             if base <= addr < base + size:
                 return dev, addr - base
@@ -360,9 +488,22 @@ class Board:
     def _tick(self) -> None:
         for dev in self.devices.values():
             dev.tick()
+        if self.irq_listeners and self.irq_f2p():
+            for listener in list(self.irq_listeners):
+                listener()
+
+    def irq_f2p(self) -> bool:
+        """The PS's fabric interrupt line (IRQ_F2P[0]): an interrupt controller's output."""
+        with self.lock:
+            for dev in self.devices.values():
+                if isinstance(dev, AxiIntcDevice):
+                    dev.tick()
+                    if dev.irq:
+                        return True
+            return False
 
 
 BOARD = Board()
 
-__all__ = ["Access", "AxiDmaDevice", "BOARD", "Board", "Ddr", "DtpuDevice", "XadcDevice",
+__all__ = ["Access", "AxiDmaDevice", "AxiIntcDevice", "BOARD", "Board", "Ddr", "DtpuDevice", "Slcr", "XadcDevice",
            "config_from_params"]

@@ -1,10 +1,25 @@
-"""The subset of Vivado's hardware handoff (.hwh) that PYNQ reads to build ``ip_dict``.
+"""The hardware handoff (.hwh) of the emulated design, in the shape Vivado writes it.
 
-A .hwh is XML: ``MODULES/MODULE`` elements carry an ``INSTANCE`` name, a ``VLNV`` and
-``PARAMETERS``; the processing system's ``MEMORYMAP/MEMRANGE`` elements give each slave's
-address range. :func:`write_hwh` writes such a file for the emulated design (the same names and
-addresses as hw/overlays builds); :func:`parse_hwh` reads that subset from any .hwh, so the
-emulation also accepts the file Vivado writes for the real overlay.
+A .hwh is XML: ``MODULES/MODULE`` elements carry an ``INSTANCE`` name, a ``VLNV``,
+``PARAMETERS``, ``PORTS`` (with their ``CONNECTIONS``) and ``BUSINTERFACES`` (logical to
+physical ``PORTMAPS``); the processing system's ``MEMORYMAP/MEMRANGE`` elements give each
+slave's address range behind ``M_AXI_GP0``. :func:`write_hwh` writes that for the emulated
+design (the names, addresses and parameters hw/overlays builds), complete enough for the real
+``pynq`` to parse it (``pynqmetadata``'s HWH frontend, which needs every bus interface's
+physical ports and every connection's far end): ``pynq.Overlay`` builds its ``ip_dict``,
+``clock_dict`` and driver bindings from it exactly as from Vivado's file.
+
+What the file leaves out, because nothing in pynq reads it for this design: the AXI
+interconnect and SmartConnect (pynq takes addresses from the PS's memory map, not from the
+interconnect), the DMAs' memory-side AXI masters, and the DDR/FIXED_IO pins. The DTPU's
+``irq`` and the DMAs' interrupt outputs are ports without connections, as in the block design
+(build.tcl: "the driver polls"). ``interrupts=True`` writes a variant the TCL does not build
+yet: the DTPU's ``irq`` into an AXI interrupt controller (:data:`INTC`, the way PYNQ takes
+fabric interrupts) whose output drives the PS's ``IRQ_F2P``, so that pynq creates
+``overlay.dtpu.irq`` as a ``pynq.Interrupt``.
+
+:func:`parse_hwh` reads the addressable subset (instance, VLNV, address, parameters) from any
+.hwh without pynq: the overlay tests use it where pynq is not installed.
 """
 from __future__ import annotations
 
@@ -15,48 +30,210 @@ from typing import Any
 from dtpu.board import design
 from dtpu.hw.config import HwConfig, get_config
 
+AXIMM = "xilinx.com:interface:aximm:1.0"
+AXIS = "xilinx.com:interface:axis:1.0"
 
-def _params(module: ET.Element, values: dict[str, Any]) -> None:
-    params = ET.SubElement(module, "PARAMETERS")
-    for name, value in values.items():
-        ET.SubElement(params, "PARAMETER", NAME=name, VALUE=str(value))
+#: the AXI4-Lite slave interface of each addressable instance (hw/overlays/config.tcl ADDRESS_MAP)
+SLAVE_INTERFACE = {design.DMA_WGT: "S_AXI_LITE", design.DMA_ACT: "S_AXI_LITE",
+                   design.DTPU: "s_axil", design.XADC: "s_axi_lite"}
+
+#: the interrupt controller of the ``interrupts=True`` variant: instance, VLNV, (base, range)
+INTC = "axi_intc_0"
+INTC_VLNV = "xilinx.com:ip:axi_intc:4.1"
+INTC_ADDRESS = (0x4180_0000, 0x1_0000)
+
+#: Zynq-7000 PS clocks on the PYNQ-Z2: 50 MHz PS_CLK, IO PLL x20 = 1000 MHz, FCLK0 = IO PLL / 5 / 2
+PS_CLK_MHZ = 50
+IO_PLL_MULT = 20
+FCLK0_DIVISORS = (5, 2)
+
+# AXI4-Lite and AXI4-Stream signals: logical name -> (direction at the slave, width or None)
+_AXIL_SLAVE = {
+    "AWADDR": ("I", "addr"), "AWPROT": ("I", 3), "AWVALID": ("I", None), "AWREADY": ("O", None),
+    "WDATA": ("I", 32), "WSTRB": ("I", 4), "WVALID": ("I", None), "WREADY": ("O", None),
+    "BRESP": ("O", 2), "BVALID": ("O", None), "BREADY": ("I", None),
+    "ARADDR": ("I", "addr"), "ARPROT": ("I", 3), "ARVALID": ("I", None), "ARREADY": ("O", None),
+    "RDATA": ("O", 32), "RRESP": ("O", 2), "RVALID": ("O", None), "RREADY": ("I", None),
+}
+_AXIS_SLAVE = {"TDATA": ("I", "data"), "TVALID": ("I", None), "TREADY": ("O", None),
+               "TLAST": ("I", None)}
+_FLIP = {"I": "O", "O": "I"}
 
 
-def write_hwh(path: str | Path, cfg: HwConfig | None = None, note: str = "") -> Path:
-    """Write the emulated design's .hwh for the DTPU build `cfg`."""
+class _Module:
+    """One MODULE element being built: ports by physical name, bus interfaces."""
+
+    def __init__(self, parent: ET.Element, instance: str, vlnv: str, modtype: str,
+                 params: dict[str, Any], **attrs: str) -> None:
+        self.instance = instance
+        self.el = ET.SubElement(parent, "MODULE", FULLNAME=f"/{instance}", INSTANCE=instance,
+                                IPTYPE="PERIPHERAL", IS_ENABLE="1", MODTYPE=modtype, VLNV=vlnv,
+                                **attrs)
+        ps = ET.SubElement(self.el, "PARAMETERS")
+        for name, value in params.items():
+            ET.SubElement(ps, "PARAMETER", NAME=name, VALUE=str(value))
+        self.ports_el = ET.SubElement(self.el, "PORTS")
+        self.bus_el = ET.SubElement(self.el, "BUSINTERFACES")
+        self.ports: dict[str, ET.Element] = {}
+
+    def port(self, name: str, direction: str, width: int | None = None, sigis: str = "undef") -> str:
+        attrs = {"DIR": direction, "NAME": name, "SIGIS": sigis}
+        if width is not None and width > 1:
+            attrs.update(LEFT=str(width - 1), RIGHT="0")
+        self.ports[name] = ET.SubElement(self.ports_el, "PORT", **attrs)
+        return name
+
+    def bus(self, name: str, kind: str, mode: str, signals: dict[str, tuple[str, Any]],
+            physical: str, widths: dict[str, int]) -> dict[str, str]:
+        """A bus interface over new ports ``physical.format(logical)``; mode MASTER flips the
+        slave-side directions. Returns logical -> physical port name."""
+        b = ET.SubElement(self.bus_el, "BUSINTERFACE", BUSNAME=f"{self.instance}_{name}",
+                          NAME=name, TYPE=mode, VLNV=kind)
+        maps = ET.SubElement(b, "PORTMAPS")
+        names = {}
+        for logical, (direction, width) in signals.items():
+            width = widths.get(width, width) if isinstance(width, str) else width
+            d = direction if mode == "SLAVE" else _FLIP[direction]
+            phys = self.port(physical.format(logical.lower()), d, width)
+            attrs = {"LOGICAL": logical, "PHYSICAL": phys}
+            if width is not None and width > 1:
+                attrs.update(LEFT=str(width - 1), RIGHT="0")
+            ET.SubElement(maps, "PORTMAP", **attrs)
+            names[logical] = phys
+        return names
+
+
+def _connect(a: _Module, a_port: str, b: _Module, b_port: str) -> None:
+    for src, sp, dst, dp in ((a, a_port, b, b_port), (b, b_port, a, a_port)):
+        el = src.ports[sp]
+        cons = el.find("CONNECTIONS")
+        if cons is None:
+            cons = ET.SubElement(el, "CONNECTIONS")
+            el.set("SIGNAME", f"{a.instance}_{a_port}")
+        ET.SubElement(cons, "CONNECTION", INSTANCE=dst.instance, PORT=dp)
+
+
+def _ps7_params(interrupts: bool) -> dict[str, Any]:
+    p: dict[str, Any] = {"PCW_CRYSTAL_PERIPHERAL_FREQMHZ": PS_CLK_MHZ,
+                         "PCW_IOPLL_CTRL_FBDIV": IO_PLL_MULT,
+                         "PCW_USE_M_AXI_GP0": 1, "PCW_USE_S_AXI_HP0": 1,
+                         "PCW_S_AXI_HP0_DATA_WIDTH": design.DMA_DATA_WIDTH,
+                         "PCW_USE_FABRIC_INTERRUPT": int(interrupts),
+                         "PCW_IRQ_F2P_INTR": int(interrupts)}
+    for i in range(4):
+        on = i == 0
+        p[f"PCW_FPGA_FCLK{i}_ENABLE"] = int(on)
+        p[f"PCW_FCLK{i}_PERIPHERAL_CLKSRC"] = "IO PLL"
+        p[f"PCW_FCLK{i}_PERIPHERAL_DIVISOR0"] = FCLK0_DIVISORS[0] if on else 1
+        p[f"PCW_FCLK{i}_PERIPHERAL_DIVISOR1"] = FCLK0_DIVISORS[1] if on else 1
+        p[f"PCW_FPGA{i}_PERIPHERAL_FREQMHZ"] = design.FCLK_MHZ if on else 50
+        p[f"PCW_ACT_FPGA{i}_PERIPHERAL_FREQMHZ"] = f"{design.FCLK_MHZ if on else 10:.6f}"
+    return p
+
+
+def _stream(m: _Module, name: str, mode: str, prefix: str) -> dict[str, str]:
+    return m.bus(name, AXIS, mode, _AXIS_SLAVE, prefix + "_{}", {"data": design.DMA_DATA_WIDTH})
+
+
+def write_hwh(path: str | Path, cfg: HwConfig | None = None, note: str = "",
+              interrupts: bool = False) -> Path:
+    """Write the emulated design's .hwh for the DTPU build `cfg` (with ``interrupts``, the
+    variant whose DTPU ``irq`` reaches the PS through :data:`INTC`)."""
     cfg = cfg or get_config()
     root = ET.Element("EDKSYSTEM", EDWVERSION="1.2", VIVADOVERSION="emulated")
     if note:
         root.append(ET.Comment(f" {note} "))
     ET.SubElement(root, "SYSTEMINFO", ARCH="zynq", BOARD="tul.com.tw:pynq-z2:part0:1.0",
                   DEVICE="7z020", NAME=design.BITSTREAM_NAME, PACKAGE="clg400", SPEEDGRADE="-1")
+    ET.SubElement(root, "EXTERNALPORTS")
+    ET.SubElement(root, "EXTERNALINTERFACES")
     modules = ET.SubElement(root, "MODULES")
-    ps7 = ET.SubElement(modules, "MODULE", FULLNAME=f"/{design.PS7}", INSTANCE=design.PS7,
-                        MODTYPE="processing_system7", VLNV=design.VLNV["ps7"])
-    _params(ps7, {"PCW_FPGA0_PERIPHERAL_FREQMHZ": design.FCLK_MHZ})
-    memmap = ET.SubElement(ps7, "MEMORYMAP")
-    for name, (base, size) in design.ADDRESS_MAP.items():
+
+    ps7 = _Module(modules, design.PS7, design.VLNV["ps7"], "processing_system7",
+                  _ps7_params(interrupts), MODCLASS="PROCESSOR")
+    fclk = ps7.port("FCLK_CLK0", "O", sigis="clk")
+    ps7.port("FCLK_RESET0_N", "O", sigis="rst")
+    ps7.port("M_AXI_GP0_ACLK", "I", sigis="clk")
+    ps7.bus("M_AXI_GP0", AXIMM, "MASTER", _AXIL_SLAVE, "M_AXI_GP0_{}", {"addr": 32})
+    memmap = ET.SubElement(ps7.el, "MEMORYMAP")
+    slaves = {n: (a, SLAVE_INTERFACE[n]) for n, a in design.ADDRESS_MAP.items()}
+    if interrupts:
+        slaves[INTC] = (INTC_ADDRESS, "s_axi")
+    for name, ((base, size), busif) in slaves.items():
         ET.SubElement(memmap, "MEMRANGE", ADDRESSBLOCK="Reg", BASENAME="C_BASEADDR",
                       BASEVALUE=f"0x{base:08X}", HIGHNAME="C_HIGHADDR",
                       HIGHVALUE=f"0x{base + size - 1:08X}", INSTANCE=name, IS_DATA="TRUE",
-                      MASTERBUSINTERFACE="M_AXI_GP0", MEMTYPE="REGISTER")
-    dtpu = ET.SubElement(modules, "MODULE", FULLNAME=f"/{design.DTPU}", INSTANCE=design.DTPU,
-                         MODTYPE=design.TOP, VLNV=design.DTPU_VLNV)
-    _params(dtpu, {"ROWS": cfg.ROWS, "COLS": cfg.COLS, "LOG_WEIGHT_WORDS": cfg.LOG_WEIGHT_WORDS,
-                   "LOG_PARAM_ENTRIES": cfg.LOG_PARAM_ENTRIES, "LOG_ACT_WORDS": cfg.LOG_ACT_WORDS,
-                   "PREC_EN": f"0x{cfg.prec_enable_mask:04X}", "AXIL_ADDR_WIDTH": cfg.AXIL_ADDR_WIDTH})
+                      IS_INSTRUCTION="TRUE", MASTERBUSINTERFACE="M_AXI_GP0", MEMTYPE="REGISTER",
+                      SLAVEBUSINTERFACE=busif)
+
+    dtpu = _Module(modules, design.DTPU, design.DTPU_VLNV, design.TOP, {
+        "ROWS": cfg.ROWS, "COLS": cfg.COLS, "LOG_WEIGHT_WORDS": cfg.LOG_WEIGHT_WORDS,
+        "LOG_PARAM_ENTRIES": cfg.LOG_PARAM_ENTRIES, "LOG_ACT_WORDS": cfg.LOG_ACT_WORDS,
+        "PREC_EN": f"0x{cfg.prec_enable_mask:04X}", "AXIL_ADDR_WIDTH": cfg.AXIL_ADDR_WIDTH,
+        "Component_Name": f"{design.BITSTREAM_NAME}_{design.DTPU}_0"})
+    dtpu.port(design.CLOCK_PORT, "I", sigis="clk")
+    dtpu.port(design.RESET_PORT, "I", sigis="rst")
+    dtpu.bus("s_axil", AXIMM, "SLAVE", _AXIL_SLAVE, "s_axil_{}", {"addr": cfg.AXIL_ADDR_WIDTH})
+    dtpu_streams = {}
+    for busif, (kind, mode) in design.BUS_INTERFACES.items():
+        if kind == "axis":
+            dtpu_streams[busif] = _stream(dtpu, busif, mode.upper(), busif)
+    dtpu.port("irq", "O", sigis="intr")
+    _connect(ps7, fclk, dtpu, design.CLOCK_PORT)
+
+    dmas = {}
     for name, mm2s, s2mm in ((design.DMA_WGT, 1, 0), (design.DMA_ACT, 1, 1)):
-        dma = ET.SubElement(modules, "MODULE", FULLNAME=f"/{name}", INSTANCE=name, MODTYPE="axi_dma",
-                            VLNV=design.VLNV["dma"])
-        _params(dma, {"c_include_sg": 0, "c_include_mm2s": mm2s, "c_include_s2mm": s2mm,
-                      "c_sg_length_width": design.DMA_LENGTH_WIDTH,
-                      "c_m_axi_mm2s_data_width": design.DMA_DATA_WIDTH,
-                      "c_m_axis_mm2s_tdata_width": design.DMA_DATA_WIDTH,
-                      "c_m_axi_s2mm_data_width": design.DMA_DATA_WIDTH,
-                      "c_s_axis_s2mm_tdata_width": design.DMA_DATA_WIDTH})
-    xadc = ET.SubElement(modules, "MODULE", FULLNAME=f"/{design.XADC}", INSTANCE=design.XADC,
-                         MODTYPE="xadc_wiz", VLNV=design.VLNV["xadc"])
-    _params(xadc, {"INTERFACE_SELECTION": "Enable_AXI", "SEQUENCER_MODE": "Continuous"})
+        params = {"c_include_sg": 0, "c_include_mm2s": mm2s, "c_include_s2mm": s2mm,
+                  "c_sg_length_width": design.DMA_LENGTH_WIDTH, "c_micro_dma": 0,
+                  "c_include_mm2s_dre": 0, "c_include_s2mm_dre": 0,
+                  "c_m_axi_mm2s_data_width": design.DMA_DATA_WIDTH,
+                  "c_m_axis_mm2s_tdata_width": design.DMA_DATA_WIDTH,
+                  "c_m_axi_s2mm_data_width": design.DMA_DATA_WIDTH,
+                  "c_s_axis_s2mm_tdata_width": design.DMA_DATA_WIDTH,
+                  "c_mm2s_burst_size": 16, "c_s2mm_burst_size": 16}
+        dma = _Module(modules, name, design.VLNV["dma"], "axi_dma", params)
+        dma.port("s_axi_lite_aclk", "I", sigis="clk")
+        dma.port("m_axi_mm2s_aclk", "I", sigis="clk")
+        dma.port("axi_resetn", "I", sigis="rst")
+        dma.bus("S_AXI_LITE", AXIMM, "SLAVE", _AXIL_SLAVE, "s_axi_lite_{}", {"addr": 10})
+        streams = {"M_AXIS_MM2S": _stream(dma, "M_AXIS_MM2S", "MASTER", "m_axis_mm2s")}
+        dma.port("mm2s_introut", "O", sigis="intr")
+        if s2mm:
+            dma.port("m_axi_s2mm_aclk", "I", sigis="clk")
+            streams["S_AXIS_S2MM"] = _stream(dma, "S_AXIS_S2MM", "SLAVE", "s_axis_s2mm")
+            dma.port("s2mm_introut", "O", sigis="intr")
+        for clk in [p for p in dma.ports if p.endswith("aclk")]:
+            _connect(ps7, fclk, dma, clk)
+        dmas[name] = (dma, streams)
+    for stream, (dma_name, attr) in design.STREAM_DMA.items():
+        dtpu_if = {"wgt": "s_axis_wgt", "act": "s_axis_act", "res": "m_axis_res"}[stream]
+        dma, streams = dmas[dma_name]
+        dma_if = "M_AXIS_MM2S" if attr == "sendchannel" else "S_AXIS_S2MM"
+        for logical, phys in streams[dma_if].items():
+            _connect(dma, phys, dtpu, dtpu_streams[dtpu_if][logical])
+
+    xadc = _Module(modules, design.XADC, design.VLNV["xadc"], "xadc_wiz",
+                   {"INTERFACE_SELECTION": "Enable_AXI", "SEQUENCER_MODE": "Continuous"})
+    xadc.port("s_axi_aclk", "I", sigis="clk")
+    xadc.port("s_axi_aresetn", "I", sigis="rst")
+    xadc.bus("s_axi_lite", AXIMM, "SLAVE", _AXIL_SLAVE, "s_axi_{}", {"addr": 11})
+    xadc.port("ip2intc_irpt", "O", sigis="intr")
+    _connect(ps7, fclk, xadc, "s_axi_aclk")
+
+    if interrupts:
+        f2p = ps7.port("IRQ_F2P", "I", sigis="intr")
+        intc = _Module(modules, INTC, INTC_VLNV, "axi_intc",
+                       {"C_NUM_INTR_INPUTS": 1, "C_KIND_OF_INTR": "0xFFFFFFFF",
+                        "C_IRQ_IS_LEVEL": 1, "C_HAS_IPR": 1, "C_HAS_SIE": 1, "C_HAS_CIE": 1})
+        intc.port("s_axi_aclk", "I", sigis="clk")
+        intc.port("s_axi_aresetn", "I", sigis="rst")
+        intc.bus("s_axi", AXIMM, "SLAVE", _AXIL_SLAVE, "s_axi_{}", {"addr": 9})
+        intc.port("intr", "I", sigis="intr")
+        intc.port("irq", "O", sigis="intr")
+        _connect(ps7, fclk, intc, "s_axi_aclk")
+        _connect(dtpu, "irq", intc, "intr")
+        _connect(intc, "irq", ps7, f2p)
+
     path = Path(path)
     ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
     return path
@@ -89,4 +266,4 @@ def parse_hwh(path: str | Path) -> dict[str, dict[str, Any]]:
     return ips
 
 
-__all__ = ["parse_hwh", "write_hwh"]
+__all__ = ["INTC", "INTC_ADDRESS", "INTC_VLNV", "SLAVE_INTERFACE", "parse_hwh", "write_hwh"]

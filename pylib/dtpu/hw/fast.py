@@ -40,6 +40,7 @@ from typing import Iterable
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from dtpu.hw import kernels
 from dtpu.hw.model import Core, JobSetup, _Error, _U64
 from dtpu.precision import Precision
 
@@ -162,8 +163,17 @@ def _register_file(core: Core, regs: Iterable[tuple[str, int]]) -> tuple[_Tracke
     return _TrackedRegs(base), written
 
 
-def compile_job(core: Core, regs, fused: bool = True) -> CompiledJob:
+#: compile_job's default for `kernels_ok` (tests switch it off to exercise the numpy datapaths)
+USE_KERNELS = True
+
+
+def compile_job(core: Core, regs, fused: bool = True, kernels_ok: bool | None = None
+                ) -> CompiledJob:
     """Decode `regs` (the job's register writes, JOB last) as a START would.
+
+    `fused`: use the fused post unit / C kernels where they apply (else the core's generic
+    datapath); `kernels_ok`: may use the C kernels (:mod:`dtpu.hw.kernels`; default
+    :data:`USE_KERNELS`; False keeps the numpy datapaths, which give the same words).
 
     Raises :class:`Unsupported` if the job's behaviour would depend on registers it does not
     write (the protocol path then runs it with the register file as it is)."""
@@ -186,6 +196,14 @@ def compile_job(core: Core, regs, fused: bool = True) -> CompiledJob:
         except _NotFusable as why:
             log.debug("%s job not fused: %s", setup.opcode, why)
             plan = None
+        use = USE_KERNELS if kernels_ok is None else kernels_ok
+        kern = kernels.get() if use else None
+        if kern is not None:
+            cls = _KernelGemm if setup.opcode == "GEMM" else _KernelDw
+            try:
+                return cls(core, regs, setup, plan, kern)
+            except _NotFusable as why:
+                log.debug("%s job not on the C kernels: %s", setup.opcode, why)
         if plan is not None:
             cls = _FusedGemm if setup.opcode == "GEMM" else _FusedDw
             return cls(core, regs, setup, plan)
@@ -497,6 +515,138 @@ class _FusedDw(CompiledJob):
                else out.reshape(self.out_shape))
         np.floor(acc.reshape(self.grid_shape)[:, :g.oh, :g.ow, :], out=out, casting="unsafe")
         return out.reshape(-1).view(_U64), 0   # REQUANT: L lanes fill whole words
+
+
+# ------------------------------------------------------------------------------------------------
+# C kernels (dtpu.hw.kernels): one pass for the post unit, one for a depthwise job
+
+_KERNEL_VARIANTS = ("RQ_VARIANT_SINGLE", "RQ_VARIANT_DOUBLE", "RQ_VARIANT_DOUBLE_UP")
+
+
+def _kernel_variant(core: Core, s: JobSetup) -> int:
+    """The kernels' code of the job's requant variant (0 SINGLE, 1 DOUBLE, 2 DOUBLE_UP)."""
+    c = core.cfg
+    for code, name in enumerate(_KERNEL_VARIANTS):
+        if s.variant == getattr(c, name):
+            return code
+    raise _NotFusable(f"variant {s.variant}")
+
+
+class _KernelPost:
+    """The post unit of a job on the C kernels: the fused map when `plan` proved it exact (the
+    module doc), else the exact int64 post unit (every variant's rounding, WARN_WRAP32)."""
+
+    def __init__(self, core: Core, s: JobSetup, plan: "_FusedPost | None", channels: int,
+                 bias_extra=None) -> None:
+        self.plan = plan
+        if plan is not None:
+            # the datapaths add IN_OFFSET to the lanes (DW) or fold it into offset_raw (GEMM)
+            self.thr = (plan.threshold if plan.threshold is not None
+                        else np.full(channels, -np.inf))
+            self.delta = np.ascontiguousarray(plan.delta, _F64)
+            return
+        bias, mult, shift, zp = core._params(s.pb, channels, s.prec, s.out_mode)
+        bias = bias.astype(np.int64)
+        if bias_extra is not None:
+            bias = bias + bias_extra
+        self.params = tuple(np.ascontiguousarray(p, np.int64) for p in (bias, mult, shift, zp))
+        self.variant = _kernel_variant(core, s)
+        self.act = (_s32(s.act_min), _s32(s.act_max))
+        self.warn = core.cfg.ERR_WARN_WRAP32
+
+    def run(self, kern, acc: np.ndarray, rows_per_block: int, offset, out: np.ndarray) -> int:
+        plan = self.plan
+        if plan is not None:
+            kern.post_fused(acc, rows_per_block, plan.scale, offset, self.thr, self.delta,
+                            plan.lo, plan.hi, out)
+            return 0
+        wrapped = kern.post_exact(acc, rows_per_block, *self.params, self.variant, *self.act, out)
+        return self.warn if wrapped else 0
+
+
+class _KernelGemm(CompiledJob):
+    """GEMM on BLAS (exact: float32 while the lanes' raw sums stay below 2^24, else float64)
+    and the post unit in one C pass. IN_OFFSET is folded into the post unit's offset (fused) or
+    bias (exact): acc = lanes @ W' + IN_OFFSET * sum(W')."""
+
+    kind = "kernel"
+    writes_out = True
+
+    def __init__(self, core: Core, regs, setup: JobSetup, plan, kern) -> None:
+        s = setup
+        c = core.cfg
+        if s.prec not in (Precision.INT8, Precision.UINT8, Precision.INT16):
+            raise _NotFusable(f"precision {s.prec.value}")
+        if s.wpi * s.lanes_n != c.COLS:
+            raise _NotFusable("result words padded")
+        _kernel_variant(core, s)
+        super().__init__(core, regs, setup)
+        L = s.prec.lanes
+        self.k, self.m, self.C = s.kw * L, s.m, s.nt * c.COLS
+        self.lane_dtype = s.prec.value_dtype
+        w = core._gemm_weights(s.prec, s.wb, s.kw, s.nt, _F64, s.w_off)    # (K, C), exact
+        wabs = np.abs(w).sum(axis=0)
+        raw = core._operand_bound(s.prec, 0) * float(wabs.max(initial=0))
+        full = core._operand_bound(s.prec, s.in_off) * float(wabs.max(initial=0))
+        if s.prec.bits == 8 and self.k * core._operand_bound(s.prec, s.in_off) * \
+                core._operand_bound(s.prec, s.w_off) >= 1 << 31:
+            raise _NotFusable("the accumulator may leave int32 (OVERFLOW)")
+        if max(raw, full) >= _EXACT:
+            raise _NotFusable("accumulator beyond float64")
+        self.wdt = _F32 if raw < 1 << 24 else _F64
+        self.w = np.ascontiguousarray(w.astype(self.wdt))
+        wsum = w.sum(axis=0).astype(np.int64)                              # exact (< 2^53)
+        self.post = _KernelPost(core, s, plan, self.C, bias_extra=s.in_off * wsum)
+        self.offset = None if plan is None else np.ascontiguousarray(plan.offset_raw, _F64)
+        self.kern = kern
+
+    def run(self, core: Core, words: np.ndarray, out=None) -> tuple[np.ndarray, int]:
+        a = words.view(self.lane_dtype).reshape(self.m, self.k)
+        acc = np.matmul(a.astype(self.wdt), self.w)
+        out = (np.empty((self.m, self.C), self.lane_dtype) if out is None
+               else out.reshape(self.m, self.C))
+        err = self.post.run(self.kern, acc, self.m, self.offset, out)
+        return out.reshape(-1).view(_U64), err
+
+
+class _KernelDw(CompiledJob):
+    """DWCONV in one C pass to int32 accumulators (8-bit lanes; |acc| < 2^31 proven from the
+    weights), then the post unit in one more."""
+
+    kind = "kernel"
+    writes_out = True
+
+    def __init__(self, core: Core, regs, setup: JobSetup, plan, kern) -> None:
+        s = setup
+        if s.prec not in (Precision.INT8, Precision.UINT8):
+            raise _NotFusable(f"precision {s.prec.value}")
+        _kernel_variant(core, s)
+        g = s.geom
+        w = core._dw_weights(s.prec, g, s.wb, s.gp, np.int64, s.w_off)       # (taps, C)
+        amax = core._operand_bound(s.prec, s.in_off)
+        if amax * int(np.abs(w).sum(axis=0).max(initial=0)) >= 1 << 31 or \
+                abs(s.in_off) >= 1 << 30:
+            raise _NotFusable("depthwise accumulator beyond int32")
+        super().__init__(core, regs, setup)
+        self.g = g
+        self.cl = g.gc * s.prec.lanes
+        self.channels = g.nchunk * self.cl
+        self.lane_dtype = s.prec.value_dtype
+        self.w = np.ascontiguousarray(w.astype(np.int32))
+        self.in_off = s.in_off
+        self.post = _KernelPost(core, s, plan, self.channels)
+        self.offset = None if plan is None else np.ascontiguousarray(plan.offset, _F64)
+        self.acc = np.empty((g.nchunk, g.oh, g.ow, self.cl), np.int32)
+        self.kern = kern
+
+    def run(self, core: Core, words: np.ndarray, out=None) -> tuple[np.ndarray, int]:
+        g = self.g
+        x = words.view(self.lane_dtype).reshape(g.nchunk, g.ih, g.iw, self.cl)
+        self.kern.dw_acc(x, self.w, g, self.in_off, self.acc)
+        shape = (g.nchunk * g.oh * g.ow, self.cl)
+        out = (np.empty(shape, self.lane_dtype) if out is None else out.reshape(shape))
+        err = self.post.run(self.kern, self.acc.reshape(shape), g.oh * g.ow, self.offset, out)
+        return out.reshape(-1).view(_U64), err
 
 
 # ------------------------------------------------------------------------------------------------

@@ -532,36 +532,24 @@ def _kernel_variant(core: Core, s: JobSetup) -> int:
     raise _NotFusable(f"variant {s.variant}")
 
 
-class _KernelPost:
-    """The post unit of a job on the C kernels: the fused map when `plan` proved it exact (the
-    module doc), else the exact int64 post unit (every variant's rounding, WARN_WRAP32)."""
-
-    def __init__(self, core: Core, s: JobSetup, plan: "_FusedPost | None", channels: int,
-                 bias_extra=None) -> None:
-        self.plan = plan
-        if plan is not None:
-            # the datapaths add IN_OFFSET to the lanes (DW) or fold it into offset_raw (GEMM)
-            self.thr = (plan.threshold if plan.threshold is not None
-                        else np.full(channels, -np.inf))
-            self.delta = np.ascontiguousarray(plan.delta, _F64)
-            return
-        bias, mult, shift, zp = core._params(s.pb, channels, s.prec, s.out_mode)
-        bias = bias.astype(np.int64)
-        if bias_extra is not None:
-            bias = bias + bias_extra
-        self.params = tuple(np.ascontiguousarray(p, np.int64) for p in (bias, mult, shift, zp))
-        self.variant = _kernel_variant(core, s)
-        self.act = (_s32(s.act_min), _s32(s.act_max))
-        self.warn = core.cfg.ERR_WARN_WRAP32
-
-    def run(self, kern, acc: np.ndarray, rows_per_block: int, offset, out: np.ndarray) -> int:
-        plan = self.plan
-        if plan is not None:
-            kern.post_fused(acc, rows_per_block, plan.scale, offset, self.thr, self.delta,
-                            plan.lo, plan.hi, out)
-            return 0
-        wrapped = kern.post_exact(acc, rows_per_block, *self.params, self.variant, *self.act, out)
-        return self.warn if wrapped else 0
+def _kernel_post(core: Core, s: JobSetup, plan: "_FusedPost | None", channels: int,
+                 offset=None, bias_extra=None) -> dict:
+    """The post unit's constants for the C kernels: the fused map when `plan` proved it exact
+    (the module doc), else the exact int64 post unit (every variant's rounding, WARN_WRAP32).
+    `offset`: the fused map's offset as the datapath needs it (plan.offset when the lanes carry
+    IN_OFFSET, plan.offset_raw when it is folded in); `bias_extra`: the same for the exact post
+    unit's bias."""
+    if plan is not None:
+        thr = plan.threshold if plan.threshold is not None else np.full(channels, -np.inf)
+        return dict(fused=dict(scale=plan.scale, offset=offset, thr=thr, delta=plan.delta,
+                               lo=plan.lo, hi=plan.hi))
+    bias, mult, shift, zp = core._params(s.pb, channels, s.prec, s.out_mode)
+    bias = bias.astype(np.int64)
+    if bias_extra is not None:
+        bias = bias + bias_extra
+    return dict(exact=dict(bias=bias, mult=mult, shift=shift, zp=zp,
+                           variant=_kernel_variant(core, s), act_lo=_s32(s.act_min),
+                           act_hi=_s32(s.act_max)))
 
 
 class _KernelGemm(CompiledJob):
@@ -596,22 +584,24 @@ class _KernelGemm(CompiledJob):
         self.wdt = _F32 if raw < 1 << 24 else _F64
         self.w = np.ascontiguousarray(w.astype(self.wdt))
         wsum = w.sum(axis=0).astype(np.int64)                              # exact (< 2^53)
-        self.post = _KernelPost(core, s, plan, self.C, bias_extra=s.in_off * wsum)
-        self.offset = None if plan is None else np.ascontiguousarray(plan.offset_raw, _F64)
-        self.kern = kern
+        post = _kernel_post(core, s, plan, self.C,
+                            offset=None if plan is None else plan.offset_raw,
+                            bias_extra=s.in_off * wsum)
+        self.post = kern.post_fn(self.wdt, self.lane_dtype, self.C, self.m, self.m, **post)
+        self.warn = core.cfg.ERR_WARN_WRAP32
 
     def run(self, core: Core, words: np.ndarray, out=None) -> tuple[np.ndarray, int]:
         a = words.view(self.lane_dtype).reshape(self.m, self.k)
         acc = np.matmul(a.astype(self.wdt), self.w)
         out = (np.empty((self.m, self.C), self.lane_dtype) if out is None
                else out.reshape(self.m, self.C))
-        err = self.post.run(self.kern, acc, self.m, self.offset, out)
+        err = self.warn if self.post(acc, out) else 0
         return out.reshape(-1).view(_U64), err
 
 
 class _KernelDw(CompiledJob):
-    """DWCONV in one C pass to int32 accumulators (8-bit lanes; |acc| < 2^31 proven from the
-    weights), then the post unit in one more."""
+    """DWCONV in one C call: a pass to int32 accumulators (8-bit lanes; |acc| < 2^31 proven from
+    the weights), then the post unit's pass."""
 
     kind = "kernel"
     writes_out = True
@@ -632,20 +622,20 @@ class _KernelDw(CompiledJob):
         self.cl = g.gc * s.prec.lanes
         self.channels = g.nchunk * self.cl
         self.lane_dtype = s.prec.value_dtype
-        self.w = np.ascontiguousarray(w.astype(np.int32))
-        self.in_off = s.in_off
-        self.post = _KernelPost(core, s, plan, self.channels)
-        self.offset = None if plan is None else np.ascontiguousarray(plan.offset, _F64)
+        post = _kernel_post(core, s, plan, self.channels,
+                            offset=None if plan is None else plan.offset)
+        self.dw = kern.dw_fn(w.astype(np.int32), g, g.nchunk, self.cl, s.in_off,
+                             s.prec is Precision.INT8, self.lane_dtype, **post)
+        self.warn = core.cfg.ERR_WARN_WRAP32
         self.acc = np.empty((g.nchunk, g.oh, g.ow, self.cl), np.int32)
-        self.kern = kern
+        self.shape = (g.nchunk * g.oh * g.ow, self.cl)
 
     def run(self, core: Core, words: np.ndarray, out=None) -> tuple[np.ndarray, int]:
         g = self.g
-        x = words.view(self.lane_dtype).reshape(g.nchunk, g.ih, g.iw, self.cl)
-        self.kern.dw_acc(x, self.w, g, self.in_off, self.acc)
-        shape = (g.nchunk * g.oh * g.ow, self.cl)
+        x = np.ascontiguousarray(words).view(self.lane_dtype).reshape(g.nchunk, g.ih, g.iw, self.cl)
+        shape = self.shape
         out = (np.empty(shape, self.lane_dtype) if out is None else out.reshape(shape))
-        err = self.post.run(self.kern, self.acc.reshape(shape), g.oh * g.ow, self.offset, out)
+        err = self.warn if self.dw(x, self.acc, out) else 0
         return out.reshape(-1).view(_U64), err
 
 

@@ -5,6 +5,8 @@
  * eight passes over float64 outputs, and one pass per tap for a depthwise job), and on
  * MobileNet-224 those passes were most of an invoke. The GEMMs stay with BLAS (numpy.matmul).
  *
+ * Arrays are passed as void * (numpy buffers through cffi's from_buffer).
+ *
  * Exactness. dtpu_post_exact is the post unit of dtpu.hw.model (Core._post / requant, variants
  * SINGLE, DOUBLE, DOUBLE_UP) written again in int64 with numpy's semantics: wrap32, arithmetic
  * shifts, shifts by 64 or more bits (numpy: left gives 0, right gives 0 or -1), int64 wrap on
@@ -17,14 +19,15 @@
 #include <stdint.h>
 #include <string.h>
 
-/* numpy's int64 shifts (npy_lshift / npy_rshift): defined for every count */
+/* numpy's int64 shifts (npy_lshift / npy_rshift) for counts >= 0 (the only ones used here):
+ * past 63 bits left gives 0, right gives 0 or -1 (= a >> 63). Branch-free, so that the post
+ * unit's loops vectorize. */
 static inline int64_t shl64(int64_t a, int64_t b) {
-    if (b < 0 || b >= 64) return 0;
-    return (int64_t)((uint64_t)a << b);
+    int64_t keep = -(int64_t)(b < 64);
+    return (int64_t)((uint64_t)a << (b < 64 ? b : 63)) & keep;
 }
 static inline int64_t shr64(int64_t a, int64_t b) {
-    if (b < 0 || b >= 64) return a < 0 ? -1 : 0;
-    return a >> b;  /* arithmetic on gcc/clang */
+    return a >> (b < 63 ? b : 63);  /* arithmetic on gcc/clang */
 }
 static inline int64_t wrap32(int64_t x) { return (int64_t)(int32_t)(uint32_t)(uint64_t)x; }
 static inline int64_t add64(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
@@ -53,9 +56,10 @@ static inline int64_t requant1(int variant, int64_t total, int64_t m, int64_t s)
         int64_t high = shr64(add64(ab, 1LL << 30), 31);
         return wrap32(shift_round_half_up(high, right));
     }
-    int64_t t = add64(ab, ab >= 0 ? (1LL << 30) : 1 - (1LL << 30));
-    int64_t high = t >= 0 ? shr64(t, 31) : -shr64(-t, 31);
-    if (a == I32MIN && m == I32MIN) high = I32MAX;
+    /* nudge 2^30 if ab >= 0 else 1 - 2^30; then t / 2^31 truncated towards zero */
+    int64_t t = add64(ab, (1LL << 30) - (int64_t)(ab < 0) * ((1LL << 31) - 1));
+    int64_t high = (t + ((t >> 63) & ((1LL << 31) - 1))) >> 31;
+    high = (a == I32MIN) & (m == I32MIN) ? I32MAX : high;
     int64_t mask = shl64(1, right) - 1;
     int64_t threshold = shr64(mask, 1) + (high < 0);
     return add64(shr64(high, right), (high & mask) > threshold);
@@ -69,22 +73,6 @@ static inline int64_t requant1(int variant, int64_t total, int64_t m, int64_t s)
 #define A_F32 0
 #define A_F64 1
 #define A_I32 2
-
-static inline int64_t acc_at(int akind, const void *acc, int64_t i) {
-    switch (akind) {
-    case A_F32: return (int64_t)((const float *)acc)[i];
-    case A_F64: return (int64_t)((const double *)acc)[i];
-    default: return ((const int32_t *)acc)[i];
-    }
-}
-
-static inline void store(int okind, void *out, int64_t i, int64_t y) {
-    switch (okind) {
-    case O_I8: ((int8_t *)out)[i] = (int8_t)y; break;
-    case O_U8: ((uint8_t *)out)[i] = (uint8_t)y; break;
-    default: ((int16_t *)out)[i] = (int16_t)y; break;
-    }
-}
 
 /* One row of the post unit for a constant variant (inlined per variant so that the loop is
  * branch-free and vectorizes). */
@@ -124,14 +112,26 @@ static inline void store(int okind, void *out, int64_t i, int64_t y) {
     else if (akind == A_F64) { BY_OUT(BODY, double) }                                        \
     else { BY_OUT(BODY, int32_t) }
 
-/* The post unit (REQUANT) on `rows` x `c` accumulators, row-major; row r uses the parameters
- * of block r / rows_per_block (each block holds c channels). Returns 1 if some acc + bias
- * left int32 (ERR_WARN_WRAP32), else 0. act_lo/act_hi: ACT_MIN/ACT_MAX as signed 32-bit;
- * type_lo/type_hi: the lane type's range. */
-int dtpu_post_exact(int akind, const void *acc, int64_t rows, int64_t c, int64_t rows_per_block,
-                    const int64_t *bias, const int64_t *mult, const int64_t *shift,
-                    const int64_t *zp, int variant, int64_t act_lo, int64_t act_hi,
-                    int64_t type_lo, int64_t type_hi, int okind, void *out) {
+/* A job's post unit, bound once (dtpu.hw.kernels): `rows` x `c` accumulators row-major, row r
+ * takes the parameters of block r / rows_per_block (c entries each). exact: the int64 post
+ * unit (bias, mult, shift, zp: int64; act_lo/act_hi: ACT_MIN/ACT_MAX as signed 32-bit;
+ * type_lo/type_hi: the lane type's range); else the fused map (scale, offset, thr, delta:
+ * double; clip to [lo, hi]). */
+typedef struct {
+    int exact, akind, okind, variant;
+    int64_t c, rows_per_block;
+    const int64_t *bias, *mult, *shift, *zp;
+    int64_t act_lo, act_hi, type_lo, type_hi;
+    const double *scale, *offset, *thr, *delta;
+    double lo, hi;
+} dtpu_post_t;
+
+/* Returns 1 if some acc + bias left int32 (ERR_WARN_WRAP32), else 0. */
+static int post_exact(const dtpu_post_t *P, const void *acc, int64_t rows, void *out) {
+    int akind = P->akind, okind = P->okind, variant = P->variant;
+    int64_t c = P->c, rows_per_block = P->rows_per_block;
+    const int64_t *bias = P->bias, *mult = P->mult, *shift = P->shift, *zp = P->zp;
+    int64_t act_lo = P->act_lo, act_hi = P->act_hi, type_lo = P->type_lo, type_hi = P->type_hi;
     int wrapped = 0;
     BY_ACC(EXACT_BY_VARIANT)
     return wrapped;
@@ -139,7 +139,7 @@ int dtpu_post_exact(int akind, const void *acc, int64_t rows, int64_t c, int64_t
 
 /* The fused post unit: v = acc*scale + offset; v -= delta where v < threshold (numpy:
  * v - (v < threshold) * delta); clip to [lo, hi] as numpy does; floor. Parameters per block as
- * in dtpu_post_exact. */
+ * in post_exact. */
 #define FUSED_LOOP(ATYPE, OTYPE)                                                             \
     for (int64_t r = 0; r < rows; r++) {                                                     \
         int64_t p = (r / rows_per_block) * c;                                                \
@@ -156,10 +156,18 @@ int dtpu_post_exact(int akind, const void *acc, int64_t rows, int64_t c, int64_t
         }                                                                                    \
     }
 
-void dtpu_post_fused(int akind, const void *acc, int64_t rows, int64_t c, int64_t rows_per_block,
-                     const double *scale, const double *offset, const double *thr,
-                     const double *delta, double lo, double hi, int okind, void *out) {
+static void post_fused(const dtpu_post_t *P, const void *acc, int64_t rows, void *out) {
+    int akind = P->akind, okind = P->okind;
+    int64_t c = P->c, rows_per_block = P->rows_per_block;
+    const double *scale = P->scale, *offset = P->offset, *thr = P->thr, *delta = P->delta;
+    double lo = P->lo, hi = P->hi;
     BY_ACC(FUSED_LOOP)
+}
+
+int dtpu_post(const dtpu_post_t *P, const void *acc, int64_t rows, void *out) {
+    if (P->exact) return post_exact(P, acc, rows, out);
+    post_fused(P, acc, rows, out);
+    return 0;
 }
 
 /* Depthwise accumulators: x (nchunk, ih, iw, cl) 8-bit lanes (signed if xsigned), w (taps,
@@ -168,28 +176,67 @@ void dtpu_post_fused(int akind, const void *acc, int64_t rows, int64_t c, int64_
  * caller proves |acc| < 2^31. */
 #define DW_LOOP(XTYPE)                                                                       \
     for (int64_t ch = 0; ch < nchunk; ch++)                                                  \
-        for (int64_t oy = 0; oy < oh; oy++)                                                  \
-            for (int64_t ox = 0; ox < ow; ox++) {                                            \
-                int32_t *a = acc + ((ch * oh + oy) * ow + ox) * cl;                          \
-                memset(a, 0, (size_t)cl * sizeof(int32_t));                                  \
-                for (int64_t ky = 0; ky < kh; ky++) {                                        \
-                    int64_t iy = oy * sy - pt + ky * dy;                                     \
-                    if (iy < 0 || iy >= ih) continue;                                        \
-                    for (int64_t kx = 0; kx < kw; kx++) {                                    \
-                        int64_t ix = ox * sx - pl + kx * dx;                                 \
-                        if (ix < 0 || ix >= iw) continue;                                    \
-                        const XTYPE *xp = (const XTYPE *)x + ((ch * ih + iy) * iw + ix) * cl; \
-                        const int32_t *wp = w + (ky * kw + kx) * nchunk * cl + ch * cl;      \
+        for (int64_t oy = 0; oy < oh; oy++) {                                                \
+            int32_t *restrict arow = acc + (ch * oh + oy) * ow * cl;                        \
+            memset(arow, 0, (size_t)(ow * cl) * sizeof(int32_t));                            \
+            for (int64_t ky = 0; ky < kh; ky++) {                                            \
+                int64_t iy = oy * sy - pt + ky * dy;                                         \
+                if (iy < 0 || iy >= ih) continue;                                            \
+                const XTYPE *restrict xrow = (const XTYPE *)x + (ch * ih + iy) * iw * cl;    \
+                for (int64_t kx = 0; kx < kw; kx++) {                                        \
+                    /* the outputs whose tap lands inside the row: 0 <= ox*sx - pl + kx*dx < iw */ \
+                    int64_t base = kx * dx - pl;                                             \
+                    int64_t ox0 = base >= 0 ? 0 : (-base + sx - 1) / sx;                     \
+                    int64_t ox1 = iw - base <= 0 ? 0 : (iw - base + sx - 1) / sx;            \
+                    if (ox1 > ow) ox1 = ow;                                                  \
+                    if (sx == 1 && ox1 > ox0) {                                              \
+                        /* unit stride: the outputs' lanes and the taps' lanes are two       \
+                         * contiguous runs; the weights repeat every cl lanes, tiled rep      \
+                         * times in wt, so the run goes in blocks of rep*cl lanes */        \
+                        const int32_t *restrict wtp = wt + ((ky * kw + kx) * nchunk + ch) * rcl; \
+                        const XTYPE *restrict xp = xrow + (ox0 + base) * cl;                 \
+                        int32_t *restrict a = arow + ox0 * cl;                               \
+                        int64_t n = (ox1 - ox0) * cl;                                        \
+                        for (int64_t i = 0; i < n; i += rcl) {                               \
+                            int64_t m = n - i < rcl ? n - i : rcl;                           \
+                            for (int64_t j = 0; j < m; j++)                                  \
+                                a[i + j] += ((int32_t)xp[i + j] + off) * wtp[j];             \
+                        }                                                                    \
+                        continue;                                                            \
+                    }                                                                        \
+                    const int32_t *restrict wp = w + (ky * kw + kx) * nchunk * cl + ch * cl; \
+                    for (int64_t ox = ox0; ox < ox1; ox++) {                                 \
+                        const XTYPE *restrict xp = xrow + (ox * sx + base) * cl;             \
+                        int32_t *restrict a = arow + ox * cl;                                \
                         for (int64_t j = 0; j < cl; j++)                                     \
                             a[j] += ((int32_t)xp[j] + off) * wp[j];                          \
                     }                                                                        \
                 }                                                                            \
-            }
+            }                                                                                \
+        }
 
-void dtpu_dw_acc(int xsigned, const void *x, int64_t nchunk, int64_t ih, int64_t iw, int64_t cl,
-                 const int32_t *w, int64_t kh, int64_t kw, int64_t oh, int64_t ow, int64_t sy,
-                 int64_t sx, int64_t dy, int64_t dx, int64_t pt, int64_t pl, int32_t off,
-                 int32_t *acc) {
-    if (xsigned) { DW_LOOP(int8_t) }
+typedef struct {
+    int xsigned;
+    int64_t nchunk, ih, iw, cl, kh, kw, oh, ow, sy, sx, dy, dx, pt, pl;
+    int32_t off;
+    const int32_t *w;
+    /* w tiled: (taps, nchunk, rep*cl), each chunk's cl weights repeated rep times */
+    int64_t rcl;
+    const int32_t *wt;
+} dtpu_dw_t;
+
+/* A depthwise job: accumulators into acc (nchunk, oh, ow, cl), then the post unit P into out
+ * (NULL: accumulators only). Returns dtpu_post's flag. */
+int dtpu_dw(const dtpu_dw_t *D, const dtpu_post_t *P, const void *x, void *acc_, void *out) {
+    int64_t nchunk = D->nchunk, ih = D->ih, iw = D->iw, cl = D->cl, kh = D->kh, kw = D->kw;
+    int64_t oh = D->oh, ow = D->ow, sy = D->sy, sx = D->sx, dy = D->dy, dx = D->dx;
+    int64_t pt = D->pt, pl = D->pl;
+    int32_t off = D->off;
+    const int32_t *w = D->w, *wt = D->wt;
+    int64_t rcl = D->rcl;
+    int32_t *acc = acc_;
+    if (D->xsigned) { DW_LOOP(int8_t) }
     else { DW_LOOP(uint8_t) }
+    if (P == NULL) return 0;
+    return dtpu_post(P, acc, nchunk * oh * ow * cl / P->c, out);
 }

@@ -31,71 +31,169 @@ CFLAGS = ["-O3", "-march=native", "-fno-trapping-math", "-fPIC", "-shared",
           "-fno-strict-aliasing", "-Wall"]
 
 CDEF = """
-int dtpu_post_exact(int akind, const void *acc, int64_t rows, int64_t c, int64_t rows_per_block,
-                    const int64_t *bias, const int64_t *mult, const int64_t *shift,
-                    const int64_t *zp, int variant, int64_t act_lo, int64_t act_hi,
-                    int64_t type_lo, int64_t type_hi, int okind, void *out);
-void dtpu_post_fused(int akind, const void *acc, int64_t rows, int64_t c, int64_t rows_per_block,
-                     const double *scale, const double *offset, const double *thr,
-                     const double *delta, double lo, double hi, int okind, void *out);
-void dtpu_dw_acc(int xsigned, const void *x, int64_t nchunk, int64_t ih, int64_t iw, int64_t cl,
-                 const int32_t *w, int64_t kh, int64_t kw, int64_t oh, int64_t ow, int64_t sy,
-                 int64_t sx, int64_t dy, int64_t dx, int64_t pt, int64_t pl, int32_t off,
-                 int32_t *acc);
+typedef struct {
+    int exact, akind, okind, variant;
+    int64_t c, rows_per_block;
+    const int64_t *bias, *mult, *shift, *zp;
+    int64_t act_lo, act_hi, type_lo, type_hi;
+    const double *scale, *offset, *thr, *delta;
+    double lo, hi;
+} dtpu_post_t;
+typedef struct {
+    int xsigned;
+    int64_t nchunk, ih, iw, cl, kh, kw, oh, ow, sy, sx, dy, dx, pt, pl;
+    int32_t off;
+    const int32_t *w;
+    int64_t rcl;
+    const int32_t *wt;
+} dtpu_dw_t;
+int dtpu_post(const dtpu_post_t *P, const void *acc, int64_t rows, void *out);
+int dtpu_dw(const dtpu_dw_t *D, const dtpu_post_t *P, const void *x, void *acc, void *out);
 """
 
 ACC_KIND = {np.dtype(np.float32): 0, np.dtype(np.float64): 1, np.dtype(np.int32): 2}
 OUT_KIND = {np.dtype(np.int8): 0, np.dtype(np.uint8): 1, np.dtype(np.int16): 2}
+#: rows shorter than this many channels are processed several rows at a time (parameters
+#: tiled), so that the inner loop is long enough to vectorize
+MIN_ROW = 64
 
 _lock = threading.Lock()
 _state: dict = {}
 
 
+def _tiling(c: int, rows_per_block: int) -> int:
+    """Rows per kernel row: the largest divisor of rows_per_block up to ceil(MIN_ROW / c)."""
+    want = max(1, -(-MIN_ROW // c))
+    return max(r for r in range(1, min(want, rows_per_block) + 1) if rows_per_block % r == 0)
+
+
 class Kernels:
-    """The loaded library with numpy-facing wrappers (arguments checked for type and layout)."""
+    """The loaded library. Each ``*_fn`` binds a job's constants once (a C struct, its arrays
+    kept alive here) and returns a runner that checks only what changes per call (dtype and
+    shape of the arrays it is given: the C side trusts them), so a call costs one foreign
+    call. Arrays go to C through cffi's from_buffer, which refuses non-contiguous ones."""
 
     def __init__(self, ffi, lib) -> None:
         self.ffi, self.lib = ffi, lib
 
-    def _p(self, a: np.ndarray, ctype: str = "void *"):
-        if not a.flags.c_contiguous:
-            raise ValueError("kernels take C-contiguous arrays")
-        return self.ffi.cast(ctype, a.ctypes.data)
+    def _bind_post(self, acc_dtype, out_dtype, c: int, rows: int, rows_per_block: int,
+                   exact: dict | None, fused: dict | None):
+        ffi = self.ffi
+        blocks = -(-rows // rows_per_block)
+        rep = _tiling(c, rows_per_block) if rows % rows_per_block == 0 else 1
+        P = ffi.new("dtpu_post_t *")
+        keep = []
+
+        def const(a, dtype, ctype):
+            a = np.ascontiguousarray(a, dtype)
+            if a.size != blocks * c:
+                raise ValueError(f"post unit parameters: {a.size} values, expected {blocks} x {c}")
+            a = np.ascontiguousarray(np.tile(a.reshape(blocks, 1, c), (1, rep, 1)).reshape(-1))
+            keep.append(a)
+            return ffi.cast(ctype, ffi.from_buffer(a))
+
+        P.akind, P.okind = ACC_KIND[np.dtype(acc_dtype)], OUT_KIND[np.dtype(out_dtype)]
+        P.c, P.rows_per_block = c * rep, rows_per_block // rep
+        if exact is not None:
+            P.exact, P.variant = 1, int(exact["variant"])
+            P.bias, P.mult, P.shift, P.zp = (const(exact[k], np.int64, "int64_t *")
+                                             for k in ("bias", "mult", "shift", "zp"))
+            info = np.iinfo(out_dtype)
+            P.act_lo, P.act_hi = int(exact["act_lo"]), int(exact["act_hi"])
+            P.type_lo, P.type_hi = int(info.min), int(info.max)
+        else:
+            P.exact = 0
+            P.scale, P.offset, P.thr, P.delta = (const(fused[k], np.float64, "double *")
+                                                 for k in ("scale", "offset", "thr", "delta"))
+            P.lo, P.hi = float(fused["lo"]), float(fused["hi"])
+        return P, keep, rows // rep
+
+    def post_fn(self, acc_dtype, out_dtype, c: int, rows: int, rows_per_block: int, *,
+                exact: dict | None = None, fused: dict | None = None):
+        """runner(acc (rows, c), out (rows, c)) -> 1 if a total wrapped (ERR_WARN_WRAP32, exact
+        only) else 0. Row r takes the parameters of block r // rows_per_block (arrays of
+        blocks * c). `exact`: bias, mult, shift, zp, variant (0 SINGLE, 1 DOUBLE, 2 DOUBLE_UP),
+        act_lo, act_hi; `fused`: scale, offset, thr, delta, lo, hi (dtpu.hw.fast._FusedPost)."""
+        P, keep, krows = self._bind_post(acc_dtype, out_dtype, c, rows, rows_per_block, exact,
+                                         fused)
+        fn, buf = self.lib.dtpu_post, self.ffi.from_buffer
+        shape, acc_dtype, out_dtype = (rows, c), np.dtype(acc_dtype), np.dtype(out_dtype)
+
+        def run(acc: np.ndarray, out: np.ndarray) -> int:
+            if acc.shape != shape or out.shape != shape or acc.dtype != acc_dtype or \
+                    out.dtype != out_dtype:
+                raise ValueError(f"post unit kernel: acc {acc.dtype}{acc.shape}, out "
+                                 f"{out.dtype}{out.shape}; bound for {acc_dtype}{shape} -> "
+                                 f"{out_dtype}")
+            return fn(P, buf(acc), krows, buf(out, require_writable=True))
+
+        run.keep = (P, keep)
+        return run
+
+    def dw_fn(self, w: np.ndarray, g, nchunk: int, cl: int, in_off: int, signed: bool,
+              out_dtype, *, exact: dict | None = None, fused: dict | None = None):
+        """runner(x (nchunk, ih, iw, cl) int8/uint8, acc (nchunk, oh, ow, cl) int32 scratch,
+        out (nchunk*oh*ow, cl)) -> the post unit's flag; w (taps, nchunk*cl) int32 tap weights
+        with WGT_OFFSET applied; the post unit's parameters per chunk (nchunk * cl)."""
+        ffi = self.ffi
+        w = np.ascontiguousarray(w, np.int32)
+        if w.shape != (g.kh * g.kw, nchunk * cl):
+            raise ValueError(f"depthwise weights {w.shape}, expected {(g.kh * g.kw, nchunk * cl)}")
+        D = ffi.new("dtpu_dw_t *")
+        D.xsigned = int(signed)
+        (D.nchunk, D.ih, D.iw, D.cl, D.kh, D.kw, D.oh, D.ow, D.sy, D.sx, D.dy, D.dx, D.pt,
+         D.pl) = (nchunk, g.ih, g.iw, cl, g.kh, g.kw, g.oh, g.ow, g.sy, g.sx, g.dy, g.dx, g.pt,
+                  g.pl)
+        D.off = int(in_off)
+        D.w = ffi.cast("int32_t *", ffi.from_buffer(w))
+        rep = max(1, -(-MIN_ROW // cl))     # unit stride: runs of rep*cl lanes, see kernels.c
+        wt = np.ascontiguousarray(np.tile(w.reshape(g.kh * g.kw, nchunk, 1, cl), (1, 1, rep, 1)))
+        D.rcl, D.wt = rep * cl, ffi.cast("int32_t *", ffi.from_buffer(wt))
+        rows = nchunk * g.oh * g.ow
+        P, keep, _ = self._bind_post(np.int32, out_dtype, cl, rows, g.oh * g.ow, exact, fused)
+        fn, buf = self.lib.dtpu_dw, ffi.from_buffer
+        x_dtype = np.dtype(np.int8 if signed else np.uint8)
+        x_shape, acc_shape, out_shape = (nchunk, g.ih, g.iw, cl), (nchunk, g.oh, g.ow, cl), (rows, cl)
+        out_dtype = np.dtype(out_dtype)
+
+        def run(x: np.ndarray, acc: np.ndarray, out: np.ndarray) -> int:
+            if x.dtype != x_dtype or x.shape != x_shape or acc.dtype != np.int32 or \
+                    acc.shape != acc_shape or out.dtype != out_dtype or out.shape != out_shape:
+                raise ValueError(f"depthwise kernel: x {x.dtype}{x.shape}, acc {acc.dtype}"
+                                 f"{acc.shape}, out {out.dtype}{out.shape}; bound for "
+                                 f"{x_dtype}{x_shape} -> int32{acc_shape} -> {out_dtype}{out_shape}")
+            return fn(D, P, buf(x), buf(acc, require_writable=True),
+                      buf(out, require_writable=True))
+
+        run.keep = (D, P, w, wt, keep)
+        return run
+
+    # -- one-off calls (tests) -------------------------------------------------------------------
 
     def post_exact(self, acc: np.ndarray, rows_per_block: int, bias, mult, shift, zp,
                    variant: int, act_lo: int, act_hi: int, out: np.ndarray) -> int:
-        """acc (rows, c) -> out (rows, c); params int64 (blocks * c). Returns 1 if a total
-        wrapped (ERR_WARN_WRAP32)."""
+        """The exact post unit once: acc (rows, c) -> out (rows, c); 1 if a total wrapped."""
         rows, c = acc.shape
-        info = np.iinfo(out.dtype)
-        for p in (bias, mult, shift, zp):
-            assert p.dtype == np.int64 and p.size == -(-rows // rows_per_block) * c
-        return self.lib.dtpu_post_exact(
-            ACC_KIND[acc.dtype], self._p(acc), rows, c, rows_per_block,
-            self._p(bias, "int64_t *"), self._p(mult, "int64_t *"), self._p(shift, "int64_t *"),
-            self._p(zp, "int64_t *"), variant, act_lo, act_hi, int(info.min), int(info.max),
-            OUT_KIND[out.dtype], self._p(out))
+        return self.post_fn(acc.dtype, out.dtype, c, rows, rows_per_block, exact=dict(
+            bias=bias, mult=mult, shift=shift, zp=zp, variant=variant, act_lo=act_lo,
+            act_hi=act_hi))(acc, out)
 
     def post_fused(self, acc: np.ndarray, rows_per_block: int, scale, offset, thr, delta,
                    lo: float, hi: float, out: np.ndarray) -> None:
         rows, c = acc.shape
-        for p in (scale, offset, thr, delta):
-            assert p.dtype == np.float64 and p.size == -(-rows // rows_per_block) * c
-        self.lib.dtpu_post_fused(
-            ACC_KIND[acc.dtype], self._p(acc), rows, c, rows_per_block,
-            self._p(scale, "double *"), self._p(offset, "double *"), self._p(thr, "double *"),
-            self._p(delta, "double *"), lo, hi, OUT_KIND[out.dtype], self._p(out))
+        self.post_fn(acc.dtype, out.dtype, c, rows, rows_per_block, fused=dict(
+            scale=scale, offset=offset, thr=thr, delta=delta, lo=lo, hi=hi))(acc, out)
 
     def dw_acc(self, x: np.ndarray, w: np.ndarray, g, in_off: int, acc: np.ndarray) -> None:
-        """x (nchunk, ih, iw, cl) int8/uint8, w (taps, nchunk*cl) int32 -> acc (nchunk, oh, ow,
-        cl) int32."""
-        assert x.dtype in (np.int8, np.uint8) and w.dtype == np.int32 and acc.dtype == np.int32
-        nchunk, ih, iw, cl = x.shape
-        assert acc.shape == (nchunk, g.oh, g.ow, cl) and w.shape == (g.kh * g.kw, nchunk * cl)
-        self.lib.dtpu_dw_acc(
-            int(x.dtype == np.int8), self._p(x), nchunk, ih, iw, cl, self._p(w, "int32_t *"),
-            g.kh, g.kw, g.oh, g.ow, g.sy, g.sx, g.dy, g.dx, g.pt, g.pl, in_off,
-            self._p(acc, "int32_t *"))
+        """Depthwise accumulators only: x (nchunk, ih, iw, cl) int8/uint8, w (taps, nchunk*cl)
+        int32 -> acc (nchunk, oh, ow, cl) int32."""
+        nchunk, _, _, cl = x.shape
+        n = nchunk * cl
+        out = np.empty((nchunk * g.oh * g.ow, cl), np.int8)
+        run = self.dw_fn(w, g, nchunk, cl, in_off, x.dtype == np.int8, np.int8, fused=dict(
+            scale=np.zeros(n), offset=np.zeros(n), thr=np.zeros(n), delta=np.zeros(n), lo=0.0,
+            hi=0.0))
+        run(x, acc, out)
 
 
 def _build_dir() -> Path:

@@ -89,13 +89,19 @@ def test_post_fused_matches_numpy():
         assert np.array_equal(got, want)
 
 
-@pytest.mark.parametrize("seed", range(12))
-def test_dw_acc_equals_the_model(seed):
+@pytest.mark.parametrize("seed", range(16))
+def test_dw_equals_the_model(seed):
+    """Depthwise jobs on random geometries: with identity parameters (SINGLE, multiplier 1,
+    shift 31, int16 lanes, small weights) the output is the accumulator itself; with random
+    parameters it is the model's post unit on the model's accumulators."""
     rng = np.random.default_rng(seed)
-    core = Core(get_config())
+    cfg = get_config()
+    core = Core(cfg)
     prec = [Precision.INT8, Precision.UINT8][seed % 2]
     kh, kw = (int(v) for v in rng.integers(1, 6, 2))
     sy, sx, dy, dx = (int(v) for v in rng.integers(1, 4, 4))
+    if seed % 4 < 2:
+        sy = sx = 1
     ih, iw = (int(v) for v in rng.integers(1, 12, 2))
     pt, pl = int(rng.integers(0, (kh - 1) * dy + 1)), int(rng.integers(0, (kw - 1) * dx + 1))
     oh = max(1, (ih + pt - 1) // sy + 1 - int(rng.integers(0, 2)))
@@ -103,22 +109,43 @@ def test_dw_acc_equals_the_model(seed):
     gc, nchunk = int(rng.integers(1, 4)), int(rng.integers(1, 4))
     g = DwGeometry(ih=ih, iw=iw, oh=oh, ow=ow, kh=kh, kw=kw, pt=pt, pl=pl, sy=sy, sx=sx, dy=dy,
                    dx=dx, gc=gc, nchunk=nchunk, lb_rows=0, tap_cycles=1)
-    cl = gc * 8
+    cl, n = gc * 8, nchunk * gc * 8
     info = np.iinfo(prec.value_dtype)
     x = rng.integers(info.min, int(info.max) + 1, (nchunk, ih, iw, cl)).astype(prec.value_dtype)
-    w = rng.integers(-255, 256, (kh * kw, nchunk * cl)).astype(np.int32)
     in_off = int(rng.integers(-255, 256))
-    acc = np.empty((nchunk, oh, ow, cl), np.int32)
-    KERN.dw_acc(x, w, g, in_off, acc)
     # the model's definition: the padded operand plane, one strided slice per tap
-    ph = max((oh - 1) * sy + (kh - 1) * dy + 1, pt + ih)
-    pw = max((ow - 1) * sx + (kw - 1) * dx + 1, pl + iw)
-    xp = np.zeros((nchunk, ph, pw, cl), np.int64)
-    xp[:, pt:pt + ih, pl:pl + iw] = x.astype(np.int64) + in_off
-    want = np.zeros((nchunk, oh, ow, cl), np.int64)
-    wc = w.astype(np.int64).reshape(kh * kw, nchunk, 1, 1, cl)
-    for t in range(kh * kw):
-        ky, kx = divmod(t, kw)
-        want += xp[:, ky * dy:ky * dy + (oh - 1) * sy + 1:sy, kx * dx:kx * dx + (ow - 1) * sx + 1:sx] * wc[t]
-    assert np.array_equal(acc, want)
-    del core
+
+    def model_acc(w):
+        ph = max((oh - 1) * sy + (kh - 1) * dy + 1, pt + ih)
+        pw = max((ow - 1) * sx + (kw - 1) * dx + 1, pl + iw)
+        xp = np.zeros((nchunk, ph, pw, cl), np.int64)
+        xp[:, pt:pt + ih, pl:pl + iw] = x.astype(np.int64) + in_off
+        acc = np.zeros((nchunk, oh, ow, cl), np.int64)
+        wc = w.astype(np.int64).reshape(kh * kw, nchunk, 1, 1, cl)
+        for t in range(kh * kw):
+            ky, kx = divmod(t, kw)
+            acc += xp[:, ky * dy:ky * dy + (oh - 1) * sy + 1:sy,
+                      kx * dx:kx * dx + (ow - 1) * sx + 1:sx] * wc[t]
+        return acc
+
+    small = rng.integers(-3, 4, (kh * kw, n)).astype(np.int32)
+    got = np.empty((nchunk * oh * ow, cl), np.int16)
+    ident = dict(bias=np.zeros(n, np.int64), mult=np.ones(n, np.int64),
+                 shift=np.full(n, 31, np.int64), zp=np.zeros(n, np.int64), variant=0,
+                 act_lo=-2**31, act_hi=2**31 - 1)
+    assert KERN.dw(x, small, g, in_off, got, exact=ident) == 0
+    assert np.array_equal(got.reshape(nchunk, oh, ow, cl), model_acc(small))
+
+    w = rng.integers(-255, 256, (kh * kw, n)).astype(np.int32)
+    params = _params(rng, n, extreme=bool(seed % 3 == 0))
+    variant = seed % 3
+    acc = model_acc(w)
+    want, err = core._post(acc, prec, cfg.OUT_MODE_REQUANT, getattr(cfg, VARIANTS[variant]),
+                           tuple(p.reshape(nchunk, 1, 1, cl) for p in params), 0,
+                           (-100) & 0xFFFFFFFF, 100)
+    got = np.empty((nchunk * oh * ow, cl), prec.value_dtype)
+    wrapped = KERN.dw(x, w, g, in_off, got, exact=dict(
+        bias=params[0], mult=params[1], shift=params[2], zp=params[3], variant=variant,
+        act_lo=-100, act_hi=100))
+    assert np.array_equal(got.reshape(want.shape), want)
+    assert bool(wrapped) == bool(err & cfg.ERR_WARN_WRAP32)

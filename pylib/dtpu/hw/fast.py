@@ -191,22 +191,36 @@ def compile_job(core: Core, regs, fused: bool = True, kernels_ok: bool | None = 
     if setup is None:
         return CompiledJob(core, regs, None, error, core._opcode_name(file))
     if fused and setup.opcode in ("GEMM", "DWCONV") and setup.out_mode == c.OUT_MODE_REQUANT:
+        cached = set(core._wcache)
         try:
-            plan = _FusedPost.build(core, setup)
+            return _compile_fused(core, regs, setup, kernels_ok)
+        finally:
+            # the float64 weights decoded for the compiled form would stay in the core's memo
+            # (8 bytes per weight, the whole net's worth): the compiled job keeps what it needs
+            for key in set(core._wcache) - cached:
+                core._wcache.pop(key, None)
+                core._wrange.pop(key, None)
+    return CompiledJob(core, regs, setup)
+
+
+def _compile_fused(core: Core, regs, setup: JobSetup, kernels_ok: bool | None) -> CompiledJob:
+    """A REQUANT compute job: C kernels, else the numpy fused datapaths, else generic."""
+    try:
+        plan = _FusedPost.build(core, setup)
+    except _NotFusable as why:
+        log.debug("%s job not fused: %s", setup.opcode, why)
+        plan = None
+    use = USE_KERNELS if kernels_ok is None else kernels_ok
+    kern = kernels.get() if use else None
+    if kern is not None:
+        cls = _KernelGemm if setup.opcode == "GEMM" else _KernelDw
+        try:
+            return cls(core, regs, setup, plan, kern)
         except _NotFusable as why:
-            log.debug("%s job not fused: %s", setup.opcode, why)
-            plan = None
-        use = USE_KERNELS if kernels_ok is None else kernels_ok
-        kern = kernels.get() if use else None
-        if kern is not None:
-            cls = _KernelGemm if setup.opcode == "GEMM" else _KernelDw
-            try:
-                return cls(core, regs, setup, plan, kern)
-            except _NotFusable as why:
-                log.debug("%s job not on the C kernels: %s", setup.opcode, why)
-        if plan is not None:
-            cls = _FusedGemm if setup.opcode == "GEMM" else _FusedDw
-            return cls(core, regs, setup, plan)
+            log.debug("%s job not on the C kernels: %s", setup.opcode, why)
+    if plan is not None:
+        cls = _FusedGemm if setup.opcode == "GEMM" else _FusedDw
+        return cls(core, regs, setup, plan)
     return CompiledJob(core, regs, setup)
 
 
@@ -600,8 +614,8 @@ class _KernelGemm(CompiledJob):
 
 
 class _KernelDw(CompiledJob):
-    """DWCONV in one C call: a pass to int32 accumulators (8-bit lanes; |acc| < 2^31 proven from
-    the weights), then the post unit's pass."""
+    """DWCONV in one C call: per output row, int32 accumulators (8-bit lanes; |acc| < 2^31
+    proven from the weights), then the post unit on them."""
 
     kind = "kernel"
     writes_out = True
@@ -627,7 +641,7 @@ class _KernelDw(CompiledJob):
         self.dw = kern.dw_fn(w.astype(np.int32), g, g.nchunk, self.cl, s.in_off,
                              s.prec is Precision.INT8, self.lane_dtype, **post)
         self.warn = core.cfg.ERR_WARN_WRAP32
-        self.acc = np.empty((g.nchunk, g.oh, g.ow, self.cl), np.int32)
+        self.acc = np.empty((g.ow, self.cl), np.int32)    # one output row
         self.shape = (g.nchunk * g.oh * g.ow, self.cl)
 
     def run(self, core: Core, words: np.ndarray, out=None) -> tuple[np.ndarray, int]:

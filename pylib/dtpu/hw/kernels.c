@@ -96,7 +96,7 @@ static inline int64_t requant1(int variant, int64_t total, int64_t m, int64_t s)
 
 #define EXACT_BY_VARIANT(ATYPE, OTYPE)                                                       \
     for (int64_t r = 0; r < rows; r++) {                                                     \
-        int64_t p = (r / rows_per_block) * c;                                                \
+        int64_t p = (block0 + r / rows_per_block) * c;                                       \
         if (variant == V_SINGLE) EXACT_ROW(V_SINGLE, ATYPE, OTYPE);                          \
         else if (variant == V_DOUBLE) EXACT_ROW(V_DOUBLE, ATYPE, OTYPE);                     \
         else EXACT_ROW(V_DOUBLE_UP, ATYPE, OTYPE);                                           \
@@ -127,9 +127,10 @@ typedef struct {
 } dtpu_post_t;
 
 /* Returns 1 if some acc + bias left int32 (ERR_WARN_WRAP32), else 0. */
-static int post_exact(const dtpu_post_t *P, const void *acc, int64_t rows, void *out) {
+static int post_exact(const dtpu_post_t *P, const void *acc, int64_t rows, int64_t block0,
+                      int64_t rows_per_block, void *out) {
     int akind = P->akind, okind = P->okind, variant = P->variant;
-    int64_t c = P->c, rows_per_block = P->rows_per_block;
+    int64_t c = P->c;
     const int64_t *bias = P->bias, *mult = P->mult, *shift = P->shift, *zp = P->zp;
     int64_t act_lo = P->act_lo, act_hi = P->act_hi, type_lo = P->type_lo, type_hi = P->type_hi;
     int wrapped = 0;
@@ -142,7 +143,7 @@ static int post_exact(const dtpu_post_t *P, const void *acc, int64_t rows, void 
  * in post_exact. */
 #define FUSED_LOOP(ATYPE, OTYPE)                                                             \
     for (int64_t r = 0; r < rows; r++) {                                                     \
-        int64_t p = (r / rows_per_block) * c;                                                \
+        int64_t p = (block0 + r / rows_per_block) * c;                                       \
         const ATYPE *restrict a = (const ATYPE *)acc + r * c;                                \
         OTYPE *restrict o = (OTYPE *)out + r * c;                                            \
         const double *restrict sc = scale + p, *restrict of = offset + p;                    \
@@ -156,18 +157,25 @@ static int post_exact(const dtpu_post_t *P, const void *acc, int64_t rows, void 
         }                                                                                    \
     }
 
-static void post_fused(const dtpu_post_t *P, const void *acc, int64_t rows, void *out) {
+static void post_fused(const dtpu_post_t *P, const void *acc, int64_t rows, int64_t block0,
+                       int64_t rows_per_block, void *out) {
     int akind = P->akind, okind = P->okind;
-    int64_t c = P->c, rows_per_block = P->rows_per_block;
+    int64_t c = P->c;
     const double *scale = P->scale, *offset = P->offset, *thr = P->thr, *delta = P->delta;
     double lo = P->lo, hi = P->hi;
     BY_ACC(FUSED_LOOP)
 }
 
-int dtpu_post(const dtpu_post_t *P, const void *acc, int64_t rows, void *out) {
-    if (P->exact) return post_exact(P, acc, rows, out);
-    post_fused(P, acc, rows, out);
+/* rows from parameter block block0 on, a new block every rows_per_block rows */
+static int post_rows(const dtpu_post_t *P, const void *acc, int64_t rows, int64_t block0,
+                     int64_t rows_per_block, void *out) {
+    if (P->exact) return post_exact(P, acc, rows, block0, rows_per_block, out);
+    post_fused(P, acc, rows, block0, rows_per_block, out);
     return 0;
+}
+
+int dtpu_post(const dtpu_post_t *P, const void *acc, int64_t rows, void *out) {
+    return post_rows(P, acc, rows, 0, P->rows_per_block, out);
 }
 
 /* Depthwise accumulators: x (nchunk, ih, iw, cl) 8-bit lanes (signed if xsigned), w (taps,
@@ -177,7 +185,7 @@ int dtpu_post(const dtpu_post_t *P, const void *acc, int64_t rows, void *out) {
 #define DW_LOOP(XTYPE)                                                                       \
     for (int64_t ch = 0; ch < nchunk; ch++)                                                  \
         for (int64_t oy = 0; oy < oh; oy++) {                                                \
-            int32_t *restrict arow = acc + (ch * oh + oy) * ow * cl;                        \
+            int32_t *restrict arow = acc;                                                    \
             memset(arow, 0, (size_t)(ow * cl) * sizeof(int32_t));                            \
             for (int64_t ky = 0; ky < kh; ky++) {                                            \
                 int64_t iy = oy * sy - pt + ky * dy;                                         \
@@ -213,6 +221,9 @@ int dtpu_post(const dtpu_post_t *P, const void *acc, int64_t rows, void *out) {
                     }                                                                        \
                 }                                                                            \
             }                                                                                \
+            /* the row's post unit while its accumulators are in cache (chunk ch's params) */ \
+            wrapped |= post_rows(P, arow, ow * cl / P->c, ch, INT64_MAX,                      \
+                                 (char *)out + (ch * oh + oy) * ow * cl * osize);             \
         }
 
 typedef struct {
@@ -225,8 +236,9 @@ typedef struct {
     const int32_t *wt;
 } dtpu_dw_t;
 
-/* A depthwise job: accumulators into acc (nchunk, oh, ow, cl), then the post unit P into out
- * (NULL: accumulators only). Returns dtpu_post's flag. */
+/* A depthwise job: per output row, its accumulators into acc (ow * cl int32 scratch), then
+ * the post unit P on them into out (nchunk, oh, ow, cl) lanes. Returns 1 if a total wrapped
+ * (exact post unit), else 0. */
 int dtpu_dw(const dtpu_dw_t *D, const dtpu_post_t *P, const void *x, void *acc_, void *out) {
     int64_t nchunk = D->nchunk, ih = D->ih, iw = D->iw, cl = D->cl, kh = D->kh, kw = D->kw;
     int64_t oh = D->oh, ow = D->ow, sy = D->sy, sx = D->sx, dy = D->dy, dx = D->dx;
@@ -235,8 +247,9 @@ int dtpu_dw(const dtpu_dw_t *D, const dtpu_post_t *P, const void *x, void *acc_,
     const int32_t *w = D->w, *wt = D->wt;
     int64_t rcl = D->rcl;
     int32_t *acc = acc_;
+    int64_t osize = P->okind == O_I16 ? 2 : 1;
+    int wrapped = 0;
     if (D->xsigned) { DW_LOOP(int8_t) }
     else { DW_LOOP(uint8_t) }
-    if (P == NULL) return 0;
-    return dtpu_post(P, acc, nchunk * oh * ow * cl / P->c, out);
+    return wrapped;
 }

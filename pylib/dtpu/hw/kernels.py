@@ -77,10 +77,13 @@ class Kernels:
         self.ffi, self.lib = ffi, lib
 
     def _bind_post(self, acc_dtype, out_dtype, c: int, rows: int, rows_per_block: int,
-                   exact: dict | None, fused: dict | None):
+                   exact: dict | None, fused: dict | None, unit: int | None = None):
+        """`unit`: the rows a call takes at a time (default rows_per_block): the tiling
+        divides it."""
         ffi = self.ffi
         blocks = -(-rows // rows_per_block)
-        rep = _tiling(c, rows_per_block) if rows % rows_per_block == 0 else 1
+        unit = rows_per_block if unit is None else unit
+        rep = _tiling(c, unit) if rows % rows_per_block == 0 and rows_per_block % unit == 0 else 1
         P = ffi.new("dtpu_post_t *")
         keep = []
 
@@ -132,9 +135,9 @@ class Kernels:
 
     def dw_fn(self, w: np.ndarray, g, nchunk: int, cl: int, in_off: int, signed: bool,
               out_dtype, *, exact: dict | None = None, fused: dict | None = None):
-        """runner(x (nchunk, ih, iw, cl) int8/uint8, acc (nchunk, oh, ow, cl) int32 scratch,
-        out (nchunk*oh*ow, cl)) -> the post unit's flag; w (taps, nchunk*cl) int32 tap weights
-        with WGT_OFFSET applied; the post unit's parameters per chunk (nchunk * cl)."""
+        """runner(x (nchunk, ih, iw, cl) int8/uint8, acc (ow, cl) int32 scratch (one output
+        row), out (nchunk*oh*ow, cl)) -> the post unit's flag; w (taps, nchunk*cl) int32 tap
+        weights with WGT_OFFSET applied; the post unit's parameters per chunk (nchunk * cl)."""
         ffi = self.ffi
         w = np.ascontiguousarray(w, np.int32)
         if w.shape != (g.kh * g.kw, nchunk * cl):
@@ -150,10 +153,11 @@ class Kernels:
         wt = np.ascontiguousarray(np.tile(w.reshape(g.kh * g.kw, nchunk, 1, cl), (1, 1, rep, 1)))
         D.rcl, D.wt = rep * cl, ffi.cast("int32_t *", ffi.from_buffer(wt))
         rows = nchunk * g.oh * g.ow
-        P, keep, _ = self._bind_post(np.int32, out_dtype, cl, rows, g.oh * g.ow, exact, fused)
+        P, keep, _ = self._bind_post(np.int32, out_dtype, cl, rows, g.oh * g.ow, exact, fused,
+                                     unit=g.ow)
         fn, buf = self.lib.dtpu_dw, ffi.from_buffer
         x_dtype = np.dtype(np.int8 if signed else np.uint8)
-        x_shape, acc_shape, out_shape = (nchunk, g.ih, g.iw, cl), (nchunk, g.oh, g.ow, cl), (rows, cl)
+        x_shape, acc_shape, out_shape = (nchunk, g.ih, g.iw, cl), (g.ow, cl), (rows, cl)
         out_dtype = np.dtype(out_dtype)
 
         def run(x: np.ndarray, acc: np.ndarray, out: np.ndarray) -> int:
@@ -184,16 +188,14 @@ class Kernels:
         self.post_fn(acc.dtype, out.dtype, c, rows, rows_per_block, fused=dict(
             scale=scale, offset=offset, thr=thr, delta=delta, lo=lo, hi=hi))(acc, out)
 
-    def dw_acc(self, x: np.ndarray, w: np.ndarray, g, in_off: int, acc: np.ndarray) -> None:
-        """Depthwise accumulators only: x (nchunk, ih, iw, cl) int8/uint8, w (taps, nchunk*cl)
-        int32 -> acc (nchunk, oh, ow, cl) int32."""
+    def dw(self, x: np.ndarray, w: np.ndarray, g, in_off: int, out: np.ndarray, *,
+           exact: dict | None = None, fused: dict | None = None) -> int:
+        """A depthwise job once: x (nchunk, ih, iw, cl) int8/uint8, w (taps, nchunk*cl) int32
+        -> out (nchunk*oh*ow, cl); the post unit's flag."""
         nchunk, _, _, cl = x.shape
-        n = nchunk * cl
-        out = np.empty((nchunk * g.oh * g.ow, cl), np.int8)
-        run = self.dw_fn(w, g, nchunk, cl, in_off, x.dtype == np.int8, np.int8, fused=dict(
-            scale=np.zeros(n), offset=np.zeros(n), thr=np.zeros(n), delta=np.zeros(n), lo=0.0,
-            hi=0.0))
-        run(x, acc, out)
+        run = self.dw_fn(w, g, nchunk, cl, in_off, x.dtype == np.int8, out.dtype, exact=exact,
+                         fused=fused)
+        return run(x, np.empty((g.ow, cl), np.int32), out)
 
 
 def _build_dir() -> Path:

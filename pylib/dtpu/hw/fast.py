@@ -31,6 +31,21 @@ any other mode or variant, the compiled job runs the core's generic datapath
 is also checked against the core's post unit (:func:`dtpu.hw.model.requant`) on probe
 accumulators around every channel's rounding boundaries; a disagreement (a variant redefined
 there) falls back to the generic datapath.
+
+C kernels (:mod:`dtpu.hw.kernels`, kernels.c). Where a C compiler is available, REQUANT jobs of
+8-bit and int16 lanes with the SINGLE, DOUBLE or DOUBLE_UP variant run on them instead of the
+numpy datapaths above: numpy spends one pass over the outputs per elementwise step of the post
+unit (six to eight over float64 arrays) and one per tap of a depthwise job, and on MobileNet-224
+those passes were most of an invoke; the kernels make each one pass. A GEMM stays on BLAS: the
+lanes' products are summed in float32 while the raw sums are proven below 2^24 (else float64,
+below 2^53), exact either way; IN_OFFSET * sum(W') is added in the post unit. A depthwise job
+accumulates in int32 (|acc| < 2^31 proven from the weights) row by row. The post unit is the
+fused map above when its bound holds (the same float64 operations, each exact, so order and FMA
+do not matter), else the core's int64 post unit written again in C with numpy's semantics (every
+variant's rounding, shifts of any count, the int32 wraps and WARN_WRAP32): jobs whose bound
+fails no longer fall back to the generic numpy datapath. tests/test_kernels.py compares the
+kernels with the model's definitions on extreme parameters; tests/test_model_fastpath.py runs
+every job through the protocol, the kernels and the numpy datapaths and compares all three.
 """
 from __future__ import annotations
 

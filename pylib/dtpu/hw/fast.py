@@ -49,7 +49,9 @@ every job through the protocol, the kernels and the numpy datapaths and compares
 """
 from __future__ import annotations
 
+import hashlib
 import logging
+import threading
 from typing import Iterable
 
 import numpy as np
@@ -119,20 +121,27 @@ class CompiledJob:
         self.wgt_range, self.param_range = _ranges(core, setup)
         # what it was compiled from: a page streamed back into the same place (the same words
         # at every invoke) keeps its compiled form
-        (wl, wh), (pl, ph) = self.wgt_range, self.param_range
-        self.snapshot = (core.wmem[wl:wh].copy(), core.pmem[pl:ph].copy())
+        self.snapshot = self._digest(core)
 
     def valid(self, core: Core) -> bool:
         """False if a write since compilation changed memory this job reads."""
         if self.epoch == core.memory_epoch:
             return True
         if core.memory_written_since(self.epoch, self.wgt_range, self.param_range):
-            (wl, wh), (pl, ph) = self.wgt_range, self.param_range
-            w, p = self.snapshot
-            if not (np.array_equal(core.wmem[wl:wh], w) and np.array_equal(core.pmem[pl:ph], p)):
+            if self._digest(core) != self.snapshot:
                 return False
         self.epoch = core.memory_epoch
         return True
+
+    def _digest(self, core: Core) -> bytes:
+        """A 128-bit digest of the weight words and parameter entries the job reads (a copy
+        would hold another byte per weight for the whole net)."""
+        (wl, wh), (pl, ph) = self.wgt_range, self.param_range
+        h = hashlib.blake2b(digest_size=16)
+        h.update(np.ascontiguousarray(core.wmem[wl:wh]).view(np.uint8))
+        h.update(b"|")
+        h.update(np.ascontiguousarray(core.pmem[pl:ph]).view(np.uint8).reshape(-1))
+        return h.digest()
 
     def run(self, core: Core, words: np.ndarray | None, out=None) -> tuple[np.ndarray | None, int]:
         s = self.setup
@@ -270,13 +279,13 @@ class _FusedPost:
             raise _NotFusable(f"variant {s.variant}")
         if s.opcode == "GEMM":
             channels = s.nt * c.COLS
-            w = core._gemm_weights(prec, s.wb, s.kw, s.nt, _F64, s.w_off)      # (K, C)
+            w = core._gemm_weights(prec, s.wb, s.kw, s.nt, _int_weights(s), s.w_off)  # (K, C)
         else:
             g = s.geom
             channels = g.gc * g.nchunk * prec.lanes
-            w = core._dw_weights(prec, g, s.wb, s.gp, _F64, s.w_off)            # (taps, C)
-        wabs = np.abs(w).sum(axis=0)
-        wsum = w.sum(axis=0)
+            w = core._dw_weights(prec, g, s.wb, s.gp, _int_weights(s), s.w_off)      # (taps, C)
+        wabs = np.abs(w).sum(axis=0, dtype=np.int64)
+        wsum = w.sum(axis=0, dtype=np.int64)
         bias, mult, shift, zp = core._params(s.pb, channels, prec, s.out_mode)
         amax = core._operand_bound(prec, s.in_off)       # max |x + IN_OFFSET|
         xmax = core._operand_bound(prec, 0)              # max |x|
@@ -360,6 +369,13 @@ class _FusedPost:
             raise _NotFusable(f"fused post unit disagrees with the core's (err {err:#x}, "
                               f"{bad.shape[0]} probes, first at channel "
                               f"{bad[0][1] if bad.size else '-'})")
+
+
+def _int_weights(s: JobSetup) -> np.dtype:
+    """The dtype to decode a job's weights (lanes + WGT_OFFSET) in: int32 where that holds them
+    (8- and 16-bit lanes, a small offset: half the bytes of float64 while compiling), else
+    float64 (exact: |w| < 2^53)."""
+    return np.dtype(np.int32) if s.prec.bits <= 16 and abs(s.w_off) < 1 << 30 else _F64
 
 
 def _s32(v: int) -> int:
@@ -581,6 +597,21 @@ def _kernel_post(core: Core, s: JobSetup, plan: "_FusedPost | None", channels: i
                            act_hi=_s32(s.act_max)))
 
 
+#: a GEMM job keeps its weights as floats up to this size, as small integers beyond
+KEEP_FLOAT_BYTES = 256 << 10
+_scratch_local = threading.local()
+
+
+def _scratch(dtype: np.dtype, n: int) -> np.ndarray:
+    """A per-thread scratch of at least `n` items of `dtype` (its first n returned). A
+    backend's compiled jobs run one at a time (its lock); other backends run in other threads."""
+    bufs = _scratch_local.__dict__.setdefault("bufs", {})
+    buf = bufs.get(dtype)
+    if buf is None or buf.size < n:
+        buf = bufs[dtype] = np.empty(n, dtype)
+    return buf[:n]
+
+
 class _KernelGemm(CompiledJob):
     """GEMM on BLAS (exact: float32 while the lanes' raw sums stay below 2^24, else float64)
     and the post unit in one C pass. IN_OFFSET is folded into the post unit's offset (fused) or
@@ -601,8 +632,8 @@ class _KernelGemm(CompiledJob):
         L = s.prec.lanes
         self.k, self.m, self.C = s.kw * L, s.m, s.nt * c.COLS
         self.lane_dtype = s.prec.value_dtype
-        w = core._gemm_weights(s.prec, s.wb, s.kw, s.nt, _F64, s.w_off)    # (K, C), exact
-        wabs = np.abs(w).sum(axis=0)
+        w = core._gemm_weights(s.prec, s.wb, s.kw, s.nt, _int_weights(s), s.w_off)  # (K, C)
+        wabs = np.abs(w).sum(axis=0, dtype=np.int64)
         raw = core._operand_bound(s.prec, 0) * float(wabs.max(initial=0))
         full = core._operand_bound(s.prec, s.in_off) * float(wabs.max(initial=0))
         if s.prec.bits == 8 and self.k * core._operand_bound(s.prec, s.in_off) * \
@@ -611,8 +642,19 @@ class _KernelGemm(CompiledJob):
         if max(raw, full) >= _EXACT:
             raise _NotFusable("accumulator beyond float64")
         self.wdt = _F32 if raw < 1 << 24 else _F64
-        self.w = np.ascontiguousarray(w.astype(self.wdt))
-        wsum = w.sum(axis=0).astype(np.int64)                              # exact (< 2^53)
+        # the float weights of the whole net would cost 4-8 bytes per weight for the life of the
+        # interpreter: large ones are kept as small integers and converted into a per-thread
+        # scratch at every run (an int8 -> float32 pass over the weights, a small fraction of the
+        # matmul's time)
+        self.wshape = w.shape
+        small = next((dt for dt in (np.int8, np.int16, np.int32)
+                      if w.size == 0 or (w.min() >= np.iinfo(dt).min and w.max() <= np.iinfo(dt).max)),
+                     None)
+        if small is not None and w.size * self.wdt.itemsize > KEEP_FLOAT_BYTES:
+            self.w, self.convert = np.ascontiguousarray(w.astype(small)), True
+        else:
+            self.w, self.convert = np.ascontiguousarray(w.astype(self.wdt)), False
+        wsum = w.sum(axis=0, dtype=np.int64)
         post = _kernel_post(core, s, plan, self.C,
                             offset=None if plan is None else plan.offset_raw,
                             bias_extra=s.in_off * wsum)
@@ -621,7 +663,11 @@ class _KernelGemm(CompiledJob):
 
     def run(self, core: Core, words: np.ndarray, out=None) -> tuple[np.ndarray, int]:
         a = words.view(self.lane_dtype).reshape(self.m, self.k)
-        acc = np.matmul(a.astype(self.wdt), self.w)
+        w = self.w
+        if self.convert:
+            w = _scratch(self.wdt, w.size).reshape(self.wshape)
+            np.copyto(w, self.w)
+        acc = np.matmul(a.astype(self.wdt), w)
         out = (np.empty((self.m, self.C), self.lane_dtype) if out is None
                else out.reshape(self.m, self.C))
         err = self.warn if self.post(acc, out) else 0

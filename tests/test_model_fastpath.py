@@ -344,3 +344,39 @@ def test_one_backend_from_several_threads():
     for t in threads:
         t.join()
     assert not bad
+
+
+@pytest.mark.skipif(not KERNELS, reason="no C compiler: the kernels are not built")
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(nodes(kinds=(OpKind.CONV_2D,), modes=(DataMode.INT8, DataMode.UINT8, DataMode.INT16X8)))
+def test_kernel_gemm_with_converted_weights_equals_the_protocol(node):
+    """GEMM weights beyond KEEP_FLOAT_BYTES are kept as small integers and converted into the
+    per-thread scratch at every run (forced here for every size)."""
+    spec, x, f, b = node
+    old = fast.KEEP_FLOAT_BYTES
+    fast.KEEP_FLOAT_BYTES = 0
+    try:
+        _same_run(spec, x, f, b, get_config())
+    finally:
+        fast.KEEP_FLOAT_BYTES = old
+
+
+def test_large_gemm_weights_are_converted_per_run():
+    """A 1x1 convolution 256 -> 384 (98 k weights, 384 KiB as float32): its kernel job keeps
+    int8 weights and gives the protocol's words."""
+    from dtpu.spec import ConvSpec, Quant
+    rng = np.random.default_rng(5)
+    spec = ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, 4, 4, 256), (384, 1, 1, 256),
+                    input_q=Quant((0.02,), (-3,)), filter_q=Quant((0.002,), (0,)),
+                    output_q=Quant((0.1,), (5,)))
+    x, f, b = make_data(spec, rng)
+    cfg = HwConfig(LOG_WEIGHT_WORDS=17)
+    _same_run(spec, x, f, b, cfg)
+    if KERNELS:
+        low = lower(spec, f, b, cfg)
+        t = ModelTransport(Core(cfg))
+        cache: dict = {}
+        run_jobs_compiled(t, low.load_jobs + low.jobs(x), cache)
+        gemms = [v for v in cache.values() if getattr(v, "opcode", "") == "GEMM"]
+        assert gemms and all(v.kind == "kernel" and v.convert and v.w.dtype == np.int8
+                             for v in gemms)

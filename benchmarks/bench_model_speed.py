@@ -3,7 +3,9 @@
 
 Median time of many invokes of the whole model, the delegate with backend=model against the
 plain interpreter, side by side with the ratio (target: within 3x), plus the model's
-MAC-weighted MXU utilization over the delegated nodes. The two interpreters are invoked
+MAC-weighted MXU utilization over the delegated nodes. Model names are the zoo's, or files
+NAME.tflite in $DTPU_MODEL_CACHE (e.g. mobilenet_v2_224__int8 with ``--large``); benchmarks/
+bench_scale.py adds allocate, first invoke and RSS. The two interpreters are invoked
 alternately, so both see the same machine; besides wall time, the thread's CPU time is reported
 (on a busy machine a longer invoke is more often preempted, which inflates its wall time only).
 
@@ -45,17 +47,25 @@ def _timed(interpreter) -> tuple[float, float]:
     return (time.perf_counter_ns() - t0) / 1e3, (time.thread_time_ns() - c0) / 1e3
 
 
-def measure(name: str, invokes: int, ops: str):
+def measure(name: str, invokes: int, ops: str, large: bool = False):
     import dtpu
     from dtpu import tflite
-    from tests.models import zoo
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_scale import LARGE, _inputs, _resolve
 
-    entry = zoo.get_entry(name)
-    path = zoo.model_path(entry)
-    inputs = zoo.make_inputs(entry, seed=0)
+    path, entry = _resolve(name)
+    if path is None:
+        return None
     cpu = tflite.Interpreter(model_path=str(path), num_threads=1)
     cpu.allocate_tensors()
-    ours = dtpu.make_interpreter(path, {"backend": "model", "ops": ops}, num_threads=1)
+    inputs = _inputs(cpu, entry)
+    options = {"backend": "model", "ops": ops}
+    if large:   # every node resident (a testing configuration, see bench_scale.py)
+        from dtpu.hw.config import HwConfig
+        with HwConfig(**LARGE):
+            ours = dtpu.make_interpreter(path, options, num_threads=1)
+    else:
+        ours = dtpu.make_interpreter(path, options, num_threads=1)
     ours.allocate_tensors()
     _setup(cpu, inputs)
     _setup(ours, inputs)
@@ -73,6 +83,10 @@ def main(argv=None) -> int:
     ap.add_argument("--models", default=DEFAULT_MODELS)
     ap.add_argument("--ops", default="conv2d,depthwise_conv2d,fully_connected")
     ap.add_argument("--nodes", action="store_true", help="per-node breakdown from the reports")
+    ap.add_argument("--large", action="store_true",
+                    help="enlarged model memories, every node resident (the 224 nets until they "
+                         "fit the default ones); names not in the zoo are looked up in "
+                         "$DTPU_MODEL_CACHE (default tests/models/cache/)")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     log = logging.getLogger("bench")
@@ -84,7 +98,11 @@ def main(argv=None) -> int:
              f"{'CPU-time ratio':>16}{'MXU util':>10}{'cycles':>9}")
     breakdowns = []
     for name in args.models.split(","):
-        cpu_t, our_t, reports = measure(name, args.invokes, args.ops)
+        got = measure(name, args.invokes, args.ops, args.large)
+        if got is None:
+            log.info(f"{name}: skipped (no model file)")
+            continue
+        cpu_t, our_t, reports = got
         nodes = reports[-1].to_dict()["nodes"]
         macs = sum(n["hw"]["macs"] or 0 for n in nodes)
         cycles = sum(n["hw"]["cycles"] or 0 for n in nodes)

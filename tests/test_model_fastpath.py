@@ -4,6 +4,8 @@ random nodes (every mode, precision, array width, tiny memories for paging and K
 every convolution of the model zoo."""
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, event, given, settings
@@ -14,7 +16,7 @@ from dtpu.backends.base import Probes
 from dtpu.backends.model import ModelBackend
 from dtpu.driver import DtpuJobError, ModelTransport, read_counters, run_jobs
 from dtpu.driver.model import run_jobs_compiled
-from dtpu.hw import fast
+from dtpu.hw import fast, kernels
 from dtpu.hw.config import HwConfig, get_config
 from dtpu.hw.lower import Job, LowerError, lower
 from dtpu.hw.model import Core
@@ -27,29 +29,54 @@ def _pair(cfg):
     return ModelTransport(Core(cfg)), ModelTransport(Core(cfg))
 
 
+@contextmanager
+def _kernels(on: bool):
+    """Compile jobs with (True) or without (False) the C kernels of dtpu.hw.kernels."""
+    old = fast.USE_KERNELS
+    fast.USE_KERNELS = on
+    try:
+        yield
+    finally:
+        fast.USE_KERNELS = old
+
+
+#: the C kernels could be built here (else both compiled paths are the numpy ones)
+KERNELS = kernels.get() is not None
+
+
 def _same_run(spec, x, f, b, cfg, **kw):
-    """Lower once, run load + compute jobs through both paths on twin cores, compare."""
+    """Lower once, run load + compute jobs through the protocol and through the compiled path,
+    with the C kernels and with the numpy datapaths, on triplet cores; compare."""
     try:
         low = lower(spec, f, b, cfg, **kw)
     except LowerError:
         return None
     proto, quick = _pair(cfg)
+    plain = ModelTransport(Core(cfg))
     cache: dict = {}
+    pcache: dict = {}
     r0, c0 = run_jobs(proto, low.load_jobs)
-    r1, c1 = run_jobs_compiled(quick, low.load_jobs, cache)
-    assert c0 == c1 and len(r0) == len(r1) == 0
+    with _kernels(True):
+        r1, c1 = run_jobs_compiled(quick, low.load_jobs, cache)
+    with _kernels(False):
+        r2, c2 = run_jobs_compiled(plain, low.load_jobs, pcache)
+    assert c0 == c1 == c2 and len(r0) == len(r1) == len(r2) == 0
     kinds = set()
     for _ in range(2):  # the second round runs the cached compiled jobs
         jobs = low.jobs(x)
         r0, c0 = run_jobs(proto, jobs)
-        r1, c1 = run_jobs_compiled(quick, jobs, cache)
-        assert c0 == c1, (c0, c1)
-        assert len(r0) == len(r1)
-        for a, b_ in zip(r0, r1):
-            assert a.dtype == b_.dtype and np.array_equal(a, b_)
-        assert read_counters(proto) == read_counters(quick)
-        assert proto.core.regs == quick.core.regs
-        kinds |= {v.kind for v in cache.values()
+        with _kernels(True):
+            r1, c1 = run_jobs_compiled(quick, jobs, cache)
+        with _kernels(False):
+            r2, c2 = run_jobs_compiled(plain, jobs, pcache)
+        assert c0 == c1 == c2, (c0, c1, c2)
+        assert len(r0) == len(r1) == len(r2)
+        for a, b_, c_ in zip(r0, r1, r2):
+            assert a.dtype == b_.dtype == c_.dtype
+            assert np.array_equal(a, b_) and np.array_equal(a, c_)
+        assert read_counters(proto) == read_counters(quick) == read_counters(plain)
+        assert proto.core.regs == quick.core.regs == plain.core.regs
+        kinds |= {v.kind for v in (*cache.values(), *pcache.values())
                   if v.kind == "protocol" or v.opcode in ("GEMM", "DWCONV")}
     y = low.assemble(r1)
     try:
@@ -57,7 +84,7 @@ def _same_run(spec, x, f, b, cfg, **kw):
             event(f"{low.dataflow} {kind}")
     except Exception:  # not inside a hypothesis test
         pass
-    return y, kinds, cache
+    return y, kinds, pcache   # the numpy datapaths: f32 or not
 
 
 PROPS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -169,14 +196,15 @@ def test_fused_and_generic_paths_are_both_taken():
     rng = np.random.default_rng(3)
     spec, x, f, b = _large_accumulators(rng)
     _, kinds, _ = _same_run(spec, x, f, b, get_config())
-    assert kinds == {"generic"}
+    # numpy: the generic datapath; C kernels: the exact int64 post unit
+    assert kinds == {"generic"} | ({"kernel"} if KERNELS else set())
     from dtpu.spec import ConvSpec, Quant
     small = ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, 6, 6, 16), (24, 1, 1, 16),
                      input_q=Quant((0.02,), (-3,)), filter_q=Quant((0.01,), (0,)),
                      output_q=Quant((0.1,), (5,)))
     x, f, b = make_data(small, rng)
     _, kinds, cache = _same_run(small, x, f, b, get_config())
-    assert kinds == {"fused"} and not any(getattr(v, "f32", False) for v in cache.values())
+    assert kinds == {"fused"} | ({"kernel"} if KERNELS else set()) and not any(getattr(v, "f32", False) for v in cache.values())
     # K = 128 > F32_GEMM_K: accumulated in float32, scaled afterwards
     wide = ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, 5, 5, 128), (16, 1, 1, 128),
                     input_q=Quant((0.02,), (-3,)), filter_q=Quant((0.01,), (0,)),
@@ -184,7 +212,7 @@ def test_fused_and_generic_paths_are_both_taken():
     x, f, b = make_data(wide, rng)
     f //= 4
     _, kinds, cache = _same_run(wide, x, f, b, get_config())
-    assert kinds == {"fused"} and any(getattr(v, "f32", False) for v in cache.values())
+    assert kinds == {"fused"} | ({"kernel"} if KERNELS else set()) and any(getattr(v, "f32", False) for v in cache.values())
 
 
 def test_config_errors_raise_like_the_protocol():
@@ -316,3 +344,39 @@ def test_one_backend_from_several_threads():
     for t in threads:
         t.join()
     assert not bad
+
+
+@pytest.mark.skipif(not KERNELS, reason="no C compiler: the kernels are not built")
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(nodes(kinds=(OpKind.CONV_2D,), modes=(DataMode.INT8, DataMode.UINT8, DataMode.INT16X8)))
+def test_kernel_gemm_with_converted_weights_equals_the_protocol(node):
+    """GEMM weights beyond KEEP_FLOAT_BYTES are kept as small integers and converted into the
+    per-thread scratch at every run (forced here for every size)."""
+    spec, x, f, b = node
+    old = fast.KEEP_FLOAT_BYTES
+    fast.KEEP_FLOAT_BYTES = 0
+    try:
+        _same_run(spec, x, f, b, get_config())
+    finally:
+        fast.KEEP_FLOAT_BYTES = old
+
+
+def test_large_gemm_weights_are_converted_per_run():
+    """A 1x1 convolution 256 -> 384 (98 k weights, 384 KiB as float32): its kernel job keeps
+    int8 weights and gives the protocol's words."""
+    from dtpu.spec import ConvSpec, Quant
+    rng = np.random.default_rng(5)
+    spec = ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, 4, 4, 256), (384, 1, 1, 256),
+                    input_q=Quant((0.02,), (-3,)), filter_q=Quant((0.002,), (0,)),
+                    output_q=Quant((0.1,), (5,)))
+    x, f, b = make_data(spec, rng)
+    cfg = HwConfig(LOG_WEIGHT_WORDS=17)
+    _same_run(spec, x, f, b, cfg)
+    if KERNELS:
+        low = lower(spec, f, b, cfg)
+        t = ModelTransport(Core(cfg))
+        cache: dict = {}
+        run_jobs_compiled(t, low.load_jobs + low.jobs(x), cache)
+        gemms = [v for v in cache.values() if getattr(v, "opcode", "") == "GEMM"]
+        assert gemms and all(v.kind == "kernel" and v.convert and v.w.dtype == np.int8
+                             for v in gemms)

@@ -148,6 +148,11 @@ def run_jobs_compiled(t: ModelTransport, jobs, cache: dict | None = None
     register state, the core reset afterwards) as the protocol path; jobs that cannot be compiled
     run through it."""
     cache = {} if cache is None else cache
+    with fast.batch():    # one node's GEMM pages share the float form of their activations
+        return _run_jobs_compiled(t, jobs, cache)
+
+
+def _run_jobs_compiled(t: ModelTransport, jobs, cache: dict) -> tuple[list[np.ndarray], Counters]:
     results: list[np.ndarray] = []
     cycles = 0
     words = {"wgt": 0, "act": 0, "res": 0}

@@ -31,15 +31,33 @@ any other mode or variant, the compiled job runs the core's generic datapath
 is also checked against the core's post unit (:func:`dtpu.hw.model.requant`) on probe
 accumulators around every channel's rounding boundaries; a disagreement (a variant redefined
 there) falls back to the generic datapath.
+
+C kernels (:mod:`dtpu.hw.kernels`, kernels.c). Where a C compiler is available, REQUANT jobs of
+8-bit and int16 lanes with the SINGLE, DOUBLE or DOUBLE_UP variant run on them instead of the
+numpy datapaths above: numpy spends one pass over the outputs per elementwise step of the post
+unit (six to eight over float64 arrays) and one per tap of a depthwise job, and on MobileNet-224
+those passes were most of an invoke; the kernels make each one pass. A GEMM stays on BLAS: the
+lanes' products are summed in float32 while the raw sums are proven below 2^24 (else float64,
+below 2^53), exact either way; IN_OFFSET * sum(W') is added in the post unit. A depthwise job
+accumulates in int32 (|acc| < 2^31 proven from the weights) row by row. The post unit is the
+fused map above when its bound holds (the same float64 operations, each exact, so order and FMA
+do not matter), else the core's int64 post unit written again in C with numpy's semantics (every
+variant's rounding, shifts of any count, the int32 wraps and WARN_WRAP32): jobs whose bound
+fails no longer fall back to the generic numpy datapath. tests/test_kernels.py compares the
+kernels with the model's definitions on extreme parameters; tests/test_model_fastpath.py runs
+every job through the protocol, the kernels and the numpy datapaths and compares all three.
 """
 from __future__ import annotations
 
 import logging
+import threading
+from contextlib import contextmanager
 from typing import Iterable
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from dtpu.hw import kernels
 from dtpu.hw.model import Core, JobSetup, _Error, _U64
 from dtpu.precision import Precision
 
@@ -103,6 +121,8 @@ class CompiledJob:
         self.wgt_range, self.param_range = _ranges(core, setup)
         # what it was compiled from: a page streamed back into the same place (the same words
         # at every invoke) keeps its compiled form
+        # (a copy, one byte per 8-bit weight: streamed pages rewrite their words at every
+        # invoke and comparing is ~20x faster than hashing them)
         (wl, wh), (pl, ph) = self.wgt_range, self.param_range
         self.snapshot = (core.wmem[wl:wh].copy(), core.pmem[pl:ph].copy())
 
@@ -113,7 +133,7 @@ class CompiledJob:
         if core.memory_written_since(self.epoch, self.wgt_range, self.param_range):
             (wl, wh), (pl, ph) = self.wgt_range, self.param_range
             w, p = self.snapshot
-            if not (np.array_equal(core.wmem[wl:wh], w) and np.array_equal(core.pmem[pl:ph], p)):
+            if not (_same(core.wmem[wl:wh], w) and _same(core.pmem[pl:ph], p)):
                 return False
         self.epoch = core.memory_epoch
         return True
@@ -128,6 +148,16 @@ class CompiledJob:
         if s.opcode == "GEMM":
             return core._gemm_words(s, words)
         return core._dw_words(s, words)
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    """a == b (same dtype and shape): bytes compared for small arrays (a streamed page's words:
+    ~1 us where np.array_equal takes ~2.5), np.array_equal for large ones."""
+    if a.shape != b.shape:
+        return False
+    if a.nbytes <= 1 << 16:
+        return a.tobytes() == b.tobytes()
+    return bool(np.array_equal(a, b))
 
 
 def _ranges(core: Core, s: JobSetup | None) -> tuple[tuple[int, int], tuple[int, int]]:
@@ -162,8 +192,17 @@ def _register_file(core: Core, regs: Iterable[tuple[str, int]]) -> tuple[_Tracke
     return _TrackedRegs(base), written
 
 
-def compile_job(core: Core, regs, fused: bool = True) -> CompiledJob:
+#: compile_job's default for `kernels_ok` (tests switch it off to exercise the numpy datapaths)
+USE_KERNELS = True
+
+
+def compile_job(core: Core, regs, fused: bool = True, kernels_ok: bool | None = None
+                ) -> CompiledJob:
     """Decode `regs` (the job's register writes, JOB last) as a START would.
+
+    `fused`: use the fused post unit / C kernels where they apply (else the core's generic
+    datapath); `kernels_ok`: may use the C kernels (:mod:`dtpu.hw.kernels`; default
+    :data:`USE_KERNELS`; False keeps the numpy datapaths, which give the same words).
 
     Raises :class:`Unsupported` if the job's behaviour would depend on registers it does not
     write (the protocol path then runs it with the register file as it is)."""
@@ -181,14 +220,36 @@ def compile_job(core: Core, regs, fused: bool = True) -> CompiledJob:
     if setup is None:
         return CompiledJob(core, regs, None, error, core._opcode_name(file))
     if fused and setup.opcode in ("GEMM", "DWCONV") and setup.out_mode == c.OUT_MODE_REQUANT:
+        cached = set(core._wcache)
         try:
-            plan = _FusedPost.build(core, setup)
+            return _compile_fused(core, regs, setup, kernels_ok)
+        finally:
+            # the float64 weights decoded for the compiled form would stay in the core's memo
+            # (8 bytes per weight, the whole net's worth): the compiled job keeps what it needs
+            for key in set(core._wcache) - cached:
+                core._wcache.pop(key, None)
+                core._wrange.pop(key, None)
+    return CompiledJob(core, regs, setup)
+
+
+def _compile_fused(core: Core, regs, setup: JobSetup, kernels_ok: bool | None) -> CompiledJob:
+    """A REQUANT compute job: C kernels, else the numpy fused datapaths, else generic."""
+    try:
+        plan = _FusedPost.build(core, setup)
+    except _NotFusable as why:
+        log.debug("%s job not fused: %s", setup.opcode, why)
+        plan = None
+    use = USE_KERNELS if kernels_ok is None else kernels_ok
+    kern = kernels.get() if use else None
+    if kern is not None:
+        cls = _KernelGemm if setup.opcode == "GEMM" else _KernelDw
+        try:
+            return cls(core, regs, setup, plan, kern)
         except _NotFusable as why:
-            log.debug("%s job not fused: %s", setup.opcode, why)
-            plan = None
-        if plan is not None:
-            cls = _FusedGemm if setup.opcode == "GEMM" else _FusedDw
-            return cls(core, regs, setup, plan)
+            log.debug("%s job not on the C kernels: %s", setup.opcode, why)
+    if plan is not None:
+        cls = _FusedGemm if setup.opcode == "GEMM" else _FusedDw
+        return cls(core, regs, setup, plan)
     return CompiledJob(core, regs, setup)
 
 
@@ -223,13 +284,13 @@ class _FusedPost:
             raise _NotFusable(f"variant {s.variant}")
         if s.opcode == "GEMM":
             channels = s.nt * c.COLS
-            w = core._gemm_weights(prec, s.wb, s.kw, s.nt, _F64, s.w_off)      # (K, C)
+            w = core._gemm_weights(prec, s.wb, s.kw, s.nt, _int_weights(s), s.w_off)  # (K, C)
         else:
             g = s.geom
             channels = g.gc * g.nchunk * prec.lanes
-            w = core._dw_weights(prec, g, s.wb, s.gp, _F64, s.w_off)            # (taps, C)
-        wabs = np.abs(w).sum(axis=0)
-        wsum = w.sum(axis=0)
+            w = core._dw_weights(prec, g, s.wb, s.gp, _int_weights(s), s.w_off)      # (taps, C)
+        wabs = np.abs(w).sum(axis=0, dtype=np.int64)
+        wsum = w.sum(axis=0, dtype=np.int64)
         bias, mult, shift, zp = core._params(s.pb, channels, prec, s.out_mode)
         amax = core._operand_bound(prec, s.in_off)       # max |x + IN_OFFSET|
         xmax = core._operand_bound(prec, 0)              # max |x|
@@ -313,6 +374,13 @@ class _FusedPost:
             raise _NotFusable(f"fused post unit disagrees with the core's (err {err:#x}, "
                               f"{bad.shape[0]} probes, first at channel "
                               f"{bad[0][1] if bad.size else '-'})")
+
+
+def _int_weights(s: JobSetup) -> np.dtype:
+    """The dtype to decode a job's weights (lanes + WGT_OFFSET) in: int32 where that holds them
+    (8- and 16-bit lanes, a small offset: half the bytes of float64 while compiling), else
+    float64 (exact: |w| < 2^53)."""
+    return np.dtype(np.int32) if s.prec.bits <= 16 and abs(s.w_off) < 1 << 30 else _F64
 
 
 def _s32(v: int) -> int:
@@ -500,6 +568,184 @@ class _FusedDw(CompiledJob):
 
 
 # ------------------------------------------------------------------------------------------------
+# C kernels (dtpu.hw.kernels): one pass for the post unit, one for a depthwise job
+
+_KERNEL_VARIANTS = ("RQ_VARIANT_SINGLE", "RQ_VARIANT_DOUBLE", "RQ_VARIANT_DOUBLE_UP")
+
+
+def _kernel_variant(core: Core, s: JobSetup) -> int:
+    """The kernels' code of the job's requant variant (0 SINGLE, 1 DOUBLE, 2 DOUBLE_UP)."""
+    c = core.cfg
+    for code, name in enumerate(_KERNEL_VARIANTS):
+        if s.variant == getattr(c, name):
+            return code
+    raise _NotFusable(f"variant {s.variant}")
+
+
+def _kernel_post(core: Core, s: JobSetup, plan: "_FusedPost | None", channels: int,
+                 offset=None, bias_extra=None) -> dict:
+    """The post unit's constants for the C kernels: the fused map when `plan` proved it exact
+    (the module doc), else the exact int64 post unit (every variant's rounding, WARN_WRAP32).
+    `offset`: the fused map's offset as the datapath needs it (plan.offset when the lanes carry
+    IN_OFFSET, plan.offset_raw when it is folded in); `bias_extra`: the same for the exact post
+    unit's bias."""
+    if plan is not None:
+        thr = plan.threshold if plan.threshold is not None else np.full(channels, -np.inf)
+        return dict(fused=dict(scale=plan.scale, offset=offset, thr=thr, delta=plan.delta,
+                               lo=plan.lo, hi=plan.hi))
+    bias, mult, shift, zp = core._params(s.pb, channels, s.prec, s.out_mode)
+    bias = bias.astype(np.int64)
+    if bias_extra is not None:
+        bias = bias + bias_extra
+    return dict(exact=dict(bias=bias, mult=mult, shift=shift, zp=zp,
+                           variant=_kernel_variant(core, s), act_lo=_s32(s.act_min),
+                           act_hi=_s32(s.act_max)))
+
+
+#: a GEMM job keeps its weights as floats up to this size, as small integers beyond (a streamed
+#: net's pages are small jobs: the limit is per job, so that the net's float weights do not add
+#: up; ~1 us per run of conversion overhead above it)
+KEEP_FLOAT_BYTES = 16 << 10
+_scratch_local = threading.local()
+
+
+_batch_local = threading.local()
+
+
+@contextmanager
+def batch():
+    """Jobs run inside share the float form of identical input words: the GEMM pages of a
+    streamed node all stream the same activations (one array of the invoke's job list, not
+    written while the jobs run), which would otherwise be converted again for every page."""
+    prev = getattr(_batch_local, "conv", None)
+    _batch_local.conv = {}
+    try:
+        yield
+    finally:
+        _batch_local.conv = prev
+
+
+def _scratch(dtype: np.dtype, n: int) -> np.ndarray:
+    """A per-thread scratch of at least `n` items of `dtype` (its first n returned). A
+    backend's compiled jobs run one at a time (its lock); other backends run in other threads."""
+    bufs = _scratch_local.__dict__.setdefault("bufs", {})
+    buf = bufs.get(dtype)
+    if buf is None or buf.size < n:
+        buf = bufs[dtype] = np.empty(n, dtype)
+    return buf[:n]
+
+
+class _KernelGemm(CompiledJob):
+    """GEMM on BLAS (exact: float32 while the lanes' raw sums stay below 2^24, else float64)
+    and the post unit in one C pass. IN_OFFSET is folded into the post unit's offset (fused) or
+    bias (exact): acc = lanes @ W' + IN_OFFSET * sum(W')."""
+
+    kind = "kernel"
+    writes_out = True
+
+    def __init__(self, core: Core, regs, setup: JobSetup, plan, kern) -> None:
+        s = setup
+        c = core.cfg
+        if s.prec not in (Precision.INT8, Precision.UINT8, Precision.INT16):
+            raise _NotFusable(f"precision {s.prec.value}")
+        if s.wpi * s.lanes_n != c.COLS:
+            raise _NotFusable("result words padded")
+        _kernel_variant(core, s)
+        super().__init__(core, regs, setup)
+        L = s.prec.lanes
+        self.k, self.m, self.C = s.kw * L, s.m, s.nt * c.COLS
+        self.lane_dtype = s.prec.value_dtype
+        w = core._gemm_weights(s.prec, s.wb, s.kw, s.nt, _int_weights(s), s.w_off)  # (K, C)
+        wabs = np.abs(w).sum(axis=0, dtype=np.int64)
+        raw = core._operand_bound(s.prec, 0) * float(wabs.max(initial=0))
+        full = core._operand_bound(s.prec, s.in_off) * float(wabs.max(initial=0))
+        if s.prec.bits == 8 and self.k * core._operand_bound(s.prec, s.in_off) * \
+                core._operand_bound(s.prec, s.w_off) >= 1 << 31:
+            raise _NotFusable("the accumulator may leave int32 (OVERFLOW)")
+        if max(raw, full) >= _EXACT:
+            raise _NotFusable("accumulator beyond float64")
+        self.wdt = _F32 if raw < 1 << 24 else _F64
+        # the float weights of the whole net would cost 4-8 bytes per weight for the life of the
+        # interpreter: large ones are kept as small integers and converted into a per-thread
+        # scratch at every run (an int8 -> float32 pass over the weights, a small fraction of the
+        # matmul's time)
+        self.wshape = w.shape
+        small = next((dt for dt in (np.int8, np.int16, np.int32)
+                      if w.size == 0 or (w.min() >= np.iinfo(dt).min and w.max() <= np.iinfo(dt).max)),
+                     None)
+        if small is not None and w.size * self.wdt.itemsize > KEEP_FLOAT_BYTES:
+            self.w, self.convert = np.ascontiguousarray(w.astype(small)), True
+        else:
+            self.w, self.convert = np.ascontiguousarray(w.astype(self.wdt)), False
+        wsum = w.sum(axis=0, dtype=np.int64)
+        post = _kernel_post(core, s, plan, self.C,
+                            offset=None if plan is None else plan.offset_raw,
+                            bias_extra=s.in_off * wsum)
+        self.post = kern.post_fn(self.wdt, self.lane_dtype, self.C, self.m, self.m, **post)
+        self.warn = core.cfg.ERR_WARN_WRAP32
+
+    def run(self, core: Core, words: np.ndarray, out=None) -> tuple[np.ndarray, int]:
+        conv = getattr(_batch_local, "conv", None)
+        key = (id(words), self.m, self.k, self.lane_dtype, self.wdt)
+        hit = conv.get(key) if conv is not None else None
+        if hit is not None and hit[0] is words:
+            a = hit[1]
+        else:
+            a = words.view(self.lane_dtype).reshape(self.m, self.k).astype(self.wdt)
+            if conv is not None:
+                conv[key] = (words, a)     # the words held: their id stays theirs
+        w = self.w
+        if self.convert:
+            w = _scratch(self.wdt, w.size).reshape(self.wshape)
+            np.copyto(w, self.w)
+        acc = np.matmul(a, w)
+        out = (np.empty((self.m, self.C), self.lane_dtype) if out is None
+               else out.reshape(self.m, self.C))
+        err = self.warn if self.post(acc, out) else 0
+        return out.reshape(-1).view(_U64), err
+
+
+class _KernelDw(CompiledJob):
+    """DWCONV in one C call: per output row, int32 accumulators (8-bit lanes; |acc| < 2^31
+    proven from the weights), then the post unit on them."""
+
+    kind = "kernel"
+    writes_out = True
+
+    def __init__(self, core: Core, regs, setup: JobSetup, plan, kern) -> None:
+        s = setup
+        if s.prec not in (Precision.INT8, Precision.UINT8):
+            raise _NotFusable(f"precision {s.prec.value}")
+        _kernel_variant(core, s)
+        g = s.geom
+        w = core._dw_weights(s.prec, g, s.wb, s.gp, np.int64, s.w_off)       # (taps, C)
+        amax = core._operand_bound(s.prec, s.in_off)
+        if amax * int(np.abs(w).sum(axis=0).max(initial=0)) >= 1 << 31 or \
+                abs(s.in_off) >= 1 << 30:
+            raise _NotFusable("depthwise accumulator beyond int32")
+        super().__init__(core, regs, setup)
+        self.g = g
+        self.cl = g.gc * s.prec.lanes
+        self.channels = g.nchunk * self.cl
+        self.lane_dtype = s.prec.value_dtype
+        post = _kernel_post(core, s, plan, self.channels,
+                            offset=None if plan is None else plan.offset)
+        self.dw = kern.dw_fn(w.astype(np.int32), g, g.nchunk, self.cl, s.in_off,
+                             s.prec is Precision.INT8, self.lane_dtype, **post)
+        self.warn = core.cfg.ERR_WARN_WRAP32
+        self.acc = np.empty((g.ow, self.cl), np.int32)    # one output row
+        self.shape = (g.nchunk * g.oh * g.ow, self.cl)
+
+    def run(self, core: Core, words: np.ndarray, out=None) -> tuple[np.ndarray, int]:
+        g = self.g
+        x = np.ascontiguousarray(words).view(self.lane_dtype).reshape(g.nchunk, g.ih, g.iw, self.cl)
+        shape = self.shape
+        out = (np.empty(shape, self.lane_dtype) if out is None else out.reshape(shape))
+        err = self.warn if self.dw(x, self.acc, out) else 0
+        return out.reshape(-1).view(_U64), err
+
+
+# ------------------------------------------------------------------------------------------------
 # executing
 
 
@@ -557,4 +803,4 @@ def execute(core: Core, job: CompiledJob, words: np.ndarray | None,
     return res, err
 
 
-__all__ = ["CompiledJob", "F32_GEMM_K", "Unsupported", "compile_job", "execute"]
+__all__ = ["CompiledJob", "F32_GEMM_K", "Unsupported", "batch", "compile_job", "execute"]

@@ -1,0 +1,255 @@
+/* Host kernels of the golden model's compiled fast path (dtpu.hw.kernels builds and loads this).
+ *
+ * Why C: the post unit and a depthwise job are one pass over their data here, where numpy
+ * needs one pass per elementwise step (multiply, add, threshold, clip, floor, cast: six to
+ * eight passes over float64 outputs, and one pass per tap for a depthwise job), and on
+ * MobileNet-224 those passes were most of an invoke. The GEMMs stay with BLAS (numpy.matmul).
+ *
+ * Arrays are passed as void * (numpy buffers through cffi's from_buffer).
+ *
+ * Exactness. dtpu_post_exact is the post unit of dtpu.hw.model (Core._post / requant, variants
+ * SINGLE, DOUBLE, DOUBLE_UP) written again in int64 with numpy's semantics: wrap32, arithmetic
+ * shifts, shifts by 64 or more bits (numpy: left gives 0, right gives 0 or -1), int64 wrap on
+ * overflow (done in uint64). dtpu_post_fused is the fused map of dtpu.hw.fast (_FusedPost): its
+ * caller proves every step exact in float64 (the module doc of fast.py), so the result does not
+ * depend on the order or on FMA contraction. tests/test_kernels.py compares both with the
+ * numpy definitions on random and boundary accumulators.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+/* numpy's int64 shifts (npy_lshift / npy_rshift) for counts >= 0 (the only ones used here):
+ * past 63 bits left gives 0, right gives 0 or -1 (= a >> 63). Branch-free, so that the post
+ * unit's loops vectorize. */
+static inline int64_t shl64(int64_t a, int64_t b) {
+    int64_t keep = -(int64_t)(b < 64);
+    return (int64_t)((uint64_t)a << (b < 64 ? b : 63)) & keep;
+}
+static inline int64_t shr64(int64_t a, int64_t b) {
+    return a >> (b < 63 ? b : 63);  /* arithmetic on gcc/clang */
+}
+static inline int64_t wrap32(int64_t x) { return (int64_t)(int32_t)(uint32_t)(uint64_t)x; }
+static inline int64_t add64(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
+static inline int64_t mul64(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }
+static inline int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+static inline int64_t shift_round_half_up(int64_t x, int64_t s) {
+    int64_t half = s > 0 ? shl64(1, max64(s - 1, 0)) : 0;
+    return shr64(add64(x, half), s);
+}
+
+#define V_SINGLE 0
+#define V_DOUBLE 1
+#define V_DOUBLE_UP 2
+#define I32MIN (-2147483648LL)
+#define I32MAX 2147483647LL
+
+/* requant of one wrapped total (dtpu.hw.model.requant) */
+static inline int64_t requant1(int variant, int64_t total, int64_t m, int64_t s) {
+    if (variant == V_SINGLE)
+        return wrap32(shift_round_half_up(mul64(total, m), max64(31 - s, 0)));
+    int64_t left = max64(s, 0), right = max64(-s, 0);
+    int64_t a = wrap32(shl64(total, left));
+    int64_t ab = mul64(a, m);
+    if (variant == V_DOUBLE_UP) {
+        int64_t high = shr64(add64(ab, 1LL << 30), 31);
+        return wrap32(shift_round_half_up(high, right));
+    }
+    /* nudge 2^30 if ab >= 0 else 1 - 2^30; then t / 2^31 truncated towards zero */
+    int64_t t = add64(ab, (1LL << 30) - (int64_t)(ab < 0) * ((1LL << 31) - 1));
+    int64_t high = (t + ((t >> 63) & ((1LL << 31) - 1))) >> 31;
+    high = (a == I32MIN) & (m == I32MIN) ? I32MAX : high;
+    int64_t mask = shl64(1, right) - 1;
+    int64_t threshold = shr64(mask, 1) + (high < 0);
+    return add64(shr64(high, right), (high & mask) > threshold);
+}
+
+/* out kinds */
+#define O_I8 0
+#define O_U8 1
+#define O_I16 2
+/* acc kinds */
+#define A_F32 0
+#define A_F64 1
+#define A_I32 2
+
+/* One row of the post unit for a constant variant (inlined per variant so that the loop is
+ * branch-free and vectorizes). */
+#define EXACT_ROW(VARIANT, ATYPE, OTYPE)                                                     \
+    do {                                                                                     \
+        const ATYPE *restrict a = (const ATYPE *)acc + r * c;                               \
+        OTYPE *restrict o = (OTYPE *)out + r * c;                                            \
+        for (int64_t j = 0; j < c; j++) {                                                    \
+            int64_t total = add64((int64_t)a[j], bias[p + j]);                               \
+            int64_t w = wrap32(total);                                                       \
+            wrapped |= w != total;                                                           \
+            int64_t y = wrap32(add64(requant1(VARIANT, w, mult[p + j], shift[p + j]), zp[p + j])); \
+            /* numpy's clip: min(max(y, lo), hi), also when lo > hi */                       \
+            y = y < act_lo ? act_lo : y;                                                     \
+            y = y > act_hi ? act_hi : y;                                                     \
+            y = y < type_lo ? type_lo : y;                                                   \
+            y = y > type_hi ? type_hi : y;                                                   \
+            o[j] = (OTYPE)y;                                                                 \
+        }                                                                                    \
+    } while (0)
+
+#define EXACT_BY_VARIANT(ATYPE, OTYPE)                                                       \
+    for (int64_t r = 0; r < rows; r++) {                                                     \
+        int64_t p = (block0 + r / rows_per_block) * c;                                       \
+        if (variant == V_SINGLE) EXACT_ROW(V_SINGLE, ATYPE, OTYPE);                          \
+        else if (variant == V_DOUBLE) EXACT_ROW(V_DOUBLE, ATYPE, OTYPE);                     \
+        else EXACT_ROW(V_DOUBLE_UP, ATYPE, OTYPE);                                           \
+    }
+
+#define BY_OUT(BODY, ATYPE)                                                                  \
+    if (okind == O_I8) { BODY(ATYPE, int8_t) }                                               \
+    else if (okind == O_U8) { BODY(ATYPE, uint8_t) }                                         \
+    else { BODY(ATYPE, int16_t) }
+
+#define BY_ACC(BODY)                                                                         \
+    if (akind == A_F32) { BY_OUT(BODY, float) }                                              \
+    else if (akind == A_F64) { BY_OUT(BODY, double) }                                        \
+    else { BY_OUT(BODY, int32_t) }
+
+/* A job's post unit, bound once (dtpu.hw.kernels): `rows` x `c` accumulators row-major, row r
+ * takes the parameters of block r / rows_per_block (c entries each). exact: the int64 post
+ * unit (bias, mult, shift, zp: int64; act_lo/act_hi: ACT_MIN/ACT_MAX as signed 32-bit;
+ * type_lo/type_hi: the lane type's range); else the fused map (scale, offset, thr, delta:
+ * double; clip to [lo, hi]). */
+typedef struct {
+    int exact, akind, okind, variant;
+    int64_t c, rows_per_block;
+    const int64_t *bias, *mult, *shift, *zp;
+    int64_t act_lo, act_hi, type_lo, type_hi;
+    const double *scale, *offset, *thr, *delta;
+    double lo, hi;
+} dtpu_post_t;
+
+/* Returns 1 if some acc + bias left int32 (ERR_WARN_WRAP32), else 0. */
+static int post_exact(const dtpu_post_t *P, const void *acc, int64_t rows, int64_t block0,
+                      int64_t rows_per_block, void *out) {
+    int akind = P->akind, okind = P->okind, variant = P->variant;
+    int64_t c = P->c;
+    const int64_t *bias = P->bias, *mult = P->mult, *shift = P->shift, *zp = P->zp;
+    int64_t act_lo = P->act_lo, act_hi = P->act_hi, type_lo = P->type_lo, type_hi = P->type_hi;
+    int wrapped = 0;
+    BY_ACC(EXACT_BY_VARIANT)
+    return wrapped;
+}
+
+/* The fused post unit: v = acc*scale + offset; v -= delta where v < threshold (numpy:
+ * v - (v < threshold) * delta); clip to [lo, hi] as numpy does; floor. Parameters per block as
+ * in post_exact. */
+#define FUSED_LOOP(ATYPE, OTYPE)                                                             \
+    for (int64_t r = 0; r < rows; r++) {                                                     \
+        int64_t p = (block0 + r / rows_per_block) * c;                                       \
+        const ATYPE *restrict a = (const ATYPE *)acc + r * c;                                \
+        OTYPE *restrict o = (OTYPE *)out + r * c;                                            \
+        const double *restrict sc = scale + p, *restrict of = offset + p;                    \
+        const double *restrict th = thr + p, *restrict de = delta + p;                       \
+        for (int64_t j = 0; j < c; j++) {                                                    \
+            double v = (double)a[j] * sc[j] + of[j];                                         \
+            v = v - (v < th[j] ? de[j] : 0.0);                                               \
+            v = v < lo ? lo : v;                                                             \
+            v = v > hi ? hi : v;                                                             \
+            o[j] = (OTYPE)(int32_t)floor(v);                                                 \
+        }                                                                                    \
+    }
+
+static void post_fused(const dtpu_post_t *P, const void *acc, int64_t rows, int64_t block0,
+                       int64_t rows_per_block, void *out) {
+    int akind = P->akind, okind = P->okind;
+    int64_t c = P->c;
+    const double *scale = P->scale, *offset = P->offset, *thr = P->thr, *delta = P->delta;
+    double lo = P->lo, hi = P->hi;
+    BY_ACC(FUSED_LOOP)
+}
+
+/* rows from parameter block block0 on, a new block every rows_per_block rows */
+static int post_rows(const dtpu_post_t *P, const void *acc, int64_t rows, int64_t block0,
+                     int64_t rows_per_block, void *out) {
+    if (P->exact) return post_exact(P, acc, rows, block0, rows_per_block, out);
+    post_fused(P, acc, rows, block0, rows_per_block, out);
+    return 0;
+}
+
+int dtpu_post(const dtpu_post_t *P, const void *acc, int64_t rows, void *out) {
+    return post_rows(P, acc, rows, 0, P->rows_per_block, out);
+}
+
+/* Depthwise accumulators: x (nchunk, ih, iw, cl) 8-bit lanes (signed if xsigned), w (taps,
+ * nchunk*cl) int32 with WGT_OFFSET applied, acc (nchunk, oh, ow, cl) int32 =
+ * sum over the taps inside the image of (x + in_off) * w (taps in the padding add 0). The
+ * caller proves |acc| < 2^31. */
+#define DW_LOOP(XTYPE)                                                                       \
+    for (int64_t ch = 0; ch < nchunk; ch++)                                                  \
+        for (int64_t oy = 0; oy < oh; oy++) {                                                \
+            int32_t *restrict arow = acc;                                                    \
+            memset(arow, 0, (size_t)(ow * cl) * sizeof(int32_t));                            \
+            for (int64_t ky = 0; ky < kh; ky++) {                                            \
+                int64_t iy = oy * sy - pt + ky * dy;                                         \
+                if (iy < 0 || iy >= ih) continue;                                            \
+                const XTYPE *restrict xrow = (const XTYPE *)x + (ch * ih + iy) * iw * cl;    \
+                for (int64_t kx = 0; kx < kw; kx++) {                                        \
+                    /* the outputs whose tap lands inside the row: 0 <= ox*sx - pl + kx*dx < iw */ \
+                    int64_t base = kx * dx - pl;                                             \
+                    int64_t ox0 = base >= 0 ? 0 : (-base + sx - 1) / sx;                     \
+                    int64_t ox1 = iw - base <= 0 ? 0 : (iw - base + sx - 1) / sx;            \
+                    if (ox1 > ow) ox1 = ow;                                                  \
+                    if (sx == 1 && ox1 > ox0) {                                              \
+                        /* unit stride: the outputs' lanes and the taps' lanes are two       \
+                         * contiguous runs; the weights repeat every cl lanes, tiled rep      \
+                         * times in wt, so the run goes in blocks of rep*cl lanes */        \
+                        const int32_t *restrict wtp = wt + ((ky * kw + kx) * nchunk + ch) * rcl; \
+                        const XTYPE *restrict xp = xrow + (ox0 + base) * cl;                 \
+                        int32_t *restrict a = arow + ox0 * cl;                               \
+                        int64_t n = (ox1 - ox0) * cl;                                        \
+                        for (int64_t i = 0; i < n; i += rcl) {                               \
+                            int64_t m = n - i < rcl ? n - i : rcl;                           \
+                            for (int64_t j = 0; j < m; j++)                                  \
+                                a[i + j] += ((int32_t)xp[i + j] + off) * wtp[j];             \
+                        }                                                                    \
+                        continue;                                                            \
+                    }                                                                        \
+                    const int32_t *restrict wp = w + (ky * kw + kx) * nchunk * cl + ch * cl; \
+                    for (int64_t ox = ox0; ox < ox1; ox++) {                                 \
+                        const XTYPE *restrict xp = xrow + (ox * sx + base) * cl;             \
+                        int32_t *restrict a = arow + ox * cl;                                \
+                        for (int64_t j = 0; j < cl; j++)                                     \
+                            a[j] += ((int32_t)xp[j] + off) * wp[j];                          \
+                    }                                                                        \
+                }                                                                            \
+            }                                                                                \
+            /* the row's post unit while its accumulators are in cache (chunk ch's params) */ \
+            wrapped |= post_rows(P, arow, ow * cl / P->c, ch, INT64_MAX,                      \
+                                 (char *)out + (ch * oh + oy) * ow * cl * osize);             \
+        }
+
+typedef struct {
+    int xsigned;
+    int64_t nchunk, ih, iw, cl, kh, kw, oh, ow, sy, sx, dy, dx, pt, pl;
+    int32_t off;
+    const int32_t *w;
+    /* w tiled: (taps, nchunk, rep*cl), each chunk's cl weights repeated rep times */
+    int64_t rcl;
+    const int32_t *wt;
+} dtpu_dw_t;
+
+/* A depthwise job: per output row, its accumulators into acc (ow * cl int32 scratch), then
+ * the post unit P on them into out (nchunk, oh, ow, cl) lanes. Returns 1 if a total wrapped
+ * (exact post unit), else 0. */
+int dtpu_dw(const dtpu_dw_t *D, const dtpu_post_t *P, const void *x, void *acc_, void *out) {
+    int64_t nchunk = D->nchunk, ih = D->ih, iw = D->iw, cl = D->cl, kh = D->kh, kw = D->kw;
+    int64_t oh = D->oh, ow = D->ow, sy = D->sy, sx = D->sx, dy = D->dy, dx = D->dx;
+    int64_t pt = D->pt, pl = D->pl;
+    int32_t off = D->off;
+    const int32_t *w = D->w, *wt = D->wt;
+    int64_t rcl = D->rcl;
+    int32_t *acc = acc_;
+    int64_t osize = P->okind == O_I16 ? 2 : 1;
+    int wrapped = 0;
+    if (D->xsigned) { DW_LOOP(int8_t) }
+    else { DW_LOOP(uint8_t) }
+    return wrapped;
+}

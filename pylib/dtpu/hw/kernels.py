@@ -1,0 +1,274 @@
+"""The compiled fast path's C kernels (kernels.c beside this file): build once, load with cffi.
+
+:func:`get` returns the loaded library, or None when it cannot be had (no C compiler, a build
+error, ``DTPU_KERNELS=0``); :mod:`dtpu.hw.fast` then keeps its numpy datapaths, which give the
+same words. The shared library is built with the system's C compiler into the directory of the
+delegate's build (``pylib/dtpu/_build/`` if writable, else ``~/.cache/dtpu/``, or
+``$DTPU_BUILD_DIR``) under a name keyed by the source, the compiler flags and the machine, so a
+changed source or another host never loads a stale file.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+SOURCE = Path(__file__).with_name("kernels.c")
+#: no -ffast-math: the kernels rely on IEEE float64 (round to nearest, no reassociation) and
+#: integer semantics. -fno-trapping-math only lets the compiler evaluate both arms of a
+#: floating-point select (so the fused post unit vectorizes); it changes no result.
+CFLAGS = ["-O3", "-march=native", "-fno-trapping-math", "-fPIC", "-shared",
+          "-fno-strict-aliasing", "-Wall"]
+
+CDEF = """
+typedef struct {
+    int exact, akind, okind, variant;
+    int64_t c, rows_per_block;
+    const int64_t *bias, *mult, *shift, *zp;
+    int64_t act_lo, act_hi, type_lo, type_hi;
+    const double *scale, *offset, *thr, *delta;
+    double lo, hi;
+} dtpu_post_t;
+typedef struct {
+    int xsigned;
+    int64_t nchunk, ih, iw, cl, kh, kw, oh, ow, sy, sx, dy, dx, pt, pl;
+    int32_t off;
+    const int32_t *w;
+    int64_t rcl;
+    const int32_t *wt;
+} dtpu_dw_t;
+int dtpu_post(const dtpu_post_t *P, const void *acc, int64_t rows, void *out);
+int dtpu_dw(const dtpu_dw_t *D, const dtpu_post_t *P, const void *x, void *acc, void *out);
+"""
+
+ACC_KIND = {np.dtype(np.float32): 0, np.dtype(np.float64): 1, np.dtype(np.int32): 2}
+OUT_KIND = {np.dtype(np.int8): 0, np.dtype(np.uint8): 1, np.dtype(np.int16): 2}
+#: rows shorter than this many channels are processed several rows at a time (parameters
+#: tiled), so that the inner loop is long enough to vectorize
+MIN_ROW = 64
+
+_lock = threading.Lock()
+_state: dict = {}
+
+
+def _tiling(c: int, rows_per_block: int) -> int:
+    """Rows per kernel row: the largest divisor of rows_per_block up to ceil(MIN_ROW / c)."""
+    want = max(1, -(-MIN_ROW // c))
+    return max(r for r in range(1, min(want, rows_per_block) + 1) if rows_per_block % r == 0)
+
+
+class Kernels:
+    """The loaded library. Each ``*_fn`` binds a job's constants once (a C struct, its arrays
+    kept alive here) and returns a runner that checks only what changes per call (dtype and
+    shape of the arrays it is given: the C side trusts them), so a call costs one foreign
+    call. Arrays go to C through cffi's from_buffer, which refuses non-contiguous ones."""
+
+    def __init__(self, ffi, lib) -> None:
+        self.ffi, self.lib = ffi, lib
+
+    def _bind_post(self, acc_dtype, out_dtype, c: int, rows: int, rows_per_block: int,
+                   exact: dict | None, fused: dict | None, unit: int | None = None):
+        """`unit`: the rows a call takes at a time (default rows_per_block): the tiling
+        divides it."""
+        ffi = self.ffi
+        blocks = -(-rows // rows_per_block)
+        unit = rows_per_block if unit is None else unit
+        rep = _tiling(c, unit) if rows % rows_per_block == 0 and rows_per_block % unit == 0 else 1
+        P = ffi.new("dtpu_post_t *")
+        keep = []
+
+        def const(a, dtype, ctype):
+            a = np.ascontiguousarray(a, dtype)
+            if a.size != blocks * c:
+                raise ValueError(f"post unit parameters: {a.size} values, expected {blocks} x {c}")
+            a = np.ascontiguousarray(np.tile(a.reshape(blocks, 1, c), (1, rep, 1)).reshape(-1))
+            keep.append(a)
+            return ffi.cast(ctype, ffi.from_buffer(a))
+
+        P.akind, P.okind = ACC_KIND[np.dtype(acc_dtype)], OUT_KIND[np.dtype(out_dtype)]
+        P.c, P.rows_per_block = c * rep, rows_per_block // rep
+        if exact is not None:
+            P.exact, P.variant = 1, int(exact["variant"])
+            P.bias, P.mult, P.shift, P.zp = (const(exact[k], np.int64, "int64_t *")
+                                             for k in ("bias", "mult", "shift", "zp"))
+            info = np.iinfo(out_dtype)
+            P.act_lo, P.act_hi = int(exact["act_lo"]), int(exact["act_hi"])
+            P.type_lo, P.type_hi = int(info.min), int(info.max)
+        else:
+            P.exact = 0
+            P.scale, P.offset, P.thr, P.delta = (const(fused[k], np.float64, "double *")
+                                                 for k in ("scale", "offset", "thr", "delta"))
+            P.lo, P.hi = float(fused["lo"]), float(fused["hi"])
+        return P, keep, rows // rep
+
+    def post_fn(self, acc_dtype, out_dtype, c: int, rows: int, rows_per_block: int, *,
+                exact: dict | None = None, fused: dict | None = None):
+        """runner(acc (rows, c), out (rows, c)) -> 1 if a total wrapped (ERR_WARN_WRAP32, exact
+        only) else 0. Row r takes the parameters of block r // rows_per_block (arrays of
+        blocks * c). `exact`: bias, mult, shift, zp, variant (0 SINGLE, 1 DOUBLE, 2 DOUBLE_UP),
+        act_lo, act_hi; `fused`: scale, offset, thr, delta, lo, hi (dtpu.hw.fast._FusedPost)."""
+        P, keep, krows = self._bind_post(acc_dtype, out_dtype, c, rows, rows_per_block, exact,
+                                         fused)
+        fn, buf = self.lib.dtpu_post, self.ffi.from_buffer
+        shape, acc_dtype, out_dtype = (rows, c), np.dtype(acc_dtype), np.dtype(out_dtype)
+
+        def run(acc: np.ndarray, out: np.ndarray) -> int:
+            if acc.shape != shape or out.shape != shape or acc.dtype != acc_dtype or \
+                    out.dtype != out_dtype:
+                raise ValueError(f"post unit kernel: acc {acc.dtype}{acc.shape}, out "
+                                 f"{out.dtype}{out.shape}; bound for {acc_dtype}{shape} -> "
+                                 f"{out_dtype}")
+            return fn(P, buf(acc), krows, buf(out, require_writable=True))
+
+        run.keep = (P, keep)
+        return run
+
+    def dw_fn(self, w: np.ndarray, g, nchunk: int, cl: int, in_off: int, signed: bool,
+              out_dtype, *, exact: dict | None = None, fused: dict | None = None):
+        """runner(x (nchunk, ih, iw, cl) int8/uint8, acc (ow, cl) int32 scratch (one output
+        row), out (nchunk*oh*ow, cl)) -> the post unit's flag; w (taps, nchunk*cl) int32 tap
+        weights with WGT_OFFSET applied; the post unit's parameters per chunk (nchunk * cl)."""
+        ffi = self.ffi
+        w = np.ascontiguousarray(w, np.int32)
+        if w.shape != (g.kh * g.kw, nchunk * cl):
+            raise ValueError(f"depthwise weights {w.shape}, expected {(g.kh * g.kw, nchunk * cl)}")
+        D = ffi.new("dtpu_dw_t *")
+        D.xsigned = int(signed)
+        (D.nchunk, D.ih, D.iw, D.cl, D.kh, D.kw, D.oh, D.ow, D.sy, D.sx, D.dy, D.dx, D.pt,
+         D.pl) = (nchunk, g.ih, g.iw, cl, g.kh, g.kw, g.oh, g.ow, g.sy, g.sx, g.dy, g.dx, g.pt,
+                  g.pl)
+        D.off = int(in_off)
+        D.w = ffi.cast("int32_t *", ffi.from_buffer(w))
+        rep = max(1, -(-MIN_ROW // cl))     # unit stride: runs of rep*cl lanes, see kernels.c
+        wt = np.ascontiguousarray(np.tile(w.reshape(g.kh * g.kw, nchunk, 1, cl), (1, 1, rep, 1)))
+        D.rcl, D.wt = rep * cl, ffi.cast("int32_t *", ffi.from_buffer(wt))
+        rows = nchunk * g.oh * g.ow
+        P, keep, _ = self._bind_post(np.int32, out_dtype, cl, rows, g.oh * g.ow, exact, fused,
+                                     unit=g.ow)
+        fn, buf = self.lib.dtpu_dw, ffi.from_buffer
+        x_dtype = np.dtype(np.int8 if signed else np.uint8)
+        x_shape, acc_shape, out_shape = (nchunk, g.ih, g.iw, cl), (g.ow, cl), (rows, cl)
+        out_dtype = np.dtype(out_dtype)
+
+        def run(x: np.ndarray, acc: np.ndarray, out: np.ndarray) -> int:
+            if x.dtype != x_dtype or x.shape != x_shape or acc.dtype != np.int32 or \
+                    acc.shape != acc_shape or out.dtype != out_dtype or out.shape != out_shape:
+                raise ValueError(f"depthwise kernel: x {x.dtype}{x.shape}, acc {acc.dtype}"
+                                 f"{acc.shape}, out {out.dtype}{out.shape}; bound for "
+                                 f"{x_dtype}{x_shape} -> int32{acc_shape} -> {out_dtype}{out_shape}")
+            return fn(D, P, buf(x), buf(acc, require_writable=True),
+                      buf(out, require_writable=True))
+
+        run.keep = (D, P, w, wt, keep)
+        return run
+
+    # -- one-off calls (tests) -------------------------------------------------------------------
+
+    def post_exact(self, acc: np.ndarray, rows_per_block: int, bias, mult, shift, zp,
+                   variant: int, act_lo: int, act_hi: int, out: np.ndarray) -> int:
+        """The exact post unit once: acc (rows, c) -> out (rows, c); 1 if a total wrapped."""
+        rows, c = acc.shape
+        return self.post_fn(acc.dtype, out.dtype, c, rows, rows_per_block, exact=dict(
+            bias=bias, mult=mult, shift=shift, zp=zp, variant=variant, act_lo=act_lo,
+            act_hi=act_hi))(acc, out)
+
+    def post_fused(self, acc: np.ndarray, rows_per_block: int, scale, offset, thr, delta,
+                   lo: float, hi: float, out: np.ndarray) -> None:
+        rows, c = acc.shape
+        self.post_fn(acc.dtype, out.dtype, c, rows, rows_per_block, fused=dict(
+            scale=scale, offset=offset, thr=thr, delta=delta, lo=lo, hi=hi))(acc, out)
+
+    def dw(self, x: np.ndarray, w: np.ndarray, g, in_off: int, out: np.ndarray, *,
+           exact: dict | None = None, fused: dict | None = None) -> int:
+        """A depthwise job once: x (nchunk, ih, iw, cl) int8/uint8, w (taps, nchunk*cl) int32
+        -> out (nchunk*oh*ow, cl); the post unit's flag."""
+        nchunk, _, _, cl = x.shape
+        run = self.dw_fn(w, g, nchunk, cl, in_off, x.dtype == np.int8, out.dtype, exact=exact,
+                         fused=fused)
+        return run(x, np.empty((g.ow, cl), np.int32), out)
+
+
+def _build_dir() -> Path:
+    override = os.environ.get("DTPU_BUILD_DIR")
+    if override:
+        return Path(override)
+    local = Path(__file__).resolve().parents[1] / "_build"
+    try:
+        local.mkdir(exist_ok=True)
+        if os.access(local, os.W_OK):
+            return local
+    except OSError:
+        pass
+    return Path.home() / ".cache" / "dtpu"
+
+
+def _machine_tag() -> str:
+    flags = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                flags = line
+                break
+    except OSError:
+        pass
+    return f"{platform.machine()}|{platform.processor()}|{flags}"
+
+
+def _build(cc: str) -> Path:
+    key = hashlib.sha256(SOURCE.read_bytes() + " ".join([cc, *CFLAGS]).encode()
+                         + _machine_tag().encode()).hexdigest()[:16]
+    out_dir = _build_dir()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    target = out_dir / f"dtpu_kernels-{key}.so"
+    if target.exists():
+        return target
+    with tempfile.TemporaryDirectory(prefix="dtpu-kernels-") as work:
+        tmp = Path(work) / target.name
+        subprocess.run([cc, *CFLAGS, "-o", str(tmp), str(SOURCE), "-lm"], check=True,
+                       capture_output=True, text=True)
+        staged = out_dir / (target.name + f".{os.getpid()}.tmp")
+        shutil.copyfile(tmp, staged)
+        os.replace(staged, target)   # atomic: a concurrent build writes the same bytes
+    log.info("built %s", target)
+    return target
+
+
+def get() -> Kernels | None:
+    """The kernels, built on first use; None if unavailable (the numpy paths are used)."""
+    if "lib" in _state:
+        return _state["lib"]
+    with _lock:
+        if "lib" in _state:
+            return _state["lib"]
+        lib = None
+        if os.environ.get("DTPU_KERNELS", "1").lower() not in ("0", "false", "no", "off"):
+            cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+            try:
+                import cffi
+
+                if cc is None:
+                    raise FileNotFoundError("no C compiler (cc) on PATH")
+                path = _build(cc)
+                ffi = cffi.FFI()
+                ffi.cdef(CDEF)
+                lib = Kernels(ffi, ffi.dlopen(str(path)))
+            except (OSError, ImportError, subprocess.CalledProcessError) as e:
+                detail = getattr(e, "stderr", "") or e
+                log.warning("dtpu: C kernels unavailable (%s); the fast path stays with numpy",
+                            str(detail).strip()[:500])
+                lib = None
+        _state["lib"] = lib
+        return lib
+
+
+__all__ = ["Kernels", "get"]

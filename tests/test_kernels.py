@@ -1,0 +1,177 @@
+"""The fast path's C kernels (dtpu.hw.kernels) against the golden model's numpy definitions:
+the post unit on random and extreme accumulators and parameters (every variant the kernels
+take, shifts past 63 bits, INT32_MIN multipliers, wrapping totals, empty and inverted clip
+ranges), and depthwise accumulators on random geometries. The job-level comparison with the
+register protocol is tests/test_model_fastpath.py."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dtpu.hw import kernels
+from dtpu.hw.config import get_config
+from dtpu.hw.model import Core, DwGeometry, _signed32
+from dtpu.precision import Precision
+
+KERN = kernels.get()
+pytestmark = pytest.mark.skipif(KERN is None, reason="no C compiler: the kernels are not built")
+
+VARIANTS = {0: "RQ_VARIANT_SINGLE", 1: "RQ_VARIANT_DOUBLE", 2: "RQ_VARIANT_DOUBLE_UP"}
+PRECS = (Precision.INT8, Precision.UINT8, Precision.INT16)
+
+
+def _params(rng, n: int, extreme: bool):
+    if extreme:
+        bias = rng.choice([0, 1, -1, 2**31 - 1, -2**31, 2**40, -2**40, 2**62, -2**63], n)
+        mult = rng.choice([0, 1, -1, 2**30, 2**31 - 1, -2**31, -2**30 - 7], n)
+        shift = rng.choice([-128, -64, -63, -33, -32, -31, -1, 0, 1, 30, 31, 32, 63, 64, 127], n)
+        zp = rng.choice([-32768, -128, 0, 127, 32767], n)
+    else:
+        bias = rng.integers(-2**20, 2**20, n)
+        mult = rng.integers(2**30, 2**31, n)
+        shift = rng.integers(-20, 3, n)
+        zp = rng.integers(-128, 128, n)
+    return tuple(np.asarray(p, np.int64) for p in (bias, mult, shift, zp))
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+@pytest.mark.parametrize("prec", PRECS, ids=lambda p: p.value)
+@pytest.mark.parametrize("extreme", [False, True])
+@pytest.mark.parametrize("acc_dtype", [np.float32, np.float64, np.int32])
+def test_post_exact_equals_the_model(variant, prec, extreme, acc_dtype):
+    cfg = get_config()
+    core = Core(cfg)
+    code = getattr(cfg, VARIANTS[variant])
+    rng = np.random.default_rng(variant * 7 + extreme)
+    for trial in range(6):
+        c, rows, per = 16, 24, int(rng.choice([1, 3, 24]))
+        blocks = -(-rows // per)
+        params = _params(rng, blocks * c, extreme)
+        lim = {np.float32: 2**24, np.float64: 2**53, np.int32: 2**31 - 1}[acc_dtype]
+        span = int(rng.choice([2**8, 2**20, lim]))
+        acc = rng.integers(-span, span, (rows, c)).astype(acc_dtype)
+        act_min, act_max = (int(v) for v in rng.integers(-2**31, 2**31, 2))
+        if trial % 2:
+            act_min, act_max = -200, 200
+        want = np.empty((rows, c), prec.value_dtype)
+        werr = 0
+        for b in range(blocks):
+            sl = slice(b * per, (b + 1) * per)
+            ps = tuple(p[b * c:(b + 1) * c] for p in params)
+            y, e = core._post(acc[sl].astype(np.int64), prec, cfg.OUT_MODE_REQUANT, code, ps, 0,
+                              act_min & 0xFFFFFFFF, act_max & 0xFFFFFFFF)
+            want[sl] = y
+            werr |= e
+        got = np.empty_like(want)
+        wrapped = KERN.post_exact(np.ascontiguousarray(acc), per, *params, variant,
+                                  _signed32(act_min & 0xFFFFFFFF), _signed32(act_max & 0xFFFFFFFF),
+                                  got)
+        assert np.array_equal(got, want), (trial, np.argwhere(got != want)[:3])
+        assert bool(wrapped) == bool(werr & cfg.ERR_WARN_WRAP32)
+
+
+def test_post_fused_matches_numpy():
+    """The fused map in C: v = acc*scale + offset, threshold, clip, floor (exact inputs)."""
+    rng = np.random.default_rng(1)
+    c, rows = 24, 40
+    acc = rng.integers(-2**20, 2**20, (rows, c)).astype(np.float32)
+    scale = rng.integers(1, 2**20, c) / 2.0**30
+    offset = rng.integers(-2**40, 2**40, c) / 2.0**30
+    thr = np.where(rng.random(c) < 0.5, -np.inf, rng.integers(-100, 100, c) + 0.5)
+    delta = np.where(np.isinf(thr), 0.0, 2.0**-10)
+    for lo, hi, dt in ((-128.0, 127.0, np.int8), (0.0, 255.0, np.uint8), (-5.0, 6.0, np.int16),
+                       (10.0, -10.0, np.int8)):
+        got = np.empty((rows, c), dt)
+        KERN.post_fused(acc, rows, scale, offset, thr, delta, lo, hi, got)
+        v = acc.astype(np.float64) * scale + offset
+        v = np.where(v < thr, v - delta, v)
+        want = np.floor(np.minimum(np.maximum(v, lo), hi)).astype(dt)
+        assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_dw_equals_the_model(seed):
+    """Depthwise jobs on random geometries: with identity parameters (SINGLE, multiplier 1,
+    shift 31, int16 lanes, small weights) the output is the accumulator itself; with random
+    parameters it is the model's post unit on the model's accumulators."""
+    rng = np.random.default_rng(seed)
+    cfg = get_config()
+    core = Core(cfg)
+    prec = [Precision.INT8, Precision.UINT8][seed % 2]
+    kh, kw = (int(v) for v in rng.integers(1, 6, 2))
+    sy, sx, dy, dx = (int(v) for v in rng.integers(1, 4, 4))
+    if seed % 4 < 2:
+        sy = sx = 1
+    ih, iw = (int(v) for v in rng.integers(1, 12, 2))
+    pt, pl = int(rng.integers(0, (kh - 1) * dy + 1)), int(rng.integers(0, (kw - 1) * dx + 1))
+    oh = max(1, (ih + pt - 1) // sy + 1 - int(rng.integers(0, 2)))
+    ow = max(1, (iw + pl - 1) // sx + 1 - int(rng.integers(0, 2)))
+    gc, nchunk = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+    g = DwGeometry(ih=ih, iw=iw, oh=oh, ow=ow, kh=kh, kw=kw, pt=pt, pl=pl, sy=sy, sx=sx, dy=dy,
+                   dx=dx, gc=gc, nchunk=nchunk, lb_rows=0, tap_cycles=1)
+    cl, n = gc * 8, nchunk * gc * 8
+    info = np.iinfo(prec.value_dtype)
+    x = rng.integers(info.min, int(info.max) + 1, (nchunk, ih, iw, cl)).astype(prec.value_dtype)
+    in_off = int(rng.integers(-255, 256))
+    # the model's definition: the padded operand plane, one strided slice per tap
+
+    def model_acc(w):
+        ph = max((oh - 1) * sy + (kh - 1) * dy + 1, pt + ih)
+        pw = max((ow - 1) * sx + (kw - 1) * dx + 1, pl + iw)
+        xp = np.zeros((nchunk, ph, pw, cl), np.int64)
+        xp[:, pt:pt + ih, pl:pl + iw] = x.astype(np.int64) + in_off
+        acc = np.zeros((nchunk, oh, ow, cl), np.int64)
+        wc = w.astype(np.int64).reshape(kh * kw, nchunk, 1, 1, cl)
+        for t in range(kh * kw):
+            ky, kx = divmod(t, kw)
+            acc += xp[:, ky * dy:ky * dy + (oh - 1) * sy + 1:sy,
+                      kx * dx:kx * dx + (ow - 1) * sx + 1:sx] * wc[t]
+        return acc
+
+    small = rng.integers(-3, 4, (kh * kw, n)).astype(np.int32)
+    got = np.empty((nchunk * oh * ow, cl), np.int16)
+    ident = dict(bias=np.zeros(n, np.int64), mult=np.ones(n, np.int64),
+                 shift=np.full(n, 31, np.int64), zp=np.zeros(n, np.int64), variant=0,
+                 act_lo=-2**31, act_hi=2**31 - 1)
+    assert KERN.dw(x, small, g, in_off, got, exact=ident) == 0
+    assert np.array_equal(got.reshape(nchunk, oh, ow, cl), model_acc(small))
+
+    w = rng.integers(-255, 256, (kh * kw, n)).astype(np.int32)
+    params = _params(rng, n, extreme=bool(seed % 3 == 0))
+    variant = seed % 3
+    acc = model_acc(w)
+    want, err = core._post(acc, prec, cfg.OUT_MODE_REQUANT, getattr(cfg, VARIANTS[variant]),
+                           tuple(p.reshape(nchunk, 1, 1, cl) for p in params), 0,
+                           (-100) & 0xFFFFFFFF, 100)
+    got = np.empty((nchunk * oh * ow, cl), prec.value_dtype)
+    wrapped = KERN.dw(x, w, g, in_off, got, exact=dict(
+        bias=params[0], mult=params[1], shift=params[2], zp=params[3], variant=variant,
+        act_lo=-100, act_hi=100))
+    assert np.array_equal(got.reshape(want.shape), want)
+    assert bool(wrapped) == bool(err & cfg.ERR_WARN_WRAP32)
+
+
+def test_without_a_compiler_the_fast_path_stays_with_numpy(monkeypatch, tmp_path):
+    """A failing build (here: a compiler that fails) leaves get() None with a warning, once;
+    compiled jobs then use the numpy datapaths."""
+    monkeypatch.setattr(kernels, "_state", {})
+    monkeypatch.setenv("CC", "false")
+    monkeypatch.setenv("DTPU_BUILD_DIR", str(tmp_path))
+    monkeypatch.setattr(kernels, "CFLAGS", kernels.CFLAGS + ["-DDTPU_TEST_FAILING_BUILD"])
+    assert kernels.get() is None
+    assert kernels.get() is None and list(tmp_path.iterdir()) == []
+    from dtpu.hw import fast
+    from dtpu.hw.lower import lower
+    from dtpu.spec import ConvSpec, DataMode, OpKind, Quant
+    spec = ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, 6, 6, 16), (24, 1, 1, 16),
+                    input_q=Quant((0.02,), (-3,)), filter_q=Quant((0.01,), (0,)),
+                    output_q=Quant((0.1,), (5,)))
+    rng = np.random.default_rng(0)
+    f = rng.integers(-127, 128, (24, 1, 1, 16)).astype(np.int8)
+    low = lower(spec, f, rng.integers(-100, 100, 24).astype(np.int32), get_config())
+    core = Core(get_config())
+    from dtpu.driver import ModelTransport, run_jobs
+    run_jobs(ModelTransport(core), low.load_jobs)
+    x = rng.integers(-128, 128, spec.input_shape).astype(np.int8)
+    job = next(j for j in low.jobs(x) if "GEMM_M" in dict(j.regs))
+    assert fast.compile_job(core, job.regs).kind == "fused"

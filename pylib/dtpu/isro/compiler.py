@@ -28,6 +28,7 @@ import numpy as np
 
 from dtpu.isro import isa
 from dtpu.isro.bundle import FORMAT, Bundle, pad_chw, quantize, to_chw
+from dtpu.isro.profile import Profile
 from dtpu.isro.isa import (ACC_DTYPE, FRAME_DTYPE, PARAM_DTYPE, WEIGHT_DTYPE, Fill, Fmt,
                            Instruction, Op, Rounding, align, param_block_bytes)
 from dtpu.spec import Padding, output_size, padding_before
@@ -99,6 +100,7 @@ class Layer:
     has_bn: bool = False
     flat_out: bool = False                     # the framework sees this output as (1, C)
     tensor: int | None = None                  # TFLite tensor index of the output, if any
+    inputs: list[int] | None = None            # frame tensors read (None: the previous layer's output)
 
     @property
     def macs(self) -> int:
@@ -436,48 +438,144 @@ def _param_words(layer: Layer, fmt: Fmt) -> np.ndarray | None:
     return np.concatenate(parts)
 
 
-def _reuse_frame(sizes: list[int]) -> tuple[list[int], int]:
-    """Frame addresses when only a layer's input and output need to be live at once.
+def _live_ranges(layers: list[Layer]) -> list[tuple[int, int]]:
+    """(first, last) layer index during which each frame tensor must hold its value.
 
-    Two placements, the smaller footprint wins: ping-pong between two regions of the largest
-    tensor's size, or each output at address 0 if it fits below its input, else right above it
-    (better when one tensor, typically the input image, dwarfs the rest).
+    Tensor 0 is the model input (live from before layer 0, index -1), tensor i+1 the output of
+    layer i; a tensor lives until its last consumer runs, the model output until the end.
     """
-    half = align(max(sizes))
-    ping = ([(i % 2) * half for i in range(len(sizes))], half * (2 if len(sizes) > 1 else 1))
-    addrs = [0]
-    for i in range(1, len(sizes)):
-        below = align(sizes[i]) <= addrs[-1]
-        addrs.append(0 if below else align(addrs[-1] + sizes[i - 1]))
-    low = (addrs, align(max(a + n for a, n in zip(addrs, sizes))))
-    return min(ping, low, key=lambda p: p[1])
-
-
-def emit(layers: list[Layer], fmt: Fmt, *, pe: int | None = None, reuse: bool = False,
-         meta: dict | None = None, x: np.ndarray | None = None, in_scale: float | None = None,
-         in_zp: int = 0, input_name: str = "input") -> Bundle:
-    """Allocate both memories and generate the program for `layers`; see module docstring."""
-    if pe is not None and (not isinstance(pe, (int, np.integer)) or pe < 1):
-        raise ValueError(f"pe must be a positive integer or None, got {pe!r}")
-    fdt = FRAME_DTYPE[fmt]
-    # frame memory: tensor i is the input of layer i (tensor 0 the model input), padded as layer i needs
-    tensors = [(layers[0].in_shape, layers[0].pad, layers[0].fill)]
+    n = len(layers)
+    ranges = [[-1, -1]] + [[i, i] for i in range(n)]
     for i, layer in enumerate(layers):
-        nxt = layers[i + 1] if i + 1 < len(layers) else None
-        tensors.append((layer.out_shape, nxt.pad if nxt else (0, 0, 0, 0), nxt.fill if nxt else Fill.ZERO))
+        for t in layer_inputs(layers, i):
+            ranges[t][1] = max(ranges[t][1], i)
+    ranges[-1][1] = n
+    return [tuple(r) for r in ranges]
+
+
+def layer_inputs(layers: list[Layer], i: int) -> list[int]:
+    """Frame tensor indices layer `i` reads (tensor 0 the model input, t+1 the output of layer t)."""
+    ins = layers[i].inputs
+    return [i] if ins is None else list(ins)
+
+
+def plan_frame(sizes: list[int], ranges: list[tuple[int, int]], to: int) -> tuple[list[int], int]:
+    """Frame addresses sharing memory between tensors whose live ranges do not overlap.
+
+    Three placements, the smallest footprint wins (the model input always at address 0, where
+    the frame image puts it): first fit taking the largest tensors first, first fit in
+    definition order (both: the lowest aligned address free of every placed tensor live at the
+    same time), and slots from an interval colouring (a chain becomes ping-pong between two
+    regions). A layer's inputs and output are live together, so they never overlap.
+    """
+    def first_fit(order):
+        placed, addrs = [], [0] * len(sizes)
+        for t in order:
+            lo, hi = ranges[t]
+            busy = sorted((a, e) for a, e, u in placed if ranges[u][0] <= hi and lo <= ranges[u][1])
+            at = 0
+            for a, e in busy:
+                if at + sizes[t] <= a:
+                    break
+                at = max(at, align(e, to))
+            addrs[t] = at
+            placed.append((at, at + sizes[t], t))
+        return addrs
+
+    def slots():
+        colour, ends = [0] * len(sizes), []            # slot -> last layer it is busy
+        for t in sorted(range(len(sizes)), key=lambda t: (ranges[t][0], t)):
+            free = [k for k, e in enumerate(ends) if e < ranges[t][0]]
+            k = free[0] if free else len(ends)
+            if k == len(ends):
+                ends.append(0)
+            ends[k] = ranges[t][1]
+            colour[t] = k
+        width = [0] * len(ends)
+        for t, k in enumerate(colour):
+            width[k] = max(width[k], align(sizes[t], to))
+        base = [sum(width[:k]) for k in range(len(width))]
+        return [base[colour[t]] for t in range(len(sizes))]
+
+    rest = list(range(1, len(sizes)))
+    plans = [first_fit([0] + sorted(rest, key=lambda t: (-sizes[t], t))), first_fit([0] + rest), slots()]
+
+    def footprint(addrs):
+        return align(max(a + s for a, s in zip(addrs, sizes)), to)
+    best = min(plans, key=footprint)
+    return best, footprint(best)
+
+
+def emit(layers: list[Layer], fmt: Fmt, *, profile: Profile | None = None, pe: int | None = None,
+         reuse: bool | None = None, meta: dict | None = None, x: np.ndarray | None = None,
+         in_scale: float | None = None, in_zp: int = 0, input_name: str = "input") -> Bundle:
+    """Allocate both memories and generate the program for `layers` on `profile`'s chip.
+
+    `pe` overrides the profile's processing elements. `reuse` True shares frame memory between
+    tensors that are not live at once, False gives every tensor its own region, None (default)
+    shares only when separate regions would not fit the profile's frame memory. Anything that
+    still does not fit raises :class:`CompileError` naming the layer, the memory and the sizes.
+    """
+    from dtpu.isro.profile import unlimited
+    prof = unlimited() if profile is None else profile
+    if pe is not None:
+        if isinstance(pe, bool) or not isinstance(pe, (int, np.integer)) or pe < 1:
+            raise ValueError(f"pe must be a positive integer or None (the profile's), got {pe!r}")
+        prof = prof.with_pe(int(pe))
+    pe = prof.pe
+    to = prof.align
+    if fmt.name.lower() not in prof.formats:
+        raise CompileError(f"{layers[0].name}: the model compiles to {fmt.name.lower()}, but chip profile "
+                           f"{prof.name} supports {', '.join(prof.formats)}")
+    fdt = FRAME_DTYPE[fmt]
+    # frame memory: tensor 0 is the model input, tensor i+1 the output of layer i, each stored
+    # with the border its consumers read (they must agree: one border, one fill)
+    n = len(layers)
+    pads: list[tuple | None] = [None] * (n + 1)
+    fills: list[Fill | None] = [None] * (n + 1)
+    for i, layer in enumerate(layers):
+        for t in layer_inputs(layers, i):
+            want = tuple(layer.pad) if layer.kind not in ("eadd",) else None
+            if want is None:
+                continue
+            if pads[t] is not None and (pads[t] != want or fills[t] != layer.fill):
+                src = "the model input" if t == 0 else layers[t - 1].name
+                raise CompileError(f"{layer.name}: needs {src} stored with border {want} ({layer.fill.name.lower()}), "
+                                   f"another consumer needs {pads[t]} ({fills[t].name.lower()}); one tensor "
+                                   f"has one border")
+            pads[t], fills[t] = want, layer.fill
+    pads = [p or (0, 0, 0, 0) for p in pads]
+    fills = [f or Fill.ZERO for f in fills]
+    shapes = [layers[0].in_shape] + [layer.out_shape for layer in layers]
 
     def nbytes(t):
-        (c, h, w), (pt, pb, pl, pr), _ = t
+        (c, h, w), (pt, pb, pl, pr) = shapes[t], pads[t]
         return c * (h + pt + pb) * (w + pl + pr) * fdt.itemsize
 
-    if reuse:
-        addrs, frame_bytes = _reuse_frame([nbytes(t) for t in tensors])
+    sizes = [nbytes(t) for t in range(n + 1)]
+    ranges = _live_ranges(layers)
+    separate, cursor = [], 0
+    for s in sizes:
+        separate.append(cursor)
+        cursor = align(cursor + s, to)
+    if reuse is True or (reuse is None and cursor > prof.frame_bytes):
+        addrs, frame_bytes = plan_frame(sizes, ranges, to)
+        reused = True
     else:
-        addrs, cursor = [], 0
-        for t in tensors:
-            addrs.append(cursor)
-            cursor = align(cursor + nbytes(t))
-        frame_bytes = cursor
+        addrs, frame_bytes, reused = separate, cursor, False
+    if frame_bytes > prof.frame_bytes:
+        # the layer whose live tensors alone need the most: the one that cannot fit
+        need = []
+        for i in range(n):
+            live = [t for t in range(n + 1) if ranges[t][0] <= i <= ranges[t][1]]
+            need.append((sum(align(sizes[t], to) for t in live), i, live))
+        worst, i, live = max(need)
+        what = ", ".join(f"{'input' if t == 0 else layers[t - 1].name} {sizes[t]:,} B" for t in live)
+        hint = "" if reused or reuse is False else ""
+        raise CompileError(
+            f"{layers[i].name}: frame memory needs {frame_bytes:,} B{' with reuse' if reused else ''} "
+            f"but chip profile {prof.name} has {prof.frame_bytes:,} B; at this layer {worst:,} B are "
+            f"live ({what}){hint}" + ("" if reused else "; reuse was disabled"))
 
     # filter memory: weights of every layer, then parameter blocks, then split scratch
     wdt, adt = WEIGHT_DTYPE[fmt], ACC_DTYPE[fmt]
@@ -489,7 +587,11 @@ def emit(layers: list[Layer], fmt: Fmt, *, pe: int | None = None, reuse: bool = 
         w = np.ascontiguousarray(layer.weights, dtype=wdt)
         w_addr.append(cursor)
         wchunks.append((cursor, w.tobytes()))
-        cursor = align(cursor + w.nbytes)
+        cursor = align(cursor + w.nbytes, to)
+        if cursor > prof.filter_bytes:
+            raise CompileError(f"{layer.name}: its weights ({w.nbytes:,} B) end at byte {cursor:,} of filter "
+                               f"memory, past chip profile {prof.name}'s {prof.filter_bytes:,} B (the model's "
+                               f"weights total {sum(np.asarray(l.weights).size * wdt.itemsize for l in layers if l.weights is not None):,} B)")
     weights_bytes = cursor
     p_addr, pchunks = [], []
     for layer in layers:
@@ -499,7 +601,11 @@ def emit(layers: list[Layer], fmt: Fmt, *, pe: int | None = None, reuse: bool = 
             continue
         p_addr.append(cursor)
         pchunks.append((cursor, words.tobytes()))
-        cursor = align(cursor + words.nbytes)
+        cursor = align(cursor + words.nbytes, to)
+        if cursor > prof.filter_bytes:
+            raise CompileError(f"{layer.name}: its parameter block ends at byte {cursor:,} of filter memory, "
+                               f"past chip profile {prof.name}'s {prof.filter_bytes:,} B (weights "
+                               f"{weights_bytes:,} B)")
     params_bytes = cursor - weights_bytes
     scratch = cursor
     image = bytearray(cursor)
@@ -511,49 +617,66 @@ def emit(layers: list[Layer], fmt: Fmt, *, pe: int | None = None, reuse: bool = 
     scratch_bytes = 0
     for i, layer in enumerate(layers):
         (cin, h, w), (pt, pb, pl, pr) = layer.in_shape, layer.pad
-        out_pad, out_fill = tensors[i + 1][1], tensors[i + 1][2]
+        out_pad, out_fill = pads[i + 1], fills[i + 1]
+        src_t = layer_inputs(layers, i)
         post = dict(fmt=fmt, dsp=int(layer.dsp is not None), leaky=int(layer.leaky is not None),
                     clamp=int(layer.clamp is not None), fill=out_fill,
                     out_zp=layer.out_zp if fmt is Fmt.I8 else 0,
                     rnd=layer.rounding if fmt is Fmt.I8 else Rounding.DOUBLE,
                     dst=addrs[i + 1], prm=p_addr[i] or 0,
                     pt=out_pad[0], pb=out_pad[1], pl=out_pad[2], pr=out_pad[3])
-        geo = dict(src=addrs[i], cin=cin, hin=h + pt + pb, win=w + pl + pr)
+        geo = dict(src=addrs[src_t[0]], cin=cin, hin=h + pt + pb, win=w + pl + pr)
         cout, hout, wout = layer.out_shape
         first = len(program)
-        if layer.kind == "maxpool":
-            program.append(Instruction(Op.MAXPOOL, **geo, **post, kh=layer.kernel[0], kw=layer.kernel[1],
-                                       sh=layer.stride[0], sw=layer.stride[1], hout=hout, wout=wout))
-            blocks = [{}]
-        else:
-            mac = dict(geo, wgt=w_addr[i], cout=cout, in_zp=layer.in_zp if fmt is Fmt.I8 else 0)
-            op = {"conv": Op.CONV, "dwconv": Op.DWCONV, "dense": Op.DENSE}[layer.kind]
-            if layer.kind != "dense":
-                mac.update(kh=layer.kernel[0], kw=layer.kernel[1], sh=layer.stride[0], sw=layer.stride[1],
-                           dh=layer.dilation[0], dw=layer.dilation[1], hout=hout, wout=wout)
-            if layer.kind == "dwconv":
-                mac["mult"] = layer.mult
-            blocks = split_blocks(layer, pe)
-            if len(blocks) == 1:
-                program.append(Instruction(op, **mac, **post, **blocks[0]))
+        blocks = [{}]
+        try:
+            if layer.kind == "maxpool":
+                program.append(Instruction(Op.MAXPOOL, **geo, **post, kh=layer.kernel[0], kw=layer.kernel[1],
+                                           sh=layer.stride[0], sw=layer.stride[1], hout=hout, wout=wout))
             else:
-                part_bytes = cout * hout * wout * adt.itemsize   # ADD reads them back to back
-                scratch_bytes = max(scratch_bytes, align(part_bytes * len(blocks)))
-                for k, b in enumerate(blocks):
-                    program.append(Instruction(op, **mac, **b, fmt=fmt, partial=1,
-                                               dst=scratch + k * part_bytes))
-                program.append(Instruction(Op.ADD, **post, src=scratch, cout=cout, hout=hout,
-                                           wout=wout, npart=len(blocks)))
+                mac = dict(geo, wgt=w_addr[i], cout=cout, in_zp=layer.in_zp if fmt is Fmt.I8 else 0)
+                op = {"conv": Op.CONV, "dwconv": Op.DWCONV, "dense": Op.DENSE}[layer.kind]
+                if layer.kind != "dense":
+                    mac.update(kh=layer.kernel[0], kw=layer.kernel[1], sh=layer.stride[0], sw=layer.stride[1],
+                               dh=layer.dilation[0], dw=layer.dilation[1], hout=hout, wout=wout)
+                if layer.kind == "dwconv":
+                    mac["mult"] = layer.mult
+                blocks = split_blocks(layer, pe)
+                if len(blocks) == 1:
+                    program.append(Instruction(op, **mac, **post, **blocks[0]))
+                else:
+                    part_bytes = cout * hout * wout * adt.itemsize   # ADD reads them back to back
+                    scratch_bytes = max(scratch_bytes, align(part_bytes * len(blocks), to))
+                    if scratch + scratch_bytes > prof.filter_bytes:
+                        raise CompileError(
+                            f"{layer.name}: split into {len(blocks)} parts for pe={pe}, its partial sums "
+                            f"({part_bytes * len(blocks):,} B) end at byte {scratch + scratch_bytes:,} of filter "
+                            f"memory, past chip profile {prof.name}'s {prof.filter_bytes:,} B")
+                    for k, b in enumerate(blocks):
+                        program.append(Instruction(op, **mac, **b, fmt=fmt, partial=1,
+                                                   dst=scratch + k * part_bytes))
+                    program.append(Instruction(Op.ADD, **post, src=scratch, cout=cout, hout=hout,
+                                               wout=wout, npart=len(blocks)))
+        except ValueError as exc:
+            if isinstance(exc, CompileError):
+                raise
+            raise CompileError(f"{layer.name}: {exc}") from None
+        if (len(program) + 1) * isa.INSTRUCTION_BYTES > prof.program_bytes:
+            raise CompileError(f"{layer.name}: the program reaches {len(program) + 1} instructions "
+                               f"({(len(program) + 1) * isa.INSTRUCTION_BYTES:,} B with END), past chip "
+                               f"profile {prof.name}'s {prof.program_bytes:,} B of instruction memory")
         last = len(program) - 1
         c_o, h_o, w_o = layer.out_shape
         layer_meta.append({
             "name": layer.name, "sources": list(layer.sources), "kind": layer.kind,
             "instructions": [first, last],
-            "input": {"addr": addrs[i], "shape": list(layer.in_shape), "pad": list(layer.pad),
+            "inputs": src_t,
+            "input": {"addr": addrs[src_t[0]], "shape": list(layer.in_shape), "pad": list(layer.pad),
                       "fill": layer.fill.name.lower()},
             "output": {"addr": addrs[i + 1], "shape": [c_o, h_o, w_o], "pad": list(out_pad),
                        "fill": out_fill.name.lower(), "flat": layer.flat_out,
-                       "scale": layer.out_scale, "zero_point": layer.out_zp},
+                       "scale": layer.out_scale, "zero_point": layer.out_zp,
+                       "bytes": sizes[i + 1], "live": list(ranges[i + 1])},
             "weights": None if w_addr[i] is None else {
                 "addr": w_addr[i], "bytes": int(np.asarray(layer.weights).size * wdt.itemsize),
                 "shape": list(np.asarray(layer.weights).shape)},
@@ -570,18 +693,19 @@ def emit(layers: list[Layer], fmt: Fmt, *, pe: int | None = None, reuse: bool = 
 
     if x is None:
         x = np.full(layers[0].in_shape, in_zp if fmt is Fmt.I8 else 0, dtype=FRAME_DTYPE[fmt])
-    frame_image = pad_chw(x,
-                          layers[0].pad, layers[0].fill, in_zp, fmt)
+    frame_image = pad_chw(x, pads[0], fills[0], in_zp, fmt)
     by_op: dict[str, int] = {}
     for ins in program:
         by_op[ins.op.name.lower()] = by_op.get(ins.op.name.lower(), 0) + 1
     last = layers[-1]
     m = {
-        "format": FORMAT, "fmt": fmt.name.lower(), "pe": pe, "reuse": reuse,
+        "format": FORMAT, "fmt": fmt.name.lower(), "pe": pe, "reuse": reused,
+        "profile": {**prof.to_dict(), "sha256": prof.sha256},
         "frame_bytes": frame_bytes, "filter_bytes": scratch + scratch_bytes,
-        "input": {"name": input_name, "addr": 0, "shape": list(layers[0].in_shape),
-                  "pad": list(layers[0].pad), "fill": layers[0].fill.name.lower(),
-                  "scale": in_scale, "zero_point": in_zp, "dtype": FRAME_DTYPE[fmt].name},
+        "input": {"name": input_name, "addr": addrs[0], "shape": list(layers[0].in_shape),
+                  "pad": list(pads[0]), "fill": fills[0].name.lower(),
+                  "scale": in_scale, "zero_point": in_zp, "dtype": FRAME_DTYPE[fmt].name,
+                  "bytes": sizes[0], "live": list(ranges[0])},
         "output": {"name": last.name, "addr": addrs[-1], "shape": list(last.out_shape),
                    "pad": [0, 0, 0, 0], "flat": last.flat_out, "scale": last.out_scale,
                    "zero_point": last.out_zp, "dtype": FRAME_DTYPE[fmt].name},
@@ -593,8 +717,8 @@ def emit(layers: list[Layer], fmt: Fmt, *, pe: int | None = None, reuse: bool = 
                   "scratch_bytes": scratch_bytes, "program_bytes": len(program) * isa.INSTRUCTION_BYTES},
     }
     m.update(meta or {})
-    log.info("compiled %d layers into %d instructions (%s, pe=%s)", len(layers), len(program),
-             fmt.name.lower(), pe)
+    log.info("compiled %d layers into %d instructions (%s, %s, pe=%s, frame reuse %s)", len(layers),
+             len(program), fmt.name.lower(), prof.name, pe, reused)
     return Bundle(program, frame_image.reshape(-1).view(np.uint8).tobytes(), bytes(image), m)
 
 
@@ -615,31 +739,51 @@ def _source_meta(path: Path, kind: str) -> dict:
     return {"source": {"path": str(path), "kind": kind, "sha256": hashlib.sha256(data).hexdigest()}}
 
 
-def compile_layers(builder: Builder, x=None, *, pe=None, reuse=False, meta=None) -> Bundle:
+def _front_end(path: Path, build):
+    """Run a front end; a malformed model (weights missing or of the wrong shape, options of the
+    wrong type) is the model's fault, so it becomes a CompileError naming the file."""
+    try:
+        return build()
+    except CompileError:
+        raise
+    except (KeyError, IndexError, ValueError, TypeError, AttributeError) as exc:
+        raise CompileError(f"{path}: malformed model ({type(exc).__name__}: "
+                           f"{' '.join(str(exc).split())}); it does not describe a network this "
+                           f"compiler can read") from None
+
+
+def compile_layers(builder: Builder, x=None, *, chip=None, pe=None, reuse=None, meta=None) -> Bundle:
+    """Finish `builder` and emit it for `chip` (a Profile, a profile file, or None: the default)."""
+    from dtpu.isro import profile
+    prof = profile.resolve(chip)
     layers = builder.finish()
     xin = None if x is None else _input_chw(x, builder.in_shape, builder.fmt, builder.in_scale, builder.in_zp)
-    return emit(layers, builder.fmt, pe=pe, reuse=reuse, meta=meta, x=xin, in_scale=builder.in_scale,
-                in_zp=builder.in_zp, input_name=builder.input_name)
+    return emit(layers, builder.fmt, profile=prof, pe=pe, reuse=reuse, meta=meta, x=xin,
+                in_scale=builder.in_scale, in_zp=builder.in_zp, input_name=builder.input_name)
 
 
-def compile_h5(path: str | Path, x: np.ndarray | None = None, *, pe: int | None = None,
-               reuse: bool = False) -> Bundle:
-    """A Keras .h5 (read with h5py, no TensorFlow) plus optional input data -> Bundle (F32)."""
+def compile_h5(path: str | Path, x: np.ndarray | None = None, *, chip=None, pe: int | None = None,
+               reuse: bool | None = None) -> Bundle:
+    """A Keras .h5 (read with h5py, no TensorFlow) plus optional input data -> Bundle (F32).
+
+    `chip`: a :class:`~dtpu.isro.profile.Profile`, a profile file, or None for the default
+    profile; `pe` overrides its processing elements; `reuse` see :func:`emit`.
+    """
     from dtpu.isro import keras_h5
     path = Path(path)
-    builder = keras_h5.build(keras_h5.read(path))
-    return compile_layers(builder, x, pe=pe, reuse=reuse, meta=_source_meta(path, "keras-h5"))
+    builder = _front_end(path, lambda: keras_h5.build(keras_h5.read(path)))
+    return compile_layers(builder, x, chip=chip, pe=pe, reuse=reuse, meta=_source_meta(path, "keras-h5"))
 
 
-def compile_tflite(path: str | Path, x: np.ndarray | None = None, *, pe: int | None = None,
-                   reuse: bool = False) -> Bundle:
+def compile_tflite(path: str | Path, x: np.ndarray | None = None, *, chip=None, pe: int | None = None,
+                   reuse: bool | None = None) -> Bundle:
     """A TFLite flatbuffer (float32 or int8) plus optional input -> Bundle (F32 or I8)."""
     from dtpu.isro import tflite_model
     path = Path(path)
-    builder, extra = tflite_model.build(tflite_model.read(path))
+    builder, extra = _front_end(path, lambda: tflite_model.build(tflite_model.read(path)))
     meta = _source_meta(path, "tflite")
     meta.update(extra)
-    return compile_layers(builder, x, pe=pe, reuse=reuse, meta=meta)
+    return compile_layers(builder, x, chip=chip, pe=pe, reuse=reuse, meta=meta)
 
 
 def compile_model(path: str | Path, x: np.ndarray | None = None, **kw) -> Bundle:
@@ -703,4 +847,5 @@ def compile_spec(spec, filters: np.ndarray, bias: np.ndarray | None, *, pe: int 
         (top, eh), (left, ew) = spec.pads
         b.conv(label, weights, stride=spec.stride, dilation=spec.dilation,
                padding=(top, top + eh, left, left + ew), depthwise_mult=mult, **post)
-    return compile_layers(b, pe=pe, meta={"source": {"kind": "conv-spec", "name": label}})
+    from dtpu.isro.profile import unlimited
+    return compile_layers(b, chip=unlimited(), pe=pe, meta={"source": {"kind": "conv-spec", "name": label}})

@@ -41,8 +41,29 @@ class KerasModel:
 
 
 def read(path: str | Path) -> KerasModel:
-    import h5py
+    """The model's architecture and weights; any file that is not a readable Keras 2 HDF5 model
+    (missing, truncated, another HDF5 file, a Keras 3 .keras zip) is a CompileError naming it."""
     path = Path(path)
+    if not path.is_file():
+        raise CompileError(f"{path}: no such model file")
+    try:
+        return _read(path)
+    except CompileError:
+        raise
+    except (OSError, KeyError, ValueError, TypeError, IndexError, AttributeError) as exc:
+        head = path.read_bytes()[:4]
+        if head == b"PK\x03\x04":
+            hint = "a zip archive (a Keras 3 .keras file?); save with model.save('x.h5') in Keras 2"
+        elif head != b"\x89HDF":
+            hint = "not an HDF5 file"
+        else:
+            hint = f"an HDF5 file that is truncated, corrupt or not a Keras model ({' '.join(str(exc).split())})"
+        raise CompileError(f"{path}: cannot read a Keras .h5 model: {hint}; accepted: Keras 2 "
+                           f"model.save('x.h5') files") from None
+
+
+def _read(path: Path) -> KerasModel:
+    import h5py
     with h5py.File(path, "r") as f:
         raw = f.attrs.get("model_config")
         if raw is None:

@@ -156,10 +156,24 @@ def _options(fb: _Flatbuffer, code: int, opt: int | None) -> dict[str, Any]:
 
 
 def read(path: str | Path) -> Model:
+    """The graph; a file that is not a complete TFLite flatbuffer is a CompileError naming it."""
     path = Path(path)
+    if not path.is_file():
+        raise CompileError(f"{path}: no such model file")
     data = path.read_bytes()
     if data[4:8] != b"TFL3":
         raise CompileError(f"{path}: not a TFLite flatbuffer (identifier {data[4:8]!r}, expected b'TFL3')")
+    try:
+        return _read(path, data)
+    except CompileError:
+        raise
+    except (struct.error, IndexError, ValueError, KeyError, TypeError, OverflowError, MemoryError) as exc:
+        raise CompileError(f"{path}: truncated or corrupt TFLite flatbuffer ({len(data):,} bytes; "
+                           f"{' '.join(str(exc).split()) or type(exc).__name__}); accepted: a complete "
+                           f".tflite file as the converter writes it") from None
+
+
+def _read(path: Path, data: bytes) -> Model:
     fb = _Flatbuffer(data)
     model = fb.root()
     buffers = fb.tables(model, 4)

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from dtpu import reference
 from dtpu.isro import compile_h5, compile_spec, compile_tflite, keras_h5, run, verify
-from dtpu.isro.bundle import Bundle
+from dtpu.isro.bundle import Bundle, BundleError
 from dtpu.isro.compiler import TFLITE_ROUNDING, CompileError, compile_model
 from dtpu.isro.isa import Fill, Fmt, Op
 from dtpu.isro.machine import requantize, wrap_int32
@@ -168,7 +168,7 @@ def test_bundle_files_round_trip(tmp_path):
     lst = (d / "program.lst").read_text()
     assert "add.i8" in lst and "(part 1/" in lst and bundle.layers[0]["name"] in lst
     (tmp_path / "bad").mkdir()
-    with pytest.raises(FileNotFoundError, match="is not an ISRO bundle: missing frame.bin, filter.bin"):
+    with pytest.raises(BundleError, match="is not an ISRO bundle: missing frame.bin, filter.bin"):
         Bundle.load(tmp_path / "bad")
 
 

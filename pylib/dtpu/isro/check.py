@@ -110,6 +110,9 @@ def accesses(ins: Instruction, frame_size: int, filter_size: int, pe: int | None
         raise _Fault("a partial instruction sets DSP, activation or padding")
     if op is Op.MAXPOOL and ins.dsp:
         raise _Fault("max pooling has no DSP stage")
+    empty = [n for n in ("cin", "hin", "win", "cout", "hout", "wout") if ins.fields.get(n, 1) == 0]
+    if empty:
+        raise _Fault(f"{', '.join(empty)} = 0")
     fdt, wdt, adt = FRAME_DTYPE[fmt], WEIGHT_DTYPE[fmt], ACC_DTYPE[fmt]
     acc: list = []
     if op is Op.ADD:
@@ -258,6 +261,8 @@ def check_bundle(bundle) -> list[Finding]:
             out.append(Finding("profile", i, f"format {ins.fmt.name.lower()}; {prof.name} supports "
                                              f"{', '.join(prof.formats)}"))
         for f in ("src", "dst", "wgt", "prm"):
+            if f == "dst" and ins.fields.get("partial"):
+                continue          # a slot inside the ADD's partials region, which is aligned
             v = ins.fields.get(f)
             if v and v % prof.align:
                 out.append(Finding("profile", i, f"{f}={v:#x} is not {prof.align}-byte aligned as "

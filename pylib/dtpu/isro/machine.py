@@ -29,8 +29,17 @@ INT32_MIN = -(1 << 31)
 INT32_MAX = (1 << 31) - 1
 
 
+# geometry fields that must be at least 1 wherever an opcode uses them
+DIMENSIONS = ("cin", "hin", "win", "cout", "hout", "wout")
+
+
 class MachineError(RuntimeError):
-    """An instruction the chip would fault on (bad address, geometry, or a block too large)."""
+    """An instruction the chip would fault on (bad address, geometry, or a block too large).
+
+    ``index`` is the faulting instruction (the program's length when it ran off its end).
+    """
+
+    index: int | None = None
 
 
 @dataclass
@@ -145,14 +154,22 @@ class Machine:
                 return total
             c = Counters(instructions=1, by_op={ins.op.name.lower(): 1})
             if ins.op is not Op.NOP:
-                self._check(index, ins)
-                out = self._run(index, ins, frame, filt, c)
+                try:
+                    self._check(index, ins)
+                    # F32 inf/NaN are values the chip computes with, not host errors
+                    with np.errstate(all="ignore"):
+                        out = self._run(index, ins, frame, filt, c)
+                except MachineError as exc:
+                    exc.index = index
+                    raise
                 if out is not None and on_output is not None:
                     on_output(index, ins, out)
             total.add(c)
             if trace is not None:
                 trace.append(c)
-        raise MachineError(f"program ran off its end after {len(program)} instructions without END")
+        exc = MachineError(f"program ran off its end after {len(program)} instructions without END")
+        exc.index = len(program)
+        raise exc
 
     def _check(self, index: int, ins: Instruction) -> None:
         where = f"instruction {index} ({ins.op.name.lower()})"
@@ -171,6 +188,10 @@ class Machine:
                                f"padding belong to the ADD that combines the partials")
         if ins.op is Op.MAXPOOL and ins.dsp:
             raise MachineError(f"{where}: max pooling has no DSP stage")
+        empty = [n for n in DIMENSIONS if ins.fields.get(n, 1) == 0]
+        if empty:
+            raise MachineError(f"{where}: {', '.join(empty)} = 0; tensors have at least one element "
+                               f"along every axis")
 
     def _run(self, index, ins, frame, filt, c: Counters):
         where = f"instruction {index} ({ins.op.name.lower()})"

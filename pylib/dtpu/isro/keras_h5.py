@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from dtpu.isro.compiler import Builder, CompileError
+from dtpu.isro.ir import Builder, CompileError
 from dtpu.isro.isa import Fmt
 
 log = logging.getLogger(__name__)
@@ -212,11 +212,11 @@ def _layer(b: Builder, layer: KerasLayer) -> None:
     if cls == "BatchNormalization":
         axis = cfg.get("axis", -1)
         axis = axis[0] if isinstance(axis, list) and len(axis) == 1 else axis
-        after_dense = bool(b.layers) and b.layers[-1].flat_out
+        after_dense = b.producer() is not None and b.producer().flat_out
         if not (axis == -1 or (axis == 3 and not after_dense) or (axis == 1 and after_dense)):
             raise CompileError(f"{name}: batch normalization over axis {cfg.get('axis')}; only the "
                                f"channel axis folds into per-channel DSP parameters")
-        c = b.layers[-1].out_shape[0] if b.layers else b.shape[0]
+        c = b.shape[0]
         gamma = wts.get("gamma", np.ones(c)) if cfg.get("scale", True) else np.ones(c)
         beta = wts.get("beta", np.zeros(c)) if cfg.get("center", True) else np.zeros(c)
         b.batchnorm(name, gamma, beta, wts["moving_mean"], wts["moving_variance"], float(cfg.get("epsilon", 1e-3)))

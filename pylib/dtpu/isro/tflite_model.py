@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from dtpu.isro.compiler import TFLITE_ROUNDING, Builder, CompileError, quantized_activation_range
+from dtpu.isro.ir import TFLITE_ROUNDING, Builder, CompileError, quantized_activation_range
 from dtpu.isro.isa import Fmt
 
 log = logging.getLogger(__name__)
@@ -306,7 +306,7 @@ def build(model: Model) -> tuple[Builder, dict]:
             _op(b, fmt, op, T, label, out)
             i += 1
         if len(b.layers) > before or op.code in _FOLDED_ACTIVATIONS:
-            b.layers[-1].tensor = out.index      # this tensor now holds the last layer's values
+            b.producer().tensor = out.index      # this tensor now holds the last layer's values
         cur = out.index
     if cur != end:
         raise CompileError(f"{model.path}: the chain ends at tensor {cur}, but the model output is tensor {end}")

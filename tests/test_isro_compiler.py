@@ -194,7 +194,7 @@ def test_bundle_files_round_trip(tmp_path):
       layer("MaxPooling2D", "p", pool_size=[3, 3], strides=[2, 2], padding="same")], {},
      r"p: max pooling with SAME padding right after explicit zero padding \(zp\) needs two fill values"),
     ([conv("c", 2, 3), layer("Flatten", "f")], {"c": {"kernel": np.ones((3, 3, 1, 2)), "bias": np.zeros(2)}},
-     r"f: a flatten must feed a Dense layer"),
+     r"f: a flatten at the end of a 4x4 feature map; accepted only where it feeds a Dense layer"),
     ([conv("c", 2, 3), layer("ReLU", "r", max_value=6.0, negative_slope=0.0, threshold=0.0), layer("LeakyReLU", "l", alpha=0.1)],
      {"c": {"kernel": np.ones((3, 3, 1, 2)), "bias": np.zeros(2)}},
      r"l: a leaky/ReLU stage after r's clamp; the chip applies the leaky stage first"),
@@ -223,10 +223,6 @@ def test_functional_chains_compile_and_branches_are_refused(tmp_path, rng):
 def test_tflite_refusals_name_the_op(tmp_path):
     with pytest.raises(CompileError, match=r"op 2 \(LEAKY_RELU\): int8 LEAKY_RELU requantizes its two branches"):
         compile_tflite(FIXTURES / "mix_s_int8.tflite")
-    zoo = Path(__file__).resolve().parent / "models" / "zoo" / "dscnn_like__int8.tflite"
-    if zoo.exists():
-        with pytest.raises(CompileError, match=r"op \d+ \(AVERAGE_POOL_2D\) -> tensor '.*': not supported by the ISRO-ASIC"):
-            compile_tflite(zoo)
     (tmp_path / "x.onnx").write_bytes(b"\0" * 16)
     with pytest.raises(CompileError, match=r"unknown model format '.onnx'; accepted: .h5, .hdf5, .tflite"):
         compile_model(tmp_path / "x.onnx")

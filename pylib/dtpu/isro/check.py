@@ -25,8 +25,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dtpu.isro.isa import (ACC_DTYPE, DSP_ARRAYS, FRAME_DTYPE, PARAM_DTYPE, PARAM_HEADER_WORDS,
-                           WEIGHT_DTYPE, Fmt, Instruction, Op, block_size, param_block_bytes)
+from dtpu.isro.isa import (ACC_DTYPE, DSP_ARRAYS, EADD_WORDS, FRAME_DTYPE, PARAM_DTYPE,
+                           PARAM_HEADER_WORDS, WEIGHT_DTYPE, Fmt, Instruction, Op, block_size,
+                           param_block_bytes)
 
 log = logging.getLogger(__name__)
 
@@ -110,12 +111,22 @@ def accesses(ins: Instruction, frame_size: int, filter_size: int, pe: int | None
         raise _Fault("a partial instruction sets DSP, activation or padding")
     if op is Op.MAXPOOL and ins.dsp:
         raise _Fault("max pooling has no DSP stage")
+    if op is Op.EADD and ins.dsp != (fmt is Fmt.I8):
+        raise _Fault("EADD: dsp must be 1 in I8, 0 in F32")
+    if op is Op.AVGPOOL and ins.in_zp and not ins.dsp:
+        raise _Fault("AVGPOOL: in_zp without the DSP stage")
     empty = [n for n in ("cin", "hin", "win", "cout", "hout", "wout") if ins.fields.get(n, 1) == 0]
     if empty:
         raise _Fault(f"{', '.join(empty)} = 0")
     fdt, wdt, adt = FRAME_DTYPE[fmt], WEIGHT_DTYPE[fmt], ACC_DTYPE[fmt]
     acc: list = []
-    if op is Op.ADD:
+    if op is Op.EADD:
+        for src, (t, b, l, r), what in ((ins.src, (ins.at, ins.ab, ins.al, ins.ar), "first operand"),
+                                        (ins.src2, (ins.bt, ins.bb, ins.bl, ins.br), "second operand")):
+            n = ins.cout * (ins.hout + t + b) * (ins.wout + l + r)
+            acc.append(("frame", *_region(frame_size, "frame", src, fdt, n, what), "r", what))
+        chans, out_hw = ins.cout, (ins.hout, ins.wout)
+    elif op is Op.ADD:
         if ins.npart < 1:
             raise _Fault("npart must be at least 1")
         count = ins.cout * ins.hout * ins.wout
@@ -125,7 +136,7 @@ def accesses(ins: Instruction, frame_size: int, filter_size: int, pe: int | None
     else:
         cin, hin, win = ins.cin, ins.hin, ins.win
         acc.append(("frame", *_region(frame_size, "frame", ins.src, fdt, cin * hin * win, "input"), "r", "input"))
-        if op is Op.MAXPOOL:
+        if op in (Op.MAXPOOL, Op.AVGPOOL):
             _window(ins, hin, win, ins.kh, ins.kw, ins.sh, ins.sw, 1, 1)
             chans, out_hw = cin, (ins.hout, ins.wout)
         elif op is Op.DENSE:
@@ -155,7 +166,7 @@ def accesses(ins: Instruction, frame_size: int, filter_size: int, pe: int | None
             acc.append(("filter", *_region(filter_size, "filter", ins.dst, adt, count, "partial"), "w", "partial"))
             return acc
     if ins.dsp or ins.leaky or ins.clamp:
-        nwords = PARAM_HEADER_WORDS + (DSP_ARRAYS * chans if ins.dsp else 0)
+        nwords = param_block_bytes(chans, bool(ins.dsp), op) // 4
         acc.append(("filter", *_region(filter_size, "filter", ins.prm, PARAM_DTYPE[fmt], nwords, "parameters"),
                     "r", "parameters"))
     h, w = out_hw
@@ -166,6 +177,13 @@ def accesses(ins: Instruction, frame_size: int, filter_size: int, pe: int | None
 
 def _shift_fault(ins: Instruction, filt: bytes, chans: int) -> str | None:
     """The machine's I8 DSP shift range, judged from the filter image."""
+    if ins.op is Op.EADD:
+        start = ins.prm + 4 * PARAM_HEADER_WORDS
+        w = np.frombuffer(filt[start:start + 4 * EADD_WORDS].ljust(4 * EADD_WORDS, b"\xff"), "<i4")
+        if not 0 <= w[2] <= 30:
+            return f"EADD left shift {int(w[2])} outside [0, 30]"
+        bad = [int(v) for v in w[[4, 6, 8]] if not -31 <= v <= 30]
+        return f"EADD shift {bad[0]} outside [-31, 30]" if bad else None
     start = ins.prm + 4 * (PARAM_HEADER_WORDS + 2 * chans)
     shifts = np.frombuffer(filt[start:start + 4 * chans].ljust(4 * chans, b"\xff"), "<i4")
     if chans and (shifts.min() < -31 or shifts.max() > 30):
@@ -212,8 +230,8 @@ def check_program(program: list[Instruction], *, frame_bytes: int, filter_bytes:
                     out.append(Finding("hazard", i, f"its parameter block [{a:#x}, {b:#x}) was overwritten "
                                                     f"by partial sums; the DSP shift cannot be checked"))
                 else:
-                    chans = (b - a) // 4 - PARAM_HEADER_WORDS
-                    msg = _shift_fault(ins, filter_image, chans // DSP_ARRAYS)
+                    chans = ((b - a) // 4 - PARAM_HEADER_WORDS) // DSP_ARRAYS
+                    msg = _shift_fault(ins, filter_image, chans)
                     if msg:
                         out.append(Finding("fault", i, msg))
         for mem, a, b, rw, what in acc:
@@ -299,6 +317,9 @@ def check_bundle(bundle) -> list[Finding]:
             if p.op is Op.ADD or p.op in (Op.END, Op.NOP):
                 continue
             srcs = [tensors[t][1] for t in layer.get("inputs", [k])]
+            if p.op is Op.EADD and p.src2 not in srcs:
+                out.append(Finding("hazard", j, f"reads {p.src2:#x}, but layer {layer['name']}'s inputs are "
+                                                f"at {', '.join(f'{s:#x}' for s in srcs)}"))
             if p.src not in srcs:
                 out.append(Finding("hazard", j, f"reads {p.src:#x}, but layer {layer['name']}'s input is at "
                                                 f"{', '.join(f'{s:#x}' for s in srcs)}"))

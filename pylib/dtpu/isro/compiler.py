@@ -84,7 +84,8 @@ def split_blocks(layer: Layer, pe: int | None) -> list[dict[str, int]]:
 def _param_words(layer: Layer, fmt: Fmt) -> np.ndarray | None:
     """The parameter block: activation header, then the DSP arrays (docs/isro_isa.md)."""
     has_dsp = layer.dsp is not None
-    if not (has_dsp or layer.leaky is not None or layer.clamp is not None):
+    eadd_i8 = layer.kind == "eadd" and fmt is Fmt.I8
+    if not (has_dsp or eadd_i8 or layer.leaky is not None or layer.clamp is not None):
         return None
     pdt = PARAM_DTYPE[fmt]
     if fmt is Fmt.F32:
@@ -94,8 +95,15 @@ def _param_words(layer: Layer, fmt: Fmt) -> np.ndarray | None:
     else:
         lo, hi = layer.clamp if layer.clamp is not None else (-128, 127)
         head = np.array([lo, hi, 0, 0], dtype=pdt)
+    if eadd_i8:
+        q = layer.eadd_q
+        return np.concatenate([head, np.array([q[k] for k in EADD_KEYS], dtype=pdt)])
     parts = [head] + ([np.asarray(a).astype(pdt) for a in layer.dsp] if has_dsp else [])
     return np.concatenate(parts)
+
+
+# the I8 EADD parameter words, in the order docs/isro_isa.md gives them
+EADD_KEYS = ("zp_a", "zp_b", "left_shift", "m_a", "s_a", "m_b", "s_b", "m_out", "s_out")
 
 
 def _live_ranges(layers: list[Layer]) -> list[tuple[int, int]]:
@@ -279,9 +287,14 @@ def emit(layers: list[Layer], fmt: Fmt, *, profile: Profile | None = None, pe: i
         (cin, h, w), (pt, pb, pl, pr) = layer.in_shape, layer.pad
         out_pad, out_fill = pads[i + 1], fills[i + 1]
         src_t = layer_inputs(layers, i)
-        post = dict(fmt=fmt, dsp=int(layer.dsp is not None), leaky=int(layer.leaky is not None),
+        dsp_on = layer.dsp is not None or (layer.kind == "eadd" and fmt is Fmt.I8)
+        out_zp = layer.out_zp if layer.post_offset is None else layer.post_offset
+        if fmt is Fmt.I8 and out_zp != layer.out_zp and any(pads[i + 1]) and fills[i + 1] is Fill.ZERO:
+            raise CompileError(f"{layer.name}: its output offset {out_zp} is not its zero point "
+                               f"{layer.out_zp}, so the chip cannot fill the zero border a consumer needs")
+        post = dict(fmt=fmt, dsp=int(dsp_on), leaky=int(layer.leaky is not None),
                     clamp=int(layer.clamp is not None), fill=out_fill,
-                    out_zp=layer.out_zp if fmt is Fmt.I8 else 0,
+                    out_zp=out_zp if fmt is Fmt.I8 else 0,
                     rnd=layer.rounding if fmt is Fmt.I8 else Rounding.DOUBLE,
                     dst=addrs[i + 1], prm=p_addr[i] or 0,
                     pt=out_pad[0], pb=out_pad[1], pl=out_pad[2], pr=out_pad[3])
@@ -290,9 +303,19 @@ def emit(layers: list[Layer], fmt: Fmt, *, profile: Profile | None = None, pe: i
         first = len(program)
         blocks = [{}]
         try:
-            if layer.kind == "maxpool":
-                program.append(Instruction(Op.MAXPOOL, **geo, **post, kh=layer.kernel[0], kw=layer.kernel[1],
-                                           sh=layer.stride[0], sw=layer.stride[1], hout=hout, wout=wout))
+            if layer.kind in ("maxpool", "avgpool"):
+                extra = {}
+                if layer.kind == "avgpool":
+                    extra["in_zp"] = layer.in_zp if fmt is Fmt.I8 and layer.dsp is not None else 0
+                program.append(Instruction(Op[layer.kind.upper()], **geo, **post, **extra, kh=layer.kernel[0],
+                                           kw=layer.kernel[1], sh=layer.stride[0], sw=layer.stride[1],
+                                           hout=hout, wout=wout))
+            elif layer.kind == "eadd":
+                ta, tb = src_t
+                (a_t, a_b, a_l, a_r), (b_t, b_b, b_l, b_r) = pads[ta], pads[tb]
+                program.append(Instruction(Op.EADD, **post, src=addrs[ta], src2=addrs[tb], cout=cout,
+                                           hout=hout, wout=wout, at=a_t, ab=a_b, al=a_l, ar=a_r,
+                                           bt=b_t, bb=b_b, bl=b_l, br=b_r))
             else:
                 mac = dict(geo, wgt=w_addr[i], cout=cout, in_zp=layer.in_zp if fmt is Fmt.I8 else 0)
                 op = {"conv": Op.CONV, "dwconv": Op.DWCONV, "dense": Op.DENSE}[layer.kind]
@@ -341,8 +364,9 @@ def emit(layers: list[Layer], fmt: Fmt, *, profile: Profile | None = None, pe: i
                 "addr": w_addr[i], "bytes": int(np.asarray(layer.weights).size * wdt.itemsize),
                 "shape": list(np.asarray(layer.weights).shape)},
             "params": None if p_addr[i] is None else {
-                "addr": p_addr[i], "bytes": param_block_bytes(c_o, layer.dsp is not None),
-                "dsp": layer.dsp is not None},
+                "addr": p_addr[i], "bytes": param_block_bytes(c_o, dsp_on, Op[layer.kind.upper()]
+                                                              if layer.kind == "eadd" else None),
+                "dsp": dsp_on},
             "partials": None if len(blocks) <= 1 else {
                 "addr": scratch, "count": len(blocks), "bytes": c_o * h_o * w_o * adt.itemsize * len(blocks)},
             "kernel": list(layer.kernel), "stride": list(layer.stride), "dilation": list(layer.dilation),

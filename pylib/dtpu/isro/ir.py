@@ -42,6 +42,9 @@ TFLITE_ROUNDING = {
     "CONV_2D": Rounding.DOUBLE_UP,
     "FULLY_CONNECTED": Rounding.DOUBLE_UP,
     "DEPTHWISE_CONV_2D": Rounding.DOUBLE,
+    # MultiplyByQuantizedMultiplier(SmallerThanOneExp) in the scalar int8 ADD and MEAN kernels
+    "ADD": Rounding.DOUBLE,
+    "MEAN": Rounding.DOUBLE,
 }
 
 
@@ -93,7 +96,8 @@ class Layer:
     tensor: int | None = None                  # TFLite tensor index of the output, if any
     inputs: list[int] | None = None            # frame tensors read (None: the previous layer's output)
     eadd_q: dict | None = None                 # I8 EADD: zero points and TFLite's ADD multipliers
-    host: bool = False                         # computed by the host after the chip (a head)
+    post_offset: int | None = None             # I8: the out_zp field when it is not the output's
+                                               # zero point (TFLite MEAN's folded bias)
 
     @property
     def macs(self) -> int:
@@ -474,5 +478,10 @@ class Builder:
             raise CompileError(f"{'/'.join(self._pad_sources)}: padding at the end of the model "
                                f"has no consumer")
         if self._flatten_sources:
-            raise CompileError(f"{'/'.join(self._flatten_sources)}: a flatten must feed a Dense layer")
+            if self.shape[1] * self.shape[2] != 1:
+                raise CompileError(f"{'/'.join(self._flatten_sources)}: a flatten at the end of a "
+                                   f"{self.shape[1]}x{self.shape[2]} feature map; accepted only where it "
+                                   f"feeds a Dense layer or the map is 1x1")
+            self._producer().flat_out = True
+            self._producer().sources.extend(self._flatten_sources)
         return self.layers

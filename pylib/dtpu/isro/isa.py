@@ -107,8 +107,16 @@ PARAM_HEADER_WORDS = 4   # F32: a1, a2, lo, hi   I8: lo, hi, 0, 0
 DSP_ARRAYS = 3           # F32: v1, v2, v3       I8: bias (v3), multiplier, shift (v1)
 
 
-def param_block_bytes(channels: int, dsp: bool) -> int:
-    """Size of a parameter block: the activation header, then the DSP arrays if the DSP is on."""
+# I8 EADD parameters after the header: zp_a, zp_b, left_shift, m_a, s_a, m_b, s_b, m_out, s_out
+# (TFLite's int8 ADD: both inputs rescaled to a common scale, summed, rescaled to the output)
+EADD_WORDS = 9
+
+
+def param_block_bytes(channels: int, dsp: bool, op: "Op | None" = None) -> int:
+    """Size of a parameter block: the activation header, then the DSP arrays if the DSP is on
+    (EADD: the nine I8 rescaling words instead of per-channel arrays)."""
+    if op is not None and op.name == "EADD":
+        return 4 * (PARAM_HEADER_WORDS + (EADD_WORDS if dsp else 0))
     return 4 * (PARAM_HEADER_WORDS + (DSP_ARRAYS * channels if dsp else 0))
 
 
@@ -304,13 +312,14 @@ _GROUPS = (
     _Group("flags", _FLAGS, "|"),
     _Group("fill", ("fill",)), _Group("rnd", ("rnd",)),
     _Group("zp", ("in_zp", "out_zp"), ","),
-    _Group("src", ("src",), hex=True), _Group("dst", ("dst",), hex=True),
+    _Group("src", ("src",), hex=True), _Group("src2", ("src2",), hex=True), _Group("dst", ("dst",), hex=True),
     _Group("wgt", ("wgt",), hex=True), _Group("prm", ("prm",), hex=True),
     _Group("in", ("cin", "hin", "win"), "x"),
     _Group("out", ("cout", "hout", "wout"), "x"),
     _Group("k", ("kh", "kw"), "x"), _Group("s", ("sh", "sw"), "x"), _Group("d", ("dh", "dw"), "x"),
     _Group("mult", ("mult",)),
     _Group("pad", ("pt", "pb", "pl", "pr"), ","),
+    _Group("apad", ("at", "ab", "al", "ar"), ","), _Group("bpad", ("bt", "bb", "bl", "br"), ","),
     _Group("ch", ("c0", "cn"), "+"), _Group("rows", ("r0", "rn"), "+"),
     _Group("cols", ("s0", "sn"), "+"), _Group("elems", ("n0", "nn"), "+"),
     _Group("npart", ("npart",)),

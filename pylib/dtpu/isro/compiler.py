@@ -174,6 +174,58 @@ def plan_frame(sizes: list[int], ranges: list[tuple[int, int]], to: int) -> tupl
     return best, footprint(best)
 
 
+def resolve_borders(layers: list[Layer]) -> list[Layer]:
+    """Give every frame tensor one border: copy a tensor that consumers read with different ones.
+
+    A tensor is stored with the border (pre-applied padding) its consumer reads; when consumers
+    disagree (a ResNet block input read by a 3x3 SAME convolution and by a 1x1 projection), the
+    tensor is stored without a border and each consumer needing one reads a copy written by a
+    1x1 MAXPOOL, which stores its input unchanged with the border and fill that consumer needs.
+    EADD reads any border (it has one per operand), so it never forces a copy.
+    """
+    n = len(layers)
+    wants: dict[int, list[tuple[int, tuple, Fill]]] = {}
+    for i, layer in enumerate(layers):
+        if layer.kind == "eadd":
+            continue
+        for t in layer_inputs(layers, i):
+            wants.setdefault(t, []).append((i, tuple(layer.pad), layer.fill))
+    copies: dict[int, list[tuple[tuple, Fill, list[int]]]] = {}
+    for t, ws in wants.items():
+        kinds = sorted({(p, f) for _, p, f in ws}, key=lambda pf: (any(pf[0]), pf[0], pf[1]))
+        if len(kinds) > 1:
+            groups = [(p, f, [i for i, q, g in ws if (q, g) == (p, f)]) for p, f in kinds if any(p)]
+            copies[t] = groups
+    if not copies:
+        return layers
+    out: list[Layer] = []
+    remap = {0: 0}                       # old tensor -> new tensor
+    via: dict[tuple[int, int], int] = {}  # (old tensor, consumer) -> new tensor of its copy
+    for i, layer in enumerate(layers):
+        pending = [(t, g) for t, gs in copies.items() for g in gs if g[2][0] == i]
+        for t, (pad, fill, consumers) in pending:
+            src = layers[t - 1] if t else None
+            c, h, w = layers[t - 1].out_shape if t else layers[0].in_shape
+            copy = Layer(kind="maxpool", name=f"{src.name if src else 'input'}.border{'_'.join(map(str, pad))}",
+                         in_shape=(c, h, w), out_shape=(c, h, w), sources=[],
+                         inputs=[remap[t]], kernel=(1, 1), stride=(1, 1),
+                         out_zp=src.out_zp if src else layers[0].in_zp, out_scale=src.out_scale if src else None,
+                         flat_out=src.flat_out if src else False, tensor=src.tensor if src else None)
+            out.append(copy)
+            for j in consumers:
+                via[(t, j)] = len(out)
+        new = Layer(**{**layer.__dict__})
+        old_in = layer_inputs(layers, i)
+        new.inputs = [via.get((t, i), remap[t]) for t in old_in]
+        if layer.kind != "eadd" and any(old_t in copies for old_t in old_in) and (old_in[0], i) not in via:
+            new.pad, new.fill = (0, 0, 0, 0), Fill.ZERO if not any(layer.pad) else layer.fill
+        out.append(new)
+        remap[i + 1] = len(out)
+    log.info("stored %d tensors without a border and copied them for %d consumers", len(copies),
+             len(via))
+    return out
+
+
 def emit(layers: list[Layer], fmt: Fmt, *, profile: Profile | None = None, pe: int | None = None,
          reuse: bool | None = None, meta: dict | None = None, x: np.ndarray | None = None,
          in_scale: float | None = None, in_zp: int = 0, input_name: str = "input") -> Bundle:
@@ -192,6 +244,7 @@ def emit(layers: list[Layer], fmt: Fmt, *, profile: Profile | None = None, pe: i
         prof = prof.with_pe(int(pe))
     pe = prof.pe
     to = prof.align
+    layers = resolve_borders(layers)
     if fmt.name.lower() not in prof.formats:
         raise CompileError(f"{layers[0].name}: the model compiles to {fmt.name.lower()}, but chip profile "
                            f"{prof.name} supports {', '.join(prof.formats)}")

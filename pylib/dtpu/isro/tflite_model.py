@@ -151,6 +151,8 @@ def _options(fb: _Flatbuffer, code: int, opt: int | None) -> dict[str, Any]:
         return dict(act=s(opt, 0, "b"), weights_format=s(opt, 1, "b"), keep_num_dims=bool(s(opt, 2, "B")))
     if code == 98:
         return dict(alpha=s(opt, 0, "f"))
+    if code == 40:
+        return dict(keep_dims=bool(s(opt, 0, "B")))
     if code == 0:
         return dict(act=s(opt, 0, "b"))
     return {}
@@ -463,18 +465,7 @@ def _op(b: Builder, fmt: Fmt, op: Operator, T: list[Tensor], label: str, out: Te
         _, h, w, c = x.shape
         post = {"tensor": out.index, "flat": len(out.shape) == 2}
         if fmt is Fmt.I8:
-            # optimized_integer_ops::Mean (TFLite 2.14): MBQM(sum of raw values, s_in / (n s_out))
-            # plus output_zp - round(zp_in s_in / s_out), the latter in float32 as the kernel does
-            from dtpu.reference.quantize import quantize_multiplier
-            si, so = np.float32(x.scale[0]), np.float32(out.scale[0])
-            real = np.float32(si / np.float32(np.float32(h * w) * so))
-            m, s = quantize_multiplier(float(real))
-            temp = np.float32(np.float32(int(x.zero_point[0])) * si / so)
-            temp = temp + np.float32(0.5) if temp > 0 else temp - np.float32(0.5)
-            offset = int(out.zero_point[0]) - int(np.float32(temp))
-            post.update(dsp=(np.zeros(c, np.int32), np.full(c, m, np.int32), np.full(c, s, np.int32)),
-                        in_zp=0, out_zp=int(out.zero_point[0]), post_offset=offset,
-                        out_scale=float(out.scale[0]), rounding=TFLITE_ROUNDING["MEAN"], clamp=(-128, 127))
+            post.update(_mean_i8(x, out, h * w, c, keep_dims=bool(o.get("keep_dims"))))
         b.avgpool(name, (h, w), (1, 1), "valid", **post)
         return
     if op.code in (34, 60):
@@ -528,6 +519,32 @@ def _op(b: Builder, fmt: Fmt, op: Operator, T: list[Tensor], label: str, out: Te
         return
     raise CompileError(f"{label} -> tensor {out.name!r}: not supported by the ISRO-ASIC; accepted: "
                        f"{', '.join(ACCEPTED)}")
+
+
+def _mean_i8(x: Tensor, out: Tensor, n: int, c: int, *, keep_dims: bool) -> dict[str, Any]:
+    """TFLite 2.14's int8 MEAN over H, W as DSP parameters of an AVGPOOL (1/n in the multiplier).
+
+    keep_dims (4-D output): optimized_integer_ops::Mean, MBQM(sum of stored values,
+    s_in / (n s_out)) + (zp_out - round(zp_in s_in / s_out)), the latter in float32.
+    Otherwise reference_ops::QuantizedMeanOrSum: MBQM(sum of (x - zp_in), m') + zp_out with
+    QuantizeMultiplier(s_in / s_out) divided by n in fixed point (m' = (m << k) / n, shift - k).
+    """
+    from dtpu.reference.quantize import quantize_multiplier
+    si, so = np.float32(x.scale[0]), np.float32(out.scale[0])
+    zi, zo = int(x.zero_point[0]), int(out.zero_point[0])
+    if keep_dims:
+        real = np.float32(si / np.float32(np.float32(n) * so))
+        m, s = (int(v) for v in quantize_multiplier(float(real)))
+        temp = np.float32(np.float32(zi) * si / so)
+        temp = temp + np.float32(0.5) if temp > 0 else temp - np.float32(0.5)
+        q = dict(in_zp=0, post_offset=zo - int(np.float32(temp)))
+    else:
+        m0, s0 = (int(v) for v in quantize_multiplier(float(si) / float(so)))
+        k = min(n.bit_length() - 1, 32, 31 + s0)
+        m, s = (m0 << k) // n, s0 - k
+        q = dict(in_zp=zi)
+    return dict(dsp=(np.zeros(c, np.int32), np.full(c, m, np.int32), np.full(c, s, np.int32)), out_zp=zo,
+                out_scale=float(so), rounding=TFLITE_ROUNDING["MEAN"], clamp=(-128, 127), **q)
 
 
 def _mac(b: Builder, fmt: Fmt, op: Operator, T: list[Tensor], label: str, out: Tensor,

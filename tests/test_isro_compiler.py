@@ -175,9 +175,13 @@ def test_bundle_files_round_trip(tmp_path):
 # -- refusals name the layer and the reason ---------------------------------------------------------
 
 @pytest.mark.parametrize("layers, weights, message", [
-    ([layer("AveragePooling2D", "avg", pool_size=[2, 2])], {},
-     r"avg: layer type AveragePooling2D is not supported by the ISRO-ASIC; accepted: InputLayer, Conv2D"),
-    ([conv("c", 2, 3, activation="softmax")], {"c": {"kernel": np.ones((3, 3, 1, 2)), "bias": np.zeros(2)}},
+    ([layer("AveragePooling2D", "avg", pool_size=[4, 4], strides=[1, 1], padding="same")], {},
+     r"avg: average pooling with SAME padding that pads \(6x6 input, 4x4 window, stride 1x1\) divides by "
+     r"the unpadded tap count"),
+    ([layer("UpSampling2D", "up", size=[2, 2])], {},
+     r"up: layer type UpSampling2D is not supported by the ISRO-ASIC; accepted: InputLayer, Conv2D"),
+    ([conv("c", 2, 3, activation="softmax"), conv("d", 2, 1)],
+     {"c": {"kernel": np.ones((3, 3, 1, 2)), "bias": np.zeros(2)}, "d": {"kernel": np.ones((1, 1, 2, 2)), "bias": np.zeros(2)}},
      r"c: activation 'softmax' is not supported; accepted: linear, relu, relu6"),
     ([conv("c", 2, 3, activation="relu"), layer("BatchNormalization", "bn", axis=[3], epsilon=1e-3)],
      {"c": {"kernel": np.ones((3, 3, 1, 2)), "bias": np.zeros(2)},
@@ -207,7 +211,7 @@ def test_keras_refusals(tmp_path, layers, weights, message):
         compile_h5(path)
 
 
-def test_functional_chains_compile_and_branches_are_refused(tmp_path, rng):
+def test_functional_chains_and_branches_compile(tmp_path, rng):
     w = {"a": {"kernel": rng.normal(size=(3, 3, 1, 2)), "bias": np.zeros(2)},
          "b": {"kernel": rng.normal(size=(1, 1, 2, 2)), "bias": np.zeros(2)}}
     chain = write_h5(tmp_path / "chain.h5", (6, 6, 1), [conv("a", 2, 3), conv("b", 2, 1)], w,
@@ -215,9 +219,12 @@ def test_functional_chains_compile_and_branches_are_refused(tmp_path, rng):
     _check_against_keras(chain, rng.random((6, 6, 1)).astype(np.float32))
     branch = write_h5(tmp_path / "branch.h5", (6, 6, 1), [conv("a", 2, 3), conv("b", 2, 1), layer("Add", "add")], w,
                       functional_inbound={"a": ["input"], "b": ["a"], "add": ["a", "b"]})
-    with pytest.raises(CompileError, match=r"add: takes input from \['a', 'b'\], not just the previous layer 'b'; "
-                                           r"only sequential chains compile \(no skip connections\)"):
-        compile_h5(branch)
+    _check_against_keras(branch, rng.random((6, 6, 1)).astype(np.float32))
+    assert "eadd" in [m["kind"] for m in compile_h5(branch).layers]
+    three = write_h5(tmp_path / "three.h5", (6, 6, 1), [conv("a", 2, 3), conv("b", 2, 1), layer("Add", "add")], w,
+                     functional_inbound={"a": ["input"], "b": ["a"], "add": ["a", "b", "b"]})
+    with pytest.raises(CompileError, match=r"add: Add of 3 tensors; the chip adds two"):
+        compile_h5(three)
 
 
 def test_tflite_refusals_name_the_op(tmp_path):

@@ -81,3 +81,72 @@ def test_residual_block_input_is_stored_once_per_border():
     copies = [m for m in b.layers if ".border" in m["name"]]
     assert len(copies) == 2 and all(m["kind"] == "maxpool" for m in copies)
     assert all(m["output"]["pad"] == [0, 1, 0, 1] for m in copies)
+
+
+# -- Keras .h5 graphs (float): residual adds, pooling, softmax head --------------------------------
+
+import json  # noqa: E402
+
+from dtpu.isro import compile_h5, keras_h5  # noqa: E402
+from dtpu.isro.compiler import CompileError  # noqa: E402
+from dtpu.isro.profile import Profile, load  # noqa: E402
+
+FIX = HERE / "isro"
+INDEX = json.loads((FIX / "fixtures.json").read_text())
+EXPECTED = np.load(FIX / "expected.npz")
+
+
+def _keras_input(name):
+    shape = tuple(INDEX[name]["input_shape"])
+    return np.random.default_rng(int(EXPECTED["seed"])).random((1,) + shape, dtype=np.float64).astype(np.float32)
+
+
+@pytest.mark.parametrize("name", ["resnet8", "mobilenet_s"])
+def test_keras_graphs_match_keras_layer_by_layer(name):
+    x = _keras_input(name)
+    model = keras_h5.read(FIX / f"{name}.h5")
+    bundle = compile_h5(FIX / f"{name}.h5", x)
+    assert check_bundle(bundle) == []
+    assert Op.EADD in {i.op for i in bundle.program} and bundle.meta["heads"][0]["kind"] == "softmax"
+    result = run(bundle)
+    checks = verify.against_keras(bundle, result, model, x[0])
+    assert all(c.ok for c in checks), [str(c) for c in checks if not c.ok]
+    assert checks[-1].kind == "host"
+    np.testing.assert_allclose(result.output, EXPECTED[name], rtol=1e-5, atol=1e-6)   # TensorFlow's own
+    covered = {s for m in bundle.layers for s in m["sources"]} | {h["name"] for h in bundle.meta["heads"]}
+    assert {layer.name for layer in model.layers} <= covered | {layer.name for layer in model.layers
+                                                                if layer.class_name == "Dense"}
+
+
+def _vgg(tmp_path, rng, widths=(64, 128, 256)):
+    """A VGG-style net at realistic width: two 3x3 convolutions per block, 2x2 pooling, dense head."""
+    from tests.test_isro_compiler import conv, layer, write_h5
+    layers, weights, cin = [], {}, 3
+    for bi, ch in enumerate(widths, 1):
+        for ci in (1, 2):
+            name = f"b{bi}c{ci}"
+            layers.append(conv(name, ch, 3, padding="same", activation="relu"))
+            weights[name] = {"kernel": rng.normal(0, (2 / (9 * cin)) ** 0.5, (3, 3, cin, ch)), "bias": rng.normal(0, 0.05, ch)}
+            cin = ch
+        layers.append(layer("MaxPooling2D", f"b{bi}p", pool_size=[2, 2], strides=[2, 2], padding="valid"))
+    layers += [layer("Flatten", "flat"), layer("Dense", "fc", units=10, activation="softmax", use_bias=True)]
+    weights["fc"] = {"kernel": rng.normal(0, 0.02, (4 * 4 * cin, 10)), "bias": np.zeros(10)}
+    return write_h5(tmp_path / "vgg.h5", (32, 32, 3), layers, weights)
+
+
+def test_vgg_of_realistic_width_needs_a_bigger_chip_and_fits_one(tmp_path):
+    rng = np.random.default_rng(11)
+    path = _vgg(tmp_path, rng)
+    with pytest.raises(CompileError, match=r"b3c2: its weights \(2,359,296 B\) end at byte [\d,]+ of filter memory, "
+                                           r"past chip profile isro-asic-default's 4,194,304 B"):
+        compile_h5(path)
+    base = load()
+    big = Profile(**{**base.__dict__, "name": "big-filter", "filter_bytes": 8 << 20})
+    x = rng.random((1, 32, 32, 3)).astype(np.float32)
+    bundle = compile_h5(path, x, chip=big)
+    assert bundle.meta["reuse"] is True                # all outputs kept would not fit 1 MiB
+    assert bundle.meta["frame_bytes"] <= base.frame_bytes
+    assert Op.ADD in {i.op for i in bundle.program}     # 3x3x64 blocks exceed 256 PEs: split
+    assert check_bundle(bundle) == []
+    checks = verify.against_keras(bundle, run(bundle), keras_h5.read(path), x[0])
+    assert all(c.ok for c in checks), [str(c) for c in checks if not c.ok]

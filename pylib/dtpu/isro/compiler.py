@@ -494,6 +494,7 @@ def compile_layers(builder: Builder, x=None, *, chip=None, pe=None, reuse=None, 
     from dtpu.isro import profile
     prof = profile.resolve(chip)
     layers = builder.finish()
+    meta = {**(meta or {}), "heads": list(builder.heads)}
     xin = None if x is None else _input_chw(x, builder.in_shape, builder.fmt, builder.in_scale, builder.in_zp)
     return emit(layers, builder.fmt, profile=prof, pe=pe, reuse=reuse, meta=meta, x=xin,
                 in_scale=builder.in_scale, in_zp=builder.in_zp, input_name=builder.input_name)

@@ -165,6 +165,7 @@ class Builder:
         self._shapes = [self.in_shape]            # per frame tensor, unpadded
         self._versions = [0]                      # per frame tensor: folds applied so far
         self._readers: list[list[str]] = [[]]     # per frame tensor: layers reading it
+        self.heads: list[dict] = []               # trailing layers the host runs (softmax)
 
     # -- values (branching graphs) --------------------------------------------------------------
 

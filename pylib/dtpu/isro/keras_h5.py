@@ -22,7 +22,8 @@ log = logging.getLogger(__name__)
 IDENTITY = {"Dropout", "SpatialDropout1D", "SpatialDropout2D", "GaussianDropout", "GaussianNoise",
             "AlphaDropout", "ActivityRegularization"}
 SUPPORTED = ("InputLayer", "Conv2D", "DepthwiseConv2D", "BatchNormalization", "MaxPooling2D",
-             "ZeroPadding2D", "Flatten", "Dense", "ReLU", "LeakyReLU", "Activation") + tuple(sorted(IDENTITY))
+             "AveragePooling2D", "GlobalAveragePooling2D", "Add", "ZeroPadding2D", "Flatten", "Dense",
+             "ReLU", "LeakyReLU", "Activation", "Softmax (last layer, on the host)") + tuple(sorted(IDENTITY))
 
 
 @dataclass
@@ -38,6 +39,8 @@ class KerasModel:
     name: str
     input_shape: tuple[int, ...]           # without the batch axis
     layers: list[KerasLayer]               # in execution order, InputLayer excluded
+    inbound: dict[str, list[str]] | None = None   # functional graphs: layer -> input layers
+    input_name: str = "input"
 
 
 def read(path: str | Path) -> KerasModel:
@@ -71,7 +74,7 @@ def _read(path: Path) -> KerasModel:
                                f"model.save('x.h5') (a weights-only file has no architecture)")
         cfg = json.loads(raw.decode() if isinstance(raw, bytes) else raw)
         weights_root = f["model_weights"] if "model_weights" in f else f
-        layers_cfg, input_shape = _chain(cfg, path)
+        layers_cfg, input_shape, inbound, input_name = _graph(cfg, path)
         layers = []
         for lc in layers_cfg:
             name = lc["config"]["name"]
@@ -83,33 +86,44 @@ def _read(path: Path) -> KerasModel:
                     short = wn.split("/")[-1].split(":")[0]
                     weights[short] = np.asarray(g[wn])
             layers.append(KerasLayer(lc["class_name"], name, lc["config"], weights))
-    return KerasModel(cfg["config"].get("name", path.stem), input_shape, layers)
+    return KerasModel(cfg["config"].get("name", path.stem), input_shape, layers, inbound, input_name)
 
 
-def _chain(cfg: dict, path: Path) -> tuple[list[dict], tuple[int, ...]]:
-    """The layers in order, checking a functional graph is a single chain."""
+def _graph(cfg: dict, path: Path):
+    """The layers in execution order, with each layer's inputs for a functional graph."""
     cls = cfg.get("class_name")
     layers = list(cfg["config"]["layers"])
+    inbound = None
+    input_name = "input"
     if cls in ("Functional", "Model"):
-        prev = None
+        inbound = {}
+        seen = set()
         for lc in layers:
-            inbound = lc.get("inbound_nodes", [])
             name = lc["config"]["name"]
             if lc["class_name"] == "InputLayer":
-                if prev is not None:
-                    raise CompileError(f"{name}: a second model input; only single-input chains compile")
-                prev = name
+                if seen:
+                    raise CompileError(f"{name}: a second model input; only single-input models compile")
+                input_name = name
+                seen.add(name)
                 continue
-            srcs = [node[0] for nodes in inbound for node in nodes]
-            if len(inbound) != 1 or srcs != [prev]:
-                raise CompileError(f"{name}: takes input from {srcs or 'nothing'}, not just the previous "
-                                   f"layer {prev!r}; only sequential chains compile (no skip connections)")
-            prev = name
+            nodes = lc.get("inbound_nodes", [])
+            if len(nodes) != 1:
+                raise CompileError(f"{name}: called {len(nodes)} times (a shared layer); each layer "
+                                   f"must be used once")
+            srcs = [node[0] for node in nodes[0]]
+            missing = [s for s in srcs if s not in seen]
+            if missing:
+                raise CompileError(f"{name}: reads {missing}, which is not computed before it")
+            inbound[name] = srcs
+            seen.add(name)
         outs = [o[0] for o in cfg["config"].get("output_layers", [])]
-        if outs and outs != [prev]:
-            raise CompileError(f"{path}: model outputs {outs} are not the end of the chain ({prev})")
+        if len(outs) != 1:
+            raise CompileError(f"{path}: {len(outs)} model outputs {outs}; only single-output models compile")
+        if layers and outs[0] != layers[-1]["config"]["name"]:
+            raise CompileError(f"{path}: the model output {outs[0]} is not the last layer "
+                               f"({layers[-1]['config']['name']})")
     elif cls != "Sequential":
-        raise CompileError(f"{path}: model class {cls!r}; accepted: Sequential, Functional (a chain)")
+        raise CompileError(f"{path}: model class {cls!r}; accepted: Sequential, Functional")
     shape = None
     if layers and layers[0]["class_name"] == "InputLayer":
         shape = layers[0]["config"].get("batch_input_shape")
@@ -125,7 +139,7 @@ def _chain(cfg: dict, path: Path) -> tuple[list[dict], tuple[int, ...]]:
         if lc["class_name"] in ("Sequential", "Functional", "Model"):
             raise CompileError(f"{lc['config']['name']}: nested models are not supported; flatten "
                                f"the model into one chain")
-    return layers, tuple(int(v) for v in shape[1:])
+    return layers, tuple(int(v) for v in shape[1:]), inbound, input_name
 
 
 # -- to the builder ---------------------------------------------------------------------------------
@@ -136,9 +150,13 @@ def _pair(v) -> tuple[int, int]:
     return int(v), int(v)
 
 
-def _activation(name: str, act: str | None):
-    """A Keras activation name as (leaky, clamp) for the chip's activation stage."""
+def _activation(name: str, act: str | None, b: Builder | None = None, is_last: bool = False):
+    """A Keras activation name as (leaky, clamp) for the chip's activation stage; softmax on the
+    model's last layer becomes a host head."""
     if act in (None, "linear"):
+        return None, None
+    if act == "softmax" and is_last and b is not None:
+        b.heads.append({"kind": "softmax", "name": f"{name} (softmax)", "dtype": "float32", "beta": 1.0})
         return None, None
     if act == "relu":
         return (0.0, 0.0), None
@@ -155,6 +173,29 @@ def _check_channels_last(layer: KerasLayer) -> None:
 
 
 def build(model: KerasModel) -> Builder:
+    """Describe the model to a Builder; a functional graph layer by layer in its saved order
+    (topological), each layer reading the builder values of its inbound layers."""
+    b = _builder(model)
+    values = {model.input_name: b.value}
+    last = model.layers[-1].name if model.layers else None
+    for layer in model.layers:
+        srcs = model.inbound[layer.name] if model.inbound is not None else None
+        if layer.class_name == "Add":
+            if srcs is None or len(srcs) != 2:
+                raise CompileError(f"{layer.name}: Add of {len(srcs or [])} tensors; the chip adds two")
+            b.eadd(layer.name, values[srcs[0]], values[srcs[1]])
+        else:
+            if srcs is not None:
+                if len(srcs) != 1:
+                    raise CompileError(f"{layer.name}: {layer.class_name} with {len(srcs)} inputs "
+                                       f"{srcs}; accepted: one (two for Add)")
+                b.value = values[srcs[0]]
+            _layer(b, layer, is_last=layer.name == last)
+        values[layer.name] = b.value
+    return b
+
+
+def _builder(model: KerasModel) -> Builder:
     shape = model.input_shape
     if len(shape) == 3:
         h, w, c = shape
@@ -163,12 +204,10 @@ def build(model: KerasModel) -> Builder:
         b = Builder(Fmt.F32, (shape[0], 1, 1), flat_input=True, input_name="input")
     else:
         raise CompileError(f"{model.name}: input shape {shape}; accepted: (H, W, C) images or (N,) vectors")
-    for layer in model.layers:
-        _layer(b, layer)
     return b
 
 
-def _layer(b: Builder, layer: KerasLayer) -> None:
+def _layer(b: Builder, layer: KerasLayer, is_last: bool = False) -> None:
     cls, cfg, name, wts = layer.class_name, layer.config, layer.name, layer.weights
     if cls in IDENTITY:
         b.identity(name)
@@ -193,7 +232,7 @@ def _layer(b: Builder, layer: KerasLayer) -> None:
         b.conv(name, w.astype(np.float32), stride=_pair(cfg.get("strides", 1)),
                dilation=_pair(cfg.get("dilation_rate", 1)), padding=cfg.get("padding", "valid"),
                depthwise_mult=mult, dsp=dsp)
-        leaky, clamp = _activation(name, cfg.get("activation"))
+        leaky, clamp = _activation(name, cfg.get("activation"), b, is_last)
         b.activation(name, leaky=leaky, clamp=clamp)
         return
     if cls == "Dense":
@@ -206,7 +245,7 @@ def _layer(b: Builder, layer: KerasLayer) -> None:
         dsp = (np.ones(units, np.float32), np.zeros(units, np.float32),
                np.zeros(units, np.float32) if bias is None else bias.astype(np.float32))
         b.dense(name, k.T.astype(np.float32), dsp=dsp)
-        leaky, clamp = _activation(name, cfg.get("activation"))
+        leaky, clamp = _activation(name, cfg.get("activation"), b, is_last)
         b.activation(name, leaky=leaky, clamp=clamp)
         return
     if cls == "BatchNormalization":
@@ -226,6 +265,28 @@ def _layer(b: Builder, layer: KerasLayer) -> None:
         pool = _pair(cfg.get("pool_size", 2))
         strides = cfg.get("strides") or pool
         b.maxpool(name, pool, _pair(strides), cfg.get("padding", "valid"))
+        return
+    if cls == "AveragePooling2D":
+        _check_channels_last(layer)
+        pool = _pair(cfg.get("pool_size", 2))
+        b.avgpool(name, pool, _pair(cfg.get("strides") or pool), cfg.get("padding", "valid"))
+        return
+    if cls == "GlobalAveragePooling2D":
+        _check_channels_last(layer)
+        if cfg.get("keepdims"):
+            raise CompileError(f"{name}: GlobalAveragePooling2D(keepdims=True); accepted: keepdims=False")
+        c, h, w = b.shape
+        b.avgpool(name, (h, w), (1, 1), "valid", flat=True)
+        return
+    if cls == "Softmax":
+        if not is_last:
+            raise CompileError(f"{name}: softmax inside the network; the chip has no exp, only a "
+                               f"softmax as the model's last layer runs (on the host)")
+        axis = cfg.get("axis", -1)
+        if axis not in (-1, [-1]):
+            raise CompileError(f"{name}: softmax over axis {axis}; accepted: the last axis")
+        b.heads.append({"kind": "softmax", "name": name, "dtype": "float32", "beta": 1.0})
+        b.identity(name)
         return
     if cls == "ZeroPadding2D":
         _check_channels_last(layer)
@@ -256,7 +317,7 @@ def _layer(b: Builder, layer: KerasLayer) -> None:
         b.activation(name, leaky=(0.0, alpha))
         return
     if cls == "Activation":
-        leaky, clamp = _activation(name, cfg.get("activation"))
+        leaky, clamp = _activation(name, cfg.get("activation"), b, is_last)
         b.activation(name, leaky=leaky, clamp=clamp)
         return
     raise CompileError(f"{name}: layer type {cls} is not supported by the ISRO-ASIC; accepted: "

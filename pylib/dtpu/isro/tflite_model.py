@@ -344,6 +344,7 @@ def build(model: Model) -> tuple[Builder, dict]:
     if end not in values:
         raise CompileError(f"{model.path}: the model output (tensor {end}) is not computed from the input")
     b.value = values[end]
+    b.heads = heads
     extra = {"tflite": {"input_tensor": model.inputs[0], "output_tensor": model.outputs[0],
                         "machine_output_tensor": end, "host_quantize": host_quantize,
                         "host_dequantize": host_dequantize},

@@ -1,4 +1,4 @@
-"""``dtpu isro compile | run | check | disasm | asm``: the ISRO toolchain from a shell.
+"""``dtpu isro compile | run | check | compare | inject | disasm | asm``: the ISRO toolchain.
 
 Exit status: 0 success; 1 a check failed (verification mismatch, static check findings);
 2 bad input (a missing, truncated, corrupt or foreign file, a wrong input shape, an unsupported
@@ -61,7 +61,31 @@ def _build(p: argparse.ArgumentParser) -> None:
     r.add_argument("--verify", nargs="?", const="", metavar="MODEL",
                    help="compare every layer with the source model (default: the path in meta.json)")
     r.add_argument("--no-dump", action="store_true", help="do not write per-layer dumps")
+    r.add_argument("--memory-dumps", type=Path, metavar="DIR",
+                   help="also write DIR/layer_NNN.bin and DIR/frame.bin in the format `compare` reads "
+                        "(what the chip's memory holds; docs/isro_isa.md)")
     r.set_defaults(handler=_run)
+
+    m = sub.add_parser("compare", help="compare memory dumps read back from a chip or RTL simulation "
+                                       "with the machine model, layer by layer",
+                       description="DUMPS holds layer_NNN.bin (layer NNN's output region with its border, "
+                                   "as stored) and/or frame.bin (frame memory after END). Exit status 1 "
+                                   "when any layer differs.")
+    m.add_argument("bundle", type=Path, help="bundle directory")
+    m.add_argument("dumps", type=Path, help="dump directory")
+    m.add_argument("--input", type=Path, help="the input the chip ran (.npy); default: the compiled one")
+    m.set_defaults(handler=_compare)
+
+    j = sub.add_parser("inject", help="flip bits in the program, filter and frame images and count "
+                                      "masked / silent / stopped outcomes on the machine model")
+    j.add_argument("bundle", type=Path, help="bundle directory")
+    j.add_argument("--trials", type=_positive, default=200, help="trials per region (default 200)")
+    j.add_argument("--seed", type=int, default=0, help="random seed (default 0; the same seed, the same table)")
+    j.add_argument("--double", action="store_true", help="flip two bits per trial instead of one")
+    j.add_argument("--secded", action="store_true", help="memories with per-64-bit-word SECDED (EDAC)")
+    j.add_argument("--regions", default="program,filter,frame",
+                   help="comma-separated subset of program, filter, frame")
+    j.set_defaults(handler=_inject)
 
     k = sub.add_parser("check", help="check a bundle statically: what the chip would reject, hazards, "
                                      "the profile's limits",
@@ -225,6 +249,16 @@ def _run(args) -> int:
     c = result.counters
     print(f"total: {c.instructions} instructions, {c.macs:,} MACs, {c.cycles:,} cycles, frame "
           f"{c.frame_read:,}/{c.frame_write:,} B, filter {c.filter_read:,}/{c.filter_write:,} B (read/written)")
+    heads = bundle.meta.get("heads") or []
+    if heads:
+        from dtpu.isro.heads import describe
+        src = bundle.meta.get("source", {}).get("kind", "the source framework")
+        print(f"host: {describe(heads)} computed on the host after the chip (the chip has no exp), "
+              f"as {src} computes it")
+    if args.memory_dumps is not None:
+        from dtpu.isro.compare import write_dumps
+        write_dumps(bundle, args.memory_dumps, x)
+        print(f"memory dumps -> {args.memory_dumps}/ (layer_NNN.bin, frame.bin)")
     print(f"output {result.output.shape} {result.output.dtype} -> {out / 'output.npy'}")
     if args.verify is not None:
         if x is None:
@@ -237,6 +271,34 @@ def _run(args) -> int:
             print(f"verification FAILED for {', '.join(bad)}", file=sys.stderr)
             return 1
         print(f"verification passed: {len(checks)} layers")
+    return 0
+
+
+def _compare(args) -> int:
+    from dtpu.isro.bundle import Bundle
+    from dtpu.isro.compare import compare
+    bundle = Bundle.load(args.bundle)
+    x = _load_input(args.input)
+    _check_input(bundle, x, args.input)
+    diffs = compare(bundle, args.dumps, x)
+    for d in diffs:
+        print(d)
+    compared = [d for d in diffs if d.source]
+    bad = [d for d in compared if not d.ok]
+    print(f"{len(compared)} of {len(diffs)} layers compared: {len(compared) - len(bad)} match, "
+          f"{len(bad)} differ")
+    if not compared:
+        raise ValueError(f"{args.dumps}: no dump covers any layer (expected layer_NNN.bin or frame.bin)")
+    return 1 if bad else 0
+
+
+def _inject(args) -> int:
+    from dtpu.isro.bundle import Bundle
+    from dtpu.isro.inject import inject
+    bundle = Bundle.load(args.bundle)
+    regions = [r.strip() for r in args.regions.split(",") if r.strip()]
+    table = inject(bundle, args.trials, seed=args.seed, double=args.double, secded=args.secded, regions=regions)
+    print(table)
     return 0
 
 

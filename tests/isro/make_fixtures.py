@@ -11,8 +11,12 @@ verified (AlexNet, VGG, ResNet) plus one that exercises the remaining layer opti
   with dropout; the last pooling leaves 2x2 so the flatten reordering matters.
 - vgg_s: three blocks of two 3x3 ReLU convolutions and a 2x2 pooling, two dense layers.
 - resnet_s: ResNet's stem (ZeroPadding 3, 7x7 stride 2 conv, BN, ReLU, ZeroPadding 1, 3x3/2 max
-  pool) and plain conv-BN-ReLU blocks with stride-2 downsampling (no residual add: the chip has
-  no ADD of two tensors), biasless convolutions as in ResNet.
+  pool) and plain conv-BN-ReLU blocks with stride-2 downsampling (made before the chip model had
+  EADD, so no residual add), biasless convolutions as in ResNet.
+- resnet8 (functional): MLPerf Tiny's ResNet-8 with residual adds, average pooling and softmax.
+- mobilenet_s (functional): depthwise-separable blocks, an inverted residual, global average
+  pooling, softmax. These two get no float32 .tflite (fixture budget); `make_fixtures.py resnet8
+  mobilenet_s` regenerates just them with their own seeds.
 - mix_s (functional API): LeakyReLU, ReLU(max_value=6), depthwise with a depth multiplier, a
   dilated convolution, asymmetric stride and kernel, SAME max pooling with an odd size, BN after Dense.
 

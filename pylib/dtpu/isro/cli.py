@@ -197,6 +197,9 @@ def _compile(args) -> int:
           f"filter memory {_kib(bundle.meta['filter_bytes'])} (weights {_kib(s['weights_bytes'])}, "
           f"params {_kib(s['params_bytes'])}, split scratch {_kib(s['scratch_bytes'])}); "
           f"program {_kib(s['program_bytes'])}")
+    if bundle.meta.get("heads"):
+        from dtpu.isro.heads import describe
+        print(f"  host after the chip: {describe(bundle.meta['heads'])}")
     print(f"  profile {chip.name}: frame {_pct(bundle.meta['frame_bytes'], chip.frame_bytes)}, filter "
           f"{_pct(bundle.meta['filter_bytes'], chip.filter_bytes)}, program "
           f"{_pct(s['program_bytes'], chip.program_bytes)} used"

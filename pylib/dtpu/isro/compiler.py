@@ -215,10 +215,7 @@ def resolve_borders(layers: list[Layer]) -> list[Layer]:
             for j in consumers:
                 via[(t, j)] = len(out)
         new = Layer(**{**layer.__dict__})
-        old_in = layer_inputs(layers, i)
-        new.inputs = [via.get((t, i), remap[t]) for t in old_in]
-        if layer.kind != "eadd" and any(old_t in copies for old_t in old_in) and (old_in[0], i) not in via:
-            new.pad, new.fill = (0, 0, 0, 0), Fill.ZERO if not any(layer.pad) else layer.fill
+        new.inputs = [via.get((t, i), remap[t]) for t in layer_inputs(layers, i)]
         out.append(new)
         remap[i + 1] = len(out)
     log.info("stored %d tensors without a border and copied them for %d consumers", len(copies),
@@ -292,11 +289,10 @@ def emit(layers: list[Layer], fmt: Fmt, *, profile: Profile | None = None, pe: i
             need.append((sum(align(sizes[t], to) for t in live), i, live))
         worst, i, live = max(need)
         what = ", ".join(f"{'input' if t == 0 else layers[t - 1].name} {sizes[t]:,} B" for t in live)
-        hint = "" if reused or reuse is False else ""
         raise CompileError(
             f"{layers[i].name}: frame memory needs {frame_bytes:,} B{' with reuse' if reused else ''} "
             f"but chip profile {prof.name} has {prof.frame_bytes:,} B; at this layer {worst:,} B are "
-            f"live ({what}){hint}" + ("" if reused else "; reuse was disabled"))
+            f"live ({what})" + ("" if reused else "; reuse was disabled"))
 
     # filter memory: weights of every layer, then parameter blocks, then split scratch
     wdt, adt = WEIGHT_DTYPE[fmt], ACC_DTYPE[fmt]

@@ -231,7 +231,7 @@ def test_tflite_refusals_name_the_op(tmp_path):
     with pytest.raises(CompileError, match=r"op 2 \(LEAKY_RELU\): int8 LEAKY_RELU requantizes its two branches"):
         compile_tflite(FIXTURES / "mix_s_int8.tflite")
     (tmp_path / "x.onnx").write_bytes(b"\0" * 16)
-    with pytest.raises(CompileError, match=r"unknown model format '.onnx'; accepted: .h5, .hdf5, .tflite"):
+    with pytest.raises(CompileError, match=r"unknown model format '.onnx'; accepted: .h5, .hdf5, .keras, .tflite"):
         compile_model(tmp_path / "x.onnx")
     (tmp_path / "x.tflite").write_bytes(b"\0" * 16)
     with pytest.raises(CompileError, match="not a TFLite flatbuffer"):

@@ -88,7 +88,7 @@ def test_residual_block_input_is_stored_once_per_border():
 import json  # noqa: E402
 
 from dtpu.isro import compile_h5, keras_h5  # noqa: E402
-from dtpu.isro.compiler import CompileError  # noqa: E402
+from dtpu.isro.compiler import CompileError, compile_model  # noqa: E402
 from dtpu.isro.profile import Profile, load  # noqa: E402
 
 FIX = HERE / "isro"
@@ -150,3 +150,32 @@ def test_vgg_of_realistic_width_needs_a_bigger_chip_and_fits_one(tmp_path):
     assert check_bundle(bundle) == []
     checks = verify.against_keras(bundle, run(bundle), keras_h5.read(path), x[0])
     assert all(c.ok for c in checks), [str(c) for c in checks if not c.ok]
+
+
+# -- Keras 3 files (.keras zip and Keras 3 legacy .h5), read without TensorFlow or Keras -----------
+
+K3 = np.load(FIX / "k3_expected.npz")
+
+
+@pytest.mark.parametrize("file", ["k3net.keras", "k3net_k3.h5"])
+def test_keras3_files_compile_and_match_keras3(file):
+    x = np.random.default_rng(int(K3["seed"])).random((1, 12, 12, 3), dtype=np.float64).astype(np.float32)
+    model = keras_h5.read(FIX / file)
+    assert {layer.class_name for layer in model.layers} >= {"DepthwiseConv2D", "Add", "GlobalAveragePooling2D", "Softmax"}
+    np.testing.assert_allclose(verify.keras_reference(model, x[0])["probs"], K3["k3net"][0], rtol=1e-5, atol=1e-6)
+    bundle = compile_h5(FIX / file, x)
+    assert check_bundle(bundle) == [] and bundle.meta["heads"][0]["name"] == "probs"
+    result = run(bundle)
+    checks = verify.against_keras(bundle, result, model, x[0])
+    assert all(c.ok for c in checks), [str(c) for c in checks if not c.ok]
+    np.testing.assert_allclose(result.output, K3["k3net"], rtol=1e-5, atol=1e-6)
+
+
+def test_a_zip_that_is_not_a_keras_file_is_named(tmp_path):
+    import zipfile
+    p = tmp_path / "x.keras"
+    with zipfile.ZipFile(p, "w") as z:
+        z.writestr("readme.txt", "hi")
+    with pytest.raises(CompileError, match=r"x.keras: a zip without config.json and model.weights.h5 is not a "
+                                           r"Keras 3 .keras file \(it has readme.txt\)"):
+        compile_model(p)

@@ -524,11 +524,11 @@ def compile_model(path: str | Path, x: np.ndarray | None = None, **kw) -> Bundle
     if not Path(path).is_file():
         raise FileNotFoundError(f"model {path} does not exist")
     suffix = Path(path).suffix.lower()
-    if suffix in (".h5", ".hdf5", ".keras5"):
+    if suffix in (".h5", ".hdf5", ".keras"):
         return compile_h5(path, x, **kw)
     if suffix == ".tflite":
         return compile_tflite(path, x, **kw)
-    raise CompileError(f"{path}: unknown model format {suffix!r}; accepted: .h5, .hdf5, .tflite")
+    raise CompileError(f"{path}: unknown model format {suffix!r}; accepted: .h5, .hdf5, .keras, .tflite")
 
 
 def compile_spec(spec, filters: np.ndarray, bias: np.ndarray | None, *, pe: int | None = None) -> Bundle:

@@ -1,4 +1,9 @@
-"""Keras .h5 front end: h5py reads `model_config` and the weights; TensorFlow is never imported.
+"""Keras front end: h5py reads the architecture and the weights; TensorFlow is never imported.
+
+Three files are read: the legacy HDF5 `.h5` written by Keras 2 or by Keras 3 (`model_config`
+attribute, `model_weights` group), and the Keras 3 `.keras` zip (`config.json` and
+`model.weights.h5`, whose weights are stored per layer object, in layer order, under
+snake_case class names rather than layer names).
 
 The ISRO compiler's users train in Keras and hand over the legacy HDF5 file, so this reads that
 format directly (a flight-software build has no TensorFlow). Sequential models and functional
@@ -8,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,20 +59,24 @@ def read(path: str | Path) -> KerasModel:
         return _read(path)
     except CompileError:
         raise
-    except (OSError, KeyError, ValueError, TypeError, IndexError, AttributeError) as exc:
+    except (OSError, KeyError, ValueError, TypeError, IndexError, AttributeError, zipfile.BadZipFile) as exc:
         head = path.read_bytes()[:4]
         if head == b"PK\x03\x04":
-            hint = "a zip archive (a Keras 3 .keras file?); save with model.save('x.h5') in Keras 2"
+            hint = (f"a zip archive that is not a readable Keras 3 .keras file "
+                    f"({' '.join(str(exc).split())})")
         elif head != b"\x89HDF":
             hint = "not an HDF5 file"
         else:
             hint = f"an HDF5 file that is truncated, corrupt or not a Keras model ({' '.join(str(exc).split())})"
-        raise CompileError(f"{path}: cannot read a Keras .h5 model: {hint}; accepted: Keras 2 "
-                           f"model.save('x.h5') files") from None
+        raise CompileError(f"{path}: cannot read a Keras model: {hint}; accepted: model.save('x.h5') "
+                           f"(Keras 2 or 3) and model.save('x.keras') (Keras 3) files") from None
 
 
 def _read(path: Path) -> KerasModel:
     import h5py
+    with open(path, "rb") as fh:
+        if fh.read(4) == b"PK\x03\x04":
+            return _read_keras3(path)
     with h5py.File(path, "r") as f:
         raw = f.attrs.get("model_config")
         if raw is None:
@@ -89,6 +99,82 @@ def _read(path: Path) -> KerasModel:
     return KerasModel(cfg["config"].get("name", path.stem), input_shape, layers, inbound, input_name)
 
 
+# Keras 3 .keras: the variables of each layer object, in the order the layer creates them
+_VARS = {"Conv2D": ("kernel", "bias"), "DepthwiseConv2D": ("depthwise_kernel", "bias"),
+         "Dense": ("kernel", "bias"), "BatchNormalization": ("gamma", "beta", "moving_mean", "moving_variance")}
+
+
+def _snake(name: str) -> str:
+    """Keras 3's to_snake_case (Conv2D -> conv2d, BatchNormalization -> batch_normalization)."""
+    import re
+    s = re.sub(r"\W+", "", name)
+    s = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", s)
+    return re.sub(r"([a-z])([A-Z])", r"\1_\2", s).lower()
+
+
+def _read_keras3(path: Path) -> KerasModel:
+    """A Keras 3 `.keras` zip: config.json plus model.weights.h5 (layers/<object name>/vars/<i>)."""
+    import io
+    import h5py
+    with zipfile.ZipFile(path) as z:
+        names = set(z.namelist())
+        if "config.json" not in names or "model.weights.h5" not in names:
+            raise CompileError(f"{path}: a zip without config.json and model.weights.h5 is not a Keras 3 "
+                               f".keras file (it has {', '.join(sorted(names)[:5]) or 'nothing'})")
+        cfg = json.loads(z.read("config.json"))
+        weights_blob = z.read("model.weights.h5")
+    layers_cfg, input_shape, inbound, input_name = _graph(cfg, path)
+    counts: dict[str, int] = {}
+    layers = []
+    with h5py.File(io.BytesIO(weights_blob), "r") as f:
+        root = f["layers"]
+        for lc in cfg["config"]["layers"]:
+            base = _snake(lc["class_name"])
+            k = counts.get(base, 0)
+            counts[base] = k + 1
+            obj = base if k == 0 else f"{base}_{k}"
+            if lc["class_name"] == "InputLayer":
+                continue
+            c = lc["config"]
+            wanted = list(_VARS.get(lc["class_name"], ()))
+            if lc["class_name"] == "BatchNormalization":
+                wanted = [w for w in wanted if not (w == "gamma" and not c.get("scale", True))
+                          and not (w == "beta" and not c.get("center", True))]
+            if "bias" in wanted and not c.get("use_bias", True):
+                wanted.remove("bias")
+            weights = {}
+            vars_ = root[obj]["vars"] if obj in root else {}
+            if len(vars_) != len(wanted):
+                raise CompileError(f"{c['name']}: model.weights.h5 holds {len(vars_)} variables for "
+                                   f"layers/{obj}, a {lc['class_name']} has {len(wanted)} ({', '.join(wanted) or 'none'})")
+            for i, w in enumerate(wanted):
+                weights[w] = np.asarray(vars_[str(i)])
+            layers.append(KerasLayer(lc["class_name"], c["name"], c, weights))
+    return KerasModel(cfg["config"].get("name", path.stem), input_shape, layers, inbound, input_name)
+
+
+def _sources(lc: dict) -> list[str]:
+    """The layers a functional layer reads: Keras 2 [[name, node, tensor, kwargs], ...] or
+    Keras 3 {"args": [keras tensors, or a list of them], "kwargs": {}}."""
+    nodes = lc.get("inbound_nodes", [])
+    if len(nodes) != 1:
+        raise CompileError(f"{lc['config']['name']}: called {len(nodes)} times (a shared layer); "
+                           f"each layer must be used once")
+    node = nodes[0]
+    if isinstance(node, dict):
+        found = []
+
+        def walk(v):
+            if isinstance(v, dict) and v.get("class_name") == "__keras_tensor__":
+                found.append(v["config"]["keras_history"][0])
+            elif isinstance(v, (list, tuple)):
+                for item in v:
+                    walk(item)
+        walk(node.get("args", []))
+        return found
+    return [n[0] for n in node]
+
+
 def _graph(cfg: dict, path: Path):
     """The layers in execution order, with each layer's inputs for a functional graph."""
     cls = cfg.get("class_name")
@@ -106,17 +192,14 @@ def _graph(cfg: dict, path: Path):
                 input_name = name
                 seen.add(name)
                 continue
-            nodes = lc.get("inbound_nodes", [])
-            if len(nodes) != 1:
-                raise CompileError(f"{name}: called {len(nodes)} times (a shared layer); each layer "
-                                   f"must be used once")
-            srcs = [node[0] for node in nodes[0]]
+            srcs = _sources(lc)
             missing = [s for s in srcs if s not in seen]
             if missing:
                 raise CompileError(f"{name}: reads {missing}, which is not computed before it")
             inbound[name] = srcs
             seen.add(name)
-        outs = [o[0] for o in cfg["config"].get("output_layers", [])]
+        outs = cfg["config"].get("output_layers", [])
+        outs = [outs[0]] if outs and isinstance(outs[0], str) else [o[0] for o in outs]
         if len(outs) != 1:
             raise CompileError(f"{path}: {len(outs)} model outputs {outs}; only single-output models compile")
         if layers and outs[0] != layers[-1]["config"]["name"]:
@@ -126,10 +209,11 @@ def _graph(cfg: dict, path: Path):
         raise CompileError(f"{path}: model class {cls!r}; accepted: Sequential, Functional")
     shape = None
     if layers and layers[0]["class_name"] == "InputLayer":
-        shape = layers[0]["config"].get("batch_input_shape")
+        c0 = layers[0]["config"]
+        shape = c0.get("batch_input_shape", c0.get("batch_shape"))
         layers = layers[1:]
     elif layers:
-        shape = layers[0]["config"].get("batch_input_shape")
+        shape = layers[0]["config"].get("batch_input_shape", layers[0]["config"].get("batch_shape"))
     if shape is None:
         shape = cfg["config"].get("build_input_shape")
     if not shape or any(v is None for v in shape[1:]):
@@ -221,7 +305,7 @@ def _layer(b: Builder, layer: KerasLayer, is_last: bool = False) -> None:
             w = k.transpose(3, 2, 0, 1)                       # filter -> channel -> height -> width
             mult = None
         else:
-            k = wts["depthwise_kernel"]                        # (KH, KW, C, M)
+            k = wts["depthwise_kernel"] if "depthwise_kernel" in wts else wts["kernel"]   # (KH, KW, C, M)
             mult = int(cfg.get("depth_multiplier", 1))
             kh, kw, c, m = k.shape
             w = k.reshape(kh, kw, c * m).transpose(2, 0, 1)    # output channel c*M + m

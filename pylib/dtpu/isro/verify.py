@@ -102,7 +102,7 @@ def keras_reference(model: keras_h5.KerasModel, x: np.ndarray) -> dict[str, np.n
                 win = _windows(y, kern.shape[:2], s, d, cfg["padding"], 0.0)
                 y = np.einsum("hwcij,ijco->hwo", win, kern)
             else:
-                kern = w["depthwise_kernel"].astype(np.float64)     # KH KW C M
+                kern = w.get("depthwise_kernel", w.get("kernel")).astype(np.float64)   # KH KW C M
                 win = _windows(y, kern.shape[:2], s, d, cfg["padding"], 0.0)
                 y = np.einsum("hwcij,ijcm->hwcm", win, kern).reshape(win.shape[0], win.shape[1], -1)
             if cfg.get("use_bias", True):
@@ -147,7 +147,7 @@ def keras_reference(model: keras_h5.KerasModel, x: np.ndarray) -> dict[str, np.n
             if mx is not None:
                 y = np.minimum(y, mx)
         elif cls == "LeakyReLU":
-            y = np.where(y >= 0, y, cfg["alpha"] * y)
+            y = np.where(y >= 0, y, cfg.get("alpha", cfg.get("negative_slope", 0.3)) * y)
         elif cls == "Activation":
             y = _keras_activation(y, cfg["activation"])
         elif cls in keras_h5.IDENTITY:

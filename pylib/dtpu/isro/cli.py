@@ -35,9 +35,10 @@ def _positive(text: str) -> int:
 def _build(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="isro_command", metavar="COMMAND", required=True)
 
-    c = sub.add_parser("compile", help="compile a Keras .h5 or TFLite model to a bundle directory",
-                       description="Writes frame.bin, filter.bin, program.bin, program.lst and meta.json.")
-    c.add_argument("model", type=Path, help="model file (.h5 or .tflite)")
+    c = sub.add_parser("compile", help="compile a Keras (.h5, .keras) or TFLite model to a bundle directory",
+                       description="Writes frame.bin, filter.bin, program.bin, program.lst, meta.json and "
+                                   "SHA256SUMS.")
+    c.add_argument("model", type=Path, help="model file (.h5, .keras or .tflite)")
     c.add_argument("--input", type=Path, help="input data (.npy, HWC or NHWC); default: zeros")
     c.add_argument("-o", "--output", type=Path, required=True, help="bundle directory to write")
     c.add_argument("--chip", type=Path, metavar="PROFILE",

@@ -150,3 +150,9 @@ def test_cli_check(tmp_path, capsys):
     BUNDLES["resnet_i8_pe32"].save(out)
     assert cli.main(["check", str(out)]) == 0
     assert "0 faults, 0 hazards, 0 profile violations -- ok" in capsys.readouterr().out
+    from dtpu.isro.profile import DEFAULT_PATH
+    small = {**json.loads(DEFAULT_PATH.read_text()), "name": "small", "pe": 16, "frame_bytes": 4096}
+    (tmp_path / "small.json").write_text(json.dumps(small))
+    assert cli.main(["check", str(out), "--chip", str(tmp_path / "small.json")]) == 1
+    text = capsys.readouterr().out
+    assert "frame memory needs" in text and "small has 4,096 B" in text and "compiled for pe=32, small has 16" in text

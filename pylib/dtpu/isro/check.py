@@ -248,11 +248,12 @@ def check_program(program: list[Instruction], *, frame_bytes: int, filter_bytes:
     return out
 
 
-def check_bundle(bundle) -> list[Finding]:
-    """Everything :func:`check_program` finds, plus the layer table's live ranges and the profile."""
+def check_bundle(bundle, profile=None) -> list[Finding]:
+    """Everything :func:`check_program` finds, plus the layer table's live ranges and the profile
+    (`profile`: another chip to hold the bundle to; default the one it was compiled for)."""
     from dtpu.isro.bundle import bundle_profile
     meta = bundle.meta
-    prof = bundle_profile(meta)
+    prof = bundle_profile(meta) if profile is None else profile
     pe = meta.get("pe")
     fmt_size = FRAME_DTYPE[bundle.fmt].itemsize
     inp = meta["input"]

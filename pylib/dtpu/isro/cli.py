@@ -92,6 +92,8 @@ def _build(p: argparse.ArgumentParser) -> None:
                                      "the profile's limits",
                        description="Exit status 0 when nothing is found, 1 otherwise.")
     k.add_argument("bundle", type=Path, help="bundle directory")
+    k.add_argument("--chip", type=Path, metavar="PROFILE",
+                   help="hold the bundle to another chip profile (default: the one it was compiled for)")
     k.set_defaults(handler=_check)
 
     d = sub.add_parser("disasm", help="print a bundle's program (or a program.bin) as assembly")
@@ -215,13 +217,16 @@ def _pct(n: int, of: int) -> str:
 def _check(args) -> int:
     from dtpu.isro.bundle import Bundle
     from dtpu.isro.check import check_bundle
+    from dtpu.isro import profile
     bundle = Bundle.load(args.bundle)
-    findings = check_bundle(bundle)
+    chip = profile.load(args.chip) if args.chip is not None else None
+    findings = check_bundle(bundle, chip)
     for f in findings:
         print(f)
     by = {k: sum(f.kind == k for f in findings) for k in ("fault", "hazard", "profile")}
     verdict = "ok" if not findings else "FAILED"
-    print(f"{args.bundle}: {len(bundle.program)} instructions, profile {bundle.meta['profile']['name']}: "
+    name = chip.name if chip is not None else bundle.meta["profile"]["name"]
+    print(f"{args.bundle}: {len(bundle.program)} instructions, profile {name}: "
           f"{by['fault']} faults, {by['hazard']} hazards, {by['profile']} profile violations -- {verdict}")
     return 0 if not findings else 1
 

@@ -1,17 +1,20 @@
-"""Compile a sequential network (Keras .h5, TFLite, or one delegate node) to an ISRO bundle.
+"""Compile a network (Keras .h5/.keras, TFLite, or one delegate node) to an ISRO bundle for a chip.
 
-Three stages, as in the report:
+Three stages, as in the report, for the chip a :class:`~dtpu.isro.profile.Profile` describes:
 
 1. A front end (:mod:`dtpu.isro.keras_h5`, :mod:`dtpu.isro.tflite_model`, or
-   :func:`compile_spec`) walks the model layer by layer and calls a :class:`Builder`, which folds
-   what the chip does implicitly into the layer before it: batch normalization and bias become
-   DSP parameters, activations the activation stage, zero padding the previous layer's output
-   border. The result is a list of :class:`Layer`, one per hardware layer.
-2. Memory allocation: frame memory holds the input and every layer's (padded) output; filter
-   memory holds all weights, then all parameter blocks, then the scratch for split partials.
+   :func:`compile_spec`) builds the IR (:mod:`dtpu.isro.ir`): hardware layers over frame tensors,
+   a DAG, with batch normalization and bias folded into DSP parameters, activations into the
+   activation stage and zero padding into the producer's output border. Trailing heads the chip
+   cannot run (softmax) are recorded for the host.
+2. Memory allocation: every frame tensor gets one border (:func:`resolve_borders` copies a
+   tensor read with two); frame memory keeps every tensor, or shares memory between tensors not
+   live at once when that is needed to fit (:func:`plan_frame`); filter memory holds all weights,
+   then all parameter blocks, then the scratch for split partials. Anything that does not fit the
+   profile is refused naming the layer, the memory and the sizes.
 3. Instruction generation: one instruction per layer, or, when a layer's block (kernel height x
-   width x depth) exceeds the processing elements, partial instructions plus an ADD that carries
-   the DSP stage.
+   width x depth) exceeds the profile's processing elements, partial instructions plus an ADD
+   that carries the DSP stage.
 
 Anything the chip cannot express is refused with :class:`CompileError`, naming the layer and
 the reason, rather than approximated.
@@ -20,9 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -33,7 +34,6 @@ from dtpu.isro.ir import (TFLITE_ROUNDING, Builder, CompileError, Layer,  # noqa
 from dtpu.isro.profile import Profile
 from dtpu.isro.isa import (ACC_DTYPE, FRAME_DTYPE, PARAM_DTYPE, WEIGHT_DTYPE, Fill, Fmt,
                            Instruction, Op, Rounding, align, param_block_bytes)
-from dtpu.spec import Padding, output_size, padding_before
 
 log = logging.getLogger(__name__)
 

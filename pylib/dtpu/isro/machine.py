@@ -19,7 +19,7 @@ from typing import Callable, Sequence
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from dtpu.isro.isa import (ACC_DTYPE, DSP_ARRAYS, FRAME_DTYPE, PARAM_DTYPE, PARAM_HEADER_WORDS,
+from dtpu.isro.isa import (ACC_DTYPE, FRAME_DTYPE, PARAM_DTYPE, PARAM_HEADER_WORDS,
                            WEIGHT_DTYPE, Fill, Fmt, Instruction, Op, Rounding, block_size,
                            param_block_bytes)
 

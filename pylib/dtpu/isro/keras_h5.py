@@ -59,7 +59,8 @@ def read(path: str | Path) -> KerasModel:
         return _read(path)
     except CompileError:
         raise
-    except (OSError, KeyError, ValueError, TypeError, IndexError, AttributeError, zipfile.BadZipFile) as exc:
+    except (OSError, KeyError, ValueError, TypeError, IndexError, AttributeError, RuntimeError,
+            zipfile.BadZipFile) as exc:      # RuntimeError: h5py on a corrupt B-tree
         head = path.read_bytes()[:4]
         if head == b"PK\x03\x04":
             hint = (f"a zip archive that is not a readable Keras 3 .keras file "

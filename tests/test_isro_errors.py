@@ -231,3 +231,28 @@ def test_random_damage_to_every_model_kind_fails_cleanly_or_compiles_and_runs(tm
             rc = cli.main(["run", str(tmp_path / f"o{trial}"), "--no-dump"])
         err = capsys.readouterr().err
         assert rc in (0, 2) and len(err.splitlines()) <= 1 and "internal error" not in err, (trial, name, err)
+
+
+@pytest.mark.parametrize("edit, mention", [
+    (lambda m: m.pop("layers"), "layers is not a non-empty list"),
+    (lambda m: m["layers"][3].update(instructions="all"), "layers[3].instructions"),
+    (lambda m: m["input"].update(shape=[3, 32]), "input.shape"),
+    (lambda m: m["layers"][2]["output"].update(fill="blue"), "layers[2].output.fill"),
+    (lambda m: m.update(fmt="f16"), "fmt 'f16'"),
+    (lambda m: m["layers"][1].update(inputs=[9]), "layers[1].inputs"),
+])
+@pytest.mark.parametrize("command", ["run", "check", "inject", "compare"])
+def test_a_consistently_rewritten_meta_json_is_still_validated(tmp_path, capsys, bundle_dir, edit, mention, command):
+    """A tool that rewrites meta.json and its digest must not reach the machine with nonsense."""
+    import hashlib
+    d = _copy(bundle_dir, tmp_path, "b")
+    meta = json.loads((d / "meta.json").read_text())
+    edit(meta)
+    raw = (json.dumps(meta) + "\n").encode()
+    (d / "meta.json").write_bytes(raw)
+    sums = [f"{hashlib.sha256(raw).hexdigest()}  meta.json" if s.endswith("meta.json") else s
+            for s in (d / "SHA256SUMS").read_text().splitlines()]
+    (d / "SHA256SUMS").write_text("\n".join(sums) + "\n")
+    argv = [command, str(d)] + ([str(tmp_path)] if command == "compare" else []) + (
+        ["--trials", "2"] if command == "inject" else [])
+    fails_cleanly(capsys, argv, "meta.json", mention)

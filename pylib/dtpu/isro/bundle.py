@@ -140,6 +140,7 @@ class Bundle:
                                   f"was modified, do not uplink it")
             data[name] = blob
         _check_profile(meta, d / "meta.json")
+        _check_schema(meta, d / "meta.json")
         try:
             program = isa.decode_program(data["program.bin"])
         except ValueError as exc:
@@ -181,6 +182,50 @@ def _check_profile(meta: dict, where: Path) -> None:
     if prof.sha256 != rec.get("sha256"):
         raise BundleError(f"{where}: the recorded profile {prof.name!r} does not match its SHA-256; "
                           f"meta.json was edited")
+
+
+def _ints(v, n: int | None = None) -> bool:
+    return (isinstance(v, list) and (n is None or len(v) == n)
+            and all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in v))
+
+
+def _check_schema(meta: dict, where: Path) -> None:
+    """The keys and types the toolchain reads, so an edited meta.json is refused here, by name,
+    instead of failing later inside the machine or the checker."""
+    def need(cond: bool, what: str) -> None:
+        if not cond:
+            raise BundleError(f"{where}: {what}; this meta.json was not written by `dtpu isro compile`")
+
+    def tensor(t, label: str, fills=True) -> None:
+        need(isinstance(t, dict), f"{label} is not an object")
+        need(isinstance(t.get("addr"), int) and t["addr"] >= 0, f"{label}.addr is not a non-negative integer")
+        need(_ints(t.get("shape"), 3) and min(t["shape"]) > 0, f"{label}.shape is not 3 positive integers")
+        need(_ints(t.get("pad"), 4), f"{label}.pad is not 4 non-negative integers")
+        if fills:
+            need(t.get("fill") in ("zero", "lowest"), f"{label}.fill is not 'zero' or 'lowest'")
+
+    need(meta.get("fmt") in ("f32", "i8"), f"fmt {meta.get('fmt')!r} is not 'f32' or 'i8'")
+    pe = meta.get("pe")
+    need(pe is None or (isinstance(pe, int) and pe > 0), f"pe {pe!r} is not a positive integer or null")
+    for key in ("frame_bytes", "filter_bytes"):
+        need(isinstance(meta.get(key), int) and meta[key] > 0, f"{key} is not a positive integer")
+    tensor(meta.get("input"), "input")
+    need(isinstance(meta["input"].get("zero_point", 0), int), "input.zero_point is not an integer")
+    tensor(meta.get("output"), "output", fills=False)
+    need(isinstance(meta["output"].get("flat"), bool), "output.flat is not true/false")
+    layers = meta.get("layers")
+    need(isinstance(layers, list) and layers, "layers is not a non-empty list")
+    for k, layer in enumerate(layers):
+        label = f"layers[{k}]"
+        need(isinstance(layer, dict) and isinstance(layer.get("name"), str), f"{label}.name is not a string")
+        need(_ints(layer.get("instructions"), 2), f"{label}.instructions is not [first, last]")
+        need(_ints(layer.get("inputs")) and all(t <= k for t in layer["inputs"]),
+             f"{label}.inputs is not a list of earlier tensors")
+        tensor(layer.get("output"), f"{label}.output")
+        need(isinstance(layer["output"].get("flat"), bool), f"{label}.output.flat is not true/false")
+    heads = meta.get("heads", [])
+    need(isinstance(heads, list) and all(isinstance(h, dict) and h.get("kind") == "softmax" for h in heads),
+         "heads is not a list of softmax heads")
 
 
 def bundle_profile(meta: dict):

@@ -1,7 +1,8 @@
 """`dtpu isro check`: the static checker agrees with the machine on what the machine rejects.
 
 Compiled programs are mutated one field at a time (random bits, off-by-one, extremes) and run
-both through the checker and the machine model: when the checker sees no hazard that makes the
+both through the checker and the machine model (a quarter of the I8 trials also put a random
+value in a DSP shift word of the filter image): when the checker sees no hazard that makes the
 outcome data-dependent, the machine must stop at exactly the instruction the checker names as the
 first fault, and run to END when the checker finds none. Both outcomes must occur many times, or
 the test proves nothing.
@@ -66,8 +67,10 @@ def _mutate(ins: Instruction, rng) -> Instruction | None:
     return ins.replace(**{name: int(np.clip(v, f.lo, f.hi))})
 
 
-def _machine_stops_at(bundle, program) -> int | None:
+def _machine_stops_at(bundle, program, filter_image=None) -> int | None:
     frame, filt = bundle.memories()
+    if filter_image is not None:
+        filt[:len(filter_image)] = np.frombuffer(filter_image, np.uint8)
     try:
         Machine(bundle.meta["pe"]).execute(program, frame, filt)
     except MachineError as exc:
@@ -75,20 +78,34 @@ def _machine_stops_at(bundle, program) -> int | None:
     return None
 
 
-def _static(bundle, program):
+def _static(bundle, program, filter_image=None):
     m = bundle.meta
     c, h, w = m["input"]["shape"]
     t, b, l, r = m["input"]["pad"]
     size = c * (h + t + b) * (w + l + r) * (1 if bundle.fmt.name == "I8" else 4)
     return check_program(program, frame_bytes=m["frame_bytes"], filter_bytes=m["filter_bytes"], pe=m["pe"],
-                         filter_image=bundle.filter, frame_defined=(0, size))
+                         filter_image=bundle.filter if filter_image is None else filter_image,
+                         frame_defined=(0, size))
+
+
+def _mutate_shift(bundle, rng) -> bytes:
+    """The filter image with one I8 DSP shift word set to a random value in [-40, 40]."""
+    image = bytearray(bundle.filter)
+    blocks = [m["params"] for m in bundle.layers if m["params"] and m["params"]["dsp"] and m["kind"] != "eadd"]
+    if bundle.fmt.name != "I8" or not blocks:
+        return bytes(image)
+    p = blocks[rng.integers(len(blocks))]
+    chans = (p["bytes"] // 4 - 4) // 3
+    at = p["addr"] + 4 * (4 + 2 * chans + int(rng.integers(chans)))
+    image[at:at + 4] = int(rng.integers(-40, 41)).to_bytes(4, "little", signed=True)
+    return bytes(image)
 
 
 @pytest.mark.parametrize("name", sorted(BUNDLES))
 def test_checker_and_machine_agree_on_mutated_programs(name):
     bundle = BUNDLES[name]
     rng = np.random.default_rng(sorted(BUNDLES).index(name))
-    outcomes = {"stops": 0, "runs": 0, "undecided": 0}
+    outcomes = {"stops": 0, "runs": 0, "undecided": 0, "shift": 0}
     for trial in range(150):
         program = list(bundle.program)
         for _ in range(1 + rng.integers(2)):
@@ -98,18 +115,22 @@ def test_checker_and_machine_agree_on_mutated_programs(name):
                 del program[i]
             else:
                 program[i] = new
-        findings = _static(bundle, program)
+        image = _mutate_shift(bundle, rng) if rng.random() < 0.25 else None
+        findings = _static(bundle, program, image)
         ff = first_fault(findings)
         undecided = [f for f in findings if f.kind == "hazard" and "cannot be checked" in f.message
                      and (ff is None or f.index < ff)]
         if undecided:
             outcomes["undecided"] += 1
             continue
-        got = _machine_stops_at(bundle, program)
+        got = _machine_stops_at(bundle, program, image)
         assert got == ff, (f"trial {trial}: machine stops at {got}, checker says {ff}:\n"
                            + "\n".join(map(str, findings)))
         outcomes["stops" if got is not None else "runs"] += 1
+        outcomes["shift"] += any(f.kind == "fault" and "shift" in f.message and f.index == got for f in findings)
     assert outcomes["stops"] >= 30 and outcomes["runs"] >= 10, outcomes
+    if bundle.fmt.name == "I8":
+        assert outcomes["shift"] >= 3, outcomes          # the data-dependent fault is exercised
 
 
 def test_hazards_the_machine_does_not_see():

@@ -102,3 +102,14 @@ def test_inject_cli(tmp_path, capsys, resnet8):
     assert capsys.readouterr().out == first and "SECDED off" in first and "filter" in first
     assert cli.main(["inject", str(tmp_path / "b"), "--regions", "cache"]) == 2
     assert "region(s) cache; accepted: program, filter, frame" in capsys.readouterr().err
+
+
+def test_multi_bit_upsets_defeat_correction_but_are_detected(resnet8):
+    """Two neighbouring bits of one word: SECDED detects every one (the machine stops); without
+    it some corrupt silently. Activations are flipped while the program runs."""
+    protected = inject(resnet8, 25, seed=6, adjacent=True, secded=True)
+    assert all(c == {"masked": 0, "silent": 0, "stopped": 25} for c in protected.counts.values())
+    assert set(protected.counts) == {"program", "filter", "frame", "activations"}
+    bare = inject(resnet8, 60, seed=6, adjacent=True, regions=("frame", "activations"))
+    assert bare.counts["frame"]["silent"] > 0
+    assert "adjacent double-bit flips" in str(bare)

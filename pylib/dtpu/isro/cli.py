@@ -83,9 +83,12 @@ def _build(p: argparse.ArgumentParser) -> None:
     j.add_argument("--trials", type=_positive, default=200, help="trials per region (default 200)")
     j.add_argument("--seed", type=int, default=0, help="random seed (default 0; the same seed, the same table)")
     j.add_argument("--double", action="store_true", help="flip two bits per trial instead of one")
+    j.add_argument("--adjacent", action="store_true", help="flip two neighbouring bits of one word "
+                                                          "(a multi-bit upset)")
     j.add_argument("--secded", action="store_true", help="memories with per-64-bit-word SECDED (EDAC)")
-    j.add_argument("--regions", default="program,filter,frame",
-                   help="comma-separated subset of program, filter, frame")
+    j.add_argument("--regions", default="program,filter,frame,activations",
+                   help="comma-separated subset of program, filter, frame (the images before START), "
+                        "activations (frame memory while the program runs)")
     j.set_defaults(handler=_inject)
 
     k = sub.add_parser("check", help="check a bundle statically: what the chip would reject, hazards, "
@@ -306,7 +309,8 @@ def _inject(args) -> int:
     from dtpu.isro.inject import inject
     bundle = Bundle.load(args.bundle)
     regions = [r.strip() for r in args.regions.split(",") if r.strip()]
-    table = inject(bundle, args.trials, seed=args.seed, double=args.double, secded=args.secded, regions=regions)
+    table = inject(bundle, args.trials, seed=args.seed, double=args.double, secded=args.secded,
+                   adjacent=args.adjacent, regions=regions)
     print(table)
     return 0
 

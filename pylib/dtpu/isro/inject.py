@@ -8,9 +8,12 @@ outcome against the unflipped run:
 - ``stopped``: the machine faulted, the decoder rejected a program word, or the EDAC memory
   reported an uncorrectable word (the master processor can retry or reload).
 
-Regions (the images as uplinked and held in memory before START): ``program`` (program.bin),
-``filter`` (weights and parameter blocks, filter.bin) and ``frame`` (the input image in frame
-memory). A trial flips one bit, or with ``double`` two bits, chosen uniformly in the region.
+Regions: ``program`` (program.bin), ``filter`` (weights and parameter blocks, filter.bin) and
+``frame`` (the input image in frame memory), flipped as the images sit in memory before START;
+and ``activations``: any byte of frame memory, flipped between two instructions chosen
+uniformly while the program runs (a tensor being produced or consumed, or a dead one). A trial
+flips one bit, or with ``double`` two bits chosen uniformly in the region, or with ``adjacent``
+two neighbouring bits of one word (a multi-bit upset, what SECDED cannot correct).
 
 With ``secded``, each 64-bit memory word carries 8 check bits of an extended Hamming (72, 64)
 code, as an EDAC memory does; flips land uniformly in the 72-bit codewords (check bits
@@ -31,7 +34,7 @@ from dtpu.isro.machine import Machine, MachineError
 
 log = logging.getLogger(__name__)
 
-REGIONS = ("program", "filter", "frame")
+REGIONS = ("program", "filter", "frame", "activations")
 OUTCOMES = ("masked", "silent", "stopped")
 
 
@@ -89,17 +92,19 @@ class Table:
     seed: int | None
     counts: dict[str, dict[str, int]] = field(default_factory=dict)
     region_bytes: dict[str, int] = field(default_factory=dict)
+    adjacent: bool = False
 
     def fraction(self, region: str, outcome: str) -> float:
         n = sum(self.counts[region].values())
         return self.counts[region][outcome] / n if n else 0.0
 
     def __str__(self) -> str:
-        head = (f"{'double' if self.double else 'single'}-bit flips, {self.trials} trials per region, "
+        kind = "adjacent double" if self.adjacent else ("double" if self.double else "single")
+        head = (f"{kind}-bit flips, {self.trials} trials per region, "
                 f"SECDED {'on' if self.secded else 'off'}, seed {self.seed}")
-        lines = [head, f"{'region':<8} {'bytes':>9} " + " ".join(f"{o:>9}" for o in OUTCOMES)]
+        lines = [head, f"{'region':<11} {'bytes':>9} " + " ".join(f"{o:>9}" for o in OUTCOMES)]
         for region, c in self.counts.items():
-            lines.append(f"{region:<8} {self.region_bytes[region]:>9,} "
+            lines.append(f"{region:<11} {self.region_bytes[region]:>9,} "
                          + " ".join(f"{100 * self.fraction(region, o):>8.1f}%" for o in OUTCOMES))
         return "\n".join(lines)
 
@@ -116,14 +121,24 @@ def _images(bundle, x) -> dict[str, tuple[bytearray, int, int]]:
             "frame": (bytearray(frame[:inp["addr"] + n].tobytes()), inp["addr"], inp["addr"] + n)}
 
 
-def _flip(data: bytearray, lo: int, hi: int, nbits: int, rng, secded: bool) -> str:
+def _flip(data: bytearray, lo: int, hi: int, nbits: int, rng, secded: bool, adjacent: bool = False) -> str:
     """Flip bits in data[lo:hi]; returns 'ok' or, with SECDED, the worst word status."""
     if not secded:
-        for bit in rng.choice((hi - lo) * 8, size=nbits, replace=False):
+        if adjacent:                                  # two neighbouring bits of one 64-bit word
+            bit = int(rng.integers((hi - lo) * 8))
+            bits = [bit, bit + 1] if bit % 64 != 63 else [bit - 1, bit]
+            bits = [b for b in bits if b < (hi - lo) * 8]
+        else:
+            bits = rng.choice((hi - lo) * 8, size=nbits, replace=False)
+        for bit in bits:
             data[lo + bit // 8] ^= 1 << (bit % 8)
         return "ok"
     words0, words1 = lo // 8, -(-hi // 8)
-    picks = rng.choice((words1 - words0) * 72, size=nbits, replace=False)
+    if adjacent:
+        w, p = int(rng.integers(words1 - words0)), int(rng.integers(71))
+        picks = [w * 72 + p, w * 72 + p + 1]
+    else:
+        picks = rng.choice((words1 - words0) * 72, size=nbits, replace=False)
     by_word: dict[int, list[int]] = {}
     for p in picks:
         by_word.setdefault(words0 + int(p) // 72, []).append(int(p) % 72)
@@ -143,7 +158,8 @@ def _flip(data: bytearray, lo: int, hi: int, nbits: int, rng, secded: bool) -> s
     return worst
 
 
-def _run(bundle, images: dict[str, bytearray], pe, heads) -> np.ndarray:
+def _run(bundle, images: dict[str, bytearray], pe, heads, upset=None) -> np.ndarray:
+    """Run the images; `upset(frame)` (if given) flips frame memory between two instructions."""
     from dtpu.isro.bundle import read_tensor, to_framework
     program = isa.decode_program(bytes(images["program"]))
     frame = np.full(bundle.meta["frame_bytes"], 0xFF, np.uint8)
@@ -152,7 +168,15 @@ def _run(bundle, images: dict[str, bytearray], pe, heads) -> np.ndarray:
     frame[:fr.size] = fr
     fi = np.frombuffer(bytes(images["filter"]), np.uint8)
     filt[:fi.size] = fi
-    Machine(pe).execute(program, frame, filt)
+    if upset is None:
+        Machine(pe).execute(program, frame, filt)
+    else:
+        at, flip = upset
+        # a straight-line program: run up to the boundary, upset the memory, run the rest
+        Machine(pe).execute(program[:at] + [isa.Instruction(isa.Op.END)], frame, filt)
+        if flip(frame) == "detected":
+            raise MachineError("EDAC: uncorrectable frame memory word")
+        Machine(pe).execute(program[at:], frame, filt)
     out = to_framework(read_tensor(frame, bundle.meta["output"], bundle.fmt), bundle.meta["output"]["flat"])
     if heads:
         from dtpu.isro import heads as host_heads
@@ -161,7 +185,7 @@ def _run(bundle, images: dict[str, bytearray], pe, heads) -> np.ndarray:
 
 
 def inject(bundle, trials: int, *, seed: int | None = 0, double: bool = False, secded: bool = False,
-           regions=REGIONS, x=None) -> Table:
+           adjacent: bool = False, regions=REGIONS, x=None) -> Table:
     """The outcome table of `trials` flips per region (see the module docstring)."""
     if trials < 1:
         raise ValueError(f"trials = {trials}; expected a positive number")
@@ -173,20 +197,36 @@ def inject(bundle, trials: int, *, seed: int | None = 0, double: bool = False, s
     pe = bundle.meta.get("pe")
     heads = bundle.meta.get("heads") or []
     golden = _run(bundle, {k: v[0] for k, v in base.items()}, pe, heads)
-    table = Table(trials, double, secded, seed)
+    table = Table(trials, double or adjacent, secded, seed, adjacent=adjacent)
+    nbits = 2 if double or adjacent else 1
+    n_run = len(bundle.program) - 1                   # instructions before END
     for region in regions:
-        data0, lo, hi = base[region]
+        if region == "activations":
+            lo, hi = 0, bundle.meta["frame_bytes"]
+        else:
+            data0, lo, hi = base[region]
         table.region_bytes[region] = hi - lo
         counts = dict.fromkeys(OUTCOMES, 0)
         for _ in range(trials):
             images = {k: bytearray(v[0]) for k, v in base.items()}
-            status = _flip(images[region], lo, hi, 2 if double else 1, rng, secded)
-            if status == "detected":
-                counts["stopped"] += 1
-                continue
+            upset = None
+            if region == "activations":
+                at = int(rng.integers(1, max(n_run, 2)))
+
+                def flip(frame, lo=lo, hi=hi):
+                    buf = bytearray(frame.tobytes())
+                    status = _flip(buf, lo, hi, nbits, rng, secded, adjacent)
+                    frame[:] = np.frombuffer(bytes(buf), np.uint8)
+                    return status
+                upset = (at, flip)
+            else:
+                status = _flip(images[region], lo, hi, nbits, rng, secded, adjacent)
+                if status == "detected":
+                    counts["stopped"] += 1
+                    continue
             try:
                 with np.errstate(all="ignore"):
-                    out = _run(bundle, images, pe, heads)
+                    out = _run(bundle, images, pe, heads, upset)
             except (MachineError, ValueError):      # ValueError: the decoder rejects a word
                 counts["stopped"] += 1
                 continue

@@ -256,3 +256,11 @@ def test_a_consistently_rewritten_meta_json_is_still_validated(tmp_path, capsys,
     argv = [command, str(d)] + ([str(tmp_path)] if command == "compare" else []) + (
         ["--trials", "2"] if command == "inject" else [])
     fails_cleanly(capsys, argv, "meta.json", mention)
+
+
+def test_integer_inputs_out_of_int8_range_are_refused_not_wrapped(tmp_path, capsys, bundle_dir):
+    np.save(tmp_path / "big.npy", np.full((32, 32, 3), 300, np.int32))
+    fails_cleanly(capsys, ["run", str(bundle_dir), "--input", str(tmp_path / "big.npy")],
+                  "big.npy", "integer values 300..300 do not fit int8")
+    fails_cleanly(capsys, ["compile", str(FIXTURES / "resnet_s_int8.tflite"), "--input", str(tmp_path / "big.npy"),
+                           "-o", str(tmp_path / "o")], "big.npy", "do not fit int8")

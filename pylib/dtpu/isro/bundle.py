@@ -286,7 +286,8 @@ def write_input(meta_in: dict, frame: np.ndarray, x: np.ndarray, fmt: Fmt) -> No
             chw = quantize(chw, meta_in["scale"], meta_in["zero_point"])
         elif chw.dtype != np.int8:
             if chw.min(initial=0) < -128 or chw.max(initial=0) > 127:
-                raise ValueError(f"input values {chw.min()}..{chw.max()} do not fit int8")
+                raise ValueError(f"input: integer values {chw.min()}..{chw.max()} do not fit int8; pass "
+                                 f"int8 (already quantized) or float (real values, quantized by the host)")
             chw = chw.astype(np.int8)
     else:
         chw = chw.astype(np.float32)

@@ -168,14 +168,16 @@ def _load_input(path: Path | None):
 
 
 def _check_input(bundle, x, path) -> None:
-    """A wrong input shape names the input file, not just the shapes."""
-    from dtpu.isro.bundle import to_chw
+    """A wrong input (shape, values) names the input file, not just the shapes."""
+    from dtpu.isro.bundle import write_input
     if x is None:
         return
+    scratch = np.zeros(bundle.meta["frame_bytes"], np.uint8)
     try:
-        to_chw(x, tuple(bundle.meta["input"]["shape"]))
+        write_input(bundle.meta["input"], scratch, x, bundle.fmt)
     except ValueError as exc:
-        raise ValueError(f"input {path}: {exc}") from None
+        msg = str(exc)
+        raise ValueError(f"input {path}: {msg[len('input: '):] if msg.startswith('input: ') else msg}") from None
 
 
 def _kib(n: int) -> str:

@@ -463,6 +463,9 @@ def _input_chw(x, shape_chw, fmt: Fmt, scale, zp):
     if fmt is Fmt.I8 and chw.dtype.kind == "f":
         return quantize(chw, scale, zp)
     if fmt is Fmt.I8 and chw.dtype != np.int8:
+        if chw.min(initial=0) < -128 or chw.max(initial=0) > 127:
+            raise ValueError(f"input: integer values {chw.min()}..{chw.max()} do not fit int8; pass "
+                             f"int8 (already quantized) or float (real values, quantized by the host)")
         return chw.astype(np.int8)
     return chw.astype(FRAME_DTYPE[fmt])
 

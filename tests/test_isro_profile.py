@@ -95,3 +95,16 @@ def test_encoding_is_read_from_one_file(tmp_path):
     np.testing.assert_array_equal(np.load(tmp_path / "p" / "run" / "output.npy"), run(ours).output)
     # our toolchain refuses a bundle built for another encoding instead of misreading it
     assert cli.main(["run", str(tmp_path / "p")]) == 2
+
+
+def test_pe_may_lower_the_profile_but_not_exceed_it(tmp_path):
+    b = compile_tflite(FIXTURES / "alexnet_s_int8.tflite", pe=64)
+    assert b.meta["pe"] == 64 and b.meta["profile"]["pe"] == 256      # the chip stays what it is
+    with pytest.raises(CompileError, match=r"pe=512 exceeds chip profile isro-asic-default's 256 processing elements"):
+        compile_tflite(FIXTURES / "alexnet_s_int8.tflite", pe=512)
+
+
+def test_compiling_twice_gives_identical_bundles(tmp_path):
+    for k in (1, 2):
+        compile_tflite(FIXTURES / "resnet8_int8.tflite").save(tmp_path / f"b{k}")
+    assert (tmp_path / "b1" / "SHA256SUMS").read_text() == (tmp_path / "b2" / "SHA256SUMS").read_text()

@@ -43,7 +43,7 @@ def _build(p: argparse.ArgumentParser) -> None:
     c.add_argument("-o", "--output", type=Path, required=True, help="bundle directory to write")
     c.add_argument("--chip", type=Path, metavar="PROFILE",
                    help="chip profile (.json or .toml; default: the shipped isro-asic-default)")
-    c.add_argument("--pe", type=_positive, help="override the profile's processing elements; larger "
+    c.add_argument("--pe", type=_positive, help="lower the profile's processing elements (not above them); larger "
                                                 "blocks are split")
     reuse = c.add_mutually_exclusive_group()
     reuse.add_argument("--reuse", dest="reuse", action="store_const", const=True, default=None,

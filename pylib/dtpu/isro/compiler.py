@@ -238,8 +238,12 @@ def emit(layers: list[Layer], fmt: Fmt, *, profile: Profile | None = None, pe: i
     if pe is not None:
         if isinstance(pe, bool) or not isinstance(pe, (int, np.integer)) or pe < 1:
             raise ValueError(f"pe must be a positive integer or None (the profile's), got {pe!r}")
-        prof = prof.with_pe(int(pe))
-    pe = prof.pe
+        if prof.pe is not None and pe > prof.pe:
+            raise CompileError(f"pe={pe} exceeds chip profile {prof.name}'s {prof.pe} processing "
+                               f"elements; --pe may only lower it (or pass a profile with more)")
+        pe = int(pe)
+    else:
+        pe = prof.pe
     to = prof.align
     layers = resolve_borders(layers)
     if fmt.name.lower() not in prof.formats:

@@ -179,3 +179,18 @@ def test_a_zip_that_is_not_a_keras_file_is_named(tmp_path):
     with pytest.raises(CompileError, match=r"x.keras: a zip without config.json and model.weights.h5 is not a "
                                            r"Keras 3 .keras file \(it has readme.txt\)"):
         compile_model(p)
+
+
+def test_model_input_read_with_two_borders_is_copied(tmp_path):
+    from tests.test_isro_compiler import conv, layer, write_h5
+    rng = np.random.default_rng(0)
+    w = {"a": {"kernel": rng.normal(size=(3, 3, 2, 4)), "bias": np.zeros(4)},
+         "b": {"kernel": rng.normal(size=(1, 1, 2, 4)), "bias": np.zeros(4)}}
+    p = write_h5(tmp_path / "two.h5", (6, 6, 2), [conv("a", 4, 3, padding="same"), conv("b", 4, 1), layer("Add", "add")],
+                 w, functional_inbound={"a": ["input"], "b": ["input"], "add": ["a", "b"]})
+    x = rng.random((1, 6, 6, 2)).astype(np.float32)
+    bundle = compile_h5(p, x)
+    assert [m["name"] for m in bundle.layers] == ["input.border1_1_1_1", "a", "b", "add"]
+    assert bundle.meta["input"]["pad"] == [0, 0, 0, 0] and check_bundle(bundle) == []
+    checks = verify.against_keras(bundle, run(bundle), keras_h5.read(p), x[0])
+    assert all(c.ok for c in checks) and checks[0].exact

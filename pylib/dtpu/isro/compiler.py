@@ -174,7 +174,7 @@ def plan_frame(sizes: list[int], ranges: list[tuple[int, int]], to: int) -> tupl
     return best, footprint(best)
 
 
-def resolve_borders(layers: list[Layer]) -> list[Layer]:
+def resolve_borders(layers: list[Layer], input_name: str = "input") -> list[Layer]:
     """Give every frame tensor one border: copy a tensor that consumers read with different ones.
 
     A tensor is stored with the border (pre-applied padding) its consumer reads; when consumers
@@ -206,7 +206,7 @@ def resolve_borders(layers: list[Layer]) -> list[Layer]:
         for t, (pad, fill, consumers) in pending:
             src = layers[t - 1] if t else None
             c, h, w = layers[t - 1].out_shape if t else layers[0].in_shape
-            copy = Layer(kind="maxpool", name=f"{src.name if src else 'input'}.border{'_'.join(map(str, pad))}",
+            copy = Layer(kind="maxpool", name=f"{src.name if src else input_name}.border{'_'.join(map(str, pad))}",
                          in_shape=(c, h, w), out_shape=(c, h, w), sources=[],
                          inputs=[remap[t]], kernel=(1, 1), stride=(1, 1),
                          out_zp=src.out_zp if src else layers[0].in_zp, out_scale=src.out_scale if src else None,
@@ -245,7 +245,7 @@ def emit(layers: list[Layer], fmt: Fmt, *, profile: Profile | None = None, pe: i
     else:
         pe = prof.pe
     to = prof.align
-    layers = resolve_borders(layers)
+    layers = resolve_borders(layers, input_name)
     if fmt.name.lower() not in prof.formats:
         raise CompileError(f"{layers[0].name}: the model compiles to {fmt.name.lower()}, but chip profile "
                            f"{prof.name} supports {', '.join(prof.formats)}")

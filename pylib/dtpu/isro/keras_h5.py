@@ -284,9 +284,9 @@ def _builder(model: KerasModel) -> Builder:
     shape = model.input_shape
     if len(shape) == 3:
         h, w, c = shape
-        b = Builder(Fmt.F32, (c, h, w), input_name="input")
+        b = Builder(Fmt.F32, (c, h, w), input_name=model.input_name)
     elif len(shape) == 1:
-        b = Builder(Fmt.F32, (shape[0], 1, 1), flat_input=True, input_name="input")
+        b = Builder(Fmt.F32, (shape[0], 1, 1), flat_input=True, input_name=model.input_name)
     else:
         raise CompileError(f"{model.name}: input shape {shape}; accepted: (H, W, C) images or (N,) vectors")
     return b

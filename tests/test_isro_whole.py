@@ -194,3 +194,24 @@ def test_model_input_read_with_two_borders_is_copied(tmp_path):
     assert bundle.meta["input"]["pad"] == [0, 0, 0, 0] and check_bundle(bundle) == []
     checks = verify.against_keras(bundle, run(bundle), keras_h5.read(p), x[0])
     assert all(c.ok for c in checks) and checks[0].exact
+
+
+def test_sigmoid_head_int8_bit_exact_and_float_matches_keras():
+    """A binary classifier's LOGISTIC head on the host: TFLite's int8 table, many table entries."""
+    path = FIX / "sigmoid_s_int8.tflite"
+    bundle = compile_tflite(path)
+    assert [h["kind"] for h in bundle.meta["heads"]] == ["sigmoid"]
+    seen = set()
+    for seed in range(60):
+        x = np.random.default_rng(seed).random((1, 16, 16, 3)).astype(np.float32) * (1 + seed % 5)
+        result = run(bundle, x)
+        ref = verify.tflite_reference(path, x)[bundle.meta["tflite"]["output_tensor"]]
+        np.testing.assert_array_equal(result.output, ref)
+        seen.add(int(result.chip_output.ravel()[0]))
+    assert len(seen) >= 30                                # the test reaches many table entries
+    x = _keras_input("sigmoid_s")
+    keras = compile_h5(FIX / "sigmoid_s.h5", x)
+    result = run(keras)
+    checks = verify.against_keras(keras, result, keras_h5.read(FIX / "sigmoid_s.h5"), x[0])
+    assert all(c.ok for c in checks) and checks[-1].kind == "host"
+    np.testing.assert_allclose(result.output, EXPECTED["sigmoid_s"], rtol=1e-5, atol=1e-6)

@@ -151,10 +151,20 @@ def mobilenet_s():
     return tf.keras.Model(inp, x, name="mobilenet_s")
 
 
+def sigmoid_s():
+    """A binary classifier: a sigmoid head (TFLite LOGISTIC) after global average pooling."""
+    inp = tf.keras.Input((16, 16, 3), name="image")
+    x = L.Conv2D(6, 3, strides=2, padding="same", activation="relu", name="conv")(inp)
+    x = L.GlobalAveragePooling2D(name="gap")(x)
+    x = L.Dense(1, activation="sigmoid", name="score")(x)
+    return tf.keras.Model(inp, x, name="sigmoid_s")
+
+
 NETS = {"alexnet_s": (alexnet_s, "int8"), "vgg_s": (vgg_s, "float"), "resnet_s": (resnet_s, "int8"),
-        "mix_s": (mix_s, "float"), "resnet8": (resnet8, "int8"), "mobilenet_s": (mobilenet_s, "int8")}
+        "mix_s": (mix_s, "float"), "resnet8": (resnet8, "int8"), "mobilenet_s": (mobilenet_s, "int8"),
+        "sigmoid_s": (sigmoid_s, "int8")}
 # whole networks (issue 16): no float32 .tflite, to keep the committed fixtures small
-NO_F32_TFLITE = ("resnet8", "mobilenet_s")
+NO_F32_TFLITE = ("resnet8", "mobilenet_s", "sigmoid_s")
 
 
 def randomize(model, rng):

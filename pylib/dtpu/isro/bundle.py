@@ -224,8 +224,8 @@ def _check_schema(meta: dict, where: Path) -> None:
         tensor(layer.get("output"), f"{label}.output")
         need(isinstance(layer["output"].get("flat"), bool), f"{label}.output.flat is not true/false")
     heads = meta.get("heads", [])
-    need(isinstance(heads, list) and all(isinstance(h, dict) and h.get("kind") == "softmax" for h in heads),
-         "heads is not a list of softmax heads")
+    need(isinstance(heads, list) and all(isinstance(h, dict) and h.get("kind") in ("softmax", "sigmoid")
+                                         for h in heads), "heads is not a list of softmax/sigmoid heads")
 
 
 def bundle_profile(meta: dict):

@@ -240,15 +240,15 @@ def _activation(name: str, act: str | None, b: Builder | None = None, is_last: b
     model's last layer becomes a host head."""
     if act in (None, "linear"):
         return None, None
-    if act == "softmax" and is_last and b is not None:
-        b.heads.append({"kind": "softmax", "name": f"{name} (softmax)", "dtype": "float32", "beta": 1.0})
+    if act in ("softmax", "sigmoid") and is_last and b is not None:
+        b.heads.append({"kind": act, "name": f"{name} ({act})", "dtype": "float32", "beta": 1.0})
         return None, None
     if act == "relu":
         return (0.0, 0.0), None
     if act == "relu6":
         return (0.0, 0.0), (-np.inf, 6.0)
     raise CompileError(f"{name}: activation {act!r} is not supported; accepted: linear, relu, relu6 "
-                       f"(and ReLU/LeakyReLU layers)")
+                       f"(and ReLU/LeakyReLU layers; softmax or sigmoid on the last layer, on the host)")
 
 
 def _check_channels_last(layer: KerasLayer) -> None:

@@ -252,7 +252,7 @@ def _act_kind(label: str, act: int) -> str:
 # ops that compute only tensor shapes (no activation values): skipped, their outputs are not data
 _SHAPE_OPS = (77, 45, 83)              # SHAPE, STRIDED_SLICE, PACK
 # heads the host runs after the chip, at the end of the graph (see dtpu.isro.heads)
-HEAD_OPS = {25: "softmax"}
+HEAD_OPS = {25: "softmax", 14: "sigmoid"}
 
 
 def build(model: Model) -> tuple[Builder, dict]:

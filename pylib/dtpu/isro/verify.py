@@ -75,6 +75,8 @@ def _keras_activation(x: np.ndarray, act: str | None) -> np.ndarray:
     if act == "softmax":
         e = np.exp(x - x.max(axis=-1, keepdims=True))
         return e / e.sum(axis=-1, keepdims=True)
+    if act == "sigmoid":
+        return 1.0 / (1.0 + np.exp(-x))
     if act == "relu":
         return np.maximum(x, 0)
     if act == "relu6":
@@ -112,7 +114,7 @@ def keras_reference(model: keras_h5.KerasModel, x: np.ndarray) -> dict[str, np.n
             y = y @ w["kernel"].astype(np.float64)
             if cfg.get("use_bias", True):
                 y = y + w["bias"]
-            if cfg.get("activation") == "softmax":
+            if cfg.get("activation") in ("softmax", "sigmoid"):
                 outs[layer.name + PRE_SOFTMAX] = y
             y = _keras_activation(y, cfg.get("activation"))
         elif cls == "BatchNormalization":

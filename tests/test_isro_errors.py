@@ -264,3 +264,15 @@ def test_integer_inputs_out_of_int8_range_are_refused_not_wrapped(tmp_path, caps
                   "big.npy", "integer values 300..300 do not fit int8")
     fails_cleanly(capsys, ["compile", str(FIXTURES / "resnet_s_int8.tflite"), "--input", str(tmp_path / "big.npy"),
                            "-o", str(tmp_path / "o")], "big.npy", "do not fit int8")
+
+
+@pytest.mark.parametrize("argv, mention", [
+    (["inject", "b", "--trials", "0"], "'0' is not a positive integer"),
+    (["compile", "m.h5"], "the following arguments are required: -o/--output"),
+    (["frobnicate"], "invalid choice: 'frobnicate'"),
+])
+def test_usage_errors_are_one_line_too(capsys, argv, mention):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(argv)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and len(err.splitlines()) == 1 and err.startswith("error: ") and mention in err

@@ -32,8 +32,17 @@ def _positive(text: str) -> int:
     return v
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """Usage errors as one line (like every other error here), exit status 2."""
+
+    def error(self, message: str):
+        sys.stderr.write(f"error: {self.prog}: {message} (see {self.prog} --help)\n")
+        sys.exit(2)
+
+
 def _build(p: argparse.ArgumentParser) -> None:
-    sub = p.add_subparsers(dest="isro_command", metavar="COMMAND", required=True)
+    sub = p.add_subparsers(dest="isro_command", metavar="COMMAND", required=True,
+                           parser_class=_OneLineParser)
 
     c = sub.add_parser("compile", help="compile a Keras (.h5, .keras) or TFLite model to a bundle directory",
                        description="Writes frame.bin, filter.bin, program.bin, program.lst, meta.json and "
@@ -119,7 +128,7 @@ def add_subparser(subparsers) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m dtpu.isro", description=__doc__.splitlines()[0])
+    parser = _OneLineParser(prog="python -m dtpu.isro", description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     _build(parser)
     args = parser.parse_args(argv)

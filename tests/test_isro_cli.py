@@ -22,7 +22,7 @@ def test_compile_run_verify_disasm_asm(tmp_path, capsys):
                      "-o", str(out), "--pe", "64"]) == 0
     text = capsys.readouterr().out
     assert "instructions" in text and "MACs 453,888" in text and "filter memory" in text
-    assert {p.name for p in out.iterdir()} == {"frame.bin", "filter.bin", "program.bin", "program.lst", "meta.json"}
+    assert {p.name for p in out.iterdir()} == {"frame.bin", "filter.bin", "program.bin", "program.lst", "meta.json", "SHA256SUMS"}
 
     assert cli.main(["run", str(out), "--verify"]) == 0
     text = capsys.readouterr().out
@@ -59,7 +59,7 @@ def test_errors_are_one_line_messages(tmp_path, capsys):
     assert cli.main(["compile", str(FIXTURES / "mix_s_int8.tflite"), "-o", str(tmp_path / "o")]) == 2
     assert capsys.readouterr().err.startswith("error: op 2 (LEAKY_RELU): int8 LEAKY_RELU")
     assert cli.main(["run", str(tmp_path / "nothing")]) == 2
-    assert "is not an ISRO bundle" in capsys.readouterr().err
+    assert "nothing: not a bundle directory" in capsys.readouterr().err
     assert cli.main(["compile", str(FIXTURES / "vgg_s.h5"), "--input", str(tmp_path / "no.npy"), "-o", str(tmp_path / "o")]) == 2
     assert "input" in capsys.readouterr().err
 
@@ -76,4 +76,4 @@ def test_python_dash_m(tmp_path):
     r = subprocess.run([sys.executable, "-m", "dtpu.isro", "compile", str(FIXTURES / "alexnet_s_int8.tflite"),
                         "-o", str(tmp_path / "a")], capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stderr
-    assert "(i8, pe=unlimited)" in r.stdout
+    assert "(i8, chip isro-asic-default, pe=256)" in r.stdout

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from dtpu.isro import Op, compile_h5, compile_tflite, keras_h5, run, verify
+from dtpu.isro.profile import unlimited
 
 FIXTURES = Path(__file__).resolve().parent / "isro"
 INDEX = json.loads((FIXTURES / "fixtures.json").read_text())
@@ -47,7 +48,7 @@ def test_h5_every_layer_matches_keras_split_or_not(name):
     model = keras_h5.read(FIXTURES / f"{name}.h5")
     runs = {}
     for pe in (None, SMALL_PE):
-        bundle = compile_h5(FIXTURES / f"{name}.h5", x, pe=pe)
+        bundle = compile_h5(FIXTURES / f"{name}.h5", x, chip=unlimited(), pe=pe)
         result = run(bundle)
         _assert_ok(verify.against_keras(bundle, result, model, x[0]))
         np.testing.assert_allclose(result.output, EXPECTED[name], rtol=1e-4, atol=1e-5)

@@ -11,8 +11,12 @@ verified (AlexNet, VGG, ResNet) plus one that exercises the remaining layer opti
   with dropout; the last pooling leaves 2x2 so the flatten reordering matters.
 - vgg_s: three blocks of two 3x3 ReLU convolutions and a 2x2 pooling, two dense layers.
 - resnet_s: ResNet's stem (ZeroPadding 3, 7x7 stride 2 conv, BN, ReLU, ZeroPadding 1, 3x3/2 max
-  pool) and plain conv-BN-ReLU blocks with stride-2 downsampling (no residual add: the chip has
-  no ADD of two tensors), biasless convolutions as in ResNet.
+  pool) and plain conv-BN-ReLU blocks with stride-2 downsampling (made before the chip model had
+  EADD, so no residual add), biasless convolutions as in ResNet.
+- resnet8 (functional): MLPerf Tiny's ResNet-8 with residual adds, average pooling and softmax.
+- mobilenet_s (functional): depthwise-separable blocks, an inverted residual, global average
+  pooling, softmax. These two get no float32 .tflite (fixture budget); `make_fixtures.py resnet8
+  mobilenet_s` regenerates just them with their own seeds.
 - mix_s (functional API): LeakyReLU, ReLU(max_value=6), depthwise with a depth multiplier, a
   dilated convolution, asymmetric stride and kernel, SAME max pooling with an odd size, BN after Dense.
 
@@ -102,8 +106,65 @@ def mix_s():
     return tf.keras.Model(inp, x, name="mix_s")
 
 
+def resnet8():
+    """MLPerf Tiny's image-classification ResNet-8 (CIFAR-10, 16/32/64 channels, residual adds with
+    1x1 stride-2 projection shortcuts, 8x8 average pooling, softmax), at its real width."""
+    inp = tf.keras.Input((32, 32, 3), name="image")
+    x = L.Conv2D(16, 3, padding="same", name="stem_conv")(inp)
+    x = L.BatchNormalization(name="stem_bn")(x)
+    x = L.Activation("relu", name="stem_relu")(x)
+    for stage, (ch, stride) in enumerate(((16, 1), (32, 2), (64, 2)), 1):
+        y = L.Conv2D(ch, 3, strides=stride, padding="same", name=f"s{stage}_conv1")(x)
+        y = L.BatchNormalization(name=f"s{stage}_bn1")(y)
+        y = L.Activation("relu", name=f"s{stage}_relu1")(y)
+        y = L.Conv2D(ch, 3, padding="same", name=f"s{stage}_conv2")(y)
+        y = L.BatchNormalization(name=f"s{stage}_bn2")(y)
+        if stride != 1:
+            x = L.Conv2D(ch, 1, strides=stride, name=f"s{stage}_short")(x)
+        x = L.Add(name=f"s{stage}_add")([x, y])
+        x = L.Activation("relu", name=f"s{stage}_relu2")(x)
+    x = L.AveragePooling2D(8, name="pool")(x)
+    x = L.Flatten(name="flatten")(x)
+    x = L.Dense(10, activation="softmax", name="fc")(x)
+    return tf.keras.Model(inp, x, name="resnet8")
+
+
+def mobilenet_s():
+    """A MobileNet-style net: depthwise-separable blocks with BN and ReLU6, a residual add (v2
+    style), global average pooling and a softmax classifier."""
+    inp = tf.keras.Input((24, 24, 3), name="image")
+    x = L.Conv2D(8, 3, strides=2, padding="same", use_bias=False, name="stem")(inp)
+    x = L.BatchNormalization(name="stem_bn")(x)
+    x = L.ReLU(6.0, name="stem_relu")(x)
+    for i, (ch, stride) in enumerate(((16, 1), (16, 1), (24, 2)), 1):
+        y = L.DepthwiseConv2D(3, strides=stride, padding="same", use_bias=False, name=f"b{i}_dw")(x)
+        y = L.BatchNormalization(name=f"b{i}_dw_bn")(y)
+        y = L.ReLU(6.0, name=f"b{i}_dw_relu")(y)
+        y = L.Conv2D(ch, 1, use_bias=False, name=f"b{i}_pw")(y)
+        y = L.BatchNormalization(name=f"b{i}_pw_bn")(y)
+        if stride == 1 and x.shape[-1] == ch:
+            y = L.Add(name=f"b{i}_add")([x, y])
+        x = L.ReLU(6.0, name=f"b{i}_relu")(y)
+    x = L.GlobalAveragePooling2D(name="gap")(x)
+    x = L.Dense(5, name="logits")(x)
+    x = L.Softmax(name="probs")(x)
+    return tf.keras.Model(inp, x, name="mobilenet_s")
+
+
+def sigmoid_s():
+    """A binary classifier: a sigmoid head (TFLite LOGISTIC) after global average pooling."""
+    inp = tf.keras.Input((16, 16, 3), name="image")
+    x = L.Conv2D(6, 3, strides=2, padding="same", activation="relu", name="conv")(inp)
+    x = L.GlobalAveragePooling2D(name="gap")(x)
+    x = L.Dense(1, activation="sigmoid", name="score")(x)
+    return tf.keras.Model(inp, x, name="sigmoid_s")
+
+
 NETS = {"alexnet_s": (alexnet_s, "int8"), "vgg_s": (vgg_s, "float"), "resnet_s": (resnet_s, "int8"),
-        "mix_s": (mix_s, "float")}
+        "mix_s": (mix_s, "float"), "resnet8": (resnet8, "int8"), "mobilenet_s": (mobilenet_s, "int8"),
+        "sigmoid_s": (sigmoid_s, "int8")}
+# whole networks (issue 16): no float32 .tflite, to keep the committed fixtures small
+NO_F32_TFLITE = ("resnet8", "mobilenet_s", "sigmoid_s")
 
 
 def randomize(model, rng):
@@ -126,11 +187,22 @@ def inputs(shape, seed=SEED, n=1):
     return np.random.default_rng(seed).random((n,) + tuple(shape), dtype=np.float64).astype(np.float32)
 
 
-def main() -> None:
-    tf.keras.utils.set_random_seed(SEED)
-    rng = np.random.default_rng(SEED)
+def main(only: list[str] | None = None) -> None:
+    """Regenerate every net, or only the named ones (keeping the others' files and entries)."""
     expected, index = {}, {}
+    if only:
+        old = np.load(HERE / "expected.npz")
+        expected = {k: old[k] for k in old.files if k != "seed"}
+        index = json.loads((HERE / "fixtures.json").read_text())
+    shared = np.random.default_rng(SEED)
+    tf.keras.utils.set_random_seed(SEED)
     for name, (make, io) in NETS.items():
+        if only and name not in only:
+            continue
+        rng = shared
+        if only:                                 # a net's own seeds: independent of the others
+            tf.keras.utils.set_random_seed(SEED + sorted(NETS).index(name))
+            rng = np.random.default_rng(SEED + sorted(NETS).index(name))
         model = make()
         randomize(model, rng)
         model.save(HERE / f"{name}.h5", include_optimizer=False)
@@ -138,8 +210,9 @@ def main() -> None:
         x = inputs(shape)
         expected[name] = model(x).numpy()
 
-        conv = tf.lite.TFLiteConverter.from_keras_model(model)
-        (HERE / f"{name}_f32.tflite").write_bytes(conv.convert())
+        if name not in NO_F32_TFLITE:
+            conv = tf.lite.TFLiteConverter.from_keras_model(model)
+            (HERE / f"{name}_f32.tflite").write_bytes(conv.convert())
 
         def representative(shape=shape):
             calib = np.random.default_rng(SEED + 1)
@@ -163,4 +236,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+    main(sys.argv[1:] or None)

@@ -1,14 +1,19 @@
-"""The ISRO-ASIC target: its instruction set, a compiler to it, and a model of the chip.
+"""The ISRO-ASIC target: its instruction set, a compiler to it, a model of the chip, and the tools
+that check what would be uplinked.
 
-- :mod:`dtpu.isro.isa` -- the 512-bit instruction encoding, assembler and disassembler, number
-  formats (docs/isro_isa.md is the prose specification).
-- :mod:`dtpu.isro.compiler` -- Keras .h5, TFLite and single delegate nodes to a :class:`Bundle`
-  (frame memory image, filter memory image, program, listing, metadata).
-- :mod:`dtpu.isro.machine` -- executes a bundle with a configurable number of processing
-  elements, dumps every layer's output and counts instructions, MACs and memory traffic.
-- :mod:`dtpu.isro.verify` -- layer-by-layer comparison against a numpy Keras reference and the
-  TFLite interpreter, as the report's verification did against hardware.
-- ``python -m dtpu.isro`` -- the compile / run / disasm / asm command line.
+- :mod:`dtpu.isro.isa` -- the 512-bit instruction encoding (read from ``encoding.json``),
+  assembler and disassembler, number formats (docs/isro_isa.md is the prose specification).
+- :mod:`dtpu.isro.profile` -- chip profiles (``profiles/default.json`` and ``--chip``).
+- :mod:`dtpu.isro.ir`, :mod:`dtpu.isro.keras_h5`, :mod:`dtpu.isro.tflite_model` -- the IR and the
+  front ends that build it from Keras (.h5, .keras) and TFLite models.
+- :mod:`dtpu.isro.compiler` -- the IR to a :class:`Bundle` (frame memory image, filter memory
+  image, program, listing, metadata with image digests and the profile).
+- :mod:`dtpu.isro.machine` -- executes a bundle, dumps every layer's output and counts
+  instructions, MACs and memory traffic; :mod:`dtpu.isro.heads` runs softmax heads on the host.
+- :mod:`dtpu.isro.check`, :mod:`dtpu.isro.verify`, :mod:`dtpu.isro.compare`,
+  :mod:`dtpu.isro.inject` -- static checking, layer-by-layer verification against Keras and
+  TFLite, comparison with memory read back from hardware, bit-flip injection.
+- ``python -m dtpu.isro`` / ``dtpu isro`` -- compile / run / check / compare / inject / disasm / asm.
 """
 from __future__ import annotations
 

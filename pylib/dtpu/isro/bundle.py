@@ -7,7 +7,14 @@ A bundle on disk is a directory::
     program.bin   the instruction stream, 64 bytes per instruction
     program.lst   the same stream disassembled, one line per instruction, layer names as comments
     meta.json     memory sizes, input/output placement and quantization, and per layer the
-                  addresses of its input, output, weights, DSP parameters and split partials
+                  addresses of its input, output, weights, DSP parameters and split partials;
+                  the chip profile it was compiled for; size and SHA-256 of each image
+    SHA256SUMS    `sha256sum -c` manifest of all of the above (meta.json included)
+
+Images are what gets uplinked, so :meth:`Bundle.load` refuses a bundle whose images or
+meta.json do not match their recorded sizes and digests (a truncated or flipped file is named,
+never run). The digests guard against corruption in storage and transfer; anyone able to rewrite
+the files can rewrite the digests too.
 
 The images hold only what the master processor must write; the rest of each memory (layer
 outputs, split scratch) is produced by the program, so the metadata records the full sizes the
@@ -15,6 +22,7 @@ memories must have (`frame_bytes`, `filter_bytes`).
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from dataclasses import dataclass, field
@@ -28,8 +36,17 @@ from dtpu.isro.isa import FRAME_DTYPE, Fill, Fmt, Instruction
 
 log = logging.getLogger(__name__)
 
-FORMAT = "dtpu-isro-bundle/1"
-FILES = ("frame.bin", "filter.bin", "program.bin", "program.lst", "meta.json")
+FORMAT = "dtpu-isro-bundle/2"
+IMAGES = ("frame.bin", "filter.bin", "program.bin")
+FILES = IMAGES + ("program.lst", "meta.json", "SHA256SUMS")
+
+
+class BundleError(ValueError):
+    """A bundle directory that must not be used: names the file and what is wrong with it."""
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 @dataclass
@@ -58,28 +75,81 @@ class Bundle:
 
     # -- disk -----------------------------------------------------------------------------------
 
+    def images(self) -> dict[str, bytes]:
+        return {"frame.bin": self.frame, "filter.bin": self.filter,
+                "program.bin": isa.encode_program(self.program)}
+
     def save(self, directory: str | Path) -> Path:
+        """Write the bundle; meta.json gets each image's size and SHA-256, SHA256SUMS all files."""
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
-        (d / "frame.bin").write_bytes(self.frame)
-        (d / "filter.bin").write_bytes(self.filter)
-        (d / "program.bin").write_bytes(isa.encode_program(self.program))
-        (d / "program.lst").write_text(self.listing())
-        (d / "meta.json").write_text(json.dumps(self.meta, indent=1, default=_json_default) + "\n")
+        images = self.images()
+        self.meta["images"] = {name: {"bytes": len(data), "sha256": sha256(data)} for name, data in images.items()}
+        files = dict(images)
+        files["program.lst"] = self.listing().encode()
+        files["meta.json"] = (json.dumps(self.meta, indent=1, default=_json_default) + "\n").encode()
+        for name, data in files.items():
+            (d / name).write_bytes(data)
+        (d / "SHA256SUMS").write_text("".join(f"{sha256(data)}  {name}\n" for name, data in files.items()))
         log.info("wrote bundle %s (%d instructions)", d, len(self.program))
         return d
 
     @classmethod
     def load(cls, directory: str | Path) -> "Bundle":
+        """Read and verify a bundle: every file present, digests and sizes as recorded."""
         d = Path(directory)
-        missing = [f for f in ("frame.bin", "filter.bin", "program.bin", "meta.json") if not (d / f).exists()]
+        if not d.is_dir():
+            raise BundleError(f"{d}: not a bundle directory (expected one written by `dtpu isro compile -o`)")
+        missing = [f for f in FILES if not (d / f).is_file()]
         if missing:
-            raise FileNotFoundError(f"{d} is not an ISRO bundle: missing {', '.join(missing)}")
-        meta = json.loads((d / "meta.json").read_text())
-        if meta.get("format") != FORMAT:
-            raise ValueError(f"{d / 'meta.json'}: format {meta.get('format')!r}, expected {FORMAT!r}")
-        return cls(isa.decode_program((d / "program.bin").read_bytes()),
-                   (d / "frame.bin").read_bytes(), (d / "filter.bin").read_bytes(), meta)
+            raise BundleError(f"{d} is not an ISRO bundle: missing {', '.join(missing)} (a bundle has "
+                              f"{', '.join(FILES)})")
+        sums = {}
+        for n, line in enumerate((d / "SHA256SUMS").read_text(errors="replace").splitlines(), 1):
+            digest, _, name = line.partition("  ")
+            if len(digest) != 64 or not name:
+                raise BundleError(f"{d / 'SHA256SUMS'} line {n}: expected '<sha256>  <file>', got {line[:80]!r}")
+            sums[name] = digest
+        raw_meta = (d / "meta.json").read_bytes()
+        if sums.get("meta.json") != sha256(raw_meta):
+            raise BundleError(f"{d / 'meta.json'}: SHA-256 {sha256(raw_meta)[:16]}... does not match "
+                              f"SHA256SUMS ({str(sums.get('meta.json'))[:16]}...); the file was modified "
+                              f"or truncated")
+        try:
+            meta = json.loads(raw_meta)
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise BundleError(f"{d / 'meta.json'}: not valid JSON ({exc})") from None
+        if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+            got = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
+            raise BundleError(f"{d / 'meta.json'}: format {got!r}, expected {FORMAT!r} (recompile the "
+                              f"model with this toolchain)")
+        recorded = meta.get("images")
+        if not isinstance(recorded, dict) or set(recorded) != set(IMAGES):
+            raise BundleError(f"{d / 'meta.json'}: no image digests for {', '.join(IMAGES)}")
+        data = {}
+        for name in IMAGES:
+            blob = (d / name).read_bytes()
+            want = recorded[name]
+            if len(blob) != want.get("bytes"):
+                how = "truncated" if len(blob) < want.get("bytes", 0) else "longer than compiled"
+                raise BundleError(f"{d / name}: {len(blob):,} bytes, meta.json records {want.get('bytes'):,} "
+                                  f"({how}); restore or recompile the bundle")
+            if sha256(blob) != want.get("sha256") or sums.get(name) != want.get("sha256"):
+                raise BundleError(f"{d / name}: SHA-256 {sha256(blob)[:16]}... differs from the "
+                                  f"{str(want.get('sha256'))[:16]}... recorded in meta.json; the image "
+                                  f"was modified, do not uplink it")
+            data[name] = blob
+        _check_profile(meta, d / "meta.json")
+        _check_schema(meta, d / "meta.json")
+        try:
+            program = isa.decode_program(data["program.bin"])
+        except ValueError as exc:
+            raise BundleError(f"{d / 'program.bin'}: {exc}") from None
+        for name, key in (("frame.bin", "frame_bytes"), ("filter.bin", "filter_bytes")):
+            if len(data[name]) > meta.get(key, -1):
+                raise BundleError(f"{d / name}: {len(data[name]):,} bytes, larger than the memory "
+                                  f"meta.json declares ({key} = {meta.get(key)})")
+        return cls(program, data["frame.bin"], data["filter.bin"], meta)
 
     # -- memories -------------------------------------------------------------------------------
 
@@ -96,6 +166,72 @@ class Bundle:
         if x is not None:
             write_input(self.meta["input"], frame, x, self.fmt)
         return frame, filt
+
+
+def _check_profile(meta: dict, where: Path) -> None:
+    """The recorded profile must be a valid one, its digest its content's."""
+    from dtpu.isro import profile
+    rec = meta.get("profile")
+    if not isinstance(rec, dict):
+        raise BundleError(f"{where}: no chip profile recorded; recompile the model with this toolchain")
+    body = {k: v for k, v in rec.items() if k != "sha256"}
+    try:
+        prof = profile.from_dict(body, f"{where} (profile)")
+    except profile.ProfileError as exc:
+        raise BundleError(str(exc)) from None
+    if prof.sha256 != rec.get("sha256"):
+        raise BundleError(f"{where}: the recorded profile {prof.name!r} does not match its SHA-256; "
+                          f"meta.json was edited")
+
+
+def _ints(v, n: int | None = None) -> bool:
+    return (isinstance(v, list) and (n is None or len(v) == n)
+            and all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in v))
+
+
+def _check_schema(meta: dict, where: Path) -> None:
+    """The keys and types the toolchain reads, so an edited meta.json is refused here, by name,
+    instead of failing later inside the machine or the checker."""
+    def need(cond: bool, what: str) -> None:
+        if not cond:
+            raise BundleError(f"{where}: {what}; this meta.json was not written by `dtpu isro compile`")
+
+    def tensor(t, label: str, fills=True) -> None:
+        need(isinstance(t, dict), f"{label} is not an object")
+        need(isinstance(t.get("addr"), int) and t["addr"] >= 0, f"{label}.addr is not a non-negative integer")
+        need(_ints(t.get("shape"), 3) and min(t["shape"]) > 0, f"{label}.shape is not 3 positive integers")
+        need(_ints(t.get("pad"), 4), f"{label}.pad is not 4 non-negative integers")
+        if fills:
+            need(t.get("fill") in ("zero", "lowest"), f"{label}.fill is not 'zero' or 'lowest'")
+
+    need(meta.get("fmt") in ("f32", "i8"), f"fmt {meta.get('fmt')!r} is not 'f32' or 'i8'")
+    pe = meta.get("pe")
+    need(pe is None or (isinstance(pe, int) and pe > 0), f"pe {pe!r} is not a positive integer or null")
+    for key in ("frame_bytes", "filter_bytes"):
+        need(isinstance(meta.get(key), int) and meta[key] > 0, f"{key} is not a positive integer")
+    tensor(meta.get("input"), "input")
+    need(isinstance(meta["input"].get("zero_point", 0), int), "input.zero_point is not an integer")
+    tensor(meta.get("output"), "output", fills=False)
+    need(isinstance(meta["output"].get("flat"), bool), "output.flat is not true/false")
+    layers = meta.get("layers")
+    need(isinstance(layers, list) and layers, "layers is not a non-empty list")
+    for k, layer in enumerate(layers):
+        label = f"layers[{k}]"
+        need(isinstance(layer, dict) and isinstance(layer.get("name"), str), f"{label}.name is not a string")
+        need(_ints(layer.get("instructions"), 2), f"{label}.instructions is not [first, last]")
+        need(_ints(layer.get("inputs")) and all(t <= k for t in layer["inputs"]),
+             f"{label}.inputs is not a list of earlier tensors")
+        tensor(layer.get("output"), f"{label}.output")
+        need(isinstance(layer["output"].get("flat"), bool), f"{label}.output.flat is not true/false")
+    heads = meta.get("heads", [])
+    need(isinstance(heads, list) and all(isinstance(h, dict) and h.get("kind") in ("softmax", "sigmoid")
+                                         for h in heads), "heads is not a list of softmax/sigmoid heads")
+
+
+def bundle_profile(meta: dict):
+    """The :class:`~dtpu.isro.profile.Profile` a bundle was compiled for."""
+    from dtpu.isro import profile
+    return profile.from_dict({k: v for k, v in meta["profile"].items() if k != "sha256"}, "bundle profile")
 
 
 def _json_default(o):
@@ -150,7 +286,8 @@ def write_input(meta_in: dict, frame: np.ndarray, x: np.ndarray, fmt: Fmt) -> No
             chw = quantize(chw, meta_in["scale"], meta_in["zero_point"])
         elif chw.dtype != np.int8:
             if chw.min(initial=0) < -128 or chw.max(initial=0) > 127:
-                raise ValueError(f"input values {chw.min()}..{chw.max()} do not fit int8")
+                raise ValueError(f"input: integer values {chw.min()}..{chw.max()} do not fit int8; pass "
+                                 f"int8 (already quantized) or float (real values, quantized by the host)")
             chw = chw.astype(np.int8)
     else:
         chw = chw.astype(np.float32)

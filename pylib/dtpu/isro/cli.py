@@ -1,4 +1,10 @@
-"""``dtpu isro compile | run | disasm | asm``: the ISRO toolchain from a shell.
+"""``dtpu isro compile | run | check | compare | inject | disasm | asm``: the ISRO toolchain.
+
+Exit status: 0 success; 1 a check failed (verification mismatch, static check findings);
+2 bad input (a missing, truncated, corrupt or foreign file, a wrong input shape, an unsupported
+layer, a model that does not fit the chip profile), reported as one ``error:`` line naming the
+file or layer and what would be accepted; 3 an internal error (a bug: one line, ``-v`` for the
+traceback).
 
 Hooked into the project-wide ``dtpu`` command through :func:`add_subparser` (which sets
 ``func`` on the parsed namespace, so the caller runs ``args.func(args)``), and runnable on its
@@ -26,17 +32,34 @@ def _positive(text: str) -> int:
     return v
 
 
-def _build(p: argparse.ArgumentParser) -> None:
-    sub = p.add_subparsers(dest="isro_command", metavar="COMMAND", required=True)
+class _OneLineParser(argparse.ArgumentParser):
+    """Usage errors as one line (like every other error here), exit status 2."""
 
-    c = sub.add_parser("compile", help="compile a Keras .h5 or TFLite model to a bundle directory",
-                       description="Writes frame.bin, filter.bin, program.bin, program.lst and meta.json.")
-    c.add_argument("model", type=Path, help="model file (.h5 or .tflite)")
+    def error(self, message: str):
+        sys.stderr.write(f"error: {self.prog}: {message} (see {self.prog} --help)\n")
+        sys.exit(2)
+
+
+def _build(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="isro_command", metavar="COMMAND", required=True,
+                           parser_class=_OneLineParser)
+
+    c = sub.add_parser("compile", help="compile a Keras (.h5, .keras) or TFLite model to a bundle directory",
+                       description="Writes frame.bin, filter.bin, program.bin, program.lst, meta.json and "
+                                   "SHA256SUMS.")
+    c.add_argument("model", type=Path, help="model file (.h5, .keras or .tflite)")
     c.add_argument("--input", type=Path, help="input data (.npy, HWC or NHWC); default: zeros")
     c.add_argument("-o", "--output", type=Path, required=True, help="bundle directory to write")
-    c.add_argument("--pe", type=_positive, help="processing elements; larger blocks are split (default: no limit)")
-    c.add_argument("--reuse", action="store_true", help="ping-pong two frame memory regions instead of "
-                                                        "keeping every layer's output")
+    c.add_argument("--chip", type=Path, metavar="PROFILE",
+                   help="chip profile (.json or .toml; default: the shipped isro-asic-default)")
+    c.add_argument("--pe", type=_positive, help="lower the profile's processing elements (not above them); larger "
+                                                "blocks are split")
+    reuse = c.add_mutually_exclusive_group()
+    reuse.add_argument("--reuse", dest="reuse", action="store_const", const=True, default=None,
+                       help="share frame memory between tensors not live at once (default: only "
+                            "when keeping every layer's output would not fit the profile)")
+    reuse.add_argument("--no-reuse", dest="reuse", action="store_const", const=False,
+                       help="keep every layer's output (fail if that does not fit)")
     c.set_defaults(handler=_compile)
 
     r = sub.add_parser("run", help="execute a bundle on the machine model and dump every layer",
@@ -48,7 +71,42 @@ def _build(p: argparse.ArgumentParser) -> None:
     r.add_argument("--verify", nargs="?", const="", metavar="MODEL",
                    help="compare every layer with the source model (default: the path in meta.json)")
     r.add_argument("--no-dump", action="store_true", help="do not write per-layer dumps")
+    r.add_argument("--memory-dumps", type=Path, metavar="DIR",
+                   help="also write DIR/layer_NNN.bin and DIR/frame.bin in the format `compare` reads "
+                        "(what the chip's memory holds; docs/isro_isa.md)")
     r.set_defaults(handler=_run)
+
+    m = sub.add_parser("compare", help="compare memory dumps read back from a chip or RTL simulation "
+                                       "with the machine model, layer by layer",
+                       description="DUMPS holds layer_NNN.bin (layer NNN's output region with its border, "
+                                   "as stored) and/or frame.bin (frame memory after END). Exit status 1 "
+                                   "when any layer differs.")
+    m.add_argument("bundle", type=Path, help="bundle directory")
+    m.add_argument("dumps", type=Path, help="dump directory")
+    m.add_argument("--input", type=Path, help="the input the chip ran (.npy); default: the compiled one")
+    m.set_defaults(handler=_compare)
+
+    j = sub.add_parser("inject", help="flip bits in the program, filter and frame images and count "
+                                      "masked / silent / stopped outcomes on the machine model")
+    j.add_argument("bundle", type=Path, help="bundle directory")
+    j.add_argument("--trials", type=_positive, default=200, help="trials per region (default 200)")
+    j.add_argument("--seed", type=int, default=0, help="random seed (default 0; the same seed, the same table)")
+    j.add_argument("--double", action="store_true", help="flip two bits per trial instead of one")
+    j.add_argument("--adjacent", action="store_true", help="flip two neighbouring bits of one word "
+                                                          "(a multi-bit upset)")
+    j.add_argument("--secded", action="store_true", help="memories with per-64-bit-word SECDED (EDAC)")
+    j.add_argument("--regions", default="program,filter,frame,activations",
+                   help="comma-separated subset of program, filter, frame (the images before START), "
+                        "activations (frame memory while the program runs)")
+    j.set_defaults(handler=_inject)
+
+    k = sub.add_parser("check", help="check a bundle statically: what the chip would reject, hazards, "
+                                     "the profile's limits",
+                       description="Exit status 0 when nothing is found, 1 otherwise.")
+    k.add_argument("bundle", type=Path, help="bundle directory")
+    k.add_argument("--chip", type=Path, metavar="PROFILE",
+                   help="hold the bundle to another chip profile (default: the one it was compiled for)")
+    k.set_defaults(handler=_check)
 
     d = sub.add_parser("disasm", help="print a bundle's program (or a program.bin) as assembly")
     d.add_argument("target", type=Path, help="bundle directory or program .bin file")
@@ -70,7 +128,7 @@ def add_subparser(subparsers) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m dtpu.isro", description=__doc__.splitlines()[0])
+    parser = _OneLineParser(prog="python -m dtpu.isro", description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     _build(parser)
     args = parser.parse_args(argv)
@@ -79,22 +137,56 @@ def main(argv: list[str] | None = None) -> int:
     return dispatch(args)
 
 
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
 def dispatch(args: argparse.Namespace) -> int:
-    from dtpu.isro.compiler import CompileError
+    """Run the command; every error becomes one line on stderr (see the module docstring)."""
     from dtpu.isro.machine import MachineError
     try:
         return args.handler(args)
-    except (CompileError, MachineError, FileNotFoundError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except (ValueError, MachineError, OSError) as exc:
+        # CompileError, BundleError, ProfileError are ValueErrors; OSError: unreadable files
+        if isinstance(exc, OSError) and exc.filename and str(exc.filename) not in str(exc):
+            print(f"error: {exc.filename}: {_one_line(exc)}", file=sys.stderr)
+        else:
+            print(f"error: {_one_line(exc)}", file=sys.stderr)
         return 2
+    except Exception as exc:    # noqa: BLE001 -- a bug: still one line, the traceback only with -v
+        log.info("internal error", exc_info=True)
+        print(f"internal error: {type(exc).__name__}: {_one_line(exc)} (a bug in dtpu.isro; rerun "
+              f"with -v for the traceback and report it)", file=sys.stderr)
+        return 3
 
 
 def _load_input(path: Path | None):
     if path is None:
         return None
     if not path.is_file():
-        raise FileNotFoundError(f"input {path} does not exist")
-    return np.load(path)
+        raise FileNotFoundError(f"input {path} does not exist (expected a .npy array, HWC or NHWC)")
+    try:
+        x = np.load(path, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:
+        raise ValueError(f"input {path}: not a readable .npy array ({_one_line(exc)}); write it "
+                         f"with numpy.save") from None
+    if not isinstance(x, np.ndarray) or x.dtype.kind not in "fiu":
+        raise ValueError(f"input {path}: dtype {getattr(x, 'dtype', type(x).__name__)}; accepted: "
+                         f"float or integer arrays")
+    return x
+
+
+def _check_input(bundle, x, path) -> None:
+    """A wrong input (shape, values) names the input file, not just the shapes."""
+    from dtpu.isro.bundle import write_input
+    if x is None:
+        return
+    scratch = np.zeros(bundle.meta["frame_bytes"], np.uint8)
+    try:
+        write_input(bundle.meta["input"], scratch, x, bundle.fmt)
+    except ValueError as exc:
+        msg = str(exc)
+        raise ValueError(f"input {path}: {msg[len('input: '):] if msg.startswith('input: ') else msg}") from None
 
 
 def _kib(n: int) -> str:
@@ -102,18 +194,55 @@ def _kib(n: int) -> str:
 
 
 def _compile(args) -> int:
+    from dtpu.isro import profile
     from dtpu.isro.compiler import compile_model
-    bundle = compile_model(args.model, _load_input(args.input), pe=args.pe, reuse=args.reuse)
+    chip = profile.load(args.chip)
+    x = _load_input(args.input)
+    try:
+        bundle = compile_model(args.model, x, chip=chip, pe=args.pe, reuse=args.reuse)
+    except ValueError as exc:
+        if x is not None and str(exc).startswith("input:"):
+            raise ValueError(f"input {args.input}: {str(exc)[len('input: '):]}") from None
+        raise
     bundle.save(args.output)
     s = bundle.meta["stats"]
-    print(f"{args.model} -> {args.output}/  ({bundle.meta['fmt']}, pe={bundle.meta['pe'] or 'unlimited'})")
+    print(f"{args.model} -> {args.output}/  ({bundle.meta['fmt']}, chip {chip.name}, "
+          f"pe={bundle.meta['pe'] or 'unlimited'})")
     print(f"  layers {len(bundle.layers)}, instructions {s['instructions']} "
           f"({', '.join(f'{k} {v}' for k, v in s['by_op'].items())}), MACs {s['macs']:,}")
     print(f"  frame memory {_kib(bundle.meta['frame_bytes'])} (input image {_kib(s['input_bytes'])}); "
           f"filter memory {_kib(bundle.meta['filter_bytes'])} (weights {_kib(s['weights_bytes'])}, "
           f"params {_kib(s['params_bytes'])}, split scratch {_kib(s['scratch_bytes'])}); "
           f"program {_kib(s['program_bytes'])}")
+    if bundle.meta.get("heads"):
+        from dtpu.isro.heads import describe
+        print(f"  host after the chip: {describe(bundle.meta['heads'])}")
+    print(f"  profile {chip.name}: frame {_pct(bundle.meta['frame_bytes'], chip.frame_bytes)}, filter "
+          f"{_pct(bundle.meta['filter_bytes'], chip.filter_bytes)}, program "
+          f"{_pct(s['program_bytes'], chip.program_bytes)} used"
+          + ("; frame memory shared between tensors not live at once" if bundle.meta["reuse"] else ""))
     return 0
+
+
+def _pct(n: int, of: int) -> str:
+    return f"{100 * n / of:.1f} %"
+
+
+def _check(args) -> int:
+    from dtpu.isro.bundle import Bundle
+    from dtpu.isro.check import check_bundle
+    from dtpu.isro import profile
+    bundle = Bundle.load(args.bundle)
+    chip = profile.load(args.chip) if args.chip is not None else None
+    findings = check_bundle(bundle, chip)
+    for f in findings:
+        print(f)
+    by = {k: sum(f.kind == k for f in findings) for k in ("fault", "hazard", "profile")}
+    verdict = "ok" if not findings else "FAILED"
+    name = chip.name if chip is not None else bundle.meta["profile"]["name"]
+    print(f"{args.bundle}: {len(bundle.program)} instructions, profile {name}: "
+          f"{by['fault']} faults, {by['hazard']} hazards, {by['profile']} profile violations -- {verdict}")
+    return 0 if not findings else 1
 
 
 def _run(args) -> int:
@@ -122,6 +251,7 @@ def _run(args) -> int:
     from dtpu.isro.machine import Counters, run
     bundle = Bundle.load(args.bundle)
     x = _load_input(args.input)
+    _check_input(bundle, x, args.input)
     result = run(bundle, x, pe=args.pe)
     out = args.bundle / "run"
     out.mkdir(parents=True, exist_ok=True)
@@ -142,6 +272,16 @@ def _run(args) -> int:
     c = result.counters
     print(f"total: {c.instructions} instructions, {c.macs:,} MACs, {c.cycles:,} cycles, frame "
           f"{c.frame_read:,}/{c.frame_write:,} B, filter {c.filter_read:,}/{c.filter_write:,} B (read/written)")
+    heads = bundle.meta.get("heads") or []
+    if heads:
+        from dtpu.isro.heads import describe
+        src = bundle.meta.get("source", {}).get("kind", "the source framework")
+        print(f"host: {describe(heads)} computed on the host after the chip (the chip has no exp), "
+              f"as {src} computes it")
+    if args.memory_dumps is not None:
+        from dtpu.isro.compare import write_dumps
+        write_dumps(bundle, args.memory_dumps, x)
+        print(f"memory dumps -> {args.memory_dumps}/ (layer_NNN.bin, frame.bin)")
     print(f"output {result.output.shape} {result.output.dtype} -> {out / 'output.npy'}")
     if args.verify is not None:
         if x is None:
@@ -154,6 +294,35 @@ def _run(args) -> int:
             print(f"verification FAILED for {', '.join(bad)}", file=sys.stderr)
             return 1
         print(f"verification passed: {len(checks)} layers")
+    return 0
+
+
+def _compare(args) -> int:
+    from dtpu.isro.bundle import Bundle
+    from dtpu.isro.compare import compare
+    bundle = Bundle.load(args.bundle)
+    x = _load_input(args.input)
+    _check_input(bundle, x, args.input)
+    diffs = compare(bundle, args.dumps, x)
+    for d in diffs:
+        print(d)
+    compared = [d for d in diffs if d.source]
+    bad = [d for d in compared if not d.ok]
+    print(f"{len(compared)} of {len(diffs)} layers compared: {len(compared) - len(bad)} match, "
+          f"{len(bad)} differ")
+    if not compared:
+        raise ValueError(f"{args.dumps}: no dump covers any layer (expected layer_NNN.bin or frame.bin)")
+    return 1 if bad else 0
+
+
+def _inject(args) -> int:
+    from dtpu.isro.bundle import Bundle
+    from dtpu.isro.inject import inject
+    bundle = Bundle.load(args.bundle)
+    regions = [r.strip() for r in args.regions.split(",") if r.strip()]
+    table = inject(bundle, args.trials, seed=args.seed, double=args.double, secded=args.secded,
+                   adjacent=args.adjacent, regions=regions)
+    print(table)
     return 0
 
 
@@ -171,7 +340,11 @@ def _disasm(args) -> int:
     if args.target.is_dir():
         sys.stdout.write(Bundle.load(args.target).listing())
     elif args.target.is_file():
-        sys.stdout.write(isa.disassemble(args.target.read_bytes()))
+        try:
+            text = isa.disassemble(args.target.read_bytes())
+        except ValueError as exc:
+            raise ValueError(f"{args.target}: not an ISRO program ({_one_line(exc)})") from None
+        sys.stdout.write(text)
     else:
         raise FileNotFoundError(f"{args.target} is neither a bundle directory nor a program file")
     return 0
@@ -181,7 +354,13 @@ def _asm(args) -> int:
     from dtpu.isro import isa
     if not args.source.is_file():
         raise FileNotFoundError(f"assembly source {args.source} does not exist")
-    program = isa.assemble(args.source.read_text())
+    try:
+        program = isa.assemble(args.source.read_text())
+    except UnicodeDecodeError:
+        raise ValueError(f"{args.source}: not a text file; expected assembly in the disassembler's "
+                         f"format") from None
+    except ValueError as exc:
+        raise ValueError(f"{args.source}: {exc}") from None
     args.output.write_bytes(isa.encode_program(program))
     print(f"{len(program)} instructions -> {args.output}")
     return 0

@@ -1,17 +1,20 @@
-"""Compile a sequential network (Keras .h5, TFLite, or one delegate node) to an ISRO bundle.
+"""Compile a network (Keras .h5/.keras, TFLite, or one delegate node) to an ISRO bundle for a chip.
 
-Three stages, as in the report:
+Three stages, as in the report, for the chip a :class:`~dtpu.isro.profile.Profile` describes:
 
 1. A front end (:mod:`dtpu.isro.keras_h5`, :mod:`dtpu.isro.tflite_model`, or
-   :func:`compile_spec`) walks the model layer by layer and calls a :class:`Builder`, which folds
-   what the chip does implicitly into the layer before it: batch normalization and bias become
-   DSP parameters, activations the activation stage, zero padding the previous layer's output
-   border. The result is a list of :class:`Layer`, one per hardware layer.
-2. Memory allocation: frame memory holds the input and every layer's (padded) output; filter
-   memory holds all weights, then all parameter blocks, then the scratch for split partials.
+   :func:`compile_spec`) builds the IR (:mod:`dtpu.isro.ir`): hardware layers over frame tensors,
+   a DAG, with batch normalization and bias folded into DSP parameters, activations into the
+   activation stage and zero padding into the producer's output border. Trailing heads the chip
+   cannot run (softmax) are recorded for the host.
+2. Memory allocation: every frame tensor gets one border (:func:`resolve_borders` copies a
+   tensor read with two); frame memory keeps every tensor, or shares memory between tensors not
+   live at once when that is needed to fit (:func:`plan_frame`); filter memory holds all weights,
+   then all parameter blocks, then the scratch for split partials. Anything that does not fit the
+   profile is refused naming the layer, the memory and the sizes.
 3. Instruction generation: one instruction per layer, or, when a layer's block (kernel height x
-   width x depth) exceeds the processing elements, partial instructions plus an ADD that carries
-   the DSP stage.
+   width x depth) exceeds the profile's processing elements, partial instructions plus an ADD
+   that carries the DSP stage.
 
 Anything the chip cannot express is refused with :class:`CompileError`, naming the layer and
 the reason, rather than approximated.
@@ -20,360 +23,19 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from dtpu.isro import isa
 from dtpu.isro.bundle import FORMAT, Bundle, pad_chw, quantize, to_chw
+from dtpu.isro.ir import (TFLITE_ROUNDING, Builder, CompileError, Layer,  # noqa: F401 (re-exported)
+                          quantized_activation_range)
+from dtpu.isro.profile import Profile
 from dtpu.isro.isa import (ACC_DTYPE, FRAME_DTYPE, PARAM_DTYPE, WEIGHT_DTYPE, Fill, Fmt,
                            Instruction, Op, Rounding, align, param_block_bytes)
-from dtpu.spec import Padding, output_size, padding_before
 
 log = logging.getLogger(__name__)
-
-
-class CompileError(ValueError):
-    """The model uses something the ISRO-ASIC cannot compute; the message names the layer."""
-
-
-# The multiplier rounding each TFLite 2.14 int8 kernel applies on x86-64 (the default
-# interpreter, with or without XNNPACK, which leaves these int8 ops to the builtin kernels).
-# Established by running the interpreter on thousands of outputs per op and counting the ties
-# each candidate gets wrong (tests/test_isro_backend.py keeps checking it): CONV_2D and
-# FULLY_CONNECTED go through ruy, whose x86 kernels round both steps half up; DEPTHWISE_CONV_2D
-# uses TFLite's own MultiplyByQuantizedMultiplier (gemmlowp: the final shift rounds ties away
-# from zero).
-TFLITE_ROUNDING = {
-    "CONV_2D": Rounding.DOUBLE_UP,
-    "FULLY_CONNECTED": Rounding.DOUBLE_UP,
-    "DEPTHWISE_CONV_2D": Rounding.DOUBLE,
-}
-
-
-def quantized_activation_range(kind: str, scale: float, zero_point: int) -> tuple[int, int]:
-    """TFLite's CalculateActivationRangeQuantized for int8 (bounds quantized with round-half-away)."""
-    from dtpu.reference.quantize import quantize_value
-    bounds = {"none": (None, None), "relu": (0.0, None), "relu6": (0.0, 6.0),
-              "relu_n1_to_1": (-1.0, 1.0)}
-    if kind not in bounds:
-        raise ValueError(f"activation {kind!r}; accepted: {', '.join(bounds)}")
-    lo_b, hi_b = bounds[kind]
-    lo, hi = -128, 127
-    if lo_b is not None:
-        lo = max(lo, quantize_value(lo_b, scale, zero_point))
-    if hi_b is not None:
-        hi = min(hi, quantize_value(hi_b, scale, zero_point))
-    return lo, hi
-
-
-@dataclass
-class Layer:
-    """One hardware layer: a MAC or pooling operation plus everything folded into it.
-
-    Shapes are channel-major (C, H, W) and exclude padding; `pad` is the border this layer needs
-    on its input, which the previous instruction (or the host, for the first layer) writes.
-    """
-
-    kind: str                                  # conv | dwconv | dense | maxpool
-    name: str                                  # the framework layer whose output this equals
-    in_shape: tuple[int, int, int]
-    out_shape: tuple[int, int, int]
-    sources: list[str] = field(default_factory=list)
-    kernel: tuple[int, int] = (1, 1)
-    stride: tuple[int, int] = (1, 1)
-    dilation: tuple[int, int] = (1, 1)
-    mult: int = 1
-    pad: tuple[int, int, int, int] = (0, 0, 0, 0)
-    fill: Fill = Fill.ZERO
-    weights: np.ndarray | None = None          # conv (O,I,KH,KW), dwconv (O,KH,KW), dense (O,N)
-    dsp: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None   # F32 v1,v2,v3; I8 bias,mult,shift
-    leaky: tuple[float, float] | None = None   # (a1, a2): y = x < a1 ? a2*x : x   (F32)
-    clamp: tuple[float, float] | None = None   # (lo, hi)
-    rounding: Rounding = Rounding.DOUBLE
-    in_zp: int = 0
-    out_zp: int = 0
-    out_scale: float | None = None
-    has_bn: bool = False
-    flat_out: bool = False                     # the framework sees this output as (1, C)
-    tensor: int | None = None                  # TFLite tensor index of the output, if any
-
-    @property
-    def macs(self) -> int:
-        c, h, w = self.out_shape
-        kh, kw = self.kernel
-        if self.kind == "conv":
-            return c * h * w * self.in_shape[0] * kh * kw
-        if self.kind == "dwconv":
-            return c * h * w * kh * kw
-        if self.kind == "dense":
-            return c * int(np.prod(self.in_shape))
-        return 0
-
-    @property
-    def block(self) -> int:
-        kh, kw = self.kernel
-        if self.kind == "conv":
-            return self.in_shape[0] * kh * kw
-        if self.kind == "dwconv":
-            return kh * kw
-        if self.kind == "dense":
-            return int(np.prod(self.in_shape))
-        return 0
-
-
-class Builder:
-    """Front ends describe the model to this, layer by layer, in framework terms.
-
-    It owns the folding rules (what may fuse into what) so both front ends refuse the same
-    things with the same words.
-    """
-
-    def __init__(self, fmt: Fmt, in_shape: tuple[int, int, int], *, flat_input: bool = False,
-                 in_scale: float | None = None, in_zp: int = 0, input_name: str = "input") -> None:
-        self.fmt = fmt
-        self.layers: list[Layer] = []
-        self.in_shape = tuple(int(v) for v in in_shape)
-        self.shape = self.in_shape
-        self.flat_input = flat_input
-        self.in_scale, self.in_zp = in_scale, int(in_zp)
-        self.input_name = input_name
-        self._pad = [0, 0, 0, 0]
-        self._pad_sources: list[str] = []
-        self._flattened = flat_input
-        self._flatten_sources: list[str] = []
-
-    @property
-    def flattened(self) -> bool:
-        """A flatten is pending: the next layer sees the tensor as a vector."""
-        return self._flattened
-
-    # -- layout-only layers ---------------------------------------------------------------------
-
-    def pad(self, source: str, t: int, b: int, l: int, r: int) -> None:
-        if min(t, b, l, r) < 0:
-            raise CompileError(f"{source}: negative padding {(t, b, l, r)} (cropping) is not supported")
-        if self._flattened:
-            raise CompileError(f"{source}: padding after a flatten has no spatial axes to pad")
-        for i, v in enumerate((t, b, l, r)):
-            self._pad[i] += int(v)
-        self._pad_sources.append(source)
-        c, h, w = self.shape
-        self.shape = (c, h + t + b, w + l + r)
-
-    def flatten(self, source: str) -> None:
-        self._flattened = True
-        self._flatten_sources.append(source)
-
-    def identity(self, source: str) -> None:
-        """Inference no-ops (Dropout): recorded in the metadata, but a layer keeps the name of the
-        last layer that changed its values, so dumps compare against that layer's output."""
-        if self._pad_sources or self._flatten_sources:
-            (self._flatten_sources if self._flatten_sources else self._pad_sources).append(source)
-        elif self.layers and source not in self.layers[-1].sources:
-            self.layers[-1].sources.append(source)
-
-    # -- compute layers -------------------------------------------------------------------------
-
-    def _resolve_padding(self, source: str, kind: str, kernel, stride, dilation, padding) -> tuple:
-        """Total input padding: pending ZeroPadding/PAD plus the layer's own SAME padding."""
-        c, h, w = self.shape                      # already includes pending explicit padding
-        pend = list(self._pad)
-        own = [0, 0, 0, 0]
-        if isinstance(padding, (tuple, list)):
-            own = [int(v) for v in padding]
-        else:
-            padding = Padding(padding)
-            for axis, size in ((0, h), (1, w)):
-                before, extra = padding_before(size, kernel[axis], stride[axis], dilation[axis], padding)
-                own[2 * axis], own[2 * axis + 1] = before, before + extra
-        fill = Fill.ZERO
-        if kind == "maxpool" and any(own):
-            if any(pend):
-                raise CompileError(
-                    f"{source}: max pooling with SAME padding right after explicit zero padding "
-                    f"({'/'.join(self._pad_sources)}) needs two fill values in one border; the "
-                    f"chip writes one")
-            fill = Fill.LOWEST
-        total = tuple(p + o for p, o in zip(pend, own))
-        if max(total) > 255:
-            raise CompileError(f"{source}: padding {total} exceeds the 8-bit pad fields (max 255)")
-        return total, fill
-
-    def _push(self, layer: Layer) -> Layer:
-        layer.sources = self._pad_sources + self._flatten_sources + layer.sources
-        self._pad = [0, 0, 0, 0]
-        self._pad_sources = []
-        self._flattened = False
-        self._flatten_sources = []
-        self.layers.append(layer)
-        self.shape = layer.out_shape
-        return layer
-
-    def conv(self, source: str, weights: np.ndarray, *, stride=(1, 1), dilation=(1, 1),
-             padding="valid", depthwise_mult: int | None = None, **post: Any) -> Layer:
-        """A convolution; `weights` channel-major: (O, I, KH, KW), or (O, KH, KW) if depthwise."""
-        if self._flattened:
-            raise CompileError(f"{source}: a convolution after a flatten has no spatial input")
-        kind = "conv" if depthwise_mult is None else "dwconv"
-        weights = np.asarray(weights)
-        kh, kw = weights.shape[-2:]
-        c_unpadded = self.shape[0]
-        if kind == "conv" and weights.shape[1] != c_unpadded:
-            raise CompileError(f"{source}: kernel expects {weights.shape[1]} input channels, "
-                               f"the tensor has {c_unpadded}")
-        if kind == "dwconv" and weights.shape[0] != c_unpadded * depthwise_mult:
-            raise CompileError(f"{source}: depthwise kernel has {weights.shape[0]} channels, "
-                               f"expected {c_unpadded} x multiplier {depthwise_mult}")
-        stride, dilation = tuple(int(v) for v in stride), tuple(int(v) for v in dilation)
-        for label, pair, lim in (("stride", stride, 255), ("dilation", dilation, 255),
-                                 ("kernel", (kh, kw), 255)):
-            if min(pair) < 1 or max(pair) > lim:
-                raise CompileError(f"{source}: {label} {pair} outside the chip's 1..{lim}")
-        pad, fill = self._resolve_padding(source, kind, (kh, kw), stride, dilation, padding)
-        return self._push(self._geometry(kind, source, weights, (kh, kw), stride, dilation, pad, fill,
-                                         depthwise_mult or 1, weights.shape[0], **post))
-
-    def _geometry(self, kind, source, weights, kernel, stride, dilation, pad, fill, mult, cout, **post):
-        c = self.layers[-1].out_shape[0] if self.layers else self.in_shape[0]
-        base = self.layers[-1].out_shape if self.layers else self.in_shape
-        h, w = base[1] + pad[0] + pad[1], base[2] + pad[2] + pad[3]
-        eh, ew = (kernel[0] - 1) * dilation[0] + 1, (kernel[1] - 1) * dilation[1] + 1
-        if eh > h or ew > w:
-            raise CompileError(f"{source}: a {eh}x{ew} window does not fit the {h}x{w} (padded) input")
-        oh = output_size(h, kernel[0], stride[0], dilation[0], Padding.VALID)
-        ow = output_size(w, kernel[1], stride[1], dilation[1], Padding.VALID)
-        return Layer(kind=kind, name=source, in_shape=(c, base[1], base[2]), out_shape=(cout, oh, ow),
-                     sources=[source], kernel=kernel, stride=stride, dilation=dilation, mult=mult,
-                     pad=pad, fill=fill, weights=weights, **post)
-
-    def maxpool(self, source: str, pool, stride, padding="valid", **post: Any) -> Layer:
-        if self._flattened:
-            raise CompileError(f"{source}: pooling after a flatten has no spatial input")
-        pool, stride = tuple(int(v) for v in pool), tuple(int(v) for v in stride)
-        pad, fill = self._resolve_padding(source, "maxpool", pool, stride, (1, 1), padding)
-        c = self.shape[0]
-        layer = self._geometry("maxpool", source, None, pool, stride, (1, 1), pad, fill, 1, c, **post)
-        return self._push(layer)
-
-    def dense(self, source: str, weights: np.ndarray, **post: Any) -> Layer:
-        """`weights` (units, N) with N in the framework's flatten order (H, W, C)."""
-        if any(self._pad):
-            raise CompileError(f"{source}: zero padding directly before a dense layer is not supported")
-        c, h, w = self.shape
-        n = c * h * w
-        weights = np.asarray(weights)
-        if weights.shape[1] != n:
-            raise CompileError(f"{source}: dense kernel expects {weights.shape[1]} inputs, the "
-                               f"incoming tensor has {n} ({c}x{h}x{w})")
-        if h * w > 1:
-            # Keras and TFLite flatten H x W x C; frame memory holds C x H x W
-            units = weights.shape[0]
-            weights = weights.reshape(units, h, w, c).transpose(0, 3, 1, 2).reshape(units, n)
-        layer = Layer(kind="dense", name=source, in_shape=(c, h, w), out_shape=(weights.shape[0], 1, 1),
-                      sources=[source], weights=np.ascontiguousarray(weights), flat_out=True, **post)
-        return self._push(layer)
-
-    # -- folding into the previous layer --------------------------------------------------------
-
-    def _last_for(self, source: str, what: str) -> Layer:
-        if not self.layers:
-            raise CompileError(f"{source}: {what} on the model input has no instruction to fold "
-                               f"into (it must follow a Conv2D, Dense or MaxPooling2D)")
-        return self.layers[-1]
-
-    def batchnorm(self, source: str, gamma, beta, mean, var, eps: float) -> None:
-        last = self._last_for(source, "batch normalization")
-        if self.fmt is not Fmt.F32:
-            raise CompileError(f"{source}: batch normalization in an I8 model must already be folded "
-                               f"into the convolution's quantized weights")
-        if last.kind == "maxpool" or last.dsp is None:
-            raise CompileError(f"{source}: batch normalization after {last.name} ({last.kind}) has "
-                               f"no DSP stage to fold into; it must follow Conv2D or Dense")
-        if any(self._pad) or self._flattened:
-            between = "/".join(self._pad_sources + self._flatten_sources)
-            raise CompileError(f"{source}: batch normalization after {between} cannot fold into {last.name}")
-        if last.leaky is not None or last.clamp is not None:
-            raise CompileError(f"{source}: batch normalization after the activation of {last.name}; "
-                               f"the DSP stage runs before the activation")
-        if last.has_bn:
-            raise CompileError(f"{source}: a second batch normalization after {last.name}")
-        c = last.out_shape[0]
-        arrs = [np.broadcast_to(np.asarray(a, dtype=np.float64), (c,)) for a in (gamma, beta, mean, var)]
-        g, b, m, v = arrs
-        if np.any(v + eps < 0):
-            raise CompileError(f"{source}: negative variance + epsilon")
-        bias = last.dsp[2].astype(np.float64)
-        last.dsp = ((g / np.sqrt(v + eps)).astype(np.float32), b.astype(np.float32),
-                    (bias - m).astype(np.float32))
-        last.has_bn = True
-        last.sources.append(source)
-        last.name = source
-
-    def bias(self, source: str, values) -> None:
-        """A per-channel constant added after the DSP stage: folds into v2 (F32 only)."""
-        last = self._last_for(source, "a bias addition")
-        if self.fmt is not Fmt.F32:
-            raise CompileError(f"{source}: an int8 addition requantizes; the I8 DSP stage of "
-                               f"{last.name} cannot absorb it")
-        if last.dsp is None or any(self._pad) or self._flattened:
-            raise CompileError(f"{source}: a bias addition must directly follow a Conv2D or Dense")
-        if last.leaky is not None or last.clamp is not None:
-            raise CompileError(f"{source}: a bias addition after the activation of {last.name}")
-        c = last.out_shape[0]
-        v = np.asarray(values, dtype=np.float64).reshape(-1)
-        if v.size not in (1, c):
-            raise CompileError(f"{source}: adds {v.size} values to {c} channels; only a per-channel "
-                               f"or scalar constant folds into the DSP stage")
-        v1, v2, v3 = last.dsp
-        last.dsp = (v1, (v2.astype(np.float64) + v).astype(np.float32), v3)
-        last.sources.append(source)
-        last.name = source
-
-    def activation(self, source: str, *, leaky=None, clamp=None) -> None:
-        """Fold an activation: `leaky` (a1, a2) and/or `clamp` (lo, hi); both None is linear."""
-        if leaky is None and clamp is None:
-            self.identity(source)
-            return
-        last = self._last_for(source, "an activation")
-        # the chip activates the interior only; the border stays the real zero, so an activation
-        # after padding folds only if it maps zero to zero (the leaky stage always does)
-        zero = last.out_zp if self.fmt is Fmt.I8 else 0
-        if any(self._pad) and clamp is not None and not clamp[0] <= zero <= clamp[1]:
-            raise CompileError(f"{source}: an activation that moves 0 after zero padding "
-                               f"({'/'.join(self._pad_sources)}) cannot fold into {last.name}")
-        if leaky is not None:
-            if self.fmt is Fmt.I8:
-                raise CompileError(f"{source}: the leaky activation stage is F32-only; an I8 "
-                                   f"activation must be a clamp of the quantized values")
-            if last.clamp is not None:
-                raise CompileError(f"{source}: a leaky/ReLU stage after {last.name}'s clamp; "
-                                   f"the chip applies the leaky stage first")
-            if last.leaky is not None and tuple(last.leaky) != tuple(leaky):
-                raise CompileError(f"{source}: a second leaky activation after {last.name}'s "
-                                   f"{last.leaky}; the chip has one leaky stage")
-            last.leaky = (float(leaky[0]), float(leaky[1]))
-        if clamp is not None:
-            lo, hi = clamp
-            if last.clamp is not None:
-                lo, hi = max(lo, last.clamp[0]), min(hi, last.clamp[1])
-            if lo > hi:
-                raise CompileError(f"{source}: clamp [{lo}, {hi}] is empty")
-            last.clamp = (lo, hi)
-        last.sources.append(source)
-        last.name = source
-
-    def finish(self, source: str = "model output") -> list[Layer]:
-        if not self.layers:
-            raise CompileError(f"{source}: the model has no Conv2D, Dense or MaxPooling2D layer to compile")
-        if any(self._pad):
-            raise CompileError(f"{'/'.join(self._pad_sources)}: padding at the end of the model "
-                               f"has no consumer")
-        if self._flatten_sources:
-            raise CompileError(f"{'/'.join(self._flatten_sources)}: a flatten must feed a Dense layer")
-        return self.layers
 
 
 # -- splitting -------------------------------------------------------------------------------------
@@ -422,7 +84,8 @@ def split_blocks(layer: Layer, pe: int | None) -> list[dict[str, int]]:
 def _param_words(layer: Layer, fmt: Fmt) -> np.ndarray | None:
     """The parameter block: activation header, then the DSP arrays (docs/isro_isa.md)."""
     has_dsp = layer.dsp is not None
-    if not (has_dsp or layer.leaky is not None or layer.clamp is not None):
+    eadd_i8 = layer.kind == "eadd" and fmt is Fmt.I8
+    if not (has_dsp or eadd_i8 or layer.leaky is not None or layer.clamp is not None):
         return None
     pdt = PARAM_DTYPE[fmt]
     if fmt is Fmt.F32:
@@ -432,52 +95,208 @@ def _param_words(layer: Layer, fmt: Fmt) -> np.ndarray | None:
     else:
         lo, hi = layer.clamp if layer.clamp is not None else (-128, 127)
         head = np.array([lo, hi, 0, 0], dtype=pdt)
+    if eadd_i8:
+        q = layer.eadd_q
+        return np.concatenate([head, np.array([q[k] for k in EADD_KEYS], dtype=pdt)])
     parts = [head] + ([np.asarray(a).astype(pdt) for a in layer.dsp] if has_dsp else [])
     return np.concatenate(parts)
 
 
-def _reuse_frame(sizes: list[int]) -> tuple[list[int], int]:
-    """Frame addresses when only a layer's input and output need to be live at once.
+# the I8 EADD parameter words, in the order docs/isro_isa.md gives them
+EADD_KEYS = ("zp_a", "zp_b", "left_shift", "m_a", "s_a", "m_b", "s_b", "m_out", "s_out")
 
-    Two placements, the smaller footprint wins: ping-pong between two regions of the largest
-    tensor's size, or each output at address 0 if it fits below its input, else right above it
-    (better when one tensor, typically the input image, dwarfs the rest).
+
+def _live_ranges(layers: list[Layer]) -> list[tuple[int, int]]:
+    """(first, last) layer index during which each frame tensor must hold its value.
+
+    Tensor 0 is the model input (live from before layer 0, index -1), tensor i+1 the output of
+    layer i; a tensor lives until its last consumer runs, the model output until the end.
     """
-    half = align(max(sizes))
-    ping = ([(i % 2) * half for i in range(len(sizes))], half * (2 if len(sizes) > 1 else 1))
-    addrs = [0]
-    for i in range(1, len(sizes)):
-        below = align(sizes[i]) <= addrs[-1]
-        addrs.append(0 if below else align(addrs[-1] + sizes[i - 1]))
-    low = (addrs, align(max(a + n for a, n in zip(addrs, sizes))))
-    return min(ping, low, key=lambda p: p[1])
-
-
-def emit(layers: list[Layer], fmt: Fmt, *, pe: int | None = None, reuse: bool = False,
-         meta: dict | None = None, x: np.ndarray | None = None, in_scale: float | None = None,
-         in_zp: int = 0, input_name: str = "input") -> Bundle:
-    """Allocate both memories and generate the program for `layers`; see module docstring."""
-    if pe is not None and (not isinstance(pe, (int, np.integer)) or pe < 1):
-        raise ValueError(f"pe must be a positive integer or None, got {pe!r}")
-    fdt = FRAME_DTYPE[fmt]
-    # frame memory: tensor i is the input of layer i (tensor 0 the model input), padded as layer i needs
-    tensors = [(layers[0].in_shape, layers[0].pad, layers[0].fill)]
+    n = len(layers)
+    ranges = [[-1, -1]] + [[i, i] for i in range(n)]
     for i, layer in enumerate(layers):
-        nxt = layers[i + 1] if i + 1 < len(layers) else None
-        tensors.append((layer.out_shape, nxt.pad if nxt else (0, 0, 0, 0), nxt.fill if nxt else Fill.ZERO))
+        for t in layer_inputs(layers, i):
+            ranges[t][1] = max(ranges[t][1], i)
+    ranges[-1][1] = n
+    return [tuple(r) for r in ranges]
+
+
+def layer_inputs(layers: list[Layer], i: int) -> list[int]:
+    """Frame tensor indices layer `i` reads (tensor 0 the model input, t+1 the output of layer t)."""
+    ins = layers[i].inputs
+    return [i] if ins is None else list(ins)
+
+
+def plan_frame(sizes: list[int], ranges: list[tuple[int, int]], to: int) -> tuple[list[int], int]:
+    """Frame addresses sharing memory between tensors whose live ranges do not overlap.
+
+    Three placements, the smallest footprint wins (the model input always at address 0, where
+    the frame image puts it): first fit taking the largest tensors first, first fit in
+    definition order (both: the lowest aligned address free of every placed tensor live at the
+    same time), and slots from an interval colouring (a chain becomes ping-pong between two
+    regions). A layer's inputs and output are live together, so they never overlap.
+    """
+    def first_fit(order):
+        placed, addrs = [], [0] * len(sizes)
+        for t in order:
+            lo, hi = ranges[t]
+            busy = sorted((a, e) for a, e, u in placed if ranges[u][0] <= hi and lo <= ranges[u][1])
+            at = 0
+            for a, e in busy:
+                if at + sizes[t] <= a:
+                    break
+                at = max(at, align(e, to))
+            addrs[t] = at
+            placed.append((at, at + sizes[t], t))
+        return addrs
+
+    def slots():
+        colour, ends = [0] * len(sizes), []            # slot -> last layer it is busy
+        for t in sorted(range(len(sizes)), key=lambda t: (ranges[t][0], t)):
+            free = [k for k, e in enumerate(ends) if e < ranges[t][0]]
+            k = free[0] if free else len(ends)
+            if k == len(ends):
+                ends.append(0)
+            ends[k] = ranges[t][1]
+            colour[t] = k
+        width = [0] * len(ends)
+        for t, k in enumerate(colour):
+            width[k] = max(width[k], align(sizes[t], to))
+        base = [sum(width[:k]) for k in range(len(width))]
+        return [base[colour[t]] for t in range(len(sizes))]
+
+    rest = list(range(1, len(sizes)))
+    plans = [first_fit([0] + sorted(rest, key=lambda t: (-sizes[t], t))), first_fit([0] + rest), slots()]
+
+    def footprint(addrs):
+        return align(max(a + s for a, s in zip(addrs, sizes)), to)
+    best = min(plans, key=footprint)
+    return best, footprint(best)
+
+
+def resolve_borders(layers: list[Layer], input_name: str = "input") -> list[Layer]:
+    """Give every frame tensor one border: copy a tensor that consumers read with different ones.
+
+    A tensor is stored with the border (pre-applied padding) its consumer reads; when consumers
+    disagree (a ResNet block input read by a 3x3 SAME convolution and by a 1x1 projection), the
+    tensor is stored without a border and each consumer needing one reads a copy written by a
+    1x1 MAXPOOL, which stores its input unchanged with the border and fill that consumer needs.
+    EADD reads any border (it has one per operand), so it never forces a copy.
+    """
+    n = len(layers)
+    wants: dict[int, list[tuple[int, tuple, Fill]]] = {}
+    for i, layer in enumerate(layers):
+        if layer.kind == "eadd":
+            continue
+        for t in layer_inputs(layers, i):
+            wants.setdefault(t, []).append((i, tuple(layer.pad), layer.fill))
+    copies: dict[int, list[tuple[tuple, Fill, list[int]]]] = {}
+    for t, ws in wants.items():
+        kinds = sorted({(p, f) for _, p, f in ws}, key=lambda pf: (any(pf[0]), pf[0], pf[1]))
+        if len(kinds) > 1:
+            groups = [(p, f, [i for i, q, g in ws if (q, g) == (p, f)]) for p, f in kinds if any(p)]
+            copies[t] = groups
+    if not copies:
+        return layers
+    out: list[Layer] = []
+    remap = {0: 0}                       # old tensor -> new tensor
+    via: dict[tuple[int, int], int] = {}  # (old tensor, consumer) -> new tensor of its copy
+    for i, layer in enumerate(layers):
+        pending = [(t, g) for t, gs in copies.items() for g in gs if g[2][0] == i]
+        for t, (pad, fill, consumers) in pending:
+            src = layers[t - 1] if t else None
+            c, h, w = layers[t - 1].out_shape if t else layers[0].in_shape
+            copy = Layer(kind="maxpool", name=f"{src.name if src else input_name}.border{'_'.join(map(str, pad))}",
+                         in_shape=(c, h, w), out_shape=(c, h, w), sources=[],
+                         inputs=[remap[t]], kernel=(1, 1), stride=(1, 1),
+                         out_zp=src.out_zp if src else layers[0].in_zp, out_scale=src.out_scale if src else None,
+                         flat_out=src.flat_out if src else False, tensor=src.tensor if src else None)
+            out.append(copy)
+            for j in consumers:
+                via[(t, j)] = len(out)
+        new = Layer(**{**layer.__dict__})
+        new.inputs = [via.get((t, i), remap[t]) for t in layer_inputs(layers, i)]
+        out.append(new)
+        remap[i + 1] = len(out)
+    log.info("stored %d tensors without a border and copied them for %d consumers", len(copies),
+             len(via))
+    return out
+
+
+def emit(layers: list[Layer], fmt: Fmt, *, profile: Profile | None = None, pe: int | None = None,
+         reuse: bool | None = None, meta: dict | None = None, x: np.ndarray | None = None,
+         in_scale: float | None = None, in_zp: int = 0, input_name: str = "input") -> Bundle:
+    """Allocate both memories and generate the program for `layers` on `profile`'s chip.
+
+    `pe` overrides the profile's processing elements. `reuse` True shares frame memory between
+    tensors that are not live at once, False gives every tensor its own region, None (default)
+    shares only when separate regions would not fit the profile's frame memory. Anything that
+    still does not fit raises :class:`CompileError` naming the layer, the memory and the sizes.
+    """
+    from dtpu.isro.profile import unlimited
+    prof = unlimited() if profile is None else profile
+    if pe is not None:
+        if isinstance(pe, bool) or not isinstance(pe, (int, np.integer)) or pe < 1:
+            raise ValueError(f"pe must be a positive integer or None (the profile's), got {pe!r}")
+        if prof.pe is not None and pe > prof.pe:
+            raise CompileError(f"pe={pe} exceeds chip profile {prof.name}'s {prof.pe} processing "
+                               f"elements; --pe may only lower it (or pass a profile with more)")
+        pe = int(pe)
+    else:
+        pe = prof.pe
+    to = prof.align
+    layers = resolve_borders(layers, input_name)
+    if fmt.name.lower() not in prof.formats:
+        raise CompileError(f"{layers[0].name}: the model compiles to {fmt.name.lower()}, but chip profile "
+                           f"{prof.name} supports {', '.join(prof.formats)}")
+    fdt = FRAME_DTYPE[fmt]
+    # frame memory: tensor 0 is the model input, tensor i+1 the output of layer i, each stored
+    # with the border its consumers read (they must agree: one border, one fill)
+    n = len(layers)
+    pads: list[tuple | None] = [None] * (n + 1)
+    fills: list[Fill | None] = [None] * (n + 1)
+    for i, layer in enumerate(layers):
+        for t in layer_inputs(layers, i):
+            want = tuple(layer.pad) if layer.kind not in ("eadd",) else None
+            if want is None:
+                continue
+            if pads[t] is not None and (pads[t] != want or fills[t] != layer.fill):
+                src = "the model input" if t == 0 else layers[t - 1].name
+                raise CompileError(f"{layer.name}: needs {src} stored with border {want} ({layer.fill.name.lower()}), "
+                                   f"another consumer needs {pads[t]} ({fills[t].name.lower()}); one tensor "
+                                   f"has one border")
+            pads[t], fills[t] = want, layer.fill
+    pads = [p or (0, 0, 0, 0) for p in pads]
+    fills = [f or Fill.ZERO for f in fills]
+    shapes = [layers[0].in_shape] + [layer.out_shape for layer in layers]
 
     def nbytes(t):
-        (c, h, w), (pt, pb, pl, pr), _ = t
+        (c, h, w), (pt, pb, pl, pr) = shapes[t], pads[t]
         return c * (h + pt + pb) * (w + pl + pr) * fdt.itemsize
 
-    if reuse:
-        addrs, frame_bytes = _reuse_frame([nbytes(t) for t in tensors])
+    sizes = [nbytes(t) for t in range(n + 1)]
+    ranges = _live_ranges(layers)
+    separate, cursor = [], 0
+    for s in sizes:
+        separate.append(cursor)
+        cursor = align(cursor + s, to)
+    if reuse is True or (reuse is None and cursor > prof.frame_bytes):
+        addrs, frame_bytes = plan_frame(sizes, ranges, to)
+        reused = True
     else:
-        addrs, cursor = [], 0
-        for t in tensors:
-            addrs.append(cursor)
-            cursor = align(cursor + nbytes(t))
-        frame_bytes = cursor
+        addrs, frame_bytes, reused = separate, cursor, False
+    if frame_bytes > prof.frame_bytes:
+        # the layer whose live tensors alone need the most: the one that cannot fit
+        need = []
+        for i in range(n):
+            live = [t for t in range(n + 1) if ranges[t][0] <= i <= ranges[t][1]]
+            need.append((sum(align(sizes[t], to) for t in live), i, live))
+        worst, i, live = max(need)
+        what = ", ".join(f"{'input' if t == 0 else layers[t - 1].name} {sizes[t]:,} B" for t in live)
+        raise CompileError(
+            f"{layers[i].name}: frame memory needs {frame_bytes:,} B{' with reuse' if reused else ''} "
+            f"but chip profile {prof.name} has {prof.frame_bytes:,} B; at this layer {worst:,} B are "
+            f"live ({what})" + ("" if reused else "; reuse was disabled"))
 
     # filter memory: weights of every layer, then parameter blocks, then split scratch
     wdt, adt = WEIGHT_DTYPE[fmt], ACC_DTYPE[fmt]
@@ -489,7 +308,11 @@ def emit(layers: list[Layer], fmt: Fmt, *, pe: int | None = None, reuse: bool = 
         w = np.ascontiguousarray(layer.weights, dtype=wdt)
         w_addr.append(cursor)
         wchunks.append((cursor, w.tobytes()))
-        cursor = align(cursor + w.nbytes)
+        cursor = align(cursor + w.nbytes, to)
+        if cursor > prof.filter_bytes:
+            raise CompileError(f"{layer.name}: its weights ({w.nbytes:,} B) end at byte {cursor:,} of filter "
+                               f"memory, past chip profile {prof.name}'s {prof.filter_bytes:,} B (the model's "
+                               f"weights total {sum(np.asarray(l.weights).size * wdt.itemsize for l in layers if l.weights is not None):,} B)")
     weights_bytes = cursor
     p_addr, pchunks = [], []
     for layer in layers:
@@ -499,7 +322,11 @@ def emit(layers: list[Layer], fmt: Fmt, *, pe: int | None = None, reuse: bool = 
             continue
         p_addr.append(cursor)
         pchunks.append((cursor, words.tobytes()))
-        cursor = align(cursor + words.nbytes)
+        cursor = align(cursor + words.nbytes, to)
+        if cursor > prof.filter_bytes:
+            raise CompileError(f"{layer.name}: its parameter block ends at byte {cursor:,} of filter memory, "
+                               f"past chip profile {prof.name}'s {prof.filter_bytes:,} B (weights "
+                               f"{weights_bytes:,} B)")
     params_bytes = cursor - weights_bytes
     scratch = cursor
     image = bytearray(cursor)
@@ -511,55 +338,88 @@ def emit(layers: list[Layer], fmt: Fmt, *, pe: int | None = None, reuse: bool = 
     scratch_bytes = 0
     for i, layer in enumerate(layers):
         (cin, h, w), (pt, pb, pl, pr) = layer.in_shape, layer.pad
-        out_pad, out_fill = tensors[i + 1][1], tensors[i + 1][2]
-        post = dict(fmt=fmt, dsp=int(layer.dsp is not None), leaky=int(layer.leaky is not None),
+        out_pad, out_fill = pads[i + 1], fills[i + 1]
+        src_t = layer_inputs(layers, i)
+        dsp_on = layer.dsp is not None or (layer.kind == "eadd" and fmt is Fmt.I8)
+        out_zp = layer.out_zp if layer.post_offset is None else layer.post_offset
+        if fmt is Fmt.I8 and out_zp != layer.out_zp and any(pads[i + 1]) and fills[i + 1] is Fill.ZERO:
+            raise CompileError(f"{layer.name}: its output offset {out_zp} is not its zero point "
+                               f"{layer.out_zp}, so the chip cannot fill the zero border a consumer needs")
+        post = dict(fmt=fmt, dsp=int(dsp_on), leaky=int(layer.leaky is not None),
                     clamp=int(layer.clamp is not None), fill=out_fill,
-                    out_zp=layer.out_zp if fmt is Fmt.I8 else 0,
+                    out_zp=out_zp if fmt is Fmt.I8 else 0,
                     rnd=layer.rounding if fmt is Fmt.I8 else Rounding.DOUBLE,
                     dst=addrs[i + 1], prm=p_addr[i] or 0,
                     pt=out_pad[0], pb=out_pad[1], pl=out_pad[2], pr=out_pad[3])
-        geo = dict(src=addrs[i], cin=cin, hin=h + pt + pb, win=w + pl + pr)
+        geo = dict(src=addrs[src_t[0]], cin=cin, hin=h + pt + pb, win=w + pl + pr)
         cout, hout, wout = layer.out_shape
         first = len(program)
-        if layer.kind == "maxpool":
-            program.append(Instruction(Op.MAXPOOL, **geo, **post, kh=layer.kernel[0], kw=layer.kernel[1],
-                                       sh=layer.stride[0], sw=layer.stride[1], hout=hout, wout=wout))
-            blocks = [{}]
-        else:
-            mac = dict(geo, wgt=w_addr[i], cout=cout, in_zp=layer.in_zp if fmt is Fmt.I8 else 0)
-            op = {"conv": Op.CONV, "dwconv": Op.DWCONV, "dense": Op.DENSE}[layer.kind]
-            if layer.kind != "dense":
-                mac.update(kh=layer.kernel[0], kw=layer.kernel[1], sh=layer.stride[0], sw=layer.stride[1],
-                           dh=layer.dilation[0], dw=layer.dilation[1], hout=hout, wout=wout)
-            if layer.kind == "dwconv":
-                mac["mult"] = layer.mult
-            blocks = split_blocks(layer, pe)
-            if len(blocks) == 1:
-                program.append(Instruction(op, **mac, **post, **blocks[0]))
+        blocks = [{}]
+        try:
+            if layer.kind in ("maxpool", "avgpool"):
+                extra = {}
+                if layer.kind == "avgpool":
+                    extra["in_zp"] = layer.in_zp if fmt is Fmt.I8 and layer.dsp is not None else 0
+                program.append(Instruction(Op[layer.kind.upper()], **geo, **post, **extra, kh=layer.kernel[0],
+                                           kw=layer.kernel[1], sh=layer.stride[0], sw=layer.stride[1],
+                                           hout=hout, wout=wout))
+            elif layer.kind == "eadd":
+                ta, tb = src_t
+                (a_t, a_b, a_l, a_r), (b_t, b_b, b_l, b_r) = pads[ta], pads[tb]
+                program.append(Instruction(Op.EADD, **post, src=addrs[ta], src2=addrs[tb], cout=cout,
+                                           hout=hout, wout=wout, at=a_t, ab=a_b, al=a_l, ar=a_r,
+                                           bt=b_t, bb=b_b, bl=b_l, br=b_r))
             else:
-                part_bytes = cout * hout * wout * adt.itemsize   # ADD reads them back to back
-                scratch_bytes = max(scratch_bytes, align(part_bytes * len(blocks)))
-                for k, b in enumerate(blocks):
-                    program.append(Instruction(op, **mac, **b, fmt=fmt, partial=1,
-                                               dst=scratch + k * part_bytes))
-                program.append(Instruction(Op.ADD, **post, src=scratch, cout=cout, hout=hout,
-                                           wout=wout, npart=len(blocks)))
+                mac = dict(geo, wgt=w_addr[i], cout=cout, in_zp=layer.in_zp if fmt is Fmt.I8 else 0)
+                op = {"conv": Op.CONV, "dwconv": Op.DWCONV, "dense": Op.DENSE}[layer.kind]
+                if layer.kind != "dense":
+                    mac.update(kh=layer.kernel[0], kw=layer.kernel[1], sh=layer.stride[0], sw=layer.stride[1],
+                               dh=layer.dilation[0], dw=layer.dilation[1], hout=hout, wout=wout)
+                if layer.kind == "dwconv":
+                    mac["mult"] = layer.mult
+                blocks = split_blocks(layer, pe)
+                if len(blocks) == 1:
+                    program.append(Instruction(op, **mac, **post, **blocks[0]))
+                else:
+                    part_bytes = cout * hout * wout * adt.itemsize   # ADD reads them back to back
+                    scratch_bytes = max(scratch_bytes, align(part_bytes * len(blocks), to))
+                    if scratch + scratch_bytes > prof.filter_bytes:
+                        raise CompileError(
+                            f"{layer.name}: split into {len(blocks)} parts for pe={pe}, its partial sums "
+                            f"({part_bytes * len(blocks):,} B) end at byte {scratch + scratch_bytes:,} of filter "
+                            f"memory, past chip profile {prof.name}'s {prof.filter_bytes:,} B")
+                    for k, b in enumerate(blocks):
+                        program.append(Instruction(op, **mac, **b, fmt=fmt, partial=1,
+                                                   dst=scratch + k * part_bytes))
+                    program.append(Instruction(Op.ADD, **post, src=scratch, cout=cout, hout=hout,
+                                               wout=wout, npart=len(blocks)))
+        except ValueError as exc:
+            if isinstance(exc, CompileError):
+                raise
+            raise CompileError(f"{layer.name}: {exc}") from None
+        if (len(program) + 1) * isa.INSTRUCTION_BYTES > prof.program_bytes:
+            raise CompileError(f"{layer.name}: the program reaches {len(program) + 1} instructions "
+                               f"({(len(program) + 1) * isa.INSTRUCTION_BYTES:,} B with END), past chip "
+                               f"profile {prof.name}'s {prof.program_bytes:,} B of instruction memory")
         last = len(program) - 1
         c_o, h_o, w_o = layer.out_shape
         layer_meta.append({
             "name": layer.name, "sources": list(layer.sources), "kind": layer.kind,
             "instructions": [first, last],
-            "input": {"addr": addrs[i], "shape": list(layer.in_shape), "pad": list(layer.pad),
+            "inputs": src_t,
+            "input": {"addr": addrs[src_t[0]], "shape": list(layer.in_shape), "pad": list(layer.pad),
                       "fill": layer.fill.name.lower()},
             "output": {"addr": addrs[i + 1], "shape": [c_o, h_o, w_o], "pad": list(out_pad),
                        "fill": out_fill.name.lower(), "flat": layer.flat_out,
-                       "scale": layer.out_scale, "zero_point": layer.out_zp},
+                       "scale": layer.out_scale, "zero_point": layer.out_zp,
+                       "bytes": sizes[i + 1], "live": list(ranges[i + 1])},
             "weights": None if w_addr[i] is None else {
                 "addr": w_addr[i], "bytes": int(np.asarray(layer.weights).size * wdt.itemsize),
                 "shape": list(np.asarray(layer.weights).shape)},
             "params": None if p_addr[i] is None else {
-                "addr": p_addr[i], "bytes": param_block_bytes(c_o, layer.dsp is not None),
-                "dsp": layer.dsp is not None},
+                "addr": p_addr[i], "bytes": param_block_bytes(c_o, dsp_on, Op[layer.kind.upper()]
+                                                              if layer.kind == "eadd" else None),
+                "dsp": dsp_on},
             "partials": None if len(blocks) <= 1 else {
                 "addr": scratch, "count": len(blocks), "bytes": c_o * h_o * w_o * adt.itemsize * len(blocks)},
             "kernel": list(layer.kernel), "stride": list(layer.stride), "dilation": list(layer.dilation),
@@ -570,18 +430,19 @@ def emit(layers: list[Layer], fmt: Fmt, *, pe: int | None = None, reuse: bool = 
 
     if x is None:
         x = np.full(layers[0].in_shape, in_zp if fmt is Fmt.I8 else 0, dtype=FRAME_DTYPE[fmt])
-    frame_image = pad_chw(x,
-                          layers[0].pad, layers[0].fill, in_zp, fmt)
+    frame_image = pad_chw(x, pads[0], fills[0], in_zp, fmt)
     by_op: dict[str, int] = {}
     for ins in program:
         by_op[ins.op.name.lower()] = by_op.get(ins.op.name.lower(), 0) + 1
     last = layers[-1]
     m = {
-        "format": FORMAT, "fmt": fmt.name.lower(), "pe": pe, "reuse": reuse,
+        "format": FORMAT, "fmt": fmt.name.lower(), "pe": pe, "reuse": reused,
+        "profile": {**prof.to_dict(), "sha256": prof.sha256},
         "frame_bytes": frame_bytes, "filter_bytes": scratch + scratch_bytes,
-        "input": {"name": input_name, "addr": 0, "shape": list(layers[0].in_shape),
-                  "pad": list(layers[0].pad), "fill": layers[0].fill.name.lower(),
-                  "scale": in_scale, "zero_point": in_zp, "dtype": FRAME_DTYPE[fmt].name},
+        "input": {"name": input_name, "addr": addrs[0], "shape": list(layers[0].in_shape),
+                  "pad": list(pads[0]), "fill": fills[0].name.lower(),
+                  "scale": in_scale, "zero_point": in_zp, "dtype": FRAME_DTYPE[fmt].name,
+                  "bytes": sizes[0], "live": list(ranges[0])},
         "output": {"name": last.name, "addr": addrs[-1], "shape": list(last.out_shape),
                    "pad": [0, 0, 0, 0], "flat": last.flat_out, "scale": last.out_scale,
                    "zero_point": last.out_zp, "dtype": FRAME_DTYPE[fmt].name},
@@ -593,8 +454,8 @@ def emit(layers: list[Layer], fmt: Fmt, *, pe: int | None = None, reuse: bool = 
                   "scratch_bytes": scratch_bytes, "program_bytes": len(program) * isa.INSTRUCTION_BYTES},
     }
     m.update(meta or {})
-    log.info("compiled %d layers into %d instructions (%s, pe=%s)", len(layers), len(program),
-             fmt.name.lower(), pe)
+    log.info("compiled %d layers into %d instructions (%s, %s, pe=%s, frame reuse %s)", len(layers),
+             len(program), fmt.name.lower(), prof.name, pe, reused)
     return Bundle(program, frame_image.reshape(-1).view(np.uint8).tobytes(), bytes(image), m)
 
 
@@ -606,6 +467,9 @@ def _input_chw(x, shape_chw, fmt: Fmt, scale, zp):
     if fmt is Fmt.I8 and chw.dtype.kind == "f":
         return quantize(chw, scale, zp)
     if fmt is Fmt.I8 and chw.dtype != np.int8:
+        if chw.min(initial=0) < -128 or chw.max(initial=0) > 127:
+            raise ValueError(f"input: integer values {chw.min()}..{chw.max()} do not fit int8; pass "
+                             f"int8 (already quantized) or float (real values, quantized by the host)")
         return chw.astype(np.int8)
     return chw.astype(FRAME_DTYPE[fmt])
 
@@ -615,42 +479,63 @@ def _source_meta(path: Path, kind: str) -> dict:
     return {"source": {"path": str(path), "kind": kind, "sha256": hashlib.sha256(data).hexdigest()}}
 
 
-def compile_layers(builder: Builder, x=None, *, pe=None, reuse=False, meta=None) -> Bundle:
+def _front_end(path: Path, build):
+    """Run a front end; a malformed model (weights missing or of the wrong shape, options of the
+    wrong type) is the model's fault, so it becomes a CompileError naming the file."""
+    try:
+        return build()
+    except CompileError:
+        raise
+    except (KeyError, IndexError, ValueError, TypeError, AttributeError) as exc:
+        raise CompileError(f"{path}: malformed model ({type(exc).__name__}: "
+                           f"{' '.join(str(exc).split())}); it does not describe a network this "
+                           f"compiler can read") from None
+
+
+def compile_layers(builder: Builder, x=None, *, chip=None, pe=None, reuse=None, meta=None) -> Bundle:
+    """Finish `builder` and emit it for `chip` (a Profile, a profile file, or None: the default)."""
+    from dtpu.isro import profile
+    prof = profile.resolve(chip)
     layers = builder.finish()
+    meta = {**(meta or {}), "heads": list(builder.heads)}
     xin = None if x is None else _input_chw(x, builder.in_shape, builder.fmt, builder.in_scale, builder.in_zp)
-    return emit(layers, builder.fmt, pe=pe, reuse=reuse, meta=meta, x=xin, in_scale=builder.in_scale,
-                in_zp=builder.in_zp, input_name=builder.input_name)
+    return emit(layers, builder.fmt, profile=prof, pe=pe, reuse=reuse, meta=meta, x=xin,
+                in_scale=builder.in_scale, in_zp=builder.in_zp, input_name=builder.input_name)
 
 
-def compile_h5(path: str | Path, x: np.ndarray | None = None, *, pe: int | None = None,
-               reuse: bool = False) -> Bundle:
-    """A Keras .h5 (read with h5py, no TensorFlow) plus optional input data -> Bundle (F32)."""
+def compile_h5(path: str | Path, x: np.ndarray | None = None, *, chip=None, pe: int | None = None,
+               reuse: bool | None = None) -> Bundle:
+    """A Keras .h5 (read with h5py, no TensorFlow) plus optional input data -> Bundle (F32).
+
+    `chip`: a :class:`~dtpu.isro.profile.Profile`, a profile file, or None for the default
+    profile; `pe` overrides its processing elements; `reuse` see :func:`emit`.
+    """
     from dtpu.isro import keras_h5
     path = Path(path)
-    builder = keras_h5.build(keras_h5.read(path))
-    return compile_layers(builder, x, pe=pe, reuse=reuse, meta=_source_meta(path, "keras-h5"))
+    builder = _front_end(path, lambda: keras_h5.build(keras_h5.read(path)))
+    return compile_layers(builder, x, chip=chip, pe=pe, reuse=reuse, meta=_source_meta(path, "keras-h5"))
 
 
-def compile_tflite(path: str | Path, x: np.ndarray | None = None, *, pe: int | None = None,
-                   reuse: bool = False) -> Bundle:
+def compile_tflite(path: str | Path, x: np.ndarray | None = None, *, chip=None, pe: int | None = None,
+                   reuse: bool | None = None) -> Bundle:
     """A TFLite flatbuffer (float32 or int8) plus optional input -> Bundle (F32 or I8)."""
     from dtpu.isro import tflite_model
     path = Path(path)
-    builder, extra = tflite_model.build(tflite_model.read(path))
+    builder, extra = _front_end(path, lambda: tflite_model.build(tflite_model.read(path)))
     meta = _source_meta(path, "tflite")
     meta.update(extra)
-    return compile_layers(builder, x, pe=pe, reuse=reuse, meta=meta)
+    return compile_layers(builder, x, chip=chip, pe=pe, reuse=reuse, meta=meta)
 
 
 def compile_model(path: str | Path, x: np.ndarray | None = None, **kw) -> Bundle:
     if not Path(path).is_file():
         raise FileNotFoundError(f"model {path} does not exist")
     suffix = Path(path).suffix.lower()
-    if suffix in (".h5", ".hdf5", ".keras5"):
+    if suffix in (".h5", ".hdf5", ".keras"):
         return compile_h5(path, x, **kw)
     if suffix == ".tflite":
         return compile_tflite(path, x, **kw)
-    raise CompileError(f"{path}: unknown model format {suffix!r}; accepted: .h5, .hdf5, .tflite")
+    raise CompileError(f"{path}: unknown model format {suffix!r}; accepted: .h5, .hdf5, .keras, .tflite")
 
 
 def compile_spec(spec, filters: np.ndarray, bias: np.ndarray | None, *, pe: int | None = None) -> Bundle:
@@ -703,4 +588,5 @@ def compile_spec(spec, filters: np.ndarray, bias: np.ndarray | None, *, pe: int 
         (top, eh), (left, ew) = spec.pads
         b.conv(label, weights, stride=spec.stride, dilation=spec.dilation,
                padding=(top, top + eh, left, left + ew), depthwise_mult=mult, **post)
-    return compile_layers(b, pe=pe, meta={"source": {"kind": "conv-spec", "name": label}})
+    from dtpu.isro.profile import unlimited
+    return compile_layers(b, chip=unlimited(), pe=pe, meta={"source": {"kind": "conv-spec", "name": label}})

@@ -18,43 +18,69 @@ rejects anything else, which is what makes ``encode(decode(b)) == b`` hold for e
 from __future__ import annotations
 
 import enum
+import hashlib
+import json
+import os
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterable, Iterator, Mapping
 
 import numpy as np
 
-INSTRUCTION_BYTES = 64
+# DTPU_ISRO_ENCODING points at another table (a chip team's encoding, or a test's permutation)
+ENCODING_PATH = Path(os.environ.get("DTPU_ISRO_ENCODING") or Path(__file__).with_name("encoding.json"))
+# Semantic names the machine model and compiler implement; the encoding file gives their codes.
+REQUIRED_OPS = ("END", "CONV", "DWCONV", "DENSE", "MAXPOOL", "ADD", "NOP")
+
+
+def _load_encoding(path: Path) -> dict:
+    """The one encoding table (opcodes, enum codes, field positions, fields per opcode).
+
+    Why a data file: the chip team's real encoding can replace ours by replacing this file; the
+    assembler, decoder, listing and docs all follow it. Checked here so a bad table fails at import
+    with the key that is wrong, not later with a garbled program.
+    """
+    enc = json.loads(path.read_text())
+    missing = [k for k in ("name", "instruction_bytes", "opcodes", "enums", "fields", "uses") if k not in enc]
+    if missing:
+        raise ValueError(f"{path}: encoding table lacks {', '.join(missing)}")
+    absent = [op for op in REQUIRED_OPS if op not in enc["opcodes"]]
+    if absent:
+        raise ValueError(f"{path}: opcodes {', '.join(absent)} missing; the machine implements "
+                         f"{', '.join(REQUIRED_OPS)} (plus any extra opcodes the table defines)")
+    return enc
+
+
+ENCODING = _load_encoding(ENCODING_PATH)
+ENCODING_SHA256 = hashlib.sha256(ENCODING_PATH.read_bytes()).hexdigest()
+INSTRUCTION_BYTES = int(ENCODING["instruction_bytes"])
 INSTRUCTION_BITS = INSTRUCTION_BYTES * 8
 
 # Regions in both memories start on this boundary, so every 32-bit element is naturally aligned
 # and a region's start can be read off a listing without arithmetic.
 ALIGN = 16
 
-
-class Op(enum.IntEnum):
-    # 0 halts: a zero-filled instruction memory stops the chip instead of running away.
-    END = 0
-    CONV = 1
-    DWCONV = 2
-    DENSE = 3
-    MAXPOOL = 4
-    ADD = 5
-    NOP = 6
+# END must be 0 in any encoding we accept: zero-filled instruction memory then halts the chip.
+Op = enum.IntEnum("Op", dict(sorted(ENCODING["opcodes"].items(), key=lambda kv: kv[1])))
+Op.__doc__ = "Opcodes, as the encoding file numbers them (END must be 0: zeroed memory halts)."
+if Op.END != 0:
+    raise ValueError(f"{ENCODING_PATH}: END must be opcode 0 (zero-filled memory must halt)")
+_E = ENCODING["enums"]
 
 
 class Fmt(enum.IntEnum):
     """Number format of one instruction's operands (see docs/isro_isa.md, "Data representation")."""
 
-    F32 = 0   # float32 activations, weights, DSP parameters and accumulators
-    I8 = 1    # int8 activations and weights, int32 accumulators, int32 fixed-point DSP parameters
+    F32 = _E["fmt"]["F32"]   # float32 activations, weights, DSP parameters and accumulators
+    I8 = _E["fmt"]["I8"]     # int8 activations and weights, int32 accumulators and DSP parameters
 
 
 class Fill(enum.IntEnum):
     """What the pre-applied padding border of an output is filled with."""
 
-    ZERO = 0     # the real value 0: 0.0 in F32, the output zero point in I8
-    LOWEST = 1   # -inf in F32, -128 in I8: neutral for a following max pooling
+    ZERO = _E["fill"]["ZERO"]       # the real value 0: 0.0 in F32, the output zero point in I8
+    LOWEST = _E["fill"]["LOWEST"]   # -inf in F32, -128 in I8: neutral for a following max pooling
 
 
 class Rounding(enum.IntEnum):
@@ -63,9 +89,9 @@ class Rounding(enum.IntEnum):
     The string forms match :class:`dtpu.reference.quantize.Variant` where both define one.
     """
 
-    DOUBLE = 0      # gemmlowp: high-mul rounded half up, then a shift rounded half away from 0
-    SINGLE = 1      # one rounding of x*m / 2^(31-shift), half up (TFLITE_SINGLE_ROUNDING)
-    DOUBLE_UP = 2   # high-mul, then shift, both rounded half up (ruy's x86 and NEON kernels)
+    DOUBLE = _E["rnd"]["DOUBLE"]        # gemmlowp: high-mul half up, then a shift half away from 0
+    SINGLE = _E["rnd"]["SINGLE"]        # one rounding of x*m / 2^(31-shift), half up
+    DOUBLE_UP = _E["rnd"]["DOUBLE_UP"]  # high-mul, then shift, both rounded half up (ruy x86/NEON)
 
     @property
     def label(self) -> str:
@@ -81,8 +107,16 @@ PARAM_HEADER_WORDS = 4   # F32: a1, a2, lo, hi   I8: lo, hi, 0, 0
 DSP_ARRAYS = 3           # F32: v1, v2, v3       I8: bias (v3), multiplier, shift (v1)
 
 
-def param_block_bytes(channels: int, dsp: bool) -> int:
-    """Size of a parameter block: the activation header, then the DSP arrays if the DSP is on."""
+# I8 EADD parameters after the header: zp_a, zp_b, left_shift, m_a, s_a, m_b, s_b, m_out, s_out
+# (TFLite's int8 ADD: both inputs rescaled to a common scale, summed, rescaled to the output)
+EADD_WORDS = 9
+
+
+def param_block_bytes(channels: int, dsp: bool, op: "Op | None" = None) -> int:
+    """Size of a parameter block: the activation header, then the DSP arrays if the DSP is on
+    (EADD: the nine I8 rescaling words instead of per-channel arrays)."""
+    if op is not None and op.name == "EADD":
+        return 4 * (PARAM_HEADER_WORDS + (EADD_WORDS if dsp else 0))
     return 4 * (PARAM_HEADER_WORDS + (DSP_ARRAYS * channels if dsp else 0))
 
 
@@ -107,49 +141,16 @@ class Field:
         return (1 << (self.width - 1)) - 1 if self.signed else (1 << self.width) - 1
 
 
-def _fields(*specs) -> dict[str, Field]:
-    return {s[0]: Field(*s) for s in specs}
-
-
-# The one field table. Bit 0 is the least significant bit of the first (little-endian) byte.
-FIELDS: dict[str, Field] = _fields(
-    # word 0: control
-    ("op", 0, 8), ("fmt", 8, 2),
-    ("dsp", 10, 1), ("leaky", 11, 1), ("clamp", 12, 1), ("partial", 13, 1),
-    ("fill", 14, 2), ("rnd", 16, 2),
-    ("in_zp", 32, 16, True), ("out_zp", 48, 16, True),
-    # words 1-2: addresses (bytes; frame or filter memory depending on the operand)
-    ("src", 64, 32), ("dst", 96, 32), ("wgt", 128, 32), ("prm", 160, 32),
-    # word 3: input geometry as stored (padding included) and output channels
-    ("cin", 192, 16), ("hin", 208, 16), ("win", 224, 16), ("cout", 240, 16),
-    # word 4: kernel, stride, dilation, depth multiplier
-    ("kh", 256, 8), ("kw", 264, 8), ("sh", 272, 8, False, 1), ("sw", 280, 8, False, 1),
-    ("dh", 288, 8, False, 1), ("dw", 296, 8, False, 1), ("mult", 304, 8, False, 1),
-    # word 5: output padding the next layer needs, output size without padding
-    ("pt", 320, 8), ("pb", 328, 8), ("pl", 336, 8), ("pr", 344, 8),
-    ("hout", 352, 16), ("wout", 368, 16),
-    # word 6: split sub-block of a convolution (channels, kernel rows, kernel columns)
-    ("c0", 384, 16), ("cn", 400, 16), ("r0", 416, 8), ("rn", 424, 8), ("s0", 432, 8),
-    ("sn", 440, 8),
-    # word 7: split sub-range of a dense layer / number of partials of an ADD (same bits)
-    ("n0", 448, 32), ("nn", 480, 32), ("npart", 448, 32),
-)
-
-_POST = ("fmt", "dsp", "leaky", "clamp", "fill", "rnd", "out_zp", "dst", "prm", "pt", "pb", "pl", "pr")
-_MAC = _POST + ("partial", "in_zp", "src", "wgt", "cin", "hin", "win", "cout")
+# The one field table, from the encoding file.
+FIELDS: dict[str, Field] = {f[0]: Field(f[0], int(f[1]), int(f[2]), bool(f[3]), int(f[4]))
+                            for f in ENCODING["fields"]}
 
 # Which fields each opcode reads; every other bit of its word must be zero.
-USES: dict[Op, tuple[str, ...]] = {
-    Op.END: (),
-    Op.NOP: (),
-    Op.CONV: _MAC + ("kh", "kw", "sh", "sw", "dh", "dw", "hout", "wout",
-                     "c0", "cn", "r0", "rn", "s0", "sn"),
-    Op.DWCONV: _MAC + ("kh", "kw", "sh", "sw", "dh", "dw", "mult", "hout", "wout",
-                       "r0", "rn", "s0", "sn"),
-    Op.DENSE: _MAC + ("n0", "nn"),
-    Op.MAXPOOL: _POST + ("src", "cin", "hin", "win", "kh", "kw", "sh", "sw", "hout", "wout"),
-    Op.ADD: _POST + ("src", "cout", "hout", "wout", "npart"),
-}
+USES: dict[Op, tuple[str, ...]] = {Op[name]: tuple(names) for name, names in ENCODING["uses"].items()}
+_unknown = sorted({n for names in USES.values() for n in names} - set(FIELDS))
+if _unknown or set(USES) != set(Op):
+    raise ValueError(f"{ENCODING_PATH}: 'uses' names unknown fields {_unknown} or does not cover "
+                     f"every opcode ({', '.join(o.name for o in Op)})")
 
 _ENUMS: dict[str, type[enum.IntEnum]] = {"fmt": Fmt, "fill": Fill, "rnd": Rounding}
 _FLAGS = ("dsp", "leaky", "clamp", "partial")
@@ -311,13 +312,14 @@ _GROUPS = (
     _Group("flags", _FLAGS, "|"),
     _Group("fill", ("fill",)), _Group("rnd", ("rnd",)),
     _Group("zp", ("in_zp", "out_zp"), ","),
-    _Group("src", ("src",), hex=True), _Group("dst", ("dst",), hex=True),
+    _Group("src", ("src",), hex=True), _Group("src2", ("src2",), hex=True), _Group("dst", ("dst",), hex=True),
     _Group("wgt", ("wgt",), hex=True), _Group("prm", ("prm",), hex=True),
     _Group("in", ("cin", "hin", "win"), "x"),
     _Group("out", ("cout", "hout", "wout"), "x"),
     _Group("k", ("kh", "kw"), "x"), _Group("s", ("sh", "sw"), "x"), _Group("d", ("dh", "dw"), "x"),
     _Group("mult", ("mult",)),
     _Group("pad", ("pt", "pb", "pl", "pr"), ","),
+    _Group("apad", ("at", "ab", "al", "ar"), ","), _Group("bpad", ("bt", "bb", "bl", "br"), ","),
     _Group("ch", ("c0", "cn"), "+"), _Group("rows", ("r0", "rn"), "+"),
     _Group("cols", ("s0", "sn"), "+"), _Group("elems", ("n0", "nn"), "+"),
     _Group("npart", ("npart",)),

@@ -1,4 +1,9 @@
-"""Keras .h5 front end: h5py reads `model_config` and the weights; TensorFlow is never imported.
+"""Keras front end: h5py reads the architecture and the weights; TensorFlow is never imported.
+
+Three files are read: the legacy HDF5 `.h5` written by Keras 2 or by Keras 3 (`model_config`
+attribute, `model_weights` group), and the Keras 3 `.keras` zip (`config.json` and
+`model.weights.h5`, whose weights are stored per layer object, in layer order, under
+snake_case class names rather than layer names).
 
 The ISRO compiler's users train in Keras and hand over the legacy HDF5 file, so this reads that
 format directly (a flight-software build has no TensorFlow). Sequential models and functional
@@ -8,13 +13,14 @@ from __future__ import annotations
 
 import json
 import logging
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from dtpu.isro.compiler import Builder, CompileError
+from dtpu.isro.ir import Builder, CompileError
 from dtpu.isro.isa import Fmt
 
 log = logging.getLogger(__name__)
@@ -22,7 +28,8 @@ log = logging.getLogger(__name__)
 IDENTITY = {"Dropout", "SpatialDropout1D", "SpatialDropout2D", "GaussianDropout", "GaussianNoise",
             "AlphaDropout", "ActivityRegularization"}
 SUPPORTED = ("InputLayer", "Conv2D", "DepthwiseConv2D", "BatchNormalization", "MaxPooling2D",
-             "ZeroPadding2D", "Flatten", "Dense", "ReLU", "LeakyReLU", "Activation") + tuple(sorted(IDENTITY))
+             "AveragePooling2D", "GlobalAveragePooling2D", "Add", "ZeroPadding2D", "Flatten", "Dense",
+             "ReLU", "LeakyReLU", "Activation", "Softmax (last layer, on the host)") + tuple(sorted(IDENTITY))
 
 
 @dataclass
@@ -38,11 +45,39 @@ class KerasModel:
     name: str
     input_shape: tuple[int, ...]           # without the batch axis
     layers: list[KerasLayer]               # in execution order, InputLayer excluded
+    inbound: dict[str, list[str]] | None = None   # functional graphs: layer -> input layers
+    input_name: str = "input"
 
 
 def read(path: str | Path) -> KerasModel:
-    import h5py
+    """The model's architecture and weights; any file that is not a readable Keras 2 HDF5 model
+    (missing, truncated, another HDF5 file, a Keras 3 .keras zip) is a CompileError naming it."""
     path = Path(path)
+    if not path.is_file():
+        raise CompileError(f"{path}: no such model file")
+    try:
+        return _read(path)
+    except CompileError:
+        raise
+    except (OSError, KeyError, ValueError, TypeError, IndexError, AttributeError, RuntimeError,
+            zipfile.BadZipFile) as exc:      # RuntimeError: h5py on a corrupt B-tree
+        head = path.read_bytes()[:4]
+        if head == b"PK\x03\x04":
+            hint = (f"a zip archive that is not a readable Keras 3 .keras file "
+                    f"({' '.join(str(exc).split())})")
+        elif head != b"\x89HDF":
+            hint = "not an HDF5 file"
+        else:
+            hint = f"an HDF5 file that is truncated, corrupt or not a Keras model ({' '.join(str(exc).split())})"
+        raise CompileError(f"{path}: cannot read a Keras model: {hint}; accepted: model.save('x.h5') "
+                           f"(Keras 2 or 3) and model.save('x.keras') (Keras 3) files") from None
+
+
+def _read(path: Path) -> KerasModel:
+    import h5py
+    with open(path, "rb") as fh:
+        if fh.read(4) == b"PK\x03\x04":
+            return _read_keras3(path)
     with h5py.File(path, "r") as f:
         raw = f.attrs.get("model_config")
         if raw is None:
@@ -50,7 +85,7 @@ def read(path: str | Path) -> KerasModel:
                                f"model.save('x.h5') (a weights-only file has no architecture)")
         cfg = json.loads(raw.decode() if isinstance(raw, bytes) else raw)
         weights_root = f["model_weights"] if "model_weights" in f else f
-        layers_cfg, input_shape = _chain(cfg, path)
+        layers_cfg, input_shape, inbound, input_name = _graph(cfg, path)
         layers = []
         for lc in layers_cfg:
             name = lc["config"]["name"]
@@ -62,39 +97,124 @@ def read(path: str | Path) -> KerasModel:
                     short = wn.split("/")[-1].split(":")[0]
                     weights[short] = np.asarray(g[wn])
             layers.append(KerasLayer(lc["class_name"], name, lc["config"], weights))
-    return KerasModel(cfg["config"].get("name", path.stem), input_shape, layers)
+    return KerasModel(cfg["config"].get("name", path.stem), input_shape, layers, inbound, input_name)
 
 
-def _chain(cfg: dict, path: Path) -> tuple[list[dict], tuple[int, ...]]:
-    """The layers in order, checking a functional graph is a single chain."""
+# Keras 3 .keras: the variables of each layer object, in the order the layer creates them
+_VARS = {"Conv2D": ("kernel", "bias"), "DepthwiseConv2D": ("depthwise_kernel", "bias"),
+         "Dense": ("kernel", "bias"), "BatchNormalization": ("gamma", "beta", "moving_mean", "moving_variance")}
+
+
+def _snake(name: str) -> str:
+    """Keras 3's to_snake_case (Conv2D -> conv2d, BatchNormalization -> batch_normalization)."""
+    import re
+    s = re.sub(r"\W+", "", name)
+    s = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", s)
+    return re.sub(r"([a-z])([A-Z])", r"\1_\2", s).lower()
+
+
+def _read_keras3(path: Path) -> KerasModel:
+    """A Keras 3 `.keras` zip: config.json plus model.weights.h5 (layers/<object name>/vars/<i>)."""
+    import io
+    import h5py
+    with zipfile.ZipFile(path) as z:
+        names = set(z.namelist())
+        if "config.json" not in names or "model.weights.h5" not in names:
+            raise CompileError(f"{path}: a zip without config.json and model.weights.h5 is not a Keras 3 "
+                               f".keras file (it has {', '.join(sorted(names)[:5]) or 'nothing'})")
+        cfg = json.loads(z.read("config.json"))
+        weights_blob = z.read("model.weights.h5")
+    layers_cfg, input_shape, inbound, input_name = _graph(cfg, path)
+    counts: dict[str, int] = {}
+    layers = []
+    with h5py.File(io.BytesIO(weights_blob), "r") as f:
+        root = f["layers"]
+        for lc in cfg["config"]["layers"]:
+            base = _snake(lc["class_name"])
+            k = counts.get(base, 0)
+            counts[base] = k + 1
+            obj = base if k == 0 else f"{base}_{k}"
+            if lc["class_name"] == "InputLayer":
+                continue
+            c = lc["config"]
+            wanted = list(_VARS.get(lc["class_name"], ()))
+            if lc["class_name"] == "BatchNormalization":
+                wanted = [w for w in wanted if not (w == "gamma" and not c.get("scale", True))
+                          and not (w == "beta" and not c.get("center", True))]
+            if "bias" in wanted and not c.get("use_bias", True):
+                wanted.remove("bias")
+            weights = {}
+            vars_ = root[obj]["vars"] if obj in root else {}
+            if len(vars_) != len(wanted):
+                raise CompileError(f"{c['name']}: model.weights.h5 holds {len(vars_)} variables for "
+                                   f"layers/{obj}, a {lc['class_name']} has {len(wanted)} ({', '.join(wanted) or 'none'})")
+            for i, w in enumerate(wanted):
+                weights[w] = np.asarray(vars_[str(i)])
+            layers.append(KerasLayer(lc["class_name"], c["name"], c, weights))
+    return KerasModel(cfg["config"].get("name", path.stem), input_shape, layers, inbound, input_name)
+
+
+def _sources(lc: dict) -> list[str]:
+    """The layers a functional layer reads: Keras 2 [[name, node, tensor, kwargs], ...] or
+    Keras 3 {"args": [keras tensors, or a list of them], "kwargs": {}}."""
+    nodes = lc.get("inbound_nodes", [])
+    if len(nodes) != 1:
+        raise CompileError(f"{lc['config']['name']}: called {len(nodes)} times (a shared layer); "
+                           f"each layer must be used once")
+    node = nodes[0]
+    if isinstance(node, dict):
+        found = []
+
+        def walk(v):
+            if isinstance(v, dict) and v.get("class_name") == "__keras_tensor__":
+                found.append(v["config"]["keras_history"][0])
+            elif isinstance(v, (list, tuple)):
+                for item in v:
+                    walk(item)
+        walk(node.get("args", []))
+        return found
+    return [n[0] for n in node]
+
+
+def _graph(cfg: dict, path: Path):
+    """The layers in execution order, with each layer's inputs for a functional graph."""
     cls = cfg.get("class_name")
     layers = list(cfg["config"]["layers"])
+    inbound = None
+    input_name = "input"
     if cls in ("Functional", "Model"):
-        prev = None
+        inbound = {}
+        seen = set()
         for lc in layers:
-            inbound = lc.get("inbound_nodes", [])
             name = lc["config"]["name"]
             if lc["class_name"] == "InputLayer":
-                if prev is not None:
-                    raise CompileError(f"{name}: a second model input; only single-input chains compile")
-                prev = name
+                if seen:
+                    raise CompileError(f"{name}: a second model input; only single-input models compile")
+                input_name = name
+                seen.add(name)
                 continue
-            srcs = [node[0] for nodes in inbound for node in nodes]
-            if len(inbound) != 1 or srcs != [prev]:
-                raise CompileError(f"{name}: takes input from {srcs or 'nothing'}, not just the previous "
-                                   f"layer {prev!r}; only sequential chains compile (no skip connections)")
-            prev = name
-        outs = [o[0] for o in cfg["config"].get("output_layers", [])]
-        if outs and outs != [prev]:
-            raise CompileError(f"{path}: model outputs {outs} are not the end of the chain ({prev})")
+            srcs = _sources(lc)
+            missing = [s for s in srcs if s not in seen]
+            if missing:
+                raise CompileError(f"{name}: reads {missing}, which is not computed before it")
+            inbound[name] = srcs
+            seen.add(name)
+        outs = cfg["config"].get("output_layers", [])
+        outs = [outs[0]] if outs and isinstance(outs[0], str) else [o[0] for o in outs]
+        if len(outs) != 1:
+            raise CompileError(f"{path}: {len(outs)} model outputs {outs}; only single-output models compile")
+        if layers and outs[0] != layers[-1]["config"]["name"]:
+            raise CompileError(f"{path}: the model output {outs[0]} is not the last layer "
+                               f"({layers[-1]['config']['name']})")
     elif cls != "Sequential":
-        raise CompileError(f"{path}: model class {cls!r}; accepted: Sequential, Functional (a chain)")
+        raise CompileError(f"{path}: model class {cls!r}; accepted: Sequential, Functional")
     shape = None
     if layers and layers[0]["class_name"] == "InputLayer":
-        shape = layers[0]["config"].get("batch_input_shape")
+        c0 = layers[0]["config"]
+        shape = c0.get("batch_input_shape", c0.get("batch_shape"))
         layers = layers[1:]
     elif layers:
-        shape = layers[0]["config"].get("batch_input_shape")
+        shape = layers[0]["config"].get("batch_input_shape", layers[0]["config"].get("batch_shape"))
     if shape is None:
         shape = cfg["config"].get("build_input_shape")
     if not shape or any(v is None for v in shape[1:]):
@@ -104,7 +224,7 @@ def _chain(cfg: dict, path: Path) -> tuple[list[dict], tuple[int, ...]]:
         if lc["class_name"] in ("Sequential", "Functional", "Model"):
             raise CompileError(f"{lc['config']['name']}: nested models are not supported; flatten "
                                f"the model into one chain")
-    return layers, tuple(int(v) for v in shape[1:])
+    return layers, tuple(int(v) for v in shape[1:]), inbound, input_name
 
 
 # -- to the builder ---------------------------------------------------------------------------------
@@ -115,16 +235,20 @@ def _pair(v) -> tuple[int, int]:
     return int(v), int(v)
 
 
-def _activation(name: str, act: str | None):
-    """A Keras activation name as (leaky, clamp) for the chip's activation stage."""
+def _activation(name: str, act: str | None, b: Builder | None = None, is_last: bool = False):
+    """A Keras activation name as (leaky, clamp) for the chip's activation stage; softmax on the
+    model's last layer becomes a host head."""
     if act in (None, "linear"):
+        return None, None
+    if act in ("softmax", "sigmoid") and is_last and b is not None:
+        b.heads.append({"kind": act, "name": f"{name} ({act})", "dtype": "float32", "beta": 1.0})
         return None, None
     if act == "relu":
         return (0.0, 0.0), None
     if act == "relu6":
         return (0.0, 0.0), (-np.inf, 6.0)
     raise CompileError(f"{name}: activation {act!r} is not supported; accepted: linear, relu, relu6 "
-                       f"(and ReLU/LeakyReLU layers)")
+                       f"(and ReLU/LeakyReLU layers; softmax or sigmoid on the last layer, on the host)")
 
 
 def _check_channels_last(layer: KerasLayer) -> None:
@@ -134,20 +258,41 @@ def _check_channels_last(layer: KerasLayer) -> None:
 
 
 def build(model: KerasModel) -> Builder:
-    shape = model.input_shape
-    if len(shape) == 3:
-        h, w, c = shape
-        b = Builder(Fmt.F32, (c, h, w), input_name="input")
-    elif len(shape) == 1:
-        b = Builder(Fmt.F32, (shape[0], 1, 1), flat_input=True, input_name="input")
-    else:
-        raise CompileError(f"{model.name}: input shape {shape}; accepted: (H, W, C) images or (N,) vectors")
+    """Describe the model to a Builder; a functional graph layer by layer in its saved order
+    (topological), each layer reading the builder values of its inbound layers."""
+    b = _builder(model)
+    values = {model.input_name: b.value}
+    last = model.layers[-1].name if model.layers else None
     for layer in model.layers:
-        _layer(b, layer)
+        srcs = model.inbound[layer.name] if model.inbound is not None else None
+        if layer.class_name == "Add":
+            if srcs is None or len(srcs) != 2:
+                raise CompileError(f"{layer.name}: Add of {len(srcs or [])} tensors; the chip adds two")
+            b.eadd(layer.name, values[srcs[0]], values[srcs[1]])
+        else:
+            if srcs is not None:
+                if len(srcs) != 1:
+                    raise CompileError(f"{layer.name}: {layer.class_name} with {len(srcs)} inputs "
+                                       f"{srcs}; accepted: one (two for Add)")
+                b.value = values[srcs[0]]
+            _layer(b, layer, is_last=layer.name == last)
+        values[layer.name] = b.value
     return b
 
 
-def _layer(b: Builder, layer: KerasLayer) -> None:
+def _builder(model: KerasModel) -> Builder:
+    shape = model.input_shape
+    if len(shape) == 3:
+        h, w, c = shape
+        b = Builder(Fmt.F32, (c, h, w), input_name=model.input_name)
+    elif len(shape) == 1:
+        b = Builder(Fmt.F32, (shape[0], 1, 1), flat_input=True, input_name=model.input_name)
+    else:
+        raise CompileError(f"{model.name}: input shape {shape}; accepted: (H, W, C) images or (N,) vectors")
+    return b
+
+
+def _layer(b: Builder, layer: KerasLayer, is_last: bool = False) -> None:
     cls, cfg, name, wts = layer.class_name, layer.config, layer.name, layer.weights
     if cls in IDENTITY:
         b.identity(name)
@@ -161,7 +306,7 @@ def _layer(b: Builder, layer: KerasLayer) -> None:
             w = k.transpose(3, 2, 0, 1)                       # filter -> channel -> height -> width
             mult = None
         else:
-            k = wts["depthwise_kernel"]                        # (KH, KW, C, M)
+            k = wts["depthwise_kernel"] if "depthwise_kernel" in wts else wts["kernel"]   # (KH, KW, C, M)
             mult = int(cfg.get("depth_multiplier", 1))
             kh, kw, c, m = k.shape
             w = k.reshape(kh, kw, c * m).transpose(2, 0, 1)    # output channel c*M + m
@@ -172,7 +317,7 @@ def _layer(b: Builder, layer: KerasLayer) -> None:
         b.conv(name, w.astype(np.float32), stride=_pair(cfg.get("strides", 1)),
                dilation=_pair(cfg.get("dilation_rate", 1)), padding=cfg.get("padding", "valid"),
                depthwise_mult=mult, dsp=dsp)
-        leaky, clamp = _activation(name, cfg.get("activation"))
+        leaky, clamp = _activation(name, cfg.get("activation"), b, is_last)
         b.activation(name, leaky=leaky, clamp=clamp)
         return
     if cls == "Dense":
@@ -185,17 +330,17 @@ def _layer(b: Builder, layer: KerasLayer) -> None:
         dsp = (np.ones(units, np.float32), np.zeros(units, np.float32),
                np.zeros(units, np.float32) if bias is None else bias.astype(np.float32))
         b.dense(name, k.T.astype(np.float32), dsp=dsp)
-        leaky, clamp = _activation(name, cfg.get("activation"))
+        leaky, clamp = _activation(name, cfg.get("activation"), b, is_last)
         b.activation(name, leaky=leaky, clamp=clamp)
         return
     if cls == "BatchNormalization":
         axis = cfg.get("axis", -1)
         axis = axis[0] if isinstance(axis, list) and len(axis) == 1 else axis
-        after_dense = bool(b.layers) and b.layers[-1].flat_out
+        after_dense = b.producer() is not None and b.producer().flat_out
         if not (axis == -1 or (axis == 3 and not after_dense) or (axis == 1 and after_dense)):
             raise CompileError(f"{name}: batch normalization over axis {cfg.get('axis')}; only the "
                                f"channel axis folds into per-channel DSP parameters")
-        c = b.layers[-1].out_shape[0] if b.layers else b.shape[0]
+        c = b.shape[0]
         gamma = wts.get("gamma", np.ones(c)) if cfg.get("scale", True) else np.ones(c)
         beta = wts.get("beta", np.zeros(c)) if cfg.get("center", True) else np.zeros(c)
         b.batchnorm(name, gamma, beta, wts["moving_mean"], wts["moving_variance"], float(cfg.get("epsilon", 1e-3)))
@@ -205,6 +350,28 @@ def _layer(b: Builder, layer: KerasLayer) -> None:
         pool = _pair(cfg.get("pool_size", 2))
         strides = cfg.get("strides") or pool
         b.maxpool(name, pool, _pair(strides), cfg.get("padding", "valid"))
+        return
+    if cls == "AveragePooling2D":
+        _check_channels_last(layer)
+        pool = _pair(cfg.get("pool_size", 2))
+        b.avgpool(name, pool, _pair(cfg.get("strides") or pool), cfg.get("padding", "valid"))
+        return
+    if cls == "GlobalAveragePooling2D":
+        _check_channels_last(layer)
+        if cfg.get("keepdims"):
+            raise CompileError(f"{name}: GlobalAveragePooling2D(keepdims=True); accepted: keepdims=False")
+        c, h, w = b.shape
+        b.avgpool(name, (h, w), (1, 1), "valid", flat=True)
+        return
+    if cls == "Softmax":
+        if not is_last:
+            raise CompileError(f"{name}: softmax inside the network; the chip has no exp, only a "
+                               f"softmax as the model's last layer runs (on the host)")
+        axis = cfg.get("axis", -1)
+        if axis not in (-1, [-1]):
+            raise CompileError(f"{name}: softmax over axis {axis}; accepted: the last axis")
+        b.heads.append({"kind": "softmax", "name": name, "dtype": "float32", "beta": 1.0})
+        b.identity(name)
         return
     if cls == "ZeroPadding2D":
         _check_channels_last(layer)
@@ -235,7 +402,7 @@ def _layer(b: Builder, layer: KerasLayer) -> None:
         b.activation(name, leaky=(0.0, alpha))
         return
     if cls == "Activation":
-        leaky, clamp = _activation(name, cfg.get("activation"))
+        leaky, clamp = _activation(name, cfg.get("activation"), b, is_last)
         b.activation(name, leaky=leaky, clamp=clamp)
         return
     raise CompileError(f"{name}: layer type {cls} is not supported by the ISRO-ASIC; accepted: "

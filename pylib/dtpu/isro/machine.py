@@ -19,7 +19,7 @@ from typing import Callable, Sequence
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from dtpu.isro.isa import (ACC_DTYPE, DSP_ARRAYS, FRAME_DTYPE, PARAM_DTYPE, PARAM_HEADER_WORDS,
+from dtpu.isro.isa import (ACC_DTYPE, FRAME_DTYPE, PARAM_DTYPE, PARAM_HEADER_WORDS,
                            WEIGHT_DTYPE, Fill, Fmt, Instruction, Op, Rounding, block_size,
                            param_block_bytes)
 
@@ -29,8 +29,17 @@ INT32_MIN = -(1 << 31)
 INT32_MAX = (1 << 31) - 1
 
 
+# geometry fields that must be at least 1 wherever an opcode uses them
+DIMENSIONS = ("cin", "hin", "win", "cout", "hout", "wout")
+
+
 class MachineError(RuntimeError):
-    """An instruction the chip would fault on (bad address, geometry, or a block too large)."""
+    """An instruction the chip would fault on (bad address, geometry, or a block too large).
+
+    ``index`` is the faulting instruction (the program's length when it ran off its end).
+    """
+
+    index: int | None = None
 
 
 @dataclass
@@ -101,6 +110,12 @@ def requantize(x, mult, shift, rounding: Rounding) -> np.ndarray:
     return (high + half) >> right
 
 
+def div_round_away(x: np.ndarray, n: int) -> np.ndarray:
+    """C's (x + n/2) / n for x > 0, (x - n/2) / n otherwise (truncating): TFLite's int8 average."""
+    x = np.asarray(x, dtype=np.int64)
+    return np.sign(x) * ((np.abs(x) + n // 2) // n)
+
+
 class Machine:
     """The chip: `pe` processing elements (None: as many as any instruction needs)."""
 
@@ -145,14 +160,22 @@ class Machine:
                 return total
             c = Counters(instructions=1, by_op={ins.op.name.lower(): 1})
             if ins.op is not Op.NOP:
-                self._check(index, ins)
-                out = self._run(index, ins, frame, filt, c)
+                try:
+                    self._check(index, ins)
+                    # F32 inf/NaN are values the chip computes with, not host errors
+                    with np.errstate(all="ignore"):
+                        out = self._run(index, ins, frame, filt, c)
+                except MachineError as exc:
+                    exc.index = index
+                    raise
                 if out is not None and on_output is not None:
                     on_output(index, ins, out)
             total.add(c)
             if trace is not None:
                 trace.append(c)
-        raise MachineError(f"program ran off its end after {len(program)} instructions without END")
+        exc = MachineError(f"program ran off its end after {len(program)} instructions without END")
+        exc.index = len(program)
+        raise exc
 
     def _check(self, index: int, ins: Instruction) -> None:
         where = f"instruction {index} ({ins.op.name.lower()})"
@@ -171,6 +194,15 @@ class Machine:
                                f"padding belong to the ADD that combines the partials")
         if ins.op is Op.MAXPOOL and ins.dsp:
             raise MachineError(f"{where}: max pooling has no DSP stage")
+        if ins.op is Op.EADD and ins.dsp != (ins.fmt is Fmt.I8):
+            raise MachineError(f"{where}: EADD rescales its operands with the DSP stage in I8 (dsp=1) "
+                               f"and adds them as they are in F32 (dsp=0)")
+        if ins.op is Op.AVGPOOL and ins.in_zp and not ins.dsp:
+            raise MachineError(f"{where}: AVGPOOL without the DSP stage averages stored values; in_zp must be 0")
+        empty = [n for n in DIMENSIONS if ins.fields.get(n, 1) == 0]
+        if empty:
+            raise MachineError(f"{where}: {', '.join(empty)} = 0; tensors have at least one element "
+                               f"along every axis")
 
     def _run(self, index, ins, frame, filt, c: Counters):
         where = f"instruction {index} ({ins.op.name.lower()})"
@@ -193,8 +225,35 @@ class Machine:
             c.filter_read += parts.nbytes
             return self._post(ins, acc, frame, filt, c, where)
 
+        if ins.op is Op.EADD:
+            ops = []
+            for src, (t, b, l, r) in ((ins.src, (ins.at, ins.ab, ins.al, ins.ar)),
+                                      (ins.src2, (ins.bt, ins.bb, ins.bl, ins.br))):
+                ph, pw = ins.hout + t + b, ins.wout + l + r
+                v = self._region(frame, "frame", src, fdt, ins.cout * ph * pw, where)
+                ops.append(v.reshape(ins.cout, ph, pw)[:, t:t + ins.hout, l:l + ins.wout])
+                c.frame_read += v.nbytes
+            c.adds += ins.cout * ins.hout * ins.wout
+            c.cycles += ins.cout * ins.hout * ins.wout
+            return self._post(ins, tuple(ops), frame, filt, c, where)
+
         cin, hin, win = ins.cin, ins.hin, ins.win
         x = self._region(frame, "frame", ins.src, fdt, cin * hin * win, where).reshape(cin, hin, win)
+
+        if ins.op is Op.AVGPOOL:
+            self._check_out(ins, hin, win, ins.kh, ins.kw, ins.sh, ins.sw, 1, 1, where)
+            v = sliding_window_view(x, (ins.kh, ins.kw), axis=(1, 2))[:, ::ins.sh, ::ins.sw][:, :ins.hout, :ins.wout]
+            if fmt is Fmt.I8:
+                acc = v.astype(np.int64).sum(axis=(3, 4)) - (ins.in_zp * ins.kh * ins.kw if ins.dsp else 0)
+            else:
+                acc = v.sum(axis=(3, 4), dtype=np.float32)
+            c.adds += cin * ins.hout * ins.wout * (ins.kh * ins.kw - 1)
+            c.cycles += cin * ins.hout * ins.wout
+            c.frame_read += x.nbytes
+            # I8 with the DSP stage: 1/count is part of the multiplier (TFLite's MEAN); without
+            # it the stored values are averaged as they are (TFLite's AVERAGE_POOL_2D)
+            count = 0 if (fmt is Fmt.I8 and ins.dsp) else ins.kh * ins.kw
+            return self._post(ins, acc, frame, filt, c, where, count=count)
 
         if ins.op is Op.MAXPOOL:
             self._check_out(ins, hin, win, ins.kh, ins.kw, ins.sh, ins.sw, 1, 1, where)
@@ -293,19 +352,36 @@ class Machine:
             raise MachineError(f"{where}: out={ins.hout}x{ins.wout} but a {kh}x{kw} window "
                                f"(stride {sh}x{sw}, dilation {dh}x{dw}) over {hin}x{win} gives {hout}x{wout}")
 
-    def _post(self, ins, acc, frame, filt, c: Counters, where: str) -> np.ndarray:
-        """DSP, activation, clamp, then the store with the pre-applied padding border."""
+    def _post(self, ins, acc, frame, filt, c: Counters, where: str, count: int = 0) -> np.ndarray:
+        """DSP, activation, clamp, then the store with the pre-applied padding border.
+
+        `acc` is (C, H, W), or for EADD the pair of operands; `count` is AVGPOOL's window size.
+        """
         fmt = ins.fmt
-        chans = acc.shape[0]
+        chans = ins.cout if ins.op is Op.EADD else acc.shape[0]
         if ins.dsp or ins.leaky or ins.clamp:
             pdt = PARAM_DTYPE[fmt]
-            nwords = PARAM_HEADER_WORDS + (DSP_ARRAYS * chans if ins.dsp else 0)
-            prm = self._region(filt, "filter", ins.prm, pdt, nwords, where)
-            c.filter_read += param_block_bytes(chans, bool(ins.dsp))
-            head, arrays = prm[:PARAM_HEADER_WORDS], prm[PARAM_HEADER_WORDS:].reshape(-1, chans)
+            nbytes = param_block_bytes(chans, bool(ins.dsp), ins.op)
+            prm = self._region(filt, "filter", ins.prm, pdt, nbytes // 4, where)
+            c.filter_read += nbytes
+            head = prm[:PARAM_HEADER_WORDS]
+            arrays = None if ins.op is Op.EADD else prm[PARAM_HEADER_WORDS:].reshape(-1, chans)
+        if ins.op is Op.EADD:
+            a, b = acc
+            if fmt is Fmt.F32:
+                acc = a.astype(np.float32) + b.astype(np.float32)
+            else:
+                zpa, zpb, ls, ma, sa, mb, sb, mo, so = (int(v) for v in prm[PARAM_HEADER_WORDS:])
+                if not 0 <= ls <= 30:
+                    raise MachineError(f"{where}: EADD left shift {ls} outside [0, 30]")
+                xa = requantize(wrap_int32((a.astype(np.int64) - zpa) << ls), ma, sa, ins.rnd)
+                xb = requantize(wrap_int32((b.astype(np.int64) - zpb) << ls), mb, sb, ins.rnd)
+                acc = requantize(wrap_int32(xa + xb), mo, so, ins.rnd) + ins.out_zp
         if fmt is Fmt.F32:
             y = acc.astype(np.float32)
-            if ins.dsp:
+            if count:
+                y = (y / np.float32(count)).astype(np.float32)
+            if ins.dsp and arrays is not None:
                 v1, v2, v3 = (a[:, None, None] for a in arrays)
                 y = v2 + v1 * (y + v3)
             if ins.leaky:
@@ -317,9 +393,11 @@ class Machine:
             fill = np.float32(0.0) if ins.fill is Fill.ZERO else np.float32(-np.inf)
         else:
             y = np.asarray(acc, dtype=np.int64)
-            if ins.dsp:
+            if ins.dsp and arrays is not None:
                 bias, mult, shift = (a.astype(np.int64)[:, None, None] for a in arrays)
                 y = requantize(wrap_int32(y + bias), mult, shift, ins.rnd) + ins.out_zp
+            elif count:
+                y = div_round_away(y, count)
             if ins.clamp:
                 y = np.clip(y, int(head[0]), int(head[1]))
             y = np.clip(y, -128, 127).astype(np.int8)   # the store saturates to the element type
@@ -337,7 +415,8 @@ class Machine:
 
 @dataclass
 class Result:
-    """One bundle run: the output in framework layout, every layer's output, and the costs."""
+    """One bundle run: the output in framework layout (after any host heads), every layer's
+    output, and the costs; ``chip_output`` is what the chip itself produced."""
 
     output: np.ndarray
     layers: dict[str, np.ndarray]          # layer name -> (C, H, W) as the chip wrote it
@@ -345,6 +424,7 @@ class Result:
     trace: list[Counters]
     frame: np.ndarray
     filter: np.ndarray
+    chip_output: np.ndarray | None = None
 
 
 def run(bundle, x: np.ndarray | None = None, *, pe: int | None = None) -> Result:
@@ -366,4 +446,11 @@ def run(bundle, x: np.ndarray | None = None, *, pe: int | None = None) -> Result
     counters = machine.execute(bundle.program, frame, filt, on_output=capture, trace=trace)
     out_meta = bundle.meta["output"]
     y = read_tensor(frame, out_meta, bundle.fmt)
-    return Result(to_framework(y, out_meta["flat"]), dumps, counters, trace, frame, filt)
+    chip = to_framework(y, out_meta["flat"])
+    heads = bundle.meta.get("heads") or []
+    if heads:
+        from dtpu.isro import heads as host_heads
+        out = host_heads.apply(heads, chip)
+    else:
+        out = chip
+    return Result(out, dumps, counters, trace, frame, filt, chip)

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from dtpu.isro.compiler import TFLITE_ROUNDING, Builder, CompileError, quantized_activation_range
+from dtpu.isro.ir import TFLITE_ROUNDING, Builder, CompileError, quantized_activation_range
 from dtpu.isro.isa import Fmt
 
 log = logging.getLogger(__name__)
@@ -36,7 +36,8 @@ _TYPES = {0: np.float32, 1: np.float16, 2: np.int32, 3: np.uint8, 4: np.int64, 6
           7: np.int16, 9: np.int8, 10: np.float64}
 _ACTIVATIONS = {0: "none", 1: "relu", 2: "relu_n1_to_1", 3: "relu6", 4: "tanh", 5: "sign_bit"}
 _FOLDED_ACTIVATIONS = (0, 19, 20, 21, 98)     # ops folded into the previous layer
-ACCEPTED = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "MAX_POOL_2D", "PAD", "PADV2",
+ACCEPTED = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "MAX_POOL_2D", "AVERAGE_POOL_2D (VALID)",
+            "MEAN over H, W", "ADD of two tensors", "SOFTMAX (last op, on the host)", "PAD", "PADV2",
             "RESHAPE", "SPACE_TO_BATCH_ND+conv+BATCH_TO_SPACE_ND (dilation)", "ADD of a constant bias (float)", "RELU", "RELU6", "RELU_N1_TO_1", "LEAKY_RELU (float)",
             "QUANTIZE (first op)", "DEQUANTIZE (last op)")
 
@@ -150,16 +151,32 @@ def _options(fb: _Flatbuffer, code: int, opt: int | None) -> dict[str, Any]:
         return dict(act=s(opt, 0, "b"), weights_format=s(opt, 1, "b"), keep_num_dims=bool(s(opt, 2, "B")))
     if code == 98:
         return dict(alpha=s(opt, 0, "f"))
+    if code == 40:
+        return dict(keep_dims=bool(s(opt, 0, "B")))
     if code == 0:
         return dict(act=s(opt, 0, "b"))
     return {}
 
 
 def read(path: str | Path) -> Model:
+    """The graph; a file that is not a complete TFLite flatbuffer is a CompileError naming it."""
     path = Path(path)
+    if not path.is_file():
+        raise CompileError(f"{path}: no such model file")
     data = path.read_bytes()
     if data[4:8] != b"TFL3":
         raise CompileError(f"{path}: not a TFLite flatbuffer (identifier {data[4:8]!r}, expected b'TFL3')")
+    try:
+        return _read(path, data)
+    except CompileError:
+        raise
+    except (struct.error, IndexError, ValueError, KeyError, TypeError, OverflowError, MemoryError) as exc:
+        raise CompileError(f"{path}: truncated or corrupt TFLite flatbuffer ({len(data):,} bytes; "
+                           f"{' '.join(str(exc).split()) or type(exc).__name__}); accepted: a complete "
+                           f".tflite file as the converter writes it") from None
+
+
+def _read(path: Path, data: bytes) -> Model:
     fb = _Flatbuffer(data)
     model = fb.root()
     buffers = fb.tables(model, 4)
@@ -232,12 +249,19 @@ def _act_kind(label: str, act: int) -> str:
     return kind
 
 
+# ops that compute only tensor shapes (no activation values): skipped, their outputs are not data
+_SHAPE_OPS = (77, 45, 83)              # SHAPE, STRIDED_SLICE, PACK
+# heads the host runs after the chip, at the end of the graph (see dtpu.isro.heads)
+HEAD_OPS = {25: "softmax", 14: "sigmoid"}
+
+
 def build(model: Model) -> tuple[Builder, dict]:
-    """Walk the single chain of ops, folding each into the Builder; refuse anything else."""
+    """Walk the graph in execution order (a DAG: branches and residual ADDs), folding each op
+    into the Builder; trailing heads the chip cannot run (SOFTMAX) go to the host."""
     T = model.tensors
     if len(model.inputs) != 1 or len(model.outputs) != 1:
         raise CompileError(f"{model.path}: {len(model.inputs)} inputs / {len(model.outputs)} outputs; "
-                           f"only single-input, single-output chains compile")
+                           f"only single-input, single-output models compile")
     ops = list(model.ops)
     cur = model.inputs[0]
     host_quantize = host_dequantize = False
@@ -246,10 +270,19 @@ def build(model: Model) -> tuple[Builder, dict]:
         cur = ops[0].outputs[0]
         ops = ops[1:]
     end = model.outputs[0]
-    if ops and ops[-1].code == 6 and ops[-1].outputs[0] == end:
-        host_dequantize = True
-        end = ops[-1].inputs[0]
-        ops = ops[:-1]
+    heads = []
+    while ops:
+        last = next((o for o in reversed(ops) if end in o.outputs), None)
+        if last is None:
+            break
+        if last.code == 6 and not heads and not host_dequantize:
+            host_dequantize = True
+        elif last.code in HEAD_OPS:
+            heads.insert(0, _head(last, T))
+        else:
+            break
+        end = last.inputs[0]
+        ops.remove(last)
     x = T[cur]
     if x.dtype == np.float32:
         fmt = Fmt.F32
@@ -270,36 +303,96 @@ def build(model: Model) -> tuple[Builder, dict]:
     else:
         raise CompileError(f"input tensor {x.name!r}: shape {x.shape}; accepted: (1, H, W, C) or (1, N)")
 
+    values = {cur: b.value}                      # TFLite tensor -> the builder's value for it
     i = 0
     while i < len(ops):
         op = ops[i]
         label = f"op {op.index} ({op.name})"
-        if not op.inputs or op.inputs[0] != cur:
-            raise CompileError(f"{label}: does not consume the previous op's output (tensor {cur}); "
-                               f"only sequential chains compile")
+        data_in = [t for t in op.inputs if t in values]
+        if not data_in or op.code in _SHAPE_OPS:
+            i += 1                                # constants or shape arithmetic: no data
+            continue
         if len(op.outputs) != 1:
             raise CompileError(f"{label}: {len(op.outputs)} outputs; only single-output ops compile")
-        before = len(b.layers)
-        if op.code == 38:
-            # TF lowers a dilated Keras convolution to SPACE_TO_BATCH_ND -> conv -> BATCH_TO_SPACE_ND
-            conv, b2s, dilation, pads = _dilated(ops, i, T, label)
-            out = T[b2s.outputs[0]]
-            _mac(b, fmt, conv, T, f"op {conv.index} ({conv.name})", out, x=T[op.inputs[0]],
-                 dilation=dilation, padding=pads)
-            i += 3
-        else:
+        before, folded = len(b.layers), b.producer()
+        if op.code == 0 and len(data_in) == 2:
             out = T[op.outputs[0]]
-            _op(b, fmt, op, T, label, out)
+            _eadd(b, fmt, op, T, label, out, values)
             i += 1
-        if len(b.layers) > before or op.code in _FOLDED_ACTIVATIONS:
-            b.layers[-1].tensor = out.index      # this tensor now holds the last layer's values
-        cur = out.index
-    if cur != end:
-        raise CompileError(f"{model.path}: the chain ends at tensor {cur}, but the model output is tensor {end}")
+        else:
+            if op.inputs[0] not in values or len(data_in) != 1:
+                raise CompileError(f"{label}: reads {len(data_in)} computed tensors "
+                                   f"({', '.join(T[t].name for t in data_in)}); accepted: one, as its "
+                                   f"first input (two for ADD)")
+            b.value = values[op.inputs[0]]
+            folded = b.producer()
+            if op.code == 38:
+                # TF lowers a dilated Keras convolution to SPACE_TO_BATCH_ND -> conv -> BATCH_TO_SPACE_ND
+                conv, b2s, dilation, pads = _dilated(ops, i, T, label)
+                out = T[b2s.outputs[0]]
+                _mac(b, fmt, conv, T, f"op {conv.index} ({conv.name})", out, x=T[op.inputs[0]],
+                     dilation=dilation, padding=pads)
+                i += 3
+            else:
+                out = T[op.outputs[0]]
+                _op(b, fmt, op, T, label, out)
+                i += 1
+        if len(b.layers) > before or (op.code in _FOLDED_ACTIVATIONS and b.producer() is folded):
+            if b.producer() is not None:
+                b.producer().tensor = out.index  # this tensor now holds that layer's values
+        values[out.index] = b.value
+    if end not in values:
+        raise CompileError(f"{model.path}: the model output (tensor {end}) is not computed from the input")
+    b.value = values[end]
+    b.heads = heads
     extra = {"tflite": {"input_tensor": model.inputs[0], "output_tensor": model.outputs[0],
                         "machine_output_tensor": end, "host_quantize": host_quantize,
-                        "host_dequantize": host_dequantize}}
+                        "host_dequantize": host_dequantize},
+             "heads": heads}
     return b, extra
+
+
+def _head(op: Operator, T: list[Tensor]) -> dict:
+    """A head op as the host will run it (dtpu.isro.heads), with TFLite's own parameters."""
+    x, y = T[op.inputs[0]], T[op.outputs[0]]
+    head = {"kind": HEAD_OPS[op.code], "name": f"op{op.index}_{op.name.lower()}", "tensor": y.index,
+            "beta": float(op.options.get("beta", 1.0))}
+    if x.dtype == np.int8:
+        head.update(input_scale=float(x.scale[0]), input_zero_point=int(x.zero_point[0]),
+                    output_scale=float(y.scale[0]), output_zero_point=int(y.zero_point[0]),
+                    dtype="int8")
+    else:
+        head["dtype"] = "float32"
+    return head
+
+
+def _eadd(b: Builder, fmt: Fmt, op: Operator, T: list[Tensor], label: str, out: Tensor, values: dict) -> None:
+    """ADD of two computed tensors: the EADD instruction, with TFLite's int8 ADD parameters."""
+    from dtpu.reference.quantize import quantize_multiplier
+    ta, tb = op.inputs[:2]
+    xa, xb = T[ta], T[tb]
+    if tuple(xa.shape) != tuple(xb.shape):
+        raise CompileError(f"{label}: adds {xa.shape} and {xb.shape}; the chip adds equal shapes "
+                           f"(no broadcasting)")
+    name = f"op{op.index}_{op.name.lower()}"
+    kind = _act_kind(label, op.options.get("act", 0))
+    post: dict[str, Any] = {"tensor": out.index}
+    if fmt is Fmt.I8:
+        sa, sb, so = (float(np.float32(t.scale[0])) for t in (xa, xb, out))
+        ls = 20
+        twice = 2 * max(sa, sb)
+        q = {"zp_a": int(xa.zero_point[0]), "zp_b": int(xb.zero_point[0]), "left_shift": ls}
+        for key, real in (("a", sa / twice), ("b", sb / twice), ("out", twice / ((1 << ls) * so))):
+            m, s = quantize_multiplier(real)
+            q[f"m_{key}"], q[f"s_{key}"] = int(m), int(s)
+        post.update(eadd_q=q, out_zp=int(out.zero_point[0]), out_scale=float(out.scale[0]),
+                    rounding=TFLITE_ROUNDING["ADD"],
+                    clamp=quantized_activation_range(kind, float(out.scale[0]), int(out.zero_point[0])))
+    else:
+        clamp = _float_clamp(label, op.options.get("act", 0))
+        if clamp is not None:
+            post["clamp"] = clamp
+    b.eadd(name, values[ta], values[tb], **post)
 
 
 def _dilated(ops: list[Operator], i: int, T: list[Tensor], label: str):
@@ -350,6 +443,31 @@ def _op(b: Builder, fmt: Fmt, op: Operator, T: list[Tensor], label: str, out: Te
         else:
             post["clamp"] = _float_clamp(label, o["act"])
         b.maxpool(name, o["filter"], o["stride"], "same" if o["padding"] == 0 else "valid", **post)
+        return
+    if op.code == 1:
+        post = {"tensor": out.index}
+        kind = _act_kind(label, o["act"])
+        if fmt is Fmt.I8:
+            if not _same_quant(x, out):
+                raise CompileError(f"{label}: int8 average pooling with different input/output quantization")
+            post.update(out_zp=int(out.zero_point[0]), out_scale=float(out.scale[0]),
+                        clamp=quantized_activation_range(kind, float(out.scale[0]), int(out.zero_point[0])))
+        else:
+            clamp = _float_clamp(label, o["act"])
+            if clamp is not None:
+                post["clamp"] = clamp
+        b.avgpool(name, o["filter"], o["stride"], "same" if o["padding"] == 0 else "valid", **post)
+        return
+    if op.code == 40:
+        axes = T[op.inputs[1]].data
+        if axes is None or len(x.shape) != 4 or sorted(int(a) % 4 for a in np.asarray(axes).reshape(-1)) != [1, 2]:
+            raise CompileError(f"{label}: MEAN over axes {None if axes is None else np.asarray(axes).tolist()}; "
+                               f"accepted: the spatial axes [1, 2] of an NHWC tensor (global average pooling)")
+        _, h, w, c = x.shape
+        post = {"tensor": out.index, "flat": len(out.shape) == 2}
+        if fmt is Fmt.I8:
+            post.update(_mean_i8(x, out, h * w, c, keep_dims=bool(o.get("keep_dims"))))
+        b.avgpool(name, (h, w), (1, 1), "valid", **post)
         return
     if op.code in (34, 60):
         pads = T[op.inputs[1]].data
@@ -402,6 +520,32 @@ def _op(b: Builder, fmt: Fmt, op: Operator, T: list[Tensor], label: str, out: Te
         return
     raise CompileError(f"{label} -> tensor {out.name!r}: not supported by the ISRO-ASIC; accepted: "
                        f"{', '.join(ACCEPTED)}")
+
+
+def _mean_i8(x: Tensor, out: Tensor, n: int, c: int, *, keep_dims: bool) -> dict[str, Any]:
+    """TFLite 2.14's int8 MEAN over H, W as DSP parameters of an AVGPOOL (1/n in the multiplier).
+
+    keep_dims (4-D output): optimized_integer_ops::Mean, MBQM(sum of stored values,
+    s_in / (n s_out)) + (zp_out - round(zp_in s_in / s_out)), the latter in float32.
+    Otherwise reference_ops::QuantizedMeanOrSum: MBQM(sum of (x - zp_in), m') + zp_out with
+    QuantizeMultiplier(s_in / s_out) divided by n in fixed point (m' = (m << k) / n, shift - k).
+    """
+    from dtpu.reference.quantize import quantize_multiplier
+    si, so = np.float32(x.scale[0]), np.float32(out.scale[0])
+    zi, zo = int(x.zero_point[0]), int(out.zero_point[0])
+    if keep_dims:
+        real = np.float32(si / np.float32(np.float32(n) * so))
+        m, s = (int(v) for v in quantize_multiplier(float(real)))
+        temp = np.float32(np.float32(zi) * si / so)
+        temp = temp + np.float32(0.5) if temp > 0 else temp - np.float32(0.5)
+        q = dict(in_zp=0, post_offset=zo - int(np.float32(temp)))
+    else:
+        m0, s0 = (int(v) for v in quantize_multiplier(float(si) / float(so)))
+        k = min(n.bit_length() - 1, 32, 31 + s0)
+        m, s = (m0 << k) // n, s0 - k
+        q = dict(in_zp=zi)
+    return dict(dsp=(np.zeros(c, np.int32), np.full(c, m, np.int32), np.full(c, s, np.int32)), out_zp=zo,
+                out_scale=float(so), rounding=TFLITE_ROUNDING["MEAN"], clamp=(-128, 127), **q)
 
 
 def _mac(b: Builder, fmt: Fmt, op: Operator, T: list[Tensor], label: str, out: Tensor,

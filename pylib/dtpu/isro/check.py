@@ -1,0 +1,338 @@
+"""Static checking of an ISRO program: what the chip would reject, without running it.
+
+An image that flies cannot be debugged, so ``dtpu isro check BUNDLE`` reads a bundle and reports
+three kinds of finding, each naming the instruction:
+
+- ``fault``: the machine would stop with an error at this instruction (operand outside its
+  memory, misaligned element, geometry that does not add up, a block larger than the processing
+  elements, fields the format forbids, a DSP shift out of range, no END). This is an independent
+  restatement of :class:`dtpu.isro.machine.Machine`'s rules; the tests mutate programs and
+  require the two to agree on whether, and at which instruction, the machine stops.
+- ``hazard``: the machine would run but compute something else than the compiler meant: reading
+  memory nothing wrote, overwriting a tensor a later layer still reads (the live ranges in
+  meta.json), partial sums landing on weights or parameters, instructions that disagree with the
+  layer table, code after END.
+- ``profile``: the program needs more than the chip profile it was compiled for provides
+  (memory sizes, instruction memory, number formats, processing elements, region alignment).
+
+Data-dependent faults (the I8 DSP shift) are judged from the filter image; if an earlier
+instruction may have overwritten that parameter block, the checker says so as a hazard instead.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+
+from dtpu.isro.isa import (ACC_DTYPE, DSP_ARRAYS, EADD_WORDS, FRAME_DTYPE, PARAM_DTYPE,
+                           PARAM_HEADER_WORDS, WEIGHT_DTYPE, Fmt, Instruction, Op, block_size,
+                           param_block_bytes)
+
+log = logging.getLogger(__name__)
+
+KINDS = ("fault", "hazard", "profile")
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str            # fault | hazard | profile
+    index: int | None    # instruction, or None for the program as a whole
+    message: str
+
+    def __str__(self) -> str:
+        where = f"instruction {self.index}" if self.index is not None else "program"
+        return f"{self.kind:<7} {where}: {self.message}"
+
+
+class _Fault(Exception):
+    pass
+
+
+class _Intervals:
+    """Byte ranges [a, b) marked as written, merged; enough for 'was all of this written?'."""
+
+    def __init__(self) -> None:
+        self.spans: list[tuple[int, int]] = []
+
+    def add(self, a: int, b: int) -> None:
+        if b <= a:
+            return
+        out = []
+        for s, e in self.spans:
+            if e < a or s > b:
+                out.append((s, e))
+            else:
+                a, b = min(a, s), max(b, e)
+        out.append((a, b))
+        self.spans = sorted(out)
+
+    def covers(self, a: int, b: int) -> bool:
+        return b <= a or any(s <= a and b <= e for s, e in self.spans)
+
+    def overlaps(self, a: int, b: int) -> bool:
+        return any(s < b and a < e for s, e in self.spans)
+
+
+def _region(size: int, mem: str, addr: int, dt: np.dtype, count: int, what: str) -> tuple[int, int]:
+    n = int(count) * dt.itemsize
+    if addr % dt.itemsize:
+        raise _Fault(f"{what} address {addr:#x} in {mem} memory is not {dt.itemsize}-byte aligned")
+    if addr + n > size:
+        raise _Fault(f"{what} [{addr:#x}, {addr + n:#x}) runs past the end of {mem} memory ({size:#x} bytes)")
+    return addr, addr + n
+
+
+def _window(ins, hin, win, kh, kw, sh, sw, dh, dw) -> None:
+    if min(kh, kw, sh, sw, dh, dw) < 1:
+        raise _Fault("kernel, stride and dilation must be >= 1")
+    eh, ew = (kh - 1) * dh + 1, (kw - 1) * dw + 1
+    if eh > hin or ew > win:
+        raise _Fault(f"a {eh}x{ew} window does not fit the {hin}x{win} input")
+    if (ins.hout, ins.wout) != ((hin - eh) // sh + 1, (win - ew) // sw + 1):
+        raise _Fault(f"out={ins.hout}x{ins.wout} disagrees with the window over {hin}x{win}")
+
+
+def accesses(ins: Instruction, frame_size: int, filter_size: int, pe: int | None):
+    """[(memory, start, end, 'r'|'w', what)] of one instruction, or raise _Fault as the machine would.
+
+    The order of the tests follows the machine's, so the first fault found is the one it reports.
+    """
+    op, fmt = ins.op, getattr(ins, "fmt", None)
+    if op in (Op.END, Op.NOP):
+        return []
+    if pe is not None and block_size(ins) > pe:
+        raise _Fault(f"a block of {block_size(ins)} inputs exceeds the {pe} processing elements")
+    if fmt is Fmt.F32 and (ins.out_zp or getattr(ins, "in_zp", 0) or ins.rnd):
+        raise _Fault("zero points and rounding are I8-only fields")
+    if fmt is Fmt.I8 and ins.leaky:
+        raise _Fault("the leaky activation is F32-only")
+    if getattr(ins, "partial", 0) and (ins.dsp or ins.leaky or ins.clamp or ins.pt or ins.pb or ins.pl or ins.pr):
+        raise _Fault("a partial instruction sets DSP, activation or padding")
+    if op is Op.MAXPOOL and ins.dsp:
+        raise _Fault("max pooling has no DSP stage")
+    if op is Op.EADD and ins.dsp != (fmt is Fmt.I8):
+        raise _Fault("EADD: dsp must be 1 in I8, 0 in F32")
+    if op is Op.AVGPOOL and ins.in_zp and not ins.dsp:
+        raise _Fault("AVGPOOL: in_zp without the DSP stage")
+    empty = [n for n in ("cin", "hin", "win", "cout", "hout", "wout") if ins.fields.get(n, 1) == 0]
+    if empty:
+        raise _Fault(f"{', '.join(empty)} = 0")
+    fdt, wdt, adt = FRAME_DTYPE[fmt], WEIGHT_DTYPE[fmt], ACC_DTYPE[fmt]
+    acc: list = []
+    if op is Op.EADD:
+        for src, (t, b, l, r), what in ((ins.src, (ins.at, ins.ab, ins.al, ins.ar), "first operand"),
+                                        (ins.src2, (ins.bt, ins.bb, ins.bl, ins.br), "second operand")):
+            n = ins.cout * (ins.hout + t + b) * (ins.wout + l + r)
+            acc.append(("frame", *_region(frame_size, "frame", src, fdt, n, what), "r", what))
+        chans, out_hw = ins.cout, (ins.hout, ins.wout)
+    elif op is Op.ADD:
+        if ins.npart < 1:
+            raise _Fault("npart must be at least 1")
+        count = ins.cout * ins.hout * ins.wout
+        acc.append(("filter", *_region(filter_size, "filter", ins.src, adt, count * ins.npart, "partials"), "r", "partials"))
+        chans = ins.cout
+        out_hw = (ins.hout, ins.wout)
+    else:
+        cin, hin, win = ins.cin, ins.hin, ins.win
+        acc.append(("frame", *_region(frame_size, "frame", ins.src, fdt, cin * hin * win, "input"), "r", "input"))
+        if op in (Op.MAXPOOL, Op.AVGPOOL):
+            _window(ins, hin, win, ins.kh, ins.kw, ins.sh, ins.sw, 1, 1)
+            chans, out_hw = cin, (ins.hout, ins.wout)
+        elif op is Op.DENSE:
+            n = cin * hin * win
+            if ins.nn < 1 or ins.n0 + ins.nn > n:
+                raise _Fault(f"elems {ins.n0}+{ins.nn} outside the input's {n} elements")
+            acc.append(("filter", *_region(filter_size, "filter", ins.wgt, wdt, ins.cout * n, "weights"), "r", "weights"))
+            chans, out_hw = ins.cout, (1, 1)
+        elif op in (Op.CONV, Op.DWCONV):
+            _window(ins, hin, win, ins.kh, ins.kw, ins.sh, ins.sw, ins.dh, ins.dw)
+            if ins.rn < 1 or ins.sn < 1 or ins.r0 + ins.rn > ins.kh or ins.s0 + ins.sn > ins.kw:
+                raise _Fault("kernel rows/cols sub-block outside the kernel")
+            if op is Op.CONV:
+                if ins.cn < 1 or ins.c0 + ins.cn > cin:
+                    raise _Fault(f"channels {ins.c0}+{ins.cn} outside the input's {cin}")
+                nw = ins.cout * cin * ins.kh * ins.kw
+            else:
+                if ins.cout != cin * ins.mult:
+                    raise _Fault(f"dwconv cout {ins.cout} != cin {cin} x mult {ins.mult}")
+                nw = ins.cout * ins.kh * ins.kw
+            acc.append(("filter", *_region(filter_size, "filter", ins.wgt, wdt, nw, "weights"), "r", "weights"))
+            chans, out_hw = ins.cout, (ins.hout, ins.wout)
+        else:
+            raise _Fault(f"opcode {op.name} has no semantics in this machine model")
+        if getattr(ins, "partial", 0):
+            count = ins.cout * out_hw[0] * out_hw[1]
+            acc.append(("filter", *_region(filter_size, "filter", ins.dst, adt, count, "partial"), "w", "partial"))
+            return acc
+    if ins.dsp or ins.leaky or ins.clamp:
+        nwords = param_block_bytes(chans, bool(ins.dsp), op) // 4
+        acc.append(("filter", *_region(filter_size, "filter", ins.prm, PARAM_DTYPE[fmt], nwords, "parameters"),
+                    "r", "parameters"))
+    h, w = out_hw
+    n_out = chans * (h + ins.pt + ins.pb) * (w + ins.pl + ins.pr)
+    acc.append(("frame", *_region(frame_size, "frame", ins.dst, fdt, n_out, "output"), "w", "output"))
+    return acc
+
+
+def _shift_fault(ins: Instruction, filt: bytes, chans: int) -> str | None:
+    """The machine's I8 DSP shift range, judged from the filter image."""
+    if ins.op is Op.EADD:
+        start = ins.prm + 4 * PARAM_HEADER_WORDS
+        w = np.frombuffer(filt[start:start + 4 * EADD_WORDS].ljust(4 * EADD_WORDS, b"\xff"), "<i4")
+        if not 0 <= w[2] <= 30:
+            return f"EADD left shift {int(w[2])} outside [0, 30]"
+        bad = [int(v) for v in w[[4, 6, 8]] if not -31 <= v <= 30]
+        return f"EADD shift {bad[0]} outside [-31, 30]" if bad else None
+    start = ins.prm + 4 * (PARAM_HEADER_WORDS + 2 * chans)
+    shifts = np.frombuffer(filt[start:start + 4 * chans].ljust(4 * chans, b"\xff"), "<i4")
+    if chans and (shifts.min() < -31 or shifts.max() > 30):
+        return f"I8 DSP shift {int(shifts.min())}..{int(shifts.max())} outside [-31, 30]"
+    return None
+
+
+def check_program(program: list[Instruction], *, frame_bytes: int, filter_bytes: int, pe: int | None,
+                  filter_image: bytes = b"", frame_defined: tuple[int, int] = (0, 0),
+                  filter_defined: int | None = None) -> list[Finding]:
+    """Faults and memory hazards of `program` alone (no layer table): see the module docstring.
+
+    `frame_defined` is the byte range the frame image initializes, `filter_defined` the filter
+    image's length (default: len(filter_image)).
+    """
+    out: list[Finding] = []
+    frame_w, filt_w = _Intervals(), _Intervals()
+    frame_w.add(*frame_defined)
+    filt_w.add(0, len(filter_image) if filter_defined is None else filter_defined)
+    partial_w = _Intervals()              # filter bytes the program itself wrote
+    image_end = len(filter_image) if filter_defined is None else filter_defined
+    ended = False
+    for i, ins in enumerate(program):
+        if ins.op is Op.END:
+            ended = True
+            if i + 1 < len(program):
+                out.append(Finding("hazard", i + 1, f"{len(program) - i - 1} instruction(s) after END "
+                                                    f"never run"))
+            break
+        try:
+            acc = accesses(ins, frame_bytes, filter_bytes, pe)
+        except _Fault as exc:
+            out.append(Finding("fault", i, str(exc)))
+            continue
+        for mem, a, b, rw, what in acc:
+            if rw != "r":
+                continue
+            written = frame_w if mem == "frame" else filt_w
+            if not written.covers(a, b):
+                out.append(Finding("hazard", i, f"reads {what} {mem} [{a:#x}, {b:#x}) that neither the "
+                                                f"image nor an earlier instruction wrote"))
+            if mem == "filter" and what == "parameters" and ins.dsp and ins.fmt is Fmt.I8:
+                if partial_w.overlaps(a, b):
+                    out.append(Finding("hazard", i, f"its parameter block [{a:#x}, {b:#x}) was overwritten "
+                                                    f"by partial sums; the DSP shift cannot be checked"))
+                else:
+                    chans = ((b - a) // 4 - PARAM_HEADER_WORDS) // DSP_ARRAYS
+                    msg = _shift_fault(ins, filter_image, chans)
+                    if msg:
+                        out.append(Finding("fault", i, msg))
+        for mem, a, b, rw, what in acc:
+            if rw == "w":
+                (frame_w if mem == "frame" else filt_w).add(a, b)
+                if mem == "filter":
+                    partial_w.add(a, b)
+                    if a < image_end:
+                        out.append(Finding("hazard", i, f"partial sums [{a:#x}, {b:#x}) overwrite the filter "
+                                                        f"image (weights/parameters end at {image_end:#x})"))
+    if not ended:
+        out.append(Finding("fault", len(program), f"no END: the machine runs off the end of the "
+                                                   f"{len(program)}-instruction program"))
+    return out
+
+
+def check_bundle(bundle, profile=None) -> list[Finding]:
+    """Everything :func:`check_program` finds, plus the layer table's live ranges and the profile
+    (`profile`: another chip to hold the bundle to; default the one it was compiled for)."""
+    from dtpu.isro.bundle import bundle_profile
+    meta = bundle.meta
+    prof = bundle_profile(meta) if profile is None else profile
+    pe = meta.get("pe")
+    fmt_size = FRAME_DTYPE[bundle.fmt].itemsize
+    inp = meta["input"]
+    c, h, w = inp["shape"]
+    t, b, l, r = inp["pad"]
+    in_end = inp["addr"] + c * (h + t + b) * (w + l + r) * fmt_size
+    out = check_program(bundle.program, frame_bytes=meta["frame_bytes"], filter_bytes=meta["filter_bytes"],
+                        pe=pe, filter_image=bundle.filter, frame_defined=(inp["addr"], in_end))
+    # -- profile
+    n = len(bundle.program) * 64
+    if n > prof.program_bytes:
+        out.append(Finding("profile", None, f"program is {n:,} B, instruction memory of {prof.name} is "
+                                            f"{prof.program_bytes:,} B"))
+    for key in ("frame_bytes", "filter_bytes"):
+        if meta[key] > getattr(prof, key):
+            out.append(Finding("profile", None, f"{key.split('_')[0]} memory needs {meta[key]:,} B, "
+                                                f"{prof.name} has {getattr(prof, key):,} B"))
+    if prof.pe is not None and (pe is None or pe > prof.pe):
+        out.append(Finding("profile", None, f"compiled for pe={pe}, {prof.name} has {prof.pe}"))
+    for i, ins in enumerate(bundle.program):
+        if ins.op in (Op.END, Op.NOP):
+            continue
+        if ins.fmt.name.lower() not in prof.formats:
+            out.append(Finding("profile", i, f"format {ins.fmt.name.lower()}; {prof.name} supports "
+                                             f"{', '.join(prof.formats)}"))
+        for f in ("src", "dst", "wgt", "prm"):
+            if f == "dst" and ins.fields.get("partial"):
+                continue          # a slot inside the ADD's partials region, which is aligned
+            v = ins.fields.get(f)
+            if v and v % prof.align:
+                out.append(Finding("profile", i, f"{f}={v:#x} is not {prof.align}-byte aligned as "
+                                                 f"{prof.name} requires"))
+    # -- layer table: addresses as meant, no write into a tensor still live
+    tensors = [("input", inp["addr"], in_end - inp["addr"], (-1, _live(inp, -1)[1]))]
+    for k, layer in enumerate(meta["layers"]):
+        o = layer["output"]
+        c, h, w = o["shape"]
+        t, b, l, r = o["pad"]
+        tensors.append((layer["name"], o["addr"], c * (h + t + b) * (w + l + r) * fmt_size, _live(o, k)))
+    for k, layer in enumerate(meta["layers"]):
+        first, last = layer["instructions"]
+        if not 0 <= first <= last < len(bundle.program):
+            out.append(Finding("hazard", None, f"layer {layer['name']}: instructions {first}..{last} "
+                                               f"outside the program"))
+            continue
+        ins = bundle.program[last]
+        if ins.op in (Op.END, Op.NOP) or getattr(ins, "partial", 0):
+            out.append(Finding("hazard", last, f"layer {layer['name']} ends in a {ins.op.name.lower()}, "
+                                               f"not an instruction that writes its output"))
+            continue
+        if ins.dst != layer["output"]["addr"]:
+            out.append(Finding("hazard", last, f"writes {ins.dst:#x}, but layer {layer['name']}'s output "
+                                               f"is at {layer['output']['addr']:#x}"))
+        lo, hi = ins.dst, ins.dst + tensors[k + 1][2]
+        for name, a, size, (t0, t1) in tensors:
+            if name != layer["name"] and t0 <= k <= t1 and a < hi and lo < a + size:
+                out.append(Finding("hazard", last, f"layer {layer['name']}'s output [{lo:#x}, {hi:#x}) "
+                                                   f"overlaps {name} [{a:#x}, {a + size:#x}), still live "
+                                                   f"(layers {t0}..{t1})"))
+        for j in range(first, last + 1):
+            p = bundle.program[j]
+            if p.op is Op.ADD or p.op in (Op.END, Op.NOP):
+                continue
+            srcs = [tensors[t][1] for t in layer.get("inputs", [k])]
+            if p.op is Op.EADD and p.src2 not in srcs:
+                out.append(Finding("hazard", j, f"reads {p.src2:#x}, but layer {layer['name']}'s inputs are "
+                                                f"at {', '.join(f'{s:#x}' for s in srcs)}"))
+            if p.src not in srcs:
+                out.append(Finding("hazard", j, f"reads {p.src:#x}, but layer {layer['name']}'s input is at "
+                                                f"{', '.join(f'{s:#x}' for s in srcs)}"))
+    return sorted(set(out), key=lambda f: (-1 if f.index is None else f.index, KINDS.index(f.kind), f.message))
+
+
+def _live(t: dict, producer: int) -> tuple[int, int]:
+    live = t.get("live")
+    return tuple(live) if live else (producer, producer + 1)
+
+
+def first_fault(findings: list[Finding]) -> int | None:
+    """The instruction at which the machine stops, if the findings say it does."""
+    idx = [f.index for f in findings if f.kind == "fault" and f.index is not None]
+    return min(idx) if idx else None

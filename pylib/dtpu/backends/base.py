@@ -86,6 +86,11 @@ class Backend(abc.ABC):
         precisions on the CPU: a board build synthesized with fewer precisions claims less."""
         return None
 
+    def placement_error(self, spec: ConvSpec) -> str | None:
+        """Why this target cannot place `spec` in its memories (None: it can). The delegate
+        asks before it claims a node, so that prepare never fails for lack of on-chip memory."""
+        return None
+
     @abc.abstractmethod
     def prepare(self, spec: ConvSpec, filters: np.ndarray, bias: np.ndarray | None) -> Any:
         """Make a node resident; return an opaque handle passed back to `invoke`."""

@@ -38,7 +38,7 @@ from dtpu import reference
 from dtpu.hw import fast as fastpath
 from dtpu.hw import prefetch
 from dtpu.hw.config import HwConfig, ceil_div, get_config
-from dtpu.hw.lower import Job, Lowered, footprint, lower, with_prefetch
+from dtpu.hw.lower import Job, Lowered, footprint, lower, placement_error, with_prefetch
 from dtpu.hw.model import Core, _Error
 from dtpu.spec import OpKind
 from dtpu.power import EnergyMeter, activity
@@ -152,6 +152,15 @@ class ModelBackend(Backend):
     @property
     def core(self) -> Core:
         return self.transport.core
+
+    def placement_error(self, spec: ConvSpec) -> str | None:
+        """Why `spec` cannot be placed on this backend's build (None: it can), checked before
+        the delegate claims the node: the lowering's own rules (:func:`dtpu.hw.lower.
+        check_placement`) for the smallest region a node that does not fit gets, the scratch
+        region (weights and parameters paged through it), so prepare never fails for lack of
+        memory."""
+        return placement_error(spec, self.cfg, self.precision, wgt_capacity=self._wscratch,
+                               param_capacity=self._pscratch)
 
     def prepare(self, spec: ConvSpec, filters: np.ndarray, bias: np.ndarray | None) -> _Node:
         c = self.cfg
@@ -675,9 +684,13 @@ def _aligned(cfg: HwConfig, words: int) -> int:
 def _page_size(cfg: HwConfig, spec: ConvSpec, words: int, ring: int, parts: int = 4) -> int:
     """Weight words per page of a streamed node, for a ring of `ring` words: 1/`parts` of it (so
     that several pages are in flight), at least one tile of COLS filters; a depthwise node's
-    taps are one page."""
+    taps are one page when they fit the ring (every channel-group part repeats the ring's
+    start-up), else parts of 1/`parts` of it, at least COLS groups' taps."""
     if spec.kind is OpKind.DEPTHWISE_CONV_2D:
-        return ring
+        if words <= ring:
+            return ring
+        kh, kw = spec.kernel
+        return min(ring, max(ring // parts // cfg.COLS * cfg.COLS, kh * kw * cfg.COLS))
     tile = words // ceil_div(spec.out_channels, cfg.COLS)
     return min(ring, max(ring // parts // cfg.COLS * cfg.COLS, tile))
 

@@ -129,6 +129,18 @@ class DelegateState:
         """The backend's lane precisions (None: any; a backend need not subclass Backend)."""
         return getattr(self.backend, "enabled_precisions", None)
 
+    def placed(self, decision: Decision) -> Decision:
+        """`decision`, unless the backend cannot place its node on the build it drives (the
+        lowering's memory and geometry rules, the backend's ``placement_error``): then the node
+        stays on the CPU with that reason, so that a claimed node never fails at prepare."""
+        check = getattr(self.backend, "placement_error", None)
+        if not decision.claimed or check is None:
+            return decision
+        reason = check(decision.spec)
+        if reason is None:
+            return decision
+        return Decision(spec=None, reason=f"cannot be placed on this DTPU build: {reason}")
+
     # -- delegate Prepare: choose the nodes --------------------------------------------------
     def detect_runtime(self, ffi, ctx) -> str | None:
         """The runtime whose interpreter calls us (see graph.host_runtime), once per delegate;
@@ -169,7 +181,8 @@ class DelegateState:
             if node.builtin_code not in (3, 4, 9):
                 continue
             try:
-                decision = analyze(node, tensor, self.options, runtime, self.enabled_precisions)
+                decision = self.placed(analyze(node, tensor, self.options, runtime,
+                                               self.enabled_precisions))
             except Exception as exc:  # a bug of ours must not take the model down: leave it on CPU
                 log.warning("node %d (%s): support check failed: %r", index, node.op, exc)
                 decision = Decision(spec=None, reason=f"internal error in the support check: {exc!r}")
@@ -355,8 +368,8 @@ class PartitionKernel:
 
         external_inputs: list[int] = []
         for step in self.steps:
-            decision = analyze(step.node, tensor, self.state.options, self.state.runtime,
-                               self.state.enabled_precisions)
+            decision = self.state.placed(analyze(step.node, tensor, self.state.options,
+                                                 self.state.runtime, self.state.enabled_precisions))
             if not decision.claimed:
                 raise DelegateError(f"node {step.node.index} ({step.node.op}) cannot run on the DTPU "
                                     f"with the current shapes: {decision.reason}")

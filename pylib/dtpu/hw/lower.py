@@ -262,11 +262,61 @@ def lower(spec: ConvSpec, filters: np.ndarray, bias: np.ndarray | None, cfg: HwC
     if wgt_base % cfg.COLS or param_base % cfg.COLS or wcap < cfg.COLS or pcap < cfg.COLS:
         raise ValueError(f"regions must start at a multiple of COLS={cfg.COLS} and hold at least "
                          f"COLS words/entries (weights {wgt_base}+{wcap}, params {param_base}+{pcap})")
+    check_placement(spec, cfg, prec, wcap, pcap, params_paged=param_pages)
     if spec.kind is OpKind.DEPTHWISE_CONV_2D:
         return _lower_dw(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap,
                          rq, resident, param_pages)
     return _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap,
                        rq, resident, param_pages)
+
+
+def check_placement(spec: ConvSpec, cfg: HwConfig, prec: Precision, wcap: int, pcap: int,
+                    params_paged: bool = True) -> None:
+    """Raise LowerError when no lowering of the node fits the build, given `wcap` weight words
+    and `pcap` parameter entries to page through (`params_paged`: its parameters go through
+    that region too, a page's worth at a time).
+
+    The one place the shape-only placement rules live: :func:`lower` applies them to the region
+    it is given, and the delegate's claim (a backend's ``placement_error``, through
+    :func:`placement_error`) to the smallest region a streamed node gets, so a node the delegate
+    claims is never refused at prepare for lack of memory. What always fits: GEMM output
+    channels in pages of whole tiles and, when not even one tile (COLS filters x K) fits or K
+    exceeds the activation buffer, K in raw chunks (integer modes); depthwise channels in groups
+    (:func:`dw_parts`). What cannot: a depthwise row that does not fit the activation buffer
+    span rows at a time even one channel group wide, a float GEMM that needs a K split (no raw
+    fp32 output)."""
+    _zero_points(spec)
+    if spec.kind is OpKind.DEPTHWISE_CONV_2D:
+        dw_geometry(spec, cfg, prec)
+        dw_parts(spec, cfg, prec, wcap, pcap,
+                 params_paged and prec not in (Precision.INT32, Precision.INT64))
+        return
+    kh, kw = spec.kernel
+    kwords = ceil_div(kh * kw * spec.input_shape[3], prec.lanes)
+    if prec.is_float and (kwords > cfg.ACT_WORDS or kwords * cfg.COLS > wcap):
+        raise LowerError(f"{spec.name or 'node'}: K={kh * kw * spec.input_shape[3]} ({kwords} words) "
+                         f"needs a K split (one tile of {kwords * cfg.COLS} weight words, region "
+                         f"{wcap}; activation buffer {cfg.ACT_WORDS} words), which float modes do "
+                         f"not support (no raw fp32 output)")
+
+
+def placement_error(spec: ConvSpec, cfg: HwConfig | None = None, precision=None, *,
+                    wgt_capacity: int | None = None, param_capacity: int | None = None) -> str | None:
+    """Why the node cannot run on this build, or None: :func:`check_placement` (and the lane
+    precision) for a node streamed through `wgt_capacity` weight words and `param_capacity`
+    parameter entries (default: the whole memories)."""
+    cfg = cfg or get_config()
+    try:
+        prec = precision_of(spec, precision)
+        if prec not in cfg.ENABLED:
+            raise LowerError(f"precision {prec.value} is not enabled in {cfg.model_name}; enabled: "
+                             f"{', '.join(p.value for p in cfg.ENABLED)}")
+        check_placement(spec, cfg, prec,
+                        cfg.WEIGHT_WORDS if wgt_capacity is None else wgt_capacity,
+                        cfg.PARAM_ENTRIES if param_capacity is None else param_capacity)
+    except LowerError as exc:
+        return str(exc)
+    return None
 
 
 # ------------------------------------------------------------------------------------------------
@@ -514,13 +564,16 @@ def _divisors_desc(n: int, limit: int) -> list[int]:
     return [d for d in range(min(n, limit), 0, -1) if n % d == 0]
 
 
-def dw_geometry(spec: ConvSpec, cfg: HwConfig, prec: Precision) -> DwGeometry:
-    """Chunking, ring size and tap cycles the lowering picks for a depthwise node."""
+def dw_geometry(spec: ConvSpec, cfg: HwConfig, prec: Precision, groups: int | None = None) -> DwGeometry:
+    """Chunking, ring size and tap cycles the lowering picks for a depthwise job over `groups`
+    channel groups (default: all of the node's; a node split by channel groups runs one job per
+    part, see :func:`dw_parts`)."""
     n, ih, iw, c = spec.input_shape
     _, oh, ow, oc = spec.output_shape
     (kh, kw), (sy, sx), (dy, dx) = spec.kernel, spec.stride, spec.dilation
     (pt, _), (pl, _) = spec.pads
-    groups = ceil_div(oc, prec.lanes)
+    if groups is None:
+        groups = ceil_div(oc, prec.lanes)
     span = (kh - 1) * dy + 1
     tc_max = (1 << cfg.reg("DW_RING").field("TAP_CYCLES").width) - 1
     conflicts = False
@@ -542,7 +595,34 @@ def dw_geometry(spec: ConvSpec, cfg: HwConfig, prec: Precision) -> DwGeometry:
         raise LowerError(f"{spec.name or 'depthwise node'}: every channel chunking has stride-{sx} "
                          f"bank conflicts that need TAP_CYCLES > {tc_max} (DW_RING.TAP_CYCLES)")
     raise LowerError(f"{spec.name or 'depthwise node'}: rows of {iw} pixels do not fit the "
-                     f"activation buffer ({cfg.ACT_WORDS} words) {span} at a time")
+                     f"activation buffer ({cfg.ACT_WORDS} words) {span} at a time even one "
+                     f"channel group (8-bit: 8 channels) at a time")
+
+
+def dw_parts(spec: ConvSpec, cfg: HwConfig, prec: Precision, wcap: int, pcap: int,
+             params_paged: bool = True) -> list[tuple[int, int]]:
+    """A depthwise node's channel groups split into DWCONV jobs, [(g0, g1), ...].
+
+    Each part is a job of its own with its own weights (KH*KW taps x its groups rounded up to
+    COLS: the tap-major layout the core reads) within `wcap` words and, when its parameters are
+    paged with it (`params_paged`), its L*(g1-g0) entries within `pcap`. One part when the node
+    fits; otherwise as few equal parts as fit, since every part repeats the ring's start-up
+    (the first KH-1 input rows load before it computes)."""
+    L = prec.lanes
+    groups = ceil_div(spec.out_channels, L)
+    kh, kw = spec.kernel
+    col_words = kh * kw * cfg.COLS           # the least a job's weights occupy: COLS groups
+    by_w = groups if kh * kw * ceil_div(groups, cfg.COLS) * cfg.COLS <= wcap else \
+        (wcap // col_words) * cfg.COLS
+    by_p = pcap // L if params_paged else groups
+    most = min(groups, by_w, by_p)
+    if most < 1:
+        raise LowerError(f"{spec.name or 'depthwise node'}: not even one job of {min(groups, cfg.COLS)} "
+                         f"channel groups fits the region: {kh * kw} taps x {cfg.COLS} = "
+                         f"{col_words} weight words (region {wcap}), {L} parameter entries per "
+                         f"group (region {pcap})")
+    per = ceil_div(groups, ceil_div(groups, most))
+    return [(g0, min(groups, g0 + per)) for g0 in range(0, groups, per)]
 
 
 def _lower_dw(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap, rq, resident,
@@ -554,47 +634,65 @@ def _lower_dw(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap, 
     kh, kw = spec.kernel
     mult = spec.depth_multiplier
     zx, zw = _zero_points(spec)
-    g = dw_geometry(spec, cfg, prec)
-    groups = g.gc * g.nchunk
+    groups = ceil_div(oc, L)
     cp = groups * L
-    gp = ceil_div(groups, cols_n) * cols_n
     taps = kh * kw
-    if taps * gp > wcap or cp > pcap:
-        raise LowerError(f"{spec.name or 'depthwise node'}: {taps * gp} weight words / {cp} channel "
-                         f"entries exceed the region ({wcap} / {pcap})")
+    raw = prec in (Precision.INT32, Precision.INT64)
+    resident = resident and taps * ceil_div(groups, cols_n) * cols_n <= wcap and cp <= pcap
+    # param_pages=False: a paged node's parameters stay resident (all at param_base), only its
+    # weights are paged
+    own_params = not raw and not param_pages and not resident
+    if own_params and pcap < cp:
+        raise ValueError(f"param_pages=False: the parameter region ({pcap} entries) must hold "
+                         f"all {cp}")
+    parts = [(0, groups)] if resident else dw_parts(spec, cfg, prec, wcap, pcap,
+                                                    params_paged=not (raw or own_params))
     wt = np.asarray(filters).reshape(taps, oc)
     if prec.bits == 8:
         info = np.iinfo(prec.value_dtype)
         amax = max(abs(int(info.min) - zx), abs(int(info.max) - zx))
         if int(np.abs(wt.astype(np.int64) - zw).sum(axis=0).max()) * amax > (1 << 31) - 1:
             raise LowerError(f"{spec.name or 'depthwise node'}: an int32 accumulator could overflow")
-    if prec.is_float:
-        wfull = np.zeros((taps, gp * L), np.float32)
-    else:
-        wfull = np.full((taps, gp * L), zw, prec.value_dtype)
-    wfull[:, :oc] = wt
-    weights = pack(wfull, prec)                       # tap-major: address tap*GP + g
     params = _param_words(spec, bias, cp, rq)
     variant = _variant_code(cfg, spec, bias, rq)
-    raw = prec in (Precision.INT32, Precision.INT64)
     mode = "FLOAT" if prec.is_float else "RAW" if raw else "REQUANT"
     lanes_res, res_dt = out_lanes(cfg, prec, cfg.enums["OUT_MODE"][mode])
     wpi = ceil_div(L, lanes_res)
-    regs = [
-        ("DW_IN", cfg.encode("DW_IN", H=ih, W=iw)), ("DW_OUT", cfg.encode("DW_OUT", H=oh, W=ow)),
-        ("DW_KERNEL", cfg.encode("DW_KERNEL", KH=kh, KW=kw, PT=g.pt, PL=g.pl)),
-        ("DW_STRIDE", cfg.encode("DW_STRIDE", SY=g.sy, SX=g.sx, DY=g.dy, DX=g.dx)),
-        ("DW_GROUPS", cfg.encode("DW_GROUPS", GC=g.gc, NCHUNK=g.nchunk)),
-        ("DW_RING", cfg.encode("DW_RING", LB_ROWS=g.lb_rows, TAP_CYCLES=g.tap_cycles)),
-        ("WGT_BASE", wgt_base), ("PARAM_BASE", param_base),
-        ("IN_OFFSET", _as_u32(-zx)), ("WGT_OFFSET", _as_u32(-zw)), *_clamp_regs(spec, rq),
-        NO_PREFETCH, _job_reg(cfg, "DWCONV", prec, mode, 0 if raw else variant)]
-    loads = [_load_job(cfg, "LOAD_WGT", wgt_base, weights, "dw weights")]
-    if not raw:
-        loads.append(_load_job(cfg, "LOAD_PARAM", param_base, params.reshape(-1), "dw params"))
     pad_value = 0.0 if prec.is_float else zx
-    macs_per_image = oh * ow * oc * taps
     xdt = reference.io_dtypes(spec)[0]
+
+    def part(g0, g1):
+        """(geometry, register tuple, its load jobs) of the job over channel groups g0..g1-1."""
+        g = dw_geometry(spec, cfg, prec, g1 - g0)
+        gp = ceil_div(g1 - g0, cols_n) * cols_n
+        w = (np.zeros((taps, gp * L), np.float32) if prec.is_float
+             else np.full((taps, gp * L), zw, prec.value_dtype))
+        lo, hi = g0 * L, min(oc, g1 * L)
+        w[:, :hi - lo] = wt[:, lo:hi]
+        regs = (
+            ("DW_IN", cfg.encode("DW_IN", H=ih, W=iw)), ("DW_OUT", cfg.encode("DW_OUT", H=oh, W=ow)),
+            ("DW_KERNEL", cfg.encode("DW_KERNEL", KH=kh, KW=kw, PT=g.pt, PL=g.pl)),
+            ("DW_STRIDE", cfg.encode("DW_STRIDE", SY=g.sy, SX=g.sx, DY=g.dy, DX=g.dx)),
+            ("DW_GROUPS", cfg.encode("DW_GROUPS", GC=g.gc, NCHUNK=g.nchunk)),
+            ("DW_RING", cfg.encode("DW_RING", LB_ROWS=g.lb_rows, TAP_CYCLES=g.tap_cycles)),
+            ("WGT_BASE", wgt_base), ("PARAM_BASE", param_base + (lo if own_params else 0)),
+            ("IN_OFFSET", _as_u32(-zx)), ("WGT_OFFSET", _as_u32(-zw)), *_clamp_regs(spec, rq),
+            NO_PREFETCH, _job_reg(cfg, "DWCONV", prec, mode, 0 if raw else variant))
+        tag = "" if len(parts) == 1 else f" g[{g0}:{g1}]"
+        loads = [_load_job(cfg, "LOAD_WGT", wgt_base, pack(w, prec), f"dw weights{tag}")]
+        if not (raw or own_params):
+            loads.append(_load_job(cfg, "LOAD_PARAM", param_base, params[lo:g1 * L].reshape(-1),
+                                   f"dw params{tag}"))
+        labels = [f"dw{tag}[{b}]" for b in range(n)]
+        return g, regs, loads, labels, oh * ow * (hi - lo) * taps
+
+    jobs_of = [part(g0, g1) for g0, g1 in parts]
+    if resident:
+        once = jobs_of[0][2]
+    elif own_params:
+        once = [_load_job(cfg, "LOAD_PARAM", param_base, params.reshape(-1), "dw params")]
+    else:
+        once = []
 
     def channels(x):
         if mult > 1:  # input channel ci feeds output channels ci*M .. ci*M+M-1
@@ -603,55 +701,65 @@ def _lower_dw(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap, 
             x = np.concatenate([x, np.full(x.shape[:3] + (cp - oc,), pad_value, x.dtype)], axis=3)
         return x
 
-    def stream(img):
+    def stream(img, g, g0, g1):
+        """One image's activation words of the job over groups g0..g1-1."""
+        if len(parts) > 1:
+            img = img[:, :, g0 * L:g1 * L]
         if g.nchunk > 1:  # chunk-major stream: (chunk, y, x, groups of the chunk)
             img = img.reshape(ih, iw, g.nchunk, g.gc * L).transpose(2, 0, 1, 3)
         return _pack_act(np.ascontiguousarray(img), prec)
 
-    # param_pages=False: a paged node's parameters stay resident, only its weights are paged
-    every = loads if param_pages or raw else loads[:1]
-    once = loads if resident else ([] if param_pages or raw else loads[1:])
-
     def plan(x):
         x = channels(x)
-        jobs = [] if resident else list(every)
-        for b in range(n):
-            jobs.append(Job(labels[b], regs, {"act": stream(x[b])}, g.nchunk * oh * ow * g.gc * wpi,
-                            macs_per_image))
+        jobs = []
+        for (g0, g1), (g, regs, loads, labels, macs) in zip(parts, jobs_of):
+            if not resident:
+                jobs += loads
+            for b in range(n):
+                jobs.append(Job(labels[b], regs, {"act": stream(x[b], g, g0, g1)},
+                                g.nchunk * oh * ow * g.gc * wpi, macs))
         return jobs
 
-    labels = [f"dw[{b}]" for b in range(n)]
-    # one image of whole result words: NHWC once the chunks are interleaved again
-    as_view = n == 1 and cp == oc and wpi * lanes_res == L and not raw and np.dtype(res_dt) == xdt
+    g_one = jobs_of[0][0]
+    # one job of one image of whole result words: NHWC once the chunks are interleaved again
+    as_view = (len(parts) == 1 and n == 1 and cp == oc and wpi * lanes_res == L and not raw
+               and np.dtype(res_dt) == xdt)
 
     def assemble(results):
         if as_view:
-            if g.nchunk == 1:  # the result words are the NHWC output: a view
+            if g_one.nchunk == 1:  # the result words are the NHWC output: a view
                 return results[0].view(xdt).reshape(1, oh, ow, oc)
             y = np.empty((1, oh, ow, oc), xdt)
-            np.copyto(y.reshape(oh, ow, g.nchunk, g.gc * L),
-                      results[0].view(xdt).reshape(g.nchunk, oh, ow, g.gc * L).transpose(1, 2, 0, 3))
+            np.copyto(y.reshape(oh, ow, g_one.nchunk, g_one.gc * L),
+                      results[0].view(xdt).reshape(g_one.nchunk, oh, ow, g_one.gc * L).transpose(1, 2, 0, 3))
             return y
-        out = np.empty((n, oh, ow, oc), np.int64 if raw else xdt)
-        for b, words in enumerate(results):
-            vals = unpack(words, _res_prec(res_dt), words.size * lanes_res)
-            vals = vals.reshape(g.nchunk, oh, ow, g.gc, wpi * lanes_res)[..., :L]
-            out[b] = vals.transpose(1, 2, 0, 3, 4).reshape(oh, ow, cp)[:, :, :oc]
+        out = np.empty((n, oh, ow, cp), np.int64 if raw else xdt)
+        words = iter(results)
+        for (g0, g1), (g, *_rest) in zip(parts, jobs_of):
+            for b in range(n):
+                w = next(words)
+                vals = unpack(w, _res_prec(res_dt), w.size * lanes_res)
+                vals = vals.reshape(g.nchunk, oh, ow, g.gc, wpi * lanes_res)[..., :L]
+                out[b, :, :, g0 * L:g1 * L] = vals.transpose(1, 2, 0, 3, 4).reshape(oh, ow, (g1 - g0) * L)
+        out = out[..., :oc]
         if raw:
             return reference.requantize(spec, out, bias, variant=rq)
-        return out
+        return np.ascontiguousarray(out)
 
-    low = Lowered(spec, cfg, prec, "dwconv", resident, once, taps * gp, cp,
+    most = max(g1 - g0 for g0, g1 in parts)
+    low = Lowered(spec, cfg, prec, "dwconv", resident, once,
+                  taps * ceil_div(most, cols_n) * cols_n, cp if resident or own_params else most * L,
                   plan, assemble)
     if resident and n == 1:
         vdt = prec.value_dtype
-        flat = not prec.is_float and mult == 1 and cp == oc and g.nchunk == 1
+        flat = not prec.is_float and mult == 1 and cp == oc and g_one.nchunk == 1
+        regs, labels = jobs_of[0][1], jobs_of[0][3]
 
         def act_of(x):
             if flat and x.dtype == vdt:  # the NHWC tensor is the stream
                 return x.reshape(-1).view(_U64)
-            return stream(channels(x)[0])
-        low.direct = (regs, act_of, labels[0], as_view and g.nchunk == 1)
+            return stream(channels(x)[0], g_one, 0, groups)
+        low.direct = (regs, act_of, labels[0], as_view and g_one.nchunk == 1)
     return low
 
 

@@ -78,8 +78,8 @@ def _normalize_batchnorm(model: tf.keras.Model, data: list[np.ndarray]) -> None:
         axes = tuple(range(a.ndim - 1))
         mean, var = a.mean(axis=axes), a.var(axis=axes)
         var = np.where(var > 1e-12, var, 1.0)  # a channel with a constant input
-        gamma, beta = bn.get_weights()[:2]
-        bn.set_weights([gamma, beta, mean.astype(np.float32), var.astype(np.float32)])
+        affine = bn.get_weights()[:-2]  # gamma and beta, where the layer has them
+        bn.set_weights([*affine, mean.astype(np.float32), var.astype(np.float32)])
 
 
 def _with_features(model: tf.keras.Model, layer: str) -> tf.keras.Model:
@@ -244,12 +244,16 @@ def generate(nets: dict, out: Path, only: str, problems: list[str]) -> list[dict
             continue
         t0 = time.time()
         tf.keras.backend.clear_session()
-        base, features = builder()
-        base = _randomized(base, net)
-        shape = (1, *base.input_shape[1:])
-        data = z.calib_data(shape, net)
-        _normalize_batchnorm(base, data[:N_BN])
-        model = _with_features(base, features)
+        try:
+            base, features = builder()
+            base = _randomized(base, net)
+            shape = (1, *base.input_shape[1:])
+            data = z.calib_data(shape, net)
+            _normalize_batchnorm(base, data[:N_BN])
+            model = _with_features(base, features)
+        except Exception as ex:  # record and go on with the other nets
+            problems.append(f"{net}: building failed: {str(ex).splitlines()[0][:200]}")
+            continue
         params = {"input_shape": list(shape), "batch": 1, "keras_layers": len(model.layers),
                   "parameters": int(model.count_params()), "features_layer": features,
                   "architecture": what}

@@ -210,7 +210,10 @@ def randomize(model: tf.keras.Model, rng: np.random.Generator):
             beta = rng.uniform(-0.3, 0.3, c)
             mean = rng.uniform(-0.2, 0.2, c)
             var = rng.uniform(0.5, 1.5, c)
-            new = [gamma, beta, mean, var]
+            # a layer without scale / center (InceptionV3's) has no gamma / beta; the draws
+            # stay the same so the other layers' weights do not depend on that
+            new = [a for a, kept in zip([gamma, beta, mean, var],
+                                        [layer.scale, layer.center, True, True]) if kept]
         else:
             new = []
             for i, wt in enumerate(ws):

@@ -31,7 +31,9 @@ SEEDS = (0, 1)
 # every job): one invoke each, on different inputs, so each model still sees both seeds there
 BACKEND_SEEDS = {"reference": SEEDS, "model": SEEDS[:1], "pynq": SEEDS[1:], "rtl": SEEDS[:1]}
 CONV_OPS = ("CONV_2D", "DEPTHWISE_CONV_2D")
-REPORT_OP = {"CONV_2D": "conv2d", "DEPTHWISE_CONV_2D": "depthwise_conv2d"}  # NodeRecord.op
+REPORT_OP = {"CONV_2D": "conv2d", "DEPTHWISE_CONV_2D": "depthwise_conv2d",  # NodeRecord.op
+             "FULLY_CONNECTED": "fully_connected"}
+WITH_FC = [e for e in MODELS if e["all_op_counts"].get("FULLY_CONNECTED")]
 RTL_MODEL = "mobilenet_v2_224__int8"
 
 
@@ -82,16 +84,17 @@ def _options(backend: str, request) -> dict:
     return {"backend": backend}
 
 
-def _check(entry: dict, path, backend: str, options: dict, oracle, tfl) -> None:
-    """All conv nodes claimed (nothing of them left on the CPU, nothing rejected), the report
-    lists exactly them, and every output of every seed equals the CPU interpreter's."""
+def _check(entry: dict, path, backend: str, options: dict, oracle, tfl,
+           ops: tuple = CONV_OPS) -> None:
+    """All nodes of `ops` claimed (nothing of them left on the CPU, nothing rejected), the
+    report lists exactly them, and every output of every seed equals the CPU interpreter's."""
     import dtpu
 
     ours = dtpu.make_interpreter(path, options, **no_default_delegates(tfl))
     ours.allocate_tensors()
     left = cpu_ops(ours)
-    assert {op: left[op] for op in CONV_OPS if left[op]} == {}, \
-        f"{entry['name']}: conv nodes left on the CPU with backend={backend}"
+    assert {op: left[op] for op in ops if left[op]} == {}, \
+        f"{entry['name']}: nodes left on the CPU with backend={backend}"
     for seed in BACKEND_SEEDS[backend]:
         inputs, want = oracle(entry, path)[SEEDS.index(seed)]
         got = run(ours, inputs)
@@ -100,10 +103,10 @@ def _check(entry: dict, path, backend: str, options: dict, oracle, tfl) -> None:
             assert_matches(g, w, f"{entry['name']} backend={backend} seed {seed} output {i}")
     report = dtpu.last_report()
     assert report.backend == backend and report.complete
-    claimed = {op: sum(n.op == REPORT_OP[op] for n in report.nodes) for op in CONV_OPS}
+    claimed = {op: sum(n.op == REPORT_OP[op] for n in report.nodes) for op in ops}
     assert len(report.nodes) == sum(claimed.values())  # (FULLY_CONNECTED is off by default)
-    assert claimed == {op: entry["op_counts"][op] for op in CONV_OPS}, entry["name"]
-    assert not [r for r in report.rejected if r["op"] in CONV_OPS], report.rejected
+    assert claimed == {op: entry["all_op_counts"].get(op, 0) for op in ops}, entry["name"]
+    assert not [r for r in report.rejected if r["op"] in ops], report.rejected
 
 
 def test_the_imagenet_set_is_what_issue_12_asks_for():
@@ -129,6 +132,13 @@ def test_the_imagenet_set_is_what_issue_12_asks_for():
 @pytest.mark.parametrize("entry", MODELS, ids=_ids(MODELS))
 def test_imagenet_model_is_claimed_and_bit_exact(entry, backend, dtpu_so, tfl, oracle, request):
     _check(entry, zoo.model_path(entry), backend, _options(backend, request), oracle, tfl)
+
+
+@pytest.mark.parametrize("entry", WITH_FC, ids=_ids(WITH_FC))
+def test_classifier_too_when_fully_connected_is_requested(entry, dtpu_so, tfl, oracle):
+    _check(entry, zoo.model_path(entry), "reference",
+           {"backend": "reference", "ops": "conv2d,depthwise_conv2d,fully_connected"}, oracle,
+           tfl, ops=(*CONV_OPS, "FULLY_CONNECTED"))
 
 
 # ------------------------------------------------------------------------------------- slow

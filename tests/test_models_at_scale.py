@@ -20,8 +20,8 @@ import os
 import numpy as np
 import pytest
 
-from tests.delegate_util import (assert_matches, cpu_ops, dtpu_so, no_default_delegates,  # noqa: F401
-                                 run, tfl)
+from tests.delegate_util import dtpu_so, tfl  # noqa: F401  (fixtures)
+from tests.delegate_util import assert_matches, cpu_ops, no_default_delegates, run
 from tests.models import zoo
 
 MODELS = zoo.load_index(kind="imagenet")
@@ -117,10 +117,13 @@ def test_the_imagenet_set_is_what_issue_12_asks_for():
         e = by_name[name]
         assert e["inputs"][0]["shape"] == [1, 224, 224, 3] and e["inputs"][0]["dtype"] == "int8"
         assert len(e["outputs"]) == 2 and all(o["dtype"] == "int8" for o in e["outputs"])
-    ops = lambda n: by_name[n]["all_op_counts"]  # noqa: E731
-    kernels = lambda n: {tuple(c["weights_shape"][1:3]) for c in by_name[n]["conv_ops"]}  # noqa: E731
+    def ops(name):
+        return by_name[name]["all_op_counts"]
+
+    inception = by_name["inception_like_224__int8"]
+    kernels = {tuple(c["weights_shape"][1:3]) for c in inception["conv_ops"]}
     assert ops("efficientnet_b0_224__int8")["LOGISTIC"] >= 16  # swish + squeeze-excite gates
-    assert {(1, 7), (7, 1)} <= kernels("inception_like_224__int8")
+    assert {(1, 7), (7, 1)} <= kernels
     assert ops("resnet18_half_224__int8")["ADD"] == 8
     assert ops("mobilenet_v2_224__int8")["ADD"] == 10
     u8 = [e for e in MODELS if e["mode"] == "uint8"]

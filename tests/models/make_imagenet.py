@@ -4,7 +4,8 @@
 Real architectures at 224x224x3 with 1000 classes, random weights (make_zoo.randomize),
 BatchNormalization statistics measured on the calibration data (so deep nets stay in a sane
 numeric range), and integer quantization calibrated on random data, all seeded by the model's
-name, so they are deterministic. Needs TensorFlow (tensorflow-cpu 2.14) like make_zoo.py; the tests do not.
+name, so they are deterministic. Needs TensorFlow (tensorflow-cpu 2.14) like make_zoo.py;
+the tests do not.
 
     python tests/models/make_imagenet.py              # the committed set -> tests/models/zoo/
     python tests/models/make_imagenet.py --only v2    # a subset (substring of the names)

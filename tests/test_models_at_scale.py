@@ -61,19 +61,19 @@ def board(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def oracle(tfl):
-    """name -> [(inputs, CPU outputs) per seed], computed once per model."""
+    """(entry, path) -> [(inputs, CPU outputs) per seed], computed once per model file."""
     done: dict[str, list] = {}
 
     def get(entry: dict, path) -> list:
-        if entry["name"] not in done:
+        if str(path) not in done:
             cpu = tfl.Interpreter(model_path=str(path))
             cpu.allocate_tensors()
             cases = []
             for seed in SEEDS:
                 inputs = zoo.make_inputs(entry, seed=seed)
                 cases.append((inputs, run(cpu, inputs)))
-            done[entry["name"]] = cases
-        return done[entry["name"]]
+            done[str(path)] = cases
+        return done[str(path)]
 
     return get
 
@@ -117,6 +117,7 @@ def test_the_imagenet_set_is_what_issue_12_asks_for():
         e = by_name[name]
         assert e["inputs"][0]["shape"] == [1, 224, 224, 3] and e["inputs"][0]["dtype"] == "int8"
         assert len(e["outputs"]) == 2 and all(o["dtype"] == "int8" for o in e["outputs"])
+
     def ops(name):
         return by_name[name]["all_op_counts"]
 

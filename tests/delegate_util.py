@@ -21,9 +21,11 @@ def own_models() -> dict:
 
 
 def zoo_entries() -> list[dict]:
+    """The zoo's small models; the ImageNet-scale ones (kind "imagenet") are
+    tests/test_models_at_scale.py's (as in tests.models.zoo.load_index)."""
     if not ZOO_INDEX.exists():
         return []
-    return json.loads(ZOO_INDEX.read_text())
+    return [e for e in json.loads(ZOO_INDEX.read_text()) if e["kind"] != "imagenet"]
 
 
 def cpu_ops(interpreter) -> collections.Counter:

@@ -210,7 +210,10 @@ def randomize(model: tf.keras.Model, rng: np.random.Generator):
             beta = rng.uniform(-0.3, 0.3, c)
             mean = rng.uniform(-0.2, 0.2, c)
             var = rng.uniform(0.5, 1.5, c)
-            new = [gamma, beta, mean, var]
+            # a layer without scale / center (InceptionV3's) has no gamma / beta; the draws
+            # stay the same so the other layers' weights do not depend on that
+            new = [a for a, kept in zip([gamma, beta, mean, var],
+                                        [layer.scale, layer.center, True, True]) if kept]
         else:
             new = []
             for i, wt in enumerate(ws):
@@ -571,7 +574,7 @@ def main(argv=None) -> int:
     ZOO.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
 
-    old = json.loads(INDEX.read_text()) if (args.only and INDEX.exists()) else []
+    old = json.loads(INDEX.read_text()) if INDEX.exists() else []
     entries: list[dict] = []
     problems: list[str] = []
 
@@ -685,6 +688,8 @@ def main(argv=None) -> int:
         fresh = {e["name"]: e for e in entries}  # keep the index order
         merged = [fresh.pop(e["name"], e) for e in old]
         entries = merged + list(fresh.values())
+    else:  # the ImageNet-scale entries are make_imagenet.py's: keep them
+        entries += [e for e in old if e["kind"] == "imagenet"]
     # one entry per line: compact, and regenerating one model changes one line
     INDEX.write_text("[\n" + ",\n".join(json.dumps(e, separators=(",", ":")) for e in entries)
                      + "\n]\n")
@@ -693,7 +698,9 @@ def main(argv=None) -> int:
         for p in ZOO.iterdir():
             if p.name not in keep:
                 p.unlink()
-    total = sum((ZOO / e["file"]).stat().st_size for e in entries) + INDEX.stat().st_size
+    # the budget of this script's models; make_imagenet.py checks the whole zoo's
+    total = sum((ZOO / e["file"]).stat().st_size for e in entries if e["kind"] != "imagenet") \
+        + INDEX.stat().st_size
     dt = time.time() - t0
     print(f"{len(entries)} models, {total} bytes in {ZOO}, {dt:.0f} s")
     for p in problems:

@@ -12,15 +12,21 @@ committed. Typical use:
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Iterable
 
 ZOO_DIR = Path(__file__).resolve().parent / "zoo"
 INDEX_PATH = ZOO_DIR / "index.json"
+CACHE_ENV = "DTPU_MODEL_CACHE"
 
 MODES = ("int8", "int8_float_io", "int8_per_tensor", "int16x8", "float32", "float16_weights",
          "dynamic_range", "uint8", "uint8_fakequant")
-KINDS = ("conv2d", "depthwise_conv2d", "net")
+KINDS = ("conv2d", "depthwise_conv2d", "net", "imagenet")
+# ImageNet-scale nets (make_imagenet.py): left out of load_index() unless asked for by kind.
+# The per-model sweeps over the zoo were written for models of a few KB; these take seconds to
+# minutes per model there, and tests/test_models_at_scale.py covers them.
+SMALL_KINDS = ("conv2d", "depthwise_conv2d", "net")
 
 _DTYPES = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767)}
 
@@ -35,13 +41,16 @@ def _match(value, want) -> bool:
 
 def load_index(mode: str | Iterable[str] | None = None,
                kind: str | Iterable[str] | None = None) -> list[dict]:
-    """All index entries (fresh dicts), optionally filtered by mode(s) and kind(s)."""
+    """Index entries (fresh dicts), optionally filtered by mode(s) and kind(s). Without `kind`,
+    the SMALL_KINDS: the "imagenet" entries only come when asked for (kind="imagenet" or
+    kind=KINDS)."""
     entries = json.loads(INDEX_PATH.read_text())
-    return [e for e in entries if _match(e["mode"], mode) and _match(e["kind"], kind)]
+    return [e for e in entries
+            if _match(e["mode"], mode) and _match(e["kind"], SMALL_KINDS if kind is None else kind)]
 
 
 def get_entry(name: str) -> dict:
-    for e in load_index():
+    for e in load_index(kind=KINDS):
         if e["name"] == name:
             return e
     raise KeyError(name)
@@ -52,6 +61,24 @@ def model_path(entry: dict | str) -> Path:
     if isinstance(entry, str):
         entry = get_entry(entry)
     return ZOO_DIR / entry["file"]
+
+
+def cache_dir() -> Path:
+    """Where make_imagenet.py --cache puts the models too big to commit: $DTPU_MODEL_CACHE,
+    else tests/models/cache (git-ignored)."""
+    env = os.environ.get(CACHE_ENV, "").strip()
+    return Path(env) if env else Path(__file__).resolve().parent / "cache"
+
+
+def load_cache_index() -> list[dict]:
+    """Entries of the model cache (same format as the zoo's index); [] when it was never
+    generated."""
+    index = cache_dir() / "index.json"
+    return json.loads(index.read_text()) if index.is_file() else []
+
+
+def cached_model_path(entry: dict) -> Path:
+    return cache_dir() / entry["file"]
 
 
 def quantize(real, info: dict):

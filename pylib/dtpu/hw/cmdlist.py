@@ -478,7 +478,7 @@ def _pad_bits(spec: ConvSpec, prec) -> int:
 
 
 class DdrFault(Exception):
-    """An AXI error response: `kind` is "DECERR" or "SLVERR"."""
+    """An AXI error response (`kind` "DECERR" or "SLVERR") or no response ("TIMEOUT")."""
 
     def __init__(self, kind: str, addr: int, n: int) -> None:
         super().__init__(f"{kind} at {addr:#x} (+{n} bytes)")
@@ -495,6 +495,7 @@ class Ddr:
         if image is not None:
             self.mem[:image.size] = image
         self.slverr: list[tuple[int, int]] = []
+        self.hang: list[tuple[int, int]] = []      # ranges that never respond (TIMEOUT)
 
     def _off(self, addr: int, n: int) -> int:
         o = addr - self.base
@@ -502,7 +503,17 @@ class Ddr:
             raise DdrFault("DECERR", addr, n)
         if any(lo < addr + n and addr < hi for lo, hi in self.slverr):
             raise DdrFault("SLVERR", addr, n)
+        if any(lo < addr + n and addr < hi for lo, hi in self.hang):
+            raise DdrFault("TIMEOUT", addr, n)
         return o
+
+    def host_view(self, addr: int, n: int) -> np.ndarray:
+        """The bytes as the CPU sees them (through the PS, not the HP port: no injected faults)."""
+        o = addr - self.base
+        if o < 0 or o + n > self.mem.size:
+            raise ValueError(f"host access {addr:#x}+{n} outside the DDR buffer "
+                             f"{self.base:#x}+{self.mem.size}")
+        return self.mem[o:o + n]
 
     def read(self, addr: int, n: int) -> np.ndarray:
         o = self._off(addr, n)
@@ -802,6 +813,11 @@ class Executor:
                                                    if names[o] != "JOB")
                                   + (("JOB", regs.get(c.REG_JOB, 0)),))
             self._compiled[key] = cj
+        if cj.error:   # failed in CONFIG: the core takes nothing, the units move nothing
+            _, err = fast.execute(self.core, cj, None)
+            r.job_err = err
+            bits = [n for n, b in c.errors.items() if err & (1 << b)]
+            raise _ClError("JOB", f"RUN: the job failed in CONFIG, ERR={err:#x} ({', '.join(bits)})")
         words = self._gather(ddr, d["ACT0"], d["ACT1"], d["ACT2"], d["ACT3"], d["ACT4"])
         if cj.pf_count:
             raise _ClError("BAD_FIELD", f"RUN with PF_COUNT={cj.pf_count}: prefetch rides on LOAD "
@@ -985,12 +1001,13 @@ class Driver:
         if x.dtype != part.input.dtype or x.size * x.itemsize != part.input.nbytes:
             raise ValueError(f"input {x.dtype}{x.shape} does not match the partition's "
                              f"{part.input.dtype}{part.input.shape}")
-        self.dev.ddr.write(part.input.addr, x)
+        self.dev.ddr.host_view(part.input.addr, part.input.nbytes)[:] = \
+            np.ascontiguousarray(x).reshape(-1).view(np.uint8)
         self._kick(part.list_addr)
         cycles = self._rd("CL_CYCLES_LO") | self._rd("CL_CYCLES_HI") << 32
         idle = self._rd("IDLE_LO") | self._rd("IDLE_HI") << 32
         out = part.output
-        y = self.dev.ddr.read(out.addr, out.nbytes).view(out.dtype).reshape(out.shape).copy()
+        y = self.dev.ddr.host_view(out.addr, out.nbytes).view(out.dtype).reshape(out.shape).copy()
         self.ops.us = 1e6 * ((time.perf_counter() - t0) - (self.dev.device_s - dev0))
         last = self.dev.last
         hw = dict(cycles=cycles, idle_cycles=idle, compute_cycles=last.compute_cycles,
@@ -999,5 +1016,41 @@ class Driver:
         return y, self.ops, hw
 
 
-__all__ = ["CmdlistError", "Ddr", "Device", "Driver", "DtpuListError", "Executor", "Format",
+def partitions_of(path_or_model, cfg: HwConfig | None = None) -> list[list[NodeIn]]:
+    """The partitions of a .tflite model as chains of the nodes this DTPU places: consecutive
+    CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED operators of the natural precisions, each fed
+    by the one before, split at every other operator (a stand-in for the delegate's partitioning
+    until the command-list path is wired into it; the delegate also runs its support checks)."""
+    from dtpu import tflite_model
+    from dtpu.hw.lower import placement_error
+    cfg = cfg or get_config()
+    model = path_or_model if isinstance(path_or_model, tflite_model.Model) else tflite_model.load(path_or_model)
+    sg = model.main
+    parts: list[list[NodeIn]] = []
+    cur: list[NodeIn] = []
+    prev = None
+    for op in sg.operators:
+        node = None
+        if op.opcode in tflite_model.CONV_OPCODES:
+            try:
+                spec, w, b = tflite_model.conv_spec(sg, op)
+            except ValueError as e:
+                log.info("operator %d stays on the CPU: %s", op.index, e)
+            else:
+                if placement_error(spec, cfg, None, wgt_capacity=cfg.WEIGHT_WORDS // 16,
+                                   param_capacity=cfg.PARAM_ENTRIES // 16) is None:
+                    node = (spec, w, b)
+        if node is None or (cur and op.inputs[0] != prev):
+            if cur:
+                parts.append(cur)
+            cur = []
+        if node is not None:
+            cur.append(NodeIn(*node, src=len(cur) - 1))
+            prev = op.outputs[0]
+    if cur:
+        parts.append(cur)
+    return parts
+
+
+__all__ = ["partitions_of", "CmdlistError", "Ddr", "Device", "Driver", "DtpuListError", "Executor", "Format",
            "HostOps", "NodeIn", "Partition", "Program", "RunResult", "Timeline", "compile_program"]

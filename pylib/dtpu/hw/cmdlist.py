@@ -541,8 +541,8 @@ class Timeline:
     * LOAD: requested when fetched and after RUN number AFTER of the list ended; done
       ``LOAD_LATENCY`` after its last beat;
     * RUN: starts when fetched, the core is free, every earlier LOAD is done and its input
-      tensor is in DDR (the producing RUN's end + MEM_WRITE_LATENCY, the last burst's
-      response). Its activation stream is requested at the start; the job's stall-free
+      is in DDR: every earlier RUN whose result range overlaps the bytes its ACT fields read
+      has had its last write response (its end + MEM_WRITE_LATENCY). Its activation stream is requested at the start; the job's stall-free
       schedule (the 1.2 formulas) shifts by however late the first beat is beyond CFG_CYCLES;
       after that the channel's one beat per cycle keeps up with the core's at most one;
     * END: the last RUN's results written (+ MEM_WRITE_LATENCY) and every load done, then
@@ -564,7 +564,7 @@ class Timeline:
     compute: int = 0
     rd_beats: int = 0
     wr_beats: int = 0
-    ready: dict = field(default_factory=dict)    # DDR tensor address -> cycle its data is there
+    written: list = field(default_factory=list)  # (lo, hi, cycle of the write response) per RUN
     run_ends: list = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -598,9 +598,11 @@ class Timeline:
         _, end = self._read(t, beats)
         self.loads_done = max(self.loads_done, end + self.fmt.cfg.LOAD_LATENCY)
 
-    def run(self, t_fetch: int, src: int, dst: int, act_beats: int, res_beats: int,
+    def run(self, t_fetch: int, src: tuple, dst: tuple, act_beats: int, res_beats: int,
             cycles: int) -> None:
-        t = max(t_fetch, self.core_free, self.loads_done, self.ready.get(src, 0))
+        lo, hi = src
+        t = max([t_fetch, self.core_free, self.loads_done]
+                + [t for w0, w1, t in self.written if lo < w1 and w0 < hi])
         shift = 0
         if act_beats:
             first, _ = self._read(t, act_beats)
@@ -612,7 +614,7 @@ class Timeline:
         self.wr_beats += res_beats
         self.wr_done = max(self.wr_done, end + self.WL)
         if res_beats:
-            self.ready[dst] = end + self.WL
+            self.written.append((*dst, end + self.WL))
 
     def end(self) -> int:
         return max(self.wr_done, self.loads_done, self.core_free) + int(self.fmt.mem["IRQ_LATENCY"])
@@ -833,7 +835,10 @@ class Executor:
         if res is not None:
             self._scatter(ddr, d["RES0"], d["RES1"], d["RES2"], res)
         n_res = 0 if res is None else int(res.size)
-        return cj.cycles, int(words.size), n_res, d["ACT0"]["SRC"], d["RES0"]["DST"]
+        a0, a1, r0 = d["ACT0"], d["ACT1"], d["RES0"]
+        src = (a0["SRC"], a0["SRC"] + a1["N"] * a1["H"] * a1["W"] * a1["C"] * a0["ESIZE"])
+        dst = (r0["DST"], r0["DST"] + d["RES1"]["PIX"] * d["RES2"]["DSTC"] * r0["ESIZE"])
+        return cj.cycles, int(words.size), n_res, src, dst
 
 
 class _ClError(Exception):

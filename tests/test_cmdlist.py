@@ -168,7 +168,32 @@ def test_streamed_nodes_on_a_small_build_are_bit_exact_and_overlap():
             assert host.doorbells == 1 and host.transforms == 0
 
 
-def _one_node_driver():
+@pytest.mark.parametrize("net", ["mobilenet_like__int8", "small"])
+def test_fast_path_equals_the_register_protocol(net):
+    """The executor's compiled jobs (dtpu.hw.fast) against the 1.2 protocol (registers, START,
+    streams) on the same lists: the same bytes, the same cycles, the same counters."""
+    build = dict(LOG_WEIGHT_WORDS=13, LOG_PARAM_ENTRIES=7, LOG_ACT_WORDS=10) if net == "small" else {}
+    path = ZOO / f"{net}.tflite"
+    if net != "small" and not path.exists():
+        pytest.skip(f"{path} not present")
+    with HwConfig(**build) as cfg:
+        if net == "small":
+            parts = [[cl.NodeIn(s, w, b, i - 1)
+                      for i, (s, w, b) in enumerate(_small_net(np.random.default_rng(5)))]]
+        else:
+            parts = cl.partitions_of(path, cfg)
+        prog = cl.compile_program(parts, cfg)
+        fast_drv = cl.Driver(prog, cl.Device(prog, fast_path=True))
+        slow_drv = cl.Driver(prog, cl.Device(prog, fast_path=False))
+        for k, part in enumerate(parts):
+            x = _input(part[0].spec, k)
+            y1, _, hw1 = fast_drv.invoke(k, x)
+            y2, _, hw2 = slow_drv.invoke(k, x)
+            assert np.array_equal(y1, y2) and hw1 == hw2, (net, k)
+        assert fast_drv.dev.ex.core.cycles == slow_drv.dev.ex.core.cycles > 0
+
+
+def _one_node_driver(fast_path: bool = True):
     rng = np.random.default_rng(9)
     spec = ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, 5, 5, 8), (8, 1, 1, 8),
                     input_q=Quant((0.02,), (0,)), filter_q=Quant((0.01,) * 8, (0,) * 8),
@@ -176,7 +201,7 @@ def _one_node_driver():
     w = rng.integers(-20, 20, spec.filter_shape).astype(np.int8)
     b = rng.integers(-500, 500, 8).astype(np.int32)
     prog = cl.compile_program([[cl.NodeIn(spec, w, b)]])
-    return prog, cl.Driver(prog), spec, w, b
+    return prog, cl.Driver(prog, cl.Device(prog, fast_path=fast_path)), spec, w, b
 
 
 def _list_words(drv, prog):
@@ -187,8 +212,9 @@ def _list_words(drv, prog):
 
 @pytest.mark.parametrize("fault", ["BAD_OPCODE", "BAD_LENGTH", "BAD_FIELD", "DECERR", "SLVERR",
                                    "TIMEOUT", "JOB"])
-def test_errors_stop_the_list_name_the_descriptor_and_clear(fault):
-    prog, drv, spec, w, b = _one_node_driver()
+@pytest.mark.parametrize("fast_path", [True, False], ids=["fast", "protocol"])
+def test_errors_stop_the_list_name_the_descriptor_and_clear(fault, fast_path):
+    prog, drv, spec, w, b = _one_node_driver(fast_path)
     f = drv.fmt
     words = _list_words(drv, prog)
     saved = words.copy()

@@ -643,9 +643,15 @@ class Executor:
 
     MAX_DESCS = 1 << 16
 
-    def __init__(self, core: Core | None = None, fmt: Format | None = None) -> None:
+    def __init__(self, core: Core | None = None, fmt: Format | None = None,
+                 fast_path: bool = True) -> None:
+        """`fast_path` False runs every job through the core's register/stream protocol (START,
+        push, pop) instead of :mod:`dtpu.hw.fast`'s compiled jobs: the reference the fast path
+        is proven equal to (tests/test_cmdlist.py); jobs the fast path does not compile run
+        that way anyway."""
         self.core = core or Core()
         self.fmt = fmt or Format(self.core.cfg)
+        self.fast_path = fast_path
         self._compiled: dict = {}
         self._gather_cache: dict = {}
 
@@ -805,16 +811,61 @@ class Executor:
 
     # -- the core
 
+    def _run_protocol(self, regs: dict, ddr: Ddr, d: dict, r: RunResult):
+        """One RUN through the 1.2 protocol: job registers (JOB last), START, the gathered words
+        on s_axis_act, DONE, ERR, the result words from m_axis_res."""
+        core, c = self.core, self.core.cfg
+        for off, v in sorted(regs.items(), key=lambda kv: kv[0] == c.REG_JOB):
+            core.write(off, v)
+        core.write(c.REG_CTRL, c.encode("CTRL", START=1))
+        st = c.reg("STATUS")
+        failed_config = not core._pending and core.regs[c.REG_STATUS] & st.field("ERROR").mask
+        words = np.zeros(0, _U64)
+        if not failed_config:
+            try:
+                words = self._gather(ddr, d["ACT0"], d["ACT1"], d["ACT2"], d["ACT3"], d["ACT4"])
+            except (_ClError, DdrFault):
+                # the stream feeding a started job failed: the unit aborts the core (1.2 SOFT_RESET)
+                core.write(c.REG_CTRL, c.encode("CTRL", SOFT_RESET=1))
+                raise
+            if words.size:
+                core.push("act", words)
+            left = sum(w.size for w, _ in core._in["act"])
+            if core._pending or left:
+                core.write(c.REG_CTRL, c.encode("CTRL", SOFT_RESET=1))
+                what = f"{left} left over" if left else "the job still waits for more"
+                raise _ClError("BAD_FIELD", f"RUN: the ACT fields give {words.size} words, the "
+                               f"job's registers take another count ({what})")
+        err = core.read(c.REG_ERR)
+        cycles = core.read(c.REG_JOB_CYCLES)
+        if err & c.ERR_FATAL_MASK:
+            r.job_err = err
+            core.write(c.REG_ERR, err)
+            bits = [n for n, b in c.errors.items() if err & (1 << b)]
+            raise _ClError("JOB", f"RUN: the job set ERR={err:#x} ({', '.join(bits)})")
+        if err:
+            core.write(c.REG_ERR, err)
+        res = core.pop()
+        return res if res.size else None, words, cycles
+
     def _run(self, ddr: Ddr, regs: dict, d: dict, head: dict, r: RunResult):
         c = self.core.cfg
         key = tuple(sorted(regs.items()))
-        cj = self._compiled.get(key)
-        if cj is None or not cj.valid(self.core):
+        cj = self._compiled.get(key) if self.fast_path else None
+        if self.fast_path and (cj is None or (cj != "protocol" and not cj.valid(self.core))):
             names = {reg.offset: reg.name for reg in c.registers}
-            cj = fast.compile_job(self.core, tuple((names[o], v) for o, v in sorted(regs.items())
-                                                   if names[o] != "JOB")
-                                  + (("JOB", regs.get(c.REG_JOB, 0)),))
+            try:
+                cj = fast.compile_job(self.core, tuple((names[o], v) for o, v in sorted(regs.items())
+                                                       if names[o] != "JOB")
+                                      + (("JOB", regs.get(c.REG_JOB, 0)),))
+            except fast.Unsupported:
+                cj = "protocol"
             self._compiled[key] = cj
+        if not self.fast_path or cj == "protocol":
+            res, words, cycles = self._run_protocol(regs, ddr, d, r)
+            if res is not None:
+                self._scatter(ddr, d["RES0"], d["RES1"], d["RES2"], res)
+            return self._run_result(d, cycles, words, res)
         if cj.error:   # failed in CONFIG: the core takes nothing, the units move nothing
             _, err = fast.execute(self.core, cj, None)
             r.job_err = err
@@ -834,11 +885,15 @@ class Executor:
             raise _ClError("JOB", f"RUN: the job set ERR={err:#x} ({', '.join(bits)})")
         if res is not None:
             self._scatter(ddr, d["RES0"], d["RES1"], d["RES2"], res)
+        return self._run_result(d, cj.cycles, words, res)
+
+    @staticmethod
+    def _run_result(d: dict, cycles: int, words: np.ndarray, res) -> tuple:
         n_res = 0 if res is None else int(res.size)
         a0, a1, r0 = d["ACT0"], d["ACT1"], d["RES0"]
         src = (a0["SRC"], a0["SRC"] + a1["N"] * a1["H"] * a1["W"] * a1["C"] * a0["ESIZE"])
         dst = (r0["DST"], r0["DST"] + d["RES1"]["PIX"] * d["RES2"]["DSTC"] * r0["ESIZE"])
-        return cj.cycles, int(words.size), n_res, src, dst
+        return cycles, int(words.size), n_res, src, dst
 
 
 class _ClError(Exception):
@@ -878,10 +933,10 @@ class Device:
     DDR, and the executor behind the doorbell (synchronous: DONE is set when the write returns;
     `device_s` accumulates the emulation's own time so the host's can be told apart)."""
 
-    def __init__(self, program: Program, core: Core | None = None) -> None:
+    def __init__(self, program: Program, core: Core | None = None, fast_path: bool = True) -> None:
         self.fmt = Format(program.cfg)
         self.ddr = Ddr(program.base, program.size, program.image)
-        self.ex = Executor(core or Core(program.cfg), self.fmt)
+        self.ex = Executor(core or Core(program.cfg), self.fmt, fast_path)
         self.regs = {name: int(r["reset"]) for name, r in self.fmt.regs.items()}
         self.by_offset = {int(r["offset"]): name for name, r in self.fmt.regs.items()}
         self.last: RunResult | None = None

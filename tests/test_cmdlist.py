@@ -193,6 +193,47 @@ def test_fast_path_equals_the_register_protocol(net):
         assert fast_drv.dev.ex.core.cycles == slow_drv.dev.ex.core.cycles > 0
 
 
+def test_split_k_sums_and_post_on_chip_are_bit_exact():
+    """K split (one tile of K is larger than a scratch half): RAW jobs per K chunk add into int64
+    partial sums in DDR (RES ACC, the first chunk writes), POST finishes them with the post unit
+    (parameters paged through the half); the host's dtpu.reference.requantize is no longer
+    needed and the bytes equal it."""
+    rng = np.random.default_rng(11)
+    q = lambda oc: dict(input_q=Quant((0.02,), (int(rng.integers(-9, 9)),)),  # noqa: E731
+                        filter_q=Quant(tuple(rng.uniform(0.004, 0.02, oc)), (0,) * oc),
+                        output_q=Quant((0.3,), (int(rng.integers(-9, 9)),)))
+    specs = [ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, 6, 6, 40), (48, 3, 3, 40),
+                      padding=Padding.SAME, name="conv k-split", **q(48)),
+             ConvSpec(OpKind.FULLY_CONNECTED, DataMode.INT8, (1, 1, 1, 1728), (10, 1, 1, 1728),
+                      name="fc k-split", **q(10))]
+    net = [(s, rng.integers(-12, 12, s.filter_shape).astype(np.int8),
+            rng.integers(-300, 300, s.out_channels).astype(np.int32)) for s in specs]
+    with HwConfig(LOG_WEIGHT_WORDS=11, LOG_PARAM_ENTRIES=7, LOG_ACT_WORDS=10) as cfg:
+        prog = cl.compile_program([[cl.NodeIn(s, w, b, i - 1) for i, (s, w, b) in enumerate(net)]], cfg)
+        f = cl.Format(cfg)
+        part = prog.partitions[0]
+        words = prog.image[part.list_addr - prog.base:][:8 * part.list_words].view(np.dtype("<u8"))
+        ops, i = [], 0
+        while i < words.size:
+            h = f.fields_of("HEADER", words[i])
+            ops.append((f.opnames[h["OP"]], h["FLAGS"],
+                        f.fields_of("RES0", words[i + 6]) if h["OP"] == f.opcodes["RUN"] else None))
+            i += h["LEN"]
+        acc = [o for o in ops if o[0] == "RUN" and o[2]["MODE"] == f.res_modes["ACC"]]
+        assert len(acc) > 4 and sum(1 for o in acc if o[1] & f.flag_first) >= 2
+        assert sum(1 for o in ops if o[0] == "POST") >= 2 + 1   # conv params in pages, fc
+        for fast_path in (True, False):
+            drv = cl.Driver(prog, cl.Device(prog, fast_path=fast_path))
+            for seed in range(2):
+                x = _input(specs[0], seed)
+                y, host, hw = drv.invoke(0, x)
+                z = x
+                for s, w, b in net:
+                    z = reference.run(s, z.reshape(s.input_shape), w, b)
+                assert np.array_equal(y, z.reshape(y.shape)), (fast_path, seed)
+                assert host.transforms == 0 and hw["cycles"] == hw["compute_cycles"] + hw["idle_cycles"]
+
+
 def _one_node_driver(fast_path: bool = True):
     rng = np.random.default_rng(9)
     spec = ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, 5, 5, 8), (8, 1, 1, 8),

@@ -10,7 +10,8 @@ Three parts, each the reference for the hardware that follows it:
   plus a DDR image: command lists, weight and parameter words, the partition's input,
   intermediate and output tensors. The layout work the host does between jobs today (im2col
   windows, depthwise channel chunks, depth-multiplier repeats, putting result tiles and parts
-  back in place) becomes fields of the RUN descriptors, done by the load and store units.
+  back in place, split-K sums and their requantization) becomes fields of the RUN descriptors,
+  done by the load and store units, and POST descriptors run by the post unit.
 * :class:`Executor` (the device): decodes the descriptors *from the DDR bytes* (so the binary
   format is what is tested), moves the data as the load/store units would, runs every job's
   arithmetic on the 1.2 core model (:mod:`dtpu.hw.fast`'s compiled jobs, the same datapath
@@ -19,9 +20,8 @@ Three parts, each the reference for the hardware that follows it:
 * :class:`Device` / :class:`Driver` (emulated board side): the 2.0 registers over a DDR byte
   array, and the O(1) invoke protocol whose host operations are counted, not asserted.
 
-Not in this slice (the compiler refuses them with :class:`CmdlistError` naming the node): K-split
-GEMMs and the wide/raw precisions (they need the ACC result mode plus an on-chip post step),
-forced precisions other than the node's natural one (bf16 lanes).
+Not in this slice (the compiler refuses them with :class:`CmdlistError` naming the node): forced
+precisions other than the node's natural one (bf16 lanes, the wide RAW precisions).
 """
 from __future__ import annotations
 
@@ -308,8 +308,10 @@ def compile_program(partitions: list[list[NodeIn]], cfg: HwConfig | None = None,
                             wgt_capacity=max(words, c.COLS), param_capacity=max(entries, c.COLS),
                             **common)
                 resident = True
+                region = (pb, max(entries, c.COLS))
             else:
                 wbase, pbase = halves[half]
+                region = (pbase, phalf)
                 half ^= 1
                 streamed += 1
                 low = lower(spec, node.filters, node.bias, c, wgt_base=wbase, param_base=pbase,
@@ -330,7 +332,10 @@ def compile_program(partitions: list[list[NodeIn]], cfg: HwConfig | None = None,
                 once = []
             for job in once:
                 _emit_load(prologue, fmt, img, job, tag, reads=None)
-            _emit_node(lb, fmt, img, low, per_invoke, src, out, tag, reads)
+            sums = _emit_node(lb, fmt, img, low, per_invoke, src, out, tag, reads)
+            if sums is not None:
+                _emit_post(lb, prologue, fmt, img, node, low, sums, out, tag, reads, region,
+                           rounding, runtime)
         lb.end()
         data = lb.data()
         addr = img.alloc(len(data), data)
@@ -374,9 +379,11 @@ def _opname(c: HwConfig, regs: dict) -> str:
 
 
 def _emit_node(lb, fmt: Format, img: _Image, low, jobs: list[Job], src: Buffer, out: Buffer,
-               tag: int, reads: list) -> None:
+               tag: int, reads: list) -> Buffer | None:
     """A node's per-invoke jobs as LOAD / REGS+RUN descriptors; the RUN fields are derived from
-    the node's shapes and each job's registers (tiles of a page, channel groups of a part)."""
+    the node's shapes and each job's registers (tiles of a page, channel groups of a part, K
+    chunks of a split K). Returns the int64 partial-sum buffer of a split K (None otherwise),
+    which :func:`_emit_post` finishes."""
     c = fmt.cfg
     spec, prec = low.spec, low.precision
     if prec.lanes * _esize(prec) != 8:
@@ -386,29 +393,33 @@ def _emit_node(lb, fmt: Format, img: _Image, low, jobs: list[Job], src: Buffer, 
     n, ih, iw, ic = spec.input_shape
     _, oh, ow, oc = spec.output_shape
     L = prec.lanes
-    t_next = 0
+    t_next = k_next = 0
     g_next, images_done = 0, 0
+    sums: Buffer | None = None
     for job in jobs:
         regs = _regs_of(job)
         op = _opname(c, regs)
+        first = False
         if op in ("LOAD_WGT", "LOAD_PARAM"):
             _emit_load(lb, fmt, img, job, tag, reads)
             continue
         jf = c.decode("JOB", regs["JOB"])
         out_mode = jf["OUT_MODE"]
-        if out_mode == c.OUT_MODE_RAW:
-            raise CmdlistError(f"{spec.name!r}: raw accumulator jobs (K split or wide precision "
-                               f"{prec.value}) need the ACC result mode and an on-chip post step, "
-                               f"not in this golden model yet")
+        raw = out_mode == c.OUT_MODE_RAW
+        if raw and op != "GEMM":
+            raise CmdlistError(f"{spec.name!r}: raw {op} jobs (wide precision {prec.value}) are "
+                               f"not expressed by command lists; accepted: the natural precision")
         lanes_res, res_dt = out_lanes(c, prec, out_mode)
         res_es = np.dtype(res_dt).itemsize
         pad = _pad_bits(spec, prec)
         if op == "GEMM":
             m, kw, nt = regs["GEMM_M"], regs["GEMM_KW"], regs["GEMM_NT"]
             k = spec.kernel[0] * spec.kernel[1] * ic
-            if kw != ceil_div(k, L) or m != n * oh * ow:
-                raise CmdlistError(f"{spec.name!r}: GEMM job with M={m}, KW={kw} is not the "
-                                   f"node's whole K ({ceil_div(k, L)} words) over {n * oh * ow} pixels")
+            kwords = ceil_div(k, L)
+            if m != n * oh * ow or (kw != kwords and not raw) or k_next + kw > kwords:
+                raise CmdlistError(f"{spec.name!r}: GEMM job with M={m}, KW={kw} (K from word "
+                                   f"{k_next}) is not the node's K ({kwords} words) over "
+                                   f"{n * oh * ow} pixels")
             if spec.kind is OpKind.FULLY_CONNECTED:
                 geo = dict(KH=1, KW=1, SY=1, SX=1, DY=1, DX=1, PT=0, PL=0, OH=1, OW=1)
             else:
@@ -418,14 +429,20 @@ def _emit_node(lb, fmt: Format, img: _Image, low, jobs: list[Job], src: Buffer, 
             act = dict(ACT0=dict(MODE=fmt.act_modes["WINDOWS"], LANES=L, ESIZE=_esize(prec),
                                  PAD=pad, SRC=src.addr),
                        ACT1=dict(N=n, H=ih, W=iw, C=ic), ACT2=geo,
-                       ACT3=dict(KP=kw * L, K0=0, K1=kw))
-            res = dict(RES0=dict(MODE=fmt.res_modes["ITEMS"], LANES=lanes_res, ESIZE=res_es,
-                                 SIGNED=int(np.dtype(res_dt).kind == "i"), DST=out.addr),
+                       ACT3=dict(KP=kwords * L, K0=k_next, K1=k_next + kw))
+            first = raw and k_next == 0
+            if raw and sums is None:
+                sums = Buffer(img.alloc(m * oc * 8), (m, oc), np.dtype("<i8"))
+            res = dict(RES0=dict(MODE=fmt.res_modes["ACC" if raw else "ITEMS"], LANES=lanes_res,
+                                 ESIZE=8 if raw else res_es, SIGNED=int(np.dtype(res_dt).kind == "i"),
+                                 DST=sums.addr if raw else out.addr),
                        RES1=dict(PIX=m, OUTER=1, INNER=nt),
                        RES2=dict(GW=c.COLS, CH0=t_next * c.COLS, CH1=oc, DSTC=oc))
             t_next += nt
             if t_next * c.COLS >= oc:
                 t_next = 0
+                if raw:
+                    k_next += kw
             wl, wh = regs["WGT_BASE"], regs["WGT_BASE"] + nt * kw * c.COLS
             pl_, ph = regs["PARAM_BASE"], regs["PARAM_BASE"] + nt * c.COLS
         elif op == "DWCONV":
@@ -458,8 +475,45 @@ def _emit_node(lb, fmt: Format, img: _Image, low, jobs: list[Job], src: Buffer, 
         else:
             raise CmdlistError(f"{spec.name!r}: unexpected {op} job in an invoke")
         lb.regs(job.regs, tag)
-        lb.run(act, res, tag)
-        reads += [(lb.runs, "w", wl, wh), (lb.runs, "p", pl_, ph)]
+        lb.run(act, res, tag, first=first)
+        reads += [(lb.runs, "w", wl, wh)] + ([] if raw else [(lb.runs, "p", pl_, ph)])
+    if sums is not None and k_next != ceil_div(spec.kernel[0] * spec.kernel[1] * ic, L):
+        raise CmdlistError(f"{spec.name!r}: the split K's chunks end at word {k_next}, not at the "
+                           f"node's K")
+    return sums
+
+
+def _emit_post(lb, prologue, fmt: Format, img: _Image, node: NodeIn, low, sums: Buffer,
+               out: Buffer, tag: int, reads: list, region: tuple, rounding, runtime) -> None:
+    """The POST descriptors finishing a split K: the node's parameter entries loaded into its
+    parameter region (in pages when it is smaller than the node's channels), then one POST per
+    page. The parameter words and the output stage are the lowering's own (the same
+    dtpu.hw.lower helpers, the same dtpu.reference rounding variant), so the post unit computes
+    what dtpu.reference.requantize computes on the host today."""
+    from dtpu import reference
+    from dtpu.hw import lower as lw
+    c, spec, prec = fmt.cfg, low.spec, low.precision
+    bias = node.bias if spec.has_bias else None
+    rq = reference.rounding_variant(spec, bias, rounding, runtime) if spec.mode.is_quantized else None
+    oc = spec.out_channels
+    params = lw._param_words(spec, bias, oc, rq)
+    variant = lw._variant_code(c, spec, bias, rq)
+    base, cap = region
+    page = max(c.COLS, cap // c.COLS * c.COLS)
+    m = sums.shape[0]
+    for c0 in range(0, oc, page):
+        c1 = min(oc, c0 + page)
+        words = np.ascontiguousarray(params[c0:c1].reshape(-1))
+        job = lw._load_job(c, "LOAD_PARAM", base, words, f"post params[{c0}:{c1}]")
+        _emit_load(lb, fmt, img, job, tag, reads)
+        regs = [("PARAM_BASE", base), *lw._clamp_regs(spec, rq),
+                lw._job_reg(c, "NOP", prec, "REQUANT", variant)]
+        lb.regs(regs, tag)
+        lb.words += [fmt.word("HEADER", OP=fmt.opcodes["POST"], LEN=fmt.length("POST"), TAG=tag),
+                     fmt.word("POST1", SRC=sums.addr, DST=out.addr),
+                     fmt.word("POST2", PIX=m, CH0=c0, CH=c1 - c0), fmt.word("POST3", DSTC=oc)]
+        lb.runs += 1
+        reads.append((lb.runs, "p", base, base + (c1 - c0)))
 
 
 def _esize(prec) -> int:
@@ -599,7 +653,9 @@ class Timeline:
         self.loads_done = max(self.loads_done, end + self.fmt.cfg.LOAD_LATENCY)
 
     def run(self, t_fetch: int, src: tuple, dst: tuple, act_beats: int, res_beats: int,
-            cycles: int) -> None:
+            cycles: int, store_reads: int = 0) -> None:
+        """A RUN (or POST): `store_reads` are the ACC partial sums the store unit reads back,
+        requested on the read channel behind the activation stream."""
         lo, hi = src
         t = max([t_fetch, self.core_free, self.loads_done]
                 + [t for w0, w1, t in self.written if lo < w1 and w0 < hi])
@@ -607,6 +663,8 @@ class Timeline:
         if act_beats:
             first, _ = self._read(t, act_beats)
             shift = max(0, first - (t + self.fmt.cfg.CFG_CYCLES))
+        if store_reads:
+            self._read(t, store_reads)
         end = t + shift + cycles
         self.core_free = self.last_run_end = end
         self.run_ends.append(end)
@@ -696,11 +754,19 @@ class Executor:
                             raise _ClError("BAD_FIELD", f"REGS offset {off:#x} is not a job register; "
                                            f"accepted: {sorted(hex(o) for o in job_names)}")
                         regs[off] = val
+                elif op == "POST":
+                    d = {k: f.fields_of(k, w) for k, w in zip(f.layout["POST"][1:], body)}
+                    cycles, beats, src, dst = self._post(ddr, regs, d, r)
+                    tl.run(t_fetch, src, dst, beats, beats, cycles)
+                    r.runs += 1
                 else:
                     kinds = f.layout["RUN"][1:]
                     d = {k: f.fields_of(k, w) for k, w in zip(kinds, body)}
+                    d["FIRST"] = bool(h["FLAGS"] & f.flag_first)
                     cycles, act_beats, res_beats, src, dst = self._run(ddr, regs, d, h, r)
-                    tl.run(t_fetch, src, dst, act_beats, res_beats, cycles)
+                    acc = d["RES0"]["MODE"] == f.res_modes["ACC"]
+                    tl.run(t_fetch, src, dst, act_beats, res_beats, cycles,
+                           store_reads=res_beats if acc and not d["FIRST"] else 0)
                     r.runs += 1
         except _ClError as e:
             r.error |= f.errors[e.kind]
@@ -784,17 +850,19 @@ class Executor:
 
     # -- store unit
 
-    def _scatter(self, ddr: Ddr, r0: dict, r1: dict, r2: dict, words: np.ndarray) -> None:
+    def _scatter(self, ddr: Ddr, r0: dict, r1: dict, r2: dict, words: np.ndarray,
+                 first: bool = False) -> None:
         f = self.fmt
         mode, lanes, es = r0["MODE"], r0["LANES"], r0["ESIZE"]
         if mode == f.res_modes["NONE"]:
             return
-        if mode != f.res_modes["ITEMS"]:
-            raise _ClError("BAD_FIELD", f"RES MODE={mode}: only ITEMS ({f.res_modes['ITEMS']}) is "
-                           f"modelled; accepted: {f.res_modes}")
-        if es not in _EDT or lanes * es != 8:
-            raise _ClError("BAD_FIELD", f"RES LANES={lanes} x ESIZE={es} is not one 64-bit word")
-        edt = _EDT[es]
+        acc = mode == f.res_modes["ACC"]
+        if mode not in (f.res_modes["ITEMS"], f.res_modes["ACC"]):
+            raise _ClError("BAD_FIELD", f"RES MODE={mode}; accepted: {f.res_modes}")
+        if lanes not in (1, 2, 4, 8) or (es != 8 if acc else (es not in _EDT or lanes * es != 8)):
+            raise _ClError("BAD_FIELD", f"RES LANES={lanes} x ESIZE={es}: "
+                           f"{'ACC sums are 8-byte' if acc else 'not one 64-bit word'}")
+        edt = np.dtype(f"<i{8 // lanes}") if acc else _EDT[es]
         pix, outer, inner = r1["PIX"], r1["OUTER"], r1["INNER"]
         gw, ch0, ch1, dstc = r2["GW"], r2["CH0"], r2["CH1"], r2["DSTC"]
         wpi = ceil_div(gw, lanes)
@@ -806,8 +874,47 @@ class Executor:
         hi = min(ch1, ch0 + vals.shape[1])
         if hi > dstc or ch0 >= hi:
             raise _ClError("BAD_FIELD", f"RES channels {ch0}..{hi} outside DSTC={dstc}")
+        if acc:
+            dst = ddr.read(r0["DST"], pix * dstc * 8).view("<i8").reshape(pix, dstc)
+            if first:
+                dst[:, ch0:hi] = vals[:, :hi - ch0]
+            else:
+                dst[:, ch0:hi] += vals[:, :hi - ch0]
+            return
         dst = ddr.read(r0["DST"], pix * dstc * es).view(edt).reshape(pix, dstc)
         dst[:, ch0:hi] = vals[:, :hi - ch0]
+
+    # -- the post unit on partial sums
+
+    def _post(self, ddr: Ddr, regs: dict, d: dict, r: RunResult) -> tuple:
+        core, c = self.core, self.core.cfg
+        p1, p2, p3 = d["POST1"], d["POST2"], d["POST3"]
+        pix, ch0, ch, dstc = p2["PIX"], p2["CH0"], p2["CH"], p3["DSTC"]
+        job = c.decode("JOB", regs.get(c.REG_JOB, 0))
+        prec = next((p for p in c.ENABLED if c.prec_code(p) == job["PREC"]), None)
+        if prec is None or job["OUT_MODE"] != c.OUT_MODE_REQUANT or prec.is_float:
+            raise _ClError("BAD_FIELD", f"POST with JOB.PREC={job['PREC']}, OUT_MODE="
+                           f"{job['OUT_MODE']}; accepted: an enabled integer precision, REQUANT")
+        pb = regs.get(c.REG_PARAM_BASE, 0)
+        if ch < 1 or ch0 + ch > dstc or pb + ch > c.PARAM_ENTRIES:
+            raise _ClError("BAD_FIELD", f"POST channels {ch0}+{ch} of {dstc}, parameter entries "
+                           f"{pb}+{ch} of {c.PARAM_ENTRIES}")
+        sums = ddr.read(p1["SRC"], pix * dstc * 8).view("<i8").reshape(pix, dstc)[:, ch0:ch0 + ch]
+        params = core._params(pb, ch, prec, c.OUT_MODE_REQUANT)
+        y, err = core._post(sums, prec, c.OUT_MODE_REQUANT, job["RQ_VARIANT"], params, 0,
+                            regs.get(c.REG_ACT_MIN, 0), regs.get(c.REG_ACT_MAX, 0))
+        if err & c.ERR_FATAL_MASK:
+            r.job_err = err
+            bits = [n for n, b in c.errors.items() if err & (1 << b)]
+            raise _ClError("JOB", f"POST: ERR={err:#x} ({', '.join(bits)})")
+        _, dt = out_lanes(c, prec, c.OUT_MODE_REQUANT)
+        dt = np.dtype(dt)
+        dst = ddr.read(p1["DST"], pix * dstc * dt.itemsize).view(dt).reshape(pix, dstc)
+        dst[:, ch0:ch0 + ch] = y
+        beats = pix * ch
+        cycles = c.CFG_CYCLES + beats + c.LAT_POST
+        return (cycles, beats, (p1["SRC"], p1["SRC"] + pix * dstc * 8),
+                (p1["DST"], p1["DST"] + pix * dstc * dt.itemsize))
 
     # -- the core
 
@@ -864,7 +971,7 @@ class Executor:
         if not self.fast_path or cj == "protocol":
             res, words, cycles = self._run_protocol(regs, ddr, d, r)
             if res is not None:
-                self._scatter(ddr, d["RES0"], d["RES1"], d["RES2"], res)
+                self._scatter(ddr, d["RES0"], d["RES1"], d["RES2"], res, d.get("FIRST", False))
             return self._run_result(d, cycles, words, res)
         if cj.error:   # failed in CONFIG: the core takes nothing, the units move nothing
             _, err = fast.execute(self.core, cj, None)
@@ -884,7 +991,7 @@ class Executor:
             bits = [n for n, b in c.errors.items() if err & (1 << b)]
             raise _ClError("JOB", f"RUN: the job set ERR={err:#x} ({', '.join(bits)})")
         if res is not None:
-            self._scatter(ddr, d["RES0"], d["RES1"], d["RES2"], res)
+            self._scatter(ddr, d["RES0"], d["RES1"], d["RES2"], res, d.get("FIRST", False))
         return self._run_result(d, cj.cycles, words, res)
 
     @staticmethod

@@ -90,6 +90,10 @@ def test_zoo_partitions_bit_identical_to_backend_model(net):
             hosts.append(host)
     for h in hosts:
         assert (h.mmio_reads, h.mmio_writes, h.doorbells, h.dma_starts, h.transforms) == (5, 3, 1, 0, 0)
+    irq = drv.fmt.regs["IRQ"]
+    pending = 1 << next(fl["lsb"] for fl in irq["fields"] if fl["name"] == "PENDING")
+    assert drv.dev.read(int(irq["offset"])) & pending == 0, "the driver acknowledged the interrupt"
+    assert drv.dev.read(int(irq["offset"])) != 0, "and left it enabled"
 
 
 def test_single_job_cycles_follow_the_memory_model():
@@ -302,3 +306,19 @@ def test_compiler_refuses_what_it_cannot_express():
         cl.compile_program([[cl.NodeIn(spec, w, None, src=3)]])
     with pytest.raises(cl.CmdlistError, match="partition 0 has no nodes"):
         cl.compile_program([[]])
+
+
+def test_interrupt_is_pending_after_a_list_until_acknowledged():
+    prog, drv, _, _, _ = _one_node_driver()
+    dev, f = drv.dev, drv.fmt
+    irq = f.reg_offset("IRQ")
+    en, pending = dev._irq_bit("DONE_EN"), dev._irq_bit("PENDING")
+    dev.write(f.reg_offset("CL_BASE"), prog.partitions[0].list_addr)
+    dev.write(f.reg_offset("DOORBELL"), 1)
+    assert dev.read(f.reg_offset("CL_STATUS")) == 0b10          # DONE, no error
+    assert dev.read(irq) == en | pending
+    dev.write(irq, en | pending)                                  # acknowledge
+    assert dev.read(irq) == en
+    dev.write(irq, 0)                                             # disabled: never pending
+    dev.write(f.reg_offset("DOORBELL"), 1)
+    assert dev.read(irq) == 0 and dev.read(f.reg_offset("DESCS")) == 3   # REGS, RUN, END

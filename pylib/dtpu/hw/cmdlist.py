@@ -1064,9 +1064,9 @@ class Device:
             self.regs[name] &= ~value
             self._status()
             return
-        if name == "IRQ":
-            pend = 1 << f.regs["IRQ"]["fields"][1]["lsb"]
-            self.regs[name] = (self.regs[name] & ~(value & pend) & ~1) | (value & 1)
+        if name == "IRQ":   # DONE_EN read/write, PENDING write-1-to-clear
+            en, pend = self._irq_bit("DONE_EN"), self._irq_bit("PENDING")
+            self.regs[name] = (self.regs[name] & ~(value & pend) & ~en) | (value & en)
             return
         if f.regs[name]["access"] != "rw":
             raise PermissionError(f"{name} is {f.regs[name]['access']}")
@@ -1074,6 +1074,9 @@ class Device:
 
     def read(self, offset: int) -> int:
         return self.regs[self.by_offset[offset]]
+
+    def _irq_bit(self, field_name: str) -> int:
+        return 1 << next(fl["lsb"] for fl in self.fmt.regs["IRQ"]["fields"] if fl["name"] == field_name)
 
     def _status(self) -> None:
         st = self.regs["CL_STATUS"] & 0b10
@@ -1089,8 +1092,8 @@ class Device:
         self.regs["DESCS"] = r.descs
         self.regs["CL_STATUS"] = 0b10
         self._status()
-        if self.regs["IRQ"] & 1:
-            self.regs["IRQ"] |= 1 << 8
+        if self.regs["IRQ"] & self._irq_bit("DONE_EN"):
+            self.regs["IRQ"] |= self._irq_bit("PENDING")
 
 
 @dataclass
@@ -1128,7 +1131,7 @@ class Driver:
         self.dev = device or Device(program)
         self.fmt = self.dev.fmt
         self.ops = HostOps()
-        self._wr(self.fmt.reg_offset("IRQ"), 1)
+        self._wr("IRQ", self.dev._irq_bit("DONE_EN"))
         self._kick(program.prologue_addr)
 
     def _rd(self, name: str) -> int:
@@ -1155,7 +1158,8 @@ class Driver:
             raise DtpuListError(f"command list at {addr:#x} failed: CL_ERR={err:#x} "
                                 f"({', '.join(names)}) at list offset {pc}, tag {tag:#x}: "
                                 f"{self.dev.last.message if self.dev.last else ''}")
-        self._wr("IRQ", 1 | (1 << 8))        # acknowledge, keep enabled
+        # acknowledge, keep enabled
+        self._wr("IRQ", self.dev._irq_bit("DONE_EN") | self.dev._irq_bit("PENDING"))
         return self.dev.last
 
     def invoke(self, index: int, x: np.ndarray) -> tuple[np.ndarray, HostOps, dict]:

@@ -309,10 +309,11 @@ def compile_program(partitions: list[list[NodeIn]], cfg: HwConfig | None = None,
                             **common)
                 resident = True
                 region = (pb, max(entries, c.COLS))
+                pingpong = None
             else:
                 wbase, pbase = halves[half]
                 region = (pbase, phalf)
-                half ^= 1
+                pingpong = (halves[half], halves[half ^ 1], whalf, phalf)
                 streamed += 1
                 low = lower(spec, node.filters, node.bias, c, wgt_base=wbase, param_base=pbase,
                             wgt_capacity=whalf, param_capacity=phalf, **common)
@@ -332,7 +333,9 @@ def compile_program(partitions: list[list[NodeIn]], cfg: HwConfig | None = None,
                 once = []
             for job in once:
                 _emit_load(prologue, fmt, img, job, tag, reads=None)
-            sums = _emit_node(lb, fmt, img, low, per_invoke, src, out, tag, reads)
+            sums, flips = _emit_node(lb, fmt, img, low, per_invoke, src, out, tag, reads, pingpong)
+            if pingpong is not None:
+                half ^= 1 ^ (flips & 1)   # the next node starts in the half its last page left
             if sums is not None:
                 _emit_post(lb, prologue, fmt, img, node, low, sums, out, tag, reads, region,
                            rounding, runtime)
@@ -379,11 +382,15 @@ def _opname(c: HwConfig, regs: dict) -> str:
 
 
 def _emit_node(lb, fmt: Format, img: _Image, low, jobs: list[Job], src: Buffer, out: Buffer,
-               tag: int, reads: list) -> Buffer | None:
+               tag: int, reads: list, pingpong=None) -> tuple[Buffer | None, int]:
     """A node's per-invoke jobs as LOAD / REGS+RUN descriptors; the RUN fields are derived from
     the node's shapes and each job's registers (tiles of a page, channel groups of a part, K
     chunks of a split K). Returns the int64 partial-sum buffer of a split K (None otherwise),
-    which :func:`_emit_post` finishes."""
+    which :func:`_emit_post` finishes, and how many times the pages changed half.
+
+    `pingpong` ((wbase, pbase) the node was lowered at, the other half's, half sizes) for a
+    streamed node: its pages alternate between the two halves (a lowering's words do not
+    depend on its region), so that the next page loads while the core computes the last."""
     c = fmt.cfg
     spec, prec = low.spec, low.precision
     if prec.lanes * _esize(prec) != 8:
@@ -396,13 +403,21 @@ def _emit_node(lb, fmt: Format, img: _Image, low, jobs: list[Job], src: Buffer, 
     t_next = k_next = 0
     g_next, images_done = 0, 0
     sums: Buffer | None = None
+    flips, odd, computed = 0, False, False
     for job in jobs:
         regs = _regs_of(job)
         op = _opname(c, regs)
         first = False
+        if pingpong is not None:
+            if op in ("LOAD_WGT", "LOAD_PARAM") and computed:   # a new page
+                odd, computed, flips = not odd, False, flips + 1
+            if odd:
+                job = _moved(c, job, pingpong)
+                regs = _regs_of(job)
         if op in ("LOAD_WGT", "LOAD_PARAM"):
             _emit_load(lb, fmt, img, job, tag, reads)
             continue
+        computed = True
         jf = c.decode("JOB", regs["JOB"])
         out_mode = jf["OUT_MODE"]
         raw = out_mode == c.OUT_MODE_RAW
@@ -480,7 +495,26 @@ def _emit_node(lb, fmt: Format, img: _Image, low, jobs: list[Job], src: Buffer, 
     if sums is not None and k_next != ceil_div(spec.kernel[0] * spec.kernel[1] * ic, L):
         raise CmdlistError(f"{spec.name!r}: the split K's chunks end at word {k_next}, not at the "
                            f"node's K")
-    return sums
+    return sums, flips
+
+
+def _moved(c: HwConfig, job: Job, pingpong) -> Job:
+    """`job` with its weight and parameter addresses moved from one scratch half to the other."""
+    (wa, pa), (wb, pb), wn, pn = pingpong
+    op = _opname(c, _regs_of(job))
+
+    def move(v, lo, n, to):
+        return v - lo + to if lo <= v < lo + n else v
+    regs = []
+    for name, v in job.regs:
+        if name == "LOAD_ADDR":
+            v = move(v, wa, wn, wb) if op == "LOAD_WGT" else move(v, pa, pn, pb)
+        elif name == "WGT_BASE":
+            v = move(v, wa, wn, wb)
+        elif name == "PARAM_BASE":
+            v = move(v, pa, pn, pb)
+        regs.append((name, v))
+    return Job(job.label, regs, job.send, job.recv, job.macs)
 
 
 def _emit_post(lb, prologue, fmt: Format, img: _Image, node: NodeIn, low, sums: Buffer,

@@ -33,7 +33,7 @@ import numpy as np
 
 from dtpu.hw import fast
 from dtpu.hw.config import HwConfig, ceil_div, get_config
-from dtpu.hw.lower import Job, LowerError, footprint, lower, precision_of
+from dtpu.hw.lower import Job, footprint, lower, precision_of
 from dtpu.hw.model import Core, out_lanes
 from dtpu.spec import ConvSpec, OpKind
 

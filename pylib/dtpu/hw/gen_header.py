@@ -20,6 +20,9 @@ log = logging.getLogger(__name__)
 REPO = Path(__file__).resolve().parents[3]
 HEADER_PATH = REPO / "hw" / "rtl" / "dtpu_regs.vh"
 DOC_PATH = REPO / "docs" / "registers.md"
+#: contract 2.0's additions (descriptor format, 2.0 registers, memory model), kept out of the
+#: 1.2 outputs above so that those stay byte-identical while the 1.2 RTL is the one built
+CONTRACT2_DOC_PATH = REPO / "docs" / "contract2_tables.md"
 
 
 def render_header(cfg: HwConfig | None = None) -> str:
@@ -98,9 +101,63 @@ def render_doc(cfg: HwConfig | None = None) -> str:
     return "\n".join(out)
 
 
+def _fields_cell(fields) -> str:
+    return "<br>".join(f"`[{f['lsb'] + f['width'] - 1}:{f['lsb']}]` {f['name']}"
+                       + (f": {f['doc']}" if f.get("doc") else "") for f in fields) or "-"
+
+
+def render_contract2_doc(cfg: HwConfig | None = None) -> str:
+    """The tables of contract 2.0 (contract.json "contract2"); docs/contract2.md explains them."""
+    cfg = cfg or HwConfig()
+    c2 = cfg.contract["contract2"]
+    v = c2["version"]
+    out = [
+        "# DTPU contract 2.0 tables",
+        "",
+        "Generated from the `contract2` section of `pylib/dtpu/hw/contract.json` by "
+        "`python -m dtpu.hw.gen_header`; do not edit. The design and the reasons are in "
+        "[contract2.md](contract2.md).",
+        f"Contract version {v['major']}.{v['minor']}. {c2['doc']}",
+        "",
+        "## Descriptor opcodes",
+        "",
+        "| code | opcode | words | meaning |",
+        "| --- | --- | --- | --- |",
+    ]
+    for name, code in c2["desc_opcodes"].items():
+        words = " ".join(c2["desc_layout"][name])
+        out.append(f"| {code} | {name} | {words} | {c2['desc_opcode_docs'][name]} |")
+    out += ["", "## Descriptor words (64 bit, little-endian)", "",
+            "| word | fields |", "| --- | --- |"]
+    for kind, fields in c2["desc_fields"].items():
+        out.append(f"| {kind} | {_fields_cell(fields)} |")
+    for enum, docs in (("act_modes", "act_mode_docs"), ("res_modes", "res_mode_docs")):
+        out += ["", f"## {enum.replace('_', ' ').capitalize()}", "", "| code | mode | meaning |",
+                "| --- | --- | --- |"]
+        for name, code in c2[enum].items():
+            out.append(f"| {code} | {name} | {c2[docs][name]} |")
+    out += ["", "## 2.0 registers (added to the 1.2 map)", "",
+            "| offset | name | access | reset | fields | description |",
+            "| --- | --- | --- | --- | --- | --- |"]
+    for r in c2["registers"]:
+        out.append(f"| {r['offset']:#04x} | {r['name']} | {r['access']} | {r['reset']:#x} | "
+                   f"{_fields_cell(r.get('fields', []))} | {r['doc']} |")
+    out += ["", "## CL_ERR bits", "", "| bit | name | meaning |", "| --- | --- | --- |"]
+    for name, e in c2["errors"].items():
+        out.append(f"| {e['bit']} | {name} | {e['doc']} |")
+    out += ["", "## Memory model", "", "| name | value | meaning and source |", "| --- | --- | --- |"]
+    for key, value in c2["memory_model"].items():
+        out.append(f"| {key} | {value} | {c2['memory_model_docs'][key]} |")
+    out.append("")
+    return "\n".join(out)
+
+
 def outputs() -> dict[Path, str]:
     cfg = HwConfig()
-    return {HEADER_PATH: render_header(cfg), DOC_PATH: render_doc(cfg)}
+    out = {HEADER_PATH: render_header(cfg), DOC_PATH: render_doc(cfg)}
+    if "contract2" in cfg.contract:
+        out[CONTRACT2_DOC_PATH] = render_contract2_doc(cfg)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:

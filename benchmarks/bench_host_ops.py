@@ -1,0 +1,243 @@
+#!/usr/bin/env python3
+"""Host operations per invoke: today's job-by-job protocol (contract 1.2) against one command
+list per partition (contract 2.0, dtpu.hw.cmdlist), and MXU utilization with the memory model.
+
+Today: backend=model over a counting transport (the protocol path every backend shares:
+register writes and reads, one DMA transfer per stream packet), steady state (the second
+invoke), nodes chained per partition as the delegate runs them. `transforms` counts the host's
+layout steps between device work: a compute job whose activation words are not the input
+tensor's own bytes (im2col, chunk transposes, channel slices, packing) and a node whose output
+is not its result words as they came (tiles or parts put back, split-K sums). `us` is the
+invoke's wall time minus the time spent inside the transport (the emulated device).
+
+Command list: the same partitions compiled once (dtpu.hw.cmdlist.compile_program) and run by
+dtpu.hw.cmdlist.Driver on the emulated 2.0 device; its `host` record is counted the same way.
+Cycles: today's are the stall-free job cycles backend=model reports (streams assumed never
+empty, host time between jobs not counted); the command list's include the memory model of
+contract.json "contract2.memory_model" (latency, one beat per cycle per channel, fetch, waits on
+loads and on the previous job's results). Utilization = MACs / (cycles * ROWS * COLS) over the
+whole model (MAC-weighted).
+
+Models: VWW 96 (tests/models/zoo/mobilenet_v1_025_96__int8.tflite), MobileNet v2 1.0 224
+(mobilenet_v2_224__int8.tflite in --models, $DTPU_MODEL_CACHE or /work/scratch_models; skipped
+when absent), ResNet-8 (tests/isro/resnet8_int8.tflite). Partitions here are chains of placed
+convolution nodes split at every other operator (dtpu.hw.cmdlist.partitions_of), as the
+delegate's partitions are today (MobileNet v2's residual ADDs and ResNet-8's split them).
+
+    PYTHONPATH=pylib python benchmarks/bench_host_ops.py [--models DIR] [--only NAME]
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "pylib"))
+
+from dtpu import reference  # noqa: E402
+from dtpu.backends.base import Probes  # noqa: E402
+from dtpu.backends.model import ModelBackend  # noqa: E402
+from dtpu.driver.model import ModelTransport  # noqa: E402
+from dtpu.driver.transport import Transport  # noqa: E402
+from dtpu.hw import cmdlist as cl  # noqa: E402
+from dtpu.hw.model import Core  # noqa: E402
+
+log = logging.getLogger("bench_host_ops")
+
+
+class CountingTransport(Transport):
+    """Counts what the driver asks of the device; `device_s` is the time spent inside it."""
+
+    def __init__(self, inner: ModelTransport) -> None:
+        self.inner = inner
+        self.cfg = inner.cfg
+        self.reset_counts()
+
+    def reset_counts(self) -> None:
+        self.reads = self.writes = self.dma = self.starts = 0
+        self.device_s = 0.0
+
+    def _timed(self, fn, *args):
+        t0 = time.perf_counter()
+        try:
+            return fn(*args)
+        finally:
+            self.device_s += time.perf_counter() - t0
+
+    def write_reg(self, offset, value):
+        self.writes += 1
+        if offset == self.cfg.REG_CTRL and value & self.cfg.reg("CTRL").field("START").mask:
+            self.starts += 1
+        return self._timed(self.inner.write_reg, offset, value)
+
+    def read_reg(self, offset):
+        self.reads += 1
+        return self._timed(self.inner.read_reg, offset)
+
+    def send(self, stream, words):
+        self.dma += 1
+        return self._timed(self.inner.send, stream, words)
+
+    def recv(self, stream, n):
+        self.dma += 1
+        return self._timed(self.inner.recv, stream, n)
+
+    def wait_done(self, timeout_s):
+        return self._timed(self.inner.wait_done, timeout_s)
+
+    def expect(self, stream, n):
+        return self._timed(self.inner.expect, stream, n)
+
+    def pending_input(self, timeout_s=0.0):
+        return self._timed(self.inner.pending_input, timeout_s)
+
+
+class CountingBackend(ModelBackend):
+    """backend=model on the protocol path (a non-ModelTransport turns the compiled shortcut
+    off), every register access and DMA transfer counted."""
+
+    def _open_transport(self):
+        return CountingTransport(ModelTransport(Core(self.cfg)))
+
+
+def _count_transforms(handle, counter: list) -> None:
+    """Wrap a node's plan and assembly to count the host's layout steps (see module doc)."""
+    low = handle.lowered
+    plan, assemble = low._plan, low._assemble
+
+    def counted_plan(x):
+        jobs = plan(x)
+        counter[0] += sum(1 for j in jobs if "act" in j.send
+                          and not np.shares_memory(j.send["act"], x))
+        return jobs
+
+    def counted_assemble(results):
+        y = assemble(results)
+        if not (len(results) == 1 and np.shares_memory(y, results[0])):
+            counter[0] += 1
+        return y
+    low._plan, low._assemble = counted_plan, counted_assemble
+
+
+def _input(spec, seed):
+    dt = reference.io_dtypes(spec)[0]
+    info = np.iinfo(dt)
+    return np.random.default_rng(seed).integers(info.min, info.max + 1, spec.input_shape).astype(dt)
+
+
+def today(parts):
+    """(host ops dict, stall-free cycles, outputs) of one steady-state invoke, job by job."""
+    be = CountingBackend({})
+    t = be.transport
+    handles = [[be.prepare(n.spec, n.filters, n.bias) for n in p] for p in parts]
+    transforms = [0]
+    for hs in handles:
+        for h in hs:
+            _count_transforms(h, transforms)
+    res = None
+    for rep in range(2):
+        t.reset_counts()
+        transforms[0] = 0
+        cycles, outs = 0, []
+        t0 = time.perf_counter()
+        for k, (p, hs) in enumerate(zip(parts, handles)):
+            z = _input(p[0].spec, k)
+            for n, h in zip(p, hs):
+                z, cnt = be.invoke(h, z.reshape(n.spec.input_shape), Probes())
+                cycles += cnt.cycles
+            outs.append(z)
+        wall = time.perf_counter() - t0
+        # every job's CTRL.START is a kick of its own: "starts" stands beside 2.0's doorbells
+        res = (dict(mmio_reads=t.reads, mmio_writes=t.writes, starts=t.starts, dma_starts=t.dma,
+                    transforms=transforms[0], us=1e6 * (wall - t.device_s)), cycles, outs)
+    return res
+
+
+def command_list(parts):
+    prog = cl.compile_program(parts)
+    drv = cl.Driver(prog)
+    res = None
+    for rep in range(2):
+        tot = cl.HostOps()
+        cycles = compute = idle = 0
+        outs = []
+        for k, p in enumerate(parts):
+            y, host, hw = drv.invoke(k, _input(p[0].spec, k))
+            for f in ("mmio_reads", "mmio_writes", "doorbells", "dma_starts", "transforms", "us"):
+                setattr(tot, f, getattr(tot, f) + getattr(host, f))
+            cycles += hw["cycles"]
+            compute += hw["compute_cycles"]
+            idle += hw["idle_cycles"]
+            outs.append(y)
+        res = (tot, cycles, compute, idle, outs, prog)
+    return res
+
+
+def _model_paths(models_dir):
+    cands = [Path(models_dir)] if models_dir else []
+    if os.environ.get("DTPU_MODEL_CACHE"):
+        cands.append(Path(os.environ["DTPU_MODEL_CACHE"]))
+    cands += [Path("/work/scratch_models"), ROOT / "tests" / "models" / "cache"]
+    v2 = next((d / "mobilenet_v2_224__int8.tflite" for d in cands
+               if (d / "mobilenet_v2_224__int8.tflite").exists()), None)
+    return [("VWW 96 (mobilenet_v1_025_96)", ROOT / "tests/models/zoo/mobilenet_v1_025_96__int8.tflite"),
+            ("MobileNet v2 1.0 224", v2),
+            ("ResNet-8 (tests/isro)", ROOT / "tests/isro/resnet8_int8.tflite")]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", help="directory holding mobilenet_v2_224__int8.tflite")
+    ap.add_argument("--only", help="run only models whose name contains this")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    cfg = cl.get_config()
+    peak = cfg.ROWS * cfg.COLS
+    rows = []
+    for name, path in _model_paths(args.models):
+        if args.only and args.only.lower() not in name.lower():
+            continue
+        if path is None or not path.exists():
+            print(f"{name}: model file not found, skipped")
+            continue
+        parts = cl.partitions_of(path)
+        nodes = sum(len(p) for p in parts)
+        macs = sum(n.spec.macs for p in parts for n in p)
+        t0 = time.perf_counter()
+        old, old_cycles, old_outs = today(parts)
+        t1 = time.perf_counter()
+        new, cycles, compute, idle, new_outs, prog = command_list(parts)
+        t2 = time.perf_counter()
+        exact = all(np.array_equal(a.reshape(-1), b.reshape(-1)) for a, b in zip(old_outs, new_outs))
+        rows.append((name, len(parts), nodes, old, new, old_cycles, cycles, compute, idle, macs,
+                     exact, prog))
+        log.info("%s: today %.1f s, command list %.1f s", name, t1 - t0, t2 - t1)
+    for (name, nparts, nodes, old, new, old_cycles, cycles, compute, idle, macs, exact, prog) in rows:
+        print(f"\n## {name}: {nodes} delegated nodes in {nparts} partitions, {macs / 1e6:.1f} M MACs, "
+              f"outputs bit-identical: {exact}")
+        print(f"   DDR image {prog.size / 1e6:.2f} MB, {prog.streamed_nodes} nodes streamed "
+              f"(resident weight words {prog.resident_words})")
+        print("| path | mmio reads | mmio writes | doorbells / STARTs | DMA starts | transforms | host us "
+              "| cycles | idle | utilization |")
+        print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+        print(f"| job by job (1.2) | {old['mmio_reads']} | {old['mmio_writes']} | "
+              f"{old['starts']} | {old['dma_starts']} | {old['transforms']} | {old['us']:.0f} | "
+              f"{old_cycles} (stall-free) | - | {100 * macs / (old_cycles * peak):.1f} % |")
+        print(f"| command list (2.0) | {new.mmio_reads} | {new.mmio_writes} | {new.doorbells} | "
+              f"{new.dma_starts} | {new.transforms} | {new.us:.0f} | {cycles} | {idle} | "
+              f"{100 * macs / (cycles * peak):.1f} % |")
+        print(f"   per partition (2.0): {new.mmio_reads / nparts:.0f} reads, "
+              f"{new.mmio_writes / nparts:.0f} writes, {new.doorbells / nparts:.0f} doorbell; "
+              f"stall-free compute {compute} cycles ({100 * macs / (compute * peak):.1f} %), "
+              f"memory model adds {idle} ({100 * idle / cycles:.1f} % of the list's cycles)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

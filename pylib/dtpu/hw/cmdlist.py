@@ -1,0 +1,1261 @@
+"""Contract 2.0 golden model: a delegated partition compiled once into a command list in DDR,
+executed by the DTPU on its own (docs/contract2.md).
+
+Three parts, each the reference for the hardware that follows it:
+
+* :func:`compile_program` (prepare, host): the partitions' nodes are lowered with
+  :func:`dtpu.hw.lower.lower` exactly as backend=model lowers them (same register values,
+  weight and parameter words), placed in on-chip memory (resident, first come, or streamed
+  through two alternating scratch halves), and turned into descriptors (LOAD, REGS, RUN, END)
+  plus a DDR image: command lists, weight and parameter words, the partition's input,
+  intermediate and output tensors. The layout work the host does between jobs today (im2col
+  windows, depthwise channel chunks, depth-multiplier repeats, putting result tiles and parts
+  back in place, split-K sums and their requantization) becomes fields of the RUN descriptors,
+  done by the load and store units, and POST descriptors run by the post unit.
+* :class:`Executor` (the device): decodes the descriptors *from the DDR bytes* (so the binary
+  format is what is tested), moves the data as the load/store units would, runs every job's
+  arithmetic on the 1.2 core model (:mod:`dtpu.hw.fast`'s compiled jobs, the same datapath
+  backend=model uses, so outputs are bit-identical), and times the list with the memory model
+  of contract.json ``contract2.memory_model`` (:class:`Timeline`).
+* :class:`Device` / :class:`Driver` (emulated board side): the 2.0 registers over a DDR byte
+  array, and the O(1) invoke protocol whose host operations are counted, not asserted.
+
+Not in this slice (the compiler refuses them with :class:`CmdlistError` naming the node): forced
+precisions other than the node's natural one (bf16 lanes, the wide RAW precisions).
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dtpu.hw import fast
+from dtpu.hw.config import HwConfig, ceil_div, get_config
+from dtpu.hw.lower import Job, footprint, lower, precision_of
+from dtpu.hw.model import Core, out_lanes
+from dtpu.spec import ConvSpec, OpKind
+
+log = logging.getLogger(__name__)
+
+_U64 = np.dtype("<u8")
+#: element dtype of a lane by its byte size (the units move bytes; signedness is the core's)
+_EDT = {1: np.dtype("u1"), 2: np.dtype("<u2"), 4: np.dtype("<u4"), 8: np.dtype("<u8")}
+#: where pynq.allocate's CMA buffers typically live on a PYNQ-Z2; any 8-byte aligned base works
+DEFAULT_DDR_BASE = 0x1800_0000
+_ALIGN = 64   # tensors and lists start on a cache line (and on a 16-beat burst boundary / 2)
+
+
+class CmdlistError(ValueError):
+    """A partition (or a node of it) that this command-list compiler cannot express."""
+
+
+# ------------------------------------------------------------------------------------------------
+# the descriptor format (contract.json "contract2")
+
+
+class Format:
+    """Descriptor field layouts, opcodes, modes, registers and memory-model constants of
+    contract 2.0, read from the contract (the one source; docs/contract2_tables.md is generated
+    from the same section)."""
+
+    def __init__(self, cfg: HwConfig | None = None) -> None:
+        self.cfg = cfg or get_config()
+        c2 = self.cfg.contract.get("contract2")
+        if c2 is None:
+            raise RuntimeError("contract.json has no 'contract2' section: the command-list "
+                               "format is not defined for this build")
+        self.c2 = c2
+        self.version = (c2["version"]["major"], c2["version"]["minor"])
+        self.opcodes = dict(c2["desc_opcodes"])
+        self.opnames = {v: k for k, v in self.opcodes.items()}
+        self.act_modes = dict(c2["act_modes"])
+        self.res_modes = dict(c2["res_modes"])
+        self.fields = {w: {f["name"]: (f["lsb"], f["width"]) for f in fs}
+                       for w, fs in c2["desc_fields"].items()}
+        self.layout = {op: list(ws) for op, ws in c2["desc_layout"].items()}
+        self.mem = dict(c2["memory_model"])
+        self.regs = {r["name"]: r for r in c2["registers"]}
+        self.errors = {name: 1 << e["bit"] for name, e in c2["errors"].items()}
+        self.flag_first = 2
+
+    def word(self, kind: str, **values: int) -> int:
+        """One 64-bit descriptor word of layout `kind` with the given fields (others 0)."""
+        layout = self.fields[kind]
+        w = 0
+        for name, v in values.items():
+            if name not in layout:
+                raise KeyError(f"{kind} has no field {name!r}; fields: {', '.join(layout)}")
+            lsb, width = layout[name]
+            v = int(v)
+            if not 0 <= v < 1 << width:
+                raise CmdlistError(f"{kind}.{name} = {v} does not fit its {width}-bit field "
+                                   f"(0..{(1 << width) - 1})")
+            w |= v << lsb
+        return w
+
+    def field(self, kind: str, word: int, name: str) -> int:
+        lsb, width = self.fields[kind][name]
+        return (int(word) >> lsb) & ((1 << width) - 1)
+
+    def fields_of(self, kind: str, word: int) -> dict[str, int]:
+        return {n: self.field(kind, word, n) for n in self.fields[kind]}
+
+    def length(self, op: str, pairs: int = 0) -> int:
+        lay = self.layout[op]
+        return len(lay) + (pairs - 1 if lay[-1].endswith("*") else 0)
+
+    def reg_offset(self, name: str) -> int:
+        return int(self.regs[name]["offset"])
+
+
+# ------------------------------------------------------------------------------------------------
+# compilation
+
+
+@dataclass
+class NodeIn:
+    """One node of a partition: its spec, constants and where its input comes from (-1: the
+    partition's input, else the index of an earlier node of the partition)."""
+
+    spec: ConvSpec
+    filters: np.ndarray
+    bias: np.ndarray | None
+    src: int = -1
+
+
+@dataclass
+class Buffer:
+    """A tensor in DDR: byte address, shape, element dtype."""
+
+    addr: int
+    shape: tuple
+    dtype: np.dtype
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape)) * self.dtype.itemsize
+
+
+@dataclass
+class Partition:
+    """A compiled partition: its command list and its tensors."""
+
+    list_addr: int
+    list_words: int
+    input: Buffer
+    output: Buffer
+    outputs: list[Buffer]           # every node's output (the last is `output`)
+    macs: int
+    compute_cycles: int = 0         # stall-free sum of its jobs (filled by the first run)
+    jobs: int = 0
+
+
+@dataclass
+class Program:
+    """Everything prepare writes into DDR once: lists, weights, parameters, tensor buffers."""
+
+    cfg: HwConfig
+    base: int
+    image: np.ndarray               # the DDR image (uint8), index = address - base
+    prologue_addr: int              # the list that loads the resident weights (run once)
+    prologue_words: int
+    partitions: list[Partition]
+    resident_words: int = 0
+    streamed_nodes: int = 0
+
+    @property
+    def size(self) -> int:
+        return int(self.image.size)
+
+
+class _Image:
+    """The DDR image being laid out: aligned blocks appended at increasing addresses."""
+
+    def __init__(self, base: int) -> None:
+        self.base = base
+        self.chunks: list[tuple[int, bytes]] = []
+        self.top = base
+
+    def alloc(self, nbytes: int, data: bytes | None = None) -> int:
+        addr = self.top
+        self.top = addr + ceil_div(max(nbytes, 1), _ALIGN) * _ALIGN
+        if data is not None:
+            self.chunks.append((addr, data))
+        return addr
+
+    def build(self) -> np.ndarray:
+        img = np.zeros(self.top - self.base, np.uint8)
+        for addr, data in self.chunks:
+            img[addr - self.base:addr - self.base + len(data)] = np.frombuffer(data, np.uint8)
+        return img
+
+
+class _ListBuilder:
+    def __init__(self, fmt: Format) -> None:
+        self.f = fmt
+        self.words: list[int] = []
+        self.runs = 0
+
+    def load(self, src: int, count: int, mem: int, addr: int, tag: int, after: int) -> None:
+        f = self.f
+        self.words += [f.word("HEADER", OP=f.opcodes["LOAD"], LEN=f.length("LOAD"), TAG=tag),
+                       f.word("LOAD1", SRC=src, COUNT=count),
+                       f.word("LOAD2", MEM=mem, ADDR=addr, AFTER=after)]
+
+    def regs(self, regs, tag: int) -> None:
+        f, c = self.f, self.f.cfg
+        if len(regs) > 255 - 1:
+            raise CmdlistError(f"{len(regs)} register writes do not fit one REGS descriptor")
+        self.words.append(f.word("HEADER", OP=f.opcodes["REGS"], LEN=1 + len(regs), TAG=tag))
+        for name, value in regs:
+            self.words.append(f.word("REG", OFFSET=c.reg(name).offset, VALUE=int(value) & 0xFFFFFFFF))
+
+    def run(self, act: dict, res: dict, tag: int, first: bool = False) -> None:
+        f = self.f
+        self.runs += 1
+        self.words += [f.word("HEADER", OP=f.opcodes["RUN"], LEN=f.length("RUN"),
+                              FLAGS=f.flag_first if first else 0, TAG=tag),
+                       f.word("ACT0", **act["ACT0"]), f.word("ACT1", **act.get("ACT1", {})),
+                       f.word("ACT2", **act.get("ACT2", {})), f.word("ACT3", **act.get("ACT3", {})),
+                       f.word("ACT4", **act.get("ACT4", {})), f.word("RES0", **res["RES0"]),
+                       f.word("RES1", **res.get("RES1", {})), f.word("RES2", **res.get("RES2", {}))]
+
+    def end(self) -> None:
+        f = self.f
+        self.words.append(f.word("HEADER", OP=f.opcodes["END"], LEN=1))
+
+    def data(self) -> bytes:
+        return np.array(self.words, _U64).tobytes()
+
+
+class _Alloc:
+    """First-come allocator of on-chip words (multiples of COLS)."""
+
+    def __init__(self, size: int, align: int) -> None:
+        self.top, self.size, self.align = 0, size, align
+
+    def alloc(self, n: int) -> int | None:
+        n = ceil_div(n, self.align) * self.align
+        if self.top + n > self.size:
+            return None
+        base, self.top = self.top, self.top + n
+        return base
+
+
+def _u16(v: int) -> int:
+    return int(v) & 0xFFFF
+
+
+def compile_program(partitions: list[list[NodeIn]], cfg: HwConfig | None = None, *,
+                    base: int = DEFAULT_DDR_BASE, rounding: str = "default",
+                    runtime: str | None = None, scratch_fraction: int = 8) -> Program:
+    """Compile partitions (lists of nodes in execution order) into one DDR image.
+
+    On-chip placement: nodes are made resident first come (like backend=model's prepare) in
+    the weight and parameter memories minus 1/`scratch_fraction` kept as scratch; their loads
+    go into the prologue list, run once at prepare. The others are *streamed*: lowered for one
+    of two halves of the scratch, their pages alternating between the halves (so that the load
+    unit fills one half while the core computes from the other), their LOAD descriptors in the
+    partition's list right before their jobs; a LOAD waits (field AFTER) for the last earlier
+    RUN of the list that reads the memory it overwrites, and for nothing else.
+    """
+    cfg = cfg or get_config()
+    fmt = Format(cfg)
+    c = cfg
+    wscr = max(c.COLS * 2, c.WEIGHT_WORDS // scratch_fraction)
+    pscr = max(c.COLS * 2, c.PARAM_ENTRIES // scratch_fraction)
+    walloc, palloc = _Alloc(c.WEIGHT_WORDS - wscr, c.COLS), _Alloc(c.PARAM_ENTRIES - pscr, c.COLS)
+    whalf, phalf = (wscr // 2) // c.COLS * c.COLS, (pscr // 2) // c.COLS * c.COLS
+    halves = [(c.WEIGHT_WORDS - wscr, c.PARAM_ENTRIES - pscr),
+              (c.WEIGHT_WORDS - wscr + whalf, c.PARAM_ENTRIES - pscr + phalf)]
+    img = _Image(base)
+    prologue = _ListBuilder(fmt)
+    lists: list[tuple[_ListBuilder, Partition]] = []
+    half = 0
+    streamed = 0
+    for p_index, nodes in enumerate(partitions):
+        if not nodes:
+            raise CmdlistError(f"partition {p_index} has no nodes")
+        lb = _ListBuilder(fmt)
+        # on-chip ranges the list's RUNs read so far: [(run number from 1, kind, lo, hi)]
+        reads: list[tuple[int, str, int, int]] = []
+        first = nodes[0].spec
+        xdt = _io_dtype(first)
+        inp = Buffer(img.alloc(int(np.prod(first.input_shape)) * xdt.itemsize), tuple(first.input_shape), xdt)
+        outs: list[Buffer] = []
+        macs = 0
+        for i, node in enumerate(nodes):
+            spec = node.spec
+            tag = (p_index << 16) | i
+            if node.src >= i or node.src < -1:
+                raise CmdlistError(f"partition {p_index} node {i} ({spec.name!r}): input src="
+                                   f"{node.src}; accepted: -1 (the partition's input) or an "
+                                   f"earlier node 0..{i - 1}")
+            src = inp if node.src < 0 else outs[node.src]
+            if int(np.prod(src.shape)) != int(np.prod(spec.input_shape)):
+                raise CmdlistError(f"node {spec.name!r}: input of shape {spec.input_shape} fed "
+                                   f"from a tensor of shape {src.shape}")
+            prec = precision_of(spec, None)
+            words, entries = footprint(spec, c, prec)
+            wb, pb = walloc.alloc(words), None
+            if wb is not None:
+                pb = palloc.alloc(entries)
+            common = dict(precision=None, rounding=rounding, runtime=runtime)
+            if wb is not None and pb is not None:
+                low = lower(spec, node.filters, node.bias, c, wgt_base=wb, param_base=pb,
+                            wgt_capacity=max(words, c.COLS), param_capacity=max(entries, c.COLS),
+                            **common)
+                resident = True
+                region = (pb, max(entries, c.COLS))
+                pingpong = None
+            else:
+                wbase, pbase = halves[half]
+                region = (pbase, phalf)
+                pingpong = (halves[half], halves[half ^ 1], whalf, phalf)
+                streamed += 1
+                low = lower(spec, node.filters, node.bias, c, wgt_base=wbase, param_base=pbase,
+                            wgt_capacity=whalf, param_capacity=phalf, **common)
+                resident = False
+                log.info("%s: streamed through the scratch half at weight word %d (%d words)",
+                         spec.name or spec.kind.value, wbase, whalf)
+            odt = _io_dtype(spec)
+            out = Buffer(img.alloc(int(np.prod(spec.output_shape)) * odt.itemsize),
+                         tuple(spec.output_shape), odt)
+            outs.append(out)
+            macs += spec.macs
+            once = list(low.load_jobs)
+            per_invoke = low.jobs(np.zeros(spec.input_shape, _io_dtype(spec)))
+            if not resident and low.resident:
+                # lowered as a whole into a scratch half: its "once" loads are per invoke here
+                per_invoke = once + per_invoke
+                once = []
+            for job in once:
+                _emit_load(prologue, fmt, img, job, tag, reads=None)
+            sums, flips = _emit_node(lb, fmt, img, low, per_invoke, src, out, tag, reads, pingpong)
+            if pingpong is not None:
+                half ^= 1 ^ (flips & 1)   # the next node starts in the half its last page left
+            if sums is not None:
+                _emit_post(lb, prologue, fmt, img, node, low, sums, out, tag, reads, region,
+                           rounding, runtime)
+        lb.end()
+        data = lb.data()
+        addr = img.alloc(len(data), data)
+        part = Partition(addr, len(lb.words), inp, outs[-1], outs, macs, jobs=lb.runs)
+        lists.append((lb, part))
+    prologue.end()
+    pdata = prologue.data()
+    paddr = img.alloc(len(pdata), pdata)
+    if img.top > 1 << 32:
+        raise CmdlistError(f"the DDR image ends at {img.top:#x}: beyond the 32-bit address space")
+    return Program(cfg, base, img.build(), paddr, len(prologue.words), [p for _, p in lists],
+                   resident_words=walloc.top, streamed_nodes=streamed)
+
+
+def _io_dtype(spec: ConvSpec) -> np.dtype:
+    from dtpu import reference
+    return np.dtype(reference.io_dtypes(spec)[0])
+
+
+def _regs_of(job: Job) -> dict[str, int]:
+    return {name: int(v) for name, v in job.regs}
+
+
+def _emit_load(lb: _ListBuilder, fmt: Format, img: _Image, job: Job, tag: int, reads) -> None:
+    c = fmt.cfg
+    regs = _regs_of(job)
+    op = _opname(c, regs)
+    words = np.ascontiguousarray(job.send["wgt"], _U64)
+    addr = regs["LOAD_ADDR"]
+    mem = 0 if op == "LOAD_WGT" else 1
+    src = img.alloc(words.nbytes, words.tobytes())
+    kind = "w" if mem == 0 else "p"
+    lo, hi = (addr, addr + words.size) if mem == 0 else (addr, addr + words.size // 2)
+    after = max((n for n, k, l, h in reads or () if k == kind and lo < h and l < hi), default=0)
+    lb.load(src, int(words.size), mem, addr, tag, after)
+
+
+def _opname(c: HwConfig, regs: dict) -> str:
+    code = c.decode("JOB", regs["JOB"])["OPCODE"]
+    return next(n for n, v in c.enums["OPCODE"].items() if v == code)
+
+
+def _emit_node(lb, fmt: Format, img: _Image, low, jobs: list[Job], src: Buffer, out: Buffer,
+               tag: int, reads: list, pingpong=None) -> tuple[Buffer | None, int]:
+    """A node's per-invoke jobs as LOAD / REGS+RUN descriptors; the RUN fields are derived from
+    the node's shapes and each job's registers (tiles of a page, channel groups of a part, K
+    chunks of a split K). Returns the int64 partial-sum buffer of a split K (None otherwise),
+    which :func:`_emit_post` finishes, and how many times the pages changed half.
+
+    `pingpong` ((wbase, pbase) the node was lowered at, the other half's, half sizes) for a
+    streamed node: its pages alternate between the two halves (a lowering's words do not
+    depend on its region), so that the next page loads while the core computes the last."""
+    c = fmt.cfg
+    spec, prec = low.spec, low.precision
+    if prec.lanes * _esize(prec) != 8:
+        raise CmdlistError(f"{spec.name!r}: precision {prec.value} ({prec.lanes} lanes of "
+                           f"{_esize(prec)} bytes) is not its TFLite tensor layout; command lists "
+                           f"take the natural precisions (int8, uint8, int16 16x8, fp32)")
+    n, ih, iw, ic = spec.input_shape
+    _, oh, ow, oc = spec.output_shape
+    L = prec.lanes
+    t_next = k_next = 0
+    g_next, images_done = 0, 0
+    sums: Buffer | None = None
+    flips, odd, computed = 0, False, False
+    for job in jobs:
+        regs = _regs_of(job)
+        op = _opname(c, regs)
+        first = False
+        if pingpong is not None:
+            if op in ("LOAD_WGT", "LOAD_PARAM") and computed:   # a new page
+                odd, computed, flips = not odd, False, flips + 1
+            if odd:
+                job = _moved(c, job, pingpong)
+                regs = _regs_of(job)
+        if op in ("LOAD_WGT", "LOAD_PARAM"):
+            _emit_load(lb, fmt, img, job, tag, reads)
+            continue
+        computed = True
+        jf = c.decode("JOB", regs["JOB"])
+        out_mode = jf["OUT_MODE"]
+        raw = out_mode == c.OUT_MODE_RAW
+        if raw and op != "GEMM":
+            raise CmdlistError(f"{spec.name!r}: raw {op} jobs (wide precision {prec.value}) are "
+                               f"not expressed by command lists; accepted: the natural precision")
+        lanes_res, res_dt = out_lanes(c, prec, out_mode)
+        res_es = np.dtype(res_dt).itemsize
+        pad = _pad_bits(spec, prec)
+        if op == "GEMM":
+            m, kw, nt = regs["GEMM_M"], regs["GEMM_KW"], regs["GEMM_NT"]
+            k = spec.kernel[0] * spec.kernel[1] * ic
+            kwords = ceil_div(k, L)
+            if m != n * oh * ow or (kw != kwords and not raw) or k_next + kw > kwords:
+                raise CmdlistError(f"{spec.name!r}: GEMM job with M={m}, KW={kw} (K from word "
+                                   f"{k_next}) is not the node's K ({kwords} words) over "
+                                   f"{n * oh * ow} pixels")
+            if spec.kind is OpKind.FULLY_CONNECTED:
+                geo = dict(KH=1, KW=1, SY=1, SX=1, DY=1, DX=1, PT=0, PL=0, OH=1, OW=1)
+            else:
+                (kh, kwd), (sy, sx), (dy, dx) = spec.kernel, spec.stride, spec.dilation
+                (pt, _), (pl, _) = spec.pads
+                geo = dict(KH=kh, KW=kwd, SY=sy, SX=sx, DY=dy, DX=dx, PT=pt, PL=pl, OH=oh, OW=ow)
+            act = dict(ACT0=dict(MODE=fmt.act_modes["WINDOWS"], LANES=L, ESIZE=_esize(prec),
+                                 PAD=pad, SRC=src.addr),
+                       ACT1=dict(N=n, H=ih, W=iw, C=ic), ACT2=geo,
+                       ACT3=dict(KP=kwords * L, K0=k_next, K1=k_next + kw))
+            first = raw and k_next == 0
+            if raw and sums is None:
+                sums = Buffer(img.alloc(m * oc * 8), (m, oc), np.dtype("<i8"))
+            res = dict(RES0=dict(MODE=fmt.res_modes["ACC" if raw else "ITEMS"], LANES=lanes_res,
+                                 ESIZE=8 if raw else res_es, SIGNED=int(np.dtype(res_dt).kind == "i"),
+                                 DST=sums.addr if raw else out.addr),
+                       RES1=dict(PIX=m, OUTER=1, INNER=nt),
+                       RES2=dict(GW=c.COLS, CH0=t_next * c.COLS, CH1=oc, DSTC=oc))
+            t_next += nt
+            if t_next * c.COLS >= oc:
+                t_next = 0
+                if raw:
+                    k_next += kw
+            wl, wh = regs["WGT_BASE"], regs["WGT_BASE"] + nt * kw * c.COLS
+            pl_, ph = regs["PARAM_BASE"], regs["PARAM_BASE"] + nt * c.COLS
+        elif op == "DWCONV":
+            d = c.decode("DW_GROUPS", regs["DW_GROUPS"])
+            gc, nchunk = d["GC"], d["NCHUNK"]
+            groups = gc * nchunk
+            g0 = g_next
+            b = images_done
+            img_in = ih * iw * ic * src.dtype.itemsize
+            img_out = oh * ow * oc * out.dtype.itemsize
+            act = dict(ACT0=dict(MODE=fmt.act_modes["CHANNELS"], LANES=L, ESIZE=_esize(prec),
+                                 PAD=pad, SRC=src.addr + b * img_in),
+                       ACT1=dict(N=1, H=ih, W=iw, C=ic),
+                       ACT3=dict(KP=spec.depth_multiplier, K0=g0 * L, K1=groups * L, NCHUNK=nchunk),
+                       ACT4=dict(CV=oc))
+            res = dict(RES0=dict(MODE=fmt.res_modes["ITEMS"], LANES=lanes_res, ESIZE=res_es,
+                                 SIGNED=int(np.dtype(res_dt).kind == "i"), DST=out.addr + b * img_out),
+                       RES1=dict(PIX=oh * ow, OUTER=nchunk, INNER=gc),
+                       RES2=dict(GW=L, CH0=g0 * L, CH1=oc, DSTC=oc))
+            images_done += 1
+            if images_done == n:
+                images_done = 0
+                g_next += groups
+                if g_next * L >= oc:
+                    g_next = 0
+            gp = ceil_div(groups, c.COLS) * c.COLS
+            kh, kwd = spec.kernel
+            wl, wh = regs["WGT_BASE"], regs["WGT_BASE"] + kh * kwd * gp
+            pl_, ph = regs["PARAM_BASE"], regs["PARAM_BASE"] + groups * L
+        else:
+            raise CmdlistError(f"{spec.name!r}: unexpected {op} job in an invoke")
+        lb.regs(job.regs, tag)
+        lb.run(act, res, tag, first=first)
+        reads += [(lb.runs, "w", wl, wh)] + ([] if raw else [(lb.runs, "p", pl_, ph)])
+    if sums is not None and k_next != ceil_div(spec.kernel[0] * spec.kernel[1] * ic, L):
+        raise CmdlistError(f"{spec.name!r}: the split K's chunks end at word {k_next}, not at the "
+                           f"node's K")
+    return sums, flips
+
+
+def _moved(c: HwConfig, job: Job, pingpong) -> Job:
+    """`job` with its weight and parameter addresses moved from one scratch half to the other."""
+    (wa, pa), (wb, pb), wn, pn = pingpong
+    op = _opname(c, _regs_of(job))
+
+    def move(v, lo, n, to):
+        return v - lo + to if lo <= v < lo + n else v
+    regs = []
+    for name, v in job.regs:
+        if name == "LOAD_ADDR":
+            v = move(v, wa, wn, wb) if op == "LOAD_WGT" else move(v, pa, pn, pb)
+        elif name == "WGT_BASE":
+            v = move(v, wa, wn, wb)
+        elif name == "PARAM_BASE":
+            v = move(v, pa, pn, pb)
+        regs.append((name, v))
+    return Job(job.label, regs, job.send, job.recv, job.macs)
+
+
+def _emit_post(lb, prologue, fmt: Format, img: _Image, node: NodeIn, low, sums: Buffer,
+               out: Buffer, tag: int, reads: list, region: tuple, rounding, runtime) -> None:
+    """The POST descriptors finishing a split K: the node's parameter entries loaded into its
+    parameter region (in pages when it is smaller than the node's channels), then one POST per
+    page. The parameter words and the output stage are the lowering's own (the same
+    dtpu.hw.lower helpers, the same dtpu.reference rounding variant), so the post unit computes
+    what dtpu.reference.requantize computes on the host today."""
+    from dtpu import reference
+    from dtpu.hw import lower as lw
+    c, spec, prec = fmt.cfg, low.spec, low.precision
+    bias = node.bias if spec.has_bias else None
+    rq = reference.rounding_variant(spec, bias, rounding, runtime) if spec.mode.is_quantized else None
+    oc = spec.out_channels
+    params = lw._param_words(spec, bias, oc, rq)
+    variant = lw._variant_code(c, spec, bias, rq)
+    base, cap = region
+    page = max(c.COLS, cap // c.COLS * c.COLS)
+    m = sums.shape[0]
+    for c0 in range(0, oc, page):
+        c1 = min(oc, c0 + page)
+        words = np.ascontiguousarray(params[c0:c1].reshape(-1))
+        job = lw._load_job(c, "LOAD_PARAM", base, words, f"post params[{c0}:{c1}]")
+        _emit_load(lb, fmt, img, job, tag, reads)
+        regs = [("PARAM_BASE", base), *lw._clamp_regs(spec, rq),
+                lw._job_reg(c, "NOP", prec, "REQUANT", variant)]
+        lb.regs(regs, tag)
+        lb.words += [fmt.word("HEADER", OP=fmt.opcodes["POST"], LEN=fmt.length("POST"), TAG=tag),
+                     fmt.word("POST1", SRC=sums.addr, DST=out.addr),
+                     fmt.word("POST2", PIX=m, CH0=c0, CH=c1 - c0), fmt.word("POST3", DSTC=oc)]
+        lb.runs += 1
+        reads.append((lb.runs, "p", base, base + (c1 - c0)))
+
+
+def _esize(prec) -> int:
+    return int(np.dtype(prec.value_dtype).itemsize)
+
+
+def _pad_bits(spec: ConvSpec, prec) -> int:
+    if prec.is_float:
+        return 0
+    zx = int(spec.input_q.zero_point[0]) if spec.input_q is not None else 0
+    return zx & 0xFFFF
+
+
+# ------------------------------------------------------------------------------------------------
+# execution
+
+
+class DdrFault(Exception):
+    """An AXI error response (`kind` "DECERR" or "SLVERR") or no response ("TIMEOUT")."""
+
+    def __init__(self, kind: str, addr: int, n: int) -> None:
+        super().__init__(f"{kind} at {addr:#x} (+{n} bytes)")
+        self.kind = kind
+
+
+class Ddr:
+    """DDR as the HP port sees it: a byte array at `base`; an access outside it is DECERR, an
+    access to an address in `slverr` ranges is SLVERR (fault injection)."""
+
+    def __init__(self, base: int, size: int, image: np.ndarray | None = None) -> None:
+        self.base = base
+        self.mem = np.zeros(size, np.uint8)
+        if image is not None:
+            self.mem[:image.size] = image
+        self.slverr: list[tuple[int, int]] = []
+        self.hang: list[tuple[int, int]] = []      # ranges that never respond (TIMEOUT)
+
+    def _off(self, addr: int, n: int) -> int:
+        o = addr - self.base
+        if o < 0 or o + n > self.mem.size:
+            raise DdrFault("DECERR", addr, n)
+        if any(lo < addr + n and addr < hi for lo, hi in self.slverr):
+            raise DdrFault("SLVERR", addr, n)
+        if any(lo < addr + n and addr < hi for lo, hi in self.hang):
+            raise DdrFault("TIMEOUT", addr, n)
+        return o
+
+    def host_view(self, addr: int, n: int) -> np.ndarray:
+        """The bytes as the CPU sees them (through the PS, not the HP port: no injected faults)."""
+        o = addr - self.base
+        if o < 0 or o + n > self.mem.size:
+            raise ValueError(f"host access {addr:#x}+{n} outside the DDR buffer "
+                             f"{self.base:#x}+{self.mem.size}")
+        return self.mem[o:o + n]
+
+    def read(self, addr: int, n: int) -> np.ndarray:
+        o = self._off(addr, n)
+        return self.mem[o:o + n]
+
+    def write(self, addr: int, data: np.ndarray) -> None:
+        b = np.ascontiguousarray(data).view(np.uint8).reshape(-1)
+        o = self._off(addr, b.size)
+        self.mem[o:o + b.size] = b
+
+
+@dataclass
+class Timeline:
+    """The memory model of contract 2.0 (contract.json ``contract2.memory_model``).
+
+    Units run in list order, each in order: the fetcher, the load unit (LOAD descriptors and
+    the activation stream of each RUN), the core, the store unit. One read channel and one write
+    channel, each one beat (8 bytes) per cycle after a request's latency; with
+    MEM_READ_OUTSTANDING bursts of MEM_BURST_BEATS in flight (128 beats >= the latency) a
+    stream of N beats occupies its channel N cycles and its first beat comes MEM_READ_LATENCY
+    after the request. Requests are served in issue order (pessimistic: a real port interleaves
+    a weight load into the gaps of a sparse activation stream).
+
+    * descriptor d is fetched at ``doorbell + RL + words before and of d`` (read channel);
+    * LOAD: requested when fetched and after RUN number AFTER of the list ended; done
+      ``LOAD_LATENCY`` after its last beat;
+    * RUN: starts when fetched, the core is free, every earlier LOAD is done and its input
+      is in DDR: every earlier RUN whose result range overlaps the bytes its ACT fields read
+      has had its last write response (its end + MEM_WRITE_LATENCY). Its activation stream is requested at the start; the job's stall-free
+      schedule (the 1.2 formulas) shifts by however late the first beat is beyond CFG_CYCLES;
+      after that the channel's one beat per cycle keeps up with the core's at most one;
+    * END: the last RUN's results written (+ MEM_WRITE_LATENCY) and every load done, then
+      IRQ_LATENCY.
+
+    ``idle`` = list cycles - the jobs' stall-free cycles: cycles the core waited on memory,
+    loads or the fetcher (hw.idle_cycles)."""
+
+    fmt: Format
+    start: int = 0
+    rd_free: int = 0
+    wr_done: int = 0
+    core_free: int = 0
+    loads_done: int = 0
+    last_run_end: int = 0
+    fetched_words: int = 0
+    blocks: int = 0
+    block_ready: int = 0
+    compute: int = 0
+    rd_beats: int = 0
+    wr_beats: int = 0
+    written: list = field(default_factory=list)  # (lo, hi, cycle of the write response) per RUN
+    run_ends: list = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        m = self.fmt.mem
+        self.RL, self.WL = int(m["MEM_READ_LATENCY"]), int(m["MEM_WRITE_LATENCY"])
+        self.rd_free = self.block_ready = self.start
+        self.fifo = int(m["DESC_FIFO_WORDS"])
+
+    def _read(self, t_req: int, beats: int) -> tuple[int, int]:
+        """(first beat, last beat + 1) of a read of `beats` requested at t_req."""
+        first = max(t_req + self.RL, self.rd_free)
+        self.rd_free = first + beats
+        self.rd_beats += beats
+        return first, first + beats
+
+    def fetch(self, words: int) -> int:
+        """The cycle a descriptor of `words` words is in the fetcher: the list is read in blocks
+        of DESC_FIFO_WORDS, each requested when the one before arrived (optimistic: a full FIFO
+        would hold the fetcher back; descriptors are a few hundred words per partition)."""
+        self.fetched_words += words
+        while self.blocks * self.fifo < self.fetched_words:
+            _, self.block_ready = self._read(self.block_ready, self.fifo)
+            self.blocks += 1
+        return self.block_ready
+
+    def load(self, t_fetch: int, beats: int, after: int) -> None:
+        if after > len(self.run_ends):
+            raise _ClError("BAD_FIELD", f"LOAD AFTER={after}: only {len(self.run_ends)} RUNs "
+                           f"before it in the list")
+        t = max(t_fetch, self.run_ends[after - 1] if after else 0)
+        _, end = self._read(t, beats)
+        self.loads_done = max(self.loads_done, end + self.fmt.cfg.LOAD_LATENCY)
+
+    def run(self, t_fetch: int, src: tuple, dst: tuple, act_beats: int, res_beats: int,
+            cycles: int, store_reads: int = 0) -> None:
+        """A RUN (or POST): `store_reads` are the ACC partial sums the store unit reads back,
+        requested on the read channel behind the activation stream."""
+        lo, hi = src
+        t = max([t_fetch, self.core_free, self.loads_done]
+                + [t for w0, w1, t in self.written if lo < w1 and w0 < hi])
+        shift = 0
+        if act_beats:
+            first, _ = self._read(t, act_beats)
+            shift = max(0, first - (t + self.fmt.cfg.CFG_CYCLES))
+        if store_reads:
+            self._read(t, store_reads)
+        end = t + shift + cycles
+        self.core_free = self.last_run_end = end
+        self.run_ends.append(end)
+        self.compute += cycles
+        self.wr_beats += res_beats
+        self.wr_done = max(self.wr_done, end + self.WL)
+        if res_beats:
+            self.written.append((*dst, end + self.WL))
+
+    def end(self) -> int:
+        return max(self.wr_done, self.loads_done, self.core_free) + int(self.fmt.mem["IRQ_LATENCY"])
+
+
+@dataclass
+class RunResult:
+    """What one command list did: CL_* register values, as the core would report them."""
+
+    cycles: int = 0
+    idle_cycles: int = 0
+    compute_cycles: int = 0
+    rd_beats: int = 0
+    wr_beats: int = 0
+    descs: int = 0
+    runs: int = 0
+    error: int = 0                  # CL_ERR bits
+    error_pc: int = 0
+    error_tag: int = 0
+    job_err: int = 0                # the 1.2 ERR bits of a failed RUN
+    message: str = ""
+
+
+class Executor:
+    """Runs command lists from DDR on a 1.2 core model (the datapath) plus the 2.0 units."""
+
+    MAX_DESCS = 1 << 16
+
+    def __init__(self, core: Core | None = None, fmt: Format | None = None,
+                 fast_path: bool = True) -> None:
+        """`fast_path` False runs every job through the core's register/stream protocol (START,
+        push, pop) instead of :mod:`dtpu.hw.fast`'s compiled jobs: the reference the fast path
+        is proven equal to (tests/test_cmdlist.py); jobs the fast path does not compile run
+        that way anyway."""
+        self.core = core or Core()
+        self.fmt = fmt or Format(self.core.cfg)
+        self.fast_path = fast_path
+        self._compiled: dict = {}
+        self._gather_cache: dict = {}
+
+    def run(self, ddr: Ddr, list_addr: int) -> RunResult:
+        f, c = self.fmt, self.core.cfg
+        r = RunResult()
+        tl = Timeline(f)
+        pc = list_addr
+        regs: dict[int, int] = {}
+        job_names = {reg.offset: reg.name for reg in c.registers if reg.access == "rw"
+                     and reg.name not in ("CTRL",)}
+        try:
+            while True:
+                if r.descs >= self.MAX_DESCS:
+                    raise _ClError("BAD_LENGTH", f"no END within {self.MAX_DESCS} descriptors")
+                head = int(ddr.read(pc, 8).view(_U64)[0])
+                h = f.fields_of("HEADER", head)
+                r.error_pc, r.error_tag = pc - list_addr, h["TAG"]
+                op = f.opnames.get(h["OP"])
+                if op is None:
+                    raise _ClError("BAD_OPCODE", f"opcode {h['OP']} at list offset {pc - list_addr}; "
+                                   f"accepted: {f.opcodes}")
+                n = h["LEN"]
+                ok = (n == f.length(op)) if op != "REGS" else n >= 2
+                if not ok:
+                    raise _ClError("BAD_LENGTH", f"{op} with LEN={n}; its layout has "
+                                   f"{f.length(op) if op != 'REGS' else '>= 2'} words")
+                body = ddr.read(pc, 8 * n).view(_U64)[1:]
+                t_fetch = tl.fetch(n)
+                r.descs += 1
+                pc += 8 * n
+                if op == "END":
+                    break
+                if op == "LOAD":
+                    l1, l2 = f.fields_of("LOAD1", body[0]), f.fields_of("LOAD2", body[1])
+                    self._load(ddr, l1, l2)
+                    tl.load(t_fetch, l1["COUNT"], l2["AFTER"])
+                elif op == "REGS":
+                    for w in body:
+                        off, val = f.field("REG", w, "OFFSET"), f.field("REG", w, "VALUE")
+                        if off not in job_names:
+                            raise _ClError("BAD_FIELD", f"REGS offset {off:#x} is not a job register; "
+                                           f"accepted: {sorted(hex(o) for o in job_names)}")
+                        regs[off] = val
+                elif op == "POST":
+                    d = {k: f.fields_of(k, w) for k, w in zip(f.layout["POST"][1:], body)}
+                    cycles, beats, src, dst = self._post(ddr, regs, d, r)
+                    tl.run(t_fetch, src, dst, beats, beats, cycles)
+                    r.runs += 1
+                else:
+                    kinds = f.layout["RUN"][1:]
+                    d = {k: f.fields_of(k, w) for k, w in zip(kinds, body)}
+                    d["FIRST"] = bool(h["FLAGS"] & f.flag_first)
+                    cycles, act_beats, res_beats, src, dst = self._run(ddr, regs, d, h, r)
+                    acc = d["RES0"]["MODE"] == f.res_modes["ACC"]
+                    tl.run(t_fetch, src, dst, act_beats, res_beats, cycles,
+                           store_reads=res_beats if acc and not d["FIRST"] else 0)
+                    r.runs += 1
+        except _ClError as e:
+            r.error |= f.errors[e.kind]
+            r.message = str(e)
+        except DdrFault as e:
+            r.error |= f.errors[e.kind]
+            r.message = str(e)
+        end = tl.end()
+        r.cycles = end
+        r.compute_cycles = tl.compute
+        r.idle_cycles = end - tl.compute
+        r.rd_beats = tl.rd_beats
+        r.wr_beats = tl.wr_beats
+        if r.error:
+            log.warning("command list at %#x failed at offset %d (tag %#x): %s", list_addr,
+                        r.error_pc, r.error_tag, r.message)
+        return r
+
+    # -- load unit
+
+    def _load(self, ddr: Ddr, l1: dict, l2: dict) -> None:
+        c = self.core.cfg
+        count, addr, mem = l1["COUNT"], l2["ADDR"], l2["MEM"]
+        if l1["SRC"] % 8:
+            raise _ClError("BAD_FIELD", f"LOAD SRC {l1['SRC']:#x} is not 8-byte aligned")
+        limit = c.WEIGHT_WORDS if mem == 0 else 2 * c.PARAM_ENTRIES if mem == 1 else -1
+        if limit < 0:
+            raise _ClError("BAD_FIELD", f"LOAD MEM={mem}; accepted: 0 (weights), 1 (parameters)")
+        if mem == 1 and (addr * 2 + count > limit or count % 2):
+            raise _ClError("BAD_FIELD", f"LOAD of {count} parameter words at entry {addr}: past "
+                           f"{c.PARAM_ENTRIES} entries or not whole entries")
+        if mem == 0 and addr + count > limit:
+            raise _ClError("BAD_FIELD", f"LOAD of {count} weight words at {addr}: past {limit}")
+        words = ddr.read(l1["SRC"], 8 * count).view(_U64)
+        self.core._write_memory("LOAD_WGT" if mem == 0 else "LOAD_PARAM", addr, words.copy())
+
+    def _gather(self, ddr: Ddr, a0: dict, a1: dict, a2: dict, a3: dict, a4: dict) -> np.ndarray:
+        """The activation words the load unit streams to the core for one RUN."""
+        f = self.fmt
+        mode, L, es = a0["MODE"], a0["LANES"], a0["ESIZE"]
+        if mode == f.act_modes["NONE"]:
+            return np.zeros(0, _U64)
+        if es not in _EDT or L * es != 8:
+            raise _ClError("BAD_FIELD", f"ACT LANES={L} x ESIZE={es} is not one 64-bit word")
+        edt = _EDT[es]
+        pad = edt.type(a0["PAD"] & ((1 << (8 * es)) - 1))
+        n, h, w, ch = a1["N"], a1["H"], a1["W"], a1["C"]
+        x = ddr.read(a0["SRC"], n * h * w * ch * es).view(edt).reshape(n, h, w, ch)
+        if mode == f.act_modes["WINDOWS"]:
+            key = ("w", tuple(sorted(a1.items())), tuple(sorted(a2.items())), a3["KP"])
+            index = self._gather_cache.get(key)
+            if index is None:
+                index = self._gather_cache[key] = _window_index(a1, a2, a3["KP"])
+            flat = np.empty(n * h * w * ch + 1, edt)
+            flat[:-1] = x.reshape(-1)
+            flat[-1] = pad
+            lanes = flat.take(index)                    # (pixels, KP)
+            k0, k1 = a3["K0"], a3["K1"]
+            if not 0 <= k0 < k1 <= a3["KP"] // L or a3["KP"] % L:
+                raise _ClError("BAD_FIELD", f"ACT words K0={k0}..K1={k1} outside KP={a3['KP']} lanes")
+            lanes = np.ascontiguousarray(lanes[:, k0 * L:k1 * L])
+            return lanes.view(_U64).reshape(-1)
+        if mode == f.act_modes["CHANNELS"]:
+            rep, ch0, chans, nchunk, cv = a3["KP"], a3["K0"], a3["K1"], a3["NCHUNK"], a4["CV"]
+            if rep < 1 or nchunk < 1 or chans % (nchunk * L) or cv != ch * rep:
+                raise _ClError("BAD_FIELD", f"ACT CHANNELS: REP={rep}, CHANNELS={chans}, "
+                               f"NCHUNK={nchunk}, CV={cv} for C={ch}, {L} lanes")
+            if n != 1:
+                raise _ClError("BAD_FIELD", f"ACT CHANNELS takes one image (N=1), got N={n}")
+            img = x[0]
+            if rep > 1:
+                img = np.repeat(img, rep, axis=2)
+            cp = ceil_div(ch0 + chans, L) * L
+            if cp > cv:
+                img = np.concatenate([img, np.full((h, w, cp - cv), pad, edt)], axis=2)
+            img = img[:, :, ch0:ch0 + chans]
+            if nchunk > 1:
+                img = img.reshape(h, w, nchunk, chans // nchunk).transpose(2, 0, 1, 3)
+            return np.ascontiguousarray(img).view(_U64).reshape(-1)
+        raise _ClError("BAD_FIELD", f"ACT MODE={mode}; accepted: {f.act_modes}")
+
+    # -- store unit
+
+    def _scatter(self, ddr: Ddr, r0: dict, r1: dict, r2: dict, words: np.ndarray,
+                 first: bool = False) -> None:
+        f = self.fmt
+        mode, lanes, es = r0["MODE"], r0["LANES"], r0["ESIZE"]
+        if mode == f.res_modes["NONE"]:
+            return
+        acc = mode == f.res_modes["ACC"]
+        if mode not in (f.res_modes["ITEMS"], f.res_modes["ACC"]):
+            raise _ClError("BAD_FIELD", f"RES MODE={mode}; accepted: {f.res_modes}")
+        if lanes not in (1, 2, 4, 8) or (es != 8 if acc else (es not in _EDT or lanes * es != 8)):
+            raise _ClError("BAD_FIELD", f"RES LANES={lanes} x ESIZE={es}: "
+                           f"{'ACC sums are 8-byte' if acc else 'not one 64-bit word'}")
+        edt = np.dtype(f"<i{8 // lanes}") if acc else _EDT[es]
+        pix, outer, inner = r1["PIX"], r1["OUTER"], r1["INNER"]
+        gw, ch0, ch1, dstc = r2["GW"], r2["CH0"], r2["CH1"], r2["DSTC"]
+        wpi = ceil_div(gw, lanes)
+        if words.size != outer * pix * inner * wpi:
+            raise _ClError("BAD_FIELD", f"RES {outer}x{pix}x{inner} items of {wpi} words = "
+                           f"{outer * pix * inner * wpi}, the job produced {words.size}")
+        vals = words.view(edt).reshape(outer, pix, inner, wpi * lanes)[..., :gw]
+        vals = vals.transpose(1, 0, 2, 3).reshape(pix, outer * inner * gw)
+        hi = min(ch1, ch0 + vals.shape[1])
+        if hi > dstc or ch0 >= hi:
+            raise _ClError("BAD_FIELD", f"RES channels {ch0}..{hi} outside DSTC={dstc}")
+        if acc:
+            dst = ddr.read(r0["DST"], pix * dstc * 8).view("<i8").reshape(pix, dstc)
+            if first:
+                dst[:, ch0:hi] = vals[:, :hi - ch0]
+            else:
+                dst[:, ch0:hi] += vals[:, :hi - ch0]
+            return
+        dst = ddr.read(r0["DST"], pix * dstc * es).view(edt).reshape(pix, dstc)
+        dst[:, ch0:hi] = vals[:, :hi - ch0]
+
+    # -- the post unit on partial sums
+
+    def _post(self, ddr: Ddr, regs: dict, d: dict, r: RunResult) -> tuple:
+        core, c = self.core, self.core.cfg
+        p1, p2, p3 = d["POST1"], d["POST2"], d["POST3"]
+        pix, ch0, ch, dstc = p2["PIX"], p2["CH0"], p2["CH"], p3["DSTC"]
+        job = c.decode("JOB", regs.get(c.REG_JOB, 0))
+        prec = next((p for p in c.ENABLED if c.prec_code(p) == job["PREC"]), None)
+        if prec is None or job["OUT_MODE"] != c.OUT_MODE_REQUANT or prec.is_float:
+            raise _ClError("BAD_FIELD", f"POST with JOB.PREC={job['PREC']}, OUT_MODE="
+                           f"{job['OUT_MODE']}; accepted: an enabled integer precision, REQUANT")
+        pb = regs.get(c.REG_PARAM_BASE, 0)
+        if ch < 1 or ch0 + ch > dstc or pb + ch > c.PARAM_ENTRIES:
+            raise _ClError("BAD_FIELD", f"POST channels {ch0}+{ch} of {dstc}, parameter entries "
+                           f"{pb}+{ch} of {c.PARAM_ENTRIES}")
+        sums = ddr.read(p1["SRC"], pix * dstc * 8).view("<i8").reshape(pix, dstc)[:, ch0:ch0 + ch]
+        params = core._params(pb, ch, prec, c.OUT_MODE_REQUANT)
+        y, err = core._post(sums, prec, c.OUT_MODE_REQUANT, job["RQ_VARIANT"], params, 0,
+                            regs.get(c.REG_ACT_MIN, 0), regs.get(c.REG_ACT_MAX, 0))
+        if err & c.ERR_FATAL_MASK:
+            r.job_err = err
+            bits = [n for n, b in c.errors.items() if err & (1 << b)]
+            raise _ClError("JOB", f"POST: ERR={err:#x} ({', '.join(bits)})")
+        _, dt = out_lanes(c, prec, c.OUT_MODE_REQUANT)
+        dt = np.dtype(dt)
+        dst = ddr.read(p1["DST"], pix * dstc * dt.itemsize).view(dt).reshape(pix, dstc)
+        dst[:, ch0:ch0 + ch] = y
+        beats = pix * ch
+        cycles = c.CFG_CYCLES + beats + c.LAT_POST
+        return (cycles, beats, (p1["SRC"], p1["SRC"] + pix * dstc * 8),
+                (p1["DST"], p1["DST"] + pix * dstc * dt.itemsize))
+
+    # -- the core
+
+    def _run_protocol(self, regs: dict, ddr: Ddr, d: dict, r: RunResult):
+        """One RUN through the 1.2 protocol: job registers (JOB last), START, the gathered words
+        on s_axis_act, DONE, ERR, the result words from m_axis_res."""
+        core, c = self.core, self.core.cfg
+        for off, v in sorted(regs.items(), key=lambda kv: kv[0] == c.REG_JOB):
+            core.write(off, v)
+        core.write(c.REG_CTRL, c.encode("CTRL", START=1))
+        st = c.reg("STATUS")
+        failed_config = not core._pending and core.regs[c.REG_STATUS] & st.field("ERROR").mask
+        words = np.zeros(0, _U64)
+        if not failed_config:
+            try:
+                words = self._gather(ddr, d["ACT0"], d["ACT1"], d["ACT2"], d["ACT3"], d["ACT4"])
+            except (_ClError, DdrFault):
+                # the stream feeding a started job failed: the unit aborts the core (1.2 SOFT_RESET)
+                core.write(c.REG_CTRL, c.encode("CTRL", SOFT_RESET=1))
+                raise
+            if words.size:
+                core.push("act", words)
+            left = sum(w.size for w, _ in core._in["act"])
+            if core._pending or left:
+                core.write(c.REG_CTRL, c.encode("CTRL", SOFT_RESET=1))
+                what = f"{left} left over" if left else "the job still waits for more"
+                raise _ClError("BAD_FIELD", f"RUN: the ACT fields give {words.size} words, the "
+                               f"job's registers take another count ({what})")
+        err = core.read(c.REG_ERR)
+        cycles = core.read(c.REG_JOB_CYCLES)
+        if err & c.ERR_FATAL_MASK:
+            r.job_err = err
+            core.write(c.REG_ERR, err)
+            bits = [n for n, b in c.errors.items() if err & (1 << b)]
+            raise _ClError("JOB", f"RUN: the job set ERR={err:#x} ({', '.join(bits)})")
+        if err:
+            core.write(c.REG_ERR, err)
+        res = core.pop()
+        return res if res.size else None, words, cycles
+
+    def _run(self, ddr: Ddr, regs: dict, d: dict, head: dict, r: RunResult):
+        c = self.core.cfg
+        key = tuple(sorted(regs.items()))
+        cj = self._compiled.get(key) if self.fast_path else None
+        if self.fast_path and (cj is None or (cj != "protocol" and not cj.valid(self.core))):
+            names = {reg.offset: reg.name for reg in c.registers}
+            try:
+                cj = fast.compile_job(self.core, tuple((names[o], v) for o, v in sorted(regs.items())
+                                                       if names[o] != "JOB")
+                                      + (("JOB", regs.get(c.REG_JOB, 0)),))
+            except fast.Unsupported:
+                cj = "protocol"
+            self._compiled[key] = cj
+        if not self.fast_path or cj == "protocol":
+            res, words, cycles = self._run_protocol(regs, ddr, d, r)
+            if res is not None:
+                self._scatter(ddr, d["RES0"], d["RES1"], d["RES2"], res, d.get("FIRST", False))
+            return self._run_result(d, cycles, words, res)
+        if cj.error:   # failed in CONFIG: the core takes nothing, the units move nothing
+            _, err = fast.execute(self.core, cj, None)
+            r.job_err = err
+            bits = [n for n, b in c.errors.items() if err & (1 << b)]
+            raise _ClError("JOB", f"RUN: the job failed in CONFIG, ERR={err:#x} ({', '.join(bits)})")
+        words = self._gather(ddr, d["ACT0"], d["ACT1"], d["ACT2"], d["ACT3"], d["ACT4"])
+        if cj.pf_count:
+            raise _ClError("BAD_FIELD", f"RUN with PF_COUNT={cj.pf_count}: prefetch rides on LOAD "
+                           f"descriptors in contract 2.0; accepted: 0")
+        if cj.n_in != words.size:
+            raise _ClError("BAD_FIELD", f"RUN: the ACT fields give {words.size} words, the job's "
+                           f"registers take {cj.n_in}")
+        res, err = fast.execute(self.core, cj, words if cj.n_in else None)
+        if err & c.ERR_FATAL_MASK:
+            r.job_err = err
+            bits = [n for n, b in c.errors.items() if err & (1 << b)]
+            raise _ClError("JOB", f"RUN: the job set ERR={err:#x} ({', '.join(bits)})")
+        if res is not None:
+            self._scatter(ddr, d["RES0"], d["RES1"], d["RES2"], res, d.get("FIRST", False))
+        return self._run_result(d, cj.cycles, words, res)
+
+    @staticmethod
+    def _run_result(d: dict, cycles: int, words: np.ndarray, res) -> tuple:
+        n_res = 0 if res is None else int(res.size)
+        a0, a1, r0 = d["ACT0"], d["ACT1"], d["RES0"]
+        src = (a0["SRC"], a0["SRC"] + a1["N"] * a1["H"] * a1["W"] * a1["C"] * a0["ESIZE"])
+        dst = (r0["DST"], r0["DST"] + d["RES1"]["PIX"] * d["RES2"]["DSTC"] * r0["ESIZE"])
+        return cycles, int(words.size), n_res, src, dst
+
+
+class _ClError(Exception):
+    def __init__(self, kind: str, msg: str) -> None:
+        super().__init__(msg)
+        self.kind = kind
+
+
+def _window_index(a1: dict, a2: dict, kp: int) -> np.ndarray:
+    """Flat element index of every (pixel, K lane) of a WINDOWS stream; index n*h*w*c (one past
+    the tensor) stands for PAD: taps outside the image and lanes K..KP-1."""
+    n, h, w, c = a1["N"], a1["H"], a1["W"], a1["C"]
+    kh, kw, sy, sx, dy, dx = a2["KH"], a2["KW"], a2["SY"], a2["SX"], a2["DY"], a2["DX"]
+    pt, pl, oh, ow = a2["PT"], a2["PL"], a2["OH"], a2["OW"]
+    b_, oy, ox, ky, kx, ci = np.meshgrid(np.arange(n), np.arange(oh), np.arange(ow), np.arange(kh),
+                                         np.arange(kw), np.arange(c), indexing="ij", sparse=True)
+    y = oy * sy + ky * dy - pt
+    xx = ox * sx + kx * dx - pl
+    inside = (y >= 0) & (y < h) & (xx >= 0) & (xx < w)
+    idx = ((b_ * h + y) * w + xx) * c + ci
+    size = n * h * w * c
+    k = kh * kw * c
+    idx = np.where(inside, idx, size).reshape(n * oh * ow, k)
+    if kp < k:
+        raise _ClError("BAD_FIELD", f"ACT KP={kp} lanes < K={k}")
+    if kp > k:
+        idx = np.concatenate([idx, np.full((idx.shape[0], kp - k), size)], axis=1)
+    return np.ascontiguousarray(idx, dtype=np.intp)
+
+
+# ------------------------------------------------------------------------------------------------
+# the emulated 2.0 device and its driver
+
+
+class Device:
+    """A 2.0 core as the host sees it: the 2.0 registers (contract2.registers) over AXI4-Lite,
+    DDR, and the executor behind the doorbell (synchronous: DONE is set when the write returns;
+    `device_s` accumulates the emulation's own time so the host's can be told apart)."""
+
+    def __init__(self, program: Program, core: Core | None = None, fast_path: bool = True) -> None:
+        self.fmt = Format(program.cfg)
+        self.ddr = Ddr(program.base, program.size, program.image)
+        self.ex = Executor(core or Core(program.cfg), self.fmt, fast_path)
+        self.regs = {name: int(r["reset"]) for name, r in self.fmt.regs.items()}
+        self.by_offset = {int(r["offset"]): name for name, r in self.fmt.regs.items()}
+        self.last: RunResult | None = None
+        self.device_s = 0.0
+
+    def write(self, offset: int, value: int) -> None:
+        name = self.by_offset.get(offset)
+        if name is None:
+            raise KeyError(f"no 2.0 register at offset {offset:#x}")
+        f = self.fmt
+        if name == "DOORBELL":
+            if value & 1:
+                t0 = time.perf_counter()
+                self._ring()
+                self.device_s += time.perf_counter() - t0
+            return
+        if name == "CL_ERR":
+            self.regs[name] &= ~value
+            self._status()
+            return
+        if name == "IRQ":   # DONE_EN read/write, PENDING write-1-to-clear
+            en, pend = self._irq_bit("DONE_EN"), self._irq_bit("PENDING")
+            self.regs[name] = (self.regs[name] & ~(value & pend) & ~en) | (value & en)
+            return
+        if f.regs[name]["access"] != "rw":
+            raise PermissionError(f"{name} is {f.regs[name]['access']}")
+        self.regs[name] = value & 0xFFFFFFFF
+
+    def read(self, offset: int) -> int:
+        return self.regs[self.by_offset[offset]]
+
+    def _irq_bit(self, field_name: str) -> int:
+        return 1 << next(fl["lsb"] for fl in self.fmt.regs["IRQ"]["fields"] if fl["name"] == field_name)
+
+    def _status(self) -> None:
+        st = self.regs["CL_STATUS"] & 0b10
+        self.regs["CL_STATUS"] = st | (0b100 if self.regs["CL_ERR"] else 0)
+
+    def _ring(self) -> None:
+        r = self.last = self.ex.run(self.ddr, self.regs["CL_BASE"])
+        self.regs["CL_ERR"] |= r.error
+        self.regs["CL_ERR_PC"], self.regs["CL_ERR_TAG"] = r.error_pc, r.error_tag
+        self.regs["CL_CYCLES_LO"], self.regs["CL_CYCLES_HI"] = r.cycles & 0xFFFFFFFF, r.cycles >> 32
+        self.regs["IDLE_LO"], self.regs["IDLE_HI"] = r.idle_cycles & 0xFFFFFFFF, r.idle_cycles >> 32
+        self.regs["RD_BEATS"], self.regs["WR_BEATS"] = r.rd_beats & 0xFFFFFFFF, r.wr_beats & 0xFFFFFFFF
+        self.regs["DESCS"] = r.descs
+        self.regs["CL_STATUS"] = 0b10
+        self._status()
+        if self.regs["IRQ"] & self._irq_bit("DONE_EN"):
+            self.regs["IRQ"] |= self._irq_bit("PENDING")
+
+
+@dataclass
+class HostOps:
+    """Host operations of one invoke (the per-invoke report's `host` record)."""
+
+    mmio_reads: int = 0
+    mmio_writes: int = 0
+    doorbells: int = 0
+    dma_starts: int = 0
+    transforms: int = 0
+    us: float = 0.0
+
+    def as_dict(self) -> dict:
+        return dict(mmio_reads=self.mmio_reads, mmio_writes=self.mmio_writes,
+                    doorbells=self.doorbells, dma_starts=self.dma_starts,
+                    transforms=self.transforms, us=round(self.us, 1))
+
+
+class DtpuListError(RuntimeError):
+    """A command list ended with CL_ERR set."""
+
+
+class Driver:
+    """The 2.0 invoke protocol (what the board driver will do over pynq's MMIO and buffers):
+
+    prepare: the DDR image is written once (pynq.allocate + memcpy), IRQ.DONE_EN set, the
+    prologue list run (resident weights). invoke(partition, x): copy x into its DDR buffer,
+    write CL_BASE and DOORBELL, wait for the interrupt (emulated: DONE is already set), read
+    CL_STATUS, the four counter words, acknowledge IRQ, read the output buffer. Every register
+    access goes through :meth:`_rd` / :meth:`_wr`, which count."""
+
+    def __init__(self, program: Program, device: Device | None = None) -> None:
+        self.program = program
+        self.dev = device or Device(program)
+        self.fmt = self.dev.fmt
+        self.ops = HostOps()
+        self._wr("IRQ", self.dev._irq_bit("DONE_EN"))
+        self._kick(program.prologue_addr)
+
+    def _rd(self, name: str) -> int:
+        self.ops.mmio_reads += 1
+        return self.dev.read(self.fmt.reg_offset(name))
+
+    def _wr(self, name_or_offset, value: int) -> None:
+        self.ops.mmio_writes += 1
+        off = name_or_offset if isinstance(name_or_offset, int) else self.fmt.reg_offset(name_or_offset)
+        self.dev.write(off, value)
+
+    def _kick(self, addr: int) -> RunResult:
+        self._wr("CL_BASE", addr)
+        self._wr("DOORBELL", 1)
+        self.ops.doorbells += 1
+        st = self._rd("CL_STATUS")
+        if not st & 0b10:
+            raise DtpuListError(f"CL_STATUS={st:#x}: the list did not complete")
+        if st & 0b100:
+            err = self._rd("CL_ERR")
+            pc, tag = self._rd("CL_ERR_PC"), self._rd("CL_ERR_TAG")
+            names = [n for n, b in self.fmt.errors.items() if err & b]
+            self._wr("CL_ERR", err)
+            raise DtpuListError(f"command list at {addr:#x} failed: CL_ERR={err:#x} "
+                                f"({', '.join(names)}) at list offset {pc}, tag {tag:#x}: "
+                                f"{self.dev.last.message if self.dev.last else ''}")
+        # acknowledge, keep enabled
+        self._wr("IRQ", self.dev._irq_bit("DONE_EN") | self.dev._irq_bit("PENDING"))
+        return self.dev.last
+
+    def invoke(self, index: int, x: np.ndarray) -> tuple[np.ndarray, HostOps, dict]:
+        """Run partition `index` on input `x`; returns (output, host record, hw counters)."""
+        part = self.program.partitions[index]
+        t0 = time.perf_counter()
+        dev0 = self.dev.device_s
+        self.ops = HostOps()
+        x = np.asarray(x)
+        if x.dtype != part.input.dtype or x.size * x.itemsize != part.input.nbytes:
+            raise ValueError(f"input {x.dtype}{x.shape} does not match the partition's "
+                             f"{part.input.dtype}{part.input.shape}")
+        self.dev.ddr.host_view(part.input.addr, part.input.nbytes)[:] = \
+            np.ascontiguousarray(x).reshape(-1).view(np.uint8)
+        self._kick(part.list_addr)
+        cycles = self._rd("CL_CYCLES_LO") | self._rd("CL_CYCLES_HI") << 32
+        idle = self._rd("IDLE_LO") | self._rd("IDLE_HI") << 32
+        out = part.output
+        y = self.dev.ddr.host_view(out.addr, out.nbytes).view(out.dtype).reshape(out.shape).copy()
+        self.ops.us = 1e6 * ((time.perf_counter() - t0) - (self.dev.device_s - dev0))
+        last = self.dev.last
+        hw = dict(cycles=cycles, idle_cycles=idle, compute_cycles=last.compute_cycles,
+                  rd_beats=last.rd_beats, wr_beats=last.wr_beats, descs=last.descs,
+                  runs=last.runs, macs=part.macs)
+        return y, self.ops, hw
+
+
+def partitions_of(path_or_model, cfg: HwConfig | None = None) -> list[list[NodeIn]]:
+    """The partitions of a .tflite model as chains of the nodes this DTPU places: consecutive
+    CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED operators of the natural precisions, each fed
+    by the one before, split at every other operator (a stand-in for the delegate's partitioning
+    until the command-list path is wired into it; the delegate also runs its support checks)."""
+    from dtpu import tflite_model
+    from dtpu.hw.lower import placement_error
+    cfg = cfg or get_config()
+    model = path_or_model if isinstance(path_or_model, tflite_model.Model) else tflite_model.load(path_or_model)
+    sg = model.main
+    parts: list[list[NodeIn]] = []
+    cur: list[NodeIn] = []
+    prev = None
+    for op in sg.operators:
+        node = None
+        if op.opcode in tflite_model.CONV_OPCODES:
+            try:
+                spec, w, b = tflite_model.conv_spec(sg, op)
+            except ValueError as e:
+                log.info("operator %d stays on the CPU: %s", op.index, e)
+            else:
+                if placement_error(spec, cfg, None, wgt_capacity=cfg.WEIGHT_WORDS // 16,
+                                   param_capacity=cfg.PARAM_ENTRIES // 16) is None:
+                    node = (spec, w, b)
+        if node is None or (cur and op.inputs[0] != prev):
+            if cur:
+                parts.append(cur)
+            cur = []
+        if node is not None:
+            cur.append(NodeIn(*node, src=len(cur) - 1))
+            prev = op.outputs[0]
+    if cur:
+        parts.append(cur)
+    return parts
+
+
+__all__ = ["partitions_of", "CmdlistError", "Ddr", "Device", "Driver", "DtpuListError", "Executor", "Format",
+           "HostOps", "NodeIn", "Partition", "Program", "RunResult", "Timeline", "compile_program"]

@@ -1,0 +1,324 @@
+"""Contract 2.0's golden model (dtpu.hw.cmdlist): a partition compiled into one command list runs
+from DDR bit-identically to today's job-by-job backend=model, with the cycles of the documented
+memory model, the errors of the contract, and O(1) host operations per invoke."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dtpu import reference
+from dtpu.backends.base import Probes
+from dtpu.backends.model import ModelBackend
+from dtpu.hw import cmdlist as cl
+from dtpu.hw import gen_header
+from dtpu.hw.config import HwConfig, get_config
+from dtpu.spec import ConvSpec, DataMode, OpKind, Padding, Quant
+
+ROOT = Path(__file__).resolve().parents[1]
+ZOO = ROOT / "tests" / "models" / "zoo"
+NETS = ["mobilenet_like__int8", "dscnn_like__int8", "mobilenet_v1_025_96__int8"]
+
+
+def _input(spec: ConvSpec, seed: int) -> np.ndarray:
+    dt = reference.io_dtypes(spec)[0]
+    info = np.iinfo(dt)
+    return np.random.default_rng(seed).integers(info.min, info.max + 1, spec.input_shape).astype(dt)
+
+
+def test_generated_contract2_tables_match_contract():
+    path = gen_header.CONTRACT2_DOC_PATH
+    assert path.exists(), "run `python -m dtpu.hw.gen_header`"
+    assert path.read_text() == gen_header.outputs()[path], \
+        f"{path} drifted from contract.json: run `python -m dtpu.hw.gen_header`"
+
+
+def test_contract2_format_is_well_formed():
+    cfg = get_config()
+    f = cl.Format(cfg)
+    assert f.version == (2, 0)
+    for kind, fields in f.fields.items():
+        used = 0
+        for name, (lsb, width) in fields.items():
+            mask = ((1 << width) - 1) << lsb
+            assert lsb + width <= 64 and not used & mask, (kind, name)
+            used |= mask
+    for op, kinds in f.layout.items():
+        assert op in f.opcodes and all(k.rstrip("*") in f.fields for k in kinds)
+    old = {r.offset for r in cfg.registers}
+    new = [int(r["offset"]) for r in f.regs.values()]
+    assert len(set(new)) == len(new) and not old & set(new)
+    assert all(o % 4 == 0 and o < 1 << cfg.AXIL_ADDR_WIDTH for o in new)
+    bits = [b.bit_length() - 1 for b in f.errors.values()]
+    assert len(set(bits)) == len(bits) and max(bits) < 32
+    # a value that does not fit its field is refused, naming it
+    with pytest.raises(cl.CmdlistError, match=r"ACT2.KH = 16 does not fit its 4-bit field"):
+        f.word("ACT2", KH=16)
+    w = f.word("ACT2", KH=3, KW=5, SY=2, OH=300, OW=7)
+    assert f.fields_of("ACT2", w) == dict(KH=3, KW=5, SY=2, SX=0, DY=0, DX=0, PT=0, PL=0, OH=300, OW=7)
+
+
+@pytest.mark.parametrize("net", NETS)
+def test_zoo_partitions_bit_identical_to_backend_model(net):
+    """Every partition of the net, compiled once and run by one doorbell, gives the bytes that
+    backend=model gives node by node; its stall-free compute cycles are the same jobs' cycles,
+    the memory model adds idle cycles on top, and the host does the same few operations
+    whatever the partition's size."""
+    path = ZOO / f"{net}.tflite"
+    if not path.exists():
+        pytest.skip(f"{path} not present")
+    parts = cl.partitions_of(path)
+    assert parts and sum(len(p) for p in parts) >= 3
+    prog = cl.compile_program(parts)
+    drv = cl.Driver(prog)
+    backend = ModelBackend({})
+    handles = [[backend.prepare(n.spec, n.filters, n.bias) for n in p] for p in parts]
+    hosts = []
+    for k, (part, hs) in enumerate(zip(parts, handles)):
+        for seed in (k, k + 100):
+            x = _input(part[0].spec, seed)
+            y, host, hw = drv.invoke(k, x)
+            z, cycles = x, 0
+            for node, h in zip(part, hs):
+                z, cnt = backend.invoke(h, z.reshape(node.spec.input_shape), Probes())
+                cycles += cnt.cycles
+            assert y.dtype == z.dtype and np.array_equal(y, z.reshape(y.shape)), (net, k, seed)
+            assert hw["compute_cycles"] == cycles, (net, k)
+            assert hw["cycles"] == hw["compute_cycles"] + hw["idle_cycles"]
+            assert hw["idle_cycles"] > 0 and hw["runs"] >= len(part)
+            hosts.append(host)
+    for h in hosts:
+        assert (h.mmio_reads, h.mmio_writes, h.doorbells, h.dma_starts, h.transforms) == (5, 3, 1, 0, 0)
+    irq = drv.fmt.regs["IRQ"]
+    pending = 1 << next(fl["lsb"] for fl in irq["fields"] if fl["name"] == "PENDING")
+    assert drv.dev.read(int(irq["offset"])) & pending == 0, "the driver acknowledged the interrupt"
+    assert drv.dev.read(int(irq["offset"])) != 0, "and left it enabled"
+
+
+def test_single_job_cycles_follow_the_memory_model():
+    """One GEMM in a list: the fetcher's first block (RL + DESC_FIFO_WORDS), the activation
+    stream's first beat (RL, of which CFG_CYCLES overlap the job's CONFIG), the job's
+    stall-free cycles, the result's write response (WL) and the interrupt."""
+    cfg = get_config()
+    rng = np.random.default_rng(3)
+    spec = ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, 6, 6, 16), (24, 3, 3, 16), padding=Padding.SAME,
+                    input_q=Quant((0.02,), (3,)), filter_q=Quant((0.01,) * 24, (0,) * 24),
+                    output_q=Quant((0.1,), (-4,)), name="c")
+    w = rng.integers(-20, 20, spec.filter_shape).astype(np.int8)
+    b = rng.integers(-500, 500, 24).astype(np.int32)
+    prog = cl.compile_program([[cl.NodeIn(spec, w, b)]])
+    drv = cl.Driver(prog)
+    x = _input(spec, 0)
+    y, _, hw = drv.invoke(0, x)
+    assert np.array_equal(y, reference.run(spec, x, w, b))
+    m = cl.Format(cfg).mem
+    rl, wl = m["MEM_READ_LATENCY"], m["MEM_WRITE_LATENCY"]
+    expect = (rl + m["DESC_FIFO_WORDS"]) + (rl - cfg.CFG_CYCLES) + hw["compute_cycles"] + wl + m["IRQ_LATENCY"]
+    assert hw["cycles"] == expect
+    assert hw["compute_cycles"] == cfg.CFG_CYCLES + (36 * 3 - 1) * 18 + 18 + cfg.LAT_MXU + \
+        cfg.LAT_REDUCE + cfg.LAT_POST + 1   # T_gemm: M=36, KW=18, NT=3, W=1
+
+
+def _small_net(rng):
+    """conv -> depthwise (multiplier 2) -> 1x1: on a build of 128 parameter entries (16 of
+    scratch: halves of 8) the depthwise and the 1x1 do not fit next to the conv and stream,
+    the depthwise as one DWCONV job per channel group, the 1x1 as one page per tile."""
+    q = lambda oc: dict(input_q=Quant((0.02,), (int(rng.integers(-9, 9)),)),  # noqa: E731
+                        filter_q=Quant(tuple(rng.uniform(0.004, 0.02, oc)), (0,) * oc),
+                        output_q=Quant((0.15,), (int(rng.integers(-9, 9)),)))
+    specs = [
+        ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, 12, 12, 3), (40, 3, 3, 3), stride=(2, 2),
+                 padding=Padding.SAME, name="conv", **q(40)),
+        ConvSpec(OpKind.DEPTHWISE_CONV_2D, DataMode.INT8, (1, 6, 6, 40), (1, 3, 3, 80),
+                 padding=Padding.SAME, depth_multiplier=2, name="dw", **q(80)),
+        ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, 6, 6, 80), (96, 1, 1, 80), name="pw", **q(96)),
+    ]
+    net = []
+    for s in specs:
+        w = rng.integers(-12, 12, s.filter_shape).astype(np.int8)
+        b = rng.integers(-300, 300, s.out_channels).astype(np.int32)
+        net.append((s, w, b))
+    return net
+
+
+def test_streamed_nodes_on_a_small_build_are_bit_exact_and_overlap():
+    with HwConfig(LOG_WEIGHT_WORDS=13, LOG_PARAM_ENTRIES=7, LOG_ACT_WORDS=10) as cfg:
+        net = _small_net(np.random.default_rng(5))
+        prog = cl.compile_program([[cl.NodeIn(s, w, b, i - 1) for i, (s, w, b) in enumerate(net)]], cfg)
+        assert prog.streamed_nodes >= 2
+        f = cl.Format(cfg)
+        words = prog.image[prog.partitions[0].list_addr - prog.base:][:8 * prog.partitions[0].list_words]
+        words = words.view(np.dtype("<u8"))
+        loads, i = [], 0
+        while i < words.size:
+            h = f.fields_of("HEADER", words[i])
+            if h["OP"] == f.opcodes["LOAD"]:
+                loads.append(f.fields_of("LOAD2", words[i + 2]))
+            i += h["LEN"]
+        assert loads, "streamed nodes load their weights from the list"
+        # some load waits for an earlier RUN (it overwrites what that RUN read), and some load
+        # for the next node waits for nothing: it runs while the core computes
+        assert any(ld["AFTER"] > 0 for ld in loads) and any(ld["AFTER"] == 0 for ld in loads)
+        drv = cl.Driver(prog)
+        for seed in range(2):
+            x = _input(net[0][0], seed)
+            y, host, hw = drv.invoke(0, x)
+            z = x
+            for s, w, b in net:
+                z = reference.run(s, z.reshape(s.input_shape), w, b)
+            assert np.array_equal(y, z.reshape(y.shape)), seed
+            assert hw["cycles"] == hw["compute_cycles"] + hw["idle_cycles"]
+            assert host.doorbells == 1 and host.transforms == 0
+
+
+@pytest.mark.parametrize("net", ["mobilenet_like__int8", "small"])
+def test_fast_path_equals_the_register_protocol(net):
+    """The executor's compiled jobs (dtpu.hw.fast) against the 1.2 protocol (registers, START,
+    streams) on the same lists: the same bytes, the same cycles, the same counters."""
+    build = dict(LOG_WEIGHT_WORDS=13, LOG_PARAM_ENTRIES=7, LOG_ACT_WORDS=10) if net == "small" else {}
+    path = ZOO / f"{net}.tflite"
+    if net != "small" and not path.exists():
+        pytest.skip(f"{path} not present")
+    with HwConfig(**build) as cfg:
+        if net == "small":
+            parts = [[cl.NodeIn(s, w, b, i - 1)
+                      for i, (s, w, b) in enumerate(_small_net(np.random.default_rng(5)))]]
+        else:
+            parts = cl.partitions_of(path, cfg)
+        prog = cl.compile_program(parts, cfg)
+        fast_drv = cl.Driver(prog, cl.Device(prog, fast_path=True))
+        slow_drv = cl.Driver(prog, cl.Device(prog, fast_path=False))
+        for k, part in enumerate(parts):
+            x = _input(part[0].spec, k)
+            y1, _, hw1 = fast_drv.invoke(k, x)
+            y2, _, hw2 = slow_drv.invoke(k, x)
+            assert np.array_equal(y1, y2) and hw1 == hw2, (net, k)
+        assert fast_drv.dev.ex.core.cycles == slow_drv.dev.ex.core.cycles > 0
+
+
+def test_split_k_sums_and_post_on_chip_are_bit_exact():
+    """K split (one tile of K is larger than a scratch half): RAW jobs per K chunk add into int64
+    partial sums in DDR (RES ACC, the first chunk writes), POST finishes them with the post unit
+    (parameters paged through the half); the host's dtpu.reference.requantize is no longer
+    needed and the bytes equal it."""
+    rng = np.random.default_rng(11)
+    q = lambda oc: dict(input_q=Quant((0.02,), (int(rng.integers(-9, 9)),)),  # noqa: E731
+                        filter_q=Quant(tuple(rng.uniform(0.004, 0.02, oc)), (0,) * oc),
+                        output_q=Quant((0.3,), (int(rng.integers(-9, 9)),)))
+    specs = [ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, 6, 6, 40), (48, 3, 3, 40),
+                      padding=Padding.SAME, name="conv k-split", **q(48)),
+             ConvSpec(OpKind.FULLY_CONNECTED, DataMode.INT8, (1, 1, 1, 1728), (10, 1, 1, 1728),
+                      name="fc k-split", **q(10))]
+    net = [(s, rng.integers(-12, 12, s.filter_shape).astype(np.int8),
+            rng.integers(-300, 300, s.out_channels).astype(np.int32)) for s in specs]
+    with HwConfig(LOG_WEIGHT_WORDS=11, LOG_PARAM_ENTRIES=7, LOG_ACT_WORDS=10) as cfg:
+        prog = cl.compile_program([[cl.NodeIn(s, w, b, i - 1) for i, (s, w, b) in enumerate(net)]], cfg)
+        f = cl.Format(cfg)
+        part = prog.partitions[0]
+        words = prog.image[part.list_addr - prog.base:][:8 * part.list_words].view(np.dtype("<u8"))
+        ops, i = [], 0
+        while i < words.size:
+            h = f.fields_of("HEADER", words[i])
+            ops.append((f.opnames[h["OP"]], h["FLAGS"],
+                        f.fields_of("RES0", words[i + 6]) if h["OP"] == f.opcodes["RUN"] else None))
+            i += h["LEN"]
+        acc = [o for o in ops if o[0] == "RUN" and o[2]["MODE"] == f.res_modes["ACC"]]
+        assert len(acc) > 4 and sum(1 for o in acc if o[1] & f.flag_first) >= 2
+        assert sum(1 for o in ops if o[0] == "POST") >= 2 + 1   # conv params in pages, fc
+        for fast_path in (True, False):
+            drv = cl.Driver(prog, cl.Device(prog, fast_path=fast_path))
+            for seed in range(2):
+                x = _input(specs[0], seed)
+                y, host, hw = drv.invoke(0, x)
+                z = x
+                for s, w, b in net:
+                    z = reference.run(s, z.reshape(s.input_shape), w, b)
+                assert np.array_equal(y, z.reshape(y.shape)), (fast_path, seed)
+                assert host.transforms == 0 and hw["cycles"] == hw["compute_cycles"] + hw["idle_cycles"]
+
+
+def _one_node_driver(fast_path: bool = True):
+    rng = np.random.default_rng(9)
+    spec = ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, 5, 5, 8), (8, 1, 1, 8),
+                    input_q=Quant((0.02,), (0,)), filter_q=Quant((0.01,) * 8, (0,) * 8),
+                    output_q=Quant((0.1,), (1,)), name="pw")
+    w = rng.integers(-20, 20, spec.filter_shape).astype(np.int8)
+    b = rng.integers(-500, 500, 8).astype(np.int32)
+    prog = cl.compile_program([[cl.NodeIn(spec, w, b)]])
+    return prog, cl.Driver(prog, cl.Device(prog, fast_path=fast_path)), spec, w, b
+
+
+def _list_words(drv, prog):
+    part = prog.partitions[0]
+    off = part.list_addr - prog.base
+    return drv.dev.ddr.mem[off:off + 8 * part.list_words].view(np.dtype("<u8"))
+
+
+@pytest.mark.parametrize("fault", ["BAD_OPCODE", "BAD_LENGTH", "BAD_FIELD", "DECERR", "SLVERR",
+                                   "TIMEOUT", "JOB"])
+@pytest.mark.parametrize("fast_path", [True, False], ids=["fast", "protocol"])
+def test_errors_stop_the_list_name_the_descriptor_and_clear(fault, fast_path):
+    prog, drv, spec, w, b = _one_node_driver(fast_path)
+    f = drv.fmt
+    words = _list_words(drv, prog)
+    saved = words.copy()
+    # list: REGS (header + pairs), RUN (9 words), END
+    run_at = int(f.fields_of("HEADER", words[0])["LEN"])
+    if fault == "BAD_OPCODE":
+        words[run_at] = (int(words[run_at]) & ~0xFF) | 0x7F
+    elif fault == "BAD_LENGTH":
+        words[run_at] = (int(words[run_at]) & ~0xFF00) | (5 << 8)
+    elif fault == "BAD_FIELD":
+        words[run_at + 1] = (int(words[run_at + 1]) & ~0xF) | 9      # ACT0.MODE 9
+    elif fault == "DECERR":
+        words[run_at + 1] = (int(words[run_at + 1]) & 0xFFFFFFFF) | (0x100 << 32)   # SRC far below DDR
+    elif fault in ("SLVERR", "TIMEOUT"):
+        inp = prog.partitions[0].input
+        getattr(drv.dev.ddr, fault.lower() if fault == "SLVERR" else "hang").append(
+            (inp.addr, inp.addr + inp.nbytes))
+    elif fault == "JOB":
+        job = get_config().reg("JOB").offset
+        for i in range(1, run_at):
+            if f.field("REG", words[i], "OFFSET") == job:   # precision code 15: BAD_PRECISION
+                v = f.field("REG", words[i], "VALUE") | (0xF << get_config().reg("JOB").field("PREC").lsb)
+                words[i] = f.word("REG", OFFSET=job, VALUE=v)
+    x = _input(spec, 1)
+    with pytest.raises(cl.DtpuListError, match=fault) as info:
+        drv.invoke(0, x)
+    assert f"at list offset {8 * run_at}," in str(info.value)   # the RUN, in every case
+    assert drv.dev.read(f.reg_offset("CL_ERR")) == 0, "the driver clears CL_ERR after reporting"
+    # the list repaired, the next invoke is exact again
+    words[:] = saved
+    drv.dev.ddr.slverr.clear()
+    drv.dev.ddr.hang.clear()
+    y, _, _ = drv.invoke(0, x)
+    assert np.array_equal(y, reference.run(spec, x, w, b))
+
+
+def test_compiler_refuses_what_it_cannot_express():
+    rng = np.random.default_rng(1)
+    spec = ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, 4, 4, 8), (8, 1, 1, 8),
+                    input_q=Quant((0.02,), (0,)), filter_q=Quant((0.01,) * 8, (0,) * 8),
+                    output_q=Quant((0.1,), (0,)), name="pw")
+    w = rng.integers(-9, 9, spec.filter_shape).astype(np.int8)
+    with pytest.raises(cl.CmdlistError, match=r"input src=3; accepted: -1"):
+        cl.compile_program([[cl.NodeIn(spec, w, None, src=3)]])
+    with pytest.raises(cl.CmdlistError, match="partition 0 has no nodes"):
+        cl.compile_program([[]])
+
+
+def test_interrupt_is_pending_after_a_list_until_acknowledged():
+    prog, drv, _, _, _ = _one_node_driver()
+    dev, f = drv.dev, drv.fmt
+    irq = f.reg_offset("IRQ")
+    en, pending = dev._irq_bit("DONE_EN"), dev._irq_bit("PENDING")
+    dev.write(f.reg_offset("CL_BASE"), prog.partitions[0].list_addr)
+    dev.write(f.reg_offset("DOORBELL"), 1)
+    assert dev.read(f.reg_offset("CL_STATUS")) == 0b10          # DONE, no error
+    assert dev.read(irq) == en | pending
+    dev.write(irq, en | pending)                                  # acknowledge
+    assert dev.read(irq) == en
+    dev.write(irq, 0)                                             # disabled: never pending
+    dev.write(f.reg_offset("DOORBELL"), 1)
+    assert dev.read(irq) == 0 and dev.read(f.reg_offset("DESCS")) == 3   # REGS, RUN, END

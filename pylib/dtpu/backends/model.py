@@ -34,7 +34,6 @@ import numpy as np
 from dtpu.backends.base import Backend, HwCounters, PowerReading, Probes
 from dtpu.driver import ModelTransport, Transport, check_identity, run_jobs
 from dtpu.driver.model import run_compiled, run_jobs_compiled
-from dtpu import reference
 from dtpu.hw import fast as fastpath
 from dtpu.hw import prefetch
 from dtpu.hw.config import HwConfig, ceil_div, get_config
@@ -91,6 +90,9 @@ class _Node:
     page: int | None = None                        # streamed: the weight words of a page
     pending: bool = False                          # resident, weights not loaded yet (next invoke)
     alt: dict = field(default_factory=dict)        # lowerings the selection tried, by page size
+    #: what the node's lowerings share whatever their region (lower(share=)): one im2col plan
+    #: and one copy of the packed weight words, which pages slice
+    share: dict = field(default_factory=dict)
 
 
 class ModelBackend(Backend):
@@ -167,16 +169,18 @@ class ModelBackend(Backend):
         words, entries = footprint(spec, c, self.precision)
         wb = self._walloc.alloc(words)
         pb = self._palloc.alloc(entries) if wb is not None else None
+        share: dict = {}
         if wb is not None and pb is not None:
             low = lower(spec, filters, bias, c, wgt_base=wb, param_base=pb, wgt_capacity=words,
                         param_capacity=max(entries, c.COLS), precision=self.precision,
-                        rounding=self.rounding, runtime=self.runtime)
+                        rounding=self.rounding, runtime=self.runtime, share=share)
             self._run_loads(low.load_jobs)
-            return self._add(_Node(low, wb, pb, src=(spec, filters, bias, words, entries)))
+            return self._add(_Node(low, wb, pb, src=(spec, filters, bias, words, entries),
+                                   share=share))
         self._walloc.free(wb)
         if self.prefetch:
             self._palloc.free(pb)
-            node = self._prepare_streamed(spec, filters, bias, words, entries)
+            node = self._prepare_streamed(spec, filters, bias, words, entries, share)
             node.src = (spec, filters, bias, words, entries)
             return self._add(node)
         log.info("%s: %d weight words do not fit the free weight memory; paging through the "
@@ -188,7 +192,8 @@ class ModelBackend(Backend):
                     rounding=self.rounding, resident=False, runtime=self.runtime)
         return self._add(_Node(low, None, None))
 
-    def _prepare_streamed(self, spec, filters, bias, words: int, entries: int) -> _Node:
+    def _prepare_streamed(self, spec, filters, bias, words: int, entries: int,
+                          share: dict) -> _Node:
         """A node whose weights do not fit: pages of about a quarter of the scratch region (so
         that several are in flight in the ring), parameters resident if they fit."""
         c = self.cfg
@@ -199,11 +204,12 @@ class ModelBackend(Backend):
         log.info("%s: %d weight words do not fit the free weight memory; streamed in pages of "
                  "<= %d words (parameters %s)", spec.name or spec.kind.value, words, page,
                  "resident" if pb is not None else "paged")
-        low = self._lower_streamed(spec, filters, bias, entries, pb, page)
+        low = self._lower_streamed(spec, filters, bias, entries, pb, page, share)
         self._run_loads(low.load_jobs)
-        return _Node(low, None, pb, streamed=True, page=page)
+        return _Node(low, None, pb, streamed=True, page=page, share=share)
 
-    def _lower_streamed(self, spec, filters, bias, entries: int, pb: int | None, page: int) -> Lowered:
+    def _lower_streamed(self, spec, filters, bias, entries: int, pb: int | None, page: int,
+                        share: dict) -> Lowered:
         """The streamed lowering: pages of <= `page` words at address 0 (the plan moves them),
         parameters resident at `pb` (or paged through the parameter scratch region: None)."""
         c = self.cfg
@@ -214,13 +220,14 @@ class ModelBackend(Backend):
                           param_capacity=self._pscratch)
         return lower(spec, filters, bias, c, wgt_base=0, wgt_capacity=page,
                      precision=self.precision, rounding=self.rounding, resident=False,
-                     runtime=self.runtime, **params)
+                     runtime=self.runtime, share=share, **params)
 
     def _lower_resident(self, node: _Node, base: int) -> Lowered:
         spec, filters, bias, words, entries = node.src
         return lower(spec, filters, bias, self.cfg, wgt_base=base, param_base=node.param_base,
                      wgt_capacity=words, param_capacity=max(entries, self.cfg.COLS),
-                     precision=self.precision, rounding=self.rounding, runtime=self.runtime)
+                     precision=self.precision, rounding=self.rounding, runtime=self.runtime,
+                     share=node.share)
 
     def _add(self, node: _Node) -> _Node:
         self._nodes.append(node)
@@ -358,7 +365,7 @@ class ModelBackend(Backend):
                     node.alt[key] = self._lower_resident(node, 0)
                 else:
                     node.alt[key] = self._lower_streamed(spec, filters, bias, entries,
-                                                         node.param_base, page)
+                                                         node.param_base, page, node.share)
             except ValueError:   # LowerError included: e.g. a depthwise node's taps > the page
                 node.alt[key] = None
         return node.alt[key]
@@ -641,9 +648,8 @@ class _PlanState:
         rel: list[tuple[int | None, int]] = []   # per slot: (page, WGT_BASE - its LOAD_ADDR)
         for node in backend._nodes:
             low = node.lowered
-            x0 = np.zeros(low.spec.input_shape, reference.io_dtypes(low.spec)[0])
             layout, page, load_addr = [], None, 0
-            for job in low.jobs(x0):
+            for job in low.skeleton():   # per job of low.jobs(x): the same list, no activations
                 r = dict(job.regs)
                 op = _opcode(c, r)
                 if op == "LOAD_WGT" and node.streamed:
@@ -711,8 +717,7 @@ def _profile(decoder: Core, low: Lowered, cache: dict) -> _Profile:
         return hit[1]
     c = decoder.cfg
     cycles, pages, run = [], [], 0
-    x0 = np.zeros(low.spec.input_shape, reference.io_dtypes(low.spec)[0])
-    for job in low.jobs(x0):
+    for job in low.skeleton():
         r = dict(job.regs)
         op = _opcode(c, r)
         if op == "LOAD_WGT" and not low.resident:

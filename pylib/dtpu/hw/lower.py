@@ -31,6 +31,9 @@ from dtpu.spec import ConvSpec, DataMode, OpKind
 log = logging.getLogger(__name__)
 
 _U64 = np.dtype("<u8")
+#: the activation words of a job in :meth:`Lowered.skeleton`
+_NO_ACT = np.zeros(0, _U64)
+_NO_ACT.flags.writeable = False
 
 
 #: every compute job writes PF_COUNT (registers persist between jobs: a stale count would make
@@ -93,6 +96,13 @@ class Lowered:
         if tuple(x.shape) != tuple(self.spec.input_shape):
             raise ValueError(f"input shape {x.shape} does not match the node's {self.spec.input_shape}")
         return self._plan(x)
+
+    def skeleton(self) -> list[Job]:
+        """The jobs of an invoke without their activation words (``send["act"]`` empty): the
+        registers, load words and result counts, which do not depend on the input. What a
+        planner needs (a residency selection profiles a dozen lowerings per node: building an
+        ImageNet image's im2col for each would cost tens of MB and most of its time)."""
+        return self._plan(None)
 
     def assemble(self, results: list[np.ndarray]) -> np.ndarray:
         """Result words of the compute jobs (in job order, loads excluded) -> output tensor."""
@@ -238,7 +248,7 @@ def lower(spec: ConvSpec, filters: np.ndarray, bias: np.ndarray | None, cfg: HwC
           *, wgt_base: int = 0, param_base: int = 0, wgt_capacity: int | None = None,
           param_capacity: int | None = None, precision: str | Precision | None = None,
           rounding: str = "default", resident: bool = True, runtime: str | None = None,
-          param_pages: bool = True) -> Lowered:
+          param_pages: bool = True, share: dict | None = None) -> Lowered:
     """Lower one node into the memory region [wgt_base, wgt_base+wgt_capacity) (and params).
 
     When the node's weights fit the region and `resident` is set, the load jobs run once; else the
@@ -248,6 +258,11 @@ def lower(spec: ConvSpec, filters: np.ndarray, bias: np.ndarray | None, cfg: HwC
     all of them, `load_jobs` is their one LOAD_PARAM (run once) and only the weights are paged.
     The output stage (RQ_VARIANT, parameter words, clamp) is the one `runtime`'s default (or,
     with rounding="reference", BUILTIN_REF) interpreter applies, from dtpu.reference.
+    `share`: a dict the caller keeps per node (same spec, filters, bias, precision, rounding and
+    runtime) across its lowerings into different regions: they then share what does not depend
+    on the region (the im2col index plan, the packed weight words: a page is a slice of the
+    node's words), instead of holding a copy each. Lowerings sharing it must not run
+    concurrently (the im2col plan's padded buffer is scratch).
     """
     cfg = cfg or get_config()
     prec = precision_of(spec, precision)
@@ -267,7 +282,7 @@ def lower(spec: ConvSpec, filters: np.ndarray, bias: np.ndarray | None, cfg: HwC
         return _lower_dw(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap,
                          rq, resident, param_pages)
     return _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap,
-                       rq, resident, param_pages)
+                       rq, resident, param_pages, {} if share is None else share)
 
 
 def check_placement(spec: ConvSpec, cfg: HwConfig, prec: Precision, wcap: int, pcap: int,
@@ -367,7 +382,7 @@ def _im2col_plan(spec: ConvSpec, kp: int, pad_value: int | float):
 
 
 def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap, rq, resident,
-                param_pages=True):
+                param_pages=True, share=None):
     cols_n = cfg.COLS
     L = prec.lanes
     n, h, w, c = spec.input_shape
@@ -391,7 +406,15 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
     params = _param_words(spec, bias, nt * cols_n, rq)
     variant = _variant_code(cfg, spec, bias, rq)
     pad_value = 0.0 if prec.is_float else zx
-    im2col = _im2col_plan(spec, kp, pad_value)
+    share = {} if share is None else share
+    im2col = share.get(("im2col", kp, pad_value))
+    if im2col is None:
+        im2col = share[("im2col", kp, pad_value)] = _im2col_plan(spec, kp, pad_value)
+    # the node's weight words in (tile, k-word, column) order: a page of tiles [t0, t1) is the
+    # slice [t0 * KW * COLS, t1 * KW * COLS), a K chunk of one tile a slice of that
+    packed = share.get(("wgt", prec, cols_n))
+    if packed is None:
+        packed = share[("wgt", prec, cols_n)] = _pack_weights(wpad, prec, nt, kwords, cols_n)
 
     tile_words = kwords * cols_n
     wide = prec in (Precision.INT32, Precision.INT64)  # no REQUANT there: raw + host output stage
@@ -416,7 +439,7 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
         clamp = _clamp_regs(spec, rq)
 
         def page_loads(t0, t1):
-            words = _pack_weights(wpad[t0 * cols_n:t1 * cols_n], prec, t1 - t0, kwords, cols_n)
+            words = packed[t0 * tile_words:t1 * tile_words]
             wl = _load_job(cfg, "LOAD_WGT", wgt_base, words, f"wgt[{t0}:{t1}]")
             if own_params:
                 return [wl]
@@ -441,7 +464,7 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
         paged_loads = {p: page_loads(*p) for p in pages} if not (fits and resident) else {}
 
         def plan(x):
-            act = _pack_act(im2col(x), prec)
+            act = _NO_ACT if x is None else _pack_act(im2col(x), prec)
             if fits and resident:
                 return [gemm_job(0, nt, act)]
             jobs = []
@@ -502,8 +525,12 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
     schedule = [(kr, p) for kr in chunks for p in chunk_pages(*kr)]
     loads = {}
     for (k0, k1), (t0, t1) in schedule:
-        sub = np.ascontiguousarray(wpad[t0 * cols_n:t1 * cols_n, k0 * L:k1 * L])
-        words = _pack_weights(sub, prec, t1 - t0, k1 - k0, cols_n)
+        if t1 - t0 == 1 or (k0, k1) == (0, kwords):   # a slice of the node's words
+            words = packed[t0 * tile_words:t1 * tile_words].reshape(t1 - t0, kwords, cols_n)[
+                :, k0:k1].reshape(-1)
+        else:
+            sub = np.ascontiguousarray(wpad[t0 * cols_n:t1 * cols_n, k0 * L:k1 * L])
+            words = _pack_weights(sub, prec, t1 - t0, k1 - k0, cols_n)
         loads[(k0, k1, t0, t1)] = _load_job(cfg, "LOAD_WGT", wgt_base, words, f"wgt k[{k0}:{k1}] t[{t0}:{t1}]")
 
     split_regs = {(k0, k1, t0, t1): (("GEMM_M", m), ("GEMM_KW", k1 - k0), ("GEMM_NT", t1 - t0),
@@ -512,10 +539,10 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
                   for (k0, k1), (t0, t1) in schedule}
 
     def plan_split(x):
-        a = im2col(x)
+        a = None if x is None else im2col(x)
         jobs = []
         for (k0, k1), (t0, t1) in schedule:
-            act = _pack_act(np.ascontiguousarray(a[:, k0 * L:k1 * L]), prec)
+            act = _NO_ACT if a is None else _pack_act(np.ascontiguousarray(a[:, k0 * L:k1 * L]), prec)
             regs = split_regs[k0, k1, t0, t1]
             macs = m * (min(k, k1 * L) - k0 * L) * (min(oc, t1 * cols_n) - t0 * cols_n)
             jobs.append(loads[(k0, k1, t0, t1)])
@@ -713,13 +740,13 @@ def _lower_dw(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap, 
         return _pack_act(np.ascontiguousarray(img), prec)
 
     def plan(x):
-        x = channels(x)
+        x = None if x is None else channels(x)
         jobs = []
         for (g0, g1), (g, regs, loads, labels, macs) in zip(parts, jobs_of):
             if not resident:
                 jobs += loads
             for b in range(n):
-                jobs.append(Job(labels[b], regs, {"act": stream(x[b], g, g0, g1)},
+                jobs.append(Job(labels[b], regs, {"act": _NO_ACT if x is None else stream(x[b], g, g0, g1)},
                                 g.nchunk * oh * ow * g.gc * wpi, macs))
         return jobs
 

@@ -89,7 +89,9 @@ class _Node:
     src: tuple | None = None
     page: int | None = None                        # streamed: the weight words of a page
     pending: bool = False                          # resident, weights not loaded yet (next invoke)
-    alt: dict = field(default_factory=dict)        # lowerings the selection tried, by page size
+    #: the selection's profiles of the lowerings it tried, by page size ("resident"); None:
+    #: cannot be lowered so (the lowerings themselves are dropped once profiled)
+    alt: dict = field(default_factory=dict)
     #: what the node's lowerings share whatever their region (lower(share=)): one im2col plan
     #: and one copy of the packed weight words, which pages slice
     share: dict = field(default_factory=dict)
@@ -141,7 +143,6 @@ class ModelBackend(Backend):
         self._pshadow = np.zeros((c.PARAM_ENTRIES, 2), np.dtype("<u8"))   # the same for params
         self._pknown = np.zeros(c.PARAM_ENTRIES, bool)
         self._load_regs: dict = {}
-        self._profiles: dict = {}              # the residency selection's, while it runs
         self._last_estimate: float | None = None   # its estimate of an invoke's cycles
 
     def _open_transport(self) -> Transport:
@@ -336,7 +337,6 @@ class ModelBackend(Backend):
             self._apply(best)
         for n in nodes:
             n.alt.clear()
-        self._profiles.clear()
         log.info("residency: %d of %d nodes resident, %d streamed (estimated %.0f cycles per "
                  "invoke)", sum(not n.streamed for n in nodes), len(nodes),
                  sum(n.streamed for n in nodes), best_cost)
@@ -357,17 +357,24 @@ class ModelBackend(Backend):
             return node.lowered
         if page is not None and node.streamed and node.page == page:
             return node.lowered
+        spec, filters, bias, words, entries = node.src
+        try:
+            if page is None:
+                return self._lower_resident(node, 0)
+            return self._lower_streamed(spec, filters, bias, entries, node.param_base, page,
+                                        node.share)
+        except ValueError:   # LowerError included: e.g. a depthwise node's taps > the page
+            return None
+
+    def _prof(self, decoder: Core, node: _Node, page: int | None) -> "_Profile | None":
+        """The profile of :meth:`_alt`'s lowering (None: there is none), kept for the rest of
+        the selection; the lowering is not: a dozen candidate lowerings per node, each with its
+        own Job objects and register tuples, were most of the selection's memory. The chosen
+        ones are lowered again in :meth:`_apply` (the lowering is deterministic)."""
         key = "resident" if page is None else page
         if key not in node.alt:
-            spec, filters, bias, words, entries = node.src
-            try:
-                if page is None:
-                    node.alt[key] = self._lower_resident(node, 0)
-                else:
-                    node.alt[key] = self._lower_streamed(spec, filters, bias, entries,
-                                                         node.param_base, page, node.share)
-            except ValueError:   # LowerError included: e.g. a depthwise node's taps > the page
-                node.alt[key] = None
+            low = self._alt(node, page)
+            node.alt[key] = None if low is None else _profile(decoder, low)
         return node.alt[key]
 
     def _greedy(self, decoder: Core, ring: int, parts: int = 4) -> list | None:
@@ -377,13 +384,13 @@ class ModelBackend(Backend):
         nodes = self._nodes
         choice: list = [_page_size(c, n.src[0], n.src[3], ring, parts) for n in nodes]
         cap, used = c.WEIGHT_WORDS - ring, 0
-        forced = [i for i, n in enumerate(nodes) if self._alt(n, choice[i]) is None]
+        forced = [i for i, n in enumerate(nodes) if self._prof(decoder, n, choice[i]) is None]
         density = {}
         for i, n in enumerate(nodes):
             if i in forced or (_aligned(c, n.src[3]) <= cap and self._residable(n)):
-                low = self._alt(n, None) if self._residable(n) else None
-                if low is not None:
-                    density[i] = n.src[3] / max(1, sum(_profile(decoder, low, self._profiles).cycles))
+                prof = self._prof(decoder, n, None) if self._residable(n) else None
+                if prof is not None:
+                    density[i] = n.src[3] / max(1, sum(prof.cycles))
         order = forced + sorted((i for i in density if i not in forced),
                                 key=lambda i: (-density[i], i))
         for i in order:
@@ -402,7 +409,7 @@ class ModelBackend(Backend):
         pages: list[prefetch.Page] = []
         extra = 0
         for n, page in zip(self._nodes, choice):
-            prof = _profile(decoder, self._alt(n, page), self._profiles)
+            prof = self._prof(decoder, n, page)
             extra += prof.run_cycles
             base = len(cycles)
             cycles += prof.cycles
@@ -711,10 +718,7 @@ class _Profile:
     run_cycles: int
 
 
-def _profile(decoder: Core, low: Lowered, cache: dict) -> _Profile:
-    hit = cache.get(id(low))
-    if hit is not None:
-        return hit[1]
+def _profile(decoder: Core, low: Lowered) -> _Profile:
     c = decoder.cfg
     cycles, pages, run = [], [], 0
     for job in low.skeleton():
@@ -728,9 +732,7 @@ def _profile(decoder: Core, low: Lowered, cache: dict) -> _Profile:
             cycles.append(_cycles(decoder, job.regs))
         else:
             run += c.CFG_CYCLES + c.LOAD_LATENCY + int(job.send["wgt"].size)
-    prof = _Profile(cycles, [tuple(p) for p in pages], run)
-    cache[id(low)] = (low, prof)   # the lowering kept alive: its id stays its own
-    return prof
+    return _Profile(cycles, [tuple(p) for p in pages], run)
 
 
 def _cycles(decoder: Core, regs) -> int:

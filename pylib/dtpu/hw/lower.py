@@ -235,7 +235,10 @@ def _accumulator_bound_ok(spec: ConvSpec, wm: np.ndarray, zx: int, zw: int, bias
         return
     info = np.iinfo(prec.value_dtype)
     amax = max(abs(int(info.min) - zx), abs(int(info.max) - zx))
-    per_channel = np.abs(wm.astype(np.int64) - zw).sum(axis=1) * amax
+    # |w - zw| <= 255 in int16 and the per-channel sums in int64: the int64 difference matrix
+    # (8 bytes per weight, twice) was the largest allocation of a 224 net's prepare
+    narrow = np.int16 if wm.dtype.itemsize == 1 and abs(int(zw)) < 1 << 14 else np.int64
+    per_channel = np.abs(wm.astype(narrow) - narrow(zw)).sum(axis=1, dtype=np.int64) * amax
     if per_channel.max(initial=0) > (1 << 31) - 1:
         raise LowerError(f"{spec.name or spec.kind.value}: an int32 accumulator could overflow "
                          f"(bound {int(per_channel.max())}); not claimable")
@@ -395,7 +398,10 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
     nt = ceil_div(oc, cols_n)
     zx, zw = _zero_points(spec)
     wm = np.asarray(filters).reshape(oc, k)
-    _accumulator_bound_ok(spec, wm, zx, zw, bias, prec)
+    share = {} if share is None else share
+    if ("bound", prec) not in share:   # raises when it does not hold: nothing is cached then
+        _accumulator_bound_ok(spec, wm, zx, zw, bias, prec)
+        share[("bound", prec)] = True
     # weights padded to (NT*COLS, Kp) with the filter zero point: padded lanes multiply to 0
     if prec.is_float:
         wpad = np.zeros((nt * cols_n, kp), np.float32)
@@ -406,7 +412,6 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
     params = _param_words(spec, bias, nt * cols_n, rq)
     variant = _variant_code(cfg, spec, bias, rq)
     pad_value = 0.0 if prec.is_float else zx
-    share = {} if share is None else share
     im2col = share.get(("im2col", kp, pad_value))
     if im2col is None:
         im2col = share[("im2col", kp, pad_value)] = _im2col_plan(spec, kp, pad_value)

@@ -191,6 +191,7 @@ class ModelBackend(Backend):
                     param_base=c.PARAM_ENTRIES - self._pscratch, wgt_capacity=self._wscratch,
                     param_capacity=self._pscratch, precision=self.precision,
                     rounding=self.rounding, resident=False, runtime=self.runtime)
+        _log_split(low)
         return self._add(_Node(low, None, None))
 
     def _prepare_streamed(self, spec, filters, bias, words: int, entries: int,
@@ -337,6 +338,7 @@ class ModelBackend(Backend):
             self._apply(best)
         for n in nodes:
             n.alt.clear()
+            _log_split(n.lowered)
         log.info("residency: %d of %d nodes resident, %d streamed (estimated %.0f cycles per "
                  "invoke)", sum(not n.streamed for n in nodes), len(nodes),
                  sum(n.streamed for n in nodes), best_cost)
@@ -688,6 +690,13 @@ class _PlanState:
                  sum(plan.streamed), sum(p.size for p, st in zip(pages, plan.streamed) if st),
                  backend._ring(), plan.hidden, plan.exposed)
         return cls(plan, pages, regs)
+
+
+def _log_split(low: Lowered) -> None:
+    """The K split of a node's final lowering, once (lower() logs every candidate at DEBUG)."""
+    if low.k_chunks > 1:
+        log.info("%s: K=%d split into %d raw chunks", low.spec.name or "node",
+                 low.spec.kernel[0] * low.spec.kernel[1] * low.spec.input_shape[3], low.k_chunks)
 
 
 def _aligned(cfg: HwConfig, words: int) -> int:

@@ -89,6 +89,8 @@ class Lowered:
     #: bytes); `assemble([result words])` gives the output. Lets a caller skip building Job
     #: objects (backend=model's compiled path) and have the results written in place.
     direct: tuple | None = field(repr=False, default=None)
+    #: K chunks of a K-split lowering (raw accumulators summed on the host), else 1
+    k_chunks: int = 1
 
     def jobs(self, x: np.ndarray) -> list[Job]:
         """The jobs of one invoke on input `x` (NHWC, the node's TFLite dtype)."""
@@ -519,7 +521,9 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
     # ---- K split: raw accumulators per (K chunk, tile page), summed and requantized on the host
     kc = max(1, min(cfg.ACT_WORDS, wcap // cols_n))            # words of K per chunk
     chunks = [(k0, min(kwords, k0 + kc)) for k0 in range(0, kwords, kc)]
-    log.info("%s: K=%d split into %d raw chunks", spec.name or "node", k, len(chunks))
+    # DEBUG: a residency selection lowers a node for a dozen candidate regions; the backend
+    # reports the split of the lowering it keeps (Lowered.k_chunks)
+    log.debug("%s: K=%d split into %d raw chunks", spec.name or "node", k, len(chunks))
     lanes_raw = lanes_res
 
     def chunk_pages(k0, k1):
@@ -569,9 +573,9 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
         def plan_resident(x):
             return [j for j in plan_split(x) if j is not only]
         return Lowered(spec, cfg, prec, "gemm", True, jobs_once, int(only.send["wgt"].size), 0,
-                       plan_resident, assemble_split)
+                       plan_resident, assemble_split, k_chunks=len(chunks))
     return Lowered(spec, cfg, prec, "gemm", False, [], min(wcap, kwords * cols_n * nt), 0,
-                   plan_split, assemble_split)
+                   plan_split, assemble_split, k_chunks=len(chunks))
 
 
 def _res_prec(dt: np.dtype) -> Precision:

@@ -83,6 +83,12 @@ class _Node:
     #: per job of low.jobs(x), as the prefetch plan sees it: ("skip",) a LOAD_WGT the plan
     #: replaces, ("run",) a job run as lowered, ("compute", slot, page or None)
     layout: list | None = None
+    #: per job of low.jobs(x), what _planned_jobs does with it (built with the plan, see
+    #: _PlanState.build): None (skip), (_RUN, host copy, address, words) or (_COMPUTE, final
+    #: register list, rider address, rider words or None, page address, page words or None)
+    steps: list | None = None
+    #: its resident parameters' LOAD_PARAM jobs with their (address, entries)
+    param_loads: list | None = None
     planned: bool = False                          # in the backend's node list (prepare order)
     #: what the node was prepared from (spec, filters, bias, weight words, parameter entries):
     #: the residency selection lowers it again when it moves between resident and streamed
@@ -263,8 +269,11 @@ class ModelBackend(Backend):
 
     def _params_there(self, job: Job) -> bool:
         r = dict(job.regs)
-        a, e = r["LOAD_ADDR"], job.send["wgt"].reshape(-1, 2)
-        return bool(self._pknown[a:a + len(e)].all() and np.array_equal(self._pshadow[a:a + len(e)], e))
+        return self._entries_there(r["LOAD_ADDR"], job.send["wgt"].reshape(-1, 2))
+
+    def _entries_there(self, a: int, e: np.ndarray) -> bool:
+        return bool(self._pknown[a:a + len(e)].all()
+                    and self._pshadow[a:a + len(e)].tobytes() == e.tobytes())
 
     def _forget(self) -> None:
         """After a failed job: whatever it left in memory is checked again before use."""
@@ -455,37 +464,73 @@ class ModelBackend(Backend):
         """The node's jobs as the plan runs them: WGT_BASE of streamed pages moved to their ring
         place, prefetch riders attached, and LOAD_WGT for whatever a page misses (first invoke,
         another order)."""
-        st = self._plan_state()
+        self._plan_state()
         out = []
         if handle.pending:    # made resident by the selection: its weights go in first
             for job in handle.lowered.load_jobs:
                 self._remember_load(job)
                 out.append(job)
         if handle.streamed:   # resident parameters of a streamed node: still there?
-            for job in handle.lowered.load_jobs:
-                if not self._params_there(job):
+            for job, a, e in handle.param_loads:
+                if not self._entries_there(a, e):
                     self._remember_load(job)
                     out.append(job)
-        for job, entry in zip(jobs, handle.layout):
-            if entry[0] == "skip":
+        # the per-job decisions were taken with the plan (handle.steps): what is left per
+        # invoke is the host copy of what the riders write and the check of the pages
+        for job, step in zip(jobs, handle.steps):
+            if step is None:
                 continue
-            if entry[0] == "run":
-                self._remember_load(job)
+            if step[0] is _RUN:
+                _, shadow, known, a, w = step
+                if shadow is not None:
+                    shadow[a:a + len(w)] = w
+                    known[a:a + len(w)] = True
                 out.append(job)
                 continue
-            _, slot, page = entry
-            if page is not None:
-                out += self._ensure_page(st.plan.addr[page], st.pages[page].words)
-            rider = st.plan.riders.get(slot)
+            _, regs, raddr, rwords, paddr, pwords = step
+            if pwords is not None:
+                out += self._ensure_page(paddr, pwords)
             send = job.send
-            if rider is not None:
-                send = {**send, "wgt": rider.words}
-                self._remember(rider.addr, rider.words)
-            out.append(Job(job.label, st.regs[slot], send, job.recv, job.macs))
+            if rwords is not None:
+                send = {**send, "wgt": rwords}
+                self._remember(raddr, rwords)
+            out.append(Job(job.label, regs, send, job.recv, job.macs))
         return out
+
+    def _steps(self, st: "_PlanState", node: _Node) -> None:
+        """node.steps and node.param_loads for the plan `st` (see _Node)."""
+        steps = []
+        for job, entry in zip(node.lowered.skeleton(), node.layout):
+            if entry[0] == "skip":
+                steps.append(None)
+            elif entry[0] == "run":
+                r = dict(job.regs)
+                op = _opcode(self.cfg, r)
+                if op == "LOAD_WGT":
+                    steps.append((_RUN, self._shadow, self._known, r["LOAD_ADDR"], job.send["wgt"]))
+                elif op == "LOAD_PARAM":
+                    steps.append((_RUN, self._pshadow, self._pknown, r["LOAD_ADDR"],
+                                  job.send["wgt"].reshape(-1, 2)))
+                else:
+                    steps.append((_RUN, None, None, 0, None))
+            else:
+                _, slot, page = entry
+                rider = st.plan.riders.get(slot)
+                steps.append((_COMPUTE, st.regs[slot],
+                              rider.addr if rider is not None else 0,
+                              rider.words if rider is not None else None,
+                              st.plan.addr[page] if page is not None else 0,
+                              st.pages[page].words if page is not None else None))
+        node.steps = steps
+        node.param_loads = [(job, dict(job.regs)["LOAD_ADDR"], job.send["wgt"].reshape(-1, 2))
+                            for job in node.lowered.load_jobs] if node.streamed else []
 
     def _ensure_page(self, addr: int, words: np.ndarray) -> list[Job]:
         n = words.size
+        # the usual case first (the page is there): bytes compared, no temporaries
+        if self._known[addr:addr + n].all() and \
+                self._shadow[addr:addr + n].tobytes() == words.tobytes():
+            return []
         bad = ~self._known[addr:addr + n] | (self._shadow[addr:addr + n] != words)
         if not bad.any():
             return []
@@ -633,6 +678,9 @@ class ModelBackend(Backend):
             self._pf = None
 
 
+_RUN, _COMPUTE = "run", "compute"   # kinds of _Node.steps (compared by identity)
+
+
 def _opcode(cfg: HwConfig, regs: dict) -> str:
     code = cfg.decode("JOB", regs["JOB"])["OPCODE"]
     return next(k for k, v in cfg.enums["OPCODE"].items() if v == code)
@@ -689,7 +737,10 @@ class _PlanState:
                  "%d words hidden behind computation, %d exposed", len(cycles), len(pages),
                  sum(plan.streamed), sum(p.size for p, st in zip(pages, plan.streamed) if st),
                  backend._ring(), plan.hidden, plan.exposed)
-        return cls(plan, pages, regs)
+        state = cls(plan, pages, regs)
+        for node in backend._nodes:
+            backend._steps(state, node)
+        return state
 
 
 def _log_split(low: Lowered) -> None:

@@ -486,12 +486,21 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
         # tile is partly padding)
         as_view = len(pages) == 1 and wps * lanes_res == cols_n and np.dtype(res_dt) == out_dt
         as_is = as_view and nt * cols_n == oc
+        # pages of equal size with whole result words (a streamed node's one-tile pages): all
+        # of them at once, (page, m, columns) -> (m, page, columns), instead of page by page
+        stacked = (len(pages) > 1 and wps * lanes_res == cols_n and np.dtype(res_dt) == out_dt
+                   and len({t1 - t0 for t0, t1 in pages}) == 1)
 
         def assemble(results):
             if as_is:  # the result words are the NHWC output
                 return results[0].view(out_dt).reshape(out_shape)
             if as_view:
                 return results[0].view(out_dt).reshape(m, nt * cols_n)[:, :oc].reshape(out_shape)
+            if stacked:
+                y = np.empty((m, nt * cols_n), out_dt)
+                y.reshape(m, len(pages), -1)[...] = np.concatenate(results).view(out_dt).reshape(
+                    len(pages), m, -1).transpose(1, 0, 2)
+                return np.ascontiguousarray(y[:, :oc]).reshape(out_shape)
             parts = []
             for (t0, t1), words in zip(pages, results):
                 vals = unpack(words, _res_prec(res_dt), words.size * lanes_res)

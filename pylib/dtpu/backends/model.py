@@ -267,10 +267,6 @@ class ModelBackend(Backend):
             self._pshadow[a:a + len(e)] = e
             self._pknown[a:a + len(e)] = True
 
-    def _params_there(self, job: Job) -> bool:
-        r = dict(job.regs)
-        return self._entries_there(r["LOAD_ADDR"], job.send["wgt"].reshape(-1, 2))
-
     def _entries_there(self, a: int, e: np.ndarray) -> bool:
         return bool(self._pknown[a:a + len(e)].all()
                     and self._pshadow[a:a + len(e)].tobytes() == e.tobytes())

@@ -414,3 +414,34 @@ def test_split_and_paged_nodes_on_the_emulated_board_equal_the_golden_model(emu,
     for k, (g, w) in enumerate(zip(got, want)):
         assert np.array_equal(g[0], w[0]), k
         assert g[1:] == w[1:], (k, g[1:], w[1:])
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_lowerings_sharing_a_node_s_words_equal_fresh_ones(seed):
+    """lower(share=) across the regions the residency selection tries (resident, tile pages,
+    one-tile K chunks, multi-tile K chunks, depthwise parts): every job's registers, weight and
+    activation words and the output equal a lowering of its own; skeleton() is jobs(x) without
+    the activation words."""
+    rng = np.random.default_rng(seed)
+    with HwConfig(**TINY) as cfg:
+        for spec, x, f, b in _random_net(rng):
+            share: dict = {}
+            for wcap in (1024, 512, 256, 128, 64, 32):
+                kw = dict(wgt_base=0, wgt_capacity=wcap, resident=wcap == 1024)
+                try:
+                    fresh = lower(spec, f, b, cfg, **kw)
+                except (LowerError, ValueError):
+                    continue
+                shared = lower(spec, f, b, cfg, share=share, **kw)
+                got, want = shared.jobs(x), fresh.jobs(x)
+                assert len(got) == len(want), (spec.name, wcap)
+                for g, w in zip(got, want):
+                    assert g.regs == w.regs and g.recv == w.recv, (spec.name, wcap)
+                    assert g.send.keys() == w.send.keys()
+                    for k in g.send:
+                        assert np.array_equal(g.send[k], w.send[k]), (spec.name, wcap, k)
+                assert [(j.regs, j.send.get("wgt", np.zeros(0)).tobytes(), j.recv)
+                        for j in shared.skeleton()] == \
+                       [(j.regs, j.send.get("wgt", np.zeros(0)).tobytes(), j.recv) for j in got]
+                assert all(j.send["act"].size == 0 for j in shared.skeleton() if "act" in j.send)
+                assert [shared.k_chunks, shared.resident] == [fresh.k_chunks, fresh.resident]

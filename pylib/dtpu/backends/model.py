@@ -34,7 +34,6 @@ import numpy as np
 from dtpu.backends.base import Backend, HwCounters, PowerReading, Probes
 from dtpu.driver import ModelTransport, Transport, check_identity, run_jobs
 from dtpu.driver.model import run_compiled, run_jobs_compiled
-from dtpu import reference
 from dtpu.hw import fast as fastpath
 from dtpu.hw import prefetch
 from dtpu.hw.config import HwConfig, ceil_div, get_config
@@ -84,13 +83,24 @@ class _Node:
     #: per job of low.jobs(x), as the prefetch plan sees it: ("skip",) a LOAD_WGT the plan
     #: replaces, ("run",) a job run as lowered, ("compute", slot, page or None)
     layout: list | None = None
+    #: per job of low.jobs(x), what _planned_jobs does with it (built with the plan, see
+    #: _PlanState.build): None (skip), (_RUN, host copy, address, words) or (_COMPUTE, final
+    #: register list, rider address, rider words or None, page address, page words or None)
+    steps: list | None = None
+    #: its resident parameters' LOAD_PARAM jobs with their (address, entries)
+    param_loads: list | None = None
     planned: bool = False                          # in the backend's node list (prepare order)
     #: what the node was prepared from (spec, filters, bias, weight words, parameter entries):
     #: the residency selection lowers it again when it moves between resident and streamed
     src: tuple | None = None
     page: int | None = None                        # streamed: the weight words of a page
     pending: bool = False                          # resident, weights not loaded yet (next invoke)
-    alt: dict = field(default_factory=dict)        # lowerings the selection tried, by page size
+    #: the selection's profiles of the lowerings it tried, by page size ("resident"); None:
+    #: cannot be lowered so (the lowerings themselves are dropped once profiled)
+    alt: dict = field(default_factory=dict)
+    #: what the node's lowerings share whatever their region (lower(share=)): one im2col plan
+    #: and one copy of the packed weight words, which pages slice
+    share: dict = field(default_factory=dict)
 
 
 class ModelBackend(Backend):
@@ -139,7 +149,6 @@ class ModelBackend(Backend):
         self._pshadow = np.zeros((c.PARAM_ENTRIES, 2), np.dtype("<u8"))   # the same for params
         self._pknown = np.zeros(c.PARAM_ENTRIES, bool)
         self._load_regs: dict = {}
-        self._profiles: dict = {}              # the residency selection's, while it runs
         self._last_estimate: float | None = None   # its estimate of an invoke's cycles
 
     def _open_transport(self) -> Transport:
@@ -167,16 +176,18 @@ class ModelBackend(Backend):
         words, entries = footprint(spec, c, self.precision)
         wb = self._walloc.alloc(words)
         pb = self._palloc.alloc(entries) if wb is not None else None
+        share: dict = {}
         if wb is not None and pb is not None:
             low = lower(spec, filters, bias, c, wgt_base=wb, param_base=pb, wgt_capacity=words,
                         param_capacity=max(entries, c.COLS), precision=self.precision,
-                        rounding=self.rounding, runtime=self.runtime)
+                        rounding=self.rounding, runtime=self.runtime, share=share)
             self._run_loads(low.load_jobs)
-            return self._add(_Node(low, wb, pb, src=(spec, filters, bias, words, entries)))
+            return self._add(_Node(low, wb, pb, src=(spec, filters, bias, words, entries),
+                                   share=share))
         self._walloc.free(wb)
         if self.prefetch:
             self._palloc.free(pb)
-            node = self._prepare_streamed(spec, filters, bias, words, entries)
+            node = self._prepare_streamed(spec, filters, bias, words, entries, share)
             node.src = (spec, filters, bias, words, entries)
             return self._add(node)
         log.info("%s: %d weight words do not fit the free weight memory; paging through the "
@@ -186,9 +197,11 @@ class ModelBackend(Backend):
                     param_base=c.PARAM_ENTRIES - self._pscratch, wgt_capacity=self._wscratch,
                     param_capacity=self._pscratch, precision=self.precision,
                     rounding=self.rounding, resident=False, runtime=self.runtime)
+        _log_split(low)
         return self._add(_Node(low, None, None))
 
-    def _prepare_streamed(self, spec, filters, bias, words: int, entries: int) -> _Node:
+    def _prepare_streamed(self, spec, filters, bias, words: int, entries: int,
+                          share: dict) -> _Node:
         """A node whose weights do not fit: pages of about a quarter of the scratch region (so
         that several are in flight in the ring), parameters resident if they fit."""
         c = self.cfg
@@ -199,11 +212,12 @@ class ModelBackend(Backend):
         log.info("%s: %d weight words do not fit the free weight memory; streamed in pages of "
                  "<= %d words (parameters %s)", spec.name or spec.kind.value, words, page,
                  "resident" if pb is not None else "paged")
-        low = self._lower_streamed(spec, filters, bias, entries, pb, page)
+        low = self._lower_streamed(spec, filters, bias, entries, pb, page, share)
         self._run_loads(low.load_jobs)
-        return _Node(low, None, pb, streamed=True, page=page)
+        return _Node(low, None, pb, streamed=True, page=page, share=share)
 
-    def _lower_streamed(self, spec, filters, bias, entries: int, pb: int | None, page: int) -> Lowered:
+    def _lower_streamed(self, spec, filters, bias, entries: int, pb: int | None, page: int,
+                        share: dict) -> Lowered:
         """The streamed lowering: pages of <= `page` words at address 0 (the plan moves them),
         parameters resident at `pb` (or paged through the parameter scratch region: None)."""
         c = self.cfg
@@ -214,13 +228,14 @@ class ModelBackend(Backend):
                           param_capacity=self._pscratch)
         return lower(spec, filters, bias, c, wgt_base=0, wgt_capacity=page,
                      precision=self.precision, rounding=self.rounding, resident=False,
-                     runtime=self.runtime, **params)
+                     runtime=self.runtime, share=share, **params)
 
     def _lower_resident(self, node: _Node, base: int) -> Lowered:
         spec, filters, bias, words, entries = node.src
         return lower(spec, filters, bias, self.cfg, wgt_base=base, param_base=node.param_base,
                      wgt_capacity=words, param_capacity=max(entries, self.cfg.COLS),
-                     precision=self.precision, rounding=self.rounding, runtime=self.runtime)
+                     precision=self.precision, rounding=self.rounding, runtime=self.runtime,
+                     share=node.share)
 
     def _add(self, node: _Node) -> _Node:
         self._nodes.append(node)
@@ -252,10 +267,9 @@ class ModelBackend(Backend):
             self._pshadow[a:a + len(e)] = e
             self._pknown[a:a + len(e)] = True
 
-    def _params_there(self, job: Job) -> bool:
-        r = dict(job.regs)
-        a, e = r["LOAD_ADDR"], job.send["wgt"].reshape(-1, 2)
-        return bool(self._pknown[a:a + len(e)].all() and np.array_equal(self._pshadow[a:a + len(e)], e))
+    def _entries_there(self, a: int, e: np.ndarray) -> bool:
+        return bool(self._pknown[a:a + len(e)].all()
+                    and self._pshadow[a:a + len(e)].tobytes() == e.tobytes())
 
     def _forget(self) -> None:
         """After a failed job: whatever it left in memory is checked again before use."""
@@ -329,7 +343,7 @@ class ModelBackend(Backend):
             self._apply(best)
         for n in nodes:
             n.alt.clear()
-        self._profiles.clear()
+            _log_split(n.lowered)
         log.info("residency: %d of %d nodes resident, %d streamed (estimated %.0f cycles per "
                  "invoke)", sum(not n.streamed for n in nodes), len(nodes),
                  sum(n.streamed for n in nodes), best_cost)
@@ -350,17 +364,24 @@ class ModelBackend(Backend):
             return node.lowered
         if page is not None and node.streamed and node.page == page:
             return node.lowered
+        spec, filters, bias, words, entries = node.src
+        try:
+            if page is None:
+                return self._lower_resident(node, 0)
+            return self._lower_streamed(spec, filters, bias, entries, node.param_base, page,
+                                        node.share)
+        except ValueError:   # LowerError included: e.g. a depthwise node's taps > the page
+            return None
+
+    def _prof(self, decoder: Core, node: _Node, page: int | None) -> "_Profile | None":
+        """The profile of :meth:`_alt`'s lowering (None: there is none), kept for the rest of
+        the selection; the lowering is not: a dozen candidate lowerings per node, each with its
+        own Job objects and register tuples, were most of the selection's memory. The chosen
+        ones are lowered again in :meth:`_apply` (the lowering is deterministic)."""
         key = "resident" if page is None else page
         if key not in node.alt:
-            spec, filters, bias, words, entries = node.src
-            try:
-                if page is None:
-                    node.alt[key] = self._lower_resident(node, 0)
-                else:
-                    node.alt[key] = self._lower_streamed(spec, filters, bias, entries,
-                                                         node.param_base, page)
-            except ValueError:   # LowerError included: e.g. a depthwise node's taps > the page
-                node.alt[key] = None
+            low = self._alt(node, page)
+            node.alt[key] = None if low is None else _profile(decoder, low)
         return node.alt[key]
 
     def _greedy(self, decoder: Core, ring: int, parts: int = 4) -> list | None:
@@ -370,13 +391,13 @@ class ModelBackend(Backend):
         nodes = self._nodes
         choice: list = [_page_size(c, n.src[0], n.src[3], ring, parts) for n in nodes]
         cap, used = c.WEIGHT_WORDS - ring, 0
-        forced = [i for i, n in enumerate(nodes) if self._alt(n, choice[i]) is None]
+        forced = [i for i, n in enumerate(nodes) if self._prof(decoder, n, choice[i]) is None]
         density = {}
         for i, n in enumerate(nodes):
             if i in forced or (_aligned(c, n.src[3]) <= cap and self._residable(n)):
-                low = self._alt(n, None) if self._residable(n) else None
-                if low is not None:
-                    density[i] = n.src[3] / max(1, sum(_profile(decoder, low, self._profiles).cycles))
+                prof = self._prof(decoder, n, None) if self._residable(n) else None
+                if prof is not None:
+                    density[i] = n.src[3] / max(1, sum(prof.cycles))
         order = forced + sorted((i for i in density if i not in forced),
                                 key=lambda i: (-density[i], i))
         for i in order:
@@ -395,7 +416,7 @@ class ModelBackend(Backend):
         pages: list[prefetch.Page] = []
         extra = 0
         for n, page in zip(self._nodes, choice):
-            prof = _profile(decoder, self._alt(n, page), self._profiles)
+            prof = self._prof(decoder, n, page)
             extra += prof.run_cycles
             base = len(cycles)
             cycles += prof.cycles
@@ -439,37 +460,73 @@ class ModelBackend(Backend):
         """The node's jobs as the plan runs them: WGT_BASE of streamed pages moved to their ring
         place, prefetch riders attached, and LOAD_WGT for whatever a page misses (first invoke,
         another order)."""
-        st = self._plan_state()
+        self._plan_state()
         out = []
         if handle.pending:    # made resident by the selection: its weights go in first
             for job in handle.lowered.load_jobs:
                 self._remember_load(job)
                 out.append(job)
         if handle.streamed:   # resident parameters of a streamed node: still there?
-            for job in handle.lowered.load_jobs:
-                if not self._params_there(job):
+            for job, a, e in handle.param_loads:
+                if not self._entries_there(a, e):
                     self._remember_load(job)
                     out.append(job)
-        for job, entry in zip(jobs, handle.layout):
-            if entry[0] == "skip":
+        # the per-job decisions were taken with the plan (handle.steps): what is left per
+        # invoke is the host copy of what the riders write and the check of the pages
+        for job, step in zip(jobs, handle.steps):
+            if step is None:
                 continue
-            if entry[0] == "run":
-                self._remember_load(job)
+            if step[0] is _RUN:
+                _, shadow, known, a, w = step
+                if shadow is not None:
+                    shadow[a:a + len(w)] = w
+                    known[a:a + len(w)] = True
                 out.append(job)
                 continue
-            _, slot, page = entry
-            if page is not None:
-                out += self._ensure_page(st.plan.addr[page], st.pages[page].words)
-            rider = st.plan.riders.get(slot)
+            _, regs, raddr, rwords, paddr, pwords = step
+            if pwords is not None:
+                out += self._ensure_page(paddr, pwords)
             send = job.send
-            if rider is not None:
-                send = {**send, "wgt": rider.words}
-                self._remember(rider.addr, rider.words)
-            out.append(Job(job.label, st.regs[slot], send, job.recv, job.macs))
+            if rwords is not None:
+                send = {**send, "wgt": rwords}
+                self._remember(raddr, rwords)
+            out.append(Job(job.label, regs, send, job.recv, job.macs))
         return out
+
+    def _steps(self, st: "_PlanState", node: _Node) -> None:
+        """node.steps and node.param_loads for the plan `st` (see _Node)."""
+        steps = []
+        for job, entry in zip(node.lowered.skeleton(), node.layout):
+            if entry[0] == "skip":
+                steps.append(None)
+            elif entry[0] == "run":
+                r = dict(job.regs)
+                op = _opcode(self.cfg, r)
+                if op == "LOAD_WGT":
+                    steps.append((_RUN, self._shadow, self._known, r["LOAD_ADDR"], job.send["wgt"]))
+                elif op == "LOAD_PARAM":
+                    steps.append((_RUN, self._pshadow, self._pknown, r["LOAD_ADDR"],
+                                  job.send["wgt"].reshape(-1, 2)))
+                else:
+                    steps.append((_RUN, None, None, 0, None))
+            else:
+                _, slot, page = entry
+                rider = st.plan.riders.get(slot)
+                steps.append((_COMPUTE, st.regs[slot],
+                              rider.addr if rider is not None else 0,
+                              rider.words if rider is not None else None,
+                              st.plan.addr[page] if page is not None else 0,
+                              st.pages[page].words if page is not None else None))
+        node.steps = steps
+        node.param_loads = [(job, dict(job.regs)["LOAD_ADDR"], job.send["wgt"].reshape(-1, 2))
+                            for job in node.lowered.load_jobs] if node.streamed else []
 
     def _ensure_page(self, addr: int, words: np.ndarray) -> list[Job]:
         n = words.size
+        # the usual case first (the page is there): bytes compared, no temporaries
+        if self._known[addr:addr + n].all() and \
+                self._shadow[addr:addr + n].tobytes() == words.tobytes():
+            return []
         bad = ~self._known[addr:addr + n] | (self._shadow[addr:addr + n] != words)
         if not bad.any():
             return []
@@ -617,6 +674,9 @@ class ModelBackend(Backend):
             self._pf = None
 
 
+_RUN, _COMPUTE = "run", "compute"   # kinds of _Node.steps (compared by identity)
+
+
 def _opcode(cfg: HwConfig, regs: dict) -> str:
     code = cfg.decode("JOB", regs["JOB"])["OPCODE"]
     return next(k for k, v in cfg.enums["OPCODE"].items() if v == code)
@@ -641,9 +701,8 @@ class _PlanState:
         rel: list[tuple[int | None, int]] = []   # per slot: (page, WGT_BASE - its LOAD_ADDR)
         for node in backend._nodes:
             low = node.lowered
-            x0 = np.zeros(low.spec.input_shape, reference.io_dtypes(low.spec)[0])
             layout, page, load_addr = [], None, 0
-            for job in low.jobs(x0):
+            for job in low.skeleton():   # per job of low.jobs(x): the same list, no activations
                 r = dict(job.regs)
                 op = _opcode(c, r)
                 if op == "LOAD_WGT" and node.streamed:
@@ -674,7 +733,17 @@ class _PlanState:
                  "%d words hidden behind computation, %d exposed", len(cycles), len(pages),
                  sum(plan.streamed), sum(p.size for p, st in zip(pages, plan.streamed) if st),
                  backend._ring(), plan.hidden, plan.exposed)
-        return cls(plan, pages, regs)
+        state = cls(plan, pages, regs)
+        for node in backend._nodes:
+            backend._steps(state, node)
+        return state
+
+
+def _log_split(low: Lowered) -> None:
+    """The K split of a node's final lowering, once (lower() logs every candidate at DEBUG)."""
+    if low.k_chunks > 1:
+        log.info("%s: K=%d split into %d raw chunks", low.spec.name or "node",
+                 low.spec.kernel[0] * low.spec.kernel[1] * low.spec.input_shape[3], low.k_chunks)
 
 
 def _aligned(cfg: HwConfig, words: int) -> int:
@@ -705,14 +774,10 @@ class _Profile:
     run_cycles: int
 
 
-def _profile(decoder: Core, low: Lowered, cache: dict) -> _Profile:
-    hit = cache.get(id(low))
-    if hit is not None:
-        return hit[1]
+def _profile(decoder: Core, low: Lowered) -> _Profile:
     c = decoder.cfg
     cycles, pages, run = [], [], 0
-    x0 = np.zeros(low.spec.input_shape, reference.io_dtypes(low.spec)[0])
-    for job in low.jobs(x0):
+    for job in low.skeleton():
         r = dict(job.regs)
         op = _opcode(c, r)
         if op == "LOAD_WGT" and not low.resident:
@@ -723,9 +788,7 @@ def _profile(decoder: Core, low: Lowered, cache: dict) -> _Profile:
             cycles.append(_cycles(decoder, job.regs))
         else:
             run += c.CFG_CYCLES + c.LOAD_LATENCY + int(job.send["wgt"].size)
-    prof = _Profile(cycles, [tuple(p) for p in pages], run)
-    cache[id(low)] = (low, prof)   # the lowering kept alive: its id stays its own
-    return prof
+    return _Profile(cycles, [tuple(p) for p in pages], run)
 
 
 def _cycles(decoder: Core, regs) -> int:

@@ -31,6 +31,9 @@ from dtpu.spec import ConvSpec, DataMode, OpKind
 log = logging.getLogger(__name__)
 
 _U64 = np.dtype("<u8")
+#: the activation words of a job in :meth:`Lowered.skeleton`
+_NO_ACT = np.zeros(0, _U64)
+_NO_ACT.flags.writeable = False
 
 
 #: every compute job writes PF_COUNT (registers persist between jobs: a stale count would make
@@ -86,6 +89,8 @@ class Lowered:
     #: bytes); `assemble([result words])` gives the output. Lets a caller skip building Job
     #: objects (backend=model's compiled path) and have the results written in place.
     direct: tuple | None = field(repr=False, default=None)
+    #: K chunks of a K-split lowering (raw accumulators summed on the host), else 1
+    k_chunks: int = 1
 
     def jobs(self, x: np.ndarray) -> list[Job]:
         """The jobs of one invoke on input `x` (NHWC, the node's TFLite dtype)."""
@@ -93,6 +98,13 @@ class Lowered:
         if tuple(x.shape) != tuple(self.spec.input_shape):
             raise ValueError(f"input shape {x.shape} does not match the node's {self.spec.input_shape}")
         return self._plan(x)
+
+    def skeleton(self) -> list[Job]:
+        """The jobs of an invoke without their activation words (``send["act"]`` empty): the
+        registers, load words and result counts, which do not depend on the input. What a
+        planner needs (a residency selection profiles a dozen lowerings per node: building an
+        ImageNet image's im2col for each would cost tens of MB and most of its time)."""
+        return self._plan(None)
 
     def assemble(self, results: list[np.ndarray]) -> np.ndarray:
         """Result words of the compute jobs (in job order, loads excluded) -> output tensor."""
@@ -225,7 +237,10 @@ def _accumulator_bound_ok(spec: ConvSpec, wm: np.ndarray, zx: int, zw: int, bias
         return
     info = np.iinfo(prec.value_dtype)
     amax = max(abs(int(info.min) - zx), abs(int(info.max) - zx))
-    per_channel = np.abs(wm.astype(np.int64) - zw).sum(axis=1) * amax
+    # |w - zw| <= 255 in int16 and the per-channel sums in int64: the int64 difference matrix
+    # (8 bytes per weight, twice) was the largest allocation of a 224 net's prepare
+    narrow = np.int16 if wm.dtype.itemsize == 1 and abs(int(zw)) < 1 << 14 else np.int64
+    per_channel = np.abs(wm.astype(narrow) - narrow(zw)).sum(axis=1, dtype=np.int64) * amax
     if per_channel.max(initial=0) > (1 << 31) - 1:
         raise LowerError(f"{spec.name or spec.kind.value}: an int32 accumulator could overflow "
                          f"(bound {int(per_channel.max())}); not claimable")
@@ -238,7 +253,7 @@ def lower(spec: ConvSpec, filters: np.ndarray, bias: np.ndarray | None, cfg: HwC
           *, wgt_base: int = 0, param_base: int = 0, wgt_capacity: int | None = None,
           param_capacity: int | None = None, precision: str | Precision | None = None,
           rounding: str = "default", resident: bool = True, runtime: str | None = None,
-          param_pages: bool = True) -> Lowered:
+          param_pages: bool = True, share: dict | None = None) -> Lowered:
     """Lower one node into the memory region [wgt_base, wgt_base+wgt_capacity) (and params).
 
     When the node's weights fit the region and `resident` is set, the load jobs run once; else the
@@ -248,6 +263,11 @@ def lower(spec: ConvSpec, filters: np.ndarray, bias: np.ndarray | None, cfg: HwC
     all of them, `load_jobs` is their one LOAD_PARAM (run once) and only the weights are paged.
     The output stage (RQ_VARIANT, parameter words, clamp) is the one `runtime`'s default (or,
     with rounding="reference", BUILTIN_REF) interpreter applies, from dtpu.reference.
+    `share`: a dict the caller keeps per node (same spec, filters, bias, precision, rounding and
+    runtime) across its lowerings into different regions: they then share what does not depend
+    on the region (the im2col index plan, the packed weight words: a page is a slice of the
+    node's words), instead of holding a copy each. Lowerings sharing it must not run
+    concurrently (the im2col plan's padded buffer is scratch).
     """
     cfg = cfg or get_config()
     prec = precision_of(spec, precision)
@@ -267,7 +287,7 @@ def lower(spec: ConvSpec, filters: np.ndarray, bias: np.ndarray | None, cfg: HwC
         return _lower_dw(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap,
                          rq, resident, param_pages)
     return _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap,
-                       rq, resident, param_pages)
+                       rq, resident, param_pages, {} if share is None else share)
 
 
 def check_placement(spec: ConvSpec, cfg: HwConfig, prec: Precision, wcap: int, pcap: int,
@@ -367,7 +387,7 @@ def _im2col_plan(spec: ConvSpec, kp: int, pad_value: int | float):
 
 
 def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap, rq, resident,
-                param_pages=True):
+                param_pages=True, share=None):
     cols_n = cfg.COLS
     L = prec.lanes
     n, h, w, c = spec.input_shape
@@ -380,7 +400,10 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
     nt = ceil_div(oc, cols_n)
     zx, zw = _zero_points(spec)
     wm = np.asarray(filters).reshape(oc, k)
-    _accumulator_bound_ok(spec, wm, zx, zw, bias, prec)
+    share = {} if share is None else share
+    if ("bound", prec) not in share:   # raises when it does not hold: nothing is cached then
+        _accumulator_bound_ok(spec, wm, zx, zw, bias, prec)
+        share[("bound", prec)] = True
     # weights padded to (NT*COLS, Kp) with the filter zero point: padded lanes multiply to 0
     if prec.is_float:
         wpad = np.zeros((nt * cols_n, kp), np.float32)
@@ -391,7 +414,14 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
     params = _param_words(spec, bias, nt * cols_n, rq)
     variant = _variant_code(cfg, spec, bias, rq)
     pad_value = 0.0 if prec.is_float else zx
-    im2col = _im2col_plan(spec, kp, pad_value)
+    im2col = share.get(("im2col", kp, pad_value))
+    if im2col is None:
+        im2col = share[("im2col", kp, pad_value)] = _im2col_plan(spec, kp, pad_value)
+    # the node's weight words in (tile, k-word, column) order: a page of tiles [t0, t1) is the
+    # slice [t0 * KW * COLS, t1 * KW * COLS), a K chunk of one tile a slice of that
+    packed = share.get(("wgt", prec, cols_n))
+    if packed is None:
+        packed = share[("wgt", prec, cols_n)] = _pack_weights(wpad, prec, nt, kwords, cols_n)
 
     tile_words = kwords * cols_n
     wide = prec in (Precision.INT32, Precision.INT64)  # no REQUANT there: raw + host output stage
@@ -416,7 +446,7 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
         clamp = _clamp_regs(spec, rq)
 
         def page_loads(t0, t1):
-            words = _pack_weights(wpad[t0 * cols_n:t1 * cols_n], prec, t1 - t0, kwords, cols_n)
+            words = packed[t0 * tile_words:t1 * tile_words]
             wl = _load_job(cfg, "LOAD_WGT", wgt_base, words, f"wgt[{t0}:{t1}]")
             if own_params:
                 return [wl]
@@ -441,7 +471,7 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
         paged_loads = {p: page_loads(*p) for p in pages} if not (fits and resident) else {}
 
         def plan(x):
-            act = _pack_act(im2col(x), prec)
+            act = _NO_ACT if x is None else _pack_act(im2col(x), prec)
             if fits and resident:
                 return [gemm_job(0, nt, act)]
             jobs = []
@@ -456,12 +486,21 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
         # tile is partly padding)
         as_view = len(pages) == 1 and wps * lanes_res == cols_n and np.dtype(res_dt) == out_dt
         as_is = as_view and nt * cols_n == oc
+        # pages of equal size with whole result words (a streamed node's one-tile pages): all
+        # of them at once, (page, m, columns) -> (m, page, columns), instead of page by page
+        stacked = (len(pages) > 1 and wps * lanes_res == cols_n and np.dtype(res_dt) == out_dt
+                   and len({t1 - t0 for t0, t1 in pages}) == 1)
 
         def assemble(results):
             if as_is:  # the result words are the NHWC output
                 return results[0].view(out_dt).reshape(out_shape)
             if as_view:
                 return results[0].view(out_dt).reshape(m, nt * cols_n)[:, :oc].reshape(out_shape)
+            if stacked:
+                y = np.empty((m, nt * cols_n), out_dt)
+                y.reshape(m, len(pages), -1)[...] = np.concatenate(results).view(out_dt).reshape(
+                    len(pages), m, -1).transpose(1, 0, 2)
+                return np.ascontiguousarray(y[:, :oc]).reshape(out_shape)
             parts = []
             for (t0, t1), words in zip(pages, results):
                 vals = unpack(words, _res_prec(res_dt), words.size * lanes_res)
@@ -491,7 +530,9 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
     # ---- K split: raw accumulators per (K chunk, tile page), summed and requantized on the host
     kc = max(1, min(cfg.ACT_WORDS, wcap // cols_n))            # words of K per chunk
     chunks = [(k0, min(kwords, k0 + kc)) for k0 in range(0, kwords, kc)]
-    log.info("%s: K=%d split into %d raw chunks", spec.name or "node", k, len(chunks))
+    # DEBUG: a residency selection lowers a node for a dozen candidate regions; the backend
+    # reports the split of the lowering it keeps (Lowered.k_chunks)
+    log.debug("%s: K=%d split into %d raw chunks", spec.name or "node", k, len(chunks))
     lanes_raw = lanes_res
 
     def chunk_pages(k0, k1):
@@ -502,8 +543,12 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
     schedule = [(kr, p) for kr in chunks for p in chunk_pages(*kr)]
     loads = {}
     for (k0, k1), (t0, t1) in schedule:
-        sub = np.ascontiguousarray(wpad[t0 * cols_n:t1 * cols_n, k0 * L:k1 * L])
-        words = _pack_weights(sub, prec, t1 - t0, k1 - k0, cols_n)
+        if t1 - t0 == 1 or (k0, k1) == (0, kwords):   # a slice of the node's words
+            words = packed[t0 * tile_words:t1 * tile_words].reshape(t1 - t0, kwords, cols_n)[
+                :, k0:k1].reshape(-1)
+        else:
+            sub = np.ascontiguousarray(wpad[t0 * cols_n:t1 * cols_n, k0 * L:k1 * L])
+            words = _pack_weights(sub, prec, t1 - t0, k1 - k0, cols_n)
         loads[(k0, k1, t0, t1)] = _load_job(cfg, "LOAD_WGT", wgt_base, words, f"wgt k[{k0}:{k1}] t[{t0}:{t1}]")
 
     split_regs = {(k0, k1, t0, t1): (("GEMM_M", m), ("GEMM_KW", k1 - k0), ("GEMM_NT", t1 - t0),
@@ -512,10 +557,10 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
                   for (k0, k1), (t0, t1) in schedule}
 
     def plan_split(x):
-        a = im2col(x)
+        a = None if x is None else im2col(x)
         jobs = []
         for (k0, k1), (t0, t1) in schedule:
-            act = _pack_act(np.ascontiguousarray(a[:, k0 * L:k1 * L]), prec)
+            act = _NO_ACT if a is None else _pack_act(np.ascontiguousarray(a[:, k0 * L:k1 * L]), prec)
             regs = split_regs[k0, k1, t0, t1]
             macs = m * (min(k, k1 * L) - k0 * L) * (min(oc, t1 * cols_n) - t0 * cols_n)
             jobs.append(loads[(k0, k1, t0, t1)])
@@ -537,9 +582,9 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
         def plan_resident(x):
             return [j for j in plan_split(x) if j is not only]
         return Lowered(spec, cfg, prec, "gemm", True, jobs_once, int(only.send["wgt"].size), 0,
-                       plan_resident, assemble_split)
+                       plan_resident, assemble_split, k_chunks=len(chunks))
     return Lowered(spec, cfg, prec, "gemm", False, [], min(wcap, kwords * cols_n * nt), 0,
-                   plan_split, assemble_split)
+                   plan_split, assemble_split, k_chunks=len(chunks))
 
 
 def _res_prec(dt: np.dtype) -> Precision:
@@ -713,13 +758,13 @@ def _lower_dw(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap, 
         return _pack_act(np.ascontiguousarray(img), prec)
 
     def plan(x):
-        x = channels(x)
+        x = None if x is None else channels(x)
         jobs = []
         for (g0, g1), (g, regs, loads, labels, macs) in zip(parts, jobs_of):
             if not resident:
                 jobs += loads
             for b in range(n):
-                jobs.append(Job(labels[b], regs, {"act": stream(x[b], g, g0, g1)},
+                jobs.append(Job(labels[b], regs, {"act": _NO_ACT if x is None else stream(x[b], g, g0, g1)},
                                 g.nchunk * oh * ow * g.gc * wpi, macs))
         return jobs
 

@@ -149,8 +149,9 @@ def plan(cfg: HwConfig, cycles: list[int], pages: list[Page], ring: tuple[int, i
             done[p] += take
             hidden += free
             exposed += take - free
-    for r in riders.values():
-        r.words = np.concatenate([pages[p].words[o:o + c] for p, o, c in r.parts])
+    for r in riders.values():   # one part (most riders): a view of its page's words
+        parts = [pages[p].words[o:o + c] for p, o, c in r.parts]
+        r.words = parts[0] if len(parts) == 1 else np.concatenate(parts)
     return Plan(addr, streamed, riders, hidden, exposed)
 
 

@@ -86,6 +86,7 @@ class Step:
     handle: Any = None
     output_shape: tuple[int, ...] = ()
     record: dict | None = None    # the NodeRecord fields that do not change between invokes
+    taken: bool = False           # a partition kernel owns it (and its backend handle)
 
     @property
     def x(self) -> int:
@@ -117,7 +118,8 @@ class DelegateState:
         self.sink = JsonLinesSink(options.report_path) if options.report_path else None
         self.graphs: dict[int, GraphState] = {}
         self.preparing: GraphState | None = None
-        self.pending: dict[int, tuple[g.NodeInfo, Decision]] = {}
+        # claimed nodes of the Prepare in progress, already prepared on the backend (see trial)
+        self.pending: dict[int, tuple[g.NodeInfo, Decision, Step]] = {}
         self.logged: set[tuple] = set()
         self.history: list[Report] = []          # for report=summary, bounded below
         self.closed = False
@@ -173,9 +175,14 @@ class DelegateState:
             except Exception as exc:  # a bug of ours must not take the model down: leave it on CPU
                 log.warning("node %d (%s): support check failed: %r", index, node.op, exc)
                 decision = Decision(spec=None, reason=f"internal error in the support check: {exc!r}")
+            step = None
+            if decision.claimed:
+                step, failure = self.trial(ffi, ctx, node, decision)
+                if step is None:
+                    decision = Decision(spec=None, reason=failure)
             if decision.claimed:
                 claimed.append(index)
-                self.pending[index] = (node, decision)
+                self.pending[index] = (node, decision, step)
             else:
                 name = tensor(node.outputs[0]).name if node.outputs and node.outputs[0] >= 0 else ""
                 graph.rejected.append({"node": index, "op": node.op, "name": name,
@@ -191,9 +198,49 @@ class DelegateState:
         log.debug("delegate %d: claims %d of %d nodes", self.id, len(claimed), len(plan_nodes))
         return claimed
 
+    def trial(self, ffi, ctx, node: g.NodeInfo, decision: Decision) -> tuple["Step | None", str]:
+        """Read a claimed node's constants and prepare it on the backend now; (step, "") or
+        (None, why the node stays on the CPU).
+
+        The support rules know TFLite; only the backend knows its own limits (register field
+        widths, buffer sizes of the DTPU build it drives). A node the backend would refuse at
+        kernel Prepare would fail the interpreter's allocate_tensors() for a model the CPU runs
+        (issue #12), so it is tried here, while it can still be left to the CPU. The handle is
+        kept for the partition kernel (released at end_select if TFLite does not take it).
+        """
+        try:
+            filters = g.read_constant(ffi, ctx, g.read_tensor(ffi, ctx, decision.filter_index))
+            bias = None
+            if decision.bias_index >= 0:
+                bias = g.read_constant(ffi, ctx, g.read_tensor(ffi, ctx, decision.bias_index))
+                bias = bias.reshape(-1)
+        except (ValueError, IndexError) as exc:
+            return None, f"constant operand unreadable: {exc}"
+        step = Step(node=node, decision=decision, filters=filters, bias=bias)
+        try:
+            step.handle = self.backend.prepare(decision.spec, filters, bias)
+        except ValueError as exc:  # the backends' way of saying "not this spec" (field widths...)
+            log.debug("node %d: backend %s refused it: %s", node.index, self.options.backend, exc)
+            return None, f"backend {self.options.backend} cannot run it: {exc}"
+        except Exception as exc:  # a broken backend: kernel Prepare retries and reports it
+            log.debug("node %d: trial prepare failed: %r", node.index, exc)
+            return step, ""
+        step.spec = decision.spec
+        return step, ""
+
     def end_select(self) -> None:
         self.preparing = None
+        for _node, _decision, step in self.pending.values():
+            if step.handle is not None and not step.taken:
+                self.release(step)
         self.pending = {}
+
+    def release(self, step: "Step") -> None:
+        try:
+            self.backend.release(step.handle)
+        except Exception as exc:
+            log.debug("release failed: %r", exc)
+        step.handle = None
 
     # -- reports --------------------------------------------------------------------------------
     def publish(self, report: Report) -> None:
@@ -318,16 +365,11 @@ class PartitionKernel:
         self.outputs = set(g.int_array(ffi, params.output_tensors))
         self.steps: list[Step] = []
         for index in node_ids:
-            node, decision = state.pending.get(index, (None, None))
-            if node is None:
+            _node, _decision, step = state.pending.get(index, (None, None, None))
+            if step is None or step.taken:
                 raise DelegateError(f"node {index} was not chosen by this delegate")
-            w = g.read_tensor(ffi, ctx, decision.filter_index)
-            filters = g.read_constant(ffi, ctx, w)
-            bias = None
-            if decision.bias_index >= 0:
-                bias = g.read_constant(ffi, ctx, g.read_tensor(ffi, ctx, decision.bias_index))
-                bias = bias.reshape(-1)
-            self.steps.append(Step(node=node, decision=decision, filters=filters, bias=bias))
+            step.taken = True
+            self.steps.append(step)
         produced = {s.y for s in self.steps}
         self.internal_ids = produced - self.outputs
         self.io: list[IoSlot] = []

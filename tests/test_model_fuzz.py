@@ -1,0 +1,402 @@
+"""Byte-mutated zoo models: whatever TFLite's CPU interpreter runs, the delegate runs too.
+
+Property (issue #12): for a mutant of a zoo model that the plain CPU interpreter loads, allocates
+and invokes, the same with the DTPU delegate applied (backend=reference and backend=model)
+neither kills the process (signal) nor hangs nor fails where the CPU passed, and for integer
+models gives the CPU's outputs bit for bit (nodes the delegate cannot run exactly stay on the
+CPU, which also gives the CPU's outputs).
+
+Each mutant runs in a child process (a signal or a hang there is observed, not suffered). Many
+mutants share one child, which reports each stage on its stdout before entering it; the parent
+waits with a timeout and restarts the child only when it died or hung, attributing the death to
+the stage the child had announced (a death in the CPU stage is TFLite's own and not ours).
+
+Mutations are a deterministic function of (model, kind, seed), so every finding is a recipe:
+
+* ``flip``: a few random bytes XORed with a random non-zero value;
+* ``int32``: a few 4-byte-aligned words overwritten with boundary values (0, -1, 2^31-1, ...);
+* ``truncate``: the file cut at a random length;
+* ``field``: one field that the delegate reads (a tensor's shape, type, buffer index, affine
+  scales / zero points / quantized dimension and their vector lengths, an operator's tensor
+  indices and builtin options, a buffer's length) overwritten with a boundary value of its type.
+  Random bytes rarely hit those; this kind aims at them (located with dtpu.tflite_model's reader).
+
+Hand-written rather than hypothesis-driven: a hypothesis example cannot be run in a long-lived
+child and resumed after the child is killed, and shrinking a mutant that kills the process would
+restart a child per step; a seed per mutant gives the same reproducibility.
+
+``python tests/test_model_fuzz.py --sweep N [--kinds ...] [--seed S]`` runs a larger sweep and
+prints every violation's recipe (what the slow test runs, with any size).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import select
+import struct
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+ZOO = ROOT / "tests" / "models" / "zoo"
+BACKENDS = ("reference", "model")
+KINDS = ("flip", "int32", "truncate", "field")
+STAGE_TIMEOUT = 20.0       # seconds a child may spend on one stage of one mutant
+INT32_BOUNDARY = (0, 1, -1, 2, 3, 4, 7, 8, 255, 256, 0x7FFF, 0x8000, 0xFFFF, 0x10000, 0x7FFFFFFF,
+                  -0x80000000, 0x3FFFFFFF, -2)
+FLOAT_BOUNDARY = (math.nan, math.inf, -math.inf, 0.0, -0.0, -1.0, 1e-45, 1e-38, 1e30, 3.4e38,
+                  1.0, 1e-12)
+INT64_BOUNDARY = (0, 1, -1, 127, 128, -128, -129, 255, 256, 32767, 32768, -32769, 2**31,
+                  -2**31 - 1, 2**63 - 1, -2**63)
+
+
+def zoo_models() -> list[Path]:
+    return sorted(ZOO.glob("*.tflite"))
+
+
+# -- mutations ------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Recipe:
+    model: str      # file name in tests/models/zoo
+    kind: str
+    seed: int
+
+    def __str__(self) -> str:
+        return f"Recipe({self.model!r}, {self.kind!r}, {self.seed})"
+
+
+def _fields(data: bytes) -> list[tuple[int, str]]:
+    """(position, format) of every field the delegate reads, for the ``field`` mutation."""
+    from dtpu import tflite_model as tm
+
+    r = tm._Reader(data)
+    out: list[tuple[int, str]] = []
+
+    def scalar(table, index, fmt):
+        pos = r.field_pos(table, index)
+        if pos is not None:
+            out.append((pos, fmt))
+
+    def vector(table, index, fmt):
+        pos = r.field_pos(table, index)
+        if pos is None:
+            return
+        start = r._deref(pos)
+        n = r._unpack("I", start)
+        out.append((start, "I"))        # the length itself
+        size = struct.calcsize("<" + fmt)
+        for i in range(min(n, 16)):
+            out.append((start + 4 + i * size, fmt))
+
+    root = r.root()
+    for buf in r.tables(root, 4):
+        vector(buf, 0, "B")
+    for sg in r.tables(root, 2):
+        vector(sg, 1, "i")
+        vector(sg, 2, "i")
+        for t in r.tables(sg, 0):
+            vector(t, 0, "i")
+            scalar(t, 1, "b")
+            scalar(t, 2, "I")
+            q = r.table(t, 4)
+            if q is not None:
+                vector(q, 2, "f")
+                vector(q, 3, "q")
+                scalar(q, 6, "i")
+        for op in r.tables(sg, 3):
+            scalar(op, 0, "I")
+            vector(op, 1, "i")
+            vector(op, 2, "i")
+            options = r.table(op, 4)
+            if options is not None:
+                for index in range(7):
+                    scalar(options, index, "i")  # formats vary; an int32 write covers them all
+    return out
+
+
+def mutate(data: bytes, kind: str, seed: int) -> bytes:
+    rng = random.Random(f"{kind}:{seed}")
+    buf = bytearray(data)
+    if kind == "flip":
+        for _ in range(rng.randint(1, 4)):
+            buf[rng.randrange(len(buf))] ^= rng.randint(1, 255)
+    elif kind == "int32":
+        for _ in range(rng.randint(1, 2)):
+            pos = rng.randrange(len(buf) // 4) * 4
+            struct.pack_into("<i", buf, pos, rng.choice(INT32_BOUNDARY))
+    elif kind == "truncate":
+        return bytes(buf[:rng.randrange(len(buf))])
+    elif kind == "field":
+        fields = _fields(data)
+        pos, fmt = rng.choice(fields)
+        size = struct.calcsize("<" + fmt)
+        if fmt == "f":
+            value = rng.choice(FLOAT_BOUNDARY)
+        elif fmt == "q":
+            value = rng.choice(INT64_BOUNDARY)
+        else:
+            value = rng.choice(INT32_BOUNDARY)
+            fmt = "i" if size == 4 else fmt
+        if fmt in ("b", "B"):
+            value = rng.choice((0, 1, 2, 3, 4, 5, 6, 9, 10, 16, 127, 128, 255)) & 0xFF
+            fmt = "B"
+        elif fmt in ("i", "I"):
+            fmt = "i"
+        struct.pack_into("<" + fmt, buf, pos, value)
+    else:
+        raise ValueError(f"mutation kind {kind!r}; accepted: {', '.join(KINDS)}")
+    return bytes(buf)
+
+
+def mutant(recipe: Recipe) -> bytes:
+    return mutate((ZOO / recipe.model).read_bytes(), recipe.kind, recipe.seed)
+
+
+# -- the child ------------------------------------------------------------------------------------
+
+def _inputs(interpreter, seed: int):
+    """Inputs in each input's dtype and shape (by index: get_input_details() reads the tensors'
+    names, which in a damaged model may point outside the file, TFLite's wrapper then faults)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    values = []
+    for index in interpreter._interpreter.InputIndices():
+        like = interpreter.tensor(index)()
+        dtype, shape = like.dtype, like.shape
+        del like
+        if np.issubdtype(dtype, np.integer):
+            info = np.iinfo(dtype)
+            values.append((index, rng.integers(info.min, int(info.max) + 1, size=shape, dtype=dtype)))
+        elif dtype == np.bool_:
+            values.append((index, rng.integers(0, 2, size=shape).astype(bool)))
+        else:
+            values.append((index, rng.uniform(-1, 1, size=shape).astype(dtype)))
+    return values
+
+
+def _run(data: bytes, delegate) -> list:
+    from dtpu import tflite
+
+    kwargs = {"experimental_delegates": [delegate]} if delegate is not None else {}
+    interpreter = tflite.Interpreter(model_content=data, **kwargs)
+    interpreter.allocate_tensors()
+    for index, value in _inputs(interpreter, 0):
+        interpreter.set_tensor(index, value)
+    interpreter.invoke()
+    return [interpreter.get_tensor(i).copy() for i in interpreter._interpreter.OutputIndices()]
+
+
+def _worker() -> None:
+    """Read recipes (JSON lines) on stdin; announce each stage, then its outcome, on stdout."""
+    import resource
+
+    import numpy as np
+
+    import dtpu
+
+    limit = 2 << 30     # an absurd shape fails an allocation instead of swapping the machine
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    delegates = {b: dtpu.load_delegate({"backend": b}) for b in BACKENDS}
+    out = sys.stdout
+
+    def say(**msg):
+        out.write(json.dumps(msg) + "\n")
+        out.flush()
+
+    say(ready=True)
+    for line in sys.stdin:
+        job = json.loads(line)
+        data = mutant(Recipe(*job["recipe"]))
+        say(stage="check")
+        try:
+            from dtpu import model_check
+            model_check.check_bytes(data, "mutant")
+            check = "ok"
+        except ValueError as exc:
+            check = str(exc)
+        except ImportError:
+            check = "n/a"
+        say(stage="cpu", check=check)
+        try:
+            want = _run(data, None)
+        except Exception as exc:
+            say(done=True, cpu=f"error: {exc!r}"[:300], check=check)
+            continue
+        results = {}
+        for backend in BACKENDS:
+            say(stage=backend)
+            try:
+                got = _run(data, delegates[backend])
+            except Exception as exc:
+                results[backend] = f"error: {exc!r}"[:500]
+                continue
+            same = len(got) == len(want) and all(
+                g.shape == w.shape and g.dtype == w.dtype
+                and (np.array_equal(g, w) if not np.issubdtype(w.dtype, np.floating) else True)
+                for g, w in zip(got, want))
+            results[backend] = "ok" if same else "outputs differ"
+        say(done=True, cpu="ok", check=check, **results)
+
+
+class Pool:
+    """One child at a time running recipes; restarted when it dies or hangs."""
+
+    def __init__(self, timeout: float = STAGE_TIMEOUT) -> None:
+        self.timeout = timeout
+        self.proc: subprocess.Popen | None = None
+        self.buffer = b""
+
+    def _start(self) -> None:
+        env = dict(os.environ, PYTHONPATH=str(ROOT / "pylib") + os.pathsep + str(ROOT),
+                   DTPU_LOG_LEVEL="error")
+        self.proc = subprocess.Popen([sys.executable, __file__, "--worker"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+                                     cwd=ROOT)
+        self.buffer = b""
+        msg = self._read(120.0)
+        if not msg or not msg.get("ready"):
+            raise RuntimeError(f"fuzz worker did not start: {msg}")
+
+    def _read(self, timeout: float) -> dict | None:
+        """The next message, None if the child died or said nothing for `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self.buffer:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                return None
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return None
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return json.loads(line)
+
+    def _kill(self) -> str:
+        proc, self.proc = self.proc, None
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+            return "hang"
+        return f"signal {-proc.returncode}" if proc.returncode < 0 else f"exit {proc.returncode}"
+
+    def run(self, recipe: Recipe) -> dict:
+        if self.proc is None:
+            self._start()
+        self.proc.stdin.write((json.dumps({"recipe": [recipe.model, recipe.kind, recipe.seed]})
+                               + "\n").encode())
+        self.proc.stdin.flush()
+        stage, check = None, None
+        while True:
+            msg = self._read(self.timeout)
+            if msg is None:
+                return {"recipe": recipe, "died": stage, "how": self._kill(), "check": check}
+            if msg.get("done"):
+                msg["recipe"] = recipe
+                return msg
+            stage = msg["stage"]
+            check = msg.get("check", check)
+
+    def close(self) -> None:
+        if self.proc is not None:
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self._kill()
+            self.proc = None
+
+
+def violation(result: dict) -> str | None:
+    """What is wrong with one mutant's outcome (None: the property holds)."""
+    died = result.get("died")
+    if died == "cpu":
+        return None                     # TFLite itself crashed or hung: nothing to compare with
+    if died is not None:
+        return f"{result['how']} in stage {died}"
+    if result.get("cpu") != "ok":
+        return None
+    bad = {b: result[b] for b in BACKENDS if result.get(b) != "ok"}
+    return f"delegate: {bad}" if bad else None
+
+
+def recipes(count: int, seed: int = 0, kinds=KINDS, models=None) -> list[Recipe]:
+    rng = random.Random(seed)
+    names = [p.name for p in (models or zoo_models())]
+    return [Recipe(rng.choice(names), kinds[i % len(kinds)], rng.randrange(1 << 30))
+            for i in range(count)]
+
+
+def sweep(todo: list[Recipe], log=None) -> tuple[list[tuple[Recipe, str]], dict]:
+    pool = Pool()
+    found, stats = [], {"cpu_ok": 0, "cpu_failed": 0, "cpu_died": 0, "checker_rejected_cpu_ok": 0}
+    try:
+        for recipe in todo:
+            result = pool.run(recipe)
+            if result.get("died") == "cpu":
+                stats["cpu_died"] += 1
+            elif result.get("cpu") == "ok":
+                stats["cpu_ok"] += 1
+                if result.get("check") not in ("ok", "n/a", None):
+                    stats["checker_rejected_cpu_ok"] += 1
+            else:
+                stats["cpu_failed"] += 1
+            bad = violation(result)
+            if bad:
+                found.append((recipe, bad))
+                if log:
+                    log(f"{recipe}: {bad}")
+    finally:
+        pool.close()
+    return found, stats
+
+
+# -- tests ----------------------------------------------------------------------------------------
+
+def test_mutations_are_deterministic_and_change_the_model():
+    data = (ZOO / zoo_models()[0].name).read_bytes()
+    for kind in KINDS:
+        a, b = mutate(data, kind, 7), mutate(data, kind, 7)
+        assert a == b
+        assert a != data
+
+
+def test_default_sweep():
+    """A bounded sweep of every mutation kind (well under two minutes on two cores)."""
+    found, stats = sweep(recipes(int(os.environ.get("DTPU_FUZZ_COUNT", "160")), seed=12))
+    assert stats["cpu_ok"] > 0, stats       # the sweep exercised the delegate at all
+    assert not found, "\n".join(f"{r}: {why}" for r, why in found)
+
+
+@pytest.mark.slow
+def test_large_sweep():
+    found, stats = sweep(recipes(3000, seed=1012))
+    assert stats["cpu_ok"] > 0, stats
+    assert not found, "\n".join(f"{r}: {why}" for r, why in found)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--worker"]:
+        _worker()
+        sys.exit(0)
+    import argparse
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sweep", type=int, default=200)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--kinds", nargs="*", default=list(KINDS))
+    p.add_argument("--models", nargs="*", default=None)
+    a = p.parse_args()
+    models = [ZOO / m for m in a.models] if a.models else None
+    started = time.monotonic()
+    found, stats = sweep(recipes(a.sweep, a.seed, tuple(a.kinds), models), log=print)
+    print(f"{len(found)} violation(s) in {a.sweep} mutants, {time.monotonic() - started:.0f} s: {stats}")

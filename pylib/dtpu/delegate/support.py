@@ -38,6 +38,9 @@ _BIAS_TYPE = {DataMode.INT8: "int32", DataMode.UINT8: "int32", DataMode.INT16X8:
               DataMode.FLOAT32: "float32"}
 
 
+INT16_MAX = 32767
+
+
 class Unsupported(Exception):
     """Raised by the checks below; its message is the reason shown in logs and reports."""
 
@@ -220,6 +223,12 @@ def _conv(kind, node, x, w, y, b, mode, activation, params) -> ConvSpec:
     except ValueError as exc:
         raise Unsupported(str(exc)) from None
     _require(min(spec.output_shape) > 0, f"empty output {spec.output_shape} for input {x.shape}")
+    (top, extra_h), (left, extra_w) = spec.pads
+    # TFLite's kernels hold the padding in int16 fields (PaddingValues, types.h): a wider pad
+    # wraps there, and the interpreter's output is no longer the convolution dtpu.reference
+    # computes (issue #12: a mutated dilation of 65535 gave pad 65535, read as -1).
+    _require(max(top + extra_h, left + extra_w) <= INT16_MAX, f"padding {top}+{extra_h} x "
+             f"{left}+{extra_w} (dilation {dilation}) exceeds TFLite's 16-bit padding fields")
     # Only rank and channels are checked against TFLite's output tensor: after resize_tensor_input
     # its spatial dims are stale until our kernel's Prepare resizes it to spec.output_shape.
     _require(len(y.shape) == 4 and y.shape[3] == spec.out_channels, f"output shape {tuple(y.shape)} "

@@ -37,7 +37,7 @@ from dtpu import backends
 from dtpu.backends.base import Backend, HwCounters, Probes
 from dtpu.delegate import graph as g
 from dtpu.delegate.options import DelegateOptions, apply_log_level
-from dtpu.delegate.support import Decision, analyze
+from dtpu.delegate.support import Decision, analyze, constants_reason
 from dtpu.report import (HW_FIELDS, STORE, JsonLinesSink, NodeRecord, Report, empty_hw,
                          empty_timing, format_table)
 from dtpu.spec import ConvSpec, OpKind
@@ -216,6 +216,9 @@ class DelegateState:
                 bias = bias.reshape(-1)
         except (ValueError, IndexError) as exc:
             return None, f"constant operand unreadable: {exc}"
+        why = constants_reason(decision.spec, filters, bias)
+        if why is not None:
+            return None, why
         step = Step(node=node, decision=decision, filters=filters, bias=bias)
         try:
             step.handle = self.backend.prepare(decision.spec, filters, bias)

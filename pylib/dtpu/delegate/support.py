@@ -39,6 +39,11 @@ _BIAS_TYPE = {DataMode.INT8: "int32", DataMode.UINT8: "int32", DataMode.INT16X8:
 
 
 INT16_MAX = 32767
+FLT_MIN = float(np.finfo(np.float32).tiny)     # smallest normal float32
+FLT_MAX = float(np.finfo(np.float32).max)
+MULTIPLIER_MIN, MULTIPLIER_MAX = 2.0 ** -31, 2.0 ** 30
+# Zero points TFLite's kernels can hold for each activation / filter type.
+_ZERO_POINT_RANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767)}
 
 
 class Unsupported(Exception):
@@ -81,6 +86,12 @@ def _quant(t: TensorInfo, what: str) -> Quant:
              f"but {len(t.zero_point)} zero points")
     _require(all(s > 0 and np.isfinite(s) for s in t.scale), f"{what} tensor {t.name!r} has a "
              "non-positive or non-finite scale")
+    bad = [s for s in t.scale if not FLT_MIN <= s <= FLT_MAX]
+    _require(not bad, f"{what} tensor {t.name!r} has scale {bad[:1]}, not a normal float32")
+    low, high = _ZERO_POINT_RANGE.get(t.type, (None, None))
+    bad = [z for z in t.zero_point if low is not None and not low <= z <= high]
+    _require(not bad, f"{what} tensor {t.name!r} has zero point {bad[:1]} outside {t.type}'s "
+             f"range [{low}, {high}]")
     return Quant(scale=t.scale, zero_point=t.zero_point)
 
 
@@ -116,6 +127,16 @@ def _check_quantization(kind: OpKind, mode: DataMode, x: TensorInfo, w: TensorIn
     if mode is DataMode.INT16X8:
         _require(xq.zero_point[0] == 0 and yq.zero_point[0] == 0,
                  "int16 activations with a non-zero zero point")
+    # TFLite's multiplier: float32 product s_in * s_w, then divided by s_out in double
+    # (GetQuantizedConvolutionMultipler); QuantizeMultiplier saturates shifts above 30 and
+    # dtpu.reference only models multipliers in [2^-31, 2^30) (issue #12: a filter scale of 3.4e38)
+    product = np.float32(xq.scale[0]) * np.asarray(wq.scale, dtype=np.float32)
+    with np.errstate(all="ignore"):
+        multiplier = product.astype(np.float64) / float(np.float32(yq.scale[0]))
+    _require(bool(np.all(np.isfinite(multiplier)) and np.all(multiplier >= MULTIPLIER_MIN)
+                  and np.all(multiplier < MULTIPLIER_MAX)),
+             f"requantization multiplier {float(np.min(multiplier)):g}..{float(np.max(multiplier)):g}"
+             f" (input x filter / output scale) outside [2^-31, 2^30)")
     return xq, wq, yq
 
 
@@ -189,6 +210,29 @@ def _analyze(node: NodeInfo, tensor: Callable[[int], TensorInfo], options: Deleg
     _check_rounding(spec, None if b is None else b.type, runtime)
     return Decision(spec=spec, reason=None, precision=precision, input_index=x.index,
                     filter_index=w.index, bias_index=bias_index, output_index=y.index)
+
+
+def constants_reason(spec: ConvSpec, filters: np.ndarray, bias: np.ndarray | None) -> str | None:
+    """Why a claimed node's constant values keep it on the CPU after all (None: they do not).
+
+    Checked once the filters and bias are read (the delegate's Prepare, see runtime.trial).
+    16x8 nodes requantize int64 totals with TFLite's MultiplyByQuantizedMultiplier(int64_t),
+    valid for |accumulator + bias| < 2^47 (TFLite DCHECKs it; release builds overflow silently,
+    the DTPU flags OVERFLOW): a bias near that bound (issue #12: one flipped byte of an int64
+    bias) must not reach the DTPU, so the bound is checked for any input.
+    """
+    if spec.mode is not DataMode.INT16X8 or bias is None or bias.size == 0:
+        return None
+    taps = int(np.prod(filters.shape)) // max(1, spec.out_channels)
+    if spec.kind is OpKind.DEPTHWISE_CONV_2D:
+        taps = spec.kernel[0] * spec.kernel[1]
+    largest_w = max(abs(int(filters.max())), abs(int(filters.min()))) if filters.size else 0
+    largest_b = max(abs(int(bias.max())), abs(int(bias.min())))
+    bound = taps * 32768 * largest_w + largest_b
+    if bound >= 1 << 47:
+        return (f"int16x8 accumulator + bias can reach {bound} (bias up to {largest_b}), beyond "
+                "the 2^47 that int64 requantization holds")
+    return None
 
 
 def _conv(kind, node, x, w, y, b, mode, activation, params) -> ConvSpec:

@@ -538,3 +538,69 @@ if __name__ == "__main__":
     started = time.monotonic()
     found, stats = sweep(recipes(a.sweep, a.seed, tuple(a.kinds), models), log=print)
     print(f"{len(found)} violation(s) in {a.sweep} mutants, {time.monotonic() - started:.0f} s: {stats}")
+
+
+# -- the support rules behind the findings, on hand-made tensors (no TFLite) -----------------------
+
+def _conv_node():
+    from dtpu.delegate.graph import NodeInfo, TensorInfo
+
+    tensors = {
+        0: TensorInfo(0, "x", "int8", (1, 8, 8, 3), 2, True, 192, (0.0078,), (-1,)),
+        1: TensorInfo(1, "w", "int8", (5, 3, 3, 3), 1, True, 135, (0.01,) * 5, (0,) * 5, 0),
+        2: TensorInfo(2, "b", "int32", (5,), 1, True, 20, (0.000078,) * 5, (0,) * 5),
+        3: TensorInfo(3, "y", "int8", (1, 8, 8, 5), 2, True, 320, (0.02,), (-1,)),
+    }
+    node = NodeInfo(index=0, builtin_code=3, version=3, inputs=(0, 1, 2), outputs=(3,),
+                    params={"padding": 1, "stride": (1, 1), "dilation": (1, 1), "activation": 0})
+    return node, tensors
+
+
+@pytest.mark.parametrize("tensor, change, reason", [
+    (0, {"zero_point": (200,)}, "outside int8's range"),
+    (3, {"zero_point": (-2**31,)}, "outside int8's range"),
+    (0, {"scale": (math.nan,)}, "non-finite"),
+    (3, {"scale": (math.inf,)}, "non-finite"),
+    (0, {"scale": (0.0,)}, "non-positive"),
+    (0, {"scale": (1e-45,)}, "not a normal float32"),
+    (1, {"scale": (3.4e38,) * 5}, "requantization multiplier"),
+    (3, {"scale": (1e-30,)}, "requantization multiplier"),
+    (1, {"scale": (0.01,) * 4, "zero_point": (0,) * 4}, "4 scales for 5 output channels"),
+    (1, {"quantized_dimension": 3}, "quantized along axis 3"),
+    (1, {"zero_point": (0,) * 4}, "zero points"),
+    (0, {"scale": (0.1, 0.2), "zero_point": (0, 0)}, "per-channel activation"),
+])
+def test_absurd_quantization_stays_on_the_cpu(tensor, change, reason):
+    import dataclasses
+
+    from dtpu.delegate.options import parse
+    from dtpu.delegate.support import analyze
+
+    node, tensors = _conv_node()
+    options = parse({"backend": "reference"})
+    assert analyze(node, tensors.__getitem__, options).claimed     # the unchanged node is ours
+    tensors[tensor] = dataclasses.replace(tensors[tensor], **change)
+    decision = analyze(node, tensors.__getitem__, options)
+    assert not decision.claimed
+    assert reason in decision.reason, decision.reason
+
+
+def test_out_of_range_operands_and_huge_padding_stay_on_the_cpu():
+    import dataclasses
+
+    from dtpu.delegate.options import parse
+    from dtpu.delegate.support import analyze
+
+    node, tensors = _conv_node()
+    options = parse({"backend": "reference"})
+
+    def tensor(index):
+        if index not in tensors:
+            raise IndexError(f"tensor index {index} out of range (context has {len(tensors)})")
+        return tensors[index]
+
+    decision = analyze(dataclasses.replace(node, inputs=(0, 9, 2)), tensor, options)
+    assert not decision.claimed and "out of range" in decision.reason
+    wide = dataclasses.replace(node, params={**node.params, "dilation": (40000, 1)})
+    decision = analyze(wide, tensor, options)
+    assert not decision.claimed and "16-bit padding" in decision.reason

@@ -131,6 +131,8 @@ def read_constant(ffi, ctx, info: TensorInfo) -> np.ndarray:
     if not info.constant or info.dtype is None:
         raise ValueError(f"tensor {info.index} ({info.name}) is not a readable constant")
     t = ctx.tensors[info.index]
+    if any(d < 0 for d in info.shape):
+        raise ValueError(f"tensor {info.index} ({info.name}) has shape {info.shape}")
     count = int(np.prod(info.shape, dtype=np.int64)) if info.shape else 1
     if count * info.dtype.itemsize > info.nbytes:
         raise ValueError(f"tensor {info.index} ({info.name}) holds {info.nbytes} bytes; its shape "

@@ -184,7 +184,10 @@ class DelegateState:
                 claimed.append(index)
                 self.pending[index] = (node, decision, step)
             else:
-                name = tensor(node.outputs[0]).name if node.outputs and node.outputs[0] >= 0 else ""
+                try:
+                    name = tensor(node.outputs[0]).name if node.outputs and node.outputs[0] >= 0 else ""
+                except IndexError:
+                    name = ""
                 graph.rejected.append({"node": index, "op": node.op, "name": name,
                                        "reason": decision.reason})
                 key = (index, node.op, name, decision.reason)

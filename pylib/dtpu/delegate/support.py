@@ -153,6 +153,8 @@ def analyze(node: NodeInfo, tensor: Callable[[int], TensorInfo], options: Delega
         return _analyze(node, tensor, options, runtime, enabled)
     except Unsupported as exc:
         return Decision(spec=None, reason=str(exc))
+    except IndexError as exc:  # graph.read_tensor: an operand index outside the context
+        return Decision(spec=None, reason=f"operand {exc}")
 
 
 def _check_rounding(spec: ConvSpec, bias_type: str | None, runtime: str | None) -> None:

@@ -174,3 +174,20 @@ def test_make_interpreter_refuses_bad_content_and_files(tmp_path):
     with pytest.raises(ValueError, match="cannot read model"):
         dtpu.make_interpreter(tmp_path / "missing.tflite", {"backend": "reference"})
     dtpu.make_interpreter(SMALL, {"backend": "reference"}).allocate_tensors()
+
+
+def test_the_checker_itself_only_ever_raises_model_format_error():
+    """Mutants of the fuzz test's kinds, in this process: a verdict, never another exception."""
+    from tests.test_model_fuzz import KINDS, mutate
+
+    rng = random.Random(1012)
+    verdicts = {"ok": 0, "refused": 0}
+    for i in range(1500):
+        path = rng.choice(ZOO)
+        data = mutate(path.read_bytes(), KINDS[i % len(KINDS)], rng.randrange(1 << 30))
+        try:
+            check_bytes(data, "mutant")
+            verdicts["ok"] += 1
+        except ModelFormatError:
+            verdicts["refused"] += 1
+    assert verdicts["ok"] and verdicts["refused"], verdicts

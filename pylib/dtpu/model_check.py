@@ -339,12 +339,19 @@ def _check_tensor(c: _Checker, where: str, tensor: dict, buffer_sizes: list[int]
     itemsize = TYPE_SIZES.get(tensor.get(1, 0))
     if not held or itemsize is None or tensor.get(6) is not None:
         return
-    shape = c.ints(tensor.get(0)).astype(np.int64)
-    if (shape < 0).any():
+    shape = [int(d) for d in c.ints(tensor.get(0))]
+    if any(d < 0 for d in shape):
         return  # an unknown dimension: TFLite refuses or resizes it, the bytes cannot be counted
-    need = int(np.prod(shape, dtype=np.float64)) * itemsize if shape.size else itemsize
+    need = itemsize
+    for d in shape:
+        need *= d
+        if need > held:
+            break
     if need > held:
-        c.fail(f"{where}: shape {tuple(int(d) for d in shape)} of {itemsize}-byte elements needs "
+        need = itemsize
+        for d in shape:
+            need *= d
+        c.fail(f"{where}: shape {tuple(shape)} of {itemsize}-byte elements needs "
                f"{need} bytes; its buffer {tensor.get(2, 0)} holds {held}")
 
 

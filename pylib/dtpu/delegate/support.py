@@ -42,6 +42,11 @@ INT16_MAX = 32767
 FLT_MIN = float(np.finfo(np.float32).tiny)     # smallest normal float32
 FLT_MAX = float(np.finfo(np.float32).max)
 MULTIPLIER_MIN, MULTIPLIER_MAX = 2.0 ** -31, 2.0 ** 30
+# Largest activation (input or output) a claimed node may have, in elements. The backends stage
+# whole tensors in host memory in wider types than TFLite's (int64 / float64 accumulators, im2col
+# copies): a tensor far beyond any edge model's (issue #12: a damaged shape of 25M elements) made
+# them run out of memory where the CPU interpreter did not.
+MAX_ELEMENTS = 1 << 24
 # Zero points TFLite's kernels can hold for each activation / filter type.
 _ZERO_POINT_RANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767)}
 
@@ -206,6 +211,10 @@ def _analyze(node: NodeInfo, tensor: Callable[[int], TensorInfo], options: Deleg
         spec = _fully_connected(node, x, w, y, b, mode, activation, params)
     else:
         spec = _conv(kind, node, x, w, y, b, mode, activation, params)
+    for what, shape in (("input", spec.input_shape), ("output", spec.output_shape)):
+        elements = int(np.prod(shape, dtype=object))
+        _require(elements <= MAX_ELEMENTS, f"{what} of {elements} elements exceeds the "
+                 f"{MAX_ELEMENTS} a DTPU node may have")
     if b is not None:
         _require(b.shape in ((spec.out_channels,), ()) or int(np.prod(b.shape)) == spec.out_channels,
                  f"bias shape {b.shape} for {spec.out_channels} output channels")

@@ -453,9 +453,10 @@ CRASHES = [
 # (recipe, backend, why the node must now stay on the CPU): before, the delegate's outputs
 # differed from the CPU's, or its Prepare / Invoke failed where the CPU's passed.
 LEFT_ON_CPU = [
-    # dilation_h 65535: SAME padding 65535 wraps in TFLite's int16 PaddingValues (outputs differed)
+    # dilation_h 65535: it and its SAME padding of 65535 wrap in TFLite's int16 ConvParams and
+    # PaddingValues (outputs differed)
     (Recipe("conv_i10x10x5_o7_k3x3_s1x1_d2x2_same_relu__uint8.tflite", "field", 345653723),
-     "reference", "16-bit padding fields"),
+     "reference", "16-bit fields"),
     # input zero point -2^31-1 (int64 in the file, int32 in TFLite): outputs differed
     (Recipe("conv_i12x12x7_o5_k4x4_s2x1_same_relu6__int8_per_tensor.tflite", "field", 987816171),
      "reference", "outside int8's range"),
@@ -465,6 +466,13 @@ LEFT_ON_CPU = [
     # stride_h 32767 does not fit the DTPU's 8-bit DW_STRIDE.SY: kernel Prepare failed
     (Recipe("dw_i9x9x5_m1_k3x3_s2x2_same_relu__int16x8.tflite", "field", 232152855),
      "model", "backend model cannot run it"),
+    # stride_w 65535 wraps in TFLite's int16 DepthwiseParams.stride_width (outputs differed)
+    (Recipe("dw_i9x9x7_m1_k5x5_s2x2_same_relu6_b2__int8.tflite", "field", 767706942),
+     "reference", "16-bit fields"),
+    # depth_multiplier 0: TFLite's 16x8 depthwise kernel uses it as is and writes no output, so
+    # the CPU's output is whatever its arena held (outputs differed; not comparable: see below)
+    (Recipe("dw_i8x8x5_m2_k5x5_s1x1_same_relu_n1_to_1__int16x8.tflite", "field", 1071612893),
+     "reference", "depth_multiplier 0"),
     # a flipped byte of an int64 bias: |accumulator + bias| >= 2^47, the DTPU raised OVERFLOW
     (Recipe("dw_i10x10x7_m1_k3x3_s2x2_same_relu6__int16x8.tflite", "field", 751114066),
      "model", "2^47"),
@@ -497,6 +505,8 @@ def test_found_divergences_stay_on_the_cpu(recipe, backend, reason, caplog):
         got = _run(data, dtpu.load_delegate({"backend": backend}))
     logged = [r.getMessage() for r in caplog.records if "stays on the CPU" in r.getMessage()]
     assert any(reason in m for m in logged), logged
+    if "depth_multiplier" in reason:
+        return      # TFLite leaves that output unwritten: no two runs need agree
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
 
@@ -624,6 +634,10 @@ def test_out_of_range_operands_and_huge_padding_stay_on_the_cpu():
     assert not decision.claimed and "out of range" in decision.reason
     wide = dataclasses.replace(node, params={**node.params, "dilation": (40000, 1)})
     decision = analyze(wide, tensor, options)
+    assert not decision.claimed and "stride (1, 1) / dilation (40000, 1) exceeds" in decision.reason
+    tall = {**tensors, 1: dataclasses.replace(tensors[1], shape=(5, 5, 3, 3))}
+    wide = dataclasses.replace(node, params={**node.params, "dilation": (20000, 1)})
+    decision = analyze(wide, tall.__getitem__, options)
     assert not decision.claimed and "16-bit padding" in decision.reason
     tensors[0] = dataclasses.replace(tensors[0], shape=(1, 4096, 4097, 3))
     tensors[3] = dataclasses.replace(tensors[3], shape=(1, 4096, 4097, 5))

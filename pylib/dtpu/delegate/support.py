@@ -254,6 +254,10 @@ def _conv(kind, node, x, w, y, b, mode, activation, params) -> ConvSpec:
     _require(padding is not None, f"padding code {params.get('padding')}")
     stride, dilation = tuple(params["stride"]), tuple(params["dilation"])
     _require(min(stride) >= 1 and min(dilation) >= 1, f"stride {stride} / dilation {dilation}")
+    # TFLite's ConvParams / DepthwiseParams hold strides and dilations in int16 (types.h): a
+    # wider one wraps there (issue #12: stride_w 65535 gave other outputs than the convolution)
+    _require(max(stride + dilation) <= INT16_MAX, f"stride {stride} / dilation {dilation} "
+             "exceeds TFLite's 16-bit fields")
     channels = x.shape[3]
     multiplier = 1
     if kind is OpKind.DEPTHWISE_CONV_2D:
@@ -262,7 +266,10 @@ def _conv(kind, node, x, w, y, b, mode, activation, params) -> ConvSpec:
                  f"{channels} input channels")
         multiplier = w.shape[3] // channels
         declared = params.get("depth_multiplier", multiplier)
-        _require(declared in (multiplier, 0), f"depth_multiplier {declared} disagrees with the "
+        # TFLite derives the multiplier from the shapes when the option is 0 (old files), except
+        # in its 16x8 kernel, which uses the option as it is (issue #12: 0 gave other outputs)
+        accepted = (multiplier,) if mode is DataMode.INT16X8 else (multiplier, 0)
+        _require(declared in accepted, f"depth_multiplier {declared} disagrees with the "
                  f"shapes ({w.shape[3]} / {channels})")
         out_channels = w.shape[3]
     else:

@@ -191,3 +191,13 @@ def test_the_checker_itself_only_ever_raises_model_format_error():
         except ModelFormatError:
             verdicts["refused"] += 1
     assert verdicts["ok"] and verdicts["refused"], verdicts
+
+
+@pytest.mark.parametrize("options", [3, 17, 30, 111, 115])
+def test_options_tables_with_offsets_are_followed(options):
+    """A Conv2DOptions table read as an options type that holds a vector or string: its 1-byte
+    padding field cannot be the 4-byte offset TFLite would follow."""
+    path = ROOT / "tests" / "models" / "zoo" / "conv_i10x10x13_o5_k1x1_s2x2_valid_none_nobias__int8.tflite"
+    r, root, sg, tensors, ops = _positions(path.read_bytes())
+    with pytest.raises(ModelFormatError, match=r"builtin_options \(\w+Options\): field 0"):
+        check_bytes(_patched(path, "B", r.field_pos(ops[0], 3), options), "m")

@@ -15,11 +15,12 @@ Rules (each failure is a :class:`ModelFormatError` naming the file and the offen
   This is applied recursively to all the tables TFLite's interpreter builder reads: Model,
   OperatorCode, SubGraph, Tensor, QuantizationParameters (and CustomQuantization),
   SparsityParameters / DimensionMetadata / their index vectors, VariantSubType, Buffer, Metadata,
-  SignatureDef / TensorMap, Operator. Builtin options tables decoded by dtpu.tflite_model (and
-  the ones that hold vectors: Reshape, Squeeze, ConcatEmbeddings) are checked field by field;
-  any other options table is checked as a table (vtable, table bytes and every field's start
-  inside it) without knowing its fields' sizes or following offsets inside it: a field wider
-  than the bytes left in its table, or a damaged vector inside such a table, is not detected.
+  SignatureDef / TensorMap, Operator. Builtin options tables decoded by dtpu.tflite_model, the
+  ones that hold vectors or strings (ConcatEmbeddings, Reshape, Squeeze, VarHandle, Bucketize)
+  and the StableHLO ones of builtin_options_2 are checked field by field; any other options
+  table (scalars only) is checked as a table (vtable, table bytes and every field's start inside
+  it) without knowing its fields' sizes: a field wider than the bytes left in its table is not
+  detected there.
   A nesting depth of 64 and 10^6 tables bound the walk, as flatbuffers' own verifier does.
 * model: schema version 3 (what TFLite requires), at least one subgraph.
 * indices: every operator's opcode index below the number of operator codes; every operator
@@ -102,11 +103,52 @@ SCHEMA: dict[str, dict[int, object]] = {
     "MulOptions": {0: "b"},                                                             # 21
     "ReducerOptions": {0: "B"},                                                         # 27
     "SqueezeOptions": {0: ("vector", "i")},                                             # 30
+    "ConcatenationOptions": {0: "i", 1: "b"},                                           # 10
+    "VarHandleOptions": {0: "string", 1: "string"},                                     # 111
+    "BucketizeOptions": {0: ("vector", "f")},                                           # 115
+    # BuiltinOptions2 members (StableHLO), all of them but DilateOptions
+    "StablehloConcatenateOptions": {0: "q"},
+    "StablehloBroadcastInDimOptions": {0: ("vector", "q")},
+    "StablehloSliceOptions": {0: ("vector", "q"), 1: ("vector", "q"), 2: ("vector", "q")},
+    "StablehloConvolutionOptions": {0: ("vector", "q"), 1: ("vector", "q"), 2: ("vector", "q"),
+                                    3: ("vector", "q"), 4: ("vector", "B"), 5: "q", 6: "q",
+                                    7: ("vector", "q"), 8: "q", 9: "q", 10: ("vector", "q"),
+                                    11: "q", 12: "q", 13: ("vector", "q"), 14: "q", 15: "q",
+                                    16: ("vector", "I")},
+    "StablehloCustomCallOptions": {0: "string", 1: "B", 2: "string", 3: "i", 4: ("vector", "i"),
+                                   5: ("vector", "B")},
+    "StablehloReduceOptions": {0: ("vector", "q"), 1: "i"},
+    "StablehloScatterOptions": {0: "B", 1: ("vector", "q"), 2: ("vector", "q"),
+                                3: ("vector", "q"), 4: "q", 5: "B", 6: "i"},
+    "StablehloCompareOptions": {0: "I", 1: "I"},
+    "StablehloDynamicSliceOptions": {0: ("vector", "q")},
+    "StablehloPadOptions": {0: ("vector", "q"), 1: ("vector", "q"), 2: ("vector", "q")},
+    "StablehloIotaOptions": {0: "q"},
+    "StablehloDotGeneralOptions": {0: ("vector", "q"), 1: ("vector", "q"), 2: ("vector", "q"),
+                                   3: ("vector", "q"), 4: ("vector", "I")},
+    "StablehloReduceWindowOptions": {0: ("vector", "q"), 1: ("vector", "q"), 2: ("vector", "q"),
+                                     3: ("vector", "q"), 4: ("vector", "q"), 5: "i"},
+    "StablehloSortOptions": {0: "q", 1: "B", 2: "i"},
+    "StablehloWhileOptions": {0: "i", 1: "i"},
+    "StablehloGatherOptions": {0: ("vector", "q"), 1: ("vector", "q"), 2: ("vector", "q"),
+                               3: "q", 4: ("vector", "q"), 5: "B"},
+    "StablehloTransposeOptions": {0: ("vector", "q")},
+    "StablehloRngBitGeneratorOptions": {0: "b"},
 }
 BUILTIN_OPTIONS = {1: "Conv2DOptions", 2: "DepthwiseConv2DOptions", 3: "ConcatEmbeddingsOptions",
                    5: "Pool2DOptions", 8: "FullyConnectedOptions", 9: "SoftmaxOptions",
-                   11: "AddOptions", 17: "ReshapeOptions", 21: "MulOptions", 27: "ReducerOptions",
-                   30: "SqueezeOptions"}
+                   10: "ConcatenationOptions", 11: "AddOptions", 17: "ReshapeOptions",
+                   21: "MulOptions", 27: "ReducerOptions", 30: "SqueezeOptions",
+                   111: "VarHandleOptions", 115: "BucketizeOptions"}
+BUILTIN_OPTIONS_2 = {1: "StablehloConcatenateOptions", 2: "StablehloBroadcastInDimOptions",
+                     3: "StablehloSliceOptions", 4: "StablehloConvolutionOptions",
+                     5: "StablehloCustomCallOptions", 6: "StablehloReduceOptions",
+                     7: "StablehloScatterOptions", 8: "StablehloCompareOptions",
+                     9: "StablehloDynamicSliceOptions", 10: "StablehloPadOptions",
+                     11: "StablehloIotaOptions", 12: "StablehloDotGeneralOptions",
+                     13: "StablehloReduceWindowOptions", 14: "StablehloSortOptions",
+                     15: "StablehloWhileOptions", 16: "StablehloGatherOptions",
+                     17: "StablehloTransposeOptions", 19: "StablehloRngBitGeneratorOptions"}
 
 
 class ModelFormatError(ValueError):
@@ -216,7 +258,7 @@ class _Checker:
                 if not type_code:
                     continue
                 members = spec[2] if isinstance(spec[2], dict) else (
-                    BUILTIN_OPTIONS if spec[2] == "BuiltinOptions" else {})
+                    BUILTIN_OPTIONS if spec[2] == "BuiltinOptions" else BUILTIN_OPTIONS_2)
                 member = members.get(type_code, f"{spec[2]}[{type_code}]")
                 values[index] = self.walk(self.deref(at, sub), member, f"{sub} ({member})", depth + 1)
                 continue

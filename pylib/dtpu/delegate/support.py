@@ -41,7 +41,7 @@ _BIAS_TYPE = {DataMode.INT8: "int32", DataMode.UINT8: "int32", DataMode.INT16X8:
 INT16_MAX = 32767
 FLT_MIN = float(np.finfo(np.float32).tiny)     # smallest normal float32
 FLT_MAX = float(np.finfo(np.float32).max)
-MULTIPLIER_MIN, MULTIPLIER_MAX = 2.0 ** -31, 2.0 ** 30
+MULTIPLIER_MIN, MULTIPLIER_MAX, MULTIPLIER_MAX_16X8 = 2.0 ** -31, 2.0 ** 30, 2.0 ** 7
 # Largest activation (input or output) a claimed node may have, in elements. The backends stage
 # whole tensors in host memory in wider types than TFLite's (int64 / float64 accumulators, im2col
 # copies): a tensor far beyond any edge model's (issue #12: a damaged shape of 25M elements) made
@@ -138,10 +138,13 @@ def _check_quantization(kind: OpKind, mode: DataMode, x: TensorInfo, w: TensorIn
     product = np.float32(xq.scale[0]) * np.asarray(wq.scale, dtype=np.float32)
     with np.errstate(all="ignore"):
         multiplier = product.astype(np.float64) / float(np.float32(yq.scale[0]))
+    # The 16x8 kernels' MultiplyByQuantizedMultiplier(int64_t) takes shifts below 8 only (it
+    # DCHECKs -31 <= shift < 8; beyond, 15 - shift goes negative): multipliers below 2^7
+    top = MULTIPLIER_MAX_16X8 if mode is DataMode.INT16X8 else MULTIPLIER_MAX
     _require(bool(np.all(np.isfinite(multiplier)) and np.all(multiplier >= MULTIPLIER_MIN)
-                  and np.all(multiplier < MULTIPLIER_MAX)),
+                  and np.all(multiplier < top)),
              f"requantization multiplier {float(np.min(multiplier)):g}..{float(np.max(multiplier)):g}"
-             f" (input x filter / output scale) outside [2^-31, 2^30)")
+             f" (input x filter / output scale) outside [2^-31, 2^{int(np.log2(top))})")
     return xq, wq, yq
 
 

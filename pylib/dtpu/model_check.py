@@ -25,7 +25,8 @@ Rules (each failure is a :class:`ModelFormatError` naming the file and the offen
 * model: schema version 3 (what TFLite requires), at least one subgraph.
 * indices: every operator's opcode index below the number of operator codes; every operator
   input, output and intermediate, and every subgraph input and output, either -1 (an omitted
-  optional operand, operators only) or a tensor of its subgraph; every tensor's buffer index
+  optional operand; TFLite's CheckTensorIndices lets -1 through everywhere) or a tensor of its
+  subgraph; every tensor's buffer index
   below the number of buffers; signature tensor maps inside their subgraph.
 * data: a tensor with a non-empty buffer (of a fixed-size type, not sparse) has at least as many
   bytes as its shape and type need; a buffer or custom options stored past the flatbuffer
@@ -336,9 +337,10 @@ def check_bytes(data: bytes, name: str = "model") -> None:
         for t, tensor in enumerate(tensors):
             _check_tensor(c, f"{where} tensor {t}", tensor, buffer_sizes)
         for key, label in ((1, "inputs"), (2, "outputs")):
-            bad = [int(i) for i in c.ints(sg.get(key)) if not 0 <= i < n]
+            bad = [int(i) for i in c.ints(sg.get(key)) if not -1 <= i < n]
             if bad:
-                c.fail(f"{where} {label} name tensor {bad[0]}; the subgraph has {n} tensors")
+                c.fail(f"{where} {label} name tensor {bad[0]}; the subgraph has {n} tensors "
+                       "(or -1, which TFLite's index check lets through)")
         for o, op in enumerate(sg.get(3, [])):
             index = op.get(0, 0)
             if index >= codes:

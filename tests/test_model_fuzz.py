@@ -517,6 +517,10 @@ LEFT_ON_CPU = [
     # the CPU's output is whatever its arena held (outputs differed; not comparable: see below)
     (Recipe("dw_i8x8x5_m2_k5x5_s1x1_same_relu_n1_to_1__int16x8.tflite", "field", 1071612893),
      "reference", "depth_multiplier 0"),
+    # QUANTIZE's input index became its own output: TFLite's partitioner, handed a cyclic graph,
+    # hung (or left the model's output unallocated); the CPU reads an unwritten tensor there
+    (Recipe("conv_i8x8x3_o5_k3x3_s1x1_same_none__int8_float_io.tflite", "field", 104785298),
+     "reference", "not a DAG"),
     # a flipped byte of an int64 bias: |accumulator + bias| >= 2^47, the DTPU raised OVERFLOW
     (Recipe("dw_i10x10x7_m1_k3x3_s2x2_same_relu6__int16x8.tflite", "field", 751114066),
      "model", "2^47"),
@@ -549,8 +553,8 @@ def test_found_divergences_stay_on_the_cpu(recipe, backend, reason, caplog):
         got = _run(data, dtpu.load_delegate({"backend": backend}))
     logged = [r.getMessage() for r in caplog.records if "stays on the CPU" in r.getMessage()]
     assert any(reason in m for m in logged), logged
-    if "depth_multiplier" in reason:
-        return      # TFLite leaves that output unwritten: no two runs need agree
+    if "depth_multiplier" in reason or "DAG" in reason:
+        return      # TFLite leaves a tensor unwritten there: no two runs need agree
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
 
@@ -658,6 +662,19 @@ def test_absurd_quantization_stays_on_the_cpu(tensor, change, reason):
     decision = analyze(node, tensors.__getitem__, options)
     assert not decision.claimed
     assert reason in decision.reason, decision.reason
+
+
+def test_cyclic_data_flow_keeps_the_whole_graph_on_the_cpu():
+    import dataclasses
+
+    from dtpu.delegate.support import dataflow_reason
+
+    node, _ = _conv_node()
+    quantize = dataclasses.replace(node, index=1, builtin_code=114, inputs=(5,), outputs=(0,))
+    assert dataflow_reason([quantize, node]) is None
+    assert "not a DAG" in dataflow_reason([dataclasses.replace(quantize, inputs=(0,)), node])
+    assert "not a DAG" in dataflow_reason([node, quantize])             # reads 0 before it exists
+    assert "written by nodes" in dataflow_reason([quantize, dataclasses.replace(node, outputs=(0,))])
 
 
 def test_out_of_range_operands_and_huge_padding_stay_on_the_cpu():

@@ -37,7 +37,7 @@ from dtpu import backends
 from dtpu.backends.base import Backend, HwCounters, Probes
 from dtpu.delegate import graph as g
 from dtpu.delegate.options import DelegateOptions, apply_log_level
-from dtpu.delegate.support import Decision, analyze, constants_reason
+from dtpu.delegate.support import Decision, analyze, constants_reason, dataflow_reason
 from dtpu.report import (HW_FIELDS, STORE, JsonLinesSink, NodeRecord, Report, empty_hw,
                          empty_timing, format_table)
 from dtpu.spec import ConvSpec, OpKind
@@ -165,16 +165,22 @@ class DelegateState:
             return cache[index]
 
         OBSERVED["nodes"], OBSERVED["tensors"] = {}, {}
-        for index in plan_nodes:
-            node = g.read_node(ffi, ctx, index)
+        nodes = [g.read_node(ffi, ctx, index) for index in plan_nodes]
+        cyclic = dataflow_reason(nodes)
+        for node in nodes:
+            index = node.index
             OBSERVED["nodes"][index] = (node.builtin_code, node.inputs, node.outputs)
             if node.builtin_code not in (3, 4, 9):
                 continue
-            try:
-                decision = analyze(node, tensor, self.options, runtime, self.enabled_precisions)
-            except Exception as exc:  # a bug of ours must not take the model down: leave it on CPU
-                log.warning("node %d (%s): support check failed: %r", index, node.op, exc)
-                decision = Decision(spec=None, reason=f"internal error in the support check: {exc!r}")
+            if cyclic is not None:
+                decision = Decision(spec=None, reason=cyclic)
+            else:
+                try:
+                    decision = analyze(node, tensor, self.options, runtime, self.enabled_precisions)
+                except Exception as exc:  # a bug of ours must not take the model down
+                    log.warning("node %d (%s): support check failed: %r", index, node.op, exc)
+                    decision = Decision(spec=None,
+                                        reason=f"internal error in the support check: {exc!r}")
             step = None
             if decision.claimed:
                 step, failure = self.trial(ffi, ctx, node, decision)

@@ -226,6 +226,33 @@ def _analyze(node: NodeInfo, tensor: Callable[[int], TensorInfo], options: Deleg
                     filter_index=w.index, bias_index=bias_index, output_index=y.index)
 
 
+def dataflow_reason(nodes: list[NodeInfo]) -> str | None:
+    """Why no node of this graph may be claimed (None: any may).
+
+    TFLite's execution plan is a topological order: each tensor is written by at most one node,
+    before the nodes that read it. A damaged model can break that (issue #12: a QUANTIZE whose
+    input index became its own output); the interpreter still runs it in plan order, but
+    replacing nodes by a delegate kernel partitions that graph by its data flow, and TFLite's
+    partitioner then hung or left an output unallocated. Such a graph stays on the CPU whole.
+    """
+    producer: dict[int, int] = {}
+    for position, node in enumerate(nodes):
+        for t in node.outputs:
+            if t < 0:
+                continue
+            if t in producer:
+                return (f"tensor {t} is written by nodes {nodes[producer[t]].index} and "
+                        f"{node.index}: the graph's data flow is not a DAG")
+            producer[t] = position
+    for position, node in enumerate(nodes):
+        for t in node.inputs:
+            if producer.get(t, -1) >= position:
+                return (f"node {node.index} reads tensor {t}, which node "
+                        f"{nodes[producer[t]].index} writes at or after it: the graph's data "
+                        "flow is not a DAG")
+    return None
+
+
 def constants_reason(spec: ConvSpec, filters: np.ndarray, bias: np.ndarray | None) -> str | None:
     """Why a claimed node's constant values keep it on the CPU after all (None: they do not).
 

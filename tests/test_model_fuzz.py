@@ -6,10 +6,15 @@ neither kills the process (signal) nor hangs nor fails where the CPU passed, and
 models gives the CPU's outputs bit for bit (nodes the delegate cannot run exactly stay on the
 CPU, which also gives the CPU's outputs).
 
-Each mutant runs in a child process (a signal or a hang there is observed, not suffered). Many
-mutants share one child, which reports each stage on its stdout before entering it; the parent
-waits with a timeout and restarts the child only when it died or hung, attributing the death to
-the stage the child had announced (a death in the CPU stage is TFLite's own and not ours).
+Each mutant runs in child processes (a signal or a hang there is observed, not suffered): one
+child runs the plain interpreter (and dtpu.model_check), another the delegated ones, so that
+heap damage done by TFLite's own kernels in the CPU run cannot surface in the delegate's. Many
+mutants share a child, which reports each stage on its stdout before entering it; the parent
+waits with a timeout and restarts a child only when it died or hung, attributing the death to
+the stage the child had announced (a death in the CPU stage is TFLite's own and not ours). See
+`judge` for what counts: deaths are confirmed in fresh processes against a CPU-only control;
+mutants that model_check refuses (TFLite read outside the file to build them, which
+dtpu.make_interpreter and dtpu run no longer let happen) are not comparable between processes.
 
 Mutations are a deterministic function of (model, kind, seed), so every finding is a recipe:
 

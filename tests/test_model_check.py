@@ -19,7 +19,7 @@ from dtpu.model_check import ModelFormatError, check_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
 ZOO = sorted((ROOT / "tests" / "models" / "zoo").glob("*.tflite"))
-OWN = sorted((ROOT / "tests" / "data").rglob("*.tflite"))
+OWN = sorted((ROOT / "tests" / "data").rglob("*.tflite")) + sorted((ROOT / "tests" / "isro").rglob("*.tflite"))
 SMALL = ROOT / "tests" / "models" / "zoo" / "conv_i8x8x3_o5_k3x3_s1x1_same_none__int8.tflite"
 NET = ROOT / "tests" / "models" / "zoo" / "mobilenet_v1_025_96__int8.tflite"
 

@@ -42,11 +42,12 @@ INT16_MAX = 32767
 FLT_MIN = float(np.finfo(np.float32).tiny)     # smallest normal float32
 FLT_MAX = float(np.finfo(np.float32).max)
 MULTIPLIER_MIN, MULTIPLIER_MAX, MULTIPLIER_MAX_16X8 = 2.0 ** -31, 2.0 ** 30, 2.0 ** 7
-# Largest activation (input or output) a claimed node may have, in elements. The backends stage
-# whole tensors in host memory in wider types than TFLite's (int64 / float64 accumulators, im2col
-# copies): a tensor far beyond any edge model's (issue #12: a damaged shape of 25M elements) made
-# them run out of memory where the CPU interpreter did not.
-MAX_ELEMENTS = 1 << 24
+# Largest activation (input or output) a claimed node may have, in elements: 4M, five times
+# MobileNet-224's largest. The backends stage whole tensors in host memory in wider types than
+# TFLite's (int64 / float64 accumulators, im2col copies; backend=model's golden model several
+# hundred bytes per element): damaged shapes of 9M and 25M elements (issue #12) made them run out
+# of 4 GiB where the CPU interpreter did not.
+MAX_ELEMENTS = 1 << 22
 # Zero points TFLite's kernels can hold for each activation / filter type.
 _ZERO_POINT_RANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767)}
 

@@ -64,6 +64,7 @@ extern int dtpu_python_alive;
 int64_t dtpu_now_ns(void);
 void dtpu_report_error(TfLiteContext* ctx, const char* msg);
 int dtpu_kernel_set_io(dtpu_kernel* k, const int* tensors, int n);
+int dtpu_read_string(const char* src, char* dst, int cap);
 int dtpu_resize_tensor(TfLiteContext* ctx, int tensor_index, const int* dims, int ndims);
 
 TfLiteDelegate* tflite_plugin_create_delegate(char** keys, char** values, size_t num_options,

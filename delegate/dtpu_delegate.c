@@ -18,11 +18,16 @@
  * Once Python starts finalizing (dtpu_python_alive == 0, set from an atexit hook), no callback is
  * made any more: late frees only release C memory.
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "dtpu_abi.h"
 
@@ -89,6 +94,59 @@ void dtpu_report_error(TfLiteContext* ctx, const char* msg) {
   if (ctx == NULL || ctx->ReportError == NULL || msg == NULL) return;
   size_t len = strlen(msg);
   ctx->ReportError(ctx, (len > 0 && msg[len - 1] == '\n') ? "%s" : "%s\n", msg);
+}
+
+/* Copy the NUL-terminated string at `src` into `dst` (at most cap - 1 bytes, always terminated)
+ * without ever faulting; returns the bytes copied, or -1 if `src` is not readable at all.
+ *
+ * TfLiteTensor.name points into the model's flatbuffer, and TFLite stores that pointer without
+ * reading it: in a damaged model that the CPU interpreter runs fine, a name can point outside the
+ * file (issue #12: a mutated string offset made strlen() fault in the delegate's Prepare). The
+ * bytes are moved through a pipe, one page-bounded chunk at a time: write(2) reports EFAULT for
+ * an unreadable source instead of raising SIGSEGV/SIGBUS. */
+int dtpu_read_string(const char* src, char* dst, int cap) {
+  static int fds[2] = {-1, -1};
+  static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* one pipe: one copy at a time */
+  if (dst == NULL || cap <= 0) return -1;
+  dst[0] = '\0';
+  if (src == NULL) return -1;
+  pthread_mutex_lock(&lock);
+  if (fds[0] < 0) {
+    if (pipe(fds) != 0) {
+      fds[0] = fds[1] = -1;
+      pthread_mutex_unlock(&lock);
+      return -1;
+    }
+    fcntl(fds[0], F_SETFD, FD_CLOEXEC);
+    fcntl(fds[1], F_SETFD, FD_CLOEXEC);
+  }
+  int copied = 0, found = -1;
+  const uintptr_t page = 4096; /* a divisor of every page size: chunks never cross a page */
+  while (copied < cap - 1 && found < 0) {
+    uintptr_t at = (uintptr_t)(src + copied);
+    int chunk = (int)(page - at % page);
+    if (chunk > cap - 1 - copied) chunk = cap - 1 - copied;
+    ssize_t wrote;
+    do {
+      wrote = write(fds[1], src + copied, (size_t)chunk);
+    } while (wrote < 0 && errno == EINTR);
+    if (wrote <= 0) break; /* EFAULT: not mapped from here on */
+    ssize_t got = 0;
+    while (got < wrote) { /* the pipe holds far more than a chunk: this never blocks */
+      ssize_t n = read(fds[0], dst + copied + got, (size_t)(wrote - got));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      got += n;
+    }
+    void* nul = memchr(dst + copied, '\0', (size_t)got);
+    if (nul != NULL) found = (int)((char*)nul - dst);
+    copied += (int)got;
+    if (got < wrote) break;
+  }
+  pthread_mutex_unlock(&lock);
+  if (found >= 0) return found;
+  dst[copied] = '\0';
+  return copied == 0 ? -1 : copied;
 }
 
 /* Tell C which tensors to hand to Python at every invoke (called from Python's prepare). */

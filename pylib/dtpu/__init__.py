@@ -68,9 +68,22 @@ def make_interpreter(model_path_or_content: str | os.PathLike | bytes,
       num_threads: threads for the ops that stay on the CPU.
       **interpreter_kwargs: passed to the runtime's Interpreter (e.g.
         ``experimental_op_resolver_type``).
-    """
-    from dtpu import tflite
 
+    Raises:
+      ValueError: the model is not a well-formed TFLite file (dtpu.model_check: TFLite itself
+        would read outside it), or cannot be read; the message names the file and the problem.
+        Also a bad option, as for :func:`load_delegate`.
+    """
+    from dtpu import model_check, tflite
+
+    if isinstance(model_path_or_content, (bytes, bytearray)):
+        model_check.check_bytes(model_path_or_content, "model content")
+    else:
+        try:
+            model_check.check_file(model_path_or_content)
+        except OSError as exc:
+            raise ValueError(f"cannot read model {os.fspath(model_path_or_content)!r}: "
+                             f"{exc.strerror or exc}") from None
     delegate = load_delegate(options)
     kwargs: dict[str, Any] = {"experimental_delegates": [delegate], **interpreter_kwargs}
     if num_threads is not None:

@@ -183,6 +183,13 @@ def _run(args: argparse.Namespace) -> int:
     if args.invokes < 1:
         print(f"dtpu run: --invokes {args.invokes} is invalid; expected 1 or more", file=sys.stderr)
         return 2
+    from dtpu import model_check
+
+    try:  # before any TFLite sees it: a damaged file is a message, not a signal (issue #12)
+        model_check.check_file(model)
+    except (ValueError, OSError) as exc:
+        print(f"dtpu run: {exc}", file=sys.stderr)
+        return 2
     human = sys.stderr if args.report == "json" else sys.stdout
     if not logging.getLogger().handlers:  # warnings (e.g. an emulated board) reach the user
         logging.basicConfig(level=logging.WARNING, stream=sys.stderr,

@@ -27,6 +27,30 @@ OP_NAMES = {3: "CONV_2D", 4: "DEPTHWISE_CONV_2D", 6: "DEQUANTIZE", 9: "FULLY_CON
 MMAP_RO = 1          # kTfLiteMmapRo: a constant in the model's buffer
 AFFINE = 1           # kTfLiteAffineQuantization
 OPTIONAL_TENSOR = -1
+NAME_LIMIT = 256     # bytes of a tensor name read (a damaged model's name may be unterminated)
+
+# dtpu.so's dtpu_read_string (set by glue.install): names are read through it, never strlen().
+_read_string = None
+
+
+def install_string_reader(lib) -> None:
+    global _read_string
+    _read_string = lib.dtpu_read_string
+
+
+def c_string(ffi, pointer, fallback: str) -> str:
+    """A C string that may point anywhere (a damaged model's tensor name), or `fallback`.
+
+    TFLite stores a tensor's name pointer into the flatbuffer without reading it, so in a model
+    the CPU interpreter runs fine it can point past the file; ffi.string() would then fault.
+    dtpu_read_string copies at most NAME_LIMIT bytes and reports an unreadable source instead.
+    """
+    if pointer == ffi.NULL or _read_string is None:
+        return fallback
+    buf = ffi.new("char[]", NAME_LIMIT)
+    if _read_string(pointer, buf, NAME_LIMIT) < 0:
+        return fallback
+    return ffi.string(buf).decode("utf-8", "replace")
 
 
 @dataclass(frozen=True)
@@ -94,7 +118,7 @@ def read_tensor(ffi, ctx, index: int) -> TensorInfo:
         qdim = int(affine.quantized_dimension)
     elif t.params.scale != 0.0:
         scale, zero_point = (float(t.params.scale),), (int(t.params.zero_point),)
-    name = ffi.string(t.name).decode("utf-8", "replace") if t.name != ffi.NULL else f"tensor{index}"
+    name = c_string(ffi, t.name, f"tensor{index}")
     return TensorInfo(
         index=index, name=name, type=TYPE_NAMES.get(int(t.type), f"type{int(t.type)}"),
         shape=int_array(ffi, t.dims), allocation=int(t.allocation_type), has_data=t.data.raw != ffi.NULL,
@@ -107,6 +131,8 @@ def read_constant(ffi, ctx, info: TensorInfo) -> np.ndarray:
     if not info.constant or info.dtype is None:
         raise ValueError(f"tensor {info.index} ({info.name}) is not a readable constant")
     t = ctx.tensors[info.index]
+    if any(d < 0 for d in info.shape):
+        raise ValueError(f"tensor {info.index} ({info.name}) has shape {info.shape}")
     count = int(np.prod(info.shape, dtype=np.int64)) if info.shape else 1
     if count * info.dtype.itemsize > info.nbytes:
         raise ValueError(f"tensor {info.index} ({info.name}) holds {info.nbytes} bytes; its shape "

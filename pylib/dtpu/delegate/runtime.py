@@ -37,7 +37,7 @@ from dtpu import backends
 from dtpu.backends.base import Backend, HwCounters, Probes
 from dtpu.delegate import graph as g
 from dtpu.delegate.options import DelegateOptions, apply_log_level, restore_log_level
-from dtpu.delegate.support import Decision, analyze
+from dtpu.delegate.support import Decision, analyze, constants_reason, dataflow_reason
 from dtpu.report import (HW_FIELDS, STORE, JsonLinesSink, NodeRecord, Report, empty_hw,
                          empty_timing, format_table)
 from dtpu.spec import ConvSpec, OpKind
@@ -86,6 +86,7 @@ class Step:
     handle: Any = None
     output_shape: tuple[int, ...] = ()
     record: dict | None = None    # the NodeRecord fields that do not change between invokes
+    taken: bool = False           # a partition kernel owns it (and its backend handle)
 
     @property
     def x(self) -> int:
@@ -121,7 +122,8 @@ class DelegateState:
         self.sink = JsonLinesSink(options.report_path) if options.report_path else None
         self.graphs: dict[int, GraphState] = {}
         self.preparing: GraphState | None = None
-        self.pending: dict[int, tuple[g.NodeInfo, Decision]] = {}
+        # claimed nodes of the Prepare in progress, already prepared on the backend (see trial)
+        self.pending: dict[int, tuple[g.NodeInfo, Decision, Step]] = {}
         self.logged: set[tuple] = set()
         self.history: list[Report] = []          # for report=summary, bounded below
         self.closed = False
@@ -160,6 +162,7 @@ class DelegateState:
         return self.runtime
 
     def select(self, ffi, ctx, plan_nodes: tuple[int, ...]) -> list[int]:
+        started = time.perf_counter()
         runtime = self.detect_runtime(ffi, ctx)
         graph = GraphState(self, int(ffi.cast("uintptr_t", ctx)))
         old = self.graphs.get(graph.ctx)
@@ -179,22 +182,36 @@ class DelegateState:
             return cache[index]
 
         OBSERVED["nodes"], OBSERVED["tensors"] = {}, {}
-        for index in plan_nodes:
-            node = g.read_node(ffi, ctx, index)
+        nodes = [g.read_node(ffi, ctx, index) for index in plan_nodes]
+        cyclic = dataflow_reason(nodes)
+        for node in nodes:
+            index = node.index
             OBSERVED["nodes"][index] = (node.builtin_code, node.inputs, node.outputs)
             if node.builtin_code not in (3, 4, 9):
                 continue
-            try:
-                decision = self.placed(analyze(node, tensor, self.options, runtime,
-                                               self.enabled_precisions))
-            except Exception as exc:  # a bug of ours must not take the model down: leave it on CPU
-                log.warning("node %d (%s): support check failed: %r", index, node.op, exc)
-                decision = Decision(spec=None, reason=f"internal error in the support check: {exc!r}")
+            if cyclic is not None:
+                decision = Decision(spec=None, reason=cyclic)
+            else:
+                try:
+                    decision = self.placed(analyze(node, tensor, self.options, runtime,
+                                                   self.enabled_precisions))
+                except Exception as exc:  # a bug of ours must not take the model down
+                    log.warning("node %d (%s): support check failed: %r", index, node.op, exc)
+                    decision = Decision(spec=None,
+                                        reason=f"internal error in the support check: {exc!r}")
+            step = None
+            if decision.claimed:
+                step, failure = self.trial(ffi, ctx, node, decision)
+                if step is None:
+                    decision = Decision(spec=None, reason=failure)
             if decision.claimed:
                 claimed.append(index)
-                self.pending[index] = (node, decision)
+                self.pending[index] = (node, decision, step)
             else:
-                name = tensor(node.outputs[0]).name if node.outputs and node.outputs[0] >= 0 else ""
+                try:
+                    name = tensor(node.outputs[0]).name if node.outputs and node.outputs[0] >= 0 else ""
+                except IndexError:
+                    name = ""
                 graph.rejected.append({"node": index, "op": node.op, "name": name,
                                        "reason": decision.reason})
                 key = (index, node.op, name, decision.reason)
@@ -205,12 +222,57 @@ class DelegateState:
         OBSERVED["tensors"] = {i: (t.name, t.shape, t.type) for i, t in cache.items()}
         graph.claimed = list(claimed)
         self.preparing = graph
+        # the claimed nodes were prepared on the backend here (trial): part of the prepare time
+        graph.prepare_us = (time.perf_counter() - started) * 1e6
         log.debug("delegate %d: claims %d of %d nodes", self.id, len(claimed), len(plan_nodes))
         return claimed
 
+    def trial(self, ffi, ctx, node: g.NodeInfo, decision: Decision) -> tuple["Step | None", str]:
+        """Read a claimed node's constants and prepare it on the backend now; (step, "") or
+        (None, why the node stays on the CPU).
+
+        The support rules know TFLite; only the backend knows its own limits (register field
+        widths, buffer sizes of the DTPU build it drives). A node the backend would refuse at
+        kernel Prepare would fail the interpreter's allocate_tensors() for a model the CPU runs
+        (issue #12), so it is tried here, while it can still be left to the CPU. The handle is
+        kept for the partition kernel (released at end_select if TFLite does not take it).
+        """
+        try:
+            filters = g.read_constant(ffi, ctx, g.read_tensor(ffi, ctx, decision.filter_index))
+            bias = None
+            if decision.bias_index >= 0:
+                bias = g.read_constant(ffi, ctx, g.read_tensor(ffi, ctx, decision.bias_index))
+                bias = bias.reshape(-1)
+        except (ValueError, IndexError) as exc:
+            return None, f"constant operand unreadable: {exc}"
+        why = constants_reason(decision.spec, filters, bias)
+        if why is not None:
+            return None, why
+        step = Step(node=node, decision=decision, filters=filters, bias=bias)
+        try:
+            step.handle = self.backend.prepare(decision.spec, filters, bias)
+        except ValueError as exc:  # the backends' way of saying "not this spec" (field widths...)
+            log.debug("node %d: backend %s refused it: %s", node.index, self.options.backend, exc)
+            return None, f"backend {self.options.backend} cannot run it: {exc}"
+        except Exception as exc:  # a broken backend: kernel Prepare retries and reports it
+            log.debug("node %d: trial prepare failed: %r", node.index, exc)
+            return step, ""
+        step.spec = decision.spec
+        return step, ""
+
     def end_select(self) -> None:
         self.preparing = None
+        for _node, _decision, step in self.pending.values():
+            if step.handle is not None and not step.taken:
+                self.release(step)
         self.pending = {}
+
+    def release(self, step: "Step") -> None:
+        try:
+            self.backend.release(step.handle)
+        except Exception as exc:
+            log.debug("release failed: %r", exc)
+        step.handle = None
 
     # -- reports --------------------------------------------------------------------------------
     def publish(self, report: Report) -> None:
@@ -341,16 +403,11 @@ class PartitionKernel:
         self.outputs = set(g.int_array(ffi, params.output_tensors))
         self.steps: list[Step] = []
         for index in node_ids:
-            node, decision = state.pending.get(index, (None, None))
-            if node is None:
+            _node, _decision, step = state.pending.get(index, (None, None, None))
+            if step is None or step.taken:
                 raise DelegateError(f"node {index} was not chosen by this delegate")
-            w = g.read_tensor(ffi, ctx, decision.filter_index)
-            filters = g.read_constant(ffi, ctx, w)
-            bias = None
-            if decision.bias_index >= 0:
-                bias = g.read_constant(ffi, ctx, g.read_tensor(ffi, ctx, decision.bias_index))
-                bias = bias.reshape(-1)
-            self.steps.append(Step(node=node, decision=decision, filters=filters, bias=bias))
+            step.taken = True
+            self.steps.append(step)
         produced = {s.y for s in self.steps}
         self.internal_ids = produced - self.outputs
         self.io: list[IoSlot] = []

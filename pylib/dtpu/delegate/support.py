@@ -38,6 +38,20 @@ _BIAS_TYPE = {DataMode.INT8: "int32", DataMode.UINT8: "int32", DataMode.INT16X8:
               DataMode.FLOAT32: "float32"}
 
 
+INT16_MAX = 32767
+FLT_MIN = float(np.finfo(np.float32).tiny)     # smallest normal float32
+FLT_MAX = float(np.finfo(np.float32).max)
+MULTIPLIER_MIN, MULTIPLIER_MAX, MULTIPLIER_MAX_16X8 = 2.0 ** -31, 2.0 ** 30, 2.0 ** 7
+# Largest activation (input or output) a claimed node may have, in elements: 4M, five times
+# MobileNet-224's largest. The backends stage whole tensors in host memory in wider types than
+# TFLite's (int64 / float64 accumulators, im2col copies; backend=model's golden model several
+# hundred bytes per element): damaged shapes of 9M and 25M elements (issue #12) made them run out
+# of 4 GiB where the CPU interpreter did not.
+MAX_ELEMENTS = 1 << 22
+# Zero points TFLite's kernels can hold for each activation / filter type.
+_ZERO_POINT_RANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767)}
+
+
 class Unsupported(Exception):
     """Raised by the checks below; its message is the reason shown in logs and reports."""
 
@@ -78,6 +92,12 @@ def _quant(t: TensorInfo, what: str) -> Quant:
              f"but {len(t.zero_point)} zero points")
     _require(all(s > 0 and np.isfinite(s) for s in t.scale), f"{what} tensor {t.name!r} has a "
              "non-positive or non-finite scale")
+    bad = [s for s in t.scale if not FLT_MIN <= s <= FLT_MAX]
+    _require(not bad, f"{what} tensor {t.name!r} has scale {bad[:1]}, not a normal float32")
+    low, high = _ZERO_POINT_RANGE.get(t.type, (None, None))
+    bad = [z for z in t.zero_point if low is not None and not low <= z <= high]
+    _require(not bad, f"{what} tensor {t.name!r} has zero point {bad[:1]} outside {t.type}'s "
+             f"range [{low}, {high}]")
     return Quant(scale=t.scale, zero_point=t.zero_point)
 
 
@@ -113,6 +133,19 @@ def _check_quantization(kind: OpKind, mode: DataMode, x: TensorInfo, w: TensorIn
     if mode is DataMode.INT16X8:
         _require(xq.zero_point[0] == 0 and yq.zero_point[0] == 0,
                  "int16 activations with a non-zero zero point")
+    # TFLite's multiplier: float32 product s_in * s_w, then divided by s_out in double
+    # (GetQuantizedConvolutionMultipler); QuantizeMultiplier saturates shifts above 30 and
+    # dtpu.reference only models multipliers in [2^-31, 2^30) (issue #12: a filter scale of 3.4e38)
+    product = np.float32(xq.scale[0]) * np.asarray(wq.scale, dtype=np.float32)
+    with np.errstate(all="ignore"):
+        multiplier = product.astype(np.float64) / float(np.float32(yq.scale[0]))
+    # The 16x8 kernels' MultiplyByQuantizedMultiplier(int64_t) takes shifts below 8 only (it
+    # DCHECKs -31 <= shift < 8; beyond, 15 - shift goes negative): multipliers below 2^7
+    top = MULTIPLIER_MAX_16X8 if mode is DataMode.INT16X8 else MULTIPLIER_MAX
+    _require(bool(np.all(np.isfinite(multiplier)) and np.all(multiplier >= MULTIPLIER_MIN)
+                  and np.all(multiplier < top)),
+             f"requantization multiplier {float(np.min(multiplier)):g}..{float(np.max(multiplier)):g}"
+             f" (input x filter / output scale) outside [2^-31, 2^{int(np.log2(top))})")
     return xq, wq, yq
 
 
@@ -129,6 +162,8 @@ def analyze(node: NodeInfo, tensor: Callable[[int], TensorInfo], options: Delega
         return _analyze(node, tensor, options, runtime, enabled)
     except Unsupported as exc:
         return Decision(spec=None, reason=str(exc))
+    except IndexError as exc:  # graph.read_tensor: an operand index outside the context
+        return Decision(spec=None, reason=f"operand {exc}")
 
 
 def _check_rounding(spec: ConvSpec, bias_type: str | None, runtime: str | None) -> None:
@@ -180,12 +215,66 @@ def _analyze(node: NodeInfo, tensor: Callable[[int], TensorInfo], options: Deleg
         spec = _fully_connected(node, x, w, y, b, mode, activation, params)
     else:
         spec = _conv(kind, node, x, w, y, b, mode, activation, params)
+    for what, shape in (("input", spec.input_shape), ("output", spec.output_shape)):
+        elements = int(np.prod(shape, dtype=object))
+        _require(elements <= MAX_ELEMENTS, f"{what} of {elements} elements exceeds the "
+                 f"{MAX_ELEMENTS} a DTPU node may have")
     if b is not None:
         _require(b.shape in ((spec.out_channels,), ()) or int(np.prod(b.shape)) == spec.out_channels,
                  f"bias shape {b.shape} for {spec.out_channels} output channels")
     _check_rounding(spec, None if b is None else b.type, runtime)
     return Decision(spec=spec, reason=None, precision=precision, input_index=x.index,
                     filter_index=w.index, bias_index=bias_index, output_index=y.index)
+
+
+def dataflow_reason(nodes: list[NodeInfo]) -> str | None:
+    """Why no node of this graph may be claimed (None: any may).
+
+    TFLite's execution plan is a topological order: each tensor is written by at most one node,
+    before the nodes that read it. A damaged model can break that (issue #12: a QUANTIZE whose
+    input index became its own output); the interpreter still runs it in plan order, but
+    replacing nodes by a delegate kernel partitions that graph by its data flow, and TFLite's
+    partitioner then hung or left an output unallocated. Such a graph stays on the CPU whole.
+    """
+    producer: dict[int, int] = {}
+    for position, node in enumerate(nodes):
+        for t in node.outputs:
+            if t < 0:
+                continue
+            if t in producer:
+                return (f"tensor {t} is written by nodes {nodes[producer[t]].index} and "
+                        f"{node.index}: the graph's data flow is not a DAG")
+            producer[t] = position
+    for position, node in enumerate(nodes):
+        for t in node.inputs:
+            if producer.get(t, -1) >= position:
+                return (f"node {node.index} reads tensor {t}, which node "
+                        f"{nodes[producer[t]].index} writes at or after it: the graph's data "
+                        "flow is not a DAG")
+    return None
+
+
+def constants_reason(spec: ConvSpec, filters: np.ndarray, bias: np.ndarray | None) -> str | None:
+    """Why a claimed node's constant values keep it on the CPU after all (None: they do not).
+
+    Checked once the filters and bias are read (the delegate's Prepare, see runtime.trial).
+    16x8 nodes requantize int64 totals with TFLite's MultiplyByQuantizedMultiplier(int64_t),
+    valid for |accumulator + bias| < 2^47 (TFLite DCHECKs it; release builds overflow silently,
+    the DTPU flags OVERFLOW): a bias near that bound (issue #12: one flipped byte of an int64
+    bias) must not reach the DTPU, so the bound is checked for any input.
+    """
+    if spec.mode is not DataMode.INT16X8 or bias is None or bias.size == 0:
+        return None
+    taps = int(np.prod(filters.shape)) // max(1, spec.out_channels)
+    if spec.kind is OpKind.DEPTHWISE_CONV_2D:
+        taps = spec.kernel[0] * spec.kernel[1]
+    largest_w = max(abs(int(filters.max())), abs(int(filters.min()))) if filters.size else 0
+    largest_b = max(abs(int(bias.max())), abs(int(bias.min())))
+    bound = taps * 32768 * largest_w + largest_b
+    if bound >= 1 << 47:
+        return (f"int16x8 accumulator + bias can reach {bound} (bias up to {largest_b}), beyond "
+                "the 2^47 that int64 requantization holds")
+    return None
 
 
 def _conv(kind, node, x, w, y, b, mode, activation, params) -> ConvSpec:
@@ -196,6 +285,10 @@ def _conv(kind, node, x, w, y, b, mode, activation, params) -> ConvSpec:
     _require(padding is not None, f"padding code {params.get('padding')}")
     stride, dilation = tuple(params["stride"]), tuple(params["dilation"])
     _require(min(stride) >= 1 and min(dilation) >= 1, f"stride {stride} / dilation {dilation}")
+    # TFLite's ConvParams / DepthwiseParams hold strides and dilations in int16 (types.h): a
+    # wider one wraps there (issue #12: stride_w 65535 gave other outputs than the convolution)
+    _require(max(stride + dilation) <= INT16_MAX, f"stride {stride} / dilation {dilation} "
+             "exceeds TFLite's 16-bit fields")
     channels = x.shape[3]
     multiplier = 1
     if kind is OpKind.DEPTHWISE_CONV_2D:
@@ -204,7 +297,10 @@ def _conv(kind, node, x, w, y, b, mode, activation, params) -> ConvSpec:
                  f"{channels} input channels")
         multiplier = w.shape[3] // channels
         declared = params.get("depth_multiplier", multiplier)
-        _require(declared in (multiplier, 0), f"depth_multiplier {declared} disagrees with the "
+        # TFLite derives the multiplier from the shapes when the option is 0 (old files), except
+        # in its 16x8 kernel, which uses the option as it is (issue #12: 0 gave other outputs)
+        accepted = (multiplier,) if mode is DataMode.INT16X8 else (multiplier, 0)
+        _require(declared in accepted, f"depth_multiplier {declared} disagrees with the "
                  f"shapes ({w.shape[3]} / {channels})")
         out_channels = w.shape[3]
     else:
@@ -220,6 +316,12 @@ def _conv(kind, node, x, w, y, b, mode, activation, params) -> ConvSpec:
     except ValueError as exc:
         raise Unsupported(str(exc)) from None
     _require(min(spec.output_shape) > 0, f"empty output {spec.output_shape} for input {x.shape}")
+    (top, extra_h), (left, extra_w) = spec.pads
+    # TFLite's kernels hold the padding in int16 fields (PaddingValues, types.h): a wider pad
+    # wraps there, and the interpreter's output is no longer the convolution dtpu.reference
+    # computes (issue #12: a mutated dilation of 65535 gave pad 65535, read as -1).
+    _require(max(top + extra_h, left + extra_w) <= INT16_MAX, f"padding {top}+{extra_h} x "
+             f"{left}+{extra_w} (dilation {dilation}) exceeds TFLite's 16-bit padding fields")
     # Only rank and channels are checked against TFLite's output tensor: after resize_tensor_input
     # its spatial dims are stale until our kernel's Prepare resizes it to spec.output_shape.
     _require(len(y.shape) == 4 and y.shape[3] == spec.out_channels, f"output shape {tuple(y.shape)} "

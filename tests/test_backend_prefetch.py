@@ -330,3 +330,44 @@ def test_plan_keeps_pages_until_used(seed):
         assert missing[1] == 0
     if not any(plan.streamed):
         assert missing[1] == 0 and not plan.riders
+
+
+def test_nodes_prepared_mid_invoke_defer_the_selection_to_the_next_round(monkeypatch):
+    """TFLite prepares the nodes after a dynamic tensor during Invoke, a partition at a time.
+    Each such prepare must not rerun the residency selection over everything prepared so far
+    (quadratic in the nodes): the plans made mid-invoke keep prepare's placement, and the
+    selection runs once, when the first node starts the next round. Outputs stay exact."""
+    rng = np.random.default_rng(5)
+    net = _net(rng)
+    calls = []
+    original = ModelBackend._select
+
+    def counting(self):
+        calls.append(len(self._nodes))
+        return original(self)
+
+    monkeypatch.setattr(ModelBackend, "_select", counting)
+    with HwConfig(**SMALL):
+        backend = ModelBackend({"prefetch": "on"})
+        handles = []
+
+        def run(i, seed):
+            spec, _, f, b = net[i]
+            x = np.random.default_rng(seed).integers(-128, 128, spec.input_shape).astype(np.int8)
+            y, _ = backend.invoke(handles[i], x, Probes())
+            assert np.array_equal(y, reference.run(spec, x, f, b)), (spec.name, seed)
+
+        # round 1: two nodes prepared before the invoke, the rest one at a time while it runs
+        for i in range(len(net)):
+            spec, _, f, b = net[i]
+            handles.append(backend.prepare(spec, f, b))
+            if i == 1:
+                run(0, 0)
+            if i >= 1:
+                run(i, i)
+        assert calls == [2], calls          # chosen once for the first partition, not per prepare
+        # round 2: nothing prepared since; the first node starts it and the selection runs over all
+        for k in range(2):
+            for i in range(len(net)):
+                run(i, 1000 * (k + 1) + i)
+        assert calls == [2, len(net)], calls

@@ -142,6 +142,13 @@ class ModelBackend(Backend):
         self.prefetch = str(self.options.get("prefetch", True)).lower() not in ("0", "false", "no", "off")
         self._nodes: list[_Node] = []          # prepare order: the order the plan assumes
         self._pf: _PlanState | None = None     # built at the first invoke after a prepare/release
+        # nodes prepared since the last plan was built (TFLite prepares the nodes after a
+        # dynamic tensor during Invoke, a partition at a time): those plans skip the residency
+        # selection, which then runs once at the next invoke of the first node (a whole round
+        # with no prepare in between), not once per partition (O(nodes^2))
+        self._added_since_plan = 0
+        self._planned_once = False
+        self._select_pending = False
         # what the weight memory holds, as far as this backend wrote it (the transport's memory
         # cannot be read back cheaply): checked before every streamed page is used
         self._shadow = np.zeros(c.WEIGHT_WORDS, np.dtype("<u8"))
@@ -241,6 +248,7 @@ class ModelBackend(Backend):
         self._nodes.append(node)
         node.planned = True
         self._pf = None
+        self._added_since_plan += 1
         return node
 
     def _run_loads(self, jobs) -> None:
@@ -288,10 +296,22 @@ class ModelBackend(Backend):
         free.append((pos, self.cfg.WEIGHT_WORDS))
         return max(free, key=lambda r: r[1] - r[0])
 
-    def _plan_state(self) -> "_PlanState":
+    def _plan_state(self, handle: "_Node | None" = None) -> "_PlanState":
+        if (self._pf is not None and self._select_pending and handle is not None
+                and self._nodes and handle is self._nodes[0]):
+            # a new round of invokes with no node prepared since the last plan: the node set
+            # is complete, choose residency over all of it now
+            self._pf = None
         if self._pf is None:
-            self._select()
+            if self._planned_once and self._added_since_plan:
+                # nodes prepared mid-invoke: plan them as prepare placed them, choose later
+                self._select_pending = True
+            else:
+                self._select()
+                self._select_pending = False
             self._pf = _PlanState.build(self)
+            self._planned_once = True
+            self._added_since_plan = 0
         return self._pf
 
     # -- which nodes stay resident ---------------------------------------------------------------
@@ -550,7 +570,7 @@ class ModelBackend(Backend):
     def _settle(self, handle: _Node) -> None:
         """Residency and the plan first: they may lower the node again."""
         if self.prefetch and handle.planned:
-            self._plan_state()
+            self._plan_state(handle)
 
     def _invoke(self, handle: _Node, x: np.ndarray, probes: Probes) -> tuple[np.ndarray, HwCounters]:
         if (self.fast and handle.direct is not False and handle.lowered.direct is not None

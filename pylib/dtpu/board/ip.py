@@ -152,6 +152,11 @@ def drivers(pynq=None) -> tuple[type, type]:
     return _CLASSES[key]
 
 
-DtpuIP, XadcIP = drivers()
+def __getattr__(name: str):
+    """``ip.DtpuIP`` / ``ip.XadcIP``, defined on first use: importing this module (and so
+    dtpu.backends.pynq) must not need pynq or a board; :func:`load_overlay` registers them."""
+    if name in ("DtpuIP", "XadcIP"):
+        return drivers()[name == "XadcIP"]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = ["DtpuIP", "XadcIP", "config_from_hwcfg", "drivers"]

@@ -65,7 +65,9 @@ log = logging.getLogger(__name__)
 
 _F64 = np.dtype(np.float64)
 _F32 = np.dtype(np.float32)
-_clip = np.core.umath.clip
+# the clip ufunc itself (no argument checks of np.clip): numpy 2 names its module numpy._core
+_clip = getattr(getattr(np, "_core", None), "umath", None)
+_clip = _clip.clip if _clip is not None and hasattr(_clip, "clip") else np.core.umath.clip
 _EXACT = 1 << 53
 #: GEMMs with a longer K accumulate in float32 (exact integers below 2^24, half the bytes of
 #: float64 through the matmul) and scale afterwards in two more passes over the outputs; shorter

@@ -25,7 +25,11 @@ from typing import Any, Callable, Iterable
 KEEP = int(os.environ.get("DTPU_REPORT_KEEP", "1000"))
 
 TIMING_FIELDS = ("total", "crossing", "python", "pack", "transfer", "compute", "unpack", "post")
-HW_FIELDS = ("cycles", "stall_cycles", "macs", "utilization", "latency_us", "words_in", "words_out")
+HW_FIELDS = ("cycles", "stall_cycles", "idle_cycles", "macs", "utilization", "latency_us",
+             "words_in", "words_out")
+#: the host's work per invoke on a device backend (dtpu.driver.hostops); None on backends with
+#: no device protocol (reference, isro, null)
+HOST_FIELDS = ("mmio_reads", "mmio_writes", "doorbells", "dma_starts", "transforms", "us")
 POWER_FIELDS = ("method", "avg_w", "max_w", "energy_j", "temperature_c", "voltages_v")
 
 
@@ -35,6 +39,10 @@ def empty_timing() -> dict[str, float]:
 
 def empty_hw() -> dict[str, Any]:
     return {name: None for name in HW_FIELDS}
+
+
+def empty_host() -> dict[str, Any]:
+    return {name: None for name in HOST_FIELDS}
 
 
 def empty_power() -> dict[str, Any]:
@@ -52,12 +60,13 @@ class NodeRecord:
     output_shape: tuple[int, ...]
     timing_us: dict[str, float] = field(default_factory=empty_timing)
     hw: dict[str, Any] = field(default_factory=empty_hw)
+    host: dict[str, Any] = field(default_factory=empty_host)
 
     def to_dict(self) -> dict[str, Any]:
         return {"node": self.node, "op": self.op, "name": self.name, "mode": self.mode,
                 "precision": self.precision, "input_shape": list(self.input_shape),
                 "output_shape": list(self.output_shape), "timing_us": dict(self.timing_us),
-                "hw": dict(self.hw)}
+                "hw": dict(self.hw), "host": dict(self.host)}
 
 
 @dataclass
@@ -80,6 +89,7 @@ class Report:
     first: bool = False
     prepare_us: float | None = None
     _hw_stale: bool = field(default=False, repr=False, compare=False)
+    _host: dict[str, Any] = field(default_factory=empty_host, repr=False)
 
     @property
     def hw(self) -> dict[str, Any]:
@@ -90,12 +100,20 @@ class Report:
             self._summarize_hw()
         return self._hw
 
+    @property
+    def host(self) -> dict[str, Any]:
+        """The host's work of the invoke: sums over the nodes (None where no node knows)."""
+        if self._hw_stale:
+            self._hw_stale = False
+            self._summarize_hw()
+        return self._host
+
     def to_dict(self) -> dict[str, Any]:
         return {"type": "invoke", "seq": self.seq, "delegate": self.delegate, "graph": self.graph,
                 "backend": self.backend, "runtime": self.runtime, "started_unix": self.started_unix,
                 "complete": self.complete, "kernels": self.kernels, "first": self.first,
                 "prepare_us": self.prepare_us, "timing_us": dict(self.timing_us),
-                "hw": dict(self.hw), "power": dict(self.power),
+                "hw": dict(self.hw), "host": dict(self.host), "power": dict(self.power),
                 "nodes": [n.to_dict() for n in self.nodes], "rejected": [dict(r) for r in self.rejected]}
 
     def table(self) -> str:
@@ -106,7 +124,9 @@ class Report:
         self._hw_stale = True
 
     def _summarize_hw(self) -> None:
-        sums: dict[str, Any] = {"cycles": None, "stall_cycles": None, "macs": None, "latency_us": None}
+        sums: dict[str, Any] = {"cycles": None, "stall_cycles": None, "idle_cycles": None,
+                                "macs": None, "latency_us": None}
+        host: dict[str, Any] = empty_host()
         words: dict[str, dict[str, int] | None] = {"words_in": None, "words_out": None}
         w_sum = w_cycles = u_sum = 0.0
         u_n = 0
@@ -123,6 +143,10 @@ class Report:
                         total = words[name] = {}
                     for stream, n in d.items():
                         total[stream] = total.get(stream, 0) + n
+            for name, v in node.host.items():
+                if v is not None:
+                    total = host.get(name)
+                    host[name] = v if total is None else total + v
             u, c = hw.get("utilization"), hw.get("cycles")
             if u is not None:
                 u_sum += u
@@ -132,6 +156,7 @@ class Report:
                     w_cycles += c
         self._hw.update(sums)
         self._hw.update(words)
+        self._host.update(host)
         self._hw["utilization"] = (w_sum / w_cycles if w_cycles else u_sum / u_n if u_n else None)
 
 
@@ -249,6 +274,16 @@ def format_table(reports: Iterable[Report]) -> str:
                    f"{firsts[-1].timing_us.get('total', 0.0):.1f} us"
                    + (f"; prepare {prep[-1]:.1f} us" if prep else "")
                    + (f" ({len(firsts)} prepares in these invokes)" if len(firsts) > 1 else ""))
+    hosts = [r.host for r in base if r.host.get("doorbells") is not None]
+    if hosts:
+        mean_h = {k: sum(h.get(k) or 0 for h in hosts) / len(hosts) for k in HOST_FIELDS}
+        out.append(f"host per invoke ({'steady state' if steady else 'first invokes'}): "
+                   f"{mean_h['mmio_reads']:.0f} register reads, {mean_h['mmio_writes']:.0f} "
+                   f"writes, {mean_h['doorbells']:.0f} doorbells, {mean_h['dma_starts']:.0f} DMA "
+                   f"starts, {mean_h['transforms']:.0f} transforms, {mean_h['us']:.1f} us "
+                   f"(host time without the device's)")
+    else:
+        out.append("host per invoke: not counted by this backend (no device protocol)")
     power = head.power
     if any(power.get(k) is not None for k in ("avg_w", "energy_j", "temperature_c")):
         temp = power.get("temperature_c")

@@ -30,6 +30,16 @@ class HwCounters:
     words_in: dict[str, int] = field(default_factory=dict)
     words_out: dict[str, int] = field(default_factory=dict)
     latency_us: float | None = None
+    #: cycles the core waited on memory or the host; on today's 1.2 core the STALL counter
+    #: (stall_cycles: a started job waiting for stream words), the same number
+    idle_cycles: int | None = None
+    #: the host's work for this node's invoke (dtpu.driver.hostops.HOST_FIELDS); None: a backend
+    #: without a device protocol
+    host: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if self.idle_cycles is None:
+            self.idle_cycles = self.stall_cycles
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -19,6 +19,12 @@ im2col/pack -> jobs on the model -> unpack; the counters are those the RTL's reg
 On the golden model the jobs run compiled (:func:`dtpu.driver.model.run_jobs_compiled`: the
 registers of each job decoded once, the datapath run directly, same words and counters as the
 register/stream protocol); option ``fast=False`` drives the model through the protocol instead.
+Every node's counters carry the host's work of its invoke (``HwCounters.host``,
+:mod:`dtpu.driver.hostops`): the protocol path counts the driver's calls through a
+:class:`~dtpu.driver.hostops.CountingTransport`, the compiled path adds what the protocol would
+have done for the same jobs, the lowering counts its transforms (``Lowered.transforms``), and
+``us`` is the invoke's time on the host (perf_counter, from before the residency/plan settle to
+the assembled output) minus the time spent inside the target.
 Power is the activity-based estimate of :mod:`dtpu.power` (``method="estimated"``), summed over
 the nodes of an invoke. Subclasses drive other targets by overriding :meth:`_open_transport`.
 """
@@ -33,6 +39,7 @@ import numpy as np
 
 from dtpu.backends.base import Backend, HwCounters, PowerReading, Probes
 from dtpu.driver import ModelTransport, Transport, check_identity, run_jobs
+from dtpu.driver.hostops import (CountingTransport, HostOps, add_counts, counter_read_ops)
 from dtpu.driver.model import run_compiled, run_jobs_compiled
 from dtpu.hw import fast as fastpath
 from dtpu.hw import prefetch
@@ -157,6 +164,7 @@ class ModelBackend(Backend):
         self._pknown = np.zeros(c.PARAM_ENTRIES, bool)
         self._load_regs: dict = {}
         self._last_estimate: float | None = None   # its estimate of an invoke's cycles
+        self._ops: HostOps | None = None   # the host operations of the invoke under way
 
     def _open_transport(self) -> Transport:
         return ModelTransport(Core(self.cfg))
@@ -256,10 +264,34 @@ class ModelBackend(Backend):
         for job in jobs:
             self._remember_load(job)
         try:
-            run_jobs(self.transport, jobs)
+            run_jobs(self._counted(), jobs)
         except Exception:
             self._forget()
             raise
+
+    def _counted(self) -> Transport:
+        """The transport the protocol driver is handed: counting during an invoke."""
+        ops = self._ops
+        return self.transport if ops is None else CountingTransport(self.transport, ops)
+
+    def _hosted(self, handle: _Node, ops: HostOps, start: float, run) -> tuple[np.ndarray, HwCounters]:
+        """`run()` (an invoke of `handle`) with the host record of its counters filled in;
+        `start` (perf_counter) was taken before the residency/plan settle that precedes it."""
+        low = handle.lowered
+        before = low.transforms[0]
+        self._ops = ops
+        try:
+            y, cnt = run()
+        finally:
+            self._ops = None
+        # a settle or a fallback may have lowered the node again: count on the lowering that ran
+        after = handle.lowered
+        transforms = after.transforms[0] - (before if after is low else 0)
+        cnt.host = {"mmio_reads": ops.mmio_reads, "mmio_writes": ops.mmio_writes,
+                    "doorbells": ops.doorbells, "dma_starts": ops.dma_starts,
+                    "transforms": transforms,
+                    "us": max(0.0, (perf_counter() - start - ops.device_s) * 1e6)}
+        return y, cnt
 
     def _remember(self, addr: int, words: np.ndarray) -> None:
         self._shadow[addr:addr + words.size] = words
@@ -564,8 +596,13 @@ class ModelBackend(Backend):
 
     def invoke(self, handle: _Node, x: np.ndarray, probes: Probes) -> tuple[np.ndarray, HwCounters]:
         with self._serial:
-            self._settle(handle)
-            return self._invoke(handle, x, probes)
+            start, ops = perf_counter(), HostOps()
+            self._ops = ops
+            try:
+                self._settle(handle)
+            finally:
+                self._ops = None
+            return self._hosted(handle, ops, start, lambda: self._invoke(handle, x, probes))
 
     def _settle(self, handle: _Node) -> None:
         """Residency and the plan first: they may lower the node again."""
@@ -584,9 +621,9 @@ class ModelBackend(Backend):
         t1 = perf_counter()
         try:
             if self.fast:
-                results, cnt = run_jobs_compiled(self.transport, jobs, handle.compiled)
+                results, cnt = run_jobs_compiled(self.transport, jobs, handle.compiled, self._ops)
             else:
-                results, cnt = run_jobs(self.transport, jobs)
+                results, cnt = run_jobs(self._counted(), jobs)
         except Exception:
             self._forget()   # whatever the failed job left in memory: check it again
             raise
@@ -613,10 +650,16 @@ class ModelBackend(Backend):
         node's result words are that tensor's bytes; returns (`out` or another array, counters).
         Targets other than the golden model (subclasses) run their own :meth:`invoke`."""
         with self._serial:
-            self._settle(handle)
+            start, ops = perf_counter(), HostOps()
+            self._ops = ops
+            try:
+                self._settle(handle)
+            finally:
+                self._ops = None
             if (self.fast and handle.direct is not False and handle.lowered.direct is not None
                     and handle.lowered.direct[3] and not handle.pending):
-                return self._invoke_direct(handle, x, probes, out)
+                return self._hosted(handle, ops, start,
+                                    lambda: self._invoke_direct(handle, x, probes, out))
         return self.invoke(handle, x, probes)
 
     def _invoke_direct(self, handle: _Node, x: np.ndarray, probes: Probes, out=None):
@@ -651,11 +694,13 @@ class ModelBackend(Backend):
             out = None
         t1 = perf_counter()
         try:
-            res = run_compiled(self.transport, cj, words, label, out, pf)
+            res = run_compiled(self.transport, cj, words, label, out, pf, self._ops)
         except Exception:
             self._forget()
             raise
         t2 = perf_counter()
+        if self._ops is not None:   # run_jobs reads the counters around the run
+            add_counts(self._ops, counter_read_ops(self.cfg))
         y = low.assemble([res]) if out is None else out
         t3 = perf_counter()
         probes.add("pack", t1 - t0)

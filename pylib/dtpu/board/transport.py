@@ -66,6 +66,10 @@ class PynqTransport(Transport):
                  timeout_s: float = 5.0) -> None:
         self.overlay = overlay
         self.timeout_s = float(timeout_s)
+        # on the emulated board the register and DMA calls run the emulation (device time); on
+        # the board they are the host's own cost (dtpu.driver.hostops)
+        from dtpu.board import emulate
+        self.simulated = emulate.installed()
         ip_dict = overlay.ip_dict
         names = [n for n, d in ip_dict.items() if d.get("type") == DTPU_VLNV]
         if len(names) != 1:

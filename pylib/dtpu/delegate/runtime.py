@@ -38,8 +38,8 @@ from dtpu.backends.base import Backend, HwCounters, Probes
 from dtpu.delegate import graph as g
 from dtpu.delegate.options import DelegateOptions, apply_log_level, restore_log_level
 from dtpu.delegate.support import Decision, analyze, constants_reason, dataflow_reason
-from dtpu.report import (HW_FIELDS, STORE, JsonLinesSink, NodeRecord, Report, empty_hw,
-                         empty_timing, format_table)
+from dtpu.report import (HW_FIELDS, STORE, JsonLinesSink, NodeRecord, Report, empty_host,
+                         empty_hw, empty_timing, format_table)
 from dtpu.spec import ConvSpec, OpKind
 
 log = logging.getLogger("dtpu.delegate")
@@ -553,8 +553,10 @@ class PartitionKernel:
             for name, s in seconds.items():
                 timing[name] = timing.get(name, 0.0) + s * 1e6
                 phases[name] = phases.get(name, 0.0) + s
+            host = None if counters is None else getattr(counters, "host", None)
             nodes.append(NodeRecord(*fields, timing, empty_hw() if counters is None
-                                    else dict(zip(HW_FIELDS, _hw_values(counters)))))
+                                    else dict(zip(HW_FIELDS, _hw_values(counters))),
+                                    empty_host() if host is None else dict(host)))
         seq = next(_invoke_seq)
         k.seq = seq
         stamp = [self, seq, py_enter, 0]
@@ -574,7 +576,9 @@ class PartitionKernel:
             timing[name] = timing.get(name, 0.0) + seconds * 1e6
         hw = (empty_hw() if counters is None
               else {name: getattr(counters, name, None) for name in HW_FIELDS})
-        return NodeRecord(**step.record, timing_us=timing, hw=hw)
+        host = None if counters is None else getattr(counters, "host", None)
+        return NodeRecord(**step.record, timing_us=timing, hw=hw,
+                          host=empty_host() if host is None else dict(host))
 
     def free(self) -> None:
         with LOCK:

@@ -15,6 +15,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from time import perf_counter
+
+from dtpu.driver.hostops import (CountingTransport, HostOps, add_counts, counter_read_ops,
+                                 protocol_ops)
 from dtpu.driver.jobs import Counters, read_counters, counter_delta, register_state, run_job
 from dtpu.driver.transport import DtpuJobError, Transport
 from dtpu.hw import fast
@@ -124,12 +128,23 @@ class _Protocol:
 
 
 def run_compiled(t: ModelTransport, cj: fast.CompiledJob, words: np.ndarray | None,
-                 label: str, out: np.ndarray | None = None, pf: np.ndarray | None = None
-                 ) -> np.ndarray | None:
+                 label: str, out: np.ndarray | None = None, pf: np.ndarray | None = None,
+                 ops: HostOps | None = None) -> np.ndarray | None:
     """One compiled job with run_job's error handling: fatal ERR bits raise DtpuJobError with the
     register state (the core is reset afterwards), warnings are cleared. `out`, `pf` (a compute
-    job's prefetch words): see :func:`dtpu.hw.fast.execute`."""
+    job's prefetch words): see :func:`dtpu.hw.fast.execute`. `ops` receives the register
+    accesses, doorbell and transfers the protocol would have made for this job
+    (:func:`dtpu.driver.hostops.protocol_ops`) and the time inside the model."""
+    t0 = perf_counter()
     res, err = fast.execute(t.core, cj, words, out, pf)
+    if ops is not None:
+        ops.device_s += perf_counter() - t0
+        streams = {cj.stream: 0 if words is None else np.size(words)} if cj.stream else {}
+        if pf is not None and cj.pf_count:
+            streams["wgt"] = cj.pf_count
+        add_counts(ops, protocol_ops(t.cfg, len(cj.regs), streams, 0 if res is None else res.size))
+        if err and not err & t.cfg.ERR_FATAL_MASK:
+            ops.mmio_writes += 1      # the warning flags cleared below, as run_job does
     if err:
         c = t.cfg
         if err & c.ERR_FATAL_MASK:
@@ -140,27 +155,32 @@ def run_compiled(t: ModelTransport, cj: fast.CompiledJob, words: np.ndarray | No
     return res
 
 
-def run_jobs_compiled(t: ModelTransport, jobs, cache: dict | None = None
-                      ) -> tuple[list[np.ndarray], Counters]:
+def run_jobs_compiled(t: ModelTransport, jobs, cache: dict | None = None,
+                      ops: HostOps | None = None) -> tuple[list[np.ndarray], Counters]:
     """:func:`dtpu.driver.run_jobs` for the golden model, without the register protocol.
 
     Same results, same counters (CYCLES, STALL, WORDS_*), same exceptions (DtpuJobError with the
     register state, the core reset afterwards) as the protocol path; jobs that cannot be compiled
-    run through it."""
+    run through it. `ops` receives the host operations run_jobs would have made (the counter
+    reads around the run included), see :mod:`dtpu.driver.hostops`."""
     cache = {} if cache is None else cache
+    if ops is not None:
+        add_counts(ops, counter_read_ops(t.cfg))
     with fast.batch():    # one node's GEMM pages share the float form of their activations
-        return _run_jobs_compiled(t, jobs, cache)
+        return _run_jobs_compiled(t, jobs, cache, ops)
 
 
-def _run_jobs_compiled(t: ModelTransport, jobs, cache: dict) -> tuple[list[np.ndarray], Counters]:
+def _run_jobs_compiled(t: ModelTransport, jobs, cache: dict, ops: HostOps | None
+                       ) -> tuple[list[np.ndarray], Counters]:
+    counted = t if ops is None else CountingTransport(t, ops)
     results: list[np.ndarray] = []
     cycles = 0
     words = {"wgt": 0, "act": 0, "res": 0}
     for job in jobs:
         cj = compiled(t, job, cache)
         if cj is None:
-            before = read_counters(t)
-            res = run_job(t, job)
+            before = read_counters(t)   # not counted: run_jobs reads them once around the run
+            res = run_job(counted, job)
             d = counter_delta(before, read_counters(t))
             cycles += d.cycles
             for k, v in (*d.words_in.items(), *d.words_out.items()):
@@ -170,7 +190,7 @@ def _run_jobs_compiled(t: ModelTransport, jobs, cache: dict) -> tuple[list[np.nd
             continue
         stream = cj.stream
         res = run_compiled(t, cj, job.send.get(stream) if stream else None, job.label,
-                           pf=job.send.get("wgt") if cj.pf_count else None)
+                           pf=job.send.get("wgt") if cj.pf_count else None, ops=ops)
         cycles += cj.cycles
         if stream:
             words[stream] += cj.n_in

@@ -56,6 +56,9 @@ class Transport(abc.ABC):
     #: bound for the waits a transport does on its own (DMA channels); the driver's job timeout
     #: is passed to :meth:`wait_done` explicitly
     timeout_s: float = 5.0
+    #: the target is a simulation run by the host (golden model, Verilator, emulated board):
+    #: the time inside its calls is the device's, not the host's (dtpu.driver.hostops)
+    simulated: bool = True
 
     @abc.abstractmethod
     def write_reg(self, offset: int, value: int) -> None:

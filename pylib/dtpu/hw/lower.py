@@ -91,6 +91,14 @@ class Lowered:
     direct: tuple | None = field(repr=False, default=None)
     #: K chunks of a K-split lowering (raw accumulators summed on the host), else 1
     k_chunks: int = 1
+    #: host transforms run so far (one cell, incremented where they run): layout or arithmetic
+    #: steps between device jobs that are not a view of the tensor or the stream's word packing,
+    #: one per step and job/node: a KxK (or padded-K) im2col gather, a depthwise channel repeat
+    #: or pad, a chunk-major transpose or a channel-part slice per job, a K chunk's column slice,
+    #: per result page an unpack/interleave or the stacked transpose, per K-split partial a sum
+    #: and the final requantization. The report's ``host.transforms`` is its difference over an
+    #: invoke; the goal (contract 2.0) is 0.
+    transforms: list = field(repr=False, default_factory=lambda: [0])
 
     def jobs(self, x: np.ndarray) -> list[Job]:
         """The jobs of one invoke on input `x` (NHWC, the node's TFLite dtype)."""
@@ -424,6 +432,10 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
         packed = share[("wgt", prec, cols_n)] = _pack_weights(wpad, prec, nt, kwords, cols_n)
 
     tile_words = kwords * cols_n
+    tally = [0]   # Lowered.transforms
+    # the im2col of a 1x1 stride-1 conv or an FC without K padding is a reshape (a view)
+    im2col_view = kp == k and (spec.kind is OpKind.FULLY_CONNECTED or (
+        (kh, kw) == (1, 1) and spec.stride == (1, 1) and (oh, ow) == (h, w)))
     wide = prec in (Precision.INT32, Precision.INT64)  # no REQUANT there: raw + host output stage
     split_k = wide or kwords > cfg.ACT_WORDS or tile_words > wcap
     if split_k and prec.is_float:
@@ -471,6 +483,8 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
         paged_loads = {p: page_loads(*p) for p in pages} if not (fits and resident) else {}
 
         def plan(x):
+            if x is not None and not im2col_view:
+                tally[0] += 1
             act = _NO_ACT if x is None else _pack_act(im2col(x), prec)
             if fits and resident:
                 return [gemm_job(0, nt, act)]
@@ -497,11 +511,13 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
             if as_view:
                 return results[0].view(out_dt).reshape(m, nt * cols_n)[:, :oc].reshape(out_shape)
             if stacked:
+                tally[0] += 1
                 y = np.empty((m, nt * cols_n), out_dt)
                 y.reshape(m, len(pages), -1)[...] = np.concatenate(results).view(out_dt).reshape(
                     len(pages), m, -1).transpose(1, 0, 2)
                 return np.ascontiguousarray(y[:, :oc]).reshape(out_shape)
             parts = []
+            tally[0] += len(results)
             for (t0, t1), words in zip(pages, results):
                 vals = unpack(words, _res_prec(res_dt), words.size * lanes_res)
                 parts.append(vals.reshape(m, t1 - t0, wps * lanes_res)[:, :, :cols_n].reshape(m, -1))
@@ -514,7 +530,7 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
                 if own_params else [])
         low = Lowered(spec, cfg, prec, "gemm", fits and resident, once,
                       min(nt, tiles_per_page) * tile_words, min(nt, tiles_per_page) * cols_n,
-                      plan, assemble)
+                      plan, assemble, transforms=tally)
         if fits and resident:
             vdt = prec.value_dtype
             flat = (not prec.is_float and kp == k and (spec.kind is OpKind.FULLY_CONNECTED or (
@@ -523,6 +539,8 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
             def act_of(x):
                 if flat and x.dtype == vdt:  # the NHWC tensor is the stream
                     return x.reshape(-1).view(_U64)
+                if not im2col_view:
+                    tally[0] += 1
                 return _pack_act(im2col(x), prec)
             low.direct = (page_regs[0, nt], act_of, f"gemm[0:{nt}]", as_is)
         return low
@@ -558,6 +576,8 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
 
     def plan_split(x):
         a = None if x is None else im2col(x)
+        if a is not None:
+            tally[0] += (0 if im2col_view else 1) + (len(schedule) if len(chunks) > 1 else 0)
         jobs = []
         for (k0, k1), (t0, t1) in schedule:
             act = _NO_ACT if a is None else _pack_act(np.ascontiguousarray(a[:, k0 * L:k1 * L]), prec)
@@ -570,6 +590,7 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
 
     def assemble_split(results):
         acc = np.zeros((m, nt * cols_n), np.int64)
+        tally[0] += len(results) + 1     # a sum per partial, then the requantization
         for ((k0, k1), (t0, t1)), words in zip(schedule, results):
             vals = unpack(words, _res_prec(res_dt), words.size * lanes_raw).astype(np.int64)
             acc[:, t0 * cols_n:t1 * cols_n] += vals.reshape(m, t1 - t0, wps * lanes_raw)[:, :, :cols_n].reshape(m, -1)
@@ -582,9 +603,9 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
         def plan_resident(x):
             return [j for j in plan_split(x) if j is not only]
         return Lowered(spec, cfg, prec, "gemm", True, jobs_once, int(only.send["wgt"].size), 0,
-                       plan_resident, assemble_split, k_chunks=len(chunks))
+                       plan_resident, assemble_split, k_chunks=len(chunks), transforms=tally)
     return Lowered(spec, cfg, prec, "gemm", False, [], min(wcap, kwords * cols_n * nt), 0,
-                   plan_split, assemble_split, k_chunks=len(chunks))
+                   plan_split, assemble_split, k_chunks=len(chunks), transforms=tally)
 
 
 def _res_prec(dt: np.dtype) -> Precision:
@@ -742,7 +763,10 @@ def _lower_dw(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap, 
     else:
         once = []
 
+    tally = [0]   # Lowered.transforms
+
     def channels(x):
+        tally[0] += (mult > 1) + (cp != oc)
         if mult > 1:  # input channel ci feeds output channels ci*M .. ci*M+M-1
             x = np.repeat(x, mult, axis=3)
         if cp != oc:
@@ -751,6 +775,7 @@ def _lower_dw(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap, 
 
     def stream(img, g, g0, g1):
         """One image's activation words of the job over groups g0..g1-1."""
+        tally[0] += (len(parts) > 1) + (g.nchunk > 1)
         if len(parts) > 1:
             img = img[:, :, g0 * L:g1 * L]
         if g.nchunk > 1:  # chunk-major stream: (chunk, y, x, groups of the chunk)
@@ -777,11 +802,13 @@ def _lower_dw(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap, 
         if as_view:
             if g_one.nchunk == 1:  # the result words are the NHWC output: a view
                 return results[0].view(xdt).reshape(1, oh, ow, oc)
+            tally[0] += 1
             y = np.empty((1, oh, ow, oc), xdt)
             np.copyto(y.reshape(oh, ow, g_one.nchunk, g_one.gc * L),
                       results[0].view(xdt).reshape(g_one.nchunk, oh, ow, g_one.gc * L).transpose(1, 2, 0, 3))
             return y
         out = np.empty((n, oh, ow, cp), np.int64 if raw else xdt)
+        tally[0] += len(results) + raw
         words = iter(results)
         for (g0, g1), (g, *_rest) in zip(parts, jobs_of):
             for b in range(n):
@@ -797,7 +824,7 @@ def _lower_dw(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap, 
     most = max(g1 - g0 for g0, g1 in parts)
     low = Lowered(spec, cfg, prec, "dwconv", resident, once,
                   taps * ceil_div(most, cols_n) * cols_n, cp if resident or own_params else most * L,
-                  plan, assemble)
+                  plan, assemble, transforms=tally)
     if resident and n == 1:
         vdt = prec.value_dtype
         flat = not prec.is_float and mult == 1 and cp == oc and g_one.nchunk == 1

@@ -338,6 +338,19 @@ def test_zoo_model_through_the_delegate_on_the_emulated_board(emu, dtpu_so, tfl)
         assert "dma_act:dma:s2mm start" in tokens[max(0, i - 4):i]
     assert not any(tok.startswith("dma_wgt:dma") for tok in tokens)
     assert tokens.count("dma_act:dma:mm2s done") == tokens.count("dma_act:dma:s2mm done") == 13
+    # the host record: the same jobs as backend=model, so the same counts node by node; what
+    # the board saw agrees (its DTPU writes are the driver's; its reads add the STATUS polls of
+    # the completion wait, which the record leaves out)
+    from dtpu.report import HOST_FIELDS
+    counts = [k for k in HOST_FIELDS if k != "us"]
+    assert [{k: n.host[k] for k in counts} for n in report.nodes] == \
+        [{k: n.host[k] for k in counts} for n in report_model.nodes]
+    host = report.host
+    assert host["doorbells"] == 13 and host["dma_starts"] == 26 and host["us"] > 0
+    assert host["mmio_writes"] == sum(tok.startswith("dtpu:w:") for tok in tokens)
+    assert host["mmio_reads"] <= sum(tok.startswith("dtpu:r:") for tok in tokens)
+    assert host["dma_starts"] == sum(tok.endswith(" start") and ":dma:" in tok for tok in tokens)
+    assert report.hw["idle_cycles"] == report_model.hw["idle_cycles"] == 0
     # power: XADC statistics measured (synthetic here), energy estimated from the counters
     p = report.power
     assert p["method"] == "estimated" and p["energy_j"] > 0 and p["avg_w"] > 0

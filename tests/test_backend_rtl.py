@@ -66,7 +66,12 @@ def _check_against_model(model: Path, invokes: int = 1) -> subprocess.CompletedP
     for got, want in zip(rtl, ref):
         assert got["backend"] == "rtl"
         assert _node_cycles(got) == _node_cycles(want)       # the RTL's CYCLES = the model's
-        assert all(n["hw"]["stall_cycles"] == 0 for n in got["nodes"])
+        assert all(n["hw"]["stall_cycles"] == n["hw"]["idle_cycles"] == 0 for n in got["nodes"])
+        # the host record: the same jobs, so the same counts as the model's compiled path
+        counts = ("mmio_reads", "mmio_writes", "doorbells", "dma_starts", "transforms")
+        assert [[n["host"][k] for k in counts] for n in got["nodes"]] == \
+            [[n["host"][k] for k in counts] for n in want["nodes"]]
+        assert got["host"]["doorbells"] >= len(got["nodes"]) and got["host"]["us"] > 0
         assert got["power"]["method"] == "estimated" and got["power"]["energy_j"] > 0
         assert got["power"]["energy_j"] == pytest.approx(want["power"]["energy_j"])
     assert "outputs agree with the CPU interpreter (bit-exact)" in proc.stderr

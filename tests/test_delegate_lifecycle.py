@@ -123,7 +123,7 @@ def test_first_invoke_is_flagged_and_carries_the_prepare_time(dtpu_so, tfl):
 
 def test_report_json_lines(dtpu_so, tfl, tmp_path):
     import dtpu
-    from dtpu.report import HW_FIELDS, POWER_FIELDS, TIMING_FIELDS
+    from dtpu.report import HOST_FIELDS, HW_FIELDS, POWER_FIELDS, TIMING_FIELDS
 
     target = tmp_path / "runs.jsonl"
     it = dtpu.make_interpreter(DATA / "wide_hybrid.tflite", {"backend": "reference", "report": str(target)})
@@ -140,6 +140,37 @@ def test_report_json_lines(dtpu_so, tfl, tmp_path):
         assert set(HW_FIELDS) <= set(r["hw"]) and set(POWER_FIELDS) <= set(r["power"])
         assert [n["op"] for n in r["nodes"]] == ["depthwise_conv2d"]
         assert len(r["rejected"]) == 2 and all("hybrid" in x["reason"] for x in r["rejected"])
+        # backend=reference has no device protocol: the host record's fields, all null
+        assert r["host"] == {k: None for k in HOST_FIELDS}
+        assert all(n["host"] == {k: None for k in HOST_FIELDS} for n in r["nodes"])
+
+
+def test_report_host_record_in_json_lines_and_the_summary_table(dtpu_so, tfl, tmp_path):
+    """backend=model: every node's host record, their sums in the invoke's record, one line of
+    steady-state means in the summary table."""
+    import dtpu
+    from dtpu.report import HOST_FIELDS
+
+    target = tmp_path / "runs.jsonl"
+    it = dtpu.make_interpreter(DATA / "wide_hybrid.tflite", {"backend": "model", "report": str(target)})
+    it.allocate_tensors()
+    for seed in range(3):
+        run(it, random_inputs(it, seed))
+    table = dtpu.last_report().table()
+    del it
+    gc.collect()
+    dtpu.reports()
+    records = [json.loads(line) for line in target.read_text().splitlines()]
+    assert len(records) == 3
+    for r in records:
+        assert list(r["host"]) == list(HOST_FIELDS) and r["hw"]["idle_cycles"] == 0
+        for k in HOST_FIELDS:
+            assert r["host"][k] == pytest.approx(sum(n["host"][k] for n in r["nodes"]))
+        assert r["host"]["doorbells"] >= len(r["nodes"]) == 1 and r["host"]["us"] > 0
+    h = records[-1]["host"]
+    assert (f"host per invoke (steady state): {h['mmio_reads']} register reads, "
+            f"{h['mmio_writes']} writes, {h['doorbells']} doorbells, {h['dma_starts']} DMA starts, "
+            f"{h['transforms']} transforms, ") in table
 
 
 def _rss_kib() -> int:

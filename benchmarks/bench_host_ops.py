@@ -24,7 +24,13 @@ when absent), ResNet-8 (tests/isro/resnet8_int8.tflite). Partitions here are cha
 convolution nodes split at every other operator (dtpu.hw.cmdlist.partitions_of), as the
 delegate's partitions are today (MobileNet v2's residual ADDs and ResNet-8's split them).
 
-    PYTHONPATH=pylib python benchmarks/bench_host_ops.py [--models DIR] [--only NAME]
+Delegate reports: the same models through the delegate (dtpu.make_interpreter), the `host` record
+of the steady-state invoke's report (dtpu.report, counted by dtpu.driver.hostops) on backend=model
+(its compiled path, counts derived from the protocol) and, with --board, on the emulated PYNQ-Z2
+(the real pynq package; DTPU_PYNQ_EMULATE). That is today's figure as users see it: all delegated
+partitions of the interpreter, nodes the delegate claims (which may differ from the chains above).
+
+    PYTHONPATH=pylib python benchmarks/bench_host_ops.py [--models DIR] [--only NAME] [--board]
 """
 from __future__ import annotations
 
@@ -183,7 +189,8 @@ def _model_paths(models_dir):
     cands = [Path(models_dir)] if models_dir else []
     if os.environ.get("DTPU_MODEL_CACHE"):
         cands.append(Path(os.environ["DTPU_MODEL_CACHE"]))
-    cands += [Path("/work/scratch_models"), ROOT / "tests" / "models" / "cache"]
+    cands += [ROOT / "tests" / "models" / "zoo", Path("/work/scratch_models"),
+              ROOT / "tests" / "models" / "cache"]
     v2 = next((d / "mobilenet_v2_224__int8.tflite" for d in cands
                if (d / "mobilenet_v2_224__int8.tflite").exists()), None)
     return [("VWW 96 (mobilenet_v1_025_96)", ROOT / "tests/models/zoo/mobilenet_v1_025_96__int8.tflite"),
@@ -191,10 +198,53 @@ def _model_paths(models_dir):
             ("ResNet-8 (tests/isro)", ROOT / "tests/isro/resnet8_int8.tflite")]
 
 
+def reported(path: Path, options: dict, invokes: int = 3) -> dict:
+    """The host record, hw counters and node count of a steady-state invoke's delegate report."""
+    import dtpu
+
+    it = dtpu.make_interpreter(path, options)
+    it.allocate_tensors()
+    rng = np.random.default_rng(0)
+    for _ in range(invokes):
+        for d in it.get_input_details():
+            info = np.iinfo(d["dtype"]) if np.issubdtype(d["dtype"], np.integer) else None
+            x = (rng.integers(info.min, info.max + 1, d["shape"]).astype(d["dtype"]) if info
+                 else rng.standard_normal(d["shape"]).astype(d["dtype"]))
+            it.set_tensor(d["index"], x)
+        it.invoke()
+    reports = [r for r in dtpu.reports()[-invokes:] if not r.first]
+    r = reports[-1]
+    return {"host": dict(r.host), "cycles": r.hw["cycles"], "idle": r.hw["idle_cycles"],
+            "nodes": len(r.nodes), "partitions": r.kernels}
+
+
+def _report_rows(name: str, path: Path, board: bool) -> None:
+    rows = [("delegate, backend=model", {"backend": "model"})]
+    if board:
+        from dtpu.board import emulate
+
+        bit = emulate.install()
+        rows.append(("delegate, backend=pynq (emulated)", {"backend": "pynq", "bitstream": str(bit)}))
+    print(f"   delegate reports ({name}, steady state, per invoke):")
+    print("| report | nodes (kernels) | mmio reads | mmio writes | doorbells | DMA starts | transforms "
+          "| host us | cycles | idle cycles |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for label, options in rows:
+        got = reported(path, options)
+        h = got["host"]
+        print(f"| {label} | {got['nodes']} ({got['partitions']}) | {h['mmio_reads']} | {h['mmio_writes']} | "
+              f"{h['doorbells']} | {h['dma_starts']} | {h['transforms']} | {h['us']:.0f} | "
+              f"{got['cycles']} | {got['idle']} |")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", help="directory holding mobilenet_v2_224__int8.tflite")
     ap.add_argument("--only", help="run only models whose name contains this")
+    ap.add_argument("--board", action="store_true",
+                    help="also report through the emulated PYNQ-Z2 (needs the pynq package)")
+    ap.add_argument("--reports-only", action="store_true",
+                    help="only the delegate reports' host records (no command-list comparison)")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     cfg = cl.get_config()
@@ -206,6 +256,9 @@ def main(argv=None) -> int:
         if path is None or not path.exists():
             print(f"{name}: model file not found, skipped")
             continue
+        if args.reports_only:
+            _report_rows(name, path, args.board)
+            continue
         parts = cl.partitions_of(path)
         nodes = sum(len(p) for p in parts)
         macs = sum(n.spec.macs for p in parts for n in p)
@@ -216,9 +269,10 @@ def main(argv=None) -> int:
         t2 = time.perf_counter()
         exact = all(np.array_equal(a.reshape(-1), b.reshape(-1)) for a, b in zip(old_outs, new_outs))
         rows.append((name, len(parts), nodes, old, new, old_cycles, cycles, compute, idle, macs,
-                     exact, prog))
+                     exact, prog, path))
         log.info("%s: today %.1f s, command list %.1f s", name, t1 - t0, t2 - t1)
-    for (name, nparts, nodes, old, new, old_cycles, cycles, compute, idle, macs, exact, prog) in rows:
+    for (name, nparts, nodes, old, new, old_cycles, cycles, compute, idle, macs, exact, prog,
+         path) in rows:
         print(f"\n## {name}: {nodes} delegated nodes in {nparts} partitions, {macs / 1e6:.1f} M MACs, "
               f"outputs bit-identical: {exact}")
         print(f"   DDR image {prog.size / 1e6:.2f} MB, {prog.streamed_nodes} nodes streamed "
@@ -236,6 +290,7 @@ def main(argv=None) -> int:
               f"{new.mmio_writes / nparts:.0f} writes, {new.doorbells / nparts:.0f} doorbell; "
               f"stall-free compute {compute} cycles ({100 * macs / (compute * peak):.1f} %), "
               f"memory model adds {idle} ({100 * idle / cycles:.1f} % of the list's cycles)")
+        _report_rows(name, path, args.board)
     return 0
 
 

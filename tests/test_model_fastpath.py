@@ -280,6 +280,15 @@ def _zoo_nodes(entry):
         yield tflite_model.conv_spec(model.main, op)
 
 
+def _counted(c):
+    """A node's counters without the host's measured time (`host.us` is a timing, not a count:
+    every counted field must still be equal)."""
+    import dataclasses
+
+    host = None if c.host is None else {k: v for k, v in c.host.items() if k != "us"}
+    return dataclasses.replace(c, host=host)
+
+
 @pytest.mark.skipif(not ZOO, reason="model zoo (tests/models/zoo) not present")
 @pytest.mark.parametrize("entry", ZOO, ids=[e["name"] for e in ZOO])
 def test_zoo_compiled_equals_protocol(entry):
@@ -299,12 +308,12 @@ def test_zoo_compiled_equals_protocol(entry):
             y1, c1 = quick.invoke(h1, x, Probes())
             y2, c2 = slow.invoke(h2, x, Probes())
             assert y1.dtype == y2.dtype and np.array_equal(y1, y2)
-            assert c1 == c2
+            assert _counted(c1) == _counted(c2)
             # written in place into the delegate's output buffer when the node allows it
             out = np.full(y2.shape, 7, y2.dtype)
             y3, c3 = quick.invoke_into(h1, x, Probes(), out)
             slow.invoke(h2, x, Probes())
-            assert np.array_equal(np.asarray(y3).reshape(y2.shape), y2) and c3 == c2
+            assert np.array_equal(np.asarray(y3).reshape(y2.shape), y2) and _counted(c3) == _counted(c2)
             in_place += y3 is out
             # the core behind each: same register file, same counters
             assert quick.core.regs == slow.core.regs

@@ -594,14 +594,20 @@ class ModelBackend(Backend):
         self._remember(addr + lo, words[lo:hi])
         return [Job(f"wgt page [{addr + lo}:{addr + hi})", regs, {"wgt": words[lo:hi]})]
 
+    def _settle_counted(self, handle: _Node) -> tuple[float, HostOps]:
+        """:meth:`_settle` with its host operations (weight loads of a new plan) counted into a
+        fresh HostOps for this invoke; returns (start time, that record)."""
+        start, ops = perf_counter(), HostOps()
+        self._ops = ops
+        try:
+            self._settle(handle)
+        finally:
+            self._ops = None
+        return start, ops
+
     def invoke(self, handle: _Node, x: np.ndarray, probes: Probes) -> tuple[np.ndarray, HwCounters]:
         with self._serial:
-            start, ops = perf_counter(), HostOps()
-            self._ops = ops
-            try:
-                self._settle(handle)
-            finally:
-                self._ops = None
+            start, ops = self._settle_counted(handle)
             return self._hosted(handle, ops, start, lambda: self._invoke(handle, x, probes))
 
     def _settle(self, handle: _Node) -> None:
@@ -650,12 +656,7 @@ class ModelBackend(Backend):
         node's result words are that tensor's bytes; returns (`out` or another array, counters).
         Targets other than the golden model (subclasses) run their own :meth:`invoke`."""
         with self._serial:
-            start, ops = perf_counter(), HostOps()
-            self._ops = ops
-            try:
-                self._settle(handle)
-            finally:
-                self._ops = None
+            start, ops = self._settle_counted(handle)
             if (self.fast and handle.direct is not False and handle.lowered.direct is not None
                     and handle.lowered.direct[3] and not handle.pending):
                 return self._hosted(handle, ops, start,

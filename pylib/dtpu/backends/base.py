@@ -109,6 +109,26 @@ class Backend(abc.ABC):
     def invoke(self, handle: Any, x: np.ndarray, probes: Probes) -> tuple[np.ndarray, HwCounters]:
         """Run one node on `x` (NHWC, the TFLite input dtype); return the TFLite output and counters."""
 
+    #: runs whole delegated partitions as command lists (contract 2.0) when True: the delegate
+    #: then calls :meth:`prepare_partitions` / :meth:`invoke_partition` instead of
+    #: :meth:`invoke` per node (nodes are still prepared one by one for the claim)
+    lists: bool = False
+
+    def prepare_partitions(self, partitions: list) -> Any:
+        """Compile a graph's partitions (lists of :class:`dtpu.hw.cmdlist.NodeIn`) once; the
+        handle goes to :meth:`invoke_partition`. Raises ValueError (CmdlistError) with the
+        reason when they cannot be expressed; the delegate then runs the nodes one by one."""
+        raise NotImplementedError(f"backend {self.name} runs nodes one by one")
+
+    def invoke_partition(self, program: Any, index: int, inputs: list[np.ndarray],
+                         outputs: dict[int, np.ndarray], probes: Probes) -> list[HwCounters]:
+        """Run partition `index` of `program`: `inputs` by k of NodeIn.src = -1 - k, `outputs`
+        (node index -> array) filled; returns the counters of every node of the partition."""
+        raise NotImplementedError(f"backend {self.name} runs nodes one by one")
+
+    def release_partitions(self, program: Any) -> None:
+        """Free what :meth:`prepare_partitions` allocated."""
+
     def power(self) -> PowerReading:
         """Power over the last invoke; backends with a sensor or a model override this."""
         return PowerReading()

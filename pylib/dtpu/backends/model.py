@@ -40,6 +40,7 @@ import numpy as np
 from dtpu.backends.base import Backend, HwCounters, PowerReading, Probes
 from dtpu.driver import ModelTransport, Transport, check_identity, run_jobs
 from dtpu.driver.hostops import (CountingTransport, HostOps, add_counts, counter_read_ops)
+from dtpu.driver.lists import ListProgram, lists_supported
 from dtpu.driver.model import run_compiled, run_jobs_compiled
 from dtpu.hw import fast as fastpath
 from dtpu.hw import prefetch
@@ -135,6 +136,8 @@ class ModelBackend(Backend):
         self.rounding = self.options.get("rounding", "default")
         self.transport = self._open_transport()
         check_identity(self.transport)
+        self.lists = self._choose_path(str(self.options.get("path", "auto")).lower())
+        self._owner = None      # the ListProgram whose prologue the on-chip memories hold
         # the compiled fast path is the golden model's own; other targets speak the protocol
         fast = str(self.options.get("fast", True)).lower() not in ("0", "false", "no", "off")
         self.fast = fast and type(self.transport) is ModelTransport
@@ -167,7 +170,29 @@ class ModelBackend(Backend):
         self._ops: HostOps | None = None   # the host operations of the invoke under way
 
     def _open_transport(self) -> Transport:
-        return ModelTransport(Core(self.cfg))
+        """The golden model of a contract-2.0 core: the 1.2 core with the command-list units."""
+        return ModelTransport(Core(self.cfg), lists=True)
+
+    def _choose_path(self, path: str) -> bool:
+        """Command lists (True) or job by job: from the core's VERSION and the `path` option."""
+        if path == "jobs":
+            return False
+        name = self.name or type(self).__name__
+        if not lists_supported(self.transport):
+            if path == "lists":
+                raise ValueError(f"backend={name}: path=lists, but the core reports VERSION "
+                                 f"{self.transport.read_reg(self.cfg.REG_VERSION):#x} (contract "
+                                 f"1.2, no command lists); accepted: path=auto or path=jobs")
+            log.info("backend=%s: the core is contract 1.2: job by job", name)
+            return False
+        if self.precision != "auto":
+            if path == "lists":
+                raise ValueError(f"backend={name}: path=lists with precision={self.precision}; "
+                                 f"command lists run the natural precisions only; accepted: "
+                                 f"precision=auto, or path=auto/jobs")
+            log.info("backend=%s: precision=%s forced: job by job", name, self.precision)
+            return False
+        return True
 
     @property
     def enabled_precisions(self):
@@ -605,8 +630,83 @@ class ModelBackend(Backend):
             self._ops = None
         return start, ops
 
+    # -- contract 2.0: whole partitions as command lists ----------------------------------------
+
+    def prepare_partitions(self, partitions: list) -> ListProgram:
+        with self._serial:
+            prog = ListProgram(self.transport, partitions, rounding=self.rounding,
+                               runtime=self.runtime)
+            self._owner = prog
+            log.info("backend=%s: %d partition(s) as command lists, %d bytes of DDR image, %d "
+                     "node(s) streamed", self.name, len(partitions), prog.program.size,
+                     prog.program.streamed_nodes)
+            return prog
+
+    def release_partitions(self, program: ListProgram) -> None:
+        with self._serial:
+            if self._owner is program:
+                self._owner = None
+            program.free()
+
+    def invoke_partition(self, program: ListProgram, index: int, inputs: list[np.ndarray],
+                         outputs: dict[int, np.ndarray], probes: Probes) -> list[HwCounters]:
+        with self._serial:
+            start, ops = perf_counter(), HostOps()
+            t = CountingTransport(self.transport, ops)
+            if self._owner is not program:   # another program or 1.2 jobs wrote the memories
+                program.loaded = False
+            self._owner = program
+            run = program.invoke(index, inputs, outputs, t)
+            us = max(0.0, (perf_counter() - start - ops.device_s) * 1e6)
+            probes.add("compute", ops.device_s)
+            probes.add("pack", perf_counter() - start - ops.device_s)
+            return self._list_counters(program, index, run, ops, us)
+
+    def _list_counters(self, program: ListProgram, index: int, run, ops: HostOps,
+                       us: float) -> list[HwCounters]:
+        """Per node: its share of CL_CYCLES and IDLE where the target keeps the golden model's
+        split (``list_trace``; no register holds it), else the partition on its last node; the
+        host record of the partition on its last node (the others cost the host nothing)."""
+        part = program.program.partitions[index]
+        n = len(part.node_macs)
+        trace = getattr(self.transport, "list_trace", lambda: None)()
+        if trace is not None:
+            spans = trace.node_cycles([(index << 16) | i for i in range(n)])
+        else:
+            spans = [(None, None)] * (n - 1) + [(run.cycles, run.idle_cycles)]
+        peak = self.cfg.ROWS * self.cfg.COLS
+        zero = {"mmio_reads": 0, "mmio_writes": 0, "doorbells": 0, "dma_starts": 0,
+                "transforms": 0, "us": 0.0}
+        out = []
+        for i, ((cyc, idle), macs) in enumerate(zip(spans, part.node_macs)):
+            last = i == n - 1
+            cnt = HwCounters(cyc, idle, macs, macs / (cyc * peak) if cyc else None,
+                             {"mem_rd": trace.rd_beats} if last and trace is not None else {},
+                             {"mem_wr": trace.wr_beats} if last and trace is not None else {},
+                             None if cyc is None else cyc / self.cfg.CLOCK_MHZ, idle)
+            cnt.host = (dict(mmio_reads=ops.mmio_reads, mmio_writes=ops.mmio_writes,
+                             doorbells=ops.doorbells, dma_starts=ops.dma_starts, transforms=0,
+                             us=us) if last else dict(zero))
+            if cyc:
+                self.energy.add(cnt, "int8")
+            out.append(cnt)
+        return out
+
+    def _reclaim(self) -> None:
+        """Before 1.2 jobs run after a command list: the list's LOADs overwrote the on-chip
+        memories, so resident nodes load again and streamed pages are checked again."""
+        if self._owner is None:
+            return
+        self._owner.loaded = False
+        self._owner = None
+        self._forget()
+        for node in self._nodes:   # streamed pages and their parameters are checked per use
+            if not node.streamed and not node.pending and node.lowered.resident:
+                self._run_loads(node.lowered.load_jobs)
+
     def invoke(self, handle: _Node, x: np.ndarray, probes: Probes) -> tuple[np.ndarray, HwCounters]:
         with self._serial:
+            self._reclaim()
             start, ops = self._settle_counted(handle)
             return self._hosted(handle, ops, start, lambda: self._invoke(handle, x, probes))
 
@@ -656,6 +756,7 @@ class ModelBackend(Backend):
         node's result words are that tensor's bytes; returns (`out` or another array, counters).
         Targets other than the golden model (subclasses) run their own :meth:`invoke`."""
         with self._serial:
+            self._reclaim()
             start, ops = self._settle_counted(handle)
             if (self.fast and handle.direct is not False and handle.lowered.direct is not None
                     and handle.lowered.direct[3] and not handle.pending):

@@ -58,7 +58,7 @@ class PynqBackend(ModelBackend):
         self.overlay = load_overlay(self.bitstream)
         t = PynqTransport(self.overlay, self.cfg)
         ip, c = t.ip, self.cfg
-        if ip.reg("ID") == c.ID and ip.reg("VERSION") == c.VERSION:  # else check_identity names it
+        if ip.reg("ID") == c.ID and ip.reg("VERSION") in (c.VERSION, c.VERSION2):  # else check_identity names it
             built = config_from_hwcfg(ip.reg("HWCFG0"), ip.reg("HWCFG1"), c)
             if (built.ROWS, built.COLS) != (c.ROWS, c.COLS):
                 raise ValueError(f"backend=pynq: mxu={c.ROWS}x{c.COLS}, but {self.bitstream} holds a "

@@ -59,6 +59,28 @@ def _poll(cond: Callable[[], bool], timeout_s: float) -> bool:
             time.sleep(min(1e-3, 1e-5 * (spins - 200)))
 
 
+class PynqDdrBuffer:
+    """A ``pynq.allocate`` buffer as :mod:`dtpu.driver.lists` uses it: the physical address for
+    the descriptors, the host's uint8 view, cache maintenance of byte ranges (slices of a
+    PynqBuffer flush and invalidate only their own bytes)."""
+
+    def __init__(self, buf: Any) -> None:
+        self.buf = buf
+        self.addr = int(buf.physical_address)
+        self.array = np.asarray(buf).view(np.uint8)
+
+    def flush(self, offset: int = 0, nbytes: int | None = None) -> None:
+        end = self.array.size if nbytes is None else offset + nbytes
+        self.buf[offset:end].flush()
+
+    def invalidate(self, offset: int = 0, nbytes: int | None = None) -> None:
+        end = self.array.size if nbytes is None else offset + nbytes
+        self.buf[offset:end].invalidate()
+
+    def free(self) -> None:
+        self.buf.freebuffer()
+
+
 class PynqTransport(Transport):
     """The board's DTPU behind its overlay (a ``pynq.Overlay`` of the hw/overlays design)."""
 
@@ -106,6 +128,21 @@ class PynqTransport(Transport):
 
     def read_reg(self, offset: int) -> int:
         return int(self.ip.read(offset))
+
+    # -- contract 2.0: DDR buffers the core's memory port reaches ---------------------------------
+
+    def alloc_buffer(self, nbytes: int) -> "PynqDdrBuffer":
+        return PynqDdrBuffer(self._allocate(shape=(max(int(nbytes), 1),), dtype=np.uint8))
+
+    def list_trace(self):
+        """The emulated core's record of its last list (the golden model's per-node split of
+        CL_CYCLES); None on a board, whose registers hold only the totals."""
+        from dtpu.board import emulate
+        if not emulate.installed():
+            return None
+        dev = emulate.current_board().dtpu
+        lists = getattr(getattr(dev, "core", None), "lists", None)
+        return None if lists is None else lists.last
 
     # -- buffers and channels ---------------------------------------------------------------------
 

@@ -41,6 +41,7 @@ class DelegateOptions:
     bitstream: str | None = None                   # backend=pynq: the overlay's .bit (None: default)
     power_meter: float | str | None = None         # backend=pynq: external meter, W or file:PATH
     prefetch: bool = True                          # stream non-resident weights as job prefetch
+    path: str = "auto"                             # auto | lists | jobs (contract 2.0 or 1.2)
 
     @property
     def report_path(self) -> str | None:
@@ -59,6 +60,8 @@ class DelegateOptions:
             options["power_meter"] = self.power_meter
         if not self.prefetch:
             options["prefetch"] = False
+        if self.path != "auto":
+            options["path"] = self.path
         return options
 
     def to_dict(self) -> dict[str, Any]:
@@ -73,6 +76,7 @@ class DelegateOptions:
             "bitstream": self.bitstream or "default",
             "power_meter": "none" if self.power_meter is None else str(self.power_meter),
             "prefetch": "on" if self.prefetch else "off",
+            "path": self.path,
         }
 
 
@@ -186,6 +190,16 @@ def _prefetch(value: str) -> bool:
     raise _invalid("prefetch", value, "on or off")
 
 
+PATHS = ("auto", "lists", "jobs")
+
+
+def _path(value: str) -> str:
+    text = value.strip().lower()
+    if text not in PATHS:
+        raise _invalid("path", value, "auto, lists or jobs")
+    return text
+
+
 _PARSERS: dict[str, Callable[[str], Any]] = {
     "backend": _backend,
     "precision": _precision,
@@ -197,6 +211,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "bitstream": _bitstream,
     "power_meter": _power_meter,
     "prefetch": _prefetch,
+    "path": _path,
 }
 
 # The option table of docs/delegate.md: key -> (accepted values, default, meaning).
@@ -225,6 +240,12 @@ TABLE = {
                  "backends model/rtl/pynq: weights of nodes that do not stay resident stream into "
                  "free weight memory as prefetch carried by earlier jobs (`off`: loaded before each "
                  "job through a scratch region; docs/architecture.md)"),
+    "path": ("`auto`, `lists`, `jobs`", "`auto`",
+             "backends model/pynq/rtl: `lists` runs each delegated partition as one command list "
+             "(contract 2.0: one doorbell per partition, docs/contract2.md), `jobs` drives it job "
+             "by job (contract 1.2); `auto` takes lists when the core's VERSION is 2.0 and the "
+             "graph compiles to lists, else jobs (the reason is logged); `lists` on a 1.2 core "
+             "fails at load"),
 }
 
 

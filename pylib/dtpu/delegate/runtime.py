@@ -326,6 +326,41 @@ class GraphState:
         # kernel Prepare time (us) since the last run: the next run is a first invoke (it compiles
         # jobs, loads weights) and carries it; reports keep it apart from steady-state means
         self.prepare_us: float | None = None
+        # contract 2.0: the graph's partitions as one program of command lists on the backend
+        # (None: not built for the current kernels; False: this graph runs job by job)
+        self.program: Any = None
+        self.program_index: dict[int, int] = {}    # kernel id -> partition of the program
+
+    def drop_program(self) -> None:
+        """The kernels changed (a Prepare, a free): the next invoke compiles again."""
+        prog, self.program, self.program_index = self.program, None, {}
+        if prog:
+            try:
+                self.delegate.backend.release_partitions(prog)
+            except Exception as exc:
+                log.debug("release_partitions failed: %r", exc)
+
+    def list_program(self, kernel: "PartitionKernel") -> tuple[Any, int] | None:
+        """(program, partition index) for `kernel` when the backend runs command lists and the
+        graph's prepared kernels compile to them; None: job by job (the reason is logged once)."""
+        backend = self.delegate.backend
+        if not getattr(backend, "lists", False) or self.program is False:
+            return None
+        if self.program is None or kernel.id not in self.program_index:
+            self.drop_program()
+            kernels = [k for k in self.kernels if k.prepared]
+            started = time.perf_counter()
+            try:
+                parts = [k.list_nodes() for k in kernels]
+                self.program = backend.prepare_partitions(parts)
+            except ValueError as exc:
+                log.info("graph %d runs job by job: its partitions are not expressed as command "
+                         "lists: %s", self.id, exc)
+                self.program = False
+                return None
+            self.program_index = {k.id: i for i, k in enumerate(kernels)}
+            self.prepare_us = (self.prepare_us or 0.0) + (time.perf_counter() - started) * 1e6
+        return self.program, self.program_index[kernel.id]
 
     def start_run(self) -> Report:
         self.finish_run()
@@ -422,6 +457,7 @@ class PartitionKernel:
     # -- kernel Prepare (may run many times; graph functions are not available) ----------------
     def prepare(self, ctx) -> None:
         started = time.perf_counter()
+        self.graph.drop_program()
         self._prepare(ctx)
         graph = self.graph
         graph.prepare_us = (graph.prepare_us or 0.0) + (time.perf_counter() - started) * 1e6
@@ -500,6 +536,25 @@ class PartitionKernel:
         self.prepared = True
         self.observed_internal = False
 
+    def list_nodes(self) -> list:
+        """The partition as the command-list compiler takes it: nodes in order, each fed by an
+        earlier node or by external input k (NodeIn.src = -1 - k, k in :attr:`list_inputs`)."""
+        from dtpu.hw.cmdlist import NodeIn
+
+        made = {s.y: i for i, s in enumerate(self.steps)}
+        self.list_inputs: list[int] = []
+        nodes = []
+        for i, step in enumerate(self.steps):
+            if step.x in made and made[step.x] < i:
+                src = made[step.x]
+            else:
+                if step.x not in self.list_inputs:
+                    self.list_inputs.append(step.x)
+                src = -1 - self.list_inputs.index(step.x)
+            nodes.append(NodeIn(step.spec, step.filters, step.bias, src=src))
+        self.list_outputs = {i: s.y for i, s in enumerate(self.steps) if s.y in self.outputs}
+        return nodes
+
     # -- kernel Invoke ---------------------------------------------------------------------------
     def invoke(self, ctx, py_enter: int) -> None:
         if not self.prepared:
@@ -523,6 +578,45 @@ class PartitionKernel:
             views[slot.index] = hit[1]
         with LOCK:
             report = self.graph.kernel_invoked(self)
+            program = self.graph.list_program(self)
+        if program is not None:
+            self._invoke_list(program, views, report)
+        else:
+            self._invoke_nodes(views, report)
+        seq = next(_invoke_seq)
+        k.seq = seq
+        stamp = [self, seq, py_enter, 0]
+        with LOCK:
+            self.graph.stamps.append(stamp)
+            if self.graph.ran >= {kk.id for kk in self.graph.kernels}:
+                self.graph.finish_run()
+        stamp[3] = time.monotonic_ns()  # Python's share ends here; the rest is the way back to C
+
+    def _invoke_list(self, program: tuple, views: dict, report: Report) -> None:
+        """The whole partition as one command list (contract 2.0)."""
+        prog, index = program
+        probes = Probes()
+        counters = self.state.backend.invoke_partition(
+            prog, index, [views[i] for i in self.list_inputs],
+            {n: views[y] for n, y in self.list_outputs.items()}, probes)
+        timing_total: dict[str, float] = {}
+        for i, (step, cnt) in enumerate(zip(self.steps, counters)):
+            timing = dict(_ZERO_TIMING)
+            if i == len(self.steps) - 1:
+                for name, sec in probes.seconds.items():
+                    timing[name] = timing.get(name, 0.0) + sec * 1e6
+                    timing_total[name] = timing_total.get(name, 0.0) + sec * 1e6
+            host = getattr(cnt, "host", None)
+            report.nodes.append(NodeRecord(*step.record.values(), timing,
+                                           dict(zip(HW_FIELDS, _hw_values(cnt))),
+                                           empty_host() if host is None else dict(host)))
+        with LOCK:
+            for name, us in timing_total.items():
+                if name not in ("total", "crossing", "python"):
+                    report.timing_us[name] = report.timing_us.get(name, 0.0) + us
+
+    def _invoke_nodes(self, views: dict, report: Report) -> None:
+        """Node by node (contract 1.2, or a backend without command lists)."""
         backend = self.state.backend
         invoke = backend.invoke
         into = getattr(backend, "invoke_into", None)   # backends that can write in place
@@ -557,18 +651,11 @@ class PartitionKernel:
             nodes.append(NodeRecord(*fields, timing, empty_hw() if counters is None
                                     else dict(zip(HW_FIELDS, _hw_values(counters))),
                                     empty_host() if host is None else dict(host)))
-        seq = next(_invoke_seq)
-        k.seq = seq
-        stamp = [self, seq, py_enter, 0]
         with LOCK:
             timing = report.timing_us
             for name, seconds in phases.items():
                 if name not in ("total", "crossing", "python"):
                     timing[name] = timing.get(name, 0.0) + seconds * 1e6
-            self.graph.stamps.append(stamp)
-            if self.graph.ran >= {kk.id for kk in self.graph.kernels}:
-                self.graph.finish_run()
-        stamp[3] = time.monotonic_ns()  # Python's share ends here; the rest is the way back to C
 
     def _node_record(self, step: Step, probes: Probes, counters: HwCounters | None) -> NodeRecord:
         timing = empty_timing()
@@ -582,6 +669,8 @@ class PartitionKernel:
 
     def free(self) -> None:
         with LOCK:
+            if self.graph.program is not None:
+                self.graph.drop_program()
             if self in self.graph.kernels:
                 if self.graph.current is not None:
                     self.graph.finish_run()

@@ -9,7 +9,8 @@ stream transfers the driver makes, counted the same way on every backend:
   native RTL transport reading STATUS inside its ``wait_done``) are not DTPU register accesses the
   protocol asks for, and would make the figures depend on how a target waits. The completion
   wait (``wait_done``) is therefore counted as no register read (an interrupt on the board).
-* ``doorbells`` are CTRL writes with START set (one per job today); ``dma_starts`` are stream
+* ``doorbells`` are CTRL writes with START set (one per job on the 1.2 path) and DOORBELL
+  writes (one per command list, contract 2.0); ``dma_starts`` are stream
   transfers started: every non-empty ``send`` and every ``expect`` (the board arms its receive
   DMA there; the model and the RTL take the same packet).
 * The golden model's compiled fast path skips the protocol. What the protocol *would* have done
@@ -65,6 +66,8 @@ class CountingTransport(Transport):
         self.cfg = inner.cfg
         self.ops = ops if ops is not None else HostOps()
         self._start = inner.cfg.encode("CTRL", START=1)
+        regs2 = {r["name"]: r["offset"] for r in inner.cfg.contract.get("contract2", {}).get("registers", [])}
+        self._doorbell = regs2.get("DOORBELL", -1)
         self._simulated = bool(getattr(inner, "simulated", True))
 
     @property
@@ -83,7 +86,8 @@ class CountingTransport(Transport):
     def write_reg(self, offset: int, value: int) -> None:
         ops = self.ops
         ops.mmio_writes += 1
-        if offset == self.cfg.REG_CTRL and value & self._start:
+        if (offset == self.cfg.REG_CTRL and value & self._start) or (offset == self._doorbell
+                                                                      and value & 1):
             ops.doorbells += 1
         self._timed(self.inner.write_reg, offset, value)
 
@@ -125,6 +129,15 @@ class CountingTransport(Transport):
 
     def close(self) -> None:
         self.inner.close()
+
+    # -- contract 2.0 (command lists): not register accesses, not counted
+
+    def alloc_buffer(self, nbytes: int):
+        return self.inner.alloc_buffer(nbytes)
+
+    def wait_list(self, timeout_s: float) -> bool:
+        fn = getattr(self.inner, "wait_list", None)
+        return True if fn is None else self._timed(fn, timeout_s, device=True)
 
 
 class _DryTransport(Transport):

@@ -57,12 +57,15 @@ def counter_delta(before, after) -> Counters:
     return Counters(d[0], d[1], {"wgt": d[2], "act": d[3]}, {"res": d[4]})
 
 
-def check_identity(t: Transport) -> None:
-    """Refuse a core whose ID, version or build differs from the contract the host lowers for."""
+def check_identity(t: Transport) -> int:
+    """Refuse a core whose ID, version or build differs from the contract the host lowers for;
+    returns its VERSION: 1.2, or 2.0 (command lists, which keeps the 1.2 protocol too)."""
     c = t.cfg
     got = {"ID": t.read_reg(c.REG_ID), "VERSION": t.read_reg(c.REG_VERSION),
            "HWCFG0": t.read_reg(c.REG_HWCFG0), "HWCFG1": t.read_reg(c.REG_HWCFG1)}
     want = {"ID": c.ID, "VERSION": c.VERSION, "HWCFG0": c.hwcfg0, "HWCFG1": c.hwcfg1}
+    if c.VERSION2 is not None and got["VERSION"] == c.VERSION2:
+        want["VERSION"] = c.VERSION2
     bad = {k: (hex(got[k]), hex(want[k])) for k in want if got[k] != want[k]}
     if bad:
         decoded = ""
@@ -71,6 +74,7 @@ def check_identity(t: Transport) -> None:
                        f"{c.decode('HWCFG1', got['HWCFG1'])}")
         raise DtpuHardwareError(f"DTPU does not match contract {c.model_name}: (got, expected) "
                                 f"{bad}{decoded}")
+    return got["VERSION"]
 
 
 def _fmt_value(cfg: HwConfig, name: str, value: int) -> str:

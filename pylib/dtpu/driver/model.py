@@ -31,17 +31,32 @@ _U64 = np.dtype("<u8")
 class ModelTransport(Transport):
     """In-process golden model; never blocks (a starved job makes `wait_done` return False)."""
 
-    def __init__(self, core: Core | None = None, cfg: HwConfig | None = None) -> None:
+    def __init__(self, core: Core | None = None, cfg: HwConfig | None = None, *,
+                 lists: bool = False, mem=None) -> None:
+        """`lists`: the core is a contract-2.0 one (VERSION 2.0, the command-list registers
+        over `mem`, default a :class:`~dtpu.hw.cmdlist.DdrPool` of its own), else a 1.2 core."""
         self.core = core or Core(cfg or get_config())
         self.cfg = self.core.cfg
+        self.lists = None
+        if lists:
+            from dtpu.hw import cmdlist
+            self.lists = cmdlist.Device(core=self.core, mem=mem if mem is not None else cmdlist.DdrPool())
 
     # -- the five methods ---------------------------------------------------------------------
 
     def write_reg(self, offset: int, value: int) -> None:
+        if self.lists is not None and offset in self.lists.by_offset:
+            self.lists.write(offset, value)
+            return
         self.core.write(offset, value)
 
     def read_reg(self, offset: int) -> int:
         core = self.core
+        if self.lists is not None:
+            if offset == self.cfg.REG_VERSION:
+                return self.cfg.VERSION2
+            if offset in self.lists.by_offset:
+                return self.lists.read(offset)
         if not core._pending:
             return core.read(offset)
         core._try_run()  # the words may be there by now
@@ -68,6 +83,17 @@ class ModelTransport(Transport):
         return not self.core._pending
 
     # -- hooks ----------------------------------------------------------------------------------
+
+    def list_trace(self):
+        """The golden model's record of the last command list (per-node cycle split), None on
+        a 1.2 core."""
+        return None if self.lists is None else self.lists.last
+
+    def alloc_buffer(self, nbytes: int):
+        """A DDR buffer the 2.0 core reaches (``pynq.allocate`` on the board)."""
+        if self.lists is None:
+            raise RuntimeError("a 1.2 core has no memory port: no DDR buffers")
+        return self.lists.ddr.alloc(nbytes)
 
     def pending_input(self, timeout_s: float = 0.0) -> dict[str, int]:
         return {s: n for s in STREAMS_IN if (n := self.backlog(s))}

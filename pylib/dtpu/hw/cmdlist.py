@@ -116,8 +116,9 @@ class Format:
 
 @dataclass
 class NodeIn:
-    """One node of a partition: its spec, constants and where its input comes from (-1: the
-    partition's input, else the index of an earlier node of the partition)."""
+    """One node of a partition: its spec, constants and where its input comes from: the index
+    of an earlier node of the partition, or ``-1 - k`` for the partition's input k (-1: the
+    first; a delegated partition may read several tensors from outside it)."""
 
     spec: ConvSpec
     filters: np.ndarray
@@ -144,12 +145,14 @@ class Partition:
 
     list_addr: int
     list_words: int
-    input: Buffer
+    input: Buffer                   # inputs[0]
     output: Buffer
     outputs: list[Buffer]           # every node's output (the last is `output`)
     macs: int
     compute_cycles: int = 0         # stall-free sum of its jobs (filled by the first run)
     jobs: int = 0
+    inputs: list[Buffer] = field(default_factory=list)   # by k of NodeIn.src = -1 - k
+    node_macs: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -281,19 +284,31 @@ def compile_program(partitions: list[list[NodeIn]], cfg: HwConfig | None = None,
         lb = _ListBuilder(fmt)
         # on-chip ranges the list's RUNs read so far: [(run number from 1, kind, lo, hi)]
         reads: list[tuple[int, str, int, int]] = []
-        first = nodes[0].spec
-        xdt = _io_dtype(first)
-        inp = Buffer(img.alloc(int(np.prod(first.input_shape)) * xdt.itemsize), tuple(first.input_shape), xdt)
+        # the partition's inputs, in the order of k (NodeIn.src = -1 - k), shaped by their readers
+        n_in = max([-1 - nd.src for nd in nodes if nd.src < 0], default=-1) + 1
+        in_spec: list[ConvSpec | None] = [None] * n_in
+        for nd in nodes:
+            if nd.src < 0 and in_spec[-1 - nd.src] is None:
+                in_spec[-1 - nd.src] = nd.spec
+        if n_in == 0 or any(s is None for s in in_spec):
+            raise CmdlistError(f"partition {p_index}: inputs {[k for k, s in enumerate(in_spec) if s is None] or [0]} "
+                               f"are read by no node; accepted: NodeIn.src = -1 - k for k < the "
+                               f"number of inputs, each read")
+        inps = [Buffer(img.alloc(int(np.prod(s.input_shape)) * _io_dtype(s).itemsize),
+                       tuple(s.input_shape), _io_dtype(s)) for s in in_spec]
         outs: list[Buffer] = []
         macs = 0
         for i, node in enumerate(nodes):
             spec = node.spec
             tag = (p_index << 16) | i
-            if node.src >= i or node.src < -1:
+            if node.src >= i:
                 raise CmdlistError(f"partition {p_index} node {i} ({spec.name!r}): input src="
-                                   f"{node.src}; accepted: -1 (the partition's input) or an "
-                                   f"earlier node 0..{i - 1}")
-            src = inp if node.src < 0 else outs[node.src]
+                                   f"{node.src}; accepted: -1 - k (the partition's input k) or "
+                                   f"an earlier node 0..{i - 1}")
+            src = inps[-1 - node.src] if node.src < 0 else outs[node.src]
+            if src.dtype != _io_dtype(spec):
+                raise CmdlistError(f"node {spec.name!r}: input of {_io_dtype(spec)} fed from a "
+                                   f"tensor of {src.dtype}")
             if int(np.prod(src.shape)) != int(np.prod(spec.input_shape)):
                 raise CmdlistError(f"node {spec.name!r}: input of shape {spec.input_shape} fed "
                                    f"from a tensor of shape {src.shape}")
@@ -342,7 +357,8 @@ def compile_program(partitions: list[list[NodeIn]], cfg: HwConfig | None = None,
         lb.end()
         data = lb.data()
         addr = img.alloc(len(data), data)
-        part = Partition(addr, len(lb.words), inp, outs[-1], outs, macs, jobs=lb.runs)
+        part = Partition(addr, len(lb.words), inps[0], outs[-1], outs, macs, jobs=lb.runs,
+                         inputs=inps, node_macs=[nd.spec.macs for nd in nodes])
         lists.append((lb, part))
     prologue.end()
     pdata = prologue.data()
@@ -613,6 +629,59 @@ class Ddr:
         self.mem[o:o + b.size] = b
 
 
+class DeviceBuffer:
+    """A buffer the DTPU reaches through its memory port and the host through its own view:
+    what ``pynq.allocate`` returns on the board (there, ``flush``/``invalidate`` keep the
+    CPU's caches coherent with the PL's accesses; here they are no-ops)."""
+
+    def __init__(self, pool: "DdrPool", addr: int, array: np.ndarray) -> None:
+        self.pool, self.addr, self.array = pool, addr, array
+
+    def flush(self, offset: int = 0, nbytes: int | None = None) -> None:
+        pass
+
+    def invalidate(self, offset: int = 0, nbytes: int | None = None) -> None:
+        pass
+
+    def free(self) -> None:
+        self.pool.free(self.addr)
+
+
+class DdrPool:
+    """The golden model's DDR: buffers allocated at increasing addresses (from
+    DEFAULT_DDR_BASE, 4 KiB aligned like CMA buffers), read and written by the HP port by
+    address; anything outside a buffer is DECERR."""
+
+    def __init__(self, base: int = DEFAULT_DDR_BASE) -> None:
+        self.next = base
+        self.bufs: dict[int, np.ndarray] = {}
+
+    def alloc(self, nbytes: int) -> DeviceBuffer:
+        addr = self.next
+        size = ceil_div(max(int(nbytes), 1), 4096) * 4096
+        self.next += size
+        if self.next > 1 << 32:
+            raise MemoryError(f"{nbytes} bytes of DDR beyond the 32-bit address space")
+        arr = self.bufs[addr] = np.zeros(size, np.uint8)
+        return DeviceBuffer(self, addr, arr)
+
+    def free(self, addr: int) -> None:
+        self.bufs.pop(addr, None)
+
+    def _find(self, addr: int, n: int) -> np.ndarray:
+        for start, arr in self.bufs.items():
+            if start <= addr and addr + n <= start + arr.size:
+                return arr[addr - start:addr - start + n]
+        raise DdrFault("DECERR", addr, n)
+
+    def read(self, addr: int, n: int) -> np.ndarray:
+        return self._find(addr, n)
+
+    def write(self, addr: int, data: np.ndarray) -> None:
+        b = np.ascontiguousarray(data).view(np.uint8).reshape(-1)
+        self._find(addr, b.size)[:] = b
+
+
 @dataclass
 class Timeline:
     """The memory model of contract 2.0 (contract.json ``contract2.memory_model``).
@@ -728,6 +797,22 @@ class RunResult:
     error_tag: int = 0
     job_err: int = 0                # the 1.2 ERR bits of a failed RUN
     message: str = ""
+    #: per descriptor TAG of a RUN/POST: [the cycle its last job ended, its jobs' stall-free
+    #: cycles]; the golden model's split of CL_CYCLES by node (no register holds it)
+    tags: dict = field(default_factory=dict)
+
+    def node_cycles(self, tags) -> list[tuple[int, int]]:
+        """(cycles, idle cycles) per tag of `tags` (a partition's nodes in list order): each
+        node from the end of the one before to the end of its last job, the last to the end of
+        the list, so they add up to CL_CYCLES and IDLE."""
+        out, prev = [], 0
+        for i, t in enumerate(tags):
+            end, comp = self.tags.get(t, (prev, 0))
+            if i == len(tags) - 1:
+                end = self.cycles
+            out.append((end - prev, end - prev - comp))
+            prev = end
+        return out
 
 
 class Executor:
@@ -793,6 +878,7 @@ class Executor:
                     cycles, beats, src, dst = self._post(ddr, regs, d, r)
                     tl.run(t_fetch, src, dst, beats, beats, cycles)
                     r.runs += 1
+                    _tag_span(r, h["TAG"], tl.core_free, cycles)
                 else:
                     kinds = f.layout["RUN"][1:]
                     d = {k: f.fields_of(k, w) for k, w in zip(kinds, body)}
@@ -802,6 +888,7 @@ class Executor:
                     tl.run(t_fetch, src, dst, act_beats, res_beats, cycles,
                            store_reads=res_beats if acc and not d["FIRST"] else 0)
                     r.runs += 1
+                    _tag_span(r, h["TAG"], tl.core_free, cycles)
         except _ClError as e:
             r.error |= f.errors[e.kind]
             r.message = str(e)
@@ -1037,6 +1124,11 @@ class Executor:
         return cycles, int(words.size), n_res, src, dst
 
 
+def _tag_span(r: RunResult, tag: int, end: int, cycles: int) -> None:
+    span = r.tags.get(tag)
+    r.tags[tag] = (end, cycles + (span[1] if span else 0))
+
+
 class _ClError(Exception):
     def __init__(self, kind: str, msg: str) -> None:
         super().__init__(msg)
@@ -1074,10 +1166,18 @@ class Device:
     DDR, and the executor behind the doorbell (synchronous: DONE is set when the write returns;
     `device_s` accumulates the emulation's own time so the host's can be told apart)."""
 
-    def __init__(self, program: Program, core: Core | None = None, fast_path: bool = True) -> None:
-        self.fmt = Format(program.cfg)
-        self.ddr = Ddr(program.base, program.size, program.image)
-        self.ex = Executor(core or Core(program.cfg), self.fmt, fast_path)
+    def __init__(self, program: Program | None = None, core: Core | None = None,
+                 fast_path: bool = True, *, mem=None) -> None:
+        """Over `program`'s own DDR image (tests, benchmarks), or over `mem` (anything with the
+        HP port's ``read(addr, n)`` / ``write(addr, data)`` raising :class:`DdrFault`: a
+        :class:`DdrPool` of the model's buffers, the emulated board's DDR) with `core`'s
+        memories: a 2.0 core keeps the 1.2 core inside, so lists and 1.2 jobs share them."""
+        if program is None and (mem is None or core is None):
+            raise ValueError("cmdlist.Device needs a program, or a memory and a core")
+        cfg = program.cfg if program is not None else core.cfg
+        self.fmt = Format(cfg)
+        self.ddr = mem if mem is not None else Ddr(program.base, program.size, program.image)
+        self.ex = Executor(core or Core(cfg), self.fmt, fast_path)
         self.regs = {name: int(r["reset"]) for name, r in self.fmt.regs.items()}
         self.by_offset = {int(r["offset"]): name for name, r in self.fmt.regs.items()}
         self.last: RunResult | None = None

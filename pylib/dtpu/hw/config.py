@@ -96,6 +96,10 @@ class HwConfig:
         self.PEAK_MACS_PER_CYCLE = p["ROWS"] * p["COLS"]
         self.ID = c["id"]
         self.VERSION = (c["version"]["major"] << 16) | c["version"]["minor"]
+        # a contract-2.0 core (command lists, docs/contract2.md) keeps the 1.2 protocol: the
+        # driver accepts either VERSION and picks its path from it
+        v2 = c.get("contract2", {}).get("version")
+        self.VERSION2 = (v2["major"] << 16) | v2["minor"] if v2 else None
         self.enums = {k: dict(v) for k, v in c["enums"].items()}
         for enum_name, members in self.enums.items():
             for member, code in members.items():

@@ -118,13 +118,42 @@ class Device:
         pass
 
 
+#: the contract the emulated DTPU implements unless its .hwh parameters say (``CONTRACT``):
+#: 2.0 (command lists over the HP port) is the golden model; "1.2" emulates today's bitstream
+DEFAULT_CONTRACT = "2.0"
+
+
+class HpPort:
+    """The DTPU's AXI4 master on S_AXI_HP0 as the command-list units see DDR: the device side of
+    the ``pynq.allocate`` regions (what the host flushed), DECERR outside them."""
+
+    def __init__(self, ddr: "Ddr") -> None:
+        self.ddr = ddr
+
+    def read(self, addr: int, n: int) -> np.ndarray:
+        from dtpu.hw.cmdlist import DdrFault
+        view = self.ddr.view(addr, n)
+        if view is None:
+            raise DdrFault("DECERR", addr, n)
+        return view
+
+    def write(self, addr: int, data: np.ndarray) -> None:
+        b = np.ascontiguousarray(data).view(np.uint8).reshape(-1)
+        self.read(addr, b.size)[:] = b
+
+
 class DtpuDevice(Device):
-    """The DTPU's register file and streams, backed by the golden model."""
+    """The DTPU's register file and streams, backed by the golden model; a contract-2.0 core
+    (default) also runs command lists from DDR through :class:`HpPort`."""
 
     def __init__(self, board: "Board", name: str, params: dict[str, str]) -> None:
         super().__init__(board, name, params)
         self.cfg = config_from_params(params)
-        self.core = ModelTransport(Core(self.cfg))
+        self.contract = str(params.get("CONTRACT", DEFAULT_CONTRACT))
+        if self.contract not in ("1.2", "2.0"):
+            raise ValueError(f"emulated DTPU: CONTRACT={self.contract!r}; accepted: 1.2, 2.0")
+        self.core = ModelTransport(Core(self.cfg), lists=self.contract == "2.0",
+                                   mem=HpPort(board.ddr))
         c = self.cfg
         self._status = c.REG_STATUS
         self._done = c.reg("STATUS").field("DONE").mask
@@ -141,9 +170,13 @@ class DtpuDevice(Device):
 
     @property
     def irq(self) -> bool:
-        """The ``irq`` output: CTRL.IRQ_EN and STATUS.DONE (contract: level while DONE)."""
+        """The ``irq`` output: CTRL.IRQ_EN and STATUS.DONE (contract 1.2: level while DONE), or
+        IRQ.PENDING of a command list (contract 2.0)."""
         c = self.cfg
         core = self.core.core
+        lists = self.core.lists
+        if lists is not None and lists.regs["IRQ"] & lists._irq_bit("PENDING"):
+            return True
         return bool(core.regs[c.REG_CTRL] & c.reg("CTRL").field("IRQ_EN").mask
                     and self.read(self._status) & self._done)
 

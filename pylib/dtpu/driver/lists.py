@@ -1,0 +1,164 @@
+"""The contract-2.0 host side: a graph's partitions prepared once as command lists in DDR, an
+invoke is a memcpy, one doorbell and one completion per partition (docs/contract2.md).
+
+Written once over :class:`~dtpu.driver.transport.Transport` plus two hooks a 2.0 target offers,
+so the golden model and the PYNQ-Z2 (real or emulated, through ``pynq``) run the same code:
+
+* ``alloc_buffer(nbytes)``: a DDR buffer with ``addr`` (what the core's memory port uses),
+  ``array`` (the host's uint8 view), ``flush()`` / ``invalidate()`` (cache maintenance around
+  the device's accesses) and ``free()``: ``pynq.allocate`` on the board, a
+  :class:`~dtpu.hw.cmdlist.DdrPool` buffer on the model;
+* ``wait_list(timeout_s)`` (optional): wait for the list's completion (the board's interrupt);
+  without it the driver polls CL_STATUS.DONE with a deadline.
+
+The compilation is :func:`dtpu.hw.cmdlist.compile_program`, the golden model's: the words the
+device executes are the ones the executor is proven bit-exact on. The image is compiled for the
+buffer's address (addresses are in the descriptors): when the buffer does not land where the
+first compilation assumed, it is compiled again for the address it got.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from dtpu.driver.transport import DtpuHardwareError, DtpuTimeout, Transport
+from dtpu.hw import cmdlist
+
+log = logging.getLogger(__name__)
+
+DEFAULT_LIST_TIMEOUT_S = 30.0
+
+
+def lists_supported(t: Transport) -> bool:
+    """The core reports contract 2.0 in VERSION (1.2 cores run job by job)."""
+    c = t.cfg
+    return c.VERSION2 is not None and t.read_reg(c.REG_VERSION) == c.VERSION2
+
+
+class DtpuListError(DtpuHardwareError):
+    """A command list ended with CL_ERR set; `err`, `pc`, `tag` are the registers' values."""
+
+    def __init__(self, msg: str, err: int, pc: int, tag: int) -> None:
+        super().__init__(msg)
+        self.err, self.pc, self.tag = err, pc, tag
+
+
+@dataclass
+class ListRun:
+    """What the core's counters say about one list (CL_CYCLES, IDLE)."""
+
+    cycles: int
+    idle_cycles: int
+
+
+class ListProgram:
+    """Partitions compiled into one DDR image on a 2.0 target, the prologue (resident weights)
+    run. One program owns the core's on-chip memories while it is :attr:`loaded`; anything else
+    that wrote them (another program, 1.2 jobs) makes the next :meth:`invoke` run the prologue
+    again (:meth:`ensure_loaded`)."""
+
+    def __init__(self, t: Transport, partitions: list[list[cmdlist.NodeIn]], *,
+                 rounding: str = "default", runtime: str | None = None,
+                 timeout_s: float = DEFAULT_LIST_TIMEOUT_S) -> None:
+        self.t = t
+        self.timeout_s = timeout_s
+        cfg = t.cfg
+        self.fmt = cmdlist.Format(cfg)
+        off = self.fmt.reg_offset
+        self._off = {n: off(n) for n in ("CL_BASE", "DOORBELL", "CL_STATUS", "CL_ERR", "IRQ",
+                                           "CL_ERR_PC", "CL_ERR_TAG", "CL_CYCLES_LO",
+                                           "CL_CYCLES_HI", "IDLE_LO", "IDLE_HI")}
+        irq = self.fmt.regs["IRQ"]["fields"]
+        self._irq_en = 1 << next(f["lsb"] for f in irq if f["name"] == "DONE_EN")
+        self._irq_pend = 1 << next(f["lsb"] for f in irq if f["name"] == "PENDING")
+        kw = dict(rounding=rounding, runtime=runtime)
+        prog = cmdlist.compile_program(partitions, cfg, **kw)
+        self.buf = t.alloc_buffer(prog.size)
+        if self.buf.addr != prog.base:
+            prog = cmdlist.compile_program(partitions, cfg, base=self.buf.addr, **kw)
+        self.program = prog
+        self.buf.array[:prog.size] = prog.image
+        self.buf.flush()
+        self.loaded = False
+        t.write_reg(self._off["IRQ"], self._irq_en)
+        self.ensure_loaded()
+
+    # -- views of the image
+
+    def view(self, b: cmdlist.Buffer) -> np.ndarray:
+        """The host's view of a tensor buffer of the image (its dtype and shape)."""
+        o = b.addr - self.program.base
+        return self.buf.array[o:o + b.nbytes].view(b.dtype).reshape(b.shape)
+
+    # -- running lists
+
+    def ensure_loaded(self, t: Transport | None = None) -> None:
+        if not self.loaded:
+            self.kick(self.program.prologue_addr, t)
+            self.loaded = True
+
+    def kick(self, addr: int, t: Transport | None = None) -> ListRun:
+        """CL_BASE, DOORBELL, the completion, CL_STATUS, the counters, the acknowledge: 5 reads
+        and 3 writes. Raises :class:`DtpuListError` naming the failing descriptor."""
+        t, o = t or self.t, self._off
+        t.write_reg(o["CL_BASE"], addr)
+        t.write_reg(o["DOORBELL"], 1)
+        waiter = getattr(t, "wait_list", None)
+        if waiter is not None and not waiter(self.timeout_s):
+            raise DtpuTimeout(f"command list at {addr:#x}: no completion within "
+                              f"{self.timeout_s} s")
+        st = t.read_reg(o["CL_STATUS"])
+        deadline = time.monotonic() + self.timeout_s
+        while not st & 0b10:
+            if time.monotonic() > deadline:
+                raise DtpuTimeout(f"command list at {addr:#x}: CL_STATUS={st:#x}, not DONE "
+                                  f"within {self.timeout_s} s")
+            time.sleep(1e-4)
+            st = t.read_reg(o["CL_STATUS"])
+        if st & 0b100:
+            self.loaded = False   # a list stopped half way: what it loaded is not known
+            err = t.read_reg(o["CL_ERR"])
+            pc, tag = t.read_reg(o["CL_ERR_PC"]), t.read_reg(o["CL_ERR_TAG"])
+            t.write_reg(o["CL_ERR"], err)
+            t.write_reg(o["IRQ"], self._irq_en | self._irq_pend)
+            names = [n for n, b in self.fmt.errors.items() if err & b]
+            raise DtpuListError(f"DTPU command list at {addr:#x} failed: CL_ERR={err:#x} "
+                                f"({', '.join(names)}) at list offset {pc}, tag {tag:#x} "
+                                f"(partition {tag >> 16}, node {tag & 0xFFFF})", err, pc, tag)
+        cycles = t.read_reg(o["CL_CYCLES_LO"]) | t.read_reg(o["CL_CYCLES_HI"]) << 32
+        idle = t.read_reg(o["IDLE_LO"]) | t.read_reg(o["IDLE_HI"]) << 32
+        t.write_reg(o["IRQ"], self._irq_en | self._irq_pend)
+        return ListRun(cycles, idle)
+
+    def invoke(self, index: int, inputs: list[np.ndarray], outputs: dict[int, np.ndarray],
+               t: Transport | None = None) -> ListRun:
+        """Partition `index`: the inputs copied into their buffers, its list run, the outputs
+        (node index -> array to fill) copied out. No register access but :meth:`kick`'s."""
+        part = self.program.partitions[index]
+        if len(inputs) != len(part.inputs):
+            raise ValueError(f"partition {index} takes {len(part.inputs)} inputs, got {len(inputs)}")
+        for b, x in zip(part.inputs, inputs):
+            x = np.asarray(x)
+            if x.dtype != b.dtype or x.size != int(np.prod(b.shape)):
+                raise ValueError(f"partition {index}: input {x.dtype}{list(x.shape)} does not match "
+                                 f"its buffer {b.dtype}{list(b.shape)}")
+            self.view(b)[...] = x.reshape(b.shape)
+            self.buf.flush(b.addr - self.program.base, b.nbytes)
+        self.ensure_loaded(t)
+        run = self.kick(part.list_addr, t)
+        for node, y in outputs.items():
+            b = part.outputs[node]
+            self.buf.invalidate(b.addr - self.program.base, b.nbytes)
+            np.copyto(y, self.view(b).reshape(y.shape))
+        return run
+
+    def free(self) -> None:
+        buf, self.buf = getattr(self, "buf", None), None
+        if buf is not None:
+            buf.free()
+
+
+__all__ = ["DEFAULT_LIST_TIMEOUT_S", "DtpuListError", "ListProgram", "ListRun", "lists_supported"]

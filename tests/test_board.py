@@ -101,7 +101,8 @@ def test_overlay_gives_named_drivers_bound_by_vlnv(emu):
     # the download went through pynq's Clocks (FCLK0 in the emulated SLCR) and bit2bin
     assert pynq.Clocks.fclk0_mhz == current_board().slcr.fclk_mhz(0) == 100.0
     assert current_board().bitstream == overlay.bitfile_name and current_board().bitstream_bytes > 0
-    assert dtpu.id == 0x44545055 and dtpu.version == (get_config().VERSION >> 16, get_config().VERSION & 0xFFFF)
+    # the emulated core is a contract-2.0 one (command lists; it keeps the 1.2 protocol too)
+    assert dtpu.id == 0x44545055 and dtpu.version == (get_config().VERSION2 >> 16, get_config().VERSION2 & 0xFFFF)
     assert dtpu.hwcfg["COLS"] == 8 and dtpu.config().model_name == get_config().model_name
     assert dtpu.status == {"BUSY": 0, "DONE": 0, "ERROR": 0, "STATE": 0}
     assert dtpu.counters["cycles"] == 0 and dtpu.err_names == []
@@ -309,9 +310,11 @@ def test_zoo_model_through_the_delegate_on_the_emulated_board(emu, dtpu_so, tfl)
     entry = zoo.get_entry("mobilenet_like__int8")
     cpu = tfl.Interpreter(model_path=str(MODEL))
     cpu.allocate_tensors()
-    model = dtpu.make_interpreter(MODEL, {"backend": "model"})
+    # job by job (contract 1.2, what a 1.2 bitstream runs): the DMA protocol under test here;
+    # the command-list path on the emulated board is tests/test_lists_path.py's
+    model = dtpu.make_interpreter(MODEL, {"backend": "model", "path": "jobs"})
     model.allocate_tensors()
-    board = dtpu.make_interpreter(MODEL, {"backend": "pynq", "bitstream": str(emu)})
+    board = dtpu.make_interpreter(MODEL, {"backend": "pynq", "bitstream": str(emu), "path": "jobs"})
     board.allocate_tensors()
     for seed in range(2):
         inputs = zoo.make_inputs(entry, seed=seed)

@@ -302,7 +302,7 @@ def test_compiler_refuses_what_it_cannot_express():
                     input_q=Quant((0.02,), (0,)), filter_q=Quant((0.01,) * 8, (0,) * 8),
                     output_q=Quant((0.1,), (0,)), name="pw")
     w = rng.integers(-9, 9, spec.filter_shape).astype(np.int8)
-    with pytest.raises(cl.CmdlistError, match=r"input src=3; accepted: -1"):
+    with pytest.raises(cl.CmdlistError, match=r"input src=3; accepted: -1 - k"):
         cl.compile_program([[cl.NodeIn(spec, w, None, src=3)]])
     with pytest.raises(cl.CmdlistError, match="partition 0 has no nodes"):
         cl.compile_program([[]])

@@ -680,9 +680,11 @@ class ModelBackend(Backend):
         out = []
         for i, ((cyc, idle), macs) in enumerate(zip(spans, part.node_macs)):
             last = i == n - 1
-            cnt = HwCounters(cyc, idle, macs, macs / (cyc * peak) if cyc else None,
-                             {"mem_rd": trace.rd_beats} if last and trace is not None else {},
-                             {"mem_wr": trace.wr_beats} if last and trace is not None else {},
+            # STALL (a started job waiting for words) is 0 in the golden model's timeline: a
+            # RUN starts once its first beat can arrive in time; waits are IDLE, between jobs
+            words_in, words_out = ({}, {}) if trace is None else trace.node_words((index << 16) | i)
+            cnt = HwCounters(cyc, 0 if trace is not None else None, macs,
+                             macs / (cyc * peak) if cyc else None, words_in, words_out,
                              None if cyc is None else cyc / self.cfg.CLOCK_MHZ, idle)
             cnt.host = (dict(mmio_reads=ops.mmio_reads, mmio_writes=ops.mmio_writes,
                              doorbells=ops.doorbells, dma_starts=ops.dma_starts, transforms=0,

@@ -90,6 +90,19 @@ class PynqBackend(ModelBackend):
             self.monitor.begin()
             return super().invoke(handle, x, probes)
 
+    def prepare_partitions(self, partitions: list):
+        with self._lock:
+            return super().prepare_partitions(partitions)
+
+    def invoke_partition(self, program, index: int, inputs, outputs, probes: Probes):
+        with self._lock:
+            self.monitor.begin()
+            return super().invoke_partition(program, index, inputs, outputs, probes)
+
+    def release_partitions(self, program) -> None:
+        with self._lock:
+            super().release_partitions(program)
+
     def power(self) -> PowerReading:
         """Over the invoke that just ended: XADC statistics, and the meter's power or the
         counters' estimate."""

@@ -359,7 +359,13 @@ class GraphState:
                 self.program = False
                 return None
             self.program_index = {k.id: i for i, k in enumerate(kernels)}
-            self.prepare_us = (self.prepare_us or 0.0) + (time.perf_counter() - started) * 1e6
+            # compiled within this invoke: it is a first invoke, carrying the compilation
+            us = (time.perf_counter() - started) * 1e6
+            if self.current is not None:
+                self.current.first = True
+                self.current.prepare_us = (self.current.prepare_us or 0.0) + us
+            else:
+                self.prepare_us = (self.prepare_us or 0.0) + us
         return self.program, self.program_index[kernel.id]
 
     def start_run(self) -> Report:

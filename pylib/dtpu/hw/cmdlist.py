@@ -284,6 +284,11 @@ def compile_program(partitions: list[list[NodeIn]], cfg: HwConfig | None = None,
         lb = _ListBuilder(fmt)
         # on-chip ranges the list's RUNs read so far: [(run number from 1, kind, lo, hi)]
         reads: list[tuple[int, str, int, int]] = []
+        for i, node in enumerate(nodes):
+            if node.src >= i:
+                raise CmdlistError(f"partition {p_index} node {i} ({node.spec.name!r}): input src="
+                                   f"{node.src}; accepted: -1 - k (the partition's input k) or "
+                                   f"an earlier node 0..{i - 1}")
         # the partition's inputs, in the order of k (NodeIn.src = -1 - k), shaped by their readers
         n_in = max([-1 - nd.src for nd in nodes if nd.src < 0], default=-1) + 1
         in_spec: list[ConvSpec | None] = [None] * n_in
@@ -301,10 +306,6 @@ def compile_program(partitions: list[list[NodeIn]], cfg: HwConfig | None = None,
         for i, node in enumerate(nodes):
             spec = node.spec
             tag = (p_index << 16) | i
-            if node.src >= i:
-                raise CmdlistError(f"partition {p_index} node {i} ({spec.name!r}): input src="
-                                   f"{node.src}; accepted: -1 - k (the partition's input k) or "
-                                   f"an earlier node 0..{i - 1}")
             src = inps[-1 - node.src] if node.src < 0 else outs[node.src]
             if src.dtype != _io_dtype(spec):
                 raise CmdlistError(f"node {spec.name!r}: input of {_io_dtype(spec)} fed from a "
@@ -797,9 +798,14 @@ class RunResult:
     error_tag: int = 0
     job_err: int = 0                # the 1.2 ERR bits of a failed RUN
     message: str = ""
-    #: per descriptor TAG of a RUN/POST: [the cycle its last job ended, its jobs' stall-free
-    #: cycles]; the golden model's split of CL_CYCLES by node (no register holds it)
+    #: per descriptor TAG (see :func:`_tag_span`): the golden model's split of CL_CYCLES and of
+    #: the stream words by node (no register holds it)
     tags: dict = field(default_factory=dict)
+
+    def node_words(self, tag: int) -> tuple[dict, dict]:
+        """(words in by stream, words out by stream) of one node, as the 1.2 counters name them."""
+        span = self.tags.get(tag, [0, 0, 0, 0, 0])
+        return {"wgt": span[4], "act": span[2]}, {"res": span[3]}
 
     def node_cycles(self, tags) -> list[tuple[int, int]]:
         """(cycles, idle cycles) per tag of `tags` (a partition's nodes in list order): each
@@ -807,7 +813,7 @@ class RunResult:
         the list, so they add up to CL_CYCLES and IDLE."""
         out, prev = [], 0
         for i, t in enumerate(tags):
-            end, comp = self.tags.get(t, (prev, 0))
+            end, comp = self.tags.get(t, (prev, 0))[:2]
             if i == len(tags) - 1:
                 end = self.cycles
             out.append((end - prev, end - prev - comp))
@@ -866,6 +872,7 @@ class Executor:
                     l1, l2 = f.fields_of("LOAD1", body[0]), f.fields_of("LOAD2", body[1])
                     self._load(ddr, l1, l2)
                     tl.load(t_fetch, l1["COUNT"], l2["AFTER"])
+                    _tag_span(r, h["TAG"], None, wgt=l1["COUNT"])
                 elif op == "REGS":
                     for w in body:
                         off, val = f.field("REG", w, "OFFSET"), f.field("REG", w, "VALUE")
@@ -878,7 +885,7 @@ class Executor:
                     cycles, beats, src, dst = self._post(ddr, regs, d, r)
                     tl.run(t_fetch, src, dst, beats, beats, cycles)
                     r.runs += 1
-                    _tag_span(r, h["TAG"], tl.core_free, cycles)
+                    _tag_span(r, h["TAG"], tl.core_free, cycles)   # the post unit: no stream
                 else:
                     kinds = f.layout["RUN"][1:]
                     d = {k: f.fields_of(k, w) for k, w in zip(kinds, body)}
@@ -888,7 +895,7 @@ class Executor:
                     tl.run(t_fetch, src, dst, act_beats, res_beats, cycles,
                            store_reads=res_beats if acc and not d["FIRST"] else 0)
                     r.runs += 1
-                    _tag_span(r, h["TAG"], tl.core_free, cycles)
+                    _tag_span(r, h["TAG"], tl.core_free, cycles, act_beats, res_beats)
         except _ClError as e:
             r.error |= f.errors[e.kind]
             r.message = str(e)
@@ -1124,9 +1131,19 @@ class Executor:
         return cycles, int(words.size), n_res, src, dst
 
 
-def _tag_span(r: RunResult, tag: int, end: int, cycles: int) -> None:
+def _tag_span(r: RunResult, tag: int, end: int | None, cycles: int = 0, act: int = 0,
+              res: int = 0, wgt: int = 0) -> None:
+    """Per TAG: [end of its last job, stall-free cycles, words on the core's act / res / wgt
+    streams] (the 1.2 core's WORDS_* counters, split by node)."""
     span = r.tags.get(tag)
-    r.tags[tag] = (end, cycles + (span[1] if span else 0))
+    if span is None:
+        span = r.tags[tag] = [0, 0, 0, 0, 0]
+    if end is not None:
+        span[0] = end
+    span[1] += cycles
+    span[2] += act
+    span[3] += res
+    span[4] += wgt
 
 
 class _ClError(Exception):

@@ -1,0 +1,234 @@
+"""The delegate on contract 2.0: each delegated partition runs as one command list.
+
+What must hold (issue 14): the path is picked from the core's VERSION (backend=model and the
+emulated board are 2.0 cores, backend=rtl's Verilog is 1.2 until issue 15), outputs stay
+bit-exact with TFLite's CPU kernels, and an invoke costs the host O(1) operations per partition
+whatever the model's size: 5 register reads, 3 writes, 1 doorbell, no DMA start, no transform.
+The job-by-job path (path=jobs) stays available and exact, and the two can share one core.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.delegate_util import assert_matches, dtpu_so, run, tfl  # noqa: F401
+
+ROOT = Path(__file__).resolve().parents[1]
+ZOO = ROOT / "tests" / "models" / "zoo"
+VWW = ZOO / "mobilenet_v1_025_96__int8.tflite"
+RESNET8 = ROOT / "tests" / "isro" / "resnet8_int8.tflite"
+SMALL = ["mobilenet_like__int8", "mobilenet_like__uint8", "mobilenet_like__int16x8",
+         "mobilenet_like__int8_per_tensor", "dscnn_like__int8", "dscnn_like__uint8"]
+PER_PARTITION = {"mmio_reads": 5, "mmio_writes": 3, "doorbells": 1, "dma_starts": 0,
+                 "transforms": 0}
+
+
+def _inputs(interpreter, seed):
+    rng = np.random.default_rng(seed)
+    out = []
+    for d in interpreter.get_input_details():
+        info = np.iinfo(d["dtype"])
+        out.append(rng.integers(info.min, info.max + 1, d["shape"]).astype(d["dtype"]))
+    return out
+
+
+def _compare(path, options, tfl, invokes=2):
+    import dtpu
+
+    cpu = tfl.Interpreter(model_path=str(path))
+    cpu.allocate_tensors()
+    ours = dtpu.make_interpreter(path, options)
+    ours.allocate_tensors()
+    for seed in range(invokes):
+        x = _inputs(ours, seed)
+        for got, want in zip(run(ours, x), run(cpu, x)):
+            assert_matches(got, want, f"{path.name} seed {seed} {options}")
+    return dtpu.last_report()
+
+
+def _per_partition(report):
+    assert not report.first, "the steady-state invoke was expected"
+    kernels = report.kernels
+    assert kernels >= 1
+    h = report.host
+    got = {k: h[k] for k in PER_PARTITION}
+    assert got == {k: v * kernels for k, v in PER_PARTITION.items()}, (got, kernels)
+    assert h["us"] is not None and h["us"] >= 0
+
+
+@pytest.fixture(scope="module")
+def emu(tmp_path_factory):
+    pytest.importorskip("pynq", reason="the board emulation runs the pynq package (pip install pynq)")
+    from dtpu.board import emulate
+
+    saved = os.environ.get("DTPU_BITSTREAM")
+    bit = emulate.install(tmp_path_factory.mktemp("overlay"))
+    yield bit
+    emulate.uninstall()
+    if saved is None:
+        os.environ.pop("DTPU_BITSTREAM", None)
+    else:
+        os.environ["DTPU_BITSTREAM"] = saved
+
+
+@pytest.mark.parametrize("name", SMALL)
+def test_small_models_run_as_lists_bit_exact_with_constant_host_work(name, dtpu_so, tfl):
+    report = _compare(ZOO / f"{name}.tflite", {"backend": "model", "path": "lists"}, tfl)
+    _per_partition(report)
+    hw = report.hw
+    assert hw["cycles"] > 0 and hw["idle_cycles"] is not None and hw["idle_cycles"] >= 0
+    # the nodes' shares add up to the lists' CL_CYCLES; the golden model keeps the split
+    assert sum(n.hw["cycles"] for n in report.nodes) == hw["cycles"]
+    assert all(n.hw["cycles"] and n.hw["macs"] for n in report.nodes)
+
+
+@pytest.mark.parametrize("path", [VWW, RESNET8], ids=["vww96", "resnet8"])
+def test_mlperf_tiny_nets_on_model_and_emulated_board(path, emu, dtpu_so, tfl):
+    model = _compare(path, {"backend": "model"}, tfl)
+    board = _compare(path, {"backend": "pynq", "bitstream": str(emu)}, tfl)
+    for r in (model, board):
+        _per_partition(r)
+    # the same lists on both: same cycles, idle and host operations
+    assert board.hw["cycles"] == model.hw["cycles"] and board.hw["idle_cycles"] == model.hw["idle_cycles"]
+    assert board.kernels == model.kernels
+    util = sum(n.hw["macs"] for n in model.nodes) / (model.hw["cycles"] * 64)
+    assert util > 0.5, util
+
+
+def test_path_jobs_is_the_job_by_job_protocol(dtpu_so, tfl):
+    report = _compare(ZOO / "mobilenet_like__int8.tflite", {"backend": "model", "path": "jobs"}, tfl)
+    h = report.host
+    # one START per job, streams moved by DMA transfers, host layout steps between jobs
+    assert h["doorbells"] > report.kernels and h["dma_starts"] > 0 and h["transforms"] > 0
+
+
+def test_path_follows_the_cores_version(emu, dtpu_so, tfl, monkeypatch):
+    """A 1.2 bitstream (CONTRACT=1.2 in the emulated design) runs job by job under path=auto
+    and refuses path=lists at load; backend=rtl (the 1.2 Verilog) likewise."""
+    import dtpu
+    from dtpu.board.emulate import board as emu_board
+
+    monkeypatch.setattr(emu_board, "DEFAULT_CONTRACT", "1.2")
+    report = _compare(ZOO / "mobilenet_like__int8.tflite", {"backend": "pynq", "bitstream": str(emu)}, tfl)
+    assert report.host["doorbells"] > report.kernels and report.host["dma_starts"] > 0
+    with pytest.raises(ValueError, match=r"path=lists.*contract 1.2"):
+        dtpu.make_interpreter(ZOO / "mobilenet_like__int8.tflite",
+                              {"backend": "pynq", "bitstream": str(emu), "path": "lists"})
+
+
+def test_bad_path_option_names_it(dtpu_so):
+    import dtpu
+
+    with pytest.raises(ValueError, match=r"option 'path'='fast'.*auto, lists or jobs"):
+        dtpu.make_interpreter(ZOO / "mobilenet_like__int8.tflite", {"path": "fast"})
+
+
+def test_forced_precision_refuses_lists_and_auto_runs_jobs(dtpu_so, tfl):
+    import dtpu
+
+    with pytest.raises(ValueError, match=r"path=lists with precision=int16"):
+        dtpu.make_interpreter(ZOO / "mobilenet_like__int8.tflite",
+                              {"backend": "model", "precision": "int16", "path": "lists"})
+    report = _compare(ZOO / "mobilenet_like__int8.tflite", {"backend": "model", "precision": "int16"}, tfl)
+    assert report.host["dma_starts"] > 0    # job by job
+
+
+def test_two_graphs_share_one_core(dtpu_so, tfl):
+    """Two interpreters on one delegate (one backend, one core): each program's prologue runs
+    again after the other graph's lists wrote the on-chip memories."""
+    import dtpu
+    from dtpu import tflite
+
+    a_path, b_path = ZOO / "mobilenet_like__int8.tflite", ZOO / "dscnn_like__int8.tflite"
+    delegate = dtpu.load_delegate({"backend": "model"})
+    a = tflite.Interpreter(model_path=str(a_path), experimental_delegates=[delegate])
+    b = tflite.Interpreter(model_path=str(b_path), experimental_delegates=[delegate])
+    cpus = {}
+    for p in (a_path, b_path):
+        cpus[p] = tfl.Interpreter(model_path=str(p))
+        cpus[p].allocate_tensors()
+    a.allocate_tensors()
+    b.allocate_tensors()
+    for seed in range(3):
+        for it, p in ((a, a_path), (b, b_path)):
+            x = _inputs(it, seed)
+            for got, want in zip(run(it, x), run(cpus[p], x)):
+                assert_matches(got, want, f"{p.name} seed {seed}")
+            r = dtpu.last_report()
+            if seed:   # the other graph ran in between: this one's prologue runs again
+                assert r.host["doorbells"] == r.kernels + 1, (p.name, r.host)
+
+
+def _node(seed):
+    from dtpu.spec import ConvSpec, DataMode, OpKind, Padding, Quant
+
+    rng = np.random.default_rng(seed)
+    spec = ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, 6, 6, 16), (24, 3, 3, 16), padding=Padding.SAME,
+                    input_q=Quant((0.02,), (-3,)),
+                    filter_q=Quant(tuple(rng.uniform(0.005, 0.02, 24)), (0,) * 24),
+                    output_q=Quant((0.4,), (5,)))
+    w = rng.integers(-127, 128, spec.filter_shape).astype(np.int8)
+    b = rng.integers(-2000, 2000, 24).astype(np.int32)
+    return spec, w, b
+
+
+def test_jobs_after_lists_reload_the_resident_weights():
+    """The backend API: a node prepared for the 1.2 path, a command list that overwrites the
+    on-chip memories, then the node again: it must reload its weights, not use the list's."""
+    from dtpu.backends.base import Probes
+    from dtpu.backends.model import ModelBackend
+    from dtpu.backends.reference import ReferenceBackend
+    from dtpu.hw.cmdlist import NodeIn
+
+    be, ref = ModelBackend({}), ReferenceBackend({})
+    spec, w, b = _node(1)
+    other, ow, ob = _node(2)
+    handle = be.prepare(spec, w, b)
+    x = np.random.default_rng(0).integers(-128, 128, spec.input_shape).astype(np.int8)
+    want, _ = ref.invoke(ref.prepare(spec, w, b), x, Probes())
+    ox = np.random.default_rng(1).integers(-128, 128, other.input_shape).astype(np.int8)
+    owant, _ = ref.invoke(ref.prepare(other, ow, ob), ox, Probes())
+    y1, _ = be.invoke(handle, x, Probes())
+    prog = be.prepare_partitions([[NodeIn(other, ow, ob)]])
+    out = np.zeros(other.output_shape, np.int8)
+    be.invoke_partition(prog, 0, [ox], {0: out}, Probes())
+    np.testing.assert_array_equal(out, owant)
+    y2, _ = be.invoke(handle, x, Probes())
+    np.testing.assert_array_equal(y1, want)
+    np.testing.assert_array_equal(y2, want)
+    # and the list again after the jobs: its prologue runs again (prologue + list)
+    counters = be.invoke_partition(prog, 0, [ox], {0: out}, Probes())
+    np.testing.assert_array_equal(out, owant)
+    assert counters[-1].host["doorbells"] == 2
+    be.release_partitions(prog)
+    be.close()
+
+
+def test_the_emulated_board_sees_one_doorbell_per_partition_and_no_dma(emu, dtpu_so, tfl):
+    """What the board's bus carried during one steady-state invoke: the DTPU's registers only
+    (CL_BASE, DOORBELL, CL_STATUS, counters, IRQ), no DMA engine touched."""
+    from dtpu.board.emulate import current_board
+    from dtpu.hw.cmdlist import Format
+
+    import dtpu
+
+    path = ZOO / "mobilenet_like__int8.tflite"
+    it = dtpu.make_interpreter(path, {"backend": "pynq", "bitstream": str(emu)})
+    it.allocate_tensors()
+    run(it, _inputs(it, 0))
+    board = current_board()
+    board.trace.clear()
+    run(it, _inputs(it, 1))
+    r = dtpu.last_report()
+    trace = [a for a in board.trace]
+    fmt = Format()
+    doorbell = fmt.reg_offset("DOORBELL")
+    assert [a.device for a in trace if a.op == "dma" or a.device.startswith("dma")] == []
+    dt = [a for a in trace if a.device == "dtpu"]
+    assert sum(1 for a in dt if a.op == "w" and a.offset == doorbell) == r.kernels
+    assert sum(1 for a in dt if a.op == "w") == 3 * r.kernels
+    # the board's reads include nothing but the record's (the emulated completion is immediate)
+    assert sum(1 for a in dt if a.op == "r") == 5 * r.kernels

@@ -67,6 +67,7 @@ class CountingTransport(Transport):
 
     def reset_counts(self) -> None:
         self.reads = self.writes = self.dma = self.starts = 0
+        self.dma_send_bytes = self.dma_recv_bytes = 0   # bytes the transfers move (64-bit words)
         self.device_s = 0.0
 
     def _timed(self, fn, *args):
@@ -88,11 +89,14 @@ class CountingTransport(Transport):
 
     def send(self, stream, words):
         self.dma += 1
+        self.dma_send_bytes += 8 * int(np.asarray(words).size)
         return self._timed(self.inner.send, stream, words)
 
     def recv(self, stream, n):
         self.dma += 1
-        return self._timed(self.inner.recv, stream, n)
+        got = self._timed(self.inner.recv, stream, n)
+        self.dma_recv_bytes += 8 * int(np.asarray(got).size)
+        return got
 
     def wait_done(self, timeout_s):
         return self._timed(self.inner.wait_done, timeout_s)
@@ -113,20 +117,26 @@ class CountingBackend(ModelBackend):
 
 
 def _count_transforms(handle, counter: list) -> None:
-    """Wrap a node's plan and assembly to count the host's layout steps (see module doc)."""
+    """Wrap a node's plan and assembly to count the host's layout steps (see module doc);
+    counter[0] counts them, counter[1] (when present) the bytes they write."""
     low = handle.lowered
     plan, assemble = low._plan, low._assemble
 
     def counted_plan(x):
         jobs = plan(x)
-        counter[0] += sum(1 for j in jobs if "act" in j.send
-                          and not np.shares_memory(j.send["act"], x))
+        made = [j.send["act"] for j in jobs if "act" in j.send
+                and not np.shares_memory(j.send["act"], x)]
+        counter[0] += len(made)
+        if len(counter) > 1:
+            counter[1] += sum(int(np.asarray(a).nbytes) for a in made)
         return jobs
 
     def counted_assemble(results):
         y = assemble(results)
         if not (len(results) == 1 and np.shares_memory(y, results[0])):
             counter[0] += 1
+            if len(counter) > 1:
+                counter[1] += int(np.asarray(y).nbytes)
         return y
     low._plan, low._assemble = counted_plan, counted_assemble
 
@@ -138,18 +148,21 @@ def _input(spec, seed):
 
 
 def today(parts):
-    """(host ops dict, stall-free cycles, outputs) of one steady-state invoke, job by job."""
+    """(host ops dict, stall-free cycles, outputs) of one steady-state invoke, job by job.
+    The dict also holds `dma_send_bytes` / `dma_recv_bytes` (bytes the DMA transfers moved to
+    and from the device) and `transform_bytes` (bytes the host's layout steps wrote), which
+    benchmarks/bench_board_estimate.py costs."""
     be = CountingBackend({})
     t = be.transport
     handles = [[be.prepare(n.spec, n.filters, n.bias) for n in p] for p in parts]
-    transforms = [0]
+    transforms = [0, 0]
     for hs in handles:
         for h in hs:
             _count_transforms(h, transforms)
     res = None
     for rep in range(2):
         t.reset_counts()
-        transforms[0] = 0
+        transforms[0] = transforms[1] = 0
         cycles, outs = 0, []
         t0 = time.perf_counter()
         for k, (p, hs) in enumerate(zip(parts, handles)):
@@ -161,7 +174,9 @@ def today(parts):
         wall = time.perf_counter() - t0
         # every job's CTRL.START is a kick of its own: "starts" stands beside 2.0's doorbells
         res = (dict(mmio_reads=t.reads, mmio_writes=t.writes, starts=t.starts, dma_starts=t.dma,
-                    transforms=transforms[0], us=1e6 * (wall - t.device_s)), cycles, outs)
+                    transforms=transforms[0], us=1e6 * (wall - t.device_s),
+                    dma_send_bytes=t.dma_send_bytes, dma_recv_bytes=t.dma_recv_bytes,
+                    transform_bytes=transforms[1]), cycles, outs)
     return res
 
 

@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 
 from dtpu.board import BITSTREAM_ENV
-from dtpu.board.design import BITSTREAM_NAME
+from dtpu.board.design import BITSTREAM_NAME, DEFAULT_CONTRACT
 from dtpu.board.emulate.board import BOARD, Access, Board
 from dtpu.hw.config import HwConfig, get_config
 
@@ -54,10 +54,12 @@ def bit_file(data: bytes, design: str = BITSTREAM_NAME, part: str = PART) -> byt
 
 
 def write_design(directory: str | os.PathLike, cfg: HwConfig | None = None,
-                 interrupts: bool = False) -> Path:
+                 interrupts: bool | None = None, contract: int = DEFAULT_CONTRACT) -> Path:
     """Write <directory>/dtpu_pynqz2.bit (placeholder configuration data) and .hwh; return
-    the .bit path. ``interrupts``: the variant with the DTPU's irq wired to the PS through an
-    AXI interrupt controller (:func:`dtpu.board.emulate.hwh.write_hwh`)."""
+    the .bit path. ``contract``: which hw/overlays design (1: contract 1.2, the default; 2: the
+    2.0 design, DTPU master on HP0 and irq to the PS). ``interrupts=True`` with contract 1: the
+    1.2 variant with the DTPU's irq wired to the PS through an AXI interrupt controller
+    (:func:`dtpu.board.emulate.hwh.write_hwh`)."""
     from dtpu.board.emulate.hwh import write_hwh
 
     d = Path(directory)
@@ -66,7 +68,7 @@ def write_design(directory: str | os.PathLike, cfg: HwConfig | None = None,
     bit.write_bytes(bit_file(PLACEHOLDER))
     write_hwh(bit.with_suffix(".hwh"), cfg or get_config(),
               note="written by dtpu.board.emulate for the board emulation, not by Vivado",
-              interrupts=interrupts)
+              interrupts=interrupts, contract=contract)
     return bit
 
 

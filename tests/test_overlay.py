@@ -142,6 +142,20 @@ def test_top_ports_are_written_from_one_list_per_design():
         design.variant_of_ports(design.TOP_PORTS_2[::-1])
 
 
+def test_the_default_contract_is_the_one_the_rtl_implements():
+    """`make -C hw/overlays` without CONTRACT builds the design of the RTL that is in hw/rtl:
+    1.2 today. When issue 15's 2.0 top lands this fails until DEFAULT_CONTRACT (config.tcl,
+    design.py) and the Makefile's CONTRACT default say 2, since packaging a 2.0 top for the 1.2
+    design stops at its interfaces."""
+    make_default = re.search(r"^CONTRACT \?= (\d+)$", (OVERLAYS / "Makefile").read_text(), re.M)
+    assert make_default, "no CONTRACT ?= default in hw/overlays/Makefile"
+    defaults = (int(make_default.group(1)), int(_tcl_vars()["DEFAULT_CONTRACT"]), design.DEFAULT_CONTRACT)
+    rtl = _rtl_contract() if RTL_TOP.exists() else 1
+    assert defaults == (rtl, rtl, rtl), (
+        f"hw/rtl/dtpu_axi.v implements contract {design.VARIANTS[rtl].version}; the defaults "
+        f"(Makefile, config.tcl, design.py) say {defaults}")
+
+
 def test_xadc_channels_cover_the_sensors_the_sampler_reads():
     channels = set(_tcl_vars()["XADC_CHANNELS"].split())
     need = {"TEMPERATURE"} | {{"vccint": "VCCINT", "vccaux": "VCCAUX", "vccbram": "VBRAM",
@@ -442,25 +456,33 @@ def test_build_tcl_refuses_without_board_files_and_warns_on_other_versions():
 
 @needs_tclsh
 def test_package_ip_tcl_packages_the_rtl_top(tmp_path):
+    """package_ip.tcl on hw/rtl with the contract its top implements (detected by its ports;
+    without an argument the default, which must be that same contract)."""
     rtl = ROOT / "hw" / "rtl"
     if not RTL_TOP.exists():
         rtl = tmp_path
         (rtl / "dtpu_axi.v").write_text("module dtpu_axi; endmodule\n")
+    contract = _rtl_contract() if RTL_TOP.exists() else design.DEFAULT_CONTRACT
+    busifs = list(design.VARIANTS[contract].bus_interfaces)
     calls, errors, out = _run_tcl("package_ip.tcl", [str(rtl), "/ip"])
     assert not errors, out
+    assert calls == _run_tcl("package_ip.tcl", [str(rtl), "/ip", str(contract)])[0]
     text = "\n".join(calls)
     vendor, library, name, version = design.DTPU_VLNV.split(":")
     assert f"ipx::package_project -root_dir /ip -vendor {vendor} -library {library}" in text
     assert f"set_property name {name} core" in text and f"set_property version {version} core" in text
     assert f"set_property top {design.TOP}" in text
     for busif in design.BUS_INTERFACES:
-        assert f"ipx::associate_bus_interfaces -busif {busif} -clock {design.CLOCK_PORT} core" in text
+        if contract == 1:
+            assert f"ipx::associate_bus_interfaces -busif {busif} -clock {design.CLOCK_PORT} core" in text
+    assert re.findall(r"ipx::associate_bus_interfaces -busif (\w+) -clock", text) == busifs
     assert "set_property value ACTIVE_LOW POLARITY" in text
     assert "ipx::save_core core" in text
     # an IP whose interfaces were not inferred is not saved
-    calls, errors, _ = _run_tcl("package_ip.tcl", [str(rtl), "/ip"], missing=["s_axis_act"])
-    assert errors and "did not infer bus interface s_axis_act" in errors[0]
-    assert not any(c.startswith("ipx::save_core") for c in calls)
+    for missing in (["s_axis_act"] if contract == 1 else []) + [busifs[-1]]:
+        calls, errors, _ = _run_tcl("package_ip.tcl", [str(rtl), "/ip", str(contract)], missing=[missing])
+        assert errors and f"did not infer bus interface {missing}" in errors[0]
+        assert not any(c.startswith("ipx::save_core") for c in calls)
     _, errors, _ = _run_tcl("package_ip.tcl", [str(tmp_path / "empty"), "/ip"])
     assert errors and "no dtpu_axi.v" in errors[0]
 

@@ -3,7 +3,8 @@
 :func:`install` makes the emulated board pynq's active device
 (:class:`dtpu.board.emulate.device.EmulatedDevice`, a ``pynq.Device``), writes the emulated
 overlay (a .bit in the bitstream file format whose configuration data is a placeholder, and the
-.hwh of the hw/overlays design) and points ``$DTPU_BITSTREAM`` at it unless already set. From
+.hwh of the hw/overlays design: contract 1.2's, the default build; :func:`write_design` also
+writes contract 2.0's, ``contract=2``) and points ``$DTPU_BITSTREAM`` at it unless already set. From
 then on the board code runs unchanged through pynq: ``pynq.Overlay`` parses the .hwh and binds
 the drivers by VLNV, ``pynq.allocate`` hands out ``PynqBuffer`` objects in the emulated DDR,
 ``pynq.MMIO`` and ``pynq.lib.dma.DMA`` drive the emulated registers
@@ -12,7 +13,8 @@ the real board would see. :mod:`dtpu.board.emulate.device` says which parts are 
 package and which stay hand-written (the device primitives the kernel and XRT provide on the
 board).
 
-What it does not emulate: timing (stalls, DMA bandwidth), interrupts (the design has none),
+What it does not emulate: timing (stalls, DMA bandwidth), interrupts in the 1.2 design (it has
+none; the ``interrupts=True`` variant and the 2.0 design wire the DTPU's irq through an AXI INTC),
 scatter-gather DMA, and the XADC's sensors (its codes are synthetic, and a warning says so).
 ``DTPU_PYNQ_EMULATE=1`` makes :func:`dtpu.board.import_pynq` call :func:`install`; pynq must
 be installed (``pip install pynq "numpy<2"``, the ``board`` and ``dev`` extras).

@@ -4,20 +4,26 @@ Vivado is not installed here, so nothing is built (and no .bit/.hwh is shipped).
 the names in hw/overlays/config.tcl equal those the Python side uses (dtpu.board.design) and the
 ports of the RTL top (hw/rtl/dtpu_axi.v); and both TCL scripts are *run* by tclsh against stub
 Vivado commands that record every call, so a wrong variable, a typo in a name or a missing
-connection fails here rather than in a two-hour Vivado run.
+connection fails here rather than in a two-hour Vivado run. Both designs are checked: contract
+1.2's (the default) and contract 2.0's (``CONTRACT=2``: DTPU master on HP0, irq to the PS).
 """
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
 import subprocess
+import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
 from dtpu.board import design, xadc
-from dtpu.board.emulate.hwh import parse_hwh, write_hwh
+from dtpu.board.emulate.hwh import memory_windows, parse_hwh, write_hwh
+
+log = logging.getLogger(__name__)
 
 ROOT = Path(__file__).resolve().parents[1]
 OVERLAYS = ROOT / "hw" / "overlays"
@@ -79,6 +85,77 @@ def test_config_tcl_matches_the_python_design():
     assert v["PART"] == "xc7z020clg400-1" and v["VIVADO_TESTED"] == "2022.1"
 
 
+def _address_map(text: str) -> dict[str, tuple[str, int, int]]:
+    words = text.split()
+    return {words[i]: (words[i + 1], int(words[i + 2], 16), int(words[i + 3], 16))
+            for i in range(0, len(words), 4)}
+
+
+def test_config_tcl_matches_the_python_design_of_contract_2():
+    """The 2.0 design's names (make CONTRACT=2) equal dtpu.board.design's, and what the issue
+    asks of it holds there: one 64-bit HP port covering the PYNQ-Z2's DDR, no DMA, the DTPU and
+    the XADC where 1.2 has them."""
+    v = _tcl_vars()
+    assert v["DTPU_BUSIF_2"].split() == list(design.BUS_INTERFACES_2)
+    assert (v["DTPU_MASTER"], v["DTPU_IRQ"]) == (design.M_AXI, design.IRQ_PORT)
+    assert (v["INST_INTC"], v["INST_MEM_SC"]) == (design.INTC, design.MEM_SC)
+    assert int(v["DEFAULT_CONTRACT"]) == design.DEFAULT_CONTRACT == 1
+    assert (v["HP_PORT"], v["HP_SEGMENT"]) == (design.HP_PORT, design.HP_SEGMENT)
+    assert int(v["HP_DATA_WIDTH"]) == int(v["M_AXI_DATA_WIDTH"]) == design.HP_DATA_WIDTH \
+        == design.M_AXI_DATA_WIDTH == 64
+    assert tuple(int(w, 16) for w in v["DDR_WINDOW"].split()) == design.DDR_WINDOW == (0, 512 << 20)
+    amap = _address_map(v["ADDRESS_MAP_2"])
+    assert {n: (b, r) for n, (_, b, r) in amap.items()} == design.ADDRESS_MAP_2
+    assert {n: intf for n, (intf, _, _) in amap.items()} == \
+        {n: design.SLAVE_INTERFACE[n] for n in design.ADDRESS_MAP_2}
+    assert design.ADDRESS_MAP_2[design.DTPU] == design.ADDRESS_MAP[design.DTPU]
+    assert design.ADDRESS_MAP_2[design.XADC] == design.ADDRESS_MAP[design.XADC]
+    assert not {design.DMA_WGT, design.DMA_ACT} & (set(amap) | set(design.INSTANCES_2))
+    assert set(design.INSTANCES_2) == set(design.ADDRESS_MAP_2)
+    # and the 1.2 map names the same AXI4-Lite interfaces as the Python side
+    assert {n: intf for n, (intf, _, _) in _address_map(v["ADDRESS_MAP"]).items()} == \
+        {n: design.SLAVE_INTERFACE[n] for n in design.ADDRESS_MAP}
+
+
+def test_top_ports_are_written_from_one_list_per_design():
+    """Each design's expected RTL ports are generated from its bus interfaces and
+    design.BUS_SIGNALS (what package_ip.tcl's DTPU_BUSIF* and the emulated .hwh use too), so
+    the IP packager's expectations, the RTL check and the .hwh cannot disagree on a name."""
+    assert design.VARIANTS[1].top_ports == design.TOP_PORTS
+    assert design.VARIANTS[2].top_ports == design.TOP_PORTS_2
+    for variant in design.VARIANTS.values():
+        assert variant.top_ports == design.top_ports(variant.bus_interfaces)
+        assert design.variant_of_ports(variant.top_ports) is variant
+        assert len(set(variant.top_ports)) == len(variant.top_ports)
+        for busif in variant.bus_interfaces:
+            assert [p for p in variant.top_ports if p.startswith(busif + "_")] == \
+                [f"{busif}_{s}" for s in design.BUS_SIGNALS[busif]]
+    # 2.0: one AXI4 master with burst length, last and the 64-bit data path; no streams outside
+    m = design.BUS_SIGNALS[design.M_AXI]
+    assert {"awlen", "arlen", "wlast", "rlast", "wstrb", "bresp", "rresp"} <= set(m)
+    assert design.BUS_INTERFACES_2[design.M_AXI] == ("aximm", "master")
+    assert not [p for p in design.TOP_PORTS_2 if "axis" in p]
+    mixed = design.TOP_PORTS_2 + ("s_axis_wgt_tdata",)
+    with pytest.raises(ValueError, match="match no overlay design"):
+        design.variant_of_ports(mixed)
+    with pytest.raises(ValueError, match="order differs"):
+        design.variant_of_ports(design.TOP_PORTS_2[::-1])
+
+
+def test_the_default_contract_is_the_one_the_rtl_implements():
+    """`make -C hw/overlays` without CONTRACT builds the design of the RTL that is in hw/rtl:
+    1.2 today. When issue 15's 2.0 top lands this fails until DEFAULT_CONTRACT (config.tcl,
+    design.py) and the Makefile's CONTRACT default say 2, since packaging a 2.0 top for the 1.2
+    design stops at its interfaces."""
+    make_default = re.search(r"^CONTRACT \?= (\d+)$", (OVERLAYS / "Makefile").read_text(), re.M)
+    assert make_default, "no CONTRACT ?= default in hw/overlays/Makefile"
+    defaults = (int(make_default.group(1)), int(_tcl_vars()["DEFAULT_CONTRACT"]), design.DEFAULT_CONTRACT)
+    rtl = _rtl_contract() if RTL_TOP.exists() else 1
+    assert defaults == (rtl, rtl, rtl), (
+        f"hw/rtl/dtpu_axi.v implements contract {design.VARIANTS[rtl].version}; the defaults "
+        f"(Makefile, config.tcl, design.py) say {defaults}")
+
+
 def test_xadc_channels_cover_the_sensors_the_sampler_reads():
     channels = set(_tcl_vars()["XADC_CHANNELS"].split())
     need = {"TEMPERATURE"} | {{"vccint": "VCCINT", "vccaux": "VCCAUX", "vccbram": "VBRAM",
@@ -87,11 +164,35 @@ def test_xadc_channels_cover_the_sensors_the_sampler_reads():
     assert channels == need
 
 
+def _rtl_contract() -> int:
+    """The design (make CONTRACT=) whose top the current hw/rtl/dtpu_axi.v implements, by its
+    ports: 1 while the 1.2 top is there, 2 once issue 15's 2.0 top replaces it. A top matching
+    neither fails (variant_of_ports names the differences): nothing is skipped."""
+    ports, _ = _rtl_ports_and_params(RTL_TOP.read_text())
+    variant = design.variant_of_ports(ports)
+    log.info("hw/rtl/dtpu_axi.v implements the contract %s top (CONTRACT=%d)", variant.version,
+             variant.contract)
+    return variant.contract
+
+
 def test_rtl_top_has_the_ports_the_ip_packager_needs():
+    """The RTL top's ports are exactly one design's list (in order), whichever contract it
+    implements today: the 1.2 top until issue 15's 2.0 top lands, then that one."""
     if RTL_TOP.exists():
         ports, params = _rtl_ports_and_params(RTL_TOP.read_text())
-        assert ports == list(design.TOP_PORTS), set(ports) ^ set(design.TOP_PORTS)
+        variant = design.variant_of_ports(ports)
+        assert ports == list(variant.top_ports), set(ports) ^ set(variant.top_ports)
         assert set(design.TOP_PARAMS) <= set(params)
+        if variant.contract == 1:
+            assert ports == list(design.TOP_PORTS), set(ports) ^ set(design.TOP_PORTS)
+        else:
+            assert ports == list(design.TOP_PORTS_2), set(ports) ^ set(design.TOP_PORTS_2)
+            text = re.sub(r"//[^\n]*|/\*.*?\*/", "", RTL_TOP.read_text(), flags=re.S)
+            for sig, width in (("awaddr", design.M_AXI_ADDR_WIDTH), ("araddr", design.M_AXI_ADDR_WIDTH),
+                               ("wdata", design.M_AXI_DATA_WIDTH), ("rdata", design.M_AXI_DATA_WIDTH),
+                               ("awlen", 8), ("arlen", 8)):
+                m = re.search(rf"\[\s*([^\]:]+?)\s*:\s*0\s*\]\s*{design.M_AXI}_{sig}\b", text)
+                assert m and m.group(1).replace(" ", "") in (str(width - 1), f"{width}-1"), sig
     else:  # before the RTL lands: the names the contract documents
         doc = (ROOT / "docs" / "architecture.md").read_text()
         for busif in design.BUS_INTERFACES:
@@ -99,6 +200,8 @@ def test_rtl_top_has_the_ports_the_ip_packager_needs():
     for busif, (kind, _) in design.BUS_INTERFACES.items():
         need = ("tdata", "tvalid", "tready", "tlast") if kind == "axis" else ("awaddr", "rdata")
         assert all(f"{busif}_{s}" in design.TOP_PORTS for s in need)
+    for busif in design.BUS_INTERFACES_2:
+        assert all(f"{busif}_{s}" in design.TOP_PORTS_2 for s in ("awaddr", "rdata", "rvalid"))
 
 
 def test_the_emulated_hwh_is_the_overlay_design(tmp_path):
@@ -107,6 +210,93 @@ def test_the_emulated_hwh_is_the_overlay_design(tmp_path):
     assert {n: d["type"] for n, d in ips.items()} == design.INSTANCES
     assert ips[design.DMA_WGT]["parameters"]["c_include_s2mm"] == "0"
     assert ips[design.DMA_ACT]["parameters"]["c_sg_length_width"] == str(design.DMA_LENGTH_WIDTH)
+
+
+def _modules(path: Path) -> dict[str, ET.Element]:
+    return {m.get("INSTANCE"): m for m in ET.parse(path).getroot().iter("MODULE")}
+
+
+def _peers(module: ET.Element, port: str) -> list[tuple[str, str]]:
+    """(instance, port) at the far ends of `port`'s connections in a .hwh MODULE."""
+    el = [p for p in module.iter("PORT") if p.get("NAME") == port]
+    assert el, f"no port {port} on {module.get('INSTANCE')}"
+    return [(c.get("INSTANCE"), c.get("PORT")) for c in el[0].iter("CONNECTION")]
+
+
+def test_the_emulated_hwh_of_contract_2_is_the_2_0_design(tmp_path):
+    """write_hwh(contract=2) describes what build.tcl CONTRACT=2 builds: DTPU, XADC and the AXI
+    INTC on GP0 (no DMA), the DTPU's m_axi through the SmartConnect into S_AXI_HP0 with all of
+    DDR as its window, its irq through the INTC to IRQ_F2P, and the DTPU's ports those of
+    design.TOP_PORTS_2."""
+    path = write_hwh(tmp_path / "d2.hwh", contract=2)
+    ips = parse_hwh(path)
+    assert {n: (d["phys_addr"], d["addr_range"]) for n, d in ips.items()} == design.ADDRESS_MAP_2
+    assert {n: d["type"] for n, d in ips.items()} == design.INSTANCES_2
+    assert memory_windows(path) == {design.DTPU: [{
+        "master": design.M_AXI, "target": design.PS7, "slave": design.HP_PORT,
+        "segment": design.HP_SEGMENT, "base": design.DDR_WINDOW[0], "range": design.DDR_WINDOW[1]}]}
+    mods = _modules(path)
+    assert not [m for m in mods.values() if m.get("VLNV") == design.VLNV["dma"]]
+    ps_params = {p.get("NAME"): p.get("VALUE") for p in mods[design.PS7].iter("PARAMETER")}
+    assert (ps_params["PCW_USE_S_AXI_HP0"], ps_params["PCW_S_AXI_HP0_DATA_WIDTH"]) == \
+        ("1", str(design.HP_DATA_WIDTH))
+    assert (ps_params["PCW_USE_FABRIC_INTERRUPT"], ps_params["PCW_IRQ_F2P_INTR"]) == ("1", "1")
+    dtpu = mods[design.DTPU]
+    assert {p.get("NAME") for p in dtpu.iter("PORT")} == set(design.TOP_PORTS_2)
+    assert mods[design.MEM_SC].get("VLNV") == design.VLNV["smartconnect"]
+    for sig in design.BUS_SIGNALS[design.M_AXI]:
+        assert _peers(dtpu, f"{design.M_AXI}_{sig}") == [(design.MEM_SC, f"S00_AXI_{sig}")]
+        assert _peers(mods[design.MEM_SC], f"M00_AXI_{sig}") == [(design.PS7, f"{design.HP_PORT}_{sig}")]
+    widths = {p.get("NAME"): int(p.get("LEFT", 0)) + 1 for p in dtpu.iter("PORT")}
+    assert widths["m_axi_wdata"] == widths["m_axi_rdata"] == design.M_AXI_DATA_WIDTH
+    assert widths["m_axi_awaddr"] == widths["m_axi_araddr"] == design.M_AXI_ADDR_WIDTH
+    assert _peers(dtpu, design.IRQ_PORT) == [(design.INTC, "intr")]
+    assert _peers(mods[design.INTC], "irq") == [(design.PS7, "IRQ_F2P")]
+    # the 1.2 design has none of it (and its DTPU ports are the 1.2 list)
+    path1 = write_hwh(tmp_path / "d1.hwh")
+    mods1 = _modules(path1)
+    assert memory_windows(path1) == {} and design.INTC not in mods1 and design.MEM_SC not in mods1
+    assert {p.get("NAME") for p in mods1[design.DTPU].iter("PORT")} == set(design.TOP_PORTS)
+    assert _peers(mods1[design.DTPU], design.IRQ_PORT) == []
+    with pytest.raises(ValueError, match="always wires"):
+        write_hwh(tmp_path / "x.hwh", contract=2, interrupts=False)
+    with pytest.raises(ValueError, match="CONTRACT"):
+        write_hwh(tmp_path / "x.hwh", contract=3)
+
+
+def test_pynq_parses_the_contract_2_design_and_binds_the_dtpu_with_its_interrupt(tmp_path):
+    """The real pynq 4.0 on the emulated board: the 2.0 .hwh gives overlay.dtpu (the DTPU
+    driver, by VLNV) whose irq is a pynq.Interrupt behind the AXI INTC on IRQ_F2P[0], the XADC,
+    and no DMA."""
+    pytest.importorskip("pynq", reason="the board emulation runs the pynq package (pip install pynq)")
+    import pynq
+
+    from dtpu.board import emulate, ip, load_overlay
+
+    saved = os.environ.get("DTPU_BITSTREAM")
+    emulate.install(tmp_path / "default")
+    try:
+        overlay = load_overlay(emulate.write_design(tmp_path / "c2", contract=2))
+        dtpu_ip, xadc_ip = ip.drivers()
+        pl = {n for n, d in overlay.ip_dict.items() if not d["type"].startswith(design.VLNV["ps7"])}
+        assert pl == set(design.ADDRESS_MAP_2)
+        assert {n: overlay.ip_dict[n]["phys_addr"] for n in pl} == \
+            {n: b for n, (b, _) in design.ADDRESS_MAP_2.items()}
+        assert isinstance(overlay.dtpu, dtpu_ip) and isinstance(overlay.xadc, xadc_ip)
+        assert isinstance(overlay.dtpu.irq, pynq.Interrupt)
+        assert overlay.ip_dict[design.DTPU]["interrupts"][design.IRQ_PORT] == {
+            "controller": design.INTC, "index": design.IRQ_F2P_INDEX,
+            "fullpath": f"{design.DTPU}/{design.IRQ_PORT}"}
+        assert overlay.interrupt_controllers == {
+            design.INTC: {"parent": "", "index": 0, "raw_irq": design.IRQ_F2P_GIC_ID}}
+        assert not [d for d in overlay.ip_dict.values() if d["type"] == design.VLNV["dma"]]
+        assert not hasattr(overlay, design.DMA_WGT) and not hasattr(overlay, design.DMA_ACT)
+    finally:
+        emulate.uninstall()
+        if saved is None:
+            os.environ.pop("DTPU_BITSTREAM", None)
+        else:
+            os.environ["DTPU_BITSTREAM"] = saved
 
 
 def test_nothing_built_is_shipped():
@@ -123,6 +313,28 @@ def test_make_without_vivado_says_what_is_missing():
     assert proc.returncode != 0
     assert "'vivado-not-installed' is not on PATH" in proc.stderr and "2022.1" in proc.stderr
     assert not (OVERLAYS / "build").exists()
+    proc = subprocess.run(["make", "-C", str(OVERLAYS), "CONTRACT=2", "VIVADO=vivado-not-installed"],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0 and "'vivado-not-installed' is not on PATH" in proc.stderr
+    assert not (OVERLAYS / "build").exists()
+    proc = subprocess.run(["make", "-C", str(OVERLAYS), "CONTRACT=3", "VIVADO=vivado-not-installed"],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0 and "CONTRACT must be 1 (contract 1.2, the default) or 2" in proc.stderr
+    assert not (OVERLAYS / "build").exists()
+
+
+def test_make_passes_the_contract_to_both_scripts():
+    """`make CONTRACT=2` hands 2 to package_ip.tcl and build.tcl and builds into
+    build/contract2 (a 1.2 build in build/ is not taken for a 2.0 one); the default is 1."""
+    for args, contract, build in (([], "1", "build"), (["CONTRACT=2"], "2", "build/contract2")):
+        proc = subprocess.run(["make", "-n", "-C", str(OVERLAYS), "VIVADO=true",
+                               f"PYTHON={sys.executable}", *args],
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        out = proc.stdout
+        assert re.search(rf"package_ip\.tcl -tclargs \S+/hw/rtl \S+/hw/overlays/{build}/ip {contract}$", out, re.M), out
+        assert re.search(rf"build\.tcl -tclargs \S+/hw/overlays/{build}/ip \S+/hw/overlays/{build} 4 "
+                         rf"(\S+ ){{6}}{contract}$", out, re.M), out
 
 
 # ------------------------------------------------------------ the scripts, run against stubs
@@ -146,7 +358,10 @@ proc get_files {args} { return [lindex $args end] }
 proc make_wrapper {args} { return wrapper.v }
 proc get_runs {args} { return [lindex $args end] }
 proc get_property {name obj} {
-    switch $name { PROGRESS { return 100% } DIRECTORY { return /runs/$obj } default { return "" } }
+    switch $name {
+        PROGRESS { return 100% } DIRECTORY { return /runs/$obj } INTERFACE_MODE { return $::stub_mode }
+        default { return "" }
+    }
 }
 namespace eval ipx {}
 proc ipx::current_core {} { return core }
@@ -154,8 +369,11 @@ proc ipx::get_bus_interfaces {name args} {
     if {$name in $::stub_missing} { return "" }
     return $name
 }
-proc ipx::get_bus_parameters {args} { return POLARITY }
+proc ipx::get_bus_parameters {name args} { return $name }
 proc ipx::get_user_parameters {name args} { return $name }
+proc ipx::get_address_spaces {args} { return "" }
+proc ipx::add_address_space {name args} { log ipx::add_address_space $name {*}$args; return space_$name }
+proc ipx::add_bus_parameter {name args} { log ipx::add_bus_parameter $name {*}$args; return $name }
 rename file _file
 proc file {cmd args} {
     if {$cmd in {copy delete mkdir}} { log file $cmd {*}$args; return }
@@ -164,9 +382,10 @@ proc file {cmd args} {
 """
 
 
-def _run_tcl(script: str, args: list[str], version="2022.1", board_parts=None, missing=()):
+def _run_tcl(script: str, args: list[str], version="2022.1", board_parts=None, missing=(),
+             mode="master"):
     board_parts = board_parts if board_parts is not None else _tcl_vars()["BOARD_PART"]
-    prelude = _STUBS + (f"set ::stub_version {version}\n"
+    prelude = _STUBS + (f"set ::stub_version {version}\nset ::stub_mode {mode}\n"
                         f"set ::stub_board_parts {{{board_parts}}}\nset ::stub_missing {{{' '.join(missing)}}}\n"
                         f"set argv {{{' '.join(args)}}}\nset argc {len(args)}\n")
     runner = prelude + (f"if {{[catch {{source {OVERLAYS / script}}} err]}} {{ puts \"ERROR: $err\" }}\n"
@@ -237,24 +456,143 @@ def test_build_tcl_refuses_without_board_files_and_warns_on_other_versions():
 
 @needs_tclsh
 def test_package_ip_tcl_packages_the_rtl_top(tmp_path):
+    """package_ip.tcl on hw/rtl with the contract its top implements (detected by its ports;
+    without an argument the default, which must be that same contract)."""
     rtl = ROOT / "hw" / "rtl"
     if not RTL_TOP.exists():
         rtl = tmp_path
         (rtl / "dtpu_axi.v").write_text("module dtpu_axi; endmodule\n")
+    contract = _rtl_contract() if RTL_TOP.exists() else design.DEFAULT_CONTRACT
+    busifs = list(design.VARIANTS[contract].bus_interfaces)
     calls, errors, out = _run_tcl("package_ip.tcl", [str(rtl), "/ip"])
     assert not errors, out
+    assert calls == _run_tcl("package_ip.tcl", [str(rtl), "/ip", str(contract)])[0]
     text = "\n".join(calls)
     vendor, library, name, version = design.DTPU_VLNV.split(":")
     assert f"ipx::package_project -root_dir /ip -vendor {vendor} -library {library}" in text
     assert f"set_property name {name} core" in text and f"set_property version {version} core" in text
     assert f"set_property top {design.TOP}" in text
     for busif in design.BUS_INTERFACES:
-        assert f"ipx::associate_bus_interfaces -busif {busif} -clock {design.CLOCK_PORT} core" in text
+        if contract == 1:
+            assert f"ipx::associate_bus_interfaces -busif {busif} -clock {design.CLOCK_PORT} core" in text
+    assert re.findall(r"ipx::associate_bus_interfaces -busif (\w+) -clock", text) == busifs
     assert "set_property value ACTIVE_LOW POLARITY" in text
     assert "ipx::save_core core" in text
     # an IP whose interfaces were not inferred is not saved
-    calls, errors, _ = _run_tcl("package_ip.tcl", [str(rtl), "/ip"], missing=["s_axis_act"])
-    assert errors and "did not infer bus interface s_axis_act" in errors[0]
-    assert not any(c.startswith("ipx::save_core") for c in calls)
+    for missing in (["s_axis_act"] if contract == 1 else []) + [busifs[-1]]:
+        calls, errors, _ = _run_tcl("package_ip.tcl", [str(rtl), "/ip", str(contract)], missing=[missing])
+        assert errors and f"did not infer bus interface {missing}" in errors[0]
+        assert not any(c.startswith("ipx::save_core") for c in calls)
     _, errors, _ = _run_tcl("package_ip.tcl", [str(tmp_path / "empty"), "/ip"])
     assert errors and "no dtpu_axi.v" in errors[0]
+
+
+@needs_tclsh
+def test_build_tcl_contract_2_puts_the_dtpu_master_on_hp0_and_its_irq_on_the_ps():
+    """build.tcl CONTRACT=2: HP0 enabled at 64 bits, the DTPU's m_axi -> SmartConnect -> HP0,
+    irq -> AXI INTC -> IRQ_F2P with the PS's fabric interrupts on, no DMA cell, the GP0 map of
+    design.ADDRESS_MAP_2 and the DTPU's DDR window over all 512 MiB."""
+    calls, errors, out = _run_tcl("build.tcl", BUILD_ARGS + ["2"])
+    assert not errors, out
+    text = "\n".join(calls)
+    assert "building the contract 2.0 design" in out
+    # cells: the DTPU with the contract's parameters, the INTC, no DMA
+    assert f"create_bd_cell -type ip -vlnv {design.DTPU_VLNV} {design.DTPU}" in text
+    params = design.build_params()
+    assert re.search(r"set_property -dict \{" + " ".join(f"CONFIG.{k} {v}" for k, v in params.items())
+                     + r"\} dtpu", text), text
+    assert not [c for c in calls if "axi_dma" in c or design.DMA_WGT in c or design.DMA_ACT in c]
+    assert f"create_bd_cell -type ip -vlnv {design.VLNV['intc']} {design.INTC}" in text
+    assert re.search(rf"set_property -dict \{{CONFIG.C_IRQ_CONNECTION 1 CONFIG.C_IRQ_IS_LEVEL 1\}} "
+                     rf"{design.INTC}$", text, re.M)
+    # the PS: GP0, HP0 at 64 bits, fabric interrupts on IRQ_F2P
+    ps_cfg = [c for c in calls if c.startswith("set_property -dict") and c.endswith(design.PS7)]
+    assert len(ps_cfg) == 1
+    for key, value in (("PCW_USE_M_AXI_GP0", 1), ("PCW_USE_S_AXI_HP0", 1),
+                       ("PCW_S_AXI_HP0_DATA_WIDTH", design.HP_DATA_WIDTH),
+                       ("PCW_USE_FABRIC_INTERRUPT", 1), ("PCW_IRQ_F2P_INTR", 1),
+                       ("PCW_FPGA0_PERIPHERAL_FREQMHZ", design.FCLK_MHZ)):
+        assert f"CONFIG.{key} {value}" in ps_cfg[0], key
+    # data path: the DTPU's master alone into HP0 through the SmartConnect
+    assert f"create_bd_cell -type ip -vlnv {design.VLNV['smartconnect']} {design.MEM_SC}" in text
+    assert f"set_property -dict {{CONFIG.NUM_SI 1 CONFIG.NUM_MI 1}} {design.MEM_SC}" in text
+    assert f"connect_bd_intf_net {design.DTPU}/{design.M_AXI} {design.MEM_SC}/S00_AXI" in text
+    assert f"connect_bd_intf_net {design.MEM_SC}/M00_AXI {design.PS7}/{design.HP_PORT}" in text
+    assert len([c for c in calls if c.startswith("connect_bd_intf_net") and design.HP_PORT in c]) == 1
+    assert not re.search(r"axis", text)
+    # completion: irq -> INTC -> IRQ_F2P
+    assert f"connect_bd_net {design.DTPU}/{design.IRQ_PORT} {design.INTC}/intr" in text
+    assert f"connect_bd_net {design.INTC}/irq {design.PS7}/IRQ_F2P" in text
+    # control path and addresses
+    assert f"set_property CONFIG.NUM_MI {len(design.ADDRESS_MAP_2)} ctrl_ic" in text
+    for inst, (base, size) in design.ADDRESS_MAP_2.items():
+        intf = design.SLAVE_INTERFACE[inst]
+        assert re.search(rf"connect_bd_intf_net ctrl_ic/M0\d_AXI {inst}/{intf}$", text, re.M), inst
+        assert re.search(rf"assign_bd_address -offset 0x{base:08X} -range 0x{size:X} "
+                         rf"-target_address_space space\({design.PS7}/Data\) segs_of\({inst}/{intf}\)",
+                         text, re.I), inst
+    base, size = design.DDR_WINDOW
+    hp = [c for c in calls if c.startswith("assign_bd_address") and design.HP_SEGMENT in c]
+    assert len(hp) == 1
+    m = re.fullmatch(r"assign_bd_address -offset (\S+) -range (\S+) -target_address_space "
+                     rf"space\({design.DTPU}/{design.M_AXI}\) "
+                     rf"segs_of\({design.PS7}/{design.HP_PORT}/{design.HP_SEGMENT}\)", hp[0])
+    assert m and (int(m.group(1), 16), int(m.group(2), 16)) == (base, size) == (0, 512 << 20), hp
+    # one clock and one reset for every PL cell, HP0's clock included
+    cells = f"{design.DTPU} {design.XADC} {design.INTC} ctrl_ic {design.MEM_SC}"
+    assert re.search(rf"connect_bd_net .*FCLK_CLK0 .*{design.HP_PORT}_ACLK .*pins_of\({cells}\|"
+                     r"TYPE == clk && DIR == I\)", text)
+    assert re.search(rf"connect_bd_net rst_fclk0/peripheral_aresetn \{{?pins_of\({cells}\|"
+                     r"TYPE == rst && DIR == I\)", text)
+    # outputs under the same names as 1.2 (the driver tells the two apart by VERSION)
+    assert f"file copy -force /runs/impl_1/{design.BITSTREAM_NAME}_wrapper.bit /out/{design.BITSTREAM_NAME}.bit" in text
+    assert f"file copy -force {design.BITSTREAM_NAME}.hwh /out/{design.BITSTREAM_NAME}.hwh" in text
+
+
+@needs_tclsh
+def test_build_tcl_default_is_the_1_2_design_and_refuses_other_contracts():
+    calls, errors, out = _run_tcl("build.tcl", BUILD_ARGS)
+    assert not errors and "building the contract 1.2 design" in out
+    calls1, errors, _ = _run_tcl("build.tcl", BUILD_ARGS + ["1"])
+    assert not errors and calls1 == calls
+    text = "\n".join(calls)
+    assert "IRQ_F2P" not in text and design.INTC not in text and "PCW_USE_FABRIC_INTERRUPT" not in text
+    _, errors, _ = _run_tcl("build.tcl", BUILD_ARGS + ["3"])
+    assert errors and "CONTRACT must be 1 (contract 1.2) or 2 (contract 2.0), not '3'" in errors[0]
+
+
+@needs_tclsh
+def test_package_ip_tcl_contract_2_packages_the_master_and_the_interrupt(tmp_path):
+    """package_ip.tcl CONTRACT=2 requires exactly DTPU_BUSIF_2 (s_axil, m_axi), gives the master
+    an address space, makes irq a level-high interrupt, and saves nothing when m_axi is missing
+    or was inferred as a slave. It runs on whichever RTL is there (the stubs do not read it)."""
+    rtl = ROOT / "hw" / "rtl" if RTL_TOP.exists() else tmp_path
+    if not RTL_TOP.exists():
+        (rtl / "dtpu_axi.v").write_text("module dtpu_axi; endmodule\n")
+    calls, errors, out = _run_tcl("package_ip.tcl", [str(rtl), "/ip", "2"])
+    assert not errors, out
+    text = "\n".join(calls)
+    associated = re.findall(rf"ipx::associate_bus_interfaces -busif (\w+) -clock {design.CLOCK_PORT} core",
+                            text)
+    assert associated == list(design.BUS_INTERFACES_2)
+    assert f"ipx::add_address_space {design.M_AXI} core" in text
+    assert f"set_property range 4G space_{design.M_AXI}" in text
+    assert f"set_property width {design.M_AXI_DATA_WIDTH} space_{design.M_AXI}" in text
+    assert f"set_property master_address_space_ref {design.M_AXI} {design.M_AXI}" in text
+    assert f"set_property value LEVEL_HIGH SENSITIVITY" in text
+    assert "set_property value ACTIVE_LOW POLARITY" in text and "ipx::save_core core" in text
+    for missing, mode, message in ((design.M_AXI, "master", f"did not infer bus interface {design.M_AXI}"),
+                                   (None, "slave", f"{design.M_AXI} of {design.TOP} was not inferred as a master"),
+                                   (design.IRQ_PORT, "master", f"no interrupt interface on port {design.IRQ_PORT}")):
+        calls, errors, _ = _run_tcl("package_ip.tcl", [str(rtl), "/ip", "2"],
+                                    missing=[missing] if missing else [], mode=mode)
+        assert errors and message in errors[0], (missing, mode, errors)
+        assert not any(c.startswith("ipx::save_core") for c in calls)
+    # the 1.2 packaging is unchanged by all this: its four interfaces, no master, no interrupt
+    calls, errors, _ = _run_tcl("package_ip.tcl", [str(rtl), "/ip", "1"])
+    text = "\n".join(calls)
+    assert not errors and re.findall(r"ipx::associate_bus_interfaces -busif (\w+) -clock", text) == \
+        list(design.BUS_INTERFACES)
+    assert "add_address_space" not in text and "SENSITIVITY" not in text
+    _, errors, _ = _run_tcl("package_ip.tcl", [str(rtl), "/ip", "3"])
+    assert errors and "CONTRACT must be 1" in errors[0]

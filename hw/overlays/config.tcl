@@ -3,6 +3,10 @@
 # The Python side relies on the same values (pylib/dtpu/board/design.py: the board transport finds
 # its IPs by these names, the board emulation builds this design); tests/test_overlay.py keeps the
 # two equal and checks the port names against hw/rtl/dtpu_axi.v. Change both together.
+#
+# Two designs: contract 1.2 (CONTRACT=1, the default: AXI DMAs feed the DTPU's streams) and
+# contract 2.0 (CONTRACT=2: the DTPU masters DDR through S_AXI_HP0 and interrupts the PS; the
+# names for it are the *_2 and HP_/INTC ones at the end).
 
 # The DTPU IP (hw/rtl packaged by package_ip.tcl); the PYNQ driver binds to this VLNV.
 set DTPU_VLNV        dtpu.org:dtpu:dtpu_axi:1.0
@@ -10,6 +14,9 @@ set DTPU_TOP         dtpu_axi
 set DTPU_CLOCK       clk
 set DTPU_RESET       aresetn
 set DTPU_BUSIF       {s_axil s_axis_wgt s_axis_act m_axis_res}
+set DTPU_BUSIF_2     {s_axil m_axi}
+set DTPU_MASTER      m_axi
+set DTPU_IRQ         irq
 set DTPU_PARAMS      {ROWS COLS LOG_WEIGHT_WORDS LOG_PARAM_ENTRIES LOG_ACT_WORDS PREC_EN AXIL_ADDR_WIDTH}
 
 # Device and tool.
@@ -25,6 +32,9 @@ set INST_DTPU        dtpu
 set INST_DMA_WGT     dma_wgt
 set INST_DMA_ACT     dma_act
 set INST_XADC        xadc
+set INST_INTC        axi_intc_0
+set INST_MEM_SC      mem_sc
+set DEFAULT_CONTRACT 1
 
 # AXI DMA: simple mode, 64-bit, and a 26-bit length register (a job's stream is one transfer,
 # up to 64 MiB; the default 14 bits would stop at 16 KiB).
@@ -48,3 +58,21 @@ set STREAMS {
 
 # XADC channels sampled by the sequencer (dtpu.board.xadc reads their status registers).
 set XADC_CHANNELS    {TEMPERATURE VCCINT VCCAUX VBRAM VCCPINT VCCPAUX VCCDDRO}
+
+# -- contract 2.0 (CONTRACT=2) ---------------------------------------------------------------------
+# The DTPU's AXI4 master (m_axi, 64-bit data, 32-bit addresses) reaches DDR through a SmartConnect
+# (AXI4 -> the HP port's AXI3) and S_AXI_HP0; HP_SEGMENT is Vivado's DDR segment behind HP0 and
+# DDR_WINDOW (base, range) all of the PYNQ-Z2's 512 MiB. The DTPU's irq goes through the AXI INTC
+# to IRQ_F2P[0], the one fabric interrupt line PYNQ services (and the way pynq finds it).
+set HP_PORT          S_AXI_HP0
+set HP_DATA_WIDTH    64
+set HP_SEGMENT       HP0_DDR_LOWOCM
+set DDR_WINDOW       {0x00000000 0x20000000}
+set M_AXI_DATA_WIDTH 64
+
+# M_AXI_GP0 address map of the 2.0 design: no DMAs; DTPU and XADC where they are in 1.2.
+set ADDRESS_MAP_2 {
+    dtpu       s_axil     0x43C00000 0x10000
+    xadc       s_axi_lite 0x43C10000 0x10000
+    axi_intc_0 s_axi      0x41800000 0x10000
+}

@@ -1,19 +1,33 @@
 # Package hw/rtl as the DTPU IP (VLNV and interface names from config.tcl).
 #
-#   vivado -mode batch -source package_ip.tcl -tclargs <rtl_dir> <ip_dir>
+#   vivado -mode batch -source package_ip.tcl -tclargs <rtl_dir> <ip_dir> [<CONTRACT>]
 #
 # Every hw/rtl/*.v goes in, dtpu_axi is the top, dtpu_regs.vh is its include. The IP packager
-# infers the AXI4-Lite slave (s_axil_*) and the AXI4-Stream ports (s_axis_wgt_*, s_axis_act_*,
-# m_axis_res_*) from their names; this script then ties them to the clock, marks aresetn active
-# low and refuses to save an IP whose interfaces are not exactly those the block design uses.
+# infers the bus interfaces from the port names; this script then ties them to the clock, marks
+# aresetn active low and refuses to save an IP whose interfaces are not exactly those the block
+# design of that contract uses:
+#   CONTRACT=1 (default, 1.2): the AXI4-Lite slave s_axil_* and the AXI4-Streams s_axis_wgt_*,
+#              s_axis_act_*, m_axis_res_* (DTPU_BUSIF);
+#   CONTRACT=2 (2.0): s_axil_* and the AXI4 master m_axi_* (DTPU_BUSIF_2), the master with an
+#              address space for the block design to map DDR into, and irq as a level-high
+#              interrupt (what the AXI INTC in front of IRQ_F2P expects).
+# The VLNV stays the same for both: the PYNQ driver binds to it and tells 1.2 from 2.0 by the
+# core's VERSION register.
 
 set here [file dirname [file normalize [info script]]]
 source [file join $here config.tcl]
 
-if {[llength $argv] != 2} {
-    error "usage: vivado -mode batch -source package_ip.tcl -tclargs <rtl_dir> <ip_dir>"
+if {[llength $argv] ni {2 3}} {
+    error "usage: vivado -mode batch -source package_ip.tcl -tclargs <rtl_dir> <ip_dir> \[<CONTRACT>\]"
 }
-lassign $argv rtl_dir ip_dir
+lassign $argv rtl_dir ip_dir CONTRACT
+if {$CONTRACT eq ""} {
+    set CONTRACT $DEFAULT_CONTRACT
+}
+if {$CONTRACT ni {1 2}} {
+    error "CONTRACT must be 1 (contract 1.2) or 2 (contract 2.0), not '$CONTRACT'"
+}
+set busifs [expr {$CONTRACT == 2 ? $DTPU_BUSIF_2 : $DTPU_BUSIF}]
 set rtl_dir [file normalize $rtl_dir]
 set ip_dir [file normalize $ip_dir]
 lassign [split $DTPU_VLNV :] ip_vendor ip_library ip_name ip_version
@@ -41,16 +55,49 @@ set core [ipx::current_core]
 set_property name $ip_name $core
 set_property version $ip_version $core
 set_property display_name "DTPU tensor accelerator ($DTPU_TOP)" $core
-set_property description "DTPU: AXI4-Lite registers, 64-bit weight/activation/result AXI4-Streams" $core
+if {$CONTRACT == 2} {
+    set_property description "DTPU (contract 2.0): AXI4-Lite registers, 64-bit AXI4 master, level interrupt" $core
+} else {
+    set_property description "DTPU: AXI4-Lite registers, 64-bit weight/activation/result AXI4-Streams" $core
+}
 set_property supported_families {zynq Production} $core
 
 # Interfaces: exactly those the block design connects, all on the one clock.
-foreach busif $DTPU_BUSIF {
+foreach busif $busifs {
     if {[llength [ipx::get_bus_interfaces $busif -of_objects $core]] == 0} {
         error "the IP packager did not infer bus interface $busif from the ports of $DTPU_TOP"
     }
     ipx::associate_bus_interfaces -busif $busif -clock $DTPU_CLOCK $core
 }
+if {$CONTRACT == 2} {
+    # the master: inferred from m_axi_* as AXI4 (AxLEN is 8 bits); it needs an address space,
+    # 32-bit addresses (4 GiB), for the block design to assign HP0's DDR segment into
+    set m_if [ipx::get_bus_interfaces $DTPU_MASTER -of_objects $core]
+    if {[get_property INTERFACE_MODE $m_if] ne "master"} {
+        error "bus interface $DTPU_MASTER of $DTPU_TOP was not inferred as a master"
+    }
+    set space [ipx::get_address_spaces $DTPU_MASTER -of_objects $core]
+    if {[llength $space] == 0} {
+        set space [ipx::add_address_space $DTPU_MASTER $core]
+    }
+    set_property range 4G $space
+    set_property width $M_AXI_DATA_WIDTH $space
+    set_property master_address_space_ref $DTPU_MASTER $m_if
+    # the interrupt: IRQ.PENDING, a level held until the driver acknowledges it
+    set irq_if [ipx::get_bus_interfaces $DTPU_IRQ -of_objects $core]
+    if {[llength $irq_if] == 0} {
+        set irq_if [ipx::infer_bus_interface $DTPU_IRQ xilinx.com:signal:interrupt_rtl:1.0 $core]
+    }
+    if {[llength $irq_if] == 0} {
+        error "no interrupt interface on port $DTPU_IRQ of $DTPU_TOP"
+    }
+    set sensitivity [ipx::get_bus_parameters SENSITIVITY -of_objects $irq_if]
+    if {[llength $sensitivity] == 0} {
+        set sensitivity [ipx::add_bus_parameter SENSITIVITY $irq_if]
+    }
+    set_property value LEVEL_HIGH $sensitivity
+}
+
 set reset_if [ipx::get_bus_interfaces $DTPU_RESET -of_objects $core]
 if {[llength $reset_if] == 0} {
     error "no reset interface $DTPU_RESET inferred"

@@ -3,8 +3,16 @@
 hw/overlays/*.tcl builds the design with these names and addresses, the board transport finds
 its IPs by them, and the board emulation instantiates them; tests/test_overlay.py checks that
 the TCL, this module and the RTL top (hw/rtl/dtpu_axi.v) agree. Nothing here imports pynq.
+
+Two designs share the names: contract 1.2's (the default, ``make -C hw/overlays``: two AXI DMAs
+feed the DTPU's streams) and contract 2.0's (``make -C hw/overlays CONTRACT=2``: the DTPU masters
+DDR itself through ``S_AXI_HP0`` and interrupts the PS; docs/contract2.md). :data:`VARIANTS`
+describes each one by the same fields, so the TCL checks, the emulated .hwh and the RTL port
+check iterate over one table instead of repeating names.
 """
 from __future__ import annotations
+
+from typing import NamedTuple
 
 #: the DTPU IP as packaged by hw/overlays/package_ip.tcl; the DefaultIP driver binds to it
 DTPU_VLNV = "dtpu.org:dtpu:dtpu_axi:1.0"
@@ -26,10 +34,36 @@ BUS_INTERFACES = {
     "m_axis_res": ("axis", "master"),
 }
 
+#: the interrupt output of the top (1.2: CTRL.IRQ_EN with STATUS.DONE; 2.0: IRQ.PENDING), level high
+IRQ_PORT = "irq"
+
+#: contract 2.0's AXI4 master (docs/contract2.md: descriptors, loads, activations and results all
+#: go through it): Xilinx-inferable names without ID, LOCK, CACHE, PROT, QOS or USER signals (the
+#: interconnect ties them to their defaults; HP ports are not coherent, the driver flushes and
+#: invalidates its buffers, so AxCACHE carries nothing the port would use)
+M_AXI = "m_axi"
+_M_AXI = ("awaddr", "awlen", "awsize", "awburst", "awvalid", "awready", "wdata", "wstrb", "wlast",
+          "wvalid", "wready", "bresp", "bvalid", "bready", "araddr", "arlen", "arsize", "arburst",
+          "arvalid", "arready", "rdata", "rresp", "rlast", "rvalid", "rready")
+M_AXI_ADDR_WIDTH = 32
+M_AXI_DATA_WIDTH = 64
+
+#: bus interface of the top -> its signals (port = f"{busif}_{signal}"): the one list that the
+#: RTL port check, the IP packager's expectations (config.tcl DTPU_BUSIF*) and the emulated .hwh
+#: are written from
+BUS_SIGNALS = {"s_axil": _AXIL, "s_axis_wgt": _AXIS, "s_axis_act": _AXIS, "m_axis_res": _AXIS,
+               M_AXI: _M_AXI}
+
+
+def top_ports(bus_interfaces) -> tuple[str, ...]:
+    """Every port of a top with these bus interfaces, in the RTL's order: clock, reset, the
+    interfaces' signals (:data:`BUS_SIGNALS`), the interrupt."""
+    return ((CLOCK_PORT, RESET_PORT) + tuple(f"{b}_{s}" for b in bus_interfaces for s in BUS_SIGNALS[b])
+            + (IRQ_PORT,))
+
+
 #: every port of the top, in the RTL's order
-TOP_PORTS = ((CLOCK_PORT, RESET_PORT) + tuple(f"s_axil_{s}" for s in _AXIL)
-             + tuple(f"s_axis_wgt_{s}" for s in _AXIS) + tuple(f"s_axis_act_{s}" for s in _AXIS)
-             + tuple(f"m_axis_res_{s}" for s in _AXIS) + ("irq",))
+TOP_PORTS = top_ports(BUS_INTERFACES)
 
 #: Verilog parameters of the top that the IP exposes (values come from contract.json)
 TOP_PARAMS = ("ROWS", "COLS", "LOG_WEIGHT_WORDS", "LOG_PARAM_ENTRIES", "LOG_ACT_WORDS", "PREC_EN",
@@ -39,6 +73,8 @@ VLNV = {
     "ps7": "xilinx.com:ip:processing_system7:5.5",
     "dma": "xilinx.com:ip:axi_dma:7.1",
     "xadc": "xilinx.com:ip:xadc_wiz:3.3",
+    "intc": "xilinx.com:ip:axi_intc:4.1",
+    "smartconnect": "xilinx.com:ip:smartconnect:1.0",
 }
 
 #: block design instance names (what `overlay.<name>` is on the board)
@@ -65,6 +101,9 @@ STREAM_DMA = {
     "res": (DMA_ACT, "recvchannel"),
 }
 
+#: the AXI4-Lite slave interface of each instance on M_AXI_GP0 (config.tcl's address maps)
+SLAVE_INTERFACE = {DMA_WGT: "S_AXI_LITE", DMA_ACT: "S_AXI_LITE", DTPU: "s_axil", XADC: "s_axi_lite"}
+
 #: AXI DMA "Width of Buffer Length Register": 2^26-1 bytes per transfer. A job's stream goes in
 #: one transfer (tlast ends the transfer), so the default 14 bits (16 KiB) would be too small.
 DMA_LENGTH_WIDTH = 26
@@ -79,6 +118,79 @@ BITSTREAM_NAME = "dtpu_pynqz2"
 #: where the overlay is looked for on the board when no `bitstream` option is given
 BOARD_OVERLAY_DIR = "/home/xilinx/pynq/overlays/dtpu"
 
+
+# ------------------------------------------------------------ contract 2.0 (make CONTRACT=2)
+
+#: bus interfaces of the 2.0 top: the registers and one AXI4 master (the streams are internal)
+BUS_INTERFACES_2 = {"s_axil": ("aximm", "slave"), M_AXI: ("aximm", "master")}
+TOP_PORTS_2 = top_ports(BUS_INTERFACES_2)
+
+#: the AXI interrupt controller between the DTPU's irq and the PS's IRQ_F2P[0]. pynq 4.0
+#: (pynqmetadata 0.2) finds interrupt pins only behind an ``axi_intc`` wired to the PS: with
+#: ``irq`` straight on IRQ_F2P it would parse no interrupt and ``overlay.dtpu.irq`` would not
+#: exist. And PYNQ's stock image services IRQ_F2P[0] only (one UIO device, GIC ID 61).
+INTC = "axi_intc_0"
+INTC_ADDRESS = (0x4180_0000, 0x1_0000)      # where PYNQ's own overlays put their first AXI INTC
+IRQ_F2P_INDEX = 0
+IRQ_F2P_GIC_ID = 61                         # IRQ_F2P[0] (UG585, "Interrupts": PL to PS, 61..68)
+SLAVE_INTERFACE[INTC] = "s_axi"
+
+#: the SmartConnect between the DTPU's AXI4 master and HP0 (in 1.2: between the DMAs and HP0).
+#: HP0 is an AXI3 slave (4-bit AxLEN, 16-beat bursts, WID): an AXI4 master cannot be wired to it
+#: directly, the SmartConnect converts the protocol and splits longer bursts.
+MEM_SC = "mem_sc"
+
+#: the PS's high-performance port the DTPU masters DDR through, its width and its DDR window:
+#: all of the PYNQ-Z2's 512 MiB, so any ``pynq.allocate`` buffer (CMA) is reachable
+HP_PORT = "S_AXI_HP0"
+HP_DATA_WIDTH = 64
+HP_SEGMENT = "HP0_DDR_LOWOCM"               # Vivado's name of the DDR segment behind HP0
+DDR_WINDOW = (0x0000_0000, 0x2000_0000)
+
+INSTANCES_2 = {DTPU: DTPU_VLNV, XADC: VLNV["xadc"], INTC: VLNV["intc"]}
+
+#: M_AXI_GP0 address map of the 2.0 design: the DMAs are gone, DTPU and XADC stay where they were
+ADDRESS_MAP_2 = {
+    DTPU: ADDRESS_MAP[DTPU],
+    XADC: ADDRESS_MAP[XADC],
+    INTC: INTC_ADDRESS,
+}
+
+
+class Variant(NamedTuple):
+    """One block design: what make's ``CONTRACT=`` selects (hw/overlays) and what
+    :func:`dtpu.board.emulate.hwh.write_hwh` writes for the emulation."""
+
+    contract: int                           #: make CONTRACT= (major contract version)
+    version: str                            #: the contract it implements
+    bus_interfaces: dict[str, tuple[str, str]]
+    top_ports: tuple[str, ...]
+    instances: dict[str, str]               #: addressable instance -> VLNV (ip_dict)
+    address_map: dict[str, tuple[int, int]]
+    irq_to_ps: bool                         #: the DTPU's irq reaches IRQ_F2P (through INTC)
+
+
+VARIANTS = {
+    1: Variant(1, "1.2", BUS_INTERFACES, TOP_PORTS, INSTANCES, ADDRESS_MAP, False),
+    2: Variant(2, "2.0", BUS_INTERFACES_2, TOP_PORTS_2, INSTANCES_2, ADDRESS_MAP_2, True),
+}
+#: what ``make -C hw/overlays`` builds until the 2.0 RTL top (issue 15) exists
+DEFAULT_CONTRACT = 1
+
+
+def variant_of_ports(ports) -> Variant:
+    """The design whose top has exactly these ports (in this order); ValueError naming the
+    differences with each design otherwise. The port check of hw/rtl/dtpu_axi.v uses it to test
+    whichever contract the RTL implements."""
+    ports = tuple(ports)
+    for v in VARIANTS.values():
+        if ports == v.top_ports:
+            return v
+    diffs = "; ".join(f"contract {v.version}: missing {sorted(set(v.top_ports) - set(ports))}, "
+                      f"extra {sorted(set(ports) - set(v.top_ports))}"
+                      + (", order differs" if set(ports) == set(v.top_ports) else "")
+                      for v in VARIANTS.values())
+    raise ValueError(f"the ports match no overlay design ({diffs})")
 
 
 #: Lane precisions of the default board build: the configuration that fits the xc7z020
@@ -103,7 +215,11 @@ def build_params(cfg=None) -> dict[str, str]:
             "PREC_EN": f"0x{c.prec_enable_mask:04X}"}
 
 
-__all__ = ["ADDRESS_MAP", "BITSTREAM_NAME", "BOARD_OVERLAY_DIR", "BOARD_PRECISIONS", "BUS_INTERFACES", "CLOCK_PORT",
-           "DMA_ACT", "DMA_DATA_WIDTH", "DMA_LENGTH_WIDTH", "DMA_WGT", "DTPU", "DTPU_VLNV",
-           "FCLK_MHZ", "INSTANCES", "PS7", "RESET_PORT", "STREAM_DMA", "TOP", "TOP_PARAMS",
-           "TOP_PORTS", "VLNV", "XADC", "board_config", "build_params"]
+__all__ = ["ADDRESS_MAP", "ADDRESS_MAP_2", "BITSTREAM_NAME", "BOARD_OVERLAY_DIR", "BOARD_PRECISIONS",
+           "BUS_INTERFACES", "BUS_INTERFACES_2", "BUS_SIGNALS", "CLOCK_PORT", "DDR_WINDOW",
+           "DEFAULT_CONTRACT", "DMA_ACT", "DMA_DATA_WIDTH", "DMA_LENGTH_WIDTH", "DMA_WGT", "DTPU",
+           "DTPU_VLNV", "FCLK_MHZ", "HP_DATA_WIDTH", "HP_PORT", "HP_SEGMENT", "INSTANCES",
+           "INSTANCES_2", "INTC", "INTC_ADDRESS", "IRQ_F2P_GIC_ID", "IRQ_F2P_INDEX", "IRQ_PORT",
+           "MEM_SC", "M_AXI", "M_AXI_ADDR_WIDTH", "M_AXI_DATA_WIDTH", "PS7", "RESET_PORT",
+           "SLAVE_INTERFACE", "STREAM_DMA", "TOP", "TOP_PARAMS", "TOP_PORTS", "TOP_PORTS_2", "VARIANTS",
+           "VLNV", "Variant", "XADC", "board_config", "build_params", "top_ports", "variant_of_ports"]

@@ -3,7 +3,8 @@
 :func:`install` makes the emulated board pynq's active device
 (:class:`dtpu.board.emulate.device.EmulatedDevice`, a ``pynq.Device``), writes the emulated
 overlay (a .bit in the bitstream file format whose configuration data is a placeholder, and the
-.hwh of the hw/overlays design) and points ``$DTPU_BITSTREAM`` at it unless already set. From
+.hwh of the hw/overlays design: contract 1.2's, the default build; :func:`write_design` also
+writes contract 2.0's, ``contract=2``) and points ``$DTPU_BITSTREAM`` at it unless already set. From
 then on the board code runs unchanged through pynq: ``pynq.Overlay`` parses the .hwh and binds
 the drivers by VLNV, ``pynq.allocate`` hands out ``PynqBuffer`` objects in the emulated DDR,
 ``pynq.MMIO`` and ``pynq.lib.dma.DMA`` drive the emulated registers
@@ -12,7 +13,8 @@ the real board would see. :mod:`dtpu.board.emulate.device` says which parts are 
 package and which stay hand-written (the device primitives the kernel and XRT provide on the
 board).
 
-What it does not emulate: timing (stalls, DMA bandwidth), interrupts (the design has none),
+What it does not emulate: timing (stalls, DMA bandwidth), interrupts in the 1.2 design (it has
+none; the ``interrupts=True`` variant and the 2.0 design wire the DTPU's irq through an AXI INTC),
 scatter-gather DMA, and the XADC's sensors (its codes are synthetic, and a warning says so).
 ``DTPU_PYNQ_EMULATE=1`` makes :func:`dtpu.board.import_pynq` call :func:`install`; pynq must
 be installed (``pip install pynq "numpy<2"``, the ``board`` and ``dev`` extras).
@@ -26,7 +28,7 @@ import tempfile
 from pathlib import Path
 
 from dtpu.board import BITSTREAM_ENV
-from dtpu.board.design import BITSTREAM_NAME
+from dtpu.board.design import BITSTREAM_NAME, DEFAULT_CONTRACT
 from dtpu.board.emulate.board import BOARD, Access, Board
 from dtpu.hw.config import HwConfig, get_config
 
@@ -54,10 +56,12 @@ def bit_file(data: bytes, design: str = BITSTREAM_NAME, part: str = PART) -> byt
 
 
 def write_design(directory: str | os.PathLike, cfg: HwConfig | None = None,
-                 interrupts: bool = False) -> Path:
+                 interrupts: bool | None = None, contract: int = DEFAULT_CONTRACT) -> Path:
     """Write <directory>/dtpu_pynqz2.bit (placeholder configuration data) and .hwh; return
-    the .bit path. ``interrupts``: the variant with the DTPU's irq wired to the PS through an
-    AXI interrupt controller (:func:`dtpu.board.emulate.hwh.write_hwh`)."""
+    the .bit path. ``contract``: which hw/overlays design (1: contract 1.2, the default; 2: the
+    2.0 design, DTPU master on HP0 and irq to the PS). ``interrupts=True`` with contract 1: the
+    1.2 variant with the DTPU's irq wired to the PS through an AXI interrupt controller
+    (:func:`dtpu.board.emulate.hwh.write_hwh`)."""
     from dtpu.board.emulate.hwh import write_hwh
 
     d = Path(directory)
@@ -66,7 +70,7 @@ def write_design(directory: str | os.PathLike, cfg: HwConfig | None = None,
     bit.write_bytes(bit_file(PLACEHOLDER))
     write_hwh(bit.with_suffix(".hwh"), cfg or get_config(),
               note="written by dtpu.board.emulate for the board emulation, not by Vivado",
-              interrupts=interrupts)
+              interrupts=interrupts, contract=contract)
     return bit
 
 

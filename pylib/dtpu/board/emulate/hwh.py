@@ -3,23 +3,32 @@
 A .hwh is XML: ``MODULES/MODULE`` elements carry an ``INSTANCE`` name, a ``VLNV``,
 ``PARAMETERS``, ``PORTS`` (with their ``CONNECTIONS``) and ``BUSINTERFACES`` (logical to
 physical ``PORTMAPS``); the processing system's ``MEMORYMAP/MEMRANGE`` elements give each
-slave's address range behind ``M_AXI_GP0``. :func:`write_hwh` writes that for the emulated
-design (the names, addresses and parameters hw/overlays builds), complete enough for the real
-``pynq`` to parse it (``pynqmetadata``'s HWH frontend, which needs every bus interface's
-physical ports and every connection's far end): ``pynq.Overlay`` builds its ``ip_dict``,
-``clock_dict`` and driver bindings from it exactly as from Vivado's file.
+slave's address range behind ``M_AXI_GP0``, and a master's own ``MEMORYMAP`` the windows it
+reaches (a DMA's or the 2.0 DTPU's DDR segment behind ``S_AXI_HP0``). :func:`write_hwh` writes
+that for the emulated design (the names, addresses and parameters hw/overlays builds, from
+:mod:`dtpu.board.design`), complete enough for the real ``pynq`` to parse it (``pynqmetadata``'s
+HWH frontend, which needs every bus interface's physical ports and every connection's far end):
+``pynq.Overlay`` builds its ``ip_dict``, ``clock_dict``, interrupt tables and driver bindings
+from it exactly as from Vivado's file.
 
-What the file leaves out, because nothing in pynq reads it for this design: the AXI
-interconnect and SmartConnect (pynq takes addresses from the PS's memory map, not from the
-interconnect), the DMAs' memory-side AXI masters, and the DDR/FIXED_IO pins. The DTPU's
-``irq`` and the DMAs' interrupt outputs are ports without connections, as in the block design
-(build.tcl: "the driver polls"). ``interrupts=True`` writes a variant the TCL does not build
-yet: the DTPU's ``irq`` into an AXI interrupt controller (:data:`INTC`, the way PYNQ takes
-fabric interrupts) whose output drives the PS's ``IRQ_F2P``, so that pynq creates
-``overlay.dtpu.irq`` as a ``pynq.Interrupt``.
+Two designs (``contract=``, :data:`dtpu.board.design.VARIANTS`):
 
-:func:`parse_hwh` reads the addressable subset (instance, VLNV, address, parameters) from any
-.hwh without pynq: the overlay tests use it where pynq is not installed.
+* 1 (contract 1.2, the default): the DTPU's streams on two AXI DMAs. Left out, because nothing
+  in pynq reads it for this design: the AXI interconnect and SmartConnect (pynq takes addresses
+  from the PS's memory map), the DMAs' memory-side AXI masters, the DDR/FIXED_IO pins. The
+  DTPU's ``irq`` and the DMAs' interrupt outputs are ports without connections, as in the block
+  design (build.tcl: "the driver polls"). ``interrupts=True`` writes a variant the 1.2 TCL does
+  not build: the DTPU's ``irq`` into the AXI interrupt controller (``design.INTC``) whose output
+  drives the PS's ``IRQ_F2P``, so that pynq creates ``overlay.dtpu.irq`` as a ``pynq.Interrupt``.
+* 2 (contract 2.0, ``make CONTRACT=2``): no DMAs; the DTPU's AXI4 master ``m_axi`` through the
+  SmartConnect into ``S_AXI_HP0``, with its DDR window in the DTPU's memory map, and ``irq``
+  through the AXI INTC to ``IRQ_F2P`` (always: it is the 2.0 completion). Here the SmartConnect
+  is written, unlike in 1.2, because the route from the DTPU's master to HP0 is what the 2.0
+  design adds and the tests follow it through the connections.
+
+:func:`parse_hwh` reads the addressable subset (instance, VLNV, address, parameters) and
+:func:`memory_windows` the masters' memory windows from any .hwh without pynq: the overlay tests
+use them, and they apply unchanged to the first .hwh a real Vivado build writes.
 """
 from __future__ import annotations
 
@@ -33,14 +42,14 @@ from dtpu.hw.config import HwConfig, get_config
 AXIMM = "xilinx.com:interface:aximm:1.0"
 AXIS = "xilinx.com:interface:axis:1.0"
 
-#: the AXI4-Lite slave interface of each addressable instance (hw/overlays/config.tcl ADDRESS_MAP)
-SLAVE_INTERFACE = {design.DMA_WGT: "S_AXI_LITE", design.DMA_ACT: "S_AXI_LITE",
-                   design.DTPU: "s_axil", design.XADC: "s_axi_lite"}
+#: the AXI4-Lite slave interface of each addressable instance (hw/overlays/config.tcl ADDRESS_MAP*)
+SLAVE_INTERFACE = design.SLAVE_INTERFACE
 
-#: the interrupt controller of the ``interrupts=True`` variant: instance, VLNV, (base, range)
-INTC = "axi_intc_0"
-INTC_VLNV = "xilinx.com:ip:axi_intc:4.1"
-INTC_ADDRESS = (0x4180_0000, 0x1_0000)
+#: the interrupt controller of the ``interrupts=True`` variant and of the 2.0 design: instance,
+#: VLNV, (base, range)
+INTC = design.INTC
+INTC_VLNV = design.VLNV["intc"]
+INTC_ADDRESS = design.INTC_ADDRESS
 
 #: Zynq-7000 PS clocks on the PYNQ-Z2: 50 MHz PS_CLK, IO PLL x20 = 1000 MHz, FCLK0 = IO PLL / 5 / 2
 PS_CLK_MHZ = 50
@@ -57,6 +66,20 @@ _AXIL_SLAVE = {
 }
 _AXIS_SLAVE = {"TDATA": ("I", "data"), "TVALID": ("I", None), "TREADY": ("O", None),
                "TLAST": ("I", None)}
+# AXI4 (and AXI3 with "len" = 4 bits) signals of the 2.0 master, by design.BUS_SIGNALS' names
+_AXI4_SIGNAL = {
+    "awaddr": ("I", "addr"), "awlen": ("I", "len"), "awsize": ("I", 3), "awburst": ("I", 2),
+    "awvalid": ("I", None), "awready": ("O", None), "wdata": ("I", "data"), "wstrb": ("I", "strb"),
+    "wlast": ("I", None), "wvalid": ("I", None), "wready": ("O", None), "bresp": ("O", 2),
+    "bvalid": ("O", None), "bready": ("I", None), "araddr": ("I", "addr"), "arlen": ("I", "len"),
+    "arsize": ("I", 3), "arburst": ("I", 2), "arvalid": ("I", None), "arready": ("O", None),
+    "rdata": ("O", "data"), "rresp": ("O", 2), "rlast": ("O", None), "rvalid": ("O", None),
+    "rready": ("I", None),
+}
+_AXI4_SLAVE = {s.upper(): _AXI4_SIGNAL[s] for s in design.BUS_SIGNALS[design.M_AXI]}
+_AXI4_WIDTHS = {"addr": design.M_AXI_ADDR_WIDTH, "data": design.M_AXI_DATA_WIDTH,
+                "strb": design.M_AXI_DATA_WIDTH // 8, "len": 8}
+_AXI3_WIDTHS = dict(_AXI4_WIDTHS, len=4, data=design.HP_DATA_WIDTH, strb=design.HP_DATA_WIDTH // 8)
 _FLIP = {"I": "O", "O": "I"}
 
 
@@ -113,11 +136,12 @@ def _connect(a: _Module, a_port: str, b: _Module, b_port: str) -> None:
         ET.SubElement(cons, "CONNECTION", INSTANCE=dst.instance, PORT=dp)
 
 
-def _ps7_params(interrupts: bool) -> dict[str, Any]:
+def _ps7_params(interrupts: bool, contract: int) -> dict[str, Any]:
     p: dict[str, Any] = {"PCW_CRYSTAL_PERIPHERAL_FREQMHZ": PS_CLK_MHZ,
                          "PCW_IOPLL_CTRL_FBDIV": IO_PLL_MULT,
                          "PCW_USE_M_AXI_GP0": 1, "PCW_USE_S_AXI_HP0": 1,
-                         "PCW_S_AXI_HP0_DATA_WIDTH": design.DMA_DATA_WIDTH,
+                         "PCW_S_AXI_HP0_DATA_WIDTH": (design.HP_DATA_WIDTH if contract == 2
+                                                      else design.DMA_DATA_WIDTH),
                          "PCW_USE_FABRIC_INTERRUPT": int(interrupts),
                          "PCW_IRQ_F2P_INTR": int(interrupts)}
     for i in range(4):
@@ -136,9 +160,19 @@ def _stream(m: _Module, name: str, mode: str, prefix: str) -> dict[str, str]:
 
 
 def write_hwh(path: str | Path, cfg: HwConfig | None = None, note: str = "",
-              interrupts: bool = False) -> Path:
-    """Write the emulated design's .hwh for the DTPU build `cfg` (with ``interrupts``, the
-    variant whose DTPU ``irq`` reaches the PS through :data:`INTC`)."""
+              interrupts: bool | None = None, contract: int = design.DEFAULT_CONTRACT) -> Path:
+    """Write the emulated design's .hwh for the DTPU build `cfg`: the ``contract`` 1 (1.2) or
+    2 (2.0) block design of hw/overlays. ``interrupts``: whether the DTPU's ``irq`` reaches the
+    PS through :data:`INTC` (default: as the design builds it, i.e. not for 1.2 and always for
+    2.0; ``interrupts=True`` with contract 1 is the emulation-only 1.2 variant)."""
+    if contract not in design.VARIANTS:
+        raise ValueError(f"contract must be one of {sorted(design.VARIANTS)} (make CONTRACT=), "
+                         f"not {contract!r}")
+    variant = design.VARIANTS[contract]
+    if interrupts is None:
+        interrupts = variant.irq_to_ps
+    elif not interrupts and variant.irq_to_ps:
+        raise ValueError(f"the contract {variant.version} design always wires the DTPU's irq to the PS")
     cfg = cfg or get_config()
     root = ET.Element("EDKSYSTEM", EDWVERSION="1.2", VIVADOVERSION="emulated")
     if note:
@@ -150,15 +184,15 @@ def write_hwh(path: str | Path, cfg: HwConfig | None = None, note: str = "",
     modules = ET.SubElement(root, "MODULES")
 
     ps7 = _Module(modules, design.PS7, design.VLNV["ps7"], "processing_system7",
-                  _ps7_params(interrupts), MODCLASS="PROCESSOR")
+                  _ps7_params(interrupts, contract), MODCLASS="PROCESSOR")
     fclk = ps7.port("FCLK_CLK0", "O", sigis="clk")
     ps7.port("FCLK_RESET0_N", "O", sigis="rst")
     ps7.port("M_AXI_GP0_ACLK", "I", sigis="clk")
     ps7.bus("M_AXI_GP0", AXIMM, "MASTER", _AXIL_SLAVE, "M_AXI_GP0_{}", {"addr": 32})
     memmap = ET.SubElement(ps7.el, "MEMORYMAP")
-    slaves = {n: (a, SLAVE_INTERFACE[n]) for n, a in design.ADDRESS_MAP.items()}
+    slaves = {n: (a, SLAVE_INTERFACE[n]) for n, a in variant.address_map.items()}
     if interrupts:
-        slaves[INTC] = (INTC_ADDRESS, "s_axi")
+        slaves[INTC] = (INTC_ADDRESS, SLAVE_INTERFACE[INTC])
     for name, ((base, size), busif) in slaves.items():
         ET.SubElement(memmap, "MEMRANGE", ADDRESSBLOCK="Reg", BASENAME="C_BASEADDR",
                       BASEVALUE=f"0x{base:08X}", HIGHNAME="C_HIGHADDR",
@@ -175,12 +209,51 @@ def write_hwh(path: str | Path, cfg: HwConfig | None = None, note: str = "",
     dtpu.port(design.RESET_PORT, "I", sigis="rst")
     dtpu.bus("s_axil", AXIMM, "SLAVE", _AXIL_SLAVE, "s_axil_{}", {"addr": cfg.AXIL_ADDR_WIDTH})
     dtpu_streams = {}
-    for busif, (kind, mode) in design.BUS_INTERFACES.items():
+    for busif, (kind, mode) in variant.bus_interfaces.items():
         if kind == "axis":
             dtpu_streams[busif] = _stream(dtpu, busif, mode.upper(), busif)
-    dtpu.port("irq", "O", sigis="intr")
+    if contract == 2:
+        dtpu_master = dtpu.bus(design.M_AXI, AXIMM, "MASTER", _AXI4_SLAVE, design.M_AXI + "_{}",
+                               _AXI4_WIDTHS)
+    dtpu.port(design.IRQ_PORT, "O", sigis="intr")
     _connect(ps7, fclk, dtpu, design.CLOCK_PORT)
 
+    if contract == 1:
+        _write_dmas(modules, ps7, fclk, dtpu, dtpu_streams)
+    else:
+        _write_hp0_route(modules, ps7, fclk, dtpu, dtpu_master)
+
+    xadc = _Module(modules, design.XADC, design.VLNV["xadc"], "xadc_wiz",
+                   {"INTERFACE_SELECTION": "Enable_AXI", "SEQUENCER_MODE": "Continuous"})
+    xadc.port("s_axi_aclk", "I", sigis="clk")
+    xadc.port("s_axi_aresetn", "I", sigis="rst")
+    xadc.bus("s_axi_lite", AXIMM, "SLAVE", _AXIL_SLAVE, "s_axi_{}", {"addr": 11})
+    xadc.port("ip2intc_irpt", "O", sigis="intr")
+    _connect(ps7, fclk, xadc, "s_axi_aclk")
+
+    if interrupts:
+        f2p = ps7.port("IRQ_F2P", "I", sigis="intr")
+        intc = _Module(modules, INTC, INTC_VLNV, "axi_intc",
+                       {"C_NUM_INTR_INPUTS": 1, "C_KIND_OF_INTR": "0xFFFFFFFF",
+                        "C_IRQ_IS_LEVEL": 1, "C_IRQ_CONNECTION": 1, "C_HAS_IPR": 1, "C_HAS_SIE": 1,
+                        "C_HAS_CIE": 1})
+        intc.port("s_axi_aclk", "I", sigis="clk")
+        intc.port("s_axi_aresetn", "I", sigis="rst")
+        intc.bus(SLAVE_INTERFACE[INTC], AXIMM, "SLAVE", _AXIL_SLAVE, "s_axi_{}", {"addr": 9})
+        intc.port("intr", "I", sigis="intr")
+        intc.port("irq", "O", sigis="intr")
+        _connect(ps7, fclk, intc, "s_axi_aclk")
+        _connect(dtpu, design.IRQ_PORT, intc, "intr")
+        _connect(intc, "irq", ps7, f2p)
+
+    path = Path(path)
+    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+    return path
+
+
+def _write_dmas(modules: ET.Element, ps7: _Module, fclk: str, dtpu: _Module,
+                dtpu_streams: dict[str, dict[str, str]]) -> None:
+    """The 1.2 design's two AXI DMAs, their streams wired to the DTPU's."""
     dmas = {}
     for name, mm2s, s2mm in ((design.DMA_WGT, 1, 0), (design.DMA_ACT, 1, 1)):
         params = {"c_include_sg": 0, "c_include_mm2s": mm2s, "c_include_s2mm": s2mm,
@@ -212,31 +285,29 @@ def write_hwh(path: str | Path, cfg: HwConfig | None = None, note: str = "",
         for logical, phys in streams[dma_if].items():
             _connect(dma, phys, dtpu, dtpu_streams[dtpu_if][logical])
 
-    xadc = _Module(modules, design.XADC, design.VLNV["xadc"], "xadc_wiz",
-                   {"INTERFACE_SELECTION": "Enable_AXI", "SEQUENCER_MODE": "Continuous"})
-    xadc.port("s_axi_aclk", "I", sigis="clk")
-    xadc.port("s_axi_aresetn", "I", sigis="rst")
-    xadc.bus("s_axi_lite", AXIMM, "SLAVE", _AXIL_SLAVE, "s_axi_{}", {"addr": 11})
-    xadc.port("ip2intc_irpt", "O", sigis="intr")
-    _connect(ps7, fclk, xadc, "s_axi_aclk")
 
-    if interrupts:
-        f2p = ps7.port("IRQ_F2P", "I", sigis="intr")
-        intc = _Module(modules, INTC, INTC_VLNV, "axi_intc",
-                       {"C_NUM_INTR_INPUTS": 1, "C_KIND_OF_INTR": "0xFFFFFFFF",
-                        "C_IRQ_IS_LEVEL": 1, "C_HAS_IPR": 1, "C_HAS_SIE": 1, "C_HAS_CIE": 1})
-        intc.port("s_axi_aclk", "I", sigis="clk")
-        intc.port("s_axi_aresetn", "I", sigis="rst")
-        intc.bus("s_axi", AXIMM, "SLAVE", _AXIL_SLAVE, "s_axi_{}", {"addr": 9})
-        intc.port("intr", "I", sigis="intr")
-        intc.port("irq", "O", sigis="intr")
-        _connect(ps7, fclk, intc, "s_axi_aclk")
-        _connect(dtpu, "irq", intc, "intr")
-        _connect(intc, "irq", ps7, f2p)
-
-    path = Path(path)
-    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
-    return path
+def _write_hp0_route(modules: ET.Element, ps7: _Module, fclk: str, dtpu: _Module,
+                     dtpu_master: dict[str, str]) -> None:
+    """The 2.0 design's data path: DTPU ``m_axi`` (AXI4) -> SmartConnect -> the PS's
+    ``S_AXI_HP0`` (AXI3, 64-bit), and the DTPU's memory window: all of DDR behind HP0."""
+    ps7.port(f"{design.HP_PORT}_ACLK", "I", sigis="clk")
+    hp = ps7.bus(design.HP_PORT, AXIMM, "SLAVE", _AXI4_SLAVE, design.HP_PORT + "_{}", _AXI3_WIDTHS)
+    sc = _Module(modules, design.MEM_SC, design.VLNV["smartconnect"], "smartconnect",
+                 {"NUM_SI": 1, "NUM_MI": 1})
+    sc.port("aclk", "I", sigis="clk")
+    sc.port("aresetn", "I", sigis="rst")
+    s00 = sc.bus("S00_AXI", AXIMM, "SLAVE", _AXI4_SLAVE, "S00_AXI_{}", _AXI4_WIDTHS)
+    m00 = sc.bus("M00_AXI", AXIMM, "MASTER", _AXI4_SLAVE, "M00_AXI_{}", _AXI3_WIDTHS)
+    for logical in _AXI4_SLAVE:
+        _connect(dtpu, dtpu_master[logical], sc, s00[logical])
+        _connect(sc, m00[logical], ps7, hp[logical])
+    _connect(ps7, fclk, sc, "aclk")
+    base, size = design.DDR_WINDOW
+    ET.SubElement(ET.SubElement(dtpu.el, "MEMORYMAP"), "MEMRANGE", ADDRESSBLOCK=design.HP_SEGMENT,
+                  BASENAME="C_BASEADDR", BASEVALUE=f"0x{base:08X}", HIGHNAME="C_HIGHADDR",
+                  HIGHVALUE=f"0x{base + size - 1:08X}", INSTANCE=design.PS7, IS_DATA="TRUE",
+                  IS_INSTRUCTION="TRUE", MASTERBUSINTERFACE=design.M_AXI, MEMTYPE="MEMORY",
+                  SLAVEBUSINTERFACE=design.HP_PORT)
 
 
 def _int(text: str) -> int:
@@ -266,4 +337,24 @@ def parse_hwh(path: str | Path) -> dict[str, dict[str, Any]]:
     return ips
 
 
-__all__ = ["INTC", "INTC_ADDRESS", "INTC_VLNV", "SLAVE_INTERFACE", "parse_hwh", "write_hwh"]
+def memory_windows(path: str | Path) -> dict[str, list[dict[str, Any]]]:
+    """master instance -> the memory windows of its own MEMORYMAP (``MEMTYPE="MEMORY"``): master
+    interface, target instance and slave interface, segment (ADDRESSBLOCK), base and range. In
+    the 2.0 design the DTPU's ``m_axi`` has one: DDR behind ``S_AXI_HP0``."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for module in ET.parse(path).getroot().iter("MODULE"):
+        if module.get("MODCLASS") == "PROCESSOR":
+            continue
+        for rng in module.iter("MEMRANGE"):
+            if rng.get("MEMTYPE") != "MEMORY":
+                continue
+            base, high = _int(rng.get("BASEVALUE")), _int(rng.get("HIGHVALUE"))
+            out.setdefault(module.get("INSTANCE"), []).append({
+                "master": rng.get("MASTERBUSINTERFACE"), "target": rng.get("INSTANCE"),
+                "slave": rng.get("SLAVEBUSINTERFACE"), "segment": rng.get("ADDRESSBLOCK"),
+                "base": base, "range": high - base + 1})
+    return out
+
+
+__all__ = ["INTC", "INTC_ADDRESS", "INTC_VLNV", "SLAVE_INTERFACE", "memory_windows", "parse_hwh",
+           "write_hwh"]

@@ -26,9 +26,11 @@ delegate's partitions are today (MobileNet v2's residual ADDs and ResNet-8's spl
 
 Delegate reports: the same models through the delegate (dtpu.make_interpreter), the `host` record
 of the steady-state invoke's report (dtpu.report, counted by dtpu.driver.hostops) on backend=model
-(its compiled path, counts derived from the protocol) and, with --board, on the emulated PYNQ-Z2
-(the real pynq package; DTPU_PYNQ_EMULATE). That is today's figure as users see it: all delegated
-partitions of the interpreter, nodes the delegate claims (which may differ from the chains above).
+and, with --board, on the emulated PYNQ-Z2 (the real pynq package; DTPU_PYNQ_EMULATE), each with
+path=jobs (1.2 job by job; on backend=model its compiled path, counts derived from the protocol)
+and path=lists (2.0, the default on a 2.0 core: one command list per delegated partition). That
+is the figure as users see it: all delegated partitions of the interpreter, nodes the delegate
+claims (which may differ from the chains above).
 
     PYTHONPATH=pylib python benchmarks/bench_host_ops.py [--models DIR] [--only NAME] [--board]
 """
@@ -55,6 +57,7 @@ from dtpu.hw import cmdlist as cl  # noqa: E402
 from dtpu.hw.model import Core  # noqa: E402
 
 log = logging.getLogger("bench_host_ops")
+PEAK = cl.get_config().ROWS * cl.get_config().COLS   # MACs per cycle of the default 8x8 build
 
 
 class CountingTransport(Transport):
@@ -230,26 +233,28 @@ def reported(path: Path, options: dict, invokes: int = 3) -> dict:
     reports = [r for r in dtpu.reports()[-invokes:] if not r.first]
     r = reports[-1]
     return {"host": dict(r.host), "cycles": r.hw["cycles"], "idle": r.hw["idle_cycles"],
-            "nodes": len(r.nodes), "partitions": r.kernels}
+            "nodes": len(r.nodes), "partitions": r.kernels, "macs": r.hw["macs"]}
 
 
 def _report_rows(name: str, path: Path, board: bool) -> None:
-    rows = [("delegate, backend=model", {"backend": "model"})]
+    rows = [(f"delegate, backend=model, path={p}", {"backend": "model", "path": p})
+            for p in ("jobs", "lists")]
     if board:
         from dtpu.board import emulate
 
         bit = emulate.install()
-        rows.append(("delegate, backend=pynq (emulated)", {"backend": "pynq", "bitstream": str(bit)}))
+        rows += [(f"delegate, backend=pynq (emulated), path={p}",
+                  {"backend": "pynq", "bitstream": str(bit), "path": p}) for p in ("jobs", "lists")]
     print(f"   delegate reports ({name}, steady state, per invoke):")
     print("| report | nodes (kernels) | mmio reads | mmio writes | doorbells | DMA starts | transforms "
-          "| host us | cycles | idle cycles |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+          "| host us | cycles | idle cycles | utilization |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for label, options in rows:
         got = reported(path, options)
         h = got["host"]
         print(f"| {label} | {got['nodes']} ({got['partitions']}) | {h['mmio_reads']} | {h['mmio_writes']} | "
               f"{h['doorbells']} | {h['dma_starts']} | {h['transforms']} | {h['us']:.0f} | "
-              f"{got['cycles']} | {got['idle']} |")
+              f"{got['cycles']} | {got['idle']} | {100 * got['macs'] / (got['cycles'] * PEAK):.1f} % |")
 
 
 def main(argv=None) -> int:

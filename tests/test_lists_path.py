@@ -61,11 +61,14 @@ def _per_partition(report):
 
 @pytest.fixture(scope="module")
 def emu(tmp_path_factory):
+    """The emulated board with the contract-2.0 design (make CONTRACT=2: DTPU master on HP0,
+    no DMAs); :func:`emu12` is the 1.2 design (today's bitstream) on the same board."""
     pytest.importorskip("pynq", reason="the board emulation runs the pynq package (pip install pynq)")
     from dtpu.board import emulate
 
     saved = os.environ.get("DTPU_BITSTREAM")
-    bit = emulate.install(tmp_path_factory.mktemp("overlay"))
+    emulate.install(tmp_path_factory.mktemp("overlay12"))
+    bit = emulate.write_design(tmp_path_factory.mktemp("overlay2"), contract=2)
     yield bit
     emulate.uninstall()
     if saved is None:
@@ -105,18 +108,21 @@ def test_path_jobs_is_the_job_by_job_protocol(dtpu_so, tfl):
     assert h["doorbells"] > report.kernels and h["dma_starts"] > 0 and h["transforms"] > 0
 
 
-def test_path_follows_the_cores_version(emu, dtpu_so, tfl, monkeypatch):
-    """A 1.2 bitstream (CONTRACT=1.2 in the emulated design) runs job by job under path=auto
-    and refuses path=lists at load; backend=rtl (the 1.2 Verilog) likewise."""
+def test_path_follows_the_cores_version(emu, dtpu_so, tfl, tmp_path):
+    """A 1.2 bitstream (the default design: DMAs, a 1.2 core) runs job by job under path=auto
+    and refuses path=lists at load; the 2.0 design has no DMAs and refuses path=jobs."""
     import dtpu
-    from dtpu.board.emulate import board as emu_board
+    from dtpu.board import emulate
 
-    monkeypatch.setattr(emu_board, "DEFAULT_CONTRACT", "1.2")
-    report = _compare(ZOO / "mobilenet_like__int8.tflite", {"backend": "pynq", "bitstream": str(emu)}, tfl)
+    bit12 = emulate.write_design(tmp_path, contract=1)
+    report = _compare(ZOO / "mobilenet_like__int8.tflite", {"backend": "pynq", "bitstream": str(bit12)}, tfl)
     assert report.host["doorbells"] > report.kernels and report.host["dma_starts"] > 0
     with pytest.raises(ValueError, match=r"path=lists.*contract 1.2"):
         dtpu.make_interpreter(ZOO / "mobilenet_like__int8.tflite",
-                              {"backend": "pynq", "bitstream": str(emu), "path": "lists"})
+                              {"backend": "pynq", "bitstream": str(bit12), "path": "lists"})
+    with pytest.raises(ValueError, match=r"path=jobs.*no stream DMAs"):
+        dtpu.make_interpreter(ZOO / "mobilenet_like__int8.tflite",
+                              {"backend": "pynq", "bitstream": str(emu), "path": "jobs"})
 
 
 def test_bad_path_option_names_it(dtpu_so):

@@ -174,10 +174,21 @@ class ModelBackend(Backend):
         return ModelTransport(Core(self.cfg), lists=True)
 
     def _choose_path(self, path: str) -> bool:
-        """Command lists (True) or job by job: from the core's VERSION and the `path` option."""
+        """Command lists (True) or job by job: from the core's VERSION and the `path` option
+        (and whether the target can move job streams at all: the 2.0 overlay has no DMAs)."""
+        name = self.name or type(self).__name__
+        if not getattr(self.transport, "streams", True):
+            if path == "jobs" or not lists_supported(self.transport):
+                raise ValueError(f"backend={name}: path={path}, but the overlay has no stream DMAs "
+                                 f"(the contract-2.0 design) and runs command lists only; "
+                                 f"accepted: path=auto or path=lists with a 2.0 core")
+            if self.precision != "auto":
+                raise ValueError(f"backend={name}: precision={self.precision} needs the job-by-job "
+                                 f"path, which this overlay (contract 2.0, no DMAs) cannot run; "
+                                 f"accepted: precision=auto")
+            return True
         if path == "jobs":
             return False
-        name = self.name or type(self).__name__
         if not lists_supported(self.transport):
             if path == "lists":
                 raise ValueError(f"backend={name}: path=lists, but the core reports VERSION "
@@ -284,8 +295,14 @@ class ModelBackend(Backend):
         self._added_since_plan += 1
         return node
 
-    def _run_loads(self, jobs) -> None:
-        """Jobs run once (prepare): the LOAD_WGT words also go into the host's copy."""
+    def _run_loads(self, jobs, force: bool = False) -> None:
+        """Jobs run once (prepare): the LOAD_WGT words also go into the host's copy. On the
+        command-list path the on-chip memories belong to the lists: nothing is loaded for the
+        1.2 path until a node runs job by job (:meth:`_reclaim` loads every resident node)."""
+        if self.lists and not force:
+            if self._owner is None:
+                self._owner = _LISTS
+            return
         for job in jobs:
             self._remember_load(job)
         try:
@@ -645,7 +662,7 @@ class ModelBackend(Backend):
     def release_partitions(self, program: ListProgram) -> None:
         with self._serial:
             if self._owner is program:
-                self._owner = None
+                self._owner = _LISTS
             program.free()
 
     def invoke_partition(self, program: ListProgram, index: int, inputs: list[np.ndarray],
@@ -699,12 +716,13 @@ class ModelBackend(Backend):
         memories, so resident nodes load again and streamed pages are checked again."""
         if self._owner is None:
             return
-        self._owner.loaded = False
+        if self._owner is not _LISTS:
+            self._owner.loaded = False
         self._owner = None
         self._forget()
         for node in self._nodes:   # streamed pages and their parameters are checked per use
             if not node.streamed and not node.pending and node.lowered.resident:
-                self._run_loads(node.lowered.load_jobs)
+                self._run_loads(node.lowered.load_jobs, force=True)
 
     def invoke(self, handle: _Node, x: np.ndarray, probes: Probes) -> tuple[np.ndarray, HwCounters]:
         with self._serial:
@@ -844,6 +862,8 @@ class ModelBackend(Backend):
 
 
 _RUN, _COMPUTE = "run", "compute"   # kinds of _Node.steps (compared by identity)
+#: ModelBackend._owner when no program ran yet but the 1.2 path's loads were skipped
+_LISTS = "lists"
 
 
 def _opcode(cfg: HwConfig, regs: dict) -> str:

@@ -108,7 +108,12 @@ class PynqTransport(Transport):
         self._dma: dict[str, Any] = {}
         self._channel: dict[str, Any] = {}
         self._max_bytes: dict[str, int] = {}
+        #: the 1.2 design's stream DMAs are there (the 2.0 design has none: the DTPU masters
+        #: HP0 itself and runs command lists only, hw/overlays/README.md)
+        self.streams = any(dma_name in ip_dict for dma_name, _ in STREAM_DMA.values())
         for stream, (dma_name, attr) in STREAM_DMA.items():
+            if not self.streams:
+                break
             if dma_name not in ip_dict:
                 raise DtpuHardwareError(f"overlay has no DMA {dma_name!r} for stream {stream!r}; "
                                         f"its IPs: {', '.join(ip_dict)}")
@@ -146,6 +151,11 @@ class PynqTransport(Transport):
 
     # -- buffers and channels ---------------------------------------------------------------------
 
+    def _no_streams(self) -> None:
+        raise DtpuHardwareError("this overlay has no stream DMAs (the contract-2.0 design: the DTPU "
+                                "moves its own data); job-by-job transfers are not possible, "
+                                "run command lists (path=auto or path=lists)")
+
     def _buffer(self, stream: str, words: int):
         buf = self._buf.get(stream)
         if buf is None or buf.shape[0] < words:
@@ -182,6 +192,8 @@ class PynqTransport(Transport):
     # -- streams --------------------------------------------------------------------------------
 
     def expect(self, stream: str, n: int) -> None:
+        if not self.streams:
+            self._no_streams()
         if not self._settle(stream, self.timeout_s):
             raise DtpuTimeout(f"{stream} channel still busy with an earlier transfer after "
                               f"{self.timeout_s:g} s")
@@ -193,6 +205,8 @@ class PynqTransport(Transport):
 
     def send(self, stream: str, words: np.ndarray) -> None:
         words = np.asarray(words)
+        if not self.streams:
+            self._no_streams()
         if words.dtype != _U64:
             words = words.astype(_U64)
         n = int(words.size)
@@ -208,6 +222,8 @@ class PynqTransport(Transport):
         self._busy[stream] = True
 
     def recv(self, stream: str, n: int) -> np.ndarray:
+        if not self.streams:
+            self._no_streams()
         if not self._busy[stream]:
             self.expect(stream, n)
         ch = self._channel[stream]

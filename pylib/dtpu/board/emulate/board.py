@@ -118,11 +118,6 @@ class Device:
         pass
 
 
-#: the contract the emulated DTPU implements unless its .hwh parameters say (``CONTRACT``):
-#: 2.0 (command lists over the HP port) is the golden model; "1.2" emulates today's bitstream
-DEFAULT_CONTRACT = "2.0"
-
-
 class HpPort:
     """The DTPU's AXI4 master on S_AXI_HP0 as the command-list units see DDR: the device side of
     the ``pynq.allocate`` regions (what the host flushed), DECERR outside them."""
@@ -143,13 +138,15 @@ class HpPort:
 
 
 class DtpuDevice(Device):
-    """The DTPU's register file and streams, backed by the golden model; a contract-2.0 core
-    (default) also runs command lists from DDR through :class:`HpPort`."""
+    """The DTPU's register file and streams, backed by the golden model. ``CONTRACT`` (set by
+    :meth:`Board.program` from the design: "2.0" when no DMA feeds the streams, i.e. the
+    ``make CONTRACT=2`` block design, whose DTPU masters HP0) makes it a 2.0 core that also runs
+    command lists from DDR through :class:`HpPort`; "1.2" is today's bitstream."""
 
     def __init__(self, board: "Board", name: str, params: dict[str, str]) -> None:
         super().__init__(board, name, params)
         self.cfg = config_from_params(params)
-        self.contract = str(params.get("CONTRACT", DEFAULT_CONTRACT))
+        self.contract = str(params.get("CONTRACT", "1.2"))
         if self.contract not in ("1.2", "2.0"):
             raise ValueError(f"emulated DTPU: CONTRACT={self.contract!r}; accepted: 1.2, 2.0")
         self.core = ModelTransport(Core(self.cfg), lists=self.contract == "2.0",
@@ -474,11 +471,17 @@ class Board:
         `data` is the configuration data the FPGA manager would get (only its size is kept)."""
         with self.lock:
             self._map, self.devices, self.dtpu = [], {}, None
+            # a design without DMAs is the 2.0 one: the DTPU moves its own data (hw/overlays)
+            contract = ("1.2" if any(d.get("type") == design.VLNV["dma"] for d in ips.values())
+                        else "2.0")
             for name, desc in ips.items():
                 cls = DEVICES.get(desc.get("type"))
                 if cls is None or desc.get("phys_addr") is None:
                     continue
-                dev = cls(self, name, desc.get("parameters", {}))
+                params = dict(desc.get("parameters", {}))
+                if cls is DtpuDevice:
+                    params.setdefault("CONTRACT", contract)
+                dev = cls(self, name, params)
                 self.devices[name] = dev
                 self._map.append((desc["phys_addr"], desc["addr_range"], dev))
                 if isinstance(dev, DtpuDevice):

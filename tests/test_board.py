@@ -101,8 +101,8 @@ def test_overlay_gives_named_drivers_bound_by_vlnv(emu):
     # the download went through pynq's Clocks (FCLK0 in the emulated SLCR) and bit2bin
     assert pynq.Clocks.fclk0_mhz == current_board().slcr.fclk_mhz(0) == 100.0
     assert current_board().bitstream == overlay.bitfile_name and current_board().bitstream_bytes > 0
-    # the emulated core is a contract-2.0 one (command lists; it keeps the 1.2 protocol too)
-    assert dtpu.id == 0x44545055 and dtpu.version == (get_config().VERSION2 >> 16, get_config().VERSION2 & 0xFFFF)
+    # the default design is the 1.2 one (DMAs; today's bitstream): a 1.2 core
+    assert dtpu.id == 0x44545055 and dtpu.version == (get_config().VERSION >> 16, get_config().VERSION & 0xFFFF)
     assert dtpu.hwcfg["COLS"] == 8 and dtpu.config().model_name == get_config().model_name
     assert dtpu.status == {"BUSY": 0, "DONE": 0, "ERROR": 0, "STATE": 0}
     assert dtpu.counters["cycles"] == 0 and dtpu.err_names == []

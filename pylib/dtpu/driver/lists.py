@@ -83,6 +83,7 @@ class ListProgram:
         self.buf.array[:prog.size] = prog.image
         self.buf.flush()
         self.loaded = False
+        self.memo: dict = {}    # the backend's report fields per distinct run (see ModelBackend)
         t.write_reg(self._off["IRQ"], self._irq_en)
         self.ensure_loaded()
 

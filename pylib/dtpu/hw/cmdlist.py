@@ -153,6 +153,7 @@ class Partition:
     jobs: int = 0
     inputs: list[Buffer] = field(default_factory=list)   # by k of NodeIn.src = -1 - k
     node_macs: list[int] = field(default_factory=list)
+    node_prec: list = field(default_factory=list)    # each node's lane precision (energy model)
 
 
 @dataclass
@@ -359,7 +360,8 @@ def compile_program(partitions: list[list[NodeIn]], cfg: HwConfig | None = None,
         data = lb.data()
         addr = img.alloc(len(data), data)
         part = Partition(addr, len(lb.words), inps[0], outs[-1], outs, macs, jobs=lb.runs,
-                         inputs=inps, node_macs=[nd.spec.macs for nd in nodes])
+                         inputs=inps, node_macs=[nd.spec.macs for nd in nodes],
+                         node_prec=[precision_of(nd.spec, None) for nd in nodes])
         lists.append((lb, part))
     prologue.end()
     pdata = prologue.data()

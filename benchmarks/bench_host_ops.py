@@ -242,9 +242,14 @@ def _report_rows(name: str, path: Path, board: bool) -> None:
     if board:
         from dtpu.board import emulate
 
-        bit = emulate.install()
-        rows += [(f"delegate, backend=pynq (emulated), path={p}",
-                  {"backend": "pynq", "bitstream": str(bit), "path": p}) for p in ("jobs", "lists")]
+        import tempfile
+
+        bit = emulate.install()    # the 1.2 design (DMAs, a 1.2 core): job by job
+        bit2 = emulate.write_design(tempfile.mkdtemp(prefix="dtpu-emu2-"), contract=2)
+        rows += [("delegate, backend=pynq (emulated 1.2 design), path=auto",
+                  {"backend": "pynq", "bitstream": str(bit)}),
+                 ("delegate, backend=pynq (emulated 2.0 design), path=auto",
+                  {"backend": "pynq", "bitstream": str(bit2)})]
     print(f"   delegate reports ({name}, steady state, per invoke):")
     print("| report | nodes (kernels) | mmio reads | mmio writes | doorbells | DMA starts | transforms "
           "| host us | cycles | idle cycles | utilization |")

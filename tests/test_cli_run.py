@@ -54,13 +54,18 @@ def test_json_reports_and_summary(model_run):
     assert "invoke 1: outputs equal" in stderr and "(bit-exact)" in stderr
 
 
-def test_board_emulation_agrees_with_the_same_cycles(model_run):
+def test_board_emulation_agrees_with_the_same_cycles(dtpu_so):
+    """The emulated board's default design is the 1.2 one (job by job): the same cycles node by
+    node as backend=model on the same path."""
     proc = _dtpu("run", str(MOBILENET), "--backend", "pynq", "--report", "json", "--invokes", "2",
                  env={"DTPU_PYNQ_EMULATE": "1"})
     assert proc.returncode == 0, proc.stderr
     *reports, summary = _json_lines(proc.stdout)
     assert summary["agree"] and summary["backend"] == "pynq"
-    model_reports = model_run[0][:-1]
+    ref = _dtpu("run", str(MOBILENET), "--backend", "model", "--report", "json", "--invokes", "2",
+                "--option", "path=jobs")
+    assert ref.returncode == 0, ref.stderr
+    model_reports = _json_lines(ref.stdout)[:-1]
     for board, model in zip(reports, model_reports):
         assert [n["hw"]["cycles"] for n in board["nodes"]] == [n["hw"]["cycles"] for n in model["nodes"]]
         assert board["power"]["temperature_c"]["avg"] > 0

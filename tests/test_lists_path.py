@@ -238,3 +238,31 @@ def test_the_emulated_board_sees_one_doorbell_per_partition_and_no_dma(emu, dtpu
     assert sum(1 for a in dt if a.op == "w") == 3 * r.kernels
     # the board's reads include nothing but the record's (the emulated completion is immediate)
     assert sum(1 for a in dt if a.op == "r") == 5 * r.kernels
+
+
+def test_a_failing_list_raises_with_its_descriptor_and_the_next_invoke_runs():
+    """A bus error response on the memory port (SLVERR injected on a partition's input buffer):
+    the invoke raises DtpuListError naming the bit, the descriptor's offset and tag; CL_ERR is
+    cleared, and once the fault is gone the same partition runs and is exact."""
+    from dtpu.backends.base import Probes
+    from dtpu.backends.model import ModelBackend
+    from dtpu.backends.reference import ReferenceBackend
+    from dtpu.driver.lists import DtpuListError
+    from dtpu.hw.cmdlist import NodeIn
+
+    be, ref = ModelBackend({}), ReferenceBackend({})
+    spec, w, b = _node(3)
+    prog = be.prepare_partitions([[NodeIn(spec, w, b)]])
+    x = np.random.default_rng(0).integers(-128, 128, spec.input_shape).astype(np.int8)
+    want, _ = ref.invoke(ref.prepare(spec, w, b), x, Probes())
+    out = np.zeros(spec.output_shape, np.int8)
+    inp = prog.program.partitions[0].input
+    pool = be.transport.lists.ddr
+    pool.slverr.append((inp.addr, inp.addr + 8))
+    with pytest.raises(DtpuListError, match=r"SLVERR.*tag 0x0 \(partition 0, node 0\)") as info:
+        be.invoke_partition(prog, 0, [x], {0: out}, Probes())
+    assert info.value.tag == 0 and info.value.err
+    assert be.transport.read_reg(prog.fmt.reg_offset("CL_ERR")) == 0
+    pool.slverr.clear()
+    be.invoke_partition(prog, 0, [x], {0: out}, Probes())
+    np.testing.assert_array_equal(out, want)

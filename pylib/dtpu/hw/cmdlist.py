@@ -658,6 +658,7 @@ class DdrPool:
     def __init__(self, base: int = DEFAULT_DDR_BASE) -> None:
         self.next = base
         self.bufs: dict[int, np.ndarray] = {}
+        self.slverr: list[tuple[int, int]] = []    # fault injection, as Ddr's
 
     def alloc(self, nbytes: int) -> DeviceBuffer:
         addr = self.next
@@ -672,6 +673,8 @@ class DdrPool:
         self.bufs.pop(addr, None)
 
     def _find(self, addr: int, n: int) -> np.ndarray:
+        if any(lo < addr + n and addr < hi for lo, hi in self.slverr):
+            raise DdrFault("SLVERR", addr, n)
         for start, arr in self.bufs.items():
             if start <= addr and addr + n <= start + arr.size:
                 return arr[addr - start:addr - start + n]

@@ -25,11 +25,14 @@ from tests.delegate_util import assert_matches, cpu_ops, no_default_delegates, r
 from tests.models import zoo
 
 MODELS = zoo.load_index(kind="imagenet")
-BACKENDS = ("reference", "model", "pynq")
+# model: command lists (a 2.0 core); pynq: the emulated board's 1.2 design, job by job; pynq2:
+# its 2.0 design (no DMAs, the DTPU masters HP0), command lists through pynq's buffers
+BACKENDS = ("reference", "model", "pynq", "pynq2")
 SEEDS = (0, 1)
 # backend=model and =pynq take 10-100x the reference's time on these nets (the golden model of
 # every job): one invoke each, on different inputs, so each model still sees both seeds there
-BACKEND_SEEDS = {"reference": SEEDS, "model": SEEDS[:1], "pynq": SEEDS[1:], "rtl": SEEDS[:1]}
+BACKEND_SEEDS = {"reference": SEEDS, "model": SEEDS[:1], "pynq": SEEDS[1:], "pynq2": SEEDS[1:],
+                 "rtl": SEEDS[:1]}
 CONV_OPS = ("CONV_2D", "DEPTHWISE_CONV_2D")
 REPORT_OP = {"CONV_2D": "conv2d", "DEPTHWISE_CONV_2D": "depthwise_conv2d",  # NodeRecord.op
              "FULLY_CONNECTED": "fully_connected"}
@@ -81,6 +84,12 @@ def oracle(tfl):
 def _options(backend: str, request) -> dict:
     if backend == "pynq":
         return {"backend": "pynq", "bitstream": str(request.getfixturevalue("board"))}
+    if backend == "pynq2":
+        from dtpu.board import emulate
+
+        bit = request.getfixturevalue("board")
+        return {"backend": "pynq", "path": "lists",
+                "bitstream": str(emulate.write_design(bit.parent / "contract2", contract=2))}
     return {"backend": backend}
 
 
@@ -102,7 +111,7 @@ def _check(entry: dict, path, backend: str, options: dict, oracle, tfl,
         for i, (g, w) in enumerate(zip(got, want)):
             assert_matches(g, w, f"{entry['name']} backend={backend} seed {seed} output {i}")
     report = dtpu.last_report()
-    assert report.backend == backend and report.complete
+    assert report.backend == options["backend"] and report.complete
     claimed = {op: sum(n.op == REPORT_OP[op] for n in report.nodes) for op in ops}
     assert len(report.nodes) == sum(claimed.values())  # (FULLY_CONNECTED is off by default)
     assert claimed == {op: entry["all_op_counts"].get(op, 0) for op in ops}, entry["name"]

@@ -353,7 +353,10 @@ class GraphState:
             try:
                 parts = [k.list_nodes() for k in kernels]
                 self.program = backend.prepare_partitions(parts)
-            except ValueError as exc:
+            except Exception as exc:   # CmdlistError (a ValueError) names what it cannot express
+                if not getattr(getattr(backend, "transport", None), "streams", True):
+                    raise DelegateError(f"the partitions cannot run as command lists ({exc}) and "
+                                        f"this target has no job-by-job path (no stream DMAs)") from exc
                 log.info("graph %d runs job by job: its partitions are not expressed as command "
                          "lists: %s", self.id, exc)
                 self.program = False

@@ -842,65 +842,34 @@ class Executor:
         self.fast_path = fast_path
         self._compiled: dict = {}
         self._gather_cache: dict = {}
+        self._decoded: dict = {}     # list address -> (its bytes, decoded steps)
+        c = self.core.cfg
+        self._job_regs = {reg.offset: reg.name for reg in c.registers if reg.access == "rw"
+                          and reg.name not in ("CTRL",)}
 
     def run(self, ddr: Ddr, list_addr: int) -> RunResult:
+        """Fetch, decode and execute the list at `list_addr`. The decoding of a list that
+        reached its END is kept with the list's bytes and reused while they are unchanged
+        (compared on every run): the same steps in the same order, so only the emulation's
+        speed differs; a list that failed to decode is decoded again every time."""
         f, c = self.fmt, self.core.cfg
         r = RunResult()
         tl = Timeline(f)
-        pc = list_addr
         regs: dict[int, int] = {}
-        job_names = {reg.offset: reg.name for reg in c.registers if reg.access == "rw"
-                     and reg.name not in ("CTRL",)}
+        cached = self._decoded.get(list_addr)
+        steps = None
+        if cached is not None:
+            try:
+                if ddr.read(list_addr, len(cached[0])).tobytes() == cached[0]:
+                    steps = cached[1]
+            except DdrFault:
+                steps = None
         try:
-            while True:
-                if r.descs >= self.MAX_DESCS:
-                    raise _ClError("BAD_LENGTH", f"no END within {self.MAX_DESCS} descriptors")
-                head = int(ddr.read(pc, 8).view(_U64)[0])
-                h = f.fields_of("HEADER", head)
-                r.error_pc, r.error_tag = pc - list_addr, h["TAG"]
-                op = f.opnames.get(h["OP"])
-                if op is None:
-                    raise _ClError("BAD_OPCODE", f"opcode {h['OP']} at list offset {pc - list_addr}; "
-                                   f"accepted: {f.opcodes}")
-                n = h["LEN"]
-                ok = (n == f.length(op)) if op != "REGS" else n >= 2
-                if not ok:
-                    raise _ClError("BAD_LENGTH", f"{op} with LEN={n}; its layout has "
-                                   f"{f.length(op) if op != 'REGS' else '>= 2'} words")
-                body = ddr.read(pc, 8 * n).view(_U64)[1:]
-                t_fetch = tl.fetch(n)
-                r.descs += 1
-                pc += 8 * n
-                if op == "END":
-                    break
-                if op == "LOAD":
-                    l1, l2 = f.fields_of("LOAD1", body[0]), f.fields_of("LOAD2", body[1])
-                    self._load(ddr, l1, l2)
-                    tl.load(t_fetch, l1["COUNT"], l2["AFTER"])
-                    _tag_span(r, h["TAG"], None, wgt=l1["COUNT"])
-                elif op == "REGS":
-                    for w in body:
-                        off, val = f.field("REG", w, "OFFSET"), f.field("REG", w, "VALUE")
-                        if off not in job_names:
-                            raise _ClError("BAD_FIELD", f"REGS offset {off:#x} is not a job register; "
-                                           f"accepted: {sorted(hex(o) for o in job_names)}")
-                        regs[off] = val
-                elif op == "POST":
-                    d = {k: f.fields_of(k, w) for k, w in zip(f.layout["POST"][1:], body)}
-                    cycles, beats, src, dst = self._post(ddr, regs, d, r)
-                    tl.run(t_fetch, src, dst, beats, beats, cycles)
-                    r.runs += 1
-                    _tag_span(r, h["TAG"], tl.core_free, cycles)   # the post unit: no stream
-                else:
-                    kinds = f.layout["RUN"][1:]
-                    d = {k: f.fields_of(k, w) for k, w in zip(kinds, body)}
-                    d["FIRST"] = bool(h["FLAGS"] & f.flag_first)
-                    cycles, act_beats, res_beats, src, dst = self._run(ddr, regs, d, h, r)
-                    acc = d["RES0"]["MODE"] == f.res_modes["ACC"]
-                    tl.run(t_fetch, src, dst, act_beats, res_beats, cycles,
-                           store_reads=res_beats if acc and not d["FIRST"] else 0)
-                    r.runs += 1
-                    _tag_span(r, h["TAG"], tl.core_free, cycles, act_beats, res_beats)
+            if steps is None:
+                steps = self._decode_list(ddr, list_addr, r, tl, regs)
+            else:
+                for step in steps:
+                    self._step(ddr, list_addr, step, r, tl, regs)
         except _ClError as e:
             r.error |= f.errors[e.kind]
             r.message = str(e)
@@ -917,6 +886,86 @@ class Executor:
             log.warning("command list at %#x failed at offset %d (tag %#x): %s", list_addr,
                         r.error_pc, r.error_tag, r.message)
         return r
+
+    def _decode_list(self, ddr: Ddr, list_addr: int, r: RunResult, tl: "Timeline",
+                     regs: dict) -> list:
+        """Decode descriptor by descriptor from DDR, executing each as it comes (an error stops
+        the list where it is); returns the steps once END is reached, and caches them."""
+        f = self.fmt
+        pc = list_addr
+        steps = []
+        while True:
+            if len(steps) >= self.MAX_DESCS:
+                raise _ClError("BAD_LENGTH", f"no END within {self.MAX_DESCS} descriptors")
+            head = int(ddr.read(pc, 8).view(_U64)[0])
+            h = f.fields_of("HEADER", head)
+            r.error_pc, r.error_tag = pc - list_addr, h["TAG"]
+            op = f.opnames.get(h["OP"])
+            if op is None:
+                raise _ClError("BAD_OPCODE", f"opcode {h['OP']} at list offset {pc - list_addr}; "
+                               f"accepted: {f.opcodes}")
+            n = h["LEN"]
+            ok = (n == f.length(op)) if op != "REGS" else n >= 2
+            if not ok:
+                raise _ClError("BAD_LENGTH", f"{op} with LEN={n}; its layout has "
+                               f"{f.length(op) if op != 'REGS' else '>= 2'} words")
+            body = ddr.read(pc, 8 * n).view(_U64)[1:]
+            if op == "LOAD":
+                payload = (f.fields_of("LOAD1", body[0]), f.fields_of("LOAD2", body[1]))
+            elif op == "REGS":
+                payload = [(f.field("REG", w, "OFFSET"), f.field("REG", w, "VALUE")) for w in body]
+            elif op == "POST":
+                payload = {k: f.fields_of(k, w) for k, w in zip(f.layout["POST"][1:], body)}
+            elif op == "RUN":
+                payload = {k: f.fields_of(k, w) for k, w in zip(f.layout["RUN"][1:], body)}
+                payload["FIRST"] = bool(h["FLAGS"] & f.flag_first)
+            else:
+                payload = None
+            step = (pc - list_addr, h, op, n, payload)
+            steps.append(step)
+            pc += 8 * n
+            self._step(ddr, list_addr, step, r, tl, regs)
+            if op == "END":
+                break
+        if len(self._decoded) > 256:
+            self._decoded.clear()
+        self._decoded[list_addr] = (ddr.read(list_addr, pc - list_addr).tobytes(), steps)
+        return steps
+
+    def _step(self, ddr: Ddr, list_addr: int, step: tuple, r: RunResult, tl: "Timeline",
+              regs: dict) -> None:
+        f = self.fmt
+        off, h, op, n, payload = step
+        r.error_pc, r.error_tag = off, h["TAG"]
+        t_fetch = tl.fetch(n)
+        r.descs += 1
+        if op == "END":
+            return
+        if op == "LOAD":
+            l1, l2 = payload
+            self._load(ddr, l1, l2)
+            tl.load(t_fetch, l1["COUNT"], l2["AFTER"])
+            _tag_span(r, h["TAG"], None, wgt=l1["COUNT"])
+        elif op == "REGS":
+            job_names = self._job_regs
+            for reg_off, val in payload:
+                if reg_off not in job_names:
+                    raise _ClError("BAD_FIELD", f"REGS offset {reg_off:#x} is not a job register; "
+                                   f"accepted: {sorted(hex(o) for o in job_names)}")
+                regs[reg_off] = val
+        elif op == "POST":
+            cycles, beats, src, dst = self._post(ddr, regs, payload, r)
+            tl.run(t_fetch, src, dst, beats, beats, cycles)
+            r.runs += 1
+            _tag_span(r, h["TAG"], tl.core_free, cycles)   # the post unit: no stream
+        else:
+            d = payload
+            cycles, act_beats, res_beats, src, dst = self._run(ddr, regs, d, h, r)
+            acc = d["RES0"]["MODE"] == f.res_modes["ACC"]
+            tl.run(t_fetch, src, dst, act_beats, res_beats, cycles,
+                   store_reads=res_beats if acc and not d["FIRST"] else 0)
+            r.runs += 1
+            _tag_span(r, h["TAG"], tl.core_free, cycles, act_beats, res_beats)
 
     # -- load unit
 

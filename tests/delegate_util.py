@@ -124,3 +124,26 @@ def no_default_delegates(tflite) -> dict:
     if resolver is None:
         return {}
     return {"experimental_op_resolver_type": resolver.BUILTIN_WITHOUT_DEFAULT_DELEGATES}
+
+
+def emulated_board(directory):
+    """The emulated PYNQ-Z2 as pynq's active device with the 1.2 design written in `directory`
+    (a generator for module fixtures: yields the .bit; afterwards the device is deactivated and
+    $DTPU_BITSTREAM restored). Skips where pynq is missing."""
+    import os
+
+    pytest.importorskip("pynq", reason="the board emulation runs the pynq package, not installed "
+                                       "here (pip install pynq)")
+    from dtpu.board import emulate
+
+    saved = os.environ.get("DTPU_BITSTREAM")
+    bit = emulate.install(directory)
+    try:
+        yield bit
+    finally:
+        emulate.uninstall()
+        if saved is None:
+            os.environ.pop("DTPU_BITSTREAM", None)
+        else:
+            os.environ["DTPU_BITSTREAM"] = saved
+

@@ -22,7 +22,7 @@ from dtpu.driver import DtpuHardwareError, DtpuTimeout, run_job, run_jobs
 from dtpu.hw.config import HwConfig, get_config
 from dtpu.hw.lower import Job, lower
 from dtpu.spec import ConvSpec, DataMode, OpKind, Padding, Quant
-from tests.delegate_util import assert_matches, dtpu_so, run, tfl  # noqa: F401
+from tests.delegate_util import assert_matches, dtpu_so, emulated_board, run, tfl  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = ROOT / "tests" / "models" / "zoo" / "mobilenet_like__int8.tflite"
@@ -35,16 +35,7 @@ PYNQ_MISSING = "the board emulation runs the pynq package, not installed here (p
 def emu(tmp_path_factory):
     """The emulated board as pynq's active device for this module; deactivated afterwards."""
     pytest.importorskip("pynq", reason=PYNQ_MISSING)
-    from dtpu.board import emulate
-
-    saved = os.environ.get("DTPU_BITSTREAM")
-    bit = emulate.install(tmp_path_factory.mktemp("overlay"))
-    yield bit
-    emulate.uninstall()
-    if saved is None:
-        os.environ.pop("DTPU_BITSTREAM", None)
-    else:
-        os.environ["DTPU_BITSTREAM"] = saved
+    yield from emulated_board(tmp_path_factory.mktemp("overlay"))
 
 
 def _node(seed=0, kind=OpKind.CONV_2D):

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.delegate_util import assert_matches, dtpu_so, run, tfl  # noqa: F401
+from tests.delegate_util import assert_matches, dtpu_so, emulated_board, run, tfl  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
 ZOO = ROOT / "tests" / "models" / "zoo"
@@ -63,18 +63,10 @@ def _per_partition(report):
 def emu(tmp_path_factory):
     """The emulated board with the contract-2.0 design (make CONTRACT=2: DTPU master on HP0,
     no DMAs); :func:`emu12` is the 1.2 design (today's bitstream) on the same board."""
-    pytest.importorskip("pynq", reason="the board emulation runs the pynq package (pip install pynq)")
-    from dtpu.board import emulate
+    for _ in emulated_board(tmp_path_factory.mktemp("overlay12")):
+        from dtpu.board import emulate
 
-    saved = os.environ.get("DTPU_BITSTREAM")
-    emulate.install(tmp_path_factory.mktemp("overlay12"))
-    bit = emulate.write_design(tmp_path_factory.mktemp("overlay2"), contract=2)
-    yield bit
-    emulate.uninstall()
-    if saved is None:
-        os.environ.pop("DTPU_BITSTREAM", None)
-    else:
-        os.environ["DTPU_BITSTREAM"] = saved
+        yield emulate.write_design(tmp_path_factory.mktemp("overlay2"), contract=2)
 
 
 @pytest.mark.parametrize("name", SMALL)

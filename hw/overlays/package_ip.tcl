@@ -62,6 +62,15 @@ if {$CONTRACT == 2} {
 }
 set_property supported_families {zynq Production} $core
 
+# A bus interface parameter set to a value, added first when inference did not create it.
+proc set_bus_parameter {iface name value} {
+    set param [ipx::get_bus_parameters $name -of_objects $iface]
+    if {[llength $param] == 0} {
+        set param [ipx::add_bus_parameter $name $iface]
+    }
+    set_property value $value $param
+}
+
 # Interfaces: exactly those the block design connects, all on the one clock.
 foreach busif $busifs {
     if {[llength [ipx::get_bus_interfaces $busif -of_objects $core]] == 0} {
@@ -91,22 +100,14 @@ if {$CONTRACT == 2} {
     if {[llength $irq_if] == 0} {
         error "no interrupt interface on port $DTPU_IRQ of $DTPU_TOP"
     }
-    set sensitivity [ipx::get_bus_parameters SENSITIVITY -of_objects $irq_if]
-    if {[llength $sensitivity] == 0} {
-        set sensitivity [ipx::add_bus_parameter SENSITIVITY $irq_if]
-    }
-    set_property value LEVEL_HIGH $sensitivity
+    set_bus_parameter $irq_if SENSITIVITY LEVEL_HIGH
 }
 
 set reset_if [ipx::get_bus_interfaces $DTPU_RESET -of_objects $core]
 if {[llength $reset_if] == 0} {
     error "no reset interface $DTPU_RESET inferred"
 }
-set polarity [ipx::get_bus_parameters POLARITY -of_objects $reset_if]
-if {[llength $polarity] == 0} {
-    set polarity [ipx::add_bus_parameter POLARITY $reset_if]
-}
-set_property value ACTIVE_LOW $polarity
+set_bus_parameter $reset_if POLARITY ACTIVE_LOW
 ipx::associate_bus_interfaces -clock $DTPU_CLOCK -reset $DTPU_RESET $core
 
 foreach param $DTPU_PARAMS {

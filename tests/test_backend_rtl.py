@@ -101,7 +101,8 @@ def sim_invoke(path: str, backend: str = "rtl", seed: int = 0):
 
     cpu = tflite.Interpreter(model_path=path)
     cpu.allocate_tensors()
-    ours = dtpu.make_interpreter(path, {"backend": backend})
+    # job by job: the RTL is a contract-1.2 core, compared with the golden model's same path
+    ours = dtpu.make_interpreter(path, {"backend": backend, "path": "jobs"})
     ours.allocate_tensors()
     inputs = _inputs(cpu, seed)
     got = _invoke(ours, inputs)

@@ -176,7 +176,8 @@ def sim_invoke_seeds(path: str, name: str, seeds: tuple, backend: str = "rtl") -
     from tests.models import zoo as z
 
     entry = z.get_entry(name)
-    ours = dtpu.make_interpreter(path, {"backend": backend})
+    # job by job: the RTL is a contract-1.2 core, compared with the golden model's same path
+    ours = dtpu.make_interpreter(path, {"backend": backend, "path": "jobs"})
     ours.allocate_tensors()
     outs = [invoke(ours, z.make_inputs(entry, seed=seed)) for seed in seeds]
     return outs, [(n.op, n.hw["cycles"]) for n in dtpu.last_report().nodes]

@@ -84,6 +84,7 @@ class ListProgram:
         self.buf.flush()
         self.loaded = False
         self.memo: dict = {}    # the backend's report fields per distinct run (see ModelBackend)
+        self._io: dict = {}     # per partition: its list, (view, offset, bytes) of its tensors
         t.write_reg(self._off["IRQ"], self._irq_en)
         self.ensure_loaded()
 
@@ -138,22 +139,29 @@ class ListProgram:
                t: Transport | None = None) -> ListRun:
         """Partition `index`: the inputs copied into their buffers, its list run, the outputs
         (node index -> array to fill) copied out. No register access but :meth:`kick`'s."""
-        part = self.program.partitions[index]
-        if len(inputs) != len(part.inputs):
-            raise ValueError(f"partition {index} takes {len(part.inputs)} inputs, got {len(inputs)}")
-        for b, x in zip(part.inputs, inputs):
-            x = np.asarray(x)
-            if x.dtype != b.dtype or x.size != int(np.prod(b.shape)):
+        io = self._io.get(index)
+        if io is None:
+            part = self.program.partitions[index]
+            base = self.program.base
+            io = self._io[index] = (
+                part.list_addr,
+                [(self.view(b), b.addr - base, b.nbytes) for b in part.inputs],
+                [(self.view(b), b.addr - base, b.nbytes) for b in part.outputs])
+        list_addr, ins, outs = io
+        if len(inputs) != len(ins):
+            raise ValueError(f"partition {index} takes {len(ins)} inputs, got {len(inputs)}")
+        for (view, off, nbytes), x in zip(ins, inputs):
+            if x.dtype != view.dtype or x.size != view.size:
                 raise ValueError(f"partition {index}: input {x.dtype}{list(x.shape)} does not match "
-                                 f"its buffer {b.dtype}{list(b.shape)}")
-            self.view(b)[...] = x.reshape(b.shape)
-            self.buf.flush(b.addr - self.program.base, b.nbytes)
+                                 f"its buffer {view.dtype}{list(view.shape)}")
+            np.copyto(view, x.reshape(view.shape))
+            self.buf.flush(off, nbytes)
         self.ensure_loaded(t)
-        run = self.kick(part.list_addr, t)
+        run = self.kick(list_addr, t)
         for node, y in outputs.items():
-            b = part.outputs[node]
-            self.buf.invalidate(b.addr - self.program.base, b.nbytes)
-            np.copyto(y, self.view(b).reshape(y.shape))
+            view, off, nbytes = outs[node]
+            self.buf.invalidate(off, nbytes)
+            np.copyto(y, view.reshape(y.shape))
         return run
 
     def free(self) -> None:

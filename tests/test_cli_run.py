@@ -72,6 +72,19 @@ def test_board_emulation_agrees_with_the_same_cycles(dtpu_so):
     assert "XADC" in proc.stderr and "synthetic" in proc.stderr  # the emulation says so
 
 
+def test_board_emulation_of_the_2_0_design_runs_command_lists(model_run):
+    """DTPU_PYNQ_EMULATE=2: the contract-2.0 design (no DMAs); the same lists, so the same cycles
+    node by node as backend=model's default path, and one doorbell per partition."""
+    proc = _dtpu("run", str(MOBILENET), "--backend", "pynq", "--report", "json", "--invokes", "2",
+                 env={"DTPU_PYNQ_EMULATE": "2"})
+    assert proc.returncode == 0, proc.stderr
+    *reports, summary = _json_lines(proc.stdout)
+    assert summary["agree"] and summary["backend"] == "pynq"
+    for board, model in zip(reports, model_run[0][:-1]):
+        assert [n["hw"]["cycles"] for n in board["nodes"]] == [n["hw"]["cycles"] for n in model["nodes"]]
+        assert board["host"]["doorbells"] == board["kernels"] and board["host"]["dma_starts"] == 0
+
+
 def test_table_report(dtpu_so):
     proc = _dtpu("run", str(ZOO / "dscnn_like__float32.tflite"), "--report", "table")
     assert proc.returncode == 0, proc.stderr

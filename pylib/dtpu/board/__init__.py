@@ -5,6 +5,8 @@ board is actually used (``backend=pynq``). On a machine without a board, ``DTPU_
 makes :func:`import_pynq` activate :mod:`dtpu.board.emulate`: an emulated PYNQ-Z2 (the golden
 model behind emulated AXI DMAs and XADC) as the active device of the real pynq package, which
 then runs its own Overlay, MMIO, allocate and DMA code; the transport itself cannot tell.
+``DTPU_PYNQ_EMULATE=2`` loads the contract-2.0 design instead (no DMAs: the emulated DTPU runs
+command lists from the buffers pynq allocates).
 
 Typical use on the board (Jupyter)::
 
@@ -32,6 +34,12 @@ def emulation_requested() -> bool:
     return os.environ.get(EMULATE_ENV, "").strip().lower() not in ("", "0", "false", "no")
 
 
+def emulated_contract() -> int:
+    """Which hw/overlays design the emulation loads: DTPU_PYNQ_EMULATE=2 the contract-2.0 one
+    (command lists over HP0, no DMAs), any other true value the 1.2 one (today's bitstream)."""
+    return 2 if os.environ.get(EMULATE_ENV, "").strip() == "2" else 1
+
+
 def import_pynq():
     """The pynq module with a device to drive: on the board its own (the Zynq's FPGA manager);
     with DTPU_PYNQ_EMULATE set, the emulated PYNQ-Z2 made pynq's active device
@@ -50,7 +58,7 @@ def import_pynq():
     from dtpu.board import emulate
 
     if emulation_requested() and not emulate.installed():
-        emulate.install()
+        emulate.install(contract=emulated_contract())
     if not emulate.installed():
         with warnings.catch_warnings():  # pynq's "No devices found, is the XRT environment sourced?"
             warnings.simplefilter("ignore")

@@ -74,9 +74,10 @@ def write_design(directory: str | os.PathLike, cfg: HwConfig | None = None,
     return bit
 
 
-def install(directory: str | os.PathLike | None = None) -> Path:
+def install(directory: str | os.PathLike | None = None, contract: int = DEFAULT_CONTRACT) -> Path:
     """Make the emulated PYNQ-Z2 pynq's active device (idempotent); return the emulated
-    overlay's .bit. RuntimeError if pynq cannot be imported."""
+    overlay's .bit (the hw/overlays design of `contract`: 1, today's, or 2). RuntimeError if
+    pynq cannot be imported."""
     try:
         import pynq  # noqa: F401
     except ImportError as exc:
@@ -93,7 +94,7 @@ def install(directory: str | os.PathLike | None = None) -> Path:
     if directory is not None or not _design_dir:
         d = Path(directory) if directory is not None else Path(tempfile.mkdtemp(prefix="dtpu-emu-"))
         _design_dir[:] = [d]
-        bit = write_design(d)
+        bit = write_design(d, contract=contract)
     else:
         bit = _design_dir[0] / f"{BITSTREAM_NAME}.bit"
     os.environ.setdefault(BITSTREAM_ENV, str(bit))

@@ -65,9 +65,7 @@ class CountingTransport(Transport):
         self.inner = inner
         self.cfg = inner.cfg
         self.ops = ops if ops is not None else HostOps()
-        self._start = inner.cfg.encode("CTRL", START=1)
-        regs2 = {r["name"]: r["offset"] for r in inner.cfg.contract.get("contract2", {}).get("registers", [])}
-        self._doorbell = regs2.get("DOORBELL", -1)
+        self._start, self._doorbell = _doorbell_regs(inner.cfg)
         self._simulated = bool(getattr(inner, "simulated", True))
 
     @property
@@ -138,6 +136,13 @@ class CountingTransport(Transport):
     def wait_list(self, timeout_s: float) -> bool:
         fn = getattr(self.inner, "wait_list", None)
         return True if fn is None else self._timed(fn, timeout_s, device=True)
+
+
+@functools.lru_cache(maxsize=16)
+def _doorbell_regs(cfg: HwConfig) -> tuple[int, int]:
+    """(CTRL's START bit, the 2.0 DOORBELL register's offset or -1) of a build."""
+    regs2 = {r["name"]: r["offset"] for r in cfg.contract.get("contract2", {}).get("registers", [])}
+    return cfg.encode("CTRL", START=1), regs2.get("DOORBELL", -1)
 
 
 class _DryTransport(Transport):

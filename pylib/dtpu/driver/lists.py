@@ -97,46 +97,72 @@ class ListProgram:
 
     # -- running lists
 
-    def ensure_loaded(self, t: Transport | None = None) -> None:
+    def ensure_loaded(self, t: Transport | None = None, ops=None) -> None:
         if not self.loaded:
-            self.kick(self.program.prologue_addr, t)
+            self.kick(self.program.prologue_addr, t, ops)
             self.loaded = True
 
-    def kick(self, addr: int, t: Transport | None = None) -> ListRun:
+    def kick(self, addr: int, t: Transport | None = None, ops=None) -> ListRun:
         """CL_BASE, DOORBELL, the completion, CL_STATUS, the counters, the acknowledge: 5 reads
-        and 3 writes. Raises :class:`DtpuListError` naming the failing descriptor."""
+        and 3 writes. Raises :class:`DtpuListError` naming the failing descriptor.
+
+        `ops` (a :class:`dtpu.driver.hostops.HostOps`) receives the accesses made here, counted
+        call by call (no counting wrapper on this path: it cost more than the protocol), and the
+        device's time: on a simulated target from the doorbell to DONE (the list runs inside
+        the DOORBELL write), on a board the completion wait only (its register calls are the
+        host's own cost), as :mod:`dtpu.driver.hostops` defines it."""
         t, o = t or self.t, self._off
-        t.write_reg(o["CL_BASE"], addr)
-        t.write_reg(o["DOORBELL"], 1)
-        waiter = getattr(t, "wait_list", None)
-        if waiter is not None and not waiter(self.timeout_s):
-            raise DtpuTimeout(f"command list at {addr:#x}: no completion within "
-                              f"{self.timeout_s} s")
-        st = t.read_reg(o["CL_STATUS"])
-        deadline = time.monotonic() + self.timeout_s
-        while not st & 0b10:
-            if time.monotonic() > deadline:
-                raise DtpuTimeout(f"command list at {addr:#x}: CL_STATUS={st:#x}, not DONE "
-                                  f"within {self.timeout_s} s")
-            time.sleep(1e-4)
+        reads = writes = 0
+        simulated = bool(getattr(t, "simulated", True))
+        try:
+            t.write_reg(o["CL_BASE"], addr)
+            t0 = time.perf_counter()
+            t.write_reg(o["DOORBELL"], 1)
+            writes = 2
+            if not simulated:
+                t0 = time.perf_counter()
+            waiter = getattr(t, "wait_list", None)
+            if waiter is not None and not waiter(self.timeout_s):
+                raise DtpuTimeout(f"command list at {addr:#x}: no completion within "
+                                  f"{self.timeout_s} s")
             st = t.read_reg(o["CL_STATUS"])
-        if st & 0b100:
-            self.loaded = False   # a list stopped half way: what it loaded is not known
-            err = t.read_reg(o["CL_ERR"])
-            pc, tag = t.read_reg(o["CL_ERR_PC"]), t.read_reg(o["CL_ERR_TAG"])
-            t.write_reg(o["CL_ERR"], err)
+            reads += 1
+            deadline = time.monotonic() + self.timeout_s
+            while not st & 0b10:
+                if time.monotonic() > deadline:
+                    raise DtpuTimeout(f"command list at {addr:#x}: CL_STATUS={st:#x}, not DONE "
+                                      f"within {self.timeout_s} s")
+                time.sleep(1e-4)
+                st = t.read_reg(o["CL_STATUS"])
+                reads += 1
+            if ops is not None:
+                ops.device_s += time.perf_counter() - t0
+            if st & 0b100:
+                self.loaded = False   # a list stopped half way: what it loaded is not known
+                err = t.read_reg(o["CL_ERR"])
+                pc, tag = t.read_reg(o["CL_ERR_PC"]), t.read_reg(o["CL_ERR_TAG"])
+                reads += 3
+                t.write_reg(o["CL_ERR"], err)
+                t.write_reg(o["IRQ"], self._irq_en | self._irq_pend)
+                writes += 2
+                names = [n for n, b in self.fmt.errors.items() if err & b]
+                raise DtpuListError(f"DTPU command list at {addr:#x} failed: CL_ERR={err:#x} "
+                                    f"({', '.join(names)}) at list offset {pc}, tag {tag:#x} "
+                                    f"(partition {tag >> 16}, node {tag & 0xFFFF})", err, pc, tag)
+            cycles = t.read_reg(o["CL_CYCLES_LO"]) | t.read_reg(o["CL_CYCLES_HI"]) << 32
+            idle = t.read_reg(o["IDLE_LO"]) | t.read_reg(o["IDLE_HI"]) << 32
+            reads += 4
             t.write_reg(o["IRQ"], self._irq_en | self._irq_pend)
-            names = [n for n, b in self.fmt.errors.items() if err & b]
-            raise DtpuListError(f"DTPU command list at {addr:#x} failed: CL_ERR={err:#x} "
-                                f"({', '.join(names)}) at list offset {pc}, tag {tag:#x} "
-                                f"(partition {tag >> 16}, node {tag & 0xFFFF})", err, pc, tag)
-        cycles = t.read_reg(o["CL_CYCLES_LO"]) | t.read_reg(o["CL_CYCLES_HI"]) << 32
-        idle = t.read_reg(o["IDLE_LO"]) | t.read_reg(o["IDLE_HI"]) << 32
-        t.write_reg(o["IRQ"], self._irq_en | self._irq_pend)
+            writes += 1
+        finally:
+            if ops is not None:
+                ops.mmio_reads += reads
+                ops.mmio_writes += writes
+                ops.doorbells += 1 if writes >= 2 else 0
         return ListRun(cycles, idle)
 
     def invoke(self, index: int, inputs: list[np.ndarray], outputs: dict[int, np.ndarray],
-               t: Transport | None = None) -> ListRun:
+               t: Transport | None = None, ops=None) -> ListRun:
         """Partition `index`: the inputs copied into their buffers, its list run, the outputs
         (node index -> array to fill) copied out. No register access but :meth:`kick`'s."""
         io = self._io.get(index)
@@ -156,8 +182,8 @@ class ListProgram:
                                  f"its buffer {view.dtype}{list(view.shape)}")
             np.copyto(view, x.reshape(view.shape))
             self.buf.flush(off, nbytes)
-        self.ensure_loaded(t)
-        run = self.kick(list_addr, t)
+        self.ensure_loaded(t, ops)
+        run = self.kick(list_addr, t, ops)
         for node, y in outputs.items():
             view, off, nbytes = outs[node]
             self.buf.invalidate(off, nbytes)

@@ -24,9 +24,14 @@ RUNS = [
     ("01_quickstart.ipynb", {"DTPU_BACKEND": "pynq", "DTPU_PYNQ_EMULATE": "1"}, ["delegated == CPU: True",
                                                                                "dtpu report: backend=pynq"]),
     ("02_board.ipynb", {"DTPU_BACKEND": "pynq", "DTPU_PYNQ_EMULATE": "1", "DTPU_INVOKES": "12"},
-     ["(EMULATED board)", "XADC: die temperature", "12 inferences, 12 bit-exact with the CPU\n", "power method(s) in this run: estimated"]),
+     ["(EMULATED board)", "XADC: die temperature", "12 inferences, 12 bit-exact with the CPU\n", "power method(s) in this run: estimated",
+      "path: jobs"]),
     ("02_board.ipynb", {"DTPU_BACKEND": "model", "DTPU_INVOKES": "3"},
-     ["no board in this run", "3 inferences, 3 bit-exact with the CPU\n"]),
+     ["no board in this run", "3 inferences, 3 bit-exact with the CPU\n", "path: lists",
+      "per partition: 5 reads, 3 writes, 1 doorbell"]),
+    ("02_board.ipynb", {"DTPU_BACKEND": "pynq", "DTPU_PYNQ_EMULATE": "2", "DTPU_INVOKES": "3"},
+     ["(EMULATED board)", "version 2.0", "3 inferences, 3 bit-exact with the CPU\n", "path: lists",
+      "0 DMA starts, 0 host transforms", "per partition: 5 reads, 3 writes, 1 doorbell"]),
     ("03_inside.ipynb", {"DTPU_BACKEND": "model"}, ["MAC-weighted utilization", "latency (ms) of the layers",
                                                      # the board builds are read and plotted
                                                      "builds plotted: 8x4 int8/uint8/int16, 8x8 int8/uint8/int16, "

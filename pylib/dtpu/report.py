@@ -88,6 +88,9 @@ class Report:
     #: means keep it apart from the steady state; `prepare_us` is the kernel Prepare time before it
     first: bool = False
     prepare_us: float | None = None
+    #: how the device ran the partitions: "lists" (one command list each, contract 2.0), "jobs"
+    #: (job by job, contract 1.2), "lists+jobs" if both in one invoke; None: no device protocol
+    path: str | None = None
     _hw_stale: bool = field(default=False, repr=False, compare=False)
     _host: dict[str, Any] = field(default_factory=empty_host, repr=False)
 
@@ -112,7 +115,7 @@ class Report:
         return {"type": "invoke", "seq": self.seq, "delegate": self.delegate, "graph": self.graph,
                 "backend": self.backend, "runtime": self.runtime, "started_unix": self.started_unix,
                 "complete": self.complete, "kernels": self.kernels, "first": self.first,
-                "prepare_us": self.prepare_us, "timing_us": dict(self.timing_us),
+                "prepare_us": self.prepare_us, "path": self.path, "timing_us": dict(self.timing_us),
                 "hw": dict(self.hw), "host": dict(self.host), "power": dict(self.power),
                 "nodes": [n.to_dict() for n in self.nodes], "rejected": [dict(r) for r in self.rejected]}
 
@@ -259,7 +262,9 @@ def format_table(reports: Iterable[Report]) -> str:
               for i, c in enumerate(cols)]
     which = (f"steady state: {len(steady)} invokes after the first" if steady else
              f"{len(base)} first invoke{'s' if len(base) > 1 else ''} only, no steady state yet")
-    out = [f"dtpu report: backend={head.backend} runtime={head.runtime} invokes={len(reports)} "
+    out = [f"dtpu report: backend={head.backend}"
+           + (f" path={head.path}" if head.path else "")
+           + f" runtime={head.runtime} invokes={len(reports)} "
            f"(per-node means over the {which}; microseconds)"]
     out.append("  ".join(c.rjust(w) for c, w in zip(cols, widths)))
     out.extend("  ".join(v.rjust(w) for v, w in zip(row, widths)) for row in lines)

@@ -590,8 +590,12 @@ class PartitionKernel:
             program = self.graph.list_program(self)
         if program is not None:
             self._invoke_list(program, views, report)
+            path = "lists"
         else:
             self._invoke_nodes(views, report)
+            path = "jobs" if hasattr(self.state.backend, "transport") else None
+        if path is not None and report.path != path:
+            report.path = path if report.path is None else "lists+jobs"
         seq = next(_invoke_seq)
         k.seq = seq
         stamp = [self, seq, py_enter, 0]

@@ -830,6 +830,8 @@ class Executor:
     """Runs command lists from DDR on a 1.2 core model (the datapath) plus the 2.0 units."""
 
     MAX_DESCS = 1 << 16
+    #: compiled forms kept per register set (a streamed node's pages sharing a scratch half)
+    MAX_VARIANTS = 32
 
     def __init__(self, core: Core | None = None, fmt: Format | None = None,
                  fast_path: bool = True) -> None:
@@ -1140,16 +1142,24 @@ class Executor:
     def _run(self, ddr: Ddr, regs: dict, d: dict, head: dict, r: RunResult):
         c = self.core.cfg
         key = tuple(sorted(regs.items()))
-        cj = self._compiled.get(key) if self.fast_path else None
-        if self.fast_path and (cj is None or (cj != "protocol" and not cj.valid(self.core))):
-            names = {reg.offset: reg.name for reg in c.registers}
-            try:
-                cj = fast.compile_job(self.core, tuple((names[o], v) for o, v in sorted(regs.items())
-                                                       if names[o] != "JOB")
-                                      + (("JOB", regs.get(c.REG_JOB, 0)),))
-            except fast.Unsupported:
-                cj = "protocol"
-            self._compiled[key] = cj
+        cj = None
+        if self.fast_path:
+            # the same registers run over different memory contents: the pages of a streamed
+            # node that land in the same scratch half; one compiled form per content seen
+            # (each keeps a snapshot of what it read, :meth:`fast.CompiledJob.valid`)
+            variants = self._compiled.setdefault(key, [])
+            cj = next((v for v in variants if v == "protocol" or v.valid(self.core)), None)
+            if cj is None:
+                names = {reg.offset: reg.name for reg in c.registers}
+                try:
+                    cj = fast.compile_job(self.core, tuple((names[o], v) for o, v in sorted(regs.items())
+                                                           if names[o] != "JOB")
+                                          + (("JOB", regs.get(c.REG_JOB, 0)),))
+                except fast.Unsupported:
+                    cj = "protocol"
+                if len(variants) >= self.MAX_VARIANTS:
+                    variants.pop(0)
+                variants.append(cj)
         if not self.fast_path or cj == "protocol":
             res, words, cycles = self._run_protocol(regs, ddr, d, r)
             if res is not None:

@@ -114,9 +114,10 @@ class Backend(abc.ABC):
     #: :meth:`invoke` per node (nodes are still prepared one by one for the claim)
     lists: bool = False
 
-    def prepare_partitions(self, partitions: list) -> Any:
+    def prepare_partitions(self, partitions: list, keep: list | None = None) -> Any:
         """Compile a graph's partitions (lists of :class:`dtpu.hw.cmdlist.NodeIn`) once; the
-        handle goes to :meth:`invoke_partition`. Raises ValueError (CmdlistError) with the
+        handle goes to :meth:`invoke_partition`. `keep`: per partition, the nodes whose outputs
+        are read (the others are intermediate). Raises ValueError (CmdlistError) with the
         reason when they cannot be expressed; the delegate then runs the nodes one by one."""
         raise NotImplementedError(f"backend {self.name} runs nodes one by one")
 

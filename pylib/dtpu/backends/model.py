@@ -650,13 +650,13 @@ class ModelBackend(Backend):
 
     # -- contract 2.0: whole partitions as command lists ----------------------------------------
 
-    def prepare_partitions(self, partitions: list) -> ListProgram:
+    def prepare_partitions(self, partitions: list, keep: list | None = None) -> ListProgram:
         with self._serial:
             prog = ListProgram(self.transport, partitions, rounding=self.rounding,
-                               runtime=self.runtime)
+                               runtime=self.runtime, keep=keep)
             self._owner = prog
             log.info("backend=%s: %d partition(s) as command lists, %d bytes of DDR image, %d "
-                     "node(s) streamed", self.name, len(partitions), prog.program.size,
+                     "node(s) streamed", self.name, len(partitions), prog.size,
                      prog.program.streamed_nodes)
             return prog
 

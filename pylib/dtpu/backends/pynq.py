@@ -90,9 +90,9 @@ class PynqBackend(ModelBackend):
             self.monitor.begin()
             return super().invoke(handle, x, probes)
 
-    def prepare_partitions(self, partitions: list):
+    def prepare_partitions(self, partitions: list, keep: list | None = None):
         with self._lock:
-            return super().prepare_partitions(partitions)
+            return super().prepare_partitions(partitions, keep)
 
     def invoke_partition(self, program, index: int, inputs, outputs, probes: Probes):
         with self._lock:

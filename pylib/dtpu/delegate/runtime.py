@@ -352,7 +352,8 @@ class GraphState:
             started = time.perf_counter()
             try:
                 parts = [k.list_nodes() for k in kernels]
-                self.program = backend.prepare_partitions(parts)
+                self.program = backend.prepare_partitions(parts, [sorted(k.list_outputs)
+                                                                  for k in kernels])
             except Exception as exc:   # CmdlistError (a ValueError) names what it cannot express
                 if not getattr(getattr(backend, "transport", None), "streams", True):
                     raise DelegateError(f"the partitions cannot run as command lists ({exc}) and "

@@ -168,6 +168,8 @@ class Program:
     partitions: list[Partition]
     resident_words: int = 0
     streamed_nodes: int = 0
+    #: bytes of the arena the partitions' intermediate tensors share (liveness-planned)
+    arena_bytes: int = 0
 
     @property
     def size(self) -> int:
@@ -254,7 +256,8 @@ def _u16(v: int) -> int:
 
 def compile_program(partitions: list[list[NodeIn]], cfg: HwConfig | None = None, *,
                     base: int = DEFAULT_DDR_BASE, rounding: str = "default",
-                    runtime: str | None = None, scratch_fraction: int = 8) -> Program:
+                    runtime: str | None = None, scratch_fraction: int = 8,
+                    keep: list | None = None) -> Program:
     """Compile partitions (lists of nodes in execution order) into one DDR image.
 
     On-chip placement: nodes are made resident first come (like backend=model's prepare) in
@@ -264,17 +267,22 @@ def compile_program(partitions: list[list[NodeIn]], cfg: HwConfig | None = None,
     unit fills one half while the core computes from the other), their LOAD descriptors in the
     partition's list right before their jobs; a LOAD waits (field AFTER) for the last earlier
     RUN of the list that reads the memory it overwrites, and for nothing else.
+
+    `keep` (per partition, the node indices whose outputs the host reads; None: all of them):
+    the other node outputs are intermediate and share a liveness-planned arena
+    (:func:`_plan_arena`).
     """
     cfg = cfg or get_config()
     fmt = Format(cfg)
     c = cfg
+    img = _Image(base)
+    arena, arena_bytes = _plan_arena(partitions, keep, img)
     wscr = max(c.COLS * 2, c.WEIGHT_WORDS // scratch_fraction)
     pscr = max(c.COLS * 2, c.PARAM_ENTRIES // scratch_fraction)
     walloc, palloc = _Alloc(c.WEIGHT_WORDS - wscr, c.COLS), _Alloc(c.PARAM_ENTRIES - pscr, c.COLS)
     whalf, phalf = (wscr // 2) // c.COLS * c.COLS, (pscr // 2) // c.COLS * c.COLS
     halves = [(c.WEIGHT_WORDS - wscr, c.PARAM_ENTRIES - pscr),
               (c.WEIGHT_WORDS - wscr + whalf, c.PARAM_ENTRIES - pscr + phalf)]
-    img = _Image(base)
     prologue = _ListBuilder(fmt)
     lists: list[tuple[_ListBuilder, Partition]] = []
     half = 0
@@ -338,7 +346,8 @@ def compile_program(partitions: list[list[NodeIn]], cfg: HwConfig | None = None,
                 log.info("%s: streamed through the scratch half at weight word %d (%d words)",
                          spec.name or spec.kind.value, wbase, whalf)
             odt = _io_dtype(spec)
-            out = Buffer(img.alloc(int(np.prod(spec.output_shape)) * odt.itemsize),
+            at = arena.get((p_index, i))
+            out = Buffer(at if at is not None else img.alloc(int(np.prod(spec.output_shape)) * odt.itemsize),
                          tuple(spec.output_shape), odt)
             outs.append(out)
             macs += spec.macs
@@ -369,7 +378,45 @@ def compile_program(partitions: list[list[NodeIn]], cfg: HwConfig | None = None,
     if img.top > 1 << 32:
         raise CmdlistError(f"the DDR image ends at {img.top:#x}: beyond the 32-bit address space")
     return Program(cfg, base, img.build(), paddr, len(prologue.words), [p for _, p in lists],
-                   resident_words=walloc.top, streamed_nodes=streamed)
+                   resident_words=walloc.top, streamed_nodes=streamed, arena_bytes=arena_bytes)
+
+
+def _plan_arena(partitions: list[list[NodeIn]], keep, img: "_Image") -> tuple[dict, int]:
+    """Addresses of the intermediate tensors: node outputs the host does not read (`keep[p]`:
+    the node indices of partition p whose outputs it reads; None keeps every output) live from
+    their node to their last reader in the partition and share one arena, first fit by
+    lifetime; partitions run one after the other, so they share it too. The store unit writes
+    a tensor only after every RUN that read the one it overwrites has ended (the core runs in
+    order), so reuse adds no hazard."""
+    if keep is None:
+        return {}, 0
+    placed: dict = {}
+    top = 0
+    for p_index, nodes in enumerate(partitions):
+        kept = set(keep[p_index]) if p_index < len(keep) else set(range(len(nodes)))
+        last = {i: i for i in range(len(nodes))}
+        for j, nd in enumerate(nodes):
+            if nd.src >= 0:
+                last[nd.src] = max(last[nd.src], j)
+        live: list[tuple[int, int, int]] = []   # (offset, size, last reader)
+        for i, nd in enumerate(nodes):
+            live = [b for b in live if b[2] >= i]
+            if i in kept:
+                continue
+            size = ceil_div(max(int(np.prod(nd.spec.output_shape)) * _io_dtype(nd.spec).itemsize, 1),
+                            _ALIGN) * _ALIGN
+            off = 0
+            for o, sz, _ in sorted(live):
+                if off + size <= o:
+                    break
+                off = max(off, o + sz)
+            live.append((off, size, last[i]))
+            placed[(p_index, i)] = off
+            top = max(top, off + size)
+    if not placed:
+        return {}, 0
+    base = img.alloc(top)
+    return {k: base + off for k, off in placed.items()}, top
 
 
 def _io_dtype(spec: ConvSpec) -> np.dtype:
@@ -1000,17 +1047,27 @@ class Executor:
         n, h, w, ch = a1["N"], a1["H"], a1["W"], a1["C"]
         x = ddr.read(a0["SRC"], n * h * w * ch * es).view(edt).reshape(n, h, w, ch)
         if mode == f.act_modes["WINDOWS"]:
+            k0, k1 = a3["K0"], a3["K1"]
+            if not 0 <= k0 < k1 <= a3["KP"] // L or a3["KP"] % L:
+                raise _ClError("BAD_FIELD", f"ACT words K0={k0}..K1={k1} outside KP={a3['KP']} lanes")
+            if (a2["KH"], a2["KW"], a2["SY"], a2["SX"], a2["PT"], a2["PL"], a2["OH"], a2["OW"]) \
+                    == (1, 1, 1, 1, 0, 0, h, w) and a3["KP"] >= ch:
+                # a 1x1 window over the whole image (pointwise convolutions, FULLY_CONNECTED):
+                # each pixel's K-vector is its channels, the rest PAD; no index to gather by
+                lanes = np.empty((n * h * w, a3["KP"]), edt)
+                lanes[:, :ch] = x.reshape(-1, ch)
+                lanes[:, ch:] = pad
+                return np.ascontiguousarray(lanes[:, k0 * L:k1 * L]).view(_U64).reshape(-1)
             key = ("w", tuple(sorted(a1.items())), tuple(sorted(a2.items())), a3["KP"])
             index = self._gather_cache.get(key)
             if index is None:
+                if len(self._gather_cache) > 64:
+                    self._gather_cache.clear()
                 index = self._gather_cache[key] = _window_index(a1, a2, a3["KP"])
             flat = np.empty(n * h * w * ch + 1, edt)
             flat[:-1] = x.reshape(-1)
             flat[-1] = pad
             lanes = flat.take(index)                    # (pixels, KP)
-            k0, k1 = a3["K0"], a3["K1"]
-            if not 0 <= k0 < k1 <= a3["KP"] // L or a3["KP"] % L:
-                raise _ClError("BAD_FIELD", f"ACT words K0={k0}..K1={k1} outside KP={a3['KP']} lanes")
             lanes = np.ascontiguousarray(lanes[:, k0 * L:k1 * L])
             return lanes.view(_U64).reshape(-1)
         if mode == f.act_modes["CHANNELS"]:
@@ -1235,7 +1292,9 @@ def _window_index(a1: dict, a2: dict, kp: int) -> np.ndarray:
         raise _ClError("BAD_FIELD", f"ACT KP={kp} lanes < K={k}")
     if kp > k:
         idx = np.concatenate([idx, np.full((idx.shape[0], kp - k), size)], axis=1)
-    return np.ascontiguousarray(idx, dtype=np.intp)
+    # int32 halves the cached indexes (a 3x3 window over 112x112x32 is 29 M lanes otherwise
+    # 230 MB); np.take accepts them
+    return np.ascontiguousarray(idx, dtype=np.int32 if size < 2**31 else np.intp)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ precisions other than the node's natural one (bf16 lanes, the wide RAW precision
 """
 from __future__ import annotations
 
+import bisect
 import logging
 import time
 from dataclasses import dataclass, field
@@ -705,6 +706,7 @@ class DdrPool:
     def __init__(self, base: int = DEFAULT_DDR_BASE) -> None:
         self.next = base
         self.bufs: dict[int, np.ndarray] = {}
+        self._starts: list[int] = []                # sorted buffer addresses (bisect)
         self.slverr: list[tuple[int, int]] = []    # fault injection, as Ddr's
 
     def alloc(self, nbytes: int) -> DeviceBuffer:
@@ -714,16 +716,21 @@ class DdrPool:
         if self.next > 1 << 32:
             raise MemoryError(f"{nbytes} bytes of DDR beyond the 32-bit address space")
         arr = self.bufs[addr] = np.zeros(size, np.uint8)
+        bisect.insort(self._starts, addr)
         return DeviceBuffer(self, addr, arr)
 
     def free(self, addr: int) -> None:
-        self.bufs.pop(addr, None)
+        if self.bufs.pop(addr, None) is not None:
+            self._starts.remove(addr)
 
     def _find(self, addr: int, n: int) -> np.ndarray:
-        if any(lo < addr + n and addr < hi for lo, hi in self.slverr):
+        if self.slverr and any(lo < addr + n and addr < hi for lo, hi in self.slverr):
             raise DdrFault("SLVERR", addr, n)
-        for start, arr in self.bufs.items():
-            if start <= addr and addr + n <= start + arr.size:
+        i = bisect.bisect_right(self._starts, addr) - 1
+        if i >= 0:
+            start = self._starts[i]
+            arr = self.bufs[start]
+            if addr + n <= start + arr.size:
                 return arr[addr - start:addr - start + n]
         raise DdrFault("DECERR", addr, n)
 

@@ -322,3 +322,49 @@ def test_interrupt_is_pending_after_a_list_until_acknowledged():
     dev.write(irq, 0)                                             # disabled: never pending
     dev.write(f.reg_offset("DOORBELL"), 1)
     assert dev.read(irq) == 0 and dev.read(f.reg_offset("DESCS")) == 3   # REGS, RUN, END
+
+
+def _run_fields(r):
+    return (r.cycles, r.idle_cycles, r.compute_cycles, r.rd_beats, r.wr_beats, r.descs, r.runs,
+            r.error, r.error_pc, r.error_tag, {t: list(v) for t, v in r.tags.items()})
+
+
+@pytest.mark.parametrize("fault_run", [False, True], ids=["same", "fault_in_replay"])
+def test_a_list_run_again_reuses_its_decoding_and_timeline_exactly(fault_run):
+    """Emulation speed only: the second run of unchanged list bytes replays the recorded decoding
+    and memory model. Its outputs, cycles, beats, per-node split and (with a bus error injected
+    into a tensor the list reads) its error, PC, TAG and partial timeline are those of a fresh
+    executor that decodes the same bytes from scratch."""
+    parts = cl.partitions_of(ZOO / "mobilenet_like__int8.tflite")
+    prog = cl.compile_program(parts)
+    part = prog.partitions[0]
+    x = _input(parts[0][0].spec, 3)
+
+    def fresh_ddr():
+        ddr = cl.Ddr(prog.base, prog.size, prog.image)
+        ddr.host_view(part.input.addr, part.input.nbytes)[:] = x.reshape(-1).view(np.uint8)
+        return ddr
+
+    from dtpu.hw.model import Core
+
+    warm = cl.Executor(Core(prog.cfg))
+    ddr = fresh_ddr()
+    first = warm.run(ddr, prog.prologue_addr), warm.run(ddr, part.list_addr)
+    assert warm._decoded[part.list_addr][3] is not None, "the first run recorded the timeline"
+    if fault_run:   # the third node's output: RUNs before it succeed, its store fails
+        out = part.outputs[2]
+        ddr.slverr.append((out.addr, out.addr + 8))
+    again = warm.run(ddr, part.list_addr)
+    cold = cl.Executor(Core(prog.cfg))
+    ddr2 = fresh_ddr()
+    cold.run(ddr2, prog.prologue_addr)
+    if fault_run:
+        ddr2.slverr.append((out.addr, out.addr + 8))
+    ref = cold.run(ddr2, part.list_addr)
+    assert _run_fields(again) == _run_fields(ref)
+    if fault_run:
+        assert again.error and again.error_tag == 2
+    else:
+        assert _run_fields(again) == _run_fields(first[1]) and not again.error
+        y, z = (d.host_view(part.output.addr, part.output.nbytes) for d in (ddr, ddr2))
+        assert np.array_equal(y, z)

@@ -904,44 +904,71 @@ class Executor:
                           and reg.name not in ("CTRL",)}
 
     def run(self, ddr: Ddr, list_addr: int) -> RunResult:
-        """Fetch, decode and execute the list at `list_addr`. The decoding of a list that
-        reached its END is kept with the list's bytes and reused while they are unchanged
-        (compared on every run): the same steps in the same order, so only the emulation's
-        speed differs; a list that failed to decode is decoded again every time."""
-        f, c = self.fmt, self.core.cfg
+        """Fetch, decode and execute the list at `list_addr`.
+
+        Emulation speed, not semantics: the decoding of a list that reached its END is kept
+        with the list's bytes and reused while they are unchanged (compared on every run), and
+        so is its timeline once a run of it succeeded: the memory model's figures are a function
+        of the descriptors alone, so a later run of the same bytes moves the data and computes
+        without redoing them. Should that run fail at descriptor k, the timeline up to k is
+        rebuilt from the recorded memory-model steps, as a run that decoded it would have it."""
+        f = self.fmt
         r = RunResult()
-        tl = Timeline(f)
         regs: dict[int, int] = {}
         cached = self._decoded.get(list_addr)
-        steps = None
+        entry = None
         if cached is not None:
             try:
                 if ddr.read(list_addr, len(cached[0])).tobytes() == cached[0]:
-                    steps = cached[1]
+                    entry = cached
             except DdrFault:
-                steps = None
+                entry = None
+        tl: Timeline | None = Timeline(f)
+        k = 0
         try:
-            if steps is None:
-                steps = self._decode_list(ddr, list_addr, r, tl, regs)
+            if entry is None:
+                self._decode_list(ddr, list_addr, r, tl, regs)
+            elif entry[3] is None:   # decoded, never ran to the end: record its timeline
+                calls: list = []
+                for step in entry[1]:
+                    self._step(ddr, list_addr, step, r, tl, regs, calls)
+                entry[2][:] = calls
+                entry[3] = _timing_of(r, tl)
             else:
-                for step in steps:
-                    self._step(ddr, list_addr, step, r, tl, regs)
-        except _ClError as e:
+                tl = None
+                for k, step in enumerate(entry[1]):
+                    self._step(ddr, list_addr, step, r, None, regs)
+        except (_ClError, DdrFault) as e:
             r.error |= f.errors[e.kind]
             r.message = str(e)
-        except DdrFault as e:
-            r.error |= f.errors[e.kind]
-            r.message = str(e)
-        end = tl.end()
-        r.cycles = end
-        r.compute_cycles = tl.compute
-        r.idle_cycles = end - tl.compute
-        r.rd_beats = tl.rd_beats
-        r.wr_beats = tl.wr_beats
+            if tl is None:
+                tl = self._timeline_upto(entry, k, r)
+        if tl is None:
+            cycles, compute, rd, wr, descs, runs, tags = entry[3]
+            r.cycles, r.compute_cycles, r.idle_cycles = cycles, compute, cycles - compute
+            r.rd_beats, r.wr_beats, r.descs, r.runs, r.tags = rd, wr, descs, runs, tags
+        else:
+            end = tl.end()
+            r.cycles = end
+            r.compute_cycles = tl.compute
+            r.idle_cycles = end - tl.compute
+            r.rd_beats = tl.rd_beats
+            r.wr_beats = tl.wr_beats
         if r.error:
             log.warning("command list at %#x failed at offset %d (tag %#x): %s", list_addr,
                         r.error_pc, r.error_tag, r.message)
         return r
+
+    def _timeline_upto(self, entry, k: int, r: RunResult) -> "Timeline":
+        """The timeline of a run that failed at step k: the recorded memory-model steps before
+        it, then k's fetch (what :meth:`_step` had done when k's data movement failed)."""
+        tl = Timeline(self.fmt)
+        r.descs, r.runs, r.tags = 0, 0, {}
+        for call in entry[2][:k]:
+            _replay_call(tl, r, call)
+        tl.fetch(entry[1][k][3])
+        r.descs += 1
+        return tl
 
     def _decode_list(self, ddr: Ddr, list_addr: int, r: RunResult, tl: "Timeline",
                      regs: dict) -> list:
@@ -950,6 +977,7 @@ class Executor:
         f = self.fmt
         pc = list_addr
         steps = []
+        calls: list = []
         while True:
             if len(steps) >= self.MAX_DESCS:
                 raise _ClError("BAD_LENGTH", f"no END within {self.MAX_DESCS} descriptors")
@@ -980,28 +1008,41 @@ class Executor:
             step = (pc - list_addr, h, op, n, payload)
             steps.append(step)
             pc += 8 * n
-            self._step(ddr, list_addr, step, r, tl, regs)
+            if op == "END":
+                # cached before END runs: a list that decodes whole keeps its decoding even
+                # if a step failed (its timeline is recorded by a run that succeeds)
+                if len(self._decoded) > 256:
+                    self._decoded.clear()
+                self._decoded[list_addr] = [ddr.read(list_addr, pc - list_addr).tobytes(), steps,
+                                            [], None]
+            self._step(ddr, list_addr, step, r, tl, regs, calls)
             if op == "END":
                 break
-        if len(self._decoded) > 256:
-            self._decoded.clear()
-        self._decoded[list_addr] = (ddr.read(list_addr, pc - list_addr).tobytes(), steps)
+        entry = self._decoded[list_addr]
+        entry[2][:] = calls
+        entry[3] = _timing_of(r, tl)
         return steps
 
-    def _step(self, ddr: Ddr, list_addr: int, step: tuple, r: RunResult, tl: "Timeline",
-              regs: dict) -> None:
+    def _step(self, ddr: Ddr, list_addr: int, step: tuple, r: RunResult, tl: "Timeline | None",
+              regs: dict, calls: list | None = None) -> None:
+        """One descriptor: its data movement and computation, and (with `tl`) its memory-model
+        step, recorded into `calls` for :func:`_replay_call`; without `tl`, the data only."""
         f = self.fmt
         off, h, op, n, payload = step
         r.error_pc, r.error_tag = off, h["TAG"]
-        t_fetch = tl.fetch(n)
-        r.descs += 1
+        if tl is not None:
+            t_fetch = tl.fetch(n)
+            r.descs += 1
+        call = None
         if op == "END":
-            return
-        if op == "LOAD":
+            call = ("F", n)
+        elif op == "LOAD":
             l1, l2 = payload
             self._load(ddr, l1, l2)
-            tl.load(t_fetch, l1["COUNT"], l2["AFTER"])
-            _tag_span(r, h["TAG"], None, wgt=l1["COUNT"])
+            if tl is not None:
+                tl.load(t_fetch, l1["COUNT"], l2["AFTER"])
+                _tag_span(r, h["TAG"], None, wgt=l1["COUNT"])
+                call = ("L", n, l1["COUNT"], l2["AFTER"], h["TAG"])
         elif op == "REGS":
             job_names = self._job_regs
             for reg_off, val in payload:
@@ -1009,19 +1050,26 @@ class Executor:
                     raise _ClError("BAD_FIELD", f"REGS offset {reg_off:#x} is not a job register; "
                                    f"accepted: {sorted(hex(o) for o in job_names)}")
                 regs[reg_off] = val
+            call = ("F", n)
         elif op == "POST":
             cycles, beats, src, dst = self._post(ddr, regs, payload, r)
-            tl.run(t_fetch, src, dst, beats, beats, cycles)
-            r.runs += 1
-            _tag_span(r, h["TAG"], tl.core_free, cycles)   # the post unit: no stream
+            if tl is not None:
+                tl.run(t_fetch, src, dst, beats, beats, cycles)
+                r.runs += 1
+                _tag_span(r, h["TAG"], tl.core_free, cycles)   # the post unit: no stream
+                call = ("R", n, src, dst, beats, beats, cycles, 0, h["TAG"], False)
         else:
             d = payload
             cycles, act_beats, res_beats, src, dst = self._run(ddr, regs, d, h, r)
-            acc = d["RES0"]["MODE"] == f.res_modes["ACC"]
-            tl.run(t_fetch, src, dst, act_beats, res_beats, cycles,
-                   store_reads=res_beats if acc and not d["FIRST"] else 0)
-            r.runs += 1
-            _tag_span(r, h["TAG"], tl.core_free, cycles, act_beats, res_beats)
+            if tl is not None:
+                acc = d["RES0"]["MODE"] == f.res_modes["ACC"]
+                store_reads = res_beats if acc and not d["FIRST"] else 0
+                tl.run(t_fetch, src, dst, act_beats, res_beats, cycles, store_reads=store_reads)
+                r.runs += 1
+                _tag_span(r, h["TAG"], tl.core_free, cycles, act_beats, res_beats)
+                call = ("R", n, src, dst, act_beats, res_beats, cycles, store_reads, h["TAG"], True)
+        if calls is not None:
+            calls.append(call)
 
     # -- load unit
 
@@ -1257,6 +1305,30 @@ class Executor:
         src = (a0["SRC"], a0["SRC"] + a1["N"] * a1["H"] * a1["W"] * a1["C"] * a0["ESIZE"])
         dst = (r0["DST"], r0["DST"] + d["RES1"]["PIX"] * d["RES2"]["DSTC"] * r0["ESIZE"])
         return cycles, int(words.size), n_res, src, dst
+
+
+def _timing_of(r: RunResult, tl: "Timeline") -> tuple:
+    """What a successful run's memory model gave: reused by runs of the same list bytes."""
+    end = tl.end()
+    return (end, tl.compute, tl.rd_beats, tl.wr_beats, r.descs, r.runs, r.tags)
+
+
+def _replay_call(tl: "Timeline", r: RunResult, call: tuple) -> None:
+    """One recorded memory-model step of :meth:`Executor._step`."""
+    t_fetch = tl.fetch(call[1])
+    r.descs += 1
+    if call[0] == "L":
+        _, _, count, after, tag = call
+        tl.load(t_fetch, count, after)
+        _tag_span(r, tag, None, wgt=count)
+    elif call[0] == "R":
+        _, _, src, dst, act, res, cycles, store_reads, tag, stream = call
+        tl.run(t_fetch, src, dst, act, res, cycles, store_reads=store_reads)
+        r.runs += 1
+        if stream:
+            _tag_span(r, tag, tl.core_free, cycles, act, res)
+        else:
+            _tag_span(r, tag, tl.core_free, cycles)
 
 
 def _tag_span(r: RunResult, tag: int, end: int | None, cycles: int = 0, act: int = 0,

@@ -258,3 +258,21 @@ def test_a_failing_list_raises_with_its_descriptor_and_the_next_invoke_runs():
     pool.slverr.clear()
     be.invoke_partition(prog, 0, [x], {0: out}, Probes())
     np.testing.assert_array_equal(out, want)
+
+
+def test_ddr_pool_reuses_freed_ranges():
+    """Re-prepared programs (resize, new graphs) free their images: the model's DDR must reuse
+    the addresses, or a long-running process would leave the 32-bit address space."""
+    from dtpu.hw.cmdlist import DdrPool, DdrFault
+
+    pool = DdrPool()
+    a = pool.alloc(3 << 20)
+    b = pool.alloc(1 << 20)
+    a.free()
+    for _ in range(2000):    # 2000 x 3 MiB = 6 GB if nothing were reused
+        c = pool.alloc(3 << 20)
+        assert c.addr == a.addr
+        c.free()
+    assert pool.alloc(100).addr == a.addr and b.addr == a.addr + (3 << 20)
+    with pytest.raises(DdrFault):
+        pool.read(b.addr + (1 << 20), 8)

@@ -704,17 +704,23 @@ class DdrPool:
     address; anything outside a buffer is DECERR."""
 
     def __init__(self, base: int = DEFAULT_DDR_BASE) -> None:
-        self.next = base
+        self.base = self.next = base
         self.bufs: dict[int, np.ndarray] = {}
         self._starts: list[int] = []                # sorted buffer addresses (bisect)
         self.slverr: list[tuple[int, int]] = []    # fault injection, as Ddr's
 
     def alloc(self, nbytes: int) -> DeviceBuffer:
-        addr = self.next
+        """First fit from the base: freed ranges are reused (a process that prepares again and
+        again must not run out of the 32-bit address space)."""
         size = ceil_div(max(int(nbytes), 1), 4096) * 4096
-        self.next += size
-        if self.next > 1 << 32:
+        addr = self.base
+        for start in self._starts:
+            if start - addr >= size:
+                break
+            addr = max(addr, start + self.bufs[start].size)
+        if addr + size > 1 << 32:
             raise MemoryError(f"{nbytes} bytes of DDR beyond the 32-bit address space")
+        self.next = max(self.next, addr + size)
         arr = self.bufs[addr] = np.zeros(size, np.uint8)
         bisect.insort(self._starts, addr)
         return DeviceBuffer(self, addr, arr)

@@ -60,10 +60,16 @@ class Ddr:
         self._next = DDR_BASE
 
     def alloc(self, nbytes: int) -> int:
-        """A zeroed region of `nbytes` (page-aligned, as CMA allocations are); its address."""
-        addr = self._next
+        """A zeroed region of `nbytes` (page-aligned, as CMA allocations are); its address:
+        the first gap that fits, so that freed buffers' addresses come back (CMA's allocator
+        does the same; a bump pointer would run out in a process that re-prepares often)."""
         size = -(-max(int(nbytes), 1) // 4096) * 4096
-        self._next += size
+        addr = DDR_BASE
+        for start in self._starts:
+            if start - addr >= size:
+                break
+            addr = max(addr, start + self._bufs[start].size)
+        self._next = max(self._next, addr + size)
         bisect.insort(self._starts, addr)
         self._bufs[addr] = np.zeros(size, dtype=np.uint8)
         return addr

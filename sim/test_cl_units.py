@@ -23,3 +23,15 @@ def test_axi_rd():
                          ids=["contract", "small"])
 def test_axi_rd_sweep(seed, params):
     _run("dtpu_axi_rd", "tb_axi_rd", params, {"DTPU_SEED": seed, "DTPU_CASES": 150})
+
+
+def test_axi_wr():
+    _run("dtpu_axi_wr", "tb_axi_wr")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("params", [{}, {"MAX_BURST": 4, "MAX_OUTSTANDING": 2}],
+                         ids=["contract", "small"])
+def test_axi_wr_sweep(seed, params):
+    _run("dtpu_axi_wr", "tb_axi_wr", params, {"DTPU_SEED": seed, "DTPU_CASES": 100})

@@ -21,6 +21,7 @@ SIZE = 1 << 16
 class TB:
     def __init__(self, dut, seed, lat=(1, 1), stall=0.0, valid_p=1.0):
         self.dut = dut
+        self.lat = lat
         self.rng = random.Random(seed)
         self.valid_p = valid_p
         cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
@@ -95,7 +96,9 @@ class TB:
         return want, len(words)
 
     async def wait_idle(self, n, limit=None):
-        limit = limit or 6 * n + 3000
+        # generous for the stalls (and for small builds, one latency per MAX_OUT bursts); a
+        # broken DUT fails fast
+        limit = limit or 6 * n + 3000 + (n // (MAX_BURST * MAX_OUT) + 1) * 2 * self.lat[1]
         for _ in range(limit):
             await RisingEdge(self.dut.clk)
             if self.sent == n and int(self.dut.idle.value) and not int(self.dut.req_valid.value):
@@ -164,7 +167,8 @@ async def test_full_rate(dut):
     took = tb.mem.clock.now - t0
     tb.mon.check()
     tb.check_mem(want)
-    assert took < n + 60, f"{n} words took {took} cycles"
+    if MAX_BURST * MAX_OUT >= 64:    # enough in flight to hide the response latency
+        assert took < n + 60, f"{n} words took {took} cycles"
 
 
 @cocotb.test()

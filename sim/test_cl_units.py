@@ -5,6 +5,7 @@ slow sweeps add seeds and a small build (4-beat bursts, 2 in flight)."""
 import pytest
 
 from dtpu_sim import RTL_DIR, build, run_tests
+from dtpu_sim.build import TB_DIR
 
 
 def _run(top, tb, params=None, env=None, name=None):
@@ -35,3 +36,27 @@ def test_axi_wr():
                          ids=["contract", "small"])
 def test_axi_wr_sweep(seed, params):
     _run("dtpu_axi_wr", "tb_axi_wr", params, {"DTPU_SEED": seed, "DTPU_CASES": 100})
+
+
+def _fetch(params=None, env=None):
+    params = params or {}
+    srcs = [RTL_DIR / "dtpu_cl_fetch.v", RTL_DIR / "dtpu_axi_rd.v", TB_DIR / "tb_cl_fetch_top.v"]
+    d = build("tb_cl_fetch_top", params, srcs, name="cl_fetch")
+    run_tests("tb_cl_fetch_top", "tb_cl_fetch", d, parameters=params, extra_env=env or {})
+
+
+def test_cl_fetch():
+    """Compiled lists word-exact; malformed lists, bus faults, a timeout and the read-ahead past
+    the end of memory give the golden model's CL_ERR, CL_ERR_PC, CL_ERR_TAG and count."""
+    _fetch()
+
+
+def test_cl_fetch_descriptor_limit():
+    """BAD_LENGTH after 2^LOG_MAX_DESCS descriptors without END (a build with 8)."""
+    _fetch({"LOG_MAX_DESCS": 3})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_cl_fetch_sweep(seed):
+    _fetch(env={"DTPU_SEED": seed, "DTPU_CASES": 40})

@@ -97,8 +97,8 @@ localparam BW = $clog2(MAX_BURST + 1);
 localparam PW = $clog2(MAX_OUTSTANDING);
 localparam DEPTH = 1 << PW;
 localparam OW = $clog2(MAX_OUTSTANDING + 1);
-localparam [CNT_W-1:0] MAXB = MAX_BURST;
-localparam [OW-1:0] MAXO = MAX_OUTSTANDING;
+localparam [CNT_W-1:0] MAXB = MAX_BURST[CNT_W-1:0];
+localparam [OW-1:0] MAXO = MAX_OUTSTANDING[OW-1:0];
 
 initial begin
     if (MAX_BURST < 1 || MAX_BURST > 128 || MAX_OUTSTANDING < 2 || CNT_W < 10 || ADDR_W < 12) begin

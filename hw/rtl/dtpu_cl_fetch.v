@@ -14,8 +14,9 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * Descriptor fetcher of contract 2.0 (docs/contract2.md "The command list").
  *
  * On `start` it reads the command list at `base` through a read master (dtpu_axi_rd's request
- * and word ports) in blocks of DESC_FIFO_WORDS words, each requested as soon as the FIFO has
- * room for it, and hands the descriptors to a consumer on a ready/valid stream: d_first on the
+ * and word ports) in blocks of DESC_FIFO_WORDS words, the next requested once the previous one
+ * has arrived and the FIFO has room for it (the golden model's Timeline: "each requested when
+ * the one before arrived"), and hands the descriptors to a consumer on a ready/valid stream: d_first on the
  * header, d_last on the descriptor's last word (LEN words in all), d_pc its byte offset in the
  * list. A descriptor is handed over only once all of its words are in the FIFO without a fault,
  * so the consumer never sees part of a failing descriptor. The FIFO holds 2^LEN_WIDTH words (any
@@ -196,7 +197,7 @@ always @(posedge clk) begin
             fetch_off <= fetch_off + {{(32-CW-3){1'b0}}, BLOCK, 3'b000};
         end else if (!running) begin
             rd_req_valid <= 1'b0;
-        end else if (!rd_req_valid && room >= BLOCK) begin
+        end else if (!rd_req_valid && inflight == {CW{1'b0}} && room >= BLOCK) begin
             rd_req_valid <= 1'b1;
         end
 

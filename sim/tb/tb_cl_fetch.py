@@ -17,7 +17,7 @@ from cocotb.triggers import ClockCycles, RisingEdge
 from dtpu.hw import cmdlist as cl
 from dtpu.hw.config import get_config
 from dtpu.spec import ConvSpec, DataMode, OpKind, Quant
-from dtpu_sim.axi_mem import DECERR, SLVERR, Mem, Region
+from dtpu_sim.axi_mem import DECERR, SLVERR, Mem, Monitor, Region
 
 SEED = int(os.environ.get("DTPU_SEED", "77"))
 N_RANDOM = int(os.environ.get("DTPU_CASES", "6"))
@@ -86,6 +86,9 @@ class TB:
             getattr(dut, s).value = 0
         dut.timeout.value = TIMEOUT
         self.mem = Mem(dut, "m_axi", dut.clk, dut.rst_n, MEM, self.rng, lat=(4, 40), stall=0.25)
+        # one block in flight at a time (as the model's Timeline): 4 bursts, 5 across 4 KiB
+        block = FMT.mem["DESC_FIFO_WORDS"]
+        self.mon = Monitor(dut, "m_axi", dut.clk, 16, block // 16 + 1)
         self.got = []
         cocotb.start_soon(self._consume())
 
@@ -138,6 +141,7 @@ class TB:
         want = dict(ended=int(r.error == 0), err=r.error, pc=r.error_pc, tag=r.error_tag,
                     descs=r.descs)
         assert s == want, f"{what}: status {s} != model {want} ({names}: {r.message})"
+        self.mon.check()
         self.dut._log.info("%s: %d descriptors, CL_ERR %#x %s, pc %d, tag %#x", what, s["descs"],
                            s["err"], names, s["pc"], s["tag"])
 

@@ -12,17 +12,18 @@ from dtpu.hw.jobs import ModelTransport, check_identity
 from dtpu.hw.model import Core
 
 
-@pytest.mark.parametrize("path", [gen_header.HEADER_PATH, gen_header.DOC_PATH], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [gen_header.HEADER_PATH, gen_header.DOC_PATH,
+                                  gen_header.CONTRACT2_HEADER_PATH], ids=lambda p: p.name)
 def test_generated_files_match_contract(path):
     expected = gen_header.outputs()[path]
     assert path.exists(), f"{path} missing: run `python -m dtpu.hw.gen_header`"
     assert path.read_text() == expected, f"{path} drifted from contract.json: run `python -m dtpu.hw.gen_header`"
 
 
-def _header_params() -> dict[str, int]:
+def _header_params(path=gen_header.HEADER_PATH) -> dict[str, int]:
     """Parse the committed header independently of the generator."""
     out = {}
-    for line in gen_header.HEADER_PATH.read_text().splitlines():
+    for line in path.read_text().splitlines():
         m = re.match(r"localparam (?:\[\d+:0\] |integer )(\w+) = (?:(\d+)'([hd]))?([0-9A-Fa-f]+);", line)
         if m:
             out[m.group(1)] = int(m.group(4), 16 if m.group(3) == "h" else 10)
@@ -49,6 +50,33 @@ def test_header_constants_equal_python_constants():
         assert p[f"DTPU_{key}"] == getattr(cfg, key)
     assert p["DTPU_DEFAULT_ROWS"] == cfg.ROWS and p["DTPU_DEFAULT_COLS"] == cfg.COLS
     assert p["DTPU_DEFAULT_PREC_EN"] == cfg.prec_enable_mask
+
+
+def test_contract2_header_constants_equal_the_golden_models():
+    """hw/rtl/dtpu_cl_regs.vh, parsed as text, against dtpu.hw.cmdlist.Format (what the golden
+    model and the compiler use); and its length check against Format.length."""
+    from dtpu.hw.cmdlist import Format
+    f = Format()
+    p = _header_params(gen_header.CONTRACT2_HEADER_PATH)
+    assert (p["DTPU_CL_VERSION_MAJOR"], p["DTPU_CL_VERSION_MINOR"]) == f.version
+    for key, value in f.mem.items():
+        assert p[f"DTPU_CL_{key}"] == value
+    for op, code in f.opcodes.items():
+        assert p[f"DTPU_CL_OP_{op}"] == code
+        var = f.layout[op][-1].endswith("*")
+        assert p[f"DTPU_CL_LEN_VAR_{op}"] == int(var)
+        assert p[f"DTPU_CL_LEN_{op}"] == (f.length(op, 1) if var else f.length(op))
+    for kind, fields in f.fields.items():
+        for name, (lsb, width) in fields.items():
+            assert (p[f"DTPU_CL_{kind}_{name}_LSB"], p[f"DTPU_CL_{kind}_{name}_WIDTH"]) == (lsb, width)
+    for name, mask in f.errors.items():
+        assert 1 << p[f"DTPU_CL_ERR_{name}"] == mask
+    for name, r in f.regs.items():
+        assert p[f"DTPU_REG_{name}"] == r["offset"]
+    text = gen_header.CONTRACT2_HEADER_PATH.read_text()
+    for op in f.opcodes:
+        cmp = ">=" if f.layout[op][-1].endswith("*") else "=="
+        assert f"DTPU_CL_OP_{op}: dtpu_cl_len_ok = (len {cmp} DTPU_CL_LEN_{op});" in text
 
 
 def test_register_map_is_well_formed():

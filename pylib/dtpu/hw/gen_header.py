@@ -1,6 +1,8 @@
 """Generate the RTL header and the register table from ``contract.json``.
 
-    python -m dtpu.hw.gen_header            # rewrite hw/rtl/dtpu_regs.vh and docs/registers.md
+    python -m dtpu.hw.gen_header            # rewrite hw/rtl/dtpu_regs.vh, docs/registers.md and
+                                            # contract 2.0's hw/rtl/dtpu_cl_regs.vh and
+                                            # docs/contract2_tables.md
     python -m dtpu.hw.gen_header --check    # exit 1 if either is stale (what the drift test does)
 
 Both outputs are committed, so the RTL builds without Python and a reviewer sees register
@@ -23,6 +25,9 @@ DOC_PATH = REPO / "docs" / "registers.md"
 #: contract 2.0's additions (descriptor format, 2.0 registers, memory model), kept out of the
 #: 1.2 outputs above so that those stay byte-identical while the 1.2 RTL is the one built
 CONTRACT2_DOC_PATH = REPO / "docs" / "contract2_tables.md"
+#: contract 2.0's RTL include (descriptor opcodes, lengths and fields, CL_ERR bits, 2.0
+#: registers, memory-model constants), used by the 2.0 units only (hw/rtl/dtpu_cl_*.v)
+CONTRACT2_HEADER_PATH = REPO / "hw" / "rtl" / "dtpu_cl_regs.vh"
 
 
 def render_header(cfg: HwConfig | None = None) -> str:
@@ -152,11 +157,90 @@ def render_contract2_doc(cfg: HwConfig | None = None) -> str:
     return "\n".join(out)
 
 
+def render_contract2_header(cfg: HwConfig | None = None) -> str:
+    """hw/rtl/dtpu_cl_regs.vh: the constants of contract.json "contract2" as localparams, and
+    the descriptor checks of the fetcher (opcode known, LEN matching the opcode's layout) as
+    functions generated from desc_layout, so the RTL holds no number the contract holds."""
+    cfg = cfg or HwConfig()
+    c2 = cfg.contract["contract2"]
+    aw = cfg.AXIL_ADDR_WIDTH
+    op_w = next(f["width"] for f in c2["desc_fields"]["HEADER"] if f["name"] == "OP")
+    len_w = next(f["width"] for f in c2["desc_fields"]["HEADER"] if f["name"] == "LEN")
+    out = [
+        "// Generated from the contract2 section of pylib/dtpu/hw/contract.json by",
+        "// `python -m dtpu.hw.gen_header`. Do not edit: change the JSON and regenerate",
+        "// (tests/test_hw_contract.py checks drift). Contract 2.0: docs/contract2.md.",
+        "// Language: Verilog 2001 (localparams and functions; include inside a module body).",
+        "",
+        f"localparam integer DTPU_CL_VERSION_MAJOR = {c2['version']['major']};",
+        f"localparam integer DTPU_CL_VERSION_MINOR = {c2['version']['minor']};",
+        "",
+        "// ---- memory model (the golden model's Timeline uses the same values) ----",
+    ]
+    for key, value in c2["memory_model"].items():
+        out.append(f"localparam integer DTPU_CL_{key} = {value};")
+    out += ["", "// ---- descriptor opcodes and lengths (words including the header) ----"]
+    for name, code in c2["desc_opcodes"].items():
+        lay = c2["desc_layout"][name]
+        var = lay[-1].endswith("*")
+        out.append(f"localparam [{op_w - 1}:0] DTPU_CL_OP_{name} = {op_w}'d{code};  "
+                   f"// {' '.join(lay)}")
+        out.append(f"localparam [{len_w - 1}:0] DTPU_CL_LEN_{name} = {len_w}'d{len(lay)};"
+                   + ("  // at least: one or more words of the starred kind" if var else ""))
+        out.append(f"localparam integer DTPU_CL_LEN_VAR_{name} = {int(var)};")
+    out += ["", "// ---- descriptor word fields ----"]
+    for kind, fields in c2["desc_fields"].items():
+        for f in fields:
+            out.append(f"localparam integer DTPU_CL_{kind}_{f['name']}_LSB = {f['lsb']};")
+            out.append(f"localparam integer DTPU_CL_{kind}_{f['name']}_WIDTH = {f['width']};")
+    for enum, prefix in (("act_modes", "ACT"), ("res_modes", "RES")):
+        out += ["", f"// ---- {enum} ----"]
+        for name, code in c2[enum].items():
+            out.append(f"localparam [3:0] DTPU_CL_{prefix}_{name} = 4'd{code};")
+    out += ["", "// ---- CL_ERR bits ----"]
+    for name, e in c2["errors"].items():
+        out.append(f"localparam integer DTPU_CL_ERR_{name} = {e['bit']};")
+    out += ["", "// ---- 2.0 registers (byte offsets in the 1.2 map) and fields ----"]
+    for r in c2["registers"]:
+        out.append(f"localparam [{aw - 1}:0] DTPU_REG_{r['name']} = {aw}'h{r['offset']:02X};"
+                   f"  // {r['access']}, reset {r['reset']:#x}")
+        for f in r.get("fields", []):
+            out.append(f"localparam integer DTPU_{r['name']}_{f['name']}_LSB = {f['lsb']};")
+            out.append(f"localparam integer DTPU_{r['name']}_{f['name']}_WIDTH = {f['width']};")
+    out += ["", "// ---- descriptor checks ----",
+            "// 1 when `op` is one of desc_opcodes",
+            f"function automatic dtpu_cl_op_known(input [{op_w - 1}:0] op);",
+            "    begin",
+            "        case (op)"]
+    for name in c2["desc_opcodes"]:
+        out.append(f"            DTPU_CL_OP_{name}: dtpu_cl_op_known = 1'b1;")
+    out += ["            default: dtpu_cl_op_known = 1'b0;",
+            "        endcase",
+            "    end",
+            "endfunction",
+            "",
+            "// 1 when LEN `len` matches the layout of the known opcode `op` (a starred layout:",
+            "// at least its fixed words)",
+            f"function automatic dtpu_cl_len_ok(input [{op_w - 1}:0] op, input [{len_w - 1}:0] len);",
+            "    begin",
+            "        case (op)"]
+    for name in c2["desc_opcodes"]:
+        cmp = ">=" if c2["desc_layout"][name][-1].endswith("*") else "=="
+        out.append(f"            DTPU_CL_OP_{name}: dtpu_cl_len_ok = (len {cmp} DTPU_CL_LEN_{name});")
+    out += ["            default: dtpu_cl_len_ok = 1'b0;",
+            "        endcase",
+            "    end",
+            "endfunction",
+            ""]
+    return "\n".join(out)
+
+
 def outputs() -> dict[Path, str]:
     cfg = HwConfig()
     out = {HEADER_PATH: render_header(cfg), DOC_PATH: render_doc(cfg)}
     if "contract2" in cfg.contract:
         out[CONTRACT2_DOC_PATH] = render_contract2_doc(cfg)
+        out[CONTRACT2_HEADER_PATH] = render_contract2_header(cfg)
     return out
 
 

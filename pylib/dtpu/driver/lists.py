@@ -89,6 +89,7 @@ class ListProgram:
         self.loaded = False
         self.memo: dict = {}    # the backend's report fields per distinct run (see ModelBackend)
         self._io: dict = {}     # per partition: its list, (view, offset, bytes) of its tensors
+        self._targets: dict = {}
         t.write_reg(self._off["IRQ"], self._irq_en)
         self.ensure_loaded()
 
@@ -101,6 +102,14 @@ class ListProgram:
 
     # -- running lists
 
+    def _target_of(self, t: Transport) -> tuple[bool, object]:
+        """(simulated, its wait_list or None) of a transport, looked up once per transport."""
+        hit = self._targets.get(id(t))
+        if hit is None or hit[0] is not t:
+            hit = self._targets[id(t)] = (t, bool(getattr(t, "simulated", True)),
+                                          getattr(t, "wait_list", None))
+        return hit[1], hit[2]
+
     def ensure_loaded(self, t: Transport | None = None, ops=None) -> None:
         if not self.loaded:
             self.kick(self.program.prologue_addr, t, ops)
@@ -112,12 +121,14 @@ class ListProgram:
 
         `ops` (a :class:`dtpu.driver.hostops.HostOps`) receives the accesses made here, counted
         call by call (no counting wrapper on this path: it cost more than the protocol), and the
-        device's time: on a simulated target from the doorbell to DONE (the list runs inside
-        the DOORBELL write), on a board the completion wait only (its register calls are the
-        host's own cost), as :mod:`dtpu.driver.hostops` defines it."""
+        device's time as :mod:`dtpu.driver.hostops` defines it: on a simulated target the
+        register calls (every one of them runs the emulator; the list runs inside the DOORBELL
+        write), on a board the completion wait only (its register calls are the host's own
+        cost)."""
         t, o = t or self.t, self._off
         reads = writes = 0
-        simulated = bool(getattr(t, "simulated", True))
+        simulated, waiter = self._target_of(t)
+        t_sim = time.perf_counter()
         try:
             t.write_reg(o["CL_BASE"], addr)
             t0 = time.perf_counter()
@@ -125,21 +136,22 @@ class ListProgram:
             writes = 2
             if not simulated:
                 t0 = time.perf_counter()
-            waiter = getattr(t, "wait_list", None)
             if waiter is not None and not waiter(self.timeout_s):
                 raise DtpuTimeout(f"command list at {addr:#x}: no completion within "
                                   f"{self.timeout_s} s")
             st = t.read_reg(o["CL_STATUS"])
             reads += 1
-            deadline = time.monotonic() + self.timeout_s
+            deadline = None
             while not st & 0b10:
-                if time.monotonic() > deadline:
+                if deadline is None:
+                    deadline = time.monotonic() + self.timeout_s
+                elif time.monotonic() > deadline:
                     raise DtpuTimeout(f"command list at {addr:#x}: CL_STATUS={st:#x}, not DONE "
                                       f"within {self.timeout_s} s")
                 time.sleep(1e-4)
                 st = t.read_reg(o["CL_STATUS"])
                 reads += 1
-            if ops is not None:
+            if ops is not None and not simulated:
                 ops.device_s += time.perf_counter() - t0
             if st & 0b100:
                 self.loaded = False   # a list stopped half way: what it loaded is not known
@@ -160,6 +172,8 @@ class ListProgram:
             writes += 1
         finally:
             if ops is not None:
+                if simulated:
+                    ops.device_s += time.perf_counter() - t_sim
                 ops.mmio_reads += reads
                 ops.mmio_writes += writes
                 ops.doorbells += 1 if writes >= 2 else 0
@@ -184,14 +198,14 @@ class ListProgram:
             if x.dtype != view.dtype or x.size != view.size:
                 raise ValueError(f"partition {index}: input {x.dtype}{list(x.shape)} does not match "
                                  f"its buffer {view.dtype}{list(view.shape)}")
-            np.copyto(view, x.reshape(view.shape))
+            np.copyto(view, x if x.shape == view.shape else x.reshape(view.shape))
             self.buf.flush(off, nbytes)
         self.ensure_loaded(t, ops)
         run = self.kick(list_addr, t, ops)
         for node, y in outputs.items():
             view, off, nbytes = outs[node]
             self.buf.invalidate(off, nbytes)
-            np.copyto(y, view.reshape(y.shape))
+            np.copyto(y, view if y.shape == view.shape else view.reshape(y.shape))
         return run
 
     def free(self) -> None:

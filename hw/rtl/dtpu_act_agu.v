@@ -1,0 +1,487 @@
+/*
+
+Copyright (c) 2026 DTPU authors. Apache-2.0.
+
+*/
+
+// Language: Verilog 2001
+
+`resetall
+`timescale 1ns / 1ps
+`default_nettype none
+
+/*
+ * Activation address generator of the contract 2.0 load unit (docs/contract2.md, "Activation
+ * gather"; golden model: dtpu.hw.cmdlist.Executor._gather and _window_index).
+ *
+ * On `start` the ACT descriptor fields are registered; the unit then streams one element request
+ * per cycle (ready/valid, stalls at any cycle) in the order the golden model emits lanes:
+ *
+ *  WINDOWS  (MODE_WINDOWS): pixel-major (n, oy, ox), then the lanes k = K0*L .. K1*L-1 of the
+ *           pixel's K-vector in (ky, kx, c) order; taps outside the image and lanes k >= K =
+ *           KH*KW*C are PAD.
+ *  CHANNELS (MODE_CHANNELS): chunk-major (chunk, y, x, j < CHANNELS/NCHUNK) over image 0; lane j
+ *           of chunk q is channel r = CH0 + q*CHANNELS/NCHUNK + j of the image whose channels
+ *           are repeated REP times (source channel r / REP); r >= CV is PAD.
+ *           (ACT3: REP = KP, CH0 = K0, CHANNELS = K1.)
+ *
+ * A request is m_index (the flat NHWC element index: byte address SRC + index*ESIZE) or m_pad
+ * (m_index is then meaningless); m_last marks the final one. Outputs come from registers only.
+ *
+ * Per element only nested counters and adders run (incremental addresses); the products and
+ * quotients of the fields (W*C, SY*W*C, the (ky, kx, c) of lane K0*L, CH0 / REP, ...) are
+ * computed once after start by one shared multiplier and a restoring divider. Setup takes a
+ * fixed number of cycles: the first request is valid SETUP_WINDOWS (33) or SETUP_CHANNELS (36)
+ * cycles after the start cycle, so a stream of E elements without backpressure ends
+ * E + SETUP cycles after start (checked by sim/test_agu.py).
+ *
+ * A start with an unknown MODE, or fields that give an empty stream (a zero dimension, K0 >= K1,
+ * NCHUNK or REP = 0), streams nothing and sets `empty` until the next start. Checking the fields
+ * against the job (the contract's BAD_FIELD cases) is the load unit's business.
+ *
+ * Range: element indexes (and window origins up to PT rows above the image) must fit IDX_W bits.
+ */
+module dtpu_act_agu #
+(
+    // field widths of contract.json contract2.desc_fields (ACT0..ACT4)
+    parameter MODE_W = 4,           // ACT0.MODE
+    parameter LANES_W = 4,          // ACT0.LANES
+    parameter DIM_W = 16,           // ACT1.N/H/W/C, ACT2.OH/OW
+    parameter KER_W = 4,            // ACT2.KH/KW/SY/SX/DY/DX/PT/PL
+    parameter KP_W = 16,            // ACT3.KP/K0/K1/NCHUNK, ACT4.CV
+    // element index width (SRC is a 32-bit byte address)
+    parameter IDX_W = 32,
+    // contract.json contract2.act_modes
+    parameter MODE_WINDOWS = 1,
+    parameter MODE_CHANNELS = 2
+)
+(
+    input  wire                 clk,
+    input  wire                 rst_n,
+
+    /* Control */
+    input  wire                 start,
+    output wire                 busy,
+    output wire                 empty,
+
+    /* ACT descriptor fields, sampled on start */
+    input  wire [MODE_W-1:0]    cfg_mode,
+    input  wire [LANES_W-1:0]   cfg_lanes,
+    input  wire [DIM_W-1:0]     cfg_n,
+    input  wire [DIM_W-1:0]     cfg_h,
+    input  wire [DIM_W-1:0]     cfg_w,
+    input  wire [DIM_W-1:0]     cfg_c,
+    input  wire [KER_W-1:0]     cfg_kh,
+    input  wire [KER_W-1:0]     cfg_kw,
+    input  wire [KER_W-1:0]     cfg_sy,
+    input  wire [KER_W-1:0]     cfg_sx,
+    input  wire [KER_W-1:0]     cfg_dy,
+    input  wire [KER_W-1:0]     cfg_dx,
+    input  wire [KER_W-1:0]     cfg_pt,
+    input  wire [KER_W-1:0]     cfg_pl,
+    input  wire [DIM_W-1:0]     cfg_oh,
+    input  wire [DIM_W-1:0]     cfg_ow,
+    input  wire [KP_W-1:0]      cfg_kp,
+    input  wire [KP_W-1:0]      cfg_k0,
+    input  wire [KP_W-1:0]      cfg_k1,
+    input  wire [KP_W-1:0]      cfg_nchunk,
+    input  wire [KP_W-1:0]      cfg_cv,
+
+    /* Element requests */
+    output wire                 m_valid,
+    input  wire                 m_ready,
+    output wire [IDX_W-1:0]     m_index,
+    output wire                 m_pad,
+    output wire                 m_last
+);
+
+localparam SW = IDX_W + 2;                    // signed element arithmetic
+localparam CW = DIM_W + KER_W + 2;            // signed tap coordinates
+localparam LN_W = KP_W + LANES_W;             // lane counter (K0*L .. K1*L)
+localparam DD_W = (DIM_W > KP_W) ? DIM_W : KP_W;  // divisor
+localparam DSH_W = DD_W + KP_W;               // shifted divisor
+localparam CNT_W = 6;                         // divider iterations (up to KP_W)
+localparam R_W = KP_W + 1;                    // CHANNELS: channel of the repeated image
+
+initial begin
+    if (IDX_W < CW || IDX_W < LN_W + 1 || IDX_W < 2 * DIM_W || KP_W < 2 * KER_W || KP_W > 32
+            || DIM_W < 2 * KER_W || LN_W < DIM_W) begin
+        $error("Error: unsupported widths (instance %m)");
+        $finish;
+    end
+end
+
+localparam [1:0] S_IDLE = 2'd0, S_SETUP = 2'd1, S_RUN = 2'd2;
+
+// setup steps (st_reg)
+localparam [4:0] ST_KHKW = 5'd0, ST_KK = 5'd1, ST_WC = 5'd2, ST_HWC = 5'd3, ST_SXC = 5'd4,
+                 ST_DXC = 5'd5, ST_SYWC = 5'd6, ST_DYWC = 5'd7, ST_PTWC = 5'd8, ST_PLC = 5'd9,
+                 ST_KWDXC = 5'd10, ST_KBEG = 5'd11, ST_KEND = 5'd12, ST_DIV_T = 5'd13,
+                 ST_DIV_T_RUN = 5'd14, ST_DIV_K_RUN = 5'd15, ST_A1 = 5'd16, ST_A2 = 5'd17,
+                 ST_TY0 = 5'd18, ST_TX0 = 5'd19, ST_WINIT = 5'd20,
+                 ST_DIV_CPC = 5'd24, ST_DIV_CPC_RUN = 5'd25, ST_DIV_CH0_RUN = 5'd26,
+                 ST_CINIT = 5'd27;
+
+reg [1:0] state_reg;
+reg [4:0] st_reg;
+reg empty_reg;
+reg win_reg;                                  // WINDOWS (else CHANNELS)
+
+// fields
+reg [LANES_W-1:0] lanes_r;
+reg [DIM_W-1:0] n_r, h_r, w_r, c_r, oh_r, ow_r;
+reg [KER_W-1:0] kh_r, kw_r, sy_r, sx_r, dy_r, dx_r, pt_r, pl_r;
+reg [KP_W-1:0] rep_r, k0_r, k1_r, nchunk_r, cv_r;
+
+// setup products
+reg [IDX_W-1:0] khkw_r, kk_r, wc_r, hwc_r, sxc_r, dxc_r, sywc_r, dywc_r, ptwc_r, plc_r,
+                kwdxc_r, a1_r, a2_r;
+reg [LN_W-1:0] kbeg_r, kend_r;
+reg [CW-1:0] ty0_r, tx0_r;
+reg [KER_W-1:0] ky0_r, kx0_r;
+reg [DIM_W-1:0] c0_r;
+reg kdone0_r;
+reg [KP_W-1:0] cpc_r;
+
+// shared multiplier
+reg [IDX_W-1:0] mul_a;
+reg [DIM_W-1:0] mul_b;
+wire [IDX_W-1:0] mul_p = mul_a * {{(IDX_W-DIM_W){1'b0}}, mul_b};
+
+always @* begin
+    mul_a = {IDX_W{1'b0}};
+    mul_b = {DIM_W{1'b0}};
+    case (st_reg)
+        ST_KHKW:  begin mul_a = {{(IDX_W-KER_W){1'b0}}, kh_r}; mul_b = {{(DIM_W-KER_W){1'b0}}, kw_r}; end
+        ST_KK:    begin mul_a = khkw_r; mul_b = c_r; end
+        ST_WC:    begin mul_a = {{(IDX_W-DIM_W){1'b0}}, w_r}; mul_b = c_r; end
+        ST_HWC:   begin mul_a = wc_r; mul_b = h_r; end
+        ST_SXC:   begin mul_a = {{(IDX_W-DIM_W){1'b0}}, c_r}; mul_b = {{(DIM_W-KER_W){1'b0}}, sx_r}; end
+        ST_DXC:   begin mul_a = {{(IDX_W-DIM_W){1'b0}}, c_r}; mul_b = {{(DIM_W-KER_W){1'b0}}, dx_r}; end
+        ST_SYWC:  begin mul_a = wc_r; mul_b = {{(DIM_W-KER_W){1'b0}}, sy_r}; end
+        ST_DYWC:  begin mul_a = wc_r; mul_b = {{(DIM_W-KER_W){1'b0}}, dy_r}; end
+        ST_PTWC:  begin mul_a = wc_r; mul_b = {{(DIM_W-KER_W){1'b0}}, pt_r}; end
+        ST_PLC:   begin mul_a = {{(IDX_W-DIM_W){1'b0}}, c_r}; mul_b = {{(DIM_W-KER_W){1'b0}}, pl_r}; end
+        ST_KWDXC: begin mul_a = dxc_r; mul_b = {{(DIM_W-KER_W){1'b0}}, kw_r - 1'b1}; end
+        ST_KBEG:  begin mul_a = {{(IDX_W-KP_W){1'b0}}, k0_r}; mul_b = {{(DIM_W-LANES_W){1'b0}}, lanes_r}; end
+        ST_KEND:  begin mul_a = {{(IDX_W-KP_W){1'b0}}, k1_r}; mul_b = {{(DIM_W-LANES_W){1'b0}}, lanes_r}; end
+        ST_A1:    begin mul_a = dywc_r; mul_b = {{(DIM_W-KER_W){1'b0}}, ky0_r}; end
+        ST_A2:    begin mul_a = dxc_r; mul_b = {{(DIM_W-KER_W){1'b0}}, kx0_r}; end
+        ST_TY0:   begin mul_a = {{(IDX_W-KER_W){1'b0}}, dy_r}; mul_b = {{(DIM_W-KER_W){1'b0}}, ky0_r}; end
+        ST_TX0:   begin mul_a = {{(IDX_W-KER_W){1'b0}}, dx_r}; mul_b = {{(DIM_W-KER_W){1'b0}}, kx0_r}; end
+        default: ;
+    endcase
+end
+
+// restoring divider: dv_cnt iterations of one quotient bit each
+reg [LN_W-1:0] dv_rem;
+reg [DSH_W-1:0] dv_dsh;
+reg [KP_W-1:0] dv_q;
+reg [CNT_W-1:0] dv_cnt;
+wire dv_ge = {{(DSH_W-LN_W){1'b0}}, dv_rem} >= dv_dsh;
+wire [LN_W-1:0] dv_sub = dv_rem - dv_dsh[LN_W-1:0];
+
+// run state
+reg [LN_W-1:0] lane_r;                        // WINDOWS: lane k; CHANNELS: j
+reg [DIM_W-1:0] x_r, y_r;                     // ox, oy / x, y
+reg [KP_W-1:0] z_r;                           // n / chunk
+reg [LN_W-1:0] lane0_r, lane_m1_r;
+reg [DIM_W-1:0] x_m1_r, y_m1_r;
+reg [KP_W-1:0] z_m1_r;
+reg signed [SW-1:0] elem_r;
+// WINDOWS
+reg [KER_W-1:0] ky_r, kx_r;
+reg [DIM_W-1:0] cc_r;
+reg kdone_r;
+reg signed [CW-1:0] iy_r, ix_r, ty_r, tx_r;
+reg signed [SW-1:0] org_r, row_r, img_r, stx_r, sty_r;
+// CHANNELS
+reg [R_W-1:0] r_r, rc_r;
+reg [KP_W-1:0] s_r, sc_r, ph_r, phc_r;
+reg signed [SW-1:0] pbase_r;
+
+function signed [SW-1:0] sx_idx(input [IDX_W-1:0] v);
+    sx_idx = $signed({2'b00, v});
+endfunction
+
+function signed [CW-1:0] sx_dim(input [DIM_W-1:0] v);
+    sx_dim = $signed({{(CW-DIM_W){1'b0}}, v});
+endfunction
+
+function signed [CW-1:0] sx_ker(input [KER_W-1:0] v);
+    sx_ker = $signed({{(CW-KER_W){1'b0}}, v});
+endfunction
+
+wire fire = m_valid && m_ready;
+wire lane_last = lane_r == lane_m1_r;
+wire x_last = x_r == x_m1_r;
+wire y_last = y_r == y_m1_r;
+wire z_last = z_r == z_m1_r;
+wire c_last = cc_r == c_r - 1'b1;
+wire kx_last = kx_r == kw_r - 1'b1;
+wire ky_last = ky_r == kh_r - 1'b1;
+wire ph_last = ph_r == rep_r - 1'b1;
+
+wire win_pad = kdone_r || ty_r < 0 || ty_r >= sx_dim(h_r) || tx_r < 0 || tx_r >= sx_dim(w_r);
+wire ch_pad = r_r >= {1'b0, cv_r};
+
+// WINDOWS setup results
+wire [IDX_W-1:0] off0 = a1_r + a2_r + {{(IDX_W-DIM_W){1'b0}}, c0_r};
+wire signed [SW-1:0] img0 = sx_idx(off0) - sx_idx(ptwc_r) - sx_idx(plc_r);
+wire signed [SW-1:0] c_s = sx_idx({{(IDX_W-DIM_W){1'b0}}, c_r});
+// CHANNELS: the channel after (r, s, ph)
+wire [KP_W-1:0] s_next = ph_last ? s_r + 1'b1 : s_r;
+wire [KP_W-1:0] ph_next = ph_last ? {KP_W{1'b0}} : ph_r + 1'b1;
+
+always @(posedge clk) begin
+    case (state_reg)
+    S_IDLE: begin
+        if (start) begin
+            lanes_r <= cfg_lanes;
+            n_r <= cfg_n; h_r <= cfg_h; w_r <= cfg_w; c_r <= cfg_c;
+            kh_r <= cfg_kh; kw_r <= cfg_kw; sy_r <= cfg_sy; sx_r <= cfg_sx;
+            dy_r <= cfg_dy; dx_r <= cfg_dx; pt_r <= cfg_pt; pl_r <= cfg_pl;
+            oh_r <= cfg_oh; ow_r <= cfg_ow;
+            rep_r <= cfg_kp; k0_r <= cfg_k0; k1_r <= cfg_k1; nchunk_r <= cfg_nchunk; cv_r <= cfg_cv;
+            win_reg <= cfg_mode == MODE_WINDOWS[MODE_W-1:0];
+            empty_reg <= 1'b0;
+            if (cfg_mode == MODE_WINDOWS[MODE_W-1:0]) begin
+                state_reg <= S_SETUP;
+                st_reg <= ST_KHKW;
+            end else if (cfg_mode == MODE_CHANNELS[MODE_W-1:0]) begin
+                state_reg <= S_SETUP;
+                st_reg <= ST_DIV_CPC;
+            end else begin
+                empty_reg <= 1'b1;
+            end
+        end
+    end
+    S_SETUP: begin
+        st_reg <= st_reg + 5'd1;
+        case (st_reg)
+        ST_KHKW:  khkw_r <= mul_p;
+        ST_KK:    kk_r <= mul_p;
+        ST_WC:    wc_r <= mul_p;
+        ST_HWC:   hwc_r <= mul_p;
+        ST_SXC:   sxc_r <= mul_p;
+        ST_DXC:   dxc_r <= mul_p;
+        ST_SYWC:  sywc_r <= mul_p;
+        ST_DYWC:  dywc_r <= mul_p;
+        ST_PTWC:  ptwc_r <= mul_p;
+        ST_PLC:   plc_r <= mul_p;
+        ST_KWDXC: kwdxc_r <= mul_p;
+        ST_KBEG:  kbeg_r <= mul_p[LN_W-1:0];
+        ST_KEND:  kend_r <= mul_p[LN_W-1:0];
+        ST_DIV_T: begin
+            // (ky0*KW + kx0), c0 = divmod(K0*L, C); the tap index is < KH*KW < 2^(2*KER_W)
+            kdone0_r <= {{(IDX_W-LN_W){1'b0}}, kbeg_r} >= kk_r;
+            dv_rem <= kbeg_r;
+            dv_dsh <= {{(DSH_W-DIM_W){1'b0}}, c_r} << (2 * KER_W - 1);
+            dv_q <= {KP_W{1'b0}};
+            dv_cnt <= 2 * KER_W;
+        end
+        ST_DIV_T_RUN, ST_DIV_K_RUN, ST_DIV_CPC_RUN, ST_DIV_CH0_RUN: begin
+            if (dv_cnt != {CNT_W{1'b0}}) begin
+                st_reg <= st_reg;
+                dv_cnt <= dv_cnt - 1'b1;
+                dv_dsh <= dv_dsh >> 1;
+                dv_q <= {dv_q[KP_W-2:0], dv_ge};
+                if (dv_ge) begin
+                    dv_rem <= dv_sub;
+                end
+            end else begin
+                dv_q <= {KP_W{1'b0}};
+                case (st_reg)
+                ST_DIV_T_RUN: begin
+                    // ky0, kx0 = divmod(tap, KW); ky0 < KH < 2^KER_W
+                    c0_r <= dv_rem[DIM_W-1:0];
+                    dv_rem <= {{(LN_W-KP_W){1'b0}}, dv_q};
+                    dv_dsh <= {{(DSH_W-KER_W){1'b0}}, kw_r} << (KER_W - 1);
+                    dv_cnt <= KER_W;
+                end
+                ST_DIV_K_RUN: begin
+                    ky0_r <= kdone0_r ? {KER_W{1'b0}} : dv_q[KER_W-1:0];
+                    kx0_r <= kdone0_r ? {KER_W{1'b0}} : dv_rem[KER_W-1:0];
+                    if (kdone0_r) begin
+                        c0_r <= {DIM_W{1'b0}};
+                    end
+                end
+                ST_DIV_CPC_RUN: begin
+                    // CHANNELS per chunk; then CH0 / REP
+                    cpc_r <= dv_q;
+                    dv_rem <= {{(LN_W-KP_W){1'b0}}, k0_r};
+                    dv_dsh <= {{(DSH_W-KP_W){1'b0}}, rep_r} << (KP_W - 1);
+                    dv_cnt <= KP_W;
+                end
+                default: begin  // ST_DIV_CH0_RUN: first channel's source channel and phase
+                    sc_r <= dv_q;
+                    phc_r <= dv_rem[KP_W-1:0];
+                end
+                endcase
+            end
+        end
+        ST_A1:    a1_r <= mul_p;
+        ST_A2:    a2_r <= mul_p;
+        ST_TY0:   ty0_r <= mul_p[CW-1:0];
+        ST_TX0:   tx0_r <= mul_p[CW-1:0];
+        ST_WINIT: begin
+            lane_r <= kbeg_r; lane0_r <= kbeg_r; lane_m1_r <= kend_r - 1'b1;
+            x_r <= {DIM_W{1'b0}}; x_m1_r <= ow_r - 1'b1;
+            y_r <= {DIM_W{1'b0}}; y_m1_r <= oh_r - 1'b1;
+            z_r <= {KP_W{1'b0}}; z_m1_r <= {{(KP_W-DIM_W){1'b0}}, n_r} - 1'b1;
+            ky_r <= ky0_r; kx_r <= kx0_r; cc_r <= c0_r; kdone_r <= kdone0_r;
+            iy_r <= -sx_ker(pt_r); ix_r <= -sx_ker(pl_r);
+            ty_r <= ty0_r - sx_ker(pt_r); tx_r <= tx0_r - sx_ker(pl_r);
+            org_r <= img0; row_r <= img0; img_r <= img0; elem_r <= img0;
+            stx_r <= sx_idx(dxc_r) - c_s + 1;
+            sty_r <= sx_idx(dywc_r) - sx_idx(kwdxc_r) - c_s + 1;
+            if (n_r == 0 || oh_r == 0 || ow_r == 0 || c_r == 0 || kh_r == 0 || kw_r == 0
+                    || kbeg_r >= kend_r) begin
+                empty_reg <= 1'b1;
+                state_reg <= S_IDLE;
+            end else begin
+                state_reg <= S_RUN;
+            end
+        end
+        ST_DIV_CPC: begin
+            dv_rem <= {{(LN_W-KP_W){1'b0}}, k1_r};
+            dv_dsh <= {{(DSH_W-KP_W){1'b0}}, nchunk_r} << (KP_W - 1);
+            dv_q <= {KP_W{1'b0}};
+            dv_cnt <= KP_W;
+        end
+        ST_CINIT: begin
+            lane_r <= {LN_W{1'b0}}; lane0_r <= {LN_W{1'b0}};
+            lane_m1_r <= {{(LN_W-KP_W){1'b0}}, cpc_r} - 1'b1;
+            x_r <= {DIM_W{1'b0}}; x_m1_r <= w_r - 1'b1;
+            y_r <= {DIM_W{1'b0}}; y_m1_r <= h_r - 1'b1;
+            z_r <= {KP_W{1'b0}}; z_m1_r <= nchunk_r - 1'b1;
+            r_r <= {1'b0, k0_r}; rc_r <= {1'b0, k0_r};
+            s_r <= sc_r; ph_r <= phc_r;
+            pbase_r <= {SW{1'b0}};
+            elem_r <= sx_idx({{(IDX_W-KP_W){1'b0}}, sc_r});
+            if (h_r == 0 || w_r == 0 || nchunk_r == 0 || rep_r == 0 || cpc_r == 0) begin
+                empty_reg <= 1'b1;
+                state_reg <= S_IDLE;
+            end else begin
+                state_reg <= S_RUN;
+            end
+        end
+        default: ;
+        endcase
+    end
+    default: begin  // S_RUN
+        if (fire) begin
+            if (!lane_last) begin
+                lane_r <= lane_r + 1'b1;
+                if (win_reg) begin
+                    if (!kdone_r) begin
+                        if (!c_last) begin
+                            cc_r <= cc_r + 1'b1;
+                            elem_r <= elem_r + 1;
+                        end else if (!kx_last) begin
+                            cc_r <= {DIM_W{1'b0}};
+                            kx_r <= kx_r + 1'b1;
+                            tx_r <= tx_r + sx_ker(dx_r);
+                            elem_r <= elem_r + stx_r;
+                        end else if (!ky_last) begin
+                            cc_r <= {DIM_W{1'b0}};
+                            kx_r <= {KER_W{1'b0}};
+                            ky_r <= ky_r + 1'b1;
+                            tx_r <= ix_r;
+                            ty_r <= ty_r + sx_ker(dy_r);
+                            elem_r <= elem_r + sty_r;
+                        end else begin
+                            kdone_r <= 1'b1;
+                        end
+                    end
+                end else begin
+                    r_r <= r_r + 1'b1;
+                    s_r <= s_next;
+                    ph_r <= ph_next;
+                    if (ph_last) begin
+                        elem_r <= elem_r + 1;
+                    end
+                end
+            end else if (x_last && y_last && z_last) begin
+                state_reg <= S_IDLE;
+            end else begin
+                lane_r <= lane0_r;
+                if (win_reg) begin
+                    ky_r <= ky0_r; kx_r <= kx0_r; cc_r <= c0_r; kdone_r <= kdone0_r;
+                    if (!x_last) begin
+                        x_r <= x_r + 1'b1;
+                        ix_r <= ix_r + sx_ker(sx_r);
+                        tx_r <= ix_r + sx_ker(sx_r) + tx0_r;
+                        ty_r <= iy_r + ty0_r;
+                        org_r <= org_r + sx_idx(sxc_r);
+                        elem_r <= org_r + sx_idx(sxc_r);
+                    end else if (!y_last) begin
+                        x_r <= {DIM_W{1'b0}};
+                        y_r <= y_r + 1'b1;
+                        ix_r <= -sx_ker(pl_r);
+                        iy_r <= iy_r + sx_ker(sy_r);
+                        tx_r <= tx0_r - sx_ker(pl_r);
+                        ty_r <= iy_r + sx_ker(sy_r) + ty0_r;
+                        row_r <= row_r + sx_idx(sywc_r);
+                        org_r <= row_r + sx_idx(sywc_r);
+                        elem_r <= row_r + sx_idx(sywc_r);
+                    end else begin
+                        x_r <= {DIM_W{1'b0}};
+                        y_r <= {DIM_W{1'b0}};
+                        z_r <= z_r + 1'b1;
+                        ix_r <= -sx_ker(pl_r);
+                        iy_r <= -sx_ker(pt_r);
+                        tx_r <= tx0_r - sx_ker(pl_r);
+                        ty_r <= ty0_r - sx_ker(pt_r);
+                        img_r <= img_r + sx_idx(hwc_r);
+                        row_r <= img_r + sx_idx(hwc_r);
+                        org_r <= img_r + sx_idx(hwc_r);
+                        elem_r <= img_r + sx_idx(hwc_r);
+                    end
+                end else begin
+                    if (!(x_last && y_last)) begin
+                        // next pixel of the chunk
+                        x_r <= x_last ? {DIM_W{1'b0}} : x_r + 1'b1;
+                        if (x_last) begin
+                            y_r <= y_r + 1'b1;
+                        end
+                        pbase_r <= pbase_r + c_s;
+                        elem_r <= pbase_r + c_s + sx_idx({{(IDX_W-KP_W){1'b0}}, sc_r});
+                        r_r <= rc_r; s_r <= sc_r; ph_r <= phc_r;
+                    end else begin
+                        // next chunk: its first channel follows the last one of this chunk
+                        x_r <= {DIM_W{1'b0}};
+                        y_r <= {DIM_W{1'b0}};
+                        z_r <= z_r + 1'b1;
+                        pbase_r <= {SW{1'b0}};
+                        elem_r <= sx_idx({{(IDX_W-KP_W){1'b0}}, s_next});
+                        r_r <= r_r + 1'b1; rc_r <= r_r + 1'b1;
+                        s_r <= s_next; sc_r <= s_next;
+                        ph_r <= ph_next; phc_r <= ph_next;
+                    end
+                end
+            end
+        end
+    end
+    endcase
+    if (!rst_n) begin
+        state_reg <= S_IDLE;
+        st_reg <= 5'd0;
+        empty_reg <= 1'b0;
+    end
+end
+
+assign busy = state_reg != S_IDLE;
+assign empty = empty_reg;
+assign m_valid = state_reg == S_RUN;
+assign m_pad = win_reg ? win_pad : ch_pad;
+assign m_last = lane_last && x_last && y_last && z_last;
+
+/* verilator lint_off UNUSEDSIGNAL */
+wire [SW-IDX_W-1:0] elem_hi = elem_r[SW-1:IDX_W];  // an index needs IDX_W bits (see Range)
+/* verilator lint_on UNUSEDSIGNAL */
+assign m_index = elem_r[IDX_W-1:0];
+
+endmodule
+
+`resetall

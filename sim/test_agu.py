@@ -1,6 +1,7 @@
-"""Contract 2.0 address generators as standalone units (hw/rtl/dtpu_act_agu.v): random ACT
-descriptors with random backpressure against the golden model's gather (sim/tb/tb_agu.py), and
-the parameter defaults against contract.json."""
+"""Contract 2.0 address generators as standalone units: hw/rtl/dtpu_act_agu.v (random ACT
+descriptors with random backpressure against the golden model's gather, sim/tb/tb_agu.py) and
+hw/rtl/dtpu_res_agu.v (random RES ITEMS descriptors against the golden model's scatter,
+sim/tb/tb_res_agu.py), and their parameter defaults against contract.json."""
 import re
 
 import pytest
@@ -35,6 +36,24 @@ def test_act_agu_defaults_match_contract():
     assert p["MODE_CHANNELS"] == fmt.act_modes["CHANNELS"]
 
 
+def test_res_agu_defaults_match_contract():
+    fmt = Format()
+    f = fmt.fields
+    p = _defaults(RTL_DIR / "dtpu_res_agu.v")
+    want = {
+        "MODE_W": [f["RES0"]["MODE"]],
+        "LANES_W": [f["RES0"]["LANES"]],
+        "PIX_W": [f["RES1"]["PIX"]],
+        "DIM_W": [f["RES1"][k] for k in ("OUTER", "INNER")] + [f["RES2"][k] for k in ("GW", "CH0", "CH1", "DSTC")],
+        "IDX_W": [f["RES0"]["DST"]],
+    }
+    for name, fields in want.items():
+        widths = {w for _, w in fields}
+        assert widths == {p[name]}, f"{name} = {p[name]}, contract widths {widths}"
+    assert p["MODE_ITEMS"] == fmt.res_modes["ITEMS"]
+    assert p["MODE_ACC"] == fmt.res_modes["ACC"]
+
+
 def _run(env):
     d = build("dtpu_act_agu", {}, [RTL_DIR / "dtpu_act_agu.v"], name="act_agu")
     run_tests("dtpu_act_agu", "tb_agu", d, extra_env=env)
@@ -49,5 +68,24 @@ def test_act_agu():
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [2, 3, 4, 5])
 def test_act_agu_sweep(seed):
-    """100 random descriptors per mode and seed, streams up to 20 k requests."""
-    _run({"DTPU_AGU_CASES": 100, "DTPU_AGU_SEED": seed, "DTPU_AGU_MAX_ELEMS": 20000})
+    """100 random descriptors per mode and seed, streams up to 20 k requests; seeds 4 and 5 with
+    larger shapes (paddings up to 15, windows wholly outside the image, REP up to 5)."""
+    _run({"DTPU_AGU_CASES": 100, "DTPU_AGU_SEED": seed, "DTPU_AGU_MAX_ELEMS": 20000,
+          "DTPU_AGU_BIG": int(seed >= 4)})
+
+
+def _run_res(env):
+    d = build("dtpu_res_agu", {}, [RTL_DIR / "dtpu_res_agu.v"], name="res_agu")
+    run_tests("dtpu_res_agu", "tb_res_agu", d, extra_env=env)
+
+
+def test_res_agu():
+    """Default subset: 15 random RES ITEMS descriptors (backpressure 0-80 %), 3 more timed without
+    backpressure (one lane per cycle from the cycle after start), and the empty streams."""
+    _run_res({"DTPU_AGU_CASES": 15, "DTPU_AGU_SEED": 1})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [2, 3])
+def test_res_agu_sweep(seed):
+    _run_res({"DTPU_AGU_CASES": 300, "DTPU_AGU_SEED": seed, "DTPU_AGU_MAX_ELEMS": 20000})

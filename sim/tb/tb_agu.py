@@ -44,15 +44,18 @@ def ceil_div(a, b):
 
 def rand_windows(rng):
     L = rng.choice([1, 2, 4, 8])
-    n = rng.randint(1, 2)
-    h, w = rng.randint(1, 9), rng.randint(1, 9)
-    c = rng.randint(1, 20)
-    kh, kw = rng.randint(1, 5), rng.randint(1, 5)
-    sy, sx = rng.randint(1, 3), rng.randint(1, 3)
-    dy, dx = rng.randint(1, 2), rng.randint(1, 2)
+    n = rng.randint(1, 3 if BIG else 2)
+    h, w = rng.randint(1, 16 if BIG else 9), rng.randint(1, 16 if BIG else 9)
+    c = rng.randint(1, 40 if BIG else 20)
+    kh, kw = rng.randint(1, 7 if BIG else 5), rng.randint(1, 7 if BIG else 5)
+    sy, sx = rng.randint(1, 4 if BIG else 3), rng.randint(1, 4 if BIG else 3)
+    dy, dx = rng.randint(1, 3 if BIG else 2), rng.randint(1, 3 if BIG else 2)
     if rng.random() < 0.2:  # the 1x1 / fully-connected case
         kh = kw = sy = sx = dy = dx = 1
-    pt, pl = rng.randint(0, kh - 1), rng.randint(0, kw - 1)
+    if BIG:  # paddings up to the field's 15, windows partly or wholly outside the image
+        pt, pl = rng.randint(0, min(15, (kh - 1) * dy + 2)), rng.randint(0, min(15, (kw - 1) * dx + 2))
+    else:
+        pt, pl = rng.randint(0, kh - 1), rng.randint(0, kw - 1)
     ey, ex = (kh - 1) * dy + 1, (kw - 1) * dx + 1
     pb = max(rng.randint(0, kh - 1), ey - h - pt)
     pr = max(rng.randint(0, kw - 1), ex - w - pl)
@@ -76,11 +79,11 @@ def rand_windows(rng):
 
 def rand_channels(rng):
     L = rng.choice([1, 2, 4, 8])
-    h, w = rng.randint(1, 9), rng.randint(1, 9)
-    c = rng.randint(1, 20)
-    rep = rng.randint(1, 3)
+    h, w = rng.randint(1, 16 if BIG else 9), rng.randint(1, 16 if BIG else 9)
+    c = rng.randint(1, 40 if BIG else 20)
+    rep = rng.randint(1, 5 if BIG else 3)
     cv = c * rep
-    nchunk = rng.randint(1, 3)
+    nchunk = rng.randint(1, 4 if BIG else 3)
     chans = nchunk * L * rng.randint(1, max(1, min(3, ceil_div(cv, nchunk * L))))
     ch0 = rng.choice([0, rng.randrange(cv), L * rng.randrange(ceil_div(cv, L))])
     a0 = dict(MODE=MODES["CHANNELS"], LANES=L, ESIZE=8 // L, PAD=0, SRC=0)

@@ -28,12 +28,14 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * A request is m_index (the flat NHWC element index: byte address SRC + index*ESIZE) or m_pad
  * (m_index is then meaningless); m_last marks the final one. Outputs come from registers only.
  *
- * Per element only nested counters and adders run (incremental addresses); the products and
- * quotients of the fields (W*C, SY*W*C, the (ky, kx, c) of lane K0*L, CH0 / REP, ...) are
- * computed once after start by one shared multiplier and a restoring divider. Setup takes a
- * fixed number of cycles: the first request is valid SETUP_WINDOWS (33) or SETUP_CHANNELS (36)
- * cycles after the start cycle, so a stream of E elements without backpressure ends
- * E + SETUP cycles after start (checked by sim/test_agu.py).
+ * Per element only nested counters and one element adder run (incremental addresses: +1 along
+ * c, constant steps at kx, ky, pixel, row and image wraps); the products, sums and quotients of
+ * the fields (W*C, SY*W*C, the steps, the (ky, kx, c) of lane K0*L, CH0 / REP, ...) are computed
+ * once after start, one step per cycle, by one shared multiplier with an accumulator and a
+ * restoring divider (one quotient bit per cycle) that runs beside the multiplier steps. Setup
+ * takes a fixed number of cycles: without backpressure the last of E requests is taken
+ * E + 22 (WINDOWS) or E + 37 (CHANNELS: two 16-bit quotients) edges after the edge that
+ * samples start (checked by sim/test_agu.py).
  *
  * A start with an unknown MODE, or fields that give an empty stream (a zero dimension, K0 >= K1,
  * NCHUNK or REP = 0), streams nothing and sets `empty` until the next start. Checking the fields
@@ -105,7 +107,7 @@ localparam R_W = KP_W + 1;                    // CHANNELS: channel of the repeat
 
 initial begin
     if (IDX_W < CW || IDX_W < LN_W + 1 || IDX_W < 2 * DIM_W || KP_W < 2 * KER_W || KP_W > 32
-            || DIM_W < 2 * KER_W || LN_W < DIM_W) begin
+            || DIM_W < 2 * KER_W || LN_W < DIM_W || KER_W < 2) begin
         $error("Error: unsupported widths (instance %m)");
         $finish;
     end
@@ -113,14 +115,14 @@ end
 
 localparam [1:0] S_IDLE = 2'd0, S_SETUP = 2'd1, S_RUN = 2'd2;
 
-// setup steps (st_reg)
-localparam [4:0] ST_KHKW = 5'd0, ST_KK = 5'd1, ST_WC = 5'd2, ST_HWC = 5'd3, ST_SXC = 5'd4,
-                 ST_DXC = 5'd5, ST_SYWC = 5'd6, ST_DYWC = 5'd7, ST_PTWC = 5'd8, ST_PLC = 5'd9,
-                 ST_KWDXC = 5'd10, ST_KBEG = 5'd11, ST_KEND = 5'd12, ST_DIV_T = 5'd13,
-                 ST_DIV_T_RUN = 5'd14, ST_DIV_K_RUN = 5'd15, ST_A1 = 5'd16, ST_A2 = 5'd17,
-                 ST_TY0 = 5'd18, ST_TX0 = 5'd19, ST_WINIT = 5'd20,
-                 ST_DIV_CPC = 5'd24, ST_DIV_CPC_RUN = 5'd25, ST_DIV_CH0_RUN = 5'd26,
-                 ST_CINIT = 5'd27;
+// setup steps (st_reg): one product of the shared multiplier each; the divider runs beside them
+localparam [4:0] ST_KBEG = 5'd0, ST_KHKW = 5'd1, ST_KK = 5'd2, ST_KEND = 5'd3, ST_WC = 5'd4,
+                 ST_HWC = 5'd5, ST_SXC = 5'd6, ST_DXC = 5'd7, ST_SYWC = 5'd8, ST_STX0 = 5'd9,
+                 ST_STX1 = 5'd10, ST_STY0 = 5'd11, ST_STY1 = 5'd12, ST_STY2 = 5'd13,
+                 ST_IMG2 = 5'd14, ST_IMG3 = 5'd15, ST_TY0 = 5'd16, ST_TX0 = 5'd17,
+                 ST_IMG0 = 5'd18, ST_IMG1 = 5'd19, ST_IMG4 = 5'd20, ST_WINIT = 5'd21,
+                 ST_C0 = 5'd24, ST_CWAIT = 5'd25, ST_CINIT = 5'd26;
+localparam [CNT_W-1:0] QB_TAP = 2 * KER_W, QB_KX = KER_W, QB_CH = KP_W;
 
 reg [1:0] state_reg;
 reg [4:0] st_reg;
@@ -133,72 +135,89 @@ reg [DIM_W-1:0] n_r, h_r, w_r, c_r, oh_r, ow_r;
 reg [KER_W-1:0] kh_r, kw_r, sy_r, sx_r, dy_r, dx_r, pt_r, pl_r;
 reg [KP_W-1:0] rep_r, k0_r, k1_r, nchunk_r, cv_r;
 
-// setup products
-reg [IDX_W-1:0] khkw_r, kk_r, wc_r, hwc_r, sxc_r, dxc_r, sywc_r, dywc_r, ptwc_r, plc_r,
-                kwdxc_r, a1_r, a2_r;
+// setup results
+reg [IDX_W-1:0] khkw_r, kk_r, wc_r, hwc_r, sxc_r, dxc_r, sywc_r;
 reg [LN_W-1:0] kbeg_r, kend_r;
-reg [CW-1:0] ty0_r, tx0_r;
+reg [CW-1:0] ty0_r, tx0_r;                    // ky0*DY, kx0*DX
 reg [KER_W-1:0] ky0_r, kx0_r;
 reg [DIM_W-1:0] c0_r;
 reg kdone0_r;
 reg [KP_W-1:0] cpc_r;
+reg signed [SW-1:0] acc_r;                    // multiply-accumulate of the setup sums
 
-// shared multiplier
+// shared multiplier, and the accumulator: acc = (clear ? 0 : acc) +/- product
 reg [IDX_W-1:0] mul_a;
 reg [DIM_W-1:0] mul_b;
+reg acc_en, acc_clr, acc_neg;
 wire [IDX_W-1:0] mul_p = mul_a * {{(IDX_W-DIM_W){1'b0}}, mul_b};
 
 always @* begin
     mul_a = {IDX_W{1'b0}};
     mul_b = {DIM_W{1'b0}};
+    acc_en = 1'b0;
+    acc_clr = 1'b0;
+    acc_neg = 1'b0;
     case (st_reg)
+        ST_KBEG:  begin mul_a = {{(IDX_W-KP_W){1'b0}}, k0_r}; mul_b = {{(DIM_W-LANES_W){1'b0}}, lanes_r}; end
         ST_KHKW:  begin mul_a = {{(IDX_W-KER_W){1'b0}}, kh_r}; mul_b = {{(DIM_W-KER_W){1'b0}}, kw_r}; end
         ST_KK:    begin mul_a = khkw_r; mul_b = c_r; end
+        ST_KEND:  begin mul_a = {{(IDX_W-KP_W){1'b0}}, k1_r}; mul_b = {{(DIM_W-LANES_W){1'b0}}, lanes_r}; end
         ST_WC:    begin mul_a = {{(IDX_W-DIM_W){1'b0}}, w_r}; mul_b = c_r; end
         ST_HWC:   begin mul_a = wc_r; mul_b = h_r; end
         ST_SXC:   begin mul_a = {{(IDX_W-DIM_W){1'b0}}, c_r}; mul_b = {{(DIM_W-KER_W){1'b0}}, sx_r}; end
         ST_DXC:   begin mul_a = {{(IDX_W-DIM_W){1'b0}}, c_r}; mul_b = {{(DIM_W-KER_W){1'b0}}, dx_r}; end
         ST_SYWC:  begin mul_a = wc_r; mul_b = {{(DIM_W-KER_W){1'b0}}, sy_r}; end
-        ST_DYWC:  begin mul_a = wc_r; mul_b = {{(DIM_W-KER_W){1'b0}}, dy_r}; end
-        ST_PTWC:  begin mul_a = wc_r; mul_b = {{(DIM_W-KER_W){1'b0}}, pt_r}; end
-        ST_PLC:   begin mul_a = {{(IDX_W-DIM_W){1'b0}}, c_r}; mul_b = {{(DIM_W-KER_W){1'b0}}, pl_r}; end
-        ST_KWDXC: begin mul_a = dxc_r; mul_b = {{(DIM_W-KER_W){1'b0}}, kw_r - 1'b1}; end
-        ST_KBEG:  begin mul_a = {{(IDX_W-KP_W){1'b0}}, k0_r}; mul_b = {{(DIM_W-LANES_W){1'b0}}, lanes_r}; end
-        ST_KEND:  begin mul_a = {{(IDX_W-KP_W){1'b0}}, k1_r}; mul_b = {{(DIM_W-LANES_W){1'b0}}, lanes_r}; end
-        ST_A1:    begin mul_a = dywc_r; mul_b = {{(DIM_W-KER_W){1'b0}}, ky0_r}; end
-        ST_A2:    begin mul_a = dxc_r; mul_b = {{(DIM_W-KER_W){1'b0}}, kx0_r}; end
+        // STX = DX*C - (C-1)
+        ST_STX0:  begin mul_a = dxc_r; mul_b = {{(DIM_W-1){1'b0}}, 1'b1}; acc_en = 1'b1; acc_clr = 1'b1; end
+        ST_STX1:  begin mul_a = {{(IDX_W-DIM_W){1'b0}}, c_r - 1'b1}; mul_b = {{(DIM_W-1){1'b0}}, 1'b1}; acc_en = 1'b1; acc_neg = 1'b1; end
+        // STY = DY*W*C - (KW-1)*DX*C - (C-1)
+        ST_STY0:  begin mul_a = wc_r; mul_b = {{(DIM_W-KER_W){1'b0}}, dy_r}; acc_en = 1'b1; acc_clr = 1'b1; end
+        ST_STY1:  begin mul_a = dxc_r; mul_b = {{(DIM_W-KER_W){1'b0}}, kw_r - 1'b1}; acc_en = 1'b1; acc_neg = 1'b1; end
+        ST_STY2:  begin mul_a = {{(IDX_W-DIM_W){1'b0}}, c_r - 1'b1}; mul_b = {{(DIM_W-1){1'b0}}, 1'b1}; acc_en = 1'b1; acc_neg = 1'b1; end
+        // image origin + offset of lane K0*L: -PT*W*C - PL*C + ky0*DY*W*C + kx0*DX*C + c0
+        ST_IMG2:  begin mul_a = wc_r; mul_b = {{(DIM_W-KER_W){1'b0}}, pt_r}; acc_en = 1'b1; acc_clr = 1'b1; acc_neg = 1'b1; end
+        ST_IMG3:  begin mul_a = {{(IDX_W-DIM_W){1'b0}}, c_r}; mul_b = {{(DIM_W-KER_W){1'b0}}, pl_r}; acc_en = 1'b1; acc_neg = 1'b1; end
         ST_TY0:   begin mul_a = {{(IDX_W-KER_W){1'b0}}, dy_r}; mul_b = {{(DIM_W-KER_W){1'b0}}, ky0_r}; end
         ST_TX0:   begin mul_a = {{(IDX_W-KER_W){1'b0}}, dx_r}; mul_b = {{(DIM_W-KER_W){1'b0}}, kx0_r}; end
+        ST_IMG0:  begin mul_a = wc_r; mul_b = ty0_r[DIM_W-1:0]; acc_en = 1'b1; end
+        ST_IMG1:  begin mul_a = {{(IDX_W-DIM_W){1'b0}}, c_r}; mul_b = tx0_r[DIM_W-1:0]; acc_en = 1'b1; end
+        ST_IMG4:  begin mul_a = {{(IDX_W-DIM_W){1'b0}}, c0_r}; mul_b = {{(DIM_W-1){1'b0}}, 1'b1}; acc_en = 1'b1; end
         default: ;
     endcase
 end
 
-// restoring divider: dv_cnt iterations of one quotient bit each
+wire signed [SW-1:0] acc_in = acc_clr ? {SW{1'b0}} : acc_r;
+wire signed [SW-1:0] mul_s = $signed({2'b00, mul_p});
+wire signed [SW-1:0] acc_next = acc_neg ? acc_in - mul_s : acc_in + mul_s;
+
+// restoring divider: dv_cnt iterations of one quotient bit each, phases 1 and 2
+reg [1:0] dv_ph;
 reg [LN_W-1:0] dv_rem;
 reg [DSH_W-1:0] dv_dsh;
 reg [KP_W-1:0] dv_q;
 reg [CNT_W-1:0] dv_cnt;
 wire dv_ge = {{(DSH_W-LN_W){1'b0}}, dv_rem} >= dv_dsh;
 wire [LN_W-1:0] dv_sub = dv_rem - dv_dsh[LN_W-1:0];
+wire kdone0 = {{(IDX_W-LN_W){1'b0}}, kbeg_r} >= kk_r;   // lane K0*L is past K
 
 // run state
-reg [LN_W-1:0] lane_r;                        // WINDOWS: lane k; CHANNELS: j
-reg [DIM_W-1:0] x_r, y_r;                     // ox, oy / x, y
-reg [KP_W-1:0] z_r;                           // n / chunk
-reg [LN_W-1:0] lane0_r, lane_m1_r;
-reg [DIM_W-1:0] x_m1_r, y_m1_r;
-reg [KP_W-1:0] z_m1_r;
+reg [LN_W-1:0] lane_r, lane0_r, lane_n_r;     // WINDOWS: lane k; CHANNELS: j
+reg [DIM_W-1:0] x_r, y_r, x_n_r, y_n_r;       // ox, oy / x, y
+reg [KP_W-1:0] z_r, z_n_r;                    // n / chunk
 reg signed [SW-1:0] elem_r;
 // WINDOWS
 reg [KER_W-1:0] ky_r, kx_r;
 reg [DIM_W-1:0] cc_r;
 reg kdone_r;
-reg signed [CW-1:0] iy_r, ix_r, ty_r, tx_r;
-reg signed [SW-1:0] org_r, row_r, img_r, stx_r, sty_r;
+reg signed [CW-1:0] ix_r;                     // ox*SX - PL: the window's column kx = 0
+reg signed [CW-1:0] xt0_r, yt0_r;             // the pixel's first tap (ky0, kx0)
+reg signed [CW-1:0] ty_r, tx_r;               // the current tap
+reg signed [SW-1:0] org_r, row_r, img_r;      // element of the first tap: pixel, row, image
+reg signed [SW-1:0] stx_r, sty_r;
 // CHANNELS
 reg [R_W-1:0] r_r, rc_r;
 reg [KP_W-1:0] s_r, sc_r, ph_r, phc_r;
-reg signed [SW-1:0] pbase_r;
+reg signed [SW-1:0] pel_r;                    // the pixel's first element
 
 function signed [SW-1:0] sx_idx(input [IDX_W-1:0] v);
     sx_idx = $signed({2'b00, v});
@@ -213,27 +232,96 @@ function signed [CW-1:0] sx_ker(input [KER_W-1:0] v);
 endfunction
 
 wire fire = m_valid && m_ready;
-wire lane_last = lane_r == lane_m1_r;
-wire x_last = x_r == x_m1_r;
-wire y_last = y_r == y_m1_r;
-wire z_last = z_r == z_m1_r;
-wire c_last = cc_r == c_r - 1'b1;
-wire kx_last = kx_r == kw_r - 1'b1;
-wire ky_last = ky_r == kh_r - 1'b1;
-wire ph_last = ph_r == rep_r - 1'b1;
+wire lane_last = lane_r + 1'b1 == lane_n_r;
+wire x_last = x_r + 1'b1 == x_n_r;
+wire y_last = y_r + 1'b1 == y_n_r;
+wire z_last = z_r + 1'b1 == z_n_r;
+wire c_last = cc_r + 1'b1 == c_r;
+wire kx_last = kx_r + 1'b1 == kw_r;
+wire ky_last = ky_r + 1'b1 == kh_r;
+wire ph_last = ph_r + 1'b1 == rep_r;
 
 wire win_pad = kdone_r || ty_r < 0 || ty_r >= sx_dim(h_r) || tx_r < 0 || tx_r >= sx_dim(w_r);
 wire ch_pad = r_r >= {1'b0, cv_r};
 
-// WINDOWS setup results
-wire [IDX_W-1:0] off0 = a1_r + a2_r + {{(IDX_W-DIM_W){1'b0}}, c0_r};
-wire signed [SW-1:0] img0 = sx_idx(off0) - sx_idx(ptwc_r) - sx_idx(plc_r);
+wire signed [CW-1:0] ty00 = $signed(ty0_r) - sx_ker(pt_r);   // first tap of an image's first row
+wire signed [CW-1:0] tx00 = $signed(tx0_r) - sx_ker(pl_r);
+wire signed [CW-1:0] npl = -sx_ker(pl_r);
+wire signed [CW-1:0] xt0_step = xt0_r + sx_ker(sx_r);
+wire signed [CW-1:0] yt0_step = yt0_r + sx_ker(sy_r);
 wire signed [SW-1:0] c_s = sx_idx({{(IDX_W-DIM_W){1'b0}}, c_r});
 // CHANNELS: the channel after (r, s, ph)
 wire [KP_W-1:0] s_next = ph_last ? s_r + 1'b1 : s_r;
 wire [KP_W-1:0] ph_next = ph_last ? {KP_W{1'b0}} : ph_r + 1'b1;
 
+// the one element adder of the walk
+reg signed [SW-1:0] add_a, add_b;
+always @* begin
+    add_a = elem_r;
+    add_b = {{(SW-1){1'b0}}, 1'b1};
+    if (win_reg) begin
+        if (!lane_last) begin
+            if (c_last) begin
+                add_b = kx_last ? sty_r : stx_r;
+            end
+        end else if (!x_last) begin
+            add_a = org_r;
+            add_b = sx_idx(sxc_r);
+        end else if (!y_last) begin
+            add_a = row_r;
+            add_b = sx_idx(sywc_r);
+        end else begin
+            add_a = img_r;
+            add_b = sx_idx(hwc_r);
+        end
+    end else if (lane_last) begin
+        add_a = pel_r;
+        add_b = c_s;
+    end
+end
+wire signed [SW-1:0] add_s = add_a + add_b;
+
 always @(posedge clk) begin
+    // the divider (started by the setup steps ST_KHKW and ST_C0)
+    if (dv_ph != 2'd0) begin
+        if (dv_cnt != {CNT_W{1'b0}}) begin
+            dv_cnt <= dv_cnt - 1'b1;
+            dv_dsh <= dv_dsh >> 1;
+            dv_q <= {dv_q[KP_W-2:0], dv_ge};
+            if (dv_ge) begin
+                dv_rem <= dv_sub;
+            end
+        end else begin
+            dv_q <= {KP_W{1'b0}};
+            dv_ph <= dv_ph == 2'd1 ? 2'd2 : 2'd0;
+            if (win_reg && dv_ph == 2'd1) begin
+                // tap index, c0 = divmod(K0*L, C) (tap < KH*KW < 2^(2*KER_W)); then divmod(tap, KW)
+                c0_r <= dv_rem[DIM_W-1:0];
+                dv_rem <= {{(LN_W-KP_W){1'b0}}, dv_q};
+                dv_dsh <= {{(DSH_W-KER_W){1'b0}}, kw_r} << (KER_W - 1);
+                dv_cnt <= QB_KX;
+            end else if (win_reg) begin
+                // ky0 < KH < 2^KER_W, kx0; a chunk that starts past K starts on PAD
+                kdone0_r <= kdone0;
+                ky0_r <= kdone0 ? {KER_W{1'b0}} : dv_q[KER_W-1:0];
+                kx0_r <= kdone0 ? {KER_W{1'b0}} : dv_rem[KER_W-1:0];
+                if (kdone0) begin
+                    c0_r <= {DIM_W{1'b0}};
+                end
+            end else if (dv_ph == 2'd1) begin
+                // CHANNELS per chunk; then CH0 / REP
+                cpc_r <= dv_q;
+                dv_rem <= {{(LN_W-KP_W){1'b0}}, k0_r};
+                dv_dsh <= {{(DSH_W-KP_W){1'b0}}, rep_r} << (KP_W - 1);
+                dv_cnt <= QB_CH;
+            end else begin
+                // the first channel's source channel and phase
+                sc_r <= dv_q;
+                phc_r <= dv_rem[KP_W-1:0];
+            end
+        end
+    end
+
     case (state_reg)
     S_IDLE: begin
         if (start) begin
@@ -247,10 +335,10 @@ always @(posedge clk) begin
             empty_reg <= 1'b0;
             if (cfg_mode == MODE_WINDOWS[MODE_W-1:0]) begin
                 state_reg <= S_SETUP;
-                st_reg <= ST_KHKW;
+                st_reg <= ST_KBEG;
             end else if (cfg_mode == MODE_CHANNELS[MODE_W-1:0]) begin
                 state_reg <= S_SETUP;
-                st_reg <= ST_DIV_CPC;
+                st_reg <= ST_C0;
             end else begin
                 empty_reg <= 1'b1;
             end
@@ -258,83 +346,46 @@ always @(posedge clk) begin
     end
     S_SETUP: begin
         st_reg <= st_reg + 5'd1;
+        if (acc_en) begin
+            acc_r <= acc_next;
+        end
         case (st_reg)
-        ST_KHKW:  khkw_r <= mul_p;
+        ST_KBEG:  kbeg_r <= mul_p[LN_W-1:0];
+        ST_KHKW: begin
+            khkw_r <= mul_p;
+            dv_ph <= 2'd1;
+            dv_rem <= kbeg_r;
+            dv_dsh <= {{(DSH_W-DIM_W){1'b0}}, c_r} << (2 * KER_W - 1);
+            dv_q <= {KP_W{1'b0}};
+            dv_cnt <= QB_TAP;
+        end
         ST_KK:    kk_r <= mul_p;
+        ST_KEND:  kend_r <= mul_p[LN_W-1:0];
         ST_WC:    wc_r <= mul_p;
         ST_HWC:   hwc_r <= mul_p;
         ST_SXC:   sxc_r <= mul_p;
         ST_DXC:   dxc_r <= mul_p;
         ST_SYWC:  sywc_r <= mul_p;
-        ST_DYWC:  dywc_r <= mul_p;
-        ST_PTWC:  ptwc_r <= mul_p;
-        ST_PLC:   plc_r <= mul_p;
-        ST_KWDXC: kwdxc_r <= mul_p;
-        ST_KBEG:  kbeg_r <= mul_p[LN_W-1:0];
-        ST_KEND:  kend_r <= mul_p[LN_W-1:0];
-        ST_DIV_T: begin
-            // (ky0*KW + kx0), c0 = divmod(K0*L, C); the tap index is < KH*KW < 2^(2*KER_W)
-            kdone0_r <= {{(IDX_W-LN_W){1'b0}}, kbeg_r} >= kk_r;
-            dv_rem <= kbeg_r;
-            dv_dsh <= {{(DSH_W-DIM_W){1'b0}}, c_r} << (2 * KER_W - 1);
-            dv_q <= {KP_W{1'b0}};
-            dv_cnt <= 2 * KER_W;
-        end
-        ST_DIV_T_RUN, ST_DIV_K_RUN, ST_DIV_CPC_RUN, ST_DIV_CH0_RUN: begin
-            if (dv_cnt != {CNT_W{1'b0}}) begin
-                st_reg <= st_reg;
-                dv_cnt <= dv_cnt - 1'b1;
-                dv_dsh <= dv_dsh >> 1;
-                dv_q <= {dv_q[KP_W-2:0], dv_ge};
-                if (dv_ge) begin
-                    dv_rem <= dv_sub;
-                end
+        ST_STY0:  stx_r <= acc_r;
+        ST_IMG2:  sty_r <= acc_r;
+        ST_TY0: begin
+            if (dv_ph != 2'd0) begin
+                st_reg <= st_reg;             // ky0, kx0, c0 not there yet
             end else begin
-                dv_q <= {KP_W{1'b0}};
-                case (st_reg)
-                ST_DIV_T_RUN: begin
-                    // ky0, kx0 = divmod(tap, KW); ky0 < KH < 2^KER_W
-                    c0_r <= dv_rem[DIM_W-1:0];
-                    dv_rem <= {{(LN_W-KP_W){1'b0}}, dv_q};
-                    dv_dsh <= {{(DSH_W-KER_W){1'b0}}, kw_r} << (KER_W - 1);
-                    dv_cnt <= KER_W;
-                end
-                ST_DIV_K_RUN: begin
-                    ky0_r <= kdone0_r ? {KER_W{1'b0}} : dv_q[KER_W-1:0];
-                    kx0_r <= kdone0_r ? {KER_W{1'b0}} : dv_rem[KER_W-1:0];
-                    if (kdone0_r) begin
-                        c0_r <= {DIM_W{1'b0}};
-                    end
-                end
-                ST_DIV_CPC_RUN: begin
-                    // CHANNELS per chunk; then CH0 / REP
-                    cpc_r <= dv_q;
-                    dv_rem <= {{(LN_W-KP_W){1'b0}}, k0_r};
-                    dv_dsh <= {{(DSH_W-KP_W){1'b0}}, rep_r} << (KP_W - 1);
-                    dv_cnt <= KP_W;
-                end
-                default: begin  // ST_DIV_CH0_RUN: first channel's source channel and phase
-                    sc_r <= dv_q;
-                    phc_r <= dv_rem[KP_W-1:0];
-                end
-                endcase
+                ty0_r <= mul_p[CW-1:0];
             end
         end
-        ST_A1:    a1_r <= mul_p;
-        ST_A2:    a2_r <= mul_p;
-        ST_TY0:   ty0_r <= mul_p[CW-1:0];
         ST_TX0:   tx0_r <= mul_p[CW-1:0];
         ST_WINIT: begin
-            lane_r <= kbeg_r; lane0_r <= kbeg_r; lane_m1_r <= kend_r - 1'b1;
-            x_r <= {DIM_W{1'b0}}; x_m1_r <= ow_r - 1'b1;
-            y_r <= {DIM_W{1'b0}}; y_m1_r <= oh_r - 1'b1;
-            z_r <= {KP_W{1'b0}}; z_m1_r <= {{(KP_W-DIM_W){1'b0}}, n_r} - 1'b1;
+            lane_r <= kbeg_r; lane0_r <= kbeg_r; lane_n_r <= kend_r;
+            x_r <= {DIM_W{1'b0}}; x_n_r <= ow_r;
+            y_r <= {DIM_W{1'b0}}; y_n_r <= oh_r;
+            z_r <= {KP_W{1'b0}}; z_n_r <= {{(KP_W-DIM_W){1'b0}}, n_r};
             ky_r <= ky0_r; kx_r <= kx0_r; cc_r <= c0_r; kdone_r <= kdone0_r;
-            iy_r <= -sx_ker(pt_r); ix_r <= -sx_ker(pl_r);
-            ty_r <= ty0_r - sx_ker(pt_r); tx_r <= tx0_r - sx_ker(pl_r);
-            org_r <= img0; row_r <= img0; img_r <= img0; elem_r <= img0;
-            stx_r <= sx_idx(dxc_r) - c_s + 1;
-            sty_r <= sx_idx(dywc_r) - sx_idx(kwdxc_r) - c_s + 1;
+            ix_r <= npl;
+            xt0_r <= tx00; yt0_r <= ty00;
+            tx_r <= tx00; ty_r <= ty00;
+            org_r <= acc_r; row_r <= acc_r; img_r <= acc_r; elem_r <= acc_r;
             if (n_r == 0 || oh_r == 0 || ow_r == 0 || c_r == 0 || kh_r == 0 || kw_r == 0
                     || kbeg_r >= kend_r) begin
                 empty_reg <= 1'b1;
@@ -343,21 +394,27 @@ always @(posedge clk) begin
                 state_reg <= S_RUN;
             end
         end
-        ST_DIV_CPC: begin
+        ST_C0: begin
+            dv_ph <= 2'd1;
             dv_rem <= {{(LN_W-KP_W){1'b0}}, k1_r};
             dv_dsh <= {{(DSH_W-KP_W){1'b0}}, nchunk_r} << (KP_W - 1);
             dv_q <= {KP_W{1'b0}};
-            dv_cnt <= KP_W;
+            dv_cnt <= QB_CH;
+        end
+        ST_CWAIT: begin
+            if (dv_ph != 2'd0) begin
+                st_reg <= st_reg;
+            end
         end
         ST_CINIT: begin
             lane_r <= {LN_W{1'b0}}; lane0_r <= {LN_W{1'b0}};
-            lane_m1_r <= {{(LN_W-KP_W){1'b0}}, cpc_r} - 1'b1;
-            x_r <= {DIM_W{1'b0}}; x_m1_r <= w_r - 1'b1;
-            y_r <= {DIM_W{1'b0}}; y_m1_r <= h_r - 1'b1;
-            z_r <= {KP_W{1'b0}}; z_m1_r <= nchunk_r - 1'b1;
+            lane_n_r <= {{(LN_W-KP_W){1'b0}}, cpc_r};
+            x_r <= {DIM_W{1'b0}}; x_n_r <= w_r;
+            y_r <= {DIM_W{1'b0}}; y_n_r <= h_r;
+            z_r <= {KP_W{1'b0}}; z_n_r <= nchunk_r;
             r_r <= {1'b0, k0_r}; rc_r <= {1'b0, k0_r};
             s_r <= sc_r; ph_r <= phc_r;
-            pbase_r <= {SW{1'b0}};
+            pel_r <= sx_idx({{(IDX_W-KP_W){1'b0}}, sc_r});
             elem_r <= sx_idx({{(IDX_W-KP_W){1'b0}}, sc_r});
             if (h_r == 0 || w_r == 0 || nchunk_r == 0 || rep_r == 0 || cpc_r == 0) begin
                 empty_reg <= 1'b1;
@@ -377,19 +434,19 @@ always @(posedge clk) begin
                     if (!kdone_r) begin
                         if (!c_last) begin
                             cc_r <= cc_r + 1'b1;
-                            elem_r <= elem_r + 1;
+                            elem_r <= add_s;
                         end else if (!kx_last) begin
                             cc_r <= {DIM_W{1'b0}};
                             kx_r <= kx_r + 1'b1;
                             tx_r <= tx_r + sx_ker(dx_r);
-                            elem_r <= elem_r + stx_r;
+                            elem_r <= add_s;
                         end else if (!ky_last) begin
                             cc_r <= {DIM_W{1'b0}};
                             kx_r <= {KER_W{1'b0}};
                             ky_r <= ky_r + 1'b1;
                             tx_r <= ix_r;
                             ty_r <= ty_r + sx_ker(dy_r);
-                            elem_r <= elem_r + sty_r;
+                            elem_r <= add_s;
                         end else begin
                             kdone_r <= 1'b1;
                         end
@@ -399,7 +456,7 @@ always @(posedge clk) begin
                     s_r <= s_next;
                     ph_r <= ph_next;
                     if (ph_last) begin
-                        elem_r <= elem_r + 1;
+                        elem_r <= add_s;
                     end
                 end
             end else if (x_last && y_last && z_last) begin
@@ -408,35 +465,31 @@ always @(posedge clk) begin
                 lane_r <= lane0_r;
                 if (win_reg) begin
                     ky_r <= ky0_r; kx_r <= kx0_r; cc_r <= c0_r; kdone_r <= kdone0_r;
+                    elem_r <= add_s;
+                    org_r <= add_s;
                     if (!x_last) begin
                         x_r <= x_r + 1'b1;
                         ix_r <= ix_r + sx_ker(sx_r);
-                        tx_r <= ix_r + sx_ker(sx_r) + tx0_r;
-                        ty_r <= iy_r + ty0_r;
-                        org_r <= org_r + sx_idx(sxc_r);
-                        elem_r <= org_r + sx_idx(sxc_r);
-                    end else if (!y_last) begin
-                        x_r <= {DIM_W{1'b0}};
-                        y_r <= y_r + 1'b1;
-                        ix_r <= -sx_ker(pl_r);
-                        iy_r <= iy_r + sx_ker(sy_r);
-                        tx_r <= tx0_r - sx_ker(pl_r);
-                        ty_r <= iy_r + sx_ker(sy_r) + ty0_r;
-                        row_r <= row_r + sx_idx(sywc_r);
-                        org_r <= row_r + sx_idx(sywc_r);
-                        elem_r <= row_r + sx_idx(sywc_r);
+                        xt0_r <= xt0_step;
+                        tx_r <= xt0_step;
+                        ty_r <= yt0_r;
                     end else begin
                         x_r <= {DIM_W{1'b0}};
-                        y_r <= {DIM_W{1'b0}};
-                        z_r <= z_r + 1'b1;
-                        ix_r <= -sx_ker(pl_r);
-                        iy_r <= -sx_ker(pt_r);
-                        tx_r <= tx0_r - sx_ker(pl_r);
-                        ty_r <= ty0_r - sx_ker(pt_r);
-                        img_r <= img_r + sx_idx(hwc_r);
-                        row_r <= img_r + sx_idx(hwc_r);
-                        org_r <= img_r + sx_idx(hwc_r);
-                        elem_r <= img_r + sx_idx(hwc_r);
+                        ix_r <= npl;
+                        xt0_r <= tx00;
+                        tx_r <= tx00;
+                        row_r <= add_s;
+                        if (!y_last) begin
+                            y_r <= y_r + 1'b1;
+                            yt0_r <= yt0_step;
+                            ty_r <= yt0_step;
+                        end else begin
+                            y_r <= {DIM_W{1'b0}};
+                            z_r <= z_r + 1'b1;
+                            yt0_r <= ty00;
+                            ty_r <= ty00;
+                            img_r <= add_s;
+                        end
                     end
                 end else begin
                     if (!(x_last && y_last)) begin
@@ -445,15 +498,15 @@ always @(posedge clk) begin
                         if (x_last) begin
                             y_r <= y_r + 1'b1;
                         end
-                        pbase_r <= pbase_r + c_s;
-                        elem_r <= pbase_r + c_s + sx_idx({{(IDX_W-KP_W){1'b0}}, sc_r});
+                        pel_r <= add_s;
+                        elem_r <= add_s;
                         r_r <= rc_r; s_r <= sc_r; ph_r <= phc_r;
                     end else begin
                         // next chunk: its first channel follows the last one of this chunk
                         x_r <= {DIM_W{1'b0}};
                         y_r <= {DIM_W{1'b0}};
                         z_r <= z_r + 1'b1;
-                        pbase_r <= {SW{1'b0}};
+                        pel_r <= sx_idx({{(IDX_W-KP_W){1'b0}}, s_next});
                         elem_r <= sx_idx({{(IDX_W-KP_W){1'b0}}, s_next});
                         r_r <= r_r + 1'b1; rc_r <= r_r + 1'b1;
                         s_r <= s_next; sc_r <= s_next;
@@ -468,6 +521,7 @@ always @(posedge clk) begin
         state_reg <= S_IDLE;
         st_reg <= 5'd0;
         empty_reg <= 1'b0;
+        dv_ph <= 2'd0;
     end
 end
 

@@ -25,7 +25,7 @@ FMT = Format()
 MODES = FMT.act_modes
 # cycles from the edge that samples `start` to the first request's handshake minus one (the RTL's
 # documented setup: the last of E requests is taken E + SETUP edges after start without stalls)
-SETUP = {"WINDOWS": 33, "CHANNELS": 36}
+SETUP = {"WINDOWS": 22, "CHANNELS": 37}
 PAD = -1
 
 CASES = int(os.environ.get("DTPU_AGU_CASES", "8"))

@@ -61,7 +61,9 @@ def _run(env):
 
 def test_act_agu():
     """Default subset: 15 random descriptors per mode (backpressure 0-80 %), 3 more per mode without
-    backpressure timed (one request per cycle), and the empty streams."""
+    backpressure timed (one request per cycle), two chains of 7 streams each started while the
+    one before runs (timed: no bubble once the setup is hidden; and under backpressure), and the
+    empty streams."""
     _run({"DTPU_AGU_CASES": 15, "DTPU_AGU_SEED": 1})
 
 

@@ -37,6 +37,13 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * E + 22 (WINDOWS) or E + 37 (CHANNELS: two 16-bit quotients) edges after the edge that
  * samples start (checked by sim/test_agu.py).
  *
+ * Setup and walk are separate: `start` is taken whenever `start_ready` (the setup is free), also
+ * while the stream before is still being walked; the new stream's walk then begins right after
+ * the last request of the one before (the walk keeps its own copies of the values it reads). A
+ * stream of at least SETUP + 1 requests thus hides the next one's setup completely: streams
+ * back to back without backpressure take 1 request per cycle with no bubble between them.
+ * `busy` is high while a setup or a walk runs.
+ *
  * A start with an unknown MODE, or fields that give an empty stream (a zero dimension, K0 >= K1,
  * NCHUNK or REP = 0), streams nothing and sets `empty` until the next start. Checking the fields
  * against the job (the contract's BAD_FIELD cases) is the load unit's business.
@@ -64,6 +71,7 @@ module dtpu_act_agu #
     /* Control */
     input  wire                 start,
     output wire                 busy,
+    output wire                 start_ready,
     output wire                 empty,
 
     /* ACT descriptor fields, sampled on start */
@@ -113,7 +121,7 @@ initial begin
     end
 end
 
-localparam [1:0] S_IDLE = 2'd0, S_SETUP = 2'd1, S_RUN = 2'd2;
+localparam S_IDLE = 1'b0, S_SETUP = 1'b1;
 
 // setup steps (st_reg): one product of the shared multiplier each; the divider runs beside them
 localparam [4:0] ST_KBEG = 5'd0, ST_KHKW = 5'd1, ST_KK = 5'd2, ST_KEND = 5'd3, ST_WC = 5'd4,
@@ -124,7 +132,8 @@ localparam [4:0] ST_KBEG = 5'd0, ST_KHKW = 5'd1, ST_KK = 5'd2, ST_KEND = 5'd3, S
                  ST_C0 = 5'd24, ST_CWAIT = 5'd25, ST_CINIT = 5'd26;
 localparam [CNT_W-1:0] QB_TAP = 2 * KER_W, QB_KX = KER_W, QB_CH = KP_W;
 
-reg [1:0] state_reg;
+reg state_reg;                               // setup
+reg run_reg;                                  // walk
 reg [4:0] st_reg;
 reg empty_reg;
 reg win_reg;                                  // WINDOWS (else CHANNELS)
@@ -142,7 +151,7 @@ reg [CW-1:0] ty0_r, tx0_r;                    // ky0*DY, kx0*DX
 reg [KER_W-1:0] ky0_r, kx0_r;
 reg [DIM_W-1:0] c0_r;
 reg kdone0_r;
-reg [KP_W-1:0] cpc_r;
+reg [KP_W-1:0] cpc_r, s0_r, ph0_r;
 reg signed [SW-1:0] acc_r;                    // multiply-accumulate of the setup sums
 
 // shared multiplier, and the accumulator: acc = (clear ? 0 : acc) +/- product
@@ -213,7 +222,15 @@ reg signed [CW-1:0] ix_r;                     // ox*SX - PL: the window's column
 reg signed [CW-1:0] xt0_r, yt0_r;             // the pixel's first tap (ky0, kx0)
 reg signed [CW-1:0] ty_r, tx_r;               // the current tap
 reg signed [SW-1:0] org_r, row_r, img_r;      // element of the first tap: pixel, row, image
-reg signed [SW-1:0] stx_r, sty_r;
+reg signed [SW-1:0] stx_r, sty_r;             // setup results
+// the walk's copies of what it reads, loaded when it starts (the next setup runs meanwhile)
+reg win_q;
+reg [DIM_W-1:0] h_q, w_q, c_q, c0_q;
+reg [KER_W-1:0] kh_q, kw_q, sy_q, sx_q, dy_q, dx_q, ky0_q, kx0_q;
+reg [KP_W-1:0] rep_q, cv_q;
+reg kdone0_q;
+reg signed [SW-1:0] stx_q, sty_q, sxc_q, sywc_q, hwc_q;
+reg signed [CW-1:0] ty00_q, tx00_q, npl_q;
 // CHANNELS
 reg [R_W-1:0] r_r, rc_r;
 reg [KP_W-1:0] s_r, sc_r, ph_r, phc_r;
@@ -236,20 +253,20 @@ wire lane_last = lane_r + 1'b1 == lane_n_r;
 wire x_last = x_r + 1'b1 == x_n_r;
 wire y_last = y_r + 1'b1 == y_n_r;
 wire z_last = z_r + 1'b1 == z_n_r;
-wire c_last = cc_r + 1'b1 == c_r;
-wire kx_last = kx_r + 1'b1 == kw_r;
-wire ky_last = ky_r + 1'b1 == kh_r;
-wire ph_last = ph_r + 1'b1 == rep_r;
+wire c_last = cc_r + 1'b1 == c_q;
+wire kx_last = kx_r + 1'b1 == kw_q;
+wire ky_last = ky_r + 1'b1 == kh_q;
+wire ph_last = ph_r + 1'b1 == rep_q;
 
-wire win_pad = kdone_r || ty_r < 0 || ty_r >= sx_dim(h_r) || tx_r < 0 || tx_r >= sx_dim(w_r);
-wire ch_pad = r_r >= {1'b0, cv_r};
+wire win_pad = kdone_r || ty_r < 0 || ty_r >= sx_dim(h_q) || tx_r < 0 || tx_r >= sx_dim(w_q);
+wire ch_pad = r_r >= {1'b0, cv_q};
 
 wire signed [CW-1:0] ty00 = $signed(ty0_r) - sx_ker(pt_r);   // first tap of an image's first row
 wire signed [CW-1:0] tx00 = $signed(tx0_r) - sx_ker(pl_r);
 wire signed [CW-1:0] npl = -sx_ker(pl_r);
-wire signed [CW-1:0] xt0_step = xt0_r + sx_ker(sx_r);
-wire signed [CW-1:0] yt0_step = yt0_r + sx_ker(sy_r);
-wire signed [SW-1:0] c_s = sx_idx({{(IDX_W-DIM_W){1'b0}}, c_r});
+wire signed [CW-1:0] xt0_step = xt0_r + sx_ker(sx_q);
+wire signed [CW-1:0] yt0_step = yt0_r + sx_ker(sy_q);
+wire signed [SW-1:0] c_s = sx_idx({{(IDX_W-DIM_W){1'b0}}, c_q});
 // CHANNELS: the channel after (r, s, ph)
 wire [KP_W-1:0] s_next = ph_last ? s_r + 1'b1 : s_r;
 wire [KP_W-1:0] ph_next = ph_last ? {KP_W{1'b0}} : ph_r + 1'b1;
@@ -259,20 +276,20 @@ reg signed [SW-1:0] add_a, add_b;
 always @* begin
     add_a = elem_r;
     add_b = {{(SW-1){1'b0}}, 1'b1};
-    if (win_reg) begin
+    if (win_q) begin
         if (!lane_last) begin
             if (c_last) begin
-                add_b = kx_last ? sty_r : stx_r;
+                add_b = kx_last ? sty_q : stx_q;
             end
         end else if (!x_last) begin
             add_a = org_r;
-            add_b = sx_idx(sxc_r);
+            add_b = sxc_q;
         end else if (!y_last) begin
             add_a = row_r;
-            add_b = sx_idx(sywc_r);
+            add_b = sywc_q;
         end else begin
             add_a = img_r;
-            add_b = sx_idx(hwc_r);
+            add_b = hwc_q;
         end
     end else if (lane_last) begin
         add_a = pel_r;
@@ -316,8 +333,98 @@ always @(posedge clk) begin
                 dv_cnt <= QB_CH;
             end else begin
                 // the first channel's source channel and phase
-                sc_r <= dv_q;
-                phc_r <= dv_rem[KP_W-1:0];
+                s0_r <= dv_q;
+                ph0_r <= dv_rem[KP_W-1:0];
+            end
+        end
+    end
+
+    // the walk
+    if (fire) begin
+        if (!lane_last) begin
+            lane_r <= lane_r + 1'b1;
+            if (win_q) begin
+                if (!kdone_r) begin
+                    if (!c_last) begin
+                        cc_r <= cc_r + 1'b1;
+                        elem_r <= add_s;
+                    end else if (!kx_last) begin
+                        cc_r <= {DIM_W{1'b0}};
+                        kx_r <= kx_r + 1'b1;
+                        tx_r <= tx_r + sx_ker(dx_q);
+                        elem_r <= add_s;
+                    end else if (!ky_last) begin
+                        cc_r <= {DIM_W{1'b0}};
+                        kx_r <= {KER_W{1'b0}};
+                        ky_r <= ky_r + 1'b1;
+                        tx_r <= ix_r;
+                        ty_r <= ty_r + sx_ker(dy_q);
+                        elem_r <= add_s;
+                    end else begin
+                        kdone_r <= 1'b1;
+                    end
+                end
+            end else begin
+                r_r <= r_r + 1'b1;
+                s_r <= s_next;
+                ph_r <= ph_next;
+                if (ph_last) begin
+                    elem_r <= add_s;
+                end
+            end
+        end else if (x_last && y_last && z_last) begin
+            run_reg <= 1'b0;
+        end else begin
+            lane_r <= lane0_r;
+            if (win_q) begin
+                ky_r <= ky0_q; kx_r <= kx0_q; cc_r <= c0_q; kdone_r <= kdone0_q;
+                elem_r <= add_s;
+                org_r <= add_s;
+                if (!x_last) begin
+                    x_r <= x_r + 1'b1;
+                    ix_r <= ix_r + sx_ker(sx_q);
+                    xt0_r <= xt0_step;
+                    tx_r <= xt0_step;
+                    ty_r <= yt0_r;
+                end else begin
+                    x_r <= {DIM_W{1'b0}};
+                    ix_r <= npl_q;
+                    xt0_r <= tx00_q;
+                    tx_r <= tx00_q;
+                    row_r <= add_s;
+                    if (!y_last) begin
+                        y_r <= y_r + 1'b1;
+                        yt0_r <= yt0_step;
+                        ty_r <= yt0_step;
+                    end else begin
+                        y_r <= {DIM_W{1'b0}};
+                        z_r <= z_r + 1'b1;
+                        yt0_r <= ty00_q;
+                        ty_r <= ty00_q;
+                        img_r <= add_s;
+                    end
+                end
+            end else begin
+                if (!(x_last && y_last)) begin
+                    // next pixel of the chunk
+                    x_r <= x_last ? {DIM_W{1'b0}} : x_r + 1'b1;
+                    if (x_last) begin
+                        y_r <= y_r + 1'b1;
+                    end
+                    pel_r <= add_s;
+                    elem_r <= add_s;
+                    r_r <= rc_r; s_r <= sc_r; ph_r <= phc_r;
+                end else begin
+                    // next chunk: its first channel follows the last one of this chunk
+                    x_r <= {DIM_W{1'b0}};
+                    y_r <= {DIM_W{1'b0}};
+                    z_r <= z_r + 1'b1;
+                    pel_r <= sx_idx({{(IDX_W-KP_W){1'b0}}, s_next});
+                    elem_r <= sx_idx({{(IDX_W-KP_W){1'b0}}, s_next});
+                    r_r <= r_r + 1'b1; rc_r <= r_r + 1'b1;
+                    s_r <= s_next; sc_r <= s_next;
+                    ph_r <= ph_next; phc_r <= ph_next;
+                end
             end
         end
     end
@@ -376,7 +483,16 @@ always @(posedge clk) begin
             end
         end
         ST_TX0:   tx0_r <= mul_p[CW-1:0];
-        ST_WINIT: begin
+        ST_WINIT: if (run_reg && !(fire && m_last)) begin
+            st_reg <= st_reg;                 // the walk of the stream before is not done
+        end else begin
+            win_q <= 1'b1;
+            h_q <= h_r; w_q <= w_r; c_q <= c_r; c0_q <= c0_r;
+            kh_q <= kh_r; kw_q <= kw_r; sy_q <= sy_r; sx_q <= sx_r; dy_q <= dy_r; dx_q <= dx_r;
+            ky0_q <= ky0_r; kx0_q <= kx0_r; kdone0_q <= kdone0_r;
+            stx_q <= stx_r; sty_q <= sty_r;
+            sxc_q <= sx_idx(sxc_r); sywc_q <= sx_idx(sywc_r); hwc_q <= sx_idx(hwc_r);
+            ty00_q <= ty00; tx00_q <= tx00; npl_q <= npl;
             lane_r <= kbeg_r; lane0_r <= kbeg_r; lane_n_r <= kend_r;
             x_r <= {DIM_W{1'b0}}; x_n_r <= ow_r;
             y_r <= {DIM_W{1'b0}}; y_n_r <= oh_r;
@@ -386,12 +502,13 @@ always @(posedge clk) begin
             xt0_r <= tx00; yt0_r <= ty00;
             tx_r <= tx00; ty_r <= ty00;
             org_r <= acc_r; row_r <= acc_r; img_r <= acc_r; elem_r <= acc_r;
+            state_reg <= S_IDLE;
             if (n_r == 0 || oh_r == 0 || ow_r == 0 || c_r == 0 || kh_r == 0 || kw_r == 0
                     || kbeg_r >= kend_r) begin
                 empty_reg <= 1'b1;
-                state_reg <= S_IDLE;
+                run_reg <= 1'b0;
             end else begin
-                state_reg <= S_RUN;
+                run_reg <= 1'b1;
             end
         end
         ST_C0: begin
@@ -406,129 +523,46 @@ always @(posedge clk) begin
                 st_reg <= st_reg;
             end
         end
-        ST_CINIT: begin
+        ST_CINIT: if (run_reg && !(fire && m_last)) begin
+            st_reg <= st_reg;
+        end else begin
+            win_q <= 1'b0;
+            c_q <= c_r; rep_q <= rep_r; cv_q <= cv_r;
             lane_r <= {LN_W{1'b0}}; lane0_r <= {LN_W{1'b0}};
             lane_n_r <= {{(LN_W-KP_W){1'b0}}, cpc_r};
             x_r <= {DIM_W{1'b0}}; x_n_r <= w_r;
             y_r <= {DIM_W{1'b0}}; y_n_r <= h_r;
             z_r <= {KP_W{1'b0}}; z_n_r <= nchunk_r;
             r_r <= {1'b0, k0_r}; rc_r <= {1'b0, k0_r};
-            s_r <= sc_r; ph_r <= phc_r;
-            pel_r <= sx_idx({{(IDX_W-KP_W){1'b0}}, sc_r});
-            elem_r <= sx_idx({{(IDX_W-KP_W){1'b0}}, sc_r});
+            s_r <= s0_r; ph_r <= ph0_r; sc_r <= s0_r; phc_r <= ph0_r;
+            pel_r <= sx_idx({{(IDX_W-KP_W){1'b0}}, s0_r});
+            elem_r <= sx_idx({{(IDX_W-KP_W){1'b0}}, s0_r});
+            state_reg <= S_IDLE;
             if (h_r == 0 || w_r == 0 || nchunk_r == 0 || rep_r == 0 || cpc_r == 0) begin
                 empty_reg <= 1'b1;
-                state_reg <= S_IDLE;
+                run_reg <= 1'b0;
             end else begin
-                state_reg <= S_RUN;
+                run_reg <= 1'b1;
             end
         end
         default: ;
         endcase
     end
-    default: begin  // S_RUN
-        if (fire) begin
-            if (!lane_last) begin
-                lane_r <= lane_r + 1'b1;
-                if (win_reg) begin
-                    if (!kdone_r) begin
-                        if (!c_last) begin
-                            cc_r <= cc_r + 1'b1;
-                            elem_r <= add_s;
-                        end else if (!kx_last) begin
-                            cc_r <= {DIM_W{1'b0}};
-                            kx_r <= kx_r + 1'b1;
-                            tx_r <= tx_r + sx_ker(dx_r);
-                            elem_r <= add_s;
-                        end else if (!ky_last) begin
-                            cc_r <= {DIM_W{1'b0}};
-                            kx_r <= {KER_W{1'b0}};
-                            ky_r <= ky_r + 1'b1;
-                            tx_r <= ix_r;
-                            ty_r <= ty_r + sx_ker(dy_r);
-                            elem_r <= add_s;
-                        end else begin
-                            kdone_r <= 1'b1;
-                        end
-                    end
-                end else begin
-                    r_r <= r_r + 1'b1;
-                    s_r <= s_next;
-                    ph_r <= ph_next;
-                    if (ph_last) begin
-                        elem_r <= add_s;
-                    end
-                end
-            end else if (x_last && y_last && z_last) begin
-                state_reg <= S_IDLE;
-            end else begin
-                lane_r <= lane0_r;
-                if (win_reg) begin
-                    ky_r <= ky0_r; kx_r <= kx0_r; cc_r <= c0_r; kdone_r <= kdone0_r;
-                    elem_r <= add_s;
-                    org_r <= add_s;
-                    if (!x_last) begin
-                        x_r <= x_r + 1'b1;
-                        ix_r <= ix_r + sx_ker(sx_r);
-                        xt0_r <= xt0_step;
-                        tx_r <= xt0_step;
-                        ty_r <= yt0_r;
-                    end else begin
-                        x_r <= {DIM_W{1'b0}};
-                        ix_r <= npl;
-                        xt0_r <= tx00;
-                        tx_r <= tx00;
-                        row_r <= add_s;
-                        if (!y_last) begin
-                            y_r <= y_r + 1'b1;
-                            yt0_r <= yt0_step;
-                            ty_r <= yt0_step;
-                        end else begin
-                            y_r <= {DIM_W{1'b0}};
-                            z_r <= z_r + 1'b1;
-                            yt0_r <= ty00;
-                            ty_r <= ty00;
-                            img_r <= add_s;
-                        end
-                    end
-                end else begin
-                    if (!(x_last && y_last)) begin
-                        // next pixel of the chunk
-                        x_r <= x_last ? {DIM_W{1'b0}} : x_r + 1'b1;
-                        if (x_last) begin
-                            y_r <= y_r + 1'b1;
-                        end
-                        pel_r <= add_s;
-                        elem_r <= add_s;
-                        r_r <= rc_r; s_r <= sc_r; ph_r <= phc_r;
-                    end else begin
-                        // next chunk: its first channel follows the last one of this chunk
-                        x_r <= {DIM_W{1'b0}};
-                        y_r <= {DIM_W{1'b0}};
-                        z_r <= z_r + 1'b1;
-                        pel_r <= sx_idx({{(IDX_W-KP_W){1'b0}}, s_next});
-                        elem_r <= sx_idx({{(IDX_W-KP_W){1'b0}}, s_next});
-                        r_r <= r_r + 1'b1; rc_r <= r_r + 1'b1;
-                        s_r <= s_next; sc_r <= s_next;
-                        ph_r <= ph_next; phc_r <= ph_next;
-                    end
-                end
-            end
-        end
-    end
     endcase
     if (!rst_n) begin
         state_reg <= S_IDLE;
+        run_reg <= 1'b0;
         st_reg <= 5'd0;
         empty_reg <= 1'b0;
         dv_ph <= 2'd0;
     end
 end
 
-assign busy = state_reg != S_IDLE;
+assign busy = state_reg != S_IDLE || run_reg;
+assign start_ready = state_reg == S_IDLE;
 assign empty = empty_reg;
-assign m_valid = state_reg == S_RUN;
-assign m_pad = win_reg ? win_pad : ch_pad;
+assign m_valid = run_reg;
+assign m_pad = win_q ? win_pad : ch_pad;
 assign m_last = lane_last && x_last && y_last && z_last;
 
 /* verilator lint_off UNUSEDSIGNAL */

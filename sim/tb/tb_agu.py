@@ -241,6 +241,82 @@ async def test_one_per_cycle(dut):
     dut._log.info(f"one request per cycle; setup {SETUP}")
 
 
+async def run_chain(dut, cases, rng, p_ready):
+    """Start the streams of `cases` one after the other, each as soon as `start_ready` says the
+    setup is free (while the stream before still runs); returns per stream its requests, the
+    edge that sampled its start and the edge of its last handshake."""
+    t = 0
+    set_fields(dut, cases[0][0])
+    dut.start.value = 1
+    await FallingEdge(dut.clk)
+    t += 1
+    dut.start.value = 0
+    starts, lasts, streams = [t], [], [[]]
+    limit = 200 + 50 * sum(len(e) + 100 for _, e in cases) / max(p_ready, 0.02)
+    while len(lasts) < len(cases):
+        assert t < limit, f"no end of stream {len(lasts)} after {t} cycles"
+        ready = rng.random() < p_ready
+        dut.m_ready.value = int(ready)
+        valid = bool(dut.m_valid.value)
+        do_start = len(starts) < len(cases) and bool(dut.start_ready.value)
+        if do_start:
+            set_fields(dut, cases[len(starts)][0])
+            dut.start.value = 1
+        last = False
+        if valid and ready:
+            last = bool(dut.m_last.value)
+            streams[-1].append((PAD if dut.m_pad.value else int(dut.m_index.value), last))
+        await FallingEdge(dut.clk)
+        t += 1
+        if do_start:
+            dut.start.value = 0
+            starts.append(t)
+        if last:
+            lasts.append(t)
+            streams.append([])
+    dut.m_ready.value = 0
+    assert not dut.m_valid.value and not dut.busy.value, "requests after the last stream"
+    return streams[:-1], starts, lasts
+
+
+async def chains(dut, seed_off, p_choices, timed):
+    rng = random.Random(SEED * 1000 + seed_off)
+    await reset(dut)
+    total = bubbles = 0
+    for _ in range(2):
+        cases = []
+        for _ in range(max(3, CASES // 2)):
+            kind = rng.choice(["WINDOWS", "CHANNELS"])
+            cases += [(c, e, kind) for c, e in gen_cases(rng, kind, 1)]
+        got, starts, lasts = await run_chain(dut, [(c, e) for c, e, _ in cases], rng,
+                                             rng.choice(p_choices))
+        prev = None
+        for i, ((case, exp, kind), g) in enumerate(zip(cases, got)):
+            check(case, exp, g)
+            total += len(exp)
+            if timed:
+                # the stream's walk starts when its setup is done and the one before has ended
+                load = starts[i] + SETUP[kind] if prev is None else max(starts[i] + SETUP[kind], prev)
+                assert lasts[i] == load + len(exp), \
+                    f"stream {i} ({kind}, {len(exp)} requests) ended at {lasts[i]}, expected {load + len(exp)}"
+                bubbles += load - prev if prev is not None else 0
+            prev = lasts[i]
+    dut._log.info(f"chains: {total} requests" + (f", {bubbles} bubble cycles between streams" if timed else ""))
+    return bubbles
+
+
+@cocotb.test()
+async def test_back_to_back(dut):
+    """Streams started while the one before runs: no backpressure, the next walk follows the last
+    request of the one before without a bubble once its setup is done (exact edges)."""
+    await chains(dut, 6, [1.0], True)
+
+
+@cocotb.test()
+async def test_back_to_back_backpressure(dut):
+    await chains(dut, 7, [0.8, 0.5, 0.2], False)
+
+
 @cocotb.test()
 async def test_empty_streams(dut):
     """MODE NONE or a stream without elements: nothing streamed, `empty` set, the unit idle."""

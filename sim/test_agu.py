@@ -7,7 +7,7 @@ import re
 import pytest
 
 from dtpu.hw.cmdlist import Format
-from dtpu_sim import RTL_DIR, build, run_tests
+from dtpu_sim import RTL_DIR, build, lint, run_tests
 
 
 def _defaults(path):
@@ -91,3 +91,21 @@ def test_res_agu():
 @pytest.mark.parametrize("seed", [2, 3])
 def test_res_agu_sweep(seed):
     _run_res({"DTPU_AGU_CASES": 300, "DTPU_AGU_SEED": seed, "DTPU_AGU_MAX_ELEMS": 20000})
+
+
+# other widths: the modules are parameterised (wider indexes, a narrower PIX field)
+WIDE = {"dtpu_act_agu": {"IDX_W": 40}, "dtpu_res_agu": {"IDX_W": 40, "PIX_W": 24}}
+
+
+@pytest.mark.parametrize("top", sorted(WIDE))
+def test_agu_lint_other_widths(top):
+    r = lint(top, [RTL_DIR / f"{top}.v"], WIDE[top])
+    out = (r.stdout + r.stderr).strip()
+    assert r.returncode == 0 and "%Warning" not in out and "%Error" not in out, out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("top,tb", [("dtpu_act_agu", "tb_agu"), ("dtpu_res_agu", "tb_res_agu")])
+def test_agu_other_widths(top, tb):
+    d = build(top, WIDE[top], [RTL_DIR / f"{top}.v"], name=f"{top}_wide")
+    run_tests(top, tb, d, extra_env={"DTPU_AGU_CASES": 30, "DTPU_AGU_SEED": 9})

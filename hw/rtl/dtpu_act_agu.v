@@ -48,7 +48,10 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * NCHUNK or REP = 0), streams nothing and sets `empty` until the next start. Checking the fields
  * against the job (the contract's BAD_FIELD cases) is the load unit's business.
  *
- * Range: element indexes (and window origins up to PT rows above the image) must fit IDX_W bits.
+ * CHANNELS walks image 0 only (the golden model requires N = 1 there; N is not read).
+ *
+ * Range: element indexes (and window origins up to PT rows above the image) must fit IDX_W bits;
+ * IDX_W >= 2*DIM_W (W*C is a setup product).
  */
 module dtpu_act_agu #
 (

@@ -33,6 +33,7 @@ is the figure as users see it: all delegated partitions of the interpreter, node
 claims (which may differ from the chains above).
 
     PYTHONPATH=pylib python benchmarks/bench_host_ops.py [--models DIR] [--only NAME] [--board]
+        [--reports-only] [--host-share 200]
 """
 from __future__ import annotations
 
@@ -236,6 +237,31 @@ def reported(path: Path, options: dict, invokes: int = 3) -> dict:
             "nodes": len(r.nodes), "partitions": r.kernels, "macs": r.hw["macs"]}
 
 
+def host_share(path: Path, invokes: int = 200) -> tuple[float, float, float]:
+    """(TFLite CPU invoke, the delegate's host us, host us / CPU) as medians over `invokes`
+    alternating invokes in one process, 1 thread each, backend=model on its default path: the
+    issue's "host us under 5 % of the same model's TFLite CPU time"."""
+    import dtpu
+    from dtpu.tflite import Interpreter
+
+    cpu = Interpreter(model_path=str(path), num_threads=1)
+    ours = dtpu.make_interpreter(path, {"backend": "model"}, num_threads=1)
+    for it in (cpu, ours):
+        it.allocate_tensors()
+        for d in it.get_input_details():
+            it.set_tensor(d["index"], np.zeros(d["shape"], d["dtype"]))
+        it.invoke()
+    cpu_s, host_us = [], []
+    for _ in range(invokes):
+        t0 = time.perf_counter()
+        cpu.invoke()
+        cpu_s.append(time.perf_counter() - t0)
+        ours.invoke()
+        host_us.append(dtpu.last_report().host["us"])
+    c, h = float(np.median(cpu_s)) * 1e6, float(np.median(host_us))
+    return c, h, h / c
+
+
 def _report_rows(name: str, path: Path, board: bool) -> None:
     rows = [(f"delegate, backend=model, path={p}", {"backend": "model", "path": p})
             for p in ("jobs", "lists")]
@@ -270,6 +296,9 @@ def main(argv=None) -> int:
                     help="also report through the emulated PYNQ-Z2 (needs the pynq package)")
     ap.add_argument("--reports-only", action="store_true",
                     help="only the delegate reports' host records (no command-list comparison)")
+    ap.add_argument("--host-share", type=int, metavar="N", default=0,
+                    help="also the delegate's host us against TFLite's CPU time: medians of N "
+                         "alternating invokes (e.g. 200)")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     cfg = cl.get_config()
@@ -281,6 +310,11 @@ def main(argv=None) -> int:
         if path is None or not path.exists():
             print(f"{name}: model file not found, skipped")
             continue
+        if args.host_share:
+            c, h, share = host_share(path, args.host_share)
+            print(f"{name}: TFLite CPU {c:.0f} us, delegate host {h:.1f} us per invoke: "
+                  f"{100 * share:.1f} % (medians of {args.host_share} alternating invokes, "
+                  f"1 thread; target < 5 %)")
         if args.reports_only:
             _report_rows(name, path, args.board)
             continue

@@ -5,7 +5,7 @@ Small memories for build speed (the model runs with the same HwConfig); the slow
 seeds and a small master build (4-beat bursts, 2 in flight)."""
 import pytest
 
-from dtpu_sim import build, run_tests
+from dtpu_sim import RTL_DIR, build, lint, rtl_sources, run_tests
 
 MEM = {"LOG_WEIGHT_WORDS": 10, "LOG_PARAM_ENTRIES": 8, "LOG_ACT_WORDS": 9}
 
@@ -17,10 +17,21 @@ def _run(params=None, env=None, testcase=None):
               testcase=testcase)
 
 
+@pytest.mark.parametrize("params", [{"MAX_BURST": 4, "MAX_OUTSTANDING": 2}, {"ID_W": 6}, MEM],
+                         ids=["small_master", "hp_ids", "small_memories"])
+def test_lint_cl_top_builds(params):
+    """verilator -Wall on the builds the regression and the HP port use (test_lint.py: defaults)."""
+    r = lint("dtpu_cl_top", rtl_sources(), params)
+    out = (r.stdout + r.stderr).strip()
+    assert r.returncode == 0 and "%Warning" not in out and "%Error" not in out, out
+    assert (RTL_DIR / "dtpu_cl_top.v").exists()
+
+
 def test_cl_seq():
     """Prologue LOADs word-exact in both memories, REGS lists, offsets outside the job
     registers, malformed lists, LOAD faults and bad fields, RUN (not implemented: BAD_FIELD),
-    DOORBELL while running, the interrupt; CL_ERR / PC / TAG / DESCS as the model's."""
+    DOORBELL while running, the interrupt, the 1.2 protocol around a list; CL_ERR / PC / TAG /
+    DESCS as the model's."""
     _run()
 
 

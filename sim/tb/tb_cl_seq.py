@@ -575,3 +575,40 @@ async def test_random_lists(dut):
         tb.put(img)
         model = tb.model(img, size=size, slverr=slverr)
         r, _ = await run_and_check(tb, model, BASE + at, f"random list {case} ({kind})", *skip)
+
+
+@cocotb.test()
+async def test_protocol_12_around_a_list(dut):
+    """The 1.2 protocol on the same top: a host write to a 1.2 register during a list completes
+    only after the list (the sequencer owns the register file meanwhile) and lands; a 1.2
+    LOAD_WGT job through the registers and s_axis_wgt afterwards writes the weight memory."""
+    from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSource
+    tb = TB(dut, SEED + 8, lat=(40, 60), stall=0.2)
+    src = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis_wgt"), dut.clk, dut.aresetn,
+                          reset_active_level=False)
+    src.log.setLevel("WARNING")
+    await tb.reset()
+    data = np.array([tb.rng.getrandbits(64) for _ in range(200)], U64)
+    words = load_desc(BASE, 200, 0, 100, 1) + [hdr("END", tag=2)]
+    img, addr = _image_with(words, data=data)
+    tb.put(img)
+    await tb.wr(R["CL_BASE"], addr)
+    await tb.wr(R["DOORBELL"], 1)
+    assert await tb.rd(R["CL_STATUS"]) & 1
+    await tb.wr(CFG.reg("GEMM_M").offset, 4321)     # held until the list is done
+    assert await tb.rd(R["CL_STATUS"]) == 0b010, "a 1.2 register write returned while RUNNING"
+    assert await tb.rd(CFG.reg("GEMM_M").offset) == 4321
+    assert np.array_equal(tb.weights()[100:300], data)
+    # a 1.2 LOAD_WGT job from the host
+    more = np.array([tb.rng.getrandbits(64) for _ in range(16)], U64)
+    await tb.wr(CFG.reg("LOAD_ADDR").offset, 500)
+    await tb.wr(CFG.reg("LOAD_COUNT").offset, 16)
+    await tb.wr(CFG.reg("JOB").offset, CFG.encode("JOB", OPCODE=CFG.enums["OPCODE"]["LOAD_WGT"]))
+    await tb.wr(CFG.reg("CTRL").offset, CFG.encode("CTRL", START=1))
+    await src.send(AxiStreamFrame(more.tobytes()))
+    for _ in range(200):
+        await RisingEdge(dut.clk)
+        if (await tb.rd(CFG.reg("STATUS").offset)) & 2:
+            break
+    assert await tb.rd(CFG.reg("ERR").offset) == 0
+    assert np.array_equal(tb.weights()[500:516], more)

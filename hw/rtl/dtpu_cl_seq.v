@@ -1,0 +1,460 @@
+/*
+
+Copyright (c) 2026 DTPU authors. Apache-2.0.
+
+*/
+
+// Language: Verilog 2001
+
+`resetall
+`timescale 1ns / 1ps
+`default_nettype none
+
+/*
+ * Command-list sequencer of contract 2.0 (docs/contract2.md), first slice: END, LOAD, REGS.
+ *
+ * On `start` it starts the descriptor fetcher (dtpu_cl_fetch) and executes the descriptors it
+ * hands over (d_*), one at a time, in list order, as dtpu.hw.cmdlist.Executor.run does:
+ *
+ *   END   waits until the fetcher, the read port and the core are idle, then `done`.
+ *   LOAD  checks SRC (8-byte aligned), MEM (0 weights, 1 parameters) and the range against
+ *         the on-chip memory (BAD_FIELD), requests COUNT words at SRC on the read port (ld_*),
+ *         writes LOAD_ADDR, LOAD_COUNT, JOB (OPCODE LOAD_WGT / LOAD_PARAM) and CTRL.START into
+ *         the 1.2 register file (rw_*, the 1.2 host's own LOAD job) and streams the words to the
+ *         core's s_axis_wgt (wgt_*, tlast on the last), so that the core's LOADER writes the
+ *         memory; waits for the core's DONE, then writes LOAD_ADDR, LOAD_COUNT and JOB back to
+ *         the values they had (a LOAD does not change the job registers, as in the model).
+ *         A word with SLVERR / DECERR / timeout is not passed on: the rest of the request is
+ *         drained, the core's job aborted with CTRL.SOFT_RESET, and the list fails with the
+ *         model's bit for the whole read (DECERR before SLVERR before TIMEOUT). AFTER larger
+ *         than the RUNs so far: BAD_FIELD once the words are written (the model's order).
+ *         COUNT 0 loads nothing.
+ *   REGS  writes each (OFFSET, VALUE) into the 1.2 register file; an offset outside the job
+ *         registers (JOB .. PF_COUNT of dtpu_regs.vh, word aligned) fails with BAD_FIELD.
+ *   RUN, POST  not implemented in this slice: BAD_FIELD at the descriptor.
+ *
+ * Register writes wait until the core is idle (no BUSY_WRITE). A fetcher error (err != 0,
+ * nothing more handed over) is reported once every earlier descriptor has run, with the
+ * fetcher's PC / TAG; an error of the sequencer's own stops the fetcher with `f_abort` (a
+ * one-cycle reset pulse the top applies to it; the words its reads still owe are dropped on
+ * the way, f_drop, until none is owed: the fetcher counts every word it is handed). Either way `done` comes once no read word is
+ * owed (rd_idle) and the core is idle; err / pc / tag / descs hold the list's CL_ERR, CL_ERR_PC,
+ * CL_ERR_TAG and DESCS (pc / tag of END when the list succeeds, as the model reports them).
+ */
+module dtpu_cl_seq #
+(
+    parameter ADDR_W = 32,
+    parameter AXIL_ADDR_WIDTH = 8,
+    parameter LOG_WEIGHT_WORDS = 15,
+    parameter LOG_PARAM_ENTRIES = 12
+)
+(
+    input  wire                       clk,
+    input  wire                       rst_n,
+
+    /* control */
+    input  wire                       start,          // ignored while busy
+    output wire                       busy,
+    output reg                        done,           // one cycle at the end of a list
+    output reg  [31:0]                err,            // CL_ERR bits of the last list
+    output reg  [31:0]                pc,             // CL_ERR_PC
+    output reg  [31:0]                tag,            // CL_ERR_TAG
+    output reg  [31:0]                descs,          // descriptors executed (DESCS)
+
+    /* descriptor fetcher */
+    output reg                        f_start,
+    output reg                        f_abort,
+    output reg                        f_drop,         // drop read words owed to the fetcher
+    input  wire                       f_busy,
+    input  wire [31:0]                f_err,
+    input  wire [31:0]                f_pc,
+    input  wire [31:0]                f_tag,
+    input  wire                       d_valid,
+    output wire                       d_ready,
+    input  wire [63:0]                d_data,
+    /* verilator lint_off UNUSEDSIGNAL */
+    input  wire                       d_first,        // implied by the state
+    /* verilator lint_on UNUSEDSIGNAL */
+    input  wire                       d_last,
+    input  wire [31:0]                d_pc,
+
+    /* read port for LOAD words */
+    output reg                        ld_req_valid,
+    input  wire                       ld_req_ready,
+    output wire [ADDR_W-1:0]          ld_req_addr,
+    output wire [31:0]                ld_req_words,
+    input  wire                       ld_valid,
+    output wire                       ld_ready,
+    input  wire [63:0]                ld_data,
+    input  wire [1:0]                 ld_resp,
+    input  wire                       ld_timeout,
+    input  wire                       ld_last,
+    input  wire                       rd_idle,        // no read word owed to anyone
+
+    /* 1.2 register file write port */
+    output wire                       rw_valid,
+    input  wire                       rw_ready,
+    output wire [AXIL_ADDR_WIDTH-1:0] rw_addr,
+    output wire [31:0]                rw_data,
+    input  wire [31:0]                jr_job,         // current JOB, LOAD_ADDR, LOAD_COUNT
+    input  wire [31:0]                jr_load_addr,
+    input  wire [31:0]                jr_load_count,
+    input  wire                       irq_en,         // CTRL.IRQ_EN to keep in CTRL writes
+
+    /* 1.2 core */
+    input  wire                       core_busy,
+    input  wire                       core_done,
+    input  wire [31:0]                core_err,
+    output wire [63:0]                wgt_tdata,
+    output wire                       wgt_tvalid,
+    input  wire                       wgt_tready,
+    output wire                       wgt_tlast
+);
+
+/* verilator lint_off UNUSEDPARAM */
+`include "dtpu_regs.vh"
+`include "dtpu_cl_regs.vh"
+/* verilator lint_on UNUSEDPARAM */
+
+localparam [4:0] S_IDLE    = 5'd0,
+                 S_START   = 5'd1,
+                 S_HEAD    = 5'd2,
+                 S_LOAD1   = 5'd3,
+                 S_LOAD2   = 5'd4,
+                 S_LCHK    = 5'd5,
+                 S_LWR     = 5'd6,
+                 S_LSTREAM = 5'd7,
+                 S_LDRAIN  = 5'd8,
+                 S_LSOFT   = 5'd9,
+                 S_LREST   = 5'd10,
+                 S_LAFTER  = 5'd11,
+                 S_REG     = 5'd12,
+                 S_ABORT   = 5'd13,
+                 S_ABORTW  = 5'd14,
+                 S_FINISH  = 5'd15;
+
+localparam [34:0]  WLIMIT = 35'd1 << LOG_WEIGHT_WORDS;       // weight words
+localparam [34:0]  PLIMIT = 35'd2 << LOG_PARAM_ENTRIES;      // parameter words (2 per entry)
+localparam [15:0]  JOB_LO = {8'd0, DTPU_REG_JOB};
+localparam [15:0]  JOB_HI = {8'd0, DTPU_REG_PF_COUNT};
+localparam [AXIL_ADDR_WIDTH-1:0] A_JOB   = DTPU_REG_JOB[AXIL_ADDR_WIDTH-1:0];
+localparam [AXIL_ADDR_WIDTH-1:0] A_LADDR = DTPU_REG_LOAD_ADDR[AXIL_ADDR_WIDTH-1:0];
+localparam [AXIL_ADDR_WIDTH-1:0] A_LCNT  = DTPU_REG_LOAD_COUNT[AXIL_ADDR_WIDTH-1:0];
+localparam [AXIL_ADDR_WIDTH-1:0] A_CTRL  = DTPU_REG_CTRL[AXIL_ADDR_WIDTH-1:0];
+
+initial begin
+    if (AXIL_ADDR_WIDTH < 8 || ADDR_W > 32) begin
+        $error("Error: AXIL_ADDR_WIDTH >= 8, ADDR_W <= 32 (instance %m)");
+        $finish;
+    end
+end
+
+function [31:0] err_bit(input integer b);
+    begin
+        err_bit = 32'd1 << b;
+    end
+endfunction
+
+reg  [4:0]  state;
+reg  [1:0]  wi;                 // register write index within a LOAD's write sequence
+reg  [31:0] l_src, l_count, l_after;
+reg  [23:0] l_addr;
+reg  [1:0]  l_mem;
+reg  [31:0] sv_job, sv_addr, sv_count;   // job registers before the LOAD
+reg         got_last;           // the LOAD's last word went to the core
+reg         c_done;             // the core's DONE of the LOAD job
+reg         c_fail;             // ... with a fatal ERR bit
+reg         f_slv, f_dec;       // faults seen on the LOAD's words (else: timeout)
+reg  [31:0] runs;               // RUN / POST descriptors done (none in this slice)
+
+/* header fields */
+wire [7:0]  h_op  = d_data[DTPU_CL_HEADER_OP_LSB +: DTPU_CL_HEADER_OP_WIDTH];
+wire [31:0] h_tag = d_data[DTPU_CL_HEADER_TAG_LSB +: DTPU_CL_HEADER_TAG_WIDTH];
+
+/* REG word */
+wire [15:0] r_off = d_data[DTPU_CL_REG_OFFSET_LSB +: DTPU_CL_REG_OFFSET_WIDTH];
+wire [31:0] r_val = d_data[DTPU_CL_REG_VALUE_LSB +: DTPU_CL_REG_VALUE_WIDTH];
+// the job registers: JOB .. PF_COUNT of the 1.2 map, as dtpu_regfile holds them
+wire        r_ok  = (r_off >= JOB_LO) && (r_off <= JOB_HI) && (r_off[1:0] == 2'b00);
+
+/* LOAD checks (dtpu.hw.cmdlist.Executor._load) */
+wire [34:0] l_end_w = {11'd0, l_addr} + {3'd0, l_count};
+wire [34:0] l_end_p = {10'd0, l_addr, 1'b0} + {3'd0, l_count};
+wire        l_bad = (l_src[2:0] != 3'd0)
+                 || (l_mem > 2'd1)
+                 || (l_mem == 2'd0 && l_end_w > WLIMIT)
+                 || (l_mem == 2'd1 && (l_end_p > PLIMIT || l_count[0]));
+
+wire        w_fault = ld_resp[1] || ld_timeout;
+wire        streaming = (state == S_LSTREAM) && !got_last && !c_done;
+
+/* register writes */
+reg  [AXIL_ADDR_WIDTH-1:0] wa;
+reg  [31:0]                wd;
+reg                        wv;
+always @* begin
+    wa = A_JOB;
+    wd = 32'd0;
+    wv = 1'b0;
+    case (state)
+        S_REG: begin
+            wa = r_off[AXIL_ADDR_WIDTH-1:0];
+            wd = r_val;
+            wv = d_valid && r_ok && !core_busy;
+        end
+        S_LWR: begin
+            wv = !core_busy;
+            case (wi)
+                2'd0: begin wa = A_LADDR; wd = {8'd0, l_addr}; end
+                2'd1: begin wa = A_LCNT;  wd = l_count; end
+                2'd2: begin
+                    wa = A_JOB;
+                    wd = 32'd0;
+                    wd[DTPU_JOB_OPCODE_LSB +: DTPU_JOB_OPCODE_WIDTH] =
+                        (l_mem == 2'd0) ? DTPU_OPCODE_LOAD_WGT : DTPU_OPCODE_LOAD_PARAM;
+                end
+                default: begin
+                    wa = A_CTRL;
+                    wd = 32'd0;
+                    wd[DTPU_CTRL_START_LSB] = 1'b1;
+                    wd[DTPU_CTRL_IRQ_EN_LSB] = irq_en;
+                end
+            endcase
+        end
+        S_LREST: begin
+            wv = !core_busy;
+            case (wi)
+                2'd0: begin wa = A_LADDR; wd = sv_addr; end
+                2'd1: begin wa = A_LCNT;  wd = sv_count; end
+                default: begin wa = A_JOB; wd = sv_job; end
+            endcase
+        end
+        S_LSOFT: begin
+            wa = A_CTRL;
+            wd = 32'd0;
+            wd[DTPU_CTRL_SOFT_RESET_LSB] = 1'b1;
+            wv = 1'b1;
+        end
+        default: ;
+    endcase
+end
+
+assign rw_valid = wv;
+assign rw_addr  = wa;
+assign rw_data  = wd;
+wire   rw_hs    = wv && rw_ready;
+
+assign d_ready = (state == S_HEAD) || (state == S_LOAD1) || (state == S_LOAD2)
+              || ((state == S_REG) && rw_hs);
+
+assign ld_req_addr  = l_src[ADDR_W-1:0];
+assign ld_req_words = l_count;
+assign ld_ready     = (state == S_LDRAIN) || (streaming && !w_fault && wgt_tready);
+assign wgt_tvalid   = streaming && ld_valid && !w_fault;
+assign wgt_tdata    = ld_data;
+assign wgt_tlast    = ld_last;
+
+assign busy = (state != S_IDLE);
+
+always @(posedge clk) begin
+    done    <= 1'b0;
+    f_start <= 1'b0;
+    f_abort <= 1'b0;
+    if (ld_req_valid && ld_req_ready) begin
+        ld_req_valid <= 1'b0;
+    end
+    if (core_done && (state == S_LSTREAM || state == S_LDRAIN)) begin
+        c_done <= 1'b1;
+        if ((core_err & DTPU_ERR_FATAL_MASK) != 32'd0) begin
+            c_fail <= 1'b1;
+        end
+    end
+
+    case (state)
+    S_IDLE: begin
+        if (start) begin
+            f_start <= 1'b1;
+            err     <= 32'd0;
+            pc      <= 32'd0;
+            tag     <= 32'd0;
+            descs   <= 32'd0;
+            runs    <= 32'd0;
+            state   <= S_START;
+        end
+    end
+    S_START: begin                 // the fetcher takes `start` in this cycle
+        state <= S_HEAD;
+    end
+    S_HEAD: begin
+        if (d_valid) begin
+            pc    <= d_pc;
+            tag   <= h_tag;
+            descs <= descs + 32'd1;
+            case (h_op)
+                DTPU_CL_OP_END:  state <= S_FINISH;
+                DTPU_CL_OP_LOAD: state <= S_LOAD1;
+                DTPU_CL_OP_REGS: state <= S_REG;
+                default: begin     // RUN, POST: not implemented in this slice
+                    err   <= err_bit(DTPU_CL_ERR_BAD_FIELD);
+                    state <= S_ABORT;
+                end
+            endcase
+        end else if (f_err != 32'd0) begin
+            err   <= f_err;
+            pc    <= f_pc;
+            tag   <= f_tag;
+            state <= S_FINISH;     // the fetcher drains and stops by itself
+        end
+    end
+    S_LOAD1: begin
+        if (d_valid) begin
+            l_src   <= d_data[DTPU_CL_LOAD1_SRC_LSB +: DTPU_CL_LOAD1_SRC_WIDTH];
+            l_count <= d_data[DTPU_CL_LOAD1_COUNT_LSB +: DTPU_CL_LOAD1_COUNT_WIDTH];
+            state   <= S_LOAD2;
+        end
+    end
+    S_LOAD2: begin
+        if (d_valid) begin
+            l_mem   <= d_data[DTPU_CL_LOAD2_MEM_LSB +: DTPU_CL_LOAD2_MEM_WIDTH];
+            l_addr  <= d_data[DTPU_CL_LOAD2_ADDR_LSB +: DTPU_CL_LOAD2_ADDR_WIDTH];
+            l_after <= d_data[DTPU_CL_LOAD2_AFTER_LSB +: DTPU_CL_LOAD2_AFTER_WIDTH];
+            state   <= S_LCHK;
+        end
+    end
+    S_LCHK: begin
+        sv_job   <= jr_job;
+        sv_addr  <= jr_load_addr;
+        sv_count <= jr_load_count;
+        wi       <= 2'd0;
+        got_last <= 1'b0;
+        c_done   <= 1'b0;
+        c_fail   <= 1'b0;
+        f_slv    <= 1'b0;
+        f_dec    <= 1'b0;
+        if (l_bad) begin
+            err   <= err_bit(DTPU_CL_ERR_BAD_FIELD);
+            state <= S_ABORT;
+        end else if (l_count == 32'd0) begin
+            state <= S_LAFTER;
+        end else begin
+            ld_req_valid <= 1'b1;  // the read goes out while the job registers are written
+            state <= S_LWR;
+        end
+    end
+    S_LWR: begin
+        if (rw_hs) begin
+            wi <= wi + 2'd1;
+            if (wi == 2'd3) begin
+                state <= S_LSTREAM;
+            end
+        end
+    end
+    S_LSTREAM: begin
+        if (ld_valid && ld_ready && ld_last) begin
+            got_last <= 1'b1;
+        end
+        if (streaming && ld_valid && w_fault) begin
+            state <= S_LDRAIN;     // the faulty word and the rest are dropped
+        end else if (c_done || (core_done && state == S_LSTREAM)) begin
+            if (!(got_last || (ld_valid && ld_ready && ld_last))) begin
+                state <= S_LDRAIN; // the job ended early: the rest of the words are dropped
+            end else if (c_fail || (core_err & DTPU_ERR_FATAL_MASK) != 32'd0) begin
+                err   <= err_bit(DTPU_CL_ERR_JOB);
+                state <= S_ABORT;
+            end else begin
+                wi    <= 2'd0;
+                state <= S_LREST;
+            end
+        end
+    end
+    S_LDRAIN: begin
+        if (ld_valid) begin
+            if (ld_resp == 2'b11) f_dec <= 1'b1;
+            if (ld_resp == 2'b10) f_slv <= 1'b1;
+        end
+        if (ld_valid && ld_last) begin
+            if (!c_done && !(core_done)) begin
+                state <= S_LSOFT;
+            end else begin
+                err   <= err_bit(DTPU_CL_ERR_JOB);
+                state <= S_ABORT;
+            end
+        end
+    end
+    S_LSOFT: begin                 // abort the core's LOAD job (its stream failed)
+        if (rw_hs) begin
+            if (f_dec) begin
+                err <= err_bit(DTPU_CL_ERR_DECERR);
+            end else if (f_slv) begin
+                err <= err_bit(DTPU_CL_ERR_SLVERR);
+            end else begin
+                err <= err_bit(DTPU_CL_ERR_TIMEOUT);
+            end
+            state <= S_ABORT;
+        end
+    end
+    S_LREST: begin
+        if (rw_hs) begin
+            wi <= wi + 2'd1;
+            if (wi == 2'd2) begin
+                state <= S_LAFTER;
+            end
+        end
+    end
+    S_LAFTER: begin
+        if (l_after > runs) begin
+            err   <= err_bit(DTPU_CL_ERR_BAD_FIELD);
+            state <= S_ABORT;
+        end else begin
+            state <= S_HEAD;
+        end
+    end
+    S_REG: begin
+        if (d_valid && !r_ok) begin
+            err   <= err_bit(DTPU_CL_ERR_BAD_FIELD);
+            state <= S_ABORT;
+        end else if (rw_hs && d_last) begin
+            state <= S_HEAD;
+        end
+    end
+    S_ABORT: begin                 // stop the fetcher where it is
+        f_abort <= 1'b1;
+        f_drop  <= 1'b1;
+        state   <= S_ABORTW;
+    end
+    S_ABORTW: begin                // the fetcher is in reset in this cycle
+        state <= S_FINISH;
+    end
+    default: begin                 // S_FINISH: every unit idle, nothing owed
+        if (!f_busy && rd_idle && !core_busy && !ld_req_valid && !f_abort) begin
+            done   <= 1'b1;
+            f_drop <= 1'b0;
+            state  <= S_IDLE;
+        end
+    end
+    endcase
+
+    if (!rst_n) begin
+        state        <= S_IDLE;
+        done         <= 1'b0;
+        err          <= 32'd0;
+        pc           <= 32'd0;
+        tag          <= 32'd0;
+        descs        <= 32'd0;
+        f_start      <= 1'b0;
+        f_abort      <= 1'b0;
+        f_drop       <= 1'b0;
+        ld_req_valid <= 1'b0;
+        wi           <= 2'd0;
+        got_last     <= 1'b0;
+        c_done       <= 1'b0;
+        c_fail       <= 1'b0;
+        f_slv        <= 1'b0;
+        f_dec        <= 1'b0;
+        runs         <= 32'd0;
+    end
+end
+
+endmodule
+
+`resetall

@@ -87,6 +87,9 @@ class Step:
     output_shape: tuple[int, ...] = ()
     record: dict | None = None    # the NodeRecord fields that do not change between invokes
     taken: bool = False           # a partition kernel owns it (and its backend handle)
+    #: its tensors have no elements with the current shapes (TFLite's CPU kernels then compute
+    #: nothing and nor does the kernel): it runs nowhere, its output just has its empty shape
+    empty: bool = False
 
     @property
     def x(self) -> int:
@@ -346,12 +349,22 @@ class GraphState:
         backend = self.delegate.backend
         if not getattr(backend, "lists", False) or self.program is False:
             return None
+        if kernel.id in self.program_index and self.program_index[kernel.id] is None:
+            return None   # nothing of it runs (empty tensors)
         if self.program is None or kernel.id not in self.program_index:
             self.drop_program()
-            kernels = [k for k in self.kernels if k.prepared]
             started = time.perf_counter()
             try:
-                parts = [k.list_nodes() for k in kernels]
+                parts, kernels, nothing = [], [], []
+                for k in self.kernels:
+                    if k.prepared:
+                        nodes = k.list_nodes()
+                        (kernels if nodes else nothing).append(k)
+                        if nodes:
+                            parts.append(nodes)
+                if not parts:
+                    self.program_index = {k.id: None for k in nothing}
+                    return None
                 self.program = backend.prepare_partitions(parts, [sorted(k.list_outputs)
                                                                   for k in kernels])
             except Exception as exc:   # CmdlistError (a ValueError) names what it cannot express
@@ -363,6 +376,7 @@ class GraphState:
                 self.program = False
                 return None
             self.program_index = {k.id: i for i, k in enumerate(kernels)}
+            self.program_index.update({k.id: None for k in nothing})
             # compiled within this invoke: it is a first invoke, carrying the compilation
             us = (time.perf_counter() - started) * 1e6
             if self.current is not None:
@@ -370,7 +384,8 @@ class GraphState:
                 self.current.prepare_us = (self.current.prepare_us or 0.0) + us
             else:
                 self.prepare_us = (self.prepare_us or 0.0) + us
-        return self.program, self.program_index[kernel.id]
+        index = self.program_index[kernel.id]
+        return None if index is None else (self.program, index)
 
     def start_run(self) -> Report:
         self.finish_run()
@@ -487,6 +502,27 @@ class PartitionKernel:
 
         external_inputs: list[int] = []
         for step in self.steps:
+            empty_shape = _empty_output_shape(step, tensor(step.x).shape)
+            step.empty = empty_shape is not None
+            if step.empty:
+                if step.handle is not None:
+                    self.state.backend.release(step.handle)
+                    step.handle, step.spec = None, None
+                shapes[step.y] = empty_shape
+                infos.pop(step.y, None)
+                if step.x not in {s.y for s in self.steps} and step.x not in external_inputs:
+                    external_inputs.append(step.x)
+                if step.y in self.outputs:
+                    dims = ffi.new("int[]", list(empty_shape))
+                    if self.lib.dtpu_resize_tensor(ctx, step.y, dims, len(empty_shape)) != 0:
+                        raise DelegateError(f"could not resize output tensor {step.y} to {empty_shape}")
+                step.output_shape = empty_shape
+                step.record = dict(node=step.node.index, op=step.node.op.lower(), name="",
+                                   mode="empty", precision="none",
+                                   input_shape=tuple(tensor(step.x).shape), output_shape=empty_shape)
+                log.info("node %d (%s): its input %s has no elements: nothing to compute",
+                         step.node.index, step.node.op, tuple(tensor(step.x).shape))
+                continue
             decision = self.state.placed(analyze(step.node, tensor, self.state.options,
                                                  self.state.runtime, self.state.enabled_precisions))
             if not decision.claimed:
@@ -542,7 +578,8 @@ class PartitionKernel:
         self.views: list = [None] * len(self.io)    # (data pointer, numpy view) per io slot
         # what each invoke looks up per node, resolved once
         self.plan = [(step, step.x, step.x in self.internal, step.spec.input_shape, step.y,
-                      step.y in self.internal, tuple(step.record.values())) for step in self.steps]
+                      step.y in self.internal, tuple(step.record.values()))
+                     for step in self.steps if not step.empty]
         self.prepared = True
         self.observed_internal = False
 
@@ -551,10 +588,12 @@ class PartitionKernel:
         earlier node or by external input k (NodeIn.src = -1 - k, k in :attr:`list_inputs`)."""
         from dtpu.hw.cmdlist import NodeIn
 
-        made = {s.y: i for i, s in enumerate(self.steps)}
+        steps = [s for s in self.steps if not s.empty]
+        self.list_steps = steps
+        made = {s.y: i for i, s in enumerate(steps)}
         self.list_inputs: list[int] = []
         nodes = []
-        for i, step in enumerate(self.steps):
+        for i, step in enumerate(steps):
             if step.x in made and made[step.x] < i:
                 src = made[step.x]
             else:
@@ -562,7 +601,7 @@ class PartitionKernel:
                     self.list_inputs.append(step.x)
                 src = -1 - self.list_inputs.index(step.x)
             nodes.append(NodeIn(step.spec, step.filters, step.bias, src=src))
-        self.list_outputs = {i: s.y for i, s in enumerate(self.steps) if s.y in self.outputs}
+        self.list_outputs = {i: s.y for i, s in enumerate(steps) if s.y in self.outputs}
         return nodes
 
     # -- kernel Invoke ---------------------------------------------------------------------------
@@ -578,6 +617,9 @@ class PartitionKernel:
         cached = self.views
         for i, slot in enumerate(self.io):
             ptr, nbytes = k.io_data[i], k.io_bytes[i]
+            if slot.nbytes == 0:   # an empty tensor (TFLite may give it no buffer at all)
+                views[slot.index] = np.empty(slot.shape, dtype=slot.dtype)
+                continue
             if ptr == ffi.NULL or nbytes < slot.nbytes:
                 raise DelegateError(f"tensor {slot.index} has no buffer of {slot.nbytes} bytes "
                                     f"(data={'NULL' if ptr == ffi.NULL else 'set'}, bytes={nbytes})")
@@ -614,9 +656,10 @@ class PartitionKernel:
             prog, index, [views[i] for i in self.list_inputs],
             {n: views[y] for n, y in self.list_outputs.items()}, probes)
         timing_total: dict[str, float] = {}
-        for i, (step, cnt) in enumerate(zip(self.steps, counters)):
+        steps = self.list_steps
+        for i, (step, cnt) in enumerate(zip(steps, counters)):
             timing = dict(_ZERO_TIMING)
-            if i == len(self.steps) - 1:
+            if i == len(steps) - 1:
                 for name, sec in probes.seconds.items():
                     timing[name] = timing.get(name, 0.0) + sec * 1e6
                     timing_total[name] = timing_total.get(name, 0.0) + sec * 1e6
@@ -702,6 +745,37 @@ class PartitionKernel:
                 step.handle = None
         self.steps = []
         self.internal = {}
+
+
+def _empty_output_shape(step: Step, x_shape: tuple) -> tuple | None:
+    """The output shape TFLite's CPU kernel gives a node whose input has no elements (None: the
+    input has elements). Convolutions: the spatial sizes of ComputeOutSize over the empty
+    extents (SAME: 0; VALID over 0 is negative, which the CPU refuses too); FULLY_CONNECTED: no
+    rows."""
+    if not x_shape or min(x_shape) > 0:
+        return None
+    from dtpu.spec import output_size
+
+    p, w = step.node.params, np.asarray(step.filters)
+    if step.node.builtin_code in (3, 4):   # CONV_2D, DEPTHWISE_CONV_2D
+        if len(x_shape) != 4 or w.ndim != 4:
+            raise DelegateError(f"node {step.node.index}: empty input {x_shape} of rank "
+                                f"{len(x_shape)}; expected NHWC")
+        from dtpu.spec import Padding
+
+        padding = Padding.SAME if int(p.get("padding", 1)) == 1 else Padding.VALID
+        (sh, sw), (dh, dw) = tuple(p["stride"]), tuple(p["dilation"])
+        oh = output_size(x_shape[1], w.shape[1], sh, dh, padding)
+        ow = output_size(x_shape[2], w.shape[2], sw, dw, padding)
+        oc = w.shape[0] if step.node.builtin_code == 3 else w.shape[3]
+        if oh < 0 or ow < 0:
+            raise DelegateError(f"node {step.node.index}: empty input {x_shape} gives output "
+                                f"{oh}x{ow} (VALID padding over nothing)")
+        return (x_shape[0], oh, ow, oc)
+    units = w.shape[0]
+    if p.get("keep_num_dims"):
+        return tuple(x_shape[:-1]) + (units,)
+    return (0, units)
 
 
 def settle_all() -> None:

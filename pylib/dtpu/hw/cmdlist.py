@@ -17,8 +17,10 @@ Three parts, each the reference for the hardware that follows it:
   arithmetic on the 1.2 core model (:mod:`dtpu.hw.fast`'s compiled jobs, the same datapath
   backend=model uses, so outputs are bit-identical), and times the list with the memory model
   of contract.json ``contract2.memory_model`` (:class:`Timeline`).
-* :class:`Device` / :class:`Driver` (emulated board side): the 2.0 registers over a DDR byte
-  array, and the O(1) invoke protocol whose host operations are counted, not asserted.
+* :class:`Device` (the 2.0 registers over a memory: a program's own DDR image, a
+  :class:`DdrPool` of the model's buffers, the emulated board's DDR) and :class:`Driver` (the
+  O(1) invoke protocol over one program, for tests and benchmarks; the delegate's driver is
+  :class:`dtpu.driver.lists.ListProgram`, the same protocol over any 2.0 transport).
 
 Not in this slice (the compiler refuses them with :class:`CmdlistError` naming the node): forced
 precisions other than the node's natural one (bf16 lanes, the wide RAW precisions).
@@ -1549,8 +1551,9 @@ class Driver:
 def partitions_of(path_or_model, cfg: HwConfig | None = None) -> list[list[NodeIn]]:
     """The partitions of a .tflite model as chains of the nodes this DTPU places: consecutive
     CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED operators of the natural precisions, each fed
-    by the one before, split at every other operator (a stand-in for the delegate's partitioning
-    until the command-list path is wired into it; the delegate also runs its support checks)."""
+    by the one before, split at every other operator: what benchmarks and tests compile without
+    a TFLite interpreter (the delegate builds its partitions from TFLite's own, with its support
+    checks: :meth:`dtpu.delegate.runtime.PartitionKernel.list_nodes`)."""
     from dtpu import tflite_model
     from dtpu.hw.lower import placement_error
     cfg = cfg or get_config()

@@ -283,12 +283,19 @@ wire signed [SW-1:0] c_s = sx_idx({{(IDX_W-DIM_W){1'b0}}, c_q});
 wire [KP_W-1:0] s_next = ph_last ? s_r + 1'b1 : s_r;
 wire [KP_W-1:0] ph_next = ph_last ? {KP_W{1'b0}} : ph_r + 1'b1;
 
-// the one element adder of the walk
+// the walk of a new stream starts (its setup is done, the stream before has ended)
+wire init_go = state_reg == S_SETUP && (st_reg == ST_WINIT || st_reg == ST_CINIT)
+        && !(run_reg && !(fire && m_last));
+
+// the one element adder of the walk (also loads the first element: the walk does not add then)
 reg signed [SW-1:0] add_a, add_b;
 always @* begin
     add_a = elem_r;
     add_b = {{(SW-1){1'b0}}, 1'b1};
-    if (win_q) begin
+    if (init_go) begin
+        add_a = st_reg == ST_WINIT ? acc_r : sx_idx({{(IDX_W-KP_W){1'b0}}, s0_r});
+        add_b = {SW{1'b0}};
+    end else if (win_q) begin
         if (!lane_last) begin
             if (c_last) begin
                 add_b = kx_last ? sty_q : {{(SW-STX_W){stx_q[STX_W-1]}}, stx_q};
@@ -304,8 +311,13 @@ always @* begin
             add_b = hwc_q;
         end
     end else if (lane_last) begin
-        add_a = pel_r;
-        add_b = c_s;
+        if (x_last && y_last) begin
+            add_a = sx_idx({{(IDX_W-KP_W){1'b0}}, s_next});
+            add_b = {SW{1'b0}};
+        end else begin
+            add_a = pel_r;
+            add_b = c_s;
+        end
     end
 end
 wire signed [SW-1:0] add_s = add_a + add_b;
@@ -431,8 +443,8 @@ always @(posedge clk) begin
                     x_r <= {DIM_W{1'b0}};
                     y_r <= {DIM_W{1'b0}};
                     z_r <= z_r + 1'b1;
-                    pel_r <= sx_idx({{(IDX_W-KP_W){1'b0}}, s_next});
-                    elem_r <= sx_idx({{(IDX_W-KP_W){1'b0}}, s_next});
+                    pel_r <= add_s;
+                    elem_r <= add_s;
                     r_r <= r_r + 1'b1; rc_r <= r_r + 1'b1;
                     s_r <= s_next; sc_r <= s_next;
                     ph_r <= ph_next; phc_r <= ph_next;
@@ -513,7 +525,7 @@ always @(posedge clk) begin
             ix_r <= npl;
             xt0_r <= tx00; yt0_r <= ty00;
             tx_r <= tx00; ty_r <= ty00;
-            org_r <= acc_r; row_r <= acc_r; img_r <= acc_r; elem_r <= acc_r;
+            org_r <= add_s; row_r <= add_s; img_r <= add_s; elem_r <= add_s;
             state_reg <= S_IDLE;
             if (n_r == 0 || oh_r == 0 || ow_r == 0 || c_r == 0 || kh_r == 0 || kw_r == 0
                     || kbeg_r >= kend_r) begin
@@ -547,8 +559,8 @@ always @(posedge clk) begin
             z_r <= {KP_W{1'b0}}; z_n_r <= nchunk_r;
             r_r <= {1'b0, k0_r}; rc_r <= {1'b0, k0_r};
             s_r <= s0_r; ph_r <= ph0_r; sc_r <= s0_r; phc_r <= ph0_r;
-            pel_r <= sx_idx({{(IDX_W-KP_W){1'b0}}, s0_r});
-            elem_r <= sx_idx({{(IDX_W-KP_W){1'b0}}, s0_r});
+            pel_r <= add_s;
+            elem_r <= add_s;
             state_reg <= S_IDLE;
             if (h_r == 0 || w_r == 0 || nchunk_r == 0 || rep_r == 0 || cpc_r == 0) begin
                 empty_reg <= 1'b1;

@@ -115,6 +115,9 @@ localparam DD_W = (DIM_W > KP_W) ? DIM_W : KP_W;  // divisor
 localparam DSH_W = DD_W + KP_W;               // shifted divisor
 localparam CNT_W = 6;                         // divider iterations (up to KP_W)
 localparam R_W = KP_W + 1;                    // CHANNELS: channel of the repeated image
+localparam KK_W = DIM_W + 2 * KER_W;          // KH*KW*C
+localparam XC_W = DIM_W + KER_W;              // SX*C, DX*C
+localparam STX_W = XC_W + 1;                  // signed DX*C - (C-1)
 
 initial begin
     if (IDX_W < CW || IDX_W < LN_W + 1 || IDX_W < 2 * DIM_W || KP_W < 2 * KER_W || KP_W > 32
@@ -148,7 +151,10 @@ reg [KER_W-1:0] kh_r, kw_r, sy_r, sx_r, dy_r, dx_r, pt_r, pl_r;
 reg [KP_W-1:0] rep_r, k0_r, k1_r, nchunk_r, cv_r;
 
 // setup results
-reg [IDX_W-1:0] khkw_r, kk_r, wc_r, hwc_r, sxc_r, dxc_r, sywc_r;
+reg [2*KER_W-1:0] khkw_r;
+reg [KK_W-1:0] kk_r;
+reg [XC_W-1:0] sxc_r, dxc_r;
+reg [IDX_W-1:0] wc_r, hwc_r, sywc_r;
 reg [LN_W-1:0] kbeg_r, kend_r;
 reg [CW-1:0] ty0_r, tx0_r;                    // ky0*DY, kx0*DX
 reg [KER_W-1:0] ky0_r, kx0_r;
@@ -172,7 +178,7 @@ always @* begin
     case (st_reg)
         ST_KBEG:  begin mul_a = {{(IDX_W-KP_W){1'b0}}, k0_r}; mul_b = {{(DIM_W-LANES_W){1'b0}}, lanes_r}; end
         ST_KHKW:  begin mul_a = {{(IDX_W-KER_W){1'b0}}, kh_r}; mul_b = {{(DIM_W-KER_W){1'b0}}, kw_r}; end
-        ST_KK:    begin mul_a = khkw_r; mul_b = c_r; end
+        ST_KK:    begin mul_a = {{(IDX_W-2*KER_W){1'b0}}, khkw_r}; mul_b = c_r; end
         ST_KEND:  begin mul_a = {{(IDX_W-KP_W){1'b0}}, k1_r}; mul_b = {{(DIM_W-LANES_W){1'b0}}, lanes_r}; end
         ST_WC:    begin mul_a = {{(IDX_W-DIM_W){1'b0}}, w_r}; mul_b = c_r; end
         ST_HWC:   begin mul_a = wc_r; mul_b = h_r; end
@@ -180,11 +186,11 @@ always @* begin
         ST_DXC:   begin mul_a = {{(IDX_W-DIM_W){1'b0}}, c_r}; mul_b = {{(DIM_W-KER_W){1'b0}}, dx_r}; end
         ST_SYWC:  begin mul_a = wc_r; mul_b = {{(DIM_W-KER_W){1'b0}}, sy_r}; end
         // STX = DX*C - (C-1)
-        ST_STX0:  begin mul_a = dxc_r; mul_b = {{(DIM_W-1){1'b0}}, 1'b1}; acc_en = 1'b1; acc_clr = 1'b1; end
+        ST_STX0:  begin mul_a = {{(IDX_W-XC_W){1'b0}}, dxc_r}; mul_b = {{(DIM_W-1){1'b0}}, 1'b1}; acc_en = 1'b1; acc_clr = 1'b1; end
         ST_STX1:  begin mul_a = {{(IDX_W-DIM_W){1'b0}}, c_r - 1'b1}; mul_b = {{(DIM_W-1){1'b0}}, 1'b1}; acc_en = 1'b1; acc_neg = 1'b1; end
         // STY = DY*W*C - (KW-1)*DX*C - (C-1)
         ST_STY0:  begin mul_a = wc_r; mul_b = {{(DIM_W-KER_W){1'b0}}, dy_r}; acc_en = 1'b1; acc_clr = 1'b1; end
-        ST_STY1:  begin mul_a = dxc_r; mul_b = {{(DIM_W-KER_W){1'b0}}, kw_r - 1'b1}; acc_en = 1'b1; acc_neg = 1'b1; end
+        ST_STY1:  begin mul_a = {{(IDX_W-XC_W){1'b0}}, dxc_r}; mul_b = {{(DIM_W-KER_W){1'b0}}, kw_r - 1'b1}; acc_en = 1'b1; acc_neg = 1'b1; end
         ST_STY2:  begin mul_a = {{(IDX_W-DIM_W){1'b0}}, c_r - 1'b1}; mul_b = {{(DIM_W-1){1'b0}}, 1'b1}; acc_en = 1'b1; acc_neg = 1'b1; end
         // image origin + offset of lane K0*L: -PT*W*C - PL*C + ky0*DY*W*C + kx0*DX*C + c0
         ST_IMG2:  begin mul_a = wc_r; mul_b = {{(DIM_W-KER_W){1'b0}}, pt_r}; acc_en = 1'b1; acc_clr = 1'b1; acc_neg = 1'b1; end
@@ -210,7 +216,7 @@ reg [KP_W-1:0] dv_q;
 reg [CNT_W-1:0] dv_cnt;
 wire dv_ge = {{(DSH_W-LN_W){1'b0}}, dv_rem} >= dv_dsh;
 wire [LN_W-1:0] dv_sub = dv_rem - dv_dsh[LN_W-1:0];
-wire kdone0 = {{(IDX_W-LN_W){1'b0}}, kbeg_r} >= kk_r;   // lane K0*L is past K
+wire kdone0 = {{(IDX_W-LN_W){1'b0}}, kbeg_r} >= {{(IDX_W-KK_W){1'b0}}, kk_r};   // lane K0*L is past K
 
 // run state
 reg [LN_W-1:0] lane_r, lane0_r, lane_n_r;     // WINDOWS: lane k; CHANNELS: j
@@ -225,14 +231,17 @@ reg signed [CW-1:0] ix_r;                     // ox*SX - PL: the window's column
 reg signed [CW-1:0] xt0_r, yt0_r;             // the pixel's first tap (ky0, kx0)
 reg signed [CW-1:0] ty_r, tx_r;               // the current tap
 reg signed [SW-1:0] org_r, row_r, img_r;      // element of the first tap: pixel, row, image
-reg signed [SW-1:0] stx_r, sty_r;             // setup results
+reg signed [STX_W-1:0] stx_r;                 // setup results
+reg signed [SW-1:0] sty_r;
 // the walk's copies of what it reads, loaded when it starts (the next setup runs meanwhile)
 reg win_q;
 reg [DIM_W-1:0] h_q, w_q, c_q, c0_q;
 reg [KER_W-1:0] kh_q, kw_q, sy_q, sx_q, dy_q, dx_q, ky0_q, kx0_q;
 reg [KP_W-1:0] rep_q, cv_q;
 reg kdone0_q;
-reg signed [SW-1:0] stx_q, sty_q, sxc_q, sywc_q, hwc_q;
+reg signed [STX_W-1:0] stx_q;
+reg [XC_W-1:0] sxc_q;
+reg signed [SW-1:0] sty_q, sywc_q, hwc_q;
 reg signed [CW-1:0] ty00_q, tx00_q, npl_q;
 // CHANNELS
 reg [R_W-1:0] r_r, rc_r;
@@ -274,19 +283,26 @@ wire signed [SW-1:0] c_s = sx_idx({{(IDX_W-DIM_W){1'b0}}, c_q});
 wire [KP_W-1:0] s_next = ph_last ? s_r + 1'b1 : s_r;
 wire [KP_W-1:0] ph_next = ph_last ? {KP_W{1'b0}} : ph_r + 1'b1;
 
-// the one element adder of the walk
+// the walk of a new stream starts (its setup is done, the stream before has ended)
+wire init_go = state_reg == S_SETUP && (st_reg == ST_WINIT || st_reg == ST_CINIT)
+        && !(run_reg && !(fire && m_last));
+
+// the one element adder of the walk (also loads the first element: the walk does not add then)
 reg signed [SW-1:0] add_a, add_b;
 always @* begin
     add_a = elem_r;
     add_b = {{(SW-1){1'b0}}, 1'b1};
-    if (win_q) begin
+    if (init_go) begin
+        add_a = st_reg == ST_WINIT ? acc_r : sx_idx({{(IDX_W-KP_W){1'b0}}, s0_r});
+        add_b = {SW{1'b0}};
+    end else if (win_q) begin
         if (!lane_last) begin
             if (c_last) begin
-                add_b = kx_last ? sty_q : stx_q;
+                add_b = kx_last ? sty_q : {{(SW-STX_W){stx_q[STX_W-1]}}, stx_q};
             end
         end else if (!x_last) begin
             add_a = org_r;
-            add_b = sxc_q;
+            add_b = sx_idx({{(IDX_W-XC_W){1'b0}}, sxc_q});
         end else if (!y_last) begin
             add_a = row_r;
             add_b = sywc_q;
@@ -295,8 +311,13 @@ always @* begin
             add_b = hwc_q;
         end
     end else if (lane_last) begin
-        add_a = pel_r;
-        add_b = c_s;
+        if (x_last && y_last) begin
+            add_a = sx_idx({{(IDX_W-KP_W){1'b0}}, s_next});
+            add_b = {SW{1'b0}};
+        end else begin
+            add_a = pel_r;
+            add_b = c_s;
+        end
     end
 end
 wire signed [SW-1:0] add_s = add_a + add_b;
@@ -422,8 +443,8 @@ always @(posedge clk) begin
                     x_r <= {DIM_W{1'b0}};
                     y_r <= {DIM_W{1'b0}};
                     z_r <= z_r + 1'b1;
-                    pel_r <= sx_idx({{(IDX_W-KP_W){1'b0}}, s_next});
-                    elem_r <= sx_idx({{(IDX_W-KP_W){1'b0}}, s_next});
+                    pel_r <= add_s;
+                    elem_r <= add_s;
                     r_r <= r_r + 1'b1; rc_r <= r_r + 1'b1;
                     s_r <= s_next; sc_r <= s_next;
                     ph_r <= ph_next; phc_r <= ph_next;
@@ -462,21 +483,21 @@ always @(posedge clk) begin
         case (st_reg)
         ST_KBEG:  kbeg_r <= mul_p[LN_W-1:0];
         ST_KHKW: begin
-            khkw_r <= mul_p;
+            khkw_r <= mul_p[2*KER_W-1:0];
             dv_ph <= 2'd1;
             dv_rem <= kbeg_r;
             dv_dsh <= {{(DSH_W-DIM_W){1'b0}}, c_r} << (2 * KER_W - 1);
             dv_q <= {KP_W{1'b0}};
             dv_cnt <= QB_TAP;
         end
-        ST_KK:    kk_r <= mul_p;
+        ST_KK:    kk_r <= mul_p[KK_W-1:0];
         ST_KEND:  kend_r <= mul_p[LN_W-1:0];
         ST_WC:    wc_r <= mul_p;
         ST_HWC:   hwc_r <= mul_p;
-        ST_SXC:   sxc_r <= mul_p;
-        ST_DXC:   dxc_r <= mul_p;
+        ST_SXC:   sxc_r <= mul_p[XC_W-1:0];
+        ST_DXC:   dxc_r <= mul_p[XC_W-1:0];
         ST_SYWC:  sywc_r <= mul_p;
-        ST_STY0:  stx_r <= acc_r;
+        ST_STY0:  stx_r <= acc_r[STX_W-1:0];
         ST_IMG2:  sty_r <= acc_r;
         ST_TY0: begin
             if (dv_ph != 2'd0) begin
@@ -494,7 +515,7 @@ always @(posedge clk) begin
             kh_q <= kh_r; kw_q <= kw_r; sy_q <= sy_r; sx_q <= sx_r; dy_q <= dy_r; dx_q <= dx_r;
             ky0_q <= ky0_r; kx0_q <= kx0_r; kdone0_q <= kdone0_r;
             stx_q <= stx_r; sty_q <= sty_r;
-            sxc_q <= sx_idx(sxc_r); sywc_q <= sx_idx(sywc_r); hwc_q <= sx_idx(hwc_r);
+            sxc_q <= sxc_r; sywc_q <= sx_idx(sywc_r); hwc_q <= sx_idx(hwc_r);
             ty00_q <= ty00; tx00_q <= tx00; npl_q <= npl;
             lane_r <= kbeg_r; lane0_r <= kbeg_r; lane_n_r <= kend_r;
             x_r <= {DIM_W{1'b0}}; x_n_r <= ow_r;
@@ -504,7 +525,7 @@ always @(posedge clk) begin
             ix_r <= npl;
             xt0_r <= tx00; yt0_r <= ty00;
             tx_r <= tx00; ty_r <= ty00;
-            org_r <= acc_r; row_r <= acc_r; img_r <= acc_r; elem_r <= acc_r;
+            org_r <= add_s; row_r <= add_s; img_r <= add_s; elem_r <= add_s;
             state_reg <= S_IDLE;
             if (n_r == 0 || oh_r == 0 || ow_r == 0 || c_r == 0 || kh_r == 0 || kw_r == 0
                     || kbeg_r >= kend_r) begin
@@ -538,8 +559,8 @@ always @(posedge clk) begin
             z_r <= {KP_W{1'b0}}; z_n_r <= nchunk_r;
             r_r <= {1'b0, k0_r}; rc_r <= {1'b0, k0_r};
             s_r <= s0_r; ph_r <= ph0_r; sc_r <= s0_r; phc_r <= ph0_r;
-            pel_r <= sx_idx({{(IDX_W-KP_W){1'b0}}, s0_r});
-            elem_r <= sx_idx({{(IDX_W-KP_W){1'b0}}, s0_r});
+            pel_r <= add_s;
+            elem_r <= add_s;
             state_reg <= S_IDLE;
             if (h_r == 0 || w_r == 0 || nchunk_r == 0 || rep_r == 0 || cpc_r == 0) begin
                 empty_reg <= 1'b1;

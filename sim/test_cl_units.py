@@ -8,10 +8,13 @@ import pytest
 from dtpu_sim import RTL_DIR, build, lint, run_tests
 from dtpu_sim.build import TB_DIR
 
+# the masters' burst splitter (dtpu_axi_burst.v) comes with each of them
+BURST = RTL_DIR / "dtpu_axi_burst.v"
+
 
 def _run(top, tb, params=None, env=None, name=None):
     params = params or {}
-    d = build(top, params, [RTL_DIR / f"{top}.v"], name=name or top)
+    d = build(top, params, [RTL_DIR / f"{top}.v", BURST], name=name or top)
     run_tests(top, tb, d, parameters=params, extra_env=env or {})
 
 
@@ -24,7 +27,7 @@ def _run(top, tb, params=None, env=None, name=None):
 ], ids=lambda v: v if isinstance(v, str) else "_".join(f"{k}{x}" for k, x in v.items()))
 def test_lint_other_builds(top, params):
     """verilator -Wall on the builds the sweeps and the HP port use (test_lint.py: defaults)."""
-    r = lint(top, [RTL_DIR / f"{top}.v"], params)
+    r = lint(top, [RTL_DIR / f"{top}.v", BURST], params)
     out = (r.stdout + r.stderr).strip()
     assert r.returncode == 0 and "%Warning" not in out and "%Error" not in out, out
 
@@ -57,7 +60,8 @@ def test_axi_wr_sweep(seed, params):
 
 def _fetch(params=None, env=None):
     params = params or {}
-    srcs = [RTL_DIR / "dtpu_cl_fetch.v", RTL_DIR / "dtpu_axi_rd.v", TB_DIR / "tb_cl_fetch_top.v"]
+    srcs = [RTL_DIR / "dtpu_cl_fetch.v", RTL_DIR / "dtpu_axi_rd.v", BURST,
+            TB_DIR / "tb_cl_fetch_top.v"]
     d = build("tb_cl_fetch_top", params, srcs, name="cl_fetch")
     run_tests("tb_cl_fetch_top", "tb_cl_fetch", d, parameters=params, extra_env=env or {})
 

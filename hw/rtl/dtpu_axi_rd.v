@@ -16,7 +16,8 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * Requests (address, 64-bit word count) come on a ready/valid interface; the words come out on
  * a ready/valid stream in request order, m_last on the last word of each request. A request is
  * split into bursts of at most MAX_BURST beats that never cross a 4 KiB boundary (MAX_BURST 16
- * keeps ARLEN within AXI3's 4 bits for the Zynq HP ports); up to MAX_OUTSTANDING bursts are in
+ * keeps ARLEN within AXI3's 4 bits for the Zynq HP ports; the splitting and the burst count are
+ * dtpu_axi_burst, shared with dtpu_axi_wr); up to MAX_OUTSTANDING bursts are in
  * flight (ARVALID counted from the cycle it rises). The low 3 address bits are ignored (the
  * contract's addresses are 8-byte aligned). A request of 0 words is accepted and produces
  * nothing.
@@ -102,9 +103,7 @@ module dtpu_axi_rd #
 localparam BW = $clog2(MAX_BURST + 1);          // beats of one burst
 localparam PW = $clog2(MAX_OUTSTANDING);        // burst FIFO pointer
 localparam DEPTH = 1 << PW;
-localparam OW = $clog2(MAX_OUTSTANDING + 1);    // bursts reserved
-localparam [CNT_W-1:0] MAXB = MAX_BURST[CNT_W-1:0];
-localparam [OW-1:0] MAXO = MAX_OUTSTANDING[OW-1:0];
+localparam OW = $clog2(MAX_OUTSTANDING + 1);    // FIFO entries
 
 initial begin
     if (MAX_BURST < 1 || MAX_BURST > 128 || MAX_OUTSTANDING < 2 || CNT_W < 10 || ADDR_W < 12) begin
@@ -113,17 +112,17 @@ initial begin
     end
 end
 
-/* ---- burst generator: the request being split ---- */
-reg               gen_busy;
-reg  [ADDR_W-1:0] gen_addr;
-reg  [CNT_W-1:0]  gen_left;
+/* ---- burst generator: the request being split, the bursts reserved ---- */
 reg               dead;
-
-// beats to the 4 KiB boundary: 1..512
-wire [9:0]        bnd = 10'd512 - {1'b0, gen_addr[11:3]};
-wire [CNT_W-1:0]  lim = ({{(CNT_W-10){1'b0}}, bnd} < MAXB) ? {{(CNT_W-10){1'b0}}, bnd} : MAXB;
-wire [CNT_W-1:0]  beats = (gen_left < lim) ? gen_left : lim;
-wire              gen_lastb = (gen_left == beats);
+wire              gen_idle;         // no request being split
+wire              gen_valid;        // a burst to issue, a reservation free
+wire              gen_ready;
+wire [ADDR_W-1:0] gen_addr;
+wire [BW-1:0]     beats;
+wire              gen_lastb;
+/* verilator lint_off UNUSEDSIGNAL */
+wire              gen_none;
+/* verilator lint_on UNUSEDSIGNAL */
 
 /* ---- AR register ---- */
 reg               arvalid_reg;
@@ -136,7 +135,6 @@ reg  [BW-1:0]     f_beats [0:DEPTH-1];
 reg               f_lastb [0:DEPTH-1];
 reg  [PW-1:0]     f_wr, f_rd;
 reg  [OW-1:0]     f_cnt;            // entries in the FIFO
-reg  [OW-1:0]     resv;             // bursts reserved: FIFO entries + the pending AR
 reg  [BW-1:0]     rb;               // beats done of the head burst
 
 wire              ar_hs = arvalid_reg && m_axi_arready;
@@ -152,21 +150,41 @@ reg  [TIMEOUT_W-1:0] tcnt;
 wire              waiting = !dead && ((arvalid_reg && !m_axi_arready) || (!f_empty && !m_axi_rvalid));
 wire              fire = waiting && !ar_hs && !(m_axi_rvalid && m_axi_rready) && (timeout != {TIMEOUT_W{1'b0}}) && (tcnt >= timeout - 1'b1);
 
-wire              credit = (resv < MAXO);
-wire              issue = gen_busy && !arvalid_reg && credit && !dead && !fire;  // a real AR
-wire              vpush = gen_busy && credit && dead;                             // a dead burst
+// the generator reserves a burst per AR (and per dead burst); a FIFO pop frees it
+assign gen_ready = dead || (!arvalid_reg && !fire);
+wire              issue = gen_valid && !arvalid_reg && !dead && !fire;   // a real AR
+wire              vpush = gen_valid && dead;                             // a dead burst
 wire              pushp = fire && arvalid_reg;    // the pending AR's burst, owed when turning dead
 wire              push = (ar_hs && !dead && !fire) || vpush || pushp;
-wire [BW-1:0]     push_beats = vpush ? beats[BW-1:0] : arbeats_reg;
+wire [BW-1:0]     push_beats = vpush ? beats : arbeats_reg;
 wire              push_lastb = vpush ? gen_lastb : arlastb_reg;
 
-assign req_ready = !gen_busy && !dead && !err_timeout;
+assign req_ready = gen_idle && !dead && !err_timeout;
+
+dtpu_axi_burst #(
+    .ADDR_W(ADDR_W),
+    .CNT_W(CNT_W),
+    .MAX_BURST(MAX_BURST),
+    .MAX_OUTSTANDING(MAX_OUTSTANDING)
+) burst_inst (
+    .clk(clk),
+    .rst_n(rst_n),
+    .req_valid(req_valid && !dead && !err_timeout),
+    .req_ready(gen_idle),
+    .req_addr(req_addr),
+    .req_words(req_words),
+    .cmd_valid(gen_valid),
+    .cmd_ready(gen_ready),
+    .cmd_addr(gen_addr),
+    .cmd_beats(beats),
+    .cmd_last(gen_lastb),
+    .done(pop),
+    .flush(1'b0),
+    .none(gen_none)
+);
 
 always @(posedge clk) begin
     if (!rst_n) begin
-        gen_busy    <= 1'b0;
-        gen_addr    <= {ADDR_W{1'b0}};
-        gen_left    <= {CNT_W{1'b0}};
         arvalid_reg <= 1'b0;
         araddr_reg  <= {ADDR_W{1'b0}};
         arbeats_reg <= {BW{1'b0}};
@@ -174,7 +192,6 @@ always @(posedge clk) begin
         f_wr        <= {PW{1'b0}};
         f_rd        <= {PW{1'b0}};
         f_cnt       <= {OW{1'b0}};
-        resv        <= {OW{1'b0}};
         rb          <= {BW{1'b0}};
         dead        <= 1'b0;
         tcnt        <= {TIMEOUT_W{1'b0}};
@@ -182,20 +199,10 @@ always @(posedge clk) begin
         err_decerr  <= 1'b0;
         err_timeout <= 1'b0;
     end else begin
-        if (req_valid && req_ready) begin
-            gen_busy <= (req_words != {CNT_W{1'b0}});
-            gen_addr <= {req_addr[ADDR_W-1:3], 3'b000};
-            gen_left <= req_words;
-        end
-        if (issue || vpush) begin
-            gen_addr <= gen_addr + {{(ADDR_W-BW-3){1'b0}}, beats[BW-1:0], 3'b000};
-            gen_left <= gen_left - beats;
-            gen_busy <= !gen_lastb;
-        end
         if (issue) begin
             arvalid_reg <= 1'b1;
             araddr_reg  <= gen_addr;
-            arbeats_reg <= beats[BW-1:0];
+            arbeats_reg <= beats;
             arlastb_reg <= gen_lastb;
         end else if (ar_hs) begin
             arvalid_reg <= 1'b0;
@@ -209,7 +216,6 @@ always @(posedge clk) begin
             f_rd <= f_rd + 1'b1;
         end
         f_cnt <= f_cnt + {{(OW-1){1'b0}}, push} - {{(OW-1){1'b0}}, pop};
-        resv <= resv + {{(OW-1){1'b0}}, issue || vpush} - {{(OW-1){1'b0}}, pop};
         if (beat) begin
             rb <= h_end ? {BW{1'b0}} : rb + 1'b1;
         end
@@ -241,7 +247,7 @@ always @(posedge clk) begin
     end
 end
 
-assign idle = !gen_busy && !arvalid_reg && f_empty;
+assign idle = gen_idle && !arvalid_reg && f_empty;
 
 assign m_valid   = dead ? !f_empty : m_axi_rvalid;
 assign m_data    = dead ? 64'd0 : m_axi_rdata;

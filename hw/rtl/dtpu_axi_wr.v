@@ -16,7 +16,8 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  *
  * Requests (address, 64-bit word count) come on a ready/valid interface, the words on a
  * ready/valid stream (s_*) in request order. A request is split into bursts of at most
- * MAX_BURST beats that never cross a 4 KiB boundary; each burst's address goes out before its
+ * MAX_BURST beats that never cross a 4 KiB boundary (dtpu_axi_burst, shared with dtpu_axi_rd,
+ * splits them and counts the outstanding ones); each burst's address goes out before its
  * data (WLAST on its last beat); up to MAX_OUTSTANDING bursts are between AWVALID and their
  * write response. `idle` is high when every accepted word has been written and every response
  * received. The low 3 address bits are ignored; a request of 0 words does nothing.
@@ -97,8 +98,6 @@ localparam BW = $clog2(MAX_BURST + 1);
 localparam PW = $clog2(MAX_OUTSTANDING);
 localparam DEPTH = 1 << PW;
 localparam OW = $clog2(MAX_OUTSTANDING + 1);
-localparam [CNT_W-1:0] MAXB = MAX_BURST[CNT_W-1:0];
-localparam [OW-1:0] MAXO = MAX_OUTSTANDING[OW-1:0];
 
 initial begin
     if (MAX_BURST < 1 || MAX_BURST > 128 || MAX_OUTSTANDING < 2 || CNT_W < 10 || ADDR_W < 12) begin
@@ -107,15 +106,16 @@ initial begin
     end
 end
 
-/* ---- burst generator ---- */
-reg               gen_busy;
-reg  [ADDR_W-1:0] gen_addr;
-reg  [CNT_W-1:0]  gen_left;
+/* ---- burst generator (and the bursts from AWVALID to BRESP) ---- */
 reg               dead;
-
-wire [9:0]        bnd = 10'd512 - {1'b0, gen_addr[11:3]};
-wire [CNT_W-1:0]  lim = ({{(CNT_W-10){1'b0}}, bnd} < MAXB) ? {{(CNT_W-10){1'b0}}, bnd} : MAXB;
-wire [CNT_W-1:0]  beats = (gen_left < lim) ? gen_left : lim;
+wire              gen_idle;         // no request being split
+wire              gen_valid;        // a burst to issue, a reservation free
+wire [ADDR_W-1:0] gen_addr;
+wire [BW-1:0]     beats;
+/* verilator lint_off UNUSEDSIGNAL */
+wire              gen_lastb;
+/* verilator lint_on UNUSEDSIGNAL */
+wire              gen_none;         // no burst between AWVALID and BRESP
 
 reg               awvalid_reg;
 reg  [ADDR_W-1:0] awaddr_reg;
@@ -125,7 +125,6 @@ reg  [BW-1:0]     awbeats_reg;
 reg  [BW-1:0]     f_beats [0:DEPTH-1];
 reg  [PW-1:0]     f_wr, f_rd;
 reg  [OW-1:0]     f_cnt;
-reg  [OW-1:0]     resv;             // bursts from AWVALID to BRESP
 reg  [OW-1:0]     bwait;            // bursts fully written, response pending
 reg  [BW-1:0]     wb;               // beats written of the head burst
 reg  [CNT_W:0]    owed;             // words accepted in requests and not yet taken from s_*
@@ -146,24 +145,44 @@ wire              progress = aw_hs || w_hs || b_hs;
 wire              fire = waiting && !progress && (timeout != {TIMEOUT_W{1'b0}})
                          && (tcnt >= timeout - 1'b1);
 
-wire              credit = (resv < MAXO);
-wire              issue = gen_busy && !awvalid_reg && credit && !dead && !fire;
+wire              gen_ready = !awvalid_reg && !dead && !fire;
+wire              issue = gen_valid && gen_ready;
 wire              s_rdy = dead ? (owed != {(CNT_W+1){1'b0}}) : (!f_empty && m_axi_wready);
+// turning dead drops the rest of the request; `clear` on a dead idle unit starts from nothing
+wire              restart = clear && dead && idle;
 
-assign req_ready = !gen_busy && !dead && !err_timeout;
+assign req_ready = gen_idle && !dead && !err_timeout;
+
+dtpu_axi_burst #(
+    .ADDR_W(ADDR_W),
+    .CNT_W(CNT_W),
+    .MAX_BURST(MAX_BURST),
+    .MAX_OUTSTANDING(MAX_OUTSTANDING)
+) burst_inst (
+    .clk(clk),
+    .rst_n(rst_n),
+    .req_valid(req_valid && !dead && !err_timeout),
+    .req_ready(gen_idle),
+    .req_addr(req_addr),
+    .req_words(req_words),
+    .cmd_valid(gen_valid),
+    .cmd_ready(gen_ready),
+    .cmd_addr(gen_addr),
+    .cmd_beats(beats),
+    .cmd_last(gen_lastb),
+    .done(b_hs && !gen_none),
+    .flush(fire || restart),
+    .none(gen_none)
+);
 
 always @(posedge clk) begin
     if (!rst_n) begin
-        gen_busy    <= 1'b0;
-        gen_addr    <= {ADDR_W{1'b0}};
-        gen_left    <= {CNT_W{1'b0}};
         awvalid_reg <= 1'b0;
         awaddr_reg  <= {ADDR_W{1'b0}};
         awbeats_reg <= {BW{1'b0}};
         f_wr        <= {PW{1'b0}};
         f_rd        <= {PW{1'b0}};
         f_cnt       <= {OW{1'b0}};
-        resv        <= {OW{1'b0}};
         bwait       <= {OW{1'b0}};
         wb          <= {BW{1'b0}};
         owed        <= {(CNT_W+1){1'b0}};
@@ -173,20 +192,12 @@ always @(posedge clk) begin
         err_decerr  <= 1'b0;
         err_timeout <= 1'b0;
     end else begin
-        if (req_valid && req_ready) begin
-            gen_busy <= (req_words != {CNT_W{1'b0}});
-            gen_addr <= {req_addr[ADDR_W-1:3], 3'b000};
-            gen_left <= req_words;
-        end
         owed <= owed + ((req_valid && req_ready) ? {1'b0, req_words} : {(CNT_W+1){1'b0}})
                      - {{CNT_W{1'b0}}, s_valid && s_rdy};
         if (issue) begin
-            gen_addr    <= gen_addr + {{(ADDR_W-BW-3){1'b0}}, beats[BW-1:0], 3'b000};
-            gen_left    <= gen_left - beats;
-            gen_busy    <= (gen_left != beats);
             awvalid_reg <= 1'b1;
             awaddr_reg  <= gen_addr;
-            awbeats_reg <= beats[BW-1:0];
+            awbeats_reg <= beats;
         end else if (aw_hs) begin
             awvalid_reg <= 1'b0;
         end
@@ -201,7 +212,6 @@ always @(posedge clk) begin
         if (w_hs) begin
             wb <= h_end ? {BW{1'b0}} : wb + 1'b1;
         end
-        resv <= resv + {{(OW-1){1'b0}}, issue} - {{(OW-1){1'b0}}, b_hs && resv != {OW{1'b0}}};
         bwait <= bwait + {{(OW-1){1'b0}}, w_done}
                        - {{(OW-1){1'b0}}, b_hs && bwait != {OW{1'b0}}};
         if (!waiting || progress) begin
@@ -211,7 +221,6 @@ always @(posedge clk) begin
         end
         if (fire) begin
             dead <= 1'b1;
-            gen_busy <= 1'b0;
             err_timeout <= 1'b1;
         end
         if (b_hs && !dead && m_axi_bresp == 2'b10) begin
@@ -223,14 +232,13 @@ always @(posedge clk) begin
         if (clear) begin
             err_slverr <= 1'b0;
             err_decerr <= 1'b0;
-            if (dead && idle) begin
+            if (restart) begin
                 // the bus is reset by the system after a timeout: start from nothing
                 err_timeout <= 1'b0;
                 dead        <= 1'b0;
                 awvalid_reg <= 1'b0;
                 f_rd        <= f_wr;
                 f_cnt       <= {OW{1'b0}};
-                resv        <= {OW{1'b0}};
                 bwait       <= {OW{1'b0}};
                 wb          <= {BW{1'b0}};
             end
@@ -239,7 +247,7 @@ always @(posedge clk) begin
 end
 
 assign idle = dead ? (owed == {(CNT_W+1){1'b0}})
-                   : (!gen_busy && !awvalid_reg && resv == {OW{1'b0}} && owed == {(CNT_W+1){1'b0}});
+                   : (gen_idle && !awvalid_reg && gen_none && owed == {(CNT_W+1){1'b0}});
 
 assign s_ready = s_rdy;
 

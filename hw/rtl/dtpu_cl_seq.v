@@ -11,7 +11,7 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
 `default_nettype none
 
 /*
- * Command-list sequencer of contract 2.0 (docs/contract2.md), first slice: END, LOAD, REGS.
+ * Command-list sequencer of contract 2.0 (docs/contract2.md): END, LOAD, REGS, RUN, POST.
  *
  * On `start` it starts the descriptor fetcher (dtpu_cl_fetch) and executes the descriptors it
  * hands over (d_*), one at a time, in list order, as dtpu.hw.cmdlist.Executor.run does:
@@ -31,7 +31,24 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  *         COUNT 0 loads nothing.
  *   REGS  writes each (OFFSET, VALUE) into the 1.2 register file; an offset outside the job
  *         registers (JOB .. PF_COUNT of dtpu_regs.vh, word aligned) fails with BAD_FIELD.
- *   RUN, POST  not implemented in this slice: BAD_FIELD at the descriptor.
+ *   RUN   (9 words) hands ACT0..ACT4 / RES0..RES2 to the units on x_words; waits until the
+ *         core, the load / post units are idle and the store unit has every earlier write
+ *         answered (stricter than the model, which waits only for results overlapping what
+ *         the RUN reads); the units' field checks and PF_COUNT != 0 give BAD_FIELD; then
+ *         CTRL.START and, in the same cycle the write lands, la_start / st_start. The core
+ *         takes the load unit's words on s_axis_act and gives its results to the store unit.
+ *         At the core's DONE: TLAST_EARLY / TLAST_MISSING (the ACT fields give another word
+ *         count than the job's registers) -> BAD_FIELD, another fatal ERR -> JOB, either way
+ *         the load unit's remaining words dropped (la_drain), CTRL.SOFT_RESET, the store unit
+ *         flushed; a fault on an activation read likewise with its bus bit. Warnings (ERR bits
+ *         >= 16) are cleared (w1c), as the model clears ERR after every RUN. The next
+ *         descriptor starts while the store unit still writes.
+ *   POST  (4 words) waits as a RUN does, po_bad -> BAD_FIELD, then po_start / st_start (the
+ *         post unit's words go to the store unit, x_post); a fault or the unit's JOB error
+ *         ends the list as for a RUN. RUN and POST both count for LOAD's AFTER.
+ *   A store unit fault (BRESP, or an ACC read) is reported at the next descriptor boundary or
+ *   at END with the PC / TAG of the last RUN / POST (the model reports it on that RUN too,
+ *   but runs no descriptor after it).
  *
  * Register writes wait until the core is idle (no BUSY_WRITE). A fetcher error (err != 0,
  * nothing more handed over) is reported once every earlier descriptor has run, with the
@@ -108,7 +125,36 @@ module dtpu_cl_seq #
     output wire [63:0]                wgt_tdata,
     output wire                       wgt_tvalid,
     input  wire                       wgt_tready,
-    output wire                       wgt_tlast
+    output wire                       wgt_tlast,
+
+    /* RUN / POST: the descriptor's words for the units (ACT0..ACT4, RES0..RES2 of a RUN;
+       POST1..POST3 of a POST in words 0..2) */
+    output reg  [8*64-1:0]            x_words,
+    output reg                        x_first,        // the RUN's HEADER.FLAGS.FIRST
+    output reg                        x_post,         // x_words hold a POST
+    input  wire [31:0]                jr_pf_count,    // PF_COUNT: a RUN needs 0
+
+    /* load unit (activation stream of a RUN) */
+    output reg                        la_start,
+    output wire                       la_drain,       // take and drop the unit's words
+    input  wire                       la_busy,
+    input  wire                       la_bad,         // the ACT fields, combinational
+    input  wire [2:0]                 la_fault,       // {TIMEOUT, DECERR, SLVERR} of its reads
+
+    /* store unit (a RUN's or a POST's result words into DDR) */
+    output reg                        st_start,
+    output reg                        st_flush,       // no more words will come: stop waiting
+    input  wire                       st_idle,        // every write answered
+    input  wire                       st_bad,         // the RES fields, combinational
+    input  wire [2:0]                 st_fault,
+
+    /* post unit */
+    output reg                        po_start,
+    output wire                       po_drain,
+    input  wire                       po_busy,
+    input  wire                       po_bad,
+    input  wire                       po_job_err,
+    input  wire [2:0]                 po_fault
 );
 
 /* verilator lint_off UNUSEDPARAM */
@@ -131,7 +177,18 @@ localparam [4:0] S_IDLE    = 5'd0,
                  S_REG     = 5'd12,
                  S_ABORT   = 5'd13,
                  S_ABORTW  = 5'd14,
-                 S_FINISH  = 5'd15;
+                 S_FINISH  = 5'd15,
+                 S_XWORDS  = 5'd16,
+                 S_RWAIT   = 5'd17,
+                 S_RSTART  = 5'd18,
+                 S_RRUN    = 5'd19,
+                 S_RCLR    = 5'd20,
+                 S_RDRAIN  = 5'd21,
+                 S_RSOFT   = 5'd22,
+                 S_PWAIT   = 5'd23,
+                 S_PRUN    = 5'd24,
+                 S_PDRAIN  = 5'd25,
+                 S_PGO     = 5'd26;
 
 localparam [34:0]  WLIMIT = 35'd1 << LOG_WEIGHT_WORDS;       // weight words
 localparam [34:0]  PLIMIT = 35'd2 << LOG_PARAM_ENTRIES;      // parameter words (2 per entry)
@@ -165,7 +222,31 @@ reg         got_last;           // the LOAD's last word went to the core
 reg         c_done;             // the core's DONE of the LOAD job
 reg         c_fail;             // ... with a fatal ERR bit
 reg         f_slv, f_dec;       // faults seen on the LOAD's words (else: timeout)
-reg  [31:0] runs;               // RUN / POST descriptors done (none in this slice)
+reg  [31:0] runs;               // RUN / POST descriptors done (LOAD AFTER counts them)
+reg  [2:0]  xi;                 // word index within a RUN / POST descriptor
+reg  [31:0] jerr;               // the RUN job's ERR bits
+reg  [31:0] x_err;              // the CL_ERR bit a drained RUN / POST ends with
+reg         st_fail;            // a store fault already reported
+reg  [31:0] r_pc, r_tag;        // the last RUN / POST (a store fault is reported on it)
+
+/* a unit's fault kinds to the model's bit for the whole read: DECERR, SLVERR, TIMEOUT (f[2],
+   the only bit left when neither of the others is set) */
+/* verilator lint_off UNUSEDSIGNAL */
+function [31:0] fault_bit(input [2:0] f);
+    begin
+        if (f[1]) begin
+            fault_bit = 32'd1 << DTPU_CL_ERR_DECERR;
+        end else if (f[0]) begin
+            fault_bit = 32'd1 << DTPU_CL_ERR_SLVERR;
+        end else begin
+            fault_bit = 32'd1 << DTPU_CL_ERR_TIMEOUT;
+        end
+    end
+endfunction
+/* verilator lint_on UNUSEDSIGNAL */
+
+localparam [31:0] TLAST_BITS = (32'd1 << DTPU_ERR_TLAST_EARLY) | (32'd1 << DTPU_ERR_TLAST_MISSING);
+localparam [AXIL_ADDR_WIDTH-1:0] A_ERR = DTPU_REG_ERR[AXIL_ADDR_WIDTH-1:0];
 
 /* header fields */
 wire [7:0]  h_op  = d_data[DTPU_CL_HEADER_OP_LSB +: DTPU_CL_HEADER_OP_WIDTH];
@@ -229,7 +310,19 @@ always @* begin
                 default: begin wa = A_JOB; wd = sv_job; end
             endcase
         end
-        S_LSOFT: begin
+        S_RSTART: begin
+            wa = A_CTRL;
+            wd = 32'd0;
+            wd[DTPU_CTRL_START_LSB] = 1'b1;
+            wd[DTPU_CTRL_IRQ_EN_LSB] = irq_en;
+            wv = !core_busy;
+        end
+        S_RCLR: begin              // the job's warnings, w1c (the model clears ERR per RUN)
+            wa = A_ERR;
+            wd = jerr;
+            wv = 1'b1;
+        end
+        S_LSOFT, S_RSOFT: begin
             wa = A_CTRL;
             wd = 32'd0;
             wd[DTPU_CTRL_SOFT_RESET_LSB] = 1'b1;
@@ -245,7 +338,12 @@ assign rw_data  = wd;
 wire   rw_hs    = wv && rw_ready;
 
 assign d_ready = (state == S_HEAD) || (state == S_LOAD1) || (state == S_LOAD2)
-              || ((state == S_REG) && rw_hs);
+              || (state == S_XWORDS) || ((state == S_REG) && rw_hs);
+assign la_drain = (state == S_RDRAIN);
+assign po_drain = (state == S_PDRAIN);
+
+wire units_idle = !la_busy && !po_busy && st_idle;
+wire [31:0] jerr_now = jerr | core_err;
 
 assign ld_req_addr  = l_src[ADDR_W-1:0];
 assign ld_req_words = l_count;
@@ -257,9 +355,13 @@ assign wgt_tlast    = ld_last;
 assign busy = (state != S_IDLE);
 
 always @(posedge clk) begin
-    done    <= 1'b0;
-    f_start <= 1'b0;
-    f_abort <= 1'b0;
+    done     <= 1'b0;
+    f_start  <= 1'b0;
+    f_abort  <= 1'b0;
+    la_start <= 1'b0;
+    st_start <= 1'b0;
+    st_flush <= 1'b0;
+    po_start <= 1'b0;
     if (ld_req_valid && ld_req_ready) begin
         ld_req_valid <= 1'b0;
     end
@@ -279,6 +381,7 @@ always @(posedge clk) begin
             tag     <= 32'd0;
             descs   <= 32'd0;
             runs    <= 32'd0;
+            st_fail <= 1'b0;
             state   <= S_START;
         end
     end
@@ -286,7 +389,14 @@ always @(posedge clk) begin
         state <= S_HEAD;
     end
     S_HEAD: begin
-        if (d_valid) begin
+        if (st_fault != 3'd0 && !st_fail) begin
+            // a store unit write of an earlier RUN / POST failed: the list ends there
+            st_fail <= 1'b1;
+            err     <= fault_bit(st_fault);
+            pc      <= r_pc;
+            tag     <= r_tag;
+            state   <= S_ABORT;
+        end else if (d_valid) begin
             pc    <= d_pc;
             tag   <= h_tag;
             descs <= descs + 32'd1;
@@ -294,8 +404,14 @@ always @(posedge clk) begin
                 DTPU_CL_OP_END:  state <= S_FINISH;
                 DTPU_CL_OP_LOAD: state <= S_LOAD1;
                 DTPU_CL_OP_REGS: state <= S_REG;
-                default: begin     // RUN, POST: not implemented in this slice
-                    err   <= err_bit(DTPU_CL_ERR_BAD_FIELD);
+                DTPU_CL_OP_RUN, DTPU_CL_OP_POST: begin
+                    xi      <= 3'd0;
+                    x_post  <= (h_op == DTPU_CL_OP_POST);
+                    x_first <= d_data[DTPU_CL_HEADER_FLAGS_LSB + 1];
+                    state   <= S_XWORDS;
+                end
+                default: begin     // the fetcher passes known opcodes only
+                    err   <= err_bit(DTPU_CL_ERR_BAD_OPCODE);
                     state <= S_ABORT;
                 end
             endcase
@@ -417,6 +533,108 @@ always @(posedge clk) begin
             state <= S_HEAD;
         end
     end
+    S_XWORDS: begin
+        if (d_valid) begin
+            x_words[xi * 64 +: 64] <= d_data;
+            xi <= xi + 3'd1;
+            if (d_last) begin
+                state <= x_post ? S_PWAIT : S_RWAIT;
+            end
+        end
+    end
+    S_RWAIT: begin                 // the core free, every earlier result written (see header)
+        jerr <= 32'd0;
+        if (!core_busy && units_idle) begin
+            if (la_bad || st_bad || jr_pf_count != 32'd0) begin
+                err   <= err_bit(DTPU_CL_ERR_BAD_FIELD);
+                state <= S_ABORT;
+            end else begin
+                state <= S_RSTART;
+            end
+        end
+    end
+    S_RSTART: begin
+        if (rw_hs) begin
+            la_start <= 1'b1;
+            st_start <= 1'b1;
+            r_pc     <= pc;
+            r_tag    <= tag;
+            state    <= S_RRUN;
+        end
+    end
+    S_RRUN: begin
+        jerr <= jerr_now;
+        if (la_fault != 3'd0) begin
+            x_err <= fault_bit(la_fault);
+            state <= S_RDRAIN;
+        end else if (core_done) begin
+            if ((jerr_now & TLAST_BITS) != 32'd0) begin
+                x_err <= err_bit(DTPU_CL_ERR_BAD_FIELD);   // the ACT fields' word count
+                state <= S_RDRAIN;
+            end else if ((jerr_now & DTPU_ERR_FATAL_MASK) != 32'd0) begin
+                x_err <= err_bit(DTPU_CL_ERR_JOB);
+                state <= S_RDRAIN;
+            end else begin
+                runs  <= runs + 32'd1;
+                state <= (jerr_now != 32'd0) ? S_RCLR : S_HEAD;
+            end
+        end
+    end
+    S_RCLR: begin
+        if (rw_hs) begin
+            state <= S_HEAD;
+        end
+    end
+    S_RDRAIN: begin                // the load unit's words left are dropped
+        if (!la_busy) begin
+            state <= S_RSOFT;
+        end
+    end
+    S_RSOFT: begin                 // the job aborted (CTRL.SOFT_RESET), the store unit flushed
+        if (rw_hs) begin
+            st_flush <= 1'b1;
+            err      <= x_err;
+            state    <= S_ABORT;
+        end
+    end
+    S_PWAIT: begin
+        if (!core_busy && units_idle) begin
+            if (po_bad) begin
+                err   <= err_bit(DTPU_CL_ERR_BAD_FIELD);
+                state <= S_ABORT;
+            end else begin
+                po_start <= 1'b1;
+                st_start <= 1'b1;
+                r_pc     <= pc;
+                r_tag    <= tag;
+                state    <= S_PGO;
+            end
+        end
+    end
+    S_PGO: begin                   // the unit takes `start` in this cycle
+        state <= S_PRUN;
+    end
+    S_PRUN: begin
+        if (po_fault != 3'd0) begin
+            x_err <= fault_bit(po_fault);
+            state <= S_PDRAIN;
+        end else if (!po_busy) begin
+            if (po_job_err) begin
+                x_err <= err_bit(DTPU_CL_ERR_JOB);
+                state <= S_PDRAIN;
+            end else begin
+                runs  <= runs + 32'd1;
+                state <= S_HEAD;
+            end
+        end
+    end
+    S_PDRAIN: begin
+        if (!po_busy) begin
+            st_flush <= 1'b1;
+            err      <= x_err;
+            state    <= S_ABORT;
+        end
+    end
     S_ABORT: begin                 // stop the fetcher where it is
         f_abort <= 1'b1;
         f_drop  <= 1'b1;
@@ -426,7 +644,13 @@ always @(posedge clk) begin
         state <= S_FINISH;
     end
     default: begin                 // S_FINISH: every unit idle, nothing owed
-        if (!f_busy && rd_idle && !core_busy && !ld_req_valid && !f_abort) begin
+        if (!f_busy && rd_idle && !core_busy && !ld_req_valid && !f_abort && units_idle
+                && !st_flush) begin
+            if (err == 32'd0 && st_fault != 3'd0) begin
+                err <= fault_bit(st_fault);    // a store unit write failed after the last RUN
+                pc  <= r_pc;
+                tag <= r_tag;
+            end
             done   <= 1'b1;
             f_drop <= 1'b0;
             state  <= S_IDLE;
@@ -452,6 +676,12 @@ always @(posedge clk) begin
         f_slv        <= 1'b0;
         f_dec        <= 1'b0;
         runs         <= 32'd0;
+        la_start     <= 1'b0;
+        st_start     <= 1'b0;
+        st_flush     <= 1'b0;
+        po_start     <= 1'b0;
+        st_fail      <= 1'b0;
+        x_post       <= 1'b0;
     end
 end
 

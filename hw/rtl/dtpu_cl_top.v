@@ -462,6 +462,7 @@ core_inst (
 localparam integer JI_JOB   = 0;
 localparam integer JI_LADDR = ({24'd0, DTPU_REG_LOAD_ADDR} - {24'd0, DTPU_REG_JOB}) / 4;
 localparam integer JI_LCNT  = ({24'd0, DTPU_REG_LOAD_COUNT} - {24'd0, DTPU_REG_JOB}) / 4;
+localparam integer JI_PFCNT = ({24'd0, DTPU_REG_PF_COUNT} - {24'd0, DTPU_REG_JOB}) / 4;
 
 wire              f_start, f_abort, f_drop, f_busy, f_ended;
 wire [31:0]       f_err, f_pc, f_tag;
@@ -649,8 +650,33 @@ seq_inst (
     .wgt_tdata(seq_wgt_tdata),
     .wgt_tvalid(seq_wgt_tvalid),
     .wgt_tready(c_wgt_tready),
-    .wgt_tlast(seq_wgt_tlast)
+    .wgt_tlast(seq_wgt_tlast),
+    .x_words(x_words),
+    .x_first(x_first),
+    .x_post(x_post),
+    .jr_pf_count(job_regs[JI_PFCNT*32 +: 32]),
+    .la_start(la_start),
+    .la_drain(la_drain),
+    .la_busy(1'b0),
+    .la_bad(1'b1),          // no load unit in this top yet: a RUN stops with BAD_FIELD
+    .la_fault(3'd0),
+    .st_start(st_start),
+    .st_flush(st_flush),
+    .st_idle(1'b1),
+    .st_bad(1'b1),
+    .st_fault(3'd0),
+    .po_start(po_start),
+    .po_drain(po_drain),
+    .po_busy(1'b0),
+    .po_bad(1'b1),          // nor a post unit: a POST stops with BAD_FIELD
+    .po_job_err(1'b0),
+    .po_fault(3'd0)
 );
+
+/* verilator lint_off UNUSEDSIGNAL */
+wire [8*64-1:0] x_words;
+wire            x_first, x_post, la_start, la_drain, st_start, st_flush, po_start, po_drain;
+/* verilator lint_on UNUSEDSIGNAL */
 
 endmodule
 

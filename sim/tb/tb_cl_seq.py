@@ -138,8 +138,11 @@ class TB:
                                   reset_active_level=False)
         self.axil.write_if.log.setLevel("WARNING")
         self.axil.read_if.log.setLevel("WARNING")
-        self.mem = Mem(dut, "m_axi", dut.clk, dut.aresetn, MEM, self.rng, lat=lat, stall=stall)
+        self.mem = self._memory(dut, lat, stall)
         self.mon = Monitor(dut, "m_axi", dut.clk, MAX_BURST, MAX_OUT)
+
+    def _memory(self, dut, lat, stall):
+        return Mem(dut, "m_axi", dut.clk, dut.aresetn, MEM, self.rng, lat=lat, stall=stall)
 
     async def reset(self):
         self.dut.aresetn.value = 0

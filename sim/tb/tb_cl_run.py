@@ -1,0 +1,207 @@
+"""cocotb: compiled programs run end to end on dtpu_cl_top (fetcher, sequencer, load / store /
+post units, 1.2 core, AXI4 read and write masters) against the golden model
+dtpu.hw.cmdlist.Executor.
+
+The DDR image (weights, parameters, lists, tensor buffers) sits in one AxiRam with random
+latency and backpressure on all five channels; the partition's input buffer gets random bytes.
+The prologue and then the partition list run from CL_BASE + DOORBELL; afterwards every byte of
+the RTL's DDR must equal the model's DDR after the same lists (outputs, intermediate tensors,
+int64 partial sums, and nothing written outside them), and CL_ERR / CL_ERR_PC / CL_ERR_TAG /
+DESCS equal the model's. CL_CYCLES and the model's cycle count are logged side by side (not
+compared: the RTL's RUN timing is not the Timeline's yet, docs/rtl.md)."""
+import os
+import random
+
+import cocotb
+import numpy as np
+from cocotb.triggers import ClockCycles
+
+from dtpu.hw import cmdlist as cl
+from dtpu.spec import ConvSpec, DataMode, OpKind, Padding, Quant
+from dtpu_sim.axi_mem import SLVERR, Mem, Monitor, Region
+from tb_cl_seq import (BASE, CFG, FMT, MAX_BURST, MAX_OUT, MEM, R, SEED, TB, U64, Model, hdr,
+                       parse, small_program)
+
+N_RANDOM = int(os.environ.get("DTPU_CASES", "2"))
+
+
+class RunTB(TB):
+    """TB with the write channels of the memory and a write-side protocol monitor."""
+
+    def __init__(self, dut, seed, lat=(2, 60), stall=0.3):
+        super().__init__(dut, seed, lat=lat, stall=stall)
+        self.wmon = Monitor(dut, "m_axi", dut.clk, MAX_BURST, MAX_OUT, write=True)
+
+    def _memory(self, dut, lat, stall):
+        return Mem(dut, "m_axi", dut.clk, dut.aresetn, MEM, self.rng, lat=lat, stall=stall,
+                   writes=True)
+
+    def channels(self):
+        m = self.mem
+        return (m.read_if.ar_channel, m.read_if.r_channel, m.write_if.aw_channel,
+                m.write_if.w_channel, m.write_if.b_channel)
+
+    def ddr(self, size):
+        return np.frombuffer(self.mem.ram.read(BASE, size), np.uint8)
+
+
+def _node(rng, spec, wdt=np.int8):
+    w = rng.integers(-12, 12, spec.filter_shape).astype(wdt)
+    bdt = np.int64 if spec.mode == DataMode.INT16X8 else np.int32
+    b = rng.integers(-300, 300, spec.out_channels).astype(bdt)
+    return w, b
+
+
+def _q(rng, oc, zp=True):
+    z = (lambda: int(rng.integers(-9, 9))) if zp else (lambda: 0)
+    return dict(input_q=Quant((0.02,), (z(),)),
+                filter_q=Quant(tuple(rng.uniform(0.004, 0.02, oc)), (0,) * oc),
+                output_q=Quant((0.15,), (z(),)))
+
+
+def ksplit_program(seed=5):
+    """A 3x3 convolution over 64 channels: its K is split into chunks (RUNs with RES ACC into
+    int64 partial sums, the first with FLAGS.FIRST) finished by a POST."""
+    rng = np.random.default_rng(seed)
+    s = ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, 4, 4, 64), (16, 3, 3, 64),
+                 padding=Padding.SAME, name="k", **_q(rng, 16))
+    return cl.compile_program([[cl.NodeIn(s, *_node(rng, s), -1)]], CFG, base=BASE)
+
+
+def int16_program(seed=6):
+    """16x8 (int16 activations): LANES 4 x ESIZE 2 streams, a 3x3 conv then a 1x1."""
+    rng = np.random.default_rng(seed)
+    specs = [ConvSpec(OpKind.CONV_2D, DataMode.INT16X8, (1, 6, 6, 8), (8, 3, 3, 8),
+                      padding=Padding.SAME, name="c16", **_q(rng, 8, zp=False)),
+             ConvSpec(OpKind.CONV_2D, DataMode.INT16X8, (1, 6, 6, 8), (12, 1, 1, 8),
+                      name="p16", **_q(rng, 12, zp=False))]
+    nodes = [cl.NodeIn(s, *_node(rng, s), i - 1) for i, s in enumerate(specs)]
+    return cl.compile_program([nodes], CFG, base=BASE)
+
+
+def _ops(image, addr):
+    return [FMT.opnames[w[0] & 0xFF] for _, w in parse(image, BASE, addr)]
+
+
+async def run_program(tb, prog, what, rng, faults=()):
+    """Prologue, then the partition list on random input bytes; DDR and registers checked."""
+    image = prog.image.copy()
+    part = prog.partitions[0]
+    for buf in part.inputs or [part.input]:
+        o = buf.addr - BASE
+        image[o:o + buf.nbytes] = rng.integers(0, 256, buf.nbytes, dtype=np.uint8)
+    tb.put(image)
+    model = tb.model(image)
+    for f in faults:
+        tb.mem.regions.append(Region(f[0], f[1], SLVERR))
+        model.ddr.slverr.append(f)
+    out = []
+    for addr, name in ((prog.prologue_addr, "prologue"), (part.list_addr, "partition")):
+        st0, cycles = await tb.run_list(addr, limit=2_000_000)
+        r = model.run(addr)
+        s = await tb.status()
+        tb.check_status(s, r, f"{what} {name}")
+        tb.wmon.check()
+        rtl_cycles = await tb.rd(R["CL_CYCLES_LO"])
+        got, want = tb.ddr(prog.size), model.ddr.mem[:prog.size]
+        bad = np.flatnonzero(got != want)
+        assert bad.size == 0, (f"{what} {name}: {bad.size} DDR bytes differ, first at "
+                               f"{BASE + bad[0]:#x}: {got[bad[0]]} != model {want[bad[0]]}")
+        tb.dut._log.info("%s %s: %s, CL_ERR %#x, %d descriptors; CL_CYCLES %d, model %d "
+                         "(x%.2f)", what, name, "ok" if not r.error else r.message, s["err"],
+                         s["descs"], rtl_cycles, r.cycles, rtl_cycles / max(r.cycles, 1))
+        out.append((r, rtl_cycles))
+        await tb.ack()
+    tb.mem.regions.clear()
+    return out
+
+
+@cocotb.test()
+async def test_small_program(dut):
+    """3x3 conv (C=3: lane-mode gather) -> depthwise -> 1x1, one partition, int8: the output and
+    intermediate tensors byte-exact, twice (other latencies)."""
+    tb = RunTB(dut, SEED)
+    await tb.reset()
+    rng = np.random.default_rng(SEED)
+    prog = small_program()
+    assert {"RUN", "REGS", "END"} <= set(_ops(prog.image, prog.partitions[0].list_addr))
+    await run_program(tb, prog, "small", rng)
+    tb.mem.lat = (1, 4)
+    await run_program(tb, prog, "small, short latency", rng)
+
+
+@cocotb.test()
+async def test_ksplit_acc_post(dut):
+    """K split: RUNs accumulating int64 partial sums (RES ACC, FIRST) and a POST finishing them."""
+    tb = RunTB(dut, SEED + 1)
+    await tb.reset()
+    rng = np.random.default_rng(SEED + 1)
+    prog = ksplit_program()
+    ops = _ops(prog.image, prog.partitions[0].list_addr)
+    assert "POST" in ops and ops.count("RUN") > 1, ops
+    await run_program(tb, prog, "ksplit", rng)
+
+
+@cocotb.test()
+async def test_int16(dut):
+    """16x8: 4 lanes of 2 bytes in the activation and result words."""
+    tb = RunTB(dut, SEED + 2)
+    await tb.reset()
+    await run_program(tb, int16_program(), "int16", np.random.default_rng(SEED + 2))
+
+
+@cocotb.test()
+async def test_run_errors(dut):
+    """A RUN whose ACT fields give another word count than the job's registers (BAD_FIELD), an
+    unknown ACT mode (BAD_FIELD), a store write into an SLVERR region (SLVERR); each followed
+    by the intact program, which runs exactly."""
+    tb = RunTB(dut, SEED + 3)
+    await tb.reset()
+    rng = np.random.default_rng(SEED + 3)
+    prog = small_program(seed=4)
+    part = prog.partitions[0]
+    descs = parse(prog.image, BASE, part.list_addr)
+    k = next(i for i, (_, w) in enumerate(descs) if FMT.opnames[w[0] & 0xFF] == "RUN")
+    off, run = descs[k]
+    o = part.list_addr - BASE + off
+    names = ["HEADER", "ACT0", "ACT1", "ACT2", "ACT3", "ACT4", "RES0", "RES1", "RES2"]
+    f = {n: FMT.fields_of(n, w) for n, w in zip(names, run)}
+    variants = []
+    a3 = dict(f["ACT3"], K1=f["ACT3"]["K1"] - 1) if f["ACT3"]["K1"] > 1 + f["ACT3"]["K0"] else None
+    if a3:
+        variants.append(("ACT K1 - 1", 4, FMT.word("ACT3", **a3)))
+    variants.append(("ACT MODE 7", 1, FMT.word("ACT0", **dict(f["ACT0"], MODE=7))))
+    for what, i, word in variants:
+        bad = prog.image.copy()
+        bad[o + 8 * i:o + 8 * i + 8] = np.array([word], U64).view(np.uint8)
+        p2 = cl.Program(prog.cfg, prog.base, bad, prog.prologue_addr, prog.prologue_words,
+                        prog.partitions)
+        (_, _), (r, _) = await run_program(tb, p2, what, rng)
+        assert r.error == FMT.errors["BAD_FIELD"], (what, r.message)
+        await run_program(tb, prog, f"intact after {what}", rng)
+    out = part.output
+    (_, _), (r, _) = await run_program(tb, prog, "SLVERR on the output", rng,
+                                       faults=[(out.addr, out.addr + out.nbytes)])
+    assert r.error == FMT.errors["SLVERR"], r.message
+    await run_program(tb, prog, "intact after SLVERR", rng)
+
+
+@cocotb.test()
+async def test_random_latencies(dut):
+    """The small and the K-split programs under other latency / stall mixes."""
+    rnd = random.Random(SEED + 4)
+    tb = RunTB(dut, SEED + 4)
+    await tb.reset()
+    rng = np.random.default_rng(SEED + 4)
+    for i in range(N_RANDOM):
+        tb.mem.lat = sorted((rnd.randint(1, 90), rnd.randint(1, 90)))
+        for ch in tb.channels():
+            ch.set_pause_generator(_pauses(rnd, rnd.choice((0.0, 0.2, 0.6))))
+        prog = small_program(seed=20 + i) if i % 2 == 0 else ksplit_program(seed=20 + i)
+        await run_program(tb, prog, f"random {i} lat {tb.mem.lat}", rng)
+    await ClockCycles(dut.clk, 2)
+
+
+def _pauses(rnd, p):
+    while True:
+        yield rnd.random() < p

@@ -145,7 +145,6 @@ localparam RL_W = $clog2(MAX_BURST + 1);        // run length
 localparam EF_D = 1 << EF_LOG2;
 localparam RQ_D = 1 << RQ_LOG2;
 localparam OW_W = CNT_W + 1;                    // words owed by the master
-localparam [RL_W-1:0] MB = MAX_BURST;
 
 initial begin
     if (MAX_BURST < 2 || CNT_W < RL_W || EF_LOG2 < 2 || RQ_LOG2 < 1 || ADDR_W < 8
@@ -268,7 +267,8 @@ wire ef_full = (ef_wr ^ ef_rd) == {1'b1, {EF_LOG2{1'b0}}};
 wire same_beat = !s1_pad && prev_ok && s1_wa == prev_wa;
 wire extend = !s1_pad && !same_beat && run_open && s1_wa == prev_wa + 1'b1;
 wire new_run = !s1_pad && !same_beat && !extend;
-wire ext_full = extend && run_len == MB - 1'b1;   // reaches MAX_BURST
+wire [31:0] run_len32 = {{(32 - RL_W){1'b0}}, run_len};
+wire ext_full = extend && run_len32 == MAX_BURST - 1;   // reaches MAX_BURST
 // an element that closes the open run needs room for the request
 wire need_push = run_open && (new_run || ext_full);
 assign s1_take = state == S_RUN && s1_valid && !ef_full && (!need_push || !rq_full);

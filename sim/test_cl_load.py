@@ -19,17 +19,17 @@ def _run(params=None, env=None, testcase=None):
 
 
 def test_cl_load():
-    """Default subset: 24 random descriptors (word and lane mode, random latency, stalls and
+    """Default subset: 60 random descriptors (word and lane mode, random latency, stalls and
     backpressure), MODE NONE and bad fields, the timed streams (first word and one word per cycle
     in word mode), SLVERR / DECERR / TIMEOUT inside the tensor."""
-    _run(env={"DTPU_SEED": 1, "DTPU_CASES": 24})
+    _run(env={"DTPU_SEED": 1, "DTPU_CASES": 60, "DTPU_LOAD_MAX_WORDS": 600})
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [2, 3, 4])
 def test_cl_load_sweep(seed):
     """More descriptors and longer streams; seed 4 with larger shapes."""
-    _run(env={"DTPU_SEED": seed, "DTPU_CASES": 150, "DTPU_LOAD_MAX_WORDS": 1500,
+    _run(env={"DTPU_SEED": seed, "DTPU_CASES": 300, "DTPU_LOAD_MAX_WORDS": 3000,
               "DTPU_LOAD_BIG": int(seed >= 4)}, testcase="test_random")
 
 
@@ -38,7 +38,7 @@ def test_cl_load_small_build():
     """A small build: 4-beat bursts, 2 in flight, a 16-element FIFO (runs closed by the full
     FIFO, the deadlock rule)."""
     _run({"MAX_BURST": 4, "MAX_OUTSTANDING": 2, "EF_LOG2": 4},
-         env={"DTPU_SEED": 5, "DTPU_CASES": 60}, testcase=["test_random", "test_bus_errors"])
+         env={"DTPU_SEED": 5, "DTPU_CASES": 150}, testcase=["test_random", "test_bus_errors"])
 
 
 @pytest.mark.parametrize("params", [{}, {"MAX_BURST": 4, "EF_LOG2": 4, "RQ_LOG2": 1},

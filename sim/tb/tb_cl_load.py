@@ -182,6 +182,8 @@ class TB:
             for k, v in a.items():
                 getattr(d, f"cfg_{k.lower()}").value = v
 
+    expect_words = MAX_WORDS
+
     async def run(self, case, p_ready=1.0, limit=None):
         """Start the unit on `case`, take words with m_ready high with probability p_ready each
         cycle until `done`; returns (words, m_last positions, edge of each word's handshake
@@ -197,7 +199,11 @@ class TB:
         self.t_ar = self.t_r = None          # edges of the first AR and R handshakes
         self.ars, self.rs = [], []           # edges of every AR and R handshake
         t = 0
-        limit = limit or 4000 + 400 * MAX_WORDS / max(p_ready, 0.05)
+        # a generous bound (short runs at 60 cycles latency with stalls: ~10 cycles a word;
+        # lane mode LANES times that), so that a hang is seen quickly
+        if limit is None:
+            words_max = MAX_WORDS if case[0]["MODE"] == MODES["NONE"] else self.expect_words
+            limit = 3000 + 20 * words_max * case[0]["LANES"] / max(p_ready, 0.05)
         while True:
             ready = self.rng.random() < p_ready
             d.m_ready.value = int(ready)
@@ -274,6 +280,7 @@ async def test_random(dut):
         lo = rng.choice([1, 1, 20, 60])
         tb.mem.lat = (1, lo) if rng.random() < 0.5 else (lo, lo)
         tb.set_stall(rng.choice([0.0, 0.1, 0.3]))
+        tb.expect_words = len(exp)
         words, lasts, _, flags = await tb.run(case, rng.choice([1.0, 0.8, 0.5, 0.2]))
         check_words(case, exp, words, lasts)
         assert flags["word_mode"] == int(is_word_mode(case)), f"{case}: word_mode {flags}"
@@ -322,6 +329,32 @@ async def test_none_and_bad_fields(dut):
     words, lasts, _, flags = await tb.run(base, 0.7)
     check_words(base, exp, words, lasts)
     assert not flags["field"]
+
+
+@cocotb.test()
+async def test_stream_boundaries(dut):
+    """Back-to-back streams where the second starts on the DDR word the first ended on, with
+    that word rewritten in between (a RUN reading what the one before wrote): the second stream
+    must read it again, not reuse the first stream's last beat. Word mode and lane mode."""
+    tb = TB(dut, SEED * 100 + 6, lat=(1, 20), stall=0.1)
+    await tb.reset()
+    for first, second in [
+        (pointwise(8, 2, 2, 16, 0x1000), pointwise(8, 1, 2, 8, 0x1038)),           # word mode
+        (pointwise(8, 3, 3, 5, 0x2003), pointwise(4, 1, 3, 3, 0x202A)),    # lane mode
+    ]:
+        exp, _ = golden(tb.image, first)
+        words, lasts, _, _ = await tb.run(first, 0.7)
+        check_words(first, exp, words, lasts)
+        a0, a1 = second[0], second[1]
+        lo = a0["SRC"] // 8 * 8
+        new = bytes(tb.rng.getrandbits(8) for _ in range(16))
+        tb.mem.ram.write(lo, new)
+        img = tb.image.copy()
+        img[lo:lo + 16] = np.frombuffer(new, np.uint8)
+        tb.image = img
+        exp, _ = golden(tb.image, second)
+        words, lasts, _, _ = await tb.run(second, 0.7)
+        check_words(second, exp, words, lasts)
 
 
 def first_request(mode, run):

@@ -21,10 +21,11 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * A chunk spans at most two words. One word is kept open (o_*: address, data, strobes); a chunk
  * whose first byte is in the open word is merged into it; its spill into the next word becomes
  * the new open word and the merged one goes out. A full open word goes out at once. A chunk
- * elsewhere first sends the open word out (one cycle without taking the chunk). So a stream of
- * chunks at consecutive addresses (an item, consecutive items of a pixel) gives one word per cycle
- * whatever its byte alignment, and two items that share a DDR word (GW*ESIZE < 8) become one
- * word with both items' strobes.
+ * elsewhere sends the open word out and opens its own; if it would also send a word (it spills
+ * or fills its first one) it waits a cycle. So a stream of chunks at consecutive addresses (an
+ * item, consecutive items of a pixel) gives one word per cycle whatever its byte alignment, small
+ * scattered items (GW*ESIZE < 8) one per cycle, unaligned scattered ones a cycle more per item;
+ * two items that share a DDR word become one word with both items' strobes.
  *
  * s_last (the RUN's last chunk) closes: the open word goes out, then a word with m_close = 1 and
  * no strobes (dtpu_cl_store_wq ends its write request there). Chunks with n = 0 only carry
@@ -88,7 +89,11 @@ wire [7:0]        mg_m = b_m | lo_m;
 wire              open_w = (b_m != 8'd0);
 wire              nonzero = (s_n != 4'd0);
 wire              other = open_w && (b_w != w0);
-assign s_ready = can && !fl && !(nonzero && other);
+// the chunk sends a word out itself (it spills into the next word or fills its first)
+wire              sends = (hi_m != 8'd0) || (mg_m == 8'hFF);
+// a chunk elsewhere that would send a word of its own too waits a cycle (one word out a cycle)
+wire              sends_own = (hi_m != 8'd0) || (lo_m == 8'hFF);
+assign s_ready = can && !fl && !(nonzero && other && sends_own);
 wire              take = s_valid && s_ready;
 
 always @(posedge clk) begin
@@ -106,15 +111,24 @@ always @(posedge clk) begin
             fl <= 1'b0;
         end
     end else if (can && s_valid && nonzero && other) begin
+        // the open word goes out; a chunk that stays within its first word opens it
         o_v <= 1'b1;
         o_w <= b_w;
         o_d <= b_d;
         o_m <= b_m;
         o_c <= 1'b0;
         b_m <= 8'd0;
+        if (take) begin
+            b_w <= w0;
+            b_d <= sh_d[63:0];
+            b_m <= lo_m;
+            if (s_last) begin
+                fl <= 1'b1;
+            end
+        end
     end else if (take) begin
         if (nonzero) begin
-            if (hi_m != 8'd0 || mg_m == 8'hFF) begin
+            if (sends) begin
                 o_v <= 1'b1;
                 o_w <= w0;
                 o_d <= mg_d;

@@ -68,7 +68,8 @@ module dtpu_cl_store #
     parameter MODE_ITEMS = 1,       // contract.json contract2.res_modes
     parameter MODE_ACC = 2,
     parameter MAX_RUN = 16,         // words per write request
-    parameter LOG_WQ = 5            // log2 of the write queue's depth in words
+    parameter LOG_WQ = 5,           // log2 of the write queue's depth in words
+    parameter RD_MERGE = 16         // ACC: items merged into a read request up to this many words
 )
 (
     input  wire                 clk,
@@ -181,17 +182,19 @@ wire [3:0]        dw_kept;
 /* verilator lint_off UNUSEDSIGNAL */
 wire [DIM_W-1:0]  dw_in;
 /* verilator lint_on UNUSEDSIGNAL */
-reg               dw_abort;
+reg               dw_halt;
 
 dtpu_cl_store_walk #(.PIX_W(PIX_W), .DIM_W(DIM_W), .IDX_W(IDX_W), .ADDR_W(ADDR_W)) data_walk (
-    .clk(clk), .rst_n(rst_n), .start(go), .halt(dw_abort), .busy(dw_busy),
+    .clk(clk), .rst_n(rst_n), .start(go), .halt(dw_halt), .busy(dw_busy),
     .cfg_lg(lg_r), .cfg_esh(esh_r), .cfg_dst(dst_r), .cfg_pix(pix_r), .cfg_outer(outer_r),
     .cfg_inner(inner_r), .cfg_gw(gw_r), .cfg_ch0(ch0_r), .cfg_ch1(ch1_r), .cfg_dstc(dstc_r),
     .m_valid(dw_valid), .m_ready(dw_ready), .m_addr(dw_addr), .m_kept(dw_kept),
     .m_ifirst(dw_ifirst), .m_in(dw_in), .m_last(dw_last)
 );
 
-/* ---- read-ahead walk (ACC without FIRST): one read request per item with kept lanes ---- */
+/* ---- read-ahead walk (ACC without FIRST): the sums of each item with kept lanes, items at
+ * consecutive addresses (the INNER items of a pixel) merged into one request until it has
+ * RD_MERGE words (the data path takes the words in order whatever the request boundaries) ---- */
 wire              rw_busy, rw_valid, rw_ifirst;
 /* verilator lint_off UNUSEDSIGNAL */
 wire              rw_last, dw_ifirst;
@@ -201,24 +204,54 @@ wire [ADDR_W-1:0] rw_addr;
 wire [3:0]        rw_kept;
 /* verilator lint_on UNUSEDSIGNAL */
 wire [DIM_W-1:0]  rw_in;
-wire              rw_req = rw_valid && rw_ifirst && rw_in != {DIM_W{1'b0}};
-wire              rw_ready = stop || !rw_req || rd_req_ready;
-reg               rw_abort;
+reg               rw_halt;
+
+reg               pr_v;             // the request being merged
+reg  [ADDR_W-1:0] pr_addr;
+reg  [CNT_W-1:0]  pr_n;
+wire              rw_item = rw_valid && rw_ifirst && rw_in != {DIM_W{1'b0}};
+wire [CNT_W-1:0]  rw_in_x = {{(CNT_W-DIM_W){1'b0}}, rw_in};
+wire              pr_full = pr_n >= RD_MERGE[CNT_W-1:0];
+/* verilator lint_off WIDTHTRUNC */
+wire [ADDR_W-1:0] pr_end = pr_addr + (pr_n << 3);
+/* verilator lint_on WIDTHTRUNC */
+wire              contig = pr_v && !pr_full && rw_addr == pr_end;
+assign rd_req_valid = pr_v && !stop && (pr_full || !rw_busy || (rw_item && !contig));
+wire              rq_hs = rd_req_valid && rd_req_ready;
+wire              absorb = rw_item && (!pr_v || contig || rq_hs);
+wire              rw_ready = stop || !rw_item || absorb;
 
 wire              pk_empty, wq_idle;
 wire              rd_go = rd_wait && !go && pk_empty && wq_idle && wr_idle;
 
 dtpu_cl_store_walk #(.PIX_W(PIX_W), .DIM_W(DIM_W), .IDX_W(IDX_W), .ADDR_W(ADDR_W)) read_walk (
-    .clk(clk), .rst_n(rst_n), .start(rd_go), .halt(rw_abort), .busy(rw_busy),
+    .clk(clk), .rst_n(rst_n), .start(rd_go), .halt(rw_halt), .busy(rw_busy),
     .cfg_lg(lg_r), .cfg_esh(esh_r), .cfg_dst(dst_r), .cfg_pix(pix_r), .cfg_outer(outer_r),
     .cfg_inner(inner_r), .cfg_gw(gw_r), .cfg_ch0(ch0_r), .cfg_ch1(ch1_r), .cfg_dstc(dstc_r),
     .m_valid(rw_valid), .m_ready(rw_ready), .m_addr(rw_addr), .m_kept(rw_kept),
     .m_ifirst(rw_ifirst), .m_in(rw_in), .m_last(rw_last)
 );
 
-assign rd_req_valid = rw_req && !stop;
-assign rd_req_addr = rw_addr;
-assign rd_req_words = {{(CNT_W-DIM_W){1'b0}}, rw_in};
+assign rd_req_addr = pr_addr;
+assign rd_req_words = pr_n;
+
+always @(posedge clk) begin
+    if (rq_hs) begin
+        pr_v <= 1'b0;
+    end
+    if (absorb && !stop) begin
+        if (contig && !rq_hs) begin
+            pr_n <= pr_n + rw_in_x;
+        end else begin
+            pr_v <= 1'b1;
+            pr_addr <= rw_addr;
+            pr_n <= rw_in_x;
+        end
+    end
+    if (stop || !rst_n) begin
+        pr_v <= 1'b0;
+    end
+end
 
 /* ---- the word stage: one result word and its walk request ---- */
 reg               st_v;
@@ -293,8 +326,8 @@ reg  [CNT_W:0]    rd_owed;
 
 always @(posedge clk) begin
     go <= 1'b0;
-    dw_abort <= 1'b0;
-    rw_abort <= 1'b0;
+    dw_halt <= 1'b0;
+    rw_halt <= 1'b0;
     if (start && !busy) begin
         if (cfg_ok) begin
             go <= 1'b1;
@@ -328,8 +361,8 @@ always @(posedge clk) begin
         if (s_last && !dw_last) begin
             // the stream ended early: the rest of the walk is dropped
             err_len <= 1'b1;
-            dw_abort <= 1'b1;
-            rw_abort <= 1'b1;
+            dw_halt <= 1'b1;
+            rw_halt <= 1'b1;
             rd_wait <= 1'b0;
         end
         if (dw_last && !s_last) begin
@@ -345,8 +378,7 @@ always @(posedge clk) begin
     if (drain && s_valid && s_last) begin
         drain <= 1'b0;
     end
-    rd_owed <= rd_owed + ((rd_req_valid && rd_req_ready) ? {{(CNT_W+1-DIM_W){1'b0}}, rw_in}
-                                                         : {(CNT_W+1){1'b0}})
+    rd_owed <= rd_owed + (rq_hs ? {1'b0, pr_n} : {(CNT_W+1){1'b0}})
                        - {{CNT_W{1'b0}}, rd_valid && rd_ready};
     if (clear) begin
         err_field <= 1'b0;
@@ -360,13 +392,13 @@ always @(posedge clk) begin
         rd_owed <= {(CNT_W+1){1'b0}};
         err_field <= 1'b0;
         err_len <= 1'b0;
-        dw_abort <= 1'b0;
-        rw_abort <= 1'b0;
+        dw_halt <= 1'b0;
+        rw_halt <= 1'b0;
     end
 end
 
 assign stop = bus_err || err_len || err_field;
-assign busy = go || dw_busy || st_v || drain || rd_wait || rw_busy;
+assign busy = go || dw_busy || st_v || drain || rd_wait || rw_busy || pr_v;
 assign idle = !busy && pk_empty && wq_idle && wr_idle && rd_owed == {(CNT_W+1){1'b0}};
 
 endmodule

@@ -306,6 +306,27 @@ async def test_rate(dut):
 
 
 @cocotb.test()
+async def test_acc_rate_latency(dut):
+    """ACC at the memory model's latency (85 cycles a burst, no stalls): small items (4 sums) of
+    a pixel merged into 16-word reads keep about one lane per cycle after the first read."""
+    tb = TB(dut, SEED + 6, lat=(85, 85), stall=0.0, valid_p=1.0)
+    await tb.reset()
+    r0 = dict(MODE=MODES["ACC"], LANES=2, ESIZE=8, SIGNED=1, DST=0x2000)
+    f = (r0, dict(PIX=16, OUTER=1, INNER=8), dict(GW=4, CH0=0, CH1=32, DSTC=32))
+    for first in (True, False):
+        words = rand_words(tb.rng, nwords(*f), r0)
+        took = await tb.run(f, first, words)
+        tb.scatter(f, first, words)
+        lanes = len(words) * 2
+        dut._log.info("ACC%s at latency 85: %d lanes in %d cycles, %d read bursts so far",
+                      " FIRST" if first else "", lanes, took, len(tb.rmon.bursts))
+        # the reads wait for the FIRST RUN's last write response, then one read latency
+        assert took <= lanes + (0 if first else 4 * 85) + 20, f"{lanes} lanes took {took} cycles"
+    await tb.wait_idle()
+    tb.check_mem()
+
+
+@cocotb.test()
 async def test_bresp_error(dut):
     """A RUN whose destination has a SLVERR region: err_slverr, every word taken, `idle`, nothing
     outside the RUN's destination touched; after `clear` the next RUN is exact."""

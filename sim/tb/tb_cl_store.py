@@ -254,13 +254,14 @@ async def test_items_acc_random(dut):
 
 @cocotb.test()
 async def test_each_lanes(dut):
-    """Every LANES of ITEMS (ESIZE 8/4/2/1) and of ACC (LANES 2 and 1), FIRST and adding."""
+    """Every LANES of ITEMS (ESIZE 8/4/2/1) and of ACC (LANES 2 and 1; 4 and 8), FIRST and
+    adding."""
     rng = random.Random(SEED * 7919 + 2)
     runs = []
     for L in (1, 2, 4, 8):
         f = rand_fields(rng, lanes=L)
         runs.append((f, False, rand_words(rng, nwords(*f), f[0])))
-    for L in (2, 1):
+    for L in (2, 1, 4, 8):        # ACC of int16 / int8 RAW lanes: the model takes them too
         f = rand_fields(rng, acc=True, lanes=L)
         for first in (True, False, False):
             runs.append((f, first, rand_words(rng, nwords(*f), f[0])))

@@ -11,8 +11,9 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
 `default_nettype none
 
 /*
- * AXI4 write master of contract 2.0 (64-bit data, INCR bursts of 8-byte beats, all bytes
- * written).
+ * AXI4 write master of contract 2.0 (64-bit data, INCR bursts of 8-byte beats; each word
+ * carries its byte strobes, s_strb -> WSTRB, so a word may be written in part: the store
+ * unit's items that do not start or end on an 8-byte boundary).
  *
  * Requests (address, 64-bit word count) come on a ready/valid interface, the words on a
  * ready/valid stream (s_*) in request order. A request is split into bursts of at most
@@ -64,6 +65,7 @@ module dtpu_axi_wr #
     input  wire                 s_valid,
     output wire                 s_ready,
     input  wire [63:0]          s_data,
+    input  wire [7:0]           s_strb,          // WSTRB of the word (8'hFF: every byte)
 
     /* status */
     output wire                 idle,
@@ -263,7 +265,7 @@ assign m_axi_awcache = 4'b0011;
 assign m_axi_awprot  = 3'b000;
 assign m_axi_awvalid = awvalid_reg;
 assign m_axi_wdata   = s_data;
-assign m_axi_wstrb   = 8'hFF;
+assign m_axi_wstrb   = s_strb;
 assign m_axi_wlast   = h_end;
 assign m_axi_wvalid  = wvalid;
 assign m_axi_bready  = 1'b1;

@@ -58,7 +58,10 @@ class Mem:
     probability `stall` on every channel, and `regions` (error / hang injection)."""
 
     def __init__(self, dut, prefix: str, clk, rst, size: int, rng: random.Random,
-                 lat=(1, 1), stall: float = 0.0, reads: bool = True, writes: bool = False):
+                 lat=(1, 1), stall: float = 0.0, reads: bool = True, writes: bool = False,
+                 strobes: bool = False):
+        # strobes: WSTRB honoured byte by byte (the store unit); otherwise every beat must be whole
+        self.strobes = strobes
         self.rng = rng
         self.lat = lat
         self.regions: list[Region] = []
@@ -137,8 +140,14 @@ class Mem:
                 reg = self.region_of(a, 8)
                 if reg is None:
                     strb = int(getattr(w, "wstrb", 0xFF))
-                    assert strb == 0xFF, f"WSTRB {strb:#x}"
-                    self.ram.write(a % self.size, int(w.wdata).to_bytes(8, "little"))
+                    data = int(w.wdata).to_bytes(8, "little")
+                    if strb == 0xFF:
+                        self.ram.write(a % self.size, data)
+                    else:
+                        assert self.strobes, f"WSTRB {strb:#x}"
+                        for b in range(8):
+                            if strb >> b & 1:
+                                self.ram.write((a + b) % self.size, data[b:b + 1])
                 elif reg.resp is None:
                     hang = True
                 else:

@@ -32,6 +32,7 @@ class TB:
         dut.req_words.value = 0
         dut.s_valid.value = 0
         dut.s_data.value = 0
+        dut.s_strb.value = 0xFF      # whole words (the store unit's partial words: test_cl_store)
         dut.timeout.value = 0
         self.mem = Mem(dut, "m_axi", dut.clk, dut.rst_n, SIZE, self.rng, lat=lat, stall=stall,
                        reads=False, writes=True)

@@ -1,0 +1,406 @@
+/*
+
+Copyright (c) 2026 DTPU authors. Apache-2.0.
+
+*/
+
+// Language: Verilog 2001
+
+`resetall
+`timescale 1ns / 1ps
+`default_nettype none
+
+/*
+ * Store unit of contract 2.0 (docs/contract2.md "Result scatter"; golden model:
+ * dtpu.hw.cmdlist.Executor._scatter): the result words of one RUN (the core's m_axis_res
+ * stream) written to DDR as its RES0..RES2 fields say.
+ *
+ *   ITEMS  lane j of item (o, p, i) -> byte DST + (p*DSTC + CH0 + (o*INNER + i)*GW + j)*ESIZE;
+ *          lanes past GW and channels >= CH1 dropped.
+ *   ACC    the same elements with ESIZE 8: lane (8/LANES bytes, a RAW sum) sign-extended and
+ *          added to the int64 there; `cfg_first` (HEADER.FLAGS.FIRST): written, not added.
+ *
+ * Why it is built so:
+ * - A word-level walk (dtpu_cl_store_walk), not dtpu_res_agu's lane per cycle: an item's kept
+ *   lanes are always a prefix of each of its words and consecutive bytes in DDR, so a word is one
+ *   chunk (address, byte count) and ITEMS keeps up with the core's one result word per cycle at
+ *   any LANES (a lane per cycle would stall an int8 job 8 cycles a word).
+ * - dtpu_cl_store_pack realigns the chunks to DDR words with byte strobes (items rarely start
+ *   on 8 bytes), merging items that share a word; dtpu_cl_store_wq collects runs of consecutive
+ *   words into requests of up to MAX_RUN words for dtpu_axi_wr (which keeps several bursts in
+ *   flight). Every byte is written once per RUN, in stream order, so writes of one word never
+ *   overtake each other (one AXI ID: in-order).
+ * - ACC reads an item's sums as one request on the read port (the shape of dtpu_axi_rd's
+ *   request / word ports, so it can sit behind dtpu_cl_rd_arb), issued by a second walk that
+ *   runs ahead of the data (so the read latency is hidden after the first item), and adds one lane
+ *   per cycle. Ordering: inside one RUN no two lanes go to the same element (the contract's field
+ *   check: channels CH0..CH1 within DSTC) and ACC addresses are 8-byte aligned, so a read never
+ *   needs a write of the same RUN; the reads of a RUN wait until every write of the earlier RUNs
+ *   has its response (the previous K chunk's sums).
+ *
+ * Throughput: ITEMS one result word per cycle (an extra cycle when an item's bytes start in a
+ * DDR word other than the one the previous item left open, and one per RUN to close); ACC one
+ * lane per cycle (LANES 2: a word every 2 cycles), after the first item's read latency.
+ *
+ * Fields are checked on `start` (MODE ITEMS/ACC, LANES 1/2/4/8, ITEMS LANES*ESIZE = 8, ACC ESIZE
+ * 8 and DST 8-byte aligned, PIX/OUTER/INNER/GW not 0): otherwise err_field and nothing runs. The
+ * CH1/DSTC range check of the golden model (a multiplication) is the sequencer's. A RUN whose
+ * stream ends (s_last) before the walk, or runs on after it, sets err_len: the rest of the walk
+ * is dropped, the extra words are drained up to s_last.
+ *
+ * Errors: the masters' flags (wr_err_*, rd_err_*, sticky there) put the unit in drain mode: no
+ * more requests, result words and read words are consumed and dropped, the words the write
+ * master is owed are still delivered; the unit never hangs and reaches `idle`. err_field and
+ * err_len are sticky here; `clear` resets them (and is meant for the masters' `clear` too).
+ * `start` is taken when !busy (the previous RUN's words all taken; its writes may still drain).
+ * `idle`: no RUN, every write request responded (wr_idle), every read word back.
+ */
+module dtpu_cl_store #
+(
+    parameter ADDR_W = 32,
+    parameter CNT_W = 32,           // request word count (dtpu_axi_rd/wr)
+    parameter PIX_W = 32,
+    parameter DIM_W = 16,
+    parameter IDX_W = 32,
+    parameter MODE_W = 4,
+    parameter LANES_W = 4,
+    parameter ESIZE_W = 4,
+    parameter MODE_ITEMS = 1,       // contract.json contract2.res_modes
+    parameter MODE_ACC = 2,
+    parameter MAX_RUN = 16,         // words per write request
+    parameter LOG_WQ = 5,           // log2 of the write queue's depth in words
+    parameter RD_MERGE = 16         // ACC: items merged into a read request up to this many words
+)
+(
+    input  wire                 clk,
+    input  wire                 rst_n,
+    input  wire                 clear,
+
+    /* RUN: RES descriptor fields and HEADER.FLAGS.FIRST, sampled on start */
+    input  wire                 start,
+    input  wire [MODE_W-1:0]    cfg_mode,
+    input  wire [LANES_W-1:0]   cfg_lanes,
+    input  wire [ESIZE_W-1:0]   cfg_esize,
+    input  wire [ADDR_W-1:0]    cfg_dst,
+    input  wire [PIX_W-1:0]     cfg_pix,
+    input  wire [DIM_W-1:0]     cfg_outer,
+    input  wire [DIM_W-1:0]     cfg_inner,
+    input  wire [DIM_W-1:0]     cfg_gw,
+    input  wire [DIM_W-1:0]     cfg_ch0,
+    input  wire [DIM_W-1:0]     cfg_ch1,
+    input  wire [DIM_W-1:0]     cfg_dstc,
+    input  wire                 cfg_first,
+    output wire                 busy,
+    output wire                 idle,
+
+    /* result words (the core's m_axis_res) */
+    input  wire                 s_valid,
+    output wire                 s_ready,
+    input  wire [63:0]          s_data,
+    input  wire                 s_last,
+
+    /* write port (dtpu_axi_wr) */
+    output wire                 wr_req_valid,
+    input  wire                 wr_req_ready,
+    output wire [ADDR_W-1:0]    wr_req_addr,
+    output wire [CNT_W-1:0]     wr_req_words,
+    output wire                 wr_valid,
+    input  wire                 wr_ready,
+    output wire [63:0]          wr_data,
+    output wire [7:0]           wr_strb,
+    input  wire                 wr_idle,
+    input  wire                 wr_err_slverr,
+    input  wire                 wr_err_decerr,
+    input  wire                 wr_err_timeout,
+
+    /* read port (dtpu_axi_rd, ACC) */
+    output wire                 rd_req_valid,
+    input  wire                 rd_req_ready,
+    output wire [ADDR_W-1:0]    rd_req_addr,
+    output wire [CNT_W-1:0]     rd_req_words,
+    input  wire                 rd_valid,
+    output wire                 rd_ready,
+    input  wire [63:0]          rd_data,
+    input  wire                 rd_err_slverr,
+    input  wire                 rd_err_decerr,
+    input  wire                 rd_err_timeout,
+
+    /* errors */
+    output wire                 err_slverr,
+    output wire                 err_decerr,
+    output wire                 err_timeout,
+    output reg                  err_field,
+    output reg                  err_len
+);
+
+initial begin
+    if (CNT_W < DIM_W + 1 || ADDR_W < IDX_W) begin
+        $error("Error: CNT_W > DIM_W, ADDR_W >= IDX_W (instance %m)");
+        $finish;
+    end
+end
+
+assign err_slverr = wr_err_slverr || rd_err_slverr;
+assign err_decerr = wr_err_decerr || rd_err_decerr;
+assign err_timeout = wr_err_timeout || rd_err_timeout;
+wire bus_err = err_slverr || err_decerr || err_timeout;
+// any error stops the unit's writes and reads (drain mode); the list stops anyway
+wire stop;
+
+/* ---- fields ---- */
+reg  [1:0] lg;
+always @(*) begin
+    case (cfg_lanes)
+        4'd2: lg = 2'd1;
+        4'd4: lg = 2'd2;
+        4'd8: lg = 2'd3;
+        default: lg = 2'd0;
+    endcase
+end
+wire lanes_ok = cfg_lanes == 4'd1 || cfg_lanes == 4'd2 || cfg_lanes == 4'd4 || cfg_lanes == 4'd8;
+wire is_items = cfg_mode == MODE_ITEMS[MODE_W-1:0];
+wire is_acc = cfg_mode == MODE_ACC[MODE_W-1:0];
+/* verilator lint_off WIDTHEXPAND */
+wire es_ok = is_acc ? (cfg_esize == 8 && cfg_dst[2:0] == 3'd0) : ((cfg_esize << lg) == 8);
+/* verilator lint_on WIDTHEXPAND */
+wire dims_ok = cfg_pix != 0 && cfg_outer != 0 && cfg_inner != 0 && cfg_gw != 0;
+wire cfg_ok = (is_items || is_acc) && lanes_ok && es_ok && dims_ok;
+
+reg               acc_r, first_r;
+reg  [1:0]        lg_r, esh_r;
+reg  [ADDR_W-1:0] dst_r;
+reg  [PIX_W-1:0]  pix_r;
+reg  [DIM_W-1:0]  outer_r, inner_r, gw_r, ch0_r, ch1_r, dstc_r;
+reg               go;               // start the data walk (the cycle after start)
+reg               rd_wait;          // ACC adding: reads wait for the earlier RUNs' writes
+reg               drain;            // err_len: drop result words up to s_last
+
+/* ---- data walk ---- */
+wire              dw_busy, dw_valid, dw_ready, dw_last;
+wire [ADDR_W-1:0] dw_addr;
+wire [3:0]        dw_kept;
+/* verilator lint_off UNUSEDSIGNAL */
+wire [DIM_W-1:0]  dw_in;
+/* verilator lint_on UNUSEDSIGNAL */
+reg               dw_halt;
+
+dtpu_cl_store_walk #(.PIX_W(PIX_W), .DIM_W(DIM_W), .IDX_W(IDX_W), .ADDR_W(ADDR_W)) data_walk (
+    .clk(clk), .rst_n(rst_n), .start(go), .halt(dw_halt), .busy(dw_busy),
+    .cfg_lg(lg_r), .cfg_esh(esh_r), .cfg_dst(dst_r), .cfg_pix(pix_r), .cfg_outer(outer_r),
+    .cfg_inner(inner_r), .cfg_gw(gw_r), .cfg_ch0(ch0_r), .cfg_ch1(ch1_r), .cfg_dstc(dstc_r),
+    .m_valid(dw_valid), .m_ready(dw_ready), .m_addr(dw_addr), .m_kept(dw_kept),
+    .m_ifirst(dw_ifirst), .m_in(dw_in), .m_last(dw_last)
+);
+
+/* ---- read-ahead walk (ACC without FIRST): the sums of each item with kept lanes, items at
+ * consecutive addresses (the INNER items of a pixel) merged into one request until it has
+ * RD_MERGE words (the data path takes the words in order whatever the request boundaries) ---- */
+wire              rw_busy, rw_valid, rw_ifirst;
+/* verilator lint_off UNUSEDSIGNAL */
+wire              rw_last, dw_ifirst;
+/* verilator lint_on UNUSEDSIGNAL */
+wire [ADDR_W-1:0] rw_addr;
+/* verilator lint_off UNUSEDSIGNAL */
+wire [3:0]        rw_kept;
+/* verilator lint_on UNUSEDSIGNAL */
+wire [DIM_W-1:0]  rw_in;
+reg               rw_halt;
+
+reg               pr_v;             // the request being merged
+reg  [ADDR_W-1:0] pr_addr;
+reg  [CNT_W-1:0]  pr_n;
+wire              rw_item = rw_valid && rw_ifirst && rw_in != {DIM_W{1'b0}};
+wire [CNT_W-1:0]  rw_in_x = {{(CNT_W-DIM_W){1'b0}}, rw_in};
+wire              pr_full = pr_n >= RD_MERGE[CNT_W-1:0];
+/* verilator lint_off WIDTHTRUNC */
+wire [ADDR_W-1:0] pr_end = pr_addr + (pr_n << 3);
+/* verilator lint_on WIDTHTRUNC */
+wire              contig = pr_v && !pr_full && rw_addr == pr_end;
+assign rd_req_valid = pr_v && !stop && (pr_full || !rw_busy || (rw_item && !contig));
+wire              rq_hs = rd_req_valid && rd_req_ready;
+wire              absorb = rw_item && (!pr_v || contig || rq_hs);
+wire              rw_ready = stop || !rw_item || absorb;
+
+wire              pk_empty, wq_idle;
+wire              rd_go = rd_wait && !go && pk_empty && wq_idle && wr_idle;
+
+dtpu_cl_store_walk #(.PIX_W(PIX_W), .DIM_W(DIM_W), .IDX_W(IDX_W), .ADDR_W(ADDR_W)) read_walk (
+    .clk(clk), .rst_n(rst_n), .start(rd_go), .halt(rw_halt), .busy(rw_busy),
+    .cfg_lg(lg_r), .cfg_esh(esh_r), .cfg_dst(dst_r), .cfg_pix(pix_r), .cfg_outer(outer_r),
+    .cfg_inner(inner_r), .cfg_gw(gw_r), .cfg_ch0(ch0_r), .cfg_ch1(ch1_r), .cfg_dstc(dstc_r),
+    .m_valid(rw_valid), .m_ready(rw_ready), .m_addr(rw_addr), .m_kept(rw_kept),
+    .m_ifirst(rw_ifirst), .m_in(rw_in), .m_last(rw_last)
+);
+
+assign rd_req_addr = pr_addr;
+assign rd_req_words = pr_n;
+
+always @(posedge clk) begin
+    if (rq_hs) begin
+        pr_v <= 1'b0;
+    end
+    if (absorb && !stop) begin
+        if (contig && !rq_hs) begin
+            pr_n <= pr_n + rw_in_x;
+        end else begin
+            pr_v <= 1'b1;
+            pr_addr <= rw_addr;
+            pr_n <= rw_in_x;
+        end
+    end
+    if (stop || !rst_n) begin
+        pr_v <= 1'b0;
+    end
+end
+
+/* ---- the word stage: one result word and its walk request ---- */
+reg               st_v;
+reg  [63:0]       st_data;
+reg  [ADDR_W-1:0] st_addr;
+reg  [3:0]        st_kept;
+reg               st_last;
+reg  [2:0]        st_q;             // ACC: the lane being added
+
+wire              pk_ready;
+wire              need_rd = acc_r && !first_r && st_kept != 4'd0;
+wire              pk_valid = st_v && (!need_rd || rd_valid || stop);
+wire              pk_hs = pk_valid && pk_ready;
+wire              q_end = !acc_r || st_kept == 4'd0 || ({1'b0, st_q} == st_kept - 1'b1);
+wire              st_done = pk_hs && q_end;
+wire              st_free = !st_v || st_done;
+
+assign dw_ready = s_valid && st_free && !drain;
+assign s_ready = drain || (dw_valid && st_free);
+wire              load = s_valid && dw_valid && st_free && !drain;
+
+// ACC lane q: 64/L bits, sign-extended, plus the old sum
+wire [5:0]        lsh = {st_q, 3'b000} << (3'd3 - {1'b0, lg_r});
+wire [63:0]       lane_raw = st_data >> lsh;
+reg  [63:0]       lane;
+always @(*) begin
+    case (lg_r)
+        2'd1: lane = {{32{lane_raw[31]}}, lane_raw[31:0]};
+        2'd2: lane = {{48{lane_raw[15]}}, lane_raw[15:0]};
+        2'd3: lane = {{56{lane_raw[7]}}, lane_raw[7:0]};
+        default: lane = lane_raw;
+    endcase
+end
+wire [63:0]       sum = lane + (first_r ? 64'd0 : rd_data);
+
+wire [ADDR_W-1:0] pk_addr = acc_r ? st_addr + {{(ADDR_W-6){1'b0}}, st_q, 3'b000} : st_addr;
+wire [63:0]       pk_data = acc_r ? sum : st_data;
+/* verilator lint_off WIDTHEXPAND */
+wire [3:0]        pk_n = acc_r ? ((st_kept == 4'd0) ? 4'd0 : 4'd8) : (st_kept << (2'd3 - lg_r));
+/* verilator lint_on WIDTHEXPAND */
+wire              pk_last = st_last && q_end;
+
+// read words: one per added lane; in drain mode every word is taken
+assign rd_ready = stop || (pk_hs && need_rd);
+
+/* ---- realign, queue ---- */
+wire              pm_valid, pm_ready, pm_close;
+wire [ADDR_W-4:0] pm_waddr;
+wire [63:0]       pm_data;
+wire [7:0]        pm_strb;
+
+dtpu_cl_store_pack #(.ADDR_W(ADDR_W)) pack (
+    .clk(clk), .rst_n(rst_n),
+    .s_valid(pk_valid), .s_ready(pk_ready), .s_addr(pk_addr), .s_data(pk_data), .s_n(pk_n),
+    .s_last(pk_last),
+    .m_valid(pm_valid), .m_ready(pm_ready), .m_waddr(pm_waddr), .m_data(pm_data),
+    .m_strb(pm_strb), .m_close(pm_close), .empty(pk_empty)
+);
+
+dtpu_cl_store_wq #(.ADDR_W(ADDR_W), .CNT_W(CNT_W), .MAX_RUN(MAX_RUN), .LOG_DEPTH(LOG_WQ)) wq (
+    .clk(clk), .rst_n(rst_n), .err(stop),
+    .s_valid(pm_valid), .s_ready(pm_ready), .s_waddr(pm_waddr), .s_data(pm_data),
+    .s_strb(pm_strb), .s_close(pm_close),
+    .req_valid(wr_req_valid), .req_ready(wr_req_ready), .req_addr(wr_req_addr),
+    .req_words(wr_req_words),
+    .m_valid(wr_valid), .m_ready(wr_ready), .m_data(wr_data), .m_strb(wr_strb),
+    .idle(wq_idle)
+);
+
+/* ---- read words owed (idle) ---- */
+reg  [CNT_W:0]    rd_owed;
+
+always @(posedge clk) begin
+    go <= 1'b0;
+    dw_halt <= 1'b0;
+    rw_halt <= 1'b0;
+    if (start && !busy) begin
+        if (cfg_ok) begin
+            go <= 1'b1;
+            rd_wait <= is_acc && !cfg_first;
+        end else begin
+            err_field <= 1'b1;
+        end
+        acc_r <= is_acc;
+        first_r <= cfg_first;
+        lg_r <= lg;
+        esh_r <= is_acc ? 2'd3 : 2'd3 - lg;
+        dst_r <= cfg_dst;
+        pix_r <= cfg_pix;
+        outer_r <= cfg_outer;
+        inner_r <= cfg_inner;
+        gw_r <= cfg_gw;
+        ch0_r <= cfg_ch0;
+        ch1_r <= cfg_ch1;
+        dstc_r <= cfg_dstc;
+    end
+    if (rd_go) begin
+        rd_wait <= 1'b0;
+    end
+    if (load) begin
+        st_v <= 1'b1;
+        st_data <= s_data;
+        st_addr <= dw_addr;
+        st_kept <= dw_kept;
+        st_last <= dw_last || s_last;
+        st_q <= 3'd0;
+        if (s_last && !dw_last) begin
+            // the stream ended early: the rest of the walk is dropped
+            err_len <= 1'b1;
+            dw_halt <= 1'b1;
+            rw_halt <= 1'b1;
+            rd_wait <= 1'b0;
+        end
+        if (dw_last && !s_last) begin
+            // the stream runs on: drain it up to its s_last
+            err_len <= 1'b1;
+            drain <= 1'b1;
+        end
+    end else if (st_done) begin
+        st_v <= 1'b0;
+    end else if (pk_hs) begin
+        st_q <= st_q + 1'b1;
+    end
+    if (drain && s_valid && s_last) begin
+        drain <= 1'b0;
+    end
+    rd_owed <= rd_owed + (rq_hs ? {1'b0, pr_n} : {(CNT_W+1){1'b0}})
+                       - {{CNT_W{1'b0}}, rd_valid && rd_ready};
+    if (clear) begin
+        err_field <= 1'b0;
+        err_len <= 1'b0;
+    end
+    if (!rst_n) begin
+        go <= 1'b0;
+        rd_wait <= 1'b0;
+        drain <= 1'b0;
+        st_v <= 1'b0;
+        rd_owed <= {(CNT_W+1){1'b0}};
+        err_field <= 1'b0;
+        err_len <= 1'b0;
+        dw_halt <= 1'b0;
+        rw_halt <= 1'b0;
+    end
+end
+
+assign stop = bus_err || err_len || err_field;
+assign busy = go || dw_busy || st_v || drain || rd_wait || rw_busy || pr_v;
+assign idle = !busy && pk_empty && wq_idle && wr_idle && rd_owed == {(CNT_W+1){1'b0}};
+
+endmodule
+
+`resetall

@@ -1,0 +1,166 @@
+/*
+
+Copyright (c) 2026 DTPU authors. Apache-2.0.
+
+*/
+
+// Language: Verilog 2001
+
+`resetall
+`timescale 1ns / 1ps
+`default_nettype none
+
+/*
+ * Byte realigner of the contract 2.0 store unit (dtpu_cl_store).
+ *
+ * In: chunks (byte address, 64-bit data, n = 0..8): bytes 0..n-1 of the data go to
+ * addr..addr+n-1 (an item's kept lanes, or one ACC sum). Out: aligned 64-bit words (word
+ * address = byte address >> 3, data, byte strobes), each DDR word once per run of chunks that
+ * fill it, with the strobes of exactly the bytes the chunks wrote.
+ *
+ * A chunk spans at most two words. One word is kept open (o_*: address, data, strobes); a chunk
+ * whose first byte is in the open word is merged into it; its spill into the next word becomes
+ * the new open word and the merged one goes out. A full open word goes out at once. A chunk
+ * elsewhere sends the open word out and opens its own; if it would also send a word (it spills
+ * or fills its first one) it waits a cycle. So a stream of chunks at consecutive addresses (an
+ * item, consecutive items of a pixel) gives one word per cycle whatever its byte alignment, small
+ * scattered items (GW*ESIZE < 8) one per cycle, unaligned scattered ones a cycle more per item;
+ * two items that share a DDR word become one word with both items' strobes.
+ *
+ * s_last (the RUN's last chunk) closes: the open word goes out, then a word with m_close = 1 and
+ * no strobes (dtpu_cl_store_wq ends its write request there). Chunks with n = 0 only carry
+ * s_last. Words leave in chunk order, so writes of one byte keep their order.
+ */
+module dtpu_cl_store_pack #
+(
+    parameter ADDR_W = 32
+)
+(
+    input  wire                 clk,
+    input  wire                 rst_n,
+
+    input  wire                 s_valid,
+    output wire                 s_ready,
+    input  wire [ADDR_W-1:0]    s_addr,
+    input  wire [63:0]          s_data,
+    input  wire [3:0]           s_n,
+    input  wire                 s_last,
+
+    output wire                 m_valid,
+    input  wire                 m_ready,
+    output wire [ADDR_W-4:0]    m_waddr,
+    output wire [63:0]          m_data,
+    output wire [7:0]           m_strb,
+    output wire                 m_close,
+
+    output wire                 empty
+);
+
+localparam WA_W = ADDR_W - 3;
+
+/* the open word */
+reg  [WA_W-1:0]   b_w;
+reg  [63:0]       b_d;
+reg  [7:0]        b_m;
+reg               fl;               // closing: send the open word, then the close marker
+
+/* the output slot */
+reg               o_v;
+reg  [WA_W-1:0]   o_w;
+reg  [63:0]       o_d;
+reg  [7:0]        o_m;
+reg               o_c;
+
+wire              can = !o_v || m_ready;
+
+wire [2:0]        off = s_addr[2:0];
+wire [WA_W-1:0]   w0 = s_addr[ADDR_W-1:3];
+/* verilator lint_off WIDTHEXPAND */
+wire [127:0]      sh_d = {64'd0, s_data} << {off, 3'b000};
+wire [15:0]       sh_m = ((16'd1 << s_n) - 16'd1) << off;
+/* verilator lint_on WIDTHEXPAND */
+wire [7:0]        lo_m = sh_m[7:0];
+wire [7:0]        hi_m = sh_m[15:8];
+wire [63:0]       lo_bits = {{8{lo_m[7]}}, {8{lo_m[6]}}, {8{lo_m[5]}}, {8{lo_m[4]}},
+                             {8{lo_m[3]}}, {8{lo_m[2]}}, {8{lo_m[1]}}, {8{lo_m[0]}}};
+wire [63:0]       mg_d = (b_d & ~lo_bits) | (sh_d[63:0] & lo_bits);
+wire [7:0]        mg_m = b_m | lo_m;
+
+wire              open_w = (b_m != 8'd0);
+wire              nonzero = (s_n != 4'd0);
+wire              other = open_w && (b_w != w0);
+// the chunk sends a word out itself (it spills into the next word or fills its first)
+wire              sends = (hi_m != 8'd0) || (mg_m == 8'hFF);
+// a chunk elsewhere that would send a word of its own too waits a cycle (one word out a cycle)
+wire              sends_own = (hi_m != 8'd0) || (lo_m == 8'hFF);
+assign s_ready = can && !fl && !(nonzero && other && sends_own);
+wire              take = s_valid && s_ready;
+
+always @(posedge clk) begin
+    if (can) begin
+        o_v <= 1'b0;
+    end
+    if (can && fl) begin
+        o_v <= 1'b1;
+        o_w <= b_w;
+        o_d <= b_d;
+        o_m <= b_m;
+        o_c <= !open_w;
+        b_m <= 8'd0;
+        if (!open_w) begin
+            fl <= 1'b0;
+        end
+    end else if (can && s_valid && nonzero && other) begin
+        // the open word goes out; a chunk that stays within its first word opens it
+        o_v <= 1'b1;
+        o_w <= b_w;
+        o_d <= b_d;
+        o_m <= b_m;
+        o_c <= 1'b0;
+        b_m <= 8'd0;
+        if (take) begin
+            b_w <= w0;
+            b_d <= sh_d[63:0];
+            b_m <= lo_m;
+            if (s_last) begin
+                fl <= 1'b1;
+            end
+        end
+    end else if (take) begin
+        if (nonzero) begin
+            if (sends) begin
+                o_v <= 1'b1;
+                o_w <= w0;
+                o_d <= mg_d;
+                o_m <= mg_m;
+                o_c <= 1'b0;
+                b_w <= w0 + 1'b1;
+                b_d <= sh_d[127:64];
+                b_m <= hi_m;
+            end else begin
+                b_w <= w0;
+                b_d <= mg_d;
+                b_m <= mg_m;
+            end
+        end
+        if (s_last) begin
+            fl <= 1'b1;
+        end
+    end
+    if (!rst_n) begin
+        o_v <= 1'b0;
+        b_m <= 8'd0;
+        fl <= 1'b0;
+    end
+end
+
+assign m_valid = o_v;
+assign m_waddr = o_w;
+assign m_data = o_d;
+assign m_strb = o_m;
+assign m_close = o_c;
+assign empty = !o_v && !open_w && !fl;
+
+endmodule
+
+`resetall

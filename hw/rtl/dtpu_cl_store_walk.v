@@ -1,0 +1,175 @@
+/*
+
+Copyright (c) 2026 DTPU authors. Apache-2.0.
+
+*/
+
+// Language: Verilog 2001
+
+`resetall
+`timescale 1ns / 1ps
+`default_nettype none
+
+/*
+ * Word-level walk of the contract 2.0 store unit (dtpu_cl_store; golden model:
+ * dtpu.hw.cmdlist.Executor._scatter, modes ITEMS and ACC).
+ *
+ * The job's result words are items in the order (o < OUTER, p < PIX, i < INNER) of
+ * ceil(GW/L) words each (L = 1 << cfg_lg lanes per word). Lane j < GW of item (o, p, i) is
+ * channel CH0 + (o*INNER + i)*GW + j of pixel p, element p*DSTC + channel, byte address
+ * DST + element*ESIZE (ESIZE = 1 << cfg_esh); lanes j >= GW and channels >= CH1 are dropped.
+ * Inside one word the kept lanes are always a prefix (both limits are upper bounds on the lane),
+ * and the kept lanes of one item are consecutive elements: so one request per *word* says all
+ * there is to say about it: the byte address of its lane 0 (m_addr) and how many of its lanes
+ * are kept (m_kept, 0..L). m_ifirst marks an item's first word and m_in is then the item's kept
+ * lane count (the ACC read-back of its sums is one run of m_in words from m_addr).
+ *
+ * This is dtpu_res_agu's walk one word (L lanes) per step instead of one lane: the store unit
+ * moves whole words (the realignment to DDR bytes is dtpu_cl_store_pack's), so it keeps up with
+ * a result word per cycle whatever L is.
+ *
+ * The first request is valid the cycle after start, then one per cycle without backpressure.
+ * PIX, OUTER, INNER and GW must not be 0 (dtpu_cl_store checks the fields); `halt` stops.
+ * Range: element indexes must fit IDX_W bits, addresses wrap at ADDR_W.
+ */
+module dtpu_cl_store_walk #
+(
+    parameter PIX_W = 32,           // RES1.PIX
+    parameter DIM_W = 16,           // RES1.OUTER/INNER, RES2.GW/CH0/CH1/DSTC
+    parameter IDX_W = 32,           // element index
+    parameter ADDR_W = 32           // byte address
+)
+(
+    input  wire                 clk,
+    input  wire                 rst_n,
+
+    input  wire                 start,
+    input  wire                 halt,
+    output wire                 busy,
+
+    /* fields, sampled on start */
+    input  wire [1:0]           cfg_lg,       // log2 lanes per word
+    input  wire [1:0]           cfg_esh,      // log2 bytes per element in DDR
+    input  wire [ADDR_W-1:0]    cfg_dst,
+    input  wire [PIX_W-1:0]     cfg_pix,
+    input  wire [DIM_W-1:0]     cfg_outer,
+    input  wire [DIM_W-1:0]     cfg_inner,
+    input  wire [DIM_W-1:0]     cfg_gw,
+    input  wire [DIM_W-1:0]     cfg_ch0,
+    input  wire [DIM_W-1:0]     cfg_ch1,
+    input  wire [DIM_W-1:0]     cfg_dstc,
+
+    /* one request per result word */
+    output wire                 m_valid,
+    input  wire                 m_ready,
+    output wire [ADDR_W-1:0]    m_addr,
+    output wire [3:0]           m_kept,
+    output wire                 m_ifirst,
+    output wire [DIM_W-1:0]     m_in,
+    output wire                 m_last
+);
+
+localparam J_W = DIM_W + 3;                   // lane offset of a word in its item: < GW + 7
+
+initial begin
+    if (IDX_W < DIM_W + 2 || ADDR_W < IDX_W) begin
+        $error("Error: IDX_W >= DIM_W + 2, ADDR_W >= IDX_W (instance %m)");
+        $finish;
+    end
+end
+
+reg               run_reg;
+reg  [1:0]        lg_r, esh_r;
+reg  [ADDR_W-1:0] dst_r;
+reg  [PIX_W-1:0]  pix_m1_r, p_r;
+reg  [DIM_W-1:0]  outer_m1_r, inner_m1_r, o_r, i_r;
+reg  [DIM_W-1:0]  w_m1_r, w_r;                // words of an item - 1, word of the item
+reg  [DIM_W-1:0]  gw_r, ch1_r, dstc_r;
+reg  [IDX_W-1:0]  ob_r, chb_r, pb_r;          // channel of the outer block / of the item, p*DSTC
+
+// words per item: ceil(GW / L)
+wire [DIM_W:0]    gw_up = {1'b0, cfg_gw} + ((17'd1 << cfg_lg) - 17'd1);
+/* verilator lint_off UNUSEDSIGNAL */
+wire [DIM_W:0]    wpi = gw_up >> cfg_lg;      // < 2^DIM_W
+/* verilator lint_on UNUSEDSIGNAL */
+
+wire [IDX_W-1:0]  gw_x = {{(IDX_W-DIM_W){1'b0}}, gw_r};
+wire [IDX_W-1:0]  dstc_x = {{(IDX_W-DIM_W){1'b0}}, dstc_r};
+wire [IDX_W-1:0]  ch0_x = {{(IDX_W-DIM_W){1'b0}}, cfg_ch0};
+wire [IDX_W-1:0]  ch1_x = {{(IDX_W-DIM_W){1'b0}}, ch1_r};
+
+// kept lanes of the item: min(GW, CH1 - channel base), 0 past CH1
+wire [IDX_W-1:0]  room = ch1_x - chb_r;
+wire              past = chb_r >= ch1_x;
+wire [DIM_W-1:0]  lim = past ? {DIM_W{1'b0}} : ((room < gw_x) ? room[DIM_W-1:0] : gw_r);
+wire [J_W-1:0]    j0 = {3'b000, w_r} << lg_r;
+wire [J_W-1:0]    lanes = {{(J_W-4){1'b0}}, 4'd1 << lg_r};
+wire [J_W-1:0]    left = {3'b000, lim} - j0;
+wire [3:0]        kept = ({3'b000, lim} <= j0) ? 4'd0 : ((left < lanes) ? left[3:0] : lanes[3:0]);
+
+/* verilator lint_off WIDTHEXPAND */
+wire [IDX_W-1:0]  elem = pb_r + chb_r + j0;
+/* verilator lint_on WIDTHEXPAND */
+wire [ADDR_W-1:0] elem_x = {{(ADDR_W-IDX_W){1'b0}}, elem};
+
+wire fire = run_reg && m_ready;
+wire w_last = w_r == w_m1_r;
+wire i_last = i_r == inner_m1_r;
+wire p_last = p_r == pix_m1_r;
+wire o_last = o_r == outer_m1_r;
+
+always @(posedge clk) begin
+    if (!run_reg) begin
+        if (start) begin
+            lg_r <= cfg_lg; esh_r <= cfg_esh; dst_r <= cfg_dst;
+            gw_r <= cfg_gw; ch1_r <= cfg_ch1; dstc_r <= cfg_dstc;
+            pix_m1_r <= cfg_pix - 1'b1;
+            outer_m1_r <= cfg_outer - 1'b1;
+            inner_m1_r <= cfg_inner - 1'b1;
+            w_m1_r <= wpi[DIM_W-1:0] - 1'b1;
+            o_r <= {DIM_W{1'b0}}; p_r <= {PIX_W{1'b0}}; i_r <= {DIM_W{1'b0}}; w_r <= {DIM_W{1'b0}};
+            ob_r <= ch0_x; chb_r <= ch0_x; pb_r <= {IDX_W{1'b0}};
+            run_reg <= 1'b1;
+        end
+    end else if (fire) begin
+        if (!w_last) begin
+            w_r <= w_r + 1'b1;
+        end else begin
+            w_r <= {DIM_W{1'b0}};
+            if (!i_last) begin
+                i_r <= i_r + 1'b1;
+                chb_r <= chb_r + gw_x;
+            end else if (!p_last) begin
+                i_r <= {DIM_W{1'b0}};
+                p_r <= p_r + 1'b1;
+                pb_r <= pb_r + dstc_x;
+                chb_r <= ob_r;
+            end else if (!o_last) begin
+                // the next outer block's first channel follows this one's last item
+                i_r <= {DIM_W{1'b0}};
+                p_r <= {PIX_W{1'b0}};
+                o_r <= o_r + 1'b1;
+                pb_r <= {IDX_W{1'b0}};
+                ob_r <= chb_r + gw_x;
+                chb_r <= chb_r + gw_x;
+            end else begin
+                run_reg <= 1'b0;
+            end
+        end
+    end
+    if (!rst_n || halt) begin
+        run_reg <= 1'b0;
+    end
+end
+
+assign busy = run_reg;
+assign m_valid = run_reg;
+assign m_addr = dst_r + (elem_x << esh_r);
+assign m_kept = kept;
+assign m_ifirst = w_r == {DIM_W{1'b0}};
+assign m_in = lim;
+assign m_last = w_last && i_last && p_last && o_last;
+
+endmodule
+
+`resetall

@@ -29,7 +29,7 @@ def test_lint_cl_top_builds(params):
 
 def test_cl_seq():
     """Prologue LOADs word-exact in both memories, REGS lists, offsets outside the job
-    registers, malformed lists, LOAD faults and bad fields, RUN (not implemented: BAD_FIELD),
+    registers, malformed lists, LOAD faults and bad fields,
     DOORBELL while running, the interrupt, the 1.2 protocol around a list; CL_ERR / PC / TAG /
     DESCS as the model's."""
     _run()

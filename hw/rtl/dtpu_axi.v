@@ -185,7 +185,14 @@ core_inst (
     .m_axis_res_tdata(m_axis_res_tdata),
     .m_axis_res_tvalid(m_axis_res_tvalid),
     .m_axis_res_tready(m_axis_res_tready),
-    .m_axis_res_tlast(m_axis_res_tlast)
+    .m_axis_res_tlast(m_axis_res_tlast),
+    .ext_prm_sel(1'b0),
+    .ext_prm_rd_en(1'b0),
+    .ext_prm_rd_entry({LOG_PARAM_ENTRIES{1'b0}}),
+    /* verilator lint_off PINCONNECTEMPTY */
+    .ext_prm_bias(),
+    .ext_prm_rq()
+    /* verilator lint_on PINCONNECTEMPTY */
 );
 
 endmodule

@@ -34,8 +34,9 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  *   RUN   (9 words) hands ACT0..ACT4 / RES0..RES2 to the units on x_words; waits until the
  *         core, the load / post units are idle and the store unit has every earlier write
  *         answered (stricter than the model, which waits only for results overlapping what
- *         the RUN reads); the units' field checks and PF_COUNT != 0 give BAD_FIELD; then
- *         CTRL.START and, in the same cycle the write lands, la_start / st_start. The core
+ *         the RUN reads); PF_COUNT != 0 gives BAD_FIELD; then CTRL.START and, in the cycle
+ *         after the write lands, la_start / st_start; the units' field checks (la_bad,
+ *         st_bad, flags after their start) end the RUN with BAD_FIELD as a fault does. The core
  *         takes the load unit's words on s_axis_act and gives its results to the store unit.
  *         At the core's DONE: TLAST_EARLY / TLAST_MISSING (the ACT fields give another word
  *         count than the job's registers) -> BAD_FIELD, another fatal ERR -> JOB, either way
@@ -138,14 +139,14 @@ module dtpu_cl_seq #
     output reg                        la_start,
     output wire                       la_drain,       // take and drop the unit's words
     input  wire                       la_busy,
-    input  wire                       la_bad,         // the ACT fields, combinational
+    input  wire                       la_bad,         // the ACT fields (flag after start)
     input  wire [2:0]                 la_fault,       // {TIMEOUT, DECERR, SLVERR} of its reads
 
     /* store unit (a RUN's or a POST's result words into DDR) */
     output reg                        st_start,
     output reg                        st_flush,       // no more words will come: stop waiting
     input  wire                       st_idle,        // every write answered
-    input  wire                       st_bad,         // the RES fields, combinational
+    input  wire                       st_bad,         // the RES fields / word count (after start)
     input  wire [2:0]                 st_fault,
 
     /* post unit */
@@ -188,7 +189,8 @@ localparam [4:0] S_IDLE    = 5'd0,
                  S_PWAIT   = 5'd23,
                  S_PRUN    = 5'd24,
                  S_PDRAIN  = 5'd25,
-                 S_PGO     = 5'd26;
+                 S_PGO     = 5'd26,
+                 S_RGO     = 5'd27;
 
 localparam [34:0]  WLIMIT = 35'd1 << LOG_WEIGHT_WORDS;       // weight words
 localparam [34:0]  PLIMIT = 35'd2 << LOG_PARAM_ENTRIES;      // parameter words (2 per entry)
@@ -545,7 +547,7 @@ always @(posedge clk) begin
     S_RWAIT: begin                 // the core free, every earlier result written (see header)
         jerr <= 32'd0;
         if (!core_busy && units_idle) begin
-            if (la_bad || st_bad || jr_pf_count != 32'd0) begin
+            if (jr_pf_count != 32'd0) begin
                 err   <= err_bit(DTPU_CL_ERR_BAD_FIELD);
                 state <= S_ABORT;
             end else begin
@@ -559,15 +561,23 @@ always @(posedge clk) begin
             st_start <= 1'b1;
             r_pc     <= pc;
             r_tag    <= tag;
-            state    <= S_RRUN;
+            state    <= S_RGO;
         end
+    end
+    S_RGO: begin                   // the units take `start` in this cycle (their flags clear)
+        jerr   <= jerr_now;
+        c_done <= core_done;       // (a job failing in CONFIG is not done this early; kept safe)
+        state  <= S_RRUN;
     end
     S_RRUN: begin
         jerr <= jerr_now;
-        if (la_fault != 3'd0) begin
+        if (la_bad || st_bad) begin
+            x_err <= err_bit(DTPU_CL_ERR_BAD_FIELD);
+            state <= S_RDRAIN;
+        end else if (la_fault != 3'd0) begin
             x_err <= fault_bit(la_fault);
             state <= S_RDRAIN;
-        end else if (core_done) begin
+        end else if (core_done || c_done) begin
             if ((jerr_now & TLAST_BITS) != 32'd0) begin
                 x_err <= err_bit(DTPU_CL_ERR_BAD_FIELD);   // the ACT fields' word count
                 state <= S_RDRAIN;
@@ -604,15 +614,15 @@ always @(posedge clk) begin
                 state <= S_ABORT;
             end else begin
                 po_start <= 1'b1;
-                st_start <= 1'b1;
                 r_pc     <= pc;
                 r_tag    <= tag;
                 state    <= S_PGO;
             end
         end
     end
-    S_PGO: begin                   // the unit takes `start` in this cycle
-        state <= S_PRUN;
+    S_PGO: begin                   // the post unit takes `start`; its RES fields next cycle
+        st_start <= 1'b1;
+        state    <= S_PRUN;
     end
     S_PRUN: begin
         if (po_fault != 3'd0) begin

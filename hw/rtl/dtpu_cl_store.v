@@ -75,6 +75,7 @@ module dtpu_cl_store #
     input  wire                 clk,
     input  wire                 rst_n,
     input  wire                 clear,
+    input  wire                 flush,          // no more result words will come: end the RUN
 
     /* RUN: RES descriptor fields and HEADER.FLAGS.FIRST, sampled on start */
     input  wire                 start,
@@ -174,6 +175,7 @@ reg  [DIM_W-1:0]  outer_r, inner_r, gw_r, ch0_r, ch1_r, dstc_r;
 reg               go;               // start the data walk (the cycle after start)
 reg               rd_wait;          // ACC adding: reads wait for the earlier RUNs' writes
 reg               drain;            // err_len: drop result words up to s_last
+reg               flushed;          // flush: the rest of the RUN is dropped (until start/clear)
 
 /* ---- data walk ---- */
 wire              dw_busy, dw_valid, dw_ready, dw_last;
@@ -378,8 +380,21 @@ always @(posedge clk) begin
     if (drain && s_valid && s_last) begin
         drain <= 1'b0;
     end
+    if (flush) begin
+        // the sequencer aborted the RUN (the core was reset): the walks end, the word being
+        // added and the queued writes are dropped (stop), the writes the master was promised
+        // are still delivered (dtpu_cl_store_wq), read words still owed are taken and dropped
+        flushed <= 1'b1;
+        dw_halt <= 1'b1;
+        rw_halt <= 1'b1;
+        rd_wait <= 1'b0;
+        drain <= 1'b0;
+    end
     rd_owed <= rd_owed + (rq_hs ? {1'b0, pr_n} : {(CNT_W+1){1'b0}})
                        - {{CNT_W{1'b0}}, rd_valid && rd_ready};
+    if (clear || (start && !busy)) begin
+        flushed <= 1'b0;
+    end
     if (clear) begin
         err_field <= 1'b0;
         err_len <= 1'b0;
@@ -394,10 +409,11 @@ always @(posedge clk) begin
         err_len <= 1'b0;
         dw_halt <= 1'b0;
         rw_halt <= 1'b0;
+        flushed <= 1'b0;
     end
 end
 
-assign stop = bus_err || err_len || err_field;
+assign stop = bus_err || err_len || err_field || flushed;
 assign busy = go || dw_busy || st_v || drain || rd_wait || rw_busy || pr_v;
 assign idle = !busy && pk_empty && wq_idle && wr_idle && rd_owed == {(CNT_W+1){1'b0}};
 

@@ -39,7 +39,9 @@ module dtpu_cl_top #
     parameter MAX_BURST = 16,
     parameter MAX_OUTSTANDING = 8,
     // TIMEOUT's reset value (contract.json contract2.registers TIMEOUT.reset; tb_cl_seq reads it back)
-    parameter [31:0] TIMEOUT_RESET = 32'd1000000
+    parameter [31:0] TIMEOUT_RESET = 32'd1000000,
+    // log2 of the credit buffers in front of the load unit's and the store unit's reads
+    parameter LOG_RD_BUF = 7
 )
 (
     input  wire                        clk,
@@ -101,6 +103,28 @@ module dtpu_cl_top #
     input  wire                        m_axi_rvalid,
     output wire                        m_axi_rready,
 
+    /* AXI4 master, write channels (64-bit; the store unit) */
+    output wire [ID_W-1:0]             m_axi_awid,
+    output wire [ADDR_W-1:0]           m_axi_awaddr,
+    output wire [7:0]                  m_axi_awlen,
+    output wire [2:0]                  m_axi_awsize,
+    output wire [1:0]                  m_axi_awburst,
+    output wire [3:0]                  m_axi_awcache,
+    output wire [2:0]                  m_axi_awprot,
+    output wire                        m_axi_awvalid,
+    input  wire                        m_axi_awready,
+    output wire [63:0]                 m_axi_wdata,
+    output wire [7:0]                  m_axi_wstrb,
+    output wire                        m_axi_wlast,
+    output wire                        m_axi_wvalid,
+    input  wire                        m_axi_wready,
+    /* verilator lint_off UNUSEDSIGNAL */
+    input  wire [ID_W-1:0]             m_axi_bid,
+    /* verilator lint_on UNUSEDSIGNAL */
+    input  wire [1:0]                  m_axi_bresp,
+    input  wire                        m_axi_bvalid,
+    output wire                        m_axi_bready,
+
     /* IRQ.PENDING & IRQ.DONE_EN */
     output wire                        irq
 );
@@ -152,7 +176,7 @@ initial begin
 end
 
 /* ---------------------------------------------------------------- 2.0 registers */
-reg  [31:0] cl_base, cl_err, cl_pc, cl_tag, cl_timeout, cl_descs, rd_beats;
+reg  [31:0] cl_base, cl_err, cl_pc, cl_tag, cl_timeout, cl_descs, rd_beats, wr_beats;
 reg  [63:0] cl_cycles, cl_idle;
 reg         cl_done, irq_en, irq_pend;
 reg         irq_en12;                       // CTRL.IRQ_EN as the host last wrote it
@@ -216,8 +240,9 @@ always @* begin
         ra(DTPU_REG_IDLE_LO):      rdata_cl = cl_idle[31:0];
         ra(DTPU_REG_IDLE_HI):      rdata_cl = cl_idle[63:32];
         ra(DTPU_REG_RD_BEATS):     rdata_cl = rd_beats;
+        ra(DTPU_REG_WR_BEATS):     rdata_cl = wr_beats;
         ra(DTPU_REG_DESCS):        rdata_cl = cl_descs;
-        default:                   rdata_cl = 32'd0;   // DOORBELL, WR_BEATS (no writes yet)
+        default:                   rdata_cl = 32'd0;   // DOORBELL
     endcase
 end
 
@@ -305,6 +330,7 @@ always @(posedge clk) begin
         cl_cycles <= 64'd0;
         cl_idle   <= 64'd0;
         rd_beats  <= 32'd0;
+        wr_beats  <= 32'd0;
     end
     if (seq_busy) begin
         cl_cycles <= cl_cycles + 64'd1;
@@ -313,6 +339,9 @@ always @(posedge clk) begin
         end
         if (m_axi_rvalid && m_axi_rready) begin
             rd_beats <= rd_beats + 32'd1;
+        end
+        if (m_axi_wvalid && m_axi_wready) begin
+            wr_beats <= wr_beats + 32'd1;
         end
     end
     if (seq_done) begin
@@ -334,6 +363,7 @@ always @(posedge clk) begin
         cl_timeout <= TIMEOUT_RESET;
         cl_descs   <= 32'd0;
         rd_beats   <= 32'd0;
+        wr_beats   <= 32'd0;
         cl_cycles  <= 64'd0;
         cl_idle    <= 64'd0;
         cl_done    <= 1'b0;
@@ -382,6 +412,29 @@ assign c_wgt_tvalid      = seq_busy ? seq_wgt_tvalid : s_axis_wgt_tvalid;
 assign c_wgt_tlast       = seq_busy ? seq_wgt_tlast : s_axis_wgt_tlast;
 assign s_axis_wgt_tready = !seq_busy && c_wgt_tready;
 
+// the core's activation / result streams: the load / store units while a list runs
+wire [63:0]      c_act_tdata, c_res_tdata;
+wire             c_act_tvalid, c_act_tready, c_act_tlast;
+wire             c_res_tvalid, c_res_tready, c_res_tlast;
+wire [63:0]      la_m_data;
+wire             la_m_valid, la_m_ready, la_m_last;
+wire             la_drain;
+wire             st_s_ready;
+wire             po_busy, po_p_rd_en;
+wire [LOG_PARAM_ENTRIES-1:0] po_p_rd_entry;
+wire [63:0]      po_p_bias, po_p_rq;
+
+assign c_act_tdata       = seq_busy ? la_m_data : s_axis_act_tdata;
+assign c_act_tvalid      = seq_busy ? (la_m_valid && !la_drain) : s_axis_act_tvalid;
+assign c_act_tlast       = seq_busy ? la_m_last : s_axis_act_tlast;
+assign s_axis_act_tready = !seq_busy && c_act_tready;
+assign la_m_ready        = la_drain || (seq_busy && c_act_tready);
+
+assign m_axis_res_tdata  = c_res_tdata;
+assign m_axis_res_tvalid = !seq_busy && c_res_tvalid;
+assign m_axis_res_tlast  = c_res_tlast;
+assign c_res_tready      = seq_busy ? (st_s_ready && !x_post) : m_axis_res_tready;
+
 dtpu_regfile #(
     .AXIL_ADDR_WIDTH(AXIL_ADDR_WIDTH),
     .HWCFG0(HWCFG0),
@@ -418,8 +471,8 @@ regfile_inst (
     .core_err(err_set),
     .core_stall(stall),
     .wgt_beat(c_wgt_tvalid && c_wgt_tready),
-    .act_beat(s_axis_act_tvalid && s_axis_act_tready),
-    .res_beat(m_axis_res_tvalid && m_axis_res_tready),
+    .act_beat(c_act_tvalid && c_act_tready),
+    .res_beat(c_res_tvalid && c_res_tready),
     .irq(irq12)
 );
 
@@ -447,14 +500,19 @@ core_inst (
     .s_axis_wgt_tvalid(c_wgt_tvalid),
     .s_axis_wgt_tready(c_wgt_tready),
     .s_axis_wgt_tlast(c_wgt_tlast),
-    .s_axis_act_tdata(s_axis_act_tdata),
-    .s_axis_act_tvalid(s_axis_act_tvalid),
-    .s_axis_act_tready(s_axis_act_tready),
-    .s_axis_act_tlast(s_axis_act_tlast),
-    .m_axis_res_tdata(m_axis_res_tdata),
-    .m_axis_res_tvalid(m_axis_res_tvalid),
-    .m_axis_res_tready(m_axis_res_tready),
-    .m_axis_res_tlast(m_axis_res_tlast)
+    .s_axis_act_tdata(c_act_tdata),
+    .s_axis_act_tvalid(c_act_tvalid),
+    .s_axis_act_tready(c_act_tready),
+    .s_axis_act_tlast(c_act_tlast),
+    .m_axis_res_tdata(c_res_tdata),
+    .m_axis_res_tvalid(c_res_tvalid),
+    .m_axis_res_tready(c_res_tready),
+    .m_axis_res_tlast(c_res_tlast),
+    .ext_prm_sel(po_busy),
+    .ext_prm_rd_en(po_p_rd_en),
+    .ext_prm_rd_entry(po_p_rd_entry),
+    .ext_prm_bias(po_p_bias),
+    .ext_prm_rq(po_p_rq)
 );
 
 /* ---------------------------------------------------------------- 2.0 units */
@@ -463,6 +521,9 @@ localparam integer JI_JOB   = 0;
 localparam integer JI_LADDR = ({24'd0, DTPU_REG_LOAD_ADDR} - {24'd0, DTPU_REG_JOB}) / 4;
 localparam integer JI_LCNT  = ({24'd0, DTPU_REG_LOAD_COUNT} - {24'd0, DTPU_REG_JOB}) / 4;
 localparam integer JI_PFCNT = ({24'd0, DTPU_REG_PF_COUNT} - {24'd0, DTPU_REG_JOB}) / 4;
+localparam integer JI_PBASE = ({24'd0, DTPU_REG_PARAM_BASE} - {24'd0, DTPU_REG_JOB}) / 4;
+localparam integer JI_AMIN  = ({24'd0, DTPU_REG_ACT_MIN} - {24'd0, DTPU_REG_JOB}) / 4;
+localparam integer JI_AMAX  = ({24'd0, DTPU_REG_ACT_MAX} - {24'd0, DTPU_REG_JOB}) / 4;
 
 wire              f_start, f_abort, f_drop, f_busy, f_ended;
 wire [31:0]       f_err, f_pc, f_tag;
@@ -536,12 +597,12 @@ arb_inst (
     .a_valid(f_valid),
     .a_ready(f_ready),
     .a_drop(f_drop),
-    .b_req_valid(l_req_valid),
-    .b_req_ready(l_req_ready),
-    .b_req_addr(l_req_addr),
-    .b_req_words(l_req_words),
-    .b_valid(l_valid),
-    .b_ready(l_ready),
+    .b_req_valid(u_req_valid),
+    .b_req_ready(u_req_ready),
+    .b_req_addr(u_req_addr),
+    .b_req_words(u_req_words),
+    .b_valid(u_valid),
+    .b_ready(u_ready),
     .m_req_valid(m_req_valid),
     .m_req_ready(m_req_ready),
     .m_req_addr(m_req_addr),
@@ -594,6 +655,452 @@ rd_inst (
     .m_axi_rlast(m_axi_rlast),
     .m_axi_rvalid(m_axi_rvalid),
     .m_axi_rready(m_axi_rready)
+);
+
+/* ---- the units' reads: port B of arb_inst is shared by
+ *   X: the sequencer's LOADs, the load unit (through a credit buffer) and the post unit, which
+ *      never read at the same time (the sequencer runs one of them at a time and each takes
+ *      every word it asked for before it is idle), and
+ *   S: the store unit's ACC read-back (through a credit buffer),
+ * under a second dtpu_cl_rd_arb. The credit buffers keep the in-order word stream moving
+ * whatever the core does: the load unit's words wait in its buffer when the core stalls, the
+ * store unit's read-ahead words in its own (see dtpu_cl_rd_buf). */
+wire              u_req_valid, u_req_ready, u_valid, u_ready;
+wire [ADDR_W-1:0] u_req_addr;
+wire [31:0]       u_req_words;
+
+wire              x_req_valid, x_req_ready, x_valid, x_ready;
+wire [ADDR_W-1:0] x_req_addr;
+wire [31:0]       x_req_words;
+wire              s_req_valid_b, s_req_ready_b, s_valid_b, s_ready_b;
+wire [ADDR_W-1:0] s_req_addr_b;
+wire [31:0]       s_req_words_b;
+/* verilator lint_off UNUSEDSIGNAL */
+wire              arb2_idle;
+/* verilator lint_on UNUSEDSIGNAL */
+
+dtpu_cl_rd_arb #(
+    .ADDR_W(ADDR_W),
+    .CNT_W(32)
+)
+arb2_inst (
+    .clk(clk),
+    .rst_n(aresetn),
+    .a_req_valid(x_req_valid),
+    .a_req_ready(x_req_ready),
+    .a_req_addr(x_req_addr),
+    .a_req_words(x_req_words),
+    .a_valid(x_valid),
+    .a_ready(x_ready),
+    .a_drop(1'b0),
+    .b_req_valid(s_req_valid_b),
+    .b_req_ready(s_req_ready_b),
+    .b_req_addr(s_req_addr_b),
+    .b_req_words(s_req_words_b),
+    .b_valid(s_valid_b),
+    .b_ready(s_ready_b),
+    .m_req_valid(u_req_valid),
+    .m_req_ready(u_req_ready),
+    .m_req_addr(u_req_addr),
+    .m_req_words(u_req_words),
+    .m_valid(u_valid),
+    .m_ready(u_ready),
+    .m_last(m_last),
+    .idle(arb2_idle)
+);
+
+// X: who owns the words (one of them at a time, see above)
+wire              la_busy, lb_idle;
+wire              lb_req_valid, lb_req_ready, lb_valid, lb_ready;
+wire [ADDR_W-1:0] lb_req_addr;
+wire [31:0]       lb_req_words;
+wire              po_req_valid;
+wire [ADDR_W-1:0] po_req_addr;
+wire [15:0]       po_req_words;
+wire              po_w_ready;
+wire              own_la = la_busy || !lb_idle;
+wire              own_po = po_busy && !own_la;
+
+assign x_req_valid  = own_la ? lb_req_valid : own_po ? po_req_valid : l_req_valid;
+assign x_req_addr   = own_la ? lb_req_addr : own_po ? po_req_addr : l_req_addr;
+assign x_req_words  = own_la ? lb_req_words : own_po ? {16'd0, po_req_words} : l_req_words;
+assign lb_req_ready = own_la && x_req_ready;
+wire   po_req_ready = own_po && x_req_ready;
+assign l_req_ready  = !own_la && !own_po && x_req_ready;
+assign lb_valid     = own_la && x_valid;
+wire   po_w_valid   = own_po && x_valid;
+assign l_valid      = !own_la && !own_po && x_valid;
+assign x_ready      = own_la ? lb_ready : own_po ? po_w_ready : l_ready;
+
+/* ---------------------------------------------------------------- load unit */
+/* descriptor words as the units see them (fields they do not use: RES0.SIGNED, the reserved
+   bits) */
+/* verilator lint_off UNUSEDSIGNAL */
+wire [63:0] xw_act0 = x_words[0 +: 64];
+wire [63:0] xw_act1 = x_words[64 +: 64];
+wire [63:0] xw_act2 = x_words[128 +: 64];
+wire [63:0] xw_act3 = x_words[192 +: 64];
+wire [63:0] xw_act4 = x_words[256 +: 64];
+wire [63:0] xw_res0 = x_words[320 +: 64];
+wire [63:0] xw_res1 = x_words[384 +: 64];
+wire [63:0] xw_res2 = x_words[448 +: 64];
+/* verilator lint_on UNUSEDSIGNAL */
+
+wire              la_req_valid, la_req_ready, la_rd_valid, la_rd_ready, la_rd_timeout, la_rd_last;
+wire [ADDR_W-1:0] la_req_addr;
+wire [31:0]       la_req_words;
+wire [63:0]       la_rd_data;
+wire [1:0]        la_rd_resp;
+wire              la_err_slv, la_err_dec, la_err_tmo, la_err_field;
+/* verilator lint_off UNUSEDSIGNAL */
+wire              la_start_ready, la_done, la_word_mode;
+/* verilator lint_on UNUSEDSIGNAL */
+
+dtpu_cl_load #(
+    .ADDR_W(ADDR_W),
+    .MAX_BURST(MAX_BURST)
+)
+load_inst (
+    .clk(clk),
+    .rst_n(aresetn),
+    .start(la_start),
+    .start_ready(la_start_ready),
+    .busy(la_busy),
+    .done(la_done),
+    .word_mode(la_word_mode),
+    .err_slverr(la_err_slv),
+    .err_decerr(la_err_dec),
+    .err_timeout(la_err_tmo),
+    .err_field(la_err_field),
+    .cfg_src(xw_act0[DTPU_CL_ACT0_SRC_LSB +: ADDR_W]),
+    .cfg_mode(xw_act0[DTPU_CL_ACT0_MODE_LSB +: DTPU_CL_ACT0_MODE_WIDTH]),
+    .cfg_lanes(xw_act0[DTPU_CL_ACT0_LANES_LSB +: DTPU_CL_ACT0_LANES_WIDTH]),
+    .cfg_esize(xw_act0[DTPU_CL_ACT0_ESIZE_LSB +: DTPU_CL_ACT0_ESIZE_WIDTH]),
+    .cfg_pad(xw_act0[DTPU_CL_ACT0_PAD_LSB +: DTPU_CL_ACT0_PAD_WIDTH]),
+    .cfg_n(xw_act1[DTPU_CL_ACT1_N_LSB +: DTPU_CL_ACT1_N_WIDTH]),
+    .cfg_h(xw_act1[DTPU_CL_ACT1_H_LSB +: DTPU_CL_ACT1_H_WIDTH]),
+    .cfg_w(xw_act1[DTPU_CL_ACT1_W_LSB +: DTPU_CL_ACT1_W_WIDTH]),
+    .cfg_c(xw_act1[DTPU_CL_ACT1_C_LSB +: DTPU_CL_ACT1_C_WIDTH]),
+    .cfg_kh(xw_act2[DTPU_CL_ACT2_KH_LSB +: DTPU_CL_ACT2_KH_WIDTH]),
+    .cfg_kw(xw_act2[DTPU_CL_ACT2_KW_LSB +: DTPU_CL_ACT2_KW_WIDTH]),
+    .cfg_sy(xw_act2[DTPU_CL_ACT2_SY_LSB +: DTPU_CL_ACT2_SY_WIDTH]),
+    .cfg_sx(xw_act2[DTPU_CL_ACT2_SX_LSB +: DTPU_CL_ACT2_SX_WIDTH]),
+    .cfg_dy(xw_act2[DTPU_CL_ACT2_DY_LSB +: DTPU_CL_ACT2_DY_WIDTH]),
+    .cfg_dx(xw_act2[DTPU_CL_ACT2_DX_LSB +: DTPU_CL_ACT2_DX_WIDTH]),
+    .cfg_pt(xw_act2[DTPU_CL_ACT2_PT_LSB +: DTPU_CL_ACT2_PT_WIDTH]),
+    .cfg_pl(xw_act2[DTPU_CL_ACT2_PL_LSB +: DTPU_CL_ACT2_PL_WIDTH]),
+    .cfg_oh(xw_act2[DTPU_CL_ACT2_OH_LSB +: DTPU_CL_ACT2_OH_WIDTH]),
+    .cfg_ow(xw_act2[DTPU_CL_ACT2_OW_LSB +: DTPU_CL_ACT2_OW_WIDTH]),
+    .cfg_kp(xw_act3[DTPU_CL_ACT3_KP_LSB +: DTPU_CL_ACT3_KP_WIDTH]),
+    .cfg_k0(xw_act3[DTPU_CL_ACT3_K0_LSB +: DTPU_CL_ACT3_K0_WIDTH]),
+    .cfg_k1(xw_act3[DTPU_CL_ACT3_K1_LSB +: DTPU_CL_ACT3_K1_WIDTH]),
+    .cfg_nchunk(xw_act3[DTPU_CL_ACT3_NCHUNK_LSB +: DTPU_CL_ACT3_NCHUNK_WIDTH]),
+    .cfg_cv(xw_act4[DTPU_CL_ACT4_CV_LSB +: DTPU_CL_ACT4_CV_WIDTH]),
+    .req_valid(la_req_valid),
+    .req_ready(la_req_ready),
+    .req_addr(la_req_addr),
+    .req_words(la_req_words),
+    .rd_valid(la_rd_valid),
+    .rd_ready(la_rd_ready),
+    .rd_data(la_rd_data),
+    .rd_resp(la_rd_resp),
+    .rd_timeout(la_rd_timeout),
+    .rd_last(la_rd_last),
+    .m_valid(la_m_valid),
+    .m_ready(la_m_ready),
+    .m_data(la_m_data),
+    .m_last(la_m_last)
+);
+
+dtpu_cl_rd_buf #(
+    .ADDR_W(ADDR_W),
+    .CNT_W(32),
+    .LOG_DEPTH(LOG_RD_BUF)
+)
+la_buf_inst (
+    .clk(clk),
+    .rst_n(aresetn),
+    .s_req_valid(la_req_valid),
+    .s_req_ready(la_req_ready),
+    .s_req_addr(la_req_addr),
+    .s_req_words(la_req_words),
+    .s_valid(la_rd_valid),
+    .s_ready(la_rd_ready),
+    .s_data(la_rd_data),
+    .s_resp(la_rd_resp),
+    .s_timeout(la_rd_timeout),
+    .s_last(la_rd_last),
+    .m_req_valid(lb_req_valid),
+    .m_req_ready(lb_req_ready),
+    .m_req_addr(lb_req_addr),
+    .m_req_words(lb_req_words),
+    .m_valid(lb_valid),
+    .m_ready(lb_ready),
+    .m_data(m_data),
+    .m_resp(m_resp),
+    .m_timeout(m_timeout),
+    .m_last(m_last),
+    .idle(lb_idle)
+);
+
+/* ---------------------------------------------------------------- post unit */
+/* verilator lint_off UNUSEDSIGNAL */
+wire [63:0] xw_post1 = x_words[0 +: 64];
+wire [63:0] xw_post2 = x_words[64 +: 64];
+wire [63:0] xw_post3 = x_words[128 +: 64];
+wire [31:0] jr_job_v = job_regs[JI_JOB*32 +: 32];
+/* verilator lint_on UNUSEDSIGNAL */
+
+wire        po_bad, po_slv, po_dec, po_tmo, po_ovf;
+wire        po_out_valid, po_out_last;
+wire [63:0] po_out_data;
+wire [3:0]  po_res_mode, po_res_lanes, po_res_esize;
+wire [ADDR_W-1:0] po_res_dst;
+wire [31:0] po_res_pix;
+wire [15:0] po_res_outer, po_res_inner, po_res_gw, po_res_ch0, po_res_ch1, po_res_dstc;
+/* verilator lint_off UNUSEDSIGNAL */
+wire        po_done, po_wrap, po_res_signed;
+/* verilator lint_on UNUSEDSIGNAL */
+wire        po_drain;
+
+dtpu_cl_post #(
+    .ADDR_W(ADDR_W),
+    .PADDR_W(LOG_PARAM_ENTRIES),
+    .PREC_EN(PREC_EN)
+)
+post_inst (
+    .clk(clk),
+    .rst_n(aresetn),
+    .start(po_start),
+    .src(xw_post1[DTPU_CL_POST1_SRC_LSB +: ADDR_W]),
+    .dst(xw_post1[DTPU_CL_POST1_DST_LSB +: ADDR_W]),
+    .pix(xw_post2[DTPU_CL_POST2_PIX_LSB +: DTPU_CL_POST2_PIX_WIDTH]),
+    .ch0(xw_post2[DTPU_CL_POST2_CH0_LSB +: DTPU_CL_POST2_CH0_WIDTH]),
+    .ch(xw_post2[DTPU_CL_POST2_CH_LSB +: DTPU_CL_POST2_CH_WIDTH]),
+    .dstc(xw_post3[DTPU_CL_POST3_DSTC_LSB +: DTPU_CL_POST3_DSTC_WIDTH]),
+    .job_prec(jr_job_v[DTPU_JOB_PREC_LSB +: 4]),
+    .job_out_mode(jr_job_v[DTPU_JOB_OUT_MODE_LSB +: 2]),
+    .job_variant(jr_job_v[DTPU_JOB_RQ_VARIANT_LSB +: 3]),
+    .param_base(job_regs[JI_PBASE*32 +: 32]),
+    .act_min(job_regs[JI_AMIN*32 +: 32]),
+    .act_max(job_regs[JI_AMAX*32 +: 32]),
+    .busy(po_busy),
+    .done(po_done),
+    .bad_field(po_bad),
+    .err_slverr(po_slv),
+    .err_decerr(po_dec),
+    .err_timeout(po_tmo),
+    .err_ovf(po_ovf),
+    .warn_wrap(po_wrap),
+    .req_valid(po_req_valid),
+    .req_ready(po_req_ready),
+    .req_addr(po_req_addr),
+    .req_words(po_req_words),
+    .w_valid(po_w_valid),
+    .w_ready(po_w_ready),
+    .w_data(m_data),
+    .w_resp(m_resp),
+    .w_timeout(m_timeout),
+    .p_rd_en(po_p_rd_en),
+    .p_rd_entry(po_p_rd_entry),
+    .p_rd_bias(po_p_bias),
+    .p_rd_rq(po_p_rq),
+    .out_valid(po_out_valid),
+    .out_ready(po_drain || (x_post && st_s_ready)),
+    .out_data(po_out_data),
+    .out_last(po_out_last),
+    .res_mode(po_res_mode),
+    .res_lanes(po_res_lanes),
+    .res_esize(po_res_esize),
+    .res_signed(po_res_signed),
+    .res_dst(po_res_dst),
+    .res_pix(po_res_pix),
+    .res_outer(po_res_outer),
+    .res_inner(po_res_inner),
+    .res_gw(po_res_gw),
+    .res_ch0(po_res_ch0),
+    .res_ch1(po_res_ch1),
+    .res_dstc(po_res_dstc)
+);
+
+/* ---------------------------------------------------------------- store unit */
+wire [3:0]  r_mode  = xw_res0[DTPU_CL_RES0_MODE_LSB +: DTPU_CL_RES0_MODE_WIDTH];
+wire [15:0] r_outer = xw_res1[DTPU_CL_RES1_OUTER_LSB +: DTPU_CL_RES1_OUTER_WIDTH];
+wire [15:0] r_inner = xw_res1[DTPU_CL_RES1_INNER_LSB +: DTPU_CL_RES1_INNER_WIDTH];
+wire [15:0] r_gw    = xw_res2[DTPU_CL_RES2_GW_LSB +: DTPU_CL_RES2_GW_WIDTH];
+wire [15:0] r_ch0   = xw_res2[DTPU_CL_RES2_CH0_LSB +: DTPU_CL_RES2_CH0_WIDTH];
+wire [15:0] r_ch1   = xw_res2[DTPU_CL_RES2_CH1_LSB +: DTPU_CL_RES2_CH1_WIDTH];
+wire [15:0] r_dstc  = xw_res2[DTPU_CL_RES2_DSTC_LSB +: DTPU_CL_RES2_DSTC_WIDTH];
+// the golden model's channel range check (Executor._scatter): hi = min(CH1, CH0 + OUTER*INNER*GW)
+// must satisfy CH0 < hi <= DSTC; the store unit checks the rest
+wire [47:0] r_span  = {32'd0, r_outer} * {32'd0, r_inner} * {32'd0, r_gw};
+wire [47:0] r_top   = {32'd0, r_ch0} + r_span;
+wire [47:0] r_hi    = ({32'd0, r_ch1} < r_top) ? {32'd0, r_ch1} : r_top;
+wire        r_range_bad = (r_mode != 4'd0) && ((r_hi > {32'd0, r_dstc}) || ({32'd0, r_ch0} >= r_hi));
+
+wire        st_busy, st_idle;
+wire        st_slv, st_dec, st_tmo, st_err_field, st_err_len;
+wire        st_wr_req_valid, st_wr_req_ready, st_wr_valid, st_wr_ready;
+wire [ADDR_W-1:0] st_wr_req_addr;
+wire [31:0] st_wr_req_words;
+wire [63:0] st_wr_data;
+wire [7:0]  st_wr_strb;
+wire        wr_idle, wr_slv, wr_dec, wr_tmo;
+wire        st_rd_req_valid, st_rd_req_ready, st_rd_valid, st_rd_ready;
+wire [ADDR_W-1:0] st_rd_req_addr;
+wire [31:0] st_rd_req_words;
+wire [63:0] st_rd_data;
+wire [1:0]  st_rd_resp;
+wire        st_rd_timeout;
+/* verilator lint_off UNUSEDSIGNAL */
+wire        st_rd_last, sb_idle;
+/* verilator lint_on UNUSEDSIGNAL */
+reg         st_rd_slv, st_rd_dec, st_rd_tmo;   // the ACC read-back's faults, sticky per list
+
+always @(posedge clk) begin
+    if (st_rd_valid && st_rd_ready) begin
+        if (st_rd_resp == 2'b10) st_rd_slv <= 1'b1;
+        if (st_rd_resp == 2'b11) st_rd_dec <= 1'b1;
+        if (st_rd_timeout)       st_rd_tmo <= 1'b1;
+    end
+    if (!aresetn || !seq_busy) begin
+        st_rd_slv <= 1'b0;
+        st_rd_dec <= 1'b0;
+        st_rd_tmo <= 1'b0;
+    end
+end
+
+dtpu_cl_store #(
+    .ADDR_W(ADDR_W),
+    .MAX_RUN(MAX_BURST)
+)
+store_inst (
+    .clk(clk),
+    .rst_n(aresetn),
+    .clear(!seq_busy),
+    .flush(st_flush),
+    .start(st_start),
+    .cfg_mode(x_post ? po_res_mode : r_mode),
+    .cfg_lanes(x_post ? po_res_lanes : xw_res0[DTPU_CL_RES0_LANES_LSB +: DTPU_CL_RES0_LANES_WIDTH]),
+    .cfg_esize(x_post ? po_res_esize : xw_res0[DTPU_CL_RES0_ESIZE_LSB +: DTPU_CL_RES0_ESIZE_WIDTH]),
+    .cfg_dst(x_post ? po_res_dst : xw_res0[DTPU_CL_RES0_DST_LSB +: ADDR_W]),
+    .cfg_pix(x_post ? po_res_pix : xw_res1[DTPU_CL_RES1_PIX_LSB +: DTPU_CL_RES1_PIX_WIDTH]),
+    .cfg_outer(x_post ? po_res_outer : r_outer),
+    .cfg_inner(x_post ? po_res_inner : r_inner),
+    .cfg_gw(x_post ? po_res_gw : r_gw),
+    .cfg_ch0(x_post ? po_res_ch0 : r_ch0),
+    .cfg_ch1(x_post ? po_res_ch1 : r_ch1),
+    .cfg_dstc(x_post ? po_res_dstc : r_dstc),
+    .cfg_first(x_first),
+    .busy(st_busy),
+    .idle(st_idle),
+    .s_valid(x_post ? (po_out_valid && !po_drain) : (seq_busy && c_res_tvalid)),
+    .s_ready(st_s_ready),
+    .s_data(x_post ? po_out_data : c_res_tdata),
+    .s_last(x_post ? po_out_last : c_res_tlast),
+    .wr_req_valid(st_wr_req_valid),
+    .wr_req_ready(st_wr_req_ready),
+    .wr_req_addr(st_wr_req_addr),
+    .wr_req_words(st_wr_req_words),
+    .wr_valid(st_wr_valid),
+    .wr_ready(st_wr_ready),
+    .wr_data(st_wr_data),
+    .wr_strb(st_wr_strb),
+    .wr_idle(wr_idle),
+    .wr_err_slverr(wr_slv),
+    .wr_err_decerr(wr_dec),
+    .wr_err_timeout(wr_tmo),
+    .rd_req_valid(st_rd_req_valid),
+    .rd_req_ready(st_rd_req_ready),
+    .rd_req_addr(st_rd_req_addr),
+    .rd_req_words(st_rd_req_words),
+    .rd_valid(st_rd_valid),
+    .rd_ready(st_rd_ready),
+    .rd_data(st_rd_data),
+    .rd_err_slverr(st_rd_slv),
+    .rd_err_decerr(st_rd_dec),
+    .rd_err_timeout(st_rd_tmo),
+    .err_slverr(st_slv),
+    .err_decerr(st_dec),
+    .err_timeout(st_tmo),
+    .err_field(st_err_field),
+    .err_len(st_err_len)
+);
+
+dtpu_cl_rd_buf #(
+    .ADDR_W(ADDR_W),
+    .CNT_W(32),
+    .LOG_DEPTH(LOG_RD_BUF)
+)
+st_buf_inst (
+    .clk(clk),
+    .rst_n(aresetn),
+    .s_req_valid(st_rd_req_valid),
+    .s_req_ready(st_rd_req_ready),
+    .s_req_addr(st_rd_req_addr),
+    .s_req_words(st_rd_req_words),
+    .s_valid(st_rd_valid),
+    .s_ready(st_rd_ready),
+    .s_data(st_rd_data),
+    .s_resp(st_rd_resp),
+    .s_timeout(st_rd_timeout),
+    .s_last(st_rd_last),
+    .m_req_valid(s_req_valid_b),
+    .m_req_ready(s_req_ready_b),
+    .m_req_addr(s_req_addr_b),
+    .m_req_words(s_req_words_b),
+    .m_valid(s_valid_b),
+    .m_ready(s_ready_b),
+    .m_data(m_data),
+    .m_resp(m_resp),
+    .m_timeout(m_timeout),
+    .m_last(m_last),
+    .idle(sb_idle)
+);
+
+dtpu_axi_wr #(
+    .ADDR_W(ADDR_W),
+    .CNT_W(32),
+    .MAX_BURST(MAX_BURST),
+    .MAX_OUTSTANDING(MAX_OUTSTANDING),
+    .TIMEOUT_W(32),
+    .ID_W(ID_W)
+)
+wr_inst (
+    .clk(clk),
+    .rst_n(aresetn),
+    .clear(!seq_busy),
+    .timeout(cl_timeout),
+    .req_valid(st_wr_req_valid),
+    .req_ready(st_wr_req_ready),
+    .req_addr(st_wr_req_addr),
+    .req_words(st_wr_req_words),
+    .s_valid(st_wr_valid),
+    .s_ready(st_wr_ready),
+    .s_data(st_wr_data),
+    .s_strb(st_wr_strb),
+    .idle(wr_idle),
+    .err_slverr(wr_slv),
+    .err_decerr(wr_dec),
+    .err_timeout(wr_tmo),
+    .m_axi_awid(m_axi_awid),
+    .m_axi_awaddr(m_axi_awaddr),
+    .m_axi_awlen(m_axi_awlen),
+    .m_axi_awsize(m_axi_awsize),
+    .m_axi_awburst(m_axi_awburst),
+    .m_axi_awcache(m_axi_awcache),
+    .m_axi_awprot(m_axi_awprot),
+    .m_axi_awvalid(m_axi_awvalid),
+    .m_axi_awready(m_axi_awready),
+    .m_axi_wdata(m_axi_wdata),
+    .m_axi_wstrb(m_axi_wstrb),
+    .m_axi_wlast(m_axi_wlast),
+    .m_axi_wvalid(m_axi_wvalid),
+    .m_axi_wready(m_axi_wready),
+    .m_axi_bid(m_axi_bid),
+    .m_axi_bresp(m_axi_bresp),
+    .m_axi_bvalid(m_axi_bvalid),
+    .m_axi_bready(m_axi_bready)
 );
 
 dtpu_cl_seq #(
@@ -657,26 +1164,24 @@ seq_inst (
     .jr_pf_count(job_regs[JI_PFCNT*32 +: 32]),
     .la_start(la_start),
     .la_drain(la_drain),
-    .la_busy(1'b0),
-    .la_bad(1'b1),          // no load unit in this top yet: a RUN stops with BAD_FIELD
-    .la_fault(3'd0),
+    .la_busy(la_busy),
+    .la_bad(la_err_field),
+    .la_fault({la_err_tmo, la_err_dec, la_err_slv}),
     .st_start(st_start),
     .st_flush(st_flush),
-    .st_idle(1'b1),
-    .st_bad(1'b1),
-    .st_fault(3'd0),
+    .st_idle(st_idle && !st_busy),
+    .st_bad(st_err_field || st_err_len || (!x_post && r_range_bad)),
+    .st_fault({st_tmo, st_dec, st_slv}),
     .po_start(po_start),
     .po_drain(po_drain),
-    .po_busy(1'b0),
-    .po_bad(1'b1),          // nor a post unit: a POST stops with BAD_FIELD
-    .po_job_err(1'b0),
-    .po_fault(3'd0)
+    .po_busy(po_busy),
+    .po_bad(po_bad),
+    .po_job_err(po_ovf),
+    .po_fault({po_tmo, po_dec, po_slv})
 );
 
-/* verilator lint_off UNUSEDSIGNAL */
 wire [8*64-1:0] x_words;
-wire            x_first, x_post, la_start, la_drain, st_start, st_flush, po_start, po_drain;
-/* verilator lint_on UNUSEDSIGNAL */
+wire            x_first, x_post, la_start, st_start, st_flush, po_start;
 
 endmodule
 

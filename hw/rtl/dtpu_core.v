@@ -59,7 +59,14 @@ module dtpu_core #
     output wire [63:0]         m_axis_res_tdata,
     output wire                m_axis_res_tvalid,
     input  wire                m_axis_res_tready,
-    output wire                m_axis_res_tlast
+    output wire                m_axis_res_tlast,
+
+    /* parameter memory read port for contract 2.0's post unit (ext_prm_sel: the core is idle) */
+    input  wire                ext_prm_sel,
+    input  wire                ext_prm_rd_en,
+    input  wire [LOG_PARAM_ENTRIES-1:0] ext_prm_rd_entry,
+    output wire [63:0]         ext_prm_bias,
+    output wire [63:0]         ext_prm_rq
 );
 
 // value width of accumulators, column sums and the post unit: the widest PE accumulator
@@ -500,11 +507,15 @@ pmem_inst (
     .wr_entry(pmem_wentry),
     .wr_half(pmem_whalf),
     .wr_data(s_axis_wgt_tdata),
-    .rd_en(prm_rd_en),
-    .rd_base(prm_rd_base),
+    .rd_en(ext_prm_sel ? ext_prm_rd_en : prm_rd_en),
+    .rd_base(ext_prm_sel ? ext_prm_rd_entry : prm_rd_base),
     .rd_bias(prm_bias),
     .rd_rq(prm_rq)
 );
+
+// contract 2.0's post unit reads one entry at a time (lane 0) while the core is idle
+assign ext_prm_bias = prm_bias[63:0];
+assign ext_prm_rq   = prm_rq[63:0];
 
 // depthwise step tags: issue -> accumulators final (memory read + 3 PE stages)
 localparam DW_TAG_W = 1 + 1 + 16 + 16 + 2*LOG_PARAM_ENTRIES + 16;

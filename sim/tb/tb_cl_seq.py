@@ -6,9 +6,7 @@ lists are started through the AXI4-Lite registers (CL_BASE, DOORBELL) and waited
 interrupt (IRQ.DONE_EN). Expected: the weight and parameter memories of the core word-exact
 against the Executor's core model run on the same bytes (the RTL memories are read back through
 the simulator, hierarchically), the 1.2 job registers after REGS lists, and CL_ERR, CL_ERR_PC,
-CL_ERR_TAG, DESCS as the Executor reports them. RUN / POST are not implemented in this slice:
-they end the list with CL_ERR.BAD_FIELD at the descriptor (compared with the model run on the
-same list with that descriptor replaced by an END of the same tag)."""
+CL_ERR_TAG, DESCS as the Executor reports them. RUN and POST run end to end in tb_cl_run.py."""
 import os
 import random
 
@@ -445,41 +443,6 @@ async def test_load_faults_and_fields(dut):
         img2, addr2 = _image_with(good, at=0x2800, data=data)
         tb.put(img2)
         await run_and_check(tb, tb.model(img2), addr2, f"after {what}")
-
-
-@cocotb.test()
-async def test_run_not_implemented(dut):
-    """A compiled partition list (REGS, RUN, ...): the prologue runs, the partition list stops at
-    its first RUN with BAD_FIELD (not implemented in RTL yet), PC and TAG of that RUN, and the
-    registers its REGS wrote, as the model run on the list cut at that RUN."""
-    tb = TB(dut, SEED + 5)
-    prog = small_program(seed=3)
-    tb.put(prog.image)
-    await tb.reset()
-    model = tb.model(prog.image)
-    await run_and_check(tb, model, prog.prologue_addr, "prologue")
-    part = prog.partitions[0]
-    descs = parse(prog.image, BASE, part.list_addr)
-    k = next(i for i, (_, w) in enumerate(descs) if FMT.opnames[w[0] & 0xFF] == "RUN")
-    off, run = descs[k]
-    tag = FMT.field("HEADER", run[0], "TAG")
-    cut = prog.image.copy()
-    o = part.list_addr - BASE + off
-    cut[o:o + 8] = np.array([hdr("END", tag=tag)], U64).view(np.uint8)
-    await tb.run_list(part.list_addr)
-    r = Model(cut).run(part.list_addr)
-    assert r.error == 0 and r.error_pc == off and r.error_tag == tag
-    s = await tb.status()
-    assert s == dict(err=FMT.errors["BAD_FIELD"], pc=off, tag=tag, descs=k + 1, status=0b110), s
-    regs = {}
-    for _, w in descs[:k]:
-        if FMT.opnames[w[0] & 0xFF] == "REGS":
-            regs.update((FMT.field("REG", x, "OFFSET"), FMT.field("REG", x, "VALUE")) for x in w[1:])
-    assert regs
-    for o_, v in regs.items():
-        assert await tb.rd(o_) == v, f"register {o_:#x}"
-    tb.check_memories(model, "after the RUN")
-    await tb.ack()
 
 
 @cocotb.test()

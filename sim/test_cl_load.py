@@ -70,6 +70,7 @@ def test_cl_load_defaults_match_contract():
     }
     for name, fields in want.items():
         assert {w for _, w in fields} == {p[name]}, f"{name} = {p[name]}, contract {fields}"
+    assert p["MODE_NONE"] == fmt.act_modes["NONE"]
     assert p["MODE_WINDOWS"] == fmt.act_modes["WINDOWS"]
     assert p["MODE_CHANNELS"] == fmt.act_modes["CHANNELS"]
     assert p["MAX_BURST"] == int(fmt.mem["MEM_BURST_BEATS"])

@@ -48,8 +48,8 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * / err_timeout (sticky until the next start); the unit then stops the stream (the word being
  * offered and everything after it are dropped), resets the AGU, drops the requests not yet
  * taken by the master, takes and drops every word still owed for the requests it took, and
- * ends with `done`. A start with LANES*ESIZE != 8, SRC not a multiple of ESIZE or (WINDOWS) KP
- * not a multiple of LANES sets err_field and ends at once; the other BAD_FIELD checks of the
+ * ends with `done`. A start with an unknown MODE, LANES*ESIZE != 8, SRC not a multiple of ESIZE
+ * or (WINDOWS) KP not a multiple of LANES sets err_field and ends at once; the other BAD_FIELD checks of the
  * golden model are not made here.
  *
  * Control: start is taken when start_ready (idle); busy until the cycle `done` pulses (after
@@ -67,6 +67,7 @@ module dtpu_cl_load #
     parameter DIM_W = 16,
     parameter KER_W = 4,
     parameter KP_W = 16,
+    parameter MODE_NONE = 0,
     parameter MODE_WINDOWS = 1,
     parameter MODE_CHANNELS = 2,
     // read master: width of a request's word count, longest run requested
@@ -190,7 +191,8 @@ wire is_win = mode_r == MODE_WINDOWS;
 wire is_chn = mode_r == MODE_CHANNELS;
 wire src_es_ok = (src_r[2:0] & ((3'd1 << es_lg) - 3'd1)) == 3'd0;
 wire kp_ok = !is_win || ({{(KP_W - 8){1'b0}}, lmask} & kp_r) == {KP_W{1'b0}};
-wire field_bad = (is_win || is_chn) && !(shape_ok && src_es_ok && kp_ok);
+wire is_none = mode_r == MODE_NONE;
+wire field_bad = !is_none && !((is_win || is_chn) && shape_ok && src_es_ok && kp_ok);
 
 function lane_aligned;                          // v % LANES == 0
     input [KP_W-1:0] v;
@@ -422,7 +424,7 @@ always @(posedge clk) begin
         prev_ok <= 1'b0;
         lane_r <= 3'd0;
         agu_go <= 1'b0;
-        if (field_bad || !(is_win || is_chn)) begin
+        if (field_bad || is_none) begin
             err_field <= field_bad;
             done <= 1'b1;
             state <= S_IDLE;

@@ -296,8 +296,8 @@ async def test_random(dut):
 
 @cocotb.test()
 async def test_none_and_bad_fields(dut):
-    """MODE NONE streams nothing; LANES*ESIZE != 8, SRC not a multiple of ESIZE and KP not
-    whole words set err_field (the golden model: BAD_FIELD) and stream nothing; a good stream
+    """MODE NONE streams nothing; LANES*ESIZE != 8, SRC not a multiple of ESIZE, KP not whole
+    words and an unknown MODE set err_field (the golden model: BAD_FIELD) and stream nothing; a good stream
     afterwards."""
     global _IMAGE
     tb = TB(dut, SEED * 100 + 3, lat=(1, 10))
@@ -310,6 +310,7 @@ async def test_none_and_bad_fields(dut):
         (dict(a0, ESIZE=3, LANES=8),) + base[1:],
         (dict(a0, LANES=4, ESIZE=2, SRC=0x1001),) + base[1:],
         (a0, a1, a2, dict(a3, KP=19), a4),
+        (dict(a0, MODE=15),) + base[1:],
     ]
     for i, case in enumerate(bad):
         fault = None

@@ -23,17 +23,18 @@ def _run(params=None, env=None, testcase=None):
 
 def test_cl_load():
     """Default subset: 150 random descriptors (word and lane mode, random latency, stalls and
-    backpressure), MODE NONE and bad fields, the timed streams (first word and one word per cycle
-    in word mode), SLVERR / DECERR / TIMEOUT inside the tensor."""
+    backpressure), MODE NONE and bad fields, streams sharing a rewritten word, chains of streams
+    started ahead (random, timed, with a fault), the timed streams (first word and one word per
+    cycle in word mode), SLVERR / DECERR / TIMEOUT inside the tensor."""
     _run(env={"DTPU_SEED": 1, "DTPU_CASES": 150, "DTPU_LOAD_MAX_WORDS": 1000})
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [2, 3, 4])
 def test_cl_load_sweep(seed):
-    """More descriptors and longer streams; seed 4 with larger shapes."""
+    """More descriptors and longer streams, 10 chains of 8 streams; seed 4 with larger shapes."""
     _run(env={"DTPU_SEED": seed, "DTPU_CASES": 300, "DTPU_LOAD_MAX_WORDS": 3000,
-              "DTPU_LOAD_BIG": int(seed >= 4)}, testcase="test_random")
+              "DTPU_LOAD_BIG": int(seed >= 4)}, testcase=["test_random", "test_chains"])
 
 
 @pytest.mark.slow
@@ -41,7 +42,8 @@ def test_cl_load_small_build():
     """A small build: 4-beat bursts, 2 in flight, a 16-element FIFO (runs closed by the full
     FIFO, the deadlock rule)."""
     _run({"MAX_BURST": 4, "MAX_OUTSTANDING": 2, "EF_LOG2": 4},
-         env={"DTPU_SEED": 5, "DTPU_CASES": 150}, testcase=["test_random", "test_bus_errors"])
+         env={"DTPU_SEED": 5, "DTPU_CASES": 150}, testcase=["test_random", "test_chains", "test_bus_errors",
+                                                       "test_chain_fault"])
 
 
 @pytest.mark.parametrize("params", [{}, {"MAX_BURST": 4, "EF_LOG2": 4, "RQ_LOG2": 1},

@@ -427,7 +427,8 @@ async def test_chains(dut):
     _IMAGE = tb.image
     rng = random.Random(SEED * 100 + 8)
     total = ahead = special = 0
-    for chain in range(4):
+    chains = 4 if CASES <= 150 else CASES // 30
+    for chain in range(chains):
         cases, exps, bad = [], [], []
         for j, (case, exp) in enumerate(gen_cases(rng, 8)):
             r = rng.random()
@@ -452,8 +453,8 @@ async def test_chains(dut):
         ahead += sum(1 for j in range(1, len(cases)) if starts[j] < dones[j - 1][0])
         special += sum(1 for e in exps if not e)
     tb.mon.check()
-    log.info("chains: 4 x 8 streams (%d without words), %d words equal to the golden model; "
-             "%d starts taken before the stream before ended", special, total, ahead)
+    log.info("chains: %d x 8 streams (%d without words), %d words equal to the golden model; "
+             "%d starts taken before the stream before ended", chains, special, total, ahead)
     assert ahead > 0
 
 

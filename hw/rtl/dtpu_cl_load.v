@@ -45,16 +45,21 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  *     the element's ESIZE bytes into the word being packed.
  *
  * Errors: a returned word with RRESP SLVERR/DECERR or m_timeout sets err_slverr / err_decerr
- * / err_timeout (sticky until the next start); the unit then stops the stream (the word being
- * offered and everything after it are dropped), resets the AGU, drops the requests not yet
+ * / err_timeout (sticky until the next start); the unit then stops every stream in flight (the
+ * word being offered and everything after it are dropped), resets the AGU, drops the requests not yet
  * taken by the master, takes and drops every word still owed for the requests it took, and
  * ends with `done`. A start with an unknown MODE, LANES*ESIZE != 8, SRC not a multiple of ESIZE
  * or (WINDOWS) KP not a multiple of LANES sets err_field and ends at once; the other BAD_FIELD checks of the
  * golden model are not made here.
  *
- * Control: start is taken when start_ready (idle); busy until the cycle `done` pulses (after
- * the last word was taken, or after the drain of an error). No look-ahead start yet: the AGU's
- * setup (22 cycles WINDOWS, 37 CHANNELS) is not hidden behind the stream before.
+ * Control: start is taken when start_ready: when idle, and (look-ahead) while a stream runs
+ * once the AGU has walked it and at most one stream is in flight, so that the next stream's AGU
+ * setup (22 cycles WINDOWS, 37 CHANNELS) and first run overlap the tail of the one before. The
+ * two streams' own settings (SRC, word mode, ESIZE, PAD) sit in two banks picked by the stream's
+ * parity, which every element carries to the packer. `done` pulses once per stream in start
+ * order, one cycle after its last word was taken; a stream without words (MODE NONE, bad fields,
+ * an empty AGU stream) once every stream before it has ended; after a fault one pulse ends
+ * every stream in flight. `busy` while any stream is in flight.
  */
 module dtpu_cl_load #
 (

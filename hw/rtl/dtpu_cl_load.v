@@ -45,16 +45,21 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  *     the element's ESIZE bytes into the word being packed.
  *
  * Errors: a returned word with RRESP SLVERR/DECERR or m_timeout sets err_slverr / err_decerr
- * / err_timeout (sticky until the next start); the unit then stops the stream (the word being
- * offered and everything after it are dropped), resets the AGU, drops the requests not yet
+ * / err_timeout (sticky until the next start); the unit then stops every stream in flight (the
+ * word being offered and everything after it are dropped), resets the AGU, drops the requests not yet
  * taken by the master, takes and drops every word still owed for the requests it took, and
- * ends with `done`. A start with LANES*ESIZE != 8, SRC not a multiple of ESIZE or (WINDOWS) KP
- * not a multiple of LANES sets err_field and ends at once; the other BAD_FIELD checks of the
+ * ends with `done`. A start with an unknown MODE, LANES*ESIZE != 8, SRC not a multiple of ESIZE
+ * or (WINDOWS) KP not a multiple of LANES sets err_field and ends at once; the other BAD_FIELD checks of the
  * golden model are not made here.
  *
- * Control: start is taken when start_ready (idle); busy until the cycle `done` pulses (after
- * the last word was taken, or after the drain of an error). No look-ahead start yet: the AGU's
- * setup (22 cycles WINDOWS, 37 CHANNELS) is not hidden behind the stream before.
+ * Control: start is taken when start_ready: when idle, and (look-ahead) while a stream runs
+ * once the AGU has walked it and at most one stream is in flight, so that the next stream's AGU
+ * setup (22 cycles WINDOWS, 37 CHANNELS) and first run overlap the tail of the one before. The
+ * two streams' own settings (SRC, word mode, ESIZE, PAD) sit in two banks picked by the stream's
+ * parity, which every element carries to the packer. `done` pulses once per stream in start
+ * order, one cycle after its last word was taken; a stream without words (MODE NONE, bad fields,
+ * an empty AGU stream) once every stream before it has ended; after a fault one pulse ends
+ * every stream in flight. `busy` while any stream is in flight.
  */
 module dtpu_cl_load #
 (
@@ -67,6 +72,7 @@ module dtpu_cl_load #
     parameter DIM_W = 16,
     parameter KER_W = 4,
     parameter KP_W = 16,
+    parameter MODE_NONE = 0,
     parameter MODE_WINDOWS = 1,
     parameter MODE_CHANNELS = 2,
     // read master: width of a request's word count, longest run requested
@@ -190,7 +196,8 @@ wire is_win = mode_r == MODE_WINDOWS;
 wire is_chn = mode_r == MODE_CHANNELS;
 wire src_es_ok = (src_r[2:0] & ((3'd1 << es_lg) - 3'd1)) == 3'd0;
 wire kp_ok = !is_win || ({{(KP_W - 8){1'b0}}, lmask} & kp_r) == {KP_W{1'b0}};
-wire field_bad = (is_win || is_chn) && !(shape_ok && src_es_ok && kp_ok);
+wire is_none = mode_r == MODE_NONE;
+wire field_bad = !is_none && !((is_win || is_chn) && shape_ok && src_es_ok && kp_ok);
 
 function lane_aligned;                          // v % LANES == 0
     input [KP_W-1:0] v;
@@ -212,12 +219,23 @@ wire             agu_valid, agu_pad, agu_last;
 wire             agu_ready;
 wire [ADDR_W-1:0] agu_index;
 
-wire [LANES_W-1:0] a_lanes = word_mode ? {{(LANES_W - 1){1'b0}}, 1'b1} : lanes_r;
-wire [DIM_W-1:0]   a_c     = word_mode ? c_r >> ln_lg : c_r;
-wire [KP_W-1:0]    a_kp    = (word_mode && is_win) ? kp_r >> ln_lg : kp_r;
-wire [KP_W-1:0]    a_k0    = (word_mode && is_chn) ? k0_r >> ln_lg : k0_r;
-wire [KP_W-1:0]    a_k1    = (word_mode && is_chn) ? k1_r >> ln_lg : k1_r;
-wire [KP_W-1:0]    a_cv    = (word_mode && is_chn) ? cv_r >> ln_lg : cv_r;
+wire [LANES_W-1:0] a_lanes = wm_cond ? {{(LANES_W - 1){1'b0}}, 1'b1} : lanes_r;
+wire [DIM_W-1:0]   a_c     = wm_cond ? c_r >> ln_lg : c_r;
+wire [KP_W-1:0]    a_kp    = (wm_cond && is_win) ? kp_r >> ln_lg : kp_r;
+wire [KP_W-1:0]    a_k0    = (wm_cond && is_chn) ? k0_r >> ln_lg : k0_r;
+wire [KP_W-1:0]    a_k1    = (wm_cond && is_chn) ? k1_r >> ln_lg : k1_r;
+wire [KP_W-1:0]    a_cv    = (wm_cond && is_chn) ? cv_r >> ln_lg : cv_r;
+
+/* ---- per-stream settings of the two streams that may be in flight (by stream parity) ---- */
+reg              par_new;       // parity of the latest stream started (the one the AGU walks)
+reg [ADDR_W-1:0] bk_src [0:1];
+reg [1:0]        bk_wm;
+reg [1:0]        bk_es [0:1];
+reg [PAD_W-1:0]  bk_pad [0:1];
+reg [1:0]        in_flight;     // streams started, their last word not yet taken
+reg              walk_done;     // the AGU has walked the latest stream
+reg              empty_pend;    // the latest stream has no element (AGU `empty`), not yet ended
+wire act = state == S_RUN || state == S_CFG;
 
 dtpu_act_agu #(
     .MODE_W(MODE_W), .LANES_W(LANES_W), .DIM_W(DIM_W), .KER_W(KER_W), .KP_W(KP_W),
@@ -234,21 +252,21 @@ dtpu_act_agu #(
 );
 
 /* ---- stage 1: addresses ---- */
-reg            s1_valid, s1_pad, s1_last;
+reg            s1_valid, s1_pad, s1_last, s1_par;
 reg [WA_W-1:0] s1_wa;
 reg [2:0]      s1_off;
 wire           s1_take;                          // stage 2 takes s1 this cycle
 wire           s1_ready = !s1_valid || s1_take;
-assign agu_ready = state == S_RUN && s1_ready;
+assign agu_ready = act && s1_ready;
 
-wire [1:0]        sh = word_mode ? 2'd3 : es_lg;
-wire [ADDR_W-1:0] baddr = src_r + (agu_index << sh);
+wire [1:0]        sh = bk_wm[par_new] ? 2'd3 : bk_es[par_new];
+wire [ADDR_W-1:0] baddr = bk_src[par_new] + (agu_index << sh);
 
 /* ---- stage 2: runs and the element FIFO ---- */
 reg              run_open;
 reg [WA_W-1:0]   run_wa;        // first word of the open run
 reg [RL_W-1:0]   run_len;
-reg              prev_ok;       // a beat was assigned in this stream
+reg              prev_ok;       // a beat was assigned in this stream (cleared at its last element)
 reg [WA_W-1:0]   prev_wa;       // the word of the last beat assigned
 
 // request FIFO
@@ -258,29 +276,29 @@ reg [RQ_LOG2:0] rq_wr, rq_rd;
 wire rq_empty = rq_wr == rq_rd;
 wire rq_full = (rq_wr ^ rq_rd) == {1'b1, {RQ_LOG2{1'b0}}};
 
-// element FIFO: {new, pad, off[2:0], last}
-reg [5:0]       ef_mem [0:EF_D-1];
+// element FIFO: {stream parity, new, pad, off[2:0], last}
+reg [6:0]       ef_mem [0:EF_D-1];
 reg [EF_LOG2:0] ef_wr, ef_rd;
 wire ef_empty = ef_wr == ef_rd;
 wire ef_full = (ef_wr ^ ef_rd) == {1'b1, {EF_LOG2{1'b0}}};
 
 wire same_beat = !s1_pad && prev_ok && s1_wa == prev_wa;
-wire extend = !s1_pad && !same_beat && run_open && s1_wa == prev_wa + 1'b1;
+wire extend = !s1_pad && !same_beat && prev_ok && run_open && s1_wa == prev_wa + 1'b1;
 wire new_run = !s1_pad && !same_beat && !extend;
 wire [31:0] run_len32 = {{(32 - RL_W){1'b0}}, run_len};
 wire ext_full = extend && run_len32 == MAX_BURST - 1;   // reaches MAX_BURST
 // an element that closes the open run needs room for the request
 wire need_push = run_open && (new_run || ext_full);
-assign s1_take = state == S_RUN && s1_valid && !ef_full && (!need_push || !rq_full);
+assign s1_take = act && s1_valid && !ef_full && (!need_push || !rq_full);
 // no element joins the open run this cycle: request it now (a stall, or the stream's end)
 wire idle_push = run_open && !s1_take && !rq_full;
-wire rq_push = state == S_RUN && ((s1_take && need_push) || idle_push);
+wire rq_push = act && ((s1_take && need_push) || idle_push);
 wire rq_pop = req_valid && req_ready;
 wire ef_push = s1_take;
 
 /* ---- stage 3: the packer ---- */
-wire [5:0] ef_head = ef_mem[ef_rd[EF_LOG2-1:0]];
-wire h_new = ef_head[5], h_pad = ef_head[4], h_last = ef_head[0];
+wire [6:0] ef_head = ef_mem[ef_rd[EF_LOG2-1:0]];
+wire h_par = ef_head[6], h_new = ef_head[5], h_pad = ef_head[4], h_last = ef_head[0];
 wire [2:0] h_off = ef_head[3:1];
 wire h_need = h_new && !h_pad;
 
@@ -290,9 +308,15 @@ reg  [2:0]  lane_r;             // lanes packed so far
 reg         out_valid, out_last;
 reg  [63:0] out_data;
 
+// the settings of the head element's stream
+wire        p_wm = bk_wm[h_par];
+wire [1:0]  p_es = bk_es[h_par];
+wire [2:0]  p_lmask = 3'd7 >> p_es;             // LANES - 1
+wire [63:0] pad64 = {{(64 - PAD_W){1'b0}}, bk_pad[h_par]};
+
 wire out_free = !out_valid || m_ready;
-wire h_word = word_mode || lane_r == lmask[2:0] || h_last;       // completes a word
-wire ef_pop = state == S_RUN && !ef_empty && (!h_need || rd_valid) && (!h_word || out_free);
+wire h_word = p_wm || lane_r == p_lmask || h_last;      // completes a word
+wire ef_pop = act && !ef_empty && (!h_need || rd_valid) && (!h_word || out_free);
 wire take_beat = ef_pop && h_need;
 wire beat_bad = rd_resp[1] || rd_timeout;       // SLVERR (2) / DECERR (3) / no answer
 
@@ -302,10 +326,9 @@ wire rd_hs = rd_valid && rd_ready;
 
 wire [63:0] beat = h_need ? rd_data : beat_r;
 // the PAD lane (the field's low ESIZE bytes, zero-extended) in every lane
-wire [63:0] pad64 = {{(64 - PAD_W){1'b0}}, pad_r};
 reg  [63:0] pad_word;
 always @* begin
-    case (es_lg)
+    case (p_es)
     2'd0: pad_word = {8{pad64[7:0]}};
     2'd1: pad_word = {4{pad64[15:0]}};
     2'd2: pad_word = {2{pad64[31:0]}};
@@ -315,33 +338,41 @@ end
 wire [63:0] lane_val = h_pad ? pad_word : beat >> {h_off, 3'b000};
 reg  [63:0] acc_next;
 always @* begin
-    case (es_lg)
+    case (p_es)
     2'd0: acc_next = {lane_val[7:0], acc_r[63:8]};
     2'd1: acc_next = {lane_val[15:0], acc_r[63:16]};
     2'd2: acc_next = {lane_val[31:0], acc_r[63:32]};
     default: acc_next = lane_val;
     endcase
 end
-wire [63:0] word_val = word_mode ? (h_pad ? pad_word : beat) : acc_next;
+wire [63:0] word_val = p_wm ? (h_pad ? pad_word : beat) : acc_next;
 
 wire fault = take_beat && rd_valid && beat_bad;
-wire out_hs = out_valid && m_ready;
-wire pipe_empty = !s1_valid && !run_open && rq_empty && ef_empty && !out_valid &&
-                  owed == {OW_W{1'b0}};
+wire out_hs = m_valid && m_ready;
+wire end_word = out_hs && out_last;             // a stream's last word taken
+// the latest stream without elements ends once every stream before it has
+wire end_empty = state == S_RUN && empty_pend && in_flight == 2'd1;
+wire [1:0] in_flight_dec = in_flight - ((end_word || end_empty) ? 2'd1 : 2'd0);
 
-assign start_ready = state == S_IDLE;
+// look-ahead: the next stream may start once the AGU has walked the latest one and at most one
+// stream is in flight (its settings bank stays; the other is free)
+assign start_ready = state == S_IDLE ||
+    (state == S_RUN && walk_done && !empty_pend && in_flight_dec != 2'd2 && !fault);
 assign busy = state != S_IDLE;
-assign req_valid = state == S_RUN && !rq_empty;
+assign req_valid = act && !rq_empty;
 assign req_addr = {rq_wa[rq_rd[RQ_LOG2-1:0]], 3'b000};
 assign req_words = {{(CNT_W - RL_W){1'b0}}, rq_len[rq_rd[RQ_LOG2-1:0]]};
-assign m_valid = out_valid;
+assign m_valid = out_valid && state != S_ABORT;
 assign m_data = out_data;
 assign m_last = out_last;
 
 always @(posedge clk) begin
-    done <= 1'b0;
+    done <= end_word || end_empty;
     agu_start <= 1'b0;
     agu_clr <= 1'b0;
+    in_flight <= in_flight_dec;
+    if (end_empty)
+        empty_pend <= 1'b0;
 
     // words owed by the master
     owed <= owed + (rq_pop ? {{(OW_W - CNT_W){1'b0}}, req_words} : {OW_W{1'b0}})
@@ -352,6 +383,7 @@ always @(posedge clk) begin
         s1_valid <= 1'b1;
         s1_pad <= agu_pad;
         s1_last <= agu_last;
+        s1_par <= par_new;
         s1_wa <= baddr[ADDR_W-1:3];
         s1_off <= baddr[2:0];
     end else if (s1_take) begin
@@ -373,9 +405,11 @@ always @(posedge clk) begin
             run_len <= {{(RL_W - 1){1'b0}}, 1'b1};
             run_open <= 1'b1;
         end
-    end else if (idle_push && state == S_RUN) begin
+    end else if (idle_push && act) begin
         run_open <= 1'b0;
     end
+    if (s1_take && s1_last)         // a stream never shares the beat of the one before
+        prev_ok <= 1'b0;
     if (rq_push) begin
         rq_wa[rq_wr[RQ_LOG2-1:0]] <= run_wa;
         rq_len[rq_wr[RQ_LOG2-1:0]] <= (s1_take && extend) ? run_len + 1'b1 : run_len;
@@ -384,7 +418,7 @@ always @(posedge clk) begin
     if (rq_pop)
         rq_rd <= rq_rd + 1'b1;
     if (ef_push) begin
-        ef_mem[ef_wr[EF_LOG2-1:0]] <= {!s1_pad && !same_beat, s1_pad, s1_off, s1_last};
+        ef_mem[ef_wr[EF_LOG2-1:0]] <= {s1_par, !s1_pad && !same_beat, s1_pad, s1_off, s1_last};
         ef_wr <= ef_wr + 1'b1;
     end
 
@@ -404,9 +438,27 @@ always @(posedge clk) begin
         end
     end
 
-    case (state)
-    S_IDLE: begin
-        if (start) begin
+    if (act && fault) begin
+        err_slverr <= rd_resp == 2'b10;
+        err_decerr <= rd_resp == 2'b11;
+        err_timeout <= rd_timeout;
+        agu_clr <= 1'b1;
+        in_flight <= 2'd0;
+        empty_pend <= 1'b0;
+        walk_done <= 1'b0;
+        state <= S_ABORT;
+    end else case (state)
+    S_IDLE, S_RUN: begin
+        if (state == S_RUN) begin
+            agu_go <= 1'b1;
+            if (agu_go && !agu_busy && !walk_done) begin
+                walk_done <= 1'b1;
+                empty_pend <= agu_empty;
+            end
+            if (in_flight_dec == 2'd0)
+                state <= S_IDLE;
+        end
+        if (start && start_ready) begin
             src_r <= cfg_src; mode_r <= cfg_mode; lanes_r <= cfg_lanes; esize_r <= cfg_esize;
             pad_r <= cfg_pad;
             n_r <= cfg_n; h_r <= cfg_h; w_r <= cfg_w; c_r <= cfg_c;
@@ -419,36 +471,33 @@ always @(posedge clk) begin
         end
     end
     S_CFG: begin
-        prev_ok <= 1'b0;
-        lane_r <= 3'd0;
-        agu_go <= 1'b0;
-        if (field_bad || !(is_win || is_chn)) begin
-            err_field <= field_bad;
-            done <= 1'b1;
-            state <= S_IDLE;
+        if (field_bad || is_none) begin
+            // no stream: ends in order, after every stream before it has (a pulse of its own)
+            if (in_flight == 2'd0) begin
+                err_field <= field_bad;
+                done <= 1'b1;
+                state <= S_IDLE;
+            end
         end else begin
             word_mode <= wm_cond;
+            bk_src[!par_new] <= src_r;
+            bk_wm[!par_new] <= wm_cond;
+            bk_es[!par_new] <= es_lg;
+            bk_pad[!par_new] <= pad_r;
+            par_new <= !par_new;
+            in_flight <= in_flight_dec + 2'd1;
             agu_start <= 1'b1;
+            agu_go <= 1'b0;
+            walk_done <= 1'b0;
             state <= S_RUN;
         end
     end
-    S_RUN: begin
-        agu_go <= 1'b1;
-        if (fault) begin
-            err_slverr <= rd_resp == 2'b10;
-            err_decerr <= rd_resp == 2'b11;
-            err_timeout <= rd_timeout;
-            agu_clr <= 1'b1;
-            state <= S_ABORT;
-        end else if (agu_go && !agu_busy && pipe_empty) begin
-            done <= 1'b1;
-            state <= S_IDLE;
-        end
-    end
-    default: begin      // S_ABORT: drop the stream, take what is owed
+    default: begin      // S_ABORT: drop the streams, take what is owed
         agu_clr <= 1'b1;
         s1_valid <= 1'b0;
         run_open <= 1'b0;
+        prev_ok <= 1'b0;
+        lane_r <= 3'd0;
         rq_rd <= rq_wr;
         ef_rd <= ef_wr;
         out_valid <= 1'b0;
@@ -466,6 +515,10 @@ always @(posedge clk) begin
         agu_go <= 1'b0;
         agu_clr <= 1'b0;
         word_mode <= 1'b0;
+        par_new <= 1'b0;
+        in_flight <= 2'd0;
+        walk_done <= 1'b0;
+        empty_pend <= 1'b0;
         err_slverr <= 1'b0;
         err_decerr <= 1'b0;
         err_timeout <= 1'b0;

@@ -231,6 +231,46 @@ class TB:
         return words, lasts, times, flags
 
 
+    async def run_chain(self, cases, p_ready=1.0, limit=200000):
+        """Start the streams of `cases` one after the other, each as soon as `start_ready` takes
+        it (look-ahead: while the stream before still runs), take words with m_ready high with
+        probability p_ready until every stream has pulsed `done`; returns (words, m_last
+        positions, word edges, start edges, (done edge, err_field) per stream), edges counted
+        from the first start."""
+        d = self.dut
+        n = len(cases)
+        self.set_fields(cases[0])
+        d.start.value = 1
+        i, t = 0, 0
+        words, lasts, times, starts, dones = [], [], [], [], []
+        while len(dones) < n:
+            ready = self.rng.random() < p_ready
+            d.m_ready.value = int(ready)
+            await RisingEdge(d.clk)
+            assert t < limit, f"chain: {len(dones)} of {n} streams done after {t} cycles"
+            if i < n and int(d.start_ready.value):
+                starts.append(t)
+                i += 1
+                if i < n:
+                    self.set_fields(cases[i])
+                else:
+                    d.start.value = 0
+            if ready and int(d.m_valid.value):
+                words.append(int(d.m_data.value))
+                times.append(t)
+                if int(d.m_last.value):
+                    lasts.append(len(words) - 1)
+            if int(d.done.value):
+                dones.append((t, int(d.err_field.value)))
+                if any(int(getattr(d, f"err_{k}").value) for k in ("slverr", "decerr", "timeout")):
+                    break               # a fault ends every stream in flight with one done
+            t += 1
+        d.m_ready.value = 0
+        await RisingEdge(d.clk)
+        assert not int(d.busy.value) and not int(d.m_valid.value), "busy after the last done"
+        return words, lasts, times, starts, dones
+
+
 def check_words(case, exp, words, lasts):
     if words != exp:
         first = next((i for i, (a, b) in enumerate(zip(words, exp)) if a != b), min(len(words), len(exp)))
@@ -296,8 +336,8 @@ async def test_random(dut):
 
 @cocotb.test()
 async def test_none_and_bad_fields(dut):
-    """MODE NONE streams nothing; LANES*ESIZE != 8, SRC not a multiple of ESIZE and KP not
-    whole words set err_field (the golden model: BAD_FIELD) and stream nothing; a good stream
+    """MODE NONE streams nothing; LANES*ESIZE != 8, SRC not a multiple of ESIZE, KP not whole
+    words and an unknown MODE set err_field (the golden model: BAD_FIELD) and stream nothing; a good stream
     afterwards."""
     global _IMAGE
     tb = TB(dut, SEED * 100 + 3, lat=(1, 10))
@@ -310,6 +350,7 @@ async def test_none_and_bad_fields(dut):
         (dict(a0, ESIZE=3, LANES=8),) + base[1:],
         (dict(a0, LANES=4, ESIZE=2, SRC=0x1001),) + base[1:],
         (a0, a1, a2, dict(a3, KP=19), a4),
+        (dict(a0, MODE=15),) + base[1:],
     ]
     for i, case in enumerate(bad):
         fault = None
@@ -355,6 +396,123 @@ async def test_stream_boundaries(dut):
         exp, _ = golden(tb.image, second)
         words, lasts, _, _ = await tb.run(second, 0.7)
         check_words(second, exp, words, lasts)
+
+
+def check_chain(cases, exps, words, lasts, starts, dones, bad=()):
+    """Words of the streams in order, m_last on each non-empty stream's last word, one done per
+    stream in order (err_field on exactly the `bad` ones), each start after the one before."""
+    flat = [w for e in exps for w in e]
+    ends, k = [], 0
+    for e in exps:
+        k += len(e)
+        if e:
+            ends.append(k - 1)
+    if words != flat:
+        check_words("chain", flat, words, ends)
+    assert words == flat, f"chain: {len(words)} words, expected {len(flat)}"
+    assert lasts == ends, f"chain: m_last at {lasts}, expected {ends}"
+    assert len(dones) == len(cases), f"{len(dones)} done pulses for {len(cases)} streams"
+    assert [f for _, f in dones] == [int(j in bad) for j in range(len(cases))], f"err_field {dones}"
+
+
+@cocotb.test()
+async def test_chains(dut):
+    """Look-ahead: streams started back to back, each as soon as start_ready (while the one
+    before still streams): random descriptors with MODE NONE, empty streams (OH = 0) and bad
+    fields mixed in, under random latency, stalls and backpressure; words, m_last and one done
+    per stream in order, err_field on the bad ones."""
+    global _IMAGE
+    tb = TB(dut, SEED * 100 + 7, lat=(1, 60), stall=0.1)
+    await tb.reset()
+    _IMAGE = tb.image
+    rng = random.Random(SEED * 100 + 8)
+    total = ahead = special = 0
+    chains = 4 if CASES <= 150 else CASES // 30
+    for chain in range(chains):
+        cases, exps, bad = [], [], []
+        for j, (case, exp) in enumerate(gen_cases(rng, 8)):
+            r = rng.random()
+            if r < 0.1:
+                case, exp = (dict(case[0], MODE=MODES["NONE"]),) + case[1:], []
+            elif r < 0.2 and case[0]["MODE"] == MODES["WINDOWS"]:
+                case = case[:2] + (dict(case[2], OH=0),) + case[3:]
+                exp, _ = golden(tb.image, case)
+                assert exp == [], "OH = 0 is not empty in the model"
+            elif r < 0.25:
+                case, exp = (dict(case[0], LANES=3),) + case[1:], []
+                bad.append(j)
+            cases.append(case)
+            exps.append(exp)
+        tb.mem.lat = rng.choice([(1, 1), (1, 60), (30, 60)])
+        tb.set_stall(rng.choice([0.0, 0.2]))
+        words, lasts, _, starts, dones = await tb.run_chain(cases, rng.choice([1.0, 0.7, 0.3]))
+        check_chain(cases, exps, words, lasts, starts, dones, bad)
+        assert int(dut.rd_idle.value), "the read master is not idle after the chain"
+        total += len(words)
+        # starts taken while the stream before had not ended yet
+        ahead += sum(1 for j in range(1, len(cases)) if starts[j] < dones[j - 1][0])
+        special += sum(1 for e in exps if not e)
+    tb.mon.check()
+    log.info("chains: %d x 8 streams (%d without words), %d words equal to the golden model; "
+             "%d starts taken before the stream before ended", chains, special, total, ahead)
+    assert ahead > 0
+
+
+@cocotb.test()
+async def test_chain_timed(dut):
+    """Three word-mode pointwise streams back to back (latency 85, no stalls, m_ready high):
+    the next stream's AGU setup and first run overlap the tail of the one before, so the gap
+    between one stream's last word and the next one's first is small (logged, bounded)."""
+    tb = TB(dut, SEED * 100 + 9, lat=(LAT, LAT), stall=0.0)
+    await tb.reset()
+    cases = [pointwise(8, 8, 8, 64, 0x2000), pointwise(8, 4, 4, 32, 0x6000),
+             pointwise(4, 8, 8, 16, 0x9000)]
+    exps = [golden(tb.image, c)[0] for c in cases]
+    words, lasts, times, starts, dones = await tb.run_chain(cases)
+    check_chain(cases, exps, words, lasts, starts, dones)
+    gaps = [times[lasts[k] + 1] - times[lasts[k]] for k in range(len(lasts) - 1)]
+    single = 2 + AGU_SETUP["WINDOWS"] + 1 + MAX_BURST + 3 + LAT + 2 + 1   # 132: from an idle unit
+    log.info("chain timed: starts at edges %s, stream ends %s, gaps between streams %s cycles "
+             "(a stream started from idle: first word %d cycles after start)",
+             starts, [times[k] for k in lasts], gaps, single)
+    # after a stream ending in a full run: its last index is handed at edge W, the run goes out
+    # with it (AR at W + 4, last word at W + 4 + LAT + 2 + MAX_BURST); the next start is taken
+    # at W + 2 and its first word comes `single` edges later
+    gap0 = 2 + single - (4 + LAT + 2 + MAX_BURST)
+    assert gaps[0] == gap0, f"gap after a long stream {gaps[0]}, formula {gap0}"
+    # after a short stream the next one waits for the stream before it (two in flight at most)
+    assert max(gaps) < single, f"gaps {gaps}: no better than a start from idle"
+    assert len(words) == times[-1] - times[0] + 1 - sum(g - 1 for g in gaps), "bubbles inside a stream"
+
+
+@cocotb.test()
+async def test_chain_fault(dut):
+    """A fault in the second of two streams in flight (word mode and lane mode): the flag, the
+    words before it a prefix of the two streams' words, the unit and the master idle, a good
+    stream right after."""
+    tb = TB(dut, SEED * 100 + 10, lat=(20, 60), stall=0.1)
+    await tb.reset()
+    for first, second, at in [
+        (pointwise(8, 8, 8, 32, 0x1000), pointwise(8, 6, 6, 32, 0x4000), 0x4000 + 8 * 20),
+        (pointwise(8, 4, 4, 13, 0x1003), pointwise(8, 5, 5, 13, 0x4001), 0x4001 + 13 * 7),
+    ]:
+        exps = [golden(tb.image, c)[0] for c in (first, second)]
+        lo = at // 8 * 8
+        assert golden(tb.image, second, slverr=[(lo, lo + 8)])[1] == "SLVERR"
+        tb.mem.regions = [Region(lo, lo + 8, SLVERR)]
+        words, _, _, starts, dones = await tb.run_chain([first, second], 0.6)
+        tb.mem.regions = []
+        flat = exps[0] + exps[1]
+        assert int(dut.err_slverr.value) and len(starts) == 2, (starts, dones)
+        assert words == flat[:len(words)] and len(words) < len(flat), f"{len(words)} words"
+        await ClockCycles(dut.clk, 2)
+        assert not int(dut.busy.value) and int(dut.rd_idle.value), "busy or words owed"
+        log.info("fault in a chain: %d of %d words, %d done pulses, starts at %s", len(words),
+                 len(flat), len(dones), starts)
+        good = pointwise(4, 3, 3, 8, 0x8000)
+        exp, _ = golden(tb.image, good)
+        words, lasts, _, flags = await tb.run(good, 0.8)
+        check_words(good, exp, words, lasts)
 
 
 def first_request(mode, run):

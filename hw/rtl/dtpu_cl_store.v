@@ -212,9 +212,10 @@ reg  [CNT_W-1:0]  pr_n;
 wire              rw_item = rw_valid && rw_ifirst && rw_in != {DIM_W{1'b0}};
 wire [CNT_W-1:0]  rw_in_x = {{(CNT_W-DIM_W){1'b0}}, rw_in};
 wire              pr_full = pr_n >= RD_MERGE[CNT_W-1:0];
-/* verilator lint_off WIDTHTRUNC */
-wire [ADDR_W-1:0] pr_end = pr_addr + (pr_n << 3);
-/* verilator lint_on WIDTHTRUNC */
+/* verilator lint_off UNUSEDSIGNAL */
+wire [ADDR_W+CNT_W-1:0] pr_bytes = {{ADDR_W{1'b0}}, pr_n} << 3;
+/* verilator lint_on UNUSEDSIGNAL */
+wire [ADDR_W-1:0] pr_end = pr_addr + pr_bytes[ADDR_W-1:0];
 wire              contig = pr_v && !pr_full && rw_addr == pr_end;
 assign rd_req_valid = pr_v && !stop && (pr_full || !rw_busy || (rw_item && !contig));
 wire              rq_hs = rd_req_valid && rd_req_ready;

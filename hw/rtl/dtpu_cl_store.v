@@ -69,7 +69,8 @@ module dtpu_cl_store #
     parameter MODE_ACC = 2,
     parameter MAX_RUN = 16,         // words per write request
     parameter LOG_WQ = 5,           // log2 of the write queue's depth in words
-    parameter RD_MERGE = 16         // ACC: items merged into a read request up to this many words
+    parameter RD_MERGE = 16,        // ACC: items merged into a read request up to this many words
+    parameter MAX_GAP = 4           // words without strobes written to join two runs (dtpu_cl_store_wq)
 )
 (
     input  wire                 clk,
@@ -312,7 +313,8 @@ dtpu_cl_store_pack #(.ADDR_W(ADDR_W)) pack (
     .m_strb(pm_strb), .m_close(pm_close), .empty(pk_empty)
 );
 
-dtpu_cl_store_wq #(.ADDR_W(ADDR_W), .CNT_W(CNT_W), .MAX_RUN(MAX_RUN), .LOG_DEPTH(LOG_WQ)) wq (
+dtpu_cl_store_wq #(.ADDR_W(ADDR_W), .CNT_W(CNT_W), .MAX_RUN(MAX_RUN), .LOG_DEPTH(LOG_WQ),
+    .MAX_GAP(MAX_GAP)) wq (
     .clk(clk), .rst_n(rst_n), .err(stop),
     .s_valid(pm_valid), .s_ready(pm_ready), .s_waddr(pm_waddr), .s_data(pm_data),
     .s_strb(pm_strb), .s_close(pm_close),

@@ -281,9 +281,10 @@ async def test_rate(dut):
     tb.scatter(f, False, words)
     dut._log.info("ITEMS: %d words in %d cycles", len(words), took)
     assert took <= len(words) + 8, f"ITEMS: {len(words)} words took {took} cycles"
-    # scattered small items (3 bytes of 16 per pixel): one per cycle too; 8 unaligned bytes of
-    # 20: an item spills into a second word, a cycle more per item (logged)
-    for gw, dstc, bound in ((3, 16, 1.0), (8, 20, 2.0)):
+    # scattered small items (3 bytes of 16 per pixel): the queue joins them into one burst with
+    # a strobe-less word between each two (MAX_GAP), two W beats an item; 8 unaligned bytes of
+    # 20: two partial words an item plus a gap word every other item
+    for gw, dstc, bound in ((3, 16, 2.0), (8, 20, 2.5)):
         await tb.wait_idle()
         r0 = dict(MODE=MODES["ITEMS"], LANES=8, ESIZE=1, SIGNED=0, DST=0x1805)
         f = (r0, dict(PIX=60, OUTER=1, INNER=1), dict(GW=gw, CH0=0, CH1=gw, DSTC=dstc))
@@ -307,9 +308,10 @@ async def test_rate(dut):
 
 
 @cocotb.test()
-async def test_acc_rate_latency(dut):
-    """ACC at the memory model's latency (85 cycles a burst, no stalls): small items (4 sums) of
-    a pixel merged into 16-word reads keep about one lane per cycle after the first read."""
+async def test_rate_latency(dut):
+    """At the memory model's latency (85 cycles a burst, no stalls): ACC small items (4 sums) of
+    a pixel merged into 16-word reads keep about one lane per cycle after the first read; ITEMS
+    runs of words one word per cycle."""
     tb = TB(dut, SEED + 6, lat=(85, 85), stall=0.0, valid_p=1.0)
     await tb.reset()
     r0 = dict(MODE=MODES["ACC"], LANES=2, ESIZE=8, SIGNED=1, DST=0x2000)
@@ -323,6 +325,23 @@ async def test_acc_rate_latency(dut):
                       " FIRST" if first else "", lanes, took, len(tb.rmon.bursts))
         # the reads wait for the FIRST RUN's last write response, then one read latency
         assert took <= lanes + (0 if first else 4 * 85) + 20, f"{lanes} lanes took {took} cycles"
+    # ITEMS at that latency: a pixel's items in one run of words keep the rate (16-word bursts,
+    # 8 in flight); one short item per pixel is one burst each, 8 per write latency (logged)
+    for gw, dstc, bound in ((128, 128, 1.0), (3, 16, None)):
+        await tb.wait_idle()
+        r0 = dict(MODE=MODES["ITEMS"], LANES=8, ESIZE=1, SIGNED=0, DST=0x5003)
+        f = (r0, dict(PIX=300 // ceil_div(gw, 8), OUTER=1, INNER=1),
+             dict(GW=gw, CH0=0, CH1=gw, DSTC=dstc))
+        words = rand_words(tb.rng, nwords(*f), r0)
+        t0 = tb.mem.clock.now
+        took = await tb.run(f, False, words)
+        tb.scatter(f, False, words)
+        await tb.wait_idle()
+        dut._log.info("ITEMS of %d bytes every %d at latency 85: %d words in %d cycles, "
+                      "idle after %d, %d write bursts so far", gw, dstc, len(words), took,
+                      tb.mem.clock.now - t0, len(tb.wmon.bursts))
+        if bound:
+            assert took <= bound * len(words) + 10, f"{len(words)} words took {took} cycles"
     await tb.wait_idle()
     tb.check_mem()
 

@@ -59,9 +59,10 @@ def test_lint_cl_store(params):
 
 
 def test_cl_store():
-    """Random ITEMS / ACC RUNs back to back (every LANES, FIRST on and off), the rate without
-    stalls, a BRESP SLVERR and an ACC read error (flagged, no hang), refused fields and wrong
-    stream lengths: memory byte-exact against the golden model."""
+    """Random ITEMS / ACC RUNs back to back (every LANES, FIRST on and off), the RUNs of two
+    compiled lists (mobilenet_like; a K-split conv + FC in ACC), the rates without stalls and at
+    latency 85, a BRESP SLVERR and an ACC read error, timeouts (flagged, no hang), refused fields
+    and wrong stream lengths: memory byte-exact against the golden model."""
     _run()
 
 
@@ -72,3 +73,10 @@ def test_cl_store():
 def test_cl_store_sweep(seed, params):
     _run(params, {"DTPU_SEED": seed, "DTPU_CASES": 40, "DTPU_MAX_WORDS": 1500},
          testcase="test_items_acc_random")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("net", ["dscnn_like__int8", "mobilenet_v1_025_96__int8"])
+def test_cl_store_zoo(net):
+    """The RUNs of more zoo networks' command lists (the default run has mobilenet_like)."""
+    _run(env={"DTPU_ZOO_NET": net}, testcase="test_compiled_zoo")

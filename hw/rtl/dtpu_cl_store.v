@@ -27,20 +27,23 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  *   any LANES (a lane per cycle would stall an int8 job 8 cycles a word).
  * - dtpu_cl_store_pack realigns the chunks to DDR words with byte strobes (items rarely start
  *   on 8 bytes), merging items that share a word; dtpu_cl_store_wq collects runs of consecutive
- *   words into requests of up to MAX_RUN words for dtpu_axi_wr (which keeps several bursts in
- *   flight). Every byte is written once per RUN, in stream order, so writes of one word never
- *   overtake each other (one AXI ID: in-order).
- * - ACC reads an item's sums as one request on the read port (the shape of dtpu_axi_rd's
- *   request / word ports, so it can sit behind dtpu_cl_rd_arb), issued by a second walk that
- *   runs ahead of the data (so the read latency is hidden after the first item), and adds one lane
- *   per cycle. Ordering: inside one RUN no two lanes go to the same element (the contract's field
- *   check: channels CH0..CH1 within DSTC) and ACC addresses are 8-byte aligned, so a read never
- *   needs a write of the same RUN; the reads of a RUN wait until every write of the earlier RUNs
- *   has its response (the previous K chunk's sums).
+ *   words into requests of up to MAX_RUN words for dtpu_axi_wr (which keeps MAX_OUTSTANDING
+ *   bursts in flight), bridging gaps of up to MAX_GAP words with strobe-less words so that short
+ *   scattered items share bursts. Every byte is written at most once per RUN, in stream order,
+ *   so writes of one word never overtake each other (one AXI ID: in order).
+ * - ACC reads the sums on the read port (the shape of dtpu_axi_rd's request / word ports, so it
+ *   can sit behind dtpu_cl_rd_arb): a second walk runs ahead of the data and issues one request
+ *   per item, items at consecutive addresses merged up to RD_MERGE words, so the read latency
+ *   is hidden after the first read; the data path adds one lane per cycle. Ordering: inside one
+ *   RUN no two lanes go to the same element (the contract's field check: channels CH0..CH1
+ *   within DSTC) and ACC addresses are 8-byte aligned, so a read never needs a write of the same
+ *   RUN; the reads of a RUN wait until every write of the earlier RUNs has its response (the
+ *   previous K chunk's sums).
  *
- * Throughput: ITEMS one result word per cycle (an extra cycle when an item's bytes start in a
- * DDR word other than the one the previous item left open, and one per RUN to close); ACC one
- * lane per cycle (LANES 2: a word every 2 cycles), after the first item's read latency.
+ * Throughput: ITEMS one result word per cycle for items that follow each other in DDR; scattered
+ * items as fast as the W channel writes them (2 beats for an item that starts in another word
+ * and spills, a beat per gap word); one cycle per RUN to close. ACC one lane per cycle (one R and
+ * one W beat per sum: LANES 2 is a word every 2 cycles), after the first read's latency.
  *
  * Fields are checked on `start` (MODE ITEMS/ACC, LANES 1/2/4/8, ITEMS LANES*ESIZE = 8, ACC ESIZE
  * 8 and DST 8-byte aligned, PIX/OUTER/INNER/GW not 0): otherwise err_field and nothing runs. The
@@ -69,7 +72,8 @@ module dtpu_cl_store #
     parameter MODE_ACC = 2,
     parameter MAX_RUN = 16,         // words per write request
     parameter LOG_WQ = 5,           // log2 of the write queue's depth in words
-    parameter RD_MERGE = 16         // ACC: items merged into a read request up to this many words
+    parameter RD_MERGE = 16,        // ACC: items merged into a read request up to this many words
+    parameter MAX_GAP = 4           // words without strobes written to join two runs (dtpu_cl_store_wq)
 )
 (
     input  wire                 clk,
@@ -214,9 +218,10 @@ reg  [CNT_W-1:0]  pr_n;
 wire              rw_item = rw_valid && rw_ifirst && rw_in != {DIM_W{1'b0}};
 wire [CNT_W-1:0]  rw_in_x = {{(CNT_W-DIM_W){1'b0}}, rw_in};
 wire              pr_full = pr_n >= RD_MERGE[CNT_W-1:0];
-/* verilator lint_off WIDTHTRUNC */
-wire [ADDR_W-1:0] pr_end = pr_addr + (pr_n << 3);
-/* verilator lint_on WIDTHTRUNC */
+/* verilator lint_off UNUSEDSIGNAL */
+wire [ADDR_W+CNT_W-1:0] pr_bytes = {{ADDR_W{1'b0}}, pr_n} << 3;
+/* verilator lint_on UNUSEDSIGNAL */
+wire [ADDR_W-1:0] pr_end = pr_addr + pr_bytes[ADDR_W-1:0];
 wire              contig = pr_v && !pr_full && rw_addr == pr_end;
 assign rd_req_valid = pr_v && !stop && (pr_full || !rw_busy || (rw_item && !contig));
 wire              rq_hs = rd_req_valid && rd_req_ready;
@@ -313,7 +318,8 @@ dtpu_cl_store_pack #(.ADDR_W(ADDR_W)) pack (
     .m_strb(pm_strb), .m_close(pm_close), .empty(pk_empty)
 );
 
-dtpu_cl_store_wq #(.ADDR_W(ADDR_W), .CNT_W(CNT_W), .MAX_RUN(MAX_RUN), .LOG_DEPTH(LOG_WQ)) wq (
+dtpu_cl_store_wq #(.ADDR_W(ADDR_W), .CNT_W(CNT_W), .MAX_RUN(MAX_RUN), .LOG_DEPTH(LOG_WQ),
+    .MAX_GAP(MAX_GAP)) wq (
     .clk(clk), .rst_n(rst_n), .err(stop),
     .s_valid(pm_valid), .s_ready(pm_ready), .s_waddr(pm_waddr), .s_data(pm_data),
     .s_strb(pm_strb), .s_close(pm_close),

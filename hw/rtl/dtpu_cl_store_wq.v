@@ -18,7 +18,10 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * their run is known: consecutive word addresses form one run, a run ends at MAX_RUN words, at
  * an address that does not follow, or at a close marker (s_close, no strobes: the RUN's end).
  * A closed run becomes a request; its words are already in the word FIFO, so the master never
- * waits on this queue for data it asked for. DEPTH >= 2*MAX_RUN words keeps a run filling while
+ * waits on this queue for data it asked for. A word at most MAX_GAP words past the run's end
+ * continues the run if it fits: the gap is filled with words without strobes (one a cycle), so
+ * short scattered items (a few bytes a pixel) share bursts: the write master keeps only
+ * MAX_OUTSTANDING bursts in flight, one item a burst would be 8 items per write latency. DEPTH >= 2*MAX_RUN words keeps a run filling while
  * the previous one drains.
  *
  * Errors (`err`, any bus error of the store unit): no request is issued any more; the words of
@@ -32,7 +35,9 @@ module dtpu_cl_store_wq #
     // longest request (the AXI3 burst: 16)
     parameter MAX_RUN = 16,
     // log2 of the word FIFO (and request FIFO) depth
-    parameter LOG_DEPTH = 5
+    parameter LOG_DEPTH = 5,
+    // longest gap (words) filled with strobe-less words to continue a run (0: none)
+    parameter MAX_GAP = 4
 )
 (
     input  wire                 clk,
@@ -95,7 +100,17 @@ wire has_word = (s_strb != 8'd0);
 wire follows = run_v && (s_waddr == run_a + run_n) && (run_n != MAX_RUN[RW-1:0]);
 /* verilator lint_on WIDTHEXPAND */
 
-assign s_ready = err || (!wf_full && !rf_full);
+// gap filling: a word a few words past the run's end (a short item of the next pixel) is
+// reached with words without strobes (AXI writes nothing there), one a cycle, if the run stays
+// within MAX_RUN: one burst for several short items instead of one each
+/* verilator lint_off WIDTHEXPAND */
+wire [WA_W-1:0] gap = s_waddr - (run_a + run_n);
+wire fill_want = has_word && run_v && !follows && gap != {WA_W{1'b0}} && gap <= MAX_GAP
+                 && run_n + gap < MAX_RUN;
+/* verilator lint_on WIDTHEXPAND */
+wire fill = s_valid && fill_want && !wf_full && !rf_full && !err;
+
+assign s_ready = err || (!wf_full && !rf_full && !fill_want);
 wire in_hs = s_valid && s_ready && !err;
 
 // a request is pushed when the open run ends: a word that does not follow it, a close marker
@@ -119,10 +134,13 @@ wire wf_pop = !wf_empty && (err ? (!owing || m_ready) : m_ready);
 wire m_hs = m_valid && m_ready;
 
 always @(posedge clk) begin
-    if (grow) begin
+    if (grow || fill) begin
         wf_d[wf_wr[LOG_DEPTH-1:0]] <= s_data;
-        wf_m[wf_wr[LOG_DEPTH-1:0]] <= s_strb;
+        wf_m[wf_wr[LOG_DEPTH-1:0]] <= fill ? 8'd0 : s_strb;
         wf_wr <= wf_wr + 1'b1;
+    end
+    if (fill) begin
+        run_n <= run_n + 1'b1;
     end
     if (wf_pop) begin
         wf_rd <= wf_rd + 1'b1;

@@ -19,6 +19,7 @@ import numpy as np
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, RisingEdge
 
+from dtpu.hw import cmdlist as cl
 from dtpu.hw.cmdlist import Ddr, Executor, Format
 from dtpu_sim.axi_mem import DECERR, SLVERR, Mem, Monitor, Region
 
@@ -29,6 +30,7 @@ MODES = FMT.res_modes
 SEED = int(os.environ.get("DTPU_SEED", "1"))
 CASES = int(os.environ.get("DTPU_CASES", "40"))
 MAX_WORDS = int(os.environ.get("DTPU_MAX_WORDS", "400"))
+ZOO_NET = os.environ.get("DTPU_ZOO_NET", "mobilenet_like__int8")
 MAX_BURST = int(os.environ.get("PARAM_MAX_BURST", "16"))
 MAX_OUT = int(os.environ.get("PARAM_MAX_OUTSTANDING", "8"))
 SIZE = 1 << 15
@@ -99,8 +101,9 @@ def rand_runs(rng, count, lanes=None):
 
 
 class TB:
-    def __init__(self, dut, seed, lat=(5, 60), stall=0.25, valid_p=0.8):
+    def __init__(self, dut, seed, lat=(5, 60), stall=0.25, valid_p=0.8, size=SIZE, image=None):
         self.dut = dut
+        self.size = size
         self.rng = random.Random(seed)
         self.lat = lat
         self.valid_p = valid_p
@@ -113,11 +116,13 @@ class TB:
         dut.s_data.value = 0
         dut.s_last.value = 0
         dut.cfg_first.value = 0
-        self.mem = Mem(dut, "m_axi", dut.clk, dut.rst_n, SIZE, self.rng, lat=lat, stall=stall,
+        self.mem = Mem(dut, "m_axi", dut.clk, dut.rst_n, size, self.rng, lat=lat, stall=stall,
                        reads=True, writes=True, strobes=True)
-        self.init = bytes(self.rng.getrandbits(8) for _ in range(SIZE))
+        if image is None:
+            image = bytes(self.rng.getrandbits(8) for _ in range(size))
+        self.init = bytes(image) + bytes(size - len(image))
         self.mem.ram.write(0, self.init)
-        self.model = Ddr(0, SIZE, np.frombuffer(self.init, np.uint8))
+        self.model = Ddr(0, size, np.frombuffer(self.init, np.uint8))
         self.ex = Executor.__new__(Executor)    # _scatter uses only the format
         self.ex.fmt = FMT
         self.wmon = Monitor(dut, "m_axi", dut.clk, MAX_BURST, MAX_OUT, write=True)
@@ -202,7 +207,7 @@ class TB:
                      for k in ("slverr", "decerr", "timeout", "field", "len"))
 
     def check_mem(self, skip=()):
-        got = np.frombuffer(self.mem.ram.read(0, SIZE), np.uint8)
+        got = np.frombuffer(self.mem.ram.read(0, self.size), np.uint8)
         want = self.model.mem
         diff = np.flatnonzero(got != want)
         diff = [a for a in diff if not any(lo <= a < hi for lo, hi in skip)]
@@ -281,9 +286,10 @@ async def test_rate(dut):
     tb.scatter(f, False, words)
     dut._log.info("ITEMS: %d words in %d cycles", len(words), took)
     assert took <= len(words) + 8, f"ITEMS: {len(words)} words took {took} cycles"
-    # scattered small items (3 bytes of 16 per pixel): one per cycle too; 8 unaligned bytes of
-    # 20: an item spills into a second word, a cycle more per item (logged)
-    for gw, dstc, bound in ((3, 16, 1.0), (8, 20, 2.0)):
+    # scattered small items (3 bytes of 16 per pixel): the queue joins them into one burst with
+    # a strobe-less word between each two (MAX_GAP), two W beats an item; 8 unaligned bytes of
+    # 20: two partial words an item plus a gap word every other item
+    for gw, dstc, bound in ((3, 16, 2.0), (8, 20, 2.5)):
         await tb.wait_idle()
         r0 = dict(MODE=MODES["ITEMS"], LANES=8, ESIZE=1, SIGNED=0, DST=0x1805)
         f = (r0, dict(PIX=60, OUTER=1, INNER=1), dict(GW=gw, CH0=0, CH1=gw, DSTC=dstc))
@@ -307,9 +313,10 @@ async def test_rate(dut):
 
 
 @cocotb.test()
-async def test_acc_rate_latency(dut):
-    """ACC at the memory model's latency (85 cycles a burst, no stalls): small items (4 sums) of
-    a pixel merged into 16-word reads keep about one lane per cycle after the first read."""
+async def test_rate_latency(dut):
+    """At the memory model's latency (85 cycles a burst, no stalls): ACC small items (4 sums) of
+    a pixel merged into 16-word reads keep about one lane per cycle after the first read; ITEMS
+    runs of words one word per cycle."""
     tb = TB(dut, SEED + 6, lat=(85, 85), stall=0.0, valid_p=1.0)
     await tb.reset()
     r0 = dict(MODE=MODES["ACC"], LANES=2, ESIZE=8, SIGNED=1, DST=0x2000)
@@ -323,6 +330,23 @@ async def test_acc_rate_latency(dut):
                       " FIRST" if first else "", lanes, took, len(tb.rmon.bursts))
         # the reads wait for the FIRST RUN's last write response, then one read latency
         assert took <= lanes + (0 if first else 4 * 85) + 20, f"{lanes} lanes took {took} cycles"
+    # ITEMS at that latency: a pixel's items in one run of words keep the rate (16-word bursts,
+    # 8 in flight); one short item per pixel is one burst each, 8 per write latency (logged)
+    for gw, dstc, bound in ((128, 128, 1.0), (3, 16, None)):
+        await tb.wait_idle()
+        r0 = dict(MODE=MODES["ITEMS"], LANES=8, ESIZE=1, SIGNED=0, DST=0x5003)
+        f = (r0, dict(PIX=300 // ceil_div(gw, 8), OUTER=1, INNER=1),
+             dict(GW=gw, CH0=0, CH1=gw, DSTC=dstc))
+        words = rand_words(tb.rng, nwords(*f), r0)
+        t0 = tb.mem.clock.now
+        took = await tb.run(f, False, words)
+        tb.scatter(f, False, words)
+        await tb.wait_idle()
+        dut._log.info("ITEMS of %d bytes every %d at latency 85: %d words in %d cycles, "
+                      "idle after %d, %d write bursts so far", gw, dstc, len(words), took,
+                      tb.mem.clock.now - t0, len(tb.wmon.bursts))
+        if bound:
+            assert took <= bound * len(words) + 10, f"{len(words)} words took {took} cycles"
     await tb.wait_idle()
     tb.check_mem()
 
@@ -347,7 +371,7 @@ async def test_bresp_error(dut):
     await tb.run(fa, False, rand_words(tb.rng, nwords(*fa), ra))
     await tb.wait_idle()
     tb.mem.regions = []
-    tb.model.mem[:] = np.frombuffer(tb.mem.ram.read(0, SIZE), np.uint8)
+    tb.model.mem[:] = np.frombuffer(tb.mem.ram.read(0, tb.size), np.uint8)
     dut.clear.value = 1
     await RisingEdge(dut.clk)
     dut.clear.value = 0
@@ -394,7 +418,7 @@ async def test_bad_fields_and_length(dut):
     await RisingEdge(dut.clk)
     dut.clear.value = 0
     await ClockCycles(dut.clk, 2)
-    tb.model.mem[:] = np.frombuffer(tb.mem.ram.read(0, SIZE), np.uint8)
+    tb.model.mem[:] = np.frombuffer(tb.mem.ram.read(0, tb.size), np.uint8)
     words = rand_words(rng, n, r0)
     await tb.run(f, False, words)
     tb.scatter(f, False, words)
@@ -435,3 +459,92 @@ async def test_read_timeout(dut):
     """An ACC read that never returns (and one DECERR): err_timeout from the read master, every
     result word taken, `idle`."""
     await timeout_case(dut, "read")
+
+
+# -- RUNs of compiled command lists: the golden model's own scatters, recorded
+
+
+def recorded_scatters(prog, cfg, x):
+    """Run `prog`'s first partition on input `x` through Executor (register protocol) and return
+    the DDR image it started from and every _scatter call (fields with DST made relative to the
+    image, FIRST, the core's result words), in order."""
+    from dtpu.hw.model import Core
+
+    rec = []
+    orig = Executor._scatter
+
+    def hook(self, ddr, r0, r1, r2, words, first=False):
+        rec.append(((dict(r0, DST=r0["DST"] - prog.base), dict(r1), dict(r2)), bool(first),
+                    [int(w) for w in np.asarray(words, np.uint64)]))
+        return orig(self, ddr, r0, r1, r2, words, first)
+
+    part = prog.partitions[0]
+    ddr = cl.Ddr(prog.base, prog.size, prog.image)
+    ddr.host_view(part.input.addr, part.input.nbytes)[:] = x.reshape(-1).view(np.uint8)
+    image = bytes(ddr.mem)
+    Executor._scatter = hook
+    try:
+        ex = Executor(Core(cfg), fast_path=False)
+        ex.run(ddr, prog.prologue_addr)
+        ex.run(ddr, part.list_addr)
+    finally:
+        Executor._scatter = orig
+    return image, rec
+
+
+async def compiled_case(dut, image, runs, seed):
+    size = -(-len(image) // 4096) * 4096
+    tb = await sequence(dut, seed, runs, size=size, image=image, lat=(20, 90), stall=0.2)
+    modes = sorted({describe(f, first).split()[0] for f, first, _ in runs})
+    dut._log.info("%d RUNs (%s), %d result words, %d write / %d read bursts: memory exact",
+                  len(runs), ", ".join(modes), sum(len(w) for _, _, w in runs),
+                  len(tb.wmon.bursts), len(tb.rmon.bursts))
+
+
+@cocotb.test()
+async def test_compiled_zoo(dut):
+    """The RUNs of a zoo network's command list (DTPU_ZOO_NET, default mobilenet_like__int8)
+    as compile_program emits them, with the words the core model produced."""
+    from pathlib import Path
+
+    from dtpu import reference
+    from dtpu.hw.config import get_config
+
+    zoo = Path(__file__).resolve().parents[2] / "tests" / "models" / "zoo"
+    parts = cl.partitions_of(zoo / f"{ZOO_NET}.tflite")
+    prog = cl.compile_program(parts)
+    spec = parts[0][0].spec
+    dt = reference.io_dtypes(spec)[0]
+    info = np.iinfo(dt)
+    x = np.random.default_rng(SEED).integers(info.min, info.max + 1, spec.input_shape).astype(dt)
+    image, runs = recorded_scatters(prog, get_config(), x)
+    await compiled_case(dut, image, runs, SEED + 7)
+
+
+@cocotb.test()
+async def test_compiled_split_k(dut):
+    """A K-split convolution and classifier (tests/test_cmdlist.py's case): RES ACC RUNs, FIRST
+    and adding, on 8-sum items of 48- and 10-channel sums, as compile_program emits them."""
+    from dtpu.hw.config import HwConfig
+    from dtpu.spec import ConvSpec, DataMode, OpKind, Padding, Quant
+
+    rng = np.random.default_rng(11)
+
+    def q(oc):
+        return dict(input_q=Quant((0.02,), (int(rng.integers(-9, 9)),)),
+                    filter_q=Quant(tuple(rng.uniform(0.004, 0.02, oc)), (0,) * oc),
+                    output_q=Quant((0.3,), (int(rng.integers(-9, 9)),)))
+
+    specs = [ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, 6, 6, 40), (48, 3, 3, 40),
+                      padding=Padding.SAME, name="conv k-split", **q(48)),
+             ConvSpec(OpKind.FULLY_CONNECTED, DataMode.INT8, (1, 1, 1, 1728), (10, 1, 1, 1728),
+                      name="fc k-split", **q(10))]
+    net = [(sp, rng.integers(-12, 12, sp.filter_shape).astype(np.int8),
+            rng.integers(-300, 300, sp.out_channels).astype(np.int32)) for sp in specs]
+    with HwConfig(LOG_WEIGHT_WORDS=11, LOG_PARAM_ENTRIES=7, LOG_ACT_WORDS=10) as cfg:
+        prog = cl.compile_program([[cl.NodeIn(sp, w, b, i - 1) for i, (sp, w, b) in enumerate(net)]],
+                                  cfg)
+        x = rng.integers(-128, 128, specs[0].input_shape).astype(np.int8)
+        image, runs = recorded_scatters(prog, cfg, x)
+    assert sum(1 for f, _, _ in runs if f[0]["MODE"] == MODES["ACC"]) > 4
+    await compiled_case(dut, image, runs, SEED + 8)

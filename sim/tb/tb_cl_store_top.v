@@ -11,7 +11,8 @@ module tb_cl_store_top #
     parameter MAX_BURST = 16,
     parameter MAX_OUTSTANDING = 8,
     parameter MAX_RUN = 16,
-    parameter LOG_WQ = 5
+    parameter LOG_WQ = 5,
+    parameter MAX_GAP = 4
 )
 (
     input  wire        clk,
@@ -86,7 +87,7 @@ wire [31:0] rq_addr, rq_words;
 wire [63:0] r_data;
 wire [1:0]  r_resp;
 
-dtpu_cl_store #(.MAX_RUN(MAX_RUN), .LOG_WQ(LOG_WQ)) store (
+dtpu_cl_store #(.MAX_RUN(MAX_RUN), .LOG_WQ(LOG_WQ), .MAX_GAP(MAX_GAP)) store (
     .clk(clk), .rst_n(rst_n), .clear(clear),
     .start(start), .cfg_mode(cfg_mode), .cfg_lanes(cfg_lanes), .cfg_esize(cfg_esize),
     .cfg_dst(cfg_dst), .cfg_pix(cfg_pix), .cfg_outer(cfg_outer), .cfg_inner(cfg_inner),

@@ -203,7 +203,6 @@ wire [31:0] sat_max = amax < tmin ? tmin : amax > tmax ? tmax : amax;
 /* ---- requests: one per pixel ---- */
 reg               rq_valid_reg;
 reg  [ADDR_W-1:0] rq_addr_reg;
-reg  [PIX_W-1:0]  rq_left_reg;      // pixels not yet requested (including the one presented)
 reg  [PIX_W-1:0]  rq_done_reg;      // pixels requested
 reg  [CH_W+2:0]   stride_reg;       // DSTC * 8
 wire              rq_hs = rq_valid_reg && req_ready;
@@ -302,7 +301,6 @@ always @(posedge clk) begin
         lmax_reg     <= 3'd7 >> log_es;
         stride_reg   <= {dstc, 3'd0};
         rq_addr_reg  <= src + {{(ADDR_W-CH_W-3){1'b0}}, ch0, 3'd0};
-        rq_left_reg  <= pix;
         rq_done_reg  <= {PIX_W{1'b0}};
         rq_valid_reg <= !bad && pix != {PIX_W{1'b0}};
         run_reg      <= 1'b1;
@@ -319,9 +317,8 @@ always @(posedge clk) begin
     end else if (run_reg) begin
         if (rq_hs) begin
             rq_addr_reg  <= rq_addr_reg + {{(ADDR_W-CH_W-3){1'b0}}, stride_reg};
-            rq_left_reg  <= rq_left_reg - 1'b1;
             rq_done_reg  <= rq_done_reg + 1'b1;
-            rq_valid_reg <= rq_left_reg != {{(PIX_W-1){1'b0}}, 1'b1};
+            rq_valid_reg <= rq_done_reg + 1'b1 != pix_reg;
         end
         // an error withdraws a request not yet taken (after a timeout the read master takes
         // none until it is cleared)

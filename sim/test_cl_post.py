@@ -68,3 +68,14 @@ def test_cl_post_small_master():
          testcase=["test_random", "test_rtl_only_checks", "test_overflow", "test_read_faults",
                    "test_timeout"],
          params={"MAX_BURST": 4, "MAX_OUTSTANDING": 2, "FIFO_LOG": 4})
+
+
+@pytest.mark.slow
+def test_cl_post_board_build():
+    """The board build's precisions (int8/uint8/int16: int32/int64 and the floats are BAD_FIELD)
+    with 256 parameter entries, the golden model configured alike: 60 random descriptors and
+    the error cases."""
+    _run({"DTPU_SEED": 6, "DTPU_CASES": 60},
+         testcase=["test_random", "test_rtl_only_checks", "test_overflow", "test_read_faults",
+                   "test_timeout"],
+         params={"PREC_EN": 7, "PADDR_W": 8})

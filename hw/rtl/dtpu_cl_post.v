@@ -50,7 +50,8 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * error). Either aborts: a request not yet taken is withdrawn (after a timeout dtpu_axi_rd takes
  * none until cleared; this port is not AXI), the words still owed are taken and dropped (the read
  * master delivers every owed word, also after a timeout), nothing more enters the result FIFO
- * (the result word holding the failing sum and every later one are not produced); the FIFO's
+ * (an overflow: the result word holding it and every later one are not produced; a read fault
+ * also drops the complete words still in the pipeline); the FIFO's
  * words still leave (valid never drops), then done. warn_wrap (ERR.WARN_WRAP32 of an int32
  * variant whose total did not fit) is reported, not fatal.
  *

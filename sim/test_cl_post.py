@@ -39,9 +39,11 @@ def test_defaults_match_contract():
     assert 1 << p["PADDR_W"] == fmt.cfg.PARAM_ENTRIES
 
 
-def _run(env=None, testcase=None):
-    d = build("tb_cl_post_top", {}, BENCH, name="cl_post")
-    run_tests("tb_cl_post_top", "tb_cl_post", d, testcase=testcase, extra_env=env or {})
+def _run(env=None, testcase=None, params=None):
+    params = params or {}
+    d = build("tb_cl_post_top", params, BENCH, name="cl_post")
+    run_tests("tb_cl_post_top", "tb_cl_post", d, testcase=testcase, parameters=params,
+              extra_env=env or {})
 
 
 def test_cl_post():
@@ -56,3 +58,24 @@ def test_cl_post():
 def test_cl_post_sweep(seed):
     """150 random descriptors per seed; seed 4 with up to 120 pixels and 100 channels."""
     _run({"DTPU_SEED": seed, "DTPU_CASES": 150, "DTPU_BIG": int(seed == 4)}, testcase="test_random")
+
+
+@pytest.mark.slow
+def test_cl_post_small_master():
+    """A read master with 4-beat bursts, 2 in flight (the sums no longer arrive one per cycle) and
+    a 16-word result FIFO: 60 random descriptors, the error cases (not the timed ones)."""
+    _run({"DTPU_SEED": 5, "DTPU_CASES": 60},
+         testcase=["test_random", "test_rtl_only_checks", "test_overflow", "test_read_faults",
+                   "test_timeout"],
+         params={"MAX_BURST": 4, "MAX_OUTSTANDING": 2, "FIFO_LOG": 4})
+
+
+@pytest.mark.slow
+def test_cl_post_board_build():
+    """The board build's precisions (int8/uint8/int16: int32/int64 and the floats are BAD_FIELD)
+    with 256 parameter entries, the golden model configured alike: 60 random descriptors and
+    the error cases."""
+    _run({"DTPU_SEED": 6, "DTPU_CASES": 60},
+         testcase=["test_random", "test_rtl_only_checks", "test_overflow", "test_read_faults",
+                   "test_timeout"],
+         params={"PREC_EN": 7, "PADDR_W": 8})

@@ -50,7 +50,8 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * error). Either aborts: a request not yet taken is withdrawn (after a timeout dtpu_axi_rd takes
  * none until cleared; this port is not AXI), the words still owed are taken and dropped (the read
  * master delivers every owed word, also after a timeout), nothing more enters the result FIFO
- * (the result word holding the failing sum and every later one are not produced); the FIFO's
+ * (an overflow: the result word holding it and every later one are not produced; a read fault
+ * also drops the complete words still in the pipeline); the FIFO's
  * words still leave (valid never drops), then done. warn_wrap (ERR.WARN_WRAP32 of an int32
  * variant whose total did not fit) is reported, not fatal.
  *
@@ -203,7 +204,6 @@ wire [31:0] sat_max = amax < tmin ? tmin : amax > tmax ? tmax : amax;
 /* ---- requests: one per pixel ---- */
 reg               rq_valid_reg;
 reg  [ADDR_W-1:0] rq_addr_reg;
-reg  [PIX_W-1:0]  rq_left_reg;      // pixels not yet requested (including the one presented)
 reg  [PIX_W-1:0]  rq_done_reg;      // pixels requested
 reg  [CH_W+2:0]   stride_reg;       // DSTC * 8
 wire              rq_hs = rq_valid_reg && req_ready;
@@ -302,7 +302,6 @@ always @(posedge clk) begin
         lmax_reg     <= 3'd7 >> log_es;
         stride_reg   <= {dstc, 3'd0};
         rq_addr_reg  <= src + {{(ADDR_W-CH_W-3){1'b0}}, ch0, 3'd0};
-        rq_left_reg  <= pix;
         rq_done_reg  <= {PIX_W{1'b0}};
         rq_valid_reg <= !bad && pix != {PIX_W{1'b0}};
         run_reg      <= 1'b1;
@@ -319,9 +318,8 @@ always @(posedge clk) begin
     end else if (run_reg) begin
         if (rq_hs) begin
             rq_addr_reg  <= rq_addr_reg + {{(ADDR_W-CH_W-3){1'b0}}, stride_reg};
-            rq_left_reg  <= rq_left_reg - 1'b1;
             rq_done_reg  <= rq_done_reg + 1'b1;
-            rq_valid_reg <= rq_left_reg != {{(PIX_W-1){1'b0}}, 1'b1};
+            rq_valid_reg <= rq_done_reg + 1'b1 != pix_reg;
         end
         // an error withdraws a request not yet taken (after a timeout the read master takes
         // none until it is cleared)

@@ -11,7 +11,6 @@ byte for byte against the model's DST. A JOB error (ERR.OVERFLOW) produces exact
 the one holding the first overflowing sum; a read fault a prefix of them.
 
 Environment: DTPU_SEED, DTPU_CASES (random descriptors), DTPU_BIG (longer/larger descriptors)."""
-import logging
 import os
 import random
 
@@ -21,10 +20,9 @@ from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, RisingEdge
 
 from dtpu.hw.cmdlist import DdrFault, Ddr, Executor, RunResult, _ClError
+from dtpu.hw.config import HwConfig
 from dtpu.hw.model import Core, out_lanes
 from dtpu_sim.axi_mem import DECERR, SLVERR, Mem, Monitor, Region, random_pauses
-
-log = logging.getLogger(__name__)
 
 SEED = int(os.environ.get("DTPU_SEED", "1"))
 CASES = int(os.environ.get("DTPU_CASES", "24"))
@@ -36,7 +34,20 @@ SIZE = 1 << 17
 SUMS_AT = 0x1000          # sums in [SUMS_AT, OUT_AT), outputs above
 OUT_AT = 0x10000
 
-CORE = Core()
+
+
+def hw_config() -> HwConfig:
+    """The golden model's configuration of the build: its precisions (PARAM_PREC_EN) and
+    parameter entries (PARAM_PADDR_W)."""
+    extra = {}
+    if "PARAM_PREC_EN" in os.environ:
+        mask = int(os.environ["PARAM_PREC_EN"], 0)
+        names = {v: k.lower() for k, v in HwConfig().enums["PREC"].items()}
+        extra["ENABLED"] = [names[b] for b in sorted(names) if mask >> b & 1]
+    return HwConfig(**extra, LOG_PARAM_ENTRIES=PADDR_W)
+
+
+CORE = Core(hw_config())
 C = CORE.cfg
 EX = Executor(CORE)
 FMT = EX.fmt
@@ -214,7 +225,8 @@ def spoil(rng, case):
     elif kind == "param":
         case["param_base"] = (1 << PADDR_W) - case["ch"] + rng.randint(1, 5)
     elif kind == "prec":
-        case["prec"] = rng.choice([5, 6, 7, 9, 15])   # float or not a precision
+        ok = {C.prec_code(p) for p in INT_PRECS}
+        case["prec"] = rng.choice([k for k in range(16) if k not in ok])   # float, not built, none
     else:
         case["out_mode"] = rng.choice([1, 2, 3])
     return kind, case
@@ -383,7 +395,7 @@ async def test_rtl_only_checks(dut):
         c2 = dict(case, **{k: v})
         bursts = len(tb.mon.bursts)
         cycles, _ = await tb.run(c2)
-        assert tb.flags()["bad_field"] == 1 and not tb.got and len(tb.mon.bursts) == bursts, k
+        assert cycles <= 2 and tb.flags()["bad_field"] == 1 and not tb.got and len(tb.mon.bursts) == bursts, k
     c2 = dict(case, pix=0)
     await one_case(tb, c2, what="PIX 0")
 

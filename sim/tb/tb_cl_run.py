@@ -34,7 +34,7 @@ class RunTB(TB):
 
     def _memory(self, dut, lat, stall):
         return Mem(dut, "m_axi", dut.clk, dut.aresetn, MEM, self.rng, lat=lat, stall=stall,
-                   writes=True)
+                   writes=True, strobes=True)
 
     def channels(self):
         m = self.mem
@@ -117,7 +117,7 @@ async def run_program(tb, prog, what, rng, faults=()):
         model.ddr.slverr.append(f)
     out = []
     for addr, name in ((prog.prologue_addr, "prologue"), (part.list_addr, "partition")):
-        st0, cycles = await tb.run_list(addr, limit=2_000_000)
+        st0, cycles = await tb.run_list(addr, limit=300_000)
         r = model.run(addr)
         s = await tb.status()
         tb.check_status(s, r, f"{what} {name}")

@@ -170,13 +170,19 @@ class TB:
             if int(d.irq.value):
                 break
         else:
-            q = d.seq_inst
-            dbg = {n: int(getattr(q, n).value) for n in ("state", "f_busy", "rd_idle", "core_busy",
-                                                         "ld_req_valid", "f_abort", "err")}
-            dbg.update({"f_" + n: int(getattr(d.fetch_inst, n).value)
-                        for n in ("state", "inflight", "count", "clean", "rd_req_valid", "fetch_off")})
-            dbg.update({"m_" + n: int(getattr(d.rd_inst, n).value)
-                        for n in ("gen_busy", "dead", "f_cnt", "arvalid_reg")})
+            dbg = {}
+            for inst, names in (("seq_inst", ("state", "f_busy", "rd_idle", "core_busy",
+                                              "ld_req_valid", "f_abort", "err", "la_busy",
+                                              "st_idle", "po_busy")),
+                                ("fetch_inst", ("state", "inflight", "count", "clean",
+                                                "rd_req_valid", "fetch_off")),
+                                ("store_inst", ("busy", "idle", "flushed", "st_v", "drain")),
+                                ("load_inst", ("busy", "state"))):
+                for n in names:
+                    try:
+                        dbg[f"{inst[:-5]}.{n}"] = int(getattr(getattr(d, inst), n).value)
+                    except AttributeError:
+                        pass
             raise AssertionError(f"no interrupt {limit} cycles after DOORBELL ({dbg}) "
                                  f"(CL_STATUS {await self.rd(R['CL_STATUS']):#x})")
         return st, n

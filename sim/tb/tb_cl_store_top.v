@@ -88,7 +88,7 @@ wire [63:0] r_data;
 wire [1:0]  r_resp;
 
 dtpu_cl_store #(.MAX_RUN(MAX_RUN), .LOG_WQ(LOG_WQ), .MAX_GAP(MAX_GAP)) store (
-    .clk(clk), .rst_n(rst_n), .clear(clear),
+    .clk(clk), .rst_n(rst_n), .clear(clear), .flush(1'b0),
     .start(start), .cfg_mode(cfg_mode), .cfg_lanes(cfg_lanes), .cfg_esize(cfg_esize),
     .cfg_dst(cfg_dst), .cfg_pix(cfg_pix), .cfg_outer(cfg_outer), .cfg_inner(cfg_inner),
     .cfg_gw(cfg_gw), .cfg_ch0(cfg_ch0), .cfg_ch1(cfg_ch1), .cfg_dstc(cfg_dstc),

@@ -210,6 +210,19 @@ async def test_run_errors(dut):
 
 
 @cocotb.test()
+async def test_contract_memory_model(dut):
+    """The memory as contract.json's memory model describes it (every burst's first beat
+    MEM_READ_LATENCY cycles after its request, one beat per cycle, no stalls): the programs
+    byte-exact; CL_CYCLES against the model's Timeline logged (docs/rtl.md quotes them)."""
+    tb = RunTB(dut, SEED + 5, lat=(int(FMT.mem["MEM_READ_LATENCY"]),) * 2, stall=0.0)
+    await tb.reset()
+    rng = np.random.default_rng(SEED + 5)
+    for what, prog in (("small", small_program()), ("ksplit", ksplit_program()),
+                       ("int16", int16_program())):
+        await run_program(tb, prog, f"memory model, {what}", rng)
+
+
+@cocotb.test()
 async def test_random_latencies(dut):
     """The small and the K-split programs under other latency / stall mixes."""
     rnd = random.Random(SEED + 4)

@@ -373,6 +373,25 @@ def test_doorbell_wait_is_bounded(lib):
     t.close()
 
 
+def test_12_protocol_on_the_lists_top(lib):
+    """The 1.2 protocol still works on this top (what backend=rtl's prepare uses for nodes the
+    lists do not cover): a LOAD_WGT job through s_axis_wgt writes the weight memory, its DONE
+    found by polling STATUS (the top routes only the 2.0 interrupt out), within the bound."""
+    t = open_core(lib, timeout_cycles=20_000)
+    words = np.random.default_rng(2).integers(0, 1 << 63, 40, dtype=np.uint64).astype(U64)
+    t.write_reg(CFG.reg("LOAD_ADDR").offset, 100)
+    t.write_reg(CFG.reg("LOAD_COUNT").offset, words.size)
+    t.write_reg(CFG.reg("JOB").offset, CFG.encode("JOB", OPCODE=CFG.enums["OPCODE"]["LOAD_WGT"]))
+    t.write_reg(CFG.REG_CTRL, CFG.encode("CTRL", START=1))
+    t.send("wgt", words)
+    c0 = t.cycle
+    assert t.wait_done(10.0)
+    assert t.cycle - c0 < 1000
+    assert t.read_reg(CFG.REG_ERR) == 0
+    assert np.array_equal(t.weights()[100:140], words)
+    t.close()
+
+
 def test_rtl_backend_path_selection():
     """path=lists (or $DTPU_RTL_TOP) picks the 2.0 top for the in-process core; path=auto and
     path=jobs keep the 1.2 top (job by job) until the 2.0 top runs RUN."""

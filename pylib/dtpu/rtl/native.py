@@ -206,8 +206,8 @@ _CL_SIGS = {
     "dtpu_mem_violation": ([ctypes.c_void_p], ctypes.c_char_p),
     "dtpu_mem_log": ([ctypes.c_void_p, ctypes.c_int], None),
     "dtpu_mem_events": ([ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64], ctypes.c_uint64),
-    "dtpu_run_until_done": ([ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint64,
-                             ctypes.c_uint64], ctypes.c_int),
+    "dtpu_run_until_done": ([ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_int,
+                             ctypes.c_uint64, ctypes.c_uint64], ctypes.c_int),
     "dtpu_peek": ([ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint32,
                    ctypes.POINTER(ctypes.c_uint32), ctypes.c_int], ctypes.c_int),
 }
@@ -465,7 +465,7 @@ class NativeListTransport(NativeTransport):
                 if now >= limit or time.monotonic() >= deadline:
                     break
                 r = self._lib.dtpu_run_until_done(self._h, self._reg["CL_STATUS"], self._cl_done_lsb,
-                                                  _POLL_CYCLES, min(limit - now, _LIST_CHUNK_CYCLES))
+                                                  1, _POLL_CYCLES, min(limit - now, _LIST_CHUNK_CYCLES))
                 if r < 0:
                     raise DtpuTimeout(f"AXI4-Lite read of CL_STATUS not answered while waiting for "
                                       f"a list; {self.describe()}")
@@ -479,6 +479,24 @@ class NativeListTransport(NativeTransport):
                           f"DONE within {self.cycle - c0} simulated cycles (bound "
                           f"{self.timeout_cycles}, {timeout_s} s); CL_STATUS={st:#x}, DESCS="
                           f"{self.read_reg(self._reg['DESCS'])}; {self.describe()}")
+
+    def wait_done(self, timeout_s: float) -> bool:
+        """A 1.2 job's DONE: STATUS polled every few cycles (this top does not route the 1.2
+        core's interrupt, CTRL.IRQ_EN, to its irq pin), bounded like the 1.2 transport's."""
+        self._flush_start()
+        deadline = time.monotonic() + min(float(timeout_s), self.timeout_s)
+        limit = self._job_cycle0 + self.timeout_cycles
+        while True:
+            now = self.cycle
+            if now >= limit or time.monotonic() >= deadline:
+                return bool(self.read_reg(self.cfg.REG_STATUS) & self._done_bit)
+            r = self._lib.dtpu_run_until_done(self._h, self.cfg.REG_STATUS,
+                                              self._done_bit.bit_length() - 1, 0, 8,
+                                              min(limit - now, _CHUNK_CYCLES))
+            if r < 0:
+                raise DtpuTimeout(f"AXI4-Lite read of STATUS not answered; {self.describe()}")
+            if r == 1:
+                return True
 
     def list_trace(self):
         """No per-node split of a list's cycles (the golden model's record): None."""

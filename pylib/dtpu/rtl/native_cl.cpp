@@ -384,17 +384,18 @@ uint64_t dtpu_mem_events(void* h, dtpu::AxiEvent* out, uint64_t max) {
     return n;
 }
 
-// Run the clock until irq is high, or `offset` (CL_STATUS) reads with bit `done_bit` set
-// (polled over AXI4-Lite every `poll` cycles, as a host without the interrupt would), at most
-// `max_cycles`. Returns 1 when done, 0 at the bound, -1 when a register read hung.
-int dtpu_run_until_done(void* h, uint32_t offset, uint32_t done_bit, uint64_t poll,
+// Run the clock until (with `use_irq`) irq is high, or `offset` (CL_STATUS; STATUS for a 1.2
+// job, whose interrupt this top does not route out) reads with bit `done_bit` set (polled over
+// AXI4-Lite every `poll` cycles, as a host without the interrupt would), at most `max_cycles`.
+// Returns 1 when done, 0 at the bound, -1 when a register read hung.
+int dtpu_run_until_done(void* h, uint32_t offset, uint32_t done_bit, int use_irq, uint64_t poll,
                         uint64_t max_cycles) {
     Sim& s = *static_cast<Sim*>(h);
     const uint64_t limit = s.cycle + max_cycles;
     if (!poll) poll = 1;
     uint64_t next_poll = s.cycle;
     while (s.cycle < limit) {
-        if (s.top->irq) return 1;
+        if (use_irq && s.top->irq) return 1;
         if (s.cycle >= next_poll) {
             uint32_t v = 0;
             if (axil_read(s, offset, &v, 1000)) return -1;

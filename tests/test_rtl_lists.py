@@ -392,6 +392,26 @@ def test_12_protocol_on_the_lists_top(lib):
     t.close()
 
 
+def test_cores_side_by_side_in_one_process(lib):
+    """Several cores alive at once (a notebook's interpreters, tests that fail before closing
+    theirs): each LOADs and reads back its own memories, and they are deleted in any order
+    (Verilator's per-thread context: the harness makes each core's current at every call)."""
+    cores = [open_core(lib) for _ in range(3)]
+    for i, t in enumerate(cores):
+        buf, addr = list_buffer(t, load_desc(0, 8, 0, 0, 1) + [hdr("END", tag=2)],
+                                data=np.full(8, 0x1111 * (i + 1), U64))
+        buf.array[0x2008:0x2010] = np.array([FMT.word("LOAD1", SRC=buf.addr, COUNT=8)],
+                                            U64).view(np.uint8)
+        regs, _ = kick(t, addr)
+        assert regs["CL_ERR"] == 0
+    for i, t in enumerate(cores):
+        assert np.all(t.weights()[:8] == 0x1111 * (i + 1)), i
+    cores[1].close()
+    del cores[0]                       # the garbage collector's order, not creation's
+    assert np.all(cores[-1].weights()[:8] == 0x3333)
+    cores.clear()
+
+
 def test_rtl_backend_path_selection():
     """path=lists (or $DTPU_RTL_TOP) picks the 2.0 top for the in-process core; path=auto and
     path=jobs keep the 1.2 top (job by job) until the 2.0 top runs RUN."""

@@ -66,6 +66,17 @@ struct Sim {
     std::string last_error;
 };
 
+// Verilator keeps "the current context" per thread and registers / erases a model's scopes
+// (public signals, VPI names) in it, at construction and destruction too; with several cores
+// in one process (and Python's garbage collector deleting them in any order) every entry
+// point makes its own context current first, or scopes land in (or are erased from) another
+// core's context, possibly a deleted one.
+Sim& sim(void* h) {
+    Sim& s = *static_cast<Sim*>(h);
+    Verilated::threadContextp(s.ctx.get());
+    return s;
+}
+
 void dump(Sim& s) {
 #if VM_TRACE
     if (s.vcd) s.vcd->dump(s.ctx->time());
@@ -201,6 +212,7 @@ extern "C" {
 void* dtpu_new(const char* vcd) {
     Sim* s = new Sim;
     s->ctx.reset(new VerilatedContext);
+    Verilated::threadContextp(s->ctx.get());
     s->top.reset(new Vdtpu(s->ctx.get(), "TOP"));
     s->half = (uint64_t)std::llround(5e-9 / std::pow(10.0, s->ctx->timeprecision()));
     if (s->half == 0) s->half = 1;
@@ -225,17 +237,20 @@ void* dtpu_new(const char* vcd) {
 void dtpu_delete(void* h) {
     Sim* s = static_cast<Sim*>(h);
     if (!s) return;
+    Verilated::threadContextp(s->ctx.get());
     for (auto& kv : s->handles) vpi_release_handle(kv.second);
     s->top->final();
 #if VM_TRACE
     if (s->vcd) s->vcd->close();
 #endif
+    s->top.reset();
     delete s;
+    Verilated::threadContextp(nullptr);
 }
 
 int dtpu_traced(void* h) {
 #if VM_TRACE
-    return static_cast<Sim*>(h)->vcd ? 1 : 0;
+    return sim(h).vcd ? 1 : 0;
 #else
     (void)h;
     return 0;
@@ -244,7 +259,7 @@ int dtpu_traced(void* h) {
 
 // aresetn low for `cycles` (the memory's queues emptied), then two cycles out of reset.
 void dtpu_reset(void* h, int cycles) {
-    Sim& s = *static_cast<Sim*>(h);
+    Sim& s = sim(h);
     s.top->aresetn = 0;
     s.mem.reset();
     for (int i = 0; i < cycles; i++) {
@@ -257,20 +272,20 @@ void dtpu_reset(void* h, int cycles) {
 }
 
 int dtpu_write(void* h, uint32_t addr, uint32_t data, uint64_t max_cycles) {
-    return axil_write(*static_cast<Sim*>(h), addr, data, max_cycles);
+    return axil_write(sim(h), addr, data, max_cycles);
 }
 
 int dtpu_read(void* h, uint32_t addr, uint32_t* out, uint64_t max_cycles) {
-    return axil_read(*static_cast<Sim*>(h), addr, out, max_cycles);
+    return axil_read(sim(h), addr, out, max_cycles);
 }
 
 void dtpu_push(void* h, int stream, const uint64_t* words, uint64_t n) {
-    Sim& s = *static_cast<Sim*>(h);
+    Sim& s = sim(h);
     for (uint64_t i = 0; i < n; i++) s.src[stream].push_back(Word{words[i], i + 1 == n});
 }
 
 uint64_t dtpu_run(void* h, uint64_t max_cycles, int until_irq) {
-    Sim& s = *static_cast<Sim*>(h);
+    Sim& s = sim(h);
     uint64_t i = 0;
     for (; i < max_cycles; i++) {
         if (until_irq && s.top->irq) break;
@@ -279,18 +294,18 @@ uint64_t dtpu_run(void* h, uint64_t max_cycles, int until_irq) {
     return i;
 }
 
-int dtpu_irq(void* h) { return static_cast<Sim*>(h)->top->irq ? 1 : 0; }
+int dtpu_irq(void* h) { return sim(h).top->irq ? 1 : 0; }
 
-uint64_t dtpu_cycle(void* h) { return static_cast<Sim*>(h)->cycle; }
+uint64_t dtpu_cycle(void* h) { return sim(h).cycle; }
 
-uint64_t dtpu_pending(void* h, int stream) { return static_cast<Sim*>(h)->src[stream].size(); }
+uint64_t dtpu_pending(void* h, int stream) { return sim(h).src[stream].size(); }
 
-uint64_t dtpu_result_words(void* h) { return static_cast<Sim*>(h)->done.size(); }
+uint64_t dtpu_result_words(void* h) { return sim(h).done.size(); }
 
-uint64_t dtpu_partial_words(void* h) { return static_cast<Sim*>(h)->partial.size(); }
+uint64_t dtpu_partial_words(void* h) { return sim(h).partial.size(); }
 
 uint64_t dtpu_take_results(void* h, uint64_t* out, uint64_t max) {
-    Sim& s = *static_cast<Sim*>(h);
+    Sim& s = sim(h);
     const uint64_t n = s.done.size() < max ? s.done.size() : max;
     if (n) std::memcpy(out, s.done.data(), n * sizeof(uint64_t));
     s.done.erase(s.done.begin(), s.done.begin() + n);
@@ -298,7 +313,7 @@ uint64_t dtpu_take_results(void* h, uint64_t* out, uint64_t max) {
 }
 
 void dtpu_flush(void* h) {
-    Sim& s = *static_cast<Sim*>(h);
+    Sim& s = sim(h);
     s.src[0].clear();
     s.src[1].clear();
     s.done.clear();
@@ -307,7 +322,7 @@ void dtpu_flush(void* h) {
 
 void dtpu_trace_flush(void* h) {
 #if VM_TRACE
-    Sim& s = *static_cast<Sim*>(h);
+    Sim& s = sim(h);
     if (s.vcd) s.vcd->flush();
 #else
     (void)h;
@@ -320,7 +335,7 @@ int dtpu_has_axi_wr(void) { return DTPU_HAS_AXI_WR; }
 
 // The DDR image: `size` bytes at `image` (host-owned, must outlive the core) seen at `base`.
 void dtpu_mem_image(void* h, uint8_t* image, uint64_t base, uint64_t size) {
-    Sim& s = *static_cast<Sim*>(h);
+    Sim& s = sim(h);
     s.mem.image = image;
     s.mem.base = base;
     s.mem.size = image ? size : 0;
@@ -331,7 +346,7 @@ void dtpu_mem_image(void* h, uint8_t* image, uint64_t base, uint64_t size) {
 void dtpu_mem_timing(void* h, uint32_t rd_latency, uint32_t rd_outstanding, uint32_t wr_latency,
                      uint32_t wr_outstanding, uint32_t max_burst, double stall,
                      uint32_t extra_latency, uint64_t seed) {
-    dtpu::AxiMem& m = static_cast<Sim*>(h)->mem;
+    dtpu::AxiMem& m = sim(h).mem;
     m.p.rd_latency = rd_latency;
     m.p.rd_outstanding = rd_outstanding ? rd_outstanding : 1;
     m.p.wr_latency = wr_latency;
@@ -345,7 +360,7 @@ void dtpu_mem_timing(void* h, uint32_t rd_latency, uint32_t rd_outstanding, uint
 // Address ranges [lo, hi) as 2n values: kind 0 mapped windows (empty: the whole image),
 // 1 SLVERR, 2 hang (never answers).
 void dtpu_mem_ranges(void* h, int kind, const uint64_t* pairs, uint64_t n) {
-    dtpu::AxiMem& m = static_cast<Sim*>(h)->mem;
+    dtpu::AxiMem& m = sim(h).mem;
     std::vector<dtpu::AxiMem::Range>& r = kind == 0 ? m.windows : kind == 1 ? m.slverr : m.hang;
     r.clear();
     for (uint64_t i = 0; i < n; i++) r.push_back({pairs[2 * i], pairs[2 * i + 1]});
@@ -354,7 +369,7 @@ void dtpu_mem_ranges(void* h, int kind, const uint64_t* pairs, uint64_t n) {
 // Counters: 0 read beats, 1 write beats, 2 read bursts, 3 write bursts, 4 protocol violations,
 // 5 reads in flight, 6 writes in flight, 7 the memory's cycle.
 uint64_t dtpu_mem_count(void* h, int which) {
-    const dtpu::AxiMem& m = static_cast<Sim*>(h)->mem;
+    const dtpu::AxiMem& m = sim(h).mem;
     switch (which) {
         case 0: return m.rd_beats;
         case 1: return m.wr_beats;
@@ -368,17 +383,17 @@ uint64_t dtpu_mem_count(void* h, int which) {
     }
 }
 
-const char* dtpu_mem_violation(void* h) { return static_cast<Sim*>(h)->mem.first_violation.c_str(); }
+const char* dtpu_mem_violation(void* h) { return sim(h).mem.first_violation.c_str(); }
 
 // The handshake log (axi_mem.h AxiEvent): on/off (clears it); copy up to `max` events out.
 void dtpu_mem_log(void* h, int on) {
-    dtpu::AxiMem& m = static_cast<Sim*>(h)->mem;
+    dtpu::AxiMem& m = sim(h).mem;
     m.log_events = on != 0;
     m.events.clear();
 }
 
 uint64_t dtpu_mem_events(void* h, dtpu::AxiEvent* out, uint64_t max) {
-    dtpu::AxiMem& m = static_cast<Sim*>(h)->mem;
+    dtpu::AxiMem& m = sim(h).mem;
     const uint64_t n = m.events.size() < max ? m.events.size() : max;
     if (n) std::memcpy(out, m.events.data(), n * sizeof(dtpu::AxiEvent));
     return n;
@@ -390,7 +405,7 @@ uint64_t dtpu_mem_events(void* h, dtpu::AxiEvent* out, uint64_t max) {
 // Returns 1 when done, 0 at the bound, -1 when a register read hung.
 int dtpu_run_until_done(void* h, uint32_t offset, uint32_t done_bit, int use_irq, uint64_t poll,
                         uint64_t max_cycles) {
-    Sim& s = *static_cast<Sim*>(h);
+    Sim& s = sim(h);
     const uint64_t limit = s.cycle + max_cycles;
     if (!poll) poll = 1;
     uint64_t next_poll = s.cycle;
@@ -413,7 +428,7 @@ int dtpu_run_until_done(void* h, uint32_t offset, uint32_t done_bit, int use_irq
 // Element `index` of the public array `name` (VPI name) into out[0..max_words) as 32-bit
 // words, least significant first; returns the words written, -1 if there is no such signal.
 int dtpu_peek(void* h, const char* name, uint32_t index, uint32_t* out, int max_words) {
-    Sim& s = *static_cast<Sim*>(h);
+    Sim& s = sim(h);
     vpiHandle arr;
     auto it = s.handles.find(name);
     if (it == s.handles.end()) {
@@ -442,7 +457,7 @@ int dtpu_peek(void* h, const char* name, uint32_t index, uint32_t* out, int max_
 
 // The scope names the model knows (one per line), for finding a peek's name.
 const char* dtpu_scopes(void* h) {
-    Sim& s = *static_cast<Sim*>(h);
+    Sim& s = sim(h);
     s.last_error.clear();
     vpiHandle it = vpi_iterate(vpiModule, nullptr);
     while (it) {

@@ -69,12 +69,24 @@ def lists_speed(config, words: int, stall: float) -> dict:
     err = t.read_reg(off["CL_ERR"])
     cl_cycles = t.read_reg(off["CL_CYCLES_LO"]) | t.read_reg(off["CL_CYCLES_HI"]) << 32
     beats = t.read_reg(off["RD_BEATS"])
+    # the golden model on the same bytes: its CL_CYCLES for the same list (memory model timing)
+    from dtpu.hw.model import Core
+
+    class _Ddr:                       # the HP port's view of the simulated DDR
+        def read(self, a, n):
+            return t.ddr.view(a, n)
+
+        def write(self, a, d):
+            t.ddr.view(a, d.nbytes)[:] = np.ascontiguousarray(d).view(np.uint8).reshape(-1)
+
+    model_cycles = cl.Executor(Core(cfg), fmt).run(_Ddr(), lst.addr).cycles
     # idle: the clock alone
     w1 = time.perf_counter()
     idle_cycles = t._lib.dtpu_run(t._h, 1_000_000, 0)
     idle_wall = time.perf_counter() - w1
     t.close()
     return {"build": info, "build_s": build_s, "words": words, "loads": n_loads, "err": err,
+            "model_cycles": model_cycles,
             "cycles": cycles, "cl_cycles": cl_cycles, "rd_beats": beats, "wall": wall,
             "rate": cycles / wall, "idle_rate": idle_cycles / idle_wall}
 
@@ -136,7 +148,8 @@ def main(argv=None) -> int:
     b = r["build"]
     log.info(f"dtpu_cl_top {b.parameters}: {'cached' if b.cached else f'built in {b.seconds:.0f} s'}")
     log.info(f"lists (dtpu_cl_top + C++ memory model, stall {args.stall}): {r['loads']} LOADs, "
-             f"{r['words']} words, CL_ERR {r['err']:#x}, CL_CYCLES {r['cl_cycles']}, RD_BEATS "
+             f"{r['words']} words, CL_ERR {r['err']:#x}, CL_CYCLES {r['cl_cycles']} (golden model "
+             f"{r['model_cycles']}), RD_BEATS "
              f"{r['rd_beats']}, {r['cycles']} simulated cycles in {r['wall']:.2f} s: "
              f"{r['rate']:,.0f} cycles/s (idle clock: {r['idle_rate']:,.0f} cycles/s)")
     if args.jobs:

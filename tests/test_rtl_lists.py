@@ -641,25 +641,32 @@ def test_memory_model_backpressure_and_disorder_harness_level():
 
 # ------------------------------------------------------------------------------ the delegate
 
-def test_delegate_backend_rtl_path_lists_runs_the_prologue(dtpu_so, tmp_path):  # noqa: F811
+def test_delegate_backend_rtl_path_lists_runs_the_prologue(dtpu_so, tfl):  # noqa: F811
     """backend=rtl with path=lists on a zoo model: the 2.0 top in process, the program's
-    prologue LOADs run at prepare (DDR buffers in the simulated memory), the first invoke's
-    partition list stops at its first RUN with BAD_FIELD (expected until RUN exists in RTL)."""
+    prologue LOADs run (DDR buffers in the simulated memory), the first invoke's
+    partition list stops at its first RUN with BAD_FIELD (expected until RUN exists in RTL). On
+    a top with RUN the invoke must instead agree with TFLite's CPU kernels bit for bit."""
     import dtpu
+    from dtpu.delegate import runtime
 
     model = os.path.join(os.path.dirname(__file__), "models", "zoo", "mobilenet_like__int8.tflite")
     it = dtpu.make_interpreter(model, {"backend": "rtl", "path": "lists"})
     it.allocate_tensors()
-    from dtpu.delegate import runtime
-
     backend = list(runtime.DELEGATES.values())[-1].backend
     t = backend.transport
     assert isinstance(t, NativeListTransport) and backend.lists
     d = it.get_input_details()[0]
-    it.set_tensor(d["index"], np.zeros(d["shape"], d["dtype"]))
-    with pytest.raises(Exception, match="BAD_FIELD"):
-        it.invoke()
-    assert t.lists_run >= 2 and t.mem_counts()["violations"] == 0
+    x = np.random.default_rng(0).integers(-128, 128, d["shape"]).astype(d["dtype"])
+    try:
+        got = run(it, [x])
+    except Exception as e:  # noqa: BLE001 - TFLite wraps the delegate's error
+        assert "BAD_FIELD" in str(e), e
+    else:
+        cpu = tfl.Interpreter(model_path=model)
+        cpu.allocate_tensors()
+        for g, w in zip(got, run(cpu, [x])):
+            assert_matches(g, w, "mobilenet_like int8, backend=rtl path=lists")
+    assert t.lists_run >= 2 and t.mem_counts()["violations"] == 0, t.violation()
 
 
-from tests.delegate_util import dtpu_so  # noqa: E402,F401
+from tests.delegate_util import assert_matches, dtpu_so, run, tfl  # noqa: E402,F401

@@ -24,7 +24,8 @@
 //   from a seeded xorshift generator (reproducible). Both 0: the contract's memory.
 // * A protocol monitor counts what a well-behaved DTPU master never does (a burst crossing
 //   4 KiB, other than 8-byte INCR beats, longer than MEM_BURST_BEATS, WLAST on the wrong
-//   beat, a W beat without its AW); `violations` and `first_violation` report it.
+//   beat); `violations` and `first_violation` report it. W beats are taken only for an
+//   accepted AW (WREADY waits for it, which AXI4 allows a slave), oldest first.
 // * An event log of handshakes (AR, first/last R of a burst, AW, last W, B) with their cycles,
 //   off by default, for the timing tests.
 //
@@ -191,11 +192,6 @@ public:
     }
 
     void next_cycle() { cycle++; }
-
-    // the host's view (no faults), for copies in and out of the image
-    bool mapped(uint64_t addr, uint64_t n) const {
-        return addr >= base && addr + n <= base + size && addr + n >= addr;
-    }
 
 private:
     struct RBurst {

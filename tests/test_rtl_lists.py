@@ -363,6 +363,92 @@ def test_malformed_lists_and_bus_errors_as_the_model(lib):
     t.close()
 
 
+JOB_REGS = sorted(r.offset for r in CFG.registers if r.access == "rw" and r.name != "CTRL")
+
+
+def _random_lists(lib, seed, cases):
+    """Random lists of LOADs (both memories) and REGS, intact or with one fault (bad opcode or
+    length, SLVERR in a LOAD's words, a LOAD from outside every buffer, a bad REGS offset),
+    back to back on one core with a random memory; each against the Executor from the RTL's
+    state before it (CL_* and both memories; the words of a LOAD that fails are not compared:
+    the RTL writes those before the fault, the model none)."""
+    import random
+
+    rng = random.Random(seed)
+    t = open_core(lib, stall=rng.choice([0.0, 0.2, 0.5]), extra_latency=rng.choice([0, 30]),
+                  seed=seed)
+    W, P = CFG.WEIGHT_WORDS, CFG.PARAM_ENTRIES
+    data = np.array([rng.getrandbits(64) for _ in range(1024)], U64)
+    kinds = []
+    for case in range(cases):
+        buf = t.alloc_buffer(0x4000)
+        buf.array[:data.nbytes] = data.view(np.uint8)
+        words, starts, loads = [], [], []
+        for i in range(rng.randint(1, 10)):
+            starts.append(len(words))
+            tag = rng.getrandbits(32)
+            if rng.random() < 0.5:
+                mem = rng.randrange(2)
+                cnt = rng.randint(1, 200) if mem == 0 else 2 * rng.randint(1, 60)
+                addr = rng.randrange(0, W - cnt) if mem == 0 else rng.randrange(0, P - cnt // 2)
+                src = buf.addr + 8 * rng.randrange(0, 1024 - cnt)
+                loads.append((len(words), src, cnt, mem, addr))
+                words += load_desc(src, cnt, mem, addr, tag)
+            else:
+                pairs = [(rng.choice(JOB_REGS), rng.getrandbits(32)) for _ in range(rng.randint(1, 20))]
+                words += [hdr("REGS", 1 + len(pairs), tag)] + [
+                    FMT.word("REG", OFFSET=o, VALUE=v) for o, v in pairs]
+        words.append(hdr("END", tag=rng.getrandbits(32)))
+        kind = rng.choice(["ok", "ok", "BAD_OPCODE", "BAD_LENGTH", "SLVERR", "DECERR",
+                           "BAD_OFFSET"])
+        kinds.append(kind)
+        slverr, skip = [], (None, None)
+        k = rng.choice(starts)
+        if kind == "BAD_OPCODE":
+            words[k] = (words[k] & ~0xFF) | 0x77
+        elif kind == "BAD_LENGTH":
+            words[k] = (words[k] & ~0xFF00) | ((2 if words[k] & 0xFF == FMT.opcodes["LOAD"] else 1) << 8)
+        elif kind == "BAD_OFFSET" and words[k] & 0xFF == FMT.opcodes["REGS"]:
+            words[k + 1] = FMT.word("REG", OFFSET=rng.choice([0x14, 0x6C, 0x1E]), VALUE=1)
+        elif kind == "DECERR" and loads:
+            at_, src, cnt, mem, addr = rng.choice(loads)
+            words[at_ + 1] = FMT.word("LOAD1", SRC=buf.addr + 0x4000 + 8 * rng.randrange(0, 64),
+                                      COUNT=cnt)
+        elif kind == "SLVERR" and loads:
+            _, src, cnt, mem, addr = rng.choice(loads)
+            a = src + 8 * rng.randrange(cnt)
+            slverr = [(a, a + 8)]
+        for _, src, cnt, mem, addr in loads:        # every LOAD that can fail: not compared
+            if any(lo < src + 8 * cnt and src < hi for lo, hi in slverr):
+                skip = ((addr, addr + cnt), None) if mem == 0 else (None, (addr, addr + cnt // 2))
+                break
+        at = 0x2000 + 8 * rng.randrange(0, 256)
+        buf.array[at:at + 8 * len(words)] = np.array(words, U64).view(np.uint8)
+        t.inject(slverr=slverr)
+        model = Model(buf, start=(t.weights(), t.params()), slverr=slverr)
+        r = model.run(buf.addr + at)
+        regs, beats = kick(t, buf.addr + at)
+        check_status(regs, r, f"random list {case} ({kind})")
+        assert regs["RD_BEATS"] == beats
+        check_memories(t, model, f"random list {case} ({kind})", *skip)
+        ack(t)
+        buf.free()
+    assert t.mem_counts()["violations"] == 0, t.violation()
+    t.close()
+    return kinds
+
+
+def test_random_lists(lib):
+    kinds = _random_lists(lib, 11, 8)
+    assert len(set(kinds)) >= 3, kinds
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_random_lists_sweep(lib, seed):
+    _random_lists(lib, seed, 40)
+
+
 def test_doorbell_wait_is_bounded(lib):
     """A LOAD whose words never come (a hang range): with the core's TIMEOUT beyond the
     transport's cycle bound, wait_list raises DtpuTimeout (no hang); with TIMEOUT shorter the

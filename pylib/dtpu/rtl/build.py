@@ -534,5 +534,6 @@ def build_axi_mem(*, force: bool = False) -> Path:
                    top="axi_mem.h").product
 
 
-__all__ = ["BUILD_ARGS", "BuildInfo", "NATIVE_CL_LIBRARY", "NATIVE_LIBRARY", "TOPLEVEL_CL", "RtlBuildError", "SimConfig", "TOPLEVEL",
-           "build", "build_axi_mem", "build_key", "build_native", "build_native_cl", "cache_root", "ensure_verilator", "rtl_dir"]
+__all__ = ["BUILD_ARGS", "BuildInfo", "NATIVE_CL_LIBRARY", "NATIVE_LIBRARY", "RtlBuildError",
+           "SimConfig", "TOPLEVEL", "TOPLEVEL_CL", "build", "build_axi_mem", "build_key",
+           "build_native", "build_native_cl", "cache_root", "ensure_verilator", "rtl_dir"]

@@ -453,7 +453,7 @@ def test_doorbell_wait_is_bounded(lib):
     """A LOAD whose words never come (a hang range): with the core's TIMEOUT beyond the
     transport's cycle bound, wait_list raises DtpuTimeout (no hang); with TIMEOUT shorter the
     list ends with CL_ERR.TIMEOUT at that LOAD, as the model's."""
-    t = open_core(lib, timeout_cycles=3000)
+    t = open_core(lib, list_timeout_cycles=3000)
     buf, addr = list_buffer(t, load_desc(0, 20, 0, 0, 0x21) + [hdr("END", tag=0x22)])
     buf.array[0x2008:0x2010] = np.array([FMT.word("LOAD1", SRC=buf.addr + 64, COUNT=20)],
                                         U64).view(np.uint8)
@@ -462,9 +462,9 @@ def test_doorbell_wait_is_bounded(lib):
     t.write_reg(FMT.reg_offset("CL_BASE"), addr)
     t.write_reg(FMT.reg_offset("DOORBELL"), 1)
     with pytest.raises(DtpuTimeout, match=r"no CL_STATUS.DONE within 30\d\d simulated cycles \(bound 3000"):
-        t.wait_list(30.0)
+        t.wait_list(1.0)
     t.close()
-    t = open_core(lib, timeout_cycles=20_000)
+    t = open_core(lib, list_timeout_cycles=20_000)
     buf, addr = list_buffer(t, load_desc(0, 20, 0, 0, 0x21) + [hdr("END", tag=0x22)])
     buf.array[0x2008:0x2010] = np.array([FMT.word("LOAD1", SRC=buf.addr + 64, COUNT=20)],
                                         U64).view(np.uint8)

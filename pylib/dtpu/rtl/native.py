@@ -220,6 +220,8 @@ _MEM_COUNTS = ("rd_beats", "wr_beats", "rd_bursts", "wr_bursts", "violations", "
                "writes_in_flight", "cycle")
 #: simulated cycles run per call while a list runs, between wall-clock checks
 _LIST_CHUNK_CYCLES = 200_000
+#: bound of one command list in simulated cycles (MobileNet v2 224's partition: about 5 M)
+DEFAULT_LIST_TIMEOUT_CYCLES = 100_000_000
 #: CL_STATUS is polled this often (cycles) while waiting for a list without the interrupt
 _POLL_CYCLES = 64
 
@@ -313,7 +315,7 @@ class NativeListTransport(NativeTransport):
     What the lists driver (:class:`dtpu.driver.lists.ListProgram`) needs: the registers
     (1.2 and 2.0, one AXI4-Lite), ``alloc_buffer`` (buffers in the simulated DDR) and
     ``wait_list`` (the clock runs in C++ until CL_STATUS.DONE or the interrupt; past
-    `timeout_cycles` it raises :class:`DtpuTimeout` naming the state). The 1.2 protocol
+    `list_timeout_cycles` it raises :class:`DtpuTimeout` naming the state). The 1.2 protocol
     (streams, CTRL.START) works as on :class:`NativeTransport`.
 
     Memory timing: contract.json ``contract2.memory_model`` (MEM_READ_LATENCY, ...) unless
@@ -329,13 +331,17 @@ class NativeListTransport(NativeTransport):
     def __init__(self, cfg: HwConfig, library: str | Path, *, ddr_bytes: int = 64 << 20,
                  ddr_base: int | None = None, strict: bool = True,
                  timing: dict | None = None, stall: float = 0.0, extra_latency: int = 0,
-                 seed: int = 1, report_v2: bool = True, **options) -> None:
+                 seed: int = 1, report_v2: bool = True,
+                 list_timeout_cycles: int = DEFAULT_LIST_TIMEOUT_CYCLES, **options) -> None:
         from dtpu.hw import cmdlist
 
         self._lib = _load_cl(Path(library))   # before the base class opens the core
         super().__init__(cfg, library, **options)
         self.fmt = cmdlist.Format(cfg)
         self.report_v2 = report_v2
+        if int(list_timeout_cycles) < 1:
+            raise ValueError(f"list_timeout_cycles={list_timeout_cycles!r}; accepted: an integer >= 1")
+        self.list_timeout_cycles = int(list_timeout_cycles)
         self._reg = {n: self.fmt.reg_offset(n) for n in self.fmt.regs}
         st = self.fmt.regs["CL_STATUS"]["fields"]
         self._cl_done_lsb = next(f["lsb"] for f in st if f["name"] == "DONE")
@@ -453,12 +459,15 @@ class NativeListTransport(NativeTransport):
 
     def wait_list(self, timeout_s: float) -> bool:
         """After DOORBELL: the clock until the interrupt (IRQ.DONE_EN) or CL_STATUS.DONE (polled
-        every few cycles), at most `timeout_cycles` simulated cycles and `timeout_s` seconds;
-        past either, :class:`DtpuTimeout` with the list's state (never a hang)."""
+        every few cycles), at most `list_timeout_cycles` simulated cycles and the longer of
+        `timeout_s` (the driver's bound, meant for a board: 30 s) and the transport's own
+        `timeout_s` (a whole MobileNet partition is millions of cycles, about a minute here);
+        past either, :class:`DtpuTimeout` with the list's state (never a hang). A list cannot
+        wait on memory forever anyway: the core's TIMEOUT register ends it with CL_ERR.TIMEOUT."""
         self._flush_start()
-        deadline = time.monotonic() + min(float(timeout_s), self.timeout_s)
+        deadline = time.monotonic() + max(float(timeout_s), self.timeout_s)
         c0 = self.cycle
-        limit = c0 + self.timeout_cycles
+        limit = c0 + self.list_timeout_cycles
         try:
             while True:
                 now = self.cycle
@@ -477,7 +486,8 @@ class NativeListTransport(NativeTransport):
         st = self.read_reg(self._reg["CL_STATUS"])
         raise DtpuTimeout(f"command list at {self.read_reg(self._reg['CL_BASE']):#x}: no CL_STATUS."
                           f"DONE within {self.cycle - c0} simulated cycles (bound "
-                          f"{self.timeout_cycles}, {timeout_s} s); CL_STATUS={st:#x}, DESCS="
+                          f"{self.list_timeout_cycles}, {max(timeout_s, self.timeout_s)} s); "
+                          f"CL_STATUS={st:#x}, DESCS="
                           f"{self.read_reg(self._reg['DESCS'])}; {self.describe()}")
 
     def wait_done(self, timeout_s: float) -> bool:

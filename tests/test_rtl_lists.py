@@ -622,8 +622,15 @@ def _master(s: Slave, reads, writes, rready=lambda c: True, bready=lambda c: Tru
     wq = []
     pending_b = len(writes)
     total_r = sum(n for _, n in reads)
+    shown = None                       # (rvalid data) shown last cycle and not taken
+    bshown = False
     for c in range(max_cycles):
         o = s.drive()
+        if shown is not None:
+            assert o["rvalid"] and (o["rdata"], o["rresp"], o["rlast"]) == shown, \
+                f"cycle {c}: RVALID dropped or its beat changed before the handshake"
+        if bshown:
+            assert o["bvalid"], f"cycle {c}: BVALID dropped before the handshake"
         ar = aw = w = None
         if reads and o["arready"]:
             addr, n = reads.pop(0)
@@ -633,6 +640,7 @@ def _master(s: Slave, reads, writes, rready=lambda c: True, bready=lambda c: Tru
             aw = (0, addr, len(words) - 1, 3, 1)
             wq.append((words, strb))
         r = bool(o["rvalid"] and rready(c))
+        shown = (o["rdata"], o["rresp"], o["rlast"]) if o["rvalid"] and not r else None
         if r:
             rbeats.append((c, o["rdata"], o["rresp"], o["rlast"]))
         if wcur is None and wq:
@@ -644,6 +652,7 @@ def _master(s: Slave, reads, writes, rready=lambda c: True, bready=lambda c: Tru
             if wcur[1] == len(words):
                 wcur = None
         b = bool(o["bvalid"] and bready(c))
+        bshown = bool(o["bvalid"] and not b)
         if b:
             bresp.append((c, o["bresp"]))
             pending_b -= 1
@@ -716,6 +725,9 @@ def test_memory_model_backpressure_and_disorder_harness_level():
         s.image[:0x2000] = np.arange(0x2000, dtype=np.uint32).astype(np.uint8)
         reads = [(base + 0x80 * i, 16) for i in range(12)]
         rb, _ = _master(s, reads, [], rready=lambda c: c % 3 != 1)
+        ws = [(base + 0x1000 + 0x80 * i, np.arange(16, dtype=np.uint64) + i, 0xFF) for i in range(6)]
+        _, bresp = _master(s, [], ws, bready=lambda c: c % 4 == 0)
+        assert [r for _, r in bresp] == [0] * 6
         got = np.array([d for _, d, _, _ in rb], np.uint64)
         assert np.array_equal(got, s.image[:0x80 * 12].view(U64))
         assert [la for _, _, _, la in rb].count(1) == 12

@@ -88,6 +88,7 @@ public:
 
     void reset() {
         rq.clear(); wq.clear(); bq.clear();
+        r_shown = b_shown = false;
         arready = rvalid = rlast = awready = wready = bvalid = false;
         rdata = 0; rid = bid = 0; rresp = bresp = 0;
     }
@@ -99,8 +100,9 @@ public:
 
     // --- the slave's outputs for this cycle
     void drive() {
-        const bool s_ar = stalled(), s_r = stalled(), s_aw = stalled(), s_w = stalled(),
-                   s_b = stalled();
+        // READY may drop at will; a VALID once shown stays until its handshake (AXI4 A3.2.1)
+        const bool s_ar = stalled(), s_r = stalled() && !r_shown, s_aw = stalled(),
+                   s_w = stalled(), s_b = stalled() && !b_shown;
         arready = !s_ar && rq.size() < p.rd_outstanding;
         rvalid = false; rlast = false; rdata = 0; rresp = RESP_OKAY; rid = 0;
         if (!rq.empty() && !s_r) {
@@ -126,6 +128,8 @@ public:
                 bvalid = true; bresp = b.resp; bid = b.id;
             }
         }
+        r_shown = rvalid;
+        b_shown = bvalid;
     }
 
     // --- handshakes at this cycle's edge
@@ -143,6 +147,7 @@ public:
     }
 
     void r_fire() {
+        r_shown = false;
         RBurst& b = rq.front();
         if (b.sent == 0) event(1, b.len, b.addr, rresp);
         b.sent++;
@@ -187,6 +192,7 @@ public:
     }
 
     void b_fire() {
+        b_shown = false;
         event(5, 0, 0, bq.front().resp);
         bq.pop_front();
     }
@@ -208,6 +214,7 @@ private:
     std::deque<WBurst> wq;         // accepted AWs whose W beats are not all in
     std::deque<BResp> bq;
     const size_t w_index = 0;      // W beats go to the oldest AW (no write interleaving in AXI4)
+    bool r_shown = false, b_shown = false;   // RVALID / BVALID shown, not yet taken
     uint64_t rng = 0x9E3779B97F4A7C15ull;
 
     uint64_t next_rand() {

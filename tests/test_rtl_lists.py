@@ -502,6 +502,9 @@ def test_cores_side_by_side_in_one_process(lib):
     theirs): each LOADs and reads back its own memories, and they are deleted in any order
     (Verilator's per-thread context: the harness makes each core's current at every call)."""
     cores = [open_core(lib) for _ in range(3)]
+    from dtpu.rtl.build import rtl_dir
+    top = (rtl_dir() / "dtpu_cl_top.v").read_text()
+    assert cores[0].has_axi_wr == ("m_axi_awvalid" in top)   # the write glue follows the ports
     for i, t in enumerate(cores):
         buf, addr = list_buffer(t, load_desc(0, 8, 0, 0, 1) + [hdr("END", tag=2)],
                                 data=np.full(8, 0x1111 * (i + 1), U64))

@@ -12,10 +12,14 @@ Two transports, one Verilog:
   cocotbext-axi bus models (:mod:`dtpu.rtl.transport`); ``mxu`` must match its build;
 * anywhere else (a notebook, a script calling ``dtpu.make_interpreter``), a core of its own in
   this process: the RTL Verilated into a shared library with the bus loops in C++
-  (:mod:`dtpu.rtl.native`), built on first use and cached like the cocotb build.
+  (:mod:`dtpu.rtl.native`), built on first use and cached like the cocotb build. With
+  ``path=lists`` (or ``$DTPU_RTL_TOP=dtpu_cl_top``) that core is the contract-2.0 test top
+  dtpu_cl_top with its AXI4 master on the harness's DDR model, and partitions run as command
+  lists (:class:`dtpu.rtl.native.NativeListTransport`).
 """
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
@@ -27,6 +31,8 @@ from dtpu.hw.config import HwConfig
 from dtpu.rtl import session
 from dtpu.spec import ConvSpec
 
+#: environment variable forcing the in-process top: dtpu_axi (1.2) or dtpu_cl_top (2.0 lists)
+TOP_ENV = "DTPU_RTL_TOP"
 _BUILD_KNOBS = ("COLS", "LOG_WEIGHT_WORDS", "LOG_PARAM_ENTRIES", "LOG_ACT_WORDS")
 
 
@@ -45,6 +51,11 @@ class RtlBackend(ModelBackend):
                                  f"built with COLS={t.cfg.COLS}; accepted: mxu=8x{t.cfg.COLS} (start "
                                  f"the simulation with the geometry you want: --mxu / "
                                  f"run_in_simulation(mxu=...))")
+        elif self._lists_top():
+            from dtpu.rtl.build import SimConfig
+            from dtpu.rtl.native import open_native_lists
+
+            t, self.native_build = open_native_lists(SimConfig.from_mxu((8, self.cfg.COLS)))
         else:
             from dtpu.rtl.build import SimConfig
             from dtpu.rtl.native import open_native
@@ -57,6 +68,20 @@ class RtlBackend(ModelBackend):
         else:
             self.cfg = built      # the build's memory sizes: the lowering must use the same
         return t
+
+    def _lists_top(self) -> bool:
+        """The in-process core is the contract-2.0 test top (dtpu_cl_top, its AXI4 master on the
+        harness's memory model) when command lists are asked for explicitly: ``path=lists``, or
+        ``$DTPU_RTL_TOP=dtpu_cl_top``. ``path=auto`` / ``jobs`` keep the 1.2 top job by job until
+        the 2.0 top runs RUN descriptors (today a partition list stops there with BAD_FIELD)."""
+        from dtpu.rtl.build import TOPLEVEL, TOPLEVEL_CL
+
+        top = os.environ.get(TOP_ENV, "").strip()
+        if top and top not in (TOPLEVEL, TOPLEVEL_CL):
+            raise ValueError(f"backend=rtl: ${TOP_ENV}={top!r}; accepted: {TOPLEVEL}, {TOPLEVEL_CL}")
+        if top:
+            return top == TOPLEVEL_CL
+        return str(self.options.get("path", "auto")).lower() == "lists"
 
     @property
     def core(self):

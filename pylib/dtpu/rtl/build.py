@@ -270,7 +270,7 @@ def _tail(path: Path, lines: int = 40) -> str:
 
 
 def _cached(kind: str, config: SimConfig, key: str, product: str, progress: bool | None,
-            force: bool, make: Callable[[Path, Path], Path]) -> BuildInfo:
+            force: bool, make: Callable[[Path, Path], Path], top: str = TOPLEVEL) -> BuildInfo:
     """The build directory of `kind` for `key`: reused when its stamp matches and `product` is
     there, else (under a lock) emptied and rebuilt by ``make(build_dir, log_path, mk_dir)``,
     which sets ``mk_dir[0]`` to where Verilator writes its makefiles (for the progress bar)."""
@@ -297,7 +297,7 @@ def _cached(kind: str, config: SimConfig, key: str, product: str, progress: bool
             shutil.rmtree(build_dir)
         build_dir.mkdir(parents=True)
         log_path = build_dir / "build.log"
-        log.info("building %s %s (%s) in %s", kind, TOPLEVEL, params, build_dir)
+        log.info("building %s %s (%s) in %s", kind, top, params, build_dir)
         start = time.monotonic()
         done = threading.Event()
         bar = tqdm(total=None, desc=f"verilating the DTPU RTL ({kind})", unit="file", leave=False,
@@ -310,14 +310,14 @@ def _cached(kind: str, config: SimConfig, key: str, product: str, progress: bool
             with _build_env():
                 make(build_dir, log_path, mk_dir)
         except (RuntimeError, SystemExit, OSError, subprocess.SubprocessError) as exc:
-            raise RtlBuildError(f"building {kind} {TOPLEVEL} {params} failed ({exc}); the log is "
+            raise RtlBuildError(f"building {kind} {top} {params} failed ({exc}); the log is "
                                 f"{log_path}, its end:\n{_tail(log_path)}") from None
         finally:
             done.set()
             watcher.join()
             bar.close()
         if not (build_dir / product).is_file():
-            raise RtlBuildError(f"building {kind} {TOPLEVEL} {params} produced no {product}; the "
+            raise RtlBuildError(f"building {kind} {top} {params} produced no {product}; the "
                                 f"log is {log_path}, its end:\n{_tail(log_path)}")
         stamp.write_text(key)
         seconds = time.monotonic() - start
@@ -417,5 +417,123 @@ def build_native(config: SimConfig | None = None, *, force: bool = False,
     return _cached("native", config, key, NATIVE_LIBRARY, progress, force, make)
 
 
-__all__ = ["BUILD_ARGS", "BuildInfo", "NATIVE_LIBRARY", "RtlBuildError", "SimConfig", "TOPLEVEL",
-           "build", "build_key", "build_native", "cache_root", "ensure_verilator", "rtl_dir"]
+
+# -- the contract-2.0 test top (dtpu_cl_top) in process: the lists transport --------------------
+
+#: the 2.0 top level (hw/rtl/dtpu_cl_top.v): the 1.2 registers and streams, the 2.0 registers,
+#: an AXI4 master to memory
+TOPLEVEL_CL = "dtpu_cl_top"
+NATIVE_CL_SOURCE = Path(__file__).with_name("native_cl.cpp")
+NATIVE_CL_HEADERS = (Path(__file__).with_name("axi_mem.h"),)
+NATIVE_CL_LIBRARY = "libdtpu_rtl_cl.so"
+#: the only internal signals the lists harness reads (the core's memories, through VPI by the
+#: names cocotb uses); the ports need nothing (the C++ loop reaches them as struct members)
+CL_PUBLIC_VLT = """`verilator_config
+public_flat_rw -module "dtpu_bram" -var "mem"
+"""
+
+
+def _cl_parameters(config: SimConfig) -> dict[str, int]:
+    return config.parameters()
+
+
+def build_native_cl(config: SimConfig | None = None, *, force: bool = False,
+                    progress: bool | None = None) -> BuildInfo:
+    """dtpu_cl_top as a shared library with the C++ harness of native_cl.cpp (AXI4-Lite master,
+    streams, the AXI4 memory model of axi_mem.h, VPI reads of the memories), for
+    :class:`dtpu.rtl.native.NativeListTransport`; cached like :func:`build_native`.
+
+    Two cached steps: the Verilated model (``native-cl-obj-c<C>-<key>``: keyed by the RTL, the
+    parameters and the Verilator arguments; the slow part) and the harness linked against it
+    (``native-cl-c<C>-<key>``: that key plus the harness sources; seconds), so a change to the
+    harness does not verilate the design again. The harness serves the AXI4 write channels
+    when the Verilated top has them (DTPU_HAS_AXI_WR from the generated Vdtpu.h)."""
+    config = config or SimConfig()
+    rtl = rtl_dir()
+    if not (rtl / f"{TOPLEVEL_CL}.v").is_file():
+        raise RtlBuildError(f"backend=rtl: no {TOPLEVEL_CL}.v in {rtl}: this checkout has no "
+                            f"contract-2.0 top; path=lists needs it")
+    verilog, headers = _sources(rtl)
+    h = hashlib.sha256()
+    h.update(json.dumps({"kind": "native-cl-obj", "top": TOPLEVEL_CL,
+                         "params": _cl_parameters(config), "args": BUILD_ARGS,
+                         "vlt": CL_PUBLIC_VLT, "make": MAKE_VARS, "waves": config.waves,
+                         "versions": _versions()}, sort_keys=True).encode())
+    for src in [*verilog, *headers]:
+        h.update(src.name.encode() + b"\0" + src.read_bytes() + b"\0")
+    obj_key = h.hexdigest()[:16]
+
+    def verilate(build_dir: Path, log_path: Path, mk_dir: list[Path]) -> None:
+        exe = ensure_verilator()
+        obj = build_dir / "obj"
+        mk_dir[0] = obj
+        vlt = build_dir / "dtpu_cl_public.vlt"
+        vlt.write_text(CL_PUBLIC_VLT)
+        cmd = [exe, "--cc", "--build", "-j", str(max(1, os.cpu_count() or 1)), "-Mdir", str(obj),
+               "--prefix", "Vdtpu", "--top-module", TOPLEVEL_CL, *BUILD_ARGS, "--vpi",
+               "-CFLAGS", "-fPIC", "--timescale", "1ns/1ps", f"-I{rtl}",
+               *[f"-G{k}={v}" for k, v in _cl_parameters(config).items()],
+               *(["--trace"] if config.waves else []), str(vlt), *(str(s) for s in verilog)]
+        with open(log_path, "w") as fh:
+            fh.write(" ".join(cmd) + "\n")
+            fh.flush()
+            subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, check=True)
+
+    objs = _cached("native-cl-obj", config, obj_key, "obj/libVdtpu.a", progress, force, verilate,
+                   top=TOPLEVEL_CL)
+    h = hashlib.sha256(obj_key.encode())
+    for src in (NATIVE_CL_SOURCE, *NATIVE_CL_HEADERS):
+        h.update(src.name.encode() + b"\0" + src.read_bytes() + b"\0")
+    key = h.hexdigest()[:16]
+
+    def link(build_dir: Path, log_path: Path, mk_dir: list[Path]) -> None:  # noqa: ARG001
+        exe = ensure_verilator()
+        root = Path(subprocess.run([exe, "--getenv", "VERILATOR_ROOT"], capture_output=True,
+                                   text=True, check=True).stdout.strip())
+        obj = objs.path / "obj"
+        has_wr = "m_axi_awvalid" in (obj / "Vdtpu.h").read_text()
+        argv = ["c++", "-shared", "-fPIC", "-O2", "-std=c++17", f"-DVM_TRACE={int(config.waves)}",
+                f"-DDTPU_HAS_AXI_WR={int(has_wr)}", f"-I{obj}", f"-I{NATIVE_CL_SOURCE.parent}",
+                f"-I{root / 'include'}", f"-I{root / 'include' / 'vltstd'}",
+                str(NATIVE_CL_SOURCE), str(obj / "libVdtpu.a"), str(obj / "libverilated.a"),
+                "-pthread", "-o", str(build_dir / NATIVE_CL_LIBRARY)]
+        with open(log_path, "w") as fh:
+            fh.write(" ".join(argv) + "\n")
+            fh.flush()
+            subprocess.run(argv, stdout=fh, stderr=subprocess.STDOUT, check=True)
+
+    info = _cached("native-cl", config, key, NATIVE_CL_LIBRARY, progress, force, link,
+                   top=TOPLEVEL_CL)
+    info.seconds += objs.seconds
+    info.cached = info.cached and objs.cached
+    return info
+
+
+AXI_MEM_CAPI = Path(__file__).with_name("axi_mem_capi.cpp")
+AXI_MEM_LIBRARY = "libdtpu_axi_mem.so"
+
+
+def build_axi_mem(*, force: bool = False) -> Path:
+    """The memory model of axi_mem.h alone behind a C API (axi_mem_capi.cpp), no Verilator:
+    what the harness-level tests drive beat by beat (the write channels included, which
+    today's dtpu_cl_top does not have). Seconds to build; cached by its sources."""
+    h = hashlib.sha256(b"axi-mem")
+    for src in (AXI_MEM_CAPI, *NATIVE_CL_HEADERS):
+        h.update(src.name.encode() + b"\0" + src.read_bytes() + b"\0")
+    key = h.hexdigest()[:16]
+
+    def make(build_dir: Path, log_path: Path, mk_dir: list[Path]) -> None:  # noqa: ARG001
+        argv = ["c++", "-shared", "-fPIC", "-O2", "-std=c++17", f"-I{AXI_MEM_CAPI.parent}",
+                str(AXI_MEM_CAPI), "-o", str(build_dir / AXI_MEM_LIBRARY)]
+        with open(log_path, "w") as fh:
+            fh.write(" ".join(argv) + "\n")
+            fh.flush()
+            subprocess.run(argv, stdout=fh, stderr=subprocess.STDOUT, check=True)
+
+    return _cached("axi-mem", SimConfig(), key, AXI_MEM_LIBRARY, False, force, make,
+                   top="axi_mem.h").product
+
+
+__all__ = ["BUILD_ARGS", "BuildInfo", "NATIVE_CL_LIBRARY", "NATIVE_LIBRARY", "RtlBuildError",
+           "SimConfig", "TOPLEVEL", "TOPLEVEL_CL", "build", "build_axi_mem", "build_key",
+           "build_native", "build_native_cl", "cache_root", "ensure_verilator", "rtl_dir"]

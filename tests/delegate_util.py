@@ -126,10 +126,11 @@ def no_default_delegates(tflite) -> dict:
     return {"experimental_op_resolver_type": resolver.BUILTIN_WITHOUT_DEFAULT_DELEGATES}
 
 
-def emulated_board(directory):
-    """The emulated PYNQ-Z2 as pynq's active device with the 1.2 design written in `directory`
-    (a generator for module fixtures: yields the .bit; afterwards the device is deactivated and
-    $DTPU_BITSTREAM restored). Skips where pynq is missing."""
+def emulated_board(directory, contract=None):
+    """The emulated PYNQ-Z2 as pynq's active device with the default hw/overlays design (2.0),
+    or `contract`'s (1: the 1.2 design), written in `directory` (a generator for module
+    fixtures: yields the .bit; afterwards the device is deactivated and $DTPU_BITSTREAM
+    restored). Skips where pynq is missing."""
     import os
 
     pytest.importorskip("pynq", reason="the board emulation runs the pynq package, not installed "
@@ -137,7 +138,7 @@ def emulated_board(directory):
     from dtpu.board import emulate
 
     saved = os.environ.get("DTPU_BITSTREAM")
-    bit = emulate.install(directory)
+    bit = emulate.install(directory, **({} if contract is None else {"contract": contract}))
     try:
         yield bit
     finally:

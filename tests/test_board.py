@@ -33,9 +33,11 @@ PYNQ_MISSING = "the board emulation runs the pynq package, not installed here (p
 
 @pytest.fixture(scope="module")
 def emu(tmp_path_factory):
-    """The emulated board as pynq's active device for this module; deactivated afterwards."""
+    """The emulated board as pynq's active device for this module, with the contract-1.2 design
+    (make CONTRACT=1: the DMA protocol this module tests); deactivated afterwards. The default
+    design is 2.0's: test_the_default_design_is_2_0_and_runs_lists, tests/test_lists_path.py."""
     pytest.importorskip("pynq", reason=PYNQ_MISSING)
-    yield from emulated_board(tmp_path_factory.mktemp("overlay"))
+    yield from emulated_board(tmp_path_factory.mktemp("overlay"), contract=1)
 
 
 def _node(seed=0, kind=OpKind.CONV_2D):
@@ -92,7 +94,7 @@ def test_overlay_gives_named_drivers_bound_by_vlnv(emu):
     # the download went through pynq's Clocks (FCLK0 in the emulated SLCR) and bit2bin
     assert pynq.Clocks.fclk0_mhz == current_board().slcr.fclk_mhz(0) == 100.0
     assert current_board().bitstream == overlay.bitfile_name and current_board().bitstream_bytes > 0
-    # the default design is the 1.2 one (DMAs; today's bitstream): a 1.2 core
+    # the 1.2 design (make CONTRACT=1: DMAs, the fallback bitstream): a 1.2 core
     assert dtpu.id == 0x44545055 and dtpu.version == (get_config().VERSION >> 16, get_config().VERSION & 0xFFFF)
     assert dtpu.hwcfg["COLS"] == 8 and dtpu.config().model_name == get_config().model_name
     assert dtpu.status == {"BUSY": 0, "DONE": 0, "ERROR": 0, "STATE": 0}
@@ -101,6 +103,71 @@ def test_overlay_gives_named_drivers_bound_by_vlnv(emu):
     volts = overlay.xadc.voltages
     assert set(volts) == {"vccint", "vccaux", "vccbram", "vccpint", "vccpaux", "vccoddr"}
     assert abs(volts["vccaux"] - 1.8) < 0.01 and abs(overlay.xadc.vccoddr - 1.5) < 0.01
+
+
+def test_the_default_design_is_2_0_and_runs_lists(emu, tmp_path):
+    """The emulated board's default design is the default `make -C hw/overlays` builds, 2.0's:
+    no DMAs, the DTPU (dtpu_cl_top in the .hwh) reports contract 2.0, and the transport has no
+    streams, so the driver runs command lists (path=auto)."""
+    from dtpu.board import design, load_overlay
+    from dtpu.board.emulate import write_design
+    from dtpu.driver.lists import lists_supported
+
+    bit = write_design(tmp_path)
+    assert "dtpu_cl_top" in bit.with_suffix(".hwh").read_text()
+    overlay, t = _transport(bit)
+    assert {n for n, d in overlay.ip_dict.items() if "phys_addr" in d} == set(design.ADDRESS_MAP_2)
+    assert not t.streams and lists_supported(t)
+    assert overlay.dtpu.version == (2, 0)
+
+
+@pytest.mark.parametrize("value, contract", [("1", 2), ("2", 2), ("yes", 2), ("1.2", 1)])
+def test_the_emulation_loads_the_default_design_unless_told_1_2(monkeypatch, value, contract):
+    from dtpu.board import emulated_contract
+
+    monkeypatch.setenv("DTPU_PYNQ_EMULATE", value)
+    assert emulated_contract() == contract
+
+
+class _FakeIP:
+    """A DTPU whose VERSION is the 1.2 register file's, as hw/rtl/dtpu_cl_top.v's is."""
+
+    def __init__(self, version):
+        self.version = version
+
+    def read(self, offset):
+        return self.version if offset == get_config().REG_VERSION else 0x44545055
+
+
+class _FakeOverlay:
+    def __init__(self, ip_dict, ip):
+        self.ip_dict, self.dtpu = ip_dict, ip
+
+
+def test_the_2_0_design_reads_version_2_from_the_rtl_top_s_1_2_register_file():
+    """dtpu_cl_top runs command lists but its VERSION register still says 1.2 (docs/rtl.md).
+    On the 2.0 design (no stream DMAs) the transport reads that as 2.0, so path=auto picks the
+    lists; on the 1.2 design, or for any other register, the value is the core's own."""
+    from dtpu.board import design
+    from dtpu.board.transport import PynqTransport
+    from dtpu.driver.lists import lists_supported
+
+    c = get_config()
+    ip_dict2 = {n: {"type": v} for n, v in design.INSTANCES_2.items()}
+    t = PynqTransport(_FakeOverlay(ip_dict2, _FakeIP(c.VERSION)), c, allocate=object)
+    assert t.report_v2 and t.read_reg(c.REG_VERSION) == c.VERSION2 and lists_supported(t)
+    assert t.read_reg(c.REG_VERSION + 4) == 0x44545055
+    t = PynqTransport(_FakeOverlay(ip_dict2, _FakeIP(c.VERSION2)), c, allocate=object)
+    assert t.read_reg(c.REG_VERSION) == c.VERSION2
+
+    class _Dma:
+        sendchannel = recvchannel = object()
+
+    ip_dict1 = {n: {"type": v} for n, v in design.INSTANCES.items()}
+    overlay1 = _FakeOverlay(ip_dict1, _FakeIP(c.VERSION))
+    overlay1.dma_wgt = overlay1.dma_act = _Dma()
+    t = PynqTransport(overlay1, c, allocate=object)
+    assert not t.report_v2 and t.read_reg(c.REG_VERSION) == c.VERSION and not lists_supported(t)
 
 
 def test_board_transport_runs_jobs_like_the_model(emu):
@@ -405,7 +472,7 @@ def test_dtpu_irq_through_pynq_interrupt_and_the_axi_intc(emu, tmp_path):
     from dtpu.board.emulate import current_board, write_design
     from dtpu.board.transport import PynqTransport
 
-    bit = write_design(tmp_path, interrupts=True)
+    bit = write_design(tmp_path, interrupts=True, contract=1)
     overlay = load_overlay(bit)
     assert isinstance(overlay.dtpu.irq, pynq.Interrupt)
     assert overlay.interrupt_controllers["axi_intc_0"]["raw_irq"] == 61

@@ -55,10 +55,10 @@ def test_json_reports_and_summary(model_run):
 
 
 def test_board_emulation_agrees_with_the_same_cycles(dtpu_so):
-    """The emulated board's default design is the 1.2 one (job by job): the same cycles node by
-    node as backend=model on the same path."""
+    """DTPU_PYNQ_EMULATE=1.2: the emulated board's 1.2 design (make CONTRACT=1, job by job): the
+    same cycles node by node as backend=model on the same path."""
     proc = _dtpu("run", str(MOBILENET), "--backend", "pynq", "--report", "json", "--invokes", "2",
-                 env={"DTPU_PYNQ_EMULATE": "1"})
+                 env={"DTPU_PYNQ_EMULATE": "1.2"})
     assert proc.returncode == 0, proc.stderr
     *reports, summary = _json_lines(proc.stdout)
     assert summary["agree"] and summary["backend"] == "pynq"
@@ -73,10 +73,11 @@ def test_board_emulation_agrees_with_the_same_cycles(dtpu_so):
 
 
 def test_board_emulation_of_the_2_0_design_runs_command_lists(model_run):
-    """DTPU_PYNQ_EMULATE=2: the contract-2.0 design (no DMAs); the same lists, so the same cycles
-    node by node as backend=model's default path, and one doorbell per partition."""
+    """DTPU_PYNQ_EMULATE=1: the default design, contract 2.0's (no DMAs; =2 is the same); the
+    same lists, so the same cycles node by node as backend=model's default path, and one
+    doorbell per partition."""
     proc = _dtpu("run", str(MOBILENET), "--backend", "pynq", "--report", "json", "--invokes", "2",
-                 env={"DTPU_PYNQ_EMULATE": "2"})
+                 env={"DTPU_PYNQ_EMULATE": "1"})
     assert proc.returncode == 0, proc.stderr
     *reports, summary = _json_lines(proc.stdout)
     assert summary["agree"] and summary["backend"] == "pynq"

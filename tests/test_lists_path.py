@@ -61,8 +61,9 @@ def _per_partition(report):
 
 @pytest.fixture(scope="module")
 def emu(tmp_path_factory):
-    """The emulated board with the contract-2.0 design (make CONTRACT=2: DTPU master on HP0,
-    no DMAs); :func:`emu12` is the 1.2 design (today's bitstream) on the same board."""
+    """The emulated board with the contract-2.0 design (the default, make -C hw/overlays: DTPU
+    master on HP0, no DMAs), written explicitly; the 1.2 design (make CONTRACT=1) is written
+    where a test needs it."""
     for _ in emulated_board(tmp_path_factory.mktemp("overlay12")):
         from dtpu.board import emulate
 

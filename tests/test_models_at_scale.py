@@ -25,8 +25,9 @@ from tests.delegate_util import assert_matches, cpu_ops, no_default_delegates, r
 from tests.models import zoo
 
 MODELS = zoo.load_index(kind="imagenet")
-# model: command lists (a 2.0 core); pynq: the emulated board's 1.2 design, job by job; pynq2:
-# its 2.0 design (no DMAs, the DTPU masters HP0), command lists through pynq's buffers
+# model: command lists (a 2.0 core); pynq: the emulated board's default design (2.0 since the
+# dtpu_cl_top overlay is the default: path=auto runs command lists); pynq2: the 2.0 design
+# written explicitly with path=lists, command lists through pynq's buffers
 BACKENDS = ("reference", "model", "pynq", "pynq2")
 SEEDS = (0, 1)
 # backend=model and =pynq take 10-100x the reference's time on these nets (the golden model of

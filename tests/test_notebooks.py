@@ -23,7 +23,7 @@ RUNS = [
     ("01_quickstart.ipynb", {"DTPU_BACKEND": "model"}, ["delegated == CPU: True", "dtpu report: backend=model"]),
     ("01_quickstart.ipynb", {"DTPU_BACKEND": "pynq", "DTPU_PYNQ_EMULATE": "1"}, ["delegated == CPU: True",
                                                                                "dtpu report: backend=pynq"]),
-    ("02_board.ipynb", {"DTPU_BACKEND": "pynq", "DTPU_PYNQ_EMULATE": "1", "DTPU_INVOKES": "12"},
+    ("02_board.ipynb", {"DTPU_BACKEND": "pynq", "DTPU_PYNQ_EMULATE": "1.2", "DTPU_INVOKES": "12"},
      ["(EMULATED board)", "XADC: die temperature", "12 inferences, 12 bit-exact with the CPU\n", "power method(s) in this run: estimated",
       "path: jobs"]),
     ("02_board.ipynb", {"DTPU_BACKEND": "model", "DTPU_INVOKES": "3"},
@@ -36,7 +36,7 @@ RUNS = [
                                                      # the board builds are read and plotted
                                                      "builds plotted: 8x4 int8/uint8/int16, 8x8 int8/uint8/int16, "
                                                      "8x16 int8/uint8/int16, 8x8 all precisions\n"]),
-    ("03_inside.ipynb", {"DTPU_BACKEND": "pynq", "DTPU_PYNQ_EMULATE": "1", "DTPU_MAX_LAYERS": "6"},
+    ("03_inside.ipynb", {"DTPU_BACKEND": "pynq", "DTPU_PYNQ_EMULATE": "1.2", "DTPU_MAX_LAYERS": "6"},
      ["6 layers:"]),
     pytest.param("04_rtl.ipynb", {}, ["result words equal to the golden model's: True", "cycles in GEMM"],
                  marks=pytest.mark.slow),

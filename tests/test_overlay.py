@@ -2,10 +2,11 @@
 
 Vivado is not installed here, so nothing is built (and no .bit/.hwh is shipped). Instead:
 the names in hw/overlays/config.tcl equal those the Python side uses (dtpu.board.design) and the
-ports of the RTL top (hw/rtl/dtpu_axi.v); and both TCL scripts are *run* by tclsh against stub
-Vivado commands that record every call, so a wrong variable, a typo in a name or a missing
-connection fails here rather than in a two-hour Vivado run. Both designs are checked: contract
-1.2's (the default) and contract 2.0's (``CONTRACT=2``: DTPU master on HP0, irq to the PS).
+ports of the RTL tops (hw/rtl/dtpu_cl_top.v for 2.0, hw/rtl/dtpu_axi.v for 1.2); and both TCL
+scripts are *run* by tclsh against stub Vivado commands that record every call, so a wrong
+variable, a typo in a name or a missing connection fails here rather than in a two-hour Vivado
+run. Both designs are checked: contract 2.0's (the default: dtpu_cl_top, its master on HP0, irq
+to the PS, its 1.2 streams tied off) and contract 1.2's (``CONTRACT=1``: dtpu_axi and two DMAs).
 """
 from __future__ import annotations
 
@@ -27,7 +28,9 @@ log = logging.getLogger(__name__)
 
 ROOT = Path(__file__).resolve().parents[1]
 OVERLAYS = ROOT / "hw" / "overlays"
-RTL_TOP = ROOT / "hw" / "rtl" / "dtpu_axi.v"
+RTL = ROOT / "hw" / "rtl"
+RTL_TOP = RTL / f"{design.TOP}.v"           # the 1.2 design's top
+RTL_TOP_2 = RTL / f"{design.TOP_2}.v"       # the 2.0 design's top (issue 15)
 TCLSH = shutil.which("tclsh")
 
 
@@ -50,9 +53,9 @@ def _tcl_vars() -> dict[str, str]:
     return out
 
 
-def _rtl_ports_and_params(text: str) -> tuple[list[str], list[str]]:
+def _rtl_ports_and_params(text: str, top: str = design.TOP) -> tuple[list[str], list[str]]:
     text = re.sub(r"//[^\n]*|/\*.*?\*/", "", text, flags=re.S)
-    start = text.index(f"module {design.TOP}")
+    start = text.index(f"module {top}")
     header = text[start:text.index(");", start)]
     params = re.findall(r"\bparameter\s+(?:\[[^\]]*\]\s*)?(\w+)", header)
     ports = re.findall(r"\b(?:input|output|inout)\s+(?:wire|reg)?\s*(?:signed\s*)?(?:\[[^\]]*\])?\s*(\w+)",
@@ -66,6 +69,7 @@ def _rtl_ports_and_params(text: str) -> tuple[list[str], list[str]]:
 def test_config_tcl_matches_the_python_design():
     v = _tcl_vars()
     assert v["DTPU_VLNV"] == design.DTPU_VLNV and v["DTPU_TOP"] == design.TOP
+    assert v["DTPU_TOP_2"] == design.TOP_2 == design.VARIANTS[2].top
     assert (v["DTPU_CLOCK"], v["DTPU_RESET"]) == (design.CLOCK_PORT, design.RESET_PORT)
     assert v["DTPU_BUSIF"].split() == list(design.BUS_INTERFACES)
     assert v["DTPU_PARAMS"].split() == list(design.TOP_PARAMS)
@@ -99,7 +103,16 @@ def test_config_tcl_matches_the_python_design_of_contract_2():
     assert v["DTPU_BUSIF_2"].split() == list(design.BUS_INTERFACES_2)
     assert (v["DTPU_MASTER"], v["DTPU_IRQ"]) == (design.M_AXI, design.IRQ_PORT)
     assert (v["INST_INTC"], v["INST_MEM_SC"]) == (design.INTC, design.MEM_SC)
-    assert int(v["DEFAULT_CONTRACT"]) == design.DEFAULT_CONTRACT == 1
+    assert int(v["DEFAULT_CONTRACT"]) == design.DEFAULT_CONTRACT == 2
+    assert int(v["M_AXI_ID_WIDTH"]) == design.M_AXI_ID_WIDTH
+    assert int(v["M_AXI_MAX_BURST"]) == design.M_AXI_MAX_BURST == 16   # AXI3's longest burst
+    words = v["DTPU_TIED_OFF_2"].split()
+    tied = {words[i]: int(words[i + 1]) for i in range(0, len(words), 2)}
+    assert tied == design.TIE_OFF_VALUES
+    # every input of the tied-off streams, and nothing else, has a value
+    inputs = {f"{b}_{sig}" for b, (_, mode) in design.TIED_OFF_2.items()
+              for sig in design.BUS_SIGNALS[b] if (sig == "tready") == (mode == "master")}
+    assert set(tied) == inputs
     assert (v["HP_PORT"], v["HP_SEGMENT"]) == (design.HP_PORT, design.HP_SEGMENT)
     assert int(v["HP_DATA_WIDTH"]) == int(v["M_AXI_DATA_WIDTH"]) == design.HP_DATA_WIDTH \
         == design.M_AXI_DATA_WIDTH == 64
@@ -123,18 +136,27 @@ def test_top_ports_are_written_from_one_list_per_design():
     the IP packager's expectations, the RTL check and the .hwh cannot disagree on a name."""
     assert design.VARIANTS[1].top_ports == design.TOP_PORTS
     assert design.VARIANTS[2].top_ports == design.TOP_PORTS_2
+    assert (design.VARIANTS[1].top, design.VARIANTS[2].top) == (design.TOP, design.TOP_2)
     for variant in design.VARIANTS.values():
-        assert variant.top_ports == design.top_ports(variant.bus_interfaces)
+        interfaces = [b for b in variant.signals if b in variant.bus_interfaces or b in variant.tied_off]
+        assert variant.top_ports == design.top_ports(interfaces, variant.signals)
         assert design.variant_of_ports(variant.top_ports) is variant
         assert len(set(variant.top_ports)) == len(variant.top_ports)
-        for busif in variant.bus_interfaces:
+        assert not set(variant.bus_interfaces) & set(variant.tied_off)
+        for busif in [*variant.bus_interfaces, *variant.tied_off]:
             assert [p for p in variant.top_ports if p.startswith(busif + "_")] == \
-                [f"{busif}_{s}" for s in design.BUS_SIGNALS[busif]]
-    # 2.0: one AXI4 master with burst length, last and the 64-bit data path; no streams outside
+                [f"{busif}_{s}" for s in variant.signals[busif]]
+            assert sorted(variant.signals[busif]) == sorted(design.BUS_SIGNALS[busif])
+    # 2.0: one AXI4 master with burst length, last, IDs and the 64-bit data path, read and write
     m = design.BUS_SIGNALS[design.M_AXI]
-    assert {"awlen", "arlen", "wlast", "rlast", "wstrb", "bresp", "rresp"} <= set(m)
+    assert {"awlen", "arlen", "wlast", "rlast", "wstrb", "bresp", "rresp", "arid", "rid", "awid",
+            "bid"} <= set(m)
     assert design.BUS_INTERFACES_2[design.M_AXI] == ("aximm", "master")
-    assert not [p for p in design.TOP_PORTS_2 if "axis" in p]
+    # its only streams are the tied-off 1.2 ones, which the design does not connect
+    assert {p for p in design.TOP_PORTS_2 if "axis" in p} == \
+        {f"{b}_{s}" for b in design.TIED_OFF_2 for s in design.BUS_SIGNALS[b]}
+    assert set(design.TIED_OFF_2) == set(design.BUS_INTERFACES) - {"s_axil"}
+    assert design.VARIANTS[1].tied_off == {}
     mixed = design.TOP_PORTS_2 + ("s_axis_wgt_tdata",)
     with pytest.raises(ValueError, match="match no overlay design"):
         design.variant_of_ports(mixed)
@@ -142,18 +164,55 @@ def test_top_ports_are_written_from_one_list_per_design():
         design.variant_of_ports(design.TOP_PORTS_2[::-1])
 
 
-def test_the_default_contract_is_the_one_the_rtl_implements():
-    """`make -C hw/overlays` without CONTRACT builds the design of the RTL that is in hw/rtl:
-    1.2 today. When issue 15's 2.0 top lands this fails until DEFAULT_CONTRACT (config.tcl,
-    design.py) and the Makefile's CONTRACT default say 2, since packaging a 2.0 top for the 1.2
-    design stops at its interfaces."""
+def _defaults() -> tuple[int, int, int]:
+    """The default contract as the Makefile, config.tcl and design.py say it."""
     make_default = re.search(r"^CONTRACT \?= (\d+)$", (OVERLAYS / "Makefile").read_text(), re.M)
     assert make_default, "no CONTRACT ?= default in hw/overlays/Makefile"
-    defaults = (int(make_default.group(1)), int(_tcl_vars()["DEFAULT_CONTRACT"]), design.DEFAULT_CONTRACT)
-    rtl = _rtl_contract() if RTL_TOP.exists() else 1
-    assert defaults == (rtl, rtl, rtl), (
-        f"hw/rtl/dtpu_axi.v implements contract {design.VARIANTS[rtl].version}; the defaults "
-        f"(Makefile, config.tcl, design.py) say {defaults}")
+    return int(make_default.group(1)), int(_tcl_vars()["DEFAULT_CONTRACT"]), design.DEFAULT_CONTRACT
+
+
+def _default_contract_problem(defaults: tuple[int, int, int], rtl_dir: Path = RTL) -> str | None:
+    """Why `defaults` (Makefile, config.tcl, design.py) are not the newest design whose top
+    hw/rtl implements (each top recognised by its ports, not its file name); None if they are."""
+    implemented = {c: _rtl_contract(rtl_dir / f"{v.top}.v", v.top) for c, v in design.VARIANTS.items()
+                   if (rtl_dir / f"{v.top}.v").exists()}
+    for c, got in implemented.items():
+        if got != c:
+            return f"{design.VARIANTS[c].top}.v implements contract {design.VARIANTS[got].version}"
+    if not implemented:
+        return "no top of any design in hw/rtl"
+    newest = max(implemented)
+    if defaults != (newest, newest, newest):
+        return (f"hw/rtl has the contract {design.VARIANTS[newest].version} top "
+                f"{design.VARIANTS[newest].top}.v; the defaults (Makefile, config.tcl, design.py) "
+                f"say {defaults}")
+    return None
+
+
+def test_the_default_contract_is_the_one_the_rtl_implements(tmp_path):
+    """`make -C hw/overlays` without CONTRACT builds the newest design whose top is in hw/rtl:
+    2.0 since issue 15's dtpu_cl_top.v landed (its ports are exactly the 2.0 design's, tied-off
+    1.2 streams included), so DEFAULT_CONTRACT (config.tcl, design.py) and the Makefile's
+    CONTRACT default say 2. The check is the one that failed while they said 1; it still fails
+    for the old defaults, and for a 2.0 top whose ports drift from the 2.0 design."""
+    assert RTL_TOP_2.exists() and _rtl_contract(RTL_TOP_2, design.TOP_2) == 2
+    assert _default_contract_problem(_defaults()) is None
+    assert _defaults() == (2, 2, 2)
+    # the previous defaults are refused now, for the reason the test gave while it waited
+    assert "the defaults (Makefile, config.tcl, design.py) say (1, 1, 1)" in \
+        _default_contract_problem((1, 1, 1))
+    # without the 2.0 top (the RTL before issue 15) the 1.2 defaults were the right ones
+    (tmp_path / f"{design.TOP}.v").write_text(RTL_TOP.read_text())
+    assert _default_contract_problem((1, 1, 1), tmp_path) is None
+    assert "say (2, 2, 2)" in _default_contract_problem((2, 2, 2), tmp_path)
+    # a 2.0 top with a port more (or less) is no design's top: that fails, never skips
+    text = RTL_TOP_2.read_text().replace("    output wire                        irq\n",
+                                         "    output wire                        irq,\n"
+                                         "    output wire                        irq2\n", 1)
+    assert text != RTL_TOP_2.read_text()
+    (tmp_path / f"{design.TOP_2}.v").write_text(text)
+    with pytest.raises(ValueError, match=r"match no overlay design .*extra \['irq2'\]"):
+        _default_contract_problem((2, 2, 2), tmp_path)
 
 
 def test_xadc_channels_cover_the_sensors_the_sampler_reads():
@@ -164,39 +223,46 @@ def test_xadc_channels_cover_the_sensors_the_sampler_reads():
     assert channels == need
 
 
-def _rtl_contract() -> int:
-    """The design (make CONTRACT=) whose top the current hw/rtl/dtpu_axi.v implements, by its
-    ports: 1 while the 1.2 top is there, 2 once issue 15's 2.0 top replaces it. A top matching
-    neither fails (variant_of_ports names the differences): nothing is skipped."""
-    ports, _ = _rtl_ports_and_params(RTL_TOP.read_text())
+def _rtl_contract(path: Path = RTL_TOP, top: str = design.TOP) -> int:
+    """The design (make CONTRACT=) whose top the RTL module `top` in `path` implements, by its
+    ports. A top matching neither design fails (variant_of_ports names the differences):
+    nothing is skipped."""
+    ports, _ = _rtl_ports_and_params(path.read_text(), top)
     variant = design.variant_of_ports(ports)
-    log.info("hw/rtl/dtpu_axi.v implements the contract %s top (CONTRACT=%d)", variant.version,
+    log.info("%s implements the contract %s top (CONTRACT=%d)", path.name, variant.version,
              variant.contract)
     return variant.contract
 
 
-def test_rtl_top_has_the_ports_the_ip_packager_needs():
-    """The RTL top's ports are exactly one design's list (in order), whichever contract it
-    implements today: the 1.2 top until issue 15's 2.0 top lands, then that one."""
-    if RTL_TOP.exists():
-        ports, params = _rtl_ports_and_params(RTL_TOP.read_text())
-        variant = design.variant_of_ports(ports)
-        assert ports == list(variant.top_ports), set(ports) ^ set(variant.top_ports)
-        assert set(design.TOP_PARAMS) <= set(params)
-        if variant.contract == 1:
-            assert ports == list(design.TOP_PORTS), set(ports) ^ set(design.TOP_PORTS)
-        else:
-            assert ports == list(design.TOP_PORTS_2), set(ports) ^ set(design.TOP_PORTS_2)
-            text = re.sub(r"//[^\n]*|/\*.*?\*/", "", RTL_TOP.read_text(), flags=re.S)
-            for sig, width in (("awaddr", design.M_AXI_ADDR_WIDTH), ("araddr", design.M_AXI_ADDR_WIDTH),
-                               ("wdata", design.M_AXI_DATA_WIDTH), ("rdata", design.M_AXI_DATA_WIDTH),
-                               ("awlen", 8), ("arlen", 8)):
-                m = re.search(rf"\[\s*([^\]:]+?)\s*:\s*0\s*\]\s*{design.M_AXI}_{sig}\b", text)
-                assert m and m.group(1).replace(" ", "") in (str(width - 1), f"{width}-1"), sig
-    else:  # before the RTL lands: the names the contract documents
-        doc = (ROOT / "docs" / "architecture.md").read_text()
-        for busif in design.BUS_INTERFACES:
-            assert busif in doc
+def _param_default(text: str, name: str) -> int:
+    m = re.search(rf"\bparameter\s+(?:\[[^\]]*\]\s*)?{name}\s*=\s*(\d+)", text)
+    assert m, name
+    return int(m.group(1))
+
+
+@pytest.mark.parametrize("contract", sorted(design.VARIANTS))
+def test_rtl_top_has_the_ports_the_ip_packager_needs(contract):
+    """Each design's RTL top (2.0: dtpu_cl_top.v, 1.2: dtpu_axi.v, both in hw/rtl) has exactly
+    that design's ports (in order) and the parameters the IP exposes; the 2.0 top's master has
+    the widths, ID width and burst length the block design is built for."""
+    variant = design.VARIANTS[contract]
+    path = RTL / f"{variant.top}.v"
+    ports, params = _rtl_ports_and_params(path.read_text(), variant.top)
+    assert design.variant_of_ports(ports) is variant
+    assert ports == list(variant.top_ports), set(ports) ^ set(variant.top_ports)
+    assert set(design.TOP_PARAMS) <= set(params)
+    if contract == 2:
+        text = re.sub(r"//[^\n]*|/\*.*?\*/", "", path.read_text(), flags=re.S)
+        assert _param_default(text, "ID_W") == design.M_AXI_ID_WIDTH
+        assert _param_default(text, "ADDR_W") == design.M_AXI_ADDR_WIDTH
+        assert _param_default(text, "MAX_BURST") == design.M_AXI_MAX_BURST
+        for sig, width in (("awaddr", "ADDR_W"), ("araddr", "ADDR_W"),
+                           ("wdata", design.M_AXI_DATA_WIDTH), ("rdata", design.M_AXI_DATA_WIDTH),
+                           ("awlen", 8), ("arlen", 8), ("arid", "ID_W"), ("awid", "ID_W"),
+                           ("rid", "ID_W"), ("bid", "ID_W")):
+            m = re.search(rf"\[\s*([^\]:]+?)\s*:\s*0\s*\]\s*{design.M_AXI}_{sig}\b", text)
+            want = (f"{width}-1",) if isinstance(width, str) else (str(width - 1), f"{width}-1")
+            assert m and m.group(1).replace(" ", "") in want, sig
     for busif, (kind, _) in design.BUS_INTERFACES.items():
         need = ("tdata", "tvalid", "tready", "tlast") if kind == "axis" else ("awaddr", "rdata")
         assert all(f"{busif}_{s}" in design.TOP_PORTS for s in need)
@@ -205,7 +271,10 @@ def test_rtl_top_has_the_ports_the_ip_packager_needs():
 
 
 def test_the_emulated_hwh_is_the_overlay_design(tmp_path):
-    ips = parse_hwh(write_hwh(tmp_path / "d.hwh"))
+    """The 1.2 design (CONTRACT=1) in the emulation; the default .hwh is the 2.0 design's."""
+    default = parse_hwh(write_hwh(tmp_path / "default.hwh"))
+    assert {n: d["type"] for n, d in default.items()} == design.INSTANCES_2
+    ips = parse_hwh(write_hwh(tmp_path / "d.hwh", contract=1))
     assert {n: (d["phys_addr"], d["addr_range"]) for n, d in ips.items()} == design.ADDRESS_MAP
     assert {n: d["type"] for n, d in ips.items()} == design.INSTANCES
     assert ips[design.DMA_WGT]["parameters"]["c_include_s2mm"] == "0"
@@ -242,7 +311,12 @@ def test_the_emulated_hwh_of_contract_2_is_the_2_0_design(tmp_path):
         ("1", str(design.HP_DATA_WIDTH))
     assert (ps_params["PCW_USE_FABRIC_INTERRUPT"], ps_params["PCW_IRQ_F2P_INTR"]) == ("1", "1")
     dtpu = mods[design.DTPU]
+    assert dtpu.get("MODTYPE") == design.TOP_2
     assert {p.get("NAME") for p in dtpu.iter("PORT")} == set(design.TOP_PORTS_2)
+    # the tied-off 1.2 streams: on the IP, connected to nothing
+    for busif in design.TIED_OFF_2:
+        for sig in design.BUS_SIGNALS[busif]:
+            assert _peers(dtpu, f"{busif}_{sig}") == []
     assert mods[design.MEM_SC].get("VLNV") == design.VLNV["smartconnect"]
     for sig in design.BUS_SIGNALS[design.M_AXI]:
         assert _peers(dtpu, f"{design.M_AXI}_{sig}") == [(design.MEM_SC, f"S00_AXI_{sig}")]
@@ -253,8 +327,9 @@ def test_the_emulated_hwh_of_contract_2_is_the_2_0_design(tmp_path):
     assert _peers(dtpu, design.IRQ_PORT) == [(design.INTC, "intr")]
     assert _peers(mods[design.INTC], "irq") == [(design.PS7, "IRQ_F2P")]
     # the 1.2 design has none of it (and its DTPU ports are the 1.2 list)
-    path1 = write_hwh(tmp_path / "d1.hwh")
+    path1 = write_hwh(tmp_path / "d1.hwh", contract=1)
     mods1 = _modules(path1)
+    assert mods1[design.DTPU].get("MODTYPE") == design.TOP
     assert memory_windows(path1) == {} and design.INTC not in mods1 and design.MEM_SC not in mods1
     assert {p.get("NAME") for p in mods1[design.DTPU].iter("PORT")} == set(design.TOP_PORTS)
     assert _peers(mods1[design.DTPU], design.IRQ_PORT) == []
@@ -319,14 +394,15 @@ def test_make_without_vivado_says_what_is_missing():
     assert not (OVERLAYS / "build").exists()
     proc = subprocess.run(["make", "-C", str(OVERLAYS), "CONTRACT=3", "VIVADO=vivado-not-installed"],
                           env=env, capture_output=True, text=True, timeout=120)
-    assert proc.returncode != 0 and "CONTRACT must be 1 (contract 1.2, the default) or 2" in proc.stderr
+    assert proc.returncode != 0 and "CONTRACT must be 2 (contract 2.0, the default) or 1" in proc.stderr
     assert not (OVERLAYS / "build").exists()
 
 
 def test_make_passes_the_contract_to_both_scripts():
-    """`make CONTRACT=2` hands 2 to package_ip.tcl and build.tcl and builds into
-    build/contract2 (a 1.2 build in build/ is not taken for a 2.0 one); the default is 1."""
-    for args, contract, build in (([], "1", "build"), (["CONTRACT=2"], "2", "build/contract2")):
+    """`make CONTRACT=1` hands 1 to package_ip.tcl and build.tcl and builds into
+    build/contract1 (a 1.2 build is not taken for a 2.0 one); the default is 2, into build/."""
+    for args, contract, build in (([], "2", "build"), (["CONTRACT=2"], "2", "build"),
+                                  (["CONTRACT=1"], "1", "build/contract1")):
         proc = subprocess.run(["make", "-n", "-C", str(OVERLAYS), "VIVADO=true",
                                f"PYTHON={sys.executable}", *args],
                               capture_output=True, text=True, timeout=120)
@@ -371,6 +447,10 @@ proc ipx::get_bus_interfaces {name args} {
 }
 proc ipx::get_bus_parameters {name args} { return $name }
 proc ipx::get_user_parameters {name args} { return $name }
+proc ipx::get_ports {name args} {
+    if {$name in $::stub_missing} { return "" }
+    return port_$name
+}
 proc ipx::get_address_spaces {args} { return "" }
 proc ipx::add_address_space {name args} { log ipx::add_address_space $name {*}$args; return space_$name }
 proc ipx::add_bus_parameter {name args} { log ipx::add_bus_parameter $name {*}$args; return $name }
@@ -405,8 +485,9 @@ BUILD_ARGS = ["/ip", "/out", "4", *design.build_params().values()]
 
 @needs_tclsh
 def test_build_tcl_connects_the_design_the_driver_expects():
-    calls, errors, out = _run_tcl("build.tcl", BUILD_ARGS)
-    assert not errors, out
+    """build.tcl CONTRACT=1: the 1.2 design (dtpu_axi's streams on two AXI DMAs)."""
+    calls, errors, out = _run_tcl("build.tcl", BUILD_ARGS + ["1"])
+    assert not errors and "building the contract 1.2 design" in out, out
     text = "\n".join(calls)
     # the DTPU with the contract's parameters, and its three streams on the right DMAs
     assert f"create_bd_cell -type ip -vlnv {design.DTPU_VLNV} {design.DTPU}" in text
@@ -455,23 +536,23 @@ def test_build_tcl_refuses_without_board_files_and_warns_on_other_versions():
 
 
 @needs_tclsh
-def test_package_ip_tcl_packages_the_rtl_top(tmp_path):
-    """package_ip.tcl on hw/rtl with the contract its top implements (detected by its ports;
-    without an argument the default, which must be that same contract)."""
-    rtl = ROOT / "hw" / "rtl"
-    if not RTL_TOP.exists():
-        rtl = tmp_path
-        (rtl / "dtpu_axi.v").write_text("module dtpu_axi; endmodule\n")
-    contract = _rtl_contract() if RTL_TOP.exists() else design.DEFAULT_CONTRACT
-    busifs = list(design.VARIANTS[contract].bus_interfaces)
-    calls, errors, out = _run_tcl("package_ip.tcl", [str(rtl), "/ip"])
+@pytest.mark.parametrize("contract", sorted(design.VARIANTS))
+def test_package_ip_tcl_packages_the_rtl_top(tmp_path, contract):
+    """package_ip.tcl on hw/rtl for each design: its top (2.0: dtpu_cl_top, 1.2: dtpu_axi) under
+    the one VLNV; without an argument the default design, 2.0."""
+    rtl = RTL
+    variant = design.VARIANTS[contract]
+    busifs = list(variant.bus_interfaces)
+    calls, errors, out = _run_tcl("package_ip.tcl", [str(rtl), "/ip", str(contract)])
     assert not errors, out
-    assert calls == _run_tcl("package_ip.tcl", [str(rtl), "/ip", str(contract)])[0]
+    if contract == design.DEFAULT_CONTRACT:
+        assert calls == _run_tcl("package_ip.tcl", [str(rtl), "/ip"])[0]
     text = "\n".join(calls)
     vendor, library, name, version = design.DTPU_VLNV.split(":")
     assert f"ipx::package_project -root_dir /ip -vendor {vendor} -library {library}" in text
     assert f"set_property name {name} core" in text and f"set_property version {version} core" in text
-    assert f"set_property top {design.TOP}" in text
+    assert f"set_property top {variant.top} {{}}" in text, text
+    assert f"({variant.top})" in text
     for busif in design.BUS_INTERFACES:
         if contract == 1:
             assert f"ipx::associate_bus_interfaces -busif {busif} -clock {design.CLOCK_PORT} core" in text
@@ -483,8 +564,12 @@ def test_package_ip_tcl_packages_the_rtl_top(tmp_path):
         calls, errors, _ = _run_tcl("package_ip.tcl", [str(rtl), "/ip", str(contract)], missing=[missing])
         assert errors and f"did not infer bus interface {missing}" in errors[0]
         assert not any(c.startswith("ipx::save_core") for c in calls)
-    _, errors, _ = _run_tcl("package_ip.tcl", [str(tmp_path / "empty"), "/ip"])
-    assert errors and "no dtpu_axi.v" in errors[0]
+    _, errors, _ = _run_tcl("package_ip.tcl", [str(tmp_path / "empty"), "/ip", str(contract)])
+    assert errors and f"no {variant.top}.v" in errors[0]
+    # a tree with only the 1.2 top cannot be packaged as the 2.0 design (and vice versa)
+    (tmp_path / f"{design.VARIANTS[3 - contract].top}.v").write_text("module x; endmodule\n")
+    _, errors, _ = _run_tcl("package_ip.tcl", [str(tmp_path), "/ip", str(contract)])
+    assert errors and f"no {variant.top}.v" in errors[0]
 
 
 @needs_tclsh
@@ -550,12 +635,15 @@ def test_build_tcl_contract_2_puts_the_dtpu_master_on_hp0_and_its_irq_on_the_ps(
 
 
 @needs_tclsh
-def test_build_tcl_default_is_the_1_2_design_and_refuses_other_contracts():
+def test_build_tcl_default_is_the_2_0_design_and_refuses_other_contracts():
     calls, errors, out = _run_tcl("build.tcl", BUILD_ARGS)
+    assert not errors and "building the contract 2.0 design" in out
+    calls2, errors, _ = _run_tcl("build.tcl", BUILD_ARGS + ["2"])
+    assert not errors and calls2 == calls
+    # the 1.2 design stays buildable (CONTRACT=1) and has none of 2.0's interrupt path
+    calls1, errors, out = _run_tcl("build.tcl", BUILD_ARGS + ["1"])
     assert not errors and "building the contract 1.2 design" in out
-    calls1, errors, _ = _run_tcl("build.tcl", BUILD_ARGS + ["1"])
-    assert not errors and calls1 == calls
-    text = "\n".join(calls)
+    text = "\n".join(calls1)
     assert "IRQ_F2P" not in text and design.INTC not in text and "PCW_USE_FABRIC_INTERRUPT" not in text
     _, errors, _ = _run_tcl("build.tcl", BUILD_ARGS + ["3"])
     assert errors and "CONTRACT must be 1 (contract 1.2) or 2 (contract 2.0), not '3'" in errors[0]
@@ -566,12 +654,14 @@ def test_package_ip_tcl_contract_2_packages_the_master_and_the_interrupt(tmp_pat
     """package_ip.tcl CONTRACT=2 requires exactly DTPU_BUSIF_2 (s_axil, m_axi), gives the master
     an address space, makes irq a level-high interrupt, and saves nothing when m_axi is missing
     or was inferred as a slave. It runs on whichever RTL is there (the stubs do not read it)."""
-    rtl = ROOT / "hw" / "rtl" if RTL_TOP.exists() else tmp_path
-    if not RTL_TOP.exists():
-        (rtl / "dtpu_axi.v").write_text("module dtpu_axi; endmodule\n")
+    rtl = RTL
     calls, errors, out = _run_tcl("package_ip.tcl", [str(rtl), "/ip", "2"])
     assert not errors, out
     text = "\n".join(calls)
+    # the tied-off 1.2 streams: each input gets its constant, before the IP is saved
+    for port, value in design.TIE_OFF_VALUES.items():
+        assert f"set_property driver_value {value} port_{port}" in text, port
+    assert text.index("driver_value") < text.index("ipx::save_core")
     associated = re.findall(rf"ipx::associate_bus_interfaces -busif (\w+) -clock {design.CLOCK_PORT} core",
                             text)
     assert associated == list(design.BUS_INTERFACES_2)
@@ -582,8 +672,9 @@ def test_package_ip_tcl_contract_2_packages_the_master_and_the_interrupt(tmp_pat
     assert f"set_property value LEVEL_HIGH SENSITIVITY" in text
     assert "set_property value ACTIVE_LOW POLARITY" in text and "ipx::save_core core" in text
     for missing, mode, message in ((design.M_AXI, "master", f"did not infer bus interface {design.M_AXI}"),
-                                   (None, "slave", f"{design.M_AXI} of {design.TOP} was not inferred as a master"),
-                                   (design.IRQ_PORT, "master", f"no interrupt interface on port {design.IRQ_PORT}")):
+                                   (None, "slave", f"{design.M_AXI} of {design.TOP_2} was not inferred as a master"),
+                                   (design.IRQ_PORT, "master", f"no interrupt interface on port {design.IRQ_PORT}"),
+                                   ("m_axis_res_tready", "master", f"no port m_axis_res_tready on {design.TOP_2}")):
         calls, errors, _ = _run_tcl("package_ip.tcl", [str(rtl), "/ip", "2"],
                                     missing=[missing] if missing else [], mode=mode)
         assert errors and message in errors[0], (missing, mode, errors)
@@ -593,6 +684,7 @@ def test_package_ip_tcl_contract_2_packages_the_master_and_the_interrupt(tmp_pat
     text = "\n".join(calls)
     assert not errors and re.findall(r"ipx::associate_bus_interfaces -busif (\w+) -clock", text) == \
         list(design.BUS_INTERFACES)
-    assert "add_address_space" not in text and "SENSITIVITY" not in text
+    assert "add_address_space" not in text and "SENSITIVITY" not in text and "driver_value" not in text
+    assert f"set_property top {design.TOP} {{}}" in text
     _, errors, _ = _run_tcl("package_ip.tcl", [str(rtl), "/ip", "3"])
     assert errors and "CONTRACT must be 1" in errors[0]

@@ -407,7 +407,7 @@ def test_split_and_paged_nodes_on_the_emulated_board_equal_the_golden_model(emu,
     driver runs the same split and paged jobs with backend=model's outputs and cycles."""
     from dtpu.board.emulate import write_design
 
-    bit = write_design(tmp_path, HwConfig(**TINY))
+    bit = write_design(tmp_path, HwConfig(**TINY), contract=1)   # job by job: the 1.2 design
     got = placed_net_runs("pynq", prefetch, 0, bitstream=str(bit))
     want = placed_net_runs("model", prefetch, 0)
     assert len(got) == len(want) > 0

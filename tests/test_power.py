@@ -245,7 +245,7 @@ def test_backend_pynq_reports_external_power_when_given(tmp_path, monkeypatch):
     pytest.importorskip("pynq", reason="the board emulation runs the pynq package, not installed "
                                        "here (pip install pynq)")
     monkeypatch.setenv("DTPU_BITSTREAM", str(tmp_path / "unused.bit"))
-    bit = emulate.install(tmp_path)
+    bit = emulate.install(tmp_path, contract=1)   # the backend API's per-node jobs: the 1.2 design
     try:
         rng = np.random.default_rng(0)
         spec = ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, 6, 6, 16), (8, 1, 1, 16),

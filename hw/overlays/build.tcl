@@ -8,14 +8,17 @@
 # and FCLK_CLK0 for the fabric; M_AXI_GP0 -> AXI interconnect -> the AXI4-Lite slaves; the XADC
 # Wizard; the DTPU IP packaged from hw/rtl for the same contract.
 #
-# CONTRACT=1 (default, contract 1.2): two simple-mode AXI DMAs in front of the DTPU's streams
-# (weights on dma_wgt, activations and results on dma_act) mastering DDR through S_AXI_HP0. The
-# DTPU's irq and the DMAs' interrupts stay unconnected: the driver polls.
+# CONTRACT=2 (default, contract 2.0, docs/contract2.md): the IP's top is dtpu_cl_top; no DMAs.
+# The DTPU's own AXI4 master m_axi (read and write channels) goes through a SmartConnect into
+# S_AXI_HP0 (64-bit; the SmartConnect turns AXI4 into the port's AXI3), mapped onto all of DDR;
+# its irq goes through an AXI INTC to the PS's IRQ_F2P[0], which is how pynq finds it
+# (overlay.dtpu.irq) and the line PYNQ's image services. dtpu_cl_top's 1.2 streams stay
+# unconnected: package_ip.tcl tied their inputs off (config.tcl DTPU_TIED_OFF_2).
 #
-# CONTRACT=2 (contract 2.0, docs/contract2.md): no DMAs. The DTPU's own AXI4 master m_axi goes
-# through a SmartConnect into S_AXI_HP0 (64-bit; the SmartConnect turns AXI4 into the port's
-# AXI3), mapped onto all of DDR; its irq goes through an AXI INTC to the PS's IRQ_F2P[0], which
-# is how pynq finds it (overlay.dtpu.irq) and the line PYNQ's image services.
+# CONTRACT=1 (contract 1.2, the fallback bitstream): the IP's top is dtpu_axi; two simple-mode
+# AXI DMAs in front of its streams (weights on dma_wgt, activations and results on dma_act)
+# master DDR through S_AXI_HP0. The DTPU's irq and the DMAs' interrupts stay unconnected: the
+# driver polls.
 
 set here [file dirname [file normalize [info script]]]
 source [file join $here config.tcl]

@@ -2,15 +2,20 @@
 #
 # The Python side relies on the same values (pylib/dtpu/board/design.py: the board transport finds
 # its IPs by these names, the board emulation builds this design); tests/test_overlay.py keeps the
-# two equal and checks the port names against hw/rtl/dtpu_axi.v. Change both together.
+# two equal and checks the port names against hw/rtl/dtpu_cl_top.v and hw/rtl/dtpu_axi.v. Change
+# both together.
 #
-# Two designs: contract 1.2 (CONTRACT=1, the default: AXI DMAs feed the DTPU's streams) and
-# contract 2.0 (CONTRACT=2: the DTPU masters DDR through S_AXI_HP0 and interrupts the PS; the
-# names for it are the *_2 and HP_/INTC ones at the end).
+# Two designs: contract 2.0 (CONTRACT=2, the default: the 2.0 top dtpu_cl_top masters DDR through
+# S_AXI_HP0 and interrupts the PS; the names for it are the *_2 and HP_/INTC ones at the end) and
+# contract 1.2 (CONTRACT=1: the 1.2 top dtpu_axi, AXI DMAs feed its streams; the fallback
+# bitstream, and the core backend=rtl path=jobs simulates).
 
-# The DTPU IP (hw/rtl packaged by package_ip.tcl); the PYNQ driver binds to this VLNV.
+# The DTPU IP (hw/rtl packaged by package_ip.tcl); the PYNQ driver binds to this VLNV, the same
+# for both designs (it tells them apart by the core's VERSION register). DTPU_TOP is the 1.2
+# design's top module, DTPU_TOP_2 the 2.0 design's.
 set DTPU_VLNV        dtpu.org:dtpu:dtpu_axi:1.0
 set DTPU_TOP         dtpu_axi
+set DTPU_TOP_2       dtpu_cl_top
 set DTPU_CLOCK       clk
 set DTPU_RESET       aresetn
 set DTPU_BUSIF       {s_axil s_axis_wgt s_axis_act m_axis_res}
@@ -34,7 +39,7 @@ set INST_DMA_ACT     dma_act
 set INST_XADC        xadc
 set INST_INTC        axi_intc_0
 set INST_MEM_SC      mem_sc
-set DEFAULT_CONTRACT 1
+set DEFAULT_CONTRACT 2
 
 # AXI DMA: simple mode, 64-bit, and a 26-bit length register (a job's stream is one transfer,
 # up to 64 MiB; the default 14 bits would stop at 16 KiB).
@@ -69,6 +74,24 @@ set HP_DATA_WIDTH    64
 set HP_SEGMENT       HP0_DDR_LOWOCM
 set DDR_WINDOW       {0x00000000 0x20000000}
 set M_AXI_DATA_WIDTH 64
+# dtpu_cl_top's master: one ID bit (always 0), bursts of at most 16 beats (already AXI3-legal:
+# the SmartConnect converts the protocol, it does not split)
+set M_AXI_ID_WIDTH   1
+set M_AXI_MAX_BURST  16
+
+# dtpu_cl_top keeps the 1.2 streams (the 1.2 protocol runs on them while no list runs); the 2.0
+# design has no DMA to feed them and leaves them unconnected. package_ip.tcl gives their inputs
+# these driver values, Vivado's tie-off for an unconnected input: no word ever arrives on
+# s_axis_wgt/s_axis_act, and m_axis_res can never back up into the core. Port, value.
+set DTPU_TIED_OFF_2 {
+    s_axis_wgt_tdata  0
+    s_axis_wgt_tvalid 0
+    s_axis_wgt_tlast  0
+    s_axis_act_tdata  0
+    s_axis_act_tvalid 0
+    s_axis_act_tlast  0
+    m_axis_res_tready 1
+}
 
 # M_AXI_GP0 address map of the 2.0 design: no DMAs; DTPU and XADC where they are in 1.2.
 set ADDRESS_MAP_2 {

@@ -3,10 +3,11 @@
 ``pynq`` is never required to import this package: it is imported by :func:`import_pynq` when a
 board is actually used (``backend=pynq``). On a machine without a board, ``DTPU_PYNQ_EMULATE=1``
 makes :func:`import_pynq` activate :mod:`dtpu.board.emulate`: an emulated PYNQ-Z2 (the golden
-model behind emulated AXI DMAs and XADC) as the active device of the real pynq package, which
-then runs its own Overlay, MMIO, allocate and DMA code; the transport itself cannot tell.
-``DTPU_PYNQ_EMULATE=2`` loads the contract-2.0 design instead (no DMAs: the emulated DTPU runs
-command lists from the buffers pynq allocates).
+model and an emulated XADC) as the active device of the real pynq package, which then runs its
+own Overlay, MMIO, allocate and interrupt code; the transport itself cannot tell. It loads the
+default design, contract 2.0's (no DMAs: the emulated DTPU runs command lists from the buffers
+pynq allocates); ``DTPU_PYNQ_EMULATE=1.2`` loads the contract-1.2 design (``make CONTRACT=1``:
+AXI DMAs feed the DTPU's streams, the delegate runs job by job).
 
 Typical use on the board (Jupyter)::
 
@@ -35,9 +36,12 @@ def emulation_requested() -> bool:
 
 
 def emulated_contract() -> int:
-    """Which hw/overlays design the emulation loads: DTPU_PYNQ_EMULATE=2 the contract-2.0 one
-    (command lists over HP0, no DMAs), any other true value the 1.2 one (today's bitstream)."""
-    return 2 if os.environ.get(EMULATE_ENV, "").strip() == "2" else 1
+    """Which hw/overlays design the emulation loads (make CONTRACT=): DTPU_PYNQ_EMULATE=1.2 the
+    contract-1.2 one (AXI DMAs, job by job), any other true value (1, 2) the default design,
+    contract 2.0's (command lists over HP0, no DMAs)."""
+    from dtpu.board.design import DEFAULT_CONTRACT
+
+    return 1 if os.environ.get(EMULATE_ENV, "").strip() == "1.2" else DEFAULT_CONTRACT
 
 
 def import_pynq():

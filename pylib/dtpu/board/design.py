@@ -2,13 +2,15 @@
 
 hw/overlays/*.tcl builds the design with these names and addresses, the board transport finds
 its IPs by them, and the board emulation instantiates them; tests/test_overlay.py checks that
-the TCL, this module and the RTL top (hw/rtl/dtpu_axi.v) agree. Nothing here imports pynq.
+the TCL, this module and the RTL tops (hw/rtl/dtpu_cl_top.v, hw/rtl/dtpu_axi.v) agree. Nothing
+here imports pynq.
 
-Two designs share the names: contract 1.2's (the default, ``make -C hw/overlays``: two AXI DMAs
-feed the DTPU's streams) and contract 2.0's (``make -C hw/overlays CONTRACT=2``: the DTPU masters
-DDR itself through ``S_AXI_HP0`` and interrupts the PS; docs/contract2.md). :data:`VARIANTS`
-describes each one by the same fields, so the TCL checks, the emulated .hwh and the RTL port
-check iterate over one table instead of repeating names.
+Two designs share the names: contract 2.0's (the default, ``make -C hw/overlays``: the 2.0 top
+``dtpu_cl_top`` masters DDR itself through ``S_AXI_HP0`` and interrupts the PS;
+docs/contract2.md) and contract 1.2's (``make -C hw/overlays CONTRACT=1``: the 1.2 top
+``dtpu_axi`` fed by two AXI DMAs; kept as a fallback bitstream and for backend=rtl path=jobs).
+:data:`VARIANTS` describes each one by the same fields, so the TCL checks, the emulated .hwh and
+the RTL port check iterate over one table instead of repeating names.
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from typing import NamedTuple
 
 #: the DTPU IP as packaged by hw/overlays/package_ip.tcl; the DefaultIP driver binds to it
 DTPU_VLNV = "dtpu.org:dtpu:dtpu_axi:1.0"
-#: the RTL top module packaged as the IP
+#: the RTL top module packaged as the IP of the 1.2 design (:data:`TOP_2`: the 2.0 design's)
 TOP = "dtpu_axi"
 CLOCK_PORT = "clk"
 RESET_PORT = "aresetn"      # synchronous, active low (AXI convention)
@@ -38,15 +40,22 @@ BUS_INTERFACES = {
 IRQ_PORT = "irq"
 
 #: contract 2.0's AXI4 master (docs/contract2.md: descriptors, loads, activations and results all
-#: go through it): Xilinx-inferable names without ID, LOCK, CACHE, PROT, QOS or USER signals (the
-#: interconnect ties them to their defaults; HP ports are not coherent, the driver flushes and
-#: invalidates its buffers, so AxCACHE carries nothing the port would use)
+#: go through it), in hw/rtl/dtpu_cl_top.v's order: the read channels (dtpu_axi_rd), then the
+#: write channels (dtpu_axi_wr). Xilinx-inferable names; ID (:data:`M_AXI_ID_WIDTH` bits, always
+#: 0: one ID, responses in order), CACHE (0b0011, bufferable/modifiable) and PROT (0) are driven
+#: as constants, LOCK, QOS, REGION and USER are absent (the SmartConnect ties them to their
+#: defaults). HP ports are not coherent: the driver flushes and invalidates its buffers.
 M_AXI = "m_axi"
-_M_AXI = ("awaddr", "awlen", "awsize", "awburst", "awvalid", "awready", "wdata", "wstrb", "wlast",
-          "wvalid", "wready", "bresp", "bvalid", "bready", "araddr", "arlen", "arsize", "arburst",
-          "arvalid", "arready", "rdata", "rresp", "rlast", "rvalid", "rready")
+_M_AXI = ("arid", "araddr", "arlen", "arsize", "arburst", "arcache", "arprot", "arvalid", "arready",
+          "rid", "rdata", "rresp", "rlast", "rvalid", "rready",
+          "awid", "awaddr", "awlen", "awsize", "awburst", "awcache", "awprot", "awvalid", "awready",
+          "wdata", "wstrb", "wlast", "wvalid", "wready", "bid", "bresp", "bvalid", "bready")
 M_AXI_ADDR_WIDTH = 32
 M_AXI_DATA_WIDTH = 64
+M_AXI_ID_WIDTH = 1          # dtpu_cl_top's ID_W default; HP0's 6-bit AXI3 IDs are the SmartConnect's
+#: longest burst the master issues (dtpu_cl_top MAX_BURST): 16 beats, already legal on HP0's
+#: AXI3, so the SmartConnect converts the protocol without splitting bursts
+M_AXI_MAX_BURST = 16
 
 #: bus interface of the top -> its signals (port = f"{busif}_{signal}"): the one list that the
 #: RTL port check, the IP packager's expectations (config.tcl DTPU_BUSIF*) and the emulated .hwh
@@ -55,10 +64,11 @@ BUS_SIGNALS = {"s_axil": _AXIL, "s_axis_wgt": _AXIS, "s_axis_act": _AXIS, "m_axi
                M_AXI: _M_AXI}
 
 
-def top_ports(bus_interfaces) -> tuple[str, ...]:
+def top_ports(bus_interfaces, signals=None) -> tuple[str, ...]:
     """Every port of a top with these bus interfaces, in the RTL's order: clock, reset, the
-    interfaces' signals (:data:`BUS_SIGNALS`), the interrupt."""
-    return ((CLOCK_PORT, RESET_PORT) + tuple(f"{b}_{s}" for b in bus_interfaces for s in BUS_SIGNALS[b])
+    interfaces' signals (``signals``, default :data:`BUS_SIGNALS`), the interrupt."""
+    signals = signals or BUS_SIGNALS
+    return ((CLOCK_PORT, RESET_PORT) + tuple(f"{b}_{s}" for b in bus_interfaces for s in signals[b])
             + (IRQ_PORT,))
 
 
@@ -121,9 +131,34 @@ BOARD_OVERLAY_DIR = "/home/xilinx/pynq/overlays/dtpu"
 
 # ------------------------------------------------------------ contract 2.0 (make CONTRACT=2)
 
-#: bus interfaces of the 2.0 top: the registers and one AXI4 master (the streams are internal)
+#: the RTL top module of the 2.0 design (hw/rtl/dtpu_cl_top.v), packaged under the same VLNV:
+#: the driver binds by VLNV and tells 1.2 from 2.0 by the core's VERSION register
+TOP_2 = "dtpu_cl_top"
+
+#: bus interfaces of the 2.0 top that the block design connects: the registers and the AXI4
+#: master (what package_ip.tcl CONTRACT=2 requires, config.tcl DTPU_BUSIF_2)
 BUS_INTERFACES_2 = {"s_axil": ("aximm", "slave"), M_AXI: ("aximm", "master")}
-TOP_PORTS_2 = top_ports(BUS_INTERFACES_2)
+
+#: the 1.2 streams dtpu_cl_top still has (the 1.2 protocol runs on them while no list runs)
+#: that the 2.0 design leaves unconnected: there are no DMAs to feed them (a list moves all its
+#: data through m_axi), and the driver of a 2.0 bitstream never starts a 1.2 job. package_ip.tcl
+#: gives their inputs constant driver values, so an unconnected input is a defined tie-off:
+#: ``port -> value`` (TVALID and TLAST low, TREADY high: a stray 1.2 job never sees an input
+#: word, and a result could never back up into the core)
+TIED_OFF_2 = {"s_axis_wgt": ("axis", "slave"), "s_axis_act": ("axis", "slave"),
+              "m_axis_res": ("axis", "master")}
+TIE_OFF_VALUES = {"s_axis_wgt_tdata": 0, "s_axis_wgt_tvalid": 0, "s_axis_wgt_tlast": 0,
+                  "s_axis_act_tdata": 0, "s_axis_act_tvalid": 0, "s_axis_act_tlast": 0,
+                  "m_axis_res_tready": 1}
+
+#: every bus interface of the 2.0 top, in the RTL's port order
+TOP_INTERFACES_2 = {"s_axil": BUS_INTERFACES_2["s_axil"], **TIED_OFF_2, M_AXI: BUS_INTERFACES_2[M_AXI]}
+#: the 2.0 top's signals: :data:`BUS_SIGNALS`, except that dtpu_cl_top declares the AXI4-Lite
+#: inputs it does not use (AWPROT, WSTRB, ARPROT) first, inside one lint waiver
+BUS_SIGNALS_2 = {**BUS_SIGNALS,
+                 "s_axil": ("awaddr", "awprot", "wstrb", "arprot")
+                 + tuple(s for s in _AXIL if s not in ("awaddr", "awprot", "wstrb", "arprot"))}
+TOP_PORTS_2 = top_ports(TOP_INTERFACES_2, BUS_SIGNALS_2)
 
 #: the AXI interrupt controller between the DTPU's irq and the PS's IRQ_F2P[0]. pynq 4.0
 #: (pynqmetadata 0.2) finds interrupt pins only behind an ``axi_intc`` wired to the PS: with
@@ -163,7 +198,10 @@ class Variant(NamedTuple):
 
     contract: int                           #: make CONTRACT= (major contract version)
     version: str                            #: the contract it implements
-    bus_interfaces: dict[str, tuple[str, str]]
+    top: str                                #: the RTL top module (hw/rtl/<top>.v) packaged as the IP
+    bus_interfaces: dict[str, tuple[str, str]]   #: those the block design connects
+    tied_off: dict[str, tuple[str, str]]    #: those of the top it leaves unconnected (tied off)
+    signals: dict[str, tuple[str, ...]]     #: bus interface -> its signals, in the top's order
     top_ports: tuple[str, ...]
     instances: dict[str, str]               #: addressable instance -> VLNV (ip_dict)
     address_map: dict[str, tuple[int, int]]
@@ -171,17 +209,20 @@ class Variant(NamedTuple):
 
 
 VARIANTS = {
-    1: Variant(1, "1.2", BUS_INTERFACES, TOP_PORTS, INSTANCES, ADDRESS_MAP, False),
-    2: Variant(2, "2.0", BUS_INTERFACES_2, TOP_PORTS_2, INSTANCES_2, ADDRESS_MAP_2, True),
+    1: Variant(1, "1.2", TOP, BUS_INTERFACES, {}, BUS_SIGNALS, TOP_PORTS, INSTANCES, ADDRESS_MAP,
+               False),
+    2: Variant(2, "2.0", TOP_2, BUS_INTERFACES_2, TIED_OFF_2, BUS_SIGNALS_2, TOP_PORTS_2, INSTANCES_2,
+               ADDRESS_MAP_2, True),
 }
-#: what ``make -C hw/overlays`` builds until the 2.0 RTL top (issue 15) exists
-DEFAULT_CONTRACT = 1
+#: what ``make -C hw/overlays`` builds and the emulated board is by default: the 2.0 design, since
+#: issue 15's 2.0 top (hw/rtl/dtpu_cl_top.v) exists. ``make CONTRACT=1`` still builds the 1.2 one.
+DEFAULT_CONTRACT = 2
 
 
 def variant_of_ports(ports) -> Variant:
     """The design whose top has exactly these ports (in this order); ValueError naming the
-    differences with each design otherwise. The port check of hw/rtl/dtpu_axi.v uses it to test
-    whichever contract the RTL implements."""
+    differences with each design otherwise. The port checks of hw/rtl/dtpu_axi.v and
+    hw/rtl/dtpu_cl_top.v use it to tell which contract each top implements."""
     ports = tuple(ports)
     for v in VARIANTS.values():
         if ports == v.top_ports:
@@ -216,10 +257,11 @@ def build_params(cfg=None) -> dict[str, str]:
 
 
 __all__ = ["ADDRESS_MAP", "ADDRESS_MAP_2", "BITSTREAM_NAME", "BOARD_OVERLAY_DIR", "BOARD_PRECISIONS",
-           "BUS_INTERFACES", "BUS_INTERFACES_2", "BUS_SIGNALS", "CLOCK_PORT", "DDR_WINDOW",
+           "BUS_INTERFACES", "BUS_INTERFACES_2", "BUS_SIGNALS", "BUS_SIGNALS_2", "CLOCK_PORT", "DDR_WINDOW",
            "DEFAULT_CONTRACT", "DMA_ACT", "DMA_DATA_WIDTH", "DMA_LENGTH_WIDTH", "DMA_WGT", "DTPU",
            "DTPU_VLNV", "FCLK_MHZ", "HP_DATA_WIDTH", "HP_PORT", "HP_SEGMENT", "INSTANCES",
            "INSTANCES_2", "INTC", "INTC_ADDRESS", "IRQ_F2P_GIC_ID", "IRQ_F2P_INDEX", "IRQ_PORT",
-           "MEM_SC", "M_AXI", "M_AXI_ADDR_WIDTH", "M_AXI_DATA_WIDTH", "PS7", "RESET_PORT",
-           "SLAVE_INTERFACE", "STREAM_DMA", "TOP", "TOP_PARAMS", "TOP_PORTS", "TOP_PORTS_2", "VARIANTS",
+           "MEM_SC", "M_AXI", "M_AXI_ADDR_WIDTH", "M_AXI_DATA_WIDTH", "M_AXI_ID_WIDTH", "M_AXI_MAX_BURST", "PS7", "RESET_PORT",
+           "SLAVE_INTERFACE", "STREAM_DMA", "TIED_OFF_2", "TIE_OFF_VALUES", "TOP", "TOP_2",
+           "TOP_INTERFACES_2", "TOP_PARAMS", "TOP_PORTS", "TOP_PORTS_2", "VARIANTS",
            "VLNV", "Variant", "XADC", "board_config", "build_params", "top_ports", "variant_of_ports"]

@@ -3,11 +3,11 @@
 :func:`install` makes the emulated board pynq's active device
 (:class:`dtpu.board.emulate.device.EmulatedDevice`, a ``pynq.Device``), writes the emulated
 overlay (a .bit in the bitstream file format whose configuration data is a placeholder, and the
-.hwh of the hw/overlays design: contract 1.2's, the default build; :func:`write_design` also
-writes contract 2.0's, ``contract=2``) and points ``$DTPU_BITSTREAM`` at it unless already set. From
+.hwh of the hw/overlays design: contract 2.0's, the default build; :func:`write_design` also
+writes contract 1.2's, ``contract=1``) and points ``$DTPU_BITSTREAM`` at it unless already set. From
 then on the board code runs unchanged through pynq: ``pynq.Overlay`` parses the .hwh and binds
 the drivers by VLNV, ``pynq.allocate`` hands out ``PynqBuffer`` objects in the emulated DDR,
-``pynq.MMIO`` and ``pynq.lib.dma.DMA`` drive the emulated registers
+``pynq.MMIO`` (and ``pynq.lib.dma.DMA`` in the 1.2 design) drive the emulated registers
 (:mod:`dtpu.board.emulate.board`), and ``BOARD.trace`` records the register and DMA sequence
 the real board would see. :mod:`dtpu.board.emulate.device` says which parts are the real
 package and which stay hand-written (the device primitives the kernel and XRT provide on the
@@ -58,8 +58,9 @@ def bit_file(data: bytes, design: str = BITSTREAM_NAME, part: str = PART) -> byt
 def write_design(directory: str | os.PathLike, cfg: HwConfig | None = None,
                  interrupts: bool | None = None, contract: int = DEFAULT_CONTRACT) -> Path:
     """Write <directory>/dtpu_pynqz2.bit (placeholder configuration data) and .hwh; return
-    the .bit path. ``contract``: which hw/overlays design (1: contract 1.2, the default; 2: the
-    2.0 design, DTPU master on HP0 and irq to the PS). ``interrupts=True`` with contract 1: the
+    the .bit path. ``contract``: which hw/overlays design (2: the 2.0 design, the default:
+    dtpu_cl_top, its master on HP0 and its irq to the PS; 1: the 1.2 design, dtpu_axi fed by two
+    AXI DMAs). ``interrupts=True`` with contract 1: the
     1.2 variant with the DTPU's irq wired to the PS through an AXI interrupt controller
     (:func:`dtpu.board.emulate.hwh.write_hwh`)."""
     from dtpu.board.emulate.hwh import write_hwh
@@ -76,7 +77,7 @@ def write_design(directory: str | os.PathLike, cfg: HwConfig | None = None,
 
 def install(directory: str | os.PathLike | None = None, contract: int = DEFAULT_CONTRACT) -> Path:
     """Make the emulated PYNQ-Z2 pynq's active device (idempotent); return the emulated
-    overlay's .bit (the hw/overlays design of `contract`: 1, today's, or 2). RuntimeError if
+    overlay's .bit (the hw/overlays design of `contract`: 2, the default, or 1). RuntimeError if
     pynq cannot be imported."""
     try:
         import pynq  # noqa: F401

@@ -147,7 +147,7 @@ class DtpuDevice(Device):
     """The DTPU's register file and streams, backed by the golden model. ``CONTRACT`` (set by
     :meth:`Board.program` from the design: "2.0" when no DMA feeds the streams, i.e. the
     ``make CONTRACT=2`` block design, whose DTPU masters HP0) makes it a 2.0 core that also runs
-    command lists from DDR through :class:`HpPort`; "1.2" is today's bitstream."""
+    command lists from DDR through :class:`HpPort`; "1.2" is the ``make CONTRACT=1`` fallback."""
 
     def __init__(self, board: "Board", name: str, params: dict[str, str]) -> None:
         super().__init__(board, name, params)

@@ -13,16 +13,19 @@ from it exactly as from Vivado's file.
 
 Two designs (``contract=``, :data:`dtpu.board.design.VARIANTS`):
 
-* 1 (contract 1.2, the default): the DTPU's streams on two AXI DMAs. Left out, because nothing
+* 1 (contract 1.2, ``make CONTRACT=1``; top ``dtpu_axi``): the DTPU's streams on two AXI DMAs. Left out, because nothing
   in pynq reads it for this design: the AXI interconnect and SmartConnect (pynq takes addresses
   from the PS's memory map), the DMAs' memory-side AXI masters, the DDR/FIXED_IO pins. The
   DTPU's ``irq`` and the DMAs' interrupt outputs are ports without connections, as in the block
   design (build.tcl: "the driver polls"). ``interrupts=True`` writes a variant the 1.2 TCL does
   not build: the DTPU's ``irq`` into the AXI interrupt controller (``design.INTC``) whose output
   drives the PS's ``IRQ_F2P``, so that pynq creates ``overlay.dtpu.irq`` as a ``pynq.Interrupt``.
-* 2 (contract 2.0, ``make CONTRACT=2``): no DMAs; the DTPU's AXI4 master ``m_axi`` through the
-  SmartConnect into ``S_AXI_HP0``, with its DDR window in the DTPU's memory map, and ``irq``
-  through the AXI INTC to ``IRQ_F2P`` (always: it is the 2.0 completion). Here the SmartConnect
+* 2 (contract 2.0, the default, ``make -C hw/overlays``; top ``dtpu_cl_top``): no DMAs; the
+  DTPU's AXI4 master ``m_axi`` (read and write channels) through the SmartConnect into
+  ``S_AXI_HP0``, with its DDR window in the DTPU's memory map, and ``irq`` through the AXI INTC
+  to ``IRQ_F2P`` (always: it is the 2.0 completion). The top's 1.2 streams are bus interfaces
+  without connections (tied off, :data:`dtpu.board.design.TIED_OFF_2`), as Vivado lists an IP's
+  unconnected interfaces. Here the SmartConnect
   is written, unlike in 1.2, because the route from the DTPU's master to HP0 is what the 2.0
   design adds and the tests follow it through the connections.
 
@@ -68,6 +71,8 @@ _AXIS_SLAVE = {"TDATA": ("I", "data"), "TVALID": ("I", None), "TREADY": ("O", No
                "TLAST": ("I", None)}
 # AXI4 (and AXI3 with "len" = 4 bits) signals of the 2.0 master, by design.BUS_SIGNALS' names
 _AXI4_SIGNAL = {
+    "awid": ("I", "id"), "awcache": ("I", 4), "awprot": ("I", 3), "bid": ("O", "id"),
+    "arid": ("I", "id"), "arcache": ("I", 4), "arprot": ("I", 3), "rid": ("O", "id"),
     "awaddr": ("I", "addr"), "awlen": ("I", "len"), "awsize": ("I", 3), "awburst": ("I", 2),
     "awvalid": ("I", None), "awready": ("O", None), "wdata": ("I", "data"), "wstrb": ("I", "strb"),
     "wlast": ("I", None), "wvalid": ("I", None), "wready": ("O", None), "bresp": ("O", 2),
@@ -78,8 +83,10 @@ _AXI4_SIGNAL = {
 }
 _AXI4_SLAVE = {s.upper(): _AXI4_SIGNAL[s] for s in design.BUS_SIGNALS[design.M_AXI]}
 _AXI4_WIDTHS = {"addr": design.M_AXI_ADDR_WIDTH, "data": design.M_AXI_DATA_WIDTH,
-                "strb": design.M_AXI_DATA_WIDTH // 8, "len": 8}
-_AXI3_WIDTHS = dict(_AXI4_WIDTHS, len=4, data=design.HP_DATA_WIDTH, strb=design.HP_DATA_WIDTH // 8)
+                "strb": design.M_AXI_DATA_WIDTH // 8, "len": 8, "id": design.M_AXI_ID_WIDTH}
+# HP0 (AXI3): 4-bit AxLEN, 6-bit IDs
+_AXI3_WIDTHS = dict(_AXI4_WIDTHS, len=4, data=design.HP_DATA_WIDTH, strb=design.HP_DATA_WIDTH // 8,
+                    id=6)
 _FLIP = {"I": "O", "O": "I"}
 
 
@@ -200,7 +207,7 @@ def write_hwh(path: str | Path, cfg: HwConfig | None = None, note: str = "",
                       IS_INSTRUCTION="TRUE", MASTERBUSINTERFACE="M_AXI_GP0", MEMTYPE="REGISTER",
                       SLAVEBUSINTERFACE=busif)
 
-    dtpu = _Module(modules, design.DTPU, design.DTPU_VLNV, design.TOP, {
+    dtpu = _Module(modules, design.DTPU, design.DTPU_VLNV, variant.top, {
         "ROWS": cfg.ROWS, "COLS": cfg.COLS, "LOG_WEIGHT_WORDS": cfg.LOG_WEIGHT_WORDS,
         "LOG_PARAM_ENTRIES": cfg.LOG_PARAM_ENTRIES, "LOG_ACT_WORDS": cfg.LOG_ACT_WORDS,
         "PREC_EN": f"0x{cfg.prec_enable_mask:04X}", "AXIL_ADDR_WIDTH": cfg.AXIL_ADDR_WIDTH,
@@ -209,8 +216,8 @@ def write_hwh(path: str | Path, cfg: HwConfig | None = None, note: str = "",
     dtpu.port(design.RESET_PORT, "I", sigis="rst")
     dtpu.bus("s_axil", AXIMM, "SLAVE", _AXIL_SLAVE, "s_axil_{}", {"addr": cfg.AXIL_ADDR_WIDTH})
     dtpu_streams = {}
-    for busif, (kind, mode) in variant.bus_interfaces.items():
-        if kind == "axis":
+    for busif, (kind, mode) in {**variant.bus_interfaces, **variant.tied_off}.items():
+        if kind == "axis":      # 2.0: the tied-off 1.2 streams, left without connections
             dtpu_streams[busif] = _stream(dtpu, busif, mode.upper(), busif)
     if contract == 2:
         dtpu_master = dtpu.bus(design.M_AXI, AXIMM, "MASTER", _AXI4_SLAVE, design.M_AXI + "_{}",

@@ -121,6 +121,7 @@ module dtpu_cl_seq #
 
     /* 1.2 core */
     input  wire                       core_busy,
+    output wire                       loading,        // a LOAD's job owns the core (IDLE counts it)
     input  wire                       core_done,
     input  wire [31:0]                core_err,
     output wire [63:0]                wgt_tdata,
@@ -355,6 +356,8 @@ assign wgt_tdata    = ld_data;
 assign wgt_tlast    = ld_last;
 
 assign busy = (state != S_IDLE);
+// the contract's IDLE (list cycles - the RUN / POST jobs' cycles) counts a LOAD's 1.2 job
+assign loading = (state >= S_LOAD1) && (state <= S_LAFTER);
 
 always @(posedge clk) begin
     done     <= 1'b0;

@@ -124,7 +124,8 @@ def test_single_job_cycles_follow_the_memory_model():
     n = f.field("HEADER", head, "LEN")
     first = m["SEQ_FETCH_START"] + rl                   # the list's first word
     regs = first + n - 1 + m["SEQ_DECODE"]              # REGS header taken
-    run = max(first + n + 8 + m["SEQ_DECODE"], regs + n - 1 + m["SEQ_DESC_GAP"])
+    run = max(first + n + 8 + m["SEQ_DECODE"],
+              regs + m["SEQ_REG_CYCLES"] * (n - 2) + m["SEQ_DESC_GAP"])
     expect = run + (rl - cfg.CFG_CYCLES) + hw["compute_cycles"] + wl + m["IRQ_LATENCY"]
     assert hw["cycles"] == expect
     assert hw["compute_cycles"] == cfg.CFG_CYCLES + (36 * 3 - 1) * 18 + 18 + cfg.LAT_MXU + \

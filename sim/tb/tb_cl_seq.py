@@ -632,7 +632,8 @@ async def test_prologue_cycles(dut):
         words = _load_regs_list(tb.rng, 600, 0x2000 // 8)
         img, addr = _image_with(words, data=data)
         tb.put(img)
-        res.append(await cycles_of(tb, tb.model(img), addr, f"LOAD/REGS list {case}"))
+        shape = [(FMT.opnames[w[0] & 0xFF], len(w)) for _, w in parse(img, BASE, addr)]
+        res.append(await cycles_of(tb, tb.model(img), addr, f"LOAD/REGS list {case} {shape}"))
     if os.environ.get("DTPU_CYCLES_LOG_ONLY"):
         return
     bad = [(g, w) for g, w in res if g != w]
@@ -663,11 +664,26 @@ async def _probe(dut, ev):
 
 @cocotb.test(skip=not os.environ.get("DTPU_PROBE"))
 async def test_probe(dut):
+    """Not a check: a calibration log (DTPU_PROBE=1) of the cycles of AR handshakes, bursts'
+    first and last beats and the sequencer's states on small lists, next to the model's
+    CL_CYCLES; how the SEQ_* constants of contract.json were measured."""
     lat = int(FMT.mem["MEM_READ_LATENCY"])
     tb = TB(dut, SEED, lat=(lat, lat), stall=0.0)
     await tb.reset()
     data = np.array([tb.rng.getrandbits(64) for _ in range(600)], U64)
-    lists = {"long": regs_desc([(JOB_REGS[0], 0)] * 70, 9) + [hdr("END", tag=1)],
+    lists = {"x1": load_desc(BASE, 16, 0, 0, 1) + regs_desc([(JOB_REGS[0], 0)], 9)
+             + load_desc(BASE, 16, 0, 0, 1) + regs_desc([(JOB_REGS[0], 0)] * 70, 9)
+             + [hdr("END", tag=1)],
+             "x0": load_desc(BASE, 16, 0, 0, 1) + regs_desc([(JOB_REGS[0], 0)], 9)
+             + load_desc(BASE, 16, 0, 0, 1) + [hdr("END", tag=1)],
+             "lr": load_desc(BASE, 130, 0, 0, 1) + regs_desc([(JOB_REGS[0], 0)] * 70, 9)
+             + [hdr("END", tag=1)],
+             "llr": load_desc(BASE, 16, 0, 0, 1) + load_desc(BASE, 16, 0, 0, 1)
+             + regs_desc([(JOB_REGS[0], 0)] * 70, 9) + [hdr("END", tag=1)],
+             "r3": regs_desc([(JOB_REGS[0], 0)] * 3, 9) + [hdr("END", tag=1)],
+             "r4": regs_desc([(JOB_REGS[0], 0)] * 4, 9) + regs_desc([(JOB_REGS[0], 0)] * 5, 9)
+             + [hdr("END", tag=1)],
+             "long": regs_desc([(JOB_REGS[0], 0)] * 70, 9) + [hdr("END", tag=1)],
              "l130": load_desc(BASE, 130, 0, 0, 1) + [hdr("END", tag=1)],
              "l7x": load_desc(BASE + 8 * 509, 7, 0, 0, 1) + [hdr("END", tag=1)],
              "l1": load_desc(BASE + 8, 1, 0, 0, 1) + load_desc(BASE + 16, 2, 1, 0, 1)

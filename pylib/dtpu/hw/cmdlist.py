@@ -862,11 +862,11 @@ class Timeline:
         return h
 
     def regs(self, t_fetch: int, pairs: int) -> None:
-        """REGS: the 1.2 register file takes a write every SEQ_REG_CYCLES cycles."""
-        c = self.K["SEQ_REG_CYCLES"]
-        last = t_fetch + c * pairs - 1                  # the last pair taken
-        self.seq_free = max(self.seq_free, last + 1)
-        self.hand_free = max(self.hand_free, last + self.K["SEQ_DESC_GAP"])
+        """REGS: the first pair written in the cycle the header is taken, then one every
+        SEQ_REG_CYCLES (dtpu_regfile takes a write every other cycle: its write response)."""
+        last = t_fetch + self.K["SEQ_REG_CYCLES"] * (pairs - 1)   # the last pair taken
+        self.seq_free = last + 1
+        self.hand_free = last + self.K["SEQ_DESC_GAP"]
 
     def load(self, t_fetch: int, beats: int, after: int) -> None:
         if after > len(self.run_ends):

@@ -231,6 +231,7 @@ reg  [31:0] jerr;               // the RUN job's ERR bits
 reg  [31:0] x_err;              // the CL_ERR bit a drained RUN / POST ends with
 reg         st_fail;            // a store fault already reported
 reg  [31:0] r_pc, r_tag;        // the last RUN / POST (a store fault is reported on it)
+reg  [31:0] r_descs;            // DESCS up to and including that RUN / POST
 
 /* a unit's fault kinds to the model's bit for the whole read: DECERR, SLVERR, TIMEOUT (f[2],
    the only bit left when neither of the others is set) */
@@ -400,6 +401,7 @@ always @(posedge clk) begin
             err     <= fault_bit(st_fault);
             pc      <= r_pc;
             tag     <= r_tag;
+            descs   <= r_descs;    // the model stops at that RUN / POST
             state   <= S_ABORT;
         end else if (d_valid) begin
             pc    <= d_pc;
@@ -563,6 +565,7 @@ always @(posedge clk) begin
             la_start <= 1'b1;
             st_start <= 1'b1;
             r_pc     <= pc;
+            r_descs  <= descs;
             r_tag    <= tag;
             state    <= S_RGO;
         end
@@ -618,6 +621,7 @@ always @(posedge clk) begin
             end else begin
                 po_start <= 1'b1;
                 r_pc     <= pc;
+                r_descs  <= descs;
                 r_tag    <= tag;
                 state    <= S_PGO;
             end
@@ -660,9 +664,10 @@ always @(posedge clk) begin
         if (!f_busy && rd_idle && !core_busy && !ld_req_valid && !f_abort && units_idle
                 && !st_flush) begin
             if (err == 32'd0 && st_fault != 3'd0) begin
-                err <= fault_bit(st_fault);    // a store unit write failed after the last RUN
-                pc  <= r_pc;
-                tag <= r_tag;
+                err   <= fault_bit(st_fault);  // a store unit write failed after the last RUN
+                pc    <= r_pc;
+                tag   <= r_tag;
+                descs <= r_descs;              // (END or others may have been taken since)
             end
             done   <= 1'b1;
             f_drop <= 1'b0;

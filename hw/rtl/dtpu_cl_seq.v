@@ -48,8 +48,13 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  *         post unit's words go to the store unit, x_post); a fault or the unit's JOB error
  *         ends the list as for a RUN. RUN and POST both count for LOAD's AFTER.
  *   A store unit fault (BRESP, or an ACC read) is reported at the next descriptor boundary or
- *   at END with the PC / TAG of the last RUN / POST (the model reports it on that RUN too,
- *   but runs no descriptor after it).
+ *   at END with the PC / TAG / DESCS of the last RUN / POST (the model reports it on that RUN
+ *   too, but runs no descriptor after it).
+ *
+ * Timing (docs/rtl.md "cycle counts against the Timeline"): one descriptor at a time; the
+ * golden model's Timeline carries the measured costs (contract.json memory_model SEQ_*: a REGS
+ * pair every 2 cycles, a LOAD's read 7 cycles after its header, the next header 11 cycles
+ * after its last word). `loading` marks a LOAD's 1.2 job so that the top counts it as IDLE.
  *
  * Register writes wait until the core is idle (no BUSY_WRITE). A fetcher error (err != 0,
  * nothing more handed over) is reported once every earlier descriptor has run, with the

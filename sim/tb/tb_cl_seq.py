@@ -6,7 +6,9 @@ lists are started through the AXI4-Lite registers (CL_BASE, DOORBELL) and waited
 interrupt (IRQ.DONE_EN). Expected: the weight and parameter memories of the core word-exact
 against the Executor's core model run on the same bytes (the RTL memories are read back through
 the simulator, hierarchically), the 1.2 job registers after REGS lists, and CL_ERR, CL_ERR_PC,
-CL_ERR_TAG, DESCS as the Executor reports them. RUN and POST run end to end in tb_cl_run.py."""
+CL_ERR_TAG, DESCS as the Executor reports them. test_prologue_cycles: under the contract's
+memory model (fixed MEM_READ_LATENCY, no stalls) CL_CYCLES, IDLE and RD_BEATS of LOAD / REGS /
+END lists equal the Executor's Timeline. RUN and POST run end to end in tb_cl_run.py."""
 import os
 import random
 

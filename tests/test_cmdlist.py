@@ -97,7 +97,8 @@ def test_zoo_partitions_bit_identical_to_backend_model(net):
 
 
 def test_single_job_cycles_follow_the_memory_model():
-    """One GEMM in a list: the fetcher's first block (RL + DESC_FIFO_WORDS), the activation
+    """One GEMM in a list: the fetcher's first words (SEQ_FETCH_START + RL, then the sequencer's
+    decode of REGS and RUN, contract.json memory_model SEQ_*), the activation
     stream's first beat (RL, of which CFG_CYCLES overlap the job's CONFIG), the job's
     stall-free cycles, the result's write response (WL) and the interrupt."""
     cfg = get_config()
@@ -114,7 +115,18 @@ def test_single_job_cycles_follow_the_memory_model():
     assert np.array_equal(y, reference.run(spec, x, w, b))
     m = cl.Format(cfg).mem
     rl, wl = m["MEM_READ_LATENCY"], m["MEM_WRITE_LATENCY"]
-    expect = (rl + m["DESC_FIFO_WORDS"]) + (rl - cfg.CFG_CYCLES) + hw["compute_cycles"] + wl + m["IRQ_LATENCY"]
+    # the partition list: REGS (n words), RUN, END in its first block; the RUN's header is
+    # taken once its last word is in and the fetcher has handed the REGS over
+    f = cl.Format(cfg)
+    o = prog.partitions[0].list_addr - prog.base
+    head = int(prog.image[o:o + 8].view(np.uint64)[0])
+    assert f.opnames[f.field("HEADER", head, "OP")] == "REGS"
+    n = f.field("HEADER", head, "LEN")
+    first = m["SEQ_FETCH_START"] + rl                   # the list's first word
+    regs = first + n - 1 + m["SEQ_DECODE"]              # REGS header taken
+    run = max(first + n + 8 + m["SEQ_DECODE"],
+              regs + m["SEQ_REG_CYCLES"] * (n - 2) + m["SEQ_DESC_GAP"])
+    expect = run + (rl - cfg.CFG_CYCLES) + hw["compute_cycles"] + wl + m["IRQ_LATENCY"]
     assert hw["cycles"] == expect
     assert hw["compute_cycles"] == cfg.CFG_CYCLES + (36 * 3 - 1) * 18 + 18 + cfg.LAT_MXU + \
         cfg.LAT_REDUCE + cfg.LAT_POST + 1   # T_gemm: M=36, KW=18, NT=3, W=1

@@ -33,6 +33,11 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * failing descriptor for a bad opcode, length or body word; the one before it when the header
  * word itself faults or the descriptor limit is hit (as the golden model reports them).
  * Words read ahead past END (or past the end of memory) never raise an error.
+ *
+ * Read-ahead stops at END: a scanner follows the headers as the words arrive (each header's
+ * LEN tells where the next one is) and no block is requested once an END header has arrived,
+ * so a list costs exactly the blocks up to the one holding END (RD_BEATS as the golden
+ * model's Timeline counts them; before, up to three blocks past END were read and dropped).
  */
 module dtpu_cl_fetch #
 (
@@ -108,6 +113,11 @@ reg  [CW-1:0]     inflight;                  // words requested and not yet rece
 reg  [31:0]       fetch_off;                 // byte offset of the next block
 reg  [ADDR_W-1:0] base_reg;
 
+/* ---- END scan: the headers followed as the words arrive (LEN by LEN), so that no block is
+   requested past the one holding END (the golden model's RD_BEATS: the list's blocks only) ---- */
+reg  [LW-1:0]     scan_left;                 // words of the current descriptor still to come
+reg               scan_end;                  // an END header has arrived
+
 /* ---- the descriptor being decoded ---- */
 reg  [31:0]       next_pc;
 reg  [LW-1:0]     cur_len;
@@ -120,6 +130,8 @@ wire [LW-1:0]     h_len = head[DTPU_CL_HEADER_LEN_LSB +: LW];
 wire [31:0]       h_tag = head[DTPU_CL_HEADER_TAG_LSB +: DTPU_CL_HEADER_TAG_WIDTH];
 
 wire              push = rd_valid && (state != S_DRAIN) && (state != S_IDLE);
+wire [DTPU_CL_HEADER_OP_WIDTH-1:0] s_op = rd_data[DTPU_CL_HEADER_OP_LSB +: DTPU_CL_HEADER_OP_WIDTH];
+wire [LW-1:0]     s_len = rd_data[DTPU_CL_HEADER_LEN_LSB +: LW];
 wire              w_fault = rd_resp[1] || rd_timeout;
 wire              has_bad = (count != clean);
 wire              d_hs = d_valid && d_ready;
@@ -175,7 +187,19 @@ always @(posedge clk) begin
         cur_len      <= {LW{1'b0}};
         left         <= {LW{1'b0}};
         cur_end      <= 1'b0;
+        scan_left    <= {LW{1'b0}};
+        scan_end     <= 1'b0;
     end else begin
+        /* END scan (a LEN 0 header counts as 1 word; the decoder fails it anyway) */
+        if (push && !scan_end) begin
+            if (scan_left == {LW{1'b0}}) begin
+                scan_end  <= (s_op == DTPU_CL_OP_END);
+                scan_left <= (s_len == {LW{1'b0}}) ? {LW{1'b0}} : s_len - 1'b1;
+            end else begin
+                scan_left <= scan_left - 1'b1;
+            end
+        end
+
         /* FIFO bookkeeping */
         if (push) begin
             f_wr <= f_wr + 1'b1;
@@ -197,7 +221,7 @@ always @(posedge clk) begin
             fetch_off <= fetch_off + {{(32-CW-3){1'b0}}, BLOCK, 3'b000};
         end else if (!running) begin
             rd_req_valid <= 1'b0;
-        end else if (!rd_req_valid && inflight == {CW{1'b0}} && room >= BLOCK) begin
+        end else if (!rd_req_valid && inflight == {CW{1'b0}} && room >= BLOCK && !scan_end) begin
             rd_req_valid <= 1'b1;
         end
 
@@ -217,6 +241,8 @@ always @(posedge clk) begin
                 f_rd      <= {LW{1'b0}};
                 count     <= {CW{1'b0}};
                 clean     <= {CW{1'b0}};
+                scan_left <= {LW{1'b0}};
+                scan_end  <= 1'b0;
             end
         end
         S_HEAD: begin

@@ -15,6 +15,15 @@ localparam integer DTPU_CL_MEM_READ_OUTSTANDING = 8;
 localparam integer DTPU_CL_MEM_WRITE_OUTSTANDING = 8;
 localparam integer DTPU_CL_DESC_FIFO_WORDS = 64;
 localparam integer DTPU_CL_IRQ_LATENCY = 1;
+localparam integer DTPU_CL_SEQ_FETCH_START = 6;
+localparam integer DTPU_CL_SEQ_FETCH_NEXT = 6;
+localparam integer DTPU_CL_SEQ_DECODE = 3;
+localparam integer DTPU_CL_SEQ_DESC_GAP = 4;
+localparam integer DTPU_CL_SEQ_REG_CYCLES = 2;
+localparam integer DTPU_CL_SEQ_LOAD_REQ = 7;
+localparam integer DTPU_CL_SEQ_LOAD_DONE = 11;
+localparam integer DTPU_CL_SEQ_LOAD_EMPTY = 5;
+localparam integer DTPU_CL_SEQ_END = 1;
 
 // ---- descriptor opcodes and lengths (words including the header) ----
 localparam [7:0] DTPU_CL_OP_END = 8'd0;  // HEADER

@@ -48,8 +48,13 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  *         post unit's words go to the store unit, x_post); a fault or the unit's JOB error
  *         ends the list as for a RUN. RUN and POST both count for LOAD's AFTER.
  *   A store unit fault (BRESP, or an ACC read) is reported at the next descriptor boundary or
- *   at END with the PC / TAG of the last RUN / POST (the model reports it on that RUN too,
- *   but runs no descriptor after it).
+ *   at END with the PC / TAG / DESCS of the last RUN / POST (the model reports it on that RUN
+ *   too, but runs no descriptor after it).
+ *
+ * Timing (docs/rtl.md "cycle counts against the Timeline"): one descriptor at a time; the
+ * golden model's Timeline carries the measured costs (contract.json memory_model SEQ_*: a REGS
+ * pair every 2 cycles, a LOAD's read 7 cycles after its header, the next header 11 cycles
+ * after its last word). `loading` marks a LOAD's 1.2 job so that the top counts it as IDLE.
  *
  * Register writes wait until the core is idle (no BUSY_WRITE). A fetcher error (err != 0,
  * nothing more handed over) is reported once every earlier descriptor has run, with the
@@ -121,6 +126,7 @@ module dtpu_cl_seq #
 
     /* 1.2 core */
     input  wire                       core_busy,
+    output wire                       loading,        // a LOAD's job owns the core (IDLE counts it)
     input  wire                       core_done,
     input  wire [31:0]                core_err,
     output wire [63:0]                wgt_tdata,
@@ -230,6 +236,7 @@ reg  [31:0] jerr;               // the RUN job's ERR bits
 reg  [31:0] x_err;              // the CL_ERR bit a drained RUN / POST ends with
 reg         st_fail;            // a store fault already reported
 reg  [31:0] r_pc, r_tag;        // the last RUN / POST (a store fault is reported on it)
+reg  [31:0] r_descs;            // DESCS up to and including that RUN / POST
 
 /* a unit's fault kinds to the model's bit for the whole read: DECERR, SLVERR, TIMEOUT (f[2],
    the only bit left when neither of the others is set) */
@@ -355,6 +362,8 @@ assign wgt_tdata    = ld_data;
 assign wgt_tlast    = ld_last;
 
 assign busy = (state != S_IDLE);
+// the contract's IDLE (list cycles - the RUN / POST jobs' cycles) counts a LOAD's 1.2 job
+assign loading = (state >= S_LOAD1) && (state <= S_LAFTER);
 
 always @(posedge clk) begin
     done     <= 1'b0;
@@ -397,6 +406,7 @@ always @(posedge clk) begin
             err     <= fault_bit(st_fault);
             pc      <= r_pc;
             tag     <= r_tag;
+            descs   <= r_descs;    // the model stops at that RUN / POST
             state   <= S_ABORT;
         end else if (d_valid) begin
             pc    <= d_pc;
@@ -560,6 +570,7 @@ always @(posedge clk) begin
             la_start <= 1'b1;
             st_start <= 1'b1;
             r_pc     <= pc;
+            r_descs  <= descs;
             r_tag    <= tag;
             state    <= S_RGO;
         end
@@ -615,6 +626,7 @@ always @(posedge clk) begin
             end else begin
                 po_start <= 1'b1;
                 r_pc     <= pc;
+                r_descs  <= descs;
                 r_tag    <= tag;
                 state    <= S_PGO;
             end
@@ -657,9 +669,10 @@ always @(posedge clk) begin
         if (!f_busy && rd_idle && !core_busy && !ld_req_valid && !f_abort && units_idle
                 && !st_flush) begin
             if (err == 32'd0 && st_fault != 3'd0) begin
-                err <= fault_bit(st_fault);    // a store unit write failed after the last RUN
-                pc  <= r_pc;
-                tag <= r_tag;
+                err   <= fault_bit(st_fault);  // a store unit write failed after the last RUN
+                pc    <= r_pc;
+                tag   <= r_tag;
+                descs <= r_descs;              // (END or others may have been taken since)
             end
             done   <= 1'b1;
             f_drop <= 1'b0;

@@ -182,6 +182,7 @@ reg         cl_done, irq_en, irq_pend;
 reg         irq_en12;                       // CTRL.IRQ_EN as the host last wrote it
 
 wire        seq_busy, seq_done;
+wire        seq_loading;                  // the core runs a LOAD descriptor's job (idle for IDLE)
 wire [31:0] seq_err, seq_pc, seq_tag, seq_descs;
 reg         doorbell;
 wire        core_busy;
@@ -334,7 +335,7 @@ always @(posedge clk) begin
     end
     if (seq_busy) begin
         cl_cycles <= cl_cycles + 64'd1;
-        if (!core_busy) begin
+        if (!core_busy || seq_loading) begin
             cl_idle <= cl_idle + 64'd1;
         end
         if (m_axi_rvalid && m_axi_rready) begin
@@ -1152,6 +1153,7 @@ seq_inst (
     .jr_load_count(job_regs[JI_LCNT*32 +: 32]),
     .irq_en(irq_en12),
     .core_busy(core_busy),
+    .loading(seq_loading),
     .core_done(core_done),
     .core_err(err_set),
     .wgt_tdata(seq_wgt_tdata),

@@ -6,7 +6,9 @@ lists are started through the AXI4-Lite registers (CL_BASE, DOORBELL) and waited
 interrupt (IRQ.DONE_EN). Expected: the weight and parameter memories of the core word-exact
 against the Executor's core model run on the same bytes (the RTL memories are read back through
 the simulator, hierarchically), the 1.2 job registers after REGS lists, and CL_ERR, CL_ERR_PC,
-CL_ERR_TAG, DESCS as the Executor reports them. RUN and POST run end to end in tb_cl_run.py."""
+CL_ERR_TAG, DESCS as the Executor reports them. test_prologue_cycles: under the contract's
+memory model (fixed MEM_READ_LATENCY, no stalls) CL_CYCLES, IDLE and RD_BEATS of LOAD / REGS /
+END lists equal the Executor's Timeline. RUN and POST run end to end in tb_cl_run.py."""
 import os
 import random
 
@@ -584,3 +586,129 @@ async def test_protocol_12_around_a_list(dut):
             break
     assert await tb.rd(CFG.reg("ERR").offset) == 0
     assert np.array_equal(tb.weights()[500:516], more)
+
+
+async def cycles_of(tb, model, addr, what):
+    """Run a list; (RTL CL_CYCLES, IDLE, RD_BEATS), the model's RunResult."""
+    r, _ = await run_and_check(tb, model, addr, what)
+    got = (await tb.rd(R["CL_CYCLES_LO"]), await tb.rd(R["IDLE_LO"]), await tb.rd(R["RD_BEATS"]))
+    want = (r.cycles, r.idle_cycles, r.rd_beats)
+    tb.dut._log.info("%s: CL_CYCLES, IDLE, RD_BEATS %s, model %s", what, got, want)
+    return got, want
+
+
+def _load_regs_list(rng, n_data, at_words):
+    """A random LOAD / REGS list (good) ending in END; (words, loads)."""
+    words = []
+    for k in range(rng.randint(1, 7)):
+        if rng.random() < 0.6:
+            cnt = rng.choice([1, 2, 7, 16, 17, 40, 130])
+            mem = rng.randrange(2)
+            if mem == 1:
+                cnt += cnt % 2
+            src = BASE + 8 * rng.randrange(n_data - cnt)
+            words += load_desc(src, cnt, mem, rng.randrange(200), k + 1)
+        else:
+            pairs = [(rng.choice(JOB_REGS), rng.getrandbits(16)) for _ in range(rng.randint(1, 5))]
+            words += regs_desc(pairs, k + 1)
+    if rng.random() < 0.3:   # a list longer than one fetch block
+        pairs = [(JOB_REGS[0], 0)] * 70
+        words += regs_desc(pairs, 99)
+    return words + [hdr("END", tag=0x77)]
+
+
+@cocotb.test()
+async def test_prologue_cycles(dut):
+    """The contract's memory model (every burst's first beat MEM_READ_LATENCY after its
+    request, one beat per cycle, no stalls): CL_CYCLES, IDLE and RD_BEATS of prologues and of
+    LOAD / REGS lists equal the golden model's Timeline."""
+    lat = int(FMT.mem["MEM_READ_LATENCY"])
+    tb = TB(dut, SEED + 11, lat=(lat, lat), stall=0.0)
+    await tb.reset()
+    res = []
+    prog = small_program()
+    tb.put(prog.image)
+    res.append(await cycles_of(tb, tb.model(prog.image), prog.prologue_addr, "prologue"))
+    data = np.array([tb.rng.getrandbits(64) for _ in range(600)], U64)
+    for case in range(N_RANDOM + 2):
+        words = _load_regs_list(tb.rng, 600, 0x2000 // 8)
+        img, addr = _image_with(words, data=data)
+        tb.put(img)
+        shape = [(FMT.opnames[w[0] & 0xFF], len(w)) for _, w in parse(img, BASE, addr)]
+        res.append(await cycles_of(tb, tb.model(img), addr, f"LOAD/REGS list {case} {shape}"))
+    if os.environ.get("DTPU_CYCLES_LOG_ONLY"):
+        return
+    bad = [(g, w) for g, w in res if g != w]
+    assert not bad, f"{len(bad)} of {len(res)} lists differ from the Timeline: {bad}"
+
+
+async def _probe(dut, ev):
+    """Event cycles for calibrating the Timeline (DTPU_PROBE=1 only)."""
+    n, st, first = 0, None, True
+    while True:
+        await RisingEdge(dut.clk)
+        n += 1
+        if int(dut.m_axi_arvalid.value) and int(dut.m_axi_arready.value):
+            ev.append((n, "AR", hex(int(dut.m_axi_araddr.value)), int(dut.m_axi_arlen.value) + 1))
+        if int(dut.m_axi_rvalid.value) and int(dut.m_axi_rready.value):
+            if first:
+                ev.append((n, "R0"))
+            first = bool(int(dut.m_axi_rlast.value))
+            if first:
+                ev.append((n, "RL"))
+        s = int(dut.seq_inst.state.value)
+        if s != st:
+            ev.append((n, "S", s))
+            st = s
+        if int(dut.irq.value):
+            ev.append((n, "IRQ"))
+
+
+@cocotb.test(skip=not os.environ.get("DTPU_PROBE"))
+async def test_probe(dut):
+    """Not a check: a calibration log (DTPU_PROBE=1) of the cycles of AR handshakes, bursts'
+    first and last beats and the sequencer's states on small lists, next to the model's
+    CL_CYCLES; how the SEQ_* constants of contract.json were measured."""
+    lat = int(FMT.mem["MEM_READ_LATENCY"])
+    tb = TB(dut, SEED, lat=(lat, lat), stall=0.0)
+    await tb.reset()
+    data = np.array([tb.rng.getrandbits(64) for _ in range(600)], U64)
+    lists = {"x1": load_desc(BASE, 16, 0, 0, 1) + regs_desc([(JOB_REGS[0], 0)], 9)
+             + load_desc(BASE, 16, 0, 0, 1) + regs_desc([(JOB_REGS[0], 0)] * 70, 9)
+             + [hdr("END", tag=1)],
+             "x0": load_desc(BASE, 16, 0, 0, 1) + regs_desc([(JOB_REGS[0], 0)], 9)
+             + load_desc(BASE, 16, 0, 0, 1) + [hdr("END", tag=1)],
+             "lr": load_desc(BASE, 130, 0, 0, 1) + regs_desc([(JOB_REGS[0], 0)] * 70, 9)
+             + [hdr("END", tag=1)],
+             "llr": load_desc(BASE, 16, 0, 0, 1) + load_desc(BASE, 16, 0, 0, 1)
+             + regs_desc([(JOB_REGS[0], 0)] * 70, 9) + [hdr("END", tag=1)],
+             "r3": regs_desc([(JOB_REGS[0], 0)] * 3, 9) + [hdr("END", tag=1)],
+             "r4": regs_desc([(JOB_REGS[0], 0)] * 4, 9) + regs_desc([(JOB_REGS[0], 0)] * 5, 9)
+             + [hdr("END", tag=1)],
+             "long": regs_desc([(JOB_REGS[0], 0)] * 70, 9) + [hdr("END", tag=1)],
+             "l130": load_desc(BASE, 130, 0, 0, 1) + [hdr("END", tag=1)],
+             "l7x": load_desc(BASE + 8 * 509, 7, 0, 0, 1) + [hdr("END", tag=1)],
+             "l1": load_desc(BASE + 8, 1, 0, 0, 1) + load_desc(BASE + 16, 2, 1, 0, 1)
+             + [hdr("END", tag=1)],
+             "end": [hdr("END", tag=1)],
+             "regs": regs_desc([(JOB_REGS[0], 1), (JOB_REGS[1], 2)], 1) + [hdr("END", tag=1)],
+             "load": load_desc(BASE, 16, 0, 0, 1) + [hdr("END", tag=1)],
+             "load2": load_desc(BASE, 16, 0, 0, 1) + load_desc(BASE, 40, 1, 0, 2)
+             + [hdr("END", tag=1)]}
+    for name, words in lists.items():
+        img, addr = _image_with(words, data=data)
+        tb.put(img)
+        await tb.wr(R["IRQ"], 1)
+        await tb.wr(R["CL_BASE"], addr)
+        ev = []
+        t = cocotb.start_soon(_probe(dut, ev))
+        await tb.wr(R["DOORBELL"], 1)
+        for _ in range(5000):
+            await RisingEdge(dut.clk)
+            if int(dut.irq.value):
+                break
+        t.cancel()
+        r = tb.model(img).run(addr)
+        dut._log.info("PROBE %s: CL_CYCLES %d model %d RD %d: %s", name, await tb.rd(R["CL_CYCLES_LO"]),
+                      r.cycles, await tb.rd(R["RD_BEATS"]), ev)
+        await tb.ack()

@@ -752,40 +752,52 @@ class DdrPool:
 
 @dataclass
 class Timeline:
-    """The memory model of contract 2.0 (contract.json ``contract2.memory_model``).
+    """The memory model of contract 2.0 (contract.json ``contract2.memory_model``) and the
+    sequencer's own timing, as the RTL (``dtpu_cl_fetch`` / ``dtpu_cl_seq``) has it.
 
-    Units run in list order, each in order: the fetcher, the load unit (LOAD descriptors and
-    the activation stream of each RUN), the core, the store unit. One read channel and one write
-    channel, each one beat (8 bytes) per cycle after a request's latency; with
-    MEM_READ_OUTSTANDING bursts of MEM_BURST_BEATS in flight (128 beats >= the latency) a
-    stream of N beats occupies its channel N cycles and its first beat comes MEM_READ_LATENCY
-    after the request. Requests are served in issue order (pessimistic: a real port interleaves
-    a weight load into the gaps of a sparse activation stream).
+    One read channel and one write channel, each one beat (8 bytes) per cycle after a
+    request's latency; with MEM_READ_OUTSTANDING bursts of MEM_BURST_BEATS in flight (128 beats
+    >= the latency) a read of N beats occupies its channel N cycles and its first beat comes
+    MEM_READ_LATENCY after the request. Reads are served in request order (``_read``: the
+    calls are made in request-time order; a block of the list due earlier than a LOAD's
+    request is put on the channel first).
 
-    * descriptor d is fetched at ``doorbell + RL + words before and of d`` (read channel);
-    * LOAD: requested when fetched and after RUN number AFTER of the list ended; done
-      ``LOAD_LATENCY`` after its last beat;
-    * RUN: starts when fetched, the core is free, every earlier LOAD is done and its input
+    * the fetcher reads the list in blocks of DESC_FIFO_WORDS: the first SEQ_FETCH_START after
+      DOORBELL, each next one SEQ_FETCH_NEXT after the last beat of the one before, none past
+      the block holding END (``list_words``: the hardware follows the headers' LEN as the words
+      arrive). A descriptor is handed to the sequencer SEQ_DECODE after its last word arrived
+      (one more for a one-word descriptor), SEQ_DESC_GAP after the last word of the one before
+      was taken, one word per cycle;
+    * the sequencer runs one descriptor at a time, in list order (``seq_free``: when it takes
+      the next header). REGS: one pair every SEQ_REG_CYCLES. LOAD: its read is requested SEQ_LOAD_REQ
+      after its header was taken (the 1.2 LOAD job's registers are written meanwhile), the
+      words stream into the core one per cycle and the sequencer takes the next header
+      SEQ_LOAD_DONE after the last beat (the job's DONE, the registers written back); a LOAD of
+      no words takes SEQ_LOAD_EMPTY. A LOAD therefore never overlaps another LOAD's or a RUN's
+      latency (the RTL's LOAD is a 1.2 job on the core);
+    * RUN: starts when taken, the core is free, every earlier LOAD is done and its input
       is in DDR: every earlier RUN whose result range overlaps the bytes its ACT fields read
-      has had its last write response (its end + MEM_WRITE_LATENCY). Its activation stream is requested at the start; the job's stall-free
-      schedule (the 1.2 formulas) shifts by however late the first beat is beyond CFG_CYCLES;
-      after that the channel's one beat per cycle keeps up with the core's at most one;
-    * END: the last RUN's results written (+ MEM_WRITE_LATENCY) and every load done, then
-      IRQ_LATENCY.
+      has had its last write response (its end + MEM_WRITE_LATENCY). Its activation stream is
+      requested at the start; the job's stall-free schedule (the 1.2 formulas) shifts by
+      however late the first beat is beyond CFG_CYCLES; after that the channel's one beat per
+      cycle keeps up with the core's at most one. The sequencer takes the next header at the
+      job's end;
+    * END: taken, then the last RUN's results written (+ MEM_WRITE_LATENCY) and every load
+      done; CL_CYCLES ends SEQ_END after END was taken (the units idle), + IRQ_LATENCY.
 
-    ``idle`` = list cycles - the jobs' stall-free cycles: cycles the core waited on memory,
-    loads or the fetcher (hw.idle_cycles)."""
+    ``idle`` = list cycles - the RUN / POST jobs' stall-free cycles: cycles the core waited on
+    memory, loads or the fetcher (hw.idle_cycles; a LOAD's 1.2 job counts as idle)."""
 
     fmt: Format
     start: int = 0
+    #: words of the list up to and including END (None: not known, blocks read as needed)
+    list_words: int | None = None
     rd_free: int = 0
     wr_done: int = 0
     core_free: int = 0
     loads_done: int = 0
     last_run_end: int = 0
     fetched_words: int = 0
-    blocks: int = 0
-    block_ready: int = 0
     compute: int = 0
     rd_beats: int = 0
     wr_beats: int = 0
@@ -795,33 +807,79 @@ class Timeline:
     def __post_init__(self) -> None:
         m = self.fmt.mem
         self.RL, self.WL = int(m["MEM_READ_LATENCY"]), int(m["MEM_WRITE_LATENCY"])
-        self.rd_free = self.block_ready = self.start
+        self.rd_free = self.start
         self.fifo = int(m["DESC_FIFO_WORDS"])
+        self.K = {k: int(v) for k, v in m.items() if k.startswith("SEQ_")}
+        self.block_first: list[int] = []       # first beat of each block of the list
+        self.next_block = self.start + self.K["SEQ_FETCH_START"]   # its request
+        self.hand_free = self.start            # the fetcher can hand the next header
+        self.seq_free = self.start             # the sequencer takes the next header
+        self.taken = self.start                # the last header taken
+        self.block_end = self.start            # the last block's last beat + 1
 
-    def _read(self, t_req: int, beats: int) -> tuple[int, int]:
-        """(first beat, last beat + 1) of a read of `beats` requested at t_req."""
+    def _blocks(self) -> int:
+        """Blocks the fetcher reads (all up to the one holding END, when known)."""
+        if self.list_words is None:
+            return 1 << 30
+        return -(-self.list_words // self.fifo)
+
+    def _issue_block(self) -> None:
+        first, end = self._read_raw(self.next_block, self.fifo)
+        self.block_first.append(first)
+        self.block_end = end
+        self.next_block = end - 1 + self.K["SEQ_FETCH_NEXT"]
+
+    def _read_raw(self, t_req: int, beats: int) -> tuple[int, int]:
         first = max(t_req + self.RL, self.rd_free)
         self.rd_free = first + beats
         self.rd_beats += beats
         return first, first + beats
 
+    def _read(self, t_req: int, beats: int) -> tuple[int, int]:
+        """(first beat, last beat + 1) of a read of `beats` requested at t_req; the list's
+        blocks requested before it go first."""
+        while len(self.block_first) < self._blocks() and self.next_block <= t_req \
+                and self.block_first:
+            self._issue_block()
+        return self._read_raw(t_req, beats)
+
+    def _arrival(self, i: int) -> int:
+        """The cycle word i of the list arrives."""
+        while len(self.block_first) <= i // self.fifo:
+            self._issue_block()
+        return self.block_first[i // self.fifo] + i % self.fifo
+
     def fetch(self, words: int) -> int:
-        """The cycle a descriptor of `words` words is in the fetcher: the list is read in blocks
-        of DESC_FIFO_WORDS, each requested when the one before arrived (optimistic: a full FIFO
-        would hold the fetcher back; descriptors are a few hundred words per partition)."""
+        """The cycle the sequencer takes the header of the next descriptor (`words` words);
+        by default it takes its words one per cycle and is free after the last."""
+        last = self.fetched_words + words - 1
         self.fetched_words += words
-        while self.blocks * self.fifo < self.fetched_words:
-            _, self.block_ready = self._read(self.block_ready, self.fifo)
-            self.blocks += 1
-        return self.block_ready
+        ready = self._arrival(last) + self.K["SEQ_DECODE"] + (1 if words == 1 else 0)
+        h = max(ready, self.hand_free, self.seq_free)
+        self.taken = h
+        self.hand_free = h + words - 1 + self.K["SEQ_DESC_GAP"]
+        self.seq_free = h + words
+        return h
+
+    def regs(self, t_fetch: int, pairs: int) -> None:
+        """REGS: the first pair written in the cycle the header is taken, then one every
+        SEQ_REG_CYCLES (dtpu_regfile takes a write every other cycle: its write response)."""
+        last = t_fetch + self.K["SEQ_REG_CYCLES"] * (pairs - 1)   # the last pair taken
+        self.seq_free = last + 1
+        self.hand_free = last + self.K["SEQ_DESC_GAP"]
 
     def load(self, t_fetch: int, beats: int, after: int) -> None:
         if after > len(self.run_ends):
             raise _ClError("BAD_FIELD", f"LOAD AFTER={after}: only {len(self.run_ends)} RUNs "
                            f"before it in the list")
         t = max(t_fetch, self.run_ends[after - 1] if after else 0)
-        _, end = self._read(t, beats)
-        self.loads_done = max(self.loads_done, end + self.fmt.cfg.LOAD_LATENCY)
+        if not beats:
+            self.seq_free = max(self.seq_free, t + self.K["SEQ_LOAD_EMPTY"])
+            return
+        _, end = self._read(t + self.K["SEQ_LOAD_REQ"], beats)
+        done = end - 1 + self.K["SEQ_LOAD_DONE"]
+        self.seq_free = max(self.seq_free, done)
+        self.loads_done = max(self.loads_done, done)
 
     def run(self, t_fetch: int, src: tuple, dst: tuple, act_beats: int, res_beats: int,
             cycles: int, store_reads: int = 0) -> None:
@@ -838,6 +896,7 @@ class Timeline:
             self._read(t, store_reads)
         end = t + shift + cycles
         self.core_free = self.last_run_end = end
+        self.seq_free = max(self.seq_free, end)
         self.run_ends.append(end)
         self.compute += cycles
         self.wr_beats += res_beats
@@ -846,7 +905,29 @@ class Timeline:
             self.written.append((*dst, end + self.WL))
 
     def end(self) -> int:
-        return max(self.wr_done, self.loads_done, self.core_free) + int(self.fmt.mem["IRQ_LATENCY"])
+        fin = max(self.taken, self.block_end) + self.K["SEQ_END"]
+        return max(fin, self.wr_done, self.loads_done, self.core_free) + \
+            int(self.fmt.mem["IRQ_LATENCY"])
+
+
+def list_words_of(ddr: "Ddr", list_addr: int, fmt: Format, limit: int = 1 << 16) -> int | None:
+    """Words of the list at `list_addr` up to and including END, following the headers' LEN as
+    the fetcher's END scan does; None when the chain hits an unknown opcode, LEN 0 or a fault
+    first (the list fails; its blocks are then read as needed)."""
+    pc, n = list_addr, 0
+    try:
+        for _ in range(limit):
+            h = fmt.fields_of("HEADER", int(ddr.read(pc, 8).view(_U64)[0]))
+            op = fmt.opnames.get(h["OP"])
+            if op is None or h["LEN"] == 0:
+                return None
+            n += h["LEN"]
+            if op == "END":
+                return n
+            pc += 8 * h["LEN"]
+    except DdrFault:
+        return None
+    return None
 
 
 @dataclass
@@ -931,7 +1012,11 @@ class Executor:
                     entry = cached
             except DdrFault:
                 entry = None
-        tl: Timeline | None = Timeline(f)
+        if entry is not None and entry[1] and entry[1][-1][2] == "END":
+            words = sum(st[3] for st in entry[1])
+        else:
+            words = list_words_of(ddr, list_addr, f)
+        tl: Timeline | None = Timeline(f, list_words=words)
         k = 0
         try:
             if entry is None:
@@ -970,7 +1055,8 @@ class Executor:
     def _timeline_upto(self, entry, k: int, r: RunResult) -> "Timeline":
         """The timeline of a run that failed at step k: the recorded memory-model steps before
         it, then k's fetch (what :meth:`_step` had done when k's data movement failed)."""
-        tl = Timeline(self.fmt)
+        words = sum(st[3] for st in entry[1]) if entry[1][-1][2] == "END" else None
+        tl = Timeline(self.fmt, list_words=words)
         r.descs, r.runs, r.tags = 0, 0, {}
         for call in entry[2][:k]:
             _replay_call(tl, r, call)
@@ -1058,7 +1144,9 @@ class Executor:
                     raise _ClError("BAD_FIELD", f"REGS offset {reg_off:#x} is not a job register; "
                                    f"accepted: {sorted(hex(o) for o in job_names)}")
                 regs[reg_off] = val
-            call = ("F", n)
+            if tl is not None:
+                tl.regs(t_fetch, len(payload))
+            call = ("G", n, len(payload))
         elif op == "POST":
             cycles, beats, src, dst = self._post(ddr, regs, payload, r)
             if tl is not None:
@@ -1325,7 +1413,9 @@ def _replay_call(tl: "Timeline", r: RunResult, call: tuple) -> None:
     """One recorded memory-model step of :meth:`Executor._step`."""
     t_fetch = tl.fetch(call[1])
     r.descs += 1
-    if call[0] == "L":
+    if call[0] == "G":
+        tl.regs(t_fetch, call[2])
+    elif call[0] == "L":
         _, _, count, after, tag = call
         tl.load(t_fetch, count, after)
         _tag_span(r, tag, None, wgt=count)

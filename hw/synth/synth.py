@@ -58,7 +58,8 @@ def parse_stat(text: str) -> tuple[dict[str, int], dict[str, dict[str, int]], di
     local: dict[str, dict[str, int]] = {}
     subs: dict[str, dict[str, int]] = {}
     total: dict[str, int] = {}
-    mod = None
+    mod = ""  # lines before any `=== module ===` header (a flat report, or a stand-in)
+    local[mod], subs[mod] = {}, {}
     in_subs = False
     for line in text.splitlines():
         m = re.match(r"=== (.*) ===\s*$", line.strip())
@@ -67,8 +68,6 @@ def parse_stat(text: str) -> tuple[dict[str, int], dict[str, dict[str, int]], di
             local.setdefault(mod, {})
             subs.setdefault(mod, {})
             in_subs = False
-            continue
-        if mod is None:
             continue
         if re.match(r"\s+\d+ submodules\s*$", line) or re.match(r"\s+submodules\s+\d+\s*$", line):
             in_subs = True

@@ -191,7 +191,20 @@ core_inst (
     .ext_prm_rd_entry({LOG_PARAM_ENTRIES{1'b0}}),
     /* verilator lint_off PINCONNECTEMPTY */
     .ext_prm_bias(),
-    .ext_prm_rq()
+    .ext_prm_rq(),
+    .ext_lane_sel(1'b0),
+    .ext_lane_prec(4'd0),
+    .ext_lane_variant(3'd0),
+    .ext_lane_min(32'd0),
+    .ext_lane_max(32'd0),
+    .ext_lane_in_valid(1'b0),
+    .ext_lane_in_acc(64'd0),
+    .ext_lane_in_bias(64'd0),
+    .ext_lane_in_rq(64'd0),
+    .ext_lane_value(),
+    .ext_lane_valid(),
+    .ext_lane_ovf(),
+    .ext_lane_wrap()
     /* verilator lint_on PINCONNECTEMPTY */
 );
 

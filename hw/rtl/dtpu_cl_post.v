@@ -33,8 +33,10 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  *   cycle later, held while p_rd_en is low). That is lane 0 of dtpu_ls_param's read port with
  *   rd_base = the entry, so the core's parameter memory serves it through a mux on rd_base.
  * - Arithmetic: one dtpu_post_lane (the 1.2 post unit's lane, unchanged), AW = 64, out_mode
- *   fixed to REQUANT (its float path is not built). ACT_MIN/ACT_MAX reach it saturated to the
- *   lane type, as dtpu_post passes them.
+ *   fixed to REQUANT (its float path is not built); with EXT_LANE = 1 not its own but lane 0 of
+ *   the idle core's dtpu_post through the lane_* port (same 3-register timing, ce forced to 1
+ *   while lane_sel = busy), which saves a lane (~1.5 k LUT) in dtpu_cl_top. ACT_MIN/ACT_MAX
+ *   reach it saturated to the lane type, as dtpu_post passes them.
  * - Flow control without a combinational path from the result port back to the word port: an
  *   output FIFO of 2^FIFO_LOG words, and a sum that completes a result word is accepted only
  *   while fewer than 2^FIFO_LOG words are reserved (in the pipeline or the FIFO). The pipeline
@@ -74,7 +76,11 @@ module dtpu_cl_post #
     // log2 of the result FIFO depth (>= 3 for one sum per cycle)
     parameter FIFO_LOG = 3,
     // RES0.MODE code of ITEMS
-    parameter MODE_ITEMS = 1
+    parameter MODE_ITEMS = 1,
+    // 1: no lane of its own; the lane_* port drives lane 0 of the core's dtpu_post (EXT_LANE0),
+    // idle while a POST runs (saves one dtpu_post_lane, ~1.5 k LUT). 0: its own lane (the port
+    // is unused: lane_* outputs still show the lane's inputs, lane_* inputs are ignored)
+    parameter EXT_LANE = 0
 )
 (
     input  wire               clk,
@@ -123,6 +129,23 @@ module dtpu_cl_post #
     output wire [PADDR_W-1:0] p_rd_entry,
     input  wire [63:0]        p_rd_bias,
     input  wire [63:0]        p_rd_rq,
+
+    /* the post lane's inputs and outputs (EXT_LANE: dtpu_post's ext_* port; lane_sel = busy) */
+    output wire               lane_sel,
+    output wire [3:0]         lane_prec,
+    output wire [2:0]         lane_variant,
+    output wire [31:0]        lane_min,
+    output wire [31:0]        lane_max,
+    output wire               lane_in_valid,
+    output wire [63:0]        lane_in_acc,
+    output wire [63:0]        lane_in_bias,
+    output wire [63:0]        lane_in_rq,
+    /* verilator lint_off UNUSEDSIGNAL */
+    input  wire [63:0]        lane_out_value,
+    input  wire               lane_out_valid,
+    input  wire               lane_out_ovf,
+    input  wire               lane_out_wrap,
+    /* verilator lint_on UNUSEDSIGNAL */
 
     /* result words for the store unit (RES ITEMS) */
     output wire               out_valid,
@@ -236,27 +259,46 @@ reg  [1:0]        e_a_reg, e1_reg, e2_reg, e3_reg;   // {last, wend}
 wire [63:0]       lane_value;
 wire              lane_valid, lane_ovf, lane_wrap;
 
-dtpu_post_lane #(
-    .AW(64),
-    .PREC_EN(PREC_EN & 16'h001F)    // REQUANT only: no float path
-) lane_inst (
-    .clk(clk),
-    .rst_n(rst_n),
-    .ce(1'b1),
-    .prec(prec_reg),
-    .out_mode(DTPU_OUT_MODE_REQUANT[1:0]),
-    .variant(variant_reg),
-    .act_min(lane_min_reg),
-    .act_max(lane_max_reg),
-    .in_valid(a_valid_reg),
-    .in_acc(a_sum_reg),
-    .in_bias(p_rd_bias),
-    .in_rq(p_rd_rq),
-    .out_value(lane_value),
-    .out_valid(lane_valid),
-    .out_ovf(lane_ovf),
-    .out_wrap(lane_wrap)
-);
+assign lane_sel = busy;
+assign lane_prec = prec_reg;
+assign lane_variant = variant_reg;
+assign lane_min = lane_min_reg;
+assign lane_max = lane_max_reg;
+assign lane_in_valid = a_valid_reg;
+assign lane_in_acc = a_sum_reg;
+assign lane_in_bias = p_rd_bias;
+assign lane_in_rq = p_rd_rq;
+
+generate
+if (EXT_LANE != 0) begin : ext_lane
+    assign lane_value = lane_out_value;
+    assign lane_valid = lane_out_valid;
+    assign lane_ovf = lane_out_ovf;
+    assign lane_wrap = lane_out_wrap;
+end else begin : own_lane
+    dtpu_post_lane #(
+        .AW(64),
+        .PREC_EN(PREC_EN & 16'h001F)    // REQUANT only: no float path
+    ) lane_inst (
+        .clk(clk),
+        .rst_n(rst_n),
+        .ce(1'b1),
+        .prec(prec_reg),
+        .out_mode(DTPU_OUT_MODE_REQUANT[1:0]),
+        .variant(variant_reg),
+        .act_min(lane_min_reg),
+        .act_max(lane_max_reg),
+        .in_valid(a_valid_reg),
+        .in_acc(a_sum_reg),
+        .in_bias(p_rd_bias),
+        .in_rq(p_rd_rq),
+        .out_value(lane_value),
+        .out_valid(lane_valid),
+        .out_ovf(lane_ovf),
+        .out_wrap(lane_wrap)
+    );
+end
+endgenerate
 
 /* ---- packing and the result FIFO ---- */
 reg  [63:0]       pack_reg;

@@ -41,7 +41,10 @@ module dtpu_cl_top #
     // TIMEOUT's reset value (contract.json contract2.registers TIMEOUT.reset; tb_cl_seq reads it back)
     parameter [31:0] TIMEOUT_RESET = 32'd1000000,
     // log2 of the credit buffers in front of the load unit's and the store unit's reads
-    parameter LOG_RD_BUF = 7
+    parameter LOG_RD_BUF = 7,
+    // 1: the POST unit borrows lane 0 of the idle core's post unit instead of a lane of its own
+    // (~1.5 k LUT less; docs/synthesis.md)
+    parameter SHARE_POST_LANE = 1
 )
 (
     input  wire                        clk,
@@ -422,6 +425,12 @@ wire             la_m_valid, la_m_ready, la_m_last;
 wire             la_drain;
 wire             st_s_ready;
 wire             po_busy, po_p_rd_en;
+// the POST unit's lane: lane 0 of the core's dtpu_post (SHARE_POST_LANE)
+wire             po_lane_sel, po_lane_in_valid, po_lane_valid, po_lane_ovf, po_lane_wrap;
+wire [3:0]       po_lane_prec;
+wire [2:0]       po_lane_variant;
+wire [31:0]      po_lane_min, po_lane_max;
+wire [63:0]      po_lane_in_acc, po_lane_in_bias, po_lane_in_rq, po_lane_value;
 wire [LOG_PARAM_ENTRIES-1:0] po_p_rd_entry;
 wire [63:0]      po_p_bias, po_p_rq;
 
@@ -484,7 +493,8 @@ dtpu_core #(
     .LOG_WEIGHT_WORDS(LOG_WEIGHT_WORDS),
     .LOG_PARAM_ENTRIES(LOG_PARAM_ENTRIES),
     .LOG_ACT_WORDS(LOG_ACT_WORDS),
-    .PREC_EN(PREC_EN)
+    .PREC_EN(PREC_EN),
+    .EXT_POST_LANE(SHARE_POST_LANE)
 )
 core_inst (
     .clk(clk),
@@ -513,7 +523,20 @@ core_inst (
     .ext_prm_rd_en(po_p_rd_en),
     .ext_prm_rd_entry(po_p_rd_entry),
     .ext_prm_bias(po_p_bias),
-    .ext_prm_rq(po_p_rq)
+    .ext_prm_rq(po_p_rq),
+    .ext_lane_sel(po_lane_sel),
+    .ext_lane_prec(po_lane_prec),
+    .ext_lane_variant(po_lane_variant),
+    .ext_lane_min(po_lane_min),
+    .ext_lane_max(po_lane_max),
+    .ext_lane_in_valid(po_lane_in_valid),
+    .ext_lane_in_acc(po_lane_in_acc),
+    .ext_lane_in_bias(po_lane_in_bias),
+    .ext_lane_in_rq(po_lane_in_rq),
+    .ext_lane_value(po_lane_value),
+    .ext_lane_valid(po_lane_valid),
+    .ext_lane_ovf(po_lane_ovf),
+    .ext_lane_wrap(po_lane_wrap)
 );
 
 /* ---------------------------------------------------------------- 2.0 units */
@@ -867,7 +890,8 @@ wire        po_drain;
 dtpu_cl_post #(
     .ADDR_W(ADDR_W),
     .PADDR_W(LOG_PARAM_ENTRIES),
-    .PREC_EN(PREC_EN)
+    .PREC_EN(PREC_EN),
+    .EXT_LANE(SHARE_POST_LANE)
 )
 post_inst (
     .clk(clk),
@@ -906,6 +930,19 @@ post_inst (
     .p_rd_entry(po_p_rd_entry),
     .p_rd_bias(po_p_bias),
     .p_rd_rq(po_p_rq),
+    .lane_sel(po_lane_sel),
+    .lane_prec(po_lane_prec),
+    .lane_variant(po_lane_variant),
+    .lane_min(po_lane_min),
+    .lane_max(po_lane_max),
+    .lane_in_valid(po_lane_in_valid),
+    .lane_in_acc(po_lane_in_acc),
+    .lane_in_bias(po_lane_in_bias),
+    .lane_in_rq(po_lane_in_rq),
+    .lane_out_value(po_lane_value),
+    .lane_out_valid(po_lane_valid),
+    .lane_out_ovf(po_lane_ovf),
+    .lane_out_wrap(po_lane_wrap),
     .out_valid(po_out_valid),
     .out_ready(po_drain || (x_post && st_s_ready)),
     .out_data(po_out_data),

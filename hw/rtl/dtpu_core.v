@@ -27,7 +27,9 @@ module dtpu_core #
     parameter LOG_WEIGHT_WORDS = 15,
     parameter LOG_PARAM_ENTRIES = 12,
     parameter LOG_ACT_WORDS = 12,
-    parameter [15:0] PREC_EN = 16'h007F
+    parameter [15:0] PREC_EN = 16'h007F,
+    // 1: the post unit's lane 0 also serves contract 2.0's post unit (ext_lane_*, dtpu_post)
+    parameter EXT_POST_LANE = 0
 )
 (
     input  wire                clk,
@@ -66,7 +68,22 @@ module dtpu_core #
     input  wire                ext_prm_rd_en,
     input  wire [LOG_PARAM_ENTRIES-1:0] ext_prm_rd_entry,
     output wire [63:0]         ext_prm_bias,
-    output wire [63:0]         ext_prm_rq
+    output wire [63:0]         ext_prm_rq,
+
+    /* post lane 0 for contract 2.0's post unit (EXT_POST_LANE; dtpu_post's ext_* port) */
+    input  wire                ext_lane_sel,
+    input  wire [3:0]          ext_lane_prec,
+    input  wire [2:0]          ext_lane_variant,
+    input  wire [31:0]         ext_lane_min,
+    input  wire [31:0]         ext_lane_max,
+    input  wire                ext_lane_in_valid,
+    input  wire [63:0]         ext_lane_in_acc,
+    input  wire [63:0]         ext_lane_in_bias,
+    input  wire [63:0]         ext_lane_in_rq,
+    output wire [63:0]         ext_lane_value,
+    output wire                ext_lane_valid,
+    output wire                ext_lane_ovf,
+    output wire                ext_lane_wrap
 );
 
 // value width of accumulators, column sums and the post unit: the widest PE accumulator
@@ -551,7 +568,8 @@ dtpu_post #(
     .NG(COLS),
     .AW(AW),
     .PREC_EN(PREC_EN),
-    .PADDR_W(LOG_PARAM_ENTRIES)
+    .PADDR_W(LOG_PARAM_ENTRIES),
+    .EXT_LANE0(EXT_POST_LANE)
 )
 post_inst (
     .clk(clk),
@@ -587,7 +605,20 @@ post_inst (
     .m_axis_tlast(m_axis_res_tlast),
     .busy(post_busy),
     .flag_ovf(dp_ovf_post),
-    .flag_wrap(dp_wrap)
+    .flag_wrap(dp_wrap),
+    .ext_sel(ext_lane_sel),
+    .ext_prec(ext_lane_prec),
+    .ext_variant(ext_lane_variant),
+    .ext_min(ext_lane_min),
+    .ext_max(ext_lane_max),
+    .ext_valid(ext_lane_in_valid),
+    .ext_acc(ext_lane_in_acc),
+    .ext_bias(ext_lane_in_bias),
+    .ext_rq(ext_lane_in_rq),
+    .ext_value(ext_lane_value),
+    .ext_out_valid(ext_lane_valid),
+    .ext_ovf(ext_lane_ovf),
+    .ext_wrap(ext_lane_wrap)
 );
 
 wire dp_ovf_post;

@@ -28,6 +28,14 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * captured two cycles later (fp trees) and pass one lane stage: same result cycle.
  * Everything advances on ce (the core's global stall); a word offered while ce is low but
  * taken by the sink is not offered again.
+ *
+ * Lane 0 for contract 2.0's post unit (EXT_LANE0 = 1; dtpu_cl_post with EXT_LANE = 1): a POST
+ * runs only while the core is idle, so instead of a lane of its own (about 1.5 k LUT on the
+ * xc7z020) dtpu_cl_post borrows this one. While ext_sel, lane 0 takes the ext_* inputs (REQUANT,
+ * ce forced to 1) and its results leave only on ext_out_* (not into the result word, the flags
+ * or busy); ext_sel must stay high until the last ext value has left (3 cycles) and may only
+ * rise while this unit is idle. Lane 0 is then at least 64 bits wide (the POST sums are int64).
+ * With EXT_LANE0 = 0 the ext_* inputs are ignored and ext_out_* are 0.
  */
 module dtpu_post #
 (
@@ -40,7 +48,9 @@ module dtpu_post #
     // enabled precisions (bit p: PREC code p)
     parameter [15:0] PREC_EN = 16'h007F,
     // log2 of the parameter entries
-    parameter PADDR_W = 12
+    parameter PADDR_W = 12,
+    // 1: lane 0 also serves the ext_* port (dtpu_cl_post's POST descriptors)
+    parameter EXT_LANE0 = 0
 )
 (
     input  wire                 clk,
@@ -86,7 +96,24 @@ module dtpu_post #
     /* Status */
     output wire                 busy,
     output wire                 flag_ovf,
-    output wire                 flag_wrap
+    output wire                 flag_wrap,
+
+    /* Lane 0 for dtpu_cl_post (EXT_LANE0; its lane port: same timing as its own lane) */
+    /* verilator lint_off UNUSEDSIGNAL */
+    input  wire                 ext_sel,
+    input  wire [3:0]           ext_prec,
+    input  wire [2:0]           ext_variant,
+    input  wire [31:0]          ext_min,
+    input  wire [31:0]          ext_max,
+    input  wire                 ext_valid,
+    input  wire [63:0]          ext_acc,
+    input  wire [63:0]          ext_bias,
+    input  wire [63:0]          ext_rq,
+    /* verilator lint_on UNUSEDSIGNAL */
+    output wire [63:0]          ext_value,
+    output wire                 ext_out_valid,
+    output wire                 ext_ovf,
+    output wire                 ext_wrap
 );
 
 /* verilator lint_off UNUSEDPARAM */
@@ -252,7 +279,7 @@ wire [8*64-1:0] lane_value;
 wire [7:0]      lane_valid, lane_ovf, lane_wrap;
 
 generate
-for (r = 0; r < 8; r = r + 1) begin : lane
+for (r = 1; r < 8; r = r + 1) begin : lane
     dtpu_post_lane #(
         .AW(AW),
         .PREC_EN(PREC_EN)
@@ -275,6 +302,80 @@ for (r = 0; r < 8; r = r + 1) begin : lane
         .out_ovf(lane_ovf[r]),
         .out_wrap(lane_wrap[r])
     );
+end
+if (EXT_LANE0 != 0) begin : lane0_shared
+    // lane 0: this unit's, or dtpu_cl_post's while ext_sel
+    localparam AW0 = AW > 64 ? AW : 64;
+    wire signed [AW0-1:0] acc_core, acc_ext;   // sign-extended to AW0
+    if (AW0 > AW) begin : xcore
+        assign acc_core = {{(AW0-AW){s0_vals_reg[AW-1]}}, s0_vals_reg[0 +: AW]};
+    end else begin : ncore
+        assign acc_core = s0_vals_reg[0 +: AW];
+    end
+    if (AW0 > 64) begin : xext
+        assign acc_ext = {{(AW0-64){ext_acc[63]}}, ext_acc};
+    end else begin : next
+        assign acc_ext = ext_acc;
+    end
+    wire [63:0] l0_value;
+    wire        l0_valid, l0_ovf, l0_wrap;
+    dtpu_post_lane #(
+        .AW(AW0),
+        .PREC_EN(PREC_EN)
+    )
+    lane_inst (
+        .clk(clk),
+        .rst_n(rst_n),
+        .ce(ce || ext_sel),
+        .prec(ext_sel ? ext_prec : prec),
+        .out_mode(ext_sel ? DTPU_OUT_MODE_REQUANT[1:0] : out_mode),
+        .variant(ext_sel ? ext_variant : variant),
+        .act_min(ext_sel ? ext_min : lane_min),
+        .act_max(ext_sel ? ext_max : lane_max),
+        .in_valid(ext_sel ? ext_valid : s0_mask_reg[0]),
+        .in_acc(ext_sel ? acc_ext : acc_core),
+        .in_bias(ext_sel ? ext_bias : prm_bias[0 +: 64]),
+        .in_rq(ext_sel ? ext_rq : prm_rq[0 +: 64]),
+        .out_value(l0_value),
+        .out_valid(l0_valid),
+        .out_ovf(l0_ovf),
+        .out_wrap(l0_wrap)
+    );
+    assign lane_value[0 +: 64] = l0_value;
+    assign lane_valid[0] = l0_valid && !ext_sel;
+    assign lane_ovf[0] = l0_ovf;
+    assign lane_wrap[0] = l0_wrap;
+    assign ext_value = l0_value;
+    assign ext_out_valid = l0_valid && ext_sel;
+    assign ext_ovf = l0_ovf;
+    assign ext_wrap = l0_wrap;
+end else begin : lane0_own
+    dtpu_post_lane #(
+        .AW(AW),
+        .PREC_EN(PREC_EN)
+    )
+    lane_inst (
+        .clk(clk),
+        .rst_n(rst_n),
+        .ce(ce),
+        .prec(prec),
+        .out_mode(out_mode),
+        .variant(variant),
+        .act_min(lane_min),
+        .act_max(lane_max),
+        .in_valid(s0_mask_reg[0]),
+        .in_acc(s0_vals_reg[0 +: AW]),
+        .in_bias(prm_bias[0 +: 64]),
+        .in_rq(prm_rq[0 +: 64]),
+        .out_value(lane_value[0 +: 64]),
+        .out_valid(lane_valid[0]),
+        .out_ovf(lane_ovf[0]),
+        .out_wrap(lane_wrap[0])
+    );
+    assign ext_value = 64'd0;
+    assign ext_out_valid = 1'b0;
+    assign ext_ovf = 1'b0;
+    assign ext_wrap = 1'b0;
 end
 endgenerate
 

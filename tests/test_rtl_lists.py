@@ -8,14 +8,26 @@ held to the memory model's own count of the read beats it served. The memory's t
 contract's (contract2.memory_model), and the same lists run again with random stalls and extra
 latency (results equal, only the cycles move).
 
-The 2.0 top runs END / LOAD / REGS today; RUN stops with CL_ERR.BAD_FIELD (other units are
-being wired in), so a compiled partition list is expected to stop at its first RUN with the
-model's PC and TAG for that descriptor.
+The first tests were written when the 2.0 top ran END / LOAD / REGS only (RUN stopped with
+CL_ERR.BAD_FIELD); the partition and delegate tests keep that branch and take their "top with
+RUN" branch on today's top (RUN, POST, the AXI4 write master wired in), where a partition must
+equal the Executor's / TFLite's.
+
+The zoo at scale (issue 15's backend=rtl item): every model of the zoo that the delegate claims
+on backend=rtl with path=lists (dtpu_cl_top in process, the board build) against TFLite's CPU
+kernels, bit for bit over two invokes, the steady-state invoke's host record 5 reads / 3 writes
+/ 1 doorbell per partition, the partitions as backend=model's lists; the cycles (RTL CL_CYCLES
+per partition against the golden model's Timeline) are logged, not asserted (the RTL is slower
+today, docs/rtl.md). A default subset (every net and precision once, the single-layer grid's
+corners, mobilenet_v1_025_96 with 6 partitions) and the rest marked slow; the ImageNet-scale
+nets (MobileNet v2 224) are tests/test_models_at_scale.py's, slow. The cocotb variant
+(CocotbListTransport: dtpu_cl_top under cocotb, the contract's memory model as a cocotb AXI4
+slave) runs a zoo model with the same outputs and the same CL_CYCLES as the in-process one.
 
 One small build (COLS 8, memories 2^10 / 2^8 / 2^9: about 40 s cold, then cached) serves the
-transport tests; the delegate test uses the board's memory sizes (a second build, cached too).
-The memory model's write channels are checked harness-level (axi_mem_capi.cpp, no Verilator):
-today's top has no write master.
+transport tests; the delegate and zoo tests use the board's memory sizes (a second build, cached
+too), the cocotb test a cocotb build of the 2.0 top (about 110 s cold). The memory model's write
+channels are also checked harness-level (axi_mem_capi.cpp, no Verilator).
 """
 from __future__ import annotations
 
@@ -887,6 +899,26 @@ def test_cocotb_lists_transport_runs_a_zoo_model_as_the_in_process_one(dtpu_so, 
     assert sim["nodes"] == native["nodes"], "CL_CYCLES differ between the two memories"
     assert sim["mem"]["rd_beats"] == native["mem"]["rd_beats"]
     assert sim["mem"]["wr_beats"] == native["mem"]["wr_beats"]
+
+
+def test_dtpu_run_picks_the_simulated_top_from_the_path_option(monkeypatch):
+    """`dtpu run --backend rtl` simulates the 2.0 top for ``--option path=lists`` (or
+    $DTPU_RTL_TOP=dtpu_cl_top), else the 1.2 top, as the in-process core is chosen."""
+    import argparse
+
+    from dtpu.backends.rtl import TOP_ENV
+    from dtpu.rtl.cli import _top
+
+    monkeypatch.delenv(TOP_ENV, raising=False)
+    for option, want in (([], "dtpu_axi"), (["path=lists"], "dtpu_cl_top"),
+                         (["path=jobs"], "dtpu_axi"), (["prefetch=on", " path = LISTS"], "dtpu_cl_top"),
+                         (["path=lists", "path=auto"], "dtpu_axi")):
+        assert _top(argparse.Namespace(option=option)) == want, option
+    monkeypatch.setenv(TOP_ENV, "dtpu_cl_top")
+    assert _top(argparse.Namespace(option=[])) == "dtpu_cl_top"
+    monkeypatch.setenv(TOP_ENV, "other")
+    with pytest.raises(ValueError, match="DTPU_RTL_TOP"):
+        _top(argparse.Namespace(option=[]))
 
 
 # ------------------------------------------------------------------------------ the delegate

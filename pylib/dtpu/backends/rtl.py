@@ -80,7 +80,7 @@ class RtlBackend(ModelBackend):
         harness's memory model) when command lists are asked for explicitly: ``path=lists``, or
         ``$DTPU_RTL_TOP=dtpu_cl_top``. ``path=auto`` / ``jobs`` keep the 1.2 top job by job until
         the 2.0 top's CL_CYCLES equal the golden model's Timeline: its outputs are bit-exact on
-        the zoo and MobileNet v2 224 today, but it takes 1.2-7x the model's cycles (docs/rtl.md),
+        the zoo and MobileNet v2 224 today, but it takes 1.0-7x the model's cycles (docs/rtl.md),
         while the 1.2 top's CYCLES equal backend=model's job by job."""
         from dtpu.rtl.build import TOPLEVEL, TOPLEVEL_CL
 

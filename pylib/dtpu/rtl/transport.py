@@ -9,6 +9,11 @@ no cycles, exactly as the golden model assumes.
 
 The async methods (``a_*``) are public too, for cocotb tests that drive the core directly.
 
+:class:`CocotbListTransport` (end of the module) is the same on the contract-2.0 top
+(dtpu_cl_top): its AXI4 master on :class:`dtpu.rtl.cocotb_mem.ContractMem` (the contract's
+memory model, a port of the in-process harness's axi_mem.h) over a simulated DDR, for command
+lists (``run_in_simulation(..., top="dtpu_cl_top")``).
+
 Two deliberate choices:
 
 * **START goes out after the job's streams are queued.** The driver writes CTRL.START, reads

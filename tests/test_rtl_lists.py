@@ -796,9 +796,15 @@ def lists_invoke(path: str, name: str, backend: str = "rtl", seeds=(0, 1)) -> di
     it.allocate_tensors()
     outs = [invoke(it, z.make_inputs(entry, seed=s)) for s in seeds]
     r = dtpu.last_report()
+    warm = 0
+    # efficientnet_b0 (74 partitions) still compiles in its second invoke (report.first, on
+    # backend=model too): the host record is the steady state's, so invoke until it is reached
+    while r.first and warm < 3:
+        invoke(it, z.make_inputs(entry, seed=seeds[-1]))
+        r, warm = dtpu.last_report(), warm + 1
     out = {"outs": outs, "nodes": [n.hw["cycles"] for n in r.nodes], "path": r.path,
            "host": {k: r.host[k] for k in PER_PARTITION}, "kernels": r.kernels,
-           "cycles": r.hw["cycles"], "first": r.first}
+           "cycles": r.hw["cycles"], "first": r.first, "warm_invokes": warm}
     if backend == "rtl":
         from dtpu.delegate import runtime
 

@@ -46,6 +46,12 @@ class RtlBackend(ModelBackend):
     def _open_transport(self) -> Transport:
         if session.in_simulation():
             t = session.current_transport()
+            if str(self.options.get("path", "auto")).lower() == "lists" and \
+                    not hasattr(t, "wait_list"):
+                raise ValueError("backend=rtl: path=lists, but this simulation runs the 1.2 top "
+                                 "(dtpu_axi, job by job); accepted: path=auto or path=jobs here, "
+                                 "or start the simulation on the 2.0 top (run_in_simulation(..., "
+                                 "top='dtpu_cl_top'), dtpu run --backend rtl --option path=lists)")
             if self.cfg.COLS != t.cfg.COLS:
                 raise ValueError(f"backend=rtl: mxu=8x{self.cfg.COLS}, but the simulated core was "
                                  f"built with COLS={t.cfg.COLS}; accepted: mxu=8x{t.cfg.COLS} (start "
@@ -73,7 +79,9 @@ class RtlBackend(ModelBackend):
         """The in-process core is the contract-2.0 test top (dtpu_cl_top, its AXI4 master on the
         harness's memory model) when command lists are asked for explicitly: ``path=lists``, or
         ``$DTPU_RTL_TOP=dtpu_cl_top``. ``path=auto`` / ``jobs`` keep the 1.2 top job by job until
-        the 2.0 top runs RUN descriptors (today a partition list stops there with BAD_FIELD)."""
+        the 2.0 top's CL_CYCLES equal the golden model's Timeline: its outputs are bit-exact on
+        the zoo and MobileNet v2 224 today, but it takes 1.0-7x the model's cycles (docs/rtl.md),
+        while the 1.2 top's CYCLES equal backend=model's job by job."""
         from dtpu.rtl.build import TOPLEVEL, TOPLEVEL_CL
 
         top = os.environ.get(TOP_ENV, "").strip()

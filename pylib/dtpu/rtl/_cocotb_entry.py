@@ -28,7 +28,8 @@ import cocotb
 
 from dtpu.hw.config import HwConfig
 from dtpu.rtl import session
-from dtpu.rtl.transport import CocotbTransport
+from dtpu.rtl.build import TOPLEVEL_CL
+from dtpu.rtl.transport import CocotbListTransport, CocotbTransport
 
 
 def resolve(target: tuple[str, str, str]):
@@ -115,7 +116,8 @@ async def run_callable(dut):
         spec = pickle.loads((run_dir / "spec.pkl").read_bytes())
         progress = session.Progress(run_dir / "progress.json")
         session.set_progress(progress)
-        transport = CocotbTransport(dut, HwConfig(**spec["hw"]), **spec.get("transport", {}))
+        cls = CocotbListTransport if spec.get("top") == TOPLEVEL_CL else CocotbTransport
+        transport = cls(dut, HwConfig(**spec["hw"]), **spec.get("transport", {}))
         await transport.start()
     except BaseException as exc:  # noqa: BLE001 - the parent reports it
         _write_result(run_dir, ("error", _portable(exc), traceback.format_exc(), meta))

@@ -168,10 +168,20 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def build_key(config: SimConfig, sources: list[Path], kind: str = "cocotb") -> str:
+def public_vlt(top: str = TOPLEVEL) -> str:
+    """The control file marking `top`'s ports VPI-visible (and nothing else): PUBLIC_VLT for
+    dtpu_axi; the 2.0 top adds its AXI4 master (m_axi_*), which the cocotb memory serves."""
+    if top == TOPLEVEL:
+        return PUBLIC_VLT
+    return PUBLIC_VLT.replace('"dtpu_axi"', f'"{top}"') + \
+        f'public_flat_rw -module "{top}" -var "m_axi_*"\n'
+
+
+def build_key(config: SimConfig, sources: list[Path], kind: str = "cocotb",
+              top: str = TOPLEVEL) -> str:
     h = hashlib.sha256()
-    h.update(json.dumps({"kind": kind, "top": TOPLEVEL, "params": config.parameters(),
-                         "args": BUILD_ARGS + PUBLIC_ARGS, "vlt": PUBLIC_VLT, "make": MAKE_VARS,
+    h.update(json.dumps({"kind": kind, "top": top, "params": config.parameters(),
+                         "args": BUILD_ARGS + PUBLIC_ARGS, "vlt": public_vlt(top), "make": MAKE_VARS,
                          "waves": config.waves, "versions": _versions()}, sort_keys=True).encode())
     for src in sources:
         h.update(src.name.encode() + b"\0" + src.read_bytes() + b"\0")
@@ -351,8 +361,10 @@ def _prune(root: Path, prefix: str, keep: int = KEEP_BUILDS) -> None:
 
 
 def build(config: SimConfig | None = None, *, force: bool = False,
-          progress: bool | None = None) -> BuildInfo:
+          progress: bool | None = None, top: str = TOPLEVEL) -> BuildInfo:
     """Build dtpu_axi for cocotb (`config`), or reuse the cached build; return where it is.
+    `top`: TOPLEVEL_CL builds the contract-2.0 top (dtpu_cl_top) instead, for the cocotb lists
+    transport (:class:`dtpu.rtl.transport.CocotbListTransport`).
 
     `progress`: a tqdm bar on stderr (None: only when stderr is a terminal). The compiler's
     output goes to build.log in the build directory; a failure raises :class:`RtlBuildError`
@@ -361,7 +373,11 @@ def build(config: SimConfig | None = None, *, force: bool = False,
     config = config or SimConfig()
     rtl = rtl_dir()
     verilog, headers = _sources(rtl)
-    key = build_key(config, verilog + headers)
+    if top not in (TOPLEVEL, TOPLEVEL_CL):
+        raise ValueError(f"top={top!r}; accepted: {TOPLEVEL}, {TOPLEVEL_CL}")
+    if not (rtl / f"{top}.v").is_file():
+        raise RtlBuildError(f"backend=rtl: no {top}.v in {rtl}")
+    key = build_key(config, verilog + headers, top=top)
 
     def make(build_dir: Path, log_path: Path, mk_dir: list[Path]) -> None:  # noqa: ARG001
         ensure_verilator()
@@ -371,13 +387,15 @@ def build(config: SimConfig | None = None, *, force: bool = False,
         # its "Running command ..." lines would interleave with the progress bar; build.log has them
         runner.log.setLevel(logging.INFO if log.isEnabledFor(logging.DEBUG) else logging.WARNING)
         vlt = build_dir / "dtpu_ports.vlt"
-        vlt.write_text(PUBLIC_VLT)
-        runner.build(sources=[str(vlt), *(str(s) for s in verilog)], hdl_toplevel=TOPLEVEL,
+        vlt.write_text(public_vlt(top))
+        runner.build(sources=[str(vlt), *(str(s) for s in verilog)], hdl_toplevel=top,
                      build_dir=build_dir, includes=[str(rtl)], parameters=config.parameters(),
                      build_args=[*BUILD_ARGS, *PUBLIC_ARGS], waves=config.waves, always=True,
                      timescale=("1ns", "1ps"), log_file=log_path)
 
-    return _cached(TOPLEVEL, config, key, TOPLEVEL, progress, force, make)
+    if top == TOPLEVEL:
+        return _cached(TOPLEVEL, config, key, TOPLEVEL, progress, force, make)
+    return _cached(top, config, key, top, progress, force, make, top=top)
 
 
 NATIVE_SOURCE = Path(__file__).with_name("native.cpp")

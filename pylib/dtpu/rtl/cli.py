@@ -14,7 +14,7 @@ import argparse
 import sys
 from typing import TextIO
 
-from dtpu.rtl.build import RtlBuildError
+from dtpu.rtl.build import TOPLEVEL, TOPLEVEL_CL, RtlBuildError
 from dtpu.rtl.simulate import Simulation
 
 
@@ -24,9 +24,26 @@ def _run_inside(fields: dict) -> int:
     return _run(argparse.Namespace(**fields))
 
 
+def _top(args: argparse.Namespace) -> str:
+    """The simulated top: the 2.0 one (dtpu_cl_top, command lists) for ``--option path=lists``
+    or ``$DTPU_RTL_TOP=dtpu_cl_top``, as for the in-process core (dtpu.backends.rtl)."""
+    import os
+
+    from dtpu.backends.rtl import TOP_ENV
+
+    forced = os.environ.get(TOP_ENV, "").strip()
+    if forced:
+        if forced not in (TOPLEVEL, TOPLEVEL_CL):
+            raise ValueError(f"${TOP_ENV}={forced!r}; accepted: {TOPLEVEL}, {TOPLEVEL_CL}")
+        return forced
+    path = [v for k, _, v in (o.partition("=") for o in getattr(args, "option", []) or [])
+            if k.strip() == "path"]
+    return TOPLEVEL_CL if path and path[-1].strip().lower() == "lists" else TOPLEVEL
+
+
 def run_in_simulator(args: argparse.Namespace, human: TextIO) -> int:
     try:
-        sim = Simulation(args.mxu, waves=bool(getattr(args, "waves", False)))
+        sim = Simulation(args.mxu, waves=bool(getattr(args, "waves", False)), top=_top(args))
     except ValueError as exc:
         print(f"dtpu run: {exc}", file=sys.stderr)
         return 2
@@ -39,7 +56,7 @@ def run_in_simulator(args: argparse.Namespace, human: TextIO) -> int:
         print(f"dtpu run: {exc}", file=sys.stderr)
         return 2
     how = "cached" if info.cached else f"built in {info.seconds:.0f} s"
-    print(f"dtpu run: Verilated dtpu_axi {info.parameters} ({how}): {info.path}", file=human)
+    print(f"dtpu run: Verilated {sim.top} {info.parameters} ({how}): {info.path}", file=human)
     human.flush()
     try:
         # the parsed arguments without argparse's `func` (which may live in __main__)
@@ -50,9 +67,10 @@ def run_in_simulator(args: argparse.Namespace, human: TextIO) -> int:
         print(f"dtpu run: {exc}{where}", file=sys.stderr)
         return 1
     run = sim.last
-    if run.jobs:
+    if run.jobs or run.cycles:
         rate = f"{run.cycles_per_s:,.0f}" if run.cycles_per_s else "-"
-        print(f"dtpu run: simulated {run.cycles} cycles ({run.jobs} jobs) in {run.call_s:.1f} s, "
+        what = f"{run.jobs} jobs" if run.jobs else "command lists"
+        print(f"dtpu run: simulated {run.cycles} cycles ({what}) in {run.call_s:.1f} s, "
               f"{rate} cycles/s; simulator process {run.wall_s:.1f} s", file=human)
     if run.waves is not None:
         print(f"dtpu run: waveform {run.waves}", file=human)

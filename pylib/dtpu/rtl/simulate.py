@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from dtpu.rtl import session
-from dtpu.rtl.build import TOPLEVEL, BuildInfo, SimConfig, build, ensure_verilator
+from dtpu.rtl.build import TOPLEVEL, TOPLEVEL_CL, BuildInfo, SimConfig, build, ensure_verilator
 
 log = logging.getLogger(__name__)
 
@@ -175,15 +175,23 @@ class Simulation:
       progress: tqdm bars on stderr for the build and the run (None: when stderr is a terminal).
       workdir: where run directories go (default: the system's temp directory).
       keep: keep run directories after clean runs.
+      top: TOPLEVEL (dtpu_axi, contract 1.2, job by job) or TOPLEVEL_CL (dtpu_cl_top: the
+        contract-2.0 top, its AXI4 master on the contract's memory model,
+        :class:`~dtpu.rtl.transport.CocotbListTransport`; backend=rtl then runs command lists).
+      transport: more keyword arguments of the transport (e.g. ``timing`` for the lists one).
     """
 
     def __init__(self, mxu: tuple[int, int] | str = (8, 8), *, waves: bool = False,
                  memory: tuple[int, int, int] | None = None, timeout_cycles: int | None = None,
                  timeout_s: float | None = None, start_with_streams: bool = True,
                  progress: bool | None = None, workdir: str | os.PathLike | None = None,
-                 keep: bool = False) -> None:
+                 keep: bool = False, top: str = TOPLEVEL, transport: dict | None = None) -> None:
+        if top not in (TOPLEVEL, TOPLEVEL_CL):
+            raise ValueError(f"top={top!r}; accepted: {TOPLEVEL}, {TOPLEVEL_CL}")
+        self.top = top
         self.config = SimConfig.from_mxu(mxu, waves=waves, memory=memory)
-        self.transport_options: dict[str, Any] = {"start_with_streams": bool(start_with_streams)}
+        self.transport_options: dict[str, Any] = {"start_with_streams": bool(start_with_streams),
+                                                  **dict(transport or {})}
         if timeout_cycles is not None:
             if int(timeout_cycles) < 1:
                 raise ValueError(f"timeout_cycles={timeout_cycles!r}; accepted: an integer >= 1")
@@ -201,7 +209,7 @@ class Simulation:
     def build(self, force: bool = False) -> BuildInfo:
         """Build (or find in the cache) the Verilated model; later runs reuse it."""
         if self.build_info is None or force:
-            self.build_info = build(self.config, force=force, progress=self.progress)
+            self.build_info = build(self.config, force=force, progress=self.progress, top=self.top)
         return self.build_info
 
     def hw_config(self):
@@ -220,7 +228,7 @@ class Simulation:
         target = target_of(fn)
         spec = {"target": target, "args": tuple(args), "kwargs": dict(kwargs or {}),
                 "hw": self.config.parameters(), "transport": dict(self.transport_options),
-                "capture": capture, "cwd": os.getcwd()}
+                "capture": capture, "cwd": os.getcwd(), "top": self.top}
         try:
             blob = pickle.dumps(spec)
         except Exception as exc:
@@ -243,7 +251,7 @@ class Simulation:
                 runner = get_runner("verilator")
                 runner.log.setLevel(logging.INFO if log.isEnabledFor(logging.DEBUG) else logging.WARNING)
                 runner.test(
-                    test_module=ENTRY_MODULE, hdl_toplevel=TOPLEVEL, hdl_toplevel_lang="verilog",
+                    test_module=ENTRY_MODULE, hdl_toplevel=self.top, hdl_toplevel_lang="verilog",
                     build_dir=info.path, test_dir=run_dir, waves=self.config.waves,
                     extra_env={session.RUN_DIR_ENV: str(run_dir)},
                     results_xml=str(run_dir / "results.xml"), log_file=run_dir / "sim.log")
@@ -251,7 +259,7 @@ class Simulation:
                 failure.append(exc)
 
         thread = threading.Thread(target=simulate, name="dtpu-rtl-simulator", daemon=True)
-        bar = _bar(self.progress, desc="simulating dtpu_axi", unit="job", total=None)
+        bar = _bar(self.progress, desc=f"simulating {self.top}", unit="job", total=None)
         streamer = _Streamer(run_dir, bar) if capture else None
         try:
             thread.start()

@@ -9,6 +9,11 @@ no cycles, exactly as the golden model assumes.
 
 The async methods (``a_*``) are public too, for cocotb tests that drive the core directly.
 
+:class:`CocotbListTransport` (end of the module) is the same on the contract-2.0 top
+(dtpu_cl_top): its AXI4 master on :class:`dtpu.rtl.cocotb_mem.ContractMem` (the contract's
+memory model, a port of the in-process harness's axi_mem.h) over a simulated DDR, for command
+lists (``run_in_simulation(..., top="dtpu_cl_top")``).
+
 Two deliberate choices:
 
 * **START goes out after the job's streams are queued.** The driver writes CTRL.START, reads
@@ -53,6 +58,8 @@ _U64 = np.dtype("<u8")
 
 #: simulated cycles wait_done sleeps between wall-clock checks
 _CHUNK_CYCLES = 20_000
+#: simulated cycles between CL_STATUS reads while a list runs without its interrupt
+_LIST_POLL_CYCLES = 2_000
 
 
 class CocotbTransport(Transport):
@@ -262,3 +269,126 @@ class CocotbTransport(Transport):
 
 
 __all__ = ["CocotbTransport", "DEFAULT_TIMEOUT_CYCLES", "DEFAULT_TIMEOUT_S"]
+
+
+# -- contract 2.0: dtpu_cl_top under cocotb, its AXI4 master on the contract's memory ------------
+
+class CocotbListTransport(CocotbTransport):
+    """The cocotb transport on the contract-2.0 top (dtpu_cl_top): the 1.2 registers and streams
+    as :class:`CocotbTransport`, plus what the lists driver (:class:`dtpu.driver.lists.
+    ListProgram`) needs: ``alloc_buffer`` (buffers in a simulated DDR, :class:`dtpu.rtl.native.
+    SimDdr`, whose bytes the AXI4 slave :class:`dtpu.rtl.cocotb_mem.ContractMem` serves in
+    place, with the contract's memory timing) and ``wait_list`` (after DOORBELL: the simulation
+    runs until the interrupt or CL_STATUS.DONE, bounded in cycles and wall time).
+
+    As the in-process :class:`dtpu.rtl.native.NativeListTransport` (same defaults, same reasons):
+    VERSION reads 2.0 (`report_v2`), only allocated buffers answer (`strict`), no per-node
+    split of CL_CYCLES (``list_trace`` is None)."""
+
+    def __init__(self, dut, cfg: HwConfig, *, ddr_bytes: int = 64 << 20,
+                 ddr_base: int | None = None, strict: bool = True, timing: dict | None = None,
+                 report_v2: bool = True, list_timeout_cycles: int | None = None,
+                 **options) -> None:
+        from dtpu.hw import cmdlist
+        from dtpu.rtl.native import DEFAULT_LIST_TIMEOUT_CYCLES, SimDdr
+
+        super().__init__(dut, cfg, **options)
+        self.fmt = cmdlist.Format(cfg)
+        self.report_v2 = report_v2
+        self.list_timeout_cycles = int(list_timeout_cycles or DEFAULT_LIST_TIMEOUT_CYCLES)
+        self._reg = {n: self.fmt.reg_offset(n) for n in self.fmt.regs}
+        st = self.fmt.regs["CL_STATUS"]["fields"]
+        self._cl_done_bit = 1 << next(f["lsb"] for f in st if f["name"] == "DONE")
+        base = cmdlist.DEFAULT_DDR_BASE if ddr_base is None else int(ddr_base)
+        self.ddr = SimDdr(int(ddr_bytes), base, lambda: None, strict)
+        m = {k: int(v) for k, v in self.fmt.mem.items()}
+        m.update({k: int(v) for k, v in (timing or {}).items()})
+        self.timing = m
+        self.mem = None
+        self.lists_run = 0
+        self.list_cycles = 0
+        self._wait_list = cocotb.task.resume(self.a_wait_list)
+
+    async def start(self) -> None:
+        from dtpu.rtl.cocotb_mem import ContractMem
+
+        self.mem = ContractMem(self.dut, self.ddr.image, self.ddr.base, self.timing,
+                               windows=self.ddr.windows if self.ddr.strict else None)
+        await super().start()
+
+    def alloc_buffer(self, nbytes: int):
+        """A buffer in the simulated DDR (the memory serves its bytes in place)."""
+        return self.ddr.alloc(nbytes)
+
+    def mem_counts(self) -> dict[str, int]:
+        return self.mem.counts()
+
+    def violation(self) -> str:
+        return self.mem.violations[0] if self.mem.violations else ""
+
+    async def a_read_reg(self, offset: int) -> int:
+        if self.report_v2 and offset == self.cfg.REG_VERSION and self.cfg.VERSION2 is not None:
+            return self.cfg.VERSION2
+        return await super().a_read_reg(offset)
+
+    async def a_wait_list(self, timeout_s: float) -> bool:
+        await self._flush_start()
+        deadline = time.monotonic() + max(float(timeout_s), self.timeout_s)
+        c0 = self._now()
+        limit = c0 + self.list_timeout_cycles
+        clk = self.dut.clk
+        try:
+            while True:
+                if not self._has_irq or self.dut.irq.value == 1:
+                    if await self.a_read_reg(self._reg["CL_STATUS"]) & self._cl_done_bit:
+                        self.lists_run += 1
+                        return True
+                now = self._now()
+                if now >= limit or time.monotonic() >= deadline:
+                    break
+                # the interrupt (IRQ.DONE_EN) ends the wait at once; without it (not enabled
+                # yet) CL_STATUS is read every _LIST_POLL_CYCLES, which costs no CL_CYCLES
+                chunk = min(limit - now, _LIST_POLL_CYCLES)
+                if self._has_irq:
+                    await First(RisingEdge(self.dut.irq), Timer(chunk * self.period_ns, unit="ns"))
+                else:
+                    await ClockCycles(clk, chunk)
+        finally:
+            self.list_cycles += self._now() - c0
+            progress = session.progress()
+            if progress is not None:
+                progress.set(cycles=self._cycle)
+        st = await self.a_read_reg(self._reg["CL_STATUS"])
+        raise DtpuTimeout(f"command list: no CL_STATUS.DONE within {self._now() - c0} simulated "
+                          f"cycles (bound {self.list_timeout_cycles}); CL_STATUS={st:#x}; "
+                          f"{self.describe()}")
+
+    def wait_list(self, timeout_s: float) -> bool:
+        return self._wait_list(timeout_s)
+
+    async def a_wait_done(self, timeout_s: float) -> bool:
+        """A 1.2 job's DONE, STATUS polled (this top routes only the 2.0 interrupt to irq)."""
+        await self._flush_start()
+        deadline = time.monotonic() + min(float(timeout_s), self.timeout_s)
+        limit = self._job_cycle0 + self.timeout_cycles
+        while True:
+            if await self.a_read_reg(self.cfg.REG_STATUS) & self._done_bit:
+                return True
+            if self._now() >= limit or time.monotonic() >= deadline:
+                return False
+            await ClockCycles(self.dut.clk, 8)
+
+    def list_trace(self):
+        return None
+
+    def describe(self) -> str:
+        text = super().describe()
+        if self.mem is not None:
+            m = self.mem.counts()
+            text += (f", memory: {m['rd_beats']} read beats, {m['wr_beats']} write beats, "
+                     f"{m['reads_in_flight']} reads and {m['writes_in_flight']} writes in flight, "
+                     f"{m['violations']} protocol violations")
+        return text
+
+
+__all__ += ["CocotbListTransport"]

@@ -130,7 +130,7 @@ def test_the_emulation_loads_the_default_design_unless_told_1_2(monkeypatch, val
 
 
 class _FakeIP:
-    """A DTPU whose VERSION is the 1.2 register file's, as hw/rtl/dtpu_cl_top.v's is."""
+    """A DTPU that answers `version` for VERSION and the ID for every other register."""
 
     def __init__(self, version):
         self.version = version
@@ -144,21 +144,22 @@ class _FakeOverlay:
         self.ip_dict, self.dtpu = ip_dict, ip
 
 
-def test_the_2_0_design_reads_version_2_from_the_rtl_top_s_1_2_register_file():
-    """dtpu_cl_top runs command lists but its VERSION register still says 1.2 (docs/rtl.md).
-    On the 2.0 design (no stream DMAs) the transport reads that as 2.0, so path=auto picks the
-    lists; on the 1.2 design, or for any other register, the value is the core's own."""
+def test_the_2_0_design_needs_a_core_that_reports_version_2():
+    """The driver picks its path from VERSION; dtpu_cl_top reports 2.0 (dtpu_regfile CONTRACT2).
+    A 2.0 design (no stream DMAs) whose core still says 1.2 is a stale bitstream: opening it fails
+    naming the value and what is accepted; the 1.2 design reads the core's 1.2."""
     from dtpu.board import design
     from dtpu.board.transport import PynqTransport
     from dtpu.driver.lists import lists_supported
+    from dtpu.driver.transport import DtpuHardwareError
 
     c = get_config()
     ip_dict2 = {n: {"type": v} for n, v in design.INSTANCES_2.items()}
-    t = PynqTransport(_FakeOverlay(ip_dict2, _FakeIP(c.VERSION)), c, allocate=object)
-    assert t.report_v2 and t.read_reg(c.REG_VERSION) == c.VERSION2 and lists_supported(t)
-    assert t.read_reg(c.REG_VERSION + 4) == 0x44545055
     t = PynqTransport(_FakeOverlay(ip_dict2, _FakeIP(c.VERSION2)), c, allocate=object)
-    assert t.read_reg(c.REG_VERSION) == c.VERSION2
+    assert t.read_reg(c.REG_VERSION) == c.VERSION2 and lists_supported(t)
+    assert t.read_reg(c.REG_VERSION + 4) == 0x44545055
+    with pytest.raises(DtpuHardwareError, match=f"VERSION 0x{c.VERSION:08x}.*0x{c.VERSION2:08x}"):
+        PynqTransport(_FakeOverlay(ip_dict2, _FakeIP(c.VERSION)), c, allocate=object)
 
     class _Dma:
         sendchannel = recvchannel = object()
@@ -167,7 +168,7 @@ def test_the_2_0_design_reads_version_2_from_the_rtl_top_s_1_2_register_file():
     overlay1 = _FakeOverlay(ip_dict1, _FakeIP(c.VERSION))
     overlay1.dma_wgt = overlay1.dma_act = _Dma()
     t = PynqTransport(overlay1, c, allocate=object)
-    assert not t.report_v2 and t.read_reg(c.REG_VERSION) == c.VERSION and not lists_supported(t)
+    assert t.read_reg(c.REG_VERSION) == c.VERSION and not lists_supported(t)
 
 
 def test_board_transport_runs_jobs_like_the_model(emu):

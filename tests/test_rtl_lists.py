@@ -490,6 +490,20 @@ def test_doorbell_wait_is_bounded(lib):
     t.close()
 
 
+def test_version_register_reads_contract_2(lib):
+    """The driver picks the lists path from VERSION: the 2.0 top reports 2.0 itself (its
+    register file's CONTRACT2), the ID stays the 1.2 one, and the transport passes the RTL's
+    value through (no rewrite). The 1.2 top's VERSION is held to 1.2 by its own regressions."""
+    from dtpu.driver.lists import lists_supported
+
+    t = open_core(lib)
+    assert CFG.VERSION2 is not None and CFG.VERSION2 != CFG.VERSION
+    assert t.read_reg(CFG.REG_VERSION) == CFG.VERSION2
+    assert t.read_reg(CFG.reg("ID").offset) == CFG.ID
+    assert lists_supported(t)
+    t.close()
+
+
 def test_12_protocol_on_the_lists_top(lib):
     """The 1.2 protocol still works on this top (what backend=rtl's prepare uses for nodes the
     lists do not cover): a LOAD_WGT job through s_axis_wgt writes the weight memory, its DONE

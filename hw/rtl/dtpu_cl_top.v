@@ -448,7 +448,8 @@ assign c_res_tready      = seq_busy ? (st_s_ready && !x_post) : m_axis_res_tread
 dtpu_regfile #(
     .AXIL_ADDR_WIDTH(AXIL_ADDR_WIDTH),
     .HWCFG0(HWCFG0),
-    .HWCFG1(HWCFG1)
+    .HWCFG1(HWCFG1),
+    .CONTRACT2(1)
 )
 regfile_inst (
     .clk(clk),

@@ -25,7 +25,10 @@ module dtpu_regfile #
     parameter AXIL_ADDR_WIDTH = 8,
     // build description (HWCFG0, HWCFG1)
     parameter [31:0] HWCFG0 = 32'h007F0808,
-    parameter [31:0] HWCFG1 = 32'h000C0C0F
+    parameter [31:0] HWCFG1 = 32'h000C0C0F,
+    // 1: VERSION reads contract 2.0 (dtpu_cl_regs.vh), as the command-list top dtpu_cl_top
+    // sets it: the driver picks its path (lists or jobs) from VERSION. 0: contract 1.2.
+    parameter CONTRACT2 = 0
 )
 (
     input  wire                        clk,
@@ -71,6 +74,10 @@ module dtpu_regfile #
 
 /* verilator lint_off UNUSEDPARAM */
 `include "dtpu_regs.vh"
+`include "dtpu_cl_regs.vh"
+
+localparam [31:0] VERSION_WORD = (CONTRACT2 != 0)
+    ? ((DTPU_CL_VERSION_MAJOR << 16) | DTPU_CL_VERSION_MINOR) : DTPU_VERSION;
 /* verilator lint_on UNUSEDPARAM */
 
 // job registers in offset order 0x1C .. 0x68 (JOB, LOAD_ADDR, ..., DW_RING, PF_ADDR, PF_COUNT)
@@ -176,7 +183,7 @@ always @(posedge clk) begin
         rdata_reg <= 32'd0;
         case (raddr)
             DTPU_REG_ID[AXIL_ADDR_WIDTH-1:0]: rdata_reg <= DTPU_ID;
-            DTPU_REG_VERSION[AXIL_ADDR_WIDTH-1:0]: rdata_reg <= DTPU_VERSION;
+            DTPU_REG_VERSION[AXIL_ADDR_WIDTH-1:0]: rdata_reg <= VERSION_WORD;
             DTPU_REG_HWCFG0[AXIL_ADDR_WIDTH-1:0]: rdata_reg <= HWCFG0;
             DTPU_REG_HWCFG1[AXIL_ADDR_WIDTH-1:0]: rdata_reg <= HWCFG1;
             DTPU_REG_CTRL[AXIL_ADDR_WIDTH-1:0]: rdata_reg <= {23'd0, irq_en_reg, 8'd0};

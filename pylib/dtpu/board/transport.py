@@ -125,13 +125,16 @@ class PynqTransport(Transport):
             self._max_bytes[stream] = (1 << width) - 1
         self._buf: dict[str, Any] = {}
         self._busy: dict[str, bool] = {s: False for s in STREAM_DMA}
-        #: VERSION reads 2.0 on the 2.0 design (no stream DMAs). Its top, hw/rtl/dtpu_cl_top.v,
-        #: runs command lists but its VERSION register is still the 1.2 register file's
-        #: (0x00010002, docs/rtl.md); the driver picks the lists path from VERSION, and a 1.2
-        #: core could not be driven without the DMAs anyway. Same rule as backend=rtl's
-        #: NativeListTransport(report_v2=True). The emulated 2.0 core answers 2.0 itself.
-        self.report_v2 = not self.streams and self.cfg.VERSION2 is not None
-        self._said_v2 = False
+        if not self.streams:
+            # the 2.0 design has no DMAs: only a core that runs command lists can work in it, and
+            # the driver picks its path from VERSION; a 1.2 answer means a bitstream from before
+            # the 2.0 top set VERSION (hw/rtl/dtpu_regfile.v CONTRACT2)
+            version = int(self.ip.read(self.cfg.REG_VERSION))
+            if version != self.cfg.VERSION2:
+                raise DtpuHardwareError(
+                    f"the overlay has no stream DMAs (the contract-2.0 design) but its DTPU reports "
+                    f"VERSION 0x{version:08x}; accepted there: 0x{self.cfg.VERSION2:08x} (contract "
+                    f"2.0); rebuild the bitstream with `make -C hw/overlays`")
 
     # -- registers ------------------------------------------------------------------------------
 
@@ -139,15 +142,7 @@ class PynqTransport(Transport):
         self.ip.write(offset, int(value) & 0xFFFFFFFF)
 
     def read_reg(self, offset: int) -> int:
-        value = int(self.ip.read(offset))
-        if self.report_v2 and offset == self.cfg.REG_VERSION and value == self.cfg.VERSION:
-            if not self._said_v2:
-                self._said_v2 = True
-                log.info("the 2.0 design's core reports VERSION 0x%08x (contract 1.2's register "
-                         "file); taken as 0x%08x: the design has no stream DMAs and runs command "
-                         "lists", value, self.cfg.VERSION2)
-            return self.cfg.VERSION2
-        return value
+        return int(self.ip.read(offset))
 
     # -- contract 2.0: DDR buffers the core's memory port reaches ---------------------------------
 

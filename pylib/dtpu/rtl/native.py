@@ -323,22 +323,19 @@ class NativeListTransport(NativeTransport):
     each channel) and `extra_latency` (uniform extra cycles per burst) add disorder, seeded
     by `seed`.
 
-    `report_v2`: VERSION reads 2.0. The RTL's VERSION register is the 1.2 register file's
-    (0x00010002) until the top implements the whole of contract 2.0 (RUN, POST); the driver
-    picks the lists path from VERSION, so this transport answers VERSION2 for it (docs/rtl.md).
+    VERSION is the RTL's own: 2.0 on dtpu_cl_top (dtpu_regfile CONTRACT2), 1.2 on dtpu_axi.
     """
 
     def __init__(self, cfg: HwConfig, library: str | Path, *, ddr_bytes: int = 64 << 20,
                  ddr_base: int | None = None, strict: bool = True,
                  timing: dict | None = None, stall: float = 0.0, extra_latency: int = 0,
-                 seed: int = 1, report_v2: bool = True,
+                 seed: int = 1,
                  list_timeout_cycles: int = DEFAULT_LIST_TIMEOUT_CYCLES, **options) -> None:
         from dtpu.hw import cmdlist
 
         self._lib = _load_cl(Path(library))   # before the base class opens the core
         super().__init__(cfg, library, **options)
         self.fmt = cmdlist.Format(cfg)
-        self.report_v2 = report_v2
         if int(list_timeout_cycles) < 1:
             raise ValueError(f"list_timeout_cycles={list_timeout_cycles!r}; accepted: an integer >= 1")
         self.list_timeout_cycles = int(list_timeout_cycles)
@@ -451,11 +448,6 @@ class NativeListTransport(NativeTransport):
     def alloc_buffer(self, nbytes: int) -> SimBuffer:
         """A buffer in the simulated DDR (the memory model serves its bytes in place)."""
         return self.ddr.alloc(nbytes)
-
-    def read_reg(self, offset: int) -> int:
-        if self.report_v2 and offset == self.cfg.REG_VERSION and self.cfg.VERSION2 is not None:
-            return self.cfg.VERSION2
-        return super().read_reg(offset)
 
     def wait_list(self, timeout_s: float) -> bool:
         """After DOORBELL: the clock until the interrupt (IRQ.DONE_EN) or CL_STATUS.DONE (polled

@@ -282,19 +282,18 @@ class CocotbListTransport(CocotbTransport):
     runs until the interrupt or CL_STATUS.DONE, bounded in cycles and wall time).
 
     As the in-process :class:`dtpu.rtl.native.NativeListTransport` (same defaults, same reasons):
-    VERSION reads 2.0 (`report_v2`), only allocated buffers answer (`strict`), no per-node
+    only allocated buffers answer (`strict`), no per-node
     split of CL_CYCLES (``list_trace`` is None)."""
 
     def __init__(self, dut, cfg: HwConfig, *, ddr_bytes: int = 64 << 20,
                  ddr_base: int | None = None, strict: bool = True, timing: dict | None = None,
-                 report_v2: bool = True, list_timeout_cycles: int | None = None,
+                 list_timeout_cycles: int | None = None,
                  **options) -> None:
         from dtpu.hw import cmdlist
         from dtpu.rtl.native import DEFAULT_LIST_TIMEOUT_CYCLES, SimDdr
 
         super().__init__(dut, cfg, **options)
         self.fmt = cmdlist.Format(cfg)
-        self.report_v2 = report_v2
         self.list_timeout_cycles = int(list_timeout_cycles or DEFAULT_LIST_TIMEOUT_CYCLES)
         self._reg = {n: self.fmt.reg_offset(n) for n in self.fmt.regs}
         st = self.fmt.regs["CL_STATUS"]["fields"]
@@ -325,11 +324,6 @@ class CocotbListTransport(CocotbTransport):
 
     def violation(self) -> str:
         return self.mem.violations[0] if self.mem.violations else ""
-
-    async def a_read_reg(self, offset: int) -> int:
-        if self.report_v2 and offset == self.cfg.REG_VERSION and self.cfg.VERSION2 is not None:
-            return self.cfg.VERSION2
-        return await super().a_read_reg(offset)
 
     async def a_wait_list(self, timeout_s: float) -> bool:
         await self._flush_start()

@@ -104,8 +104,10 @@ def _ops(image, addr):
     return [FMT.opnames[w[0] & 0xFF] for _, w in parse(image, BASE, addr)]
 
 
-async def run_program(tb, prog, what, rng, faults=(), exact=()):
+async def run_program(tb, prog, what, rng, faults=(), exact=(), model_faults=None):
     """Prologue, then the partition list on random input bytes; DDR and registers checked.
+    `faults`: SLVERR ranges for both memories; `model_faults`: {"slverr" | "decerr" | "hang":
+    ranges} for the model's Ddr, the caller having put the same regions in tb.mem.
     For the lists named in `exact` ("prologue", "partition"), CL_CYCLES, IDLE and RD_BEATS must
     equal the model's Timeline (the contract's memory model only)."""
     image = prog.image.copy()
@@ -118,6 +120,8 @@ async def run_program(tb, prog, what, rng, faults=(), exact=()):
     for f in faults:
         tb.mem.regions.append(Region(f[0], f[1], SLVERR))
         model.ddr.slverr.append(f)
+    for kind, ranges in (model_faults or {}).items():
+        getattr(model.ddr, kind).extend(ranges)
     out = []
     for addr, name in ((prog.prologue_addr, "prologue"), (part.list_addr, "partition")):
         st0, cycles = await tb.run_list(addr, limit=300_000)

@@ -644,7 +644,8 @@ class DdrFault(Exception):
 
 class Ddr:
     """DDR as the HP port sees it: a byte array at `base`; an access outside it is DECERR, an
-    access to an address in `slverr` ranges is SLVERR (fault injection)."""
+    access to an address in `slverr` ranges is SLVERR, in `decerr` ranges DECERR (fault
+    injection: an interconnect that decodes no slave there, as the RTL regressions' memory can)."""
 
     def __init__(self, base: int, size: int, image: np.ndarray | None = None) -> None:
         self.base = base
@@ -652,11 +653,13 @@ class Ddr:
         if image is not None:
             self.mem[:image.size] = image
         self.slverr: list[tuple[int, int]] = []
+        self.decerr: list[tuple[int, int]] = []
         self.hang: list[tuple[int, int]] = []      # ranges that never respond (TIMEOUT)
 
     def _off(self, addr: int, n: int) -> int:
         o = addr - self.base
-        if o < 0 or o + n > self.mem.size:
+        if o < 0 or o + n > self.mem.size \
+                or any(lo < addr + n and addr < hi for lo, hi in self.decerr):
             raise DdrFault("DECERR", addr, n)
         if any(lo < addr + n and addr < hi for lo, hi in self.slverr):
             raise DdrFault("SLVERR", addr, n)

@@ -1,0 +1,84 @@
+"""What the AXI4 master benches share: sim/tb/tb_axi_rd.py (hw/rtl/dtpu_axi_rd.v) and
+sim/tb/tb_axi_wr.py (hw/rtl/dtpu_axi_wr.v).
+
+Both masters have the same request side: ``req_valid`` / ``req_ready`` with ``req_addr`` and
+``req_words``, a ``timeout`` bound, ``clear`` and the sticky ``err_slverr`` / ``err_decerr`` /
+``err_timeout`` flags, all in front of an AXI4 memory (dtpu_sim.axi_mem) of SIZE bytes. The
+benches differ in their data side (the read master's word stream out, the write master's
+word stream in); the clock, the reset, issuing requests, the flags and the random request
+shapes are the same, and are here (:class:`MasterTB`, :func:`random_request`).
+
+Environment: PARAM_MAX_BURST, PARAM_MAX_OUTSTANDING (the build's parameters, as the benches
+check them).
+"""
+from __future__ import annotations
+
+import os
+import random
+
+import cocotb
+from cocotb.clock import Clock
+from cocotb.triggers import ClockCycles, RisingEdge
+
+MAX_BURST = int(os.environ.get("PARAM_MAX_BURST", "16"))
+MAX_OUT = int(os.environ.get("PARAM_MAX_OUTSTANDING", "8"))
+#: the memory behind the master, in bytes
+SIZE = 1 << 16
+
+
+class MasterTB:
+    """The clock and the request side of one master, its inputs idle and in reset; the
+    subclass adds its data side and the memory (drawing from ``self.rng`` after this)."""
+
+    def __init__(self, dut, seed):
+        self.dut = dut
+        self.rng = random.Random(seed)
+        cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
+        dut.rst_n.value = 0
+        dut.clear.value = 0
+        dut.req_valid.value = 0
+        dut.req_addr.value = 0
+        dut.req_words.value = 0
+        dut.timeout.value = 0
+
+    async def reset(self):
+        await ClockCycles(self.dut.clk, 3)
+        self.dut.rst_n.value = 1
+        await ClockCycles(self.dut.clk, 2)
+
+    async def issue(self, reqs, gap=3):
+        """Request each (addr, words) of `reqs` in turn, a random 0..gap cycles apart."""
+        d = self.dut
+        for addr, n in reqs:
+            for _ in range(self.rng.randint(0, gap)):
+                await RisingEdge(d.clk)
+            d.req_valid.value = 1
+            d.req_addr.value = addr
+            d.req_words.value = n
+            while True:
+                await RisingEdge(d.clk)
+                if int(d.req_ready.value):
+                    break
+            d.req_valid.value = 0
+
+    def flags(self):
+        d = self.dut
+        return int(d.err_slverr.value), int(d.err_decerr.value), int(d.err_timeout.value)
+
+    async def clear(self):
+        """`clear` high for one cycle (low again right after the edge that takes it)."""
+        self.dut.clear.value = 1
+        await RisingEdge(self.dut.clk)
+        self.dut.clear.value = 0
+
+
+def random_request(rng, max_words=200):
+    """One (addr, words) inside SIZE: short, burst-sized or long, many starting just below a
+    4 KiB boundary (the bursts must split there)."""
+    words = rng.choice([1, 2, rng.randint(1, 17), rng.randint(1, max_words)])
+    if rng.random() < 0.4:   # start just below a 4 KiB boundary
+        page = rng.randrange(1, SIZE // 4096) * 4096
+        addr = page - 8 * rng.randint(1, 20)
+    else:
+        addr = rng.randrange(0, SIZE // 8) * 8
+    return min(addr, SIZE - 8 * words), words

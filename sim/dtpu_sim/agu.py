@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import os
 
-import cocotb
-from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge
+
+from dtpu_sim.signals import drive, start_clock
 
 CASES = int(os.environ.get("DTPU_AGU_CASES", "8"))
 SEED = int(os.environ.get("DTPU_AGU_SEED", "1"))
@@ -45,10 +45,8 @@ class AguBench:
 
     async def reset(self):
         dut = self.dut
-        cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
-        dut.rst_n.value = 0
-        dut.start.value = 0
-        dut.m_ready.value = 0
+        start_clock(dut)
+        drive(dut, rst_n=0, start=0, m_ready=0)
         for _ in range(2):
             await FallingEdge(dut.clk)
         dut.rst_n.value = 1

@@ -16,9 +16,9 @@ from __future__ import annotations
 import os
 import random
 
-import cocotb
-from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, RisingEdge
+
+from dtpu_sim.signals import drive, start_clock
 
 MAX_BURST = int(os.environ.get("PARAM_MAX_BURST", "16"))
 MAX_OUT = int(os.environ.get("PARAM_MAX_OUTSTANDING", "8"))
@@ -33,13 +33,8 @@ class MasterTB:
     def __init__(self, dut, seed):
         self.dut = dut
         self.rng = random.Random(seed)
-        cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
-        dut.rst_n.value = 0
-        dut.clear.value = 0
-        dut.req_valid.value = 0
-        dut.req_addr.value = 0
-        dut.req_words.value = 0
-        dut.timeout.value = 0
+        start_clock(dut)
+        drive(dut, rst_n=0, clear=0, req_valid=0, req_addr=0, req_words=0, timeout=0)
 
     async def reset(self):
         await ClockCycles(self.dut.clk, 3)

@@ -9,6 +9,7 @@ from cocotb.triggers import ClockCycles, RisingEdge
 
 from dtpu_sim.axi_master import MAX_BURST, MAX_OUT, SIZE, MasterTB, random_request
 from dtpu_sim.axi_mem import DECERR, SLVERR, Mem, Monitor, Region
+from dtpu_sim.signals import drive
 
 SEED = int(os.environ.get("DTPU_SEED", "2025"))
 N_REQ = int(os.environ.get("DTPU_CASES", "30"))
@@ -22,9 +23,8 @@ class TB(MasterTB):
         super().__init__(dut, seed)
         self.lat = lat
         self.valid_p = valid_p
-        dut.s_valid.value = 0
-        dut.s_data.value = 0
-        dut.s_strb.value = 0xFF      # whole words (the store unit's partial words: test_cl_store)
+        # whole words (the store unit's partial words: test_cl_store)
+        drive(dut, s_valid=0, s_data=0, s_strb=0xFF)
         self.mem = Mem(dut, "m_axi", dut.clk, dut.rst_n, SIZE, self.rng, lat=lat, stall=stall,
                        reads=False, writes=True)
         self.init = bytes(self.rng.getrandbits(8) for _ in range(SIZE))

@@ -66,6 +66,16 @@ class MasterTB:
         await RisingEdge(self.dut.clk)
         self.dut.clear.value = 0
 
+    async def clear_after_timeout(self, waiting):
+        """After err_timeout (the master idle, refusing requests): the bus was clean so far,
+        `clear` drops the flags and the request that waited at `waiting` is accepted (its first
+        burst seen by the monitor, ``self.mon``, which the subclass builds)."""
+        self.mon.check()
+        await self.clear()
+        await ClockCycles(self.dut.clk, 20)
+        assert self.flags() == (0, 0, 0)
+        assert (waiting, MAX_BURST) in self.mon.bursts, "the waiting request is accepted after clear"
+
 
 def random_request(rng, max_words=200):
     """One (addr, words) inside SIZE: short, burst-sized or long, many starting just below a

@@ -187,11 +187,7 @@ async def test_timeout_fires(dut):
     assert [g[3] for g in tb.got] == [0] * (n - 1) + [1]
     assert int(dut.idle.value) == 1 and int(dut.req_ready.value) == 0
     assert tb.flags() == (0, 0, 1)
-    tb.mon.check()
-    await tb.clear()
-    await ClockCycles(dut.clk, 20)
-    assert tb.flags() == (0, 0, 0)
-    assert (0x100, MAX_BURST) in tb.mon.bursts, "the waiting request is accepted after clear"
+    await tb.clear_after_timeout(0x100)
 
 
 @cocotb.test()

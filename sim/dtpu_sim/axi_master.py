@@ -66,6 +66,24 @@ class MasterTB:
         await RisingEdge(self.dut.clk)
         self.dut.clear.value = 0
 
+    async def expect_timeout(self, timeout, channels, limit):
+        """Run until err_timeout (at most `limit` cycles): it must fire `timeout` to `timeout` + 2
+        cycles after the last handshake on the AXI `channels` ("ar", "r" / "aw", "w", "b"), the
+        memory's cycle count (``self.mem``, which the subclass builds) as the clock."""
+        d = self.dut
+        last_progress, fired = 0, None
+        for _ in range(limit):
+            await RisingEdge(d.clk)
+            if any(int(getattr(d, f"m_axi_{c}valid").value) and int(getattr(d, f"m_axi_{c}ready").value)
+                   for c in channels):
+                last_progress = self.mem.clock.now
+            if int(d.err_timeout.value):
+                fired = self.mem.clock.now
+                break
+        assert fired is not None, "no timeout"
+        assert timeout <= fired - last_progress <= timeout + 2, \
+            f"fired {fired - last_progress} cycles after progress"
+
     async def clear_after_timeout(self, waiting):
         """After err_timeout (the master idle, refusing requests): the bus was clean so far,
         `clear` drops the flags and the request that waited at `waiting` is accepted (its first

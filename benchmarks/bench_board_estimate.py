@@ -176,35 +176,41 @@ def _bytes_ms(nbytes: float, mbps: float) -> float:
     return nbytes / (mbps * 1e3)        # MB/s = 1e3 bytes/ms
 
 
+def _mmio_us(reads: float, writes: float, c: dict) -> float:
+    """Microseconds of `reads` register reads and `writes` register writes."""
+    return reads * c["mmio_read_us"] + writes * c["mmio_write_us"]
+
+
+def _host(**parts: float) -> dict:
+    """The host split (registers, dma, transforms, copies, completion in ms) with its total."""
+    parts["total"] = sum(parts.values())
+    return parts
+
+
 def host_ms_12(ops: dict, c: dict) -> dict:
     """Host milliseconds of one job-by-job invoke from bench_host_ops.today's counts."""
-    dma_us = c["dma_mmio_reads"] * c["mmio_read_us"] + c["dma_mmio_writes"] * c["mmio_write_us"] \
-        + c["cache_op_us"]
-    parts = dict(
-        registers=(ops["mmio_reads"] * c["mmio_read_us"] + ops["mmio_writes"] * c["mmio_write_us"]
+    dma_us = _mmio_us(c["dma_mmio_reads"], c["dma_mmio_writes"], c) + c["cache_op_us"]
+    return _host(
+        registers=(_mmio_us(ops["mmio_reads"], ops["mmio_writes"], c)
                    + ops["starts"] * c["poll_reads_per_start"] * c["mmio_read_us"]) / 1e3,
         dma=ops["dma_starts"] * dma_us / 1e3 + _bytes_ms(ops["dma_send_bytes"], c["copy_MBps"])
         + _bytes_ms(ops["dma_recv_bytes"], c["uncached_read_MBps"]),
         transforms=ops["transforms"] * c["numpy_call_us"] / 1e3
         + _bytes_ms(ops["transform_bytes"], c["transform_MBps"]),
         copies=0.0, completion=0.0)
-    parts["total"] = sum(parts.values())
-    return parts
 
 
 def host_ms_20(ops: dict, c: dict) -> dict:
     """Host milliseconds of one command-list invoke: the driver's register accesses, one
     completion per doorbell, the input copy into and the output copy out of the partitions'
     DDR buffers (a flush and an invalidate call each)."""
-    parts = dict(
-        registers=(ops["mmio_reads"] * c["mmio_read_us"] + ops["mmio_writes"] * c["mmio_write_us"]) / 1e3,
+    return _host(
+        registers=_mmio_us(ops["mmio_reads"], ops["mmio_writes"], c) / 1e3,
         dma=0.0, transforms=0.0,
         copies=_bytes_ms(ops["copy_in_bytes"], c["copy_MBps"])
         + _bytes_ms(ops["copy_out_bytes"], c["uncached_read_MBps"])
         + 2 * ops["partitions"] * c["cache_op_us"] / 1e3,
         completion=ops["doorbells"] * c["irq_wait_us"] / 1e3)
-    parts["total"] = sum(parts.values())
-    return parts
 
 
 def _nbytes(t) -> int:
@@ -234,17 +240,20 @@ def cpu_side(path: Path, parts) -> dict:
                 placed_macs=placed, cpu_conv_macs=max(conv_macs - placed, 0))
 
 
+def _non_conv_ms(side: dict, c: dict) -> float:
+    """Milliseconds of the non-convolution operators on the CPU (every path and TFLite pay them)."""
+    return side["ops"] * c["cpu_op_us"] / 1e3 + _bytes_ms(side["bytes"], c["cpu_op_MBps"])
+
+
 def cpu_ops_ms(side: dict, c: dict) -> float:
     """Milliseconds of the operators left on the CPU (non-convolutions, unplaced convolutions)."""
-    return side["ops"] * c["cpu_op_us"] / 1e3 + _bytes_ms(side["bytes"], c["cpu_op_MBps"]) \
-        + side["cpu_conv_macs"] / (c["tflite_a9_gmacs"] * 1e6)
+    return _non_conv_ms(side, c) + side["cpu_conv_macs"] / (c["tflite_a9_gmacs"] * 1e6)
 
 
 def tflite_a9_ms(side: dict, c: dict, rate: str = "tflite_a9_gmacs") -> float:
     """TFLite alone on the A9: the model's convolution MACs at the int8 rate `rate` plus the
     same CPU-side operators the delegated paths keep."""
-    return side["model_macs"] / (c[rate] * 1e6) + side["ops"] * c["cpu_op_us"] / 1e3 \
-        + _bytes_ms(side["bytes"], c["cpu_op_MBps"])
+    return side["model_macs"] / (c[rate] * 1e6) + _non_conv_ms(side, c)
 
 
 def row(path: str, cycles: int, ops: dict, side: dict, nparts: int, c: dict) -> dict:

@@ -21,8 +21,9 @@ import pytest
 from dtpu.driver import DtpuHardwareError, DtpuTimeout, run_job, run_jobs
 from dtpu.hw.config import HwConfig, get_config
 from dtpu.hw.lower import Job, lower
-from dtpu.spec import ConvSpec, DataMode, OpKind, Padding, Quant
+from dtpu.spec import OpKind
 from tests.delegate_util import assert_matches, dtpu_so, emulated_board, run, tfl  # noqa: F401
+from tests.test_driver import _node  # the same small conv / depthwise nodes as the job driver's
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = ROOT / "tests" / "models" / "zoo" / "mobilenet_like__int8.tflite"
@@ -38,23 +39,6 @@ def emu(tmp_path_factory):
     design is 2.0's: test_the_default_design_is_2_0_and_runs_lists, tests/test_lists_path.py."""
     pytest.importorskip("pynq", reason=PYNQ_MISSING)
     yield from emulated_board(tmp_path_factory.mktemp("overlay"), contract=1)
-
-
-def _node(seed=0, kind=OpKind.CONV_2D):
-    rng = np.random.default_rng(seed)
-    if kind is OpKind.DEPTHWISE_CONV_2D:
-        spec = ConvSpec(kind, DataMode.INT8, (1, 7, 7, 16), (1, 3, 3, 16), padding=Padding.SAME,
-                        input_q=Quant((0.02,), (-3,)), filter_q=Quant((0.01,) * 16, (0,) * 16),
-                        output_q=Quant((0.05,), (2,)))
-    else:
-        spec = ConvSpec(kind, DataMode.INT8, (1, 6, 6, 16), (24, 3, 3, 16), padding=Padding.SAME,
-                        input_q=Quant((0.02,), (-3,)),
-                        filter_q=Quant(tuple(rng.uniform(0.005, 0.02, 24)), (0,) * 24),
-                        output_q=Quant((0.4,), (5,)))
-    x = rng.integers(-128, 128, spec.input_shape).astype(np.int8)
-    f = rng.integers(-127, 128, spec.filter_shape).astype(np.int8)
-    b = rng.integers(-1000, 1000, spec.out_channels).astype(np.int32)
-    return spec, x, f, b
 
 
 def _transport(bit):

@@ -9,33 +9,29 @@ Expected sequences come from the golden model itself:
   CHANNELS: Executor._gather run on tensors whose elements are byte planes of (index + 1), PAD 0:
             the lanes of the real gather, put back together, give index + 1, or 0 for PAD.
 
-Environment: DTPU_AGU_CASES (random cases per mode), DTPU_AGU_SEED, DTPU_AGU_MAX_ELEMS (cap of
-one case's stream), DTPU_AGU_BIG (1: larger shapes)."""
+Driving the unit, its stream under backpressure and the comparison: dtpu_sim.agu (shared with
+tb_res_agu). Environment: DTPU_AGU_CASES (random cases per mode), DTPU_AGU_SEED,
+DTPU_AGU_MAX_ELEMS (cap of one case's stream), DTPU_AGU_BIG (1: larger shapes)."""
 import os
 import random
 
 import cocotb
 import numpy as np
-from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge
 
 from dtpu.hw.cmdlist import Ddr, Executor, Format, _window_index
+from dtpu_sim.agu import CASES, MAX_ELEMS, NO_ELEMENT, SEED, AguBench, ceil_div, check
 
 FMT = Format()
 MODES = FMT.act_modes
 # cycles from the edge that samples `start` to the first request's handshake minus one (the RTL's
 # documented setup: the last of E requests is taken E + SETUP edges after start without stalls)
 SETUP = {"WINDOWS": 22, "CHANNELS": 37}
-PAD = -1
-
-CASES = int(os.environ.get("DTPU_AGU_CASES", "8"))
-SEED = int(os.environ.get("DTPU_AGU_SEED", "1"))
-MAX_ELEMS = int(os.environ.get("DTPU_AGU_MAX_ELEMS", "2500"))
+PAD = NO_ELEMENT
 BIG = os.environ.get("DTPU_AGU_BIG", "0") not in ("", "0")
-
-
-def ceil_div(a, b):
-    return -(-a // b)
+# the descriptor fields dtpu_act_agu takes (cfg_<field>)
+FIELDS = ("MODE", "LANES", "N", "H", "W", "C", "KH", "KW", "SY", "SX", "DY", "DX", "PT", "PL",
+          "OH", "OW", "KP", "K0", "K1", "NCHUNK", "CV")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -144,76 +140,15 @@ def gen_cases(rng, kind, count):
 # driving the RTL
 
 
-async def reset(dut):
-    cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
-    dut.rst_n.value = 0
-    dut.start.value = 0
-    dut.m_ready.value = 0
-    for _ in range(2):
-        await FallingEdge(dut.clk)
-    dut.rst_n.value = 1
-    await FallingEdge(dut.clk)
-
-
-def set_fields(dut, case):
-    a0, a1, a2, a3, a4 = case
-    dut.cfg_mode.value = a0["MODE"]
-    dut.cfg_lanes.value = a0["LANES"]
-    for k in ("N", "H", "W", "C"):
-        getattr(dut, f"cfg_{k.lower()}").value = a1[k]
-    for k in ("KH", "KW", "SY", "SX", "DY", "DX", "PT", "PL", "OH", "OW"):
-        getattr(dut, f"cfg_{k.lower()}").value = a2[k]
-    for k in ("KP", "K0", "K1", "NCHUNK"):
-        getattr(dut, f"cfg_{k.lower()}").value = a3[k]
-    dut.cfg_cv.value = a4["CV"]
-
-
-async def run_case(dut, case, rng, p_ready):
-    """Start the AGU on `case`, take its requests with m_ready high with probability p_ready each
-    cycle; returns (requests [(index or PAD, last)], edges from start to the last handshake)."""
-    set_fields(dut, case)
-    dut.start.value = 1
-    await FallingEdge(dut.clk)        # the rising edge before this one sampled start
-    dut.start.value = 0
-    got = []
-    edges = 0
-    limit = 200 + 50 * (MAX_ELEMS + 100) / max(p_ready, 0.02)
-    while True:
-        edges += 1
-        assert edges < limit, f"no end of stream after {edges} cycles ({len(got)} requests)"
-        ready = rng.random() < p_ready
-        dut.m_ready.value = int(ready)
-        valid = bool(dut.m_valid.value)
-        if valid and ready:
-            last = bool(dut.m_last.value)
-            idx = PAD if dut.m_pad.value else int(dut.m_index.value)
-            got.append((idx, last))
-        await FallingEdge(dut.clk)
-        if valid and ready and last:
-            break
-    dut.m_ready.value = 0
-    assert not dut.m_valid.value and not dut.busy.value, "requests after m_last"
-    return got, edges
-
-
-def check(case, exp, got):
-    idx = [g[0] for g in got]
-    lasts = [i for i, g in enumerate(got) if g[1]]
-    if idx != exp:
-        first = next((i for i, (a, b) in enumerate(zip(idx, exp)) if a != b), min(len(idx), len(exp)))
-        raise AssertionError(f"{case}: {len(idx)} requests, expected {len(exp)}; first difference "
-                             f"at {first}: got {idx[first:first + 8]}, expected {exp[first:first + 8]}")
-    assert lasts == [len(exp) - 1], f"{case}: m_last at {lasts}"
+def bench(dut):
+    return AguBench(dut, FIELDS, "m_pad")
 
 
 async def random_cases(dut, kind, seed_off):
     rng = random.Random(SEED * 1000 + seed_off)
-    await reset(dut)
-    total = 0
-    for case, exp in gen_cases(rng, kind, CASES):
-        got, _ = await run_case(dut, case, rng, rng.choice([1.0, 0.8, 0.5, 0.2]))
-        check(case, exp, got)
-        total += len(exp)
+    b = bench(dut)
+    await b.reset()
+    total = await b.random_cases(rng, gen_cases(rng, kind, CASES))
     dut._log.info(f"{kind}: {CASES} random descriptors, {total} requests match the golden model")
 
 
@@ -231,22 +166,24 @@ async def test_channels_random(dut):
 async def test_one_per_cycle(dut):
     """No backpressure: m_valid never drops and the stream takes E + SETUP[mode] edges."""
     rng = random.Random(SEED * 1000 + 3)
-    await reset(dut)
+    b = bench(dut)
+    await b.reset()
     for kind in ("WINDOWS", "CHANNELS"):
         for case, exp in gen_cases(rng, kind, max(2, CASES // 4)):
-            got, edges = await run_case(dut, case, rng, 1.0)
+            got, edges = await b.run_case(case, rng, 1.0)
             check(case, exp, got)
             assert edges == len(exp) + SETUP[kind], \
                 f"{kind} {case}: {edges} cycles for {len(exp)} requests, expected {len(exp)} + {SETUP[kind]}"
     dut._log.info(f"one request per cycle; setup {SETUP}")
 
 
-async def run_chain(dut, cases, rng, p_ready):
+async def run_chain(b, cases, rng, p_ready):
     """Start the streams of `cases` one after the other, each as soon as `start_ready` says the
     setup is free (while the stream before still runs); returns per stream its requests, the
     edge that sampled its start and the edge of its last handshake."""
+    dut = b.dut
     t = 0
-    set_fields(dut, cases[0][0])
+    b.set_fields(cases[0][0])
     dut.start.value = 1
     await FallingEdge(dut.clk)
     t += 1
@@ -260,12 +197,12 @@ async def run_chain(dut, cases, rng, p_ready):
         valid = bool(dut.m_valid.value)
         do_start = len(starts) < len(cases) and bool(dut.start_ready.value)
         if do_start:
-            set_fields(dut, cases[len(starts)][0])
+            b.set_fields(cases[len(starts)][0])
             dut.start.value = 1
         last = False
         if valid and ready:
-            last = bool(dut.m_last.value)
-            streams[-1].append((PAD if dut.m_pad.value else int(dut.m_index.value), last))
+            streams[-1].append(b.take())
+            last = streams[-1][-1][1]
         await FallingEdge(dut.clk)
         t += 1
         if do_start:
@@ -281,14 +218,15 @@ async def run_chain(dut, cases, rng, p_ready):
 
 async def chains(dut, seed_off, p_choices, timed):
     rng = random.Random(SEED * 1000 + seed_off)
-    await reset(dut)
+    b = bench(dut)
+    await b.reset()
     total = bubbles = 0
     for _ in range(2):
         cases = []
         for _ in range(max(3, CASES // 2)):
             kind = rng.choice(["WINDOWS", "CHANNELS"])
             cases += [(c, e, kind) for c, e in gen_cases(rng, kind, 1)]
-        got, starts, lasts = await run_chain(dut, [(c, e) for c, e, _ in cases], rng,
+        got, starts, lasts = await run_chain(b, [(c, e) for c, e, _ in cases], rng,
                                              rng.choice(p_choices))
         prev = None
         for i, ((case, exp, kind), g) in enumerate(zip(cases, got)):
@@ -321,7 +259,8 @@ async def test_back_to_back_backpressure(dut):
 async def test_empty_streams(dut):
     """MODE NONE or a stream without elements: nothing streamed, `empty` set, the unit idle."""
     rng = random.Random(SEED)
-    await reset(dut)
+    b = bench(dut)
+    await b.reset()
     (w, _), = gen_cases(rng, "WINDOWS", 1)
     (c, _), = gen_cases(rng, "CHANNELS", 1)
     bad = [
@@ -333,18 +272,5 @@ async def test_empty_streams(dut):
         c[:3] + (dict(c[3], NCHUNK=0),) + c[4:],
         c[:3] + (dict(c[3], KP=0),) + c[4:],
     ]
-    for case in bad:
-        set_fields(dut, case)
-        dut.m_ready.value = 1
-        dut.start.value = 1
-        await FallingEdge(dut.clk)
-        dut.start.value = 0
-        for _ in range(60):
-            assert not dut.m_valid.value, f"{case}: a request from an empty stream"
-            await FallingEdge(dut.clk)
-        assert dut.empty.value and not dut.busy.value, case
     # and a good stream afterwards clears `empty`
-    (w, exp), = gen_cases(rng, "WINDOWS", 1)
-    got, _ = await run_case(dut, w, rng, 0.7)
-    check(w, exp, got)
-    assert not dut.empty.value
+    await b.empty_streams(bad, 60, rng, gen_cases(rng, "WINDOWS", 1)[0])

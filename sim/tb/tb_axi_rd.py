@@ -2,43 +2,32 @@
 in order, bursts within the 4 KiB rule and MAX_BURST, at most MAX_OUTSTANDING in flight (and
 that many reached), SLVERR/DECERR per word and as flags, timeouts that end every request."""
 import os
-import random
 
 import cocotb
-from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, RisingEdge
 
+from dtpu_sim.axi_master import MAX_BURST, MAX_OUT, SIZE, MasterTB, random_request
 from dtpu_sim.axi_mem import DECERR, OKAY, SLVERR, Mem, Monitor, Region
 
 SEED = int(os.environ.get("DTPU_SEED", "2024"))
 N_REQ = int(os.environ.get("DTPU_CASES", "40"))
-MAX_BURST = int(os.environ.get("PARAM_MAX_BURST", "16"))
-MAX_OUT = int(os.environ.get("PARAM_MAX_OUTSTANDING", "8"))
-SIZE = 1 << 16
 
 
-class TB:
+class TB(MasterTB):
+    """The request side (dtpu_sim.axi_master) and the word stream out, taken with m_ready high
+    with probability ready_p each cycle."""
+
     def __init__(self, dut, seed, lat=(1, 1), stall=0.0, ready_p=1.0):
-        self.dut = dut
-        self.rng = random.Random(seed)
+        super().__init__(dut, seed)
         self.ready_p = ready_p
-        cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
-        dut.rst_n.value = 0
-        dut.clear.value = 0
-        dut.req_valid.value = 0
-        dut.req_addr.value = 0
-        dut.req_words.value = 0
         dut.m_ready.value = 0
-        dut.timeout.value = 0
         self.mem = Mem(dut, "m_axi", dut.clk, dut.rst_n, SIZE, self.rng, lat=lat, stall=stall)
         self.mem.ram.write(0, bytes(self.rng.getrandbits(8) for _ in range(SIZE)))
         self.mon = Monitor(dut, "m_axi", dut.clk, MAX_BURST, MAX_OUT)
         self.got = []          # (data, resp, timeout, last)
 
     async def reset(self):
-        await ClockCycles(self.dut.clk, 3)
-        self.dut.rst_n.value = 1
-        await ClockCycles(self.dut.clk, 2)
+        await super().reset()
         cocotb.start_soon(self._consume())
 
     def word(self, addr):
@@ -52,20 +41,6 @@ class TB:
             if int(d.m_valid.value) and int(d.m_ready.value):
                 self.got.append((int(d.m_data.value), int(d.m_resp.value),
                                  int(d.m_timeout.value), int(d.m_last.value)))
-
-    async def issue(self, reqs, gap=3):
-        d = self.dut
-        for addr, n in reqs:
-            for _ in range(self.rng.randint(0, gap)):
-                await RisingEdge(d.clk)
-            d.req_valid.value = 1
-            d.req_addr.value = addr
-            d.req_words.value = n
-            while True:
-                await RisingEdge(d.clk)
-                if int(d.req_ready.value):
-                    break
-            d.req_valid.value = 0
 
     async def wait_words(self, n, limit=None):
         limit = limit or 6 * n + 3000       # generous for the stalls; a broken DUT fails fast
@@ -82,23 +57,9 @@ class TB:
                 return
         raise AssertionError("not idle")
 
-    def flags(self):
-        d = self.dut
-        return int(d.err_slverr.value), int(d.err_decerr.value), int(d.err_timeout.value)
-
 
 def random_requests(rng, n, max_words=200):
-    reqs = []
-    for _ in range(n):
-        words = rng.choice([1, 2, rng.randint(1, 17), rng.randint(1, max_words)])
-        if rng.random() < 0.4:   # start just below a 4 KiB boundary
-            page = rng.randrange(1, SIZE // 4096) * 4096
-            addr = page - 8 * rng.randint(1, 20)
-        else:
-            addr = rng.randrange(0, SIZE // 8) * 8
-        addr = min(addr, SIZE - 8 * words)
-        reqs.append((addr, words))
-    return reqs
+    return [random_request(rng, max_words) for _ in range(n)]
 
 
 def check_words(tb, reqs, resp_of=lambda a: OKAY):
@@ -180,9 +141,7 @@ async def test_error_responses(dut):
     tb.mon.check()
     check_words(tb, reqs, resp_of)
     assert tb.flags() == (1, 1, 0), tb.flags()
-    dut.clear.value = 1
-    await RisingEdge(dut.clk)
-    dut.clear.value = 0
+    await tb.clear()
     await RisingEdge(dut.clk)
     assert tb.flags() == (0, 0, 0), tb.flags()
     # a SLVERR-only request sets only SLVERR
@@ -205,18 +164,7 @@ async def test_timeout_fires(dut):
     await tb.reset()
     n = 300                         # more bursts than MAX_OUTSTANDING: still splitting at the hang
     cocotb.start_soon(tb.issue([(0x2F00, n), (0x100, 30)], gap=0))
-    last_progress = 0
-    fired = None
-    for _ in range(3000):
-        await RisingEdge(dut.clk)
-        if (int(dut.m_axi_rvalid.value) and int(dut.m_axi_rready.value)) or \
-                (int(dut.m_axi_arvalid.value) and int(dut.m_axi_arready.value)):
-            last_progress = tb.mem.clock.now
-        if int(dut.err_timeout.value):
-            fired = tb.mem.clock.now
-            break
-    assert fired is not None, "no timeout"
-    assert T <= fired - last_progress <= T + 2, f"fired {fired - last_progress} cycles after progress"
+    await tb.expect_timeout(T, ("r", "ar"), 3000)
     await tb.wait_words(n)
     await ClockCycles(dut.clk, 50)
     assert len(tb.got) == n, f"{len(tb.got)} words (the second request must not be accepted)"
@@ -228,13 +176,7 @@ async def test_timeout_fires(dut):
     assert [g[3] for g in tb.got] == [0] * (n - 1) + [1]
     assert int(dut.idle.value) == 1 and int(dut.req_ready.value) == 0
     assert tb.flags() == (0, 0, 1)
-    tb.mon.check()
-    dut.clear.value = 1
-    await RisingEdge(dut.clk)
-    dut.clear.value = 0
-    await ClockCycles(dut.clk, 20)
-    assert tb.flags() == (0, 0, 0)
-    assert (0x100, MAX_BURST) in tb.mon.bursts, "the waiting request is accepted after clear"
+    await tb.clear_after_timeout(0x100)
 
 
 @cocotb.test()

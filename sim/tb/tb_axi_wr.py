@@ -3,37 +3,28 @@
 MAX_BURST with WLAST on their last beat, at most MAX_OUTSTANDING awaiting a response (and that
 many reached), `idle` only once every response is in, BRESP errors as flags, timeouts."""
 import os
-import random
 
 import cocotb
-from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, RisingEdge
 
+from dtpu_sim.axi_master import MAX_BURST, MAX_OUT, SIZE, MasterTB, random_request
 from dtpu_sim.axi_mem import DECERR, SLVERR, Mem, Monitor, Region
+from dtpu_sim.signals import drive
 
 SEED = int(os.environ.get("DTPU_SEED", "2025"))
 N_REQ = int(os.environ.get("DTPU_CASES", "30"))
-MAX_BURST = int(os.environ.get("PARAM_MAX_BURST", "16"))
-MAX_OUT = int(os.environ.get("PARAM_MAX_OUTSTANDING", "8"))
-SIZE = 1 << 16
 
 
-class TB:
+class TB(MasterTB):
+    """The request side (dtpu_sim.axi_master) and the word stream in, offered with s_valid
+    high with probability valid_p each cycle."""
+
     def __init__(self, dut, seed, lat=(1, 1), stall=0.0, valid_p=1.0):
-        self.dut = dut
+        super().__init__(dut, seed)
         self.lat = lat
-        self.rng = random.Random(seed)
         self.valid_p = valid_p
-        cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
-        dut.rst_n.value = 0
-        dut.clear.value = 0
-        dut.req_valid.value = 0
-        dut.req_addr.value = 0
-        dut.req_words.value = 0
-        dut.s_valid.value = 0
-        dut.s_data.value = 0
-        dut.s_strb.value = 0xFF      # whole words (the store unit's partial words: test_cl_store)
-        dut.timeout.value = 0
+        # whole words (the store unit's partial words: test_cl_store)
+        drive(dut, s_valid=0, s_data=0, s_strb=0xFF)
         self.mem = Mem(dut, "m_axi", dut.clk, dut.rst_n, SIZE, self.rng, lat=lat, stall=stall,
                        reads=False, writes=True)
         self.init = bytes(self.rng.getrandbits(8) for _ in range(SIZE))
@@ -43,9 +34,7 @@ class TB:
         self.idle_early = []
 
     async def reset(self):
-        await ClockCycles(self.dut.clk, 3)
-        self.dut.rst_n.value = 1
-        await ClockCycles(self.dut.clk, 2)
+        await super().reset()
         cocotb.start_soon(self._watch_idle())
 
     async def _watch_idle(self):
@@ -68,20 +57,6 @@ class TB:
                     break
             self.sent += 1
         d.s_valid.value = 0
-
-    async def issue(self, reqs, gap=3):
-        d = self.dut
-        for addr, n in reqs:
-            for _ in range(self.rng.randint(0, gap)):
-                await RisingEdge(d.clk)
-            d.req_valid.value = 1
-            d.req_addr.value = addr
-            d.req_words.value = n
-            while True:
-                await RisingEdge(d.clk)
-                if int(d.req_ready.value):
-                    break
-            d.req_valid.value = 0
 
     async def run(self, reqs, gap=3):
         """Issue the requests and their data; returns the expected memory bytes."""
@@ -106,10 +81,6 @@ class TB:
                 return
         raise AssertionError(f"not idle after {limit} cycles ({self.sent} of {n} words taken)")
 
-    def flags(self):
-        d = self.dut
-        return int(d.err_slverr.value), int(d.err_decerr.value), int(d.err_timeout.value)
-
     def check_mem(self, want, skip=()):
         got = self.mem.ram.read(0, SIZE)
         for a in range(0, SIZE, 8):
@@ -123,12 +94,7 @@ def disjoint_requests(rng, n, max_words=200):
     """n non-overlapping requests in random order, many starting just below a 4 KiB page."""
     reqs, used = [], []
     while len(reqs) < n:
-        words = rng.choice([1, 2, rng.randint(1, 17), rng.randint(1, max_words)])
-        if rng.random() < 0.4:
-            addr = rng.randrange(1, SIZE // 4096) * 4096 - 8 * rng.randint(1, 20)
-        else:
-            addr = rng.randrange(0, SIZE // 8) * 8
-        addr = min(addr, SIZE - 8 * words)
+        addr, words = random_request(rng, max_words)
         lo, hi = addr, addr + 8 * words
         if any(lo < h and l < hi for l, h in used):
             continue
@@ -183,9 +149,7 @@ async def test_error_responses(dut):
     tb.mon.check()
     tb.check_mem(want, skip=regions)
     assert tb.flags() == (1, 1, 0), tb.flags()
-    dut.clear.value = 1
-    await RisingEdge(dut.clk)
-    dut.clear.value = 0
+    await tb.clear()
     await RisingEdge(dut.clk)
     assert tb.flags() == (0, 0, 0)
     tb.sent = 0
@@ -205,17 +169,7 @@ async def test_timeout_fires(dut):
     await tb.reset()
     n = 300
     _, _ = await tb.run([(0x2F00, n), (0x100, 30)], gap=0)
-    last_progress, fired = 0, None
-    for _ in range(4000):
-        await RisingEdge(dut.clk)
-        if any(int(getattr(dut, f"m_axi_{c}valid").value) and int(getattr(dut, f"m_axi_{c}ready").value)
-               for c in ("aw", "w", "b")):
-            last_progress = tb.mem.clock.now
-        if int(dut.err_timeout.value):
-            fired = tb.mem.clock.now
-            break
-    assert fired is not None, "no timeout"
-    assert T <= fired - last_progress <= T + 2, f"fired {fired - last_progress} cycles after progress"
+    await tb.expect_timeout(T, ("aw", "w", "b"), 4000)
     for _ in range(3000):
         await RisingEdge(dut.clk)
         if tb.sent >= n and int(dut.idle.value):
@@ -223,13 +177,7 @@ async def test_timeout_fires(dut):
     await ClockCycles(dut.clk, 20)
     assert tb.sent == n and int(dut.idle.value) == 1, f"{tb.sent} of {n} words taken"
     assert int(dut.req_ready.value) == 0 and tb.flags() == (0, 0, 1)
-    tb.mon.check()
-    dut.clear.value = 1
-    await RisingEdge(dut.clk)
-    dut.clear.value = 0
-    await ClockCycles(dut.clk, 20)
-    assert tb.flags() == (0, 0, 0)
-    assert (0x100, MAX_BURST) in tb.mon.bursts, "the waiting request is accepted after clear"
+    await tb.clear_after_timeout(0x100)
 
 
 @cocotb.test()

@@ -7,29 +7,22 @@ Expected sequence: Executor._scatter run on result words whose lanes are byte pl
 (stream lane + 1) into a zeroed destination; the planes put back together say which stream lane
 landed at which element (p*DSTC + channel); lanes that landed nowhere are dropped.
 
-Environment: DTPU_AGU_CASES, DTPU_AGU_SEED, DTPU_AGU_MAX_ELEMS (as tb_agu)."""
-import os
+Driving the unit, its stream under backpressure and the comparison: dtpu_sim.agu (shared with
+tb_agu). Environment: DTPU_AGU_CASES, DTPU_AGU_SEED, DTPU_AGU_MAX_ELEMS (as tb_agu)."""
 import random
 
 import cocotb
 import numpy as np
-from cocotb.clock import Clock
-from cocotb.triggers import FallingEdge
 
 from dtpu.hw.cmdlist import Ddr, Executor, Format
+from dtpu_sim.agu import CASES, MAX_ELEMS, NO_ELEMENT, SEED, AguBench, ceil_div, check
 
 FMT = Format()
 MODES = FMT.res_modes
-DROP = -1
+DROP = NO_ELEMENT
 SETUP = 0
-
-CASES = int(os.environ.get("DTPU_AGU_CASES", "8"))
-SEED = int(os.environ.get("DTPU_AGU_SEED", "1"))
-MAX_ELEMS = int(os.environ.get("DTPU_AGU_MAX_ELEMS", "2500"))
-
-
-def ceil_div(a, b):
-    return -(-a // b)
+# the descriptor fields dtpu_res_agu takes (cfg_<field>)
+FIELDS = ("MODE", "LANES", "PIX", "OUTER", "INNER", "GW", "CH0", "CH1", "DSTC")
 
 
 def rand_items(rng):
@@ -81,81 +74,26 @@ def gen_cases(rng, count):
     return out
 
 
-async def reset(dut):
-    cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
-    dut.rst_n.value = 0
-    dut.start.value = 0
-    dut.m_ready.value = 0
-    for _ in range(2):
-        await FallingEdge(dut.clk)
-    dut.rst_n.value = 1
-    await FallingEdge(dut.clk)
-
-
-def set_fields(dut, case):
-    r0, r1, r2 = case
-    dut.cfg_mode.value = r0["MODE"]
-    dut.cfg_lanes.value = r0["LANES"]
-    dut.cfg_pix.value = r1["PIX"]
-    dut.cfg_outer.value = r1["OUTER"]
-    dut.cfg_inner.value = r1["INNER"]
-    for k in ("GW", "CH0", "CH1", "DSTC"):
-        getattr(dut, f"cfg_{k.lower()}").value = r2[k]
-
-
-async def run_case(dut, case, rng, p_ready):
-    set_fields(dut, case)
-    dut.start.value = 1
-    await FallingEdge(dut.clk)
-    dut.start.value = 0
-    got = []
-    edges = 0
-    limit = 200 + 50 * (MAX_ELEMS + 100) / max(p_ready, 0.02)
-    while True:
-        edges += 1
-        assert edges < limit, f"no end of stream after {edges} cycles ({len(got)} requests)"
-        ready = rng.random() < p_ready
-        dut.m_ready.value = int(ready)
-        valid = bool(dut.m_valid.value)
-        if valid and ready:
-            last = bool(dut.m_last.value)
-            got.append((DROP if dut.m_drop.value else int(dut.m_index.value), last))
-        await FallingEdge(dut.clk)
-        if valid and ready and last:
-            break
-    dut.m_ready.value = 0
-    assert not dut.m_valid.value and not dut.busy.value, "requests after m_last"
-    return got, edges
-
-
-def check(case, exp, got):
-    idx = [g[0] for g in got]
-    lasts = [i for i, g in enumerate(got) if g[1]]
-    if idx != exp:
-        first = next((i for i, (a, b) in enumerate(zip(idx, exp)) if a != b), min(len(idx), len(exp)))
-        raise AssertionError(f"{case}: {len(idx)} requests, expected {len(exp)}; first difference "
-                             f"at {first}: got {idx[first:first + 8]}, expected {exp[first:first + 8]}")
-    assert lasts == [len(exp) - 1], f"{case}: m_last at {lasts}"
+def bench(dut):
+    return AguBench(dut, FIELDS, "m_drop")
 
 
 @cocotb.test()
 async def test_items_random(dut):
     rng = random.Random(SEED * 1000 + 4)
-    await reset(dut)
-    total = 0
-    for case, exp in gen_cases(rng, CASES):
-        got, _ = await run_case(dut, case, rng, rng.choice([1.0, 0.8, 0.5, 0.2]))
-        check(case, exp, got)
-        total += len(exp)
+    b = bench(dut)
+    await b.reset()
+    total = await b.random_cases(rng, gen_cases(rng, CASES))
     dut._log.info(f"ITEMS: {CASES} random descriptors, {total} lane requests match the golden model")
 
 
 @cocotb.test()
 async def test_one_per_cycle(dut):
     rng = random.Random(SEED * 1000 + 5)
-    await reset(dut)
+    b = bench(dut)
+    await b.reset()
     for case, exp in gen_cases(rng, max(2, CASES // 4)):
-        got, edges = await run_case(dut, case, rng, 1.0)
+        got, edges = await b.run_case(case, rng, 1.0)
         check(case, exp, got)
         assert edges == len(exp) + SETUP, f"{case}: {edges} cycles for {len(exp)} lanes"
 
@@ -163,22 +101,10 @@ async def test_one_per_cycle(dut):
 @cocotb.test()
 async def test_empty_streams(dut):
     rng = random.Random(SEED)
-    await reset(dut)
+    b = bench(dut)
+    await b.reset()
     (c, _), = gen_cases(rng, 1)
     r0, r1, r2 = c
     bad = [(dict(r0, MODE=MODES["NONE"]), r1, r2), (dict(r0, MODE=7), r1, r2),
            (r0, dict(r1, PIX=0), r2), (r0, dict(r1, INNER=0), r2), (r0, r1, dict(r2, GW=0))]
-    for case in bad:
-        set_fields(dut, case)
-        dut.m_ready.value = 1
-        dut.start.value = 1
-        await FallingEdge(dut.clk)
-        dut.start.value = 0
-        for _ in range(10):
-            assert not dut.m_valid.value, f"{case}: a request from an empty stream"
-            await FallingEdge(dut.clk)
-        assert dut.empty.value and not dut.busy.value, case
-    (c, exp), = gen_cases(rng, 1)
-    got, _ = await run_case(dut, c, rng, 0.7)
-    check(c, exp, got)
-    assert not dut.empty.value
+    await b.empty_streams(bad, 10, rng, gen_cases(rng, 1)[0])

@@ -138,36 +138,31 @@ def install(ffi, lib) -> None:
             _report(lib, ctx, f"dtpu: creating the delegate kernel failed: {exc}\n")
             return 0
 
-    @ffi.def_extern()
-    def dtpu_py_kernel_prepare(kernel_handle, ctx, node, kernel):
+    def kernel_step(kernel_handle, ctx, doing: str, step) -> int:
+        """step(kernel) for Prepare / Invoke: 0, or 1 with the failure reported to TFLite
+        (`doing`: "preparing" / "invoking"; a DelegateError is expected, anything else logged
+        with its traceback)."""
         k = rt.KERNELS.get(kernel_handle)
         try:
             if k is None:
                 raise rt.DelegateError(f"unknown kernel handle {kernel_handle}")
-            k.prepare(ctx)
+            step(k)
             return 0
         except Exception as exc:
             label = f" (nodes {k.label})" if k is not None else ""
             if not isinstance(exc, rt.DelegateError):
-                log.exception("preparing delegate kernel%s", label)
-            _report(lib, ctx, f"dtpu: preparing delegated nodes{label} failed: {exc}\n")
+                log.exception("%s delegate kernel%s", doing, label)
+            _report(lib, ctx, f"dtpu: {doing} delegated nodes{label} failed: {exc}\n")
             return 1
+
+    @ffi.def_extern()
+    def dtpu_py_kernel_prepare(kernel_handle, ctx, node, kernel):
+        return kernel_step(kernel_handle, ctx, "preparing", lambda k: k.prepare(ctx))
 
     @ffi.def_extern()
     def dtpu_py_kernel_invoke(kernel_handle, ctx, kernel):
         py_enter = time.monotonic_ns()
-        k = rt.KERNELS.get(kernel_handle)
-        try:
-            if k is None:
-                raise rt.DelegateError(f"unknown kernel handle {kernel_handle}")
-            k.invoke(ctx, py_enter)
-            return 0
-        except Exception as exc:
-            label = f" (nodes {k.label})" if k is not None else ""
-            if not isinstance(exc, rt.DelegateError):
-                log.exception("invoking delegate kernel%s", label)
-            _report(lib, ctx, f"dtpu: invoking delegated nodes{label} failed: {exc}\n")
-            return 1
+        return kernel_step(kernel_handle, ctx, "invoking", lambda k: k.invoke(ctx, py_enter))
 
     @ffi.def_extern()
     def dtpu_py_kernel_free(kernel_handle):

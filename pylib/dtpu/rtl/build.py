@@ -399,6 +399,9 @@ def build(config: SimConfig | None = None, *, force: bool = False,
 
 
 NATIVE_SOURCE = Path(__file__).with_name("native.cpp")
+#: what native.cpp and native_cl.cpp both include (the clock loop, the AXI4-Lite master, the
+#: shared C API): part of both harnesses' keys, or an edit to it would reuse a stale library
+NATIVE_HEADERS = (Path(__file__).with_name("native_common.h"),)
 NATIVE_LIBRARY = "libdtpu_rtl.so"
 
 
@@ -409,7 +412,7 @@ def build_native(config: SimConfig | None = None, *, force: bool = False,
     config = config or SimConfig()
     rtl = rtl_dir()
     verilog, headers = _sources(rtl)
-    key = build_key(config, [*verilog, *headers, NATIVE_SOURCE], kind="native")
+    key = build_key(config, [*verilog, *headers, NATIVE_SOURCE, *NATIVE_HEADERS], kind="native")
 
     def make(build_dir: Path, log_path: Path, mk_dir: list[Path]) -> None:
         exe = ensure_verilator()
@@ -442,7 +445,8 @@ def build_native(config: SimConfig | None = None, *, force: bool = False,
 #: an AXI4 master to memory
 TOPLEVEL_CL = "dtpu_cl_top"
 NATIVE_CL_SOURCE = Path(__file__).with_name("native_cl.cpp")
-NATIVE_CL_HEADERS = (Path(__file__).with_name("axi_mem.h"),)
+AXI_MEM_HEADER = Path(__file__).with_name("axi_mem.h")
+NATIVE_CL_HEADERS = (*NATIVE_HEADERS, AXI_MEM_HEADER)
 NATIVE_CL_LIBRARY = "libdtpu_rtl_cl.so"
 #: the only internal signals the lists harness reads (the core's memories, through VPI by the
 #: names cocotb uses); the ports need nothing (the C++ loop reaches them as struct members)
@@ -536,7 +540,7 @@ def build_axi_mem(*, force: bool = False) -> Path:
     what the harness-level tests drive beat by beat (the write channels included, which
     today's dtpu_cl_top does not have). Seconds to build; cached by its sources."""
     h = hashlib.sha256(b"axi-mem")
-    for src in (AXI_MEM_CAPI, *NATIVE_CL_HEADERS):
+    for src in (AXI_MEM_CAPI, AXI_MEM_HEADER):
         h.update(src.name.encode() + b"\0" + src.read_bytes() + b"\0")
     key = h.hexdigest()[:16]
 

@@ -941,6 +941,108 @@ def test_dtpu_run_picks_the_simulated_top_from_the_path_option(monkeypatch):
         _top(argparse.Namespace(option=[]))
 
 
+# ------------------------------------------------------------------------------ per-node record
+
+def chain_partitions(seed=5, hw=8, chans=(16, 16, 32, 16)):
+    """1x1 convolutions chained in one partition, int8, C and OC multiples of 8: the load unit's
+    word mode and whole 16-word result bursts (the class whose RUN cycles the Timeline models
+    exactly once branch runexact's constants are in, docs/rtl.md)."""
+    rng = np.random.default_rng(seed)
+    nodes = []
+    for i, (c, oc) in enumerate(zip(chans, chans[1:])):
+        s = ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, hw, hw, c), (oc, 1, 1, c), name=f"pw{i}",
+                     input_q=Quant((0.05,), (int(rng.integers(-9, 9)),)),
+                     filter_q=Quant(tuple(rng.uniform(0.004, 0.02, oc)), (0,) * oc),
+                     output_q=Quant((0.1,), (int(rng.integers(-9, 9)),)))
+        w = rng.integers(-12, 12, s.filter_shape).astype(np.int8)
+        b = rng.integers(-300, 300, oc).astype(np.int32)
+        nodes.append(cl.NodeIn(s, w, b, i - 1))
+    return [nodes]
+
+
+def node_record(rtl: cl.RunResult, model: cl.RunResult, tags, regs: dict, what: str) -> dict:
+    """The RTL's per-node record (`rtl`, from list_trace) against the model's on the same list:
+    what must hold whatever the two timelines are. Returns the per-node cycle differences."""
+    got, want = rtl.node_cycles(tags), model.node_cycles(tags)
+    assert rtl.cycles == regs["CL_CYCLES"] and rtl.idle_cycles == regs["IDLE"], what
+    assert sum(c for c, _ in got) == rtl.cycles, what
+    for i, t in enumerate(tags):
+        assert rtl.node_words(t) == model.node_words(t), \
+            f"{what}: node {i} words {rtl.node_words(t)} != model {model.node_words(t)}"
+        assert rtl.tags[t][1] == model.tags[t][1], \
+            f"{what}: node {i} stall-free cycles {rtl.tags[t][1]} != model {model.tags[t][1]}"
+    assert set(rtl.tags) == set(model.tags), what
+    ends = [rtl.tags[t][0] for t in tags]
+    assert ends == sorted(ends) and all(c > 0 for c, _ in got), (what, ends)
+    # every cycle the RTL did not count as IDLE fell inside a RUN / POST of some node
+    busy = sum(span[5] for span in rtl.tags.values())
+    assert busy == rtl.cycles - rtl.idle_cycles, (what, busy, rtl.cycles, rtl.idle_cycles)
+    # the contract's IDLE is list cycles - stall-free job cycles (what node_cycles splits); a
+    # top that counts the core's stalled cycles as busy (main before branch runexact) reads
+    # IDLE less than it by exactly those stalls
+    stall = sum(span[6] for span in rtl.tags.values())
+    idle = sum(i for _, i in got)
+    assert idle in (rtl.idle_cycles, rtl.idle_cycles + stall), (what, idle, rtl.idle_cycles, stall)
+    diff = [g[0] - w[0] for g, w in zip(got, want)]
+    import logging
+    logging.getLogger(__name__).info("%s: per-node cycles RTL %s model %s (RTL - model %s); "
+                                     "CL_CYCLES %d / %d; stalls counted %s", what, got, want, diff,
+                                     rtl.cycles, model.cycles,
+                                     "idle" if idle == rtl.idle_cycles else "busy")
+    return {"got": got, "want": want, "diff": diff}
+
+
+@pytest.mark.parametrize("disorder", [False, True], ids=["contract_memory", "random_memory"])
+def test_list_trace_splits_cl_cycles_by_node_as_the_model(lib, disorder):
+    """NativeListTransport.list_trace(): the simulated RTL's own per-TAG record of the last
+    list (native_cl.cpp's Tracer) as a RunResult, on a compiled partition of three chained 1x1
+    convolutions: CL_CYCLES and IDLE as the registers read, node cycles adding up to CL_CYCLES,
+    each node's words (act / res / wgt) and stall-free cycles (the core's JOB_CYCLES - STALL)
+    equal to the Executor's on the same bytes, the nodes ending in list order. Under the
+    contract's memory, where the Timeline gives the RTL's CL_CYCLES exactly, every node's cycles
+    and idle equal the model's; with a random memory (stalls, extra latency) only the cycles
+    move (words and stall-free cycles still the model's)."""
+    kw = dict(stall=0.3, extra_latency=40, seed=11) if disorder else {}
+    t = open_core(lib, **kw)
+    assert t.traced and t.list_trace() is None      # nothing ran to its end yet
+    prog = ListProgram(t, chain_partitions())
+    p = prog.program
+    part = p.partitions[0]
+    n = len(part.node_macs)
+    tags = [i for i in range(n)]                    # partition 0: (0 << 16) | node
+    x = np.random.default_rng(2).integers(-128, 128, part.inputs[0].shape).astype(np.int8)
+    prog.view(part.inputs[0])[...] = x
+    model = Model(prog.buf, start=(t.weights(), t.params()))
+    want = model.run(part.list_addr)
+    assert want.error == 0, want.message
+    out = {len(part.outputs) - 1: np.zeros(part.output.shape, part.output.dtype)}
+    prog.invoke(0, [x], out)
+    ob = part.output
+    exp = model.ddr.mem[ob.addr - p.base:ob.addr - p.base + ob.nbytes].view(ob.dtype)
+    assert np.array_equal(out[len(part.outputs) - 1].reshape(-1), exp.reshape(-1))
+    regs = registers(t)
+    regs["IDLE"] = t.read_reg(FMT.reg_offset("IDLE_LO"))
+    got = t.list_trace()
+    info, events = t.trace_events()
+    assert info["done"] == 1 and info["lists"] == t.lists_run
+    ops = [FMT.opnames[w[0] & 0xFF] for _, w in parse(prog.buf.array, p.base, part.list_addr)]
+    assert list(events["op"]) == [FMT.opcodes[o] for o in ops if o in ("LOAD", "RUN", "POST")]
+    rec = node_record(got, want, tags, regs, f"1x1 chain, {'random' if disorder else 'contract'} memory")
+    if not disorder and got.cycles == want.cycles:
+        # the Timeline models these RUNs exactly: each node's end is the model's
+        assert rec["got"] == rec["want"], rec
+        assert [got.tags[t][0] for t in tags] == [want.tags[t][0] for t in tags]
+    # the prologue's own record: LOAD events only, their words the model's
+    prog.loaded = False
+    prog.ensure_loaded()
+    pro = t.list_trace()
+    pm = Model(prog.buf).run(p.prologue_addr)
+    assert {k: v[4] for k, v in pro.tags.items()} == {k: v[4] for k, v in pm.tags.items()}
+    assert all(v[1] == 0 and v[2] == v[3] == 0 for v in pro.tags.values())
+    assert pro.cycles == t.read_reg(FMT.reg_offset("CL_CYCLES_LO"))
+    t.close()
+
+
 # ------------------------------------------------------------------------------ the delegate
 
 def test_delegate_backend_rtl_path_lists_runs_the_prologue(dtpu_so, tfl):  # noqa: F811

@@ -174,7 +174,8 @@ def public_vlt(top: str = TOPLEVEL) -> str:
     if top == TOPLEVEL:
         return PUBLIC_VLT
     return PUBLIC_VLT.replace('"dtpu_axi"', f'"{top}"') + \
-        f'public_flat_rw -module "{top}" -var "m_axi_*"\n'
+        f'public_flat_rw -module "{top}" -var "m_axi_*"\n' + \
+        (CL_TRACE_VLT if top == TOPLEVEL_CL else "")
 
 
 def build_key(config: SimConfig, sources: list[Path], kind: str = "cocotb",
@@ -450,9 +451,19 @@ NATIVE_CL_HEADERS = (*NATIVE_HEADERS, AXI_MEM_HEADER)
 NATIVE_CL_LIBRARY = "libdtpu_rtl_cl.so"
 #: the only internal signals the lists harness reads (the core's memories, through VPI by the
 #: names cocotb uses); the ports need nothing (the C++ loop reaches them as struct members)
+#: the registers the per-node record of a list reads (native_cl.cpp Tracer, dtpu.rtl.nodetrace):
+#: the sequencer's state and TAG, CL_CYCLES / IDLE, the 1.2 register file's counters
+CL_TRACE_VLT = """public_flat_rd -module "dtpu_cl_seq" -var "state"
+public_flat_rd -module "dtpu_cl_seq" -var "tag"
+public_flat_rd -module "dtpu_cl_top" -var "cl_cycles"
+public_flat_rd -module "dtpu_cl_top" -var "cl_idle"
+public_flat_rd -module "dtpu_regfile" -var "cycles_reg"
+public_flat_rd -module "dtpu_regfile" -var "stall_reg"
+public_flat_rd -module "dtpu_regfile" -var "words_*_reg"
+"""
 CL_PUBLIC_VLT = """`verilator_config
 public_flat_rw -module "dtpu_bram" -var "mem"
-"""
+""" + CL_TRACE_VLT
 
 
 def _cl_parameters(config: SimConfig) -> dict[str, int]:

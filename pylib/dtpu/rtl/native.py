@@ -210,6 +210,10 @@ _CL_SIGS = {
                              ctypes.c_uint64, ctypes.c_uint64], ctypes.c_int),
     "dtpu_peek": ([ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint32,
                    ctypes.POINTER(ctypes.c_uint32), ctypes.c_int], ctypes.c_int),
+    "dtpu_trace_init": ([ctypes.c_void_p], ctypes.c_int),
+    "dtpu_error": ([ctypes.c_void_p], ctypes.c_char_p),
+    "dtpu_trace_events": ([ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint64), ctypes.c_void_p,
+                           ctypes.c_uint64], ctypes.c_uint64),
 }
 
 #: axi_mem.h AxiEvent, and its kinds
@@ -349,6 +353,11 @@ class NativeListTransport(NativeTransport):
         self._update_windows()
         self.lists_run = 0
         self.list_cycles = 0       # simulated cycles spent in wait_list
+        # the per-node record (native_cl.cpp Tracer): on when the build has its signals public
+        self.traced = bool(self._lib.dtpu_trace_init(self._h))
+        if not self.traced:
+            log.warning("%s: no per-node record of lists (%s); list_trace() is None", library,
+                        self._lib.dtpu_error(self._h).decode())
 
     # -- the memory model ---------------------------------------------------------------------
 
@@ -500,9 +509,33 @@ class NativeListTransport(NativeTransport):
             if r == 1:
                 return True
 
+    def trace_events(self) -> tuple[dict, np.ndarray]:
+        """The simulated RTL's record of the last list: (``lists`` ended so far, ``done`` 1 when
+        the last one ran to its end, its ``cycles`` and ``idle`` (CL_CYCLES, IDLE), ``events``
+        recorded) and one :data:`dtpu.rtl.nodetrace.EVENT_DTYPE` row per LOAD / RUN / POST."""
+        from dtpu.rtl.nodetrace import EVENT_DTYPE
+
+        head = (ctypes.c_uint64 * 5)()
+        self._lib.dtpu_trace_events(self._h, head, None, 0)
+        n = int(head[4])
+        out = np.zeros(n, EVENT_DTYPE)
+        if n:
+            self._lib.dtpu_trace_events(self._h, head, out.ctypes.data, n)
+        info = dict(zip(("lists", "done", "cycles", "idle", "events"), (int(v) for v in head)))
+        return info, out
+
     def list_trace(self):
-        """No per-node split of a list's cycles (the golden model's record): None."""
-        return None
+        """The simulated RTL's per-node record of the last list as a
+        :class:`dtpu.hw.cmdlist.RunResult` (``cycles`` = CL_CYCLES, ``idle_cycles`` = IDLE,
+        ``tags`` per descriptor TAG as the golden model's; :mod:`dtpu.rtl.nodetrace`), so that
+        ``node_cycles`` / ``node_words`` split the partition by node; None when the build has
+        no record or no list ran to its end."""
+        from dtpu.rtl.nodetrace import run_result
+
+        if not self.traced:
+            return None
+        info, events = self.trace_events()
+        return run_result(info, events, self.cfg) if info["done"] else None
 
     def describe(self) -> str:
         m = self.mem_counts()

@@ -21,15 +21,26 @@
 // state: Port::port_drive), let them settle, sample every handshake (valid && ready just before
 // the edge: port_sample), raise clk, then retire what was handshaken (stream words, bus beats,
 // memory bursts: port_retire).
+//
+// The list's per-node record (dtpu_trace_*, NativeListTransport.list_trace): while a list runs,
+// port_sample also watches the sequencer's state (dtpu_cl_seq.state) and, on the few cycles it
+// changes, closes the descriptor that just ended: per LOAD / RUN / POST its TAG, the cycle
+// (dtpu_cl_top.cl_cycles, CL_CYCLES' own counter) and the deltas of the 1.2 register file's
+// counters (busy cycles, STALL, WORDS_WGT / ACT / RES) and of the cycles the top did not count
+// as IDLE. Signals read through pointers into the model's public variables (the build's control
+// file makes them public_flat_rd: registers, so nothing the optimizer could have removed), so
+// a cycle costs one byte compare (docs/rtl.md "backend=rtl lists: per-node cycles from the RTL").
 
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "Vdtpu.h"
 #include "verilated.h"
+#include "verilated_sym_props.h"
 #include "verilated_vpi.h"
 #include "axi_mem.h"
 
@@ -39,6 +50,102 @@
 
 namespace {
 
+// One LOAD / RUN / POST the sequencer finished (dtpu_trace_events copies them out; the layout
+// is native.py's TRACE_DTYPE).
+struct TraceEvent {
+    uint64_t end;        // cl_cycles when the sequencer left the descriptor's last state
+    uint64_t busy;       // the core's busy cycles (RUN, LOAD) or the post unit's cycles (POST)
+    uint64_t stall;      // the core's STALL cycles (RUN)
+    uint64_t act, res, wgt;   // words on the core's streams
+    uint64_t nonidle;    // list cycles the top did not count as IDLE meanwhile
+    uint32_t tag, op;    // HEADER.TAG, the opcode (1 LOAD, 3 RUN, 4 POST)
+};
+
+// dtpu_cl_seq's state codes this record needs (hw/rtl/dtpu_cl_seq.v localparams)
+enum : uint8_t {
+    S_IDLE = 0, S_HEAD = 2, S_LCHK = 5, S_LAFTER = 11, S_RSTART = 18, S_RRUN = 19, S_RCLR = 20,
+    S_PRUN = 24, S_PGO = 26
+};
+
+struct Tracer {
+    // the public variables: state, tag, cl_cycles, cl_idle, the register file's counters
+    enum { STATE, TAG, CYC, IDLE, BUSY, STALL, WGT, ACT, RES, N };
+    const void* p[N] = {};
+    int bytes[N] = {};
+    const uint8_t* state = nullptr;   // set once every variable was found
+    uint8_t prev = S_IDLE;
+    bool done = false;                // a list ran to its end since the record was cleared
+    uint64_t lists = 0;
+    uint64_t cycles = 0, idle = 0;    // CL_CYCLES and IDLE at the end of the last list
+    std::vector<TraceEvent> events;
+    uint64_t s_busy = 0, s_stall = 0, s_act = 0, s_res = 0, s_wgt = 0, s_nonidle = 0, s_cyc = 0;
+    long last_run = -1;               // the last RUN's event (its words are final at the next)
+    uint64_t r_act = 0, r_res = 0;    // the counters when that RUN started
+
+    uint64_t rd(int i) const {
+        switch (bytes[i]) {
+            case 1: return *static_cast<const uint8_t*>(p[i]);
+            case 2: return *static_cast<const uint16_t*>(p[i]);
+            case 4: return *static_cast<const uint32_t*>(p[i]);
+            default: return *static_cast<const uint64_t*>(p[i]);
+        }
+    }
+
+    uint64_t nonidle() const { return rd(CYC) - rd(IDLE); }
+
+    // the words of the last RUN, counted up to now (result words may follow its DONE)
+    void settle_run() {
+        if (last_run < 0) return;
+        TraceEvent& e = events[(size_t)last_run];
+        e.act = rd(ACT) - r_act;
+        e.res = rd(RES) - r_res;
+    }
+
+    void push(uint32_t op, uint64_t busy, uint64_t stall, uint64_t act, uint64_t res,
+              uint64_t wgt) {
+        events.push_back(TraceEvent{rd(CYC), busy, stall, act, res, wgt, nonidle() - s_nonidle,
+                                    (uint32_t)rd(TAG), op});
+    }
+
+    // the sequencer went from `prev` to `st` at the last edge (sampled before the next one)
+    void step(uint8_t st) {
+        if (prev == S_IDLE) {             // DOORBELL: a new list
+            events.clear();
+            done = false;
+            last_run = -1;
+        }
+        if (st == S_LCHK) {
+            s_wgt = rd(WGT);
+            s_nonidle = nonidle();
+        } else if (st == S_LAFTER && prev != S_LAFTER) {
+            push(1, 0, 0, 0, 0, rd(WGT) - s_wgt);
+        } else if (st == S_RSTART && prev != S_RSTART) {
+            settle_run();
+            s_busy = rd(BUSY);
+            s_stall = rd(STALL);
+            s_nonidle = nonidle();
+            r_act = rd(ACT);
+            r_res = rd(RES);
+        } else if (prev == S_RRUN && (st == S_HEAD || st == S_RCLR)) {
+            last_run = (long)events.size();
+            push(3, rd(BUSY) - s_busy, rd(STALL) - s_stall, rd(ACT) - r_act, rd(RES) - r_res, 0);
+        } else if (st == S_PGO) {
+            s_cyc = rd(CYC);
+            s_nonidle = nonidle();
+        } else if (prev == S_PRUN && st == S_HEAD) {
+            push(4, rd(CYC) - s_cyc, 0, 0, 0, 0);
+        }
+        if (st == S_IDLE) {               // the list's end (done or failed)
+            settle_run();
+            cycles = rd(CYC);
+            idle = rd(IDLE);
+            done = true;
+            lists++;
+        }
+        prev = st;
+    }
+};
+
 // What dtpu_cl_top adds to the 1.2 face (native_common.h): the memory behind m_axi_*, and the
 // VPI handles of dtpu_peek.
 struct Port {
@@ -46,6 +153,7 @@ struct Port {
     dtpu::AxiMem mem;
     std::map<std::string, vpiHandle> handles;
     std::string last_error;
+    Tracer trace;
 
     // the master's side of the handshakes at the edge
     struct Fired {
@@ -80,7 +188,8 @@ struct Port {
 #endif
     }
 
-    Fired port_sample(const Vdtpu& t) const {
+    Fired port_sample(const Vdtpu& t) {
+        if (trace.state && *trace.state != trace.prev) trace.step(*trace.state);
         Fired f;
         f.ar = t.m_axi_arvalid && mem.arready;
         f.ar_id = t.m_axi_arid; f.ar_len = t.m_axi_arlen; f.ar_size = t.m_axi_arsize;
@@ -220,6 +329,66 @@ int dtpu_run_until_done(void* h, uint32_t offset, uint32_t done_bit, int use_irq
         tick(s);
     }
     return 0;
+}
+
+// ---------------------------------------------------------------- the per-node record
+
+// Find the variables the record reads (public_flat_rd in the build's control file); 1 when
+// all were found (the record runs from then on), 0 otherwise (`dtpu_error` names the first
+// missing one).
+int dtpu_trace_init(void* h) {
+    Sim& s = sim(h);
+    Tracer& tr = s.trace;
+    static const char* const names[Tracer::N][2] = {
+        {"dtpu_cl_top.seq_inst", "state"}, {"dtpu_cl_top.seq_inst", "tag"},
+        {"dtpu_cl_top", "cl_cycles"}, {"dtpu_cl_top", "cl_idle"},
+        {"dtpu_cl_top.regfile_inst", "cycles_reg"}, {"dtpu_cl_top.regfile_inst", "stall_reg"},
+        {"dtpu_cl_top.regfile_inst", "words_wgt_reg"},
+        {"dtpu_cl_top.regfile_inst", "words_act_reg"},
+        {"dtpu_cl_top.regfile_inst", "words_res_reg"}};
+    tr.state = nullptr;
+    for (int i = 0; i < Tracer::N; i++) {
+        const VerilatedScope* sc = nullptr;
+        for (const char* pre : {"TOP.", ""}) {
+            sc = s.ctx->scopeFind((std::string(pre) + names[i][0]).c_str());
+            if (sc) break;
+        }
+        VerilatedVar* v = sc ? sc->varFind(names[i][1]) : nullptr;
+        if (!v) {
+            s.last_error = std::string("no public variable ") + names[i][0] + "." + names[i][1];
+            return 0;
+        }
+        switch (v->vltype()) {
+            case VLVT_UINT8: tr.bytes[i] = 1; break;
+            case VLVT_UINT16: tr.bytes[i] = 2; break;
+            case VLVT_UINT32: tr.bytes[i] = 4; break;
+            case VLVT_UINT64: tr.bytes[i] = 8; break;
+            default:
+                s.last_error = std::string("unexpected type of ") + names[i][1];
+                return 0;
+        }
+        tr.p[i] = v->datap();
+    }
+    tr.prev = (uint8_t)tr.rd(Tracer::STATE);
+    tr.state = static_cast<const uint8_t*>(tr.p[Tracer::STATE]);
+    return 1;
+}
+
+const char* dtpu_error(void* h) { return sim(h).last_error.c_str(); }
+
+// The record of the last list: out[0] lists ended since the core was made, [1] 1 when the
+// last one ran to its end (0: none, or one still running), [2] its CL_CYCLES, [3] its IDLE,
+// [4] the events recorded; then up to `max` events copied to `events`. Returns the events.
+uint64_t dtpu_trace_events(void* h, uint64_t* out, TraceEvent* events, uint64_t max) {
+    const Tracer& tr = sim(h).trace;
+    out[0] = tr.lists;
+    out[1] = tr.done ? 1 : 0;
+    out[2] = tr.cycles;
+    out[3] = tr.idle;
+    out[4] = tr.events.size();
+    const uint64_t n = tr.events.size() < max ? tr.events.size() : max;
+    if (n) std::memcpy(events, tr.events.data(), n * sizeof(TraceEvent));
+    return n;
 }
 
 // ---------------------------------------------------------------- hierarchical reads

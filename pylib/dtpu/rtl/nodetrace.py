@@ -1,0 +1,178 @@
+"""The simulated RTL's per-node record of a command list (backend=rtl, path=lists).
+
+No register of dtpu_cl_top splits CL_CYCLES by node; the golden model keeps that split in
+:class:`dtpu.hw.cmdlist.RunResult` ``tags`` (per descriptor TAG: ``[end of its last job,
+stall-free job cycles, act words, res words, wgt words]``, :func:`dtpu.hw.cmdlist._tag_span`).
+The two list transports build the same record from the simulated RTL itself, by watching a few
+of its registers while a list runs (the sequencer's state and TAG, CL_CYCLES and IDLE, the 1.2
+register file's busy / STALL / WORDS_* counters; the build makes them public):
+
+* in process, the C++ harness (native_cl.cpp ``Tracer``) on the cycles the sequencer's state
+  changes, into :data:`EVENT_DTYPE` rows (:meth:`dtpu.rtl.native.NativeListTransport.trace_events`);
+* under cocotb, :class:`CocotbTracer` (a coroutine woken by the state's value changes) with the
+  same rules, into the same rows.
+
+Per descriptor (an *event*), when the sequencer leaves it:
+
+* LOAD (left through S_LAFTER): the words its 1.2 LOAD job took on s_axis_wgt (WORDS_WGT);
+  no cycles (a LOAD's job is IDLE in the contract), no end (the model sets none);
+* RUN (S_RRUN left for S_HEAD or S_RCLR: the core's DONE without error): ``end`` = CL_CYCLES'
+  counter at that moment, the core's busy cycles (JOB_CYCLES) and STALL cycles since the RUN's
+  CTRL.START, its words on s_axis_act / m_axis_res (counted up to the next RUN's start or the
+  list's end, so a result word after DONE still counts);
+* POST (S_PRUN left for S_HEAD): ``end`` likewise, the post unit's cycles (its start to its
+  end; the post unit has no stall counter), no core stream words.
+
+:func:`run_result` folds the events per TAG into a RunResult (``cycles`` = CL_CYCLES, ``idle``
+= IDLE, both as the RTL counted them at the list's end) so that ``node_cycles`` / ``node_words``
+work as on backend=model. ``end`` is put on the model's scale: the model's ``end`` of a job is
+the cycle of the core's DONE (``Timeline.run``: core_free), the RTL's event comes
+:data:`END_OFFSET` cycles of CL_CYCLES after that (the sequencer's state changes at the edge
+that samples DONE). Each tag's span carries two more entries: ``[5]`` the list cycles the RTL
+did not count as IDLE during its jobs, ``[6]`` its STALL cycles.
+"""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+#: native_cl.cpp TraceEvent
+EVENT_DTYPE = np.dtype([("end", "<u8"), ("busy", "<u8"), ("stall", "<u8"), ("act", "<u8"),
+                        ("res", "<u8"), ("wgt", "<u8"), ("nonidle", "<u8"), ("tag", "<u4"),
+                        ("op", "<u4")])
+OP_LOAD, OP_RUN, OP_POST = 1, 3, 4
+
+#: dtpu_cl_seq's state codes the record needs (hw/rtl/dtpu_cl_seq.v; native_cl.cpp's enum)
+S_IDLE, S_HEAD, S_LCHK, S_LAFTER = 0, 2, 5, 11
+S_RSTART, S_RRUN, S_RCLR, S_PRUN, S_PGO = 18, 19, 20, 24, 26
+
+#: CL_CYCLES' counter when the sequencer leaves a RUN / POST, minus the model's ``end`` of it
+END_OFFSET = 1
+
+
+def run_result(info: dict, events: np.ndarray, cfg=None):
+    """A :class:`dtpu.hw.cmdlist.RunResult` of the last list from the record (`info` as
+    :meth:`NativeListTransport.trace_events` gives it)."""
+    from dtpu.hw.cmdlist import RunResult
+
+    tags: dict = {}
+    compute = runs = 0
+    for e in events:
+        op, tag = int(e["op"]), int(e["tag"])
+        span = tags.get(tag)
+        if span is None:
+            span = tags[tag] = [0, 0, 0, 0, 0, 0, 0]
+        if op == OP_LOAD:
+            span[4] += int(e["wgt"])
+            continue
+        cycles = int(e["busy"]) - int(e["stall"])
+        span[0] = int(e["end"]) - END_OFFSET
+        span[1] += cycles
+        span[2] += int(e["act"])
+        span[3] += int(e["res"])
+        span[5] += int(e["nonidle"])
+        span[6] += int(e["stall"])
+        compute += cycles
+        runs += 1
+    return RunResult(cycles=int(info["cycles"]), idle_cycles=int(info["idle"]),
+                     compute_cycles=compute, runs=runs, tags=tags)
+
+
+class CocotbTracer:
+    """The record of native_cl.cpp's Tracer under cocotb: the same registers of `dut`
+    (dtpu_cl_top, built with :data:`dtpu.rtl.build.CL_TRACE_VLT` public), the same rules, the
+    same rows. :meth:`start` once the simulation runs; a coroutine then wakes on every value
+    change of the sequencer's state (a few per descriptor), not every cycle."""
+
+    def __init__(self, dut) -> None:
+        seq, rf = dut.seq_inst, dut.regfile_inst
+        self._h = {"state": seq.state, "tag": seq.tag, "cyc": dut.cl_cycles, "idle": dut.cl_idle,
+                   "busy": rf.cycles_reg, "stall": rf.stall_reg, "wgt": rf.words_wgt_reg,
+                   "act": rf.words_act_reg, "res": rf.words_res_reg}
+        self.events: list[tuple] = []
+        self.lists = 0
+        self.done = False
+        self.cycles = self.idle = 0
+        self._prev = S_IDLE
+        self._s: dict = {}
+        self._last_run = -1
+        self._task = None
+
+    def _rd(self, name: str) -> int:
+        return int(self._h[name].value)
+
+    def start(self) -> None:
+        import cocotb
+
+        self._prev = self._rd("state")
+        self._task = cocotb.start_soon(self._watch())
+
+    def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
+
+    async def _watch(self) -> None:
+        from cocotb.triggers import Edge
+
+        state = self._h["state"]
+        while True:
+            await Edge(state)
+            st = int(state.value)
+            if st != self._prev:
+                self._step(st)
+
+    def _nonidle(self) -> int:
+        return self._rd("cyc") - self._rd("idle")
+
+    def _push(self, op: int, busy: int, stall: int, act: int, res: int, wgt: int) -> None:
+        self.events.append((self._rd("cyc"), busy, stall, act, res, wgt,
+                            self._nonidle() - self._s.get("nonidle", 0), self._rd("tag"), op))
+
+    def _settle_run(self) -> None:
+        if self._last_run >= 0:
+            e = list(self.events[self._last_run])
+            e[3] = self._rd("act") - self._s["r_act"]
+            e[4] = self._rd("res") - self._s["r_res"]
+            self.events[self._last_run] = tuple(e)
+
+    def _step(self, st: int) -> None:
+        prev, s = self._prev, self._s
+        if prev == S_IDLE:
+            self.events.clear()
+            self.done = False
+            self._last_run = -1
+        if st == S_LCHK:
+            s["wgt"], s["nonidle"] = self._rd("wgt"), self._nonidle()
+        elif st == S_LAFTER and prev != S_LAFTER:
+            self._push(OP_LOAD, 0, 0, 0, 0, self._rd("wgt") - s["wgt"])
+        elif st == S_RSTART and prev != S_RSTART:
+            self._settle_run()
+            s.update(busy=self._rd("busy"), stall=self._rd("stall"), nonidle=self._nonidle(),
+                     r_act=self._rd("act"), r_res=self._rd("res"))
+        elif prev == S_RRUN and st in (S_HEAD, S_RCLR):
+            self._last_run = len(self.events)
+            self._push(OP_RUN, self._rd("busy") - s["busy"], self._rd("stall") - s["stall"],
+                       self._rd("act") - s["r_act"], self._rd("res") - s["r_res"], 0)
+        elif st == S_PGO:
+            s["cyc"], s["nonidle"] = self._rd("cyc"), self._nonidle()
+        elif prev == S_PRUN and st == S_HEAD:
+            self._push(OP_POST, self._rd("cyc") - s["cyc"], 0, 0, 0, 0)
+        if st == S_IDLE:
+            self._settle_run()
+            self.cycles, self.idle = self._rd("cyc"), self._rd("idle")
+            self.done = True
+            self.lists += 1
+        self._prev = st
+
+    def trace_events(self) -> tuple[dict, np.ndarray]:
+        """As :meth:`dtpu.rtl.native.NativeListTransport.trace_events`."""
+        info = {"lists": self.lists, "done": int(self.done), "cycles": self.cycles,
+                "idle": self.idle, "events": len(self.events)}
+        return info, np.array(self.events, EVENT_DTYPE) if self.events else np.zeros(0, EVENT_DTYPE)
+
+
+__all__ = ["CocotbTracer", "END_OFFSET", "EVENT_DTYPE", "run_result"]

@@ -797,10 +797,11 @@ def _zoo(default: bool) -> list:
 
 def lists_invoke(path: str, name: str, backend: str = "rtl", seeds=(0, 1)) -> dict:
     """One interpreter with {backend, path=lists} on the zoo model `name`, one invoke per seed
-    (the zoo's inputs); returns the outputs per seed, the last invoke's CL_CYCLES per partition
-    (backend=rtl: the last node of a partition carries its CL_CYCLES, the others None;
-    backend=model: each node its share, summed per partition by the caller), its host record and
-    its kernels (partitions). Runs in the caller's process or inside a simulation (cocotb)."""
+    (the zoo's inputs); returns the outputs per seed, the last invoke's cycles per node (each
+    node its share of its partition's CL_CYCLES: backend=model the golden model's split,
+    backend=rtl the RTL's own record, list_trace), the nodes' hw records, which node ends a
+    partition, its host record and its kernels (partitions); on backend=rtl also the last
+    list's record against its registers. Runs in the caller's process or inside a simulation (cocotb)."""
     import dtpu
     from tests.delegate_util import run as invoke
     from tests.models import zoo as z
@@ -817,6 +818,9 @@ def lists_invoke(path: str, name: str, backend: str = "rtl", seeds=(0, 1)) -> di
         invoke(it, z.make_inputs(entry, seed=seeds[-1]))
         r, warm = dtpu.last_report(), warm + 1
     out = {"outs": outs, "nodes": [n.hw["cycles"] for n in r.nodes], "path": r.path,
+           "node_hw": [{k: n.hw[k] for k in ("cycles", "idle_cycles", "words_in", "words_out")}
+                       for n in r.nodes],
+           "node_last": [bool((n.host or {}).get("doorbells")) for n in r.nodes],
            "host": {k: r.host[k] for k in PER_PARTITION}, "kernels": r.kernels,
            "cycles": r.hw["cycles"], "first": r.first, "warm_invokes": warm}
     if backend == "rtl":
@@ -826,21 +830,51 @@ def lists_invoke(path: str, name: str, backend: str = "rtl", seeds=(0, 1)) -> di
         out["transport"] = type(t).__name__
         out["mem"] = t.mem_counts()
         out["violation"] = t.violation()
+        tr = t.list_trace()     # the last partition's list, as the RTL recorded it
+        out["last_list"] = None if tr is None else {
+            "cycles": tr.cycles, "idle": tr.idle_cycles,
+            "stall": sum(s[6] for s in tr.tags.values()),
+            "CL_CYCLES": t.read_reg(t.fmt.reg_offset("CL_CYCLES_LO")),
+            "IDLE": t.read_reg(t.fmt.reg_offset("IDLE_LO"))}
     return out
 
 
-def partition_cycles(rtl_nodes: list, model_nodes: list) -> tuple[list, list]:
-    """Per partition: the RTL's CL_CYCLES (its last node's) and the model's (its nodes' sum)."""
-    assert len(rtl_nodes) == len(model_nodes)
-    rtl, model, acc = [], [], 0
-    for c, m in zip(rtl_nodes, model_nodes):
-        acc += m
-        if c is not None:
-            rtl.append(c)
-            model.append(acc)
-            acc = 0
-    assert acc == 0, "the RTL's last node carries no CL_CYCLES"
+def partition_cycles(rtl_nodes: list, model_nodes: list, last: list) -> tuple[list, list]:
+    """Per partition (`last`: a partition's last node, the one with the host record): the RTL's
+    CL_CYCLES and the model's, each the sum of its nodes' shares."""
+    assert len(rtl_nodes) == len(model_nodes) == len(last) and last[-1]
+    rtl, model, acc_r, acc_m = [], [], 0, 0
+    for c, m, end in zip(rtl_nodes, model_nodes, last):
+        acc_r += c
+        acc_m += m
+        if end:
+            rtl.append(acc_r)
+            model.append(acc_m)
+            acc_r = acc_m = 0
     return rtl, model
+
+
+def check_node_records(got: dict, model: dict, what: str) -> None:
+    """backend=rtl path=lists's report against backend=model's on the same graph: every node
+    has its own cycles and idle (the RTL's per-node record, list_trace), each node's words in and
+    out equal to the model's, and the last list's record adds up to its registers (CL_CYCLES;
+    IDLE, or IDLE + the core's stalls on a top that counts them busy)."""
+    assert len(got["node_hw"]) == len(model["node_hw"]), what
+    for i, (g, m) in enumerate(zip(got["node_hw"], model["node_hw"])):
+        assert g["cycles"] is not None and g["cycles"] > 0 and g["idle_cycles"] is not None, \
+            f"{what}: node {i} has no cycles of its own: {g}"
+        assert 0 <= g["idle_cycles"] <= g["cycles"], f"{what}: node {i}: {g}"
+        assert (g["words_in"], g["words_out"]) == (m["words_in"], m["words_out"]), \
+            f"{what}: node {i} words {g['words_in']} / {g['words_out']} != backend=model's " \
+            f"{m['words_in']} / {m['words_out']}"
+    last = got["last_list"]
+    assert last is not None, what
+    ends = [i for i, e in enumerate(got["node_last"]) if e]
+    nodes = got["node_hw"][ends[-2] + 1 if len(ends) > 1 else 0:]
+    assert last["cycles"] == last["CL_CYCLES"] and last["idle"] == last["IDLE"], (what, last)
+    assert sum(n["cycles"] for n in nodes) == last["CL_CYCLES"], (what, last, nodes)
+    idle = sum(n["idle_cycles"] for n in nodes)
+    assert idle in (last["IDLE"], last["IDLE"] + last["stall"]), (what, idle, last)
 
 
 def check_zoo_model(entry: dict, tfl) -> dict:
@@ -870,7 +904,8 @@ def check_zoo_model(entry: dict, tfl) -> dict:
     assert k >= 1 and got["host"] == {n: v * k for n, v in PER_PARTITION.items()}, got["host"]
     model = lists_invoke(path, entry["name"], "model", seeds=(0,))
     assert model["kernels"] == k
-    rtl_p, model_p = partition_cycles(got["nodes"], model["nodes"])
+    check_node_records(got, model, entry["name"])
+    rtl_p, model_p = partition_cycles(got["nodes"], model["nodes"], got["node_last"])
     assert len(rtl_p) == k and sum(rtl_p) == got["cycles"] and sum(model_p) == model["cycles"]
     assert all(c > 0 for c in rtl_p)
     rec = {"name": entry["name"], "partitions": k, "rtl": rtl_p, "model": model_p,
@@ -916,7 +951,11 @@ def test_cocotb_lists_transport_runs_a_zoo_model_as_the_in_process_one(dtpu_so, 
             assert_matches(g, w, f"{name} backend=rtl under cocotb, path=lists, seed {seed}")
     native = lists_invoke(path, name)
     assert native["transport"] == "NativeListTransport"
-    assert sim["nodes"] == native["nodes"], "CL_CYCLES differ between the two memories"
+    assert sim["nodes"] == native["nodes"], "per-node cycles differ between the two memories"
+    assert sim["node_hw"] == native["node_hw"], "per-node records differ between the transports"
+    assert sim["last_list"] == native["last_list"]
+    model = lists_invoke(path, name, "model", seeds=(0,))
+    check_node_records(sim, model, f"{name} under cocotb")
     assert sim["mem"]["rd_beats"] == native["mem"]["rd_beats"]
     assert sim["mem"]["wr_beats"] == native["mem"]["wr_beats"]
 

@@ -116,11 +116,14 @@ class CocotbTracer:
             self._task = None
 
     async def _watch(self) -> None:
-        from cocotb.triggers import Edge
+        try:
+            from cocotb.triggers import ValueChange as change
+        except ImportError:           # cocotb 1.x
+            from cocotb.triggers import Edge as change
 
         state = self._h["state"]
         while True:
-            await Edge(state)
+            await change(state)
             st = int(state.value)
             if st != self._prev:
                 self._step(st)

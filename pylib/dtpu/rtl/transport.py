@@ -282,8 +282,9 @@ class CocotbListTransport(CocotbTransport):
     runs until the interrupt or CL_STATUS.DONE, bounded in cycles and wall time).
 
     As the in-process :class:`dtpu.rtl.native.NativeListTransport` (same defaults, same reasons):
-    only allocated buffers answer (`strict`), no per-node
-    split of CL_CYCLES (``list_trace`` is None)."""
+    only allocated buffers answer (`strict`); ``list_trace`` is the simulated RTL's per-node
+    record of the last list (:class:`dtpu.rtl.nodetrace.CocotbTracer`: the same registers and
+    rules as the in-process harness's), None if the build lacks its signals."""
 
     def __init__(self, dut, cfg: HwConfig, *, ddr_bytes: int = 64 << 20,
                  ddr_base: int | None = None, strict: bool = True, timing: dict | None = None,
@@ -314,6 +315,15 @@ class CocotbListTransport(CocotbTransport):
         self.mem = ContractMem(self.dut, self.ddr.image, self.ddr.base, self.timing,
                                windows=self.ddr.windows if self.ddr.strict else None)
         await super().start()
+        self.tracer = None
+        try:
+            from dtpu.rtl.nodetrace import CocotbTracer
+
+            self.tracer = CocotbTracer(self.dut)
+        except AttributeError as e:   # a build without the record's public signals
+            log.warning("no per-node record of lists (%s); list_trace() is None", e)
+        else:
+            self.tracer.start()
 
     def alloc_buffer(self, nbytes: int):
         """A buffer in the simulated DDR (the memory serves its bytes in place)."""
@@ -372,8 +382,19 @@ class CocotbListTransport(CocotbTransport):
                 return False
             await ClockCycles(self.dut.clk, 8)
 
+    def trace_events(self):
+        """As :meth:`dtpu.rtl.native.NativeListTransport.trace_events`."""
+        return self.tracer.trace_events()
+
     def list_trace(self):
-        return None
+        """The simulated RTL's per-node record of the last list (a
+        :class:`dtpu.hw.cmdlist.RunResult`, :mod:`dtpu.rtl.nodetrace`), as in process."""
+        from dtpu.rtl.nodetrace import run_result
+
+        if getattr(self, "tracer", None) is None:
+            return None
+        info, events = self.tracer.trace_events()
+        return run_result(info, events, self.cfg) if info["done"] else None
 
     def describe(self) -> str:
         text = super().describe()

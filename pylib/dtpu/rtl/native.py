@@ -216,6 +216,9 @@ _CL_SIGS = {
                            ctypes.c_uint64], ctypes.c_uint64),
 }
 
+#: entry points a library built from an older harness lacks (then list_trace() is None)
+_CL_OPTIONAL = ("dtpu_trace_init", "dtpu_error", "dtpu_trace_events")
+
 #: axi_mem.h AxiEvent, and its kinds
 EVENT_DTYPE = np.dtype([("cycle", "<u8"), ("kind", "<u4"), ("beats", "<u4"), ("addr", "<u8"),
                         ("resp", "<u4"), ("pad", "<u4")])
@@ -234,6 +237,9 @@ def _load_cl(path: Path) -> ctypes.CDLL:
     lib = _load(path)
     if not hasattr(lib, "_dtpu_cl"):
         for name, (args, res) in _CL_SIGS.items():
+            fn = getattr(lib, name, None)
+            if fn is None and name in _CL_OPTIONAL:
+                continue
             fn = getattr(lib, name)
             fn.argtypes, fn.restype = args, res
         lib._dtpu_cl = True
@@ -354,8 +360,11 @@ class NativeListTransport(NativeTransport):
         self.lists_run = 0
         self.list_cycles = 0       # simulated cycles spent in wait_list
         # the per-node record (native_cl.cpp Tracer): on when the build has its signals public
-        self.traced = bool(self._lib.dtpu_trace_init(self._h))
-        if not self.traced:
+        has = hasattr(self._lib, "dtpu_trace_init")
+        self.traced = has and bool(self._lib.dtpu_trace_init(self._h))
+        if not has:
+            log.warning("%s: a harness without the per-node record; list_trace() is None", library)
+        elif not self.traced:
             log.warning("%s: no per-node record of lists (%s); list_trace() is None", library,
                         self._lib.dtpu_error(self._h).decode())
 

@@ -834,6 +834,7 @@ def lists_invoke(path: str, name: str, backend: str = "rtl", seeds=(0, 1)) -> di
         out["last_list"] = None if tr is None else {
             "cycles": tr.cycles, "idle": tr.idle_cycles,
             "stall": sum(s[6] for s in tr.tags.values()),
+            "post": sum(s[7] for s in tr.tags.values()),
             "CL_CYCLES": t.read_reg(t.fmt.reg_offset("CL_CYCLES_LO")),
             "IDLE": t.read_reg(t.fmt.reg_offset("IDLE_LO"))}
     return out
@@ -874,7 +875,8 @@ def check_node_records(got: dict, model: dict, what: str) -> None:
     assert last["cycles"] == last["CL_CYCLES"] and last["idle"] == last["IDLE"], (what, last)
     assert sum(n["cycles"] for n in nodes) == last["CL_CYCLES"], (what, last, nodes)
     idle = sum(n["idle_cycles"] for n in nodes)
-    assert idle in (last["IDLE"], last["IDLE"] + last["stall"]), (what, idle, last)
+    assert idle in (last["IDLE"] - last["post"], last["IDLE"] + last["stall"] - last["post"]), \
+        (what, idle, last)
 
 
 def check_zoo_model(entry: dict, tfl) -> dict:
@@ -1016,12 +1018,14 @@ def node_record(rtl: cl.RunResult, model: cl.RunResult, tags, regs: dict, what: 
     # every cycle the RTL did not count as IDLE fell inside a RUN / POST of some node
     busy = sum(span[5] for span in rtl.tags.values())
     assert busy == rtl.cycles - rtl.idle_cycles, (what, busy, rtl.cycles, rtl.idle_cycles)
-    # the contract's IDLE is list cycles - stall-free job cycles (what node_cycles splits); a
-    # top that counts the core's stalled cycles as busy (main before branch runexact) reads
-    # IDLE less than it by exactly those stalls
+    # the contract's IDLE is list cycles - stall-free job cycles (what node_cycles splits);
+    # the RTL's counts the post unit's cycles as IDLE (the core is idle), and a top that counts
+    # the core's stalled cycles as busy (main before branch runexact) reads IDLE less by them
     stall = sum(span[6] for span in rtl.tags.values())
+    post = sum(span[7] for span in rtl.tags.values())
     idle = sum(i for _, i in got)
-    assert idle in (rtl.idle_cycles, rtl.idle_cycles + stall), (what, idle, rtl.idle_cycles, stall)
+    assert idle in (rtl.idle_cycles - post, rtl.idle_cycles + stall - post), \
+        (what, idle, rtl.idle_cycles, stall, post)
     diff = [g[0] - w[0] for g, w in zip(got, want)]
     import logging
     logging.getLogger(__name__).info("%s: per-node cycles RTL %s model %s (RTL - model %s); "
@@ -1031,20 +1035,33 @@ def node_record(rtl: cl.RunResult, model: cl.RunResult, tags, regs: dict, what: 
     return {"got": got, "want": want, "diff": diff}
 
 
-@pytest.mark.parametrize("disorder", [False, True], ids=["contract_memory", "random_memory"])
-def test_list_trace_splits_cl_cycles_by_node_as_the_model(lib, disorder):
+TRACE_PROGRAMS = {
+    # three chained 1x1 convolutions (the Timeline's exact class with runexact's constants)
+    "chain": dict(hw=8, chans=(16, 16, 32, 16)),
+    # K = 512 does not fit the small weight memory: 16 ACC RUNs and a POST
+    "ksplit": dict(hw=2, chans=(512, 16)),
+}
+
+
+@pytest.mark.parametrize("program,disorder", [("chain", False), ("chain", True), ("ksplit", False),
+                                              ("ksplit", True)],
+                         ids=["chain-contract_memory", "chain-random_memory",
+                              "ksplit-contract_memory", "ksplit-random_memory"])
+def test_list_trace_splits_cl_cycles_by_node_as_the_model(lib, program, disorder):
     """NativeListTransport.list_trace(): the simulated RTL's own per-TAG record of the last
-    list (native_cl.cpp's Tracer) as a RunResult, on a compiled partition of three chained 1x1
-    convolutions: CL_CYCLES and IDLE as the registers read, node cycles adding up to CL_CYCLES,
-    each node's words (act / res / wgt) and stall-free cycles (the core's JOB_CYCLES - STALL)
-    equal to the Executor's on the same bytes, the nodes ending in list order. Under the
-    contract's memory, where the Timeline gives the RTL's CL_CYCLES exactly, every node's cycles
-    and idle equal the model's; with a random memory (stalls, extra latency) only the cycles
-    move (words and stall-free cycles still the model's)."""
+    list (native_cl.cpp's Tracer) as a RunResult, on compiled partitions (three chained 1x1
+    convolutions; a 1x1 convolution with K split into 16 ACC RUNs and a POST): CL_CYCLES and IDLE
+    as the registers read, node cycles adding up to CL_CYCLES, each node's words (act / res /
+    wgt) and stall-free cycles (the core's JOB_CYCLES - STALL per RUN, the post unit's cycles
+    less its waits for sums per POST) equal to the Executor's on the same bytes, the nodes
+    ending in list order, one event per LOAD / RUN / POST of the list. Where the Timeline gives
+    the RTL's CL_CYCLES exactly (the contract's memory), every node's cycles equal the model's;
+    with a random memory (stalls, extra latency) only the cycles move (words and stall-free
+    cycles are still the model's)."""
     kw = dict(stall=0.3, extra_latency=40, seed=11) if disorder else {}
-    t = open_core(lib, **kw)
+    t = open_core(lib, ddr_bytes=4 << 20, **kw)
     assert t.traced and t.list_trace() is None      # nothing ran to its end yet
-    prog = ListProgram(t, chain_partitions())
+    prog = ListProgram(t, chain_partitions(**TRACE_PROGRAMS[program]))
     p = prog.program
     part = p.partitions[0]
     n = len(part.node_macs)
@@ -1066,7 +1083,8 @@ def test_list_trace_splits_cl_cycles_by_node_as_the_model(lib, disorder):
     assert info["done"] == 1 and info["lists"] == t.lists_run
     ops = [FMT.opnames[w[0] & 0xFF] for _, w in parse(prog.buf.array, p.base, part.list_addr)]
     assert list(events["op"]) == [FMT.opcodes[o] for o in ops if o in ("LOAD", "RUN", "POST")]
-    rec = node_record(got, want, tags, regs, f"1x1 chain, {'random' if disorder else 'contract'} memory")
+    rec = node_record(got, want, tags, regs,
+                      f"{program}, {'random' if disorder else 'contract'} memory")
     if not disorder and got.cycles == want.cycles:
         # the Timeline models these RUNs exactly: each node's end is the model's
         assert rec["got"] == rec["want"], rec

@@ -452,7 +452,8 @@ NATIVE_CL_LIBRARY = "libdtpu_rtl_cl.so"
 #: the only internal signals the lists harness reads (the core's memories, through VPI by the
 #: names cocotb uses); the ports need nothing (the C++ loop reaches them as struct members)
 #: the registers the per-node record of a list reads (native_cl.cpp Tracer, dtpu.rtl.nodetrace):
-#: the sequencer's state and TAG, CL_CYCLES / IDLE, the 1.2 register file's counters
+#: the sequencer's state and TAG, CL_CYCLES / IDLE, the 1.2 register file's counters, the post
+#: unit's run flag, pixels done / owed and its read word's valid (its waits for partial sums)
 CL_TRACE_VLT = """public_flat_rd -module "dtpu_cl_seq" -var "state"
 public_flat_rd -module "dtpu_cl_seq" -var "tag"
 public_flat_rd -module "dtpu_cl_top" -var "cl_cycles"
@@ -460,6 +461,10 @@ public_flat_rd -module "dtpu_cl_top" -var "cl_idle"
 public_flat_rd -module "dtpu_regfile" -var "cycles_reg"
 public_flat_rd -module "dtpu_regfile" -var "stall_reg"
 public_flat_rd -module "dtpu_regfile" -var "words_*_reg"
+public_flat_rd -module "dtpu_cl_post" -var "run_reg"
+public_flat_rd -module "dtpu_cl_post" -var "p_reg"
+public_flat_rd -module "dtpu_cl_post" -var "pix_reg"
+public_flat_rd -module "dtpu_cl_post" -var "w_valid"
 """
 CL_PUBLIC_VLT = """`verilator_config
 public_flat_rw -module "dtpu_bram" -var "mem"

@@ -27,7 +27,8 @@
 // changes, closes the descriptor that just ended: per LOAD / RUN / POST its TAG, the cycle
 // (dtpu_cl_top.cl_cycles, CL_CYCLES' own counter) and the deltas of the 1.2 register file's
 // counters (busy cycles, STALL, WORDS_WGT / ACT / RES) and of the cycles the top did not count
-// as IDLE. Signals read through pointers into the model's public variables (the build's control
+// as IDLE; during a POST also the cycles the post unit waits for a partial sum (its stall).
+// Signals read through pointers into the model's public variables (the build's control
 // file makes them public_flat_rd: registers, so nothing the optimizer could have removed), so
 // a cycle costs one byte compare (docs/rtl.md "backend=rtl lists: per-node cycles from the RTL").
 
@@ -54,8 +55,8 @@ namespace {
 // is native.py's TRACE_DTYPE).
 struct TraceEvent {
     uint64_t end;        // cl_cycles when the sequencer left the descriptor's last state
-    uint64_t busy;       // the core's busy cycles (RUN, LOAD) or the post unit's cycles (POST)
-    uint64_t stall;      // the core's STALL cycles (RUN)
+    uint64_t busy;       // the core's busy cycles (RUN) or the post unit's cycles (POST)
+    uint64_t stall;      // the core's STALL cycles (RUN); cycles waiting for a sum (POST)
     uint64_t act, res, wgt;   // words on the core's streams
     uint64_t nonidle;    // list cycles the top did not count as IDLE meanwhile
     uint32_t tag, op;    // HEADER.TAG, the opcode (1 LOAD, 3 RUN, 4 POST)
@@ -69,7 +70,7 @@ enum : uint8_t {
 
 struct Tracer {
     // the public variables: state, tag, cl_cycles, cl_idle, the register file's counters
-    enum { STATE, TAG, CYC, IDLE, BUSY, STALL, WGT, ACT, RES, N };
+    enum { STATE, TAG, CYC, IDLE, BUSY, STALL, WGT, ACT, RES, P_RUN, P_PIX, P_NPIX, P_WVALID, N };
     const void* p[N] = {};
     int bytes[N] = {};
     const uint8_t* state = nullptr;   // set once every variable was found
@@ -81,6 +82,13 @@ struct Tracer {
     uint64_t s_busy = 0, s_stall = 0, s_act = 0, s_res = 0, s_wgt = 0, s_nonidle = 0, s_cyc = 0;
     long last_run = -1;               // the last RUN's event (its words are final at the next)
     uint64_t r_act = 0, r_res = 0;    // the counters when that RUN started
+    uint64_t p_wait = 0;              // cycles the running POST waited for a partial sum
+
+    // every cycle of a POST (S_PRUN): the post unit runs, sums are still owed and none is
+    // there (the read latency, a slow memory): its stall, as the core's STALL for a RUN
+    void post_cycle() {
+        if (rd(P_RUN) && rd(P_PIX) != rd(P_NPIX) && !rd(P_WVALID)) p_wait++;
+    }
 
     uint64_t rd(int i) const {
         switch (bytes[i]) {
@@ -132,8 +140,9 @@ struct Tracer {
         } else if (st == S_PGO) {
             s_cyc = rd(CYC);
             s_nonidle = nonidle();
+            p_wait = 0;
         } else if (prev == S_PRUN && st == S_HEAD) {
-            push(4, rd(CYC) - s_cyc, 0, 0, 0, 0);
+            push(4, rd(CYC) - s_cyc, p_wait, 0, 0, 0);
         }
         if (st == S_IDLE) {               // the list's end (done or failed)
             settle_run();
@@ -189,7 +198,10 @@ struct Port {
     }
 
     Fired port_sample(const Vdtpu& t) {
-        if (trace.state && *trace.state != trace.prev) trace.step(*trace.state);
+        if (trace.state) {
+            if (*trace.state != trace.prev) trace.step(*trace.state);
+            if (trace.prev == S_PRUN) trace.post_cycle();
+        }
         Fired f;
         f.ar = t.m_axi_arvalid && mem.arready;
         f.ar_id = t.m_axi_arid; f.ar_len = t.m_axi_arlen; f.ar_size = t.m_axi_arsize;
@@ -345,7 +357,9 @@ int dtpu_trace_init(void* h) {
         {"dtpu_cl_top.regfile_inst", "cycles_reg"}, {"dtpu_cl_top.regfile_inst", "stall_reg"},
         {"dtpu_cl_top.regfile_inst", "words_wgt_reg"},
         {"dtpu_cl_top.regfile_inst", "words_act_reg"},
-        {"dtpu_cl_top.regfile_inst", "words_res_reg"}};
+        {"dtpu_cl_top.regfile_inst", "words_res_reg"}, {"dtpu_cl_top.post_inst", "run_reg"},
+        {"dtpu_cl_top.post_inst", "p_reg"}, {"dtpu_cl_top.post_inst", "pix_reg"},
+        {"dtpu_cl_top.post_inst", "w_valid"}};
     tr.state = nullptr;
     for (int i = 0; i < Tracer::N; i++) {
         const VerilatedScope* sc = nullptr;

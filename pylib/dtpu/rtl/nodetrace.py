@@ -21,7 +21,8 @@ Per descriptor (an *event*), when the sequencer leaves it:
   CTRL.START, its words on s_axis_act / m_axis_res (counted up to the next RUN's start or the
   list's end, so a result word after DONE still counts);
 * POST (S_PRUN left for S_HEAD): ``end`` likewise, the post unit's cycles (its start to its
-  end; the post unit has no stall counter), no core stream words.
+  end) and, as its stall, the cycles of S_PRUN in which it waited for a partial sum (running,
+  sums still owed, none valid: the read latency, a slow memory); no core stream words.
 
 :func:`run_result` folds the events per TAG into a RunResult (``cycles`` = CL_CYCLES, ``idle``
 = IDLE, both as the RTL counted them at the list's end) so that ``node_cycles`` / ``node_words``
@@ -29,7 +30,9 @@ work as on backend=model. ``end`` is put on the model's scale: the model's ``end
 the cycle of the core's DONE (``Timeline.run``: core_free), the RTL's event comes
 :data:`END_OFFSET` cycles of CL_CYCLES after that (the sequencer's state changes at the edge
 that samples DONE). Each tag's span carries two more entries: ``[5]`` the list cycles the RTL
-did not count as IDLE during its jobs, ``[6]`` its STALL cycles.
+did not count as IDLE during its jobs, ``[6]`` its RUNs' STALL cycles, ``[7]`` the
+stall-free cycles of its POSTs (part of ``[1]``; the RTL's IDLE counts them, the contract's
+does not: docs/rtl.md).
 """
 from __future__ import annotations
 
@@ -64,7 +67,7 @@ def run_result(info: dict, events: np.ndarray, cfg=None):
         op, tag = int(e["op"]), int(e["tag"])
         span = tags.get(tag)
         if span is None:
-            span = tags[tag] = [0, 0, 0, 0, 0, 0, 0]
+            span = tags[tag] = [0, 0, 0, 0, 0, 0, 0, 0]
         if op == OP_LOAD:
             span[4] += int(e["wgt"])
             continue
@@ -74,7 +77,10 @@ def run_result(info: dict, events: np.ndarray, cfg=None):
         span[2] += int(e["act"])
         span[3] += int(e["res"])
         span[5] += int(e["nonidle"])
-        span[6] += int(e["stall"])
+        if op == OP_POST:
+            span[7] += cycles
+        else:
+            span[6] += int(e["stall"])
         compute += cycles
         runs += 1
     return RunResult(cycles=int(info["cycles"]), idle_cycles=int(info["idle"]),
@@ -89,9 +95,14 @@ class CocotbTracer:
 
     def __init__(self, dut) -> None:
         seq, rf = dut.seq_inst, dut.regfile_inst
+        po = dut.post_inst
         self._h = {"state": seq.state, "tag": seq.tag, "cyc": dut.cl_cycles, "idle": dut.cl_idle,
                    "busy": rf.cycles_reg, "stall": rf.stall_reg, "wgt": rf.words_wgt_reg,
-                   "act": rf.words_act_reg, "res": rf.words_res_reg}
+                   "act": rf.words_act_reg, "res": rf.words_res_reg, "p_run": po.run_reg,
+                   "p_pix": po.p_reg, "p_npix": po.pix_reg, "p_wvalid": po.w_valid}
+        self._clk = dut.clk
+        self._p_wait = 0
+        self._p_task = None
         self.events: list[tuple] = []
         self.lists = 0
         self.done = False
@@ -128,6 +139,24 @@ class CocotbTracer:
             if st != self._prev:
                 self._step(st)
 
+    async def _post_waits(self) -> None:
+        """While the sequencer is in S_PRUN: per cycle, the post unit waiting for a sum. Read
+        where the in-process harness samples (clk low, the memory's outputs driven: ReadOnly
+        after the falling edge, as ContractMem samples its handshakes)."""
+        from cocotb.triggers import FallingEdge, ReadOnly
+
+        try:
+            while True:
+                await FallingEdge(self._clk)
+                await ReadOnly()
+                if int(self._h["state"].value) != S_PRUN:
+                    return
+                if self._rd("p_run") and self._rd("p_pix") != self._rd("p_npix") \
+                        and not self._rd("p_wvalid"):
+                    self._p_wait += 1
+        finally:
+            self._p_task = None
+
     def _nonidle(self) -> int:
         return self._rd("cyc") - self._rd("idle")
 
@@ -162,8 +191,13 @@ class CocotbTracer:
                        self._rd("act") - s["r_act"], self._rd("res") - s["r_res"], 0)
         elif st == S_PGO:
             s["cyc"], s["nonidle"] = self._rd("cyc"), self._nonidle()
+            self._p_wait = 0
         elif prev == S_PRUN and st == S_HEAD:
-            self._push(OP_POST, self._rd("cyc") - s["cyc"], 0, 0, 0, 0)
+            self._push(OP_POST, self._rd("cyc") - s["cyc"], self._p_wait, 0, 0, 0)
+        if st == S_PRUN and self._p_task is None:
+            import cocotb
+
+            self._p_task = cocotb.start_soon(self._post_waits())
         if st == S_IDLE:
             self._settle_run()
             self.cycles, self.idle = self._rd("cyc"), self._rd("idle")

@@ -70,6 +70,15 @@ def render_header(cfg: HwConfig | None = None) -> str:
     return "\n".join(out)
 
 
+def _table(title: str | None, columns: tuple[str, ...], rows) -> list[str]:
+    """The lines of a markdown table, after a ``## title`` section heading when given: the
+    header, the rule, one line per row (an iterable of cells)."""
+    out = ["", f"## {title}", ""] if title else []
+    out += ["| " + " | ".join(columns) + " |", "|" + " --- |" * len(columns)]
+    out += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return out
+
+
 def render_doc(cfg: HwConfig | None = None) -> str:
     cfg = cfg or HwConfig()
     c = cfg.contract
@@ -93,15 +102,12 @@ def render_doc(cfg: HwConfig | None = None) -> str:
     for enum_name, members in c["enums"].items():
         codes = ", ".join(f"{m}={v}" for m, v in members.items())
         out.append(f"- **{enum_name}**: {codes}. {c['enum_docs'][enum_name]}")
-    out += ["", "## ERR bits", "", "| bit | name | meaning |", "| --- | --- | --- |"]
-    for name, e in c["errors"].items():
-        out.append(f"| {e['bit']} | {name} | {e['doc']} |")
-    out += ["", "## Build parameters", "", "| name | default | meaning |", "| --- | --- | --- |"]
-    for key, value in c["params"].items():
-        out.append(f"| {key} | {value} | {c['param_docs'][key]} |")
-    out += ["", "## Schedule constants", "", "| name | cycles | meaning |", "| --- | --- | --- |"]
-    for key, value in c["timing"].items():
-        out.append(f"| {key} | {value} | {c['timing_docs'][key]} |")
+    out += _table("ERR bits", ("bit", "name", "meaning"),
+                  ((e["bit"], name, e["doc"]) for name, e in c["errors"].items()))
+    out += _table("Build parameters", ("name", "default", "meaning"),
+                  ((key, value, c["param_docs"][key]) for key, value in c["params"].items()))
+    out += _table("Schedule constants", ("name", "cycles", "meaning"),
+                  ((key, value, c["timing_docs"][key]) for key, value in c["timing"].items()))
     out.append("")
     return "\n".join(out)
 
@@ -132,27 +138,20 @@ def render_contract2_doc(cfg: HwConfig | None = None) -> str:
     for name, code in c2["desc_opcodes"].items():
         words = " ".join(c2["desc_layout"][name])
         out.append(f"| {code} | {name} | {words} | {c2['desc_opcode_docs'][name]} |")
-    out += ["", "## Descriptor words (64 bit, little-endian)", "",
-            "| word | fields |", "| --- | --- |"]
-    for kind, fields in c2["desc_fields"].items():
-        out.append(f"| {kind} | {_fields_cell(fields)} |")
+    out += _table("Descriptor words (64 bit, little-endian)", ("word", "fields"),
+                  ((kind, _fields_cell(fields)) for kind, fields in c2["desc_fields"].items()))
     for enum, docs in (("act_modes", "act_mode_docs"), ("res_modes", "res_mode_docs")):
-        out += ["", f"## {enum.replace('_', ' ').capitalize()}", "", "| code | mode | meaning |",
-                "| --- | --- | --- |"]
-        for name, code in c2[enum].items():
-            out.append(f"| {code} | {name} | {c2[docs][name]} |")
-    out += ["", "## 2.0 registers (added to the 1.2 map)", "",
-            "| offset | name | access | reset | fields | description |",
-            "| --- | --- | --- | --- | --- | --- |"]
-    for r in c2["registers"]:
-        out.append(f"| {r['offset']:#04x} | {r['name']} | {r['access']} | {r['reset']:#x} | "
-                   f"{_fields_cell(r.get('fields', []))} | {r['doc']} |")
-    out += ["", "## CL_ERR bits", "", "| bit | name | meaning |", "| --- | --- | --- |"]
-    for name, e in c2["errors"].items():
-        out.append(f"| {e['bit']} | {name} | {e['doc']} |")
-    out += ["", "## Memory model", "", "| name | value | meaning and source |", "| --- | --- | --- |"]
-    for key, value in c2["memory_model"].items():
-        out.append(f"| {key} | {value} | {c2['memory_model_docs'][key]} |")
+        out += _table(enum.replace("_", " ").capitalize(), ("code", "mode", "meaning"),
+                      ((code, name, c2[docs][name]) for name, code in c2[enum].items()))
+    out += _table("2.0 registers (added to the 1.2 map)",
+                  ("offset", "name", "access", "reset", "fields", "description"),
+                  ((f"{r['offset']:#04x}", r["name"], r["access"], f"{r['reset']:#x}",
+                    _fields_cell(r.get("fields", [])), r["doc"]) for r in c2["registers"]))
+    out += _table("CL_ERR bits", ("bit", "name", "meaning"),
+                  ((e["bit"], name, e["doc"]) for name, e in c2["errors"].items()))
+    out += _table("Memory model", ("name", "value", "meaning and source"),
+                  ((key, value, c2["memory_model_docs"][key])
+                   for key, value in c2["memory_model"].items()))
     out.append("")
     return "\n".join(out)
 

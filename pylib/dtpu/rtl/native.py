@@ -544,7 +544,7 @@ class NativeListTransport(NativeTransport):
         if not self.traced:
             return None
         info, events = self.trace_events()
-        return run_result(info, events, self.cfg) if info["done"] else None
+        return run_result(info, events) if info["done"] else None
 
     def describe(self) -> str:
         m = self.mem_counts()

@@ -52,7 +52,7 @@
 namespace {
 
 // One LOAD / RUN / POST the sequencer finished (dtpu_trace_events copies them out; the layout
-// is native.py's TRACE_DTYPE).
+// is dtpu.rtl.nodetrace.EVENT_DTYPE).
 struct TraceEvent {
     uint64_t end;        // cl_cycles when the sequencer left the descriptor's last state
     uint64_t busy;       // the core's busy cycles (RUN) or the post unit's cycles (POST)
@@ -75,11 +75,11 @@ struct Tracer {
     int bytes[N] = {};
     const uint8_t* state = nullptr;   // set once every variable was found
     uint8_t prev = S_IDLE;
-    bool done = false;                // a list ran to its end since the record was cleared
+    bool done = false;                // the list ended (END, or an error) since it started
     uint64_t lists = 0;
     uint64_t cycles = 0, idle = 0;    // CL_CYCLES and IDLE at the end of the last list
     std::vector<TraceEvent> events;
-    uint64_t s_busy = 0, s_stall = 0, s_act = 0, s_res = 0, s_wgt = 0, s_nonidle = 0, s_cyc = 0;
+    uint64_t s_busy = 0, s_stall = 0, s_wgt = 0, s_nonidle = 0, s_cyc = 0;   // at a job's start
     long last_run = -1;               // the last RUN's event (its words are final at the next)
     uint64_t r_act = 0, r_res = 0;    // the counters when that RUN started
     uint64_t p_wait = 0;              // cycles the running POST waited for a partial sum

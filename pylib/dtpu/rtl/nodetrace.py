@@ -36,11 +36,7 @@ does not: docs/rtl.md).
 """
 from __future__ import annotations
 
-import logging
-
 import numpy as np
-
-log = logging.getLogger(__name__)
 
 #: native_cl.cpp TraceEvent
 EVENT_DTYPE = np.dtype([("end", "<u8"), ("busy", "<u8"), ("stall", "<u8"), ("act", "<u8"),
@@ -56,7 +52,7 @@ S_RSTART, S_RRUN, S_RCLR, S_PRUN, S_PGO = 18, 19, 20, 24, 26
 END_OFFSET = 1
 
 
-def run_result(info: dict, events: np.ndarray, cfg=None):
+def run_result(info: dict, events: np.ndarray):
     """A :class:`dtpu.hw.cmdlist.RunResult` of the last list from the record (`info` as
     :meth:`NativeListTransport.trace_events` gives it)."""
     from dtpu.hw.cmdlist import RunResult

@@ -394,7 +394,7 @@ class CocotbListTransport(CocotbTransport):
         if getattr(self, "tracer", None) is None:
             return None
         info, events = self.tracer.trace_events()
-        return run_result(info, events, self.cfg) if info["done"] else None
+        return run_result(info, events) if info["done"] else None
 
     def describe(self) -> str:
         text = super().describe()

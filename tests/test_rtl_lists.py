@@ -1031,7 +1031,7 @@ def node_record(rtl: cl.RunResult, model: cl.RunResult, tags, regs: dict, what: 
     logging.getLogger(__name__).info("%s: per-node cycles RTL %s model %s (RTL - model %s); "
                                      "CL_CYCLES %d / %d; stalls counted %s", what, got, want, diff,
                                      rtl.cycles, model.cycles,
-                                     "idle" if idle == rtl.idle_cycles else "busy")
+                                     "idle" if idle == rtl.idle_cycles - post else "busy")
     return {"got": got, "want": want, "diff": diff}
 
 

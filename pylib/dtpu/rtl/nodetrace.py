@@ -26,10 +26,11 @@ Per descriptor (an *event*), when the sequencer leaves it:
 
 :func:`run_result` folds the events per TAG into a RunResult (``cycles`` = CL_CYCLES, ``idle``
 = IDLE, both as the RTL counted them at the list's end) so that ``node_cycles`` / ``node_words``
-work as on backend=model. ``end`` is put on the model's scale: the model's ``end`` of a job is
-the cycle of the core's DONE (``Timeline.run``: core_free), the RTL's event comes
-:data:`END_OFFSET` cycles of CL_CYCLES after that (the sequencer's state changes at the edge
-that samples DONE). Each tag's span carries two more entries: ``[5]`` the list cycles the RTL
+work as on backend=model. ``end`` is on the model's scale: the model's ``end`` of a job
+(``Timeline.run``: ``core_free``) is the first cycle after the core's DONE, the cycle the
+sequencer has left the RUN (its state changes at the edge that samples DONE), so ``end`` is
+CL_CYCLES' counter then, :data:`END_OFFSET` = 0 (checked against branch runexact's Timeline,
+where the whole list's cycles are exact: every node's end equal). Each tag's span carries two more entries: ``[5]`` the list cycles the RTL
 did not count as IDLE during its jobs, ``[6]`` its RUNs' STALL cycles, ``[7]`` the
 stall-free cycles of its POSTs (part of ``[1]``; the RTL's IDLE counts them, the contract's
 does not: docs/rtl.md).
@@ -49,7 +50,7 @@ S_IDLE, S_HEAD, S_LCHK, S_LAFTER = 0, 2, 5, 11
 S_RSTART, S_RRUN, S_RCLR, S_PRUN, S_PGO = 18, 19, 20, 24, 26
 
 #: CL_CYCLES' counter when the sequencer leaves a RUN / POST, minus the model's ``end`` of it
-END_OFFSET = 1
+END_OFFSET = 0
 
 
 def run_result(info: dict, events: np.ndarray):

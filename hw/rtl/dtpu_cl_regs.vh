@@ -24,6 +24,13 @@ localparam integer DTPU_CL_SEQ_LOAD_REQ = 7;
 localparam integer DTPU_CL_SEQ_LOAD_DONE = 11;
 localparam integer DTPU_CL_SEQ_LOAD_EMPTY = 5;
 localparam integer DTPU_CL_SEQ_END = 1;
+localparam integer DTPU_CL_SEQ_RUN_START = 11;
+localparam integer DTPU_CL_SEQ_RUN_WAIT = 3;
+localparam integer DTPU_CL_SEQ_ACT_SETUP_WINDOWS = 28;
+localparam integer DTPU_CL_SEQ_ACT_SETUP_CHANNELS = 43;
+localparam integer DTPU_CL_SEQ_ACT_FIRST = 5;
+localparam integer DTPU_CL_SEQ_RUN_DONE = 1;
+localparam integer DTPU_CL_SEQ_STORE_TAIL = 5;
 
 // ---- descriptor opcodes and lengths (words including the header) ----
 localparam [7:0] DTPU_CL_OP_END = 8'd0;  // HEADER

@@ -252,3 +252,67 @@ async def test_random_latencies(dut):
 def _pauses(rnd, p):
     while True:
         yield rnd.random() < p
+
+
+# ------------------------------------------------------------------------------ RUN timing classes
+
+def class_program(kind, seed=0, n=1, hw=8, c=16, oc=16):
+    """A partition of `n` nodes of one timing class (docs/rtl.md "RUN / POST cycles against the
+    Timeline"): "pw" 1x1 convolutions (WINDOWS, word mode: C a multiple of LANES), "c3" 3x3
+    SAME convolutions in word mode, "dw" depthwise 3x3 (CHANNELS); each node reads the one
+    before (the first the partition's input)."""
+    rng = np.random.default_rng(seed)
+    specs = []
+    for i in range(n):
+        cin = c if i == 0 else (oc if kind != "dw" else c)
+        if kind == "pw":
+            s = ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, hw, hw, cin), (oc, 1, 1, cin),
+                         name=f"pw{i}", **_q(rng, oc))
+        elif kind == "c3":
+            s = ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, hw, hw, cin), (oc, 3, 3, cin),
+                         padding=Padding.SAME, name=f"c3{i}", **_q(rng, oc))
+        else:
+            s = ConvSpec(OpKind.DEPTHWISE_CONV_2D, DataMode.INT8, (1, hw, hw, c), (1, 3, 3, c),
+                         padding=Padding.SAME, name=f"dw{i}", **_q(rng, c))
+        specs.append(s)
+    nodes = [cl.NodeIn(s, *_node(rng, s), i - 1) for i, s in enumerate(specs)]
+    return cl.compile_program([nodes], CFG, base=BASE)
+
+
+@cocotb.test(skip=not os.environ.get("DTPU_PROBE"))
+async def test_probe_runs(dut):
+    """Not a check: per-descriptor event cycles of the RTL next to the Timeline's on programs
+    of each RUN timing class under the contract's memory model (DTPU_PROBE=1; DTPU_PROBE_CLASSES
+    = comma-separated kind:n:hw:c:oc)."""
+    from dtpu_sim.cycles import Probe, table
+    lat = int(FMT.mem["MEM_READ_LATENCY"])
+    tb = RunTB(dut, SEED + 7, lat=(lat, lat), stall=0.0)
+    await tb.reset()
+    rng = np.random.default_rng(SEED + 7)
+    spec = os.environ.get("DTPU_PROBE_CLASSES", "pw:1:8:16:16,pw:3:8:16:16,c3:1:8:16:16,dw:1:8:16:16")
+    for item in spec.split(","):
+        kind, n, hw, c, oc = item.split(":")
+        prog = class_program(kind, n=int(n), hw=int(hw), c=int(c), oc=int(oc))
+        image = prog.image.copy()
+        part = prog.partitions[0]
+        for buf in part.inputs or [part.input]:
+            o = buf.addr - BASE
+            image[o:o + buf.nbytes] = rng.integers(0, 256, buf.nbytes, dtype=np.uint8)
+        tb.put(image)
+        model = tb.model(image)
+        model.ex.events = []
+        for addr, name in ((prog.prologue_addr, "prologue"), (part.list_addr, "partition")):
+            model.ex.events.clear()
+            pr = Probe(dut)
+            pr.start()
+            await tb.run_list(addr, limit=300_000)
+            pr.stop()
+            r = model.run(addr)
+            cyc, idle = await tb.rd(R["CL_CYCLES_LO"]), await tb.rd(R["IDLE_LO"])
+            rd, wr = await tb.rd(R["RD_BEATS"]), await tb.rd(R["WR_BEATS"])
+            dut._log.info("PROBE %s %s: CL_CYCLES %d model %d, IDLE %d model %d, RD %d model %d, "
+                          "WR %d model %d", item, name, cyc, r.cycles, idle, r.idle_cycles, rd,
+                          r.rd_beats, wr, r.wr_beats)
+            for line in table(pr, model.ex.events):
+                dut._log.info("PROBE %s", line)
+            await tb.ack()

@@ -803,6 +803,9 @@ class Timeline:
     wr_beats: int = 0
     written: list = field(default_factory=list)  # (lo, hi, cycle of the write response) per RUN
     run_ends: list = field(default_factory=list)
+    #: optional per-descriptor event record (None: off): (kind, cycles...) tuples, for
+    #: comparing the model's times with the RTL's (sim/dtpu_sim/cycles.py)
+    events: list | None = None
 
     def __post_init__(self) -> None:
         m = self.fmt.mem
@@ -859,6 +862,8 @@ class Timeline:
         self.taken = h
         self.hand_free = h + words - 1 + self.K["SEQ_DESC_GAP"]
         self.seq_free = h + words
+        if self.events is not None:
+            self.events.append(("head", h))
         return h
 
     def regs(self, t_fetch: int, pairs: int) -> None:
@@ -876,38 +881,80 @@ class Timeline:
         if not beats:
             self.seq_free = max(self.seq_free, t + self.K["SEQ_LOAD_EMPTY"])
             return
-        _, end = self._read(t + self.K["SEQ_LOAD_REQ"], beats)
+        first, end = self._read(t + self.K["SEQ_LOAD_REQ"], beats)
         done = end - 1 + self.K["SEQ_LOAD_DONE"]
         self.seq_free = max(self.seq_free, done)
         self.loads_done = max(self.loads_done, done)
+        if self.events is not None:
+            self.events.append(("load", first, end - 1, done))
 
     def run(self, t_fetch: int, src: tuple, dst: tuple, act_beats: int, res_beats: int,
-            cycles: int, store_reads: int = 0) -> None:
+            cycles: int, store_reads: int = 0, act_req: int | None = None) -> None:
         """A RUN (or POST): `store_reads` are the ACC partial sums the store unit reads back,
-        requested on the read channel behind the activation stream."""
+        requested on the read channel behind the activation stream.
+
+        `act_req` (a RUN; None for a POST): cycles from the job's start to its activation
+        stream's request as the load unit makes it (:meth:`Executor._act_req`: the unit's setup
+        and the first run's collection). A RUN then starts SEQ_RUN_START after its header was
+        taken (its eight words, the wait, CTRL.START), and SEQ_RUN_WAIT after the write
+        response of every earlier RUN whose results it reads; the core's first word comes
+        SEQ_ACT_FIRST after the stream's first beat, and the job's stall-free schedule shifts
+        by however much later that is than CFG_CYCLES (the channel's beat a cycle keeps up
+        with the core afterwards when the stream's runs are long: word mode, contiguous); the
+        next header SEQ_RUN_DONE after the core's DONE; its last write response
+        MEM_WRITE_LATENCY after the store unit's last beat (:meth:`_store_tail`)."""
         lo, hi = src
-        t = max([t_fetch, self.core_free, self.loads_done]
-                + [t for w0, w1, t in self.written if lo < w1 and w0 < hi])
+        K = self.K
+        run = act_req is not None
+        t = max([t_fetch + (K["SEQ_RUN_START"] if run else 0), self.core_free, self.loads_done]
+                + [t + (K["SEQ_RUN_WAIT"] if run else 0) for w0, w1, t in self.written
+                   if lo < w1 and w0 < hi])
         shift = 0
+        first = None
         if act_beats:
-            first, _ = self._read(t, act_beats)
-            shift = max(0, first - (t + self.fmt.cfg.CFG_CYCLES))
+            first, _ = self._read(t + (act_req or 0), act_beats)
+            core_first = first + (K["SEQ_ACT_FIRST"] if run else 0)
+            shift = max(0, core_first - (t + self.fmt.cfg.CFG_CYCLES))
         if store_reads:
             self._read(t, store_reads)
         end = t + shift + cycles
         self.core_free = self.last_run_end = end
-        self.seq_free = max(self.seq_free, end)
+        self.seq_free = max(self.seq_free, end + (K["SEQ_RUN_DONE"] if run else 0))
         self.run_ends.append(end)
         self.compute += cycles
         self.wr_beats += res_beats
-        self.wr_done = max(self.wr_done, end + self.WL)
+        w_end = end + self.WL + (self._store_tail(res_beats) if run else 0)
+        self.wr_done = max(self.wr_done, w_end)
         if res_beats:
-            self.written.append((*dst, end + self.WL))
+            self.written.append((*dst, w_end))
+        if self.events is not None:
+            self.events.append(("run", t, first, end, w_end))
+
+    def _store_tail(self, words: int) -> int:
+        """Cycles from a RUN's end (the core's DONE) to its last write beat + 1, for `words`
+        result words to consecutive addresses (dtpu_cl_store_wq: runs of up to
+        MEM_BURST_BEATS words, each requested once its last word is queued, the last partial
+        one once the RUN's end closes it; the burst's beats follow its request): SEQ_STORE_TAIL
+        + the last burst's beats (+1 when the RUN's end closes it). When a full burst comes
+        before a partial last one, its beats go first: the results arriving back to back, the
+        last beat is then SEQ_STORE_TAIL + MEM_BURST_BEATS after DONE (slower results end
+        earlier: not modelled)."""
+        if not words:
+            return 0
+        burst = int(self.fmt.mem["MEM_BURST_BEATS"])
+        part = words % burst
+        tail = self.K["SEQ_STORE_TAIL"] + (part + 1 if part else burst)
+        if part and words > burst:
+            tail = max(tail, self.K["SEQ_STORE_TAIL"] + burst)
+        return tail
 
     def end(self) -> int:
         fin = max(self.taken, self.block_end) + self.K["SEQ_END"]
-        return max(fin, self.wr_done, self.loads_done, self.core_free) + \
+        out = max(fin, self.wr_done, self.loads_done, self.core_free) + \
             int(self.fmt.mem["IRQ_LATENCY"])
+        if self.events is not None and (not self.events or self.events[-1][0] != "end"):
+            self.events.append(("end", out))
+        return out
 
 
 def list_words_of(ddr: "Ddr", list_addr: int, fmt: Format, limit: int = 1 << 16) -> int | None:
@@ -988,6 +1035,9 @@ class Executor:
         self._compiled: dict = {}
         self._gather_cache: dict = {}
         self._decoded: dict = {}     # list address -> (its bytes, decoded steps)
+        #: a list to collect the Timeline's per-descriptor events into (None: off; a list's
+        #: events are recorded only when its timeline is computed, not when reused)
+        self.events: list | None = None
         c = self.core.cfg
         self._job_regs = {reg.offset: reg.name for reg in c.registers if reg.access == "rw"
                           and reg.name not in ("CTRL",)}
@@ -1016,7 +1066,7 @@ class Executor:
             words = sum(st[3] for st in entry[1])
         else:
             words = list_words_of(ddr, list_addr, f)
-        tl: Timeline | None = Timeline(f, list_words=words)
+        tl: Timeline | None = Timeline(f, list_words=words, events=self.events)
         k = 0
         try:
             if entry is None:
@@ -1153,17 +1203,20 @@ class Executor:
                 tl.run(t_fetch, src, dst, beats, beats, cycles)
                 r.runs += 1
                 _tag_span(r, h["TAG"], tl.core_free, cycles)   # the post unit: no stream
-                call = ("R", n, src, dst, beats, beats, cycles, 0, h["TAG"], False)
+                call = ("R", n, src, dst, beats, beats, cycles, 0, h["TAG"], False, None)
         else:
             d = payload
             cycles, act_beats, res_beats, src, dst = self._run(ddr, regs, d, h, r)
             if tl is not None:
                 acc = d["RES0"]["MODE"] == f.res_modes["ACC"]
                 store_reads = res_beats if acc and not d["FIRST"] else 0
-                tl.run(t_fetch, src, dst, act_beats, res_beats, cycles, store_reads=store_reads)
+                act_req = self._act_req(d)
+                tl.run(t_fetch, src, dst, act_beats, res_beats, cycles, store_reads=store_reads,
+                       act_req=act_req)
                 r.runs += 1
                 _tag_span(r, h["TAG"], tl.core_free, cycles, act_beats, res_beats)
-                call = ("R", n, src, dst, act_beats, res_beats, cycles, store_reads, h["TAG"], True)
+                call = ("R", n, src, dst, act_beats, res_beats, cycles, store_reads, h["TAG"], True,
+                        act_req)
         if calls is not None:
             calls.append(call)
 
@@ -1239,6 +1292,35 @@ class Executor:
                 img = img.reshape(h, w, nchunk, chans // nchunk).transpose(2, 0, 1, 3)
             return np.ascontiguousarray(img).view(_U64).reshape(-1)
         raise _ClError("BAD_FIELD", f"ACT MODE={mode}; accepted: {f.act_modes}")
+
+    def _act_req(self, d: dict) -> int:
+        """Cycles from a RUN's start to its activation stream's first read request in the
+        load unit (dtpu_cl_load, docs/rtl.md): its setup (SEQ_ACT_SETUP_WINDOWS /
+        SEQ_ACT_SETUP_CHANNELS: the registered fields, the AGU's setup, the request path) and
+        one cycle per element its first run collects (up to MEM_BURST_BEATS beats; a run closes
+        when the next element does not continue it). Exact for word-mode streams (every word
+        one aligned DDR word); a lane-mode stream collects lanes, not words (approximate)."""
+        f = self.fmt
+        a0, a1, a2, a3 = d["ACT0"], d["ACT1"], d["ACT2"], d["ACT3"]
+        mode, L = a0["MODE"], max(1, a0["LANES"])
+        K, burst = f.mem, int(f.mem["MEM_BURST_BEATS"])
+        if mode == f.act_modes["CHANNELS"]:
+            setup = int(K["SEQ_ACT_SETUP_CHANNELS"])
+        else:
+            setup = int(K["SEQ_ACT_SETUP_WINDOWS"])
+        first = _first_words(f, d, burst + 1)
+        if first is None:                       # lane mode: MEM_BURST_BEATS words of lanes
+            return setup + burst * L
+        n = 0
+        prev = None
+        for a in first:
+            if n and (a is None or prev is None or a != prev + 1):
+                break
+            n += 1
+            prev = a
+            if n == burst:
+                return setup + n          # closed as it reaches MEM_BURST_BEATS
+        return setup + n + 1              # closed by the next element or the stream's end
 
     # -- store unit
 
@@ -1420,8 +1502,8 @@ def _replay_call(tl: "Timeline", r: RunResult, call: tuple) -> None:
         tl.load(t_fetch, count, after)
         _tag_span(r, tag, None, wgt=count)
     elif call[0] == "R":
-        _, _, src, dst, act, res, cycles, store_reads, tag, stream = call
-        tl.run(t_fetch, src, dst, act, res, cycles, store_reads=store_reads)
+        _, _, src, dst, act, res, cycles, store_reads, tag, stream, act_req = call
+        tl.run(t_fetch, src, dst, act, res, cycles, store_reads=store_reads, act_req=act_req)
         r.runs += 1
         if stream:
             _tag_span(r, tag, tl.core_free, cycles, act, res)
@@ -1448,6 +1530,53 @@ class _ClError(Exception):
     def __init__(self, kind: str, msg: str) -> None:
         super().__init__(msg)
         self.kind = kind
+
+
+def _first_words(f: "Format", d: dict, limit: int) -> list | None:
+    """The DDR word addresses (None: a PAD word) of the first `limit` words of a RUN's
+    activation stream when the load unit runs it in word mode (dtpu_cl_load: WINDOWS with C a
+    multiple of LANES, CHANNELS with REP 1 and C, CH0, CHANNELS multiples of LANES; SRC 8-byte
+    aligned); None in lane mode or for a stream the unit would not start."""
+    a0, a1, a2, a3, a4 = (d[k] for k in ("ACT0", "ACT1", "ACT2", "ACT3", "ACT4"))
+    mode, L = a0["MODE"], a0["LANES"]
+    n, h, w, c = a1["N"], a1["H"], a1["W"], a1["C"]
+    if L < 1 or a0["SRC"] % 8 or c % L:
+        return None
+    base, cw = a0["SRC"] // 8, c // L
+    out: list = []
+    if mode == f.act_modes["CHANNELS"]:
+        rep, ch0, chans, nchunk = a3["KP"], a3["K0"], a3["K1"], max(1, a3["NCHUNK"])
+        if rep != 1 or ch0 % L or chans % (nchunk * L):
+            return None
+        per = chans // nchunk // L
+        for k in range(nchunk):
+            for p in range(h * w):
+                for j in range(per):
+                    ch = ch0 // L + k * per + j
+                    out.append(base + p * cw + ch if ch < cw else None)
+                    if len(out) >= limit:
+                        return out
+        return out
+    if mode != f.act_modes["WINDOWS"]:
+        return None
+    kh, kw, sy, sx, dy, dx = a2["KH"], a2["KW"], a2["SY"], a2["SX"], a2["DY"], a2["DX"]
+    pt, pl, oh, ow = a2["PT"], a2["PL"], a2["OH"], a2["OW"]
+    kp, k0, k1 = a3["KP"] // L, a3["K0"], a3["K1"]
+    for b in range(n):
+        for oy in range(oh):
+            for ox in range(ow):
+                for j in range(k0, k1):
+                    if j >= kh * kw * cw or j >= kp:
+                        out.append(None)
+                    else:
+                        tap, cj = divmod(j, cw)
+                        ky, kx = divmod(tap, kw)
+                        y, x = oy * sy + ky * dy - pt, ox * sx + kx * dx - pl
+                        inside = 0 <= y < h and 0 <= x < w
+                        out.append(base + ((b * h + y) * w + x) * cw + cj if inside else None)
+                    if len(out) >= limit:
+                        return out
+    return out
 
 
 def _window_index(a1: dict, a2: dict, kp: int) -> np.ndarray:

@@ -8,8 +8,10 @@ The prologue and then the partition list run from CL_BASE + DOORBELL; afterwards
 the RTL's DDR must equal the model's DDR after the same lists (outputs, intermediate tensors,
 int64 partial sums, and nothing written outside them), and CL_ERR / CL_ERR_PC / CL_ERR_TAG /
 DESCS equal the model's. Under the contract's memory model (fixed latency, no stalls) the
-prologues' CL_CYCLES, IDLE and RD_BEATS must equal the Timeline's; the partition lists' are
-logged side by side (the RTL's RUN timing is not the Timeline's yet, docs/rtl.md)."""
+prologues' CL_CYCLES, IDLE, RD_BEATS and WR_BEATS must equal the Timeline's, and so must the
+partition lists' of the exact RUN classes (word-mode 1x1 and depthwise chains); the other
+partition lists are logged side by side (docs/rtl.md "RUN / POST cycles against the
+Timeline"). test_probe_runs (DTPU_PROBE=1) prints per-descriptor event cycles of both."""
 import os
 import random
 
@@ -80,6 +82,40 @@ def int16_program(seed=6):
     return cl.compile_program([nodes], CFG, base=BASE)
 
 
+def chain_program(nodes, hw=8, c=16, seed=0):
+    """One partition of chained nodes, each reading the one before (the first the partition's
+    input), int8: ("pw", OC) a 1x1 convolution, ("dw", _) a 3x3 SAME depthwise convolution
+    (CHANNELS); with C a multiple of LANES both are word-mode streams (the exact class)."""
+    rng = np.random.default_rng(seed)
+    specs, cin = [], c
+    for i, (kind, oc) in enumerate(nodes):
+        if kind == "pw":
+            specs.append(ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, hw, hw, cin), (oc, 1, 1, cin),
+                                  name=f"pw{i}", **_q(rng, oc)))
+            cin = oc
+        elif kind == "c3":
+            specs.append(ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, hw, hw, cin),
+                                  (oc, 3, 3, cin), padding=Padding.SAME, name=f"c3{i}",
+                                  **_q(rng, oc)))
+            cin = oc
+        else:
+            specs.append(ConvSpec(OpKind.DEPTHWISE_CONV_2D, DataMode.INT8, (1, hw, hw, cin),
+                                  (1, 3, 3, cin), padding=Padding.SAME, name=f"dw{i}",
+                                  **_q(rng, cin)))
+    nodes = [cl.NodeIn(s, *_node(rng, s), i - 1) for i, s in enumerate(specs)]
+    return cl.compile_program([nodes], CFG, base=BASE)
+
+
+def random_class_program(rnd, seed):
+    """A random chain of 1..3 nodes of the exact class: 1x1 convolutions (2, 4 or 8 pixels a
+    side: result words in whole 16-word bursts or one partial burst; a partial burst after full
+    ones was seen 2 cycles off, docs/rtl.md), C and OC multiples of 8 (8..32). Depthwise chains are exact on the fixed ones only (some
+    chains of three are a cycle off, docs/rtl.md), mixed chains not."""
+    nodes = [("pw", rnd.choice((8, 16, 24, 32))) for _ in range(rnd.randint(1, 3))]
+    return chain_program(nodes, hw=rnd.choice((2, 4, 8)), c=rnd.choice((8, 16, 24, 32)),
+                         seed=seed)
+
+
 def _undefined(image, addr, r):
     """The bytes a failing RUN / POST leaves undefined: its destination (docs/contract2.md
     "Errors": the store unit may have written part of the results before the failure, the
@@ -140,9 +176,11 @@ async def run_program(tb, prog, what, rng, faults=(), exact=()):
         tb.dut._log.info("%s %s: IDLE %d, model %d; RD_BEATS %d, model %d", what, name, rtl_idle,
                          r.idle_cycles, rtl_rd, r.rd_beats)
         if name in exact:
-            got, want = (rtl_cycles, rtl_idle, rtl_rd), (r.cycles, r.idle_cycles, r.rd_beats)
-            assert got == want, (f"{what} {name}: CL_CYCLES, IDLE, RD_BEATS {got} != the "
-                                 f"model's Timeline {want}")
+            rtl_wr = await tb.rd(R["WR_BEATS"])
+            got = (rtl_cycles, rtl_idle, rtl_rd, rtl_wr)
+            want = (r.cycles, r.idle_cycles, r.rd_beats, r.wr_beats)
+            assert got == want, (f"{what} {name}: CL_CYCLES, IDLE, RD_BEATS, WR_BEATS {got} != "
+                                 f"the model's Timeline {want}")
         out.append((r, rtl_cycles))
         await tb.ack()
     tb.mem.regions.clear()
@@ -223,14 +261,29 @@ async def test_run_errors(dut):
 async def test_contract_memory_model(dut):
     """The memory as contract.json's memory model describes it (every burst's first beat
     MEM_READ_LATENCY cycles after its request, one beat per cycle, no stalls): the programs
-    byte-exact; the prologues' CL_CYCLES, IDLE and RD_BEATS equal the model's Timeline, the
-    partition lists' logged against it (docs/rtl.md quotes them)."""
+    byte-exact; CL_CYCLES, IDLE, RD_BEATS and WR_BEATS equal the model's Timeline on every
+    prologue and on the partition lists of the exact RUN classes (1x1 convolutions and
+    depthwise convolutions in word mode, chained: docs/rtl.md "RUN / POST cycles against the
+    Timeline"), fixed ones and N_RANDOM random ones; the other partition lists (lane mode, 3x3
+    WINDOWS, ACC and POST) are logged against it."""
     tb = RunTB(dut, SEED + 5, lat=(int(FMT.mem["MEM_READ_LATENCY"]),) * 2, stall=0.0)
     await tb.reset()
     rng = np.random.default_rng(SEED + 5)
     for what, prog in (("small", small_program()), ("ksplit", ksplit_program()),
                        ("int16", int16_program())):
         await run_program(tb, prog, f"memory model, {what}", rng, exact=("prologue",))
+    # logged only: a depthwise job after another kind is 1-2 cycles off (docs/rtl.md)
+    await run_program(tb, chain_program([("dw", 0), ("pw", 24), ("dw", 0)], hw=4, c=16),
+                      "memory model, dw pw dw", rng, exact=("prologue",))
+    progs = [("pw chain", chain_program([("pw", 16), ("pw", 32), ("pw", 8)], hw=6, c=16)),
+             ("dw chain", chain_program([("dw", 0), ("dw", 0)], hw=8, c=24)),
+             ("short", chain_program([("pw", 8)], hw=2, c=8))]
+    rnd = random.Random(SEED + 5)
+    for i in range(N_RANDOM):
+        progs.append((f"random class {i}", random_class_program(rnd, seed=30 + i)))
+    for what, prog in progs:
+        await run_program(tb, prog, f"memory model, {what}", rng,
+                          exact=("prologue", "partition"))
 
 
 @cocotb.test()
@@ -256,29 +309,6 @@ def _pauses(rnd, p):
 
 # ------------------------------------------------------------------------------ RUN timing classes
 
-def class_program(kind, seed=0, n=1, hw=8, c=16, oc=16):
-    """A partition of `n` nodes of one timing class (docs/rtl.md "RUN / POST cycles against the
-    Timeline"): "pw" 1x1 convolutions (WINDOWS, word mode: C a multiple of LANES), "c3" 3x3
-    SAME convolutions in word mode, "dw" depthwise 3x3 (CHANNELS); each node reads the one
-    before (the first the partition's input)."""
-    rng = np.random.default_rng(seed)
-    specs = []
-    for i in range(n):
-        cin = c if i == 0 else (oc if kind != "dw" else c)
-        if kind == "pw":
-            s = ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, hw, hw, cin), (oc, 1, 1, cin),
-                         name=f"pw{i}", **_q(rng, oc))
-        elif kind == "c3":
-            s = ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, hw, hw, cin), (oc, 3, 3, cin),
-                         padding=Padding.SAME, name=f"c3{i}", **_q(rng, oc))
-        else:
-            s = ConvSpec(OpKind.DEPTHWISE_CONV_2D, DataMode.INT8, (1, hw, hw, c), (1, 3, 3, c),
-                         padding=Padding.SAME, name=f"dw{i}", **_q(rng, c))
-        specs.append(s)
-    nodes = [cl.NodeIn(s, *_node(rng, s), i - 1) for i, s in enumerate(specs)]
-    return cl.compile_program([nodes], CFG, base=BASE)
-
-
 @cocotb.test(skip=not os.environ.get("DTPU_PROBE"))
 async def test_probe_runs(dut):
     """Not a check: per-descriptor event cycles of the RTL next to the Timeline's on programs
@@ -292,7 +322,11 @@ async def test_probe_runs(dut):
     spec = os.environ.get("DTPU_PROBE_CLASSES", "pw:1:8:16:16,pw:3:8:16:16,c3:1:8:16:16,dw:1:8:16:16")
     for item in spec.split(","):
         kind, n, hw, c, oc = item.split(":")
-        prog = class_program(kind, n=int(n), hw=int(hw), c=int(c), oc=int(oc))
+        if "-" in kind:     # a mixed chain: kind = "dw0-pw24-dw0" (n, oc ignored)
+            nodes = [(k[:2], int(k[2:])) for k in kind.split("-")]
+        else:
+            nodes = [(kind, int(oc))] * int(n)
+        prog = chain_program(nodes, hw=int(hw), c=int(c))
         image = prog.image.copy()
         part = prog.partitions[0]
         for buf in part.inputs or [part.input]:

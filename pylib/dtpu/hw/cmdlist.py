@@ -889,7 +889,8 @@ class Timeline:
             self.events.append(("load", first, end - 1, done))
 
     def run(self, t_fetch: int, src: tuple, dst: tuple, act_beats: int, res_beats: int,
-            cycles: int, store_reads: int = 0, act_req: int | None = None) -> None:
+            cycles: int, store_reads: int = 0, act_req: int | None = None,
+            res_step: tuple = (1, 1)) -> None:
         """A RUN (or POST): `store_reads` are the ACC partial sums the store unit reads back,
         requested on the read channel behind the activation stream.
 
@@ -923,30 +924,36 @@ class Timeline:
         self.run_ends.append(end)
         self.compute += cycles
         self.wr_beats += res_beats
-        w_end = end + self.WL + (self._store_tail(res_beats) if run else 0)
+        w_end = end + self.WL + (self._store_tail(res_beats, res_step) if run else 0)
         self.wr_done = max(self.wr_done, w_end)
         if res_beats:
             self.written.append((*dst, w_end))
         if self.events is not None:
             self.events.append(("run", t, first, end, w_end))
 
-    def _store_tail(self, words: int) -> int:
+    def _store_tail(self, words: int, step: tuple = (1, 1)) -> int:
         """Cycles from a RUN's end (the core's DONE) to its last write beat + 1, for `words`
         result words to consecutive addresses (dtpu_cl_store_wq: runs of up to
         MEM_BURST_BEATS words, each requested once its last word is queued, the last partial
         one once the RUN's end closes it; the burst's beats follow its request): SEQ_STORE_TAIL
         + the last burst's beats (+1 when the RUN's end closes it). When a full burst comes
-        before a partial last one, its beats go first: the results arriving back to back, the
-        last beat is then SEQ_STORE_TAIL + MEM_BURST_BEATS after DONE (slower results end
-        earlier: not modelled)."""
+        before a partial last one of `part` words, the partial one's beats follow the full
+        one's, which was requested SEQ_STORE_TAIL + 2 cycles after its last word came from the
+        core; `step` = (period, words) of the job's result words (a GEMM: `words` every
+        `period` cycles, the last 2 cycles before DONE; (1, 1): one a cycle) tells how long
+        before the last word that one came."""
         if not words:
             return 0
+        K = self.K["SEQ_STORE_TAIL"]
         burst = int(self.fmt.mem["MEM_BURST_BEATS"])
         part = words % burst
-        tail = self.K["SEQ_STORE_TAIL"] + (part + 1 if part else burst)
-        if part and words > burst:
-            tail = max(tail, self.K["SEQ_STORE_TAIL"] + burst)
-        return tail
+        if not part:
+            return K + burst
+        if words < burst:
+            return K + 1 + part
+        period, wps = step
+        gap = (part // wps) * period + part % wps
+        return part + max(K + 1, K + burst - gap)
 
     def end(self) -> int:
         fin = max(self.taken, self.block_end) + self.K["SEQ_END"]
@@ -1038,6 +1045,7 @@ class Executor:
         #: a list to collect the Timeline's per-descriptor events into (None: off; a list's
         #: events are recorded only when its timeline is computed, not when reused)
         self.events: list | None = None
+        self._res_step = (1, 1)
         c = self.core.cfg
         self._job_regs = {reg.offset: reg.name for reg in c.registers if reg.access == "rw"
                           and reg.name not in ("CTRL",)}
@@ -1203,7 +1211,7 @@ class Executor:
                 tl.run(t_fetch, src, dst, beats, beats, cycles)
                 r.runs += 1
                 _tag_span(r, h["TAG"], tl.core_free, cycles)   # the post unit: no stream
-                call = ("R", n, src, dst, beats, beats, cycles, 0, h["TAG"], False, None)
+                call = ("R", n, src, dst, beats, beats, cycles, 0, h["TAG"], False, None, (1, 1))
         else:
             d = payload
             cycles, act_beats, res_beats, src, dst = self._run(ddr, regs, d, h, r)
@@ -1212,11 +1220,11 @@ class Executor:
                 store_reads = res_beats if acc and not d["FIRST"] else 0
                 act_req = self._act_req(d)
                 tl.run(t_fetch, src, dst, act_beats, res_beats, cycles, store_reads=store_reads,
-                       act_req=act_req)
+                       act_req=act_req, res_step=self._res_step)
                 r.runs += 1
                 _tag_span(r, h["TAG"], tl.core_free, cycles, act_beats, res_beats)
                 call = ("R", n, src, dst, act_beats, res_beats, cycles, store_reads, h["TAG"], True,
-                        act_req)
+                        act_req, self._res_step)
         if calls is not None:
             calls.append(call)
 
@@ -1403,6 +1411,12 @@ class Executor:
         failed_config = not core._pending and core.regs[c.REG_STATUS] & st.field("ERROR").mask
         words = np.zeros(0, _U64)
         if not failed_config:
+            try:   # the result words' timing for the Timeline (as the fast path's setup has it)
+                su = core._setup(core.regs)
+                if su.opcode == "GEMM":
+                    self._res_step = (max(su.kw, su.wpi), su.wpi)
+            except Exception:   # noqa: BLE001  (CONFIG failed: no results)
+                pass
             try:
                 words = self._gather(ddr, d["ACT0"], d["ACT1"], d["ACT2"], d["ACT3"], d["ACT4"])
             except (_ClError, DdrFault):
@@ -1433,6 +1447,7 @@ class Executor:
         c = self.core.cfg
         key = tuple(sorted(regs.items()))
         cj = None
+        self._res_step = (1, 1)     # the result words' (period, words) for the Timeline
         if self.fast_path:
             # the same registers run over different memory contents: the pages of a streamed
             # node that land in the same scratch half; one compiled form per content seen
@@ -1461,6 +1476,9 @@ class Executor:
             bits = [n for n, b in c.errors.items() if err & (1 << b)]
             raise _ClError("JOB", f"RUN: the job failed in CONFIG, ERR={err:#x} ({', '.join(bits)})")
         words = self._gather(ddr, d["ACT0"], d["ACT1"], d["ACT2"], d["ACT3"], d["ACT4"])
+        su = cj.setup
+        if su is not None and su.opcode == "GEMM":
+            self._res_step = (max(su.kw, su.wpi), su.wpi)
         if cj.pf_count:
             raise _ClError("BAD_FIELD", f"RUN with PF_COUNT={cj.pf_count}: prefetch rides on LOAD "
                            f"descriptors in contract 2.0; accepted: 0")
@@ -1502,8 +1520,9 @@ def _replay_call(tl: "Timeline", r: RunResult, call: tuple) -> None:
         tl.load(t_fetch, count, after)
         _tag_span(r, tag, None, wgt=count)
     elif call[0] == "R":
-        _, _, src, dst, act, res, cycles, store_reads, tag, stream, act_req = call
-        tl.run(t_fetch, src, dst, act, res, cycles, store_reads=store_reads, act_req=act_req)
+        _, _, src, dst, act, res, cycles, store_reads, tag, stream, act_req, step = call
+        tl.run(t_fetch, src, dst, act, res, cycles, store_reads=store_reads, act_req=act_req,
+               res_step=step)
         r.runs += 1
         if stream:
             _tag_span(r, tag, tl.core_free, cycles, act, res)

@@ -26,9 +26,9 @@ localparam integer DTPU_CL_SEQ_LOAD_EMPTY = 5;
 localparam integer DTPU_CL_SEQ_END = 1;
 localparam integer DTPU_CL_SEQ_RUN_START = 11;
 localparam integer DTPU_CL_SEQ_RUN_WAIT = 3;
-localparam integer DTPU_CL_SEQ_ACT_SETUP_WINDOWS = 28;
-localparam integer DTPU_CL_SEQ_ACT_SETUP_CHANNELS = 43;
-localparam integer DTPU_CL_SEQ_ACT_FIRST = 5;
+localparam integer DTPU_CL_SEQ_ACT_SETUP_WINDOWS = 29;
+localparam integer DTPU_CL_SEQ_ACT_SETUP_CHANNELS = 44;
+localparam integer DTPU_CL_SEQ_ACT_FIRST = 4;
 localparam integer DTPU_CL_SEQ_RUN_DONE = 1;
 localparam integer DTPU_CL_SEQ_STORE_TAIL = 5;
 

@@ -26,12 +26,15 @@ S_HEAD = 2
 
 
 class Probe:
-    def __init__(self, dut):
+    def __init__(self, dut, bus: bool = False):
         self.dut = dut
         self.descs: list[dict] = []      # one dict per descriptor taken
         self.wlast = self.b = None
         self.n = -1
         self._task = None
+        #: with bus=True: (cycle, "AR", address, beats) and (cycle, "R0") of every read burst
+        self.bus: list | None = [] if bus else None
+        self._r_first = True
 
     def start(self) -> None:
         self._task = cocotb.start_soon(self._watch())
@@ -64,8 +67,16 @@ class Probe:
                 cur["ar"] = n
             if int(d.c_act_tvalid.value) and int(d.c_act_tready.value) and "act" not in cur:
                 cur["act"] = n
+            if self.bus is not None:
+                if int(d.m_axi_arvalid.value) and int(d.m_axi_arready.value):
+                    self.bus.append((n, "AR", int(d.m_axi_araddr.value), int(d.m_axi_arlen.value) + 1))
+                if int(d.m_axi_rvalid.value) and int(d.m_axi_rready.value):
+                    if self._r_first:
+                        self.bus.append((n, "R0"))
+                    self._r_first = bool(int(d.m_axi_rlast.value))
             if int(d.c_res_tvalid.value) and int(d.c_res_tready.value):
                 cur["res"] = n
+                cur.setdefault("res_t", []).append(n)
             if int(d.m_axi_awvalid.value) and int(d.m_axi_awready.value):
                 cur["aw"] = n
             if int(d.core_done.value) and "done" not in cur:

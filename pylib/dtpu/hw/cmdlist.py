@@ -960,6 +960,7 @@ class Timeline:
         out = max(fin, self.wr_done, self.loads_done, self.core_free) + \
             int(self.fmt.mem["IRQ_LATENCY"])
         if self.events is not None and (not self.events or self.events[-1][0] != "end"):
+            self.events.append(("blocks", list(self.block_first)))
             self.events.append(("end", out))
         return out
 

@@ -324,6 +324,68 @@ def test_partition_list_stops_at_its_first_run(lib):
     t.close()
 
 
+def _chain(nodes, hw, c, base, seed=0):
+    """One partition of chained int8 nodes at `base`: ("pw", OC) a 1x1 convolution, ("dw", _) a
+    3x3 SAME depthwise one (the exact RUN class of docs/rtl.md "RUN / POST cycles against the
+    Timeline" when C and OC are multiples of 8)."""
+    rng = np.random.default_rng(seed)
+
+    def q(oc):
+        return dict(input_q=Quant((0.02,), (int(rng.integers(-9, 9)),)),
+                    filter_q=Quant(tuple(rng.uniform(0.004, 0.02, oc)), (0,) * oc),
+                    output_q=Quant((0.15,), (int(rng.integers(-9, 9)),)))
+
+    specs, cin = [], c
+    for i, (kind, oc) in enumerate(nodes):
+        if kind == "pw":
+            specs.append(ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, hw, hw, cin),
+                                  (oc, 1, 1, cin), name=f"pw{i}", **q(oc)))
+            cin = oc
+        else:
+            specs.append(ConvSpec(OpKind.DEPTHWISE_CONV_2D, DataMode.INT8, (1, hw, hw, cin),
+                                  (1, 3, 3, cin), padding=Padding.SAME, name=f"dw{i}", **q(cin)))
+    ins = []
+    for i, sp in enumerate(specs):
+        w = rng.integers(-12, 12, sp.filter_shape).astype(np.int8)
+        b = rng.integers(-300, 300, sp.out_channels).astype(np.int32)
+        ins.append(cl.NodeIn(sp, w, b, i - 1))
+    return cl.compile_program([ins], CFG, base=base)
+
+
+def test_run_cycles_equal_the_timeline_on_the_exact_class(lib):
+    """The memory model here is the contract's exactly (every burst's first beat
+    MEM_READ_LATENCY after its AR, write responses MEM_WRITE_LATENCY after the last beat):
+    on chains of 1x1 and depthwise convolutions in the load unit's word mode, CL_CYCLES, IDLE,
+    RD_BEATS and WR_BEATS of the prologue and of the partition list equal the Executor's
+    Timeline (the class sim/tb/tb_cl_run.py::test_contract_memory_model asserts under cocotb),
+    and DDR as the model's."""
+    t = open_core(lib)
+    for nodes, hw, c in (([("pw", 16), ("pw", 32), ("pw", 8)], 6, 16),
+                         ([("dw", 0), ("pw", 24), ("dw", 0)], 4, 16),
+                         ([("pw", 24), ("dw", 0)], 8, 8)):
+        buf = t.alloc_buffer(1 << 16)
+        p = _chain(nodes, hw, c, buf.addr)
+        assert p.size <= buf.array.size
+        buf.array[:p.size] = p.image
+        b_in = p.partitions[0].input
+        o = b_in.addr - buf.addr
+        buf.array[o:o + b_in.nbytes] = np.random.default_rng(hw).integers(0, 256, b_in.nbytes,
+                                                                          dtype=np.uint8)
+        model = Model(buf, start=(t.weights(), t.params()))
+        for addr, name in ((p.prologue_addr, "prologue"), (p.partitions[0].list_addr, "partition")):
+            regs, _ = kick(t, addr)
+            r = model.run(addr)
+            what = f"{nodes} {hw}x{hw}x{c} {name}"
+            check_status(regs, r, what)
+            got = (regs["CL_CYCLES"], t.read_reg(FMT.reg_offset("IDLE_LO")), regs["RD_BEATS"],
+                   t.read_reg(FMT.reg_offset("WR_BEATS")))
+            assert got == (r.cycles, r.idle_cycles, r.rd_beats, r.wr_beats), (what, got, r.cycles)
+            ack(t)
+        assert np.array_equal(buf.array[:p.size], model.ddr.mem[:p.size])
+    assert t.mem_counts()["violations"] == 0, t.violation()
+    t.close()
+
+
 def test_malformed_lists_and_bus_errors_as_the_model(lib):
     """Bad opcode, bad length, a LOAD from outside DDR (DECERR: unallocated, outside every
     buffer), a list running off its buffer (DECERR in the fetch), a SLVERR word inside a LOAD:

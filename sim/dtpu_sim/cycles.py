@@ -94,6 +94,19 @@ class Probe:
 
 OPS = {0: "END", 1: "LOAD", 2: "REGS", 3: "RUN", 4: "POST"}
 
+#: cycles cocotbext-axi's channels add to sim/dtpu_sim/axi_mem.py's latency: a read burst's first
+#: beat comes `lat` + 2 cycles after its AR handshake, a write response `lat` + 2 after the last
+#: W beat (measured; the C++ memory of pylib/dtpu/rtl/axi_mem.h adds none)
+AXI_MEM_SKEW = 2
+
+
+def contract_lat(fmt) -> tuple[int, int]:
+    """axi_mem.Mem's `lat` that makes it the contract's memory model: every read burst's first
+    beat MEM_READ_LATENCY after its AR handshake (MEM_READ_LATENCY = MEM_WRITE_LATENCY here)."""
+    rl = int(fmt.mem["MEM_READ_LATENCY"])
+    assert rl == int(fmt.mem["MEM_WRITE_LATENCY"]), "one latency for both channels"
+    return (rl - AXI_MEM_SKEW,) * 2
+
 
 def table(probe: Probe, events: list) -> list[str]:
     """Lines: per descriptor the RTL's events and the model's (head, and for a RUN / POST its

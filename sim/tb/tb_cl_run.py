@@ -22,6 +22,7 @@ from cocotb.triggers import ClockCycles
 from dtpu.hw import cmdlist as cl
 from dtpu.spec import ConvSpec, DataMode, OpKind, Padding, Quant
 from dtpu_sim.axi_mem import SLVERR, Mem, Monitor, Region
+from dtpu_sim.cycles import contract_lat
 from tb_cl_seq import (BASE, CFG, FMT, MAX_BURST, MAX_OUT, MEM, R, SEED, TB, U64, Model, hdr,
                        parse, small_program)
 
@@ -267,7 +268,7 @@ async def test_contract_memory_model(dut):
     depthwise convolutions in word mode, chained: docs/rtl.md "RUN / POST cycles against the
     Timeline"), fixed ones and N_RANDOM random ones; the other partition lists (lane mode, 3x3
     WINDOWS, ACC and POST) are logged against it."""
-    tb = RunTB(dut, SEED + 5, lat=(int(FMT.mem["MEM_READ_LATENCY"]),) * 2, stall=0.0)
+    tb = RunTB(dut, SEED + 5, lat=contract_lat(FMT), stall=0.0)
     await tb.reset()
     rng = np.random.default_rng(SEED + 5)
     for what, prog in (("small", small_program()), ("ksplit", ksplit_program()),
@@ -318,8 +319,7 @@ async def test_probe_runs(dut):
     of each RUN timing class under the contract's memory model (DTPU_PROBE=1; DTPU_PROBE_CLASSES
     = comma-separated kind:n:hw:c:oc)."""
     from dtpu_sim.cycles import Probe, table
-    lat = int(FMT.mem["MEM_READ_LATENCY"])
-    tb = RunTB(dut, SEED + 7, lat=(lat, lat), stall=0.0)
+    tb = RunTB(dut, SEED + 7, lat=contract_lat(FMT), stall=0.0)
     await tb.reset()
     rng = np.random.default_rng(SEED + 7)
     spec = os.environ.get("DTPU_PROBE_CLASSES", "pw:1:8:16:16,pw:3:8:16:16,c3:1:8:16:16,dw:1:8:16:16")

@@ -136,12 +136,13 @@ def test_single_job_cycles_follow_the_memory_model():
     act_req = cl.Executor(fmt=f)._act_req(d)
     assert act_req == m["SEQ_ACT_SETUP_WINDOWS"] + 2   # the first word is PAD (SAME): a run of 1
     tl = cl.Timeline(f)
+    gaps = tuple(18 * k for k in range(17))     # one result word every KW = 18 cycles
     start = run + m["SEQ_RUN_START"]
     expect = start + act_req + rl + m["SEQ_ACT_FIRST"] - cfg.CFG_CYCLES + hw["compute_cycles"] \
-        + tl._store_tail(hw["wr_beats"], (18, 1)) + wl + m["IRQ_LATENCY"]
+        + tl._store_tail(hw["wr_beats"], gaps) + wl + m["IRQ_LATENCY"]
     # 108 result words: 6 full bursts and 12 words, one word every KW = 18 cycles: the last
     # full burst's beats are long done, the partial one (closed by the RUN's end) follows
-    assert hw["wr_beats"] == 108 and tl._store_tail(108, (18, 1)) == m["SEQ_STORE_TAIL"] + 1 + 12
+    assert hw["wr_beats"] == 108 and tl._store_tail(108, gaps) == m["SEQ_STORE_TAIL"] + 1 + 12
     assert tl._store_tail(108) == m["SEQ_STORE_TAIL"] + 16     # results back to back
     assert hw["cycles"] == expect
     assert hw["compute_cycles"] == cfg.CFG_CYCLES + (36 * 3 - 1) * 18 + 18 + cfg.LAT_MXU + \

@@ -358,11 +358,17 @@ def test_run_cycles_equal_the_timeline_on_the_exact_class(lib):
     on chains of 1x1 and depthwise convolutions in the load unit's word mode, CL_CYCLES, IDLE,
     RD_BEATS and WR_BEATS of the prologue and of the partition list equal the Executor's
     Timeline (the class sim/tb/tb_cl_run.py::test_contract_memory_model asserts under cocotb),
-    and DDR as the model's."""
+    and DDR as the model's: fixed chains and random ones (1..3 nodes, 2..9 pixels a side, C and
+    OC 8..32)."""
     t = open_core(lib)
-    for nodes, hw, c in (([("pw", 16), ("pw", 32), ("pw", 8)], 6, 16),
-                         ([("dw", 0), ("pw", 24), ("dw", 0)], 4, 16),
-                         ([("pw", 24), ("dw", 0)], 8, 8)):
+    rng = np.random.default_rng(15)
+    cases = [([("pw", 16), ("pw", 32), ("pw", 8)], 6, 16), ([("dw", 0), ("pw", 24), ("dw", 0)], 4, 16),
+             ([("pw", 24), ("dw", 0)], 8, 8), ([("dw", 0)], 5, 8), ([("pw", 16)], 5, 32)]
+    for _ in range(6):      # random chains: any size, partial last bursts after full ones
+        cases.append(([(str(rng.choice(["pw", "dw"])), int(rng.choice([8, 16, 24, 32])))
+                       for _ in range(int(rng.integers(1, 4)))], int(rng.integers(2, 10)),
+                      int(rng.choice([8, 16, 24, 32]))))
+    for nodes, hw, c in cases:
         buf = t.alloc_buffer(1 << 16)
         p = _chain(nodes, hw, c, buf.addr)
         assert p.size <= buf.array.size

@@ -110,8 +110,9 @@ def chain_program(nodes, hw=8, c=16, seed=0):
 def random_class_program(rnd, seed):
     """A random chain of 1..3 nodes of the exact class: 1x1 convolutions (OC 8..32) and
     depthwise 3x3 convolutions, C a multiple of 8 (8..32), 2, 4 or 8 pixels a side, so that
-    every RUN writes whole 16-word bursts or a single partial one (a partial burst right after
-    full ones is not exact: docs/rtl.md)."""
+    every RUN writes whole 16-word bursts or a single partial one: a partial burst right after
+    full ones is exact on the contract's memory (tests/test_rtl_lists.py, the C++ memory), but
+    this cocotb memory answers the second of two close write bursts a cycle early."""
     nodes = [(rnd.choice(("pw", "dw")), rnd.choice((8, 16, 24, 32)))
              for _ in range(rnd.randint(1, 3))]
     return chain_program(nodes, hw=rnd.choice((2, 4, 8)), c=rnd.choice((8, 16, 24, 32)),

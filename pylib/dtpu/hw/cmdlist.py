@@ -890,7 +890,7 @@ class Timeline:
 
     def run(self, t_fetch: int, src: tuple, dst: tuple, act_beats: int, res_beats: int,
             cycles: int, store_reads: int = 0, act_req: int | None = None,
-            res_step: tuple = (1, 1)) -> None:
+            res_gaps: tuple | None = None) -> None:
         """A RUN (or POST): `store_reads` are the ACC partial sums the store unit reads back,
         requested on the read channel behind the activation stream.
 
@@ -924,14 +924,14 @@ class Timeline:
         self.run_ends.append(end)
         self.compute += cycles
         self.wr_beats += res_beats
-        w_end = end + self.WL + (self._store_tail(res_beats, res_step) if run else 0)
+        w_end = end + self.WL + (self._store_tail(res_beats, res_gaps) if run else 0)
         self.wr_done = max(self.wr_done, w_end)
         if res_beats:
             self.written.append((*dst, w_end))
         if self.events is not None:
             self.events.append(("run", t, first, end, w_end))
 
-    def _store_tail(self, words: int, step: tuple = (1, 1)) -> int:
+    def _store_tail(self, words: int, gaps: tuple | None = None) -> int:
         """Cycles from a RUN's end (the core's DONE) to its last write beat + 1, for `words`
         result words to consecutive addresses (dtpu_cl_store_wq: runs of up to
         MEM_BURST_BEATS words, each requested once its last word is queued, the last partial
@@ -939,9 +939,8 @@ class Timeline:
         + the last burst's beats (+1 when the RUN's end closes it). When a full burst comes
         before a partial last one of `part` words, the partial one's beats follow the full
         one's, which was requested SEQ_STORE_TAIL + 2 cycles after its last word came from the
-        core; `step` = (period, words) of the job's result words (a GEMM: `words` every
-        `period` cycles, the last 2 cycles before DONE; (1, 1): one a cycle) tells how long
-        before the last word that one came."""
+        core; `gaps[k]`: how many cycles before the job's last result word (2 before DONE)
+        the k-th word before it came (:func:`_result_gaps`; None: one word a cycle)."""
         if not words:
             return 0
         K = self.K["SEQ_STORE_TAIL"]
@@ -951,8 +950,7 @@ class Timeline:
             return K + burst
         if words < burst:
             return K + 1 + part
-        period, wps = step
-        gap = (part // wps) * period + part % wps
+        gap = gaps[part] if gaps is not None and part < len(gaps) else part
         return part + max(K + 1, K + burst - gap)
 
     def end(self) -> int:
@@ -1046,7 +1044,7 @@ class Executor:
         #: a list to collect the Timeline's per-descriptor events into (None: off; a list's
         #: events are recorded only when its timeline is computed, not when reused)
         self.events: list | None = None
-        self._res_step = (1, 1)
+        self._res_gaps: tuple | None = None
         c = self.core.cfg
         self._job_regs = {reg.offset: reg.name for reg in c.registers if reg.access == "rw"
                           and reg.name not in ("CTRL",)}
@@ -1212,7 +1210,7 @@ class Executor:
                 tl.run(t_fetch, src, dst, beats, beats, cycles)
                 r.runs += 1
                 _tag_span(r, h["TAG"], tl.core_free, cycles)   # the post unit: no stream
-                call = ("R", n, src, dst, beats, beats, cycles, 0, h["TAG"], False, None, (1, 1))
+                call = ("R", n, src, dst, beats, beats, cycles, 0, h["TAG"], False, None, None)
         else:
             d = payload
             cycles, act_beats, res_beats, src, dst = self._run(ddr, regs, d, h, r)
@@ -1221,11 +1219,11 @@ class Executor:
                 store_reads = res_beats if acc and not d["FIRST"] else 0
                 act_req = self._act_req(d)
                 tl.run(t_fetch, src, dst, act_beats, res_beats, cycles, store_reads=store_reads,
-                       act_req=act_req, res_step=self._res_step)
+                       act_req=act_req, res_gaps=self._res_gaps)
                 r.runs += 1
                 _tag_span(r, h["TAG"], tl.core_free, cycles, act_beats, res_beats)
                 call = ("R", n, src, dst, act_beats, res_beats, cycles, store_reads, h["TAG"], True,
-                        act_req, self._res_step)
+                        act_req, self._res_gaps)
         if calls is not None:
             calls.append(call)
 
@@ -1414,8 +1412,7 @@ class Executor:
         if not failed_config:
             try:   # the result words' timing for the Timeline (as the fast path's setup has it)
                 su = core._setup(core.regs)
-                if su.opcode == "GEMM":
-                    self._res_step = (max(su.kw, su.wpi), su.wpi)
+                self._res_gaps = _result_gaps(c, su, int(self.fmt.mem["MEM_BURST_BEATS"]))
             except Exception:   # noqa: BLE001  (CONFIG failed: no results)
                 pass
             try:
@@ -1448,7 +1445,7 @@ class Executor:
         c = self.core.cfg
         key = tuple(sorted(regs.items()))
         cj = None
-        self._res_step = (1, 1)     # the result words' (period, words) for the Timeline
+        self._res_gaps = None       # the result words' timing for the Timeline
         if self.fast_path:
             # the same registers run over different memory contents: the pages of a streamed
             # node that land in the same scratch half; one compiled form per content seen
@@ -1477,9 +1474,8 @@ class Executor:
             bits = [n for n, b in c.errors.items() if err & (1 << b)]
             raise _ClError("JOB", f"RUN: the job failed in CONFIG, ERR={err:#x} ({', '.join(bits)})")
         words = self._gather(ddr, d["ACT0"], d["ACT1"], d["ACT2"], d["ACT3"], d["ACT4"])
-        su = cj.setup
-        if su is not None and su.opcode == "GEMM":
-            self._res_step = (max(su.kw, su.wpi), su.wpi)
+        if cj.setup is not None:
+            self._res_gaps = _result_gaps(c, cj.setup, int(self.fmt.mem["MEM_BURST_BEATS"]))
         if cj.pf_count:
             raise _ClError("BAD_FIELD", f"RUN with PF_COUNT={cj.pf_count}: prefetch rides on LOAD "
                            f"descriptors in contract 2.0; accepted: 0")
@@ -1523,7 +1519,7 @@ def _replay_call(tl: "Timeline", r: RunResult, call: tuple) -> None:
     elif call[0] == "R":
         _, _, src, dst, act, res, cycles, store_reads, tag, stream, act_req, step = call
         tl.run(t_fetch, src, dst, act, res, cycles, store_reads=store_reads, act_req=act_req,
-               res_step=step)
+               res_gaps=step)
         r.runs += 1
         if stream:
             _tag_span(r, tag, tl.core_free, cycles, act, res)
@@ -1550,6 +1546,33 @@ class _ClError(Exception):
     def __init__(self, kind: str, msg: str) -> None:
         super().__init__(msg)
         self.kind = kind
+
+
+def _result_gaps(cfg, su, n: int) -> tuple | None:
+    """For the last n + 1 result words of a job (`su`, its JobSetup), how many cycles before
+    its last one each came (k = 0: the last), from the job's closed-form schedule: a GEMM's
+    steps give `words` (su.wpi) one a cycle every max(KW, words) cycles; a DWCONV's steps give
+    their items' words one a cycle, COLS items a step, each step `period` after the one before
+    in its output row, the rows at their own starts (model.dw_schedule). None: other jobs."""
+    if su.opcode == "GEMM":
+        period, wps = max(su.kw, su.wpi), su.wpi
+        return tuple((k // wps) * period + k % wps for k in range(n + 1))
+    if su.opcode == "DWCONV" and su.geom is not None:
+        from dtpu.hw.model import dw_schedule
+        g, cols = su.geom, cfg.COLS
+        tm = dw_schedule(cfg, g, su.wpi)
+        spr = g.steps_per_row(cols)
+        times: list[int] = []
+        for o in range(len(tm.compute_start) - 1, -1, -1):
+            for s_ in range(spr - 1, -1, -1):
+                items = min(cols, g.ow * g.gc - s_ * cols)
+                t0 = int(tm.compute_start[o]) + s_ * tm.period
+                for j in range(items * su.wpi - 1, -1, -1):
+                    times.append(t0 + j)
+                    if len(times) > n:
+                        return tuple(times[0] - t for t in times)
+        return tuple(times[0] - t for t in times)
+    return None
 
 
 def _first_words(f: "Format", d: dict, limit: int) -> list | None:

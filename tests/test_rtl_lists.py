@@ -335,8 +335,12 @@ def _chain(nodes, hw, c, base, seed=0):
                     filter_q=Quant(tuple(rng.uniform(0.004, 0.02, oc)), (0,) * oc),
                     output_q=Quant((0.15,), (int(rng.integers(-9, 9)),)))
 
-    specs, cin = [], c
-    for i, (kind, oc) in enumerate(nodes):
+    specs, cin, srcs = [], c, []
+    for i, node in enumerate(nodes):
+        kind, oc = node[:2]
+        srcs.append(node[2] if len(node) > 2 else i - 1)   # ("pw", OC, k): reads node k
+        if len(node) > 2:
+            cin = c if node[2] < 0 else specs[node[2]].out_channels
         if kind == "pw":
             specs.append(ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, hw, hw, cin),
                                   (oc, 1, 1, cin), name=f"pw{i}", **q(oc)))
@@ -345,10 +349,10 @@ def _chain(nodes, hw, c, base, seed=0):
             specs.append(ConvSpec(OpKind.DEPTHWISE_CONV_2D, DataMode.INT8, (1, hw, hw, cin),
                                   (1, 3, 3, cin), padding=Padding.SAME, name=f"dw{i}", **q(cin)))
     ins = []
-    for i, sp in enumerate(specs):
+    for sp, k in zip(specs, srcs):
         w = rng.integers(-12, 12, sp.filter_shape).astype(np.int8)
         b = rng.integers(-300, 300, sp.out_channels).astype(np.int32)
-        ins.append(cl.NodeIn(sp, w, b, i - 1))
+        ins.append(cl.NodeIn(sp, w, b, k))
     return cl.compile_program([ins], CFG, base=base)
 
 
@@ -358,15 +362,19 @@ def test_run_cycles_equal_the_timeline_on_the_exact_class(lib):
     on chains of 1x1 and depthwise convolutions in the load unit's word mode, CL_CYCLES, IDLE,
     RD_BEATS and WR_BEATS of the prologue and of the partition list equal the Executor's
     Timeline (the class sim/tb/tb_cl_run.py::test_contract_memory_model asserts under cocotb),
-    and DDR as the model's: fixed chains and random ones (1..3 nodes, 2..9 pixels a side, C and
-    OC 8..32)."""
+    and DDR as the model's: fixed chains, a graph with independent RUNs (starting while the
+    results before drain: dtpu_cl_seq's RANGES) and random graphs (1..4 nodes, 2..9 pixels a
+    side, C and OC 8..32)."""
     t = open_core(lib)
     rng = np.random.default_rng(15)
     cases = [([("pw", 16), ("pw", 32), ("pw", 8)], 6, 16), ([("dw", 0), ("pw", 24), ("dw", 0)], 4, 16),
-             ([("pw", 24), ("dw", 0)], 8, 8), ([("dw", 0)], 5, 8), ([("pw", 16)], 5, 32)]
-    for _ in range(6):      # random chains: any size, partial last bursts after full ones
+             ([("pw", 24), ("dw", 0)], 8, 8), ([("dw", 0)], 5, 8), ([("pw", 16)], 5, 32),
+             ([("pw", 16), ("pw", 24, -1), ("dw", 0, 0), ("pw", 8, 1)], 5, 16)]
+    for _ in range(8):      # random graphs: any size, partial last bursts after full ones,
+        n = int(rng.integers(1, 5))     # 40 % of the nodes reading any earlier node or the input
         cases.append(([(str(rng.choice(["pw", "dw"])), int(rng.choice([8, 16, 24, 32])))
-                       for _ in range(int(rng.integers(1, 4)))], int(rng.integers(2, 10)),
+                       + ((int(rng.integers(-1, i)),) if rng.random() < 0.4 else ())
+                       for i in range(n)], int(rng.integers(2, 10)),
                       int(rng.choice([8, 16, 24, 32]))))
     for nodes, hw, c in cases:
         buf = t.alloc_buffer(1 << 16)

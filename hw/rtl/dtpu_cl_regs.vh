@@ -31,6 +31,7 @@ localparam integer DTPU_CL_SEQ_ACT_SETUP_CHANNELS = 42;
 localparam integer DTPU_CL_SEQ_ACT_FIRST = 4;
 localparam integer DTPU_CL_SEQ_RUN_DONE = 1;
 localparam integer DTPU_CL_SEQ_STORE_TAIL = 3;
+localparam integer DTPU_CL_SEQ_RUN_RANGES = 4;
 
 // ---- descriptor opcodes and lengths (words including the header) ----
 localparam [7:0] DTPU_CL_OP_END = 8'd0;  // HEADER

@@ -1211,6 +1211,7 @@ seq_inst (
     .st_start(st_start),
     .st_flush(st_flush),
     .st_idle(st_idle && !st_busy),
+    .st_busy(st_busy),
     .st_bad(st_err_field || st_err_len || (!x_post && r_range_bad)),
     .st_fault({st_tmo, st_dec, st_slv}),
     .po_start(po_start),

@@ -88,8 +88,13 @@ def chain_program(nodes, hw=8, c=16, seed=0):
     input), int8: ("pw", OC) a 1x1 convolution, ("dw", _) a 3x3 SAME depthwise convolution
     (CHANNELS); with C a multiple of LANES both are word-mode streams (the exact class)."""
     rng = np.random.default_rng(seed)
-    specs, cin = [], c
-    for i, (kind, oc) in enumerate(nodes):
+    specs, cin, srcs = [], c, []
+    for i, node in enumerate(nodes):
+        kind, oc = node[:2]
+        # ("pw", OC, k): the node reads node k's output (-1: the partition's input) instead
+        srcs.append(node[2] if len(node) > 2 else i - 1)
+        if len(node) > 2:
+            cin = c if node[2] < 0 else specs[node[2]].out_channels
         if kind == "pw":
             specs.append(ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, hw, hw, cin), (oc, 1, 1, cin),
                                   name=f"pw{i}", **_q(rng, oc)))
@@ -103,18 +108,20 @@ def chain_program(nodes, hw=8, c=16, seed=0):
             specs.append(ConvSpec(OpKind.DEPTHWISE_CONV_2D, DataMode.INT8, (1, hw, hw, cin),
                                   (1, 3, 3, cin), padding=Padding.SAME, name=f"dw{i}",
                                   **_q(rng, cin)))
-    nodes = [cl.NodeIn(s, *_node(rng, s), i - 1) for i, s in enumerate(specs)]
+    nodes = [cl.NodeIn(s, *_node(rng, s), k) for s, k in zip(specs, srcs)]
     return cl.compile_program([nodes], CFG, base=BASE)
 
 
 def random_class_program(rnd, seed):
-    """A random chain of 1..3 nodes of the exact class: 1x1 convolutions (OC 8..32) and
-    depthwise 3x3 convolutions, C a multiple of 8 (8..32), 2, 4 or 8 pixels a side, so that
+    """A random graph of 1..4 nodes of the exact class, each reading the node before or (40 %)
+    any earlier node or the input: 1x1 convolutions (OC 8..32) and depthwise 3x3
+    convolutions, C a multiple of 8 (8..32), 2, 4 or 8 pixels a side, so that
     every RUN writes whole 16-word bursts or a single partial one: a partial burst right after
     full ones is exact on the contract's memory (tests/test_rtl_lists.py, the C++ memory), but
     this cocotb memory answers the second of two close write bursts a cycle early."""
     nodes = [(rnd.choice(("pw", "dw")), rnd.choice((8, 16, 24, 32)))
-             for _ in range(rnd.randint(1, 3))]
+             + ((rnd.randint(-1, i - 1),) if rnd.random() < 0.4 else ())
+             for i in range(rnd.randint(1, 4))]
     return chain_program(nodes, hw=rnd.choice((2, 4, 8)), c=rnd.choice((8, 16, 24, 32)),
                          seed=seed)
 
@@ -278,7 +285,13 @@ async def test_contract_memory_model(dut):
     progs = [("pw chain", chain_program([("pw", 16), ("pw", 32), ("pw", 8)], hw=6, c=16)),
              ("dw pw dw", chain_program([("dw", 0), ("pw", 24), ("dw", 0)], hw=4, c=16)),
              ("dw chain", chain_program([("dw", 0), ("dw", 0), ("dw", 0)], hw=8, c=16)),
-             ("short", chain_program([("pw", 8)], hw=2, c=8))]
+             ("short", chain_program([("pw", 8)], hw=2, c=8)),
+             # independent RUNs: node 1 reads the input, not node 0's output (it starts while
+             # node 0's results drain), node 2 reads node 0's, node 3 node 1's
+             ("branches", chain_program([("pw", 16), ("pw", 24, -1), ("dw", 0, 0), ("pw", 8, 1)],
+                                        hw=4, c=16)),
+             ("branches 8x8", chain_program([("pw", 32), ("dw", 0, -1), ("pw", 16, 0),
+                                             ("dw", 0, 1)], hw=8, c=16))]
     rnd = random.Random(SEED + 5)
     for i in range(N_RANDOM):
         progs.append((f"random class {i}", random_class_program(rnd, seed=30 + i)))

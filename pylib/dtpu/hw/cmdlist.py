@@ -802,6 +802,9 @@ class Timeline:
     rd_beats: int = 0
     wr_beats: int = 0
     written: list = field(default_factory=list)  # (lo, hi, cycle of the write response) per RUN
+    #: the sequencer's in-flight result ranges (lo, hi) and its overflow flag (SEQ_RUN_RANGES)
+    rg: list = field(default_factory=list)
+    rg_ovf: bool = False
     run_ends: list = field(default_factory=list)
     #: optional per-descriptor event record (None: off): (kind, cycles...) tuples, for
     #: comparing the model's times with the RTL's (sim/dtpu_sim/cycles.py)
@@ -897,8 +900,12 @@ class Timeline:
         `act_req` (a RUN; None for a POST): cycles from the job's start to its activation
         stream's request as the load unit makes it (:meth:`Executor._act_req`: the unit's setup
         and the first run's collection). A RUN then starts SEQ_RUN_START after its header was
-        taken (its eight words, the wait, CTRL.START), and SEQ_RUN_WAIT after the write
-        response of every earlier RUN whose results it reads; the core's first word comes
+        taken (its eight words, the wait, CTRL.START); if it depends on a write still in
+        flight, SEQ_RUN_WAIT after every earlier write response (`wr_done`). It depends when its
+        input bytes overlap the result range of a RUN since the writes were last seen all
+        answered at a RUN's start (the sequencer's table of SEQ_RUN_RANGES ranges), when it
+        reads partial sums back (ACC without FIRST: `store_reads`), when more RUNs than the
+        table holds or a POST came since. The core's first word comes
         SEQ_ACT_FIRST after the stream's first beat, and the job's stall-free schedule shifts
         by however much later that is than CFG_CYCLES (the channel's beat a cycle keeps up
         with the core afterwards when the stream's runs are long: word mode, contiguous); the
@@ -907,9 +914,17 @@ class Timeline:
         lo, hi = src
         K = self.K
         run = act_req is not None
-        t = max([t_fetch + (K["SEQ_RUN_START"] if run else 0), self.core_free, self.loads_done]
-                + [t + (K["SEQ_RUN_WAIT"] if run else 0) for w0, w1, t in self.written
-                   if lo < w1 and w0 < hi])
+        if run:
+            t = max(t_fetch + K["SEQ_RUN_START"], self.core_free, self.loads_done)
+            idle = self.wr_done + K["SEQ_RUN_WAIT"]       # every write answered
+            if store_reads or self.rg_ovf or any(lo < w1 and w0 < hi for w0, w1 in self.rg):
+                t = max(t, idle)
+            if idle <= t:
+                self.rg, self.rg_ovf = [], False
+        else:   # a POST: the sequencer waits for every write, the POST's are not tracked
+            t = max([t_fetch, self.core_free, self.loads_done]
+                    + [t for w0, w1, t in self.written if lo < w1 and w0 < hi])
+            self.rg, self.rg_ovf = [], True
         shift = 0
         first = None
         if act_beats:
@@ -928,6 +943,11 @@ class Timeline:
         self.wr_done = max(self.wr_done, w_end)
         if res_beats:
             self.written.append((*dst, w_end))
+        if run:
+            if len(self.rg) < self.K["SEQ_RUN_RANGES"]:
+                self.rg.append(dst)
+            else:
+                self.rg_ovf = True
         if self.events is not None:
             self.events.append(("run", t, first, end, w_end))
 

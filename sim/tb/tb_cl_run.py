@@ -339,8 +339,13 @@ async def test_probe_runs(dut):
     spec = os.environ.get("DTPU_PROBE_CLASSES", "pw:1:8:16:16,pw:3:8:16:16,c3:1:8:16:16,dw:1:8:16:16")
     for item in spec.split(","):
         kind, n, hw, c, oc = item.split(":")
-        if "-" in kind:     # a mixed chain: kind = "dw0-pw24-dw0" (n, oc ignored)
-            nodes = [(k[:2], int(k[2:])) for k in kind.split("-")]
+        if "-" in kind or "/" in kind:
+            # a graph: "dw0-pw24-dw0", or "pw16/pw24@-1/dw0@0" where "@k" reads node k (-1:
+            # the input); n and oc are ignored
+            nodes = []
+            for k in kind.split("/" if "/" in kind else "-"):
+                name, _, src = k.partition("@")
+                nodes.append((name[:2], int(name[2:])) + ((int(src),) if src else ()))
         else:
             nodes = [(kind, int(oc))] * int(n)
         prog = chain_program(nodes, hw=int(hw), c=int(c))

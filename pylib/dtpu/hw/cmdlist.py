@@ -775,13 +775,15 @@ class Timeline:
       SEQ_LOAD_DONE after the last beat (the job's DONE, the registers written back); a LOAD of
       no words takes SEQ_LOAD_EMPTY. A LOAD therefore never overlaps another LOAD's or a RUN's
       latency (the RTL's LOAD is a 1.2 job on the core);
-    * RUN: starts when taken, the core is free, every earlier LOAD is done and its input
-      is in DDR: every earlier RUN whose result range overlaps the bytes its ACT fields read
-      has had its last write response (its end + MEM_WRITE_LATENCY). Its activation stream is
-      requested at the start; the job's stall-free schedule (the 1.2 formulas) shifts by
-      however late the first beat is beyond CFG_CYCLES; after that the channel's one beat per
-      cycle keeps up with the core's at most one. The sequencer takes the next header at the
-      job's end;
+    * RUN (:meth:`run`): starts SEQ_RUN_START after it was taken, once the core is free,
+      every earlier LOAD is done and its input is in DDR (the sequencer's range table,
+      SEQ_RUN_RANGES); its activation stream is requested after the load unit's setup and
+      first run; the job's stall-free schedule (the 1.2 formulas) shifts by however late the
+      core's first word is beyond CFG_CYCLES; after that the channel's one beat per cycle
+      keeps up with the core's at most one (exact for word-mode streams of long runs: the
+      RTL's figures equal these on 1x1 and depthwise convolutions, docs/rtl.md). The next
+      header SEQ_RUN_DONE after the job's end; its last write response after the store
+      unit's last burst (:meth:`_store_tail`);
     * END: taken, then the last RUN's results written (+ MEM_WRITE_LATENCY) and every load
       done; CL_CYCLES ends SEQ_END after END was taken (the units idle), + IRQ_LATENCY.
 

@@ -61,8 +61,9 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  *
  * Timing (docs/rtl.md "cycle counts against the Timeline"): one descriptor at a time; the
  * golden model's Timeline carries the measured costs (contract.json memory_model SEQ_*: a REGS
- * pair every 2 cycles, a LOAD's read 7 cycles after its header, the next header 11 cycles
- * after its last word). `loading` marks a LOAD's 1.2 job so that the top counts it as IDLE.
+ * pair every 2 cycles, a LOAD's AR 5 cycles after its header, the next header 11 cycles
+ * after its last word; a RUN's CTRL.START 11 cycles after its header, the next header 1 cycle
+ * after the core's DONE). `loading` marks a LOAD's 1.2 job so that the top counts it as IDLE.
  *
  * Register writes wait until the core is idle (no BUSY_WRITE). A fetcher error (err != 0,
  * nothing more handed over) is reported once every earlier descriptor has run, with the
@@ -364,8 +365,8 @@ assign po_drain = (state == S_PDRAIN);
 
 wire units_idle = !la_busy && !po_busy && st_idle;
 
-/* in-flight result ranges (RANGES) and the RUN's input range; byte ends carry 40 bits, a
-   product past 2^36 bytes counts as overlapping everything ("big") */
+/* in-flight result ranges (RANGES) and the RUN's input range; byte ends carry 40 bits, an
+   element or word count past 32 bits counts as overlapping everything ("big") */
 wire [31:0] xa_src  = x_words[0 * 64 + DTPU_CL_ACT0_SRC_LSB +: 32];
 wire [3:0]  xa_es   = x_words[0 * 64 + DTPU_CL_ACT0_ESIZE_LSB +: 4];
 wire [15:0] xa_n    = x_words[1 * 64 + DTPU_CL_ACT1_N_LSB +: 16];
@@ -474,6 +475,8 @@ always @(posedge clk) begin
             descs   <= 32'd0;
             runs    <= 32'd0;
             st_fail <= 1'b0;
+            rg_v    <= {RANGES{1'b0}};     // the model's Timeline starts each list afresh
+            rg_ovf  <= 1'b0;
             state   <= S_START;
         end
     end

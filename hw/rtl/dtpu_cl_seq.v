@@ -388,8 +388,19 @@ reg  [39:0] rg_lo [0:RANGES-1];
 reg  [39:0] rg_hi [0:RANGES-1];
 reg         rg_ovf;                     // more RUNs than entries, or a POST, since idle
 wire [47:0] pd_full   = {16'd0, xr_pix} * {32'd0, xr_dstc};
-wire [35:0] src_bytes = {4'd0, rq_nhwc[31:0]} * {32'd0, xa_es};
-wire [35:0] dst_bytes = {4'd0, rq_pd} * {32'd0, xr_es};
+// bytes = count * ESIZE, ESIZE 1, 2, 4 or 8 (any other fails the RUN: BAD_FIELD) as a shift
+function [35:0] times_es(input [31:0] n, input [3:0] es);
+    begin
+        case (es)
+            4'd2:    times_es = {3'd0, n, 1'b0};
+            4'd4:    times_es = {2'd0, n, 2'd0};
+            4'd8:    times_es = {1'd0, n, 3'd0};
+            default: times_es = {4'd0, n};
+        endcase
+    end
+endfunction
+wire [35:0] src_bytes = times_es(rq_nhwc[31:0], xa_es);
+wire [35:0] dst_bytes = times_es(rq_pd, xr_es);
 always @(posedge clk) begin
     rq_nh    <= {16'd0, xa_n} * {16'd0, xa_h};
     rq_wc    <= {16'd0, xa_w} * {16'd0, xa_c};

@@ -367,7 +367,8 @@ def test_run_cycles_equal_the_timeline_on_the_exact_class(lib):
     side, C and OC 8..32)."""
     t = open_core(lib)
     rng = np.random.default_rng(15)
-    cases = [([("pw", 16), ("pw", 32), ("pw", 8)], 6, 16), ([("dw", 0), ("pw", 24), ("dw", 0)], 4, 16),
+    cases = [([("pw", 16), ("pw", 32), ("pw", 8)], 6, 16),
+             ([("dw", 0), ("pw", 24), ("dw", 0)], 4, 16),
              ([("pw", 24), ("dw", 0)], 8, 8), ([("dw", 0)], 5, 8), ([("pw", 16)], 5, 32),
              ([("pw", 16), ("pw", 24, -1), ("dw", 0, 0), ("pw", 8, 1)], 5, 16)]
     for _ in range(8):      # random graphs: any size, partial last bursts after full ones,

@@ -69,7 +69,8 @@ class Probe:
                 cur["act"] = n
             if self.bus is not None:
                 if int(d.m_axi_arvalid.value) and int(d.m_axi_arready.value):
-                    self.bus.append((n, "AR", int(d.m_axi_araddr.value), int(d.m_axi_arlen.value) + 1))
+                    self.bus.append((n, "AR", int(d.m_axi_araddr.value),
+                                     int(d.m_axi_arlen.value) + 1))
                 if int(d.m_axi_rvalid.value) and int(d.m_axi_rready.value):
                     if self._r_first:
                         self.bus.append((n, "R0"))

@@ -336,7 +336,8 @@ async def test_probe_runs(dut):
     tb = RunTB(dut, SEED + 7, lat=contract_lat(FMT), stall=0.0)
     await tb.reset()
     rng = np.random.default_rng(SEED + 7)
-    spec = os.environ.get("DTPU_PROBE_CLASSES", "pw:1:8:16:16,pw:3:8:16:16,c3:1:8:16:16,dw:1:8:16:16")
+    spec = os.environ.get("DTPU_PROBE_CLASSES",
+                          "pw:1:8:16:16,pw:3:8:16:16,c3:1:8:16:16,dw:1:8:16:16")
     for item in spec.split(","):
         kind, n, hw, c, oc = item.split(":")
         if "-" in kind or "/" in kind:

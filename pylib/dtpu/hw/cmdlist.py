@@ -894,14 +894,15 @@ class Timeline:
             self.events.append(("load", first, end - 1, done))
 
     def run(self, t_fetch: int, src: tuple, dst: tuple, act_beats: int, res_beats: int,
-            cycles: int, store_reads: int = 0, act_req: int | None = None,
+            cycles: int, store_reads: int = 0, act_req: tuple | None = None,
             res_gaps: tuple | None = None) -> None:
         """A RUN (or POST): `store_reads` are the ACC partial sums the store unit reads back,
         requested on the read channel behind the activation stream.
 
-        `act_req` (a RUN; None for a POST): cycles from the job's start to its activation
-        stream's request as the load unit makes it (:meth:`Executor._act_req`: the unit's setup
-        and the first run's collection). A RUN then starts SEQ_RUN_START after its header was
+        `act_req` (a RUN; None for a POST): (cycles from the job's start to its activation
+        stream's request as the load unit makes it, :meth:`Executor._act_req`: the unit's setup
+        and the first run's collection; the beats the stream reads, which PAD words and
+        elements sharing a word do not take, :meth:`Executor._act_read_beats`). A RUN then starts SEQ_RUN_START after its header was
         taken (its eight words, the wait, CTRL.START); if it depends on a write still in
         flight, SEQ_RUN_WAIT after every earlier write response (`wr_done`). It depends when its
         input bytes overlap the result range of a RUN since the writes were last seen all
@@ -929,8 +930,9 @@ class Timeline:
             self.rg, self.rg_ovf = [], True
         shift = 0
         first = None
+        req, rd = act_req if run else (0, act_beats)
         if act_beats:
-            first, _ = self._read(t + (act_req or 0), act_beats)
+            first, _ = self._read(t + req, rd)
             core_first = first + (K["SEQ_ACT_FIRST"] if run else 0)
             shift = max(0, core_first - (t + self.fmt.cfg.CFG_CYCLES))
         if store_reads:
@@ -1239,7 +1241,7 @@ class Executor:
             if tl is not None:
                 acc = d["RES0"]["MODE"] == f.res_modes["ACC"]
                 store_reads = res_beats if acc and not d["FIRST"] else 0
-                act_req = self._act_req(d)
+                act_req = (self._act_req(d), self._act_read_beats(d, act_beats))
                 tl.run(t_fetch, src, dst, act_beats, res_beats, cycles, store_reads=store_reads,
                        act_req=act_req, res_gaps=self._res_gaps)
                 r.runs += 1
@@ -1350,6 +1352,52 @@ class Executor:
             if n == burst:
                 return setup + n          # closed as it reaches MEM_BURST_BEATS
         return setup + n + 1              # closed by the next element or the stream's end
+
+    def _act_read_beats(self, d: dict, words: int) -> int:
+        """The beats the load unit reads for a RUN's activation stream of `words` words: one
+        per element that is not PAD and not on the word of the beat before it (word mode: an
+        element is a word; lane mode: a lane, so the lanes of one DDR word share its beat).
+        The stream's words when every word is one distinct DDR word (1x1 over the whole
+        tensor, depthwise CHANNELS in word mode)."""
+        f = self.fmt
+        a0, a1, a2, a3, a4 = (d[k] for k in ("ACT0", "ACT1", "ACT2", "ACT3", "ACT4"))
+        mode, L, es = a0["MODE"], a0["LANES"], a0["ESIZE"]
+        n, h, w, c = a1["N"], a1["H"], a1["W"], a1["C"]
+        if not words or L < 1 or es < 1:
+            return words
+        size = n * h * w * c
+        word_mode = c % L == 0 and a0["SRC"] % 8 == 0
+        if mode == f.act_modes["WINDOWS"]:
+            kp, k0, k1 = a3["KP"], a3["K0"], a3["K1"]
+            if word_mode and (a2["KH"], a2["KW"], a2["SY"], a2["SX"], a2["PT"], a2["PL"],
+                              a2["OH"], a2["OW"]) == (1, 1, 1, 1, 0, 0, h, w) and kp == c:
+                return words                              # the tensor's words, each once
+            key = ("w", tuple(sorted(a1.items())), tuple(sorted(a2.items())), kp)
+            index = self._gather_cache.get(key)
+            if index is None:
+                index = _window_index(a1, a2, kp)
+            e = index[:, k0 * L:k1 * L].reshape(-1)
+        elif mode == f.act_modes["CHANNELS"]:
+            rep, ch0, chans, nchunk = a3["KP"], a3["K0"], a3["K1"], max(1, a3["NCHUNK"])
+            if word_mode and rep == 1 and ch0 % L == 0 and chans % (nchunk * L) == 0 \
+                    and ch0 + chans <= c:
+                return words
+            cv = c * rep
+            ch = np.arange(ch0, ch0 + chans)              # channels after REP, per pixel
+            src = np.where(ch < cv, ch // max(rep, 1), -1)
+            per = chans // nchunk
+            src = src.reshape(nchunk, 1, per)
+            pix = np.arange(h * w).reshape(1, -1, 1)
+            e = np.where(src >= 0, pix * c + src, size).reshape(-1)
+            word_mode = word_mode and rep == 1 and ch0 % L == 0
+        else:
+            return words
+        if word_mode:
+            e = e[::L]
+        e = e.astype(np.int64)
+        wa = (a0["SRC"] + e * es) // 8
+        wa = wa[e != size]
+        return int(1 + np.count_nonzero(wa[1:] != wa[:-1])) if wa.size else 0
 
     # -- store unit
 

@@ -902,7 +902,8 @@ class Timeline:
         `act_req` (a RUN; None for a POST): (cycles from the job's start to its activation
         stream's request as the load unit makes it, :meth:`Executor._act_req`: the unit's setup
         and the first run's collection; the beats the stream reads, which PAD words and
-        elements sharing a word do not take, :meth:`Executor._act_read_beats`). A RUN then starts SEQ_RUN_START after its header was
+        elements sharing a word do not take, :meth:`Executor._act_read_beats`; the beats the
+        store unit writes, :meth:`Executor._res_beats`). A RUN then starts SEQ_RUN_START after its header was
         taken (its eight words, the wait, CTRL.START); if it depends on a write still in
         flight, SEQ_RUN_WAIT after every earlier write response (`wr_done`). It depends when its
         input bytes overlap the result range of a RUN since the writes were last seen all
@@ -930,7 +931,7 @@ class Timeline:
             self.rg, self.rg_ovf = [], True
         shift = 0
         first = None
-        req, rd = act_req if run else (0, act_beats)
+        req, rd, wr = act_req if run else (0, act_beats, res_beats)
         if act_beats:
             first, _ = self._read(t + req, rd)
             core_first = first + (K["SEQ_ACT_FIRST"] if run else 0)
@@ -942,7 +943,7 @@ class Timeline:
         self.seq_free = max(self.seq_free, end + (K["SEQ_RUN_DONE"] if run else 0))
         self.run_ends.append(end)
         self.compute += cycles
-        self.wr_beats += res_beats
+        self.wr_beats += wr
         w_end = end + self.WL + (self._store_tail(res_beats, res_gaps) if run else 0)
         self.wr_done = max(self.wr_done, w_end)
         if res_beats:
@@ -1231,17 +1232,22 @@ class Executor:
         elif op == "POST":
             cycles, beats, src, dst = self._post(ddr, regs, payload, r)
             if tl is not None:
-                tl.run(t_fetch, src, dst, beats, beats, cycles)
+                # the store unit writes the packed results: whole rows (CH0 0, CH = DSTC) in
+                # the words of their bytes, a channel slice a beat a sum as counted before
+                p2 = payload["POST2"]
+                wbeats = beats
+                if p2["CH0"] == 0 and p2["CH"] == payload["POST3"]["DSTC"] and dst[1] > dst[0]:
+                    wbeats = (dst[0] % 8 + dst[1] - dst[0] + 7) // 8
+                tl.run(t_fetch, src, dst, beats, wbeats, cycles)
                 r.runs += 1
                 _tag_span(r, h["TAG"], tl.core_free, cycles)   # the post unit: no stream
-                call = ("R", n, src, dst, beats, beats, cycles, 0, h["TAG"], False, None, None)
+                call = ("R", n, src, dst, beats, wbeats, cycles, 0, h["TAG"], False, None, None)
         else:
             d = payload
             cycles, act_beats, res_beats, src, dst = self._run(ddr, regs, d, h, r)
             if tl is not None:
-                acc = d["RES0"]["MODE"] == f.res_modes["ACC"]
-                store_reads = res_beats if acc and not d["FIRST"] else 0
-                act_req = (self._act_req(d), self._act_read_beats(d, act_beats))
+                store_reads, wr = self._res_beats(d, res_beats)
+                act_req = (self._act_req(d), self._act_read_beats(d, act_beats), wr)
                 tl.run(t_fetch, src, dst, act_beats, res_beats, cycles, store_reads=store_reads,
                        act_req=act_req, res_gaps=self._res_gaps)
                 r.runs += 1
@@ -1352,6 +1358,25 @@ class Executor:
             if n == burst:
                 return setup + n          # closed as it reaches MEM_BURST_BEATS
         return setup + n + 1              # closed by the next element or the stream's end
+
+    def _res_beats(self, d: dict, words: int) -> tuple[int, int]:
+        """(beats the store unit reads back, beats it writes) for a RUN's `words` result words:
+        RES ACC takes one int64 sum a beat, each kept (pixel, channel) read (unless FIRST) and
+        written; ITEMS over whole rows (CH0 0 to DSTC) the words of the destination's bytes;
+        otherwise (channel slices, whose gaps the store unit may fill) the result words."""
+        f = self.fmt
+        r0, r1, r2 = d["RES0"], d["RES1"], d["RES2"]
+        if r0["MODE"] == f.res_modes["NONE"]:
+            return 0, 0
+        pix, ch0, dstc = r1["PIX"], r2["CH0"], r2["DSTC"]
+        hi = min(r2["CH1"], ch0 + r1["OUTER"] * r1["INNER"] * r2["GW"])
+        if r0["MODE"] == f.res_modes["ACC"]:
+            sums = pix * max(0, hi - ch0)
+            return (0 if d.get("FIRST") else sums), sums
+        if r0["MODE"] == f.res_modes["ITEMS"] and ch0 == 0 and hi == dstc:
+            nbytes = pix * dstc * r0["ESIZE"]
+            return 0, (r0["DST"] % 8 + nbytes + 7) // 8 if nbytes else 0
+        return 0, words
 
     def _act_read_beats(self, d: dict, words: int) -> int:
         """The beats the load unit reads for a RUN's activation stream of `words` words: one

@@ -931,7 +931,7 @@ class Timeline:
             self.rg, self.rg_ovf = [], True
         shift = 0
         first = None
-        req, rd, wr = act_req if run else (0, act_beats, res_beats)
+        req, rd, wr, part = act_req if run else (0, act_beats, res_beats, 0)
         if act_beats:
             first, _ = self._read(t + req, rd)
             core_first = first + (K["SEQ_ACT_FIRST"] if run else 0)
@@ -944,7 +944,7 @@ class Timeline:
         self.run_ends.append(end)
         self.compute += cycles
         self.wr_beats += wr
-        w_end = end + self.WL + (self._store_tail(res_beats, res_gaps) if run else 0)
+        w_end = end + self.WL + (self._store_tail(wr, res_gaps) + part if run and wr else 0)
         self.wr_done = max(self.wr_done, w_end)
         if res_beats:
             self.written.append((*dst, w_end))
@@ -1246,8 +1246,8 @@ class Executor:
             d = payload
             cycles, act_beats, res_beats, src, dst = self._run(ddr, regs, d, h, r)
             if tl is not None:
-                store_reads, wr = self._res_beats(d, res_beats)
-                act_req = (self._act_req(d), self._act_read_beats(d, act_beats), wr)
+                store_reads, wr, part = self._res_beats(d, res_beats)
+                act_req = (self._act_req(d), self._act_read_beats(d, act_beats), wr, part)
                 tl.run(t_fetch, src, dst, act_beats, res_beats, cycles, store_reads=store_reads,
                        act_req=act_req, res_gaps=self._res_gaps)
                 r.runs += 1
@@ -1359,24 +1359,26 @@ class Executor:
                 return setup + n          # closed as it reaches MEM_BURST_BEATS
         return setup + n + 1              # closed by the next element or the stream's end
 
-    def _res_beats(self, d: dict, words: int) -> tuple[int, int]:
-        """(beats the store unit reads back, beats it writes) for a RUN's `words` result words:
+    def _res_beats(self, d: dict, words: int) -> tuple[int, int, int]:
+        """(beats the store unit reads back, beats it writes, 1 if its last word is a partial
+        one the packer closes a cycle later) for a RUN's `words` result words:
         RES ACC takes one int64 sum a beat, each kept (pixel, channel) read (unless FIRST) and
         written; ITEMS over whole rows (CH0 0 to DSTC) the words of the destination's bytes;
         otherwise (channel slices, whose gaps the store unit may fill) the result words."""
         f = self.fmt
         r0, r1, r2 = d["RES0"], d["RES1"], d["RES2"]
         if r0["MODE"] == f.res_modes["NONE"]:
-            return 0, 0
+            return 0, 0, 0
         pix, ch0, dstc = r1["PIX"], r2["CH0"], r2["DSTC"]
         hi = min(r2["CH1"], ch0 + r1["OUTER"] * r1["INNER"] * r2["GW"])
         if r0["MODE"] == f.res_modes["ACC"]:
             sums = pix * max(0, hi - ch0)
-            return (0 if d.get("FIRST") else sums), sums
+            return (0 if d.get("FIRST") else sums), sums, 0
         if r0["MODE"] == f.res_modes["ITEMS"] and ch0 == 0 and hi == dstc:
             nbytes = pix * dstc * r0["ESIZE"]
-            return 0, (r0["DST"] % 8 + nbytes + 7) // 8 if nbytes else 0
-        return 0, words
+            end = r0["DST"] % 8 + nbytes
+            return 0, (end + 7) // 8 if nbytes else 0, int(end % 8 != 0)
+        return 0, words, 0
 
     def _act_read_beats(self, d: dict, words: int) -> int:
         """The beats the load unit reads for a RUN's activation stream of `words` words: one

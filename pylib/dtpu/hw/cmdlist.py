@@ -1246,10 +1246,14 @@ class Executor:
             d = payload
             cycles, act_beats, res_beats, src, dst = self._run(ddr, regs, d, h, r)
             if tl is not None:
-                store_reads, wr, part = self._res_beats(d, res_beats)
+                store_reads, wr, part, beat_word = self._res_beats(d, res_beats)
                 act_req = (self._act_req(d), self._act_read_beats(d, act_beats), wr, part)
+                gaps = self._res_gaps
+                if gaps is not None and beat_word is not None:   # beats from the end -> words
+                    gaps = tuple(gaps[min(k, len(gaps) - 1)] for k in beat_word)
+                self._res_gaps = gaps
                 tl.run(t_fetch, src, dst, act_beats, res_beats, cycles, store_reads=store_reads,
-                       act_req=act_req, res_gaps=self._res_gaps)
+                       act_req=act_req, res_gaps=gaps)
                 r.runs += 1
                 _tag_span(r, h["TAG"], tl.core_free, cycles, act_beats, res_beats)
                 call = ("R", n, src, dst, act_beats, res_beats, cycles, store_reads, h["TAG"], True,
@@ -1359,26 +1363,43 @@ class Executor:
                 return setup + n          # closed as it reaches MEM_BURST_BEATS
         return setup + n + 1              # closed by the next element or the stream's end
 
-    def _res_beats(self, d: dict, words: int) -> tuple[int, int, int]:
+    def _res_beats(self, d: dict, words: int) -> tuple[int, int, int, list | None]:
         """(beats the store unit reads back, beats it writes, 1 if its last word is a partial
-        one the packer closes a cycle later) for a RUN's `words` result words:
+        one the packer closes a cycle later, for the last write beats (k = 0: the last) how many
+        result words before the last one completes each, None when beats are words) for a
+        RUN's `words` result words:
         RES ACC takes one int64 sum a beat, each kept (pixel, channel) read (unless FIRST) and
         written; ITEMS over whole rows (CH0 0 to DSTC) the words of the destination's bytes;
         otherwise (channel slices, whose gaps the store unit may fill) the result words."""
         f = self.fmt
         r0, r1, r2 = d["RES0"], d["RES1"], d["RES2"]
         if r0["MODE"] == f.res_modes["NONE"]:
-            return 0, 0, 0
+            return 0, 0, 0, None
         pix, ch0, dstc = r1["PIX"], r2["CH0"], r2["DSTC"]
         hi = min(r2["CH1"], ch0 + r1["OUTER"] * r1["INNER"] * r2["GW"])
         if r0["MODE"] == f.res_modes["ACC"]:
             sums = pix * max(0, hi - ch0)
-            return (0 if d.get("FIRST") else sums), sums, 0
+            return (0 if d.get("FIRST") else sums), sums, 0, None
         if r0["MODE"] == f.res_modes["ITEMS"] and ch0 == 0 and hi == dstc:
-            nbytes = pix * dstc * r0["ESIZE"]
+            es, lanes = r0["ESIZE"], max(1, r0["LANES"])
+            nbytes = pix * dstc * es
             end = r0["DST"] % 8 + nbytes
-            return 0, (end + 7) // 8 if nbytes else 0, int(end % 8 != 0)
-        return 0, words, 0
+            beats = (end + 7) // 8 if nbytes else 0
+            beat_word = None
+            if beats and words and words % pix == 0:
+                # result words per pixel (items of `lanes` channels); the word holding a byte
+                wpp = words // pix
+                row = dstc * es
+
+                def word_of(b: int) -> int:
+                    p_, o = divmod(b, row)
+                    return p_ * wpp + (o // es) // lanes
+
+                off = r0["DST"] % 8
+                beat_word = [words - 1 - word_of(min(8 * (beats - 1 - k) + 7 - off, nbytes - 1))
+                             for k in range(min(beats, 4 * int(f.mem["MEM_BURST_BEATS"])))]
+            return 0, beats, int(end % 8 != 0), beat_word
+        return 0, words, 0, None
 
     def _act_read_beats(self, d: dict, words: int) -> int:
         """The beats the load unit reads for a RUN's activation stream of `words` words: one
@@ -1509,7 +1530,7 @@ class Executor:
         if not failed_config:
             try:   # the result words' timing for the Timeline (as the fast path's setup has it)
                 su = core._setup(core.regs)
-                self._res_gaps = _result_gaps(c, su, int(self.fmt.mem["MEM_BURST_BEATS"]))
+                self._res_gaps = _result_gaps(c, su, 4 * int(self.fmt.mem["MEM_BURST_BEATS"]))
             except Exception:   # noqa: BLE001  (CONFIG failed: no results)
                 pass
             try:
@@ -1572,7 +1593,7 @@ class Executor:
             raise _ClError("JOB", f"RUN: the job failed in CONFIG, ERR={err:#x} ({', '.join(bits)})")
         words = self._gather(ddr, d["ACT0"], d["ACT1"], d["ACT2"], d["ACT3"], d["ACT4"])
         if cj.setup is not None:
-            self._res_gaps = _result_gaps(c, cj.setup, int(self.fmt.mem["MEM_BURST_BEATS"]))
+            self._res_gaps = _result_gaps(c, cj.setup, 4 * int(self.fmt.mem["MEM_BURST_BEATS"]))
         if cj.pf_count:
             raise _ClError("BAD_FIELD", f"RUN with PF_COUNT={cj.pf_count}: prefetch rides on LOAD "
                            f"descriptors in contract 2.0; accepted: 0")

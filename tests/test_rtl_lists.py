@@ -362,7 +362,8 @@ def test_run_cycles_equal_the_timeline_on_the_exact_class(lib):
     on chains of 1x1 and depthwise convolutions in the load unit's word mode, CL_CYCLES, IDLE,
     RD_BEATS and WR_BEATS of the prologue and of the partition list equal the Executor's
     Timeline (the class sim/tb/tb_cl_run.py::test_contract_memory_model asserts under cocotb),
-    and DDR as the model's: fixed chains, a graph with independent RUNs (starting while the
+    and DDR as the model's: fixed chains, 1x1s with items smaller than a word (OC 2, 4, 20),
+    a graph with independent RUNs (starting while the
     results before drain: dtpu_cl_seq's RANGES) and random graphs (1..4 nodes, 2..9 pixels a
     side, C and OC 8..32)."""
     t = open_core(lib)
@@ -370,7 +371,9 @@ def test_run_cycles_equal_the_timeline_on_the_exact_class(lib):
     cases = [([("pw", 16), ("pw", 32), ("pw", 8)], 6, 16),
              ([("dw", 0), ("pw", 24), ("dw", 0)], 4, 16),
              ([("pw", 24), ("dw", 0)], 8, 8), ([("dw", 0)], 5, 8), ([("pw", 16)], 5, 32),
-             ([("pw", 16), ("pw", 24, -1), ("dw", 0, 0), ("pw", 8, 1)], 5, 16)]
+             ([("pw", 16), ("pw", 24, -1), ("dw", 0, 0), ("pw", 8, 1)], 5, 16),
+             # result items smaller than a word: packed writes, a partial last word
+             ([("pw", 4)], 3, 16), ([("pw", 2)], 1, 256), ([("pw", 20)], 7, 24)]
     for _ in range(8):      # random graphs: any size, partial last bursts after full ones,
         n = int(rng.integers(1, 5))     # 40 % of the nodes reading any earlier node or the input
         cases.append(([(str(rng.choice(["pw", "dw"])), int(rng.choice([8, 16, 24, 32])))

@@ -366,7 +366,7 @@ def test_run_cycles_equal_the_timeline_on_the_exact_class(lib):
     a graph with independent RUNs (starting while the
     results before drain: dtpu_cl_seq's RANGES) and random graphs (1..4 nodes, 2..9 pixels a
     side, C and OC 8..32)."""
-    t = open_core(lib)
+    t = open_core(lib, ddr_bytes=4 << 20)
     rng = np.random.default_rng(15)
     cases = [([("pw", 16), ("pw", 32), ("pw", 8)], 6, 16),
              ([("dw", 0), ("pw", 24), ("dw", 0)], 4, 16),

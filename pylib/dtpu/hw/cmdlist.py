@@ -1342,8 +1342,7 @@ class Executor:
         when the next element does not continue it). Exact for word-mode streams (every word
         one aligned DDR word); a lane-mode stream collects lanes, not words (approximate)."""
         f = self.fmt
-        a0, a1, a2, a3 = d["ACT0"], d["ACT1"], d["ACT2"], d["ACT3"]
-        mode, L = a0["MODE"], max(1, a0["LANES"])
+        mode, L = d["ACT0"]["MODE"], max(1, d["ACT0"]["LANES"])
         K, burst = f.mem, int(f.mem["MEM_BURST_BEATS"])
         if mode == f.act_modes["CHANNELS"]:
             setup = int(K["SEQ_ACT_SETUP_CHANNELS"])

@@ -126,7 +126,24 @@ def test_single_job_cycles_follow_the_memory_model():
     regs = first + n - 1 + m["SEQ_DECODE"]              # REGS header taken
     run = max(first + n + 8 + m["SEQ_DECODE"],
               regs + m["SEQ_REG_CYCLES"] * (n - 2) + m["SEQ_DESC_GAP"])
-    expect = run + (rl - cfg.CFG_CYCLES) + hw["compute_cycles"] + wl + m["IRQ_LATENCY"]
+    # the RUN: CTRL.START SEQ_RUN_START after its header, its activation stream requested
+    # after the load unit's setup and first run (Executor._act_req), the core's first word
+    # SEQ_ACT_FIRST after the first beat, the job's stall-free cycles from there (less the
+    # CFG_CYCLES they overlap), the store unit's last burst after DONE, then WL
+    words = prog.image[o + 8 * n:o + 8 * (n + 9)].view(np.uint64)
+    d = {k: f.fields_of(k, int(v)) for k, v in zip(f.layout["RUN"][1:], words[1:])}
+    assert f.opnames[f.field("HEADER", int(words[0]), "OP")] == "RUN"
+    act_req = cl.Executor(fmt=f)._act_req(d)
+    assert act_req == m["SEQ_ACT_SETUP_WINDOWS"] + 2   # the first word is PAD (SAME): a run of 1
+    tl = cl.Timeline(f)
+    gaps = tuple(18 * k for k in range(17))     # one result word every KW = 18 cycles
+    start = run + m["SEQ_RUN_START"]
+    expect = start + act_req + rl + m["SEQ_ACT_FIRST"] - cfg.CFG_CYCLES + hw["compute_cycles"] \
+        + tl._store_tail(hw["wr_beats"], gaps) + wl + m["IRQ_LATENCY"]
+    # 108 result words: 6 full bursts and 12 words, one word every KW = 18 cycles: the last
+    # full burst's beats are long done, the partial one (closed by the RUN's end) follows
+    assert hw["wr_beats"] == 108 and tl._store_tail(108, gaps) == m["SEQ_STORE_TAIL"] + 1 + 12
+    assert tl._store_tail(108) == m["SEQ_STORE_TAIL"] + 16     # results back to back
     assert hw["cycles"] == expect
     assert hw["compute_cycles"] == cfg.CFG_CYCLES + (36 * 3 - 1) * 18 + 18 + cfg.LAT_MXU + \
         cfg.LAT_REDUCE + cfg.LAT_POST + 1   # T_gemm: M=36, KW=18, NT=3, W=1

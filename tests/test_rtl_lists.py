@@ -324,6 +324,86 @@ def test_partition_list_stops_at_its_first_run(lib):
     t.close()
 
 
+def _chain(nodes, hw, c, base, seed=0):
+    """One partition of chained int8 nodes at `base`: ("pw", OC) a 1x1 convolution, ("dw", _) a
+    3x3 SAME depthwise one (the exact RUN class of docs/rtl.md "RUN / POST cycles against the
+    Timeline" when C and OC are multiples of 8)."""
+    rng = np.random.default_rng(seed)
+
+    def q(oc):
+        return dict(input_q=Quant((0.02,), (int(rng.integers(-9, 9)),)),
+                    filter_q=Quant(tuple(rng.uniform(0.004, 0.02, oc)), (0,) * oc),
+                    output_q=Quant((0.15,), (int(rng.integers(-9, 9)),)))
+
+    specs, cin, srcs = [], c, []
+    for i, node in enumerate(nodes):
+        kind, oc = node[:2]
+        srcs.append(node[2] if len(node) > 2 else i - 1)   # ("pw", OC, k): reads node k
+        if len(node) > 2:
+            cin = c if node[2] < 0 else specs[node[2]].out_channels
+        if kind == "pw":
+            specs.append(ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, hw, hw, cin),
+                                  (oc, 1, 1, cin), name=f"pw{i}", **q(oc)))
+            cin = oc
+        else:
+            specs.append(ConvSpec(OpKind.DEPTHWISE_CONV_2D, DataMode.INT8, (1, hw, hw, cin),
+                                  (1, 3, 3, cin), padding=Padding.SAME, name=f"dw{i}", **q(cin)))
+    ins = []
+    for sp, k in zip(specs, srcs):
+        w = rng.integers(-12, 12, sp.filter_shape).astype(np.int8)
+        b = rng.integers(-300, 300, sp.out_channels).astype(np.int32)
+        ins.append(cl.NodeIn(sp, w, b, k))
+    return cl.compile_program([ins], CFG, base=base)
+
+
+def test_run_cycles_equal_the_timeline_on_the_exact_class(lib):
+    """The memory model here is the contract's exactly (every burst's first beat
+    MEM_READ_LATENCY after its AR, write responses MEM_WRITE_LATENCY after the last beat):
+    on chains of 1x1 and depthwise convolutions in the load unit's word mode, CL_CYCLES, IDLE,
+    RD_BEATS and WR_BEATS of the prologue and of the partition list equal the Executor's
+    Timeline (the class sim/tb/tb_cl_run.py::test_contract_memory_model asserts under cocotb),
+    and DDR as the model's: fixed chains, 1x1s with items smaller than a word (OC 2, 4, 20),
+    a graph with independent RUNs (starting while the
+    results before drain: dtpu_cl_seq's RANGES) and random graphs (1..4 nodes, 2..9 pixels a
+    side, C and OC 8..32)."""
+    t = open_core(lib, ddr_bytes=4 << 20)
+    rng = np.random.default_rng(15)
+    cases = [([("pw", 16), ("pw", 32), ("pw", 8)], 6, 16),
+             ([("dw", 0), ("pw", 24), ("dw", 0)], 4, 16),
+             ([("pw", 24), ("dw", 0)], 8, 8), ([("dw", 0)], 5, 8), ([("pw", 16)], 5, 32),
+             ([("pw", 16), ("pw", 24, -1), ("dw", 0, 0), ("pw", 8, 1)], 5, 16),
+             # result items smaller than a word: packed writes, a partial last word
+             ([("pw", 4)], 3, 16), ([("pw", 2)], 1, 256), ([("pw", 20)], 7, 24)]
+    for _ in range(8):      # random graphs: any size, partial last bursts after full ones,
+        n = int(rng.integers(1, 5))     # 40 % of the nodes reading any earlier node or the input
+        cases.append(([(str(rng.choice(["pw", "dw"])), int(rng.choice([8, 16, 24, 32])))
+                       + ((int(rng.integers(-1, i)),) if rng.random() < 0.4 else ())
+                       for i in range(n)], int(rng.integers(2, 10)),
+                      int(rng.choice([8, 16, 24, 32]))))
+    for nodes, hw, c in cases:
+        buf = t.alloc_buffer(1 << 16)
+        p = _chain(nodes, hw, c, buf.addr)
+        assert p.size <= buf.array.size
+        buf.array[:p.size] = p.image
+        b_in = p.partitions[0].input
+        o = b_in.addr - buf.addr
+        buf.array[o:o + b_in.nbytes] = np.random.default_rng(hw).integers(0, 256, b_in.nbytes,
+                                                                          dtype=np.uint8)
+        model = Model(buf, start=(t.weights(), t.params()))
+        for addr, name in ((p.prologue_addr, "prologue"), (p.partitions[0].list_addr, "partition")):
+            regs, _ = kick(t, addr)
+            r = model.run(addr)
+            what = f"{nodes} {hw}x{hw}x{c} {name}"
+            check_status(regs, r, what)
+            got = (regs["CL_CYCLES"], t.read_reg(FMT.reg_offset("IDLE_LO")), regs["RD_BEATS"],
+                   t.read_reg(FMT.reg_offset("WR_BEATS")))
+            assert got == (r.cycles, r.idle_cycles, r.rd_beats, r.wr_beats), (what, got, r.cycles)
+            ack(t)
+        assert np.array_equal(buf.array[:p.size], model.ddr.mem[:p.size])
+    assert t.mem_counts()["violations"] == 0, t.violation()
+    t.close()
+
+
 def test_malformed_lists_and_bus_errors_as_the_model(lib):
     """Bad opcode, bad length, a LOAD from outside DDR (DECERR: unallocated, outside every
     buffer), a list running off its buffer (DECERR in the fetch), a SLVERR word inside a LOAD:

@@ -15,15 +15,23 @@ localparam integer DTPU_CL_MEM_READ_OUTSTANDING = 8;
 localparam integer DTPU_CL_MEM_WRITE_OUTSTANDING = 8;
 localparam integer DTPU_CL_DESC_FIFO_WORDS = 64;
 localparam integer DTPU_CL_IRQ_LATENCY = 1;
-localparam integer DTPU_CL_SEQ_FETCH_START = 6;
-localparam integer DTPU_CL_SEQ_FETCH_NEXT = 6;
+localparam integer DTPU_CL_SEQ_FETCH_START = 4;
+localparam integer DTPU_CL_SEQ_FETCH_NEXT = 4;
 localparam integer DTPU_CL_SEQ_DECODE = 3;
 localparam integer DTPU_CL_SEQ_DESC_GAP = 4;
 localparam integer DTPU_CL_SEQ_REG_CYCLES = 2;
-localparam integer DTPU_CL_SEQ_LOAD_REQ = 7;
+localparam integer DTPU_CL_SEQ_LOAD_REQ = 5;
 localparam integer DTPU_CL_SEQ_LOAD_DONE = 11;
 localparam integer DTPU_CL_SEQ_LOAD_EMPTY = 5;
 localparam integer DTPU_CL_SEQ_END = 1;
+localparam integer DTPU_CL_SEQ_RUN_START = 11;
+localparam integer DTPU_CL_SEQ_RUN_WAIT = 3;
+localparam integer DTPU_CL_SEQ_ACT_SETUP_WINDOWS = 27;
+localparam integer DTPU_CL_SEQ_ACT_SETUP_CHANNELS = 42;
+localparam integer DTPU_CL_SEQ_ACT_FIRST = 4;
+localparam integer DTPU_CL_SEQ_RUN_DONE = 1;
+localparam integer DTPU_CL_SEQ_STORE_TAIL = 3;
+localparam integer DTPU_CL_SEQ_RUN_RANGES = 4;
 
 // ---- descriptor opcodes and lengths (words including the header) ----
 localparam [7:0] DTPU_CL_OP_END = 8'd0;  // HEADER

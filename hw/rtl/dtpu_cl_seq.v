@@ -32,9 +32,9 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  *   REGS  writes each (OFFSET, VALUE) into the 1.2 register file; an offset outside the job
  *         registers (JOB .. PF_COUNT of dtpu_regs.vh, word aligned) fails with BAD_FIELD.
  *   RUN   (9 words) hands ACT0..ACT4 / RES0..RES2 to the units on x_words; waits until the
- *         core, the load / post units are idle and the store unit has every earlier write
- *         answered (stricter than the model, which waits only for results overlapping what
- *         the RUN reads); PF_COUNT != 0 gives BAD_FIELD; then CTRL.START and, in the cycle
+ *         core, the load / post units are idle and the store unit has taken the earlier RUN's
+ *         words, and until every earlier write the RUN depends on is answered (RANGES,
+ *         below); PF_COUNT != 0 gives BAD_FIELD; then CTRL.START and, in the cycle
  *         after the write lands, la_start / st_start; the units' field checks (la_bad,
  *         st_bad, flags after their start) end the RUN with BAD_FIELD as a fault does. The core
  *         takes the load unit's words on s_axis_act and gives its results to the store unit.
@@ -51,10 +51,19 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  *   at END with the PC / TAG / DESCS of the last RUN / POST (the model reports it on that RUN
  *   too, but runs no descriptor after it).
  *
+ * RANGES: the byte ranges [DST, DST + PIX*DSTC*ESIZE) of up to RANGES RUNs whose writes may
+ * still be in flight (entered as each RUN ends, all dropped once the store unit is seen idle
+ * at a RUN's or POST's start). A RUN waits for every write to be answered only if its input
+ * [SRC, SRC + N*H*W*C*ESIZE) overlaps one of them, if it reads partial sums back (RES ACC
+ * without FIRST), or if the table overflowed or a POST wrote since; otherwise it starts while
+ * the earlier results drain (the golden model's rule: dtpu.hw.cmdlist.Timeline.run). The two
+ * products are pipelined while the descriptor's words arrive (registers, no extra cycle).
+ *
  * Timing (docs/rtl.md "cycle counts against the Timeline"): one descriptor at a time; the
  * golden model's Timeline carries the measured costs (contract.json memory_model SEQ_*: a REGS
- * pair every 2 cycles, a LOAD's read 7 cycles after its header, the next header 11 cycles
- * after its last word). `loading` marks a LOAD's 1.2 job so that the top counts it as IDLE.
+ * pair every 2 cycles, a LOAD's AR 5 cycles after its header, the next header 11 cycles
+ * after its last word; a RUN's CTRL.START 11 cycles after its header, the next header 1 cycle
+ * after the core's DONE). `loading` marks a LOAD's 1.2 job so that the top counts it as IDLE.
  *
  * Register writes wait until the core is idle (no BUSY_WRITE). A fetcher error (err != 0,
  * nothing more handed over) is reported once every earlier descriptor has run, with the
@@ -69,7 +78,9 @@ module dtpu_cl_seq #
     parameter ADDR_W = 32,
     parameter AXIL_ADDR_WIDTH = 8,
     parameter LOG_WEIGHT_WORDS = 15,
-    parameter LOG_PARAM_ENTRIES = 12
+    parameter LOG_PARAM_ENTRIES = 12,
+    // RUNs whose result ranges are tracked while their writes drain (RANGES below)
+    parameter RANGES = 4
 )
 (
     input  wire                       clk,
@@ -152,6 +163,7 @@ module dtpu_cl_seq #
     output reg                        st_start,
     output reg                        st_flush,       // no more words will come: stop waiting
     input  wire                       st_idle,        // every write answered
+    input  wire                       st_busy,        // still taking a RUN's result words
     input  wire                       st_bad,         // the RES fields / word count (after start)
     input  wire [2:0]                 st_fault,
 
@@ -352,6 +364,71 @@ assign la_drain = (state == S_RDRAIN);
 assign po_drain = (state == S_PDRAIN);
 
 wire units_idle = !la_busy && !po_busy && st_idle;
+
+/* in-flight result ranges (RANGES) and the RUN's input range; byte ends carry 40 bits, an
+   element or word count past 32 bits counts as overlapping everything ("big") */
+wire [31:0] xa_src  = x_words[0 * 64 + DTPU_CL_ACT0_SRC_LSB +: 32];
+wire [3:0]  xa_es   = x_words[0 * 64 + DTPU_CL_ACT0_ESIZE_LSB +: 4];
+wire [15:0] xa_n    = x_words[1 * 64 + DTPU_CL_ACT1_N_LSB +: 16];
+wire [15:0] xa_h    = x_words[1 * 64 + DTPU_CL_ACT1_H_LSB +: 16];
+wire [15:0] xa_w    = x_words[1 * 64 + DTPU_CL_ACT1_W_LSB +: 16];
+wire [15:0] xa_c    = x_words[1 * 64 + DTPU_CL_ACT1_C_LSB +: 16];
+wire [3:0]  xr_mode = x_words[5 * 64 + DTPU_CL_RES0_MODE_LSB +: 4];
+wire [3:0]  xr_es   = x_words[5 * 64 + DTPU_CL_RES0_ESIZE_LSB +: 4];
+wire [31:0] xr_dst  = x_words[5 * 64 + DTPU_CL_RES0_DST_LSB +: 32];
+wire [31:0] xr_pix  = x_words[6 * 64 + DTPU_CL_RES1_PIX_LSB +: 32];
+wire [15:0] xr_dstc = x_words[7 * 64 + DTPU_CL_RES2_DSTC_LSB +: 16];
+reg  [31:0] rq_nh, rq_wc, rq_pd;        // N*H, W*C, PIX*DSTC (low 32 bits) ...
+reg         rq_pd_hi;                   // ... PIX*DSTC >= 2^32
+reg  [63:0] rq_nhwc;
+reg  [39:0] src_lo, src_hi, dst_lo, dst_hi;
+reg         src_big, dst_big;
+reg  [RANGES-1:0] rg_v;
+reg  [39:0] rg_lo [0:RANGES-1];
+reg  [39:0] rg_hi [0:RANGES-1];
+reg         rg_ovf;                     // more RUNs than entries, or a POST, since idle
+wire [47:0] pd_full   = {16'd0, xr_pix} * {32'd0, xr_dstc};
+// bytes = count * ESIZE, ESIZE 1, 2, 4 or 8 (any other fails the RUN: BAD_FIELD) as a shift
+function [35:0] times_es(input [31:0] n, input [3:0] es);
+    begin
+        case (es)
+            4'd2:    times_es = {3'd0, n, 1'b0};
+            4'd4:    times_es = {2'd0, n, 2'd0};
+            4'd8:    times_es = {1'd0, n, 3'd0};
+            default: times_es = {4'd0, n};
+        endcase
+    end
+endfunction
+wire [35:0] src_bytes = times_es(rq_nhwc[31:0], xa_es);
+wire [35:0] dst_bytes = times_es(rq_pd, xr_es);
+always @(posedge clk) begin
+    rq_nh    <= {16'd0, xa_n} * {16'd0, xa_h};
+    rq_wc    <= {16'd0, xa_w} * {16'd0, xa_c};
+    rq_nhwc  <= {32'd0, rq_nh} * {32'd0, rq_wc};
+    src_big  <= (rq_nhwc[63:32] != 32'd0);
+    src_lo   <= {8'd0, xa_src};
+    src_hi   <= {8'd0, xa_src} + {4'd0, src_bytes};
+    rq_pd    <= pd_full[31:0];
+    rq_pd_hi <= (pd_full[47:32] != 16'd0);
+    dst_big  <= rq_pd_hi;
+    dst_lo   <= {8'd0, xr_dst};
+    dst_hi   <= {8'd0, xr_dst} + {4'd0, dst_bytes};
+end
+
+reg         rg_hit;
+integer     ri;
+always @* begin
+    rg_hit = src_big;
+    for (ri = 0; ri < RANGES; ri = ri + 1) begin
+        if (rg_v[ri] && src_lo < rg_hi[ri] && rg_lo[ri] < src_hi) begin
+            rg_hit = 1'b1;
+        end
+    end
+end
+wire        acc_read = (xr_mode == DTPU_CL_RES_ACC) && !x_first;
+// a RUN may start: the units free, and its inputs written
+wire        run_free = !la_busy && !po_busy && !st_busy
+                    && (st_idle || !(rg_hit || rg_ovf || acc_read));
 wire [31:0] jerr_now = jerr | core_err;
 
 assign ld_req_addr  = l_src[ADDR_W-1:0];
@@ -364,6 +441,22 @@ assign wgt_tlast    = ld_last;
 assign busy = (state != S_IDLE);
 // the contract's IDLE (list cycles - the RUN / POST jobs' cycles) counts a LOAD's 1.2 job
 assign loading = (state >= S_LOAD1) && (state <= S_LAFTER);
+
+/* the first free entry for the RUN's result range (none free: overflow) */
+localparam RI_W = (RANGES > 1) ? $clog2(RANGES) : 1;
+reg  [RI_W-1:0] rg_free;
+reg             rg_full;
+integer         fi;
+always @* begin
+    rg_free = {RI_W{1'b0}};
+    rg_full = 1'b1;
+    for (fi = RANGES - 1; fi >= 0; fi = fi - 1) begin
+        if (!rg_v[fi]) begin
+            rg_free = fi[RI_W-1:0];
+            rg_full = 1'b0;
+        end
+    end
+end
 
 always @(posedge clk) begin
     done     <= 1'b0;
@@ -393,6 +486,8 @@ always @(posedge clk) begin
             descs   <= 32'd0;
             runs    <= 32'd0;
             st_fail <= 1'b0;
+            rg_v    <= {RANGES{1'b0}};     // the model's Timeline starts each list afresh
+            rg_ovf  <= 1'b0;
             state   <= S_START;
         end
     end
@@ -554,9 +649,13 @@ always @(posedge clk) begin
             end
         end
     end
-    S_RWAIT: begin                 // the core free, every earlier result written (see header)
+    S_RWAIT: begin                 // the core free, the results it reads written (see header)
         jerr <= 32'd0;
-        if (!core_busy && units_idle) begin
+        if (!core_busy && run_free) begin
+            if (st_idle) begin     // every write answered: no range in flight
+                rg_v   <= {RANGES{1'b0}};
+                rg_ovf <= 1'b0;
+            end
             if (jr_pf_count != 32'd0) begin
                 err   <= err_bit(DTPU_CL_ERR_BAD_FIELD);
                 state <= S_ABORT;
@@ -598,6 +697,13 @@ always @(posedge clk) begin
             end else begin
                 runs  <= runs + 32'd1;
                 state <= (jerr_now != 32'd0) ? S_RCLR : S_HEAD;
+                if (rg_full) begin
+                    rg_ovf <= 1'b1;
+                end else begin
+                    rg_v[rg_free]  <= 1'b1;
+                    rg_lo[rg_free] <= dst_lo;
+                    rg_hi[rg_free] <= dst_big ? {40{1'b1}} : dst_hi;
+                end
             end
         end
     end
@@ -624,6 +730,8 @@ always @(posedge clk) begin
                 err   <= err_bit(DTPU_CL_ERR_BAD_FIELD);
                 state <= S_ABORT;
             end else begin
+                rg_v     <= {RANGES{1'b0}};   // every write answered (units_idle) ...
+                rg_ovf   <= 1'b1;             // ... and the POST's own are not tracked
                 po_start <= 1'b1;
                 r_pc     <= pc;
                 r_descs  <= descs;
@@ -705,6 +813,8 @@ always @(posedge clk) begin
         po_start     <= 1'b0;
         st_fail      <= 1'b0;
         x_post       <= 1'b0;
+        rg_v         <= {RANGES{1'b0}};
+        rg_ovf       <= 1'b0;
     end
 end
 

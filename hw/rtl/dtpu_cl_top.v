@@ -338,7 +338,9 @@ always @(posedge clk) begin
     end
     if (seq_busy) begin
         cl_cycles <= cl_cycles + 64'd1;
-        if (!core_busy || seq_loading) begin
+        // the contract's IDLE: list cycles - the jobs' stall-free cycles (a LOAD's 1.2 job,
+        // and a RUN's cycles held by the global stall, e.g. waiting for the first word)
+        if (!core_busy || seq_loading || stall) begin
             cl_idle <= cl_idle + 64'd1;
         end
         if (m_axi_rvalid && m_axi_rready) begin
@@ -1210,6 +1212,7 @@ seq_inst (
     .st_start(st_start),
     .st_flush(st_flush),
     .st_idle(st_idle && !st_busy),
+    .st_busy(st_busy),
     .st_bad(st_err_field || st_err_len || (!x_post && r_range_bad)),
     .st_fault({st_tmo, st_dec, st_slv}),
     .po_start(po_start),

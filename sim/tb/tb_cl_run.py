@@ -8,8 +8,10 @@ The prologue and then the partition list run from CL_BASE + DOORBELL; afterwards
 the RTL's DDR must equal the model's DDR after the same lists (outputs, intermediate tensors,
 int64 partial sums, and nothing written outside them), and CL_ERR / CL_ERR_PC / CL_ERR_TAG /
 DESCS equal the model's. Under the contract's memory model (fixed latency, no stalls) the
-prologues' CL_CYCLES, IDLE and RD_BEATS must equal the Timeline's; the partition lists' are
-logged side by side (the RTL's RUN timing is not the Timeline's yet, docs/rtl.md)."""
+prologues' CL_CYCLES, IDLE, RD_BEATS and WR_BEATS must equal the Timeline's, and so must the
+partition lists' of the exact RUN classes (word-mode 1x1 and depthwise chains); the other
+partition lists are logged side by side (docs/rtl.md "RUN / POST cycles against the
+Timeline"). test_probe_runs (DTPU_PROBE=1) prints per-descriptor event cycles of both."""
 import os
 import random
 
@@ -20,6 +22,7 @@ from cocotb.triggers import ClockCycles
 from dtpu.hw import cmdlist as cl
 from dtpu.spec import ConvSpec, DataMode, OpKind, Padding, Quant
 from dtpu_sim.axi_mem import SLVERR, Mem, Monitor, Region
+from dtpu_sim.cycles import contract_lat
 from tb_cl_seq import (BASE, CFG, FMT, MAX_BURST, MAX_OUT, MEM, R, SEED, TB, U64, Model, hdr,
                        parse, small_program)
 
@@ -80,6 +83,49 @@ def int16_program(seed=6):
     return cl.compile_program([nodes], CFG, base=BASE)
 
 
+def chain_program(nodes, hw=8, c=16, seed=0):
+    """One partition of chained nodes, each reading the one before (the first the partition's
+    input), int8: ("pw", OC) a 1x1 convolution, ("dw", _) a 3x3 SAME depthwise convolution
+    (CHANNELS); with C a multiple of LANES both are word-mode streams (the exact class)."""
+    rng = np.random.default_rng(seed)
+    specs, cin, srcs = [], c, []
+    for i, node in enumerate(nodes):
+        kind, oc = node[:2]
+        # ("pw", OC, k): the node reads node k's output (-1: the partition's input) instead
+        srcs.append(node[2] if len(node) > 2 else i - 1)
+        if len(node) > 2:
+            cin = c if node[2] < 0 else specs[node[2]].out_channels
+        if kind == "pw":
+            specs.append(ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, hw, hw, cin), (oc, 1, 1, cin),
+                                  name=f"pw{i}", **_q(rng, oc)))
+            cin = oc
+        elif kind == "c3":
+            specs.append(ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, hw, hw, cin),
+                                  (oc, 3, 3, cin), padding=Padding.SAME, name=f"c3{i}",
+                                  **_q(rng, oc)))
+            cin = oc
+        else:
+            specs.append(ConvSpec(OpKind.DEPTHWISE_CONV_2D, DataMode.INT8, (1, hw, hw, cin),
+                                  (1, 3, 3, cin), padding=Padding.SAME, name=f"dw{i}",
+                                  **_q(rng, cin)))
+    nodes = [cl.NodeIn(s, *_node(rng, s), k) for s, k in zip(specs, srcs)]
+    return cl.compile_program([nodes], CFG, base=BASE)
+
+
+def random_class_program(rnd, seed):
+    """A random graph of 1..4 nodes of the exact class, each reading the node before or (40 %)
+    any earlier node or the input: 1x1 convolutions (OC 8..32) and depthwise 3x3
+    convolutions, C a multiple of 8 (8..32), 2, 4 or 8 pixels a side, so that
+    every RUN writes whole 16-word bursts or a single partial one: a partial burst right after
+    full ones is exact on the contract's memory (tests/test_rtl_lists.py, the C++ memory), but
+    this cocotb memory answers the second of two close write bursts a cycle early."""
+    nodes = [(rnd.choice(("pw", "dw")), rnd.choice((8, 16, 24, 32)))
+             + ((rnd.randint(-1, i - 1),) if rnd.random() < 0.4 else ())
+             for i in range(rnd.randint(1, 4))]
+    return chain_program(nodes, hw=rnd.choice((2, 4, 8)), c=rnd.choice((8, 16, 24, 32)),
+                         seed=seed)
+
+
 def _undefined(image, addr, r):
     """The bytes a failing RUN / POST leaves undefined: its destination (docs/contract2.md
     "Errors": the store unit may have written part of the results before the failure, the
@@ -104,7 +150,7 @@ def _ops(image, addr):
     return [FMT.opnames[w[0] & 0xFF] for _, w in parse(image, BASE, addr)]
 
 
-async def run_program(tb, prog, what, rng, faults=(), exact=(), model_faults=None):
+async def run_program(tb, prog, what, rng, faults=(), exact=(), rd_exact=(), model_faults=None):
     """Prologue, then the partition list on random input bytes; DDR and registers checked.
     `faults`: SLVERR ranges for both memories; `model_faults`: {"slverr" | "decerr" | "hang":
     ranges} for the model's Ddr, the caller having put the same regions in tb.mem.
@@ -141,12 +187,18 @@ async def run_program(tb, prog, what, rng, faults=(), exact=(), model_faults=Non
         tb.dut._log.info("%s %s: %s, CL_ERR %#x, %d descriptors; CL_CYCLES %d, model %d "
                          "(x%.2f)", what, name, "ok" if not r.error else r.message, s["err"],
                          s["descs"], rtl_cycles, r.cycles, rtl_cycles / max(r.cycles, 1))
-        tb.dut._log.info("%s %s: IDLE %d, model %d; RD_BEATS %d, model %d", what, name, rtl_idle,
-                         r.idle_cycles, rtl_rd, r.rd_beats)
+        rtl_wr = await tb.rd(R["WR_BEATS"])
+        tb.dut._log.info("%s %s: IDLE %d, model %d; RD_BEATS %d, model %d; WR_BEATS %d, model %d",
+                         what, name, rtl_idle, r.idle_cycles, rtl_rd, r.rd_beats, rtl_wr,
+                         r.wr_beats)
+        if name in rd_exact:
+            assert (rtl_rd, rtl_wr) == (r.rd_beats, r.wr_beats), \
+                f"{what} {name}: RD_BEATS, WR_BEATS {rtl_rd, rtl_wr} != model's {r.rd_beats, r.wr_beats}"
         if name in exact:
-            got, want = (rtl_cycles, rtl_idle, rtl_rd), (r.cycles, r.idle_cycles, r.rd_beats)
-            assert got == want, (f"{what} {name}: CL_CYCLES, IDLE, RD_BEATS {got} != the "
-                                 f"model's Timeline {want}")
+            got = (rtl_cycles, rtl_idle, rtl_rd, rtl_wr)
+            want = (r.cycles, r.idle_cycles, r.rd_beats, r.wr_beats)
+            assert got == want, (f"{what} {name}: CL_CYCLES, IDLE, RD_BEATS, WR_BEATS {got} != "
+                                 f"the model's Timeline {want}")
         out.append((r, rtl_cycles))
         await tb.ack()
     tb.mem.regions.clear()
@@ -227,14 +279,44 @@ async def test_run_errors(dut):
 async def test_contract_memory_model(dut):
     """The memory as contract.json's memory model describes it (every burst's first beat
     MEM_READ_LATENCY cycles after its request, one beat per cycle, no stalls): the programs
-    byte-exact; the prologues' CL_CYCLES, IDLE and RD_BEATS equal the model's Timeline, the
-    partition lists' logged against it (docs/rtl.md quotes them)."""
-    tb = RunTB(dut, SEED + 5, lat=(int(FMT.mem["MEM_READ_LATENCY"]),) * 2, stall=0.0)
+    byte-exact; CL_CYCLES, IDLE, RD_BEATS and WR_BEATS equal the model's Timeline on every
+    prologue and on the partition lists of the exact RUN classes (1x1 convolutions and
+    depthwise convolutions in word mode, chained: docs/rtl.md "RUN / POST cycles against the
+    Timeline"), fixed ones and N_RANDOM random ones; the other partition lists (lane mode, 3x3
+    WINDOWS, ACC and POST) are logged against it, RD_BEATS asserted on those without ACC."""
+    tb = RunTB(dut, SEED + 5, lat=contract_lat(FMT), stall=0.0)
     await tb.reset()
     rng = np.random.default_rng(SEED + 5)
+    # the constants are the contract masters' (16-beat bursts, 8 in flight); the slow sweep's
+    # small masters (4-beat bursts, 2 in flight) assert the beat counts only
+    contract = (MAX_BURST, MAX_OUT) == (int(FMT.mem["MEM_BURST_BEATS"]),
+                                        int(FMT.mem["MEM_READ_OUTSTANDING"]))
+    pro = ("prologue",) if contract else ()
     for what, prog in (("small", small_program()), ("ksplit", ksplit_program()),
                        ("int16", int16_program())):
-        await run_program(tb, prog, f"memory model, {what}", rng, exact=("prologue",))
+        # RD_BEATS / WR_BEATS as the model counts them (PAD words and lanes sharing a word
+        # take no beat; ACC sums a beat each, read back and written)
+        await run_program(tb, prog, f"memory model, {what}", rng, exact=pro,
+                          rd_exact=("partition",))
+    progs = [("pw chain", chain_program([("pw", 16), ("pw", 32), ("pw", 8)], hw=6, c=16)),
+             ("dw pw dw", chain_program([("dw", 0), ("pw", 24), ("dw", 0)], hw=4, c=16)),
+             ("dw chain", chain_program([("dw", 0), ("dw", 0), ("dw", 0)], hw=8, c=16)),
+             ("short", chain_program([("pw", 8)], hw=2, c=8)),
+             # independent RUNs: node 1 reads the input, not node 0's output (it starts while
+             # node 0's results drain), node 2 reads node 0's, node 3 node 1's
+             ("branches", chain_program([("pw", 16), ("pw", 24, -1), ("dw", 0, 0), ("pw", 8, 1)],
+                                        hw=4, c=16)),
+             ("branches 8x8", chain_program([("pw", 32), ("dw", 0, -1), ("pw", 16, 0),
+                                             ("dw", 0, 1)], hw=8, c=16))]
+    rnd = random.Random(SEED + 5)
+    for i in range(N_RANDOM):
+        progs.append((f"random class {i}", random_class_program(rnd, seed=30 + i)))
+    await run_program(tb, chain_program([("c3", 16), ("c3", 8)], hw=6, c=16), "memory model, c3",
+                      rng, exact=pro, rd_exact=("partition",))
+    for what, prog in progs:
+        await run_program(tb, prog, f"memory model, {what}", rng,
+                          exact=("prologue", "partition") if contract else (),
+                          rd_exact=() if contract else ("prologue", "partition"))
 
 
 @cocotb.test()
@@ -256,3 +338,60 @@ async def test_random_latencies(dut):
 def _pauses(rnd, p):
     while True:
         yield rnd.random() < p
+
+
+# ------------------------------------------------------------------------------ RUN timing classes
+
+@cocotb.test(skip=not os.environ.get("DTPU_PROBE"))
+async def test_probe_runs(dut):
+    """Not a check: per-descriptor event cycles of the RTL next to the Timeline's on programs
+    of each RUN timing class under the contract's memory model (DTPU_PROBE=1; DTPU_PROBE_CLASSES
+    = comma-separated kind:n:hw:c:oc)."""
+    from dtpu_sim.cycles import Probe, table
+    tb = RunTB(dut, SEED + 7, lat=contract_lat(FMT), stall=0.0)
+    await tb.reset()
+    rng = np.random.default_rng(SEED + 7)
+    spec = os.environ.get("DTPU_PROBE_CLASSES",
+                          "pw:1:8:16:16,pw:3:8:16:16,c3:1:8:16:16,dw:1:8:16:16")
+    for item in spec.split(","):
+        kind, n, hw, c, oc = item.split(":")
+        if "-" in kind or "/" in kind:
+            # a graph: "dw0-pw24-dw0", or "pw16/pw24@-1/dw0@0" where "@k" reads node k (-1:
+            # the input); n and oc are ignored
+            nodes = []
+            for k in kind.split("/" if "/" in kind else "-"):
+                name, _, src = k.partition("@")
+                nodes.append((name[:2], int(name[2:])) + ((int(src),) if src else ()))
+        else:
+            nodes = [(kind, int(oc))] * int(n)
+        prog = chain_program(nodes, hw=int(hw), c=int(c))
+        image = prog.image.copy()
+        part = prog.partitions[0]
+        for buf in part.inputs or [part.input]:
+            o = buf.addr - BASE
+            image[o:o + buf.nbytes] = rng.integers(0, 256, buf.nbytes, dtype=np.uint8)
+        tb.put(image)
+        model = tb.model(image)
+        model.ex.events = []
+        for addr, name in ((prog.prologue_addr, "prologue"), (part.list_addr, "partition")):
+            model.ex.events.clear()
+            pr = Probe(dut, bus=bool(os.environ.get("DTPU_PROBE_BUS")))
+            pr.start()
+            await tb.run_list(addr, limit=300_000)
+            pr.stop()
+            r = model.run(addr)
+            cyc, idle = await tb.rd(R["CL_CYCLES_LO"]), await tb.rd(R["IDLE_LO"])
+            rd, wr = await tb.rd(R["RD_BEATS"]), await tb.rd(R["WR_BEATS"])
+            dut._log.info("PROBE %s %s: CL_CYCLES %d model %d, IDLE %d model %d, RD %d model %d, "
+                          "WR %d model %d", item, name, cyc, r.cycles, idle, r.idle_cycles, rd,
+                          r.rd_beats, wr, r.wr_beats)
+            for line in table(pr, model.ex.events):
+                dut._log.info("PROBE %s", line)
+            dut._log.info("PROBE model blocks' first beats %s",
+                          [e[1] for e in model.ex.events if e[0] == "blocks"])
+            if name == "partition":
+                dut._log.info("PROBE last result words: %s",
+                              [x.get("res_t", [])[-20:] for x in pr.descs if x.get("res_t")])
+            if pr.bus is not None and name == "partition":
+                dut._log.info("PROBE bus %s", pr.bus)
+            await tb.ack()

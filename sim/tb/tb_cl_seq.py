@@ -23,6 +23,7 @@ from dtpu.hw.config import HwConfig
 from dtpu.hw.model import Core
 from dtpu.spec import ConvSpec, DataMode, OpKind, Padding, Quant
 from dtpu_sim.axi_mem import DECERR, SLVERR, Mem, Monitor, Region
+from dtpu_sim.cycles import contract_lat
 
 SEED = int(os.environ.get("DTPU_SEED", "4711"))
 N_RANDOM = int(os.environ.get("DTPU_CASES", "6"))
@@ -622,8 +623,7 @@ async def test_prologue_cycles(dut):
     """The contract's memory model (every burst's first beat MEM_READ_LATENCY after its
     request, one beat per cycle, no stalls): CL_CYCLES, IDLE and RD_BEATS of prologues and of
     LOAD / REGS lists equal the golden model's Timeline."""
-    lat = int(FMT.mem["MEM_READ_LATENCY"])
-    tb = TB(dut, SEED + 11, lat=(lat, lat), stall=0.0)
+    tb = TB(dut, SEED + 11, lat=contract_lat(FMT), stall=0.0)
     await tb.reset()
     res = []
     prog = small_program()
@@ -669,8 +669,7 @@ async def test_probe(dut):
     """Not a check: a calibration log (DTPU_PROBE=1) of the cycles of AR handshakes, bursts'
     first and last beats and the sequencer's states on small lists, next to the model's
     CL_CYCLES; how the SEQ_* constants of contract.json were measured."""
-    lat = int(FMT.mem["MEM_READ_LATENCY"])
-    tb = TB(dut, SEED, lat=(lat, lat), stall=0.0)
+    tb = TB(dut, SEED, lat=contract_lat(FMT), stall=0.0)
     await tb.reset()
     data = np.array([tb.rng.getrandbits(64) for _ in range(600)], U64)
     lists = {"x1": load_desc(BASE, 16, 0, 0, 1) + regs_desc([(JOB_REGS[0], 0)], 9)

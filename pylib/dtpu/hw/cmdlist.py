@@ -778,13 +778,15 @@ class Timeline:
       SEQ_LOAD_DONE after the last beat (the job's DONE, the registers written back); a LOAD of
       no words takes SEQ_LOAD_EMPTY. A LOAD therefore never overlaps another LOAD's or a RUN's
       latency (the RTL's LOAD is a 1.2 job on the core);
-    * RUN: starts when taken, the core is free, every earlier LOAD is done and its input
-      is in DDR: every earlier RUN whose result range overlaps the bytes its ACT fields read
-      has had its last write response (its end + MEM_WRITE_LATENCY). Its activation stream is
-      requested at the start; the job's stall-free schedule (the 1.2 formulas) shifts by
-      however late the first beat is beyond CFG_CYCLES; after that the channel's one beat per
-      cycle keeps up with the core's at most one. The sequencer takes the next header at the
-      job's end;
+    * RUN (:meth:`run`): starts SEQ_RUN_START after it was taken, once the core is free,
+      every earlier LOAD is done and its input is in DDR (the sequencer's range table,
+      SEQ_RUN_RANGES); its activation stream is requested after the load unit's setup and
+      first run; the job's stall-free schedule (the 1.2 formulas) shifts by however late the
+      core's first word is beyond CFG_CYCLES; after that the channel's one beat per cycle
+      keeps up with the core's at most one (exact for word-mode streams of long runs: the
+      RTL's figures equal these on 1x1 and depthwise convolutions, docs/rtl.md). The next
+      header SEQ_RUN_DONE after the job's end; its last write response after the store
+      unit's last burst (:meth:`_store_tail`);
     * END: taken, then the last RUN's results written (+ MEM_WRITE_LATENCY) and every load
       done; CL_CYCLES ends SEQ_END after END was taken (the units idle), + IRQ_LATENCY.
 
@@ -805,7 +807,13 @@ class Timeline:
     rd_beats: int = 0
     wr_beats: int = 0
     written: list = field(default_factory=list)  # (lo, hi, cycle of the write response) per RUN
+    #: the sequencer's in-flight result ranges (lo, hi) and its overflow flag (SEQ_RUN_RANGES)
+    rg: list = field(default_factory=list)
+    rg_ovf: bool = False
     run_ends: list = field(default_factory=list)
+    #: optional per-descriptor event record (None: off): (kind, cycles...) tuples, for
+    #: comparing the model's times with the RTL's (sim/dtpu_sim/cycles.py)
+    events: list | None = None
 
     def __post_init__(self) -> None:
         m = self.fmt.mem
@@ -862,6 +870,8 @@ class Timeline:
         self.taken = h
         self.hand_free = h + words - 1 + self.K["SEQ_DESC_GAP"]
         self.seq_free = h + words
+        if self.events is not None:
+            self.events.append(("head", h))
         return h
 
     def regs(self, t_fetch: int, pairs: int) -> None:
@@ -879,38 +889,106 @@ class Timeline:
         if not beats:
             self.seq_free = max(self.seq_free, t + self.K["SEQ_LOAD_EMPTY"])
             return
-        _, end = self._read(t + self.K["SEQ_LOAD_REQ"], beats)
+        first, end = self._read(t + self.K["SEQ_LOAD_REQ"], beats)
         done = end - 1 + self.K["SEQ_LOAD_DONE"]
         self.seq_free = max(self.seq_free, done)
         self.loads_done = max(self.loads_done, done)
+        if self.events is not None:
+            self.events.append(("load", first, end - 1, done))
 
     def run(self, t_fetch: int, src: tuple, dst: tuple, act_beats: int, res_beats: int,
-            cycles: int, store_reads: int = 0) -> None:
+            cycles: int, store_reads: int = 0, act_req: tuple | None = None,
+            res_gaps: tuple | None = None) -> None:
         """A RUN (or POST): `store_reads` are the ACC partial sums the store unit reads back,
-        requested on the read channel behind the activation stream."""
+        requested on the read channel behind the activation stream.
+
+        `act_req` (a RUN; None for a POST): (cycles from the job's start to its activation
+        stream's request as the load unit makes it, :meth:`Executor._act_req`: the unit's setup
+        and the first run's collection; the beats the stream reads, which PAD words and
+        elements sharing a word do not take, :meth:`Executor._act_read_beats`; the beats the
+        store unit writes, :meth:`Executor._res_beats`). A RUN then starts SEQ_RUN_START after its header was
+        taken (its eight words, the wait, CTRL.START); if it depends on a write still in
+        flight, SEQ_RUN_WAIT after every earlier write response (`wr_done`). It depends when its
+        input bytes overlap the result range of a RUN since the writes were last seen all
+        answered at a RUN's start (the sequencer's table of SEQ_RUN_RANGES ranges), when it
+        reads partial sums back (ACC without FIRST: `store_reads`), when more RUNs than the
+        table holds or a POST came since. The core's first word comes
+        SEQ_ACT_FIRST after the stream's first beat, and the job's stall-free schedule shifts
+        by however much later that is than CFG_CYCLES (the channel's beat a cycle keeps up
+        with the core afterwards when the stream's runs are long: word mode, contiguous); the
+        next header SEQ_RUN_DONE after the core's DONE; its last write response
+        MEM_WRITE_LATENCY after the store unit's last beat (:meth:`_store_tail`)."""
         lo, hi = src
-        t = max([t_fetch, self.core_free, self.loads_done]
-                + [t for w0, w1, t in self.written if lo < w1 and w0 < hi])
+        K = self.K
+        run = act_req is not None
+        if run:
+            t = max(t_fetch + K["SEQ_RUN_START"], self.core_free, self.loads_done)
+            idle = self.wr_done + K["SEQ_RUN_WAIT"]       # every write answered
+            if store_reads or self.rg_ovf or any(lo < w1 and w0 < hi for w0, w1 in self.rg):
+                t = max(t, idle)
+            if idle <= t:
+                self.rg, self.rg_ovf = [], False
+        else:   # a POST: the sequencer waits for every write, the POST's are not tracked
+            t = max([t_fetch, self.core_free, self.loads_done]
+                    + [t for w0, w1, t in self.written if lo < w1 and w0 < hi])
+            self.rg, self.rg_ovf = [], True
         shift = 0
+        first = None
+        req, rd, wr, part = act_req if run else (0, act_beats, res_beats, 0)
         if act_beats:
-            first, _ = self._read(t, act_beats)
-            shift = max(0, first - (t + self.fmt.cfg.CFG_CYCLES))
+            first, _ = self._read(t + req, rd)
+            core_first = first + (K["SEQ_ACT_FIRST"] if run else 0)
+            shift = max(0, core_first - (t + self.fmt.cfg.CFG_CYCLES))
         if store_reads:
             self._read(t, store_reads)
         end = t + shift + cycles
         self.core_free = self.last_run_end = end
-        self.seq_free = max(self.seq_free, end)
+        self.seq_free = max(self.seq_free, end + (K["SEQ_RUN_DONE"] if run else 0))
         self.run_ends.append(end)
         self.compute += cycles
-        self.wr_beats += res_beats
-        self.wr_done = max(self.wr_done, end + self.WL)
+        self.wr_beats += wr
+        w_end = end + self.WL + (self._store_tail(wr, res_gaps) + part if run and wr else 0)
+        self.wr_done = max(self.wr_done, w_end)
         if res_beats:
-            self.written.append((*dst, end + self.WL))
+            self.written.append((*dst, w_end))
+        if run:
+            if len(self.rg) < self.K["SEQ_RUN_RANGES"]:
+                self.rg.append(dst)
+            else:
+                self.rg_ovf = True
+        if self.events is not None:
+            self.events.append(("run", t, first, end, w_end))
+
+    def _store_tail(self, words: int, gaps: tuple | None = None) -> int:
+        """Cycles from a RUN's end (the core's DONE) to its last write beat + 1, for `words`
+        result words to consecutive addresses (dtpu_cl_store_wq: runs of up to
+        MEM_BURST_BEATS words, each requested once its last word is queued, the last partial
+        one once the RUN's end closes it; the burst's beats follow its request): SEQ_STORE_TAIL
+        + the last burst's beats (+1 when the RUN's end closes it). When a full burst comes
+        before a partial last one of `part` words, the partial one's beats follow the full
+        one's, which was requested SEQ_STORE_TAIL + 2 cycles after its last word came from the
+        core; `gaps[k]`: how many cycles before the job's last result word (2 before DONE)
+        the k-th word before it came (:func:`_result_gaps`; None: one word a cycle)."""
+        if not words:
+            return 0
+        K = self.K["SEQ_STORE_TAIL"]
+        burst = int(self.fmt.mem["MEM_BURST_BEATS"])
+        part = words % burst
+        if not part:
+            return K + burst
+        if words < burst:
+            return K + 1 + part
+        gap = gaps[part] if gaps is not None and part < len(gaps) else part
+        return part + max(K + 1, K + burst - gap)
 
     def end(self) -> int:
         fin = max(self.taken, self.block_end) + self.K["SEQ_END"]
-        return max(fin, self.wr_done, self.loads_done, self.core_free) + \
+        out = max(fin, self.wr_done, self.loads_done, self.core_free) + \
             int(self.fmt.mem["IRQ_LATENCY"])
+        if self.events is not None and (not self.events or self.events[-1][0] != "end"):
+            self.events.append(("blocks", list(self.block_first)))
+            self.events.append(("end", out))
+        return out
 
 
 def list_words_of(ddr: "Ddr", list_addr: int, fmt: Format, limit: int = 1 << 16) -> int | None:
@@ -991,6 +1069,10 @@ class Executor:
         self._compiled: dict = {}
         self._gather_cache: dict = {}
         self._decoded: dict = {}     # list address -> (its bytes, decoded steps)
+        #: a list to collect the Timeline's per-descriptor events into (None: off; a list's
+        #: events are recorded only when its timeline is computed, not when reused)
+        self.events: list | None = None
+        self._res_gaps: tuple | None = None
         c = self.core.cfg
         self._job_regs = {reg.offset: reg.name for reg in c.registers if reg.access == "rw"
                           and reg.name not in ("CTRL",)}
@@ -1019,7 +1101,7 @@ class Executor:
             words = sum(st[3] for st in entry[1])
         else:
             words = list_words_of(ddr, list_addr, f)
-        tl: Timeline | None = Timeline(f, list_words=words)
+        tl: Timeline | None = Timeline(f, list_words=words, events=self.events)
         k = 0
         try:
             if entry is None:
@@ -1153,20 +1235,32 @@ class Executor:
         elif op == "POST":
             cycles, beats, src, dst = self._post(ddr, regs, payload, r)
             if tl is not None:
-                tl.run(t_fetch, src, dst, beats, beats, cycles)
+                # the store unit writes the packed results: whole rows (CH0 0, CH = DSTC) in
+                # the words of their bytes, a channel slice a beat a sum as counted before
+                p2 = payload["POST2"]
+                wbeats = beats
+                if p2["CH0"] == 0 and p2["CH"] == payload["POST3"]["DSTC"] and dst[1] > dst[0]:
+                    wbeats = (dst[0] % 8 + dst[1] - dst[0] + 7) // 8
+                tl.run(t_fetch, src, dst, beats, wbeats, cycles)
                 r.runs += 1
                 _tag_span(r, h["TAG"], tl.core_free, cycles)   # the post unit: no stream
-                call = ("R", n, src, dst, beats, beats, cycles, 0, h["TAG"], False)
+                call = ("R", n, src, dst, beats, wbeats, cycles, 0, h["TAG"], False, None, None)
         else:
             d = payload
             cycles, act_beats, res_beats, src, dst = self._run(ddr, regs, d, h, r)
             if tl is not None:
-                acc = d["RES0"]["MODE"] == f.res_modes["ACC"]
-                store_reads = res_beats if acc and not d["FIRST"] else 0
-                tl.run(t_fetch, src, dst, act_beats, res_beats, cycles, store_reads=store_reads)
+                store_reads, wr, part, beat_word = self._res_beats(d, res_beats)
+                act_req = (self._act_req(d), self._act_read_beats(d, act_beats), wr, part)
+                gaps = self._res_gaps
+                if gaps is not None and beat_word is not None:   # beats from the end -> words
+                    gaps = tuple(gaps[min(k, len(gaps) - 1)] for k in beat_word)
+                self._res_gaps = gaps
+                tl.run(t_fetch, src, dst, act_beats, res_beats, cycles, store_reads=store_reads,
+                       act_req=act_req, res_gaps=gaps)
                 r.runs += 1
                 _tag_span(r, h["TAG"], tl.core_free, cycles, act_beats, res_beats)
-                call = ("R", n, src, dst, act_beats, res_beats, cycles, store_reads, h["TAG"], True)
+                call = ("R", n, src, dst, act_beats, res_beats, cycles, store_reads, h["TAG"], True,
+                        act_req, self._res_gaps)
         if calls is not None:
             calls.append(call)
 
@@ -1242,6 +1336,118 @@ class Executor:
                 img = img.reshape(h, w, nchunk, chans // nchunk).transpose(2, 0, 1, 3)
             return np.ascontiguousarray(img).view(_U64).reshape(-1)
         raise _ClError("BAD_FIELD", f"ACT MODE={mode}; accepted: {f.act_modes}")
+
+    def _act_req(self, d: dict) -> int:
+        """Cycles from a RUN's start to its activation stream's first read request in the
+        load unit (dtpu_cl_load, docs/rtl.md): its setup (SEQ_ACT_SETUP_WINDOWS /
+        SEQ_ACT_SETUP_CHANNELS: the registered fields, the AGU's setup, the request path) and
+        one cycle per element its first run collects (up to MEM_BURST_BEATS beats; a run closes
+        when the next element does not continue it). Exact for word-mode streams (every word
+        one aligned DDR word); a lane-mode stream collects lanes, not words (approximate)."""
+        f = self.fmt
+        mode, L = d["ACT0"]["MODE"], max(1, d["ACT0"]["LANES"])
+        K, burst = f.mem, int(f.mem["MEM_BURST_BEATS"])
+        if mode == f.act_modes["CHANNELS"]:
+            setup = int(K["SEQ_ACT_SETUP_CHANNELS"])
+        else:
+            setup = int(K["SEQ_ACT_SETUP_WINDOWS"])
+        first = _first_words(f, d, burst + 1)
+        if first is None:                       # lane mode: MEM_BURST_BEATS words of lanes
+            return setup + burst * L
+        n = 0
+        prev = None
+        for a in first:
+            if n and (a is None or prev is None or a != prev + 1):
+                break
+            n += 1
+            prev = a
+            if n == burst:
+                return setup + n          # closed as it reaches MEM_BURST_BEATS
+        return setup + n + 1              # closed by the next element or the stream's end
+
+    def _res_beats(self, d: dict, words: int) -> tuple[int, int, int, list | None]:
+        """(beats the store unit reads back, beats it writes, 1 if its last word is a partial
+        one the packer closes a cycle later, for the last write beats (k = 0: the last) how many
+        result words before the last one completes each, None when beats are words) for a
+        RUN's `words` result words:
+        RES ACC takes one int64 sum a beat, each kept (pixel, channel) read (unless FIRST) and
+        written; ITEMS over whole rows (CH0 0 to DSTC) the words of the destination's bytes;
+        otherwise (channel slices, whose gaps the store unit may fill) the result words."""
+        f = self.fmt
+        r0, r1, r2 = d["RES0"], d["RES1"], d["RES2"]
+        if r0["MODE"] == f.res_modes["NONE"]:
+            return 0, 0, 0, None
+        pix, ch0, dstc = r1["PIX"], r2["CH0"], r2["DSTC"]
+        hi = min(r2["CH1"], ch0 + r1["OUTER"] * r1["INNER"] * r2["GW"])
+        if r0["MODE"] == f.res_modes["ACC"]:
+            sums = pix * max(0, hi - ch0)
+            return (0 if d.get("FIRST") else sums), sums, 0, None
+        if r0["MODE"] == f.res_modes["ITEMS"] and ch0 == 0 and hi == dstc:
+            es, lanes = r0["ESIZE"], max(1, r0["LANES"])
+            nbytes = pix * dstc * es
+            end = r0["DST"] % 8 + nbytes
+            beats = (end + 7) // 8 if nbytes else 0
+            beat_word = None
+            if beats and words and words % pix == 0:
+                # result words per pixel (items of `lanes` channels); the word holding a byte
+                wpp = words // pix
+                row = dstc * es
+
+                def word_of(b: int) -> int:
+                    p_, o = divmod(b, row)
+                    return p_ * wpp + (o // es) // lanes
+
+                off = r0["DST"] % 8
+                beat_word = [words - 1 - word_of(min(8 * (beats - 1 - k) + 7 - off, nbytes - 1))
+                             for k in range(min(beats, 4 * int(f.mem["MEM_BURST_BEATS"])))]
+            return 0, beats, int(end % 8 != 0), beat_word
+        return 0, words, 0, None
+
+    def _act_read_beats(self, d: dict, words: int) -> int:
+        """The beats the load unit reads for a RUN's activation stream of `words` words: one
+        per element that is not PAD and not on the word of the beat before it (word mode: an
+        element is a word; lane mode: a lane, so the lanes of one DDR word share its beat).
+        The stream's words when every word is one distinct DDR word (1x1 over the whole
+        tensor, depthwise CHANNELS in word mode)."""
+        f = self.fmt
+        a0, a1, a2, a3, a4 = (d[k] for k in ("ACT0", "ACT1", "ACT2", "ACT3", "ACT4"))
+        mode, L, es = a0["MODE"], a0["LANES"], a0["ESIZE"]
+        n, h, w, c = a1["N"], a1["H"], a1["W"], a1["C"]
+        if not words or L < 1 or es < 1:
+            return words
+        size = n * h * w * c
+        word_mode = c % L == 0 and a0["SRC"] % 8 == 0
+        if mode == f.act_modes["WINDOWS"]:
+            kp, k0, k1 = a3["KP"], a3["K0"], a3["K1"]
+            if word_mode and (a2["KH"], a2["KW"], a2["SY"], a2["SX"], a2["PT"], a2["PL"],
+                              a2["OH"], a2["OW"]) == (1, 1, 1, 1, 0, 0, h, w) and kp == c:
+                return words                              # the tensor's words, each once
+            key = ("w", tuple(sorted(a1.items())), tuple(sorted(a2.items())), kp)
+            index = self._gather_cache.get(key)
+            if index is None:
+                index = _window_index(a1, a2, kp)
+            e = index[:, k0 * L:k1 * L].reshape(-1)
+        elif mode == f.act_modes["CHANNELS"]:
+            rep, ch0, chans, nchunk = a3["KP"], a3["K0"], a3["K1"], max(1, a3["NCHUNK"])
+            if word_mode and rep == 1 and ch0 % L == 0 and chans % (nchunk * L) == 0 \
+                    and ch0 + chans <= c:
+                return words
+            cv = c * rep
+            ch = np.arange(ch0, ch0 + chans)              # channels after REP, per pixel
+            src = np.where(ch < cv, ch // max(rep, 1), -1)
+            per = chans // nchunk
+            src = src.reshape(nchunk, 1, per)
+            pix = np.arange(h * w).reshape(1, -1, 1)
+            e = np.where(src >= 0, pix * c + src, size).reshape(-1)
+            word_mode = word_mode and rep == 1 and ch0 % L == 0
+        else:
+            return words
+        if word_mode:
+            e = e[::L]
+        e = e.astype(np.int64)
+        wa = (a0["SRC"] + e * es) // 8
+        wa = wa[e != size]
+        return int(1 + np.count_nonzero(wa[1:] != wa[:-1])) if wa.size else 0
 
     # -- store unit
 
@@ -1324,6 +1530,11 @@ class Executor:
         failed_config = not core._pending and core.regs[c.REG_STATUS] & st.field("ERROR").mask
         words = np.zeros(0, _U64)
         if not failed_config:
+            try:   # the result words' timing for the Timeline (as the fast path's setup has it)
+                su = core._setup(core.regs)
+                self._res_gaps = _result_gaps(c, su, 4 * int(self.fmt.mem["MEM_BURST_BEATS"]))
+            except Exception:   # noqa: BLE001  (CONFIG failed: no results)
+                pass
             try:
                 words = self._gather(ddr, d["ACT0"], d["ACT1"], d["ACT2"], d["ACT3"], d["ACT4"])
             except (_ClError, DdrFault):
@@ -1354,6 +1565,7 @@ class Executor:
         c = self.core.cfg
         key = tuple(sorted(regs.items()))
         cj = None
+        self._res_gaps = None       # the result words' timing for the Timeline
         if self.fast_path:
             # the same registers run over different memory contents: the pages of a streamed
             # node that land in the same scratch half; one compiled form per content seen
@@ -1382,6 +1594,8 @@ class Executor:
             bits = [n for n, b in c.errors.items() if err & (1 << b)]
             raise _ClError("JOB", f"RUN: the job failed in CONFIG, ERR={err:#x} ({', '.join(bits)})")
         words = self._gather(ddr, d["ACT0"], d["ACT1"], d["ACT2"], d["ACT3"], d["ACT4"])
+        if cj.setup is not None:
+            self._res_gaps = _result_gaps(c, cj.setup, 4 * int(self.fmt.mem["MEM_BURST_BEATS"]))
         if cj.pf_count:
             raise _ClError("BAD_FIELD", f"RUN with PF_COUNT={cj.pf_count}: prefetch rides on LOAD "
                            f"descriptors in contract 2.0; accepted: 0")
@@ -1423,8 +1637,9 @@ def _replay_call(tl: "Timeline", r: RunResult, call: tuple) -> None:
         tl.load(t_fetch, count, after)
         _tag_span(r, tag, None, wgt=count)
     elif call[0] == "R":
-        _, _, src, dst, act, res, cycles, store_reads, tag, stream = call
-        tl.run(t_fetch, src, dst, act, res, cycles, store_reads=store_reads)
+        _, _, src, dst, act, res, cycles, store_reads, tag, stream, act_req, step = call
+        tl.run(t_fetch, src, dst, act, res, cycles, store_reads=store_reads, act_req=act_req,
+               res_gaps=step)
         r.runs += 1
         if stream:
             _tag_span(r, tag, tl.core_free, cycles, act, res)
@@ -1451,6 +1666,80 @@ class _ClError(Exception):
     def __init__(self, kind: str, msg: str) -> None:
         super().__init__(msg)
         self.kind = kind
+
+
+def _result_gaps(cfg, su, n: int) -> tuple | None:
+    """For the last n + 1 result words of a job (`su`, its JobSetup), how many cycles before
+    its last one each came (k = 0: the last), from the job's closed-form schedule: a GEMM's
+    steps give `words` (su.wpi) one a cycle every max(KW, words) cycles; a DWCONV's steps give
+    their items' words one a cycle, COLS items a step, each step `period` after the one before
+    in its output row, the rows at their own starts (model.dw_schedule). None: other jobs."""
+    if su.opcode == "GEMM":
+        period, wps = max(su.kw, su.wpi), su.wpi
+        return tuple((k // wps) * period + k % wps for k in range(n + 1))
+    if su.opcode == "DWCONV" and su.geom is not None:
+        from dtpu.hw.model import dw_schedule
+        g, cols = su.geom, cfg.COLS
+        tm = dw_schedule(cfg, g, su.wpi)
+        spr = g.steps_per_row(cols)
+        times: list[int] = []
+        for o in range(len(tm.compute_start) - 1, -1, -1):
+            for s_ in range(spr - 1, -1, -1):
+                items = min(cols, g.ow * g.gc - s_ * cols)
+                t0 = int(tm.compute_start[o]) + s_ * tm.period
+                for j in range(items * su.wpi - 1, -1, -1):
+                    times.append(t0 + j)
+                    if len(times) > n:
+                        return tuple(times[0] - t for t in times)
+        return tuple(times[0] - t for t in times)
+    return None
+
+
+def _first_words(f: "Format", d: dict, limit: int) -> list | None:
+    """The DDR word addresses (None: a PAD word) of the first `limit` words of a RUN's
+    activation stream when the load unit runs it in word mode (dtpu_cl_load: WINDOWS with C a
+    multiple of LANES, CHANNELS with REP 1 and C, CH0, CHANNELS multiples of LANES; SRC 8-byte
+    aligned); None in lane mode or for a stream the unit would not start."""
+    a0, a1, a2, a3, a4 = (d[k] for k in ("ACT0", "ACT1", "ACT2", "ACT3", "ACT4"))
+    mode, L = a0["MODE"], a0["LANES"]
+    n, h, w, c = a1["N"], a1["H"], a1["W"], a1["C"]
+    if L < 1 or a0["SRC"] % 8 or c % L:
+        return None
+    base, cw = a0["SRC"] // 8, c // L
+    out: list = []
+    if mode == f.act_modes["CHANNELS"]:
+        rep, ch0, chans, nchunk = a3["KP"], a3["K0"], a3["K1"], max(1, a3["NCHUNK"])
+        if rep != 1 or ch0 % L or chans % (nchunk * L):
+            return None
+        per = chans // nchunk // L
+        for k in range(nchunk):
+            for p in range(h * w):
+                for j in range(per):
+                    ch = ch0 // L + k * per + j
+                    out.append(base + p * cw + ch if ch < cw else None)
+                    if len(out) >= limit:
+                        return out
+        return out
+    if mode != f.act_modes["WINDOWS"]:
+        return None
+    kh, kw, sy, sx, dy, dx = a2["KH"], a2["KW"], a2["SY"], a2["SX"], a2["DY"], a2["DX"]
+    pt, pl, oh, ow = a2["PT"], a2["PL"], a2["OH"], a2["OW"]
+    kp, k0, k1 = a3["KP"] // L, a3["K0"], a3["K1"]
+    for b in range(n):
+        for oy in range(oh):
+            for ox in range(ow):
+                for j in range(k0, k1):
+                    if j >= kh * kw * cw or j >= kp:
+                        out.append(None)
+                    else:
+                        tap, cj = divmod(j, cw)
+                        ky, kx = divmod(tap, kw)
+                        y, x = oy * sy + ky * dy - pt, ox * sx + kx * dx - pl
+                        inside = 0 <= y < h and 0 <= x < w
+                        out.append(base + ((b * h + y) * w + x) * cw + cj if inside else None)
+                    if len(out) >= limit:
+                        return out
+    return out
 
 
 def _window_index(a1: dict, a2: dict, kp: int) -> np.ndarray:

@@ -31,6 +31,8 @@ localparam integer DTPU_CL_SEQ_ACT_SETUP_CHANNELS = 42;
 localparam integer DTPU_CL_SEQ_ACT_FIRST = 4;
 localparam integer DTPU_CL_SEQ_RUN_DONE = 1;
 localparam integer DTPU_CL_SEQ_STORE_TAIL = 3;
+localparam integer DTPU_CL_SEQ_ACC_READ = 7;
+localparam integer DTPU_CL_SEQ_ACC_TAIL = 5;
 localparam integer DTPU_CL_SEQ_RUN_RANGES = 4;
 
 // ---- descriptor opcodes and lengths (words including the header) ----

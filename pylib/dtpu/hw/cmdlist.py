@@ -814,6 +814,9 @@ class Timeline:
     #: optional per-descriptor event record (None: off): (kind, cycles...) tuples, for
     #: comparing the model's times with the RTL's (sim/dtpu_sim/cycles.py)
     events: list | None = None
+    #: the list's address (None: not known): its blocks' bursts split at 4 KiB as the read
+    #: master splits them (:meth:`_read_req` counts bursts in flight)
+    list_addr: int | None = None
 
     def __post_init__(self) -> None:
         m = self.fmt.mem
@@ -827,6 +830,10 @@ class Timeline:
         self.seq_free = self.start             # the sequencer takes the next header
         self.taken = self.start                # the last header taken
         self.block_end = self.start            # the last block's last beat + 1
+        self.popped: list[int] = []            # the cycle the sequencer took each list word
+        self.fifo_depth = 1 << self.fmt.fields["HEADER"]["LEN"][1]
+        self.r_last: list[int] = []            # every read burst's last beat, in order
+        self.ar_free = self.start              # the read master's next AR
 
     def _blocks(self) -> int:
         """Blocks the fetcher reads (all up to the one holding END, when known)."""
@@ -834,23 +841,52 @@ class Timeline:
             return 1 << 30
         return -(-self.list_words // self.fifo)
 
+    def _block_req(self) -> int | None:
+        """When the fetcher requests its next block: SEQ_FETCH_NEXT after the last beat of the
+        one before and once its FIFO (2^LEN words, any descriptor fits) has room for it, i.e.
+        the sequencer has taken all but that many words of the blocks before (SEQ_FETCH_ROOM
+        after it took the last one needed); None while that word is not taken yet."""
+        need = (len(self.block_first) + 1) * self.fifo - self.fifo_depth
+        if need <= 0:
+            return self.next_block
+        if need > len(self.popped):
+            return None
+        return max(self.next_block, self.popped[need - 1] + self.K["SEQ_FETCH_ROOM"])
+
     def _issue_block(self) -> None:
-        first, end = self._read_raw(self.next_block, self.fifo)
+        t_req = self._block_req()
+        if t_req is None:       # not reached by a list the sequencer takes in order
+            t_req = max(self.next_block, self.popped[-1] if self.popped else 0)
+        addr = None if self.list_addr is None else \
+            self.list_addr + 8 * self.fifo * len(self.block_first)
+        first, end = self._read_raw(t_req, self.fifo, addr)
         self.block_first.append(first)
         self.block_end = end
         self.next_block = end - 1 + self.K["SEQ_FETCH_NEXT"]
 
-    def _read_raw(self, t_req: int, beats: int) -> tuple[int, int]:
+    def _read_raw(self, t_req: int, beats: int, addr: int | None = None) -> tuple[int, int]:
         first = max(t_req + self.RL, self.rd_free)
         self.rd_free = first + beats
         self.rd_beats += beats
+        # the bursts it occupies (for the reads that count them, :meth:`_read_req`): of
+        # MEM_BURST_BEATS, split at 4 KiB when the address is known
+        burst = int(self.fmt.mem["MEM_BURST_BEATS"])
+        b0, n_b = 0, 0
+        while b0 < beats:
+            n = min(beats - b0, burst)
+            if addr is not None:
+                n = min(n, (4096 - (addr + 8 * b0) % 4096) // 8)
+            b0 += n
+            n_b += 1
+            self.r_last.append(first + b0 - 1)
+        self.ar_free = max(self.ar_free, t_req + 2 * n_b)
         return first, first + beats
 
     def _read(self, t_req: int, beats: int) -> tuple[int, int]:
         """(first beat, last beat + 1) of a read of `beats` requested at t_req; the list's
         blocks requested before it go first."""
-        while len(self.block_first) < self._blocks() and self.next_block <= t_req \
-                and self.block_first:
+        while len(self.block_first) < self._blocks() and self.block_first \
+                and (self._block_req() or t_req + 1) <= t_req:
             self._issue_block()
         return self._read_raw(t_req, beats)
 
@@ -868,6 +904,7 @@ class Timeline:
         ready = self._arrival(last) + self.K["SEQ_DECODE"] + (1 if words == 1 else 0)
         h = max(ready, self.hand_free, self.seq_free)
         self.taken = h
+        self.popped.extend(range(h, h + words))
         self.hand_free = h + words - 1 + self.K["SEQ_DESC_GAP"]
         self.seq_free = h + words
         if self.events is not None:
@@ -878,6 +915,9 @@ class Timeline:
         """REGS: the first pair written in the cycle the header is taken, then one every
         SEQ_REG_CYCLES (dtpu_regfile takes a write every other cycle: its write response)."""
         last = t_fetch + self.K["SEQ_REG_CYCLES"] * (pairs - 1)   # the last pair taken
+        if pairs:   # the pairs leave the fetcher's FIFO at that rate (:meth:`_block_req`)
+            self.popped[-pairs:] = [t_fetch + 1 + self.K["SEQ_REG_CYCLES"] * i
+                                    for i in range(pairs)]
         self.seq_free = last + 1
         self.hand_free = last + self.K["SEQ_DESC_GAP"]
 
@@ -898,7 +938,7 @@ class Timeline:
 
     def run(self, t_fetch: int, src: tuple, dst: tuple, act_beats: int, res_beats: int,
             cycles: int, store_reads: int = 0, act_req: tuple | None = None,
-            res_gaps: tuple | None = None) -> None:
+            res_gaps: tuple | None = None, post: tuple | None = None) -> None:
         """A RUN (or POST): `store_reads` are the ACC partial sums the store unit reads back,
         requested on the read channel behind the activation stream.
 
@@ -931,23 +971,36 @@ class Timeline:
         else:   # a POST: the sequencer waits for every write, the POST's are not tracked
             t = max([t_fetch, self.core_free, self.loads_done]
                     + [t for w0, w1, t in self.written if lo < w1 and w0 < hi])
+            if post is not None:    # dtpu_cl_seq's S_PWAIT: every write answered
+                t = max(t, self.wr_done + K["SEQ_RUN_WAIT"])
             self.rg, self.rg_ovf = [], True
         shift = 0
         first = None
-        req, rd, wr, part = act_req if run else (0, act_beats, res_beats, 0)
-        if act_beats:
-            first, _ = self._read(t + req, rd)
-            core_first = first + (K["SEQ_ACT_FIRST"] if run else 0)
-            shift = max(0, core_first - (t + self.fmt.cfg.CFG_CYCLES))
-        if store_reads:
-            self._read(t, store_reads)
-        end = t + shift + cycles
+        req, rd, wr, part = act_req[:4] if run else (0, act_beats, res_beats, 0)
+        acc = act_req[4] if run and len(act_req) > 4 else None
+        if acc is not None:     # RES ACC: the store unit's rate and reads (:meth:`_acc_run`)
+            first, end = self._acc_run(t, acc, req, rd, store_reads, cycles)
+        elif post is not None:  # the post unit (:meth:`_post_run`)
+            first, end, res_gaps = self._post_run(t, post)
+        else:
+            if act_beats:
+                first, _ = self._read(t + req, rd)
+                core_first = first + (K["SEQ_ACT_FIRST"] if run else 0)
+                shift = max(0, core_first - (t + self.fmt.cfg.CFG_CYCLES))
+            if store_reads:
+                self._read(t, store_reads)
+            end = t + shift + cycles
         self.core_free = self.last_run_end = end
         self.seq_free = max(self.seq_free, end + (K["SEQ_RUN_DONE"] if run else 0))
         self.run_ends.append(end)
         self.compute += cycles
         self.wr_beats += wr
-        w_end = end + self.WL + (self._store_tail(wr, res_gaps) + part if run and wr else 0)
+        if acc is not None:
+            w_end = end + self.WL + self._acc_tail(acc.last_item)
+        elif post is not None:
+            w_end = end + self.WL + (self._store_tail(wr, res_gaps) + post[6] if wr else 0)
+        else:
+            w_end = end + self.WL + (self._store_tail(wr, res_gaps) + part if run and wr else 0)
         self.wr_done = max(self.wr_done, w_end)
         if res_beats:
             self.written.append((*dst, w_end))
@@ -958,6 +1011,141 @@ class Timeline:
                 self.rg_ovf = True
         if self.events is not None:
             self.events.append(("run", t, first, end, w_end))
+
+    def _read_req(self, t_req: int, addr: int, beats: int) -> list[tuple[int, int]]:
+        """One read request counted burst by burst as dtpu_axi_rd issues it (MEM_BURST_BEATS
+        beats, none across 4 KiB, an AR every other cycle, at most MEM_READ_OUTSTANDING bursts
+        in flight: a burst's AR 2 cycles after the last beat of the one that many before);
+        [(first beat, beats)] per burst. The list's other reads (:meth:`_read_raw`) count as
+        bursts of MEM_BURST_BEATS."""
+        while len(self.block_first) < self._blocks() and self.block_first \
+                and (self._block_req() or t_req + 1) <= t_req:
+            self._issue_block()
+        m = self.fmt.mem
+        burst, out_n = int(m["MEM_BURST_BEATS"]), int(m["MEM_READ_OUTSTANDING"])
+        out = []
+        a = addr
+        left = beats
+        while left:
+            n = min(left, burst, (4096 - a % 4096) // 8)
+            ar = max(t_req, self.ar_free)
+            if len(self.r_last) >= out_n:
+                ar = max(ar, self.r_last[-out_n] + 2)
+            first = max(ar + self.RL, self.rd_free)
+            self.rd_free = first + n
+            self.r_last.append(first + n - 1)
+            self.ar_free = ar + 2
+            self.rd_beats += n
+            out.append((first, n))
+            a += 8 * n
+            left -= n
+        return out
+
+    def _post_run(self, t: int, post: tuple) -> tuple[int | None, int, tuple | None]:
+        """A POST from its start `t` (dtpu_cl_post): (the first sum's beat, the end, the result
+        words' gaps for :meth:`_store_tail`). `post` = (SRC, PIX, CH0, CH, DSTC, result lanes
+        a word, 1 if the last result word is a partial one the packer closes later). The unit
+        requests each pixel's CH sums SEQ_POST_READ after the start (one request a pixel, the
+        read master's AR every other cycle, :meth:`_read_req`), takes a sum a cycle as they
+        come, and the sequencer takes the next header SEQ_POST_DONE after the last one; the
+        requantized lanes leave as result words of `lanes` lanes (a pixel's last word partial),
+        which the store unit writes as a RUN's."""
+        src, pix, ch0, ch, dstc, lanes = post[:6]
+        arrive: list[int] = []
+        for p in range(pix):
+            for f0, b in self._read_req(t + self.K["SEQ_POST_READ"], src + (p * dstc + ch0) * 8,
+                                        ch):
+                arrive.extend(range(f0, f0 + b))
+        if not arrive:
+            return None, t + self.K["SEQ_POST_DONE"], None
+        c = arrive[0]
+        done_at = []            # the cycle each result word is complete (its last sum taken)
+        for i, a in enumerate(arrive):
+            c = max(c + 1, a) if i else a
+            j = i % ch
+            if j % lanes == lanes - 1 or j == ch - 1:
+                done_at.append(c)
+        gaps = tuple(done_at[-1] - x for x in reversed(done_at))
+        return arrive[0], c + self.K["SEQ_POST_DONE"], gaps
+
+    def _acc_run(self, t: int, acc: "_AccRun", req: int, rd: int, store_reads: int,
+                 cycles: int) -> tuple[int | None, int]:
+        """An ACC RUN from its start `t`: (the stream's first beat, the core's DONE).
+
+        The store unit's read-back requests (one per item or run of consecutive items) leave
+        SEQ_ACC_READ after the start, one walk step a result word, before the load unit's
+        (whose runs are requested as collected, :meth:`Executor._act_req` for the first, each
+        next one its elements later); both are counted burst by burst (:meth:`_read_req`).
+        The job's stall-free schedule then moves by the global stall: the core takes its k-th
+        activation word SEQ_ACT_FIRST after its beat at the earliest (GEMM steps of KW words
+        every period), and a result word waits for the store unit to be free, which adds its
+        kept lanes one a cycle, each once its sum (read back) is in."""
+        K = self.K
+        cfg = self.fmt.cfg
+        arrive: list[int] = []           # the read-back sums' beats, in order
+        for off, a, n in acc.reads:
+            for f0, b in self._read_req(t + K["SEQ_ACC_READ"] + off, a, n):
+                arrive.extend(range(f0, f0 + b))
+        if store_reads and not acc.reads:
+            f0, e0 = self._read(t + K["SEQ_ACC_READ"], store_reads)
+            arrive.extend(range(f0, e0))
+        first = None
+        act_t: list[int] = []            # the activation words' beats
+        if acc.act is not None and rd:
+            wa, kw, period = acc.act
+            runs: list[list[int]] = []
+            for x in wa:
+                if runs and x == runs[-1][-1] + 1 and len(runs[-1]) < int(self.fmt.mem["MEM_BURST_BEATS"]):
+                    runs[-1].append(x)
+                else:
+                    runs.append([x])
+            at = t + req
+            e = len(runs[0])
+            for i, r_ in enumerate(runs):
+                if i:
+                    e += len(r_)
+                    at = t + req + (e - len(runs[0]))
+                for f0, b in self._read_req(at, 8 * r_[0], len(r_)):
+                    act_t.extend(range(f0, f0 + b))
+            first = act_t[0] if act_t else None
+        elif rd:
+            first, _ = self._read(t + req, rd)
+            act_t = [first]
+            kw, period = 1, 1
+        # the global stall over the stall-free schedule: inputs and results in time order
+        ev = []
+        for k, b in enumerate(act_t):
+            ev.append((cfg.CFG_CYCLES + (k // kw) * period + k % kw, 0, k, b))
+        n_res = len(acc.kept)
+        res_t = acc.res_t if acc.res_t is not None else tuple(range(n_res + 1, 1, -1))
+        for k in range(n_res):
+            ev.append((cycles - res_t[k], 1, k, 0))
+        ev.sort()
+        stall, free, lane = 0, t, 0
+        for s_, kind, k, b in ev:
+            at = t + s_ + stall
+            if kind == 0:
+                need = b + K["SEQ_ACT_FIRST"]
+                if need > at:
+                    stall += need - at
+            else:
+                if free > at:
+                    stall += free - at
+                    at = free
+                c = at
+                for _ in range(max(1, acc.kept[k])):
+                    if arrive and acc.kept[k]:
+                        c = max(c, arrive[min(lane, len(arrive) - 1)])
+                        lane += 1
+                    c += 1
+                free = c
+        return first, t + cycles + stall
+
+    def _acc_tail(self, last_item: int) -> int:
+        """Cycles from an ACC RUN's end (the core's DONE, the store unit has taken the last
+        result word) to its last write beat + 1: the last item's lanes added one a cycle and
+        written as one burst of its sums (SEQ_ACC_TAIL + its beats)."""
+        return self.K["SEQ_ACC_TAIL"] + last_item
 
     def _store_tail(self, words: int, gaps: tuple | None = None) -> int:
         """Cycles from a RUN's end (the core's DONE) to its last write beat + 1, for `words`
@@ -1101,7 +1289,8 @@ class Executor:
             words = sum(st[3] for st in entry[1])
         else:
             words = list_words_of(ddr, list_addr, f)
-        tl: Timeline | None = Timeline(f, list_words=words, events=self.events)
+        tl: Timeline | None = Timeline(f, list_words=words, events=self.events,
+                                       list_addr=list_addr)
         k = 0
         try:
             if entry is None:
@@ -1120,7 +1309,7 @@ class Executor:
             r.error |= f.errors[e.kind]
             r.message = str(e)
             if tl is None:
-                tl = self._timeline_upto(entry, k, r)
+                tl = self._timeline_upto(entry, k, r, list_addr)
         if tl is None:
             cycles, compute, rd, wr, descs, runs, tags = entry[3]
             r.cycles, r.compute_cycles, r.idle_cycles = cycles, compute, cycles - compute
@@ -1137,11 +1326,12 @@ class Executor:
                         r.error_pc, r.error_tag, r.message)
         return r
 
-    def _timeline_upto(self, entry, k: int, r: RunResult) -> "Timeline":
+    def _timeline_upto(self, entry, k: int, r: RunResult,
+                       list_addr: int | None = None) -> "Timeline":
         """The timeline of a run that failed at step k: the recorded memory-model steps before
         it, then k's fetch (what :meth:`_step` had done when k's data movement failed)."""
         words = sum(st[3] for st in entry[1]) if entry[1][-1][2] == "END" else None
-        tl = Timeline(self.fmt, list_words=words)
+        tl = Timeline(self.fmt, list_words=words, list_addr=list_addr)
         r.descs, r.runs, r.tags = 0, 0, {}
         for call in entry[2][:k]:
             _replay_call(tl, r, call)
@@ -1241,10 +1431,12 @@ class Executor:
                 wbeats = beats
                 if p2["CH0"] == 0 and p2["CH"] == payload["POST3"]["DSTC"] and dst[1] > dst[0]:
                     wbeats = (dst[0] % 8 + dst[1] - dst[0] + 7) // 8
-                tl.run(t_fetch, src, dst, beats, wbeats, cycles)
+                post = self._post_timing(regs, payload, wbeats)
+                tl.run(t_fetch, src, dst, beats, wbeats, cycles, post=post)
                 r.runs += 1
                 _tag_span(r, h["TAG"], tl.core_free, cycles)   # the post unit: no stream
-                call = ("R", n, src, dst, beats, wbeats, cycles, 0, h["TAG"], False, None, None)
+                call = ("R", n, src, dst, beats, wbeats, cycles, 0, h["TAG"], False, None, None,
+                        post)
         else:
             d = payload
             cycles, act_beats, res_beats, src, dst = self._run(ddr, regs, d, h, r)
@@ -1255,6 +1447,9 @@ class Executor:
                 if gaps is not None and beat_word is not None:   # beats from the end -> words
                     gaps = tuple(gaps[min(k, len(gaps) - 1)] for k in beat_word)
                 self._res_gaps = gaps
+                acc = self._acc_timing(d, res_beats)
+                if acc is not None:
+                    act_req = act_req + acc
                 tl.run(t_fetch, src, dst, act_beats, res_beats, cycles, store_reads=store_reads,
                        act_req=act_req, res_gaps=gaps)
                 r.runs += 1
@@ -1403,6 +1598,77 @@ class Executor:
             return 0, beats, int(end % 8 != 0), beat_word
         return 0, words, 0, None
 
+    def _post_timing(self, regs: dict, d: dict, wbeats: int) -> tuple:
+        """What :meth:`Timeline._post_run` needs of a POST: (SRC, PIX, CH0, CH, DSTC, result
+        lanes a word, 1 if the store unit's last write word is a partial one)."""
+        c = self.core.cfg
+        p1, p2, p3 = d["POST1"], d["POST2"], d["POST3"]
+        job = c.decode("JOB", regs.get(c.REG_JOB, 0))
+        prec = next((p for p in c.ENABLED if c.prec_code(p) == job["PREC"]), None)
+        lanes, dt = out_lanes(c, prec, c.OUT_MODE_REQUANT)
+        nbytes = p2["PIX"] * p3["DSTC"] * np.dtype(dt).itemsize
+        part = int((p1["DST"] % 8 + nbytes) % 8 != 0) if wbeats else 0
+        return (p1["SRC"], p2["PIX"], p2["CH0"], p2["CH"], p3["DSTC"], max(1, lanes), part)
+
+    def _acc_timing(self, d: dict, words: int) -> tuple | None:
+        """For a RES ACC RUN of `words` result words, what :meth:`Timeline._acc_run` needs (a
+        one-element tuple holding an :class:`_AccRun`); None for other RUNs.
+
+        dtpu_cl_store adds one kept lane a cycle (one R and one W beat per int64 sum), so a
+        result word of `kept` lanes occupies it `kept` cycles (at least one) and a word the core
+        offers while the unit is busy stalls the whole core (the 1.2 core's global stall); its
+        read-ahead walk (ACC without FIRST) requests the items' sums one walk step (a result
+        word) at a time, consecutive items merged; the load unit requests each run of the
+        activation stream when the run is collected (one element a cycle)."""
+        f = self.fmt
+        r0, r1, r2 = d["RES0"], d["RES1"], d["RES2"]
+        if r0["MODE"] != f.res_modes["ACC"] or not words:
+            return None
+        L, gw = max(1, r0["LANES"]), max(1, r2["GW"])
+        ch0, ch1, dstc = r2["CH0"], r2["CH1"], r2["DSTC"]
+        wpi = -(-gw // L)
+        kept: list[int] = []
+        last_item = 0
+        items: list[tuple[int, int, int]] = []     # (walk step, sum address, sums)
+        step = 0
+        for p in range(r1["PIX"]):
+            for it in range(r1["OUTER"] * r1["INNER"]):
+                c0 = ch0 + it * gw
+                n_item = max(0, min(gw, ch1 - c0))
+                if n_item:
+                    items.append((step, r0["DST"] + (p * dstc + c0) * 8, n_item))
+                    last_item = n_item
+                for w in range(wpi):
+                    kept.append(max(0, min(L, n_item - w * L)))
+                step += wpi
+        kept = kept[:words]
+        su = self._res_setup
+        gaps = _result_gaps(self.core.cfg, su, words - 1) if su is not None else None
+        if gaps is None or len(gaps) < len(kept):
+            res_t = None
+        else:       # cycles before DONE (the last word 2 before it), per word in order
+            res_t = [2 + gaps[len(kept) - 1 - k] for k in range(len(kept))]
+        # the read requests: consecutive items merged up to MEM_BURST_BEATS words
+        reads: list[tuple[int, int, int]] = []
+        if not d.get("FIRST"):
+            merge = int(f.mem["MEM_BURST_BEATS"])
+            for st, a, n in items:
+                if reads and reads[-1][1] + 8 * reads[-1][2] == a and reads[-1][2] + n <= merge:
+                    reads[-1] = (st, reads[-1][1], reads[-1][2] + n)
+                else:
+                    reads.append((st, a, n))
+            # a request leaves when the walk reaches the item after it (or ends)
+            nxt = [r[0] for r in reads[1:]] + [step]
+            reads = [(nx - nxt[0], a, n) for (_, a, n), nx in zip(reads, nxt)]
+        act = None
+        if su is not None and su.opcode == "GEMM" and su.nt == 1:
+            total = su.m * su.kw
+            wa = _first_words(f, d, total)
+            if wa is not None and len(wa) == total and None not in wa:
+                act = (wa, su.kw, max(su.kw, su.wpi))
+        return (_AccRun(tuple(kept), None if res_t is None else tuple(res_t), tuple(reads),
+                        last_item, act),)
+
     def _act_read_beats(self, d: dict, words: int) -> int:
         """The beats the load unit reads for a RUN's activation stream of `words` words: one
         per element that is not PAD and not on the word of the beat before it (word mode: an
@@ -1532,6 +1798,7 @@ class Executor:
         if not failed_config:
             try:   # the result words' timing for the Timeline (as the fast path's setup has it)
                 su = core._setup(core.regs)
+                self._res_setup = su
                 self._res_gaps = _result_gaps(c, su, 4 * int(self.fmt.mem["MEM_BURST_BEATS"]))
             except Exception:   # noqa: BLE001  (CONFIG failed: no results)
                 pass
@@ -1566,6 +1833,7 @@ class Executor:
         key = tuple(sorted(regs.items()))
         cj = None
         self._res_gaps = None       # the result words' timing for the Timeline
+        self._res_setup = None      # the job's setup (the ACC store's rate, :meth:`_acc_timing`)
         if self.fast_path:
             # the same registers run over different memory contents: the pages of a streamed
             # node that land in the same scratch half; one compiled form per content seen
@@ -1595,6 +1863,7 @@ class Executor:
             raise _ClError("JOB", f"RUN: the job failed in CONFIG, ERR={err:#x} ({', '.join(bits)})")
         words = self._gather(ddr, d["ACT0"], d["ACT1"], d["ACT2"], d["ACT3"], d["ACT4"])
         if cj.setup is not None:
+            self._res_setup = cj.setup
             self._res_gaps = _result_gaps(c, cj.setup, 4 * int(self.fmt.mem["MEM_BURST_BEATS"]))
         if cj.pf_count:
             raise _ClError("BAD_FIELD", f"RUN with PF_COUNT={cj.pf_count}: prefetch rides on LOAD "
@@ -1637,9 +1906,9 @@ def _replay_call(tl: "Timeline", r: RunResult, call: tuple) -> None:
         tl.load(t_fetch, count, after)
         _tag_span(r, tag, None, wgt=count)
     elif call[0] == "R":
-        _, _, src, dst, act, res, cycles, store_reads, tag, stream, act_req, step = call
+        _, _, src, dst, act, res, cycles, store_reads, tag, stream, act_req, step = call[:12]
         tl.run(t_fetch, src, dst, act, res, cycles, store_reads=store_reads, act_req=act_req,
-               res_gaps=step)
+               res_gaps=step, post=call[12] if len(call) > 12 else None)
         r.runs += 1
         if stream:
             _tag_span(r, tag, tl.core_free, cycles, act, res)
@@ -1666,6 +1935,17 @@ class _ClError(Exception):
     def __init__(self, kind: str, msg: str) -> None:
         super().__init__(msg)
         self.kind = kind
+
+
+@dataclass(frozen=True)
+class _AccRun:
+    """An ACC RUN's store-unit and stream timing inputs (:meth:`Executor._acc_timing`)."""
+
+    kept: tuple           # kept lanes per result word
+    res_t: tuple | None   # per result word, stall-free cycles before the job's DONE
+    reads: tuple          # the store unit's read requests: (walk cycle, address, beats)
+    last_item: int        # sums of the last item (its write burst)
+    act: tuple | None     # (the stream's word addresses, KW, the GEMM's step period) or None
 
 
 def _result_gaps(cfg, su, n: int) -> tuple | None:

@@ -815,7 +815,7 @@ class Timeline:
     #: comparing the model's times with the RTL's (sim/dtpu_sim/cycles.py)
     events: list | None = None
     #: the list's address (None: not known): its blocks' bursts split at 4 KiB as the read
-    #: master splits them (:meth:`_read_req` counts bursts in flight)
+    #: master splits them (:meth:`_bursts` counts bursts in flight)
     list_addr: int | None = None
 
     def __post_init__(self) -> None:
@@ -834,6 +834,7 @@ class Timeline:
         self.fifo_depth = 1 << self.fmt.fields["HEADER"]["LEN"][1]
         self.r_last: list[int] = []            # every read burst's last beat, in order
         self.ar_free = self.start              # the read master's next AR
+        self.latch_free = self.start           # it takes the next request (:meth:`_bursts`)
 
     def _blocks(self) -> int:
         """Blocks the fetcher reads (all up to the one holding END, when known)."""
@@ -853,13 +854,18 @@ class Timeline:
             return None
         return max(self.next_block, self.popped[need - 1] + self.K["SEQ_FETCH_ROOM"])
 
-    def _issue_block(self) -> None:
+    def _issue_block(self, t_dec: int | None = None) -> None:
+        """The fetcher's next block; at t_dec (:meth:`_read_sched`) counted burst by burst."""
         t_req = self._block_req()
         if t_req is None:       # not reached by a list the sequencer takes in order
             t_req = max(self.next_block, self.popped[-1] if self.popped else 0)
         addr = None if self.list_addr is None else \
             self.list_addr + 8 * self.fifo * len(self.block_first)
-        first, end = self._read_raw(t_req, self.fifo, addr)
+        if t_dec is not None and addr is not None:
+            bl = self._bursts(t_dec, addr, self.fifo)
+            first, end = bl[0][0], bl[-1][0] + bl[-1][1]
+        else:
+            first, end = self._read_raw(t_req, self.fifo, addr)
         self.block_first.append(first)
         self.block_end = end
         self.next_block = end - 1 + self.K["SEQ_FETCH_NEXT"]
@@ -868,7 +874,7 @@ class Timeline:
         first = max(t_req + self.RL, self.rd_free)
         self.rd_free = first + beats
         self.rd_beats += beats
-        # the bursts it occupies (for the reads that count them, :meth:`_read_req`): of
+        # the bursts it occupies (for the reads that count them, :meth:`_bursts`): of
         # MEM_BURST_BEATS, split at 4 KiB when the address is known
         burst = int(self.fmt.mem["MEM_BURST_BEATS"])
         b0, n_b = 0, 0
@@ -880,6 +886,7 @@ class Timeline:
             n_b += 1
             self.r_last.append(first + b0 - 1)
         self.ar_free = max(self.ar_free, t_req + 2 * n_b)
+        self.latch_free = max(self.latch_free, t_req + 2 * (n_b - 1))
         return first, first + beats
 
     def _read(self, t_req: int, beats: int) -> tuple[int, int]:
@@ -1012,23 +1019,19 @@ class Timeline:
         if self.events is not None:
             self.events.append(("run", t, first, end, w_end))
 
-    def _read_req(self, t_req: int, addr: int, beats: int) -> list[tuple[int, int]]:
-        """One read request counted burst by burst as dtpu_axi_rd issues it (MEM_BURST_BEATS
-        beats, none across 4 KiB, an AR every other cycle, at most MEM_READ_OUTSTANDING bursts
-        in flight: a burst's AR 2 cycles after the last beat of the one that many before);
-        [(first beat, beats)] per burst. The list's other reads (:meth:`_read_raw`) count as
-        bursts of MEM_BURST_BEATS."""
-        while len(self.block_first) < self._blocks() and self.block_first \
-                and (self._block_req() or t_req + 1) <= t_req:
-            self._issue_block()
+    def _bursts(self, t_dec: int, addr: int, beats: int) -> list[tuple[int, int]]:
+        """One read request taken by the read master at t_dec, counted burst by burst as
+        dtpu_axi_rd issues it (MEM_BURST_BEATS beats, none across 4 KiB, an AR every other
+        cycle, at most MEM_READ_OUTSTANDING bursts in flight: a burst's AR 2 cycles after the
+        last beat of the one that many before); [(first beat, beats)] per burst. The master
+        takes the next request when this one's last AR has gone (`latch_free`)."""
         m = self.fmt.mem
         burst, out_n = int(m["MEM_BURST_BEATS"]), int(m["MEM_READ_OUTSTANDING"])
         out = []
-        a = addr
-        left = beats
+        a, left, ar = addr, beats, t_dec
         while left:
             n = min(left, burst, (4096 - a % 4096) // 8)
-            ar = max(t_req, self.ar_free)
+            ar = max(t_dec, self.ar_free)
             if len(self.r_last) >= out_n:
                 ar = max(ar, self.r_last[-out_n] + 2)
             first = max(ar + self.RL, self.rd_free)
@@ -1039,6 +1042,55 @@ class Timeline:
             out.append((first, n))
             a += 8 * n
             left -= n
+        self.latch_free = ar
+        return out
+
+    def _read_sched(self, reqs: list) -> list[list[tuple[int, int]]]:
+        """The read requests of a RUN's units, `reqs` = [(priority, request cycle, address,
+        beats)] (priority 1: the load / post unit, 2: the store unit's read-back; each unit's
+        in its order), as the read path serves them: the read master holds one request at a
+        time (:meth:`_bursts`); when it is free the next one is chosen among those made by
+        then, the fetcher's block first (dtpu_cl_rd_arb port A), then the load / post unit,
+        then the store unit (the second arbiter). Returns the bursts of each request."""
+        out: list = [None] * len(reqs)
+        reqs = [list(r) for r in reqs]
+        queues = {1: [k for k, r in enumerate(reqs) if r[0] == 1],
+                  2: [k for k, r in enumerate(reqs) if r[0] == 2]}
+        # the load unit's runs wait in its request FIFO (SEQ_ACT_RQ deep, dtpu_cl_load
+        # RQ_LOG2 and the credit buffer's register): a full one stops its walk, so a run is
+        # made no earlier than the master took the one that many before, and the later runs
+        # move with it
+        rq = self.K["SEQ_ACT_RQ"]
+        taken1: list[int] = []
+        shift1 = 0
+        while queues[1] or queues[2]:
+            if queues[1] and len(taken1) >= rq:
+                k1 = queues[1][0]
+                want = max(reqs[k1][1] + shift1, taken1[-rq] + 1)
+                shift1 = want - reqs[k1][1]
+                reqs[k1][1] = want
+            elif queues[1]:
+                reqs[queues[1][0]][1] += shift1
+            # request times are AR times when nothing waits; the master takes a request
+            # SEQ_RD_ISSUE before its AR can go (dtpu_axi_burst, the AR register): `d` is when
+            # it takes the next one, among the requests made by then
+            iss = self.K["SEQ_RD_ISSUE"]
+            heads = [q[0] for q in queues.values() if q]
+            d = max(self.latch_free, min(reqs[k][1] for k in heads) - iss)
+            nb = self._block_req() if self.block_first and \
+                len(self.block_first) < self._blocks() else None
+            if nb is not None and nb - iss <= d:
+                self._issue_block(nb)
+                continue
+            k = next((q[0] for p_ in (1, 2) for q in (queues[p_],)
+                      if q and reqs[q[0]][1] - iss <= d), None)
+            if k is None:
+                k = min(heads, key=lambda k_: (reqs[k_][1], reqs[k_][0]))
+            queues[reqs[k][0]].remove(k)
+            if reqs[k][0] == 1:
+                taken1.append(d)
+                reqs[k][1] -= shift1        # the next head's shift is added again above
+            out[k] = self._bursts(max(d, reqs[k][1]), reqs[k][2], reqs[k][3])
         return out
 
     def _post_run(self, t: int, post: tuple) -> tuple[int | None, int, tuple | None]:
@@ -1046,15 +1098,16 @@ class Timeline:
         words' gaps for :meth:`_store_tail`). `post` = (SRC, PIX, CH0, CH, DSTC, result lanes
         a word, 1 if the last result word is a partial one the packer closes later). The unit
         requests each pixel's CH sums SEQ_POST_READ after the start (one request a pixel, the
-        read master's AR every other cycle, :meth:`_read_req`), takes a sum a cycle as they
+        read master's AR every other cycle, :meth:`_read_sched`), takes a sum a cycle as they
         come, and the sequencer takes the next header SEQ_POST_DONE after the last one; the
         requantized lanes leave as result words of `lanes` lanes (a pixel's last word partial),
         which the store unit writes as a RUN's."""
         src, pix, ch0, ch, dstc, lanes = post[:6]
         arrive: list[int] = []
-        for p in range(pix):
-            for f0, b in self._read_req(t + self.K["SEQ_POST_READ"], src + (p * dstc + ch0) * 8,
-                                        ch):
+        reqs = [(1, t + self.K["SEQ_POST_READ"], src + (p * dstc + ch0) * 8, ch)
+                for p in range(pix)]
+        for bl in self._read_sched(reqs):
+            for f0, b in bl:
                 arrive.extend(range(f0, f0 + b))
         if not arrive:
             return None, t + self.K["SEQ_POST_DONE"], None
@@ -1075,37 +1128,41 @@ class Timeline:
         The store unit's read-back requests (one per item or run of consecutive items) leave
         SEQ_ACC_READ after the start, one walk step a result word, before the load unit's
         (whose runs are requested as collected, :meth:`Executor._act_req` for the first, each
-        next one its elements later); both are counted burst by burst (:meth:`_read_req`).
+        next one its elements later); both are counted burst by burst (:meth:`_read_sched`).
         The job's stall-free schedule then moves by the global stall: the core takes its k-th
         activation word SEQ_ACT_FIRST after its beat at the earliest (GEMM steps of KW words
         every period), and a result word waits for the store unit to be free, which adds its
         kept lanes one a cycle, each once its sum (read back) is in."""
         K = self.K
         cfg = self.fmt.cfg
+        reqs = [(2, t + K["SEQ_ACC_READ"] + off, a, n) for off, a, n in acc.reads]
+        first = None
+        act_t: list[int] = []            # the activation words' beats
+        n_st = len(reqs)
+        if acc.act is not None and rd:
+            wa, kw, period = acc.act
+            burst = int(self.fmt.mem["MEM_BURST_BEATS"])
+            runs: list[list[int]] = []
+            for x in wa:
+                if runs and x == runs[-1][-1] + 1 and len(runs[-1]) < burst:
+                    runs[-1].append(x)
+                else:
+                    runs.append([x])
+            e = 0
+            for r_ in runs:     # each run requested once collected, one element a cycle
+                e += len(r_)
+                reqs.append((1, t + req + e - len(runs[0]), 8 * r_[0], len(r_)))
+        bursts = self._read_sched(reqs)
         arrive: list[int] = []           # the read-back sums' beats, in order
-        for off, a, n in acc.reads:
-            for f0, b in self._read_req(t + K["SEQ_ACC_READ"] + off, a, n):
+        for bl in bursts[:n_st]:
+            for f0, b in bl:
                 arrive.extend(range(f0, f0 + b))
         if store_reads and not acc.reads:
             f0, e0 = self._read(t + K["SEQ_ACC_READ"], store_reads)
             arrive.extend(range(f0, e0))
-        first = None
-        act_t: list[int] = []            # the activation words' beats
         if acc.act is not None and rd:
-            wa, kw, period = acc.act
-            runs: list[list[int]] = []
-            for x in wa:
-                if runs and x == runs[-1][-1] + 1 and len(runs[-1]) < int(self.fmt.mem["MEM_BURST_BEATS"]):
-                    runs[-1].append(x)
-                else:
-                    runs.append([x])
-            at = t + req
-            e = len(runs[0])
-            for i, r_ in enumerate(runs):
-                if i:
-                    e += len(r_)
-                    at = t + req + (e - len(runs[0]))
-                for f0, b in self._read_req(at, 8 * r_[0], len(r_)):
+            for bl in bursts[n_st:]:
+                for f0, b in bl:
                     act_t.extend(range(f0, f0 + b))
             first = act_t[0] if act_t else None
         elif rd:

@@ -1192,7 +1192,7 @@ class Timeline:
                 c = at
                 for _ in range(max(1, acc.kept[k])):
                     if arrive and acc.kept[k]:
-                        c = max(c, arrive[min(lane, len(arrive) - 1)])
+                        c = max(c, arrive[min(lane, len(arrive) - 1)] + K["SEQ_ACC_SUM"])
                         lane += 1
                     c += 1
                 free = c
@@ -1705,26 +1705,46 @@ class Executor:
             res_t = None
         else:       # cycles before DONE (the last word 2 before it), per word in order
             res_t = [2 + gaps[len(kept) - 1 - k] for k in range(len(kept))]
-        # the read requests: consecutive items merged up to MEM_BURST_BEATS words
+        # the read requests (walk step it leaves at, address, sums): an item at the address
+        # where the pending request ends joins it unless that is full (MEM_BURST_BEATS words:
+        # it leaves the step after it filled); a pending request leaves when an item that does
+        # not continue it comes, or when the walk ends
         reads: list[tuple[int, int, int]] = []
         if not d.get("FIRST"):
             merge = int(f.mem["MEM_BURST_BEATS"])
+            pend = None
             for st, a, n in items:
-                if reads and reads[-1][1] + 8 * reads[-1][2] == a and reads[-1][2] + n <= merge:
-                    reads[-1] = (st, reads[-1][1], reads[-1][2] + n)
-                else:
-                    reads.append((st, a, n))
-            # a request leaves when the walk reaches the item after it (or ends)
-            nxt = [r[0] for r in reads[1:]] + [step]
-            reads = [(nx - nxt[0], a, n) for (_, a, n), nx in zip(reads, nxt)]
+                if pend is not None and pend[0] + 8 * pend[1] == a:
+                    pend[1] += n
+                    if pend[1] >= merge:
+                        reads.append((st + 1, pend[0], pend[1]))
+                        pend = None
+                    continue
+                if pend is not None:
+                    reads.append((st, pend[0], pend[1]))
+                pend = [a, n]
+            if pend is not None:
+                reads.append((step, pend[0], pend[1]))
         act = None
         if su is not None and su.opcode == "GEMM" and su.nt == 1:
             total = su.m * su.kw
             wa = _first_words(f, d, total)
             if wa is not None and len(wa) == total and None not in wa:
                 act = (wa, su.kw, max(su.kw, su.wpi))
+        # the write queue's runs: consecutive items merged up to MEM_BURST_BEATS words; the
+        # last run is the RUN's last burst
+        burst = int(f.mem["MEM_BURST_BEATS"])
+        runs: list[list[int]] = []
+        for _, a, n in items:
+            if runs and runs[-1][0] + 8 * runs[-1][1] == a:
+                runs[-1][1] += n
+            else:
+                runs.append([a, n])
+        last_burst = 0
+        if runs:
+            last_burst = runs[-1][1] % burst or burst
         return (_AccRun(tuple(kept), None if res_t is None else tuple(res_t), tuple(reads),
-                        last_item, act),)
+                        last_burst, act),)
 
     def _act_read_beats(self, d: dict, words: int) -> int:
         """The beats the load unit reads for a RUN's activation stream of `words` words: one
@@ -2001,7 +2021,7 @@ class _AccRun:
     kept: tuple           # kept lanes per result word
     res_t: tuple | None   # per result word, stall-free cycles before the job's DONE
     reads: tuple          # the store unit's read requests: (walk cycle, address, beats)
-    last_item: int        # sums of the last item (its write burst)
+    last_item: int        # beats of the last write burst (the last item or run of items)
     act: tuple | None     # (the stream's word addresses, KW, the GEMM's step period) or None
 
 

@@ -998,14 +998,14 @@ class Timeline:
                 self._read(t, store_reads)
             end = t + shift + cycles
         self.core_free = self.last_run_end = end
-        self.seq_free = max(self.seq_free, end + (K["SEQ_RUN_DONE"] if run else 0))
+        self.seq_free = max(self.seq_free, end + (K["SEQ_RUN_DONE"] if run or post else 0))
         self.run_ends.append(end)
         self.compute += cycles
         self.wr_beats += wr
         if acc is not None:
             w_end = end + self.WL + self._acc_tail(acc.last_item)
         elif post is not None:
-            w_end = end + self.WL + (self._store_tail(wr, res_gaps) + post[6] if wr else 0)
+            w_end = end + self.WL + (self._store_tail(post[8], res_gaps) + post[6] if wr else 0)
         else:
             w_end = end + self.WL + (self._store_tail(wr, res_gaps) + part if run and wr else 0)
         self.wr_done = max(self.wr_done, w_end)
@@ -1482,13 +1482,10 @@ class Executor:
         elif op == "POST":
             cycles, beats, src, dst = self._post(ddr, regs, payload, r)
             if tl is not None:
-                # the store unit writes the packed results: whole rows (CH0 0, CH = DSTC) in
-                # the words of their bytes, a channel slice a beat a sum as counted before
-                p2 = payload["POST2"]
-                wbeats = beats
-                if p2["CH0"] == 0 and p2["CH"] == payload["POST3"]["DSTC"] and dst[1] > dst[0]:
-                    wbeats = (dst[0] % 8 + dst[1] - dst[0] + 7) // 8
-                post = self._post_timing(regs, payload, wbeats)
+                # the store unit writes the packed results as its write queue does: the
+                # words of the items' bytes, gaps of up to SEQ_STORE_GAP words filled
+                post = self._post_timing(regs, payload)
+                wbeats = post[7]
                 tl.run(t_fetch, src, dst, beats, wbeats, cycles, post=post)
                 r.runs += 1
                 _tag_span(r, h["TAG"], tl.core_free, cycles)   # the post unit: no stream
@@ -1655,17 +1652,24 @@ class Executor:
             return 0, beats, int(end % 8 != 0), beat_word
         return 0, words, 0, None
 
-    def _post_timing(self, regs: dict, d: dict, wbeats: int) -> tuple:
+    def _post_timing(self, regs: dict, d: dict) -> tuple:
         """What :meth:`Timeline._post_run` needs of a POST: (SRC, PIX, CH0, CH, DSTC, result
-        lanes a word, 1 if the store unit's last write word is a partial one)."""
+        lanes a word, 1 if the store unit's last write word is a partial one, the write beats,
+        the beats of the last write burst)."""
         c = self.core.cfg
         p1, p2, p3 = d["POST1"], d["POST2"], d["POST3"]
         job = c.decode("JOB", regs.get(c.REG_JOB, 0))
         prec = next((p for p in c.ENABLED if c.prec_code(p) == job["PREC"]), None)
         lanes, dt = out_lanes(c, prec, c.OUT_MODE_REQUANT)
-        nbytes = p2["PIX"] * p3["DSTC"] * np.dtype(dt).itemsize
-        part = int((p1["DST"] % 8 + nbytes) % 8 != 0) if wbeats else 0
-        return (p1["SRC"], p2["PIX"], p2["CH0"], p2["CH"], p3["DSTC"], max(1, lanes), part)
+        es = np.dtype(dt).itemsize
+        items = [(p1["DST"] + (p * p3["DSTC"] + p2["CH0"]) * es, p2["CH"] * es)
+                 for p in range(p2["PIX"])]
+        runs = _write_runs(items, int(self.fmt.mem["MEM_BURST_BEATS"]),
+                           int(self.fmt.mem["SEQ_STORE_GAP"]))
+        last = items[-1] if items else (0, 0)
+        part = int((last[0] + last[1]) % 8 != 0) if runs else 0
+        return (p1["SRC"], p2["PIX"], p2["CH0"], p2["CH"], p3["DSTC"], max(1, lanes), part,
+                sum(runs), runs[-1] if runs else 0)
 
     def _acc_timing(self, d: dict, words: int) -> tuple | None:
         """For a RES ACC RUN of `words` result words, what :meth:`Timeline._acc_run` needs (a
@@ -2012,6 +2016,30 @@ class _ClError(Exception):
     def __init__(self, kind: str, msg: str) -> None:
         super().__init__(msg)
         self.kind = kind
+
+
+def _write_runs(items, max_run: int, max_gap: int) -> list[int]:
+    """The store unit's write bursts (dtpu_cl_store_wq) for items (byte address, bytes) in
+    stream order: the words they touch, consecutive ones collected into runs of up to
+    `max_run` words, a gap of up to `max_gap` words inside a run filled with strobe-less
+    words (beats too); the beats of each run."""
+    runs: list[int] = []
+    s0 = e0 = None
+    for a, n in items:
+        if n <= 0:
+            continue
+        for w in range(a // 8, (a + n - 1) // 8 + 1):
+            if e0 is not None and w == e0:
+                continue
+            if e0 is not None and e0 < w <= e0 + max_gap + 1 and w - s0 + 1 <= max_run:
+                e0 = w
+                continue
+            if e0 is not None:
+                runs.append(e0 - s0 + 1)
+            s0 = e0 = w
+    if e0 is not None:
+        runs.append(e0 - s0 + 1)
+    return runs
 
 
 @dataclass(frozen=True)

@@ -1005,7 +1005,11 @@ class Timeline:
         if acc is not None:
             w_end = end + self.WL + self._acc_tail(acc.last_item)
         elif post is not None:
-            w_end = end + self.WL + (self._store_tail(post[8], res_gaps) + post[6] if wr else 0)
+            pw = getattr(self, "_post_w", None)
+            if pw is not None and wr:
+                w_end = max(end, pw) + self.WL
+            else:
+                w_end = end + self.WL + (self._store_tail(post[8], res_gaps) + post[6] if wr else 0)
         else:
             w_end = end + self.WL + (self._store_tail(wr, res_gaps) + part if run and wr else 0)
         self.wr_done = max(self.wr_done, w_end)
@@ -1119,7 +1123,52 @@ class Timeline:
             if j % lanes == lanes - 1 or j == ch - 1:
                 done_at.append(c)
         gaps = tuple(done_at[-1] - x for x in reversed(done_at))
+        self._post_w = self._post_writes(post, done_at)
         return arrive[0], c + self.K["SEQ_POST_DONE"], gaps
+
+    def _post_writes(self, post: tuple, done_at: list[int]) -> int | None:
+        """The cycle after a POST's last write beat: its result words (the k-th complete at
+        done_at[k]) go to DDR through the store unit's write queue (:func:`_write_runs`'s
+        runs); a run is requested SEQ_POST_AW after the word that closes it (the first word
+        of the next run) came, the last one a cycle later than its own last word would; the
+        bursts' beats follow each other on the write channel, each after its request."""
+        if len(post) < 11:
+            return None
+        _, pix, _, ch, dstc, lanes = post[:6]
+        dst, es, ch0 = post[9], post[10], post[2]
+        words = []                      # (DDR word, cycle) per DDR word a result word touches
+        k = 0
+        wpp = -(-ch // lanes)
+        for p in range(pix):
+            a0 = dst + (p * dstc + ch0) * es
+            for j in range(wpp):
+                if k >= len(done_at):
+                    break
+                n = min(lanes, ch - j * lanes) * es
+                a = a0 + j * lanes * es
+                for w in range(a // 8, (a + n - 1) // 8 + 1):
+                    words.append((w, done_at[k]))
+                k += 1
+        if not words:
+            return None
+        max_run, max_gap = int(self.fmt.mem["MEM_BURST_BEATS"]), self.K["SEQ_STORE_GAP"]
+        aw = self.K["SEQ_POST_AW"]
+        reqs = []                       # (request cycle, beats)
+        s0 = e0 = None
+        for w, t_w in words:
+            if e0 is not None and w == e0:
+                continue
+            if e0 is not None and e0 < w <= e0 + max_gap + 1 and w - s0 + 1 <= max_run:
+                e0 = w
+                continue
+            if e0 is not None:
+                reqs.append((t_w + aw, e0 - s0 + 1))
+            s0 = e0 = w
+        reqs.append((words[-1][1] + aw + 1, e0 - s0 + 1))
+        w_free = 0
+        for t_r, n in reqs:
+            w_free = max(w_free, t_r + 1) + n
+        return w_free
 
     def _acc_run(self, t: int, acc: "_AccRun", req: int, rd: int, store_reads: int,
                  cycles: int) -> tuple[int | None, int]:
@@ -1669,7 +1718,7 @@ class Executor:
         last = items[-1] if items else (0, 0)
         part = int((last[0] + last[1]) % 8 != 0) if runs else 0
         return (p1["SRC"], p2["PIX"], p2["CH0"], p2["CH"], p3["DSTC"], max(1, lanes), part,
-                sum(runs), runs[-1] if runs else 0)
+                sum(runs), runs[-1] if runs else 0, p1["DST"], es)
 
     def _acc_timing(self, d: dict, words: int) -> tuple | None:
         """For a RES ACC RUN of `words` result words, what :meth:`Timeline._acc_run` needs (a

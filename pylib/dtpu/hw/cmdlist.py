@@ -1155,16 +1155,26 @@ class Timeline:
         aw = self.K["SEQ_POST_AW"]
         reqs = []                       # (request cycle, beats)
         s0 = e0 = None
+        last_w = None
+        q = None                        # the queue's cycle for the last word (fill words too)
         for w, t_w in words:
-            if e0 is not None and w == e0:
+            if w == last_w:
                 continue
+            last_w = w
             if e0 is not None and e0 < w <= e0 + max_gap + 1 and w - s0 + 1 <= max_run:
+                # the fill words go in one a cycle when the word after them came
+                q = max(q + 1, t_w) + (w - e0 - 1)
                 e0 = w
-                continue
-            if e0 is not None:
-                reqs.append((t_w + aw, e0 - s0 + 1))
-            s0 = e0 = w
-        reqs.append((words[-1][1] + aw + 1, e0 - s0 + 1))
+            else:
+                q = t_w
+                if e0 is not None:
+                    reqs.append((t_w + aw, e0 - s0 + 1))
+                s0 = e0 = w
+            if e0 - s0 + 1 == max_run:      # a full run is requested at once
+                reqs.append((q + aw, max_run))
+                s0 = e0 = None
+        if e0 is not None:
+            reqs.append((q + aw + 1, e0 - s0 + 1))
         w_free = 0
         for t_r, n in reqs:
             w_free = max(w_free, t_r + 1) + n

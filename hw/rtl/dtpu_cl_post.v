@@ -103,6 +103,7 @@ module dtpu_cl_post #
 
     /* status: flags valid from done until the next start */
     output wire               busy,
+    output wire               starved,        // busy, a sum still owed and none offered
     output reg                done,
     output reg                bad_field,
     output reg                err_slverr,
@@ -325,6 +326,9 @@ assign out_last = f_last[f_rd];
 wire              drained = !rq_valid_reg && p_reg == rq_done_reg && v_pipe_reg == 4'd0
                          && !out_valid;
 assign busy = run_reg;
+// waiting for a partial sum (the read latency, a slow memory): the POST's stall, which the
+// contract counts as IDLE (dtpu_cl_top; the other busy cycles are the POST's stall-free ones)
+assign starved = run_reg && p_reg != pix_reg && !w_valid;
 
 always @(posedge clk) begin
     done <= 1'b0;

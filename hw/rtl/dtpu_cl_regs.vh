@@ -17,6 +17,7 @@ localparam integer DTPU_CL_DESC_FIFO_WORDS = 64;
 localparam integer DTPU_CL_IRQ_LATENCY = 1;
 localparam integer DTPU_CL_SEQ_FETCH_START = 4;
 localparam integer DTPU_CL_SEQ_FETCH_NEXT = 4;
+localparam integer DTPU_CL_SEQ_FETCH_ROOM = 3;
 localparam integer DTPU_CL_SEQ_DECODE = 3;
 localparam integer DTPU_CL_SEQ_DESC_GAP = 4;
 localparam integer DTPU_CL_SEQ_REG_CYCLES = 2;
@@ -31,8 +32,15 @@ localparam integer DTPU_CL_SEQ_ACT_SETUP_CHANNELS = 42;
 localparam integer DTPU_CL_SEQ_ACT_FIRST = 4;
 localparam integer DTPU_CL_SEQ_RUN_DONE = 1;
 localparam integer DTPU_CL_SEQ_STORE_TAIL = 3;
-localparam integer DTPU_CL_SEQ_ACC_READ = 7;
+localparam integer DTPU_CL_SEQ_STORE_GAP = 4;
+localparam integer DTPU_CL_SEQ_ACC_READ = 4;
+localparam integer DTPU_CL_SEQ_ACT_RQ = 5;
+localparam integer DTPU_CL_SEQ_ACC_SUM = 2;
+localparam integer DTPU_CL_SEQ_RD_ISSUE = 2;
 localparam integer DTPU_CL_SEQ_ACC_TAIL = 5;
+localparam integer DTPU_CL_SEQ_POST_READ = 7;
+localparam integer DTPU_CL_SEQ_POST_DONE = 8;
+localparam integer DTPU_CL_SEQ_POST_AW = 10;
 localparam integer DTPU_CL_SEQ_RUN_RANGES = 4;
 
 // ---- descriptor opcodes and lengths (words including the header) ----

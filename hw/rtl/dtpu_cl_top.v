@@ -336,11 +336,15 @@ always @(posedge clk) begin
         rd_beats  <= 32'd0;
         wr_beats  <= 32'd0;
     end
+    po_busy_q <= po_busy;
     if (seq_busy) begin
         cl_cycles <= cl_cycles + 64'd1;
         // the contract's IDLE: list cycles - the jobs' stall-free cycles (a LOAD's 1.2 job,
         // and a RUN's cycles held by the global stall, e.g. waiting for the first word)
-        if (!core_busy || seq_loading || stall) begin
+        // ... nor a POST's: from its start (S_PGO) to the sequencer's S_PRUN's last cycle, those
+        // in which the post unit is not waiting for a sum
+        if ((!core_busy || seq_loading || stall)
+            && !((po_start || po_busy || po_busy_q) && !po_starved)) begin
             cl_idle <= cl_idle + 64'd1;
         end
         if (m_axi_rvalid && m_axi_rready) begin
@@ -372,6 +376,7 @@ always @(posedge clk) begin
         wr_beats   <= 32'd0;
         cl_cycles  <= 64'd0;
         cl_idle    <= 64'd0;
+        po_busy_q  <= 1'b0;
         cl_done    <= 1'b0;
         irq_en     <= 1'b0;
         irq_pend   <= 1'b0;
@@ -427,6 +432,8 @@ wire             la_m_valid, la_m_ready, la_m_last;
 wire             la_drain;
 wire             st_s_ready;
 wire             po_busy, po_p_rd_en;
+wire             po_starved;
+reg              po_busy_q;     // the cycle after the post unit's last busy one (S_PRUN's last)
 // the POST unit's lane: lane 0 of the core's dtpu_post (SHARE_POST_LANE)
 wire             po_lane_sel, po_lane_in_valid, po_lane_valid, po_lane_ovf, po_lane_wrap;
 wire [3:0]       po_lane_prec;
@@ -913,6 +920,7 @@ post_inst (
     .act_min(job_regs[JI_AMIN*32 +: 32]),
     .act_max(job_regs[JI_AMAX*32 +: 32]),
     .busy(po_busy),
+    .starved(po_starved),
     .done(po_done),
     .bad_field(po_bad),
     .err_slverr(po_slv),

@@ -397,10 +397,11 @@ def test_run_cycles_equal_the_timeline_on_the_exact_class(lib):
                       int(rng.choice([8, 16, 24, 32]))))
     # K split 1x1 convolutions (ACC RUNs, POSTs): one column tile or several (OC 8..48),
     # items written as merged bursts (OC 8) or one a pixel, POSTs of channel slices whose
-    # gaps the store unit fills, 1..25 pixels
+    # gaps the store unit fills, 1..81 pixels (past 16 the units' credit buffers hold their
+    # reads back)
     cases += [(("ksplit", oc), hw, c) for hw, c, oc in
               ((2, 512, 16), (1, 512, 24), (2, 1024, 8), (3, 512, 40), (4, 512, 16),
-               (5, 512, 24), (2, 512, 48))]
+               (5, 512, 24), (2, 512, 48), (7, 1024, 8), (9, 512, 24))]
     for nodes, hw, c in cases:
         buf = t.alloc_buffer(1 << 18 if nodes[0] == "ksplit" else 1 << 16)
         if nodes[0] == "ksplit":

@@ -1049,13 +1049,16 @@ class Timeline:
         self.latch_free = ar
         return out
 
-    def _read_sched(self, reqs: list) -> list[list[tuple[int, int]]]:
+    def _read_sched(self, reqs: list, credit: dict | None = None) -> list[list[tuple[int, int]]]:
         """The read requests of a RUN's units, `reqs` = [(priority, request cycle, address,
         beats)] (priority 1: the load / post unit, 2: the store unit's read-back; each unit's
         in its order), as the read path serves them: the read master holds one request at a
         time (:meth:`_bursts`); when it is free the next one is chosen among those made by
         then, the fetcher's block first (dtpu_cl_rd_arb port A), then the load / post unit,
-        then the store unit (the second arbiter). Returns the bursts of each request."""
+        then the store unit (the second arbiter). `credit` {priority: the cycles the unit took
+        its words from its credit buffer (dtpu_cl_rd_buf, SEQ_RD_CREDIT words)}: a request is
+        made only once its words fit the buffer, and that unit's later ones move with it.
+        Returns the bursts of each request."""
         out: list = [None] * len(reqs)
         reqs = [list(r) for r in reqs]
         queues = {1: [k for k, r in enumerate(reqs) if r[0] == 1],
@@ -1065,16 +1068,29 @@ class Timeline:
         # made no earlier than the master took the one that many before, and the later runs
         # move with it
         rq = self.K["SEQ_ACT_RQ"]
+        cap = self.K["SEQ_RD_CREDIT"]
         taken1: list[int] = []
-        shift1 = 0
+        shift = {1: 0, 2: 0}
+        words = {1: 0, 2: 0}            # words requested so far per unit
+        credit = credit or {}
+        for p_ in (1, 2):
+            for k in queues[p_]:
+                reqs[k].append(0)       # this request's shift, added once
         while queues[1] or queues[2]:
-            if queues[1] and len(taken1) >= rq:
-                k1 = queues[1][0]
-                want = max(reqs[k1][1] + shift1, taken1[-rq] + 1)
-                shift1 = want - reqs[k1][1]
-                reqs[k1][1] = want
-            elif queues[1]:
-                reqs[queues[1][0]][1] += shift1
+            for p_ in (1, 2):
+                if not queues[p_]:
+                    continue
+                k1 = queues[p_][0]
+                base = reqs[k1][1] - reqs[k1][4]
+                want = base + shift[p_]
+                if p_ == 1 and len(taken1) >= rq:
+                    want = max(want, taken1[-rq] + 1)
+                cons = credit.get(p_)
+                need = words[p_] + reqs[k1][3] - cap
+                if cons and need > 0:
+                    want = max(want, cons[min(need, len(cons)) - 1] + 1)
+                shift[p_] = want - base
+                reqs[k1][1], reqs[k1][4] = want, shift[p_]
             # request times are AR times when nothing waits; the master takes a request
             # SEQ_RD_ISSUE before its AR can go (dtpu_axi_burst, the AR register): `d` is when
             # it takes the next one, among the requests made by then
@@ -1093,7 +1109,7 @@ class Timeline:
             queues[reqs[k][0]].remove(k)
             if reqs[k][0] == 1:
                 taken1.append(d)
-                reqs[k][1] -= shift1        # the next head's shift is added again above
+            words[reqs[k][0]] += reqs[k][3]
             out[k] = self._bursts(max(d, reqs[k][1]), reqs[k][2], reqs[k][3])
         return out
 
@@ -1211,7 +1227,45 @@ class Timeline:
             for r_ in runs:     # each run requested once collected, one element a cycle
                 e += len(r_)
                 reqs.append((1, t + req + e - len(runs[0]), 8 * r_[0], len(r_)))
-        bursts = self._read_sched(reqs)
+        # the units' credit buffers: the requests depend on when the units take their words,
+        # which depends on the requests; iterate from none taken to a fixed point
+        saved = self._rd_state()
+        credit: dict = {}
+        prev = None
+        for i in range(self.ACC_ITERATIONS):
+            bursts = self._read_sched(reqs, credit)
+            if bursts == prev:          # the same reads as the round before: settled
+                break
+            first, end, cons = self._acc_core(t, acc, bursts, n_st, req, rd, store_reads, cycles)
+            if i == self.ACC_ITERATIONS - 1:
+                break
+            prev, credit = bursts, cons
+            self._rd_state(saved)
+        return first, end
+
+    #: rounds of :meth:`_acc_run`'s fixed point (the lists tested settle in 2..5)
+    ACC_ITERATIONS = 12
+
+    def _rd_state(self, st: dict | None = None) -> dict:
+        """The read channel's state (saved, or restored from `st`)."""
+        names = ("rd_free", "ar_free", "latch_free", "rd_beats", "block_end", "next_block")
+        if st is None:
+            return {**{n: getattr(self, n) for n in names}, "r_last": list(self.r_last),
+                    "block_first": list(self.block_first)}
+        for n in names:
+            setattr(self, n, st[n])
+        self.r_last, self.block_first = list(st["r_last"]), list(st["block_first"])
+        return st
+
+    def _acc_core(self, t: int, acc: "_AccRun", bursts: list, n_st: int, req: int, rd: int,
+                  store_reads: int, cycles: int) -> tuple:
+        """:meth:`_acc_run`'s job once its reads are scheduled: (first beat, DONE, {unit: the
+        cycles it took each word from its credit buffer})."""
+        K = self.K
+        cfg = self.fmt.cfg
+        first = None
+        act_t: list[int] = []
+        kw = period = 1
         arrive: list[int] = []           # the read-back sums' beats, in order
         for bl in bursts[:n_st]:
             for f0, b in bl:
@@ -1220,6 +1274,7 @@ class Timeline:
             f0, e0 = self._read(t + K["SEQ_ACC_READ"], store_reads)
             arrive.extend(range(f0, e0))
         if acc.act is not None and rd:
+            _, kw, period = acc.act
             for bl in bursts[n_st:]:
                 for f0, b in bl:
                     act_t.extend(range(f0, f0 + b))
@@ -1227,7 +1282,6 @@ class Timeline:
         elif rd:
             first, _ = self._read(t + req, rd)
             act_t = [first]
-            kw, period = 1, 1
         # the global stall over the stall-free schedule: inputs and results in time order
         ev = []
         for k, b in enumerate(act_t):
@@ -1238,12 +1292,15 @@ class Timeline:
             ev.append((cycles - res_t[k], 1, k, 0))
         ev.sort()
         stall, free, lane = 0, t, 0
+        took: dict = {1: [], 2: []}
         for s_, kind, k, b in ev:
             at = t + s_ + stall
             if kind == 0:
                 need = b + K["SEQ_ACT_FIRST"]
                 if need > at:
                     stall += need - at
+                    at = need
+                took[1].append(at - K["SEQ_ACT_TAKE"])
             else:
                 if free > at:
                     stall += free - at
@@ -1252,10 +1309,13 @@ class Timeline:
                 for _ in range(max(1, acc.kept[k])):
                     if arrive and acc.kept[k]:
                         c = max(c, arrive[min(lane, len(arrive) - 1)] + K["SEQ_ACC_SUM"])
+                        took[2].append(c)
                         lane += 1
                     c += 1
                 free = c
-        return first, t + cycles + stall
+        if acc.act is None:
+            took[1] = []
+        return first, t + cycles + stall, took
 
     def _acc_tail(self, last_item: int) -> int:
         """Cycles from an ACC RUN's end (the core's DONE, the store unit has taken the last

@@ -72,6 +72,16 @@ def ksplit_program(seed=5):
     return cl.compile_program([[cl.NodeIn(s, *_node(rng, s), -1)]], CFG, base=BASE)
 
 
+def ksplit_pw_program(hw=2, c=512, oc=16, seed=7):
+    """A 1x1 convolution whose K (C) does not fit the weight memory: K chunks in RES ACC RUNs
+    (the first per column tile with FLAGS.FIRST) and a POST per parameter page; its RUNs read
+    the input in word mode (the exact class, docs/rtl.md "ACC RUNs and POST")."""
+    rng = np.random.default_rng(seed)
+    s = ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, hw, hw, c), (oc, 1, 1, c), name="kp",
+                 **_q(rng, oc))
+    return cl.compile_program([[cl.NodeIn(s, *_node(rng, s), -1)]], CFG, base=BASE)
+
+
 def int16_program(seed=6):
     """16x8 (int16 activations): LANES 4 x ESIZE 2 streams, a 3x3 conv then a 1x1."""
     rng = np.random.default_rng(seed)
@@ -282,8 +292,9 @@ async def test_contract_memory_model(dut):
     byte-exact; CL_CYCLES, IDLE, RD_BEATS and WR_BEATS equal the model's Timeline on every
     prologue and on the partition lists of the exact RUN classes (1x1 convolutions and
     depthwise convolutions in word mode, chained: docs/rtl.md "RUN / POST cycles against the
-    Timeline"), fixed ones and N_RANDOM random ones; the other partition lists (lane mode, 3x3
-    WINDOWS, ACC and POST) are logged against it, RD_BEATS asserted on those without ACC."""
+    Timeline"), fixed ones and N_RANDOM random ones, and K-split 1x1 convolutions (ACC RUNs
+    and POSTs); the other partition lists (lane mode, 3x3 WINDOWS, a K-split 3x3) are logged
+    against it, RD_BEATS and WR_BEATS asserted."""
     tb = RunTB(dut, SEED + 5, lat=contract_lat(FMT), stall=0.0)
     await tb.reset()
     rng = np.random.default_rng(SEED + 5)
@@ -307,7 +318,14 @@ async def test_contract_memory_model(dut):
              ("branches", chain_program([("pw", 16), ("pw", 24, -1), ("dw", 0, 0), ("pw", 8, 1)],
                                         hw=4, c=16)),
              ("branches 8x8", chain_program([("pw", 32), ("dw", 0, -1), ("pw", 16, 0),
-                                             ("dw", 0, 1)], hw=8, c=16))]
+                                             ("dw", 0, 1)], hw=8, c=16)),
+             # K split: 16 ACC RUNs (two column tiles) and a POST; 16 RUNs (one tile, items
+             # merged into 16-word bursts) and a POST; two POSTs of channel slices (a POST
+             # whose last burst closely follows another, e.g. 2x2x512 -> 48, meets this
+             # memory's early B above: tests/test_rtl_lists.py has it)
+             ("ksplit 1x1 2x2x512 -> 16", ksplit_pw_program(2, 512, 16)),
+             ("ksplit 1x1 3x3x1024 -> 8", ksplit_pw_program(3, 1024, 8)),
+             ("ksplit 1x1 2x2x512 -> 32", ksplit_pw_program(2, 512, 32))]
     rnd = random.Random(SEED + 5)
     for i in range(N_RANDOM):
         progs.append((f"random class {i}", random_class_program(rnd, seed=30 + i)))

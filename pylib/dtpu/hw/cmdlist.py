@@ -1219,14 +1219,19 @@ class Timeline:
             burst = int(self.fmt.mem["MEM_BURST_BEATS"])
             runs: list[list[int]] = []
             for x in wa:
+                if runs and x == runs[-1][-1]:
+                    continue    # on the word of the beat before: shares its beat
                 if runs and x == runs[-1][-1] + 1 and len(runs[-1]) < burst:
                     runs[-1].append(x)
                 else:
                     runs.append([x])
-            e = 0
-            for r_ in runs:     # each run requested once collected, one element a cycle
-                e += len(r_)
-                reqs.append((1, t + req + e - len(runs[0]), 8 * r_[0], len(r_)))
+            if sum(len(r_) for r_ in runs) != rd:   # not the unit's beats: the stream as one
+                acc = _AccRun(acc.kept, acc.res_t, acc.reads, acc.last_item, None)
+            else:
+                e = 0
+                for r_ in runs:     # each run requested once collected, one element a cycle
+                    e += len(r_)
+                    reqs.append((1, t + req + e - len(runs[0]), 8 * r_[0], len(r_)))
         # the units' credit buffers: the requests depend on when the units take their words,
         # which depends on the requests; iterate from none taken to a fixed point
         saved = self._rd_state()
@@ -1234,10 +1239,8 @@ class Timeline:
         prev = None
         for i in range(self.ACC_ITERATIONS):
             bursts = self._read_sched(reqs, credit)
-            if bursts == prev:          # the same reads as the round before: settled
-                break
             first, end, cons = self._acc_core(t, acc, bursts, n_st, req, rd, store_reads, cycles)
-            if i == self.ACC_ITERATIONS - 1:
+            if bursts == prev or i == self.ACC_ITERATIONS - 1:   # settled (or given up)
                 break
             prev, credit = bursts, cons
             self._rd_state(saved)

@@ -139,3 +139,31 @@ def table(probe: Probe, events: list) -> list[str]:
     if len(model) > len(probe.descs) and "END(cycles)" in model[-1]:
         pass
     return out
+
+
+# ------------------------------------------------------------------------ in process (C++ memory)
+
+def run_diffs(model_events: list, trace_events) -> list[tuple]:
+    """Per RUN / POST of the last list, the model's (start, first beat, end) next to the RTL's
+    end and busy / stall cycles: `model_events` is ``Executor.events`` (the Timeline's record),
+    `trace_events` the rows of ``NativeListTransport.trace_events()[1]`` (dtpu.rtl.nodetrace).
+    Rows (op, model start, model first beat, model end, RTL end, RTL - model, RTL busy, RTL
+    stall); the first row with a non-zero difference is where the two timelines part
+    (docs/rtl.md "ACC RUNs and POST")."""
+    runs_m = [e for e in model_events if e[0] == "run"]
+    runs_r = [e for e in trace_events if int(e["op"]) in (3, 4)]
+    return [(int(r["op"]), m[1], m[2], m[3], int(r["end"]), int(r["end"]) - m[3],
+             int(r["busy"]), int(r["stall"])) for m, r in zip(runs_m, runs_r)]
+
+
+def axi_log(events, kinds=("AR", "R_FIRST", "R_LAST", "AW", "W_LAST", "B"), offset: int = 0,
+            base: int = 0) -> list[str]:
+    """``NativeListTransport.events()`` (its AXI handshakes, after ``log_events(True)``) as
+    "cycle:KIND:beats:address" strings, the cycle shifted by `offset` (the model's cycles are
+    CL_CYCLES': the list's first AR is SEQ_FETCH_START after DOORBELL) and the address relative
+    to `base`."""
+    if len(events) == 0:
+        return []
+    c0 = int(events["cycle"][0])
+    return [f"{int(e['cycle']) - c0 + offset}:{kinds[int(e['kind'])]}:{int(e['beats'])}:"
+            f"{int(e['addr']) - base:#x}" for e in events]

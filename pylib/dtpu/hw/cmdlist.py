@@ -1296,6 +1296,11 @@ class Timeline:
         ev.sort()
         stall, free, lane = 0, t, 0
         took: dict = {1: [], 2: []}
+        # the store unit's rate holds the core only where the stream is counted word by word:
+        # a stream the model takes as one request (PAD words, windows read again) starves the
+        # core in ways it does not count, which spreads the results (the RTL then hides most of
+        # the store's rate: a 3x3 K split, docs/rtl.md "ACC RUNs and POST")
+        per_word = acc.act is not None
         for s_, kind, k, b in ev:
             at = t + s_ + stall
             if kind == 0:
@@ -1305,7 +1310,7 @@ class Timeline:
                     at = need
                 took[1].append(at - K["SEQ_ACT_TAKE"])
             else:
-                if free > at:
+                if free > at and per_word:
                     stall += free - at
                     at = free
                 c = at

@@ -32,8 +32,8 @@ sequencer has left the RUN (its state changes at the edge that samples DONE), so
 CL_CYCLES' counter then, :data:`END_OFFSET` = 0 (checked against branch runexact's Timeline,
 where the whole list's cycles are exact: every node's end equal). Each tag's span carries two more entries: ``[5]`` the list cycles the RTL
 did not count as IDLE during its jobs, ``[6]`` its RUNs' STALL cycles, ``[7]`` the
-stall-free cycles of its POSTs (part of ``[1]``; the RTL's IDLE counts them, the contract's
-does not: docs/rtl.md).
+stall-free cycles of its POSTs (part of ``[1]``; neither the contract's IDLE nor, since
+branch accpost, the RTL's counts them: docs/rtl.md "ACC RUNs and POST").
 """
 from __future__ import annotations
 

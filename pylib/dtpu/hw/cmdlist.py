@@ -892,8 +892,10 @@ class Timeline:
     def _read(self, t_req: int, beats: int) -> tuple[int, int]:
         """(first beat, last beat + 1) of a read of `beats` requested at t_req; the list's
         blocks requested before it go first."""
-        while len(self.block_first) < self._blocks() and self.block_first \
-                and (self._block_req() or t_req + 1) <= t_req:
+        while len(self.block_first) < self._blocks() and self.block_first:
+            nb = self._block_req()
+            if nb is None or nb > t_req:
+                break
             self._issue_block()
         return self._read_raw(t_req, beats)
 
@@ -1209,10 +1211,7 @@ class Timeline:
         every period), and a result word waits for the store unit to be free, which adds its
         kept lanes one a cycle, each once its sum (read back) is in."""
         K = self.K
-        cfg = self.fmt.cfg
         reqs = [(2, t + K["SEQ_ACC_READ"] + off, a, n) for off, a, n in acc.reads]
-        first = None
-        act_t: list[int] = []            # the activation words' beats
         n_st = len(reqs)
         if acc.act is not None and rd:
             wa, kw, period = acc.act
@@ -1816,7 +1815,6 @@ class Executor:
         ch0, ch1, dstc = r2["CH0"], r2["CH1"], r2["DSTC"]
         wpi = -(-gw // L)
         kept: list[int] = []
-        last_item = 0
         items: list[tuple[int, int, int]] = []     # (walk step, sum address, sums)
         step = 0
         for p in range(r1["PIX"]):
@@ -1825,7 +1823,6 @@ class Executor:
                 n_item = max(0, min(gw, ch1 - c0))
                 if n_item:
                     items.append((step, r0["DST"] + (p * dstc + c0) * 8, n_item))
-                    last_item = n_item
                 for w in range(wpi):
                     kept.append(max(0, min(L, n_item - w * L)))
                 step += wpi

@@ -431,6 +431,41 @@ def test_run_cycles_equal_the_timeline_on_the_exact_class(lib):
     t.close()
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [7, 11])
+def test_ksplit_cycles_equal_the_timeline_sweep(lib, seed):
+    """Random K-split 1x1 convolutions (1..10 pixels a side, C 512..1024, OC 8..64): CL_CYCLES,
+    IDLE, RD_BEATS, WR_BEATS of prologue and partition equal the Timeline's, DDR the model's
+    (docs/rtl.md "ACC RUNs and POST")."""
+    import random
+    rnd = random.Random(seed)
+    t = open_core(lib, ddr_bytes=64 << 20)
+    for _ in range(14):
+        hw, c = rnd.randint(1, 10), rnd.choice([512, 640, 768, 1024])
+        oc = rnd.choice([8, 16, 24, 32, 40, 56, 64])
+        buf = t.alloc_buffer(1 << 20)
+        p = _ksplit(hw, c, oc, buf.addr, seed=seed)
+        assert p.size <= buf.array.size
+        buf.array[:p.size] = p.image
+        b_in = p.partitions[0].input
+        o = b_in.addr - buf.addr
+        buf.array[o:o + b_in.nbytes] = np.random.default_rng(hw).integers(
+            0, 256, b_in.nbytes, dtype=np.uint8)
+        model = Model(buf, start=(t.weights(), t.params()))
+        for addr, name in ((p.prologue_addr, "prologue"), (p.partitions[0].list_addr, "partition")):
+            regs, _ = kick(t, addr)
+            r = model.run(addr)
+            what = f"ksplit {hw}x{hw}x{c} -> {oc} {name}"
+            check_status(regs, r, what)
+            got = (regs["CL_CYCLES"], t.read_reg(FMT.reg_offset("IDLE_LO")), regs["RD_BEATS"],
+                   t.read_reg(FMT.reg_offset("WR_BEATS")))
+            assert got == (r.cycles, r.idle_cycles, r.rd_beats, r.wr_beats), (what, got, r.cycles)
+            ack(t)
+        assert np.array_equal(buf.array[:p.size], model.ddr.mem[:p.size])
+        buf.free()
+    t.close()
+
+
 def test_malformed_lists_and_bus_errors_as_the_model(lib):
     """Bad opcode, bad length, a LOAD from outside DDR (DECERR: unallocated, outside every
     buffer), a list running off its buffer (DECERR in the fetch), a SLVERR word inside a LOAD:

@@ -1193,9 +1193,16 @@ class Timeline:
                 s0 = e0 = None
         if e0 is not None:
             reqs.append((q + aw + 1, e0 - s0 + 1))
+        # at most MEM_READ_OUTSTANDING (the write master's too) bursts unanswered: a burst's
+        # request waits for the response of the one that many before (SEQ_WR_SLOT after it)
+        out_n = int(self.fmt.mem["MEM_READ_OUTSTANDING"])
         w_free = 0
+        b_at: list[int] = []
         for t_r, n in reqs:
+            if len(b_at) >= out_n:
+                t_r = max(t_r, b_at[-out_n] + self.K["SEQ_WR_SLOT"])
             w_free = max(w_free, t_r + 1) + n
+            b_at.append(w_free - 1 + self.WL)
         return w_free
 
     def _acc_run(self, t: int, acc: "_AccRun", req: int, rd: int, store_reads: int,

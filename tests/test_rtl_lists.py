@@ -345,6 +345,15 @@ def _chain(nodes, hw, c, base, seed=0):
             specs.append(ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, hw, hw, cin),
                                   (oc, 1, 1, cin), name=f"pw{i}", **q(oc)))
             cin = oc
+        elif kind.startswith("c3"):
+            # "c3" a 3x3 convolution (GEMM over WINDOWS), SAME; "v": VALID, "s": stride 2
+            specs.append(ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, hw, hw, cin),
+                                  (oc, 3, 3, cin),
+                                  padding=Padding.VALID if "v" in kind else Padding.SAME,
+                                  stride=(2, 2) if "s" in kind else (1, 1), name=f"c3{i}",
+                                  **q(oc)))
+            cin = oc
+            hw = specs[-1].output_shape[1]
         else:
             specs.append(ConvSpec(OpKind.DEPTHWISE_CONV_2D, DataMode.INT8, (1, hw, hw, cin),
                                   (1, 3, 3, cin), padding=Padding.SAME, name=f"dw{i}", **q(cin)))

@@ -389,6 +389,13 @@ async def test_probe_runs(dut):
                 dut._log.info("PROBE %s", line)
             dut._log.info("PROBE model blocks' first beats %s",
                           [e[1] for e in model.ex.events if e[0] == "blocks"])
+            if name == "partition" and os.environ.get("DTPU_PROBE_ACT"):
+                for x in pr.descs:
+                    if x.get("act_t"):
+                        dut._log.info("PROBE act words (start %s): %s", x.get("start"), x["act_t"])
+                for e in model.ex.events:
+                    if e[0] == "act":
+                        dut._log.info("PROBE model act words: %s", list(e[1]))
             if name == "partition":
                 dut._log.info("PROBE last result words: %s",
                               [x.get("res_t", [])[-20:] for x in pr.descs if x.get("res_t")])

@@ -1478,10 +1478,8 @@ class Executor:
         n, h, w, c = a1["N"], a1["H"], a1["W"], a1["C"]
         kp, k0, k1 = a3["KP"], a3["K0"], a3["K1"]
         word_mode = c % L == 0 and a0["SRC"] % 8 == 0
-        if not word_mode:
-            return None
-        if (a2["KH"], a2["KW"], a2["SY"], a2["SX"], a2["PT"], a2["PL"], a2["OH"], a2["OW"]) \
-                == (1, 1, 1, 1, 0, 0, h, w) and kp == c:
+        if word_mode and (a2["KH"], a2["KW"], a2["SY"], a2["SX"], a2["PT"], a2["PL"], a2["OH"],
+                          a2["OW"]) == (1, 1, 1, 1, 0, 0, h, w) and kp == c:
             return None
         kw_, nt, period, m = sched
         if kw_ != k1 - k0 or m * kw_ != words:
@@ -1491,12 +1489,12 @@ class Executor:
         if index is None:
             index = _window_index(a1, a2, kp)
         size = n * h * w * c
-        e = index[:, k0 * L:k1 * L:L].reshape(-1).astype(np.int64)
+        e = index[:, k0 * L:k1 * L:(L if word_mode else 1)].reshape(-1).astype(np.int64)
         wa = np.where(e == size, -1, (a0["SRC"] + e * es) // 8)
         cfg = self.core.cfg.CFG_CYCLES
         need = (cfg + (np.arange(m, dtype=np.int64) * nt * period)[:, None]
                 + np.arange(kw_, dtype=np.int64)[None, :]).reshape(-1)
-        return wa, 1, need
+        return wa, 1 if word_mode else L, need
 
     # -- store unit
 

@@ -368,13 +368,14 @@ def _chain(nodes, hw, c, base, seed=0):
 def test_run_cycles_equal_the_timeline_on_the_exact_class(lib):
     """The memory model here is the contract's exactly (every burst's first beat
     MEM_READ_LATENCY after its AR, write responses MEM_WRITE_LATENCY after the last beat):
-    on chains of 1x1 and depthwise convolutions in the load unit's word mode, CL_CYCLES, IDLE,
+    on chains of 1x1 and depthwise convolutions in the load unit's word mode and of 3x3
+    convolutions (WINDOWS: word mode, lane mode; SAME, VALID, stride 2), CL_CYCLES, IDLE,
     RD_BEATS and WR_BEATS of the prologue and of the partition list equal the Executor's
     Timeline (the class sim/tb/tb_cl_run.py::test_contract_memory_model asserts under cocotb),
     and DDR as the model's: fixed chains, 1x1s with items smaller than a word (OC 2, 4, 20),
     a graph with independent RUNs (starting while the
-    results before drain: dtpu_cl_seq's RANGES) and random graphs (1..4 nodes, 2..9 pixels a
-    side, C and OC 8..32)."""
+    results before drain: dtpu_cl_seq's RANGES), random 3x3 chains (1..3 nodes, 5..11 pixels a
+    side, C 3..16) and random graphs (1..4 nodes, 2..9 pixels a side, C and OC 8..32)."""
     t = open_core(lib, ddr_bytes=4 << 20)
     rng = np.random.default_rng(15)
     cases = [([("pw", 16), ("pw", 32), ("pw", 8)], 6, 16),
@@ -382,7 +383,26 @@ def test_run_cycles_equal_the_timeline_on_the_exact_class(lib):
              ([("pw", 24), ("dw", 0)], 8, 8), ([("dw", 0)], 5, 8), ([("pw", 16)], 5, 32),
              ([("pw", 16), ("pw", 24, -1), ("dw", 0, 0), ("pw", 8, 1)], 5, 16),
              # result items smaller than a word: packed writes, a partial last word
-             ([("pw", 4)], 3, 16), ([("pw", 2)], 1, 256), ([("pw", 20)], 7, 24)]
+             ([("pw", 4)], 3, 16), ([("pw", 2)], 1, 256), ([("pw", 20)], 7, 24),
+             # streams that do not keep up (docs/rtl.md "Streams that do not keep up"): 3x3
+             # WINDOWS in word mode (SAME, VALID, stride 2), lane mode (C = 3, 5, 6: a 3x3 and a
+             # 1x1), chained with the classes above
+             ([("c3", 8)], 4, 8), ([("c3", 16)], 8, 16), ([("c3v", 8)], 6, 8),
+             ([("c3s", 16)], 9, 8), ([("c3vs", 24)], 9, 16), ([("c3", 64)], 4, 8),
+             ([("c3", 8), ("c3s", 16), ("pw", 8)], 9, 3), ([("c3", 24)], 7, 5),
+             ([("pw", 16), ("c3", 8), ("dw", 0)], 6, 16), ([("pw", 16)], 5, 6)]
+    for _ in range(6):      # random 3x3 chains, word and lane mode
+        hw0 = hw = int(rng.integers(5, 12))
+        nodes = []
+        for _ in range(int(rng.integers(1, 4))):
+            kind = str(rng.choice(["c3", "c3v", "c3s", "c3vs", "pw"]))
+            hw2 = ((hw - 2 if "v" in kind else hw) + (1 if "s" in kind else 0)) \
+                // (2 if "s" in kind else 1)
+            if hw2 < 2:
+                kind, hw2 = "c3", hw
+            nodes.append((kind, int(rng.choice([8, 16]))))   # 3x3x24 would split K (ACC)
+            hw = hw2
+        cases.append((nodes, hw0, int(rng.choice([3, 4, 8, 16]))))
     for _ in range(8):      # random graphs: any size, partial last bursts after full ones,
         n = int(rng.integers(1, 5))     # 40 % of the nodes reading any earlier node or the input
         cases.append(([(str(rng.choice(["pw", "dw"])), int(rng.choice([8, 16, 24, 32])))

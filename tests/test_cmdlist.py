@@ -145,7 +145,7 @@ def test_single_job_cycles_follow_the_memory_model():
     ex._act_sched = (18, 3, 18, 36)             # KW, NT, period, M of this GEMM
     wa, per_word, need = ex._act_stream(d, 36 * 18)
     assert per_word == 1 and need[18] == cfg.CFG_CYCLES + 3 * 18
-    stall = cl._stream_sim(wa, per_word, need, m["SEQ_ACT_SETUP_WINDOWS"] - 1, 0, m)[0]
+    stall = cl._stream_sim(wa, per_word, need, m["SEQ_ACT_SETUP_WINDOWS"] - 2, 0, m)[0]
     assert stall > act_req + rl + m["SEQ_ACT_FIRST"] - cfg.CFG_CYCLES
     expect = start + stall + hw["compute_cycles"] \
         + tl._store_tail(hw["wr_beats"], gaps) + wl + m["IRQ_LATENCY"]

@@ -939,15 +939,27 @@ class Timeline:
         if act_beats and stream is not None:
             # a stream that may not keep up (3x3 WINDOWS, lane mode): the load unit's runs,
             # bursts and packer against the core's need times, cycle by cycle
-            while len(self.block_first) < self._blocks() and self.block_first \
-                    and self.next_block <= t + req:
-                self._issue_block()
+            # the list's blocks still to read go through the same master (the arbiter serves
+            # the fetcher first, its 64-word reads take MEM_BURST_BEATS bursts): the simulation
+            # starts at the next one's request when that comes before the RUN's start (every
+            # earlier read is done by then: the RUN before took its words)
+            left = self._blocks() - len(self.block_first) if self.block_first else 0
+            o = min(t, self.next_block - 2) if left else t
             wa, per_word, need = stream
-            shift, f0, f1, nb = _stream_sim(wa, per_word, need, K["SEQ_ACT_SETUP_WINDOWS"] - 1,
-                                            self.rd_free - t, self.fmt.mem)
-            first = t + f0 if f0 is not None else None
+            shift, f0, f1, nb, blks, nxt = _stream_sim(
+                wa, per_word, need - (o - t), K["SEQ_ACT_SETUP_WINDOWS"] - 2 + t - o,
+                self.rd_free - o, self.fmt.mem,
+                (self.next_block - o, left, self.fifo, K["SEQ_FETCH_NEXT"]))
+            for b0, b1 in blks:
+                self.block_first.append(o + b0)
+                self.block_end = o + b1
+                self.rd_beats += self.fifo
+                self.rd_free = max(self.rd_free, o + b1)
+            if blks:
+                self.next_block = o + nxt if nxt is not None else self.next_block
+            first = o + f0 if f0 is not None else None
             if f1 is not None:
-                self.rd_free = max(self.rd_free, t + f1)
+                self.rd_free = max(self.rd_free, o + f1)
             self.rd_beats += rd
         elif act_beats:
             first, _ = self._read(t + req, rd)
@@ -1755,7 +1767,13 @@ def _result_gaps(cfg, su, n: int) -> tuple | None:
 
 
 
-def _stream_sim(wa, per_word: int, need, intake: int, rd_free: int, mem: dict) -> tuple:
+#: debugging: a list to record the simulated stream's ARs in (cycle from the simulation's
+#: origin, beats, a list block)
+_SIM_TRACE: list | None = None
+
+
+def _stream_sim(wa, per_word: int, need, intake: int, rd_free: int, mem: dict,
+                blocks: tuple | None = None) -> tuple:
     """The activation stream of one RUN cycle by cycle as the load unit (dtpu_cl_load), the
     credit buffer (dtpu_cl_rd_buf) and the read master (dtpu_axi_rd, dtpu_axi_burst) move it
     under the contract's memory model, against the core's stall-free need times (docs/rtl.md
@@ -1764,9 +1782,14 @@ def _stream_sim(wa, per_word: int, need, intake: int, rd_free: int, mem: dict) -
     `wa`: per element of the stream (a word in word mode, a lane in lane mode) its DDR word
     address, -1 for PAD; `per_word`: elements per activation word (1, or LANES); `need[j]`:
     the cycle the job's stall-free schedule takes word j; `intake`: the cycle the unit's run
-    builder could take the first element (one a cycle after it); `rd_free`: the read
-    channel's first free beat. Returns (the core's stall once it took its last word, the
-    stream's first beat, its last beat + 1, its beats).
+    builder could take the first element (one a cycle after it; SEQ_ACT_SETUP_WINDOWS - 2
+    after the RUN's start: its first AR comes 2 cycles after the request); `rd_free`: the read
+    channel's first free beat; `blocks`: (the AR cycle of the list's next block, blocks
+    left, words a block, SEQ_FETCH_NEXT): the fetcher's reads, which the arbiter serves
+    first, each next one SEQ_FETCH_NEXT after the last beat of the one before. Returns (the
+    core's stall once it took its last word, the stream's first beat, its last beat + 1, its
+    beats, the first beat and last beat + 1 of each block read meanwhile, the next block's AR
+    cycle).
 
     Run builder: a non-PAD element on the word of the last beat shares that beat, one on the
     next word extends the open run (up to MEM_BURST_BEATS words), any other opens a run and
@@ -1776,15 +1799,17 @@ def _stream_sim(wa, per_word: int, need, intake: int, rd_free: int, mem: dict) -
     idle and the credit buffer (ACT_READ_BUFFER words) has room for it, issues its burst the
     next cycle while fewer than MEM_READ_OUTSTANDING are in flight (a slot frees the cycle after
     a burst's last beat), its AR one cycle later; the burst's first beat MEM_READ_LATENCY after
-    its AR, after the beats before it, one a cycle. A beat reaches the packer 2 cycles later;
-    the packer takes one element a cycle (one that completes a word only when the output
-    register is free); the core takes the word from the cycle after."""
+    its AR, after the beats before it, one a cycle. A beat reaches the packer SEQ_ACT_FIRST - 1
+    cycles later (the master's word port, the buffer); the packer takes one element a cycle
+    (one that completes a word only when the output register is free); the core takes the word
+    from the cycle after, when its schedule (shifted by its stall so far) needs it."""
     RL = int(mem["MEM_READ_LATENCY"])
     burst = int(mem["MEM_BURST_BEATS"])
     outst = int(mem["MEM_READ_OUTSTANDING"])
     ef_d = int(mem["ACT_ELEM_FIFO"])
     rq_d = int(mem["ACT_REQ_FIFO"])
     buf_d = int(mem["ACT_READ_BUFFER"])
+    to_pk = int(mem["SEQ_ACT_FIRST"]) - 1       # a beat to the packer; the core a cycle later
     n, nw = len(wa), len(need)
     wa = wa.tolist() if hasattr(wa, "tolist") else list(wa)
     need = need.tolist() if hasattr(need, "tolist") else list(need)
@@ -1793,11 +1818,14 @@ def _stream_sim(wa, per_word: int, need, intake: int, rd_free: int, mem: dict) -
     run_open, run_wa, run_len = False, 0, 0
     prev_ok, prev_wa = False, 0
     rq: list = []
-    gen_busy, gen_addr, gen_left = False, 0, 0
-    arv, ar_addr, ar_beats = False, 0, 0
+    gen_busy, gen_addr, gen_left, gen_blk = False, 0, 0, False
+    arv, ar_addr, ar_beats, ar_blk = False, 0, 0, False
+    blk_next, blk_left, blk_words, blk_gap = blocks if blocks else (0, 0, 0, 0)
+    blk_reads: list = []        # [first beat, last beat + 1] of each block read
+    ends: list = []             # last-beat cycles of every burst (stream and blocks), in order
+    ei = 0
     resv = 0
-    beat_t: list = []           # arrival cycle of every beat, in order
-    burst_end: set = set()      # indexes of bursts' last beats
+    beat_t: list = []           # arrival cycle of every stream beat, in order
     bi = 0                      # beats arrived before this cycle
     br = 0                      # beats at the packer
     bt = 0                      # beats taken by the packer
@@ -1821,12 +1849,14 @@ def _stream_sim(wa, per_word: int, need, intake: int, rd_free: int, mem: dict) -
         out_free = not out_valid or take
         # beats arriving this cycle (a burst's last one frees its slot next cycle)
         done = 0
+        while ei < len(ends) and ends[ei] <= cyc:
+            done += 1
+            ei += 1
+            acted = True
         while bi < len(beat_t) and beat_t[bi] <= cyc:
-            if bi in burst_end:
-                done += 1
             bi += 1
             acted = True
-        while br < len(beat_t) and beat_t[br] + 2 <= cyc:
+        while br < len(beat_t) and beat_t[br] + to_pk <= cyc:
             br += 1
         # the packer
         pop = False
@@ -1866,27 +1896,48 @@ def _stream_sim(wa, per_word: int, need, intake: int, rd_free: int, mem: dict) -
             push = (run_wa, run_len)
             run_open = False
         # the master: the request, the burst, the AR
-        accept = bool(rq) and not gen_busy and rq[0][1] <= buf_d - owed
+        blk_req = blk_left > 0 and cyc >= blk_next - 2 and not gen_busy
+        accept = not blk_req and bool(rq) and not gen_busy and rq[0][1] <= buf_d - owed
         issue = gen_busy and resv < outst and not arv
         if arv:                                  # AR handshake (ARREADY high)
             first = max(cyc + RL, last_beat + 1)
-            beat_t.extend(range(first, first + ar_beats))
+            if _SIM_TRACE is not None:
+                _SIM_TRACE.append((cyc, ar_beats, bool(ar_blk)))
             last_beat = first + ar_beats - 1
-            burst_end.add(len(beat_t) - 1)
+            ends.append(last_beat)
+            if ar_blk:
+                if ar_blk & 2:                   # the block's first burst
+                    blk_reads.append([first, first + ar_beats])
+                else:
+                    blk_reads[-1][1] = first + ar_beats
+                if ar_blk & 4:                   # its last: the next block after its beats
+                    blk_next = last_beat + blk_gap
+            else:
+                beat_t.extend(range(first, first + ar_beats))
             arv = False
             acted = True
         if issue:
             bnd = 512 - (gen_addr % 512)
             beats = min(gen_left, burst, bnd)
             arv, ar_addr, ar_beats = True, gen_addr, beats
+            ar_blk = (1 | (2 if gen_blk == 2 else 0) | (4 if gen_left == beats else 0)) \
+                if gen_blk else 0
+            if gen_blk == 2:
+                gen_blk = 1
             gen_addr += beats
             gen_left -= beats
             gen_busy = gen_left > 0
             resv += 1
             acted = True
         resv -= done
-        if accept:
-            gen_addr, gen_left = rq[0]
+        if blk_req:
+            gen_addr, gen_left, gen_blk = 0, blk_words, 2
+            gen_busy = True
+            blk_left -= 1
+            blk_next = 1 << 60                   # set from its last beat
+            acted = True
+        elif accept:
+            gen_addr, gen_left, gen_blk = rq[0][0], rq[0][1], False
             gen_busy = gen_left > 0
             owed += gen_left
             del rq[0]
@@ -1911,10 +1962,14 @@ def _stream_sim(wa, per_word: int, need, intake: int, rd_free: int, mem: dict) -
         # nothing moved: jump to the next cycle anything can
         if not acted and not accept and not issue:
             cand = []
+            if ei < len(ends):
+                cand.append(ends[ei])
+            if blk_left:
+                cand.append(blk_next - 2)
             if bi < len(beat_t):
                 cand.append(beat_t[bi])
             if br < len(beat_t):
-                cand.append(beat_t[br] + 2)
+                cand.append(beat_t[br] + to_pk)
             if e < n:
                 cand.append(intake + e)
             if out_valid:
@@ -1924,7 +1979,8 @@ def _stream_sim(wa, per_word: int, need, intake: int, rd_free: int, mem: dict) -
             continue
         cyc += 1
     first = beat_t[0] if beat_t else None
-    return stall, first, (last_beat + 1 if beat_t else None), len(beat_t)
+    return (stall, first, (beat_t[-1] + 1 if beat_t else None), len(beat_t), blk_reads,
+            blk_next if blk_left else None)
 
 
 def _first_words(f: "Format", d: dict, limit: int) -> list | None:

@@ -299,9 +299,12 @@ async def test_contract_memory_model(dut):
     for what, prog in (("small", small_program()), ("ksplit", ksplit_program()),
                        ("int16", int16_program())):
         # RD_BEATS / WR_BEATS as the model counts them (PAD words and lanes sharing a word
-        # take no beat; ACC sums a beat each, read back and written)
-        await run_program(tb, prog, f"memory model, {what}", rng, exact=pro,
-                          rd_exact=("partition",))
+        # take no beat; ACC sums a beat each, read back and written); "small" (a lane-mode 3x3
+        # stride 2, depthwise, 1x1) and "int16" (3x3 + 1x1) are exact (streams that do not keep
+        # up), the K split (ACC, POST) is not yet
+        part = ("partition",) if contract and what != "ksplit" else ()
+        await run_program(tb, prog, f"memory model, {what}", rng, exact=pro + part,
+                          rd_exact=() if part else ("partition",))
     progs = [("pw chain", chain_program([("pw", 16), ("pw", 32), ("pw", 8)], hw=6, c=16)),
              ("dw pw dw", chain_program([("dw", 0), ("pw", 24), ("dw", 0)], hw=4, c=16)),
              ("dw chain", chain_program([("dw", 0), ("dw", 0), ("dw", 0)], hw=8, c=16)),

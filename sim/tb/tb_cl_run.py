@@ -326,6 +326,13 @@ async def test_contract_memory_model(dut):
               ("c3 valid, stride 2", chain_program([("c3v", 8), ("c3s", 16)], hw=10, c=8)),
               ("c3 lane mode", chain_program([("c3", 8), ("dw", 0), ("pw", 8)], hw=4, c=3)),
               ("c3 lane mode stride 2", chain_program([("c3s", 16)], hw=8, c=3))]
+    for i in range(N_RANDOM):
+        # random 3x3 chains: SAME, stride 1 or 2, C 3..16 (lane or word mode), OC 8 or 16
+        # (3x3x24 would split K), 4 or 8 pixels a side (whole bursts, see above)
+        progs.append((f"random c3 {i}", chain_program(
+            [(rnd.choice(("c3", "c3", "c3s", "pw")), rnd.choice((8, 16)))
+             for _ in range(rnd.randint(1, 2))], hw=rnd.choice((4, 8)),
+            c=rnd.choice((3, 5, 8, 16)), seed=50 + i)))
     for what, prog in progs:
         await run_program(tb, prog, f"memory model, {what}", rng,
                           exact=("prologue", "partition") if contract else (),

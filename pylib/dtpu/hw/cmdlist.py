@@ -944,6 +944,11 @@ class Timeline:
             # starts at the next one's request when that comes before the RUN's start (every
             # earlier read is done by then: the RUN before took its words)
             left = self._blocks() - len(self.block_first) if self.block_first else 0
+            # the fetcher's FIFO (2^LEN words, dtpu_cl_fetch) holds the words the sequencer has
+            # not taken: a block is requested only while it has room for one
+            depth = 1 << self.fmt.fields["HEADER"]["LEN"][1]
+            held = len(self.block_first) * self.fifo - self.fetched_words
+            left = max(0, min(left, (depth - held) // self.fifo))
             o = min(t, self.next_block - 2) if left else t
             wa, per_word, need = stream
             shift, f0, f1, nb, blks, nxt = _stream_sim(

@@ -994,7 +994,9 @@ def check_node_records(got: dict, model: dict, what: str) -> None:
 ZOO_EXACT = ("conv_i9x9x5_o7_k3x3_s2x2_same_relu__uint8_fakequant",
              "conv_i10x10x5_o7_k3x3_s1x1_d2x2_same_relu__int16x8",
              "conv_i11x9x7_o7_k3x3_s1x3_same_none_nobias__int8",
-             "conv_i8x8x7_o3_k5x5_s3x3_same_relu_b2__int8", "dscnn_like__int8_float_io")
+             "conv_i8x8x7_o3_k5x5_s3x3_same_relu_b2__int8", "dscnn_like__int8_float_io",
+             "mobilenet_like__int8", "mobilenet_like__uint8", "mobilenet_like__int16x8",
+             "mobilenet_like__int8_per_tensor")
 
 
 def check_zoo_model(entry: dict, tfl) -> dict:

@@ -328,11 +328,15 @@ async def test_contract_memory_model(dut):
               ("c3 lane mode stride 2", chain_program([("c3s", 16)], hw=8, c=3))]
     for i in range(N_RANDOM):
         # random 3x3 chains: SAME, stride 1 or 2, C 3..16 (lane or word mode), OC 8 or 16
-        # (3x3x24 would split K), 4 or 8 pixels a side (whole bursts, see above)
-        progs.append((f"random c3 {i}", chain_program(
-            [(rnd.choice(("c3", "c3", "c3s", "pw")), rnd.choice((8, 16)))
-             for _ in range(rnd.randint(1, 2))], hw=rnd.choice((4, 8)),
-            c=rnd.choice((3, 5, 8, 16)), seed=50 + i)))
+        # (3x3x24 would split K), 4 or 8 pixels a side (whole bursts, see above); a 1x1 only
+        # in word mode (a lane-mode 1x1 whose runs the full element FIFO closes, 8x8x3, can
+        # be a cycle off: docs/rtl.md "Streams that do not keep up")
+        c = rnd.choice((3, 5, 8, 16))
+        nodes = [(rnd.choice(("c3", "c3", "c3s", "pw") if k or c % 8 == 0 else
+                             ("c3", "c3s")), rnd.choice((8, 16)))
+                 for k in range(rnd.randint(1, 2))]
+        progs.append((f"random c3 {i}", chain_program(nodes, hw=rnd.choice((4, 8)), c=c,
+                                                      seed=50 + i)))
     for what, prog in progs:
         await run_program(tb, prog, f"memory model, {what}", rng,
                           exact=("prologue", "partition") if contract else (),

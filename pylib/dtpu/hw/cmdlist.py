@@ -951,7 +951,7 @@ class Timeline:
             left = max(0, min(left, (depth - held) // self.fifo))
             o = min(t, self.next_block - 2) if left else t
             wa, per_word, need = stream
-            shift, f0, f1, nb, blks, nxt = _stream_sim(
+            shift, f0, f1, _, blks, nxt = _stream_sim(
                 wa, per_word, need - (o - t), K["SEQ_ACT_SETUP_WINDOWS"] - 2 + t - o,
                 self.rd_free - o, self.fmt.mem,
                 (self.next_block - o, left, self.fifo, K["SEQ_FETCH_NEXT"]))
@@ -1824,7 +1824,7 @@ def _stream_sim(wa, per_word: int, need, intake: int, rd_free: int, mem: dict,
     prev_ok, prev_wa = False, 0
     rq: list = []
     gen_busy, gen_addr, gen_left, gen_blk = False, 0, 0, False
-    arv, ar_addr, ar_beats, ar_blk = False, 0, 0, False
+    arv, ar_beats, ar_blk = False, 0, False
     blk_next, blk_left, blk_words, blk_gap = blocks if blocks else (0, 0, 0, 0)
     blk_reads: list = []        # [first beat, last beat + 1] of each block read
     ends: list = []             # last-beat cycles of every burst (stream and blocks), in order
@@ -1924,7 +1924,7 @@ def _stream_sim(wa, per_word: int, need, intake: int, rd_free: int, mem: dict,
         if issue:
             bnd = 512 - (gen_addr % 512)
             beats = min(gen_left, burst, bnd)
-            arv, ar_addr, ar_beats = True, gen_addr, beats
+            arv, ar_beats = True, beats
             ar_blk = (1 | (2 if gen_blk == 2 else 0) | (4 if gen_left == beats else 0)) \
                 if gen_blk else 0
             if gen_blk == 2:

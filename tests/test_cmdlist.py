@@ -138,7 +138,16 @@ def test_single_job_cycles_follow_the_memory_model():
     tl = cl.Timeline(f)
     gaps = tuple(18 * k for k in range(17))     # one result word every KW = 18 cycles
     start = run + m["SEQ_RUN_START"]
-    expect = start + act_req + rl + m["SEQ_ACT_FIRST"] - cfg.CFG_CYCLES + hw["compute_cycles"] \
+    # a 3x3 WINDOWS stream (runs of KW*C/LANES = 6 words) does not keep up with the core: its
+    # stall is the load unit's stream against the GEMM's need times (Executor._act_stream,
+    # _stream_sim), at least the first word's lateness
+    ex = cl.Executor(fmt=f)
+    ex._act_sched = (18, 3, 18, 36)             # KW, NT, period, M of this GEMM
+    wa, per_word, need = ex._act_stream(d, 36 * 18)
+    assert per_word == 1 and need[18] == cfg.CFG_CYCLES + 3 * 18
+    stall = cl._stream_sim(wa, per_word, need, m["SEQ_ACT_SETUP_WINDOWS"] - 2, 0, m)[0]
+    assert stall > act_req + rl + m["SEQ_ACT_FIRST"] - cfg.CFG_CYCLES
+    expect = start + stall + hw["compute_cycles"] \
         + tl._store_tail(hw["wr_beats"], gaps) + wl + m["IRQ_LATENCY"]
     # 108 result words: 6 full bursts and 12 words, one word every KW = 18 cycles: the last
     # full burst's beats are long done, the partial one (closed by the RUN's end) follows

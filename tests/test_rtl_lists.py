@@ -345,6 +345,15 @@ def _chain(nodes, hw, c, base, seed=0):
             specs.append(ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, hw, hw, cin),
                                   (oc, 1, 1, cin), name=f"pw{i}", **q(oc)))
             cin = oc
+        elif kind.startswith("c3"):
+            # "c3" a 3x3 convolution (GEMM over WINDOWS), SAME; "v": VALID, "s": stride 2
+            specs.append(ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, hw, hw, cin),
+                                  (oc, 3, 3, cin),
+                                  padding=Padding.VALID if "v" in kind else Padding.SAME,
+                                  stride=(2, 2) if "s" in kind else (1, 1), name=f"c3{i}",
+                                  **q(oc)))
+            cin = oc
+            hw = specs[-1].output_shape[1]
         else:
             specs.append(ConvSpec(OpKind.DEPTHWISE_CONV_2D, DataMode.INT8, (1, hw, hw, cin),
                                   (1, 3, 3, cin), padding=Padding.SAME, name=f"dw{i}", **q(cin)))
@@ -373,14 +382,15 @@ def _ksplit(hw, c, oc, base, seed=0):
 def test_run_cycles_equal_the_timeline_on_the_exact_class(lib):
     """The memory model here is the contract's exactly (every burst's first beat
     MEM_READ_LATENCY after its AR, write responses MEM_WRITE_LATENCY after the last beat):
-    on chains of 1x1 and depthwise convolutions in the load unit's word mode, CL_CYCLES, IDLE,
+    on chains of 1x1 and depthwise convolutions in the load unit's word mode and of 3x3
+    convolutions (WINDOWS: word mode, lane mode; SAME, VALID, stride 2), CL_CYCLES, IDLE,
     RD_BEATS and WR_BEATS of the prologue and of the partition list equal the Executor's
     Timeline (the class sim/tb/tb_cl_run.py::test_contract_memory_model asserts under cocotb),
     and DDR as the model's: fixed chains, 1x1s with items smaller than a word (OC 2, 4, 20),
     a graph with independent RUNs (starting while the
-    results before drain: dtpu_cl_seq's RANGES), random graphs (1..4 nodes, 2..9 pixels a
-    side, C and OC 8..32) and K-split 1x1 convolutions (ACC RUNs and POSTs, docs/rtl.md
-    "ACC RUNs and POST")."""
+    results before drain: dtpu_cl_seq's RANGES), random 3x3 chains (1..3 nodes, 5..11 pixels a
+    side, C 3..16), random graphs (1..4 nodes, 2..9 pixels a side, C and OC 8..32) and K-split
+    1x1 convolutions (ACC RUNs and POSTs, docs/rtl.md "ACC RUNs and POST")."""
     t = open_core(lib, ddr_bytes=8 << 20)
     rng = np.random.default_rng(15)
     cases = [([("pw", 16), ("pw", 32), ("pw", 8)], 6, 16),
@@ -388,7 +398,26 @@ def test_run_cycles_equal_the_timeline_on_the_exact_class(lib):
              ([("pw", 24), ("dw", 0)], 8, 8), ([("dw", 0)], 5, 8), ([("pw", 16)], 5, 32),
              ([("pw", 16), ("pw", 24, -1), ("dw", 0, 0), ("pw", 8, 1)], 5, 16),
              # result items smaller than a word: packed writes, a partial last word
-             ([("pw", 4)], 3, 16), ([("pw", 2)], 1, 256), ([("pw", 20)], 7, 24)]
+             ([("pw", 4)], 3, 16), ([("pw", 2)], 1, 256), ([("pw", 20)], 7, 24),
+             # streams that do not keep up (docs/rtl.md "Streams that do not keep up"): 3x3
+             # WINDOWS in word mode (SAME, VALID, stride 2), lane mode (C = 3, 5, 6: a 3x3 and a
+             # 1x1), chained with the classes above
+             ([("c3", 8)], 4, 8), ([("c3", 16)], 8, 16), ([("c3v", 8)], 6, 8),
+             ([("c3s", 16)], 9, 8), ([("c3vs", 24)], 9, 16), ([("c3", 64)], 4, 8),
+             ([("c3", 8), ("c3s", 16), ("pw", 8)], 9, 3), ([("c3", 24)], 7, 5),
+             ([("pw", 16), ("c3", 8), ("dw", 0)], 6, 16), ([("pw", 16)], 5, 6)]
+    for _ in range(6):      # random 3x3 chains, word and lane mode
+        hw0 = hw = int(rng.integers(5, 12))
+        nodes = []
+        for _ in range(int(rng.integers(1, 4))):
+            kind = str(rng.choice(["c3", "c3v", "c3s", "c3vs", "pw"]))
+            hw2 = ((hw - 2 if "v" in kind else hw) + (1 if "s" in kind else 0)) \
+                // (2 if "s" in kind else 1)
+            if hw2 < 2:
+                kind, hw2 = "c3", hw
+            nodes.append((kind, int(rng.choice([8, 16]))))   # 3x3x24 would split K (ACC)
+            hw = hw2
+        cases.append((nodes, hw0, int(rng.choice([3, 4, 8, 16]))))
     for _ in range(8):      # random graphs: any size, partial last bursts after full ones,
         n = int(rng.integers(1, 5))     # 40 % of the nodes reading any earlier node or the input
         cases.append(([(str(rng.choice(["pw", "dw"])), int(rng.choice([8, 16, 24, 32])))
@@ -1021,11 +1050,23 @@ def check_node_records(got: dict, model: dict, what: str) -> None:
         (what, idle, last)
 
 
+#: zoo models whose partitions' cycles the Timeline gives exactly (asserted by check_zoo_model):
+#: 3x3 / 5x5 convolutions over WINDOWS in word or lane mode, strided, dilated, int16x8, and
+#: dscnn_like (docs/rtl.md "Streams that do not keep up")
+ZOO_EXACT = ("conv_i9x9x5_o7_k3x3_s2x2_same_relu__uint8_fakequant",
+             "conv_i10x10x5_o7_k3x3_s1x1_d2x2_same_relu__int16x8",
+             "conv_i11x9x7_o7_k3x3_s1x3_same_none_nobias__int8",
+             "conv_i8x8x7_o3_k5x5_s3x3_same_relu_b2__int8", "dscnn_like__int8_float_io",
+             "mobilenet_like__int8", "mobilenet_like__uint8", "mobilenet_like__int16x8",
+             "mobilenet_like__int8_per_tensor")
+
+
 def check_zoo_model(entry: dict, tfl) -> dict:
     """backend=rtl path=lists (dtpu_cl_top in process, the board build) on `entry` against
     TFLite's CPU kernels, bit for bit, two invokes; the steady-state invoke's host record is
     PER_PARTITION per partition; the same lists on backend=model give the same partitions. The
-    cycles are returned and logged (the RTL is slower than the Timeline today: not asserted)."""
+    cycles are returned and logged, and asserted equal per partition on the ZOO_EXACT models
+    (elsewhere the RTL is slower than the Timeline today: ACC / POST, depthwise lane mode)."""
     import logging
     import time
 
@@ -1055,6 +1096,8 @@ def check_zoo_model(entry: dict, tfl) -> dict:
     rec = {"name": entry["name"], "partitions": k, "rtl": rtl_p, "model": model_p,
            "ratio": round(got["cycles"] / model["cycles"], 3), "wall_s": round(wall, 2)}
     logging.getLogger(__name__).info("zoo on the RTL lists path: %s", rec)
+    if entry["name"] in ZOO_EXACT:
+        assert rtl_p == model_p, rec
     return rec
 
 

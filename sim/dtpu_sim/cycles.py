@@ -65,8 +65,9 @@ class Probe:
                 cur["start"] = n
             if int(d.la_req_valid.value) and int(d.la_req_ready.value) and "ar" not in cur:
                 cur["ar"] = n
-            if int(d.c_act_tvalid.value) and int(d.c_act_tready.value) and "act" not in cur:
-                cur["act"] = n
+            if int(d.c_act_tvalid.value) and int(d.c_act_tready.value):
+                cur.setdefault("act", n)
+                cur.setdefault("act_t", []).append(n)
             if self.bus is not None:
                 if int(d.m_axi_arvalid.value) and int(d.m_axi_arready.value):
                     self.bus.append((n, "AR", int(d.m_axi_araddr.value),

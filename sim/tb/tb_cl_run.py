@@ -20,6 +20,7 @@ import numpy as np
 from cocotb.triggers import ClockCycles
 
 from dtpu.hw import cmdlist as cl
+from dtpu.hw.chain_specs import chain_specs
 from dtpu.spec import ConvSpec, DataMode, OpKind, Padding, Quant
 from dtpu_sim.axi_mem import SLVERR, Mem, Monitor, Region
 from dtpu_sim.cycles import contract_lat
@@ -98,30 +99,7 @@ def chain_program(nodes, hw=8, c=16, seed=0):
     input), int8: ("pw", OC) a 1x1 convolution, ("dw", _) a 3x3 SAME depthwise convolution
     (CHANNELS); with C a multiple of LANES both are word-mode streams (the exact class)."""
     rng = np.random.default_rng(seed)
-    specs, cin, srcs = [], c, []
-    for i, node in enumerate(nodes):
-        kind, oc = node[:2]
-        # ("pw", OC, k): the node reads node k's output (-1: the partition's input) instead
-        srcs.append(node[2] if len(node) > 2 else i - 1)
-        if len(node) > 2:
-            cin = c if node[2] < 0 else specs[node[2]].out_channels
-        if kind == "pw":
-            specs.append(ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, hw, hw, cin), (oc, 1, 1, cin),
-                                  name=f"pw{i}", **_q(rng, oc)))
-            cin = oc
-        elif kind.startswith("c3"):
-            # a 3x3 convolution (WINDOWS), SAME; "c3v" VALID, "c3s" stride 2
-            specs.append(ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, hw, hw, cin),
-                                  (oc, 3, 3, cin),
-                                  padding=Padding.VALID if "v" in kind else Padding.SAME,
-                                  stride=(2, 2) if "s" in kind else (1, 1), name=f"c3{i}",
-                                  **_q(rng, oc)))
-            cin = oc
-            hw = specs[-1].output_shape[1]
-        else:
-            specs.append(ConvSpec(OpKind.DEPTHWISE_CONV_2D, DataMode.INT8, (1, hw, hw, cin),
-                                  (1, 3, 3, cin), padding=Padding.SAME, name=f"dw{i}",
-                                  **_q(rng, cin)))
+    specs, srcs = chain_specs(nodes, hw, c, lambda oc: _q(rng, oc))
     nodes = [cl.NodeIn(s, *_node(rng, s), k) for s, k in zip(specs, srcs)]
     return cl.compile_program([nodes], CFG, base=BASE)
 
@@ -164,19 +142,25 @@ def _ops(image, addr):
     return [FMT.opnames[w[0] & 0xFF] for _, w in parse(image, BASE, addr)]
 
 
-async def run_program(tb, prog, what, rng, faults=(), exact=(), rd_exact=(), model_faults=None):
-    """Prologue, then the partition list on random input bytes; DDR and registers checked.
-    `faults`: SLVERR ranges for both memories; `model_faults`: {"slverr" | "decerr" | "hang":
-    ranges} for the model's Ddr, the caller having put the same regions in tb.mem.
-    For the lists named in `exact` ("prologue", "partition"), CL_CYCLES, IDLE and RD_BEATS must
-    equal the model's Timeline (the contract's memory model only)."""
+def _put_program(tb, prog, rng):
+    """The program's image with random bytes in its partition's inputs, in the memory and in a
+    fresh model: (image, partition, model)."""
     image = prog.image.copy()
     part = prog.partitions[0]
     for buf in part.inputs or [part.input]:
         o = buf.addr - BASE
         image[o:o + buf.nbytes] = rng.integers(0, 256, buf.nbytes, dtype=np.uint8)
     tb.put(image)
-    model = tb.model(image)
+    return image, part, tb.model(image)
+
+
+async def run_program(tb, prog, what, rng, faults=(), exact=(), rd_exact=(), model_faults=None):
+    """Prologue, then the partition list on random input bytes; DDR and registers checked.
+    `faults`: SLVERR ranges for both memories; `model_faults`: {"slverr" | "decerr" | "hang":
+    ranges} for the model's Ddr, the caller having put the same regions in tb.mem.
+    For the lists named in `exact` ("prologue", "partition"), CL_CYCLES, IDLE and RD_BEATS must
+    equal the model's Timeline (the contract's memory model only)."""
+    image, part, model = _put_program(tb, prog, rng)
     for f in faults:
         tb.mem.regions.append(Region(f[0], f[1], SLVERR))
         model.ddr.slverr.append(f)
@@ -407,13 +391,7 @@ async def test_probe_runs(dut):
         else:
             nodes = [(kind, int(oc))] * int(n)
         prog = chain_program(nodes, hw=int(hw), c=int(c))
-        image = prog.image.copy()
-        part = prog.partitions[0]
-        for buf in part.inputs or [part.input]:
-            o = buf.addr - BASE
-            image[o:o + buf.nbytes] = rng.integers(0, 256, buf.nbytes, dtype=np.uint8)
-        tb.put(image)
-        model = tb.model(image)
+        image, part, model = _put_program(tb, prog, rng)
         model.ex.events = []
         for addr, name in ((prog.prologue_addr, "prologue"), (part.list_addr, "partition")):
             model.ex.events.clear()

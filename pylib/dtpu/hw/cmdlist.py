@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dtpu.hw import fast
+from dtpu.hw import dw_timing, fast
 from dtpu.hw.config import HwConfig, ceil_div, get_config
 from dtpu.hw.lower import Job, footprint, lower, precision_of
 from dtpu.hw.model import Core, out_lanes
@@ -1007,9 +1007,10 @@ class Timeline:
                 held = len(self.block_first) * self.fifo - self.fetched_words
                 left = max(0, min(left, (depth - held) // self.fifo))
                 o = min(t, self.next_block - 2) if left else t
-                wa, per_word, need = stream
+                wa, per_word, need = stream[:3]
+                setup = stream[3] if len(stream) > 3 else K["SEQ_ACT_SETUP_WINDOWS"]
                 shift, f0, f1, _, blks, nxt = _stream_sim(
-                    wa, per_word, need - (o - t), K["SEQ_ACT_SETUP_WINDOWS"] - 2 + t - o,
+                    wa, per_word, need - (o - t), setup - 2 + t - o,
                     self.rd_free - o, self.fmt.mem,
                     (self.next_block - o, left, self.fifo, K["SEQ_FETCH_NEXT"]))
                 for b0, b1 in blks:
@@ -1967,6 +1968,9 @@ class Executor:
         f = self.fmt
         sched = self._act_sched
         a0, a1, a2, a3 = d["ACT0"], d["ACT1"], d["ACT2"], d["ACT3"]
+        if words and a0["MODE"] == f.act_modes["CHANNELS"]:    # a DWCONV's (dw_timing)
+            return dw_timing.dw_stream(self.core.cfg, self._res_setup, d, words,
+                                       int(f.mem["SEQ_ACT_SETUP_CHANNELS"]))
         if not words or sched is None or a0["MODE"] != f.act_modes["WINDOWS"]:
             return None
         L, es = a0["LANES"], a0["ESIZE"]
@@ -2291,6 +2295,8 @@ def _result_gaps(cfg, su, n: int) -> tuple | None:
 #: debugging: a list to record the simulated stream's ARs in (cycle from the simulation's
 #: origin, beats, a list block)
 _SIM_TRACE: list | None = None
+#: debugging: a list to record the cycle the core takes each simulated word in
+_SIM_TAKES: list | None = None
 
 
 def _stream_sim(wa, per_word: int, need, intake: int, rd_free: int, mem: dict,
@@ -2363,6 +2369,8 @@ def _stream_sim(wa, per_word: int, need, intake: int, rd_free: int, mem: dict,
         take = out_valid and cyc >= need[j] + stall
         if take:
             stall = cyc - need[j]
+            if _SIM_TAKES is not None:
+                _SIM_TAKES.append(cyc)
             j += 1
             acted = True
             if j == nw:

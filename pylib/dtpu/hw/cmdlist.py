@@ -2405,7 +2405,7 @@ def _stream_sim(wa, per_word: int, need, intake: int, rd_free: int, mem: dict,
             new_run = not pad and not same and not extend
             ext_full = extend and run_len == burst - 1
             need_push = run_open and (new_run or ext_full)
-            if e - p < ef_d and (not need_push or len(rq) < rq_d):
+            if e - p - (1 if pop else 0) < ef_d and (not need_push or len(rq) < rq_d):
                 s1_take = True
                 if need_push:
                     push = (run_wa, run_len + 1 if extend else run_len)

@@ -1045,7 +1045,7 @@ class Timeline:
             else:
                 w_end = end + self.WL + (self._store_tail(post[8], res_gaps) + post[6] if wr else 0)
         else:
-            w_end = end + self.WL + (self._store_tail(wr, res_gaps) + part if run and wr else 0)
+            w_end = end + self.WL + (self._store_tail(wr, res_gaps, part) if run and wr else 0)
         self.wr_done = max(self.wr_done, w_end)
         if res_beats:
             self.written.append((*dst, w_end))
@@ -1369,7 +1369,7 @@ class Timeline:
         written as one burst of its sums (SEQ_ACC_TAIL + its beats)."""
         return self.K["SEQ_ACC_TAIL"] + last_item
 
-    def _store_tail(self, words: int, gaps: tuple | None = None) -> int:
+    def _store_tail(self, words: int, gaps: tuple | None = None, late: int = 0) -> int:
         """Cycles from a RUN's end (the core's DONE) to its last write beat + 1, for `words`
         result words to consecutive addresses (dtpu_cl_store_wq: runs of up to
         MEM_BURST_BEATS words, each requested once its last word is queued, the last partial
@@ -1378,18 +1378,20 @@ class Timeline:
         before a partial last one of `part` words, the partial one's beats follow the full
         one's, which was requested SEQ_STORE_TAIL + 2 cycles after its last word came from the
         core; `gaps[k]`: how many cycles before the job's last result word (2 before DONE)
-        the k-th word before it came (:func:`_result_gaps`; None: one word a cycle)."""
+        the k-th word before it came (:func:`_result_gaps`; None: one word a cycle). `late`: 1
+        when the last word is a partial one the packer closes a cycle later (a cycle more,
+        unless the last burst waits for the full one's beats anyway)."""
         if not words:
             return 0
         K = self.K["SEQ_STORE_TAIL"]
         burst = int(self.fmt.mem["MEM_BURST_BEATS"])
         part = words % burst
         if not part:
-            return K + burst
+            return K + burst + late
         if words < burst:
-            return K + 1 + part
+            return K + 1 + part + late
         gap = gaps[part] if gaps is not None and part < len(gaps) else part
-        return part + max(K + 1, K + burst - gap)
+        return part + max(K + 1 + late, K + burst - gap)
 
     def end(self) -> int:
         fin = max(self.taken, self.block_end) + self.K["SEQ_END"]

@@ -985,6 +985,7 @@ class Timeline:
             self.rg, self.rg_ovf = [], True
         shift = 0
         first = None
+        dw_w_end = None
         req, rd, wr, part = act_req[:4] if run else (0, act_beats, res_beats, 0)
         stream = act_req[4] if run and len(act_req) > 4 else None
         acc = act_req[5] if run and len(act_req) > 5 else None
@@ -1009,10 +1010,19 @@ class Timeline:
                 o = min(t, self.next_block - 2) if left else t
                 wa, per_word, need = stream[:3]
                 setup = stream[3] if len(stream) > 3 else K["SEQ_ACT_SETUP_WINDOWS"]
+                dw_res = stream[4] if len(stream) > 4 else None
+                takes = [] if dw_res is not None else None
                 shift, f0, f1, _, blks, nxt = _stream_sim(
                     wa, per_word, need - (o - t), setup - 2 + t - o,
                     self.rd_free - o, self.fmt.mem,
-                    (self.next_block - o, left, self.fifo, K["SEQ_FETCH_NEXT"]))
+                    (self.next_block - o, left, self.fifo, K["SEQ_FETCH_NEXT"]), takes)
+                if dw_res is not None:      # a DWCONV whose writes may hold the core back
+                    res_t, res_wa = dw_res
+                    shift, dw_w_end = dw_timing.core_store(
+                        need, [tk + o - t for tk in takes], res_t + cycles - 3, res_wa,
+                        cycles, self.fmt.mem, act_req[3])
+                    if dw_w_end is not None:
+                        dw_w_end += t
                 for b0, b1 in blks:
                     self.block_first.append(o + b0)
                     self.block_end = o + b1
@@ -1046,6 +1056,8 @@ class Timeline:
                 w_end = end + self.WL + (self._store_tail(post[8], res_gaps) + post[6] if wr else 0)
         else:
             w_end = end + self.WL + (self._store_tail(wr, res_gaps, part) if run and wr else 0)
+            if dw_w_end is not None:
+                w_end = max(w_end, dw_w_end)
         self.wr_done = max(self.wr_done, w_end)
         if res_beats:
             self.written.append((*dst, w_end))
@@ -1664,7 +1676,7 @@ class Executor:
             if tl is not None:
                 store_reads, wr, part, beat_word = self._res_beats(d, res_beats)
                 act_req = (self._act_req(d), self._act_read_beats(d, act_beats), wr, part,
-                           self._act_stream(d, act_beats))
+                           self._act_stream(d, act_beats, res_beats))
                 gaps = self._res_gaps
                 if gaps is not None and beat_word is not None:   # beats from the end -> words
                     gaps = tuple(gaps[min(k, len(gaps) - 1)] for k in beat_word)
@@ -1962,7 +1974,7 @@ class Executor:
         wa = wa[e != size]
         return int(1 + np.count_nonzero(wa[1:] != wa[:-1])) if wa.size else 0
 
-    def _act_stream(self, d: dict, words: int):
+    def _act_stream(self, d: dict, words: int, res_words: int | None = None):
         """(element word addresses, elements per word, the core's need times) of a RUN's
         activation stream for :func:`_stream_sim`, or None when the stream keeps up with the
         core (the Timeline's first-word shift is exact: 1x1 over the whole tensor, CHANNELS)
@@ -1972,7 +1984,7 @@ class Executor:
         a0, a1, a2, a3 = d["ACT0"], d["ACT1"], d["ACT2"], d["ACT3"]
         if words and a0["MODE"] == f.act_modes["CHANNELS"]:    # a DWCONV's (dw_timing)
             return dw_timing.dw_stream(self.core.cfg, self._res_setup, d, words,
-                                       int(f.mem["SEQ_ACT_SETUP_CHANNELS"]))
+                                       int(f.mem["SEQ_ACT_SETUP_CHANNELS"]), res_words)
         if not words or sched is None or a0["MODE"] != f.act_modes["WINDOWS"]:
             return None
         L, es = a0["LANES"], a0["ESIZE"]
@@ -2297,12 +2309,10 @@ def _result_gaps(cfg, su, n: int) -> tuple | None:
 #: debugging: a list to record the simulated stream's ARs in (cycle from the simulation's
 #: origin, beats, a list block)
 _SIM_TRACE: list | None = None
-#: debugging: a list to record the cycle the core takes each simulated word in
-_SIM_TAKES: list | None = None
 
 
 def _stream_sim(wa, per_word: int, need, intake: int, rd_free: int, mem: dict,
-                blocks: tuple | None = None) -> tuple:
+                blocks: tuple | None = None, takes: list | None = None) -> tuple:
     """The activation stream of one RUN cycle by cycle as the load unit (dtpu_cl_load), the
     credit buffer (dtpu_cl_rd_buf) and the read master (dtpu_axi_rd, dtpu_axi_burst) move it
     under the contract's memory model, against the core's stall-free need times (docs/rtl.md
@@ -2318,7 +2328,7 @@ def _stream_sim(wa, per_word: int, need, intake: int, rd_free: int, mem: dict,
     first, each next one SEQ_FETCH_NEXT after the last beat of the one before. Returns (the
     core's stall once it took its last word, the stream's first beat, its last beat + 1, its
     beats, the first beat and last beat + 1 of each block read meanwhile, the next block's AR
-    cycle).
+    cycle). `takes` (a list, optional) gets the cycle the core took each word.
 
     Run builder: a non-PAD element on the word of the last beat shares that beat, one on the
     next word extends the open run (up to MEM_BURST_BEATS words), any other opens a run and
@@ -2371,8 +2381,8 @@ def _stream_sim(wa, per_word: int, need, intake: int, rd_free: int, mem: dict,
         take = out_valid and cyc >= need[j] + stall
         if take:
             stall = cyc - need[j]
-            if _SIM_TAKES is not None:
-                _SIM_TAKES.append(cyc)
+            if takes is not None:
+                takes.append(cyc)
             j += 1
             acted = True
             if j == nw:

@@ -55,7 +55,7 @@ def channels_elements(d: dict) -> tuple[np.ndarray, int] | None:
     return wa, 1 if word_mode else L
 
 
-def dw_stream(cfg, su, d: dict, words: int, cfg_setup: int):
+def dw_stream(cfg, su, d: dict, words: int, cfg_setup: int, res_words: int | None = None):
     """(element word addresses, elements a word, need times) of a DWCONV RUN's CHANNELS stream
     for cmdlist._stream_sim; None when the stream is not one (the first-word shift applies)."""
     need = loader_need(cfg, su)
@@ -67,4 +67,142 @@ def dw_stream(cfg, su, d: dict, words: int, cfg_setup: int):
     wa, per_word = el
     if wa.size != words * per_word:
         return None
-    return wa, per_word, need, int(cfg_setup)
+    res = None
+    if res_words is not None:
+        rwa = result_words(d, res_words)
+        if rwa is not None and short_runs(rwa, 16):
+            rt = result_times(cfg, su)
+            if rt.size == rwa.size:
+                res = (rt, rwa)
+    return wa, per_word, need, int(cfg_setup), res
+
+
+def result_times(cfg, su) -> np.ndarray:
+    """Stall-free cycle of every result word of the DWCONV job `su`, in stream order, on the
+    scale where the last one is 0 (cmdlist._result_gaps' schedule: per output row, its steps
+    `period` apart, a step's items' words one a cycle)."""
+    g = su.geom
+    tm = dw_schedule(cfg, g, su.wpi)
+    cols = cfg.COLS
+    spr = g.steps_per_row(cols)
+    n_items = g.ow * g.gc
+    out = []
+    for o in range(len(tm.compute_start)):
+        for s_ in range(spr):
+            items = min(cols, n_items - s_ * cols)
+            t0 = int(tm.compute_start[o]) + s_ * tm.period
+            out.append(t0 + np.arange(items * su.wpi, dtype=np.int64))
+    t = np.concatenate(out) if out else np.zeros(0, np.int64)
+    return t - t[-1] if t.size else t
+
+
+def result_words(d: dict, n: int) -> np.ndarray | None:
+    """The DDR word each of a RUN's `n` result words fills, when every result word is one
+    whole aligned DDR word (ITEMS, LANES*ESIZE = 8, GW a multiple of LANES, DST, CH0 and DSTC
+    whole words, every channel kept); None otherwise."""
+    r0, r1, r2 = d["RES0"], d["RES1"], d["RES2"]
+    lanes, es = max(1, r0["LANES"]), r0["ESIZE"]
+    pix, outer, inner = r1["PIX"], r1["OUTER"], r1["INNER"]
+    gw, ch0, ch1, dstc = r2["GW"], r2["CH0"], r2["CH1"], r2["DSTC"]
+    if lanes * es != 8 or r0["DST"] % 8 or gw % lanes or ch0 % lanes or dstc % lanes:
+        return None
+    wpi = gw // lanes
+    if outer * pix * inner * wpi != n or ch0 + outer * inner * gw > min(ch1, dstc):
+        return None
+    o, p, i, w = np.meshgrid(np.arange(outer), np.arange(pix), np.arange(inner),
+                             np.arange(wpi), indexing="ij")
+    ch = ch0 + (o * inner + i) * gw + w * lanes
+    return (r0["DST"] // 8 + (p * dstc + ch) // lanes).reshape(-1).astype(np.int64)
+
+
+def short_runs(wa: np.ndarray, max_run: int) -> bool:
+    """True when the store unit's write runs can be shorter than MEM_BURST_BEATS words (a
+    result word not following the one before), i.e. when its bursts in flight may bind."""
+    if wa.size < 2:
+        return False
+    return bool(np.any(np.diff(wa) != 1))
+
+
+def core_store(need, avail, res_t, res_wa, cycles: int, mem: dict, late: int) -> tuple:
+    """The DWCONV job's global stall with the store unit's backpressure (dtpu_cl_store: its
+    write queue holds SEQ_STORE_HOLD words beside the write beats not yet gone; a result word
+    the core offers while it is full stalls the core) on top of the activation stream's.
+
+    Times are cycles from the job's start. `need` / `avail`: each activation word's stall-free
+    need time and the cycle cmdlist._stream_sim's core took it (no sooner now); `res_t`: the
+    result words' stall-free times; `res_wa`: their DDR words; `cycles`: the job's stall-free
+    cycles. The write runs are the
+    consecutive words (up to MEM_BURST_BEATS); a run is requested SEQ_STORE_AW after the
+    word that closes it came (the first word of the next run, or its own last word when it
+    is full), the last one at the job's end + SEQ_STORE_TAIL (+ `late`); its AW no sooner than
+    SEQ_WR_SLOT after the response of the burst MEM_READ_OUTSTANDING before, nor before the
+    beats of the burst before are out; its beats the cycles after its AW, its response
+    MEM_WRITE_LATENCY after its last beat. Returns (the final stall, the last response + 1:
+    the RUN's w_end)."""
+    import bisect
+    hold = int(mem["SEQ_STORE_HOLD"])
+    aw_d = int(mem["SEQ_STORE_AW"])
+    slot = int(mem["SEQ_WR_SLOT"])
+    outst = int(mem["MEM_READ_OUTSTANDING"])
+    burst = int(mem["MEM_BURST_BEATS"])
+    wl = int(mem["MEM_WRITE_LATENCY"])
+    tail = int(mem["SEQ_STORE_TAIL"])
+    need = [int(v) for v in need]
+    avail = [int(v) for v in avail]
+    res_t = [int(v) for v in res_t]
+    res_wa = [int(v) for v in res_wa]
+    b_start: list = []      # first beat of each issued burst
+    b_cum: list = [0]       # beats of the bursts before it
+    b_resp: list = []       # its response
+    last_beat = -1 << 40
+
+    def issue(req: int, n: int) -> None:
+        nonlocal last_beat
+        aw = max(req, last_beat)
+        if len(b_resp) >= outst:
+            aw = max(aw, b_resp[-outst] + slot)
+        b_start.append(aw + 1)
+        b_cum.append(b_cum[-1] + n)
+        last_beat = aw + n
+        b_resp.append(aw + n + wl)
+
+    def beats_before(c: int) -> int:
+        i = bisect.bisect_right(b_start, c - 1) - 1
+        if i < 0:
+            return 0
+        return b_cum[i] + min(c - b_start[i], b_cum[i + 1] - b_cum[i])
+
+    s = 0
+    j = 0
+    handed = 0
+    run_s = run_e = None
+    n_in = len(need)
+    for k, tk in enumerate(res_t):
+        # the inputs due no later than this result
+        while j < n_in and need[j] <= tk:
+            s = max(s, avail[j] - need[j])
+            j += 1
+        c = tk + s
+        a = res_wa[k]
+        closes = run_e is not None and (a != run_e + 1 or run_e - run_s + 1 == burst)
+        # the queue: room for the word (the closing word's run is requested after it)
+        while handed - beats_before(c) > hold:
+            c += 1
+        s = c - tk
+        if closes:
+            issue(c + aw_d, run_e - run_s + 1)
+            run_s = run_e = None
+        handed += 1
+        if run_e is None:
+            run_s = run_e = a
+        else:
+            run_e = a
+        if run_e - run_s + 1 == burst:      # full: requested at once
+            issue(c + aw_d, burst)
+            run_s = run_e = None
+    while j < n_in:
+        s = max(s, avail[j] - need[j])
+        j += 1
+    if run_e is not None:       # the RUN's end closes the last run
+        issue(cycles + s + tail + late, run_e - run_s + 1)
+    return s, (b_resp[-1] + 1 if b_resp else None)

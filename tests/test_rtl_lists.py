@@ -1024,7 +1024,8 @@ def check_node_records(got: dict, model: dict, what: str) -> None:
 #: every entry of the zoo survey whose partitions are all equal (docs/rtl.md "Streams that do
 #: not keep up", "Depthwise streams"): 3x3 / KxK convolutions over WINDOWS in word or lane mode,
 #: depthwise convolutions in lane mode (any C, multiplier, kernel, stride, dilation) and in
-#: word mode with whole-tensor runs, int8 / uint8 / int16x8 / float32, dscnn_like, mobilenet_like
+#: word mode (short runs: the store unit's backpressure), int8 / uint8 / int16x8 / float32,
+#: dscnn_like, mobilenet_like, mobilenet_v1_025_96 (all but a float32 GEMM, another slice)
 ZOO_EXACT = (
     "conv_i10x10x13_o5_k1x1_s2x2_valid_none_nobias__int8",
     "conv_i10x10x32_o40_k1x1_s1x1_valid_relu6__float32",
@@ -1092,6 +1093,7 @@ ZOO_EXACT = (
     "conv_i9x9x13_o24_k3x3_s2x2_same_none__float32",
     "conv_i9x9x13_o7_k3x3_s1x1_d2x2_valid_relu6__int8",
     "conv_i9x9x3_o13_k4x4_s2x2_same_relu_n1_to_1__float32",
+    "conv_i9x9x3_o13_k4x4_s2x2_same_relu_n1_to_1__int16x8",
     "conv_i9x9x3_o13_k4x4_s2x2_same_relu_n1_to_1__int8",
     "conv_i9x9x3_o13_k4x4_s2x2_same_relu_n1_to_1__int8_float_io",
     "conv_i9x9x3_o13_k4x4_s2x2_same_relu_n1_to_1__int8_per_tensor",
@@ -1108,11 +1110,14 @@ ZOO_EXACT = (
     "conv_i9x9x5_o7_k3x3_s2x2_same_relu__int8_per_tensor",
     "conv_i9x9x5_o7_k3x3_s2x2_same_relu__uint8",
     "conv_i9x9x5_o7_k3x3_s2x2_same_relu__uint8_fakequant",
+    "dscnn_like__float32",
     "dscnn_like__int16x8",
     "dscnn_like__int8",
     "dscnn_like__int8_float_io",
     "dscnn_like__int8_per_tensor",
     "dscnn_like__uint8",
+    "dw_i10x10x128_m1_k3x3_s1x1_d2x2_same_relu6__float32",
+    "dw_i10x10x13_m1_k5x3_s1x1_d2x2_valid_none__int8",
     "dw_i10x10x5_m1_k3x3_s1x1_d1x2_same_none__float32",
     "dw_i10x10x5_m1_k3x3_s1x1_d1x2_same_none__int8",
     "dw_i10x10x5_m1_k3x3_s1x1_d1x2_same_none__int8_per_tensor",
@@ -1171,9 +1176,15 @@ ZOO_EXACT = (
     "dw_i8x8x3_m1_k3x3_s1x1_same_none__int8_per_tensor",
     "dw_i8x8x3_m1_k3x3_s1x1_same_none__uint8",
     "dw_i8x8x3_m1_k3x3_s1x1_same_none__uint8_fakequant",
+    "dw_i8x8x48_m1_k5x5_s1x1_same_relu__float32",
     "dw_i8x8x5_m2_k5x5_s1x1_same_relu_n1_to_1__int16x8",
     "dw_i8x8x5_m2_k5x5_s1x1_same_relu_n1_to_1__int8",
     "dw_i9x9x3_m2_k4x4_s2x2_same_none__float32",
+    "dw_i9x9x3_m2_k4x4_s2x2_same_none__int8",
+    "dw_i9x9x3_m2_k4x4_s2x2_same_none__int8_float_io",
+    "dw_i9x9x3_m2_k4x4_s2x2_same_none__int8_per_tensor",
+    "dw_i9x9x3_m2_k4x4_s2x2_same_none__uint8",
+    "dw_i9x9x3_m2_k4x4_s2x2_same_none__uint8_fakequant",
     "dw_i9x9x48_m1_k5x5_s2x2_valid_relu_n1_to_1_b2__float32",
     "dw_i9x9x5_m1_k3x3_s2x2_same_relu__float32",
     "dw_i9x9x5_m1_k3x3_s2x2_same_relu__int16x8",
@@ -1181,6 +1192,8 @@ ZOO_EXACT = (
     "dw_i9x9x5_m1_k3x3_s2x2_same_relu__int8_per_tensor",
     "dw_i9x9x5_m1_k3x3_s2x2_same_relu__uint8",
     "dw_i9x9x5_m1_k3x3_s2x2_same_relu__uint8_fakequant",
+    "dw_i9x9x64_m2_k3x3_s2x2_same_none__float32",
+    "dw_i9x9x7_m1_k1x5_s1x1_valid_none_nobias__int8",
     "dw_i9x9x7_m1_k5x5_s2x2_same_relu6_b2__float32",
     "dw_i9x9x7_m1_k5x5_s2x2_same_relu6_b2__int16x8",
     "dw_i9x9x7_m1_k5x5_s2x2_same_relu6_b2__int8",
@@ -1188,11 +1201,13 @@ ZOO_EXACT = (
     "dw_i9x9x7_m1_k5x5_s2x2_same_relu6_b2__int8_per_tensor",
     "dw_i9x9x7_m1_k5x5_s2x2_same_relu6_b2__uint8",
     "dw_i9x9x7_m1_k5x5_s2x2_same_relu6_b2__uint8_fakequant",
+    "mobilenet_like__float32",
     "mobilenet_like__int16x8",
     "mobilenet_like__int8",
     "mobilenet_like__int8_float_io",
     "mobilenet_like__int8_per_tensor",
     "mobilenet_like__uint8",
+    "mobilenet_v1_025_96__int8",
 )
 
 

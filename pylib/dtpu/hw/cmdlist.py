@@ -1056,8 +1056,8 @@ class Timeline:
                 w_end = end + self.WL + (self._store_tail(post[8], res_gaps) + post[6] if wr else 0)
         else:
             w_end = end + self.WL + (self._store_tail(wr, res_gaps, part) if run and wr else 0)
-            if dw_w_end is not None:
-                w_end = max(w_end, dw_w_end)
+            if dw_w_end is not None:    # the write runs as dw_timing.core_store has them
+                w_end = dw_w_end
         self.wr_done = max(self.wr_done, w_end)
         if res_beats:
             self.written.append((*dst, w_end))

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dtpu.hw import dw_timing, fast
+from dtpu.hw import dw_timing, fast, kernels
 from dtpu.hw.config import HwConfig, ceil_div, get_config
 from dtpu.hw.lower import Job, footprint, lower, precision_of
 from dtpu.hw.model import Core, out_lanes
@@ -2306,6 +2306,9 @@ def _result_gaps(cfg, su, n: int) -> tuple | None:
 
 
 
+#: run _stream_sim in C where the kernels are built (tests switch it off to compare)
+STREAM_SIM_C = True
+
 #: debugging: a list to record the simulated stream's ARs in (cycle from the simulation's
 #: origin, beats, a list block)
 _SIM_TRACE: list | None = None
@@ -2349,6 +2352,10 @@ def _stream_sim(wa, per_word: int, need, intake: int, rd_free: int, mem: dict,
     rq_d = int(mem["ACT_REQ_FIFO"])
     buf_d = int(mem["ACT_READ_BUFFER"])
     to_pk = int(mem["SEQ_ACT_FIRST"]) - 1       # a beat to the packer; the core a cycle later
+    k = kernels.get() if _SIM_TRACE is None and STREAM_SIM_C else None
+    if k is not None:   # the same statements in C (kernels.c dtpu_stream_sim)
+        return k.stream_sim(wa, per_word, need, intake, rd_free,
+                            (RL, burst, outst, ef_d, rq_d, buf_d, to_pk), blocks, takes)
     n, nw = len(wa), len(need)
     wa = wa.tolist() if hasattr(wa, "tolist") else list(wa)
     need = need.tolist() if hasattr(need, "tolist") else list(need)

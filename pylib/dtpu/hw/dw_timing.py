@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dtpu.hw import kernels
 from dtpu.hw.model import dw_schedule
 
 
@@ -123,7 +124,8 @@ def short_runs(wa: np.ndarray, max_run: int) -> bool:
     return bool(np.any(np.diff(wa) != 1))
 
 
-def core_store(need, avail, res_t, res_wa, cycles: int, mem: dict, late: int) -> tuple:
+def core_store(need, avail, res_t, res_wa, cycles: int, mem: dict, late: int,
+               use_c: bool = True) -> tuple:
     """The DWCONV job's global stall with the store unit's backpressure (dtpu_cl_store: its
     write queue holds SEQ_STORE_HOLD words beside the write beats not yet gone; a result word
     the core offers while it is full stalls the core) on top of the activation stream's.
@@ -138,9 +140,16 @@ def core_store(need, avail, res_t, res_wa, cycles: int, mem: dict, late: int) ->
     SEQ_WR_SLOT after the response of the burst MEM_READ_OUTSTANDING before, nor before the
     beats of the burst before are out; its beats the cycles after its AW, its response
     MEM_WRITE_LATENCY after its last beat. Returns (the final stall, the last response + 1:
-    the RUN's w_end)."""
+    the RUN's w_end). The C kernel (kernels.c dtpu_core_store, the same statements) runs it
+    when there is one (`use_c`)."""
     import bisect
     hold = int(mem["SEQ_STORE_HOLD"])
+    consts = (hold, int(mem["SEQ_STORE_AW"]), int(mem["SEQ_WR_SLOT"]),
+              int(mem["MEM_READ_OUTSTANDING"]), int(mem["MEM_BURST_BEATS"]),
+              int(mem["MEM_WRITE_LATENCY"]), int(mem["SEQ_STORE_TAIL"]))
+    k = kernels.get() if use_c else None
+    if k is not None:
+        return k.core_store(need, avail, res_t, res_wa, cycles, late, consts)
     aw_d = int(mem["SEQ_STORE_AW"])
     slot = int(mem["SEQ_WR_SLOT"])
     outst = int(mem["MEM_READ_OUTSTANDING"])
@@ -166,11 +175,12 @@ def core_store(need, avail, res_t, res_wa, cycles: int, mem: dict, late: int) ->
         last_beat = aw + n
         b_resp.append(aw + n + wl)
 
-    def beats_before(c: int) -> int:
-        i = bisect.bisect_right(b_start, c - 1) - 1
-        if i < 0:
-            return 0
-        return b_cum[i] + min(c - b_start[i], b_cum[i + 1] - b_cum[i])
+    def room_at(c: int, m: int) -> int:
+        """The first cycle from c on with at least m beats before it (c if never)."""
+        if m <= 0 or m > b_cum[-1]:
+            return c
+        i = bisect.bisect_left(b_cum, m) - 1        # the burst holding beat m
+        return max(c, b_start[i] + (m - 1 - b_cum[i]) + 1)
 
     s = 0
     j = 0
@@ -186,8 +196,7 @@ def core_store(need, avail, res_t, res_wa, cycles: int, mem: dict, late: int) ->
         a = res_wa[k]
         closes = run_e is not None and (a != run_e + 1 or run_e - run_s + 1 == burst)
         # the queue: room for the word (the closing word's run is requested after it)
-        while handed - beats_before(c) > hold:
-            c += 1
+        c = room_at(c, handed - hold)
         s = c - tk
         if closes:
             issue(c + aw_d, run_e - run_s + 1)

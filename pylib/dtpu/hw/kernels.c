@@ -17,6 +17,7 @@
  */
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* numpy's int64 shifts (npy_lshift / npy_rshift) for counts >= 0 (the only ones used here):
@@ -252,4 +253,254 @@ int dtpu_dw(const dtpu_dw_t *D, const dtpu_post_t *P, const void *x, void *acc_,
     if (D->xsigned) { DW_LOOP(int8_t) }
     else { DW_LOOP(uint8_t) }
     return wrapped;
+}
+
+/* ---- the memory model's cycle simulations (dtpu.hw.cmdlist._stream_sim, dtpu.hw.dw_timing) --
+ *
+ * Both are the Python functions of the same names written again statement for statement (the
+ * Python ones stay: they are the reference and the fallback without a C compiler;
+ * tests/test_dw_timing.py compares the two on random streams). Integer arithmetic only. */
+
+typedef struct {
+    int64_t n, nw, per_word, intake, rd_free;
+    int64_t rl, burst, outst, ef_d, rq_d, buf_d, to_pk;
+    int64_t blk_next, blk_left, blk_words, blk_gap;
+    const int64_t *wa, *need;
+    /* outputs */
+    int64_t stall, first, end, beats, blk_next_out, n_blk;
+    int64_t *blk_reads;     /* 2 * blk_left: first beat, last beat + 1 of each block read */
+    int64_t *takes;         /* nw, or NULL */
+} dtpu_stream_t;
+
+int dtpu_stream_sim(dtpu_stream_t *S) {
+    const int64_t n = S->n, nw = S->nw, per_word = S->per_word, intake = S->intake;
+    const int64_t RL = S->rl, burst = S->burst, outst = S->outst, ef_d = S->ef_d;
+    const int64_t rq_d = S->rq_d, buf_d = S->buf_d, to_pk = S->to_pk;
+    const int64_t *wa = S->wa, *need = S->need;
+    int64_t blk_next = S->blk_next, blk_left = S->blk_left, blk_words = S->blk_words;
+    const int64_t blk_gap = S->blk_gap;
+    int64_t cap_ends = n + blk_left * (blk_words + 1) + 8;
+    unsigned char *newbeat = calloc((size_t)(n > 0 ? n : 1), 1);
+    int64_t *ends = malloc(sizeof(int64_t) * (size_t)cap_ends);
+    int64_t *beat_t = malloc(sizeof(int64_t) * (size_t)(n + 1));
+    int64_t *rq_wa = malloc(sizeof(int64_t) * (size_t)(rq_d + 1));
+    int64_t *rq_len = malloc(sizeof(int64_t) * (size_t)(rq_d + 1));
+    if (!newbeat || !ends || !beat_t || !rq_wa || !rq_len) {
+        free(newbeat); free(ends); free(beat_t); free(rq_wa); free(rq_len);
+        return -1;
+    }
+    int64_t n_ends = 0, n_beats = 0, n_blk = 0, rq_h = 0, rq_n = 0;
+    int64_t e = 0, p = 0;
+    int run_open = 0, prev_ok = 0;
+    int64_t run_wa = 0, run_len = 0, prev_wa = 0;
+    int gen_busy = 0, gen_blk = 0, arv = 0, ar_blk = 0;
+    int64_t gen_addr = 0, gen_left = 0, ar_beats = 0;
+    int64_t ei = 0, resv = 0, bi = 0, br = 0, bt = 0;
+    int64_t last_beat = S->rd_free - 1, owed = 0, lane = 0;
+    int out_valid = 0;
+    int64_t j = 0, stall = 0, cyc = 0;
+    while (j < nw) {
+        int acted = 0;
+        int take = out_valid && cyc >= need[j] + stall;
+        if (take) {
+            stall = cyc - need[j];
+            if (S->takes) S->takes[j] = cyc;
+            j++;
+            acted = 1;
+            if (j == nw) break;
+        }
+        int out_free = !out_valid || take;
+        int64_t done = 0;
+        while (ei < n_ends && ends[ei] <= cyc) { done++; ei++; acted = 1; }
+        while (bi < n_beats && beat_t[bi] <= cyc) { bi++; acted = 1; }
+        while (br < n_beats && beat_t[br] + to_pk <= cyc) br++;
+        int pop = 0;
+        if (p < e) {
+            int nb = newbeat[p];
+            int h_word = per_word == 1 || lane == per_word - 1 || p == n - 1;
+            if ((!nb || bt < br) && (!h_word || out_free)) pop = 1;
+        }
+        int s1_take = 0, push = 0;
+        int64_t push_wa = 0, push_len = 0;
+        if (e < n && cyc >= intake + e) {
+            int64_t a = wa[e];
+            int pad = a < 0;
+            int same = !pad && prev_ok && a == prev_wa;
+            int extend = !pad && !same && prev_ok && run_open && a == prev_wa + 1;
+            int new_run = !pad && !same && !extend;
+            int ext_full = extend && run_len == burst - 1;
+            int need_push = run_open && (new_run || ext_full);
+            if (e - p - (pop ? 1 : 0) < ef_d && (!need_push || rq_n < rq_d)) {
+                s1_take = 1;
+                if (need_push) { push = 1; push_wa = run_wa; push_len = extend ? run_len + 1 : run_len; }
+                if (!pad) {
+                    if (!same) { prev_ok = 1; prev_wa = a; }
+                    if (extend) {
+                        run_len++;
+                        if (ext_full) run_open = 0;
+                    } else if (new_run) {
+                        run_wa = a; run_len = 1; run_open = 1;
+                    }
+                }
+                newbeat[e] = (!pad && !same) ? 1 : 0;
+                if (e == n - 1) prev_ok = 0;
+            }
+        }
+        if (!s1_take && run_open && rq_n < rq_d) {
+            push = 1; push_wa = run_wa; push_len = run_len; run_open = 0;
+        }
+        int blk_req = blk_left > 0 && cyc >= blk_next - 2 && !gen_busy;
+        int accept = !blk_req && rq_n > 0 && !gen_busy && rq_len[rq_h] <= buf_d - owed;
+        int issue = gen_busy && resv < outst && !arv;
+        if (arv) {
+            int64_t first = cyc + RL > last_beat + 1 ? cyc + RL : last_beat + 1;
+            last_beat = first + ar_beats - 1;
+            ends[n_ends++] = last_beat;
+            if (ar_blk) {
+                if (ar_blk & 2) {
+                    S->blk_reads[2 * n_blk] = first;
+                    S->blk_reads[2 * n_blk + 1] = first + ar_beats;
+                    n_blk++;
+                } else {
+                    S->blk_reads[2 * n_blk - 1] = first + ar_beats;
+                }
+                if (ar_blk & 4) blk_next = last_beat + blk_gap;
+            } else {
+                for (int64_t b = 0; b < ar_beats; b++) beat_t[n_beats++] = first + b;
+            }
+            arv = 0;
+            acted = 1;
+        }
+        if (issue) {
+            int64_t bnd = 512 - (gen_addr % 512);
+            int64_t beats = gen_left < burst ? gen_left : burst;
+            if (bnd < beats) beats = bnd;
+            arv = 1; ar_beats = beats;
+            ar_blk = gen_blk ? (1 | (gen_blk == 2 ? 2 : 0) | (gen_left == beats ? 4 : 0)) : 0;
+            if (gen_blk == 2) gen_blk = 1;
+            gen_addr += beats;
+            gen_left -= beats;
+            gen_busy = gen_left > 0;
+            resv++;
+            acted = 1;
+        }
+        resv -= done;
+        if (blk_req) {
+            gen_addr = 0; gen_left = blk_words; gen_blk = 2;
+            gen_busy = 1;
+            blk_left--;
+            blk_next = (int64_t)1 << 60;
+            acted = 1;
+        } else if (accept) {
+            gen_addr = rq_wa[rq_h]; gen_left = rq_len[rq_h]; gen_blk = 0;
+            gen_busy = gen_left > 0;
+            owed += gen_left;
+            rq_h = (rq_h + 1) % (rq_d + 1);
+            rq_n--;
+            acted = 1;
+        }
+        if (push) {
+            int64_t at = (rq_h + rq_n) % (rq_d + 1);
+            rq_wa[at] = push_wa; rq_len[at] = push_len;
+            rq_n++;
+            acted = 1;
+        }
+        if (pop) {
+            if (newbeat[p]) { bt++; owed--; }
+            int h_word = per_word == 1 || lane == per_word - 1 || p == n - 1;
+            lane = h_word ? 0 : lane + 1;
+            out_valid = h_word || (out_valid && !take);
+            p++;
+            acted = 1;
+        } else if (take) {
+            out_valid = 0;
+        }
+        if (s1_take) { e++; acted = 1; }
+        if (!acted && !accept && !issue) {
+            int64_t nxt = INT64_MAX, c;
+#define CAND(x) do { c = (x); if (c > cyc && c < nxt) nxt = c; } while (0)
+            if (ei < n_ends) CAND(ends[ei]);
+            if (blk_left) CAND(blk_next - 2);
+            if (bi < n_beats) CAND(beat_t[bi]);
+            if (br < n_beats) CAND(beat_t[br] + to_pk);
+            if (e < n) CAND(intake + e);
+            if (out_valid) CAND(need[j] + stall);
+#undef CAND
+            if (nxt == INT64_MAX) nxt = cyc + 1;
+            cyc = nxt > cyc + 1 ? nxt : cyc + 1;
+            continue;
+        }
+        cyc++;
+    }
+    S->stall = stall;
+    S->beats = n_beats;
+    S->first = n_beats ? beat_t[0] : INT64_MIN;
+    S->end = n_beats ? beat_t[n_beats - 1] + 1 : INT64_MIN;
+    S->n_blk = n_blk;
+    S->blk_next_out = blk_left ? blk_next : INT64_MIN;
+    free(newbeat); free(ends); free(beat_t); free(rq_wa); free(rq_len);
+    return 0;
+}
+
+typedef struct {
+    int64_t n_in, n_res, cycles, late;
+    int64_t hold, aw_d, slot, outst, burst, wl, tail;
+    const int64_t *need, *avail, *res_t, *res_wa;
+    int64_t stall, w_end;   /* outputs; w_end INT64_MIN: no write */
+} dtpu_store_t;
+
+int dtpu_core_store(dtpu_store_t *S) {
+    const int64_t n_in = S->n_in, n_res = S->n_res, hold = S->hold, aw_d = S->aw_d;
+    const int64_t slot = S->slot, outst = S->outst, burst = S->burst, wl = S->wl;
+    const int64_t *need = S->need, *avail = S->avail, *res_t = S->res_t, *res_wa = S->res_wa;
+    int64_t cap = n_res + 2;
+    int64_t *b_start = malloc(sizeof(int64_t) * (size_t)cap);
+    int64_t *b_cum = malloc(sizeof(int64_t) * (size_t)(cap + 1));
+    int64_t *b_resp = malloc(sizeof(int64_t) * (size_t)cap);
+    if (!b_start || !b_cum || !b_resp) { free(b_start); free(b_cum); free(b_resp); return -1; }
+    int64_t nb = 0, last_beat = -((int64_t)1 << 40);
+    b_cum[0] = 0;
+#define ISSUE(req, nn) do {                                                     \
+        int64_t aw_ = (req) > last_beat ? (req) : last_beat;                      \
+        if (nb >= outst && b_resp[nb - outst] + slot > aw_) aw_ = b_resp[nb - outst] + slot; \
+        b_start[nb] = aw_ + 1; b_cum[nb + 1] = b_cum[nb] + (nn);                  \
+        last_beat = aw_ + (nn); b_resp[nb] = aw_ + (nn) + wl; nb++;               \
+    } while (0)
+    int64_t s = 0, j = 0, handed = 0, run_s = 0, run_e = 0;
+    int open = 0;
+    for (int64_t k = 0; k < n_res; k++) {
+        int64_t tk = res_t[k];
+        while (j < n_in && need[j] <= tk) {
+            if (avail[j] - need[j] > s) s = avail[j] - need[j];
+            j++;
+        }
+        int64_t c = tk + s, a = res_wa[k];
+        int closes = open && (a != run_e + 1 || run_e - run_s + 1 == burst);
+        int64_t m = handed - hold;
+        if (m > 0 && m <= b_cum[nb]) {
+            /* the burst holding beat m: the last i with b_cum[i] < m */
+            int64_t lo = 0, hi = nb;   /* b_cum[lo] < m <= b_cum[hi] */
+            while (hi - lo > 1) {
+                int64_t mid = (lo + hi) / 2;
+                if (b_cum[mid] < m) lo = mid; else hi = mid;
+            }
+            int64_t t = b_start[lo] + (m - 1 - b_cum[lo]) + 1;
+            if (t > c) c = t;
+        }
+        s = c - tk;
+        if (closes) { ISSUE(c + aw_d, run_e - run_s + 1); open = 0; }
+        handed++;
+        if (!open) { run_s = run_e = a; open = 1; } else { run_e = a; }
+        if (run_e - run_s + 1 == burst) { ISSUE(c + aw_d, burst); open = 0; }
+    }
+    while (j < n_in) {
+        if (avail[j] - need[j] > s) s = avail[j] - need[j];
+        j++;
+    }
+    if (open) ISSUE(S->cycles + s + S->tail + S->late, run_e - run_s + 1);
+#undef ISSUE
+    S->stall = s;
+    S->w_end = nb ? b_resp[nb - 1] + 1 : INT64_MIN;
+    free(b_start); free(b_cum); free(b_resp);
+    return 0;
 }

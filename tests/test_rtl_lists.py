@@ -363,7 +363,8 @@ def test_run_cycles_equal_the_timeline_on_the_exact_class(lib):
     """The memory model here is the contract's exactly (every burst's first beat
     MEM_READ_LATENCY after its AR, write responses MEM_WRITE_LATENCY after the last beat):
     on chains of 1x1 and depthwise convolutions in the load unit's word mode and of 3x3
-    convolutions (WINDOWS: word mode, lane mode; SAME, VALID, stride 2), CL_CYCLES, IDLE,
+    convolutions (WINDOWS: word mode, lane mode; SAME, VALID, stride 2), depthwise ones in lane
+    mode and with short runs (any kernel, stride, dilation, multiplier), CL_CYCLES, IDLE,
     RD_BEATS and WR_BEATS of the prologue and of the partition list equal the Executor's
     Timeline (the class sim/tb/tb_cl_run.py::test_contract_memory_model asserts under cocotb),
     and DDR as the model's: fixed chains, 1x1s with items smaller than a word (OC 2, 4, 20),
@@ -385,7 +386,17 @@ def test_run_cycles_equal_the_timeline_on_the_exact_class(lib):
              ([("c3", 8)], 4, 8), ([("c3", 16)], 8, 16), ([("c3v", 8)], 6, 8),
              ([("c3s", 16)], 9, 8), ([("c3vs", 24)], 9, 16), ([("c3", 64)], 4, 8),
              ([("c3", 8), ("c3s", 16), ("pw", 8)], 9, 3), ([("c3", 24)], 7, 5),
-             ([("pw", 16), ("c3", 8), ("dw", 0)], 6, 16), ([("pw", 16)], 5, 6)]
+             ([("pw", 16), ("c3", 8), ("dw", 0)], 6, 16), ([("pw", 16)], 5, 6),
+             # depthwise RUNs (docs/rtl.md "Depthwise streams"): lane mode (C = 3, 5, 7, 13,
+             # multiplier 2, strides 2 and 3, dilation, 5x5 / 3x1 / 1x5 / 4x4 kernels, VALID),
+             # word mode with short runs (two channel chunks: a pixel's 8 words, the store
+             # unit's backpressure), chained with 1x1s
+             ([("dw", 0)], 8, 3), ([("dw_m2_s2", 0)], 8, 13), ([("dw_k5x5", 0)], 7, 5),
+             ([("dw_s3_m2", 0)], 10, 5), ([("dw_d2", 0)], 9, 7), ([("dw_k3x1_m2", 0)], 8, 5),
+             ([("dw_k4x4_s2_m2_v", 0)], 9, 3), ([("dw_k5x3_d2_v", 0)], 10, 13),
+             ([("dw_k1x5_v", 0)], 9, 7), ([("dw_m2", 0), ("pw", 8)], 6, 7),
+             ([("dw", 0)], 6, 128), ([("dw_s2", 0)], 7, 128), ([("dw", 0)], 9, 64),
+             ([("pw", 13), ("dw_s2", 0), ("pw", 8)], 8, 8), ([("dw", 0), ("dw_m2", 0)], 5, 7)]
     for _ in range(6):      # random 3x3 chains, word and lane mode
         hw0 = hw = int(rng.integers(5, 12))
         nodes = []

@@ -995,7 +995,8 @@ class Timeline:
             first, end, res_gaps = self._post_run(t, post)
         else:
             if act_beats and stream is not None:
-                # a stream that may not keep up (3x3 WINDOWS, lane mode): the load unit's runs,
+                # a stream that may not keep up (3x3 WINDOWS, lane mode, depthwise CHANNELS:
+                # docs/rtl.md "Depthwise streams"): the load unit's runs,
                 # bursts and packer against the core's need times, cycle by cycle
                 # the list's blocks still to read go through the same master (the arbiter serves
                 # the fetcher first, its 64-word reads take MEM_BURST_BEATS bursts): the simulation
@@ -1977,8 +1978,10 @@ class Executor:
     def _act_stream(self, d: dict, words: int, res_words: int | None = None):
         """(element word addresses, elements per word, the core's need times) of a RUN's
         activation stream for :func:`_stream_sim`, or None when the stream keeps up with the
-        core (the Timeline's first-word shift is exact: 1x1 over the whole tensor, CHANNELS)
-        or the job is not a GEMM. WINDOWS streams only: word mode (C a multiple of LANES)."""
+        core (the Timeline's first-word shift is exact: 1x1 over the whole tensor) or the job
+        is neither a GEMM over WINDOWS nor a DWCONV. A DWCONV's CHANNELS stream:
+        :func:`dw_timing.dw_stream` (also the intake constant and, when its `res_words` result
+        words are written in short runs, their times and DDR words for the store model)."""
         f = self.fmt
         sched = self._act_sched
         a0, a1, a2, a3 = d["ACT0"], d["ACT1"], d["ACT2"], d["ACT3"]
@@ -2335,7 +2338,9 @@ def _stream_sim(wa, per_word: int, need, intake: int, rd_free: int, mem: dict,
 
     Run builder: a non-PAD element on the word of the last beat shares that beat, one on the
     next word extends the open run (up to MEM_BURST_BEATS words), any other opens a run and
-    pushes the open one into the ACT_REQ_FIFO-entry request FIFO (it waits while that is full);
+    pushes the open one into the ACT_REQ_FIFO-entry request FIFO (it waits while that is full;
+    it takes an element while the element FIFO, less the slot the packer frees in that cycle,
+    has room);
     a cycle in which no element is taken, with a run open and the FIFO not full, pushes it (a
     full element FIFO of ACT_ELEM_FIFO, the stream's end). The master takes a request when
     idle and the credit buffer (ACT_READ_BUFFER words) has room for it, issues its burst the

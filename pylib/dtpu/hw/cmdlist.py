@@ -2450,7 +2450,10 @@ def _stream_sim(wa, per_word: int, need, intake: int, rd_free: int, mem: dict,
             run_open = False
         # the master: the request, the burst, the AR
         blk_req = blk_left > 0 and cyc >= blk_next - 2 and not gen_busy
-        accept = not blk_req and bool(rq) and not gen_busy and rq[0][1] <= buf_d - owed
+        # the credit buffer's room: the word the packer takes this cycle counts as gone (as the
+        # element FIFO's slot above: the RTL's times are a cycle later than these)
+        freed = 1 if pop and newbeat[p] else 0
+        accept = not blk_req and bool(rq) and not gen_busy and rq[0][1] <= buf_d - owed + freed
         issue = gen_busy and resv < outst and not arv
         if arv:                                  # AR handshake (ARREADY high)
             first = max(cyc + RL, last_beat + 1)

@@ -350,7 +350,8 @@ int dtpu_stream_sim(dtpu_stream_t *S) {
             push = 1; push_wa = run_wa; push_len = run_len; run_open = 0;
         }
         int blk_req = blk_left > 0 && cyc >= blk_next - 2 && !gen_busy;
-        int accept = !blk_req && rq_n > 0 && !gen_busy && rq_len[rq_h] <= buf_d - owed;
+        int64_t freed = (pop && newbeat[p]) ? 1 : 0;
+        int accept = !blk_req && rq_n > 0 && !gen_busy && rq_len[rq_h] <= buf_d - owed + freed;
         int issue = gen_busy && resv < outst && !arv;
         if (arv) {
             int64_t first = cyc + RL > last_beat + 1 ? cyc + RL : last_beat + 1;

@@ -1,8 +1,8 @@
 """The depthwise RUN timing of the Timeline (pylib/dtpu/hw/dw_timing.py, docs/rtl.md "Depthwise
-streams"): its pieces against their definitions, and the C kernels of the two cycle simulations
-(kernels.c dtpu_stream_sim, dtpu_core_store) against the Python statements they copy, on the
-streams real programs give (depthwise in lane and word mode, 3x3 convolutions over WINDOWS,
-lists with blocks still to read). The RTL itself: tests/test_rtl_lists.py
+streams"): its pieces against their definitions, and the C kernel of the cycle simulation
+(kernels.c dtpu_stream_sim) against the Python statements it copies, on the streams real
+programs give (depthwise in lane mode and in word mode with the store unit's backpressure,
+write runs across 4 KiB, 3x3 convolutions over WINDOWS, lists with blocks still to read). The RTL itself: tests/test_rtl_lists.py
 (test_run_cycles_equal_the_timeline_on_the_exact_class, the zoo) and sim/tb/tb_cl_run.py."""
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ FMT = cl.Format(CFG)
 #: backpressure), 3x3 convolutions (WINDOWS) and 1x1s around them
 PROGRAMS = [([("dw", 0)], 8, 3), ([("dw_m2_s2", 0)], 8, 13), ([("dw_k5x5", 0)], 7, 5),
             ([("dw_s3_m2", 0)], 10, 5), ([("dw_d2", 0)], 9, 7), ([("dw_k1x5_v", 0)], 9, 7),
-            ([("dw", 0)], 6, 128), ([("dw", 0)], 9, 64), ([("dw_s2", 0)], 7, 128), ([("pw", 16), ("dw_m2", 0)], 5, 8),
+            ([("dw", 0)], 6, 128), ([("dw", 0)], 9, 64), ([("dw_s2", 0)], 7, 128),
+            ([("dw", 0)], 16, 96), ([("pw", 16), ("dw_m2", 0)], 5, 8),
             ([("c3", 8), ("c3s", 16), ("pw", 8)], 9, 3), ([("pw", 24), ("dw", 0)], 8, 8)]
 
 
@@ -54,51 +55,47 @@ def _run(p, seed=1) -> cl.RunResult:
 
 
 def _captured(monkeypatch):
-    """Run every program once, recording the arguments of each stream and store simulation."""
-    streams, stores = [], []
-    sim, store = cl._stream_sim, dw_timing.core_store
+    """Run every program once, recording the arguments of each stream simulation."""
+    streams = []
+    sim = cl._stream_sim
 
     def rec_sim(*a, **k):
         streams.append((a, k))
         return sim(*a, **k)
 
-    def rec_store(*a, **k):
-        stores.append((a, k))
-        return store(*a, **k)
-
     monkeypatch.setattr(cl, "_stream_sim", rec_sim)
-    monkeypatch.setattr(dw_timing, "core_store", rec_store)
     for nodes, hw, c in PROGRAMS:
         _run(_program(nodes, hw, c))
     monkeypatch.undo()
-    return streams, stores
+    return streams
 
 
-@pytest.mark.skipif(kernels.get() is None, reason="no C compiler: the Python simulations run")
-def test_c_simulations_equal_the_python_statements(monkeypatch):
-    streams, stores = _captured(monkeypatch)
-    assert len(streams) >= len(PROGRAMS) and len(stores) >= 2
-    assert not any(k for _, k in streams + stores)
-    kinds = {(a[1], len(a) > 7 and a[7] is not None) for a, _ in streams}
-    # word mode with the store model (takes recorded), lane mode, word-mode GEMM
-    assert {(1, True), (8, False), (1, False)} <= kinds
+def _both(monkeypatch, a):
+    """_stream_sim on arguments `a` in Python and in C: (result, takes, res) each."""
+    out = []
+    for c in (False, True):
+        takes = [] if len(a) > 7 and a[7] is not None else None
+        res = dict(a[8]) if len(a) > 8 and a[8] is not None else None
+        monkeypatch.setattr(cl, "STREAM_SIM_C", c)
+        out.append((cl._stream_sim(*a[:7], takes, res), takes, res))
+    monkeypatch.setattr(cl, "STREAM_SIM_C", True)
+    return out
+
+
+@pytest.mark.skipif(kernels.get() is None, reason="no C compiler: the Python simulation runs")
+def test_c_stream_simulation_equals_the_python_statements(monkeypatch):
+    streams = _captured(monkeypatch)
+    assert len(streams) >= len(PROGRAMS) and not any(k for _, k in streams)
+    # lane-mode depthwise and GEMM (8 elements a word), word mode without and with the store
+    kinds = {(a[1], len(a) > 8 and a[8] is not None) for a, _ in streams}
+    assert {(8, False), (1, False), (1, True)} <= kinds
     for a, _ in streams:
-        py_t, c_t = ([] if len(a) > 7 and a[7] is not None else None for _ in range(2))
-        monkeypatch.setattr(cl, "STREAM_SIM_C", False)
-        want = cl._stream_sim(*a[:7], py_t)
-        monkeypatch.setattr(cl, "STREAM_SIM_C", True)
-        got = cl._stream_sim(*a[:7], c_t)
-        assert got == want and c_t == py_t
-        # the list's blocks still to read go through the same master
-        if len(a) > 6 and a[6] is not None and a[6][1] == 0:
-            blk = (a[3] + 40, 2, 64, 4)
-            args = a[:6] + (blk,)
-            monkeypatch.setattr(cl, "STREAM_SIM_C", False)
-            want = cl._stream_sim(*args)
-            monkeypatch.setattr(cl, "STREAM_SIM_C", True)
-            assert cl._stream_sim(*args) == want
-    for a, _ in stores:
-        assert dw_timing.core_store(*a, use_c=True) == dw_timing.core_store(*a, use_c=False)
+        (want, _, res_py), (got, _, res_c) = _both(monkeypatch, a)
+        assert got == want and res_c == res_py
+        # with takes recorded, and with the list's blocks still to read on the same master
+        a2 = a[:6] + ((a[3] + 40, 2, 64, 4), []) + a[8:]
+        (want, t_py, res_py), (got, t_c, res_c) = _both(monkeypatch, a2)
+        assert got == want and t_c == t_py and res_c == res_py and len(t_c) == len(a[2])
 
 
 def test_loader_need_times_follow_dw_schedule():

@@ -396,7 +396,9 @@ def test_run_cycles_equal_the_timeline_on_the_exact_class(lib):
              ([("dw_k4x4_s2_m2_v", 0)], 9, 3), ([("dw_k5x3_d2_v", 0)], 10, 13),
              ([("dw_k1x5_v", 0)], 9, 7), ([("dw_m2", 0), ("pw", 8)], 6, 7),
              ([("dw", 0)], 6, 128), ([("dw_s2", 0)], 7, 128), ([("dw", 0)], 9, 64),
-             ([("pw", 13), ("dw_s2", 0), ("pw", 8)], 8, 8), ([("dw", 0), ("dw_m2", 0)], 5, 7)]
+             ([("pw", 13), ("dw_s2", 0), ("pw", 8)], 8, 8), ([("dw", 0), ("dw_m2", 0)], 5, 7),
+             # 6-word runs (48 channels a chunk), write runs across 4 KiB (two bursts)
+             ([("dw", 0)], 16, 96), ([("dw_s2", 0)], 27, 96)]
     for _ in range(6):      # random 3x3 chains, word and lane mode
         hw0 = hw = int(rng.integers(5, 12))
         nodes = []

@@ -1012,18 +1012,17 @@ class Timeline:
                 wa, per_word, need = stream[:3]
                 setup = stream[3] if len(stream) > 3 else K["SEQ_ACT_SETUP_WINDOWS"]
                 dw_res = stream[4] if len(stream) > 4 else None
-                takes = [] if dw_res is not None else None
+                res = None
+                if dw_res is not None:      # a DWCONV whose writes may hold the core back
+                    # (its result words' stall-free times: the last one 3 before its end)
+                    res = dict(t=dw_res[0] + cycles - 3 + t - o, wa=dw_res[1],
+                               end0=cycles + t - o, tail=K["SEQ_STORE_TAIL"] + act_req[3])
                 shift, f0, f1, _, blks, nxt = _stream_sim(
                     wa, per_word, need - (o - t), setup - 2 + t - o,
                     self.rd_free - o, self.fmt.mem,
-                    (self.next_block - o, left, self.fifo, K["SEQ_FETCH_NEXT"]), takes)
-                if dw_res is not None:      # a DWCONV whose writes may hold the core back
-                    res_t, res_wa = dw_res
-                    shift, dw_w_end = dw_timing.core_store(
-                        need, [tk + o - t for tk in takes], res_t + cycles - 3, res_wa,
-                        cycles, self.fmt.mem, act_req[3])
-                    if dw_w_end is not None:
-                        dw_w_end += t
+                    (self.next_block - o, left, self.fifo, K["SEQ_FETCH_NEXT"]), None, res)
+                if res is not None and res.get("w_end") is not None:
+                    dw_w_end = res["w_end"] + o
                 for b0, b1 in blks:
                     self.block_first.append(o + b0)
                     self.block_end = o + b1
@@ -1057,7 +1056,7 @@ class Timeline:
                 w_end = end + self.WL + (self._store_tail(post[8], res_gaps) + post[6] if wr else 0)
         else:
             w_end = end + self.WL + (self._store_tail(wr, res_gaps, part) if run and wr else 0)
-            if dw_w_end is not None:    # the write runs as dw_timing.core_store has them
+            if dw_w_end is not None:    # the write runs as _stream_sim's store model has them
                 w_end = dw_w_end
         self.wr_done = max(self.wr_done, w_end)
         if res_beats:
@@ -2318,7 +2317,8 @@ _SIM_TRACE: list | None = None
 
 
 def _stream_sim(wa, per_word: int, need, intake: int, rd_free: int, mem: dict,
-                blocks: tuple | None = None, takes: list | None = None) -> tuple:
+                blocks: tuple | None = None, takes: list | None = None,
+                res: dict | None = None) -> tuple:
     """The activation stream of one RUN cycle by cycle as the load unit (dtpu_cl_load), the
     credit buffer (dtpu_cl_rd_buf) and the read master (dtpu_axi_rd, dtpu_axi_burst) move it
     under the contract's memory model, against the core's stall-free need times (docs/rtl.md
@@ -2335,6 +2335,16 @@ def _stream_sim(wa, per_word: int, need, intake: int, rd_free: int, mem: dict,
     core's stall once it took its last word, the stream's first beat, its last beat + 1, its
     beats, the first beat and last beat + 1 of each block read meanwhile, the next block's AR
     cycle). `takes` (a list, optional) gets the cycle the core took each word.
+
+    `res` (a DWCONV whose write runs are short, :func:`dw_timing.dw_stream`): the core's result
+    words too, each at its stall-free time ("t", this function's time frame) unless the store
+    unit holds more than SEQ_STORE_HOLD words beside the write beats gone, when the core stalls
+    (its global stall: the inputs wait as well); their DDR words ("wa") make the write runs,
+    each requested SEQ_STORE_AW after the word that closes it, its AW no sooner than
+    SEQ_WR_SLOT after the response of the burst MEM_READ_OUTSTANDING before nor before the
+    beats of the burst before, its beats the cycles after the AW; the last one the job's end
+    ("end0", the stall-free end, + the stall) + "tail" after; a run crossing 4 KiB is two
+    bursts. Sets res["w_end"]: the last response + 1.
 
     Run builder: a non-PAD element on the word of the last beat shares that beat, one on the
     next word extends the open run (up to MEM_BURST_BEATS words), any other opens a run and
@@ -2357,10 +2367,11 @@ def _stream_sim(wa, per_word: int, need, intake: int, rd_free: int, mem: dict,
     rq_d = int(mem["ACT_REQ_FIFO"])
     buf_d = int(mem["ACT_READ_BUFFER"])
     to_pk = int(mem["SEQ_ACT_FIRST"]) - 1       # a beat to the packer; the core a cycle later
-    k = kernels.get() if _SIM_TRACE is None and STREAM_SIM_C else None
-    if k is not None:   # the same statements in C (kernels.c dtpu_stream_sim)
-        return k.stream_sim(wa, per_word, need, intake, rd_free,
-                            (RL, burst, outst, ef_d, rq_d, buf_d, to_pk), blocks, takes)
+    kern = kernels.get() if _SIM_TRACE is None and STREAM_SIM_C else None
+    if kern is not None:   # the same statements in C (kernels.c dtpu_stream_sim)
+        return kern.stream_sim(wa, per_word, need, intake, rd_free,
+                               (RL, burst, outst, ef_d, rq_d, buf_d, to_pk), blocks, takes,
+                               _store_consts(mem, res))
     n, nw = len(wa), len(need)
     wa = wa.tolist() if hasattr(wa, "tolist") else list(wa)
     need = need.tolist() if hasattr(need, "tolist") else list(need)
@@ -2387,18 +2398,43 @@ def _stream_sim(wa, per_word: int, need, intake: int, rd_free: int, mem: dict,
     j = 0
     stall = 0
     cyc = 0
-    while j < nw:
+    st = _Store(res, mem) if res is not None else None
+    nr = st.n if st is not None else 0
+    big = 1 << 62
+    while j < nw or (st is not None and st.k < nr):
         acted = False
         # the core
-        take = out_valid and cyc >= need[j] + stall
-        if take:
-            stall = cyc - need[j]
-            if takes is not None:
-                takes.append(cyc)
-            j += 1
-            acted = True
-            if j == nw:
-                break
+        wait_room = None
+        if st is None:
+            take = out_valid and cyc >= need[j] + stall
+            if take:
+                stall = cyc - need[j]
+                if takes is not None:
+                    takes.append(cyc)
+                j += 1
+                acted = True
+                if j == nw:
+                    break
+        else:   # its next step (an input word, a result word or both) is due at tau + stall
+            t_in = need[j] if j < nw else big
+            t_out = st.t[st.k] if st.k < nr else big
+            tau = min(t_in, t_out)
+            take = False
+            if cyc >= tau + stall:
+                in_ok = t_in != tau or out_valid
+                room = st.room_at(cyc) if t_out == tau else cyc
+                if in_ok and room <= cyc:
+                    stall = cyc - tau
+                    if t_in == tau:
+                        take = True
+                        if takes is not None:
+                            takes.append(cyc)
+                        j += 1
+                    if t_out == tau:
+                        st.emit(cyc)
+                    acted = True
+                elif in_ok:
+                    wait_room = room
         out_free = not out_valid or take
         # beats arriving this cycle (a burst's last one frees its slot next cycle)
         done = 0
@@ -2528,15 +2564,102 @@ def _stream_sim(wa, per_word: int, need, intake: int, rd_free: int, mem: dict,
                 cand.append(beat_t[br] + to_pk)
             if e < n:
                 cand.append(intake + e)
-            if out_valid:
-                cand.append(need[j] + stall)
+            if st is None:
+                if out_valid:
+                    cand.append(need[j] + stall)
+            else:
+                t_in = need[j] if j < nw else big
+                t_out = st.t[st.k] if st.k < nr else big
+                if (t_in <= t_out and out_valid) or t_out < t_in:
+                    cand.append(min(t_in, t_out) + stall)
+                if wait_room is not None:
+                    cand.append(wait_room)
             nxt = min([c for c in cand if c > cyc], default=cyc + 1)
             cyc = max(cyc + 1, nxt)
             continue
         cyc += 1
+    if st is not None:
+        res["w_end"] = st.finish(res["end0"] + stall + res["tail"])
     first = beat_t[0] if beat_t else None
     return (stall, first, (beat_t[-1] + 1 if beat_t else None), len(beat_t), blk_reads,
             blk_next if blk_left else None)
+
+
+def _store_consts(mem: dict, res: dict | None) -> tuple | None:
+    """The store model's inputs for the C kernel: (result times, DDR words, SEQ_STORE_HOLD,
+    SEQ_STORE_AW, SEQ_WR_SLOT, bursts in flight, MEM_BURST_BEATS, MEM_WRITE_LATENCY, the
+    stall-free end, the tail, the dict to put w_end in), None without `res`."""
+    if res is None:
+        return None
+    return (res["t"], res["wa"], int(mem["SEQ_STORE_HOLD"]), int(mem["SEQ_STORE_AW"]),
+            int(mem["SEQ_WR_SLOT"]), int(mem["MEM_READ_OUTSTANDING"]),
+            int(mem["MEM_BURST_BEATS"]), int(mem["MEM_WRITE_LATENCY"]), int(res["end0"]),
+            int(res["tail"]), res)
+
+
+class _Store:
+    """The store unit's write side for :func:`_stream_sim`'s `res` (its docstring)."""
+
+    def __init__(self, res: dict, mem: dict) -> None:
+        self.t = [int(v) for v in res["t"]]
+        self.wa = [int(v) for v in res["wa"]]
+        self.n = len(self.t)
+        self.hold = int(mem["SEQ_STORE_HOLD"])
+        self.aw_d = int(mem["SEQ_STORE_AW"])
+        self.slot = int(mem["SEQ_WR_SLOT"])
+        self.outst = int(mem["MEM_READ_OUTSTANDING"])
+        self.burst = int(mem["MEM_BURST_BEATS"])
+        self.wl = int(mem["MEM_WRITE_LATENCY"])
+        self.k = 0                      # result words handed
+        self.b_start: list = []         # first beat of each burst
+        self.b_cum: list = [0]          # beats of the bursts before it
+        self.b_resp: list = []          # its response
+        self.last_beat = -(1 << 40)
+        self.run_s = self.run_e = None
+
+    def issue(self, req: int, a: int, n: int) -> None:
+        """The write request of the run of n words from DDR word a: its bursts (split at
+        4 KiB as dtpu_axi_burst splits them), each AW after the beats of the one before."""
+        while n > 0:
+            m = min(n, 512 - a % 512)
+            aw = max(req, self.last_beat)
+            if len(self.b_resp) >= self.outst:
+                aw = max(aw, self.b_resp[-self.outst] + self.slot)
+            self.b_start.append(aw + 1)
+            self.b_cum.append(self.b_cum[-1] + m)
+            self.last_beat = aw + m
+            self.b_resp.append(aw + m + self.wl)
+            a += m
+            n -= m
+
+    def room_at(self, c: int) -> int:
+        """The first cycle from c on the queue takes a word (its held words less the beats gone
+        at most SEQ_STORE_HOLD)."""
+        m = self.k - self.hold
+        if m <= 0 or m > self.b_cum[-1]:
+            return c
+        i = bisect.bisect_left(self.b_cum, m) - 1
+        return max(c, self.b_start[i] + (m - 1 - self.b_cum[i]) + 1)
+
+    def emit(self, c: int) -> None:
+        a = self.wa[self.k]
+        if self.run_e is not None and (a != self.run_e + 1
+                                       or self.run_e - self.run_s + 1 == self.burst):
+            self.issue(c + self.aw_d, self.run_s, self.run_e - self.run_s + 1)
+            self.run_s = self.run_e = None
+        self.k += 1
+        if self.run_e is None:
+            self.run_s = self.run_e = a
+        else:
+            self.run_e = a
+        if self.run_e - self.run_s + 1 == self.burst:
+            self.issue(c + self.aw_d, self.run_s, self.burst)
+            self.run_s = self.run_e = None
+
+    def finish(self, last_req: int) -> int | None:
+        if self.run_e is not None:
+            self.issue(last_req, self.run_s, self.run_e - self.run_s + 1)
+        return self.b_resp[-1] + 1 if self.b_resp else None
 
 
 def _first_words(f: "Format", d: dict, limit: int) -> list | None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from dtpu.hw import kernels
 from dtpu.hw.model import dw_schedule
 
 
@@ -122,96 +121,3 @@ def short_runs(wa: np.ndarray, max_run: int) -> bool:
     if wa.size < 2:
         return False
     return bool(np.any(np.diff(wa) != 1))
-
-
-def core_store(need, avail, res_t, res_wa, cycles: int, mem: dict, late: int,
-               use_c: bool = True) -> tuple:
-    """The DWCONV job's global stall with the store unit's backpressure (dtpu_cl_store: its
-    write queue holds SEQ_STORE_HOLD words beside the write beats not yet gone; a result word
-    the core offers while it is full stalls the core) on top of the activation stream's.
-
-    Times are cycles from the job's start. `need` / `avail`: each activation word's stall-free
-    need time and the cycle cmdlist._stream_sim's core took it (no sooner now); `res_t`: the
-    result words' stall-free times; `res_wa`: their DDR words; `cycles`: the job's stall-free
-    cycles. The write runs are the
-    consecutive words (up to MEM_BURST_BEATS); a run is requested SEQ_STORE_AW after the
-    word that closes it came (the first word of the next run, or its own last word when it
-    is full), the last one at the job's end + SEQ_STORE_TAIL (+ `late`); its AW no sooner than
-    SEQ_WR_SLOT after the response of the burst MEM_READ_OUTSTANDING before, nor before the
-    beats of the burst before are out; its beats the cycles after its AW, its response
-    MEM_WRITE_LATENCY after its last beat. Returns (the final stall, the last response + 1:
-    the RUN's w_end). The C kernel (kernels.c dtpu_core_store, the same statements) runs it
-    when there is one (`use_c`)."""
-    import bisect
-    hold = int(mem["SEQ_STORE_HOLD"])
-    consts = (hold, int(mem["SEQ_STORE_AW"]), int(mem["SEQ_WR_SLOT"]),
-              int(mem["MEM_READ_OUTSTANDING"]), int(mem["MEM_BURST_BEATS"]),
-              int(mem["MEM_WRITE_LATENCY"]), int(mem["SEQ_STORE_TAIL"]))
-    k = kernels.get() if use_c else None
-    if k is not None:
-        return k.core_store(need, avail, res_t, res_wa, cycles, late, consts)
-    aw_d = int(mem["SEQ_STORE_AW"])
-    slot = int(mem["SEQ_WR_SLOT"])
-    outst = int(mem["MEM_READ_OUTSTANDING"])
-    burst = int(mem["MEM_BURST_BEATS"])
-    wl = int(mem["MEM_WRITE_LATENCY"])
-    tail = int(mem["SEQ_STORE_TAIL"])
-    need = [int(v) for v in need]
-    avail = [int(v) for v in avail]
-    res_t = [int(v) for v in res_t]
-    res_wa = [int(v) for v in res_wa]
-    b_start: list = []      # first beat of each issued burst
-    b_cum: list = [0]       # beats of the bursts before it
-    b_resp: list = []       # its response
-    last_beat = -1 << 40
-
-    def issue(req: int, n: int) -> None:
-        nonlocal last_beat
-        aw = max(req, last_beat)
-        if len(b_resp) >= outst:
-            aw = max(aw, b_resp[-outst] + slot)
-        b_start.append(aw + 1)
-        b_cum.append(b_cum[-1] + n)
-        last_beat = aw + n
-        b_resp.append(aw + n + wl)
-
-    def room_at(c: int, m: int) -> int:
-        """The first cycle from c on with at least m beats before it (c if never)."""
-        if m <= 0 or m > b_cum[-1]:
-            return c
-        i = bisect.bisect_left(b_cum, m) - 1        # the burst holding beat m
-        return max(c, b_start[i] + (m - 1 - b_cum[i]) + 1)
-
-    s = 0
-    j = 0
-    handed = 0
-    run_s = run_e = None
-    n_in = len(need)
-    for k, tk in enumerate(res_t):
-        # the inputs due no later than this result
-        while j < n_in and need[j] <= tk:
-            s = max(s, avail[j] - need[j])
-            j += 1
-        c = tk + s
-        a = res_wa[k]
-        closes = run_e is not None and (a != run_e + 1 or run_e - run_s + 1 == burst)
-        # the queue: room for the word (the closing word's run is requested after it)
-        c = room_at(c, handed - hold)
-        s = c - tk
-        if closes:
-            issue(c + aw_d, run_e - run_s + 1)
-            run_s = run_e = None
-        handed += 1
-        if run_e is None:
-            run_s = run_e = a
-        else:
-            run_e = a
-        if run_e - run_s + 1 == burst:      # full: requested at once
-            issue(c + aw_d, burst)
-            run_s = run_e = None
-    while j < n_in:
-        s = max(s, avail[j] - need[j])
-        j += 1
-    if run_e is not None:       # the RUN's end closes the last run
-        issue(cycles + s + tail + late, run_e - run_s + 1)
-    return s, (b_resp[-1] + 1 if b_resp else None)

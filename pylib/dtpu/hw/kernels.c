@@ -270,7 +270,63 @@ typedef struct {
     int64_t stall, first, end, beats, blk_next_out, n_blk;
     int64_t *blk_reads;     /* 2 * blk_left: first beat, last beat + 1 of each block read */
     int64_t *takes;         /* nw, or NULL */
+    /* the store unit (n_res > 0: cmdlist._stream_sim's `res`, class _Store) */
+    int64_t n_res, hold, aw_d, slot, wl, end0, tail;
+    const int64_t *res_t, *res_wa;
+    int64_t w_end;          /* output: the last write response + 1, INT64_MIN: none */
 } dtpu_stream_t;
+
+/* cmdlist._Store */
+typedef struct {
+    int64_t *b_start, *b_cum, *b_resp;
+    int64_t nb, last_beat, k, run_s, run_e, outst, slot, wl, burst, hold, aw_d;
+    int open;
+    const int64_t *wa;
+} store_t;
+
+static void st_issue(store_t *W, int64_t req, int64_t a, int64_t n) {
+    while (n > 0) {
+        int64_t m = 512 - a % 512;
+        if (m > n) m = n;
+        int64_t aw = req > W->last_beat ? req : W->last_beat;
+        if (W->nb >= W->outst && W->b_resp[W->nb - W->outst] + W->slot > aw)
+            aw = W->b_resp[W->nb - W->outst] + W->slot;
+        W->b_start[W->nb] = aw + 1;
+        W->b_cum[W->nb + 1] = W->b_cum[W->nb] + m;
+        W->last_beat = aw + m;
+        W->b_resp[W->nb] = aw + m + W->wl;
+        W->nb++;
+        a += m;
+        n -= m;
+    }
+}
+
+static int64_t st_room_at(const store_t *W, int64_t c) {
+    int64_t m = W->k - W->hold;
+    if (m <= 0 || m > W->b_cum[W->nb]) return c;
+    int64_t lo = 0, hi = W->nb;     /* b_cum[lo] < m <= b_cum[hi] */
+    while (hi - lo > 1) {
+        int64_t mid = (lo + hi) / 2;
+        if (W->b_cum[mid] < m) lo = mid; else hi = mid;
+    }
+    int64_t t = W->b_start[lo] + (m - 1 - W->b_cum[lo]) + 1;
+    return t > c ? t : c;
+}
+
+static void st_emit(store_t *W, int64_t c) {
+    int64_t a = W->wa[W->k];
+    if (W->open && (a != W->run_e + 1 || W->run_e - W->run_s + 1 == W->burst)) {
+        st_issue(W, c + W->aw_d, W->run_s, W->run_e - W->run_s + 1);
+        W->open = 0;
+    }
+    W->k++;
+    if (!W->open) { W->run_s = W->run_e = a; W->open = 1; }
+    else W->run_e = a;
+    if (W->run_e - W->run_s + 1 == W->burst) {
+        st_issue(W, c + W->aw_d, W->run_s, W->burst);
+        W->open = 0;
+    }
+}
 
 int dtpu_stream_sim(dtpu_stream_t *S) {
     const int64_t n = S->n, nw = S->nw, per_word = S->per_word, intake = S->intake;
@@ -285,10 +341,26 @@ int dtpu_stream_sim(dtpu_stream_t *S) {
     int64_t *beat_t = malloc(sizeof(int64_t) * (size_t)(n + 1));
     int64_t *rq_wa = malloc(sizeof(int64_t) * (size_t)(rq_d + 1));
     int64_t *rq_len = malloc(sizeof(int64_t) * (size_t)(rq_d + 1));
-    if (!newbeat || !ends || !beat_t || !rq_wa || !rq_len) {
+    const int64_t nr = S->n_res;
+    store_t W;
+    memset(&W, 0, sizeof W);
+    if (nr > 0) {
+        int64_t cap = 2 * nr + 8;
+        W.b_start = malloc(sizeof(int64_t) * (size_t)cap);
+        W.b_cum = malloc(sizeof(int64_t) * (size_t)(cap + 1));
+        W.b_resp = malloc(sizeof(int64_t) * (size_t)cap);
+        W.last_beat = -((int64_t)1 << 40);
+        W.outst = S->outst; W.slot = S->slot; W.wl = S->wl; W.burst = S->burst;
+        W.hold = S->hold; W.aw_d = S->aw_d; W.wa = S->res_wa;
+        if (W.b_cum) W.b_cum[0] = 0;
+    }
+    if (!newbeat || !ends || !beat_t || !rq_wa || !rq_len
+            || (nr > 0 && (!W.b_start || !W.b_cum || !W.b_resp))) {
         free(newbeat); free(ends); free(beat_t); free(rq_wa); free(rq_len);
+        free(W.b_start); free(W.b_cum); free(W.b_resp);
         return -1;
     }
+    const int64_t BIG = (int64_t)1 << 62;
     int64_t n_ends = 0, n_beats = 0, n_blk = 0, rq_h = 0, rq_n = 0;
     int64_t e = 0, p = 0;
     int run_open = 0, prev_ok = 0;
@@ -299,15 +371,40 @@ int dtpu_stream_sim(dtpu_stream_t *S) {
     int64_t last_beat = S->rd_free - 1, owed = 0, lane = 0;
     int out_valid = 0;
     int64_t j = 0, stall = 0, cyc = 0;
-    while (j < nw) {
+    while (j < nw || (nr > 0 && W.k < nr)) {
         int acted = 0;
-        int take = out_valid && cyc >= need[j] + stall;
-        if (take) {
-            stall = cyc - need[j];
-            if (S->takes) S->takes[j] = cyc;
-            j++;
-            acted = 1;
-            if (j == nw) break;
+        int take = 0, has_wait = 0;
+        int64_t wait_room = 0;
+        if (nr == 0) {
+            take = out_valid && cyc >= need[j] + stall;
+            if (take) {
+                stall = cyc - need[j];
+                if (S->takes) S->takes[j] = cyc;
+                j++;
+                acted = 1;
+                if (j == nw) break;
+            }
+        } else {
+            int64_t t_in = j < nw ? need[j] : BIG;
+            int64_t t_out = W.k < nr ? S->res_t[W.k] : BIG;
+            int64_t tau = t_in < t_out ? t_in : t_out;
+            if (cyc >= tau + stall) {
+                int in_ok = t_in != tau || out_valid;
+                int64_t room = t_out == tau ? st_room_at(&W, cyc) : cyc;
+                if (in_ok && room <= cyc) {
+                    stall = cyc - tau;
+                    if (t_in == tau) {
+                        take = 1;
+                        if (S->takes) S->takes[j] = cyc;
+                        j++;
+                    }
+                    if (t_out == tau) st_emit(&W, cyc);
+                    acted = 1;
+                } else if (in_ok) {
+                    has_wait = 1;
+                    wait_room = room;
+                }
+            }
         }
         int out_free = !out_valid || take;
         int64_t done = 0;
@@ -425,13 +522,27 @@ int dtpu_stream_sim(dtpu_stream_t *S) {
             if (bi < n_beats) CAND(beat_t[bi]);
             if (br < n_beats) CAND(beat_t[br] + to_pk);
             if (e < n) CAND(intake + e);
-            if (out_valid) CAND(need[j] + stall);
+            if (nr == 0) {
+                if (out_valid) CAND(need[j] + stall);
+            } else {
+                int64_t t_in = j < nw ? need[j] : BIG;
+                int64_t t_out = W.k < nr ? S->res_t[W.k] : BIG;
+                if ((t_in <= t_out && out_valid) || t_out < t_in)
+                    CAND((t_in < t_out ? t_in : t_out) + stall);
+                if (has_wait) CAND(wait_room);
+            }
 #undef CAND
             if (nxt == INT64_MAX) nxt = cyc + 1;
             cyc = nxt > cyc + 1 ? nxt : cyc + 1;
             continue;
         }
         cyc++;
+    }
+    S->w_end = INT64_MIN;
+    if (nr > 0) {
+        if (W.open) st_issue(&W, S->end0 + stall + S->tail, W.run_s, W.run_e - W.run_s + 1);
+        if (W.nb) S->w_end = W.b_resp[W.nb - 1] + 1;
+        free(W.b_start); free(W.b_cum); free(W.b_resp);
     }
     S->stall = stall;
     S->beats = n_beats;
@@ -443,65 +554,3 @@ int dtpu_stream_sim(dtpu_stream_t *S) {
     return 0;
 }
 
-typedef struct {
-    int64_t n_in, n_res, cycles, late;
-    int64_t hold, aw_d, slot, outst, burst, wl, tail;
-    const int64_t *need, *avail, *res_t, *res_wa;
-    int64_t stall, w_end;   /* outputs; w_end INT64_MIN: no write */
-} dtpu_store_t;
-
-int dtpu_core_store(dtpu_store_t *S) {
-    const int64_t n_in = S->n_in, n_res = S->n_res, hold = S->hold, aw_d = S->aw_d;
-    const int64_t slot = S->slot, outst = S->outst, burst = S->burst, wl = S->wl;
-    const int64_t *need = S->need, *avail = S->avail, *res_t = S->res_t, *res_wa = S->res_wa;
-    int64_t cap = n_res + 2;
-    int64_t *b_start = malloc(sizeof(int64_t) * (size_t)cap);
-    int64_t *b_cum = malloc(sizeof(int64_t) * (size_t)(cap + 1));
-    int64_t *b_resp = malloc(sizeof(int64_t) * (size_t)cap);
-    if (!b_start || !b_cum || !b_resp) { free(b_start); free(b_cum); free(b_resp); return -1; }
-    int64_t nb = 0, last_beat = -((int64_t)1 << 40);
-    b_cum[0] = 0;
-#define ISSUE(req, nn) do {                                                     \
-        int64_t aw_ = (req) > last_beat ? (req) : last_beat;                      \
-        if (nb >= outst && b_resp[nb - outst] + slot > aw_) aw_ = b_resp[nb - outst] + slot; \
-        b_start[nb] = aw_ + 1; b_cum[nb + 1] = b_cum[nb] + (nn);                  \
-        last_beat = aw_ + (nn); b_resp[nb] = aw_ + (nn) + wl; nb++;               \
-    } while (0)
-    int64_t s = 0, j = 0, handed = 0, run_s = 0, run_e = 0;
-    int open = 0;
-    for (int64_t k = 0; k < n_res; k++) {
-        int64_t tk = res_t[k];
-        while (j < n_in && need[j] <= tk) {
-            if (avail[j] - need[j] > s) s = avail[j] - need[j];
-            j++;
-        }
-        int64_t c = tk + s, a = res_wa[k];
-        int closes = open && (a != run_e + 1 || run_e - run_s + 1 == burst);
-        int64_t m = handed - hold;
-        if (m > 0 && m <= b_cum[nb]) {
-            /* the burst holding beat m: the last i with b_cum[i] < m */
-            int64_t lo = 0, hi = nb;   /* b_cum[lo] < m <= b_cum[hi] */
-            while (hi - lo > 1) {
-                int64_t mid = (lo + hi) / 2;
-                if (b_cum[mid] < m) lo = mid; else hi = mid;
-            }
-            int64_t t = b_start[lo] + (m - 1 - b_cum[lo]) + 1;
-            if (t > c) c = t;
-        }
-        s = c - tk;
-        if (closes) { ISSUE(c + aw_d, run_e - run_s + 1); open = 0; }
-        handed++;
-        if (!open) { run_s = run_e = a; open = 1; } else { run_e = a; }
-        if (run_e - run_s + 1 == burst) { ISSUE(c + aw_d, burst); open = 0; }
-    }
-    while (j < n_in) {
-        if (avail[j] - need[j] > s) s = avail[j] - need[j];
-        j++;
-    }
-    if (open) ISSUE(S->cycles + s + S->tail + S->late, run_e - run_s + 1);
-#undef ISSUE
-    S->stall = s;
-    S->w_end = nb ? b_resp[nb - 1] + 1 : INT64_MIN;
-    free(b_start); free(b_cum); free(b_resp);
-    return 0;
-}

@@ -55,15 +55,11 @@ typedef struct {
     int64_t stall, first, end, beats, blk_next_out, n_blk;
     int64_t *blk_reads;
     int64_t *takes;
+    int64_t n_res, hold, aw_d, slot, wl, end0, tail;
+    const int64_t *res_t, *res_wa;
+    int64_t w_end;
 } dtpu_stream_t;
-typedef struct {
-    int64_t n_in, n_res, cycles, late;
-    int64_t hold, aw_d, slot, outst, burst, wl, tail;
-    const int64_t *need, *avail, *res_t, *res_wa;
-    int64_t stall, w_end;
-} dtpu_store_t;
 int dtpu_stream_sim(dtpu_stream_t *S);
-int dtpu_core_store(dtpu_store_t *S);
 int dtpu_post(const dtpu_post_t *P, const void *acc, int64_t rows, void *out);
 int dtpu_dw(const dtpu_dw_t *D, const dtpu_post_t *P, const void *x, void *acc, void *out);
 """
@@ -220,10 +216,11 @@ def _i64(a) -> np.ndarray:
 
 
 def _stream_sim(self, wa, per_word: int, need, intake: int, rd_free: int, consts: tuple,
-                blocks: tuple | None, takes: list | None) -> tuple:
+                blocks: tuple | None, takes: list | None, store: tuple | None = None) -> tuple:
     """dtpu.hw.cmdlist._stream_sim in C (kernels.c dtpu_stream_sim): the same arguments
     (`consts`: RL, burst, outstanding, ACT_ELEM_FIFO, ACT_REQ_FIFO, ACT_READ_BUFFER, the beat's
-    cycles to the packer) and the same result."""
+    cycles to the packer; `store`: cmdlist._store_consts of its `res`, whose "w_end" it sets)
+    and the same result."""
     ffi = self.ffi
     wa, need = _i64(wa), _i64(need)
     S = ffi.new("dtpu_stream_t *")
@@ -236,9 +233,21 @@ def _stream_sim(self, wa, per_word: int, need, intake: int, rd_free: int, consts
     S.blk_reads = ffi.cast("int64_t *", ffi.from_buffer(blk))
     tk = np.zeros(max(1, need.size), np.int64) if takes is not None else None
     S.takes = ffi.cast("int64_t *", ffi.from_buffer(tk)) if tk is not None else ffi.NULL
+    keep = []
+    if store is not None:
+        rt, rwa = _i64(store[0]), _i64(store[1])
+        keep += [rt, rwa]
+        S.n_res = rt.size
+        S.res_t = ffi.cast("int64_t *", ffi.from_buffer(rt))
+        S.res_wa = ffi.cast("int64_t *", ffi.from_buffer(rwa))
+        S.hold, S.aw_d, S.slot, _outst, _burst, S.wl, S.end0, S.tail = store[2:10]
+    else:
+        S.n_res = 0
     if self.lib.dtpu_stream_sim(S) != 0:
         raise MemoryError("dtpu_stream_sim")
     none = np.iinfo(np.int64).min
+    if store is not None:
+        store[10]["w_end"] = None if S.w_end == none else int(S.w_end)
     if takes is not None:
         takes.extend(int(v) for v in tk[:need.size])
     blks = [[int(blk[2 * i]), int(blk[2 * i + 1])] for i in range(S.n_blk)]
@@ -247,24 +256,7 @@ def _stream_sim(self, wa, per_word: int, need, intake: int, rd_free: int, consts
             None if S.blk_next_out == none else int(S.blk_next_out))
 
 
-def _core_store(self, need, avail, res_t, res_wa, cycles: int, late: int,
-                consts: tuple) -> tuple:
-    """dtpu.hw.dw_timing.core_store in C (kernels.c dtpu_core_store); `consts`: SEQ_STORE_HOLD,
-    SEQ_STORE_AW, SEQ_WR_SLOT, outstanding, burst, MEM_WRITE_LATENCY, SEQ_STORE_TAIL."""
-    ffi = self.ffi
-    arrs = [_i64(a) for a in (need, avail, res_t, res_wa)]
-    S = ffi.new("dtpu_store_t *")
-    S.n_in, S.n_res, S.cycles, S.late = arrs[0].size, arrs[2].size, cycles, late
-    S.hold, S.aw_d, S.slot, S.outst, S.burst, S.wl, S.tail = consts
-    S.need, S.avail, S.res_t, S.res_wa = (ffi.cast("int64_t *", ffi.from_buffer(a))
-                                          for a in arrs)
-    if self.lib.dtpu_core_store(S) != 0:
-        raise MemoryError("dtpu_core_store")
-    return int(S.stall), (None if S.w_end == np.iinfo(np.int64).min else int(S.w_end))
-
-
 Kernels.stream_sim = _stream_sim
-Kernels.core_store = _core_store
 
 
 def _build_dir() -> Path:

@@ -425,7 +425,7 @@ def test_run_cycles_equal_the_timeline_on_the_exact_class(lib):
               ((2, 512, 16), (1, 512, 24), (2, 1024, 8), (3, 512, 40), (4, 512, 16),
                (5, 512, 24), (2, 512, 48), (7, 1024, 8), (9, 512, 24))]
     for nodes, hw, c in cases:
-        buf = t.alloc_buffer(1 << 18 if nodes[0] == "ksplit" else 1 << 16)
+        buf = t.alloc_buffer(1 << 18 if nodes[0] == "ksplit" or hw > 12 else 1 << 16)
         if nodes[0] == "ksplit":
             p = _ksplit(hw, c, nodes[1], buf.addr)
             assert "POST" in [FMT.opnames[w[0] & 0xFF] for _, w in

@@ -1008,7 +1008,12 @@ class Timeline:
                 depth = 1 << self.fmt.fields["HEADER"]["LEN"][1]
                 held = len(self.block_first) * self.fifo - self.fetched_words
                 left = max(0, min(left, (depth - held) // self.fifo))
-                o = min(t, self.next_block - 2) if left else t
+                # the next block's AR: SEQ_FETCH_NEXT after the one before, and once the FIFO
+                # had room for it (SEQ_FETCH_ROOM after the sequencer took the word that made it)
+                nb = self._block_req() if left else None
+                if nb is None:
+                    left, nb = 0, self.next_block
+                o = min(t, nb - 2) if left else t
                 wa, per_word, need = stream[:3]
                 setup = stream[3] if len(stream) > 3 else K["SEQ_ACT_SETUP_WINDOWS"]
                 dw_res = stream[4] if len(stream) > 4 else None
@@ -1020,7 +1025,7 @@ class Timeline:
                 shift, f0, f1, _, blks, nxt = _stream_sim(
                     wa, per_word, need - (o - t), setup - 2 + t - o,
                     self.rd_free - o, self.fmt.mem,
-                    (self.next_block - o, left, self.fifo, K["SEQ_FETCH_NEXT"]), None, res)
+                    (nb - o, left, self.fifo, K["SEQ_FETCH_NEXT"]), None, res)
                 if res is not None and res.get("w_end") is not None:
                     dw_w_end = res["w_end"] + o
                 for b0, b1 in blks:

@@ -327,7 +327,13 @@ async def test_contract_memory_model(dut):
               ("c3 8x8x16", chain_program([("c3", 16)], hw=8, c=16)),
               ("c3 valid, stride 2", chain_program([("c3v", 8), ("c3s", 16)], hw=10, c=8)),
               ("c3 lane mode", chain_program([("c3", 8), ("dw", 0), ("pw", 8)], hw=4, c=3)),
-              ("c3 lane mode stride 2", chain_program([("c3s", 16)], hw=8, c=3))]
+              ("c3 lane mode stride 2", chain_program([("c3s", 16)], hw=8, c=3)),
+              # depthwise RUNs (docs/rtl.md "Depthwise streams"): lane mode (one lane a
+              # cycle: C = 5 stride 2, C = 3 multiplier 2), word mode with short runs (two
+              # channel chunks: 8-word runs, the store unit's backpressure)
+              ("dw lane mode stride 2", chain_program([("dw_s2", 0)], hw=8, c=5)),
+              ("dw lane mode multiplier 2", chain_program([("dw_m2", 0)], hw=4, c=3)),
+              ("dw short runs", chain_program([("dw", 0)], hw=4, c=128))]
     for i in range(N_RANDOM):
         # random 3x3 chains: SAME, stride 1 or 2, C 3..16 (lane or word mode), OC 8 or 16
         # (3x3x24 would split K), 4 or 8 pixels a side (whole bursts, see above); a 1x1 only

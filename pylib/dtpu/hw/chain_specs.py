@@ -12,8 +12,10 @@ def chain_specs(nodes, hw: int, c: int, quant: Callable[[int], dict]) -> tuple[l
     """int8 ConvSpecs of `nodes` over an hw x hw x c input, and the node each one reads (-1: the
     partition's input). A node is (kind, OC) reading the node before, or (kind, OC, k) reading
     node k: kind "pw" a 1x1 convolution, "c3" a 3x3 SAME one ("c3v" VALID, "c3s" stride 2, both
-    letters allowed), anything else a 3x3 SAME depthwise convolution (its OC unused). `quant(oc)`
-    gives the input/filter/output Quant keywords of a node with oc output channels."""
+    letters allowed), anything else a depthwise convolution (its OC unused): "dw" 3x3 SAME,
+    with options "dw_k5x3_s2_d2_m2_v" (kernel, stride, dilation, multiplier, VALID:
+    _dw_options). `quant(oc)` gives the input/filter/output Quant keywords of a node with oc
+    output channels."""
     specs, cin, srcs = [], c, []
     for i, node in enumerate(nodes):
         kind, oc = node[:2]
@@ -33,7 +35,30 @@ def chain_specs(nodes, hw: int, c: int, quant: Callable[[int], dict]) -> tuple[l
             cin = oc
             hw = specs[-1].output_shape[1]
         else:
+            k, st, dl, m, pad = _dw_options(kind)
             specs.append(ConvSpec(OpKind.DEPTHWISE_CONV_2D, DataMode.INT8, (1, hw, hw, cin),
-                                  (1, 3, 3, cin), padding=Padding.SAME, name=f"dw{i}",
-                                  **quant(cin)))
+                                  (1, k[0], k[1], cin * m), stride=st, dilation=dl,
+                                  depth_multiplier=m, padding=pad, name=f"dw{i}",
+                                  **quant(cin * m)))
+            cin *= m
+            hw = specs[-1].output_shape[1]
     return specs, srcs
+
+
+def _dw_options(kind: str) -> tuple:
+    """A depthwise node's options from its kind, "dw" followed by any of "_k<KH>x<KW>",
+    "_s<S>" (both axes), "_d<D>", "_m<multiplier>", "_v" (VALID): ((KH, KW), stride, dilation,
+    multiplier, padding); plain "dw" is 3x3 SAME, stride 1, multiplier 1."""
+    k, st, dl, m, pad = (3, 3), (1, 1), (1, 1), 1, Padding.SAME
+    for opt in kind.split("_")[1:]:
+        if opt.startswith("k"):
+            k = tuple(int(v) for v in opt[1:].split("x"))
+        elif opt.startswith("s"):
+            st = (int(opt[1:]),) * 2
+        elif opt.startswith("d"):
+            dl = (int(opt[1:]),) * 2
+        elif opt.startswith("m"):
+            m = int(opt[1:])
+        elif opt == "v":
+            pad = Padding.VALID
+    return k, st, dl, m, pad

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dtpu.hw import fast
+from dtpu.hw import dw_timing, fast, kernels
 from dtpu.hw.config import HwConfig, ceil_div, get_config
 from dtpu.hw.lower import Job, footprint, lower, precision_of
 from dtpu.hw.model import Core, out_lanes
@@ -985,6 +985,7 @@ class Timeline:
             self.rg, self.rg_ovf = [], True
         shift = 0
         first = None
+        dw_w_end = None
         req, rd, wr, part = act_req[:4] if run else (0, act_beats, res_beats, 0)
         stream = act_req[4] if run and len(act_req) > 4 else None
         acc = act_req[5] if run and len(act_req) > 5 else None
@@ -994,7 +995,8 @@ class Timeline:
             first, end, res_gaps = self._post_run(t, post)
         else:
             if act_beats and stream is not None:
-                # a stream that may not keep up (3x3 WINDOWS, lane mode): the load unit's runs,
+                # a stream that may not keep up (3x3 WINDOWS, lane mode, depthwise CHANNELS:
+                # docs/rtl.md "Depthwise streams"): the load unit's runs,
                 # bursts and packer against the core's need times, cycle by cycle
                 # the list's blocks still to read go through the same master (the arbiter serves
                 # the fetcher first, its 64-word reads take MEM_BURST_BEATS bursts): the simulation
@@ -1006,12 +1008,26 @@ class Timeline:
                 depth = 1 << self.fmt.fields["HEADER"]["LEN"][1]
                 held = len(self.block_first) * self.fifo - self.fetched_words
                 left = max(0, min(left, (depth - held) // self.fifo))
-                o = min(t, self.next_block - 2) if left else t
-                wa, per_word, need = stream
+                # the next block's AR: SEQ_FETCH_NEXT after the one before, and once the FIFO
+                # had room for it (SEQ_FETCH_ROOM after the sequencer took the word that made it)
+                nb = self._block_req() if left else None
+                if nb is None:
+                    left, nb = 0, self.next_block
+                o = min(t, nb - 2) if left else t
+                wa, per_word, need = stream[:3]
+                setup = stream[3] if len(stream) > 3 else K["SEQ_ACT_SETUP_WINDOWS"]
+                dw_res = stream[4] if len(stream) > 4 else None
+                res = None
+                if dw_res is not None:      # a DWCONV whose writes may hold the core back
+                    # (its result words' stall-free times: the last one 3 before its end)
+                    res = dict(t=dw_res[0] + cycles - 3 + t - o, wa=dw_res[1],
+                               end0=cycles + t - o, tail=K["SEQ_STORE_TAIL"] + act_req[3])
                 shift, f0, f1, _, blks, nxt = _stream_sim(
-                    wa, per_word, need - (o - t), K["SEQ_ACT_SETUP_WINDOWS"] - 2 + t - o,
+                    wa, per_word, need - (o - t), setup - 2 + t - o,
                     self.rd_free - o, self.fmt.mem,
-                    (self.next_block - o, left, self.fifo, K["SEQ_FETCH_NEXT"]))
+                    (nb - o, left, self.fifo, K["SEQ_FETCH_NEXT"]), None, res)
+                if res is not None and res.get("w_end") is not None:
+                    dw_w_end = res["w_end"] + o
                 for b0, b1 in blks:
                     self.block_first.append(o + b0)
                     self.block_end = o + b1
@@ -1044,7 +1060,9 @@ class Timeline:
             else:
                 w_end = end + self.WL + (self._store_tail(post[8], res_gaps) + post[6] if wr else 0)
         else:
-            w_end = end + self.WL + (self._store_tail(wr, res_gaps) + part if run and wr else 0)
+            w_end = end + self.WL + (self._store_tail(wr, res_gaps, part) if run and wr else 0)
+            if dw_w_end is not None:    # the write runs as _stream_sim's store model has them
+                w_end = dw_w_end
         self.wr_done = max(self.wr_done, w_end)
         if res_beats:
             self.written.append((*dst, w_end))
@@ -1368,7 +1386,7 @@ class Timeline:
         written as one burst of its sums (SEQ_ACC_TAIL + its beats)."""
         return self.K["SEQ_ACC_TAIL"] + last_item
 
-    def _store_tail(self, words: int, gaps: tuple | None = None) -> int:
+    def _store_tail(self, words: int, gaps: tuple | None = None, late: int = 0) -> int:
         """Cycles from a RUN's end (the core's DONE) to its last write beat + 1, for `words`
         result words to consecutive addresses (dtpu_cl_store_wq: runs of up to
         MEM_BURST_BEATS words, each requested once its last word is queued, the last partial
@@ -1377,18 +1395,20 @@ class Timeline:
         before a partial last one of `part` words, the partial one's beats follow the full
         one's, which was requested SEQ_STORE_TAIL + 2 cycles after its last word came from the
         core; `gaps[k]`: how many cycles before the job's last result word (2 before DONE)
-        the k-th word before it came (:func:`_result_gaps`; None: one word a cycle)."""
+        the k-th word before it came (:func:`_result_gaps`; None: one word a cycle). `late`: 1
+        when the last word is a partial one the packer closes a cycle later (a cycle more,
+        unless the last burst waits for the full one's beats anyway)."""
         if not words:
             return 0
         K = self.K["SEQ_STORE_TAIL"]
         burst = int(self.fmt.mem["MEM_BURST_BEATS"])
         part = words % burst
         if not part:
-            return K + burst
+            return K + burst + late
         if words < burst:
-            return K + 1 + part
+            return K + 1 + part + late
         gap = gaps[part] if gaps is not None and part < len(gaps) else part
-        return part + max(K + 1, K + burst - gap)
+        return part + max(K + 1 + late, K + burst - gap)
 
     def end(self) -> int:
         fin = max(self.taken, self.block_end) + self.K["SEQ_END"]
@@ -1661,7 +1681,7 @@ class Executor:
             if tl is not None:
                 store_reads, wr, part, beat_word = self._res_beats(d, res_beats)
                 act_req = (self._act_req(d), self._act_read_beats(d, act_beats), wr, part,
-                           self._act_stream(d, act_beats))
+                           self._act_stream(d, act_beats, res_beats))
                 gaps = self._res_gaps
                 if gaps is not None and beat_word is not None:   # beats from the end -> words
                     gaps = tuple(gaps[min(k, len(gaps) - 1)] for k in beat_word)
@@ -1959,14 +1979,19 @@ class Executor:
         wa = wa[e != size]
         return int(1 + np.count_nonzero(wa[1:] != wa[:-1])) if wa.size else 0
 
-    def _act_stream(self, d: dict, words: int):
+    def _act_stream(self, d: dict, words: int, res_words: int | None = None):
         """(element word addresses, elements per word, the core's need times) of a RUN's
         activation stream for :func:`_stream_sim`, or None when the stream keeps up with the
-        core (the Timeline's first-word shift is exact: 1x1 over the whole tensor, CHANNELS)
-        or the job is not a GEMM. WINDOWS streams only: word mode (C a multiple of LANES)."""
+        core (the Timeline's first-word shift is exact: 1x1 over the whole tensor) or the job
+        is neither a GEMM over WINDOWS nor a DWCONV. A DWCONV's CHANNELS stream:
+        :func:`dw_timing.dw_stream` (also the intake constant and, when its `res_words` result
+        words are written in short runs, their times and DDR words for the store model)."""
         f = self.fmt
         sched = self._act_sched
         a0, a1, a2, a3 = d["ACT0"], d["ACT1"], d["ACT2"], d["ACT3"]
+        if words and a0["MODE"] == f.act_modes["CHANNELS"]:    # a DWCONV's (dw_timing)
+            return dw_timing.dw_stream(self.core.cfg, self._res_setup, d, words,
+                                       int(f.mem["SEQ_ACT_SETUP_CHANNELS"]), res_words)
         if not words or sched is None or a0["MODE"] != f.act_modes["WINDOWS"]:
             return None
         L, es = a0["LANES"], a0["ESIZE"]
@@ -2288,13 +2313,17 @@ def _result_gaps(cfg, su, n: int) -> tuple | None:
 
 
 
+#: run _stream_sim in C where the kernels are built (tests switch it off to compare)
+STREAM_SIM_C = True
+
 #: debugging: a list to record the simulated stream's ARs in (cycle from the simulation's
 #: origin, beats, a list block)
 _SIM_TRACE: list | None = None
 
 
 def _stream_sim(wa, per_word: int, need, intake: int, rd_free: int, mem: dict,
-                blocks: tuple | None = None) -> tuple:
+                blocks: tuple | None = None, takes: list | None = None,
+                res: dict | None = None) -> tuple:
     """The activation stream of one RUN cycle by cycle as the load unit (dtpu_cl_load), the
     credit buffer (dtpu_cl_rd_buf) and the read master (dtpu_axi_rd, dtpu_axi_burst) move it
     under the contract's memory model, against the core's stall-free need times (docs/rtl.md
@@ -2310,11 +2339,23 @@ def _stream_sim(wa, per_word: int, need, intake: int, rd_free: int, mem: dict,
     first, each next one SEQ_FETCH_NEXT after the last beat of the one before. Returns (the
     core's stall once it took its last word, the stream's first beat, its last beat + 1, its
     beats, the first beat and last beat + 1 of each block read meanwhile, the next block's AR
-    cycle).
+    cycle). `takes` (a list, optional) gets the cycle the core took each word.
+
+    `res` (a DWCONV whose write runs are short, :func:`dw_timing.dw_stream`): the core's result
+    words too, each at its stall-free time ("t", this function's time frame) unless the store
+    unit holds more than SEQ_STORE_HOLD words beside the write beats gone, when the core stalls
+    (its global stall: the inputs wait as well); their DDR words ("wa") make the write runs,
+    each requested SEQ_STORE_AW after the word that closes it, its AW no sooner than
+    SEQ_WR_SLOT after the response of the burst MEM_READ_OUTSTANDING before nor before the
+    beats of the burst before, its beats the cycles after the AW; the last one the job's end
+    ("end0", the stall-free end, + the stall) + "tail" after; a run crossing 4 KiB is two
+    bursts. Sets res["w_end"]: the last response + 1.
 
     Run builder: a non-PAD element on the word of the last beat shares that beat, one on the
     next word extends the open run (up to MEM_BURST_BEATS words), any other opens a run and
-    pushes the open one into the ACT_REQ_FIFO-entry request FIFO (it waits while that is full);
+    pushes the open one into the ACT_REQ_FIFO-entry request FIFO (it waits while that is full;
+    it takes an element while the element FIFO, less the slot the packer frees in that cycle,
+    has room);
     a cycle in which no element is taken, with a run open and the FIFO not full, pushes it (a
     full element FIFO of ACT_ELEM_FIFO, the stream's end). The master takes a request when
     idle and the credit buffer (ACT_READ_BUFFER words) has room for it, issues its burst the
@@ -2331,6 +2372,11 @@ def _stream_sim(wa, per_word: int, need, intake: int, rd_free: int, mem: dict,
     rq_d = int(mem["ACT_REQ_FIFO"])
     buf_d = int(mem["ACT_READ_BUFFER"])
     to_pk = int(mem["SEQ_ACT_FIRST"]) - 1       # a beat to the packer; the core a cycle later
+    kern = kernels.get() if _SIM_TRACE is None and STREAM_SIM_C else None
+    if kern is not None:   # the same statements in C (kernels.c dtpu_stream_sim)
+        return kern.stream_sim(wa, per_word, need, intake, rd_free,
+                               (RL, burst, outst, ef_d, rq_d, buf_d, to_pk), blocks, takes,
+                               _store_consts(mem, res))
     n, nw = len(wa), len(need)
     wa = wa.tolist() if hasattr(wa, "tolist") else list(wa)
     need = need.tolist() if hasattr(need, "tolist") else list(need)
@@ -2357,16 +2403,43 @@ def _stream_sim(wa, per_word: int, need, intake: int, rd_free: int, mem: dict,
     j = 0
     stall = 0
     cyc = 0
-    while j < nw:
+    st = _Store(res, mem) if res is not None else None
+    nr = st.n if st is not None else 0
+    big = 1 << 62
+    while j < nw or (st is not None and st.k < nr):
         acted = False
         # the core
-        take = out_valid and cyc >= need[j] + stall
-        if take:
-            stall = cyc - need[j]
-            j += 1
-            acted = True
-            if j == nw:
-                break
+        wait_room = None
+        if st is None:
+            take = out_valid and cyc >= need[j] + stall
+            if take:
+                stall = cyc - need[j]
+                if takes is not None:
+                    takes.append(cyc)
+                j += 1
+                acted = True
+                if j == nw:
+                    break
+        else:   # its next step (an input word, a result word or both) is due at tau + stall
+            t_in = need[j] if j < nw else big
+            t_out = st.t[st.k] if st.k < nr else big
+            tau = min(t_in, t_out)
+            take = False
+            if cyc >= tau + stall:
+                in_ok = t_in != tau or out_valid
+                room = st.room_at(cyc) if t_out == tau else cyc
+                if in_ok and room <= cyc:
+                    stall = cyc - tau
+                    if t_in == tau:
+                        take = True
+                        if takes is not None:
+                            takes.append(cyc)
+                        j += 1
+                    if t_out == tau:
+                        st.emit(cyc)
+                    acted = True
+                elif in_ok:
+                    wait_room = room
         out_free = not out_valid or take
         # beats arriving this cycle (a burst's last one frees its slot next cycle)
         done = 0
@@ -2397,7 +2470,7 @@ def _stream_sim(wa, per_word: int, need, intake: int, rd_free: int, mem: dict,
             new_run = not pad and not same and not extend
             ext_full = extend and run_len == burst - 1
             need_push = run_open and (new_run or ext_full)
-            if e - p < ef_d and (not need_push or len(rq) < rq_d):
+            if e - p - (1 if pop else 0) < ef_d and (not need_push or len(rq) < rq_d):
                 s1_take = True
                 if need_push:
                     push = (run_wa, run_len + 1 if extend else run_len)
@@ -2418,7 +2491,10 @@ def _stream_sim(wa, per_word: int, need, intake: int, rd_free: int, mem: dict,
             run_open = False
         # the master: the request, the burst, the AR
         blk_req = blk_left > 0 and cyc >= blk_next - 2 and not gen_busy
-        accept = not blk_req and bool(rq) and not gen_busy and rq[0][1] <= buf_d - owed
+        # the credit buffer's room: the word the packer takes this cycle counts as gone (as the
+        # element FIFO's slot above: the RTL's times are a cycle later than these)
+        freed = 1 if pop and newbeat[p] else 0
+        accept = not blk_req and bool(rq) and not gen_busy and rq[0][1] <= buf_d - owed + freed
         issue = gen_busy and resv < outst and not arv
         if arv:                                  # AR handshake (ARREADY high)
             first = max(cyc + RL, last_beat + 1)
@@ -2493,15 +2569,102 @@ def _stream_sim(wa, per_word: int, need, intake: int, rd_free: int, mem: dict,
                 cand.append(beat_t[br] + to_pk)
             if e < n:
                 cand.append(intake + e)
-            if out_valid:
-                cand.append(need[j] + stall)
+            if st is None:
+                if out_valid:
+                    cand.append(need[j] + stall)
+            else:
+                t_in = need[j] if j < nw else big
+                t_out = st.t[st.k] if st.k < nr else big
+                if (t_in <= t_out and out_valid) or t_out < t_in:
+                    cand.append(min(t_in, t_out) + stall)
+                if wait_room is not None:
+                    cand.append(wait_room)
             nxt = min([c for c in cand if c > cyc], default=cyc + 1)
             cyc = max(cyc + 1, nxt)
             continue
         cyc += 1
+    if st is not None:
+        res["w_end"] = st.finish(res["end0"] + stall + res["tail"])
     first = beat_t[0] if beat_t else None
     return (stall, first, (beat_t[-1] + 1 if beat_t else None), len(beat_t), blk_reads,
             blk_next if blk_left else None)
+
+
+def _store_consts(mem: dict, res: dict | None) -> tuple | None:
+    """The store model's inputs for the C kernel: (result times, DDR words, SEQ_STORE_HOLD,
+    SEQ_STORE_AW, SEQ_WR_SLOT, bursts in flight, MEM_BURST_BEATS, MEM_WRITE_LATENCY, the
+    stall-free end, the tail, the dict to put w_end in), None without `res`."""
+    if res is None:
+        return None
+    return (res["t"], res["wa"], int(mem["SEQ_STORE_HOLD"]), int(mem["SEQ_STORE_AW"]),
+            int(mem["SEQ_WR_SLOT"]), int(mem["MEM_READ_OUTSTANDING"]),
+            int(mem["MEM_BURST_BEATS"]), int(mem["MEM_WRITE_LATENCY"]), int(res["end0"]),
+            int(res["tail"]), res)
+
+
+class _Store:
+    """The store unit's write side for :func:`_stream_sim`'s `res` (its docstring)."""
+
+    def __init__(self, res: dict, mem: dict) -> None:
+        self.t = [int(v) for v in res["t"]]
+        self.wa = [int(v) for v in res["wa"]]
+        self.n = len(self.t)
+        self.hold = int(mem["SEQ_STORE_HOLD"])
+        self.aw_d = int(mem["SEQ_STORE_AW"])
+        self.slot = int(mem["SEQ_WR_SLOT"])
+        self.outst = int(mem["MEM_READ_OUTSTANDING"])
+        self.burst = int(mem["MEM_BURST_BEATS"])
+        self.wl = int(mem["MEM_WRITE_LATENCY"])
+        self.k = 0                      # result words handed
+        self.b_start: list = []         # first beat of each burst
+        self.b_cum: list = [0]          # beats of the bursts before it
+        self.b_resp: list = []          # its response
+        self.last_beat = -(1 << 40)
+        self.run_s = self.run_e = None
+
+    def issue(self, req: int, a: int, n: int) -> None:
+        """The write request of the run of n words from DDR word a: its bursts (split at
+        4 KiB as dtpu_axi_burst splits them), each AW after the beats of the one before."""
+        while n > 0:
+            m = min(n, 512 - a % 512)
+            aw = max(req, self.last_beat)
+            if len(self.b_resp) >= self.outst:
+                aw = max(aw, self.b_resp[-self.outst] + self.slot)
+            self.b_start.append(aw + 1)
+            self.b_cum.append(self.b_cum[-1] + m)
+            self.last_beat = aw + m
+            self.b_resp.append(aw + m + self.wl)
+            a += m
+            n -= m
+
+    def room_at(self, c: int) -> int:
+        """The first cycle from c on the queue takes a word (its held words less the beats gone
+        at most SEQ_STORE_HOLD)."""
+        m = self.k - self.hold
+        if m <= 0 or m > self.b_cum[-1]:
+            return c
+        i = bisect.bisect_left(self.b_cum, m) - 1
+        return max(c, self.b_start[i] + (m - 1 - self.b_cum[i]) + 1)
+
+    def emit(self, c: int) -> None:
+        a = self.wa[self.k]
+        if self.run_e is not None and (a != self.run_e + 1
+                                       or self.run_e - self.run_s + 1 == self.burst):
+            self.issue(c + self.aw_d, self.run_s, self.run_e - self.run_s + 1)
+            self.run_s = self.run_e = None
+        self.k += 1
+        if self.run_e is None:
+            self.run_s = self.run_e = a
+        else:
+            self.run_e = a
+        if self.run_e - self.run_s + 1 == self.burst:
+            self.issue(c + self.aw_d, self.run_s, self.burst)
+            self.run_s = self.run_e = None
+
+    def finish(self, last_req: int) -> int | None:
+        if self.run_e is not None:
+            self.issue(last_req, self.run_s, self.run_e - self.run_s + 1)
+        return self.b_resp[-1] + 1 if self.b_resp else None
 
 
 def _first_words(f: "Format", d: dict, limit: int) -> list | None:

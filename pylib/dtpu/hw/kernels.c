@@ -17,6 +17,7 @@
  */
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* numpy's int64 shifts (npy_lshift / npy_rshift) for counts >= 0 (the only ones used here):
@@ -253,3 +254,303 @@ int dtpu_dw(const dtpu_dw_t *D, const dtpu_post_t *P, const void *x, void *acc_,
     else { DW_LOOP(uint8_t) }
     return wrapped;
 }
+
+/* ---- the memory model's cycle simulations (dtpu.hw.cmdlist._stream_sim, dtpu.hw.dw_timing) --
+ *
+ * Both are the Python functions of the same names written again statement for statement (the
+ * Python ones stay: they are the reference and the fallback without a C compiler;
+ * tests/test_dw_timing.py compares the two on random streams). Integer arithmetic only. */
+
+typedef struct {
+    int64_t n, nw, per_word, intake, rd_free;
+    int64_t rl, burst, outst, ef_d, rq_d, buf_d, to_pk;
+    int64_t blk_next, blk_left, blk_words, blk_gap;
+    const int64_t *wa, *need;
+    /* outputs */
+    int64_t stall, first, end, beats, blk_next_out, n_blk;
+    int64_t *blk_reads;     /* 2 * blk_left: first beat, last beat + 1 of each block read */
+    int64_t *takes;         /* nw, or NULL */
+    /* the store unit (n_res > 0: cmdlist._stream_sim's `res`, class _Store) */
+    int64_t n_res, hold, aw_d, slot, wl, end0, tail;
+    const int64_t *res_t, *res_wa;
+    int64_t w_end;          /* output: the last write response + 1, INT64_MIN: none */
+} dtpu_stream_t;
+
+/* cmdlist._Store */
+typedef struct {
+    int64_t *b_start, *b_cum, *b_resp;
+    int64_t nb, last_beat, k, run_s, run_e, outst, slot, wl, burst, hold, aw_d;
+    int open;
+    const int64_t *wa;
+} store_t;
+
+static void st_issue(store_t *W, int64_t req, int64_t a, int64_t n) {
+    while (n > 0) {
+        int64_t m = 512 - a % 512;
+        if (m > n) m = n;
+        int64_t aw = req > W->last_beat ? req : W->last_beat;
+        if (W->nb >= W->outst && W->b_resp[W->nb - W->outst] + W->slot > aw)
+            aw = W->b_resp[W->nb - W->outst] + W->slot;
+        W->b_start[W->nb] = aw + 1;
+        W->b_cum[W->nb + 1] = W->b_cum[W->nb] + m;
+        W->last_beat = aw + m;
+        W->b_resp[W->nb] = aw + m + W->wl;
+        W->nb++;
+        a += m;
+        n -= m;
+    }
+}
+
+static int64_t st_room_at(const store_t *W, int64_t c) {
+    int64_t m = W->k - W->hold;
+    if (m <= 0 || m > W->b_cum[W->nb]) return c;
+    int64_t lo = 0, hi = W->nb;     /* b_cum[lo] < m <= b_cum[hi] */
+    while (hi - lo > 1) {
+        int64_t mid = (lo + hi) / 2;
+        if (W->b_cum[mid] < m) lo = mid; else hi = mid;
+    }
+    int64_t t = W->b_start[lo] + (m - 1 - W->b_cum[lo]) + 1;
+    return t > c ? t : c;
+}
+
+static void st_emit(store_t *W, int64_t c) {
+    int64_t a = W->wa[W->k];
+    if (W->open && (a != W->run_e + 1 || W->run_e - W->run_s + 1 == W->burst)) {
+        st_issue(W, c + W->aw_d, W->run_s, W->run_e - W->run_s + 1);
+        W->open = 0;
+    }
+    W->k++;
+    if (!W->open) { W->run_s = W->run_e = a; W->open = 1; }
+    else W->run_e = a;
+    if (W->run_e - W->run_s + 1 == W->burst) {
+        st_issue(W, c + W->aw_d, W->run_s, W->burst);
+        W->open = 0;
+    }
+}
+
+int dtpu_stream_sim(dtpu_stream_t *S) {
+    const int64_t n = S->n, nw = S->nw, per_word = S->per_word, intake = S->intake;
+    const int64_t RL = S->rl, burst = S->burst, outst = S->outst, ef_d = S->ef_d;
+    const int64_t rq_d = S->rq_d, buf_d = S->buf_d, to_pk = S->to_pk;
+    const int64_t *wa = S->wa, *need = S->need;
+    int64_t blk_next = S->blk_next, blk_left = S->blk_left, blk_words = S->blk_words;
+    const int64_t blk_gap = S->blk_gap;
+    int64_t cap_ends = n + blk_left * (blk_words + 1) + 8;
+    unsigned char *newbeat = calloc((size_t)(n > 0 ? n : 1), 1);
+    int64_t *ends = malloc(sizeof(int64_t) * (size_t)cap_ends);
+    int64_t *beat_t = malloc(sizeof(int64_t) * (size_t)(n + 1));
+    int64_t *rq_wa = malloc(sizeof(int64_t) * (size_t)(rq_d + 1));
+    int64_t *rq_len = malloc(sizeof(int64_t) * (size_t)(rq_d + 1));
+    const int64_t nr = S->n_res;
+    store_t W;
+    memset(&W, 0, sizeof W);
+    if (nr > 0) {
+        int64_t cap = 2 * nr + 8;
+        W.b_start = malloc(sizeof(int64_t) * (size_t)cap);
+        W.b_cum = malloc(sizeof(int64_t) * (size_t)(cap + 1));
+        W.b_resp = malloc(sizeof(int64_t) * (size_t)cap);
+        W.last_beat = -((int64_t)1 << 40);
+        W.outst = S->outst; W.slot = S->slot; W.wl = S->wl; W.burst = S->burst;
+        W.hold = S->hold; W.aw_d = S->aw_d; W.wa = S->res_wa;
+        if (W.b_cum) W.b_cum[0] = 0;
+    }
+    if (!newbeat || !ends || !beat_t || !rq_wa || !rq_len
+            || (nr > 0 && (!W.b_start || !W.b_cum || !W.b_resp))) {
+        free(newbeat); free(ends); free(beat_t); free(rq_wa); free(rq_len);
+        free(W.b_start); free(W.b_cum); free(W.b_resp);
+        return -1;
+    }
+    const int64_t BIG = (int64_t)1 << 62;
+    int64_t n_ends = 0, n_beats = 0, n_blk = 0, rq_h = 0, rq_n = 0;
+    int64_t e = 0, p = 0;
+    int run_open = 0, prev_ok = 0;
+    int64_t run_wa = 0, run_len = 0, prev_wa = 0;
+    int gen_busy = 0, gen_blk = 0, arv = 0, ar_blk = 0;
+    int64_t gen_addr = 0, gen_left = 0, ar_beats = 0;
+    int64_t ei = 0, resv = 0, bi = 0, br = 0, bt = 0;
+    int64_t last_beat = S->rd_free - 1, owed = 0, lane = 0;
+    int out_valid = 0;
+    int64_t j = 0, stall = 0, cyc = 0;
+    while (j < nw || (nr > 0 && W.k < nr)) {
+        int acted = 0;
+        int take = 0, has_wait = 0;
+        int64_t wait_room = 0;
+        if (nr == 0) {
+            take = out_valid && cyc >= need[j] + stall;
+            if (take) {
+                stall = cyc - need[j];
+                if (S->takes) S->takes[j] = cyc;
+                j++;
+                acted = 1;
+                if (j == nw) break;
+            }
+        } else {
+            int64_t t_in = j < nw ? need[j] : BIG;
+            int64_t t_out = W.k < nr ? S->res_t[W.k] : BIG;
+            int64_t tau = t_in < t_out ? t_in : t_out;
+            if (cyc >= tau + stall) {
+                int in_ok = t_in != tau || out_valid;
+                int64_t room = t_out == tau ? st_room_at(&W, cyc) : cyc;
+                if (in_ok && room <= cyc) {
+                    stall = cyc - tau;
+                    if (t_in == tau) {
+                        take = 1;
+                        if (S->takes) S->takes[j] = cyc;
+                        j++;
+                    }
+                    if (t_out == tau) st_emit(&W, cyc);
+                    acted = 1;
+                } else if (in_ok) {
+                    has_wait = 1;
+                    wait_room = room;
+                }
+            }
+        }
+        int out_free = !out_valid || take;
+        int64_t done = 0;
+        while (ei < n_ends && ends[ei] <= cyc) { done++; ei++; acted = 1; }
+        while (bi < n_beats && beat_t[bi] <= cyc) { bi++; acted = 1; }
+        while (br < n_beats && beat_t[br] + to_pk <= cyc) br++;
+        int pop = 0;
+        if (p < e) {
+            int nb = newbeat[p];
+            int h_word = per_word == 1 || lane == per_word - 1 || p == n - 1;
+            if ((!nb || bt < br) && (!h_word || out_free)) pop = 1;
+        }
+        int s1_take = 0, push = 0;
+        int64_t push_wa = 0, push_len = 0;
+        if (e < n && cyc >= intake + e) {
+            int64_t a = wa[e];
+            int pad = a < 0;
+            int same = !pad && prev_ok && a == prev_wa;
+            int extend = !pad && !same && prev_ok && run_open && a == prev_wa + 1;
+            int new_run = !pad && !same && !extend;
+            int ext_full = extend && run_len == burst - 1;
+            int need_push = run_open && (new_run || ext_full);
+            if (e - p - (pop ? 1 : 0) < ef_d && (!need_push || rq_n < rq_d)) {
+                s1_take = 1;
+                if (need_push) { push = 1; push_wa = run_wa; push_len = extend ? run_len + 1 : run_len; }
+                if (!pad) {
+                    if (!same) { prev_ok = 1; prev_wa = a; }
+                    if (extend) {
+                        run_len++;
+                        if (ext_full) run_open = 0;
+                    } else if (new_run) {
+                        run_wa = a; run_len = 1; run_open = 1;
+                    }
+                }
+                newbeat[e] = (!pad && !same) ? 1 : 0;
+                if (e == n - 1) prev_ok = 0;
+            }
+        }
+        if (!s1_take && run_open && rq_n < rq_d) {
+            push = 1; push_wa = run_wa; push_len = run_len; run_open = 0;
+        }
+        int blk_req = blk_left > 0 && cyc >= blk_next - 2 && !gen_busy;
+        int64_t freed = (pop && newbeat[p]) ? 1 : 0;
+        int accept = !blk_req && rq_n > 0 && !gen_busy && rq_len[rq_h] <= buf_d - owed + freed;
+        int issue = gen_busy && resv < outst && !arv;
+        if (arv) {
+            int64_t first = cyc + RL > last_beat + 1 ? cyc + RL : last_beat + 1;
+            last_beat = first + ar_beats - 1;
+            ends[n_ends++] = last_beat;
+            if (ar_blk) {
+                if (ar_blk & 2) {
+                    S->blk_reads[2 * n_blk] = first;
+                    S->blk_reads[2 * n_blk + 1] = first + ar_beats;
+                    n_blk++;
+                } else {
+                    S->blk_reads[2 * n_blk - 1] = first + ar_beats;
+                }
+                if (ar_blk & 4) blk_next = last_beat + blk_gap;
+            } else {
+                for (int64_t b = 0; b < ar_beats; b++) beat_t[n_beats++] = first + b;
+            }
+            arv = 0;
+            acted = 1;
+        }
+        if (issue) {
+            int64_t bnd = 512 - (gen_addr % 512);
+            int64_t beats = gen_left < burst ? gen_left : burst;
+            if (bnd < beats) beats = bnd;
+            arv = 1; ar_beats = beats;
+            ar_blk = gen_blk ? (1 | (gen_blk == 2 ? 2 : 0) | (gen_left == beats ? 4 : 0)) : 0;
+            if (gen_blk == 2) gen_blk = 1;
+            gen_addr += beats;
+            gen_left -= beats;
+            gen_busy = gen_left > 0;
+            resv++;
+            acted = 1;
+        }
+        resv -= done;
+        if (blk_req) {
+            gen_addr = 0; gen_left = blk_words; gen_blk = 2;
+            gen_busy = 1;
+            blk_left--;
+            blk_next = (int64_t)1 << 60;
+            acted = 1;
+        } else if (accept) {
+            gen_addr = rq_wa[rq_h]; gen_left = rq_len[rq_h]; gen_blk = 0;
+            gen_busy = gen_left > 0;
+            owed += gen_left;
+            rq_h = (rq_h + 1) % (rq_d + 1);
+            rq_n--;
+            acted = 1;
+        }
+        if (push) {
+            int64_t at = (rq_h + rq_n) % (rq_d + 1);
+            rq_wa[at] = push_wa; rq_len[at] = push_len;
+            rq_n++;
+            acted = 1;
+        }
+        if (pop) {
+            if (newbeat[p]) { bt++; owed--; }
+            int h_word = per_word == 1 || lane == per_word - 1 || p == n - 1;
+            lane = h_word ? 0 : lane + 1;
+            out_valid = h_word || (out_valid && !take);
+            p++;
+            acted = 1;
+        } else if (take) {
+            out_valid = 0;
+        }
+        if (s1_take) { e++; acted = 1; }
+        if (!acted && !accept && !issue) {
+            int64_t nxt = INT64_MAX, c;
+#define CAND(x) do { c = (x); if (c > cyc && c < nxt) nxt = c; } while (0)
+            if (ei < n_ends) CAND(ends[ei]);
+            if (blk_left) CAND(blk_next - 2);
+            if (bi < n_beats) CAND(beat_t[bi]);
+            if (br < n_beats) CAND(beat_t[br] + to_pk);
+            if (e < n) CAND(intake + e);
+            if (nr == 0) {
+                if (out_valid) CAND(need[j] + stall);
+            } else {
+                int64_t t_in = j < nw ? need[j] : BIG;
+                int64_t t_out = W.k < nr ? S->res_t[W.k] : BIG;
+                if ((t_in <= t_out && out_valid) || t_out < t_in)
+                    CAND((t_in < t_out ? t_in : t_out) + stall);
+                if (has_wait) CAND(wait_room);
+            }
+#undef CAND
+            if (nxt == INT64_MAX) nxt = cyc + 1;
+            cyc = nxt > cyc + 1 ? nxt : cyc + 1;
+            continue;
+        }
+        cyc++;
+    }
+    S->w_end = INT64_MIN;
+    if (nr > 0) {
+        if (W.open) st_issue(&W, S->end0 + stall + S->tail, W.run_s, W.run_e - W.run_s + 1);
+        if (W.nb) S->w_end = W.b_resp[W.nb - 1] + 1;
+        free(W.b_start); free(W.b_cum); free(W.b_resp);
+    }
+    S->stall = stall;
+    S->beats = n_beats;
+    S->first = n_beats ? beat_t[0] : INT64_MIN;
+    S->end = n_beats ? beat_t[n_beats - 1] + 1 : INT64_MIN;
+    S->n_blk = n_blk;
+    S->blk_next_out = blk_left ? blk_next : INT64_MIN;
+    free(newbeat); free(ends); free(beat_t); free(rq_wa); free(rq_len);
+    return 0;
+}
+

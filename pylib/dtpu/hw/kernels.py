@@ -47,6 +47,19 @@ typedef struct {
     int64_t rcl;
     const int32_t *wt;
 } dtpu_dw_t;
+typedef struct {
+    int64_t n, nw, per_word, intake, rd_free;
+    int64_t rl, burst, outst, ef_d, rq_d, buf_d, to_pk;
+    int64_t blk_next, blk_left, blk_words, blk_gap;
+    const int64_t *wa, *need;
+    int64_t stall, first, end, beats, blk_next_out, n_blk;
+    int64_t *blk_reads;
+    int64_t *takes;
+    int64_t n_res, hold, aw_d, slot, wl, end0, tail;
+    const int64_t *res_t, *res_wa;
+    int64_t w_end;
+} dtpu_stream_t;
+int dtpu_stream_sim(dtpu_stream_t *S);
 int dtpu_post(const dtpu_post_t *P, const void *acc, int64_t rows, void *out);
 int dtpu_dw(const dtpu_dw_t *D, const dtpu_post_t *P, const void *x, void *acc, void *out);
 """
@@ -196,6 +209,54 @@ class Kernels:
         run = self.dw_fn(w, g, nchunk, cl, in_off, x.dtype == np.int8, out.dtype, exact=exact,
                          fused=fused)
         return run(x, np.empty((g.ow, cl), np.int32), out)
+
+
+def _i64(a) -> np.ndarray:
+    return np.ascontiguousarray(np.asarray(a, dtype=np.int64).reshape(-1))
+
+
+def _stream_sim(self, wa, per_word: int, need, intake: int, rd_free: int, consts: tuple,
+                blocks: tuple | None, takes: list | None, store: tuple | None = None) -> tuple:
+    """dtpu.hw.cmdlist._stream_sim in C (kernels.c dtpu_stream_sim): the same arguments
+    (`consts`: RL, burst, outstanding, ACT_ELEM_FIFO, ACT_REQ_FIFO, ACT_READ_BUFFER, the beat's
+    cycles to the packer; `store`: cmdlist._store_consts of its `res`, whose "w_end" it sets)
+    and the same result."""
+    ffi = self.ffi
+    wa, need = _i64(wa), _i64(need)
+    S = ffi.new("dtpu_stream_t *")
+    S.n, S.nw, S.per_word, S.intake, S.rd_free = wa.size, need.size, per_word, intake, rd_free
+    S.rl, S.burst, S.outst, S.ef_d, S.rq_d, S.buf_d, S.to_pk = consts
+    S.blk_next, S.blk_left, S.blk_words, S.blk_gap = blocks if blocks else (0, 0, 0, 0)
+    S.wa = ffi.cast("int64_t *", ffi.from_buffer(wa))
+    S.need = ffi.cast("int64_t *", ffi.from_buffer(need))
+    blk = np.zeros(2 * max(1, S.blk_left), np.int64)
+    S.blk_reads = ffi.cast("int64_t *", ffi.from_buffer(blk))
+    tk = np.zeros(max(1, need.size), np.int64) if takes is not None else None
+    S.takes = ffi.cast("int64_t *", ffi.from_buffer(tk)) if tk is not None else ffi.NULL
+    keep = []
+    if store is not None:
+        rt, rwa = _i64(store[0]), _i64(store[1])
+        keep += [rt, rwa]
+        S.n_res = rt.size
+        S.res_t = ffi.cast("int64_t *", ffi.from_buffer(rt))
+        S.res_wa = ffi.cast("int64_t *", ffi.from_buffer(rwa))
+        S.hold, S.aw_d, S.slot, _outst, _burst, S.wl, S.end0, S.tail = store[2:10]
+    else:
+        S.n_res = 0
+    if self.lib.dtpu_stream_sim(S) != 0:
+        raise MemoryError("dtpu_stream_sim")
+    none = np.iinfo(np.int64).min
+    if store is not None:
+        store[10]["w_end"] = None if S.w_end == none else int(S.w_end)
+    if takes is not None:
+        takes.extend(int(v) for v in tk[:need.size])
+    blks = [[int(blk[2 * i]), int(blk[2 * i + 1])] for i in range(S.n_blk)]
+    return (int(S.stall), None if S.first == none else int(S.first),
+            None if S.end == none else int(S.end), int(S.beats), blks,
+            None if S.blk_next_out == none else int(S.blk_next_out))
+
+
+Kernels.stream_sim = _stream_sim
 
 
 def _build_dir() -> Path:

@@ -989,7 +989,7 @@ class Timeline:
         stream = act_req[4] if run and len(act_req) > 4 else None
         acc = act_req[5] if run and len(act_req) > 5 else None
         if acc is not None:     # RES ACC: the store unit's rate and reads (:meth:`_acc_run`)
-            first, end = self._acc_run(t, acc, req, rd, store_reads, cycles)
+            first, end = self._acc_run(t, acc, req, rd, store_reads, cycles, stream)
         elif post is not None:  # the post unit (:meth:`_post_run`)
             first, end, res_gaps = self._post_run(t, post)
         else:
@@ -1237,7 +1237,7 @@ class Timeline:
         return w_free
 
     def _acc_run(self, t: int, acc: "_AccRun", req: int, rd: int, store_reads: int,
-                 cycles: int) -> tuple[int | None, int]:
+                 cycles: int, stream: tuple | None = None) -> tuple[int | None, int]:
         """An ACC RUN from its start `t`: (the stream's first beat, the core's DONE).
 
         The store unit's read-back requests (one per item or run of consecutive items) leave
@@ -1251,7 +1251,22 @@ class Timeline:
         K = self.K
         reqs = [(2, t + K["SEQ_ACC_READ"] + off, a, n) for off, a, n in acc.reads]
         n_st = len(reqs)
-        if acc.act is not None and rd:
+        elems = None
+        if stream is not None:
+            # a WINDOWS stream with PAD words, windows read again or lanes (a K split of a 3x3;
+            # all PAD too: its words still come from the run builder): its runs as the load
+            # unit's run builder makes them, element by element, on the master with the sums'
+            # reads (docs/rtl.md "K-split 3x3")
+            elems = self._acc_elems(t, stream)
+            if elems[2] != rd:              # not the unit's beats: the stream as one request
+                elems = None
+            else:
+                reqs += elems[1]
+                acc = _AccRun(acc.kept, acc.res_t, acc.reads, acc.last_item,
+                              ("elems", stream, elems))
+        if elems is None and acc.act is not None and acc.act[0] == "elems":
+            acc = _AccRun(acc.kept, acc.res_t, acc.reads, acc.last_item, None)
+        if elems is None and acc.act is not None and rd:
             wa, kw, period = acc.act
             burst = int(self.fmt.mem["MEM_BURST_BEATS"])
             runs: list[list[int]] = []
@@ -1277,6 +1292,8 @@ class Timeline:
         for i in range(self.ACC_ITERATIONS):
             bursts = self._read_sched(reqs, credit)
             first, end, cons = self._acc_core(t, acc, bursts, n_st, req, rd, store_reads, cycles)
+            if _ACC_TRACE is not None:
+                _ACC_TRACE.append((t, i, reqs, bursts, first, end, cons))
             if bursts == prev or i == self.ACC_ITERATIONS - 1:   # settled (or given up)
                 break
             prev, credit = bursts, cons
@@ -1285,6 +1302,51 @@ class Timeline:
 
     #: rounds of :meth:`_acc_run`'s fixed point (the lists tested settle in 2..5)
     ACC_ITERATIONS = 12
+
+    def _acc_elems(self, t: int, stream: tuple) -> tuple:
+        """The load unit's run builder (dtpu_cl_load, as :func:`_stream_sim` has it) over an
+        ACC RUN's stream (`stream` = :meth:`Executor._act_stream`'s (element word addresses, -1
+        for PAD; elements a word; the core's need times)) from a RUN started at `t`: element e
+        taken at SEQ_ACT_SETUP_WINDOWS - 2 + e after the start (one a cycle); a non-PAD element
+        on the word of the last beat shares that beat, one on the next word extends the open
+        run (up to MEM_BURST_BEATS words), any other opens a run and pushes the open one; PAD
+        takes its cycle and closes nothing; the last run is pushed the cycle after the last
+        element. A run's request is its AR time when nothing waits: 3 cycles after its push
+        (the master takes it, its burst, its AR). Returns (the cycle element 0 is taken (e: + e),
+        the requests (1, cycle, byte address, beats) for :meth:`_read_sched`, the beats, per
+        element the index of its beat (-1: PAD), per element 1 if it takes a new beat)."""
+        wa, per_word, need = stream
+        wa = wa.tolist() if hasattr(wa, "tolist") else list(wa)
+        burst = int(self.fmt.mem["MEM_BURST_BEATS"])
+        x0 = t + self.K["SEQ_ACT_SETUP_WINDOWS"] - 2
+        reqs: list = []
+        beat_of: list[int] = []
+        newb = bytearray(len(wa))
+        nb = 0
+        prev_ok, prev_wa, run_open, run_wa, run_len = False, 0, False, 0, 0
+        for e, a in enumerate(wa):
+            if a < 0:
+                beat_of.append(-1)
+                continue
+            if prev_ok and a == prev_wa:
+                beat_of.append(nb - 1)
+                continue
+            newb[e] = 1
+            beat_of.append(nb)
+            nb += 1
+            if prev_ok and run_open and a == prev_wa + 1:
+                run_len += 1
+                if run_len == burst:
+                    reqs.append((1, x0 + e + 3, 8 * run_wa, run_len))
+                    run_open = False
+            else:
+                if run_open:
+                    reqs.append((1, x0 + e + 3, 8 * run_wa, run_len))
+                run_wa, run_len, run_open = a, 1, True
+            prev_ok, prev_wa = True, a
+        if run_open:
+            reqs.append((1, x0 + len(wa) + 3, 8 * run_wa, run_len))
+        return x0, reqs, nb, beat_of, newb
 
     def _rd_state(self, st: dict | None = None) -> dict:
         """The read channel's state (saved, or restored from `st`)."""
@@ -1313,6 +1375,8 @@ class Timeline:
         if store_reads and not acc.reads:
             f0, e0 = self._read(t + K["SEQ_ACC_READ"], store_reads)
             arrive.extend(range(f0, e0))
+        if acc.act is not None and acc.act[0] == "elems":
+            return self._acc_core_elems(t, acc, bursts, n_st, arrive, cycles)
         if acc.act is not None and rd:
             _, kw, period = acc.act
             for bl in bursts[n_st:]:
@@ -1360,6 +1424,68 @@ class Timeline:
                 free = c
         if acc.act is None:
             took[1] = []
+        return first, t + cycles + stall, took
+
+    def _acc_core_elems(self, t: int, acc: "_AccRun", bursts: list, n_st: int, arrive: list,
+                        cycles: int) -> tuple:
+        """:meth:`_acc_core` for a stream counted element by element (:meth:`_acc_elems`): the
+        packer (dtpu_cl_load) takes one element a cycle once the run builder took it, a new
+        beat's SEQ_ACT_FIRST - 1 after it came, a word-completing one only when the output
+        register is free (the core took the word before); the core takes a word the cycle
+        after it was completed, at its stall-free need time shifted by the stall so far; the
+        result words and the store unit's rate as :meth:`_acc_core`. The credit buffer frees a
+        beat's word SEQ_ACT_TAKE - 1 cycles before the packer takes it."""
+        K = self.K
+        _, stream, (x0, _, _, beat_of, newb) = acc.act
+        _, per_word, need = stream
+        beat_t: list[int] = []
+        for bl in bursts[n_st:]:
+            for f0, b in bl:
+                beat_t.extend(range(f0, f0 + b))
+        first = beat_t[0] if beat_t else None
+        to_pk = K["SEQ_ACT_FIRST"] - 1
+        n_el = len(beat_of)
+        # a result word due in the same stall-free cycle as an input word goes first: the result
+        # register the store unit has not emptied holds the whole core (dtpu_control's `adv`)
+        ev = [(int(s_), 1, k) for k, s_ in enumerate(need)]
+        n_res = len(acc.kept)
+        res_t = acc.res_t if acc.res_t is not None else tuple(range(n_res + 1, 1, -1))
+        for k in range(n_res):
+            ev.append((cycles - res_t[k], 0, k))
+        ev.sort()
+        stall, free, lane = 0, t, 0
+        took: dict = {1: [], 2: []}
+        pop, take, e = -(1 << 60), -(1 << 60), 0
+        for s_, kind, k in ev:
+            at = t + s_ + stall
+            if kind == 1:
+                last = min(n_el, e + per_word) - 1
+                while e <= last:
+                    c = max(pop + 1, x0 + e + 1)
+                    if newb[e]:
+                        c = max(c, beat_t[beat_of[e]] + to_pk)
+                    if e == last:
+                        c = max(c, take)
+                    if newb[e]:
+                        took[1].append(c + 1 - K["SEQ_ACT_TAKE"])
+                    pop = c
+                    e += 1
+                if pop + 1 > at:
+                    stall += pop + 1 - at
+                    at = pop + 1
+                take = at
+            else:
+                if free > at:
+                    stall += free - at
+                    at = free
+                c = at
+                for _ in range(max(1, acc.kept[k])):
+                    if arrive and acc.kept[k]:
+                        c = max(c, arrive[min(lane, len(arrive) - 1)] + K["SEQ_ACC_SUM"])
+                        took[2].append(c)
+                        lane += 1
+                    c += 1
+                free = c
         return first, t + cycles + stall, took
 
     def _acc_tail(self, last_item: int) -> int:
@@ -2257,7 +2383,9 @@ class _AccRun:
     res_t: tuple | None   # per result word, stall-free cycles before the job's DONE
     reads: tuple          # the store unit's read requests: (walk cycle, address, beats)
     last_item: int        # beats of the last write burst (the last item or run of items)
-    act: tuple | None     # (the stream's word addresses, KW, the GEMM's step period) or None
+    act: tuple | None     # (the stream's word addresses, KW, the GEMM's step period), or
+    #                       ("elems", the stream, :meth:`Timeline._acc_elems`'s builder) for a
+    #                       stream counted element by element (set by :meth:`Timeline._acc_run`)
 
 
 def _result_gaps(cfg, su, n: int) -> tuple | None:
@@ -2287,6 +2415,10 @@ def _result_gaps(cfg, su, n: int) -> tuple | None:
     return None
 
 
+
+#: debugging: a list to record each ACC RUN's rounds in (:meth:`Timeline._acc_run`: start,
+#: round, requests, bursts, first beat, end, the units' take cycles)
+_ACC_TRACE: list | None = None
 
 #: debugging: a list to record the simulated stream's ARs in (cycle from the simulation's
 #: origin, beats, a list block)

@@ -978,10 +978,11 @@ class Timeline:
             if idle <= t:
                 self.rg, self.rg_ovf = [], False
         else:   # a POST: the sequencer waits for every write, the POST's are not tracked
-            t = max([t_fetch, self.core_free, self.loads_done]
-                    + [t for w0, w1, t in self.written if lo < w1 and w0 < hi])
-            if post is not None:    # dtpu_cl_seq's S_PWAIT: every write answered
-                t = max(t, self.wr_done + K["SEQ_RUN_WAIT"])
+            w = [t for w0, w1, t in self.written if lo < w1 and w0 < hi]
+            if post is not None:    # dtpu_cl_seq's S_PWAIT: every write answered; the POST's
+                # times count from its header, SEQ_POST_WAIT before the cycle it can go then
+                w = [x + K["SEQ_POST_WAIT"] for x in w + [self.wr_done]]
+            t = max([t_fetch, self.core_free, self.loads_done] + w)
             self.rg, self.rg_ovf = [], True
         shift = 0
         first = None
@@ -1036,7 +1037,8 @@ class Timeline:
         self.compute += cycles
         self.wr_beats += wr
         if acc is not None:
-            w_end = end + self.WL + self._acc_tail(acc.last_item)
+            aw = self._acc_w
+            w_end = (aw if aw is not None else end + self._acc_tail(acc.last_item)) + self.WL
         elif post is not None:
             pw = getattr(self, "_post_w", None)
             if pw is not None and wr:
@@ -1249,6 +1251,7 @@ class Timeline:
         every period), and a result word waits for the store unit to be free, which adds its
         kept lanes one a cycle, each once its sum (read back) is in."""
         K = self.K
+        self._acc_w = None      # the last W beat + 1 when the write queue is modelled
         reqs = [(2, t + K["SEQ_ACC_READ"] + off, a, n) for off, a, n in acc.reads]
         n_st = len(reqs)
         elems = None
@@ -1263,9 +1266,9 @@ class Timeline:
             else:
                 reqs += elems[1]
                 acc = _AccRun(acc.kept, acc.res_t, acc.reads, acc.last_item,
-                              ("elems", stream, elems))
+                              ("elems", stream, elems), acc.wsegs)
         if elems is None and acc.act is not None and acc.act[0] == "elems":
-            acc = _AccRun(acc.kept, acc.res_t, acc.reads, acc.last_item, None)
+            acc = _AccRun(acc.kept, acc.res_t, acc.reads, acc.last_item, None, acc.wsegs)
         if elems is None and acc.act is not None and rd:
             wa, kw, period = acc.act
             burst = int(self.fmt.mem["MEM_BURST_BEATS"])
@@ -1456,12 +1459,13 @@ class Timeline:
         stall, free, lane = 0, t, 0
         took: dict = {1: [], 2: []}
         pop, take, e = -(1 << 60), -(1 << 60), 0
+        wq = _AccWrites(self, acc.wsegs) if acc.wsegs is not None else None
         for s_, kind, k in ev:
             at = t + s_ + stall
             if kind == 1:
                 last = min(n_el, e + per_word) - 1
                 while e <= last:
-                    c = max(pop + 1, x0 + e + 1)
+                    c = max(pop + 1, x0 + e + 2)
                     if newb[e]:
                         c = max(c, beat_t[beat_of[e]] + to_pk)
                     if e == last:
@@ -1484,9 +1488,14 @@ class Timeline:
                         c = max(c, arrive[min(lane, len(arrive) - 1)] + K["SEQ_ACC_SUM"])
                         took[2].append(c)
                         lane += 1
+                    if wq is not None and acc.kept[k]:
+                        c = wq.add(c)
+                    if _DBG is not None: _DBG.append(("add", k, c))
                     c += 1
                 free = c
-        return first, t + cycles + stall, took
+        end = t + cycles + stall
+        self._acc_w = wq.finish(end) if wq is not None else None
+        return first, end, took
 
     def _acc_tail(self, last_item: int) -> int:
         """Cycles from an ACC RUN's end (the core's DONE, the store unit has taken the last
@@ -2036,8 +2045,17 @@ class Executor:
         last_burst = 0
         if runs:
             last_burst = runs[-1][1] % burst or burst
+        # the write queue's bursts (dtpu_cl_store_wq): consecutive words up to MAX_RUN; a gap the
+        # queue would fill with strobe-less words is not modelled (wsegs None)
+        wsegs: list[int] | None = []
+        gap = int(f.mem["SEQ_STORE_GAP"])
+        for k_, (a0, n0) in enumerate(runs):
+            if k_ and 0 < (a0 - (runs[k_ - 1][0] + 8 * runs[k_ - 1][1])) // 8 <= gap:
+                wsegs = None
+                break
+            wsegs += [burst] * (n0 // burst) + ([n0 % burst] if n0 % burst else [])
         return (_AccRun(tuple(kept), None if res_t is None else tuple(res_t), tuple(reads),
-                        last_burst, act),)
+                        last_burst, act, None if wsegs is None else tuple(wsegs)),)
 
     def _act_read_beats(self, d: dict, words: int) -> int:
         """The beats the load unit reads for a RUN's activation stream of `words` words: one
@@ -2386,6 +2404,67 @@ class _AccRun:
     act: tuple | None     # (the stream's word addresses, KW, the GEMM's step period), or
     #                       ("elems", the stream, :meth:`Timeline._acc_elems`'s builder) for a
     #                       stream counted element by element (set by :meth:`Timeline._acc_run`)
+    wsegs: tuple | None = None  # the write queue's bursts in words, in the order the sums are
+    #                             added (None: gaps the queue fills; its rate not modelled)
+
+
+class _AccWrites:
+    """The store unit's writes of an ACC RUN as its sums are added (dtpu_cl_store_wq,
+    dtpu_axi_wr): a word enters the write queue as its lane is added and holds one of its
+    SEQ_ACC_WQ places until its W beat, so an add waits for the place of the word that many
+    before; a burst is requested SEQ_ACC_AW after the add of the word that closes it (the first
+    word of the next burst, or its 16th word), its AW once the write master has fewer than
+    MEM_READ_OUTSTANDING bursts unanswered (SEQ_WR_SLOT after the response of the one that many
+    before), its W beats one a cycle after its AW and the beats before; its response
+    MEM_WRITE_LATENCY after its last beat. The last burst, closed by the RUN's end, goes
+    SEQ_ACC_TAIL - 1 after DONE (:meth:`Timeline._acc_tail`) or when a place frees."""
+
+    def __init__(self, tl: "Timeline", segs: tuple) -> None:
+        K = tl.K
+        self.depth, self.aw_lat = K["SEQ_ACC_WQ"], K["SEQ_ACC_AW"]
+        self.slot, self.tail = K["SEQ_WR_SLOT"], K["SEQ_ACC_TAIL"]
+        self.out_n, self.wl = int(tl.fmt.mem["MEM_READ_OUTSTANDING"]), tl.WL
+        self.full = int(tl.fmt.mem["MEM_BURST_BEATS"])
+        self.segs = list(segs)
+        self.beat: list[int] = []       # W beat of each word whose burst is requested
+        self.b_at: list[int] = []       # response of each burst
+        self.w_free = 0                 # the W channel's next free cycle
+        self.n = 0                      # words added
+        self.seg, self.in_seg = 0, 0    # the open burst and its words so far
+
+    def _issue(self, t_req: int) -> None:
+        n = self.segs[self.seg]
+        aw = t_req
+        if len(self.b_at) >= self.out_n:
+            aw = max(aw, self.b_at[-self.out_n] + self.slot)
+        w0 = max(self.w_free, aw + 1)
+        self.beat.extend(range(w0, w0 + n))
+        self.w_free = w0 + n
+        self.b_at.append(w0 + n - 1 + self.wl)
+        self.seg += 1
+        self.in_seg = 0
+
+    def add(self, c: int) -> int:
+        """The cycle the next word is added (no sooner than `c`)."""
+        w = self.n
+        if w >= self.depth:
+            c = max(c, self.beat[w - self.depth] + 1)
+        if self.seg < len(self.segs) and self.in_seg == self.segs[self.seg] \
+                and self.in_seg < self.full:
+            self._issue(c + self.aw_lat)         # closed by this word
+        self.n += 1
+        self.in_seg += 1
+        if self.seg < len(self.segs) and self.in_seg == self.full and \
+                self.seg < len(self.segs) - 1:
+            self._issue(c + self.aw_lat)         # a full burst goes at once
+        return c
+
+    def finish(self, end: int) -> int | None:
+        """The last W beat + 1 of the RUN's writes, the core's DONE at `end`."""
+        while self.seg < len(self.segs):
+            self._issue(end + self.tail - 1)
+        if _DBG is not None: _DBG.append(("wq", end, list(self.b_at), self.w_free))
+        return self.w_free if self.beat else None
 
 
 def _result_gaps(cfg, su, n: int) -> tuple | None:
@@ -2419,6 +2498,7 @@ def _result_gaps(cfg, su, n: int) -> tuple | None:
 #: debugging: a list to record each ACC RUN's rounds in (:meth:`Timeline._acc_run`: start,
 #: round, requests, bursts, first beat, end, the units' take cycles)
 _ACC_TRACE: list | None = None
+_DBG = None
 
 #: debugging: a list to record the simulated stream's ARs in (cycle from the simulation's
 #: origin, beats, a list block)

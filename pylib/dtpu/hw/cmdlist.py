@@ -980,8 +980,8 @@ class Timeline:
         else:   # a POST: the sequencer waits for every write, the POST's are not tracked
             w = [t for w0, w1, t in self.written if lo < w1 and w0 < hi]
             if post is not None:    # dtpu_cl_seq's S_PWAIT: every write answered; the POST's
-                # times count from its header, SEQ_POST_WAIT before the cycle it can go then
-                w = [x + K["SEQ_POST_WAIT"] for x in w + [self.wr_done]]
+                # times count from its header, SEQ_POST_GO before the cycle it can go then
+                w = [x - K["SEQ_POST_GO"] for x in w + [self.wr_done]]
             t = max([t_fetch, self.core_free, self.loads_done] + w)
             self.rg, self.rg_ovf = [], True
         shift = 0
@@ -1084,7 +1084,8 @@ class Timeline:
         self.latch_free = ar
         return out
 
-    def _read_sched(self, reqs: list, credit: dict | None = None) -> list[list[tuple[int, int]]]:
+    def _read_sched(self, reqs: list, credit: dict | None = None,
+                    hold1: bool = False) -> list[list[tuple[int, int]]]:
         """The read requests of a RUN's units, `reqs` = [(priority, request cycle, address,
         beats)] (priority 1: the load / post unit, 2: the store unit's read-back; each unit's
         in its order), as the read path serves them: the read master holds one request at a
@@ -1093,7 +1094,10 @@ class Timeline:
         then the store unit (the second arbiter). `credit` {priority: the cycles the unit took
         its words from its credit buffer (dtpu_cl_rd_buf, SEQ_RD_CREDIT words)}: a request is
         made only once its words fit the buffer, and that unit's later ones move with it.
-        Returns the bursts of each request."""
+        `hold1`: a load unit request's wait for its credit buffer does not move the unit's
+        later requests (its run builder goes on while its request FIFO has room,
+        :meth:`_acc_elems`); its wait for the request FIFO does. Returns the bursts of each
+        request."""
         out: list = [None] * len(reqs)
         reqs = [list(r) for r in reqs]
         queues = {1: [k for k, r in enumerate(reqs) if r[0] == 1],
@@ -1117,15 +1121,21 @@ class Timeline:
                     continue
                 k1 = queues[p_][0]
                 base = reqs[k1][1] - reqs[k1][4]
+                # a wait moves the unit's later requests with it (its walk stopped); with
+                # `hold1` only the request FIFO's (the run builder stops while it is full), not
+                # the credit buffer's (the FIFO's head waits, the builder goes on)
                 want = base + shift[p_]
                 if p_ == 1 and len(taken1) >= rq:
                     want = max(want, taken1[-rq] + 1)
+                if hold1 and p_ == 1:
+                    shift[p_] = want - base
                 cons = credit.get(p_)
                 need = words[p_] + reqs[k1][3] - cap
                 if cons and need > 0:
                     want = max(want, cons[min(need, len(cons)) - 1] + 1)
-                shift[p_] = want - base
-                reqs[k1][1], reqs[k1][4] = want, shift[p_]
+                if not (hold1 and p_ == 1):
+                    shift[p_] = want - base
+                reqs[k1][1], reqs[k1][4] = want, want - base
             # request times are AR times when nothing waits; the master takes a request
             # SEQ_RD_ISSUE before its AR can go (dtpu_axi_burst, the AR register): `d` is when
             # it takes the next one, among the requests made by then
@@ -1293,7 +1303,7 @@ class Timeline:
         credit: dict = {}
         prev = None
         for i in range(self.ACC_ITERATIONS):
-            bursts = self._read_sched(reqs, credit)
+            bursts = self._read_sched(reqs, credit, hold1=elems is not None)
             first, end, cons = self._acc_core(t, acc, bursts, n_st, req, rd, store_reads, cycles)
             if _ACC_TRACE is not None:
                 _ACC_TRACE.append((t, i, reqs, bursts, first, end, cons))
@@ -1314,20 +1324,26 @@ class Timeline:
         on the word of the last beat shares that beat, one on the next word extends the open
         run (up to MEM_BURST_BEATS words), any other opens a run and pushes the open one; PAD
         takes its cycle and closes nothing; the last run is pushed the cycle after the last
-        element. A run's request is its AR time when nothing waits: 3 cycles after its push
-        (the master takes it, its burst, its AR). Returns (the cycle element 0 is taken (e: + e),
-        the requests (1, cycle, byte address, beats) for :meth:`_read_sched`, the beats, per
-        element the index of its beat (-1: PAD), per element 1 if it takes a new beat)."""
+        element (the element FIFO is not modelled: ACT_ELEM_FIFO elements ahead of the packer
+        were not reached where this is exact; the request FIFO's waits are
+        :meth:`_read_sched`'s). A run's request is its
+        AR time when nothing waits: 3 cycles after its push (the master takes it, its burst, its
+        AR). Returns (the cycle each element is taken, the requests (1, cycle, byte address,
+        beats) for :meth:`_read_sched`, the beats, per element the index of its beat (-1: PAD),
+        per element 1 if it takes a new beat)."""
         wa, per_word, need = stream
         wa = wa.tolist() if hasattr(wa, "tolist") else list(wa)
         burst = int(self.fmt.mem["MEM_BURST_BEATS"])
-        x0 = t + self.K["SEQ_ACT_SETUP_WINDOWS"] - 2
+        x = t + self.K["SEQ_ACT_SETUP_WINDOWS"] - 3
+        xs: list[int] = []
         reqs: list = []
         beat_of: list[int] = []
         newb = bytearray(len(wa))
         nb = 0
         prev_ok, prev_wa, run_open, run_wa, run_len = False, 0, False, 0, 0
         for e, a in enumerate(wa):
+            x += 1
+            xs.append(x)
             if a < 0:
                 beat_of.append(-1)
                 continue
@@ -1340,16 +1356,16 @@ class Timeline:
             if prev_ok and run_open and a == prev_wa + 1:
                 run_len += 1
                 if run_len == burst:
-                    reqs.append((1, x0 + e + 3, 8 * run_wa, run_len))
+                    reqs.append((1, x + 3, 8 * run_wa, run_len))
                     run_open = False
             else:
                 if run_open:
-                    reqs.append((1, x0 + e + 3, 8 * run_wa, run_len))
+                    reqs.append((1, x + 3, 8 * run_wa, run_len))
                 run_wa, run_len, run_open = a, 1, True
             prev_ok, prev_wa = True, a
         if run_open:
-            reqs.append((1, x0 + len(wa) + 3, 8 * run_wa, run_len))
-        return x0, reqs, nb, beat_of, newb
+            reqs.append((1, x + 1 + 3, 8 * run_wa, run_len))
+        return xs, reqs, nb, beat_of, newb
 
     def _rd_state(self, st: dict | None = None) -> dict:
         """The read channel's state (saved, or restored from `st`)."""
@@ -1436,10 +1452,12 @@ class Timeline:
         beat's SEQ_ACT_FIRST - 1 after it came, a word-completing one only when the output
         register is free (the core took the word before); the core takes a word the cycle
         after it was completed, at its stall-free need time shifted by the stall so far; the
-        result words and the store unit's rate as :meth:`_acc_core`. The credit buffer frees a
-        beat's word SEQ_ACT_TAKE - 1 cycles before the packer takes it."""
+        result words and the store unit's rate as :meth:`_acc_core`, the store unit's writes as
+        :class:`_AccWrites`; a result word due in the same stall-free cycle as an input word
+        goes first. The credit buffer has a beat's word back the cycle after the packer took
+        it; a PAD element reaches the packer 2 cycles after the run builder took it."""
         K = self.K
-        _, stream, (x0, _, _, beat_of, newb) = acc.act
+        _, stream, (xs, _, _, beat_of, newb) = acc.act
         _, per_word, need = stream
         beat_t: list[int] = []
         for bl in bursts[n_st:]:
@@ -1465,13 +1483,13 @@ class Timeline:
             if kind == 1:
                 last = min(n_el, e + per_word) - 1
                 while e <= last:
-                    c = max(pop + 1, x0 + e + 2)
+                    c = max(pop + 1, xs[e] + 2)
                     if newb[e]:
                         c = max(c, beat_t[beat_of[e]] + to_pk)
                     if e == last:
                         c = max(c, take)
                     if newb[e]:
-                        took[1].append(c + 1 - K["SEQ_ACT_TAKE"])
+                        took[1].append(c + 1)
                     pop = c
                     e += 1
                 if pop + 1 > at:
@@ -1490,7 +1508,6 @@ class Timeline:
                         lane += 1
                     if wq is not None and acc.kept[k]:
                         c = wq.add(c)
-                    if _DBG is not None: _DBG.append(("add", k, c))
                     c += 1
                 free = c
         end = t + cycles + stall
@@ -2463,7 +2480,6 @@ class _AccWrites:
         """The last W beat + 1 of the RUN's writes, the core's DONE at `end`."""
         while self.seg < len(self.segs):
             self._issue(end + self.tail - 1)
-        if _DBG is not None: _DBG.append(("wq", end, list(self.b_at), self.w_free))
         return self.w_free if self.beat else None
 
 
@@ -2498,7 +2514,6 @@ def _result_gaps(cfg, su, n: int) -> tuple | None:
 #: debugging: a list to record each ACC RUN's rounds in (:meth:`Timeline._acc_run`: start,
 #: round, requests, bursts, first beat, end, the units' take cycles)
 _ACC_TRACE: list | None = None
-_DBG = None
 
 #: debugging: a list to record the simulated stream's ARs in (cycle from the simulation's
 #: origin, beats, a list block)

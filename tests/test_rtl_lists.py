@@ -376,11 +376,13 @@ def _ksplit3(hw, c, oc, base, seed=0, stride=1, valid=False, k=3):
 
 #: K-split 3x3 (and 5x5) convolutions the Timeline has exactly (hw, C, OC, stride, VALID, K):
 #: PAD-led chunks, chunks across taps (C 24, 40), all-PAD RUNs (2x2 stride 2), runs of 16+
-#: words (C 128, 256), VALID, stride 2, 1..25 output pixels (docs/rtl.md "K-split 3x3")
+#: words (C 128, 256), VALID, stride 2, 1..81 output pixels (9x9x256: the write master's 8
+#: bursts and the write queue hold the store unit; docs/rtl.md "K-split 3x3")
 KSPLIT3 = [(4, 64, 16, 1, False, 3), (2, 40, 40, 1, False, 3), (3, 32, 40, 2, False, 3),
            (2, 128, 40, 2, False, 3), (7, 128, 24, 1, False, 3), (8, 64, 24, 2, False, 3),
            (4, 128, 40, 1, True, 3), (3, 24, 40, 2, False, 5), (2, 128, 24, 1, False, 3),
-           (9, 256, 16, 2, False, 3), (6, 48, 64, 2, False, 3)]
+           (9, 256, 16, 2, False, 3), (6, 48, 64, 2, False, 3), (7, 64, 16, 1, False, 3),
+           (4, 24, 40, 1, False, 3), (9, 256, 16, 1, False, 3)]
 
 
 def test_run_cycles_equal_the_timeline_on_the_exact_class(lib):
@@ -454,6 +456,7 @@ def test_run_cycles_equal_the_timeline_on_the_exact_class(lib):
         else:
             p = _chain(nodes, hw, c, buf.addr)
         _run_exact(t, buf, p, hw, f"{nodes} {hw}x{hw}x{c}")
+        buf.free()
     assert t.mem_counts()["violations"] == 0, t.violation()
     t.close()
 

@@ -395,8 +395,9 @@ def test_run_cycles_equal_the_timeline_on_the_exact_class(lib):
     and DDR as the model's: fixed chains, 1x1s with items smaller than a word (OC 2, 4, 20),
     a graph with independent RUNs (starting while the
     results before drain: dtpu_cl_seq's RANGES), random 3x3 chains (1..3 nodes, 5..11 pixels a
-    side, C 3..16), random graphs (1..4 nodes, 2..9 pixels a side, C and OC 8..32) and K-split
-    1x1 convolutions (ACC RUNs and POSTs, docs/rtl.md "ACC RUNs and POST")."""
+    side, C 3..16), random graphs (1..4 nodes, 2..9 pixels a side, C and OC 8..32), K-split
+    1x1 convolutions (ACC RUNs and POSTs, docs/rtl.md "ACC RUNs and POST") and K-split 3x3 /
+    5x5 ones (ACC RUNs over WINDOWS streams with PAD, docs/rtl.md "K-split 3x3")."""
     t = open_core(lib, ddr_bytes=8 << 20)
     rng = np.random.default_rng(15)
     cases = [([("pw", 16), ("pw", 32), ("pw", 8)], 6, 16),

@@ -1101,8 +1101,10 @@ def check_node_records(got: dict, model: dict, what: str) -> None:
     assert last["cycles"] == last["CL_CYCLES"] and last["idle"] == last["IDLE"], (what, last)
     assert sum(n["cycles"] for n in nodes) == last["CL_CYCLES"], (what, last, nodes)
     idle = sum(n["idle_cycles"] for n in nodes)
-    assert idle in (last["IDLE"] - last["post"], last["IDLE"] + last["stall"] - last["post"]), \
-        (what, idle, last)
+    # since the top counts a POST's stall-free cycles as busy (docs/rtl.md "ACC RUNs and POST")
+    # the nodes' idle is IDLE itself on lists with POSTs too (resnet18_half_224's last one)
+    assert idle in (last["IDLE"], last["IDLE"] - last["post"],
+                    last["IDLE"] + last["stall"] - last["post"]), (what, idle, last)
 
 
 #: zoo models whose partitions' cycles the Timeline gives exactly (asserted by check_zoo_model):

@@ -359,6 +359,32 @@ def _ksplit(hw, c, oc, base, seed=0):
     return cl.compile_program([[cl.NodeIn(s, w, b, -1)]], CFG, base=base)
 
 
+def _ksplit3(hw, c, oc, base, seed=0, stride=1, valid=False, k=3):
+    """A KxK convolution (3x3 by default) whose K = KH*KW*C words do not fit the small build
+    with OC: the compiler splits it into K chunks of 8 words (RES ACC RUNs over WINDOWS streams
+    with PAD words, then POSTs; docs/rtl.md "K-split 3x3")."""
+    rng = np.random.default_rng(seed)
+    s = ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, hw, hw, c), (oc, k, k, c),
+                 padding=Padding.VALID if valid else Padding.SAME, stride=(stride, stride),
+                 name="k3", input_q=Quant((0.05,), (int(rng.integers(-9, 9)),)),
+                 filter_q=Quant(tuple(rng.uniform(0.004, 0.02, oc)), (0,) * oc),
+                 output_q=Quant((0.1,), (int(rng.integers(-9, 9)),)))
+    w = rng.integers(-12, 12, s.filter_shape).astype(np.int8)
+    b = rng.integers(-300, 300, oc).astype(np.int32)
+    return cl.compile_program([[cl.NodeIn(s, w, b, -1)]], CFG, base=base)
+
+
+#: K-split 3x3 (and 5x5) convolutions the Timeline has exactly (hw, C, OC, stride, VALID, K):
+#: PAD-led chunks, chunks across taps (C 24, 40), all-PAD RUNs (2x2 stride 2), runs of 16+
+#: words (C 128, 256), VALID, stride 2, 1..81 output pixels (9x9x256: the write master's 8
+#: bursts and the write queue hold the store unit; docs/rtl.md "K-split 3x3")
+KSPLIT3 = [(4, 64, 16, 1, False, 3), (2, 40, 40, 1, False, 3), (3, 32, 40, 2, False, 3),
+           (2, 128, 40, 2, False, 3), (7, 128, 24, 1, False, 3), (8, 64, 24, 2, False, 3),
+           (4, 128, 40, 1, True, 3), (3, 24, 40, 2, False, 5), (2, 128, 24, 1, False, 3),
+           (9, 256, 16, 2, False, 3), (6, 48, 64, 2, False, 3), (7, 64, 16, 1, False, 3),
+           (4, 24, 40, 1, False, 3), (9, 256, 16, 1, False, 3)]
+
+
 def test_run_cycles_equal_the_timeline_on_the_exact_class(lib):
     """The memory model here is the contract's exactly (every burst's first beat
     MEM_READ_LATENCY after its AR, write responses MEM_WRITE_LATENCY after the last beat):
@@ -370,8 +396,9 @@ def test_run_cycles_equal_the_timeline_on_the_exact_class(lib):
     and DDR as the model's: fixed chains, 1x1s with items smaller than a word (OC 2, 4, 20),
     a graph with independent RUNs (starting while the
     results before drain: dtpu_cl_seq's RANGES), random 3x3 chains (1..3 nodes, 5..11 pixels a
-    side, C 3..16), random graphs (1..4 nodes, 2..9 pixels a side, C and OC 8..32) and K-split
-    1x1 convolutions (ACC RUNs and POSTs, docs/rtl.md "ACC RUNs and POST")."""
+    side, C 3..16), random graphs (1..4 nodes, 2..9 pixels a side, C and OC 8..32), K-split
+    1x1 convolutions (ACC RUNs and POSTs, docs/rtl.md "ACC RUNs and POST") and K-split 3x3 /
+    5x5 ones (ACC RUNs over WINDOWS streams with PAD, docs/rtl.md "K-split 3x3")."""
     t = open_core(lib, ddr_bytes=8 << 20)
     rng = np.random.default_rng(15)
     cases = [([("pw", 16), ("pw", 32), ("pw", 8)], 6, 16),
@@ -424,22 +451,36 @@ def test_run_cycles_equal_the_timeline_on_the_exact_class(lib):
     cases += [(("ksplit", oc), hw, c) for hw, c, oc in
               ((2, 512, 16), (1, 512, 24), (2, 1024, 8), (3, 512, 40), (4, 512, 16),
                (5, 512, 24), (2, 512, 48), (7, 1024, 8), (9, 512, 24))]
+    # K split 3x3 / 5x5 convolutions (ACC RUNs over WINDOWS streams with PAD) and 3 random
+    # ones of up to 25 output pixels
+    cases += [(("ksplit3",) + k[2:], k[0], k[1]) for k in KSPLIT3]
+    for _ in range(3):
+        cases.append((("ksplit3", int(rng.choice([16, 24, 40])), int(rng.integers(1, 3)), False,
+                       3), int(rng.integers(2, 6)), int(rng.choice([64, 128]))))
     for nodes, hw, c in cases:
-        buf = t.alloc_buffer(1 << 18 if nodes[0] == "ksplit" or hw > 12 else 1 << 16)
-        if nodes[0] == "ksplit":
+        buf = t.alloc_buffer(1 << 18 if nodes[0] in ("ksplit", "ksplit3") or hw > 12 else 1 << 16)
+        if nodes[0] == "ksplit3":
+            p = _ksplit3(hw, c, nodes[1], buf.addr, stride=nodes[2], valid=nodes[3], k=nodes[4])
+            assert "POST" in [FMT.opnames[w[0] & 0xFF] for _, w in
+                              parse(p.image, p.base, p.partitions[0].list_addr)]
+        elif nodes[0] == "ksplit":
             p = _ksplit(hw, c, nodes[1], buf.addr)
             assert "POST" in [FMT.opnames[w[0] & 0xFF] for _, w in
                               parse(p.image, p.base, p.partitions[0].list_addr)]
         else:
             p = _chain(nodes, hw, c, buf.addr)
         _run_exact(t, buf, p, hw, f"{nodes} {hw}x{hw}x{c}")
+        buf.free()
     assert t.mem_counts()["violations"] == 0, t.violation()
     t.close()
 
 
-def _run_exact(t, buf, p, seed, what):
+def _run_exact(t, buf, p, seed, what, cycles=True):
     """Program `p` in `buf` with random input bytes, prologue then partition: CL_CYCLES, IDLE,
-    RD_BEATS and WR_BEATS equal the Timeline's, CL_* registers and the DDR the model's."""
+    RD_BEATS and WR_BEATS equal the Timeline's, CL_* registers and the DDR the model's. With
+    `cycles` False, the partition's CL_CYCLES and IDLE are returned ((RTL, model) each), not
+    asserted."""
+    out = None
     assert p.size <= buf.array.size
     buf.array[:p.size] = p.image
     b_in = p.partitions[0].input
@@ -453,10 +494,14 @@ def _run_exact(t, buf, p, seed, what):
         check_status(regs, r, f"{what} {name}")
         got = (regs["CL_CYCLES"], t.read_reg(FMT.reg_offset("IDLE_LO")), regs["RD_BEATS"],
                t.read_reg(FMT.reg_offset("WR_BEATS")))
-        assert got == (r.cycles, r.idle_cycles, r.rd_beats, r.wr_beats), \
-            (f"{what} {name}", got, r.cycles)
+        want = (r.cycles, r.idle_cycles, r.rd_beats, r.wr_beats)
+        if not cycles and name == "partition":
+            out = (got[:2], want[:2])
+            got, want = got[2:], want[2:]
+        assert got == want, (f"{what} {name}", got, r.cycles)
         ack(t)
     assert np.array_equal(buf.array[:p.size], model.ddr.mem[:p.size])
+    return out
 
 
 @pytest.mark.slow
@@ -475,6 +520,46 @@ def test_ksplit_cycles_equal_the_timeline_sweep(lib, seed):
         p = _ksplit(hw, c, oc, buf.addr, seed=seed)
         _run_exact(t, buf, p, hw, f"ksplit {hw}x{hw}x{c} -> {oc}")
         buf.free()
+    t.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [3, 5])
+def test_ksplit3_cycles_equal_the_timeline_sweep(lib, seed):
+    """Random K-split 3x3 convolutions (2..10 pixels a side, C 24..256, OC 8..64, stride 1 or
+    2, SAME or VALID, up to 25 output pixels): DDR as the model's, RD_BEATS and WR_BEATS equal
+    on every one; CL_CYCLES, IDLE equal on most, and the figures of the others logged (the
+    causes known, docs/rtl.md "K-split 3x3": at least 80 % must be equal, so that a change
+    which breaks the class fails here)."""
+    import logging
+    import random
+    rnd = random.Random(seed)
+    t = open_core(lib, ddr_bytes=64 << 20)
+    exact = total = 0
+    while total < 16:
+        c = rnd.choice([24, 32, 40, 48, 64, 128, 256])
+        hw, oc, stride = rnd.randint(2, 10), rnd.choice([8, 16, 24, 40, 64]), rnd.choice([1, 2])
+        valid = hw >= 3 and rnd.random() < 0.3
+        o = (hw - (2 if valid else 0) + stride - 1) // stride
+        buf = t.alloc_buffer(1 << 20)
+        p = _ksplit3(hw, c, oc, buf.addr, seed=seed, stride=stride, valid=valid)
+        ops = [FMT.opnames[w[0] & 0xFF] for _, w in parse(p.image, p.base,
+                                                          p.partitions[0].list_addr)]
+        if o * o > 25 or "POST" not in ops:
+            buf.free()
+            continue
+        total += 1
+        what = f"ksplit3 {hw}x{hw}x{c} -> {oc} s{stride}{' valid' if valid else ''}"
+        got, want = _run_exact(t, buf, p, hw, what, cycles=False)
+        if got == want:
+            exact += 1
+        else:
+            logging.getLogger(__name__).info("not equal: %s: RTL (CL_CYCLES, IDLE) %s, model %s",
+                                             what, got, want)
+        buf.free()
+    logging.getLogger(__name__).info("K-split 3x3 sweep seed %d: %d of %d equal", seed, exact,
+                                     total)
+    assert exact >= 0.8 * total, (exact, total)
     t.close()
 
 
@@ -1029,8 +1114,10 @@ def check_node_records(got: dict, model: dict, what: str) -> None:
     assert last["cycles"] == last["CL_CYCLES"] and last["idle"] == last["IDLE"], (what, last)
     assert sum(n["cycles"] for n in nodes) == last["CL_CYCLES"], (what, last, nodes)
     idle = sum(n["idle_cycles"] for n in nodes)
-    assert idle in (last["IDLE"] - last["post"], last["IDLE"] + last["stall"] - last["post"]), \
-        (what, idle, last)
+    # since the top counts a POST's stall-free cycles as busy (docs/rtl.md "ACC RUNs and POST")
+    # the nodes' idle is IDLE itself on lists with POSTs too (resnet18_half_224's last one)
+    assert idle in (last["IDLE"], last["IDLE"] - last["post"],
+                    last["IDLE"] + last["stall"] - last["post"]), (what, idle, last)
 
 
 #: zoo models whose partitions' cycles the Timeline gives exactly (asserted by check_zoo_model):

@@ -786,17 +786,22 @@ def test_cores_side_by_side_in_one_process(lib):
 
 
 def test_rtl_backend_path_selection():
-    """path=lists (or $DTPU_RTL_TOP) picks the 2.0 top for the in-process core; path=auto and
-    path=jobs keep the 1.2 top (job by job) until the 2.0 top runs RUN."""
+    """path=auto (the default) and path=lists (or $DTPU_RTL_TOP) pick the 2.0 top for the
+    in-process core, as backend=model takes command lists; path=jobs, or path=auto with a forced
+    precision (which command lists do not run), the 1.2 top job by job."""
     from dtpu.backends.rtl import TOP_ENV, RtlBackend
 
     b = RtlBackend.__new__(RtlBackend)
     saved = os.environ.pop(TOP_ENV, None)
     try:
-        for path, want in (("lists", True), ("auto", False), ("jobs", False), (None, False)):
+        for path, precision, want in (("lists", "auto", True), ("auto", "auto", True),
+                                      ("jobs", "auto", False), (None, "auto", True),
+                                      ("auto", "int16", False), (None, "int16", False),
+                                      ("lists", "int16", True)):
             b.options = {} if path is None else {"path": path}
-            assert b._lists_top() is want, path
-        b.options = {}
+            b.precision = precision
+            assert b._lists_top() is want, (path, precision)
+        b.options, b.precision = {"path": "jobs"}, "auto"
         os.environ[TOP_ENV] = "dtpu_cl_top"
         assert b._lists_top()
         os.environ[TOP_ENV] = "dtpu_axi"
@@ -1397,18 +1402,22 @@ def test_cocotb_lists_transport_runs_a_zoo_model_as_the_in_process_one(dtpu_so, 
 
 
 def test_dtpu_run_picks_the_simulated_top_from_the_path_option(monkeypatch):
-    """`dtpu run --backend rtl` simulates the 2.0 top for ``--option path=lists`` (or
-    $DTPU_RTL_TOP=dtpu_cl_top), else the 1.2 top, as the in-process core is chosen."""
+    """`dtpu run --backend rtl` simulates the 2.0 top unless ``--option path=jobs`` or a forced
+    precision asks for the job-by-job path (the 1.2 top); $DTPU_RTL_TOP forces either: as the
+    in-process core is chosen."""
     import argparse
 
     from dtpu.backends.rtl import TOP_ENV
     from dtpu.rtl.cli import _top
 
     monkeypatch.delenv(TOP_ENV, raising=False)
-    for option, want in (([], "dtpu_axi"), (["path=lists"], "dtpu_cl_top"),
-                         (["path=jobs"], "dtpu_axi"), (["prefetch=on", " path = LISTS"], "dtpu_cl_top"),
-                         (["path=lists", "path=auto"], "dtpu_axi")):
+    for option, want in (([], "dtpu_cl_top"), (["path=lists"], "dtpu_cl_top"),
+                         (["path=jobs"], "dtpu_axi"), (["prefetch=on", " path = JOBS"], "dtpu_axi"),
+                         (["path=jobs", "path=auto"], "dtpu_cl_top"),
+                         (["precision=int16"], "dtpu_axi"),
+                         (["precision=int16", "path=lists"], "dtpu_cl_top")):
         assert _top(argparse.Namespace(option=option)) == want, option
+    assert _top(argparse.Namespace(option=[], precision="int16")) == "dtpu_axi"
     monkeypatch.setenv(TOP_ENV, "dtpu_cl_top")
     assert _top(argparse.Namespace(option=[])) == "dtpu_cl_top"
     monkeypatch.setenv(TOP_ENV, "other")

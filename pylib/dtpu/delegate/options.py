@@ -245,9 +245,10 @@ TABLE = {
              "(contract 2.0: one doorbell per partition, docs/contract2.md), `jobs` drives it job "
              "by job (contract 1.2); `auto` takes lists when the core's VERSION is 2.0 and the "
              "graph compiles to lists, else jobs (the reason is logged); `lists` on a 1.2 core "
-             "fails at load; backend=rtl: `lists` simulates the 2.0 top (dtpu_cl_top, its AXI4 "
-             "master on the contract's memory model; in process, or under cocotb with `dtpu run "
-             "--backend rtl --option path=lists`), `auto`/`jobs` the 1.2 top (docs/rtl.md)"),
+             "fails at load; backend=rtl: `auto`/`lists` simulate the 2.0 top (dtpu_cl_top, its "
+             "AXI4 master on the contract's memory model; in process, or under cocotb from `dtpu "
+             "run --backend rtl`), `jobs` (or a forced `precision`) the 1.2 top job by job "
+             "(docs/rtl.md)"),
 }
 
 

@@ -1044,7 +1044,7 @@ class Timeline:
             else:
                 w_end = end + self.WL + (self._store_tail(post[8], res_gaps) + post[6] if wr else 0)
         else:
-            w_end = end + self.WL + (self._store_tail(wr, res_gaps) + part if run and wr else 0)
+            w_end = end + self.WL + (self._run_store_tail(wr, res_gaps, part) if run and wr else 0)
         self.wr_done = max(self.wr_done, w_end)
         if res_beats:
             self.written.append((*dst, w_end))
@@ -1389,6 +1389,30 @@ class Timeline:
             return K + 1 + part
         gap = gaps[part] if gaps is not None and part < len(gaps) else part
         return part + max(K + 1, K + burst - gap)
+
+    def _run_store_tail(self, words: int, gaps: tuple | None, part: int) -> int:
+        """A RUN's :meth:`_store_tail` with its packed writes (docs/rtl.md "float32 and the
+        one-cycle corners"): `words` write beats, `gaps[k]` how many cycles before the job's last
+        result word the word completing the k-th beat from the end came (beats mapped to result
+        words, :meth:`Executor._res_beats`), `part` 1 when the last beat is a partial word.
+
+        A last full burst is requested as its last beat's word is queued: when result words
+        with no kept lane end the stream (a column tile's words past CH1, dropped by the
+        store unit's walk), that is gaps[0] cycles before the last result word. A partial last
+        word goes out only as the RUN's end closes it (dtpu_cl_store_pack's flush: a cycle
+        later); a partial last burst after a full one goes after the full one's beats, which
+        then hide that cycle."""
+        if not words:
+            return 0
+        K = self.K["SEQ_STORE_TAIL"]
+        burst = int(self.fmt.mem["MEM_BURST_BEATS"])
+        n = words % burst
+        g = (lambda k: gaps[k] if gaps is not None and k < len(gaps) else k)
+        if not n:
+            return K + burst - (0 if part else g(0)) + part
+        if words < burst:
+            return K + 1 + n + part
+        return n + max(K + 1 + part, K + burst - g(n))
 
     def end(self) -> int:
         fin = max(self.taken, self.block_end) + self.K["SEQ_END"]

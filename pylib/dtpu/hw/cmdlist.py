@@ -1008,10 +1008,12 @@ class Timeline:
                 left = max(0, min(left, (depth - held) // self.fifo))
                 o = min(t, self.next_block - 2) if left else t
                 wa, per_word, need = stream
+                stalls: list = []
                 shift, f0, f1, _, blks, nxt = _stream_sim(
                     wa, per_word, need - (o - t), K["SEQ_ACT_SETUP_WINDOWS"] - 2 + t - o,
                     self.rd_free - o, self.fmt.mem,
-                    (self.next_block - o, left, self.fifo, K["SEQ_FETCH_NEXT"]))
+                    (self.next_block - o, left, self.fifo, K["SEQ_FETCH_NEXT"]), stalls)
+                res_gaps = _stalled_gaps(res_gaps, need, stalls, cycles)
                 for b0, b1 in blks:
                     self.block_first.append(o + b0)
                     self.block_end = o + b1
@@ -2312,13 +2314,33 @@ def _result_gaps(cfg, su, n: int) -> tuple | None:
 
 
 
+def _stalled_gaps(gaps: tuple | None, need, stalls: list, cycles: int) -> tuple | None:
+    """The result words' gaps (:func:`_result_gaps`, stall-free: k = 0 the last word, 2 cycles
+    before the job's end) once the core's stalls waiting for activation words are in
+    (:func:`_stream_sim`'s per-word `stalls`): the 1.2 core's stall is global, so a result word
+    due at stall-free cycle s comes as late as the stall after the last word the core took by
+    s (need[j] < s); the last one after every stall. docs/rtl.md "float32 and the one-cycle
+    corners"."""
+    if gaps is None or not stalls or len(stalls) != len(need):
+        return gaps
+    import bisect
+    nd = need.tolist() if hasattr(need, "tolist") else list(need)
+    last = cycles - 2
+    fin = stalls[-1]
+    out = []
+    for g in gaps:
+        j = bisect.bisect_left(nd, last - g) - 1
+        out.append(g + fin - (stalls[j] if j >= 0 else 0))
+    return tuple(out)
+
+
 #: debugging: a list to record the simulated stream's ARs in (cycle from the simulation's
 #: origin, beats, a list block)
 _SIM_TRACE: list | None = None
 
 
 def _stream_sim(wa, per_word: int, need, intake: int, rd_free: int, mem: dict,
-                blocks: tuple | None = None) -> tuple:
+                blocks: tuple | None = None, stalls: list | None = None) -> tuple:
     """The activation stream of one RUN cycle by cycle as the load unit (dtpu_cl_load), the
     credit buffer (dtpu_cl_rd_buf) and the read master (dtpu_axi_rd, dtpu_axi_burst) move it
     under the contract's memory model, against the core's stall-free need times (docs/rtl.md
@@ -2334,7 +2356,7 @@ def _stream_sim(wa, per_word: int, need, intake: int, rd_free: int, mem: dict,
     first, each next one SEQ_FETCH_NEXT after the last beat of the one before. Returns (the
     core's stall once it took its last word, the stream's first beat, its last beat + 1, its
     beats, the first beat and last beat + 1 of each block read meanwhile, the next block's AR
-    cycle).
+    cycle). `stalls` (a list, optional) gets the core's stall so far after each word it took.
 
     Run builder: a non-PAD element on the word of the last beat shares that beat, one on the
     next word extends the open run (up to MEM_BURST_BEATS words), any other opens a run and
@@ -2354,10 +2376,15 @@ def _stream_sim(wa, per_word: int, need, intake: int, rd_free: int, mem: dict,
     ef_d = int(mem["ACT_ELEM_FIFO"])
     rq_d = int(mem["ACT_REQ_FIFO"])
     buf_d = int(mem["ACT_READ_BUFFER"])
-    to_pk = int(mem["SEQ_ACT_FIRST"]) - 1       # a beat to the packer; the core a cycle later
+    # the loop runs on the RTL's cycles: a beat reaches the packer 2 cycles after its R
+    # handshake (dtpu_cl_rd_buf's FIFO and output register), the completed word is in the
+    # output register the cycle after, and the core takes it in the cycle it is offered; the
+    # job's schedule counts that take a cycle later (SEQ_ACT_FIRST = 4 from the beat), so the
+    # need times move a cycle earlier here and the stall returned is the schedule's
+    to_pk = int(mem["SEQ_ACT_FIRST"]) - 2
     n, nw = len(wa), len(need)
     wa = wa.tolist() if hasattr(wa, "tolist") else list(wa)
-    need = need.tolist() if hasattr(need, "tolist") else list(need)
+    need = [x - 1 for x in (need.tolist() if hasattr(need, "tolist") else need)]
     newbeat = bytearray(n)
     e = p = 0
     run_open, run_wa, run_len = False, 0, 0
@@ -2387,6 +2414,8 @@ def _stream_sim(wa, per_word: int, need, intake: int, rd_free: int, mem: dict,
         take = out_valid and cyc >= need[j] + stall
         if take:
             stall = cyc - need[j]
+            if stalls is not None:
+                stalls.append(stall)
             j += 1
             acted = True
             if j == nw:

@@ -811,6 +811,8 @@ class Timeline:
     rg: list = field(default_factory=list)
     rg_ovf: bool = False
     run_ends: list = field(default_factory=list)
+    #: write responses still due of the last simulated store (:meth:`_run_store_sim`)
+    wr_bursts: list = field(default_factory=list)
     #: optional per-descriptor event record (None: off): (kind, cycles...) tuples, for
     #: comparing the model's times with the RTL's (sim/dtpu_sim/cycles.py)
     events: list | None = None
@@ -947,7 +949,8 @@ class Timeline:
 
     def run(self, t_fetch: int, src: tuple, dst: tuple, act_beats: int, res_beats: int,
             cycles: int, store_reads: int = 0, act_req: tuple | None = None,
-            res_gaps: tuple | None = None, post: tuple | None = None) -> None:
+            res_gaps: tuple | None = None, post: tuple | None = None,
+            store: tuple | None = None) -> None:
         """A RUN (or POST): `store_reads` are the ACC partial sums the store unit reads back,
         requested on the read channel behind the activation stream.
 
@@ -1032,6 +1035,10 @@ class Timeline:
             if store_reads:
                 self._read(t, store_reads)
             end = t + shift + cycles
+            if store is not None and stream is None and run:
+                # scattered writes that may not keep up: the store unit and the write master
+                # cycle by cycle, holding the core when its queue is full
+                end, w_sim = self._run_store_sim(t + shift, cycles, store)
         self.core_free = self.last_run_end = end
         self.seq_free = max(self.seq_free, end + (K["SEQ_RUN_DONE"] if run or post else 0))
         self.run_ends.append(end)
@@ -1045,6 +1052,11 @@ class Timeline:
                 w_end = max(end, pw) + self.WL
             else:
                 w_end = end + self.WL + (self._store_tail(post[8], res_gaps) + post[6] if wr else 0)
+        elif store is not None and stream is None and run and wr:
+            w_end = w_sim
+        elif wr:
+            self.wr_bursts = []     # not simulated: the slots of its bursts are not counted
+            w_end = end + self.WL + (self._run_store_tail(wr, res_gaps, part) if run else 0)
         else:
             w_end = end + self.WL + (self._run_store_tail(wr, res_gaps, part) if run and wr else 0)
         self.wr_done = max(self.wr_done, w_end)
@@ -1392,6 +1404,20 @@ class Timeline:
         gap = gaps[part] if gaps is not None and part < len(gaps) else part
         return part + max(K + 1, K + burst - gap)
 
+    def _run_store_sim(self, t0: int, cycles: int, store: tuple) -> tuple[int, int]:
+        """A RUN's end and its last write response + 1 from :func:`_store_sim`: the job's
+        stall-free schedule from t0 (its result word r offered a cycle before its schedule's
+        cycle, as the activation side counts), held while the store unit's queue is full."""
+        chunks, gaps = store
+        n = len(chunks)
+        last = t0 + cycles - 3
+        offer = [last - gaps[n - 1 - r] for r in range(n)]
+        prior = tuple(b for b in self.wr_bursts if b > offer[0])
+        held, _, last_b, bs = _store_sim(chunks, offer, self.fmt.mem,
+                                         int(self.fmt.mem["STORE_WQ_WORDS"]), prior)
+        self.wr_bursts = bs
+        return t0 + cycles + held, (last_b + 1 if last_b is not None else t0 + cycles + held)
+
     def _run_store_tail(self, words: int, gaps: tuple | None, part: int) -> int:
         """A RUN's :meth:`_store_tail` with its packed writes (docs/rtl.md "float32 and the
         one-cycle corners"): `words` write beats, `gaps[k]` how many cycles before the job's last
@@ -1695,12 +1721,13 @@ class Executor:
                 acc = self._acc_timing(d, res_beats)
                 if acc is not None:
                     act_req = act_req + acc
+                store = self._store_plan(d, res_beats) if acc is None else None
                 tl.run(t_fetch, src, dst, act_beats, res_beats, cycles, store_reads=store_reads,
-                       act_req=act_req, res_gaps=gaps)
+                       act_req=act_req, res_gaps=gaps, store=store)
                 r.runs += 1
                 _tag_span(r, h["TAG"], tl.core_free, cycles, act_beats, res_beats)
                 call = ("R", n, src, dst, act_beats, res_beats, cycles, store_reads, h["TAG"], True,
-                        act_req, self._res_gaps)
+                        act_req, self._res_gaps, None, store)
         if calls is not None:
             calls.append(call)
 
@@ -1842,6 +1869,39 @@ class Executor:
                              for k in range(min(beats, 4 * int(f.mem["MEM_BURST_BEATS"])))]
             return 0, beats, int(end % 8 != 0), beat_word
         return 0, words, 0, None
+
+    def _store_plan(self, d: dict, words: int) -> tuple | None:
+        """For a RUN whose ITEMS the store unit writes as scattered bursts (items of a pixel not
+        followed by the next pixel's: channel slices, OUTER > 1, e.g. a depthwise job's
+        channel chunks), whose writes may not keep up with the core (the write master keeps
+        MAX_OUTSTANDING bursts a write latency): (per result word its byte address and kept
+        bytes, per word from the last how many cycles before the last one it comes stall-free)
+        for :func:`_store_sim`; None otherwise (whole rows: 16-word bursts that keep up, the
+        write tail formula :meth:`Timeline._run_store_tail`). docs/rtl.md "float32 and the
+        one-cycle corners"."""
+        f = self.fmt
+        r0, r1, r2 = d["RES0"], d["RES1"], d["RES2"]
+        su = self._res_setup
+        if r0["MODE"] != f.res_modes["ITEMS"] or not words or su is None:
+            return None
+        L, es = max(1, r0["LANES"]), r0["ESIZE"]
+        pix, outer, inner = r1["PIX"], r1["OUTER"], r1["INNER"]
+        gw, ch0, ch1, dstc = r2["GW"], r2["CH0"], r2["CH1"], r2["DSTC"]
+        wpi = -(-gw // L)
+        if words != outer * pix * inner * wpi:
+            return None
+        if outer == 1 and ch0 == 0 and min(ch1, inner * gw) >= dstc:
+            return None                 # whole rows: consecutive words, 16-word bursts
+        o, p_, i, w = np.meshgrid(np.arange(outer), np.arange(pix), np.arange(inner),
+                                  np.arange(wpi), indexing="ij")
+        c0 = ch0 + (o * inner + i) * gw + w * L
+        kept = np.clip(np.minimum(np.minimum(L, gw - w * L), ch1 - c0), 0, None)
+        addr = r0["DST"] + (p_ * dstc + c0) * es
+        kept, addr = kept.reshape(-1), addr.reshape(-1)
+        gaps = _result_gaps(self.core.cfg, su, words - 1)
+        if gaps is None or len(gaps) != words:
+            return None
+        return (tuple(zip(addr.tolist(), (kept * es).tolist())), gaps)
 
     def _post_timing(self, regs: dict, d: dict) -> tuple:
         """What :meth:`Timeline._post_run` needs of a POST: (SRC, PIX, CH0, CH, DSTC, result
@@ -2213,7 +2273,8 @@ def _replay_call(tl: "Timeline", r: RunResult, call: tuple) -> None:
     elif call[0] == "R":
         _, _, src, dst, act, res, cycles, store_reads, tag, stream, act_req, step = call[:12]
         tl.run(t_fetch, src, dst, act, res, cycles, store_reads=store_reads, act_req=act_req,
-               res_gaps=step, post=call[12] if len(call) > 12 else None)
+               res_gaps=step, post=call[12] if len(call) > 12 else None,
+               store=call[13] if len(call) > 13 else None)
         r.runs += 1
         if stream:
             _tag_span(r, tag, tl.core_free, cycles, act, res)
@@ -2323,7 +2384,6 @@ def _stalled_gaps(gaps: tuple | None, need, stalls: list, cycles: int) -> tuple 
     corners"."""
     if gaps is None or not stalls or len(stalls) != len(need):
         return gaps
-    import bisect
     nd = need.tolist() if hasattr(need, "tolist") else list(need)
     last = cycles - 2
     fin = stalls[-1]
@@ -2332,6 +2392,219 @@ def _stalled_gaps(gaps: tuple | None, need, stalls: list, cycles: int) -> tuple 
         j = bisect.bisect_left(nd, last - g) - 1
         out.append(g + fin - (stalls[j] if j >= 0 else 0))
     return tuple(out)
+
+
+#: debugging: a list to record the simulated store's AWs in (cycle, "AW", beats)
+_STORE_TRACE: list | None = None
+
+
+def _store_sim(chunks, offer, mem: dict, wq_words: int, prior: tuple = ()) -> tuple:
+    """The store unit's ITEMS path and the write master (dtpu_cl_store, dtpu_cl_store_pack,
+    dtpu_cl_store_wq, dtpu_axi_wr, dtpu_axi_burst) cycle by cycle under the contract's memory
+    model, for the result words of one RUN (docs/rtl.md "float32 and the one-cycle corners").
+
+    `chunks[r]`: (byte address, bytes kept) of result word r (0 bytes: a word the walk drops);
+    `offer[r]`: the cycle the core offers it when it has not been held (the 1.2 core's stall is
+    global: each cycle a word waits holds every later word too); `wq_words`: the write queue's
+    words (STORE_WQ_WORDS; as many requests); `prior`: write responses still due of earlier
+    RUNs' bursts (their slots). Returns (the cycles the core was held, the cycle of each
+    word's handshake, the cycle of the last write response, every burst's response cycle).
+
+    Per cycle: the word stage takes a word when free (or freed this cycle); the realigner takes
+    the stage's chunk when its output slot is free (or taken), not closing, and the chunk is not
+    elsewhere than its open word while it would send a word itself; the queue takes the
+    realigner's word when its FIFOs have room and no gap is to be filled (a gap of up to
+    SEQ_STORE_GAP words past the run's end, the run staying within MEM_BURST_BEATS, is filled
+    with strobe-less words first, one a cycle); a run closes at a word that does not follow it,
+    at MEM_BURST_BEATS words or at the close marker; the master takes a request when it has
+    split the one before, issues a burst the cycle after while fewer than MEM_READ_OUTSTANDING
+    (the write master's MAX_OUTSTANDING, 8) are unanswered, its AW the cycle after, its beats
+    from the cycle after the AW, one a cycle as the queue has them; a response
+    MEM_WRITE_LATENCY after the burst's last beat frees its slot the cycle after."""
+    WL = int(mem["MEM_WRITE_LATENCY"])
+    burst = int(mem["MEM_BURST_BEATS"])
+    outst = int(mem["MEM_READ_OUTSTANDING"])
+    max_gap = int(mem["SEQ_STORE_GAP"])
+    n = len(chunks)
+    if not n:
+        return 0, [], None, []
+    # the core and the word stage
+    held = 0
+    r = 0
+    hs = [0] * n
+    st_v, st_a, st_n, st_last = False, 0, 0, False
+    # the realigner
+    b_w, b_m, fl = 0, 0, False
+    o_v, o_w, o_m, o_c = False, 0, 0, False
+    # the write queue
+    wf = 0
+    rf: list = []
+    run_v, run_a, run_n = False, 0, 0
+    # the write master
+    gen_busy, gen_addr, gen_left = False, 0, 0
+    resv = len(prior)
+    awv, aw_beats = False, 0
+    f_q: list = []
+    wb = 0
+    b_due = sorted(prior)
+    bi = 0
+    last_b = None
+    closed = False
+    cyc = min(offer[0], b_due[0] if b_due else offer[0])
+    while True:
+        acted = False
+        # write responses this cycle
+        done = 0
+        while bi < len(b_due) and b_due[bi] <= cyc:
+            done += 1
+            last_b = b_due[bi]
+            bi += 1
+            acted = True
+        # the queue's input (the realigner's output slot) and its ready
+        wf_full = wf >= wq_words
+        rf_full = len(rf) >= wq_words
+        has_word = o_m != 0
+        follows = run_v and o_w == run_a + run_n and run_n != burst
+        gap = o_w - (run_a + run_n)
+        fill_want = (o_v and has_word and run_v and not follows and 0 < gap <= max_gap
+                     and run_n + gap < burst)
+        fill = fill_want and not wf_full and not rf_full
+        q_ready = not wf_full and not rf_full and not fill_want
+        in_hs = o_v and q_ready
+        # the realigner's input (the word stage)
+        can = not o_v or q_ready
+        pk_take = False
+        if st_v:
+            off, w0 = st_a & 7, st_a >> 3
+            sh_m = ((1 << st_n) - 1) << off
+            lo_m, hi_m = sh_m & 0xFF, sh_m >> 8
+            mg_m = b_m | lo_m
+            other = b_m != 0 and b_w != w0
+            sends = hi_m != 0 or mg_m == 0xFF
+            sends_own = hi_m != 0 or lo_m == 0xFF
+            pk_take = can and not fl and not (st_n and other and sends_own)
+        # the core's word into the word stage
+        core_hs = r < n and cyc >= offer[r] + held and (not st_v or pk_take)
+        # the master
+        wvalid = bool(f_q) and wf > 0
+        w_done = wvalid and wb == f_q[0] - 1
+        req_hs = bool(rf) and not gen_busy
+        issue = gen_busy and resv < outst and not awv
+        # ---- updates
+        if wvalid:
+            wf -= 1
+            acted = True
+            if w_done:
+                del f_q[0]
+                wb = 0
+                b_due.append(cyc + WL)
+                if _STORE_TRACE is not None:
+                    _STORE_TRACE.append((cyc, "WLAST", cyc + WL))
+            else:
+                wb += 1
+        if awv:
+            f_q.append(aw_beats)
+            awv = False
+            acted = True
+            if _STORE_TRACE is not None:
+                _STORE_TRACE.append((cyc, "AW", aw_beats))
+        if issue:
+            bnd = 512 - (gen_addr % 512)
+            beats = min(gen_left, burst, bnd)
+            awv, aw_beats = True, beats
+            gen_addr += beats
+            gen_left -= beats
+            gen_busy = gen_left > 0
+            resv += 1
+            acted = True
+        resv -= done
+        if req_hs:
+            gen_addr, gen_left = rf[0]
+            gen_busy = gen_left > 0
+            del rf[0]
+            acted = True
+        # the queue
+        if fill:
+            wf += 1
+            run_n += 1
+            acted = True
+        elif in_hs:
+            acted = True
+            n_after = run_n + 1 if follows else 1
+            push_full = has_word and follows and n_after == burst
+            if run_v and (o_c or (has_word and not follows)):
+                rf.append((run_a, run_n))
+            elif push_full:
+                rf.append((run_a, n_after))
+            if _STORE_TRACE is not None and (run_v and (o_c or (has_word and not follows))
+                                             or push_full):
+                _STORE_TRACE.append((cyc, "REQ", rf[-1][1]))
+            if has_word:
+                wf += 1
+            if o_c or push_full:
+                run_v = False
+                if o_c:
+                    closed = True
+            elif has_word:
+                run_v, run_n = True, n_after
+                if not follows:
+                    run_a = o_w
+        # the realigner
+        new_o = False if can else o_v
+        if can and fl:
+            new_o, o_w, o_m, o_c = True, b_w, b_m, b_m == 0
+            if b_m == 0:
+                fl = False
+            b_m = 0
+            acted = True
+        elif can and st_v and st_n and b_m != 0 and b_w != (st_a >> 3):
+            new_o, o_w, o_m, o_c = True, b_w, b_m, False
+            b_m = 0
+            if pk_take:
+                b_w, b_m = st_a >> 3, ((1 << st_n) - 1) << (st_a & 7)
+                if st_last:
+                    fl = True
+            acted = True
+        elif pk_take:
+            if st_n:
+                if sends:
+                    new_o, o_w, o_m, o_c = True, w0, mg_m, False
+                    b_w, b_m = w0 + 1, hi_m
+                else:
+                    b_w, b_m = w0, mg_m
+            if st_last:
+                fl = True
+            acted = True
+        o_v = new_o
+        # the word stage
+        if core_hs:
+            st_v, (st_a, st_n), st_last = True, chunks[r], r == n - 1
+            hs[r] = cyc
+            r += 1
+            if _STORE_TRACE is not None:
+                _STORE_TRACE.append((cyc, "HS", r - 1))
+            acted = True
+        elif pk_take:
+            st_v = False
+        elif st_v:
+            pass
+        waiting = r < n and cyc >= offer[r] + held and not core_hs
+        if waiting:
+            held += 1
+        if closed and not rf and not gen_busy and not awv and not f_q and wf == 0 \
+                and bi >= len(b_due):
+            break
+        if not acted:       # nothing moved: the next response or the next word's offer
+            cand = [b_due[bi]] if bi < len(b_due) else []
+            if r < n and not waiting:
+                cand.append(offer[r] + held)
+            nxt = max(cyc + 1, min([c for c in cand if c > cyc], default=cyc + 1))
+            if waiting:
+                held += nxt - cyc - 1
+            cyc = nxt
+            continue
+        cyc += 1
+    return held, hs, last_b, b_due
 
 
 #: debugging: a list to record the simulated stream's ARs in (cycle from the simulation's

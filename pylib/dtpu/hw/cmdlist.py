@@ -988,6 +988,7 @@ class Timeline:
             self.rg, self.rg_ovf = [], True
         shift = 0
         first = None
+        sched = None
         req, rd, wr, part = act_req[:4] if run else (0, act_beats, res_beats, 0)
         stream = act_req[4] if run and len(act_req) > 4 else None
         acc = act_req[5] if run and len(act_req) > 5 else None
@@ -996,6 +997,8 @@ class Timeline:
         elif post is not None:  # the post unit (:meth:`_post_run`)
             first, end, res_gaps = self._post_run(t, post)
         else:
+            if stream is not None and len(stream) > 3 and not self._block_due(t + req + rd):
+                stream = None       # a whole-tensor 1x1 stream with the master to itself
             if act_beats and stream is not None:
                 # a stream that may not keep up (3x3 WINDOWS, lane mode): the load unit's runs,
                 # bursts and packer against the core's need times, cycle by cycle
@@ -1009,14 +1012,21 @@ class Timeline:
                 depth = 1 << self.fmt.fields["HEADER"]["LEN"][1]
                 held = len(self.block_first) * self.fifo - self.fetched_words
                 left = max(0, min(left, (depth - held) // self.fifo))
-                o = min(t, self.next_block - 2) if left else t
-                wa, per_word, need = stream
+                # the next block's AR: SEQ_FETCH_NEXT after the one before, and once the
+                # sequencer has taken the words that make room for it (:meth:`_block_req`)
+                nb = self._block_req() if left else None
+                if nb is None:
+                    left = 0
+                    nb = self.next_block
+                o = min(t, nb - 2) if left else t
+                wa, per_word, need = stream[:3]
                 stalls: list = []
                 shift, f0, f1, _, blks, nxt = _stream_sim(
                     wa, per_word, need - (o - t), K["SEQ_ACT_SETUP_WINDOWS"] - 2 + t - o,
                     self.rd_free - o, self.fmt.mem,
-                    (self.next_block - o, left, self.fifo, K["SEQ_FETCH_NEXT"]), stalls)
+                    (nb - o, left, self.fifo, K["SEQ_FETCH_NEXT"]), stalls)
                 res_gaps = _stalled_gaps(res_gaps, need, stalls, cycles)
+                sched = (need, stalls)
                 for b0, b1 in blks:
                     self.block_first.append(o + b0)
                     self.block_end = o + b1
@@ -1035,10 +1045,10 @@ class Timeline:
             if store_reads:
                 self._read(t, store_reads)
             end = t + shift + cycles
-            if store is not None and stream is None and run:
+            if store is not None and run:
                 # scattered writes that may not keep up: the store unit and the write master
                 # cycle by cycle, holding the core when its queue is full
-                end, w_sim = self._run_store_sim(t + shift, cycles, store)
+                end, w_sim = self._run_store_sim(t, shift, cycles, store, sched)
         self.core_free = self.last_run_end = end
         self.seq_free = max(self.seq_free, end + (K["SEQ_RUN_DONE"] if run or post else 0))
         self.run_ends.append(end)
@@ -1052,7 +1062,7 @@ class Timeline:
                 w_end = max(end, pw) + self.WL
             else:
                 w_end = end + self.WL + (self._store_tail(post[8], res_gaps) + post[6] if wr else 0)
-        elif store is not None and stream is None and run and wr:
+        elif store is not None and run and wr:
             w_end = w_sim
         elif wr:
             self.wr_bursts = []     # not simulated: the slots of its bursts are not counted
@@ -1069,6 +1079,14 @@ class Timeline:
                 self.rg_ovf = True
         if self.events is not None:
             self.events.append(("run", t, first, end, w_end))
+
+    def _block_due(self, t_end: int) -> bool:
+        """A block of the list is still to be read and the fetcher requests it before t_end
+        (it then goes on the read master between an activation stream's runs)."""
+        if not self.block_first or len(self.block_first) >= self._blocks():
+            return False
+        nb = self._block_req()
+        return nb is not None and nb < t_end
 
     def _bursts(self, t_dec: int, addr: int, beats: int) -> list[tuple[int, int]]:
         """One read request taken by the read master at t_dec, counted burst by burst as
@@ -1404,19 +1422,33 @@ class Timeline:
         gap = gaps[part] if gaps is not None and part < len(gaps) else part
         return part + max(K + 1, K + burst - gap)
 
-    def _run_store_sim(self, t0: int, cycles: int, store: tuple) -> tuple[int, int]:
+    def _run_store_sim(self, t: int, shift: int, cycles: int, store: tuple,
+                       sched: tuple | None = None) -> tuple[int, int]:
         """A RUN's end and its last write response + 1 from :func:`_store_sim`: the job's
-        stall-free schedule from t0 (its result word r offered a cycle before its schedule's
-        cycle, as the activation side counts), held while the store unit's queue is full."""
+        stall-free schedule from t (its result word r offered a cycle before its schedule's
+        cycle, as the activation side counts), shifted by the stall waiting for activation
+        words (`shift`; with `sched`, (need times, stall after each word) of a simulated
+        stream: a word due at stall-free cycle s by the stall after the last activation word
+        needed before s), held while the store unit's queue is full."""
         chunks, gaps = store
         n = len(chunks)
-        last = t0 + cycles - 3
-        offer = [last - gaps[n - 1 - r] for r in range(n)]
+        last = cycles - 3
+        s_r = [last - gaps[n - 1 - r] for r in range(n)]
+        if sched is None or not sched[1] or len(sched[1]) != len(sched[0]):
+            offer = [t + shift + x for x in s_r]
+        else:
+            nd = sched[0].tolist() if hasattr(sched[0], "tolist") else list(sched[0])
+            st = sched[1]
+            offer = []
+            for x in s_r:
+                j = bisect.bisect_left(nd, x + 1) - 1
+                offer.append(t + x + (st[j] if j >= 0 else 0))
         prior = tuple(b for b in self.wr_bursts if b > offer[0])
         held, _, last_b, bs = _store_sim(chunks, offer, self.fmt.mem,
                                          int(self.fmt.mem["STORE_WQ_WORDS"]), prior)
         self.wr_bursts = bs
-        return t0 + cycles + held, (last_b + 1 if last_b is not None else t0 + cycles + held)
+        end = t + shift + cycles + held
+        return end, (last_b + 1 if last_b is not None else end)
 
     def _run_store_tail(self, words: int, gaps: tuple | None, part: int) -> int:
         """A RUN's :meth:`_store_tail` with its packed writes (docs/rtl.md "float32 and the
@@ -2045,6 +2077,10 @@ class Executor:
         wa = wa[e != size]
         return int(1 + np.count_nonzero(wa[1:] != wa[:-1])) if wa.size else 0
 
+    #: longest whole-tensor 1x1 stream :meth:`Timeline.run` simulates when the list's blocks
+    #: are read during it (longer ones keep the one-read model: the simulation's cost)
+    PLAIN_SIM_WORDS = 1 << 14
+
     def _act_stream(self, d: dict, words: int):
         """(element word addresses, elements per word, the core's need times) of a RUN's
         activation stream for :func:`_stream_sim`, or None when the stream keeps up with the
@@ -2059,10 +2095,19 @@ class Executor:
         n, h, w, c = a1["N"], a1["H"], a1["W"], a1["C"]
         kp, k0, k1 = a3["KP"], a3["K0"], a3["K1"]
         word_mode = c % L == 0 and a0["SRC"] % 8 == 0
+        kw_, nt, period, m = sched
         if word_mode and (a2["KH"], a2["KW"], a2["SY"], a2["SX"], a2["PT"], a2["PL"], a2["OH"],
                           a2["OW"]) == (1, 1, 1, 1, 0, 0, h, w) and kp == c:
-            return None
-        kw_, nt, period, m = sched
+            # the tensor's words in order: the stream keeps up (one read, the first-word
+            # shift) unless the list's blocks take the read master between its runs
+            # (:meth:`Timeline.run` then simulates it); streams of up to PLAIN_SIM_WORDS
+            if kw_ != k1 - k0 or m * kw_ != words or words > self.PLAIN_SIM_WORDS:
+                return None
+            cfg = self.core.cfg.CFG_CYCLES
+            need = (cfg + (np.arange(m, dtype=np.int64) * nt * period)[:, None]
+                    + np.arange(kw_, dtype=np.int64)[None, :]).reshape(-1)
+            return (a0["SRC"] // 8 + k0 + np.arange(m, dtype=np.int64)[:, None] * (c // L)
+                    + np.arange(kw_, dtype=np.int64)[None, :]).reshape(-1), 1, need, True
         if kw_ != k1 - k0 or m * kw_ != words:
             return None
         key = ("w", tuple(sorted(a1.items())), tuple(sorted(a2.items())), kp)

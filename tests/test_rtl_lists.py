@@ -424,15 +424,18 @@ def test_run_cycles_equal_the_timeline_on_the_exact_class(lib):
     t.close()
 
 
-def _run_exact(t, buf, p, seed, what):
-    """Program `p` in `buf` with random input bytes, prologue then partition: CL_CYCLES, IDLE,
-    RD_BEATS and WR_BEATS equal the Timeline's, CL_* registers and the DDR the model's."""
+def _run_exact(t, buf, p, seed, what, floats=False):
+    """Program `p` in `buf` with random input bytes (`floats`: random float32 values in -2..2),
+    prologue then partition: CL_CYCLES, IDLE, RD_BEATS and WR_BEATS equal the Timeline's, CL_*
+    registers and the DDR the model's."""
     assert p.size <= buf.array.size
     buf.array[:p.size] = p.image
     b_in = p.partitions[0].input
     o = b_in.addr - buf.addr
-    buf.array[o:o + b_in.nbytes] = np.random.default_rng(seed).integers(0, 256, b_in.nbytes,
-                                                                        dtype=np.uint8)
+    rng = np.random.default_rng(seed)
+    buf.array[o:o + b_in.nbytes] = (
+        rng.uniform(-2, 2, b_in.nbytes // 4).astype("<f4").view(np.uint8) if floats
+        else rng.integers(0, 256, b_in.nbytes, dtype=np.uint8))
     model = Model(buf, start=(t.weights(), t.params()))
     for addr, name in ((p.prologue_addr, "prologue"), (p.partitions[0].list_addr, "partition")):
         regs, _ = kick(t, addr)
@@ -444,6 +447,87 @@ def _run_exact(t, buf, p, seed, what):
             (f"{what} {name}", got, r.cycles)
         ack(t)
     assert np.array_equal(buf.array[:p.size], model.ddr.mem[:p.size])
+
+
+def _mode_chain(nodes, hw, c, base, mode, seed=0):
+    """As :func:`_chain` in `mode` (float32: float weights and biases, no quantization; int16x8:
+    int8 weights, int64 biases, symmetric activations)."""
+    rng = np.random.default_rng(seed)
+
+    def q(oc):
+        if mode is DataMode.FLOAT32:
+            return {}
+        z = (lambda: 0) if mode is DataMode.INT16X8 else (lambda: int(rng.integers(-9, 9)))
+        return dict(input_q=Quant((0.02,), (z(),)),
+                    filter_q=Quant(tuple(rng.uniform(0.004, 0.02, oc)), (0,) * oc),
+                    output_q=Quant((0.15,), (z(),)))
+
+    specs, srcs = chain_specs(nodes, hw, c, q, mode=mode)
+    ins = []
+    for sp, k in zip(specs, srcs):
+        if mode is DataMode.FLOAT32:
+            w = rng.uniform(-1, 1, sp.filter_shape).astype(np.float32)
+            b = rng.uniform(-1, 1, sp.out_channels).astype(np.float32)
+        else:
+            w = rng.integers(-12, 12, sp.filter_shape).astype(np.int8)
+            b = rng.integers(-300, 300, sp.out_channels).astype(
+                np.int64 if mode is DataMode.INT16X8 else np.int32)
+        ins.append(cl.NodeIn(sp, w, b, k))
+    return cl.compile_program([ins], CFG, base=base)
+
+
+#: docs/rtl.md "float32 and the one-cycle corners": (nodes, hw, c, mode)
+CORNER_CASES = [
+    # float32 GEMMs (LANES 2): 1x1 in word and lane mode, 3x3 in word and lane mode (the zoo's
+    # conv_i8x8x3_o5: 5 channels, items straddling words), stride 2, chains with packed items
+    ([("pw", 16)], 8, 16, DataMode.FLOAT32), ([("pw", 8)], 5, 3, DataMode.FLOAT32),
+    ([("c3", 5)], 8, 3, DataMode.FLOAT32), ([("c3", 8)], 4, 8, DataMode.FLOAT32),
+    ([("c3s", 16)], 8, 4, DataMode.FLOAT32), ([("pw", 12), ("pw", 20)], 6, 16, DataMode.FLOAT32),
+    ([("c3", 5), ("pw", 3)], 6, 3, DataMode.FLOAT32), ([("pw", 13)], 5, 4, DataMode.FLOAT32),
+    # OC split over 32 RUNs (streamed weights): channel slices written as scattered bursts
+    # (the write master's 8 bursts bind: _store_sim), the list's blocks read between a
+    # stream's runs
+    ([("pw", 256)], 4, 16, DataMode.FLOAT32),
+    # int16x8: the zoo's 4x4 stride 2 over 9x9x3 -> 13; a starved lane-mode 3x3 whose last
+    # partial burst follows a full one (the stalls in the result gaps)
+    ([("c4s", 13)], 9, 3, DataMode.INT16X8), ([("c3", 8)], 5, 6, DataMode.INT16X8),
+    # int8: lane-mode 1x1s whose runs the full element FIFO closes (docs: 3 385 vs 3 386),
+    # items straddling words (5x5x16 -> 12: 481 vs 482), channel slices in 16 RUNs
+    ([("pw", 8)], 8, 4, DataMode.INT8), ([("pw", 8), ("c3", 8)], 8, 3, DataMode.INT8),
+    ([("pw", 12)], 5, 16, DataMode.INT8), ([("pw", 256)], 8, 16, DataMode.INT8),
+    ([("pw", 16), ("pw", 256), ("pw", 8)], 6, 16, DataMode.INT8)]
+
+
+def test_float32_and_one_cycle_corners_equal_the_timeline(lib):
+    """float32 GEMMs (1x1 and 3x3, word and lane mode), int16x8 and int8 programs of the
+    corners docs/rtl.md "float32 and the one-cycle corners" made exact (packed result items,
+    lane-mode 1x1 runs closed by the full element FIFO, a starved core's last bursts, scattered
+    channel-slice writes, list blocks between a stream's runs), then random float32 chains
+    (1..3 nodes of 1x1 / 3x3 SAME / stride 2, C 3..8, OC 3..16, 3..8 pixels a side): CL_CYCLES,
+    IDLE, RD_BEATS and WR_BEATS of prologue and partition equal the Timeline's under the
+    contract memory, the DDR the model's."""
+    t = open_core(lib, ddr_bytes=16 << 20)
+    rng = np.random.default_rng(5)
+    cases = list(CORNER_CASES)
+    for _ in range(6):
+        hw0 = hw = int(rng.integers(3, 9))
+        nodes = []
+        for _ in range(int(rng.integers(1, 4))):
+            kind = str(rng.choice(["c3", "c3s", "pw"]))
+            if kind == "c3s" and hw < 4:
+                kind = "pw"
+            nodes.append((kind, int(rng.choice([3, 5, 8, 12, 16]) if kind == "pw" else
+                                    rng.choice([3, 5, 8]))))
+            hw = (hw + 1) // 2 if kind == "c3s" else hw
+        cases.append((nodes, hw0, int(rng.choice([3, 4, 5, 8])), DataMode.FLOAT32))
+    for nodes, hw, c, mode in cases:
+        buf = t.alloc_buffer(1 << 18)
+        p = _mode_chain(nodes, hw, c, buf.addr, mode, seed=hw)
+        _run_exact(t, buf, p, hw, f"{nodes} {hw}x{hw}x{c} {mode.value}",
+                   floats=mode is DataMode.FLOAT32)
+        buf.free()
+    assert t.mem_counts()["violations"] == 0, t.violation()
+    t.close()
 
 
 @pytest.mark.slow
@@ -1022,13 +1106,17 @@ def check_node_records(got: dict, model: dict, what: str) -> None:
 
 #: zoo models whose partitions' cycles the Timeline gives exactly (asserted by check_zoo_model):
 #: 3x3 / 5x5 convolutions over WINDOWS in word or lane mode, strided, dilated, int16x8, and
-#: dscnn_like (docs/rtl.md "Streams that do not keep up")
+#: dscnn_like (docs/rtl.md "Streams that do not keep up"), float32 and int16x8 convolutions with
+#: result items smaller than a word
 ZOO_EXACT = ("conv_i9x9x5_o7_k3x3_s2x2_same_relu__uint8_fakequant",
              "conv_i10x10x5_o7_k3x3_s1x1_d2x2_same_relu__int16x8",
              "conv_i11x9x7_o7_k3x3_s1x3_same_none_nobias__int8",
              "conv_i8x8x7_o3_k5x5_s3x3_same_relu_b2__int8", "dscnn_like__int8_float_io",
              "mobilenet_like__int8", "mobilenet_like__uint8", "mobilenet_like__int16x8",
-             "mobilenet_like__int8_per_tensor")
+             "mobilenet_like__int8_per_tensor",
+             # packed result items (docs/rtl.md "float32 and the one-cycle corners")
+             "conv_i8x8x3_o5_k3x3_s1x1_same_none__float32",
+             "conv_i9x9x3_o13_k4x4_s2x2_same_relu_n1_to_1__int16x8")
 
 
 def check_zoo_model(entry: dict, tfl) -> dict:

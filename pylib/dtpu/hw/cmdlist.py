@@ -1430,10 +1430,10 @@ class Timeline:
         words (`shift`; with `sched`, (need times, stall after each word) of a simulated
         stream: a word due at stall-free cycle s by the stall after the last activation word
         needed before s), held while the store unit's queue is full."""
-        chunks, gaps = store
+        addr, nbytes, gaps = store
+        chunks = list(zip(addr.tolist(), nbytes.tolist()))
         n = len(chunks)
-        last = cycles - 3
-        s_r = [last - gaps[n - 1 - r] for r in range(n)]
+        s_r = (cycles - 3 - gaps[::-1]).tolist()
         if sched is None or not sched[1] or len(sched[1]) != len(sched[0]):
             offer = [t + shift + x for x in s_r]
         else:
@@ -1906,11 +1906,11 @@ class Executor:
         """For a RUN whose ITEMS the store unit writes as scattered bursts (items of a pixel not
         followed by the next pixel's: channel slices, OUTER > 1, e.g. a depthwise job's
         channel chunks), whose writes may not keep up with the core (the write master keeps
-        MAX_OUTSTANDING bursts a write latency): (per result word its byte address and kept
-        bytes, per word from the last how many cycles before the last one it comes stall-free)
-        for :func:`_store_sim`; None otherwise (whole rows: 16-word bursts that keep up, the
-        write tail formula :meth:`Timeline._run_store_tail`). docs/rtl.md "float32 and the
-        one-cycle corners"."""
+        MAX_OUTSTANDING bursts a write latency): arrays of each result word's byte address and
+        kept bytes, and of how many cycles before the last word each word comes stall-free (k = 0
+        the last), for :func:`_store_sim`; None otherwise (whole rows: 16-word bursts that keep
+        up, the write tail formula :meth:`Timeline._run_store_tail`). docs/rtl.md "float32 and
+        the one-cycle corners"."""
         f = self.fmt
         r0, r1, r2 = d["RES0"], d["RES1"], d["RES2"]
         su = self._res_setup
@@ -1933,7 +1933,8 @@ class Executor:
         gaps = _result_gaps(self.core.cfg, su, words - 1)
         if gaps is None or len(gaps) != words:
             return None
-        return (tuple(zip(addr.tolist(), (kept * es).tolist())), gaps)
+        # arrays, not tuples: the plan is kept with the list's recorded timing
+        return (addr.astype(np.int64), (kept * es).astype(np.int16), np.asarray(gaps, np.int64))
 
     def _post_timing(self, regs: dict, d: dict) -> tuple:
         """What :meth:`Timeline._post_run` needs of a POST: (SRC, PIX, CH0, CH, DSTC, result

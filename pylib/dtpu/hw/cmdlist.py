@@ -2685,10 +2685,11 @@ def _stream_sim(wa, per_word: int, need, intake: int, rd_free: int, mem: dict,
     idle and the credit buffer (ACT_READ_BUFFER words) has room for it, issues its burst the
     next cycle while fewer than MEM_READ_OUTSTANDING are in flight (a slot frees the cycle after
     a burst's last beat), its AR one cycle later; the burst's first beat MEM_READ_LATENCY after
-    its AR, after the beats before it, one a cycle. A beat reaches the packer SEQ_ACT_FIRST - 1
-    cycles later (the master's word port, the buffer); the packer takes one element a cycle
-    (one that completes a word only when the output register is free); the core takes the word
-    from the cycle after, when its schedule (shifted by its stall so far) needs it."""
+    its AR, after the beats before it, one a cycle. A beat reaches the packer SEQ_ACT_FIRST - 2
+    cycles later (the master's word port, the buffer's FIFO and register); the packer takes one
+    element a cycle (one that completes a word only when the output register is free); the core
+    takes the word from the cycle after, when its schedule (shifted by its stall so far) needs
+    it, in the RTL's cycles: a cycle before the schedule counts it (need - 1)."""
     RL = int(mem["MEM_READ_LATENCY"])
     burst = int(mem["MEM_BURST_BEATS"])
     outst = int(mem["MEM_READ_OUTSTANDING"])

@@ -1020,11 +1020,23 @@ class Timeline:
                     nb = self.next_block
                 o = min(t, nb - 2) if left else t
                 wa, per_word, need = stream[:3]
-                stalls: list = []
-                shift, f0, f1, _, blks, nxt = _stream_sim(
-                    wa, per_word, need - (o - t), K["SEQ_ACT_SETUP_WINDOWS"] - 2 + t - o,
-                    self.rd_free - o, self.fmt.mem,
-                    (nb - o, left, self.fifo, K["SEQ_FETCH_NEXT"]), stalls)
+                # with scattered writes (`store`), the store unit's holds (the core's global
+                # stall) delay the core's need for words too: iterate, the holds before each
+                # word added to its need, until they repeat (STORE_ITERATIONS rounds at most)
+                held_at = None
+                for _ in range(self.STORE_ITERATIONS if store is not None else 1):
+                    stalls: list = []
+                    need_h = need if held_at is None else need + held_at
+                    shift, f0, f1, _, blks, nxt = _stream_sim(
+                        wa, per_word, need_h - (o - t), K["SEQ_ACT_SETUP_WINDOWS"] - 2 + t - o,
+                        self.rd_free - o, self.fmt.mem,
+                        (nb - o, left, self.fifo, K["SEQ_FETCH_NEXT"]), stalls)
+                    if store is None:
+                        break
+                    holds = self._store_holds(t, cycles, store, (need, stalls), need)
+                    if held_at is not None and np.array_equal(holds, held_at):
+                        break
+                    held_at = holds
                 res_gaps = _stalled_gaps(res_gaps, need, stalls, cycles)
                 sched = (need, stalls)
                 for b0, b1 in blks:
@@ -1049,6 +1061,7 @@ class Timeline:
                 # scattered writes that may not keep up: the store unit and the write master
                 # cycle by cycle, holding the core when its queue is full
                 end, w_sim = self._run_store_sim(t, shift, cycles, store, sched)
+                wr = self._store_beats
         self.core_free = self.last_run_end = end
         self.seq_free = max(self.seq_free, end + (K["SEQ_RUN_DONE"] if run or post else 0))
         self.run_ends.append(end)
@@ -1422,31 +1435,54 @@ class Timeline:
         gap = gaps[part] if gaps is not None and part < len(gaps) else part
         return part + max(K + 1, K + burst - gap)
 
+    #: rounds of the stream / store iteration of a RUN that has both simulations
+    STORE_ITERATIONS = 8
+
+    def _store_holds(self, t: int, cycles: int, store: tuple, sched: tuple, need) -> np.ndarray:
+        """The store unit's holds of the core (:func:`_store_sim`, no state changed) before
+        each of `need`'s stall-free cycles: the cumulative hold of the last result word due
+        before it."""
+        s_r, offer = self._store_offers(t, 0, cycles, store, sched)
+        chunks = list(zip(store[0].tolist(), store[1].tolist()))
+        prior = tuple(b for b in self.wr_bursts if b > offer[0])
+        _, hs, _, _, _ = _store_sim(chunks, offer, self.fmt.mem,
+                                 int(self.fmt.mem["STORE_WQ_WORDS"]), prior)
+        cum = np.asarray(hs, np.int64) - np.asarray(offer, np.int64)
+        j = np.searchsorted(np.asarray(s_r, np.int64), np.asarray(need, np.int64),
+                            side="left") - 1
+        return np.where(j >= 0, cum[np.maximum(j, 0)], 0)
+
+    def _store_offers(self, t: int, shift: int, cycles: int, store: tuple,
+                      sched: tuple | None) -> tuple[list, list]:
+        """(stall-free cycle, offer cycle) of each result word: see :meth:`_run_store_sim`."""
+        gaps = store[2]
+        s_r = (cycles - 3 - gaps[::-1]).tolist()
+        if sched is None or not sched[1] or len(sched[1]) != len(sched[0]):
+            return s_r, [t + shift + x for x in s_r]
+        nd = sched[0].tolist() if hasattr(sched[0], "tolist") else list(sched[0])
+        st = sched[1]
+        offer = []
+        for x in s_r:
+            j = bisect.bisect_left(nd, x + 1) - 1
+            offer.append(t + x + (st[j] if j >= 0 else 0))
+        return s_r, offer
+
     def _run_store_sim(self, t: int, shift: int, cycles: int, store: tuple,
                        sched: tuple | None = None) -> tuple[int, int]:
-        """A RUN's end and its last write response + 1 from :func:`_store_sim`: the job's
+        """A RUN's end and its last write response + 1 (its write beats in `_store_beats`:
+        WR_BEATS counts gap words, not dropped words) from :func:`_store_sim`: the job's
         stall-free schedule from t (its result word r offered a cycle before its schedule's
         cycle, as the activation side counts), shifted by the stall waiting for activation
         words (`shift`; with `sched`, (need times, stall after each word) of a simulated
         stream: a word due at stall-free cycle s by the stall after the last activation word
         needed before s), held while the store unit's queue is full."""
-        addr, nbytes, gaps = store
-        chunks = list(zip(addr.tolist(), nbytes.tolist()))
-        n = len(chunks)
-        s_r = (cycles - 3 - gaps[::-1]).tolist()
-        if sched is None or not sched[1] or len(sched[1]) != len(sched[0]):
-            offer = [t + shift + x for x in s_r]
-        else:
-            nd = sched[0].tolist() if hasattr(sched[0], "tolist") else list(sched[0])
-            st = sched[1]
-            offer = []
-            for x in s_r:
-                j = bisect.bisect_left(nd, x + 1) - 1
-                offer.append(t + x + (st[j] if j >= 0 else 0))
+        chunks = list(zip(store[0].tolist(), store[1].tolist()))
+        _, offer = self._store_offers(t, shift, cycles, store, sched)
         prior = tuple(b for b in self.wr_bursts if b > offer[0])
-        held, _, last_b, bs = _store_sim(chunks, offer, self.fmt.mem,
-                                         int(self.fmt.mem["STORE_WQ_WORDS"]), prior)
+        held, _, last_b, bs, beats = _store_sim(chunks, offer, self.fmt.mem,
+                                                int(self.fmt.mem["STORE_WQ_WORDS"]), prior)
         self.wr_bursts = bs
+        self._store_beats = beats
         end = t + shift + cycles + held
         return end, (last_b + 1 if last_b is not None else end)
 
@@ -2454,7 +2490,8 @@ def _store_sim(chunks, offer, mem: dict, wq_words: int, prior: tuple = ()) -> tu
     global: each cycle a word waits holds every later word too); `wq_words`: the write queue's
     words (STORE_WQ_WORDS; as many requests); `prior`: write responses still due of earlier
     RUNs' bursts (their slots). Returns (the cycles the core was held, the cycle of each
-    word's handshake, the cycle of the last write response, every burst's response cycle).
+    word's handshake, the cycle of the last write response, every burst's response cycle, the
+    write beats: the words with strobes and the gap words).
 
     Per cycle: the word stage takes a word when free (or freed this cycle); the realigner takes
     the stage's chunk when its output slot is free (or taken), not closing, and the chunk is not
@@ -2473,8 +2510,9 @@ def _store_sim(chunks, offer, mem: dict, wq_words: int, prior: tuple = ()) -> tu
     max_gap = int(mem["SEQ_STORE_GAP"])
     n = len(chunks)
     if not n:
-        return 0, [], None, []
+        return 0, [], None, [], 0
     # the core and the word stage
+    w_beats = 0
     held = 0
     r = 0
     hs = [0] * n
@@ -2539,6 +2577,7 @@ def _store_sim(chunks, offer, mem: dict, wq_words: int, prior: tuple = ()) -> tu
         # ---- updates
         if wvalid:
             wf -= 1
+            w_beats += 1
             acted = True
             if w_done:
                 del f_q[0]
@@ -2650,7 +2689,7 @@ def _store_sim(chunks, offer, mem: dict, wq_words: int, prior: tuple = ()) -> tu
             cyc = nxt
             continue
         cyc += 1
-    return held, hs, last_b, b_due
+    return held, hs, last_b, b_due, w_beats
 
 
 #: debugging: a list to record the simulated stream's ARs in (cycle from the simulation's

@@ -1034,7 +1034,8 @@ class Timeline:
                     if store is None:
                         break
                     holds = self._store_holds(t, cycles, store, (need, stalls), need)
-                    if held_at is not None and np.array_equal(holds, held_at):
+                    if (held_at is None and not holds.any()) or \
+                            (held_at is not None and np.array_equal(holds, held_at)):
                         break
                     held_at = holds
                 res_gaps = _stalled_gaps(res_gaps, need, stalls, cycles)

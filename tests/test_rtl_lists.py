@@ -370,7 +370,8 @@ def test_run_cycles_equal_the_timeline_on_the_exact_class(lib):
     a graph with independent RUNs (starting while the
     results before drain: dtpu_cl_seq's RANGES), random 3x3 chains (1..3 nodes, 5..11 pixels a
     side, C 3..16), random graphs (1..4 nodes, 2..9 pixels a side, C and OC 8..32) and K-split
-    1x1 convolutions (ACC RUNs and POSTs, docs/rtl.md "ACC RUNs and POST")."""
+    1x1 convolutions (ACC RUNs and POSTs, docs/rtl.md "ACC RUNs and POST"), float32 1x1 and
+    3x3 GEMMs in word and lane mode."""
     t = open_core(lib, ddr_bytes=8 << 20)
     rng = np.random.default_rng(15)
     cases = [([("pw", 16), ("pw", 32), ("pw", 8)], 6, 16),
@@ -420,6 +421,13 @@ def test_run_cycles_equal_the_timeline_on_the_exact_class(lib):
         else:
             p = _chain(nodes, hw, c, buf.addr)
         _run_exact(t, buf, p, hw, f"{nodes} {hw}x{hw}x{c}")
+    # float32 GEMMs (LANES 2): 1x1 and 3x3 in word and lane mode (docs/rtl.md "float32 and the
+    # one-cycle corners"; more there: test_float32_and_one_cycle_corners_equal_the_timeline)
+    for nodes, hw, c in (([("pw", 16)], 6, 16), ([("pw", 12)], 5, 3), ([("c3", 8)], 5, 8),
+                         ([("c3", 5), ("pw", 8)], 6, 3)):
+        buf = t.alloc_buffer(1 << 16)
+        p = _mode_chain(nodes, hw, c, buf.addr, DataMode.FLOAT32)
+        _run_exact(t, buf, p, hw, f"{nodes} {hw}x{hw}x{c} float32", floats=True)
     assert t.mem_counts()["violations"] == 0, t.violation()
     t.close()
 

@@ -33,6 +33,7 @@ localparam integer DTPU_CL_SEQ_ACT_FIRST = 4;
 localparam integer DTPU_CL_ACT_ELEM_FIFO = 256;
 localparam integer DTPU_CL_ACT_REQ_FIFO = 4;
 localparam integer DTPU_CL_ACT_READ_BUFFER = 128;
+localparam integer DTPU_CL_STORE_WQ_WORDS = 32;
 localparam integer DTPU_CL_SEQ_RUN_DONE = 1;
 localparam integer DTPU_CL_SEQ_STORE_TAIL = 3;
 localparam integer DTPU_CL_SEQ_STORE_GAP = 4;

@@ -1177,7 +1177,8 @@ def check_node_records(got: dict, model: dict, what: str) -> None:
 #: not keep up", "Depthwise streams"): 3x3 / KxK convolutions over WINDOWS in word or lane mode,
 #: depthwise convolutions in lane mode (any C, multiplier, kernel, stride, dilation) and in
 #: word mode (short runs: the store unit's backpressure), int8 / uint8 / int16x8 / float32,
-#: dscnn_like, mobilenet_like, mobilenet_v1_025_96 (all but a float32 GEMM, another slice)
+#: dscnn_like, mobilenet_like, mobilenet_v1_025_96; float32 GEMMs with packed result items
+#: ("float32 and the one-cycle corners"): all 182
 ZOO_EXACT = (
     "conv_i10x10x13_o5_k1x1_s2x2_valid_none_nobias__int8",
     "conv_i10x10x32_o40_k1x1_s1x1_valid_relu6__float32",
@@ -1223,6 +1224,7 @@ ZOO_EXACT = (
     "conv_i7x7x7_o13_k1x1_s1x1_valid_relu6__int8",
     "conv_i7x7x8_o16_k3x5_s1x1_valid_relu_n1_to_1_b2__float32",
     "conv_i8x8x16_o16_k3x3_s1x1_same_relu__float32",
+    "conv_i8x8x3_o5_k3x3_s1x1_same_none__float32",
     "conv_i8x8x3_o5_k3x3_s1x1_same_none__int16x8",
     "conv_i8x8x3_o5_k3x3_s1x1_same_none__int8",
     "conv_i8x8x3_o5_k3x3_s1x1_same_none__int8_float_io",

@@ -1027,10 +1027,9 @@ class Timeline:
                 res = None
                 if dw_res is not None:      # a DWCONV whose writes may hold the core back
                     # (its result words' stall-free times: the last one 3 before its end); the
-                    # write queue is then modelled inside the stream simulation, not by
-                    # _store_sim (one model of it per RUN: docs/rtl.md "The store unit's write
-                    # queue in the Timeline")
-                    store = None
+                    # write queue is then modelled inside the stream simulation (the Executor
+                    # gives no `store` plan: one model of it a RUN, docs/rtl.md "The store
+                    # unit's write queue in the Timeline")
                     res = dict(t=dw_res[0] + cycles - 3 + t - o, wa=dw_res[1],
                                end0=cycles + t - o, tail=K["SEQ_STORE_TAIL"] + act_req[3])
                 # with scattered writes (`store`), the store unit's holds (the core's global
@@ -1484,17 +1483,13 @@ class Timeline:
     def _store_offers(self, t: int, shift: int, cycles: int, store: tuple,
                       sched: tuple | None) -> tuple[list, list]:
         """(stall-free cycle, offer cycle) of each result word: see :meth:`_run_store_sim`."""
-        gaps = store[2]
-        s_r = (cycles - 3 - gaps[::-1]).tolist()
-        if sched is None or not sched[1] or len(sched[1]) != len(sched[0]):
-            return s_r, [t + shift + x for x in s_r]
-        nd = sched[0].tolist() if hasattr(sched[0], "tolist") else list(sched[0])
-        st = sched[1]
-        offer = []
-        for x in s_r:
-            j = bisect.bisect_left(nd, x + 1) - 1
-            offer.append(t + x + (st[j] if j >= 0 else 0))
-        return s_r, offer
+        s_r = cycles - 3 - np.asarray(store[2], np.int64)[::-1]
+        if sched is None or not len(sched[1]) or len(sched[1]) != len(sched[0]):
+            return s_r.tolist(), (t + shift + s_r).tolist()
+        st = np.asarray(sched[1], np.int64)
+        j = np.searchsorted(np.asarray(sched[0], np.int64), s_r + 1, side="left") - 1
+        offer = t + s_r + np.where(j >= 0, st[np.maximum(j, 0)], 0)
+        return s_r.tolist(), offer.tolist()
 
     def _run_store_sim(self, t: int, shift: int, cycles: int, store: tuple,
                        sched: tuple | None = None) -> tuple[int, int]:
@@ -1794,7 +1789,12 @@ class Executor:
                 acc = self._acc_timing(d, res_beats)
                 if acc is not None:
                     act_req = act_req + acc
-                store = self._store_plan(d, res_beats) if acc is None else None
+                # the store unit's write queue, one model a RUN (docs/rtl.md "The store unit's
+                # write queue in the Timeline"): a depthwise stream with short write runs has it
+                # inside _stream_sim (dw_timing's result words), other scattered writes _store_sim
+                stream = act_req[4]
+                dw_res = stream is not None and len(stream) > 4 and stream[4] is not None
+                store = self._store_plan(d, res_beats) if acc is None and not dw_res else None
                 tl.run(t_fetch, src, dst, act_beats, res_beats, cycles, store_reads=store_reads,
                        act_req=act_req, res_gaps=gaps, store=store)
                 r.runs += 1
@@ -1971,11 +1971,11 @@ class Executor:
         kept = np.clip(np.minimum(np.minimum(L, gw - w * L), ch1 - c0), 0, None)
         addr = r0["DST"] + (p_ * dstc + c0) * es
         kept, addr = kept.reshape(-1), addr.reshape(-1)
-        gaps = _result_gaps(self.core.cfg, su, words - 1)
+        gaps = _result_gaps_array(self.core.cfg, su, words - 1)
         if gaps is None or len(gaps) != words:
             return None
         # arrays, not tuples: the plan is kept with the list's recorded timing
-        return (addr.astype(np.int64), (kept * es).astype(np.int16), np.asarray(gaps, np.int64))
+        return (addr.astype(np.int64), (kept * es).astype(np.int16), gaps)
 
     def _post_timing(self, regs: dict, d: dict) -> tuple:
         """What :meth:`Timeline._post_run` needs of a POST: (SRC, PIX, CH0, CH, DSTC, result
@@ -2440,6 +2440,20 @@ class _AccRun:
     act: tuple | None     # (the stream's word addresses, KW, the GEMM's step period) or None
 
 
+def _result_gaps_array(cfg, su, n: int) -> np.ndarray | None:
+    """:func:`_result_gaps` as an int64 array, computed with numpy (the store plans of long
+    RUNs: every result word's gap)."""
+    if su.opcode == "GEMM":
+        period, wps = max(su.kw, su.wpi), su.wpi
+        k = np.arange(n + 1, dtype=np.int64)
+        return (k // wps) * period + k % wps
+    if su.opcode == "DWCONV" and su.geom is not None:
+        t = dw_timing.result_times(cfg, su)
+        return (-t[::-1][:n + 1]).astype(np.int64)
+    g = _result_gaps(cfg, su, n)
+    return None if g is None else np.asarray(g, np.int64)
+
+
 def _result_gaps(cfg, su, n: int) -> tuple | None:
     """For the last n + 1 result words of a job (`su`, its JobSetup), how many cycles before
     its last one each came (k = 0: the last), from the job's closed-form schedule: a GEMM's
@@ -2466,6 +2480,11 @@ def _result_gaps(cfg, su, n: int) -> tuple | None:
         return tuple(times[0] - t for t in times)
     return None
 
+
+
+#: run _stream_sim and _store_sim in C where the kernels are built (tests switch it off to
+#: compare)
+STREAM_SIM_C = True
 
 
 def _stalled_gaps(gaps: tuple | None, need, stalls: list, cycles: int) -> tuple | None:
@@ -2522,6 +2541,11 @@ def _store_sim(chunks, offer, mem: dict, wq_words: int, prior: tuple = ()) -> tu
     n = len(chunks)
     if not n:
         return 0, [], None, [], 0
+    kern = kernels.get() if _STORE_TRACE is None and STREAM_SIM_C else None
+    if kern is not None:   # the same statements in C (kernels.c dtpu_store_sim)
+        ch = np.asarray(chunks, np.int64).reshape(-1, 2)
+        return kern.store_sim(ch[:, 0], ch[:, 1], offer, (wq_words, WL, burst, outst, max_gap),
+                              tuple(prior))
     # the core and the word stage
     w_beats = 0
     held = 0
@@ -2703,8 +2727,6 @@ def _store_sim(chunks, offer, mem: dict, wq_words: int, prior: tuple = ()) -> tu
     return held, hs, last_b, b_due, w_beats
 
 
-#: run _stream_sim in C where the kernels are built (tests switch it off to compare)
-STREAM_SIM_C = True
 
 #: debugging: a list to record the simulated stream's ARs in (cycle from the simulation's
 #: origin, beats, a list block)

@@ -48,7 +48,6 @@ localparam integer DTPU_CL_SEQ_POST_READ = 7;
 localparam integer DTPU_CL_SEQ_POST_DONE = 8;
 localparam integer DTPU_CL_SEQ_POST_AW = 10;
 localparam integer DTPU_CL_SEQ_WR_SLOT = 2;
-localparam integer DTPU_CL_SEQ_STORE_HOLD = 33;
 localparam integer DTPU_CL_SEQ_STORE_AW = 5;
 localparam integer DTPU_CL_SEQ_RUN_RANGES = 4;
 

@@ -2755,7 +2755,8 @@ def _stream_sim(wa, per_word: int, need, intake: int, rd_free: int, mem: dict,
 
     `res` (a DWCONV whose write runs are short, :func:`dw_timing.dw_stream`): the core's result
     words too, each at its stall-free time ("t", this function's time frame) unless the store
-    unit holds more than SEQ_STORE_HOLD words beside the write beats gone, when the core stalls
+    unit holds more than STORE_WQ_WORDS + 1 words beside the write beats gone (:func:`_store_hold`),
+    when the core stalls
     (its global stall: the inputs wait as well); their DDR words ("wa") make the write runs,
     each requested SEQ_STORE_AW after the word that closes it, its AW no sooner than
     SEQ_WR_SLOT after the response of the burst MEM_READ_OUTSTANDING before nor before the
@@ -3002,13 +3003,27 @@ def _stream_sim(wa, per_word: int, need, intake: int, rd_free: int, mem: dict,
             blk_next if blk_left else None)
 
 
+#: result words the store unit holds outside its write queue: dtpu_cl_store's word stage and
+#: dtpu_cl_store_pack's output register (modelled one by one in :func:`_store_sim`)
+STORE_STAGE_WORDS = 2
+
+
+def _store_hold(mem: dict) -> int:
+    """The most words :func:`_stream_sim`'s store model lets the store unit hold, beside the
+    write beats gone, before it takes another result word: the write queue (STORE_WQ_WORDS,
+    the same hardware :func:`_store_sim` simulates) and the two stages before it, less the
+    word being taken (33 on the board build; probe: the queue's wf_full, docs/rtl.md "The
+    store unit's write queue in the Timeline")."""
+    return int(mem["STORE_WQ_WORDS"]) + STORE_STAGE_WORDS - 1
+
+
 def _store_consts(mem: dict, res: dict | None) -> tuple | None:
-    """The store model's inputs for the C kernel: (result times, DDR words, SEQ_STORE_HOLD,
+    """The store model's inputs for the C kernel: (result times, DDR words, :func:`_store_hold`,
     SEQ_STORE_AW, SEQ_WR_SLOT, bursts in flight, MEM_BURST_BEATS, MEM_WRITE_LATENCY, the
     stall-free end, the tail, the dict to put w_end in), None without `res`."""
     if res is None:
         return None
-    return (res["t"], res["wa"], int(mem["SEQ_STORE_HOLD"]), int(mem["SEQ_STORE_AW"]),
+    return (res["t"], res["wa"], _store_hold(mem), int(mem["SEQ_STORE_AW"]),
             int(mem["SEQ_WR_SLOT"]), int(mem["MEM_READ_OUTSTANDING"]),
             int(mem["MEM_BURST_BEATS"]), int(mem["MEM_WRITE_LATENCY"]), int(res["end0"]),
             int(res["tail"]), res)
@@ -3021,7 +3036,7 @@ class _Store:
         self.t = [int(v) for v in res["t"]]
         self.wa = [int(v) for v in res["wa"]]
         self.n = len(self.t)
-        self.hold = int(mem["SEQ_STORE_HOLD"])
+        self.hold = _store_hold(mem)
         self.aw_d = int(mem["SEQ_STORE_AW"])
         self.slot = int(mem["SEQ_WR_SLOT"])
         self.outst = int(mem["MEM_READ_OUTSTANDING"])
@@ -3051,7 +3066,7 @@ class _Store:
 
     def room_at(self, c: int) -> int:
         """The first cycle from c on the queue takes a word (its held words less the beats gone
-        at most SEQ_STORE_HOLD)."""
+        at most :func:`_store_hold`)."""
         m = self.k - self.hold
         if m <= 0 or m > self.b_cum[-1]:
             return c

@@ -5,7 +5,9 @@ For each model and transport (cocotb: the simulator hosts Python and cocotbext-a
 buses; native: the core as a shared library in this process, bus loops in C++): the Verilator
 build (cold or cached), the wall time of the whole run, the time to prepare (weights loaded
 into the simulated core) and per invoke, the device cycles the report counts and the simulated
-clock cycles per wall second (bus traffic between jobs included).
+clock cycles per wall second (bus traffic between jobs included). Both transports run the 1.2
+top job by job (`path=jobs`), so they simulate the same core; the 2.0 top's speed is
+bench_sim_speed.py's.
 `--models mobilenet_v1_025_96__int8` measures the issue's 10-minute target; `--cold` rebuilds
 first so the build time is measured too.
 """
@@ -45,7 +47,7 @@ def measure(path: str, invokes: int) -> dict:
     cpu.allocate_tensors()
     w0 = time.perf_counter()
     c0 = current_transport().cycle if in_simulation() else 0
-    ours = dtpu.make_interpreter(path, {"backend": "rtl"})
+    ours = dtpu.make_interpreter(path, {"backend": "rtl", "path": "jobs"})
     ours.allocate_tensors()
     t = current_transport() if in_simulation() else _backend_transport()
     prepare = {"wall_s": time.perf_counter() - w0, "cycles": t.cycle - c0}

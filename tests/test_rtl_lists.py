@@ -359,6 +359,32 @@ def _ksplit(hw, c, oc, base, seed=0):
     return cl.compile_program([[cl.NodeIn(s, w, b, -1)]], CFG, base=base)
 
 
+def _ksplit3(hw, c, oc, base, seed=0, stride=1, valid=False, k=3):
+    """A KxK convolution (3x3 by default) whose K = KH*KW*C words do not fit the small build
+    with OC: the compiler splits it into K chunks of 8 words (RES ACC RUNs over WINDOWS streams
+    with PAD words, then POSTs; docs/rtl.md "K-split 3x3")."""
+    rng = np.random.default_rng(seed)
+    s = ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, hw, hw, c), (oc, k, k, c),
+                 padding=Padding.VALID if valid else Padding.SAME, stride=(stride, stride),
+                 name="k3", input_q=Quant((0.05,), (int(rng.integers(-9, 9)),)),
+                 filter_q=Quant(tuple(rng.uniform(0.004, 0.02, oc)), (0,) * oc),
+                 output_q=Quant((0.1,), (int(rng.integers(-9, 9)),)))
+    w = rng.integers(-12, 12, s.filter_shape).astype(np.int8)
+    b = rng.integers(-300, 300, oc).astype(np.int32)
+    return cl.compile_program([[cl.NodeIn(s, w, b, -1)]], CFG, base=base)
+
+
+#: K-split 3x3 (and 5x5) convolutions the Timeline has exactly (hw, C, OC, stride, VALID, K):
+#: PAD-led chunks, chunks across taps (C 24, 40), all-PAD RUNs (2x2 stride 2), runs of 16+
+#: words (C 128, 256), VALID, stride 2, 1..81 output pixels (9x9x256: the write master's 8
+#: bursts and the write queue hold the store unit; docs/rtl.md "K-split 3x3")
+KSPLIT3 = [(4, 64, 16, 1, False, 3), (2, 40, 40, 1, False, 3), (3, 32, 40, 2, False, 3),
+           (2, 128, 40, 2, False, 3), (7, 128, 24, 1, False, 3), (8, 64, 24, 2, False, 3),
+           (4, 128, 40, 1, True, 3), (3, 24, 40, 2, False, 5), (2, 128, 24, 1, False, 3),
+           (9, 256, 16, 2, False, 3), (6, 48, 64, 2, False, 3), (7, 64, 16, 1, False, 3),
+           (4, 24, 40, 1, False, 3), (9, 256, 16, 1, False, 3)]
+
+
 def test_run_cycles_equal_the_timeline_on_the_exact_class(lib):
     """The memory model here is the contract's exactly (every burst's first beat
     MEM_READ_LATENCY after its AR, write responses MEM_WRITE_LATENCY after the last beat):
@@ -370,9 +396,10 @@ def test_run_cycles_equal_the_timeline_on_the_exact_class(lib):
     and DDR as the model's: fixed chains, 1x1s with items smaller than a word (OC 2, 4, 20),
     a graph with independent RUNs (starting while the
     results before drain: dtpu_cl_seq's RANGES), random 3x3 chains (1..3 nodes, 5..11 pixels a
-    side, C 3..16), random graphs (1..4 nodes, 2..9 pixels a side, C and OC 8..32) and K-split
-    1x1 convolutions (ACC RUNs and POSTs, docs/rtl.md "ACC RUNs and POST"), float32 1x1 and
-    3x3 GEMMs in word and lane mode."""
+    side, C 3..16), random graphs (1..4 nodes, 2..9 pixels a side, C and OC 8..32), K-split
+    1x1 convolutions (ACC RUNs and POSTs, docs/rtl.md "ACC RUNs and POST"), K-split 3x3 /
+    5x5 ones (ACC RUNs over WINDOWS streams with PAD, docs/rtl.md "K-split 3x3"), float32 1x1
+    and 3x3 GEMMs in word and lane mode."""
     t = open_core(lib, ddr_bytes=8 << 20)
     rng = np.random.default_rng(15)
     cases = [([("pw", 16), ("pw", 32), ("pw", 8)], 6, 16),
@@ -425,15 +452,26 @@ def test_run_cycles_equal_the_timeline_on_the_exact_class(lib):
     cases += [(("ksplit", oc), hw, c) for hw, c, oc in
               ((2, 512, 16), (1, 512, 24), (2, 1024, 8), (3, 512, 40), (4, 512, 16),
                (5, 512, 24), (2, 512, 48), (7, 1024, 8), (9, 512, 24))]
+    # K split 3x3 / 5x5 convolutions (ACC RUNs over WINDOWS streams with PAD) and 3 random
+    # ones of up to 25 output pixels
+    cases += [(("ksplit3",) + k[2:], k[0], k[1]) for k in KSPLIT3]
+    for _ in range(3):
+        cases.append((("ksplit3", int(rng.choice([16, 24, 40])), int(rng.integers(1, 3)), False,
+                       3), int(rng.integers(2, 6)), int(rng.choice([64, 128]))))
     for nodes, hw, c in cases:
-        buf = t.alloc_buffer(1 << 18 if nodes[0] == "ksplit" or hw > 12 else 1 << 16)
-        if nodes[0] == "ksplit":
+        buf = t.alloc_buffer(1 << 18 if nodes[0] in ("ksplit", "ksplit3") or hw > 12 else 1 << 16)
+        if nodes[0] == "ksplit3":
+            p = _ksplit3(hw, c, nodes[1], buf.addr, stride=nodes[2], valid=nodes[3], k=nodes[4])
+            assert "POST" in [FMT.opnames[w[0] & 0xFF] for _, w in
+                              parse(p.image, p.base, p.partitions[0].list_addr)]
+        elif nodes[0] == "ksplit":
             p = _ksplit(hw, c, nodes[1], buf.addr)
             assert "POST" in [FMT.opnames[w[0] & 0xFF] for _, w in
                               parse(p.image, p.base, p.partitions[0].list_addr)]
         else:
             p = _chain(nodes, hw, c, buf.addr)
         _run_exact(t, buf, p, hw, f"{nodes} {hw}x{hw}x{c}")
+        buf.free()
     # float32 GEMMs (LANES 2): 1x1 and 3x3 in word and lane mode (docs/rtl.md "float32 and the
     # one-cycle corners"; more there: test_float32_and_one_cycle_corners_equal_the_timeline)
     for nodes, hw, c in (([("pw", 16)], 6, 16), ([("pw", 12)], 5, 3), ([("c3", 8)], 5, 8),
@@ -441,14 +479,17 @@ def test_run_cycles_equal_the_timeline_on_the_exact_class(lib):
         buf = t.alloc_buffer(1 << 16)
         p = _mode_chain(nodes, hw, c, buf.addr, DataMode.FLOAT32)
         _run_exact(t, buf, p, hw, f"{nodes} {hw}x{hw}x{c} float32", floats=True)
+        buf.free()
     assert t.mem_counts()["violations"] == 0, t.violation()
     t.close()
 
 
-def _run_exact(t, buf, p, seed, what, floats=False):
+def _run_exact(t, buf, p, seed, what, cycles=True, floats=False):
     """Program `p` in `buf` with random input bytes (`floats`: random float32 values in -2..2),
     prologue then partition: CL_CYCLES, IDLE, RD_BEATS and WR_BEATS equal the Timeline's, CL_*
-    registers and the DDR the model's."""
+    registers and the DDR the model's. With `cycles` False, the partition's CL_CYCLES and IDLE
+    are returned ((RTL, model) each), not asserted."""
+    out = None
     assert p.size <= buf.array.size
     buf.array[:p.size] = p.image
     b_in = p.partitions[0].input
@@ -464,10 +505,14 @@ def _run_exact(t, buf, p, seed, what, floats=False):
         check_status(regs, r, f"{what} {name}")
         got = (regs["CL_CYCLES"], t.read_reg(FMT.reg_offset("IDLE_LO")), regs["RD_BEATS"],
                t.read_reg(FMT.reg_offset("WR_BEATS")))
-        assert got == (r.cycles, r.idle_cycles, r.rd_beats, r.wr_beats), \
-            (f"{what} {name}", got, r.cycles)
+        want = (r.cycles, r.idle_cycles, r.rd_beats, r.wr_beats)
+        if not cycles and name == "partition":
+            out = (got[:2], want[:2])
+            got, want = got[2:], want[2:]
+        assert got == want, (f"{what} {name}", got, r.cycles)
         ack(t)
     assert np.array_equal(buf.array[:p.size], model.ddr.mem[:p.size])
+    return out
 
 
 def _mode_chain(nodes, hw, c, base, mode, seed=0):
@@ -614,6 +659,46 @@ def test_ksplit_cycles_equal_the_timeline_sweep(lib, seed):
         p = _ksplit(hw, c, oc, buf.addr, seed=seed)
         _run_exact(t, buf, p, hw, f"ksplit {hw}x{hw}x{c} -> {oc}")
         buf.free()
+    t.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [3, 5])
+def test_ksplit3_cycles_equal_the_timeline_sweep(lib, seed):
+    """Random K-split 3x3 convolutions (2..10 pixels a side, C 24..256, OC 8..64, stride 1 or
+    2, SAME or VALID, up to 25 output pixels): DDR as the model's, RD_BEATS and WR_BEATS equal
+    on every one; CL_CYCLES, IDLE equal on most, and the figures of the others logged (the
+    causes known, docs/rtl.md "K-split 3x3": at least 80 % must be equal, so that a change
+    which breaks the class fails here)."""
+    import logging
+    import random
+    rnd = random.Random(seed)
+    t = open_core(lib, ddr_bytes=64 << 20)
+    exact = total = 0
+    while total < 16:
+        c = rnd.choice([24, 32, 40, 48, 64, 128, 256])
+        hw, oc, stride = rnd.randint(2, 10), rnd.choice([8, 16, 24, 40, 64]), rnd.choice([1, 2])
+        valid = hw >= 3 and rnd.random() < 0.3
+        o = (hw - (2 if valid else 0) + stride - 1) // stride
+        buf = t.alloc_buffer(1 << 20)
+        p = _ksplit3(hw, c, oc, buf.addr, seed=seed, stride=stride, valid=valid)
+        ops = [FMT.opnames[w[0] & 0xFF] for _, w in parse(p.image, p.base,
+                                                          p.partitions[0].list_addr)]
+        if o * o > 25 or "POST" not in ops:
+            buf.free()
+            continue
+        total += 1
+        what = f"ksplit3 {hw}x{hw}x{c} -> {oc} s{stride}{' valid' if valid else ''}"
+        got, want = _run_exact(t, buf, p, hw, what, cycles=False)
+        if got == want:
+            exact += 1
+        else:
+            logging.getLogger(__name__).info("not equal: %s: RTL (CL_CYCLES, IDLE) %s, model %s",
+                                             what, got, want)
+        buf.free()
+    logging.getLogger(__name__).info("K-split 3x3 sweep seed %d: %d of %d equal", seed, exact,
+                                     total)
+    assert exact >= 0.8 * total, (exact, total)
     t.close()
 
 
@@ -840,17 +925,22 @@ def test_cores_side_by_side_in_one_process(lib):
 
 
 def test_rtl_backend_path_selection():
-    """path=lists (or $DTPU_RTL_TOP) picks the 2.0 top for the in-process core; path=auto and
-    path=jobs keep the 1.2 top (job by job) until the 2.0 top runs RUN."""
+    """path=auto (the default) and path=lists (or $DTPU_RTL_TOP) pick the 2.0 top for the
+    in-process core, as backend=model takes command lists; path=jobs, or path=auto with a forced
+    precision (which command lists do not run), the 1.2 top job by job."""
     from dtpu.backends.rtl import TOP_ENV, RtlBackend
 
     b = RtlBackend.__new__(RtlBackend)
     saved = os.environ.pop(TOP_ENV, None)
     try:
-        for path, want in (("lists", True), ("auto", False), ("jobs", False), (None, False)):
+        for path, precision, want in (("lists", "auto", True), ("auto", "auto", True),
+                                      ("jobs", "auto", False), (None, "auto", True),
+                                      ("auto", "int16", False), (None, "int16", False),
+                                      ("lists", "int16", True)):
             b.options = {} if path is None else {"path": path}
-            assert b._lists_top() is want, path
-        b.options = {}
+            b.precision = precision
+            assert b._lists_top() is want, (path, precision)
+        b.options, b.precision = {"path": "jobs"}, "auto"
         os.environ[TOP_ENV] = "dtpu_cl_top"
         assert b._lists_top()
         os.environ[TOP_ENV] = "dtpu_axi"
@@ -1151,8 +1241,8 @@ def partition_cycles(rtl_nodes: list, model_nodes: list, last: list) -> tuple[li
 def check_node_records(got: dict, model: dict, what: str) -> None:
     """backend=rtl path=lists's report against backend=model's on the same graph: every node
     has its own cycles and idle (the RTL's per-node record, list_trace), each node's words in and
-    out equal to the model's, and the last list's record adds up to its registers (CL_CYCLES;
-    IDLE, or IDLE + the core's stalls on a top that counts them busy)."""
+    out equal to the model's, and the last list's record adds up to its registers (CL_CYCLES,
+    IDLE)."""
     assert len(got["node_hw"]) == len(model["node_hw"]), what
     for i, (g, m) in enumerate(zip(got["node_hw"], model["node_hw"])):
         assert g["cycles"] is not None and g["cycles"] > 0 and g["idle_cycles"] is not None, \
@@ -1168,8 +1258,9 @@ def check_node_records(got: dict, model: dict, what: str) -> None:
     assert last["cycles"] == last["CL_CYCLES"] and last["idle"] == last["IDLE"], (what, last)
     assert sum(n["cycles"] for n in nodes) == last["CL_CYCLES"], (what, last, nodes)
     idle = sum(n["idle_cycles"] for n in nodes)
-    assert idle in (last["IDLE"] - last["post"], last["IDLE"] + last["stall"] - last["post"]), \
-        (what, idle, last)
+    # the top counts a cycle as IDLE when no RUN or POST job works on it (a POST's stall-free
+    # cycles are busy: docs/rtl.md "ACC RUNs and POST"), so the nodes' idle adds up to IDLE
+    assert idle == last["IDLE"], (what, idle, last)
 
 
 #: zoo models whose partitions' cycles the Timeline gives exactly (asserted by check_zoo_model):
@@ -1452,18 +1543,22 @@ def test_cocotb_lists_transport_runs_a_zoo_model_as_the_in_process_one(dtpu_so, 
 
 
 def test_dtpu_run_picks_the_simulated_top_from_the_path_option(monkeypatch):
-    """`dtpu run --backend rtl` simulates the 2.0 top for ``--option path=lists`` (or
-    $DTPU_RTL_TOP=dtpu_cl_top), else the 1.2 top, as the in-process core is chosen."""
+    """`dtpu run --backend rtl` simulates the 2.0 top unless ``--option path=jobs`` or a forced
+    precision asks for the job-by-job path (the 1.2 top); $DTPU_RTL_TOP forces either: as the
+    in-process core is chosen."""
     import argparse
 
     from dtpu.backends.rtl import TOP_ENV
     from dtpu.rtl.cli import _top
 
     monkeypatch.delenv(TOP_ENV, raising=False)
-    for option, want in (([], "dtpu_axi"), (["path=lists"], "dtpu_cl_top"),
-                         (["path=jobs"], "dtpu_axi"), (["prefetch=on", " path = LISTS"], "dtpu_cl_top"),
-                         (["path=lists", "path=auto"], "dtpu_axi")):
+    for option, want in (([], "dtpu_cl_top"), (["path=lists"], "dtpu_cl_top"),
+                         (["path=jobs"], "dtpu_axi"), (["prefetch=on", " path = JOBS"], "dtpu_axi"),
+                         (["path=jobs", "path=auto"], "dtpu_cl_top"),
+                         (["precision=int16"], "dtpu_axi"),
+                         (["precision=int16", "path=lists"], "dtpu_cl_top")):
         assert _top(argparse.Namespace(option=option)) == want, option
+    assert _top(argparse.Namespace(option=[], precision="int16")) == "dtpu_axi"
     monkeypatch.setenv(TOP_ENV, "dtpu_cl_top")
     assert _top(argparse.Namespace(option=[])) == "dtpu_cl_top"
     monkeypatch.setenv(TOP_ENV, "other")

@@ -64,12 +64,12 @@ def _q(rng, oc, zp=True):
                 output_q=Quant((0.15,), (z(),)))
 
 
-def ksplit_program(seed=5):
-    """A 3x3 convolution over 64 channels: its K is split into chunks (RUNs with RES ACC into
-    int64 partial sums, the first with FLAGS.FIRST) finished by a POST."""
+def ksplit_program(seed=5, hw=4, c=64, oc=16, k=3, stride=1):
+    """A 3x3 convolution over 64 channels (by default): its K is split into chunks (RUNs with
+    RES ACC into int64 partial sums, the first with FLAGS.FIRST) finished by a POST."""
     rng = np.random.default_rng(seed)
-    s = ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, 4, 4, 64), (16, 3, 3, 64),
-                 padding=Padding.SAME, name="k", **_q(rng, 16))
+    s = ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, hw, hw, c), (oc, k, k, c),
+                 padding=Padding.SAME, stride=(stride, stride), name="k", **_q(rng, oc))
     return cl.compile_program([[cl.NodeIn(s, *_node(rng, s), -1)]], CFG, base=BASE)
 
 
@@ -302,9 +302,8 @@ async def test_contract_memory_model(dut):
     byte-exact; CL_CYCLES, IDLE, RD_BEATS and WR_BEATS equal the model's Timeline on every
     prologue and on the partition lists of the exact RUN classes (1x1 convolutions and
     depthwise convolutions in word mode, chained: docs/rtl.md "RUN / POST cycles against the
-    Timeline"), fixed ones and N_RANDOM random ones, and K-split 1x1 convolutions (ACC RUNs
-    and POSTs); the other partition lists (lane mode, 3x3 WINDOWS, a K-split 3x3) are logged
-    against it, RD_BEATS and WR_BEATS asserted."""
+    Timeline"), fixed ones and N_RANDOM random ones, 3x3 WINDOWS streams (word and lane
+    mode), K-split 1x1 and 3x3 convolutions (ACC RUNs and POSTs)."""
     tb = RunTB(dut, SEED + 5, lat=contract_lat(FMT), stall=0.0)
     await tb.reset()
     rng = np.random.default_rng(SEED + 5)
@@ -318,8 +317,9 @@ async def test_contract_memory_model(dut):
         # RD_BEATS / WR_BEATS as the model counts them (PAD words and lanes sharing a word
         # take no beat; ACC sums a beat each, read back and written); "small" (a lane-mode 3x3
         # stride 2, depthwise, 1x1) and "int16" (3x3 + 1x1) are exact (streams that do not keep
-        # up), the K split (ACC, POST) is not yet
-        part = ("partition",) if contract and what != "ksplit" else ()
+        # up), the K-split 3x3 (ACC RUNs over WINDOWS streams with PAD, a POST) too
+        # (docs/rtl.md "K-split 3x3")
+        part = ("partition",) if contract else ()
         await run_program(tb, prog, f"memory model, {what}", rng, exact=pro + part,
                           rd_exact=() if part else ("partition",))
     progs = [("pw chain", chain_program([("pw", 16), ("pw", 32), ("pw", 8)], hw=6, c=16)),
@@ -338,7 +338,11 @@ async def test_contract_memory_model(dut):
              # memory's early B above: tests/test_rtl_lists.py has it)
              ("ksplit 1x1 2x2x512 -> 16", ksplit_pw_program(2, 512, 16)),
              ("ksplit 1x1 3x3x1024 -> 8", ksplit_pw_program(3, 1024, 8)),
-             ("ksplit 1x1 2x2x512 -> 32", ksplit_pw_program(2, 512, 32))]
+             ("ksplit 1x1 2x2x512 -> 32", ksplit_pw_program(2, 512, 32)),
+             # K-split 3x3: chunks across taps with PAD, a stride-2 one with all-PAD RUNs
+             ("ksplit 3x3 2x2x40 -> 40", ksplit_program(hw=2, c=40, oc=40)),
+             ("ksplit 3x3 2x2x128 -> 40 stride 2", ksplit_program(hw=2, c=128, oc=40,
+                                                                 stride=2))]
     rnd = random.Random(SEED + 5)
     for i in range(N_RANDOM):
         progs.append((f"random class {i}", random_class_program(rnd, seed=30 + i)))
@@ -420,9 +424,16 @@ async def test_probe_runs(dut):
             for k in kind.split("/" if "/" in kind else "-"):
                 name, _, src = k.partition("@")
                 nodes.append((name[:2], int(name[2:])) + ((int(src),) if src else ()))
+        elif kind in ("k3", "k3s", "k5"):
+            # a K-split KxK convolution (ACC RUNs and POSTs; n is ignored): "k3s" stride 2
+            nodes = None
         else:
             nodes = [(kind, int(oc))] * int(n)
-        prog = chain_program(nodes, hw=int(hw), c=int(c))
+        if nodes is None:
+            prog = ksplit_program(hw=int(hw), c=int(c), oc=int(oc), k=5 if kind == "k5" else 3,
+                                  stride=2 if kind == "k3s" else 1)
+        else:
+            prog = chain_program(nodes, hw=int(hw), c=int(c))
         image, part, model = _put_program(tb, prog, rng)
         model.ex.events = []
         for addr, name in ((prog.prologue_addr, "prologue"), (part.list_addr, "partition")):
@@ -453,4 +464,11 @@ async def test_probe_runs(dut):
                               [x.get("res_t", [])[-20:] for x in pr.descs if x.get("res_t")])
             if pr.bus is not None and name == "partition":
                 dut._log.info("PROBE bus %s", pr.bus)
+            dump = os.environ.get("DTPU_PROBE_DUMP")
+            if dump and name == "partition":
+                import json
+                with open(f"{dump}.{item.replace(':', '_')}.json", "w") as fh:
+                    json.dump({"descs": pr.descs, "bus": pr.bus,
+                               "events": [list(e) if isinstance(e, tuple) else e
+                                          for e in model.ex.events]}, fh, default=str)
             await tb.ack()

@@ -12,10 +12,11 @@ Two transports, one Verilog:
   cocotbext-axi bus models (:mod:`dtpu.rtl.transport`); ``mxu`` must match its build;
 * anywhere else (a notebook, a script calling ``dtpu.make_interpreter``), a core of its own in
   this process: the RTL Verilated into a shared library with the bus loops in C++
-  (:mod:`dtpu.rtl.native`), built on first use and cached like the cocotb build. With
-  ``path=lists`` (or ``$DTPU_RTL_TOP=dtpu_cl_top``) that core is the contract-2.0 test top
-  dtpu_cl_top with its AXI4 master on the harness's DDR model, and partitions run as command
-  lists (:class:`dtpu.rtl.native.NativeListTransport`).
+  (:mod:`dtpu.rtl.native`), built on first use and cached like the cocotb build. By default
+  (``path=auto`` or ``lists``) that core is the contract-2.0 top dtpu_cl_top with its AXI4 master
+  on the harness's DDR model, and partitions run as command lists
+  (:class:`dtpu.rtl.native.NativeListTransport`); ``path=jobs`` (or a forced precision) runs
+  the 1.2 top dtpu_axi job by job. ``$DTPU_RTL_TOP`` forces either.
 """
 from __future__ import annotations
 
@@ -76,12 +77,13 @@ class RtlBackend(ModelBackend):
         return t
 
     def _lists_top(self) -> bool:
-        """The in-process core is the contract-2.0 test top (dtpu_cl_top, its AXI4 master on the
-        harness's memory model) when command lists are asked for explicitly: ``path=lists``, or
-        ``$DTPU_RTL_TOP=dtpu_cl_top``. ``path=auto`` / ``jobs`` keep the 1.2 top job by job until
-        the 2.0 top's CL_CYCLES equal the golden model's Timeline: its outputs are bit-exact on
-        the zoo and MobileNet v2 224 today, but it takes 1.0-7x the model's cycles (docs/rtl.md),
-        while the 1.2 top's CYCLES equal backend=model's job by job."""
+        """The in-process core is the contract-2.0 top (dtpu_cl_top, its AXI4 master on the
+        harness's memory model) unless ``path=jobs`` or a forced precision asks for the job-by-job
+        path, which the 1.2 top (dtpu_axi) runs; ``$DTPU_RTL_TOP`` forces either. ``path=auto``
+        takes the 2.0 top, as backend=model and the 2.0 overlay take command lists: the same
+        default path on every backend, so their reports compare. Its CL_CYCLES equal the golden
+        model's Timeline on the zoo (docs/rtl.md, "Contract 2.0: RUN / POST cycles against the
+        Timeline"); the 1.2 top's CYCLES equal backend=model's job by job."""
         from dtpu.rtl.build import TOPLEVEL, TOPLEVEL_CL
 
         top = os.environ.get(TOP_ENV, "").strip()
@@ -89,7 +91,8 @@ class RtlBackend(ModelBackend):
             raise ValueError(f"backend=rtl: ${TOP_ENV}={top!r}; accepted: {TOPLEVEL}, {TOPLEVEL_CL}")
         if top:
             return top == TOPLEVEL_CL
-        return str(self.options.get("path", "auto")).lower() == "lists"
+        path = str(self.options.get("path", "auto")).lower()
+        return path == "lists" or (path == "auto" and self.precision == "auto")
 
     @property
     def core(self):

@@ -981,10 +981,11 @@ class Timeline:
             if idle <= t:
                 self.rg, self.rg_ovf = [], False
         else:   # a POST: the sequencer waits for every write, the POST's are not tracked
-            t = max([t_fetch, self.core_free, self.loads_done]
-                    + [t for w0, w1, t in self.written if lo < w1 and w0 < hi])
-            if post is not None:    # dtpu_cl_seq's S_PWAIT: every write answered
-                t = max(t, self.wr_done + K["SEQ_RUN_WAIT"])
+            w = [t for w0, w1, t in self.written if lo < w1 and w0 < hi]
+            if post is not None:    # dtpu_cl_seq's S_PWAIT: every write answered; the POST's
+                # times count from its header, SEQ_POST_GO before the cycle it can go then
+                w = [x - K["SEQ_POST_GO"] for x in w + [self.wr_done]]
+            t = max([t_fetch, self.core_free, self.loads_done] + w)
             self.rg, self.rg_ovf = [], True
         shift = 0
         first = None
@@ -994,7 +995,7 @@ class Timeline:
         stream = act_req[4] if run and len(act_req) > 4 else None
         acc = act_req[5] if run and len(act_req) > 5 else None
         if acc is not None:     # RES ACC: the store unit's rate and reads (:meth:`_acc_run`)
-            first, end = self._acc_run(t, acc, req, rd, store_reads, cycles)
+            first, end = self._acc_run(t, acc, req, rd, store_reads, cycles, stream)
         elif post is not None:  # the post unit (:meth:`_post_run`)
             first, end, res_gaps = self._post_run(t, post)
         else:
@@ -1086,7 +1087,8 @@ class Timeline:
         self.compute += cycles
         self.wr_beats += wr
         if acc is not None:
-            w_end = end + self.WL + self._acc_tail(acc.last_item)
+            aw = self._acc_w
+            w_end = (aw if aw is not None else end + self._acc_tail(acc.last_item)) + self.WL
         elif post is not None:
             pw = getattr(self, "_post_w", None)
             if pw is not None and wr:
@@ -1147,7 +1149,8 @@ class Timeline:
         self.latch_free = ar
         return out
 
-    def _read_sched(self, reqs: list, credit: dict | None = None) -> list[list[tuple[int, int]]]:
+    def _read_sched(self, reqs: list, credit: dict | None = None,
+                    hold1: bool = False) -> list[list[tuple[int, int]]]:
         """The read requests of a RUN's units, `reqs` = [(priority, request cycle, address,
         beats)] (priority 1: the load / post unit, 2: the store unit's read-back; each unit's
         in its order), as the read path serves them: the read master holds one request at a
@@ -1156,7 +1159,10 @@ class Timeline:
         then the store unit (the second arbiter). `credit` {priority: the cycles the unit took
         its words from its credit buffer (dtpu_cl_rd_buf, SEQ_RD_CREDIT words)}: a request is
         made only once its words fit the buffer, and that unit's later ones move with it.
-        Returns the bursts of each request."""
+        `hold1`: a load unit request's wait for its credit buffer does not move the unit's
+        later requests (its run builder goes on while its request FIFO has room,
+        :meth:`_acc_elems`); its wait for the request FIFO does. Returns the bursts of each
+        request."""
         out: list = [None] * len(reqs)
         reqs = [list(r) for r in reqs]
         queues = {1: [k for k, r in enumerate(reqs) if r[0] == 1],
@@ -1180,15 +1186,21 @@ class Timeline:
                     continue
                 k1 = queues[p_][0]
                 base = reqs[k1][1] - reqs[k1][4]
+                # a wait moves the unit's later requests with it (its walk stopped); with
+                # `hold1` only the request FIFO's (the run builder stops while it is full), not
+                # the credit buffer's (the FIFO's head waits, the builder goes on)
                 want = base + shift[p_]
                 if p_ == 1 and len(taken1) >= rq:
                     want = max(want, taken1[-rq] + 1)
+                if hold1 and p_ == 1:
+                    shift[p_] = want - base
                 cons = credit.get(p_)
                 need = words[p_] + reqs[k1][3] - cap
                 if cons and need > 0:
                     want = max(want, cons[min(need, len(cons)) - 1] + 1)
-                shift[p_] = want - base
-                reqs[k1][1], reqs[k1][4] = want, shift[p_]
+                if not (hold1 and p_ == 1):
+                    shift[p_] = want - base
+                reqs[k1][1], reqs[k1][4] = want, want - base
             # request times are AR times when nothing waits; the master takes a request
             # SEQ_RD_ISSUE before its AR can go (dtpu_axi_burst, the AR register): `d` is when
             # it takes the next one, among the requests made by then
@@ -1302,7 +1314,7 @@ class Timeline:
         return w_free
 
     def _acc_run(self, t: int, acc: "_AccRun", req: int, rd: int, store_reads: int,
-                 cycles: int) -> tuple[int | None, int]:
+                 cycles: int, stream: tuple | None = None) -> tuple[int | None, int]:
         """An ACC RUN from its start `t`: (the stream's first beat, the core's DONE).
 
         The store unit's read-back requests (one per item or run of consecutive items) leave
@@ -1314,9 +1326,25 @@ class Timeline:
         every period), and a result word waits for the store unit to be free, which adds its
         kept lanes one a cycle, each once its sum (read back) is in."""
         K = self.K
+        self._acc_w = None      # the last W beat + 1 when the write queue is modelled
         reqs = [(2, t + K["SEQ_ACC_READ"] + off, a, n) for off, a, n in acc.reads]
         n_st = len(reqs)
-        if acc.act is not None and rd:
+        elems = None
+        if stream is not None:
+            # a WINDOWS stream with PAD words, windows read again or lanes (a K split of a 3x3;
+            # all PAD too: its words still come from the run builder): its runs as the load
+            # unit's run builder makes them, element by element, on the master with the sums'
+            # reads (docs/rtl.md "K-split 3x3")
+            elems = self._acc_elems(t, stream)
+            if elems[2] != rd:              # not the unit's beats: the stream as one request
+                elems = None
+            else:
+                reqs += elems[1]
+                acc = _AccRun(acc.kept, acc.res_t, acc.reads, acc.last_item,
+                              ("elems", stream, elems), acc.wsegs)
+        if elems is None and acc.act is not None and acc.act[0] == "elems":
+            acc = _AccRun(acc.kept, acc.res_t, acc.reads, acc.last_item, None, acc.wsegs)
+        if elems is None and acc.act is not None and rd:
             wa, kw, period = acc.act
             burst = int(self.fmt.mem["MEM_BURST_BEATS"])
             runs: list[list[int]] = []
@@ -1340,8 +1368,10 @@ class Timeline:
         credit: dict = {}
         prev = None
         for i in range(self.ACC_ITERATIONS):
-            bursts = self._read_sched(reqs, credit)
+            bursts = self._read_sched(reqs, credit, hold1=elems is not None)
             first, end, cons = self._acc_core(t, acc, bursts, n_st, req, rd, store_reads, cycles)
+            if _ACC_TRACE is not None:
+                _ACC_TRACE.append((t, i, reqs, bursts, first, end, cons))
             if bursts == prev or i == self.ACC_ITERATIONS - 1:   # settled (or given up)
                 break
             prev, credit = bursts, cons
@@ -1350,6 +1380,57 @@ class Timeline:
 
     #: rounds of :meth:`_acc_run`'s fixed point (the lists tested settle in 2..5)
     ACC_ITERATIONS = 12
+
+    def _acc_elems(self, t: int, stream: tuple) -> tuple:
+        """The load unit's run builder (dtpu_cl_load, as :func:`_stream_sim` has it) over an
+        ACC RUN's stream (`stream` = :meth:`Executor._act_stream`'s (element word addresses, -1
+        for PAD; elements a word; the core's need times)) from a RUN started at `t`: element e
+        taken at SEQ_ACT_SETUP_WINDOWS - 2 + e after the start (one a cycle); a non-PAD element
+        on the word of the last beat shares that beat, one on the next word extends the open
+        run (up to MEM_BURST_BEATS words), any other opens a run and pushes the open one; PAD
+        takes its cycle and closes nothing; the last run is pushed the cycle after the last
+        element (the element FIFO is not modelled: ACT_ELEM_FIFO elements ahead of the packer
+        were not reached where this is exact; the request FIFO's waits are
+        :meth:`_read_sched`'s). A run's request is its
+        AR time when nothing waits: 3 cycles after its push (the master takes it, its burst, its
+        AR). Returns (the cycle each element is taken, the requests (1, cycle, byte address,
+        beats) for :meth:`_read_sched`, the beats, per element the index of its beat (-1: PAD),
+        per element 1 if it takes a new beat)."""
+        wa, per_word, need = stream
+        wa = wa.tolist() if hasattr(wa, "tolist") else list(wa)
+        burst = int(self.fmt.mem["MEM_BURST_BEATS"])
+        x = t + self.K["SEQ_ACT_SETUP_WINDOWS"] - 3
+        xs: list[int] = []
+        reqs: list = []
+        beat_of: list[int] = []
+        newb = bytearray(len(wa))
+        nb = 0
+        prev_ok, prev_wa, run_open, run_wa, run_len = False, 0, False, 0, 0
+        for e, a in enumerate(wa):
+            x += 1
+            xs.append(x)
+            if a < 0:
+                beat_of.append(-1)
+                continue
+            if prev_ok and a == prev_wa:
+                beat_of.append(nb - 1)
+                continue
+            newb[e] = 1
+            beat_of.append(nb)
+            nb += 1
+            if prev_ok and run_open and a == prev_wa + 1:
+                run_len += 1
+                if run_len == burst:
+                    reqs.append((1, x + 3, 8 * run_wa, run_len))
+                    run_open = False
+            else:
+                if run_open:
+                    reqs.append((1, x + 3, 8 * run_wa, run_len))
+                run_wa, run_len, run_open = a, 1, True
+            prev_ok, prev_wa = True, a
+        if run_open:
+            reqs.append((1, x + 1 + 3, 8 * run_wa, run_len))
+        return xs, reqs, nb, beat_of, newb
 
     def _rd_state(self, st: dict | None = None) -> dict:
         """The read channel's state (saved, or restored from `st`)."""
@@ -1378,6 +1459,8 @@ class Timeline:
         if store_reads and not acc.reads:
             f0, e0 = self._read(t + K["SEQ_ACC_READ"], store_reads)
             arrive.extend(range(f0, e0))
+        if acc.act is not None and acc.act[0] == "elems":
+            return self._acc_core_elems(t, acc, bursts, n_st, arrive, cycles)
         if acc.act is not None and rd:
             _, kw, period = acc.act
             for bl in bursts[n_st:]:
@@ -1426,6 +1509,75 @@ class Timeline:
         if acc.act is None:
             took[1] = []
         return first, t + cycles + stall, took
+
+    def _acc_core_elems(self, t: int, acc: "_AccRun", bursts: list, n_st: int, arrive: list,
+                        cycles: int) -> tuple:
+        """:meth:`_acc_core` for a stream counted element by element (:meth:`_acc_elems`): the
+        packer (dtpu_cl_load) takes one element a cycle once the run builder took it, a new
+        beat's SEQ_ACT_FIRST - 1 after it came, a word-completing one only when the output
+        register is free (the core took the word before); the core takes a word the cycle
+        after it was completed, at its stall-free need time shifted by the stall so far; the
+        result words and the store unit's rate as :meth:`_acc_core`, the store unit's writes as
+        :class:`_AccWrites`; a result word due in the same stall-free cycle as an input word
+        goes first. The credit buffer has a beat's word back the cycle after the packer took
+        it; a PAD element reaches the packer 2 cycles after the run builder took it."""
+        K = self.K
+        _, stream, (xs, _, _, beat_of, newb) = acc.act
+        _, per_word, need = stream
+        beat_t: list[int] = []
+        for bl in bursts[n_st:]:
+            for f0, b in bl:
+                beat_t.extend(range(f0, f0 + b))
+        first = beat_t[0] if beat_t else None
+        to_pk = K["SEQ_ACT_FIRST"] - 1
+        n_el = len(beat_of)
+        # a result word due in the same stall-free cycle as an input word goes first: the result
+        # register the store unit has not emptied holds the whole core (dtpu_control's `adv`)
+        ev = [(int(s_), 1, k) for k, s_ in enumerate(need)]
+        n_res = len(acc.kept)
+        res_t = acc.res_t if acc.res_t is not None else tuple(range(n_res + 1, 1, -1))
+        for k in range(n_res):
+            ev.append((cycles - res_t[k], 0, k))
+        ev.sort()
+        stall, free, lane = 0, t, 0
+        took: dict = {1: [], 2: []}
+        pop, take, e = -(1 << 60), -(1 << 60), 0
+        wq = _AccWrites(self, acc.wsegs) if acc.wsegs is not None else None
+        for s_, kind, k in ev:
+            at = t + s_ + stall
+            if kind == 1:
+                last = min(n_el, e + per_word) - 1
+                while e <= last:
+                    c = max(pop + 1, xs[e] + 2)
+                    if newb[e]:
+                        c = max(c, beat_t[beat_of[e]] + to_pk)
+                    if e == last:
+                        c = max(c, take)
+                    if newb[e]:
+                        took[1].append(c + 1)
+                    pop = c
+                    e += 1
+                if pop + 1 > at:
+                    stall += pop + 1 - at
+                    at = pop + 1
+                take = at
+            else:
+                if free > at:
+                    stall += free - at
+                    at = free
+                c = at
+                for _ in range(max(1, acc.kept[k])):
+                    if arrive and acc.kept[k]:
+                        c = max(c, arrive[min(lane, len(arrive) - 1)] + K["SEQ_ACC_SUM"])
+                        took[2].append(c)
+                        lane += 1
+                    if wq is not None and acc.kept[k]:
+                        c = wq.add(c)
+                    c += 1
+                free = c
+        end = t + cycles + stall
+        self._acc_w = wq.finish(end) if wq is not None else None
+        return first, end, took
 
     def _acc_tail(self, last_item: int) -> int:
         """Cycles from an ACC RUN's end (the core's DONE, the store unit has taken the last
@@ -2070,8 +2222,17 @@ class Executor:
         last_burst = 0
         if runs:
             last_burst = runs[-1][1] % burst or burst
+        # the write queue's bursts (dtpu_cl_store_wq): consecutive words up to MAX_RUN; a gap the
+        # queue would fill with strobe-less words is not modelled (wsegs None)
+        wsegs: list[int] | None = []
+        gap = int(f.mem["SEQ_STORE_GAP"])
+        for k_, (a0, n0) in enumerate(runs):
+            if k_ and 0 < (a0 - (runs[k_ - 1][0] + 8 * runs[k_ - 1][1])) // 8 <= gap:
+                wsegs = None
+                break
+            wsegs += [burst] * (n0 // burst) + ([n0 % burst] if n0 % burst else [])
         return (_AccRun(tuple(kept), None if res_t is None else tuple(res_t), tuple(reads),
-                        last_burst, act),)
+                        last_burst, act, None if wsegs is None else tuple(wsegs)),)
 
     def _act_read_beats(self, d: dict, words: int) -> int:
         """The beats the load unit reads for a RUN's activation stream of `words` words: one
@@ -2437,7 +2598,69 @@ class _AccRun:
     res_t: tuple | None   # per result word, stall-free cycles before the job's DONE
     reads: tuple          # the store unit's read requests: (walk cycle, address, beats)
     last_item: int        # beats of the last write burst (the last item or run of items)
-    act: tuple | None     # (the stream's word addresses, KW, the GEMM's step period) or None
+    act: tuple | None     # (the stream's word addresses, KW, the GEMM's step period), or
+    #                       ("elems", the stream, :meth:`Timeline._acc_elems`'s builder) for a
+    #                       stream counted element by element (set by :meth:`Timeline._acc_run`)
+    wsegs: tuple | None = None  # the write queue's bursts in words, in the order the sums are
+    #                             added (None: gaps the queue fills; its rate not modelled)
+
+
+class _AccWrites:
+    """The store unit's writes of an ACC RUN as its sums are added (dtpu_cl_store_wq,
+    dtpu_axi_wr): a word enters the write queue as its lane is added and holds one of its
+    SEQ_ACC_WQ places until its W beat, so an add waits for the place of the word that many
+    before; a burst is requested SEQ_ACC_AW after the add of the word that closes it (the first
+    word of the next burst, or its 16th word), its AW once the write master has fewer than
+    MEM_READ_OUTSTANDING bursts unanswered (SEQ_WR_SLOT after the response of the one that many
+    before), its W beats one a cycle after its AW and the beats before; its response
+    MEM_WRITE_LATENCY after its last beat. The last burst, closed by the RUN's end, goes
+    SEQ_ACC_TAIL - 1 after DONE (:meth:`Timeline._acc_tail`) or when a place frees."""
+
+    def __init__(self, tl: "Timeline", segs: tuple) -> None:
+        K = tl.K
+        self.depth, self.aw_lat = K["SEQ_ACC_WQ"], K["SEQ_ACC_AW"]
+        self.slot, self.tail = K["SEQ_WR_SLOT"], K["SEQ_ACC_TAIL"]
+        self.out_n, self.wl = int(tl.fmt.mem["MEM_READ_OUTSTANDING"]), tl.WL
+        self.full = int(tl.fmt.mem["MEM_BURST_BEATS"])
+        self.segs = list(segs)
+        self.beat: list[int] = []       # W beat of each word whose burst is requested
+        self.b_at: list[int] = []       # response of each burst
+        self.w_free = 0                 # the W channel's next free cycle
+        self.n = 0                      # words added
+        self.seg, self.in_seg = 0, 0    # the open burst and its words so far
+
+    def _issue(self, t_req: int) -> None:
+        n = self.segs[self.seg]
+        aw = t_req
+        if len(self.b_at) >= self.out_n:
+            aw = max(aw, self.b_at[-self.out_n] + self.slot)
+        w0 = max(self.w_free, aw + 1)
+        self.beat.extend(range(w0, w0 + n))
+        self.w_free = w0 + n
+        self.b_at.append(w0 + n - 1 + self.wl)
+        self.seg += 1
+        self.in_seg = 0
+
+    def add(self, c: int) -> int:
+        """The cycle the next word is added (no sooner than `c`)."""
+        w = self.n
+        if w >= self.depth:
+            c = max(c, self.beat[w - self.depth] + 1)
+        if self.seg < len(self.segs) and self.in_seg == self.segs[self.seg] \
+                and self.in_seg < self.full:
+            self._issue(c + self.aw_lat)         # closed by this word
+        self.n += 1
+        self.in_seg += 1
+        if self.seg < len(self.segs) and self.in_seg == self.full and \
+                self.seg < len(self.segs) - 1:
+            self._issue(c + self.aw_lat)         # a full burst goes at once
+        return c
+
+    def finish(self, end: int) -> int | None:
+        """The last W beat + 1 of the RUN's writes, the core's DONE at `end`."""
+        while self.seg < len(self.segs):
+            self._issue(end + self.tail - 1)
+        return self.w_free if self.beat else None
 
 
 def _result_gaps_array(cfg, su, n: int) -> np.ndarray | None:
@@ -2727,6 +2950,9 @@ def _store_sim(chunks, offer, mem: dict, wq_words: int, prior: tuple = ()) -> tu
     return held, hs, last_b, b_due, w_beats
 
 
+#: debugging: a list to record each ACC RUN's rounds in (:meth:`Timeline._acc_run`: start,
+#: round, requests, bursts, first beat, end, the units' take cycles)
+_ACC_TRACE: list | None = None
 
 #: debugging: a list to record the simulated stream's ARs in (cycle from the simulation's
 #: origin, beats, a list block)

@@ -25,8 +25,9 @@ def _run_inside(fields: dict) -> int:
 
 
 def _top(args: argparse.Namespace) -> str:
-    """The simulated top: the 2.0 one (dtpu_cl_top, command lists) for ``--option path=lists``
-    or ``$DTPU_RTL_TOP=dtpu_cl_top``, as for the in-process core (dtpu.backends.rtl)."""
+    """The simulated top, as for the in-process core (dtpu.backends.rtl): the 2.0 one
+    (dtpu_cl_top, command lists) unless ``--option path=jobs`` or a forced ``precision`` asks for
+    the job-by-job path (the 1.2 dtpu_axi); ``$DTPU_RTL_TOP`` forces either."""
     import os
 
     from dtpu.backends.rtl import TOP_ENV
@@ -36,9 +37,12 @@ def _top(args: argparse.Namespace) -> str:
         if forced not in (TOPLEVEL, TOPLEVEL_CL):
             raise ValueError(f"${TOP_ENV}={forced!r}; accepted: {TOPLEVEL}, {TOPLEVEL_CL}")
         return forced
-    path = [v for k, _, v in (o.partition("=") for o in getattr(args, "option", []) or [])
-            if k.strip() == "path"]
-    return TOPLEVEL_CL if path and path[-1].strip().lower() == "lists" else TOPLEVEL
+    opts = {k.strip(): v.strip().lower()
+            for k, _, v in (o.partition("=") for o in getattr(args, "option", []) or [])}
+    path = opts.get("path", "auto")
+    precision = str(getattr(args, "precision", None) or opts.get("precision", "auto")).lower()
+    jobs = path == "jobs" or (path == "auto" and precision != "auto")
+    return TOPLEVEL if jobs else TOPLEVEL_CL
 
 
 def run_in_simulator(args: argparse.Namespace, human: TextIO) -> int:

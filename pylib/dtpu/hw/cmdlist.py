@@ -994,6 +994,8 @@ class Timeline:
         req, rd, wr, part = act_req[:4] if run else (0, act_beats, res_beats, 0)
         stream = act_req[4] if run and len(act_req) > 4 else None
         acc = act_req[5] if run and len(act_req) > 5 else None
+        if acc is not None and stream is not None and len(stream) > 5 and stream[5]:
+            stream = None       # a whole-tensor 1x1 stream (cause 5): an ACC RUN's is one read
         if acc is not None:     # RES ACC: the store unit's rate and reads (:meth:`_acc_run`)
             first, end = self._acc_run(t, acc, req, rd, store_reads, cycles, stream)
         elif post is not None:  # the post unit (:meth:`_post_run`)

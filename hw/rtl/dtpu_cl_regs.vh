@@ -50,7 +50,6 @@ localparam integer DTPU_CL_SEQ_POST_AW = 10;
 localparam integer DTPU_CL_SEQ_WR_SLOT = 2;
 localparam integer DTPU_CL_SEQ_STORE_AW = 5;
 localparam integer DTPU_CL_SEQ_ACC_AW = 4;
-localparam integer DTPU_CL_SEQ_ACC_WQ = 33;
 localparam integer DTPU_CL_SEQ_POST_GO = 3;
 localparam integer DTPU_CL_SEQ_RUN_RANGES = 4;
 

@@ -2610,8 +2610,9 @@ class _AccRun:
 class _AccWrites:
     """The store unit's writes of an ACC RUN as its sums are added (dtpu_cl_store_wq,
     dtpu_axi_wr): a word enters the write queue as its lane is added and holds one of its
-    SEQ_ACC_WQ places until its W beat, so an add waits for the place of the word that many
-    before; a burst is requested SEQ_ACC_AW after the add of the word that closes it (the first
+    STORE_WQ_WORDS + 1 places (the queue's FIFO and a register; a contract constant
+    SEQ_ACC_WQ = 33 before the store models were merged) until its W beat, so an add waits
+    for the place of the word that many before; a burst is requested SEQ_ACC_AW after the add of the word that closes it (the first
     word of the next burst, or its 16th word), its AW once the write master has fewer than
     MEM_READ_OUTSTANDING bursts unanswered (SEQ_WR_SLOT after the response of the one that many
     before), its W beats one a cycle after its AW and the beats before; its response
@@ -2620,7 +2621,7 @@ class _AccWrites:
 
     def __init__(self, tl: "Timeline", segs: tuple) -> None:
         K = tl.K
-        self.depth, self.aw_lat = K["SEQ_ACC_WQ"], K["SEQ_ACC_AW"]
+        self.depth, self.aw_lat = int(tl.fmt.mem["STORE_WQ_WORDS"]) + 1, K["SEQ_ACC_AW"]
         self.slot, self.tail = K["SEQ_WR_SLOT"], K["SEQ_ACC_TAIL"]
         self.out_n, self.wl = int(tl.fmt.mem["MEM_READ_OUTSTANDING"]), tl.WL
         self.full = int(tl.fmt.mem["MEM_BURST_BEATS"])

@@ -140,3 +140,42 @@ def test_the_timeline_of_a_lane_mode_depthwise_is_the_stream_bound():
     about LANES cycles per word in the Timeline now, not the core's stall-free rate."""
     r = _run(_program([("dw", 0)], 8, 3))
     assert r.cycles > 8 * 64 + 85
+
+
+#: programs whose RUNs write scattered items (OC split over RUNs: channel slices), for the
+#: store simulation (cmdlist._store_sim, docs/rtl.md "The store unit's write queue in the
+#: Timeline"), with PROGRAMS' depthwise and 1x1 ones
+STORE_PROGRAMS = [([("pw", 256)], 8, 16), ([("pw", 16), ("pw", 256), ("pw", 8)], 6, 16),
+                  ([("pw", 12)], 5, 16)]
+
+
+@pytest.mark.skipif(kernels.get() is None, reason="no C compiler: the Python simulation runs")
+def test_c_store_simulation_equals_the_python_statements(monkeypatch):
+    """kernels.c dtpu_store_sim against cmdlist._store_sim's Python statements on the result
+    words real programs give (and again with earlier bursts' responses still due, and with
+    the core's offers spread out), every returned figure equal."""
+    calls = []
+    sim = cl._store_sim
+
+    def rec(*a):
+        calls.append(a)
+        return sim(*a)
+
+    monkeypatch.setattr(cl, "_store_sim", rec)
+    for nodes, hw, c in STORE_PROGRAMS + PROGRAMS:
+        _run(_program(nodes, hw, c))
+    monkeypatch.undo()
+    assert len(calls) >= 16, len(calls)
+    held = 0
+    for chunks, offer, mem, wq, prior in calls:
+        variants = [(offer, prior), (offer, tuple(offer[0] + 3 * k for k in range(8))),
+                    ([o + 2 * i for i, o in enumerate(offer)], prior)]
+        for off, pr in variants:
+            out = []
+            for c in (False, True):
+                monkeypatch.setattr(cl, "STREAM_SIM_C", c)
+                out.append(cl._store_sim(chunks, off, mem, wq, pr))
+            monkeypatch.setattr(cl, "STREAM_SIM_C", True)
+            assert out[1] == out[0]
+            held += out[0][0]
+    assert held > 0     # the queue filled somewhere: the holds were compared too

@@ -397,8 +397,9 @@ def test_run_cycles_equal_the_timeline_on_the_exact_class(lib):
     a graph with independent RUNs (starting while the
     results before drain: dtpu_cl_seq's RANGES), random 3x3 chains (1..3 nodes, 5..11 pixels a
     side, C 3..16), random graphs (1..4 nodes, 2..9 pixels a side, C and OC 8..32), K-split
-    1x1 convolutions (ACC RUNs and POSTs, docs/rtl.md "ACC RUNs and POST") and K-split 3x3 /
-    5x5 ones (ACC RUNs over WINDOWS streams with PAD, docs/rtl.md "K-split 3x3")."""
+    1x1 convolutions (ACC RUNs and POSTs, docs/rtl.md "ACC RUNs and POST"), K-split 3x3 /
+    5x5 ones (ACC RUNs over WINDOWS streams with PAD, docs/rtl.md "K-split 3x3"), float32 1x1
+    and 3x3 GEMMs in word and lane mode."""
     t = open_core(lib, ddr_bytes=8 << 20)
     rng = np.random.default_rng(15)
     cases = [([("pw", 16), ("pw", 32), ("pw", 8)], 6, 16),
@@ -471,22 +472,32 @@ def test_run_cycles_equal_the_timeline_on_the_exact_class(lib):
             p = _chain(nodes, hw, c, buf.addr)
         _run_exact(t, buf, p, hw, f"{nodes} {hw}x{hw}x{c}")
         buf.free()
+    # float32 GEMMs (LANES 2): 1x1 and 3x3 in word and lane mode (docs/rtl.md "float32 and the
+    # one-cycle corners"; more there: test_float32_and_one_cycle_corners_equal_the_timeline)
+    for nodes, hw, c in (([("pw", 16)], 6, 16), ([("pw", 12)], 5, 3), ([("c3", 8)], 5, 8),
+                         ([("c3", 5), ("pw", 8)], 6, 3)):
+        buf = t.alloc_buffer(1 << 16)
+        p = _mode_chain(nodes, hw, c, buf.addr, DataMode.FLOAT32)
+        _run_exact(t, buf, p, hw, f"{nodes} {hw}x{hw}x{c} float32", floats=True)
+        buf.free()
     assert t.mem_counts()["violations"] == 0, t.violation()
     t.close()
 
 
-def _run_exact(t, buf, p, seed, what, cycles=True):
-    """Program `p` in `buf` with random input bytes, prologue then partition: CL_CYCLES, IDLE,
-    RD_BEATS and WR_BEATS equal the Timeline's, CL_* registers and the DDR the model's. With
-    `cycles` False, the partition's CL_CYCLES and IDLE are returned ((RTL, model) each), not
-    asserted."""
+def _run_exact(t, buf, p, seed, what, cycles=True, floats=False):
+    """Program `p` in `buf` with random input bytes (`floats`: random float32 values in -2..2),
+    prologue then partition: CL_CYCLES, IDLE, RD_BEATS and WR_BEATS equal the Timeline's, CL_*
+    registers and the DDR the model's. With `cycles` False, the partition's CL_CYCLES and IDLE
+    are returned ((RTL, model) each), not asserted."""
     out = None
     assert p.size <= buf.array.size
     buf.array[:p.size] = p.image
     b_in = p.partitions[0].input
     o = b_in.addr - buf.addr
-    buf.array[o:o + b_in.nbytes] = np.random.default_rng(seed).integers(0, 256, b_in.nbytes,
-                                                                        dtype=np.uint8)
+    rng = np.random.default_rng(seed)
+    buf.array[o:o + b_in.nbytes] = (
+        rng.uniform(-2, 2, b_in.nbytes // 4).astype("<f4").view(np.uint8) if floats
+        else rng.integers(0, 256, b_in.nbytes, dtype=np.uint8))
     model = Model(buf, start=(t.weights(), t.params()))
     for addr, name in ((p.prologue_addr, "prologue"), (p.partitions[0].list_addr, "partition")):
         regs, _ = kick(t, addr)
@@ -502,6 +513,134 @@ def _run_exact(t, buf, p, seed, what, cycles=True):
         ack(t)
     assert np.array_equal(buf.array[:p.size], model.ddr.mem[:p.size])
     return out
+
+
+def _mode_chain(nodes, hw, c, base, mode, seed=0):
+    """As :func:`_chain` in `mode` (float32: float weights and biases, no quantization; int16x8:
+    int8 weights, int64 biases, symmetric activations)."""
+    rng = np.random.default_rng(seed)
+
+    def q(oc):
+        if mode is DataMode.FLOAT32:
+            return {}
+        z = (lambda: 0) if mode is DataMode.INT16X8 else (lambda: int(rng.integers(-9, 9)))
+        return dict(input_q=Quant((0.02,), (z(),)),
+                    filter_q=Quant(tuple(rng.uniform(0.004, 0.02, oc)), (0,) * oc),
+                    output_q=Quant((0.15,), (z(),)))
+
+    specs, srcs = chain_specs(nodes, hw, c, q, mode=mode)
+    ins = []
+    for sp, k in zip(specs, srcs):
+        if mode is DataMode.FLOAT32:
+            w = rng.uniform(-1, 1, sp.filter_shape).astype(np.float32)
+            b = rng.uniform(-1, 1, sp.out_channels).astype(np.float32)
+        else:
+            w = rng.integers(-12, 12, sp.filter_shape).astype(np.int8)
+            b = rng.integers(-300, 300, sp.out_channels).astype(
+                np.int64 if mode is DataMode.INT16X8 else np.int32)
+        ins.append(cl.NodeIn(sp, w, b, k))
+    return cl.compile_program([ins], CFG, base=base)
+
+
+#: docs/rtl.md "float32 and the one-cycle corners": (nodes, hw, c, mode)
+CORNER_CASES = [
+    # float32 GEMMs (LANES 2): 1x1 in word and lane mode, 3x3 in word and lane mode (the zoo's
+    # conv_i8x8x3_o5: 5 channels, items straddling words), stride 2, chains with packed items
+    ([("pw", 16)], 8, 16, DataMode.FLOAT32), ([("pw", 8)], 5, 3, DataMode.FLOAT32),
+    ([("c3", 5)], 8, 3, DataMode.FLOAT32), ([("c3", 8)], 4, 8, DataMode.FLOAT32),
+    ([("c3s", 16)], 8, 4, DataMode.FLOAT32), ([("pw", 12), ("pw", 20)], 6, 16, DataMode.FLOAT32),
+    ([("c3", 5), ("pw", 3)], 6, 3, DataMode.FLOAT32), ([("pw", 13)], 5, 4, DataMode.FLOAT32),
+    # OC split over 32 RUNs (streamed weights): channel slices written as scattered bursts
+    # (the write master's 8 bursts bind: _store_sim), the list's blocks read between a
+    # stream's runs
+    ([("pw", 256)], 4, 16, DataMode.FLOAT32),
+    # int16x8: the zoo's 4x4 stride 2 over 9x9x3 -> 13; a starved lane-mode 3x3 whose last
+    # partial burst follows a full one (the stalls in the result gaps)
+    ([("c4s", 13)], 9, 3, DataMode.INT16X8), ([("c3", 8)], 5, 6, DataMode.INT16X8),
+    # int8: lane-mode 1x1s whose runs the full element FIFO closes (docs: 3 385 vs 3 386),
+    # items straddling words (5x5x16 -> 12: 481 vs 482), channel slices in 16 RUNs
+    ([("pw", 8)], 8, 4, DataMode.INT8), ([("pw", 8), ("c3", 8)], 8, 3, DataMode.INT8),
+    ([("pw", 12)], 5, 16, DataMode.INT8), ([("pw", 256)], 8, 16, DataMode.INT8),
+    ([("pw", 16), ("pw", 256), ("pw", 8)], 6, 16, DataMode.INT8)]
+
+
+def test_float32_and_one_cycle_corners_equal_the_timeline(lib):
+    """float32 GEMMs (1x1 and 3x3, word and lane mode), int16x8 and int8 programs of the
+    corners docs/rtl.md "float32 and the one-cycle corners" made exact (packed result items,
+    lane-mode 1x1 runs closed by the full element FIFO, a starved core's last bursts, scattered
+    channel-slice writes, list blocks between a stream's runs), then random float32 chains
+    (1..3 nodes of 1x1 / 3x3 SAME / stride 2, C 3..8, OC 3..16, 3..8 pixels a side): CL_CYCLES,
+    IDLE, RD_BEATS and WR_BEATS of prologue and partition equal the Timeline's under the
+    contract memory, the DDR the model's."""
+    t = open_core(lib, ddr_bytes=16 << 20)
+    rng = np.random.default_rng(5)
+    cases = list(CORNER_CASES)
+    for _ in range(6):
+        hw0 = hw = int(rng.integers(3, 9))
+        nodes = []
+        for _ in range(int(rng.integers(1, 4))):
+            kind = str(rng.choice(["c3", "c3s", "pw"]))
+            if kind == "c3s" and hw < 4:
+                kind = "pw"
+            nodes.append((kind, int(rng.choice([3, 5, 8, 12, 16]) if kind == "pw" else
+                                    rng.choice([3, 5, 8]))))
+            hw = (hw + 1) // 2 if kind == "c3s" else hw
+        cases.append((nodes, hw0, int(rng.choice([3, 4, 5, 8])), DataMode.FLOAT32))
+    for nodes, hw, c, mode in cases:
+        buf = t.alloc_buffer(1 << 18)
+        p = _mode_chain(nodes, hw, c, buf.addr, mode, seed=hw)
+        _run_exact(t, buf, p, hw, f"{nodes} {hw}x{hw}x{c} {mode.value}",
+                   floats=mode is DataMode.FLOAT32)
+        buf.free()
+    assert t.mem_counts()["violations"] == 0, t.violation()
+    t.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [1, 3])
+def test_float32_and_corners_sweep(lib, seed):
+    """Random chains (1..3 nodes of 1x1, 3x3 SAME / VALID / stride 2, 4x4 stride 2, int8
+    depthwise in word mode) in float32, int16x8 or int8, C 2..24, OC 2..64 (items smaller than
+    a word, straddling words, channel slices), 2..13 pixels a side: CL_CYCLES, IDLE, RD_BEATS,
+    WR_BEATS equal the Timeline's, the DDR the model's (docs/rtl.md "float32 and the one-cycle
+    corners"). Programs the compiler K-splits (ACC RUNs and POSTs of a 3x3: not in this class)
+    are skipped."""
+    rng = np.random.default_rng(seed)
+    t = open_core(lib, ddr_bytes=64 << 20)
+    ran = 0
+    for i in range(40):
+        mode = (DataMode.FLOAT32, DataMode.INT16X8, DataMode.INT8)[int(rng.integers(0, 3))]
+        c = int(rng.choice([2, 3, 4, 5, 6, 8, 12, 16, 24]))
+        hw0 = hw = int(rng.integers(2, 14))
+        nodes = []
+        cin = c
+        for _ in range(int(rng.integers(1, 4))):
+            # depthwise only in word mode (lane mode: the depthwise path's, not this class)
+            kind = str(rng.choice(["c3", "c3s", "c3v", "pw", "pw", "c4s"]
+                                  + (["dw"] if mode is DataMode.INT8 and cin % 8 == 0 else [])))
+            if hw < 4 and kind not in ("pw", "dw"):
+                kind = "pw"
+            nodes.append((kind, int(rng.choice([2, 3, 5, 8, 12, 13, 16, 20, 40, 64]
+                                               if kind == "pw" else [3, 5, 8, 13]))))
+            cin = cin if kind == "dw" else nodes[-1][1]
+            k = int(kind[1]) if kind[0] == "c" else 1
+            hw = hw - k + 1 if "v" in kind else hw
+            hw = (hw + 1) // 2 if "s" in kind else hw
+        buf = t.alloc_buffer(1 << 20)
+        try:
+            p = _mode_chain(nodes, hw0, c, buf.addr, mode, seed=i)
+        except Exception:   # noqa: BLE001  (a float K split, or a layer the build cannot hold)
+            buf.free()
+            continue
+        ops = [FMT.opnames[w[0] & 0xFF] for _, w in
+               parse(p.image, p.base, p.partitions[0].list_addr)]
+        if "POST" not in ops:
+            _run_exact(t, buf, p, i, f"{nodes} {hw0}x{hw0}x{c} {mode.value}",
+                       floats=mode is DataMode.FLOAT32)
+            ran += 1
+        buf.free()
+    assert ran >= 20, ran
+    t.close()
 
 
 @pytest.mark.slow
@@ -1129,7 +1268,8 @@ def check_node_records(got: dict, model: dict, what: str) -> None:
 #: not keep up", "Depthwise streams"): 3x3 / KxK convolutions over WINDOWS in word or lane mode,
 #: depthwise convolutions in lane mode (any C, multiplier, kernel, stride, dilation) and in
 #: word mode (short runs: the store unit's backpressure), int8 / uint8 / int16x8 / float32,
-#: dscnn_like, mobilenet_like, mobilenet_v1_025_96 (all but a float32 GEMM, another slice)
+#: dscnn_like, mobilenet_like, mobilenet_v1_025_96; float32 GEMMs with packed result items
+#: ("float32 and the one-cycle corners"): all 182
 ZOO_EXACT = (
     "conv_i10x10x13_o5_k1x1_s2x2_valid_none_nobias__int8",
     "conv_i10x10x32_o40_k1x1_s1x1_valid_relu6__float32",
@@ -1175,6 +1315,7 @@ ZOO_EXACT = (
     "conv_i7x7x7_o13_k1x1_s1x1_valid_relu6__int8",
     "conv_i7x7x8_o16_k3x5_s1x1_valid_relu_n1_to_1_b2__float32",
     "conv_i8x8x16_o16_k3x3_s1x1_same_relu__float32",
+    "conv_i8x8x3_o5_k3x3_s1x1_same_none__float32",
     "conv_i8x8x3_o5_k3x3_s1x1_same_none__int16x8",
     "conv_i8x8x3_o5_k3x3_s1x1_same_none__int8",
     "conv_i8x8x3_o5_k3x3_s1x1_same_none__int8_float_io",

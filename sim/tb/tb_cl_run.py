@@ -104,6 +104,24 @@ def chain_program(nodes, hw=8, c=16, seed=0):
     return cl.compile_program([nodes], CFG, base=BASE)
 
 
+def mode_program(nodes, hw, c, mode, seed=0):
+    """chain_program's graph in `mode` (float32: float weights and biases; int16x8: int64
+    biases, symmetric activations): docs/rtl.md "float32 and the one-cycle corners"."""
+    rng = np.random.default_rng(seed)
+    fp = mode == DataMode.FLOAT32
+    specs, srcs = chain_specs(nodes, hw, c, lambda oc: {} if fp else
+                              _q(rng, oc, zp=mode != DataMode.INT16X8), mode=mode)
+    out = []
+    for s, k in zip(specs, srcs):
+        if fp:
+            w = rng.uniform(-1, 1, s.filter_shape).astype(np.float32)
+            b = rng.uniform(-1, 1, s.out_channels).astype(np.float32)
+        else:
+            w, b = _node(rng, s)
+        out.append(cl.NodeIn(s, w, b, k))
+    return cl.compile_program([out], CFG, base=BASE)
+
+
 def random_class_program(rnd, seed):
     """A random graph of 1..4 nodes of the exact class, each reading the node before or (40 %)
     any earlier node or the input: 1x1 convolutions (OC 8..32) and depthwise 3x3
@@ -149,7 +167,11 @@ def _put_program(tb, prog, rng):
     part = prog.partitions[0]
     for buf in part.inputs or [part.input]:
         o = buf.addr - BASE
-        image[o:o + buf.nbytes] = rng.integers(0, 256, buf.nbytes, dtype=np.uint8)
+        if np.dtype(buf.dtype) == np.float32:     # finite values (no NaN bit patterns)
+            image[o:o + buf.nbytes] = rng.uniform(-2, 2, buf.nbytes // 4).astype(
+                "<f4").view(np.uint8)
+        else:
+            image[o:o + buf.nbytes] = rng.integers(0, 256, buf.nbytes, dtype=np.uint8)
     tb.put(image)
     return image, part, tb.model(image)
 
@@ -337,15 +359,19 @@ async def test_contract_memory_model(dut):
               # channel chunks: 8-word runs, the store unit's backpressure)
               ("dw lane mode stride 2", chain_program([("dw_s2", 0)], hw=8, c=5)),
               ("dw lane mode multiplier 2", chain_program([("dw_m2", 0)], hw=4, c=3)),
-              ("dw short runs", chain_program([("dw", 0)], hw=4, c=128))]
+              ("dw short runs", chain_program([("dw", 0)], hw=4, c=128)),
+              # docs/rtl.md "float32 and the one-cycle corners": float32 GEMMs (1x1 word mode,
+              # 3x3 lane mode with 5-channel items straddling words), a lane-mode 1x1 whose
+              # runs the full element FIFO closes, then a 3x3
+              ("f32 pw 8x8x16", mode_program([("pw", 16)], 8, 16, DataMode.FLOAT32)),
+              ("f32 c3 lane 8x8x3 -> 5", mode_program([("c3", 5)], 8, 3, DataMode.FLOAT32)),
+              ("pw lane 8x8x3, c3", chain_program([("pw", 8), ("c3", 8)], hw=8, c=3))]
     for i in range(N_RANDOM):
         # random 3x3 chains: SAME, stride 1 or 2, C 3..16 (lane or word mode), OC 8 or 16
-        # (3x3x24 would split K), 4 or 8 pixels a side (whole bursts, see above); a 1x1 only
-        # in word mode (a lane-mode 1x1 whose runs the full element FIFO closes, 8x8x3, can
-        # be a cycle off: docs/rtl.md "Streams that do not keep up")
+        # (3x3x24 would split K), 4 or 8 pixels a side (whole bursts, see above); 1x1s in
+        # lane mode too (docs/rtl.md "float32 and the one-cycle corners")
         c = rnd.choice((3, 5, 8, 16))
-        nodes = [(rnd.choice(("c3", "c3", "c3s", "pw") if k or c % 8 == 0 else
-                             ("c3", "c3s")), rnd.choice((8, 16)))
+        nodes = [(rnd.choice(("c3", "c3", "c3s", "pw")), rnd.choice((8, 16)))
                  for k in range(rnd.randint(1, 2))]
         progs.append((f"random c3 {i}", chain_program(nodes, hw=rnd.choice((4, 8)), c=c,
                                                       seed=50 + i)))

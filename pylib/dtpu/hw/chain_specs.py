@@ -8,14 +8,15 @@ from typing import Callable
 from dtpu.spec import ConvSpec, DataMode, OpKind, Padding
 
 
-def chain_specs(nodes, hw: int, c: int, quant: Callable[[int], dict]) -> tuple[list, list]:
-    """int8 ConvSpecs of `nodes` over an hw x hw x c input, and the node each one reads (-1: the
-    partition's input). A node is (kind, OC) reading the node before, or (kind, OC, k) reading
-    node k: kind "pw" a 1x1 convolution, "c3" a 3x3 SAME one ("c3v" VALID, "c3s" stride 2, both
-    letters allowed), anything else a depthwise convolution (its OC unused): "dw" 3x3 SAME,
-    with options "dw_k5x3_s2_d2_m2_v" (kernel, stride, dilation, multiplier, VALID:
-    _dw_options). `quant(oc)` gives the input/filter/output Quant keywords of a node with oc
-    output channels."""
+def chain_specs(nodes, hw: int, c: int, quant: Callable[[int], dict],
+                mode: DataMode = DataMode.INT8) -> tuple[list, list]:
+    """ConvSpecs (int8, or `mode`) of `nodes` over an hw x hw x c input, and the node each one
+    reads (-1: the partition's input). A node is (kind, OC) reading the node before, or (kind,
+    OC, k) reading node k: kind "pw" a 1x1 convolution, "c3" a 3x3 SAME one ("c3v" VALID, "c3s"
+    stride 2, both letters allowed; "c4s" a 4x4, any digit a KxK), anything else a depthwise
+    convolution (its OC unused): "dw" 3x3 SAME, with options "dw_k5x3_s2_d2_m2_v" (kernel,
+    stride, dilation, multiplier, VALID: _dw_options). `quant(oc)` gives the input/filter/output
+    Quant keywords of a node with oc output channels ({} for float32)."""
     specs, cin, srcs = [], c, []
     for i, node in enumerate(nodes):
         kind, oc = node[:2]
@@ -23,12 +24,13 @@ def chain_specs(nodes, hw: int, c: int, quant: Callable[[int], dict]) -> tuple[l
         if len(node) > 2:
             cin = c if node[2] < 0 else specs[node[2]].out_channels
         if kind == "pw":
-            specs.append(ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, hw, hw, cin),
+            specs.append(ConvSpec(OpKind.CONV_2D, mode, (1, hw, hw, cin),
                                   (oc, 1, 1, cin), name=f"pw{i}", **quant(oc)))
             cin = oc
-        elif kind.startswith("c3"):
-            specs.append(ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, hw, hw, cin),
-                                  (oc, 3, 3, cin),
+        elif kind[:1] == "c" and kind[1:2].isdigit():
+            k = int(kind[1])
+            specs.append(ConvSpec(OpKind.CONV_2D, mode, (1, hw, hw, cin),
+                                  (oc, k, k, cin),
                                   padding=Padding.VALID if "v" in kind else Padding.SAME,
                                   stride=(2, 2) if "s" in kind else (1, 1), name=f"c3{i}",
                                   **quant(oc)))
@@ -36,7 +38,7 @@ def chain_specs(nodes, hw: int, c: int, quant: Callable[[int], dict]) -> tuple[l
             hw = specs[-1].output_shape[1]
         else:
             k, st, dl, m, pad = _dw_options(kind)
-            specs.append(ConvSpec(OpKind.DEPTHWISE_CONV_2D, DataMode.INT8, (1, hw, hw, cin),
+            specs.append(ConvSpec(OpKind.DEPTHWISE_CONV_2D, mode, (1, hw, hw, cin),
                                   (1, k[0], k[1], cin * m), stride=st, dilation=dl,
                                   depth_multiplier=m, padding=pad, name=f"dw{i}",
                                   **quant(cin * m)))

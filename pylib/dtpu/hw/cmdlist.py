@@ -811,6 +811,8 @@ class Timeline:
     rg: list = field(default_factory=list)
     rg_ovf: bool = False
     run_ends: list = field(default_factory=list)
+    #: write responses still due of the last simulated store (:meth:`_run_store_sim`)
+    wr_bursts: list = field(default_factory=list)
     #: optional per-descriptor event record (None: off): (kind, cycles...) tuples, for
     #: comparing the model's times with the RTL's (sim/dtpu_sim/cycles.py)
     events: list | None = None
@@ -947,7 +949,8 @@ class Timeline:
 
     def run(self, t_fetch: int, src: tuple, dst: tuple, act_beats: int, res_beats: int,
             cycles: int, store_reads: int = 0, act_req: tuple | None = None,
-            res_gaps: tuple | None = None, post: tuple | None = None) -> None:
+            res_gaps: tuple | None = None, post: tuple | None = None,
+            store: tuple | None = None) -> None:
         """A RUN (or POST): `store_reads` are the ACC partial sums the store unit reads back,
         requested on the read channel behind the activation stream.
 
@@ -987,14 +990,20 @@ class Timeline:
         shift = 0
         first = None
         dw_w_end = None
+        sched = None
         req, rd, wr, part = act_req[:4] if run else (0, act_beats, res_beats, 0)
         stream = act_req[4] if run and len(act_req) > 4 else None
         acc = act_req[5] if run and len(act_req) > 5 else None
+        if acc is not None and stream is not None and len(stream) > 5 and stream[5]:
+            stream = None       # a whole-tensor 1x1 stream (cause 5): an ACC RUN's is one read
         if acc is not None:     # RES ACC: the store unit's rate and reads (:meth:`_acc_run`)
             first, end = self._acc_run(t, acc, req, rd, store_reads, cycles, stream)
         elif post is not None:  # the post unit (:meth:`_post_run`)
             first, end, res_gaps = self._post_run(t, post)
         else:
+            if stream is not None and len(stream) > 5 and stream[5] and \
+                    not self._block_due(t + req + rd):
+                stream = None       # a whole-tensor 1x1 stream with the master to itself
             if act_beats and stream is not None:
                 # a stream that may not keep up (3x3 WINDOWS, lane mode, depthwise CHANNELS:
                 # docs/rtl.md "Depthwise streams"): the load unit's runs,
@@ -1020,15 +1029,37 @@ class Timeline:
                 dw_res = stream[4] if len(stream) > 4 else None
                 res = None
                 if dw_res is not None:      # a DWCONV whose writes may hold the core back
-                    # (its result words' stall-free times: the last one 3 before its end)
+                    # (its result words' stall-free times: the last one 3 before its end); the
+                    # write queue is then modelled inside the stream simulation (the Executor
+                    # gives no `store` plan: one model of it a RUN, docs/rtl.md "The store
+                    # unit's write queue in the Timeline")
                     res = dict(t=dw_res[0] + cycles - 3 + t - o, wa=dw_res[1],
                                end0=cycles + t - o, tail=K["SEQ_STORE_TAIL"] + act_req[3])
-                shift, f0, f1, _, blks, nxt = _stream_sim(
-                    wa, per_word, need - (o - t), setup - 2 + t - o,
-                    self.rd_free - o, self.fmt.mem,
-                    (nb - o, left, self.fifo, K["SEQ_FETCH_NEXT"]), None, res)
+                # with scattered writes (`store`), the store unit's holds (the core's global
+                # stall) delay the core's need for words too: iterate, the holds before each
+                # word added to its need, until they repeat (STORE_ITERATIONS rounds at most)
+                held_at = None
+                for _ in range(self.STORE_ITERATIONS if store is not None else 1):
+                    takes: list = []
+                    need_h = (need if held_at is None else need + held_at) - (o - t)
+                    shift, f0, f1, _, blks, nxt = _stream_sim(
+                        wa, per_word, need_h, setup - 2 + t - o,
+                        self.rd_free - o, self.fmt.mem,
+                        (nb - o, left, self.fifo, K["SEQ_FETCH_NEXT"]), takes, res)
+                    # the core's stall after each word it took (the schedule's)
+                    stalls = (np.asarray(takes, np.int64) - np.asarray(need_h, np.int64)
+                              [:len(takes)]).tolist()
+                    if store is None:
+                        break
+                    holds = self._store_holds(t, cycles, store, (need, stalls), need)
+                    if (held_at is None and not holds.any()) or \
+                            (held_at is not None and np.array_equal(holds, held_at)):
+                        break
+                    held_at = holds
                 if res is not None and res.get("w_end") is not None:
                     dw_w_end = res["w_end"] + o
+                res_gaps = _stalled_gaps(res_gaps, need, stalls, cycles)
+                sched = (need, stalls)
                 for b0, b1 in blks:
                     self.block_first.append(o + b0)
                     self.block_end = o + b1
@@ -1047,6 +1078,11 @@ class Timeline:
             if store_reads:
                 self._read(t, store_reads)
             end = t + shift + cycles
+            if store is not None and run:
+                # scattered writes that may not keep up: the store unit and the write master
+                # cycle by cycle, holding the core when its queue is full
+                end, w_sim = self._run_store_sim(t, shift, cycles, store, sched)
+                wr = self._store_beats
         self.core_free = self.last_run_end = end
         self.seq_free = max(self.seq_free, end + (K["SEQ_RUN_DONE"] if run or post else 0))
         self.run_ends.append(end)
@@ -1061,10 +1097,15 @@ class Timeline:
                 w_end = max(end, pw) + self.WL
             else:
                 w_end = end + self.WL + (self._store_tail(post[8], res_gaps) + post[6] if wr else 0)
-        else:
-            w_end = end + self.WL + (self._store_tail(wr, res_gaps, part) if run and wr else 0)
+        elif store is not None and run and wr:
+            w_end = w_sim
+        elif wr:
+            self.wr_bursts = []     # not simulated: the slots of its bursts are not counted
+            w_end = end + self.WL + (self._store_tail(wr, res_gaps, part) if run else 0)
             if dw_w_end is not None:    # the write runs as _stream_sim's store model has them
                 w_end = dw_w_end
+        else:
+            w_end = end + self.WL + (self._store_tail(wr, res_gaps, part) if run and wr else 0)
         self.wr_done = max(self.wr_done, w_end)
         if res_beats:
             self.written.append((*dst, w_end))
@@ -1075,6 +1116,14 @@ class Timeline:
                 self.rg_ovf = True
         if self.events is not None:
             self.events.append(("run", t, first, end, w_end))
+
+    def _block_due(self, t_end: int) -> bool:
+        """A block of the list is still to be read and the fetcher requests it before t_end
+        (it then goes on the read master between an activation stream's runs)."""
+        if not self.block_first or len(self.block_first) >= self._blocks():
+            return False
+        nb = self._block_req()
+        return nb is not None and nb < t_end
 
     def _bursts(self, t_dec: int, addr: int, beats: int) -> list[tuple[int, int]]:
         """One read request taken by the read master at t_dec, counted burst by burst as
@@ -1547,20 +1596,73 @@ class Timeline:
         before a partial last one of `part` words, the partial one's beats follow the full
         one's, which was requested SEQ_STORE_TAIL + 2 cycles after its last word came from the
         core; `gaps[k]`: how many cycles before the job's last result word (2 before DONE)
-        the k-th word before it came (:func:`_result_gaps`; None: one word a cycle). `late`: 1
-        when the last word is a partial one the packer closes a cycle later (a cycle more,
-        unless the last burst waits for the full one's beats anyway)."""
+        the k-th word before it came (:func:`_result_gaps`; None: one word a cycle; for a
+        RUN's packed items, the word completing the k-th beat from the end,
+        :meth:`Executor._res_beats`). `late`: 1 when the last word is a partial one the packer
+        closes a cycle later (a cycle more, unless the last burst waits for the full one's
+        beats anyway: dtpu_cl_store_pack's flush). A last full burst is requested as its last
+        beat's word is queued: when result words with no kept lane end the stream (a column
+        tile's words past CH1, dropped by the store unit's walk), gaps[0] cycles before the
+        last result word (docs/rtl.md "float32 and the one-cycle corners")."""
         if not words:
             return 0
         K = self.K["SEQ_STORE_TAIL"]
         burst = int(self.fmt.mem["MEM_BURST_BEATS"])
         part = words % burst
         if not part:
-            return K + burst + late
+            g0 = gaps[0] if gaps is not None and len(gaps) and not late else 0
+            return K + burst + late - g0
         if words < burst:
             return K + 1 + part + late
         gap = gaps[part] if gaps is not None and part < len(gaps) else part
         return part + max(K + 1 + late, K + burst - gap)
+
+    #: rounds of the stream / store iteration of a RUN that has both simulations
+    STORE_ITERATIONS = 8
+
+    def _store_holds(self, t: int, cycles: int, store: tuple, sched: tuple, need) -> np.ndarray:
+        """The store unit's holds of the core (:func:`_store_sim`, no state changed) before
+        each of `need`'s stall-free cycles: the cumulative hold of the last result word due
+        before it."""
+        s_r, offer = self._store_offers(t, 0, cycles, store, sched)
+        chunks = list(zip(store[0].tolist(), store[1].tolist()))
+        prior = tuple(b for b in self.wr_bursts if b > offer[0])
+        _, hs, _, _, _ = _store_sim(chunks, offer, self.fmt.mem,
+                                 int(self.fmt.mem["STORE_WQ_WORDS"]), prior)
+        cum = np.asarray(hs, np.int64) - np.asarray(offer, np.int64)
+        j = np.searchsorted(np.asarray(s_r, np.int64), np.asarray(need, np.int64),
+                            side="left") - 1
+        return np.where(j >= 0, cum[np.maximum(j, 0)], 0)
+
+    def _store_offers(self, t: int, shift: int, cycles: int, store: tuple,
+                      sched: tuple | None) -> tuple[list, list]:
+        """(stall-free cycle, offer cycle) of each result word: see :meth:`_run_store_sim`."""
+        s_r = cycles - 3 - np.asarray(store[2], np.int64)[::-1]
+        if sched is None or not len(sched[1]) or len(sched[1]) != len(sched[0]):
+            return s_r.tolist(), (t + shift + s_r).tolist()
+        st = np.asarray(sched[1], np.int64)
+        j = np.searchsorted(np.asarray(sched[0], np.int64), s_r + 1, side="left") - 1
+        offer = t + s_r + np.where(j >= 0, st[np.maximum(j, 0)], 0)
+        return s_r.tolist(), offer.tolist()
+
+    def _run_store_sim(self, t: int, shift: int, cycles: int, store: tuple,
+                       sched: tuple | None = None) -> tuple[int, int]:
+        """A RUN's end and its last write response + 1 (its write beats in `_store_beats`:
+        WR_BEATS counts gap words, not dropped words) from :func:`_store_sim`: the job's
+        stall-free schedule from t (its result word r offered a cycle before its schedule's
+        cycle, as the activation side counts), shifted by the stall waiting for activation
+        words (`shift`; with `sched`, (need times, stall after each word) of a simulated
+        stream: a word due at stall-free cycle s by the stall after the last activation word
+        needed before s), held while the store unit's queue is full."""
+        chunks = list(zip(store[0].tolist(), store[1].tolist()))
+        _, offer = self._store_offers(t, shift, cycles, store, sched)
+        prior = tuple(b for b in self.wr_bursts if b > offer[0])
+        held, _, last_b, bs, beats = _store_sim(chunks, offer, self.fmt.mem,
+                                                int(self.fmt.mem["STORE_WQ_WORDS"]), prior)
+        self.wr_bursts = bs
+        self._store_beats = beats
+        end = t + shift + cycles + held
+        return end, (last_b + 1 if last_b is not None else end)
 
     def end(self) -> int:
         fin = max(self.taken, self.block_end) + self.K["SEQ_END"]
@@ -1841,12 +1943,18 @@ class Executor:
                 acc = self._acc_timing(d, res_beats)
                 if acc is not None:
                     act_req = act_req + acc
+                # the store unit's write queue, one model a RUN (docs/rtl.md "The store unit's
+                # write queue in the Timeline"): a depthwise stream with short write runs has it
+                # inside _stream_sim (dw_timing's result words), other scattered writes _store_sim
+                stream = act_req[4]
+                dw_res = stream is not None and len(stream) > 4 and stream[4] is not None
+                store = self._store_plan(d, res_beats) if acc is None and not dw_res else None
                 tl.run(t_fetch, src, dst, act_beats, res_beats, cycles, store_reads=store_reads,
-                       act_req=act_req, res_gaps=gaps)
+                       act_req=act_req, res_gaps=gaps, store=store)
                 r.runs += 1
                 _tag_span(r, h["TAG"], tl.core_free, cycles, act_beats, res_beats)
                 call = ("R", n, src, dst, act_beats, res_beats, cycles, store_reads, h["TAG"], True,
-                        act_req, self._res_gaps)
+                        act_req, self._res_gaps, None, store)
         if calls is not None:
             calls.append(call)
 
@@ -1988,6 +2096,40 @@ class Executor:
                              for k in range(min(beats, 4 * int(f.mem["MEM_BURST_BEATS"])))]
             return 0, beats, int(end % 8 != 0), beat_word
         return 0, words, 0, None
+
+    def _store_plan(self, d: dict, words: int) -> tuple | None:
+        """For a RUN whose ITEMS the store unit writes as scattered bursts (items of a pixel not
+        followed by the next pixel's: channel slices, OUTER > 1, e.g. a depthwise job's
+        channel chunks), whose writes may not keep up with the core (the write master keeps
+        MAX_OUTSTANDING bursts a write latency): arrays of each result word's byte address and
+        kept bytes, and of how many cycles before the last word each word comes stall-free (k = 0
+        the last), for :func:`_store_sim`; None otherwise (whole rows: 16-word bursts that keep
+        up, the write tail formula :meth:`Timeline._store_tail`). docs/rtl.md "float32 and
+        the one-cycle corners"."""
+        f = self.fmt
+        r0, r1, r2 = d["RES0"], d["RES1"], d["RES2"]
+        su = self._res_setup
+        if r0["MODE"] != f.res_modes["ITEMS"] or not words or su is None:
+            return None
+        L, es = max(1, r0["LANES"]), r0["ESIZE"]
+        pix, outer, inner = r1["PIX"], r1["OUTER"], r1["INNER"]
+        gw, ch0, ch1, dstc = r2["GW"], r2["CH0"], r2["CH1"], r2["DSTC"]
+        wpi = -(-gw // L)
+        if words != outer * pix * inner * wpi:
+            return None
+        if outer == 1 and ch0 == 0 and min(ch1, inner * gw) >= dstc:
+            return None                 # whole rows: consecutive words, 16-word bursts
+        o, p_, i, w = np.meshgrid(np.arange(outer), np.arange(pix), np.arange(inner),
+                                  np.arange(wpi), indexing="ij")
+        c0 = ch0 + (o * inner + i) * gw + w * L
+        kept = np.clip(np.minimum(np.minimum(L, gw - w * L), ch1 - c0), 0, None)
+        addr = r0["DST"] + (p_ * dstc + c0) * es
+        kept, addr = kept.reshape(-1), addr.reshape(-1)
+        gaps = _result_gaps_array(self.core.cfg, su, words - 1)
+        if gaps is None or len(gaps) != words:
+            return None
+        # arrays, not tuples: the plan is kept with the list's recorded timing
+        return (addr.astype(np.int64), (kept * es).astype(np.int16), gaps)
 
     def _post_timing(self, regs: dict, d: dict) -> tuple:
         """What :meth:`Timeline._post_run` needs of a POST: (SRC, PIX, CH0, CH, DSTC, result
@@ -2140,6 +2282,10 @@ class Executor:
         wa = wa[e != size]
         return int(1 + np.count_nonzero(wa[1:] != wa[:-1])) if wa.size else 0
 
+    #: longest whole-tensor 1x1 stream :meth:`Timeline.run` simulates when the list's blocks
+    #: are read during it (longer ones keep the one-read model: the simulation's cost)
+    PLAIN_SIM_WORDS = 1 << 14
+
     def _act_stream(self, d: dict, words: int, res_words: int | None = None):
         """(element word addresses, elements per word, the core's need times) of a RUN's
         activation stream for :func:`_stream_sim`, or None when the stream keeps up with the
@@ -2159,10 +2305,20 @@ class Executor:
         n, h, w, c = a1["N"], a1["H"], a1["W"], a1["C"]
         kp, k0, k1 = a3["KP"], a3["K0"], a3["K1"]
         word_mode = c % L == 0 and a0["SRC"] % 8 == 0
+        kw_, nt, period, m = sched
         if word_mode and (a2["KH"], a2["KW"], a2["SY"], a2["SX"], a2["PT"], a2["PL"], a2["OH"],
                           a2["OW"]) == (1, 1, 1, 1, 0, 0, h, w) and kp == c:
-            return None
-        kw_, nt, period, m = sched
+            # the tensor's words in order: the stream keeps up (one read, the first-word
+            # shift) unless the list's blocks take the read master between its runs
+            # (:meth:`Timeline.run` then simulates it); streams of up to PLAIN_SIM_WORDS
+            if kw_ != k1 - k0 or m * kw_ != words or words > self.PLAIN_SIM_WORDS:
+                return None
+            cfg = self.core.cfg.CFG_CYCLES
+            need = (cfg + (np.arange(m, dtype=np.int64) * nt * period)[:, None]
+                    + np.arange(kw_, dtype=np.int64)[None, :]).reshape(-1)
+            return (a0["SRC"] // 8 + k0 + np.arange(m, dtype=np.int64)[:, None] * (c // L)
+                    + np.arange(kw_, dtype=np.int64)[None, :]).reshape(-1), 1, need, \
+                int(f.mem["SEQ_ACT_SETUP_WINDOWS"]), None, True
         if kw_ != k1 - k0 or m * kw_ != words:
             return None
         key = ("w", tuple(sorted(a1.items())), tuple(sorted(a2.items())), kp)
@@ -2373,7 +2529,8 @@ def _replay_call(tl: "Timeline", r: RunResult, call: tuple) -> None:
     elif call[0] == "R":
         _, _, src, dst, act, res, cycles, store_reads, tag, stream, act_req, step = call[:12]
         tl.run(t_fetch, src, dst, act, res, cycles, store_reads=store_reads, act_req=act_req,
-               res_gaps=step, post=call[12] if len(call) > 12 else None)
+               res_gaps=step, post=call[12] if len(call) > 12 else None,
+               store=call[13] if len(call) > 13 else None)
         r.runs += 1
         if stream:
             _tag_span(r, tag, tl.core_free, cycles, act, res)
@@ -2453,8 +2610,9 @@ class _AccRun:
 class _AccWrites:
     """The store unit's writes of an ACC RUN as its sums are added (dtpu_cl_store_wq,
     dtpu_axi_wr): a word enters the write queue as its lane is added and holds one of its
-    SEQ_ACC_WQ places until its W beat, so an add waits for the place of the word that many
-    before; a burst is requested SEQ_ACC_AW after the add of the word that closes it (the first
+    STORE_WQ_WORDS + 1 places (the queue's FIFO and a register; a contract constant
+    SEQ_ACC_WQ = 33 before the store models were merged) until its W beat, so an add waits
+    for the place of the word that many before; a burst is requested SEQ_ACC_AW after the add of the word that closes it (the first
     word of the next burst, or its 16th word), its AW once the write master has fewer than
     MEM_READ_OUTSTANDING bursts unanswered (SEQ_WR_SLOT after the response of the one that many
     before), its W beats one a cycle after its AW and the beats before; its response
@@ -2463,7 +2621,7 @@ class _AccWrites:
 
     def __init__(self, tl: "Timeline", segs: tuple) -> None:
         K = tl.K
-        self.depth, self.aw_lat = K["SEQ_ACC_WQ"], K["SEQ_ACC_AW"]
+        self.depth, self.aw_lat = int(tl.fmt.mem["STORE_WQ_WORDS"]) + 1, K["SEQ_ACC_AW"]
         self.slot, self.tail = K["SEQ_WR_SLOT"], K["SEQ_ACC_TAIL"]
         self.out_n, self.wl = int(tl.fmt.mem["MEM_READ_OUTSTANDING"]), tl.WL
         self.full = int(tl.fmt.mem["MEM_BURST_BEATS"])
@@ -2508,6 +2666,20 @@ class _AccWrites:
         return self.w_free if self.beat else None
 
 
+def _result_gaps_array(cfg, su, n: int) -> np.ndarray | None:
+    """:func:`_result_gaps` as an int64 array, computed with numpy (the store plans of long
+    RUNs: every result word's gap)."""
+    if su.opcode == "GEMM":
+        period, wps = max(su.kw, su.wpi), su.wpi
+        k = np.arange(n + 1, dtype=np.int64)
+        return (k // wps) * period + k % wps
+    if su.opcode == "DWCONV" and su.geom is not None:
+        t = dw_timing.result_times(cfg, su)
+        return (-t[::-1][:n + 1]).astype(np.int64)
+    g = _result_gaps(cfg, su, n)
+    return None if g is None else np.asarray(g, np.int64)
+
+
 def _result_gaps(cfg, su, n: int) -> tuple | None:
     """For the last n + 1 result words of a job (`su`, its JobSetup), how many cycles before
     its last one each came (k = 0: the last), from the job's closed-form schedule: a GEMM's
@@ -2536,8 +2708,251 @@ def _result_gaps(cfg, su, n: int) -> tuple | None:
 
 
 
-#: run _stream_sim in C where the kernels are built (tests switch it off to compare)
+#: run _stream_sim and _store_sim in C where the kernels are built (tests switch it off to
+#: compare)
 STREAM_SIM_C = True
+
+
+def _stalled_gaps(gaps: tuple | None, need, stalls: list, cycles: int) -> tuple | None:
+    """The result words' gaps (:func:`_result_gaps`, stall-free: k = 0 the last word, 2 cycles
+    before the job's end) once the core's stalls waiting for activation words are in
+    (`stalls`: per word, the take cycle :func:`_stream_sim` records in `takes` less its need):
+    the 1.2 core's stall is global, so a result word due at stall-free cycle s comes as late as
+    the stall after the last word the core took by s (need[j] < s); the last one after every
+    stall. docs/rtl.md "float32 and the one-cycle
+    corners"."""
+    if gaps is None or not stalls or len(stalls) != len(need):
+        return gaps
+    nd = need.tolist() if hasattr(need, "tolist") else list(need)
+    last = cycles - 2
+    fin = stalls[-1]
+    out = []
+    for g in gaps:
+        j = bisect.bisect_left(nd, last - g) - 1
+        out.append(g + fin - (stalls[j] if j >= 0 else 0))
+    return tuple(out)
+
+
+#: debugging: a list to record the simulated store's AWs in (cycle, "AW", beats)
+_STORE_TRACE: list | None = None
+
+
+def _store_sim(chunks, offer, mem: dict, wq_words: int, prior: tuple = ()) -> tuple:
+    """The store unit's ITEMS path and the write master (dtpu_cl_store, dtpu_cl_store_pack,
+    dtpu_cl_store_wq, dtpu_axi_wr, dtpu_axi_burst) cycle by cycle under the contract's memory
+    model, for the result words of one RUN (docs/rtl.md "float32 and the one-cycle corners").
+
+    `chunks[r]`: (byte address, bytes kept) of result word r (0 bytes: a word the walk drops);
+    `offer[r]`: the cycle the core offers it when it has not been held (the 1.2 core's stall is
+    global: each cycle a word waits holds every later word too); `wq_words`: the write queue's
+    words (STORE_WQ_WORDS; as many requests); `prior`: write responses still due of earlier
+    RUNs' bursts (their slots). Returns (the cycles the core was held, the cycle of each
+    word's handshake, the cycle of the last write response, every burst's response cycle, the
+    write beats: the words with strobes and the gap words).
+
+    Per cycle: the word stage takes a word when free (or freed this cycle); the realigner takes
+    the stage's chunk when its output slot is free (or taken), not closing, and the chunk is not
+    elsewhere than its open word while it would send a word itself; the queue takes the
+    realigner's word when its FIFOs have room and no gap is to be filled (a gap of up to
+    SEQ_STORE_GAP words past the run's end, the run staying within MEM_BURST_BEATS, is filled
+    with strobe-less words first, one a cycle); a run closes at a word that does not follow it,
+    at MEM_BURST_BEATS words or at the close marker; the master takes a request when it has
+    split the one before, issues a burst the cycle after while fewer than MEM_READ_OUTSTANDING
+    (the write master's MAX_OUTSTANDING, 8) are unanswered, its AW the cycle after, its beats
+    from the cycle after the AW, one a cycle as the queue has them; a response
+    MEM_WRITE_LATENCY after the burst's last beat frees its slot the cycle after."""
+    WL = int(mem["MEM_WRITE_LATENCY"])
+    burst = int(mem["MEM_BURST_BEATS"])
+    outst = int(mem["MEM_READ_OUTSTANDING"])
+    max_gap = int(mem["SEQ_STORE_GAP"])
+    n = len(chunks)
+    if not n:
+        return 0, [], None, [], 0
+    kern = kernels.get() if _STORE_TRACE is None and STREAM_SIM_C else None
+    if kern is not None:   # the same statements in C (kernels.c dtpu_store_sim)
+        ch = np.asarray(chunks, np.int64).reshape(-1, 2)
+        return kern.store_sim(ch[:, 0], ch[:, 1], offer, (wq_words, WL, burst, outst, max_gap),
+                              tuple(prior))
+    # the core and the word stage
+    w_beats = 0
+    held = 0
+    r = 0
+    hs = [0] * n
+    st_v, st_a, st_n, st_last = False, 0, 0, False
+    # the realigner
+    b_w, b_m, fl = 0, 0, False
+    o_v, o_w, o_m, o_c = False, 0, 0, False
+    # the write queue
+    wf = 0
+    rf: list = []
+    run_v, run_a, run_n = False, 0, 0
+    # the write master
+    gen_busy, gen_addr, gen_left = False, 0, 0
+    resv = len(prior)
+    awv, aw_beats = False, 0
+    f_q: list = []
+    wb = 0
+    b_due = sorted(prior)
+    bi = 0
+    last_b = None
+    closed = False
+    cyc = min(offer[0], b_due[0] if b_due else offer[0])
+    while True:
+        acted = False
+        # write responses this cycle
+        done = 0
+        while bi < len(b_due) and b_due[bi] <= cyc:
+            done += 1
+            last_b = b_due[bi]
+            bi += 1
+            acted = True
+        # the queue's input (the realigner's output slot) and its ready
+        wf_full = wf >= wq_words
+        rf_full = len(rf) >= wq_words
+        has_word = o_m != 0
+        follows = run_v and o_w == run_a + run_n and run_n != burst
+        gap = o_w - (run_a + run_n)
+        fill_want = (o_v and has_word and run_v and not follows and 0 < gap <= max_gap
+                     and run_n + gap < burst)
+        fill = fill_want and not wf_full and not rf_full
+        q_ready = not wf_full and not rf_full and not fill_want
+        in_hs = o_v and q_ready
+        # the realigner's input (the word stage)
+        can = not o_v or q_ready
+        pk_take = False
+        if st_v:
+            off, w0 = st_a & 7, st_a >> 3
+            sh_m = ((1 << st_n) - 1) << off
+            lo_m, hi_m = sh_m & 0xFF, sh_m >> 8
+            mg_m = b_m | lo_m
+            other = b_m != 0 and b_w != w0
+            sends = hi_m != 0 or mg_m == 0xFF
+            sends_own = hi_m != 0 or lo_m == 0xFF
+            pk_take = can and not fl and not (st_n and other and sends_own)
+        # the core's word into the word stage
+        core_hs = r < n and cyc >= offer[r] + held and (not st_v or pk_take)
+        # the master
+        wvalid = bool(f_q) and wf > 0
+        w_done = wvalid and wb == f_q[0] - 1
+        req_hs = bool(rf) and not gen_busy
+        issue = gen_busy and resv < outst and not awv
+        # ---- updates
+        if wvalid:
+            wf -= 1
+            w_beats += 1
+            acted = True
+            if w_done:
+                del f_q[0]
+                wb = 0
+                b_due.append(cyc + WL)
+                if _STORE_TRACE is not None:
+                    _STORE_TRACE.append((cyc, "WLAST", cyc + WL))
+            else:
+                wb += 1
+        if awv:
+            f_q.append(aw_beats)
+            awv = False
+            acted = True
+            if _STORE_TRACE is not None:
+                _STORE_TRACE.append((cyc, "AW", aw_beats))
+        if issue:
+            bnd = 512 - (gen_addr % 512)
+            beats = min(gen_left, burst, bnd)
+            awv, aw_beats = True, beats
+            gen_addr += beats
+            gen_left -= beats
+            gen_busy = gen_left > 0
+            resv += 1
+            acted = True
+        resv -= done
+        if req_hs:
+            gen_addr, gen_left = rf[0]
+            gen_busy = gen_left > 0
+            del rf[0]
+            acted = True
+        # the queue
+        if fill:
+            wf += 1
+            run_n += 1
+            acted = True
+        elif in_hs:
+            acted = True
+            n_after = run_n + 1 if follows else 1
+            push_full = has_word and follows and n_after == burst
+            if run_v and (o_c or (has_word and not follows)):
+                rf.append((run_a, run_n))
+            elif push_full:
+                rf.append((run_a, n_after))
+            if _STORE_TRACE is not None and (run_v and (o_c or (has_word and not follows))
+                                             or push_full):
+                _STORE_TRACE.append((cyc, "REQ", rf[-1][1]))
+            if has_word:
+                wf += 1
+            if o_c or push_full:
+                run_v = False
+                if o_c:
+                    closed = True
+            elif has_word:
+                run_v, run_n = True, n_after
+                if not follows:
+                    run_a = o_w
+        # the realigner
+        new_o = False if can else o_v
+        if can and fl:
+            new_o, o_w, o_m, o_c = True, b_w, b_m, b_m == 0
+            if b_m == 0:
+                fl = False
+            b_m = 0
+            acted = True
+        elif can and st_v and st_n and b_m != 0 and b_w != (st_a >> 3):
+            new_o, o_w, o_m, o_c = True, b_w, b_m, False
+            b_m = 0
+            if pk_take:
+                b_w, b_m = st_a >> 3, ((1 << st_n) - 1) << (st_a & 7)
+                if st_last:
+                    fl = True
+            acted = True
+        elif pk_take:
+            if st_n:
+                if sends:
+                    new_o, o_w, o_m, o_c = True, w0, mg_m, False
+                    b_w, b_m = w0 + 1, hi_m
+                else:
+                    b_w, b_m = w0, mg_m
+            if st_last:
+                fl = True
+            acted = True
+        o_v = new_o
+        # the word stage
+        if core_hs:
+            st_v, (st_a, st_n), st_last = True, chunks[r], r == n - 1
+            hs[r] = cyc
+            r += 1
+            if _STORE_TRACE is not None:
+                _STORE_TRACE.append((cyc, "HS", r - 1))
+            acted = True
+        elif pk_take:
+            st_v = False
+        elif st_v:
+            pass
+        waiting = r < n and cyc >= offer[r] + held and not core_hs
+        if waiting:
+            held += 1
+        if closed and not rf and not gen_busy and not awv and not f_q and wf == 0 \
+                and bi >= len(b_due):
+            break
+        if not acted:       # nothing moved: the next response or the next word's offer
+            cand = [b_due[bi]] if bi < len(b_due) else []
+            if r < n and not waiting:
+                cand.append(offer[r] + held)
+            nxt = max(cyc + 1, min([c for c in cand if c > cyc], default=cyc + 1))
+            if waiting:
+                held += nxt - cyc - 1
+            cyc = nxt
+            continue
+        cyc += 1
+    return held, hs, last_b, b_due, w_beats
+
 
 #: debugging: a list to record each ACC RUN's rounds in (:meth:`Timeline._acc_run`: start,
 #: round, requests, bursts, first beat, end, the units' take cycles)
@@ -2570,7 +2985,8 @@ def _stream_sim(wa, per_word: int, need, intake: int, rd_free: int, mem: dict,
 
     `res` (a DWCONV whose write runs are short, :func:`dw_timing.dw_stream`): the core's result
     words too, each at its stall-free time ("t", this function's time frame) unless the store
-    unit holds more than SEQ_STORE_HOLD words beside the write beats gone, when the core stalls
+    unit holds more than STORE_WQ_WORDS + 1 words beside the write beats gone (:func:`_store_hold`),
+    when the core stalls
     (its global stall: the inputs wait as well); their DDR words ("wa") make the write runs,
     each requested SEQ_STORE_AW after the word that closes it, its AW no sooner than
     SEQ_WR_SLOT after the response of the burst MEM_READ_OUTSTANDING before nor before the
@@ -2817,13 +3233,27 @@ def _stream_sim(wa, per_word: int, need, intake: int, rd_free: int, mem: dict,
             blk_next if blk_left else None)
 
 
+#: result words the store unit holds outside its write queue: dtpu_cl_store's word stage and
+#: dtpu_cl_store_pack's output register (modelled one by one in :func:`_store_sim`)
+STORE_STAGE_WORDS = 2
+
+
+def _store_hold(mem: dict) -> int:
+    """The most words :func:`_stream_sim`'s store model lets the store unit hold, beside the
+    write beats gone, before it takes another result word: the write queue (STORE_WQ_WORDS,
+    the same hardware :func:`_store_sim` simulates) and the two stages before it, less the
+    word being taken (33 on the board build; probe: the queue's wf_full, docs/rtl.md "The
+    store unit's write queue in the Timeline")."""
+    return int(mem["STORE_WQ_WORDS"]) + STORE_STAGE_WORDS - 1
+
+
 def _store_consts(mem: dict, res: dict | None) -> tuple | None:
-    """The store model's inputs for the C kernel: (result times, DDR words, SEQ_STORE_HOLD,
+    """The store model's inputs for the C kernel: (result times, DDR words, :func:`_store_hold`,
     SEQ_STORE_AW, SEQ_WR_SLOT, bursts in flight, MEM_BURST_BEATS, MEM_WRITE_LATENCY, the
     stall-free end, the tail, the dict to put w_end in), None without `res`."""
     if res is None:
         return None
-    return (res["t"], res["wa"], int(mem["SEQ_STORE_HOLD"]), int(mem["SEQ_STORE_AW"]),
+    return (res["t"], res["wa"], _store_hold(mem), int(mem["SEQ_STORE_AW"]),
             int(mem["SEQ_WR_SLOT"]), int(mem["MEM_READ_OUTSTANDING"]),
             int(mem["MEM_BURST_BEATS"]), int(mem["MEM_WRITE_LATENCY"]), int(res["end0"]),
             int(res["tail"]), res)
@@ -2836,7 +3266,7 @@ class _Store:
         self.t = [int(v) for v in res["t"]]
         self.wa = [int(v) for v in res["wa"]]
         self.n = len(self.t)
-        self.hold = int(mem["SEQ_STORE_HOLD"])
+        self.hold = _store_hold(mem)
         self.aw_d = int(mem["SEQ_STORE_AW"])
         self.slot = int(mem["SEQ_WR_SLOT"])
         self.outst = int(mem["MEM_READ_OUTSTANDING"])
@@ -2866,7 +3296,7 @@ class _Store:
 
     def room_at(self, c: int) -> int:
         """The first cycle from c on the queue takes a word (its held words less the beats gone
-        at most SEQ_STORE_HOLD)."""
+        at most :func:`_store_hold`)."""
         m = self.k - self.hold
         if m <= 0 or m > self.b_cum[-1]:
             return c

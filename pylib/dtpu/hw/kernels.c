@@ -276,6 +276,13 @@ typedef struct {
     int64_t w_end;          /* output: the last write response + 1, INT64_MIN: none */
 } dtpu_stream_t;
 
+typedef struct {
+    int64_t n, wq, wl, burst, outst, max_gap, n_prior;
+    const int64_t *addr, *kept, *offer, *prior;
+    int64_t *hs, *b_due;
+    int64_t held, last_b, n_b, w_beats;
+} dtpu_store_t;
+
 /* cmdlist._Store */
 typedef struct {
     int64_t *b_start, *b_cum, *b_resp;
@@ -554,3 +561,161 @@ int dtpu_stream_sim(dtpu_stream_t *S) {
     return 0;
 }
 
+
+/* cmdlist._store_sim: the store unit's ITEMS path and the write master cycle by cycle (the
+ * same statements; the Python is the reference, tests/test_dw_timing.py compares them).
+ * b_due must hold n_prior + 4 * n + 16 entries. */
+int dtpu_store_sim(dtpu_store_t *S) {
+    const int64_t n = S->n, WL = S->wl, burst = S->burst, outst = S->outst;
+    const int64_t max_gap = S->max_gap, wq = S->wq;
+    const int64_t *addr = S->addr, *kept = S->kept, *offer = S->offer;
+    int64_t *hs = S->hs, *b_due = S->b_due;
+    int64_t nb_due = S->n_prior;
+    const int64_t cap_rf = 4 * n + 16;
+    int64_t *rf_a = malloc(sizeof(int64_t) * (size_t)cap_rf);
+    int64_t *rf_n = malloc(sizeof(int64_t) * (size_t)cap_rf);
+    int64_t *f_q = malloc(sizeof(int64_t) * (size_t)cap_rf);
+    if (!rf_a || !rf_n || !f_q) { free(rf_a); free(rf_n); free(f_q); return 1; }
+    int64_t rf_h = 0, rf_t = 0, fq_h = 0, fq_t = 0;
+    /* prior responses, sorted */
+    for (int64_t i = 0; i < nb_due; i++) b_due[i] = S->prior[i];
+    for (int64_t i = 1; i < nb_due; i++) {
+        int64_t v = b_due[i], j = i - 1;
+        while (j >= 0 && b_due[j] > v) { b_due[j + 1] = b_due[j]; j--; }
+        b_due[j + 1] = v;
+    }
+    int64_t w_beats = 0, held = 0, r = 0;
+    int st_v = 0, st_last = 0;
+    int64_t st_a = 0, st_n = 0;
+    int64_t b_w = 0, b_m = 0;
+    int fl = 0;
+    int o_v = 0, o_c = 0;
+    int64_t o_w = 0, o_m = 0;
+    int64_t wf = 0;
+    int run_v = 0;
+    int64_t run_a = 0, run_n = 0;
+    int gen_busy = 0;
+    int64_t gen_addr = 0, gen_left = 0;
+    int64_t resv = nb_due;
+    int awv = 0;
+    int64_t aw_beats = 0, wb = 0, bi = 0;
+    int64_t last_b = INT64_MIN;
+    int closed = 0;
+    int64_t cyc = offer[0];
+    if (nb_due && b_due[0] < cyc) cyc = b_due[0];
+    for (;;) {
+        int acted = 0;
+        int64_t done = 0;
+        while (bi < nb_due && b_due[bi] <= cyc) { done++; last_b = b_due[bi]; bi++; acted = 1; }
+        const int wf_full = wf >= wq, rf_full = (rf_t - rf_h) >= wq;
+        const int has_word = o_m != 0;
+        const int follows = run_v && o_w == run_a + run_n && run_n != burst;
+        const int64_t gap = o_w - (run_a + run_n);
+        const int fill_want = o_v && has_word && run_v && !follows && gap > 0 && gap <= max_gap
+                              && run_n + gap < burst;
+        const int fill = fill_want && !wf_full && !rf_full;
+        const int q_ready = !wf_full && !rf_full && !fill_want;
+        const int in_hs = o_v && q_ready;
+        const int can = !o_v || q_ready;
+        int pk_take = 0, sends = 0;
+        int64_t w0 = 0, mg_m = 0, hi_m = 0;
+        if (st_v) {
+            const int64_t off = st_a & 7;
+            w0 = st_a >> 3;
+            const int64_t sh_m = ((((int64_t)1) << st_n) - 1) << off;
+            const int64_t lo_m = sh_m & 0xFF;
+            hi_m = sh_m >> 8;
+            mg_m = b_m | lo_m;
+            const int other = b_m != 0 && b_w != w0;
+            sends = hi_m != 0 || mg_m == 0xFF;
+            const int sends_own = hi_m != 0 || lo_m == 0xFF;
+            pk_take = can && !fl && !(st_n && other && sends_own);
+        }
+        const int core_hs = r < n && cyc >= offer[r] + held && (!st_v || pk_take);
+        const int wvalid = fq_t > fq_h && wf > 0;
+        const int w_done = wvalid && wb == f_q[fq_h] - 1;
+        const int req_hs = rf_t > rf_h && !gen_busy;
+        const int issue = gen_busy && resv < outst && !awv;
+        if (wvalid) {
+            wf--; w_beats++; acted = 1;
+            if (w_done) { fq_h++; wb = 0; b_due[nb_due++] = cyc + WL; }
+            else wb++;
+        }
+        if (awv) { f_q[fq_t++] = aw_beats; awv = 0; acted = 1; }
+        if (issue) {
+            const int64_t bnd = 512 - gen_addr % 512;
+            int64_t beats = gen_left < burst ? gen_left : burst;
+            if (bnd < beats) beats = bnd;
+            awv = 1; aw_beats = beats;
+            gen_addr += beats; gen_left -= beats; gen_busy = gen_left > 0;
+            resv++; acted = 1;
+        }
+        resv -= done;
+        if (req_hs) {
+            gen_addr = rf_a[rf_h]; gen_left = rf_n[rf_h]; rf_h++;
+            gen_busy = gen_left > 0; acted = 1;
+        }
+        if (fill) { wf++; run_n++; acted = 1; }
+        else if (in_hs) {
+            acted = 1;
+            const int64_t n_after = follows ? run_n + 1 : 1;
+            const int push_full = has_word && follows && n_after == burst;
+            if (run_v && (o_c || (has_word && !follows))) {
+                rf_a[rf_t] = run_a; rf_n[rf_t] = run_n; rf_t++;
+            } else if (push_full) {
+                rf_a[rf_t] = run_a; rf_n[rf_t] = n_after; rf_t++;
+            }
+            if (has_word) wf++;
+            if (o_c || push_full) { run_v = 0; if (o_c) closed = 1; }
+            else if (has_word) { run_v = 1; run_n = n_after; if (!follows) run_a = o_w; }
+        }
+        int new_o = can ? 0 : o_v;
+        if (can && fl) {
+            new_o = 1; o_w = b_w; o_m = b_m; o_c = b_m == 0;
+            if (b_m == 0) fl = 0;
+            b_m = 0; acted = 1;
+        } else if (can && st_v && st_n && b_m != 0 && b_w != (st_a >> 3)) {
+            new_o = 1; o_w = b_w; o_m = b_m; o_c = 0;
+            b_m = 0;
+            if (pk_take) {
+                b_w = st_a >> 3; b_m = ((((int64_t)1) << st_n) - 1) << (st_a & 7);
+                if (st_last) fl = 1;
+            }
+            acted = 1;
+        } else if (pk_take) {
+            if (st_n) {
+                if (sends) { new_o = 1; o_w = w0; o_m = mg_m; o_c = 0; b_w = w0 + 1; b_m = hi_m; }
+                else { b_w = w0; b_m = mg_m; }
+            }
+            if (st_last) fl = 1;
+            acted = 1;
+        }
+        o_v = new_o;
+        if (core_hs) {
+            st_v = 1; st_a = addr[r]; st_n = kept[r]; st_last = r == n - 1;
+            hs[r] = cyc; r++; acted = 1;
+        } else if (pk_take) {
+            st_v = 0;
+        }
+        const int waiting = r < n && cyc >= offer[r] + held && !core_hs;
+        if (waiting) held++;
+        if (closed && rf_t == rf_h && !gen_busy && !awv && fq_t == fq_h && wf == 0
+            && bi >= nb_due)
+            break;
+        if (!acted) {
+            int64_t best = INT64_MAX;
+            if (bi < nb_due && b_due[bi] > cyc) best = b_due[bi];
+            if (r < n && !waiting && offer[r] + held > cyc && offer[r] + held < best)
+                best = offer[r] + held;
+            int64_t nxt = best == INT64_MAX ? cyc + 1 : best;
+            if (nxt < cyc + 1) nxt = cyc + 1;
+            if (waiting) held += nxt - cyc - 1;
+            cyc = nxt;
+            continue;
+        }
+        cyc++;
+    }
+    S->held = held; S->last_b = last_b; S->n_b = nb_due; S->w_beats = w_beats;
+    free(rf_a); free(rf_n); free(f_q);
+    return 0;
+}

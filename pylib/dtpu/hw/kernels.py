@@ -60,6 +60,13 @@ typedef struct {
     int64_t w_end;
 } dtpu_stream_t;
 int dtpu_stream_sim(dtpu_stream_t *S);
+typedef struct {
+    int64_t n, wq, wl, burst, outst, max_gap, n_prior;
+    const int64_t *addr, *kept, *offer, *prior;
+    int64_t *hs, *b_due;
+    int64_t held, last_b, n_b, w_beats;
+} dtpu_store_t;
+int dtpu_store_sim(dtpu_store_t *S);
 int dtpu_post(const dtpu_post_t *P, const void *acc, int64_t rows, void *out);
 int dtpu_dw(const dtpu_dw_t *D, const dtpu_post_t *P, const void *x, void *acc, void *out);
 """
@@ -249,7 +256,7 @@ def _stream_sim(self, wa, per_word: int, need, intake: int, rd_free: int, consts
     if store is not None:
         store[10]["w_end"] = None if S.w_end == none else int(S.w_end)
     if takes is not None:
-        takes.extend(int(v) for v in tk[:need.size])
+        takes.extend(tk[:need.size].tolist())
     blks = [[int(blk[2 * i]), int(blk[2 * i + 1])] for i in range(S.n_blk)]
     return (int(S.stall), None if S.first == none else int(S.first),
             None if S.end == none else int(S.end), int(S.beats), blks,
@@ -257,6 +264,35 @@ def _stream_sim(self, wa, per_word: int, need, intake: int, rd_free: int, consts
 
 
 Kernels.stream_sim = _stream_sim
+
+
+def _store_sim(self, addr, kept, offer, consts: tuple, prior: tuple) -> tuple:
+    """dtpu.hw.cmdlist._store_sim in C (kernels.c dtpu_store_sim): `addr`, `kept` its chunks'
+    byte addresses and kept bytes, `offer`, `consts` (write queue words, MEM_WRITE_LATENCY,
+    MEM_BURST_BEATS, bursts in flight, SEQ_STORE_GAP), `prior`; the same result."""
+    ffi = self.ffi
+    addr, kept, offer = _i64(addr), _i64(kept), _i64(offer)
+    pr = _i64(prior) if len(prior) else np.zeros(1, np.int64)
+    n = addr.size
+    hs = np.zeros(max(1, n), np.int64)
+    b_due = np.zeros(len(prior) + 4 * n + 16, np.int64)
+    S = ffi.new("dtpu_store_t *")
+    S.n, S.n_prior = n, len(prior)
+    S.wq, S.wl, S.burst, S.outst, S.max_gap = consts
+    S.addr = ffi.cast("int64_t *", ffi.from_buffer(addr))
+    S.kept = ffi.cast("int64_t *", ffi.from_buffer(kept))
+    S.offer = ffi.cast("int64_t *", ffi.from_buffer(offer))
+    S.prior = ffi.cast("int64_t *", ffi.from_buffer(pr))
+    S.hs = ffi.cast("int64_t *", ffi.from_buffer(hs))
+    S.b_due = ffi.cast("int64_t *", ffi.from_buffer(b_due))
+    if self.lib.dtpu_store_sim(S) != 0:
+        raise MemoryError("dtpu_store_sim")
+    none = np.iinfo(np.int64).min
+    return (int(S.held), hs[:n].tolist(), None if S.last_b == none else int(S.last_b),
+            b_due[:S.n_b].tolist(), int(S.w_beats))
+
+
+Kernels.store_sim = _store_sim
 
 
 def _build_dir() -> Path:

@@ -2721,9 +2721,10 @@ STREAM_SIM_C = True
 def _stalled_gaps(gaps: tuple | None, need, stalls: list, cycles: int) -> tuple | None:
     """The result words' gaps (:func:`_result_gaps`, stall-free: k = 0 the last word, 2 cycles
     before the job's end) once the core's stalls waiting for activation words are in
-    (:func:`_stream_sim`'s per-word `stalls`): the 1.2 core's stall is global, so a result word
-    due at stall-free cycle s comes as late as the stall after the last word the core took by
-    s (need[j] < s); the last one after every stall. docs/rtl.md "float32 and the one-cycle
+    (`stalls`: per word, the take cycle :func:`_stream_sim` records in `takes` less its need):
+    the 1.2 core's stall is global, so a result word due at stall-free cycle s comes as late as
+    the stall after the last word the core took by s (need[j] < s); the last one after every
+    stall. docs/rtl.md "float32 and the one-cycle
     corners"."""
     if gaps is None or not stalls or len(stalls) != len(need):
         return gaps

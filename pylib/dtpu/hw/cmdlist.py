@@ -1472,14 +1472,17 @@ class Timeline:
         elif rd:
             first, _ = self._read(t + req, rd)
             act_t = [first]
-        # the global stall over the stall-free schedule: inputs and results in time order
+        # the global stall over the stall-free schedule: inputs and results in time order, a
+        # result word due in the same cycle as an input word first (as in _acc_core_elems: the
+        # result register the store unit has not emptied holds the whole core; with NT > 1 a
+        # pixel's results meet the next pixel's words, docs/rtl.md "MobileNet v2 224")
         ev = []
         for k, b in enumerate(act_t):
-            ev.append((cfg.CFG_CYCLES + (k // kw) * period + k % kw, 0, k, b))
+            ev.append((cfg.CFG_CYCLES + (k // kw) * period + k % kw, 1, k, b))
         n_res = len(acc.kept)
         res_t = acc.res_t if acc.res_t is not None else tuple(range(n_res + 1, 1, -1))
         for k in range(n_res):
-            ev.append((cycles - res_t[k], 1, k, 0))
+            ev.append((cycles - res_t[k], 0, k, 0))
         ev.sort()
         stall, free, lane = 0, t, 0
         took: dict = {1: [], 2: []}
@@ -1490,7 +1493,7 @@ class Timeline:
         per_word = acc.act is not None
         for s_, kind, k, b in ev:
             at = t + s_ + stall
-            if kind == 0:
+            if kind == 1:
                 need = b + K["SEQ_ACT_FIRST"]
                 if need > at:
                     stall += need - at
@@ -2207,11 +2210,13 @@ class Executor:
             if pend is not None:
                 reads.append((step, pend[0], pend[1]))
         act = None
-        if su is not None and su.opcode == "GEMM" and su.nt == 1:
+        if su is not None and su.opcode == "GEMM":
+            # NT column tiles: a pixel's KW words are taken in its first step, pixels NT steps
+            # apart (:func:`_act_schedule`); the stream is read once
             total = su.m * su.kw
             wa = _first_words(f, d, total)
             if wa is not None and len(wa) == total and None not in wa:
-                act = (wa, su.kw, max(su.kw, su.wpi))
+                act = (wa, su.kw, su.nt * max(su.kw, su.wpi))
         # the write queue's runs: consecutive items merged up to MEM_BURST_BEATS words; the
         # last run is the RUN's last burst
         burst = int(f.mem["MEM_BURST_BEATS"])

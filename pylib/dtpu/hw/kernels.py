@@ -30,46 +30,9 @@ SOURCE = Path(__file__).with_name("kernels.c")
 CFLAGS = ["-O3", "-march=native", "-fno-trapping-math", "-fPIC", "-shared",
           "-fno-strict-aliasing", "-Wall"]
 
-CDEF = """
-typedef struct {
-    int exact, akind, okind, variant;
-    int64_t c, rows_per_block;
-    const int64_t *bias, *mult, *shift, *zp;
-    int64_t act_lo, act_hi, type_lo, type_hi;
-    const double *scale, *offset, *thr, *delta;
-    double lo, hi;
-} dtpu_post_t;
-typedef struct {
-    int xsigned;
-    int64_t nchunk, ih, iw, cl, kh, kw, oh, ow, sy, sx, dy, dx, pt, pl;
-    int32_t off;
-    const int32_t *w;
-    int64_t rcl;
-    const int32_t *wt;
-} dtpu_dw_t;
-typedef struct {
-    int64_t n, nw, per_word, intake, rd_free;
-    int64_t rl, burst, outst, ef_d, rq_d, buf_d, to_pk;
-    int64_t blk_next, blk_left, blk_words, blk_gap;
-    const int64_t *wa, *need;
-    int64_t stall, first, end, beats, blk_next_out, n_blk;
-    int64_t *blk_reads;
-    int64_t *takes;
-    int64_t n_res, hold, aw_d, slot, wl, end0, tail;
-    const int64_t *res_t, *res_wa;
-    int64_t w_end;
-} dtpu_stream_t;
-int dtpu_stream_sim(dtpu_stream_t *S);
-typedef struct {
-    int64_t n, wq, wl, burst, outst, max_gap, n_prior;
-    const int64_t *addr, *kept, *offer, *prior;
-    int64_t *hs, *b_due;
-    int64_t held, last_b, n_b, w_beats;
-} dtpu_store_t;
-int dtpu_store_sim(dtpu_store_t *S);
-int dtpu_post(const dtpu_post_t *P, const void *acc, int64_t rows, void *out);
-int dtpu_dw(const dtpu_dw_t *D, const dtpu_post_t *P, const void *x, void *acc, void *out);
-"""
+#: the structs and entry points, written once in kernels.h (kernels.c includes it)
+HEADER = SOURCE.with_name("kernels.h")
+CDEF = HEADER.read_text()
 
 ACC_KIND = {np.dtype(np.float32): 0, np.dtype(np.float64): 1, np.dtype(np.int32): 2}
 OUT_KIND = {np.dtype(np.int8): 0, np.dtype(np.uint8): 1, np.dtype(np.int16): 2}
@@ -322,7 +285,8 @@ def _machine_tag() -> str:
 
 
 def _build(cc: str) -> Path:
-    key = hashlib.sha256(SOURCE.read_bytes() + " ".join([cc, *CFLAGS]).encode()
+    key = hashlib.sha256(SOURCE.read_bytes() + HEADER.read_bytes()
+                         + " ".join([cc, *CFLAGS]).encode()
                          + _machine_tag().encode()).hexdigest()[:16]
     out_dir = _build_dir()
     out_dir.mkdir(parents=True, exist_ok=True)

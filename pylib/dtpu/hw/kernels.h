@@ -1,0 +1,55 @@
+/* kernels.h: the structs and entry points of kernels.c, written once: kernels.c includes this
+ * file, and dtpu.hw.kernels hands the same text to cffi's cdef (so it holds only what cffi
+ * parses: typedefs, prototypes and comments; no preprocessor lines). */
+
+/* A job's post unit, bound once (dtpu.hw.kernels): `rows` x `c` accumulators row-major, row r
+ * takes the parameters of block r / rows_per_block (c entries each). exact: the int64 post
+ * unit (bias, mult, shift, zp: int64; act_lo/act_hi: ACT_MIN/ACT_MAX as signed 32-bit;
+ * type_lo/type_hi: the lane type's range); else the fused map (scale, offset, thr, delta:
+ * double; clip to [lo, hi]). */
+typedef struct {
+    int exact, akind, okind, variant;
+    int64_t c, rows_per_block;
+    const int64_t *bias, *mult, *shift, *zp;
+    int64_t act_lo, act_hi, type_lo, type_hi;
+    const double *scale, *offset, *thr, *delta;
+    double lo, hi;
+} dtpu_post_t;
+
+typedef struct {
+    int xsigned;
+    int64_t nchunk, ih, iw, cl, kh, kw, oh, ow, sy, sx, dy, dx, pt, pl;
+    int32_t off;
+    const int32_t *w;
+    /* w tiled: (taps, nchunk, rep*cl), each chunk's cl weights repeated rep times */
+    int64_t rcl;
+    const int32_t *wt;
+} dtpu_dw_t;
+
+/* the memory model's cycle simulations (dtpu.hw.cmdlist._stream_sim, _store_sim) */
+typedef struct {
+    int64_t n, nw, per_word, intake, rd_free;
+    int64_t rl, burst, outst, ef_d, rq_d, buf_d, to_pk;
+    int64_t blk_next, blk_left, blk_words, blk_gap;
+    const int64_t *wa, *need;
+    /* outputs */
+    int64_t stall, first, end, beats, blk_next_out, n_blk;
+    int64_t *blk_reads;     /* 2 * blk_left: first beat, last beat + 1 of each block read */
+    int64_t *takes;         /* nw, or NULL */
+    /* the store unit (n_res > 0: cmdlist._stream_sim's `res`, class _Store) */
+    int64_t n_res, hold, aw_d, slot, wl, end0, tail;
+    const int64_t *res_t, *res_wa;
+    int64_t w_end;          /* output: the last write response + 1, INT64_MIN: none */
+} dtpu_stream_t;
+
+typedef struct {
+    int64_t n, wq, wl, burst, outst, max_gap, n_prior;
+    const int64_t *addr, *kept, *offer, *prior;
+    int64_t *hs, *b_due;
+    int64_t held, last_b, n_b, w_beats;
+} dtpu_store_t;
+
+int dtpu_post(const dtpu_post_t *P, const void *acc, int64_t rows, void *out);
+int dtpu_dw(const dtpu_dw_t *D, const dtpu_post_t *P, const void *x, void *acc, void *out);
+int dtpu_stream_sim(dtpu_stream_t *S);
+int dtpu_store_sim(dtpu_store_t *S);

@@ -41,7 +41,11 @@ _BIAS_TYPE = {DataMode.INT8: "int32", DataMode.UINT8: "int32", DataMode.INT16X8:
 INT16_MAX = 32767
 FLT_MIN = float(np.finfo(np.float32).tiny)     # smallest normal float32
 FLT_MAX = float(np.finfo(np.float32).max)
-MULTIPLIER_MIN, MULTIPLIER_MAX, MULTIPLIER_MAX_16X8 = 2.0 ** -31, 2.0 ** 30, 2.0 ** 7
+# Requantization multipliers TFLite's kernels take: below ~2^-31 QuantizeMultiplier flushes them
+# to (0, 0) and the channel outputs its zero point (clamped), which dtpu.reference and the DTPU
+# reproduce; real trained models have such dead channels (filter scales of 1e-11), so there is no
+# lower bound. Above, the int32 path saturates shifts beyond 30, the 16x8 one shifts of 8 and more.
+MULTIPLIER_MAX, MULTIPLIER_MAX_16X8 = 2.0 ** 30, 2.0 ** 7
 # Largest activation (input or output) a claimed node may have, in elements: 4M, five times
 # MobileNet-224's largest. The backends stage whole tensors in host memory in wider types than
 # TFLite's (int64 / float64 accumulators, im2col copies; backend=model's golden model several
@@ -134,18 +138,18 @@ def _check_quantization(kind: OpKind, mode: DataMode, x: TensorInfo, w: TensorIn
         _require(xq.zero_point[0] == 0 and yq.zero_point[0] == 0,
                  "int16 activations with a non-zero zero point")
     # TFLite's multiplier: float32 product s_in * s_w, then divided by s_out in double
-    # (GetQuantizedConvolutionMultipler); QuantizeMultiplier saturates shifts above 30 and
-    # dtpu.reference only models multipliers in [2^-31, 2^30) (issue #12: a filter scale of 3.4e38)
+    # (GetQuantizedConvolutionMultipler); QuantizeMultiplier saturates shifts above 30, which
+    # dtpu.reference does not model (issue #12: a filter scale of 3.4e38); tiny multipliers are
+    # flushed to zero by TFLite and by dtpu.reference alike (dead channels, issue #25)
     product = np.float32(xq.scale[0]) * np.asarray(wq.scale, dtype=np.float32)
     with np.errstate(all="ignore"):
         multiplier = product.astype(np.float64) / float(np.float32(yq.scale[0]))
     # The 16x8 kernels' MultiplyByQuantizedMultiplier(int64_t) takes shifts below 8 only (it
     # DCHECKs -31 <= shift < 8; beyond, 15 - shift goes negative): multipliers below 2^7
     top = MULTIPLIER_MAX_16X8 if mode is DataMode.INT16X8 else MULTIPLIER_MAX
-    _require(bool(np.all(np.isfinite(multiplier)) and np.all(multiplier >= MULTIPLIER_MIN)
-                  and np.all(multiplier < top)),
+    _require(bool(np.all(np.isfinite(multiplier)) and np.all(multiplier < top)),
              f"requantization multiplier {float(np.min(multiplier)):g}..{float(np.max(multiplier)):g}"
-             f" (input x filter / output scale) outside [2^-31, 2^{int(np.log2(top))})")
+             f" (input x filter / output scale) reaches 2^{int(np.log2(top))}; accepted: below it")
     return xq, wq, yq
 
 

@@ -32,7 +32,7 @@ $(VENV_LITERT)/.installed: pyproject.toml
 	touch $@
 
 test-litert: $(VENV_LITERT)/.installed
-	DTPU_TFLITE_RUNTIME=ai_edge_litert $(VENV_LITERT)/bin/python -m pytest -q tests/test_delegate*.py tests/test_reference.py tests/test_xnnpack_rule.py
+	DTPU_TFLITE_RUNTIME=ai_edge_litert $(VENV_LITERT)/bin/python -m pytest -q tests/test_delegate*.py tests/test_reference.py tests/test_xnnpack_rule.py tests/test_dead_channels.py
 
 delegate: $(STAMP)
 	$(PY) -m dtpu.cli build

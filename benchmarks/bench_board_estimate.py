@@ -10,7 +10,7 @@ For VWW 96 (MLPerf Tiny), MobileNet v2 1.0 224 and ResNet-8 (MLPerf Tiny), on bo
   host layout steps (transforms) and the bytes they write.
 * command list (contract 2.0): one doorbell per partition. Counts and cycles (with the memory
   model of contract.json `contract2.memory_model`) from bench_host_ops's `command_list`
-  (dtpu.hw.cmdlist.Driver on the emulated 2.0 device), plus the input and output copies into
+  (dtpu.driver.lists.ListProgram on the model's 2.0 register window), plus the input and output copies into
   and out of the partitions' DDR buffers.
 
 Both paths also pay what stays on the CPU: the operators outside the partitions (PAD, ADD,
@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import bench_host_ops as hostops  # noqa: E402
 from dtpu import tflite_model  # noqa: E402
-from dtpu.hw import cmdlist as cl  # noqa: E402
+from dtpu.tflite_model import partitions_of  # noqa: E402
 
 log = logging.getLogger("bench_board_estimate")
 
@@ -273,19 +273,17 @@ def row(path: str, cycles: int, ops: dict, side: dict, nparts: int, c: dict) -> 
 def counts(parts) -> tuple[dict, int, dict, int, bool]:
     """(1.2 ops, 1.2 stall-free cycles, 2.0 ops, 2.0 cycles with the memory model, outputs equal)."""
     old, old_cycles, old_outs = hostops.today(parts)
-    new, cycles, _compute, _idle, new_outs, prog = hostops.command_list(parts)
-    ops20 = dict(mmio_reads=new.mmio_reads, mmio_writes=new.mmio_writes, doorbells=new.doorbells,
-                 dma_starts=new.dma_starts, transforms=new.transforms,
-                 copy_in_bytes=sum(p.input.nbytes for p in prog.partitions),
-                 copy_out_bytes=sum(p.output.nbytes for p in prog.partitions),
-                 partitions=len(prog.partitions), us=new.us)
+    new, cycles, _compute, _idle, new_outs, lp = hostops.command_list(parts)
+    parts20 = lp.program.partitions
+    ops20 = dict(new, copy_in_bytes=sum(p.input.nbytes for p in parts20),
+                 copy_out_bytes=sum(p.output.nbytes for p in parts20), partitions=len(parts20))
     exact = all(np.array_equal(a.reshape(-1), b.reshape(-1)) for a, b in zip(old_outs, new_outs))
     return dict(old, partitions=len(parts)), old_cycles, ops20, cycles, exact
 
 
 def estimate(name: str, path: Path, c: dict) -> dict:
     t0 = time.perf_counter()
-    parts = cl.partitions_of(path)
+    parts = partitions_of(path)
     old, old_cycles, new, cycles, exact = counts(parts)
     side = cpu_side(path, parts)
     return dict(model=name, file=str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path),

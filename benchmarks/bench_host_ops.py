@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Host operations per invoke: today's job-by-job protocol (contract 1.2) against one command
-list per partition (contract 2.0, dtpu.hw.cmdlist), and MXU utilization with the memory model.
+list per partition (contract 2.0, dtpu.driver.lists), and MXU utilization with the memory model.
 
 Today: backend=model over a counting transport (the protocol path every backend shares:
 register writes and reads, one DMA transfer per stream packet), steady state (the second
@@ -10,8 +10,10 @@ tensor's own bytes (im2col, chunk transposes, channel slices, packing) and a nod
 is not its result words as they came (tiles or parts put back, split-K sums). `us` is the
 invoke's wall time minus the time spent inside the transport (the emulated device).
 
-Command list: the same partitions compiled once (dtpu.hw.cmdlist.compile_program) and run by
-dtpu.hw.cmdlist.Driver on the emulated 2.0 device; its `host` record is counted the same way.
+Command list: the same partitions compiled once and run as the delegate runs them on a 2.0
+core: dtpu.driver.lists.ListProgram over the model transport's 2.0 register window
+(dtpu.driver.model.ModelTransport with lists=True), its host operations counted by the driver
+(dtpu.driver.hostops.HostOps), `us` likewise the invoke's wall time minus the device's.
 Cycles: today's are the stall-free job cycles backend=model reports (streams assumed never
 empty, host time between jobs not counted); the command list's include the memory model of
 contract.json "contract2.memory_model" (latency, one beat per cycle per channel, fetch, waits on
@@ -21,7 +23,7 @@ whole model (MAC-weighted).
 Models: VWW 96 (tests/models/zoo/mobilenet_v1_025_96__int8.tflite), MobileNet v2 1.0 224
 (mobilenet_v2_224__int8.tflite in --models, $DTPU_MODEL_CACHE or /work/scratch_models; skipped
 when absent), ResNet-8 (tests/isro/resnet8_int8.tflite). Partitions here are chains of placed
-convolution nodes split at every other operator (dtpu.hw.cmdlist.partitions_of), as the
+convolution nodes split at every other operator (dtpu.tflite_model.partitions_of), as the
 delegate's partitions are today (MobileNet v2's residual ADDs and ResNet-8's split them).
 
 Delegate reports: the same models through the delegate (dtpu.make_interpreter), the `host` record
@@ -52,13 +54,16 @@ sys.path.insert(0, str(ROOT / "pylib"))
 from dtpu import reference  # noqa: E402
 from dtpu.backends.base import Probes  # noqa: E402
 from dtpu.backends.model import ModelBackend  # noqa: E402
+from dtpu.driver.hostops import HostOps  # noqa: E402
+from dtpu.driver.lists import ListProgram  # noqa: E402
 from dtpu.driver.model import ModelTransport  # noqa: E402
 from dtpu.driver.transport import Transport  # noqa: E402
-from dtpu.hw import cmdlist as cl  # noqa: E402
-from dtpu.hw.model import Core  # noqa: E402
+from dtpu.hw.config import get_config  # noqa: E402
+from dtpu.hw.core import Core  # noqa: E402
+from dtpu.tflite_model import partitions_of  # noqa: E402
 
 log = logging.getLogger("bench_host_ops")
-PEAK = cl.get_config().ROWS * cl.get_config().COLS   # MACs per cycle of the default 8x8 build
+PEAK = get_config().ROWS * get_config().COLS   # MACs per cycle of the default 8x8 build
 
 
 class CountingTransport(Transport):
@@ -185,22 +190,32 @@ def today(parts):
 
 
 def command_list(parts):
-    prog = cl.compile_program(parts)
-    drv = cl.Driver(prog)
+    """The partitions on a 2.0 model core as the delegate drives them (steady state: the
+    second pass): (host record as a dict, cycles, stall-free compute cycles, idle cycles, the
+    outputs, the ListProgram). A list has no host layout steps: `transforms` is 0."""
+    t = ModelTransport(lists=True)
+    lp = ListProgram(t, parts)
     res = None
     for rep in range(2):
-        tot = cl.HostOps()
+        tot, us = HostOps(), 0.0
         cycles = compute = idle = 0
         outs = []
         for k, p in enumerate(parts):
-            y, host, hw = drv.invoke(k, _input(p[0].spec, k))
-            for f in ("mmio_reads", "mmio_writes", "doorbells", "dma_starts", "transforms", "us"):
-                setattr(tot, f, getattr(tot, f) + getattr(host, f))
-            cycles += hw["cycles"]
-            compute += hw["compute_cycles"]
-            idle += hw["idle_cycles"]
+            part = lp.program.partitions[k]
+            x = _input(p[0].spec, k)
+            y = np.empty(part.output.shape, part.output.dtype)
+            ops = HostOps()
+            t0 = time.perf_counter()
+            run = lp.invoke(k, [x], {len(part.outputs) - 1: y}, ops=ops)
+            us += 1e6 * (time.perf_counter() - t0 - ops.device_s)
+            tot.add(ops)
+            cycles += run.cycles
+            compute += t.lists.last.compute_cycles
+            idle += run.idle_cycles
             outs.append(y)
-        res = (tot, cycles, compute, idle, outs, prog)
+        host = dict(mmio_reads=tot.mmio_reads, mmio_writes=tot.mmio_writes, doorbells=tot.doorbells,
+                    dma_starts=tot.dma_starts, transforms=0, us=us)
+        res = (host, cycles, compute, idle, outs, lp)
     return res
 
 
@@ -301,7 +316,7 @@ def main(argv=None) -> int:
                          "alternating invokes (e.g. 200)")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
-    cfg = cl.get_config()
+    cfg = get_config()
     peak = cfg.ROWS * cfg.COLS
     rows = []
     for name, path in _model_paths(args.models):
@@ -318,35 +333,35 @@ def main(argv=None) -> int:
         if args.reports_only:
             _report_rows(name, path, args.board)
             continue
-        parts = cl.partitions_of(path)
+        parts = partitions_of(path)
         nodes = sum(len(p) for p in parts)
         macs = sum(n.spec.macs for p in parts for n in p)
         t0 = time.perf_counter()
         old, old_cycles, old_outs = today(parts)
         t1 = time.perf_counter()
-        new, cycles, compute, idle, new_outs, prog = command_list(parts)
+        new, cycles, compute, idle, new_outs, lp = command_list(parts)
         t2 = time.perf_counter()
         exact = all(np.array_equal(a.reshape(-1), b.reshape(-1)) for a, b in zip(old_outs, new_outs))
         rows.append((name, len(parts), nodes, old, new, old_cycles, cycles, compute, idle, macs,
-                     exact, prog, path))
+                     exact, lp, path))
         log.info("%s: today %.1f s, command list %.1f s", name, t1 - t0, t2 - t1)
-    for (name, nparts, nodes, old, new, old_cycles, cycles, compute, idle, macs, exact, prog,
+    for (name, nparts, nodes, old, new, old_cycles, cycles, compute, idle, macs, exact, lp,
          path) in rows:
         print(f"\n## {name}: {nodes} delegated nodes in {nparts} partitions, {macs / 1e6:.1f} M MACs, "
               f"outputs bit-identical: {exact}")
-        print(f"   DDR image {prog.size / 1e6:.2f} MB, {prog.streamed_nodes} nodes streamed "
-              f"(resident weight words {prog.resident_words})")
+        print(f"   DDR image {lp.size / 1e6:.2f} MB, {lp.program.streamed_nodes} nodes streamed "
+              f"(resident weight words {lp.program.resident_words})")
         print("| path | mmio reads | mmio writes | doorbells / STARTs | DMA starts | transforms | host us "
               "| cycles | idle | utilization |")
         print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
         print(f"| job by job (1.2) | {old['mmio_reads']} | {old['mmio_writes']} | "
               f"{old['starts']} | {old['dma_starts']} | {old['transforms']} | {old['us']:.0f} | "
               f"{old_cycles} (stall-free) | - | {100 * macs / (old_cycles * peak):.1f} % |")
-        print(f"| command list (2.0) | {new.mmio_reads} | {new.mmio_writes} | {new.doorbells} | "
-              f"{new.dma_starts} | {new.transforms} | {new.us:.0f} | {cycles} | {idle} | "
+        print(f"| command list (2.0) | {new['mmio_reads']} | {new['mmio_writes']} | {new['doorbells']} | "
+              f"{new['dma_starts']} | {new['transforms']} | {new['us']:.0f} | {cycles} | {idle} | "
               f"{100 * macs / (cycles * peak):.1f} % |")
-        print(f"   per partition (2.0): {new.mmio_reads / nparts:.0f} reads, "
-              f"{new.mmio_writes / nparts:.0f} writes, {new.doorbells / nparts:.0f} doorbell; "
+        print(f"   per partition (2.0): {new['mmio_reads'] / nparts:.0f} reads, "
+              f"{new['mmio_writes'] / nparts:.0f} writes, {new['doorbells'] / nparts:.0f} doorbell; "
               f"stall-free compute {compute} cycles ({100 * macs / (compute * peak):.1f} %), "
               f"memory model adds {idle} ({100 * idle / cycles:.1f} % of the list's cycles)")
         _report_rows(name, path, args.board)

@@ -34,7 +34,8 @@ U64 = np.dtype("<u8")
 
 
 def lists_speed(config, words: int, stall: float) -> dict:
-    from dtpu.hw import cmdlist as cl
+    from dtpu.hw.executor import Executor
+    from dtpu.hw.listformat import Format
     from dtpu.rtl.build import build_native_cl
     from dtpu.rtl.native import NativeListTransport
 
@@ -42,7 +43,7 @@ def lists_speed(config, words: int, stall: float) -> dict:
     info = build_native_cl(config)
     build_s = time.perf_counter() - t0
     cfg = config.hw_config()
-    fmt = cl.Format(cfg)
+    fmt = Format(cfg)
     chunk = min(cfg.WEIGHT_WORDS, 4096)
     n_loads = -(-words // chunk)
     t = NativeListTransport(cfg, info.product, ddr_bytes=max(1 << 20, 8 * chunk * 4 + (1 << 20)),
@@ -70,7 +71,7 @@ def lists_speed(config, words: int, stall: float) -> dict:
     cl_cycles = t.read_reg(off["CL_CYCLES_LO"]) | t.read_reg(off["CL_CYCLES_HI"]) << 32
     beats = t.read_reg(off["RD_BEATS"])
     # the golden model on the same bytes: its CL_CYCLES for the same list (memory model timing)
-    from dtpu.hw.model import Core
+    from dtpu.hw.core import Core
 
     class _Ddr:                       # the HP port's view of the simulated DDR
         def read(self, a, n):
@@ -79,7 +80,7 @@ def lists_speed(config, words: int, stall: float) -> dict:
         def write(self, a, d):
             t.ddr.view(a, d.nbytes)[:] = np.ascontiguousarray(d).view(np.uint8).reshape(-1)
 
-    model_cycles = cl.Executor(Core(cfg), fmt).run(_Ddr(), lst.addr).cycles
+    model_cycles = Executor(Core(cfg), fmt).run(_Ddr(), lst.addr).cycles
     # idle: the clock alone
     w1 = time.perf_counter()
     idle_cycles = t._lib.dtpu_run(t._h, 1_000_000, 0)

@@ -63,7 +63,7 @@ from dtpu import reference, tflite_model  # noqa: E402
 from dtpu.backends.base import Probes  # noqa: E402
 from dtpu.backends.model import ModelBackend, _cycles  # noqa: E402
 from dtpu.hw.config import ceil_div  # noqa: E402
-from dtpu.hw.model import Core  # noqa: E402
+from dtpu.hw.core import Core  # noqa: E402
 from dtpu.spec import Activation, ConvSpec, DataMode, OpKind, Padding, Quant  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from dtpu.hw.cmdlist import Format
+from dtpu.hw.listformat import Format
 from dtpu_sim import RTL_DIR, build, lint, run_tests
 
 

@@ -1,12 +1,12 @@
 """The load unit's activation stream (hw/rtl/dtpu_cl_load.v, docs/rtl.md "Contract 2.0: the load
 unit's activation stream"): the unit on a dtpu_axi_rd (sim/tb/tb_cl_load_top.v) against the
 AXI memory of sim/dtpu_sim/axi_mem.py, every word compared with the golden model's
-`Executor._gather` on the same bytes (sim/tb/tb_cl_load.py)."""
+`Executor.gather` on the same bytes (sim/tb/tb_cl_load.py)."""
 import re
 
 import pytest
 
-from dtpu.hw.cmdlist import Format
+from dtpu.hw.listformat import Format
 from dtpu_sim import RTL_DIR, build, lint, run_tests
 from dtpu_sim.build import TB_DIR
 

@@ -1,13 +1,13 @@
 """Contract 2.0 post unit (hw/rtl/dtpu_cl_post.v, docs/rtl.md "Contract 2.0: the post unit"):
 random POST descriptors through dtpu_axi_rd and an AxiRam with random latency and stalls, the
 parameter entries from a dtpu_ls_param, random result backpressure, against
-dtpu.hw.cmdlist.Executor._post (sim/tb/tb_cl_post.py); the overflow (JOB) error, read faults, a
+dtpu.hw.executor.Executor.post (sim/tb/tb_cl_post.py); the overflow (JOB) error, read faults, a
 timeout, the BAD_FIELD checks and the stall-free timing."""
 import re
 
 import pytest
 
-from dtpu.hw.cmdlist import Format
+from dtpu.hw.listformat import Format
 from dtpu_sim import RTL_DIR, build, lint, run_tests
 from dtpu_sim.build import TB_DIR
 

@@ -1,6 +1,6 @@
 """Contract 2.0 end to end in RTL (docs/rtl.md "RUN and POST in the list top"): compiled
 programs (prologue + partition list: conv, depthwise, pointwise, K split with ACC and POST,
-int16) run on dtpu_cl_top against dtpu.hw.cmdlist.Executor, every DDR byte compared, with random
+int16) run on dtpu_cl_top against dtpu.hw.executor.Executor, every DDR byte compared, with random
 latency and backpressure on the AXI4 read and write channels. Small memories for build speed
 (the model runs with the same HwConfig)."""
 import pytest

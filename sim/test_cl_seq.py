@@ -1,6 +1,6 @@
 """Contract 2.0 list sequencer (docs/rtl.md "Contract 2.0 units, status"): dtpu_cl_top (the 1.2
 core, the descriptor fetcher, one AXI4 read master, dtpu_cl_seq) against the golden model
-dtpu.hw.cmdlist.Executor, with the DDR image in an AxiRam with random latency and backpressure.
+dtpu.hw.executor.Executor, with the DDR image in an AxiRam with random latency and backpressure.
 Small memories for build speed (the model runs with the same HwConfig); the slow sweep adds
 seeds and a small master build (4-beat bursts, 2 in flight)."""
 import pytest

@@ -1,6 +1,6 @@
 """Contract 2.0 store unit (docs/rtl.md "Contract 2.0: the store unit"): dtpu_cl_store with
 dtpu_axi_wr and dtpu_axi_rd on one AxiRam with random latency and stalls, the whole memory
-compared with dtpu.hw.cmdlist.Executor._scatter after every sequence of RUNs (sim/tb/tb_cl_store.py).
+compared with dtpu.hw.executor.Executor.scatter after every sequence of RUNs (sim/tb/tb_cl_store.py).
 The default run uses the contract's masters (16-beat bursts, 8 in flight); the slow sweeps add
 seeds, longer sequences and a small build (4-beat bursts, 2 in flight, 4-word requests, an
 8-word queue, no gap filling)."""
@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from dtpu.hw.cmdlist import Format
+from dtpu.hw.listformat import Format
 from dtpu_sim import RTL_DIR, build, lint, run_tests
 from dtpu_sim.build import TB_DIR
 

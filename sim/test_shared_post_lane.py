@@ -2,7 +2,7 @@
 EXT_LANE0 = 1, dtpu_cl_top SHARE_POST_LANE = 1; docs/synthesis.md "Contract 2.0 board build").
 
 Behaviour is covered end to end by sim/test_cl_run.py (its K-split programs finish int64 partial
-sums with POST through the shared lane, byte-exact against dtpu.hw.cmdlist.Executor, and RUNs
+sums with POST through the shared lane, byte-exact against dtpu.hw.executor.Executor, and RUNs
 whose words pass the same lane 0); the slow test here runs that program set on the board
 build's precisions (PREC_EN int8/uint8/int16: the core's AW is 55 bits and lane 0 is widened to
 the POST sums' 64) and on the unshared build. The default tests lint the configurations that the

@@ -161,7 +161,7 @@ def _tiny_conv(cfg, seed=0, hw=5):
 
 def _golden_tiny(cfg):
     from dtpu.driver import ModelTransport, run_jobs
-    from dtpu.hw.model import Core
+    from dtpu.hw.core import Core
 
     low, x = _tiny_conv(cfg)
     t = ModelTransport(Core(cfg))
@@ -338,7 +338,7 @@ def sim_prefetch_pairs():
 
 def _golden_prefetch_pairs(cfg):
     from dtpu.driver import ModelTransport
-    from dtpu.hw.model import Core
+    from dtpu.hw.core import Core
 
     return prefetch_pairs(ModelTransport(Core(cfg)))
 

@@ -1,6 +1,8 @@
-"""Contract 2.0's golden model (dtpu.hw.cmdlist): a partition compiled into one command list runs
-from DDR bit-identically to today's job-by-job backend=model, with the cycles of the documented
-memory model, the errors of the contract, and O(1) host operations per invoke."""
+"""Contract 2.0's golden model (dtpu.hw.listcompiler, dtpu.hw.executor, dtpu.hw.regwindow): a
+partition compiled into one command list runs from DDR bit-identically to today's job-by-job
+backend=model, with the cycles of the documented memory model, the errors of the contract, and
+O(1) host operations per invoke. Lists are driven as the delegate drives them:
+:class:`dtpu.driver.lists.ListProgram` over the model transport's 2.0 register window."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,10 +13,19 @@ import pytest
 from dtpu import reference
 from dtpu.backends.base import Probes
 from dtpu.backends.model import ModelBackend
-from dtpu.hw import cmdlist as cl
+from dtpu.driver.hostops import HostOps
+from dtpu.driver.lists import DtpuListError, ListProgram
+from dtpu.driver.model import ModelTransport
 from dtpu.hw import gen_header
 from dtpu.hw.config import HwConfig, get_config
+from dtpu.hw.ddr import Ddr
+from dtpu.hw.executor import Executor
+from dtpu.hw.listcompiler import NodeIn, compile_program
+from dtpu.hw.listformat import CmdlistError, Format
+from dtpu.hw.timeline import Timeline
+from dtpu.hw.units import load as load_unit
 from dtpu.spec import ConvSpec, DataMode, OpKind, Padding, Quant
+from dtpu.tflite_model import partitions_of
 
 ROOT = Path(__file__).resolve().parents[1]
 ZOO = ROOT / "tests" / "models" / "zoo"
@@ -27,6 +38,28 @@ def _input(spec: ConvSpec, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).integers(info.min, info.max + 1, spec.input_shape).astype(dt)
 
 
+def _driver(parts, cfg: HwConfig | None = None, fast_path: bool = True) -> ListProgram:
+    """`parts` compiled and loaded by the delegate's driver on a fresh 2.0 model core;
+    `fast_path` False runs every job through the 1.2 register protocol (the reference)."""
+    t = ModelTransport(cfg=cfg or get_config(), lists=True)
+    t.lists.ex.fast_path = fast_path
+    return ListProgram(t, parts)
+
+
+def _invoke(drv: ListProgram, k: int, x: np.ndarray) -> tuple[np.ndarray, HostOps, dict]:
+    """Partition `k` on input `x`: its output, the invoke's host record, and the core's
+    counters (CL_CYCLES and IDLE from the registers, the rest from the model's run record)."""
+    part = drv.program.partitions[k]
+    y = np.empty(part.output.shape, part.output.dtype)
+    ops = HostOps()
+    run = drv.invoke(k, [x], {len(part.outputs) - 1: y}, ops=ops)
+    last = drv.t.lists.last
+    hw = dict(cycles=run.cycles, idle_cycles=run.idle_cycles, compute_cycles=last.compute_cycles,
+              rd_beats=last.rd_beats, wr_beats=last.wr_beats, descs=last.descs, runs=last.runs,
+              macs=part.macs)
+    return y, ops, hw
+
+
 def test_generated_contract2_tables_match_contract():
     path = gen_header.CONTRACT2_DOC_PATH
     assert path.exists(), "run `python -m dtpu.hw.gen_header`"
@@ -36,7 +69,7 @@ def test_generated_contract2_tables_match_contract():
 
 def test_contract2_format_is_well_formed():
     cfg = get_config()
-    f = cl.Format(cfg)
+    f = Format(cfg)
     assert f.version == (2, 0)
     for kind, fields in f.fields.items():
         used = 0
@@ -53,7 +86,7 @@ def test_contract2_format_is_well_formed():
     bits = [b.bit_length() - 1 for b in f.errors.values()]
     assert len(set(bits)) == len(bits) and max(bits) < 32
     # a value that does not fit its field is refused, naming it
-    with pytest.raises(cl.CmdlistError, match=r"ACT2.KH = 16 does not fit its 4-bit field"):
+    with pytest.raises(CmdlistError, match=r"ACT2.KH = 16 does not fit its 4-bit field"):
         f.word("ACT2", KH=16)
     w = f.word("ACT2", KH=3, KW=5, SY=2, OH=300, OW=7)
     assert f.fields_of("ACT2", w) == dict(KH=3, KW=5, SY=2, SX=0, DY=0, DX=0, PT=0, PL=0, OH=300, OW=7)
@@ -67,17 +100,16 @@ def test_zoo_partitions_bit_identical_to_backend_model(net):
     whatever the partition's size."""
     path = ZOO / f"{net}.tflite"
     assert path.exists(), f"{path} missing: the zoo is committed (tests/models/zoo)"
-    parts = cl.partitions_of(path)
+    parts = partitions_of(path)
     assert parts and sum(len(p) for p in parts) >= 3
-    prog = cl.compile_program(parts)
-    drv = cl.Driver(prog)
+    drv = _driver(parts)
     backend = ModelBackend({})
     handles = [[backend.prepare(n.spec, n.filters, n.bias) for n in p] for p in parts]
     hosts = []
     for k, (part, hs) in enumerate(zip(parts, handles)):
         for seed in (k, k + 100):
             x = _input(part[0].spec, seed)
-            y, host, hw = drv.invoke(k, x)
+            y, host, hw = _invoke(drv, k, x)
             z, cycles = x, 0
             for node, h in zip(part, hs):
                 z, cnt = backend.invoke(h, z.reshape(node.spec.input_shape), Probes())
@@ -88,11 +120,11 @@ def test_zoo_partitions_bit_identical_to_backend_model(net):
             assert hw["idle_cycles"] > 0 and hw["runs"] >= len(part)
             hosts.append(host)
     for h in hosts:
-        assert (h.mmio_reads, h.mmio_writes, h.doorbells, h.dma_starts, h.transforms) == (5, 3, 1, 0, 0)
+        assert h.counts() == (5, 3, 1, 0)   # reads, writes, doorbells, DMA starts
     irq = drv.fmt.regs["IRQ"]
     pending = 1 << next(fl["lsb"] for fl in irq["fields"] if fl["name"] == "PENDING")
-    assert drv.dev.read(int(irq["offset"])) & pending == 0, "the driver acknowledged the interrupt"
-    assert drv.dev.read(int(irq["offset"])) != 0, "and left it enabled"
+    assert drv.t.read_reg(int(irq["offset"])) & pending == 0, "the driver acknowledged the interrupt"
+    assert drv.t.read_reg(int(irq["offset"])) != 0, "and left it enabled"
 
 
 def test_single_job_cycles_follow_the_memory_model():
@@ -107,18 +139,18 @@ def test_single_job_cycles_follow_the_memory_model():
                     output_q=Quant((0.1,), (-4,)), name="c")
     w = rng.integers(-20, 20, spec.filter_shape).astype(np.int8)
     b = rng.integers(-500, 500, 24).astype(np.int32)
-    prog = cl.compile_program([[cl.NodeIn(spec, w, b)]])
-    drv = cl.Driver(prog)
+    drv = _driver([[NodeIn(spec, w, b)]])
+    prog, image = drv.program, drv.buf.array
     x = _input(spec, 0)
-    y, _, hw = drv.invoke(0, x)
+    y, _, hw = _invoke(drv, 0, x)
     assert np.array_equal(y, reference.run(spec, x, w, b))
-    m = cl.Format(cfg).mem
+    m = Format(cfg).mem
     rl, wl = m["MEM_READ_LATENCY"], m["MEM_WRITE_LATENCY"]
     # the partition list: REGS (n words), RUN, END in its first block; the RUN's header is
     # taken once its last word is in and the fetcher has handed the REGS over
-    f = cl.Format(cfg)
+    f = Format(cfg)
     o = prog.partitions[0].list_addr - prog.base
-    head = int(prog.image[o:o + 8].view(np.uint64)[0])
+    head = int(image[o:o + 8].view(np.uint64)[0])
     assert f.opnames[f.field("HEADER", head, "OP")] == "REGS"
     n = f.field("HEADER", head, "LEN")
     first = m["SEQ_FETCH_START"] + rl                   # the list's first word
@@ -126,32 +158,32 @@ def test_single_job_cycles_follow_the_memory_model():
     run = max(first + n + 8 + m["SEQ_DECODE"],
               regs + m["SEQ_REG_CYCLES"] * (n - 2) + m["SEQ_DESC_GAP"])
     # the RUN: CTRL.START SEQ_RUN_START after its header, its activation stream requested
-    # after the load unit's setup and first run (Executor._act_req), the core's first word
+    # after the load unit's setup and first run (Executor.act_req), the core's first word
     # SEQ_ACT_FIRST after the first beat, the job's stall-free cycles from there (less the
     # CFG_CYCLES they overlap), the store unit's last burst after DONE, then WL
-    words = prog.image[o + 8 * n:o + 8 * (n + 9)].view(np.uint64)
+    words = image[o + 8 * n:o + 8 * (n + 9)].view(np.uint64)
     d = {k: f.fields_of(k, int(v)) for k, v in zip(f.layout["RUN"][1:], words[1:])}
     assert f.opnames[f.field("HEADER", int(words[0]), "OP")] == "RUN"
-    act_req = cl.Executor(fmt=f)._act_req(d)
+    act_req = Executor(fmt=f).act_req(d)
     assert act_req == m["SEQ_ACT_SETUP_WINDOWS"] + 2   # the first word is PAD (SAME): a run of 1
-    tl = cl.Timeline(f)
+    tl = Timeline(f)
     gaps = tuple(18 * k for k in range(17))     # one result word every KW = 18 cycles
     start = run + m["SEQ_RUN_START"]
     # a 3x3 WINDOWS stream (runs of KW*C/LANES = 6 words) does not keep up with the core: its
-    # stall is the load unit's stream against the GEMM's need times (Executor._act_stream,
+    # stall is the load unit's stream against the GEMM's need times (Executor.act_stream,
     # _stream_sim), at least the first word's lateness
-    ex = cl.Executor(fmt=f)
-    ex._act_sched = (18, 3, 18, 36)             # KW, NT, period, M of this GEMM
-    wa, per_word, need = ex._act_stream(d, 36 * 18)
+    ex = Executor(fmt=f)
+    ex.act_sched = (18, 3, 18, 36)             # KW, NT, period, M of this GEMM
+    wa, per_word, need = ex.act_stream(d, 36 * 18)
     assert per_word == 1 and need[18] == cfg.CFG_CYCLES + 3 * 18
-    stall = cl._stream_sim(wa, per_word, need, m["SEQ_ACT_SETUP_WINDOWS"] - 2, 0, m)[0]
+    stall = load_unit.stream_sim(wa, per_word, need, m["SEQ_ACT_SETUP_WINDOWS"] - 2, 0, m)[0]
     assert stall > act_req + rl + m["SEQ_ACT_FIRST"] - cfg.CFG_CYCLES
     expect = start + stall + hw["compute_cycles"] \
-        + tl._store_tail(hw["wr_beats"], gaps) + wl + m["IRQ_LATENCY"]
+        + tl.store_tail(hw["wr_beats"], gaps) + wl + m["IRQ_LATENCY"]
     # 108 result words: 6 full bursts and 12 words, one word every KW = 18 cycles: the last
     # full burst's beats are long done, the partial one (closed by the RUN's end) follows
-    assert hw["wr_beats"] == 108 and tl._store_tail(108, gaps) == m["SEQ_STORE_TAIL"] + 1 + 12
-    assert tl._store_tail(108) == m["SEQ_STORE_TAIL"] + 16     # results back to back
+    assert hw["wr_beats"] == 108 and tl.store_tail(108, gaps) == m["SEQ_STORE_TAIL"] + 1 + 12
+    assert tl.store_tail(108) == m["SEQ_STORE_TAIL"] + 16     # results back to back
     assert hw["cycles"] == expect
     assert hw["compute_cycles"] == cfg.CFG_CYCLES + (36 * 3 - 1) * 18 + 18 + cfg.LAT_MXU + \
         cfg.LAT_REDUCE + cfg.LAT_POST + 1   # T_gemm: M=36, KW=18, NT=3, W=1
@@ -182,10 +214,11 @@ def _small_net(rng):
 def test_streamed_nodes_on_a_small_build_are_bit_exact_and_overlap():
     with HwConfig(LOG_WEIGHT_WORDS=13, LOG_PARAM_ENTRIES=7, LOG_ACT_WORDS=10) as cfg:
         net = _small_net(np.random.default_rng(5))
-        prog = cl.compile_program([[cl.NodeIn(s, w, b, i - 1) for i, (s, w, b) in enumerate(net)]], cfg)
+        drv = _driver([[NodeIn(s, w, b, i - 1) for i, (s, w, b) in enumerate(net)]], cfg)
+        prog = drv.program
         assert prog.streamed_nodes >= 2
-        f = cl.Format(cfg)
-        words = prog.image[prog.partitions[0].list_addr - prog.base:][:8 * prog.partitions[0].list_words]
+        f = Format(cfg)
+        words = drv.buf.array[prog.partitions[0].list_addr - prog.base:][:8 * prog.partitions[0].list_words]
         words = words.view(np.dtype("<u8"))
         loads, i = [], 0
         while i < words.size:
@@ -197,16 +230,15 @@ def test_streamed_nodes_on_a_small_build_are_bit_exact_and_overlap():
         # some load waits for an earlier RUN (it overwrites what that RUN read), and some load
         # for the next node waits for nothing: it runs while the core computes
         assert any(ld["AFTER"] > 0 for ld in loads) and any(ld["AFTER"] == 0 for ld in loads)
-        drv = cl.Driver(prog)
         for seed in range(2):
             x = _input(net[0][0], seed)
-            y, host, hw = drv.invoke(0, x)
+            y, host, hw = _invoke(drv, 0, x)
             z = x
             for s, w, b in net:
                 z = reference.run(s, z.reshape(s.input_shape), w, b)
             assert np.array_equal(y, z.reshape(y.shape)), seed
             assert hw["cycles"] == hw["compute_cycles"] + hw["idle_cycles"]
-            assert host.doorbells == 1 and host.transforms == 0
+            assert host.counts() == (5, 3, 1, 0)
 
 
 @pytest.mark.parametrize("net", ["mobilenet_like__int8", "small"])
@@ -218,19 +250,18 @@ def test_fast_path_equals_the_register_protocol(net):
     assert net == "small" or path.exists(), f"{path} missing: the zoo is committed"
     with HwConfig(**build) as cfg:
         if net == "small":
-            parts = [[cl.NodeIn(s, w, b, i - 1)
+            parts = [[NodeIn(s, w, b, i - 1)
                       for i, (s, w, b) in enumerate(_small_net(np.random.default_rng(5)))]]
         else:
-            parts = cl.partitions_of(path, cfg)
-        prog = cl.compile_program(parts, cfg)
-        fast_drv = cl.Driver(prog, cl.Device(prog, fast_path=True))
-        slow_drv = cl.Driver(prog, cl.Device(prog, fast_path=False))
+            parts = partitions_of(path, cfg)
+        fast_drv = _driver(parts, cfg, fast_path=True)
+        slow_drv = _driver(parts, cfg, fast_path=False)
         for k, part in enumerate(parts):
             x = _input(part[0].spec, k)
-            y1, _, hw1 = fast_drv.invoke(k, x)
-            y2, _, hw2 = slow_drv.invoke(k, x)
+            y1, _, hw1 = _invoke(fast_drv, k, x)
+            y2, _, hw2 = _invoke(slow_drv, k, x)
             assert np.array_equal(y1, y2) and hw1 == hw2, (net, k)
-        assert fast_drv.dev.ex.core.cycles == slow_drv.dev.ex.core.cycles > 0
+        assert fast_drv.t.core.cycles == slow_drv.t.core.cycles > 0
 
 
 def test_split_k_sums_and_post_on_chip_are_bit_exact():
@@ -249,8 +280,9 @@ def test_split_k_sums_and_post_on_chip_are_bit_exact():
     net = [(s, rng.integers(-12, 12, s.filter_shape).astype(np.int8),
             rng.integers(-300, 300, s.out_channels).astype(np.int32)) for s in specs]
     with HwConfig(LOG_WEIGHT_WORDS=11, LOG_PARAM_ENTRIES=7, LOG_ACT_WORDS=10) as cfg:
-        prog = cl.compile_program([[cl.NodeIn(s, w, b, i - 1) for i, (s, w, b) in enumerate(net)]], cfg)
-        f = cl.Format(cfg)
+        parts = [[NodeIn(s, w, b, i - 1) for i, (s, w, b) in enumerate(net)]]
+        prog = compile_program(parts, cfg)
+        f = Format(cfg)
         part = prog.partitions[0]
         words = prog.image[part.list_addr - prog.base:][:8 * part.list_words].view(np.dtype("<u8"))
         ops, i = [], 0
@@ -263,15 +295,16 @@ def test_split_k_sums_and_post_on_chip_are_bit_exact():
         assert len(acc) > 4 and sum(1 for o in acc if o[1] & f.flag_first) >= 2
         assert sum(1 for o in ops if o[0] == "POST") >= 2 + 1   # conv params in pages, fc
         for fast_path in (True, False):
-            drv = cl.Driver(prog, cl.Device(prog, fast_path=fast_path))
+            drv = _driver(parts, cfg, fast_path)
             for seed in range(2):
                 x = _input(specs[0], seed)
-                y, host, hw = drv.invoke(0, x)
+                y, host, hw = _invoke(drv, 0, x)
                 z = x
                 for s, w, b in net:
                     z = reference.run(s, z.reshape(s.input_shape), w, b)
                 assert np.array_equal(y, z.reshape(y.shape)), (fast_path, seed)
-                assert host.transforms == 0 and hw["cycles"] == hw["compute_cycles"] + hw["idle_cycles"]
+                assert host.counts() == (5, 3, 1, 0)
+                assert hw["cycles"] == hw["compute_cycles"] + hw["idle_cycles"]
 
 
 def _one_node_driver(fast_path: bool = True):
@@ -281,14 +314,15 @@ def _one_node_driver(fast_path: bool = True):
                     output_q=Quant((0.1,), (1,)), name="pw")
     w = rng.integers(-20, 20, spec.filter_shape).astype(np.int8)
     b = rng.integers(-500, 500, 8).astype(np.int32)
-    prog = cl.compile_program([[cl.NodeIn(spec, w, b)]])
-    return prog, cl.Driver(prog, cl.Device(prog, fast_path=fast_path)), spec, w, b
+    drv = _driver([[NodeIn(spec, w, b)]], fast_path=fast_path)
+    return drv.program, drv, spec, w, b
 
 
 def _list_words(drv, prog):
+    """The partition's list words in the DDR buffer the device reads (writable)."""
     part = prog.partitions[0]
     off = part.list_addr - prog.base
-    return drv.dev.ddr.mem[off:off + 8 * part.list_words].view(np.dtype("<u8"))
+    return drv.buf.array[off:off + 8 * part.list_words].view(np.dtype("<u8"))
 
 
 @pytest.mark.parametrize("fault", ["BAD_OPCODE", "BAD_LENGTH", "BAD_FIELD", "DECERR", "SLVERR",
@@ -311,7 +345,7 @@ def test_errors_stop_the_list_name_the_descriptor_and_clear(fault, fast_path):
         words[run_at + 1] = (int(words[run_at + 1]) & 0xFFFFFFFF) | (0x100 << 32)   # SRC far below DDR
     elif fault in ("SLVERR", "TIMEOUT"):
         inp = prog.partitions[0].input
-        getattr(drv.dev.ddr, fault.lower() if fault == "SLVERR" else "hang").append(
+        getattr(drv.t.lists.ddr, fault.lower() if fault == "SLVERR" else "hang").append(
             (inp.addr, inp.addr + inp.nbytes))
     elif fault == "JOB":
         job = get_config().reg("JOB").offset
@@ -320,15 +354,15 @@ def test_errors_stop_the_list_name_the_descriptor_and_clear(fault, fast_path):
                 v = f.field("REG", words[i], "VALUE") | (0xF << get_config().reg("JOB").field("PREC").lsb)
                 words[i] = f.word("REG", OFFSET=job, VALUE=v)
     x = _input(spec, 1)
-    with pytest.raises(cl.DtpuListError, match=fault) as info:
-        drv.invoke(0, x)
+    with pytest.raises(DtpuListError, match=fault) as info:
+        _invoke(drv, 0, x)
     assert f"at list offset {8 * run_at}," in str(info.value)   # the RUN, in every case
-    assert drv.dev.read(f.reg_offset("CL_ERR")) == 0, "the driver clears CL_ERR after reporting"
+    assert drv.t.read_reg(f.reg_offset("CL_ERR")) == 0, "the driver clears CL_ERR after reporting"
     # the list repaired, the next invoke is exact again
     words[:] = saved
-    drv.dev.ddr.slverr.clear()
-    drv.dev.ddr.hang.clear()
-    y, _, _ = drv.invoke(0, x)
+    drv.t.lists.ddr.slverr.clear()
+    drv.t.lists.ddr.hang.clear()
+    y, _, _ = _invoke(drv, 0, x)
     assert np.array_equal(y, reference.run(spec, x, w, b))
 
 
@@ -338,17 +372,17 @@ def test_compiler_refuses_what_it_cannot_express():
                     input_q=Quant((0.02,), (0,)), filter_q=Quant((0.01,) * 8, (0,) * 8),
                     output_q=Quant((0.1,), (0,)), name="pw")
     w = rng.integers(-9, 9, spec.filter_shape).astype(np.int8)
-    with pytest.raises(cl.CmdlistError, match=r"input src=3; accepted: -1 - k"):
-        cl.compile_program([[cl.NodeIn(spec, w, None, src=3)]])
-    with pytest.raises(cl.CmdlistError, match="partition 0 has no nodes"):
-        cl.compile_program([[]])
+    with pytest.raises(CmdlistError, match=r"input src=3; accepted: -1 - k"):
+        compile_program([[NodeIn(spec, w, None, src=3)]])
+    with pytest.raises(CmdlistError, match="partition 0 has no nodes"):
+        compile_program([[]])
 
 
 def test_interrupt_is_pending_after_a_list_until_acknowledged():
     prog, drv, _, _, _ = _one_node_driver()
-    dev, f = drv.dev, drv.fmt
+    dev, f = drv.t.lists, drv.fmt
     irq = f.reg_offset("IRQ")
-    en, pending = dev._irq_bit("DONE_EN"), dev._irq_bit("PENDING")
+    en, pending = dev.irq_bit("DONE_EN"), dev.irq_bit("PENDING")
     dev.write(f.reg_offset("CL_BASE"), prog.partitions[0].list_addr)
     dev.write(f.reg_offset("DOORBELL"), 1)
     assert dev.read(f.reg_offset("CL_STATUS")) == 0b10          # DONE, no error
@@ -371,27 +405,27 @@ def test_a_list_run_again_reuses_its_decoding_and_timeline_exactly(fault_run):
     and memory model. Its outputs, cycles, beats, per-node split and (with a bus error injected
     into a tensor the list reads) its error, PC, TAG and partial timeline are those of a fresh
     executor that decodes the same bytes from scratch."""
-    parts = cl.partitions_of(ZOO / "mobilenet_like__int8.tflite")
-    prog = cl.compile_program(parts)
+    parts = partitions_of(ZOO / "mobilenet_like__int8.tflite")
+    prog = compile_program(parts)
     part = prog.partitions[0]
     x = _input(parts[0][0].spec, 3)
 
     def fresh_ddr():
-        ddr = cl.Ddr(prog.base, prog.size, prog.image)
+        ddr = Ddr(prog.base, prog.size, prog.image)
         ddr.host_view(part.input.addr, part.input.nbytes)[:] = x.reshape(-1).view(np.uint8)
         return ddr
 
-    from dtpu.hw.model import Core
+    from dtpu.hw.core import Core
 
-    warm = cl.Executor(Core(prog.cfg))
+    warm = Executor(Core(prog.cfg))
     ddr = fresh_ddr()
     first = warm.run(ddr, prog.prologue_addr), warm.run(ddr, part.list_addr)
-    assert warm._decoded[part.list_addr][3] is not None, "the first run recorded the timeline"
+    assert warm.decoded[part.list_addr][3] is not None, "the first run recorded the timeline"
     if fault_run:   # the third node's output: RUNs before it succeed, its store fails
         out = part.outputs[2]
         ddr.slverr.append((out.addr, out.addr + 8))
     again = warm.run(ddr, part.list_addr)
-    cold = cl.Executor(Core(prog.cfg))
+    cold = Executor(Core(prog.cfg))
     ddr2 = fresh_ddr()
     cold.run(ddr2, prog.prologue_addr)
     if fault_run:

@@ -14,8 +14,8 @@ from dtpu.driver import (DtpuHardwareError, DtpuJobError, DtpuTimeout, ModelTran
                          check_identity, run_job, run_jobs)
 from dtpu.driver.faults import Fault, FaultyTransport
 from dtpu.hw.config import HwConfig, get_config
+from dtpu.hw.core import Core
 from dtpu.hw.lower import Job, lower
-from dtpu.hw.model import Core
 from dtpu.spec import ConvSpec, DataMode, OpKind, Padding, Quant
 
 

@@ -9,15 +9,20 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dtpu.hw import cmdlist as cl
 from dtpu.hw import dw_timing, kernels
 from dtpu.hw.chain_specs import chain_specs
-from dtpu.hw.model import Core
+from dtpu.hw.core import Core
+from dtpu.hw.ddr import Ddr
+from dtpu.hw.executor import Executor, RunResult
+from dtpu.hw.listcompiler import NodeIn, compile_program
+from dtpu.hw.listformat import Format
+from dtpu.hw.units import load as load_unit
+from dtpu.hw.units import store as store_unit
 from dtpu.rtl.build import SimConfig
 from dtpu.spec import Quant
 
 CFG = SimConfig.from_mxu((8, 8), memory=(10, 8, 9)).hw_config()
-FMT = cl.Format(CFG)
+FMT = Format(CFG)
 
 #: (nodes, pixels a side, C): depthwise in lane mode (C 3..13, multiplier 2, strides, dilation,
 #: kernels), in word mode with short runs (two or more channel chunks: the store unit's
@@ -38,18 +43,18 @@ def _program(nodes, hw, c, seed=0):
                     output_q=Quant((0.15,), (-1,)))
 
     specs, srcs = chain_specs(nodes, hw, c, q)
-    ins = [cl.NodeIn(sp, rng.integers(-12, 12, sp.filter_shape).astype(np.int8),
+    ins = [NodeIn(sp, rng.integers(-12, 12, sp.filter_shape).astype(np.int8),
                      rng.integers(-300, 300, sp.out_channels).astype(np.int32), k)
            for sp, k in zip(specs, srcs)]
-    return cl.compile_program([ins], CFG)
+    return compile_program([ins], CFG)
 
 
-def _run(p, seed=1) -> cl.RunResult:
-    ddr = cl.Ddr(p.base, p.size)
+def _run(p, seed=1) -> RunResult:
+    ddr = Ddr(p.base, p.size)
     ddr.mem[:p.size] = p.image
     b = p.partitions[0].input
     ddr.write(b.addr, np.random.default_rng(seed).integers(0, 256, b.nbytes, dtype=np.uint8))
-    ex = cl.Executor(Core(CFG), FMT)
+    ex = Executor(Core(CFG), FMT)
     ex.run(ddr, p.prologue_addr)
     return ex.run(ddr, p.partitions[0].list_addr)
 
@@ -57,28 +62,26 @@ def _run(p, seed=1) -> cl.RunResult:
 def _captured(monkeypatch):
     """Run every program once, recording the arguments of each stream simulation."""
     streams = []
-    sim = cl._stream_sim
+    sim = load_unit.stream_sim
 
     def rec_sim(*a, **k):
         streams.append((a, k))
         return sim(*a, **k)
 
-    monkeypatch.setattr(cl, "_stream_sim", rec_sim)
+    monkeypatch.setattr(load_unit, "stream_sim", rec_sim)
     for nodes, hw, c in PROGRAMS:
         _run(_program(nodes, hw, c))
     monkeypatch.undo()
     return streams
 
 
-def _both(monkeypatch, a):
-    """_stream_sim on arguments `a` in Python and in C: (result, takes, res) each."""
+def _both(a):
+    """stream_sim on arguments `a` in Python and in C: (result, takes, res) each."""
     out = []
     for c in (False, True):
         takes = [] if len(a) > 7 and a[7] is not None else None
         res = dict(a[8]) if len(a) > 8 and a[8] is not None else None
-        monkeypatch.setattr(cl, "STREAM_SIM_C", c)
-        out.append((cl._stream_sim(*a[:7], takes, res), takes, res))
-    monkeypatch.setattr(cl, "STREAM_SIM_C", True)
+        out.append((load_unit.stream_sim(*a[:7], takes, res, in_c=c), takes, res))
     return out
 
 
@@ -90,11 +93,11 @@ def test_c_stream_simulation_equals_the_python_statements(monkeypatch):
     kinds = {(a[1], len(a) > 8 and a[8] is not None) for a, _ in streams}
     assert {(8, False), (1, False), (1, True)} <= kinds
     for a, _ in streams:
-        (want, _, res_py), (got, _, res_c) = _both(monkeypatch, a)
+        (want, _, res_py), (got, _, res_c) = _both(a)
         assert got == want and res_c == res_py
         # with takes recorded, and with the list's blocks still to read on the same master
         a2 = a[:6] + ((a[3] + 40, 2, 64, 4), []) + a[8:]
-        (want, t_py, res_py), (got, t_c, res_c) = _both(monkeypatch, a2)
+        (want, t_py, res_py), (got, t_c, res_c) = _both(a2)
         assert got == want and t_c == t_py and res_c == res_py and len(t_c) == len(a[2])
 
 
@@ -102,10 +105,10 @@ def test_loader_need_times_follow_dw_schedule():
     """The stream's need times are the DWCONV row loader's: row r's words one a cycle, ending
     at dw_schedule's load_end[r]; the result times end at 0, the result words of a 2-chunk
     depthwise are a pixel's 8-word chunk each (short write runs)."""
-    from dtpu.hw.model import dw_schedule
+    from dtpu.hw.core import dw_schedule
 
     p = _program([("dw", 0)], 6, 128)
-    ex = cl.Executor(Core(CFG), FMT)
+    ex = Executor(Core(CFG), FMT)
     seen = []
     orig = dw_timing.dw_stream
 
@@ -116,7 +119,7 @@ def test_loader_need_times_follow_dw_schedule():
 
     dw_timing.dw_stream = rec
     try:
-        ddr = cl.Ddr(p.base, p.size)
+        ddr = Ddr(p.base, p.size)
         ddr.mem[:p.size] = p.image
         ex.run(ddr, p.prologue_addr)
         ex.run(ddr, p.partitions[0].list_addr)
@@ -143,7 +146,7 @@ def test_the_timeline_of_a_lane_mode_depthwise_is_the_stream_bound():
 
 
 #: programs whose RUNs write scattered items (OC split over RUNs: channel slices), for the
-#: store simulation (cmdlist._store_sim, docs/rtl.md "The store unit's write queue in the
+#: store simulation (units.store.store_sim, docs/rtl.md "The store unit's write queue in the
 #: Timeline"), with PROGRAMS' depthwise and 1x1 ones
 STORE_PROGRAMS = [([("pw", 256)], 8, 16), ([("pw", 16), ("pw", 256), ("pw", 8)], 6, 16),
                   ([("pw", 12)], 5, 16)]
@@ -151,17 +154,17 @@ STORE_PROGRAMS = [([("pw", 256)], 8, 16), ([("pw", 16), ("pw", 256), ("pw", 8)],
 
 @pytest.mark.skipif(kernels.get() is None, reason="no C compiler: the Python simulation runs")
 def test_c_store_simulation_equals_the_python_statements(monkeypatch):
-    """kernels.c dtpu_store_sim against cmdlist._store_sim's Python statements on the result
+    """kernels.c dtpu_store_sim against units.store.store_sim's Python statements on the result
     words real programs give (and again with earlier bursts' responses still due, and with
     the core's offers spread out), every returned figure equal."""
     calls = []
-    sim = cl._store_sim
+    sim = store_unit.store_sim
 
     def rec(*a):
         calls.append(a)
         return sim(*a)
 
-    monkeypatch.setattr(cl, "_store_sim", rec)
+    monkeypatch.setattr(store_unit, "store_sim", rec)
     for nodes, hw, c in STORE_PROGRAMS + PROGRAMS:
         _run(_program(nodes, hw, c))
     monkeypatch.undo()
@@ -173,9 +176,7 @@ def test_c_store_simulation_equals_the_python_statements(monkeypatch):
         for off, pr in variants:
             out = []
             for c in (False, True):
-                monkeypatch.setattr(cl, "STREAM_SIM_C", c)
-                out.append(cl._store_sim(chunks, off, mem, wq, pr))
-            monkeypatch.setattr(cl, "STREAM_SIM_C", True)
+                out.append(store_unit.store_sim(chunks, off, mem, wq, pr, in_c=c))
             assert out[1] == out[0]
             held += out[0][0]
     assert held > 0     # the queue filled somewhere: the holds were compared too

@@ -7,14 +7,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dtpu.backends.model import ModelBackend
 from dtpu.backends.base import Probes
+from dtpu.backends.model import ModelBackend
 from dtpu.driver import ModelTransport, run_jobs
 from dtpu.driver.hostops import CountingTransport, HostOps
 from dtpu.driver.model import run_jobs_compiled
 from dtpu.hw.config import get_config
+from dtpu.hw.core import Core
 from dtpu.hw.lower import lower
-from dtpu.hw.model import Core
 from dtpu.report import HOST_FIELDS
 from dtpu.spec import ConvSpec, DataMode, OpKind, Padding, Quant
 

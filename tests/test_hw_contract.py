@@ -8,8 +8,8 @@ import pytest
 
 from dtpu.hw import gen_header
 from dtpu.hw.config import HwConfig, get_config
+from dtpu.hw.core import Core
 from dtpu.hw.jobs import ModelTransport, check_identity
-from dtpu.hw.model import Core
 
 
 @pytest.mark.parametrize("path", [gen_header.HEADER_PATH, gen_header.DOC_PATH,
@@ -53,9 +53,9 @@ def test_header_constants_equal_python_constants():
 
 
 def test_contract2_header_constants_equal_the_golden_models():
-    """hw/rtl/dtpu_cl_regs.vh, parsed as text, against dtpu.hw.cmdlist.Format (what the golden
+    """hw/rtl/dtpu_cl_regs.vh, parsed as text, against dtpu.hw.listformat.Format (what the golden
     model and the compiler use); and its length check against Format.length."""
-    from dtpu.hw.cmdlist import Format
+    from dtpu.hw.listformat import Format
     f = Format()
     p = _header_params(gen_header.CONTRACT2_HEADER_PATH)
     assert (p["DTPU_CL_VERSION_MAJOR"], p["DTPU_CL_VERSION_MINOR"]) == f.version

@@ -10,7 +10,7 @@ import pytest
 
 from dtpu.hw import kernels
 from dtpu.hw.config import get_config
-from dtpu.hw.model import Core, DwGeometry, _signed32
+from dtpu.hw.core import Core, DwGeometry, _signed32
 from dtpu.precision import Precision
 
 KERN = kernels.get()

@@ -180,7 +180,7 @@ def test_jobs_after_lists_reload_the_resident_weights():
     from dtpu.backends.base import Probes
     from dtpu.backends.model import ModelBackend
     from dtpu.backends.reference import ReferenceBackend
-    from dtpu.hw.cmdlist import NodeIn
+    from dtpu.hw.listcompiler import NodeIn
 
     be, ref = ModelBackend({}), ReferenceBackend({})
     spec, w, b = _node(1)
@@ -210,7 +210,7 @@ def test_the_emulated_board_sees_one_doorbell_per_partition_and_no_dma(emu, dtpu
     """What the board's bus carried during one steady-state invoke: the DTPU's registers only
     (CL_BASE, DOORBELL, CL_STATUS, counters, IRQ), no DMA engine touched."""
     from dtpu.board.emulate import current_board
-    from dtpu.hw.cmdlist import Format
+    from dtpu.hw.listformat import Format
 
     import dtpu
 
@@ -241,7 +241,7 @@ def test_a_failing_list_raises_with_its_descriptor_and_the_next_invoke_runs():
     from dtpu.backends.model import ModelBackend
     from dtpu.backends.reference import ReferenceBackend
     from dtpu.driver.lists import DtpuListError
-    from dtpu.hw.cmdlist import NodeIn
+    from dtpu.hw.listcompiler import NodeIn
 
     be, ref = ModelBackend({}), ReferenceBackend({})
     spec, w, b = _node(3)
@@ -264,7 +264,7 @@ def test_a_failing_list_raises_with_its_descriptor_and_the_next_invoke_runs():
 def test_ddr_pool_reuses_freed_ranges():
     """Re-prepared programs (resize, new graphs) free their images: the model's DDR must reuse
     the addresses, or a long-running process would leave the 32-bit address space."""
-    from dtpu.hw.cmdlist import DdrPool, DdrFault
+    from dtpu.hw.ddr import DdrFault, DdrPool
 
     pool = DdrPool()
     a = pool.alloc(3 << 20)

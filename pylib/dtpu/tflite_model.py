@@ -17,12 +17,15 @@ building an interpreter, so the generated code wins.
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import tflite
+
+log = logging.getLogger(__name__)
 
 # schema.fbs enum BuiltinOperator (value -> name), complete up to TFLite 2.14.
 BUILTIN_OPERATORS = (
@@ -410,3 +413,41 @@ def conv_spec(subgraph: Subgraph, op: Operator, *, filters: np.ndarray | None = 
     if b is not None and bias is None:
         raise ValueError(f"operator {op.index}: bias tensor {b.name!r} is not constant")
     return spec, np.asarray(w_data), bias
+
+
+def partitions_of(path_or_model, cfg=None) -> list:
+    """The partitions of a .tflite model as chains of the nodes this DTPU places (lists of
+    :class:`dtpu.hw.listcompiler.NodeIn`): consecutive CONV_2D / DEPTHWISE_CONV_2D /
+    FULLY_CONNECTED operators of the natural precisions, each fed by the one before, split at
+    every other operator: what benchmarks and tests compile without a TFLite interpreter (the delegate builds its partitions from TFLite's own, with its support
+    checks: :meth:`dtpu.delegate.runtime.PartitionKernel.list_nodes`)."""
+    from dtpu.hw.config import get_config
+    from dtpu.hw.listcompiler import NodeIn
+    from dtpu.hw.lower import placement_error
+    cfg = cfg or get_config()
+    model = path_or_model if isinstance(path_or_model, Model) else load(path_or_model)
+    sg = model.main
+    parts: list = []
+    cur: list = []
+    prev = None
+    for op in sg.operators:
+        node = None
+        if op.opcode in CONV_OPCODES:
+            try:
+                spec, w, b = conv_spec(sg, op)
+            except ValueError as e:
+                log.info("operator %d stays on the CPU: %s", op.index, e)
+            else:
+                if placement_error(spec, cfg, None, wgt_capacity=cfg.WEIGHT_WORDS // 16,
+                                   param_capacity=cfg.PARAM_ENTRIES // 16) is None:
+                    node = (spec, w, b)
+        if node is None or (cur and op.inputs[0] != prev):
+            if cur:
+                parts.append(cur)
+            cur = []
+        if node is not None:
+            cur.append(NodeIn(*node, src=len(cur) - 1))
+            prev = op.outputs[0]
+    if cur:
+        parts.append(cur)
+    return parts

@@ -4,7 +4,7 @@ and sim/tb/tb_res_agu.py (hw/rtl/dtpu_res_agu.v).
 Both units have the same face: descriptor fields on ``cfg_<field>`` inputs, a ``start`` pulse,
 ``busy`` / ``empty`` status, and a request stream (``m_valid`` / ``m_ready``, ``m_index``, a flag
 for a request without an element, ``m_last``). The benches differ in their descriptors and in
-the golden-model sequence they compare against (cmdlist.Executor's gather or scatter); driving
+the golden-model sequence they compare against (executor.Executor's gather or scatter); driving
 the unit, taking its stream under random backpressure and comparing it are the same, and are
 here (:class:`AguBench`), so a fix to the handshake loop reaches both.
 

@@ -1,7 +1,7 @@
 """Seeded random DTPU jobs at register level, and their golden-model expectations.
 
 A *case* is a list of :class:`dtpu.hw.lower.Job` (loads, then one compute job). The golden model
-(:class:`dtpu.hw.model.Core` behind :class:`dtpu.hw.jobs.ModelTransport`) runs every job first;
+(:class:`dtpu.hw.core.Core` behind :class:`dtpu.hw.jobs.ModelTransport`) runs every job first;
 its result words, ERR and cycle count are what the RTL must reproduce.
 """
 from __future__ import annotations
@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dtpu.hw.config import HwConfig, ceil_div
 from dtpu.hw import lower
+from dtpu.hw.config import HwConfig, ceil_div
+from dtpu.hw.core import Core, out_lanes
 from dtpu.hw.lower import Job
-from dtpu.hw.model import Core, out_lanes
 from dtpu.precision import Precision
 
 _U64 = np.dtype("<u8")

@@ -1,12 +1,12 @@
 """cocotb: the contract 2.0 activation address generator (hw/rtl/dtpu_act_agu.v) against the
-golden model's gather (dtpu.hw.cmdlist): random ACT descriptors, random backpressure, the whole
+golden model's gather (dtpu.hw.executor): random ACT descriptors, random backpressure, the whole
 request sequence (element index or PAD, last) compared; without backpressure one request per
 cycle and the documented setup constant.
 
 Expected sequences come from the golden model itself:
-  WINDOWS:  dtpu.hw.cmdlist._window_index(a1, a2, KP) sliced to lanes [K0*L, K1*L) per pixel
+  WINDOWS:  dtpu.hw.units.load.window_index(a1, a2, KP) sliced to lanes [K0*L, K1*L) per pixel
             (index N*H*W*C stands for PAD);
-  CHANNELS: Executor._gather run on tensors whose elements are byte planes of (index + 1), PAD 0:
+  CHANNELS: Executor.gather run on tensors whose elements are byte planes of (index + 1), PAD 0:
             the lanes of the real gather, put back together, give index + 1, or 0 for PAD.
 
 Driving the unit, its stream under backpressure and the comparison: dtpu_sim.agu (shared with
@@ -19,7 +19,10 @@ import cocotb
 import numpy as np
 from cocotb.triggers import FallingEdge
 
-from dtpu.hw.cmdlist import Ddr, Executor, Format, _window_index
+from dtpu.hw.ddr import Ddr
+from dtpu.hw.executor import Executor
+from dtpu.hw.listformat import Format
+from dtpu.hw.units.load import window_index
 from dtpu_sim.agu import CASES, MAX_ELEMS, NO_ELEMENT, SEED, AguBench, ceil_div, check
 
 FMT = Format()
@@ -96,25 +99,25 @@ def rand_channels(rng):
 
 def expected_windows(a0, a1, a2, a3, a4):
     L = a0["LANES"]
-    idx = _window_index(a1, a2, a3["KP"])[:, a3["K0"] * L:a3["K1"] * L].reshape(-1)
+    idx = window_index(a1, a2, a3["KP"])[:, a3["K0"] * L:a3["K1"] * L].reshape(-1)
     size = a1["N"] * a1["H"] * a1["W"] * a1["C"]
     return [PAD if v == size else int(v) for v in idx]
 
 
 def expected_gather(a0, a1, a2, a3, a4):
-    """Executor._gather on byte planes of (index + 1), PAD lanes 0."""
+    """Executor.gather on byte planes of (index + 1), PAD lanes 0."""
     es = a0["ESIZE"]
     size = a1["N"] * a1["H"] * a1["W"] * a1["C"]
     bits = 8 * es
     planes = max(1, ceil_div((size + 1).bit_length(), bits))
     code = np.arange(1, size + 1, dtype=np.uint64)
-    ex = Executor.__new__(Executor)  # _gather uses only the format and its cache
-    ex.fmt, ex._gather_cache = FMT, {}
+    ex = Executor.__new__(Executor)  # gather uses only the format and its cache
+    ex.fmt, ex.gather_cache = FMT, {}
     total = None
     for p in range(planes):
         data = (code >> np.uint64(bits * p)).astype(f"<u{es}")   # the plane: the low `bits` bits
         ddr = Ddr(0, max(8, data.nbytes), data.view(np.uint8))
-        lanes = ex._gather(ddr, dict(a0, SRC=0, PAD=0), a1, a2, a3, a4).view(f"<u{es}")
+        lanes = ex.gather(ddr, dict(a0, SRC=0, PAD=0), a1, a2, a3, a4).view(f"<u{es}")
         part = lanes.astype(np.uint64) << np.uint64(bits * p)
         total = part if total is None else total + part
     return [PAD if v == 0 else int(v) - 1 for v in total]

@@ -1,5 +1,5 @@
 """cocotb: the error paths of dtpu_cl_top end to end, against the golden model
-dtpu.hw.cmdlist.Executor (the same lists, the same fault regions in its Ddr).
+dtpu.hw.executor.Executor (the same lists, the same fault regions in its Ddr).
 
 Why a bench of its own: the top-level coverage run (sim/test_coverage.py::
 test_cl_top_coverage_summary, docs/rtl.md) showed that tb_cl_run and tb_cl_seq never reach
@@ -16,7 +16,7 @@ intact program on the same core (no reset), which must run exactly."""
 import cocotb
 import numpy as np
 
-from dtpu.hw import cmdlist as cl
+from dtpu.hw.listcompiler import NodeIn, Program, compile_program
 from dtpu.spec import ConvSpec, DataMode, OpKind, Padding
 from dtpu_sim.axi_mem import DECERR, SLVERR, Region
 from tb_cl_run import RunTB, _node, _q, ksplit_program, run_program
@@ -35,7 +35,7 @@ def _descs(prog, addr, op):
 def _patched(prog, at, word):
     img = prog.image.copy()
     img[at:at + 8] = np.array([word], U64).view(np.uint8)
-    return cl.Program(prog.cfg, prog.base, img, prog.prologue_addr, prog.prologue_words,
+    return Program(prog.cfg, prog.base, img, prog.prologue_addr, prog.prologue_words,
                       prog.partitions)
 
 
@@ -67,8 +67,8 @@ def lane_programs(seed=8):
             else:
                 w = rng.normal(0, 0.3, s.filter_shape).astype(np.float32)
                 b = rng.normal(0, 0.5, s.out_channels).astype(np.float32)
-            nodes.append(cl.NodeIn(s, w, b, i - 1))
-        out.append((mode.value, cl.compile_program([nodes], CFG, base=BASE)))
+            nodes.append(NodeIn(s, w, b, i - 1))
+        out.append((mode.value, compile_program([nodes], CFG, base=BASE)))
     return out
 
 
@@ -104,7 +104,7 @@ async def test_post_read_fault(dut):
     at, pc, words = _descs(prog, part.list_addr, "POST")[0]
     p1 = FMT.fields_of("POST1", words[1])
     hole = BASE + prog.size                 # 4 KiB appended to the image, read by nothing else
-    bigger = cl.Program(prog.cfg, prog.base, np.concatenate([prog.image, np.zeros(4096, np.uint8)]),
+    bigger = Program(prog.cfg, prog.base, np.concatenate([prog.image, np.zeros(4096, np.uint8)]),
                         prog.prologue_addr, prog.prologue_words, prog.partitions)
     bad = _patched(bigger, at + 8, FMT.word("POST1", **dict(p1, SRC=hole)))
     for kind in ("SLVERR", "DECERR"):

@@ -1,10 +1,10 @@
 """cocotb: dtpu_cl_fetch (on dtpu_axi_rd, tb_cl_fetch_top) against the golden model.
 
-Command lists come from dtpu.hw.cmdlist.compile_program (a small partition and its prologue)
-or are built word by word with dtpu.hw.cmdlist.Format; the DDR image sits in an AxiRam with
+Command lists come from dtpu.hw.listcompiler.compile_program (a small partition and its prologue)
+or are built word by word with dtpu.hw.listformat.Format; the DDR image sits in an AxiRam with
 random latency and backpressure. Expected: the descriptors the list holds, parsed with Format,
 word-exact with their first/last/offset marks; and for malformed lists and bus faults the
-CL_ERR bits, CL_ERR_PC, CL_ERR_TAG and descriptor count that dtpu.hw.cmdlist.Executor reports
+CL_ERR bits, CL_ERR_PC, CL_ERR_TAG and descriptor count that dtpu.hw.executor.Executor reports
 running the same bytes."""
 import os
 import random
@@ -14,8 +14,11 @@ import numpy as np
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, RisingEdge
 
-from dtpu.hw import cmdlist as cl
 from dtpu.hw.config import get_config
+from dtpu.hw.ddr import Ddr
+from dtpu.hw.executor import Executor
+from dtpu.hw.listcompiler import NodeIn, compile_program
+from dtpu.hw.listformat import Format
 from dtpu.spec import ConvSpec, DataMode, OpKind, Quant
 from dtpu_sim.axi_mem import DECERR, SLVERR, Mem, Monitor, Region
 
@@ -26,7 +29,7 @@ MEM = 1 << 20
 BASE = 0x10000                 # DDR base of the compiled image
 TIMEOUT = 200
 U64 = np.dtype("<u8")
-FMT = cl.Format(get_config())
+FMT = Format(get_config())
 JOB_REGS = [r.offset for r in get_config().registers if r.access == "rw" and r.name != "CTRL"]
 
 
@@ -41,8 +44,8 @@ def small_program():
                         output_q=Quant((0.1,), (1,)), name=f"pw{i}")
         w = rng.integers(-20, 20, spec.filter_shape).astype(np.int8)
         b = rng.integers(-500, 500, 8).astype(np.int32)
-        nodes.append(cl.NodeIn(spec, w, b, i - 1))
-    return cl.compile_program([nodes], base=BASE)
+        nodes.append(NodeIn(spec, w, b, i - 1))
+    return compile_program([nodes], base=BASE)
 
 
 def parse(image: np.ndarray, base: int, addr: int, limit: int = 1 << 16):
@@ -65,10 +68,10 @@ def parse(image: np.ndarray, base: int, addr: int, limit: int = 1 << 16):
 
 def model(image, base, addrs, slverr=(), hang=(), size=None, max_descs=None):
     """Executor on the same bytes: the RunResult of the last list of `addrs` (run in order)."""
-    ddr = cl.Ddr(base, size or image.size, image[:size or image.size])
+    ddr = Ddr(base, size or image.size, image[:size or image.size])
     ddr.slverr += list(slverr)
     ddr.hang += list(hang)
-    ex = cl.Executor()
+    ex = Executor()
     if max_descs:
         ex.MAX_DESCS = max_descs
     for a in addrs:

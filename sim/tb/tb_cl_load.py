@@ -2,7 +2,7 @@
 (sim/tb/tb_cl_load_top.v) against sim/dtpu_sim/axi_mem.py's memory (random latency and stalls,
 error regions) under random m_ready backpressure.
 
-Expected words come from the golden model itself: `Executor._gather` run on a `Ddr` over the
+Expected words come from the golden model itself: `Executor.gather` run on a `Ddr` over the
 same memory image as the AXI RAM. Cases: random WINDOWS / CHANNELS descriptors (word and lane
 mode, int8 / int16 and the narrower lane counts, pads, strides, dilations, K chunks, REP, NCHUNK,
 N = 2), MODE NONE and malformed fields, a timed word-mode pointwise stream (fixed latency 85, no
@@ -20,7 +20,9 @@ import numpy as np
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, RisingEdge
 
-from dtpu.hw.cmdlist import Ddr, DdrFault, Executor, Format
+from dtpu.hw.ddr import Ddr, DdrFault
+from dtpu.hw.executor import Executor
+from dtpu.hw.listformat import Format
 from dtpu_sim.axi_mem import DECERR, SLVERR, Mem, Monitor, Region, random_pauses
 
 log = logging.getLogger("cocotb.tb_cl_load")
@@ -136,14 +138,14 @@ def is_word_mode(case):
 
 
 def golden(image, case, ddr_size=SIZE, slverr=(), hang=()):
-    """Executor._gather on a Ddr over `image`: (words, None) or (None, fault kind)."""
-    ex = Executor.__new__(Executor)    # _gather uses only the format and its cache
-    ex.fmt, ex._gather_cache = FMT, {}
+    """Executor.gather on a Ddr over `image`: (words, None) or (None, fault kind)."""
+    ex = Executor.__new__(Executor)    # gather uses only the format and its cache
+    ex.fmt, ex.gather_cache = FMT, {}
     ddr = Ddr(0, ddr_size, image[:ddr_size])
     ddr.slverr = list(slverr)
     ddr.hang = list(hang)
     try:
-        return [int(v) for v in ex._gather(ddr, *case)], None
+        return [int(v) for v in ex.gather(ddr, *case)], None
     except DdrFault as e:
         return None, e.kind
 

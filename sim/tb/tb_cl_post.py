@@ -2,11 +2,11 @@
 dtpu_axi_rd from an AxiRam (random latency, stalls, error regions) and its parameter entries from
 a dtpu_ls_param written as LOAD_PARAM writes it, with random backpressure on its result words.
 
-Expected values: dtpu.hw.cmdlist.Executor._post run on a Ddr holding the same bytes, with a Core
+Expected values: dtpu.hw.executor.Executor.post run on a Ddr holding the same bytes, with a Core
 whose parameter memory got the same words (Core._write_memory "LOAD_PARAM"): its error kind
 (BAD_FIELD, JOB, or the DdrFault kind) and the output tensor at DST. The unit's result words are
 compared (a) word for word with the model's y packed per pixel (Core._pack_lanes: lanes past CH
-zero) and (b) put into a zeroed DST by Executor._scatter with the RES fields the unit reports,
+zero) and (b) put into a zeroed DST by Executor.scatter with the RES fields the unit reports,
 byte for byte against the model's DST. A JOB error (ERR.OVERFLOW) produces exactly the words before
 the one holding the first overflowing sum; a read fault a prefix of them.
 
@@ -19,9 +19,11 @@ import numpy as np
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, RisingEdge
 
-from dtpu.hw.cmdlist import DdrFault, Ddr, Executor, RunResult, _ClError
 from dtpu.hw.config import HwConfig
-from dtpu.hw.model import Core, out_lanes
+from dtpu.hw.core import Core, out_lanes
+from dtpu.hw.ddr import Ddr, DdrFault
+from dtpu.hw.executor import Executor, RunResult
+from dtpu.hw.listformat import ListFault
 from dtpu_sim.axi_mem import DECERR, SLVERR, Mem, Monitor, Region, random_pauses
 
 SEED = int(os.environ.get("DTPU_SEED", "1"))
@@ -215,7 +217,7 @@ def rand_case(rng, kind=None, prec=None, variant=None):
 
 
 def spoil(rng, case):
-    """A BAD_FIELD case: one field the model's _post refuses (kind, case)."""
+    """A BAD_FIELD case: one field the model's post refuses (kind, case)."""
     kind = rng.choice(["ch0", "dstc", "param", "prec", "out_mode"])
     case = dict(case)
     if kind == "ch0":
@@ -236,7 +238,7 @@ def spoil(rng, case):
 # the golden model
 
 def model(tb, case, sums, faults=()):
-    """Executor._post on the same bytes: (error kind or None, DST bytes, y, ERR bits, words)."""
+    """Executor.post on the same bytes: (error kind or None, DST bytes, y, ERR bits, words)."""
     image = np.frombuffer(bytes(tb.mem.ram.read(0, SIZE)), np.uint8).copy()
     ddr = Ddr(0, SIZE, image)
     for lo, hi, kind in faults:
@@ -251,8 +253,8 @@ def model(tb, case, sums, faults=()):
     r = RunResult()
     err_kind = None
     try:
-        EX._post(ddr, regs, d, r)
-    except _ClError as e:
+        EX.post(ddr, regs, d, r)
+    except ListFault as e:
         err_kind = e.kind
     except DdrFault as e:
         err_kind = e.kind
@@ -286,7 +288,7 @@ def first_ovf_word(case, sums):
 
 
 def scatter(case, res, words):
-    """The unit's words put at DST by the store unit's ITEMS mode (Executor._scatter) with the RES
+    """The unit's words put at DST by the store unit's ITEMS mode (Executor.scatter) with the RES
     fields the unit reports."""
     esize = res["esize"]
     nbytes = case["pix"] * case["dstc"] * esize
@@ -294,7 +296,7 @@ def scatter(case, res, words):
     r0 = dict(MODE=res["mode"], LANES=res["lanes"], ESIZE=esize, SIGNED=res["signed"], DST=res["dst"])
     r1 = dict(PIX=res["pix"], OUTER=res["outer"], INNER=res["inner"])
     r2 = dict(GW=res["gw"], CH0=res["ch0"], CH1=res["ch1"], DSTC=res["dstc"])
-    EX._scatter(ddr, r0, r1, r2, np.array(words, U64), False)
+    EX.scatter(ddr, r0, r1, r2, np.array(words, U64), False)
     return ddr.host_view(case["dst"], nbytes)
 
 
@@ -386,7 +388,7 @@ async def test_random(dut):
 
 @cocotb.test()
 async def test_rtl_only_checks(dut):
-    """Fields the model's _post takes but the unit refuses with BAD_FIELD (docs/rtl.md): an
+    """Fields the model's post takes but the unit refuses with BAD_FIELD (docs/rtl.md): an
     RQ_VARIANT outside the five variants, an unaligned SRC. And PIX 0 (nothing to do)."""
     tb = await setup(dut, SEED + 100)
     case = rand_case(tb.rng)

@@ -1,6 +1,6 @@
 """cocotb: compiled programs run end to end on dtpu_cl_top (fetcher, sequencer, load / store /
 post units, 1.2 core, AXI4 read and write masters) against the golden model
-dtpu.hw.cmdlist.Executor.
+dtpu.hw.executor.Executor.
 
 The DDR image (weights, parameters, lists, tensor buffers) sits in one AxiRam with random
 latency and backpressure on all five channels; the partition's input buffer gets random bytes.
@@ -19,8 +19,8 @@ import cocotb
 import numpy as np
 from cocotb.triggers import ClockCycles
 
-from dtpu.hw import cmdlist as cl
 from dtpu.hw.chain_specs import chain_specs
+from dtpu.hw.listcompiler import NodeIn, Program, compile_program
 from dtpu.spec import ConvSpec, DataMode, OpKind, Padding, Quant
 from dtpu_sim.axi_mem import SLVERR, Mem, Monitor, Region
 from dtpu_sim.cycles import contract_lat
@@ -70,7 +70,7 @@ def ksplit_program(seed=5, hw=4, c=64, oc=16, k=3, stride=1):
     rng = np.random.default_rng(seed)
     s = ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, hw, hw, c), (oc, k, k, c),
                  padding=Padding.SAME, stride=(stride, stride), name="k", **_q(rng, oc))
-    return cl.compile_program([[cl.NodeIn(s, *_node(rng, s), -1)]], CFG, base=BASE)
+    return compile_program([[NodeIn(s, *_node(rng, s), -1)]], CFG, base=BASE)
 
 
 def ksplit_pw_program(hw=2, c=512, oc=16, seed=7):
@@ -80,7 +80,7 @@ def ksplit_pw_program(hw=2, c=512, oc=16, seed=7):
     rng = np.random.default_rng(seed)
     s = ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, hw, hw, c), (oc, 1, 1, c), name="kp",
                  **_q(rng, oc))
-    return cl.compile_program([[cl.NodeIn(s, *_node(rng, s), -1)]], CFG, base=BASE)
+    return compile_program([[NodeIn(s, *_node(rng, s), -1)]], CFG, base=BASE)
 
 
 def int16_program(seed=6):
@@ -90,8 +90,8 @@ def int16_program(seed=6):
                       padding=Padding.SAME, name="c16", **_q(rng, 8, zp=False)),
              ConvSpec(OpKind.CONV_2D, DataMode.INT16X8, (1, 6, 6, 8), (12, 1, 1, 8),
                       name="p16", **_q(rng, 12, zp=False))]
-    nodes = [cl.NodeIn(s, *_node(rng, s), i - 1) for i, s in enumerate(specs)]
-    return cl.compile_program([nodes], CFG, base=BASE)
+    nodes = [NodeIn(s, *_node(rng, s), i - 1) for i, s in enumerate(specs)]
+    return compile_program([nodes], CFG, base=BASE)
 
 
 def chain_program(nodes, hw=8, c=16, seed=0):
@@ -100,8 +100,8 @@ def chain_program(nodes, hw=8, c=16, seed=0):
     (CHANNELS); with C a multiple of LANES both are word-mode streams (the exact class)."""
     rng = np.random.default_rng(seed)
     specs, srcs = chain_specs(nodes, hw, c, lambda oc: _q(rng, oc))
-    nodes = [cl.NodeIn(s, *_node(rng, s), k) for s, k in zip(specs, srcs)]
-    return cl.compile_program([nodes], CFG, base=BASE)
+    nodes = [NodeIn(s, *_node(rng, s), k) for s, k in zip(specs, srcs)]
+    return compile_program([nodes], CFG, base=BASE)
 
 
 def mode_program(nodes, hw, c, mode, seed=0):
@@ -118,8 +118,8 @@ def mode_program(nodes, hw, c, mode, seed=0):
             b = rng.uniform(-1, 1, s.out_channels).astype(np.float32)
         else:
             w, b = _node(rng, s)
-        out.append(cl.NodeIn(s, w, b, k))
-    return cl.compile_program([out], CFG, base=BASE)
+        out.append(NodeIn(s, w, b, k))
+    return compile_program([out], CFG, base=BASE)
 
 
 def random_class_program(rnd, seed):
@@ -283,7 +283,7 @@ async def test_run_errors(dut):
     for what, i, word in variants:
         bad = prog.image.copy()
         bad[o + 8 * i:o + 8 * i + 8] = np.array([word], U64).view(np.uint8)
-        p2 = cl.Program(prog.cfg, prog.base, bad, prog.prologue_addr, prog.prologue_words,
+        p2 = Program(prog.cfg, prog.base, bad, prog.prologue_addr, prog.prologue_words,
                         prog.partitions)
         (_, _), (r, _) = await run_program(tb, p2, what, rng)
         assert r.error == FMT.errors["BAD_FIELD"], (what, r.message)

@@ -1,5 +1,5 @@
 """cocotb: dtpu_cl_top (1.2 core + fetcher + read master + list sequencer) against the golden
-model dtpu.hw.cmdlist.Executor.
+model dtpu.hw.executor.Executor.
 
 The DDR image sits in an AxiRam (sim/dtpu_sim/axi_mem.py) with random latency and backpressure;
 lists are started through the AXI4-Lite registers (CL_BASE, DOORBELL) and waited for through the
@@ -18,9 +18,12 @@ from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, RisingEdge
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster
 
-from dtpu.hw import cmdlist as cl
 from dtpu.hw.config import HwConfig
-from dtpu.hw.model import Core
+from dtpu.hw.core import Core
+from dtpu.hw.ddr import Ddr
+from dtpu.hw.executor import Executor
+from dtpu.hw.listcompiler import NodeIn, compile_program
+from dtpu.hw.listformat import Format
 from dtpu.spec import ConvSpec, DataMode, OpKind, Padding, Quant
 from dtpu_sim.axi_mem import DECERR, SLVERR, Mem, Monitor, Region
 from dtpu_sim.cycles import contract_lat
@@ -34,7 +37,7 @@ CFG = HwConfig(COLS=int(os.environ.get("PARAM_COLS", "8")),
                LOG_WEIGHT_WORDS=int(os.environ.get("PARAM_LOG_WEIGHT_WORDS", "15")),
                LOG_PARAM_ENTRIES=int(os.environ.get("PARAM_LOG_PARAM_ENTRIES", "12")),
                LOG_ACT_WORDS=int(os.environ.get("PARAM_LOG_ACT_WORDS", "12")))
-FMT = cl.Format(CFG)
+FMT = Format(CFG)
 MAX_BURST = int(os.environ.get("PARAM_MAX_BURST", "16"))
 MAX_OUT = int(os.environ.get("PARAM_MAX_OUTSTANDING", "8"))
 JOB_REGS = sorted(r.offset for r in CFG.registers if r.access == "rw" and r.name != "CTRL")
@@ -66,8 +69,8 @@ def small_program(seed=9):
     for i, s in enumerate(specs):
         w = rng.integers(-12, 12, s.filter_shape).astype(np.int8)
         b = rng.integers(-300, 300, s.out_channels).astype(np.int32)
-        nodes.append(cl.NodeIn(s, w, b, i - 1))
-    return cl.compile_program([nodes], CFG, base=BASE)
+        nodes.append(NodeIn(s, w, b, i - 1))
+    return compile_program([nodes], CFG, base=BASE)
 
 
 def parse(image, base, addr, limit=1 << 16):
@@ -109,10 +112,10 @@ class Model:
 
     def __init__(self, image, size=None, slverr=(), hang=(), start=None):
         size = size or image.size
-        self.ddr = cl.Ddr(BASE, size, image[:size])
+        self.ddr = Ddr(BASE, size, image[:size])
         self.ddr.slverr += list(slverr)
         self.ddr.hang += list(hang)
-        self.ex = cl.Executor(Core(CFG), FMT)
+        self.ex = Executor(Core(CFG), FMT)
         if start is not None:
             self.ex.core.wmem[:], self.ex.core.pmem[:] = start
 

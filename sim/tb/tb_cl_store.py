@@ -6,7 +6,7 @@ Each test runs a sequence of RUNs back to back (the next `start` as soon as the 
 earlier writes still draining): random RES ITEMS fields (LANES 1/2/4/8, ESIZE 8/LANES, any DST
 byte address) and ACC chains (LANES 2 and 1, FIRST then adding RUNs on the same sums, sometimes
 on bytes an earlier ITEMS RUN wrote), random result words fed with random gaps. Expected: a
-dtpu.hw.cmdlist.Ddr over the same initial bytes with Executor._scatter run on the same words for
+dtpu.hw.ddr.Ddr over the same initial bytes with Executor.scatter run on the same words for
 each RUN in order; after `idle` the whole memory is compared byte for byte.
 
 Environment: DTPU_SEED, DTPU_CASES (RUNs per sequence), DTPU_MAX_WORDS (result words per RUN)."""
@@ -19,8 +19,11 @@ import numpy as np
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, RisingEdge
 
-from dtpu.hw import cmdlist as cl
-from dtpu.hw.cmdlist import Ddr, Executor, Format
+from dtpu.hw.ddr import Ddr
+from dtpu.hw.executor import Executor
+from dtpu.hw.listcompiler import NodeIn, compile_program
+from dtpu.hw.listformat import Format
+from dtpu.tflite_model import partitions_of
 from dtpu_sim.axi_mem import DECERR, SLVERR, Mem, Monitor, Region
 
 log = logging.getLogger("tb_cl_store")
@@ -123,7 +126,7 @@ class TB:
         self.init = bytes(image) + bytes(size - len(image))
         self.mem.ram.write(0, self.init)
         self.model = Ddr(0, size, np.frombuffer(self.init, np.uint8))
-        self.ex = Executor.__new__(Executor)    # _scatter uses only the format
+        self.ex = Executor.__new__(Executor)    # scatter uses only the format
         self.ex.fmt = FMT
         self.wmon = Monitor(dut, "m_axi", dut.clk, MAX_BURST, MAX_OUT, write=True)
         self.rmon = Monitor(dut, "m_axi", dut.clk, MAX_BURST, MAX_OUT, write=False)
@@ -192,7 +195,7 @@ class TB:
 
     def scatter(self, f, first, words):
         r0, r1, r2 = f
-        self.ex._scatter(self.model, r0, r1, r2, np.array(words, dtype=np.uint64), first)
+        self.ex.scatter(self.model, r0, r1, r2, np.array(words, dtype=np.uint64), first)
 
     async def wait_idle(self, limit=30000):
         for _ in range(limit):
@@ -466,12 +469,12 @@ async def test_read_timeout(dut):
 
 def recorded_scatters(prog, cfg, x):
     """Run `prog`'s first partition on input `x` through Executor (register protocol) and return
-    the DDR image it started from and every _scatter call (fields with DST made relative to the
+    the DDR image it started from and every scatter call (fields with DST made relative to the
     image, FIRST, the core's result words), in order."""
-    from dtpu.hw.model import Core
+    from dtpu.hw.core import Core
 
     rec = []
-    orig = Executor._scatter
+    orig = Executor.scatter
 
     def hook(self, ddr, r0, r1, r2, words, first=False):
         rec.append(((dict(r0, DST=r0["DST"] - prog.base), dict(r1), dict(r2)), bool(first),
@@ -479,16 +482,16 @@ def recorded_scatters(prog, cfg, x):
         return orig(self, ddr, r0, r1, r2, words, first)
 
     part = prog.partitions[0]
-    ddr = cl.Ddr(prog.base, prog.size, prog.image)
+    ddr = Ddr(prog.base, prog.size, prog.image)
     ddr.host_view(part.input.addr, part.input.nbytes)[:] = x.reshape(-1).view(np.uint8)
     image = bytes(ddr.mem)
-    Executor._scatter = hook
+    Executor.scatter = hook
     try:
         ex = Executor(Core(cfg), fast_path=False)
         ex.run(ddr, prog.prologue_addr)
         ex.run(ddr, part.list_addr)
     finally:
-        Executor._scatter = orig
+        Executor.scatter = orig
     return image, rec
 
 
@@ -511,8 +514,8 @@ async def test_compiled_zoo(dut):
     from dtpu.hw.config import get_config
 
     zoo = Path(__file__).resolve().parents[2] / "tests" / "models" / "zoo"
-    parts = cl.partitions_of(zoo / f"{ZOO_NET}.tflite")
-    prog = cl.compile_program(parts)
+    parts = partitions_of(zoo / f"{ZOO_NET}.tflite")
+    prog = compile_program(parts)
     spec = parts[0][0].spec
     dt = reference.io_dtypes(spec)[0]
     info = np.iinfo(dt)
@@ -542,7 +545,7 @@ async def test_compiled_split_k(dut):
     net = [(sp, rng.integers(-12, 12, sp.filter_shape).astype(np.int8),
             rng.integers(-300, 300, sp.out_channels).astype(np.int32)) for sp in specs]
     with HwConfig(LOG_WEIGHT_WORDS=11, LOG_PARAM_ENTRIES=7, LOG_ACT_WORDS=10) as cfg:
-        prog = cl.compile_program([[cl.NodeIn(sp, w, b, i - 1) for i, (sp, w, b) in enumerate(net)]],
+        prog = compile_program([[NodeIn(sp, w, b, i - 1) for i, (sp, w, b) in enumerate(net)]],
                                   cfg)
         x = rng.integers(-128, 128, specs[0].input_shape).astype(np.int8)
         image, runs = recorded_scatters(prog, cfg, x)

@@ -1,4 +1,4 @@
-"""cocotb: one post-unit lane against the golden model's requantization (dtpu.hw.model)."""
+"""cocotb: one post-unit lane against the golden model's requantization (dtpu.hw.core)."""
 import os
 import random
 
@@ -8,7 +8,7 @@ from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, RisingEdge
 
 from dtpu.hw.config import HwConfig
-from dtpu.hw.model import requant, wrap32
+from dtpu.hw.core import requant, wrap32
 
 CFG = HwConfig()
 MASK64 = (1 << 64) - 1

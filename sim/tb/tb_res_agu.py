@@ -1,9 +1,9 @@
 """cocotb: the contract 2.0 result address generator (hw/rtl/dtpu_res_agu.v) against the golden
-model's scatter (dtpu.hw.cmdlist.Executor._scatter): random RES ITEMS descriptors, random
+model's scatter (dtpu.hw.executor.Executor.scatter): random RES ITEMS descriptors, random
 backpressure, one request per result lane (element index or dropped, last) compared; without
 backpressure one request per cycle from the cycle after start.
 
-Expected sequence: Executor._scatter run on result words whose lanes are byte planes of
+Expected sequence: Executor.scatter run on result words whose lanes are byte planes of
 (stream lane + 1) into a zeroed destination; the planes put back together say which stream lane
 landed at which element (p*DSTC + channel); lanes that landed nowhere are dropped.
 
@@ -14,7 +14,9 @@ import random
 import cocotb
 import numpy as np
 
-from dtpu.hw.cmdlist import Ddr, Executor, Format
+from dtpu.hw.ddr import Ddr
+from dtpu.hw.executor import Executor
+from dtpu.hw.listformat import Format
 from dtpu_sim.agu import CASES, MAX_ELEMS, NO_ELEMENT, SEED, AguBench, ceil_div, check
 
 FMT = Format()
@@ -41,7 +43,7 @@ def rand_items(rng):
 
 
 def expected(r0, r1, r2):
-    """Executor._scatter of byte planes of (stream lane + 1): per stream lane its element index
+    """Executor.scatter of byte planes of (stream lane + 1): per stream lane its element index
     or DROP."""
     L, es = r0["LANES"], r0["ESIZE"]
     nwords = r1["OUTER"] * r1["PIX"] * r1["INNER"] * ceil_div(r2["GW"], L)
@@ -50,13 +52,13 @@ def expected(r0, r1, r2):
     planes = max(1, ceil_div((nlanes + 1).bit_length(), bits))
     code = np.arange(1, nlanes + 1, dtype=np.uint64)
     nbytes = r1["PIX"] * r2["DSTC"] * es
-    ex = Executor.__new__(Executor)  # _scatter uses only the format
+    ex = Executor.__new__(Executor)  # scatter uses only the format
     ex.fmt = FMT
     landed = np.zeros(r1["PIX"] * r2["DSTC"], np.uint64)
     for p in range(planes):
         lanes = (code >> np.uint64(bits * p)).astype(f"<u{es}")  # the plane: the low `bits` bits
         ddr = Ddr(0, max(8, nbytes))
-        ex._scatter(ddr, r0, r1, r2, lanes.view(np.uint64), False)
+        ex.scatter(ddr, r0, r1, r2, lanes.view(np.uint64), False)
         landed += ddr.read(0, nbytes).view(f"<u{es}").astype(np.uint64) << np.uint64(bits * p)
     out = [DROP] * nlanes
     for elem in np.flatnonzero(landed):

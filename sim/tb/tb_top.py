@@ -7,8 +7,8 @@ import numpy as np
 from cocotb.triggers import ClockCycles, RisingEdge
 
 from dtpu.hw.config import HwConfig
+from dtpu.hw.core import Core
 from dtpu.hw.jobs import check_identity, run_jobs
-from dtpu.hw.model import Core
 from dtpu.precision import Precision
 from dtpu_sim.axi import AsyncTransport, BridgeTransport, DtpuTB, random_pauses, run_job
 from dtpu_sim.jobgen import (expect, gemm_case, lowered_jobs, prefetch_case, with_prefetch,
@@ -621,7 +621,7 @@ async def test_dw_bank_conflict_in_config(dut):
         job.send = {"act": nrng.integers(0, 1 << 63, iw * gc, dtype=np.uint64)}
         job.recv = ow * gc * 4
         job.label = f"dw ow{ow} gc{gc} sx{sx} kw{kw} tc{tc}"
-        from dtpu.hw.model import dw_bank_conflict
+        from dtpu.hw.core import dw_bank_conflict
         conflict = dw_bank_conflict(C, ow, gc, sx, tc)
         seen[int(conflict)] += 1
         if not conflict:

@@ -115,7 +115,7 @@ class Backend(abc.ABC):
     lists: bool = False
 
     def prepare_partitions(self, partitions: list, keep: list | None = None) -> Any:
-        """Compile a graph's partitions (lists of :class:`dtpu.hw.cmdlist.NodeIn`) once; the
+        """Compile a graph's partitions (lists of :class:`dtpu.hw.listcompiler.NodeIn`) once; the
         handle goes to :meth:`invoke_partition`. `keep`: per partition, the nodes whose outputs
         are read (the others are intermediate). Raises ValueError (CmdlistError) with the
         reason when they cannot be expressed; the delegate then runs the nodes one by one."""

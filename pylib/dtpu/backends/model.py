@@ -46,7 +46,7 @@ from dtpu.hw import fast as fastpath
 from dtpu.hw import prefetch
 from dtpu.hw.config import HwConfig, ceil_div, get_config
 from dtpu.hw.lower import Job, Lowered, footprint, lower, placement_error, with_prefetch
-from dtpu.hw.model import Core, _Error
+from dtpu.hw.core import Core, _Error
 from dtpu.spec import OpKind
 from dtpu.power import EnergyMeter, activity
 from dtpu.spec import ConvSpec

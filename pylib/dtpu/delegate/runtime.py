@@ -586,7 +586,7 @@ class PartitionKernel:
     def list_nodes(self) -> list:
         """The partition as the command-list compiler takes it: nodes in order, each fed by an
         earlier node or by external input k (NodeIn.src = -1 - k, k in :attr:`list_inputs`)."""
-        from dtpu.hw.cmdlist import NodeIn
+        from dtpu.hw.listcompiler import NodeIn
 
         steps = [s for s in self.steps if not s.empty]
         self.list_steps = steps

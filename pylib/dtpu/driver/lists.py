@@ -7,11 +7,11 @@ so the golden model and the PYNQ-Z2 (real or emulated, through ``pynq``) run the
 * ``alloc_buffer(nbytes)``: a DDR buffer with ``addr`` (what the core's memory port uses),
   ``array`` (the host's uint8 view), ``flush()`` / ``invalidate()`` (cache maintenance around
   the device's accesses) and ``free()``: ``pynq.allocate`` on the board, a
-  :class:`~dtpu.hw.cmdlist.DdrPool` buffer on the model;
+  :class:`~dtpu.hw.ddr.DdrPool` buffer on the model;
 * ``wait_list(timeout_s)`` (optional): wait for the list's completion (the board's interrupt);
   without it the driver polls CL_STATUS.DONE with a deadline.
 
-The compilation is :func:`dtpu.hw.cmdlist.compile_program`, the golden model's: the words the
+The compilation is :func:`dtpu.hw.listcompiler.compile_program`, the golden model's: the words the
 device executes are the ones the executor is proven bit-exact on. The image is compiled for the
 buffer's address (addresses are in the descriptors): when the buffer does not land where the
 first compilation assumed, it is compiled again for the address it got.
@@ -25,7 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from dtpu.driver.transport import DtpuHardwareError, DtpuTimeout, Transport
-from dtpu.hw import cmdlist
+from dtpu.hw.listcompiler import Buffer, NodeIn, compile_program
+from dtpu.hw.listformat import Format
 
 log = logging.getLogger(__name__)
 
@@ -60,13 +61,13 @@ class ListProgram:
     that wrote them (another program, 1.2 jobs) makes the next :meth:`invoke` run the prologue
     again (:meth:`ensure_loaded`)."""
 
-    def __init__(self, t: Transport, partitions: list[list[cmdlist.NodeIn]], *,
+    def __init__(self, t: Transport, partitions: list[list[NodeIn]], *,
                  rounding: str = "default", runtime: str | None = None,
                  timeout_s: float = DEFAULT_LIST_TIMEOUT_S, keep: list | None = None) -> None:
         self.t = t
         self.timeout_s = timeout_s
         cfg = t.cfg
-        self.fmt = cmdlist.Format(cfg)
+        self.fmt = Format(cfg)
         off = self.fmt.reg_offset
         self._off = {n: off(n) for n in ("CL_BASE", "DOORBELL", "CL_STATUS", "CL_ERR", "IRQ",
                                            "CL_ERR_PC", "CL_ERR_TAG", "CL_CYCLES_LO",
@@ -75,10 +76,10 @@ class ListProgram:
         self._irq_en = 1 << next(f["lsb"] for f in irq if f["name"] == "DONE_EN")
         self._irq_pend = 1 << next(f["lsb"] for f in irq if f["name"] == "PENDING")
         kw = dict(rounding=rounding, runtime=runtime, keep=keep)
-        prog = cmdlist.compile_program(partitions, cfg, **kw)
+        prog = compile_program(partitions, cfg, **kw)
         self.buf = t.alloc_buffer(prog.size)
         if self.buf.addr != prog.base:
-            prog = cmdlist.compile_program(partitions, cfg, base=self.buf.addr, **kw)
+            prog = compile_program(partitions, cfg, base=self.buf.addr, **kw)
         self.size = prog.size
         self.buf.array[:prog.size] = prog.image
         self.buf.flush()
@@ -95,7 +96,7 @@ class ListProgram:
 
     # -- views of the image
 
-    def view(self, b: cmdlist.Buffer) -> np.ndarray:
+    def view(self, b: Buffer) -> np.ndarray:
         """The host's view of a tensor buffer of the image (its dtype and shape)."""
         o = b.addr - self.program.base
         return self.buf.array[o:o + b.nbytes].view(b.dtype).reshape(b.shape)

@@ -1,6 +1,6 @@
 """The golden model as a transport: the register/stream protocol executed in-process.
 
-:class:`~dtpu.hw.model.Core` runs a job as soon as its input words are there and raises
+:class:`~dtpu.hw.core.Core` runs a job as soon as its input words are there and raises
 ``StreamStarved`` when asked for a register while a started job still waits for input. A real
 core instead answers STATUS with BUSY and keeps waiting, and the driver relies on that (it reads
 STATUS right after START, and reads the registers of a hung job to explain it). This transport
@@ -23,7 +23,7 @@ from dtpu.driver.jobs import Counters, read_counters, counter_delta, register_st
 from dtpu.driver.transport import DtpuJobError, Transport
 from dtpu.hw import fast
 from dtpu.hw.config import HwConfig, get_config
-from dtpu.hw.model import STREAM_OUT, STREAMS_IN, Core
+from dtpu.hw.core import STREAM_OUT, STREAMS_IN, Core
 
 _U64 = np.dtype("<u8")
 
@@ -34,13 +34,14 @@ class ModelTransport(Transport):
     def __init__(self, core: Core | None = None, cfg: HwConfig | None = None, *,
                  lists: bool = False, mem=None) -> None:
         """`lists`: the core is a contract-2.0 one (VERSION 2.0, the command-list registers
-        over `mem`, default a :class:`~dtpu.hw.cmdlist.DdrPool` of its own), else a 1.2 core."""
+        over `mem`, default a :class:`~dtpu.hw.ddr.DdrPool` of its own), else a 1.2 core."""
         self.core = core or Core(cfg or get_config())
         self.cfg = self.core.cfg
         self.lists = None
         if lists:
-            from dtpu.hw import cmdlist
-            self.lists = cmdlist.Device(core=self.core, mem=mem if mem is not None else cmdlist.DdrPool())
+            from dtpu.hw.ddr import DdrPool
+            from dtpu.hw.regwindow import Device
+            self.lists = Device(core=self.core, mem=mem if mem is not None else DdrPool())
 
     # -- the five methods ---------------------------------------------------------------------
 

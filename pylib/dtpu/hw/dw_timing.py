@@ -7,7 +7,7 @@ flight bound the rate), and packs one lane a cycle in lane mode (C not a multipl
 or REP > 1): 1/LANES word a cycle. Neither keeps up with the DWCONV's row loader, which takes
 a word a cycle whenever a ring slot is free. The 1.2 core stalls globally (`adv`) while the
 loader wants a word that is not there, so the job's stall-free schedule (model.dw_schedule)
-still holds in the core's own time; the Timeline therefore feeds cmdlist._stream_sim the
+still holds in the core's own time; the Timeline therefore feeds units.load.stream_sim the
 loader's stall-free need time of every word (this module) and the stream's element
 addresses, as it does for GEMMs over WINDOWS.
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dtpu.hw.model import dw_schedule
+from dtpu.hw.core import dw_schedule
 
 
 def loader_need(cfg, su) -> np.ndarray | None:
@@ -57,7 +57,7 @@ def channels_elements(d: dict) -> tuple[np.ndarray, int] | None:
 
 def dw_stream(cfg, su, d: dict, words: int, cfg_setup: int, res_words: int | None = None):
     """(element word addresses, elements a word, need times) of a DWCONV RUN's CHANNELS stream
-    for cmdlist._stream_sim; None when the stream is not one (the first-word shift applies)."""
+    for units.load.stream_sim; None when the stream is not one (the first-word shift applies)."""
     need = loader_need(cfg, su)
     if need is None or need.size != words:
         return None
@@ -79,7 +79,7 @@ def dw_stream(cfg, su, d: dict, words: int, cfg_setup: int, res_words: int | Non
 
 def result_times(cfg, su) -> np.ndarray:
     """Stall-free cycle of every result word of the DWCONV job `su`, in stream order, on the
-    scale where the last one is 0 (cmdlist._result_gaps' schedule: per output row, its steps
+    scale where the last one is 0 (units.store.result_gaps' schedule: per output row, its steps
     `period` apart, a step's items' words one a cycle)."""
     g = su.geom
     tm = dw_schedule(cfg, g, su.wpi)

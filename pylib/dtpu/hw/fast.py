@@ -28,7 +28,7 @@ ulps from the actual weights and the lane range, so every partial sum (any order
 or not) is exact and ``floor`` is the hardware's result. Where that bound does not hold, or for
 any other mode or variant, the compiled job runs the core's generic datapath
 (``Core._gemm_words`` / ``Core._dw_words``) on the decoded setup. At compile time the fused map
-is also checked against the core's post unit (:func:`dtpu.hw.model.requant`) on probe
+is also checked against the core's post unit (:func:`dtpu.hw.core.requant`) on probe
 accumulators around every channel's rounding boundaries; a disagreement (a variant redefined
 there) falls back to the generic datapath.
 
@@ -58,7 +58,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from dtpu.hw import kernels
-from dtpu.hw.model import Core, JobSetup, _Error, _U64
+from dtpu.hw.core import Core, JobSetup, _Error, _U64
 from dtpu.precision import Precision
 
 log = logging.getLogger(__name__)

@@ -187,9 +187,9 @@ def _i64(a) -> np.ndarray:
 
 def _stream_sim(self, wa, per_word: int, need, intake: int, rd_free: int, consts: tuple,
                 blocks: tuple | None, takes: list | None, store: tuple | None = None) -> tuple:
-    """dtpu.hw.cmdlist._stream_sim in C (kernels.c dtpu_stream_sim): the same arguments
+    """dtpu.hw.units.load.stream_sim in C (kernels.c dtpu_stream_sim): the same arguments
     (`consts`: RL, burst, outstanding, ACT_ELEM_FIFO, ACT_REQ_FIFO, ACT_READ_BUFFER, the beat's
-    cycles to the packer; `store`: cmdlist._store_consts of its `res`, whose "w_end" it sets)
+    cycles to the packer; `store`: units.store.store_consts of its `res`, whose "w_end" it sets)
     and the same result."""
     ffi = self.ffi
     wa, need = _i64(wa), _i64(need)
@@ -230,7 +230,7 @@ Kernels.stream_sim = _stream_sim
 
 
 def _store_sim(self, addr, kept, offer, consts: tuple, prior: tuple) -> tuple:
-    """dtpu.hw.cmdlist._store_sim in C (kernels.c dtpu_store_sim): `addr`, `kept` its chunks'
+    """dtpu.hw.units.store.store_sim in C (kernels.c dtpu_store_sim): `addr`, `kept` its chunks'
     byte addresses and kept bytes, `offer`, `consts` (write queue words, MEM_WRITE_LATENCY,
     MEM_BURST_BEATS, bursts in flight, SEQ_STORE_GAP), `prior`; the same result."""
     ffi = self.ffi

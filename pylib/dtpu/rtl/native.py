@@ -268,7 +268,7 @@ class SimBuffer:
 class SimDdr:
     """The DDR image of the simulated memory: one host-owned byte array at `base` that the C++
     memory model reads and writes in place; buffers allocated first fit, 4 KiB aligned, like the
-    golden model's :class:`~dtpu.hw.cmdlist.DdrPool`. With `strict` (default) only allocated
+    golden model's :class:`~dtpu.hw.ddr.DdrPool`. With `strict` (default) only allocated
     buffers answer the core (anything else DECERR, as DdrPool); else the whole image does."""
 
     def __init__(self, nbytes: int, base: int, on_change, strict: bool = True) -> None:
@@ -341,18 +341,18 @@ class NativeListTransport(NativeTransport):
                  timing: dict | None = None, stall: float = 0.0, extra_latency: int = 0,
                  seed: int = 1,
                  list_timeout_cycles: int = DEFAULT_LIST_TIMEOUT_CYCLES, **options) -> None:
-        from dtpu.hw import cmdlist
+        from dtpu.hw.listformat import DEFAULT_DDR_BASE, Format
 
         self._lib = _load_cl(Path(library))   # before the base class opens the core
         super().__init__(cfg, library, **options)
-        self.fmt = cmdlist.Format(cfg)
+        self.fmt = Format(cfg)
         if int(list_timeout_cycles) < 1:
             raise ValueError(f"list_timeout_cycles={list_timeout_cycles!r}; accepted: an integer >= 1")
         self.list_timeout_cycles = int(list_timeout_cycles)
         self._reg = {n: self.fmt.reg_offset(n) for n in self.fmt.regs}
         st = self.fmt.regs["CL_STATUS"]["fields"]
         self._cl_done_lsb = next(f["lsb"] for f in st if f["name"] == "DONE")
-        base = cmdlist.DEFAULT_DDR_BASE if ddr_base is None else int(ddr_base)
+        base = DEFAULT_DDR_BASE if ddr_base is None else int(ddr_base)
         self.ddr = SimDdr(int(ddr_bytes), base, self._update_windows, strict)
         self._lib.dtpu_mem_image(self._h, self.ddr.image.ctypes.data, self.ddr.base, self.ddr.size)
         self.set_timing(timing, stall=stall, extra_latency=extra_latency, seed=seed)
@@ -535,7 +535,7 @@ class NativeListTransport(NativeTransport):
 
     def list_trace(self):
         """The simulated RTL's per-node record of the last list as a
-        :class:`dtpu.hw.cmdlist.RunResult` (``cycles`` = CL_CYCLES, ``idle_cycles`` = IDLE,
+        :class:`dtpu.hw.executor.RunResult` (``cycles`` = CL_CYCLES, ``idle_cycles`` = IDLE,
         ``tags`` per descriptor TAG as the golden model's; :mod:`dtpu.rtl.nodetrace`), so that
         ``node_cycles`` / ``node_words`` split the partition by node; None when the build has
         no record or no list ran to its end."""

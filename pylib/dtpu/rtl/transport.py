@@ -290,16 +290,16 @@ class CocotbListTransport(CocotbTransport):
                  ddr_base: int | None = None, strict: bool = True, timing: dict | None = None,
                  list_timeout_cycles: int | None = None,
                  **options) -> None:
-        from dtpu.hw import cmdlist
+        from dtpu.hw.listformat import DEFAULT_DDR_BASE, Format
         from dtpu.rtl.native import DEFAULT_LIST_TIMEOUT_CYCLES, SimDdr
 
         super().__init__(dut, cfg, **options)
-        self.fmt = cmdlist.Format(cfg)
+        self.fmt = Format(cfg)
         self.list_timeout_cycles = int(list_timeout_cycles or DEFAULT_LIST_TIMEOUT_CYCLES)
         self._reg = {n: self.fmt.reg_offset(n) for n in self.fmt.regs}
         st = self.fmt.regs["CL_STATUS"]["fields"]
         self._cl_done_bit = 1 << next(f["lsb"] for f in st if f["name"] == "DONE")
-        base = cmdlist.DEFAULT_DDR_BASE if ddr_base is None else int(ddr_base)
+        base = DEFAULT_DDR_BASE if ddr_base is None else int(ddr_base)
         self.ddr = SimDdr(int(ddr_bytes), base, lambda: None, strict)
         m = {k: int(v) for k, v in self.fmt.mem.items()}
         m.update({k: int(v) for k, v in (timing or {}).items()})
@@ -388,7 +388,7 @@ class CocotbListTransport(CocotbTransport):
 
     def list_trace(self):
         """The simulated RTL's per-node record of the last list (a
-        :class:`dtpu.hw.cmdlist.RunResult`, :mod:`dtpu.rtl.nodetrace`), as in process."""
+        :class:`dtpu.hw.executor.RunResult`, :mod:`dtpu.rtl.nodetrace`), as in process."""
         from dtpu.rtl.nodetrace import run_result
 
         if getattr(self, "tracer", None) is None:

@@ -30,7 +30,7 @@ import numpy as np
 from dtpu.board import design, xadc
 from dtpu.driver.model import ModelTransport
 from dtpu.hw.config import HwConfig, get_config
-from dtpu.hw.model import Core
+from dtpu.hw.core import Core
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +132,7 @@ class HpPort:
         self.ddr = ddr
 
     def read(self, addr: int, n: int) -> np.ndarray:
-        from dtpu.hw.cmdlist import DdrFault
+        from dtpu.hw.ddr import DdrFault
         view = self.ddr.view(addr, n)
         if view is None:
             raise DdrFault("DECERR", addr, n)
@@ -178,7 +178,7 @@ class DtpuDevice(Device):
         c = self.cfg
         core = self.core.core
         lists = self.core.lists
-        if lists is not None and lists.regs["IRQ"] & lists._irq_bit("PENDING"):
+        if lists is not None and lists.regs["IRQ"] & lists.irq_bit("PENDING"):
             return True
         return bool(core.regs[c.REG_CTRL] & c.reg("CTRL").field("IRQ_EN").mask
                     and self.read(self._status) & self._done)

@@ -1,0 +1,1067 @@
+"""The DTPU golden model: the core as its register file and streams see it, vectorized per job.
+
+:class:`Core` accepts exactly what the RTL accepts (32-bit AXI4-Lite register writes, 64-bit words
+on ``s_axis_wgt`` / ``s_axis_act`` with tlast) and produces exactly what the RTL produces (result
+words on ``m_axis_res``, the counters, the ERR flags). It is also the fast simulator behind
+``backend=model``, so the datapath of a job is a handful of numpy operations, never a loop over
+cycles: the cycle count comes from the closed-form schedule in :func:`gemm_cycles` /
+:func:`dw_schedule`, which docs/architecture.md defines and the RTL implements. A START is
+decoded by :meth:`Core._setup` (the CONFIG state's checks) into a :class:`JobSetup`, which the
+datapath then runs on the stream words; :mod:`dtpu.hw.fast` reuses both to compile a job once and
+run it without the register/stream protocol (what backend=model does at every invoke).
+
+Weight prefetch (contract 1.2): a GEMM or DWCONV job with PF_COUNT > 0 also takes PF_COUNT
+words from ``s_axis_wgt`` and writes them to weight memory from PF_ADDR on, one per cycle from
+the first cycle after CONFIG, while it computes; it ends at max(compute cycles, CFG_CYCLES +
+PF_COUNT + LOAD_LATENCY) (:func:`prefetch_cycles`). CONFIG refuses (ERR.WGT_RANGE, nothing
+consumed) a range that leaves the memory or overlaps the job's own weight words; PF_ADDR is not
+looked at when PF_COUNT is 0. A run-time error (OVERFLOW) does not change the prefetch: its
+words are taken and written. A prefetch, like a LOAD_WGT, drops only the decoded weight
+matrices whose words it overwrites.
+
+What the model does not do: stalls. Its streams always deliver and accept one word per cycle, so
+``STALL`` stays 0 and ``CYCLES`` is the stall-free schedule; the RTL and the board add measured
+stalls on top. A job whose input words have not all been pushed cannot finish (the RTL would wait
+forever); the model raises :class:`StreamStarved` instead of hanging.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dtpu.hw.config import HwConfig, ceil_div, get_config
+from dtpu.pack import from_bf16_bits
+from dtpu.precision import Precision
+
+log = logging.getLogger(__name__)
+
+INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+STREAMS_IN = ("wgt", "act")
+STREAM_OUT = "res"
+_U64 = np.dtype("<u8")
+
+
+class StreamStarved(RuntimeError):
+    """A started job needs more input words than were pushed (the RTL would stall forever)."""
+
+
+# ------------------------------------------------------------------------------------------------
+# result formats
+
+
+def out_lanes(cfg: HwConfig, prec: Precision, out_mode: int) -> tuple[int, np.dtype]:
+    """(lanes per result word, lane dtype) of a job's results."""
+    if out_mode == cfg.OUT_MODE_REQUANT:
+        return prec.lanes, prec.value_dtype
+    if out_mode == cfg.OUT_MODE_FLOAT:
+        return 2, np.dtype("<f4")
+    if prec.bits == 8:
+        return 2, np.dtype("<i4")  # RAW, 32-bit accumulators
+    return 1, np.dtype("<i8")
+
+
+def mode_is_valid(cfg: HwConfig, prec: Precision, out_mode: int, variant: int) -> bool:
+    if out_mode == cfg.OUT_MODE_REQUANT:
+        return prec in (Precision.INT8, Precision.UINT8, Precision.INT16) and variant in cfg.enums["RQ_VARIANT"].values()
+    if out_mode == cfg.OUT_MODE_RAW:
+        return not prec.is_float
+    if out_mode == cfg.OUT_MODE_FLOAT:
+        return prec.is_float
+    return False
+
+
+# ------------------------------------------------------------------------------------------------
+# schedules (docs/architecture.md, "Schedules"): the RTL's FSM timing, shared constants in the JSON
+
+
+def load_cycles(cfg: HwConfig, words: int) -> int:
+    """LOAD_WGT / LOAD_PARAM: one word per cycle into memory."""
+    return cfg.CFG_CYCLES + words + cfg.LOAD_LATENCY
+
+
+def prefetch_cycles(cfg: HwConfig, compute: int, pf_count: int) -> int:
+    """A GEMM/DWCONV job carrying a prefetch: its words stream into weight memory at one per cycle
+    from the first cycle after CONFIG while the job computes; the job ends when both are done."""
+    if not pf_count:
+        return compute
+    return max(compute, load_cycles(cfg, pf_count))
+
+
+def gemm_cycles(cfg: HwConfig, m: int, kw: int, nt: int, words_per_step: int) -> int:
+    """GEMM: M*NT steps (pixel-major, tile-minor), each KW issue cycles, issued every
+    max(KW, words_per_step) cycles; the last step then drains through the MXU, the column tree,
+    the post unit and the result port."""
+    period = max(kw, words_per_step)
+    return (cfg.CFG_CYCLES + (m * nt - 1) * period + kw + cfg.LAT_MXU + cfg.LAT_REDUCE
+            + cfg.LAT_POST + words_per_step)
+
+
+@dataclass(frozen=True)
+class DwGeometry:
+    ih: int
+    iw: int
+    oh: int
+    ow: int
+    kh: int
+    kw: int
+    pt: int
+    pl: int
+    sy: int
+    sx: int
+    dy: int
+    dx: int
+    gc: int
+    nchunk: int
+    lb_rows: int
+    tap_cycles: int
+
+    @property
+    def row_words(self) -> int:
+        return self.iw * self.gc
+
+    def row_stride(self, cols: int) -> int:
+        """Words one ring slot occupies: whole bank rows, so every slot starts in bank 0."""
+        return ceil_div(self.row_words, cols) * cols
+
+    def steps_per_row(self, cols: int) -> int:
+        return ceil_div(self.ow * self.gc, cols)
+
+
+@dataclass
+class DwTiming:
+    cycles: int
+    compute_start: np.ndarray  # per output row (chunk-major), first issue cycle
+    load_end: np.ndarray       # per input row (chunk-major), cycle after its last word
+    period: int
+    step_issue: int
+
+
+def dw_schedule(cfg: HwConfig, g: DwGeometry, words_per_item: int) -> DwTiming:
+    """DWCONV timing: a row loader and a row computer sharing an LB_ROWS-slot ring.
+
+    Input rows r (chunk-major) load back to back at one word per cycle, row r starting when row
+    r-1 is in and its slot is free (row r-LB_ROWS released). Output row o starts when the previous
+    output row has ended and its last needed input row is in; it takes steps_per_row * period
+    cycles and then releases every row no later output row of its chunk needs. See
+    docs/architecture.md for the RTL's view of the same rules.
+    """
+    cols = cfg.COLS
+    step_issue = g.kh * g.kw * g.tap_cycles
+    period = max(step_issue, cols * words_per_item)
+    row_time = g.steps_per_row(cols) * period
+    span = (g.kh - 1) * g.dy
+    n_in, n_out = g.nchunk * g.ih, g.nchunk * g.oh
+    oy = np.arange(g.oh)
+    first = oy * g.sy - g.pt
+    lo = np.clip(first, 0, g.ih - 1)
+    hi = np.clip(first + span, 0, g.ih - 1)
+    # last output row (within the chunk) whose window range covers each input row; -1: none
+    last_user = np.full(g.ih, -1)
+    for o in range(g.oh):
+        last_user[lo[o]:hi[o] + 1] = o
+    load_end = np.zeros(n_in, dtype=np.int64)
+    released = np.zeros(n_in, dtype=np.int64)
+    c_start = np.zeros(n_out, dtype=np.int64)
+    c_end = np.zeros(n_out, dtype=np.int64)
+    loader_free = cfg.CFG_CYCLES
+    prev_end = cfg.CFG_CYCLES
+    nxt = 0
+
+    def load_through(r_last: int) -> None:
+        nonlocal loader_free, nxt
+        while nxt <= r_last:
+            r = nxt
+            start = loader_free
+            if r >= g.lb_rows:
+                start = max(start, released[r - g.lb_rows])
+            load_end[r] = start + g.row_words
+            loader_free = int(load_end[r])
+            c, iy = divmod(r, g.ih)
+            if last_user[iy] < 0:  # never read: its slot frees as soon as it is written
+                released[r] = load_end[r]
+            nxt += 1
+
+    for o in range(n_out):
+        c, y = divmod(o, g.oh)
+        need = c * g.ih + int(hi[y])
+        load_through(need)
+        start = max(prev_end, int(load_end[need]))
+        c_start[o] = start
+        c_end[o] = start + row_time
+        prev_end = int(c_end[o])
+        # rows whose last user is this output row are released at its end
+        users = np.flatnonzero(last_user == y)
+        if users.size:
+            released[c * g.ih + users] = c_end[o]
+    load_through(n_in - 1)
+    items_last = g.ow * g.gc - (g.steps_per_row(cols) - 1) * cols
+    last_issue = int(c_end[-1]) - period
+    done = last_issue + step_issue + cfg.LAT_MXU + cfg.LAT_POST + items_last * words_per_item
+    done = max(done, int(load_end[-1]))
+    return DwTiming(done, c_start, load_end, period, step_issue)
+
+
+def dw_bank_conflict(cols: int, ow: int, gc: int, sx: int, tap_cycles: int) -> bool:
+    """True if two columns served in the same cycle of a tap read the same activation bank.
+
+    Item q of an output row is (ox, g) = divmod(q, GC); its bank is (ox*SX*GC + g) mod COLS plus
+    a tap offset common to all items. Columns are served in TAP_CYCLES groups of COLS/TAP_CYCLES
+    consecutive columns. Padding masks are ignored (the check is structural, like the RTL's).
+    """
+    n = ow * gc
+    steps = ceil_div(n, cols)
+    q = np.arange(steps * cols)
+    valid = (q < n).reshape(steps, tap_cycles, cols // tap_cycles)
+    ox, gg = np.divmod(q, gc)
+    bank = ((ox * sx * gc + gg) % cols).reshape(steps, tap_cycles, cols // tap_cycles)
+    for s in range(steps):
+        for t in range(tap_cycles):
+            b = bank[s, t][valid[s, t]]
+            if np.unique(b).size != b.size:
+                return True
+    return False
+
+
+# ------------------------------------------------------------------------------------------------
+# arithmetic of the post unit (bit-exact definitions; docs/architecture.md "Requantization")
+
+
+def wrap32(x: np.ndarray) -> np.ndarray:
+    return ((x.astype(np.int64) + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+
+
+def _shift_round_half_up(x: np.ndarray, s: np.ndarray) -> np.ndarray:
+    half = np.where(s > 0, np.left_shift(np.int64(1), np.maximum(s - 1, 0)), 0)
+    return (x + half) >> s
+
+
+def requant(cfg: HwConfig, total: np.ndarray, mult: np.ndarray, shift: np.ndarray,
+            variant: int) -> np.ndarray:
+    """(accumulator + bias) -> int32 by multiplier * 2^(shift-31), as the chosen variant rounds.
+
+    FP32 (XNNPACK) instead reads the multiplier field's 32 bits as a float32 scale: the (int32)
+    total is converted to fp32 and multiplied by the scale, each rounding to nearest even, and the
+    product is rounded to an integer (ties to even) and saturated to +-2^24; a NaN product (a NaN
+    scale, or an infinite one times 0) gives 0. Every clamp range the lowering sets lies within
+    +-2^24, so clamping after the rounding gives XNNPACK's clamp-then-round result.
+    """
+    if variant == cfg.RQ_VARIANT_FP32:
+        scale = (mult.astype(np.int64) & 0xFFFFFFFF).astype(np.uint32).view(np.float32)
+        f = total.astype(np.float64).astype(np.float32)  # |total| < 2^31: one rounding (RNE)
+        with np.errstate(over="ignore", invalid="ignore"):
+            y = f * scale
+        y = np.where(np.isnan(y), np.float32(0), y)
+        lim = np.float32(1 << 24)
+        return np.rint(np.clip(y, -lim, lim)).astype(np.int64)
+    m = mult.astype(np.int64)
+    s = shift.astype(np.int64)
+    if variant == cfg.RQ_VARIANT_SINGLE:
+        return wrap32(_shift_round_half_up(total * m, np.maximum(31 - s, 0)))
+    if variant == cfg.RQ_VARIANT_DOUBLE_UP:
+        # ruy's x86 kernels: the DOUBLE steps with both roundings half up (ties towards +inf);
+        # int64 holds the one overflowing case (a = m = INT32_MIN) as ruy's SIMD code yields it.
+        a = wrap32(total << np.maximum(s, 0))
+        high = (a * m + (1 << 30)) >> 31
+        return wrap32(_shift_round_half_up(high, np.maximum(-s, 0)))
+    if variant == cfg.RQ_VARIANT_DOUBLE:
+        left = np.maximum(s, 0)
+        right = np.maximum(-s, 0)
+        a = wrap32(total << left)
+        ab = a * m
+        nudge = np.where(ab >= 0, 1 << 30, 1 - (1 << 30))
+        t = ab + nudge
+        high = np.where(t >= 0, t >> 31, -((-t) >> 31))  # C division: truncate towards zero
+        high = np.where((a == INT32_MIN) & (m == INT32_MIN), INT32_MAX, high)
+        mask = (np.int64(1) << right) - 1
+        threshold = (mask >> 1) + (high < 0)
+        return (high >> right) + ((high & mask) > threshold)
+    reduced = np.where(m < 0x7FFF0000, (m + (1 << 15)) >> 16, 0x7FFF)
+    return wrap32(_shift_round_half_up(total * reduced, np.maximum(15 - s, 0)))
+
+
+def _tree(x: np.ndarray, axis: int) -> np.ndarray:
+    """Pairwise adjacent sums, level by level: ((x0+x1)+(x2+x3))+... (fp32, RNE per add)."""
+    x = np.moveaxis(x, axis, -1)
+    while x.shape[-1] > 1:
+        if x.shape[-1] % 2:
+            x = np.concatenate([x, np.zeros(x.shape[:-1] + (1,), x.dtype)], axis=-1)
+        x = x[..., 0::2] + x[..., 1::2]
+    return x[..., 0]
+
+
+def _exact_dtype(bound: float) -> np.dtype:
+    """Cheapest dtype whose arithmetic on integers of magnitude <= bound never rounds."""
+    if bound <= 1 << 24:
+        return np.dtype(np.float32)
+    if bound <= 1 << 53:
+        return np.dtype(np.float64)
+    return np.dtype(np.int64)
+
+
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class JobRecord:
+    """One job as the counters saw it (the delegate's report sums these per node)."""
+
+    opcode: str
+    prec: str | None
+    cycles: int
+    stall_cycles: int = 0
+    words_in: dict[str, int] = field(default_factory=dict)
+    words_out: int = 0
+    error: int = 0
+
+
+def _signed32(v: int) -> int:
+    return v - (1 << 32) if v >= 1 << 31 else v
+
+
+@dataclass
+class JobSetup:
+    """A START as the CONFIG state latched and checked it: everything the datapath runs on.
+
+    Built by :meth:`Core._setup` from the register file (the protocol path) or from a job's
+    register list (:mod:`dtpu.hw.fast`); the job's stall-free cycle count is the closed form."""
+
+    opcode: str                   # NOP, LOAD_WGT, LOAD_PARAM, GEMM, DWCONV
+    needs: dict[str, int]         # input words per stream
+    prec: Precision | None = None
+    out_mode: int = 0
+    variant: int = 0
+    cycles: int = 0
+    words_out: int = 0
+    addr: int = 0                 # LOAD_*: LOAD_ADDR, LOAD_COUNT
+    count: int = 0
+    wb: int = 0                   # WGT_BASE, PARAM_BASE
+    pb: int = 0
+    in_off: int = 0               # IN_OFFSET, WGT_OFFSET (signed)
+    w_off: int = 0
+    act_min: int = 0              # ACT_MIN, ACT_MAX as written (32-bit patterns)
+    act_max: int = 0
+    m: int = 0                    # GEMM_M, GEMM_KW, GEMM_NT
+    kw: int = 0
+    nt: int = 0
+    geom: DwGeometry | None = None
+    gp: int = 0                   # DWCONV: channel groups rounded up to COLS
+    lanes_n: int = 0              # result lanes per word
+    wpi: int = 0                  # result words per GEMM step / per DWCONV item
+    pf_addr: int = 0              # GEMM/DWCONV prefetch: PF_ADDR, PF_COUNT (0: none)
+    pf_count: int = 0
+
+
+class _Error(Exception):
+    def __init__(self, bits: int):
+        self.bits = bits
+
+
+class Core:
+    """The DTPU core behind its AXI4-Lite register file and AXI4-Stream ports."""
+
+    def __init__(self, cfg: HwConfig | None = None) -> None:
+        self.cfg = cfg or get_config()
+        c = self.cfg
+        self.wmem = np.zeros(c.WEIGHT_WORDS, _U64)
+        self.pmem = np.zeros((c.PARAM_ENTRIES, 2), _U64)
+        self._wgen = 0  # bumped by every memory write: keys the decoded-operand caches
+        self._pgen = 0
+        self._wcache: dict = {}
+        self._wrange: dict = {}  # _wcache key -> the weight words [lo, hi) it was decoded from
+        self._pcache: dict = {}
+        self._dwcache: dict = {}
+        self._mem_log: list[tuple[int, str, int, int]] = []  # (epoch, memory, lo, hi) of LOADs
+        self.jobs: list[JobRecord] = []
+        self._reset_state()
+
+    # -- reset and registers ----------------------------------------------------------------
+
+    def _reset_state(self) -> None:
+        c = self.cfg
+        self.regs = {r.offset: (r.reset or 0) for r in c.registers}
+        self.regs[c.REG_HWCFG0] = c.hwcfg0
+        self.regs[c.REG_HWCFG1] = c.hwcfg1
+        self._in: dict[str, list[tuple[np.ndarray, bool]]] = {s: [] for s in STREAMS_IN}
+        self._out: list[np.ndarray] = []
+        self._pending = False
+        self._cycles = 0
+        self._stalls = 0
+        self._words = {"wgt": 0, "act": 0, "res": 0}
+        self._hi_latch = {}
+
+    def write(self, offset: int, value: int) -> None:
+        c = self.cfg
+        reg = c.reg_at(offset)
+        value = int(value) & 0xFFFFFFFF
+        if reg.access == "ro":
+            return
+        if reg.access == "w1c":
+            self.regs[offset] &= ~value
+            self._update_status_error()
+            return
+        if reg.name == "CTRL":
+            f = c.decode("CTRL", value)
+            if f["SOFT_RESET"]:
+                keep = self.regs[c.REG_CTRL] & c.reg("CTRL").field("IRQ_EN").mask
+                self._reset_state()
+                self.regs[c.REG_CTRL] = keep
+                return
+            if f["CLEAR_COUNTERS"]:
+                self._cycles = self._stalls = 0
+                self._words = {"wgt": 0, "act": 0, "res": 0}
+            self.regs[offset] = value & c.reg("CTRL").field("IRQ_EN").mask
+            if f["START"]:
+                if self._pending:
+                    self._flag(c.ERR_BUSY_WRITE)
+                    return
+                st = self.regs[c.REG_STATUS] & ~(0b11)
+                self.regs[c.REG_STATUS] = st | 1  # BUSY, DONE cleared
+                self._pending = True
+                self._try_run()
+            return
+        if self._pending:
+            self._flag(c.ERR_BUSY_WRITE)
+            return
+        self.regs[offset] = value
+
+    def read(self, offset: int) -> int:
+        c = self.cfg
+        reg = c.reg_at(offset)
+        if reg.name in ("STATUS",) or reg.name.startswith(("CYCLES", "STALL", "WORDS", "JOB_CYCLES")):
+            self._require_idle()
+        if reg.name == "CYCLES_LO":
+            self._hi_latch["CYCLES_HI"] = (self._cycles >> 32) & 0xFFFFFFFF
+            return self._cycles & 0xFFFFFFFF
+        if reg.name == "STALL_LO":
+            self._hi_latch["STALL_HI"] = (self._stalls >> 32) & 0xFFFFFFFF
+            return self._stalls & 0xFFFFFFFF
+        if reg.name in ("CYCLES_HI", "STALL_HI"):
+            return self._hi_latch.get(reg.name, 0)
+        if reg.name.startswith("WORDS_"):
+            return self._words[reg.name[6:].lower()] & 0xFFFFFFFF
+        return self.regs[offset]
+
+    def write_reg(self, name: str, value: int) -> None:
+        self.write(self.cfg.reg(name).offset, value)
+
+    def read_reg(self, name: str) -> int:
+        return self.read(self.cfg.reg(name).offset)
+
+    @property
+    def cycles(self) -> int:
+        return self._cycles
+
+    @property
+    def stall_cycles(self) -> int:
+        return self._stalls
+
+    # -- streams ----------------------------------------------------------------------------
+
+    def push(self, stream: str, words, last: bool = True) -> None:
+        """Offer words on s_axis_<stream>; `last` raises tlast on the final one."""
+        if stream not in STREAMS_IN:
+            raise ValueError(f"unknown input stream {stream!r}; accepted: {', '.join(STREAMS_IN)}")
+        w = np.asarray(words)
+        if w.dtype != _U64:
+            if w.dtype.kind not in "iu":
+                raise ValueError(f"stream words must be uint64, got {w.dtype}")
+            w = w.astype(_U64)
+        if w.size:
+            self._in[stream].append((w.reshape(-1), bool(last)))
+        if self._pending:
+            self._try_run()
+
+    def pop(self, stream: str = STREAM_OUT, n: int | None = None) -> np.ndarray:
+        """Take result words from m_axis_res (all available when n is None)."""
+        if stream != STREAM_OUT:
+            raise ValueError(f"unknown output stream {stream!r}; accepted: {STREAM_OUT}")
+        self._require_idle()
+        if not self._out:
+            words = np.zeros(0, _U64)
+        else:
+            words = np.concatenate(self._out) if len(self._out) != 1 else self._out[0]
+        if n is None or n >= words.size:
+            if n is not None and n > words.size:
+                raise StreamStarved(f"asked for {n} result words, {words.size} available")
+            self._out = []
+            return words
+        self._out = [words[n:]]
+        return words[:n]
+
+    def run(self) -> None:
+        """Finish a started job (the model runs jobs as soon as their inputs are there)."""
+        self._require_idle()
+
+    def _available(self, stream: str) -> int:
+        return sum(w.size for w, _ in self._in[stream])
+
+    def _take(self, stream: str, n: int) -> np.ndarray:
+        """Consume n words; check tlast sits exactly on the n-th."""
+        chunks, got, early = [], 0, False
+        q = self._in[stream]
+        while got < n:
+            w, last = q.pop(0)
+            need = n - got
+            if w.size > need:
+                q.insert(0, (w[need:], last))
+                w, last = w[:need], False
+            got += w.size
+            chunks.append(w)
+            if last and got < n:
+                early = True
+        if early:
+            raise _Error(self.cfg.ERR_TLAST_EARLY)
+        if not last:
+            raise _Error(self.cfg.ERR_TLAST_MISSING)
+        self._words[stream] += n
+        return chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
+
+    def _require_idle(self) -> None:
+        if self._pending:
+            self._try_run()
+            if self._pending:
+                need = self._needs()
+                have = {s: self._available(s) for s in need}
+                raise StreamStarved(
+                    f"job {self._opcode_name()} is waiting for input words: needs {need}, "
+                    f"pushed {have} (the RTL would stall here)")
+
+    # -- job execution ----------------------------------------------------------------------
+    #
+    # A START is handled in two steps, shared by the register/stream protocol and the compiled
+    # fast path of dtpu.hw.fast: `_setup` latches and checks the job registers as the CONFIG state
+    # does (-> JobSetup, or _Error with the ERR bits), `_run_setup` runs the datapath on the
+    # stream words. Nothing below reads the register file after `_setup`.
+
+    def _f(self, reg: str, name: str, regs=None) -> int:
+        r = self.cfg.reg(reg)
+        f = r.field(name)
+        return ((self.regs if regs is None else regs)[r.offset] >> f.lsb) & ((1 << f.width) - 1)
+
+    def _r(self, reg: str, signed: bool = False, regs=None) -> int:
+        v = (self.regs if regs is None else regs)[self.cfg.reg(reg).offset]
+        return v - (1 << 32) if signed and v >= 1 << 31 else v
+
+    def _opcode_name(self, regs=None) -> str:
+        code = self._f("JOB", "OPCODE", regs)
+        for k, v in self.cfg.enums["OPCODE"].items():
+            if v == code:
+                return k
+        return f"#{code}"
+
+    def _needs(self) -> dict[str, int]:
+        """Input words the pending job consumes (0 for a job that fails its checks)."""
+        try:
+            return self._plan()[1]
+        except _Error:
+            return {}
+
+    def _flag(self, bits: int) -> None:
+        self.regs[self.cfg.REG_ERR] |= bits
+        self._update_status_error()
+
+    def _update_status_error(self) -> None:
+        c = self.cfg
+        err = bool(self.regs[c.REG_ERR] & c.ERR_FATAL_MASK)
+        st = self.regs[c.REG_STATUS] & ~0b100
+        self.regs[c.REG_STATUS] = st | (int(err) << 2)
+
+    def _finish(self, record: JobRecord, keep: bool = True) -> None:
+        c = self.cfg
+        self._pending = False
+        self._cycles += record.cycles
+        self._stalls += record.stall_cycles
+        self.regs[c.REG_JOB_CYCLES] = min(record.cycles, 0xFFFFFFFF)
+        self.regs[c.REG_STATUS] = (self.regs[c.REG_STATUS] & ~0b11) | 0b10  # DONE, not BUSY
+        if record.error:
+            self._flag(record.error)
+        if keep:
+            self.jobs.append(record)
+
+    def _try_run(self) -> None:
+        c = self.cfg
+        try:
+            plan, needs = self._plan()
+        except _Error as e:
+            self._finish(JobRecord(self._opcode_name(), None, c.CFG_CYCLES, error=e.bits))
+            return
+        if any(self._available(s) < n for s, n in needs.items()):
+            return  # wait for more pushes
+        try:
+            record = plan()
+        except _Error as e:
+            record = JobRecord(self._opcode_name(), None, c.CFG_CYCLES, error=e.bits)
+        self._finish(record)
+
+    def _plan(self):
+        """Check the job registers as the RTL's CONFIG state does; return (runner, words needed)."""
+        s = self._setup(self.regs)
+        return (lambda: self._run_setup(s)), s.needs
+
+    def _setup(self, regs) -> "JobSetup":
+        """The CONFIG state: latch the job registers from `regs` (offset -> value), derive the
+        job's geometry and run every check, in the RTL's order; raise _Error with the ERR bits."""
+        c = self.cfg
+        op = self._f("JOB", "OPCODE", regs)
+        if op == c.OPCODE_NOP:
+            return JobSetup("NOP", {}, cycles=c.CFG_CYCLES)
+        if op in (c.OPCODE_LOAD_WGT, c.OPCODE_LOAD_PARAM):
+            return self._setup_load(op, regs)
+        if op not in (c.OPCODE_GEMM, c.OPCODE_DWCONV):
+            raise _Error(c.ERR_BAD_OPCODE)
+        prec = c.prec_of_code(self._f("JOB", "PREC", regs))
+        if prec is None or prec not in c.ENABLED:
+            raise _Error(c.ERR_BAD_PRECISION)
+        out_mode, variant = self._f("JOB", "OUT_MODE", regs), self._f("JOB", "RQ_VARIANT", regs)
+        if not mode_is_valid(c, prec, out_mode, variant):
+            raise _Error(c.ERR_BAD_MODE)
+        if op == c.OPCODE_GEMM:
+            return self._setup_gemm(prec, out_mode, variant, regs)
+        return self._setup_dw(prec, out_mode, variant, regs)
+
+    def _setup_load(self, op: int, regs) -> "JobSetup":
+        c = self.cfg
+        addr, n = self._r("LOAD_ADDR", regs=regs), self._r("LOAD_COUNT", regs=regs)
+        if n == 0:
+            raise _Error(c.ERR_BAD_DIMS)
+        if op == c.OPCODE_LOAD_WGT:
+            if addr + n > c.WEIGHT_WORDS:
+                raise _Error(c.ERR_WGT_RANGE)
+            return JobSetup("LOAD_WGT", {"wgt": n}, addr=addr, count=n, cycles=load_cycles(c, n))
+        if n % 2 or addr + n // 2 > c.PARAM_ENTRIES:
+            raise _Error(c.ERR_PARAM_RANGE)
+        return JobSetup("LOAD_PARAM", {"wgt": n}, addr=addr, count=n, cycles=load_cycles(c, n))
+
+    def _compute_regs(self, prec: Precision, out_mode: int, regs) -> dict:
+        """Operand offsets and (unless RAW) the clamp, as the datapath latches them."""
+        c = self.cfg
+        fields = dict(in_off=self._r("IN_OFFSET", True, regs), w_off=self._r("WGT_OFFSET", True, regs))
+        if out_mode != c.OUT_MODE_RAW:
+            fields.update(act_min=self._r("ACT_MIN", regs=regs), act_max=self._r("ACT_MAX", regs=regs))
+        return fields
+
+    def _setup_prefetch(self, regs, wlo: int, whi: int) -> tuple[int, int]:
+        """PF_ADDR / PF_COUNT of a compute job, checked next to its WGT_BASE (ERR.WGT_RANGE):
+        the range must lie in weight memory and must not overlap the job's own weight words
+        [wlo, whi). PF_ADDR is only latched when PF_COUNT > 0."""
+        c = self.cfg
+        n = self._r("PF_COUNT", regs=regs)
+        if n == 0:
+            return 0, 0
+        a = self._r("PF_ADDR", regs=regs)
+        if a + n > c.WEIGHT_WORDS or (a < whi and wlo < a + n):
+            raise _Error(c.ERR_WGT_RANGE)
+        return a, n
+
+    @staticmethod
+    def _compute_needs(act: int, pf_count: int) -> dict[str, int]:
+        return {"act": act, "wgt": pf_count} if pf_count else {"act": act}
+
+    def _run_setup(self, s: "JobSetup") -> JobRecord:
+        """Run a checked job on the words of its input streams (the protocol path)."""
+        c = self.cfg
+        if s.opcode == "NOP":
+            return JobRecord("NOP", None, c.CFG_CYCLES)
+        if s.opcode in ("LOAD_WGT", "LOAD_PARAM"):
+            words = self._take("wgt", s.count)
+            self._write_memory(s.opcode, s.addr, words)
+            return JobRecord(s.opcode, None, s.cycles, words_in={"wgt": s.count})
+        if s.pf_count:  # written whatever the compute does (a runtime error included)
+            self._write_weights(s.pf_addr, self._take("wgt", s.pf_count))
+        act = self._take("act", s.needs["act"])
+        words, err = (self._gemm_words if s.opcode == "GEMM" else self._dw_words)(s, act)
+        if err & c.ERR_FATAL_MASK:
+            raise _Error(err)
+        self._out.append(words)
+        self._words["res"] += words.size
+        return JobRecord(s.opcode, s.prec.value, s.cycles, words_in=dict(s.needs),
+                         words_out=words.size, error=err)
+
+    def _write_weights(self, addr: int, words: np.ndarray) -> None:
+        """LOAD_WGT or a compute job's prefetch: words into weight memory from `addr`; drops only
+        the decoded weight matrices that overlap the written range (resident nodes keep theirs)."""
+        n = words.size
+        self.wmem[addr:addr + n] = words
+        self._wgen += 1
+        stale = [k for k, (lo, hi) in self._wrange.items() if lo < addr + n and addr < hi]
+        for k in stale:
+            del self._wrange[k]
+            self._wcache.pop(k, None)
+        self._mem_log.append((self._wgen + self._pgen, "wgt", addr, addr + n))
+        if len(self._mem_log) > 256:
+            del self._mem_log[:128]
+
+    def _write_memory(self, opcode: str, addr: int, words: np.ndarray) -> None:
+        """LOAD_WGT / LOAD_PARAM into memory; drops the decoded operands that may be stale."""
+        n = words.size
+        if opcode == "LOAD_WGT":
+            self._write_weights(addr, words)
+            return
+        else:
+            self.pmem[addr:addr + n // 2] = words.reshape(-1, 2)
+            self._pgen += 1
+            self._pcache.clear()
+            self._mem_log.append((self._wgen + self._pgen, "param", addr, addr + n // 2))
+        if len(self._mem_log) > 256:
+            del self._mem_log[:128]
+
+    @property
+    def memory_epoch(self) -> int:
+        """Bumped by every LOAD; see :meth:`memory_written_since`."""
+        return self._wgen + self._pgen
+
+    def memory_written_since(self, epoch: int, wgt: tuple[int, int], param: tuple[int, int]) -> bool:
+        """True if a LOAD after `epoch` wrote weight words [wgt) or parameter entries [param), or
+        if the log no longer reaches back that far (then assume it did)."""
+        if epoch == self._wgen + self._pgen:
+            return False
+        log_ = self._mem_log
+        if not log_ or log_[0][0] > epoch + 1:
+            return True
+        for when, kind, lo, hi in reversed(log_):
+            if when <= epoch:
+                break
+            a, b = wgt if kind == "wgt" else param
+            if lo < b and a < hi:
+                return True
+        return False
+
+
+    # -- operands -----------------------------------------------------------------------------
+
+    def _params(self, base: int, n: int, prec: Precision, out_mode: int):
+        """(bias, multiplier, shift, zero point) of n channels from PARAM_BASE, decoded once."""
+        key = (base, n, prec, out_mode)
+        hit = self._pcache.get(key)
+        if hit is not None:
+            return hit
+        e = self.pmem[base:base + n]
+        w0, w1 = e[:, 0], e[:, 1]
+        if out_mode == self.cfg.OUT_MODE_FLOAT:
+            bias = (w0 & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.float32)
+            hit = (bias, None, None, None)
+        else:
+            bias = w0.view(np.int64)
+            mult = (w1 & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.int32).astype(np.int64)
+            shift = ((w1 >> np.uint64(32)) & np.uint64(0xFF)).astype(np.uint8).view(np.int8).astype(np.int64)
+            zp = ((w1 >> np.uint64(48)) & np.uint64(0xFFFF)).astype(np.uint16).view(np.int16).astype(np.int64)
+            hit = (bias, mult, shift, zp)
+        self._pcache[key] = hit
+        return hit
+
+    @staticmethod
+    def _lanes_of(words: np.ndarray, prec: Precision) -> np.ndarray:
+        lanes = words.view(prec.lane_dtype)
+        if prec is Precision.BF16:
+            return from_bf16_bits(lanes)
+        return lanes.view(prec.value_dtype)
+
+    def _operand_bound(self, prec: Precision, offset: int) -> int:
+        if prec.is_float:
+            return 0
+        info = np.iinfo(prec.value_dtype)
+        return max(abs(int(info.min) + offset), abs(int(info.max) + offset))
+
+    def _post(self, acc: np.ndarray, prec: Precision, out_mode: int, variant: int,
+              params, raw_error_bits: int, act_min: int = 0, act_max: int = 0) -> tuple[np.ndarray, int]:
+        """The post unit on accumulators whose last axis is the channel; returns (lanes, ERR).
+        `act_min` / `act_max` are the raw 32-bit ACT_MIN / ACT_MAX register values."""
+        c = self.cfg
+        lanes_n, dt = out_lanes(c, prec, out_mode)
+        if out_mode == c.OUT_MODE_RAW:
+            return acc.astype(dt), raw_error_bits
+        bias = params[0]
+        if out_mode == c.OUT_MODE_FLOAT:
+            lo = np.array(act_min, np.uint32).view(np.float32)
+            hi = np.array(act_max, np.uint32).view(np.float32)
+            y = acc + bias
+            return np.minimum(np.maximum(y, lo), hi), 0
+        _, mult, shift, zp = params
+        total = acc + bias
+        err = 0
+        if variant == c.RQ_VARIANT_INT64:
+            if total.size and int(np.abs(total).max()) >= 1 << 47:
+                err |= c.ERR_OVERFLOW
+        else:
+            w = wrap32(total)
+            if total.size and not np.array_equal(w, total):
+                err |= c.ERR_WARN_WRAP32
+            total = w
+        scaled = requant(c, total, mult, shift, variant)
+        y = wrap32(scaled + zp)
+        y = np.clip(y, _signed32(act_min), _signed32(act_max))
+        info = np.iinfo(dt)
+        return np.clip(y, info.min, info.max).astype(dt), err
+
+    @staticmethod
+    def _pack_lanes(values: np.ndarray, lanes_n: int) -> np.ndarray:
+        """values (..., n) -> words, each item's n lanes padded to whole words."""
+        n = values.shape[-1]
+        per = ceil_div(n, lanes_n) * lanes_n
+        if per != n:
+            pad = np.zeros(values.shape[:-1] + (per - n,), values.dtype)
+            values = np.concatenate([values, pad], axis=-1)
+        return np.ascontiguousarray(values).reshape(-1).view(_U64)
+
+    # -- GEMM ---------------------------------------------------------------------------------
+
+    def _setup_gemm(self, prec: Precision, out_mode: int, variant: int, regs) -> "JobSetup":
+        c = self.cfg
+        m, kw, nt = (self._r("GEMM_M", regs=regs), self._r("GEMM_KW", regs=regs),
+                     self._r("GEMM_NT", regs=regs))
+        if 0 in (m, kw, nt):
+            raise _Error(c.ERR_BAD_DIMS)
+        if kw > c.ACT_WORDS:
+            raise _Error(c.ERR_ACT_CAPACITY)
+        wb = self._r("WGT_BASE", regs=regs)
+        if wb % c.COLS or wb + nt * kw * c.COLS > c.WEIGHT_WORDS:
+            raise _Error(c.ERR_WGT_RANGE)
+        pf_addr, pf_count = self._setup_prefetch(regs, wb, wb + nt * kw * c.COLS)
+        pb = self._r("PARAM_BASE", regs=regs)
+        if out_mode != c.OUT_MODE_RAW and (pb % c.COLS or pb + nt * c.COLS > c.PARAM_ENTRIES):
+            raise _Error(c.ERR_PARAM_RANGE)
+        lanes_n, _ = out_lanes(c, prec, out_mode)
+        wps = ceil_div(c.COLS, lanes_n)
+        return JobSetup("GEMM", self._compute_needs(m * kw, pf_count), prec=prec,
+                        out_mode=out_mode, variant=variant,
+                        wb=wb, pb=pb, m=m, kw=kw, nt=nt, lanes_n=lanes_n, wpi=wps,
+                        words_out=m * nt * wps,
+                        cycles=prefetch_cycles(c, gemm_cycles(c, m, kw, nt, wps), pf_count),
+                        pf_addr=pf_addr, pf_count=pf_count,
+                        **self._compute_regs(prec, out_mode, regs))
+
+    def _gemm_words(self, s: "JobSetup", act: np.ndarray) -> tuple[np.ndarray, int]:
+        c = self.cfg
+        acc, err = self._gemm_acc(s.prec, act, s.m, s.kw, s.nt, s.wb, s.in_off, s.w_off)
+        params = self._params(s.pb, s.nt * c.COLS, s.prec, s.out_mode) if s.out_mode != c.OUT_MODE_RAW else None
+        y, err = self._post(acc, s.prec, s.out_mode, s.variant, params, err, s.act_min, s.act_max)
+        if err & c.ERR_FATAL_MASK:
+            return np.zeros(0, _U64), err
+        return self._pack_lanes(y.reshape(s.m * s.nt, c.COLS), s.lanes_n), err
+
+    def _gemm_weights(self, prec: Precision, wb: int, kw: int, nt: int, dtype, off: int):
+        """Weight matrix (K, NT*COLS) with WGT_OFFSET applied, cached while memory is unchanged."""
+        c = self.cfg
+        key = ("gemm", prec, wb, kw, nt, off, np.dtype(dtype).str)
+        hit = self._wcache.get(key)
+        if hit is not None:
+            return hit
+        words = self.wmem[wb:wb + nt * kw * c.COLS].reshape(nt, kw, c.COLS)
+        lanes = self._lanes_of(np.ascontiguousarray(words.transpose(0, 2, 1)).reshape(-1), prec)
+        b = lanes.reshape(nt * c.COLS, kw * prec.lanes)
+        if prec.is_float:
+            b = b.astype(np.float32)
+        else:
+            b = b.astype(dtype) + off
+        if not prec.is_float:
+            b = np.ascontiguousarray(b.T)  # (K, C) for acc = a @ b
+        self._wcache[key] = b
+        self._wrange[key] = (wb, wb + nt * kw * c.COLS)
+        return b
+
+    def _gemm_acc(self, prec: Precision, act: np.ndarray, m: int, kw: int, nt: int, wb: int,
+                  in_off: int, w_off: int):
+        L = prec.lanes
+        a_lanes = self._lanes_of(act, prec).reshape(m, kw * L)
+        if prec.is_float:
+            b = self._gemm_weights(prec, wb, kw, nt, np.float32, w_off)  # (C, K)
+            return self._gemm_fp(a_lanes.astype(np.float32, copy=False), b, kw, L), 0
+        bound = (kw * L * self._operand_bound(prec, in_off) * self._operand_bound(prec, w_off))
+        dt = _exact_dtype(bound)
+        b = self._gemm_weights(prec, wb, kw, nt, dt, w_off)
+        a = a_lanes.astype(dt)
+        if in_off:
+            a += dt.type(in_off)
+        if dt.kind == "f":
+            acc = (a @ b).astype(np.int64)
+            return acc, self._acc_range_error(prec, acc, bound)
+        return self._exact_int_gemm(prec, a, b)
+
+    def _acc_range_error(self, prec: Precision, acc: np.ndarray, bound: int) -> int:
+        if prec.bits == 8 and bound >= 1 << 31 and acc.size:
+            if acc.max() > INT32_MAX or acc.min() < INT32_MIN:
+                return self.cfg.ERR_OVERFLOW
+        return 0
+
+    def _exact_int_gemm(self, prec: Precision, a: np.ndarray, b: np.ndarray):
+        """Integer GEMM beyond float exactness: int64 when provably safe, else Python ints."""
+        mag = np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64)
+        if mag.size == 0 or mag.max() < 2.0 ** 62:
+            acc = a.astype(np.int64) @ b.astype(np.int64)
+            return acc, self._acc_range_error(prec, acc, int(mag.max()) if mag.size else 0)
+        ao, bo = a.astype(object), b.astype(object)
+        if prec is Precision.INT64:  # a product leaving int64 is an error even if the sum fits
+            amax, bmax = np.abs(ao).max(axis=0), np.abs(bo).max(axis=1)
+            if any(x * y > INT64_MAX for x, y in zip(amax, bmax)):
+                return np.zeros((a.shape[0], b.shape[1]), np.int64), self.cfg.ERR_OVERFLOW
+        acc = ao @ bo
+        limit_lo, limit_hi = (INT32_MIN, INT32_MAX) if prec.bits == 8 else (INT64_MIN, INT64_MAX)
+        if acc.size and (acc.max() > limit_hi or acc.min() < limit_lo):
+            return np.zeros(acc.shape, np.int64), self.cfg.ERR_OVERFLOW
+        return acc.astype(np.int64), 0
+
+    def _gemm_fp(self, a: np.ndarray, b: np.ndarray, kw: int, L: int) -> np.ndarray:
+        """fp32 in the hardware's order: per PE, word w into partial w mod FP_PARTIALS; the
+        partials as a pairwise tree; then the column tree over the ROWS lanes."""
+        c = self.cfg
+        m, n = a.shape[0], b.shape[0]
+        a3 = a.reshape(m, kw, L)
+        b3 = b.reshape(n, kw, L)
+        out = np.empty((m, n), np.float32)
+        chunk = max(1, (1 << 22) // max(1, n * kw * L))
+        parts_n = c.FP_PARTIALS
+        for s in range(0, m, chunk):
+            p = a3[s:s + chunk, None, :, :] * b3[None, :, :, :]  # (mc, n, kw, L) fp32 products
+            parts = np.zeros(p.shape[:2] + (parts_n, L), np.float32)
+            for w in range(kw):
+                parts[:, :, w % parts_n, :] += p[:, :, w, :]
+            pe = _tree(parts, axis=2)           # (mc, n, L)
+            out[s:s + chunk] = _tree(pe, axis=2)  # column tree over lanes
+        return out
+
+
+    # -- DWCONV -------------------------------------------------------------------------------
+
+    def _dw_geometry(self, regs=None) -> DwGeometry:
+        def f(reg, name):
+            return self._f(reg, name, regs)
+        return DwGeometry(
+            ih=f("DW_IN", "H"), iw=f("DW_IN", "W"), oh=f("DW_OUT", "H"), ow=f("DW_OUT", "W"),
+            kh=f("DW_KERNEL", "KH"), kw=f("DW_KERNEL", "KW"), pt=f("DW_KERNEL", "PT"),
+            pl=f("DW_KERNEL", "PL"), sy=f("DW_STRIDE", "SY"), sx=f("DW_STRIDE", "SX"),
+            dy=f("DW_STRIDE", "DY"), dx=f("DW_STRIDE", "DX"), gc=f("DW_GROUPS", "GC"),
+            nchunk=f("DW_GROUPS", "NCHUNK"), lb_rows=f("DW_RING", "LB_ROWS"),
+            tap_cycles=f("DW_RING", "TAP_CYCLES"))
+
+    def _setup_dw(self, prec: Precision, out_mode: int, variant: int, regs) -> "JobSetup":
+        c = self.cfg
+        g = self._dw_geometry(regs)
+        if 0 in (g.ih, g.iw, g.oh, g.ow, g.kh, g.kw, g.sy, g.sx, g.dy, g.dx, g.gc, g.nchunk):
+            raise _Error(c.ERR_BAD_DIMS)
+        # every output window must start inside the padded plane and touch the image
+        for o, i, p, s, k, d in ((g.oh, g.ih, g.pt, g.sy, g.kh, g.dy), (g.ow, g.iw, g.pl, g.sx, g.kw, g.dx)):
+            if p > (k - 1) * d or (o - 1) * s - p > i - 1:
+                raise _Error(c.ERR_BAD_DIMS)
+        tc = g.tap_cycles
+        if tc < 1 or tc > c.COLS or tc & (tc - 1):
+            raise _Error(c.ERR_BAD_DIMS)
+        if g.lb_rows < (g.kh - 1) * g.dy + 1 or g.lb_rows * g.row_stride(c.COLS) > c.ACT_WORDS:
+            raise _Error(c.ERR_ACT_CAPACITY)
+        groups = g.gc * g.nchunk
+        gp = ceil_div(groups, c.COLS) * c.COLS
+        wb = self._r("WGT_BASE", regs=regs)
+        if wb % c.COLS or wb + g.kh * g.kw * gp > c.WEIGHT_WORDS:
+            raise _Error(c.ERR_WGT_RANGE)
+        pf_addr, pf_count = self._setup_prefetch(regs, wb, wb + g.kh * g.kw * gp)
+        L = prec.lanes
+        pb = self._r("PARAM_BASE", regs=regs)
+        if out_mode != c.OUT_MODE_RAW and (pb % c.COLS or pb + groups * L > c.PARAM_ENTRIES):
+            raise _Error(c.ERR_PARAM_RANGE)
+        key = (g, c.COLS)
+        conflict = self._dwcache.get(("conflict",) + key)
+        if conflict is None:
+            conflict = dw_bank_conflict(c.COLS, g.ow, g.gc, g.sx, tc)
+            self._dwcache[("conflict",) + key] = conflict
+        if conflict:
+            raise _Error(c.ERR_BANK_CONFLICT)
+        lanes_n, _ = out_lanes(c, prec, out_mode)
+        wpi = ceil_div(L, lanes_n)
+        n_in = g.nchunk * g.ih * g.iw * g.gc
+        tkey = ("timing", g, wpi) + key
+        timing = self._dwcache.get(tkey)
+        if timing is None:
+            timing = dw_schedule(c, g, wpi)
+            self._dwcache[tkey] = timing
+        return JobSetup("DWCONV", self._compute_needs(n_in, pf_count), prec=prec,
+                        out_mode=out_mode, variant=variant,
+                        wb=wb, pb=pb, geom=g, gp=gp, lanes_n=lanes_n, wpi=wpi,
+                        words_out=g.nchunk * g.oh * g.ow * g.gc * wpi,
+                        cycles=prefetch_cycles(c, timing.cycles, pf_count),
+                        pf_addr=pf_addr, pf_count=pf_count,
+                        **self._compute_regs(prec, out_mode, regs))
+
+    def _dw_words(self, s: "JobSetup", act: np.ndarray) -> tuple[np.ndarray, int]:
+        c = self.cfg
+        g, L = s.geom, s.prec.lanes
+        acc, err = self._dw_acc(s.prec, act, g, s.wb, s.gp, s.in_off, s.w_off)
+        params = (self._params(s.pb, g.gc * g.nchunk * L, s.prec, s.out_mode)
+                  if s.out_mode != c.OUT_MODE_RAW else None)
+        if params is not None:  # channels of (chunk, ., ., g, lane)
+            params = tuple(None if p is None else p.reshape(g.nchunk, 1, 1, g.gc * L)
+                           for p in params)
+        y, err = self._post(acc.reshape(g.nchunk, g.oh, g.ow, g.gc * L), s.prec, s.out_mode,
+                            s.variant, params, err, s.act_min, s.act_max)
+        if err & c.ERR_FATAL_MASK:
+            return np.zeros(0, _U64), err
+        return self._pack_lanes(y.reshape(-1, L), s.lanes_n), err
+
+    def _dw_weights(self, prec: Precision, g: DwGeometry, wb: int, gp: int, dtype, off: int):
+        """Tap weights (taps, groups*lanes) with WGT_OFFSET applied; tap-major in memory."""
+        key = ("dw", prec, wb, g.kh, g.kw, g.gc * g.nchunk, gp, off, np.dtype(dtype).str)
+        hit = self._wcache.get(key)
+        if hit is not None:
+            return hit
+        groups = g.gc * g.nchunk
+        words = self.wmem[wb:wb + g.kh * g.kw * gp].reshape(g.kh * g.kw, gp)[:, :groups]
+        lanes = self._lanes_of(np.ascontiguousarray(words).reshape(-1), prec)
+        w = lanes.reshape(g.kh * g.kw, groups * prec.lanes)
+        w = w.astype(np.float32) if prec.is_float else w.astype(dtype) + off
+        self._wcache[key] = w
+        self._wrange[key] = (wb, wb + g.kh * g.kw * gp)
+        return w
+
+    def _dw_acc(self, prec: Precision, act: np.ndarray, g: DwGeometry, wb: int, gp: int,
+                in_off: int, w_off: int):
+        c = self.cfg
+        L = prec.lanes
+        x = self._lanes_of(act, prec).reshape(g.nchunk, g.ih, g.iw, g.gc * L)
+        taps = g.kh * g.kw
+        if prec.is_float:
+            dt = np.dtype(np.float32)
+            in_off = 0
+        else:
+            bound = taps * self._operand_bound(prec, in_off) * self._operand_bound(prec, w_off)
+            dt = _exact_dtype(bound)
+            if dt.kind == "i" and prec.bits > 16:
+                dt = np.dtype(object)  # INT32/INT64: exact, overflow checked below
+        w = self._dw_weights(prec, g, wb, gp, np.float64 if dt == object else dt, w_off)
+        if dt == object:
+            w = w.astype(np.int64).astype(object)
+        # the padded plane of operands (x + IN_OFFSET); pad taps contribute exactly 0
+        (ph, pw) = ((g.oh - 1) * g.sy + (g.kh - 1) * g.dy + 1, (g.ow - 1) * g.sx + (g.kw - 1) * g.dx + 1)
+        xp = np.zeros((g.nchunk, max(ph, g.pt + g.ih), max(pw, g.pl + g.iw), g.gc * L), dt)
+        inner = xp[:, g.pt:g.pt + g.ih, g.pl:g.pl + g.iw, :]
+        inner[...] = x
+        if in_off:
+            inner += in_off
+        wc = w.reshape(taps, g.nchunk, 1, 1, g.gc * L)
+        if prec.is_float:
+            parts = np.zeros((c.FP_PARTIALS, g.nchunk, g.oh, g.ow, g.gc * L), np.float32)
+        else:
+            acc = np.zeros((g.nchunk, g.oh, g.ow, g.gc * L), dt)
+        for t in range(taps):
+            ky, kx = divmod(t, g.kw)
+            xs = xp[:, ky * g.dy:ky * g.dy + (g.oh - 1) * g.sy + 1:g.sy,
+                    kx * g.dx:kx * g.dx + (g.ow - 1) * g.sx + 1:g.sx, :]
+            if prec.is_float:
+                parts[t % c.FP_PARTIALS] += xs * wc[t]
+                continue
+            if prec is Precision.INT64 and xs.size:
+                # a product leaving int64 is an error even if the sum fits: the largest operand
+                # of each (chunk, channel) at this tap against that channel's tap weight
+                xmax = np.abs(xs).max(axis=(1, 2))
+                if (xmax * np.abs(wc[t].reshape(xmax.shape)) > INT64_MAX).any():
+                    return np.zeros(acc.shape, np.int64), c.ERR_OVERFLOW
+            acc += xs * wc[t]
+        if prec.is_float:
+            return _tree(parts, axis=0), 0
+        if dt == object:
+            lim = INT64_MAX
+            if acc.size and (acc.max() > lim or acc.min() < -lim - 1):
+                return np.zeros(acc.shape, np.int64), c.ERR_OVERFLOW
+            return acc.astype(np.int64), 0
+        acc = acc.astype(np.int64)
+        return acc, self._acc_range_error(prec, acc, bound)

@@ -1,0 +1,924 @@
+"""The simulated 2.0 device's sequencer: a command list decoded *from the DDR bytes* (so the binary
+format is what is tested), its data moved as the load and store units move it, every job's
+arithmetic run on the 1.2 core model (:mod:`dtpu.hw.fast`'s compiled jobs, the datapath
+backend=model uses, so outputs are bit-identical), and the list timed by
+:class:`~dtpu.hw.timeline.Timeline`. The reference the RTL's dtpu_cl_top is compared with.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dtpu.hw import dw_timing, fast
+from dtpu.hw.config import ceil_div
+from dtpu.hw.core import Core, out_lanes
+from dtpu.hw.ddr import Ddr, DdrFault
+from dtpu.hw.listformat import Format, ListFault
+from dtpu.hw.timeline import Timeline
+from dtpu.hw.units.acc import AccRun
+from dtpu.hw.units.load import act_schedule, first_words, window_index
+from dtpu.hw.units.store import result_gaps, result_gaps_array, write_runs
+
+log = logging.getLogger(__name__)
+
+_U64 = np.dtype("<u8")
+
+
+#: element dtype of a lane by its byte size (the units move bytes; signedness is the core's)
+_EDT = {1: np.dtype("u1"), 2: np.dtype("<u2"), 4: np.dtype("<u4"), 8: np.dtype("<u8")}
+
+
+def list_words_of(ddr: "Ddr", list_addr: int, fmt: Format, limit: int = 1 << 16) -> int | None:
+    """Words of the list at `list_addr` up to and including END, following the headers' LEN as
+    the fetcher's END scan does; None when the chain hits an unknown opcode, LEN 0 or a fault
+    first (the list fails; its blocks are then read as needed)."""
+    pc, n = list_addr, 0
+    try:
+        for _ in range(limit):
+            h = fmt.fields_of("HEADER", int(ddr.read(pc, 8).view(_U64)[0]))
+            op = fmt.opnames.get(h["OP"])
+            if op is None or h["LEN"] == 0:
+                return None
+            n += h["LEN"]
+            if op == "END":
+                return n
+            pc += 8 * h["LEN"]
+    except DdrFault:
+        return None
+    return None
+
+
+@dataclass
+class RunResult:
+    """What one command list did: CL_* register values, as the core would report them."""
+
+    cycles: int = 0
+    idle_cycles: int = 0
+    compute_cycles: int = 0
+    rd_beats: int = 0
+    wr_beats: int = 0
+    descs: int = 0
+    runs: int = 0
+    error: int = 0                  # CL_ERR bits
+    error_pc: int = 0
+    error_tag: int = 0
+    job_err: int = 0                # the 1.2 ERR bits of a failed RUN
+    message: str = ""
+    #: per descriptor TAG (see :func:`tag_span`): the golden model's split of CL_CYCLES and of
+    #: the stream words by node (no register holds it)
+    tags: dict = field(default_factory=dict)
+
+    def node_words(self, tag: int) -> tuple[dict, dict]:
+        """(words in by stream, words out by stream) of one node, as the 1.2 counters name them."""
+        span = self.tags.get(tag, [0, 0, 0, 0, 0])
+        return {"wgt": span[4], "act": span[2]}, {"res": span[3]}
+
+    def node_cycles(self, tags) -> list[tuple[int, int]]:
+        """(cycles, idle cycles) per tag of `tags` (a partition's nodes in list order): each
+        node from the end of the one before to the end of its last job, the last to the end of
+        the list, so they add up to CL_CYCLES and IDLE."""
+        out, prev = [], 0
+        for i, t in enumerate(tags):
+            end, comp = self.tags.get(t, (prev, 0))[:2]
+            if i == len(tags) - 1:
+                end = self.cycles
+            out.append((end - prev, end - prev - comp))
+            prev = end
+        return out
+
+
+class Executor:
+    """Runs command lists from DDR on a 1.2 core model (the datapath) plus the 2.0 units."""
+
+    MAX_DESCS = 1 << 16
+    #: compiled forms kept per register set (a streamed node's pages sharing a scratch half)
+    MAX_VARIANTS = 32
+
+    def __init__(self, core: Core | None = None, fmt: Format | None = None,
+                 fast_path: bool = True) -> None:
+        """`fast_path` False runs every job through the core's register/stream protocol (START,
+        push, pop) instead of :mod:`dtpu.hw.fast`'s compiled jobs: the reference the fast path
+        is proven equal to (tests/test_cmdlist.py); jobs the fast path does not compile run
+        that way anyway."""
+        self.core = core or Core()
+        self.fmt = fmt or Format(self.core.cfg)
+        self.fast_path = fast_path
+        self._compiled: dict = {}
+        #: per RUN's ACT fields, the gather index :meth:`gather` computed (reused when the
+        #: same descriptor runs again; testbenches clear it to time the index's computation)
+        self.gather_cache: dict = {}
+        #: list address -> (its bytes, decoded steps, ..., the recorded timeline): a list run
+        #: again with the same bytes replays its decoding and its timeline
+        self.decoded: dict = {}
+        #: a list to collect the Timeline's per-descriptor events into (None: off; a list's
+        #: events are recorded only when its timeline is computed, not when reused)
+        self.events: list | None = None
+        self._res_gaps: tuple | None = None
+        c = self.core.cfg
+        self._job_regs = {reg.offset: reg.name for reg in c.registers if reg.access == "rw"
+                          and reg.name not in ("CTRL",)}
+
+    def run(self, ddr: Ddr, list_addr: int) -> RunResult:
+        """Fetch, decode and execute the list at `list_addr`.
+
+        Emulation speed, not semantics: the decoding of a list that reached its END is kept
+        with the list's bytes and reused while they are unchanged (compared on every run), and
+        so is its timeline once a run of it succeeded: the memory model's figures are a function
+        of the descriptors alone, so a later run of the same bytes moves the data and computes
+        without redoing them. Should that run fail at descriptor k, the timeline up to k is
+        rebuilt from the recorded memory-model steps, as a run that decoded it would have it."""
+        f = self.fmt
+        r = RunResult()
+        regs: dict[int, int] = {}
+        cached = self.decoded.get(list_addr)
+        entry = None
+        if cached is not None:
+            try:
+                if ddr.read(list_addr, len(cached[0])).tobytes() == cached[0]:
+                    entry = cached
+            except DdrFault:
+                entry = None
+        if entry is not None and entry[1] and entry[1][-1][2] == "END":
+            words = sum(st[3] for st in entry[1])
+        else:
+            words = list_words_of(ddr, list_addr, f)
+        tl: Timeline | None = Timeline(f, list_words=words, events=self.events,
+                                       list_addr=list_addr)
+        k = 0
+        try:
+            if entry is None:
+                self._decode_list(ddr, list_addr, r, tl, regs)
+            elif entry[3] is None:   # decoded, never ran to the end: record its timeline
+                calls: list = []
+                for step in entry[1]:
+                    self._step(ddr, list_addr, step, r, tl, regs, calls)
+                entry[2][:] = calls
+                entry[3] = _timing_of(r, tl)
+            else:
+                tl = None
+                for k, step in enumerate(entry[1]):
+                    self._step(ddr, list_addr, step, r, None, regs)
+        except (ListFault, DdrFault) as e:
+            r.error |= f.errors[e.kind]
+            r.message = str(e)
+            if tl is None:
+                tl = self._timeline_upto(entry, k, r, list_addr)
+        if tl is None:
+            cycles, compute, rd, wr, descs, runs, tags = entry[3]
+            r.cycles, r.compute_cycles, r.idle_cycles = cycles, compute, cycles - compute
+            r.rd_beats, r.wr_beats, r.descs, r.runs, r.tags = rd, wr, descs, runs, tags
+        else:
+            end = tl.end()
+            r.cycles = end
+            r.compute_cycles = tl.compute
+            r.idle_cycles = end - tl.compute
+            r.rd_beats = tl.rd_beats
+            r.wr_beats = tl.wr_beats
+        if r.error:
+            log.warning("command list at %#x failed at offset %d (tag %#x): %s", list_addr,
+                        r.error_pc, r.error_tag, r.message)
+        return r
+
+    def _timeline_upto(self, entry, k: int, r: RunResult,
+                       list_addr: int | None = None) -> "Timeline":
+        """The timeline of a run that failed at step k: the recorded memory-model steps before
+        it, then k's fetch (what :meth:`_step` had done when k's data movement failed)."""
+        words = sum(st[3] for st in entry[1]) if entry[1][-1][2] == "END" else None
+        tl = Timeline(self.fmt, list_words=words, list_addr=list_addr)
+        r.descs, r.runs, r.tags = 0, 0, {}
+        for call in entry[2][:k]:
+            _replay_call(tl, r, call)
+        tl.fetch(entry[1][k][3])
+        r.descs += 1
+        return tl
+
+    def _decode_list(self, ddr: Ddr, list_addr: int, r: RunResult, tl: "Timeline",
+                     regs: dict) -> list:
+        """Decode descriptor by descriptor from DDR, executing each as it comes (an error stops
+        the list where it is); returns the steps once END is reached, and caches them."""
+        f = self.fmt
+        pc = list_addr
+        steps = []
+        calls: list = []
+        while True:
+            if len(steps) >= self.MAX_DESCS:
+                raise ListFault("BAD_LENGTH", f"no END within {self.MAX_DESCS} descriptors")
+            head = int(ddr.read(pc, 8).view(_U64)[0])
+            h = f.fields_of("HEADER", head)
+            r.error_pc, r.error_tag = pc - list_addr, h["TAG"]
+            op = f.opnames.get(h["OP"])
+            if op is None:
+                raise ListFault("BAD_OPCODE", f"opcode {h['OP']} at list offset {pc - list_addr}; "
+                               f"accepted: {f.opcodes}")
+            n = h["LEN"]
+            ok = (n == f.length(op)) if op != "REGS" else n >= 2
+            if not ok:
+                raise ListFault("BAD_LENGTH", f"{op} with LEN={n}; its layout has "
+                               f"{f.length(op) if op != 'REGS' else '>= 2'} words")
+            body = ddr.read(pc, 8 * n).view(_U64)[1:]
+            if op == "LOAD":
+                payload = (f.fields_of("LOAD1", body[0]), f.fields_of("LOAD2", body[1]))
+            elif op == "REGS":
+                payload = [(f.field("REG", w, "OFFSET"), f.field("REG", w, "VALUE")) for w in body]
+            elif op == "POST":
+                payload = {k: f.fields_of(k, w) for k, w in zip(f.layout["POST"][1:], body)}
+            elif op == "RUN":
+                payload = {k: f.fields_of(k, w) for k, w in zip(f.layout["RUN"][1:], body)}
+                payload["FIRST"] = bool(h["FLAGS"] & f.flag_first)
+            else:
+                payload = None
+            step = (pc - list_addr, h, op, n, payload)
+            steps.append(step)
+            pc += 8 * n
+            if op == "END":
+                # cached before END runs: a list that decodes whole keeps its decoding even
+                # if a step failed (its timeline is recorded by a run that succeeds)
+                if len(self.decoded) > 256:
+                    self.decoded.clear()
+                self.decoded[list_addr] = [ddr.read(list_addr, pc - list_addr).tobytes(), steps,
+                                            [], None]
+            self._step(ddr, list_addr, step, r, tl, regs, calls)
+            if op == "END":
+                break
+        entry = self.decoded[list_addr]
+        entry[2][:] = calls
+        entry[3] = _timing_of(r, tl)
+        return steps
+
+    def _step(self, ddr: Ddr, list_addr: int, step: tuple, r: RunResult, tl: "Timeline | None",
+              regs: dict, calls: list | None = None) -> None:
+        """One descriptor: its data movement and computation, and (with `tl`) its memory-model
+        step, recorded into `calls` for :func:`_replay_call`; without `tl`, the data only."""
+        f = self.fmt
+        off, h, op, n, payload = step
+        r.error_pc, r.error_tag = off, h["TAG"]
+        if tl is not None:
+            t_fetch = tl.fetch(n)
+            r.descs += 1
+        call = None
+        if op == "END":
+            call = ("F", n)
+        elif op == "LOAD":
+            l1, l2 = payload
+            self._load(ddr, l1, l2)
+            if tl is not None:
+                tl.load(t_fetch, l1["COUNT"], l2["AFTER"])
+                tag_span(r, h["TAG"], None, wgt=l1["COUNT"])
+                call = ("L", n, l1["COUNT"], l2["AFTER"], h["TAG"])
+        elif op == "REGS":
+            job_names = self._job_regs
+            for reg_off, val in payload:
+                if reg_off not in job_names:
+                    raise ListFault("BAD_FIELD", f"REGS offset {reg_off:#x} is not a job register; "
+                                   f"accepted: {sorted(hex(o) for o in job_names)}")
+                regs[reg_off] = val
+            if tl is not None:
+                tl.regs(t_fetch, len(payload))
+            call = ("G", n, len(payload))
+        elif op == "POST":
+            cycles, beats, src, dst = self.post(ddr, regs, payload, r)
+            if tl is not None:
+                # the store unit writes the packed results as its write queue does: the
+                # words of the items' bytes, gaps of up to SEQ_STORE_GAP words filled
+                post = self._post_timing(regs, payload)
+                wbeats = post[7]
+                tl.run(t_fetch, src, dst, beats, wbeats, cycles, post=post)
+                r.runs += 1
+                tag_span(r, h["TAG"], tl.core_free, cycles)   # the post unit: no stream
+                call = ("R", n, src, dst, beats, wbeats, cycles, 0, h["TAG"], False, None, None,
+                        post)
+        else:
+            d = payload
+            cycles, act_beats, res_beats, src, dst = self._run(ddr, regs, d, h, r)
+            if tl is not None:
+                store_reads, wr, part, beat_word = self._res_beats(d, res_beats)
+                act_req = (self.act_req(d), self._act_read_beats(d, act_beats), wr, part,
+                           self.act_stream(d, act_beats, res_beats))
+                gaps = self._res_gaps
+                if gaps is not None and beat_word is not None:   # beats from the end -> words
+                    gaps = tuple(gaps[min(k, len(gaps) - 1)] for k in beat_word)
+                self._res_gaps = gaps
+                acc = self._acc_timing(d, res_beats)
+                if acc is not None:
+                    act_req = act_req + acc
+                # the store unit's write queue, one model a RUN (docs/rtl.md "The store unit's
+                # write queue in the Timeline"): a depthwise stream with short write runs has it
+                # inside stream_sim (dw_timing's result words), other scattered writes store_sim
+                stream = act_req[4]
+                dw_res = stream is not None and len(stream) > 4 and stream[4] is not None
+                store = self._store_plan(d, res_beats) if acc is None and not dw_res else None
+                tl.run(t_fetch, src, dst, act_beats, res_beats, cycles, store_reads=store_reads,
+                       act_req=act_req, res_gaps=gaps, store=store)
+                r.runs += 1
+                tag_span(r, h["TAG"], tl.core_free, cycles, act_beats, res_beats)
+                call = ("R", n, src, dst, act_beats, res_beats, cycles, store_reads, h["TAG"], True,
+                        act_req, self._res_gaps, None, store)
+        if calls is not None:
+            calls.append(call)
+
+    # -- load unit
+
+    def _load(self, ddr: Ddr, l1: dict, l2: dict) -> None:
+        c = self.core.cfg
+        count, addr, mem = l1["COUNT"], l2["ADDR"], l2["MEM"]
+        if l1["SRC"] % 8:
+            raise ListFault("BAD_FIELD", f"LOAD SRC {l1['SRC']:#x} is not 8-byte aligned")
+        limit = c.WEIGHT_WORDS if mem == 0 else 2 * c.PARAM_ENTRIES if mem == 1 else -1
+        if limit < 0:
+            raise ListFault("BAD_FIELD", f"LOAD MEM={mem}; accepted: 0 (weights), 1 (parameters)")
+        if mem == 1 and (addr * 2 + count > limit or count % 2):
+            raise ListFault("BAD_FIELD", f"LOAD of {count} parameter words at entry {addr}: past "
+                           f"{c.PARAM_ENTRIES} entries or not whole entries")
+        if mem == 0 and addr + count > limit:
+            raise ListFault("BAD_FIELD", f"LOAD of {count} weight words at {addr}: past {limit}")
+        words = ddr.read(l1["SRC"], 8 * count).view(_U64)
+        self.core._write_memory("LOAD_WGT" if mem == 0 else "LOAD_PARAM", addr, words.copy())
+
+    def gather(self, ddr: Ddr, a0: dict, a1: dict, a2: dict, a3: dict, a4: dict) -> np.ndarray:
+        """The activation words the load unit streams to the core for one RUN."""
+        f = self.fmt
+        mode, L, es = a0["MODE"], a0["LANES"], a0["ESIZE"]
+        if mode == f.act_modes["NONE"]:
+            return np.zeros(0, _U64)
+        if es not in _EDT or L * es != 8:
+            raise ListFault("BAD_FIELD", f"ACT LANES={L} x ESIZE={es} is not one 64-bit word")
+        edt = _EDT[es]
+        pad = edt.type(a0["PAD"] & ((1 << (8 * es)) - 1))
+        n, h, w, ch = a1["N"], a1["H"], a1["W"], a1["C"]
+        x = ddr.read(a0["SRC"], n * h * w * ch * es).view(edt).reshape(n, h, w, ch)
+        if mode == f.act_modes["WINDOWS"]:
+            k0, k1 = a3["K0"], a3["K1"]
+            if not 0 <= k0 < k1 <= a3["KP"] // L or a3["KP"] % L:
+                raise ListFault("BAD_FIELD", f"ACT words K0={k0}..K1={k1} outside KP={a3['KP']} lanes")
+            if (a2["KH"], a2["KW"], a2["SY"], a2["SX"], a2["PT"], a2["PL"], a2["OH"], a2["OW"]) \
+                    == (1, 1, 1, 1, 0, 0, h, w) and a3["KP"] >= ch:
+                # a 1x1 window over the whole image (pointwise convolutions, FULLY_CONNECTED):
+                # each pixel's K-vector is its channels, the rest PAD; no index to gather by
+                lanes = np.empty((n * h * w, a3["KP"]), edt)
+                lanes[:, :ch] = x.reshape(-1, ch)
+                lanes[:, ch:] = pad
+                return np.ascontiguousarray(lanes[:, k0 * L:k1 * L]).view(_U64).reshape(-1)
+            key = ("w", tuple(sorted(a1.items())), tuple(sorted(a2.items())), a3["KP"])
+            index = self.gather_cache.get(key)
+            if index is None:
+                if len(self.gather_cache) > 64:
+                    self.gather_cache.clear()
+                index = self.gather_cache[key] = window_index(a1, a2, a3["KP"])
+            flat = np.empty(n * h * w * ch + 1, edt)
+            flat[:-1] = x.reshape(-1)
+            flat[-1] = pad
+            lanes = flat.take(index)                    # (pixels, KP)
+            lanes = np.ascontiguousarray(lanes[:, k0 * L:k1 * L])
+            return lanes.view(_U64).reshape(-1)
+        if mode == f.act_modes["CHANNELS"]:
+            rep, ch0, chans, nchunk, cv = a3["KP"], a3["K0"], a3["K1"], a3["NCHUNK"], a4["CV"]
+            if rep < 1 or nchunk < 1 or chans % (nchunk * L) or cv != ch * rep:
+                raise ListFault("BAD_FIELD", f"ACT CHANNELS: REP={rep}, CHANNELS={chans}, "
+                               f"NCHUNK={nchunk}, CV={cv} for C={ch}, {L} lanes")
+            if n != 1:
+                raise ListFault("BAD_FIELD", f"ACT CHANNELS takes one image (N=1), got N={n}")
+            img = x[0]
+            if rep > 1:
+                img = np.repeat(img, rep, axis=2)
+            cp = ceil_div(ch0 + chans, L) * L
+            if cp > cv:
+                img = np.concatenate([img, np.full((h, w, cp - cv), pad, edt)], axis=2)
+            img = img[:, :, ch0:ch0 + chans]
+            if nchunk > 1:
+                img = img.reshape(h, w, nchunk, chans // nchunk).transpose(2, 0, 1, 3)
+            return np.ascontiguousarray(img).view(_U64).reshape(-1)
+        raise ListFault("BAD_FIELD", f"ACT MODE={mode}; accepted: {f.act_modes}")
+
+    def act_req(self, d: dict) -> int:
+        """Cycles from a RUN's start to its activation stream's first read request in the
+        load unit (dtpu_cl_load, docs/rtl.md): its setup (SEQ_ACT_SETUP_WINDOWS /
+        SEQ_ACT_SETUP_CHANNELS: the registered fields, the AGU's setup, the request path) and
+        one cycle per element its first run collects (up to MEM_BURST_BEATS beats; a run closes
+        when the next element does not continue it). Exact for word-mode streams (every word
+        one aligned DDR word); a lane-mode stream collects lanes, not words (approximate)."""
+        f = self.fmt
+        mode, L = d["ACT0"]["MODE"], max(1, d["ACT0"]["LANES"])
+        K, burst = f.mem, int(f.mem["MEM_BURST_BEATS"])
+        if mode == f.act_modes["CHANNELS"]:
+            setup = int(K["SEQ_ACT_SETUP_CHANNELS"])
+        else:
+            setup = int(K["SEQ_ACT_SETUP_WINDOWS"])
+        first = first_words(f, d, burst + 1)
+        if first is None:                       # lane mode: MEM_BURST_BEATS words of lanes
+            return setup + burst * L
+        n = 0
+        prev = None
+        for a in first:
+            if n and (a is None or prev is None or a != prev + 1):
+                break
+            n += 1
+            prev = a
+            if n == burst:
+                return setup + n          # closed as it reaches MEM_BURST_BEATS
+        return setup + n + 1              # closed by the next element or the stream's end
+
+    def _res_beats(self, d: dict, words: int) -> tuple[int, int, int, list | None]:
+        """(beats the store unit reads back, beats it writes, 1 if its last word is a partial
+        one the packer closes a cycle later, for the last write beats (k = 0: the last) how many
+        result words before the last one completes each, None when beats are words) for a
+        RUN's `words` result words:
+        RES ACC takes one int64 sum a beat, each kept (pixel, channel) read (unless FIRST) and
+        written; ITEMS over whole rows (CH0 0 to DSTC) the words of the destination's bytes;
+        otherwise (channel slices, whose gaps the store unit may fill) the result words."""
+        f = self.fmt
+        r0, r1, r2 = d["RES0"], d["RES1"], d["RES2"]
+        if r0["MODE"] == f.res_modes["NONE"]:
+            return 0, 0, 0, None
+        pix, ch0, dstc = r1["PIX"], r2["CH0"], r2["DSTC"]
+        hi = min(r2["CH1"], ch0 + r1["OUTER"] * r1["INNER"] * r2["GW"])
+        if r0["MODE"] == f.res_modes["ACC"]:
+            sums = pix * max(0, hi - ch0)
+            return (0 if d.get("FIRST") else sums), sums, 0, None
+        if r0["MODE"] == f.res_modes["ITEMS"] and ch0 == 0 and hi == dstc:
+            es, lanes = r0["ESIZE"], max(1, r0["LANES"])
+            nbytes = pix * dstc * es
+            end = r0["DST"] % 8 + nbytes
+            beats = (end + 7) // 8 if nbytes else 0
+            beat_word = None
+            if beats and words and words % pix == 0:
+                # result words per pixel (items of `lanes` channels); the word holding a byte
+                wpp = words // pix
+                row = dstc * es
+
+                def word_of(b: int) -> int:
+                    p_, o = divmod(b, row)
+                    return p_ * wpp + (o // es) // lanes
+
+                off = r0["DST"] % 8
+                beat_word = [words - 1 - word_of(min(8 * (beats - 1 - k) + 7 - off, nbytes - 1))
+                             for k in range(min(beats, 4 * int(f.mem["MEM_BURST_BEATS"])))]
+            return 0, beats, int(end % 8 != 0), beat_word
+        return 0, words, 0, None
+
+    def _store_plan(self, d: dict, words: int) -> tuple | None:
+        """For a RUN whose ITEMS the store unit writes as scattered bursts (items of a pixel not
+        followed by the next pixel's: channel slices, OUTER > 1, e.g. a depthwise job's
+        channel chunks), whose writes may not keep up with the core (the write master keeps
+        MAX_OUTSTANDING bursts a write latency): arrays of each result word's byte address and
+        kept bytes, and of how many cycles before the last word each word comes stall-free (k = 0
+        the last), for :func:`store_sim`; None otherwise (whole rows: 16-word bursts that keep
+        up, the write tail formula :meth:`Timeline.store_tail`). docs/rtl.md "float32 and
+        the one-cycle corners"."""
+        f = self.fmt
+        r0, r1, r2 = d["RES0"], d["RES1"], d["RES2"]
+        su = self._res_setup
+        if r0["MODE"] != f.res_modes["ITEMS"] or not words or su is None:
+            return None
+        L, es = max(1, r0["LANES"]), r0["ESIZE"]
+        pix, outer, inner = r1["PIX"], r1["OUTER"], r1["INNER"]
+        gw, ch0, ch1, dstc = r2["GW"], r2["CH0"], r2["CH1"], r2["DSTC"]
+        wpi = -(-gw // L)
+        if words != outer * pix * inner * wpi:
+            return None
+        if outer == 1 and ch0 == 0 and min(ch1, inner * gw) >= dstc:
+            return None                 # whole rows: consecutive words, 16-word bursts
+        o, p_, i, w = np.meshgrid(np.arange(outer), np.arange(pix), np.arange(inner),
+                                  np.arange(wpi), indexing="ij")
+        c0 = ch0 + (o * inner + i) * gw + w * L
+        kept = np.clip(np.minimum(np.minimum(L, gw - w * L), ch1 - c0), 0, None)
+        addr = r0["DST"] + (p_ * dstc + c0) * es
+        kept, addr = kept.reshape(-1), addr.reshape(-1)
+        gaps = result_gaps_array(self.core.cfg, su, words - 1)
+        if gaps is None or len(gaps) != words:
+            return None
+        # arrays, not tuples: the plan is kept with the list's recorded timing
+        return (addr.astype(np.int64), (kept * es).astype(np.int16), gaps)
+
+    def _post_timing(self, regs: dict, d: dict) -> tuple:
+        """What :meth:`Timeline._post_run` needs of a POST: (SRC, PIX, CH0, CH, DSTC, result
+        lanes a word, 1 if the store unit's last write word is a partial one, the write beats,
+        the beats of the last write burst)."""
+        c = self.core.cfg
+        p1, p2, p3 = d["POST1"], d["POST2"], d["POST3"]
+        job = c.decode("JOB", regs.get(c.REG_JOB, 0))
+        prec = next((p for p in c.ENABLED if c.prec_code(p) == job["PREC"]), None)
+        lanes, dt = out_lanes(c, prec, c.OUT_MODE_REQUANT)
+        es = np.dtype(dt).itemsize
+        items = [(p1["DST"] + (p * p3["DSTC"] + p2["CH0"]) * es, p2["CH"] * es)
+                 for p in range(p2["PIX"])]
+        runs = write_runs(items, int(self.fmt.mem["MEM_BURST_BEATS"]),
+                           int(self.fmt.mem["SEQ_STORE_GAP"]))
+        last = items[-1] if items else (0, 0)
+        part = int((last[0] + last[1]) % 8 != 0) if runs else 0
+        return (p1["SRC"], p2["PIX"], p2["CH0"], p2["CH"], p3["DSTC"], max(1, lanes), part,
+                sum(runs), runs[-1] if runs else 0, p1["DST"], es)
+
+    def _acc_timing(self, d: dict, words: int) -> tuple | None:
+        """For a RES ACC RUN of `words` result words, what :meth:`Timeline._acc_run` needs (a
+        one-element tuple holding an :class:`AccRun`); None for other RUNs.
+
+        dtpu_cl_store adds one kept lane a cycle (one R and one W beat per int64 sum), so a
+        result word of `kept` lanes occupies it `kept` cycles (at least one) and a word the core
+        offers while the unit is busy stalls the whole core (the 1.2 core's global stall); its
+        read-ahead walk (ACC without FIRST) requests the items' sums one walk step (a result
+        word) at a time, consecutive items merged; the load unit requests each run of the
+        activation stream when the run is collected (one element a cycle)."""
+        f = self.fmt
+        r0, r1, r2 = d["RES0"], d["RES1"], d["RES2"]
+        if r0["MODE"] != f.res_modes["ACC"] or not words:
+            return None
+        L, gw = max(1, r0["LANES"]), max(1, r2["GW"])
+        ch0, ch1, dstc = r2["CH0"], r2["CH1"], r2["DSTC"]
+        wpi = -(-gw // L)
+        kept: list[int] = []
+        items: list[tuple[int, int, int]] = []     # (walk step, sum address, sums)
+        step = 0
+        for p in range(r1["PIX"]):
+            for it in range(r1["OUTER"] * r1["INNER"]):
+                c0 = ch0 + it * gw
+                n_item = max(0, min(gw, ch1 - c0))
+                if n_item:
+                    items.append((step, r0["DST"] + (p * dstc + c0) * 8, n_item))
+                for w in range(wpi):
+                    kept.append(max(0, min(L, n_item - w * L)))
+                step += wpi
+        kept = kept[:words]
+        su = self._res_setup
+        gaps = result_gaps(self.core.cfg, su, words - 1) if su is not None else None
+        if gaps is None or len(gaps) < len(kept):
+            res_t = None
+        else:       # cycles before DONE (the last word 2 before it), per word in order
+            res_t = [2 + gaps[len(kept) - 1 - k] for k in range(len(kept))]
+        # the read requests (walk step it leaves at, address, sums): an item at the address
+        # where the pending request ends joins it unless that is full (MEM_BURST_BEATS words:
+        # it leaves the step after it filled); a pending request leaves when an item that does
+        # not continue it comes, or when the walk ends
+        reads: list[tuple[int, int, int]] = []
+        if not d.get("FIRST"):
+            merge = int(f.mem["MEM_BURST_BEATS"])
+            pend = None
+            for st, a, n in items:
+                if pend is not None and pend[0] + 8 * pend[1] == a:
+                    pend[1] += n
+                    if pend[1] >= merge:
+                        reads.append((st + 1, pend[0], pend[1]))
+                        pend = None
+                    continue
+                if pend is not None:
+                    reads.append((st, pend[0], pend[1]))
+                pend = [a, n]
+            if pend is not None:
+                reads.append((step, pend[0], pend[1]))
+        act = None
+        if su is not None and su.opcode == "GEMM":
+            # NT column tiles: a pixel's KW words are taken in its first step, pixels NT steps
+            # apart (:func:`act_schedule`); the stream is read once
+            total = su.m * su.kw
+            wa = first_words(f, d, total)
+            if wa is not None and len(wa) == total and None not in wa:
+                act = (wa, su.kw, su.nt * max(su.kw, su.wpi))
+        # the write queue's runs: consecutive items merged up to MEM_BURST_BEATS words; the
+        # last run is the RUN's last burst
+        burst = int(f.mem["MEM_BURST_BEATS"])
+        runs: list[list[int]] = []
+        for _, a, n in items:
+            if runs and runs[-1][0] + 8 * runs[-1][1] == a:
+                runs[-1][1] += n
+            else:
+                runs.append([a, n])
+        last_burst = 0
+        if runs:
+            last_burst = runs[-1][1] % burst or burst
+        # the write queue's bursts (dtpu_cl_store_wq): consecutive words up to MAX_RUN; a gap the
+        # queue would fill with strobe-less words is not modelled (wsegs None)
+        wsegs: list[int] | None = []
+        gap = int(f.mem["SEQ_STORE_GAP"])
+        for k_, (a0, n0) in enumerate(runs):
+            if k_ and 0 < (a0 - (runs[k_ - 1][0] + 8 * runs[k_ - 1][1])) // 8 <= gap:
+                wsegs = None
+                break
+            wsegs += [burst] * (n0 // burst) + ([n0 % burst] if n0 % burst else [])
+        return (AccRun(tuple(kept), None if res_t is None else tuple(res_t), tuple(reads),
+                        last_burst, act, None if wsegs is None else tuple(wsegs)),)
+
+    def _act_read_beats(self, d: dict, words: int) -> int:
+        """The beats the load unit reads for a RUN's activation stream of `words` words: one
+        per element that is not PAD and not on the word of the beat before it (word mode: an
+        element is a word; lane mode: a lane, so the lanes of one DDR word share its beat).
+        The stream's words when every word is one distinct DDR word (1x1 over the whole
+        tensor, depthwise CHANNELS in word mode)."""
+        f = self.fmt
+        a0, a1, a2, a3, a4 = (d[k] for k in ("ACT0", "ACT1", "ACT2", "ACT3", "ACT4"))
+        mode, L, es = a0["MODE"], a0["LANES"], a0["ESIZE"]
+        n, h, w, c = a1["N"], a1["H"], a1["W"], a1["C"]
+        if not words or L < 1 or es < 1:
+            return words
+        size = n * h * w * c
+        word_mode = c % L == 0 and a0["SRC"] % 8 == 0
+        if mode == f.act_modes["WINDOWS"]:
+            kp, k0, k1 = a3["KP"], a3["K0"], a3["K1"]
+            if word_mode and (a2["KH"], a2["KW"], a2["SY"], a2["SX"], a2["PT"], a2["PL"],
+                              a2["OH"], a2["OW"]) == (1, 1, 1, 1, 0, 0, h, w) and kp == c:
+                return words                              # the tensor's words, each once
+            key = ("w", tuple(sorted(a1.items())), tuple(sorted(a2.items())), kp)
+            index = self.gather_cache.get(key)
+            if index is None:
+                index = window_index(a1, a2, kp)
+            e = index[:, k0 * L:k1 * L].reshape(-1)
+        elif mode == f.act_modes["CHANNELS"]:
+            rep, ch0, chans, nchunk = a3["KP"], a3["K0"], a3["K1"], max(1, a3["NCHUNK"])
+            if word_mode and rep == 1 and ch0 % L == 0 and chans % (nchunk * L) == 0 \
+                    and ch0 + chans <= c:
+                return words
+            cv = c * rep
+            ch = np.arange(ch0, ch0 + chans)              # channels after REP, per pixel
+            src = np.where(ch < cv, ch // max(rep, 1), -1)
+            per = chans // nchunk
+            src = src.reshape(nchunk, 1, per)
+            pix = np.arange(h * w).reshape(1, -1, 1)
+            e = np.where(src >= 0, pix * c + src, size).reshape(-1)
+            word_mode = word_mode and rep == 1 and ch0 % L == 0
+        else:
+            return words
+        if word_mode:
+            e = e[::L]
+        e = e.astype(np.int64)
+        wa = (a0["SRC"] + e * es) // 8
+        wa = wa[e != size]
+        return int(1 + np.count_nonzero(wa[1:] != wa[:-1])) if wa.size else 0
+
+    #: longest whole-tensor 1x1 stream :meth:`Timeline.run` simulates when the list's blocks
+    #: are read during it (longer ones keep the one-read model: the simulation's cost)
+    PLAIN_SIM_WORDS = 1 << 14
+
+    def act_stream(self, d: dict, words: int, res_words: int | None = None):
+        """(element word addresses, elements per word, the core's need times) of a RUN's
+        activation stream for :func:`stream_sim`, or None when the stream keeps up with the
+        core (the Timeline's first-word shift is exact: 1x1 over the whole tensor) or the job
+        is neither a GEMM over WINDOWS nor a DWCONV. A DWCONV's CHANNELS stream:
+        :func:`dw_timing.dw_stream` (also the intake constant and, when its `res_words` result
+        words are written in short runs, their times and DDR words for the store model)."""
+        f = self.fmt
+        sched = self.act_sched
+        a0, a1, a2, a3 = d["ACT0"], d["ACT1"], d["ACT2"], d["ACT3"]
+        if words and a0["MODE"] == f.act_modes["CHANNELS"]:    # a DWCONV's (dw_timing)
+            return dw_timing.dw_stream(self.core.cfg, self._res_setup, d, words,
+                                       int(f.mem["SEQ_ACT_SETUP_CHANNELS"]), res_words)
+        if not words or sched is None or a0["MODE"] != f.act_modes["WINDOWS"]:
+            return None
+        L, es = a0["LANES"], a0["ESIZE"]
+        n, h, w, c = a1["N"], a1["H"], a1["W"], a1["C"]
+        kp, k0, k1 = a3["KP"], a3["K0"], a3["K1"]
+        word_mode = c % L == 0 and a0["SRC"] % 8 == 0
+        kw_, nt, period, m = sched
+        if word_mode and (a2["KH"], a2["KW"], a2["SY"], a2["SX"], a2["PT"], a2["PL"], a2["OH"],
+                          a2["OW"]) == (1, 1, 1, 1, 0, 0, h, w) and kp == c:
+            # the tensor's words in order: the stream keeps up (one read, the first-word
+            # shift) unless the list's blocks take the read master between its runs
+            # (:meth:`Timeline.run` then simulates it); streams of up to PLAIN_SIM_WORDS
+            if kw_ != k1 - k0 or m * kw_ != words or words > self.PLAIN_SIM_WORDS:
+                return None
+            cfg = self.core.cfg.CFG_CYCLES
+            need = (cfg + (np.arange(m, dtype=np.int64) * nt * period)[:, None]
+                    + np.arange(kw_, dtype=np.int64)[None, :]).reshape(-1)
+            return (a0["SRC"] // 8 + k0 + np.arange(m, dtype=np.int64)[:, None] * (c // L)
+                    + np.arange(kw_, dtype=np.int64)[None, :]).reshape(-1), 1, need, \
+                int(f.mem["SEQ_ACT_SETUP_WINDOWS"]), None, True
+        if kw_ != k1 - k0 or m * kw_ != words:
+            return None
+        key = ("w", tuple(sorted(a1.items())), tuple(sorted(a2.items())), kp)
+        index = self.gather_cache.get(key)
+        if index is None:
+            index = window_index(a1, a2, kp)
+        size = n * h * w * c
+        e = index[:, k0 * L:k1 * L:(L if word_mode else 1)].reshape(-1).astype(np.int64)
+        wa = np.where(e == size, -1, (a0["SRC"] + e * es) // 8)
+        cfg = self.core.cfg.CFG_CYCLES
+        need = (cfg + (np.arange(m, dtype=np.int64) * nt * period)[:, None]
+                + np.arange(kw_, dtype=np.int64)[None, :]).reshape(-1)
+        return wa, 1 if word_mode else L, need
+
+    # -- store unit
+
+    def scatter(self, ddr: Ddr, r0: dict, r1: dict, r2: dict, words: np.ndarray,
+                 first: bool = False) -> None:
+        """The store unit's writes of a RUN's result `words` to DDR as RES0..RES2 say
+        (`first`: an ACC RUN's FIRST flag, which writes the sums instead of adding them): the
+        reference the RTL's store unit is compared with byte for byte."""
+        f = self.fmt
+        mode, lanes, es = r0["MODE"], r0["LANES"], r0["ESIZE"]
+        if mode == f.res_modes["NONE"]:
+            return
+        acc = mode == f.res_modes["ACC"]
+        if mode not in (f.res_modes["ITEMS"], f.res_modes["ACC"]):
+            raise ListFault("BAD_FIELD", f"RES MODE={mode}; accepted: {f.res_modes}")
+        if lanes not in (1, 2, 4, 8) or (es != 8 if acc else (es not in _EDT or lanes * es != 8)):
+            raise ListFault("BAD_FIELD", f"RES LANES={lanes} x ESIZE={es}: "
+                           f"{'ACC sums are 8-byte' if acc else 'not one 64-bit word'}")
+        edt = np.dtype(f"<i{8 // lanes}") if acc else _EDT[es]
+        pix, outer, inner = r1["PIX"], r1["OUTER"], r1["INNER"]
+        gw, ch0, ch1, dstc = r2["GW"], r2["CH0"], r2["CH1"], r2["DSTC"]
+        wpi = ceil_div(gw, lanes)
+        if words.size != outer * pix * inner * wpi:
+            raise ListFault("BAD_FIELD", f"RES {outer}x{pix}x{inner} items of {wpi} words = "
+                           f"{outer * pix * inner * wpi}, the job produced {words.size}")
+        vals = words.view(edt).reshape(outer, pix, inner, wpi * lanes)[..., :gw]
+        vals = vals.transpose(1, 0, 2, 3).reshape(pix, outer * inner * gw)
+        hi = min(ch1, ch0 + vals.shape[1])
+        if hi > dstc or ch0 >= hi:
+            raise ListFault("BAD_FIELD", f"RES channels {ch0}..{hi} outside DSTC={dstc}")
+        if acc:
+            dst = ddr.read(r0["DST"], pix * dstc * 8).view("<i8").reshape(pix, dstc)
+            if first:
+                dst[:, ch0:hi] = vals[:, :hi - ch0]
+            else:
+                dst[:, ch0:hi] += vals[:, :hi - ch0]
+            return
+        dst = ddr.read(r0["DST"], pix * dstc * es).view(edt).reshape(pix, dstc)
+        dst[:, ch0:hi] = vals[:, :hi - ch0]
+
+    # -- the post unit on partial sums
+
+    def post(self, ddr: Ddr, regs: dict, d: dict, r: RunResult) -> tuple:
+        """The post unit on a POST descriptor `d`: int64 partial sums read from DDR,
+        requantized with the core's post unit and parameter memory (`regs`: the job registers
+        in force), the outputs written to DST; the reference the RTL's post unit is compared
+        with. Raises :class:`~dtpu.hw.listformat.ListFault` or :class:`~dtpu.hw.ddr.DdrFault`."""
+        core, c = self.core, self.core.cfg
+        p1, p2, p3 = d["POST1"], d["POST2"], d["POST3"]
+        pix, ch0, ch, dstc = p2["PIX"], p2["CH0"], p2["CH"], p3["DSTC"]
+        job = c.decode("JOB", regs.get(c.REG_JOB, 0))
+        prec = next((p for p in c.ENABLED if c.prec_code(p) == job["PREC"]), None)
+        if prec is None or job["OUT_MODE"] != c.OUT_MODE_REQUANT or prec.is_float:
+            raise ListFault("BAD_FIELD", f"POST with JOB.PREC={job['PREC']}, OUT_MODE="
+                           f"{job['OUT_MODE']}; accepted: an enabled integer precision, REQUANT")
+        pb = regs.get(c.REG_PARAM_BASE, 0)
+        if ch < 1 or ch0 + ch > dstc or pb + ch > c.PARAM_ENTRIES:
+            raise ListFault("BAD_FIELD", f"POST channels {ch0}+{ch} of {dstc}, parameter entries "
+                           f"{pb}+{ch} of {c.PARAM_ENTRIES}")
+        sums = ddr.read(p1["SRC"], pix * dstc * 8).view("<i8").reshape(pix, dstc)[:, ch0:ch0 + ch]
+        params = core._params(pb, ch, prec, c.OUT_MODE_REQUANT)
+        y, err = core._post(sums, prec, c.OUT_MODE_REQUANT, job["RQ_VARIANT"], params, 0,
+                            regs.get(c.REG_ACT_MIN, 0), regs.get(c.REG_ACT_MAX, 0))
+        if err & c.ERR_FATAL_MASK:
+            r.job_err = err
+            bits = [n for n, b in c.errors.items() if err & (1 << b)]
+            raise ListFault("JOB", f"POST: ERR={err:#x} ({', '.join(bits)})")
+        _, dt = out_lanes(c, prec, c.OUT_MODE_REQUANT)
+        dt = np.dtype(dt)
+        dst = ddr.read(p1["DST"], pix * dstc * dt.itemsize).view(dt).reshape(pix, dstc)
+        dst[:, ch0:ch0 + ch] = y
+        beats = pix * ch
+        cycles = c.CFG_CYCLES + beats + c.LAT_POST
+        return (cycles, beats, (p1["SRC"], p1["SRC"] + pix * dstc * 8),
+                (p1["DST"], p1["DST"] + pix * dstc * dt.itemsize))
+
+    # -- the core
+
+    def _run_protocol(self, regs: dict, ddr: Ddr, d: dict, r: RunResult):
+        """One RUN through the 1.2 protocol: job registers (JOB last), START, the gathered words
+        on s_axis_act, DONE, ERR, the result words from m_axis_res."""
+        core, c = self.core, self.core.cfg
+        for off, v in sorted(regs.items(), key=lambda kv: kv[0] == c.REG_JOB):
+            core.write(off, v)
+        core.write(c.REG_CTRL, c.encode("CTRL", START=1))
+        st = c.reg("STATUS")
+        failed_config = not core._pending and core.regs[c.REG_STATUS] & st.field("ERROR").mask
+        words = np.zeros(0, _U64)
+        if not failed_config:
+            try:   # the result words' timing for the Timeline (as the fast path's setup has it)
+                su = core._setup(core.regs)
+                self._res_setup = su
+                self._res_gaps = result_gaps(c, su, 4 * int(self.fmt.mem["MEM_BURST_BEATS"]))
+                self.act_sched = act_schedule(su)
+            except Exception:   # noqa: BLE001  (CONFIG failed: no results)
+                pass
+            try:
+                words = self.gather(ddr, d["ACT0"], d["ACT1"], d["ACT2"], d["ACT3"], d["ACT4"])
+            except (ListFault, DdrFault):
+                # the stream feeding a started job failed: the unit aborts the core (1.2 SOFT_RESET)
+                core.write(c.REG_CTRL, c.encode("CTRL", SOFT_RESET=1))
+                raise
+            if words.size:
+                core.push("act", words)
+            left = sum(w.size for w, _ in core._in["act"])
+            if core._pending or left:
+                core.write(c.REG_CTRL, c.encode("CTRL", SOFT_RESET=1))
+                what = f"{left} left over" if left else "the job still waits for more"
+                raise ListFault("BAD_FIELD", f"RUN: the ACT fields give {words.size} words, the "
+                               f"job's registers take another count ({what})")
+        err = core.read(c.REG_ERR)
+        cycles = core.read(c.REG_JOB_CYCLES)
+        if err & c.ERR_FATAL_MASK:
+            r.job_err = err
+            core.write(c.REG_ERR, err)
+            bits = [n for n, b in c.errors.items() if err & (1 << b)]
+            raise ListFault("JOB", f"RUN: the job set ERR={err:#x} ({', '.join(bits)})")
+        if err:
+            core.write(c.REG_ERR, err)
+        res = core.pop()
+        return res if res.size else None, words, cycles
+
+    def _run(self, ddr: Ddr, regs: dict, d: dict, head: dict, r: RunResult):
+        c = self.core.cfg
+        key = tuple(sorted(regs.items()))
+        cj = None
+        self._res_gaps = None       # the result words' timing for the Timeline
+        #: the running GEMM job's activation schedule (:func:`~dtpu.hw.units.load.act_schedule`:
+        #: KW, NT, step period, M), which :meth:`act_stream` times the stream against
+        self.act_sched = None
+        self._res_setup = None      # the job's setup (the ACC store's rate, :meth:`_acc_timing`)
+        if self.fast_path:
+            # the same registers run over different memory contents: the pages of a streamed
+            # node that land in the same scratch half; one compiled form per content seen
+            # (each keeps a snapshot of what it read, :meth:`fast.CompiledJob.valid`)
+            variants = self._compiled.setdefault(key, [])
+            cj = next((v for v in variants if v == "protocol" or v.valid(self.core)), None)
+            if cj is None:
+                names = {reg.offset: reg.name for reg in c.registers}
+                try:
+                    cj = fast.compile_job(self.core, tuple((names[o], v) for o, v in sorted(regs.items())
+                                                           if names[o] != "JOB")
+                                          + (("JOB", regs.get(c.REG_JOB, 0)),))
+                except fast.Unsupported:
+                    cj = "protocol"
+                if len(variants) >= self.MAX_VARIANTS:
+                    variants.pop(0)
+                variants.append(cj)
+        if not self.fast_path or cj == "protocol":
+            res, words, cycles = self._run_protocol(regs, ddr, d, r)
+            if res is not None:
+                self.scatter(ddr, d["RES0"], d["RES1"], d["RES2"], res, d.get("FIRST", False))
+            return self._run_result(d, cycles, words, res)
+        if cj.error:   # failed in CONFIG: the core takes nothing, the units move nothing
+            _, err = fast.execute(self.core, cj, None)
+            r.job_err = err
+            bits = [n for n, b in c.errors.items() if err & (1 << b)]
+            raise ListFault("JOB", f"RUN: the job failed in CONFIG, ERR={err:#x} ({', '.join(bits)})")
+        words = self.gather(ddr, d["ACT0"], d["ACT1"], d["ACT2"], d["ACT3"], d["ACT4"])
+        if cj.setup is not None:
+            self._res_setup = cj.setup
+            self._res_gaps = result_gaps(c, cj.setup, 4 * int(self.fmt.mem["MEM_BURST_BEATS"]))
+            self.act_sched = act_schedule(cj.setup)
+        if cj.pf_count:
+            raise ListFault("BAD_FIELD", f"RUN with PF_COUNT={cj.pf_count}: prefetch rides on LOAD "
+                           f"descriptors in contract 2.0; accepted: 0")
+        if cj.n_in != words.size:
+            raise ListFault("BAD_FIELD", f"RUN: the ACT fields give {words.size} words, the job's "
+                           f"registers take {cj.n_in}")
+        res, err = fast.execute(self.core, cj, words if cj.n_in else None)
+        if err & c.ERR_FATAL_MASK:
+            r.job_err = err
+            bits = [n for n, b in c.errors.items() if err & (1 << b)]
+            raise ListFault("JOB", f"RUN: the job set ERR={err:#x} ({', '.join(bits)})")
+        if res is not None:
+            self.scatter(ddr, d["RES0"], d["RES1"], d["RES2"], res, d.get("FIRST", False))
+        return self._run_result(d, cj.cycles, words, res)
+
+    @staticmethod
+    def _run_result(d: dict, cycles: int, words: np.ndarray, res) -> tuple:
+        n_res = 0 if res is None else int(res.size)
+        a0, a1, r0 = d["ACT0"], d["ACT1"], d["RES0"]
+        src = (a0["SRC"], a0["SRC"] + a1["N"] * a1["H"] * a1["W"] * a1["C"] * a0["ESIZE"])
+        dst = (r0["DST"], r0["DST"] + d["RES1"]["PIX"] * d["RES2"]["DSTC"] * r0["ESIZE"])
+        return cycles, int(words.size), n_res, src, dst
+
+
+def _timing_of(r: RunResult, tl: "Timeline") -> tuple:
+    """What a successful run's memory model gave: reused by runs of the same list bytes."""
+    end = tl.end()
+    return (end, tl.compute, tl.rd_beats, tl.wr_beats, r.descs, r.runs, r.tags)
+
+
+def _replay_call(tl: "Timeline", r: RunResult, call: tuple) -> None:
+    """One recorded memory-model step of :meth:`Executor._step`."""
+    t_fetch = tl.fetch(call[1])
+    r.descs += 1
+    if call[0] == "G":
+        tl.regs(t_fetch, call[2])
+    elif call[0] == "L":
+        _, _, count, after, tag = call
+        tl.load(t_fetch, count, after)
+        tag_span(r, tag, None, wgt=count)
+    elif call[0] == "R":
+        _, _, src, dst, act, res, cycles, store_reads, tag, stream, act_req, step = call[:12]
+        tl.run(t_fetch, src, dst, act, res, cycles, store_reads=store_reads, act_req=act_req,
+               res_gaps=step, post=call[12] if len(call) > 12 else None,
+               store=call[13] if len(call) > 13 else None)
+        r.runs += 1
+        if stream:
+            tag_span(r, tag, tl.core_free, cycles, act, res)
+        else:
+            tag_span(r, tag, tl.core_free, cycles)
+
+
+def tag_span(r: RunResult, tag: int, end: int | None, cycles: int = 0, act: int = 0,
+              res: int = 0, wgt: int = 0) -> None:
+    """Per TAG: [end of its last job, stall-free cycles, words on the core's act / res / wgt
+    streams] (the 1.2 core's WORDS_* counters, split by node)."""
+    span = r.tags.get(tag)
+    if span is None:
+        span = r.tags[tag] = [0, 0, 0, 0, 0]
+    if end is not None:
+        span[0] = end
+    span[1] += cycles
+    span[2] += act
+    span[3] += res
+    span[4] += wgt

@@ -7,7 +7,7 @@
  *
  * Arrays are passed as void * (numpy buffers through cffi's from_buffer).
  *
- * Exactness. dtpu_post_exact is the post unit of dtpu.hw.model (Core._post / requant, variants
+ * Exactness. dtpu_post_exact is the post unit of dtpu.hw.core (Core._post / requant, variants
  * SINGLE, DOUBLE, DOUBLE_UP) written again in int64 with numpy's semantics: wrap32, arithmetic
  * shifts, shifts by 64 or more bits (numpy: left gives 0, right gives 0 or -1), int64 wrap on
  * overflow (done in uint64). dtpu_post_fused is the fused map of dtpu.hw.fast (_FusedPost): its
@@ -48,7 +48,7 @@ static inline int64_t shift_round_half_up(int64_t x, int64_t s) {
 #define I32MIN (-2147483648LL)
 #define I32MAX 2147483647LL
 
-/* requant of one wrapped total (dtpu.hw.model.requant) */
+/* requant of one wrapped total (dtpu.hw.core.requant) */
 static inline int64_t requant1(int variant, int64_t total, int64_t m, int64_t s) {
     if (variant == V_SINGLE)
         return wrap32(shift_round_half_up(mul64(total, m), max64(31 - s, 0)));
@@ -235,7 +235,7 @@ int dtpu_dw(const dtpu_dw_t *D, const dtpu_post_t *P, const void *x, void *acc_,
     return wrapped;
 }
 
-/* ---- the memory model's cycle simulations (dtpu.hw.cmdlist._stream_sim, dtpu.hw.dw_timing) --
+/* ---- the memory model's cycle simulations (dtpu.hw.units.load.stream_sim, dtpu.hw.dw_timing) --
  *
  * Both are the Python functions of the same names written again statement for statement (the
  * Python ones stay: they are the reference and the fallback without a C compiler;
@@ -243,7 +243,7 @@ int dtpu_dw(const dtpu_dw_t *D, const dtpu_post_t *P, const void *x, void *acc_,
 
 
 
-/* cmdlist._Store */
+/* units.store.StoreWrites */
 typedef struct {
     int64_t *b_start, *b_cum, *b_resp;
     int64_t nb, last_beat, k, run_s, run_e, outst, slot, wl, burst, hold, aw_d;
@@ -522,7 +522,7 @@ int dtpu_stream_sim(dtpu_stream_t *S) {
 }
 
 
-/* cmdlist._store_sim: the store unit's ITEMS path and the write master cycle by cycle (the
+/* units.store.store_sim: the store unit's ITEMS path and the write master cycle by cycle (the
  * same statements; the Python is the reference, tests/test_dw_timing.py compares them).
  * b_due must hold n_prior + 4 * n + 16 entries. */
 int dtpu_store_sim(dtpu_store_t *S) {

@@ -26,7 +26,7 @@ typedef struct {
     const int32_t *wt;
 } dtpu_dw_t;
 
-/* the memory model's cycle simulations (dtpu.hw.cmdlist._stream_sim, _store_sim) */
+/* the memory model's cycle simulations (dtpu.hw.units.load.stream_sim, dtpu.hw.units.store.store_sim) */
 typedef struct {
     int64_t n, nw, per_word, intake, rd_free;
     int64_t rl, burst, outst, ef_d, rq_d, buf_d, to_pk;
@@ -36,7 +36,7 @@ typedef struct {
     int64_t stall, first, end, beats, blk_next_out, n_blk;
     int64_t *blk_reads;     /* 2 * blk_left: first beat, last beat + 1 of each block read */
     int64_t *takes;         /* nw, or NULL */
-    /* the store unit (n_res > 0: cmdlist._stream_sim's `res`, class _Store) */
+    /* the store unit (n_res > 0: units.load.stream_sim's `res`, class units.store.StoreWrites) */
     int64_t n_res, hold, aw_d, slot, wl, end0, tail;
     const int64_t *res_t, *res_wa;
     int64_t w_end;          /* output: the last write response + 1, INT64_MIN: none */

@@ -7,7 +7,7 @@
 //   MEM_READ_LATENCY cycles after its AR handshake, then one beat per cycle; up to
 //   MEM_READ_OUTSTANDING bursts are accepted, served in order (a burst never starts before the
 //   previous one's last beat); a write burst's B response comes MEM_WRITE_LATENCY cycles after
-//   its last W beat, up to MEM_WRITE_OUTSTANDING bursts. That is what cmdlist.Timeline assumes
+//   its last W beat, up to MEM_WRITE_OUTSTANDING bursts. That is what dtpu.hw.timeline.Timeline assumes
 //   (first beat = max(request + latency, channel free)), so RTL cycle counts can be held to the
 //   golden model's. The values are passed in by the caller (read from contract.json in Python),
 //   never compiled in.

@@ -423,7 +423,7 @@ def partitions_of(path_or_model, cfg=None) -> list:
     checks: :meth:`dtpu.delegate.runtime.PartitionKernel.list_nodes`)."""
     from dtpu.hw.config import get_config
     from dtpu.hw.listcompiler import NodeIn
-    from dtpu.hw.lower import placement_error
+    from dtpu.hw.placement import claim_error
     cfg = cfg or get_config()
     model = path_or_model if isinstance(path_or_model, Model) else load(path_or_model)
     sg = model.main
@@ -438,8 +438,7 @@ def partitions_of(path_or_model, cfg=None) -> list:
             except ValueError as e:
                 log.info("operator %d stays on the CPU: %s", op.index, e)
             else:
-                if placement_error(spec, cfg, None, wgt_capacity=cfg.WEIGHT_WORDS // 16,
-                                   param_capacity=cfg.PARAM_ENTRIES // 16) is None:
+                if claim_error(spec, cfg, None, lists=True) is None:
                     node = (spec, w, b)
         if node is None or (cur and op.inputs[0] != prev):
             if cur:

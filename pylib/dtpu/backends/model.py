@@ -45,38 +45,14 @@ from dtpu.driver.model import run_compiled, run_jobs_compiled
 from dtpu.hw import fast as fastpath
 from dtpu.hw import prefetch
 from dtpu.hw.config import HwConfig, ceil_div, get_config
-from dtpu.hw.lower import Job, Lowered, footprint, lower, placement_error, with_prefetch
+from dtpu.hw.lower import Job, Lowered, footprint, lower, with_prefetch
+from dtpu.hw.placement import SCRATCH_FRACTION, OnChipShadow, Region, claim_error, job_scratch
 from dtpu.hw.core import Core, _Error
 from dtpu.spec import OpKind
 from dtpu.power import EnergyMeter, activity
 from dtpu.spec import ConvSpec
 
 log = logging.getLogger(__name__)
-
-
-class _Allocator:
-    """First-fit allocation of [0, size) in units aligned to `align`."""
-
-    def __init__(self, size: int, align: int) -> None:
-        self.size, self.align = size, align
-        self.used: dict[int, int] = {}
-
-    def alloc(self, n: int, limit: int | None = None) -> int | None:
-        """First fit; `limit` (default: size) lets an allocation reach beyond the region."""
-        n = -(-n // self.align) * self.align
-        base = 0
-        for start, length in sorted(self.used.items()):
-            if start - base >= n:
-                break
-            base = max(base, start + length)
-        if base + n > (self.size if limit is None else limit):
-            return None
-        self.used[base] = n
-        return base
-
-    def free(self, base: int | None) -> None:
-        if base is not None:
-            self.used.pop(base, None)
 
 
 @dataclass(eq=False)   # identity: handles are looked up in the backend's node list
@@ -116,8 +92,8 @@ class ModelBackend(Backend):
 
     #: share of each memory kept free of resident nodes: the scratch region of paged nodes
     #: (prefetch off), the least the ring of streamed pages gets (prefetch on; pages are a
-    #: quarter of it)
-    SCRATCH_FRACTION = 8
+    #: quarter of it); :mod:`dtpu.hw.placement`'s
+    SCRATCH_FRACTION = SCRATCH_FRACTION
 
     def __init__(self, options=None) -> None:
         super().__init__(options)
@@ -145,10 +121,9 @@ class ModelBackend(Backend):
         self._serial = threading.RLock()
         self.energy = EnergyMeter(self.cfg.CLOCK_MHZ, self.cfg.COLS)
         c = self.cfg
-        self._wscratch = max(c.COLS, c.WEIGHT_WORDS // self.SCRATCH_FRACTION)
-        self._pscratch = max(c.COLS, c.PARAM_ENTRIES // self.SCRATCH_FRACTION)
-        self._walloc = _Allocator(c.WEIGHT_WORDS - self._wscratch, c.COLS)
-        self._palloc = _Allocator(c.PARAM_ENTRIES - self._pscratch, c.COLS)
+        self._wscratch, self._pscratch = job_scratch(c, self.SCRATCH_FRACTION)
+        self._walloc = Region(c.WEIGHT_WORDS - self._wscratch, c.COLS)
+        self._palloc = Region(c.PARAM_ENTRIES - self._pscratch, c.COLS)
         self.prefetch = str(self.options.get("prefetch", True)).lower() not in ("0", "false", "no", "off")
         self._nodes: list[_Node] = []          # prepare order: the order the plan assumes
         self._pf: _PlanState | None = None     # built at the first invoke after a prepare/release
@@ -159,12 +134,9 @@ class ModelBackend(Backend):
         self._added_since_plan = 0
         self._planned_once = False
         self._select_pending = False
-        # what the weight memory holds, as far as this backend wrote it (the transport's memory
-        # cannot be read back cheaply): checked before every streamed page is used
-        self._shadow = np.zeros(c.WEIGHT_WORDS, np.dtype("<u8"))
-        self._known = np.zeros(c.WEIGHT_WORDS, bool)
-        self._pshadow = np.zeros((c.PARAM_ENTRIES, 2), np.dtype("<u8"))   # the same for params
-        self._pknown = np.zeros(c.PARAM_ENTRIES, bool)
+        # what the on-chip memories hold, as far as this backend wrote them: checked before
+        # every streamed page or paged parameter is used
+        self.onchip = OnChipShadow(c)
         self._load_regs: dict = {}
         self._last_estimate: float | None = None   # its estimate of an invoke's cycles
         self._ops: HostOps | None = None   # the host operations of the invoke under way
@@ -219,8 +191,7 @@ class ModelBackend(Backend):
         check_placement`) for the smallest region a node that does not fit gets, the scratch
         region (weights and parameters paged through it), so prepare never fails for lack of
         memory."""
-        return placement_error(spec, self.cfg, self.precision, wgt_capacity=self._wscratch,
-                               param_capacity=self._pscratch)
+        return claim_error(spec, self.cfg, self.precision)
 
     def prepare(self, spec: ConvSpec, filters: np.ndarray, bias: np.ndarray | None) -> _Node:
         c = self.cfg
@@ -305,11 +276,11 @@ class ModelBackend(Backend):
                 self._owner = _LISTS
             return
         for job in jobs:
-            self._remember_load(job)
+            self.onchip.remember_load(job)
         try:
             run_jobs(self._counted(), jobs)
         except Exception:
-            self._forget()
+            self.onchip.forget()
             raise
 
     def _counted(self) -> Transport:
@@ -336,40 +307,11 @@ class ModelBackend(Backend):
                     "us": max(0.0, (perf_counter() - start - ops.device_s) * 1e6)}
         return y, cnt
 
-    def _remember(self, addr: int, words: np.ndarray) -> None:
-        self._shadow[addr:addr + words.size] = words
-        self._known[addr:addr + words.size] = True
-
-    def _remember_load(self, job: Job) -> None:
-        r = dict(job.regs)
-        op = _opcode(self.cfg, r)
-        if op == "LOAD_WGT":
-            self._remember(r["LOAD_ADDR"], job.send["wgt"])
-        elif op == "LOAD_PARAM":
-            a, e = r["LOAD_ADDR"], job.send["wgt"].reshape(-1, 2)
-            self._pshadow[a:a + len(e)] = e
-            self._pknown[a:a + len(e)] = True
-
-    def _entries_there(self, a: int, e: np.ndarray) -> bool:
-        return bool(self._pknown[a:a + len(e)].all()
-                    and self._pshadow[a:a + len(e)].tobytes() == e.tobytes())
-
-    def _forget(self) -> None:
-        """After a failed job: whatever it left in memory is checked again before use."""
-        self._known[:] = False
-        self._pknown[:] = False
-
     # -- the prefetch plan ---------------------------------------------------------------------
 
     def _ring(self) -> tuple[int, int]:
         """The largest stretch of weight memory no resident node holds."""
-        free, pos = [], 0
-        for start, length in sorted(self._walloc.used.items()):
-            if start > pos:
-                free.append((pos, start))
-            pos = max(pos, start + length)
-        free.append((pos, self.cfg.WEIGHT_WORDS))
-        return max(free, key=lambda r: r[1] - r[0])
+        return self._walloc.largest_gap(self.cfg.WEIGHT_WORDS)
 
     def _plan_state(self, handle: "_Node | None" = None) -> "_PlanState":
         if (self._pf is not None and self._select_pending and handle is not None
@@ -559,12 +501,12 @@ class ModelBackend(Backend):
         out = []
         if handle.pending:    # made resident by the selection: its weights go in first
             for job in handle.lowered.load_jobs:
-                self._remember_load(job)
+                self.onchip.remember_load(job)
                 out.append(job)
         if handle.streamed:   # resident parameters of a streamed node: still there?
             for job, a, e in handle.param_loads:
-                if not self._entries_there(a, e):
-                    self._remember_load(job)
+                if not self.onchip.entries_there(a, e):
+                    self.onchip.remember_load(job)
                     out.append(job)
         # the per-job decisions were taken with the plan (handle.steps): what is left per
         # invoke is the host copy of what the riders write and the check of the pages
@@ -584,7 +526,7 @@ class ModelBackend(Backend):
             send = job.send
             if rwords is not None:
                 send = {**send, "wgt": rwords}
-                self._remember(raddr, rwords)
+                self.onchip.remember(raddr, rwords)
             out.append(Job(job.label, regs, send, job.recv, job.macs))
         return out
 
@@ -598,9 +540,10 @@ class ModelBackend(Backend):
                 r = dict(job.regs)
                 op = _opcode(self.cfg, r)
                 if op == "LOAD_WGT":
-                    steps.append((_RUN, self._shadow, self._known, r["LOAD_ADDR"], job.send["wgt"]))
+                    steps.append((_RUN, self.onchip.wgt, self.onchip.wgt_known, r["LOAD_ADDR"],
+                                  job.send["wgt"]))
                 elif op == "LOAD_PARAM":
-                    steps.append((_RUN, self._pshadow, self._pknown, r["LOAD_ADDR"],
+                    steps.append((_RUN, self.onchip.param, self.onchip.param_known, r["LOAD_ADDR"],
                                   job.send["wgt"].reshape(-1, 2)))
                 else:
                     steps.append((_RUN, None, None, 0, None))
@@ -619,10 +562,10 @@ class ModelBackend(Backend):
     def _ensure_page(self, addr: int, words: np.ndarray) -> list[Job]:
         n = words.size
         # the usual case first (the page is there): bytes compared, no temporaries
-        if self._known[addr:addr + n].all() and \
-                self._shadow[addr:addr + n].tobytes() == words.tobytes():
+        sh = self.onchip
+        if sh.words_there(addr, words):
             return []
-        bad = ~self._known[addr:addr + n] | (self._shadow[addr:addr + n] != words)
+        bad = ~sh.wgt_known[addr:addr + n] | (sh.wgt[addr:addr + n] != words)
         if not bad.any():
             return []
         idx = np.flatnonzero(bad)
@@ -634,7 +577,7 @@ class ModelBackend(Backend):
                 self._load_regs.clear()
             regs = self._load_regs[key] = (("LOAD_ADDR", addr + lo), ("LOAD_COUNT", hi - lo),
                                            ("JOB", self.cfg.encode("JOB", OPCODE=self.cfg.OPCODE_LOAD_WGT)))
-        self._remember(addr + lo, words[lo:hi])
+        self.onchip.remember(addr + lo, words[lo:hi])
         return [Job(f"wgt page [{addr + lo}:{addr + hi})", regs, {"wgt": words[lo:hi]})]
 
     def _settle_counted(self, handle: _Node) -> tuple[float, HostOps]:
@@ -733,7 +676,7 @@ class ModelBackend(Backend):
         if self._owner is not _LISTS:
             self._owner.loaded = False
         self._owner = None
-        self._forget()
+        self.onchip.forget()
         for node in self._nodes:   # streamed pages and their parameters are checked per use
             if not node.streamed and not node.pending and node.lowered.resident:
                 self._run_loads(node.lowered.load_jobs, force=True)
@@ -765,7 +708,7 @@ class ModelBackend(Backend):
             else:
                 results, cnt = run_jobs(self._counted(), jobs)
         except Exception:
-            self._forget()   # whatever the failed job left in memory: check it again
+            self.onchip.forget()   # whatever the failed job left in memory: check it again
             raise
         handle.pending = False
         t2 = perf_counter()
@@ -811,7 +754,7 @@ class ModelBackend(Backend):
             regs = st.regs[slot]
             if rider is not None:
                 pf = rider.words
-                self._remember(rider.addr, pf)
+                self.onchip.remember(rider.addr, pf)
         cj = handle.direct
         if cj is None or cj.regs is not regs or not cj.valid(self.core):
             try:
@@ -832,7 +775,7 @@ class ModelBackend(Backend):
         try:
             res = run_compiled(self.transport, cj, words, label, out, pf, self._ops)
         except Exception:
-            self._forget()
+            self.onchip.forget()
             raise
         t2 = perf_counter()
         if self._ops is not None:   # run_jobs reads the counters around the run

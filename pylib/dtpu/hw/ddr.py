@@ -10,6 +10,7 @@ import numpy as np
 
 from dtpu.hw.config import ceil_div
 from dtpu.hw.listformat import DEFAULT_DDR_BASE
+from dtpu.hw.placement import Region
 
 
 class DdrFault(Exception):
@@ -88,6 +89,8 @@ class DdrPool:
 
     def __init__(self, base: int = DEFAULT_DDR_BASE) -> None:
         self.base = self.next = base
+        #: the address space from `base` to 4 GiB, in 4 KiB units
+        self.space = Region((1 << 32) - base, 4096)
         self.bufs: dict[int, np.ndarray] = {}
         self._starts: list[int] = []                # sorted buffer addresses (bisect)
         self.slverr: list[tuple[int, int]] = []    # fault injection, as Ddr's
@@ -97,13 +100,10 @@ class DdrPool:
         """First fit from the base: freed ranges are reused (a process that prepares again and
         again must not run out of the 32-bit address space)."""
         size = ceil_div(max(int(nbytes), 1), 4096) * 4096
-        addr = self.base
-        for start in self._starts:
-            if start - addr >= size:
-                break
-            addr = max(addr, start + self.bufs[start].size)
-        if addr + size > 1 << 32:
+        off = self.space.alloc(size)
+        if off is None:
             raise MemoryError(f"{nbytes} bytes of DDR beyond the 32-bit address space")
+        addr = self.base + off
         self.next = max(self.next, addr + size)
         arr = self.bufs[addr] = np.zeros(size, np.uint8)
         bisect.insort(self._starts, addr)
@@ -112,6 +112,7 @@ class DdrPool:
     def free(self, addr: int) -> None:
         if self.bufs.pop(addr, None) is not None:
             self._starts.remove(addr)
+            self.space.free(addr - self.base)
 
     def _find(self, addr: int, n: int) -> np.ndarray:
         if self.slverr and any(lo < addr + n and addr < hi for lo, hi in self.slverr):

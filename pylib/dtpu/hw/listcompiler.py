@@ -23,6 +23,7 @@ from dtpu.hw.config import HwConfig, ceil_div, get_config
 from dtpu.hw.core import out_lanes
 from dtpu.hw.listformat import DEFAULT_DDR_BASE, CmdlistError, Format
 from dtpu.hw.lower import Job, footprint, lower, precision_of
+from dtpu.hw.placement import SCRATCH_FRACTION, Region, list_halves, list_scratch
 from dtpu.spec import ConvSpec, OpKind
 
 log = logging.getLogger(__name__)
@@ -155,27 +156,13 @@ class _ListBuilder:
         return np.array(self.words, _U64).tobytes()
 
 
-class _Alloc:
-    """First-come allocator of on-chip words (multiples of COLS)."""
-
-    def __init__(self, size: int, align: int) -> None:
-        self.top, self.size, self.align = 0, size, align
-
-    def alloc(self, n: int) -> int | None:
-        n = ceil_div(n, self.align) * self.align
-        if self.top + n > self.size:
-            return None
-        base, self.top = self.top, self.top + n
-        return base
-
-
 def _u16(v: int) -> int:
     return int(v) & 0xFFFF
 
 
 def compile_program(partitions: list[list[NodeIn]], cfg: HwConfig | None = None, *,
                     base: int = DEFAULT_DDR_BASE, rounding: str = "default",
-                    runtime: str | None = None, scratch_fraction: int = 8,
+                    runtime: str | None = None, scratch_fraction: int = SCRATCH_FRACTION,
                     keep: list | None = None) -> Program:
     """Compile partitions (lists of nodes in execution order) into one DDR image.
 
@@ -196,12 +183,9 @@ def compile_program(partitions: list[list[NodeIn]], cfg: HwConfig | None = None,
     c = cfg
     img = _Image(base)
     arena, arena_bytes = _plan_arena(partitions, keep, img)
-    wscr = max(c.COLS * 2, c.WEIGHT_WORDS // scratch_fraction)
-    pscr = max(c.COLS * 2, c.PARAM_ENTRIES // scratch_fraction)
-    walloc, palloc = _Alloc(c.WEIGHT_WORDS - wscr, c.COLS), _Alloc(c.PARAM_ENTRIES - pscr, c.COLS)
-    whalf, phalf = (wscr // 2) // c.COLS * c.COLS, (pscr // 2) // c.COLS * c.COLS
-    halves = [(c.WEIGHT_WORDS - wscr, c.PARAM_ENTRIES - pscr),
-              (c.WEIGHT_WORDS - wscr + whalf, c.PARAM_ENTRIES - pscr + phalf)]
+    wscr, pscr = list_scratch(c, scratch_fraction)
+    walloc, palloc = Region(c.WEIGHT_WORDS - wscr, c.COLS), Region(c.PARAM_ENTRIES - pscr, c.COLS)
+    whalf, phalf, halves = list_halves(c, scratch_fraction)
     prologue = _ListBuilder(fmt)
     lists: list[tuple[_ListBuilder, Partition]] = []
     half = 0

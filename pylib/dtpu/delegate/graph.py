@@ -66,6 +66,7 @@ class TensorInfo:
     zero_point: tuple[int, ...] = ()
     quantized_dimension: int = 0
     sparse: bool = False
+    address: int = 0     # where its data is (constants: inside the model's bytes)
 
     @property
     def constant(self) -> bool:
@@ -123,11 +124,14 @@ def read_tensor(ffi, ctx, index: int) -> TensorInfo:
         index=index, name=name, type=TYPE_NAMES.get(int(t.type), f"type{int(t.type)}"),
         shape=int_array(ffi, t.dims), allocation=int(t.allocation_type), has_data=t.data.raw != ffi.NULL,
         nbytes=int(t.bytes), scale=scale, zero_point=zero_point, quantized_dimension=qdim,
-        sparse=t.sparsity != ffi.NULL)
+        sparse=t.sparsity != ffi.NULL, address=int(ffi.cast("uintptr_t", t.data.raw)))
 
 
-def read_constant(ffi, ctx, info: TensorInfo) -> np.ndarray:
-    """A copy of a constant tensor's values (the model buffer must not be referenced later)."""
+def read_constant(ffi, ctx, info: TensorInfo, source=None) -> np.ndarray:
+    """A copy of a constant tensor's values (the model buffer must not be referenced later).
+
+    `source` (a :class:`dtpu.delegate.model_source.ModelSource`) holds the bytes read to the
+    model's mapping: a damaged file's constant may point past its end, where a read faults."""
     if not info.constant or info.dtype is None:
         raise ValueError(f"tensor {info.index} ({info.name}) is not a readable constant")
     t = ctx.tensors[info.index]
@@ -137,6 +141,9 @@ def read_constant(ffi, ctx, info: TensorInfo) -> np.ndarray:
     if count * info.dtype.itemsize > info.nbytes:
         raise ValueError(f"tensor {info.index} ({info.name}) holds {info.nbytes} bytes; its shape "
                          f"{info.shape} needs {count * info.dtype.itemsize}")
+    why = None if source is None else source.unreadable(info.address, count * info.dtype.itemsize)
+    if why is not None:
+        raise ValueError(f"tensor {info.index} ({info.name}): {why}")
     raw = ffi.buffer(t.data.raw, count * info.dtype.itemsize)
     return np.frombuffer(raw, dtype=info.dtype).reshape(info.shape).copy()
 

@@ -36,6 +36,7 @@ import numpy as np
 from dtpu import backends
 from dtpu.backends.base import Backend, HwCounters, Probes
 from dtpu.delegate import graph as g
+from dtpu.delegate.model_source import ModelSource
 from dtpu.delegate.options import DelegateOptions, apply_log_level, restore_log_level
 from dtpu.delegate.support import Decision, analyze, constants_reason, dataflow_reason
 from dtpu.report import (HW_FIELDS, STORE, JsonLinesSink, NodeRecord, Report, empty_host,
@@ -72,6 +73,47 @@ def runtime_name() -> str:
 
 class DelegateError(Exception):
     """A failure with a message meant for TFLite's error reporter."""
+
+
+_warned_files: set[tuple[str, str]] = set()
+
+
+def source_check(nodes, tensor) -> tuple[ModelSource, str | None]:
+    """(the model's memory, why nothing may be claimed or None).
+
+    The file TFLite mapped is the one most constant operands of claimable nodes lie in (a
+    damaged offset may point one of them anywhere, even into another file's mapping); a file
+    that dtpu.model_check refuses is one whose offsets TFLite followed without checking, so the
+    delegate reads none of it: every node stays on the CPU, where TFLite runs it as it would
+    without us, and one warning says why. A model from memory (``model_content``) has no file:
+    each constant's range is still held to readable memory when it is read."""
+    import collections
+
+    source = ModelSource.snapshot()
+    files: collections.Counter = collections.Counter()
+    for node in nodes:
+        if node.builtin_code not in (3, 4, 9):
+            continue
+        for index in node.inputs[1:]:
+            try:
+                info = tensor(index) if index >= 0 else None
+            except IndexError:
+                continue
+            if info is not None and info.constant:
+                path = source.model_file(info.address)
+                if path is not None:
+                    files[path] += 1
+    if not files:
+        return source, None
+    path = files.most_common(1)[0][0]
+    problem = source.file_problem(path)
+    if problem is None:
+        return source, None
+    if (path, problem) not in _warned_files:
+        _warned_files.add((path, problem))
+        log.warning("the model file fails the delegate's checks (%s): nothing is delegated, "
+                    "every node runs on the CPU", problem)
+    return source, f"the model file fails the delegate's checks: {problem}"
 
 
 @dataclass
@@ -131,6 +173,7 @@ class DelegateState:
         self.history: list[Report] = []          # for report=summary, bounded below
         self.closed = False
         self.runtime: str | None = None          # the host TFLite runtime, found at first Prepare
+        self.source: ModelSource | None = None   # the model's memory, snapshotted per Prepare
         log.debug("delegate %d created: %s", self.id, options.to_dict())
 
     @property
@@ -187,6 +230,9 @@ class DelegateState:
         OBSERVED["nodes"], OBSERVED["tensors"] = {}, {}
         nodes = [g.read_node(ffi, ctx, index) for index in plan_nodes]
         cyclic = dataflow_reason(nodes)
+        self.source, damaged = source_check(nodes, tensor)
+        if damaged is not None and cyclic is None:
+            cyclic = damaged     # every node stays on the CPU, with this one reason
         for node in nodes:
             index = node.index
             OBSERVED["nodes"][index] = (node.builtin_code, node.inputs, node.outputs)
@@ -241,10 +287,12 @@ class DelegateState:
         kept for the partition kernel (released at end_select if TFLite does not take it).
         """
         try:
-            filters = g.read_constant(ffi, ctx, g.read_tensor(ffi, ctx, decision.filter_index))
+            filters = g.read_constant(ffi, ctx, g.read_tensor(ffi, ctx, decision.filter_index),
+                                      self.source)
             bias = None
             if decision.bias_index >= 0:
-                bias = g.read_constant(ffi, ctx, g.read_tensor(ffi, ctx, decision.bias_index))
+                bias = g.read_constant(ffi, ctx, g.read_tensor(ffi, ctx, decision.bias_index),
+                                       self.source)
                 bias = bias.reshape(-1)
         except (ValueError, IndexError) as exc:
             return None, f"constant operand unreadable: {exc}"

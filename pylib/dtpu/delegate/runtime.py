@@ -343,40 +343,63 @@ class GraphState:
             except Exception as exc:
                 log.debug("release_partitions failed: %r", exc)
 
+    def compile(self) -> bool:
+        """The graph's prepared partitions compiled into one program of command lists on the
+        backend (contract 2.0). True: compiled (the program, or nothing of the graph runs); False:
+        this graph runs job by job (the reason is logged once).
+
+        Called when the graph's last kernel is prepared (TFLite's Prepare compiles; an invoke
+        then only looks the program up), and at an invoke that finds no program (a kernel
+        prepared during Invoke after a dynamic tensor)."""
+        backend = self.delegate.backend
+        self.drop_program()
+        try:
+            parts, kernels, nothing = [], [], []
+            for k in self.kernels:
+                if k.prepared:
+                    nodes = k.list_nodes()
+                    (kernels if nodes else nothing).append(k)
+                    if nodes:
+                        parts.append(nodes)
+            if not parts:
+                self.program_index = {k.id: None for k in nothing}
+                return True
+            self.program = backend.prepare_partitions(parts, [sorted(k.list_outputs)
+                                                              for k in kernels])
+        except Exception as exc:   # CmdlistError (a ValueError) names what it cannot express
+            if not getattr(getattr(backend, "transport", None), "streams", True):
+                raise DelegateError(f"the partitions cannot run as command lists ({exc}) and "
+                                    f"this target has no job-by-job path (no stream DMAs)") from exc
+            log.info("graph %d runs job by job: its partitions are not expressed as command "
+                     "lists: %s", self.id, exc)
+            self.program = False
+            return False
+        self.program_index = {k.id: i for i, k in enumerate(kernels)}
+        self.program_index.update({k.id: None for k in nothing})
+        return True
+
+    def compile_if_prepared(self) -> None:
+        """After a kernel's Prepare: the graph compiled once every kernel of it is prepared
+        (the backend runs command lists), its time part of the Prepare time."""
+        if (not getattr(self.delegate.backend, "lists", False) or self.program is not None
+                or not self.kernels or not all(k.prepared for k in self.kernels)):
+            return
+        started = time.perf_counter()
+        if self.compile() and self.program:
+            self.prepare_us = (self.prepare_us or 0.0) + (time.perf_counter() - started) * 1e6
+
     def list_program(self, kernel: "PartitionKernel") -> tuple[Any, int] | None:
         """(program, partition index) for `kernel` when the backend runs command lists and the
-        graph's prepared kernels compile to them; None: job by job (the reason is logged once)."""
+        graph's prepared kernels compile to them; None: job by job."""
         backend = self.delegate.backend
         if not getattr(backend, "lists", False) or self.program is False:
             return None
         if kernel.id in self.program_index and self.program_index[kernel.id] is None:
             return None   # nothing of it runs (empty tensors)
         if self.program is None or kernel.id not in self.program_index:
-            self.drop_program()
             started = time.perf_counter()
-            try:
-                parts, kernels, nothing = [], [], []
-                for k in self.kernels:
-                    if k.prepared:
-                        nodes = k.list_nodes()
-                        (kernels if nodes else nothing).append(k)
-                        if nodes:
-                            parts.append(nodes)
-                if not parts:
-                    self.program_index = {k.id: None for k in nothing}
-                    return None
-                self.program = backend.prepare_partitions(parts, [sorted(k.list_outputs)
-                                                                  for k in kernels])
-            except Exception as exc:   # CmdlistError (a ValueError) names what it cannot express
-                if not getattr(getattr(backend, "transport", None), "streams", True):
-                    raise DelegateError(f"the partitions cannot run as command lists ({exc}) and "
-                                        f"this target has no job-by-job path (no stream DMAs)") from exc
-                log.info("graph %d runs job by job: its partitions are not expressed as command "
-                         "lists: %s", self.id, exc)
-                self.program = False
+            if not self.compile() or not self.program:
                 return None
-            self.program_index = {k.id: i for i, k in enumerate(kernels)}
-            self.program_index.update({k.id: None for k in nothing})
             # compiled within this invoke: it is a first invoke, carrying the compilation
             us = (time.perf_counter() - started) * 1e6
             if self.current is not None:
@@ -486,6 +509,7 @@ class PartitionKernel:
         self._prepare(ctx)
         graph = self.graph
         graph.prepare_us = (graph.prepare_us or 0.0) + (time.perf_counter() - started) * 1e6
+        graph.compile_if_prepared()
 
     def _prepare(self, ctx) -> None:
         ffi = self.ffi

@@ -301,3 +301,31 @@ def test_a_graph_is_compiled_once_by_prepare(monkeypatch, dtpu_so, tfl):
         run(it, _inputs(it, seed))
         assert dtpu.last_report().first == (seed == 0) and dtpu.last_report().path == "lists"
     assert len(calls) == 1, "an invoke compiled again"
+
+
+def test_nodes_are_not_prepared_one_by_one_on_the_lists_path(monkeypatch, dtpu_so, tfl):
+    """The claim only checks a node (Backend.check): no node is lowered, placed or loaded for
+    the job path when the graph runs as command lists. A graph the compiler refuses runs job by
+    job, its nodes prepared then, and stays exact."""
+    import dtpu
+    from dtpu.backends.model import ModelBackend
+    from dtpu.hw.listformat import CmdlistError
+
+    prepared = []
+    prepare = ModelBackend.prepare
+
+    def counted(self, spec, filters, bias):
+        prepared.append(spec.name)
+        return prepare(self, spec, filters, bias)
+
+    monkeypatch.setattr(ModelBackend, "prepare", counted)
+    path = ZOO / "mobilenet_like__int8.tflite"
+    report = _compare(path, {"backend": "model"}, tfl)
+    assert report.path == "lists" and prepared == []
+
+    def refuse(self, partitions, keep=None):
+        raise CmdlistError("refused by the test")
+
+    monkeypatch.setattr(ModelBackend, "prepare_partitions", refuse)
+    report = _compare(path, {"backend": "model"}, tfl)
+    assert report.path == "jobs" and len(prepared) == len(report.nodes) > 0

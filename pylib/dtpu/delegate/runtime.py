@@ -237,8 +237,10 @@ class DelegateState:
         The support rules know TFLite; only the backend knows its own limits (register field
         widths, buffer sizes of the DTPU build it drives). A node the backend would refuse at
         kernel Prepare would fail the interpreter's allocate_tensors() for a model the CPU runs
-        (issue #12), so it is tried here, while it can still be left to the CPU. The handle is
-        kept for the partition kernel (released at end_select if TFLite does not take it).
+        (issue #12), so it is tried here, while it can still be left to the CPU. A backend
+        that runs command lists only checks it (:meth:`Backend.check`: its graph is compiled
+        at Prepare); another prepares it, and the handle is kept for the partition kernel
+        (released at end_select if TFLite does not take it).
         """
         try:
             filters = g.read_constant(ffi, ctx, g.read_tensor(ffi, ctx, decision.filter_index))
@@ -253,7 +255,11 @@ class DelegateState:
             return None, why
         step = Step(node=node, decision=decision, filters=filters, bias=bias)
         try:
-            step.handle = self.backend.prepare(decision.spec, filters, bias)
+            if getattr(self.backend, "lists", False):
+                # compiled with its graph at Prepare: the claim only checks, places nothing
+                self.backend.check(decision.spec, filters, bias)
+            else:
+                step.handle = self.backend.prepare(decision.spec, filters, bias)
         except ValueError as exc:  # the backends' way of saying "not this spec" (field widths...)
             log.debug("node %d: backend %s refused it: %s", node.index, self.options.backend, exc)
             return None, f"backend {self.options.backend} cannot run it: {exc}"
@@ -373,6 +379,9 @@ class GraphState:
             log.info("graph %d runs job by job: its partitions are not expressed as command "
                      "lists: %s", self.id, exc)
             self.program = False
+            for k in self.kernels:
+                if k.prepared:
+                    k.ensure_handles()
             return False
         self.program_index = {k.id: i for i, k in enumerate(kernels)}
         self.program_index.update({k.id: None for k in nothing})
@@ -575,7 +584,10 @@ class PartitionKernel:
                     self.state.backend.release(step.handle)
                     step.handle = None
                 started = time.perf_counter()
-                step.handle = self.state.backend.prepare(spec, step.filters, step.bias)
+                if getattr(self.state.backend, "lists", False):
+                    self.state.backend.check(spec, step.filters, step.bias)   # see ensure_handles
+                else:
+                    step.handle = self.state.backend.prepare(spec, step.filters, step.bias)
                 step.spec = spec
                 log.debug("node %d prepared on %s in %.1f ms: %s", step.node.index,
                           self.state.options.backend, (time.perf_counter() - started) * 1e3, spec)
@@ -606,6 +618,14 @@ class PartitionKernel:
                      for step in self.steps if not step.empty]
         self.prepared = True
         self.observed_internal = False
+
+    def ensure_handles(self) -> None:
+        """The backend handles the job-by-job path runs: a backend that runs command lists
+        prepares none at the claim or at Prepare (its graph is compiled whole), so a graph the
+        compiler refuses gets them here, once."""
+        for step in self.steps:
+            if step.handle is None and not step.empty and step.spec is not None:
+                step.handle = self.state.backend.prepare(step.spec, step.filters, step.bias)
 
     def list_nodes(self) -> list:
         """The partition as the command-list compiler takes it: nodes in order, each fed by an
@@ -711,6 +731,8 @@ class PartitionKernel:
             probes = Probes()
             if x.shape != shape:
                 x = x.reshape(shape)
+            if step.handle is None:   # a command-list backend's graph run job by job
+                self.ensure_handles()
             if into is not None:
                 y, counters = into(step.handle, x, probes, out)
             else:

@@ -225,6 +225,10 @@ class ModelBackend(Backend):
     def check(self, spec: ConvSpec, filters: np.ndarray, bias: np.ndarray | None) -> None:
         """:meth:`prepare`'s lowering (resident where the memories have room now, else
         streamed or paged), raising what it raises, with nothing allocated, loaded or kept."""
+        with self._serial:   # the allocators are borrowed for the lowering's addresses
+            self._check(spec, filters, bias)
+
+    def _check(self, spec: ConvSpec, filters: np.ndarray, bias: np.ndarray | None) -> None:
         c = self.cfg
         words, entries = footprint(spec, c, self.precision)
         wb = self._walloc.alloc(words)

@@ -277,3 +277,55 @@ def test_ddr_pool_reuses_freed_ranges():
     assert pool.alloc(100).addr == a.addr and b.addr == a.addr + (3 << 20)
     with pytest.raises(DdrFault):
         pool.read(b.addr + (1 << 20), 8)
+
+
+def test_a_graph_is_compiled_once_by_prepare(monkeypatch, dtpu_so, tfl):
+    """TFLite's delegate contract: Prepare compiles the graph's partitions into one program
+    (allocate_tensors), an invoke only runs it; the first invoke still reports the prepare
+    time (first=True), the next ones do not."""
+    import dtpu
+    from dtpu.backends.model import ModelBackend
+
+    calls = []
+    compile_partitions = ModelBackend.prepare_partitions
+
+    def counted(self, partitions, keep=None):
+        calls.append(len(partitions))
+        return compile_partitions(self, partitions, keep)
+
+    monkeypatch.setattr(ModelBackend, "prepare_partitions", counted)
+    it = dtpu.make_interpreter(ZOO / "mobilenet_like__int8.tflite", {"backend": "model"})
+    it.allocate_tensors()
+    assert len(calls) == 1 and calls[0] >= 1, calls
+    for seed in range(2):
+        run(it, _inputs(it, seed))
+        assert dtpu.last_report().first == (seed == 0) and dtpu.last_report().path == "lists"
+    assert len(calls) == 1, "an invoke compiled again"
+
+
+def test_nodes_are_not_prepared_one_by_one_on_the_lists_path(monkeypatch, dtpu_so, tfl):
+    """The claim only checks a node (Backend.check): no node is lowered, placed or loaded for
+    the job path when the graph runs as command lists. A graph the compiler refuses runs job by
+    job, its nodes prepared then, and stays exact."""
+    import dtpu
+    from dtpu.backends.model import ModelBackend
+    from dtpu.hw.listformat import CmdlistError
+
+    prepared = []
+    prepare = ModelBackend.prepare
+
+    def counted(self, spec, filters, bias):
+        prepared.append(spec.name)
+        return prepare(self, spec, filters, bias)
+
+    monkeypatch.setattr(ModelBackend, "prepare", counted)
+    path = ZOO / "mobilenet_like__int8.tflite"
+    report = _compare(path, {"backend": "model"}, tfl)
+    assert report.path == "lists" and prepared == []
+
+    def refuse(self, partitions, keep=None):
+        raise CmdlistError("refused by the test")
+
+    monkeypatch.setattr(ModelBackend, "prepare_partitions", refuse)
+    report = _compare(path, {"backend": "model"}, tfl)
+    assert report.path == "jobs" and len(prepared) == len(report.nodes) > 0

@@ -101,6 +101,13 @@ class Backend(abc.ABC):
         asks before it claims a node, so that prepare never fails for lack of on-chip memory."""
         return None
 
+    def check(self, spec: ConvSpec, filters: np.ndarray, bias: np.ndarray | None) -> None:
+        """Raise ValueError when :meth:`prepare` would refuse the node (register field widths,
+        the build's buffers), without making it resident: the delegate's claim of a node on a
+        backend that runs command lists, whose nodes are compiled per graph at Prepare and
+        never prepared one by one. The default prepares and releases."""
+        self.release(self.prepare(spec, filters, bias))
+
     @abc.abstractmethod
     def prepare(self, spec: ConvSpec, filters: np.ndarray, bias: np.ndarray | None) -> Any:
         """Make a node resident; return an opaque handle passed back to `invoke`."""
@@ -110,8 +117,9 @@ class Backend(abc.ABC):
         """Run one node on `x` (NHWC, the TFLite input dtype); return the TFLite output and counters."""
 
     #: runs whole delegated partitions as command lists (contract 2.0) when True: the delegate
-    #: then calls :meth:`prepare_partitions` / :meth:`invoke_partition` instead of
-    #: :meth:`invoke` per node (nodes are still prepared one by one for the claim)
+    #: then claims nodes with :meth:`check`, compiles a graph's partitions once at Prepare with
+    #: :meth:`prepare_partitions` and runs them with :meth:`invoke_partition`; :meth:`prepare`
+    #: and :meth:`invoke` only for a graph the compiler refuses (job by job)
     lists: bool = False
 
     def prepare_partitions(self, partitions: list, keep: list | None = None) -> Any:

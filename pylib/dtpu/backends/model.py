@@ -222,6 +222,40 @@ class ModelBackend(Backend):
         _log_split(low)
         return self._add(_Node(low, None, None))
 
+    def check(self, spec: ConvSpec, filters: np.ndarray, bias: np.ndarray | None) -> None:
+        """:meth:`prepare`'s lowering (resident where the memories have room now, else
+        streamed or paged), raising what it raises, with nothing allocated, loaded or kept."""
+        with self._serial:   # the allocators are borrowed for the lowering's addresses
+            self._check(spec, filters, bias)
+
+    def _check(self, spec: ConvSpec, filters: np.ndarray, bias: np.ndarray | None) -> None:
+        c = self.cfg
+        words, entries = footprint(spec, c, self.precision)
+        wb = self._walloc.alloc(words)
+        pb = self._palloc.alloc(entries) if wb is not None else None
+        try:
+            if wb is not None and pb is not None:
+                lower(spec, filters, bias, c, wgt_base=wb, param_base=pb, wgt_capacity=words,
+                      param_capacity=max(entries, c.COLS), precision=self.precision,
+                      rounding=self.rounding, runtime=self.runtime)
+                return
+            self._walloc.free(wb)
+            self._palloc.free(pb)
+            wb = None
+            if self.prefetch:
+                pb = self._palloc.alloc(entries, limit=c.PARAM_ENTRIES)
+                self._lower_streamed(spec, filters, bias, entries, pb,
+                                     _page_size(c, spec, words, self._wscratch), {})
+                return
+            pb = None
+            lower(spec, filters, bias, c, wgt_base=c.WEIGHT_WORDS - self._wscratch,
+                  param_base=c.PARAM_ENTRIES - self._pscratch, wgt_capacity=self._wscratch,
+                  param_capacity=self._pscratch, precision=self.precision,
+                  rounding=self.rounding, resident=False, runtime=self.runtime)
+        finally:
+            self._walloc.free(wb)
+            self._palloc.free(pb)
+
     def _prepare_streamed(self, spec, filters, bias, words: int, entries: int,
                           share: dict) -> _Node:
         """A node whose weights do not fit: pages of about a quarter of the scratch region (so

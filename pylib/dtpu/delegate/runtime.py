@@ -283,8 +283,10 @@ class DelegateState:
         The support rules know TFLite; only the backend knows its own limits (register field
         widths, buffer sizes of the DTPU build it drives). A node the backend would refuse at
         kernel Prepare would fail the interpreter's allocate_tensors() for a model the CPU runs
-        (issue #12), so it is tried here, while it can still be left to the CPU. The handle is
-        kept for the partition kernel (released at end_select if TFLite does not take it).
+        (issue #12), so it is tried here, while it can still be left to the CPU. A backend
+        that runs command lists only checks it (:meth:`Backend.check`: its graph is compiled
+        at Prepare); another prepares it, and the handle is kept for the partition kernel
+        (released at end_select if TFLite does not take it).
         """
         try:
             filters = g.read_constant(ffi, ctx, g.read_tensor(ffi, ctx, decision.filter_index),
@@ -301,7 +303,11 @@ class DelegateState:
             return None, why
         step = Step(node=node, decision=decision, filters=filters, bias=bias)
         try:
-            step.handle = self.backend.prepare(decision.spec, filters, bias)
+            if getattr(self.backend, "lists", False):
+                # compiled with its graph at Prepare: the claim only checks, places nothing
+                self.backend.check(decision.spec, filters, bias)
+            else:
+                step.handle = self.backend.prepare(decision.spec, filters, bias)
         except ValueError as exc:  # the backends' way of saying "not this spec" (field widths...)
             log.debug("node %d: backend %s refused it: %s", node.index, self.options.backend, exc)
             return None, f"backend {self.options.backend} cannot run it: {exc}"
@@ -391,40 +397,66 @@ class GraphState:
             except Exception as exc:
                 log.debug("release_partitions failed: %r", exc)
 
+    def compile(self) -> bool:
+        """The graph's prepared partitions compiled into one program of command lists on the
+        backend (contract 2.0). True: compiled (the program, or nothing of the graph runs); False:
+        this graph runs job by job (the reason is logged once).
+
+        Called when the graph's last kernel is prepared (TFLite's Prepare compiles; an invoke
+        then only looks the program up), and at an invoke that finds no program (a kernel
+        prepared during Invoke after a dynamic tensor)."""
+        backend = self.delegate.backend
+        self.drop_program()
+        try:
+            parts, kernels, nothing = [], [], []
+            for k in self.kernels:
+                if k.prepared:
+                    nodes = k.list_nodes()
+                    (kernels if nodes else nothing).append(k)
+                    if nodes:
+                        parts.append(nodes)
+            if not parts:
+                self.program_index = {k.id: None for k in nothing}
+                return True
+            self.program = backend.prepare_partitions(parts, [sorted(k.list_outputs)
+                                                              for k in kernels])
+        except Exception as exc:   # CmdlistError (a ValueError) names what it cannot express
+            if not getattr(getattr(backend, "transport", None), "streams", True):
+                raise DelegateError(f"the partitions cannot run as command lists ({exc}) and "
+                                    f"this target has no job-by-job path (no stream DMAs)") from exc
+            log.info("graph %d runs job by job: its partitions are not expressed as command "
+                     "lists: %s", self.id, exc)
+            self.program = False
+            for k in self.kernels:
+                if k.prepared:
+                    k.ensure_handles()
+            return False
+        self.program_index = {k.id: i for i, k in enumerate(kernels)}
+        self.program_index.update({k.id: None for k in nothing})
+        return True
+
+    def compile_if_prepared(self) -> None:
+        """After a kernel's Prepare: the graph compiled once every kernel of it is prepared
+        (the backend runs command lists), its time part of the Prepare time."""
+        if (not getattr(self.delegate.backend, "lists", False) or self.program is not None
+                or not self.kernels or not all(k.prepared for k in self.kernels)):
+            return
+        started = time.perf_counter()
+        if self.compile() and self.program:
+            self.prepare_us = (self.prepare_us or 0.0) + (time.perf_counter() - started) * 1e6
+
     def list_program(self, kernel: "PartitionKernel") -> tuple[Any, int] | None:
         """(program, partition index) for `kernel` when the backend runs command lists and the
-        graph's prepared kernels compile to them; None: job by job (the reason is logged once)."""
+        graph's prepared kernels compile to them; None: job by job."""
         backend = self.delegate.backend
         if not getattr(backend, "lists", False) or self.program is False:
             return None
         if kernel.id in self.program_index and self.program_index[kernel.id] is None:
             return None   # nothing of it runs (empty tensors)
         if self.program is None or kernel.id not in self.program_index:
-            self.drop_program()
             started = time.perf_counter()
-            try:
-                parts, kernels, nothing = [], [], []
-                for k in self.kernels:
-                    if k.prepared:
-                        nodes = k.list_nodes()
-                        (kernels if nodes else nothing).append(k)
-                        if nodes:
-                            parts.append(nodes)
-                if not parts:
-                    self.program_index = {k.id: None for k in nothing}
-                    return None
-                self.program = backend.prepare_partitions(parts, [sorted(k.list_outputs)
-                                                                  for k in kernels])
-            except Exception as exc:   # CmdlistError (a ValueError) names what it cannot express
-                if not getattr(getattr(backend, "transport", None), "streams", True):
-                    raise DelegateError(f"the partitions cannot run as command lists ({exc}) and "
-                                        f"this target has no job-by-job path (no stream DMAs)") from exc
-                log.info("graph %d runs job by job: its partitions are not expressed as command "
-                         "lists: %s", self.id, exc)
-                self.program = False
+            if not self.compile() or not self.program:
                 return None
-            self.program_index = {k.id: i for i, k in enumerate(kernels)}
-            self.program_index.update({k.id: None for k in nothing})
             # compiled within this invoke: it is a first invoke, carrying the compilation
             us = (time.perf_counter() - started) * 1e6
             if self.current is not None:
@@ -534,6 +566,7 @@ class PartitionKernel:
         self._prepare(ctx)
         graph = self.graph
         graph.prepare_us = (graph.prepare_us or 0.0) + (time.perf_counter() - started) * 1e6
+        graph.compile_if_prepared()
 
     def _prepare(self, ctx) -> None:
         ffi = self.ffi
@@ -599,7 +632,10 @@ class PartitionKernel:
                     self.state.backend.release(step.handle)
                     step.handle = None
                 started = time.perf_counter()
-                step.handle = self.state.backend.prepare(spec, step.filters, step.bias)
+                if getattr(self.state.backend, "lists", False):
+                    self.state.backend.check(spec, step.filters, step.bias)   # see ensure_handles
+                else:
+                    step.handle = self.state.backend.prepare(spec, step.filters, step.bias)
                 step.spec = spec
                 log.debug("node %d prepared on %s in %.1f ms: %s", step.node.index,
                           self.state.options.backend, (time.perf_counter() - started) * 1e3, spec)
@@ -630,6 +666,14 @@ class PartitionKernel:
                      for step in self.steps if not step.empty]
         self.prepared = True
         self.observed_internal = False
+
+    def ensure_handles(self) -> None:
+        """The backend handles the job-by-job path runs: a backend that runs command lists
+        prepares none at the claim or at Prepare (its graph is compiled whole), so a graph the
+        compiler refuses gets them here, once."""
+        for step in self.steps:
+            if step.handle is None and not step.empty and step.spec is not None:
+                step.handle = self.state.backend.prepare(step.spec, step.filters, step.bias)
 
     def list_nodes(self) -> list:
         """The partition as the command-list compiler takes it: nodes in order, each fed by an
@@ -735,6 +779,8 @@ class PartitionKernel:
             probes = Probes()
             if x.shape != shape:
                 x = x.reshape(shape)
+            if step.handle is None:   # a command-list backend's graph run job by job
+                self.ensure_handles()
             if into is not None:
                 y, counters = into(step.handle, x, probes, out)
             else:

@@ -23,9 +23,12 @@ _checked: dict[str, Path] = {}
 
 
 def source_dir() -> Path:
-    """The checkout's delegate/ directory ($DTPU_DELEGATE_SRC overrides)."""
+    """The checkout's delegate/ directory, else the copy an installed package carries
+    (dtpu/delegate/csrc/, put there by setup.py); $DTPU_DELEGATE_SRC overrides."""
     override = os.environ.get("DTPU_DELEGATE_SRC")
     path = Path(override) if override else _PYLIB.parent / "delegate"
+    if not override and not (path / "build.py").is_file():
+        path = Path(__file__).resolve().parent / "csrc"
     if not (path / "build.py").is_file():
         raise RuntimeError(f"dtpu: delegate sources not found at {path} (dtpu.so is built from a "
                            "checkout's delegate/ directory; set DTPU_DELEGATE_SRC to point at it)")

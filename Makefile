@@ -11,6 +11,7 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e ".[dev]"
+	$(PY) -m dtpu.cli build   # dtpu.so and the golden model's C kernels: no compile at the first invoke
 	touch $(STAMP)
 
 demo: $(STAMP)

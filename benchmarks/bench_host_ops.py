@@ -51,175 +51,21 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "pylib"))
 
-from dtpu import reference  # noqa: E402
-from dtpu.backends.base import Probes  # noqa: E402
-from dtpu.backends.model import ModelBackend  # noqa: E402
-from dtpu.driver.hostops import HostOps  # noqa: E402
-from dtpu.driver.lists import ListProgram  # noqa: E402
-from dtpu.driver.model import ModelTransport  # noqa: E402
-from dtpu.driver.transport import Transport  # noqa: E402
+from dtpu.board.estimate import jobs_counts, list_counts  # noqa: E402
 from dtpu.hw.config import get_config  # noqa: E402
-from dtpu.hw.core import Core  # noqa: E402
 from dtpu.tflite_model import partitions_of  # noqa: E402
 
 log = logging.getLogger("bench_host_ops")
 PEAK = get_config().ROWS * get_config().COLS   # MACs per cycle of the default 8x8 build
 
 
-class CountingTransport(Transport):
-    """Counts what the driver asks of the device; `device_s` is the time spent inside it."""
-
-    def __init__(self, inner: ModelTransport) -> None:
-        self.inner = inner
-        self.cfg = inner.cfg
-        self.reset_counts()
-
-    def reset_counts(self) -> None:
-        self.reads = self.writes = self.dma = self.starts = 0
-        self.dma_send_bytes = self.dma_recv_bytes = 0   # bytes the transfers move (64-bit words)
-        self.device_s = 0.0
-
-    def _timed(self, fn, *args):
-        t0 = time.perf_counter()
-        try:
-            return fn(*args)
-        finally:
-            self.device_s += time.perf_counter() - t0
-
-    def write_reg(self, offset, value):
-        self.writes += 1
-        if offset == self.cfg.REG_CTRL and value & self.cfg.reg("CTRL").field("START").mask:
-            self.starts += 1
-        return self._timed(self.inner.write_reg, offset, value)
-
-    def read_reg(self, offset):
-        self.reads += 1
-        return self._timed(self.inner.read_reg, offset)
-
-    def send(self, stream, words):
-        self.dma += 1
-        self.dma_send_bytes += 8 * int(np.asarray(words).size)
-        return self._timed(self.inner.send, stream, words)
-
-    def recv(self, stream, n):
-        self.dma += 1
-        got = self._timed(self.inner.recv, stream, n)
-        self.dma_recv_bytes += 8 * int(np.asarray(got).size)
-        return got
-
-    def wait_done(self, timeout_s):
-        return self._timed(self.inner.wait_done, timeout_s)
-
-    def expect(self, stream, n):
-        return self._timed(self.inner.expect, stream, n)
-
-    def pending_input(self, timeout_s=0.0):
-        return self._timed(self.inner.pending_input, timeout_s)
+# the counting, shared with `dtpu estimate` (one implementation): job by job with the bytes the
+# transfers and the layout steps move, and the command lists as the delegate drives them
+today = jobs_counts
+command_list = list_counts
 
 
-class CountingBackend(ModelBackend):
-    """backend=model on the protocol path (a non-ModelTransport turns the compiled shortcut
-    off), every register access and DMA transfer counted."""
-
-    def _open_transport(self):
-        return CountingTransport(ModelTransport(Core(self.cfg)))
-
-
-def _count_transforms(handle, counter: list) -> None:
-    """Wrap a node's plan and assembly to count the host's layout steps (see module doc);
-    counter[0] counts them, counter[1] (when present) the bytes they write."""
-    low = handle.lowered
-    plan, assemble = low._plan, low._assemble
-
-    def counted_plan(x):
-        jobs = plan(x)
-        made = [j.send["act"] for j in jobs if "act" in j.send
-                and not np.shares_memory(j.send["act"], x)]
-        counter[0] += len(made)
-        if len(counter) > 1:
-            counter[1] += sum(int(np.asarray(a).nbytes) for a in made)
-        return jobs
-
-    def counted_assemble(results):
-        y = assemble(results)
-        if not (len(results) == 1 and np.shares_memory(y, results[0])):
-            counter[0] += 1
-            if len(counter) > 1:
-                counter[1] += int(np.asarray(y).nbytes)
-        return y
-    low._plan, low._assemble = counted_plan, counted_assemble
-
-
-def _input(spec, seed):
-    dt = reference.io_dtypes(spec)[0]
-    info = np.iinfo(dt)
-    return np.random.default_rng(seed).integers(info.min, info.max + 1, spec.input_shape).astype(dt)
-
-
-def today(parts):
-    """(host ops dict, stall-free cycles, outputs) of one steady-state invoke, job by job.
-    The dict also holds `dma_send_bytes` / `dma_recv_bytes` (bytes the DMA transfers moved to
-    and from the device) and `transform_bytes` (bytes the host's layout steps wrote), which
-    benchmarks/bench_board_estimate.py costs."""
-    be = CountingBackend({})
-    t = be.transport
-    handles = [[be.prepare(n.spec, n.filters, n.bias) for n in p] for p in parts]
-    transforms = [0, 0]
-    for hs in handles:
-        for h in hs:
-            _count_transforms(h, transforms)
-    res = None
-    for rep in range(2):
-        t.reset_counts()
-        transforms[0] = transforms[1] = 0
-        cycles, outs = 0, []
-        t0 = time.perf_counter()
-        for k, (p, hs) in enumerate(zip(parts, handles)):
-            z = _input(p[0].spec, k)
-            for n, h in zip(p, hs):
-                z, cnt = be.invoke(h, z.reshape(n.spec.input_shape), Probes())
-                cycles += cnt.cycles
-            outs.append(z)
-        wall = time.perf_counter() - t0
-        # every job's CTRL.START is a kick of its own: "starts" stands beside 2.0's doorbells
-        res = (dict(mmio_reads=t.reads, mmio_writes=t.writes, starts=t.starts, dma_starts=t.dma,
-                    transforms=transforms[0], us=1e6 * (wall - t.device_s),
-                    dma_send_bytes=t.dma_send_bytes, dma_recv_bytes=t.dma_recv_bytes,
-                    transform_bytes=transforms[1]), cycles, outs)
-    return res
-
-
-def command_list(parts):
-    """The partitions on a 2.0 model core as the delegate drives them (steady state: the
-    second pass): (host record as a dict, cycles, stall-free compute cycles, idle cycles, the
-    outputs, the ListProgram). A list has no host layout steps: `transforms` is 0."""
-    t = ModelTransport(lists=True)
-    lp = ListProgram(t, parts)
-    res = None
-    for rep in range(2):
-        tot, us = HostOps(), 0.0
-        cycles = compute = idle = 0
-        outs = []
-        for k, p in enumerate(parts):
-            part = lp.program.partitions[k]
-            x = _input(p[0].spec, k)
-            y = np.empty(part.output.shape, part.output.dtype)
-            ops = HostOps()
-            t0 = time.perf_counter()
-            run = lp.invoke(k, [x], {len(part.outputs) - 1: y}, ops=ops)
-            us += 1e6 * (time.perf_counter() - t0 - ops.device_s)
-            tot.add(ops)
-            cycles += run.cycles
-            compute += t.lists.last.compute_cycles
-            idle += run.idle_cycles
-            outs.append(y)
-        host = dict(mmio_reads=tot.mmio_reads, mmio_writes=tot.mmio_writes, doorbells=tot.doorbells,
-                    dma_starts=tot.dma_starts, transforms=0, us=us)
-        res = (host, cycles, compute, idle, outs, lp)
-    return res
-
-
-def _model_paths(models_dir):
+def model_paths(models_dir):
     cands = [Path(models_dir)] if models_dir else []
     if os.environ.get("DTPU_MODEL_CACHE"):
         cands.append(Path(os.environ["DTPU_MODEL_CACHE"]))
@@ -319,7 +165,7 @@ def main(argv=None) -> int:
     cfg = get_config()
     peak = cfg.ROWS * cfg.COLS
     rows = []
-    for name, path in _model_paths(args.models):
+    for name, path in model_paths(args.models):
         if args.only and args.only.lower() not in name.lower():
             continue
         if path is None or not path.exists():

@@ -17,7 +17,7 @@ import pytest
 from dtpu import cli
 
 ROOT = Path(__file__).resolve().parents[1]
-SUBCOMMANDS = ("build", "path", "install", "uninstall", "run", "bench", "sim", "synth", "isro", "doctor")
+SUBCOMMANDS = ("build", "path", "install", "uninstall", "run", "estimate", "bench", "sim", "synth", "isro", "doctor")
 
 
 def _dtpu(*args, env=None, timeout=300):

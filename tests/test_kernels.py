@@ -5,6 +5,8 @@ ranges), and depthwise accumulators on random geometries. The job-level comparis
 register protocol is tests/test_model_fastpath.py."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -175,3 +177,32 @@ def test_without_a_compiler_the_fast_path_stays_with_numpy(monkeypatch, tmp_path
     x = rng.integers(-128, 128, spec.input_shape).astype(np.int8)
     job = next(j for j in low.jobs(x) if "GEMM_M" in dict(j.regs))
     assert fast.compile_job(core, job.regs).kind == "fused"
+
+
+def test_the_delegate_build_builds_the_kernels_so_the_first_invoke_compiles_nothing(tmp_path):
+    """A fresh clone's first invoke took ~2 s compiling kernels.c: `dtpu build` (and the build
+    dtpu.delegate_path() starts) builds them with dtpu.so; the first invoke then builds nothing."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, DTPU_BUILD_DIR=str(tmp_path), PYTHONPATH=str(root / "pylib"))
+    env.pop("DTPU_KERNELS", None)
+    code = ("import logging, sys, numpy as np, dtpu\n"
+            "path = dtpu.delegate_path()\n"          # a fresh build dir: builds dtpu.so
+            "print('built:', sorted(p.name for p in __import__('pathlib').Path(sys.argv[1]).iterdir()))\n"
+            "logging.basicConfig(level=logging.INFO, format='LOG %(name)s %(message)s')\n"
+            "it = dtpu.make_interpreter(sys.argv[2], {'backend': 'model'})\n"
+            "it.allocate_tensors()\n"
+            "d = it.get_input_details()[0]\n"
+            "it.set_tensor(d['index'], np.zeros(d['shape'], d['dtype']))\n"
+            "it.invoke()\n")
+    model = root / "tests/models/zoo/mobilenet_like__int8.tflite"
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path), str(model)], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    built = next(line for line in proc.stdout.splitlines() if line.startswith("built:"))
+    assert "'dtpu.so'" in built and "dtpu_kernels-" in built, built
+    assert not [line for line in proc.stderr.splitlines()
+                if line.startswith("LOG dtpu.hw.kernels built")], proc.stderr

@@ -1,13 +1,18 @@
-"""The notebooks in notebooks/: committed without outputs, and executed (nbclient, in simulation)
-from top to bottom with the environment a user would set. A notebook fails its test when any cell
-raises, and the notebooks assert what they show (bit-exact outputs, verification passed).
+"""The notebooks in notebooks/: committed with the outputs of a run (notebooks/execute.py: the
+emulated PYNQ-Z2 for the board notebooks, simulation for the others; the run's environment is in
+the notebook's metadata and the committed outputs must show what that run shows), and executed
+again here (nbclient) from top to bottom with the environments a user would set, one of them the
+user's own model (01_quickstart's MODEL). A notebook fails its test when any cell raises, and the
+notebooks assert what they show (bit-exact outputs, verification passed).
 
 04_rtl builds the Verilog core with tracing on first use (a few minutes; cached in sim_build/), so
 its run is marked slow (`make test-all`)."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -17,12 +22,20 @@ from tests.delegate_util import dtpu_so  # noqa: F401
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 ALL = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
+_spec = importlib.util.spec_from_file_location("notebooks_execute", NOTEBOOKS / "execute.py")
+EXECUTE = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(EXECUTE)
+#: a model the zoo does not hold, given by path as a user gives theirs
+OWN_MODEL = ROOT / "tests" / "isro" / "resnet8_int8.tflite"
 
 # (notebook, environment, what the executed notebook must print)
 RUNS = [
     ("01_quickstart.ipynb", {"DTPU_BACKEND": "model"}, ["delegated == CPU: True", "dtpu report: backend=model"]),
     ("01_quickstart.ipynb", {"DTPU_BACKEND": "pynq", "DTPU_PYNQ_EMULATE": "1"}, ["delegated == CPU: True",
-                                                                               "dtpu report: backend=pynq"]),
+                                                                               "dtpu report: backend=pynq",
+                                                                               "on the PYNQ-Z2 (estimate"]),
+    ("01_quickstart.ipynb", {"DTPU_BACKEND": "model", "DTPU_MODEL": str(OWN_MODEL)},
+     ["model: resnet8_int8.tflite", "delegated == CPU: True", "on the PYNQ-Z2 (estimate"]),
     ("02_board.ipynb", {"DTPU_BACKEND": "pynq", "DTPU_PYNQ_EMULATE": "1.2", "DTPU_INVOKES": "12"},
      ["(EMULATED board)", "XADC: die temperature", "12 inferences, 12 bit-exact with the CPU\n", "power method(s) in this run: estimated",
       "path: jobs"]),
@@ -43,8 +56,7 @@ RUNS = [
     ("05_isro.ipynb", {}, ["verification passed: 17 layers", "frame memory (", "static check: 0 findings",
                            "resnet8_int8.tflite: 17 layers, exact: 14, not compared: 3, ok: 17", "SECDED on"]),
 ]
-ENV_KEYS = ("DTPU_BACKEND", "DTPU_PYNQ_EMULATE", "DTPU_BITSTREAM", "DTPU_INVOKES", "DTPU_MAX_LAYERS",
-            "DTPU_MODEL")
+ENV_KEYS = EXECUTE.ENV_KEYS
 
 
 def _load(name: str) -> dict:
@@ -56,16 +68,43 @@ def test_every_notebook_is_tested():
     assert [n[:2] for n in ALL] == ["01", "02", "03", "04", "05"]
 
 
+def _text(nb: dict) -> tuple[str, int]:
+    """The notebook's text outputs joined, and how many figures it has."""
+    text, images = [], 0
+    for cell in nb["cells"]:
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "stream":
+                text.append("".join(out["text"]))
+            elif "data" in out:
+                text.append("".join(out["data"].get("text/plain", "")))
+                images += "image/png" in out["data"]
+    return "".join(text), images
+
+
 @pytest.mark.parametrize("name", ALL)
-def test_committed_without_outputs(name):
+def test_committed_with_the_outputs_of_its_run(name):
     nb = _load(name)
     assert nb["nbformat"] == 4
+    env = nb["metadata"].get("dtpu", {}).get("run_env")
+    assert env == EXECUTE.COMMITTED[name], (f"{name} was not run with notebooks/execute.py's "
+                                            f"environment {EXECUTE.COMMITTED[name]}: {env}")
     for i, cell in enumerate(nb["cells"]):
         if cell["cell_type"] == "code":
-            assert cell.get("outputs") == [], f"{name} cell {i} has outputs: strip them before committing"
-            assert cell.get("execution_count") is None, f"{name} cell {i} has an execution count"
+            assert isinstance(cell.get("execution_count"), int), f"{name} cell {i} was not run"
+            errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+            assert not errors, f"{name} cell {i} raised: {errors[0].get('ename')}"
         assert "attachments" not in cell
-    assert set(nb["metadata"]) <= {"kernelspec", "language_info"}, nb["metadata"].keys()
+    assert set(nb["metadata"]) <= {"kernelspec", "language_info", "dtpu"}, nb["metadata"].keys()
+    # the outputs are what that run shows (the same checks as its execution below)
+    expected = [run for run in RUNS
+                if (run.values if hasattr(run, "values") else run)[:2] == (name, env)]
+    assert expected, f"no run of {name} with {env} in RUNS to check its outputs against"
+    text, images = _text(nb)
+    for needle in (expected[0].values if hasattr(expected[0], "values") else expected[0])[2]:
+        assert needle in text, f"{name}: committed outputs lack {needle!r}: run notebooks/execute.py"
+    assert images >= 1, f"{name}: committed without its figure"
+    leaked = re.findall(r"(/[\w.-]+)+/pylib/dtpu", text)
+    assert not leaked, f"{name}: outputs name a checkout's path ({leaked[0]}), not <repo>"
 
 
 @pytest.mark.parametrize("name", [n for n in ALL if n != "04_rtl.ipynb"])

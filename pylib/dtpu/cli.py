@@ -4,6 +4,7 @@
     dtpu path                                     print the path of an up-to-date dtpu.so
     dtpu run MODEL [--backend B] [--mxu 8x8] [--report table|json|none] [--invokes N]
                                                   delegated vs CPU interpreter: agreement, reports
+    dtpu estimate MODEL [--costs F] [--json]      the whole invoke on the PYNQ-Z2, estimated
     dtpu bench [NAME ...] [-- ARGS]               the benchmarks in benchmarks/
     dtpu sim [TEST ...] [--all] [-k EXPR] [--waves]   the cocotb regressions in sim/
     dtpu synth [--cols 4 8 16]                    Yosys resource estimates for the xc7z020
@@ -294,6 +295,59 @@ def _add_run(sub) -> None:
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="any other delegate option (repeatable)")
     p.set_defaults(func=_run)
+
+
+def _estimate(args: argparse.Namespace) -> int:
+    from dtpu import model_check
+    from dtpu.board.costs import costs
+    from dtpu.board.estimate import estimate, format_results
+
+    for model in args.model:
+        if not Path(model).is_file():
+            print(f"dtpu estimate: model {model!r} does not exist", file=sys.stderr)
+            return 2
+        try:
+            model_check.check_file(model)
+        except (ValueError, OSError) as exc:
+            print(f"dtpu estimate: {exc}", file=sys.stderr)
+            return 2
+    try:
+        c = costs(json.loads(Path(args.costs).read_text()) if args.costs else None)
+    except (OSError, ValueError, KeyError) as exc:
+        print(f"dtpu estimate: --costs {args.costs}: {exc}; expected a JSON object "
+              "{name: number} of names that `dtpu estimate` lists", file=sys.stderr)
+        return 2
+    try:
+        results = [estimate(Path(m).name, Path(m), c, ops=args.ops) for m in args.model]
+    except ValueError as exc:
+        print(f"dtpu estimate: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        from dtpu.board.costs import COSTS
+
+        print(json.dumps(dict(costs={k: dict(v, value=c[k]) for k, v in COSTS.items()},
+                              results=results), indent=1, default=float))
+    else:
+        print(format_results(results, c, sources=not args.brief), end="")
+    return 0
+
+
+def _add_estimate(sub) -> None:
+    p = sub.add_parser("estimate", help="how fast on the PYNQ-Z2: the whole invoke, estimated",
+                       description="Estimate the whole invoke of each MODEL on the PYNQ-Z2 (device "
+                       "cycles of the golden model at the 100 MHz fabric clock, the host operations "
+                       "at the board's per-operation costs, the operators left on the CPU) on the "
+                       "default overlay (contract 2.0, command lists) and the CONTRACT=1 fallback "
+                       "(1.2, job by job), against TFLite alone on the board's Cortex-A9. An "
+                       "estimate, not a measurement: docs/board_estimate.md.")
+    p.add_argument("model", nargs="+", help="one or more .tflite files")
+    p.add_argument("--costs", default=None, help="JSON file {name: value} overriding costs "
+                   "(e.g. measured on a board)")
+    p.add_argument("--json", action="store_true", help="one JSON document instead of the table")
+    p.add_argument("--ops", default="conv2d,depthwise_conv2d", help="op kinds the delegate may "
+                   "claim (its option ops; default conv2d,depthwise_conv2d, as the delegate's)")
+    p.add_argument("--brief", action="store_true", help="leave out the list of costs and sources")
+    p.set_defaults(func=_estimate)
 
 
 # -- shared helpers of doctor / bench / sim / synth ------------------------------------------------
@@ -675,7 +729,7 @@ def _add_isro(sub) -> None:
     add_subparser(sub)
 
 
-COMMANDS: list[Callable] = [_add_build, _add_path, _add_install, _add_run, _add_bench, _add_sim, _add_synth,
+COMMANDS: list[Callable] = [_add_build, _add_path, _add_install, _add_run, _add_estimate, _add_bench, _add_sim, _add_synth,
                             _add_isro, _add_doctor]
 
 

@@ -2,8 +2,10 @@
 
 Builds dtpu.so if it is missing or stale, runs the zoo's MobileNet-like int8 network (or, without
 the zoo, the delegate's small int8 conv chain) through ``dtpu.make_interpreter`` and through the
-plain TFLite interpreter on the same inputs, and prints which ops the delegate took, whether the
-outputs agree, and the delegate's report table. Exits 1 if the outputs disagree.
+plain TFLite interpreter on the same inputs, and prints first how fast it would be on the PYNQ-Z2
+(an estimate: dtpu.board.costs), then whether the outputs agree, which ops the delegate took, the
+simulator's own times on this machine (labelled as such) and the delegate's report table. Exits 1
+if the outputs disagree.
 """
 from __future__ import annotations
 
@@ -99,15 +101,33 @@ def main(argv: list[str] | None = None) -> int:
     report = dtpu.last_report()
     graph_ops = _ops(cpu)
     claimed = [n.node for n in report.nodes] if report else []
-    print(f"ops in the model: {graph_ops}")
-    print(f"delegated to the DTPU ({report.backend if report else '-'}): {len(claimed)} nodes "
-          f"{claimed}; left on the CPU: {len(report.rejected) if report else 0} conv-like nodes")
+    # the question a user comes with first: how fast on the board? (an estimate, said so)
+    est = report.board_estimate() if report else None
+    if est is not None:
+        print(f"on the PYNQ-Z2 (estimate): whole invoke {est['whole_ms']:.2f} ms (DTPU "
+              f"{est['device_ms']:.3f} ms at {est['clock_mhz']:g} MHz, host {est['host_ms']:.2f} ms, "
+              f"CPU operators {est['cpu_ms']:.2f} ms) against TFLite alone on its Cortex-A9 "
+              f"{est['tflite_ms']:.2f} ms: {est['speedup']:.2f}x; `dtpu estimate {model}` for "
+              "the table and its sources")
+    else:
+        print(f"on the PYNQ-Z2 (estimate): none: backend {report.backend if report else '-'} "
+              "counts no device cycles (use backend=model)")
     verdict = "bit-exact" if agree else "DIFFERENT"
     print(f"outputs over {len(t_ours)} invokes: {verdict} (max difference {worst:g})")
+    print(f"ops in the model: {graph_ops}")
+    print(f"delegated to the DTPU ({report.backend if report else '-'}): {len(claimed)} nodes "
+          f"{claimed}")
+    if report:
+        left = dict((report.cpu_side or {}).get("opcodes", {}))
+        for r in report.rejected:
+            left[r["op"].upper()] = left.get(r["op"].upper(), 0) + 1
+        print("left on the CPU: " + (", ".join(f"{k} x{v}" for k, v in sorted(left.items()))
+                                     or "nothing"))
     # the first invoke compiles jobs and loads weights: shown apart from the steady state
     steady, cpu_steady = t_ours[1:] or t_ours, t_cpu[1:] or t_cpu
-    print(f"invoke time: delegate first {1e3 * t_ours[0]:.2f} ms, then median "
-          f"{1e3 * float(np.median(steady)):.2f} ms over {len(steady)}; CPU median "
+    print(f"simulator time on this machine (not the board): delegate first "
+          f"{1e3 * t_ours[0]:.2f} ms, then median {1e3 * float(np.median(steady)):.2f} ms over "
+          f"{len(steady)} (the golden model in Python); TFLite's CPU kernels here median "
           f"{1e3 * float(np.median(cpu_steady)):.2f} ms over {len(cpu_steady)}")
     print()
     print(format_table(dtpu.reports()[-len(t_ours):]) if report else "no report")

@@ -91,6 +91,11 @@ class Report:
     #: how the device ran the partitions: "lists" (one command list each, contract 2.0), "jobs"
     #: (job by job, contract 1.2), "lists+jobs" if both in one invoke; None: no device protocol
     path: str | None = None
+    #: what TFLite keeps on the CPU around the partitions, seen at Prepare
+    #: (dtpu.board.costs.cpu_side_of_graph), and the bytes the list path copies into and out of
+    #: the partitions' buffers: with hw and host, what the PYNQ-Z2 estimate prices
+    cpu_side: dict[str, Any] | None = None
+    io_bytes: list[int] = field(default_factory=lambda: [0, 0])
     _hw_stale: bool = field(default=False, repr=False, compare=False)
     _host: dict[str, Any] = field(default_factory=empty_host, repr=False)
 
@@ -121,6 +126,15 @@ class Report:
 
     def table(self) -> str:
         return format_table([self])
+
+    def board_estimate(self) -> dict[str, Any] | None:
+        """The whole invoke on the PYNQ-Z2 estimated from this report (dtpu.board.costs:
+        device cycles at the build's clock, this invoke's host operations at the board's
+        per-operation costs, the CPU operators around the partitions); None without device
+        cycles and host counts."""
+        from dtpu.board.costs import for_report
+
+        return for_report(self)
 
     def summarize_hw(self) -> None:
         """The nodes are all in: :attr:`hw` sums them when read."""
@@ -226,6 +240,19 @@ def _fmt(value: Any, digits: int = 1) -> str:
     return str(value)
 
 
+def _board_lines(reports: list[Report]) -> list[str]:
+    """Device time at the build's clock and the estimated whole invoke on the PYNQ-Z2, for the
+    last of `reports` that can be priced; a line saying why not otherwise."""
+    for report in reversed(reports):
+        est = report.board_estimate()
+        if est is not None:
+            from dtpu.board.costs import report_lines
+
+            return report_lines(est)
+    return ["device time and PYNQ-Z2 estimate: none (this backend counts no device cycles "
+            "and host operations)"]
+
+
 def format_table(reports: Iterable[Report]) -> str:
     """Per-node steady-state means over `reports` (one table row per delegated node), the first
     invoke and the prepare time apart, then power and rejected nodes.
@@ -270,7 +297,10 @@ def format_table(reports: Iterable[Report]) -> str:
     out.extend("  ".join(v.rjust(w) for v, w in zip(row, widths)) for row in lines)
     total = {k: sum(r.timing_us.get(k, 0.0) for r in base) / len(base) for k in TIMING_FIELDS}
     median = statistics.median(r.timing_us.get("total", 0.0) for r in base)
-    out.append(f"per invoke ({'steady state' if steady else 'first invokes'}): total mean "
+    board = _board_lines(base)
+    out.extend(board)
+    out.append(f"simulator host time on this machine (not the board), "
+               f"per invoke ({'steady state' if steady else 'first invokes'}): total mean "
                f"{total['total']:.1f} us, median {median:.1f} us (C, clock_gettime), crossing "
                f"C<->Python {total['crossing']:.1f} us, Python {total['python']:.1f} us")
     if firsts:

@@ -415,12 +415,13 @@ def conv_spec(subgraph: Subgraph, op: Operator, *, filters: np.ndarray | None = 
     return spec, np.asarray(w_data), bias
 
 
-def partitions_of(path_or_model, cfg=None) -> list:
+def partitions_of(path_or_model, cfg=None, opcodes=CONV_OPCODES) -> list:
     """The partitions of a .tflite model as chains of the nodes this DTPU places (lists of
     :class:`dtpu.hw.listcompiler.NodeIn`): consecutive CONV_2D / DEPTHWISE_CONV_2D /
     FULLY_CONNECTED operators of the natural precisions, each fed by the one before, split at
     every other operator: what benchmarks and tests compile without a TFLite interpreter (the delegate builds its partitions from TFLite's own, with its support
-    checks: :meth:`dtpu.delegate.runtime.PartitionKernel.list_nodes`)."""
+    checks: :meth:`dtpu.delegate.runtime.PartitionKernel.list_nodes`). `opcodes`: the operators
+    that may be placed (the delegate's option ops; FULLY_CONNECTED is claimed only on request)."""
     from dtpu.hw.config import get_config
     from dtpu.hw.listcompiler import NodeIn
     from dtpu.hw.placement import claim_error
@@ -432,7 +433,7 @@ def partitions_of(path_or_model, cfg=None) -> list:
     prev = None
     for op in sg.operators:
         node = None
-        if op.opcode in CONV_OPCODES:
+        if op.opcode in CONV_OPCODES and op.opcode in opcodes:
             try:
                 spec, w, b = conv_spec(sg, op)
             except ValueError as e:

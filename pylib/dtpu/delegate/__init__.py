@@ -23,9 +23,12 @@ _checked: dict[str, Path] = {}
 
 
 def source_dir() -> Path:
-    """The checkout's delegate/ directory ($DTPU_DELEGATE_SRC overrides)."""
+    """The checkout's delegate/ directory, else the copy an installed package carries
+    (dtpu/delegate/csrc/, put there by setup.py); $DTPU_DELEGATE_SRC overrides."""
     override = os.environ.get("DTPU_DELEGATE_SRC")
     path = Path(override) if override else _PYLIB.parent / "delegate"
+    if not override and not (path / "build.py").is_file():
+        path = Path(__file__).resolve().parent / "csrc"
     if not (path / "build.py").is_file():
         raise RuntimeError(f"dtpu: delegate sources not found at {path} (dtpu.so is built from a "
                            "checkout's delegate/ directory; set DTPU_DELEGATE_SRC to point at it)")
@@ -41,15 +44,26 @@ def _builder():
     return module
 
 
+def build_kernels() -> None:
+    """Build the golden model's C kernels (dtpu.hw.kernels) now, with the delegate: built at
+    their first use instead, they made the first invoke of a fresh clone take ~2 s. Without a
+    compiler the model keeps its numpy paths (same words), as at first use."""
+    from dtpu.hw import kernels
+
+    kernels.get()
+
+
 def build(force: bool = False, verbose: bool = False, out_dir: str | os.PathLike | None = None) -> Path:
-    """Build dtpu.so with this interpreter (the one that will load it) and return its path."""
+    """Build dtpu.so with this interpreter (the one that will load it), and the C kernels of the
+    golden model, and return the path of dtpu.so."""
     with _lock:
         builder = _builder()
         path = builder.build(None if out_dir is None else Path(out_dir), force=force, verbose=verbose,
                              pylib=_PYLIB)
         if out_dir is None:
             _checked["default"] = path
-        return path
+    build_kernels()
+    return path
 
 
 def library_path(build_if_needed: bool = True) -> Path:
@@ -60,6 +74,7 @@ def library_path(build_if_needed: bool = True) -> Path:
     with _lock:
         if "default" in _checked:  # checked once per process
             return _checked["default"]
+        built = False
         builder = _builder()
         out_dir = builder.default_out_dir(_PYLIB)
         path = out_dir / builder.LIBRARY_NAME
@@ -67,8 +82,11 @@ def library_path(build_if_needed: bool = True) -> Path:
             if not build_if_needed:
                 raise FileNotFoundError(f"dtpu: {path} is missing or stale; run `dtpu build`")
             path = builder.build(out_dir, pylib=_PYLIB)
+            built = True
         _checked["default"] = path
-        return path
+    if built:
+        build_kernels()
+    return path
 
 
 def facts() -> dict[str, int] | None:

@@ -35,6 +35,7 @@ import numpy as np
 
 from dtpu import backends
 from dtpu.backends.base import Backend, HwCounters, Probes
+from dtpu.board.costs import cpu_side_of_graph
 from dtpu.delegate import graph as g
 from dtpu.delegate.model_source import ModelSource
 from dtpu.delegate.options import DelegateOptions, apply_log_level, restore_log_level
@@ -270,6 +271,10 @@ class DelegateState:
                              decision.reason)
         OBSERVED["tensors"] = {i: (t.name, t.shape, t.type) for i, t in cache.items()}
         graph.claimed = list(claimed)
+        try:   # what stays on the CPU around the partitions, for the board estimate of reports
+            graph.cpu_side = cpu_side_of_graph(nodes, tensor, claimed)
+        except Exception as exc:  # a bug of ours must not take the model down
+            log.warning("the CPU side of the graph could not be read: %r", exc)
         self.preparing = graph
         # the claimed nodes were prepared on the backend here (trial): part of the prepare time
         graph.prepare_us = (time.perf_counter() - started) * 1e6
@@ -375,6 +380,7 @@ class GraphState:
         self.ctx = ctx
         self.claimed: list[int] = []
         self.rejected: list[dict[str, Any]] = []
+        self.cpu_side: dict[str, Any] | None = None   # dtpu.board.costs.cpu_side_of_graph
         self.kernels: list[PartitionKernel] = []
         self.current: Report | None = None
         self.ran: set[int] = set()
@@ -472,7 +478,7 @@ class GraphState:
         self.settle()
         self.current = Report(seq=next(_report_seq), delegate=self.delegate.id, graph=self.id,
                               backend=self.delegate.options.backend, runtime=runtime_name(),
-                              started_unix=time.time(), rejected=list(self.rejected),
+                              started_unix=time.time(), rejected=list(self.rejected), cpu_side=self.cpu_side,
                               first=self.prepare_us is not None, prepare_us=self.prepare_us)
         self.prepare_us = None
         self.stamps = []
@@ -744,6 +750,8 @@ class PartitionKernel:
         """The whole partition as one command list (contract 2.0)."""
         prog, index = program
         probes = Probes()
+        report.io_bytes[0] += sum(views[i].nbytes for i in self.list_inputs)
+        report.io_bytes[1] += sum(views[y].nbytes for y in self.list_outputs.values())
         counters = self.state.backend.invoke_partition(
             prog, index, [views[i] for i in self.list_inputs],
             {n: views[y] for n, y in self.list_outputs.items()}, probes)

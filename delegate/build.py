@@ -31,60 +31,7 @@ ROOT = HERE.parent
 DEFAULT_PYLIB = ROOT / "pylib"
 MODULE_NAME = "_dtpu_delegate"
 LIBRARY_NAME = "dtpu.so"
-SOURCES = ("dtpu_abi.h", "dtpu_delegate.c", "build.py")
-
-# Declarations of our own glue, in addition to the TFLite ABI section of dtpu_abi.h.
-GLUE_CDEF = """
-typedef struct dtpu_kernel {
-  int64_t handle;
-  int n_io;
-  int* io_tensors;
-  void** io_data;
-  size_t* io_bytes;
-  int64_t seq;
-  int64_t last_seq;
-  int64_t last_enter_ns;
-  int64_t last_call_ns;
-  int64_t last_exit_ns;
-  int last_status;
-} dtpu_kernel;
-
-typedef struct dtpu_abi_facts {
-  int64_t create_calls;
-  int create_gil_held;
-  uint64_t create_n_raw;
-  int invoke_gil_held;
-  int get_tensor_is_null;
-  int64_t sizeof_tensor, sizeof_registration, sizeof_delegate, sizeof_context_prefix;
-} dtpu_abi_facts;
-
-extern dtpu_abi_facts dtpu_facts;
-extern int dtpu_python_alive;
-
-int64_t dtpu_now_ns(void);
-void dtpu_report_error(TfLiteContext* ctx, const char* msg);
-int dtpu_kernel_set_io(dtpu_kernel* k, const int* tensors, int n);
-int dtpu_read_string(const char* src, char* dst, int cap);
-int dtpu_resize_tensor(TfLiteContext* ctx, int tensor_index, const int* dims, int ndims);
-
-TfLiteDelegate* tflite_plugin_create_delegate(char** keys, char** values, size_t num_options,
-                                              void (*report_error)(const char*));
-void tflite_plugin_destroy_delegate(TfLiteDelegate* delegate);
-
-extern "Python" {
-  int64_t dtpu_py_create(int n, char** keys, char** values, char* err, size_t errlen);
-  void dtpu_py_destroy(int64_t handle);
-  int dtpu_py_select(int64_t handle, TfLiteContext* ctx, TfLiteIntArray* plan,
-                     TfLiteIntArray* claimed, char* err, size_t errlen);
-  void dtpu_py_select_done(int64_t handle);
-  int64_t dtpu_py_kernel_init(int64_t handle, TfLiteContext* ctx,
-                              const TfLiteDelegateParams* params, dtpu_kernel* kernel);
-  int dtpu_py_kernel_prepare(int64_t kernel_handle, TfLiteContext* ctx, TfLiteNode* node,
-                             dtpu_kernel* kernel);
-  int dtpu_py_kernel_invoke(int64_t kernel_handle, TfLiteContext* ctx, dtpu_kernel* kernel);
-  void dtpu_py_kernel_free(int64_t kernel_handle);
-}
-"""
+SOURCES = ("dtpu_abi.h", "dtpu_glue.h", "dtpu_delegate.c", "build.py")
 
 # Runs once per process, in the host's interpreter, on the first call into Python.
 INIT_CODE = """
@@ -101,14 +48,29 @@ _glue.install(ffi, lib)
 """
 
 
-def abi_cdef(header: Path = HERE / "dtpu_abi.h") -> str:
-    """The cdef-able part of dtpu_abi.h (between the DTPU_CDEF markers), comments removed."""
+def _section(header: Path, begin: str, end: str) -> str:
+    """The text of `header` between the /* begin */ and /* end */ markers, comments removed."""
     text = header.read_text()
-    match = re.search(r"/\* DTPU_CDEF_BEGIN \*/(.*)/\* DTPU_CDEF_END \*/", text, re.S)
+    match = re.search(rf"/\* {begin} \*/(.*)/\* {end} \*/", text, re.S)
     if match is None:
-        raise RuntimeError(f"{header}: DTPU_CDEF_BEGIN/END markers not found")
+        raise RuntimeError(f"{header}: {begin}/{end} markers not found")
     body = re.sub(r"/\*.*?\*/", "", match.group(1), flags=re.S)
     return re.sub(r"//[^\n]*", "", body)
+
+
+def abi_cdef(header: Path = HERE / "dtpu_abi.h") -> str:
+    """The cdef-able part of dtpu_abi.h (between the DTPU_CDEF markers), comments removed."""
+    return _section(header, "DTPU_CDEF_BEGIN", "DTPU_CDEF_END")
+
+
+def glue_cdef(header: Path = HERE / "dtpu_glue.h") -> str:
+    """The declarations dtpu_delegate.c shares with Python, read from dtpu_glue.h (the C file
+    includes the same header): its cdef part, then its Python callbacks as cffi's
+    extern "Python" block (the C side declares them static: cffi defines them after the C file)."""
+    callbacks = _section(header, "DTPU_PYTHON_BEGIN", "DTPU_PYTHON_END")
+    callbacks = re.sub(r"^static\s+", "", callbacks.strip(), flags=re.M)
+    return (_section(header, "DTPU_CDEF_BEGIN", "DTPU_CDEF_END")
+            + '\nextern "Python" {\n' + callbacks + "\n}\n")
 
 
 def libpython() -> tuple[str, str]:
@@ -186,7 +148,7 @@ def _compile(work: Path, pylib: Path, verbose: bool) -> Path:
     import cffi
 
     ffibuilder = cffi.FFI()
-    ffibuilder.cdef(abi_cdef() + GLUE_CDEF)
+    ffibuilder.cdef(abi_cdef() + glue_cdef())
     ffibuilder.embedding_init_code(INIT_CODE.format(pylib=str(Path(pylib).resolve()), module=MODULE_NAME))
     libdir, _ = libpython()
     ffibuilder.set_source(

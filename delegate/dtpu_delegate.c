@@ -4,9 +4,10 @@
  * TFLite loads dtpu.so with load_delegate(path, options) and calls the two exported functions
  * below. This file only speaks the TFLite C ABI (dtpu_abi.h) and measures time; every decision
  * (options, which nodes to claim, how to run them, reports) is taken by the Python package
- * `dtpu.delegate`, reached through cffi extern "Python" callbacks (dtpu_py_*). delegate/build.py
- * compiles this file with cffi in embedding mode, which makes the callbacks start the embedded
- * Python side (dtpu.delegate.glue) on first use, inside the host process's interpreter.
+ * `dtpu.delegate`, reached through cffi extern "Python" callbacks (dtpu_py_*), declared with
+ * everything else shared with Python in dtpu_glue.h. delegate/build.py compiles this file with
+ * cffi in embedding mode, which makes the callbacks start the embedded Python side
+ * (dtpu.delegate.glue) on first use, inside the host process's interpreter.
  *
  * Object model (no global per-delegate state):
  *   dtpu_delegate  one per tflite_plugin_create_delegate(); wraps the TfLiteDelegate given to
@@ -29,57 +30,18 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dtpu_abi.h"
+#include "dtpu_glue.h"
 
 #define DTPU_DELEGATE_MAGIC 0x4454505544454c47ULL /* "DTPUDELG" */
 #define DTPU_ERRLEN 2048
 
-/* ---- shared with Python (declared to cffi in delegate/build.py) ------------------------- */
-
-/* A delegated partition. Python owns `handle`'s meaning; C owns the memory. */
-typedef struct dtpu_kernel {
-  int64_t handle;           /* Python kernel id; 0 if the Python side failed to create it */
-  int n_io;                 /* tensors whose data pointers are gathered at every invoke */
-  int* io_tensors;          /* their indices in context->tensors */
-  void** io_data;           /* filled before each invoke (pointers may move between invokes) */
-  size_t* io_bytes;
-  int64_t seq;              /* written by Python during an invoke: that invoke's record number */
-  int64_t last_seq;         /* written by C after the callback returned: whose times these are */
-  int64_t last_enter_ns;    /* CLOCK_MONOTONIC when C entered the kernel invoke */
-  int64_t last_call_ns;     /* ... just before crossing into Python */
-  int64_t last_exit_ns;     /* ... when the Python callback had returned */
-  int last_status;
-} dtpu_kernel;
-
-/* Facts about the host runtime, observed while running (tests/test_delegate_abi.py checks them). */
-typedef struct dtpu_abi_facts {
-  int64_t create_calls;
-  int create_gil_held;      /* -1 unknown, 0/1 at the last tflite_plugin_create_delegate */
-  uint64_t create_n_raw;    /* the full 64-bit num_options register at the last create */
-  int invoke_gil_held;      /* -1 unknown, 0/1 at the last kernel invoke */
-  int get_tensor_is_null;   /* -1 unknown, 0/1 at the last delegate Prepare */
-  int64_t sizeof_tensor, sizeof_registration, sizeof_delegate, sizeof_context_prefix;
-} dtpu_abi_facts;
-
+/* The structs, globals and entry points shared with Python are declared once, in dtpu_glue.h
+ * (cffi reads the same declarations). */
 dtpu_abi_facts dtpu_facts = {0, -1, 0, -1, -1, (int64_t)sizeof(TfLiteTensor),
                              (int64_t)sizeof(TfLiteRegistration), (int64_t)sizeof(TfLiteDelegate),
                              (int64_t)sizeof(TfLiteContext)};
 
-/* 1 while Python may be called; the Python side clears it from an atexit hook. */
 int dtpu_python_alive = 1;
-
-/* Implemented in Python (dtpu/delegate/glue.py) via @ffi.def_extern. */
-static int64_t dtpu_py_create(int n, char** keys, char** values, char* err, size_t errlen);
-static void dtpu_py_destroy(int64_t handle);
-static int dtpu_py_select(int64_t handle, TfLiteContext* ctx, TfLiteIntArray* plan,
-                          TfLiteIntArray* claimed, char* err, size_t errlen);
-static void dtpu_py_select_done(int64_t handle);
-static int64_t dtpu_py_kernel_init(int64_t handle, TfLiteContext* ctx,
-                                   const TfLiteDelegateParams* params, dtpu_kernel* kernel);
-static int dtpu_py_kernel_prepare(int64_t kernel_handle, TfLiteContext* ctx, TfLiteNode* node,
-                                  dtpu_kernel* kernel);
-static int dtpu_py_kernel_invoke(int64_t kernel_handle, TfLiteContext* ctx, dtpu_kernel* kernel);
-static void dtpu_py_kernel_free(int64_t kernel_handle);
 
 /* ---- helpers (also callable from Python) ------------------------------------------------- */
 

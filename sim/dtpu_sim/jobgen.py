@@ -1,7 +1,7 @@
 """Seeded random DTPU jobs at register level, and their golden-model expectations.
 
 A *case* is a list of :class:`dtpu.hw.lower.Job` (loads, then one compute job). The golden model
-(:class:`dtpu.hw.core.Core` behind :class:`dtpu.hw.jobs.ModelTransport`) runs every job first;
+(:class:`dtpu.hw.core.Core` behind :class:`dtpu.driver.ModelTransport`) runs every job first;
 its result words, ERR and cycle count are what the RTL must reproduce.
 """
 from __future__ import annotations
@@ -152,7 +152,7 @@ def gemm_case(cfg: HwConfig, seed: int, prec: Precision | None = None, out_mode:
 
 def expect(core: Core, job: Job) -> Expect:
     """Run one job on the golden model through its register/stream API (the protocol of
-    dtpu.hw.jobs.run_job); return its words (None if it failed), ERR and cycle count."""
+    dtpu.driver.run_job); return its words (None if it failed), ERR and cycle count."""
     c = core.cfg
     n_jobs = len(core.jobs)
     for name, value in job.regs:

@@ -8,7 +8,7 @@ from cocotb.triggers import ClockCycles, RisingEdge
 
 from dtpu.hw.config import HwConfig
 from dtpu.hw.core import Core
-from dtpu.hw.jobs import check_identity, run_jobs
+from dtpu.driver import check_identity, run_jobs
 from dtpu.precision import Precision
 from dtpu_sim.axi import AsyncTransport, BridgeTransport, DtpuTB, random_pauses, run_job
 from dtpu_sim.jobgen import (expect, gemm_case, lowered_jobs, prefetch_case, with_prefetch,

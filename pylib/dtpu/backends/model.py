@@ -47,7 +47,7 @@ from dtpu.hw import prefetch
 from dtpu.hw.config import HwConfig, ceil_div, get_config
 from dtpu.hw.lower import Job, Lowered, footprint, lower, with_prefetch
 from dtpu.hw.placement import SCRATCH_FRACTION, OnChipShadow, Region, claim_error, job_scratch
-from dtpu.hw.core import Core, _Error
+from dtpu.hw.core import Core, JobRefused
 from dtpu.spec import OpKind
 from dtpu.power import EnergyMeter, activity
 from dtpu.spec import ConvSpec
@@ -978,5 +978,5 @@ def _cycles(decoder: Core, regs) -> int:
     file, _ = fastpath._register_file(decoder, regs)
     try:
         return decoder._setup(file).cycles
-    except _Error:
+    except JobRefused:
         return decoder.cfg.CFG_CYCLES

@@ -28,7 +28,7 @@ from dtpu.backends.model import ModelBackend
 from dtpu.board import check_bitstream, default_bitstream, import_pynq, load_overlay
 from dtpu.board.design import VLNV
 from dtpu.board.ip import config_from_hwcfg
-from dtpu.board.power import DEFAULT_PERIOD_S, PowerMonitor, _source
+from dtpu.board.power import DEFAULT_PERIOD_S, PowerMonitor, power_source
 from dtpu.board.transport import PynqTransport
 from dtpu.driver import Transport
 from dtpu.spec import ConvSpec
@@ -48,7 +48,7 @@ class PynqBackend(ModelBackend):
         self.monitor: PowerMonitor | None = None
         super().__init__(opts)
         meter = opts.get("power_meter")
-        self.monitor = PowerMonitor(self._xadc_sampler(), external=_source(meter),
+        self.monitor = PowerMonitor(self._xadc_sampler(), external=power_source(meter),
                                     period_s=float(opts.get("xadc_period_s", DEFAULT_PERIOD_S)))
 
     def _open_transport(self) -> Transport:

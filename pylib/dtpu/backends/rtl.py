@@ -20,7 +20,6 @@ Two transports, one Verilog:
 """
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import numpy as np
@@ -30,10 +29,10 @@ from dtpu.backends.model import ModelBackend
 from dtpu.driver import Transport
 from dtpu.hw.config import HwConfig
 from dtpu.rtl import session
+from dtpu.rtl.build import TOP_ENV  # noqa: F401  (its home is dtpu.rtl.build; re-exported for one release)
+from dtpu.rtl.build import TOPLEVEL_CL, choose_top
 from dtpu.spec import ConvSpec
 
-#: environment variable forcing the in-process top: dtpu_axi (1.2) or dtpu_cl_top (2.0 lists)
-TOP_ENV = "DTPU_RTL_TOP"
 _BUILD_KNOBS = ("COLS", "LOG_WEIGHT_WORDS", "LOG_PARAM_ENTRIES", "LOG_ACT_WORDS")
 
 
@@ -77,22 +76,8 @@ class RtlBackend(ModelBackend):
         return t
 
     def _lists_top(self) -> bool:
-        """The in-process core is the contract-2.0 top (dtpu_cl_top, its AXI4 master on the
-        harness's memory model) unless ``path=jobs`` or a forced precision asks for the job-by-job
-        path, which the 1.2 top (dtpu_axi) runs; ``$DTPU_RTL_TOP`` forces either. ``path=auto``
-        takes the 2.0 top, as backend=model and the 2.0 overlay take command lists: the same
-        default path on every backend, so their reports compare. Its CL_CYCLES equal the golden
-        model's Timeline on the zoo (docs/rtl.md, "Contract 2.0: RUN / POST cycles against the
-        Timeline"); the 1.2 top's CYCLES equal backend=model's job by job."""
-        from dtpu.rtl.build import TOPLEVEL, TOPLEVEL_CL
-
-        top = os.environ.get(TOP_ENV, "").strip()
-        if top and top not in (TOPLEVEL, TOPLEVEL_CL):
-            raise ValueError(f"backend=rtl: ${TOP_ENV}={top!r}; accepted: {TOPLEVEL}, {TOPLEVEL_CL}")
-        if top:
-            return top == TOPLEVEL_CL
-        path = str(self.options.get("path", "auto")).lower()
-        return path == "lists" or (path == "auto" and self.precision == "auto")
+        """Whether the in-process core is the contract-2.0 top (dtpu.rtl.build.choose_top)."""
+        return choose_top(self.options.get("path", "auto"), self.precision) == TOPLEVEL_CL
 
     @property
     def core(self):

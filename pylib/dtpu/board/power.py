@@ -36,7 +36,7 @@ _lock = threading.Lock()
 DEFAULT_PERIOD_S = 0.001
 
 
-def _source(value: float | PowerSource | str | None) -> PowerSource | None:
+def power_source(value: float | PowerSource | str | None) -> PowerSource | None:
     """A reading source from watts, a callable, or ``file:PATH`` (latest watts in a text file)."""
     if value is None:
         return None
@@ -84,7 +84,7 @@ def set_external_power(value: float | PowerSource | str | None) -> None:
     reading (e.g. polling a USB meter), ``"file:PATH"`` (the first number in that file, re-read
     at every sample), or None to go back to estimates. A delegate's ``power_meter`` option wins.
     """
-    src = _source(value)
+    src = power_source(value)
     with _lock:
         _external[0] = src
 
@@ -236,4 +236,5 @@ class PowerMonitor:
 
 
 __all__ = ["DEFAULT_PERIOD_S", "PowerMonitor", "Window", "external_power", "parse_power_meter",
+           "power_source",
            "set_external_power"]

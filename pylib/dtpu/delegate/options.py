@@ -13,10 +13,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from dtpu.hw.config import MXU_MAX, parse_mxu
 from dtpu.precision import Precision
 from dtpu.spec import OpKind
 
-MXU_MAX = 64
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 REPORT_MODES = ("none", "summary")
 DEFAULT_OPS = (OpKind.CONV_2D, OpKind.DEPTHWISE_CONV_2D)
@@ -101,15 +101,6 @@ def _precision(value: str) -> Precision | None:
         return Precision.parse(text)
     except ValueError:
         raise _invalid("precision", value, "auto or one of " + ", ".join(p.value for p in Precision)) from None
-
-
-def _mxu(value: str) -> tuple[int, int]:
-    match = re.fullmatch(r"\s*(\d+)\s*[xX]\s*(\d+)\s*", value)
-    if match:
-        rows, cols = int(match.group(1)), int(match.group(2))
-        if 1 <= rows <= MXU_MAX and 1 <= cols <= MXU_MAX:
-            return rows, cols
-    raise _invalid("mxu", value, f"ROWSxCOLS with ROWS, COLS in 1..{MXU_MAX}")
 
 
 def _ops(value: str) -> tuple[OpKind, ...]:
@@ -203,7 +194,7 @@ def _path(value: str) -> str:
 _PARSERS: dict[str, Callable[[str], Any]] = {
     "backend": _backend,
     "precision": _precision,
-    "mxu": _mxu,
+    "mxu": parse_mxu,
     "ops": _ops,
     "report": _report,
     "clock_mhz": _clock,

@@ -246,5 +246,23 @@ def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
-__all__ = ["CONTRACT_PATH", "Field", "HwConfig", "Register", "ceil_div", "get_config",
-           "load_contract"]
+#: the largest ROWS or COLS an ``mxu`` option may name (backends narrow it further)
+MXU_MAX = 64
+
+
+def parse_mxu(value: str) -> tuple[int, int]:
+    """``"ROWSxCOLS"`` as (rows, cols): the one reading of an array geometry, shared by the
+    delegate option ``mxu`` and the RTL builds (which sit below the delegate)."""
+    import re
+
+    match = re.fullmatch(r"\s*(\d+)\s*[xX]\s*(\d+)\s*", value)
+    if match:
+        rows, cols = int(match.group(1)), int(match.group(2))
+        if 1 <= rows <= MXU_MAX and 1 <= cols <= MXU_MAX:
+            return rows, cols
+    raise ValueError(f"dtpu: option 'mxu'={value!r} is invalid; expected ROWSxCOLS with ROWS, COLS "
+                     f"in 1..{MXU_MAX}")
+
+
+__all__ = ["CONTRACT_PATH", "Field", "HwConfig", "MXU_MAX", "Register", "ceil_div", "get_config",
+           "load_contract", "parse_mxu"]

@@ -41,7 +41,8 @@ INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 STREAMS_IN = ("wgt", "act")
 STREAM_OUT = "res"
-_U64 = np.dtype("<u8")
+#: the dtype of a 64-bit bus word (little-endian, as on every AXI port)
+U64 = np.dtype("<u8")
 
 
 class StreamStarved(RuntimeError):
@@ -354,7 +355,9 @@ class JobSetup:
     pf_count: int = 0
 
 
-class _Error(Exception):
+class JobRefused(Exception):
+    """A job the core refuses or aborts: ``bits`` are the ERR flags it sets."""
+
     def __init__(self, bits: int):
         self.bits = bits
 
@@ -365,8 +368,8 @@ class Core:
     def __init__(self, cfg: HwConfig | None = None) -> None:
         self.cfg = cfg or get_config()
         c = self.cfg
-        self.wmem = np.zeros(c.WEIGHT_WORDS, _U64)
-        self.pmem = np.zeros((c.PARAM_ENTRIES, 2), _U64)
+        self.wmem = np.zeros(c.WEIGHT_WORDS, U64)
+        self.pmem = np.zeros((c.PARAM_ENTRIES, 2), U64)
         self._wgen = 0  # bumped by every memory write: keys the decoded-operand caches
         self._pgen = 0
         self._wcache: dict = {}
@@ -465,10 +468,10 @@ class Core:
         if stream not in STREAMS_IN:
             raise ValueError(f"unknown input stream {stream!r}; accepted: {', '.join(STREAMS_IN)}")
         w = np.asarray(words)
-        if w.dtype != _U64:
+        if w.dtype != U64:
             if w.dtype.kind not in "iu":
                 raise ValueError(f"stream words must be uint64, got {w.dtype}")
-            w = w.astype(_U64)
+            w = w.astype(U64)
         if w.size:
             self._in[stream].append((w.reshape(-1), bool(last)))
         if self._pending:
@@ -480,7 +483,7 @@ class Core:
             raise ValueError(f"unknown output stream {stream!r}; accepted: {STREAM_OUT}")
         self._require_idle()
         if not self._out:
-            words = np.zeros(0, _U64)
+            words = np.zeros(0, U64)
         else:
             words = np.concatenate(self._out) if len(self._out) != 1 else self._out[0]
         if n is None or n >= words.size:
@@ -513,9 +516,9 @@ class Core:
             if last and got < n:
                 early = True
         if early:
-            raise _Error(self.cfg.ERR_TLAST_EARLY)
+            raise JobRefused(self.cfg.ERR_TLAST_EARLY)
         if not last:
-            raise _Error(self.cfg.ERR_TLAST_MISSING)
+            raise JobRefused(self.cfg.ERR_TLAST_MISSING)
         self._words[stream] += n
         return chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
 
@@ -533,7 +536,7 @@ class Core:
     #
     # A START is handled in two steps, shared by the register/stream protocol and the compiled
     # fast path of dtpu.hw.fast: `_setup` latches and checks the job registers as the CONFIG state
-    # does (-> JobSetup, or _Error with the ERR bits), `_run_setup` runs the datapath on the
+    # does (-> JobSetup, or JobRefused with the ERR bits), `_run_setup` runs the datapath on the
     # stream words. Nothing below reads the register file after `_setup`.
 
     def _f(self, reg: str, name: str, regs=None) -> int:
@@ -556,7 +559,7 @@ class Core:
         """Input words the pending job consumes (0 for a job that fails its checks)."""
         try:
             return self._plan()[1]
-        except _Error:
+        except JobRefused:
             return {}
 
     def _flag(self, bits: int) -> None:
@@ -585,14 +588,14 @@ class Core:
         c = self.cfg
         try:
             plan, needs = self._plan()
-        except _Error as e:
+        except JobRefused as e:
             self._finish(JobRecord(self._opcode_name(), None, c.CFG_CYCLES, error=e.bits))
             return
         if any(self._available(s) < n for s, n in needs.items()):
             return  # wait for more pushes
         try:
             record = plan()
-        except _Error as e:
+        except JobRefused as e:
             record = JobRecord(self._opcode_name(), None, c.CFG_CYCLES, error=e.bits)
         self._finish(record)
 
@@ -603,7 +606,7 @@ class Core:
 
     def _setup(self, regs) -> "JobSetup":
         """The CONFIG state: latch the job registers from `regs` (offset -> value), derive the
-        job's geometry and run every check, in the RTL's order; raise _Error with the ERR bits."""
+        job's geometry and run every check, in the RTL's order; raise JobRefused with the ERR bits."""
         c = self.cfg
         op = self._f("JOB", "OPCODE", regs)
         if op == c.OPCODE_NOP:
@@ -611,13 +614,13 @@ class Core:
         if op in (c.OPCODE_LOAD_WGT, c.OPCODE_LOAD_PARAM):
             return self._setup_load(op, regs)
         if op not in (c.OPCODE_GEMM, c.OPCODE_DWCONV):
-            raise _Error(c.ERR_BAD_OPCODE)
+            raise JobRefused(c.ERR_BAD_OPCODE)
         prec = c.prec_of_code(self._f("JOB", "PREC", regs))
         if prec is None or prec not in c.ENABLED:
-            raise _Error(c.ERR_BAD_PRECISION)
+            raise JobRefused(c.ERR_BAD_PRECISION)
         out_mode, variant = self._f("JOB", "OUT_MODE", regs), self._f("JOB", "RQ_VARIANT", regs)
         if not mode_is_valid(c, prec, out_mode, variant):
-            raise _Error(c.ERR_BAD_MODE)
+            raise JobRefused(c.ERR_BAD_MODE)
         if op == c.OPCODE_GEMM:
             return self._setup_gemm(prec, out_mode, variant, regs)
         return self._setup_dw(prec, out_mode, variant, regs)
@@ -626,13 +629,13 @@ class Core:
         c = self.cfg
         addr, n = self._r("LOAD_ADDR", regs=regs), self._r("LOAD_COUNT", regs=regs)
         if n == 0:
-            raise _Error(c.ERR_BAD_DIMS)
+            raise JobRefused(c.ERR_BAD_DIMS)
         if op == c.OPCODE_LOAD_WGT:
             if addr + n > c.WEIGHT_WORDS:
-                raise _Error(c.ERR_WGT_RANGE)
+                raise JobRefused(c.ERR_WGT_RANGE)
             return JobSetup("LOAD_WGT", {"wgt": n}, addr=addr, count=n, cycles=load_cycles(c, n))
         if n % 2 or addr + n // 2 > c.PARAM_ENTRIES:
-            raise _Error(c.ERR_PARAM_RANGE)
+            raise JobRefused(c.ERR_PARAM_RANGE)
         return JobSetup("LOAD_PARAM", {"wgt": n}, addr=addr, count=n, cycles=load_cycles(c, n))
 
     def _compute_regs(self, prec: Precision, out_mode: int, regs) -> dict:
@@ -653,7 +656,7 @@ class Core:
             return 0, 0
         a = self._r("PF_ADDR", regs=regs)
         if a + n > c.WEIGHT_WORDS or (a < whi and wlo < a + n):
-            raise _Error(c.ERR_WGT_RANGE)
+            raise JobRefused(c.ERR_WGT_RANGE)
         return a, n
 
     @staticmethod
@@ -674,7 +677,7 @@ class Core:
         act = self._take("act", s.needs["act"])
         words, err = (self._gemm_words if s.opcode == "GEMM" else self._dw_words)(s, act)
         if err & c.ERR_FATAL_MASK:
-            raise _Error(err)
+            raise JobRefused(err)
         self._out.append(words)
         self._words["res"] += words.size
         return JobRecord(s.opcode, s.prec.value, s.cycles, words_in=dict(s.needs),
@@ -804,7 +807,7 @@ class Core:
         if per != n:
             pad = np.zeros(values.shape[:-1] + (per - n,), values.dtype)
             values = np.concatenate([values, pad], axis=-1)
-        return np.ascontiguousarray(values).reshape(-1).view(_U64)
+        return np.ascontiguousarray(values).reshape(-1).view(U64)
 
     # -- GEMM ---------------------------------------------------------------------------------
 
@@ -813,16 +816,16 @@ class Core:
         m, kw, nt = (self._r("GEMM_M", regs=regs), self._r("GEMM_KW", regs=regs),
                      self._r("GEMM_NT", regs=regs))
         if 0 in (m, kw, nt):
-            raise _Error(c.ERR_BAD_DIMS)
+            raise JobRefused(c.ERR_BAD_DIMS)
         if kw > c.ACT_WORDS:
-            raise _Error(c.ERR_ACT_CAPACITY)
+            raise JobRefused(c.ERR_ACT_CAPACITY)
         wb = self._r("WGT_BASE", regs=regs)
         if wb % c.COLS or wb + nt * kw * c.COLS > c.WEIGHT_WORDS:
-            raise _Error(c.ERR_WGT_RANGE)
+            raise JobRefused(c.ERR_WGT_RANGE)
         pf_addr, pf_count = self._setup_prefetch(regs, wb, wb + nt * kw * c.COLS)
         pb = self._r("PARAM_BASE", regs=regs)
         if out_mode != c.OUT_MODE_RAW and (pb % c.COLS or pb + nt * c.COLS > c.PARAM_ENTRIES):
-            raise _Error(c.ERR_PARAM_RANGE)
+            raise JobRefused(c.ERR_PARAM_RANGE)
         lanes_n, _ = out_lanes(c, prec, out_mode)
         wps = ceil_div(c.COLS, lanes_n)
         return JobSetup("GEMM", self._compute_needs(m * kw, pf_count), prec=prec,
@@ -839,7 +842,7 @@ class Core:
         params = self._params(s.pb, s.nt * c.COLS, s.prec, s.out_mode) if s.out_mode != c.OUT_MODE_RAW else None
         y, err = self._post(acc, s.prec, s.out_mode, s.variant, params, err, s.act_min, s.act_max)
         if err & c.ERR_FATAL_MASK:
-            return np.zeros(0, _U64), err
+            return np.zeros(0, U64), err
         return self._pack_lanes(y.reshape(s.m * s.nt, c.COLS), s.lanes_n), err
 
     def _gemm_weights(self, prec: Precision, wb: int, kw: int, nt: int, dtype, off: int):
@@ -940,33 +943,33 @@ class Core:
         c = self.cfg
         g = self._dw_geometry(regs)
         if 0 in (g.ih, g.iw, g.oh, g.ow, g.kh, g.kw, g.sy, g.sx, g.dy, g.dx, g.gc, g.nchunk):
-            raise _Error(c.ERR_BAD_DIMS)
+            raise JobRefused(c.ERR_BAD_DIMS)
         # every output window must start inside the padded plane and touch the image
         for o, i, p, s, k, d in ((g.oh, g.ih, g.pt, g.sy, g.kh, g.dy), (g.ow, g.iw, g.pl, g.sx, g.kw, g.dx)):
             if p > (k - 1) * d or (o - 1) * s - p > i - 1:
-                raise _Error(c.ERR_BAD_DIMS)
+                raise JobRefused(c.ERR_BAD_DIMS)
         tc = g.tap_cycles
         if tc < 1 or tc > c.COLS or tc & (tc - 1):
-            raise _Error(c.ERR_BAD_DIMS)
+            raise JobRefused(c.ERR_BAD_DIMS)
         if g.lb_rows < (g.kh - 1) * g.dy + 1 or g.lb_rows * g.row_stride(c.COLS) > c.ACT_WORDS:
-            raise _Error(c.ERR_ACT_CAPACITY)
+            raise JobRefused(c.ERR_ACT_CAPACITY)
         groups = g.gc * g.nchunk
         gp = ceil_div(groups, c.COLS) * c.COLS
         wb = self._r("WGT_BASE", regs=regs)
         if wb % c.COLS or wb + g.kh * g.kw * gp > c.WEIGHT_WORDS:
-            raise _Error(c.ERR_WGT_RANGE)
+            raise JobRefused(c.ERR_WGT_RANGE)
         pf_addr, pf_count = self._setup_prefetch(regs, wb, wb + g.kh * g.kw * gp)
         L = prec.lanes
         pb = self._r("PARAM_BASE", regs=regs)
         if out_mode != c.OUT_MODE_RAW and (pb % c.COLS or pb + groups * L > c.PARAM_ENTRIES):
-            raise _Error(c.ERR_PARAM_RANGE)
+            raise JobRefused(c.ERR_PARAM_RANGE)
         key = (g, c.COLS)
         conflict = self._dwcache.get(("conflict",) + key)
         if conflict is None:
             conflict = dw_bank_conflict(c.COLS, g.ow, g.gc, g.sx, tc)
             self._dwcache[("conflict",) + key] = conflict
         if conflict:
-            raise _Error(c.ERR_BANK_CONFLICT)
+            raise JobRefused(c.ERR_BANK_CONFLICT)
         lanes_n, _ = out_lanes(c, prec, out_mode)
         wpi = ceil_div(L, lanes_n)
         n_in = g.nchunk * g.ih * g.iw * g.gc
@@ -995,7 +998,7 @@ class Core:
         y, err = self._post(acc.reshape(g.nchunk, g.oh, g.ow, g.gc * L), s.prec, s.out_mode,
                             s.variant, params, err, s.act_min, s.act_max)
         if err & c.ERR_FATAL_MASK:
-            return np.zeros(0, _U64), err
+            return np.zeros(0, U64), err
         return self._pack_lanes(y.reshape(-1, L), s.lanes_n), err
 
     def _dw_weights(self, prec: Precision, g: DwGeometry, wb: int, gp: int, dtype, off: int):

@@ -58,7 +58,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from dtpu.hw import kernels
-from dtpu.hw.core import Core, JobSetup, _Error, _U64
+from dtpu.hw.core import Core, JobSetup, JobRefused, U64
 from dtpu.precision import Precision
 
 log = logging.getLogger(__name__)
@@ -216,7 +216,7 @@ def compile_job(core: Core, regs, fused: bool = True, kernels_ok: bool | None = 
     try:
         setup = core._setup(file)
         error = 0
-    except _Error as e:
+    except JobRefused as e:
         setup, error = None, e.bits
     missing = file.read - written
     if missing:
@@ -448,7 +448,7 @@ class _FusedGemm(CompiledJob):
             out = (np.empty((self.m, self.C), self.lane_dtype) if out is None
                    else out.reshape(self.m, self.C))
             plan.finish(v, out)
-        return out.reshape(-1).view(_U64), 0
+        return out.reshape(-1).view(U64), 0
 
 
 class _FusedDw(CompiledJob):
@@ -569,7 +569,7 @@ class _FusedDw(CompiledJob):
         out = (np.empty(self.out_shape, self.lane_dtype) if out is None
                else out.reshape(self.out_shape))
         np.floor(acc.reshape(self.grid_shape)[:, :g.oh, :g.ow, :], out=out, casting="unsafe")
-        return out.reshape(-1).view(_U64), 0   # REQUANT: L lanes fill whole words
+        return out.reshape(-1).view(U64), 0   # REQUANT: L lanes fill whole words
 
 
 # ------------------------------------------------------------------------------------------------
@@ -707,7 +707,7 @@ class _KernelGemm(CompiledJob):
         out = (np.empty((self.m, self.C), self.lane_dtype) if out is None
                else out.reshape(self.m, self.C))
         err = self.warn if self.post(acc, out) else 0
-        return out.reshape(-1).view(_U64), err
+        return out.reshape(-1).view(U64), err
 
 
 class _KernelDw(CompiledJob):
@@ -747,7 +747,7 @@ class _KernelDw(CompiledJob):
         shape = self.shape
         out = (np.empty(shape, self.lane_dtype) if out is None else out.reshape(shape))
         err = self.warn if self.dw(x, self.acc, out) else 0
-        return out.reshape(-1).view(_U64), err
+        return out.reshape(-1).view(U64), err
 
 
 # ------------------------------------------------------------------------------------------------
@@ -782,8 +782,8 @@ def execute(core: Core, job: CompiledJob, words: np.ndarray | None,
         if words is None or words.size != n:
             got = 0 if words is None else words.size
             raise ValueError(f"{job.opcode}: {got} words for s_axis_{job.stream}, the job takes {n}")
-        if words.dtype != _U64:
-            words = words.astype(_U64)
+        if words.dtype != U64:
+            words = words.astype(U64)
         core._words[job.stream] += n
     if job.pf_count:
         if pf is None or pf.size != job.pf_count:
@@ -791,7 +791,7 @@ def execute(core: Core, job: CompiledJob, words: np.ndarray | None,
             raise ValueError(f"{job.opcode}: {got} prefetch words for s_axis_wgt, PF_COUNT is "
                              f"{job.pf_count}")
         core._words["wgt"] += job.pf_count
-        core._write_weights(job.pf_addr, pf if pf.dtype == _U64 else pf.astype(_U64))
+        core._write_weights(job.pf_addr, pf if pf.dtype == U64 else pf.astype(U64))
     res, err = job.run(core, words, out)
     if err & c.ERR_FATAL_MASK:
         cycles = c.CFG_CYCLES

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from dtpu.hw.config import HwConfig, get_config
+from dtpu.hw.config import HwConfig, get_config, parse_mxu
 
 log = logging.getLogger(__name__)
 
@@ -120,8 +120,7 @@ class SimConfig:
     def from_mxu(cls, mxu: tuple[int, int] | str = (8, 8), waves: bool = False,
                  memory: tuple[int, int, int] | None = None) -> "SimConfig":
         if isinstance(mxu, str):
-            from dtpu.delegate.options import _mxu
-            mxu = _mxu(mxu)
+            mxu = parse_mxu(mxu)
         rows, cols = (int(v) for v in mxu)
         if rows != 8 or cols < 2 or cols & (cols - 1):
             raise ValueError(f"backend=rtl: mxu={rows}x{cols}; the DTPU has ROWS=8 (the int8 lanes "
@@ -445,6 +444,29 @@ def build_native(config: SimConfig | None = None, *, force: bool = False,
 #: the 2.0 top level (hw/rtl/dtpu_cl_top.v): the 1.2 registers and streams, the 2.0 registers,
 #: an AXI4 master to memory
 TOPLEVEL_CL = "dtpu_cl_top"
+
+#: environment variable forcing the simulated top: dtpu_axi (1.2) or dtpu_cl_top (2.0 lists)
+TOP_ENV = "DTPU_RTL_TOP"
+
+
+def choose_top(path: str = "auto", precision: str = "auto") -> str:
+    """The simulated top for delegate options ``path`` and ``precision``, written once for the
+    in-process core (dtpu.backends.rtl) and `dtpu run --backend rtl` (dtpu.rtl.cli): the
+    contract-2.0 top (dtpu_cl_top, command lists) unless ``path=jobs`` or a forced precision
+    asks for the job-by-job path, which the 1.2 top (dtpu_axi) runs; ``$DTPU_RTL_TOP`` forces
+    either. ``path=auto`` takes the 2.0 top, as backend=model and the 2.0 overlay take command
+    lists: the same default path on every backend, so their reports compare. Its CL_CYCLES
+    equal the golden model's Timeline on the zoo (docs/rtl.md, "Contract 2.0: RUN / POST cycles
+    against the Timeline"); the 1.2 top's CYCLES equal backend=model's job by job."""
+    forced = os.environ.get(TOP_ENV, "").strip()
+    if forced:
+        if forced not in (TOPLEVEL, TOPLEVEL_CL):
+            raise ValueError(f"backend=rtl: ${TOP_ENV}={forced!r}; accepted: {TOPLEVEL}, "
+                             f"{TOPLEVEL_CL}")
+        return forced
+    path, precision = str(path).strip().lower(), str(precision).strip().lower()
+    jobs = path == "jobs" or (path == "auto" and precision != "auto")
+    return TOPLEVEL if jobs else TOPLEVEL_CL
 NATIVE_CL_SOURCE = Path(__file__).with_name("native_cl.cpp")
 AXI_MEM_HEADER = Path(__file__).with_name("axi_mem.h")
 NATIVE_CL_HEADERS = (*NATIVE_HEADERS, AXI_MEM_HEADER)
@@ -573,5 +595,5 @@ def build_axi_mem(*, force: bool = False) -> Path:
 
 
 __all__ = ["BUILD_ARGS", "BuildInfo", "NATIVE_CL_LIBRARY", "NATIVE_LIBRARY", "RtlBuildError",
-           "SimConfig", "TOPLEVEL", "TOPLEVEL_CL", "build", "build_axi_mem", "build_key",
-           "build_native", "build_native_cl", "cache_root", "ensure_verilator", "rtl_dir"]
+           "SimConfig", "TOPLEVEL", "TOPLEVEL_CL", "TOP_ENV", "build", "build_axi_mem", "build_key",
+           "build_native", "build_native_cl", "cache_root", "choose_top", "ensure_verilator", "rtl_dir"]

@@ -1,7 +1,7 @@
 """`dtpu run MODEL --backend rtl`: the same command, run inside the RTL simulation.
 
 Rather than a second implementation of `dtpu run`, the parent builds the Verilated core and
-runs :func:`dtpu.cli._run` itself inside the simulator (where backend=rtl has its transport),
+runs :func:`dtpu.run.run` itself inside the simulator (where backend=rtl has its transport),
 with the parsed arguments. Its output (the per-invoke lines, report tables or JSON lines, the
 verdict) is streamed back to this process's stdout/stderr while a progress bar shows the
 jobs, and its return value is the exit status: 0 only when the delegated outputs equal the CPU
@@ -14,35 +14,21 @@ import argparse
 import sys
 from typing import TextIO
 
-from dtpu.rtl.build import TOPLEVEL, TOPLEVEL_CL, RtlBuildError
+from dtpu.rtl.build import RtlBuildError, choose_top
 from dtpu.rtl.simulate import Simulation
+from dtpu.run import run
 
 
 def _run_inside(fields: dict) -> int:
-    from dtpu.cli import _run
-
-    return _run(argparse.Namespace(**fields))
+    return run(argparse.Namespace(**fields))
 
 
 def _top(args: argparse.Namespace) -> str:
-    """The simulated top, as for the in-process core (dtpu.backends.rtl): the 2.0 one
-    (dtpu_cl_top, command lists) unless ``--option path=jobs`` or a forced ``precision`` asks for
-    the job-by-job path (the 1.2 dtpu_axi); ``$DTPU_RTL_TOP`` forces either."""
-    import os
-
-    from dtpu.backends.rtl import TOP_ENV
-
-    forced = os.environ.get(TOP_ENV, "").strip()
-    if forced:
-        if forced not in (TOPLEVEL, TOPLEVEL_CL):
-            raise ValueError(f"${TOP_ENV}={forced!r}; accepted: {TOPLEVEL}, {TOPLEVEL_CL}")
-        return forced
+    """The simulated top for these arguments, chosen as for the in-process core."""
     opts = {k.strip(): v.strip().lower()
             for k, _, v in (o.partition("=") for o in getattr(args, "option", []) or [])}
-    path = opts.get("path", "auto")
-    precision = str(getattr(args, "precision", None) or opts.get("precision", "auto")).lower()
-    jobs = path == "jobs" or (path == "auto" and precision != "auto")
-    return TOPLEVEL if jobs else TOPLEVEL_CL
+    precision = getattr(args, "precision", None) or opts.get("precision", "auto")
+    return choose_top(opts.get("path", "auto"), precision)
 
 
 def run_in_simulator(args: argparse.Namespace, human: TextIO) -> int:

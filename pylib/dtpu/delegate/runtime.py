@@ -131,7 +131,34 @@ class DelegateState:
         self.history: list[Report] = []          # for report=summary, bounded below
         self.closed = False
         self.runtime: str | None = None          # the host TFLite runtime, found at first Prepare
+        # One delegate Prepare at a time: its kernels are created inside TFLite's
+        # ReplaceNodeSubsetsWithDelegateKernels, between dtpu_py_select and dtpu_py_select_done,
+        # and take their nodes from `preparing` / `pending`; interpreters built concurrently on
+        # this delegate from several threads would otherwise see each other's Prepare.
+        self._prepare_lock = threading.Lock()
+        self._prepare_owner: int | None = None
+        self._prepare_depth = 0
         log.debug("delegate %d created: %s", self.id, options.to_dict())
+
+    def begin_prepare(self) -> None:
+        """Wait until no other thread is in a delegate Prepare on this delegate (end_prepare).
+
+        Held across C code (TFLite's node replacement), so it is a lock of its own, taken before
+        LOCK and never while holding it. Counted per thread: a nested Prepare on the same thread
+        behaves as it did without the lock instead of deadlocking."""
+        me = threading.get_ident()
+        if self._prepare_owner != me:
+            self._prepare_lock.acquire()
+            self._prepare_owner = me
+        self._prepare_depth += 1
+
+    def end_prepare(self) -> None:
+        if self._prepare_owner != threading.get_ident():
+            return
+        self._prepare_depth -= 1
+        if self._prepare_depth == 0:
+            self._prepare_owner = None
+            self._prepare_lock.release()
 
     @property
     def enabled_precisions(self):

@@ -103,6 +103,7 @@ def test_interpreters_created_concurrently_on_one_delegate(backend, dtpu_so, tfl
             it = tfl.Interpreter(model_path=str(path), experimental_delegates=[shared])
             it.allocate_tensors()
             claimed.append(sum(op["op_name"] == "DELEGATE" for op in it._get_ops_details()))
+            # (int16x8: XNNPACK, applied after the DTPU, claims none of it)
             cpu = _cpu(tfl, path)
             for s in range(3):
                 inputs = random_inputs(cpu, seed + s)

@@ -613,9 +613,155 @@ def test_large_sweep():
     assert not found, "\n".join(f"{r}: {why}" for r, why in found)
 
 
+# -- the plain TFLite API: Interpreter(model_path=..., experimental_delegates=[load_delegate(...)]) --
+
+PLAIN_TIMEOUT = 60.0
+
+
+def _plain(path: str, mode: str) -> None:
+    """One child run of the plain TFLite API on a model file (issue 24.9): `mode` "cpu" (no
+    delegate, dtpu never imported), "loaded" (dtpu.so loaded, not applied: the control, same
+    address-space layout as a delegated run) or a backend name (applied). Prints one JSON line:
+    the number of DTPU partitions, the outputs' digest, the dtpu logger's warnings."""
+    import logging
+
+    import numpy as np
+
+    from dtpu import tflite
+
+    warnings: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            warnings.append(record.getMessage())
+
+    logging.getLogger("dtpu").addHandler(Keep(logging.WARNING))
+    delegates = []
+    if mode != "cpu":
+        import dtpu
+
+        delegate = tflite.load_delegate(dtpu.delegate_path(), {"backend": "reference" if mode ==
+                                                                "loaded" else mode})
+        delegates = [] if mode == "loaded" else [delegate]
+    interpreter = tflite.Interpreter(model_path=path, experimental_delegates=delegates)
+    interpreter.allocate_tensors()
+    for index, value in _inputs(interpreter, 0):
+        interpreter.set_tensor(index, value)
+    interpreter.invoke()
+    outputs = [interpreter.get_tensor(i).copy() for i in interpreter._interpreter.OutputIndices()]
+    delegated = 0       # DTPU partitions (DELEGATE nodes may also be XNNPACK's, on floats)
+    if mode not in ("cpu", "loaded"):
+        report = dtpu.last_report()
+        delegated = report.partitions if report is not None else 0
+    print(json.dumps({"delegated": delegated, "outputs": _digest(outputs), "warnings": warnings}))
+
+
+def plain_run(path: Path, mode: str) -> dict:
+    """_plain in a fresh process: its JSON, or {"died": how} (a signal, a hang, an exception)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "pylib") + os.pathsep + str(ROOT),
+               DTPU_LOG_LEVEL="error", PYTHONFAULTHANDLER="1")
+    try:
+        done = subprocess.run([sys.executable, __file__, "--plain", str(path), mode], env=env,
+                              cwd=ROOT, capture_output=True, text=True, timeout=PLAIN_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return {"died": "hang"}
+    if done.returncode != 0:
+        how = f"signal {-done.returncode}" if done.returncode < 0 else f"exit {done.returncode}"
+        return {"died": how, "stderr": done.stderr[-1500:]}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def judge_plain(recipe: Recipe, tmp: Path, log=None) -> tuple[str, str | None]:
+    """(category, violation or None) of one mutant through the plain TFLite API with model_path.
+
+    Categories: "cpu_died" / "cpu_failed" (the CPU alone does not run it), "cpu_ok" (model_check
+    accepts it: every backend's outputs equal the CPU's), "cpu_ok_unchecked" (model_check refuses
+    it: the delegate must claim nothing and say why in one warning). A delegated run that dies
+    or fails counts only when the control (dtpu.so loaded, not applied: the same layout of the
+    address space) survives: TFLite's InterpreterBuilder follows the damaged offsets before any
+    delegate is called, and whether its stray reads fault depends on what is mapped there.
+    """
+    from dtpu import model_check
+
+    path = tmp / f"{recipe.kind}_{recipe.seed}_{recipe.model}"
+    data = mutant(recipe)
+    path.write_bytes(data)
+    try:
+        model_check.check_bytes(data, path.name)
+        refused = None
+    except ValueError as exc:
+        refused = str(exc)
+    cpu = plain_run(path, "cpu")
+    if cpu.get("died"):
+        return "cpu_died" if cpu["died"].startswith(("signal", "hang")) else "cpu_failed", None
+    category = "cpu_ok" if refused is None else "cpu_ok_unchecked"
+    bad = {}
+    for backend in BACKENDS:
+        got = plain_run(path, backend)
+        if got.get("died"):
+            control = plain_run(path, "loaded")
+            if control.get("died"):
+                if log:
+                    log(f"{recipe}: {got['died']} with {backend}, and without the delegate applied "
+                        f"too ({control['died']}): TFLite's own")
+                continue
+            bad[backend] = f"{got['died']}: {got.get('stderr', '')[-400:]}"
+        elif refused is not None:
+            said = [w for w in got["warnings"] if "fails the delegate's checks" in w]
+            if got["delegated"] or len(said) != 1 or refused not in said[0]:
+                bad[backend] = (f"model_check refuses it ({refused}) but the delegate claimed "
+                                f"{got['delegated']} partition(s) and warned {got['warnings']}")
+        elif got["outputs"] != cpu["outputs"]:
+            bad[backend] = "outputs differ"
+    return category, (f"plain API: {bad}" if bad else None)
+
+
+# Mutants that dtpu.model_check refuses and that TFLite's CPU interpreter loads and runs from a
+# file; before issue 24.9 the delegate read their tensors (built from bytes outside the file).
+PLAIN_REFUSED = [
+    # a tensor's name offset past the file: TFLite keeps the pointer unread and runs the model
+    Recipe("dw_i10x10x7_m1_k3x3_s2x2_same_relu6__int8_per_tensor.tflite", "name", 510694214),
+    Recipe("conv_i8x8x3_o5_k3x3_s1x1_same_none__int8.tflite", "name", 484468761),
+    # a shape vector's offset 64 KiB past the file: the SIGBUS of the issue, inside TFLite's
+    # InterpreterBuilder::ParseTensors whenever dtpu.so is loaded (applied or not), before any
+    # delegate callback: the control dies too, so it is TFLite's own and not counted
+    Recipe("dw_i10x10x7_m1_k3x3_s2x2_same_relu6__uint8_fakequant.tflite", "int32", 415237648),
+]
+
+
+def _plain_sweep(todo, tmp):
+    found, stats = [], {"cpu_ok": 0, "cpu_ok_unchecked": 0, "cpu_failed": 0, "cpu_died": 0}
+    for recipe in todo:
+        category, bad = judge_plain(recipe, tmp)
+        stats[category] += 1
+        if bad:
+            found.append((recipe, bad))
+    return found, stats
+
+
+def test_plain_tflite_api_with_the_delegate(tmp_path):
+    """Issue 24.9: a handful of mutants through Interpreter(model_path=...,
+    experimental_delegates=[load_delegate(...)]), each in its own processes (a crash fails the
+    test, not pytest); `slow` runs more."""
+    todo = PLAIN_REFUSED + recipes(int(os.environ.get("DTPU_FUZZ_PLAIN_COUNT", "2")), seed=24)
+    found, stats = _plain_sweep(todo, tmp_path)
+    assert stats["cpu_ok"] + stats["cpu_ok_unchecked"] > 0, stats
+    assert not found, "\n".join(f"{r}: {why}" for r, why in found)
+
+
+@pytest.mark.slow
+def test_plain_tflite_api_sweep(tmp_path):
+    found, stats = _plain_sweep(recipes(80, seed=2409), tmp_path)
+    assert stats["cpu_ok_unchecked"] > 0, stats
+    assert not found, "\n".join(f"{r}: {why}" for r, why in found)
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--worker"]:
         _worker(sys.argv[2])
+        sys.exit(0)
+    if sys.argv[1:2] == ["--plain"]:
+        _plain(sys.argv[2], sys.argv[3])
         sys.exit(0)
     import argparse
 

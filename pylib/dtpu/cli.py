@@ -244,10 +244,12 @@ def _run(args: argparse.Namespace) -> int:
     if args.report == "json":
         for r in reports:
             print(json.dumps(r.to_dict(), default=str))
-    elif args.report == "table":
-        for i, r in enumerate(reports):
-            print(f"-- invoke {i}", file=human)
-            print(r.table(), end="", file=human)
+    elif args.report == "table" and reports:
+        # one table over the invokes: the first (it compiles and loads weights) apart, the
+        # means over the steady state after it
+        from dtpu.report import format_table
+
+        print(format_table(reports), end="", file=human)
     agree = not problems
     summary: dict[str, Any] = {"type": "summary", "model": str(model), "backend": backend,
                                "invokes": args.invokes, "agree": agree, "max_difference": worst,
@@ -284,7 +286,9 @@ def _add_run(sub) -> None:
     p.add_argument("--report", choices=("table", "json", "none"), default="table",
                    help="per-invoke reports: tables, JSON lines on stdout (human text then goes to "
                    "stderr), or none")
-    p.add_argument("--invokes", type=int, default=1, help="invokes, each with new inputs (default 1)")
+    p.add_argument("--invokes", type=int, default=3,
+                   help="invokes, each with new inputs (default 3: the first, which compiles and "
+                        "loads weights, and a steady state after it)")
     p.add_argument("--seed", type=int, default=0, help="seed of the first invoke's inputs")
     p.add_argument("--ops", default=None, help="op kinds the delegate may claim (delegate option ops)")
     p.add_argument("--precision", default=None, help="delegate option precision")

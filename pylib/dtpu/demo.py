@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import dtpu
     from dtpu import tflite
-    from dtpu.report import format_table
+    from dtpu.report import cpu_summary, format_table
 
     model = args.model or next((p for p in CANDIDATES if p.exists()), None)
     if model is None or not model.exists():
@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     claimed = [n.node for n in report.nodes] if report else []
     print(f"ops in the model: {graph_ops}")
     print(f"delegated to the DTPU ({report.backend if report else '-'}): {len(claimed)} nodes "
-          f"{claimed}; left on the CPU: {len(report.rejected) if report else 0} conv-like nodes")
+          f"{claimed}; " + (cpu_summary(report) if report else "left on the CPU: every node"))
     verdict = "bit-exact" if agree else "DIFFERENT"
     print(f"outputs over {len(t_ours)} invokes: {verdict} (max difference {worst:g})")
     # the first invoke compiles jobs and loads weights: shown apart from the steady state

@@ -150,7 +150,8 @@ def install(ffi, lib) -> None:
         try:
             if k is None:
                 raise rt.DelegateError(f"unknown kernel handle {kernel_handle}")
-            step(k)
+            with k.state.serial:
+                step(k)
             return 0
         except Exception as exc:
             label = f" (nodes {k.label})" if k is not None else ""
@@ -174,6 +175,7 @@ def install(ffi, lib) -> None:
             with rt.LOCK:
                 k = rt.KERNELS.pop(kernel_handle, None)
             if k is not None:
-                k.free()
+                with k.state.serial:
+                    k.free()
         except Exception:
             log.exception("freeing delegate kernel %d", kernel_handle)

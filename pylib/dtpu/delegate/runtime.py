@@ -36,6 +36,7 @@ import numpy as np
 from dtpu import backends
 from dtpu.backends.base import Backend, HwCounters, Probes
 from dtpu.delegate import graph as g
+from dtpu.delegate import model_file
 from dtpu.delegate.options import DelegateOptions, apply_log_level, restore_log_level
 from dtpu.delegate.support import Decision, analyze, constants_reason, dataflow_reason
 from dtpu.report import (HW_FIELDS, STORE, JsonLinesSink, NodeRecord, Report, empty_host,
@@ -68,6 +69,11 @@ def runtime_name() -> str:
         except Exception:  # the host may be a C++ program with no Python TFLite
             _runtime_name.append("unknown")
     return _runtime_name[0]
+
+
+# Why a node of another kind stays on the CPU (report.rejected); None: any other operator.
+NOT_CLAIMABLE = {51: "already delegated (a node of another delegate)",
+                 None: "not an operator the DTPU runs"}
 
 
 class DelegateError(Exception):
@@ -131,34 +137,27 @@ class DelegateState:
         self.history: list[Report] = []          # for report=summary, bounded below
         self.closed = False
         self.runtime: str | None = None          # the host TFLite runtime, found at first Prepare
-        # One delegate Prepare at a time: its kernels are created inside TFLite's
-        # ReplaceNodeSubsetsWithDelegateKernels, between dtpu_py_select and dtpu_py_select_done,
-        # and take their nodes from `preparing` / `pending`; interpreters built concurrently on
-        # this delegate from several threads would otherwise see each other's Prepare.
-        self._prepare_lock = threading.Lock()
-        self._prepare_owner: int | None = None
-        self._prepare_depth = 0
+        # One delegate Prepare, kernel Prepare, Invoke or free at a time per delegate: kernels
+        # are created inside TFLite's ReplaceNodeSubsetsWithDelegateKernels, between
+        # dtpu_py_select and dtpu_py_select_done, and take their nodes from `preparing` /
+        # `pending`; and the backend is one device, whose Prepare (weights, the on-chip plan)
+        # must not interleave with another interpreter's invoke. Re-entrant: a thread holding it
+        # through a delegate Prepare creates kernels under it.
+        self.serial = threading.RLock()
         log.debug("delegate %d created: %s", self.id, options.to_dict())
 
     def begin_prepare(self) -> None:
-        """Wait until no other thread is in a delegate Prepare on this delegate (end_prepare).
-
-        Held across C code (TFLite's node replacement), so it is a lock of its own, taken before
-        LOCK and never while holding it. Counted per thread: a nested Prepare on the same thread
-        behaves as it did without the lock instead of deadlocking."""
-        me = threading.get_ident()
-        if self._prepare_owner != me:
-            self._prepare_lock.acquire()
-            self._prepare_owner = me
-        self._prepare_depth += 1
+        """Wait until no other thread uses this delegate, and hold it through the delegate
+        Prepare (end_prepare, called by dtpu_py_select_done, which C always calls). Held across
+        C code (TFLite's node replacement), so it is taken before LOCK and never while holding
+        it."""
+        self.serial.acquire()
 
     def end_prepare(self) -> None:
-        if self._prepare_owner != threading.get_ident():
-            return
-        self._prepare_depth -= 1
-        if self._prepare_depth == 0:
-            self._prepare_owner = None
-            self._prepare_lock.release()
+        try:
+            self.serial.release()
+        except RuntimeError:   # not held by this thread (its select never began): nothing to do
+            pass
 
     @property
     def enabled_precisions(self):
@@ -211,16 +210,34 @@ class DelegateState:
                 cache[index] = g.read_tensor(ffi, ctx, index)
             return cache[index]
 
+        def output_name(node: g.NodeInfo) -> str:
+            try:
+                return tensor(node.outputs[0]).name if node.outputs and node.outputs[0] >= 0 else ""
+            except IndexError:
+                return ""
+
         OBSERVED["nodes"], OBSERVED["tensors"] = {}, {}
         nodes = [g.read_node(ffi, ctx, index) for index in plan_nodes]
-        cyclic = dataflow_reason(nodes)
+        whole = dataflow_reason(nodes)       # a reason that keeps every node on the CPU
+        damaged = model_file.refusal(ffi, ctx)
+        if damaged is not None:
+            # nothing of the model is read: its tensors were built from bytes outside the file
+            if ("damaged", damaged) not in self.logged:
+                self.logged.add(("damaged", damaged))
+                log.warning("dtpu: the model fails the delegate's checks, every node stays on "
+                            "the CPU: %s", damaged)
+            whole = f"the model file fails the delegate's checks: {damaged}"
         for node in nodes:
             index = node.index
             OBSERVED["nodes"][index] = (node.builtin_code, node.inputs, node.outputs)
             if node.builtin_code not in (3, 4, 9):
+                # listed in the report, not logged (most graphs have many such nodes)
+                graph.rejected.append({"node": index, "op": node.op, "name": output_name(node),
+                                       "reason": NOT_CLAIMABLE.get(node.builtin_code,
+                                                                   NOT_CLAIMABLE[None])})
                 continue
-            if cyclic is not None:
-                decision = Decision(spec=None, reason=cyclic)
+            if whole is not None:
+                decision = Decision(spec=None, reason=whole)
             else:
                 try:
                     decision = self.placed(analyze(node, tensor, self.options, runtime,
@@ -238,14 +255,11 @@ class DelegateState:
                 claimed.append(index)
                 self.pending[index] = (node, decision, step)
             else:
-                try:
-                    name = tensor(node.outputs[0]).name if node.outputs and node.outputs[0] >= 0 else ""
-                except IndexError:
-                    name = ""
+                name = output_name(node)
                 graph.rejected.append({"node": index, "op": node.op, "name": name,
                                        "reason": decision.reason})
                 key = (index, node.op, name, decision.reason)
-                if key not in self.logged:
+                if damaged is None and key not in self.logged:   # damaged: said once above
                     self.logged.add(key)
                     log.info("node %d (%s %s) stays on the CPU: %s", index, node.op, name,
                              decision.reason)
@@ -420,7 +434,8 @@ class GraphState:
         self.current = Report(seq=next(_report_seq), delegate=self.delegate.id, graph=self.id,
                               backend=self.delegate.options.backend, runtime=runtime_name(),
                               started_unix=time.time(), rejected=list(self.rejected),
-                              first=self.prepare_us is not None, prepare_us=self.prepare_us)
+                              first=self.prepare_us is not None, prepare_us=self.prepare_us,
+                              partitions=len(self.kernels))
         self.prepare_us = None
         self.stamps = []
         self.ran = set()
@@ -682,19 +697,19 @@ class PartitionKernel:
         counters = self.state.backend.invoke_partition(
             prog, index, [views[i] for i in self.list_inputs],
             {n: views[y] for n, y in self.list_outputs.items()}, probes)
-        timing_total: dict[str, float] = {}
+        # The host's phases (and a simulator's wall time) are the partition's: one doorbell runs
+        # all of its nodes, so they go on the partition's record; each node keeps its own
+        # device time (hw.latency_us, from its cycles), none of the host's.
+        timing_total = {name: sec * 1e6 for name, sec in probes.seconds.items()}
         steps = self.list_steps
-        for i, (step, cnt) in enumerate(zip(steps, counters)):
-            timing = dict(_ZERO_TIMING)
-            if i == len(steps) - 1:
-                for name, sec in probes.seconds.items():
-                    timing[name] = timing.get(name, 0.0) + sec * 1e6
-                    timing_total[name] = timing_total.get(name, 0.0) + sec * 1e6
+        for step, cnt in zip(steps, counters):
             host = getattr(cnt, "host", None)
-            report.nodes.append(NodeRecord(*step.record.values(), timing,
+            report.nodes.append(NodeRecord(*step.record.values(), dict(_ZERO_TIMING),
                                            dict(zip(HW_FIELDS, _hw_values(cnt))),
                                            empty_host() if host is None else dict(host)))
         with LOCK:
+            report.partition_us.append({"nodes": [s.node.index for s in steps],
+                                        "timing_us": dict(timing_total)})
             for name, us in timing_total.items():
                 if name not in ("total", "crossing", "python"):
                     report.timing_us[name] = report.timing_us.get(name, 0.0) + us

@@ -94,7 +94,7 @@ def test_table_report(dtpu_so):
     # its own device time, the host time on the partition; every CPU node listed with its reason
     assert "invokes=3 (per-node means over the steady state: 2 invokes after the first" in proc.stdout
     assert "device: the node's cycles at the build's clock" in proc.stdout
-    assert "partition 1 (nodes 0-8, one command list): host" in proc.stdout
+    assert "host time per command list" in proc.stdout and "  partition 1 (nodes 0-8): pack" in proc.stdout
     assert ("left on the CPU: 4 nodes (1 AVERAGE_POOL_2D, 1 RESHAPE, 1 FULLY_CONNECTED, 1 SOFTMAX); "
             "the delegated nodes run as 1 partition between them:") in proc.stdout
     assert "node 9 AVERAGE_POOL_2D dscnn_like/avgpool/AvgPool: not an operator the DTPU runs" in proc.stdout

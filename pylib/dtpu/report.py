@@ -282,7 +282,11 @@ def format_table(reports: Iterable[Report]) -> str:
     out.append("  ".join(c.rjust(w) for c, w in zip(cols, widths)))
     out.extend("  ".join(v.rjust(w) for v, w in zip(row, widths)) for row in lines)
     out.append("(pack .. post: host time; device: the node's cycles at the build's clock)")
-    out.extend(_partition_lines(base))
+    parts = _partition_lines(base)
+    if parts:
+        out.append("host time per command list (compute: the backend's wall time for the "
+                   "device's work, a simulator's own time on backends model and rtl):")
+        out.extend(parts)
     total = {k: sum(r.timing_us.get(k, 0.0) for r in base) / len(base) for k in TIMING_FIELDS}
     median = statistics.median(r.timing_us.get("total", 0.0) for r in base)
     out.append(f"per invoke ({'steady state' if steady else 'first invokes'}): total mean "
@@ -331,10 +335,8 @@ def _partition_lines(reports: list[Report]) -> list[str]:
         mean = {k: sum(t.get(k, 0.0) for t in timings) / len(timings)
                 for k in ("pack", "transfer", "compute", "unpack", "post")}
         span = f"node {nodes[0]}" if len(nodes) == 1 else f"nodes {nodes[0]}-{nodes[-1]}"
-        out.append(f"partition {i + 1} ({span}, one command list): host " + ", ".join(
-            f"{k} {v:.1f} us" for k, v in mean.items() if v)
-            + " (compute: the backend's wall time for the device's work, a simulator's own "
-              "time on model and rtl)")
+        out.append(f"  partition {i + 1} ({span}): " + ", ".join(
+            f"{k} {v:.1f} us" for k, v in mean.items() if v))
     return out
 
 

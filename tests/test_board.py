@@ -9,6 +9,7 @@ cycles as backend=model. Without pynq installed (the LiteRT venv) the emulated-b
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -481,3 +482,41 @@ def test_dtpu_irq_through_pynq_interrupt_and_the_axi_intc(emu, tmp_path):
     asyncio.run(main())
     intc = [(a.op, a.offset, a.value) for a in board.trace if a.device == "axi_intc_0"]
     assert intc == [("r", 0x04, 1), ("w", 0x14, 1), ("w", 0x0C, 1)]  # IPR, CIE, IAR
+
+
+def test_emulated_board_is_the_board_build(tmp_path):
+    """Issue 24.5: DTPU_PYNQ_EMULATE=1 with backend=pynq and no bitstream named emulates the
+    board build (int8/uint8/int16, dtpu.board.design.board_config), not the contract's default
+    configuration: a float model's nodes stay on the CPU, each with the build's reason, and its
+    outputs are the CPU's. In a fresh process: the emulation installs itself from the
+    environment there."""
+    script = (
+        "import json, numpy as np, dtpu\n"
+        "from dtpu import tflite\n"
+        f"path = {str(ROOT / 'tests' / 'models' / 'zoo' / 'mobilenet_like__float32.tflite')!r}\n"
+        "it = dtpu.make_interpreter(path, {'backend': 'pynq'})\n"
+        "it.allocate_tensors()\n"
+        "cpu = tflite.Interpreter(model_path=path); cpu.allocate_tensors()\n"
+        "x = np.random.default_rng(0).uniform(-1, 1, it.get_input_details()[0]['shape'])"
+        ".astype(np.float32)\n"
+        "for i in (it, cpu):\n"
+        "    i.set_tensor(i.get_input_details()[0]['index'], x); i.invoke()\n"
+        "o = it.get_output_details()[0]['index']\n"
+        "same = bool(np.array_equal(it.get_tensor(o), cpu.get_tensor(o)))\n"
+        "report = dtpu.last_report()   # None: no DTPU partition ran\n"
+        "delegated = report.partitions if report is not None else 0\n"
+        "from dtpu.delegate import runtime\n"
+        "rejected = [(r['op'], r['reason']) for state in runtime.DELEGATES.values()\n"
+        "            for graph in state.graphs.values() for r in graph.rejected]\n"
+        "print(json.dumps({'delegated': delegated, 'same': same, 'rejected': rejected}))\n")
+    env = {k: v for k, v in os.environ.items() if k != "DTPU_BITSTREAM"}
+    env.update(PYTHONPATH=str(ROOT / "pylib"), DTPU_PYNQ_EMULATE="1", HOME=str(tmp_path))
+    done = subprocess.run([sys.executable, "-c", script], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["delegated"] == 0 and got["same"], got
+    convs = [reason for op, reason in got["rejected"] if "CONV" in op]
+    assert len(convs) == 13, got["rejected"]
+    assert all("fp32 lanes, which this DTPU build does not have (enabled: int8, uint8, int16)"
+               in reason for reason in convs), convs

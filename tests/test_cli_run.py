@@ -89,7 +89,16 @@ def test_board_emulation_of_the_2_0_design_runs_command_lists(model_run):
 def test_table_report(dtpu_so):
     proc = _dtpu("run", str(ZOO / "dscnn_like__float32.tflite"), "--report", "table")
     assert proc.returncode == 0, proc.stderr
-    assert "dtpu report: backend=model" in proc.stdout and "-- invoke 0" in proc.stdout
+    assert "dtpu report: backend=model" in proc.stdout
+    # issue 24.6 and 24.3: three invokes by default, one table with a steady state; each node
+    # its own device time, the host time on the partition; every CPU node listed with its reason
+    assert "invokes=3 (per-node means over the steady state: 2 invokes after the first" in proc.stdout
+    assert "device: the node's cycles at the build's clock" in proc.stdout
+    assert "host time per command list" in proc.stdout and "  partition 1 (nodes 0-8): pack" in proc.stdout
+    assert ("left on the CPU: 4 nodes (1 AVERAGE_POOL_2D, 1 RESHAPE, 1 FULLY_CONNECTED, 1 SOFTMAX); "
+            "the delegated nodes run as 1 partition between them:") in proc.stdout
+    assert "node 9 AVERAGE_POOL_2D dscnn_like/avgpool/AvgPool: not an operator the DTPU runs" in proc.stdout
+    assert "power: avg" in proc.stdout and "(estimated: the DTPU's own" in proc.stdout
     assert "outputs agree with the CPU interpreter (within 1e-05 relative)" in proc.stdout \
         or "(bit-exact)" in proc.stdout
 

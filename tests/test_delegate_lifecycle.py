@@ -84,6 +84,43 @@ def test_invoke_from_worker_threads(dtpu_so, tfl):
     assert not errors, errors
 
 
+@pytest.mark.parametrize("backend", ["reference", "model"])
+def test_interpreters_created_concurrently_on_one_delegate(backend, dtpu_so, tfl):
+    """Issue 24.8: four threads build, allocate and invoke interpreters on one shared delegate
+    at the same moment (a barrier before the constructor); each delegate Prepare and the kernels
+    it creates are serialized inside, and every output equals the CPU's bit for bit."""
+    import dtpu
+
+    shared = dtpu.load_delegate({"backend": backend})
+    paths = [EXACT] * 4
+    start = threading.Barrier(len(paths))
+    errors: list[BaseException] = []
+    claimed: list[int] = []
+
+    def work(path, seed):
+        try:
+            start.wait(timeout=60)
+            it = tfl.Interpreter(model_path=str(path), experimental_delegates=[shared])
+            it.allocate_tensors()
+            claimed.append(sum(op["op_name"] == "DELEGATE" for op in it._get_ops_details()))
+            # (int16x8: XNNPACK, applied after the DTPU, claims none of it)
+            cpu = _cpu(tfl, path)
+            for s in range(3):
+                inputs = random_inputs(cpu, seed + s)
+                for got, want in zip(run(it, inputs), run(cpu, inputs)):
+                    np.testing.assert_array_equal(got, want, err_msg=f"{path.name} seed {seed + s}")
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(p, 10 * i)) for i, p in enumerate(paths)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert not errors, errors
+    assert claimed == [2] * len(paths), claimed     # two partitions delegated in every one
+
+
 def test_report_summary_is_printed_when_the_delegate_goes(dtpu_so, tfl, capfd):
     import dtpu
 

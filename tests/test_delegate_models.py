@@ -136,7 +136,10 @@ def test_rejected_nodes_fall_back_with_a_reason(name, reason, dtpu_so, tfl, capl
     from dtpu.delegate import runtime as rt
 
     graphs = [g for s in rt.DELEGATES.values() for g in s.graphs.values() if g.rejected]
-    assert any(all(reason in r["reason"] for r in g.rejected) for g in graphs)
+    convs = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")   # the others: not DTPU operators
+    assert any(all(reason in r["reason"] if r["op"] in convs
+                   else r["reason"] == "not an operator the DTPU runs" for r in g.rejected)
+               and any(r["op"] in convs for r in g.rejected) for g in graphs)
     cpu = tfl.Interpreter(model_path=str(DATA / OWN[name]["file"]))
     cpu.allocate_tensors()
     inputs = random_inputs(cpu)
@@ -187,5 +190,34 @@ def test_report_fields(dtpu_so, tfl):
         assert set(TIMING_FIELDS) - {"total", "crossing", "python"} <= set(node["timing_us"])
         assert set(HW_FIELDS) <= set(node["hw"])
         assert node["mode"] == "int8" and node["precision"] == "int8"
-    assert record["rejected"] == []
-    assert "left on the CPU" not in report.table() and "compute" in report.table()
+    # issue 24.3: the node between the partitions is listed with its reason and what it causes
+    assert [(r["node"], r["reason"]) for r in record["rejected"]] == [
+        (1, "not an operator the DTPU runs")], record["rejected"]
+    assert record["partitions"] == 2
+    table = report.table()
+    assert "left on the CPU: 1 node (1 " in table and "run as 2 partitions between them" in table
+    assert "  node 1 " in table and "compute" in table
+
+
+def test_every_cpu_node_is_listed_with_its_reason(dtpu_so, tfl):
+    """Issue 24.3 on a zoo model with residual ADDs: MobileNet v2's ADD, PAD, MEAN and
+    FULLY_CONNECTED nodes are in the report with their reasons, and the partitions they cause."""
+    import dtpu
+
+    path = DATA.parents[1] / "models" / "zoo" / "mobilenet_v2_224__int8.tflite"
+    it = dtpu.make_interpreter(path, {"backend": "reference"})
+    it.allocate_tensors()
+    run(it, random_inputs(it, 0))
+    report = dtpu.last_report()
+    kinds = {}
+    for r in report.rejected:
+        kinds.setdefault(r["op"], set()).add(r["reason"])
+    assert kinds == {"ADD": {"not an operator the DTPU runs"}, "PAD": {"not an operator the DTPU runs"},
+                     "MEAN": {"not an operator the DTPU runs"},
+                     "FULLY_CONNECTED": {"fully_connected is not enabled (option "
+                                         "ops=conv2d,depthwise_conv2d)"}}, kinds
+    assert len(report.rejected) == 16 and len(report.nodes) == 52 and report.partitions == 15
+    table = report.table()
+    assert ("left on the CPU: 16 nodes (10 ADD, 4 PAD, 1 MEAN, 1 FULLY_CONNECTED); the delegated "
+            "nodes run as 15 partitions between them:") in table
+    assert "  node 10 ADD mobilenetv2_1.00_224/block_2_add/add: not an operator the DTPU runs" in table

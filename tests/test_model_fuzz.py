@@ -12,11 +12,9 @@ heap damage done by TFLite's own kernels in the CPU run cannot surface in the de
 mutants share a child, which reports each stage on its stdout before entering it; the parent
 waits with a timeout and restarts a child only when it died or hung, attributing the death to
 the stage the child had announced (a death in the CPU stage is TFLite's own and not ours). See
-`judge` for what counts: deaths are confirmed in fresh processes against a CPU-only control, on
-every mutant the CPU runs, those model_check refuses included (issue #24: a user's program hands
-such a file to TFLite with the delegate applied; the delegate must then claim nothing); the
-outputs of mutants that model_check refuses are not compared (TFLite read outside the file to
-build them).
+`judge` for what counts: deaths are confirmed in fresh processes against a CPU-only control;
+mutants that model_check refuses (TFLite read outside the file to build them, which
+dtpu.make_interpreter and dtpu run no longer let happen) are not comparable between processes.
 
 Mutations are a deterministic function of (model, kind, seed), so every finding is a recipe:
 
@@ -202,23 +200,11 @@ def _inputs(interpreter, seed: int):
 
 
 def _run(data: bytes, delegate, **kwargs) -> list:
-    """The plain TFLite API, as a user's program calls it: the model from a file (TFLite maps it,
-    and a damaged offset then points past the mapping's end: SIGBUS if read), the delegate in
-    ``experimental_delegates``."""
-    import tempfile
-
     from dtpu import tflite
 
     if delegate is not None:
         kwargs["experimental_delegates"] = [delegate]
-    with tempfile.NamedTemporaryFile(suffix=".tflite", dir=os.environ.get("DTPU_FUZZ_DIR")) as f:
-        f.write(data)
-        f.flush()
-        interpreter = tflite.Interpreter(model_path=f.name, **kwargs)
-        return _invoked(interpreter)
-
-
-def _invoked(interpreter) -> list:
+    interpreter = tflite.Interpreter(model_content=data, **kwargs)
     interpreter.allocate_tensors()
     for index, value in _inputs(interpreter, 0):
         interpreter.set_tensor(index, value)
@@ -312,8 +298,7 @@ def _worker(mode: str) -> None:
         for backend in job.get("backends", BACKENDS) if mode == "delegate" else ():
             say(stage=backend)
             try:
-                # "plain": no delegate applied, in a process that has loaded them (the control)
-                result[backend] = _digest(_run(data, delegates.get(backend)))
+                result[backend] = _digest(_run(data, delegates[backend]))
             except Exception as exc:
                 result[backend] = f"error: {exc!r}"[:500]
         say(done=True, **result)
@@ -395,21 +380,20 @@ class Pool:
             self.proc = None
 
 
-def judge(recipe: Recipe, cpu: Pool, delegate: Pool, log=None) -> tuple[str, str | None]:
+def judge(recipe: Recipe, cpu: Pool, delegate: Pool, log=None,
+          strict: bool = False) -> tuple[str, str | None]:
     """(category, violation or None) of one mutant.
 
     Categories: "cpu_died" / "cpu_failed" (nothing to compare with), "cpu_ok", and
     "cpu_ok_unchecked": the CPU ran a mutant that dtpu.model_check refuses, i.e. TFLite read
     outside the file to build it (dtpu run and dtpu.make_interpreter refuse such files before
-    TFLite sees them; the delegate finds the file it maps and claims nothing). Its outputs are
-    not compared (what TFLite reads past a mapping's end need not repeat), but a death of the
-    delegated run counts as on any other mutant. A death in the delegate's process is confirmed in fresh
+    TFLite sees them). What TFLite reads there differs between processes (ASLR), and it can
+    corrupt or hang its own process, so in a sweep nothing the delegated run does on such a
+    mutant counts; `strict` (the regressions of deaths found in the delegate's own code) counts
+    a confirmed death there too. A death in the delegate's process is confirmed in fresh
     processes before it counts: the delegate's run alone must die again while a control running
-    the plain interpreter twice (the most TFLite work the delegated run contains) survives in a
-    process that has loaded the delegates without applying them; otherwise TFLite itself
-    corrupted its process (TFLite 2.14's FlatBufferModel::ReadAllMetadata reads a damaged
-    metadata buffer past the file's end while building the interpreter, before any delegate
-    runs, and whether that faults depends on what the process has mapped after the file). Outputs that differ count only when the
+    the plain interpreter twice (the most TFLite work the delegated run contains) survives;
+    otherwise TFLite itself corrupted its process. Outputs that differ count only when the
     CPU's own outputs stay the same under a delegate that claims nothing (backend RefuseAll):
     TFLite's 16x8 depthwise kernel, given a depth_multiplier that disagrees with the shapes, writes
     outside its output or not at all, so its outputs depend on where the arena put the tensors,
@@ -425,10 +409,14 @@ def judge(recipe: Recipe, cpu: Pool, delegate: Pool, log=None) -> tuple[str, str
     result = delegate.run(recipe)
     if result.get("died"):
         died = f"{result['how']} in stage {result['died']}"
-        fresh, control = Pool("delegate"), Pool("delegate")
+        if not checked and not strict:
+            if log:
+                log(f"{recipe}: {died} (refused by model_check: not counted)")
+            return category, None
+        fresh, control = Pool("delegate"), Pool("cpu")
         try:
             again = fresh.run(recipe, backends=[result["died"]])
-            ctl = control.run(recipe, backends=["plain", "plain"])
+            ctl = control.run(recipe, repeat=2)
         finally:
             fresh.close()
             control.close()
@@ -555,7 +543,7 @@ LEFT_ON_CPU = [
 def test_found_crashes_stay_fixed(recipe):
     cpu, delegate = Pool("cpu"), Pool("delegate")
     try:
-        category, bad = judge(recipe, cpu, delegate)
+        category, bad = judge(recipe, cpu, delegate, strict=True)
     finally:
         cpu.close()
         delegate.close()
@@ -625,9 +613,155 @@ def test_large_sweep():
     assert not found, "\n".join(f"{r}: {why}" for r, why in found)
 
 
+# -- the plain TFLite API: Interpreter(model_path=..., experimental_delegates=[load_delegate(...)]) --
+
+PLAIN_TIMEOUT = 60.0
+
+
+def _plain(path: str, mode: str) -> None:
+    """One child run of the plain TFLite API on a model file (issue 24.9): `mode` "cpu" (no
+    delegate, dtpu never imported), "loaded" (dtpu.so loaded, not applied: the control, same
+    address-space layout as a delegated run) or a backend name (applied). Prints one JSON line:
+    the number of DTPU partitions, the outputs' digest, the dtpu logger's warnings."""
+    import logging
+
+    import numpy as np
+
+    from dtpu import tflite
+
+    warnings: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            warnings.append(record.getMessage())
+
+    logging.getLogger("dtpu").addHandler(Keep(logging.WARNING))
+    delegates = []
+    if mode != "cpu":
+        import dtpu
+
+        delegate = tflite.load_delegate(dtpu.delegate_path(), {"backend": "reference" if mode ==
+                                                                "loaded" else mode})
+        delegates = [] if mode == "loaded" else [delegate]
+    interpreter = tflite.Interpreter(model_path=path, experimental_delegates=delegates)
+    interpreter.allocate_tensors()
+    for index, value in _inputs(interpreter, 0):
+        interpreter.set_tensor(index, value)
+    interpreter.invoke()
+    outputs = [interpreter.get_tensor(i).copy() for i in interpreter._interpreter.OutputIndices()]
+    delegated = 0       # DTPU partitions (DELEGATE nodes may also be XNNPACK's, on floats)
+    if mode not in ("cpu", "loaded"):
+        report = dtpu.last_report()
+        delegated = report.partitions if report is not None else 0
+    print(json.dumps({"delegated": delegated, "outputs": _digest(outputs), "warnings": warnings}))
+
+
+def plain_run(path: Path, mode: str) -> dict:
+    """_plain in a fresh process: its JSON, or {"died": how} (a signal, a hang, an exception)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "pylib") + os.pathsep + str(ROOT),
+               DTPU_LOG_LEVEL="error", PYTHONFAULTHANDLER="1")
+    try:
+        done = subprocess.run([sys.executable, __file__, "--plain", str(path), mode], env=env,
+                              cwd=ROOT, capture_output=True, text=True, timeout=PLAIN_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return {"died": "hang"}
+    if done.returncode != 0:
+        how = f"signal {-done.returncode}" if done.returncode < 0 else f"exit {done.returncode}"
+        return {"died": how, "stderr": done.stderr[-1500:]}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def judge_plain(recipe: Recipe, tmp: Path, log=None) -> tuple[str, str | None]:
+    """(category, violation or None) of one mutant through the plain TFLite API with model_path.
+
+    Categories: "cpu_died" / "cpu_failed" (the CPU alone does not run it), "cpu_ok" (model_check
+    accepts it: every backend's outputs equal the CPU's), "cpu_ok_unchecked" (model_check refuses
+    it: the delegate must claim nothing and say why in one warning). A delegated run that dies
+    or fails counts only when the control (dtpu.so loaded, not applied: the same layout of the
+    address space) survives: TFLite's InterpreterBuilder follows the damaged offsets before any
+    delegate is called, and whether its stray reads fault depends on what is mapped there.
+    """
+    from dtpu import model_check
+
+    path = tmp / f"{recipe.kind}_{recipe.seed}_{recipe.model}"
+    data = mutant(recipe)
+    path.write_bytes(data)
+    try:
+        model_check.check_bytes(data, path.name)
+        refused = None
+    except ValueError as exc:
+        refused = str(exc)
+    cpu = plain_run(path, "cpu")
+    if cpu.get("died"):
+        return "cpu_died" if cpu["died"].startswith(("signal", "hang")) else "cpu_failed", None
+    category = "cpu_ok" if refused is None else "cpu_ok_unchecked"
+    bad = {}
+    for backend in BACKENDS:
+        got = plain_run(path, backend)
+        if got.get("died"):
+            control = plain_run(path, "loaded")
+            if control.get("died"):
+                if log:
+                    log(f"{recipe}: {got['died']} with {backend}, and without the delegate applied "
+                        f"too ({control['died']}): TFLite's own")
+                continue
+            bad[backend] = f"{got['died']}: {got.get('stderr', '')[-400:]}"
+        elif refused is not None:
+            said = [w for w in got["warnings"] if "fails the delegate's checks" in w]
+            if got["delegated"] or len(said) != 1 or refused not in said[0]:
+                bad[backend] = (f"model_check refuses it ({refused}) but the delegate claimed "
+                                f"{got['delegated']} partition(s) and warned {got['warnings']}")
+        elif got["outputs"] != cpu["outputs"]:
+            bad[backend] = "outputs differ"
+    return category, (f"plain API: {bad}" if bad else None)
+
+
+# Mutants that dtpu.model_check refuses and that TFLite's CPU interpreter loads and runs from a
+# file; before issue 24.9 the delegate read their tensors (built from bytes outside the file).
+PLAIN_REFUSED = [
+    # a tensor's name offset past the file: TFLite keeps the pointer unread and runs the model
+    Recipe("dw_i10x10x7_m1_k3x3_s2x2_same_relu6__int8_per_tensor.tflite", "name", 510694214),
+    Recipe("conv_i8x8x3_o5_k3x3_s1x1_same_none__int8.tflite", "name", 484468761),
+    # a shape vector's offset 64 KiB past the file: the SIGBUS of the issue, inside TFLite's
+    # InterpreterBuilder::ParseTensors whenever dtpu.so is loaded (applied or not), before any
+    # delegate callback: the control dies too, so it is TFLite's own and not counted
+    Recipe("dw_i10x10x7_m1_k3x3_s2x2_same_relu6__uint8_fakequant.tflite", "int32", 415237648),
+]
+
+
+def _plain_sweep(todo, tmp):
+    found, stats = [], {"cpu_ok": 0, "cpu_ok_unchecked": 0, "cpu_failed": 0, "cpu_died": 0}
+    for recipe in todo:
+        category, bad = judge_plain(recipe, tmp)
+        stats[category] += 1
+        if bad:
+            found.append((recipe, bad))
+    return found, stats
+
+
+def test_plain_tflite_api_with_the_delegate(tmp_path):
+    """Issue 24.9: a handful of mutants through Interpreter(model_path=...,
+    experimental_delegates=[load_delegate(...)]), each in its own processes (a crash fails the
+    test, not pytest); `slow` runs more."""
+    todo = PLAIN_REFUSED + recipes(int(os.environ.get("DTPU_FUZZ_PLAIN_COUNT", "2")), seed=24)
+    found, stats = _plain_sweep(todo, tmp_path)
+    assert stats["cpu_ok"] + stats["cpu_ok_unchecked"] > 0, stats
+    assert not found, "\n".join(f"{r}: {why}" for r, why in found)
+
+
+@pytest.mark.slow
+def test_plain_tflite_api_sweep(tmp_path):
+    found, stats = _plain_sweep(recipes(80, seed=2409), tmp_path)
+    assert stats["cpu_ok_unchecked"] > 0, stats
+    assert not found, "\n".join(f"{r}: {why}" for r, why in found)
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--worker"]:
         _worker(sys.argv[2])
+        sys.exit(0)
+    if sys.argv[1:2] == ["--plain"]:
+        _plain(sys.argv[2], sys.argv[3])
         sys.exit(0)
     import argparse
 
@@ -728,70 +862,3 @@ def test_out_of_range_operands_and_huge_padding_stay_on_the_cpu():
     tensors[3] = dataclasses.replace(tensors[3], shape=(1, 1024, 1366, 5))
     decision = analyze(node, tensor, options)
     assert not decision.claimed and "elements exceeds" in decision.reason
-
-
-def _description_past_the_end(tmp_path) -> Path:
-    """mobilenet_like int8 whose Model.description offset points 4 KiB past the file's end:
-    TFLite never reads the description, so its CPU interpreter loads and runs the model, but
-    dtpu.model_check refuses it (an offset outside the file)."""
-    from tests.flatbuf_fields import FieldReader
-
-    data = bytearray((ZOO / "mobilenet_like__int8.tflite").read_bytes())
-    pos = FieldReader(bytes(data)).field_pos(FieldReader(bytes(data)).root(), 3)
-    struct.pack_into("<I", data, pos, len(data) + 4096 - pos)
-    path = tmp_path / "description_past_the_end.tflite"
-    path.write_bytes(bytes(data))
-    return path
-
-
-def test_a_file_model_check_refuses_is_not_delegated_through_the_plain_api(tmp_path):
-    """Interpreter(model_path=..., experimental_delegates=[load_delegate(...)]) on a file that
-    dtpu.model_check refuses: the delegate finds the file TFLite mapped, claims nothing, logs one
-    warning naming the problem, and the CPU's outputs come out (issue #24)."""
-    from dtpu import model_check
-
-    path = _description_past_the_end(tmp_path)
-    with pytest.raises(ValueError, match="description"):
-        model_check.check_file(path)
-    code = f"""
-import numpy as np, dtpu
-from dtpu import tflite
-from tests.delegate_util import delegate_nodes, random_inputs, run
-cpu = tflite.Interpreter(model_path={str(path)!r})
-cpu.allocate_tensors()
-d = tflite.load_delegate(dtpu.delegate_path(), {{"backend": "model", "log_level": "warning"}})
-it = tflite.Interpreter(model_path={str(path)!r}, experimental_delegates=[d])
-it.allocate_tensors()
-assert delegate_nodes(it) == 0
-xs = random_inputs(cpu)
-for g, w in zip(run(it, xs), run(cpu, xs)):
-    assert np.array_equal(g, w)
-print("EXACT")
-"""
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "pylib") + os.pathsep + str(ROOT))
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
-                          env=env, timeout=300)
-    assert proc.returncode == 0 and "EXACT" in proc.stdout, proc.stderr[-2000:]
-    warnings = [line for line in proc.stderr.splitlines() if "fails the delegate's checks" in line]
-    assert len(warnings) == 1 and "description" in warnings[0], proc.stderr[-2000:]
-
-
-def test_constants_are_held_to_the_mapped_file(tmp_path):
-    """ModelSource: a range inside a mapped file passes; one running past the file's end (the
-    mapping's last page is readable up to the page boundary, beyond the size it faults) or into
-    unmapped memory is named."""
-    import mmap
-
-    from dtpu.delegate.model_source import ModelSource
-
-    path = tmp_path / "m.bin"
-    path.write_bytes(b"x" * 1000)
-    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ):
-        src = ModelSource.snapshot()
-        start = next(x.start for x in src.maps if x.path == str(path))
-        assert src.model_file(start + 10) == str(path)
-        assert src.unreadable(start, 1000) is None
-        why = src.unreadable(start + 900, 200)
-        assert why is not None and "1000-byte file" in why
-    gone = ModelSource.snapshot()
-    assert gone.unreadable(start, 8) is not None     # unmapped now

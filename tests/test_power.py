@@ -229,7 +229,8 @@ def test_backend_model_reports_the_estimate_per_invoke(tmp_path):
         energies.append(p["energy_j"])
     assert energies[0] == pytest.approx(energies[1])  # per invoke, not accumulated
     assert 1e-6 < energies[0] < 1e-4
-    assert "(estimated)" in r.table()
+    # issue 24.6: the line says what the figure covers
+    assert "(estimated: the DTPU's own, the xc7z020's static power plus" in r.table()
     del it
     dtpu.last_report()
     lines = [json.loads(line) for line in path.read_text().splitlines()]

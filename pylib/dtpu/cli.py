@@ -152,7 +152,9 @@ def _add_run(sub) -> None:
     p.add_argument("--report", choices=("table", "json", "none"), default="table",
                    help="per-invoke reports: tables, JSON lines on stdout (human text then goes to "
                    "stderr), or none")
-    p.add_argument("--invokes", type=int, default=1, help="invokes, each with new inputs (default 1)")
+    p.add_argument("--invokes", type=int, default=3,
+                   help="invokes, each with new inputs (default 3: the first, which compiles and "
+                        "loads weights, and a steady state after it)")
     p.add_argument("--seed", type=int, default=0, help="seed of the first invoke's inputs")
     p.add_argument("--ops", default=None, help="op kinds the delegate may claim (delegate option ops)")
     p.add_argument("--precision", default=None, help="delegate option precision")

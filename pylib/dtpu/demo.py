@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import dtpu
     from dtpu import tflite
-    from dtpu.report import format_table
+    from dtpu.report import cpu_summary, format_table
 
     model = args.model or next((p for p in CANDIDATES if p.exists()), None)
     if model is None or not model.exists():
@@ -116,13 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"outputs over {len(t_ours)} invokes: {verdict} (max difference {worst:g})")
     print(f"ops in the model: {graph_ops}")
     print(f"delegated to the DTPU ({report.backend if report else '-'}): {len(claimed)} nodes "
-          f"{claimed}")
-    if report:
-        left = dict((report.cpu_side or {}).get("opcodes", {}))
-        for r in report.rejected:
-            left[r["op"].upper()] = left.get(r["op"].upper(), 0) + 1
-        print("left on the CPU: " + (", ".join(f"{k} x{v}" for k, v in sorted(left.items()))
-                                     or "nothing"))
+          f"{claimed}; " + (cpu_summary(report) if report else "left on the CPU: every node"))
     # the first invoke compiles jobs and loads weights: shown apart from the steady state
     steady, cpu_steady = t_ours[1:] or t_ours, t_cpu[1:] or t_cpu
     print(f"simulator time on this machine (not the board): delegate first "

@@ -96,6 +96,13 @@ class Report:
     #: the partitions' buffers: with hw and host, what the PYNQ-Z2 estimate prices
     cpu_side: dict[str, Any] | None = None
     io_bytes: list[int] = field(default_factory=lambda: [0, 0])
+    #: delegated partitions of the graph (runs of claimed nodes the CPU's nodes separate): each is
+    #: one kernel, one doorbell on the command-list path
+    partitions: int = 0
+    #: host time of each partition run as one command list, {"nodes": [...], "timing_us":
+    #: {phase: us}}: the host's phases are the partition's, not any one node's (their nodes'
+    #: timing_us stays zero; their device time is hw.latency_us)
+    partition_us: list[dict[str, Any]] = field(default_factory=list)
     _hw_stale: bool = field(default=False, repr=False, compare=False)
     _host: dict[str, Any] = field(default_factory=empty_host, repr=False)
 
@@ -120,7 +127,8 @@ class Report:
         return {"type": "invoke", "seq": self.seq, "delegate": self.delegate, "graph": self.graph,
                 "backend": self.backend, "runtime": self.runtime, "started_unix": self.started_unix,
                 "complete": self.complete, "kernels": self.kernels, "first": self.first,
-                "prepare_us": self.prepare_us, "path": self.path, "timing_us": dict(self.timing_us),
+                "prepare_us": self.prepare_us, "path": self.path, "partitions": self.partitions,
+                "partition_us": [dict(p) for p in self.partition_us], "timing_us": dict(self.timing_us),
                 "hw": dict(self.hw), "host": dict(self.host), "power": dict(self.power),
                 "nodes": [n.to_dict() for n in self.nodes], "rejected": [dict(r) for r in self.rejected]}
 
@@ -272,17 +280,22 @@ def format_table(reports: Iterable[Report]) -> str:
             rows.setdefault(node.node, []).append(node)
     head = reports[-1]
     cols = ("node", "op", "mode/prec", "output", "pack", "xfer", "compute", "unpack", "post",
-            "cycles", "MACs", "util")
+            "cycles", "device", "MACs", "util")
+    in_lists = {n for r in base for p in r.partition_us for n in p["nodes"]}
     lines = []
     for node_id, records in rows.items():
         first, count = records[0], len(records)
         mean = {k: sum(r.timing_us.get(k, 0.0) for r in records) / count for k in TIMING_FIELDS}
         cycles = [r.hw.get("cycles") for r in records if r.hw.get("cycles") is not None]
+        device = [r.hw.get("latency_us") for r in records if r.hw.get("latency_us") is not None]
         util = [r.hw.get("utilization") for r in records if r.hw.get("utilization") is not None]
+        # a node of a command list has no host time of its own: it is its partition's, below
+        host = (["-"] * 5 if node_id in in_lists else
+                [_fmt(mean[k]) for k in ("pack", "transfer", "compute", "unpack", "post")])
         lines.append((str(node_id), first.op, f"{first.mode}/{first.precision}",
-                      "x".join(map(str, first.output_shape)), _fmt(mean["pack"]),
-                      _fmt(mean["transfer"]), _fmt(mean["compute"]), _fmt(mean["unpack"]),
-                      _fmt(mean["post"]), _fmt(sum(cycles) // len(cycles) if cycles else None),
+                      "x".join(map(str, first.output_shape)), *host,
+                      _fmt(sum(cycles) // len(cycles) if cycles else None),
+                      _fmt(sum(device) / len(device) if device else None, 2),
                       _fmt(first.hw.get("macs")),
                       _fmt(sum(util) / len(util) if util else None, 3)))
     widths = [max(len(c), *(len(row[i]) for row in lines)) if lines else len(c)
@@ -295,6 +308,12 @@ def format_table(reports: Iterable[Report]) -> str:
            f"(per-node means over the {which}; microseconds)"]
     out.append("  ".join(c.rjust(w) for c, w in zip(cols, widths)))
     out.extend("  ".join(v.rjust(w) for v, w in zip(row, widths)) for row in lines)
+    out.append("(pack .. post: host time; device: the node's cycles at the build's clock)")
+    parts = _partition_lines(base)
+    if parts:
+        out.append("host time per command list (compute: the backend's wall time for the "
+                   "device's work, a simulator's own time on backends model and rtl):")
+        out.extend(parts)
     total = {k: sum(r.timing_us.get(k, 0.0) for r in base) / len(base) for k in TIMING_FIELDS}
     median = statistics.median(r.timing_us.get("total", 0.0) for r in base)
     board = _board_lines(base)
@@ -328,10 +347,60 @@ def format_table(reports: Iterable[Report]) -> str:
         else:
             temp = f", temperature {_fmt(temp, 1)} C" if temp is not None else ""
         out.append(f"power: avg {_fmt(power.get('avg_w'), 3)} W, max {_fmt(power.get('max_w'), 3)} W, "
-                   f"energy {_fmt(power.get('energy_j'), 6)} J{temp} ({power.get('method')})")
+                   f"energy {_fmt(power.get('energy_j'), 6)} J{temp} ({power_scope(power)})")
     else:
         out.append("power: not measured by this backend")
-    if head.rejected:
-        out.append(f"left on the CPU ({len(head.rejected)}):")
-        out.extend(f"  node {r['node']} {r['op']}: {r['reason']}" for r in head.rejected)
+    out.extend(cpu_lines(head))
     return "\n".join(out) + "\n"
+
+
+def _partition_lines(reports: list[Report]) -> list[str]:
+    """Host time per command-list partition, means over `reports` (one line per partition)."""
+    parts: dict[tuple, list[dict[str, float]]] = collections.OrderedDict()
+    for report in reports:
+        for p in report.partition_us:
+            parts.setdefault(tuple(p["nodes"]), []).append(p["timing_us"])
+    out = []
+    for i, (nodes, timings) in enumerate(parts.items()):
+        mean = {k: sum(t.get(k, 0.0) for t in timings) / len(timings)
+                for k in ("pack", "transfer", "compute", "unpack", "post")}
+        span = f"node {nodes[0]}" if len(nodes) == 1 else f"nodes {nodes[0]}-{nodes[-1]}"
+        out.append(f"  partition {i + 1} ({span}): " + ", ".join(
+            f"{k} {v:.1f} us" for k, v in mean.items() if v))
+    return out
+
+
+def power_scope(power: dict[str, Any]) -> str:
+    """What a power figure covers, by its method (docs/power.md)."""
+    method = power.get("method")
+    if method == "estimated":
+        return ("estimated: the DTPU's own, the xc7z020's static power plus its MACs, on-chip "
+                "memory accesses and DDR words, over its busy time (cycles / clock); "
+                "docs/power.md")
+    if method == "external":
+        return ("external meter: the whole board at its supply; energy = that power x the "
+                "DTPU's busy time")
+    return str(method)
+
+
+def cpu_summary(report: Report) -> str:
+    """One line: how many nodes the CPU runs, of which kinds, and the partitions they cause."""
+    rejected = report.rejected
+    if not rejected:
+        return (f"left on the CPU: nothing; the delegated nodes run as {report.partitions} "
+                f"partition{'s' if report.partitions != 1 else ''}")
+    kinds = collections.Counter(r["op"] for r in rejected)
+    what = ", ".join(f"{n} {op}" for op, n in kinds.most_common())
+    split = (f"the delegated nodes run as {report.partitions} partition"
+             f"{'s' if report.partitions != 1 else ''} between them" if report.partitions
+             else "nothing delegated")
+    return f"left on the CPU: {len(rejected)} node{'s' if len(rejected) != 1 else ''} ({what}); {split}"
+
+
+def cpu_lines(report: Report) -> list[str]:
+    """The CPU summary, then every node left on the CPU with its reason."""
+    if not report.rejected and not report.partitions:
+        return []
+    return [cpu_summary(report) + (":" if report.rejected else "")] + [
+        f"  node {r['node']} {r['op']}{' ' + r['name'] if r.get('name') else ''}: {r['reason']}"
+        for r in report.rejected]

@@ -163,10 +163,12 @@ def compare_with_cpu(args: argparse.Namespace, human: TextIO) -> int:
     if args.report == "json":
         for r in reports:
             print(json.dumps(r.to_dict(), default=str))
-    elif args.report == "table":
-        for i, r in enumerate(reports):
-            print(f"-- invoke {i}", file=human)
-            print(r.table(), end="", file=human)
+    elif args.report == "table" and reports:
+        # one table over the invokes: the first (it compiles and loads weights) apart, the
+        # means over the steady state after it
+        from dtpu.report import format_table
+
+        print(format_table(reports), end="", file=human)
     agree = not problems
     summary: dict[str, Any] = {"type": "summary", "model": str(model), "backend": backend,
                                "invokes": args.invokes, "agree": agree, "max_difference": worst,

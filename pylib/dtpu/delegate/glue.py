@@ -106,6 +106,7 @@ def install(ffi, lib) -> None:
             state = rt.DELEGATES.get(handle)
             if state is None:
                 raise rt.DelegateError(f"unknown delegate handle {handle}")
+            state.begin_prepare()   # released by dtpu_py_select_done, which C always calls
             with rt.LOCK:
                 nodes = state.select(ffi, ctx, g.int_array(ffi, plan))
             for i, index in enumerate(nodes):
@@ -120,8 +121,11 @@ def install(ffi, lib) -> None:
     def dtpu_py_select_done(handle):
         state = rt.DELEGATES.get(handle)
         if state is not None:
-            with rt.LOCK:
-                state.end_select()
+            try:
+                with rt.LOCK:
+                    state.end_select()
+            finally:
+                state.end_prepare()
 
     @ffi.def_extern()
     def dtpu_py_kernel_init(handle, ctx, params, kernel):
@@ -146,7 +150,8 @@ def install(ffi, lib) -> None:
         try:
             if k is None:
                 raise rt.DelegateError(f"unknown kernel handle {kernel_handle}")
-            step(k)
+            with k.state.serial:
+                step(k)
             return 0
         except Exception as exc:
             label = f" (nodes {k.label})" if k is not None else ""
@@ -170,6 +175,7 @@ def install(ffi, lib) -> None:
             with rt.LOCK:
                 k = rt.KERNELS.pop(kernel_handle, None)
             if k is not None:
-                k.free()
+                with k.state.serial:
+                    k.free()
         except Exception:
             log.exception("freeing delegate kernel %d", kernel_handle)

@@ -93,7 +93,16 @@ class NodeInfo:
 
     @property
     def op(self) -> str:
-        return OP_NAMES.get(self.builtin_code, f"BUILTIN_{self.builtin_code}")
+        return op_name(self.builtin_code)
+
+
+def op_name(code: int) -> str:
+    """schema.fbs's name of a builtin operator code (BUILTIN_<code> for codes newer than it)."""
+    if code in OP_NAMES:
+        return OP_NAMES[code]
+    from dtpu.tflite_model import BUILTIN_OPERATORS
+
+    return BUILTIN_OPERATORS[code] if 0 <= code < len(BUILTIN_OPERATORS) else f"BUILTIN_{code}"
 
 
 def int_array(ffi, array) -> tuple[int, ...]:

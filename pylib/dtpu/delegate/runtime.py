@@ -72,6 +72,11 @@ def runtime_name() -> str:
     return _runtime_name[0]
 
 
+# Why a node of another kind stays on the CPU (report.rejected); None: any other operator.
+NOT_CLAIMABLE = {51: "already delegated (a node of another delegate)",
+                 None: "not an operator the DTPU runs"}
+
+
 class DelegateError(Exception):
     """A failure with a message meant for TFLite's error reporter."""
 
@@ -175,7 +180,27 @@ class DelegateState:
         self.closed = False
         self.runtime: str | None = None          # the host TFLite runtime, found at first Prepare
         self.source: ModelSource | None = None   # the model's memory, snapshotted per Prepare
+        # One delegate Prepare, kernel Prepare, Invoke or free at a time per delegate: kernels
+        # are created inside TFLite's ReplaceNodeSubsetsWithDelegateKernels, between
+        # dtpu_py_select and dtpu_py_select_done, and take their nodes from `preparing` /
+        # `pending`; and the backend is one device, whose Prepare (weights, the on-chip plan)
+        # must not interleave with another interpreter's invoke. Re-entrant: a thread holding it
+        # through a delegate Prepare creates kernels under it.
+        self.serial = threading.RLock()
         log.debug("delegate %d created: %s", self.id, options.to_dict())
+
+    def begin_prepare(self) -> None:
+        """Wait until no other thread uses this delegate, and hold it through the delegate
+        Prepare (end_prepare, called by dtpu_py_select_done, which C always calls). Held across
+        C code (TFLite's node replacement), so it is taken before LOCK and never while holding
+        it."""
+        self.serial.acquire()
+
+    def end_prepare(self) -> None:
+        try:
+            self.serial.release()
+        except RuntimeError:   # not held by this thread (its select never began): nothing to do
+            pass
 
     @property
     def enabled_precisions(self):
@@ -228,19 +253,29 @@ class DelegateState:
                 cache[index] = g.read_tensor(ffi, ctx, index)
             return cache[index]
 
+        def output_name(node: g.NodeInfo) -> str:
+            try:
+                return tensor(node.outputs[0]).name if node.outputs and node.outputs[0] >= 0 else ""
+            except IndexError:
+                return ""
+
         OBSERVED["nodes"], OBSERVED["tensors"] = {}, {}
         nodes = [g.read_node(ffi, ctx, index) for index in plan_nodes]
-        cyclic = dataflow_reason(nodes)
+        whole = dataflow_reason(nodes)       # a reason that keeps every node on the CPU
         self.source, damaged = source_check(nodes, tensor)
-        if damaged is not None and cyclic is None:
-            cyclic = damaged     # every node stays on the CPU, with this one reason
+        if damaged is not None and whole is None:
+            whole = damaged     # nothing of the model is read: every node stays on the CPU
         for node in nodes:
             index = node.index
             OBSERVED["nodes"][index] = (node.builtin_code, node.inputs, node.outputs)
             if node.builtin_code not in (3, 4, 9):
+                # listed in the report, not logged (most graphs have many such nodes)
+                graph.rejected.append({"node": index, "op": node.op, "name": output_name(node),
+                                       "reason": NOT_CLAIMABLE.get(node.builtin_code,
+                                                                   NOT_CLAIMABLE[None])})
                 continue
-            if cyclic is not None:
-                decision = Decision(spec=None, reason=cyclic)
+            if whole is not None:
+                decision = Decision(spec=None, reason=whole)
             else:
                 try:
                     decision = self.placed(analyze(node, tensor, self.options, runtime,
@@ -258,14 +293,11 @@ class DelegateState:
                 claimed.append(index)
                 self.pending[index] = (node, decision, step)
             else:
-                try:
-                    name = tensor(node.outputs[0]).name if node.outputs and node.outputs[0] >= 0 else ""
-                except IndexError:
-                    name = ""
+                name = output_name(node)
                 graph.rejected.append({"node": index, "op": node.op, "name": name,
                                        "reason": decision.reason})
                 key = (index, node.op, name, decision.reason)
-                if key not in self.logged:
+                if damaged is None and key not in self.logged:   # damaged: said once above
                     self.logged.add(key)
                     log.info("node %d (%s %s) stays on the CPU: %s", index, node.op, name,
                              decision.reason)
@@ -478,8 +510,9 @@ class GraphState:
         self.settle()
         self.current = Report(seq=next(_report_seq), delegate=self.delegate.id, graph=self.id,
                               backend=self.delegate.options.backend, runtime=runtime_name(),
-                              started_unix=time.time(), rejected=list(self.rejected), cpu_side=self.cpu_side,
-                              first=self.prepare_us is not None, prepare_us=self.prepare_us)
+                              started_unix=time.time(), rejected=list(self.rejected),
+                              cpu_side=self.cpu_side, first=self.prepare_us is not None,
+                              prepare_us=self.prepare_us, partitions=len(self.kernels))
         self.prepare_us = None
         self.stamps = []
         self.ran = set()
@@ -755,19 +788,19 @@ class PartitionKernel:
         counters = self.state.backend.invoke_partition(
             prog, index, [views[i] for i in self.list_inputs],
             {n: views[y] for n, y in self.list_outputs.items()}, probes)
-        timing_total: dict[str, float] = {}
+        # The host's phases (and a simulator's wall time) are the partition's: one doorbell runs
+        # all of its nodes, so they go on the partition's record; each node keeps its own
+        # device time (hw.latency_us, from its cycles), none of the host's.
+        timing_total = {name: sec * 1e6 for name, sec in probes.seconds.items()}
         steps = self.list_steps
-        for i, (step, cnt) in enumerate(zip(steps, counters)):
-            timing = dict(_ZERO_TIMING)
-            if i == len(steps) - 1:
-                for name, sec in probes.seconds.items():
-                    timing[name] = timing.get(name, 0.0) + sec * 1e6
-                    timing_total[name] = timing_total.get(name, 0.0) + sec * 1e6
+        for step, cnt in zip(steps, counters):
             host = getattr(cnt, "host", None)
-            report.nodes.append(NodeRecord(*step.record.values(), timing,
+            report.nodes.append(NodeRecord(*step.record.values(), dict(_ZERO_TIMING),
                                            dict(zip(HW_FIELDS, _hw_values(cnt))),
                                            empty_host() if host is None else dict(host)))
         with LOCK:
+            report.partition_us.append({"nodes": [s.node.index for s in steps],
+                                        "timing_us": dict(timing_total)})
             for name, us in timing_total.items():
                 if name not in ("total", "crossing", "python"):
                     report.timing_us[name] = report.timing_us.get(name, 0.0) + us

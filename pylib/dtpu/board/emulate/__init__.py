@@ -28,9 +28,9 @@ import tempfile
 from pathlib import Path
 
 from dtpu.board import BITSTREAM_ENV
-from dtpu.board.design import BITSTREAM_NAME, DEFAULT_CONTRACT
+from dtpu.board.design import BITSTREAM_NAME, DEFAULT_CONTRACT, board_config
 from dtpu.board.emulate.board import BOARD, Access, Board
-from dtpu.hw.config import HwConfig, get_config
+from dtpu.hw.config import HwConfig
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,9 @@ def bit_file(data: bytes, design: str = BITSTREAM_NAME, part: str = PART) -> byt
 def write_design(directory: str | os.PathLike, cfg: HwConfig | None = None,
                  interrupts: bool | None = None, contract: int = DEFAULT_CONTRACT) -> Path:
     """Write <directory>/dtpu_pynqz2.bit (placeholder configuration data) and .hwh; return
-    the .bit path. ``contract``: which hw/overlays design (2: the 2.0 design, the default:
+    the .bit path. ``cfg``: the DTPU build the .hwh describes; default the board build
+    (:func:`dtpu.board.design.board_config`: its precisions, memories and geometry, what
+    hw/overlays builds), so that the emulated board claims what the real one would. ``contract``: which hw/overlays design (2: the 2.0 design, the default:
     dtpu_cl_top, its master on HP0 and its irq to the PS; 1: the 1.2 design, dtpu_axi fed by two
     AXI DMAs). ``interrupts=True`` with contract 1: the
     1.2 variant with the DTPU's irq wired to the PS through an AXI interrupt controller
@@ -69,7 +71,7 @@ def write_design(directory: str | os.PathLike, cfg: HwConfig | None = None,
     d.mkdir(parents=True, exist_ok=True)
     bit = d / f"{BITSTREAM_NAME}.bit"
     bit.write_bytes(bit_file(PLACEHOLDER))
-    write_hwh(bit.with_suffix(".hwh"), cfg or get_config(),
+    write_hwh(bit.with_suffix(".hwh"), cfg or board_config(),
               note="written by dtpu.board.emulate for the board emulation, not by Vivado",
               interrupts=interrupts, contract=contract)
     return bit

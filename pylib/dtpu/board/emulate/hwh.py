@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from dtpu.board import design
-from dtpu.hw.config import HwConfig, get_config
+from dtpu.hw.config import HwConfig
 
 AXIMM = "xilinx.com:interface:aximm:1.0"
 AXIS = "xilinx.com:interface:axis:1.0"
@@ -168,7 +168,8 @@ def _stream(m: _Module, name: str, mode: str, prefix: str) -> dict[str, str]:
 
 def write_hwh(path: str | Path, cfg: HwConfig | None = None, note: str = "",
               interrupts: bool | None = None, contract: int = design.DEFAULT_CONTRACT) -> Path:
-    """Write the emulated design's .hwh for the DTPU build `cfg`: the ``contract`` 1 (1.2) or
+    """Write the emulated design's .hwh for the DTPU build `cfg` (default the board build,
+    design.board_config()): the ``contract`` 1 (1.2) or
     2 (2.0) block design of hw/overlays. ``interrupts``: whether the DTPU's ``irq`` reaches the
     PS through :data:`INTC` (default: as the design builds it, i.e. not for 1.2 and always for
     2.0; ``interrupts=True`` with contract 1 is the emulation-only 1.2 variant)."""
@@ -180,7 +181,7 @@ def write_hwh(path: str | Path, cfg: HwConfig | None = None, note: str = "",
         interrupts = variant.irq_to_ps
     elif not interrupts and variant.irq_to_ps:
         raise ValueError(f"the contract {variant.version} design always wires the DTPU's irq to the PS")
-    cfg = cfg or get_config()
+    cfg = cfg or design.board_config()
     root = ET.Element("EDKSYSTEM", EDWVERSION="1.2", VIVADOVERSION="emulated")
     if note:
         root.append(ET.Comment(f" {note} "))

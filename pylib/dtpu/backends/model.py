@@ -149,7 +149,7 @@ class ModelBackend(Backend):
         """Command lists (True) or job by job: from the core's VERSION and the `path` option
         (and whether the target can move job streams at all: the 2.0 overlay has no DMAs)."""
         name = self.name or type(self).__name__
-        if not getattr(self.transport, "streams", True):
+        if not self.transport.streams:
             if path == "jobs" or not lists_supported(self.transport):
                 raise ValueError(f"backend={name}: path={path}, but the overlay has no stream DMAs "
                                  f"(the contract-2.0 design) and runs command lists only; "
@@ -305,7 +305,7 @@ class ModelBackend(Backend):
         that cannot move job streams (the 2.0 overlay: no DMAs) runs command lists only, and
         nothing is loaded for the 1.2 path there; elsewhere the loads run, and a command list
         that overwrites them makes the next job-by-job invoke reload them (:meth:`_reclaim`)."""
-        if not force and not getattr(self.transport, "streams", True):
+        if not force and not self.transport.streams:
             if self._owner is None:
                 self._owner = _LISTS
             return
@@ -662,7 +662,7 @@ class ModelBackend(Backend):
         split (``list_trace``; no register holds it), else the partition on its last node; the
         host record of the partition on its last node (the others cost the host nothing).
         The fields and energies repeat from invoke to invoke: derived once per distinct run."""
-        trace = getattr(self.transport, "list_trace", lambda: None)()
+        trace = self.transport.list_trace()
         key = (index, run.cycles, run.idle_cycles, trace is None)
         memo = program.memo.get(key)
         if memo is None:

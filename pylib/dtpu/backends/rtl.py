@@ -46,8 +46,7 @@ class RtlBackend(ModelBackend):
     def _open_transport(self) -> Transport:
         if session.in_simulation():
             t = session.current_transport()
-            if str(self.options.get("path", "auto")).lower() == "lists" and \
-                    not hasattr(t, "wait_list"):
+            if str(self.options.get("path", "auto")).lower() == "lists" and not t.command_lists:
                 raise ValueError("backend=rtl: path=lists, but this simulation runs the 1.2 top "
                                  "(dtpu_axi, job by job); accepted: path=auto or path=jobs here, "
                                  "or start the simulation on the 2.0 top (run_in_simulation(..., "

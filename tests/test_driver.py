@@ -223,3 +223,37 @@ def test_duck_typed_transports_get_the_default_hooks():
     t.hang = False  # the default reset (CTRL.SOFT_RESET) left the model clean
     res, _ = run_jobs(t, low.jobs(x))
     assert np.array_equal(low.assemble(res), want)
+
+
+def test_register_values_read_by_field_name():
+    """CL_STATUS and the DMA's DMASR are read as named fields, from contract.json (or PG021)."""
+    from dtpu.driver.registers import Dmasr, register_type
+    from dtpu.hw.listformat import Format
+
+    fmt = Format(get_config())
+    status = register_type("CL_STATUS", fmt.regs["CL_STATUS"]["fields"])
+    st = status(0b110)
+    assert st.done and st.error and not st.running and st == 6 and f"{st:#x}" == "0x6"
+    assert not status(0b001).done
+    dmasr = Dmasr(0x1002)
+    assert dmasr.idle and dmasr.ioc_irq and not dmasr.halted and not dmasr.err_irq
+
+
+def test_optional_capabilities_are_declared_on_the_base_class():
+    """No transport is probed with getattr: every capability has a declared default."""
+    from dtpu.driver.transport import DeviceBuffer, DtpuHardwareError
+
+    class Minimal(Transport):
+        def __init__(self):
+            self.cfg = get_config()
+
+        write_reg = read_reg = send = recv = wait_done = lambda self, *a: None
+
+    t = Minimal()
+    assert t.streams and not t.command_lists and t.simulated and t.timeout_s > 0
+    assert t.wait_list(1.0) is True and t.list_trace() is None and t.pending_input() == {}
+    with pytest.raises(DtpuHardwareError, match="no memory port"):
+        t.alloc_buffer(8)
+    model = ModelTransport(lists=True)
+    assert model.command_lists and not ModelTransport().command_lists
+    assert isinstance(model.alloc_buffer(64), DeviceBuffer)

@@ -23,6 +23,7 @@ from cocotb.triggers import ClockCycles, RisingEdge
 from cocotbext.axi import (AxiLiteBus, AxiLiteMaster, AxiStreamBus, AxiStreamFrame,
                            AxiStreamSink, AxiStreamSource)
 
+from dtpu.driver import Transport
 from dtpu.hw.config import HwConfig
 
 _U64 = np.dtype("<u8")
@@ -129,17 +130,33 @@ class AsyncTransport:
             f"{d.m_axis_res_tready.value}")
 
 
-class BridgeTransport:
-    """The same transport as blocking calls for a cocotb.task.bridge thread."""
+class BridgeTransport(Transport):
+    """The same transport as blocking calls for a cocotb.task.bridge thread: a
+    :class:`dtpu.driver.Transport` (its hooks keep their defaults)."""
 
     def __init__(self, tb: DtpuTB, **kw):
         self._a = AsyncTransport(tb, **kw)
         self.cfg = tb.cfg
-        self.write_reg = cocotb.task.resume(self._a.write_reg)
-        self.read_reg = cocotb.task.resume(self._a.read_reg)
-        self.send = cocotb.task.resume(self._a.send)
-        self.recv = cocotb.task.resume(self._a.recv)
-        self.wait_done = cocotb.task.resume(self._a.wait_done)
+        self._write_reg = cocotb.task.resume(self._a.write_reg)
+        self._read_reg = cocotb.task.resume(self._a.read_reg)
+        self._send = cocotb.task.resume(self._a.send)
+        self._recv = cocotb.task.resume(self._a.recv)
+        self._wait_done = cocotb.task.resume(self._a.wait_done)
+
+    def write_reg(self, offset: int, value: int) -> None:
+        return self._write_reg(offset, value)
+
+    def read_reg(self, offset: int) -> int:
+        return self._read_reg(offset)
+
+    def send(self, stream: str, words):
+        return self._send(stream, words)
+
+    def recv(self, stream: str, n: int):
+        return self._recv(stream, n)
+
+    def wait_done(self, timeout_s: float) -> bool:
+        return self._wait_done(timeout_s)
 
 
 async def read_counters(t: AsyncTransport) -> tuple[int, int, int, int, int]:

@@ -26,7 +26,8 @@ have done for the same jobs, the lowering counts its transforms (``Lowered.trans
 ``us`` is the invoke's time on the host (perf_counter, from before the residency/plan settle to
 the assembled output) minus the time spent inside the target.
 Power is the activity-based estimate of :mod:`dtpu.power` (``method="estimated"``), summed over
-the nodes of an invoke. Subclasses drive other targets by overriding :meth:`_open_transport`.
+the nodes of an invoke. Subclasses drive other targets:
+:func:`dtpu.backends.targets.open_target` opens the one their name says.
 """
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ from time import perf_counter
 import numpy as np
 
 from dtpu.backends.base import Backend, HwCounters, PowerReading, Probes
+from dtpu.backends.targets import open_target
 from dtpu.driver import ModelTransport, Transport, check_identity, run_jobs
 from dtpu.driver.hostops import (CountingTransport, HostOps, add_counts, counter_read_ops)
 from dtpu.driver.lists import ListProgram, lists_supported
@@ -89,6 +91,8 @@ class _Node:
 
 class ModelBackend(Backend):
     name = "model"
+    #: the overlay a board target loads (backend=pynq sets it from its options)
+    bitstream: str | None = None
 
     #: share of each memory kept free of resident nodes: the scratch region of paged nodes
     #: (prefetch off), the least the ring of streamed pages gets (prefetch on; pages are a
@@ -142,14 +146,20 @@ class ModelBackend(Backend):
         self._ops: HostOps | None = None   # the host operations of the invoke under way
 
     def _open_transport(self) -> Transport:
-        """The golden model of a contract-2.0 core: the 1.2 core with the command-list units."""
-        return ModelTransport(Core(self.cfg), lists=True)
+        """This backend's target (:func:`dtpu.backends.targets.open_target`, by backend name:
+        the golden model of a contract-2.0 core, the Verilog core, the board); the host then
+        lowers for the build the target reports."""
+        self.target = open_target(self.name, self.cfg, path=str(self.options.get("path", "auto")),
+                                  precision=self.precision,
+                                  bitstream=self.bitstream)
+        self.cfg = self.target.cfg
+        return self.target.transport
 
     def _choose_path(self, path: str) -> bool:
         """Command lists (True) or job by job: from the core's VERSION and the `path` option
         (and whether the target can move job streams at all: the 2.0 overlay has no DMAs)."""
         name = self.name or type(self).__name__
-        if not getattr(self.transport, "streams", True):
+        if not self.transport.streams:
             if path == "jobs" or not lists_supported(self.transport):
                 raise ValueError(f"backend={name}: path={path}, but the overlay has no stream DMAs "
                                  f"(the contract-2.0 design) and runs command lists only; "
@@ -305,7 +315,7 @@ class ModelBackend(Backend):
         that cannot move job streams (the 2.0 overlay: no DMAs) runs command lists only, and
         nothing is loaded for the 1.2 path there; elsewhere the loads run, and a command list
         that overwrites them makes the next job-by-job invoke reload them (:meth:`_reclaim`)."""
-        if not force and not getattr(self.transport, "streams", True):
+        if not force and not self.transport.streams:
             if self._owner is None:
                 self._owner = _LISTS
             return
@@ -662,7 +672,7 @@ class ModelBackend(Backend):
         split (``list_trace``; no register holds it), else the partition on its last node; the
         host record of the partition on its last node (the others cost the host nothing).
         The fields and energies repeat from invoke to invoke: derived once per distinct run."""
-        trace = getattr(self.transport, "list_trace", lambda: None)()
+        trace = self.transport.list_trace()
         key = (index, run.cycles, run.idle_cycles, trace is None)
         memo = program.memo.get(key)
         if memo is None:

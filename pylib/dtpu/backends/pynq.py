@@ -25,11 +25,9 @@ import numpy as np
 
 from dtpu.backends.base import HwCounters, PowerReading, Probes
 from dtpu.backends.model import ModelBackend
-from dtpu.board import check_bitstream, default_bitstream, import_pynq, load_overlay
+from dtpu.board import check_bitstream, default_bitstream, import_pynq
 from dtpu.board.design import VLNV
-from dtpu.board.ip import config_from_hwcfg
 from dtpu.board.power import DEFAULT_PERIOD_S, PowerMonitor, power_source
-from dtpu.board.transport import PynqTransport
 from dtpu.driver import Transport
 from dtpu.spec import ConvSpec
 
@@ -52,21 +50,8 @@ class PynqBackend(ModelBackend):
                                     period_s=float(opts.get("xadc_period_s", DEFAULT_PERIOD_S)))
 
     def _open_transport(self) -> Transport:
-        """The DTPU of the bitstream, lowered for the build it reports (HWCFG0/1: array, memory
-        sizes, precisions): a board build synthesized with fewer precisions than the contract's
-        defaults (the one that fits the xc7z020, docs/synthesis.md) just claims less."""
-        self.overlay = load_overlay(self.bitstream)
-        t = PynqTransport(self.overlay, self.cfg)
-        ip, c = t.ip, self.cfg
-        if ip.reg("ID") == c.ID and ip.reg("VERSION") in (c.VERSION, c.VERSION2):  # else check_identity names it
-            built = config_from_hwcfg(ip.reg("HWCFG0"), ip.reg("HWCFG1"), c)
-            if (built.ROWS, built.COLS) != (c.ROWS, c.COLS):
-                raise ValueError(f"backend=pynq: mxu={c.ROWS}x{c.COLS}, but {self.bitstream} holds a "
-                                 f"{built.ROWS}x{built.COLS} DTPU; accepted: mxu={built.ROWS}x{built.COLS}")
-            if built.ENABLED != c.ENABLED:
-                log.info("bitstream %s: precisions %s (nodes needing others stay on the CPU)",
-                         self.bitstream, ", ".join(p.value for p in built.ENABLED))
-            self.cfg = t.cfg = built
+        t = super()._open_transport()       # dtpu.backends.targets.open_target("pynq", ...)
+        self.overlay = self.target.overlay
         return t
 
     def _xadc_sampler(self):

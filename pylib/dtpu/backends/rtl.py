@@ -27,13 +27,11 @@ import numpy as np
 from dtpu.backends.base import HwCounters, Probes
 from dtpu.backends.model import ModelBackend
 from dtpu.driver import Transport
-from dtpu.hw.config import HwConfig
 from dtpu.rtl import session
 from dtpu.rtl.build import TOP_ENV  # noqa: F401  (its home is dtpu.rtl.build; re-exported for one release)
 from dtpu.rtl.build import TOPLEVEL_CL, choose_top
 from dtpu.spec import ConvSpec
 
-_BUILD_KNOBS = ("COLS", "LOG_WEIGHT_WORDS", "LOG_PARAM_ENTRIES", "LOG_ACT_WORDS")
 
 
 class RtlBackend(ModelBackend):
@@ -44,35 +42,8 @@ class RtlBackend(ModelBackend):
         super().__init__(options)
 
     def _open_transport(self) -> Transport:
-        if session.in_simulation():
-            t = session.current_transport()
-            if str(self.options.get("path", "auto")).lower() == "lists" and \
-                    not hasattr(t, "wait_list"):
-                raise ValueError("backend=rtl: path=lists, but this simulation runs the 1.2 top "
-                                 "(dtpu_axi, job by job); accepted: path=auto or path=jobs here, "
-                                 "or start the simulation on the 2.0 top (run_in_simulation(..., "
-                                 "top='dtpu_cl_top'), dtpu run --backend rtl --option path=lists)")
-            if self.cfg.COLS != t.cfg.COLS:
-                raise ValueError(f"backend=rtl: mxu=8x{self.cfg.COLS}, but the simulated core was "
-                                 f"built with COLS={t.cfg.COLS}; accepted: mxu=8x{t.cfg.COLS} (start "
-                                 f"the simulation with the geometry you want: --mxu / "
-                                 f"run_in_simulation(mxu=...))")
-        elif self._lists_top():
-            from dtpu.rtl.build import SimConfig
-            from dtpu.rtl.native import open_native_lists
-
-            t, self.native_build = open_native_lists(SimConfig.from_mxu((8, self.cfg.COLS)))
-        else:
-            from dtpu.rtl.build import SimConfig
-            from dtpu.rtl.native import open_native
-
-            t, self.native_build = open_native(SimConfig.from_mxu((8, self.cfg.COLS)))
-        built = t.cfg
-        if self.cfg.CLOCK_MHZ != built.CLOCK_MHZ:
-            self.cfg = HwConfig(**{k: getattr(built, k) for k in _BUILD_KNOBS},
-                                CLOCK_MHZ=self.cfg.CLOCK_MHZ)
-        else:
-            self.cfg = built      # the build's memory sizes: the lowering must use the same
+        t = super()._open_transport()       # dtpu.backends.targets.open_target("rtl", ...)
+        self.native_build = self.target.native_build
         return t
 
     def _lists_top(self) -> bool:

@@ -188,7 +188,7 @@ def list_counts(parts):
             us += 1e6 * (time.perf_counter() - t0 - ops.device_s)
             tot.add(ops)
             cycles += run.cycles
-            compute += t.lists.last.compute_cycles
+            compute += t.list_window.last.compute_cycles
             idle += run.idle_cycles
             outs.append(y)
         host = dict(mmio_reads=tot.mmio_reads, mmio_writes=tot.mmio_writes, doorbells=tot.doorbells,

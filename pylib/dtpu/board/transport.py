@@ -19,6 +19,7 @@ from typing import Any, Callable
 import numpy as np
 
 from dtpu.board.design import DMA_LENGTH_WIDTH, DTPU_VLNV, STREAM_DMA
+from dtpu.driver.registers import Dmasr
 from dtpu.driver.transport import DtpuHardwareError, DtpuTimeout, Transport
 from dtpu.hw.config import HwConfig
 
@@ -39,7 +40,8 @@ RECV_SLACK = 8
 
 
 def _dmasr_text(value: int) -> str:
-    state = "halted" if value & 0x1 else ("idle" if value & 0x2 else "busy")
+    status = Dmasr(value)
+    state = "halted" if status.halted else ("idle" if status.idle else "busy")
     flags = [name for bit, name in DMASR_FLAGS.items() if value >> bit & 1]
     return f"DMASR={value:#x} ({', '.join([state] + flags)})"
 
@@ -83,6 +85,8 @@ class PynqDdrBuffer:
 
 class PynqTransport(Transport):
     """The board's DTPU behind its overlay (a ``pynq.Overlay`` of the hw/overlays design)."""
+
+    command_lists = True
 
     def __init__(self, overlay: Any, cfg: HwConfig | None = None, *, allocate: Callable | None = None,
                  timeout_s: float = 5.0) -> None:
@@ -156,8 +160,7 @@ class PynqTransport(Transport):
         if not emulate.installed():
             return None
         dev = emulate.current_board().dtpu
-        lists = getattr(getattr(dev, "core", None), "lists", None)
-        return None if lists is None else lists.last
+        return dev.core.list_trace()
 
     # -- buffers and channels ---------------------------------------------------------------------
 
@@ -280,7 +283,7 @@ class PynqTransport(Transport):
             base = CHANNEL_BASE[attr]
             dma = self._dma[stream]
             dma.write(base + DMACR, DMACR_RS)
-            if not _poll(lambda: not dma.read(base + DMASR) & 0x1, self.timeout_s):
+            if not _poll(lambda: not Dmasr(dma.read(base + DMASR)).halted, self.timeout_s):
                 raise DtpuTimeout(f"{stream} DMA channel did not restart within {self.timeout_s:g} s")
             ch.start()  # running already: only resets pynq's view of the channel
             self._busy[stream] = False

@@ -66,11 +66,23 @@ class CountingTransport(Transport):
         self.cfg = inner.cfg
         self.ops = ops if ops is not None else HostOps()
         self._start, self._doorbell = _doorbell_regs(inner.cfg)
-        self._simulated = bool(getattr(inner, "simulated", True))
+        self._simulated = bool(inner.simulated)
 
     @property
     def timeout_s(self) -> float:  # type: ignore[override]
-        return float(getattr(self.inner, "timeout_s", Transport.timeout_s))
+        return float(self.inner.timeout_s)
+
+    @property
+    def simulated(self) -> bool:  # type: ignore[override]
+        return self._simulated
+
+    @property
+    def streams(self) -> bool:  # type: ignore[override]
+        return self.inner.streams
+
+    @property
+    def command_lists(self) -> bool:  # type: ignore[override]
+        return self.inner.command_lists
 
     def _timed(self, fn, *args, device: bool = False):
         if not (device or self._simulated):
@@ -106,24 +118,16 @@ class CountingTransport(Transport):
 
     def expect(self, stream: str, n: int) -> None:
         self.ops.dma_starts += 1
-        fn = getattr(self.inner, "expect", None)
-        if fn is not None:
-            self._timed(fn, stream, n)
+        self._timed(self.inner.expect, stream, n)
 
     def pending_input(self, timeout_s: float = 0.0) -> dict[str, int]:
-        fn = getattr(self.inner, "pending_input", None)
-        return self._timed(fn, timeout_s) if fn is not None else {}
+        return self._timed(self.inner.pending_input, timeout_s)
 
     def reset(self) -> None:
-        fn = getattr(self.inner, "reset", None)
-        if fn is not None:
-            fn()
-        else:
-            Transport.reset(self)
+        self.inner.reset()
 
     def describe(self) -> str:
-        fn = getattr(self.inner, "describe", None)
-        return fn() if fn is not None else ""
+        return self.inner.describe()
 
     def close(self) -> None:
         self.inner.close()
@@ -134,8 +138,7 @@ class CountingTransport(Transport):
         return self.inner.alloc_buffer(nbytes)
 
     def wait_list(self, timeout_s: float) -> bool:
-        fn = getattr(self.inner, "wait_list", None)
-        return True if fn is None else self._timed(fn, timeout_s, device=True)
+        return self._timed(self.inner.wait_list, timeout_s, device=True)
 
 
 @functools.lru_cache(maxsize=16)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dtpu.driver.transport import (DtpuHardwareError, DtpuJobError, DtpuTimeout,
+from dtpu.driver.transport import (DtpuHardwareError, as_transport, DtpuJobError, DtpuTimeout,
                                    Transport)
 from dtpu.hw.config import HwConfig
 from dtpu.hw.lower import Job
@@ -104,22 +104,10 @@ def register_state(t: Transport) -> str:
         except Exception as exc:  # a dead transport must not hide the original failure
             parts.append(f"{name}=<unreadable: {exc!r}>")
     try:
-        extra = _hook(t, "describe")()
+        extra = t.describe()
     except Exception as exc:
         extra = f"<transport state unreadable: {exc!r}>"
     return "registers: " + ", ".join(parts) + (f"; {extra}" if extra else "")
-
-
-# Transports written before the Transport ABC (duck-typed: the five methods only) still work:
-# the hooks fall back to the ABC's defaults.
-
-def _hook(t: Transport, name: str):
-    fn = getattr(t, name, None)
-    return fn if fn is not None else getattr(Transport, name).__get__(t)
-
-
-def _timeout_of(t: Transport) -> float:
-    return float(getattr(t, "timeout_s", Transport.timeout_s))
 
 
 def _rewrap(t: Transport, job: Job, exc: Exception) -> Exception:
@@ -131,7 +119,7 @@ def _rewrap(t: Transport, job: Job, exc: Exception) -> Exception:
 def _fail(t: Transport, exc: Exception) -> Exception:
     """Reset the target after a failure; a failing reset is logged, the first error wins."""
     try:
-        _hook(t, "reset")()
+        t.reset()
     except Exception as reset_exc:
         log.warning("DTPU reset after a failed job failed too: %r", reset_exc)
     return exc
@@ -144,12 +132,13 @@ def run_job(t: Transport, job: Job, timeout_s: float | None = None) -> np.ndarra
     larger of the transport's and DEFAULT_JOB_TIMEOUT_S) or DtpuHardwareError (input words left
     over, a result packet of the wrong length).
     """
+    t = as_transport(t)
     c = t.cfg
-    timeout = float(timeout_s) if timeout_s is not None else max(DEFAULT_JOB_TIMEOUT_S, _timeout_of(t))
+    timeout = float(timeout_s) if timeout_s is not None else max(DEFAULT_JOB_TIMEOUT_S, float(t.timeout_s))
     for name, value in job.regs:
         t.write_reg(c.reg(name).offset, value)
     if job.recv:
-        _hook(t, "expect")("res", job.recv)
+        t.expect("res", job.recv)
     t.write_reg(c.REG_CTRL, c.encode("CTRL", START=1))
     status = t.read_reg(c.REG_STATUS)
     done_bit = c.reg("STATUS").field("DONE").mask
@@ -172,7 +161,7 @@ def run_job(t: Transport, job: Job, timeout_s: float | None = None) -> np.ndarra
     if err:
         log.debug("job %s: warning flags %#x", job.label, err)
         t.write_reg(c.REG_ERR, err)
-    left = {s: n for s, n in _hook(t, "pending_input")(min(timeout, 0.05)).items() if n}
+    left = {s: n for s, n in t.pending_input(min(timeout, 0.05)).items() if n}
     if left:
         state = register_state(t)
         what = ", ".join(f"{s}: {'some' if n < 0 else n} of {job.send[s].size if s in job.send else '?'}"
@@ -198,6 +187,7 @@ def run_job(t: Transport, job: Job, timeout_s: float | None = None) -> np.ndarra
 def run_jobs(t: Transport, jobs: list[Job], timeout_s: float | None = None
              ) -> tuple[list[np.ndarray], Counters]:
     """Run jobs in order; return the result words of those that produce any, and the counters."""
+    t = as_transport(t)
     before = read_counters(t)
     results = []
     for job in jobs:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dtpu.driver.registers import register_type
 from dtpu.driver.transport import DtpuHardwareError, DtpuTimeout, Transport
 from dtpu.hw.listcompiler import Buffer, NodeIn, compile_program
 from dtpu.hw.listformat import Format
@@ -75,6 +76,8 @@ class ListProgram:
         irq = self.fmt.regs["IRQ"]["fields"]
         self._irq_en = 1 << next(f["lsb"] for f in irq if f["name"] == "DONE_EN")
         self._irq_pend = 1 << next(f["lsb"] for f in irq if f["name"] == "PENDING")
+        #: CL_STATUS read by field: .running, .done, .error
+        self._cl_status = register_type("CL_STATUS", self.fmt.regs["CL_STATUS"]["fields"])
         kw = dict(rounding=rounding, runtime=runtime, keep=keep)
         prog = compile_program(partitions, cfg, **kw)
         self.buf = t.alloc_buffer(prog.size)
@@ -104,11 +107,10 @@ class ListProgram:
     # -- running lists
 
     def _target_of(self, t: Transport) -> tuple[bool, object]:
-        """(simulated, its wait_list or None) of a transport, looked up once per transport."""
+        """(simulated, its wait_list) of a transport, looked up once per transport."""
         hit = self._targets.get(id(t))
         if hit is None or hit[0] is not t:
-            hit = self._targets[id(t)] = (t, bool(getattr(t, "simulated", True)),
-                                          getattr(t, "wait_list", None))
+            hit = self._targets[id(t)] = (t, bool(t.simulated), t.wait_list)
         return hit[1], hit[2]
 
     def ensure_loaded(self, t: Transport | None = None, ops=None) -> None:
@@ -137,24 +139,25 @@ class ListProgram:
             writes = 2
             if not simulated:
                 t0 = time.perf_counter()
-            if waiter is not None and not waiter(self.timeout_s):
+            if not waiter(self.timeout_s):
                 raise DtpuTimeout(f"command list at {addr:#x}: no completion within "
                                   f"{self.timeout_s} s")
-            st = t.read_reg(o["CL_STATUS"])
+            status = self._cl_status
+            st = status(t.read_reg(o["CL_STATUS"]))
             reads += 1
             deadline = None
-            while not st & 0b10:
+            while not st.done:
                 if deadline is None:
                     deadline = time.monotonic() + self.timeout_s
                 elif time.monotonic() > deadline:
                     raise DtpuTimeout(f"command list at {addr:#x}: CL_STATUS={st:#x}, not DONE "
                                       f"within {self.timeout_s} s")
                 time.sleep(1e-4)
-                st = t.read_reg(o["CL_STATUS"])
+                st = status(t.read_reg(o["CL_STATUS"]))
                 reads += 1
             if ops is not None and not simulated:
                 ops.device_s += time.perf_counter() - t0
-            if st & 0b100:
+            if st.error:
                 self.loaded = False   # a list stopped half way: what it loaded is not known
                 err = t.read_reg(o["CL_ERR"])
                 pc, tag = t.read_reg(o["CL_ERR_PC"]), t.read_reg(o["CL_ERR_TAG"])

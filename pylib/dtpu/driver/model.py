@@ -37,27 +37,38 @@ class ModelTransport(Transport):
         over `mem`, default a :class:`~dtpu.hw.ddr.DdrPool` of its own), else a 1.2 core."""
         self.core = core or Core(cfg or get_config())
         self.cfg = self.core.cfg
-        self.lists = None
+        #: the contract-2.0 register window (command lists over DDR) of a 2.0 core, else None
+        self.list_window = None
         if lists:
             from dtpu.hw.ddr import DdrPool
             from dtpu.hw.regwindow import Device
-            self.lists = Device(core=self.core, mem=mem if mem is not None else DdrPool())
+            self.list_window = Device(core=self.core, mem=mem if mem is not None else DdrPool())
+
+    @property
+    def command_lists(self) -> bool:  # type: ignore[override]
+        return self.list_window is not None
+
+    @property
+    def lists(self):
+        """Former name of :attr:`list_window` (kept for one release; backends' ``lists`` is a
+        bool, this was the window)."""
+        return self.list_window
 
     # -- the five methods ---------------------------------------------------------------------
 
     def write_reg(self, offset: int, value: int) -> None:
-        if self.lists is not None and offset in self.lists.by_offset:
-            self.lists.write(offset, value)
+        if self.list_window is not None and offset in self.list_window.by_offset:
+            self.list_window.write(offset, value)
             return
         self.core.write(offset, value)
 
     def read_reg(self, offset: int) -> int:
         core = self.core
-        if self.lists is not None:
+        if self.list_window is not None:
             if offset == self.cfg.REG_VERSION:
                 return self.cfg.VERSION2
-            if offset in self.lists.by_offset:
-                return self.lists.read(offset)
+            if offset in self.list_window.by_offset:
+                return self.list_window.read(offset)
         if not core._pending:
             return core.read(offset)
         core._try_run()  # the words may be there by now
@@ -88,13 +99,13 @@ class ModelTransport(Transport):
     def list_trace(self):
         """The golden model's record of the last command list (per-node cycle split), None on
         a 1.2 core."""
-        return None if self.lists is None else self.lists.last
+        return None if self.list_window is None else self.list_window.last
 
     def alloc_buffer(self, nbytes: int):
         """A DDR buffer the 2.0 core reaches (``pynq.allocate`` on the board)."""
-        if self.lists is None:
+        if self.list_window is None:
             raise RuntimeError("a 1.2 core has no memory port: no DDR buffers")
-        return self.lists.ddr.alloc(nbytes)
+        return self.list_window.ddr.alloc(nbytes)
 
     def pending_input(self, timeout_s: float = 0.0) -> dict[str, int]:
         return {s: n for s in STREAMS_IN if (n := self.backlog(s))}

@@ -13,6 +13,7 @@ or a stuck DMA surfaces as an exception naming the job and the register state, n
 from __future__ import annotations
 
 import abc
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -43,6 +44,27 @@ class DtpuJobError(DtpuHardwareError):
         super().__init__(f"DTPU job {job!r} failed with ERR={err:#x} ({docs}){tail}")
 
 
+@runtime_checkable
+class DeviceBuffer(Protocol):
+    """A buffer in the memory a contract-2.0 core reaches over its AXI4 master port, as
+    :meth:`Transport.alloc_buffer` returns it: ``pynq.allocate`` on the board, a
+    :class:`dtpu.hw.ddr.DdrPool` buffer on the golden model, the harness's memory in Verilator."""
+
+    #: the bus address the core's descriptors use
+    addr: int
+    #: the host's uint8 view of the buffer
+    array: np.ndarray
+
+    def flush(self, offset: int = 0, nbytes: int | None = None) -> None:
+        """Make the host's writes visible to the device (cache clean)."""
+
+    def invalidate(self, offset: int = 0, nbytes: int | None = None) -> None:
+        """Make the device's writes visible to the host (cache invalidate)."""
+
+    def free(self) -> None:
+        """Give the buffer back."""
+
+
 class Transport(abc.ABC):
     """A DTPU target as the driver sees it.
 
@@ -50,6 +72,11 @@ class Transport(abc.ABC):
     words, ``CTRL.START``, one STATUS read (configuration errors end the job at once), :meth:`send`
     per input stream, :meth:`wait_done`, ERR, :meth:`pending_input`, :meth:`recv`. After any
     failure it calls :meth:`reset`. Subclasses set :attr:`cfg` to the build they drive.
+
+    What a target may or may not offer is declared here with its default, never probed for:
+    :attr:`streams` (the 1.2 AXI-stream job path), :attr:`command_lists` with
+    :meth:`alloc_buffer`, :meth:`wait_list` and :meth:`list_trace` (contract 2.0),
+    :attr:`simulated` and :attr:`timeout_s`.
     """
 
     cfg: HwConfig
@@ -59,6 +86,14 @@ class Transport(abc.ABC):
     #: the target is a simulation run by the host (golden model, Verilator, emulated board):
     #: the time inside its calls is the device's, not the host's (dtpu.driver.hostops)
     simulated: bool = True
+    #: the core has the 1.2 AXI-stream ports (s_axis_wgt/act, m_axis_res), so jobs can be run one
+    #: by one (dtpu.driver.jobs); a 2.0-only design reaches memory through command lists alone
+    streams: bool = True
+    #: the transport offers the contract-2.0 side (dtpu.driver.lists): :meth:`alloc_buffer`,
+    #: and its own :meth:`wait_list` / :meth:`list_trace` where it has them. Whether the core it
+    #: reaches runs command lists is the VERSION register's answer
+    #: (:func:`dtpu.driver.lists.lists_supported`)
+    command_lists: bool = False
 
     @abc.abstractmethod
     def write_reg(self, offset: int, value: int) -> None:
@@ -118,5 +153,60 @@ class Transport(abc.ABC):
     def close(self) -> None:
         """Release what the transport holds (buffers, simulator)."""
 
+    # -- contract 2.0 (command lists) ---------------------------------------------------------
 
-__all__ = ["DtpuError", "DtpuHardwareError", "DtpuJobError", "DtpuTimeout", "Transport"]
+    def alloc_buffer(self, nbytes: int) -> DeviceBuffer:
+        """A buffer of `nbytes` in the memory the core's AXI4 master reaches."""
+        raise DtpuHardwareError(f"{type(self).__name__}: this target has no memory port (a 1.2 "
+                                f"core): no DDR buffers; command lists need a contract-2.0 core")
+
+    def wait_list(self, timeout_s: float) -> bool:
+        """Wait at most `timeout_s` for the running list's completion (the board's interrupt);
+        False if it did not come. The default returns True at once: the driver then polls
+        CL_STATUS.DONE with its own deadline."""
+        return True
+
+    def list_trace(self):
+        """The target's record of the last command list (per-node cycles, a
+        :class:`dtpu.hw.executor.RunResult` or the RTL's node trace), or None if it keeps none."""
+        return None
+
+
+class _Adapted(Transport):
+    """A duck-typed transport (``cfg`` and the five methods, written before this ABC) as a
+    :class:`Transport`: the five methods are its own, every other member the ABC's default."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.cfg = inner.cfg
+
+    def write_reg(self, offset: int, value: int) -> None:
+        self.inner.write_reg(offset, value)
+
+    def read_reg(self, offset: int) -> int:
+        return self.inner.read_reg(offset)
+
+    def send(self, stream: str, words: np.ndarray) -> None:
+        self.inner.send(stream, words)
+
+    def recv(self, stream: str, n: int) -> np.ndarray:
+        return self.inner.recv(stream, n)
+
+    def wait_done(self, timeout_s: float) -> bool:
+        return self.inner.wait_done(timeout_s)
+
+
+def as_transport(t) -> Transport:
+    """`t` itself if it is a :class:`Transport`; else `t` adapted (the driver's entry points
+    accept transports written before this ABC: the five methods and ``cfg``, no hooks)."""
+    if isinstance(t, Transport):
+        return t
+    missing = [m for m in ("cfg", "write_reg", "read_reg", "send", "recv", "wait_done")
+               if not hasattr(t, m)]
+    if missing:
+        raise TypeError(f"{type(t).__name__} is not a DTPU transport: it lacks {', '.join(missing)}; "
+                        f"expected a dtpu.driver.Transport")
+    return _Adapted(t)
+
+
+__all__ = ["as_transport", "DeviceBuffer", "DtpuError", "DtpuHardwareError", "DtpuJobError", "DtpuTimeout", "Transport"]

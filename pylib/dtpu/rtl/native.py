@@ -336,6 +336,8 @@ class NativeListTransport(NativeTransport):
     VERSION is the RTL's own: 2.0 on dtpu_cl_top (dtpu_regfile CONTRACT2), 1.2 on dtpu_axi.
     """
 
+    command_lists = True
+
     def __init__(self, cfg: HwConfig, library: str | Path, *, ddr_bytes: int = 64 << 20,
                  ddr_base: int | None = None, strict: bool = True,
                  timing: dict | None = None, stall: float = 0.0, extra_latency: int = 0,

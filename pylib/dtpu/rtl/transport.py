@@ -286,6 +286,8 @@ class CocotbListTransport(CocotbTransport):
     record of the last list (:class:`dtpu.rtl.nodetrace.CocotbTracer`: the same registers and
     rules as the in-process harness's), None if the build lacks its signals."""
 
+    command_lists = True
+
     def __init__(self, dut, cfg: HwConfig, *, ddr_bytes: int = 64 << 20,
                  ddr_base: int | None = None, strict: bool = True, timing: dict | None = None,
                  list_timeout_cycles: int | None = None,

@@ -177,7 +177,7 @@ class DtpuDevice(Device):
         IRQ.PENDING of a command list (contract 2.0)."""
         c = self.cfg
         core = self.core.core
-        lists = self.core.lists
+        lists = self.core.list_window
         if lists is not None and lists.regs["IRQ"] & lists.irq_bit("PENDING"):
             return True
         return bool(core.regs[c.REG_CTRL] & c.reg("CTRL").field("IRQ_EN").mask

@@ -1,0 +1,119 @@
+"""One way to reach a DTPU: ``open_target(name, cfg, ...)`` opens the target a backend drives
+(the golden model, the Verilog core under Verilator, the PYNQ-Z2 or its emulation) and returns
+its :class:`~dtpu.driver.Transport` with the build configuration the host must lower for.
+
+The backends above it (:mod:`dtpu.backends.model` and its rtl/pynq variants) differ only in
+which target they name; how each target is found (a running simulation's transport or a
+Verilated core of this process, the top chosen by :func:`dtpu.rtl.build.choose_top`; the
+bitstream's overlay, real or emulated as ``$DTPU_PYNQ_EMULATE`` asks through
+:func:`dtpu.board.import_pynq`) is written here once.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from dtpu.driver import ModelTransport, Transport
+from dtpu.hw.config import HwConfig
+from dtpu.hw.core import Core
+
+log = logging.getLogger(__name__)
+
+#: the targets open_target knows, by backend name
+TARGETS = ("model", "rtl", "pynq")
+
+#: knobs of an RTL build the host lowers with (its memory sizes); the clock stays the option's
+_RTL_BUILD_KNOBS = ("COLS", "LOG_WEIGHT_WORDS", "LOG_PARAM_ENTRIES", "LOG_ACT_WORDS")
+
+
+@dataclass
+class Target:
+    """An opened target. `cfg` is what the host lowers for: the build's (its memory sizes, its
+    precisions), which the options' geometry only asks for."""
+
+    transport: Transport
+    cfg: HwConfig
+    #: backend=rtl in this process: the Verilated library (this backend owns and closes it);
+    #: None for a running simulation's transport, which is the simulation's
+    native_build: Any = None
+    #: backend=pynq: the loaded overlay (its XADC is read for power)
+    overlay: Any = None
+
+
+def open_target(name: str, cfg: HwConfig, *, path: str = "auto", precision: str = "auto",
+                bitstream: str | None = None) -> Target:
+    """Open target `name` (one of :data:`TARGETS`) for a host configured as `cfg`, with the
+    delegate options `path` and `precision` (they choose the RTL top) and, for the board,
+    `bitstream`."""
+    if name == "model":
+        return Target(ModelTransport(Core(cfg), lists=True), cfg)
+    if name == "rtl":
+        return _open_rtl(cfg, str(path).lower(), precision)
+    if name == "pynq":
+        if bitstream is None:
+            raise ValueError("open_target('pynq'): no bitstream; pass the overlay's .bit")
+        return _open_pynq(cfg, bitstream)
+    raise ValueError(f"open_target: unknown target {name!r}; accepted: {', '.join(TARGETS)}")
+
+
+def _open_rtl(cfg: HwConfig, path: str, precision: str) -> Target:
+    """Inside a simulation (``dtpu run --backend rtl``, :func:`dtpu.rtl.run_in_simulation`) its
+    transport; anywhere else a Verilated core of this process, the top for `path` and
+    `precision`."""
+    from dtpu.rtl import session
+    from dtpu.rtl.build import TOPLEVEL_CL, SimConfig, choose_top
+
+    native_build = None
+    if session.in_simulation():
+        t = session.current_transport()
+        if path == "lists" and not t.command_lists:
+            raise ValueError("backend=rtl: path=lists, but this simulation runs the 1.2 top "
+                             "(dtpu_axi, job by job); accepted: path=auto or path=jobs here, "
+                             "or start the simulation on the 2.0 top (run_in_simulation(..., "
+                             "top='dtpu_cl_top'), dtpu run --backend rtl --option path=lists)")
+        if cfg.COLS != t.cfg.COLS:
+            raise ValueError(f"backend=rtl: mxu=8x{cfg.COLS}, but the simulated core was "
+                             f"built with COLS={t.cfg.COLS}; accepted: mxu=8x{t.cfg.COLS} (start "
+                             f"the simulation with the geometry you want: --mxu / "
+                             f"run_in_simulation(mxu=...))")
+    elif choose_top(path, precision) == TOPLEVEL_CL:
+        from dtpu.rtl.native import open_native_lists
+
+        t, native_build = open_native_lists(SimConfig.from_mxu((8, cfg.COLS)))
+    else:
+        from dtpu.rtl.native import open_native
+
+        t, native_build = open_native(SimConfig.from_mxu((8, cfg.COLS)))
+    built = t.cfg
+    if cfg.CLOCK_MHZ != built.CLOCK_MHZ:
+        host = HwConfig(**{k: getattr(built, k) for k in _RTL_BUILD_KNOBS}, CLOCK_MHZ=cfg.CLOCK_MHZ)
+    else:
+        host = built      # the build's memory sizes: the lowering must use the same
+    return Target(t, host, native_build=native_build)
+
+
+def _open_pynq(cfg: HwConfig, bitstream: str) -> Target:
+    """The DTPU of the bitstream, lowered for the build it reports (HWCFG0/1: array, memory
+    sizes, precisions): a board build synthesized with fewer precisions than the contract's
+    defaults (the one that fits the xc7z020, docs/synthesis.md) just claims less."""
+    from dtpu.board import load_overlay
+    from dtpu.board.ip import config_from_hwcfg
+    from dtpu.board.transport import PynqTransport
+
+    overlay = load_overlay(bitstream)
+    t = PynqTransport(overlay, cfg)
+    ip, c = t.ip, cfg
+    if ip.reg("ID") == c.ID and ip.reg("VERSION") in (c.VERSION, c.VERSION2):  # else check_identity names it
+        built = config_from_hwcfg(ip.reg("HWCFG0"), ip.reg("HWCFG1"), c)
+        if (built.ROWS, built.COLS) != (c.ROWS, c.COLS):
+            raise ValueError(f"backend=pynq: mxu={c.ROWS}x{c.COLS}, but {bitstream} holds a "
+                             f"{built.ROWS}x{built.COLS} DTPU; accepted: mxu={built.ROWS}x{built.COLS}")
+        if built.ENABLED != c.ENABLED:
+            log.info("bitstream %s: precisions %s (nodes needing others stay on the CPU)",
+                     bitstream, ", ".join(p.value for p in built.ENABLED))
+        cfg = t.cfg = built
+    return Target(t, cfg, overlay=overlay)
+
+
+__all__ = ["TARGETS", "Target", "open_target"]

@@ -12,7 +12,7 @@ invoke's wall time minus the time spent inside the transport (the emulated devic
 
 Command list: the same partitions compiled once and run as the delegate runs them on a 2.0
 core: dtpu.driver.lists.ListProgram over the model transport's 2.0 register window
-(dtpu.driver.model.ModelTransport with lists=True), its host operations counted by the driver
+(dtpu.driver.model_transport.ModelTransport with lists=True), its host operations counted by the driver
 (dtpu.driver.hostops.HostOps), `us` likewise the invoke's wall time minus the device's.
 Cycles: today's are the stall-free job cycles backend=model reports (streams assumed never
 empty, host time between jobs not counted); the command list's include the memory model of

@@ -15,7 +15,7 @@ from dtpu.backends.base import Probes
 from dtpu.backends.model import ModelBackend
 from dtpu.driver.hostops import HostOps
 from dtpu.driver.lists import DtpuListError, ListProgram
-from dtpu.driver.model import ModelTransport
+from dtpu.driver.model_transport import ModelTransport
 from dtpu.hw import gen_header
 from dtpu.hw.config import HwConfig, get_config
 from dtpu.hw.ddr import Ddr

@@ -11,7 +11,7 @@ from dtpu.backends.base import Probes
 from dtpu.backends.model import ModelBackend
 from dtpu.driver import ModelTransport, run_jobs
 from dtpu.driver.hostops import CountingTransport, HostOps
-from dtpu.driver.model import run_jobs_compiled
+from dtpu.driver.model_transport import run_jobs_compiled
 from dtpu.hw.config import get_config
 from dtpu.hw.core import Core
 from dtpu.hw.lower import lower

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from dtpu.driver import DtpuJobError, ModelTransport, read_counters, run_job, run_jobs
-from dtpu.driver.model import run_jobs_compiled
+from dtpu.driver.model_transport import run_jobs_compiled
 from dtpu.hw import fast
 from dtpu.hw.config import get_config
 from dtpu.hw.core import Core, dw_schedule, gemm_cycles, load_cycles
@@ -262,7 +262,7 @@ def test_prefetch_drops_only_overlapping_decoded_weights():
 def test_compiled_job_survives_its_own_words_written_again():
     """A streamed page written back into the same place with the same words (every invoke)
     keeps its compiled form; other words there make it recompile."""
-    from dtpu.driver.model import compiled
+    from dtpu.driver.model_transport import compiled
     cfg = get_config()
     spec, x, f, b = _gemm_node(cin=16, cout=16)
     _, f2, _ = make_data(spec, np.random.default_rng(8))

@@ -15,7 +15,7 @@ from dtpu import tflite_model
 from dtpu.backends.base import Probes
 from dtpu.backends.model import ModelBackend
 from dtpu.driver import DtpuJobError, ModelTransport, read_counters, run_jobs
-from dtpu.driver.model import run_jobs_compiled
+from dtpu.driver.model_transport import run_jobs_compiled
 from dtpu.hw import fast, kernels
 from dtpu.hw.config import HwConfig, get_config
 from dtpu.hw.core import Core

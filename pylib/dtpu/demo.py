@@ -14,28 +14,13 @@ import sys
 import time
 from pathlib import Path
 
+from dtpu.run import random_inputs
+
 ROOT = Path(__file__).resolve().parents[2]
 CANDIDATES = (
     ROOT / "tests" / "models" / "zoo" / "mobilenet_like__int8.tflite",
     ROOT / "tests" / "data" / "delegate" / "chain_int8.tflite",
 )
-
-
-def _inputs(interpreter, seed: int):
-    """Real values uniform in [-1, 1], quantized with each input's own parameters."""
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    values = []
-    for detail in interpreter.get_input_details():
-        real = rng.uniform(-1.0, 1.0, size=detail["shape"])
-        dtype = np.dtype(detail["dtype"])
-        scale, zero_point = detail["quantization"]
-        if np.issubdtype(dtype, np.integer) and scale:
-            info = np.iinfo(dtype)
-            real = np.clip(np.round(real / scale) + zero_point, info.min, info.max)
-        values.append(real.astype(dtype))
-    return values
 
 
 def _run(interpreter, inputs):
@@ -84,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
 
     agree, worst, t_ours, t_cpu = True, 0.0, [], []
     for seed in range(max(1, args.invokes)):
-        inputs = _inputs(cpu, seed)
+        inputs = random_inputs(cpu, seed)
         got, dt_ours = _run(ours, inputs)
         want, dt_cpu = _run(cpu, inputs)
         t_ours.append(dt_ours)

@@ -16,7 +16,7 @@ stay, the others stream behind computation) and lowers again the nodes that move
 compute job (first-come residency). The counters include all of it: a carrier job's prefetch
 words count as that node's s_axis_wgt words and its extra cycles as its cycles. An invoke is
 im2col/pack -> jobs on the model -> unpack; the counters are those the RTL's registers report.
-On the golden model the jobs run compiled (:func:`dtpu.driver.model.run_jobs_compiled`: the
+On the golden model the jobs run compiled (:func:`dtpu.driver.model_transport.run_jobs_compiled`: the
 registers of each job decoded once, the datapath run directly, same words and counters as the
 register/stream protocol); option ``fast=False`` drives the model through the protocol instead.
 Every node's counters carry the host's work of its invoke (``HwCounters.host``,
@@ -43,7 +43,7 @@ from dtpu.backends.targets import open_target
 from dtpu.driver import ModelTransport, Transport, check_identity, run_jobs
 from dtpu.driver.hostops import (CountingTransport, HostOps, add_counts, counter_read_ops)
 from dtpu.driver.lists import ListProgram, lists_supported
-from dtpu.driver.model import run_compiled, run_jobs_compiled
+from dtpu.driver.model_transport import run_compiled, run_jobs_compiled
 from dtpu.hw import fast as fastpath
 from dtpu.hw import prefetch
 from dtpu.hw.config import HwConfig, ceil_div, get_config

@@ -31,7 +31,7 @@ from dtpu.backends.model import ModelBackend
 from dtpu.board.costs import COSTS, LABEL, costs, row
 from dtpu.driver.hostops import HostOps
 from dtpu.driver.lists import ListProgram
-from dtpu.driver.model import ModelTransport
+from dtpu.driver.model_transport import ModelTransport
 from dtpu.driver.transport import Transport
 from dtpu.hw.core import Core
 from dtpu.tflite_model import partitions_of

@@ -9,7 +9,7 @@ the register state in its message.
 """
 from dtpu.driver.jobs import (DEFAULT_JOB_TIMEOUT_S, Counters, check_identity, counter_delta,
                               read_counters, register_state, run_job, run_jobs)
-from dtpu.driver.model import ModelTransport
+from dtpu.driver.model_transport import ModelTransport
 from dtpu.driver.transport import (DtpuError, DtpuHardwareError, DtpuJobError, DtpuTimeout,
                                    Transport)
 

@@ -13,7 +13,7 @@ written against ``dtpu.hw.cmdlist`` keeps working; nothing in this repository im
 ``Driver``, ``HostOps`` and ``DtpuListError`` are gone: the one driver is
 :class:`dtpu.driver.lists.ListProgram` (its :class:`~dtpu.driver.lists.DtpuListError`, a
 ``DtpuHardwareError``) with :class:`dtpu.driver.hostops.HostOps`, over
-``dtpu.driver.model.ModelTransport(lists=True)`` on the model.
+``dtpu.driver.model_transport.ModelTransport(lists=True)`` on the model.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The emulated 2.0 register window: a 2.0 core as the host sees it over AXI4-Lite (contract2
 registers), its DDR and the executor behind the doorbell. The model transport
-(:class:`dtpu.driver.model.ModelTransport` with ``lists=True``) and the emulated board put it
+(:class:`dtpu.driver.model_transport.ModelTransport` with ``lists=True``) and the emulated board put it
 behind their register calls, so :class:`dtpu.driver.lists.ListProgram` drives it as it drives
 the board.
 """

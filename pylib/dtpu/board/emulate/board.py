@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from dtpu.board import design, xadc
-from dtpu.driver.model import ModelTransport
+from dtpu.driver.model_transport import ModelTransport
 from dtpu.hw.config import HwConfig, get_config
 from dtpu.hw.core import Core
 

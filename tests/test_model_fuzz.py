@@ -479,8 +479,12 @@ def test_mutations_are_deterministic_and_change_the_model():
 
 
 def test_default_sweep():
-    """A bounded sweep of every mutation kind (well under two minutes on two cores)."""
-    found, stats = sweep(recipes(int(os.environ.get("DTPU_FUZZ_COUNT", "160")), seed=12))
+    """A bounded sweep of every mutation kind (well under two minutes on two cores), over the zoo
+    less its ImageNet-scale nets: one invoke of those takes 20 s of a loaded 2-core machine on
+    backend=model, the stage limit that tells a hang (the slow sweep keeps them)."""
+    small = [p for p in zoo_models() if "_224" not in p.name]
+    found, stats = sweep(recipes(int(os.environ.get("DTPU_FUZZ_COUNT", "160")), seed=12,
+                                 models=small))
     assert stats["cpu_ok"] > 0, stats       # the sweep exercised the delegate at all
     assert not found, "\n".join(f"{r}: {why}" for r, why in found)
 

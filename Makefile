@@ -17,8 +17,10 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(PY) -m dtpu.demo
 
+# the default subset on both cores of a 2-core machine (pytest-xdist; Verilator builds are locked per
+# configuration, runs get their own dirs); the slow RTL sweeps are in test-all
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2
 
 # every core (pytest-xdist): Verilator builds are locked per configuration, runs get their own dirs
 test-all: $(STAMP)

@@ -17,6 +17,10 @@ def _run(params=None, env=None, testcase=None):
               testcase=testcase)
 
 
+# make test-all: 169 s in the default run; the 2.0 top's RUN / POST cycles and words stay in the
+# default run in process (tests/test_rtl_lists.py, the contract's memory exactly), under cocotb
+# through test_cocotb_lists_transport_runs_a_zoo_model_as_the_in_process_one
+@pytest.mark.slow
 def test_cl_run():
     """Small program (lane- and word-mode gathers, depthwise CHANNELS, pointwise), K split
     (ACC + POST), int16, RUN errors (word count, mode, SLVERR on the output), random latencies:

@@ -14,6 +14,9 @@ def top(cols: int) -> tuple[dict, object]:
     return params, build("dtpu_axi", params, name="top")
 
 
+# the 1.2 top stays in the default run at COLS=2 and in the board build; 8 columns (149 s), 4 (85 s)
+# and the integer-only build run in make test-all
+@pytest.mark.slow
 @pytest.mark.parametrize("cols", [8])
 def test_top_default(cols):
     params, d = top(cols)
@@ -26,7 +29,7 @@ SWEEP_TESTS = ["test_gemm_stall_free", "test_gemm_gaps_and_backpressure",
                "test_gemm_nodes_stall_free", "test_prefetch_stall_free", "test_prefetch_gaps"]
 
 
-@pytest.mark.parametrize("cols", [2, 4])
+@pytest.mark.parametrize("cols", [2, pytest.param(4, marks=pytest.mark.slow)])
 def test_top_small_arrays(cols):
     """8x2 and 8x4 arrays: a few random jobs of every kind (the default subset)."""
     params, d = top(cols)
@@ -34,6 +37,7 @@ def test_top_small_arrays(cols):
               extra_env={"DTPU_SEED": os.environ.get("DTPU_SEED", str(777 + cols)), "DTPU_CASES": "4"})
 
 
+@pytest.mark.slow
 def test_top_integer_only_build():
     """PREC_EN = int8/uint8/int16 (the board-sized build): HWCFG0 says so, float and wide jobs
     get BAD_PRECISION from CONFIG, the rest runs exactly."""

@@ -79,7 +79,9 @@ def tool_versions() -> dict[str, str]:
     for name, arg in (("yosys", "-V"), ("nextpnr-ecp5", "--version")):
         r = subprocess.run(tool(name) + [arg], capture_output=True, text=True, cwd=WORK)
         text = (r.stdout + r.stderr).strip().splitlines()
-        out[name] = text[-1].strip() if text else "?"
+        line = text[-1].strip() if text else "?"
+        m = re.search(r"(Yosys [\d.+]+ \(git sha1 \w+)|(nextpnr-[\d.]+)", line)
+        out[name] = (m.group(1) + ")" if m and m.group(1) else m.group(2)) if m else line
     return out
 
 
@@ -179,11 +181,20 @@ def elaborate(params: dict[str, int]) -> list[Unit]:
     for m, n in inst.items():
         name = _synth.module_name(m)
         p = values.get(m, values.get("\\" + m.lstrip("\\"), {}))
+        local_names = localparams(RTL / f"{name}.v")
+        p = {k: v for k, v in p.items() if k not in local_names}
         if name == TOP:
             p = {k: v for k, v in p.items() if k in params}
         units.append(Unit(name, p, n, sorted(subtree(m) - {name})))
     label_units(units)
     return units
+
+
+def localparams(src: Path) -> set[str]:
+    """Names a module declares as localparam (RTLIL lists them among its parameters; chparam
+    must set only the real ones)."""
+    text = re.sub(r"//[^\n]*|/\*.*?\*/", "", src.read_text(), flags=re.S)
+    return set(re.findall(r"\blocalparam\b(?:\s+(?:integer|signed|\[[^\]]*\]))*\s+(\w+)", text))
 
 
 def label_units(units: list[Unit]) -> None:
@@ -227,17 +238,29 @@ def synth_unit(u: Unit, work: Path) -> None:
               f"design -load src\nsynth_xilinx -family xc7 -flatten -top {u.module}\n"
               f"tee -q -o stat_xc7.txt stat\n"
               # the path between registers: flip-flops and block RAMs are where it starts and ends
-              f"tee -q -o ltp.txt ltp -noff t:FD* t:RAMB* %u %n\n", work, "synth")
+              f"tee -q -o ltp.txt ltp -noff t:FD* t:RAMB* %u %n\n"
+              # the kinds of cells on that path (ltp names them only)
+              + "".join(f"tee -q -o sel_{k}.txt select -list t:{k}*\n" for k in XC7_KINDS),
+              work, "synth")
 
 
-def ltp_levels(text: str) -> dict:
+XC7_KINDS = ("LUT", "CARRY4", "MUXF", "DSP48E1")
+
+
+def ltp_levels(work: Path) -> dict:
     """`ltp` report: its length and the kinds of cells on the path."""
+    text = (work / "ltp.txt").read_text()
     m = re.search(r"Longest topological path in \S+ \(length=(\d+)\)", text)
     if not m:
         return {}
+    kind_of = {}
+    for k in XC7_KINDS:
+        for line in (work / f"sel_{k}.txt").read_text().splitlines():
+            kind_of[line.split("/", 1)[-1].strip()] = k
     kinds: dict[str, int] = {}
-    for cell in re.findall(r"^\s+\S+\s+\((\S+)\)\s*$", text[m.end():], re.M):
-        kinds[cell] = kinds.get(cell, 0) + 1
+    for cell in re.findall(r"\(via (.*)\)\s*$", text[m.end():], re.M):
+        k = kind_of.get(cell.strip(), "other")
+        kinds[k] = kinds.get(k, 0) + 1
     return {"levels": int(m.group(1)), "cells": kinds}
 
 
@@ -258,34 +281,66 @@ def pnr_unit(work: Path) -> None:
 
 
 def critical_path(report: dict) -> dict:
-    """fmax and the worst register-to-register path of a nextpnr report."""
+    """fmax and the worst register-to-register path of a nextpnr report (its cells named after
+    the registers they drive, and the RTL lines the path runs through)."""
     fmax = report.get("fmax", {})
     if not fmax:
         return {"fmax_mhz": None}
     clk, f = min(fmax.items(), key=lambda kv: kv[1]["achieved"])
-    paths = [p for p in report.get("critical_paths", []) if p.get("from") == clk and p.get("to") == clk]
+    paths = [p for p in report.get("critical_paths", [])
+             if p.get("from", "").split()[-1] == clk and p.get("to", "").split()[-1] == clk]
     out = {"fmax_mhz": round(f["achieved"], 1), "clock": clk}
     if paths:
         segs = paths[0]["path"]
         logic = sum(s["delay"] for s in segs if s["type"] != "routing")
         routing = sum(s["delay"] for s in segs if s["type"] == "routing")
-        out.update({"from": segs[0]["from"]["cell"], "to": segs[-1]["to"]["cell"],
+        lines: list[str] = []
+        for s in segs:
+            for src in s.get("sources", []):
+                m = re.search(r"(dtpu_\w+\.v):(\d+)", src)
+                if m and f"{m.group(1)}:{m.group(2)}" not in lines:
+                    lines.append(f"{m.group(1)}:{m.group(2)}")
+        out.update({"from": cell_name(segs[0]["from"]["cell"]), "to": cell_name(segs[-1]["to"]["cell"]),
                     "logic_ns": round(logic, 2), "routing_ns": round(routing, 2),
-                    "cells_on_path": sum(1 for s in segs if s["type"] == "logic")})
+                    "cells_on_path": sum(1 for s in segs if s["type"] == "logic"),
+                    "rtl_lines": lines})
     return out
 
 
-def time_unit(u: Unit, key: str, max_lut4: int) -> dict:
+def cell_name(cell: str) -> str:
+    """The register or signal a nextpnr cell is named after (Yosys names a mapped cell after the
+    net it drives, then appends what it is: `r3_reg_TRELLIS_FF_Q_12` is a bit of r3_reg)."""
+    cut = re.search(r"_(TRELLIS_|LUT4_|CCU2C_|MULT18X18D|ALU54B|DP16KD|PFUMX|L6MUX21)", cell)
+    name = cell[:cut.start()] if cut else cell
+    return re.sub(r"\$.*$", "", name) or cell
+
+
+def lower_bound_lut4(u: Unit, done: dict[str, dict], units: list[Unit]) -> int:
+    """LUT4 of a unit's submodules already synthesized (instances per instance of u): a lower
+    bound of its flattened size, so that the tops are not flattened only to find them too big."""
+    total = 0
+    for c in units:
+        if c.module in u.children and c.label in done:
+            total += done[c.label].get("ecp5", {}).get("lut4", 0) * c.instances // max(u.instances, 1)
+    return total
+
+
+def time_unit(u: Unit, key: str, max_lut4: int, bound: int = 0) -> dict:
+    res: dict = {"module": u.module, "params": u.params, "instances": u.instances,
+                 "submodules": u.children, "key": key}
+    if bound > max_lut4:
+        res.update({"placed": False, "ecp5": {"lut4_at_least": bound},
+                    "why_not_placed": f"its submodules alone take {bound} LUT4 (limit {max_lut4}): "
+                                      f"not synthesized flattened, its submodules are placed"})
+        return res
     work = unit_dir(u)
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
     t0 = time.time()
     synth_unit(u, work)
-    res: dict = {"module": u.module, "params": u.params, "instances": u.instances,
-                 "submodules": u.children, "key": key}
     res["ecp5"] = ecp5_cells((work / "stat_ecp5.txt").read_text())
-    res["xc7_ltp"] = ltp_levels((work / "ltp.txt").read_text())
+    res["xc7_ltp"] = ltp_levels(work)
     too_big = res["ecp5"]["lut4"] > max_lut4 or res["ecp5"]["mult18"] > DEVICE_MULT18
     if too_big:
         res["placed"] = False
@@ -391,12 +446,13 @@ def main(argv=None) -> int:
                 continue
             log.info("%s: synthesizing, placing and routing", u.label)
             try:
-                mods[u.label] = time_unit(u, key, args.max_lut4)
+                bound = lower_bound_lut4(u, {**old, **mods}, units)
+                mods[u.label] = time_unit(u, key, args.max_lut4, bound)
             except RuntimeError as e:
                 log.error("%s: %s", u.label, e)
                 continue
             r = mods[u.label]
-            log.info("%s: %s MHz (%s s)", u.label, r.get("fmax_mhz", "not placed"), r["seconds"])
+            log.info("%s: %s MHz (%s s)", u.label, r.get("fmax_mhz", "not placed"), r.get("seconds", 0))
             section["modules"] = {**old, **mods}
             jpath.write_text(json.dumps(data, indent=1))  # after each unit: a stopped run keeps its work
         section["modules"] = {k: mods.get(k, old.get(k)) for k in sorted(set(mods) | set(old))

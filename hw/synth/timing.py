@@ -375,10 +375,11 @@ def table(section: dict) -> str:
         cells = lv.get("cells", {})
         lut = sum(v for k, v in cells.items() if k.startswith("LUT"))
         levels = f"{lv['levels']} ({lut}, {cells.get('CARRY4', 0)})" if lv else "-"
-        res = f"{e.get('lut4', 0)} / {e.get('ff', 0)} / {e.get('mult18', 0)}"
+        res = (f"{e.get('lut4', 0)} / {e.get('ff', 0)} / {e.get('mult18', 0)}" if "lut4" in e
+               else f"≥ {e.get('lut4_at_least', 0)} LUT4")
         if not r.get("placed"):
             rows.append(f"| {label} | {r['instances']} | {res} | not placed | - | too large: "
-                        f"its submodules' rows | - | {levels} |")
+                        f"see its submodules' rows | - | {levels} |")
             continue
         if r.get("fmax_mhz") is None:
             rows.append(f"| {label} | {r['instances']} | {res} | - (no register-to-register path) | - | "
@@ -388,6 +389,9 @@ def table(section: dict) -> str:
         path = f"`{short(r.get('from', '?'))}` → `{short(r.get('to', '?'))}`"
         rows.append(f"| {label} | {r['instances']} | {res} | {r['fmax_mhz']:.1f} | {ok} | {path} | "
                     f"{r.get('logic_ns', 0):.1f} / {r.get('routing_ns', 0):.1f} | {levels} |")
+    for label, n in section.get("units", {}).items():
+        if label not in mods:
+            rows.append(f"| {label} | {n} | - | not run yet | - | `make -C hw/synth timing` | - | - |")
     placed = [r for r in mods.values() if r.get("placed") and r.get("fmax_mhz")]
     rows.append("")
     if placed:
@@ -418,6 +422,7 @@ def write_doc(section: dict, doc: Path) -> None:
 
 
 def main(argv=None) -> int:
+    global WORK
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", nargs="*", default=[], help="module names (all their parameter sets)")
     ap.add_argument("--max-lut4", type=int, default=MAX_LUT4,
@@ -426,8 +431,10 @@ def main(argv=None) -> int:
     ap.add_argument("--force", action="store_true", help="redo units whose key is unchanged")
     ap.add_argument("--table-only", action="store_true", help="only regenerate the docs table")
     ap.add_argument("--json", default=str(RESULTS))
+    ap.add_argument("--work", default=str(WORK), help="work folder (Yosys and nextpnr files per unit)")
     ap.add_argument("--out", default=str(DOC), help="markdown file to update ('-': print only)")
     args = ap.parse_args(argv)
+    WORK = Path(args.work)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     jpath = Path(args.json)
     data = json.loads(jpath.read_text()) if jpath.exists() else {}
@@ -439,6 +446,7 @@ def main(argv=None) -> int:
         units = elaborate(params)
         log.info("board build %s: %d units", params, len(units))
         section.update({"top": TOP, "params": params, "tools": versions, "target_mhz": TARGET_MHZ,
+                        "units": {u.label: u.instances for u in units},
                         "pnr": "nextpnr-ecp5 " + " ".join(PNR_ARGS)})
         old = section.get("modules", {})
         mods: dict[str, dict] = {}

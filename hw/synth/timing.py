@@ -231,13 +231,20 @@ def unit_dir(u: Unit) -> Path:
     return WORK / re.sub(r"[^A-Za-z0-9_=.-]+", "_", u.label).strip("_")
 
 
+def has_clock(u: Unit) -> bool:
+    return re.search(r"input\s+wire\s+clk\b", (RTL / f"{u.module}.v").read_text()) is not None
+
+
 def synth_unit(u: Unit, work: Path) -> None:
-    """ECP5 netlist (pl.json) and ECP5 cell counts; xc7 synthesis and its longest path."""
+    """ECP5 netlist (pl.json) and ECP5 cell counts; xc7 synthesis and its longest path. A unit
+    without a clock (combinational: Compact&Select, Filter&Select) gets only the xc7 part: it
+    has no register-to-register path of its own, its logic lies on its parent's paths."""
     srcs = " ".join(str(RTL / f"{m}.v") for m in [u.module] + u.children)
     chp = "\n".join(f"chparam -set {k} {v} {u.module}" for k, v in u.params.items())
-    run_yosys(f"read_verilog -I{RTL} {srcs}\n{chp}\ndesign -save src\n"
-              f"synth_ecp5 -top {u.module} -json pl.json\ntee -q -o stat_ecp5.txt stat\n"
-              f"design -load src\nsynth_xilinx -family xc7 -flatten -top {u.module}\n"
+    ecp5 = (f"synth_ecp5 -top {u.module} -json pl.json\ntee -q -o stat_ecp5.txt stat\ndesign -load src\n"
+            if has_clock(u) else "")
+    run_yosys(f"read_verilog -I{RTL} {srcs}\n{chp}\ndesign -save src\n{ecp5}"
+              f"synth_xilinx -family xc7 -flatten -top {u.module}\n"
               f"tee -q -o stat_xc7.txt stat\n"
               # the path between registers: flip-flops and block RAMs are where it starts and ends
               f"tee -q -o ltp.txt ltp -noff t:FD* t:RAMB* %u %n\n"
@@ -263,7 +270,13 @@ def ltp_levels(work: Path) -> dict:
     for cell in re.findall(r"\(via (.*)\)\s*$", text[m.end():], re.M):
         k = kind_of.get(cell.strip(), "other")
         kinds[k] = kinds.get(k, 0) + 1
-    return {"levels": int(m.group(1)), "cells": kinds}
+    out = {"levels": int(m.group(1)), "cells": kinds}
+    # a DSP48E1 with its own registers (an accumulator's P feedback) counts as combinational to
+    # ltp, which then finds a loop through it and leaves that part out
+    loops = len(re.findall(r"Detected loop", text))
+    if loops:
+        out["loops"] = loops
+    return out
 
 
 def ecp5_cells(text: str) -> dict[str, int]:
@@ -342,8 +355,12 @@ def time_unit(u: Unit, key: str, max_lut4: int, bound: int = 0) -> dict:
     work.mkdir(parents=True)
     t0 = time.time()
     synth_unit(u, work)
-    res["ecp5"] = ecp5_cells((work / "stat_ecp5.txt").read_text())
     res["xc7_ltp"] = ltp_levels(work)
+    if not has_clock(u):
+        res.update({"placed": False, "combinational": True, "fmax_mhz": None, "ecp5": {},
+                    "seconds": round(time.time() - t0)})
+        return res
+    res["ecp5"] = ecp5_cells((work / "stat_ecp5.txt").read_text())
     too_big = res["ecp5"]["lut4"] > max_lut4 or res["ecp5"]["mult18"] > DEVICE_MULT18
     if too_big:
         res["placed"] = False
@@ -377,6 +394,10 @@ def table(section: dict) -> str:
         levels = f"{lv['levels']} ({lut}, {cells.get('CARRY4', 0)})" if lv else "-"
         res = (f"{e.get('lut4', 0)} / {e.get('ff', 0)} / {e.get('mult18', 0)}" if "lut4" in e
                else f"≥ {e.get('lut4_at_least', 0)} LUT4")
+        if r.get("combinational"):
+            rows.append(f"| {label} | {r['instances']} | - | - (no clock) | - | combinational: on its "
+                        f"parent's paths | - | {levels} (input to output) |")
+            continue
         if not r.get("placed"):
             rows.append(f"| {label} | {r['instances']} | {res} | not placed | - | too large: "
                         f"see its submodules' rows | - | {levels} |")

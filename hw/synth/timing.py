@@ -418,8 +418,9 @@ def table(section: dict) -> str:
     if placed:
         slow = min(placed, key=lambda r: r["fmax_mhz"])
         miss = sum(1 for r in placed if r["fmax_mhz"] < TARGET_MHZ)
-        rows.append(f"{len(mods)} units (module and parameter set) of the board build "
-                    f"({', '.join(f'{k}={v}' for k, v in section.get('params', {}).items())}), "
+        rows.append(f"{len(section.get('units', mods))} units (module and parameter set) of the board build "
+                    f"({len(mods)} run) "
+                    f"[{', '.join(f'{k}={v}' for k, v in section.get('params', {}).items())}], "
                     f"{len(placed)} placed and routed; {miss} below {TARGET_MHZ:g} MHz; the slowest, "
                     f"{slow['module']}, reaches {slow['fmax_mhz']:.1f} MHz. "
                     f"Tools: {section.get('tools', {}).get('yosys', '?')}; "

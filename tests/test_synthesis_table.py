@@ -29,7 +29,8 @@ def test_doc_table_is_the_json(tmp_path):
 
 def test_board_builds_are_recorded():
     data = json.loads((ROOT / "hw" / "synth" / "results.json").read_text())
-    board = [r for r in data.values()
+    builds = {k: r for k, r in data.items() if k != "timing"}  # timing.py's section (test_timing.py)
+    board = [r for r in builds.values()
              if r["params"].get("PREC_EN") == 7 and r.get("top", "dtpu_axi") == "dtpu_axi"]
     assert sorted(r["cols"] for r in board) == [4, 8, 16]
-    assert all({"lut", "ff", "dsp", "bram36"} <= set(r) for r in data.values())
+    assert all({"lut", "ff", "dsp", "bram36"} <= set(r) for r in builds.values())

@@ -34,6 +34,7 @@ RTL = ROOT / "hw" / "rtl"
 OUT = ROOT / "docs" / "synthesis.md"
 WORK = ROOT / "build" / "synth"
 RESULTS = ROOT / "hw" / "synth" / "results.json"
+TIMING_KEY = "timing"  # results.json's section of hw/synth/timing.py (fmax per module)
 DEVICE = {"LUT": 53200, "FF": 106400, "DSP": 220, "BRAM36": 140}  # xc7z020
 
 
@@ -234,8 +235,9 @@ def main(argv=None) -> int:
                                                    "params": params}
     jpath.parent.mkdir(parents=True, exist_ok=True)
     jpath.write_text(json.dumps(old, indent=1))
-    # (older result files are keyed by the column count alone: all seven precisions)
-    rows = sorted(old.values(), key=lambda r: (-r.get("params", {}).get("PREC_EN", 0x7F), r["cols"]))
+    # (older result files are keyed by the column count alone: all seven precisions; the
+    # `timing` section is timing.py's, tabulated by it)
+    rows = sorted((r for k, r in old.items() if k != TIMING_KEY), key=lambda r: (-r.get("params", {}).get("PREC_EN", 0x7F), r["cols"]))
     text = table(rows, params)
     print(text)
     if args.out != "-":

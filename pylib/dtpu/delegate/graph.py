@@ -6,6 +6,7 @@ the delegate's Prepare and a kernel's init, so what later stages need is copied 
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -206,26 +207,36 @@ _RUNTIME_PATHS = (("/tflite_runtime/", "tflite_runtime"), ("/ai_edge_litert/", "
                   ("_pywrap_tensorflow_interpreter_wrapper", "tflite_runtime"))
 
 
-def library_of(address: int) -> str | None:
-    """Path of the shared object containing `address` (dladdr), None if unknown."""
+@functools.lru_cache(maxsize=1)
+def _dladdr():
+    """libc's dladdr with its Dl_info struct, set up once: ctypes caches every POINTER(type) it
+    makes for good, so a struct class defined per call leaked ~5 KiB per delegate created."""
     import ctypes
 
     class _DlInfo(ctypes.Structure):
         _fields_ = [("dli_fname", ctypes.c_char_p), ("dli_fbase", ctypes.c_void_p),
                     ("dli_sname", ctypes.c_char_p), ("dli_saddr", ctypes.c_void_p)]
 
-    dladdr = None
     for name in (None, "libdl.so.2"):
         try:
-            dladdr = getattr(ctypes.CDLL(name), "dladdr")
-            break
+            fn = getattr(ctypes.CDLL(name), "dladdr")
         except (OSError, AttributeError):
             continue
-    if dladdr is None or not address:
+        fn.argtypes = [ctypes.c_void_p, ctypes.POINTER(_DlInfo)]
+        fn.restype = ctypes.c_int
+        return fn, _DlInfo
+    return None
+
+
+def library_of(address: int) -> str | None:
+    """Path of the shared object containing `address` (dladdr), None if unknown."""
+    import ctypes
+
+    found = _dladdr()
+    if found is None or not address:
         return None
-    dladdr.argtypes = [ctypes.c_void_p, ctypes.POINTER(_DlInfo)]
-    dladdr.restype = ctypes.c_int
-    info = _DlInfo()
+    dladdr, info_type = found
+    info = info_type()
     if not dladdr(ctypes.c_void_p(address), ctypes.byref(info)) or not info.dli_fname:
         return None
     return info.dli_fname.decode("utf-8", "replace")

@@ -1216,6 +1216,8 @@ def lists_invoke(path: str, name: str, backend: str = "rtl", seeds=(0, 1)) -> di
         invoke(it, z.make_inputs(entry, seed=seeds[-1]))
         r, warm = dtpu.last_report(), warm + 1
     out = {"outs": outs, "nodes": [n.hw["cycles"] for n in r.nodes], "path": r.path,
+           "model_nodes": [n.hw["model_cycles"] for n in r.nodes],
+           "notes": [n.hw["cycle_note"] for n in r.nodes],
            "node_hw": [{k: n.hw[k] for k in ("cycles", "idle_cycles", "words_in", "words_out")}
                        for n in r.nodes],
            "node_last": [bool((n.host or {}).get("doorbells")) for n in r.nodes],
@@ -1313,6 +1315,10 @@ def check_zoo_model(entry: dict, tfl, exact: bool = True) -> dict:
     model = lists_invoke(path, entry["name"], "model", seeds=(0,))
     assert model["kernels"] == k
     check_node_records(got, model, entry["name"])
+    # the golden model backend=rtl runs beside the RTL (its report's model_cycles) is backend=model's
+    assert got["model_nodes"] == model["nodes"], (entry["name"], got["model_nodes"], model["nodes"])
+    assert all((note is None) == (c == m) for note, c, m in
+               zip(got["notes"], got["nodes"], got["model_nodes"])), got["notes"]
     rtl_p, model_p = partition_cycles(got["nodes"], model["nodes"], got["node_last"])
     assert len(rtl_p) == k and sum(rtl_p) == got["cycles"] and sum(model_p) == model["cycles"]
     assert all(c > 0 for c in rtl_p)

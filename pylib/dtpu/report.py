@@ -26,7 +26,7 @@ KEEP = int(os.environ.get("DTPU_REPORT_KEEP", "1000"))
 
 TIMING_FIELDS = ("total", "crossing", "python", "pack", "transfer", "compute", "unpack", "post")
 HW_FIELDS = ("cycles", "stall_cycles", "idle_cycles", "macs", "utilization", "latency_us",
-             "words_in", "words_out")
+             "words_in", "words_out", "model_cycles", "cycle_note")
 #: the host's work per invoke on a device backend (dtpu.driver.hostops); None on backends with
 #: no device protocol (reference, isro, null)
 HOST_FIELDS = ("mmio_reads", "mmio_writes", "doorbells", "dma_starts", "transforms", "us")
@@ -318,6 +318,7 @@ def format_table(reports: Iterable[Report]) -> str:
     median = statistics.median(r.timing_us.get("total", 0.0) for r in base)
     board = _board_lines(base)
     out.extend(board)
+    out.extend(cycle_check_lines(head))
     out.append(f"simulator host time on this machine (not the board), "
                f"per invoke ({'steady state' if steady else 'first invokes'}): total mean "
                f"{total['total']:.1f} us, median {median:.1f} us (C, clock_gettime), crossing "
@@ -352,6 +353,29 @@ def format_table(reports: Iterable[Report]) -> str:
         out.append("power: not measured by this backend")
     out.extend(cpu_lines(head))
     return "\n".join(out) + "\n"
+
+
+def cycle_check_lines(report: Report) -> list[str]:
+    """The hardware's cycles against the golden model's, where the backend ran both on the same
+    command lists (backend=rtl): one line when every node agrees, else each differing node with
+    the cause the compiler names (a documented modelling limit, or none: a bug to report)."""
+    checked = [n for n in report.nodes if n.hw.get("model_cycles") is not None]
+    if not checked:
+        return []
+    rtl = sum(n.hw.get("cycles") or 0 for n in checked)
+    model = sum(n.hw["model_cycles"] for n in checked)
+    differ = [n for n in checked if n.hw.get("cycles") != n.hw["model_cycles"]]
+    if not differ:
+        return [f"cycles against the golden model (run beside the {report.backend.upper()} on the "
+                f"same command lists): equal on all {len(checked)} nodes ({rtl:,} cycles)"]
+    out = [f"cycles against the golden model (run beside the {report.backend.upper()} on the same "
+           f"command lists): {report.backend.upper()} {rtl:,}, model {model:,}; {len(differ)} of "
+           f"{len(checked)} nodes differ:"]
+    for n in differ:
+        c, m = n.hw.get("cycles") or 0, n.hw["model_cycles"]
+        out.append(f"  node {n.node} {n.op} {'x'.join(map(str, n.output_shape))}: {c:,} against "
+                   f"{m:,} ({c - m:+,}): {n.hw.get('cycle_note') or 'cause not recorded'}")
+    return out
 
 
 def _partition_lines(reports: list[Report]) -> list[str]:

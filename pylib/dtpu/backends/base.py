@@ -36,6 +36,11 @@ class HwCounters:
     #: the host's work for this node's invoke (dtpu.driver.hostops.HOST_FIELDS); None: a backend
     #: without a device protocol
     host: dict[str, Any] | None = None
+    #: the golden model's cycles for the node, where a backend runs it beside the hardware
+    #: (backend=rtl on command lists); None elsewhere
+    model_cycles: int | None = None
+    #: why `cycles` and `model_cycles` differ (the documented modelling limit), None if equal
+    cycle_note: str | None = None
 
     def __post_init__(self) -> None:
         if self.idle_cycles is None:

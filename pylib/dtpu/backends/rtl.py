@@ -26,12 +26,18 @@ import numpy as np
 
 from dtpu.backends.base import HwCounters, Probes
 from dtpu.backends.model import ModelBackend
-from dtpu.driver import Transport
+from dtpu.driver import DtpuHardwareError, Transport
+from dtpu.driver.hostops import HostOps
+from dtpu.driver.lists import ListProgram
 from dtpu.rtl import session
 from dtpu.rtl.build import TOP_ENV  # noqa: F401  (its home is dtpu.rtl.build; re-exported for one release)
 from dtpu.rtl.build import TOPLEVEL_CL, choose_top
 from dtpu.spec import ConvSpec
 
+
+
+class DtpuCheckError(DtpuHardwareError):
+    """The Verilog and its golden model computed different words from one command list."""
 
 
 class RtlBackend(ModelBackend):
@@ -68,9 +74,58 @@ class RtlBackend(ModelBackend):
         super().release(handle)
         session.note("nodes", -1)
 
+    # -- the golden model beside the RTL: one cycle truth, or the difference with its cause ----
+
+    def prepare_partitions(self, partitions: list, keep: list | None = None) -> ListProgram:
+        """The program on the Verilated core, and the same partitions compiled for the golden
+        model at the same DDR base: every invoke also runs there (a fraction of the RTL's
+        simulation time), so each node's report carries the model's cycles beside the RTL's
+        and, where they differ, the documented modelling limit that applies (or none: a bug)."""
+        prog = super().prepare_partitions(partitions, keep)
+        from dtpu.driver.model_transport import ModelTransport
+        from dtpu.hw.core import Core
+        from dtpu.hw.ddr import DdrPool
+
+        shadow_t = ModelTransport(Core(self.transport.cfg), lists=True,
+                                  mem=DdrPool(base=prog.program.base))
+        prog.shadow = ListProgram(shadow_t, partitions, rounding=self.rounding,
+                                  runtime=self.runtime, keep=keep)
+        return prog
+
+    def release_partitions(self, program: ListProgram) -> None:
+        shadow = getattr(program, "shadow", None)
+        if shadow is not None:
+            program.shadow = None
+            shadow.free()
+        super().release_partitions(program)
+
+    def invoke_partition(self, program: ListProgram, index: int, inputs: list[np.ndarray],
+                         outputs: dict[int, np.ndarray], probes: Probes) -> list[HwCounters]:
+        out = super().invoke_partition(program, index, inputs, outputs, probes)
+        shadow = getattr(program, "shadow", None)
+        if shadow is None:
+            return out
+        mine = {k: np.empty_like(v) for k, v in outputs.items()}
+        shadow.invoke(index, inputs, mine, shadow.t, HostOps())
+        n = len(out)
+        spans = shadow.t.list_trace().node_cycles([(index << 16) | i for i in range(n)])
+        part = shadow.program.partitions[index]
+        words_differ = [k for k, v in outputs.items() if not np.array_equal(v, mine[k])]
+        for i, (cnt, (cycles, _)) in enumerate(zip(out, spans)):
+            cnt.model_cycles = cycles
+            if cnt.cycles != cycles:
+                cause = part.node_caveats[i] if i < len(part.node_caveats) else ""
+                cnt.cycle_note = cause or ("no documented modelling limit applies: a difference "
+                                           "between the RTL and its golden model to report")
+        if words_differ:
+            raise DtpuCheckError(f"partition {index}: the RTL's output words differ from the golden "
+                                 f"model's for node(s) {words_differ} (same list, same inputs): "
+                                 f"an RTL or model bug")
+        return out
+
     def close(self) -> None:
         if self.native_build is not None:   # our own core; a simulation's transport is not ours
             self.transport.close()
 
 
-__all__ = ["RtlBackend"]
+__all__ = ["DtpuCheckError", "RtlBackend"]

@@ -74,6 +74,9 @@ class Partition:
     inputs: list[Buffer] = field(default_factory=list)   # by k of NodeIn.src = -1 - k
     node_macs: list[int] = field(default_factory=list)
     node_prec: list = field(default_factory=list)    # each node's lane precision (energy model)
+    #: per node, the documented case in which the Timeline's cycles are not proven equal to the
+    #: RTL's (:func:`timing_caveat`), "" where none applies
+    node_caveats: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -214,6 +217,7 @@ def compile_program(partitions: list[list[NodeIn]], cfg: HwConfig | None = None,
         inps = [Buffer(img.alloc(int(np.prod(s.input_shape)) * _io_dtype(s).itemsize),
                        tuple(s.input_shape), _io_dtype(s)) for s in in_spec]
         outs: list[Buffer] = []
+        caveats: list[str] = []
         macs = 0
         for i, node in enumerate(nodes):
             spec = node.spec
@@ -262,6 +266,7 @@ def compile_program(partitions: list[list[NodeIn]], cfg: HwConfig | None = None,
                 once = []
             for job in once:
                 _emit_load(prologue, fmt, img, job, tag, reads=None)
+            caveats.append(timing_caveat(low, c))
             sums, flips = _emit_node(lb, fmt, img, low, per_invoke, src, out, tag, reads, pingpong)
             if pingpong is not None:
                 half ^= 1 ^ (flips & 1)   # the next node starts in the half its last page left
@@ -273,7 +278,8 @@ def compile_program(partitions: list[list[NodeIn]], cfg: HwConfig | None = None,
         addr = img.alloc(len(data), data)
         part = Partition(addr, len(lb.words), inps[0], outs[-1], outs, macs, jobs=lb.runs,
                          inputs=inps, node_macs=[nd.spec.macs for nd in nodes],
-                         node_prec=[precision_of(nd.spec, None) for nd in nodes])
+                         node_prec=[precision_of(nd.spec, None) for nd in nodes],
+                         node_caveats=caveats)
         lists.append((lb, part))
     prologue.end()
     pdata = prologue.data()
@@ -465,6 +471,29 @@ def _emit_node(lb, fmt: Format, img: _Image, low, jobs: list[Job], src: Buffer, 
         raise CmdlistError(f"{spec.name!r}: the split K's chunks end at word {k_next}, not at the "
                            f"node's K")
     return sums, flips
+
+
+def timing_caveat(low, cfg: HwConfig) -> str:
+    """The documented case (docs/rtl.md) in which this node's Timeline cycles are not proven
+    equal to dtpu_cl_top's, or "". The RTL backend names it when the two differ, so a user with
+    a model the zoo does not have learns whether a difference is a known modelling limit or a
+    bug to report, without reading the simulator's event logs."""
+    spec, prec = low.spec, low.precision
+    c = spec.input_shape[3]
+    lane_mode = c % prec.lanes != 0
+    if low.dataflow == "dwconv" and lane_mode:
+        return (f"depthwise CHANNELS stream in lane mode (C={c} not a multiple of {prec.lanes} "
+                f"lanes): the Timeline shifts it by its first word's lateness only "
+                f"(docs/rtl.md, 'Streams that do not keep up')")
+    if low.k_chunks > 1 and lane_mode:
+        return (f"K split in lane mode ({low.k_chunks} chunks, C={c} not a multiple of "
+                f"{prec.lanes} lanes): not modelled beyond word mode (docs/rtl.md, 'Not exact yet')")
+    if low.k_chunks > 1 and tuple(spec.kernel) != (1, 1):
+        kh, kw = spec.kernel
+        return (f"K split of a {kh}x{kw} convolution ({low.k_chunks} chunks): on long streams the "
+                f"load and store units' requests can reach the read master in another order than "
+                f"the Timeline's (docs/rtl.md, 'K-split 3x3')")
+    return ""
 
 
 def _moved(c: HwConfig, job: Job, pingpong) -> Job:

@@ -445,3 +445,20 @@ def test_lowerings_sharing_a_node_s_words_equal_fresh_ones(seed):
                        [(j.regs, j.send.get("wgt", np.zeros(0)).tobytes(), j.recv) for j in got]
                 assert all(j.send["act"].size == 0 for j in shared.skeleton() if "act" in j.send)
                 assert [shared.k_chunks, shared.resident] == [fresh.k_chunks, fresh.resident]
+
+
+def test_claim_on_a_target_without_streams_checks_the_list_half():
+    """The 2.0 overlay has no job streams: a node the job path's scratch (W/8) takes but a
+    command list's scratch half (W/16) does not would pass the claim and fail at Prepare.
+    A float 3x3 over 64 channels (no K split in float modes) is such a node on the default
+    build; with streams it is claimed (jobs run it), without them it stays on the CPU."""
+    from dtpu.spec import ConvSpec, DataMode, OpKind, Padding
+
+    spec = ConvSpec(OpKind.CONV_2D, DataMode.FLOAT32, (1, 4, 4, 64), (16, 3, 3, 64),
+                    padding=Padding.SAME, name="f64")
+    backend = ModelBackend({})
+    assert backend.transport.streams
+    assert backend.placement_error(spec) is None
+    backend.transport.streams = False
+    why = backend.placement_error(spec)
+    assert why is not None and "K split" in why and "region 2048" in why, why

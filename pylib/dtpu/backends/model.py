@@ -200,8 +200,10 @@ class ModelBackend(Backend):
         the delegate claims the node: the lowering's own rules (:func:`dtpu.hw.lower.
         check_placement`) for the smallest region a node that does not fit gets, the scratch
         region (weights and parameters paged through it), so prepare never fails for lack of
-        memory."""
-        return claim_error(spec, self.cfg, self.precision)
+        memory. A target without job streams (the 2.0 overlay) has no job path to fall back to
+        when a node does not fit a command list's scratch half (W/16 words against the job
+        path's W/8): such a node is checked against the half."""
+        return claim_error(spec, self.cfg, self.precision, lists=not self.transport.streams)
 
     def prepare(self, spec: ConvSpec, filters: np.ndarray, bias: np.ndarray | None) -> _Node:
         c = self.cfg

@@ -9,6 +9,7 @@ import threading
 import numpy as np
 import pytest
 
+from dtpu.backends.base import Backend
 from tests.delegate_util import DATA, assert_matches, dtpu_so, random_inputs, run, tfl  # noqa: F401
 
 EXACT = DATA / "split_int16x8.tflite"   # integer, two partitions split by a CPU op
@@ -248,7 +249,7 @@ def test_create_destroy_cycles_keep_memory_flat(dtpu_so, tfl):
     assert growth < 4096, f"RSS grew by {growth} KiB over 300 create/destroy cycles"
 
 
-class BrokenBackend:
+class BrokenBackend(Backend):
     """A backend that fails where told to (registered under backend=broken-<where>)."""
 
     def __init__(self, options=None, where="invoke"):
@@ -263,11 +264,6 @@ class BrokenBackend:
         if self.where == "invoke":
             raise RuntimeError("invoke exploded")
         return np.zeros((1, 1), np.float64), None  # wrong dtype and shape
-
-    def power(self):
-        from dtpu.backends.base import PowerReading
-
-        return PowerReading()
 
     def release(self, handle):
         pass
@@ -317,7 +313,7 @@ def test_backend_failures_become_errors_not_crashes(name, stage, message, dtpu_s
         assert_matches(got, want)
 
 
-class SpyBackend:
+class SpyBackend(Backend):
     """Records the address of every activation it is handed (reference results otherwise)."""
 
     seen: list[int] = []

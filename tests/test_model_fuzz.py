@@ -51,6 +51,8 @@ from pathlib import Path
 
 import pytest
 
+from dtpu.backends.base import Backend
+
 ROOT = Path(__file__).resolve().parents[1]
 ZOO = ROOT / "tests" / "models" / "zoo"
 BACKENDS = ("reference", "model")
@@ -228,24 +230,19 @@ def _digest(outputs) -> list:
              else None] for o in outputs]
 
 
-class RefuseAll:
+class RefuseAll(Backend):
     """A backend that runs nothing: every node stays on the CPU (the control of `judge`)."""
 
-    enabled_precisions = None
-
-    def __init__(self, options=None) -> None:
-        pass
+    name = "refuse"
 
     def prepare(self, spec, filters, bias):
         raise ValueError("the control backend runs nothing")
 
+    def invoke(self, handle, x, probes):
+        raise AssertionError("nothing is prepared, so nothing runs")
+
     def release(self, handle) -> None:
         pass
-
-    def power(self):
-        from dtpu.backends.base import PowerReading
-
-        return PowerReading()
 
     def close(self) -> None:
         pass

@@ -32,7 +32,13 @@ def get(name: str) -> type[Backend]:
     except KeyError:
         raise ValueError(f"unknown backend {name!r}; accepted: {', '.join(names())}") from None
     module, _, cls = target.partition(":")
-    return getattr(importlib.import_module(module), cls)
+    found = getattr(importlib.import_module(module), cls)
+    if not (isinstance(found, type) and issubclass(found, Backend)):
+        # the delegate reads a backend's capabilities (lists, placement_error, job_streams...)
+        # as declared attributes of Backend, not by probing: a class outside it would miss them
+        raise ValueError(f"backend {name!r}: {target} is not a subclass of "
+                         f"dtpu.backends.Backend; accepted: a Backend subclass")
+    return found
 
 
 __all__ = ["Backend", "HwCounters", "PowerReading", "Probes", "get", "names", "register"]

@@ -127,6 +127,16 @@ class Backend(abc.ABC):
     #: and :meth:`invoke` only for a graph the compiler refuses (job by job)
     lists: bool = False
 
+    #: an optional `invoke_into(handle, x, probes, out) -> HwCounters` that writes the node's
+    #: output into `out` (TFLite's tensor) instead of returning it; None: :meth:`invoke` only
+    invoke_into = None
+
+    @property
+    def job_streams(self) -> bool:
+        """Whether the target can run nodes job by job (the 1.2 stream path): a graph the list
+        compiler refuses falls back to it. False on the 2.0 overlay (no stream DMAs)."""
+        return True
+
     def prepare_partitions(self, partitions: list, keep: list | None = None) -> Any:
         """Compile a graph's partitions (lists of :class:`dtpu.hw.listcompiler.NodeIn`) once; the
         handle goes to :meth:`invoke_partition`. `keep`: per partition, the nodes whose outputs

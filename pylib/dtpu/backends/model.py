@@ -192,6 +192,10 @@ class ModelBackend(Backend):
         return self.cfg.ENABLED
 
     @property
+    def job_streams(self) -> bool:
+        return self.transport.streams
+
+    @property
     def core(self) -> Core:
         return self.transport.core
 

@@ -204,17 +204,16 @@ class DelegateState:
 
     @property
     def enabled_precisions(self):
-        """The backend's lane precisions (None: any; a backend need not subclass Backend)."""
-        return getattr(self.backend, "enabled_precisions", None)
+        """The backend's lane precisions (None: any)."""
+        return self.backend.enabled_precisions
 
     def placed(self, decision: Decision) -> Decision:
         """`decision`, unless the backend cannot place its node on the build it drives (the
         lowering's memory and geometry rules, the backend's ``placement_error``): then the node
         stays on the CPU with that reason, so that a claimed node never fails at prepare."""
-        check = getattr(self.backend, "placement_error", None)
-        if not decision.claimed or check is None:
+        if not decision.claimed:
             return decision
-        reason = check(decision.spec)
+        reason = self.backend.placement_error(decision.spec)
         if reason is None:
             return decision
         return Decision(spec=None, reason=f"cannot be placed on this DTPU build: {reason}")
@@ -340,7 +339,7 @@ class DelegateState:
             return None, why
         step = Step(node=node, decision=decision, filters=filters, bias=bias)
         try:
-            if getattr(self.backend, "lists", False):
+            if self.backend.lists:
                 # compiled with its graph at Prepare: the claim only checks, places nothing
                 self.backend.check(decision.spec, filters, bias)
             else:
@@ -459,7 +458,7 @@ class GraphState:
             self.program = backend.prepare_partitions(parts, [sorted(k.list_outputs)
                                                               for k in kernels])
         except Exception as exc:   # CmdlistError (a ValueError) names what it cannot express
-            if not getattr(getattr(backend, "transport", None), "streams", True):
+            if not backend.job_streams:
                 raise DelegateError(f"the partitions cannot run as command lists ({exc}) and "
                                     f"this target has no job-by-job path (no stream DMAs)") from exc
             log.info("graph %d runs job by job: its partitions are not expressed as command "
@@ -476,7 +475,7 @@ class GraphState:
     def compile_if_prepared(self) -> None:
         """After a kernel's Prepare: the graph compiled once every kernel of it is prepared
         (the backend runs command lists), its time part of the Prepare time."""
-        if (not getattr(self.delegate.backend, "lists", False) or self.program is not None
+        if (not self.delegate.backend.lists or self.program is not None
                 or not self.kernels or not all(k.prepared for k in self.kernels)):
             return
         started = time.perf_counter()
@@ -487,7 +486,7 @@ class GraphState:
         """(program, partition index) for `kernel` when the backend runs command lists and the
         graph's prepared kernels compile to them; None: job by job."""
         backend = self.delegate.backend
-        if not getattr(backend, "lists", False) or self.program is False:
+        if not backend.lists or self.program is False:
             return None
         if kernel.id in self.program_index and self.program_index[kernel.id] is None:
             return None   # nothing of it runs (empty tensors)
@@ -671,7 +670,7 @@ class PartitionKernel:
                     self.state.backend.release(step.handle)
                     step.handle = None
                 started = time.perf_counter()
-                if getattr(self.state.backend, "lists", False):
+                if self.state.backend.lists:
                     self.state.backend.check(spec, step.filters, step.bias)   # see ensure_handles
                 else:
                     step.handle = self.state.backend.prepare(spec, step.filters, step.bias)
@@ -809,7 +808,7 @@ class PartitionKernel:
         """Node by node (contract 1.2, or a backend without command lists)."""
         backend = self.state.backend
         invoke = backend.invoke
-        into = getattr(backend, "invoke_into", None)   # backends that can write in place
+        into = backend.invoke_into   # backends that can write in place (None: the others)
         internal = self.internal
         nodes = report.nodes
         clock = time.perf_counter

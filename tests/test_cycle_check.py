@@ -102,3 +102,40 @@ def test_a_difference_is_reported_with_its_cause(rtl_run, monkeypatch):
     table = report.table()
     assert f"{len(firsts)} of {len(report.nodes)} nodes differ" in table
     assert "(-7): no documented modelling limit applies" in table
+
+
+def test_a_target_without_a_per_node_record_splits_the_partition_by_the_golden_model(
+        dtpu_so):  # noqa: F811
+    """The board counts CL_CYCLES and IDLE per list only: each node still gets its own device
+    time, the partition's split by the golden model's per-node shares, adding up to the
+    partition's exactly and labelled as a split. backend=model with its per-node record hidden
+    stands in for the board here (the split's figures are then the record's own)."""
+    import dtpu
+    from dtpu.delegate import runtime
+    from tests.delegate_util import run
+    from tests.models import zoo
+
+    entry = zoo.get_entry(ZOO_MODEL)
+    inputs = zoo.make_inputs(entry, seed=0)
+
+    def report(hidden: bool):
+        it = dtpu.make_interpreter(str(zoo.model_path(entry)), {"backend": "model"})
+        it.allocate_tensors()
+        if hidden:
+            list(runtime.DELEGATES.values())[-1].backend.transport.list_trace = lambda: None
+        run(it, inputs)
+        run(it, inputs)
+        return dtpu.last_report()
+
+    exact = report(False)
+    split = report(True)
+    assert [n.node for n in split.nodes] == [n.node for n in exact.nodes]
+    assert sum(n.hw["cycles"] for n in split.nodes) == sum(n.hw["cycles"] for n in exact.nodes)
+    assert sum(n.hw["idle_cycles"] for n in split.nodes) == \
+        sum(n.hw["idle_cycles"] for n in exact.nodes)
+    assert all("split by the golden model's per-node shares" in n.hw["cycle_note"]
+               for n in split.nodes)
+    assert all(n.hw["cycle_note"] is None for n in exact.nodes)
+    # the target's totals are the golden model's here, so the split is its record exactly
+    assert [(n.hw["cycles"], n.hw["idle_cycles"]) for n in split.nodes] == \
+        [(n.hw["cycles"], n.hw["idle_cycles"]) for n in exact.nodes]

@@ -39,7 +39,8 @@ class HwCounters:
     #: the golden model's cycles for the node, where a backend runs it beside the hardware
     #: (backend=rtl on command lists); None elsewhere
     model_cycles: int | None = None
-    #: why `cycles` and `model_cycles` differ (the documented modelling limit), None if equal
+    #: a note on `cycles`: why they differ from `model_cycles` (the documented modelling limit),
+    #: or how they were derived where the target cannot count them per node; None otherwise
     cycle_note: str | None = None
 
     def __post_init__(self) -> None:

@@ -686,8 +686,9 @@ class ModelBackend(Backend):
             program.memo[key] = memo
         out = []
         n = len(memo)
-        for i, (fields, words_in, words_out, dyn, busy_s) in enumerate(memo):
+        for i, (fields, words_in, words_out, dyn, busy_s, note) in enumerate(memo):
             cnt = HwCounters(*fields[:4], dict(words_in), dict(words_out), *fields[4:])
+            cnt.cycle_note = note
             cnt.host = (dict(mmio_reads=ops.mmio_reads, mmio_writes=ops.mmio_writes,
                              doorbells=ops.doorbells, dma_starts=ops.dma_starts, transforms=0,
                              us=us) if i == n - 1 else dict(_NO_HOST_OPS))
@@ -699,8 +700,16 @@ class ModelBackend(Backend):
     def _list_memo(self, program: ListProgram, index: int, run, trace) -> list[tuple]:
         part = program.program.partitions[index]
         n = len(part.node_macs)
+        note = None
         if trace is not None:
             spans = trace.node_cycles([(index << 16) | i for i in range(n)])
+        elif n > 1 and run.cycles is not None:
+            # no per-node record (the board has CL_CYCLES and IDLE only): the partition's
+            # figures split in proportion to each node's stall-free cycles, said so per node
+            cyc_w, idle_w = self._node_shares(program, index)
+            spans = list(zip(_split(run.cycles, cyc_w), _split(run.idle_cycles or 0, idle_w)))
+            note = ("the partition's CL_CYCLES and IDLE split by the golden model's per-node "
+                    "shares (the target counts them per list only)")
         else:
             spans = [(None, None)] * (n - 1) + [(run.cycles, run.idle_cycles)]
         peak = self.cfg.ROWS * self.cfg.COLS
@@ -715,8 +724,38 @@ class ModelBackend(Backend):
             cnt = HwCounters(*fields[:4], dict(words_in), dict(words_out), *fields[4:])
             dyn = activity(cnt, prec, self.energy.cols, self.energy.coeffs).energy_j(self.energy.coeffs)
             busy_s = (cyc or 0) / (self.energy.clock_mhz * 1e6)
-            memo.append((fields, words_in, words_out, dyn, busy_s))
+            memo.append((fields, words_in, words_out, dyn, busy_s, note))
         return memo
+
+    def golden_program(self, program: ListProgram) -> ListProgram:
+        """The same partitions compiled for the golden model at the same DDR base (so bursts
+        split where the target's do): what backend=rtl runs beside the RTL, and what splits a
+        board's per-list counters by node."""
+        from dtpu.hw.ddr import DdrPool
+
+        t = ModelTransport(Core(self.transport.cfg), lists=True,
+                           mem=DdrPool(base=program.program.base))
+        return ListProgram(t, program.partitions_in, rounding=self.rounding,
+                           runtime=self.runtime, keep=program.keep)
+
+    def _node_shares(self, program: ListProgram, index: int) -> tuple[list[int], list[int]]:
+        """Per node of partition `index`, the golden model's (cycles, idle cycles): one run of
+        every partition on zero inputs (cycles do not depend on the data), once per program."""
+        shares = program.memo.get("shares")
+        if shares is None:
+            golden = self.golden_program(program)
+            shares = []
+            try:
+                for i, part in enumerate(golden.program.partitions):
+                    zeros = [np.zeros(b.shape, b.dtype) for b in part.inputs]
+                    golden.invoke(i, zeros, {}, golden.t, HostOps())
+                    spans = golden.t.list_trace().node_cycles(
+                        [(i << 16) | k for k in range(len(part.node_macs))])
+                    shares.append(([max(1, c) for c, _ in spans], [max(1, d) for _, d in spans]))
+            finally:
+                golden.free()
+            program.memo["shares"] = shares
+        return shares[index]
 
     def _reclaim(self) -> None:
         """Before 1.2 jobs run after a command list: the list's LOADs overwrote the on-chip
@@ -987,6 +1026,17 @@ def _profile(decoder: Core, low: Lowered) -> _Profile:
         else:
             run += c.CFG_CYCLES + c.LOAD_LATENCY + int(job.send["wgt"].size)
     return _Profile(cycles, [tuple(p) for p in pages], run)
+
+
+def _split(total: int, weights: list[int]) -> list[int]:
+    """`total` in integer shares proportional to `weights` that add up to it exactly (largest
+    remainder)."""
+    w = sum(weights)
+    exact = [total * x / w for x in weights]
+    out = [int(e) for e in exact]
+    for i in sorted(range(len(out)), key=lambda i: out[i] - exact[i])[:total - sum(out)]:
+        out[i] += 1
+    return out
 
 
 def _cycles(decoder: Core, regs) -> int:

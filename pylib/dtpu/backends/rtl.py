@@ -82,27 +82,19 @@ class RtlBackend(ModelBackend):
         simulation time), so each node's report carries the model's cycles beside the RTL's
         and, where they differ, the documented modelling limit that applies (or none: a bug)."""
         prog = super().prepare_partitions(partitions, keep)
-        from dtpu.driver.model_transport import ModelTransport
-        from dtpu.hw.core import Core
-        from dtpu.hw.ddr import DdrPool
-
-        shadow_t = ModelTransport(Core(self.transport.cfg), lists=True,
-                                  mem=DdrPool(base=prog.program.base))
-        prog.shadow = ListProgram(shadow_t, partitions, rounding=self.rounding,
-                                  runtime=self.runtime, keep=keep)
+        prog.golden = self.golden_program(prog)
         return prog
 
     def release_partitions(self, program: ListProgram) -> None:
-        shadow = getattr(program, "shadow", None)
-        if shadow is not None:
-            program.shadow = None
-            shadow.free()
+        if program.golden is not None:
+            program.golden.free()
+            program.golden = None
         super().release_partitions(program)
 
     def invoke_partition(self, program: ListProgram, index: int, inputs: list[np.ndarray],
                          outputs: dict[int, np.ndarray], probes: Probes) -> list[HwCounters]:
         out = super().invoke_partition(program, index, inputs, outputs, probes)
-        shadow = getattr(program, "shadow", None)
+        shadow = program.golden
         if shadow is None:
             return out
         mine = {k: np.empty_like(v) for k, v in outputs.items()}

@@ -79,6 +79,11 @@ class ListProgram:
         #: CL_STATUS read by field: .running, .done, .error
         self._cl_status = register_type("CL_STATUS", self.fmt.regs["CL_STATUS"]["fields"])
         kw = dict(rounding=rounding, runtime=runtime, keep=keep)
+        #: what it was compiled from (a golden-model twin compiles the same at the same base)
+        self.partitions_in, self.keep = partitions, keep
+        #: the same program on the golden model, where a backend runs one beside the target
+        #: (backend=rtl: dtpu.backends.model.ModelBackend.golden_program)
+        self.golden: ListProgram | None = None
         prog = compile_program(partitions, cfg, **kw)
         self.buf = t.alloc_buffer(prog.size)
         if self.buf.addr != prog.base:

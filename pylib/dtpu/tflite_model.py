@@ -96,6 +96,7 @@ _OPTIONS = {
                         ("pot_scale_int16", "PotScaleInt16", None)]),
     21: ("MulOptions", [("fused_activation_function", "FusedActivationFunction", ACTIVATIONS)]),
     27: ("ReducerOptions", [("keep_dims", "KeepDims", None)]),
+    75: ("LeakyReluOptions", [("alpha", "Alpha", None)]),
 }
 
 

@@ -250,13 +250,13 @@ def _in_place(path, ref: dict) -> dict[int, str]:
     model = tflite_model.read(path)
     out = {}
     for op in model.ops:
-        if op.code != 0 or len(op.outputs) != 1:
+        if op.opcode != "ADD" or len(op.outputs) != 1:
             continue
         y = ref.get(op.outputs[0])
         for t in op.inputs:
             r = ref.get(t)
             if r is not None and y is not None and r.shape == y.shape and np.array_equal(r, y):
-                out[t] = f"op {op.index} ({op.name})"
+                out[t] = f"op {op.index} ({op.opcode})"
     return out
 
 

@@ -50,6 +50,10 @@ def _build(p: argparse.ArgumentParser) -> None:
     c.add_argument("model", type=Path, help="model file (.h5, .keras or .tflite)")
     c.add_argument("--input", type=Path, help="input data (.npy, HWC or NHWC); default: zeros")
     c.add_argument("-o", "--output", type=Path, required=True, help="bundle directory to write")
+    c.add_argument("--model-output", metavar="NAME", help="the model output to compile: a tensor name (TFLite) or "
+                                                          "layer name (Keras), or its index; default: the only "
+                                                          "one, else the one no operator reads (models that "
+                                                          "also output a feature map for debugging)")
     c.add_argument("--chip", type=Path, metavar="PROFILE",
                    help="chip profile (.json or .toml; default: the shipped isro-asic-default)")
     c.add_argument("--pe", type=_positive, help="lower the profile's processing elements (not above them); larger "
@@ -199,7 +203,7 @@ def _compile(args) -> int:
     chip = profile.load(args.chip)
     x = _load_input(args.input)
     try:
-        bundle = compile_model(args.model, x, chip=chip, pe=args.pe, reuse=args.reuse)
+        bundle = compile_model(args.model, x, chip=chip, pe=args.pe, reuse=args.reuse, output=args.model_output)
     except ValueError as exc:
         if x is not None and str(exc).startswith("input:"):
             raise ValueError(f"input {args.input}: {str(exc)[len('input: '):]}") from None
@@ -214,6 +218,10 @@ def _compile(args) -> int:
           f"filter memory {_kib(bundle.meta['filter_bytes'])} (weights {_kib(s['weights_bytes'])}, "
           f"params {_kib(s['params_bytes'])}, split scratch {_kib(s['scratch_bytes'])}); "
           f"program {_kib(s['program_bytes'])}")
+    tfl = bundle.meta.get("tflite", {})
+    if tfl.get("outputs_left_out"):
+        print(f"  model output {tfl['output_name']!r}; left out: "
+              f"{', '.join(repr(n) for n in tfl['outputs_left_out'])} (--model-output chooses)")
     if bundle.meta.get("heads"):
         from dtpu.isro.heads import describe
         print(f"  host after the chip: {describe(bundle.meta['heads'])}")

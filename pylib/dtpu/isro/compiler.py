@@ -504,24 +504,33 @@ def compile_layers(builder: Builder, x=None, *, chip=None, pe=None, reuse=None, 
 
 
 def compile_h5(path: str | Path, x: np.ndarray | None = None, *, chip=None, pe: int | None = None,
-               reuse: bool | None = None) -> Bundle:
+               reuse: bool | None = None, output: str | None = None) -> Bundle:
     """A Keras .h5 (read with h5py, no TensorFlow) plus optional input data -> Bundle (F32).
 
     `chip`: a :class:`~dtpu.isro.profile.Profile`, a profile file, or None for the default
-    profile; `pe` overrides its processing elements; `reuse` see :func:`emit`.
+    profile; `pe` overrides its processing elements; `reuse` see :func:`emit`; `output` names
+    the model's output layer (Keras models compile with their one output: a check, not a choice).
     """
     from dtpu.isro import keras_h5
     path = Path(path)
-    builder = _front_end(path, lambda: keras_h5.build(keras_h5.read(path)))
+    model = _front_end(path, lambda: keras_h5.read(path))
+    last = model.layers[-1].name if model.layers else None
+    if output is not None and output not in (last, "0"):
+        raise CompileError(f"{path}: no model output {output!r}; accepted: the model's one output, "
+                           f"layer {last!r} (or 0)")
+    builder = _front_end(path, lambda: keras_h5.build(model))
     return compile_layers(builder, x, chip=chip, pe=pe, reuse=reuse, meta=_source_meta(path, "keras-h5"))
 
 
 def compile_tflite(path: str | Path, x: np.ndarray | None = None, *, chip=None, pe: int | None = None,
-                   reuse: bool | None = None) -> Bundle:
-    """A TFLite flatbuffer (float32 or int8) plus optional input -> Bundle (F32 or I8)."""
+                   reuse: bool | None = None, output: str | None = None) -> Bundle:
+    """A TFLite flatbuffer (float32 or int8) plus optional input -> Bundle (F32 or I8).
+
+    `output`: the model output to compile, by tensor name or index
+    (:func:`dtpu.isro.tflite_model.choose_output`; default: the one no operator reads)."""
     from dtpu.isro import tflite_model
     path = Path(path)
-    builder, extra = _front_end(path, lambda: tflite_model.build(tflite_model.read(path)))
+    builder, extra = _front_end(path, lambda: tflite_model.build(tflite_model.read(path), output))
     meta = _source_meta(path, "tflite")
     meta.update(extra)
     return compile_layers(builder, x, chip=chip, pe=pe, reuse=reuse, meta=meta)

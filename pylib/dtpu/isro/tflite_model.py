@@ -135,21 +135,70 @@ _SHAPE_OPS = ("SHAPE", "STRIDED_SLICE", "PACK")
 HEAD_OPS = {"SOFTMAX": "softmax", "LOGISTIC": "sigmoid"}
 
 
-def build(model: Graph) -> tuple[Builder, dict]:
+def choose_output(model: Graph, wanted: str | None = None) -> tuple[int, list[str]]:
+    """(the output tensor the chip computes, the names of the outputs left out).
+
+    `wanted` is an output's tensor name or its index among the model's outputs. Without it a
+    model with several outputs compiles the one output no operator reads: converters that keep
+    an intermediate feature map as a second (debug) output leave the network's real result as
+    the only output nothing consumes. Several such outputs are ambiguous and must be chosen.
+    """
+    outs = list(model.outputs)
+    names = [model.tensors[t].name for t in outs]
+
+    def listing() -> str:
+        return ", ".join(f"{i}: {n!r} {model.tensors[t].shape}" for i, (t, n) in enumerate(zip(outs, names)))
+
+    if wanted is not None:
+        if wanted in names:
+            chosen = outs[names.index(wanted)]
+        elif wanted.isdigit() and int(wanted) < len(outs):
+            chosen = outs[int(wanted)]
+        else:
+            raise CompileError(f"{model.path}: no model output {wanted!r}; accepted: a name or index of "
+                               f"{listing()}")
+    elif len(outs) == 1:
+        chosen = outs[0]
+    else:
+        read = {t for op in model.ops for t in op.inputs}
+        final = [t for t in outs if t not in read]
+        if len(final) != 1:
+            raise CompileError(f"{model.path}: {len(outs)} outputs ({listing()}) and {len(final)} of them "
+                               f"read by no operator; choose the one to compile with --model-output NAME "
+                               f"or INDEX")
+        chosen = final[0]
+    return chosen, [n for t, n in zip(outs, names) if t != chosen]
+
+
+def _needed(ops: list[Operator], end: int) -> list[Operator]:
+    """The ops `end` depends on, in execution order: a branch that only feeds another output
+    (or nothing) is not compiled."""
+    want, keep = {end}, []
+    for op in reversed(ops):
+        if want.intersection(op.outputs):
+            keep.append(op)
+            want.update(t for t in op.inputs if t >= 0)
+    return keep[::-1]
+
+
+def build(model: Graph, output: str | None = None) -> tuple[Builder, dict]:
     """Walk the graph in execution order (a DAG: branches and residual ADDs), folding each op
-    into the Builder; trailing heads the chip cannot run (SOFTMAX) go to the host."""
+    into the Builder; trailing heads the chip cannot run (SOFTMAX) go to the host. `output`:
+    which model output to compile (:func:`choose_output`)."""
     T = model.tensors
-    if len(model.inputs) != 1 or len(model.outputs) != 1:
-        raise CompileError(f"{model.path}: {len(model.inputs)} inputs / {len(model.outputs)} outputs; "
-                           f"only single-input, single-output models compile")
-    ops = list(model.ops)
+    if len(model.inputs) != 1:
+        raise CompileError(f"{model.path}: {len(model.inputs)} inputs; only single-input models compile")
+    end, left_out = choose_output(model, output)
+    if left_out:
+        log.info("%s: compiling output %r; left out: %s", model.path, T[end].name, ", ".join(left_out))
+    ops = _needed(list(model.ops), end)
     cur = model.inputs[0]
     host_quantize = host_dequantize = False
     if ops and ops[0].opcode == "QUANTIZE" and T[cur].dtype == np.float32:
         host_quantize = True
         cur = ops[0].outputs[0]
         ops = ops[1:]
-    end = model.outputs[0]
+    output_tensor = end
     heads = []
     while ops:
         last = next((o for o in reversed(ops) if end in o.outputs), None)
@@ -225,10 +274,12 @@ def build(model: Graph) -> tuple[Builder, dict]:
         raise CompileError(f"{model.path}: the model output (tensor {end}) is not computed from the input")
     b.value = values[end]
     b.heads = heads
-    extra = {"tflite": {"input_tensor": model.inputs[0], "output_tensor": model.outputs[0],
+    extra = {"tflite": {"input_tensor": model.inputs[0], "output_tensor": output_tensor,
                         "machine_output_tensor": end, "host_quantize": host_quantize,
                         "host_dequantize": host_dequantize},
              "heads": heads}
+    if len(model.outputs) > 1:
+        extra["tflite"].update(output_name=T[output_tensor].name, outputs_left_out=left_out)
     return b, extra
 
 

@@ -610,6 +610,8 @@ def parser() -> argparse.ArgumentParser:
     from dtpu import __version__
 
     p.add_argument("--version", action="version", version=f"dtpu {__version__}")
+    p.add_argument("-v", "--verbose", dest="log_info", action="store_true",
+                   help="log at INFO level, for every command (dtpu isro: an internal error's traceback)")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for add in COMMANDS:
         add(sub)
@@ -625,6 +627,9 @@ def main(argv: list[str] | None = None) -> int:
         argv, passthrough = argv[:cut], argv[cut + 1:]
     args = p.parse_args(argv)
     args.passthrough = passthrough
+    if args.log_info:
+        logging.basicConfig(format="%(name)s: %(message)s")      # a stderr handler unless one exists
+        logging.getLogger("dtpu").setLevel(logging.INFO)
     if not getattr(args, "func", None):
         p.print_help()
         return 2

@@ -4,7 +4,8 @@ Exit status: 0 success; 1 a check failed (verification mismatch, static check fi
 2 bad input (a missing, truncated, corrupt or foreign file, a wrong input shape, an unsupported
 layer, a model that does not fit the chip profile), reported as one ``error:`` line naming the
 file or layer and what would be accepted; 3 an internal error (a bug: one line, ``-v`` for the
-traceback).
+traceback; accepted before or after the command: ``dtpu -v isro run``, ``dtpu isro -v run``,
+``dtpu isro run -v``).
 
 Hooked into the project-wide ``dtpu`` command through :func:`add_subparser` (which sets
 ``func`` on the parsed namespace, so the caller runs ``args.func(args)``), and runnable on its
@@ -40,11 +41,23 @@ class _OneLineParser(argparse.ArgumentParser):
         sys.exit(2)
 
 
+SUMMARY = __doc__.splitlines()[0].replace("``", "")   # --help prints plain text, not RST
+
+
+def _verbose(p: argparse.ArgumentParser, *, default=False) -> None:
+    p.add_argument("-v", "--verbose", action="store_true", default=default,
+                   help="log at INFO level (and an internal error's traceback)")
+
+
 def _build(p: argparse.ArgumentParser) -> None:
+    _verbose(p)
+    # each command takes -v too; SUPPRESS keeps a command's unset -v from clearing the one before it
+    common = argparse.ArgumentParser(add_help=False)
+    _verbose(common, default=argparse.SUPPRESS)
     sub = p.add_subparsers(dest="isro_command", metavar="COMMAND", required=True,
                            parser_class=_OneLineParser)
 
-    c = sub.add_parser("compile", help="compile a Keras (.h5, .keras) or TFLite model to a bundle directory",
+    c = sub.add_parser("compile", parents=[common], help="compile a Keras (.h5, .keras) or TFLite model to a bundle directory",
                        description="Writes frame.bin, filter.bin, program.bin, program.lst, meta.json and "
                                    "SHA256SUMS.")
     c.add_argument("model", type=Path, help="model file (.h5, .keras or .tflite)")
@@ -66,7 +79,7 @@ def _build(p: argparse.ArgumentParser) -> None:
                        help="keep every layer's output (fail if that does not fit)")
     c.set_defaults(handler=_compile)
 
-    r = sub.add_parser("run", help="execute a bundle on the machine model and dump every layer",
+    r = sub.add_parser("run", parents=[common], help="execute a bundle on the machine model and dump every layer",
                        description="Writes <bundle>/run/output.npy and <bundle>/run/layers/NN_<layer>.chw.npy "
                                    "(each layer's output as the chip wrote it, channel-major, unpadded).")
     r.add_argument("bundle", type=Path, help="bundle directory")
@@ -76,11 +89,11 @@ def _build(p: argparse.ArgumentParser) -> None:
                    help="compare every layer with the source model (default: the path in meta.json)")
     r.add_argument("--no-dump", action="store_true", help="do not write per-layer dumps")
     r.add_argument("--memory-dumps", type=Path, metavar="DIR",
-                   help="also write DIR/layer_NNN.bin and DIR/frame.bin in the format `compare` reads "
+                   help="also write DIR/layer_NNN.bin and DIR/frame.bin in the format 'compare' reads "
                         "(what the chip's memory holds; docs/isro_isa.md)")
     r.set_defaults(handler=_run)
 
-    m = sub.add_parser("compare", help="compare memory dumps read back from a chip or RTL simulation "
+    m = sub.add_parser("compare", parents=[common], help="compare memory dumps read back from a chip or RTL simulation "
                                        "with the machine model, layer by layer",
                        description="DUMPS holds layer_NNN.bin (layer NNN's output region with its border, "
                                    "as stored) and/or frame.bin (frame memory after END). Exit status 1 "
@@ -90,7 +103,7 @@ def _build(p: argparse.ArgumentParser) -> None:
     m.add_argument("--input", type=Path, help="the input the chip ran (.npy); default: the compiled one")
     m.set_defaults(handler=_compare)
 
-    j = sub.add_parser("inject", help="flip bits in the program, filter and frame images and count "
+    j = sub.add_parser("inject", parents=[common], help="flip bits in the program, filter and frame images and count "
                                       "masked / silent / stopped outcomes on the machine model")
     j.add_argument("bundle", type=Path, help="bundle directory")
     j.add_argument("--trials", type=_positive, default=200, help="trials per region (default 200)")
@@ -104,7 +117,7 @@ def _build(p: argparse.ArgumentParser) -> None:
                         "activations (frame memory while the program runs)")
     j.set_defaults(handler=_inject)
 
-    k = sub.add_parser("check", help="check a bundle statically: what the chip would reject, hazards, "
+    k = sub.add_parser("check", parents=[common], help="check a bundle statically: what the chip would reject, hazards, "
                                      "the profile's limits",
                        description="Exit status 0 when nothing is found, 1 otherwise.")
     k.add_argument("bundle", type=Path, help="bundle directory")
@@ -112,11 +125,11 @@ def _build(p: argparse.ArgumentParser) -> None:
                    help="hold the bundle to another chip profile (default: the one it was compiled for)")
     k.set_defaults(handler=_check)
 
-    d = sub.add_parser("disasm", help="print a bundle's program (or a program.bin) as assembly")
+    d = sub.add_parser("disasm", parents=[common], help="print a bundle's program (or a program.bin) as assembly")
     d.add_argument("target", type=Path, help="bundle directory or program .bin file")
     d.set_defaults(handler=_disasm)
 
-    a = sub.add_parser("asm", help="assemble a listing into a program .bin")
+    a = sub.add_parser("asm", parents=[common], help="assemble a listing into a program .bin")
     a.add_argument("source", type=Path, help="assembly text (the disassembler's format)")
     a.add_argument("-o", "--output", type=Path, required=True, help="program .bin to write")
     a.set_defaults(handler=_asm)
@@ -125,20 +138,16 @@ def _build(p: argparse.ArgumentParser) -> None:
 def add_subparser(subparsers) -> argparse.ArgumentParser:
     """Add ``isro`` to another CLI's subparsers; the parsed namespace gets ``func(args) -> int``."""
     p = subparsers.add_parser("isro", help="ISRO-ASIC compiler, machine model and (dis)assembler",
-                              description=__doc__.splitlines()[0])
+                              description=SUMMARY)
     _build(p)
     p.set_defaults(func=dispatch)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _OneLineParser(prog="python -m dtpu.isro", description=__doc__.splitlines()[0])
-    parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+    parser = _OneLineParser(prog="python -m dtpu.isro", description=SUMMARY)
     _build(parser)
-    args = parser.parse_args(argv)
-    if args.verbose:
-        logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
-    return dispatch(args)
+    return dispatch(parser.parse_args(argv))
 
 
 def _one_line(exc: BaseException) -> str:
@@ -148,6 +157,9 @@ def _one_line(exc: BaseException) -> str:
 def dispatch(args: argparse.Namespace) -> int:
     """Run the command; every error becomes one line on stderr (see the module docstring)."""
     from dtpu.isro.machine import MachineError
+    if getattr(args, "verbose", False):
+        logging.basicConfig(format="%(name)s: %(message)s")      # a stderr handler unless one exists
+        logging.getLogger("dtpu").setLevel(logging.INFO)
     try:
         return args.handler(args)
     except (ValueError, MachineError, OSError) as exc:
@@ -159,8 +171,9 @@ def dispatch(args: argparse.Namespace) -> int:
         return 2
     except Exception as exc:    # noqa: BLE001 -- a bug: still one line, the traceback only with -v
         log.info("internal error", exc_info=True)
-        print(f"internal error: {type(exc).__name__}: {_one_line(exc)} (a bug in dtpu.isro; rerun "
-              f"with -v for the traceback and report it)", file=sys.stderr)
+        again = "" if log.isEnabledFor(logging.INFO) else "; rerun with -v for the traceback"
+        print(f"internal error: {type(exc).__name__}: {_one_line(exc)} (a bug in dtpu.isro{again}; "
+              f"please report it)", file=sys.stderr)
         return 3
 
 
@@ -260,6 +273,7 @@ def _run(args) -> int:
     bundle = Bundle.load(args.bundle)
     x = _load_input(args.input)
     _check_input(bundle, x, args.input)
+    source = verify.source_path(bundle, args.verify or None) if args.verify is not None else None
     result = run(bundle, x, pe=args.pe)
     out = args.bundle / "run"
     out.mkdir(parents=True, exist_ok=True)
@@ -294,7 +308,7 @@ def _run(args) -> int:
     if args.verify is not None:
         if x is None:
             x = _input_from_image(bundle)
-        checks = verify.verify(bundle, result, x, args.verify or None)
+        checks = verify.verify(bundle, result, x, source)
         for chk in checks:
             print("  " + str(chk))
         bad = [chk.layer for chk in checks if not chk.ok]

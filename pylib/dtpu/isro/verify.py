@@ -260,12 +260,26 @@ def _in_place(path, ref: dict) -> dict[int, str]:
     return out
 
 
+def source_path(bundle: Bundle, source: str | Path | None = None) -> Path:
+    """The model to verify against: `source` when given, else the path meta.json recorded at
+    compile time; checked before anything runs, so a wrong path costs no run and writes nothing."""
+    if source:
+        path = Path(source)
+        if not path.is_file():
+            raise FileNotFoundError(f"verify: model {str(path)!r} (given to --verify) does not exist; "
+                                    f"accepted: the .h5, .keras or .tflite file the bundle was compiled from")
+        return path
+    recorded = bundle.meta.get("source", {}).get("path", "")
+    if not recorded or not Path(recorded).is_file():
+        raise FileNotFoundError(f"verify: the bundle's source model {recorded!r} (recorded in meta.json) is "
+                                f"not here; pass it: --verify MODEL")
+    return Path(recorded)
+
+
 def verify(bundle: Bundle, result: Result, x: np.ndarray, source: str | Path | None = None) -> list[Check]:
     """Compare every layer with the oracle matching the bundle's source model."""
     src = bundle.meta.get("source", {})
-    path = Path(source or src.get("path", ""))
-    if not path.is_file():
-        raise FileNotFoundError(f"the source model {str(path)!r} is needed to verify; pass it explicitly")
+    path = source_path(bundle, source)
     if src.get("kind") == "tflite" or path.suffix == ".tflite":
         return against_tflite(bundle, result, path, x)
     return against_keras(bundle, result, keras_h5.read(path), x)

@@ -206,3 +206,77 @@ def test_the_delegate_build_builds_the_kernels_so_the_first_invoke_compiles_noth
     assert "'dtpu.so'" in built and "dtpu_kernels-" in built, built
     assert not [line for line in proc.stderr.splitlines()
                 if line.startswith("LOG dtpu.hw.kernels built")], proc.stderr
+
+
+# -- the load unit's WINDOWS gather ------------------------------------------------------------
+
+
+def _rand_windows(rng):
+    """Random WINDOWS fields: windows partly or wholly outside the image, strides, dilations,
+    KP past K, K0..K1 slices, N > 1, every lane width."""
+    from dtpu.hw.listformat import Format
+
+    L = int(rng.choice([1, 2, 4, 8]))
+    n, h, w, c = (int(v) for v in (rng.integers(1, 3), rng.integers(1, 12), rng.integers(1, 12),
+                                   rng.integers(1, 40)))
+    kh, kw, sy, sx, dy, dx = (int(v) for v in rng.integers(1, [8, 8, 4, 4, 3, 3]))
+    pt, pl = int(rng.integers(0, min(15, (kh - 1) * dy + 3))), \
+        int(rng.integers(0, min(15, (kw - 1) * dx + 3)))
+    ey, ex = (kh - 1) * dy + 1, (kw - 1) * dx + 1
+    oh = max(1, (h + pt + int(rng.integers(0, 4)) - ey) // sy + 1)
+    ow = max(1, (w + pl + int(rng.integers(0, 4)) - ex) // sx + 1)
+    kp = -(-kh * kw * c // L) * L + L * int(rng.choice([0, 0, 1, 3]))
+    k0 = int(rng.integers(0, kp // L)) if rng.random() < 0.5 else 0
+    k1 = int(rng.integers(k0 + 1, kp // L + 1)) if rng.random() < 0.5 else kp // L
+    es = 8 // L
+    a0 = dict(MODE=Format().act_modes["WINDOWS"], LANES=L, ESIZE=es, SRC=64,
+              PAD=int(rng.integers(0, 1 << min(8 * es, 62))))
+    return (a0, dict(N=n, H=h, W=w, C=c),
+            dict(KH=kh, KW=kw, SY=sy, SX=sx, DY=dy, DX=dx, PT=pt, PL=pl, OH=oh, OW=ow),
+            dict(KP=kp, K0=k0, K1=k1, NCHUNK=0), dict(CV=0))
+
+
+def _executors():
+    from dtpu.hw.executor import Executor
+
+    ours, ref = Executor(), Executor()
+    ref.kernels_ok = False
+    return ours, ref
+
+
+def test_window_gather_equals_the_numpy_index():
+    """kernels.c's gather gives the words of the numpy index path (the one the AGU and load-unit
+    testbenches compare with the RTL) on random fields, run twice (the bound runner reused)."""
+    from dtpu.hw.ddr import Ddr
+
+    ours, ref = _executors()
+    rng = np.random.default_rng(23)
+    for trial in range(300):
+        a = _rand_windows(rng)
+        a0, a1 = a[0], a[1]
+        size = a1["N"] * a1["H"] * a1["W"] * a1["C"] * a0["ESIZE"]
+        ddr = Ddr(0, 64 + size + 8, rng.integers(0, 256, 64 + size + 8, dtype=np.uint8))
+        want = ref.gather(ddr, *a)
+        for _ in range(2):
+            got = ours.gather(ddr, *a)
+            assert got.dtype == want.dtype and got.shape == want.shape, (trial, a)
+            assert np.array_equal(got, want), (trial, a)
+        assert ours._gather_runs and not ours.gather_cache   # it did take the C path
+
+
+def test_window_gather_refuses_what_the_numpy_index_refuses():
+    from dtpu.hw.ddr import Ddr
+    from dtpu.hw.listformat import ListFault
+
+    ours, ref = _executors()
+    a = list(_rand_windows(np.random.default_rng(5)))
+    a[1].update(C=8)
+    a[2].update(KH=3, KW=3, SY=1, SX=1, PT=1, PL=1, OH=a[1]["H"], OW=a[1]["W"])
+    a[3].update(KP=64, K0=0, K1=64 // a[0]["LANES"])        # K = 72 lanes
+    ddr = Ddr(0, 1 << 16, np.zeros(1 << 16, np.uint8))
+    msgs = []
+    for ex in (ours, ref):
+        with pytest.raises(ListFault) as e:
+            ex.gather(ddr, *a)
+        msgs.append((e.value.kind, str(e.value)))
+    assert msgs[0] == msgs[1] and "KP=64" in msgs[0][1]

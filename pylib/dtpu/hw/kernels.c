@@ -679,3 +679,60 @@ int dtpu_store_sim(dtpu_store_t *S) {
     free(rf_a); free(rf_n); free(f_q);
     return 0;
 }
+
+/* ---- the load unit's WINDOWS gather (im2col) ----------------------------------------------
+ *
+ * Why C: numpy gathers by a precomputed index (one int32 per output lane, 4x the bytes it
+ * moves, and the index of a 224x224 net's first layers is tens of MB), where the stream is a
+ * handful of contiguous runs per output pixel: a tap's channels, or a whole row of taps when
+ * the horizontal dilation is 1 and the row lies inside the image. */
+
+static void fill_pad(uint8_t *o, int64_t count, int64_t es, uint64_t pad) {
+    if (es == 1) {
+        memset(o, (int)(pad & 0xFF), (size_t)count);
+        return;
+    }
+    for (int64_t i = 0; i < count; i++)
+        memcpy(o + i * es, &pad, (size_t)es);   /* little-endian: the low es bytes */
+}
+
+int dtpu_gather_windows(const dtpu_gather_t *G, const void *x_, void *out_) {
+    const uint8_t *x = (const uint8_t *)x_;
+    uint8_t *o = (uint8_t *)out_;
+    const int64_t es = G->es, h = G->h, w = G->w, c = G->c, kw = G->kw;
+    const int64_t k = G->kh * kw * c, j0 = G->j0, j1 = G->j1;
+    for (int64_t b = 0; b < G->n; b++)
+        for (int64_t oy = 0; oy < G->oh; oy++)
+            for (int64_t ox = 0; ox < G->ow; ox++) {
+                int64_t j = j0;
+                while (j < j1) {
+                    if (j >= k) {
+                        fill_pad(o, j1 - j, es, G->pad);
+                        o += (j1 - j) * es;
+                        break;
+                    }
+                    const int64_t tap = j / c, ci = j - tap * c;
+                    const int64_t ky = tap / kw, kx = tap - ky * kw;
+                    const int64_t y = oy * G->sy + ky * G->dy - G->pt;
+                    const int64_t xx = ox * G->sx + kx * G->dx - G->pl;
+                    int64_t run = c - ci;
+                    const int inside = y >= 0 && y < h && xx >= 0 && xx < w;
+                    if (inside && G->dx == 1) {
+                        /* the row's next taps continue the same source run while inside */
+                        int64_t more = kw - 1 - kx;
+                        if (more > w - 1 - xx)
+                            more = w - 1 - xx;
+                        run += more * c;
+                    }
+                    if (run > j1 - j)
+                        run = j1 - j;
+                    if (inside)
+                        memcpy(o, x + (((b * h + y) * w + xx) * c + ci) * es, (size_t)(run * es));
+                    else
+                        fill_pad(o, run, es, G->pad);
+                    o += run * es;
+                    j += run;
+                }
+            }
+    return 0;
+}

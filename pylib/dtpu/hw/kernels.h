@@ -49,7 +49,17 @@ typedef struct {
     int64_t held, last_b, n_b, w_beats;
 } dtpu_store_t;
 
+/* the load unit's WINDOWS stream (dtpu.hw.units.load.window_index, sliced): `es`-byte
+ * elements of an (n, h, w, c) tensor, per output pixel lanes j0..j1-1 of its K-vector
+ * (tap-major: lane j is channel j % c of tap j / c, taps row-major over kh x kw); lanes of taps
+ * outside the image and lanes past kh*kw*c are `pad` (its low es bytes, little-endian) */
+typedef struct {
+    int64_t es, n, h, w, c, kh, kw, sy, sx, dy, dx, pt, pl, oh, ow, j0, j1;
+    uint64_t pad;
+} dtpu_gather_t;
+
 int dtpu_post(const dtpu_post_t *P, const void *acc, int64_t rows, void *out);
 int dtpu_dw(const dtpu_dw_t *D, const dtpu_post_t *P, const void *x, void *acc, void *out);
 int dtpu_stream_sim(dtpu_stream_t *S);
 int dtpu_store_sim(dtpu_store_t *S);
+int dtpu_gather_windows(const dtpu_gather_t *G, const void *x, void *out);

@@ -99,6 +99,9 @@ class CompiledJob:
     kind = "generic"
     #: run() writes the result lanes into a caller's `out` array (else it ignores `out`)
     writes_out = False
+    #: the command-list executor's timing inputs of this job (result word gaps, activation
+    #: schedule): functions of the setup alone, computed at its first RUN and kept
+    list_timing: tuple | None = None
 
     def __init__(self, core: Core, regs, setup: JobSetup | None, error: int = 0,
                  opcode: str = "") -> None:

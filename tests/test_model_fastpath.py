@@ -389,3 +389,21 @@ def test_large_gemm_weights_are_converted_per_run():
         gemms = [v for v in cache.values() if getattr(v, "opcode", "") == "GEMM"]
         assert gemms and all(v.kind == "kernel" and v.convert and v.w.dtype == np.int8
                              for v in gemms)
+
+
+@pytest.mark.parametrize("mode", [DataMode.INT8, DataMode.UINT8, DataMode.INT16X8])
+def test_k_split_partial_sums_run_compiled_raw(mode):
+    """A node whose K does not fit the activation memory is split into RAW GEMMs (partial sums
+    that RES ACC adds up): they run as _RawGemm (weights decoded once, BLAS, the offset folded
+    in) and give the protocol's words, counters and registers."""
+    from dtpu.spec import ConvSpec, Quant
+    rng = np.random.default_rng(int(mode is DataMode.UINT8) + 2 * int(mode is DataMode.INT16X8))
+    zp = 0 if mode is DataMode.INT16X8 else (-3 if mode is DataMode.INT8 else 131)
+    spec = ConvSpec(OpKind.CONV_2D, mode, (1, 7, 6, 40), (24, 3, 3, 40),
+                    input_q=Quant((0.02,), (zp,)), filter_q=Quant((0.01,), (0,)),
+                    output_q=Quant((0.1,), (0 if mode is DataMode.INT16X8 else 5,)),
+                    padding="SAME")
+    x, f, b = make_data(spec, rng)
+    got = _same_run(spec, x, f, b, HwConfig(LOG_ACT_WORDS=4))
+    assert got is not None, "the node did not lower"
+    assert "raw" in got[1], got[1]

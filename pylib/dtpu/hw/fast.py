@@ -58,7 +58,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from dtpu.hw import kernels
-from dtpu.hw.core import Core, JobSetup, JobRefused, U64
+from dtpu.hw.core import Core, JobSetup, JobRefused, U64, out_lanes
 from dtpu.precision import Precision
 
 log = logging.getLogger(__name__)
@@ -227,9 +227,17 @@ def compile_job(core: Core, regs, fused: bool = True, kernels_ok: bool | None = 
         raise Unsupported(f"the job reads {', '.join(names)} without writing it")
     if setup is None:
         return CompiledJob(core, regs, None, error, core._opcode_name(file))
-    if fused and setup.opcode in ("GEMM", "DWCONV") and setup.out_mode == c.OUT_MODE_REQUANT:
+    raw_gemm = setup.opcode == "GEMM" and setup.out_mode == c.OUT_MODE_RAW
+    if fused and (raw_gemm or (setup.opcode in ("GEMM", "DWCONV")
+                               and setup.out_mode == c.OUT_MODE_REQUANT)):
         cached = set(core._wcache)
         try:
+            if raw_gemm:
+                try:
+                    return _RawGemm(core, regs, setup)
+                except _NotFusable as why:
+                    log.debug("RAW GEMM job on the generic path: %s", why)
+                    return CompiledJob(core, regs, setup)
             return _compile_fused(core, regs, setup, kernels_ok)
         finally:
             # the float64 weights decoded for the compiled form would stay in the core's memo
@@ -711,6 +719,63 @@ class _KernelGemm(CompiledJob):
                else out.reshape(self.m, self.C))
         err = self.warn if self.post(acc, out) else 0
         return out.reshape(-1).view(U64), err
+
+
+class _RawGemm(CompiledJob):
+    """A RAW GEMM (the partial sums of a K-split node, accumulated by RES ACC) on BLAS with its
+    weights decoded once: float32 while every sum, IN_OFFSET folded in as a per-column term
+    (IN_OFFSET * sum(W')), stays below 2^24, else float64 below 2^53; the exact integers then
+    cast to the RAW lanes (int32 for 8-bit lanes: proven inside int32, so no OVERFLOW to
+    raise; int64 otherwise). The generic path decodes the weights at every run of a streamed
+    page and goes through int64 accumulators; the words are the same."""
+
+    kind = "raw"
+
+    def __init__(self, core: Core, regs, setup: JobSetup) -> None:
+        s = setup
+        c = core.cfg
+        if s.prec not in (Precision.INT8, Precision.UINT8, Precision.INT16):
+            raise _NotFusable(f"precision {s.prec.value}")
+        lanes_n, out_dt = out_lanes(c, s.prec, s.out_mode)
+        if c.COLS % lanes_n:
+            raise _NotFusable("result words padded")
+        w = core._gemm_weights(s.prec, s.wb, s.kw, s.nt, _int_weights(s), s.w_off)  # (K, C)
+        wabs = float(np.abs(w).sum(axis=0, dtype=np.int64).max(initial=0))
+        raw = core._operand_bound(s.prec, 0) * wabs
+        full = core._operand_bound(s.prec, s.in_off) * wabs
+        if s.prec.bits == 8 and full >= 1 << 31:
+            raise _NotFusable("the accumulator may leave int32 (OVERFLOW)")
+        top = max(raw, full)
+        if top >= _EXACT:
+            raise _NotFusable("accumulator beyond float64")
+        super().__init__(core, regs, setup)
+        L = s.prec.lanes
+        self.k, self.m, self.C = s.kw * L, s.m, s.nt * c.COLS
+        self.lane_dtype, self.out_dtype = s.prec.value_dtype, np.dtype(out_dt)
+        self.wdt = _F32 if top < 1 << 24 else _F64
+        self.wshape = w.shape
+        small = next((dt for dt in (np.int8, np.int16, np.int32)
+                      if w.size == 0 or (w.min() >= np.iinfo(dt).min and w.max() <= np.iinfo(dt).max)),
+                     None)
+        if small is not None and w.size * self.wdt.itemsize > KEEP_FLOAT_BYTES:
+            self.w, self.convert = np.ascontiguousarray(w.astype(small)), True
+        else:
+            self.w, self.convert = np.ascontiguousarray(w.astype(self.wdt)), False
+        wsum = w.sum(axis=0, dtype=np.int64) * s.in_off
+        self.offset = wsum.astype(self.wdt) if s.in_off else None   # exact: |.| <= full
+
+    def run(self, core: Core, words: np.ndarray, out=None) -> tuple[np.ndarray, int]:
+        a = words.view(self.lane_dtype).reshape(self.m, self.k).astype(self.wdt)
+        w = self.w
+        if self.convert:
+            w = _scratch(self.wdt, w.size).reshape(self.wshape)
+            np.copyto(w, self.w)
+        acc = np.matmul(a, w)
+        if self.offset is not None:
+            acc += self.offset
+        y = np.empty((self.m, self.C), self.out_dtype)
+        np.copyto(y, acc, casting="unsafe")     # integers, exact in both types
+        return y.reshape(-1).view(U64), 0
 
 
 class _KernelDw(CompiledJob):

@@ -280,3 +280,24 @@ def test_window_gather_refuses_what_the_numpy_index_refuses():
             ex.gather(ddr, *a)
         msgs.append((e.value.kind, str(e.value)))
     assert msgs[0] == msgs[1] and "KP=64" in msgs[0][1]
+
+
+@pytest.mark.parametrize("signed", [True, False])
+def test_int8_gemm_equals_numpy(signed):
+    """kernels.c's thin int8 GEMM against int64 numpy, with and without column offsets, at the
+    int16 weight and int32 sum extremes the callers allow."""
+    rng = np.random.default_rng(int(signed))
+    lo, hi = (-128, 128) if signed else (0, 256)
+    for m, k, c in [(1, 1, 1), (7, 33, 8), (49, 2048, 8), (13, 96, 32), (5, 200, 3)]:
+        a = rng.integers(lo, hi, (m, k)).astype(np.int8 if signed else np.uint8)
+        w = rng.integers(-2**15, 2**15, (k, c)) if k * 2**15 * 256 < 2**31 else \
+            rng.integers(-300, 300, (k, c))
+        coff = rng.integers(-2**20, 2**20, c)
+        for off in (None, coff):
+            want = a.astype(np.int64) @ w + (0 if off is None else off)
+            assert np.abs(want).max() < 2**31
+            got = np.empty((m, c), np.int32)
+            KERN.gemm_fn(w, signed, m, off)(a, got)
+            assert np.array_equal(got, want), (m, k, c, off is None)
+    with pytest.raises(ValueError, match="int16"):
+        KERN.gemm_fn(np.full((2, 2), 2**15), signed, 1)

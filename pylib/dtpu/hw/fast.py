@@ -234,7 +234,8 @@ def compile_job(core: Core, regs, fused: bool = True, kernels_ok: bool | None = 
         try:
             if raw_gemm:
                 try:
-                    return _RawGemm(core, regs, setup)
+                    use = USE_KERNELS if kernels_ok is None else kernels_ok
+                    return _RawGemm(core, regs, setup, kernels.get() if use else None)
                 except _NotFusable as why:
                     log.debug("RAW GEMM job on the generic path: %s", why)
                     return CompiledJob(core, regs, setup)
@@ -651,6 +652,18 @@ def _scratch(dtype: np.dtype, n: int) -> np.ndarray:
     return buf[:n]
 
 
+#: GEMMs of 8-bit lanes with at most this many columns run on kernels.c's integer dot
+#: products instead of BLAS (a streamed node's pages: COLS columns, long K)
+INT_GEMM_MAX_C = 32
+
+
+def _int_gemm_fits(s: JobSetup, columns: int, raw: float, w: np.ndarray) -> bool:
+    """The job can run on kernels.c's int8 GEMM: 8-bit lanes, few columns, weights (with
+    WGT_OFFSET) within int16, every raw sum (|lanes| @ |W'| <= `raw`) within int32."""
+    return (s.prec.bits == 8 and columns <= INT_GEMM_MAX_C and raw < 1 << 31
+            and (w.size == 0 or (w.min() >= -2**15 and w.max() < 2**15)))
+
+
 class _KernelGemm(CompiledJob):
     """GEMM on BLAS (exact: float32 while the lanes' raw sums stay below 2^24, else float64)
     and the post unit in one C pass. IN_OFFSET is folded into the post unit's offset (fused) or
@@ -697,10 +710,23 @@ class _KernelGemm(CompiledJob):
         post = _kernel_post(core, s, plan, self.C,
                             offset=None if plan is None else plan.offset_raw,
                             bias_extra=s.in_off * wsum)
-        self.post = kern.post_fn(self.wdt, self.lane_dtype, self.C, self.m, self.m, **post)
+        self.igemm = None
+        if _int_gemm_fits(s, self.C, raw, w):
+            self.igemm = kern.gemm_fn(w, s.prec is Precision.INT8, self.m)
+            self.w = None
+            self.post = kern.post_fn(np.int32, self.lane_dtype, self.C, self.m, self.m, **post)
+        else:
+            self.post = kern.post_fn(self.wdt, self.lane_dtype, self.C, self.m, self.m, **post)
         self.warn = core.cfg.ERR_WARN_WRAP32
 
     def run(self, core: Core, words: np.ndarray, out=None) -> tuple[np.ndarray, int]:
+        out = (np.empty((self.m, self.C), self.lane_dtype) if out is None
+               else out.reshape(self.m, self.C))
+        if self.igemm is not None:
+            acc = _scratch(np.dtype(np.int32), self.m * self.C).reshape(self.m, self.C)
+            self.igemm(words.view(self.lane_dtype).reshape(self.m, self.k), acc)
+            err = self.warn if self.post(acc, out) else 0
+            return out.reshape(-1).view(U64), err
         conv = getattr(_batch_local, "conv", None)
         key = (id(words), self.m, self.k, self.lane_dtype, self.wdt)
         hit = conv.get(key) if conv is not None else None
@@ -715,8 +741,6 @@ class _KernelGemm(CompiledJob):
             w = _scratch(self.wdt, w.size).reshape(self.wshape)
             np.copyto(w, self.w)
         acc = np.matmul(a, w)
-        out = (np.empty((self.m, self.C), self.lane_dtype) if out is None
-               else out.reshape(self.m, self.C))
         err = self.warn if self.post(acc, out) else 0
         return out.reshape(-1).view(U64), err
 
@@ -731,7 +755,7 @@ class _RawGemm(CompiledJob):
 
     kind = "raw"
 
-    def __init__(self, core: Core, regs, setup: JobSetup) -> None:
+    def __init__(self, core: Core, regs, setup: JobSetup, kern=None) -> None:
         s = setup
         c = core.cfg
         if s.prec not in (Precision.INT8, Precision.UINT8, Precision.INT16):
@@ -763,8 +787,18 @@ class _RawGemm(CompiledJob):
             self.w, self.convert = np.ascontiguousarray(w.astype(self.wdt)), False
         wsum = w.sum(axis=0, dtype=np.int64) * s.in_off
         self.offset = wsum.astype(self.wdt) if s.in_off else None   # exact: |.| <= full
+        self.igemm = None
+        if kern is not None and _int_gemm_fits(s, self.C, raw, w):
+            # 8-bit lanes: full < 2^31 (above), so the sums with the offset are the RAW lanes
+            self.igemm = kern.gemm_fn(w, s.prec is Precision.INT8, self.m,
+                                      wsum if s.in_off else None)
+            self.w = None
 
     def run(self, core: Core, words: np.ndarray, out=None) -> tuple[np.ndarray, int]:
+        if self.igemm is not None:
+            y = np.empty((self.m, self.C), np.int32)
+            self.igemm(words.view(self.lane_dtype).reshape(self.m, self.k), y)
+            return y.reshape(-1).view(U64), 0
         a = words.view(self.lane_dtype).reshape(self.m, self.k).astype(self.wdt)
         w = self.w
         if self.convert:

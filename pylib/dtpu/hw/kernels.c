@@ -736,3 +736,33 @@ int dtpu_gather_windows(const dtpu_gather_t *G, const void *x_, void *out_) {
             }
     return 0;
 }
+
+/* ---- 8-bit GEMMs with few columns ---------------------------------------------------------
+ *
+ * Why C: a streamed node runs as many RUNs of COLS..2*COLS columns, each over the same long
+ * activation rows; BLAS on such thin matrices converts the activations to float at every RUN
+ * and then runs far below its peak. Here each output is one dot product of an int8/uint8 row
+ * with an int16 weight row (the compiler vectorizes it as multiply-add of 16-bit pairs),
+ * exact in int32 (the caller's bound). */
+
+#define GEMM_DOT(T)                                                                           \
+    for (int64_t i = 0; i < m; i++) {                                                         \
+        const T *ar = (const T *)a + i * k;                                                   \
+        for (int64_t j = 0; j < c; j++) {                                                     \
+            const int16_t *wr = G->wt + j * k;                                                \
+            int32_t s = 0;                                                                    \
+            for (int64_t q = 0; q < k; q++)                                                   \
+                s += (int32_t)ar[q] * (int32_t)wr[q];                                         \
+            acc[i * c + j] = s + (G->coff ? G->coff[j] : 0);                                  \
+        }                                                                                     \
+    }
+
+int dtpu_gemm_i8(const dtpu_gemm_t *G, const void *a, int32_t *acc) {
+    const int64_t m = G->m, k = G->k, c = G->c;
+    if (G->asigned) {
+        GEMM_DOT(int8_t)
+    } else {
+        GEMM_DOT(uint8_t)
+    }
+    return 0;
+}

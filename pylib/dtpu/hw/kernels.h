@@ -58,8 +58,19 @@ typedef struct {
     uint64_t pad;
 } dtpu_gather_t;
 
+/* a GEMM of 8-bit lanes with few columns (a streamed node's pages): acc (m, c) int32 = a (m, k)
+ * int8 (asigned) or uint8 @ W, W given transposed (c, k) as int16 (weights + WGT_OFFSET),
+ * plus coff[j] per column when coff is not NULL; the caller proves |acc| < 2^31 */
+typedef struct {
+    int asigned;
+    int64_t m, k, c;
+    const int16_t *wt;
+    const int32_t *coff;
+} dtpu_gemm_t;
+
 int dtpu_post(const dtpu_post_t *P, const void *acc, int64_t rows, void *out);
 int dtpu_dw(const dtpu_dw_t *D, const dtpu_post_t *P, const void *x, void *acc, void *out);
 int dtpu_stream_sim(dtpu_stream_t *S);
 int dtpu_store_sim(dtpu_store_t *S);
 int dtpu_gather_windows(const dtpu_gather_t *G, const void *x, void *out);
+int dtpu_gemm_i8(const dtpu_gemm_t *G, const void *a, int32_t *acc);

@@ -179,6 +179,38 @@ class Kernels:
         run.keep = G
         return run
 
+    def gemm_fn(self, w: np.ndarray, signed: bool, m: int, coff: np.ndarray | None = None):
+        """runner(a (m, k) int8/uint8, acc (m, c) int32): acc = a @ w (+ coff per column); w
+        (k, c) integers within int16, coff int32 or None. The caller proves |acc| < 2^31."""
+        ffi = self.ffi
+        k, c = w.shape
+        if w.size and (w.min() < -2**15 or w.max() >= 2**15):
+            raise ValueError(f"GEMM kernel: weights in [{w.min()}, {w.max()}], accepted: int16")
+        wt = np.ascontiguousarray(w.T, np.int16)
+        G = ffi.new("dtpu_gemm_t *")
+        G.asigned, G.m, G.k, G.c = int(signed), m, k, c
+        G.wt = ffi.cast("int16_t *", ffi.from_buffer(wt))
+        keep = [G, wt]
+        if coff is not None:
+            coff = np.ascontiguousarray(coff, np.int32)
+            if coff.shape != (c,):
+                raise ValueError(f"GEMM kernel: column offsets {coff.shape}, expected {(c,)}")
+            G.coff = ffi.cast("int32_t *", ffi.from_buffer(coff))
+            keep.append(coff)
+        fn, buf = self.lib.dtpu_gemm_i8, ffi.from_buffer
+        a_dtype = np.dtype(np.int8 if signed else np.uint8)
+        a_shape, acc_shape = (m, k), (m, c)
+
+        def run(a: np.ndarray, acc: np.ndarray) -> None:
+            if a.dtype != a_dtype or a.shape != a_shape or not a.flags.c_contiguous or \
+                    acc.dtype != np.int32 or acc.shape != acc_shape:
+                raise ValueError(f"GEMM kernel: a {a.dtype}{a.shape}, acc {acc.dtype}{acc.shape}; "
+                                 f"bound for {a_dtype}{a_shape} (contiguous) -> int32{acc_shape}")
+            fn(G, buf(a), ffi.cast("int32_t *", buf(acc, require_writable=True)))
+
+        run.keep = keep
+        return run
+
     # -- one-off calls (tests) -------------------------------------------------------------------
 
     def post_exact(self, acc: np.ndarray, rows_per_block: int, bias, mult, shift, zp,

@@ -206,7 +206,8 @@ class Kernels:
                     acc.dtype != np.int32 or acc.shape != acc_shape:
                 raise ValueError(f"GEMM kernel: a {a.dtype}{a.shape}, acc {acc.dtype}{acc.shape}; "
                                  f"bound for {a_dtype}{a_shape} (contiguous) -> int32{acc_shape}")
-            fn(G, buf(a), ffi.cast("int32_t *", buf(acc, require_writable=True)))
+            if fn(G, buf(a), ffi.cast("int32_t *", buf(acc, require_writable=True))):
+                raise MemoryError(f"GEMM kernel: no scratch for a row of {k} lanes")
 
         run.keep = keep
         return run

@@ -411,7 +411,7 @@ class Executor:
         runs = vars(self).setdefault("_gather_runs", {})
         hit = runs.get(id(a2))
         if hit is not None and hit[0] is a0 and hit[1] is a1 and hit[2] is a2 and hit[3] is a3:
-            run, shape = hit[4], hit[5]
+            run, shape, sig = hit[4], hit[5], hit[6]
         else:
             kp, k = a3["KP"], a2["KH"] * a2["KW"] * a1["C"]
             if kp < k:
@@ -419,11 +419,20 @@ class Executor:
             j0, j1 = a3["K0"] * L, a3["K1"] * L
             run = kern.gather_fn(es, a1, a2, j0, j1, a0["PAD"])
             shape = (a1["N"] * a2["OH"] * a2["OW"] * (j1 - j0) * es // 8,)
+            sig = (tuple(a0.values()), tuple(a1.values()), tuple(a2.values()), kp, j0, j1)
             if len(runs) > 4096:
                 runs.clear()
-            runs[id(a2)] = (a0, a1, a2, a3, run, shape)
+            runs[id(a2)] = (a0, a1, a2, a3, run, shape, sig)
+        # the pages of a streamed node are RUNs of the same stream over the same input: the
+        # last stream's words are handed out again while its fields and input bytes are equal
+        # (read-only, so that no consumer can change what a later RUN is given)
+        last = vars(self).get("_last_gather")
+        if last is not None and last[0] == sig and np.array_equal(last[1], x):
+            return last[2]
         words = np.empty(shape, _U64)
         run(x, words)
+        words.flags.writeable = False
+        self._last_gather = (sig, x.copy(), words)
         return words
 
     def act_req(self, d: dict) -> int:

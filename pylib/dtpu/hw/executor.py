@@ -427,12 +427,13 @@ class Executor:
         # last stream's words are handed out again while its fields and input bytes are equal
         # (read-only, so that no consumer can change what a later RUN is given)
         last = vars(self).get("_last_gather")
-        if last is not None and last[0] == sig and np.array_equal(last[1], x):
+        xb = x.tobytes()        # one copy and a memcmp: faster than np.array_equal here
+        if last is not None and last[0] == sig and last[1] == xb:
             return last[2]
         words = np.empty(shape, _U64)
         run(x, words)
         words.flags.writeable = False
-        self._last_gather = (sig, x.copy(), words)
+        self._last_gather = (sig, xb, words)
         return words
 
     def act_req(self, d: dict) -> int:

@@ -275,6 +275,8 @@ def cpu_side_of_graph(nodes: Iterable, tensor, claimed: Iterable[int]) -> dict:
             if node.index not in claimed:
                 cpu_conv_macs += macs
             continue
+        if node.index in claimed:    # a folded PAD, a view or a FULLY_CONNECTED: no CPU work
+            continue
         ops += 1
         op = BUILTIN_OPERATORS[code] if 0 <= code < len(BUILTIN_OPERATORS) else f"BUILTIN_{code}"
         names[op] = names.get(op, 0) + 1

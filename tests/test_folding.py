@@ -62,7 +62,7 @@ def test_mobilenet_pad_folds_into_the_same_convolution():
 
 @pytest.mark.parametrize("change, reason", [
     (dict(pads=[[0, 0], [1, 1], [1, 1], [0, 0]]), "not those a SAME convolution adds"),
-    (dict(pads=[[0, 0], [0, 2], [0, 1], [0, 0]]), "not those a SAME convolution adds"),
+    (dict(pads=[[0, 0], [0, 3], [0, 1], [0, 0]]), "not those a SAME convolution adds"),
     (dict(pads=[[0, 0], [0, 1], [0, 1], [0, 1]]), "touch the batch or channel"),
     (dict(pads=[[1, 0], [0, 1], [0, 1], [0, 0]]), "touch the batch or channel"),
     (dict(code=60, fill=5), "fill value 5 is not the zero point -3"),
@@ -92,9 +92,9 @@ def test_view_rules():
                5: _t(5, (1, 11))}
     assert folding.view_reason(node((0, 2)), tensors.__getitem__) is None
     assert "computed at run time" in folding.view_reason(node((0, 3)), tensors.__getitem__)
-    other = dict(tensors, 1=tensors[4])
+    other = {**tensors, 1: tensors[4]}
     assert "quantization differ" in folding.view_reason(node((0, 2)), other.__getitem__)
-    other = dict(tensors, 1=tensors[5])
+    other = {**tensors, 1: tensors[5]}
     assert "element count" in folding.view_reason(node((0, 2)), other.__getitem__)
 
 
@@ -170,20 +170,16 @@ def test_fully_connected_claimed_only_where_it_joins(dtpu_so, tfl):
     assert "RESHAPE" not in _rejected(asked)
 
 
-def test_fully_connected_chain_is_one_partition(dtpu_so, tfl):
-    """An FC net (tests/data/delegate/fc_int8): FCs feeding FCs join each other under ops=auto."""
-    from tests.delegate_util import cpu_ops, no_default_delegates
-    import dtpu
-
+def test_reshape_inside_a_partition_is_a_view(dtpu_so, tfl):
+    """tests/data/delegate/fc_int8: CONV_2D -> RESHAPE -> FULLY_CONNECTED is one partition, the
+    FC reading the convolution's output in DDR as its own shape; fold=off cuts it at the
+    RESHAPE, and the FC, alone then, stays on the CPU."""
     path = DATA / "fc_int8.tflite"
-    it = dtpu.make_interpreter(path, {}, **no_default_delegates(tfl))
-    it.allocate_tensors()
-    fcs = sum(1 for op in it._get_ops_details() if op["op_name"] == "FULLY_CONNECTED")
     report = _delegated(path, tfl, {})
-    if fcs >= 2:
-        assert cpu_ops(it)["FULLY_CONNECTED"] == 0 and report.partitions == 1
-    else:
-        assert cpu_ops(it)["FULLY_CONNECTED"] == fcs
+    assert report.partitions == 1 and report.rejected == [] and report.path == "lists"
+    assert [n.op for n in report.nodes] == ["conv2d", "fully_connected"]
+    off = _delegated(path, tfl, {"fold": "off"})
+    assert off.partitions == 1 and set(_rejected(off)) == {"RESHAPE", "FULLY_CONNECTED"}
 
 
 @pytest.mark.parametrize("backend, env", [("rtl", {}), ("pynq", {"DTPU_PYNQ_EMULATE": "1"})])
@@ -198,6 +194,8 @@ def test_vww_folded_on_the_hardware_backends(backend, env, dtpu_so, tfl, monkeyp
             pytest.skip("backend rtl not registered (Verilator missing)")
     report = _delegated(VWW, tfl, {"backend": backend}, seeds=(0,))
     assert report.partitions == 2 and "PAD" not in _rejected(report)
+    report = _delegated(DATA / "fc_int8.tflite", tfl, {"backend": backend}, seeds=(0,))
+    assert report.partitions == 1 and report.rejected == []
 
 
 def test_options_ops_auto_and_fold():

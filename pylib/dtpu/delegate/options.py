@@ -109,18 +109,18 @@ def _precision(value: str) -> Precision | None:
 
 def _ops(value: str) -> tuple[OpKind, ...] | None:
     """The kinds named, or None for `auto`."""
-    accepted = "auto, or " + ", ".join(op.value for op in OpKind)
+    accepted = "auto, or a comma-separated list of: " + ", ".join(op.value for op in OpKind)
     if value.strip().lower() == "auto":
         return None
     names = [part.strip().lower() for part in value.split(",") if part.strip()]
     if not names:
-        raise _invalid("ops", value, f"a comma-separated list of: {accepted}")
+        raise _invalid("ops", value, accepted)
     kinds = []
     for name in names:
         try:
             kind = OpKind(name)
         except ValueError:
-            raise _invalid("ops", value, f"a comma-separated list of: {accepted}") from None
+            raise _invalid("ops", value, accepted) from None
         if kind not in kinds:
             kinds.append(kind)
     return tuple(kinds)

@@ -12,14 +12,13 @@ partition.
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
 from dtpu.delegate.graph import NodeInfo, TensorInfo
-from dtpu.spec import ConvSpec, OpKind, Padding, output_size, padding_before
+from dtpu.spec import ConvSpec, fold_pads, same_equivalent
 
 PAD_CODES = {34: "PAD", 60: "PADV2"}
 VIEW_CODES = {22: "RESHAPE", 43: "SQUEEZE"}
@@ -107,38 +106,11 @@ def pad_fold(pad: NodeInfo, conv: NodeInfo, tensor: Callable[[int], TensorInfo],
                    fill=fill)
 
 
-def same_equivalent(shape, pads, kernel, stride, dilation) -> str | None:
-    """Why a VALID convolution over `shape` padded by `pads` is not the SAME convolution over
-    `shape` (None: it is). Equal when each padded side starts with SAME's own pad before and
-    gives as many outputs: the same input rows are read, and the rows only one of them reads
-    are pads in both."""
-    wanted = []
-    for axis, label in ((1, "height"), (2, "width")):
-        size, (before, after) = shape[axis], pads[axis]
-        k, s, d = kernel[axis - 1], stride[axis - 1], dilation[axis - 1]
-        same_before, same_extra = padding_before(size, k, s, d, Padding.SAME)
-        wanted.append((same_before, same_before + same_extra))
-        valid_out = output_size(size + before + after, k, s, d, Padding.VALID)
-        if before != same_before or valid_out != output_size(size, k, s, d, Padding.SAME):
-            return (f"pads {tuple(pads[1:3])} are not those a SAME convolution adds "
-                    f"({tuple(wanted)} along height, width for {label} {size}, kernel {k}, stride "
-                    f"{s}, dilation {d})")
-    return None
-
-
 def folded_spec(spec: ConvSpec, fold: PadFold, input_shape: tuple[int, ...]) -> ConvSpec:
     """`spec` (the VALID convolution over the padded tensor) as the SAME convolution over the
     PAD's input of shape `input_shape`; ValueError when the pads no longer match (after
     resize_tensor_input)."""
-    if spec.kind not in (OpKind.CONV_2D, OpKind.DEPTHWISE_CONV_2D):
-        raise ValueError(f"{spec.kind.value} does not take a folded PAD")
-    why = same_equivalent(tuple(input_shape), fold.pads, spec.kernel, spec.stride, spec.dilation)
-    if why is not None:
-        raise ValueError(why)
-    folded = dataclasses.replace(spec, input_shape=tuple(input_shape), padding=Padding.SAME)
-    if folded.output_shape != spec.output_shape:   # same_equivalent guarantees it; kept honest
-        raise ValueError(f"folded output {folded.output_shape} differs from {spec.output_shape}")
-    return folded
+    return fold_pads(spec, fold.pads, input_shape)
 
 
 def view_reason(node: NodeInfo, tensor: Callable[[int], TensorInfo]) -> str | None:

@@ -209,8 +209,12 @@ def cpu_side(path: Path, parts) -> dict:
     folded = {pad.index for pad in tflite_model.folded_pads(model).values()}
     placed = sum(n.spec.macs for p in parts for n in p)
     conv_macs, ops, nbytes, names = 0, 0, 0, {}
+    folded_side = dict(ops=0, bytes=0)
     for op in sg.operators:
         if op.index in folded:   # run as the SAME convolution reading it (docs/partitions.md)
+            folded_side["ops"] += 1
+            folded_side["bytes"] += sum(_nbytes(t) for t in map(sg.tensor, op.inputs + op.outputs)
+                                        if t is not None and not t.is_constant)
             continue
         if op.opcode in tflite_model.CONV_OPCODES:
             try:
@@ -225,7 +229,7 @@ def cpu_side(path: Path, parts) -> dict:
             if t is not None and not t.is_constant:
                 nbytes += _nbytes(t)
     return dict(ops=ops, bytes=nbytes, opcodes=names, model_macs=max(conv_macs, placed),
-                placed_macs=placed, cpu_conv_macs=max(conv_macs - placed, 0))
+                placed_macs=placed, cpu_conv_macs=max(conv_macs - placed, 0), folded=folded_side)
 
 
 def counts(parts) -> tuple[dict, int, dict, int, bool]:

@@ -58,7 +58,8 @@ def test_good_values(dtpu_so, tmp_path):
     assert o.report_path == str(tmp_path / "r.jsonl") and o.log_level == "info"
     assert o.backend_options() == {"precision": "int16", "mxu": (16, 4), "clock_mhz": 250.0}
     d = parse({})
-    assert d.precision is None and d.ops == (OpKind.CONV_2D, OpKind.DEPTHWISE_CONV_2D)
+    assert d.precision is None and d.ops_auto and d.ops == (OpKind.CONV_2D, OpKind.DEPTHWISE_CONV_2D,
+                                                         OpKind.FULLY_CONNECTED)
     assert d.report == "none" and d.report_path is None
     assert parse({"report": "SUMMARY"}).report == "summary"
     assert d.prefetch and "prefetch" not in d.backend_options() and d.to_dict()["prefetch"] == "on"

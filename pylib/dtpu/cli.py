@@ -213,8 +213,8 @@ def _add_estimate(sub) -> None:
     p.add_argument("--costs", default=None, help="JSON file {name: value} overriding costs "
                    "(e.g. measured on a board)")
     p.add_argument("--json", action="store_true", help="one JSON document instead of the table")
-    p.add_argument("--ops", default="conv2d,depthwise_conv2d", help="op kinds the delegate may "
-                   "claim (its option ops; default conv2d,depthwise_conv2d, as the delegate's)")
+    p.add_argument("--ops", default="auto", help="op kinds the delegate may claim (its option "
+                   "ops; default auto, as the delegate's)")
     p.add_argument("--brief", action="store_true", help="leave out the list of costs and sources")
     p.set_defaults(func=_estimate)
 

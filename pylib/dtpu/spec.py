@@ -7,7 +7,7 @@ CONV_2D filters OHWI, DEPTHWISE_CONV_2D filters 1HW(C*M).
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -147,3 +147,37 @@ class ConvSpec:
         kh, kw = self.kernel
         depth = 1 if self.kind is OpKind.DEPTHWISE_CONV_2D else self.input_shape[3]
         return n * oh * ow * oc * kh * kw * depth
+
+
+def same_equivalent(shape, pads, kernel, stride, dilation) -> str | None:
+    """Why a VALID convolution over `shape` padded by `pads` is not the SAME convolution over
+    `shape` (None: it is). Equal when each padded side starts with SAME's own pad before and
+    gives as many outputs: the same input rows are read, and the rows only one of them reads
+    are pads in both."""
+    wanted = []
+    for axis, label in ((1, "height"), (2, "width")):
+        size, (before, after) = shape[axis], pads[axis]
+        k, s, d = kernel[axis - 1], stride[axis - 1], dilation[axis - 1]
+        same_before, same_extra = padding_before(size, k, s, d, Padding.SAME)
+        wanted.append((same_before, same_before + same_extra))
+        valid_out = output_size(size + before + after, k, s, d, Padding.VALID)
+        if before != same_before or valid_out != output_size(size, k, s, d, Padding.SAME):
+            return (f"pads {tuple(pads[1:3])} are not those a SAME convolution adds "
+                    f"({tuple(wanted)} along height, width for {label} {size}, kernel {k}, stride "
+                    f"{s}, dilation {d})")
+    return None
+
+
+def fold_pads(spec: "ConvSpec", pads, input_shape: tuple[int, ...]) -> "ConvSpec":
+    """`spec` (a VALID convolution over a tensor a PAD padded by `pads`, NHWC) as the SAME
+    convolution over the PAD's input of shape `input_shape` (dtpu.delegate.folding: the PAD's
+    fill is the zero point); ValueError when the pads are not SAME's."""
+    if spec.kind not in (OpKind.CONV_2D, OpKind.DEPTHWISE_CONV_2D):
+        raise ValueError(f"{spec.kind.value} does not take a folded PAD")
+    why = same_equivalent(tuple(input_shape), tuple(pads), spec.kernel, spec.stride, spec.dilation)
+    if why is not None:
+        raise ValueError(why)
+    folded = replace(spec, input_shape=tuple(input_shape), padding=Padding.SAME)
+    if folded.output_shape != spec.output_shape:   # same_equivalent guarantees it; kept honest
+        raise ValueError(f"folded output {folded.output_shape} differs from {spec.output_shape}")
+    return folded

@@ -416,7 +416,51 @@ def conv_spec(subgraph: Subgraph, op: Operator, *, filters: np.ndarray | None = 
     return spec, np.asarray(w_data), bias
 
 
-def partitions_of(path_or_model, cfg=None, opcodes=CONV_OPCODES) -> list:
+def _pads(sg: Subgraph, pad: Operator) -> tuple:
+    return tuple((int(a), int(b)) for a, b in np.asarray(sg.tensor(pad.inputs[1]).data))
+
+
+def folded_pads(model: Model) -> dict[int, Operator]:
+    """conv operator index -> the PAD the delegate folds into it (dtpu.delegate.folding's rule,
+    option fold=on): int8/uint8, filled with the zero point, read by that convolution alone,
+    pads those of the SAME convolution it becomes."""
+    from dtpu.spec import same_equivalent
+
+    sg = model.main
+    readers: dict[int, list] = {}
+    for op in sg.operators:
+        for i in op.inputs:
+            readers.setdefault(i, []).append(op)
+    folds = {}
+    for pad in sg.operators:
+        if pad.opcode not in ("PAD", "PADV2") or len(pad.inputs) < 2:
+            continue
+        x, y, p = (sg.tensor(pad.inputs[0]), sg.tensor(pad.outputs[0]), sg.tensor(pad.inputs[1]))
+        users = readers.get(pad.outputs[0], [])
+        if (len(users) != 1 or users[0].opcode not in ("CONV_2D", "DEPTHWISE_CONV_2D")
+                or users[0].inputs[0] != y.index or p is None or p.data is None
+                or x.type_name not in ("INT8", "UINT8") or y.quantization is None
+                or len(x.shape) != 4 or users[0].options.get("padding") != "VALID"):
+            continue
+        pads = _pads(sg, pad)
+        fill = int(y.quantization.zero_point[0])
+        if pad.opcode == "PADV2" and len(pad.inputs) > 2 and pad.inputs[2] >= 0:
+            c = sg.tensor(pad.inputs[2])
+            if c.data is None or int(np.asarray(c.data).reshape(-1)[0]) != fill:
+                continue
+        conv = users[0]
+        w = sg.tensor(conv.inputs[1])
+        o = conv.options
+        stride = (o.get("stride_h", 1), o.get("stride_w", 1))
+        dilation = (o.get("dilation_h_factor", 1), o.get("dilation_w_factor", 1))
+        if (np.asarray(pads).shape != (4, 2) or pads[0] != (0, 0) or pads[3] != (0, 0)
+                or same_equivalent(x.shape, pads, (w.shape[1], w.shape[2]), stride, dilation)):
+            continue
+        folds[conv.index] = pad
+    return folds
+
+
+def partitions_of(path_or_model, cfg=None, opcodes=CONV_OPCODES, fold=True) -> list:
     """The partitions of a .tflite model as chains of the nodes this DTPU places (lists of
     :class:`dtpu.hw.listcompiler.NodeIn`): consecutive CONV_2D / DEPTHWISE_CONV_2D /
     FULLY_CONNECTED operators of the natural precisions, each fed by the one before, split at
@@ -426,23 +470,33 @@ def partitions_of(path_or_model, cfg=None, opcodes=CONV_OPCODES) -> list:
     from dtpu.hw.config import get_config
     from dtpu.hw.listcompiler import NodeIn
     from dtpu.hw.placement import claim_error
+    from dtpu.spec import fold_pads
     cfg = cfg or get_config()
     model = path_or_model if isinstance(path_or_model, Model) else load(path_or_model)
     sg = model.main
+    folds = folded_pads(model) if fold else {}
+    skipped = {pad.index for pad in folds.values()}
     parts: list = []
     cur: list = []
     prev = None
     for op in sg.operators:
+        if op.index in skipped:     # folded into the convolution after it
+            continue
         node = None
+        source = op.inputs[0] if op.inputs else None
         if op.opcode in CONV_OPCODES and op.opcode in opcodes:
             try:
                 spec, w, b = conv_spec(sg, op)
+                pad = folds.get(op.index)
+                if pad is not None:
+                    source = pad.inputs[0]
+                    spec = fold_pads(spec, _pads(sg, pad), sg.tensor(source).shape)
             except ValueError as e:
                 log.info("operator %d stays on the CPU: %s", op.index, e)
             else:
                 if claim_error(spec, cfg, None, lists=True) is None:
                     node = (spec, w, b)
-        if node is None or (cur and op.inputs[0] != prev):
+        if node is None or (cur and source != prev):
             if cur:
                 parts.append(cur)
             cur = []

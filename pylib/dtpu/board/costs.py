@@ -210,8 +210,11 @@ def cpu_ops_ms(side: dict, c: dict) -> float:
 
 def tflite_a9_ms(side: dict, c: dict, rate: str = "tflite_a9_gmacs") -> float:
     """TFLite alone on the A9: the model's convolution MACs at the int8 rate `rate` plus the
-    same CPU-side operators the delegated paths keep."""
-    return side["model_macs"] / (c[rate] * 1e6) + non_conv_ms(side, c)
+    same CPU-side operators the delegated paths keep, and those the delegate claims without
+    computing them (folded PADs, views: `side["folded"]`), which TFLite alone runs."""
+    folded = side.get("folded")
+    return (side["model_macs"] / (c[rate] * 1e6) + non_conv_ms(side, c)
+            + (non_conv_ms(folded, c) if folded else 0.0))
 
 
 def row(path: str, cycles: int, ops: dict, side: dict, nparts: int, c: dict,
@@ -263,6 +266,7 @@ def cpu_side_of_graph(nodes: Iterable, tensor, claimed: Iterable[int]) -> dict:
 
     claimed = set(claimed)
     ops, nbytes, names = 0, 0, {}
+    folded = dict(ops=0, bytes=0)
     model_macs = cpu_conv_macs = 0
     for node in nodes:
         code = node.builtin_code
@@ -275,9 +279,7 @@ def cpu_side_of_graph(nodes: Iterable, tensor, claimed: Iterable[int]) -> dict:
             if node.index not in claimed:
                 cpu_conv_macs += macs
             continue
-        ops += 1
-        op = BUILTIN_OPERATORS[code] if 0 <= code < len(BUILTIN_OPERATORS) else f"BUILTIN_{code}"
-        names[op] = names.get(op, 0) + 1
+        touched = 0
         for i in list(node.inputs) + list(node.outputs):
             if i < 0:
                 continue
@@ -286,9 +288,18 @@ def cpu_side_of_graph(nodes: Iterable, tensor, claimed: Iterable[int]) -> dict:
             except IndexError:
                 continue
             if not t.constant:
-                nbytes += int(t.nbytes)
+                touched += int(t.nbytes)
+        if node.index in claimed:    # a folded PAD or a view: TFLite alone would run it
+            folded["ops"] += 1
+            folded["bytes"] += touched
+            continue
+        ops += 1
+        nbytes += touched
+        op = BUILTIN_OPERATORS[code] if 0 <= code < len(BUILTIN_OPERATORS) else f"BUILTIN_{code}"
+        names[op] = names.get(op, 0) + 1
     return dict(ops=ops, bytes=nbytes, opcodes=names, model_macs=model_macs,
-                placed_macs=model_macs - cpu_conv_macs, cpu_conv_macs=cpu_conv_macs)
+                placed_macs=model_macs - cpu_conv_macs, cpu_conv_macs=cpu_conv_macs,
+                folded=folded)
 
 
 # -- one delegate report --------------------------------------------------------------------------

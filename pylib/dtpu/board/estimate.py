@@ -204,10 +204,18 @@ def _nbytes(t) -> int:
 def cpu_side(path: Path, parts) -> dict:
     """What TFLite runs on the CPU around the partitions: the non-convolution operators (count and
     bytes of their activation inputs and outputs) and the convolutions no partition holds."""
-    sg = tflite_model.load(path).main
+    model = tflite_model.load(path)
+    sg = model.main
+    folded = {pad.index for pad in tflite_model.folded_pads(model).values()}
     placed = sum(n.spec.macs for p in parts for n in p)
     conv_macs, ops, nbytes, names = 0, 0, 0, {}
+    folded_side = dict(ops=0, bytes=0)
     for op in sg.operators:
+        if op.index in folded:   # run as the SAME convolution reading it (docs/partitions.md)
+            folded_side["ops"] += 1
+            folded_side["bytes"] += sum(_nbytes(t) for t in map(sg.tensor, op.inputs + op.outputs)
+                                        if t is not None and not t.is_constant)
+            continue
         if op.opcode in tflite_model.CONV_OPCODES:
             try:
                 conv_macs += tflite_model.conv_spec(sg, op)[0].macs
@@ -221,7 +229,7 @@ def cpu_side(path: Path, parts) -> dict:
             if t is not None and not t.is_constant:
                 nbytes += _nbytes(t)
     return dict(ops=ops, bytes=nbytes, opcodes=names, model_macs=max(conv_macs, placed),
-                placed_macs=placed, cpu_conv_macs=max(conv_macs - placed, 0))
+                placed_macs=placed, cpu_conv_macs=max(conv_macs - placed, 0), folded=folded_side)
 
 
 def counts(parts) -> tuple[dict, int, dict, int, bool]:
@@ -235,24 +243,28 @@ def counts(parts) -> tuple[dict, int, dict, int, bool]:
     return dict(old, partitions=len(parts)), old_cycles, ops20, cycles, exact
 
 
-#: the delegate's option `ops` (its default: conv2d,depthwise_conv2d) -> TFLite opcodes
+#: the delegate's option `ops` (its default: auto) -> TFLite opcodes
 OPCODES = {"conv2d": "CONV_2D", "depthwise_conv2d": "DEPTHWISE_CONV_2D",
            "fully_connected": "FULLY_CONNECTED"}
 
 
-def estimate(name: str, path: Path, c: dict | None = None,
-             ops: str = "conv2d,depthwise_conv2d") -> dict:
+def estimate(name: str, path: Path, c: dict | None = None, ops: str = "auto") -> dict:
     """The estimate of one model file: its partitions (of the op kinds `ops` may claim, the
-    delegate's option, default as the delegate's), the CPU side, one row per contract."""
+    delegate's option, default as the delegate's: `auto` places a FULLY_CONNECTED only in a
+    partition with other nodes), the CPU side, one row per contract."""
     c = costs() if c is None else c
     t0 = time.perf_counter()
     path = Path(path)
-    kinds = [k.strip() for k in ops.split(",") if k.strip()]
+    auto = ops.strip().lower() == "auto"
+    kinds = list(OPCODES) if auto else [k.strip() for k in ops.split(",") if k.strip()]
     bad = [k for k in kinds if k not in OPCODES]
     if bad:
-        raise ValueError(f"ops {ops!r}: {', '.join(bad)} unknown; expected a comma list of "
-                         f"{', '.join(OPCODES)}")
+        raise ValueError(f"ops {ops!r}: {', '.join(bad)} unknown; expected auto or a comma list "
+                         f"of {', '.join(OPCODES)}")
     parts = partitions_of(path, opcodes=tuple(OPCODES[k] for k in kinds))
+    if auto:   # a FULLY_CONNECTED alone would be a partition of its own: the CPU keeps it
+        parts = [p for p in parts
+                 if not (len(p) == 1 and p[0].spec.kind.value == "fully_connected")]
     side = cpu_side(path, parts)
     rows = []
     if parts:

@@ -19,7 +19,8 @@ from dtpu.spec import OpKind
 
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 REPORT_MODES = ("none", "summary")
-DEFAULT_OPS = (OpKind.CONV_2D, OpKind.DEPTHWISE_CONV_2D)
+# ops=auto: convolutions always, FULLY_CONNECTED when it joins other claimed nodes (issue #25)
+DEFAULT_OPS = (OpKind.CONV_2D, OpKind.DEPTHWISE_CONV_2D, OpKind.FULLY_CONNECTED)
 
 
 def default_backend() -> str:
@@ -35,6 +36,7 @@ class DelegateOptions:
     precision: Precision | None = None            # None = auto (from each node's data types)
     mxu: tuple[int, int] = (8, 8)                  # MXU geometry: ROWS x COLS PEs
     ops: tuple[OpKind, ...] = DEFAULT_OPS
+    ops_auto: bool = True                          # ops=auto (the default): see DEFAULT_OPS
     report: str = "none"                           # none | summary | path of a JSON-lines file
     clock_mhz: float = 100.0
     log_level: str | None = None                   # None = leave the "dtpu" logger alone
@@ -42,6 +44,7 @@ class DelegateOptions:
     power_meter: float | str | None = None         # backend=pynq: external meter, W or file:PATH
     prefetch: bool = True                          # stream non-resident weights as job prefetch
     path: str = "auto"                             # auto | lists | jobs (contract 2.0 or 1.2)
+    fold: bool = True                              # PADs folded, RESHAPE / SQUEEZE as views
 
     @property
     def report_path(self) -> str | None:
@@ -69,7 +72,7 @@ class DelegateOptions:
             "backend": self.backend,
             "precision": "auto" if self.precision is None else self.precision.value,
             "mxu": f"{self.mxu[0]}x{self.mxu[1]}",
-            "ops": ",".join(op.value for op in self.ops),
+            "ops": "auto" if self.ops_auto else ",".join(op.value for op in self.ops),
             "report": self.report,
             "clock_mhz": self.clock_mhz,
             "log_level": self.log_level or "unchanged",
@@ -77,6 +80,7 @@ class DelegateOptions:
             "power_meter": "none" if self.power_meter is None else str(self.power_meter),
             "prefetch": "on" if self.prefetch else "off",
             "path": self.path,
+            "fold": "on" if self.fold else "off",
         }
 
 
@@ -103,17 +107,20 @@ def _precision(value: str) -> Precision | None:
         raise _invalid("precision", value, "auto or one of " + ", ".join(p.value for p in Precision)) from None
 
 
-def _ops(value: str) -> tuple[OpKind, ...]:
-    accepted = ", ".join(op.value for op in OpKind)
+def _ops(value: str) -> tuple[OpKind, ...] | None:
+    """The kinds named, or None for `auto`."""
+    accepted = "auto, or a comma-separated list of: " + ", ".join(op.value for op in OpKind)
+    if value.strip().lower() == "auto":
+        return None
     names = [part.strip().lower() for part in value.split(",") if part.strip()]
     if not names:
-        raise _invalid("ops", value, f"a comma-separated list of: {accepted}")
+        raise _invalid("ops", value, accepted)
     kinds = []
     for name in names:
         try:
             kind = OpKind(name)
         except ValueError:
-            raise _invalid("ops", value, f"a comma-separated list of: {accepted}") from None
+            raise _invalid("ops", value, accepted) from None
         if kind not in kinds:
             kinds.append(kind)
     return tuple(kinds)
@@ -184,6 +191,13 @@ def _prefetch(value: str) -> bool:
 PATHS = ("auto", "lists", "jobs")
 
 
+def _fold(value: str) -> bool:
+    text = value.strip().lower()
+    if text not in ("on", "off"):
+        raise _invalid("fold", value, "on or off")
+    return text == "on"
+
+
 def _path(value: str) -> str:
     text = value.strip().lower()
     if text not in PATHS:
@@ -203,6 +217,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "power_meter": _power_meter,
     "prefetch": _prefetch,
     "path": _path,
+    "fold": _fold,
 }
 
 # The option table of docs/delegate.md: key -> (accepted values, default, meaning).
@@ -213,8 +228,10 @@ TABLE = {
                   "lane precision of the 64-bit words; `auto` follows each node's types; a forced "
                   "precision that cannot hold a node's operands exactly leaves that node on the CPU"),
     "mxu": (f"`ROWSxCOLS`, each 1..{MXU_MAX}", "`8x8`", "MXU geometry (ROWS x COLS PEs) given to the backend"),
-    "ops": ("comma list of `conv2d`, `depthwise_conv2d`, `fully_connected`", "`conv2d,depthwise_conv2d`",
-            "op kinds the delegate may claim"),
+    "ops": ("`auto`, or a comma list of `conv2d`, `depthwise_conv2d`, `fully_connected`", "`auto`",
+            "op kinds the delegate may claim; `auto`: the convolutions, and `FULLY_CONNECTED` where "
+            "it joins other claimed nodes (alone it would add a partition); a list claims those "
+            "kinds wherever they can run"),
     "report": ("`none`, `summary`, or a file path", "`none`",
                "`summary` prints a per-node table (stderr) when the delegate is destroyed or the "
                "process exits; a path appends one JSON line per invoke"),
@@ -240,6 +257,11 @@ TABLE = {
              "AXI4 master on the contract's memory model; in process, or under cocotb from `dtpu "
              "run --backend rtl`), `jobs` (or a forced `precision`) the 1.2 top job by job "
              "(docs/rtl.md)"),
+    "fold": ("`on`, `off`", "`on`",
+             "claim a `PAD` / `PADV2` whose fill is the zero point and whose pads are those of "
+             "a SAME convolution reading it (run as that SAME convolution), and `RESHAPE` / "
+             "`SQUEEZE` next to claimed nodes as views (tensors are dense in DDR); `off` leaves "
+             "them on the CPU (docs/partitions.md)"),
 }
 
 
@@ -261,6 +283,10 @@ def parse(raw: Mapping[str, Any] | None) -> DelegateOptions:
             raise ValueError(f"dtpu: unknown option {key_text!r}={text!r}; accepted keys: "
                              + ", ".join(_PARSERS))
         values[key_text.strip().lower()] = parser(text)
+    if "ops" in values:
+        ops = values.pop("ops")
+        if ops is not None:
+            values.update(ops=ops, ops_auto=False)
     return DelegateOptions(**values)
 
 

@@ -36,6 +36,7 @@ import numpy as np
 from dtpu import backends
 from dtpu.backends.base import Backend, HwCounters, Probes
 from dtpu.board.costs import cpu_side_of_graph
+from dtpu.delegate import folding
 from dtpu.delegate import graph as g
 from dtpu.delegate.model_source import ModelSource
 from dtpu.delegate.options import DelegateOptions, apply_log_level, restore_log_level
@@ -138,6 +139,12 @@ class Step:
     #: its tensors have no elements with the current shapes (TFLite's CPU kernels then compute
     #: nothing and nor does the kernel): it runs nowhere, its output just has its empty shape
     empty: bool = False
+    in_shape: tuple[int, ...] = ()    # a folded PAD's / view's input shape (kernel Prepare)
+    #: "node": the DTPU computes it; "pad": a PAD folded into the convolution reading it;
+    #: "view": a RESHAPE / SQUEEZE (dtpu.delegate.folding)
+    kind: str = "node"
+    fold: Any = None     # a convolution's folding.PadFold (it reads the PAD's input)
+    pad: Any = None      # a "pad" step's folding.PadFold
 
     @property
     def x(self) -> int:
@@ -264,9 +271,23 @@ class DelegateState:
         self.source, damaged = source_check(nodes, tensor)
         if damaged is not None and whole is None:
             whole = damaged     # nothing of the model is read: every node stays on the CPU
+        producer = {t: node for node in nodes for t in node.outputs if t >= 0}
+        readers: dict[int, list[g.NodeInfo]] = {}
+        for node in nodes:
+            for t in node.inputs:
+                if t >= 0:
+                    readers.setdefault(t, []).append(node)
+        # PADs / views decided after the convolutions (index -> why not, or the fold)
+        deferred: dict[int, g.NodeInfo] = {}
+        pad_why: dict[int, str] = {}
+        folds: dict[int, folding.PadFold] = {}     # PAD node -> its fold (conv claimed)
         for node in nodes:
             index = node.index
             OBSERVED["nodes"][index] = (node.builtin_code, node.inputs, node.outputs)
+            if (whole is None and self.options.fold
+                    and node.builtin_code in folding.FOLDED_CODES):
+                deferred[index] = node
+                continue
             if node.builtin_code not in (3, 4, 9):
                 # listed in the report, not logged (most graphs have many such nodes)
                 graph.rejected.append({"node": index, "op": node.op, "name": output_name(node),
@@ -277,8 +298,13 @@ class DelegateState:
                 decision = Decision(spec=None, reason=whole)
             else:
                 try:
-                    decision = self.placed(analyze(node, tensor, self.options, runtime,
-                                                   self.enabled_precisions))
+                    decision = analyze(node, tensor, self.options, runtime,
+                                       self.enabled_precisions)
+                    fold = None
+                    if decision.claimed:
+                        decision, fold = self._fold_pad(ffi, ctx, node, decision, producer,
+                                                        readers, tensor, pad_why)
+                    decision = self.placed(decision)
                 except Exception as exc:  # a bug of ours must not take the model down
                     log.warning("node %d (%s): support check failed: %r", index, node.op, exc)
                     decision = Decision(spec=None,
@@ -290,7 +316,10 @@ class DelegateState:
                     decision = Decision(spec=None, reason=failure)
             if decision.claimed:
                 claimed.append(index)
+                step.fold = fold
                 self.pending[index] = (node, decision, step)
+                if fold is not None:
+                    folds[fold.node] = fold
             else:
                 name = output_name(node)
                 graph.rejected.append({"node": index, "op": node.op, "name": name,
@@ -300,6 +329,10 @@ class DelegateState:
                     self.logged.add(key)
                     log.info("node %d (%s %s) stays on the CPU: %s", index, node.op, name,
                              decision.reason)
+        if deferred or self.options.ops_auto:
+            claimed = self._join(nodes, claimed, deferred, folds, pad_why, producer, readers,
+                                 tensor, graph, output_name)
+        graph.rejected.sort(key=lambda r: r["node"])
         OBSERVED["tensors"] = {i: (t.name, t.shape, t.type) for i, t in cache.items()}
         graph.claimed = list(claimed)
         try:   # what stays on the CPU around the partitions, for the board estimate of reports
@@ -311,6 +344,106 @@ class DelegateState:
         graph.prepare_us = (time.perf_counter() - started) * 1e6
         log.debug("delegate %d: claims %d of %d nodes", self.id, len(claimed), len(plan_nodes))
         return claimed
+
+    def _fold_pad(self, ffi, ctx, node, decision, producer, readers, tensor, pad_why):
+        """(decision, fold): a claimed convolution fed by a PAD it can absorb becomes the SAME
+        convolution over the PAD's input (folding.pad_fold); otherwise (decision, None), the
+        reason kept in `pad_why` for the PAD's report line."""
+        pad = producer.get(decision.input_index)
+        if (pad is None or pad.builtin_code not in folding.PAD_CODES or not self.options.fold
+                or node.builtin_code not in folding.CONV_CODES):
+            return decision, None
+        try:
+            fold = folding.pad_fold(pad, node, tensor,
+                                    lambda info: g.read_constant(ffi, ctx, info, self.source),
+                                    len(readers.get(pad.outputs[0], ())))
+            spec = folding.folded_spec(decision.spec, fold, tensor(fold.input_index).shape)
+        except (folding.NotFoldable, ValueError, IndexError) as exc:
+            pad_why[pad.index] = str(exc)
+            return decision, None
+        return dataclasses.replace(decision, spec=spec, input_index=fold.input_index), fold
+
+    def _join(self, nodes, claimed, deferred, folds, pad_why, producer, readers, tensor, graph,
+              output_name) -> list[int]:
+        """The claimed nodes once PADs, views and FULLY_CONNECTED are settled: a folded PAD is
+        claimed with its convolution; a RESHAPE / SQUEEZE, and with ops=auto a FULLY_CONNECTED,
+        only when it joins other claimed nodes (on its own it would be a partition of its own:
+        one more doorbell and copy, no CPU work saved). Connected through data flow over the
+        claimed nodes and the views that can be claimed."""
+        kept = set(claimed)
+        viewable = {}
+        for index, node in deferred.items():
+            if node.builtin_code in folding.VIEW_CODES:
+                try:
+                    why = folding.view_reason(node, tensor)
+                except IndexError as exc:
+                    why = f"operand {exc}"
+                viewable[index] = why
+        by_index = {n.index: n for n in nodes}
+        members = kept | {i for i, why in viewable.items() if why is None}
+        parent = {i: i for i in members}
+
+        def find(i):
+            while parent[i] != i:
+                parent[i] = parent[parent[i]]
+                i = parent[i]
+            return i
+
+        for i in members:
+            node = by_index[i]
+            x = self.pending[i][1].input_index if i in self.pending else node.inputs[0]
+            src = producer.get(x)
+            if src is not None and src.index in members:
+                parent[find(i)] = find(src.index)
+        real = {}
+        for i in members:
+            if i in kept:
+                real.setdefault(find(i), []).append(i)
+        for i in sorted(kept):
+            node = by_index[i]
+            if (node.builtin_code == 9 and self.options.ops_auto
+                    and len(real.get(find(i), ())) == 1):
+                _n, _d, step = self.pending.pop(i)
+                if step.handle is not None:
+                    self.release(step)
+                kept.discard(i)
+                graph.rejected.append({"node": i, "op": node.op, "name": output_name(node),
+                                       "reason": "FULLY_CONNECTED joins no other claimed node: "
+                                       "alone it would be a partition of its own (ops=auto; "
+                                       "ops=fully_connected claims it anyway)"})
+        live = {find(i) for i in kept}
+        for index, node in sorted(deferred.items()):
+            reason = None
+            if node.builtin_code in folding.PAD_CODES:
+                fold = folds.get(index)
+                if fold is not None:
+                    kind = "pad"
+                else:
+                    reason = pad_why.get(index)
+                    if reason is None:
+                        reader = readers.get(node.outputs[0], []) if node.outputs else []
+                        reason = ("the node it feeds stays on the CPU" if reader
+                                  else "it feeds no node")
+                    reason = f"PAD not folded: {reason}"
+            else:
+                why = viewable.get(index)
+                kind = "view"
+                if why is not None:
+                    reason = f"not a view: {why}"
+                elif find(index) not in live:
+                    reason = "a view joining no claimed node (a partition of its own)"
+            if reason is not None:
+                graph.rejected.append({"node": index, "op": node.op, "name": output_name(node),
+                                       "reason": reason})
+                continue
+            fold = folds.get(index)
+            decision = Decision(spec=None, reason=None, input_index=node.inputs[0],
+                                output_index=node.outputs[0])
+            step = Step(node=node, decision=decision, filters=None, bias=None, kind=kind,
+                        pad=fold)
+            self.pending[index] = (node, decision, step)
+            kept.add(index)
+        return sorted(kept)
 
     def trial(self, ffi, ctx, node: g.NodeInfo, decision: Decision) -> tuple["Step | None", str]:
         """Read a claimed node's constants and prepare it on the backend now; (step, "") or
@@ -588,10 +721,25 @@ class PartitionKernel:
             self.steps.append(step)
         produced = {s.y for s in self.steps}
         self.internal_ids = produced - self.outputs
+        # a view's output is its input read as another shape: readers read the root tensor
+        self.view_of = {s.y: s.x for s in self.steps if s.kind == "view"}
+        for s in self.steps:
+            if s.fold is not None and s.fold.node not in node_ids:
+                raise DelegateError(f"node {s.node.index} folds PAD node {s.fold.node}, which "
+                                    "TFLite put in another partition")
+        # folded PADs and views that are outputs of the partition: written by the host from
+        # their source after the DTPU ran (a tensor the graph reads outside the partition)
+        self.materialize = [s for s in self.steps if s.kind != "node" and s.y in self.outputs]
         self.io: list[IoSlot] = []
         self.internal: dict[int, np.ndarray] = {}
         self.prepared = False
         graph.kernels.append(self)
+
+    def root(self, t: int) -> int:
+        """The tensor whose memory holds `t` (`t` itself unless it is a view's output)."""
+        while t in self.view_of:
+            t = self.view_of[t]
+        return t
 
     @property
     def label(self) -> str:
@@ -620,7 +768,11 @@ class PartitionKernel:
             return infos[index]
 
         external_inputs: list[int] = []
+        real = {s.y for s in self.steps if s.kind == "node"}
         for step in self.steps:
+            if step.kind != "node":
+                self._prepare_fold(ctx, step, tensor, shapes, infos)
+                continue
             empty_shape = _empty_output_shape(step, tensor(step.x).shape)
             step.empty = empty_shape is not None
             if step.empty:
@@ -629,8 +781,8 @@ class PartitionKernel:
                     step.handle, step.spec = None, None
                 shapes[step.y] = empty_shape
                 infos.pop(step.y, None)
-                if step.x not in {s.y for s in self.steps} and step.x not in external_inputs:
-                    external_inputs.append(step.x)
+                if self.root(step.x) not in real and self.root(step.x) not in external_inputs:
+                    external_inputs.append(self.root(step.x))
                 if step.y in self.outputs:
                     dims = ffi.new("int[]", list(empty_shape))
                     if self.lib.dtpu_resize_tensor(ctx, step.y, dims, len(empty_shape)) != 0:
@@ -648,6 +800,13 @@ class PartitionKernel:
                 raise DelegateError(f"node {step.node.index} ({step.node.op}) cannot run on the DTPU "
                                     f"with the current shapes: {decision.reason}")
             spec = decision.spec
+            if step.fold is not None:
+                try:
+                    spec = folding.folded_spec(spec, step.fold, tensor(step.fold.input_index).shape)
+                except ValueError as exc:
+                    raise DelegateError(f"node {step.node.index} ({step.node.op}) cannot take PAD "
+                                        f"node {step.fold.node} with the current shapes: "
+                                        f"{exc}") from None
             y = tensor(step.y)
             if spec.kind is OpKind.FULLY_CONNECTED:
                 x_shape = tensor(step.x).shape
@@ -658,8 +817,8 @@ class PartitionKernel:
                 out_shape = spec.output_shape
             shapes[step.y] = out_shape
             infos.pop(step.y, None)
-            if step.x not in {s.y for s in self.steps} and step.x not in external_inputs:
-                external_inputs.append(step.x)
+            if self.root(step.x) not in real and self.root(step.x) not in external_inputs:
+                external_inputs.append(self.root(step.x))
             if step.y in self.outputs:
                 dims = ffi.new("int[]", list(out_shape))
                 if self.lib.dtpu_resize_tensor(ctx, step.y, dims, len(out_shape)) != 0:
@@ -681,6 +840,12 @@ class PartitionKernel:
             step.record = dict(node=step.node.index, op=spec.kind.value, name=spec.name,
                                mode=spec.mode.value, precision=step.decision.precision.value,
                                input_shape=tuple(spec.input_shape), output_shape=tuple(out_shape))
+        self.needed = set()     # real outputs the host needs to write materialized tensors
+        for step in self.materialize:
+            source = self.root(step.x)
+            (self.needed if source in real else set()).add(source)
+            if source not in real and source not in external_inputs:
+                external_inputs.append(source)
         OBSERVED["input_data_at_prepare"] = [(i, tensor(i).allocation, tensor(i).has_data)
                                              for i in external_inputs]
         io_ids = external_inputs + [s.y for s in self.steps if s.y in self.outputs]
@@ -695,15 +860,48 @@ class PartitionKernel:
             raise DelegateError("out of memory")
         self.internal = {}
         for step in self.steps:
-            if step.y in self.internal_ids:
+            if step.y in self.internal_ids and step.kind == "node":
                 self.internal[step.y] = np.empty(step.output_shape, dtype=tensor(step.y).dtype)
         self.views: list = [None] * len(self.io)    # (data pointer, numpy view) per io slot
         # what each invoke looks up per node, resolved once
-        self.plan = [(step, step.x, step.x in self.internal, step.spec.input_shape, step.y,
-                      step.y in self.internal, tuple(step.record.values()))
-                     for step in self.steps if not step.empty]
+        self.plan = [(step, self.root(step.x), self.root(step.x) in self.internal,
+                      step.spec.input_shape, step.y, step.y in self.internal,
+                      tuple(step.record.values()))
+                     for step in self.steps if not step.empty and step.kind == "node"]
         self.prepared = True
         self.observed_internal = False
+
+    def _prepare_fold(self, ctx, step: Step, tensor, shapes: dict, infos: dict) -> None:
+        """A folded PAD's or a view's output shape (nothing runs for it; the convolution
+        reading a PAD reads its input, a view's readers its root)."""
+        x_shape = tuple(tensor(step.x).shape)
+        if step.kind == "pad":
+            out = tuple(d + a + b for d, (a, b) in zip(x_shape, step.pad.pads))
+        else:
+            out = tuple(tensor(step.y).shape)
+            if int(np.prod(out, dtype=np.int64)) != int(np.prod(x_shape, dtype=np.int64)):
+                raise DelegateError(f"node {step.node.index} ({step.node.op}): {x_shape} -> "
+                                    f"{out} changes the element count with the current shapes")
+        shapes[step.y] = out
+        infos.pop(step.y, None)
+        if step.y in self.outputs:
+            dims = self.ffi.new("int[]", list(out))
+            if self.lib.dtpu_resize_tensor(ctx, step.y, dims, len(out)) != 0:
+                raise DelegateError(f"could not resize output tensor {step.y} to {out}")
+        step.in_shape = x_shape
+        step.output_shape = out
+
+    def _write_materialized(self, views: dict) -> None:
+        """Folded PADs and views that leave the partition, written from their sources."""
+        for step in self.materialize:
+            source = self.root(step.x)
+            src = self.internal[source] if source in self.internal else views[source]
+            src = src.reshape(step.in_shape)
+            out = views[step.y]
+            if step.kind == "pad":
+                np.copyto(out, np.pad(src, step.pad.pads, constant_values=step.pad.fill))
+            else:
+                np.copyto(out, src.reshape(out.shape))
 
     def ensure_handles(self) -> None:
         """The backend handles the job-by-job path runs: a backend that runs command lists
@@ -718,20 +916,22 @@ class PartitionKernel:
         earlier node or by external input k (NodeIn.src = -1 - k, k in :attr:`list_inputs`)."""
         from dtpu.hw.listcompiler import NodeIn
 
-        steps = [s for s in self.steps if not s.empty]
+        steps = [s for s in self.steps if not s.empty and s.kind == "node"]
         self.list_steps = steps
         made = {s.y: i for i, s in enumerate(steps)}
         self.list_inputs: list[int] = []
         nodes = []
         for i, step in enumerate(steps):
-            if step.x in made and made[step.x] < i:
-                src = made[step.x]
+            x = self.root(step.x)
+            if x in made and made[x] < i:
+                src = made[x]
             else:
-                if step.x not in self.list_inputs:
-                    self.list_inputs.append(step.x)
-                src = -1 - self.list_inputs.index(step.x)
+                if x not in self.list_inputs:
+                    self.list_inputs.append(x)
+                src = -1 - self.list_inputs.index(x)
             nodes.append(NodeIn(step.spec, step.filters, step.bias, src=src))
-        self.list_outputs = {i: s.y for i, s in enumerate(steps) if s.y in self.outputs}
+        self.list_outputs = {i: s.y for i, s in enumerate(steps)
+                             if s.y in self.outputs or s.y in self.needed}
         return nodes
 
     # -- kernel Invoke ---------------------------------------------------------------------------
@@ -767,6 +967,8 @@ class PartitionKernel:
         else:
             self._invoke_nodes(views, report)
             path = "jobs" if hasattr(self.state.backend, "transport") else None
+        if self.materialize:
+            self._write_materialized(views)
         if path is not None and report.path != path:
             report.path = path if report.path is None else "lists+jobs"
         seq = next(_invoke_seq)
@@ -783,10 +985,11 @@ class PartitionKernel:
         prog, index = program
         probes = Probes()
         report.io_bytes[0] += sum(views[i].nbytes for i in self.list_inputs)
-        report.io_bytes[1] += sum(views[y].nbytes for y in self.list_outputs.values())
+        outs = {n: views[y] if y in views else self.internal[y]
+                for n, y in self.list_outputs.items()}
+        report.io_bytes[1] += sum(a.nbytes for a in outs.values())
         counters = self.state.backend.invoke_partition(
-            prog, index, [views[i] for i in self.list_inputs],
-            {n: views[y] for n, y in self.list_outputs.items()}, probes)
+            prog, index, [views[i] for i in self.list_inputs], outs, probes)
         # The host's phases (and a simulator's wall time) are the partition's: one doorbell runs
         # all of its nodes, so they go on the partition's record; each node keeps its own
         # device time (hw.latency_us, from its cycles), none of the host's.

@@ -36,6 +36,9 @@ log = logging.getLogger(__name__)
 
 class PynqBackend(ModelBackend):
     name = "pynq"
+    #: not yet: the power window opens per invoke (monitor.begin in invoke_partition), which
+    #: the delegate's C invoke path does not call (docs/delegate.md, "The C invoke path")
+    c_invoke = False
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         opts = dict(options or {})

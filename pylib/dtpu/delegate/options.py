@@ -42,6 +42,7 @@ class DelegateOptions:
     power_meter: float | str | None = None         # backend=pynq: external meter, W or file:PATH
     prefetch: bool = True                          # stream non-resident weights as job prefetch
     path: str = "auto"                             # auto | lists | jobs (contract 2.0 or 1.2)
+    invoke: str = "c"                              # c | python: who runs a compiled list's invoke
 
     @property
     def report_path(self) -> str | None:
@@ -77,6 +78,7 @@ class DelegateOptions:
             "power_meter": "none" if self.power_meter is None else str(self.power_meter),
             "prefetch": "on" if self.prefetch else "off",
             "path": self.path,
+            "invoke": self.invoke,
         }
 
 
@@ -191,6 +193,16 @@ def _path(value: str) -> str:
     return text
 
 
+INVOKES = ("c", "python")
+
+
+def _invoke(value: str) -> str:
+    text = value.strip().lower()
+    if text not in INVOKES:
+        raise _invalid("invoke", value, "c or python")
+    return text
+
+
 _PARSERS: dict[str, Callable[[str], Any]] = {
     "backend": _backend,
     "precision": _precision,
@@ -203,6 +215,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "power_meter": _power_meter,
     "prefetch": _prefetch,
     "path": _path,
+    "invoke": _invoke,
 }
 
 # The option table of docs/delegate.md: key -> (accepted values, default, meaning).
@@ -240,6 +253,12 @@ TABLE = {
              "AXI4 master on the contract's memory model; in process, or under cocotb from `dtpu "
              "run --backend rtl`), `jobs` (or a forced `precision`) the 1.2 top job by job "
              "(docs/rtl.md)"),
+    "invoke": ("`c`, `python`", "`c`",
+               "backends model/rtl: `c` runs a partition compiled as a command list from TFLite's "
+               "kernel call to its completion in C once its first invoke ran in Python (copies, "
+               "cache maintenance, doorbell, completion, counters; Python only builds the "
+               "report), `python` keeps every invoke in Python (docs/delegate.md, \"The C invoke "
+               "path\")"),
 }
 
 

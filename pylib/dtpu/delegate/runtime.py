@@ -1043,9 +1043,7 @@ def settle_all() -> None:
     """Finish every report still waiting for C time stamps or C runs (before reports are
     read). Runs of the C invoke path are folded under the library's core lock (taken before
     LOCK, as C takes it before entering Python), so none is being recorded meanwhile."""
-    from dtpu.delegate import glue
-
-    _ffi, lib = glue.ffi_and_lib()
+    lib = c_path.LIB
     locked = c_path.waiting(lib)
     if locked:
         lib.dtpu_core_lock()

@@ -10,7 +10,7 @@
  * path stays the reference and runs every first invoke and anything unusual.
  */
 #include <pthread.h>
-#include <stdatomic.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,8 +96,19 @@ struct dtpu_cpath {
   char err[512];
 };
 
-static atomic_int_fast64_t dtpu_cp_seq = 1;
-static atomic_int_fast64_t dtpu_cp_waiting = 0; /* records not yet taken, all paths */
+/* Process-wide: the order of C runs, and the records not yet taken (all paths). A mutex, not
+ * C11 atomics: 64-bit atomics need libatomic on some 32-bit ARM toolchains (the board's). */
+static pthread_mutex_t dtpu_cp_count_lock = PTHREAD_MUTEX_INITIALIZER;
+static int64_t dtpu_cp_seq = 1;
+static int64_t dtpu_cp_waiting = 0;
+
+static int64_t dtpu_cp_count(int64_t* counter, int64_t add) {
+  pthread_mutex_lock(&dtpu_cp_count_lock);
+  int64_t before = *counter;
+  *counter += add;
+  pthread_mutex_unlock(&dtpu_cp_count_lock);
+  return before;
+}
 
 static int64_t dtpu_cp_now(void) {
   struct timespec ts;
@@ -135,7 +146,7 @@ void dtpu_core_lock(void) {
 
 void dtpu_core_unlock(void) { pthread_mutex_unlock(&dtpu_core_mutex); }
 
-int64_t dtpu_cpath_records_waiting(void) { return (int64_t)atomic_load(&dtpu_cp_waiting); }
+int64_t dtpu_cpath_records_waiting(void) { return dtpu_cp_count(&dtpu_cp_waiting, 0); }
 
 /* ---- (a) mapped window ------------------------------------------------------------------- */
 
@@ -251,7 +262,7 @@ dtpu_cpath* dtpu_cpath_new(int64_t id, int n_in, int n_out, int capacity) {
 
 void dtpu_cpath_free(dtpu_cpath* cp) {
   if (cp == NULL) return;
-  if (cp->ring != NULL) atomic_fetch_sub(&dtpu_cp_waiting, cp->count);
+  if (cp->ring != NULL) dtpu_cp_count(&dtpu_cp_waiting, -cp->count);
   free(cp->ins);
   free(cp->outs);
   free(cp->ring);
@@ -417,7 +428,7 @@ int dtpu_cpath_take(dtpu_cpath* cp, dtpu_cl_record* out, int max) {
   cp->count -= n;
   if (cp->count == 0) cp->drain_now = 0;
   pthread_mutex_unlock(&cp->ring_lock);
-  atomic_fetch_sub(&dtpu_cp_waiting, n);
+  dtpu_cp_count(&dtpu_cp_waiting, -n);
   return n;
 }
 
@@ -540,7 +551,7 @@ static void dtpu_cp_keep(dtpu_cpath* cp, dtpu_cl_record* rec) {
   pthread_mutex_lock(&cp->ring_lock);
   if (cp->count < cp->capacity) {
     cp->ring[cp->count++] = *rec;
-    atomic_fetch_add(&dtpu_cp_waiting, 1);
+    dtpu_cp_count(&dtpu_cp_waiting, 1);
   }
   pthread_mutex_unlock(&cp->ring_lock);
 }
@@ -588,7 +599,7 @@ int dtpu_cpath_run(dtpu_cpath* cp, void** io_data, size_t* io_bytes, int n_io, i
     memcpy(io_data[y->slot], cp->image + y->offset, y->nbytes);
   }
   rec.end_ns = rec.exit_ns = dtpu_cp_now();
-  rec.seq = atomic_fetch_add(&dtpu_cp_seq, 1);
+  rec.seq = dtpu_cp_count(&dtpu_cp_seq, 1);
   rec.status = rc == 0 ? 0 : 1;
   if (rc == 0 && (rec.cycles != cp->expect_cycles || rec.idle != cp->expect_idle))
     cp->drain_now = 1; /* a run unlike the armed one: its report needs the target's trace now */

@@ -239,6 +239,7 @@ class DelegateState:
         graph = GraphState(self, int(ffi.cast("uintptr_t", ctx)))
         old = self.graphs.get(graph.ctx)
         if old is not None:
+            old.drain_c()
             old.finish_run()
             old.settle()
         for key in [key for key, other in self.graphs.items() if not other.kernels]:
@@ -389,6 +390,7 @@ class DelegateState:
             return
         self.closed = True
         for graph in list(self.graphs.values()):
+            graph.drain_c()          # C runs may belong to the run in progress
             graph.finish_run()
             graph.settle()
         if self.options.report == "summary" and self.history:

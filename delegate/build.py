@@ -31,7 +31,7 @@ ROOT = HERE.parent
 DEFAULT_PYLIB = ROOT / "pylib"
 MODULE_NAME = "_dtpu_delegate"
 LIBRARY_NAME = "dtpu.so"
-SOURCES = ("dtpu_abi.h", "dtpu_glue.h", "dtpu_delegate.c", "build.py")
+SOURCES = ("dtpu_abi.h", "dtpu_cpath.h", "dtpu_cpath.c", "dtpu_glue.h", "dtpu_delegate.c", "build.py")
 
 # Runs once per process, in the host's interpreter, on the first call into Python.
 INIT_CODE = """
@@ -60,6 +60,11 @@ def _section(header: Path, begin: str, end: str) -> str:
 
 def abi_cdef(header: Path = HERE / "dtpu_abi.h") -> str:
     """The cdef-able part of dtpu_abi.h (between the DTPU_CDEF markers), comments removed."""
+    return _section(header, "DTPU_CDEF_BEGIN", "DTPU_CDEF_END")
+
+
+def cpath_cdef(header: Path = HERE / "dtpu_cpath.h") -> str:
+    """The C invoke path's declarations Python uses (records, set-up, the core lock)."""
     return _section(header, "DTPU_CDEF_BEGIN", "DTPU_CDEF_END")
 
 
@@ -148,12 +153,12 @@ def _compile(work: Path, pylib: Path, verbose: bool) -> Path:
     import cffi
 
     ffibuilder = cffi.FFI()
-    ffibuilder.cdef(abi_cdef() + glue_cdef())
+    ffibuilder.cdef(abi_cdef() + cpath_cdef() + glue_cdef())
     ffibuilder.embedding_init_code(INIT_CODE.format(pylib=str(Path(pylib).resolve()), module=MODULE_NAME))
     libdir, _ = libpython()
     ffibuilder.set_source(
         MODULE_NAME,
-        '#include "dtpu_delegate.c"\n',
+        '#include "dtpu_delegate.c"\n#include "dtpu_cpath.c"\n',
         include_dirs=[str(HERE)],
         extra_compile_args=["-O2", "-fvisibility=hidden", "-Wall", "-Wextra", "-Wno-unused-parameter",
                             "-Wno-missing-field-initializers"],

@@ -15,7 +15,11 @@
  *   dtpu_kernel    one per delegated partition (TFLite node user_data); carries the Python-side
  *                  kernel handle, the tensor indices to gather at every invoke and time stamps.
  *
+ * Invoke: a partition compiled as a command list runs in C (dtpu_cpath.c) once its first invoke
+ * on the Python path armed it; every other invoke crosses into Python.
+ *
  * Threading: TFLite calls kernel invoke with the GIL released; the cffi callbacks take it back.
+ * Every call that may drive the device (into Python, or the C path) holds dtpu_core_lock.
  * Once Python starts finalizing (dtpu_python_alive == 0, set from an atexit hook), no callback is
  * made any more: late frees only release C memory.
  */
@@ -192,7 +196,9 @@ static void* dtpu_kernel_init(TfLiteContext* ctx, const char* buffer, size_t len
   dtpu_kernel* k = (dtpu_kernel*)calloc(1, sizeof(dtpu_kernel));
   if (k == NULL) return NULL;
   dtpu_delegate* d = params ? dtpu_from_base(params->delegate) : NULL;
+  dtpu_core_lock();
   if (d != NULL && dtpu_python_alive) k->handle = dtpu_py_kernel_init(d->handle, ctx, params, k);
+  dtpu_core_unlock();
   return k;
 }
 
@@ -200,7 +206,9 @@ static void dtpu_kernel_free(TfLiteContext* ctx, void* buffer) {
   (void)ctx;
   dtpu_kernel* k = (dtpu_kernel*)buffer;
   if (k == NULL) return;
+  dtpu_core_lock();
   if (k->handle > 0 && dtpu_python_alive) dtpu_py_kernel_free(k->handle);
+  dtpu_core_unlock();
   free(k->io_tensors);
   free(k->io_data);
   free(k->io_bytes);
@@ -214,7 +222,10 @@ static TfLiteStatus dtpu_kernel_prepare(TfLiteContext* ctx, TfLiteNode* node) {
     return kTfLiteError;
   }
   if (!dtpu_python_alive) return kTfLiteError;
-  return dtpu_py_kernel_prepare(k->handle, ctx, node, k) == 0 ? kTfLiteOk : kTfLiteError;
+  dtpu_core_lock();
+  int rc = dtpu_py_kernel_prepare(k->handle, ctx, node, k);
+  dtpu_core_unlock();
+  return rc == 0 ? kTfLiteOk : kTfLiteError;
 }
 
 static TfLiteStatus dtpu_kernel_invoke(TfLiteContext* ctx, TfLiteNode* node) {
@@ -237,8 +248,25 @@ static TfLiteStatus dtpu_kernel_invoke(TfLiteContext* ctx, TfLiteNode* node) {
     k->io_data[i] = t->data.raw;
     k->io_bytes[i] = t->bytes;
   }
+  dtpu_core_lock();
+  if (k->cpath != NULL) {
+    int ran = dtpu_cpath_run(k->cpath, k->io_data, k->io_bytes, k->n_io, enter);
+    if (ran != DTPU_CP_DECLINED) {
+      int drained = 0;
+      if (dtpu_cpath_wants_drain(k->cpath)) drained = dtpu_py_cpath_drain(k->handle, ctx);
+      if (ran == DTPU_CP_FAILED) {
+        char msg[640];
+        snprintf(msg, sizeof msg, "dtpu: invoking delegated nodes failed: %s",
+                 dtpu_cpath_error(k->cpath));
+        dtpu_report_error(ctx, msg);
+      }
+      dtpu_core_unlock();
+      return ran == DTPU_CP_RAN && drained == 0 ? kTfLiteOk : kTfLiteError;
+    }
+  }
   int64_t call = dtpu_now_ns();
   int rc = dtpu_py_kernel_invoke(k->handle, ctx, k);
+  dtpu_core_unlock();
   k->last_exit_ns = dtpu_now_ns();
   k->last_enter_ns = enter;
   k->last_call_ns = call;
@@ -268,6 +296,7 @@ static TfLiteStatus dtpu_delegate_prepare(TfLiteContext* ctx, TfLiteDelegate* ba
     dtpu_report_error(ctx, "dtpu: out of memory in delegate Prepare");
     return kTfLiteError;
   }
+  dtpu_core_lock(); /* held through the kernels' inits, which replace() calls */
   int n = dtpu_py_select(d->handle, ctx, plan, claimed, err, DTPU_ERRLEN);
   TfLiteStatus status = kTfLiteOk;
   if (n < 0) {
@@ -288,6 +317,7 @@ static TfLiteStatus dtpu_delegate_prepare(TfLiteContext* ctx, TfLiteDelegate* ba
     status = replace(ctx, reg, claimed, base);
   }
   dtpu_py_select_done(d->handle); /* kernel inits (inside replace) have run */
+  dtpu_core_unlock();
   free(claimed);
   free(err);
   return status;
@@ -365,7 +395,9 @@ __attribute__((visibility("default"))) TfLiteDelegate* tflite_plugin_create_dele
 __attribute__((visibility("default"))) void tflite_plugin_destroy_delegate(TfLiteDelegate* base) {
   dtpu_delegate* d = dtpu_from_base(base);
   if (d == NULL) return;
+  dtpu_core_lock();
   if (dtpu_python_alive) dtpu_py_destroy(d->handle);
+  dtpu_core_unlock();
   d->magic = 0;
   free(d);
 }

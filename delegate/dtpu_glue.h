@@ -9,6 +9,7 @@
 #define DTPU_GLUE_H
 
 #include "dtpu_abi.h"
+#include "dtpu_cpath.h"
 
 /* DTPU_CDEF_BEGIN */
 
@@ -25,6 +26,7 @@ typedef struct dtpu_kernel {
   int64_t last_call_ns;     /* ... just before crossing into Python */
   int64_t last_exit_ns;     /* ... when the Python callback had returned */
   int last_status;
+  dtpu_cpath* cpath;        /* the C invoke path (dtpu_cpath.h), set by Python once armed; NULL: none */
 } dtpu_kernel;
 
 /* Facts about the host runtime, observed while running (tests/test_delegate_abi.py checks them). */
@@ -69,6 +71,14 @@ static int dtpu_py_kernel_prepare(int64_t kernel_handle, TfLiteContext* ctx, TfL
                                   dtpu_kernel* kernel);
 static int dtpu_py_kernel_invoke(int64_t kernel_handle, TfLiteContext* ctx, dtpu_kernel* kernel);
 static void dtpu_py_kernel_free(int64_t kernel_handle);
+/* the C path's records folded into reports (dtpu/delegate/cpath.py); 0, or 1 with a failure */
+static int dtpu_py_cpath_drain(int64_t kernel_handle, TfLiteContext* ctx);
+/* the C path's register interface over a Python transport (the golden model, the emulated
+ * board): 0 on success, -1 on a failure (logged on the Python side) */
+static int dtpu_py_reg_read(int64_t handle, uint32_t offset, uint32_t* value);
+static int dtpu_py_reg_write(int64_t handle, uint32_t offset, uint32_t value);
+static int dtpu_py_reg_wait(int64_t handle, double timeout_s);
+static int dtpu_py_buf_sync(int64_t handle, int to_device, uint64_t offset, uint64_t nbytes);
 /* DTPU_PYTHON_END */
 
 #endif /* DTPU_GLUE_H */

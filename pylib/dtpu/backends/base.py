@@ -128,6 +128,14 @@ class Backend(abc.ABC):
     #: and :meth:`invoke` only for a graph the compiler refuses (job by job)
     lists: bool = False
 
+    #: partitions may run on the delegate's C invoke path (delegate/dtpu_cpath.c) after their
+    #: first invoke: the backend then offers ``owner_cell`` (an int64 numpy word: the cid of the
+    #: ListProgram its core holds loaded, else 0), ``transport`` and ``finish_partition``
+    c_invoke: bool = False
+    #: with :attr:`c_invoke`: each C run is handed to ``finish_partition`` at once, with its
+    #: inputs and outputs (a backend that checks every run), not when a report is read
+    c_invoke_eager: bool = False
+
     #: an optional `invoke_into(handle, x, probes, out) -> HwCounters` that writes the node's
     #: output into `out` (TFLite's tensor) instead of returning it; None: :meth:`invoke` only
     invoke_into = None

@@ -117,6 +117,10 @@ class ModelBackend(Backend):
         self.transport = self._open_transport()
         check_identity(self.transport)
         self.lists = self._choose_path(str(self.options.get("path", "auto")).lower())
+        #: which program's prologue the on-chip memories hold, as a word C code can read: the
+        #: program's cid while it is loaded and nothing else ran since, else 0; -1 written by the
+        #: delegate's C invoke path after a failed list (the program must load again)
+        self.owner_cell = np.zeros(1, np.int64)
         self._owner = None      # the ListProgram whose prologue the on-chip memories hold
         # the compiled fast path is the golden model's own; other targets speak the protocol
         fast = str(self.options.get("fast", True)).lower() not in ("0", "false", "no", "off")
@@ -186,6 +190,29 @@ class ModelBackend(Backend):
             log.info("backend=%s: precision=%s forced: job by job", name, self.precision)
             return False
         return True
+
+    #: partitions compiled as command lists may run on the delegate's C invoke path
+    #: (delegate/dtpu_cpath.c) once their first invoke ran here; see :meth:`finish_partition`
+    c_invoke = True
+    #: the C path hands every run to Python at once (a backend that checks each run itself)
+    c_invoke_eager = False
+
+    @property
+    def _owner(self):
+        owner = self.__dict__.get("_owner_obj")
+        if self.owner_cell[0] < 0:      # a C-path list failed: what it loaded is not known
+            if isinstance(owner, ListProgram):
+                owner.loaded = False
+            self._sync_owner(owner)
+        return owner
+
+    @_owner.setter
+    def _owner(self, owner) -> None:
+        self.__dict__["_owner_obj"] = owner
+        self._sync_owner(owner)
+
+    def _sync_owner(self, owner) -> None:
+        self.owner_cell[0] = owner.cid if isinstance(owner, ListProgram) and owner.loaded else 0
 
     @property
     def enabled_precisions(self):
@@ -666,11 +693,25 @@ class ModelBackend(Backend):
             if self._owner is not program:   # another program or 1.2 jobs wrote the memories
                 program.loaded = False
             self._owner = program
-            run = program.invoke(index, inputs, outputs, self.transport, ops)
-            us = max(0.0, (perf_counter() - start - ops.device_s) * 1e6)
-            probes.add("compute", ops.device_s)
-            probes.add("pack", perf_counter() - start - ops.device_s)
-            return self._list_counters(program, index, run, ops, us)
+            try:
+                run = program.invoke(index, inputs, outputs, self.transport, ops)
+            finally:
+                self._sync_owner(program)
+            return self.finish_partition(program, index, run, ops, perf_counter() - start,
+                                         probes, inputs, outputs)
+
+    def finish_partition(self, program: ListProgram, index: int, run, ops: HostOps,
+                         seconds: float, probes: Probes, inputs=None, outputs=None
+                         ) -> list[HwCounters]:
+        """The report's side of a list run of partition `index` that took `seconds` of the
+        host's wall time, `ops.device_s` of it inside the target: probes, per-node counters,
+        energy. The Python path calls it after the run; the C invoke path when its record is
+        folded into a report (with the run's `inputs` and `outputs` only where the backend
+        asks for every run at once, :attr:`c_invoke_eager`)."""
+        us = max(0.0, (seconds - ops.device_s) * 1e6)
+        probes.add("compute", ops.device_s)
+        probes.add("pack", seconds - ops.device_s)
+        return self._list_counters(program, index, run, ops, us)
 
     def _list_counters(self, program: ListProgram, index: int, run, ops: HostOps,
                        us: float) -> list[HwCounters]:

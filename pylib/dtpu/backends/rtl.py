@@ -91,12 +91,18 @@ class RtlBackend(ModelBackend):
             program.golden = None
         super().release_partitions(program)
 
-    def invoke_partition(self, program: ListProgram, index: int, inputs: list[np.ndarray],
-                         outputs: dict[int, np.ndarray], probes: Probes) -> list[HwCounters]:
-        out = super().invoke_partition(program, index, inputs, outputs, probes)
+    #: every run is checked against the golden model with its own inputs and outputs
+    c_invoke_eager = True
+
+    def finish_partition(self, program: ListProgram, index: int, run, ops, seconds: float,
+                         probes: Probes, inputs=None, outputs=None) -> list[HwCounters]:
+        out = super().finish_partition(program, index, run, ops, seconds, probes)
         shadow = program.golden
         if shadow is None:
             return out
+        if inputs is None or outputs is None:
+            raise DtpuCheckError(f"partition {index}: a run reached its report without its "
+                                 f"inputs and outputs; the golden model cannot check it")
         mine = {k: np.empty_like(v) for k, v in outputs.items()}
         shadow.invoke(index, inputs, mine, shadow.t, HostOps())
         n = len(out)

@@ -153,6 +153,18 @@ class PynqTransport(Transport):
     def alloc_buffer(self, nbytes: int) -> "PynqDdrBuffer":
         return PynqDdrBuffer(self._allocate(shape=(max(int(nbytes), 1),), dtype=np.uint8))
 
+    def c_register_io(self) -> dict | None:
+        """For the delegate's C invoke path: on the board, the DTPU's register window as pynq
+        mapped it (``MMIO.array``, the /dev/mem mapping of M_AXI_GP0); on the emulated board
+        None (its registers run the emulation: C calls :meth:`read_reg` / :meth:`write_reg`)."""
+        from dtpu.board import emulate
+        if emulate.installed():
+            return None
+        array = getattr(getattr(self.ip, "mmio", None), "array", None)
+        if array is None or array.dtype.itemsize != 4 or not array.flags.c_contiguous:
+            return None
+        return {"kind": "mmio", "base": int(array.ctypes.data), "size": int(array.nbytes)}
+
     def list_trace(self):
         """The emulated core's record of its last list (the golden model's per-node split of
         CL_CYCLES); None on a board, whose registers hold only the totals."""

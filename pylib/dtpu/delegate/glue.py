@@ -11,6 +11,7 @@ import atexit
 import logging
 import time
 
+from dtpu.delegate import cpath
 from dtpu.delegate import graph as g
 from dtpu.delegate import runtime as rt
 from dtpu.delegate.options import parse
@@ -64,6 +65,7 @@ def install(ffi, lib) -> None:
     if _installed:
         return
     _installed.update(ffi=ffi, lib=lib)
+    cpath.bind(lib)
     g.install_string_reader(lib)
     STORE.before_read = rt.settle_all
     atexit.register(_at_exit)
@@ -168,6 +170,26 @@ def install(ffi, lib) -> None:
     def dtpu_py_kernel_invoke(kernel_handle, ctx, kernel):
         py_enter = time.monotonic_ns()
         return kernel_step(kernel_handle, ctx, "invoking", lambda k: k.invoke(ctx, py_enter))
+
+    @ffi.def_extern()
+    def dtpu_py_cpath_drain(kernel_handle, ctx):
+        k = rt.KERNELS.get(kernel_handle)
+        try:
+            if k is None:
+                raise rt.DelegateError(f"unknown kernel handle {kernel_handle}")
+            k.drain_c()
+            return 0
+        except Exception as exc:
+            if not isinstance(exc, rt.DelegateError):
+                log.exception("reporting the C path's runs of nodes %s", k.label if k else "?")
+            _report(lib, ctx, f"dtpu: invoking delegated nodes{f' ({k.label})' if k else ''} "
+                              f"failed: {exc}\n")
+            return 1
+
+    ffi.def_extern(name="dtpu_py_reg_read")(cpath.reg_read)
+    ffi.def_extern(name="dtpu_py_reg_write")(cpath.reg_write)
+    ffi.def_extern(name="dtpu_py_reg_wait")(cpath.reg_wait)
+    ffi.def_extern(name="dtpu_py_buf_sync")(cpath.buf_sync)
 
     @ffi.def_extern()
     def dtpu_py_kernel_free(kernel_handle):

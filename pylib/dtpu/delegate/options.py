@@ -45,6 +45,7 @@ class DelegateOptions:
     prefetch: bool = True                          # stream non-resident weights as job prefetch
     path: str = "auto"                             # auto | lists | jobs (contract 2.0 or 1.2)
     fold: bool = True                              # PADs folded, RESHAPE / SQUEEZE as views
+    invoke: str = "c"                              # c | python: who runs a compiled list's invoke
 
     @property
     def report_path(self) -> str | None:
@@ -81,6 +82,7 @@ class DelegateOptions:
             "prefetch": "on" if self.prefetch else "off",
             "path": self.path,
             "fold": "on" if self.fold else "off",
+            "invoke": self.invoke,
         }
 
 
@@ -205,6 +207,16 @@ def _path(value: str) -> str:
     return text
 
 
+INVOKES = ("c", "python")
+
+
+def _invoke(value: str) -> str:
+    text = value.strip().lower()
+    if text not in INVOKES:
+        raise _invalid("invoke", value, "c or python")
+    return text
+
+
 _PARSERS: dict[str, Callable[[str], Any]] = {
     "backend": _backend,
     "precision": _precision,
@@ -218,6 +230,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "prefetch": _prefetch,
     "path": _path,
     "fold": _fold,
+    "invoke": _invoke,
 }
 
 # The option table of docs/delegate.md: key -> (accepted values, default, meaning).
@@ -262,6 +275,12 @@ TABLE = {
              "a SAME convolution reading it (run as that SAME convolution), and `RESHAPE` / "
              "`SQUEEZE` next to claimed nodes as views (tensors are dense in DDR); `off` leaves "
              "them on the CPU (docs/partitions.md)"),
+    "invoke": ("`c`, `python`", "`c`",
+               "backends model/rtl: `c` runs a partition compiled as a command list from TFLite's "
+               "kernel call to its completion in C once its first invoke ran in Python (copies, "
+               "cache maintenance, doorbell, completion, counters; Python only builds the "
+               "report), `python` keeps every invoke in Python (docs/delegate.md, \"The C invoke "
+               "path\")"),
 }
 
 

@@ -36,6 +36,7 @@ import numpy as np
 from dtpu import backends
 from dtpu.backends.base import Backend, HwCounters, Probes
 from dtpu.board.costs import cpu_side_of_graph
+from dtpu.delegate import cpath as c_path
 from dtpu.delegate import folding
 from dtpu.delegate import graph as g
 from dtpu.delegate.model_source import ModelSource
@@ -245,6 +246,7 @@ class DelegateState:
         graph = GraphState(self, int(ffi.cast("uintptr_t", ctx)))
         old = self.graphs.get(graph.ctx)
         if old is not None:
+            old.drain_c()
             old.finish_run()
             old.settle()
         for key in [key for key, other in self.graphs.items() if not other.kernels]:
@@ -521,6 +523,7 @@ class DelegateState:
             return
         self.closed = True
         for graph in list(self.graphs.values()):
+            graph.drain_c()          # C runs may belong to the run in progress
             graph.finish_run()
             graph.settle()
         if self.options.report == "summary" and self.history:
@@ -557,9 +560,13 @@ class GraphState:
         # (None: not built for the current kernels; False: this graph runs job by job)
         self.program: Any = None
         self.program_index: dict[int, int] = {}    # kernel id -> partition of the program
+        self._draining = False
 
     def drop_program(self) -> None:
         """The kernels changed (a Prepare, a free): the next invoke compiles again."""
+        self.drain_c()
+        for k in self.kernels:
+            k.close_c()
         prog, self.program, self.program_index = self.program, None, {}
         if prog:
             try:
@@ -668,12 +675,45 @@ class GraphState:
         self.stamps = []
         STORE.add(report)
 
+    def drain_c(self, kernel: "PartitionKernel | None" = None, views: dict | None = None) -> None:
+        """Fold the runs the C invoke path recorded for this graph's kernels into reports, in
+        the order they ran (before anything else is recorded: a Python-path invoke, a report
+        read, a Prepare). `views`: `kernel`'s tensors, for its latest run (an eager drain from
+        inside that invoke)."""
+        if self._draining:
+            return
+        with LOCK:
+            self._draining = True
+            try:
+                self._drain_c(kernel, views)
+            finally:
+                self._draining = False
+
+    def _drain_c(self, kernel: "PartitionKernel | None", views: dict | None) -> None:
+        runs = []
+        for k in self.kernels:
+            if k.cpath is not None and k.cpath.pending():
+                runs += [(rec.seq, k, rec) for rec in k.cpath.take()]
+        if not runs:
+            return
+        runs.sort(key=operator.itemgetter(0))
+        last = runs[-1][2] if kernel is not None else None
+        failures = []
+        for _seq, k, rec in runs:
+            try:
+                k.fold_c(rec, views if k is kernel and rec is last else None)
+            except DelegateError as exc:     # every run is folded; the first failure is raised
+                failures.append(exc)
+        if failures:
+            raise failures[0]
+
     def settle(self) -> None:
         """Fold the C time stamps into finished reports and publish the reports that are whole.
 
         A stamp whose kernel invoke is still in flight (C has not written its exit time yet) keeps
         its report waiting; a kernel that was freed meanwhile gives up its stamp.
         """
+        self.drain_c()
         keep = []
         for report, stamps in self.unsettled:
             waiting = []
@@ -733,6 +773,8 @@ class PartitionKernel:
         self.io: list[IoSlot] = []
         self.internal: dict[int, np.ndarray] = {}
         self.prepared = False
+        self.cpath: c_path.PartitionCPath | None = None   # its C invoke path, once armed
+        self._c_refused: Any = None                    # the program the C path refused
         graph.kernels.append(self)
 
     def root(self, t: int) -> int:
@@ -943,27 +985,15 @@ class PartitionKernel:
             self.observed_internal = True
             OBSERVED["internal_data_at_invoke"] = [
                 (i, ctx.tensors[i].data.raw != ffi.NULL) for i in sorted(self.internal_ids)]
-        views: dict[int, np.ndarray] = {}
-        cached = self.views
-        for i, slot in enumerate(self.io):
-            ptr, nbytes = k.io_data[i], k.io_bytes[i]
-            if slot.nbytes == 0:   # an empty tensor (TFLite may give it no buffer at all)
-                views[slot.index] = np.empty(slot.shape, dtype=slot.dtype)
-                continue
-            if ptr == ffi.NULL or nbytes < slot.nbytes:
-                raise DelegateError(f"tensor {slot.index} has no buffer of {slot.nbytes} bytes "
-                                    f"(data={'NULL' if ptr == ffi.NULL else 'set'}, bytes={nbytes})")
-            hit = cached[i]
-            if hit is None or hit[0] != ptr:  # arena tensors may move: a view per address
-                hit = cached[i] = (ptr, np.frombuffer(ffi.buffer(ptr, slot.nbytes),
-                                                      dtype=slot.dtype).reshape(slot.shape))
-            views[slot.index] = hit[1]
+        views = self._views()
         with LOCK:
+            self.graph.drain_c()     # the C path's runs come first in the reports
             report = self.graph.kernel_invoked(self)
             program = self.graph.list_program(self)
         if program is not None:
             self._invoke_list(program, views, report)
             path = "lists"
+            self._arm_c(program)
         else:
             self._invoke_nodes(views, report)
             path = "jobs" if hasattr(self.state.backend, "transport") else None
@@ -980,6 +1010,101 @@ class PartitionKernel:
                 self.graph.finish_run()
         stamp[3] = time.monotonic_ns()  # Python's share ends here; the rest is the way back to C
 
+    def _views(self) -> dict[int, np.ndarray]:
+        """numpy views of the kernel's tensors at the pointers C gathered for this invoke."""
+        ffi, k = self.ffi, self.struct
+        views: dict[int, np.ndarray] = {}
+        cached = self.views
+        for i, slot in enumerate(self.io):
+            ptr, nbytes = k.io_data[i], k.io_bytes[i]
+            if slot.nbytes == 0:   # an empty tensor (TFLite may give it no buffer at all)
+                views[slot.index] = np.empty(slot.shape, dtype=slot.dtype)
+                continue
+            if ptr == ffi.NULL or nbytes < slot.nbytes:
+                raise DelegateError(f"tensor {slot.index} has no buffer of {slot.nbytes} bytes "
+                                    f"(data={'NULL' if ptr == ffi.NULL else 'set'}, bytes={nbytes})")
+            hit = cached[i]
+            if hit is None or hit[0] != ptr:  # arena tensors may move: a view per address
+                hit = cached[i] = (ptr, np.frombuffer(ffi.buffer(ptr, slot.nbytes),
+                                                      dtype=slot.dtype).reshape(slot.shape))
+            views[slot.index] = hit[1]
+        return views
+
+    # -- the C invoke path (delegate/dtpu_cpath.c, dtpu/delegate/cpath.py) -------------------
+    def _arm_c(self, program: tuple) -> None:
+        """After a list invoke on the Python path: let the next ones run in C (the
+        `invoke` option, a backend that offers it), expecting this run's counters."""
+        prog, index = program
+        backend = self.state.backend
+        if self.state.options.invoke != "c" or not backend.c_invoke or prog.last_run is None:
+            return
+        if self.materialize:    # folded PADs / views leaving the partition: written by the host
+            return
+        if self.cpath is not None and self.cpath.program is not prog:
+            self.close_c()
+        if self.cpath is None:
+            if self._c_refused is prog:
+                return
+            eager = backend.c_invoke_eager or self.state.sink is not None
+            self.cpath = c_path.build(self.ffi, self.lib, self, prog, index, backend, eager)
+            if self.cpath is None:
+                self._c_refused = prog
+                return
+        self.cpath.arm(prog.last_run)
+
+    def close_c(self) -> None:
+        """Back to the Python path (a new program, a Prepare, a free): runs C recorded must
+        have been folded already (GraphState.drain_c)."""
+        if self.cpath is not None:
+            self.cpath.close()
+            self.cpath = None
+
+    def drain_c(self) -> None:
+        """From C, inside this kernel's invoke: fold the recorded runs (this one with its
+        tensors, for a backend that checks each run); a run that failed in C raises its
+        error."""
+        views = self._views() if self.state.backend.c_invoke_eager else None
+        self.graph.drain_c(self, views)
+
+    def fold_c(self, rec: c_path.Record, views: dict | None) -> None:
+        """One C run into the graph's reports, as :meth:`invoke` would have recorded it: the
+        same counters and host record (counted in C), the C path's own times."""
+        from dtpu.driver.hostops import HostOps
+        from dtpu.driver.lists import ListRun
+
+        cp = self.cpath
+        graph = self.graph
+        report = graph.kernel_invoked(self)
+        report.timing_us["total"] += (rec.exit_ns - rec.enter_ns) / 1e3
+        failed = None
+        if rec.status:
+            failed = cp.error()
+        else:
+            ops = HostOps(rec.reads, rec.writes, rec.doorbells, 0, rec.device_ns / 1e9)
+            probes = Probes()
+            inputs = outputs = None
+            if views is not None:
+                inputs = [views[i] for i in self.list_inputs]
+                outputs = {n: views[y] for n, y in self.list_outputs.items()}
+            report.io_bytes[0] += cp.io_bytes[0]
+            report.io_bytes[1] += cp.io_bytes[1]
+            try:
+                counters = self.state.backend.finish_partition(
+                    cp.program, cp.index, ListRun(rec.cycles, rec.idle), ops,
+                    (rec.end_ns - rec.start_ns) / 1e9, probes, inputs, outputs)
+            except Exception as exc:
+                failed = str(exc)
+            else:
+                self._record_list(report, probes, counters)
+                if report.path != "lists":
+                    report.path = "lists" if report.path is None else "lists+jobs"
+                if (rec.cycles, rec.idle) != cp.expected:
+                    cp.arm(ListRun(rec.cycles, rec.idle))
+        if graph.ran >= {kk.id for kk in graph.kernels}:
+            graph.finish_run()
+        if failed is not None:
+            raise DelegateError(failed)
+
     def _invoke_list(self, program: tuple, views: dict, report: Report) -> None:
         """The whole partition as one command list (contract 2.0)."""
         prog, index = program
@@ -990,6 +1115,10 @@ class PartitionKernel:
         report.io_bytes[1] += sum(a.nbytes for a in outs.values())
         counters = self.state.backend.invoke_partition(
             prog, index, [views[i] for i in self.list_inputs], outs, probes)
+        self._record_list(report, probes, counters)
+
+    def _record_list(self, report: Report, probes: Probes, counters: list) -> None:
+        """A partition's run in the report: its node records, its phases."""
         # The host's phases (and a simulator's wall time) are the partition's: one doorbell runs
         # all of its nodes, so they go on the partition's record; each node keeps its own
         # device time (hw.latency_us, from its cycles), none of the host's.
@@ -1063,6 +1192,8 @@ class PartitionKernel:
 
     def free(self) -> None:
         with LOCK:
+            self.graph.drain_c()
+            self.close_c()
             if self.graph.program is not None:
                 self.graph.drop_program()
             if self in self.graph.kernels:
@@ -1116,7 +1247,17 @@ def _empty_output_shape(step: Step, x_shape: tuple) -> tuple | None:
 
 
 def settle_all() -> None:
-    """Finish every report still waiting for C time stamps (before reports are read)."""
-    with LOCK:
-        for state in list(DELEGATES.values()):
-            state.settle()
+    """Finish every report still waiting for C time stamps or C runs (before reports are
+    read). Runs of the C invoke path are folded under the library's core lock (taken before
+    LOCK, as C takes it before entering Python), so none is being recorded meanwhile."""
+    lib = c_path.LIB
+    locked = c_path.waiting(lib)
+    if locked:
+        lib.dtpu_core_lock()
+    try:
+        with LOCK:
+            for state in list(DELEGATES.values()):
+                state.settle()
+    finally:
+        if locked:
+            lib.dtpu_core_unlock()

@@ -18,6 +18,7 @@ first compilation assumed, it is compiled again for the address it got.
 """
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from dtpu.hw.listformat import Format
 log = logging.getLogger(__name__)
 
 DEFAULT_LIST_TIMEOUT_S = 30.0
+_program_ids = itertools.count(1)
 
 
 def lists_supported(t: Transport) -> bool:
@@ -67,6 +69,11 @@ class ListProgram:
                  timeout_s: float = DEFAULT_LIST_TIMEOUT_S, keep: list | None = None) -> None:
         self.t = t
         self.timeout_s = timeout_s
+        #: a positive number naming this program where a word of C memory records which program
+        #: the core's memories hold (the delegate's C invoke path, dtpu/delegate/cpath.py)
+        self.cid = next(_program_ids)
+        #: the counters of the last list :meth:`invoke` ran
+        self.last_run: ListRun | None = None
         cfg = t.cfg
         self.fmt = Format(cfg)
         off = self.fmt.reg_offset
@@ -210,7 +217,7 @@ class ListProgram:
             np.copyto(view, x if x.shape == view.shape else x.reshape(view.shape))
             self.buf.flush(off, nbytes)
         self.ensure_loaded(t, ops)
-        run = self.kick(list_addr, t, ops)
+        run = self.last_run = self.kick(list_addr, t, ops)
         for node, y in outputs.items():
             view, off, nbytes = outs[node]
             self.buf.invalidate(off, nbytes)

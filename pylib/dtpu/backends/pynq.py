@@ -12,8 +12,9 @@ backend=model (the build must match the bitstream: checked against ID/VERSION/HW
 Power per invoke: XADC temperature and voltages (measured), power and energy from the meter or
 else estimated from the counters (docs/power.md).
 
-One backend drives the one DTPU of the board: calls are serialized, and a second pynq delegate
-in the same process would reprogram the PL under the first.
+One backend drives the one DTPU of the board: calls are serialized. Opening the board takes its
+owner lock (:mod:`dtpu.board.owner`): another process, or a delegate of this process with
+another overlay, is refused naming the owner (or waits up to the ``board_wait_s`` option).
 """
 from __future__ import annotations
 

@@ -42,6 +42,7 @@ class DelegateOptions:
     power_meter: float | str | None = None         # backend=pynq: external meter, W or file:PATH
     prefetch: bool = True                          # stream non-resident weights as job prefetch
     path: str = "auto"                             # auto | lists | jobs (contract 2.0 or 1.2)
+    board_wait_s: float = 0.0                      # backend=pynq: wait for the board's owner to go
 
     @property
     def report_path(self) -> str | None:
@@ -62,6 +63,8 @@ class DelegateOptions:
             options["prefetch"] = False
         if self.path != "auto":
             options["path"] = self.path
+        if self.board_wait_s:
+            options["board_wait_s"] = self.board_wait_s
         return options
 
     def to_dict(self) -> dict[str, Any]:
@@ -77,6 +80,7 @@ class DelegateOptions:
             "power_meter": "none" if self.power_meter is None else str(self.power_meter),
             "prefetch": "on" if self.prefetch else "off",
             "path": self.path,
+            "board_wait_s": f"{self.board_wait_s:g}",
         }
 
 
@@ -191,6 +195,20 @@ def _path(value: str) -> str:
     return text
 
 
+#: the longest board_wait_s accepted (a day): longer is a typo, not a plan
+BOARD_WAIT_MAX_S = 86400.0
+
+
+def _board_wait(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = float("nan")
+    if not (0.0 <= seconds <= BOARD_WAIT_MAX_S):
+        raise _invalid("board_wait_s", value, f"a number of seconds in [0, {BOARD_WAIT_MAX_S:g}]")
+    return seconds
+
+
 _PARSERS: dict[str, Callable[[str], Any]] = {
     "backend": _backend,
     "precision": _precision,
@@ -203,6 +221,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "power_meter": _power_meter,
     "prefetch": _prefetch,
     "path": _path,
+    "board_wait_s": _board_wait,
 }
 
 # The option table of docs/delegate.md: key -> (accepted values, default, meaning).
@@ -240,6 +259,12 @@ TABLE = {
              "AXI4 master on the contract's memory model; in process, or under cocotb from `dtpu "
              "run --backend rtl`), `jobs` (or a forced `precision`) the 1.2 top job by job "
              "(docs/rtl.md)"),
+    "board_wait_s": ("number of seconds in [0, 86400]", "`0`",
+                     "backend=pynq: one process owns the board at a time (a lock held while the "
+                     "delegate lives, released when its process ends, even by `kill -9`); when "
+                     "another process, or another delegate of this process with another overlay, "
+                     "owns it, wait up to this long for it to go, then fail naming the owner's PID "
+                     "(docs/board.md)"),
 }
 
 

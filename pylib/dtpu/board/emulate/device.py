@@ -202,6 +202,8 @@ class EmulatedDevice(Device):
     def __init__(self, board: Board = BOARD) -> None:
         super().__init__("dtpu_emulated_pynqz2")
         self.name = "PYNQ-Z2 (emulated by dtpu.board.emulate)"
+        #: the name its owner lock carries (dtpu.board.owner; the board's is its FPGA manager's)
+        self.lock_name = "pynqz2-emulated"
         self.arch = ZYNQ_ARCH
         self.board = board
         self.capabilities = {"MEMORY_MAPPED": True, "REGISTER_RW": False, "CALLABLE": False}

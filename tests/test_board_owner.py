@@ -74,7 +74,12 @@ def _reap(*procs):
             f.close()
 
 
-def test_a_second_process_is_refused_naming_the_owner_and_kill_9_releases(shared, tmp_path):
+def test_a_second_process_is_refused_naming_the_owner_and_kill_9_releases(shared, tmp_path,
+                                                                          monkeypatch):
+    from dtpu.board.owner import current_owner
+
+    monkeypatch.setenv("DTPU_LOCK_DIR", str(tmp_path))     # this process looks at the same board
+    assert current_owner("pynqz2-emulated") is None
     owner = _start(shared)
     second = third = None
     try:
@@ -84,6 +89,8 @@ def test_a_second_process_is_refused_naming_the_owner_and_kill_9_releases(shared
         assert pid == owner.pid
         lock = tmp_path / "dtpu-pynqz2-emulated.lock"
         assert lock.read_text().splitlines()[0] == str(pid)   # the owner wrote its PID
+        # what dtpu doctor shows on a board: the kernel's lock table agrees with the note
+        assert current_owner("pynqz2-emulated") == (pid, shared["DTPU_BITSTREAM"])
 
         second = _start(shared)
         refused = _first_line(second)
@@ -94,6 +101,8 @@ def test_a_second_process_is_refused_naming_the_owner_and_kill_9_releases(shared
 
         owner.send_signal(signal.SIGKILL)     # no close, no atexit: only the kernel can unlock
         assert owner.wait(30) == -signal.SIGKILL
+        assert current_owner("pynqz2-emulated") is None        # its PID is still in the file
+        assert lock.read_text().splitlines()[0] == str(pid)
         third = _start(shared)
         line = _first_line(third)
         assert line.startswith("OWNER") and int(line.split()[1]) == third.pid, line

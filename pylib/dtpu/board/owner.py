@@ -136,9 +136,24 @@ class BoardLease:
         log.info("board lock %s released", self.path)
 
 
+def _flock_holder(path: Path) -> int | None:
+    """The PID holding a flock on `path`, from the kernel's table (/proc/locks: device as
+    major:minor in hex, then the inode), None if nobody does or the table cannot be read."""
+    try:
+        st = path.stat()
+        key = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+        for line in Path("/proc/locks").read_text().splitlines():
+            parts = line.split()
+            if len(parts) > 5 and parts[1] == "FLOCK" and parts[5] == key:
+                return int(parts[4])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
 def _owner_of(path: Path) -> tuple[int | None, str]:
-    """(PID, overlay) the owner wrote into the lock file; the PID from /proc/locks when the
-    file is still empty (the owner has the lock but has not written it yet)."""
+    """(PID, overlay) the owner wrote into the lock file; the PID from the kernel's lock table
+    when the file is still empty (the owner has the lock but has not written it yet)."""
     pid, overlay = None, ""
     try:
         lines = path.read_text().splitlines()
@@ -148,15 +163,7 @@ def _owner_of(path: Path) -> tuple[int | None, str]:
         pid = int(lines[0])
         overlay = lines[1].strip() if len(lines) > 1 else ""
     if pid is None:
-        try:
-            inode = path.stat().st_ino
-            for line in Path("/proc/locks").read_text().splitlines():
-                parts = line.split()
-                if len(parts) > 5 and parts[1] == "FLOCK" and parts[5].endswith(f":{inode}"):
-                    pid = int(parts[4])
-                    break
-        except (OSError, ValueError):
-            pass
+        pid = _flock_holder(path)
     return pid, overlay
 
 
@@ -234,11 +241,26 @@ def acquire(device: str, bitstream: str, wait_s: float = 0.0) -> BoardLease:
         time.sleep(min(POLL_S, left))
 
 
+def current_owner(device: str) -> tuple[int | None, str] | None:
+    """(PID, overlay) of whoever owns `device` now (this process included), None if nobody does:
+    a look at the kernel's lock table, not a claim (``dtpu doctor``)."""
+    path = lock_path(device)
+    with _mutex:
+        hold = _held.get(path)
+        if hold is not None and hold.pid == os.getpid():
+            return os.getpid(), hold.bitstream
+    pid = _flock_holder(path)
+    if pid is None:
+        return None
+    noted, overlay = _owner_of(path)
+    return pid, overlay if noted == pid else ""
+
+
 def held() -> dict[str, str]:
     """This process's board locks: lock file -> overlay (for diagnostics and tests)."""
     with _mutex:
         return {str(p): h.bitstream for p, h in _held.items() if h.pid == os.getpid()}
 
 
-__all__ = ["BoardBusyError", "BoardLease", "LOCK_DIR_ENV", "acquire", "device_name", "held",
+__all__ = ["BoardBusyError", "BoardLease", "LOCK_DIR_ENV", "acquire", "current_owner", "device_name", "held",
            "lock_dir", "lock_path"]

@@ -197,6 +197,25 @@ def test_in_one_process_the_same_overlay_is_shared_another_is_refused(emu, tmp_p
     assert owner.held() == {}
 
 
+def test_a_backend_refused_after_opening_the_board_gives_it_back(emu, tmp_path):
+    """path=lists on a 1.2 bitstream is refused once the core's VERSION has been read: the
+    backend closes the transport, so the board's lock is free at once (no collection needed)."""
+    import gc
+
+    from dtpu.backends import get
+    from dtpu.board import owner
+    from dtpu.board.emulate import write_design
+
+    bit12 = write_design(tmp_path, contract=1)
+    gc.disable()
+    try:
+        with pytest.raises(ValueError, match=r"path=lists.*contract 1.2"):
+            get("pynq")({"bitstream": str(bit12), "path": "lists"})
+        assert owner.held() == {}
+    finally:
+        gc.enable()
+
+
 def test_board_wait_s_is_checked():
     from dtpu.delegate.options import parse
 

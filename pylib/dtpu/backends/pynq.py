@@ -45,7 +45,15 @@ class PynqBackend(ModelBackend):
         self.bitstream = check_bitstream(opts.get("bitstream") or default_bitstream())
         self.overlay: Any = None
         self.monitor: PowerMonitor | None = None
-        super().__init__(opts)
+        try:
+            super().__init__(opts)
+        except BaseException:
+            # refused after the board was opened (identity, path, precision): give the board
+            # and its owner lock back now, not whenever the transport is collected
+            t = getattr(self, "transport", None)
+            if t is not None:
+                t.close()
+            raise
         meter = opts.get("power_meter")
         self.monitor = PowerMonitor(self._xadc_sampler(), external=power_source(meter),
                                     period_s=float(opts.get("xadc_period_s", DEFAULT_PERIOD_S)))

@@ -149,21 +149,33 @@ def _locked(out_dir: Path):
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _compile(work: Path, pylib: Path, verbose: bool) -> Path:
+#: the compiler flags of dtpu.so (delegate/cross.py compiles the same source with the same
+#: flags, plus -Werror, for the board's armv7l)
+CFLAGS = ["-O2", "-fvisibility=hidden", "-Wall", "-Wextra", "-Wno-unused-parameter",
+          "-Wno-missing-field-initializers"]
+
+
+def ffi_builder(pylib: Path = DEFAULT_PYLIB, link_args: list[str] | None = None):
+    """The cffi builder of dtpu.so: declarations, embedding init code, the C glue as source."""
     import cffi
 
     ffibuilder = cffi.FFI()
     ffibuilder.cdef(abi_cdef() + cpath_cdef() + glue_cdef())
     ffibuilder.embedding_init_code(INIT_CODE.format(pylib=str(Path(pylib).resolve()), module=MODULE_NAME))
-    libdir, _ = libpython()
     ffibuilder.set_source(
         MODULE_NAME,
         '#include "dtpu_delegate.c"\n#include "dtpu_cpath.c"\n',
         include_dirs=[str(HERE)],
-        extra_compile_args=["-O2", "-fvisibility=hidden", "-Wall", "-Wextra", "-Wno-unused-parameter",
-                            "-Wno-missing-field-initializers"],
-        extra_link_args=[f"-Wl,-rpath,{libdir}"] if libdir else [],  # find the same libpython
+        extra_compile_args=list(CFLAGS),
+        extra_link_args=list(link_args or []),
     )
+    return ffibuilder
+
+
+def _compile(work: Path, pylib: Path, verbose: bool) -> Path:
+    libdir, _ = libpython()
+    # find the same libpython
+    ffibuilder = ffi_builder(pylib, [f"-Wl,-rpath,{libdir}"] if libdir else [])
     quiet = contextlib.nullcontext() if verbose else _silenced()
     with quiet:
         produced = ffibuilder.compile(tmpdir=str(work), target=LIBRARY_NAME, verbose=verbose)

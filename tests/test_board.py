@@ -407,17 +407,18 @@ def test_zoo_model_through_the_delegate_on_the_emulated_board(emu, dtpu_so, tfl)
 
 
 def test_pynq_allocate_buffers_are_not_coherent_with_the_emulated_ddr(emu):
-    """pynq.allocate gives pynq's own PynqBuffer; the DMAs see the emulated DDR, which only
-    flush (host -> DDR) and invalidate (DDR -> host) bring in step, as a cache would on the board;
-    freebuffer gives the region back."""
+    """pynq.allocate(cacheable=True) gives pynq's own PynqBuffer whose host view is a cache: the
+    device sees the emulated DDR, which only flush (host -> DDR) and invalidate (DDR -> host)
+    bring in step, as on the board; freebuffer gives the region back. pynq's default buffer is
+    uncached (XRT's cacheable=0 on the board): the host writes and reads DDR itself."""
     import pynq
 
     from dtpu.board.emulate import current_board
 
     ddr = current_board().ddr
-    buf = pynq.allocate((4,), dtype=np.uint64)
+    buf = pynq.allocate((4,), dtype=np.uint64, cacheable=True)
     assert isinstance(buf, pynq.buffer.PynqBuffer) and buf.physical_address % 4096 == 0
-    assert buf[1:].physical_address == buf.physical_address + 8
+    assert buf.cacheable and buf[1:].physical_address == buf.physical_address + 8
     buf[:] = [1, 2, 3, 4]
     assert not ddr.read(buf.physical_address, 32).any()          # not flushed yet
     buf[1:3].flush()
@@ -429,6 +430,41 @@ def test_pynq_allocate_buffers_are_not_coherent_with_the_emulated_ddr(emu):
     addr = buf.physical_address
     buf.freebuffer()
     assert addr not in ddr
+
+    plain = pynq.allocate((4,), dtype=np.uint64)
+    assert not plain.cacheable
+    plain[:] = [5, 6, 7, 8]
+    assert list(ddr.read(plain.physical_address, 32).view(np.uint64)) == [5, 6, 7, 8]
+    ddr.write(plain.physical_address, np.array([1, 1, 1, 1], dtype=np.uint64))
+    assert list(plain) == [1, 1, 1, 1]
+    plain.freebuffer()
+
+
+def test_the_device_reading_unflushed_bytes_is_an_error(emu):
+    """The stale-cache model: the device (its memory port, an MM2S DMA) reading bytes of a
+    cacheable buffer that the host changed since their last flush raises, naming the first such
+    byte; flushed, or never changed, bytes read fine; an invalidate makes the host's copy DDR's."""
+    import pynq
+
+    from dtpu.board.emulate import current_board
+    from dtpu.board.emulate.board import HpPort, StaleCacheError
+
+    port = HpPort(current_board().ddr)
+    buf = pynq.allocate((64,), dtype=np.uint8, cacheable=True)
+    addr = buf.physical_address
+    buf[:] = np.arange(64, dtype=np.uint8)
+    buf[:40].flush()
+    assert list(port.read(addr, 40)) == list(range(40))        # flushed: read as written
+    with pytest.raises(StaleCacheError, match=rf"24 of which the host wrote and did not flush "
+                                              rf"\(the first at {addr + 40:#x}, offset 40"):
+        port.read(addr + 32, 32)
+    buf[40:].flush()
+    assert list(port.read(addr + 32, 32)) == list(range(32, 64))
+    port.write(addr, np.full(8, 0xEE, np.uint8))                # the device writes 8 bytes
+    assert list(buf[:8]) == list(range(8))                      # the host still has its old copy
+    buf[:8].invalidate()
+    assert list(buf[:8]) == [0xEE] * 8
+    buf.freebuffer()
 
 
 def test_the_transport_streams_through_pynq_buffers_and_pynq_dma_channels(emu):

@@ -90,10 +90,10 @@ def test_one_row_arithmetic(tiny):
     assert old["speedup_slow"] == pytest.approx(slow / old["whole_ms"])
     # 2.0
     n = new["ops"]
+    moved = n["copy_in_bytes"] + n["copy_out_bytes"]       # through the cacheable list buffer
     host20 = (5 * c["mmio_read_us"] + 3 * c["mmio_write_us"] + c["irq_wait_us"]
               + 2 * c["cache_op_us"]) / 1000 \
-        + n["copy_in_bytes"] / (c["copy_MBps"] * 1000) \
-        + n["copy_out_bytes"] / (c["uncached_read_MBps"] * 1000)
+        + moved / (c["copy_MBps"] * 1000) + moved / (c["cache_maint_MBps"] * 1000)
     assert new["host_ms"] == pytest.approx(host20)
     assert new["whole_ms"] == pytest.approx(new["cycles"] / 100e3 + host20 + cpu)
     assert new["host"]["total"] == pytest.approx(sum(v for k, v in new["host"].items() if k != "total"))

@@ -101,7 +101,7 @@ def test_doctor_reports_what_is_installed():
     report = json.loads(proc.stdout)
     items = {r["item"]: r for r in report["checks"]}
     assert report["ok"] is True
-    for item in ("python", "libpython (shared)", "numpy", "cffi", "TFLite runtime", "C compiler",
+    for item in ("python", "libpython (shared)", "Python headers", "numpy", "cffi", "TFLite runtime", "C compiler",
                  "dtpu.so", "backends", "Verilator", "cocotb", "yosys", "Vivado", "pynq", "board"):
         assert item in items, item
         assert items[item]["status"] in ("ok", "missing", "info")
@@ -109,6 +109,21 @@ def test_doctor_reports_what_is_installed():
 
     assert items["TFLite runtime"]["detail"] == tflite.runtime_version()
     assert items["board"]["detail"].startswith(("absent", "present"))
+    assert items["Python headers"]["status"] == "ok"   # this machine builds dtpu.so
+
+
+def test_doctor_names_missing_python_headers(monkeypatch, tmp_path):
+    """dtpu.so is compiled against Python.h: an image without python3-dev (the PYNQ image until
+    step 2 of docs/board.md) gets a required row saying what to install."""
+    import sysconfig
+
+    from dtpu.cli import doctor_checks
+
+    paths = dict(sysconfig.get_paths(), include=str(tmp_path))
+    monkeypatch.setattr(sysconfig, "get_paths", lambda *a, **k: paths)
+    row = next(r for r in doctor_checks() if r["item"] == "Python headers")
+    assert row["status"] == "missing" and row["required"]
+    assert f"no Python.h in {tmp_path}" in row["detail"] and "apt-get install python3-dev" in row["detail"]
 
 
 def test_doctor_table_and_emulated_board():

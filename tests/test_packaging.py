@@ -7,6 +7,7 @@ but the build backend's (setuptools, as pip would fetch it)."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import sysconfig
@@ -80,3 +81,21 @@ def test_readme_and_pyproject_name_the_same_python_versions():
     assert "Python 3.10 or newer" in readme and "only Python 3.11" not in readme
     board = (ROOT / "docs" / "board.md").read_text()
     assert "Python 3.10" in board      # the PYNQ-Z2 image's (PYNQ v3.0 / v3.1, Ubuntu 22.04)
+
+
+def test_the_package_carries_every_source_dtpu_so_is_built_from():
+    """An installed package builds dtpu.so from dtpu/delegate/csrc/ (setup.py copies it there,
+    MANIFEST.in puts it in the sdist): every file build.py compiles or reads must be in both, or
+    `dtpu build` on the board fails where a checkout works (dtpu_glue.h was missing from both)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("dtpu_delegate_build", ROOT / "delegate" / "build.py")
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    setup = (ROOT / "setup.py").read_text()
+    shipped = set(re.search(r"DELEGATE_SOURCES = \(([^)]*)\)", setup).group(1).replace('"', "")
+                  .replace(" ", "").split(","))
+    manifest = (ROOT / "MANIFEST.in").read_text()
+    needed = set(build.SOURCES) | {"dtpu_delegate.c"}
+    assert needed <= shipped, needed - shipped
+    assert all(f"delegate/{name}" in manifest for name in needed)

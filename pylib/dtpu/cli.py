@@ -297,7 +297,11 @@ def _board() -> tuple[str, str]:
         return "absent", "not a Zynq board (no /sys/class/fpga_manager/fpga0 or /dev/xdevcfg)"
     bit = default_bitstream()
     have = "found" if bit.is_file() else "missing (make -C hw/overlays; copy .bit and .hwh there)"
-    return "present", f"Zynq FPGA manager present; overlay {bit} {have}"
+    from dtpu.board import owner
+
+    held = owner.current_owner(fpga.name)
+    who = (f"in use by PID {held[0]} with {held[1] or 'an unnamed overlay'}" if held else "free")
+    return "present", f"Zynq FPGA manager present; overlay {bit} {have}; DTPU {who}"
 
 
 def doctor_checks(load: bool = False) -> list[dict[str, Any]]:
@@ -322,6 +326,10 @@ def doctor_checks(load: bool = False) -> list[dict[str, Any]]:
     row("libpython (shared)", shared, str(Path(libdir) / ldlib) if shared else
         "this Python has no shared libpython: dtpu.so cannot be built for it (use a python.org, "
         "pyenv with --enable-shared, or distribution Python)", required=True)
+    include = Path(sysconfig.get_paths().get("include", ""))
+    row("Python headers", (include / "Python.h").is_file(), str(include) if (include / "Python.h")
+        .is_file() else f"no Python.h in {include}: dtpu.so cannot be compiled (Debian/Ubuntu, the "
+        f"PYNQ image: sudo apt-get install python3-dev)", required=True)
     for module, required in (("numpy", True), ("cffi", True)):
         version = _version_of(module)
         row(module, version is not None, version or f"pip install {module}", required=required)

@@ -155,7 +155,8 @@ class ModelBackend(Backend):
         lowers for the build the target reports."""
         self.target = open_target(self.name, self.cfg, path=str(self.options.get("path", "auto")),
                                   precision=self.precision,
-                                  bitstream=self.bitstream)
+                                  bitstream=self.bitstream,
+                                  board_wait_s=float(self.options.get("board_wait_s", 0.0)))
         self.cfg = self.target.cfg
         return self.target.transport
 

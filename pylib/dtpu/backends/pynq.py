@@ -12,8 +12,9 @@ backend=model (the build must match the bitstream: checked against ID/VERSION/HW
 Power per invoke: XADC temperature and voltages (measured), power and energy from the meter or
 else estimated from the counters (docs/power.md).
 
-One backend drives the one DTPU of the board: calls are serialized, and a second pynq delegate
-in the same process would reprogram the PL under the first.
+One backend drives the one DTPU of the board: calls are serialized. Opening the board takes its
+owner lock (:mod:`dtpu.board.owner`): another process, or a delegate of this process with
+another overlay, is refused naming the owner (or waits up to the ``board_wait_s`` option).
 """
 from __future__ import annotations
 
@@ -44,7 +45,15 @@ class PynqBackend(ModelBackend):
         self.bitstream = check_bitstream(opts.get("bitstream") or default_bitstream())
         self.overlay: Any = None
         self.monitor: PowerMonitor | None = None
-        super().__init__(opts)
+        try:
+            super().__init__(opts)
+        except BaseException:
+            # refused after the board was opened (identity, path, precision): give the board
+            # and its owner lock back now, not whenever the transport is collected
+            t = getattr(self, "transport", None)
+            if t is not None:
+                t.close()
+            raise
         meter = opts.get("power_meter")
         self.monitor = PowerMonitor(self._xadc_sampler(), external=power_source(meter),
                                     period_s=float(opts.get("xadc_period_s", DEFAULT_PERIOD_S)))

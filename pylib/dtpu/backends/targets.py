@@ -42,10 +42,10 @@ class Target:
 
 
 def open_target(name: str, cfg: HwConfig, *, path: str = "auto", precision: str = "auto",
-                bitstream: str | None = None) -> Target:
+                bitstream: str | None = None, board_wait_s: float = 0.0) -> Target:
     """Open target `name` (one of :data:`TARGETS`) for a host configured as `cfg`, with the
     delegate options `path` and `precision` (they choose the RTL top) and, for the board,
-    `bitstream`."""
+    `bitstream` and `board_wait_s` (how long to wait for another owner of the board to go)."""
     if name == "model":
         return Target(ModelTransport(Core(cfg), lists=True), cfg)
     if name == "rtl":
@@ -53,7 +53,7 @@ def open_target(name: str, cfg: HwConfig, *, path: str = "auto", precision: str 
     if name == "pynq":
         if bitstream is None:
             raise ValueError("open_target('pynq'): no bitstream; pass the overlay's .bit")
-        return _open_pynq(cfg, bitstream)
+        return _open_pynq(cfg, bitstream, float(board_wait_s))
     raise ValueError(f"open_target: unknown target {name!r}; accepted: {', '.join(TARGETS)}")
 
 
@@ -93,16 +93,36 @@ def _open_rtl(cfg: HwConfig, path: str, precision: str) -> Target:
     return Target(t, host, native_build=native_build)
 
 
-def _open_pynq(cfg: HwConfig, bitstream: str) -> Target:
+def _open_pynq(cfg: HwConfig, bitstream: str, wait_s: float) -> Target:
     """The DTPU of the bitstream, lowered for the build it reports (HWCFG0/1: array, memory
     sizes, precisions): a board build synthesized with fewer precisions than the contract's
-    defaults (the one that fits the xc7z020, docs/synthesis.md) just claims less."""
-    from dtpu.board import load_overlay
-    from dtpu.board.ip import config_from_hwcfg
+    defaults (the one that fits the xc7z020, docs/synthesis.md) just claims less.
+
+    The board's owner lock (:mod:`dtpu.board.owner`) is taken before the overlay is touched
+    (loading it reprograms the PL) and held by the transport until it is closed; an opener of
+    this process with the same overlay shares it and does not download the overlay again."""
+    from pathlib import Path
+
+    from dtpu.board import import_pynq, load_overlay, owner
     from dtpu.board.transport import PynqTransport
 
-    overlay = load_overlay(bitstream)
-    t = PynqTransport(overlay, cfg)
+    pynq = import_pynq()
+    lease = owner.acquire(owner.device_name(pynq.Device.active_device),
+                          str(Path(bitstream).resolve()), wait_s)
+    try:
+        overlay = load_overlay(bitstream, download=False)
+        if not (lease.shared and overlay.is_loaded()):
+            overlay.download()
+        t = PynqTransport(overlay, cfg, lease=lease)
+        return _check_build(t, cfg, bitstream, overlay)
+    except BaseException:
+        lease.release()
+        raise
+
+
+def _check_build(t, cfg: HwConfig, bitstream: str, overlay) -> Target:
+    from dtpu.board.ip import config_from_hwcfg
+
     ip, c = t.ip, cfg
     if ip.reg("ID") == c.ID and ip.reg("VERSION") in (c.VERSION, c.VERSION2):  # else check_identity names it
         built = config_from_hwcfg(ip.reg("HWCFG0"), ip.reg("HWCFG1"), c)

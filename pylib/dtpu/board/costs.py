@@ -57,6 +57,16 @@ COSTS: dict[str, dict] = {
         source="one PynqBuffer.flush (send) or invalidate (receive) per transfer: on the Zynq "
                "pynq 4.0 calls XRT's bo.sync (pynq/pl_server/xrt_device.py), a system call; no "
                "published figure found, assumed 20 us on the A9"),
+    "cache_maint_MBps": dict(
+        value=500.0, unit="MB/s (bytes of a cacheable buffer flushed or invalidated)",
+        kind="assumption",
+        source="2.0 copies through cacheable buffers (pynq.allocate(cacheable=True), "
+               "pylib/dtpu/board/transport.py) and flushes or invalidates exactly the bytes "
+               "moved (pylib/dtpu/driver/lists.py): the kernel walks the range line by line, "
+               "the Cortex-A9's L1 (32-byte lines, one maintenance instruction each) and the "
+               "PL310 L2 controller (one register operation per line). No published figure "
+               "found; assumed ~40 cycles per 32-byte line at 650 MHz, about 500 MB/s, on top "
+               "of the per-call cache_op_us"),
     "copy_MBps": dict(
         value=330.0, unit="MB/s (bytes copied per second)", kind="cited",
         source="https://github.com/ikwzm/udmabuf/issues/120 (Zynq-7000 on a ZYBO-Z7: 32 memcpy of "
@@ -68,7 +78,8 @@ COSTS: dict[str, dict] = {
     "uncached_read_MBps": dict(
         value=70.0, unit="MB/s (bytes copied out of a DMA buffer)", kind="cited",
         source="pynq.allocate buffers are not cacheable by default on the Zynq (pynq 4.0 "
-               "pl_server/xrt_device.py: cacheable=0, XRT 'normal' buffer objects), and reading "
+               "pl_server/xrt_device.py: cacheable=0, XRT 'normal' buffer objects; the 1.2 "
+               "path's DMA buffers are such, the 2.0 path's list buffer is cacheable), and reading "
                "uncached memory is slow: https://github.com/ikwzm/udmabuf/issues/120 (Zynq-7000, "
                "the same 32 memcpy of 16 MiB out of an uncached DMA buffer took 7.634 s, about "
                "70 MB/s) and https://github.com/bmartini/zynq-xdma/issues/10 (ZedBoard: about "
@@ -187,13 +198,14 @@ def host_ms_12(ops: dict, c: dict) -> dict:
 def host_ms_20(ops: dict, c: dict) -> dict:
     """Host milliseconds of one command-list invoke (contract 2.0): the driver's register
     accesses, one completion per doorbell, the input copy into and the output copy out of the
-    partitions' DDR buffers (a flush and an invalidate call each). `ops` holds mmio_reads,
-    mmio_writes, doorbells, copy_in_bytes, copy_out_bytes, partitions."""
+    partitions' cacheable DDR buffer at memcpy rate, with a flush of the bytes copied in and
+    an invalidate of the bytes copied out (a call each per partition, and the lines walked).
+    `ops` holds mmio_reads, mmio_writes, doorbells, copy_in_bytes, copy_out_bytes, partitions."""
+    moved = ops["copy_in_bytes"] + ops["copy_out_bytes"]
     return _host(
         registers=mmio_us(ops["mmio_reads"], ops["mmio_writes"], c) / 1e3,
         dma=0.0, transforms=0.0,
-        copies=bytes_ms(ops["copy_in_bytes"], c["copy_MBps"])
-        + bytes_ms(ops["copy_out_bytes"], c["uncached_read_MBps"])
+        copies=bytes_ms(moved, c["copy_MBps"]) + bytes_ms(moved, c["cache_maint_MBps"])
         + 2 * ops["partitions"] * c["cache_op_us"] / 1e3,
         completion=ops["doorbells"] * c["irq_wait_us"] / 1e3)
 

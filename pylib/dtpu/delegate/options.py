@@ -46,6 +46,7 @@ class DelegateOptions:
     path: str = "auto"                             # auto | lists | jobs (contract 2.0 or 1.2)
     fold: bool = True                              # PADs folded, RESHAPE / SQUEEZE as views
     invoke: str = "c"                              # c | python: who runs a compiled list's invoke
+    board_wait_s: float = 0.0                      # backend=pynq: wait for the board's owner to go
 
     @property
     def report_path(self) -> str | None:
@@ -66,6 +67,8 @@ class DelegateOptions:
             options["prefetch"] = False
         if self.path != "auto":
             options["path"] = self.path
+        if self.board_wait_s:
+            options["board_wait_s"] = self.board_wait_s
         return options
 
     def to_dict(self) -> dict[str, Any]:
@@ -83,6 +86,7 @@ class DelegateOptions:
             "path": self.path,
             "fold": "on" if self.fold else "off",
             "invoke": self.invoke,
+            "board_wait_s": f"{self.board_wait_s:g}",
         }
 
 
@@ -215,6 +219,18 @@ def _invoke(value: str) -> str:
     if text not in INVOKES:
         raise _invalid("invoke", value, "c or python")
     return text
+#: the longest board_wait_s accepted (a day): longer is a typo, not a plan
+BOARD_WAIT_MAX_S = 86400.0
+
+
+def _board_wait(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = float("nan")
+    if not (0.0 <= seconds <= BOARD_WAIT_MAX_S):
+        raise _invalid("board_wait_s", value, f"a number of seconds in [0, {BOARD_WAIT_MAX_S:g}]")
+    return seconds
 
 
 _PARSERS: dict[str, Callable[[str], Any]] = {
@@ -231,6 +247,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "path": _path,
     "fold": _fold,
     "invoke": _invoke,
+    "board_wait_s": _board_wait,
 }
 
 # The option table of docs/delegate.md: key -> (accepted values, default, meaning).
@@ -281,6 +298,12 @@ TABLE = {
                "cache maintenance, doorbell, completion, counters; Python only builds the "
                "report), `python` keeps every invoke in Python (docs/delegate.md, \"The C invoke "
                "path\")"),
+    "board_wait_s": ("number of seconds in [0, 86400]", "`0`",
+                     "backend=pynq: one process owns the board at a time (a lock held while the "
+                     "delegate lives, released when its process ends, even by `kill -9`); when "
+                     "another process, or another delegate of this process with another overlay, "
+                     "owns it, wait up to this long for it to go, then fail naming the owner's PID "
+                     "(docs/board.md)"),
 }
 
 

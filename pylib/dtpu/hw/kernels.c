@@ -62,7 +62,7 @@ static inline int64_t requant1(int variant, int64_t total, int64_t m, int64_t s)
     /* nudge 2^30 if ab >= 0 else 1 - 2^30; then t / 2^31 truncated towards zero */
     int64_t t = add64(ab, (1LL << 30) - (int64_t)(ab < 0) * ((1LL << 31) - 1));
     int64_t high = (t + ((t >> 63) & ((1LL << 31) - 1))) >> 31;
-    high = (a == I32MIN) & (m == I32MIN) ? I32MAX : high;
+    high = ((a == I32MIN) & (m == I32MIN)) ? I32MAX : high;
     int64_t mask = shl64(1, right) - 1;
     int64_t threshold = shr64(mask, 1) + (high < 0);
     return add64(shr64(high, right), (high & mask) > threshold);

@@ -121,10 +121,19 @@ def installed() -> bool:
     return sys.modules["dtpu.board.emulate.device"].active()
 
 
+def design_dir() -> Path:
+    """The directory the emulated overlay was written to by :func:`install` (this process's
+    emulated board: its lock file defaults to here, :mod:`dtpu.board.owner`)."""
+    if not _design_dir:
+        raise RuntimeError("the board emulation is not installed: no emulated design directory "
+                           "(dtpu.board.emulate.install() first)")
+    return _design_dir[0]
+
+
 def current_board() -> Board:
     """The emulated board (what the last Overlay download programmed)."""
     return BOARD
 
 
 __all__ = ["Access", "BOARD", "Board", "PART", "PLACEHOLDER", "bit_file", "current_board",
-           "install", "installed", "uninstall", "write_design"]
+           "design_dir", "install", "installed", "uninstall", "write_design"]

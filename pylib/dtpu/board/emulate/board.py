@@ -43,21 +43,37 @@ class Access:
     """One trace entry: a register access, or a DMA event (op 'dma')."""
 
     device: str
-    op: str          # 'r', 'w' or 'dma'
+    op: str          # 'r', 'w' or 'dma'; device 'cache': 'flush' or 'invalidate' (offset: address)
     offset: int
     value: int
     note: str = ""
 
 
+class StaleCacheError(RuntimeError):
+    """The emulated device read bytes of a cacheable buffer that the host changed and did not
+    flush: on the board it would have read what DDR held before (the host's bytes still in its
+    cache). Raised so that a missing or short flush fails where it happens."""
+
+
 class Ddr:
     """The PS DDR the DMAs see: physically contiguous regions by address (what
-    ``pynq.allocate`` hands out), each its own bytes, apart from the host's view of the buffer
-    (the device copies between the two on ``flush``/``invalidate``)."""
+    ``pynq.allocate`` hands out), each its own bytes.
+
+    A cacheable buffer (``allocate(cacheable=True)``) also has the host's view, its cache: the
+    device copies between the two on ``flush``/``invalidate`` only, and keeps `synced`, the
+    host's bytes as of their last flush or invalidate. A device read of bytes whose host copy
+    differs from `synced` (the host wrote them and did not flush) raises
+    :class:`StaleCacheError`; a host read of bytes the device wrote and the host did not
+    invalidate gets what the host's copy held before (the previous invoke's outputs, say):
+    wrong data, as on the board. An uncached buffer (pynq's default) has no host copy: its host
+    view is the region itself."""
 
     def __init__(self) -> None:
         self._starts: list[int] = []
         self._bufs: dict[int, np.ndarray] = {}
         self._next = DDR_BASE
+        #: cacheable regions: start -> (host view, its bytes at the last flush/invalidate)
+        self._cached: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     def alloc(self, nbytes: int) -> int:
         """A zeroed region of `nbytes` (page-aligned, as CMA allocations are); its address:
@@ -78,6 +94,66 @@ class Ddr:
         if addr in self._bufs:
             del self._bufs[addr]
             self._starts.remove(addr)
+            self._cached.pop(addr, None)
+
+    def region(self, addr: int) -> np.ndarray | None:
+        """The whole region starting at `addr` (an uncached buffer's host view), None if none."""
+        return self._bufs.get(addr)
+
+    # -- the cache of cacheable buffers ----------------------------------------------------------
+
+    def attach_cache(self, addr: int, host: np.ndarray) -> None:
+        """Make `host` (uint8, as long as the buffer) the host's cached view of region `addr`."""
+        if addr not in self._bufs:
+            raise RuntimeError(f"no region at {addr:#x} to attach a cache to")
+        self._cached[addr] = (host, host.copy())
+
+    def flush(self, addr: int, nbytes: int) -> None:
+        """Host -> DDR for [addr, addr+nbytes) of a cacheable region (its bytes now synced)."""
+        host, synced, off = self._cache_of(addr, nbytes, "flush")
+        self._checked(addr, nbytes)[:] = host[off:off + nbytes]
+        synced[off:off + nbytes] = host[off:off + nbytes]
+
+    def invalidate(self, addr: int, nbytes: int) -> None:
+        """DDR -> host for [addr, addr+nbytes) of a cacheable region (its bytes now synced)."""
+        host, synced, off = self._cache_of(addr, nbytes, "invalidate")
+        host[off:off + nbytes] = self._checked(addr, nbytes)
+        synced[off:off + nbytes] = host[off:off + nbytes]
+
+    def _cache_of(self, addr: int, nbytes: int, what: str) -> tuple[np.ndarray, np.ndarray, int]:
+        i = bisect.bisect_right(self._starts, addr) - 1
+        start = self._starts[i] if i >= 0 else None
+        hit = self._cached.get(start) if start is not None else None
+        if hit is None or addr - start + nbytes > hit[0].size:
+            raise RuntimeError(f"{what} of {nbytes} bytes at {addr:#x}: not inside one cacheable "
+                               f"buffer")
+        return hit[0], hit[1], addr - start
+
+    def check_flushed(self, addr: int, nbytes: int, reader: str) -> None:
+        """Raise :class:`StaleCacheError` if the device is about to read bytes of a cacheable
+        buffer the host changed since their last flush (or invalidate)."""
+        if not self._cached:
+            return
+        i = bisect.bisect_right(self._starts, addr) - 1
+        if i < 0:
+            return
+        start = self._starts[i]
+        hit = self._cached.get(start)
+        if hit is None:
+            return
+        host, synced = hit
+        off = addr - start
+        end = min(off + nbytes, host.size)
+        if end <= off:
+            return
+        dirty = np.flatnonzero(host[off:end] != synced[off:end])
+        if dirty.size:
+            first = addr + int(dirty[0])
+            raise StaleCacheError(
+                f"{reader} read {nbytes} bytes at {addr:#x}, {dirty.size} of which the host wrote "
+                f"and did not flush (the first at {first:#x}, offset {first - start} of the "
+                f"buffer at {start:#x}): the device sees DDR's older bytes there; flush the range "
+                f"before the device reads it")
 
     def __contains__(self, addr: int) -> bool:
         return addr in self._bufs
@@ -132,15 +208,22 @@ class HpPort:
         self.ddr = ddr
 
     def read(self, addr: int, n: int) -> np.ndarray:
+        """Bytes as the device reads them (a view: the executor also writes results through
+        it); a cacheable buffer's unflushed host writes there are an error (:meth:`Ddr.check_flushed`)."""
         from dtpu.hw.ddr import DdrFault
         view = self.ddr.view(addr, n)
         if view is None:
             raise DdrFault("DECERR", addr, n)
+        self.ddr.check_flushed(addr, n, "the DTPU's memory port")
         return view
 
     def write(self, addr: int, data: np.ndarray) -> None:
+        from dtpu.hw.ddr import DdrFault
         b = np.ascontiguousarray(data).view(np.uint8).reshape(-1)
-        self.read(addr, b.size)[:] = b
+        view = self.ddr.view(addr, b.size)
+        if view is None:
+            raise DdrFault("DECERR", addr, b.size)
+        view[:] = b
 
 
 class DtpuDevice(Device):
@@ -275,6 +358,7 @@ class _Channel:
             return self._error(5, f"{nbytes} bytes at {self.addr:#x} are not in an allocated buffer")
         board.note(self.dma.name, f"{self.kind} start {nbytes} bytes at {self.addr:#x}", nbytes)
         if self.kind == "mm2s":
+            board.ddr.check_flushed(self.addr, nbytes, f"{self.dma.name}.mm2s")
             words = view[:nbytes // 8 * 8].view(_U64).copy()
             board.dtpu.accept(self.stream, words)  # tlast on the last word of the transfer
             self.active = True
@@ -510,6 +594,12 @@ class Board:
         if self.record:
             self.trace.append(Access(device, "dma", 0, value, note))
 
+    def cache_op(self, op: str, addr: int, nbytes: int) -> None:
+        """Record a cache maintenance operation of the host ('flush' or 'invalidate', on the
+        physical range [addr, addr+nbytes)): device 'cache' in :attr:`trace`."""
+        if self.record:
+            self.trace.append(Access("cache", op, addr, nbytes))
+
     def read(self, addr: int) -> int:
         with self.lock:
             dev, off = self._find(addr)
@@ -547,5 +637,5 @@ class Board:
 
 BOARD = Board()
 
-__all__ = ["Access", "AxiDmaDevice", "AxiIntcDevice", "BOARD", "Board", "Ddr", "DtpuDevice", "Slcr", "XadcDevice",
-           "config_from_params"]
+__all__ = ["Access", "AxiDmaDevice", "AxiIntcDevice", "BOARD", "Board", "Ddr", "DtpuDevice", "Slcr",
+           "StaleCacheError", "XadcDevice", "config_from_params"]

@@ -27,9 +27,10 @@ provides them: :meth:`EmulatedDevice.mmap` returns a :class:`RegisterWindow` (an
 array of 32-bit words whose reads and writes are bus transactions on the emulated board),
 :meth:`EmulatedDevice.download` programs the emulated PL from the overlay's metadata,
 :class:`EmulatedMemory` hands out ``PynqBuffer`` objects over the emulated DDR, and
-``flush``/``invalidate`` copy between a buffer's host view and the DDR the DMAs read (a
-non-coherent cache, so a missing flush or invalidate gives wrong data here as it would on the
-board). Interrupts: the block design connects none (build.tcl: the driver polls). In the
+``flush``/``invalidate`` copy between a cacheable buffer's host view and the DDR the device
+reads (a non-coherent cache: a missing invalidate gives wrong data here as it would on the
+board, a missing flush raises where the device reads the bytes; an uncached buffer, pynq's
+default, is the DDR itself). Interrupts: the block design connects none (build.tcl: the driver polls). In the
 ``interrupts=True`` variant of the emulated design (DTPU ``irq`` -> AXI interrupt controller ->
 ``IRQ_F2P``) ``pynq.Interrupt`` and pynq's ``_InterruptController`` are the real code (on the
 emulated controller's registers); the PS end of the line is the Linux UIO driver on the board
@@ -116,25 +117,30 @@ class RegisterWindow:
 class EmulatedMemory:
     """The PS DDR as ``pynq.allocate`` sees it: physically contiguous buffers.
 
-    A buffer's host view is a numpy array (the ``PynqBuffer``); what the DMAs read and write is
-    the emulated DDR at its ``physical_address``. The two are kept apart (a non-coherent cache):
-    ``flush`` copies host to DDR, ``invalidate`` DDR to host, as pynq's DMA driver does around
-    its transfers.
+    ``cacheable=False``, pynq's default (XRT's ``cacheable=0`` on the board: the CPU maps the
+    buffer uncached, every access goes to DDR): the host's view is the emulated DDR region
+    itself, coherent with the device, and pynq skips flush and invalidate. ``cacheable=True``:
+    the host's view is its own array, the CPU's cache: ``flush`` copies host to DDR,
+    ``invalidate`` DDR to host, and the emulated DDR checks that the device reads no byte the
+    host changed and did not flush (:class:`dtpu.board.emulate.board.Ddr`).
     """
 
     def __init__(self, device: "EmulatedDevice") -> None:
         self.device = device
 
-    def allocate(self, shape: Any, dtype: Any, cacheable: bool = True, **kwargs: Any) -> PynqBuffer:
-        """A zeroed buffer; `cacheable` is accepted as pynq's allocate takes it, but every buffer
-        is modelled non-coherent (pynq flushes and invalidates them all: ``coherent=False``)."""
+    def allocate(self, shape: Any, dtype: Any, cacheable: bool = False, **kwargs: Any) -> PynqBuffer:
+        """A zeroed buffer, cached or not as asked (module docstring of this class)."""
         dtype = np.dtype(dtype)
         nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
         board = self.device.board
         addr = board.ddr.alloc(nbytes)
-        host = np.zeros(max(nbytes, 1), dtype=np.uint8)
+        if cacheable:
+            host = np.zeros(max(nbytes, 1), dtype=np.uint8)
+            board.ddr.attach_cache(addr, host)
+        else:
+            host = board.ddr.region(addr)[:max(nbytes, 1)]
         buf = PynqBuffer(shape, dtype, buffer=host.data, device=self.device, device_address=addr,
-                         bo=addr, coherent=False)
+                         bo=addr, coherent=not cacheable)
         # PynqBuffer.freebuffer gives a buffer with a `pointer` back to `return_to` (the path of
         # XRT's buffer cache); `freed` keeps it from munmap-ing memory it did not map
         buf.memory = self
@@ -202,6 +208,8 @@ class EmulatedDevice(Device):
     def __init__(self, board: Board = BOARD) -> None:
         super().__init__("dtpu_emulated_pynqz2")
         self.name = "PYNQ-Z2 (emulated by dtpu.board.emulate)"
+        #: the name its owner lock carries (dtpu.board.owner; the board's is its FPGA manager's)
+        self.lock_name = "pynqz2-emulated"
         self.arch = ZYNQ_ARCH
         self.board = board
         self.capabilities = {"MEMORY_MAPPED": True, "REGISTER_RW": False, "CALLABLE": False}
@@ -222,16 +230,16 @@ class EmulatedDevice(Device):
         return RegisterWindow(self.board, base_addr, int(length) >> 2)
 
     def flush(self, bo: int, offset: int, ptr: int, size: int) -> None:
-        host = self._host.get(bo)
-        if host is None:
+        if bo not in self._host:
             raise RuntimeError(f"flush of a freed buffer (physical address {bo:#x})")
-        self.board.ddr.write(bo + offset, host[offset:offset + size])
+        self.board.ddr.flush(bo + offset, size)
+        self.board.cache_op("flush", bo + offset, size)
 
     def invalidate(self, bo: int, offset: int, ptr: int, size: int) -> None:
-        host = self._host.get(bo)
-        if host is None:
+        if bo not in self._host:
             raise RuntimeError(f"invalidate of a freed buffer (physical address {bo:#x})")
-        host[offset:offset + size] = self.board.ddr.read(bo + offset, size)
+        self.board.ddr.invalidate(bo + offset, size)
+        self.board.cache_op("invalidate", bo + offset, size)
 
     def get_bitfile_metadata(self, bitfile_name: str, partial: bool = False):
         """The overlay's metadata as pynq's embedded device reads it: the .hwh beside the

@@ -1,0 +1,133 @@
+"""Issue 27.2, no uncached reads on the hot path: on the board the command-list buffer is
+cacheable (pynq.allocate(cacheable=True)), an invoke flushes exactly its inputs' bytes before the
+doorbell and invalidates exactly its outputs' bytes after the completion. The emulated board's
+stale-cache model (dtpu.board.emulate.board.Ddr) makes each missing step fail: the device reading
+bytes the host did not flush raises, the host reading bytes it did not invalidate gets the
+previous invoke's outputs."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.delegate_util import emulated_board
+from tests.test_lists_path import _node
+
+
+@pytest.fixture(scope="module")
+def emu(tmp_path_factory):
+    yield from emulated_board(tmp_path_factory.mktemp("overlay"))
+
+
+@pytest.fixture
+def board(emu):
+    """A pynq backend on the emulated 2.0 board with one compiled partition of one conv, and the
+    reference outputs of two different inputs."""
+    from dtpu.backends import get
+    from dtpu.backends.base import Probes
+    from dtpu.backends.reference import ReferenceBackend
+    from dtpu.hw.listcompiler import NodeIn
+
+    be, ref = get("pynq")({"bitstream": str(emu)}), ReferenceBackend({})
+    spec, w, b = _node(4)
+    prog = be.prepare_partitions([[NodeIn(spec, w, b)]])
+    rng = np.random.default_rng(7)
+    xs = [rng.integers(-128, 128, spec.input_shape).astype(np.int8) for _ in range(2)]
+    wants = [ref.invoke(ref.prepare(spec, w, b), x, Probes())[0] for x in xs]
+    assert not np.array_equal(wants[0], wants[1])
+    yield be, prog, spec, xs, wants
+    be.release_partitions(prog)
+    be.close()
+
+
+def _invoke(be, prog, spec, x):
+    from dtpu.backends.base import Probes
+
+    out = np.zeros(spec.output_shape, np.int8)
+    be.invoke_partition(prog, 0, [x], {0: out}, Probes())
+    return out
+
+
+def test_the_list_buffer_is_cacheable_and_an_invoke_maintains_exactly_the_bytes_moved(board):
+    from dtpu.board.emulate import current_board
+
+    be, prog, spec, xs, wants = board
+    assert prog.buf.buf.cacheable                   # not pynq's uncached default
+    part = prog.program.partitions[0]
+    for x, want in zip(xs, wants):
+        trace = current_board().trace
+        trace.clear()
+        np.testing.assert_array_equal(_invoke(be, prog, spec, x), want)
+        ops = [(a.op, a.offset, a.value) for a in trace if a.device == "cache"]
+        assert ops == ([("flush", b.addr, b.nbytes) for b in part.inputs]
+                       + [("invalidate", b.addr, b.nbytes) for b in part.outputs])
+        # the maintenance brackets the list: flush before the doorbell, invalidate after it
+        kinds = [a.op if a.device == "cache" else "reg" for a in trace]
+        assert kinds[0] == "flush" and kinds[-1] == "invalidate"
+
+
+def test_a_missing_flush_raises_where_the_device_reads(board, monkeypatch):
+    from dtpu.board.emulate.board import StaleCacheError
+    from dtpu.board.transport import PynqDdrBuffer
+
+    be, prog, spec, xs, wants = board
+    np.testing.assert_array_equal(_invoke(be, prog, spec, xs[0]), wants[0])
+    monkeypatch.setattr(PynqDdrBuffer, "flush", lambda self, offset=0, nbytes=None: None)
+    with pytest.raises(StaleCacheError, match="the host wrote and did not flush"):
+        _invoke(be, prog, spec, xs[1])
+
+
+def test_a_flush_one_byte_short_names_the_byte(board, monkeypatch):
+    from dtpu.board.emulate.board import StaleCacheError
+    from dtpu.board.transport import PynqDdrBuffer
+
+    be, prog, spec, xs, wants = board
+    np.testing.assert_array_equal(_invoke(be, prog, spec, xs[0]), wants[0])
+    flush = PynqDdrBuffer.flush
+    monkeypatch.setattr(PynqDdrBuffer, "flush",
+                        lambda self, offset=0, nbytes=None: flush(self, offset, nbytes - 1))
+    x = xs[1].copy()
+    inp = prog.program.partitions[0].inputs[0]
+    last = inp.addr + inp.nbytes - 1
+    x.reshape(-1)[-1] = np.int8(~int(xs[0].reshape(-1)[-1]) & 0x7F)  # the last byte changes
+    with pytest.raises(StaleCacheError, match=rf"1 of which .* \(the first at {last:#x}"):
+        _invoke(be, prog, spec, x)
+
+
+def test_a_missing_invalidate_reads_the_previous_outputs(board, monkeypatch):
+    from dtpu.board.transport import PynqDdrBuffer
+
+    be, prog, spec, xs, wants = board
+    np.testing.assert_array_equal(_invoke(be, prog, spec, xs[0]), wants[0])
+    monkeypatch.setattr(PynqDdrBuffer, "invalidate", lambda self, offset=0, nbytes=None: None)
+    stale = _invoke(be, prog, spec, xs[1])
+    np.testing.assert_array_equal(stale, wants[0])   # the host's cached copy, not the result
+    monkeypatch.undo()
+    np.testing.assert_array_equal(_invoke(be, prog, spec, xs[1]), wants[1])
+
+
+def test_a_pynq_without_cacheable_falls_back_to_its_default_buffer(caplog):
+    """An older pynq whose allocate takes no `cacheable` still runs (uncached, slower), and says so."""
+    from dtpu.board.transport import PynqTransport
+
+    calls = []
+
+    def allocate(shape, dtype):
+        calls.append(shape)
+        return _FakeBuffer(np.zeros(shape, dtype))
+
+    t = PynqTransport.__new__(PynqTransport)
+    t._allocate = allocate
+    with caplog.at_level("WARNING", logger="dtpu"):
+        buf = t.alloc_buffer(100)
+    assert calls == [(100,)] and buf.array.size == 100
+    assert "does not take cacheable=True" in caplog.text and "uncached" in caplog.text
+
+
+class _FakeBuffer(np.ndarray):
+    def __new__(cls, a):
+        obj = np.asarray(a).view(cls)
+        obj.physical_address = 0x1000
+        return obj
+
+    def __array_finalize__(self, obj):
+        self.physical_address = getattr(obj, "physical_address", 0)

@@ -341,7 +341,8 @@ class Executor:
         if mem == 0 and addr + count > limit:
             raise ListFault("BAD_FIELD", f"LOAD of {count} weight words at {addr}: past {limit}")
         words = ddr.read(l1["SRC"], 8 * count).view(_U64)
-        self.core._write_memory("LOAD_WGT" if mem == 0 else "LOAD_PARAM", addr, words.copy())
+        # (the memories are written by assignment: a copy, so the DDR view is handed on as is)
+        self.core._write_memory("LOAD_WGT" if mem == 0 else "LOAD_PARAM", addr, words)
 
     def gather(self, ddr: Ddr, a0: dict, a1: dict, a2: dict, a3: dict, a4: dict) -> np.ndarray:
         """The activation words the load unit streams to the core for one RUN."""

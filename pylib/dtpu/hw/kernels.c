@@ -745,53 +745,66 @@ int dtpu_gather_windows(const dtpu_gather_t *G, const void *x_, void *out_) {
  * with an int16 weight row (the compiler vectorizes it as multiply-add of 16-bit pairs),
  * exact in int32 (the caller's bound). */
 
-/* one row: the activations widened to int16 once (a scratch of k), then each column's dot
- * product of two int16 rows, which gcc turns into 16-bit multiply-adds (pmaddwd), 4 columns
- * at a time so that each activation load serves 4 */
-static void gemm_row(const int16_t *ar, const int16_t *wt, int64_t k, int64_t c,
-                     const int32_t *coff, int32_t *out) {
+/* rows of activations widened to int16 once (a scratch of 2 x k), then each output one dot
+ * product of two int16 rows, which gcc turns into 16-bit multiply-adds (pmaddwd): two rows
+ * by four columns a pass, so that each load of an activation serves four columns and each
+ * load of a weight two rows */
+static inline int32_t col_off(const int32_t *coff, int64_t j) { return coff ? coff[j] : 0; }
+
+static void gemm_rows2(const int16_t *a0, const int16_t *a1, const int16_t *wt, int64_t k,
+                       int64_t c, const int32_t *coff, int32_t *o0, int32_t *o1) {
     int64_t j = 0;
     for (; j + 4 <= c; j += 4) {
         const int16_t *w0 = wt + j * k, *w1 = w0 + k, *w2 = w1 + k, *w3 = w2 + k;
-        int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+        int32_t s00 = 0, s01 = 0, s02 = 0, s03 = 0, s10 = 0, s11 = 0, s12 = 0, s13 = 0;
         for (int64_t q = 0; q < k; q++) {
-            const int32_t v = ar[q];
-            s0 += v * w0[q];
-            s1 += v * w1[q];
-            s2 += v * w2[q];
-            s3 += v * w3[q];
+            const int32_t u = a0[q], v = a1[q];
+            const int32_t x0 = w0[q], x1 = w1[q], x2 = w2[q], x3 = w3[q];
+            s00 += u * x0; s01 += u * x1; s02 += u * x2; s03 += u * x3;
+            s10 += v * x0; s11 += v * x1; s12 += v * x2; s13 += v * x3;
         }
-        out[j] = s0 + (coff ? coff[j] : 0);
-        out[j + 1] = s1 + (coff ? coff[j + 1] : 0);
-        out[j + 2] = s2 + (coff ? coff[j + 2] : 0);
-        out[j + 3] = s3 + (coff ? coff[j + 3] : 0);
+        o0[j] = s00 + col_off(coff, j); o0[j + 1] = s01 + col_off(coff, j + 1);
+        o0[j + 2] = s02 + col_off(coff, j + 2); o0[j + 3] = s03 + col_off(coff, j + 3);
+        o1[j] = s10 + col_off(coff, j); o1[j + 1] = s11 + col_off(coff, j + 1);
+        o1[j + 2] = s12 + col_off(coff, j + 2); o1[j + 3] = s13 + col_off(coff, j + 3);
     }
     for (; j < c; j++) {
         const int16_t *w0 = wt + j * k;
-        int32_t s0 = 0;
+        int32_t s0 = 0, s1 = 0;
+        for (int64_t q = 0; q < k; q++) {
+            s0 += (int32_t)a0[q] * w0[q];
+            s1 += (int32_t)a1[q] * w0[q];
+        }
+        o0[j] = s0 + col_off(coff, j);
+        o1[j] = s1 + col_off(coff, j);
+    }
+}
+
+static void widen_row(const void *a, int asigned, int64_t i, int64_t k, int16_t *row) {
+    if (asigned) {
+        const int8_t *ar = (const int8_t *)a + i * k;
         for (int64_t q = 0; q < k; q++)
-            s0 += (int32_t)ar[q] * w0[q];
-        out[j] = s0 + (coff ? coff[j] : 0);
+            row[q] = ar[q];
+    } else {
+        const uint8_t *ar = (const uint8_t *)a + i * k;
+        for (int64_t q = 0; q < k; q++)
+            row[q] = ar[q];
     }
 }
 
 int dtpu_gemm_i8(const dtpu_gemm_t *G, const void *a, int32_t *acc) {
     const int64_t m = G->m, k = G->k, c = G->c;
-    int16_t *row = (int16_t *)malloc((size_t)(k > 0 ? k : 1) * sizeof(int16_t));
-    if (!row)
+    int16_t *rows = (int16_t *)malloc((size_t)(k > 0 ? 2 * k : 2) * sizeof(int16_t));
+    if (!rows)
         return -1;
-    for (int64_t i = 0; i < m; i++) {
-        if (G->asigned) {
-            const int8_t *ar = (const int8_t *)a + i * k;
-            for (int64_t q = 0; q < k; q++)
-                row[q] = ar[q];
-        } else {
-            const uint8_t *ar = (const uint8_t *)a + i * k;
-            for (int64_t q = 0; q < k; q++)
-                row[q] = ar[q];
-        }
-        gemm_row(row, G->wt, k, c, G->coff, acc + i * c);
+    for (int64_t i = 0; i < m; i += 2) {
+        /* an odd last row is paired with itself (computed twice, written once) */
+        const int64_t i1 = i + 1 < m ? i + 1 : i;
+        widen_row(a, G->asigned, i, k, rows);
+        widen_row(a, G->asigned, i1, k, rows + k);
+        int32_t *o0 = acc + i * c, *o1 = acc + i1 * c;   /* the same row: equal values */
+        gemm_rows2(rows, rows + k, G->wt, k, c, G->coff, o0, o1);
     }
-    free(row);
+    free(rows);
     return 0;
 }

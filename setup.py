@@ -10,7 +10,7 @@ from setuptools.command.build_py import build_py
 
 HERE = Path(__file__).resolve().parent
 #: delegate/ of the checkout -> dtpu/delegate/csrc/ of the package (dtpu.delegate.source_dir)
-DELEGATE_SOURCES = ("build.py", "dtpu_abi.h", "dtpu_glue.h", "dtpu_delegate.c")
+DELEGATE_SOURCES = ("build.py", "dtpu_abi.h", "dtpu_glue.h", "dtpu_delegate.c", "dtpu_cpath.h", "dtpu_cpath.c")
 
 
 class BuildPyWithDelegateSources(build_py):

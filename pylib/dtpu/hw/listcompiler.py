@@ -151,6 +151,16 @@ class _ListBuilder:
                        f.word("ACT4", **act.get("ACT4", {})), f.word("RES0", **res["RES0"]),
                        f.word("RES1", **res.get("RES1", {})), f.word("RES2", **res.get("RES2", {}))]
 
+    def vec(self, fields: dict, src_a: int, src_b: int, dst: int, tag: int) -> None:
+        """A VEC descriptor (contract 2.1) of :func:`dtpu.hw.vec_lower.lower_vec`'s fields."""
+        f = self.f
+        v2 = dict(fields.get("VEC2", {}), DST=dst)
+        self.words += [f.word("HEADER", OP=f.opcodes["VEC"], LEN=f.length("VEC"), TAG=tag),
+                       f.word("VEC0", **fields["VEC0"]),
+                       f.word("VEC1", SRC_A=src_a, SRC_B=src_b),
+                       f.word("VEC2", **v2)] + \
+                      [f.word(k, **fields.get(k, {})) for k in ("VEC3", "VEC4", "VEC5", "VEC6", "VEC7")]
+
     def end(self) -> None:
         f = self.f
         self.words.append(f.word("HEADER", OP=f.opcodes["END"], LEN=1))

@@ -70,11 +70,23 @@ def graph_partitions_of(path_or_model, cfg: HwConfig | None = None, opcodes=CONV
     (convolutions of `opcodes` with their claim rules, and with `vector_unit` the vector
     unit's operators), cut at every other operator. Each node reads earlier nodes of its
     partition or the partition's inputs (NodeIn.src = -1 - k, k in order of first use)."""
+    return [nodes for nodes, _, _ in _partitions(path_or_model, cfg, opcodes, vector_unit)]
+
+
+def partition_tensors(path_or_model, cfg: HwConfig | None = None, opcodes=CONV_OPCODES, *,
+                      vector_unit: bool = True) -> list[tuple[list[int], list[int]]]:
+    """Per partition of :func:`graph_partitions_of`: (its input tensors by k, each node's output
+    tensor), for tests that feed a partition from the interpreter's own tensors."""
+    return [(ext, outs) for _, ext, outs in _partitions(path_or_model, cfg, opcodes, vector_unit)]
+
+
+def _partitions(path_or_model, cfg, opcodes, vector_unit) -> list[tuple[list, list, list]]:
     cfg = cfg or get_config()
     model = path_or_model if isinstance(path_or_model, Model) else load(path_or_model)
     sg = model.main
-    parts: list[list[NodeIn]] = []
+    parts: list[tuple[list, list, list]] = []
     cur: list[NodeIn] = []
+    outs: list[int] = []
     made: dict[int, int] = {}        # tensor -> index of the node of `cur` that writes it
     ext: list[int] = []              # the partition's input tensors, by k
 
@@ -107,8 +119,8 @@ def graph_partitions_of(path_or_model, cfg: HwConfig | None = None, opcodes=CONV
                 log.info("operator %d (%s) stays on the CPU: %s", op.index, op.opcode, why)
         if node is None:
             if cur:
-                parts.append(cur)
-            cur, made, ext = [], {}, []
+                parts.append((cur, ext, outs))
+            cur, made, ext, outs = [], {}, [], []
             continue
         if node[0] == "conv":
             cur.append(NodeIn(node[1], node[2], node[3], src=source(op.inputs[0])))
@@ -117,29 +129,8 @@ def graph_partitions_of(path_or_model, cfg: HwConfig | None = None, opcodes=CONV
             cur.append(NodeIn(None, None, None, src=source(op.inputs[0]), vec=vs,
                               src2=source(op.inputs[1]) if vs.binary else None))
         made[op.outputs[0]] = len(cur) - 1
+        outs.append(op.outputs[0])
     if cur:
-        parts.append(cur)
+        parts.append((cur, ext, outs))
     return parts
 
-
-def partition_tensors(path_or_model, cfg: HwConfig | None = None, opcodes=CONV_OPCODES, *,
-                      vector_unit: bool = True) -> list[tuple[list[int], list[int]]]:
-    """Per partition of :func:`graph_partitions_of`: (its input tensors by k, each node's output
-    tensor), for tests that feed a partition from the interpreter's own tensors."""
-    cfg = cfg or get_config()
-    model = path_or_model if isinstance(path_or_model, Model) else load(path_or_model)
-    sg = model.main
-    parts = graph_partitions_of(model, cfg, opcodes, vector_unit=vector_unit)
-    placed = []      # the operators of each partition, in order, found again by output name
-    by_name = {sg.tensor(op.outputs[0]).name: op for op in sg.operators}
-    for nodes in parts:
-        ops = [by_name[nd.name] for nd in nodes]
-        made = {op.outputs[0] for op in ops}
-        ext: list[int] = []
-        for op, nd in zip(ops, nodes):
-            ins = [op.inputs[0]] + ([op.inputs[1]] if nd.vec is not None and nd.vec.binary else [])
-            for t in ins:
-                if t not in made and t not in ext:
-                    ext.append(t)
-        placed.append((ext, [op.outputs[0] for op in ops]))
-    return placed

@@ -218,3 +218,11 @@ def test_reasons_name_what_the_unit_cannot_take():
         CFG)
     assert "differs from the output" in vec_reason(
         VecSpec("MAX_POOL_2D", i8, (1, 4, 4, 8), (0.1, 0), (0.2, 0), filter=(2, 2), stride=(2, 2)), CFG)
+
+
+def test_add_scales_tflite_refuses_are_refused():
+    """TFLite's Prepare aborts (QuantizeMultiplierSmallerThanOneExp) when the output scale is
+    below 2 * max(input scales) / 2^20: such a node is never claimed."""
+    i8 = np.dtype(np.int8)
+    spec = VecSpec("ADD", i8, (1, 2, 2, 4), (0.5, 0), (1e-9, 0), b_shape=(1, 2, 2, 4), b_q=(0.5, 0))
+    assert "TFLite refuses it" in vec_reason(spec, CFG)

@@ -151,6 +151,10 @@ def lower_vec(spec: VecSpec, cfg: HwConfig | None = None) -> tuple[dict, bool]:
             else:
                 p = rv.add_params(s1, z1, s2, z2, *spec.out_q, dt, act, sub=spec.op == "SUB")
                 p1m, p2m = p.input1_multiplier, p.input2_multiplier
+            if max(p.input1_shift, p.input2_shift, p.output_shift) > 0:
+                # QuantizeMultiplierSmallerThanOneExp: TFLite's Prepare aborts on these scales
+                raise ValueError(f"{spec.op} {spec.name!r}: output scale {spec.out_q[0]} below "
+                                 f"2 * max(input scales) / 2^20 (TFLite refuses it)")
             v5 = dict(M1=_s(p1m, 32), M2=_s(p2m, 32))
             v6 = dict(MO=_s(p.output_multiplier, 32), SH1=_s(p.input1_shift, 8),
                       SH2=_s(p.input2_shift, 8), SHO=_s(p.output_shift, 8))

@@ -103,7 +103,7 @@ def test_the_default_design_is_2_0_and_runs_lists(emu, tmp_path):
     overlay, t = _transport(bit)
     assert {n for n, d in overlay.ip_dict.items() if "phys_addr" in d} == set(design.ADDRESS_MAP_2)
     assert not t.streams and lists_supported(t)
-    assert overlay.dtpu.version == (2, 0)
+    assert overlay.dtpu.version == (2, 1)
 
 
 @pytest.mark.parametrize("value, contract", [("1", 2), ("2", 2), ("yes", 2), ("1.2", 1)])

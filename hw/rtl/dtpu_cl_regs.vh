@@ -4,7 +4,7 @@
 // Language: Verilog 2001 (localparams and functions; include inside a module body).
 
 localparam integer DTPU_CL_VERSION_MAJOR = 2;
-localparam integer DTPU_CL_VERSION_MINOR = 0;
+localparam integer DTPU_CL_VERSION_MINOR = 1;
 
 // ---- memory model (the golden model's Timeline uses the same values) ----
 localparam integer DTPU_CL_MEM_READ_LATENCY = 85;
@@ -52,6 +52,11 @@ localparam integer DTPU_CL_SEQ_STORE_AW = 5;
 localparam integer DTPU_CL_SEQ_ACC_AW = 4;
 localparam integer DTPU_CL_SEQ_POST_GO = 3;
 localparam integer DTPU_CL_SEQ_RUN_RANGES = 4;
+localparam integer DTPU_CL_SEQ_VEC_START = 10;
+localparam integer DTPU_CL_VEC_LANES = 8;
+localparam integer DTPU_CL_LAT_VEC = 6;
+localparam integer DTPU_CL_VEC_BCAST_WORDS = 256;
+localparam integer DTPU_CL_VEC_ROW_WORDS = 1024;
 
 // ---- descriptor opcodes and lengths (words including the header) ----
 localparam [7:0] DTPU_CL_OP_END = 8'd0;  // HEADER
@@ -69,6 +74,9 @@ localparam integer DTPU_CL_LEN_VAR_RUN = 0;
 localparam [7:0] DTPU_CL_OP_POST = 8'd4;  // HEADER POST1 POST2 POST3
 localparam [7:0] DTPU_CL_LEN_POST = 8'd4;
 localparam integer DTPU_CL_LEN_VAR_POST = 0;
+localparam [7:0] DTPU_CL_OP_VEC = 8'd5;  // HEADER VEC0 VEC1 VEC2 VEC3 VEC4 VEC5 VEC6 VEC7
+localparam [7:0] DTPU_CL_LEN_VEC = 8'd9;
+localparam integer DTPU_CL_LEN_VAR_VEC = 0;
 
 // ---- descriptor word fields ----
 localparam integer DTPU_CL_HEADER_OP_LSB = 0;
@@ -177,6 +185,64 @@ localparam integer DTPU_CL_RES2_CH1_LSB = 32;
 localparam integer DTPU_CL_RES2_CH1_WIDTH = 16;
 localparam integer DTPU_CL_RES2_DSTC_LSB = 48;
 localparam integer DTPU_CL_RES2_DSTC_WIDTH = 16;
+localparam integer DTPU_CL_VEC0_KIND_LSB = 0;
+localparam integer DTPU_CL_VEC0_KIND_WIDTH = 4;
+localparam integer DTPU_CL_VEC0_SIGNED_LSB = 4;
+localparam integer DTPU_CL_VEC0_SIGNED_WIDTH = 1;
+localparam integer DTPU_CL_VEC0_BMODE_LSB = 8;
+localparam integer DTPU_CL_VEC0_BMODE_WIDTH = 2;
+localparam integer DTPU_CL_VEC0_ACT_MIN_LSB = 16;
+localparam integer DTPU_CL_VEC0_ACT_MIN_WIDTH = 16;
+localparam integer DTPU_CL_VEC0_ACT_MAX_LSB = 32;
+localparam integer DTPU_CL_VEC0_ACT_MAX_WIDTH = 16;
+localparam integer DTPU_CL_VEC0_OUT_OFF_LSB = 48;
+localparam integer DTPU_CL_VEC0_OUT_OFF_WIDTH = 16;
+localparam integer DTPU_CL_VEC1_SRC_A_LSB = 0;
+localparam integer DTPU_CL_VEC1_SRC_A_WIDTH = 32;
+localparam integer DTPU_CL_VEC1_SRC_B_LSB = 32;
+localparam integer DTPU_CL_VEC1_SRC_B_WIDTH = 32;
+localparam integer DTPU_CL_VEC2_DST_LSB = 0;
+localparam integer DTPU_CL_VEC2_DST_WIDTH = 32;
+localparam integer DTPU_CL_VEC2_N_LSB = 32;
+localparam integer DTPU_CL_VEC2_N_WIDTH = 16;
+localparam integer DTPU_CL_VEC3_H_LSB = 0;
+localparam integer DTPU_CL_VEC3_H_WIDTH = 16;
+localparam integer DTPU_CL_VEC3_W_LSB = 16;
+localparam integer DTPU_CL_VEC3_W_WIDTH = 16;
+localparam integer DTPU_CL_VEC3_C_LSB = 32;
+localparam integer DTPU_CL_VEC3_C_WIDTH = 16;
+localparam integer DTPU_CL_VEC4_FH_LSB = 0;
+localparam integer DTPU_CL_VEC4_FH_WIDTH = 8;
+localparam integer DTPU_CL_VEC4_FW_LSB = 8;
+localparam integer DTPU_CL_VEC4_FW_WIDTH = 8;
+localparam integer DTPU_CL_VEC4_SH_LSB = 16;
+localparam integer DTPU_CL_VEC4_SH_WIDTH = 8;
+localparam integer DTPU_CL_VEC4_SW_LSB = 24;
+localparam integer DTPU_CL_VEC4_SW_WIDTH = 8;
+localparam integer DTPU_CL_VEC4_PT_LSB = 32;
+localparam integer DTPU_CL_VEC4_PT_WIDTH = 8;
+localparam integer DTPU_CL_VEC4_PL_LSB = 40;
+localparam integer DTPU_CL_VEC4_PL_WIDTH = 8;
+localparam integer DTPU_CL_VEC5_M1_LSB = 0;
+localparam integer DTPU_CL_VEC5_M1_WIDTH = 32;
+localparam integer DTPU_CL_VEC5_M2_LSB = 32;
+localparam integer DTPU_CL_VEC5_M2_WIDTH = 32;
+localparam integer DTPU_CL_VEC6_MO_LSB = 0;
+localparam integer DTPU_CL_VEC6_MO_WIDTH = 32;
+localparam integer DTPU_CL_VEC6_SH1_LSB = 32;
+localparam integer DTPU_CL_VEC6_SH1_WIDTH = 8;
+localparam integer DTPU_CL_VEC6_SH2_LSB = 40;
+localparam integer DTPU_CL_VEC6_SH2_WIDTH = 8;
+localparam integer DTPU_CL_VEC6_SHO_LSB = 48;
+localparam integer DTPU_CL_VEC6_SHO_WIDTH = 8;
+localparam integer DTPU_CL_VEC7_IN1_OFF_LSB = 0;
+localparam integer DTPU_CL_VEC7_IN1_OFF_WIDTH = 16;
+localparam integer DTPU_CL_VEC7_IN2_OFF_LSB = 16;
+localparam integer DTPU_CL_VEC7_IN2_OFF_WIDTH = 16;
+localparam integer DTPU_CL_VEC7_OH_LSB = 32;
+localparam integer DTPU_CL_VEC7_OH_WIDTH = 16;
+localparam integer DTPU_CL_VEC7_OW_LSB = 48;
+localparam integer DTPU_CL_VEC7_OW_WIDTH = 16;
 
 // ---- act_modes ----
 localparam [3:0] DTPU_CL_ACT_NONE = 4'd0;
@@ -187,6 +253,13 @@ localparam [3:0] DTPU_CL_ACT_CHANNELS = 4'd2;
 localparam [3:0] DTPU_CL_RES_NONE = 4'd0;
 localparam [3:0] DTPU_CL_RES_ITEMS = 4'd1;
 localparam [3:0] DTPU_CL_RES_ACC = 4'd2;
+
+// ---- vec_ops ----
+localparam [3:0] DTPU_CL_VEC_ADD = 4'd1;
+localparam [3:0] DTPU_CL_VEC_MUL = 4'd2;
+localparam [3:0] DTPU_CL_VEC_AVG_POOL = 4'd3;
+localparam [3:0] DTPU_CL_VEC_MAX_POOL = 4'd4;
+localparam [3:0] DTPU_CL_VEC_MEAN = 4'd5;
 
 // ---- CL_ERR bits ----
 localparam integer DTPU_CL_ERR_BAD_OPCODE = 0;
@@ -235,6 +308,7 @@ function automatic dtpu_cl_op_known(input [7:0] op);
             DTPU_CL_OP_REGS: dtpu_cl_op_known = 1'b1;
             DTPU_CL_OP_RUN: dtpu_cl_op_known = 1'b1;
             DTPU_CL_OP_POST: dtpu_cl_op_known = 1'b1;
+            DTPU_CL_OP_VEC: dtpu_cl_op_known = 1'b1;
             default: dtpu_cl_op_known = 1'b0;
         endcase
     end
@@ -250,6 +324,7 @@ function automatic dtpu_cl_len_ok(input [7:0] op, input [7:0] len);
             DTPU_CL_OP_REGS: dtpu_cl_len_ok = (len >= DTPU_CL_LEN_REGS);
             DTPU_CL_OP_RUN: dtpu_cl_len_ok = (len == DTPU_CL_LEN_RUN);
             DTPU_CL_OP_POST: dtpu_cl_len_ok = (len == DTPU_CL_LEN_POST);
+            DTPU_CL_OP_VEC: dtpu_cl_len_ok = (len == DTPU_CL_LEN_VEC);
             default: dtpu_cl_len_ok = 1'b0;
         endcase
     end

@@ -141,6 +141,12 @@ class Backend(abc.ABC):
     invoke_into = None
 
     @property
+    def vector_unit(self) -> bool:
+        """Whether the target has contract 2.1's vector unit (ADD/SUB, MUL, pooling, MEAN in
+        command lists); declared by the target's transport, False for targets without lists."""
+        return False
+
+    @property
     def job_streams(self) -> bool:
         """Whether the target can run nodes job by job (the 1.2 stream path): a graph the list
         compiler refuses falls back to it. False on the 2.0 overlay (no stream DMAs)."""

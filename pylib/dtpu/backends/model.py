@@ -224,6 +224,10 @@ class ModelBackend(Backend):
         return self.transport.streams
 
     @property
+    def vector_unit(self) -> bool:
+        return bool(self.lists and self.transport.vector_unit)
+
+    @property
     def core(self) -> Core:
         return self.transport.core
 

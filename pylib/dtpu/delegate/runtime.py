@@ -41,7 +41,8 @@ from dtpu.delegate import folding
 from dtpu.delegate import graph as g
 from dtpu.delegate.model_source import ModelSource
 from dtpu.delegate.options import DelegateOptions, apply_log_level, restore_log_level
-from dtpu.delegate.support import Decision, analyze, constants_reason, dataflow_reason
+from dtpu.delegate.support import (VECTOR_CODES, Decision, analyze, constants_reason,
+                                   dataflow_reason, vector_reason)
 from dtpu.report import (HW_FIELDS, STORE, JsonLinesSink, NodeRecord, Report, empty_host,
                          empty_hw, empty_timing, format_table)
 from dtpu.spec import ConvSpec, OpKind
@@ -292,9 +293,11 @@ class DelegateState:
                 continue
             if node.builtin_code not in (3, 4, 9):
                 # listed in the report, not logged (most graphs have many such nodes)
+                reason = NOT_CLAIMABLE.get(node.builtin_code, NOT_CLAIMABLE[None])
+                if node.builtin_code in VECTOR_CODES:
+                    reason = vector_reason(node, self.backend.vector_unit)
                 graph.rejected.append({"node": index, "op": node.op, "name": output_name(node),
-                                       "reason": NOT_CLAIMABLE.get(node.builtin_code,
-                                                                   NOT_CLAIMABLE[None])})
+                                       "reason": reason})
                 continue
             if whole is not None:
                 decision = Decision(spec=None, reason=whole)

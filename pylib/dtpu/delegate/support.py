@@ -352,3 +352,23 @@ def _fully_connected(node, x, w, y, b, mode, activation, params) -> ConvSpec:
     except ValueError as exc:
         raise Unsupported(str(exc)) from None
 
+
+
+# -- the vector unit's operators (contract 2.1) ------------------------------------------------
+
+#: TFLite builtin codes of the operators contract 2.1's vector unit runs (dtpu.hw.vec_lower)
+VECTOR_CODES = {0: "ADD", 1: "AVERAGE_POOL_2D", 17: "MAX_POOL_2D", 18: "MUL", 40: "MEAN", 41: "SUB"}
+
+#: the reason on a target that declares no vector unit (the Verilog and the board, until it exists)
+NO_VECTOR_UNIT = "target has no vector unit"
+
+
+def vector_reason(node: NodeInfo, has_vector_unit: bool) -> str:
+    """Why a vector-unit operator stays on the CPU: the target declares no vector unit
+    (:attr:`dtpu.backends.base.Backend.vector_unit`, from the transport's declaration), or it
+    does and the delegate's partition kernels do not take such nodes yet (the golden model runs
+    them in command lists: dtpu.hw.vec_compiler, docs/architecture.md "The vector unit")."""
+    if not has_vector_unit:
+        return NO_VECTOR_UNIT
+    return (f"{VECTOR_CODES[node.builtin_code]} runs on this target's vector unit, but the "
+            f"delegate's partition kernels do not take vector-unit nodes yet")

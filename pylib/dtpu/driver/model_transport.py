@@ -32,9 +32,10 @@ class ModelTransport(Transport):
     """In-process golden model; never blocks (a starved job makes `wait_done` return False)."""
 
     def __init__(self, core: Core | None = None, cfg: HwConfig | None = None, *,
-                 lists: bool = False, mem=None) -> None:
+                 lists: bool = False, mem=None, vector_unit: bool = False) -> None:
         """`lists`: the core is a contract-2.0 one (VERSION 2.0, the command-list registers
-        over `mem`, default a :class:`~dtpu.hw.ddr.DdrPool` of its own), else a 1.2 core."""
+        over `mem`, default a :class:`~dtpu.hw.ddr.DdrPool` of its own), else a 1.2 core.
+        `vector_unit`: that core has contract 2.1's optional vector unit (lists only)."""
         self.core = core or Core(cfg or get_config())
         self.cfg = self.core.cfg
         #: the contract-2.0 register window (command lists over DDR) of a 2.0 core, else None
@@ -42,7 +43,9 @@ class ModelTransport(Transport):
         if lists:
             from dtpu.hw.ddr import DdrPool
             from dtpu.hw.regwindow import Device
-            self.list_window = Device(core=self.core, mem=mem if mem is not None else DdrPool())
+            self.list_window = Device(core=self.core, mem=mem if mem is not None else DdrPool(),
+                                      vector_unit=vector_unit)
+            self.vector_unit = vector_unit
 
     @property
     def command_lists(self) -> bool:  # type: ignore[override]

@@ -94,6 +94,11 @@ class Transport(abc.ABC):
     #: reaches runs command lists is the VERSION register's answer
     #: (:func:`dtpu.driver.lists.lists_supported`)
     command_lists: bool = False
+    #: the core has contract 2.1's optional vector unit (VEC descriptors: ADD/SUB/MUL, pooling,
+    #: MEAN; docs/architecture.md "The vector unit"): declared by the target, since VERSION 2.1
+    #: names the list format, not the units built. The delegate claims those operators only
+    #: where this is True (today the golden model alone: the Verilog has no vector unit yet)
+    vector_unit: bool = False
 
     @abc.abstractmethod
     def write_reg(self, offset: int, value: int) -> None:

@@ -20,6 +20,7 @@ from dtpu.hw.timeline import Timeline
 from dtpu.hw.units.acc import AccRun
 from dtpu.hw.units.load import act_schedule, first_words, window_index
 from dtpu.hw.units.store import result_gaps, result_gaps_array, write_runs
+from dtpu.hw.units import vector as vector_unit
 
 log = logging.getLogger(__name__)
 
@@ -100,11 +101,13 @@ class Executor:
     kernels_ok = True
 
     def __init__(self, core: Core | None = None, fmt: Format | None = None,
-                 fast_path: bool = True) -> None:
+                 fast_path: bool = True, *, vector_unit: bool = False) -> None:
         """`fast_path` False runs every job through the core's register/stream protocol (START,
         push, pop) instead of :mod:`dtpu.hw.fast`'s compiled jobs: the reference the fast path
         is proven equal to (tests/test_cmdlist.py); jobs the fast path does not compile run
-        that way anyway."""
+        that way anyway. `vector_unit`: the core has contract 2.1's optional vector unit; without
+        it (today's RTL and board) a VEC descriptor is BAD_OPCODE, as dtpu_cl_seq answers it."""
+        self.vector_unit = vector_unit
         self.core = core or Core()
         self.fmt = fmt or Format(self.core.cfg)
         self.fast_path = fast_path
@@ -219,6 +222,9 @@ class Executor:
             if op is None:
                 raise ListFault("BAD_OPCODE", f"opcode {h['OP']} at list offset {pc - list_addr}; "
                                f"accepted: {f.opcodes}")
+            if op == "VEC" and not self.vector_unit:
+                raise ListFault("BAD_OPCODE", f"VEC at list offset {pc - list_addr}: this core "
+                               f"has no vector unit (contract 2.1's optional unit)")
             n = h["LEN"]
             ok = (n == f.length(op)) if op != "REGS" else n >= 2
             if not ok:
@@ -231,6 +237,8 @@ class Executor:
                 payload = [(f.field("REG", w, "OFFSET"), f.field("REG", w, "VALUE")) for w in body]
             elif op == "POST":
                 payload = {k: f.fields_of(k, w) for k, w in zip(f.layout["POST"][1:], body)}
+            elif op == "VEC":
+                payload = {k: f.fields_of(k, w) for k, w in zip(f.layout["VEC"][1:], body)}
             elif op == "RUN":
                 payload = {k: f.fields_of(k, w) for k, w in zip(f.layout["RUN"][1:], body)}
                 payload["FIRST"] = bool(h["FLAGS"] & f.flag_first)
@@ -296,6 +304,13 @@ class Executor:
                 tag_span(r, h["TAG"], tl.core_free, cycles)   # the post unit: no stream
                 call = ("R", n, src, dst, beats, wbeats, cycles, 0, h["TAG"], False, None, None,
                         post)
+        elif op == "VEC":
+            job = vector_unit.decode(f, payload)
+            vector_unit.execute(ddr, job)
+            if tl is not None:
+                end, free = vector_unit.timeline_step(tl, t_fetch, job)
+                tag_span(r, h["TAG"], end, free)
+                call = ("V", n, job, h["TAG"])
         else:
             d = payload
             cycles, act_beats, res_beats, src, dst = self._run(ddr, regs, d, h, r)
@@ -951,6 +966,9 @@ def _replay_call(tl: "Timeline", r: RunResult, call: tuple) -> None:
     r.descs += 1
     if call[0] == "G":
         tl.regs(t_fetch, call[2])
+    elif call[0] == "V":
+        end, free = vector_unit.timeline_step(tl, t_fetch, call[2])
+        tag_span(r, call[3], end, free)
     elif call[0] == "L":
         _, _, count, after, tag = call
         tl.load(t_fetch, count, after)

@@ -140,7 +140,10 @@ def render_contract2_doc(cfg: HwConfig | None = None) -> str:
         out.append(f"| {code} | {name} | {words} | {c2['desc_opcode_docs'][name]} |")
     out += _table("Descriptor words (64 bit, little-endian)", ("word", "fields"),
                   ((kind, _fields_cell(fields)) for kind, fields in c2["desc_fields"].items()))
-    for enum, docs in (("act_modes", "act_mode_docs"), ("res_modes", "res_mode_docs")):
+    enums = [("act_modes", "act_mode_docs"), ("res_modes", "res_mode_docs")]
+    if "vec_ops" in c2:     # 2.1: the vector unit's operations (VEC0.KIND)
+        enums.append(("vec_ops", "vec_op_docs"))
+    for enum, docs in enums:
         out += _table(enum.replace("_", " ").capitalize(), ("code", "mode", "meaning"),
                       ((code, name, c2[docs][name]) for name, code in c2[enum].items()))
     out += _table("2.0 registers (added to the 1.2 map)",
@@ -192,7 +195,9 @@ def render_contract2_header(cfg: HwConfig | None = None) -> str:
         for f in fields:
             out.append(f"localparam integer DTPU_CL_{kind}_{f['name']}_LSB = {f['lsb']};")
             out.append(f"localparam integer DTPU_CL_{kind}_{f['name']}_WIDTH = {f['width']};")
-    for enum, prefix in (("act_modes", "ACT"), ("res_modes", "RES")):
+    for enum, prefix in (("act_modes", "ACT"), ("res_modes", "RES"), ("vec_ops", "VEC")):
+        if enum not in c2:
+            continue
         out += ["", f"// ---- {enum} ----"]
         for name, code in c2[enum].items():
             out.append(f"localparam [3:0] DTPU_CL_{prefix}_{name} = 4'd{code};")

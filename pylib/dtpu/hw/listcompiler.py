@@ -24,6 +24,8 @@ from dtpu.hw.core import out_lanes
 from dtpu.hw.listformat import DEFAULT_DDR_BASE, CmdlistError, Format
 from dtpu.hw.lower import Job, footprint, lower, precision_of
 from dtpu.hw.placement import SCRATCH_FRACTION, Region, list_halves, list_scratch
+from dtpu.hw.vec_lower import VecSpec, lower_vec
+from dtpu.precision import Precision
 from dtpu.spec import ConvSpec, OpKind
 
 log = logging.getLogger(__name__)
@@ -38,12 +40,42 @@ _ALIGN = 64   # tensors and lists start on a cache line (and on a 16-beat burst 
 class NodeIn:
     """One node of a partition: its spec, constants and where its input comes from: the index
     of an earlier node of the partition, or ``-1 - k`` for the partition's input k (-1: the
-    first; a delegated partition may read several tensors from outside it)."""
+    first; a delegated partition may read several tensors from outside it).
 
-    spec: ConvSpec
-    filters: np.ndarray
+    A vector-unit node (contract 2.1) has `vec` instead of `spec` and no constants; an ADD,
+    SUB or MUL reads its second operand from `src2` (the same numbering)."""
+
+    spec: ConvSpec | None
+    filters: np.ndarray | None
     bias: np.ndarray | None
     src: int = -1
+    vec: VecSpec | None = None
+    src2: int | None = None
+
+    @property
+    def name(self) -> str:
+        return (self.vec.name if self.vec is not None else self.spec.name) or ""
+
+    def sources(self) -> list[tuple[int, tuple, np.dtype]]:
+        """(src, shape, dtype) of each tensor the node reads."""
+        if self.vec is None:
+            return [(self.src, tuple(self.spec.input_shape), _io_dtype(self.spec))]
+        dt = np.dtype(self.vec.dtype)
+        out = [(self.src, tuple(self.vec.a_shape), dt)]
+        if self.vec.binary:
+            if self.src2 is None:
+                raise CmdlistError(f"{self.vec.op} {self.vec.name!r}: no second operand (src2)")
+            out.append((self.src2, tuple(self.vec.b_shape), dt))
+        return out
+
+    def output(self) -> tuple[tuple, np.dtype]:
+        if self.vec is None:
+            return tuple(self.spec.output_shape), _io_dtype(self.spec)
+        return tuple(self.vec.output_shape), np.dtype(self.vec.dtype)
+
+    @property
+    def macs(self) -> int:
+        return self.spec.macs if self.vec is None else 0
 
 
 @dataclass
@@ -151,6 +183,16 @@ class _ListBuilder:
                        f.word("ACT4", **act.get("ACT4", {})), f.word("RES0", **res["RES0"]),
                        f.word("RES1", **res.get("RES1", {})), f.word("RES2", **res.get("RES2", {}))]
 
+    def vec(self, fields: dict, src_a: int, src_b: int, dst: int, tag: int) -> None:
+        """A VEC descriptor (contract 2.1) of :func:`dtpu.hw.vec_lower.lower_vec`'s fields."""
+        f = self.f
+        v2 = dict(fields.get("VEC2", {}), DST=dst)
+        self.words += [f.word("HEADER", OP=f.opcodes["VEC"], LEN=f.length("VEC"), TAG=tag),
+                       f.word("VEC0", **fields["VEC0"]),
+                       f.word("VEC1", SRC_A=src_a, SRC_B=src_b),
+                       f.word("VEC2", **v2)] + \
+                      [f.word(k, **fields.get(k, {})) for k in ("VEC3", "VEC4", "VEC5", "VEC6", "VEC7")]
+
     def end(self) -> None:
         f = self.f
         self.words.append(f.word("HEADER", OP=f.opcodes["END"], LEN=1))
@@ -200,28 +242,34 @@ def compile_program(partitions: list[list[NodeIn]], cfg: HwConfig | None = None,
         # on-chip ranges the list's RUNs read so far: [(run number from 1, kind, lo, hi)]
         reads: list[tuple[int, str, int, int]] = []
         for i, node in enumerate(nodes):
-            if node.src >= i:
-                raise CmdlistError(f"partition {p_index} node {i} ({node.spec.name!r}): input src="
-                                   f"{node.src}; accepted: -1 - k (the partition's input k) or "
-                                   f"an earlier node 0..{i - 1}")
+            for src, _, _ in node.sources():
+                if src >= i:
+                    raise CmdlistError(f"partition {p_index} node {i} ({node.name!r}): input src="
+                                       f"{src}; accepted: -1 - k (the partition's input k) or "
+                                       f"an earlier node 0..{i - 1}")
         # the partition's inputs, in the order of k (NodeIn.src = -1 - k), shaped by their readers
-        n_in = max([-1 - nd.src for nd in nodes if nd.src < 0], default=-1) + 1
-        in_spec: list[ConvSpec | None] = [None] * n_in
-        for nd in nodes:
-            if nd.src < 0 and in_spec[-1 - nd.src] is None:
-                in_spec[-1 - nd.src] = nd.spec
+        operands = [r for nd in nodes for r in nd.sources()]
+        n_in = max([-1 - src for src, _, _ in operands if src < 0], default=-1) + 1
+        in_spec: list[tuple | None] = [None] * n_in
+        for src, shape, dt in operands:
+            if src < 0 and in_spec[-1 - src] is None:
+                in_spec[-1 - src] = (shape, dt)
         if n_in == 0 or any(s is None for s in in_spec):
             raise CmdlistError(f"partition {p_index}: inputs {[k for k, s in enumerate(in_spec) if s is None] or [0]} "
                                f"are read by no node; accepted: NodeIn.src = -1 - k for k < the "
                                f"number of inputs, each read")
-        inps = [Buffer(img.alloc(int(np.prod(s.input_shape)) * _io_dtype(s).itemsize),
-                       tuple(s.input_shape), _io_dtype(s)) for s in in_spec]
+        inps = [Buffer(img.alloc(int(np.prod(shape)) * dt.itemsize), tuple(shape), dt)
+                for shape, dt in in_spec]
         outs: list[Buffer] = []
         caveats: list[str] = []
         macs = 0
         for i, node in enumerate(nodes):
             spec = node.spec
             tag = (p_index << 16) | i
+            if node.vec is not None:
+                outs.append(_emit_vec(lb, img, node, inps, outs, arena.get((p_index, i)), tag, c))
+                caveats.append(VEC_CAVEAT)
+                continue
             src = inps[-1 - node.src] if node.src < 0 else outs[node.src]
             if src.dtype != _io_dtype(spec):
                 raise CmdlistError(f"node {spec.name!r}: input of {_io_dtype(spec)} fed from a "
@@ -277,8 +325,8 @@ def compile_program(partitions: list[list[NodeIn]], cfg: HwConfig | None = None,
         data = lb.data()
         addr = img.alloc(len(data), data)
         part = Partition(addr, len(lb.words), inps[0], outs[-1], outs, macs, jobs=lb.runs,
-                         inputs=inps, node_macs=[nd.spec.macs for nd in nodes],
-                         node_prec=[precision_of(nd.spec, None) for nd in nodes],
+                         inputs=inps, node_macs=[nd.macs for nd in nodes],
+                         node_prec=[_node_prec(nd) for nd in nodes],
                          node_caveats=caveats)
         lists.append((lb, part))
     prologue.end()
@@ -305,15 +353,16 @@ def _plan_arena(partitions: list[list[NodeIn]], keep, img: "_Image") -> tuple[di
         kept = set(keep[p_index]) if p_index < len(keep) else set(range(len(nodes)))
         last = {i: i for i in range(len(nodes))}
         for j, nd in enumerate(nodes):
-            if nd.src >= 0:
-                last[nd.src] = max(last[nd.src], j)
+            for src, _, _ in nd.sources():
+                if src >= 0:
+                    last[src] = max(last[src], j)
         live: list[tuple[int, int, int]] = []   # (offset, size, last reader)
         for i, nd in enumerate(nodes):
             live = [b for b in live if b[2] >= i]
             if i in kept:
                 continue
-            size = ceil_div(max(int(np.prod(nd.spec.output_shape)) * _io_dtype(nd.spec).itemsize, 1),
-                            _ALIGN) * _ALIGN
+            shape, dt = nd.output()
+            size = ceil_div(max(int(np.prod(shape)) * dt.itemsize, 1), _ALIGN) * _ALIGN
             off = 0
             for o, sz, _ in sorted(live):
                 if off + size <= o:
@@ -326,6 +375,39 @@ def _plan_arena(partitions: list[list[NodeIn]], keep, img: "_Image") -> tuple[di
         return {}, 0
     base = img.alloc(top)
     return {k: base + off for k, off in placed.items()}, top
+
+
+#: the per-node timing caveat of a VEC node (:func:`timing_caveat`'s role for RUNs)
+VEC_CAVEAT = ("vector unit (contract 2.1): its cycles are the golden model's formula; no RTL "
+              "to compare with yet")
+
+
+def _node_prec(nd: NodeIn):
+    if nd.vec is not None:
+        return Precision.INT8 if np.dtype(nd.vec.dtype) == np.int8 else Precision.UINT8
+    return precision_of(nd.spec, None)
+
+
+def _emit_vec(lb: "_ListBuilder", img: "_Image", node: NodeIn, inps: list, outs: list,
+              at: int | None, tag: int, cfg: HwConfig) -> Buffer:
+    """A vector-unit node: its VEC descriptor over the buffers of its operands; its output
+    buffer (in the arena when the host does not read it)."""
+    bufs = []
+    for src, shape, dt in node.sources():
+        b = inps[-1 - src] if src < 0 else outs[src]
+        if b.dtype != dt or int(np.prod(b.shape)) != int(np.prod(shape)):
+            raise CmdlistError(f"{node.vec.op} {node.name!r}: operand {shape} {dt} fed from a "
+                               f"tensor {b.shape} {b.dtype}")
+        bufs.append(b)
+    try:
+        fields, swap = lower_vec(node.vec, cfg)
+    except ValueError as e:
+        raise CmdlistError(f"{node.vec.op} {node.name!r}: {e}") from e
+    shape, dt = node.output()
+    out = Buffer(at if at is not None else img.alloc(int(np.prod(shape)) * dt.itemsize), shape, dt)
+    a, b = (bufs[1], bufs[0]) if swap else (bufs[0], bufs[1] if len(bufs) > 1 else None)
+    lb.vec(fields, a.addr, b.addr if b is not None else 0, out.addr, tag)
+    return out
 
 
 def _io_dtype(spec: ConvSpec) -> np.dtype:

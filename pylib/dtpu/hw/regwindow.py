@@ -21,7 +21,7 @@ class Device:
     `device_s` accumulates the emulation's own time so the host's can be told apart)."""
 
     def __init__(self, program: Program | None = None, core: Core | None = None,
-                 fast_path: bool = True, *, mem=None) -> None:
+                 fast_path: bool = True, *, mem=None, vector_unit: bool = False) -> None:
         """Over `program`'s own DDR image (tests, benchmarks), or over `mem` (anything with the
         HP port's ``read(addr, n)`` / ``write(addr, data)`` raising :class:`DdrFault`: a
         :class:`DdrPool` of the model's buffers, the emulated board's DDR) with `core`'s
@@ -31,7 +31,7 @@ class Device:
         cfg = program.cfg if program is not None else core.cfg
         self.fmt = Format(cfg)
         self.ddr = mem if mem is not None else Ddr(program.base, program.size, program.image)
-        self.ex = Executor(core or Core(cfg), self.fmt, fast_path)
+        self.ex = Executor(core or Core(cfg), self.fmt, fast_path, vector_unit=vector_unit)
         self.regs = {name: int(r["reset"]) for name, r in self.fmt.regs.items()}
         self.by_offset = {int(r["offset"]): name for name, r in self.fmt.regs.items()}
         self.last: RunResult | None = None

@@ -1,0 +1,195 @@
+"""The vector unit of contract 2.1 (VEC descriptor; docs/architecture.md, "The vector unit"):
+its arithmetic on the DDR bytes and its place in the list's timeline.
+
+The unit sits beside the post unit on the load unit's read path and the store unit's write
+path. It reads operand A (and B) from DDR as contiguous 8-bit NHWC tensors, combines VEC_LANES
+lanes a cycle and writes the contiguous 8-bit result. Its integers are TFLite's Prepare results
+carried in the descriptor (:mod:`dtpu.hw.vec_lower`), and its arithmetic is
+:mod:`dtpu.reference.vector`'s kernels fed with them, proven against the interpreter.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dtpu.hw.config import ceil_div
+from dtpu.hw.listformat import Format, ListFault
+from dtpu.reference import vector as rv
+
+
+def _signed(v: int, bits: int) -> int:
+    return v - (1 << bits) if v >> (bits - 1) else v
+
+
+@dataclass(frozen=True)
+class VecJob:
+    """A decoded VEC descriptor: what the unit reads, computes and writes."""
+
+    kind: str
+    dtype: np.dtype
+    bmode: int
+    src_a: int
+    src_b: int
+    dst: int
+    shape: tuple                # A: (N, H, W, C)
+    out_shape: tuple
+    fields: dict
+
+    @property
+    def a_bytes(self) -> int:
+        return int(np.prod(self.shape))
+
+    @property
+    def b_bytes(self) -> int:
+        if self.kind not in ("ADD", "MUL"):
+            return 0
+        return self.shape[3] if self.bmode == 1 else self.a_bytes
+
+    @property
+    def out_bytes(self) -> int:
+        return int(np.prod(self.out_shape))
+
+
+def decode(fmt: Format, d: dict) -> VecJob:
+    """The VEC descriptor's fields (words VEC0..VEC7 by name) checked and decoded; a field the
+    unit cannot take is BAD_FIELD, naming it and what is accepted."""
+    v0, v1, v2, v3, v4 = d["VEC0"], d["VEC1"], d["VEC2"], d["VEC3"], d["VEC4"]
+    kinds = {code: name for name, code in fmt.c2["vec_ops"].items()}
+    kind = kinds.get(v0["KIND"])
+    if kind is None:
+        raise ListFault("BAD_FIELD", f"VEC KIND={v0['KIND']}; accepted: {fmt.c2['vec_ops']}")
+    if v0["BMODE"] > 1 or (v0["BMODE"] and kind not in ("ADD", "MUL")):
+        raise ListFault("BAD_FIELD", f"VEC BMODE={v0['BMODE']} with {kind}; accepted: 0, or 1 "
+                        f"for ADD and MUL")
+    n, h, w, c = v2["N"], v3["H"], v3["W"], v3["C"]
+    if min(n, h, w, c) == 0:
+        raise ListFault("BAD_FIELD", f"VEC shape {(n, h, w, c)}: every dimension must be >= 1")
+    shape = (n, h, w, c)
+    if kind in ("AVG_POOL", "MAX_POOL"):
+        v7 = d["VEC7"]
+        if min(v4["FH"], v4["FW"], v4["SH"], v4["SW"], v7["OH"], v7["OW"]) == 0:
+            raise ListFault("BAD_FIELD", f"VEC pool fields {v4}, {v7}: FH, FW, SH, SW, OH, OW "
+                            f">= 1")
+        out_shape = (n, v7["OH"], v7["OW"], c)
+    elif kind == "MEAN":
+        out_shape = (n, c)
+    else:
+        out_shape = shape
+    if (v1["SRC_A"] | v1["SRC_B"] | v2["DST"]) % 8:
+        raise ListFault("BAD_FIELD", f"VEC addresses {v1['SRC_A']:#x}, {v1['SRC_B']:#x}, "
+                        f"{v2['DST']:#x}: each must be 8-byte aligned")
+    dtype = np.dtype(np.int8 if v0["SIGNED"] else np.uint8)
+    return VecJob(kind, dtype, v0["BMODE"], v1["SRC_A"], v1["SRC_B"], v2["DST"], shape,
+                  out_shape, d)
+
+
+def compute(job: VecJob, a: np.ndarray, b: np.ndarray | None) -> np.ndarray:
+    """The unit's arithmetic on the operands (8-bit arrays of the job's shapes)."""
+    d = job.fields
+    v0, v4, v5, v6, v7 = d["VEC0"], d["VEC4"], d["VEC5"], d["VEC6"], d["VEC7"]
+    lo, hi, out_off = _signed(v0["ACT_MIN"], 16), _signed(v0["ACT_MAX"], 16), \
+        _signed(v0["OUT_OFF"], 16)
+    in1, in2 = _signed(v7["IN1_OFF"], 16), _signed(v7["IN2_OFF"], 16)
+    mo, sho = _signed(v6["MO"], 32), _signed(v6["SHO"], 8)
+    if job.kind == "ADD":
+        p = rv.AddParams(in1, in2, out_off, _signed(v5["M1"], 32), _signed(v6["SH1"], 8),
+                         _signed(v5["M2"], 32), _signed(v6["SH2"], 8), mo, sho, lo, hi)
+        return rv.add(a, b, p)
+    if job.kind == "MUL":
+        return rv.mul(a, b, rv.MulParams(in1, in2, out_off, mo, sho, lo, hi))
+    if job.kind == "MEAN":
+        n, h, w, c = job.shape
+        return rv.mean_hw(a, rv.MeanParams(h * w, in1, mo, sho, out_off, lo, hi))
+    g = rv.PoolGeometry(v4["FH"], v4["FW"], v4["SH"], v4["SW"], v4["PT"], v4["PL"],
+                        v7["OH"], v7["OW"])
+    return (rv.average_pool if job.kind == "AVG_POOL" else rv.max_pool)(a, g, lo, hi)
+
+
+def execute(ddr, job: VecJob) -> None:
+    """Read the operands from DDR, compute, write the result (a failed read or write is the
+    DDR's fault, raised before anything is written)."""
+    a = ddr.read(job.src_a, job.a_bytes).view(job.dtype).reshape(job.shape)
+    b = None
+    if job.b_bytes:
+        b = ddr.read(job.src_b, job.b_bytes).view(job.dtype)
+        b = b.reshape((1, 1, 1, job.shape[3]) if job.bmode == 1 else job.shape)
+    out = compute(job, a, b)
+    ddr.write(job.dst, np.ascontiguousarray(out).view(np.uint8).reshape(-1))
+
+
+# -- cycles
+
+@dataclass(frozen=True)
+class VecCost:
+    """The unit's work in cycles and beats: `read_beats` on the read channel (B first when it
+    is a broadcast vector, else A and B interleaved), `ops` lane-word operations at one a cycle
+    from the first beat on, `tail` operations after the last one (MEAN's requantization of its
+    sums), `out_words` written."""
+
+    read_beats: int
+    ops: int
+    tail: int
+    out_words: int
+
+    def stall_free(self, lat: int) -> int:
+        """Cycles with the operands there when needed: the read channel's beats or the
+        operations, whichever is more, the tail and the pipeline's latency."""
+        return max(self.read_beats, self.ops) + self.tail + lat
+
+
+def cost(job: VecJob, lanes: int) -> VecCost:
+    """The cycle formula of docs/architecture.md, "The vector unit"."""
+    n, h, w, c = job.shape
+    words_px = ceil_div(c, lanes)
+    a_beats = ceil_div(job.a_bytes, 8)
+    out_words = ceil_div(job.out_bytes, 8)
+    if job.kind in ("ADD", "MUL"):
+        return VecCost(a_beats + ceil_div(job.b_bytes, 8), out_words, 0, out_words)
+    if job.kind == "MEAN":
+        return VecCost(a_beats, n * h * w * words_px, n * words_px, out_words)
+    v4, v7 = job.fields["VEC4"], job.fields["VEC7"]
+    taps = valid_taps(h, w, v4["FH"], v4["FW"], v4["SH"], v4["SW"], v4["PT"], v4["PL"],
+                      v7["OH"], v7["OW"])
+    return VecCost(a_beats, n * taps * words_px, 0, out_words)
+
+
+def valid_taps(h: int, w: int, fh: int, fw: int, sh: int, sw: int, pt: int, pl: int,
+               oh: int, ow: int) -> int:
+    """Taps inside the image over every output window (the pool's one-a-cycle operations per
+    word of channels)."""
+    ys = np.arange(oh)[:, None] * sh - pt + np.arange(fh)[None, :]
+    xs = np.arange(ow)[:, None] * sw - pl + np.arange(fw)[None, :]
+    return int(((ys >= 0) & (ys < h)).sum()) * int(((xs >= 0) & (xs < w)).sum())
+
+
+def timeline_step(tl, t_fetch: int, job: VecJob) -> tuple[int, int]:
+    """The VEC descriptor on the list's :class:`~dtpu.hw.timeline.Timeline` (taken at
+    `t_fetch`): (its end, its stall-free cycles). It starts SEQ_VEC_START after its header, no
+    sooner than SEQ_RUN_WAIT after every earlier write response, the core free and every LOAD
+    done (it reads what earlier RUNs wrote; the sequencer holds no range table for it); its
+    operands are one read of `read_beats` beats; its operations start with the first beat, one
+    a cycle, each no sooner than its words came (read-bound or compute-bound, whichever is
+    slower); the last result word LAT_VEC after the last operation and the tail; the sequencer
+    takes the next header SEQ_RUN_DONE after it; its writes drain as a RUN's
+    (:meth:`Timeline.store_tail`) and the next RUN waits for them."""
+    K, mem = tl.K, tl.fmt.mem
+    c = cost(job, int(mem["VEC_LANES"]))
+    lat = int(mem["LAT_VEC"])
+    t = max(t_fetch + K["SEQ_VEC_START"], tl.core_free, tl.loads_done)
+    if tl.written:
+        t = max(t, tl.wr_done + K["SEQ_RUN_WAIT"])
+    first, end = tl._read(t, c.read_beats)
+    done = max(end, first + c.ops) + c.tail + lat
+    w_end = done + tl.WL + tl.store_tail(c.out_words)
+    tl.core_free = tl.last_run_end = done
+    tl.seq_free = max(tl.seq_free, done + K["SEQ_RUN_DONE"])
+    free = c.stall_free(lat)
+    tl.compute += free
+    tl.wr_beats += c.out_words
+    tl.wr_done = max(tl.wr_done, w_end)
+    tl.written.append((job.dst, job.dst + job.out_bytes, w_end))
+    tl.rg, tl.rg_ovf = [], True     # the next RUN waits for every write (as after a POST)
+    if tl.events is not None:
+        tl.events.append(("vec", t, first, done, w_end))
+    return done, free

@@ -1,0 +1,184 @@
+"""Lowering of the vector unit's operators (contract 2.1, VEC descriptor): a TFLite ADD, SUB, MUL,
+AVERAGE_POOL_2D, MAX_POOL_2D or MEAN node, described by a :class:`VecSpec`, becomes the integer
+fields of one VEC descriptor (docs/architecture.md, "The vector unit").
+
+The integers are TFLite's own Prepare results (:mod:`dtpu.reference.vector`), so the unit's
+arithmetic is the CPU kernel's by construction; :func:`vec_reason` says why a node cannot run on
+the unit (the shapes its buffers hold, the fields' widths), for the delegate's claim.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dtpu.hw.config import HwConfig, ceil_div, get_config
+from dtpu.hw.listformat import Format
+from dtpu.reference import vector as rv
+
+#: the TFLite operators the vector unit runs, by the VEC0.KIND they lower to
+VEC_KINDS = {"ADD": "ADD", "SUB": "ADD", "MUL": "MUL", "AVERAGE_POOL_2D": "AVG_POOL",
+             "MAX_POOL_2D": "MAX_POOL", "MEAN": "MEAN"}
+
+
+@dataclass(frozen=True)
+class VecSpec:
+    """One vector-unit node: operator, 8-bit dtype, operand shapes (NHWC; `b_shape` for ADD, SUB
+    and MUL), quantization (scale, zero point) of each operand and of the output, the fused
+    activation and, for the pools, filter, strides and padding. MEAN is over H and W with
+    keep_dims false (the TFLite path the unit's formula is; docs/architecture.md)."""
+
+    op: str
+    dtype: np.dtype
+    a_shape: tuple
+    a_q: tuple
+    out_q: tuple
+    b_shape: tuple | None = None
+    b_q: tuple | None = None
+    activation: str = "NONE"
+    filter: tuple = (1, 1)
+    stride: tuple = (1, 1)
+    padding: str = "VALID"
+    name: str = ""
+
+    @property
+    def output_shape(self) -> tuple:
+        n, h, w, c = self.a_shape
+        if self.op == "MEAN":
+            return (n, c)
+        if self.op in ("AVERAGE_POOL_2D", "MAX_POOL_2D"):
+            g = self.geometry()
+            return (n, g.oh, g.ow, c)
+        return tuple(np.broadcast_shapes(tuple(self.a_shape), tuple(self.b_shape)))
+
+    def geometry(self) -> rv.PoolGeometry:
+        return rv.pool_geometry(self.a_shape[1], self.a_shape[2], self.filter, self.stride,
+                                self.padding)
+
+    @property
+    def binary(self) -> bool:
+        return self.op in ("ADD", "SUB", "MUL")
+
+
+def _bmode(spec: VecSpec) -> tuple[int, bool]:
+    """(BMODE, swap): operand B is the shape of A (0) or one 1x1xC vector (1); a broadcast first
+    operand is swapped into B (the operands' parameters travel with them)."""
+    a, b = tuple(spec.a_shape), tuple(spec.b_shape)
+    if a == b:
+        return 0, False
+    c = a[-1]
+    if int(np.prod(b)) == c and b[-1] == c and len(a) == 4:
+        return 1, False
+    if int(np.prod(a)) == b[-1] and a[-1] == b[-1] and len(b) == 4:
+        return 1, True
+    raise ValueError(f"{spec.op} {spec.name!r}: operands {a} and {b}; accepted: equal shapes, or "
+                     f"one of them 1x1xC")
+
+
+def vec_reason(spec: VecSpec, cfg: HwConfig | None = None) -> str | None:
+    """Why the vector unit cannot run `spec` (None: it can)."""
+    cfg = cfg or get_config()
+    mem = Format(cfg).mem
+    if spec.op not in VEC_KINDS:
+        return f"operator {spec.op} is not a vector-unit operator ({', '.join(VEC_KINDS)})"
+    if np.dtype(spec.dtype) not in (np.dtype(np.int8), np.dtype(np.uint8)):
+        return f"{np.dtype(spec.dtype)} tensors (the vector unit takes int8 and uint8)"
+    if len(spec.a_shape) != 4:
+        return f"input of rank {len(spec.a_shape)} (the vector unit takes NHWC tensors)"
+    n, h, w, c = spec.a_shape
+    if max(n, h, w, c) >= 1 << 16:
+        return f"shape {spec.a_shape} beyond the VEC fields' 16 bits"
+    lanes = int(mem["VEC_LANES"])
+    if spec.binary:
+        try:
+            bmode, swap = _bmode(spec)
+        except ValueError as e:
+            return str(e)
+        if bmode == 1 and c > lanes * int(mem["VEC_BCAST_WORDS"]):
+            return (f"a broadcast vector of {c} channels (the operand-B buffer holds "
+                    f"{lanes * int(mem['VEC_BCAST_WORDS'])})")
+    if spec.op in ("AVERAGE_POOL_2D", "MAX_POOL_2D"):
+        try:
+            g = spec.geometry()
+        except ValueError as e:
+            return str(e)
+        if max(g.fh, g.fw, g.pad_top, g.pad_left, g.sh, g.sw) > 255:
+            return f"pool geometry {g} beyond the VEC4 fields"
+        if g.ow * ceil_div(c, lanes) > int(mem["VEC_ROW_WORDS"]):
+            return (f"an output row of {g.ow} x {c} (the accumulator buffer holds "
+                    f"{mem['VEC_ROW_WORDS']} words of {lanes} lanes)")
+    if spec.op == "MEAN" and ceil_div(c, lanes) > int(mem["VEC_ROW_WORDS"]):
+        return f"MEAN over {c} channels (the accumulator buffer holds {mem['VEC_ROW_WORDS']} words)"
+    try:
+        lower_vec(spec, cfg)
+    except ValueError as e:
+        return str(e)
+    return None
+
+
+def _s(v: int, bits: int) -> int:
+    """Two's complement of `v` in a `bits`-bit field (ValueError naming it when it does not fit)."""
+    v = int(v)
+    if not -(1 << (bits - 1)) <= v < 1 << (bits - 1):
+        raise ValueError(f"{v} does not fit a signed {bits}-bit VEC field")
+    return v & ((1 << bits) - 1)
+
+
+def lower_vec(spec: VecSpec, cfg: HwConfig | None = None) -> tuple[dict, bool]:
+    """The VEC descriptor's fields (words VEC0, VEC3..VEC7 and VEC2.N; the addresses are the
+    compiler's) and whether the operands are swapped (SRC_A is the node's second input)."""
+    f = Format(cfg or get_config())
+    kind = f.c2["vec_ops"][VEC_KINDS[spec.op]]
+    dt = np.dtype(spec.dtype)
+    n, h, w, c = spec.a_shape
+    act = spec.activation
+    v0 = dict(KIND=kind, SIGNED=int(dt == np.int8))
+    v4, v5, v6, v7 = {}, {}, {}, {}
+    swap = False
+    if spec.binary:
+        bmode, swap = _bmode(spec)
+        (s1, z1), (s2, z2) = (spec.b_q, spec.a_q) if swap else (spec.a_q, spec.b_q)
+        if spec.op == "MUL":
+            p = rv.mul_params(s1, z1, s2, z2, *spec.out_q, dt, act)
+            v6 = dict(MO=_s(p.output_multiplier, 32), SHO=_s(p.output_shift, 8))
+            v7 = dict(IN1_OFF=_s(p.input1_offset, 16), IN2_OFF=_s(p.input2_offset, 16))
+        else:
+            if swap and spec.op == "SUB":
+                # a - b with a the broadcast one: B (= a) keeps the positive multiplier
+                p = rv.add_params(s1, z1, s2, z2, *spec.out_q, dt, act)
+                p1m = -p.input1_multiplier
+                p2m = p.input2_multiplier
+            else:
+                p = rv.add_params(s1, z1, s2, z2, *spec.out_q, dt, act, sub=spec.op == "SUB")
+                p1m, p2m = p.input1_multiplier, p.input2_multiplier
+            if max(p.input1_shift, p.input2_shift, p.output_shift) > 0:
+                # QuantizeMultiplierSmallerThanOneExp: TFLite's Prepare aborts on these scales
+                raise ValueError(f"{spec.op} {spec.name!r}: output scale {spec.out_q[0]} below "
+                                 f"2 * max(input scales) / 2^20 (TFLite refuses it)")
+            v5 = dict(M1=_s(p1m, 32), M2=_s(p2m, 32))
+            v6 = dict(MO=_s(p.output_multiplier, 32), SH1=_s(p.input1_shift, 8),
+                      SH2=_s(p.input2_shift, 8), SHO=_s(p.output_shift, 8))
+            v7 = dict(IN1_OFF=_s(p.input1_offset, 16), IN2_OFF=_s(p.input2_offset, 16))
+        v0.update(BMODE=bmode, ACT_MIN=_s(p.act_min, 16), ACT_MAX=_s(p.act_max, 16),
+                  OUT_OFF=_s(p.output_offset, 16))
+        if swap:
+            n, h, w, c = spec.b_shape
+    elif spec.op == "MEAN":
+        p = rv.mean_params(*spec.a_q, *spec.out_q, h * w, dt)
+        v0.update(ACT_MIN=_s(p.lo, 16), ACT_MAX=_s(p.hi, 16), OUT_OFF=_s(p.out_zp, 16))
+        v6 = dict(MO=_s(p.multiplier, 32), SHO=_s(p.shift, 8))
+        v7 = dict(IN1_OFF=_s(p.input_offset, 16))
+    else:
+        if tuple(spec.a_q) != tuple(spec.out_q):
+            raise ValueError(f"{spec.op} {spec.name!r}: input quantization {spec.a_q} differs from "
+                             f"the output's {spec.out_q} (TFLite requires them equal)")
+        g = spec.geometry()
+        lo, hi = rv.activation_bounds(act, *spec.out_q, dt)
+        v0.update(ACT_MIN=_s(lo, 16), ACT_MAX=_s(hi, 16), OUT_OFF=_s(spec.out_q[1], 16))
+        v4 = dict(FH=g.fh, FW=g.fw, PT=g.pad_top, PL=g.pad_left, SH=g.sh, SW=g.sw)
+        v7 = dict(OH=g.oh, OW=g.ow)
+    fields = {"VEC0": v0, "VEC2": dict(N=n), "VEC3": dict(H=h, W=w, C=c), "VEC4": v4,
+              "VEC5": v5, "VEC6": v6, "VEC7": v7}
+    for kind_, vals in fields.items():   # every value fits its field (CmdlistError otherwise)
+        f.word(kind_, **vals)
+    return fields, swap

@@ -1,0 +1,44 @@
+"""The delegate's claim of the vector unit's operators is a declared target capability
+(Transport.vector_unit -> Backend.vector_unit), not a probe: on a target without the unit the
+report names "target has no vector unit"; on the golden model, which has it, the reason says
+what is missing (the partition kernels' side)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dtpu
+from dtpu.backends.targets import open_target
+from dtpu.delegate.support import NO_VECTOR_UNIT, VECTOR_CODES
+from dtpu.driver import ModelTransport
+from dtpu.driver.transport import Transport
+from dtpu.hw.config import get_config
+
+ZOO = Path(__file__).parent / "models" / "zoo"
+
+
+def _rejected(backend: str, name: str) -> dict[str, str]:
+    it = dtpu.make_interpreter(str(ZOO / f"{name}.tflite"), {"backend": backend})
+    it.allocate_tensors()
+    d = it.get_input_details()[0]
+    it.set_tensor(d["index"], np.zeros(d["shape"], d["dtype"]))
+    it.invoke()
+    return {r["op"]: r["reason"] for r in dtpu.last_report().rejected}
+
+
+def test_targets_declare_the_unit():
+    assert Transport.vector_unit is False and ModelTransport().vector_unit is False
+    assert open_target("model", get_config()).transport.vector_unit is True
+    assert set(VECTOR_CODES.values()) == {"ADD", "SUB", "MUL", "AVERAGE_POOL_2D", "MAX_POOL_2D",
+                                          "MEAN"}
+
+
+@pytest.mark.parametrize("backend,want", [
+    ("reference", NO_VECTOR_UNIT),
+    ("model", "runs on this target's vector unit, but the delegate's partition kernels"),
+])
+def test_the_report_says_why_mean_stays_on_the_cpu(backend, want):
+    reasons = _rejected(backend, "mobilenet_like__int8")
+    assert want in reasons["MEAN"], reasons

@@ -1,0 +1,228 @@
+"""The vector unit of contract 2.1 in the golden model: VEC descriptors decoded from DDR bytes by
+the executor, their results against TFLite's CPU kernels (one-op graphs, tests/vector_graphs.py),
+their cycles against the documented formula, their faults, and a core without the unit."""
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pytest
+
+from dtpu.hw.config import ceil_div, get_config
+from dtpu.hw.core import Core
+from dtpu.hw.ddr import Ddr
+from dtpu.hw.executor import Executor
+from dtpu.hw.listcompiler import _ListBuilder
+from dtpu.hw.listformat import Format
+from dtpu.hw.units import vector as vu
+from dtpu.hw.vec_lower import VecSpec, lower_vec, vec_reason
+from tests.vector_graphs import T, one_op_model, run_cpu
+
+CFG = get_config()
+FMT = Format(CFG)
+BASE = 0x1000_0000
+AXES_HW = np.array([1, 2], np.int32)
+
+
+def _rng(*key):
+    return np.random.default_rng(zlib.crc32(repr(key).encode()))
+
+
+def _rand(r, shape, dt):
+    info = np.iinfo(dt)
+    return r.integers(info.min, info.max + 1, shape).astype(dt)
+
+
+def _q(r, dt):
+    info = np.iinfo(dt)
+    return float(np.float32(10 ** r.uniform(-3, 0))), int(r.integers(info.min, info.max + 1))
+
+
+def run_vec(spec: VecSpec, a: np.ndarray, b: np.ndarray | None = None, *, ex=None):
+    """One VEC + END list in a fresh DDR: (output, RunResult)."""
+    fields, swap = lower_vec(spec, CFG)
+    ddr = Ddr(BASE, 1 << 22)
+    addr_a, addr_b, dst, lst = BASE, BASE + (1 << 20), BASE + (2 << 20), BASE + (3 << 20)
+    ddr.write(addr_a, a.view(np.uint8).reshape(-1))
+    if b is not None:
+        ddr.write(addr_b, b.view(np.uint8).reshape(-1))
+    lb = _ListBuilder(FMT)
+    src_a, src_b = (addr_b, addr_a) if swap else (addr_a, addr_b if b is not None else 0)
+    lb.vec(fields, src_a, src_b, dst, tag=7)
+    lb.end()
+    ddr.write(lst, np.frombuffer(lb.data(), np.uint8))
+    r = (ex or Executor(Core(CFG), FMT, vector_unit=True)).run(ddr, lst)
+    out_shape = spec.output_shape
+    n = int(np.prod(out_shape))
+    out = ddr.read(dst, n).view(spec.dtype).reshape(out_shape).copy()
+    return out, r
+
+
+CASES = []
+for _dt in ("int8", "uint8"):
+    for _op in ("ADD", "SUB", "MUL"):
+        for _bc in ("none", "second", "first"):
+            CASES.append((_op, _dt, _bc))
+
+
+@pytest.mark.parametrize("op,dtype,bcast", CASES)
+def test_binary_through_the_unit_equals_tflite(op, dtype, bcast):
+    r = _rng(op, dtype, bcast)
+    nd = np.dtype(dtype)
+    for trial in range(4):
+        act = ["NONE", "RELU", "RELU6", "RELU_N1_TO_1"][trial]
+        full = (1, int(r.integers(1, 7)), int(r.integers(1, 7)), int(r.integers(1, 40)))
+        vec = (1, 1, 1, full[3])
+        sa, sb = {"none": (full, full), "second": (full, vec), "first": (vec, full)}[bcast]
+        qa, qb, qo = _q(r, nd), _q(r, nd), _q(r, nd)
+        if op == "MUL":
+            qo = (float(np.float32(qa[0] * qb[0] * 10 ** r.uniform(-1, 2))), qo[1])
+        a, b = _rand(r, sa, nd), _rand(r, sb, nd)
+        spec = VecSpec(op, nd, sa, qa, qo, b_shape=sb, b_q=qb, activation=act)
+        assert vec_reason(spec, CFG) is None
+        got, res = run_vec(spec, a, b)
+        assert res.error == 0, res.message
+        ref = run_cpu(one_op_model(op, [T(sa, dtype, *qa), T(sb, dtype, *qb)], T(full, dtype, *qo),
+                                   activation=act.lower()), [a, b])
+        np.testing.assert_array_equal(got, ref, err_msg=f"{op} {dtype} {bcast} {act} {full}")
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+@pytest.mark.parametrize("op", ["AVERAGE_POOL_2D", "MAX_POOL_2D"])
+@pytest.mark.parametrize("padding", ["SAME", "VALID"])
+def test_pool_through_the_unit_equals_tflite(op, dtype, padding):
+    r = _rng(op, dtype, padding)
+    nd = np.dtype(dtype)
+    done = 0
+    while done < 4:
+        shape = (1, int(r.integers(2, 10)), int(r.integers(2, 10)), int(r.integers(1, 20)))
+        filt, stride = tuple(int(x) for x in r.integers(1, 4, 2)), tuple(int(x) for x in r.integers(1, 3, 2))
+        q = _q(r, nd)
+        act = ["NONE", "RELU", "RELU6", "RELU_N1_TO_1"][done]
+        spec = VecSpec(op, nd, shape, q, q, activation=act, filter=filt, stride=stride,
+                       padding=padding)
+        if vec_reason(spec, CFG) is not None:
+            continue
+        a = _rand(r, shape, nd)
+        got, res = run_vec(spec, a)
+        assert res.error == 0, res.message
+        ref = run_cpu(one_op_model(op, [T(shape, dtype, *q)], T(spec.output_shape, dtype, *q),
+                                   activation=act.lower(), padding=padding, stride=stride,
+                                   filter=filt), [a])
+        np.testing.assert_array_equal(got, ref, err_msg=f"{op} {shape} {filt} {stride}")
+        done += 1
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+@pytest.mark.parametrize("scales", ["equal", "requantizing"])
+def test_mean_through_the_unit_equals_tflite(dtype, scales):
+    r = _rng(dtype, scales)
+    nd = np.dtype(dtype)
+    for _ in range(4):
+        shape = (1, int(r.integers(1, 9)), int(r.integers(1, 9)), int(r.integers(1, 70)))
+        q = _q(r, nd)
+        qo = q if scales == "equal" else _q(r, nd)
+        spec = VecSpec("MEAN", nd, shape, q, qo)
+        a = _rand(r, shape, nd)
+        got, res = run_vec(spec, a)
+        assert res.error == 0, res.message
+        ref = run_cpu(one_op_model("MEAN", [T(shape, dtype, *q), T((2,), "int32", data=AXES_HW)],
+                                   T((1, shape[3]), dtype, *qo), keep_dims=False), [a])
+        np.testing.assert_array_equal(got, ref)
+
+
+def _formula(job: vu.VecJob) -> int:
+    """docs/architecture.md "The vector unit": a list of one VEC and END, the VEC's operands
+    read after its start, its writes' last response, the interrupt."""
+    m, mem = FMT.mem, FMT.mem
+    RL, WL = int(m["MEM_READ_LATENCY"]), int(m["MEM_WRITE_LATENCY"])
+    c = vu.cost(job, int(mem["VEC_LANES"]))
+    header = int(m["SEQ_FETCH_START"]) + RL + FMT.length("VEC") - 1 + int(m["SEQ_DECODE"])
+    burst = int(m["MEM_BURST_BEATS"])
+    part = c.out_words % burst
+    K = int(m["SEQ_STORE_TAIL"])
+    tail = (K + burst) if not part else (K + 1 + part if c.out_words < burst
+                                         else part + max(K + 1, K + burst - part))
+    return (header + int(m["SEQ_VEC_START"]) + RL + max(c.read_beats, c.ops) + c.tail +
+            int(m["LAT_VEC"]) + WL + tail + int(m["IRQ_LATENCY"]))
+
+
+@pytest.mark.parametrize("spec", [
+    VecSpec("ADD", np.dtype(np.int8), (1, 7, 7, 24), (0.05, 3), (0.1, -2), b_shape=(1, 7, 7, 24),
+            b_q=(0.07, 1)),
+    VecSpec("MUL", np.dtype(np.int8), (1, 5, 5, 40), (0.05, 3), (0.004, -2), b_shape=(1, 1, 1, 40),
+            b_q=(0.07, 1)),
+    VecSpec("MAX_POOL_2D", np.dtype(np.int8), (1, 12, 12, 16), (0.05, 3), (0.05, 3),
+            filter=(3, 3), stride=(2, 2), padding="SAME"),
+    VecSpec("AVERAGE_POOL_2D", np.dtype(np.uint8), (1, 25, 5, 32), (0.05, 3), (0.05, 3),
+            filter=(25, 5), stride=(25, 5)),
+    VecSpec("MEAN", np.dtype(np.int8), (1, 7, 7, 64), (0.05, 3), (0.02, -1)),
+], ids=lambda s: s.op)
+def test_cycles_follow_the_formula(spec):
+    r = _rng(spec.op)
+    a = _rand(r, spec.a_shape, spec.dtype)
+    b = _rand(r, spec.b_shape, spec.dtype) if spec.b_shape else None
+    _, res = run_vec(spec, a, b)
+    fields, _ = lower_vec(spec, CFG)
+    d = {k: FMT.fields_of(k, FMT.word(k, **v)) for k, v in fields.items()}
+    d["VEC1"] = {"SRC_A": 0, "SRC_B": 0}
+    d["VEC2"]["DST"] = 0
+    d.setdefault("VEC1", {})
+    job = vu.decode(FMT, d)
+    assert res.cycles == _formula(job)
+    c = vu.cost(job, 8)
+    assert res.compute_cycles == c.stall_free(int(FMT.mem["LAT_VEC"]))
+    assert res.wr_beats == c.out_words
+    assert res.tags[7][1] == c.stall_free(int(FMT.mem["LAT_VEC"]))
+
+
+def test_a_list_run_again_replays_its_timeline():
+    spec = VecSpec("ADD", np.dtype(np.int8), (1, 4, 4, 8), (0.05, 3), (0.1, -2),
+                   b_shape=(1, 4, 4, 8), b_q=(0.07, 1))
+    r = _rng("replay")
+    a, b = _rand(r, spec.a_shape, np.int8), _rand(r, spec.b_shape, np.int8)
+    ex = Executor(Core(CFG), FMT, vector_unit=True)
+    out1, r1 = run_vec(spec, a, b, ex=ex)
+    out2, r2 = run_vec(spec, a, b, ex=ex)
+    np.testing.assert_array_equal(out1, out2)
+    assert (r1.cycles, r1.compute_cycles, r1.tags) == (r2.cycles, r2.compute_cycles, r2.tags)
+
+
+def test_a_core_without_the_unit_answers_bad_opcode():
+    spec = VecSpec("MEAN", np.dtype(np.int8), (1, 3, 3, 8), (0.05, 3), (0.05, 3))
+    a = np.zeros(spec.a_shape, np.int8)
+    _, res = run_vec(spec, a, ex=Executor(Core(CFG), FMT))
+    assert res.error == FMT.errors["BAD_OPCODE"] and "no vector unit" in res.message
+
+
+def test_bad_fields_are_named():
+    spec = VecSpec("MEAN", np.dtype(np.int8), (1, 3, 3, 8), (0.05, 3), (0.05, 3))
+    fields, _ = lower_vec(spec, CFG)
+    fields["VEC0"]["KIND"] = 9
+    d = {k: FMT.fields_of(k, FMT.word(k, **v)) for k, v in fields.items()}
+    d["VEC1"] = {"SRC_A": 0, "SRC_B": 0}
+    from dtpu.hw.listformat import ListFault
+    with pytest.raises(ListFault, match="KIND=9; accepted"):
+        vu.decode(FMT, d)
+
+
+def test_reasons_name_what_the_unit_cannot_take():
+    i8 = np.dtype(np.int8)
+    assert "int16" in vec_reason(VecSpec("ADD", np.dtype(np.int16), (1, 2, 2, 2), (1, 0), (1, 0),
+                                         b_shape=(1, 2, 2, 2), b_q=(1, 0)), CFG)
+    assert "accepted: equal shapes" in vec_reason(
+        VecSpec("ADD", i8, (1, 4, 4, 8), (0.1, 0), (0.1, 0), b_shape=(1, 4, 1, 8), b_q=(0.1, 0)), CFG)
+    big = ceil_div(8 * int(FMT.mem["VEC_BCAST_WORDS"]) + 8, 1)
+    assert "operand-B buffer" in vec_reason(
+        VecSpec("MUL", i8, (1, 2, 2, big), (0.1, 0), (0.1, 0), b_shape=(1, 1, 1, big), b_q=(0.1, 0)),
+        CFG)
+    assert "differs from the output" in vec_reason(
+        VecSpec("MAX_POOL_2D", i8, (1, 4, 4, 8), (0.1, 0), (0.2, 0), filter=(2, 2), stride=(2, 2)), CFG)
+
+
+def test_add_scales_tflite_refuses_are_refused():
+    """TFLite's Prepare aborts (QuantizeMultiplierSmallerThanOneExp) when the output scale is
+    below 2 * max(input scales) / 2^20: such a node is never claimed."""
+    i8 = np.dtype(np.int8)
+    spec = VecSpec("ADD", i8, (1, 2, 2, 4), (0.5, 0), (1e-9, 0), b_shape=(1, 2, 2, 4), b_q=(0.5, 0))
+    assert "TFLite refuses it" in vec_reason(spec, CFG)

@@ -294,6 +294,11 @@ def _run(args) -> int:
     c = result.counters
     print(f"total: {c.instructions} instructions, {c.macs:,} MACs, {c.cycles:,} cycles, frame "
           f"{c.frame_read:,}/{c.frame_write:,} B, filter {c.filter_read:,}/{c.filter_write:,} B (read/written)")
+    from dtpu.isro.bundle import bundle_profile
+    from dtpu.isro.performance import figures
+    fig = figures(c, bundle_profile(bundle.meta), bundle.fmt.name.lower(), args.pe or bundle.meta["pe"])
+    for line in fig.lines():
+        print("  " + line)
     heads = bundle.meta.get("heads") or []
     if heads:
         from dtpu.isro.heads import describe

@@ -6,6 +6,10 @@ the instruction encoding) lives in a profile rather than in code. ``profiles/def
 our assumptions, each with its source; ``--chip FILE`` selects another. A bundle records the
 profile it was compiled for (name, content and SHA-256), and ``run``, ``check`` and ``compare``
 hold the program to that profile's memories.
+
+Two optional keys turn cycles into time and energy (``dtpu.isro.performance``): ``clock_mhz``
+and ``power`` (static watts, picojoules per MAC in each format, per byte of on-chip memory
+traffic). A profile without them still compiles and runs; ``run`` then reports cycles only.
 """
 from __future__ import annotations
 
@@ -22,12 +26,29 @@ log = logging.getLogger(__name__)
 
 DEFAULT_PATH = Path(__file__).with_name("profiles") / "default.json"
 KEYS = ("name", "encoding", "pe", "frame_bytes", "filter_bytes", "program_bytes", "formats", "align")
-OPTIONAL = ("about", "source")
+OPTIONAL = ("about", "source", "clock_mhz", "power")
+POWER_KEYS = ("static_w", "mac_pj", "sram_pj_per_byte")
 FORMATS = tuple(f.name.lower() for f in isa.Fmt)
 
 
 class ProfileError(ValueError):
     """A chip profile that cannot be used; the message names the file and the key."""
+
+
+@dataclass(frozen=True)
+class Power:
+    """An energy model simple enough to state as assumptions: a constant static power plus a
+    cost per MAC (by number format) and per byte moved in frame or filter memory."""
+
+    static_w: float
+    mac_pj: tuple[tuple[str, float], ...]        # (format, pJ per MAC), hashable
+    sram_pj_per_byte: float
+
+    def mac(self, fmt: str) -> float:
+        return dict(self.mac_pj)[fmt]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"static_w": self.static_w, "mac_pj": dict(self.mac_pj), "sram_pj_per_byte": self.sram_pj_per_byte}
 
 
 @dataclass(frozen=True)
@@ -44,6 +65,8 @@ class Profile:
     align: int = isa.ALIGN
     encoding: str = isa.ENCODING["name"]
     source: dict[str, str] = field(default_factory=dict, compare=False)
+    clock_mhz: float | None = None
+    power: Power | None = None
     path: str | None = field(default=None, compare=False)
 
     @property
@@ -52,9 +75,14 @@ class Profile:
 
     def to_dict(self) -> dict[str, Any]:
         """What a bundle records: every key the compiler used (not the prose)."""
-        return {"name": self.name, "encoding": self.encoding, "pe": self.pe,
-                "frame_bytes": self.frame_bytes, "filter_bytes": self.filter_bytes,
-                "program_bytes": self.program_bytes, "formats": list(self.formats), "align": self.align}
+        d = {"name": self.name, "encoding": self.encoding, "pe": self.pe,
+             "frame_bytes": self.frame_bytes, "filter_bytes": self.filter_bytes,
+             "program_bytes": self.program_bytes, "formats": list(self.formats), "align": self.align}
+        if self.clock_mhz is not None:
+            d["clock_mhz"] = self.clock_mhz
+        if self.power is not None:
+            d["power"] = self.power.to_dict()
+        return d
 
     @property
     def sha256(self) -> str:
@@ -106,9 +134,33 @@ def from_dict(d: dict, where: str) -> Profile:
         raise ProfileError(f"{where}: encoding {d['encoding']!r}, but this toolchain's encoding table "
                            f"({isa.ENCODING_PATH.name}) is {isa.ENCODING['name']!r}")
     src = d.get("source", {})
+    clock = d.get("clock_mhz")
+    if clock is not None and not _positive_number(clock):
+        raise ProfileError(f"{where}: clock_mhz = {clock!r}; expected a number > 0 (MHz)")
+    power = _power(d["power"], fmts, where) if d.get("power") is not None else None
     return Profile(d["name"], pe, d["frame_bytes"], d["filter_bytes"], d["program_bytes"],
                    tuple(fmts), d["align"], d["encoding"], dict(src) if isinstance(src, dict) else {},
-                   where)
+                   clock_mhz=None if clock is None else float(clock), power=power, path=where)
+
+
+def _positive_number(v, zero_ok: bool = False) -> bool:
+    return (not isinstance(v, bool) and isinstance(v, (int, float)) and v == v and v != float("inf")
+            and (v >= 0 if zero_ok else v > 0))
+
+
+def _power(p, fmts, where: str) -> Power:
+    if not isinstance(p, dict) or sorted(p) != sorted(POWER_KEYS):
+        got = sorted(p) if isinstance(p, dict) else type(p).__name__
+        raise ProfileError(f"{where}: power = {got}; expected a table of exactly {', '.join(POWER_KEYS)}")
+    for k in ("static_w", "sram_pj_per_byte"):
+        if not _positive_number(p[k], zero_ok=True):
+            raise ProfileError(f"{where}: power.{k} = {p[k]!r}; expected a number >= 0")
+    mac = p["mac_pj"]
+    if (not isinstance(mac, dict) or not set(fmts) <= set(mac) or not set(mac) <= set(FORMATS)
+            or not all(_positive_number(v, zero_ok=True) for v in mac.values())):
+        raise ProfileError(f"{where}: power.mac_pj = {mac!r}; expected a number >= 0 (pJ per MAC) for "
+                           f"each of the profile's formats {', '.join(fmts)} (of {', '.join(FORMATS)})")
+    return Power(float(p["static_w"]), tuple((f, float(v)) for f, v in mac.items()), float(p["sram_pj_per_byte"]))
 
 
 def load(path: str | Path | None = None) -> Profile:

@@ -1,0 +1,96 @@
+"""Cycles into time, throughput and energy, from the chip profile's marked assumptions.
+
+The machine counts what a program costs (cycles at one block per cycle, MACs, adds, compares,
+bytes moved in each memory); the profile says what a cycle, a MAC and a byte are worth on the
+chip (``clock_mhz``, ``power``). Both sides are stated, so a figure here can be set beside a
+published one (RC64's VGG-19 frames/s and frames/s/W) with its assumptions next to it, and
+changes when the chip team's numbers replace ours.
+
+Energy is static power x time, plus ``mac_pj`` per MAC, add and compare (an adder or comparator
+priced as a MAC: an upper bound), plus ``sram_pj_per_byte`` per byte the machine counts in frame
+and filter memory (each operand once per instruction: the traffic of perfect local reuse).
+
+GOP/s counts two operations per MAC (multiply and add). RC64's published VGG-19 figures count
+one: 19.6 G MACs a frame at 2.8 frames/s is 55 G/s, its "80 % of 70 GOP/s".
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from dtpu.isro.profile import Profile
+
+CYCLE_MODEL = ("one block per cycle per instruction (a block: the MACs of one output element, at "
+               "most pe of them); no memory stalls, no overlap between instructions")
+
+
+@dataclass(frozen=True)
+class Figures:
+    """One frame's cost; None where the profile gives no clock or no power model."""
+
+    cycles: int
+    macs: int
+    pe: int | None
+    clock_mhz: float | None
+    seconds: float | None
+    frames_per_s: float | None
+    gop_per_s: float | None          # 2 ops per MAC
+    peak_gop_per_s: float | None
+    utilization: float | None        # MACs / (cycles x pe): the fraction of the MAC array's peak used
+    energy_j: float | None
+    energy_static_j: float | None
+    energy_mac_j: float | None
+    energy_memory_j: float | None
+    power_w: float | None
+    frames_per_s_per_w: float | None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def lines(self) -> list[str]:
+        """What `run` prints: every figure with the assumption it rests on."""
+        util = "" if self.utilization is None else f", MAC utilization {100 * self.utilization:.1f} %"
+        if self.seconds is None:
+            return [f"{self.cycles:,} cycles{util}; the chip profile gives no clock_mhz, so no time, "
+                    f"frames/s or energy"]
+        peak = "" if self.peak_gop_per_s is None else f" of {self.peak_gop_per_s:.1f} peak"
+        out = [f"at {self.clock_mhz:g} MHz (profile clock, an assumption): {self.seconds * 1e3:.3f} ms per "
+               f"frame, {self.frames_per_s:.2f} frames/s, {self.gop_per_s:.2f} GOP/s{peak} "
+               f"(2 ops per MAC){util}"]
+        if self.energy_j is None:
+            out.append("no energy: the chip profile gives no power model")
+        else:
+            out.append(f"energy (profile power model, an assumption): {self.energy_j * 1e3:.3f} mJ per frame "
+                       f"(static {self.energy_static_j * 1e3:.3f}, arithmetic {self.energy_mac_j * 1e3:.3f}, "
+                       f"memory {self.energy_memory_j * 1e3:.3f}), {self.power_w:.3f} W, "
+                       f"{self.frames_per_s_per_w:.2f} frames/s/W")
+        out.append(f"cycle model: {CYCLE_MODEL}")
+        return out
+
+
+def figures(counters, profile: Profile, fmt: str, pe: int | None) -> Figures:
+    """A run's counters (:class:`dtpu.isro.machine.Counters`) under `profile`, for programs in
+    format `fmt` ("i8", "f32") run with `pe` processing elements (None: unlimited)."""
+    cycles, macs = int(counters.cycles), int(counters.macs)
+    util = macs / (cycles * pe) if pe and cycles else None
+    clock = profile.clock_mhz
+    none = dict(seconds=None, frames_per_s=None, gop_per_s=None, peak_gop_per_s=None, energy_j=None,
+                energy_static_j=None, energy_mac_j=None, energy_memory_j=None, power_w=None,
+                frames_per_s_per_w=None)
+    if clock is None or cycles == 0:
+        return Figures(cycles, macs, pe, clock, utilization=util, **none)
+    seconds = cycles / (clock * 1e6)
+    timing = dict(seconds=seconds, frames_per_s=1.0 / seconds, gop_per_s=2 * macs / seconds / 1e9,
+                  peak_gop_per_s=None if pe is None else 2 * pe * clock * 1e6 / 1e9)
+    pw = profile.power
+    if pw is None:
+        return Figures(cycles, macs, pe, clock, utilization=util,
+                       **{**none, **timing})
+    static = pw.static_w * seconds
+    arith = (macs + int(counters.adds) + int(counters.compares)) * pw.mac(fmt) * 1e-12
+    moved = counters.frame_read + counters.frame_write + counters.filter_read + counters.filter_write
+    memory = int(moved) * pw.sram_pj_per_byte * 1e-12
+    energy = static + arith + memory
+    power = energy / seconds
+    return Figures(cycles, macs, pe, clock, utilization=util, **timing, energy_j=energy,
+                   energy_static_j=static, energy_mac_j=arith, energy_memory_j=memory, power_w=power,
+                   frames_per_s_per_w=(1.0 / seconds) / power)

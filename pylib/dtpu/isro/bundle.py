@@ -10,6 +10,10 @@ A bundle on disk is a directory::
                   addresses of its input, output, weights, DSP parameters and split partials;
                   the chip profile it was compiled for; size and SHA-256 of each image
     SHA256SUMS    `sha256sum -c` manifest of all of the above (meta.json included)
+    external.bin  only in a staged bundle (meta.json ``staged``, :mod:`dtpu.isro.staging`): external
+                  memory from address 0: the padded input, room for every tensor, then each
+                  layer's weights and parameter blocks chunk by chunk (frame.bin and filter.bin
+                  are then empty: the program stages everything itself)
 
 Images are what gets uplinked, so :meth:`Bundle.load` refuses a bundle whose images or
 meta.json do not match their recorded sizes and digests (a truncated or flipped file is named,
@@ -39,6 +43,12 @@ log = logging.getLogger(__name__)
 FORMAT = "dtpu-isro-bundle/2"
 IMAGES = ("frame.bin", "filter.bin", "program.bin")
 FILES = IMAGES + ("program.lst", "meta.json", "SHA256SUMS")
+EXTERNAL_IMAGE = "external.bin"
+
+
+def image_names(meta: dict) -> tuple[str, ...]:
+    """The images a bundle has: a staged one adds external memory's."""
+    return IMAGES + ((EXTERNAL_IMAGE,) if meta.get("staged") else ())
 
 
 class BundleError(ValueError):
@@ -55,6 +65,7 @@ class Bundle:
     frame: bytes
     filter: bytes
     meta: dict[str, Any] = field(default_factory=dict)
+    external: bytes = b""
 
     @property
     def fmt(self) -> Fmt:
@@ -76,8 +87,11 @@ class Bundle:
     # -- disk -----------------------------------------------------------------------------------
 
     def images(self) -> dict[str, bytes]:
-        return {"frame.bin": self.frame, "filter.bin": self.filter,
-                "program.bin": isa.encode_program(self.program)}
+        images = {"frame.bin": self.frame, "filter.bin": self.filter,
+                  "program.bin": isa.encode_program(self.program)}
+        if self.meta.get("staged"):
+            images[EXTERNAL_IMAGE] = self.external
+        return images
 
     def save(self, directory: str | Path) -> Path:
         """Write the bundle; meta.json gets each image's size and SHA-256, SHA256SUMS all files."""
@@ -124,10 +138,14 @@ class Bundle:
             raise BundleError(f"{d / 'meta.json'}: format {got!r}, expected {FORMAT!r} (recompile the "
                               f"model with this toolchain)")
         recorded = meta.get("images")
-        if not isinstance(recorded, dict) or set(recorded) != set(IMAGES):
-            raise BundleError(f"{d / 'meta.json'}: no image digests for {', '.join(IMAGES)}")
+        names = image_names(meta)
+        if not isinstance(recorded, dict) or set(recorded) != set(names):
+            raise BundleError(f"{d / 'meta.json'}: no image digests for {', '.join(names)}")
         data = {}
-        for name in IMAGES:
+        for name in names:
+            if not (d / name).is_file():
+                raise BundleError(f"{d} is not a complete ISRO bundle: missing {name} (a staged bundle "
+                                  f"has {', '.join(names)})")
             blob = (d / name).read_bytes()
             want = recorded[name]
             if len(blob) != want.get("bytes"):
@@ -149,7 +167,10 @@ class Bundle:
             if len(data[name]) > meta.get(key, -1):
                 raise BundleError(f"{d / name}: {len(data[name]):,} bytes, larger than the memory "
                                   f"meta.json declares ({key} = {meta.get(key)})")
-        return cls(program, data["frame.bin"], data["filter.bin"], meta)
+        if meta.get("staged") and len(data[EXTERNAL_IMAGE]) > meta.get("external_bytes", -1):
+            raise BundleError(f"{d / EXTERNAL_IMAGE}: {len(data[EXTERNAL_IMAGE]):,} bytes, larger than the "
+                              f"external memory meta.json declares (external_bytes = {meta.get('external_bytes')})")
+        return cls(program, data["frame.bin"], data["filter.bin"], meta, data.get(EXTERNAL_IMAGE, b""))
 
     # -- memories -------------------------------------------------------------------------------
 
@@ -163,9 +184,22 @@ class Bundle:
         filt = np.full(self.meta["filter_bytes"], 0xFF, dtype=np.uint8)
         frame[:len(self.frame)] = np.frombuffer(self.frame, dtype=np.uint8)
         filt[:len(self.filter)] = np.frombuffer(self.filter, dtype=np.uint8)
-        if x is not None:
+        if x is not None and self.meta["input"].get("memory", "frame") == "frame":
             write_input(self.meta["input"], frame, x, self.fmt)
         return frame, filt
+
+    def external_memory(self, x: np.ndarray | None = None) -> np.ndarray:
+        """Fresh external memory (empty for a bundle that is not staged), with input `x` when
+        the input lives there; 0xFF where the image does not reach, as for the others."""
+        ext = np.full(self.meta.get("external_bytes", 0), 0xFF, dtype=np.uint8)
+        ext[:len(self.external)] = np.frombuffer(self.external, dtype=np.uint8)
+        if x is not None and self.meta["input"].get("memory", "frame") == "external":
+            write_input(self.meta["input"], ext, x, self.fmt)
+        return ext
+
+    def memory(self, name: str, frame: np.ndarray, external: np.ndarray) -> np.ndarray:
+        """Frame or external memory, as a tensor's meta (``memory``) names it."""
+        return external if name == "external" else frame
 
 
 def _check_profile(meta: dict, where: Path) -> None:

@@ -223,35 +223,26 @@ def resolve_borders(layers: list[Layer], input_name: str = "input") -> list[Laye
     return out
 
 
-def emit(layers: list[Layer], fmt: Fmt, *, profile: Profile | None = None, pe: int | None = None,
-         reuse: bool | None = None, meta: dict | None = None, x: np.ndarray | None = None,
-         in_scale: float | None = None, in_zp: int = 0, input_name: str = "input") -> Bundle:
-    """Allocate both memories and generate the program for `layers` on `profile`'s chip.
+class DoesNotFit(CompileError):
+    """Frame or filter memory is too small for the program as laid out on chip; a profile with
+    external memory compiles it staged instead (:mod:`dtpu.isro.staging`)."""
 
-    `pe` overrides the profile's processing elements. `reuse` True shares frame memory between
-    tensors that are not live at once, False gives every tensor its own region, None (default)
-    shares only when separate regions would not fit the profile's frame memory. Anything that
-    still does not fit raises :class:`CompileError` naming the layer, the memory and the sizes.
-    """
-    from dtpu.isro.profile import unlimited
-    prof = unlimited() if profile is None else profile
-    if pe is not None:
-        if isinstance(pe, bool) or not isinstance(pe, (int, np.integer)) or pe < 1:
-            raise ValueError(f"pe must be a positive integer or None (the profile's), got {pe!r}")
-        if prof.pe is not None and pe > prof.pe:
-            raise CompileError(f"pe={pe} exceeds chip profile {prof.name}'s {prof.pe} processing "
-                               f"elements; --pe may only lower it (or pass a profile with more)")
-        pe = int(pe)
-    else:
-        pe = prof.pe
-    to = prof.align
-    layers = resolve_borders(layers, input_name)
-    if fmt.name.lower() not in prof.formats:
-        raise CompileError(f"{layers[0].name}: the model compiles to {fmt.name.lower()}, but chip profile "
-                           f"{prof.name} supports {', '.join(prof.formats)}")
-    fdt = FRAME_DTYPE[fmt]
-    # frame memory: tensor 0 is the model input, tensor i+1 the output of layer i, each stored
-    # with the border its consumers read (they must agree: one border, one fill)
+
+def resolve_pe(prof: Profile, pe: int | None) -> int | None:
+    """`pe` (which may only lower the profile's) or the profile's own."""
+    if pe is None:
+        return prof.pe
+    if isinstance(pe, bool) or not isinstance(pe, (int, np.integer)) or pe < 1:
+        raise ValueError(f"pe must be a positive integer or None (the profile's), got {pe!r}")
+    if prof.pe is not None and pe > prof.pe:
+        raise CompileError(f"pe={pe} exceeds chip profile {prof.name}'s {prof.pe} processing "
+                           f"elements; --pe may only lower it (or pass a profile with more)")
+    return int(pe)
+
+
+def borders(layers: list[Layer]) -> tuple[list[tuple], list[Fill]]:
+    """Per frame tensor (0 the input, i+1 layer i's output) the border it is stored with and its
+    fill: what its consumers read (they must agree: one border, one fill)."""
     n = len(layers)
     pads: list[tuple | None] = [None] * (n + 1)
     fills: list[Fill | None] = [None] * (n + 1)
@@ -266,8 +257,32 @@ def emit(layers: list[Layer], fmt: Fmt, *, profile: Profile | None = None, pe: i
                                    f"another consumer needs {pads[t]} ({fills[t].name.lower()}); one tensor "
                                    f"has one border")
             pads[t], fills[t] = want, layer.fill
-    pads = [p or (0, 0, 0, 0) for p in pads]
-    fills = [f or Fill.ZERO for f in fills]
+    return [p or (0, 0, 0, 0) for p in pads], [f or Fill.ZERO for f in fills]
+
+
+def emit(layers: list[Layer], fmt: Fmt, *, profile: Profile | None = None, pe: int | None = None,
+         reuse: bool | None = None, meta: dict | None = None, x: np.ndarray | None = None,
+         in_scale: float | None = None, in_zp: int = 0, input_name: str = "input") -> Bundle:
+    """Allocate both memories and generate the program for `layers` on `profile`'s chip.
+
+    `pe` overrides the profile's processing elements. `reuse` True shares frame memory between
+    tensors that are not live at once, False gives every tensor its own region, None (default)
+    shares only when separate regions would not fit the profile's frame memory. Anything that
+    still does not fit raises :class:`CompileError` naming the layer, the memory and the sizes.
+    """
+    from dtpu.isro.profile import unlimited
+    prof = unlimited() if profile is None else profile
+    pe = resolve_pe(prof, pe)
+    to = prof.align
+    layers = resolve_borders(layers, input_name)
+    if fmt.name.lower() not in prof.formats:
+        raise CompileError(f"{layers[0].name}: the model compiles to {fmt.name.lower()}, but chip profile "
+                           f"{prof.name} supports {', '.join(prof.formats)}")
+    fdt = FRAME_DTYPE[fmt]
+    # frame memory: tensor 0 is the model input, tensor i+1 the output of layer i, each stored
+    # with the border its consumers read
+    n = len(layers)
+    pads, fills = borders(layers)
     shapes = [layers[0].in_shape] + [layer.out_shape for layer in layers]
 
     def nbytes(t):
@@ -293,7 +308,7 @@ def emit(layers: list[Layer], fmt: Fmt, *, profile: Profile | None = None, pe: i
             need.append((sum(align(sizes[t], to) for t in live), i, live))
         worst, i, live = max(need)
         what = ", ".join(f"{'input' if t == 0 else layers[t - 1].name} {sizes[t]:,} B" for t in live)
-        raise CompileError(
+        raise DoesNotFit(
             f"{layers[i].name}: frame memory needs {frame_bytes:,} B{' with reuse' if reused else ''} "
             f"but chip profile {prof.name} has {prof.frame_bytes:,} B; at this layer {worst:,} B are "
             f"live ({what})" + ("" if reused else "; reuse was disabled"))
@@ -310,7 +325,7 @@ def emit(layers: list[Layer], fmt: Fmt, *, profile: Profile | None = None, pe: i
         wchunks.append((cursor, w.tobytes()))
         cursor = align(cursor + w.nbytes, to)
         if cursor > prof.filter_bytes:
-            raise CompileError(f"{layer.name}: its weights ({w.nbytes:,} B) end at byte {cursor:,} of filter "
+            raise DoesNotFit(f"{layer.name}: its weights ({w.nbytes:,} B) end at byte {cursor:,} of filter "
                                f"memory, past chip profile {prof.name}'s {prof.filter_bytes:,} B (the model's "
                                f"weights total {sum(np.asarray(l.weights).size * wdt.itemsize for l in layers if l.weights is not None):,} B)")
     weights_bytes = cursor
@@ -324,7 +339,7 @@ def emit(layers: list[Layer], fmt: Fmt, *, profile: Profile | None = None, pe: i
         pchunks.append((cursor, words.tobytes()))
         cursor = align(cursor + words.nbytes, to)
         if cursor > prof.filter_bytes:
-            raise CompileError(f"{layer.name}: its parameter block ends at byte {cursor:,} of filter memory, "
+            raise DoesNotFit(f"{layer.name}: its parameter block ends at byte {cursor:,} of filter memory, "
                                f"past chip profile {prof.name}'s {prof.filter_bytes:,} B (weights "
                                f"{weights_bytes:,} B)")
     params_bytes = cursor - weights_bytes
@@ -384,7 +399,7 @@ def emit(layers: list[Layer], fmt: Fmt, *, profile: Profile | None = None, pe: i
                     part_bytes = cout * hout * wout * adt.itemsize   # ADD reads them back to back
                     scratch_bytes = max(scratch_bytes, align(part_bytes * len(blocks), to))
                     if scratch + scratch_bytes > prof.filter_bytes:
-                        raise CompileError(
+                        raise DoesNotFit(
                             f"{layer.name}: split into {len(blocks)} parts for pe={pe}, its partial sums "
                             f"({part_bytes * len(blocks):,} B) end at byte {scratch + scratch_bytes:,} of filter "
                             f"memory, past chip profile {prof.name}'s {prof.filter_bytes:,} B")
@@ -394,7 +409,7 @@ def emit(layers: list[Layer], fmt: Fmt, *, profile: Profile | None = None, pe: i
                     program.append(Instruction(Op.ADD, **post, src=scratch, cout=cout, hout=hout,
                                                wout=wout, npart=len(blocks)))
         except ValueError as exc:
-            if isinstance(exc, CompileError):
+            if isinstance(exc, CompileError):      # DoesNotFit included
                 raise
             raise CompileError(f"{layer.name}: {exc}") from None
         if (len(program) + 1) * isa.INSTRUCTION_BYTES > prof.program_bytes:
@@ -499,8 +514,15 @@ def compile_layers(builder: Builder, x=None, *, chip=None, pe=None, reuse=None, 
     layers = builder.finish()
     meta = {**(meta or {}), "heads": list(builder.heads)}
     xin = None if x is None else _input_chw(x, builder.in_shape, builder.fmt, builder.in_scale, builder.in_zp)
-    return emit(layers, builder.fmt, profile=prof, pe=pe, reuse=reuse, meta=meta, x=xin,
-                in_scale=builder.in_scale, in_zp=builder.in_zp, input_name=builder.input_name)
+    kw = dict(meta=meta, x=xin, in_scale=builder.in_scale, in_zp=builder.in_zp, input_name=builder.input_name)
+    try:
+        return emit(layers, builder.fmt, profile=prof, pe=pe, reuse=reuse, **kw)
+    except DoesNotFit as exc:
+        if prof.external is None or reuse is False:     # --no-reuse: every output in frame memory, or fail
+            raise
+        from dtpu.isro.staging import emit_staged
+        log.info("%s; staging through external memory", exc)
+        return emit_staged(layers, builder.fmt, profile=prof, pe=pe, **kw)
 
 
 def compile_h5(path: str | Path, x: np.ndarray | None = None, *, chip=None, pe: int | None = None,

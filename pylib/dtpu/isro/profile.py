@@ -26,13 +26,28 @@ log = logging.getLogger(__name__)
 
 DEFAULT_PATH = Path(__file__).with_name("profiles") / "default.json"
 KEYS = ("name", "encoding", "pe", "frame_bytes", "filter_bytes", "program_bytes", "formats", "align")
-OPTIONAL = ("about", "source", "clock_mhz", "power")
+OPTIONAL = ("about", "source", "clock_mhz", "power", "external")
+EXTERNAL_KEYS = ("bytes", "bytes_per_cycle", "latency_cycles")
 POWER_KEYS = ("static_w", "mac_pj", "sram_pj_per_byte")
 FORMATS = tuple(f.name.lower() for f in isa.Fmt)
 
 
 class ProfileError(ValueError):
     """A chip profile that cannot be used; the message names the file and the key."""
+
+
+@dataclass(frozen=True)
+class External:
+    """Memory outside the chip (DRAM behind its memory controller): what the compiler stages
+    tensors and weights through when they do not fit frame or filter memory. A transfer of n
+    bytes costs `latency_cycles` + n / `bytes_per_cycle` cycles."""
+
+    bytes: int
+    bytes_per_cycle: float
+    latency_cycles: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"bytes": self.bytes, "bytes_per_cycle": self.bytes_per_cycle, "latency_cycles": self.latency_cycles}
 
 
 @dataclass(frozen=True)
@@ -67,6 +82,7 @@ class Profile:
     source: dict[str, str] = field(default_factory=dict, compare=False)
     clock_mhz: float | None = None
     power: Power | None = None
+    external: External | None = None
     path: str | None = field(default=None, compare=False)
 
     @property
@@ -82,6 +98,8 @@ class Profile:
             d["clock_mhz"] = self.clock_mhz
         if self.power is not None:
             d["power"] = self.power.to_dict()
+        if self.external is not None:
+            d["external"] = self.external.to_dict()
         return d
 
     @property
@@ -138,9 +156,26 @@ def from_dict(d: dict, where: str) -> Profile:
     if clock is not None and not _positive_number(clock):
         raise ProfileError(f"{where}: clock_mhz = {clock!r}; expected a number > 0 (MHz)")
     power = _power(d["power"], fmts, where) if d.get("power") is not None else None
+    external = _external(d["external"], where) if d.get("external") is not None else None
     return Profile(d["name"], pe, d["frame_bytes"], d["filter_bytes"], d["program_bytes"],
                    tuple(fmts), d["align"], d["encoding"], dict(src) if isinstance(src, dict) else {},
-                   clock_mhz=None if clock is None else float(clock), power=power, path=where)
+                   clock_mhz=None if clock is None else float(clock), power=power, external=external,
+                   path=where)
+
+
+def _external(e, where: str) -> External:
+    if not isinstance(e, dict) or sorted(e) != sorted(EXTERNAL_KEYS):
+        got = sorted(e) if isinstance(e, dict) else type(e).__name__
+        raise ProfileError(f"{where}: external = {got}; expected a table of exactly {', '.join(EXTERNAL_KEYS)}")
+    b, bw, lat = e["bytes"], e["bytes_per_cycle"], e["latency_cycles"]
+    if isinstance(b, bool) or not isinstance(b, int) or not 1 <= b <= 1 << 32:
+        raise ProfileError(f"{where}: external.bytes = {b!r}; expected an integer in [1, {1 << 32}] "
+                           f"(the address fields are 32 bits)")
+    if not _positive_number(bw):
+        raise ProfileError(f"{where}: external.bytes_per_cycle = {bw!r}; expected a number > 0")
+    if isinstance(lat, bool) or not isinstance(lat, int) or lat < 0:
+        raise ProfileError(f"{where}: external.latency_cycles = {lat!r}; expected an integer >= 0")
+    return External(b, float(bw), lat)
 
 
 def _positive_number(v, zero_ok: bool = False) -> bool:

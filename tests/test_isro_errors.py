@@ -187,6 +187,7 @@ def test_profile_errors(tmp_path, capsys):
 
 def test_model_that_does_not_fit_names_layer_memory_and_sizes(tmp_path, capsys):
     base = json.loads((Path(cli.__file__).parent / "profiles" / "default.json").read_text())
+    del base["external"]          # with external memory the model is staged (tests/test_isro_staging.py)
     model = str(FIXTURES / "vgg_s.h5")
     p = tmp_path / "small.json"
     p.write_text(json.dumps({**base, "name": "tiny", "filter_bytes": 20000}))

@@ -227,10 +227,18 @@ def _compile(args) -> int:
           f"pe={bundle.meta['pe'] or 'unlimited'})")
     print(f"  layers {len(bundle.layers)}, instructions {s['instructions']} "
           f"({', '.join(f'{k} {v}' for k, v in s['by_op'].items())}), MACs {s['macs']:,}")
-    print(f"  frame memory {_kib(bundle.meta['frame_bytes'])} (input image {_kib(s['input_bytes'])}); "
-          f"filter memory {_kib(bundle.meta['filter_bytes'])} (weights {_kib(s['weights_bytes'])}, "
-          f"params {_kib(s['params_bytes'])}, split scratch {_kib(s['scratch_bytes'])}); "
-          f"program {_kib(s['program_bytes'])}")
+    if bundle.meta.get("staged"):
+        bands = sum(layer["staging"]["bands"] for layer in bundle.layers)
+        print(f"  staged through external memory: {_kib(bundle.meta['external_bytes'])} there (tensors "
+              f"{_kib(s['tensors_bytes'])}, weights {_kib(s['weights_bytes'])}, params {_kib(s['params_bytes'])}); "
+              f"{bands} bands over {len(bundle.layers)} layers; staging in frame memory "
+              f"{_kib(bundle.meta['frame_bytes'])}, filter memory {_kib(bundle.meta['filter_bytes'])}; "
+              f"program {_kib(s['program_bytes'])}")
+    else:
+        print(f"  frame memory {_kib(bundle.meta['frame_bytes'])} (input image {_kib(s['input_bytes'])}); "
+              f"filter memory {_kib(bundle.meta['filter_bytes'])} (weights {_kib(s['weights_bytes'])}, "
+              f"params {_kib(s['params_bytes'])}, split scratch {_kib(s['scratch_bytes'])}); "
+              f"program {_kib(s['program_bytes'])}")
     tfl = bundle.meta.get("tflite", {})
     if tfl.get("outputs_left_out"):
         print(f"  model output {tfl['output_name']!r}; left out: "
@@ -274,6 +282,9 @@ def _run(args) -> int:
     x = _load_input(args.input)
     _check_input(bundle, x, args.input)
     source = verify.source_path(bundle, args.verify or None) if args.verify is not None else None
+    if args.memory_dumps is not None:
+        from dtpu.isro.compare import on_chip_only
+        on_chip_only(bundle, "--memory-dumps")
     result = run(bundle, x, pe=args.pe)
     out = args.bundle / "run"
     out.mkdir(parents=True, exist_ok=True)
@@ -293,7 +304,9 @@ def _run(args) -> int:
             np.save(out / "layers" / f"{i:02d}_{safe}.chw.npy", result.layers[layer["name"]])
     c = result.counters
     print(f"total: {c.instructions} instructions, {c.macs:,} MACs, {c.cycles:,} cycles, frame "
-          f"{c.frame_read:,}/{c.frame_write:,} B, filter {c.filter_read:,}/{c.filter_write:,} B (read/written)")
+          f"{c.frame_read:,}/{c.frame_write:,} B, filter {c.filter_read:,}/{c.filter_write:,} B (read/written)"
+          + (f", external {c.external_read:,}/{c.external_write:,} B; {c.transfer_cycles:,} of the cycles "
+             f"in transfers" if c.transfer_cycles else ""))
     from dtpu.isro.bundle import bundle_profile
     from dtpu.isro.performance import figures
     fig = figures(c, bundle_profile(bundle.meta), bundle.fmt.name.lower(), args.pe or bundle.meta["pe"])

@@ -8,7 +8,8 @@ changes when the chip team's numbers replace ours.
 
 Energy is static power x time, plus ``mac_pj`` per MAC, add and compare (an adder or comparator
 priced as a MAC: an upper bound), plus ``sram_pj_per_byte`` per byte the machine counts in frame
-and filter memory (each operand once per instruction: the traffic of perfect local reuse).
+and filter memory (each operand once per instruction: the traffic of perfect local reuse), plus
+``dram_pj_per_byte`` per byte moved to or from external memory.
 
 GOP/s counts two operations per MAC (multiply and add). RC64's published VGG-19 figures count
 one: 19.6 G MACs a frame at 2.8 frames/s is 55 G/s, its "80 % of 70 GOP/s".
@@ -20,7 +21,8 @@ from dataclasses import asdict, dataclass
 from dtpu.isro.profile import Profile
 
 CYCLE_MODEL = ("one block per cycle per instruction (a block: the MACs of one output element, at "
-               "most pe of them); no memory stalls, no overlap between instructions")
+               "most pe of them); an XFER costs the external memory's latency + bytes / bandwidth; no "
+               "overlap between instructions (transfers stall compute)")
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,7 @@ class Figures:
     cycles: int
     macs: int
     pe: int | None
+    transfer_cycles: int             # of `cycles`: XFERs, which stall compute in this model
     clock_mhz: float | None
     seconds: float | None
     frames_per_s: float | None
@@ -63,6 +66,9 @@ class Figures:
                        f"(static {self.energy_static_j * 1e3:.3f}, arithmetic {self.energy_mac_j * 1e3:.3f}, "
                        f"memory {self.energy_memory_j * 1e3:.3f}), {self.power_w:.3f} W, "
                        f"{self.frames_per_s_per_w:.2f} frames/s/W")
+        if self.transfer_cycles:
+            out.append(f"transfers: {self.transfer_cycles:,} of the {self.cycles:,} cycles "
+                       f"({100 * self.transfer_cycles / self.cycles:.1f} %) stall compute")
         out.append(f"cycle model: {CYCLE_MODEL}")
         return out
 
@@ -71,26 +77,27 @@ def figures(counters, profile: Profile, fmt: str, pe: int | None) -> Figures:
     """A run's counters (:class:`dtpu.isro.machine.Counters`) under `profile`, for programs in
     format `fmt` ("i8", "f32") run with `pe` processing elements (None: unlimited)."""
     cycles, macs = int(counters.cycles), int(counters.macs)
+    xfer = int(getattr(counters, "transfer_cycles", 0))
     util = macs / (cycles * pe) if pe and cycles else None
     clock = profile.clock_mhz
     none = dict(seconds=None, frames_per_s=None, gop_per_s=None, peak_gop_per_s=None, energy_j=None,
                 energy_static_j=None, energy_mac_j=None, energy_memory_j=None, power_w=None,
                 frames_per_s_per_w=None)
     if clock is None or cycles == 0:
-        return Figures(cycles, macs, pe, clock, utilization=util, **none)
+        return Figures(cycles, macs, pe, xfer, clock, utilization=util, **none)
     seconds = cycles / (clock * 1e6)
     timing = dict(seconds=seconds, frames_per_s=1.0 / seconds, gop_per_s=2 * macs / seconds / 1e9,
                   peak_gop_per_s=None if pe is None else 2 * pe * clock * 1e6 / 1e9)
     pw = profile.power
     if pw is None:
-        return Figures(cycles, macs, pe, clock, utilization=util,
-                       **{**none, **timing})
+        return Figures(cycles, macs, pe, xfer, clock, utilization=util, **{**none, **timing})
     static = pw.static_w * seconds
     arith = (macs + int(counters.adds) + int(counters.compares)) * pw.mac(fmt) * 1e-12
     moved = counters.frame_read + counters.frame_write + counters.filter_read + counters.filter_write
-    memory = int(moved) * pw.sram_pj_per_byte * 1e-12
+    external = int(getattr(counters, "external_read", 0)) + int(getattr(counters, "external_write", 0))
+    memory = int(moved) * pw.sram_pj_per_byte * 1e-12 + external * (pw.dram_pj_per_byte or 0.0) * 1e-12
     energy = static + arith + memory
     power = energy / seconds
-    return Figures(cycles, macs, pe, clock, utilization=util, **timing, energy_j=energy,
+    return Figures(cycles, macs, pe, xfer, clock, utilization=util, **timing, energy_j=energy,
                    energy_static_j=static, energy_mac_j=arith, energy_memory_j=memory, power_w=power,
                    frames_per_s_per_w=(1.0 / seconds) / power)

@@ -29,6 +29,7 @@ KEYS = ("name", "encoding", "pe", "frame_bytes", "filter_bytes", "program_bytes"
 OPTIONAL = ("about", "source", "clock_mhz", "power", "external")
 EXTERNAL_KEYS = ("bytes", "bytes_per_cycle", "latency_cycles")
 POWER_KEYS = ("static_w", "mac_pj", "sram_pj_per_byte")
+POWER_OPTIONAL = ("dram_pj_per_byte",)      # external memory traffic (profiles with `external`)
 FORMATS = tuple(f.name.lower() for f in isa.Fmt)
 
 
@@ -58,12 +59,16 @@ class Power:
     static_w: float
     mac_pj: tuple[tuple[str, float], ...]        # (format, pJ per MAC), hashable
     sram_pj_per_byte: float
+    dram_pj_per_byte: float | None = None
 
     def mac(self, fmt: str) -> float:
         return dict(self.mac_pj)[fmt]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"static_w": self.static_w, "mac_pj": dict(self.mac_pj), "sram_pj_per_byte": self.sram_pj_per_byte}
+        d = {"static_w": self.static_w, "mac_pj": dict(self.mac_pj), "sram_pj_per_byte": self.sram_pj_per_byte}
+        if self.dram_pj_per_byte is not None:
+            d["dram_pj_per_byte"] = self.dram_pj_per_byte
+        return d
 
 
 @dataclass(frozen=True)
@@ -184,10 +189,12 @@ def _positive_number(v, zero_ok: bool = False) -> bool:
 
 
 def _power(p, fmts, where: str) -> Power:
-    if not isinstance(p, dict) or sorted(p) != sorted(POWER_KEYS):
+    if (not isinstance(p, dict) or not set(POWER_KEYS) <= set(p)
+            or not set(p) <= set(POWER_KEYS + POWER_OPTIONAL)):
         got = sorted(p) if isinstance(p, dict) else type(p).__name__
-        raise ProfileError(f"{where}: power = {got}; expected a table of exactly {', '.join(POWER_KEYS)}")
-    for k in ("static_w", "sram_pj_per_byte"):
+        raise ProfileError(f"{where}: power = {got}; expected a table of {', '.join(POWER_KEYS)} "
+                           f"(and optionally {', '.join(POWER_OPTIONAL)})")
+    for k in ("static_w", "sram_pj_per_byte") + tuple(k for k in POWER_OPTIONAL if k in p):
         if not _positive_number(p[k], zero_ok=True):
             raise ProfileError(f"{where}: power.{k} = {p[k]!r}; expected a number >= 0")
     mac = p["mac_pj"]
@@ -195,7 +202,9 @@ def _power(p, fmts, where: str) -> Power:
             or not all(_positive_number(v, zero_ok=True) for v in mac.values())):
         raise ProfileError(f"{where}: power.mac_pj = {mac!r}; expected a number >= 0 (pJ per MAC) for "
                            f"each of the profile's formats {', '.join(fmts)} (of {', '.join(FORMATS)})")
-    return Power(float(p["static_w"]), tuple((f, float(v)) for f, v in mac.items()), float(p["sram_pj_per_byte"]))
+    dram = p.get("dram_pj_per_byte")
+    return Power(float(p["static_w"]), tuple((f, float(v)) for f, v in mac.items()), float(p["sram_pj_per_byte"]),
+                 None if dram is None else float(dram))
 
 
 def load(path: str | Path | None = None) -> Profile:

@@ -15,8 +15,9 @@ So one XFER brings a chunk's weights, one its parameters, one (two for EADD) the
 (one chunk of ``len`` bytes per channel, ``sstride`` apart), the layer's own instruction
 computes the band into frame memory exactly as it computes a whole tensor (a VALID window over
 the staged rows), and one XFER writes the band back, border included: the first band writes the
-tensor's top border, the last its bottom, every band the left and right ones. Results are the
-unstaged program's bit for bit (the same instructions over the same values, split the same way).
+tensor's top border, the last its bottom, every band the left and right ones. I8 results are the
+unstaged program's bit for bit (the same instructions over the same values, split the same way);
+F32 ones differ only by float32 summation order, as splitting's do.
 
 Transfers do not overlap compute in this version (no double buffering): the machine charges each
 XFER ``latency + bytes / bytes_per_cycle`` cycles (:class:`dtpu.isro.machine.Link`).

@@ -83,4 +83,4 @@ def test_run_prints_time_frames_per_second_and_energy(tmp_path, capsys):
     assert ms == pytest.approx(cycles / 200e3, abs=1e-3)
     assert re.search(r"[\d.]+ frames/s, [\d.]+ GOP/s of 102\.4 peak", out)
     assert re.search(r"energy \(profile power model, an assumption\): [\d.]+ mJ per frame .* [\d.]+ frames/s/W", out)
-    assert "no overlap between instructions" in out and "transfers:" not in out     # all on chip
+    assert "waiting only for its data" in out and "transfers:" not in out     # all on chip: no XFER

@@ -79,7 +79,7 @@ def test_staged_bundle_saves_loads_and_refuses_damage(tmp_path, capsys):
     np.testing.assert_array_equal(run(loaded).output, run(staged).output)
     assert cli.main(["run", str(d), "--no-dump"]) == 0
     out = capsys.readouterr().out
-    assert "external" in out and "stall compute" in out
+    assert "external" in out and "hidden behind compute" in out
     assert cli.main(["check", str(d)]) == 0
     capsys.readouterr()
     for command in (["inject", str(d), "--trials", "1"], ["compare", str(d), str(tmp_path)],

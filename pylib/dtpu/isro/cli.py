@@ -309,7 +309,8 @@ def _run(args) -> int:
              f"in transfers" if c.transfer_cycles else ""))
     from dtpu.isro.bundle import bundle_profile
     from dtpu.isro.performance import figures
-    fig = figures(c, bundle_profile(bundle.meta), bundle.fmt.name.lower(), args.pe or bundle.meta["pe"])
+    fig = figures(c, bundle_profile(bundle.meta), bundle.fmt.name.lower(), args.pe or bundle.meta["pe"],
+                  result.schedule)
     for line in fig.lines():
         print("  " + line)
     heads = bundle.meta.get("heads") or []

@@ -485,6 +485,7 @@ class Result:
     filter: np.ndarray
     chip_output: np.ndarray | None = None
     external: np.ndarray | None = None
+    schedule: "Schedule | None" = None     # when each instruction ran, transfers beside compute
 
 
 def run(bundle, x: np.ndarray | None = None, *, pe: int | None = None) -> Result:
@@ -521,4 +522,7 @@ def run(bundle, x: np.ndarray | None = None, *, pe: int | None = None) -> Result
         out = host_heads.apply(heads, chip)
     else:
         out = chip
-    return Result(out, dumps, counters, trace, frame, filt, chip, external)
+    from dtpu.isro.timing import schedule
+    sched = schedule(bundle.program, [t.cycles for t in trace], frame_bytes=frame.size, filter_bytes=filt.size,
+                     external_bytes=external.size, pe=machine.pe)
+    return Result(out, dumps, counters, trace, frame, filt, chip, external, sched)

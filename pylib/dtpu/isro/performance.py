@@ -21,18 +21,19 @@ from dataclasses import asdict, dataclass
 from dtpu.isro.profile import Profile
 
 CYCLE_MODEL = ("one block per cycle per instruction (a block: the MACs of one output element, at "
-               "most pe of them); an XFER costs the external memory's latency + bytes / bandwidth; no "
-               "overlap between instructions (transfers stall compute)")
+               "most pe of them); an XFER costs the external memory's latency + bytes / bandwidth and runs "
+               "on a load or store unit beside the compute unit, each in program order, waiting only for its data")
 
 
 @dataclass(frozen=True)
 class Figures:
     """One frame's cost; None where the profile gives no clock or no power model."""
 
-    cycles: int
+    cycles: int                      # START to the end of the last instruction (dtpu.isro.timing)
     macs: int
     pe: int | None
-    transfer_cycles: int             # of `cycles`: XFERs, which stall compute in this model
+    transfer_cycles: int             # the DMA engine busy (XFER)
+    hidden_cycles: int               # of those, while the compute unit was busy too
     clock_mhz: float | None
     seconds: float | None
     frames_per_s: float | None
@@ -67,30 +68,38 @@ class Figures:
                        f"memory {self.energy_memory_j * 1e3:.3f}), {self.power_w:.3f} W, "
                        f"{self.frames_per_s_per_w:.2f} frames/s/W")
         if self.transfer_cycles:
-            out.append(f"transfers: {self.transfer_cycles:,} of the {self.cycles:,} cycles "
-                       f"({100 * self.transfer_cycles / self.cycles:.1f} %) stall compute")
+            out.append(f"transfers: {self.transfer_cycles:,} cycles on the load/store units, {self.hidden_cycles:,} of them "
+                       f"hidden behind compute; {self.transfer_cycles - self.hidden_cycles:,} cycles "
+                       f"({100 * (self.transfer_cycles - self.hidden_cycles) / self.cycles:.1f} % of the "
+                       f"{self.cycles:,}) stall it")
         out.append(f"cycle model: {CYCLE_MODEL}")
         return out
 
 
-def figures(counters, profile: Profile, fmt: str, pe: int | None) -> Figures:
+def figures(counters, profile: Profile, fmt: str, pe: int | None, schedule=None) -> Figures:
     """A run's counters (:class:`dtpu.isro.machine.Counters`) under `profile`, for programs in
-    format `fmt` ("i8", "f32") run with `pe` processing elements (None: unlimited)."""
-    cycles, macs = int(counters.cycles), int(counters.macs)
+    format `fmt` ("i8", "f32") run with `pe` processing elements (None: unlimited); `schedule`
+    (:class:`dtpu.isro.timing.Schedule`) overlaps transfers with compute, without it every
+    instruction waits for the one before."""
+    macs = int(counters.macs)
     xfer = int(getattr(counters, "transfer_cycles", 0))
+    if schedule is not None:
+        cycles, hidden = int(schedule.cycles), int(schedule.hidden_cycles)
+    else:
+        cycles, hidden = int(counters.cycles), 0
     util = macs / (cycles * pe) if pe and cycles else None
     clock = profile.clock_mhz
     none = dict(seconds=None, frames_per_s=None, gop_per_s=None, peak_gop_per_s=None, energy_j=None,
                 energy_static_j=None, energy_mac_j=None, energy_memory_j=None, power_w=None,
                 frames_per_s_per_w=None)
     if clock is None or cycles == 0:
-        return Figures(cycles, macs, pe, xfer, clock, utilization=util, **none)
+        return Figures(cycles, macs, pe, xfer, hidden, clock, utilization=util, **none)
     seconds = cycles / (clock * 1e6)
     timing = dict(seconds=seconds, frames_per_s=1.0 / seconds, gop_per_s=2 * macs / seconds / 1e9,
                   peak_gop_per_s=None if pe is None else 2 * pe * clock * 1e6 / 1e9)
     pw = profile.power
     if pw is None:
-        return Figures(cycles, macs, pe, xfer, clock, utilization=util, **{**none, **timing})
+        return Figures(cycles, macs, pe, xfer, hidden, clock, utilization=util, **{**none, **timing})
     static = pw.static_w * seconds
     arith = (macs + int(counters.adds) + int(counters.compares)) * pw.mac(fmt) * 1e-12
     moved = counters.frame_read + counters.frame_write + counters.filter_read + counters.filter_write
@@ -98,6 +107,6 @@ def figures(counters, profile: Profile, fmt: str, pe: int | None) -> Figures:
     memory = int(moved) * pw.sram_pj_per_byte * 1e-12 + external * (pw.dram_pj_per_byte or 0.0) * 1e-12
     energy = static + arith + memory
     power = energy / seconds
-    return Figures(cycles, macs, pe, xfer, clock, utilization=util, **timing, energy_j=energy,
+    return Figures(cycles, macs, pe, xfer, hidden, clock, utilization=util, **timing, energy_j=energy,
                    energy_static_j=static, energy_mac_j=arith, energy_memory_j=memory, power_w=power,
                    frames_per_s_per_w=(1.0 / seconds) / power)

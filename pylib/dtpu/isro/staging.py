@@ -19,8 +19,11 @@ tensor's top border, the last its bottom, every band the left and right ones. I8
 unstaged program's bit for bit (the same instructions over the same values, split the same way);
 F32 ones differ only by float32 summation order, as splitting's do.
 
-Transfers do not overlap compute in this version (no double buffering): the machine charges each
-XFER ``latency + bytes / bytes_per_cycle`` cycles (:class:`dtpu.isro.machine.Link`).
+Staging is double-buffered where both memories hold two sets: bands alternate between two
+frame-memory sets and chunks between two weight sets, so on a chip whose DMA engine runs beside
+the compute unit (:mod:`dtpu.isro.timing`) the next band's input and the next chunk's weights
+arrive while the current one computes. Each XFER costs ``latency + bytes / bandwidth`` cycles
+(:class:`dtpu.isro.machine.Link`).
 """
 from __future__ import annotations
 
@@ -43,12 +46,24 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Plan:
-    """How one layer is staged: output channels in chunks of `chunk`, output rows in bands of `band`."""
+    """How one layer is staged: output channels in chunks of `chunk`, output rows in bands of
+    `band`; with `double`, two staging sets in frame memory (a band's input arrives while the
+    previous band computes) and two for weights and parameters in filter memory."""
 
     chunk: int
     band: int
-    frame_bytes: int          # staging it needs in frame memory
-    filter_bytes: int         # and in filter memory (weights, parameters, split partials)
+    frame_set: int            # one band's input(s) and output in frame memory
+    weights_set: int          # one chunk's weights and parameters in filter memory
+    scratch: int              # split partials after the weight sets
+    double: bool
+
+    @property
+    def frame_bytes(self) -> int:
+        return self.frame_set * (2 if self.double else 1)
+
+    @property
+    def filter_bytes(self) -> int:
+        return self.weights_set * (2 if self.double else 1) + self.scratch
 
 
 def _xfer(src_mem: Mem, dst_mem: Mem, src: int, dst: int, nbytes: int, count: int = 1,
@@ -74,7 +89,8 @@ def _chunk_layer(layer: Layer, k0: int, k1: int) -> Layer:
 
 def plan_layer(layer: Layer, in_pads: list[tuple], out_pad: tuple, fmt: Fmt, prof: Profile,
                pe: int | None) -> Plan:
-    """The largest chunk (fewest weight reloads), then the largest band, that fit both memories."""
+    """The largest chunk (fewest weight reloads), then the largest band, that fit both memories
+    double-buffered; single-buffered when no double-buffered plan fits."""
     to = prof.align
     item, wit, acc = FRAME_DTYPE[fmt].itemsize, WEIGHT_DTYPE[fmt].itemsize, ACC_DTYPE[fmt].itemsize
     cout, hout, wout = layer.out_shape
@@ -88,7 +104,7 @@ def plan_layer(layer: Layer, in_pads: list[tuple], out_pad: tuple, fmt: Fmt, pro
     def wp(pad):
         return win + pad[2] + pad[3]
 
-    def need(k: int, r: int) -> tuple[int, int]:
+    def need(k: int, r: int) -> Plan:
         sub = _chunk_layer(layer, 0, k)
         if layer.kind == "dense":
             inb = align(int(np.prod([cin, hin + in_pads[0][0] + in_pads[0][1], wp(in_pads[0])])) * item, to)
@@ -103,25 +119,26 @@ def plan_layer(layer: Layer, in_pads: list[tuple], out_pad: tuple, fmt: Fmt, pro
         params = 0 if words is None else align(words.nbytes, to)
         blocks = split_blocks(replace(sub, out_shape=(k, r, wout)), pe) if layer.kind in ("conv", "dwconv", "dense") else [{}]
         scratch = align(k * r * wout * acc * len(blocks), to) if len(blocks) > 1 else 0
-        return inb + outb, weights + params + scratch
+        return Plan(k, r, inb + outb, weights + params, scratch, double)
 
     step = mult
     chunks = sorted({max(step, (cout // d) // step * step) for d in range(1, cout // step + 1)}, reverse=True)
-    for k in chunks:
-        if cout % step or k % step:
-            continue
-        lo, hi, best = 1, (1 if layer.kind == "dense" else hout), 0
-        while lo <= hi:                       # the largest band that fits, for this chunk
-            mid = (lo + hi) // 2
-            fr, fi = need(k, mid)
-            if fr <= prof.frame_bytes and fi <= prof.filter_bytes:
-                best, lo = mid, mid + 1
-            else:
-                hi = mid - 1
-        if best:
-            fr, fi = need(k, best)
-            return Plan(k, best, fr, fi)
-    fr, fi = need(step, 1)
+    for double in (True, False):
+        for k in chunks:
+            if cout % step or k % step:
+                continue
+            lo, hi, best = 1, (1 if layer.kind == "dense" else hout), None
+            while lo <= hi:                       # the largest band that fits, for this chunk
+                mid = (lo + hi) // 2
+                plan = need(k, mid)
+                if plan.frame_bytes <= prof.frame_bytes and plan.filter_bytes <= prof.filter_bytes:
+                    best, lo = plan, mid + 1
+                else:
+                    hi = mid - 1
+            if best is not None:
+                return best
+    plan = need(step, 1)
+    fr, fi = plan.frame_bytes, plan.filter_bytes
     raise CompileError(f"{layer.name}: even one output row of {step} channel(s) needs {fr:,} B of frame "
                        f"memory and {fi:,} B of filter memory; chip profile {prof.name} has "
                        f"{prof.frame_bytes:,} B and {prof.filter_bytes:,} B")
@@ -174,6 +191,7 @@ def emit_staged(layers: list[Layer], fmt: Fmt, *, profile: Profile, pe: int | No
     program: list[Instruction] = []
     layer_meta = []
     weights_bytes = params_bytes = 0
+    bands_done = chunks_done = 0          # which staging set is next (double buffering alternates)
     for i, (layer, plan) in enumerate(zip(layers, plans)):
         first = len(program)
         src_t = layer_inputs(layers, i)
@@ -197,14 +215,16 @@ def emit_staged(layers: list[Layer], fmt: Fmt, *, profile: Profile, pe: int | No
             sub = _chunk_layer(layer, k0, k1)
             k = k1 - k0
             n_chunks += 1
-            w_stage = p_stage = 0
-            fcur = 0                                  # filter staging: weights, parameters, partials
+            p_stage = 0
+            w_stage = (chunks_done % 2) * plan.weights_set if plan.double else 0
+            chunks_done += 1
+            fcur = w_stage                            # filter staging: weights, parameters, partials
             if sub.weights is not None:
                 wb = np.ascontiguousarray(sub.weights, dtype=wdt).tobytes()
                 at = put(wb)
                 weights_bytes += len(wb)
-                program.append(_xfer(Mem.EXTERNAL, Mem.FILTER, at, 0, len(wb)))
-                fcur = align(len(wb), to)
+                program.append(_xfer(Mem.EXTERNAL, Mem.FILTER, at, w_stage, len(wb)))
+                fcur = align(w_stage + len(wb), to)
             words = _param_words(sub, fmt)
             if words is not None:
                 pbytes = words.tobytes()
@@ -213,20 +233,22 @@ def emit_staged(layers: list[Layer], fmt: Fmt, *, profile: Profile, pe: int | No
                 p_stage = fcur
                 program.append(_xfer(Mem.EXTERNAL, Mem.FILTER, at, p_stage, len(pbytes)))
                 fcur = align(p_stage + len(pbytes), to)
-            scratch = fcur
+            scratch = plan.weights_set * (2 if plan.double else 1)
             for y0 in range(0, hout, plan.band):
                 y1 = min(hout, y0 + plan.band)
                 r = y1 - y0
                 n_bands += 1
                 bt, bb = (pt if y0 == 0 else 0), (pb if y1 == hout else 0)
-                fcur_frame = 0
+                base = (bands_done % 2) * plan.frame_set if plan.double else 0
+                bands_done += 1
+                fcur_frame = base
                 in_addrs = []
                 # bring the band's input(s) into frame memory
                 if layer.kind == "dense":
                     t = src_t[0]
-                    program.append(_xfer(Mem.EXTERNAL, Mem.FRAME, addrs[t], 0, sizes[t]))
-                    in_addrs.append(0)
-                    fcur_frame = align(sizes[t], to)
+                    program.append(_xfer(Mem.EXTERNAL, Mem.FRAME, addrs[t], base, sizes[t]))
+                    in_addrs.append(base)
+                    fcur_frame = align(base + sizes[t], to)
                 elif layer.kind == "eadd":
                     for t in src_t:
                         c_t, hp_t, wp_t = padded(t)
@@ -244,9 +266,9 @@ def emit_staged(layers: list[Layer], fmt: Fmt, *, profile: Profile, pe: int | No
                     rows = rows_in * wp_t * item
                     program.append(_xfer(Mem.EXTERNAL, Mem.FRAME,
                                          addrs[t] + (c0 * hp_t * wp_t + y0 * sh * wp_t) * item,
-                                         0, rows, cn, hp_t * wp_t * item, rows))
-                    in_addrs.append(0)
-                    fcur_frame = align(cn * rows, to)
+                                         base, rows, cn, hp_t * wp_t * item, rows))
+                    in_addrs.append(base)
+                    fcur_frame = align(base + cn * rows, to)
                 out_at = fcur_frame
                 post = dict(fmt=fmt, dsp=int(dsp_on), leaky=int(layer.leaky is not None),
                             clamp=int(layer.clamp is not None), fill=fills[i + 1],
@@ -255,7 +277,7 @@ def emit_staged(layers: list[Layer], fmt: Fmt, *, profile: Profile, pe: int | No
                             dst=out_at, prm=p_stage, pt=bt, pb=bb, pl=pl, pr=pr)
                 try:
                     _compute(program, layer, sub, fmt, post, in_addrs, src_t, pads, padded, r, k, pe,
-                             scratch, adt)
+                             w_stage, scratch, adt)
                 except ValueError as exc:
                     if isinstance(exc, CompileError):
                         raise
@@ -283,7 +305,7 @@ def emit_staged(layers: list[Layer], fmt: Fmt, *, profile: Profile, pe: int | No
                        "bytes": sizes[i + 1], "live": [i, n], "memory": "external"},
             "weights": None, "params": None, "partials": None,
             "staging": {"chunk": plan.chunk, "chunks": n_chunks, "band": plan.band, "bands": n_bands,
-                        "frame_bytes": plan.frame_bytes, "filter_bytes": plan.filter_bytes},
+                        "double": plan.double, "frame_bytes": plan.frame_bytes, "filter_bytes": plan.filter_bytes},
             "kernel": list(layer.kernel), "stride": list(layer.stride), "dilation": list(layer.dilation),
             "macs": layer.macs, "block": layer.block, "tensor": layer.tensor,
             "rounding": layer.rounding.label if fmt is Fmt.I8 and layer.dsp is not None else None,
@@ -329,7 +351,7 @@ def emit_staged(layers: list[Layer], fmt: Fmt, *, profile: Profile, pe: int | No
 
 
 def _compute(program, layer: Layer, sub: Layer, fmt: Fmt, post: dict, in_addrs: list[int], src_t,
-             pads, padded, r: int, k: int, pe, scratch: int, adt) -> None:
+             pads, padded, r: int, k: int, pe, wgt: int, scratch: int, adt) -> None:
     """The layer's own instruction(s) over one staged band of one chunk (split as emit splits)."""
     cout, hout, wout = layer.out_shape
     if layer.kind == "eadd":
@@ -354,7 +376,7 @@ def _compute(program, layer: Layer, sub: Layer, fmt: Fmt, post: dict, in_addrs: 
         program.append(Instruction(Op[layer.kind.upper()], **geo, **post, **extra, kh=kh, kw=kw, sh=sh, sw=sw,
                                    hout=r, wout=wout))
         return
-    mac = dict(geo, wgt=0, cout=k, in_zp=layer.in_zp if fmt is Fmt.I8 else 0)
+    mac = dict(geo, wgt=wgt, cout=k, in_zp=layer.in_zp if fmt is Fmt.I8 else 0)
     op = {"conv": Op.CONV, "dwconv": Op.DWCONV, "dense": Op.DENSE}[layer.kind]
     if layer.kind != "dense":
         mac.update(kh=kh, kw=kw, sh=sh, sw=sw, dh=layer.dilation[0], dw=layer.dilation[1], hout=r, wout=wout)

@@ -143,8 +143,8 @@ def accesses(ins: Instruction, frame_size: int, filter_size: int, pe: int | None
         raise _Fault(f"a block of {block_size(ins)} inputs exceeds the {pe} processing elements")
     if fmt is Fmt.F32 and (ins.out_zp or getattr(ins, "in_zp", 0) or ins.rnd):
         raise _Fault("zero points and rounding are I8-only fields")
-    if fmt is Fmt.I8 and ins.leaky:
-        raise _Fault("the leaky activation is F32-only")
+    if fmt is Fmt.I8 and ins.leaky and not ins.dsp:
+        raise _Fault("the I8 leaky stage (a second DSP multiplier) needs dsp=1")
     if getattr(ins, "partial", 0) and (ins.dsp or ins.leaky or ins.clamp or ins.pt or ins.pb or ins.pl or ins.pr):
         raise _Fault("a partial instruction sets DSP, activation or padding")
     if op is Op.MAXPOOL and ins.dsp:
@@ -224,6 +224,9 @@ def _shift_fault(ins: Instruction, filt: bytes, chans: int) -> str | None:
         return f"EADD shift {bad[0]} outside [-31, 30]" if bad else None
     start = ins.prm + 4 * (PARAM_HEADER_WORDS + 2 * chans)
     shifts = np.frombuffer(filt[start:start + 4 * chans].ljust(4 * chans, b"\xff"), "<i4")
+    if ins.leaky:                          # I8 leaky: the header's shift for negative values too
+        head = np.frombuffer(filt[ins.prm:ins.prm + 16].ljust(16, b"\xff"), "<i4")
+        shifts = np.append(shifts, head[3])
     if chans and (shifts.min() < -31 or shifts.max() > 30):
         return f"I8 DSP shift {int(shifts.min())}..{int(shifts.max())} outside [-31, 30]"
     return None

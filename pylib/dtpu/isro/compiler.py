@@ -94,7 +94,9 @@ def _param_words(layer: Layer, fmt: Fmt) -> np.ndarray | None:
         head = np.array([a1, a2, lo, hi], dtype=pdt)
     else:
         lo, hi = layer.clamp if layer.clamp is not None else (-128, 127)
-        head = np.array([lo, hi, 0, 0], dtype=pdt)
+        # I8 leaky: the (multiplier, shift) negative values take instead of the DSP arrays' own
+        m_neg, s_neg = layer.leaky if layer.leaky is not None else (0, 0)
+        head = np.array([lo, hi, m_neg, s_neg], dtype=pdt)
     if eadd_i8:
         q = layer.eadd_q
         return np.concatenate([head, np.array([q[k] for k in EADD_KEYS], dtype=pdt)])

@@ -245,8 +245,9 @@ class Machine:
                                    f"elements, the machine has {self.pe}; compile with pe <= {self.pe}")
         if ins.fmt is Fmt.F32 and (ins.out_zp or getattr(ins, "in_zp", 0) or ins.rnd):
             raise MachineError(f"{where}: zero points and rounding are I8-only fields (f32 needs 0)")
-        if ins.fmt is Fmt.I8 and ins.leaky:
-            raise MachineError(f"{where}: the leaky activation is F32-only; I8 activations are clamps")
+        if ins.fmt is Fmt.I8 and ins.leaky and not ins.dsp:
+            raise MachineError(f"{where}: the I8 leaky stage is a second DSP multiplier (for negative "
+                               f"values); it needs dsp=1")
         if getattr(ins, "partial", 0) and (ins.dsp or ins.leaky or ins.clamp or ins.pt or ins.pb
                                            or ins.pl or ins.pr):
             raise MachineError(f"{where}: a partial result is raw accumulators; DSP, activation and "
@@ -454,7 +455,11 @@ class Machine:
             y = np.asarray(acc, dtype=np.int64)
             if ins.dsp and arrays is not None:
                 bias, mult, shift = (a.astype(np.int64)[:, None, None] for a in arrays)
-                y = requantize(wrap_int32(y + bias), mult, shift, ins.rnd) + ins.out_zp
+                z = wrap_int32(y + bias)
+                if ins.leaky:       # negative values take the header's (multiplier, shift): LEAKY_RELU
+                    neg = z < 0
+                    mult, shift = np.where(neg, int(head[2]), mult), np.where(neg, int(head[3]), shift)
+                y = requantize(z, mult, shift, ins.rnd) + ins.out_zp
             elif count:
                 y = div_round_away(y, count)
             if ins.clamp:

@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 _FOLDED_ACTIVATIONS = ("ADD", "RELU", "RELU_N1_TO_1", "RELU6", "LEAKY_RELU")  # fold into the previous layer
 ACCEPTED = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "MAX_POOL_2D", "AVERAGE_POOL_2D (VALID)",
             "MEAN over H, W", "ADD of two tensors", "SOFTMAX (last op, on the host)", "PAD", "PADV2",
-            "RESHAPE", "SPACE_TO_BATCH_ND+conv+BATCH_TO_SPACE_ND (dilation)", "ADD of a constant bias (float)", "RELU", "RELU6", "RELU_N1_TO_1", "LEAKY_RELU (float)",
+            "RESHAPE", "SPACE_TO_BATCH_ND+conv+BATCH_TO_SPACE_ND (dilation)", "ADD of a constant bias (float)", "RELU", "RELU6", "RELU_N1_TO_1", "LEAKY_RELU",
             "QUANTIZE (first op)", "DEQUANTIZE (last op)")
 
 
@@ -446,12 +446,29 @@ def _op(b: Builder, fmt: Fmt, op: Operator, T: list[Tensor], label: str, out: Te
         return
     if op.opcode == "LEAKY_RELU":
         if fmt is Fmt.I8:
-            raise CompileError(f"{label}: int8 LEAKY_RELU requantizes its two branches with two "
-                               f"multipliers; the I8 DSP stage has one (compile the float model)")
-        b.activation(name, leaky=(0.0, float(o["alpha"])))
+            _leaky_i8(b, x, out, float(o["alpha"]), name)
+        else:
+            b.activation(name, leaky=(0.0, float(o["alpha"])))
         return
     raise CompileError(f"{label} -> tensor {out.name!r}: not supported by the ISRO-ASIC; accepted: "
                        f"{', '.join(ACCEPTED)}")
+
+
+def _leaky_i8(b: Builder, x: Tensor, out: Tensor, alpha: float, name: str) -> None:
+    """TFLite 2.14's int8 LEAKY_RELU as a 1x1 AVGPOOL whose DSP stage requantizes (x - zp_in) with
+    the identity multiplier s_in / s_out, and negative values with alpha s_in / s_out (the I8
+    leaky stage: the second pair in the parameter header). Both multipliers are computed as the
+    kernel's Prepare does, in float32, and applied with MultiplyByQuantizedMultiplier (double
+    rounding)."""
+    from dtpu.reference.quantize import quantize_multiplier
+    from dtpu.isro.isa import Rounding
+    si, so = np.float32(_scale(x)[0]), np.float32(_scale(out)[0])
+    m_id, s_id = (int(v) for v in quantize_multiplier(float(np.float32(si / so))))
+    m_a, s_a = (int(v) for v in quantize_multiplier(float(np.float32(np.float32(si * np.float32(alpha)) / so))))
+    c = b.shape[0]
+    b.avgpool(name, (1, 1), (1, 1), "valid", tensor=out.index, in_zp=int(_zp(x)[0]), out_zp=int(_zp(out)[0]),
+              out_scale=float(so), rounding=Rounding.DOUBLE, clamp=(-128, 127), leaky=(m_a, s_a),
+              dsp=(np.zeros(c, np.int32), np.full(c, m_id, np.int32), np.full(c, s_id, np.int32)))
 
 
 def _mean_i8(x: Tensor, out: Tensor, n: int, c: int, *, keep_dims: bool) -> dict[str, Any]:

@@ -84,3 +84,24 @@ def test_run_prints_time_frames_per_second_and_energy(tmp_path, capsys):
     assert re.search(r"[\d.]+ frames/s, [\d.]+ GOP/s of 102\.4 peak", out)
     assert re.search(r"energy \(profile power model, an assumption\): [\d.]+ mJ per frame .* [\d.]+ frames/s/W", out)
     assert "waiting only for its data" in out and "transfers:" not in out     # all on chip: no XFER
+
+
+def test_compile_estimate_prints_the_same_figures_as_run(tmp_path, capsys):
+    assert cli.main(["compile", str(FIXTURES / "resnet8_int8.tflite"), "-o", str(tmp_path / "b"), "--estimate"]) == 0
+    compiled = capsys.readouterr().out
+    assert cli.main(["run", str(tmp_path / "b"), "--no-dump"]) == 0
+    ran = capsys.readouterr().out
+    line = re.search(r"at 200 MHz .*", compiled).group(0)
+    assert line in ran and "frames/s/W" in compiled
+
+
+def test_bench_sets_models_beside_rc64(capsys):
+    assert cli.main(["bench", str(FIXTURES / "resnet8_int8.tflite"), str(FIXTURES / "vgg_s.h5")]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split()[0]: line.split() for line in out.splitlines()[2:4]}
+    assert set(rows) == {"resnet8_int8", "vgg_s"}
+    for name, cols in rows.items():
+        cycles, fps = int(cols[3].replace(",", "")), float(cols[4])
+        assert cols[1] == "on-chip"
+        assert fps == pytest.approx(200e6 / cycles, rel=1e-3), name
+    assert re.search(r"VGG-19 224 \(RC64, published\)\s+-\s+19\.63\s+-\s+2\.80\s+54\.97\s+80\.0 %\s+0\.56", out)

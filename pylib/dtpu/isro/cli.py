@@ -71,6 +71,9 @@ def _build(p: argparse.ArgumentParser) -> None:
                    help="chip profile (.json or .toml; default: the shipped isro-asic-default)")
     c.add_argument("--pe", type=_positive, help="lower the profile's processing elements (not above them); larger "
                                                 "blocks are split")
+    c.add_argument("--estimate", action="store_true",
+                   help="also run the bundle on the machine model and print time, frames/s, GOP/s, "
+                        "utilization and energy from the chip profile's clock and power assumptions")
     reuse = c.add_mutually_exclusive_group()
     reuse.add_argument("--reuse", dest="reuse", action="store_const", const=True, default=None,
                        help="share frame memory between tensors not live at once (default: only "
@@ -124,6 +127,15 @@ def _build(p: argparse.ArgumentParser) -> None:
     k.add_argument("--chip", type=Path, metavar="PROFILE",
                    help="hold the bundle to another chip profile (default: the one it was compiled for)")
     k.set_defaults(handler=_check)
+
+    e = sub.add_parser("bench", parents=[common], help="compile and run models, print frames/s, MAC rate, "
+                                                       "utilization and frames/s/W beside RC64's VGG-19",
+                       description="Each model is compiled for the profile and run once on a fixed random "
+                                   "input (seed 0); the figures rest on the profile's clock and power "
+                                   "assumptions (docs/isro_isa.md section 0).")
+    e.add_argument("models", type=Path, nargs="+", help="model files (.h5, .keras, .tflite)")
+    e.add_argument("--chip", type=Path, metavar="PROFILE", help="chip profile (default: the shipped one)")
+    e.set_defaults(handler=_bench)
 
     d = sub.add_parser("disasm", parents=[common], help="print a bundle's program (or a program.bin) as assembly")
     d.add_argument("target", type=Path, help="bundle directory or program .bin file")
@@ -246,10 +258,47 @@ def _compile(args) -> int:
     if bundle.meta.get("heads"):
         from dtpu.isro.heads import describe
         print(f"  host after the chip: {describe(bundle.meta['heads'])}")
+    if args.estimate:
+        for line in _estimate(bundle, x)[1]:
+            print("  " + line)
     print(f"  profile {chip.name}: frame {_pct(bundle.meta['frame_bytes'], chip.frame_bytes)}, filter "
           f"{_pct(bundle.meta['filter_bytes'], chip.filter_bytes)}, program "
           f"{_pct(s['program_bytes'], chip.program_bytes)} used"
           + ("; frame memory shared between tensors not live at once" if bundle.meta["reuse"] else ""))
+    return 0
+
+
+def _estimate(bundle, x=None):
+    """The performance lines of one run of `bundle` (on `x`, or the compiled input)."""
+    from dtpu.isro.bundle import bundle_profile
+    from dtpu.isro.machine import run
+    from dtpu.isro.performance import figures
+    result = run(bundle, x)
+    fig = figures(result.counters, bundle_profile(bundle.meta), bundle.fmt.name.lower(), bundle.meta["pe"],
+                  result.schedule)
+    return fig, fig.lines()
+
+
+def _bench(args) -> int:
+    from dtpu.isro import profile
+    from dtpu.isro.bundle import bundle_profile
+    from dtpu.isro.compiler import compile_model
+    from dtpu.isro.machine import run
+    from dtpu.isro.performance import comparison, figures
+    chip = profile.load(args.chip)
+    rows = []
+    for path in args.models:
+        bundle = compile_model(path, chip=chip)
+        c, h, w = bundle.meta["input"]["shape"]
+        rng = np.random.default_rng(0)
+        x = (rng.integers(-128, 128, (1, h, w, c)).astype(np.int8) if bundle.fmt.name == "I8"
+             else rng.random((1, h, w, c)).astype(np.float32))
+        result = run(bundle, x)
+        fig = figures(result.counters, bundle_profile(bundle.meta), bundle.fmt.name.lower(), bundle.meta["pe"],
+                      result.schedule)
+        rows.append((path.stem, "staged" if bundle.meta.get("staged") else "on-chip", fig))
+    print(f"chip profile {chip.name}: pe {chip.pe}, clock {chip.clock_mhz} MHz (assumptions)")
+    print(comparison(rows))
     return 0
 
 

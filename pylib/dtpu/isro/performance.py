@@ -20,6 +20,11 @@ from dataclasses import asdict, dataclass
 
 from dtpu.isro.profile import Profile
 
+# RC64's published VGG-19 224x224 figures as the seed report quotes them (issue 28): 2.8 frames/s at
+# 80 % of its 70 GOP/s peak, 0.56 frames/s/W; its ops are MACs (19.6 G MACs x 2.8 = 55 G/s).
+RC64_VGG19 = {"net": "VGG-19 224 (RC64, published)", "frames_per_s": 2.8, "peak_gop_per_s": 70.0,
+              "fraction_of_peak": 0.80, "frames_per_s_per_w": 0.56, "macs": 19_632_000_000}
+
 CYCLE_MODEL = ("one block per cycle per instruction (a block: the MACs of one output element, at "
                "most pe of them); an XFER costs the external memory's latency + bytes / bandwidth and runs "
                "on a load or store unit beside the compute unit, each in program order, waiting only for its data")
@@ -74,6 +79,27 @@ class Figures:
                        f"{self.cycles:,}) stall it")
         out.append(f"cycle model: {CYCLE_MODEL}")
         return out
+
+
+def comparison(rows: list[tuple[str, str, "Figures"]]) -> str:
+    """A table of (net, placement, figures) beside RC64's VGG-19, MAC rates in RC64's convention."""
+    head = (f"{'net':<34} {'placement':<9} {'G MACs':>7} {'cycles':>12} {'frames/s':>9} {'G MAC/s':>8} "
+            f"{'of peak':>8} {'frames/s/W':>10}")
+    lines = [head]
+    for net, placement, f in rows:
+        rate = f.macs * f.frames_per_s / 1e9 if f.frames_per_s else float("nan")
+        peak = f"{100 * f.utilization:.1f} %" if f.utilization is not None else "-"
+        fpw = f"{f.frames_per_s_per_w:.2f}" if f.frames_per_s_per_w else "-"
+        fps = f"{f.frames_per_s:.2f}" if f.frames_per_s else "-"
+        lines.append(f"{net[:34]:<34} {placement:<9} {f.macs / 1e9:>7.2f} {f.cycles:>12,} {fps:>9} {rate:>8.2f} "
+                     f"{peak:>8} {fpw:>10}")
+    r = RC64_VGG19
+    lines.append(f"{r['net']:<34} {'-':<9} {r['macs'] / 1e9:>7.2f} {'-':>12} {r['frames_per_s']:>9.2f} "
+                 f"{r['macs'] * r['frames_per_s'] / 1e9:>8.2f} {100 * r['fraction_of_peak']:>6.1f} % "
+                 f"{r['frames_per_s_per_w']:>10.2f}")
+    lines.append("G MAC/s counts a MAC as one operation, as RC64's GOP/s do; ours rest on the chip profile's "
+                 "clock and power assumptions")
+    return "\n".join(lines)
 
 
 def figures(counters, profile: Profile, fmt: str, pe: int | None, schedule=None) -> Figures:

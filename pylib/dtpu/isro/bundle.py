@@ -18,7 +18,8 @@ A bundle on disk is a directory::
 Images are what gets uplinked, so :meth:`Bundle.load` refuses a bundle whose images or
 meta.json do not match their recorded sizes and digests (a truncated or flipped file is named,
 never run). The digests guard against corruption in storage and transfer; anyone able to rewrite
-the files can rewrite the digests too.
+the files can rewrite the digests too, which an Ed25519 signature over SHA256SUMS (``SIGNATURE``,
+:mod:`dtpu.isro.signing`) stops.
 
 The images hold only what the master processor must write; the rest of each memory (layer
 outputs, split scratch) is produced by the program, so the metadata records the full sizes the

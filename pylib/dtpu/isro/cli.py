@@ -2,7 +2,8 @@
 
 Exit status: 0 success; 1 a check failed (verification mismatch, static check findings);
 2 bad input (a missing, truncated, corrupt or foreign file, a wrong input shape, an unsupported
-layer, a model that does not fit the chip profile), reported as one ``error:`` line naming the
+layer, a model that does not fit the chip profile, a bundle unsigned or wrongly signed for the
+public key given), reported as one ``error:`` line naming the
 file or layer and what would be accepted; 3 an internal error (a bug: one line, ``-v`` for the
 traceback; accepted before or after the command: ``dtpu -v isro run``, ``dtpu isro -v run``,
 ``dtpu isro run -v``).
@@ -91,6 +92,9 @@ def _build(p: argparse.ArgumentParser) -> None:
     r.add_argument("--verify", nargs="?", const="", metavar="MODEL",
                    help="compare every layer with the source model (default: the path in meta.json)")
     r.add_argument("--no-dump", action="store_true", help="do not write per-layer dumps")
+    r.add_argument("--public-key", type=Path, metavar="FILE",
+                   help="run only a bundle signed by this Ed25519 key (default: $DTPU_ISRO_PUBLIC_KEY "
+                        "if set, else no signature check)")
     r.add_argument("--memory-dumps", type=Path, metavar="DIR",
                    help="also write DIR/layer_NNN.bin and DIR/frame.bin in the format 'compare' reads "
                         "(what the chip's memory holds; docs/isro_isa.md)")
@@ -126,6 +130,8 @@ def _build(p: argparse.ArgumentParser) -> None:
     k.add_argument("bundle", type=Path, help="bundle directory")
     k.add_argument("--chip", type=Path, metavar="PROFILE",
                    help="hold the bundle to another chip profile (default: the one it was compiled for)")
+    k.add_argument("--public-key", type=Path, metavar="FILE",
+                   help="also require a signature by this Ed25519 key (default: $DTPU_ISRO_PUBLIC_KEY if set)")
     k.set_defaults(handler=_check)
 
     e = sub.add_parser("bench", parents=[common], help="compile and run models, print frames/s, MAC rate, "
@@ -136,6 +142,18 @@ def _build(p: argparse.ArgumentParser) -> None:
     e.add_argument("models", type=Path, nargs="+", help="model files (.h5, .keras, .tflite)")
     e.add_argument("--chip", type=Path, metavar="PROFILE", help="chip profile (default: the shipped one)")
     e.set_defaults(handler=_bench)
+
+    g = sub.add_parser("keygen", parents=[common], help="make an Ed25519 key pair for signing bundles",
+                       description="Writes KEY (private, PKCS#8 PEM, mode 0600) and KEY.pub; never overwrites.")
+    g.add_argument("-o", "--output", type=Path, required=True, metavar="KEY", help="private key file to write")
+    g.set_defaults(handler=_keygen)
+
+    s = sub.add_parser("sign", parents=[common], help="sign a bundle's manifest (SHA256SUMS) with an Ed25519 key",
+                       description="Writes BUNDLE/SIGNATURE. run and check with --public-key refuse a bundle "
+                                   "that is unsigned, signed by another key, or changed after signing.")
+    s.add_argument("bundle", type=Path, help="bundle directory")
+    s.add_argument("--key", type=Path, required=True, help="private key (from keygen)")
+    s.set_defaults(handler=_sign)
 
     d = sub.add_parser("disasm", parents=[common], help="print a bundle's program (or a program.bin) as assembly")
     d.add_argument("target", type=Path, help="bundle directory or program .bin file")
@@ -306,10 +324,34 @@ def _pct(n: int, of: int) -> str:
     return f"{100 * n / of:.1f} %"
 
 
+def _signed(args) -> None:
+    """Verify the bundle's signature first when a public key is given or configured."""
+    from dtpu.isro import signing
+    key = signing.configured_key(getattr(args, "public_key", None))
+    if key is not None:
+        who = signing.verify(args.bundle, key)
+        print(f"signature: key {who} ok")
+
+
+def _keygen(args) -> int:
+    from dtpu.isro import signing
+    private, public = signing.keygen(args.output)
+    print(f"Ed25519 key pair -> {private} (private, keep it off the spacecraft), {public}")
+    return 0
+
+
+def _sign(args) -> int:
+    from dtpu.isro import signing
+    out = signing.sign(args.bundle, args.key)
+    print(f"signed {args.bundle} -> {out}")
+    return 0
+
+
 def _check(args) -> int:
     from dtpu.isro.bundle import Bundle
     from dtpu.isro.check import check_bundle
     from dtpu.isro import profile
+    _signed(args)
     bundle = Bundle.load(args.bundle)
     chip = profile.load(args.chip) if args.chip is not None else None
     findings = check_bundle(bundle, chip)
@@ -327,6 +369,7 @@ def _run(args) -> int:
     from dtpu.isro import verify
     from dtpu.isro.bundle import Bundle
     from dtpu.isro.machine import Counters, run
+    _signed(args)
     bundle = Bundle.load(args.bundle)
     x = _load_input(args.input)
     _check_input(bundle, x, args.input)

@@ -77,8 +77,9 @@ def test_staged_bundle_saves_loads_and_refuses_damage(tmp_path, capsys):
     assert (d / "external.bin").stat().st_size == staged.meta["images"]["external.bin"]["bytes"]
     loaded = Bundle.load(d)
     np.testing.assert_array_equal(run(loaded).output, run(staged).output)
-    assert cli.main(["run", str(d), "--no-dump"]) == 0
+    assert cli.main(["run", str(d), "--no-dump", "--verify"]) == 0      # the compiled input, from external.bin
     out = capsys.readouterr().out
+    assert "verification passed" in out
     assert "external" in out and "hidden behind compute" in out
     assert cli.main(["check", str(d)]) == 0
     capsys.readouterr()

@@ -316,6 +316,9 @@ def to_chw(x: np.ndarray, shape_chw: tuple[int, int, int], what: str = "input") 
 def write_input(meta_in: dict, frame: np.ndarray, x: np.ndarray, fmt: Fmt) -> None:
     """Place `x` (framework layout) into frame memory, padded as the first layer needs."""
     chw = to_chw(x, tuple(meta_in["shape"]))
+    offset = meta_in.get("offset", 0)           # a uint8 model: stored 128 lower
+    if offset and chw.dtype == np.uint8:
+        chw = (chw.astype(np.int16) - offset).astype(np.int8)
     if fmt is Fmt.I8:
         if chw.dtype.kind == "f":
             chw = quantize(chw, meta_in["scale"], meta_in["zero_point"])
@@ -351,8 +354,11 @@ def read_tensor(frame: np.ndarray, meta_t: dict, fmt: Fmt) -> np.ndarray:
     return a[:, t:t + h, l:l + w].copy()
 
 
-def to_framework(chw: np.ndarray, flat: bool) -> np.ndarray:
-    """(C, H, W) -> the framework's (1, H, W, C), or (1, C) for dense outputs."""
+def to_framework(chw: np.ndarray, flat: bool, offset: int = 0) -> np.ndarray:
+    """(C, H, W) -> the framework's (1, H, W, C), or (1, C) for dense outputs; a uint8 model's
+    values (stored `offset` lower) back as uint8."""
+    if offset:
+        chw = (chw.astype(np.int16) + offset).astype(np.uint8)
     if flat:
         return chw.reshape(1, -1)
     return chw.transpose(1, 2, 0)[None]

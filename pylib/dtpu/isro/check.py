@@ -141,7 +141,7 @@ def accesses(ins: Instruction, frame_size: int, filter_size: int, pe: int | None
         return _xfer_accesses(ins, {"frame": frame_size, "filter": filter_size, "external": external_size})
     if pe is not None and block_size(ins) > pe:
         raise _Fault(f"a block of {block_size(ins)} inputs exceeds the {pe} processing elements")
-    if fmt is Fmt.F32 and (ins.out_zp or getattr(ins, "in_zp", 0) or ins.rnd):
+    if fmt is Fmt.F32 and (ins.out_zp or getattr(ins, "in_zp", 0) or ins.rnd or ins.fields.get("w_zp")):
         raise _Fault("zero points and rounding are I8-only fields")
     if fmt is Fmt.I8 and ins.leaky and not ins.dsp:
         raise _Fault("the I8 leaky stage (a second DSP multiplier) needs dsp=1")

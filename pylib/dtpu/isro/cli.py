@@ -462,9 +462,13 @@ def _inject(args) -> int:
 def _input_from_image(bundle):
     """The input the bundle was compiled with, recovered from frame.bin, in framework layout."""
     from dtpu.isro.bundle import read_tensor, to_framework
-    frame, _ = bundle.memories()
-    chw = read_tensor(frame, bundle.meta["input"], bundle.fmt)
-    return to_framework(chw, False) if chw.shape[1] * chw.shape[2] > 1 else chw.reshape(1, -1)
+    meta_in = bundle.meta["input"]
+    memory = bundle.external_memory() if meta_in.get("memory") == "external" else bundle.memories()[0]
+    chw = read_tensor(memory, meta_in, bundle.fmt)
+    offset = meta_in.get("offset", 0)           # a uint8 model's input, stored 128 lower
+    if chw.shape[1] * chw.shape[2] > 1:
+        return to_framework(chw, False, offset)
+    return to_framework(chw, True, offset)
 
 
 def _disasm(args) -> int:

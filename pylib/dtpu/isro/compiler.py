@@ -387,7 +387,8 @@ def emit(layers: list[Layer], fmt: Fmt, *, profile: Profile | None = None, pe: i
                                            hout=hout, wout=wout, at=a_t, ab=a_b, al=a_l, ar=a_r,
                                            bt=b_t, bb=b_b, bl=b_l, br=b_r))
             else:
-                mac = dict(geo, wgt=w_addr[i], cout=cout, in_zp=layer.in_zp if fmt is Fmt.I8 else 0)
+                mac = dict(geo, wgt=w_addr[i], cout=cout, in_zp=layer.in_zp if fmt is Fmt.I8 else 0,
+                           w_zp=layer.w_zp if fmt is Fmt.I8 else 0)
                 op = {"conv": Op.CONV, "dwconv": Op.DWCONV, "dense": Op.DENSE}[layer.kind]
                 if layer.kind != "dense":
                     mac.update(kh=layer.kernel[0], kw=layer.kernel[1], sh=layer.stride[0], sw=layer.stride[1],
@@ -478,9 +479,12 @@ def emit(layers: list[Layer], fmt: Fmt, *, profile: Profile | None = None, pe: i
 
 # -- public entry points ---------------------------------------------------------------------------
 
-def _input_chw(x, shape_chw, fmt: Fmt, scale, zp):
-    """The model input as stored (unpadded C, H, W) in the program's format."""
+def _input_chw(x, shape_chw, fmt: Fmt, scale, zp, offset: int = 0):
+    """The model input as stored (unpadded C, H, W) in the program's format (a uint8 model's
+    uint8 input `offset` lower)."""
     chw = to_chw(x, shape_chw)
+    if offset and chw.dtype == np.uint8:
+        chw = (chw.astype(np.int16) - offset).astype(np.int8)
     if fmt is Fmt.I8 and chw.dtype.kind == "f":
         return quantize(chw, scale, zp)
     if fmt is Fmt.I8 and chw.dtype != np.int8:
@@ -510,21 +514,30 @@ def _front_end(path: Path, build):
 
 
 def compile_layers(builder: Builder, x=None, *, chip=None, pe=None, reuse=None, meta=None) -> Bundle:
-    """Finish `builder` and emit it for `chip` (a Profile, a profile file, or None: the default)."""
+    """Finish `builder` and emit it for `chip` (a Profile, a profile file, or None: the default).
+
+    A uint8 model (meta ``tflite.input_offset``) stores its values 128 lower; the bundle's input
+    and output record that ``offset`` so the host converts on the way in and out."""
     from dtpu.isro import profile
     prof = profile.resolve(chip)
     layers = builder.finish()
     meta = {**(meta or {}), "heads": list(builder.heads)}
-    xin = None if x is None else _input_chw(x, builder.in_shape, builder.fmt, builder.in_scale, builder.in_zp)
+    offsets = meta.get("tflite", {})
+    xin = None if x is None else _input_chw(x, builder.in_shape, builder.fmt, builder.in_scale, builder.in_zp,
+                                            offsets.get("input_offset", 0))
     kw = dict(meta=meta, x=xin, in_scale=builder.in_scale, in_zp=builder.in_zp, input_name=builder.input_name)
     try:
-        return emit(layers, builder.fmt, profile=prof, pe=pe, reuse=reuse, **kw)
+        bundle = emit(layers, builder.fmt, profile=prof, pe=pe, reuse=reuse, **kw)
     except DoesNotFit as exc:
         if prof.external is None or reuse is False:     # --no-reuse: every output in frame memory, or fail
             raise
         from dtpu.isro.staging import emit_staged
         log.info("%s; staging through external memory", exc)
-        return emit_staged(layers, builder.fmt, profile=prof, pe=pe, **kw)
+        bundle = emit_staged(layers, builder.fmt, profile=prof, pe=pe, **kw)
+    if offsets.get("input_offset") or offsets.get("output_offset"):
+        bundle.meta["input"]["offset"] = offsets.get("input_offset", 0)
+        bundle.meta["output"]["offset"] = offsets.get("output_offset", 0)
+    return bundle
 
 
 def compile_h5(path: str | Path, x: np.ndarray | None = None, *, chip=None, pe: int | None = None,

@@ -90,6 +90,7 @@ class Layer:
     clamp: tuple[float, float] | None = None   # (lo, hi)
     rounding: Rounding = Rounding.DOUBLE
     in_zp: int = 0
+    w_zp: int = 0                              # I8: the weights' zero point (uint8 models, shifted by 128)
     out_zp: int = 0
     out_scale: float | None = None
     has_bn: bool = False

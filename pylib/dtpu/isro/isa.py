@@ -320,7 +320,7 @@ class _Group:
 _GROUPS = (
     _Group("flags", _FLAGS, "|"),
     _Group("fill", ("fill",)), _Group("rnd", ("rnd",)),
-    _Group("zp", ("in_zp", "out_zp"), ","),
+    _Group("zp", ("in_zp", "out_zp"), ","), _Group("wzp", ("w_zp",)),
     _Group("src", ("src",), hex=True), _Group("src2", ("src2",), hex=True), _Group("dst", ("dst",), hex=True),
     _Group("wgt", ("wgt",), hex=True), _Group("prm", ("prm",), hex=True),
     _Group("in", ("cin", "hin", "win"), "x"),
@@ -354,6 +354,8 @@ def format_instruction(ins: Instruction) -> str:
             continue
         if g.key in ("zp", "rnd") and ins.fmt is Fmt.F32 and not any(int(getattr(ins, n)) for n in names):
             continue                              # I8-only fields, zero in F32: omitted
+        if g.key == "wzp" and not ins.w_zp:
+            continue                              # symmetric weights (every int8 model): omitted
         texts = []
         for n in names:
             v = getattr(ins, n)

@@ -243,7 +243,7 @@ class Machine:
             if block > self.pe:
                 raise MachineError(f"{where}: a block of {block} inputs needs {block} processing "
                                    f"elements, the machine has {self.pe}; compile with pe <= {self.pe}")
-        if ins.fmt is Fmt.F32 and (ins.out_zp or getattr(ins, "in_zp", 0) or ins.rnd):
+        if ins.fmt is Fmt.F32 and (ins.out_zp or getattr(ins, "in_zp", 0) or ins.rnd or ins.fields.get("w_zp")):
             raise MachineError(f"{where}: zero points and rounding are I8-only fields (f32 needs 0)")
         if ins.fmt is Fmt.I8 and ins.leaky and not ins.dsp:
             raise MachineError(f"{where}: the I8 leaky stage is a second DSP multiplier (for negative "
@@ -334,7 +334,7 @@ class Machine:
             w = w[:, ins.n0:ins.n0 + ins.nn]
             xs = x.reshape(n)[ins.n0:ins.n0 + ins.nn]
             if fmt is Fmt.I8:
-                acc = (w.astype(np.float64) @ (xs.astype(np.float64) - zp)).astype(np.int64)
+                acc = ((w.astype(np.float64) - ins.w_zp) @ (xs.astype(np.float64) - zp)).astype(np.int64)
             else:
                 acc = w @ xs
             acc = acc.reshape(ins.cout, 1, 1)
@@ -363,7 +363,7 @@ class Machine:
                 wm = w.reshape(cout, cn * rn * sn)
                 if fmt is Fmt.I8:
                     # exact: |terms| <= 255*128 and any realistic K keeps sums below 2^53
-                    acc = (wm.astype(np.float64) @ (cols.astype(np.float64) - zp).T).astype(np.int64)
+                    acc = ((wm.astype(np.float64) - ins.w_zp) @ (cols.astype(np.float64) - zp).T).astype(np.int64)
                 else:
                     acc = wm @ cols.T
                 acc = acc.reshape(cout, hout, wout)
@@ -383,7 +383,8 @@ class Machine:
                 for i in range(r0, r0 + rn):
                     for j in range(s0, s0 + sn):
                         tap = xr[:, i * dh:i * dh + (hout - 1) * sh + 1:sh, j * dw:j * dw + (wout - 1) * sw + 1:sw]
-                        acc += tap * w[:, i, j].astype(work)[:, None, None]
+                        wij = w[:, i, j].astype(work) - (ins.w_zp if fmt is Fmt.I8 else 0)
+                        acc += tap * wij[:, None, None]
                 if fmt is Fmt.I8:
                     acc = acc.astype(np.int64)
                 c.macs += cout * hout * wout * rn * sn
@@ -520,7 +521,7 @@ def run(bundle, x: np.ndarray | None = None, *, pe: int | None = None) -> Result
             dumps[layer["name"]] = read_tensor(external, layer["output"], bundle.fmt)
     out_meta = bundle.meta["output"]
     y = read_tensor(bundle.memory(out_meta.get("memory", "frame"), frame, external), out_meta, bundle.fmt)
-    chip = to_framework(y, out_meta["flat"])
+    chip = to_framework(y, out_meta["flat"], out_meta.get("offset", 0))
     heads = bundle.meta.get("heads") or []
     if heads:
         from dtpu.isro import heads as host_heads

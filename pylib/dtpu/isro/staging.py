@@ -376,7 +376,8 @@ def _compute(program, layer: Layer, sub: Layer, fmt: Fmt, post: dict, in_addrs: 
         program.append(Instruction(Op[layer.kind.upper()], **geo, **post, **extra, kh=kh, kw=kw, sh=sh, sw=sw,
                                    hout=r, wout=wout))
         return
-    mac = dict(geo, wgt=wgt, cout=k, in_zp=layer.in_zp if fmt is Fmt.I8 else 0)
+    mac = dict(geo, wgt=wgt, cout=k, in_zp=layer.in_zp if fmt is Fmt.I8 else 0,
+               w_zp=layer.w_zp if fmt is Fmt.I8 else 0)
     op = {"conv": Op.CONV, "dwconv": Op.DWCONV, "dense": Op.DENSE}[layer.kind]
     if layer.kind != "dense":
         mac.update(kh=kh, kw=kw, sh=sh, sw=sw, dh=layer.dilation[0], dw=layer.dilation[1], hout=r, wout=wout)

@@ -34,9 +34,8 @@ import numpy as np
 
 from dtpu.isro import isa
 from dtpu.isro.bundle import FORMAT, Bundle, pad_chw
-from dtpu.isro.compiler import (CompileError, _live_ranges, _param_words, borders, layer_inputs,
-                                resolve_borders, resolve_pe, split_blocks)
-from dtpu.isro.ir import Layer
+from dtpu.isro.ir import CompileError, Layer
+from dtpu.isro.layout import param_words, borders, layer_inputs, resolve_borders, resolve_pe, split_blocks
 from dtpu.isro.isa import (ACC_DTYPE, FRAME_DTYPE, WEIGHT_DTYPE, Fmt, Instruction, Mem, Op, Rounding,
                            align)
 from dtpu.isro.profile import Profile
@@ -115,7 +114,7 @@ def plan_layer(layer: Layer, in_pads: list[tuple], out_pad: tuple, fmt: Fmt, pro
             inb = align(ch * ((r - 1) * sh + eh) * wp(in_pads[0]) * item, to)
         outb = align(k * (r + pt + pb) * (wout + pl + pr) * item, to)
         weights = 0 if sub.weights is None else align(np.asarray(sub.weights).size * wit, to)
-        words = _param_words(sub, fmt)
+        words = param_words(sub, fmt)
         params = 0 if words is None else align(words.nbytes, to)
         blocks = split_blocks(replace(sub, out_shape=(k, r, wout)), pe) if layer.kind in ("conv", "dwconv", "dense") else [{}]
         scratch = align(k * r * wout * acc * len(blocks), to) if len(blocks) > 1 else 0
@@ -225,7 +224,7 @@ def emit_staged(layers: list[Layer], fmt: Fmt, *, profile: Profile, pe: int | No
                 weights_bytes += len(wb)
                 program.append(_xfer(Mem.EXTERNAL, Mem.FILTER, at, w_stage, len(wb)))
                 fcur = align(w_stage + len(wb), to)
-            words = _param_words(sub, fmt)
+            words = param_words(sub, fmt)
             if words is not None:
                 pbytes = words.tobytes()
                 at = put(pbytes)

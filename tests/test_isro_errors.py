@@ -119,8 +119,9 @@ def test_wrong_inputs(tmp_path, capsys, bundle_dir):
 
 
 def test_unsupported_layer_is_named(tmp_path, capsys):
+    # its int8 LEAKY_RELU (op 2) compiles since issue 28; the int8 ADD after the dilated conv does not
     fails_cleanly(capsys, ["compile", str(FIXTURES / "mix_s_int8.tflite"), "-o", str(tmp_path / "o")],
-                  "op 2 (LEAKY_RELU)", "int8 LEAKY_RELU")
+                  "op7_add", "int8 addition requantizes")
 
 
 @pytest.mark.parametrize("damage, file, mention", [
@@ -187,6 +188,7 @@ def test_profile_errors(tmp_path, capsys):
 
 def test_model_that_does_not_fit_names_layer_memory_and_sizes(tmp_path, capsys):
     base = json.loads((Path(cli.__file__).parent / "profiles" / "default.json").read_text())
+    del base["external"]          # with external memory the model is staged (tests/test_isro_staging.py)
     model = str(FIXTURES / "vgg_s.h5")
     p = tmp_path / "small.json"
     p.write_text(json.dumps({**base, "name": "tiny", "filter_bytes": 20000}))

@@ -200,7 +200,7 @@ def test_maxpool_windows_and_i8_clamp():
     (Instruction(Op.CONV, fmt=Fmt.F32, in_zp=3, cin=1, hin=1, win=1, cout=1, kh=1, kw=1, hout=1, wout=1, cn=1, rn=1, sn=1),
      "zero points and rounding are I8-only fields"),
     (Instruction(Op.CONV, fmt=Fmt.I8, leaky=1, cin=1, hin=1, win=1, cout=1, kh=1, kw=1, hout=1, wout=1, cn=1, rn=1, sn=1),
-     "the leaky activation is F32-only"),
+     "the I8 leaky stage is a second DSP multiplier"),       # without dsp=1 (issue 28: with it, LEAKY_RELU)
     (Instruction(Op.CONV, fmt=Fmt.I8, partial=1, dsp=1, cin=1, hin=1, win=1, cout=1, kh=1, kw=1, hout=1, wout=1, cn=1, rn=1, sn=1),
      "a partial result is raw accumulators"),
     (Instruction(Op.CONV, fmt=Fmt.I8, cin=2, hin=1, win=1, cout=1, kh=1, kw=1, hout=1, wout=1, c0=1, cn=2, rn=1, sn=1),

@@ -8,7 +8,7 @@
     dtpu bench [NAME ...] [-- ARGS]               the benchmarks in benchmarks/
     dtpu sim [TEST ...] [--all] [-k EXPR] [--waves]   the cocotb regressions in sim/
     dtpu synth [--cols 4 8 16]                    Yosys resource estimates for the xc7z020
-    dtpu isro compile|run|check|compare|inject|disasm|asm   the ISRO-ASIC toolchain
+    dtpu isro compile|run|check|compare|inject|bench|keygen|sign|disasm|asm   the ISRO-ASIC toolchain
     dtpu doctor [--json] [--load]                 what is installed; exit 1 if a required part is missing
 
 Exit codes: 0 success, 1 a check failed, 2 bad usage or a missing file or tool.

@@ -10,11 +10,16 @@ A bundle on disk is a directory::
                   addresses of its input, output, weights, DSP parameters and split partials;
                   the chip profile it was compiled for; size and SHA-256 of each image
     SHA256SUMS    `sha256sum -c` manifest of all of the above (meta.json included)
+    external.bin  only in a staged bundle (meta.json ``staged``, :mod:`dtpu.isro.staging`): external
+                  memory from address 0: the padded input, room for every tensor, then each
+                  layer's weights and parameter blocks chunk by chunk (frame.bin and filter.bin
+                  are then empty: the program stages everything itself)
 
 Images are what gets uplinked, so :meth:`Bundle.load` refuses a bundle whose images or
 meta.json do not match their recorded sizes and digests (a truncated or flipped file is named,
 never run). The digests guard against corruption in storage and transfer; anyone able to rewrite
-the files can rewrite the digests too.
+the files can rewrite the digests too, which an Ed25519 signature over SHA256SUMS (``SIGNATURE``,
+:mod:`dtpu.isro.signing`) stops.
 
 The images hold only what the master processor must write; the rest of each memory (layer
 outputs, split scratch) is produced by the program, so the metadata records the full sizes the
@@ -39,6 +44,12 @@ log = logging.getLogger(__name__)
 FORMAT = "dtpu-isro-bundle/2"
 IMAGES = ("frame.bin", "filter.bin", "program.bin")
 FILES = IMAGES + ("program.lst", "meta.json", "SHA256SUMS")
+EXTERNAL_IMAGE = "external.bin"
+
+
+def image_names(meta: dict) -> tuple[str, ...]:
+    """The images a bundle has: a staged one adds external memory's."""
+    return IMAGES + ((EXTERNAL_IMAGE,) if meta.get("staged") else ())
 
 
 class BundleError(ValueError):
@@ -55,6 +66,7 @@ class Bundle:
     frame: bytes
     filter: bytes
     meta: dict[str, Any] = field(default_factory=dict)
+    external: bytes = b""
 
     @property
     def fmt(self) -> Fmt:
@@ -76,8 +88,11 @@ class Bundle:
     # -- disk -----------------------------------------------------------------------------------
 
     def images(self) -> dict[str, bytes]:
-        return {"frame.bin": self.frame, "filter.bin": self.filter,
-                "program.bin": isa.encode_program(self.program)}
+        images = {"frame.bin": self.frame, "filter.bin": self.filter,
+                  "program.bin": isa.encode_program(self.program)}
+        if self.meta.get("staged"):
+            images[EXTERNAL_IMAGE] = self.external
+        return images
 
     def save(self, directory: str | Path) -> Path:
         """Write the bundle; meta.json gets each image's size and SHA-256, SHA256SUMS all files."""
@@ -124,10 +139,14 @@ class Bundle:
             raise BundleError(f"{d / 'meta.json'}: format {got!r}, expected {FORMAT!r} (recompile the "
                               f"model with this toolchain)")
         recorded = meta.get("images")
-        if not isinstance(recorded, dict) or set(recorded) != set(IMAGES):
-            raise BundleError(f"{d / 'meta.json'}: no image digests for {', '.join(IMAGES)}")
+        names = image_names(meta)
+        if not isinstance(recorded, dict) or set(recorded) != set(names):
+            raise BundleError(f"{d / 'meta.json'}: no image digests for {', '.join(names)}")
         data = {}
-        for name in IMAGES:
+        for name in names:
+            if not (d / name).is_file():
+                raise BundleError(f"{d} is not a complete ISRO bundle: missing {name} (a staged bundle "
+                                  f"has {', '.join(names)})")
             blob = (d / name).read_bytes()
             want = recorded[name]
             if len(blob) != want.get("bytes"):
@@ -149,7 +168,10 @@ class Bundle:
             if len(data[name]) > meta.get(key, -1):
                 raise BundleError(f"{d / name}: {len(data[name]):,} bytes, larger than the memory "
                                   f"meta.json declares ({key} = {meta.get(key)})")
-        return cls(program, data["frame.bin"], data["filter.bin"], meta)
+        if meta.get("staged") and len(data[EXTERNAL_IMAGE]) > meta.get("external_bytes", -1):
+            raise BundleError(f"{d / EXTERNAL_IMAGE}: {len(data[EXTERNAL_IMAGE]):,} bytes, larger than the "
+                              f"external memory meta.json declares (external_bytes = {meta.get('external_bytes')})")
+        return cls(program, data["frame.bin"], data["filter.bin"], meta, data.get(EXTERNAL_IMAGE, b""))
 
     # -- memories -------------------------------------------------------------------------------
 
@@ -163,9 +185,22 @@ class Bundle:
         filt = np.full(self.meta["filter_bytes"], 0xFF, dtype=np.uint8)
         frame[:len(self.frame)] = np.frombuffer(self.frame, dtype=np.uint8)
         filt[:len(self.filter)] = np.frombuffer(self.filter, dtype=np.uint8)
-        if x is not None:
+        if x is not None and self.meta["input"].get("memory", "frame") == "frame":
             write_input(self.meta["input"], frame, x, self.fmt)
         return frame, filt
+
+    def external_memory(self, x: np.ndarray | None = None) -> np.ndarray:
+        """Fresh external memory (empty for a bundle that is not staged), with input `x` when
+        the input lives there; 0xFF where the image does not reach, as for the others."""
+        ext = np.full(self.meta.get("external_bytes", 0), 0xFF, dtype=np.uint8)
+        ext[:len(self.external)] = np.frombuffer(self.external, dtype=np.uint8)
+        if x is not None and self.meta["input"].get("memory", "frame") == "external":
+            write_input(self.meta["input"], ext, x, self.fmt)
+        return ext
+
+    def memory(self, name: str, frame: np.ndarray, external: np.ndarray) -> np.ndarray:
+        """Frame or external memory, as a tensor's meta (``memory``) names it."""
+        return external if name == "external" else frame
 
 
 def _check_profile(meta: dict, where: Path) -> None:
@@ -281,6 +316,9 @@ def to_chw(x: np.ndarray, shape_chw: tuple[int, int, int], what: str = "input") 
 def write_input(meta_in: dict, frame: np.ndarray, x: np.ndarray, fmt: Fmt) -> None:
     """Place `x` (framework layout) into frame memory, padded as the first layer needs."""
     chw = to_chw(x, tuple(meta_in["shape"]))
+    offset = meta_in.get("offset", 0)           # a uint8 model: stored 128 lower
+    if offset and chw.dtype == np.uint8:
+        chw = (chw.astype(np.int16) - offset).astype(np.int8)
     if fmt is Fmt.I8:
         if chw.dtype.kind == "f":
             chw = quantize(chw, meta_in["scale"], meta_in["zero_point"])
@@ -316,8 +354,11 @@ def read_tensor(frame: np.ndarray, meta_t: dict, fmt: Fmt) -> np.ndarray:
     return a[:, t:t + h, l:l + w].copy()
 
 
-def to_framework(chw: np.ndarray, flat: bool) -> np.ndarray:
-    """(C, H, W) -> the framework's (1, H, W, C), or (1, C) for dense outputs."""
+def to_framework(chw: np.ndarray, flat: bool, offset: int = 0) -> np.ndarray:
+    """(C, H, W) -> the framework's (1, H, W, C), or (1, C) for dense outputs; a uint8 model's
+    values (stored `offset` lower) back as uint8."""
+    if offset:
+        chw = (chw.astype(np.int16) + offset).astype(np.uint8)
     if flat:
         return chw.reshape(1, -1)
     return chw.transpose(1, 2, 0)[None]

@@ -26,8 +26,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from dtpu.isro.isa import (ACC_DTYPE, DSP_ARRAYS, EADD_WORDS, FRAME_DTYPE, PARAM_DTYPE,
-                           PARAM_HEADER_WORDS, WEIGHT_DTYPE, Fmt, Instruction, Op, block_size,
+                           PARAM_HEADER_WORDS, WEIGHT_DTYPE, Fmt, Instruction, Mem, Op, block_size,
                            param_block_bytes)
+
+MEMORY_NAMES = {Mem.FRAME: "frame", Mem.FILTER: "filter", Mem.EXTERNAL: "external"}
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +69,18 @@ class _Intervals:
         out.append((a, b))
         self.spans = sorted(out)
 
+    def remove(self, a: int, b: int) -> None:
+        out = []
+        for s, e in self.spans:
+            if e <= a or s >= b:
+                out.append((s, e))
+                continue
+            if s < a:
+                out.append((s, a))
+            if b < e:
+                out.append((b, e))
+        self.spans = out
+
     def covers(self, a: int, b: int) -> bool:
         return b <= a or any(s <= a and b <= e for s, e in self.spans)
 
@@ -93,7 +107,29 @@ def _window(ins, hin, win, kh, kw, sh, sw, dh, dw) -> None:
         raise _Fault(f"out={ins.hout}x{ins.wout} disagrees with the window over {hin}x{win}")
 
 
-def accesses(ins: Instruction, frame_size: int, filter_size: int, pe: int | None):
+def _xfer_accesses(ins: Instruction, sizes: dict[str, int]):
+    """An XFER's chunks as accesses (one span when the chunks are back to back)."""
+    if ins.len < 1 or ins.count < 1:
+        raise _Fault(f"len={ins.len} count={ins.count}; a transfer moves at least one byte")
+    if ins.xsrc == ins.xdst:
+        raise _Fault(f"source and destination are both {MEMORY_NAMES[ins.xsrc]} memory")
+    out = []
+    for mem, base, stride, rw, what in ((ins.xsrc, ins.src, ins.sstride, "r", "transfer source"),
+                                        (ins.xdst, ins.dst, ins.dstride, "w", "transfer destination")):
+        name = MEMORY_NAMES[mem]
+        end = base + (ins.count - 1) * stride + ins.len
+        if end > sizes[name]:
+            raise _Fault(f"{name} region up to {end:#x} runs past the end of {name} memory ({sizes[name]:#x} bytes)")
+        if ins.count > 1 and stride < ins.len:
+            raise _Fault(f"{name} stride {stride} is shorter than a chunk ({ins.len} B)")
+        if ins.count == 1 or stride == ins.len:
+            out.append((name, base, end, rw, what))
+        else:
+            out.extend((name, base + k * stride, base + k * stride + ins.len, rw, what) for k in range(ins.count))
+    return out
+
+
+def accesses(ins: Instruction, frame_size: int, filter_size: int, pe: int | None, external_size: int = 0):
     """[(memory, start, end, 'r'|'w', what)] of one instruction, or raise _Fault as the machine would.
 
     The order of the tests follows the machine's, so the first fault found is the one it reports.
@@ -101,12 +137,14 @@ def accesses(ins: Instruction, frame_size: int, filter_size: int, pe: int | None
     op, fmt = ins.op, getattr(ins, "fmt", None)
     if op in (Op.END, Op.NOP):
         return []
+    if op.name == "XFER":
+        return _xfer_accesses(ins, {"frame": frame_size, "filter": filter_size, "external": external_size})
     if pe is not None and block_size(ins) > pe:
         raise _Fault(f"a block of {block_size(ins)} inputs exceeds the {pe} processing elements")
-    if fmt is Fmt.F32 and (ins.out_zp or getattr(ins, "in_zp", 0) or ins.rnd):
+    if fmt is Fmt.F32 and (ins.out_zp or getattr(ins, "in_zp", 0) or ins.rnd or ins.fields.get("w_zp")):
         raise _Fault("zero points and rounding are I8-only fields")
-    if fmt is Fmt.I8 and ins.leaky:
-        raise _Fault("the leaky activation is F32-only")
+    if fmt is Fmt.I8 and ins.leaky and not ins.dsp:
+        raise _Fault("the I8 leaky stage (a second DSP multiplier) needs dsp=1")
     if getattr(ins, "partial", 0) and (ins.dsp or ins.leaky or ins.clamp or ins.pt or ins.pb or ins.pl or ins.pr):
         raise _Fault("a partial instruction sets DSP, activation or padding")
     if op is Op.MAXPOOL and ins.dsp:
@@ -186,6 +224,9 @@ def _shift_fault(ins: Instruction, filt: bytes, chans: int) -> str | None:
         return f"EADD shift {bad[0]} outside [-31, 30]" if bad else None
     start = ins.prm + 4 * (PARAM_HEADER_WORDS + 2 * chans)
     shifts = np.frombuffer(filt[start:start + 4 * chans].ljust(4 * chans, b"\xff"), "<i4")
+    if ins.leaky:                          # I8 leaky: the header's shift for negative values too
+        head = np.frombuffer(filt[ins.prm:ins.prm + 16].ljust(16, b"\xff"), "<i4")
+        shifts = np.append(shifts, head[3])
     if chans and (shifts.min() < -31 or shifts.max() > 30):
         return f"I8 DSP shift {int(shifts.min())}..{int(shifts.max())} outside [-31, 30]"
     return None
@@ -193,16 +234,23 @@ def _shift_fault(ins: Instruction, filt: bytes, chans: int) -> str | None:
 
 def check_program(program: list[Instruction], *, frame_bytes: int, filter_bytes: int, pe: int | None,
                   filter_image: bytes = b"", frame_defined: tuple[int, int] = (0, 0),
-                  filter_defined: int | None = None) -> list[Finding]:
+                  filter_defined: int | None = None, external_bytes: int = 0,
+                  external_image: bytes = b"", external_defined: tuple = ()) -> list[Finding]:
     """Faults and memory hazards of `program` alone (no layer table): see the module docstring.
 
     `frame_defined` is the byte range the frame image initializes, `filter_defined` the filter
-    image's length (default: len(filter_image)).
+    image's length (default: len(filter_image)); `external_defined` the (start, end) ranges the
+    external image initializes with meaning (a staged bundle's input, weights and parameters).
+    Parameter blocks an XFER brings into filter memory are judged from the external image.
     """
     out: list[Finding] = []
-    frame_w, filt_w = _Intervals(), _Intervals()
+    frame_w, filt_w, ext_w = _Intervals(), _Intervals(), _Intervals()
     frame_w.add(*frame_defined)
     filt_w.add(0, len(filter_image) if filter_defined is None else filter_defined)
+    for a, b in external_defined:
+        ext_w.add(a, b)
+    written = {"frame": frame_w, "filter": filt_w, "external": ext_w}
+    shadow = bytearray(filter_image)           # filter memory's parameter bytes as the program leaves them
     partial_w = _Intervals()              # filter bytes the program itself wrote
     image_end = len(filter_image) if filter_defined is None else filter_defined
     ended = False
@@ -214,15 +262,19 @@ def check_program(program: list[Instruction], *, frame_bytes: int, filter_bytes:
                                                     f"never run"))
             break
         try:
-            acc = accesses(ins, frame_bytes, filter_bytes, pe)
+            acc = accesses(ins, frame_bytes, filter_bytes, pe, external_bytes)
         except _Fault as exc:
             out.append(Finding("fault", i, str(exc)))
             continue
+        xfer = ins.op.name == "XFER"
+        if xfer and ins.xsrc == Mem.EXTERNAL and ins.xdst == Mem.FILTER:
+            data = external_image[ins.src:ins.src + ins.len]
+            shadow[len(shadow):] = bytes(max(0, ins.dst + ins.len - len(shadow)))
+            shadow[ins.dst:ins.dst + ins.len] = data.ljust(ins.len, b"\xff")
         for mem, a, b, rw, what in acc:
             if rw != "r":
                 continue
-            written = frame_w if mem == "frame" else filt_w
-            if not written.covers(a, b):
+            if not written[mem].covers(a, b):
                 out.append(Finding("hazard", i, f"reads {what} {mem} [{a:#x}, {b:#x}) that neither the "
                                                 f"image nor an earlier instruction wrote"))
             if mem == "filter" and what == "parameters" and ins.dsp and ins.fmt is Fmt.I8:
@@ -231,13 +283,15 @@ def check_program(program: list[Instruction], *, frame_bytes: int, filter_bytes:
                                                     f"by partial sums; the DSP shift cannot be checked"))
                 else:
                     chans = ((b - a) // 4 - PARAM_HEADER_WORDS) // DSP_ARRAYS
-                    msg = _shift_fault(ins, filter_image, chans)
+                    msg = _shift_fault(ins, bytes(shadow), chans)
                     if msg:
                         out.append(Finding("fault", i, msg))
         for mem, a, b, rw, what in acc:
             if rw == "w":
-                (frame_w if mem == "frame" else filt_w).add(a, b)
-                if mem == "filter":
+                written[mem].add(a, b)
+                if mem == "filter" and xfer:
+                    partial_w.remove(a, b)          # freshly transferred: no longer partial sums
+                if mem == "filter" and not xfer:
                     partial_w.add(a, b)
                     if a < image_end:
                         out.append(Finding("hazard", i, f"partial sums [{a:#x}, {b:#x}) overwrite the filter "
@@ -260,8 +314,15 @@ def check_bundle(bundle, profile=None) -> list[Finding]:
     c, h, w = inp["shape"]
     t, b, l, r = inp["pad"]
     in_end = inp["addr"] + c * (h + t + b) * (w + l + r) * fmt_size
-    out = check_program(bundle.program, frame_bytes=meta["frame_bytes"], filter_bytes=meta["filter_bytes"],
-                        pe=pe, filter_image=bundle.filter, frame_defined=(inp["addr"], in_end))
+    staged = bool(meta.get("staged"))
+    if staged:                           # the input, weights and parameters live in external memory
+        ext_defined = ((0, in_end), (meta["stats"]["tensors_bytes"], len(bundle.external)))
+        out = check_program(bundle.program, frame_bytes=meta["frame_bytes"], filter_bytes=meta["filter_bytes"],
+                            pe=pe, external_bytes=meta["external_bytes"], external_image=bundle.external,
+                            external_defined=ext_defined)
+    else:
+        out = check_program(bundle.program, frame_bytes=meta["frame_bytes"], filter_bytes=meta["filter_bytes"],
+                            pe=pe, filter_image=bundle.filter, frame_defined=(inp["addr"], in_end))
     # -- profile
     n = len(bundle.program) * 64
     if n > prof.program_bytes:
@@ -273,8 +334,12 @@ def check_bundle(bundle, profile=None) -> list[Finding]:
                                                 f"{prof.name} has {getattr(prof, key):,} B"))
     if prof.pe is not None and (pe is None or pe > prof.pe):
         out.append(Finding("profile", None, f"compiled for pe={pe}, {prof.name} has {prof.pe}"))
+    if staged and (prof.external is None or meta["external_bytes"] > prof.external.bytes):
+        have = "no external memory" if prof.external is None else f"{prof.external.bytes:,} B of external memory"
+        out.append(Finding("profile", None, f"external memory needs {meta['external_bytes']:,} B, {prof.name} "
+                                            f"has {have}"))
     for i, ins in enumerate(bundle.program):
-        if ins.op in (Op.END, Op.NOP):
+        if ins.op in (Op.END, Op.NOP) or ins.op.name == "XFER":     # transfers are byte-granular
             continue
         if ins.fmt.name.lower() not in prof.formats:
             out.append(Finding("profile", i, f"format {ins.fmt.name.lower()}; {prof.name} supports "
@@ -298,6 +363,9 @@ def check_bundle(bundle, profile=None) -> list[Finding]:
         if not 0 <= first <= last < len(bundle.program):
             out.append(Finding("hazard", None, f"layer {layer['name']}: instructions {first}..{last} "
                                                f"outside the program"))
+            continue
+        if layer["output"].get("memory") == "external":
+            out.extend(_staged_layer(bundle.program, layer, k, tensors))
             continue
         ins = bundle.program[last]
         if ins.op in (Op.END, Op.NOP) or getattr(ins, "partial", 0):
@@ -325,6 +393,32 @@ def check_bundle(bundle, profile=None) -> list[Finding]:
                 out.append(Finding("hazard", j, f"reads {p.src:#x}, but layer {layer['name']}'s input is at "
                                                 f"{', '.join(f'{s:#x}' for s in srcs)}"))
     return sorted(set(out), key=lambda f: (-1 if f.index is None else f.index, KINDS.index(f.kind), f.message))
+
+
+def _staged_layer(program, layer: dict, k: int, tensors: list) -> list[Finding]:
+    """A staged layer's transfers agree with the layer table: it reads external memory only
+    inside its input tensors, writes it only inside its output, and ends with such a write."""
+    out = []
+    first, last = layer["instructions"]
+    name, o_addr, o_size, _ = tensors[k + 1]
+    inputs = [tensors[t] for t in layer.get("inputs", [k])]
+    end = program[last]
+    if end.op.name != "XFER" or end.xdst != Mem.EXTERNAL:
+        out.append(Finding("hazard", last, f"layer {name} is staged but does not end by writing its output "
+                                           f"to external memory"))
+    for j in range(first, last + 1):
+        p = program[j]
+        if p.op.name != "XFER":
+            continue
+        lo = p.src if p.xsrc == Mem.EXTERNAL else p.dst
+        hi = lo + (p.count - 1) * (p.sstride if p.xsrc == Mem.EXTERNAL else p.dstride) + p.len
+        if p.xdst == Mem.EXTERNAL and not (o_addr <= lo and hi <= o_addr + o_size):
+            out.append(Finding("hazard", j, f"writes external [{lo:#x}, {hi:#x}) outside layer {name}'s "
+                                            f"output [{o_addr:#x}, {o_addr + o_size:#x})"))
+        if p.xsrc == Mem.EXTERNAL and p.xdst == Mem.FRAME and not any(
+                a <= lo and hi <= a + size for _, a, size, _ in inputs):
+            out.append(Finding("hazard", j, f"reads external [{lo:#x}, {hi:#x}) outside layer {name}'s inputs"))
+    return out
 
 
 def _live(t: dict, producer: int) -> tuple[int, int]:

@@ -2,7 +2,8 @@
 
 Exit status: 0 success; 1 a check failed (verification mismatch, static check findings);
 2 bad input (a missing, truncated, corrupt or foreign file, a wrong input shape, an unsupported
-layer, a model that does not fit the chip profile), reported as one ``error:`` line naming the
+layer, a model that does not fit the chip profile, a bundle unsigned or wrongly signed for the
+public key given), reported as one ``error:`` line naming the
 file or layer and what would be accepted; 3 an internal error (a bug: one line, ``-v`` for the
 traceback; accepted before or after the command: ``dtpu -v isro run``, ``dtpu isro -v run``,
 ``dtpu isro run -v``).
@@ -71,6 +72,9 @@ def _build(p: argparse.ArgumentParser) -> None:
                    help="chip profile (.json or .toml; default: the shipped isro-asic-default)")
     c.add_argument("--pe", type=_positive, help="lower the profile's processing elements (not above them); larger "
                                                 "blocks are split")
+    c.add_argument("--estimate", action="store_true",
+                   help="also run the bundle on the machine model and print time, frames/s, GOP/s, "
+                        "utilization and energy from the chip profile's clock and power assumptions")
     reuse = c.add_mutually_exclusive_group()
     reuse.add_argument("--reuse", dest="reuse", action="store_const", const=True, default=None,
                        help="share frame memory between tensors not live at once (default: only "
@@ -88,6 +92,9 @@ def _build(p: argparse.ArgumentParser) -> None:
     r.add_argument("--verify", nargs="?", const="", metavar="MODEL",
                    help="compare every layer with the source model (default: the path in meta.json)")
     r.add_argument("--no-dump", action="store_true", help="do not write per-layer dumps")
+    r.add_argument("--public-key", type=Path, metavar="FILE",
+                   help="run only a bundle signed by this Ed25519 key (default: $DTPU_ISRO_PUBLIC_KEY "
+                        "if set, else no signature check)")
     r.add_argument("--memory-dumps", type=Path, metavar="DIR",
                    help="also write DIR/layer_NNN.bin and DIR/frame.bin in the format 'compare' reads "
                         "(what the chip's memory holds; docs/isro_isa.md)")
@@ -123,7 +130,30 @@ def _build(p: argparse.ArgumentParser) -> None:
     k.add_argument("bundle", type=Path, help="bundle directory")
     k.add_argument("--chip", type=Path, metavar="PROFILE",
                    help="hold the bundle to another chip profile (default: the one it was compiled for)")
+    k.add_argument("--public-key", type=Path, metavar="FILE",
+                   help="also require a signature by this Ed25519 key (default: $DTPU_ISRO_PUBLIC_KEY if set)")
     k.set_defaults(handler=_check)
+
+    e = sub.add_parser("bench", parents=[common], help="compile and run models, print frames/s, MAC rate, "
+                                                       "utilization and frames/s/W beside RC64's VGG-19",
+                       description="Each model is compiled for the profile and run once on a fixed random "
+                                   "input (seed 0); the figures rest on the profile's clock and power "
+                                   "assumptions (docs/isro_isa.md section 0).")
+    e.add_argument("models", type=Path, nargs="+", help="model files (.h5, .keras, .tflite)")
+    e.add_argument("--chip", type=Path, metavar="PROFILE", help="chip profile (default: the shipped one)")
+    e.set_defaults(handler=_bench)
+
+    g = sub.add_parser("keygen", parents=[common], help="make an Ed25519 key pair for signing bundles",
+                       description="Writes KEY (private, PKCS#8 PEM, mode 0600) and KEY.pub; never overwrites.")
+    g.add_argument("-o", "--output", type=Path, required=True, metavar="KEY", help="private key file to write")
+    g.set_defaults(handler=_keygen)
+
+    s = sub.add_parser("sign", parents=[common], help="sign a bundle's manifest (SHA256SUMS) with an Ed25519 key",
+                       description="Writes BUNDLE/SIGNATURE. run and check with --public-key refuse a bundle "
+                                   "that is unsigned, signed by another key, or changed after signing.")
+    s.add_argument("bundle", type=Path, help="bundle directory")
+    s.add_argument("--key", type=Path, required=True, help="private key (from keygen)")
+    s.set_defaults(handler=_sign)
 
     d = sub.add_parser("disasm", parents=[common], help="print a bundle's program (or a program.bin) as assembly")
     d.add_argument("target", type=Path, help="bundle directory or program .bin file")
@@ -227,10 +257,18 @@ def _compile(args) -> int:
           f"pe={bundle.meta['pe'] or 'unlimited'})")
     print(f"  layers {len(bundle.layers)}, instructions {s['instructions']} "
           f"({', '.join(f'{k} {v}' for k, v in s['by_op'].items())}), MACs {s['macs']:,}")
-    print(f"  frame memory {_kib(bundle.meta['frame_bytes'])} (input image {_kib(s['input_bytes'])}); "
-          f"filter memory {_kib(bundle.meta['filter_bytes'])} (weights {_kib(s['weights_bytes'])}, "
-          f"params {_kib(s['params_bytes'])}, split scratch {_kib(s['scratch_bytes'])}); "
-          f"program {_kib(s['program_bytes'])}")
+    if bundle.meta.get("staged"):
+        bands = sum(layer["staging"]["bands"] for layer in bundle.layers)
+        print(f"  staged through external memory: {_kib(bundle.meta['external_bytes'])} there (tensors "
+              f"{_kib(s['tensors_bytes'])}, weights {_kib(s['weights_bytes'])}, params {_kib(s['params_bytes'])}); "
+              f"{bands} bands over {len(bundle.layers)} layers; staging in frame memory "
+              f"{_kib(bundle.meta['frame_bytes'])}, filter memory {_kib(bundle.meta['filter_bytes'])}; "
+              f"program {_kib(s['program_bytes'])}")
+    else:
+        print(f"  frame memory {_kib(bundle.meta['frame_bytes'])} (input image {_kib(s['input_bytes'])}); "
+              f"filter memory {_kib(bundle.meta['filter_bytes'])} (weights {_kib(s['weights_bytes'])}, "
+              f"params {_kib(s['params_bytes'])}, split scratch {_kib(s['scratch_bytes'])}); "
+              f"program {_kib(s['program_bytes'])}")
     tfl = bundle.meta.get("tflite", {})
     if tfl.get("outputs_left_out"):
         print(f"  model output {tfl['output_name']!r}; left out: "
@@ -238,6 +276,9 @@ def _compile(args) -> int:
     if bundle.meta.get("heads"):
         from dtpu.isro.heads import describe
         print(f"  host after the chip: {describe(bundle.meta['heads'])}")
+    if args.estimate:
+        for line in _estimate(bundle, x)[1]:
+            print("  " + line)
     print(f"  profile {chip.name}: frame {_pct(bundle.meta['frame_bytes'], chip.frame_bytes)}, filter "
           f"{_pct(bundle.meta['filter_bytes'], chip.filter_bytes)}, program "
           f"{_pct(s['program_bytes'], chip.program_bytes)} used"
@@ -245,14 +286,72 @@ def _compile(args) -> int:
     return 0
 
 
+def _estimate(bundle, x=None):
+    """The performance lines of one run of `bundle` (on `x`, or the compiled input)."""
+    from dtpu.isro.bundle import bundle_profile
+    from dtpu.isro.machine import run
+    from dtpu.isro.performance import figures
+    result = run(bundle, x)
+    fig = figures(result.counters, bundle_profile(bundle.meta), bundle.fmt.name.lower(), bundle.meta["pe"],
+                  result.schedule)
+    return fig, fig.lines()
+
+
+def _bench(args) -> int:
+    from dtpu.isro import profile
+    from dtpu.isro.bundle import bundle_profile
+    from dtpu.isro.compiler import compile_model
+    from dtpu.isro.machine import run
+    from dtpu.isro.performance import comparison, figures
+    chip = profile.load(args.chip)
+    rows = []
+    for path in args.models:
+        bundle = compile_model(path, chip=chip)
+        c, h, w = bundle.meta["input"]["shape"]
+        rng = np.random.default_rng(0)
+        x = (rng.integers(-128, 128, (1, h, w, c)).astype(np.int8) if bundle.fmt.name == "I8"
+             else rng.random((1, h, w, c)).astype(np.float32))
+        result = run(bundle, x)
+        fig = figures(result.counters, bundle_profile(bundle.meta), bundle.fmt.name.lower(), bundle.meta["pe"],
+                      result.schedule)
+        rows.append((path.stem, "staged" if bundle.meta.get("staged") else "on-chip", fig))
+    print(f"chip profile {chip.name}: pe {chip.pe}, clock {chip.clock_mhz} MHz (assumptions)")
+    print(comparison(rows))
+    return 0
+
+
 def _pct(n: int, of: int) -> str:
     return f"{100 * n / of:.1f} %"
+
+
+def _signed(args) -> None:
+    """Verify the bundle's signature first when a public key is given or configured."""
+    from dtpu.isro import signing
+    key = signing.configured_key(getattr(args, "public_key", None))
+    if key is not None:
+        who = signing.verify(args.bundle, key)
+        print(f"signature: key {who} ok")
+
+
+def _keygen(args) -> int:
+    from dtpu.isro import signing
+    private, public = signing.keygen(args.output)
+    print(f"Ed25519 key pair -> {private} (private, keep it off the spacecraft), {public}")
+    return 0
+
+
+def _sign(args) -> int:
+    from dtpu.isro import signing
+    out = signing.sign(args.bundle, args.key)
+    print(f"signed {args.bundle} -> {out}")
+    return 0
 
 
 def _check(args) -> int:
     from dtpu.isro.bundle import Bundle
     from dtpu.isro.check import check_bundle
     from dtpu.isro import profile
+    _signed(args)
     bundle = Bundle.load(args.bundle)
     chip = profile.load(args.chip) if args.chip is not None else None
     findings = check_bundle(bundle, chip)
@@ -270,10 +369,14 @@ def _run(args) -> int:
     from dtpu.isro import verify
     from dtpu.isro.bundle import Bundle
     from dtpu.isro.machine import Counters, run
+    _signed(args)
     bundle = Bundle.load(args.bundle)
     x = _load_input(args.input)
     _check_input(bundle, x, args.input)
     source = verify.source_path(bundle, args.verify or None) if args.verify is not None else None
+    if args.memory_dumps is not None:
+        from dtpu.isro.compare import on_chip_only
+        on_chip_only(bundle, "--memory-dumps")
     result = run(bundle, x, pe=args.pe)
     out = args.bundle / "run"
     out.mkdir(parents=True, exist_ok=True)
@@ -293,7 +396,15 @@ def _run(args) -> int:
             np.save(out / "layers" / f"{i:02d}_{safe}.chw.npy", result.layers[layer["name"]])
     c = result.counters
     print(f"total: {c.instructions} instructions, {c.macs:,} MACs, {c.cycles:,} cycles, frame "
-          f"{c.frame_read:,}/{c.frame_write:,} B, filter {c.filter_read:,}/{c.filter_write:,} B (read/written)")
+          f"{c.frame_read:,}/{c.frame_write:,} B, filter {c.filter_read:,}/{c.filter_write:,} B (read/written)"
+          + (f", external {c.external_read:,}/{c.external_write:,} B; {c.transfer_cycles:,} of the cycles "
+             f"in transfers" if c.transfer_cycles else ""))
+    from dtpu.isro.bundle import bundle_profile
+    from dtpu.isro.performance import figures
+    fig = figures(c, bundle_profile(bundle.meta), bundle.fmt.name.lower(), args.pe or bundle.meta["pe"],
+                  result.schedule)
+    for line in fig.lines():
+        print("  " + line)
     heads = bundle.meta.get("heads") or []
     if heads:
         from dtpu.isro.heads import describe
@@ -351,9 +462,13 @@ def _inject(args) -> int:
 def _input_from_image(bundle):
     """The input the bundle was compiled with, recovered from frame.bin, in framework layout."""
     from dtpu.isro.bundle import read_tensor, to_framework
-    frame, _ = bundle.memories()
-    chw = read_tensor(frame, bundle.meta["input"], bundle.fmt)
-    return to_framework(chw, False) if chw.shape[1] * chw.shape[2] > 1 else chw.reshape(1, -1)
+    meta_in = bundle.meta["input"]
+    memory = bundle.external_memory() if meta_in.get("memory") == "external" else bundle.memories()[0]
+    chw = read_tensor(memory, meta_in, bundle.fmt)
+    offset = meta_in.get("offset", 0)           # a uint8 model's input, stored 128 lower
+    if chw.shape[1] * chw.shape[2] > 1:
+        return to_framework(chw, False, offset)
+    return to_framework(chw, True, offset)
 
 
 def _disasm(args) -> int:

@@ -85,8 +85,16 @@ def _overwritten_later(bundle, k: int) -> bool:
     return False
 
 
+def on_chip_only(bundle, what: str) -> None:
+    """Dumps describe frame memory; a staged bundle's tensors live in external memory."""
+    if bundle.meta.get("staged"):
+        raise ValueError(f"{what}: this bundle is staged through external memory (its layers' outputs "
+                         f"live there, not in frame memory); memory dumps cover on-chip bundles only")
+
+
 def expected_regions(bundle, x=None) -> list[np.ndarray]:
     """Each layer's output region (padded, as stored) right after its last instruction."""
+    on_chip_only(bundle, "memory dumps")
     from dtpu.isro.machine import Machine
     ends = {m["instructions"][1]: k for k, m in enumerate(bundle.meta["layers"])}
     isz = FRAME_DTYPE[bundle.fmt].itemsize
@@ -116,6 +124,7 @@ def write_dumps(bundle, directory: str | Path, x=None, *, frame: bool = True) ->
 
 
 def compare(bundle, dumps: str | Path, x=None) -> list[LayerDiff]:
+    on_chip_only(bundle, "compare")
     """Per-layer differences between `dumps` (the format above) and the machine model."""
     d = Path(dumps)
     if not d.is_dir():

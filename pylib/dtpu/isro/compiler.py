@@ -31,100 +31,13 @@ from dtpu.isro import isa
 from dtpu.isro.bundle import FORMAT, Bundle, pad_chw, quantize, to_chw
 from dtpu.isro.ir import (TFLITE_ROUNDING, Builder, CompileError, Layer,  # noqa: F401 (re-exported)
                           quantized_activation_range)
+from dtpu.isro.layout import (EADD_KEYS, live_ranges, param_words, borders,  # noqa: F401 (re-exported)
+                              layer_inputs, resolve_borders, resolve_pe, split_blocks)
 from dtpu.isro.profile import Profile
-from dtpu.isro.isa import (ACC_DTYPE, FRAME_DTYPE, PARAM_DTYPE, WEIGHT_DTYPE, Fill, Fmt,
+from dtpu.isro.isa import (ACC_DTYPE, FRAME_DTYPE, WEIGHT_DTYPE, Fill, Fmt,
                            Instruction, Op, Rounding, align, param_block_bytes)
 
 log = logging.getLogger(__name__)
-
-
-# -- splitting -------------------------------------------------------------------------------------
-
-def split_blocks(layer: Layer, pe: int | None) -> list[dict[str, int]]:
-    """Sub-blocks whose size fits `pe`: channels first, then kernel rows, then kernel columns.
-
-    Channel-major memory makes a channel range of input and weights a simple slice, so splitting
-    over channels keeps each partial a plain convolution; rows and columns are only split when a
-    single channel's kernel is already too big.
-    """
-    kh, kw = layer.kernel
-    if layer.kind == "dense":
-        n = int(np.prod(layer.in_shape))
-        if pe is None or n <= pe:
-            return [{"n0": 0, "nn": n}]
-        return [{"n0": s, "nn": min(pe, n - s)} for s in range(0, n, pe)]
-    if layer.kind == "maxpool":
-        return [{}]
-    cin = layer.in_shape[0] if layer.kind == "conv" else 1
-    full = {"r0": 0, "rn": kh, "s0": 0, "sn": kw}
-    if layer.kind == "conv":
-        full.update(c0=0, cn=cin)
-    if pe is None or layer.block <= pe:
-        return [full]
-    blocks = []
-    if kh * kw <= pe:
-        per = pe // (kh * kw)
-        for c0 in range(0, cin, per):
-            blocks.append({**full, "c0": c0, "cn": min(per, cin - c0)})
-        return blocks
-    rows = max(1, pe // kw)
-    cols = kw if kw <= pe else pe
-    for c0 in range(cin):
-        for r0 in range(0, kh, rows):
-            for s0 in range(0, kw, cols):
-                b = {"r0": r0, "rn": min(rows, kh - r0), "s0": s0, "sn": min(cols, kw - s0)}
-                if layer.kind == "conv":
-                    b.update(c0=c0, cn=1)
-                blocks.append(b)
-    return blocks
-
-
-# -- memory allocation and instruction generation --------------------------------------------------
-
-def _param_words(layer: Layer, fmt: Fmt) -> np.ndarray | None:
-    """The parameter block: activation header, then the DSP arrays (docs/isro_isa.md)."""
-    has_dsp = layer.dsp is not None
-    eadd_i8 = layer.kind == "eadd" and fmt is Fmt.I8
-    if not (has_dsp or eadd_i8 or layer.leaky is not None or layer.clamp is not None):
-        return None
-    pdt = PARAM_DTYPE[fmt]
-    if fmt is Fmt.F32:
-        a1, a2 = layer.leaky if layer.leaky is not None else (0.0, 1.0)
-        lo, hi = layer.clamp if layer.clamp is not None else (-np.inf, np.inf)
-        head = np.array([a1, a2, lo, hi], dtype=pdt)
-    else:
-        lo, hi = layer.clamp if layer.clamp is not None else (-128, 127)
-        head = np.array([lo, hi, 0, 0], dtype=pdt)
-    if eadd_i8:
-        q = layer.eadd_q
-        return np.concatenate([head, np.array([q[k] for k in EADD_KEYS], dtype=pdt)])
-    parts = [head] + ([np.asarray(a).astype(pdt) for a in layer.dsp] if has_dsp else [])
-    return np.concatenate(parts)
-
-
-# the I8 EADD parameter words, in the order docs/isro_isa.md gives them
-EADD_KEYS = ("zp_a", "zp_b", "left_shift", "m_a", "s_a", "m_b", "s_b", "m_out", "s_out")
-
-
-def _live_ranges(layers: list[Layer]) -> list[tuple[int, int]]:
-    """(first, last) layer index during which each frame tensor must hold its value.
-
-    Tensor 0 is the model input (live from before layer 0, index -1), tensor i+1 the output of
-    layer i; a tensor lives until its last consumer runs, the model output until the end.
-    """
-    n = len(layers)
-    ranges = [[-1, -1]] + [[i, i] for i in range(n)]
-    for i, layer in enumerate(layers):
-        for t in layer_inputs(layers, i):
-            ranges[t][1] = max(ranges[t][1], i)
-    ranges[-1][1] = n
-    return [tuple(r) for r in ranges]
-
-
-def layer_inputs(layers: list[Layer], i: int) -> list[int]:
-    """Frame tensor indices layer `i` reads (tensor 0 the model input, t+1 the output of layer t)."""
-    ins = layers[i].inputs
-    return [i] if ins is None else list(ins)
 
 
 def plan_frame(sizes: list[int], ranges: list[tuple[int, int]], to: int) -> tuple[list[int], int]:
@@ -174,53 +87,9 @@ def plan_frame(sizes: list[int], ranges: list[tuple[int, int]], to: int) -> tupl
     return best, footprint(best)
 
 
-def resolve_borders(layers: list[Layer], input_name: str = "input") -> list[Layer]:
-    """Give every frame tensor one border: copy a tensor that consumers read with different ones.
-
-    A tensor is stored with the border (pre-applied padding) its consumer reads; when consumers
-    disagree (a ResNet block input read by a 3x3 SAME convolution and by a 1x1 projection), the
-    tensor is stored without a border and each consumer needing one reads a copy written by a
-    1x1 MAXPOOL, which stores its input unchanged with the border and fill that consumer needs.
-    EADD reads any border (it has one per operand), so it never forces a copy.
-    """
-    n = len(layers)
-    wants: dict[int, list[tuple[int, tuple, Fill]]] = {}
-    for i, layer in enumerate(layers):
-        if layer.kind == "eadd":
-            continue
-        for t in layer_inputs(layers, i):
-            wants.setdefault(t, []).append((i, tuple(layer.pad), layer.fill))
-    copies: dict[int, list[tuple[tuple, Fill, list[int]]]] = {}
-    for t, ws in wants.items():
-        kinds = sorted({(p, f) for _, p, f in ws}, key=lambda pf: (any(pf[0]), pf[0], pf[1]))
-        if len(kinds) > 1:
-            groups = [(p, f, [i for i, q, g in ws if (q, g) == (p, f)]) for p, f in kinds if any(p)]
-            copies[t] = groups
-    if not copies:
-        return layers
-    out: list[Layer] = []
-    remap = {0: 0}                       # old tensor -> new tensor
-    via: dict[tuple[int, int], int] = {}  # (old tensor, consumer) -> new tensor of its copy
-    for i, layer in enumerate(layers):
-        pending = [(t, g) for t, gs in copies.items() for g in gs if g[2][0] == i]
-        for t, (pad, fill, consumers) in pending:
-            src = layers[t - 1] if t else None
-            c, h, w = layers[t - 1].out_shape if t else layers[0].in_shape
-            copy = Layer(kind="maxpool", name=f"{src.name if src else input_name}.border{'_'.join(map(str, pad))}",
-                         in_shape=(c, h, w), out_shape=(c, h, w), sources=[],
-                         inputs=[remap[t]], kernel=(1, 1), stride=(1, 1),
-                         out_zp=src.out_zp if src else layers[0].in_zp, out_scale=src.out_scale if src else None,
-                         flat_out=src.flat_out if src else False, tensor=src.tensor if src else None)
-            out.append(copy)
-            for j in consumers:
-                via[(t, j)] = len(out)
-        new = Layer(**{**layer.__dict__})
-        new.inputs = [via.get((t, i), remap[t]) for t in layer_inputs(layers, i)]
-        out.append(new)
-        remap[i + 1] = len(out)
-    log.info("stored %d tensors without a border and copied them for %d consumers", len(copies),
-             len(via))
-    return out
+class DoesNotFit(CompileError):
+    """Frame or filter memory is too small for the program as laid out on chip; a profile with
+    external memory compiles it staged instead (:mod:`dtpu.isro.staging`)."""
 
 
 def emit(layers: list[Layer], fmt: Fmt, *, profile: Profile | None = None, pe: int | None = None,
@@ -235,15 +104,7 @@ def emit(layers: list[Layer], fmt: Fmt, *, profile: Profile | None = None, pe: i
     """
     from dtpu.isro.profile import unlimited
     prof = unlimited() if profile is None else profile
-    if pe is not None:
-        if isinstance(pe, bool) or not isinstance(pe, (int, np.integer)) or pe < 1:
-            raise ValueError(f"pe must be a positive integer or None (the profile's), got {pe!r}")
-        if prof.pe is not None and pe > prof.pe:
-            raise CompileError(f"pe={pe} exceeds chip profile {prof.name}'s {prof.pe} processing "
-                               f"elements; --pe may only lower it (or pass a profile with more)")
-        pe = int(pe)
-    else:
-        pe = prof.pe
+    pe = resolve_pe(prof, pe)
     to = prof.align
     layers = resolve_borders(layers, input_name)
     if fmt.name.lower() not in prof.formats:
@@ -251,23 +112,9 @@ def emit(layers: list[Layer], fmt: Fmt, *, profile: Profile | None = None, pe: i
                            f"{prof.name} supports {', '.join(prof.formats)}")
     fdt = FRAME_DTYPE[fmt]
     # frame memory: tensor 0 is the model input, tensor i+1 the output of layer i, each stored
-    # with the border its consumers read (they must agree: one border, one fill)
+    # with the border its consumers read
     n = len(layers)
-    pads: list[tuple | None] = [None] * (n + 1)
-    fills: list[Fill | None] = [None] * (n + 1)
-    for i, layer in enumerate(layers):
-        for t in layer_inputs(layers, i):
-            want = tuple(layer.pad) if layer.kind not in ("eadd",) else None
-            if want is None:
-                continue
-            if pads[t] is not None and (pads[t] != want or fills[t] != layer.fill):
-                src = "the model input" if t == 0 else layers[t - 1].name
-                raise CompileError(f"{layer.name}: needs {src} stored with border {want} ({layer.fill.name.lower()}), "
-                                   f"another consumer needs {pads[t]} ({fills[t].name.lower()}); one tensor "
-                                   f"has one border")
-            pads[t], fills[t] = want, layer.fill
-    pads = [p or (0, 0, 0, 0) for p in pads]
-    fills = [f or Fill.ZERO for f in fills]
+    pads, fills = borders(layers)
     shapes = [layers[0].in_shape] + [layer.out_shape for layer in layers]
 
     def nbytes(t):
@@ -275,7 +122,7 @@ def emit(layers: list[Layer], fmt: Fmt, *, profile: Profile | None = None, pe: i
         return c * (h + pt + pb) * (w + pl + pr) * fdt.itemsize
 
     sizes = [nbytes(t) for t in range(n + 1)]
-    ranges = _live_ranges(layers)
+    ranges = live_ranges(layers)
     separate, cursor = [], 0
     for s in sizes:
         separate.append(cursor)
@@ -293,7 +140,7 @@ def emit(layers: list[Layer], fmt: Fmt, *, profile: Profile | None = None, pe: i
             need.append((sum(align(sizes[t], to) for t in live), i, live))
         worst, i, live = max(need)
         what = ", ".join(f"{'input' if t == 0 else layers[t - 1].name} {sizes[t]:,} B" for t in live)
-        raise CompileError(
+        raise DoesNotFit(
             f"{layers[i].name}: frame memory needs {frame_bytes:,} B{' with reuse' if reused else ''} "
             f"but chip profile {prof.name} has {prof.frame_bytes:,} B; at this layer {worst:,} B are "
             f"live ({what})" + ("" if reused else "; reuse was disabled"))
@@ -310,13 +157,13 @@ def emit(layers: list[Layer], fmt: Fmt, *, profile: Profile | None = None, pe: i
         wchunks.append((cursor, w.tobytes()))
         cursor = align(cursor + w.nbytes, to)
         if cursor > prof.filter_bytes:
-            raise CompileError(f"{layer.name}: its weights ({w.nbytes:,} B) end at byte {cursor:,} of filter "
+            raise DoesNotFit(f"{layer.name}: its weights ({w.nbytes:,} B) end at byte {cursor:,} of filter "
                                f"memory, past chip profile {prof.name}'s {prof.filter_bytes:,} B (the model's "
                                f"weights total {sum(np.asarray(l.weights).size * wdt.itemsize for l in layers if l.weights is not None):,} B)")
     weights_bytes = cursor
     p_addr, pchunks = [], []
     for layer in layers:
-        words = _param_words(layer, fmt)
+        words = param_words(layer, fmt)
         if words is None:
             p_addr.append(None)
             continue
@@ -324,7 +171,7 @@ def emit(layers: list[Layer], fmt: Fmt, *, profile: Profile | None = None, pe: i
         pchunks.append((cursor, words.tobytes()))
         cursor = align(cursor + words.nbytes, to)
         if cursor > prof.filter_bytes:
-            raise CompileError(f"{layer.name}: its parameter block ends at byte {cursor:,} of filter memory, "
+            raise DoesNotFit(f"{layer.name}: its parameter block ends at byte {cursor:,} of filter memory, "
                                f"past chip profile {prof.name}'s {prof.filter_bytes:,} B (weights "
                                f"{weights_bytes:,} B)")
     params_bytes = cursor - weights_bytes
@@ -370,7 +217,8 @@ def emit(layers: list[Layer], fmt: Fmt, *, profile: Profile | None = None, pe: i
                                            hout=hout, wout=wout, at=a_t, ab=a_b, al=a_l, ar=a_r,
                                            bt=b_t, bb=b_b, bl=b_l, br=b_r))
             else:
-                mac = dict(geo, wgt=w_addr[i], cout=cout, in_zp=layer.in_zp if fmt is Fmt.I8 else 0)
+                mac = dict(geo, wgt=w_addr[i], cout=cout, in_zp=layer.in_zp if fmt is Fmt.I8 else 0,
+                           w_zp=layer.w_zp if fmt is Fmt.I8 else 0)
                 op = {"conv": Op.CONV, "dwconv": Op.DWCONV, "dense": Op.DENSE}[layer.kind]
                 if layer.kind != "dense":
                     mac.update(kh=layer.kernel[0], kw=layer.kernel[1], sh=layer.stride[0], sw=layer.stride[1],
@@ -384,7 +232,7 @@ def emit(layers: list[Layer], fmt: Fmt, *, profile: Profile | None = None, pe: i
                     part_bytes = cout * hout * wout * adt.itemsize   # ADD reads them back to back
                     scratch_bytes = max(scratch_bytes, align(part_bytes * len(blocks), to))
                     if scratch + scratch_bytes > prof.filter_bytes:
-                        raise CompileError(
+                        raise DoesNotFit(
                             f"{layer.name}: split into {len(blocks)} parts for pe={pe}, its partial sums "
                             f"({part_bytes * len(blocks):,} B) end at byte {scratch + scratch_bytes:,} of filter "
                             f"memory, past chip profile {prof.name}'s {prof.filter_bytes:,} B")
@@ -394,7 +242,7 @@ def emit(layers: list[Layer], fmt: Fmt, *, profile: Profile | None = None, pe: i
                     program.append(Instruction(Op.ADD, **post, src=scratch, cout=cout, hout=hout,
                                                wout=wout, npart=len(blocks)))
         except ValueError as exc:
-            if isinstance(exc, CompileError):
+            if isinstance(exc, CompileError):      # DoesNotFit included
                 raise
             raise CompileError(f"{layer.name}: {exc}") from None
         if (len(program) + 1) * isa.INSTRUCTION_BYTES > prof.program_bytes:
@@ -461,9 +309,12 @@ def emit(layers: list[Layer], fmt: Fmt, *, profile: Profile | None = None, pe: i
 
 # -- public entry points ---------------------------------------------------------------------------
 
-def _input_chw(x, shape_chw, fmt: Fmt, scale, zp):
-    """The model input as stored (unpadded C, H, W) in the program's format."""
+def _input_chw(x, shape_chw, fmt: Fmt, scale, zp, offset: int = 0):
+    """The model input as stored (unpadded C, H, W) in the program's format (a uint8 model's
+    uint8 input `offset` lower)."""
     chw = to_chw(x, shape_chw)
+    if offset and chw.dtype == np.uint8:
+        chw = (chw.astype(np.int16) - offset).astype(np.int8)
     if fmt is Fmt.I8 and chw.dtype.kind == "f":
         return quantize(chw, scale, zp)
     if fmt is Fmt.I8 and chw.dtype != np.int8:
@@ -493,14 +344,30 @@ def _front_end(path: Path, build):
 
 
 def compile_layers(builder: Builder, x=None, *, chip=None, pe=None, reuse=None, meta=None) -> Bundle:
-    """Finish `builder` and emit it for `chip` (a Profile, a profile file, or None: the default)."""
+    """Finish `builder` and emit it for `chip` (a Profile, a profile file, or None: the default).
+
+    A uint8 model (meta ``tflite.input_offset``) stores its values 128 lower; the bundle's input
+    and output record that ``offset`` so the host converts on the way in and out."""
     from dtpu.isro import profile
     prof = profile.resolve(chip)
     layers = builder.finish()
     meta = {**(meta or {}), "heads": list(builder.heads)}
-    xin = None if x is None else _input_chw(x, builder.in_shape, builder.fmt, builder.in_scale, builder.in_zp)
-    return emit(layers, builder.fmt, profile=prof, pe=pe, reuse=reuse, meta=meta, x=xin,
-                in_scale=builder.in_scale, in_zp=builder.in_zp, input_name=builder.input_name)
+    offsets = meta.get("tflite", {})
+    xin = None if x is None else _input_chw(x, builder.in_shape, builder.fmt, builder.in_scale, builder.in_zp,
+                                            offsets.get("input_offset", 0))
+    kw = dict(meta=meta, x=xin, in_scale=builder.in_scale, in_zp=builder.in_zp, input_name=builder.input_name)
+    try:
+        bundle = emit(layers, builder.fmt, profile=prof, pe=pe, reuse=reuse, **kw)
+    except DoesNotFit as exc:
+        if prof.external is None or reuse is False:     # --no-reuse: every output in frame memory, or fail
+            raise
+        from dtpu.isro.staging import emit_staged
+        log.info("%s; staging through external memory", exc)
+        bundle = emit_staged(layers, builder.fmt, profile=prof, pe=pe, **kw)
+    if offsets.get("input_offset") or offsets.get("output_offset"):
+        bundle.meta["input"]["offset"] = offsets.get("input_offset", 0)
+        bundle.meta["output"]["offset"] = offsets.get("output_offset", 0)
+    return bundle
 
 
 def compile_h5(path: str | Path, x: np.ndarray | None = None, *, chip=None, pe: int | None = None,

@@ -187,6 +187,9 @@ def _run(bundle, images: dict[str, bytearray], pe, heads, upset=None) -> np.ndar
 def inject(bundle, trials: int, *, seed: int | None = 0, double: bool = False, secded: bool = False,
            adjacent: bool = False, regions=REGIONS, x=None) -> Table:
     """The outcome table of `trials` flips per region (see the module docstring)."""
+    if bundle.meta.get("staged"):
+        raise ValueError("inject: this bundle is staged through external memory; the upset campaign "
+                         "covers on-chip bundles (program, filter and frame images) only")
     if trials < 1:
         raise ValueError(f"trials = {trials}; expected a positive number")
     bad = [r for r in regions if r not in REGIONS]

@@ -85,10 +85,12 @@ class Layer:
     fill: Fill = Fill.ZERO
     weights: np.ndarray | None = None          # conv (O,I,KH,KW), dwconv (O,KH,KW), dense (O,N)
     dsp: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None   # F32 v1,v2,v3; I8 bias,mult,shift
-    leaky: tuple[float, float] | None = None   # (a1, a2): y = x < a1 ? a2*x : x   (F32)
+    leaky: tuple[float, float] | None = None   # F32 (a1, a2): y = x < a1 ? a2*x : x; I8 (multiplier,
+                                               # shift) of the DSP stage for negative accumulators
     clamp: tuple[float, float] | None = None   # (lo, hi)
     rounding: Rounding = Rounding.DOUBLE
     in_zp: int = 0
+    w_zp: int = 0                              # I8: the weights' zero point (uint8 models, shifted by 128)
     out_zp: int = 0
     out_scale: float | None = None
     has_bn: bool = False

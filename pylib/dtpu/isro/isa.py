@@ -98,6 +98,15 @@ class Rounding(enum.IntEnum):
         return self.name.lower()
 
 
+class Mem(enum.IntEnum):
+    """The memories an XFER copies between: the two on-chip ones and the external memory
+    (DRAM behind the chip's memory controller) that holds what does not fit them."""
+
+    FRAME = _E.get("mem", {}).get("FRAME", 0)
+    FILTER = _E.get("mem", {}).get("FILTER", 1)
+    EXTERNAL = _E.get("mem", {}).get("EXTERNAL", 2)
+
+
 # element dtypes per format: frame activations, filter weights, accumulators, DSP parameters
 FRAME_DTYPE = {Fmt.F32: np.dtype("<f4"), Fmt.I8: np.dtype("i1")}
 WEIGHT_DTYPE = {Fmt.F32: np.dtype("<f4"), Fmt.I8: np.dtype("i1")}
@@ -152,7 +161,7 @@ if _unknown or set(USES) != set(Op):
     raise ValueError(f"{ENCODING_PATH}: 'uses' names unknown fields {_unknown} or does not cover "
                      f"every opcode ({', '.join(o.name for o in Op)})")
 
-_ENUMS: dict[str, type[enum.IntEnum]] = {"fmt": Fmt, "fill": Fill, "rnd": Rounding}
+_ENUMS: dict[str, type[enum.IntEnum]] = {"fmt": Fmt, "fill": Fill, "rnd": Rounding, "xsrc": Mem, "xdst": Mem}
 _FLAGS = ("dsp", "leaky", "clamp", "partial")
 
 
@@ -311,7 +320,7 @@ class _Group:
 _GROUPS = (
     _Group("flags", _FLAGS, "|"),
     _Group("fill", ("fill",)), _Group("rnd", ("rnd",)),
-    _Group("zp", ("in_zp", "out_zp"), ","),
+    _Group("zp", ("in_zp", "out_zp"), ","), _Group("wzp", ("w_zp",)),
     _Group("src", ("src",), hex=True), _Group("src2", ("src2",), hex=True), _Group("dst", ("dst",), hex=True),
     _Group("wgt", ("wgt",), hex=True), _Group("prm", ("prm",), hex=True),
     _Group("in", ("cin", "hin", "win"), "x"),
@@ -323,6 +332,8 @@ _GROUPS = (
     _Group("ch", ("c0", "cn"), "+"), _Group("rows", ("r0", "rn"), "+"),
     _Group("cols", ("s0", "sn"), "+"), _Group("elems", ("n0", "nn"), "+"),
     _Group("npart", ("npart",)),
+    _Group("mem", ("xsrc", "xdst"), ">"), _Group("len", ("len",)), _Group("count", ("count",)),
+    _Group("stride", ("sstride", "dstride"), ","),
 )
 _GROUP_BY_KEY = {g.key: g for g in _GROUPS}
 
@@ -343,6 +354,8 @@ def format_instruction(ins: Instruction) -> str:
             continue
         if g.key in ("zp", "rnd") and ins.fmt is Fmt.F32 and not any(int(getattr(ins, n)) for n in names):
             continue                              # I8-only fields, zero in F32: omitted
+        if g.key == "wzp" and not ins.w_zp:
+            continue                              # symmetric weights (every int8 model): omitted
         texts = []
         for n in names:
             v = getattr(ins, n)

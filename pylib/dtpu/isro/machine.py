@@ -20,7 +20,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from dtpu.isro.isa import (ACC_DTYPE, FRAME_DTYPE, PARAM_DTYPE, PARAM_HEADER_WORDS,
-                           WEIGHT_DTYPE, Fill, Fmt, Instruction, Op, Rounding, block_size,
+                           WEIGHT_DTYPE, Fill, Fmt, Instruction, Mem, Op, Rounding, block_size,
                            param_block_bytes)
 
 log = logging.getLogger(__name__)
@@ -56,6 +56,9 @@ class Counters:
     frame_write: int = 0
     filter_read: int = 0
     filter_write: int = 0
+    external_read: int = 0
+    external_write: int = 0
+    transfer_cycles: int = 0      # of `cycles`: spent in XFER (external memory latency + bytes)
 
     def add(self, other: "Counters") -> None:
         for k, v in asdict(other).items():
@@ -116,13 +119,27 @@ def div_round_away(x: np.ndarray, n: int) -> np.ndarray:
     return np.sign(x) * ((np.abs(x) + n // 2) // n)
 
 
-class Machine:
-    """The chip: `pe` processing elements (None: as many as any instruction needs)."""
+@dataclass(frozen=True)
+class Link:
+    """The external memory's cost as the chip profile states it: an XFER of n bytes takes
+    `latency_cycles` + ceil(n / `bytes_per_cycle`) cycles (transfers do not overlap compute)."""
 
-    def __init__(self, pe: int | None = None) -> None:
+    bytes_per_cycle: float = 8.0
+    latency_cycles: int = 0
+
+    def cycles(self, nbytes: int) -> int:
+        return int(self.latency_cycles) + int(np.ceil(nbytes / self.bytes_per_cycle))
+
+
+class Machine:
+    """The chip: `pe` processing elements (None: as many as any instruction needs); `link` the
+    external memory's transfer cost (XFER)."""
+
+    def __init__(self, pe: int | None = None, link: Link | None = None) -> None:
         if pe is not None and (not isinstance(pe, (int, np.integer)) or pe < 1):
             raise ValueError(f"pe must be a positive integer or None, got {pe!r}")
         self.pe = None if pe is None else int(pe)
+        self.link = link or Link()
 
     # -- memory ---------------------------------------------------------------------------------
 
@@ -140,16 +157,19 @@ class Machine:
 
     def execute(self, program: Sequence[Instruction], frame: np.ndarray, filt: np.ndarray, *,
                 on_output: Callable[[int, Instruction, np.ndarray], None] | None = None,
-                trace: list | None = None) -> Counters:
-        """Run `program` until END, updating the uint8 memories `frame` and `filt` in place.
+                trace: list | None = None, external: np.ndarray | None = None) -> Counters:
+        """Run `program` until END, updating the uint8 memories `frame` and `filt` (and
+        `external`, when the program moves data there with XFER) in place.
 
         `on_output(index, instruction, tensor)` sees every value an instruction writes to frame
         memory, as (C, H, W) without its padding border; `trace` (a list) receives one Counters
         per instruction.
         """
-        for mem, name in ((frame, "frame"), (filt, "filter")):
+        ext = np.zeros(0, np.uint8) if external is None else external
+        for mem, name in ((frame, "frame"), (filt, "filter"), (ext, "external")):
             if not (isinstance(mem, np.ndarray) and mem.dtype == np.uint8 and mem.ndim == 1):
                 raise TypeError(f"{name} memory must be a 1-D uint8 numpy array")
+        mems = {Mem.FRAME: frame, Mem.FILTER: filt, Mem.EXTERNAL: ext}
         total = Counters()
         for index, ins in enumerate(program):
             if ins.op is Op.END:
@@ -159,7 +179,13 @@ class Machine:
                     trace.append(Counters(instructions=1, by_op={"end": 1}))
                 return total
             c = Counters(instructions=1, by_op={ins.op.name.lower(): 1})
-            if ins.op is not Op.NOP:
+            if ins.op.name == "XFER":
+                try:
+                    self._xfer(index, ins, mems, c)
+                except MachineError as exc:
+                    exc.index = index
+                    raise
+            elif ins.op is not Op.NOP:
                 try:
                     self._check(index, ins)
                     # F32 inf/NaN are values the chip computes with, not host errors
@@ -177,6 +203,39 @@ class Machine:
         exc.index = len(program)
         raise exc
 
+    def _xfer(self, index: int, ins: Instruction, mems: dict, c: Counters) -> None:
+        """`count` chunks of `len` bytes, chunk k from src + k*sstride to dst + k*dstride."""
+        where = f"instruction {index} (xfer)"
+        names = {Mem.FRAME: "frame", Mem.FILTER: "filter", Mem.EXTERNAL: "external"}
+        if ins.len < 1 or ins.count < 1:
+            raise MachineError(f"{where}: len={ins.len} count={ins.count}; a transfer moves at least one byte")
+        if ins.xsrc == ins.xdst:
+            raise MachineError(f"{where}: source and destination are both {names[ins.xsrc]} memory")
+        src, dst = mems[ins.xsrc], mems[ins.xdst]
+        for mem, base, stride, name in ((src, ins.src, ins.sstride, names[ins.xsrc]),
+                                        (dst, ins.dst, ins.dstride, names[ins.xdst])):
+            end = base + (ins.count - 1) * stride + ins.len
+            if end > mem.size:
+                raise MachineError(f"{where}: {name} region up to {end:#x} runs past the end of {name} "
+                                   f"memory ({mem.size:#x} bytes)")
+            if ins.count > 1 and stride < ins.len:
+                raise MachineError(f"{where}: {name} stride {stride} is shorter than a chunk ({ins.len} B)")
+        n, k = ins.len, ins.count
+        view = np.lib.stride_tricks.as_strided
+        a = view(src[ins.src:], shape=(k, n), strides=(ins.sstride or n, 1))
+        b = view(dst[ins.dst:], shape=(k, n), strides=(ins.dstride or n, 1))
+        b[...] = a
+        moved = n * k
+        for m, attr in ((ins.xsrc, "read"), (ins.xdst, "write")):
+            key = f"{names[m]}_{attr}"
+            setattr(c, key, getattr(c, key) + moved)
+        if Mem.EXTERNAL in (ins.xsrc, ins.xdst):
+            cost = self.link.cycles(moved)
+        else:
+            cost = int(np.ceil(moved / self.link.bytes_per_cycle))
+        c.cycles += cost
+        c.transfer_cycles += cost
+
     def _check(self, index: int, ins: Instruction) -> None:
         where = f"instruction {index} ({ins.op.name.lower()})"
         if self.pe is not None:
@@ -184,10 +243,11 @@ class Machine:
             if block > self.pe:
                 raise MachineError(f"{where}: a block of {block} inputs needs {block} processing "
                                    f"elements, the machine has {self.pe}; compile with pe <= {self.pe}")
-        if ins.fmt is Fmt.F32 and (ins.out_zp or getattr(ins, "in_zp", 0) or ins.rnd):
+        if ins.fmt is Fmt.F32 and (ins.out_zp or getattr(ins, "in_zp", 0) or ins.rnd or ins.fields.get("w_zp")):
             raise MachineError(f"{where}: zero points and rounding are I8-only fields (f32 needs 0)")
-        if ins.fmt is Fmt.I8 and ins.leaky:
-            raise MachineError(f"{where}: the leaky activation is F32-only; I8 activations are clamps")
+        if ins.fmt is Fmt.I8 and ins.leaky and not ins.dsp:
+            raise MachineError(f"{where}: the I8 leaky stage is a second DSP multiplier (for negative "
+                               f"values); it needs dsp=1")
         if getattr(ins, "partial", 0) and (ins.dsp or ins.leaky or ins.clamp or ins.pt or ins.pb
                                            or ins.pl or ins.pr):
             raise MachineError(f"{where}: a partial result is raw accumulators; DSP, activation and "
@@ -274,7 +334,7 @@ class Machine:
             w = w[:, ins.n0:ins.n0 + ins.nn]
             xs = x.reshape(n)[ins.n0:ins.n0 + ins.nn]
             if fmt is Fmt.I8:
-                acc = (w.astype(np.float64) @ (xs.astype(np.float64) - zp)).astype(np.int64)
+                acc = ((w.astype(np.float64) - ins.w_zp) @ (xs.astype(np.float64) - zp)).astype(np.int64)
             else:
                 acc = w @ xs
             acc = acc.reshape(ins.cout, 1, 1)
@@ -303,7 +363,7 @@ class Machine:
                 wm = w.reshape(cout, cn * rn * sn)
                 if fmt is Fmt.I8:
                     # exact: |terms| <= 255*128 and any realistic K keeps sums below 2^53
-                    acc = (wm.astype(np.float64) @ (cols.astype(np.float64) - zp).T).astype(np.int64)
+                    acc = ((wm.astype(np.float64) - ins.w_zp) @ (cols.astype(np.float64) - zp).T).astype(np.int64)
                 else:
                     acc = wm @ cols.T
                 acc = acc.reshape(cout, hout, wout)
@@ -323,7 +383,8 @@ class Machine:
                 for i in range(r0, r0 + rn):
                     for j in range(s0, s0 + sn):
                         tap = xr[:, i * dh:i * dh + (hout - 1) * sh + 1:sh, j * dw:j * dw + (wout - 1) * sw + 1:sw]
-                        acc += tap * w[:, i, j].astype(work)[:, None, None]
+                        wij = w[:, i, j].astype(work) - (ins.w_zp if fmt is Fmt.I8 else 0)
+                        acc += tap * wij[:, None, None]
                 if fmt is Fmt.I8:
                     acc = acc.astype(np.int64)
                 c.macs += cout * hout * wout * rn * sn
@@ -395,7 +456,11 @@ class Machine:
             y = np.asarray(acc, dtype=np.int64)
             if ins.dsp and arrays is not None:
                 bias, mult, shift = (a.astype(np.int64)[:, None, None] for a in arrays)
-                y = requantize(wrap_int32(y + bias), mult, shift, ins.rnd) + ins.out_zp
+                z = wrap_int32(y + bias)
+                if ins.leaky:       # negative values take the header's (multiplier, shift): LEAKY_RELU
+                    neg = z < 0
+                    mult, shift = np.where(neg, int(head[2]), mult), np.where(neg, int(head[3]), shift)
+                y = requantize(z, mult, shift, ins.rnd) + ins.out_zp
             elif count:
                 y = div_round_away(y, count)
             if ins.clamp:
@@ -425,6 +490,8 @@ class Result:
     frame: np.ndarray
     filter: np.ndarray
     chip_output: np.ndarray | None = None
+    external: np.ndarray | None = None
+    schedule: "Schedule | None" = None     # when each instruction ran, transfers beside compute
 
 
 def run(bundle, x: np.ndarray | None = None, *, pe: int | None = None) -> Result:
@@ -433,8 +500,13 @@ def run(bundle, x: np.ndarray | None = None, *, pe: int | None = None) -> Result
     `pe` defaults to the processing elements the bundle was compiled for.
     """
     from dtpu.isro.bundle import read_tensor, to_framework
-    machine = Machine(bundle.meta.get("pe") if pe is None else pe)
+    link = None
+    ext_prof = bundle.meta.get("profile", {}).get("external")
+    if ext_prof:
+        link = Link(float(ext_prof["bytes_per_cycle"]), int(ext_prof["latency_cycles"]))
+    machine = Machine(bundle.meta.get("pe") if pe is None else pe, link)
     frame, filt = bundle.memories(x)
+    external = bundle.external_memory(x)
     ends = {layer["instructions"][1]: layer["name"] for layer in bundle.layers}
     dumps: dict[str, np.ndarray] = {}
 
@@ -443,14 +515,20 @@ def run(bundle, x: np.ndarray | None = None, *, pe: int | None = None) -> Result
             dumps[ends[index]] = y.copy()
 
     trace: list[Counters] = []
-    counters = machine.execute(bundle.program, frame, filt, on_output=capture, trace=trace)
+    counters = machine.execute(bundle.program, frame, filt, on_output=capture, trace=trace, external=external)
+    for layer in bundle.layers:        # staged layers: the whole tensor is in external memory
+        if layer["output"].get("memory") == "external":
+            dumps[layer["name"]] = read_tensor(external, layer["output"], bundle.fmt)
     out_meta = bundle.meta["output"]
-    y = read_tensor(frame, out_meta, bundle.fmt)
-    chip = to_framework(y, out_meta["flat"])
+    y = read_tensor(bundle.memory(out_meta.get("memory", "frame"), frame, external), out_meta, bundle.fmt)
+    chip = to_framework(y, out_meta["flat"], out_meta.get("offset", 0))
     heads = bundle.meta.get("heads") or []
     if heads:
         from dtpu.isro import heads as host_heads
         out = host_heads.apply(heads, chip)
     else:
         out = chip
-    return Result(out, dumps, counters, trace, frame, filt, chip)
+    from dtpu.isro.timing import schedule
+    sched = schedule(bundle.program, [t.cycles for t in trace], frame_bytes=frame.size, filter_bytes=filt.size,
+                     external_bytes=external.size, pe=machine.pe)
+    return Result(out, dumps, counters, trace, frame, filt, chip, external, sched)

@@ -8,6 +8,10 @@ operators fold into which instruction, with what DSP parameters.
 
 int8 models compile to I8 programs whose DSP parameters are TFLite's own (multiplier, shift)
 pairs, so the machine's output is bit-exact with the interpreter; float32 models compile to F32.
+uint8 models (TF1 quantization-aware training: uint8 activations and asymmetric uint8 weights)
+compile to I8 too, every value stored 128 lower (v - 128 is exact, and every TFLite formula
+depends on values only through v - zero point, or is rewritten here where it does not): zero
+points 128 lower (:func:`_zp`), weights with the instruction's weight zero point.
 """
 from __future__ import annotations
 
@@ -29,7 +33,7 @@ log = logging.getLogger(__name__)
 _FOLDED_ACTIVATIONS = ("ADD", "RELU", "RELU_N1_TO_1", "RELU6", "LEAKY_RELU")  # fold into the previous layer
 ACCEPTED = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "MAX_POOL_2D", "AVERAGE_POOL_2D (VALID)",
             "MEAN over H, W", "ADD of two tensors", "SOFTMAX (last op, on the host)", "PAD", "PADV2",
-            "RESHAPE", "SPACE_TO_BATCH_ND+conv+BATCH_TO_SPACE_ND (dilation)", "ADD of a constant bias (float)", "RELU", "RELU6", "RELU_N1_TO_1", "LEAKY_RELU (float)",
+            "RESHAPE", "SPACE_TO_BATCH_ND+conv+BATCH_TO_SPACE_ND (dilation)", "ADD of a constant bias (float)", "RELU", "RELU6", "RELU_N1_TO_1", "LEAKY_RELU",
             "QUANTIZE (first op)", "DEQUANTIZE (last op)")
 
 
@@ -77,9 +81,17 @@ def _scale(t: Tensor) -> np.ndarray:
     return t.quantization.scale
 
 
+UINT8_OFFSET = 128          # a uint8 model's values and zero points are stored this much lower, as int8
+
+
+def _offset(t: Tensor) -> int:
+    return UINT8_OFFSET if t.type_name == "UINT8" else 0
+
+
 def _zp(t: Tensor) -> np.ndarray:
+    """Zero points as the chip stores the tensor (uint8 ones 128 lower)."""
     _scale(t)
-    return t.quantization.zero_point
+    return t.quantization.zero_point - _offset(t)
 
 
 def _quant(t: Tensor):
@@ -215,10 +227,10 @@ def build(model: Graph, output: str | None = None) -> tuple[Builder, dict]:
     x = T[cur]
     if x.dtype == np.float32:
         fmt = Fmt.F32
-    elif x.dtype == np.int8:
+    elif x.dtype in (np.int8, np.uint8):
         fmt = Fmt.I8
     else:
-        raise CompileError(f"input tensor {x.name!r}: dtype {_dtype(x)}; accepted: float32, int8")
+        raise CompileError(f"input tensor {x.name!r}: dtype {_dtype(x)}; accepted: float32, int8, uint8")
     if len(x.shape) == 4:
         if x.shape[0] != 1:
             raise CompileError(f"input tensor {x.name!r}: batch {x.shape[0]}; the chip runs one image")
@@ -280,6 +292,11 @@ def build(model: Graph, output: str | None = None) -> tuple[Builder, dict]:
              "heads": heads}
     if len(model.outputs) > 1:
         extra["tflite"].update(output_name=T[output_tensor].name, outputs_left_out=left_out)
+    if _offset(x) or _offset(T[end]):
+        extra["tflite"].update(input_offset=_offset(x), output_offset=_offset(T[end]))
+        if heads:
+            raise CompileError(f"{model.path}: a uint8 {heads[-1]['kind']} head on the host is not supported; "
+                               f"accepted: uint8 models without a trailing SOFTMAX/LOGISTIC")
     return b, extra
 
 
@@ -376,6 +393,9 @@ def _op(b: Builder, fmt: Fmt, op: Operator, T: list[Tensor], label: str, out: Te
         b.maxpool(name, (o["filter_height"], o["filter_width"]), stride, padding, **post)
         return
     if op.opcode == "AVERAGE_POOL_2D":
+        if _offset(x):
+            raise CompileError(f"{label}: uint8 AVERAGE_POOL_2D rounds half up on uint8 values; the chip's I8 "
+                               f"average rounds half away from zero on the stored (128 lower) ones")
         stride, _, padding = _geometry(op, label)
         post = {"tensor": out.index}
         kind = _act_kind(label, _act(op))
@@ -411,7 +431,7 @@ def _op(b: Builder, fmt: Fmt, op: Operator, T: list[Tensor], label: str, out: Te
                                f"NHWC tensor is supported")
         if op.opcode == "PADV2" and len(op.inputs) > 2:
             v = T[op.inputs[2]].data
-            zero = int(_zp(x)[0]) if fmt is Fmt.I8 else 0.0
+            zero = int(x.quantization.zero_point[0]) if fmt is Fmt.I8 else 0.0
             if v is None or np.any(np.asarray(v) != zero):
                 raise CompileError(f"{label}: constant value {v} is not the real zero; the chip pads "
                                    f"with zeros (or -inf before max pooling)")
@@ -446,12 +466,29 @@ def _op(b: Builder, fmt: Fmt, op: Operator, T: list[Tensor], label: str, out: Te
         return
     if op.opcode == "LEAKY_RELU":
         if fmt is Fmt.I8:
-            raise CompileError(f"{label}: int8 LEAKY_RELU requantizes its two branches with two "
-                               f"multipliers; the I8 DSP stage has one (compile the float model)")
-        b.activation(name, leaky=(0.0, float(o["alpha"])))
+            _leaky_i8(b, x, out, float(o["alpha"]), name)
+        else:
+            b.activation(name, leaky=(0.0, float(o["alpha"])))
         return
     raise CompileError(f"{label} -> tensor {out.name!r}: not supported by the ISRO-ASIC; accepted: "
                        f"{', '.join(ACCEPTED)}")
+
+
+def _leaky_i8(b: Builder, x: Tensor, out: Tensor, alpha: float, name: str) -> None:
+    """TFLite 2.14's int8 LEAKY_RELU as a 1x1 AVGPOOL whose DSP stage requantizes (x - zp_in) with
+    the identity multiplier s_in / s_out, and negative values with alpha s_in / s_out (the I8
+    leaky stage: the second pair in the parameter header). Both multipliers are computed as the
+    kernel's Prepare does, in float32, and applied with MultiplyByQuantizedMultiplier (double
+    rounding)."""
+    from dtpu.reference.quantize import quantize_multiplier
+    from dtpu.isro.isa import Rounding
+    si, so = np.float32(_scale(x)[0]), np.float32(_scale(out)[0])
+    m_id, s_id = (int(v) for v in quantize_multiplier(float(np.float32(si / so))))
+    m_a, s_a = (int(v) for v in quantize_multiplier(float(np.float32(np.float32(si * np.float32(alpha)) / so))))
+    c = b.shape[0]
+    b.avgpool(name, (1, 1), (1, 1), "valid", tensor=out.index, in_zp=int(_zp(x)[0]), out_zp=int(_zp(out)[0]),
+              out_scale=float(so), rounding=Rounding.DOUBLE, clamp=(-128, 127), leaky=(m_a, s_a),
+              dsp=(np.zeros(c, np.int32), np.full(c, m_id, np.int32), np.full(c, s_id, np.int32)))
 
 
 def _mean_i8(x: Tensor, out: Tensor, n: int, c: int, *, keep_dims: bool) -> dict[str, Any]:
@@ -466,11 +503,13 @@ def _mean_i8(x: Tensor, out: Tensor, n: int, c: int, *, keep_dims: bool) -> dict
     si, so = np.float32(_scale(x)[0]), np.float32(_scale(out)[0])
     zi, zo = int(_zp(x)[0]), int(_zp(out)[0])
     if keep_dims:
+        # sums of the values as TFLite stores them (uint8: 128 higher than the chip's) and the bias
+        # from the raw zero points, then the output 128 lower again
         real = np.float32(si / np.float32(np.float32(n) * so))
         m, s = (int(v) for v in quantize_multiplier(float(real)))
-        temp = np.float32(np.float32(zi) * si / so)
+        temp = np.float32(np.float32(zi + _offset(x)) * si / so)
         temp = temp + np.float32(0.5) if temp > 0 else temp - np.float32(0.5)
-        q = dict(in_zp=0, post_offset=zo - int(np.float32(temp)))
+        q = dict(in_zp=-_offset(x), post_offset=zo + _offset(out) - int(np.float32(temp)) - _offset(out))
     else:
         m0, s0 = (int(v) for v in quantize_multiplier(float(si) / float(so)))
         k = min(n.bit_length() - 1, 32, 31 + s0)
@@ -491,30 +530,36 @@ def _mac(b: Builder, fmt: Fmt, op: Operator, T: list[Tensor], label: str, out: T
     bias = T[op.inputs[2]] if len(op.inputs) > 2 and op.inputs[2] >= 0 else None
     if w.data is None:
         raise CompileError(f"{label}: weights tensor {w.name!r} is not a constant")
+    weights = w.data
     if fmt is Fmt.I8:
         zps = None if w.quantization is None else w.quantization.zero_point
-        if w.dtype != np.int8 or zps is None or np.any(zps != 0):
-            raise CompileError(f"{label}: I8 needs symmetric int8 weights (zero point 0); "
-                               f"{w.name!r} is {_dtype(w)} with zero points {zps}")
-        if out.dtype != np.int8:
-            raise CompileError(f"{label}: output dtype {out.dtype}; I8 programs need int8 outputs")
+        uint8 = w.dtype == np.uint8 and zps is not None and np.all(zps == zps.reshape(-1)[0])
+        if not uint8 and (w.dtype != np.int8 or zps is None or np.any(zps != 0)):
+            raise CompileError(f"{label}: I8 needs symmetric int8 weights (zero point 0) or uint8 weights "
+                               f"with one zero point; {w.name!r} is {_dtype(w)} with zero points {zps}")
+        if out.dtype != x.dtype:
+            raise CompileError(f"{label}: output dtype {out.dtype}, input {x.dtype}; I8 programs keep one")
+        if uint8:
+            weights = (w.data.astype(np.int16) - UINT8_OFFSET).astype(np.int8)
     post = _post(b, fmt, op, x, w, bias, out, label, dilation)
+    if fmt is Fmt.I8 and w.dtype == np.uint8:
+        post["w_zp"] = int(_zp(w).reshape(-1)[0])
     if op.opcode == "FULLY_CONNECTED":
         if o.get("weights_format", "DEFAULT") != "DEFAULT":
             raise CompileError(f"{label}: shuffled FC weights format {o['weights_format']} is not supported")
         if int(np.prod(x.shape)) != w.shape[1]:
             raise CompileError(f"{label}: input {x.shape} is not one vector of {w.shape[1]} "
                                f"(batch > 1 is not supported)")
-        b.dense(name, w.data, **post)
+        b.dense(name, weights, **post)
         return
     stride, own_dilation, own_padding = _geometry(op, label)
     dilation = dilation or own_dilation
     padding = padding or own_padding
     if op.opcode == "CONV_2D":
-        b.conv(name, w.data.transpose(0, 3, 1, 2), stride=stride, dilation=dilation,
+        b.conv(name, weights.transpose(0, 3, 1, 2), stride=stride, dilation=dilation,
                padding=padding, **post)
     else:
-        b.conv(name, w.data[0].transpose(2, 0, 1), stride=stride, dilation=dilation,
+        b.conv(name, weights[0].transpose(2, 0, 1), stride=stride, dilation=dilation,
                padding=padding, depthwise_mult=w.shape[3] // x.shape[3], **post)
 
 
@@ -541,13 +586,25 @@ def _post(b: Builder, fmt: Fmt, op: Operator, x: Tensor, w: Tensor, bias: Tensor
     spec = ConvSpec(kind, DataMode.INT8, tuple(in_shape), tuple(f_shape), activation=act,
                     has_bias=bias is not None, input_q=_quant(x), filter_q=_quant(w), output_q=_quant(out),
                     **extra)
-    mult, shift = reference.output_multipliers(spec)
-    lo, hi = reference.activation_range(spec)
+    rounding = TFLITE_ROUNDING[kind.name]
+    lo, hi = reference.activation_range(spec)          # in the stored domain (uint8: 128 lower)
+    if x.dtype == np.uint8:
+        from dtpu.isro.isa import Rounding
+        from dtpu.spec import Quant
+        u8 = ConvSpec(kind, DataMode.UINT8, tuple(in_shape), tuple(f_shape), activation=act,
+                      has_bias=bias is not None, input_q=Quant(tuple(float(v) for v in _scale(x)), tuple(int(z) for z in x.quantization.zero_point)),
+                      filter_q=Quant(tuple(float(v) for v in _scale(w)), tuple(int(z) for z in w.quantization.zero_point)),
+                      output_q=Quant(tuple(float(v) for v in _scale(out)), tuple(int(z) for z in out.quantization.zero_point)),
+                      **extra)
+        mult, shift = reference.output_multipliers(u8)
+        rounding = Rounding.DOUBLE                     # tflite-runtime 2.14's uint8 kernels (dtpu.reference)
+    else:
+        mult, shift = reference.output_multipliers(spec)
     if bias is not None and bias.dtype != np.int32:
         raise CompileError(f"{label}: bias dtype {bias.dtype}; I8 needs int32 bias")
     bv = np.zeros(cout, np.int32) if bias is None else bias.data.astype(np.int32)
     return dict(dsp=(bv, np.asarray(mult, np.int32), np.asarray(shift, np.int32)), clamp=(int(lo), int(hi)),
-                rounding=TFLITE_ROUNDING[kind.name], in_zp=int(_zp(x)[0]), out_zp=int(_zp(out)[0]),
+                rounding=rounding, in_zp=int(_zp(x)[0]), out_zp=int(_zp(out)[0]),
                 out_scale=float(_scale(out)[0]), tensor=out.index)
 
 

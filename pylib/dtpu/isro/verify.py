@@ -224,8 +224,9 @@ def against_tflite(bundle: Bundle, result: Result, path: str | Path, x: np.ndarr
     overwritten = _in_place(path, ref)
     checks = []
     quantized = bundle.fmt is Fmt.I8
+    offset = bundle.meta["output"].get("offset", 0)     # a uint8 model: every tensor stored 128 lower
     for layer in bundle.layers:
-        got = to_framework(result.layers[layer["name"]], layer["output"]["flat"])
+        got = to_framework(result.layers[layer["name"]], layer["output"]["flat"], offset)
         if layer["tensor"] is None:
             checks.append(Check(layer["name"], layer["kind"], 0.0, 0.0, False, True,
                                 note="a border copy of the model input (the interpreter has no such tensor)"))

@@ -1,0 +1,83 @@
+"""When each instruction runs: transfers overlapping compute, as a decoupled chip would run them.
+
+The machine executes a program in order and charges each instruction its own cycles (blocks for
+compute, latency + bytes / bandwidth for an XFER). A chip whose transfers run beside its MAC
+array has, like VTA's load / compute / store modules, three units: one loading (XFER into frame
+or filter memory), one computing, one storing (XFER out to external memory), each in program
+order, an instruction waiting only for the data it needs: the last write of every byte range it reads (read after
+write) and, before it writes, the last reads and writes of that range (write after read, write
+after write). This module replays a run's per-instruction costs on those two units, which is
+what makes the compiler's double-buffered staging (:mod:`dtpu.isro.staging`) pay off: a band's
+input arrives while the previous band computes.
+
+A program without XFER (everything on chip) has one unit busy and the result is the plain sum of
+the cycles. Ranges are byte spans per memory; a strided XFER counts as the span from its first
+chunk to its last (conservative: a false dependency can only delay, never hide a real one).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dtpu.isro.check import accesses
+from dtpu.isro.isa import Instruction, Op
+
+
+@dataclass(frozen=True)
+class Schedule:
+    cycles: int               # from START to the last instruction's end
+    compute_cycles: int       # the MAC array / pooling / DSP unit busy
+    transfer_cycles: int      # the load and store units busy
+    hidden_cycles: int        # transfer cycles that ran while the compute unit was busy
+    stall_cycles: int         # compute unit idle, waiting for data (cycles - compute_cycles)
+
+    def to_dict(self) -> dict:
+        return dict(cycles=self.cycles, compute_cycles=self.compute_cycles, transfer_cycles=self.transfer_cycles,
+                    hidden_cycles=self.hidden_cycles, stall_cycles=self.stall_cycles)
+
+
+def schedule(program: list[Instruction], costs: list[int], *, frame_bytes: int, filter_bytes: int,
+             external_bytes: int = 0, pe: int | None = None) -> Schedule:
+    """Replay `costs` (one per instruction, END last) on the load, compute and store units."""
+    if not any(ins.op.name == "XFER" for ins in program):      # one unit busy: the plain sum
+        total = sum(int(c) for ins, c in zip(program, costs) if ins.op not in (Op.END, Op.NOP))
+        return Schedule(total, total, 0, 0, 0)
+    free = {"compute": 0, "load": 0, "store": 0}
+    writes: list[tuple[str, int, int, int]] = []      # (memory, start, end, cycle the data is there)
+    reads: list[tuple[str, int, int, int]] = []       # (memory, start, end, cycle the read is done)
+    busy = {"compute": [], "load": [], "store": []}
+    end_all = 0
+    for ins, cost in zip(program, costs):
+        if ins.op in (Op.END, Op.NOP):
+            continue
+        if ins.op.name == "XFER":
+            unit = "store" if ins.xdst.name == "EXTERNAL" else "load"
+        else:
+            unit = "compute"
+        spans: dict[tuple[str, str], tuple[int, int]] = {}
+        for mem, a, b, rw, _ in accesses(ins, frame_bytes, filter_bytes, pe, external_bytes):
+            lo, hi = spans.get((mem, rw), (a, b))
+            spans[(mem, rw)] = (min(lo, a), max(hi, b))
+        start = free[unit]
+        for (mem, rw), (a, b) in spans.items():
+            for m, s, e, t in writes:                 # RAW, and WAW for writes
+                if m == mem and s < b and a < e:
+                    start = max(start, t)
+            if rw == "w":
+                for m, s, e, t in reads:              # WAR
+                    if m == mem and s < b and a < e:
+                        start = max(start, t)
+        end = start + int(cost)
+        for (mem, rw), (a, b) in spans.items():
+            (writes if rw == "w" else reads).append((mem, a, b, end))
+        free[unit] = end
+        busy[unit].append((start, end))
+        end_all = max(end_all, end)
+    compute = sum(e - s for s, e in busy["compute"])
+    dma = busy["load"] + busy["store"]
+    transfer = sum(e - s for s, e in dma)
+    hidden = 0
+    for s, e in dma:
+        for cs, ce in busy["compute"]:
+            if cs < e and s < ce:
+                hidden += min(e, ce) - max(s, cs)
+    return Schedule(end_all, compute, transfer, hidden, end_all - compute)

@@ -1,0 +1,80 @@
+"""uint8 models (issue 28): TF1 quantization-aware nets with uint8 activations and asymmetric
+uint8 weights compile to I8 with every value stored 128 lower and the weights' zero point in the
+instruction (w_zp), bit-exact against TFLite 2.14 layer by layer."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dtpu.isro import cli, compile_tflite, run, verify
+from dtpu.isro.check import check_bundle
+from dtpu.isro.isa import Fmt, Instruction, Op
+from dtpu.isro.machine import Machine
+
+ZOO = Path(__file__).resolve().parent / "models" / "zoo"
+SINGLE = sorted(p for p in ZOO.glob("*uint8*.tflite")
+                if p.name.startswith(("conv_", "dw_")) and "_b2_" not in p.name) if ZOO.is_dir() else []
+needs_zoo = pytest.mark.skipif(not SINGLE, reason="model zoo (tests/models/zoo) not present")
+
+
+def _exact(path, bundle, seeds=(0, 1)):
+    c, h, w = bundle.meta["input"]["shape"]
+    for seed in seeds:
+        x = np.random.default_rng(seed).integers(0, 256, (1, h, w, c)).astype(np.uint8)
+        result = run(bundle, x)
+        checks = [k for k in verify.against_tflite(bundle, result, path, x) if not k.note]
+        assert checks and all(k.exact for k in checks), f"{path.name}: " + "; ".join(map(str, checks))
+        ref = verify.tflite_reference(path, x)[bundle.meta["tflite"]["output_tensor"]]
+        assert result.output.dtype == np.uint8
+        np.testing.assert_array_equal(result.output, ref)
+    return result
+
+
+@needs_zoo
+def test_uint8_conv_and_depthwise_nodes_are_bit_exact():
+    uses_w_zp = 0
+    for path in SINGLE:
+        bundle = compile_tflite(path)
+        assert bundle.meta["input"]["offset"] == 128 and check_bundle(bundle) == []
+        uses_w_zp += any(getattr(i, "w_zp", 0) for i in bundle.program if i.op in (Op.CONV, Op.DWCONV))
+        _exact(path, bundle)
+    assert len(SINGLE) >= 30 and uses_w_zp >= 10
+
+
+@needs_zoo
+def test_uint8_mobilenet_v1_050_224_is_bit_exact(tmp_path, capsys):
+    path = ZOO / "mobilenet_v1_050_224__uint8.tflite"
+    bundle = compile_tflite(path)
+    assert check_bundle(bundle) == []
+    assert {Op.CONV, Op.DWCONV, Op.AVGPOOL} <= {i.op for i in bundle.program}
+    _exact(path, bundle, seeds=(3,))
+    x = np.random.default_rng(5).integers(0, 256, (1, 224, 224, 3)).astype(np.uint8)
+    np.save(tmp_path / "x.npy", x)
+    assert cli.main(["compile", str(path), "-o", str(tmp_path / "b"), "--input", str(tmp_path / "x.npy")]) == 0
+    assert cli.main(["run", str(tmp_path / "b"), "--verify", "--no-dump"]) == 0
+    assert "verification passed" in capsys.readouterr().out
+    assert np.load(tmp_path / "b" / "run" / "output.npy").dtype == np.uint8
+
+
+@needs_zoo
+def test_uint8_refusals_name_the_reason():
+    with pytest.raises(ValueError, match="uint8 AVERAGE_POOL_2D rounds half up"):
+        compile_tflite(ZOO / "dscnn_like__uint8.tflite")
+    with pytest.raises(ValueError, match="uint8 softmax head"):
+        compile_tflite(ZOO / "mobilenet_like__uint8.tflite")
+
+
+def test_the_weight_zero_point_is_subtracted_by_the_mac_array():
+    x = np.arange(-4, 5, dtype=np.int8)                 # 1 x 3 x 3
+    w = np.array([3, -2, 7, 0, 1, -1, 5, 2, -3], np.int8)
+    frame = np.zeros(64, np.uint8)
+    filt = np.zeros(64, np.uint8)
+    frame[:9] = x.view(np.uint8)
+    filt[:9] = w.view(np.uint8)
+    conv = Instruction(Op.CONV, fmt=Fmt.I8, src=0, dst=32, wgt=0, cin=1, hin=3, win=3, cout=1, kh=3, kw=3,
+                       hout=1, wout=1, cn=1, rn=3, sn=3, in_zp=-2, w_zp=-5, partial=1)
+    Machine().execute([conv, Instruction(Op.END)], frame, filt)
+    acc = int(filt[32:36].view("<i4")[0])
+    assert acc == int(np.sum((x.astype(np.int64) + 2) * (w.astype(np.int64) + 5)))

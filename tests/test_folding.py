@@ -225,3 +225,19 @@ def test_imagenet_models_folded(name, partitions, backend, dtpu_so, tfl, monkeyp
         monkeypatch.setenv("DTPU_PYNQ_EMULATE", "1")
     report = _delegated(ZOO / f"{name}.tflite", tfl, {"backend": backend}, seeds=(0,))
     assert report.partitions == partitions and "PAD" not in _rejected(report)
+
+
+@pytest.mark.parametrize("options", [{}, {"path": "jobs"}, {"backend": "reference"}])
+def test_a_view_leaving_its_partition_is_written_by_the_host(options, dtpu_so, tfl):
+    """fc_int8 with ops=conv2d: CONV_2D -> RESHAPE is the partition, the RESHAPE's output (read
+    by the FC on the CPU) a partition output the host writes from the convolution's; on the
+    command-list path, job by job and on the reference backend."""
+    report = _delegated(DATA / "fc_int8.tflite", tfl, dict(options, ops="conv2d"))
+    assert report.partitions == 1 and set(_rejected(report)) == {"FULLY_CONNECTED"}
+    assert [n.op for n in report.nodes] == ["conv2d"]
+
+
+@pytest.mark.parametrize("options", [{"path": "jobs"}, {"backend": "reference"}])
+def test_folded_pads_job_by_job_and_on_the_reference_backend(options, dtpu_so, tfl):
+    report = _delegated(VWW, tfl, options, seeds=(0,))
+    assert report.partitions == 2 and "PAD" not in _rejected(report)

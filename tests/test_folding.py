@@ -214,12 +214,30 @@ def test_options_ops_auto_and_fold():
 @pytest.mark.slow
 @pytest.mark.parametrize("name, partitions", [("mobilenet_v2_224__int8", 11),
                                               ("mobilenet_v1_224__int8", 2),
+                                              ("mobilenet_v1_050_224__uint8", 2),
                                               ("efficientnet_b0_224__int8", 74)])
 @pytest.mark.parametrize("backend", ["model", "rtl", "pynq"])
 def test_imagenet_models_folded(name, partitions, backend, dtpu_so, tfl, monkeypatch):
-    """The 224 models' folded PADs (3x3 stride 2 with pads (0, 1); EfficientNet's 5x5 with
-    (1, 2)) bit-exact on each backend (rtl: minutes per model)."""
+    """The 224 models' folded PADs (3x3 stride 2 with pads (0, 1), int8 and uint8 (the fill its
+    zero point); EfficientNet's 5x5 with (1, 2)) bit-exact on each backend (rtl: minutes per
+    model)."""
     if backend == "pynq":
         monkeypatch.setenv("DTPU_PYNQ_EMULATE", "1")
     report = _delegated(ZOO / f"{name}.tflite", tfl, {"backend": backend}, seeds=(0,))
     assert report.partitions == partitions and "PAD" not in _rejected(report)
+
+
+@pytest.mark.parametrize("options", [{}, {"path": "jobs"}, {"backend": "reference"}])
+def test_a_view_leaving_its_partition_is_written_by_the_host(options, dtpu_so, tfl):
+    """fc_int8 with ops=conv2d: CONV_2D -> RESHAPE is the partition, the RESHAPE's output (read
+    by the FC on the CPU) a partition output the host writes from the convolution's; on the
+    command-list path, job by job and on the reference backend."""
+    report = _delegated(DATA / "fc_int8.tflite", tfl, dict(options, ops="conv2d"))
+    assert report.partitions == 1 and set(_rejected(report)) == {"FULLY_CONNECTED"}
+    assert [n.op for n in report.nodes] == ["conv2d"]
+
+
+@pytest.mark.parametrize("options", [{"path": "jobs"}, {"backend": "reference"}])
+def test_folded_pads_job_by_job_and_on_the_reference_backend(options, dtpu_so, tfl):
+    report = _delegated(VWW, tfl, options, seeds=(0,))
+    assert report.partitions == 2 and "PAD" not in _rejected(report)

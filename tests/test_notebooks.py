@@ -43,7 +43,7 @@ RUNS = [
      ["no board in this run", "3 inferences, 3 bit-exact with the CPU\n", "path: lists",
       "per partition: 5 reads, 3 writes, 1 doorbell"]),
     ("02_board.ipynb", {"DTPU_BACKEND": "pynq", "DTPU_PYNQ_EMULATE": "2", "DTPU_INVOKES": "3"},
-     ["(EMULATED board)", "version 2.0", "3 inferences, 3 bit-exact with the CPU\n", "path: lists",
+     ["(EMULATED board)", "version 2.1", "3 inferences, 3 bit-exact with the CPU\n", "path: lists",
       "0 DMA starts, 0 host transforms", "per partition: 5 reads, 3 writes, 1 doorbell"]),
     ("03_inside.ipynb", {"DTPU_BACKEND": "model"}, ["MAC-weighted utilization", "latency (ms) of the layers",
                                                      # the board builds are read and plotted

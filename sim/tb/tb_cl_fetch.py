@@ -174,7 +174,8 @@ def corrupt(rng, words: np.ndarray, descs, kind: str):
     off = descs[k][0] // 8
     h = int(words[off])
     if kind == "BAD_OPCODE":
-        words[off] = (h & ~0xFF) | rng.choice([5, 0x7F, 0xFF])
+        # the first code past the contract's opcodes (5 is VEC since contract 2.1), and two more
+        words[off] = (h & ~0xFF) | rng.choice([len(FMT.opnames), 0x7F, 0xFF])
     else:
         op = FMT.opnames[h & 0xFF]
         n = FMT.length(op)

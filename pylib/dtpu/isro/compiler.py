@@ -32,7 +32,8 @@ from dtpu.isro.bundle import FORMAT, Bundle, pad_chw, quantize, to_chw
 from dtpu.isro.ir import (TFLITE_ROUNDING, Builder, CompileError, Layer,  # noqa: F401 (re-exported)
                           quantized_activation_range)
 from dtpu.isro.layout import (EADD_KEYS, live_ranges, param_words, borders,  # noqa: F401 (re-exported)
-                              layer_inputs, resolve_borders, resolve_pe, split_blocks)
+                              layer_inputs, require_format, resolve_borders, resolve_pe,
+                              split_blocks)
 from dtpu.isro.profile import Profile
 from dtpu.isro.isa import (ACC_DTYPE, FRAME_DTYPE, WEIGHT_DTYPE, Fill, Fmt,
                            Instruction, Op, Rounding, align, param_block_bytes)
@@ -107,9 +108,7 @@ def emit(layers: list[Layer], fmt: Fmt, *, profile: Profile | None = None, pe: i
     pe = resolve_pe(prof, pe)
     to = prof.align
     layers = resolve_borders(layers, input_name)
-    if fmt.name.lower() not in prof.formats:
-        raise CompileError(f"{layers[0].name}: the model compiles to {fmt.name.lower()}, but chip profile "
-                           f"{prof.name} supports {', '.join(prof.formats)}")
+    require_format(layers, fmt, prof)
     fdt = FRAME_DTYPE[fmt]
     # frame memory: tensor 0 is the model input, tensor i+1 the output of layer i, each stored
     # with the border its consumers read

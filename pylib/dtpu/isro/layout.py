@@ -157,6 +157,14 @@ def resolve_borders(layers: list[Layer], input_name: str = "input") -> list[Laye
     return out
 
 
+def require_format(layers: list[Layer], fmt: Fmt, prof: Profile) -> None:
+    """The chip profile must support the number format the model compiles to (on chip and
+    staged alike)."""
+    if fmt.name.lower() not in prof.formats:
+        raise CompileError(f"{layers[0].name}: the model compiles to {fmt.name.lower()}, but chip profile "
+                           f"{prof.name} supports {', '.join(prof.formats)}")
+
+
 def resolve_pe(prof: Profile, pe: int | None) -> int | None:
     """`pe` (which may only lower the profile's) or the profile's own."""
     if pe is None:

@@ -35,7 +35,8 @@ import numpy as np
 from dtpu.isro import isa
 from dtpu.isro.bundle import FORMAT, Bundle, pad_chw
 from dtpu.isro.ir import CompileError, Layer
-from dtpu.isro.layout import param_words, borders, layer_inputs, resolve_borders, resolve_pe, split_blocks
+from dtpu.isro.layout import (param_words, borders, layer_inputs, require_format, resolve_borders,
+                              resolve_pe, split_blocks)
 from dtpu.isro.isa import (ACC_DTYPE, FRAME_DTYPE, WEIGHT_DTYPE, Fmt, Instruction, Mem, Op, Rounding,
                            align)
 from dtpu.isro.profile import Profile
@@ -152,9 +153,7 @@ def emit_staged(layers: list[Layer], fmt: Fmt, *, profile: Profile, pe: int | No
     pe = resolve_pe(prof, pe)
     to = prof.align
     layers = resolve_borders(layers, input_name)
-    if fmt.name.lower() not in prof.formats:
-        raise CompileError(f"{layers[0].name}: the model compiles to {fmt.name.lower()}, but chip profile "
-                           f"{prof.name} supports {', '.join(prof.formats)}")
+    require_format(layers, fmt, prof)
     fdt, wdt, adt = FRAME_DTYPE[fmt], WEIGHT_DTYPE[fmt], ACC_DTYPE[fmt]
     item = fdt.itemsize
     n = len(layers)

@@ -111,11 +111,20 @@ COSTS: dict[str, dict] = {
                "(https://pynq.readthedocs.io/en/latest/13a_interrupts.html); assumed 100 us for the "
                "kernel's delivery plus the wake-up of a Python task. Polling CL_STATUS instead "
                "costs one read per poll"),
-    "delegate_call_us": dict(
-        value=50.0, unit="us per delegated partition", kind="assumption",
-        source="TFLite calling the delegate's kernel for one partition (the C shim, into Python, "
-               "tensor views); both paths pay it; assumed 50 us on the A9 (~0.6 us of Python "
-               "call overhead here, x77)"),
+    "python_a9_factor": dict(
+        value=77.0, unit="x (the A9's time of Python code over this machine's)", kind="derived",
+        source="the cited 30 us of one pynq MMIO.write on a PYNQ board against 0.39 us for the "
+               "same pynq code on this x86 machine (pynq 4.0, Python 3.11)"),
+    "py_partition_here_us": dict(
+        value=290.0, unit="us of Python per delegated partition on this machine (Python path)",
+        kind="measured",
+        source="measured here, scaled to the A9 by python_a9_factor: TFLite's kernel invoke on the Python path "
+               "(invoke=python) less the time inside the target, per partition, is 313 us for "
+               "VWW 96 (2 partitions) and 268 us for MobileNet v2 224 (11) on this machine "
+               "(benchmarks/bench_cpath.py, backend=model, 'kernel us': the crossing into "
+               "Python, ListProgram.invoke's Python around its register accesses, the report's "
+               "bookkeeping): about 290 us. Both 1.2 and 2.0 Python paths pay it; "
+               "their register accesses, copies and layout steps are charged on top"),
     "cpu_op_us": dict(
         value=20.0, unit="us per CPU operator (fixed part)", kind="assumption",
         source="TFLite's C++ dispatch of one builtin operator left on the CPU (PAD, ADD, MEAN, "
@@ -124,6 +133,70 @@ COSTS: dict[str, dict] = {
         value=165.0, unit="MB/s (bytes read and written by a CPU operator)", kind="assumption",
         source="the operators left on the CPU are memory-bound element-wise or reduction "
                "kernels with int8 requantization: assumed half of copy_MBps per byte touched"),
+    # -- the C invoke path (delegate/dtpu_cpath.c): what an invoke costs once Python is out -----
+    "c_mmio_read_us": dict(
+        value=0.5, unit="us per register read from C", kind="assumption",
+        source="one load from the /dev/mem mapping of M_AXI_GP0 (dtpu_cpath.c dtpu_mmio_read): "
+               "uncached, it crosses the PS interconnect, the GP0 port's clock crossing and the "
+               "overlay's AXI-Lite interconnect to the DTPU at the 100 MHz fabric clock and back; "
+               "no published Zynq-7000 figure found, assumed ~50 fabric cycles"),
+    "c_mmio_write_us": dict(
+        value=0.5, unit="us per register write from C", kind="assumption",
+        source="one store to the mapping followed by a barrier (dtpu_cpath.c dtpu_mmio_write: "
+               "__sync_synchronize, a DMB, so that CL_BASE lands before DOORBELL); charged as a "
+               "read (no published figure found)"),
+    "c_run_us": dict(
+        value=3.5, unit="us per C run (code, no copies, registers or system calls)",
+        kind="derived",
+        source="delegate/dtpu_cpath.c compiled for the board (ziglang cc -target "
+               "arm-linux-gnueabihf.2.35 -mcpu=cortex_a9 -O2 -S): dtpu_cpath_run 216 "
+               "instructions, dtpu_cp_kick 699 (its error path included), the register "
+               "wrappers ~18 each, the ring and counter locks ~50: about 1,100 static "
+               "instructions, an upper bound of the success path's; at 0.5 instructions per "
+               "cycle (an assumption for branchy code on the dual-issue A9) at 650 MHz, 3.4 us; "
+               "plus the kernel invoke's gather of the tensors' data pointers "
+               "(dtpu_delegate.c)"),
+    "c_clock_us": dict(
+        value=1.0, unit="us per clock_gettime", kind="assumption",
+        source="a C run reads CLOCK_MONOTONIC about 5 times (dtpu_delegate.c dtpu_kernel_invoke's "
+               "enter stamp; dtpu_cpath.c the start, completion and end stamps) plus once per "
+               "CL_STATUS poll that finds the list running; on 32-bit ARM Linux the vDSO serves "
+               "clock_gettime only from the architected timer, which the Cortex-A9 does not "
+               "have, so each is a system call: assumed 1 us"),
+    "c_poll_nap_us": dict(
+        value=100.0, unit="us between CL_STATUS polls", kind="derived",
+        source="read off delegate/dtpu_cpath.c dtpu_cp_kick: on the board (a mapped window, no "
+               "wait call) C reads CL_STATUS right after the doorbell, then sleeps 0.1 ms "
+               "(nanosleep) between reads until DONE"),
+    "timer_slack_us": dict(
+        value=50.0, unit="us added to each nap", kind="cited",
+        source="Linux's default timer slack of a normal thread, 50 us (man 2 prctl, "
+               "PR_SET_TIMERSLACK: https://man7.org/linux/man-pages/man2/prctl.2.html): a "
+               "nanosleep of 100 us wakes 100-150 us later"),
+    "c_sync_call_us": dict(
+        value=5.0, unit="us per cache maintenance call from C", kind="assumption",
+        source="the flush of each input and the invalidate of each output as one system call "
+               "on exactly their bytes: XRT's zocl driver, DRM_IOCTL_ZOCL_SYNC_BO "
+               "(Xilinx/XRT src/runtime_src/core/edge/drm/zocl, zocl_sync_bo_ioctl: offset and "
+               "size honoured, a DMA sync of that range); the lines walked are charged at "
+               "cache_maint_MBps. No figure found for the call itself: assumed 5 us"),
+    "c_delegate_call_us": dict(
+        value=5.0, unit="us per delegated partition (C path)", kind="assumption",
+        source="TFLite's interpreter calling the delegate kernel's invoke (a C function through "
+               "its TfLiteRegistration), no Python crossing; assumed 5 us on the A9 (cpu_op_us "
+               "charges 20 us for a builtin operator's whole dispatch)"),
+    "c_fold_node_here_us": dict(
+        value=9.5, unit="us of Python per node of a C run on this machine (amortized)",
+        kind="measured",
+        source="measured here, scaled to the A9 by python_a9_factor: C keeps up to 64 runs per "
+               "partition and hands them to Python when its ring is full (pylib/dtpu/delegate/"
+               "cpath.py CAPACITY), where every run is folded into a report "
+               "(PartitionKernel.fold_c: counters, one record per node, the finished report) "
+               "whether or not anyone reads it. The median fold of one run on this machine "
+               "(backend=model, each run timed): 146 us for VWW 96 (14 nodes per partition, 514 "
+               "runs), 38 us for MobileNet v2 224 (4.7 nodes per partition, 737 runs): about "
+               "9.5 us per node. Not paid if runs were folded only when a report is asked for "
+               "(not built: docs/board_estimate.md, 'What moves the figure')"),
     "tflite_a9_gmacs": dict(
         value=0.90, unit="G int8 MAC/s, one thread", kind="derived",
         source="scaled, not measured on an A9: no published TFLite latency on a Cortex-A9 was "
@@ -210,6 +283,35 @@ def host_ms_20(ops: dict, c: dict) -> dict:
         completion=ops["doorbells"] * c["irq_wait_us"] / 1e3)
 
 
+def host_ms_c(ops: dict, c: dict, device_ms: float) -> dict:
+    """Host milliseconds of one command-list invoke on the C invoke path (delegate/dtpu_cpath.c
+    on the board's mapped register window): its register accesses from C, the CL_STATUS polls
+    that find the list running and the nap past its end, the copies at memcpy rate with one
+    cache maintenance call per tensor on exactly its bytes, the C code itself, and the Python
+    that folds each run into a report (amortized). `ops` as for :func:`host_ms_20`, plus
+    `inputs` / `outputs` (tensors copied, default one each per partition) and `nodes` (nodes
+    of the partitions, default one each)."""
+    moved = ops["copy_in_bytes"] + ops["copy_out_bytes"]
+    parts = ops["partitions"]
+    period = c["c_poll_nap_us"] + c["timer_slack_us"]
+    # C reads CL_STATUS at once, then once per nap: a list of t us is seen done after
+    # ceil(t / period) naps, on average half a period past its end
+    polls = ops["doorbells"] + device_ms * 1e3 / period
+    syncs = ops.get("inputs", parts) + ops.get("outputs", parts)
+    return _host(
+        registers=(ops["mmio_reads"] * c["c_mmio_read_us"]
+                   + ops["mmio_writes"] * c["c_mmio_write_us"]
+                   + (polls - ops["doorbells"]) * c["c_mmio_read_us"]) / 1e3,
+        dma=0.0, transforms=0.0,
+        copies=bytes_ms(moved, c["copy_MBps"]) + bytes_ms(moved, c["cache_maint_MBps"])
+        + syncs * c["c_sync_call_us"] / 1e3,
+        completion=(ops["doorbells"] * period / 2
+                    + (polls - ops["doorbells"]) * c["c_clock_us"]) / 1e3,
+        code=parts * (c["c_run_us"] + 5 * c["c_clock_us"]) / 1e3,
+        python=ops.get("nodes", parts) * c["c_fold_node_here_us"] * c["python_a9_factor"]
+        / 1e3)
+
+
 def non_conv_ms(side: dict, c: dict) -> float:
     """Milliseconds of the non-convolution operators on the CPU (every path and TFLite pay them)."""
     return side["ops"] * c["cpu_op_us"] / 1e3 + bytes_ms(side["bytes"], c["cpu_op_MBps"])
@@ -232,11 +334,16 @@ def tflite_a9_ms(side: dict, c: dict, rate: str = "tflite_a9_gmacs") -> float:
 def row(path: str, cycles: int, ops: dict, side: dict, nparts: int, c: dict,
         device_ms: float | None = None) -> dict:
     """One estimate: device, host, CPU-side and whole-invoke milliseconds, TFLite and speedup.
-    `path` "1.2" (job by job) or "2.0" (command lists); `device_ms` defaults to the cycles at
-    the board's fabric clock."""
+    `path` "1.2" (job by job, Python), "2.0" (command lists, Python) or "c" (command lists on
+    the C invoke path); `device_ms` defaults to the cycles at the board's fabric clock."""
     device = cycles / (c["fabric_mhz"] * 1e3) if device_ms is None else device_ms
-    host = host_ms_12(ops, c) if path == "1.2" else host_ms_20(ops, c)
-    cpu = cpu_ops_ms(side, c) + nparts * c["delegate_call_us"] / 1e3
+    if path == "c":
+        host = host_ms_c(ops, c, device)
+        call_us = c["c_delegate_call_us"]
+    else:
+        host = host_ms_12(ops, c) if path == "1.2" else host_ms_20(ops, c)
+        call_us = c["py_partition_here_us"] * c["python_a9_factor"]
+    cpu = cpu_ops_ms(side, c) + nparts * call_us / 1e3
     whole = device + host["total"] + cpu
     tfl, slow = tflite_a9_ms(side, c), tflite_a9_ms(side, c, "a9_measured_gmacs")
     return dict(path=path, cycles=int(cycles), device_ms=device, host_ms=host["total"], host=host,

@@ -232,13 +232,18 @@ def cpu_side(path: Path, parts) -> dict:
                 placed_macs=placed, cpu_conv_macs=max(conv_macs - placed, 0), folded=folded_side)
 
 
-def counts(parts) -> tuple[dict, int, dict, int, bool]:
-    """(1.2 ops, 1.2 stall-free cycles, 2.0 ops, 2.0 cycles with the memory model, outputs equal)."""
-    old, old_cycles, old_outs = jobs_counts(parts)
+def counts(parts, jobs: bool = True) -> tuple[dict | None, int, dict, int, bool]:
+    """(1.2 ops, 1.2 stall-free cycles, 2.0 ops, 2.0 cycles with the memory model, outputs
+    equal); without `jobs` the 1.2 side is not counted (None, 0) and nothing is compared."""
     new, cycles, _compute, _idle, new_outs, lp = list_counts(parts)
     parts20 = lp.program.partitions
     ops20 = dict(new, copy_in_bytes=sum(p.input.nbytes for p in parts20),
-                 copy_out_bytes=sum(p.output.nbytes for p in parts20), partitions=len(parts20))
+                 copy_out_bytes=sum(p.output.nbytes for p in parts20), partitions=len(parts20),
+                 inputs=sum(len(p.inputs) for p in parts20),
+                 outputs=sum(len(p.outputs) for p in parts20), nodes=sum(len(p) for p in parts))
+    if not jobs:
+        return None, 0, ops20, cycles, True
+    old, old_cycles, old_outs = jobs_counts(parts)
     exact = all(np.array_equal(a.reshape(-1), b.reshape(-1)) for a, b in zip(old_outs, new_outs))
     return dict(old, partitions=len(parts)), old_cycles, ops20, cycles, exact
 
@@ -248,10 +253,17 @@ OPCODES = {"conv2d": "CONV_2D", "depthwise_conv2d": "DEPTHWISE_CONV_2D",
            "fully_connected": "FULLY_CONNECTED"}
 
 
-def estimate(name: str, path: Path, c: dict | None = None, ops: str = "auto") -> dict:
+#: the rows an estimate can hold: job by job (Python), command lists from Python, and command
+#: lists on the C invoke path (the delegate's default, invoke=c)
+PATHS = ("1.2", "2.0", "c")
+
+
+def estimate(name: str, path: Path, c: dict | None = None, ops: str = "auto",
+             paths: tuple[str, ...] = PATHS) -> dict:
     """The estimate of one model file: its partitions (of the op kinds `ops` may claim, the
     delegate's option, default as the delegate's: `auto` places a FULLY_CONNECTED only in a
-    partition with other nodes), the CPU side, one row per contract."""
+    partition with other nodes), the CPU side, one row per path of `paths` (the 1.2 counts,
+    the slow part, only when "1.2" is asked for)."""
     c = costs() if c is None else c
     t0 = time.perf_counter()
     path = Path(path)
@@ -266,16 +278,25 @@ def estimate(name: str, path: Path, c: dict | None = None, ops: str = "auto") ->
         parts = [p for p in parts
                  if not (len(p) == 1 and p[0].spec.kind.value == "fully_connected")]
     side = cpu_side(path, parts)
+    bad = [p for p in paths if p not in PATHS]
+    if bad:
+        raise ValueError(f"paths {', '.join(bad)} unknown; expected some of {', '.join(PATHS)}")
     rows = []
     if parts:
-        old, old_cycles, new, cycles, exact = counts(parts)
-        rows = [row("1.2", old_cycles, old, side, len(parts), c),
-                row("2.0", cycles, new, side, len(parts), c)]
+        old, old_cycles, new, cycles, exact = counts(parts, jobs="1.2" in paths)
+        for p in paths:
+            rows.append(row(p, old_cycles, old, side, len(parts), c) if p == "1.2"
+                        else row(p, cycles, new, side, len(parts), c))
     else:
         exact = True
     return dict(model=name, file=str(path), partitions=len(parts),
                 nodes=sum(len(p) for p in parts), cpu_side=side, bit_exact=exact,
                 seconds=time.perf_counter() - t0, rows=rows)
+
+
+#: how the tables name each path
+LABELS = {"1.2": "1.2 job by job", "2.0": "2.0 command list (Python)",
+          "c": "2.0 command list (C path)"}
 
 
 def format_results(results: list[dict], c: dict, sources: bool = True) -> str:
@@ -297,7 +318,7 @@ def format_results(results: list[dict], c: dict, sources: bool = True) -> str:
                    f"0 (copies {(o['copy_in_bytes'] + o['copy_out_bytes']) / 1e6:.2f})")
             tr = (f"{o['transforms']} ({o['transform_bytes'] / 1e6:.2f})" if w["path"] == "1.2"
                   else "0")
-            label = "1.2 job by job" if w["path"] == "1.2" else "2.0 command list"
+            label = LABELS[w["path"]]
             out.append(
                 f"| {r['model']} | {label} | {w['device_ms']:.2f} | {o['mmio_reads']:,} "
                 f"| {o['mmio_writes']:,} | {kicks:,} | {dma} | {tr} | {w['host_ms']:.1f} "
@@ -307,12 +328,14 @@ def format_results(results: list[dict], c: dict, sources: bool = True) -> str:
             "figure), in parentheses at a9_measured_gmacs (TinyMaix measured on a Zynq A9: the slow "
             "end); speedup = TFLite / whole invoke, likewise. 2.0 is the default overlay's "
             "contract; 1.2 the CONTRACT=1 fallback.", "",
-            "host ms split (registers / DMA / transforms / copies / completion):"]
+            "host ms split (registers / DMA / transforms / copies / completion; the C path also "
+            "code / Python folding its runs into reports):"]
     for r in results:
         for w in r["rows"]:
             h = w["host"]
+            extra = (f" / {h['code']:.3f} / {h['python']:.2f}" if w["path"] == "c" else "")
             out.append(f"  {r['model']}, {w['path']}: {h['registers']:.1f} / {h['dma']:.1f} / "
-                       f"{h['transforms']:.1f} / {h['copies']:.2f} / {h['completion']:.2f}")
+                       f"{h['transforms']:.1f} / {h['copies']:.2f} / {h['completion']:.2f}{extra}")
     out += ["", "CPU side (both paths and the TFLite baseline): operators outside the partitions"]
     for r in results:
         s = r["cpu_side"]

@@ -49,7 +49,9 @@ def tiny():
 
 def test_tiny_model_counts_are_those_of_the_two_paths(tiny):
     est, _ = tiny
-    old, new = (r["ops"] for r in est["rows"])
+    old, new, cpath = (r["ops"] for r in est["rows"])
+    assert cpath is new                     # the C path runs the same list as Python does
+    assert new["inputs"] == new["outputs"] == 1 and new["nodes"] == 1
     assert est["partitions"] == 1 and est["nodes"] == 1 and est["bit_exact"]
     assert old["starts"] >= 1 and old["dma_starts"] >= 2
     assert old["dma_send_bytes"] > 0 and old["dma_recv_bytes"] > 0
@@ -62,7 +64,7 @@ def test_tiny_model_counts_are_those_of_the_two_paths(tiny):
 def test_one_row_arithmetic(tiny):
     est, c = tiny
     side = est["cpu_side"]
-    old, new = est["rows"]
+    old, new, cpath = est["rows"]
     o = old["ops"]
     # 1.2, term by term
     dma_each = c["dma_mmio_reads"] * c["mmio_read_us"] + c["dma_mmio_writes"] * c["mmio_write_us"] \
@@ -97,6 +99,20 @@ def test_one_row_arithmetic(tiny):
     assert new["host_ms"] == pytest.approx(host20)
     assert new["whole_ms"] == pytest.approx(new["cycles"] / 100e3 + host20 + cpu)
     assert new["host"]["total"] == pytest.approx(sum(v for k, v in new["host"].items() if k != "total"))
+    # the C path: registers from C, a poll per nap past the doorbell's, half a nap past the
+    # list's end, a sync call per tensor, the code and its clock reads, the fold per node
+    device = cpath["cycles"] / 100e3
+    period = c["c_poll_nap_us"] + c["timer_slack_us"]
+    naps = device * 1e3 / period
+    host_c = (5 * c["c_mmio_read_us"] + 3 * c["c_mmio_write_us"] + naps * c["c_mmio_read_us"]
+              + 2 * c["c_sync_call_us"] + period / 2 + naps * c["c_clock_us"]
+              + c["c_run_us"] + 5 * c["c_clock_us"]
+              + 1 * c["c_fold_node_here_us"] * c["python_a9_factor"]) / 1000 \
+        + moved / (c["copy_MBps"] * 1000) + moved / (c["cache_maint_MBps"] * 1000)
+    assert cpath["host_ms"] == pytest.approx(host_c)
+    cpu_c = cpu - c["py_partition_here_us"] * c["python_a9_factor"] / 1000 \
+        + c["c_delegate_call_us"] / 1000
+    assert cpath["whole_ms"] == pytest.approx(device + host_c + cpu_c)
 
 
 def test_json_output_carries_the_sources():
@@ -107,5 +123,5 @@ def test_json_output_carries_the_sources():
     assert set(doc["costs"]) == set(be.COSTS)
     assert all(v["source"] for v in doc["costs"].values())
     (res,) = doc["results"]
-    assert [r["path"] for r in res["rows"]] == ["1.2", "2.0"]
+    assert [r["path"] for r in res["rows"]] == ["1.2", "2.0", "c"]
     assert res["rows"][1]["ops"]["doorbells"] == res["partitions"]

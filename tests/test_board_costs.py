@@ -126,10 +126,11 @@ def test_dtpu_estimate_prints_both_builds_for_any_model():
     proc = _dtpu("estimate", str(MOBILENET), "--brief")
     assert proc.returncode == 0, proc.stderr
     rows = [line for line in proc.stdout.splitlines() if line.startswith("| mobilenet_like")]
-    assert [r.split(" | ")[1] for r in rows] == ["1.2 job by job", "2.0 command list"]
+    assert [r.split(" | ")[1] for r in rows] == ["1.2 job by job", "2.0 command list (Python)",
+                                                 "2.0 command list (C path)"]
     assert "not measured on a board" in proc.stdout and "costs (kind: source)" not in proc.stdout
     doc = json.loads(_dtpu("estimate", str(MOBILENET), "--json").stdout)
-    assert [r["path"] for r in doc["results"][0]["rows"]] == ["1.2", "2.0"]
+    assert [r["path"] for r in doc["results"][0]["rows"]] == ["1.2", "2.0", "c"]
     assert set(doc["costs"]) == set(bc.COSTS)
 
 

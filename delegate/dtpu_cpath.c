@@ -23,14 +23,17 @@
 
 /* All calls return 0 on success, < 0 on a failure of the transport itself (the message, if any,
  * is in `err`). wait: 1 completion seen (or "poll now"), 0 not within the time. flush /
- * invalidate may be NULL: the buffer is coherent with the device (no cache in between). */
+ * invalidate (of a byte range of the DDR image, with their own context: how the buffer is kept
+ * coherent does not depend on how the registers are reached) may be NULL: the buffer is
+ * coherent with the device (no cache in between). */
 typedef struct dtpu_regio {
   void* ctx;
   int (*read32)(void* ctx, uint32_t offset, uint32_t* value);
   int (*write32)(void* ctx, uint32_t offset, uint32_t value);
   int (*wait)(void* ctx, double timeout_s);
-  int (*flush)(void* ctx, uint64_t offset, uint64_t nbytes);
-  int (*invalidate)(void* ctx, uint64_t offset, uint64_t nbytes);
+  void* sync_ctx;
+  int (*flush)(void* sync_ctx, uint64_t offset, uint64_t nbytes);
+  int (*invalidate)(void* sync_ctx, uint64_t offset, uint64_t nbytes);
   int simulated;
 } dtpu_regio;
 
@@ -44,8 +47,20 @@ typedef struct dtpu_cp_io {
 typedef struct dtpu_mmio_ctx {
   volatile uint32_t* base;
   uint64_t size;
-  int64_t cache_handle; /* Python handle of the buffer's flush/invalidate; 0: coherent */
 } dtpu_mmio_ctx;
+
+/* How the DDR image is kept coherent: by Python (the handle's buffer's flush / invalidate), or
+ * as a mirror (the device reads `device`, the host works in `host`: flush copies the range host
+ * to device, invalidate device to host, and both record the host's bytes in `synced` when
+ * given: the emulated board's cache and its stale-cache record). Counts the bytes each moved. */
+typedef struct dtpu_sync_ctx {
+  int64_t handle;
+  uint8_t* host;
+  uint8_t* device;
+  uint8_t* synced;
+  uint64_t size;
+  int64_t flushed, invalidated;
+} dtpu_sync_ctx;
 
 /* (b) the Verilated dtpu_cl_top of pylib/dtpu/rtl/native_cl.cpp, through its C API */
 typedef int (*dtpu_sim_write_fn)(void*, uint32_t, uint32_t, uint64_t);
@@ -75,6 +90,7 @@ struct dtpu_cpath {
   pthread_mutex_t ring_lock;
   dtpu_regio io;
   void* io_ctx; /* owned: one of the ctx structs above */
+  dtpu_sync_ctx* sync; /* owned: the buffer maintenance's context; NULL: coherent */
   int kind;     /* 0 none, 1 python, 2 mmio, 3 verilator */
   uint8_t* image;
   uint64_t image_size;
@@ -165,15 +181,6 @@ static int dtpu_mmio_write(void* c, uint32_t offset, uint32_t value) {
   return 0;
 }
 
-static int dtpu_mmio_flush(void* c, uint64_t offset, uint64_t nbytes) {
-  dtpu_mmio_ctx* m = (dtpu_mmio_ctx*)c;
-  return dtpu_py_buf_sync(m->cache_handle, 1, offset, nbytes);
-}
-
-static int dtpu_mmio_invalidate(void* c, uint64_t offset, uint64_t nbytes) {
-  dtpu_mmio_ctx* m = (dtpu_mmio_ctx*)c;
-  return dtpu_py_buf_sync(m->cache_handle, 0, offset, nbytes);
-}
 
 /* ---- (b) the Verilated core -------------------------------------------------------------- */
 
@@ -229,12 +236,36 @@ static int dtpu_pyio_wait(void* c, double timeout_s) {
   return dtpu_py_reg_wait(((dtpu_py_ctx*)c)->handle, timeout_s);
 }
 
-static int dtpu_pyio_flush(void* c, uint64_t offset, uint64_t nbytes) {
-  return dtpu_py_buf_sync(((dtpu_py_ctx*)c)->handle, 1, offset, nbytes);
+/* ---- buffer maintenance ------------------------------------------------------------------ */
+
+static int dtpu_pysync_flush(void* c, uint64_t offset, uint64_t nbytes) {
+  dtpu_sync_ctx* s = (dtpu_sync_ctx*)c;
+  s->flushed += (int64_t)nbytes;
+  return dtpu_py_buf_sync(s->handle, 1, offset, nbytes);
 }
 
-static int dtpu_pyio_invalidate(void* c, uint64_t offset, uint64_t nbytes) {
-  return dtpu_py_buf_sync(((dtpu_py_ctx*)c)->handle, 0, offset, nbytes);
+static int dtpu_pysync_invalidate(void* c, uint64_t offset, uint64_t nbytes) {
+  dtpu_sync_ctx* s = (dtpu_sync_ctx*)c;
+  s->invalidated += (int64_t)nbytes;
+  return dtpu_py_buf_sync(s->handle, 0, offset, nbytes);
+}
+
+static int dtpu_mirror_flush(void* c, uint64_t offset, uint64_t nbytes) {
+  dtpu_sync_ctx* s = (dtpu_sync_ctx*)c;
+  if (offset > s->size || nbytes > s->size - offset) return -1;
+  memcpy(s->device + offset, s->host + offset, nbytes);
+  if (s->synced != NULL) memcpy(s->synced + offset, s->host + offset, nbytes);
+  s->flushed += (int64_t)nbytes;
+  return 0;
+}
+
+static int dtpu_mirror_invalidate(void* c, uint64_t offset, uint64_t nbytes) {
+  dtpu_sync_ctx* s = (dtpu_sync_ctx*)c;
+  if (offset > s->size || nbytes > s->size - offset) return -1;
+  memcpy(s->host + offset, s->device + offset, nbytes);
+  if (s->synced != NULL) memcpy(s->synced + offset, s->host + offset, nbytes);
+  s->invalidated += (int64_t)nbytes;
+  return 0;
 }
 
 /* ---- set-up (from Python, at the first invoke after a Prepare) --------------------------- */
@@ -267,6 +298,7 @@ void dtpu_cpath_free(dtpu_cpath* cp) {
   free(cp->outs);
   free(cp->ring);
   free(cp->io_ctx);
+  free(cp->sync);
   if (cp->ring != NULL) pthread_mutex_destroy(&cp->ring_lock);
   free(cp);
 }
@@ -318,13 +350,52 @@ static int dtpu_cp_set_ctx(dtpu_cpath* cp, void* ctx, int kind) {
   free(cp->io_ctx);
   cp->io_ctx = ctx;
   cp->kind = kind;
+  void* sync_ctx = cp->io.sync_ctx;
+  int (*flush)(void*, uint64_t, uint64_t) = cp->io.flush;
+  int (*invalidate)(void*, uint64_t, uint64_t) = cp->io.invalidate;
   memset(&cp->io, 0, sizeof cp->io);
   cp->io.ctx = ctx;
+  cp->io.sync_ctx = sync_ctx; /* the buffer's maintenance is set apart (dtpu_cpath_sync_*) */
+  cp->io.flush = flush;
+  cp->io.invalidate = invalidate;
   return 0;
 }
 
-int dtpu_cpath_regs_python(dtpu_cpath* cp, int64_t handle, int simulated, int has_wait,
-                           int cache_ops) {
+static dtpu_sync_ctx* dtpu_cp_new_sync(dtpu_cpath* cp) {
+  dtpu_sync_ctx* s = (dtpu_sync_ctx*)calloc(1, sizeof(dtpu_sync_ctx));
+  if (s == NULL) return NULL;
+  free(cp->sync);
+  cp->sync = s;
+  cp->io.sync_ctx = s;
+  return s;
+}
+
+int dtpu_cpath_sync_python(dtpu_cpath* cp, int64_t handle) {
+  if (cp == NULL || handle <= 0) return -1;
+  dtpu_sync_ctx* s = dtpu_cp_new_sync(cp);
+  if (s == NULL) return -1;
+  s->handle = handle;
+  cp->io.flush = dtpu_pysync_flush;
+  cp->io.invalidate = dtpu_pysync_invalidate;
+  return 0;
+}
+
+int dtpu_cpath_sync_mirror(dtpu_cpath* cp, uintptr_t host, uintptr_t device, uintptr_t synced,
+                           uint64_t size) {
+  if (cp == NULL || !host || !device || size < cp->image_size || host != (uintptr_t)cp->image)
+    return -1;
+  dtpu_sync_ctx* s = dtpu_cp_new_sync(cp);
+  if (s == NULL) return -1;
+  s->host = (uint8_t*)host;
+  s->device = (uint8_t*)device;
+  s->synced = (uint8_t*)synced;
+  s->size = size;
+  cp->io.flush = dtpu_mirror_flush;
+  cp->io.invalidate = dtpu_mirror_invalidate;
+  return 0;
+}
+
+int dtpu_cpath_regs_python(dtpu_cpath* cp, int64_t handle, int simulated, int has_wait) {
   if (cp == NULL || handle <= 0) return -1;
   dtpu_py_ctx* c = (dtpu_py_ctx*)calloc(1, sizeof(dtpu_py_ctx));
   if (dtpu_cp_set_ctx(cp, c, 1) != 0) return -1;
@@ -332,24 +403,19 @@ int dtpu_cpath_regs_python(dtpu_cpath* cp, int64_t handle, int simulated, int ha
   cp->io.read32 = dtpu_pyio_read;
   cp->io.write32 = dtpu_pyio_write;
   cp->io.wait = has_wait ? dtpu_pyio_wait : NULL;
-  cp->io.flush = cache_ops ? dtpu_pyio_flush : NULL;
-  cp->io.invalidate = cache_ops ? dtpu_pyio_invalidate : NULL;
   cp->io.simulated = simulated;
   return 0;
 }
 
-int dtpu_cpath_regs_mmio(dtpu_cpath* cp, uintptr_t base, uint64_t size, int64_t cache_handle) {
+int dtpu_cpath_regs_mmio(dtpu_cpath* cp, uintptr_t base, uint64_t size) {
   if (cp == NULL || base == 0 || size < 4) return -1;
   dtpu_mmio_ctx* c = (dtpu_mmio_ctx*)calloc(1, sizeof(dtpu_mmio_ctx));
   if (dtpu_cp_set_ctx(cp, c, 2) != 0) return -1;
   c->base = (volatile uint32_t*)base;
   c->size = size;
-  c->cache_handle = cache_handle;
   cp->io.read32 = dtpu_mmio_read;
   cp->io.write32 = dtpu_mmio_write;
   cp->io.wait = NULL; /* polled: CL_STATUS with the deadline */
-  cp->io.flush = cache_handle > 0 ? dtpu_mmio_flush : NULL;
-  cp->io.invalidate = cache_handle > 0 ? dtpu_mmio_invalidate : NULL;
   cp->io.simulated = 0;
   return 0;
 }
@@ -400,6 +466,8 @@ void dtpu_cpath_disarm(dtpu_cpath* cp) {
 int64_t dtpu_cpath_stat(dtpu_cpath* cp, int which) {
   if (cp == NULL) return -1;
   if (which == DTPU_CP_STAT_PENDING) return cp->count;
+  if (which == DTPU_CP_STAT_FLUSHED) return cp->sync ? cp->sync->flushed : 0;
+  if (which == DTPU_CP_STAT_INVALIDATED) return cp->sync ? cp->sync->invalidated : 0;
   if (cp->kind != 3) return 0;
   dtpu_sim_ctx* s = (dtpu_sim_ctx*)cp->io_ctx;
   return which == DTPU_CP_STAT_LISTS ? s->lists : which == DTPU_CP_STAT_CYCLES ? s->cycles_run : -1;
@@ -581,7 +649,7 @@ int dtpu_cpath_run(dtpu_cpath* cp, void** io_data, size_t* io_bytes, int n_io, i
   for (int i = 0; i < cp->n_in && rc == 0; ++i) {
     const dtpu_cp_io* x = &cp->ins[i];
     memcpy(cp->image + x->offset, io_data[x->slot], x->nbytes);
-    if (io->flush != NULL && io->flush(io->ctx, x->offset, x->nbytes) != 0) {
+    if (io->flush != NULL && io->flush(io->sync_ctx, x->offset, x->nbytes) != 0) {
       dtpu_cp_fail(cp, "flushing the input at image offset %llu (%llu bytes) failed",
                    (unsigned long long)x->offset, (unsigned long long)x->nbytes);
       rc = -1;
@@ -590,7 +658,7 @@ int dtpu_cpath_run(dtpu_cpath* cp, void** io_data, size_t* io_bytes, int n_io, i
   if (rc == 0) rc = dtpu_cp_kick(cp, &rec);
   for (int i = 0; i < cp->n_out && rc == 0; ++i) {
     const dtpu_cp_io* y = &cp->outs[i];
-    if (io->invalidate != NULL && io->invalidate(io->ctx, y->offset, y->nbytes) != 0) {
+    if (io->invalidate != NULL && io->invalidate(io->sync_ctx, y->offset, y->nbytes) != 0) {
       dtpu_cp_fail(cp, "invalidating the output at image offset %llu (%llu bytes) failed",
                    (unsigned long long)y->offset, (unsigned long long)y->nbytes);
       rc = -1;

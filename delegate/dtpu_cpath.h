@@ -9,8 +9,8 @@
  * from TFLite's kernel invoke, and keeps one record per run; Python folds the records into
  * reports when it asks for them (dtpu/delegate/cpath.py).
  *
- * The registers are reached through dtpu_regio, one small set of calls with three
- * implementations: a mapped register window (the board: the pointer under pynq's MMIO), the
+ * The registers and the DDR image's cache maintenance are reached through dtpu_regio, one small
+ * set of calls with three register implementations: a mapped register window (the board: the pointer under pynq's MMIO), the
  * in-process Verilated core (the C API of pylib/dtpu/rtl/native_cl.cpp, by its function
  * pointers) and Python callbacks (the golden model, the emulated board). The run itself is the
  * same C code on all three.
@@ -51,8 +51,12 @@ enum {
   DTPU_CP_IDLE_HI, DTPU_CP_NREGS
 };
 
-/* Statistics kept by a target implementation (the Verilated core: lists ended, cycles run). */
-enum { DTPU_CP_STAT_LISTS = 0, DTPU_CP_STAT_CYCLES = 1, DTPU_CP_STAT_PENDING = 2 };
+/* Statistics: kept by a target implementation (the Verilated core: lists ended, cycles run),
+ * the runs not yet taken, the bytes the buffer maintenance flushed and invalidated. */
+enum {
+  DTPU_CP_STAT_LISTS = 0, DTPU_CP_STAT_CYCLES = 1, DTPU_CP_STAT_PENDING = 2,
+  DTPU_CP_STAT_FLUSHED = 3, DTPU_CP_STAT_INVALIDATED = 4
+};
 
 dtpu_cpath* dtpu_cpath_new(int64_t id, int n_in, int n_out, int capacity);
 void dtpu_cpath_free(dtpu_cpath* cp);
@@ -63,13 +67,19 @@ int dtpu_cpath_set_regs(dtpu_cpath* cp, const uint32_t* offsets, uint32_t done_m
                         uint32_t error_mask, uint32_t irq_ack, double timeout_s,
                         const char* error_names);
 /* the three register implementations; `simulated`: every call's time is the device's */
-int dtpu_cpath_regs_python(dtpu_cpath* cp, int64_t handle, int simulated, int has_wait,
-                           int cache_ops);
-int dtpu_cpath_regs_mmio(dtpu_cpath* cp, uintptr_t base, uint64_t size, int64_t cache_handle);
+int dtpu_cpath_regs_python(dtpu_cpath* cp, int64_t handle, int simulated, int has_wait);
+int dtpu_cpath_regs_mmio(dtpu_cpath* cp, uintptr_t base, uint64_t size);
 int dtpu_cpath_regs_verilator(dtpu_cpath* cp, uintptr_t sim, uintptr_t fn_write, uintptr_t fn_read,
                               uintptr_t fn_run_until_done, uintptr_t fn_cycle, uint32_t bus_cycles,
                               uint32_t poll_cycles, uint64_t chunk_cycles, uint64_t limit_cycles,
                               double timeout_s);
+/* the buffer's maintenance when it is not coherent with the device (none set: coherent): the
+ * buffer's own flush / invalidate in Python, or a mirror kept in C (the device reads `device`,
+ * the host works in `host`, the image itself; `synced`, if not 0, records the host's bytes at
+ * each maintenance: the emulated board's cache) */
+int dtpu_cpath_sync_python(dtpu_cpath* cp, int64_t handle);
+int dtpu_cpath_sync_mirror(dtpu_cpath* cp, uintptr_t host, uintptr_t device, uintptr_t synced,
+                           uint64_t size);
 /* runs only while *owner == owner_id (Python keeps the word: the core's memories hold this
  * program's prologue and nothing else ran since); a failure writes -1 there */
 void dtpu_cpath_arm(dtpu_cpath* cp, int64_t* owner, int64_t owner_id, uint64_t cycles,

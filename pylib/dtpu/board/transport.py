@@ -181,6 +181,21 @@ class PynqTransport(Transport):
             return None
         return {"kind": "mmio", "base": int(array.ctypes.data), "size": int(array.nbytes)}
 
+    def c_buffer_sync(self, buf) -> dict | None:
+        """For the delegate's C invoke path: on the emulated board, its DDR's mirror of a
+        cacheable buffer (host view, DDR region, synced record: C flushes and invalidates as
+        the emulated pynq does, and the stale-cache model checks what it did); on the board
+        None (C calls back into the buffer's pynq flush / invalidate)."""
+        from dtpu.board import emulate
+        if not emulate.installed() or not isinstance(buf, PynqDdrBuffer) or buf.buf.coherent:
+            return None
+        host, device, synced = emulate.current_board().ddr.mirror(buf.addr)
+        if host.ctypes.data != buf.array.ctypes.data:
+            return None     # not the view C copies into: keep pynq's own maintenance
+        size = min(host.size, device.size, synced.size)
+        return {"kind": "mirror", "host": int(host.ctypes.data), "device": int(device.ctypes.data),
+                "synced": int(synced.ctypes.data), "size": int(size)}
+
     def list_trace(self):
         """The emulated core's record of its last list (the golden model's per-node split of
         CL_CYCLES); None on a board, whose registers hold only the totals."""

@@ -11,7 +11,10 @@ into the same reports the Python path builds.
 How C reaches the registers is the transport's choice (``Transport.c_register_io``): a mapped
 window (the board), the Verilated core's own C API (backend=rtl), or, by default, this module's
 callbacks into the transport's ``read_reg`` / ``write_reg`` / ``wait_list`` (the golden model,
-the emulated board): slow, but the C code that runs is the one the board runs.
+the emulated board): slow, but the C code that runs is the one the board runs. How it keeps a
+non-coherent DDR image coherent is the transport's choice too (``Transport.c_buffer_sync``): in
+C (the emulated board's mirror of host cache and DDR), or the buffer's own flush / invalidate
+called back in Python (the board, until C does the driver's sync itself).
 """
 from __future__ import annotations
 
@@ -28,7 +31,7 @@ CAPACITY = 64
 
 _REGS = ("CL_BASE", "DOORBELL", "CL_STATUS", "CL_ERR", "IRQ", "CL_ERR_PC", "CL_ERR_TAG",
          "CL_CYCLES_LO", "CL_CYCLES_HI", "IDLE_LO", "IDLE_HI")
-_STAT_LISTS, _STAT_CYCLES = 0, 1
+_STAT_LISTS, _STAT_CYCLES, _STAT_FLUSHED, _STAT_INVALIDATED = 0, 1, 3, 4
 _FIELDS = ("seq", "enter_ns", "start_ns", "end_ns", "exit_ns", "device_ns", "cycles", "idle",
            "reads", "writes", "doorbells", "status")
 
@@ -123,26 +126,48 @@ class PartitionCPath:
                                    ",".join(names).encode()) != 0:
             raise Unsupported("register set-up refused")
         info = self.t.c_register_io()
-        coherent = bool(getattr(self.buf, "coherent", False))
         if info is None:
             HANDLES[self.handle] = self
             waits = type(self.t).wait_list is not Transport.wait_list
             rc = lib.dtpu_cpath_regs_python(cp, self.handle, int(bool(self.t.simulated)),
-                                            int(waits), int(not coherent))
+                                            int(waits))
         elif info["kind"] == "verilator":
             rc = lib.dtpu_cpath_regs_verilator(
                 cp, info["sim"], info["write"], info["read"], info["run_until_done"],
                 info["cycle"], info["bus_cycles"], info["poll_cycles"], info["chunk_cycles"],
                 info["limit_cycles"], info["timeout_s"])
         elif info["kind"] == "mmio":
-            if not coherent:
-                HANDLES[self.handle] = self
-            rc = lib.dtpu_cpath_regs_mmio(cp, info["base"], info["size"],
-                                          0 if coherent else self.handle)
+            rc = lib.dtpu_cpath_regs_mmio(cp, info["base"], info["size"])
         else:
             raise Unsupported(f"register access of kind {info['kind']!r}; known: mmio, verilator")
         if rc != 0:
             raise Unsupported(f"register access {info and info['kind']!r} refused")
+        self._set_up_sync()
+
+    def _set_up_sync(self) -> None:
+        """How C keeps the DDR image coherent with the device: nothing for a coherent buffer;
+        in C where the transport says how (``Transport.c_buffer_sync``: the emulated board's
+        mirror); else the buffer's own flush / invalidate, called back in Python."""
+        if bool(getattr(self.buf, "coherent", False)):
+            return
+        sync = self.t.c_buffer_sync(self.buf)
+        if sync is None:
+            HANDLES[self.handle] = self
+            rc = self.lib.dtpu_cpath_sync_python(self.cp, self.handle)
+        elif sync["kind"] == "mirror":
+            rc = self.lib.dtpu_cpath_sync_mirror(self.cp, sync["host"], sync["device"],
+                                                 sync["synced"], sync["size"])
+        else:
+            raise Unsupported(f"buffer maintenance of kind {sync['kind']!r}; known: mirror")
+        if rc != 0:
+            raise Unsupported(f"buffer maintenance {sync and sync['kind']!r} refused")
+
+    def synced_bytes(self) -> tuple[int, int]:
+        """Bytes C flushed and invalidated so far (its buffer maintenance, any kind)."""
+        if self.cp == self.ffi.NULL:
+            return 0, 0
+        return (int(self.lib.dtpu_cpath_stat(self.cp, _STAT_FLUSHED)),
+                int(self.lib.dtpu_cpath_stat(self.cp, _STAT_INVALIDATED)))
 
     # -- state ------------------------------------------------------------------------------
 

@@ -179,6 +179,14 @@ class Transport(abc.ABC):
         :meth:`read_reg` / :meth:`write_reg` / :meth:`wait_list`, called back from C."""
         return None
 
+    def c_buffer_sync(self, buf: "DeviceBuffer") -> dict | None:
+        """How C code keeps `buf` (a non-coherent DDR image) coherent with the device without
+        Python (delegate/dtpu_cpath.c): ``{"kind": "mirror", "host": address, "device": address,
+        "synced": address or 0, "size": bytes}`` where the device reads a memory of its own that
+        C can reach (the emulated board); None (the default): the buffer's own :meth:`flush` /
+        :meth:`invalidate`, called back from C."""
+        return None
+
     def list_trace(self):
         """The target's record of the last command list (per-node cycles, a
         :class:`dtpu.hw.executor.RunResult` or the RTL's node trace), or None if it keeps none."""

@@ -120,6 +120,15 @@ class Ddr:
         host[off:off + nbytes] = self._checked(addr, nbytes)
         synced[off:off + nbytes] = host[off:off + nbytes]
 
+    def mirror(self, addr: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(host view, DDR region, synced record) of the cacheable buffer starting at `addr`:
+        what C code needs to flush and invalidate its bytes as :meth:`flush` and
+        :meth:`invalidate` do (the delegate's C invoke path on the emulated board)."""
+        hit = self._cached.get(addr)
+        if hit is None:
+            raise RuntimeError(f"no cacheable buffer starts at {addr:#x}")
+        return hit[0], self._bufs[addr], hit[1]
+
     def _cache_of(self, addr: int, nbytes: int, what: str) -> tuple[np.ndarray, np.ndarray, int]:
         i = bisect.bisect_right(self._starts, addr) - 1
         start = self._starts[i] if i >= 0 else None

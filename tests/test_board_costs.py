@@ -45,7 +45,7 @@ def test_report_table_shows_device_time_and_the_board_estimate_apart_from_host_t
     report = mobilenet_lists[-1]
     text = report.table()
     est = report.board_estimate()
-    assert est is not None and est["path"] == "2.0"
+    assert est is not None and est["path"] == "c"      # the second invoke ran on the C path
     lines = text.splitlines()
     device = next(line for line in lines if line.startswith("device time at "))
     assert device == (f"device time at 100 MHz: {report.hw['latency_us'] / 1e3:.3f} ms per invoke "
@@ -62,13 +62,22 @@ def test_report_estimate_is_the_model_files_estimate_on_the_same_partition(mobil
     """The delegate's partition of the zoo's MobileNet-like net is the chain `dtpu estimate`
     compiles: every term is equal, device cycles included."""
     got = mobilenet_lists[-1].board_estimate()
-    want = estimate("m", MOBILENET)["rows"][1]
+    want = estimate("m", MOBILENET)["rows"][2]           # the C path's row
     assert got["cycles"] == want["cycles"]
     assert got["ops"]["copy_in_bytes"] == want["ops"]["copy_in_bytes"] == 32 * 32 * 3   # the 1x32x32x3 int8 input
     assert got["ops"]["copy_out_bytes"] == want["ops"]["copy_out_bytes"]
     for key in ("device_ms", "host_ms", "cpu_ms", "whole_ms", "tflite_ms", "tflite_slow_ms"):
         assert got[key] == pytest.approx(want[key], rel=1e-12), key
     assert got["host"] == pytest.approx(want["host"], rel=1e-12)
+
+
+def test_a_report_of_the_python_path_is_priced_as_the_python_path(dtpu_so):
+    got = _reports(MOBILENET, {"backend": "model", "path": "lists", "invoke": "python"})[-1]
+    got = got.board_estimate()
+    want = estimate("m", MOBILENET, paths=("2.0",))["rows"][0]
+    assert got["path"] == want["path"] == "2.0"
+    for key in ("device_ms", "host_ms", "cpu_ms", "whole_ms"):
+        assert got[key] == pytest.approx(want[key], rel=1e-12), key
 
 
 def test_cpu_side_seen_by_the_delegate_prices_the_unclaimed_fully_connected(mobilenet_lists):
@@ -109,7 +118,7 @@ def test_vww_report_and_model_file_agree_on_host_and_cpu_terms(dtpu_so):
     the chains (with its 6 partitions before issue #25 they differed by 37 of 204,097):
     recorded here so that a change of either shows."""
     got = _reports(VWW, {"backend": "model"})[-1].board_estimate()
-    want = estimate("vww", VWW)["rows"][1]
+    want = estimate("vww", VWW)["rows"][2]
     assert got["host"] == pytest.approx(want["host"], rel=1e-12)
     for key in ("cpu_ms", "tflite_ms"):
         assert got[key] == pytest.approx(want[key], rel=1e-12)

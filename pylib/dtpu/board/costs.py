@@ -289,8 +289,8 @@ def host_ms_c(ops: dict, c: dict, device_ms: float) -> dict:
     that find the list running and the nap past its end, the copies at memcpy rate with one
     cache maintenance call per tensor on exactly its bytes, the C code itself, and the Python
     that folds each run into a report (amortized). `ops` as for :func:`host_ms_20`, plus
-    `inputs` / `outputs` (tensors copied, default one each per partition) and `nodes` (nodes
-    of the partitions, default one each)."""
+    `inputs` / `outputs` (tensors copied in and out, default one each per partition, as the
+    copies' bytes are counted) and `nodes` (nodes of the partitions, default one each)."""
     moved = ops["copy_in_bytes"] + ops["copy_out_bytes"]
     parts = ops["partitions"]
     period = c["c_poll_nap_us"] + c["timer_slack_us"]
@@ -425,7 +425,8 @@ def cpu_side_of_graph(nodes: Iterable, tensor, claimed: Iterable[int]) -> dict:
 
 def for_report(report, c: dict | None = None) -> dict | None:
     """The whole invoke on the PYNQ-Z2 for one delegate report (dtpu.report.Report), priced on
-    the path the report ran (lists: contract 2.0, jobs: contract 1.2), or None when the report
+    the path the report ran (lists on the C invoke path or from Python: contract 2.0, jobs:
+    contract 1.2), or None when the report
     has no device cycles or host counts (backends without a device protocol).
 
     Device time is the report's own (cycles at the delegate's clock_mhz, the build's clock by
@@ -449,8 +450,9 @@ def for_report(report, c: dict | None = None) -> dict | None:
         io_in, io_out = getattr(report, "io_bytes", None) or (0, 0)
         ops = dict(mmio_reads=host["mmio_reads"], mmio_writes=host["mmio_writes"],
                    doorbells=host["doorbells"], copy_in_bytes=io_in, copy_out_bytes=io_out,
-                   partitions=nparts)
-        path = "2.0"
+                   partitions=nparts, nodes=len(report.nodes) or nparts)
+        # every partition ran on the C invoke path when the report holds no Python time
+        path = "c" if not (report.timing_us or {}).get("python") else "2.0"
     else:
         words_in, words_out = hw.get("words_in") or {}, hw.get("words_out") or {}
         ops = dict(mmio_reads=host["mmio_reads"], mmio_writes=host["mmio_writes"],
@@ -468,6 +470,10 @@ def for_report(report, c: dict | None = None) -> dict | None:
     return out
 
 
+#: how a report's estimate names the path it priced
+PATH_NAMES = {"1.2": "1.2 path", "2.0": "2.0 path from Python", "c": "2.0 path in C"}
+
+
 def report_lines(est: dict[str, Any]) -> list[str]:
     """The two lines every report prints: device time at the build's clock, and the whole
     invoke on the PYNQ-Z2 beside TFLite alone on its A9, labelled as estimates."""
@@ -476,7 +482,7 @@ def report_lines(est: dict[str, Any]) -> list[str]:
     lines = [f"device time at {est['clock_mhz']:g} MHz: {est['device_ms']:.3f} ms per invoke "
              f"({est['cycles']:,} cycles)",
              f"estimated whole invoke on the PYNQ-Z2: {est['whole_ms']:.2f} ms = device "
-             f"{est['device_ms']:.2f} + host {est['host_ms']:.2f} ({est['path']} path) + CPU "
+             f"{est['device_ms']:.2f} + host {est['host_ms']:.2f} ({PATH_NAMES[est['path']]}) + CPU "
              f"operators and delegate calls {est['cpu_ms']:.2f}; TFLite alone on its Cortex-A9 "
              f"{est['tflite_ms']:.2f} ms (int8 rate; {est['tflite_slow_ms']:.1f} ms at the slow "
              f"end): {est['speedup']:.2f}x ({est['speedup_slow']:.1f}x) [{LABEL}]",

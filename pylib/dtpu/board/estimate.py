@@ -239,8 +239,7 @@ def counts(parts, jobs: bool = True) -> tuple[dict | None, int, dict, int, bool]
     parts20 = lp.program.partitions
     ops20 = dict(new, copy_in_bytes=sum(p.input.nbytes for p in parts20),
                  copy_out_bytes=sum(p.output.nbytes for p in parts20), partitions=len(parts20),
-                 inputs=sum(len(p.inputs) for p in parts20),
-                 outputs=sum(len(p.outputs) for p in parts20), nodes=sum(len(p) for p in parts))
+                 nodes=sum(len(p) for p in parts))
     if not jobs:
         return None, 0, ops20, cycles, True
     old, old_cycles, old_outs = jobs_counts(parts)

@@ -3,7 +3,7 @@
 same as `dtpu estimate MODEL`): device time at 100 MHz plus the host operations at
 per-operation costs of the board's 650 MHz Cortex-A9, against TFLite's CPU time on that A9.
 
-For VWW 96 (MLPerf Tiny), MobileNet v2 1.0 224 and ResNet-8 (MLPerf Tiny), on both paths:
+For VWW 96 (MLPerf Tiny), MobileNet v2 1.0 224 and ResNet-8 (MLPerf Tiny), on three paths:
 
 * job by job (contract 1.2): every job driven from Python. Counts and stall-free cycles come from
   benchmarks/bench_host_ops.py's `today` (backend=model's protocol path over a counting
@@ -12,17 +12,24 @@ For VWW 96 (MLPerf Tiny), MobileNet v2 1.0 224 and ResNet-8 (MLPerf Tiny), on bo
 * command list (contract 2.0): one doorbell per partition. Counts and cycles (with the memory
   model of contract.json `contract2.memory_model`) from bench_host_ops's `command_list`
   (dtpu.driver.lists.ListProgram on the model's 2.0 register window), plus the input and output copies into
-  and out of the partitions' DDR buffers.
+  and out of the partitions' DDR buffers; from Python (invoke=python) and on the delegate's C
+  invoke path (invoke=c, the default: the same lists and register accesses at C's prices, plus
+  the Python that folds each run into a report).
 
-Both paths also pay what stays on the CPU: the operators outside the partitions (PAD, ADD,
+Then the table a board user reads first (dtpu.board.compare): the C path's whole invoke for the
+MLPerf Tiny tasks and MobileNet v1/v2 224 (the zoo models standing for them), at 100 MHz and at
+the slowest fmax the timing proxy shows, beside published figures on the XC7Z020 and its
+Cortex-A9, each with its source (`--no-compare` leaves it out).
+
+Every path also pays what stays on the CPU: the operators outside the partitions (PAD, ADD,
 pooling, softmax...: TFLite kernels on the A9) and TFLite calling the delegate once per
 partition. The TFLite baseline is the model's MACs at an A9 int8 rate plus the same CPU-side
-operators. Every constant is in dtpu.board.costs.COSTS with its unit, kind (cited / derived / assumption)
+operators. Every constant is in dtpu.board.costs.COSTS with its unit, kind (cited / derived / measured / assumption)
 and source; `--costs FILE` overrides values from a JSON object {name: value}. Nothing here is
 measured on a board: the figures are an estimate to be replaced by measurements
 (docs/board_estimate.md says which and how).
 
-    PYTHONPATH=pylib python benchmarks/bench_board_estimate.py [--only NAME] [--json] [--costs F]
+    PYTHONPATH=pylib python benchmarks/bench_board_estimate.py [--only NAME] [--json] [--costs F] [--no-compare]
 """
 from __future__ import annotations
 

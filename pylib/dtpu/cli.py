@@ -204,10 +204,10 @@ def _estimate(args: argparse.Namespace) -> int:
 def _add_estimate(sub) -> None:
     p = sub.add_parser("estimate", help="how fast on the PYNQ-Z2: the whole invoke, estimated",
                        description="Estimate the whole invoke of each MODEL on the PYNQ-Z2 (device "
-                       "cycles of the golden model at the 100 MHz fabric clock, the host operations "
+                       "cycles of the golden model at the 100 MHz target clock, the host operations "
                        "at the board's per-operation costs, the operators left on the CPU) on the "
-                       "default overlay (contract 2.0, command lists) and the CONTRACT=1 fallback "
-                       "(1.2, job by job), against TFLite alone on the board's Cortex-A9. An "
+                       "default overlay (contract 2.0, command lists, from Python and on the C "
+                       "invoke path) and the CONTRACT=1 fallback (1.2, job by job), against TFLite alone on the board's Cortex-A9. An "
                        "estimate, not a measurement: docs/board_estimate.md.")
     p.add_argument("model", nargs="+", help="one or more .tflite files")
     p.add_argument("--costs", default=None, help="JSON file {name: value} overriding costs "

@@ -4,14 +4,14 @@ on the CPU) into milliseconds on the board.
 
 The answer to "how fast would this be on the board?" without a board: device time is the
 cycles at the build's clock; host time is the host operations the driver counted, each at a cost
-of the board's 650 MHz Cortex-A9 running pynq from Python; what stays on the CPU is TFLite's
-kernels on that A9. Every constant is in :data:`COSTS` with its unit, its kind (cited / derived /
-assumption) and its source, and docs/board_estimate.md explains them. It is an estimate, never a
+of the board's 650 MHz Cortex-A9 running the delegate from Python or from C (its C invoke path);
+what stays on the CPU is TFLite's kernels on that A9. Every constant is in :data:`COSTS` with its
+unit, its kind (cited / derived / measured / assumption) and its source, and docs/board_estimate.md explains them. It is an estimate, never a
 measurement, and every figure printed from it says so.
 
 Two callers: :func:`for_report` prices one delegate report (what ``Report.table()``,
 ``dtpu run`` and ``make demo`` print), and :mod:`dtpu.board.estimate` prices a model file on both
-contracts (``dtpu estimate``, benchmarks/bench_board_estimate.py). This module imports nothing
+contracts and both invoke paths (``dtpu estimate``, benchmarks/bench_board_estimate.py). This module imports nothing
 of dtpu's at import (the operator names of :mod:`dtpu.tflite_model` when a graph is read), so
 the report can use it without pulling in a backend.
 """
@@ -21,12 +21,15 @@ from typing import Any, Iterable
 
 #: The per-operation costs, in one place. kind: "cited" (a published measurement on a
 #: Zynq-7000 / PYNQ board), "derived" (computed from cited figures or from code, derivation in
-#: `source`), "assumption" (no published figure found; how the value was chosen is in `source`).
+#: `source`), "measured" (timed on this machine, scaled to the A9 by python_a9_factor),
+#: "assumption" (no published figure found; how the value was chosen is in `source`).
 COSTS: dict[str, dict] = {
     "fabric_mhz": dict(
-        value=100.0, unit="MHz", kind="cited",
-        source="the DTPU's fabric clock on the PYNQ-Z2 overlay (issue 14; docs/contract2.md "
-               "memory model 'at the 100 MHz fabric clock')"),
+        value=100.0, unit="MHz", kind="assumption",
+        source="the design's target fabric clock on the PYNQ-Z2 overlay (contract.json "
+               "CLOCK_MHZ; docs/contract2.md memory model 'at the 100 MHz fabric clock'), not "
+               "proven: the slowest unit placed so far on the timing proxy reaches 45.2 MHz "
+               "(docs/synthesis.md, 'Timing evidence'; dtpu.board.compare.proven_clock)"),
     "mmio_write_us": dict(
         value=30.0, unit="us per register write", kind="cited",
         source="https://discuss.pynq.io/t/mmio-write-is-too-slow/389 (PYNQ-Z1, the same XC7Z020 "

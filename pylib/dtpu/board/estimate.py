@@ -1,5 +1,5 @@
-"""``dtpu estimate MODEL``: the whole invoke of any model on the PYNQ-Z2, on both contracts,
-against TFLite alone on the board's Cortex-A9 (an estimate: :mod:`dtpu.board.costs`).
+"""``dtpu estimate MODEL``: the whole invoke of any model on the PYNQ-Z2, on both contracts (and
+the command lists both from Python and on the delegate's C invoke path), against TFLite alone on the board's Cortex-A9 (an estimate: :mod:`dtpu.board.costs`).
 
 The counts come from running the model's partitions through the golden model:
 
@@ -10,7 +10,9 @@ The counts come from running the model's partitions through the golden model:
 * command lists (contract 2.0, the default overlay): the same partitions compiled once
   (:class:`dtpu.driver.lists.ListProgram` on the model's 2.0 register window), the driver's
   host record (dtpu.driver.hostops), cycles with the memory model of contract.json
-  ``contract2.memory_model``, plus the copies into and out of the partitions' DDR buffers.
+  ``contract2.memory_model``, plus the copies into and out of the partitions' DDR buffers. The
+  C invoke path runs the same lists with the same register accesses: only their prices differ
+  (:func:`dtpu.board.costs.host_ms_c`).
 
 Partitions are the chains of convolutions :func:`dtpu.tflite_model.partitions_of` places (split
 at every other operator, as the delegate's are); the operators between them are priced as

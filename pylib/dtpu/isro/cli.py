@@ -81,6 +81,21 @@ def _build(p: argparse.ArgumentParser) -> None:
                             "when keeping every layer's output would not fit the profile)")
     reuse.add_argument("--no-reuse", dest="reuse", action="store_const", const=False,
                        help="keep every layer's output (fail if that does not fit)")
+    qz = c.add_argument_group("quantization on the ground (a float Keras model to an I8 bundle)")
+    qz.add_argument("--quantize", choices=["int8"],
+                    help="quantize: weights symmetric int8 per output channel, int32 biases, activations "
+                         "asymmetric int8 calibrated on --calibration (as TFLite's converter does); writes "
+                         "the int8 reference graph to the bundle directory as quantized.tflite")
+    qz.add_argument("--calibration", type=Path, metavar="NPY",
+                    help="calibration inputs (.npy, N x the model's input shape, real values); without "
+                         "--holdout the last N // 5 are held out to measure accuracy")
+    qz.add_argument("--holdout", type=Path, metavar="NPY", help="held-out inputs to measure accuracy on "
+                                                                 "(then all of --calibration calibrates)")
+    qz.add_argument("--calibration-method", choices=["minmax", "percentile"], default="minmax",
+                    help="activation ranges: minmax, the smallest and largest value seen (the converter's "
+                         "default), or percentile (the --percentile-th and its mirror; clips outliers)")
+    qz.add_argument("--percentile", type=float, default=99.99, metavar="P",
+                    help="for --calibration-method percentile (default 99.99)")
     c.set_defaults(handler=_compile)
 
     r = sub.add_parser("run", parents=[common], help="execute a bundle on the machine model and dump every layer",
@@ -245,8 +260,22 @@ def _compile(args) -> int:
     from dtpu.isro.compiler import compile_model
     chip = profile.load(args.chip)
     x = _load_input(args.input)
+    if args.quantize is None and (args.calibration or args.holdout):
+        raise ValueError(f"{'--calibration' if args.calibration else '--holdout'} without --quantize int8; "
+                         f"a float model compiles to F32 unless quantized")
+    if args.quantize is not None and args.calibration is None:
+        raise ValueError("--quantize int8 needs --calibration NPY: representative inputs to set the "
+                         "activation ranges")
+    report = None
     try:
-        bundle = compile_model(args.model, x, chip=chip, pe=args.pe, reuse=args.reuse, output=args.model_output)
+        if args.quantize is not None:
+            from dtpu.isro.quantize import compile_quantized
+            bundle, report = compile_quantized(args.model, args.calibration, args.output, holdout=args.holdout,
+                                               method=args.calibration_method, percentile=args.percentile, x=x,
+                                               chip=chip, pe=args.pe, reuse=args.reuse, output=args.model_output)
+        else:
+            bundle = compile_model(args.model, x, chip=chip, pe=args.pe, reuse=args.reuse,
+                                   output=args.model_output)
     except ValueError as exc:
         if x is not None and str(exc).startswith("input:"):
             raise ValueError(f"input {args.input}: {str(exc)[len('input: '):]}") from None
@@ -283,6 +312,15 @@ def _compile(args) -> int:
           f"{_pct(bundle.meta['filter_bytes'], chip.filter_bytes)}, program "
           f"{_pct(s['program_bytes'], chip.program_bytes)} used"
           + ("; frame memory shared between tensors not live at once" if bundle.meta["reuse"] else ""))
+    if report is not None:
+        for line in report.lines():
+            print("  " + line)
+        if not report.ok:
+            for chk in report.checks:
+                if not chk.ok:
+                    print("  " + str(chk), file=sys.stderr)
+            print("quantized bundle verification FAILED", file=sys.stderr)
+            return 1
     return 0
 
 

@@ -155,16 +155,16 @@ class Quantized:
     tensors: dict[str, dict] = field(default_factory=dict)     # Keras layer -> scale, zero point
 
 
-def _readers(model: keras_h5.KerasModel, sources: dict[str, list[str]]) -> dict[str, int]:
-    count = {model.input_name: 0}
-    for layer in model.layers:
-        count.setdefault(layer.name, 0)
-        for s in sources[layer.name]:
+def _readers(sources: dict[str, list[str]]) -> dict[str, int]:
+    """How many layers read each layer's output (a fold needs exactly one)."""
+    count: dict[str, int] = {}
+    for srcs in sources.values():
+        for s in srcs:
             count[s] = count.get(s, 0) + 1
     return count
 
 
-def _graph_sources(model: keras_h5.KerasModel) -> dict[str, list[str]]:
+def _graph_sources(model: keras_h5.KerasModel) -> tuple[dict[str, list[str]], dict[str, str]]:
     """Each layer's inputs, with inference no-ops (Dropout, linear activations) bypassed."""
     alias: dict[str, str] = {}
     out: dict[str, list[str]] = {}
@@ -188,7 +188,7 @@ def quantize_keras(model: keras_h5.KerasModel, ranges: dict[str, tuple[float, fl
     from dtpu.isro.verify import PRE_SOFTMAX
     sources, alias = _graph_sources(model)
     layers = [layer for layer in model.layers if layer.name in sources]
-    readers = _readers(model, {layer.name: sources[layer.name] for layer in layers})
+    readers = _readers(sources)
     g = GraphWriter()
     tensor_of: dict[str, int] = {}
     quant: dict[str, tuple[float, int]] = {}
@@ -324,8 +324,6 @@ def quantize_keras(model: keras_h5.KerasModel, ranges: dict[str, tuple[float, fl
         if cls == "Add":
             if len(srcs) != 2:
                 raise CompileError(f"{name}: Add of {len(srcs)} tensors; the chip adds two")
-            if shapes.get(srcs[0]) is None:
-                tensor(srcs[0])
             tensor(srcs[0]), tensor(srcs[1])
             if shapes[srcs[0]] != shapes[srcs[1]]:
                 raise CompileError(f"{name}: adds shapes {shapes[srcs[0]]} and {shapes[srcs[1]]}")
@@ -476,3 +474,102 @@ def accuracy(model: keras_h5.KerasModel, tflite: bytes, samples: np.ndarray) -> 
     if want.shape[1] > 1:
         top = int(np.sum(np.argmax(got, axis=1) == np.argmax(want, axis=1)))
     return Accuracy(len(samples), top, float(err.max()), float(err.mean()), float(np.abs(want).max()))
+
+
+# -- the whole ground step --------------------------------------------------------------------------
+
+QUANTIZED_NAME = "quantized.tflite"      # in the bundle directory: the I8 reference, not uplinked
+
+
+@dataclass
+class GroundReport:
+    """What `compile --quantize` prints and records in meta.json ``quantization``."""
+
+    quantized: Quantized
+    calibration: Accuracy
+    holdout: Accuracy | None
+    holdout_source: str                  # "--holdout FILE", "the last N of the calibration file", "none"
+    checks: list                         # verify.Check per layer per verified input
+    verified_inputs: int
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.checks)
+
+    def lines(self) -> list[str]:
+        q = self.quantized
+        how = "min/max" if q.method == "minmax" else f"{q.percentile:g}th percentile"
+        out = [f"quantized to int8 on the ground: weights symmetric per output channel, biases int32, "
+               f"activations by {how} over {self.calibration.samples} calibration inputs "
+               f"(input scale {q.input_scale:.6g}, zero point {q.input_zero_point})",
+               "accuracy against F32: " + self.calibration.line("calibration set")]
+        if self.holdout is not None:
+            out.append("                      " + self.holdout.line(f"held out ({self.holdout_source})"))
+        else:
+            out.append("                      no held-out inputs (fewer than 5 samples and no --holdout)")
+        compared = [c for c in self.checks if not c.note]
+        exact = sum(c.exact for c in compared)
+        bad = sorted({c.layer for c in self.checks if not c.ok})
+        verdict = "bit-exact" if not bad else f"MISMATCH in {', '.join(bad)}"
+        out.append(f"verified against its int8 reference (TFLite's kernels) layer by layer on "
+                   f"{self.verified_inputs} inputs: {exact} of {len(compared)} layer outputs equal -- {verdict}")
+        return out
+
+    def to_meta(self) -> dict:
+        q = self.quantized
+        return {"scheme": "int8: weights symmetric per channel, activations asymmetric per tensor",
+                "calibration": {"method": q.method, "percentile": q.percentile,
+                                **self.calibration.to_dict()},
+                "holdout": None if self.holdout is None else {"source": self.holdout_source,
+                                                              **self.holdout.to_dict()},
+                "verified": {"inputs": self.verified_inputs, "ok": self.ok},
+                "reference": QUANTIZED_NAME}
+
+
+def compile_quantized(model_path: str | Path, calibration: str | Path, directory: str | Path, *,
+                      holdout: str | Path | None = None, method: str = "minmax",
+                      percentile: float = DEFAULT_PERCENTILE, x: np.ndarray | None = None,
+                      chip=None, pe: int | None = None, reuse: bool | None = None, output: str | None = None):
+    """Quantize a Keras model on `calibration` and compile it to an I8 bundle (not yet saved).
+
+    Writes the int8 graph to `directory`/quantized.tflite (the bundle's source model from then
+    on, so ``run --verify`` checks against it), measures accuracy against the float model, and
+    runs the bundle on the first calibration and held-out input, comparing every layer with the
+    interpreter. Returns (bundle, :class:`GroundReport`)."""
+    from dtpu.isro.compiler import _front_end, compile_tflite
+    from dtpu.isro.bundle import sha256
+    from dtpu.isro.machine import run
+    from dtpu.isro import verify
+    model_path = Path(model_path)
+    if not model_path.is_file():
+        raise FileNotFoundError(f"model {model_path} does not exist")
+    if model_path.suffix.lower() not in (".h5", ".hdf5", ".keras"):
+        raise CompileError(f"{model_path}: --quantize takes a float Keras model (.h5, .hdf5, .keras); a "
+                           f"{model_path.suffix or 'suffix-less'} file is not one (an int8 .tflite compiles "
+                           f"as it is)")
+    model = _front_end(model_path, lambda: keras_h5.read(model_path))
+    samples = load_samples(calibration, model.input_shape, "calibration data")
+    held = None if holdout is None else load_samples(holdout, model.input_shape, "held-out data")
+    cal, held = split(samples, held)
+    source = ("--holdout " + str(holdout) if holdout is not None else
+              f"the last {0 if held is None else len(held)} of {len(samples)} calibration samples")
+    log.info("calibrating %s on %d inputs (%s)", model_path, len(cal), method)
+    ranges = calibrate(model, cal, method, percentile)
+    q = _front_end(model_path, lambda: quantize_keras(model, ranges, method=method,
+                                                      percentile=percentile if method == "percentile" else None))
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    ref = d / QUANTIZED_NAME
+    ref.write_bytes(q.tflite)
+    bundle = compile_tflite(ref, x, chip=chip, pe=pe, reuse=reuse, output=output)
+    bundle.meta["source"]["quantized_from"] = {"path": str(model_path), "kind": "keras-h5",
+                                               "sha256": sha256(model_path.read_bytes())}
+    cal_acc = accuracy(model, q.tflite, cal)
+    hold_acc = None if held is None else accuracy(model, q.tflite, held)
+    checks = []
+    inputs = [cal[0]] + ([] if held is None else [held[0]])
+    for xi in inputs:
+        checks += verify.against_tflite(bundle, run(bundle, xi), ref, xi)
+    report = GroundReport(q, cal_acc, hold_acc, source if held is not None else "none", checks, len(inputs))
+    bundle.meta["quantization"] = report.to_meta()
+    return bundle, report

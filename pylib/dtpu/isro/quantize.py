@@ -478,6 +478,13 @@ def accuracy(model: keras_h5.KerasModel, tflite: bytes, samples: np.ndarray) -> 
 
 # -- the whole ground step --------------------------------------------------------------------------
 
+class _AnyRange(dict):
+    """Placeholder ranges: checking that a model can be quantized needs no calibration."""
+
+    def __missing__(self, key):
+        return (-1.0, 1.0)
+
+
 QUANTIZED_NAME = "quantized.tflite"      # in the bundle directory: the I8 reference, not uplinked
 
 
@@ -553,6 +560,8 @@ def compile_quantized(model_path: str | Path, calibration: str | Path, directory
     cal, held = split(samples, held)
     source = ("--holdout " + str(holdout) if holdout is not None else
               f"the last {0 if held is None else len(held)} of {len(samples)} calibration samples")
+    # refuse what cannot be quantized before calibrating (which evaluates every layer in float)
+    _front_end(model_path, lambda: quantize_keras(model, _AnyRange()))
     log.info("calibrating %s on %d inputs (%s)", model_path, len(cal), method)
     ranges = calibrate(model, cal, method, percentile)
     q = _front_end(model_path, lambda: quantize_keras(model, ranges, method=method,

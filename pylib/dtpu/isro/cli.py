@@ -1,4 +1,4 @@
-"""``dtpu isro compile | run | check | compare | inject | disasm | asm``: the ISRO toolchain.
+"""``dtpu isro compile | run | check | compare | inject | bench | keygen | sign | partial | disasm | asm``: the ISRO toolchain.
 
 Exit status: 0 success; 1 a check failed (verification mismatch, static check findings);
 2 bad input (a missing, truncated, corrupt or foreign file, a wrong input shape, an unsupported
@@ -113,6 +113,9 @@ def _build(p: argparse.ArgumentParser) -> None:
     r.add_argument("--memory-dumps", type=Path, metavar="DIR",
                    help="also write DIR/layer_NNN.bin and DIR/frame.bin in the format 'compare' reads "
                         "(what the chip's memory holds; docs/isro_isa.md)")
+    r.add_argument("--partial", type=Path, action="append", metavar="DIR",
+                   help="apply a partial uplink (from `partial`; once per kind) after checking it and the "
+                        "bundle against --public-key")
     r.set_defaults(handler=_run)
 
     m = sub.add_parser("compare", parents=[common], help="compare memory dumps read back from a chip or RTL simulation "
@@ -147,6 +150,8 @@ def _build(p: argparse.ArgumentParser) -> None:
                    help="hold the bundle to another chip profile (default: the one it was compiled for)")
     k.add_argument("--public-key", type=Path, metavar="FILE",
                    help="also require a signature by this Ed25519 key (default: $DTPU_ISRO_PUBLIC_KEY if set)")
+    k.add_argument("--partial", type=Path, action="append", metavar="DIR",
+                   help="check the bundle with this partial uplink applied (needs --public-key)")
     k.set_defaults(handler=_check)
 
     e = sub.add_parser("bench", parents=[common], help="compile and run models, print frames/s, MAC rate, "
@@ -169,6 +174,19 @@ def _build(p: argparse.ArgumentParser) -> None:
     s.add_argument("bundle", type=Path, help="bundle directory")
     s.add_argument("--key", type=Path, required=True, help="private key (from keygen)")
     s.set_defaults(handler=_sign)
+
+    u = sub.add_parser("partial", parents=[common], help="make a partial uplink for a full bundle: new weights "
+                                                         "for its unchanged program, or a new input",
+                       description="Writes DIR/PARTIAL.json, the one image (filter.bin or frame.bin) and "
+                                   "SHA256SUMS, bound to the base's manifest and program digests. run and "
+                                   "check apply it with --partial DIR and a public key.")
+    u.add_argument("kind", choices=["weights", "input"], help="weights: the model retrained (same architecture); "
+                                                              "input: a new input")
+    u.add_argument("bundle", type=Path, help="the full bundle the spacecraft holds")
+    u.add_argument("source", type=Path, help="weights: the model file (.h5, .keras, .tflite); input: the .npy")
+    u.add_argument("-o", "--output", type=Path, required=True, metavar="DIR", help="directory to write")
+    u.add_argument("--key", type=Path, help="sign it with this private key (else: dtpu isro sign DIR --key KEY)")
+    u.set_defaults(handler=_partial)
 
     d = sub.add_parser("disasm", parents=[common], help="print a bundle's program (or a program.bin) as assembly")
     d.add_argument("target", type=Path, help="bundle directory or program .bin file")
@@ -385,12 +403,43 @@ def _sign(args) -> int:
     return 0
 
 
-def _check(args) -> int:
+def _loaded(args):
+    """The bundle, signature-checked, with any partial uplinks applied."""
     from dtpu.isro.bundle import Bundle
+    if getattr(args, "partial", None):
+        from dtpu.isro.partial import apply
+        bundle, lines = apply(args.bundle, args.partial, args.public_key)
+        for line in lines:
+            print(line)
+        return bundle
+    _signed(args)
+    return Bundle.load(args.bundle)
+
+
+def _partial(args) -> int:
+    from dtpu.isro import partial, signing
+    if args.kind == "weights":
+        out = partial.make_weights(args.bundle, args.source, args.output)
+    else:
+        x = _load_input(args.source)
+        try:
+            out = partial.make_input(args.bundle, x, args.output, source=str(args.source))
+        except ValueError as exc:
+            msg = str(exc)
+            if msg.startswith("input: "):
+                raise ValueError(f"input {args.source}: {msg[len('input: '):]}") from None
+            raise
+    print(f"{args.kind} partial uplink for {args.bundle} -> {out}/ ({partial.IMAGE[args.kind]}, "
+          f"{(out / partial.IMAGE[args.kind]).stat().st_size:,} B)")
+    if args.key is not None:
+        print(f"signed -> {signing.sign(out, args.key)}")
+    return 0
+
+
+def _check(args) -> int:
     from dtpu.isro.check import check_bundle
     from dtpu.isro import profile
-    _signed(args)
-    bundle = Bundle.load(args.bundle)
+    bundle = _loaded(args)
     chip = profile.load(args.chip) if args.chip is not None else None
     findings = check_bundle(bundle, chip)
     for f in findings:
@@ -405,10 +454,8 @@ def _check(args) -> int:
 
 def _run(args) -> int:
     from dtpu.isro import verify
-    from dtpu.isro.bundle import Bundle
     from dtpu.isro.machine import Counters, run
-    _signed(args)
-    bundle = Bundle.load(args.bundle)
+    bundle = _loaded(args)
     x = _load_input(args.input)
     _check_input(bundle, x, args.input)
     source = verify.source_path(bundle, args.verify or None) if args.verify is not None else None

@@ -87,10 +87,15 @@ def _load(path: str | Path, private: bool):
 
 
 def sign(bundle_dir: str | Path, key_path: str | Path) -> Path:
-    """Sign `bundle_dir`'s manifest; the bundle is loaded first, so a damaged one is never signed."""
+    """Sign `bundle_dir`'s manifest; the bundle (or partial uplink, :mod:`dtpu.isro.partial`) is
+    loaded first, so a damaged one is never signed."""
+    from dtpu.isro import partial
     from dtpu.isro.bundle import Bundle
     d = Path(bundle_dir)
-    Bundle.load(d)
+    if (d / partial.META).is_file():
+        partial.load(d)
+    else:
+        Bundle.load(d)
     key = _load(key_path, private=True)
     signature = key.sign((d / MANIFEST).read_bytes())
     out = d / SIGNATURE

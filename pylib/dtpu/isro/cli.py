@@ -114,7 +114,7 @@ def _build(p: argparse.ArgumentParser) -> None:
                    help="also write DIR/layer_NNN.bin and DIR/frame.bin in the format 'compare' reads "
                         "(what the chip's memory holds; docs/isro_isa.md)")
     r.add_argument("--partial", type=Path, action="append", metavar="DIR",
-                   help="apply a partial uplink (from `partial`; once per kind) after checking it and the "
+                   help="apply a partial uplink (made by 'partial'; once per kind) after checking it and the "
                         "bundle against --public-key")
     r.set_defaults(handler=_run)
 
@@ -397,8 +397,9 @@ def _keygen(args) -> int:
 
 
 def _sign(args) -> int:
-    from dtpu.isro import signing
-    out = signing.sign(args.bundle, args.key)
+    from dtpu.isro import partial, signing
+    out = (partial.sign(args.bundle, args.key) if (args.bundle / partial.META).is_file()
+           else signing.sign(args.bundle, args.key))
     print(f"signed {args.bundle} -> {out}")
     return 0
 
@@ -417,7 +418,7 @@ def _loaded(args):
 
 
 def _partial(args) -> int:
-    from dtpu.isro import partial, signing
+    from dtpu.isro import partial
     if args.kind == "weights":
         out = partial.make_weights(args.bundle, args.source, args.output)
     else:
@@ -432,7 +433,7 @@ def _partial(args) -> int:
     print(f"{args.kind} partial uplink for {args.bundle} -> {out}/ ({partial.IMAGE[args.kind]}, "
           f"{(out / partial.IMAGE[args.kind]).stat().st_size:,} B)")
     if args.key is not None:
-        print(f"signed -> {signing.sign(out, args.key)}")
+        print(f"signed -> {partial.sign(out, args.key)}")
     return 0
 
 

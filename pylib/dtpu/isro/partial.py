@@ -127,8 +127,18 @@ def make_input(base_dir: str | Path, x: np.ndarray, out: str | Path, source: str
 
 
 def _plain(o):
-    from dtpu.isro.bundle import _json_default
-    return _json_default(o)
+    """numpy scalars and arrays in the carried metadata as JSON numbers and lists."""
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, np.generic):
+        return o.item()
+    raise TypeError(f"{type(o).__name__} in the carried metadata is not JSON")
+
+
+def sign(d: str | Path, key_path: str | Path) -> Path:
+    """Sign a partial uplink's manifest (checked first, as :func:`dtpu.isro.signing.sign` does)."""
+    from dtpu.isro import signing
+    return signing.sign(d, key_path, load=load)
 
 
 def load(d: str | Path) -> dict:

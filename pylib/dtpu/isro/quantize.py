@@ -478,6 +478,18 @@ def accuracy(model: keras_h5.KerasModel, tflite: bytes, samples: np.ndarray) -> 
 
 # -- the whole ground step --------------------------------------------------------------------------
 
+def _front_end(path: Path, build):
+    """A Keras file whose weights are missing or misshapen is the model's fault: one CompileError
+    naming the file, as the compiler's own front ends give."""
+    try:
+        return build()
+    except CompileError:
+        raise
+    except (KeyError, IndexError, ValueError, TypeError, AttributeError) as exc:
+        raise CompileError(f"{path}: malformed model ({type(exc).__name__}: {' '.join(str(exc).split())}); "
+                           f"it does not describe a network this quantizer can read") from None
+
+
 class _AnyRange(dict):
     """Placeholder ranges: checking that a model can be quantized needs no calibration."""
 
@@ -543,7 +555,7 @@ def compile_quantized(model_path: str | Path, calibration: str | Path, directory
     on, so ``run --verify`` checks against it), measures accuracy against the float model, and
     runs the bundle on the first calibration and held-out input, comparing every layer with the
     interpreter. Returns (bundle, :class:`GroundReport`)."""
-    from dtpu.isro.compiler import _front_end, compile_tflite
+    from dtpu.isro.compiler import compile_tflite
     from dtpu.isro.bundle import sha256
     from dtpu.isro.machine import run
     from dtpu.isro import verify

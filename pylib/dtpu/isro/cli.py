@@ -62,7 +62,8 @@ def _build(p: argparse.ArgumentParser) -> None:
                        description="Writes frame.bin, filter.bin, program.bin, program.lst, meta.json and "
                                    "SHA256SUMS.")
     c.add_argument("model", type=Path, help="model file (.h5, .keras or .tflite)")
-    c.add_argument("--input", type=Path, help="input data (.npy, HWC or NHWC); default: zeros")
+    c.add_argument("--input", type=Path, action="append", help="input data (.npy, HWC or NHWC); default: zeros; "
+                                                               "once per model input, in the model's order")
     c.add_argument("-o", "--output", type=Path, required=True, help="bundle directory to write")
     c.add_argument("--model-output", metavar="NAME", help="the model output to compile: a tensor name (TFLite) or "
                                                           "layer name (Keras), or its index; default: the only "
@@ -102,7 +103,9 @@ def _build(p: argparse.ArgumentParser) -> None:
                        description="Writes <bundle>/run/output.npy and <bundle>/run/layers/NN_<layer>.chw.npy "
                                    "(each layer's output as the chip wrote it, channel-major, unpadded).")
     r.add_argument("bundle", type=Path, help="bundle directory")
-    r.add_argument("--input", type=Path, help="input data (.npy); default: the input compiled into frame.bin")
+    r.add_argument("--input", type=Path, action="append",
+                   help="input data (.npy; once per model input, in order); default: the input compiled into "
+                        "frame.bin")
     r.add_argument("--pe", type=_positive, help="processing elements of the machine (default: as compiled)")
     r.add_argument("--verify", nargs="?", const="", metavar="MODEL",
                    help="compare every layer with the source model (default: the path in meta.json)")
@@ -125,7 +128,8 @@ def _build(p: argparse.ArgumentParser) -> None:
                                    "when any layer differs.")
     m.add_argument("bundle", type=Path, help="bundle directory")
     m.add_argument("dumps", type=Path, help="dump directory")
-    m.add_argument("--input", type=Path, help="the input the chip ran (.npy); default: the compiled one")
+    m.add_argument("--input", type=Path, action="append",
+                   help="the input the chip ran (.npy; once per model input); default: the compiled one")
     m.set_defaults(handler=_compare)
 
     j = sub.add_parser("inject", parents=[common], help="flip bits in the program, filter and frame images and count "
@@ -256,17 +260,31 @@ def _load_input(path: Path | None):
     return x
 
 
-def _check_input(bundle, x, path) -> None:
-    """A wrong input (shape, values) names the input file, not just the shapes."""
-    from dtpu.isro.bundle import write_input
+def _load_inputs(paths: list[Path] | None):
+    """--input once (an array) or once per model input (a list of arrays, in order)."""
+    if not paths:
+        return None
+    xs = [_load_input(p) for p in paths]
+    return xs[0] if len(xs) == 1 else xs
+
+
+def _check_input(bundle, x, paths) -> None:
+    """A wrong input (count, shape, values) names the input file, not just the shapes."""
+    from dtpu.isro.bundle import input_metas, write_input
     if x is None:
         return
+    metas = input_metas(bundle.meta)
+    xs = x if isinstance(x, list) else [x]
+    if len(xs) != len(metas):
+        raise ValueError(f"input {', '.join(map(str, paths))}: {len(xs)} arrays for a bundle with {len(metas)} "
+                         f"inputs ({', '.join(m['name'] for m in metas)}); pass --input once per input, in order")
     scratch = np.zeros(bundle.meta["frame_bytes"], np.uint8)
-    try:
-        write_input(bundle.meta["input"], scratch, x, bundle.fmt)
-    except ValueError as exc:
-        msg = str(exc)
-        raise ValueError(f"input {path}: {msg[len('input: '):] if msg.startswith('input: ') else msg}") from None
+    for m_in, xi, path in zip(metas, xs, paths):
+        try:
+            write_input(m_in, scratch, xi, bundle.fmt)
+        except ValueError as exc:
+            msg = str(exc)
+            raise ValueError(f"input {path}: {msg[len('input: '):] if msg.startswith('input: ') else msg}") from None
 
 
 def _kib(n: int) -> str:
@@ -277,7 +295,7 @@ def _compile(args) -> int:
     from dtpu.isro import profile
     from dtpu.isro.compiler import compile_model
     chip = profile.load(args.chip)
-    x = _load_input(args.input)
+    x = _load_inputs(args.input)
     if args.quantize is None and (args.calibration or args.holdout):
         raise ValueError(f"{'--calibration' if args.calibration else '--holdout'} without --quantize int8; "
                          f"a float model compiles to F32 unless quantized")
@@ -296,7 +314,7 @@ def _compile(args) -> int:
                                    output=args.model_output)
     except ValueError as exc:
         if x is not None and str(exc).startswith("input:"):
-            raise ValueError(f"input {args.input}: {str(exc)[len('input: '):]}") from None
+            raise ValueError(f"input {', '.join(map(str, args.input))}: {str(exc)[len('input: '):]}") from None
         raise
     bundle.save(args.output)
     s = bundle.meta["stats"]
@@ -457,7 +475,7 @@ def _run(args) -> int:
     from dtpu.isro import verify
     from dtpu.isro.machine import Counters, run
     bundle = _loaded(args)
-    x = _load_input(args.input)
+    x = _load_inputs(args.input)
     _check_input(bundle, x, args.input)
     source = verify.source_path(bundle, args.verify or None) if args.verify is not None else None
     if args.memory_dumps is not None:
@@ -471,6 +489,8 @@ def _run(args) -> int:
     np.save(out / "output.npy", result.output)
     print(f"{'layer':<28} {'kind':<8} {'instr':>5} {'MACs':>12} {'cycles':>9} {'frame r/w B':>15} {'filter r/w B':>15}")
     for i, layer in enumerate(bundle.layers):
+        if layer["kind"] == "input":          # written by the host with the frame image
+            continue
         first, last = layer["instructions"]
         c = Counters()
         for t in result.trace[first:last + 1]:
@@ -520,7 +540,7 @@ def _compare(args) -> int:
     from dtpu.isro.bundle import Bundle
     from dtpu.isro.compare import compare
     bundle = Bundle.load(args.bundle)
-    x = _load_input(args.input)
+    x = _load_inputs(args.input)
     _check_input(bundle, x, args.input)
     diffs = compare(bundle, args.dumps, x)
     for d in diffs:
@@ -546,15 +566,16 @@ def _inject(args) -> int:
 
 
 def _input_from_image(bundle):
-    """The input the bundle was compiled with, recovered from frame.bin, in framework layout."""
-    from dtpu.isro.bundle import read_tensor, to_framework
-    meta_in = bundle.meta["input"]
-    memory = bundle.external_memory() if meta_in.get("memory") == "external" else bundle.memories()[0]
-    chw = read_tensor(memory, meta_in, bundle.fmt)
-    offset = meta_in.get("offset", 0)           # a uint8 model's input, stored 128 lower
-    if chw.shape[1] * chw.shape[2] > 1:
-        return to_framework(chw, False, offset)
-    return to_framework(chw, True, offset)
+    """The input the bundle was compiled with, recovered from frame.bin, in framework layout
+    (a list for a model with several inputs)."""
+    from dtpu.isro.bundle import input_metas, read_tensor, to_framework
+    xs = []
+    for meta_in in input_metas(bundle.meta):
+        memory = bundle.external_memory() if meta_in.get("memory") == "external" else bundle.memories()[0]
+        chw = read_tensor(memory, meta_in, bundle.fmt)
+        offset = meta_in.get("offset", 0)           # a uint8 model's input, stored 128 lower
+        xs.append(to_framework(chw, chw.shape[1] * chw.shape[2] == 1, offset))
+    return xs[0] if len(xs) == 1 else xs
 
 
 def _disasm(args) -> int:

@@ -507,7 +507,7 @@ def run(bundle, x: np.ndarray | None = None, *, pe: int | None = None) -> Result
     machine = Machine(bundle.meta.get("pe") if pe is None else pe, link)
     frame, filt = bundle.memories(x)
     external = bundle.external_memory(x)
-    ends = {layer["instructions"][1]: layer["name"] for layer in bundle.layers}
+    ends = {layer["instructions"][1]: layer["name"] for layer in bundle.layers if layer["kind"] != "input"}
     dumps: dict[str, np.ndarray] = {}
 
     def capture(index, ins, y):

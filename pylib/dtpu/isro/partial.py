@@ -117,9 +117,12 @@ def _v(v) -> str:
 
 def make_input(base_dir: str | Path, x: np.ndarray, out: str | Path, source: str = "") -> Path:
     """The base's frame image with input `x` written in (the base's placement and quantization)."""
-    from dtpu.isro.bundle import write_input
+    from dtpu.isro.bundle import input_metas, write_input
     base_dir = Path(base_dir)
     base = _base(base_dir)
+    if len(input_metas(base.meta)) > 1:
+        raise PartialError(f"{base_dir}: {len(input_metas(base.meta))} model inputs; an input partial uplink "
+                           f"covers one-input bundles (send the inputs in a full bundle)")
     frame = np.zeros(len(base.frame), np.uint8)
     frame[:] = np.frombuffer(base.frame, np.uint8)
     write_input(base.meta["input"], frame, x, base.fmt)

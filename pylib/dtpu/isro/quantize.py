@@ -186,6 +186,9 @@ def quantize_keras(model: keras_h5.KerasModel, ranges: dict[str, tuple[float, fl
                    method: str = "minmax", percentile: float | None = None) -> Quantized:
     """The int8 TFLite graph of `model` with activation ranges `ranges` (from :func:`calibrate`)."""
     from dtpu.isro.verify import PRE_SOFTMAX
+    if model.extra_inputs:
+        raise CompileError(f"{model.name}: {1 + len(model.extra_inputs)} inputs; quantization on the ground "
+                           f"takes one-input models (calibration data is one array)")
     sources, alias = _graph_sources(model)
     layers = [layer for layer in model.layers if layer.name in sources]
     readers = _readers(sources)

@@ -198,8 +198,8 @@ def build(model: Graph, output: str | None = None) -> tuple[Builder, dict]:
     into the Builder; trailing heads the chip cannot run (SOFTMAX) go to the host. `output`:
     which model output to compile (:func:`choose_output`)."""
     T = model.tensors
-    if len(model.inputs) != 1:
-        raise CompileError(f"{model.path}: {len(model.inputs)} inputs; only single-input models compile")
+    if not model.inputs:
+        raise CompileError(f"{model.path}: no inputs; a model compiles from its inputs")
     end, left_out = choose_output(model, output)
     if left_out:
         log.info("%s: compiling output %r; left out: %s", model.path, T[end].name, ", ".join(left_out))
@@ -245,6 +245,8 @@ def build(model: Graph, output: str | None = None) -> tuple[Builder, dict]:
         raise CompileError(f"input tensor {x.name!r}: shape {x.shape}; accepted: (1, H, W, C) or (1, N)")
 
     values = {cur: b.value}                      # TFLite tensor -> the builder's value for it
+    for t in model.inputs[1:]:                   # further inputs: frame tensors the host writes too
+        values[t] = _extra_input(b, fmt, T[t], model.path)
     i = 0
     while i < len(ops):
         op = ops[i]
@@ -286,7 +288,8 @@ def build(model: Graph, output: str | None = None) -> tuple[Builder, dict]:
         raise CompileError(f"{model.path}: the model output (tensor {end}) is not computed from the input")
     b.value = values[end]
     b.heads = heads
-    extra = {"tflite": {"input_tensor": model.inputs[0], "output_tensor": output_tensor,
+    extra = {"tflite": {"input_tensor": model.inputs[0], "input_tensors": list(model.inputs),
+                        "output_tensor": output_tensor,
                         "machine_output_tensor": end, "host_quantize": host_quantize,
                         "host_dequantize": host_dequantize},
              "heads": heads}
@@ -298,6 +301,21 @@ def build(model: Graph, output: str | None = None) -> tuple[Builder, dict]:
             raise CompileError(f"{model.path}: a uint8 {heads[-1]['kind']} head on the host is not supported; "
                                f"accepted: uint8 models without a trailing SOFTMAX/LOGISTIC")
     return b, extra
+
+
+def _extra_input(b: Builder, fmt: Fmt, x: Tensor, path: str):
+    """A model input after the first, in the program's number format."""
+    want = (np.float32,) if fmt is Fmt.F32 else (np.int8,)
+    if x.dtype not in want:
+        raise CompileError(f"input tensor {x.name!r}: dtype {_dtype(x)}, the first input's program is "
+                           f"{fmt.name.lower()}; accepted: all inputs {'float32' if fmt is Fmt.F32 else 'int8'}")
+    q = dict(scale=float(_scale(x)[0]), zp=int(_zp(x)[0])) if fmt is Fmt.I8 else {}
+    if len(x.shape) == 4 and x.shape[0] == 1:
+        _, h, w, c = x.shape
+        return b.add_input(x.name, (c, h, w), **q)
+    if len(x.shape) == 2 and x.shape[0] == 1:
+        return b.add_input(x.name, (x.shape[1], 1, 1), flat=True, **q)
+    raise CompileError(f"input tensor {x.name!r}: shape {x.shape}; accepted: (1, H, W, C) or (1, N)")
 
 
 def _head(op: Operator, T: list[Tensor]) -> dict:

@@ -272,7 +272,10 @@ def _check_schema(meta: dict, where: Path) -> None:
     for k, layer in enumerate(layers):
         label = f"layers[{k}]"
         need(isinstance(layer, dict) and isinstance(layer.get("name"), str), f"{label}.name is not a string")
-        need(_ints(layer.get("instructions"), 2), f"{label}.instructions is not [first, last]")
+        ins = layer.get("instructions")
+        need(_ints(ins, 2) or (layer.get("kind") == "input" and isinstance(ins, list) and len(ins) == 2
+                               and _ints(ins[:1]) and ins[1] == ins[0] - 1),
+             f"{label}.instructions is not [first, last] (or [next, next - 1] for a further model input)")
         need(_ints(layer.get("inputs")) and all(t <= k for t in layer["inputs"]),
              f"{label}.inputs is not a list of earlier tensors")
         tensor(layer.get("output"), f"{label}.output")

@@ -406,9 +406,10 @@ def compile_layers(builder: Builder, x=None, *, chip=None, pe=None, reuse=None, 
     meta = {**(meta or {}), "heads": list(builder.heads)}
     offsets = meta.get("tflite", {})
     more = builder.extra_inputs
-    if isinstance(x, (list, tuple)) and len(x) != 1 + len(more):
+    given = None if x is None else (len(x) if isinstance(x, (list, tuple)) else 1)
+    if given is not None and given != 1 + len(more):
         raise ValueError(f"input: the model has {1 + len(more)} inputs "
-                         f"({', '.join([builder.input_name] + [m.name for m in more])}); got {len(x)} arrays")
+                         f"({', '.join([builder.input_name] + [m.name for m in more])}); got {given} arrays")
     xs = list(x) if isinstance(x, (list, tuple)) else [x]
     xin = None if xs[0] is None else _input_chw(xs[0], builder.in_shape, builder.fmt, builder.in_scale,
                                                 builder.in_zp, offsets.get("input_offset", 0))

@@ -249,3 +249,42 @@ def test_unused_branch_is_refused(tmp_path):
     k = keras_h5.read(path)
     with pytest.raises(CompileError, match=r"b: its result is not used by the model output"):
         q.quantize_keras(k, q.calibrate(k, rng.random((2, 6, 6, 1))))
+
+
+def test_damaged_models_fail_cleanly_under_quantize(tmp_path, capsys):
+    """Seeded fuzzing of the .h5 under --quantize: cuts, random bytes and 32-bit words anywhere
+    (NaN weights included); each run quantizes and verifies, or is one error line, exit 2."""
+    data = (FIXTURES / "mix_s.h5").read_bytes()
+    k = keras_h5.read(FIXTURES / "mix_s.h5")
+    np.save(tmp_path / "cal.npy", np.random.default_rng(0).random((6, *k.input_shape)).astype(np.float32))
+    rng = np.random.default_rng(3)
+    outcomes = set()
+    for trial in range(16):
+        d = bytearray(data)
+        kind = trial % 3
+        if kind == 0:
+            d = d[:int(rng.integers(1, len(d)))]
+        elif kind == 1:
+            for at in rng.integers(0, len(d), int(rng.integers(1, 20))):
+                d[at] = int(rng.integers(256))
+        else:
+            at = int(rng.integers(0, len(d) - 8))
+            d[at:at + 4] = int(rng.integers(0, 2 ** 32)).to_bytes(4, "little")
+        p = tmp_path / f"{trial}.h5"
+        p.write_bytes(bytes(d))
+        rc = cli.main(["compile", str(p), "--quantize", "int8", "--calibration", str(tmp_path / "cal.npy"),
+                       "-o", str(tmp_path / f"o{trial}")])
+        err = capsys.readouterr().err
+        assert rc in (0, 2) and len(err.splitlines()) <= 1 and "internal error" not in err, (trial, err)
+        outcomes.add(rc)
+    assert 2 in outcomes
+
+
+def test_nan_weights_are_named(tmp_path, capsys):
+    w = {"c": {"kernel": np.full((3, 3, 1, 2), np.nan), "bias": np.zeros(2)}}
+    path = write_h5(tmp_path / "nan.h5", (6, 6, 1), [conv("c", 2, 3), layer("Flatten", "f")], w)
+    np.save(tmp_path / "cal.npy", np.zeros((2, 6, 6, 1), np.float32))
+    rc = cli.main(["compile", str(path), "--quantize", "int8", "--calibration", str(tmp_path / "cal.npy"),
+                   "-o", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.startswith("error: c: NaN or infinite weights cannot be quantized"), err

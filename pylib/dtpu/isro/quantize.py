@@ -95,10 +95,15 @@ def calibrate(model: keras_h5.KerasModel, samples: np.ndarray, method: str = "mi
                 seen[name] = (min(lo, float(y.min())), max(hi, float(y.max())))
             else:
                 seen.setdefault(name, []).append(y)
-    if method == "minmax":
-        return seen
-    return {name: (float(np.percentile(np.concatenate(v), 100.0 - percentile)),
-                   float(np.percentile(np.concatenate(v), percentile))) for name, v in seen.items()}
+    if method == "percentile":
+        seen = {name: (float(np.percentile(np.concatenate(v), 100.0 - percentile)),
+                       float(np.percentile(np.concatenate(v), percentile))) for name, v in seen.items()}
+    for name, (lo, hi) in seen.items():
+        if not (np.isfinite(lo) and np.isfinite(hi)):
+            raise CompileError(f"{name.split('/')[0]}: values [{lo}, {hi}] over the calibration set are not "
+                               f"finite (NaN or infinite weights, or an overflow); an int8 range needs finite "
+                               f"values")
+    return seen
 
 
 def activation_quant(lo: float, hi: float) -> tuple[float, int]:
@@ -309,6 +314,8 @@ def quantize_keras(model: keras_h5.KerasModel, ranges: dict[str, tuple[float, fl
                     raise CompileError(f"{name}: grouped convolution (groups={cfg['groups']}) is not supported")
             wkey = "depthwise_kernel" if cls == "DepthwiseConv2D" and "depthwise_kernel" in layer.weights else "kernel"
             w = np.asarray(layer.weights[wkey], np.float64)
+            if not np.all(np.isfinite(w)) or ("bias" in layer.weights and not np.all(np.isfinite(layer.weights["bias"]))):
+                raise CompileError(f"{name}: NaN or infinite weights cannot be quantized")
             cout = w.shape[-1] if cls != "DepthwiseConv2D" else w.shape[2] * w.shape[3]
             bias = (np.asarray(layer.weights["bias"], np.float64) if cfg.get("use_bias", True)
                     else np.zeros(cout))

@@ -1,6 +1,7 @@
-"""Models with several inputs (issue 28.1): each further input is a frame tensor the host writes
-with the frame image, live from before the first instruction, so frame reuse never places a
-layer's output over it; every layer still equals Keras (F32) or TFLite (I8, bit for bit)."""
+"""Models with several inputs and outputs (issue 28.1): each further input is a frame tensor the
+host writes with the frame image, live from before the first instruction, and each further
+output a layer's tensor kept live until END, so frame reuse never places another layer's output
+over either; every layer still equals Keras (F32) or TFLite (I8, bit for bit)."""
 from __future__ import annotations
 
 import json
@@ -17,7 +18,7 @@ from dtpu.isro.tflite_writer import GraphWriter, QTensor
 from tests.test_isro_compiler import conv, layer
 
 
-def write_two_input_h5(path: Path, rng) -> Path:
+def write_two_input_h5(path: Path, rng, outputs=("fc",)) -> Path:
     """image (8x8x3) -> conv 3x3 SAME + ReLU, mask (8x8x2) -> conv 1x1, their sum -> conv 3x3 ->
     flatten -> Dense softmax. The second InputLayer sits in the middle of the layer list, as
     Keras writes it when the input is first used there."""
@@ -35,7 +36,7 @@ def write_two_input_h5(path: Path, rng) -> Path:
         lc["inbound_nodes"] = [[[s, 0, 0, {}] for s in inbound[name]]] if name in inbound else []
     config = {"class_name": "Functional", "config": {
         "name": "two", "layers": layers, "input_layers": [["image", 0, 0], ["mask", 0, 0]],
-        "output_layers": [["fc", 0, 0]]}}
+        "output_layers": [[o, 0, 0] for o in outputs]}}
     weights = {"ca": {"kernel": rng.normal(size=(3, 3, 3, 4)), "bias": rng.normal(size=4)},
                "cb": {"kernel": rng.normal(size=(1, 1, 2, 4)), "bias": rng.normal(size=4)},
                "cc": {"kernel": rng.normal(size=(3, 3, 4, 3)), "bias": rng.normal(size=3)},
@@ -53,7 +54,7 @@ def write_two_input_h5(path: Path, rng) -> Path:
     return path
 
 
-def write_two_input_tflite(path: Path, rng) -> Path:
+def write_two_input_tflite(path: Path, rng, outputs=("y",)) -> Path:
     """int8: a (1,8,8,3) through CONV_2D 3x3 SAME + RELU, b (1,8,8,4) at its own scale and zero
     point, ADD, MAX_POOL_2D, RESHAPE, FULLY_CONNECTED."""
     g = GraphWriter()
@@ -78,7 +79,8 @@ def write_two_input_tflite(path: Path, rng) -> Path:
                  zero_point=(0,))
     y = g.tensor(QTensor("y", (1, 6), "int8", (0.3,), (3,)))
     g.op("FULLY_CONNECTED", [flat, fw, fb], [y])
-    path.write_bytes(g.to_bytes([a, b], [y]))
+    named = {"y": y, "c": c, "sum": s}
+    path.write_bytes(g.to_bytes([a, b], [named[o] for o in outputs]))
     return path
 
 
@@ -155,3 +157,51 @@ def test_several_inputs_refused_where_one_is_meant(tmp_path, rng):
     from dtpu.isro import quantize
     with pytest.raises(CompileError, match=r"2 inputs; quantization on the ground takes one-input models"):
         quantize.quantize_keras(keras_h5.read(path), {})
+
+
+def test_two_outputs_keras(tmp_path, rng, capsys):
+    """The Dense head and the feature map `add` (read by `cc` too) as outputs of one program."""
+    path = write_two_input_h5(tmp_path / "two.h5", rng, outputs=("add", "fc"))
+    model = keras_h5.read(path)
+    assert model.extra_outputs == ["add"]
+    xa, xb = rng.random((8, 8, 3)).astype(np.float32), rng.random((8, 8, 2)).astype(np.float32)
+    bundle = compile_h5(path, [xa, xb], reuse=True)
+    assert [o["name"] for o in bundle.meta["outputs"]] == ["fc", "add"]
+    assert check_bundle(bundle) == []
+    result = run(bundle)
+    ref = verify.keras_reference(model, [xa, xb])
+    np.testing.assert_allclose(result.more_outputs["add"][0], ref["add"], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(result.output[0], ref["fc"], rtol=1e-5, atol=1e-6)
+    # chosen: the last layer alone; a choice without it is refused
+    assert "outputs" not in compile_h5(path, [xa, xb], output="fc").meta
+    with pytest.raises(CompileError, match=r"leave out 'fc', the last layer"):
+        compile_h5(path, output="add")
+    with pytest.raises(CompileError, match=r"no model output 'nope'; accepted: its outputs 0: 'fc', 1: 'add'"):
+        compile_h5(path, output="nope")
+    out = tmp_path / "b"
+    assert cli.main(["compile", str(path), "-o", str(out)]) == 0
+    assert "model outputs: 'fc', 'add'" in capsys.readouterr().out
+    assert cli.main(["run", str(out), "--verify", "--no-dump"]) == 0
+    text = capsys.readouterr().out
+    assert "output 1 'add' (1, 8, 8, 4) float32" in text and "verification passed" in text
+    assert np.load(out / "run" / "output_1.npy").shape == (1, 8, 8, 4)
+
+
+def test_two_outputs_int8_tflite_chosen_with_repeated_model_output(tmp_path, rng, capsys):
+    path = write_two_input_tflite(tmp_path / "two.tflite", rng, outputs=("c", "y"))
+    xa = rng.integers(-128, 128, (1, 8, 8, 3)).astype(np.int8)
+    xb = rng.integers(-128, 128, (1, 8, 8, 4)).astype(np.int8)
+    bundle = compile_tflite(path, [xa, xb], reuse=True, output=["c", "y"])
+    assert [o["name"] for o in bundle.meta["outputs"]] == ["op4_fully_connected", "op0_conv_2d"]
+    assert bundle.meta["tflite"]["more_outputs"] == ["c"]
+    result = run(bundle)
+    ref = verify.tflite_reference(path, [xa, xb])
+    c_tensor = 4                                     # a, b, w, bias, c: the writer's tensor order
+    np.testing.assert_array_equal(result.more_outputs["op0_conv_2d"], ref[c_tensor])
+    np.testing.assert_array_equal(result.output, ref[bundle.meta["tflite"]["output_tensor"]])
+    assert all(c.exact for c in verify.against_tflite(bundle, result, path, [xa, xb]) if not c.note)
+    # without a choice the one output no operator reads is compiled, as before
+    assert "outputs" not in compile_tflite(path).meta
+    assert cli.main(["compile", str(path), "--model-output", "c", "--model-output", "1", "-o",
+                     str(tmp_path / "b")]) == 0
+    assert "model outputs:" in capsys.readouterr().out

@@ -65,10 +65,11 @@ def _build(p: argparse.ArgumentParser) -> None:
     c.add_argument("--input", type=Path, action="append", help="input data (.npy, HWC or NHWC); default: zeros; "
                                                                "once per model input, in the model's order")
     c.add_argument("-o", "--output", type=Path, required=True, help="bundle directory to write")
-    c.add_argument("--model-output", metavar="NAME", help="the model output to compile: a tensor name (TFLite) or "
-                                                          "layer name (Keras), or its index; default: the only "
-                                                          "one, else the one no operator reads (models that "
-                                                          "also output a feature map for debugging)")
+    c.add_argument("--model-output", metavar="NAME", action="append",
+                   help="the model output to compile: a tensor name (TFLite) or layer name (Keras), or its "
+                        "index; repeated, several outputs at once; default: a Keras model's outputs, a TFLite "
+                        "model's only one, else the one no operator reads (models that also output a "
+                        "feature map for debugging)")
     c.add_argument("--chip", type=Path, metavar="PROFILE",
                    help="chip profile (.json or .toml; default: the shipped isro-asic-default)")
     c.add_argument("--pe", type=_positive, help="lower the profile's processing elements (not above them); larger "
@@ -303,15 +304,16 @@ def _compile(args) -> int:
         raise ValueError("--quantize int8 needs --calibration NPY: representative inputs to set the "
                          "activation ranges")
     report = None
+    outs = args.model_output or []
+    output = None if not outs else (outs[0] if len(outs) == 1 else outs)
     try:
         if args.quantize is not None:
             from dtpu.isro.quantize import compile_quantized
             bundle, report = compile_quantized(args.model, args.calibration, args.output, holdout=args.holdout,
                                                method=args.calibration_method, percentile=args.percentile, x=x,
-                                               chip=chip, pe=args.pe, reuse=args.reuse, output=args.model_output)
+                                               chip=chip, pe=args.pe, reuse=args.reuse, output=output)
         else:
-            bundle = compile_model(args.model, x, chip=chip, pe=args.pe, reuse=args.reuse,
-                                   output=args.model_output)
+            bundle = compile_model(args.model, x, chip=chip, pe=args.pe, reuse=args.reuse, output=output)
     except ValueError as exc:
         if x is not None and str(exc).startswith("input:"):
             raise ValueError(f"input {', '.join(map(str, args.input))}: {str(exc)[len('input: '):]}") from None
@@ -335,6 +337,9 @@ def _compile(args) -> int:
               f"params {_kib(s['params_bytes'])}, split scratch {_kib(s['scratch_bytes'])}); "
               f"program {_kib(s['program_bytes'])}")
     tfl = bundle.meta.get("tflite", {})
+    if bundle.meta.get("outputs"):
+        print(f"  model outputs: {', '.join(repr(o['name']) for o in bundle.meta['outputs'])} (the first the "
+              f"program's final layer, the others kept in frame memory to the end)")
     if tfl.get("outputs_left_out"):
         print(f"  model output {tfl['output_name']!r}; left out: "
               f"{', '.join(repr(n) for n in tfl['outputs_left_out'])} (--model-output chooses)")
@@ -522,6 +527,9 @@ def _run(args) -> int:
         write_dumps(bundle, args.memory_dumps, x)
         print(f"memory dumps -> {args.memory_dumps}/ (layer_NNN.bin, frame.bin)")
     print(f"output {result.output.shape} {result.output.dtype} -> {out / 'output.npy'}")
+    for k, (name, y) in enumerate((result.more_outputs or {}).items(), 1):
+        np.save(out / f"output_{k}.npy", y)
+        print(f"output {k} {name!r} {y.shape} {y.dtype} -> {out / f'output_{k}.npy'}")
     if args.verify is not None:
         if x is None:
             x = _input_from_image(bundle)

@@ -312,6 +312,12 @@ def emit(layers: list[Layer], fmt: Fmt, *, profile: Profile | None = None, pe: i
     }
     if extra:
         m["inputs"] = input_metas_of(layer_meta, extra, m["input"])
+    more_out = [i for i, layer in enumerate(layers[:-1]) if layer.model_output]
+    if more_out:
+        m["outputs"] = [m["output"]] + [{
+            "name": layers[i].name, "addr": addrs[i + 1], "shape": list(layers[i].out_shape),
+            "pad": list(pads[i + 1]), "flat": layers[i].flat_out, "scale": layers[i].out_scale,
+            "zero_point": layers[i].out_zp, "dtype": FRAME_DTYPE[fmt].name, "layer": i} for i in more_out]
     m.update(meta or {})
     log.info("compiled %d layers into %d instructions (%s, %s, pe=%s, frame reuse %s)", len(layers),
              len(program), fmt.name.lower(), prof.name, pe, reused)
@@ -422,9 +428,9 @@ def compile_layers(builder: Builder, x=None, *, chip=None, pe=None, reuse=None, 
     except DoesNotFit as exc:
         if prof.external is None or reuse is False:     # --no-reuse: every output in frame memory, or fail
             raise
-        if more:
-            raise DoesNotFit(f"{exc}; a model with {1 + len(more)} inputs compiles on chip only (staging "
-                             f"through external memory takes one input)") from None
+        if more or any(layer.model_output for layer in layers[:-1]):
+            raise DoesNotFit(f"{exc}; a model with several inputs or outputs compiles on chip only (staging "
+                             f"through external memory takes one of each)") from None
         from dtpu.isro.staging import emit_staged
         log.info("%s; staging through external memory", exc)
         bundle = emit_staged(layers, builder.fmt, profile=prof, pe=pe, **kw)
@@ -446,9 +452,19 @@ def compile_h5(path: str | Path, x: np.ndarray | None = None, *, chip=None, pe: 
     path = Path(path)
     model = _front_end(path, lambda: keras_h5.read(path))
     last = model.layers[-1].name if model.layers else None
-    if output is not None and output not in (last, "0"):
-        raise CompileError(f"{path}: no model output {output!r}; accepted: the model's one output, "
-                           f"layer {last!r} (or 0)")
+    outs = [last] + model.extra_outputs
+    wanted = None if output is None else ([output] if isinstance(output, str) else list(output))
+    for w in wanted or []:
+        if w not in outs and not (w.isdigit() and int(w) < len(outs)):
+            accepted = (f"the model's one output, layer {last!r} (or 0)" if len(outs) == 1 else
+                        "its outputs " + ", ".join(f"{i}: {n!r}" for i, n in enumerate(outs)))
+            raise CompileError(f"{path}: no model output {w!r}; accepted: {accepted}")
+    if wanted is not None:
+        names = [outs[int(w)] if w not in outs else w for w in wanted]
+        if last not in names:
+            raise CompileError(f"{path}: the outputs chosen ({', '.join(names)}) leave out {last!r}, the last "
+                               f"layer; the layers after an output would compute nothing used")
+        model.extra_outputs = [n for n in model.extra_outputs if n in names]
     builder = _front_end(path, lambda: keras_h5.build(model))
     return compile_layers(builder, x, chip=chip, pe=pe, reuse=reuse, meta=_source_meta(path, "keras-h5"))
 
@@ -457,7 +473,7 @@ def compile_tflite(path: str | Path, x: np.ndarray | None = None, *, chip=None, 
                    reuse: bool | None = None, output: str | None = None) -> Bundle:
     """A TFLite flatbuffer (float32 or int8) plus optional input -> Bundle (F32 or I8).
 
-    `output`: the model output to compile, by tensor name or index
+    `output`: the model output to compile, by tensor name or index, or a list of them for several
     (:func:`dtpu.isro.tflite_model.choose_output`; default: the one no operator reads)."""
     from dtpu.isro import tflite_model
     path = Path(path)

@@ -104,6 +104,7 @@ class Layer:
     eadd_q: dict | None = None                 # I8 EADD: zero points and TFLite's ADD multipliers
     post_offset: int | None = None             # I8: the out_zp field when it is not the output's
                                                # zero point (TFLite MEAN's folded bias)
+    model_output: bool = False                 # a model output besides the last layer's: kept to the end
 
     @property
     def macs(self) -> int:
@@ -220,6 +221,22 @@ class Builder:
         v = self.value
         self.value = keep
         return v
+
+    def mark_output(self, v: Value, source: str) -> None:
+        """Make the layer holding `v` a model output besides the final one: its tensor stays in
+        frame memory until END, where the host reads it."""
+        if v.tensor == 0 or self._producer(v.tensor).kind == "input":
+            raise CompileError(f"{source}: a model output that is a model input; nothing computes it")
+        if any(v.pad) or (v.flattened and v.shape[1] * v.shape[2] != 1):
+            raise CompileError(f"{source}: a model output behind {'/'.join(v.pad_sources + v.flatten_sources)}; "
+                               f"accepted: outputs that are a layer's stored result")
+        layer = self._producer(v.tensor)
+        if v.version != self._versions[v.tensor]:
+            raise CompileError(f"{source}: a model output read before an activation folded into "
+                               f"{layer.name}; the chip stores only the folded output")
+        layer.model_output = True
+        if v.flattened:
+            layer.flat_out = True
 
     # -- layout-only layers ---------------------------------------------------------------------
 

@@ -49,6 +49,7 @@ class KerasModel:
     inbound: dict[str, list[str]] | None = None   # functional graphs: layer -> input layers
     input_name: str = "input"
     extra_inputs: list[tuple[str, tuple[int, ...]]] = field(default_factory=list)   # (name, shape) after the first
+    extra_outputs: list[str] = field(default_factory=list)   # output layers besides the last layer
 
 
 def read(path: str | Path) -> KerasModel:
@@ -87,7 +88,7 @@ def _read(path: Path) -> KerasModel:
                                f"model.save('x.h5') (a weights-only file has no architecture)")
         cfg = json.loads(raw.decode() if isinstance(raw, bytes) else raw)
         weights_root = f["model_weights"] if "model_weights" in f else f
-        layers_cfg, input_shape, inbound, input_name, extra = _graph(cfg, path)
+        layers_cfg, input_shape, inbound, input_name, extra, extra_out = _graph(cfg, path)
         layers = []
         for lc in layers_cfg:
             name = lc["config"]["name"]
@@ -99,7 +100,8 @@ def _read(path: Path) -> KerasModel:
                     short = wn.split("/")[-1].split(":")[0]
                     weights[short] = np.asarray(g[wn])
             layers.append(KerasLayer(lc["class_name"], name, lc["config"], weights))
-    return KerasModel(cfg["config"].get("name", path.stem), input_shape, layers, inbound, input_name, extra)
+    return KerasModel(cfg["config"].get("name", path.stem), input_shape, layers, inbound, input_name, extra,
+                      extra_out)
 
 
 # Keras 3 .keras: the variables of each layer object, in the order the layer creates them
@@ -126,7 +128,7 @@ def _read_keras3(path: Path) -> KerasModel:
                                f".keras file (it has {', '.join(sorted(names)[:5]) or 'nothing'})")
         cfg = json.loads(z.read("config.json"))
         weights_blob = z.read("model.weights.h5")
-    layers_cfg, input_shape, inbound, input_name, extra = _graph(cfg, path)
+    layers_cfg, input_shape, inbound, input_name, extra, extra_out = _graph(cfg, path)
     counts: dict[str, int] = {}
     layers = []
     with h5py.File(io.BytesIO(weights_blob), "r") as f:
@@ -153,7 +155,8 @@ def _read_keras3(path: Path) -> KerasModel:
             for i, w in enumerate(wanted):
                 weights[w] = np.asarray(vars_[str(i)])
             layers.append(KerasLayer(lc["class_name"], c["name"], c, weights))
-    return KerasModel(cfg["config"].get("name", path.stem), input_shape, layers, inbound, input_name, extra)
+    return KerasModel(cfg["config"].get("name", path.stem), input_shape, layers, inbound, input_name, extra,
+                      extra_out)
 
 
 def _sources(lc: dict) -> list[str]:
@@ -184,7 +187,7 @@ def _graph(cfg: dict, path: Path):
     layers = list(cfg["config"]["layers"])
     inbound = None
     input_name = "input"
-    extra = []
+    extra, extra_out = [], []
     if cls in ("Functional", "Model"):
         inbound = {}
         seen = set()
@@ -203,11 +206,12 @@ def _graph(cfg: dict, path: Path):
             seen.add(name)
         outs = cfg["config"].get("output_layers", [])
         outs = [outs[0]] if outs and isinstance(outs[0], str) else [o[0] for o in outs]
-        if len(outs) != 1:
-            raise CompileError(f"{path}: {len(outs)} model outputs {outs}; only single-output models compile")
-        if layers and outs[0] != layers[-1]["config"]["name"]:
-            raise CompileError(f"{path}: the model output {outs[0]} is not the last layer "
+        if not outs:
+            raise CompileError(f"{path}: no model output")
+        if layers and layers[-1]["config"]["name"] not in outs:
+            raise CompileError(f"{path}: the model outputs {outs} do not include the last layer "
                                f"({layers[-1]['config']['name']})")
+        extra_out = [o for o in outs if o != layers[-1]["config"]["name"]]
         # the model's inputs in its own order (input_layers), the first one the Builder's input,
         # each further one a frame tensor of its own
         listed = cfg["config"].get("input_layers") or []
@@ -237,7 +241,7 @@ def _graph(cfg: dict, path: Path):
         if lc["class_name"] in ("Sequential", "Functional", "Model"):
             raise CompileError(f"{lc['config']['name']}: nested models are not supported; flatten "
                                f"the model into one chain")
-    return layers, tuple(int(v) for v in shape[1:]), inbound, input_name, extra
+    return layers, tuple(int(v) for v in shape[1:]), inbound, input_name, extra, extra_out
 
 
 def _input_shape(c: dict, path: Path, name: str) -> tuple[int, ...]:
@@ -306,6 +310,12 @@ def build(model: KerasModel) -> Builder:
                 b.value = values[srcs[0]]
             _layer(b, layer, is_last=layer.name == last)
         values[layer.name] = b.value
+    final = b.value
+    for name in model.extra_outputs:
+        if name not in values:
+            raise CompileError(f"{name}: a model output that is not a layer of the model")
+        b.mark_output(values[name], name)
+    b.value = final
     return b
 
 

@@ -99,6 +99,8 @@ def live_ranges(layers: list[Layer]) -> list[tuple[int, int]]:
     for i, layer in enumerate(layers):
         for t in layer_inputs(layers, i):
             ranges[t][1] = max(ranges[t][1], i)
+        if layer.model_output:               # read by the host after END
+            ranges[i + 1][1] = n
     ranges[-1][1] = n
     return [tuple(r) for r in ranges]
 

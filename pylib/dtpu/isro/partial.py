@@ -81,7 +81,10 @@ def make_weights(base_dir: str | Path, model: str | Path, out: str | Path) -> Pa
     from dtpu.isro.compiler import compile_model
     base_dir = Path(base_dir)
     base = _base(base_dir)
-    output = base.meta.get("tflite", {}).get("output_name")
+    tfl = base.meta.get("tflite", {})
+    output = tfl.get("output_name")
+    if tfl.get("more_outputs"):
+        output = [output] + list(tfl["more_outputs"])
     new = compile_model(model, chip=bundle_profile(base.meta), pe=base.meta["pe"], reuse=base.meta["reuse"],
                         output=output)
     if new.meta.get("staged"):

@@ -194,6 +194,9 @@ def quantize_keras(model: keras_h5.KerasModel, ranges: dict[str, tuple[float, fl
     if model.extra_inputs:
         raise CompileError(f"{model.name}: {1 + len(model.extra_inputs)} inputs; quantization on the ground "
                            f"takes one-input models (calibration data is one array)")
+    if model.extra_outputs:
+        raise CompileError(f"{model.name}: {1 + len(model.extra_outputs)} outputs; quantization on the ground "
+                           f"takes one-output models (accuracy is measured on one output)")
     sources, alias = _graph_sources(model)
     layers = [layer for layer in model.layers if layer.name in sources]
     readers = _readers(sources)

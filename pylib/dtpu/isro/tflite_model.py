@@ -200,10 +200,23 @@ def build(model: Graph, output: str | None = None) -> tuple[Builder, dict]:
     T = model.tensors
     if not model.inputs:
         raise CompileError(f"{model.path}: no inputs; a model compiles from its inputs")
-    end, left_out = choose_output(model, output)
+    wanted = output if isinstance(output, (list, tuple)) and len(output) > 1 else None
+    if wanted is None:
+        end, left_out = choose_output(model, output[0] if isinstance(output, (list, tuple)) else output)
+        ops = _needed(list(model.ops), end)
+        more_ends = []
+    else:
+        # several outputs: the one computed last is the program's final layer, the others are
+        # kept in frame memory until END
+        ends = list(dict.fromkeys(choose_output(model, w)[0] for w in wanted))
+        made = {t: i for i, op in enumerate(model.ops) for t in op.outputs}
+        end = max(ends, key=lambda t: made.get(t, -1))
+        more_ends = [t for t in ends if t != end]
+        left_out = [T[t].name for t in model.outputs if t not in ends]
+        keep = {id(op) for t in ends for op in _needed(list(model.ops), t)}
+        ops = [op for op in model.ops if id(op) in keep]
     if left_out:
         log.info("%s: compiling output %r; left out: %s", model.path, T[end].name, ", ".join(left_out))
-    ops = _needed(list(model.ops), end)
     cur = model.inputs[0]
     host_quantize = host_dequantize = False
     if ops and ops[0].opcode == "QUANTIZE" and T[cur].dtype == np.float32:
@@ -286,6 +299,10 @@ def build(model: Graph, output: str | None = None) -> tuple[Builder, dict]:
         values[out.index] = b.value
     if end not in values:
         raise CompileError(f"{model.path}: the model output (tensor {end}) is not computed from the input")
+    for t in more_ends:
+        if t not in values:
+            raise CompileError(f"{model.path}: model output {T[t].name!r} is not computed on the chip")
+        b.mark_output(values[t], T[t].name)
     b.value = values[end]
     b.heads = heads
     extra = {"tflite": {"input_tensor": model.inputs[0], "input_tensors": list(model.inputs),
@@ -295,6 +312,8 @@ def build(model: Graph, output: str | None = None) -> tuple[Builder, dict]:
              "heads": heads}
     if len(model.outputs) > 1:
         extra["tflite"].update(output_name=T[output_tensor].name, outputs_left_out=left_out)
+    if more_ends:
+        extra["tflite"].update(more_outputs=[T[t].name for t in more_ends])
     if _offset(x) or _offset(T[end]):
         extra["tflite"].update(input_offset=_offset(x), output_offset=_offset(T[end]))
         if heads:

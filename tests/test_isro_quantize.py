@@ -288,3 +288,17 @@ def test_nan_weights_are_named(tmp_path, capsys):
                    "-o", str(tmp_path / "o")])
     err = capsys.readouterr().err
     assert rc == 2 and err.startswith("error: c: NaN or infinite weights cannot be quantized"), err
+
+
+def test_quantized_bundle_staged_through_external_memory_is_bit_exact(tmp_path):
+    """A quantized network larger than the chip's memories is staged (external memory) and still
+    equals its int8 reference layer by layer."""
+    from dtpu.isro.profile import Profile, load
+    k = keras_h5.read(FIXTURES / "resnet8.h5")
+    np.save(tmp_path / "cal.npy", np.random.default_rng(2).random((5, *k.input_shape)).astype(np.float32))
+    on_chip, _ = q.compile_quantized(FIXTURES / "resnet8.h5", tmp_path / "cal.npy", tmp_path / "a")
+    small = Profile(**{**load().__dict__, "name": "small-8", "frame_bytes": on_chip.meta["frame_bytes"] // 8,
+                       "filter_bytes": on_chip.meta["filter_bytes"] // 8})
+    bundle, report = q.compile_quantized(FIXTURES / "resnet8.h5", tmp_path / "cal.npy", tmp_path / "b", chip=small)
+    assert bundle.meta.get("staged") and report.ok
+    assert all(c.exact for c in report.checks if not c.note), report.lines()

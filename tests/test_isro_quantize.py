@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from dtpu import tflite_model
-from dtpu.isro import cli, keras_h5
+from dtpu.isro import cli, ground, keras_h5
 from dtpu.isro import quantize as q
 from dtpu.isro.bundle import Bundle
 from dtpu.isro.ir import CompileError
@@ -71,7 +71,7 @@ def cnn(tmp_path_factory):
 @pytest.fixture(scope="module")
 def quantized(cnn):
     d, model = cnn
-    bundle, report = q.compile_quantized(model, d / "cal.npy", d / "b", holdout=d / "hold.npy")
+    bundle, report = ground.compile_quantized(model, d / "cal.npy", d / "b", holdout=d / "hold.npy")
     bundle.save(d / "b")
     return d / "b", bundle, report
 
@@ -94,7 +94,7 @@ def test_quantized_cnn_is_its_int8_reference_bit_for_bit_and_close_to_float(quan
 
 def test_weights_per_channel_symmetric_biases_int32_at_input_times_weight_scale(quantized, cnn):
     b, _, report = quantized
-    model = tflite_model.load(b / q.QUANTIZED_NAME)
+    model = tflite_model.load(b / ground.QUANTIZED_NAME)
     sg = model.main
     convs = [op for op in sg.operators if op.opcode in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")]
     assert [op.opcode for op in convs] == ["CONV_2D", "DEPTHWISE_CONV_2D", "CONV_2D", "FULLY_CONNECTED"]
@@ -155,7 +155,7 @@ def test_keras_fixtures_quantize_bit_exact(name, tmp_path):
     k = keras_h5.read(FIXTURES / f"{name}.h5")
     rng = np.random.default_rng(5)
     np.save(tmp_path / "cal.npy", rng.random((10, *k.input_shape)).astype(np.float32))
-    bundle, report = q.compile_quantized(FIXTURES / f"{name}.h5", tmp_path / "cal.npy", tmp_path / "b")
+    bundle, report = ground.compile_quantized(FIXTURES / f"{name}.h5", tmp_path / "cal.npy", tmp_path / "b")
     assert report.ok and report.holdout.samples == 2, report.lines()
     assert all(c.exact for c in report.checks if not c.note)
     assert report.holdout.top1_agree == 2
@@ -296,9 +296,9 @@ def test_quantized_bundle_staged_through_external_memory_is_bit_exact(tmp_path):
     from dtpu.isro.profile import Profile, load
     k = keras_h5.read(FIXTURES / "resnet8.h5")
     np.save(tmp_path / "cal.npy", np.random.default_rng(2).random((5, *k.input_shape)).astype(np.float32))
-    on_chip, _ = q.compile_quantized(FIXTURES / "resnet8.h5", tmp_path / "cal.npy", tmp_path / "a")
+    on_chip, _ = ground.compile_quantized(FIXTURES / "resnet8.h5", tmp_path / "cal.npy", tmp_path / "a")
     small = Profile(**{**load().__dict__, "name": "small-8", "frame_bytes": on_chip.meta["frame_bytes"] // 8,
                        "filter_bytes": on_chip.meta["filter_bytes"] // 8})
-    bundle, report = q.compile_quantized(FIXTURES / "resnet8.h5", tmp_path / "cal.npy", tmp_path / "b", chip=small)
+    bundle, report = ground.compile_quantized(FIXTURES / "resnet8.h5", tmp_path / "cal.npy", tmp_path / "b", chip=small)
     assert bundle.meta.get("staged") and report.ok
     assert all(c.exact for c in report.checks if not c.note), report.lines()

@@ -308,7 +308,7 @@ def _compile(args) -> int:
     output = None if not outs else (outs[0] if len(outs) == 1 else outs)
     try:
         if args.quantize is not None:
-            from dtpu.isro.quantize import compile_quantized
+            from dtpu.isro.ground import compile_quantized
             bundle, report = compile_quantized(args.model, args.calibration, args.output, holdout=args.holdout,
                                                method=args.calibration_method, percentile=args.percentile, x=x,
                                                chip=chip, pe=args.pe, reuse=args.reuse, output=output)

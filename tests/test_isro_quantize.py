@@ -7,6 +7,7 @@ fixtures in tests/isro/; no TensorFlow is needed.
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -231,6 +232,12 @@ def test_cli_quantize_refusals(cnn, tmp_path, capsys):
                     {"c": {"kernel": np.ones((3, 3, 3, 2)), "bias": np.zeros(2)}})
     cases.append((["compile", str(tanh), "--quantize", "int8", "--calibration", cal],
                   "t: layer type Activation (tanh) cannot be quantized for the chip"))
+    # too big for a chip profile without external memory: refused after quantizing, nothing written
+    tiny = tmp_path / "tiny.json"
+    from dtpu.isro.profile import load
+    tiny.write_text(json.dumps({**load().to_dict(), "name": "tiny", "frame_bytes": 2048, "external": None}))
+    cases.append((["compile", str(model), "--quantize", "int8", "--calibration", cal, "--chip", str(tiny)],
+                  "frame memory needs"))
     for args, message in cases:
         try:
             rc = cli.main(args + ["-o", str(tmp_path / "out")])
@@ -238,6 +245,7 @@ def test_cli_quantize_refusals(cnn, tmp_path, capsys):
             rc = exc.code
         err = capsys.readouterr().err
         assert rc == 2 and len(err.splitlines()) == 1 and message in err, (args, err)
+        assert not (tmp_path / "out").exists()
 
 
 def test_unused_branch_is_refused(tmp_path):

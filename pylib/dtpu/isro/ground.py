@@ -175,10 +175,17 @@ def compile_quantized(model_path: str | Path, calibration: str | Path, directory
     q = _front_end(model_path, lambda: quantize_keras(model, ranges, method=method,
                                                       percentile=percentile if method == "percentile" else None))
     d = Path(directory)
+    created = not d.exists()
     d.mkdir(parents=True, exist_ok=True)
     ref = d / QUANTIZED_NAME
     ref.write_bytes(q.tflite)
-    bundle = compile_tflite(ref, x, chip=chip, pe=pe, reuse=reuse, output=output)
+    try:
+        bundle = compile_tflite(ref, x, chip=chip, pe=pe, reuse=reuse, output=output)
+    except Exception:
+        ref.unlink()                         # a refused compile leaves nothing behind
+        if created:
+            d.rmdir()
+        raise
     bundle.meta["source"]["quantized_from"] = {"path": str(model_path), "kind": "keras-h5",
                                                "sha256": sha256(model_path.read_bytes())}
     cal_acc = accuracy(model, q.tflite, cal)

@@ -185,8 +185,10 @@ class Bundle:
         filt = np.full(self.meta["filter_bytes"], 0xFF, dtype=np.uint8)
         frame[:len(self.frame)] = np.frombuffer(self.frame, dtype=np.uint8)
         filt[:len(self.filter)] = np.frombuffer(self.filter, dtype=np.uint8)
-        if x is not None and self.meta["input"].get("memory", "frame") == "frame":
-            write_input(self.meta["input"], frame, x, self.fmt)
+        if x is not None:
+            for m_in, xi in _per_input(self.meta, x):
+                if m_in.get("memory", "frame") == "frame":
+                    write_input(m_in, frame, xi, self.fmt)
         return frame, filt
 
     def external_memory(self, x: np.ndarray | None = None) -> np.ndarray:
@@ -194,13 +196,30 @@ class Bundle:
         the input lives there; 0xFF where the image does not reach, as for the others."""
         ext = np.full(self.meta.get("external_bytes", 0), 0xFF, dtype=np.uint8)
         ext[:len(self.external)] = np.frombuffer(self.external, dtype=np.uint8)
-        if x is not None and self.meta["input"].get("memory", "frame") == "external":
-            write_input(self.meta["input"], ext, x, self.fmt)
+        if x is not None:
+            for m_in, xi in _per_input(self.meta, x):
+                if m_in.get("memory", "frame") == "external":
+                    write_input(m_in, ext, xi, self.fmt)
         return ext
 
     def memory(self, name: str, frame: np.ndarray, external: np.ndarray) -> np.ndarray:
         """Frame or external memory, as a tensor's meta (``memory``) names it."""
         return external if name == "external" else frame
+
+
+def input_metas(meta: dict) -> list[dict]:
+    """Every model input's placement and quantization, in the model's order."""
+    return meta.get("inputs") or [meta["input"]]
+
+
+def _per_input(meta: dict, x) -> list[tuple[dict, np.ndarray]]:
+    """(input meta, array) pairs; a model with several inputs takes a list of as many arrays."""
+    metas = input_metas(meta)
+    xs = list(x) if isinstance(x, (list, tuple)) else [x]
+    if len(xs) != len(metas):
+        raise ValueError(f"input: the bundle has {len(metas)} inputs ({', '.join(m['name'] for m in metas)}); "
+                         f"got {len(xs)} arrays")
+    return list(zip(metas, xs))
 
 
 def _check_profile(meta: dict, where: Path) -> None:
@@ -253,7 +272,10 @@ def _check_schema(meta: dict, where: Path) -> None:
     for k, layer in enumerate(layers):
         label = f"layers[{k}]"
         need(isinstance(layer, dict) and isinstance(layer.get("name"), str), f"{label}.name is not a string")
-        need(_ints(layer.get("instructions"), 2), f"{label}.instructions is not [first, last]")
+        ins = layer.get("instructions")
+        need(_ints(ins, 2) or (layer.get("kind") == "input" and isinstance(ins, list) and len(ins) == 2
+                               and _ints(ins[:1]) and ins[1] == ins[0] - 1),
+             f"{label}.instructions is not [first, last] (or [next, next - 1] for a further model input)")
         need(_ints(layer.get("inputs")) and all(t <= k for t in layer["inputs"]),
              f"{label}.inputs is not a list of earlier tensors")
         tensor(layer.get("output"), f"{label}.output")

@@ -233,19 +233,21 @@ def _shift_fault(ins: Instruction, filt: bytes, chans: int) -> str | None:
 
 
 def check_program(program: list[Instruction], *, frame_bytes: int, filter_bytes: int, pe: int | None,
-                  filter_image: bytes = b"", frame_defined: tuple[int, int] = (0, 0),
+                  filter_image: bytes = b"", frame_defined: tuple[int, int] | list = (0, 0),
                   filter_defined: int | None = None, external_bytes: int = 0,
                   external_image: bytes = b"", external_defined: tuple = ()) -> list[Finding]:
     """Faults and memory hazards of `program` alone (no layer table): see the module docstring.
 
-    `frame_defined` is the byte range the frame image initializes, `filter_defined` the filter
+    `frame_defined` is the byte range the frame image initializes (a list of them for a model
+    with several inputs), `filter_defined` the filter
     image's length (default: len(filter_image)); `external_defined` the (start, end) ranges the
     external image initializes with meaning (a staged bundle's input, weights and parameters).
     Parameter blocks an XFER brings into filter memory are judged from the external image.
     """
     out: list[Finding] = []
     frame_w, filt_w, ext_w = _Intervals(), _Intervals(), _Intervals()
-    frame_w.add(*frame_defined)
+    for lo, hi in (frame_defined if isinstance(frame_defined, list) else [frame_defined]):
+        frame_w.add(lo, hi)
     filt_w.add(0, len(filter_image) if filter_defined is None else filter_defined)
     for a, b in external_defined:
         ext_w.add(a, b)
@@ -322,7 +324,9 @@ def check_bundle(bundle, profile=None) -> list[Finding]:
                             external_defined=ext_defined)
     else:
         out = check_program(bundle.program, frame_bytes=meta["frame_bytes"], filter_bytes=meta["filter_bytes"],
-                            pe=pe, filter_image=bundle.filter, frame_defined=(inp["addr"], in_end))
+                            pe=pe, filter_image=bundle.filter,
+                            frame_defined=[(m["addr"], m["addr"] + m["bytes"]) for m in meta.get("inputs", [])]
+                            or (inp["addr"], in_end))
     # -- profile
     n = len(bundle.program) * 64
     if n > prof.program_bytes:
@@ -359,6 +363,8 @@ def check_bundle(bundle, profile=None) -> list[Finding]:
         t, b, l, r = o["pad"]
         tensors.append((layer["name"], o["addr"], c * (h + t + b) * (w + l + r) * fmt_size, _live(o, k)))
     for k, layer in enumerate(meta["layers"]):
+        if layer.get("kind") == "input":       # a further model input: written with the frame image
+            continue
         first, last = layer["instructions"]
         if not 0 <= first <= last < len(bundle.program):
             out.append(Finding("hazard", None, f"layer {layer['name']}: instructions {first}..{last} "

@@ -1,4 +1,4 @@
-"""``dtpu isro compile | run | check | compare | inject | disasm | asm``: the ISRO toolchain.
+"""``dtpu isro compile | run | check | compare | inject | bench | keygen | sign | partial | disasm | asm``: the ISRO toolchain.
 
 Exit status: 0 success; 1 a check failed (verification mismatch, static check findings);
 2 bad input (a missing, truncated, corrupt or foreign file, a wrong input shape, an unsupported
@@ -62,12 +62,14 @@ def _build(p: argparse.ArgumentParser) -> None:
                        description="Writes frame.bin, filter.bin, program.bin, program.lst, meta.json and "
                                    "SHA256SUMS.")
     c.add_argument("model", type=Path, help="model file (.h5, .keras or .tflite)")
-    c.add_argument("--input", type=Path, help="input data (.npy, HWC or NHWC); default: zeros")
+    c.add_argument("--input", type=Path, action="append", help="input data (.npy, HWC or NHWC); default: zeros; "
+                                                               "once per model input, in the model's order")
     c.add_argument("-o", "--output", type=Path, required=True, help="bundle directory to write")
-    c.add_argument("--model-output", metavar="NAME", help="the model output to compile: a tensor name (TFLite) or "
-                                                          "layer name (Keras), or its index; default: the only "
-                                                          "one, else the one no operator reads (models that "
-                                                          "also output a feature map for debugging)")
+    c.add_argument("--model-output", metavar="NAME", action="append",
+                   help="the model output to compile: a tensor name (TFLite) or layer name (Keras), or its "
+                        "index; repeated, several outputs at once; default: a Keras model's outputs, a TFLite "
+                        "model's only one, else the one no operator reads (models that also output a "
+                        "feature map for debugging)")
     c.add_argument("--chip", type=Path, metavar="PROFILE",
                    help="chip profile (.json or .toml; default: the shipped isro-asic-default)")
     c.add_argument("--pe", type=_positive, help="lower the profile's processing elements (not above them); larger "
@@ -81,13 +83,30 @@ def _build(p: argparse.ArgumentParser) -> None:
                             "when keeping every layer's output would not fit the profile)")
     reuse.add_argument("--no-reuse", dest="reuse", action="store_const", const=False,
                        help="keep every layer's output (fail if that does not fit)")
+    qz = c.add_argument_group("quantization on the ground (a float Keras model to an I8 bundle)")
+    qz.add_argument("--quantize", choices=["int8"],
+                    help="quantize: weights symmetric int8 per output channel, int32 biases, activations "
+                         "asymmetric int8 calibrated on --calibration (as TFLite's converter does); writes "
+                         "the int8 reference graph to the bundle directory as quantized.tflite")
+    qz.add_argument("--calibration", type=Path, metavar="NPY",
+                    help="calibration inputs (.npy, N x the model's input shape, real values); without "
+                         "--holdout the last N // 5 are held out to measure accuracy")
+    qz.add_argument("--holdout", type=Path, metavar="NPY", help="held-out inputs to measure accuracy on "
+                                                                 "(then all of --calibration calibrates)")
+    qz.add_argument("--calibration-method", choices=["minmax", "percentile"], default="minmax",
+                    help="activation ranges: minmax, the smallest and largest value seen (the converter's "
+                         "default), or percentile (the --percentile-th and its mirror; clips outliers)")
+    qz.add_argument("--percentile", type=float, default=99.99, metavar="P",
+                    help="for --calibration-method percentile (default 99.99)")
     c.set_defaults(handler=_compile)
 
     r = sub.add_parser("run", parents=[common], help="execute a bundle on the machine model and dump every layer",
                        description="Writes <bundle>/run/output.npy and <bundle>/run/layers/NN_<layer>.chw.npy "
                                    "(each layer's output as the chip wrote it, channel-major, unpadded).")
     r.add_argument("bundle", type=Path, help="bundle directory")
-    r.add_argument("--input", type=Path, help="input data (.npy); default: the input compiled into frame.bin")
+    r.add_argument("--input", type=Path, action="append",
+                   help="input data (.npy; once per model input, in order); default: the input compiled into "
+                        "frame.bin")
     r.add_argument("--pe", type=_positive, help="processing elements of the machine (default: as compiled)")
     r.add_argument("--verify", nargs="?", const="", metavar="MODEL",
                    help="compare every layer with the source model (default: the path in meta.json)")
@@ -98,6 +117,9 @@ def _build(p: argparse.ArgumentParser) -> None:
     r.add_argument("--memory-dumps", type=Path, metavar="DIR",
                    help="also write DIR/layer_NNN.bin and DIR/frame.bin in the format 'compare' reads "
                         "(what the chip's memory holds; docs/isro_isa.md)")
+    r.add_argument("--partial", type=Path, action="append", metavar="DIR",
+                   help="apply a partial uplink (made by 'partial'; once per kind) after checking it and the "
+                        "bundle against --public-key")
     r.set_defaults(handler=_run)
 
     m = sub.add_parser("compare", parents=[common], help="compare memory dumps read back from a chip or RTL simulation "
@@ -107,7 +129,8 @@ def _build(p: argparse.ArgumentParser) -> None:
                                    "when any layer differs.")
     m.add_argument("bundle", type=Path, help="bundle directory")
     m.add_argument("dumps", type=Path, help="dump directory")
-    m.add_argument("--input", type=Path, help="the input the chip ran (.npy); default: the compiled one")
+    m.add_argument("--input", type=Path, action="append",
+                   help="the input the chip ran (.npy; once per model input); default: the compiled one")
     m.set_defaults(handler=_compare)
 
     j = sub.add_parser("inject", parents=[common], help="flip bits in the program, filter and frame images and count "
@@ -132,6 +155,8 @@ def _build(p: argparse.ArgumentParser) -> None:
                    help="hold the bundle to another chip profile (default: the one it was compiled for)")
     k.add_argument("--public-key", type=Path, metavar="FILE",
                    help="also require a signature by this Ed25519 key (default: $DTPU_ISRO_PUBLIC_KEY if set)")
+    k.add_argument("--partial", type=Path, action="append", metavar="DIR",
+                   help="check the bundle with this partial uplink applied (needs --public-key)")
     k.set_defaults(handler=_check)
 
     e = sub.add_parser("bench", parents=[common], help="compile and run models, print frames/s, MAC rate, "
@@ -154,6 +179,19 @@ def _build(p: argparse.ArgumentParser) -> None:
     s.add_argument("bundle", type=Path, help="bundle directory")
     s.add_argument("--key", type=Path, required=True, help="private key (from keygen)")
     s.set_defaults(handler=_sign)
+
+    u = sub.add_parser("partial", parents=[common], help="make a partial uplink for a full bundle: new weights "
+                                                         "for its unchanged program, or a new input",
+                       description="Writes DIR/PARTIAL.json, the one image (filter.bin or frame.bin) and "
+                                   "SHA256SUMS, bound to the base's manifest and program digests. run and "
+                                   "check apply it with --partial DIR and a public key.")
+    u.add_argument("kind", choices=["weights", "input"], help="weights: the model retrained (same architecture); "
+                                                              "input: a new input")
+    u.add_argument("bundle", type=Path, help="the full bundle the spacecraft holds")
+    u.add_argument("source", type=Path, help="weights: the model file (.h5, .keras, .tflite); input: the .npy")
+    u.add_argument("-o", "--output", type=Path, required=True, metavar="DIR", help="directory to write")
+    u.add_argument("--key", type=Path, help="sign it with this private key (else: dtpu isro sign DIR --key KEY)")
+    u.set_defaults(handler=_partial)
 
     d = sub.add_parser("disasm", parents=[common], help="print a bundle's program (or a program.bin) as assembly")
     d.add_argument("target", type=Path, help="bundle directory or program .bin file")
@@ -223,17 +261,31 @@ def _load_input(path: Path | None):
     return x
 
 
-def _check_input(bundle, x, path) -> None:
-    """A wrong input (shape, values) names the input file, not just the shapes."""
-    from dtpu.isro.bundle import write_input
+def _load_inputs(paths: list[Path] | None):
+    """--input once (an array) or once per model input (a list of arrays, in order)."""
+    if not paths:
+        return None
+    xs = [_load_input(p) for p in paths]
+    return xs[0] if len(xs) == 1 else xs
+
+
+def _check_input(bundle, x, paths) -> None:
+    """A wrong input (count, shape, values) names the input file, not just the shapes."""
+    from dtpu.isro.bundle import input_metas, write_input
     if x is None:
         return
+    metas = input_metas(bundle.meta)
+    xs = x if isinstance(x, list) else [x]
+    if len(xs) != len(metas):
+        raise ValueError(f"input {', '.join(map(str, paths))}: {len(xs)} arrays for a bundle with {len(metas)} "
+                         f"inputs ({', '.join(m['name'] for m in metas)}); pass --input once per input, in order")
     scratch = np.zeros(bundle.meta["frame_bytes"], np.uint8)
-    try:
-        write_input(bundle.meta["input"], scratch, x, bundle.fmt)
-    except ValueError as exc:
-        msg = str(exc)
-        raise ValueError(f"input {path}: {msg[len('input: '):] if msg.startswith('input: ') else msg}") from None
+    for m_in, xi, path in zip(metas, xs, paths):
+        try:
+            write_input(m_in, scratch, xi, bundle.fmt)
+        except ValueError as exc:
+            msg = str(exc)
+            raise ValueError(f"input {path}: {msg[len('input: '):] if msg.startswith('input: ') else msg}") from None
 
 
 def _kib(n: int) -> str:
@@ -244,12 +296,27 @@ def _compile(args) -> int:
     from dtpu.isro import profile
     from dtpu.isro.compiler import compile_model
     chip = profile.load(args.chip)
-    x = _load_input(args.input)
+    x = _load_inputs(args.input)
+    if args.quantize is None and (args.calibration or args.holdout):
+        raise ValueError(f"{'--calibration' if args.calibration else '--holdout'} without --quantize int8; "
+                         f"a float model compiles to F32 unless quantized")
+    if args.quantize is not None and args.calibration is None:
+        raise ValueError("--quantize int8 needs --calibration NPY: representative inputs to set the "
+                         "activation ranges")
+    report = None
+    outs = args.model_output or []
+    output = None if not outs else (outs[0] if len(outs) == 1 else outs)
     try:
-        bundle = compile_model(args.model, x, chip=chip, pe=args.pe, reuse=args.reuse, output=args.model_output)
+        if args.quantize is not None:
+            from dtpu.isro.ground import compile_quantized
+            bundle, report = compile_quantized(args.model, args.calibration, args.output, holdout=args.holdout,
+                                               method=args.calibration_method, percentile=args.percentile, x=x,
+                                               chip=chip, pe=args.pe, reuse=args.reuse, output=output)
+        else:
+            bundle = compile_model(args.model, x, chip=chip, pe=args.pe, reuse=args.reuse, output=output)
     except ValueError as exc:
         if x is not None and str(exc).startswith("input:"):
-            raise ValueError(f"input {args.input}: {str(exc)[len('input: '):]}") from None
+            raise ValueError(f"input {', '.join(map(str, args.input))}: {str(exc)[len('input: '):]}") from None
         raise
     bundle.save(args.output)
     s = bundle.meta["stats"]
@@ -270,6 +337,9 @@ def _compile(args) -> int:
               f"params {_kib(s['params_bytes'])}, split scratch {_kib(s['scratch_bytes'])}); "
               f"program {_kib(s['program_bytes'])}")
     tfl = bundle.meta.get("tflite", {})
+    if bundle.meta.get("outputs"):
+        print(f"  model outputs: {', '.join(repr(o['name']) for o in bundle.meta['outputs'])} (the first the "
+              f"program's final layer, the others kept in frame memory to the end)")
     if tfl.get("outputs_left_out"):
         print(f"  model output {tfl['output_name']!r}; left out: "
               f"{', '.join(repr(n) for n in tfl['outputs_left_out'])} (--model-output chooses)")
@@ -283,6 +353,15 @@ def _compile(args) -> int:
           f"{_pct(bundle.meta['filter_bytes'], chip.filter_bytes)}, program "
           f"{_pct(s['program_bytes'], chip.program_bytes)} used"
           + ("; frame memory shared between tensors not live at once" if bundle.meta["reuse"] else ""))
+    if report is not None:
+        for line in report.lines():
+            print("  " + line)
+        if not report.ok:
+            for chk in report.checks:
+                if not chk.ok:
+                    print("  " + str(chk), file=sys.stderr)
+            print("quantized bundle verification FAILED", file=sys.stderr)
+            return 1
     return 0
 
 
@@ -341,18 +420,50 @@ def _keygen(args) -> int:
 
 
 def _sign(args) -> int:
-    from dtpu.isro import signing
-    out = signing.sign(args.bundle, args.key)
+    from dtpu.isro import partial, signing
+    out = (partial.sign(args.bundle, args.key) if (args.bundle / partial.META).is_file()
+           else signing.sign(args.bundle, args.key))
     print(f"signed {args.bundle} -> {out}")
     return 0
 
 
-def _check(args) -> int:
+def _loaded(args):
+    """The bundle, signature-checked, with any partial uplinks applied."""
     from dtpu.isro.bundle import Bundle
+    if getattr(args, "partial", None):
+        from dtpu.isro.partial import apply
+        bundle, lines = apply(args.bundle, args.partial, args.public_key)
+        for line in lines:
+            print(line)
+        return bundle
+    _signed(args)
+    return Bundle.load(args.bundle)
+
+
+def _partial(args) -> int:
+    from dtpu.isro import partial
+    if args.kind == "weights":
+        out = partial.make_weights(args.bundle, args.source, args.output)
+    else:
+        x = _load_input(args.source)
+        try:
+            out = partial.make_input(args.bundle, x, args.output, source=str(args.source))
+        except ValueError as exc:
+            msg = str(exc)
+            if msg.startswith("input: "):
+                raise ValueError(f"input {args.source}: {msg[len('input: '):]}") from None
+            raise
+    print(f"{args.kind} partial uplink for {args.bundle} -> {out}/ ({partial.IMAGE[args.kind]}, "
+          f"{(out / partial.IMAGE[args.kind]).stat().st_size:,} B)")
+    if args.key is not None:
+        print(f"signed -> {partial.sign(out, args.key)}")
+    return 0
+
+
+def _check(args) -> int:
     from dtpu.isro.check import check_bundle
     from dtpu.isro import profile
-    _signed(args)
-    bundle = Bundle.load(args.bundle)
+    bundle = _loaded(args)
     chip = profile.load(args.chip) if args.chip is not None else None
     findings = check_bundle(bundle, chip)
     for f in findings:
@@ -367,11 +478,9 @@ def _check(args) -> int:
 
 def _run(args) -> int:
     from dtpu.isro import verify
-    from dtpu.isro.bundle import Bundle
     from dtpu.isro.machine import Counters, run
-    _signed(args)
-    bundle = Bundle.load(args.bundle)
-    x = _load_input(args.input)
+    bundle = _loaded(args)
+    x = _load_inputs(args.input)
     _check_input(bundle, x, args.input)
     source = verify.source_path(bundle, args.verify or None) if args.verify is not None else None
     if args.memory_dumps is not None:
@@ -385,6 +494,8 @@ def _run(args) -> int:
     np.save(out / "output.npy", result.output)
     print(f"{'layer':<28} {'kind':<8} {'instr':>5} {'MACs':>12} {'cycles':>9} {'frame r/w B':>15} {'filter r/w B':>15}")
     for i, layer in enumerate(bundle.layers):
+        if layer["kind"] == "input":          # written by the host with the frame image
+            continue
         first, last = layer["instructions"]
         c = Counters()
         for t in result.trace[first:last + 1]:
@@ -416,6 +527,9 @@ def _run(args) -> int:
         write_dumps(bundle, args.memory_dumps, x)
         print(f"memory dumps -> {args.memory_dumps}/ (layer_NNN.bin, frame.bin)")
     print(f"output {result.output.shape} {result.output.dtype} -> {out / 'output.npy'}")
+    for k, (name, y) in enumerate((result.more_outputs or {}).items(), 1):
+        np.save(out / f"output_{k}.npy", y)
+        print(f"output {k} {name!r} {y.shape} {y.dtype} -> {out / f'output_{k}.npy'}")
     if args.verify is not None:
         if x is None:
             x = _input_from_image(bundle)
@@ -434,7 +548,7 @@ def _compare(args) -> int:
     from dtpu.isro.bundle import Bundle
     from dtpu.isro.compare import compare
     bundle = Bundle.load(args.bundle)
-    x = _load_input(args.input)
+    x = _load_inputs(args.input)
     _check_input(bundle, x, args.input)
     diffs = compare(bundle, args.dumps, x)
     for d in diffs:
@@ -460,15 +574,16 @@ def _inject(args) -> int:
 
 
 def _input_from_image(bundle):
-    """The input the bundle was compiled with, recovered from frame.bin, in framework layout."""
-    from dtpu.isro.bundle import read_tensor, to_framework
-    meta_in = bundle.meta["input"]
-    memory = bundle.external_memory() if meta_in.get("memory") == "external" else bundle.memories()[0]
-    chw = read_tensor(memory, meta_in, bundle.fmt)
-    offset = meta_in.get("offset", 0)           # a uint8 model's input, stored 128 lower
-    if chw.shape[1] * chw.shape[2] > 1:
-        return to_framework(chw, False, offset)
-    return to_framework(chw, True, offset)
+    """The input the bundle was compiled with, recovered from frame.bin, in framework layout
+    (a list for a model with several inputs)."""
+    from dtpu.isro.bundle import input_metas, read_tensor, to_framework
+    xs = []
+    for meta_in in input_metas(bundle.meta):
+        memory = bundle.external_memory() if meta_in.get("memory") == "external" else bundle.memories()[0]
+        chw = read_tensor(memory, meta_in, bundle.fmt)
+        offset = meta_in.get("offset", 0)           # a uint8 model's input, stored 128 lower
+        xs.append(to_framework(chw, chw.shape[1] * chw.shape[2] == 1, offset))
+    return xs[0] if len(xs) == 1 else xs
 
 
 def _disasm(args) -> int:

@@ -96,10 +96,15 @@ def expected_regions(bundle, x=None) -> list[np.ndarray]:
     """Each layer's output region (padded, as stored) right after its last instruction."""
     on_chip_only(bundle, "memory dumps")
     from dtpu.isro.machine import Machine
-    ends = {m["instructions"][1]: k for k, m in enumerate(bundle.meta["layers"])}
+    layers = bundle.meta["layers"]
+    ends = {m["instructions"][1]: k for k, m in enumerate(layers) if m["kind"] != "input"}
     isz = FRAME_DTYPE[bundle.fmt].itemsize
     frame, filt = bundle.memories(x)
-    regions: list[np.ndarray | None] = [None] * len(ends)
+    regions: list[np.ndarray | None] = [None] * len(layers)
+    for k, m in enumerate(layers):         # a further model input: as the host wrote it
+        if m["kind"] == "input":
+            out = m["output"]
+            regions[k] = frame[out["addr"]:out["addr"] + _region_bytes(out, isz)].copy()
 
     def capture(index, ins, y):
         k = ends.get(index)

@@ -183,6 +183,10 @@ def emit(layers: list[Layer], fmt: Fmt, *, profile: Profile | None = None, pe: i
     layer_meta = []
     scratch_bytes = 0
     for i, layer in enumerate(layers):
+        if layer.kind == "input":              # a further model input: the frame image holds it
+            layer_meta.append(input_layer_meta(layer, len(program), addrs[i + 1], pads[i + 1], fills[i + 1],
+                                               sizes[i + 1], ranges[i + 1], FRAME_DTYPE[fmt]))
+            continue
         (cin, h, w), (pt, pb, pl, pr) = layer.in_shape, layer.pad
         out_pad, out_fill = pads[i + 1], fills[i + 1]
         src_t = layer_inputs(layers, i)
@@ -275,9 +279,15 @@ def emit(layers: list[Layer], fmt: Fmt, *, profile: Profile | None = None, pe: i
         })
     program.append(Instruction(Op.END))
 
-    if x is None:
-        x = np.full(layers[0].in_shape, in_zp if fmt is Fmt.I8 else 0, dtype=FRAME_DTYPE[fmt])
-    frame_image = pad_chw(x, pads[0], fills[0], in_zp, fmt)
+    xs = list(x) if isinstance(x, (list, tuple)) else [x]
+    if xs[0] is None:
+        xs[0] = np.full(layers[0].in_shape, in_zp if fmt is Fmt.I8 else 0, dtype=FRAME_DTYPE[fmt])
+    frame_image = pad_chw(xs[0], pads[0], fills[0], in_zp, fmt)
+    extra = [i for i, layer in enumerate(layers) if layer.kind == "input"]
+    if extra:
+        frame_image = frame_with_inputs(frame_image, [
+            (addrs[i + 1], pad_chw(_default(xs, k + 1, layers[i], fmt), pads[i + 1], fills[i + 1],
+                                   layers[i].out_zp, fmt)) for k, i in enumerate(extra)])
     by_op: dict[str, int] = {}
     for ins in program:
         by_op[ins.op.name.lower()] = by_op.get(ins.op.name.lower(), 0) + 1
@@ -300,10 +310,59 @@ def emit(layers: list[Layer], fmt: Fmt, *, profile: Profile | None = None, pe: i
                   "weights_bytes": weights_bytes, "params_bytes": params_bytes,
                   "scratch_bytes": scratch_bytes, "program_bytes": len(program) * isa.INSTRUCTION_BYTES},
     }
+    if extra:
+        m["inputs"] = input_metas_of(layer_meta, extra, m["input"])
+    more_out = [i for i, layer in enumerate(layers[:-1]) if layer.model_output]
+    if more_out:
+        m["outputs"] = [m["output"]] + [{
+            "name": layers[i].name, "addr": addrs[i + 1], "shape": list(layers[i].out_shape),
+            "pad": list(pads[i + 1]), "flat": layers[i].flat_out, "scale": layers[i].out_scale,
+            "zero_point": layers[i].out_zp, "dtype": FRAME_DTYPE[fmt].name, "layer": i} for i in more_out]
     m.update(meta or {})
     log.info("compiled %d layers into %d instructions (%s, %s, pe=%s, frame reuse %s)", len(layers),
              len(program), fmt.name.lower(), prof.name, pe, reused)
     return Bundle(program, frame_image.reshape(-1).view(np.uint8).tobytes(), bytes(image), m)
+
+
+# -- further model inputs --------------------------------------------------------------------------
+
+def input_layer_meta(layer: Layer, at: int, addr: int, pad, fill, size: int, live, dtype) -> dict:
+    """meta.json's entry for a further model input: no instructions (an empty range at `at`)."""
+    c, h, w = layer.out_shape
+    return {"name": layer.name, "sources": list(layer.sources), "kind": "input", "instructions": [at, at - 1],
+            "inputs": [], "input": None,
+            "output": {"addr": addr, "shape": [c, h, w], "pad": list(pad), "fill": fill.name.lower(),
+                       "flat": layer.flat_out, "scale": layer.out_scale, "zero_point": layer.out_zp,
+                       "bytes": size, "live": list(live)},
+            "weights": None, "params": None, "partials": None, "kernel": [1, 1], "stride": [1, 1],
+            "dilation": [1, 1], "macs": 0, "block": 0, "tensor": layer.tensor, "rounding": None}
+
+
+def input_metas_of(layer_meta: list[dict], extra: list[int], m_in0: dict) -> list[dict]:
+    """meta.json ``inputs``: every model input in order, as ``input`` describes the first."""
+    out = [m_in0]
+    for i in extra:
+        o = layer_meta[i]["output"]
+        out.append({"name": layer_meta[i]["name"], "addr": o["addr"], "shape": o["shape"], "pad": o["pad"],
+                    "fill": o["fill"], "scale": o["scale"], "zero_point": o["zero_point"],
+                    "dtype": m_in0["dtype"], "bytes": o["bytes"], "live": o["live"], "layer": i})
+    return out
+
+
+def _default(xs: list, k: int, layer: Layer, fmt: Fmt) -> np.ndarray:
+    """Input k as given, or zeros (the real zero) of its shape."""
+    if k < len(xs) and xs[k] is not None:
+        return xs[k]
+    return np.full(layer.out_shape, layer.out_zp if fmt is Fmt.I8 else 0, dtype=FRAME_DTYPE[fmt])
+
+
+def frame_with_inputs(first: np.ndarray, more: list[tuple[int, np.ndarray]]) -> np.ndarray:
+    """The frame image (bytes from address 0) holding the first input and the others at theirs."""
+    parts = [(0, first.reshape(-1).view(np.uint8))] + [(a, p.reshape(-1).view(np.uint8)) for a, p in more]
+    image = np.zeros(max(a + p.size for a, p in parts), np.uint8)
+    for a, p in parts:
+        image[a:a + p.size] = p
+    return image
 
 
 # -- public entry points ---------------------------------------------------------------------------
@@ -352,14 +411,26 @@ def compile_layers(builder: Builder, x=None, *, chip=None, pe=None, reuse=None, 
     layers = builder.finish()
     meta = {**(meta or {}), "heads": list(builder.heads)}
     offsets = meta.get("tflite", {})
-    xin = None if x is None else _input_chw(x, builder.in_shape, builder.fmt, builder.in_scale, builder.in_zp,
-                                            offsets.get("input_offset", 0))
+    more = builder.extra_inputs
+    given = None if x is None else (len(x) if isinstance(x, (list, tuple)) else 1)
+    if given is not None and given != 1 + len(more):
+        raise ValueError(f"input: the model has {1 + len(more)} inputs "
+                         f"({', '.join([builder.input_name] + [m.name for m in more])}); got {given} arrays")
+    xs = list(x) if isinstance(x, (list, tuple)) else [x]
+    xin = None if xs[0] is None else _input_chw(xs[0], builder.in_shape, builder.fmt, builder.in_scale,
+                                                builder.in_zp, offsets.get("input_offset", 0))
+    if more and len(xs) > 1:
+        xin = [xin] + [_input_chw(xi, m.out_shape, builder.fmt, m.out_scale, m.out_zp)
+                       for xi, m in zip(xs[1:], more)]
     kw = dict(meta=meta, x=xin, in_scale=builder.in_scale, in_zp=builder.in_zp, input_name=builder.input_name)
     try:
         bundle = emit(layers, builder.fmt, profile=prof, pe=pe, reuse=reuse, **kw)
     except DoesNotFit as exc:
         if prof.external is None or reuse is False:     # --no-reuse: every output in frame memory, or fail
             raise
+        if more or any(layer.model_output for layer in layers[:-1]):
+            raise DoesNotFit(f"{exc}; a model with several inputs or outputs compiles on chip only (staging "
+                             f"through external memory takes one of each)") from None
         from dtpu.isro.staging import emit_staged
         log.info("%s; staging through external memory", exc)
         bundle = emit_staged(layers, builder.fmt, profile=prof, pe=pe, **kw)
@@ -381,9 +452,19 @@ def compile_h5(path: str | Path, x: np.ndarray | None = None, *, chip=None, pe: 
     path = Path(path)
     model = _front_end(path, lambda: keras_h5.read(path))
     last = model.layers[-1].name if model.layers else None
-    if output is not None and output not in (last, "0"):
-        raise CompileError(f"{path}: no model output {output!r}; accepted: the model's one output, "
-                           f"layer {last!r} (or 0)")
+    outs = [last] + model.extra_outputs
+    wanted = None if output is None else ([output] if isinstance(output, str) else list(output))
+    for w in wanted or []:
+        if w not in outs and not (w.isdigit() and int(w) < len(outs)):
+            accepted = (f"the model's one output, layer {last!r} (or 0)" if len(outs) == 1 else
+                        "its outputs " + ", ".join(f"{i}: {n!r}" for i, n in enumerate(outs)))
+            raise CompileError(f"{path}: no model output {w!r}; accepted: {accepted}")
+    if wanted is not None:
+        names = [outs[int(w)] if w not in outs else w for w in wanted]
+        if last not in names:
+            raise CompileError(f"{path}: the outputs chosen ({', '.join(names)}) leave out {last!r}, the last "
+                               f"layer; the layers after an output would compute nothing used")
+        model.extra_outputs = [n for n in model.extra_outputs if n in names]
     builder = _front_end(path, lambda: keras_h5.build(model))
     return compile_layers(builder, x, chip=chip, pe=pe, reuse=reuse, meta=_source_meta(path, "keras-h5"))
 
@@ -392,7 +473,7 @@ def compile_tflite(path: str | Path, x: np.ndarray | None = None, *, chip=None, 
                    reuse: bool | None = None, output: str | None = None) -> Bundle:
     """A TFLite flatbuffer (float32 or int8) plus optional input -> Bundle (F32 or I8).
 
-    `output`: the model output to compile, by tensor name or index
+    `output`: the model output to compile, by tensor name or index, or a list of them for several
     (:func:`dtpu.isro.tflite_model.choose_output`; default: the one no operator reads)."""
     from dtpu.isro import tflite_model
     path = Path(path)

@@ -70,9 +70,13 @@ class Layer:
 
     Shapes are channel-major (C, H, W) and exclude padding; `pad` is the border this layer needs
     on its input, which the previous instruction (or the host, for the first layer) writes.
+
+    kind ``input`` is a second (third, ...) model input: no instruction, its output tensor is
+    written by the host with the frame image. Its `in_shape` and `in_zp` repeat the first
+    input's, so ``layers[0].in_shape`` describes the model's first input whatever comes first.
     """
 
-    kind: str                                  # conv | dwconv | dense | maxpool | avgpool | eadd
+    kind: str                                  # conv | dwconv | dense | maxpool | avgpool | eadd | input
     name: str                                  # the framework layer whose output this equals
     in_shape: tuple[int, int, int]
     out_shape: tuple[int, int, int]
@@ -100,6 +104,7 @@ class Layer:
     eadd_q: dict | None = None                 # I8 EADD: zero points and TFLite's ADD multipliers
     post_offset: int | None = None             # I8: the out_zp field when it is not the output's
                                                # zero point (TFLite MEAN's folded bias)
+    model_output: bool = False                 # a model output besides the last layer's: kept to the end
 
     @property
     def macs(self) -> int:
@@ -168,6 +173,7 @@ class Builder:
         self._versions = [0]                      # per frame tensor: folds applied so far
         self._readers: list[list[str]] = [[]]     # per frame tensor: layers reading it
         self.heads: list[dict] = []               # trailing layers the host runs (softmax)
+        self.extra_inputs: list[Layer] = []       # the model's inputs after the first (kind input)
 
     # -- values (branching graphs) --------------------------------------------------------------
 
@@ -199,6 +205,38 @@ class Builder:
     def flattened(self) -> bool:
         """A flatten is pending: the next layer sees the tensor as a vector."""
         return self._flattened
+
+    # -- further model inputs -------------------------------------------------------------------
+
+    def add_input(self, name: str, shape: tuple[int, int, int], *, flat: bool = False,
+                  scale: float | None = None, zp: int = 0) -> Value:
+        """Another model input, (C, H, W); the host writes it into frame memory before START.
+        Returns its value (the current value is left as it was)."""
+        keep = self.value
+        layer = Layer(kind="input", name=name, in_shape=self.in_shape, out_shape=tuple(int(v) for v in shape),
+                      sources=[name], in_zp=self.in_zp, out_zp=int(zp), out_scale=scale, flat_out=flat)
+        self._push(layer, inputs=[])
+        self.extra_inputs.append(layer)
+        self._flattened = flat
+        v = self.value
+        self.value = keep
+        return v
+
+    def mark_output(self, v: Value, source: str) -> None:
+        """Make the layer holding `v` a model output besides the final one: its tensor stays in
+        frame memory until END, where the host reads it."""
+        if v.tensor == 0 or self._producer(v.tensor).kind == "input":
+            raise CompileError(f"{source}: a model output that is a model input; nothing computes it")
+        if any(v.pad) or (v.flattened and v.shape[1] * v.shape[2] != 1):
+            raise CompileError(f"{source}: a model output behind {'/'.join(v.pad_sources + v.flatten_sources)}; "
+                               f"accepted: outputs that are a layer's stored result")
+        layer = self._producer(v.tensor)
+        if v.version != self._versions[v.tensor]:
+            raise CompileError(f"{source}: a model output read before an activation folded into "
+                               f"{layer.name}; the chip stores only the folded output")
+        layer.model_output = True
+        if v.flattened:
+            layer.flat_out = True
 
     # -- layout-only layers ---------------------------------------------------------------------
 
@@ -378,7 +416,7 @@ class Builder:
 
     def _last_for(self, source: str, what: str) -> Layer:
         last = self._producer()
-        if last is None:
+        if last is None or last.kind == "input":
             raise CompileError(f"{source}: {what} on the model input has no instruction to fold "
                                f"into (it must follow a Conv2D, Dense or MaxPooling2D)")
         readers = self._readers[self._t]
@@ -475,7 +513,7 @@ class Builder:
                                f"{self._producer().name if self._t else 'the input'}, not the last "
                                f"layer computed ({self.layers[-1].name}); a layer whose result is "
                                f"not used is not supported")
-        if not self.layers:
+        if not any(layer.kind != "input" for layer in self.layers):
             raise CompileError(f"{source}: the model has no Conv2D, Dense or MaxPooling2D layer to compile")
         if any(self._pad):
             raise CompileError(f"{'/'.join(self._pad_sources)}: padding at the end of the model "

@@ -7,7 +7,8 @@ snake_case class names rather than layer names).
 
 The ISRO compiler's users train in Keras and hand over the legacy HDF5 file, so this reads that
 format directly (a flight-software build has no TensorFlow). Sequential models and functional
-models that are a plain chain are accepted; anything with a branch is refused, naming the layer.
+models are accepted as DAGs (branches joined by Add), with one or more inputs; anything else is
+refused, naming the layer.
 """
 from __future__ import annotations
 
@@ -47,6 +48,8 @@ class KerasModel:
     layers: list[KerasLayer]               # in execution order, InputLayer excluded
     inbound: dict[str, list[str]] | None = None   # functional graphs: layer -> input layers
     input_name: str = "input"
+    extra_inputs: list[tuple[str, tuple[int, ...]]] = field(default_factory=list)   # (name, shape) after the first
+    extra_outputs: list[str] = field(default_factory=list)   # output layers besides the last layer
 
 
 def read(path: str | Path) -> KerasModel:
@@ -85,7 +88,7 @@ def _read(path: Path) -> KerasModel:
                                f"model.save('x.h5') (a weights-only file has no architecture)")
         cfg = json.loads(raw.decode() if isinstance(raw, bytes) else raw)
         weights_root = f["model_weights"] if "model_weights" in f else f
-        layers_cfg, input_shape, inbound, input_name = _graph(cfg, path)
+        layers_cfg, input_shape, inbound, input_name, extra, extra_out = _graph(cfg, path)
         layers = []
         for lc in layers_cfg:
             name = lc["config"]["name"]
@@ -97,7 +100,8 @@ def _read(path: Path) -> KerasModel:
                     short = wn.split("/")[-1].split(":")[0]
                     weights[short] = np.asarray(g[wn])
             layers.append(KerasLayer(lc["class_name"], name, lc["config"], weights))
-    return KerasModel(cfg["config"].get("name", path.stem), input_shape, layers, inbound, input_name)
+    return KerasModel(cfg["config"].get("name", path.stem), input_shape, layers, inbound, input_name, extra,
+                      extra_out)
 
 
 # Keras 3 .keras: the variables of each layer object, in the order the layer creates them
@@ -124,7 +128,7 @@ def _read_keras3(path: Path) -> KerasModel:
                                f".keras file (it has {', '.join(sorted(names)[:5]) or 'nothing'})")
         cfg = json.loads(z.read("config.json"))
         weights_blob = z.read("model.weights.h5")
-    layers_cfg, input_shape, inbound, input_name = _graph(cfg, path)
+    layers_cfg, input_shape, inbound, input_name, extra, extra_out = _graph(cfg, path)
     counts: dict[str, int] = {}
     layers = []
     with h5py.File(io.BytesIO(weights_blob), "r") as f:
@@ -151,7 +155,8 @@ def _read_keras3(path: Path) -> KerasModel:
             for i, w in enumerate(wanted):
                 weights[w] = np.asarray(vars_[str(i)])
             layers.append(KerasLayer(lc["class_name"], c["name"], c, weights))
-    return KerasModel(cfg["config"].get("name", path.stem), input_shape, layers, inbound, input_name)
+    return KerasModel(cfg["config"].get("name", path.stem), input_shape, layers, inbound, input_name, extra,
+                      extra_out)
 
 
 def _sources(lc: dict) -> list[str]:
@@ -182,15 +187,15 @@ def _graph(cfg: dict, path: Path):
     layers = list(cfg["config"]["layers"])
     inbound = None
     input_name = "input"
+    extra, extra_out = [], []
     if cls in ("Functional", "Model"):
         inbound = {}
         seen = set()
+        inputs = {}
         for lc in layers:
             name = lc["config"]["name"]
             if lc["class_name"] == "InputLayer":
-                if seen:
-                    raise CompileError(f"{name}: a second model input; only single-input models compile")
-                input_name = name
+                inputs[name] = lc
                 seen.add(name)
                 continue
             srcs = _sources(lc)
@@ -201,11 +206,23 @@ def _graph(cfg: dict, path: Path):
             seen.add(name)
         outs = cfg["config"].get("output_layers", [])
         outs = [outs[0]] if outs and isinstance(outs[0], str) else [o[0] for o in outs]
-        if len(outs) != 1:
-            raise CompileError(f"{path}: {len(outs)} model outputs {outs}; only single-output models compile")
-        if layers and outs[0] != layers[-1]["config"]["name"]:
-            raise CompileError(f"{path}: the model output {outs[0]} is not the last layer "
+        if not outs:
+            raise CompileError(f"{path}: no model output")
+        if layers and layers[-1]["config"]["name"] not in outs:
+            raise CompileError(f"{path}: the model outputs {outs} do not include the last layer "
                                f"({layers[-1]['config']['name']})")
+        extra_out = [o for o in outs if o != layers[-1]["config"]["name"]]
+        # the model's inputs in its own order (input_layers), the first one the Builder's input,
+        # each further one a frame tensor of its own
+        listed = cfg["config"].get("input_layers") or []
+        if listed and isinstance(listed[0], str):
+            listed = [listed]                                   # Keras 3, one input: [name, 0, 0]
+        order = [o[0] for o in listed if o and o[0] in inputs]
+        order += [n for n in inputs if n not in order]
+        if order:
+            input_name = order[0]
+            extra = [(n, _input_shape(inputs[n]["config"], path, n)) for n in order[1:]]
+            layers = [inputs[order[0]]] + [lc for lc in layers if lc["class_name"] != "InputLayer"]
     elif cls != "Sequential":
         raise CompileError(f"{path}: model class {cls!r}; accepted: Sequential, Functional")
     shape = None
@@ -224,7 +241,15 @@ def _graph(cfg: dict, path: Path):
         if lc["class_name"] in ("Sequential", "Functional", "Model"):
             raise CompileError(f"{lc['config']['name']}: nested models are not supported; flatten "
                                f"the model into one chain")
-    return layers, tuple(int(v) for v in shape[1:]), inbound, input_name
+    return layers, tuple(int(v) for v in shape[1:]), inbound, input_name, extra, extra_out
+
+
+def _input_shape(c: dict, path: Path, name: str) -> tuple[int, ...]:
+    shape = c.get("batch_input_shape", c.get("batch_shape"))
+    if not shape or any(v is None for v in shape[1:]):
+        raise CompileError(f"{path}: model input {name}'s shape {shape} is not fully known; build it "
+                           f"with a fixed Input(shape=...)")
+    return tuple(int(v) for v in shape[1:])
 
 
 # -- to the builder ---------------------------------------------------------------------------------
@@ -262,6 +287,14 @@ def build(model: KerasModel) -> Builder:
     (topological), each layer reading the builder values of its inbound layers."""
     b = _builder(model)
     values = {model.input_name: b.value}
+    for name, shape in model.extra_inputs:
+        if len(shape) == 3:
+            h, w, c = shape
+            values[name] = b.add_input(name, (c, h, w))
+        elif len(shape) == 1:
+            values[name] = b.add_input(name, (shape[0], 1, 1), flat=True)
+        else:
+            raise CompileError(f"{name}: input shape {shape}; accepted: (H, W, C) images or (N,) vectors")
     last = model.layers[-1].name if model.layers else None
     for layer in model.layers:
         srcs = model.inbound[layer.name] if model.inbound is not None else None
@@ -277,6 +310,12 @@ def build(model: KerasModel) -> Builder:
                 b.value = values[srcs[0]]
             _layer(b, layer, is_last=layer.name == last)
         values[layer.name] = b.value
+    final = b.value
+    for name in model.extra_outputs:
+        if name not in values:
+            raise CompileError(f"{name}: a model output that is not a layer of the model")
+        b.mark_output(values[name], name)
+    b.value = final
     return b
 
 

@@ -91,13 +91,16 @@ def live_ranges(layers: list[Layer]) -> list[tuple[int, int]]:
     """(first, last) layer index during which each frame tensor must hold its value.
 
     Tensor 0 is the model input (live from before layer 0, index -1), tensor i+1 the output of
-    layer i; a tensor lives until its last consumer runs, the model output until the end.
+    layer i (of a further model input, kind ``input``, likewise live from -1); a tensor lives
+    until its last consumer runs, the model output until the end.
     """
     n = len(layers)
-    ranges = [[-1, -1]] + [[i, i] for i in range(n)]
+    ranges = [[-1, -1]] + [[-1 if layer.kind == "input" else i, i] for i, layer in enumerate(layers)]
     for i, layer in enumerate(layers):
         for t in layer_inputs(layers, i):
             ranges[t][1] = max(ranges[t][1], i)
+        if layer.model_output:               # read by the host after END
+            ranges[i + 1][1] = n
     ranges[-1][1] = n
     return [tuple(r) for r in ranges]
 

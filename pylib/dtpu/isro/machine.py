@@ -492,6 +492,7 @@ class Result:
     chip_output: np.ndarray | None = None
     external: np.ndarray | None = None
     schedule: "Schedule | None" = None     # when each instruction ran, transfers beside compute
+    more_outputs: dict[str, np.ndarray] | None = None   # the model's other outputs, by name
 
 
 def run(bundle, x: np.ndarray | None = None, *, pe: int | None = None) -> Result:
@@ -507,7 +508,7 @@ def run(bundle, x: np.ndarray | None = None, *, pe: int | None = None) -> Result
     machine = Machine(bundle.meta.get("pe") if pe is None else pe, link)
     frame, filt = bundle.memories(x)
     external = bundle.external_memory(x)
-    ends = {layer["instructions"][1]: layer["name"] for layer in bundle.layers}
+    ends = {layer["instructions"][1]: layer["name"] for layer in bundle.layers if layer["kind"] != "input"}
     dumps: dict[str, np.ndarray] = {}
 
     def capture(index, ins, y):
@@ -528,7 +529,9 @@ def run(bundle, x: np.ndarray | None = None, *, pe: int | None = None) -> Result
         out = host_heads.apply(heads, chip)
     else:
         out = chip
+    more = {o["name"]: to_framework(read_tensor(frame, o, bundle.fmt), o["flat"], o.get("offset", 0))
+            for o in bundle.meta.get("outputs", [])[1:]}
     from dtpu.isro.timing import schedule
     sched = schedule(bundle.program, [t.cycles for t in trace], frame_bytes=frame.size, filter_bytes=filt.size,
                      external_bytes=external.size, pe=machine.pe)
-    return Result(out, dumps, counters, trace, frame, filt, chip, external, sched)
+    return Result(out, dumps, counters, trace, frame, filt, chip, external, sched, more_outputs=more or None)

@@ -86,11 +86,12 @@ def _load(path: str | Path, private: bool):
     return key
 
 
-def sign(bundle_dir: str | Path, key_path: str | Path) -> Path:
-    """Sign `bundle_dir`'s manifest; the bundle is loaded first, so a damaged one is never signed."""
+def sign(bundle_dir: str | Path, key_path: str | Path, load=None) -> Path:
+    """Sign `bundle_dir`'s manifest; the bundle is loaded first (by `load`, default
+    :meth:`Bundle.load`; a partial uplink passes its own), so a damaged one is never signed."""
     from dtpu.isro.bundle import Bundle
     d = Path(bundle_dir)
-    Bundle.load(d)
+    (load or Bundle.load)(d)
     key = _load(key_path, private=True)
     signature = key.sign((d / MANIFEST).read_bytes())
     out = d / SIGNATURE

@@ -198,12 +198,25 @@ def build(model: Graph, output: str | None = None) -> tuple[Builder, dict]:
     into the Builder; trailing heads the chip cannot run (SOFTMAX) go to the host. `output`:
     which model output to compile (:func:`choose_output`)."""
     T = model.tensors
-    if len(model.inputs) != 1:
-        raise CompileError(f"{model.path}: {len(model.inputs)} inputs; only single-input models compile")
-    end, left_out = choose_output(model, output)
+    if not model.inputs:
+        raise CompileError(f"{model.path}: no inputs; a model compiles from its inputs")
+    wanted = output if isinstance(output, (list, tuple)) and len(output) > 1 else None
+    if wanted is None:
+        end, left_out = choose_output(model, output[0] if isinstance(output, (list, tuple)) else output)
+        ops = _needed(list(model.ops), end)
+        more_ends = []
+    else:
+        # several outputs: the one computed last is the program's final layer, the others are
+        # kept in frame memory until END
+        ends = list(dict.fromkeys(choose_output(model, w)[0] for w in wanted))
+        made = {t: i for i, op in enumerate(model.ops) for t in op.outputs}
+        end = max(ends, key=lambda t: made.get(t, -1))
+        more_ends = [t for t in ends if t != end]
+        left_out = [T[t].name for t in model.outputs if t not in ends]
+        keep = {id(op) for t in ends for op in _needed(list(model.ops), t)}
+        ops = [op for op in model.ops if id(op) in keep]
     if left_out:
         log.info("%s: compiling output %r; left out: %s", model.path, T[end].name, ", ".join(left_out))
-    ops = _needed(list(model.ops), end)
     cur = model.inputs[0]
     host_quantize = host_dequantize = False
     if ops and ops[0].opcode == "QUANTIZE" and T[cur].dtype == np.float32:
@@ -245,6 +258,8 @@ def build(model: Graph, output: str | None = None) -> tuple[Builder, dict]:
         raise CompileError(f"input tensor {x.name!r}: shape {x.shape}; accepted: (1, H, W, C) or (1, N)")
 
     values = {cur: b.value}                      # TFLite tensor -> the builder's value for it
+    for t in model.inputs[1:]:                   # further inputs: frame tensors the host writes too
+        values[t] = _extra_input(b, fmt, T[t], model.path)
     i = 0
     while i < len(ops):
         op = ops[i]
@@ -284,20 +299,42 @@ def build(model: Graph, output: str | None = None) -> tuple[Builder, dict]:
         values[out.index] = b.value
     if end not in values:
         raise CompileError(f"{model.path}: the model output (tensor {end}) is not computed from the input")
+    for t in more_ends:
+        if t not in values:
+            raise CompileError(f"{model.path}: model output {T[t].name!r} is not computed on the chip")
+        b.mark_output(values[t], T[t].name)
     b.value = values[end]
     b.heads = heads
-    extra = {"tflite": {"input_tensor": model.inputs[0], "output_tensor": output_tensor,
+    extra = {"tflite": {"input_tensor": model.inputs[0], "input_tensors": list(model.inputs),
+                        "output_tensor": output_tensor,
                         "machine_output_tensor": end, "host_quantize": host_quantize,
                         "host_dequantize": host_dequantize},
              "heads": heads}
     if len(model.outputs) > 1:
         extra["tflite"].update(output_name=T[output_tensor].name, outputs_left_out=left_out)
+    if more_ends:
+        extra["tflite"].update(more_outputs=[T[t].name for t in more_ends])
     if _offset(x) or _offset(T[end]):
         extra["tflite"].update(input_offset=_offset(x), output_offset=_offset(T[end]))
         if heads:
             raise CompileError(f"{model.path}: a uint8 {heads[-1]['kind']} head on the host is not supported; "
                                f"accepted: uint8 models without a trailing SOFTMAX/LOGISTIC")
     return b, extra
+
+
+def _extra_input(b: Builder, fmt: Fmt, x: Tensor, path: str):
+    """A model input after the first, in the program's number format."""
+    want = (np.float32,) if fmt is Fmt.F32 else (np.int8,)
+    if x.dtype not in want:
+        raise CompileError(f"input tensor {x.name!r}: dtype {_dtype(x)}, the first input's program is "
+                           f"{fmt.name.lower()}; accepted: all inputs {'float32' if fmt is Fmt.F32 else 'int8'}")
+    q = dict(scale=float(_scale(x)[0]), zp=int(_zp(x)[0])) if fmt is Fmt.I8 else {}
+    if len(x.shape) == 4 and x.shape[0] == 1:
+        _, h, w, c = x.shape
+        return b.add_input(x.name, (c, h, w), **q)
+    if len(x.shape) == 2 and x.shape[0] == 1:
+        return b.add_input(x.name, (x.shape[1], 1, 1), flat=True, **q)
+    raise CompileError(f"input tensor {x.name!r}: shape {x.shape}; accepted: (1, H, W, C) or (1, N)")
 
 
 def _head(op: Operator, T: list[Tensor]) -> dict:

@@ -85,9 +85,15 @@ def _keras_activation(x: np.ndarray, act: str | None) -> np.ndarray:
 
 
 def keras_reference(model: keras_h5.KerasModel, x: np.ndarray) -> dict[str, np.ndarray]:
-    """Every layer's output (without the batch axis), float64, for one input in HWC layout."""
-    y = np.asarray(x, dtype=np.float64).reshape(model.input_shape)
+    """Every layer's output (without the batch axis), float64, for one input in HWC layout (a
+    list of them, in the model's order, for a model with several inputs)."""
+    xs = list(x) if isinstance(x, (list, tuple)) else [x]
+    if len(xs) != 1 + len(model.extra_inputs):
+        raise ValueError(f"the model has {1 + len(model.extra_inputs)} inputs; got {len(xs)} arrays")
+    y = np.asarray(xs[0], dtype=np.float64).reshape(model.input_shape)
     outs: dict[str, np.ndarray] = {model.input_name: y}
+    for (name, shape), xi in zip(model.extra_inputs, xs[1:]):
+        outs[name] = np.asarray(xi, dtype=np.float64).reshape(shape)
     for layer in model.layers:
         cfg, w = layer.config, layer.weights
         cls = layer.class_name
@@ -161,18 +167,23 @@ def keras_reference(model: keras_h5.KerasModel, x: np.ndarray) -> dict[str, np.n
 
 
 def tflite_reference(path: str | Path, x: np.ndarray) -> dict[int, np.ndarray]:
-    """Every tensor of a TFLite model after one invoke of the default interpreter."""
+    """Every tensor of a TFLite model after one invoke of the default interpreter (`x` a list
+    for a model with several inputs)."""
     from dtpu.tflite import Interpreter
     it = Interpreter(model_path=str(path), experimental_preserve_all_tensors=True)
     it.allocate_tensors()
-    d = it.get_input_details()[0]
-    xi = np.asarray(x)
-    if xi.ndim == len(d["shape"]) - 1:
-        xi = xi[None]
-    if d["dtype"] == np.int8 and xi.dtype.kind == "f":
-        scale, zp = d["quantization"]
-        xi = quantize(xi, scale, zp)
-    it.set_tensor(d["index"], xi.astype(d["dtype"]))
+    details = it.get_input_details()
+    xs = list(x) if isinstance(x, (list, tuple)) else [x]
+    if len(xs) != len(details):
+        raise ValueError(f"{path}: {len(details)} inputs; got {len(xs)} arrays")
+    for d, xi in zip(details, xs):
+        xi = np.asarray(xi)
+        if xi.ndim == len(d["shape"]) - 1:
+            xi = xi[None]
+        if d["dtype"] == np.int8 and xi.dtype.kind == "f":
+            scale, zp = d["quantization"]
+            xi = quantize(xi, scale, zp)
+        it.set_tensor(d["index"], xi.astype(d["dtype"]).reshape(d["shape"]))
     it.invoke()
     out = {}
     for t in it.get_tensor_details():
@@ -203,6 +214,8 @@ def against_keras(bundle: Bundle, result: Result, model: keras_h5.KerasModel, x:
     ref = keras_reference(model, x)
     checks = []
     for layer in bundle.layers:
+        if layer["kind"] == "input":         # written by the host, not computed
+            continue
         got = to_framework(result.layers[layer["name"]], layer["output"]["flat"])[0]
         want = ref.get(layer["name"] + PRE_SOFTMAX, ref.get(layer["name"]))
         if want is None and ".border" in layer["name"]:
@@ -226,6 +239,8 @@ def against_tflite(bundle: Bundle, result: Result, path: str | Path, x: np.ndarr
     quantized = bundle.fmt is Fmt.I8
     offset = bundle.meta["output"].get("offset", 0)     # a uint8 model: every tensor stored 128 lower
     for layer in bundle.layers:
+        if layer["kind"] == "input":
+            continue
         got = to_framework(result.layers[layer["name"]], layer["output"]["flat"], offset)
         if layer["tensor"] is None:
             checks.append(Check(layer["name"], layer["kind"], 0.0, 0.0, False, True,

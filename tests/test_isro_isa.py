@@ -7,9 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dtpu.isro import isa
-from dtpu.isro.isa import FIELDS, INSTRUCTION_BYTES, USES, Fill, Fmt, Instruction, Mem, Op, Rounding
+from dtpu.isro.isa import _ENUMS, FIELDS, INSTRUCTION_BYTES, USES, Fmt, Instruction, Op
 
-_ENUMS = {"fmt": Fmt, "fill": Fill, "rnd": Rounding, "xsrc": Mem, "xdst": Mem}
 
 
 @st.composite

@@ -418,7 +418,7 @@ def check_bundle(bundle, profile=None) -> list[Finding]:
             if p.op is Op.ADD or p.op in (Op.END, Op.NOP):
                 continue
             srcs = [tensors[t][1] for t in layer.get("inputs", [k])]
-            if p.op is Op.EADD and p.src2 not in srcs:
+            if p.op.name in ("EADD", "EMUL") and p.src2 not in srcs:
                 out.append(Finding("hazard", j, f"reads {p.src2:#x}, but layer {layer['name']}'s inputs are "
                                                 f"at {', '.join(f'{s:#x}' for s in srcs)}"))
             if p.src not in srcs:

@@ -144,6 +144,10 @@ def plan_layer(layer: Layer, in_pads: list[tuple], out_pad: tuple, fmt: Fmt, pro
                        f"{prof.frame_bytes:,} B and {prof.filter_bytes:,} B")
 
 
+# the layer kinds the staged emitter tiles (the others run on chip only, issue 28.2)
+STAGED_KINDS = ("conv", "dwconv", "dense", "maxpool", "avgpool", "eadd")
+
+
 def emit_staged(layers: list[Layer], fmt: Fmt, *, profile: Profile, pe: int | None = None,
                 meta: dict | None = None, x: np.ndarray | None = None, in_scale: float | None = None,
                 in_zp: int = 0, input_name: str = "input") -> Bundle:
@@ -154,6 +158,12 @@ def emit_staged(layers: list[Layer], fmt: Fmt, *, profile: Profile, pe: int | No
     to = prof.align
     layers = resolve_borders(layers, input_name)
     require_format(layers, fmt, prof)
+    unstaged = [layer for layer in layers if layer.kind not in STAGED_KINDS
+                or (layer.kind == "avgpool" and layer.exclude_pad)]
+    if unstaged:
+        raise CompileError(f"{unstaged[0].name}: the network does not fit on chip, and staging through "
+                           f"external memory tiles {', '.join(STAGED_KINDS)} layers (SAME average pooling "
+                           f"excepted), not {unstaged[0].kind}")
     fdt, wdt, adt = FRAME_DTYPE[fmt], WEIGHT_DTYPE[fmt], ACC_DTYPE[fmt]
     item = fdt.itemsize
     n = len(layers)

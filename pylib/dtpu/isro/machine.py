@@ -358,6 +358,8 @@ class Machine:
             return self._post(ins, acc, frame, filt, c, where, count=count)
 
         if name == "RESIZE":
+            self._region(frame, "frame", ins.dst, fdt, cin * (ins.hout + ins.pt + ins.pb) * (ins.wout + ins.pl + ins.pr),
+                         where)                  # the output must fit before it is computed
             y = resample.resize(x, ins.hout, ins.wout, ins.mode is Mode.BILINEAR, bool(ins.align),
                                 bool(ins.half), fmt is Fmt.I8)
             c.cycles += cin * ins.hout * ins.wout
@@ -379,7 +381,15 @@ class Machine:
 
         if name == "TCONV":
             # a transposed convolution is a convolution over the input spread out by uh x uw, with
-            # the zero (in I8 the input zero point) between pixels and in the inner border q*
+            # the zero (in I8 the input zero point) between pixels and in the inner border q*;
+            # its geometry and output region are checked before the spread-out input is built
+            self._check_out(ins, (hin - 1) * ins.uh + 1 + ins.qt + ins.qb, (win - 1) * ins.uw + 1 + ins.ql + ins.qr,
+                            ins.kh, ins.kw, ins.sh, ins.sw, ins.dh, ins.dw, where)
+            if ins.partial:
+                self._region(filt, "filter", ins.dst, adt, ins.cout * ins.hout * ins.wout, where)
+            else:
+                self._region(frame, "frame", ins.dst, fdt, ins.cout * (ins.hout + ins.pt + ins.pb)
+                             * (ins.wout + ins.pl + ins.pr), where)
             fill = np.array(ins.in_zp if fmt is Fmt.I8 else 0).astype(fdt)
             x = resample.upsample_zeros(x, ins.uh, ins.uw, (ins.qt, ins.qb, ins.ql, ins.qr), fill)
             cin, hin, win = x.shape

@@ -181,3 +181,34 @@ def test_zoo_mobilenets_224_staged_bit_exact_against_tflite(name):
         "\n".join(str(c) for c in compared if not c.exact)
     ref = verify.tflite_reference(path, x)[bundle.meta["tflite"]["output_tensor"]]
     np.testing.assert_array_equal(result.output, ref)
+
+
+@pytest.mark.parametrize("name, divide", [("squeeze_excite", 3), ("time_series", 2)])
+def test_staged_new_operators_equal_on_chip(tmp_path, name, divide):
+    """Issue 28.2's EMUL (with its broadcast gate), LUT and SAME average pooling (its left-out
+    border cut per band) staged through external memory, bit for bit with the on-chip program."""
+    import sys
+    sys.path.insert(0, str(HERE))
+    import isro_nets
+    path, xs = isro_nets.write(name, tmp_path, "int8")
+    on_chip = compile_model(path)
+    staged = compile_model(path, chip=_shrunk(on_chip, divide))
+    assert staged.meta["staged"] and check_bundle(staged) == []
+    kinds = {layer["kind"] for layer in staged.layers if layer["staging"]["bands"] > 1}
+    if name == "squeeze_excite":                  # (the 1-D net has one row: one band per layer)
+        assert {"avgpool", "emul", "lut"} <= kinds, kinds
+    for x in xs[:2]:
+        want, got = run(on_chip, x), run(staged, x)
+        for layer, value in want.layers.items():
+            np.testing.assert_array_equal(got.layers[layer], value, err_msg=layer)
+        np.testing.assert_array_equal(got.output, want.output)
+
+
+def test_staging_refuses_the_operators_it_does_not_tile(tmp_path):
+    import sys
+    sys.path.insert(0, str(HERE))
+    import isro_nets
+    path, _ = isro_nets.write("unet", tmp_path, "int8")
+    on_chip = compile_model(path)
+    with pytest.raises(CompileError, match="staging through external memory tiles conv, .* not (concat|resize|tconv)"):
+        compile_model(path, chip=_shrunk(on_chip, 4))

@@ -475,7 +475,7 @@ def _op(b: Builder, fmt: Fmt, op: Operator, T: list[Tensor], label: str, out: Te
         return
     if op.opcode in ("RESHAPE", "EXPAND_DIMS", "SQUEEZE"):
         if (op.opcode == "RESHAPE" and len(out.shape) == 2 and out.shape[0] == 1
-                and out.shape[1] == int(np.prod(x.shape)) and not _same_layout(x.shape, out.shape)):
+                and out.shape[1] == int(np.prod(x.shape))):
             if len(x.shape) == 4:
                 b.flatten(name)
             return

@@ -20,7 +20,7 @@ import numpy as np
 import tflite
 
 _MODULES = ("Buffer", "Model", "Operator", "OperatorCode", "QuantizationParameters", "SubGraph", "Tensor",
-            "AddOptions", "MulOptions", "Pool2DOptions", "ReducerOptions", "Conv2DOptions",
+            "AddOptions", "MulOptions", "SubOptions", "Pool2DOptions", "ReducerOptions", "Conv2DOptions",
             "DepthwiseConv2DOptions", "FullyConnectedOptions", "ConcatenationOptions",
             "ResizeBilinearOptions", "ResizeNearestNeighborOptions", "TransposeConvOptions",
             "ReshapeOptions", "SqueezeOptions", "ExpandDimsOptions", "SoftmaxOptions")
@@ -107,11 +107,12 @@ def _options(b, node: Node):
         m.AddFilterWidth(b, o["filter"][1])
         m.AddFusedActivationFunction(b, act)
         return BO.Pool2DOptions, m.End(b)
-    if op in ("ADD", "MUL"):
-        m = _M["AddOptions" if op == "ADD" else "MulOptions"]
+    if op in ("ADD", "MUL", "SUB"):
+        name = {"ADD": "AddOptions", "MUL": "MulOptions", "SUB": "SubOptions"}[op]
+        m = _M[name]
         m.Start(b)
         m.AddFusedActivationFunction(b, act)
-        return (BO.AddOptions if op == "ADD" else BO.MulOptions), m.End(b)
+        return getattr(BO, name), m.End(b)
     if op == "CONCATENATION":
         m = _M["ConcatenationOptions"]
         m.Start(b)
@@ -153,7 +154,7 @@ def _options(b, node: Node):
     if op in ("LOGISTIC", "TANH", "HARD_SWISH", "RELU", "RELU6", "QUANTIZE", "DEQUANTIZE"):
         return 0, None
     raise ValueError(f"no options writer for {op!r}; accepted: CONV_2D, DEPTHWISE_CONV_2D, TRANSPOSE_CONV, "
-                     f"FULLY_CONNECTED, pools, ADD, MUL, CONCATENATION, RESIZE_*, MEAN, RESHAPE, SQUEEZE, "
+                     f"FULLY_CONNECTED, pools, ADD, MUL, SUB, CONCATENATION, RESIZE_*, MEAN, RESHAPE, SQUEEZE, "
                      f"EXPAND_DIMS, SOFTMAX and options-less element-wise ops")
 
 

@@ -195,7 +195,8 @@ def accesses(ins: Instruction, frame_size: int, filter_size: int, pe: int | None
             chans, out_hw = cin, (ins.hout, ins.wout)
         elif op.name == "LUT":
             if fmt is Fmt.I8:
-                acc.append(("filter", *_region(filter_size, "filter", ins.wgt, wdt, LUT_ENTRIES, "table"),
+                acc.append(("filter", *_region(filter_size, "filter", ins.wgt, wdt,
+                                               (cin if ins.perch else 1) * LUT_ENTRIES, "table"),
                             "r", "table"))
             chans, out_hw = cin, (hin, win)
         elif op is Op.DENSE:

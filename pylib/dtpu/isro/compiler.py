@@ -225,7 +225,8 @@ def emit(layers: list[Layer], fmt: Fmt, *, profile: Profile | None = None, pe: i
                                            mode=isa.Mode[mode.upper()], align=int(align_c), half=int(half)))
             elif layer.kind == "lut":
                 program.append(Instruction(Op.LUT, **store, **geo, wgt=w_addr[i] or 0,
-                                           func=isa.Func[layer.func.upper()]))
+                                           func=isa.Func[layer.func.upper()],
+                                           perch=int(layer.weights is not None and np.ndim(layer.weights) == 2)))
             elif layer.kind == "emul":
                 ta, tb = src_t
                 (a_t, a_b, a_l, a_r), (b_t, b_b, b_l, b_r) = pads[ta], pads[tb]

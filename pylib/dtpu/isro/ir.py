@@ -414,7 +414,8 @@ class Builder:
         return self._push(layer)
 
     def lut(self, source: str, *, table: np.ndarray | None = None, func: str | None = None, **post: Any) -> Layer:
-        """An element-wise function: an I8 table of 256 outputs, or an F32 function by name."""
+        """An element-wise function: an I8 table of 256 outputs (or 256 per channel), or an F32
+        function by name."""
         if any(self._pad):
             raise CompileError(f"{source}: an element-wise function after padding "
                                f"({'/'.join(self._pad_sources)}) would change the padded zeros")
@@ -422,12 +423,13 @@ class Builder:
             raise CompileError(f"{source}: an {self.fmt.name} LUT needs "
                                f"{'a 256-entry table' if self.fmt is Fmt.I8 else 'a function name'}")
         weights = None
+        c, h, w = self.shape
         if table is not None:
             weights = np.asarray(table)
-            if weights.shape != (256,) or weights.min() < -128 or weights.max() > 127:
-                raise CompileError(f"{source}: table of shape {weights.shape}; accepted: 256 int8 entries")
+            if weights.shape not in ((256,), (c, 256)) or weights.min() < -128 or weights.max() > 127:
+                raise CompileError(f"{source}: table of shape {weights.shape}; accepted: 256 int8 entries, "
+                                   f"or 256 per channel ({c}, 256)")
             weights = weights.astype(np.int8)
-        c, h, w = self.shape
         layer = Layer(kind="lut", name=source, in_shape=(c, h, w), out_shape=(c, h, w), sources=[source],
                       weights=weights, func=func or "table", **post)
         prod = self._producer()

@@ -139,7 +139,8 @@ EADD_WORDS = 9
 # I8 EMUL parameter words after the header: zp_a, zp_b, m_out, s_out (TFLite's int8 MUL:
 # MBQM((a - zp_a) * (b - zp_b), s_a s_b / s_out) + out_zp)
 EMUL_WORDS = 4
-# LUT's I8 table: one int8 output per stored input value, indexed by value + 128
+# LUT's I8 table: one int8 output per stored input value, indexed by value + 128 (with perch:
+# one table per channel, channel after channel)
 LUT_ENTRIES = 256
 
 
@@ -187,7 +188,7 @@ if _unknown or set(USES) != set(Op):
 
 _ENUMS: dict[str, type[enum.IntEnum]] = {"fmt": Fmt, "fill": Fill, "rnd": Rounding, "xsrc": Mem, "xdst": Mem,
                                          "mode": Mode, "func": Func}
-_FLAGS = ("dsp", "leaky", "clamp", "partial", "align", "half", "bcast")
+_FLAGS = ("dsp", "leaky", "clamp", "partial", "align", "half", "bcast", "perch")
 
 
 def _check_layout() -> None:

@@ -370,8 +370,10 @@ class Machine:
 
         if name == "LUT":
             if fmt is Fmt.I8:
-                table = self._region(filt, "filter", ins.wgt, wdt, LUT_ENTRIES, where)
-                y = table[x.astype(np.int64) + 128].astype(np.int64)
+                tables = cin if ins.perch else 1
+                table = self._region(filt, "filter", ins.wgt, wdt, tables * LUT_ENTRIES, where)
+                chan = np.arange(cin)[:, None, None] if ins.perch else 0
+                y = table.reshape(tables, LUT_ENTRIES)[chan, x.astype(np.int64) + 128].astype(np.int64)
                 c.filter_read += x.size
             else:
                 y = _f32_function(ins.func, x)

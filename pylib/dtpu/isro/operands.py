@@ -24,6 +24,8 @@ def operand_faults(ins: Instruction) -> list[str]:
     if name == "LUT" and (ins.fmt is Fmt.I8) != (f["func"] == Func.TABLE):
         out.append(f"func={Func(f['func']).name.lower()} in {ins.fmt.name.lower()}; I8 looks up a table "
                    f"(func=table), F32 evaluates sigmoid, tanh or hswish")
+    if name == "LUT" and f["perch"] and ins.fmt is not Fmt.I8:
+        out.append("per-channel tables (perch) are I8 only")
     if name == "AVGPOOL" and (f["at"] + f["ab"] >= f["hin"] or f["al"] + f["ar"] >= f["win"]) \
             and any(f[k] for k in ("at", "ab", "al", "ar")):
         out.append(f"border {f['at']},{f['ab']},{f['al']},{f['ar']} left out of the average covers the "

@@ -76,8 +76,8 @@ def _chunk_layer(layer: Layer, k0: int, k1: int) -> Layer:
     """The layer restricted to output channels [k0, k1): its weights and DSP arrays sliced."""
     c, h, w = layer.out_shape
     changes = dict(out_shape=(k1 - k0, h, w))
-    if layer.weights is not None and layer.kind != "lut":       # a LUT's table serves every channel
-        changes["weights"] = np.asarray(layer.weights)[k0:k1]
+    if layer.weights is not None and (layer.kind != "lut" or np.ndim(layer.weights) == 2):
+        changes["weights"] = np.asarray(layer.weights)[k0:k1]     # (a LUT's one table serves every channel)
     if layer.dsp is not None:
         changes["dsp"] = tuple(np.asarray(a)[k0:k1] for a in layer.dsp)
     if layer.kind in ("dwconv", "maxpool", "avgpool", "eadd", "emul", "lut"):
@@ -392,7 +392,8 @@ def _compute(program, layer: Layer, sub: Layer, fmt: Fmt, post: dict, in_addrs: 
         geo = dict(src=in_addrs[0], cin=ch, hin=(r - 1) * sh + eh, win=wp_t)
     if layer.kind == "lut":
         store = {key: post[key] for key in ("fmt", "fill", "out_zp", "dst", "pt", "pb", "pl", "pr")}
-        program.append(Instruction(Op.LUT, **store, **geo, wgt=wgt, func=isa.Func[layer.func.upper()]))
+        program.append(Instruction(Op.LUT, **store, **geo, wgt=wgt, func=isa.Func[layer.func.upper()],
+                                   perch=int(sub.weights is not None and np.ndim(sub.weights) == 2)))
         return
     if layer.kind in ("maxpool", "avgpool"):
         extra = {}

@@ -34,6 +34,7 @@ _FOLDED_ACTIVATIONS = ("ADD", "RELU", "RELU_N1_TO_1", "RELU6", "LEAKY_RELU")  # 
 ACCEPTED = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV", "MAX_POOL_2D",
             "AVERAGE_POOL_2D", "MEAN over H, W (or L)", "ADD of two tensors", "MUL of two tensors (or by a 1x1xC one)",
             "CONCATENATION along channels", "RESIZE_NEAREST_NEIGHBOR", "RESIZE_BILINEAR",
+            "int8 MUL/ADD/SUB by a scalar or per-channel constant",
             "LOGISTIC", "TANH", "HARD_SWISH", "EXPAND_DIMS/SQUEEZE/RESHAPE that keep the layout", "SOFTMAX (last op, on the host)", "PAD", "PADV2",
             "RESHAPE", "SPACE_TO_BATCH_ND+conv+BATCH_TO_SPACE_ND (dilation)", "ADD of a constant bias (float)", "RELU", "RELU6", "RELU_N1_TO_1", "LEAKY_RELU",
             "QUANTIZE (first op)", "DEQUANTIZE (last op)")
@@ -275,6 +276,12 @@ def build(model: Graph, output: str | None = None) -> tuple[Builder, dict]:
         elif op.opcode == "MUL" and len(data_in) == 2:
             out = T[op.outputs[0]]
             _emul(b, fmt, op, T, label, out, values)
+            i += 1
+        elif op.opcode in TABLE_BINARY and fmt is Fmt.I8 and len(data_in) == 1:
+            out = T[op.outputs[0]]
+            b.value = values[data_in[0]]
+            folded = b.producer()
+            _const_lut(b, op, T, label, out, data_in[0])
             i += 1
         elif op.opcode == "TRANSPOSE_CONV":
             if len(op.inputs) < 3 or op.inputs[2] not in values or len(data_in) != 1:
@@ -546,6 +553,48 @@ def _op(b: Builder, fmt: Fmt, op: Operator, T: list[Tensor], label: str, out: Te
 
 
 UNARY_OPS = {"LOGISTIC": "sigmoid", "TANH": "tanh", "HARD_SWISH": "hswish"}
+
+
+# int8 operators of one computed tensor and constants that run as LUT tables (the interpreter fills
+# them: dtpu.unary_tables)
+TABLE_BINARY = ("MUL", "ADD", "SUB")
+
+
+def _const_lut(b: Builder, op: Operator, T: list[Tensor], label: str, out: Tensor, t_in: int) -> None:
+    """An int8 MUL/ADD/SUB of the computed tensor by a scalar or per-channel constant: element by
+    element a function of one int8 value per channel, so a table per channel from TFLite's own
+    kernel is exact (EfficientNet's input rescaling and normalization)."""
+    from dtpu import tflite_writer as tw
+    from dtpu.unary_tables import channel_tables
+    x = T[t_in]
+    c = int(x.shape[-1])
+    if out.dtype != x.dtype or tuple(out.shape) != tuple(x.shape):
+        raise CompileError(f"{label}: output {out.shape} {_dtype(out)} from input {x.shape} {_dtype(x)}; "
+                           f"accepted: the input's shape and dtype (an element-wise constant)")
+    operands = []
+    for t in op.inputs:
+        if t == t_in:
+            operands.append(None)
+            continue
+        k = T[t]
+        if k.data is None or k.quantization is None or k.dtype != x.dtype:
+            raise CompileError(f"{label}: operand {k.name!r} is neither computed nor a quantized "
+                               f"{_dtype(x)} constant")
+        shape = tuple(int(v) for v in k.shape)
+        if int(np.prod(shape)) not in (1, c) or any(v != 1 for v in shape[:-1]):
+            raise CompileError(f"{label}: constant {k.name!r} of shape {shape}; accepted: a scalar or one "
+                               f"value per channel ({c})")
+        operands.append(tw.Tensor(shape, _dtype(k), [float(v) for v in _scale(k)],
+                                  [int(v) for v in k.quantization.zero_point], data=k.data, name=k.name))
+    dtype = _dtype(x)
+    table = channel_tables(op.opcode, dtype, c, (float(_scale(x)[0]), int(x.quantization.zero_point[0])),
+                           (float(_scale(out)[0]), int(out.quantization.zero_point[0])), operands,
+                           {"activation": _act_kind(label, _act(op))})
+    table = (table.astype(np.int16) - _offset(out)).astype(np.int8)
+    if np.all(table == table[:1]):
+        table = table[0]
+    b.lut(f"op{op.index}_{op.opcode.lower()}", table=table, out_zp=int(_zp(out)[0]),
+          out_scale=float(_scale(out)[0]), tensor=out.index)
 
 
 def _same_layout(a, b) -> bool:

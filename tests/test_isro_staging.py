@@ -212,3 +212,36 @@ def test_staging_refuses_the_operators_it_does_not_tile(tmp_path):
     on_chip = compile_model(path)
     with pytest.raises(CompileError, match="staging through external memory tiles conv, .* not (concat|resize|tconv)"):
         compile_model(path, chip=_shrunk(on_chip, 4))
+
+
+def _zoo_staged_bit_exact(name: str, chip=None) -> None:
+    path = ZOO / f"{name}.tflite"
+    bundle = compile_model(path, chip=chip)
+    assert bundle.meta["staged"] and check_bundle(bundle) == []
+    x = np.random.default_rng(9).integers(-128, 128, (1, 224, 224, 3)).astype(np.int8)
+    result = run(bundle, x)
+    checks = verify.against_tflite(bundle, result, path, x)
+    compared = [c for c in checks if not c.note]
+    # the rest: tensors TFLite overwrote in place (a LOGISTIC's output under its swish MUL)
+    assert all("in place" in c.note or "border copy" in c.note for c in checks if c.note)
+    assert len(compared) >= 0.75 * len(bundle.layers) and all(c.exact for c in compared), \
+        "\n".join(str(c) for c in compared if not c.exact)
+
+
+@pytest.mark.skipif(not (ZOO / "inception_like_224__int8.tflite").is_file(), reason="model zoo not present")
+def test_zoo_inception_224_staged_bit_exact_against_tflite():
+    """Issue 28.2's staged CAT (operand by operand, in row bands) and SAME average pooling."""
+    _zoo_staged_bit_exact("inception_like_224__int8")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (ZOO / "efficientnet_b0_224__int8.tflite").is_file(), reason="model zoo not present")
+def test_zoo_efficientnet_b0_224_staged_bit_exact_against_tflite():
+    """Swish (LOGISTIC table, EMUL), squeeze-excite (broadcast EMUL), the input rescaling (MUL and
+    SUB by constants as tables). Its staged program has 1,359 instructions, past the default
+    profile's 64 KiB of instruction memory: it runs on a profile with 256 KiB."""
+    path = ZOO / "efficientnet_b0_224__int8.tflite"
+    with pytest.raises(CompileError, match="past chip profile isro-asic-default's 65,536 B of instruction memory"):
+        compile_model(path)
+    _zoo_staged_bit_exact("efficientnet_b0_224__int8",
+                          chip=Profile(**{**load().__dict__, "name": "program-256k", "program_bytes": 262144}))

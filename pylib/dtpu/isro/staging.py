@@ -145,8 +145,33 @@ def plan_layer(layer: Layer, in_pads: list[tuple], out_pad: tuple, fmt: Fmt, pro
                        f"{prof.frame_bytes:,} B and {prof.filter_bytes:,} B")
 
 
+def plan_concat(layer: Layer, shapes: list[tuple], in_pads: list[tuple], out_pad: tuple, fmt: Fmt,
+                prof: Profile) -> Plan:
+    """A concatenation staged operand by operand in row bands: the largest band whose input and
+    output for the widest operand fit frame memory (double-buffered if that fits too)."""
+    to, item = prof.align, FRAME_DTYPE[fmt].itemsize
+    _, hout, wout = layer.out_shape
+    pt, pb, pl, pr = out_pad
+
+    def need(r: int) -> int:
+        return max(align(c * r * (w + p[2] + p[3]) * item, to) + align(c * (r + pt + pb) * (wout + pl + pr) * item, to)
+                   for (c, _, w), p in zip(shapes, in_pads))
+    for double in (True, False):
+        lo, hi, best = 1, hout, None
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            if need(mid) * (2 if double else 1) <= prof.frame_bytes:
+                best, lo = mid, mid + 1
+            else:
+                hi = mid - 1
+        if best is not None:
+            return Plan(max(c for c, _, _ in shapes), best, need(best), 0, 0, double)
+    raise CompileError(f"{layer.name}: even one output row of the concatenation needs {need(1):,} B of frame "
+                       f"memory; chip profile {prof.name} has {prof.frame_bytes:,} B")
+
+
 # the layer kinds the staged emitter tiles (the others run on chip only, issue 28.2)
-STAGED_KINDS = ("conv", "dwconv", "dense", "maxpool", "avgpool", "eadd", "emul", "lut")
+STAGED_KINDS = ("conv", "dwconv", "dense", "maxpool", "avgpool", "eadd", "emul", "lut", "concat")
 
 
 def emit_staged(layers: list[Layer], fmt: Fmt, *, profile: Profile, pe: int | None = None,
@@ -180,7 +205,10 @@ def emit_staged(layers: list[Layer], fmt: Fmt, *, profile: Profile, pe: int | No
         cursor = align(cursor + s, to)
     tensors_bytes = cursor
 
-    plans = [plan_layer(layer, [pads[t] for t in layer_inputs(layers, i)], pads[i + 1], fmt, prof, pe)
+    plans = [plan_concat(layer, [shapes[t] for t in layer_inputs(layers, i)],
+                         [pads[t] for t in layer_inputs(layers, i)], pads[i + 1], fmt, prof)
+             if layer.kind == "concat" else
+             plan_layer(layer, [pads[t] for t in layer_inputs(layers, i)], pads[i + 1], fmt, prof, pe)
              for i, layer in enumerate(layers)]
     frame_bytes = max(p.frame_bytes for p in plans)
     filter_bytes = max(p.filter_bytes for p in plans)
@@ -217,7 +245,32 @@ def emit_staged(layers: list[Layer], fmt: Fmt, *, profile: Profile, pe: int | No
         eh = (kh - 1) * layer.dilation[0] + 1
         _, hp_o, wp_o = padded(i + 1)
         n_chunks = n_bands = 0
-        for k0 in range(0, cout, plan.chunk):
+        if layer.kind == "concat":                  # operand by operand, band by band: copies
+            coff = 0
+            for t in src_t:
+                c_t, hp_t, wp_t = padded(t)
+                n_chunks += 1
+                for y0 in range(0, hout, plan.band):
+                    y1 = min(hout, y0 + plan.band)
+                    r = y1 - y0
+                    n_bands += 1
+                    bt, bb = (pt if y0 == 0 else 0), (pb if y1 == hout else 0)
+                    base = (bands_done % 2) * plan.frame_set if plan.double else 0
+                    bands_done += 1
+                    rows = r * wp_t * item
+                    program.append(_xfer(Mem.EXTERNAL, Mem.FRAME, addrs[t] + (y0 + pads[t][0]) * wp_t * item,
+                                         base, rows, c_t, hp_t * wp_t * item, rows))
+                    out_at = align(base + c_t * rows, to)
+                    program.append(Instruction(Op.CAT, fmt=fmt, fill=fills[i + 1], out_zp=out_zp if fmt is Fmt.I8 else 0,
+                                               dst=out_at, pt=bt, pb=bb, pl=pl, pr=pr, src=base, cin=c_t, cout=c_t,
+                                               hout=r, wout=wout, at=0, ab=0, al=pads[t][2], ar=pads[t][3], coff=0))
+                    n_rows = r + bt + bb
+                    chunk = n_rows * wp_o * item
+                    program.append(_xfer(Mem.FRAME, Mem.EXTERNAL, out_at,
+                                         addrs[i + 1] + (coff * hp_o * wp_o + (y0 + pt - bt) * wp_o) * item,
+                                         chunk, c_t, chunk, hp_o * wp_o * item))
+                coff += c_t
+        for k0 in (range(0, cout, plan.chunk) if layer.kind != "concat" else ()):
             k1 = min(cout, k0 + plan.chunk)
             sub = _chunk_layer(layer, k0, k1)
             k = k1 - k0

@@ -96,3 +96,33 @@ def test_random_damage_to_the_new_networks_fails_cleanly_or_runs(nets, tmp_path,
             rc = cli.main(["run", str(tmp_path / f"o{trial}"), "--no-dump"])
         err = capsys.readouterr().err
         assert rc in (0, 2) and len(err.splitlines()) <= 1 and "internal error" not in err, (trial, err)
+
+
+def _refused(tmp_path, capsys, net, out, *mentions, fmt="int8"):
+    rng = np.random.default_rng(0)
+    calib = rng.standard_normal((2,) + net.shapes[net.input][1:]).astype(np.float32)
+    path = tmp_path / f"bad_{fmt}.tflite"
+    path.write_bytes(net.int8(out, calib) if fmt == "int8" else net.float32(out))
+    rc = cli.main(["compile", str(path), "-o", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert rc == 2 and len(err.splitlines()) == 1, err
+    for m in mentions:
+        assert m in err, (m, err)
+
+
+def test_operators_the_chip_cannot_express_are_refused_in_one_line(tmp_path, capsys):
+    n = isro_nets.Net((1, 6, 6, 3))
+    a = n.conv(n.input, 4)
+    y = n._node("CONCATENATION", [a, a], (1, 12, 6, 4), axis=1)
+    _refused(tmp_path, capsys, n, y, "concatenation along axis 1", "accepted: the channel (last) axis")
+    n = isro_nets.Net((1, 6, 6, 3))
+    a = n.conv(n.input, 4)
+    k = n._t((1, 6, 6, 4), np.ones((1, 6, 6, 4), np.float32), "weights_const")
+    y = n.mul(a, k)
+    _refused(tmp_path, capsys, n, y, "MUL", fmt="float32")
+    n = isro_nets.Net((1, 6, 6, 3))
+    a = n.conv(n.input, 4)
+    y = n.tconv(a, 2, k=3, stride=1, padding="SAME")
+    n.consts[n.nodes[-1].inputs[0]][:] = [1, 2, 2, 2]      # an output smaller than the input: cropped
+    n.shapes[y] = (1, 2, 2, 2)
+    _refused(tmp_path, capsys, n, y, "transposed convolution", "the chip does not crop", fmt="float32")

@@ -9,6 +9,8 @@ views; 1/256 for LOGISTIC, 1/128 for TANH). The interpreter is the oracle for bo
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from dtpu import tflite_writer as tw
@@ -266,6 +268,15 @@ def time_series(seed: int = 3):
     x = n.view("SQUEEZE", x, (1, 4, 12))
     g = n.mean(x, keep=False)
     return n, n.fc(g, 3)
+
+
+def unsupported(path) -> Path:
+    """A float32 .tflite whose second op (EXP) the chip cannot compute: refusal tests."""
+    from pathlib import Path
+    n = Net((1, 6, 6, 2))
+    y = n.unary("EXP", n.conv(n.input, 3))
+    Path(path).write_bytes(n.float32(y))
+    return Path(path)
 
 
 NETS = {"unet": unet, "detection_head": detection_head, "squeeze_excite": squeeze_excite,

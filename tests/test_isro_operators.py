@@ -172,3 +172,17 @@ def test_new_opcodes_fault_on_bad_fields():
     for ins, message in bad:
         with pytest.raises(MachineError, match=message):
             Machine().execute([ins, Instruction(Op.END)], frame.copy(), filt.copy())
+
+
+def test_mix_s_int8_compiles_whole_and_is_bit_exact():
+    """Its int8 ADD of a constant bias after the dilated convolution (refused before issue 28.2)
+    is a per-channel LUT table now."""
+    path = FIXTURES / "mix_s_int8.tflite"
+    bundle = compile_tflite(path)
+    assert bundle.meta["stats"]["by_op"]["lut"] == 1
+    c, h, w = bundle.meta["input"]["shape"]
+    for seed in range(2):
+        x = (np.random.default_rng(seed).random((1, h, w, c)) * 6 - 3).astype(np.float32)
+        result = run(bundle, x)
+        checks = [ck for ck in verify.against_tflite(bundle, result, path, x) if not ck.note]
+        assert len(checks) >= 8 and all(ck.exact for ck in checks), "\n".join(map(str, checks))

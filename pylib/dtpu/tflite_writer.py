@@ -151,7 +151,8 @@ def _options(b, node: Node):
         m.Start(b)
         m.AddBeta(b, float(o.get("beta", 1.0)))
         return BO.SoftmaxOptions, m.End(b)
-    if op in ("LOGISTIC", "TANH", "HARD_SWISH", "RELU", "RELU6", "QUANTIZE", "DEQUANTIZE"):
+    if op in ("LOGISTIC", "TANH", "HARD_SWISH", "RELU", "RELU6", "QUANTIZE", "DEQUANTIZE", "EXP", "ABS",
+              "FLOOR", "SQUARE"):
         return 0, None
     raise ValueError(f"no options writer for {op!r}; accepted: CONV_2D, DEPTHWISE_CONV_2D, TRANSPOSE_CONV, "
                      f"FULLY_CONNECTED, pools, ADD, MUL, SUB, CONCATENATION, RESIZE_*, MEAN, RESHAPE, SQUEEZE, "

@@ -37,7 +37,8 @@ RULES = (
     (r"dtpu\.hw\.\w*(lower|placement|prefetch|compiler|chain_specs|residency|alloc)\w*"
      r"|dtpu\.tflite_model", "compiler"),
     (r"dtpu\.hw(\..*)?|dtpu\.isro(\..*)?", "device"),
-    (r"dtpu\.(spec|precision|pack|report|tflite|model_check)|dtpu\.reference(\..*)?", "foundation"),
+    (r"dtpu\.(spec|precision|pack|report|tflite|model_check|tflite_writer|unary_tables)|dtpu\.reference(\..*)?",
+     "foundation"),
 )
 
 #: upward imports that stay for now, each with the reason; an entry no longer needed fails the test

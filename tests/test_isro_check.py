@@ -26,8 +26,17 @@ FIXTURES = Path(__file__).resolve().parent / "isro"
 
 
 def _bundles():
+    import sys
+    import tempfile
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import isro_nets                              # issue 28.2's operators: CAT, RESIZE, TCONV, EMUL, LUT
+    d = tempfile.mkdtemp(prefix="isro_check_")
+    unet, ux = isro_nets.write("unet", d, "int8")
+    se, sx = isro_nets.write("squeeze_excite", d, "float32")
     x = np.random.default_rng(0).random((1, 32, 32, 3)).astype(np.float32)
     return {
+        "unet_i8_pe64": compile_tflite(unet, ux[0], pe=64),
+        "se_f32": compile_tflite(se, sx[0]),
         "resnet_i8_pe32": compile_tflite(FIXTURES / "resnet_s_int8.tflite", x, pe=32),
         "vgg_f32_reuse": compile_h5(FIXTURES / "vgg_s.h5", x, reuse=True),
         "mix_f32_pe16": compile_h5(FIXTURES / "mix_s.h5", pe=16),

@@ -7,9 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dtpu.isro import isa
-from dtpu.isro.isa import FIELDS, INSTRUCTION_BYTES, USES, Fill, Fmt, Instruction, Mem, Op, Rounding
+from dtpu.isro.isa import _ENUMS, FIELDS, INSTRUCTION_BYTES, USES, Fmt, Instruction, Op
 
-_ENUMS = {"fmt": Fmt, "fill": Fill, "rnd": Rounding, "xsrc": Mem, "xdst": Mem}
 
 
 @st.composite
@@ -136,3 +135,19 @@ def test_block_size_is_what_must_fit_the_processing_elements():
     assert isa.block_size(Instruction(Op.ADD, npart=9)) == 0
     assert isa.param_block_bytes(8, True) == 4 * (4 + 24) and isa.align(17) == 32
     assert np.dtype(isa.ACC_DTYPE[Fmt.I8]).itemsize == 4
+
+
+def test_the_document_lists_the_encoding():
+    """docs/isro_isa.md section 3 is encoding.json in prose: every opcode with its code, and every
+    field by name, so a change to the file that the document does not follow fails here."""
+    import re
+    from pathlib import Path
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "isro_isa.md").read_text()
+    section = doc[doc.index("## 3. Instruction word"):doc.index("## 4. Semantics")]
+    rows = {name: int(code) for name, code in re.findall(r"^\| `([A-Z]+)` \| (\d+) \|", section, re.M)}
+    assert rows == dict(isa.ENCODING["opcodes"])
+    named = {w for group in re.findall(r"`([^`]+)`", section) for w in re.split(r"[\s,.]+", group)}
+    assert sorted(set(FIELDS) - named) == []
+    semantics = doc[doc.index("## 4. Semantics"):doc.index("## 5. Padding")]
+    assert all(f"**{op}**" in semantics or f"**{op}'s" in semantics
+               for op in isa.ENCODING["opcodes"] if op not in ("END", "NOP", "CONV", "DWCONV", "DENSE"))

@@ -181,3 +181,67 @@ def test_zoo_mobilenets_224_staged_bit_exact_against_tflite(name):
         "\n".join(str(c) for c in compared if not c.exact)
     ref = verify.tflite_reference(path, x)[bundle.meta["tflite"]["output_tensor"]]
     np.testing.assert_array_equal(result.output, ref)
+
+
+@pytest.mark.parametrize("name, divide", [("squeeze_excite", 3), ("time_series", 2)])
+def test_staged_new_operators_equal_on_chip(tmp_path, name, divide):
+    """Issue 28.2's EMUL (with its broadcast gate), LUT and SAME average pooling (its left-out
+    border cut per band) staged through external memory, bit for bit with the on-chip program."""
+    import sys
+    sys.path.insert(0, str(HERE))
+    import isro_nets
+    path, xs = isro_nets.write(name, tmp_path, "int8")
+    on_chip = compile_model(path)
+    staged = compile_model(path, chip=_shrunk(on_chip, divide))
+    assert staged.meta["staged"] and check_bundle(staged) == []
+    kinds = {layer["kind"] for layer in staged.layers if layer["staging"]["bands"] > 1}
+    if name == "squeeze_excite":                  # (the 1-D net has one row: one band per layer)
+        assert {"avgpool", "emul", "lut"} <= kinds, kinds
+    for x in xs[:2]:
+        want, got = run(on_chip, x), run(staged, x)
+        for layer, value in want.layers.items():
+            np.testing.assert_array_equal(got.layers[layer], value, err_msg=layer)
+        np.testing.assert_array_equal(got.output, want.output)
+
+
+def test_staging_refuses_the_operators_it_does_not_tile(tmp_path):
+    import sys
+    sys.path.insert(0, str(HERE))
+    import isro_nets
+    path, _ = isro_nets.write("unet", tmp_path, "int8")
+    on_chip = compile_model(path)
+    with pytest.raises(CompileError, match="staging through external memory tiles conv, .* not (concat|resize|tconv)"):
+        compile_model(path, chip=_shrunk(on_chip, 4))
+
+
+def _zoo_staged_bit_exact(name: str, chip=None) -> None:
+    path = ZOO / f"{name}.tflite"
+    bundle = compile_model(path, chip=chip)
+    assert bundle.meta["staged"] and check_bundle(bundle) == []
+    x = np.random.default_rng(9).integers(-128, 128, (1, 224, 224, 3)).astype(np.int8)
+    result = run(bundle, x)
+    checks = verify.against_tflite(bundle, result, path, x)
+    compared = [c for c in checks if not c.note]
+    # the rest: tensors TFLite overwrote in place (a LOGISTIC's output under its swish MUL)
+    assert all("in place" in c.note or "border copy" in c.note for c in checks if c.note)
+    assert len(compared) >= 0.75 * len(bundle.layers) and all(c.exact for c in compared), \
+        "\n".join(str(c) for c in compared if not c.exact)
+
+
+@pytest.mark.skipif(not (ZOO / "inception_like_224__int8.tflite").is_file(), reason="model zoo not present")
+def test_zoo_inception_224_staged_bit_exact_against_tflite():
+    """Issue 28.2's staged CAT (operand by operand, in row bands) and SAME average pooling."""
+    _zoo_staged_bit_exact("inception_like_224__int8")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (ZOO / "efficientnet_b0_224__int8.tflite").is_file(), reason="model zoo not present")
+def test_zoo_efficientnet_b0_224_staged_bit_exact_against_tflite():
+    """Swish (LOGISTIC table, EMUL), squeeze-excite (broadcast EMUL), the input rescaling (MUL and
+    SUB by constants as tables). Its staged program has 1,359 instructions, past the default
+    profile's 64 KiB of instruction memory: it runs on a profile with 256 KiB."""
+    path = ZOO / "efficientnet_b0_224__int8.tflite"
+    with pytest.raises(CompileError, match="past chip profile isro-asic-default's 65,536 B of instruction memory"):
+        compile_model(path)
+    _zoo_staged_bit_exact("efficientnet_b0_224__int8",
+                          chip=Profile(**{**load().__dict__, "name": "program-256k", "program_bytes": 262144}))

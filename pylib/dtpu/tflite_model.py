@@ -95,7 +95,16 @@ _OPTIONS = {
     11: ("AddOptions", [("fused_activation_function", "FusedActivationFunction", ACTIVATIONS),
                         ("pot_scale_int16", "PotScaleInt16", None)]),
     21: ("MulOptions", [("fused_activation_function", "FusedActivationFunction", ACTIVATIONS)]),
+    10: ("ConcatenationOptions", [("axis", "Axis", None),
+                                  ("fused_activation_function", "FusedActivationFunction", ACTIVATIONS)]),
+    15: ("ResizeBilinearOptions", [("align_corners", "AlignCorners", None),
+                                   ("half_pixel_centers", "HalfPixelCenters", None)]),
     27: ("ReducerOptions", [("keep_dims", "KeepDims", None)]),
+    49: ("TransposeConvOptions", [("padding", "Padding", PADDINGS), ("stride_w", "StrideW", None),
+                                  ("stride_h", "StrideH", None),
+                                  ("fused_activation_function", "FusedActivationFunction", ACTIVATIONS)]),
+    74: ("ResizeNearestNeighborOptions", [("align_corners", "AlignCorners", None),
+                                          ("half_pixel_centers", "HalfPixelCenters", None)]),
     75: ("LeakyReluOptions", [("alpha", "Alpha", None)]),
 }
 

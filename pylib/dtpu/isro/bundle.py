@@ -317,7 +317,8 @@ def quantize(x: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
 
 
 def to_chw(x: np.ndarray, shape_chw: tuple[int, int, int], what: str = "input") -> np.ndarray:
-    """NHWC (N=1), HWC, or a flat vector -> (C, H, W), checking the element count and shape."""
+    """NHWC (N=1), HWC, a sequence (L, C) or a flat vector -> (C, H, W), checking the element
+    count and shape."""
     c, h, w = shape_chw
     x = np.asarray(x)
     if x.ndim == 4:
@@ -328,6 +329,8 @@ def to_chw(x: np.ndarray, shape_chw: tuple[int, int, int], what: str = "input") 
         if x.shape != (h, w, c):
             raise ValueError(f"{what}: shape {x.shape} (HWC) does not match the model's {(h, w, c)}")
         return np.ascontiguousarray(x.transpose(2, 0, 1))
+    if x.ndim == 2 and h == 1 and x.shape == (w, c) and w > 1:
+        return np.ascontiguousarray(x.T[:, None, :])       # a sequence (L, C): stored C x 1 x L
     if x.ndim == 2 and x.shape[0] == 1:
         x = x[0]
     if x.ndim == 1 and h == w == 1 and x.size == c:

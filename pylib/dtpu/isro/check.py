@@ -25,7 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dtpu.isro.isa import (ACC_DTYPE, DSP_ARRAYS, EADD_WORDS, FRAME_DTYPE, PARAM_DTYPE,
+from dtpu.isro.operands import avgpool_taps, operand_faults
+from dtpu.isro.isa import (ACC_DTYPE, DSP_ARRAYS, EADD_WORDS, EMUL_WORDS, FRAME_DTYPE, LUT_ENTRIES, PARAM_DTYPE,
                            PARAM_HEADER_WORDS, WEIGHT_DTYPE, Fmt, Instruction, Mem, Op, block_size,
                            param_block_bytes)
 
@@ -139,31 +140,42 @@ def accesses(ins: Instruction, frame_size: int, filter_size: int, pe: int | None
         return []
     if op.name == "XFER":
         return _xfer_accesses(ins, {"frame": frame_size, "filter": filter_size, "external": external_size})
+    f = ins.fields
     if pe is not None and block_size(ins) > pe:
         raise _Fault(f"a block of {block_size(ins)} inputs exceeds the {pe} processing elements")
-    if fmt is Fmt.F32 and (ins.out_zp or getattr(ins, "in_zp", 0) or ins.rnd or ins.fields.get("w_zp")):
+    if fmt is Fmt.F32 and (ins.out_zp or f.get("in_zp") or f.get("rnd") or f.get("w_zp")):
         raise _Fault("zero points and rounding are I8-only fields")
-    if fmt is Fmt.I8 and ins.leaky and not ins.dsp:
+    for problem in operand_faults(ins):
+        raise _Fault(problem)
+    if fmt is Fmt.I8 and f.get("leaky") and not f.get("dsp"):
         raise _Fault("the I8 leaky stage (a second DSP multiplier) needs dsp=1")
-    if getattr(ins, "partial", 0) and (ins.dsp or ins.leaky or ins.clamp or ins.pt or ins.pb or ins.pl or ins.pr):
+    if f.get("partial") and (ins.dsp or ins.leaky or ins.clamp or ins.pt or ins.pb or ins.pl or ins.pr):
         raise _Fault("a partial instruction sets DSP, activation or padding")
     if op is Op.MAXPOOL and ins.dsp:
         raise _Fault("max pooling has no DSP stage")
-    if op is Op.EADD and ins.dsp != (fmt is Fmt.I8):
-        raise _Fault("EADD: dsp must be 1 in I8, 0 in F32")
+    if op.name in ("EADD", "EMUL") and ins.dsp != (fmt is Fmt.I8):
+        raise _Fault(f"{op.name}: dsp must be 1 in I8, 0 in F32")
     if op is Op.AVGPOOL and ins.in_zp and not ins.dsp:
         raise _Fault("AVGPOOL: in_zp without the DSP stage")
-    empty = [n for n in ("cin", "hin", "win", "cout", "hout", "wout") if ins.fields.get(n, 1) == 0]
+    empty = [n for n in ("cin", "hin", "win", "cout", "hout", "wout") if f.get(n, 1) == 0]
     if empty:
         raise _Fault(f"{', '.join(empty)} = 0")
     fdt, wdt, adt = FRAME_DTYPE[fmt], WEIGHT_DTYPE[fmt], ACC_DTYPE[fmt]
     acc: list = []
-    if op is Op.EADD:
-        for src, (t, b, l, r), what in ((ins.src, (ins.at, ins.ab, ins.al, ins.ar), "first operand"),
-                                        (ins.src2, (ins.bt, ins.bb, ins.bl, ins.br), "second operand")):
-            n = ins.cout * (ins.hout + t + b) * (ins.wout + l + r)
+    cat = op.name == "CAT"
+    if op.name in ("EADD", "EMUL"):
+        bcast = op.name == "EMUL" and ins.bcast
+        for k, (src, (t, b, l, r), what) in enumerate(
+                ((ins.src, (ins.at, ins.ab, ins.al, ins.ar), "first operand"),
+                 (ins.src2, (ins.bt, ins.bb, ins.bl, ins.br), "second operand"))):
+            h, w = (1, 1) if (k and bcast) else (ins.hout, ins.wout)
+            n = ins.cout * (h + t + b) * (w + l + r)
             acc.append(("frame", *_region(frame_size, "frame", src, fdt, n, what), "r", what))
         chans, out_hw = ins.cout, (ins.hout, ins.wout)
+    elif cat:
+        n = ins.cin * (ins.hout + ins.at + ins.ab) * (ins.wout + ins.al + ins.ar)
+        acc.append(("frame", *_region(frame_size, "frame", ins.src, fdt, n, "input"), "r", "input"))
+        chans, out_hw = ins.cin, (ins.hout, ins.wout)
     elif op is Op.ADD:
         if ins.npart < 1:
             raise _Fault("npart must be at least 1")
@@ -176,18 +188,31 @@ def accesses(ins: Instruction, frame_size: int, filter_size: int, pe: int | None
         acc.append(("frame", *_region(frame_size, "frame", ins.src, fdt, cin * hin * win, "input"), "r", "input"))
         if op in (Op.MAXPOOL, Op.AVGPOOL):
             _window(ins, hin, win, ins.kh, ins.kw, ins.sh, ins.sw, 1, 1)
+            if op is Op.AVGPOOL and np.any(avgpool_taps(ins)[1] == 0):
+                raise _Fault("a window lies wholly in the border left out of the average")
             chans, out_hw = cin, (ins.hout, ins.wout)
+        elif op.name == "RESIZE":
+            chans, out_hw = cin, (ins.hout, ins.wout)
+        elif op.name == "LUT":
+            if fmt is Fmt.I8:
+                acc.append(("filter", *_region(filter_size, "filter", ins.wgt, wdt,
+                                               (cin if ins.perch else 1) * LUT_ENTRIES, "table"),
+                            "r", "table"))
+            chans, out_hw = cin, (hin, win)
         elif op is Op.DENSE:
             n = cin * hin * win
             if ins.nn < 1 or ins.n0 + ins.nn > n:
                 raise _Fault(f"elems {ins.n0}+{ins.nn} outside the input's {n} elements")
             acc.append(("filter", *_region(filter_size, "filter", ins.wgt, wdt, ins.cout * n, "weights"), "r", "weights"))
             chans, out_hw = ins.cout, (1, 1)
-        elif op in (Op.CONV, Op.DWCONV):
+        elif op in (Op.CONV, Op.DWCONV) or op.name == "TCONV":
+            if op.name == "TCONV":          # the convolution runs over the spread-out input
+                hin = (hin - 1) * ins.uh + 1 + ins.qt + ins.qb
+                win = (win - 1) * ins.uw + 1 + ins.ql + ins.qr
             _window(ins, hin, win, ins.kh, ins.kw, ins.sh, ins.sw, ins.dh, ins.dw)
             if ins.rn < 1 or ins.sn < 1 or ins.r0 + ins.rn > ins.kh or ins.s0 + ins.sn > ins.kw:
                 raise _Fault("kernel rows/cols sub-block outside the kernel")
-            if op is Op.CONV:
+            if op is not Op.DWCONV:
                 if ins.cn < 1 or ins.c0 + ins.cn > cin:
                     raise _Fault(f"channels {ins.c0}+{ins.cn} outside the input's {cin}")
                 nw = ins.cout * cin * ins.kh * ins.kw
@@ -203,18 +228,26 @@ def accesses(ins: Instruction, frame_size: int, filter_size: int, pe: int | None
             count = ins.cout * out_hw[0] * out_hw[1]
             acc.append(("filter", *_region(filter_size, "filter", ins.dst, adt, count, "partial"), "w", "partial"))
             return acc
-    if ins.dsp or ins.leaky or ins.clamp:
+    if f.get("dsp") or f.get("leaky") or f.get("clamp"):
         nwords = param_block_bytes(chans, bool(ins.dsp), op) // 4
         acc.append(("filter", *_region(filter_size, "filter", ins.prm, PARAM_DTYPE[fmt], nwords, "parameters"),
                     "r", "parameters"))
     h, w = out_hw
-    n_out = chans * (h + ins.pt + ins.pb) * (w + ins.pl + ins.pr)
-    acc.append(("frame", *_region(frame_size, "frame", ins.dst, fdt, n_out, "output"), "w", "output"))
+    plane = (h + ins.pt + ins.pb) * (w + ins.pl + ins.pr)
+    start, end = _region(frame_size, "frame", ins.dst, fdt, (ins.cout if cat else chans) * plane, "output")
+    if cat:                                  # CAT writes its channels of the output only
+        start += ins.coff * plane * fdt.itemsize
+        end = start + chans * plane * fdt.itemsize
+    acc.append(("frame", start, end, "w", "output"))
     return acc
 
 
 def _shift_fault(ins: Instruction, filt: bytes, chans: int) -> str | None:
     """The machine's I8 DSP shift range, judged from the filter image."""
+    if ins.op.name == "EMUL":
+        start = ins.prm + 4 * PARAM_HEADER_WORDS
+        w = np.frombuffer(filt[start:start + 4 * EMUL_WORDS].ljust(4 * EMUL_WORDS, b"\xff"), "<i4")
+        return None if -31 <= w[3] <= 30 else f"I8 DSP shift {int(w[3])}..{int(w[3])} outside [-31, 30]"
     if ins.op is Op.EADD:
         start = ins.prm + 4 * PARAM_HEADER_WORDS
         w = np.frombuffer(filt[start:start + 4 * EADD_WORDS].ljust(4 * EADD_WORDS, b"\xff"), "<i4")
@@ -392,7 +425,7 @@ def check_bundle(bundle, profile=None) -> list[Finding]:
             if p.op is Op.ADD or p.op in (Op.END, Op.NOP):
                 continue
             srcs = [tensors[t][1] for t in layer.get("inputs", [k])]
-            if p.op is Op.EADD and p.src2 not in srcs:
+            if p.op.name in ("EADD", "EMUL") and p.src2 not in srcs:
                 out.append(Finding("hazard", j, f"reads {p.src2:#x}, but layer {layer['name']}'s inputs are "
                                                 f"at {', '.join(f'{s:#x}' for s in srcs)}"))
             if p.src not in srcs:

@@ -190,7 +190,7 @@ def emit(layers: list[Layer], fmt: Fmt, *, profile: Profile | None = None, pe: i
         (cin, h, w), (pt, pb, pl, pr) = layer.in_shape, layer.pad
         out_pad, out_fill = pads[i + 1], fills[i + 1]
         src_t = layer_inputs(layers, i)
-        dsp_on = layer.dsp is not None or (layer.kind == "eadd" and fmt is Fmt.I8)
+        dsp_on = layer.dsp is not None or (layer.kind in ("eadd", "emul") and fmt is Fmt.I8)
         out_zp = layer.out_zp if layer.post_offset is None else layer.post_offset
         if fmt is Fmt.I8 and out_zp != layer.out_zp and any(pads[i + 1]) and fills[i + 1] is Fill.ZERO:
             raise CompileError(f"{layer.name}: its output offset {out_zp} is not its zero point "
@@ -206,13 +206,37 @@ def emit(layers: list[Layer], fmt: Fmt, *, profile: Profile | None = None, pe: i
         first = len(program)
         blocks = [{}]
         try:
+            store = {k: post[k] for k in ("fmt", "fill", "out_zp", "dst", "pt", "pb", "pl", "pr")}
             if layer.kind in ("maxpool", "avgpool"):
                 extra = {}
                 if layer.kind == "avgpool":
                     extra["in_zp"] = layer.in_zp if fmt is Fmt.I8 and layer.dsp is not None else 0
+                    if layer.exclude_pad:
+                        extra.update(zip(("at", "ab", "al", "ar"), layer.pad))
                 program.append(Instruction(Op[layer.kind.upper()], **geo, **post, **extra, kh=layer.kernel[0],
                                            kw=layer.kernel[1], sh=layer.stride[0], sw=layer.stride[1],
                                            hout=hout, wout=wout))
+            elif layer.kind == "concat":
+                coff = 0
+                for t in src_t:
+                    a_t, a_b, a_l, a_r = pads[t]
+                    program.append(Instruction(Op.CAT, **store, src=addrs[t], cin=shapes[t][0], cout=cout,
+                                               hout=hout, wout=wout, at=a_t, ab=a_b, al=a_l, ar=a_r, coff=coff))
+                    coff += shapes[t][0]
+            elif layer.kind == "resize":
+                mode, align_c, half = layer.resize
+                program.append(Instruction(Op.RESIZE, **store, **geo, hout=hout, wout=wout,
+                                           mode=isa.Mode[mode.upper()], align=int(align_c), half=int(half)))
+            elif layer.kind == "lut":
+                program.append(Instruction(Op.LUT, **store, **geo, wgt=w_addr[i] or 0,
+                                           func=isa.Func[layer.func.upper()],
+                                           perch=int(layer.weights is not None and np.ndim(layer.weights) == 2)))
+            elif layer.kind == "emul":
+                ta, tb = src_t
+                (a_t, a_b, a_l, a_r), (b_t, b_b, b_l, b_r) = pads[ta], pads[tb]
+                program.append(Instruction(Op.EMUL, **post, src=addrs[ta], src2=addrs[tb], cout=cout,
+                                           hout=hout, wout=wout, at=a_t, ab=a_b, al=a_l, ar=a_r,
+                                           bt=b_t, bb=b_b, bl=b_l, br=b_r, bcast=int(layer.bcast)))
             elif layer.kind == "eadd":
                 ta, tb = src_t
                 (a_t, a_b, a_l, a_r), (b_t, b_b, b_l, b_r) = pads[ta], pads[tb]
@@ -222,10 +246,13 @@ def emit(layers: list[Layer], fmt: Fmt, *, profile: Profile | None = None, pe: i
             else:
                 mac = dict(geo, wgt=w_addr[i], cout=cout, in_zp=layer.in_zp if fmt is Fmt.I8 else 0,
                            w_zp=layer.w_zp if fmt is Fmt.I8 else 0)
-                op = {"conv": Op.CONV, "dwconv": Op.DWCONV, "dense": Op.DENSE}[layer.kind]
+                op = {"conv": Op.CONV, "dwconv": Op.DWCONV, "dense": Op.DENSE, "tconv": Op.TCONV}[layer.kind]
                 if layer.kind != "dense":
                     mac.update(kh=layer.kernel[0], kw=layer.kernel[1], sh=layer.stride[0], sw=layer.stride[1],
                                dh=layer.dilation[0], dw=layer.dilation[1], hout=hout, wout=wout)
+                if layer.kind == "tconv":
+                    mac.update(uh=layer.upsample[0], uw=layer.upsample[1],
+                               **dict(zip(("qt", "qb", "ql", "qr"), layer.inner)))
                 if layer.kind == "dwconv":
                     mac["mult"] = layer.mult
                 blocks = split_blocks(layer, pe)
@@ -269,7 +296,7 @@ def emit(layers: list[Layer], fmt: Fmt, *, profile: Profile | None = None, pe: i
                 "shape": list(np.asarray(layer.weights).shape)},
             "params": None if p_addr[i] is None else {
                 "addr": p_addr[i], "bytes": param_block_bytes(c_o, dsp_on, Op[layer.kind.upper()]
-                                                              if layer.kind == "eadd" else None),
+                                                              if layer.kind in ("eadd", "emul") else None),
                 "dsp": dsp_on},
             "partials": None if len(blocks) <= 1 else {
                 "addr": scratch, "count": len(blocks), "bytes": c_o * h_o * w_o * adt.itemsize * len(blocks)},

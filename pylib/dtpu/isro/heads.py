@@ -67,7 +67,8 @@ def sigmoid_table(h: dict) -> np.ndarray:
 
 
 def _sigmoid_float(x: np.ndarray, h: dict) -> np.ndarray:
-    return (1.0 / (1.0 + np.exp(-x.astype(np.float64)))).astype(np.float32)
+    with np.errstate(over="ignore"):          # exp(-x) = inf for x < -709: the sigmoid is 0, as it should
+        return (1.0 / (1.0 + np.exp(-x.astype(np.float64)))).astype(np.float32)
 
 
 def apply(heads: list[dict], y: np.ndarray) -> np.ndarray:

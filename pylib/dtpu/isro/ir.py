@@ -45,7 +45,13 @@ TFLITE_ROUNDING = {
     # MultiplyByQuantizedMultiplier(SmallerThanOneExp) in the scalar int8 ADD and MEAN kernels
     "ADD": Rounding.DOUBLE,
     "MEAN": Rounding.DOUBLE,
+    # MultiplyByQuantizedMultiplier in the int8 MUL and TRANSPOSE_CONV kernels
+    "MUL": Rounding.DOUBLE,
+    "TRANSPOSE_CONV": Rounding.DOUBLE,
 }
+
+# layers without a post stage (DSP, activation): they move or look values up
+NO_POST = ("concat", "resize", "lut")
 
 
 def quantized_activation_range(kind: str, scale: float, zero_point: int) -> tuple[int, int]:
@@ -105,13 +111,22 @@ class Layer:
     post_offset: int | None = None             # I8: the out_zp field when it is not the output's
                                                # zero point (TFLite MEAN's folded bias)
     model_output: bool = False                 # a model output besides the last layer's: kept to the end
+    exclude_pad: bool = False                  # avgpool: `pad` is left out of sums and counts (SAME)
+    upsample: tuple[int, int] = (1, 1)         # tconv: the stride of the transposed convolution
+    inner: tuple[int, int, int, int] = (0, 0, 0, 0)   # tconv: border around the spread-out input
+    resize: tuple[str, bool, bool] | None = None      # resize: (nearest|bilinear, align, half pixel)
+    func: str | None = None                    # lut: table | sigmoid | tanh | hswish
+    bcast: bool = False                        # emul: the second operand is (C, 1, 1)
+    emul_q: dict | None = None                 # I8 EMUL: zero points and TFLite's MUL multiplier
 
     @property
     def macs(self) -> int:
         c, h, w = self.out_shape
         kh, kw = self.kernel
-        if self.kind == "conv":
+        if self.kind in ("conv", "tconv"):
             return c * h * w * self.in_shape[0] * kh * kw
+        if self.kind == "emul":
+            return c * h * w
         if self.kind == "dwconv":
             return c * h * w * kh * kw
         if self.kind == "dense":
@@ -121,7 +136,7 @@ class Layer:
     @property
     def block(self) -> int:
         kh, kw = self.kernel
-        if self.kind == "conv":
+        if self.kind in ("conv", "tconv"):
             return self.in_shape[0] * kh * kw
         if self.kind == "dwconv":
             return kh * kw
@@ -354,25 +369,139 @@ class Builder:
         return self._push(layer)
 
     def avgpool(self, source: str, pool, stride, padding="valid", *, flat: bool = False, **post: Any) -> Layer:
-        """Average pooling. Only windows without SAME padding: Keras and TFLite leave padded taps
-        out of the count, the chip divides by the window size (explicit ZeroPadding before it is
-        fine: those zeros do count)."""
+        """Average pooling. SAME padding that pads divides by the taps inside the input, as Keras
+        and TFLite do: the padding is a border the AVGPOOL instruction leaves out of its sums and
+        counts. Explicit ZeroPadding before it is different: those zeros do count, so the two
+        cannot share one border."""
         if self._flattened:
             raise CompileError(f"{source}: pooling after a flatten has no spatial input")
         pool, stride = tuple(int(v) for v in pool), tuple(int(v) for v in stride)
-        c, h, w = self.shape
-        if not isinstance(padding, (tuple, list)):
-            for axis, size in ((0, h), (1, w)):
-                before, extra = padding_before(size, pool[axis], stride[axis], 1, Padding(padding))
-                if before or extra:
-                    raise CompileError(f"{source}: average pooling with SAME padding that pads "
-                                       f"({h}x{w} input, {pool[0]}x{pool[1]} window, stride "
-                                       f"{stride[0]}x{stride[1]}) divides by the unpadded tap count; "
-                                       f"the chip divides by the window size. Accepted: VALID or SAME "
-                                       f"that needs no padding")
-        pad, fill = self._resolve_padding(source, "avgpool", pool, stride, (1, 1), "valid")
+        exclude = False
+        if not isinstance(padding, (tuple, list)) and Padding(padding) is Padding.SAME:
+            c, h, w = self.shape
+            needs = any(sum(padding_before(size, pool[axis], stride[axis], 1, Padding.SAME))
+                        for axis, size in ((0, h), (1, w)))
+            if needs and any(self._pad):
+                raise CompileError(f"{source}: average pooling with SAME padding after explicit padding "
+                                   f"({'/'.join(self._pad_sources)}): the padded zeros count, the SAME "
+                                   f"border does not, and the chip leaves out one border")
+            exclude = needs
+        pad, fill = self._resolve_padding(source, "avgpool", pool, stride, (1, 1), padding)
+        c = self.shape[0]
         layer = self._geometry("avgpool", source, None, pool, stride, (1, 1), pad, fill, 1, c, **post)
         layer.flat_out = flat
+        layer.exclude_pad = exclude
+        if exclude and layer.dsp is not None:
+            raise CompileError(f"{source}: an average whose divisor is in the DSP multiplier cannot leave "
+                               f"a border out")
+        return self._push(layer)
+
+    def _stored(self, source: str, v: Value, label: str) -> None:
+        """`v` must be a stored tensor as it is (no pending padding or flatten, no fold since)."""
+        if any(v.pad) or v.flattened:
+            raise CompileError(f"{source}: the {label} operand has pending "
+                               f"{'/'.join(v.pad_sources + v.flatten_sources)}; the chip reads stored tensors")
+        if v.version != self._versions[v.tensor]:
+            prod = self._producer(v.tensor)
+            raise CompileError(f"{source}: reads {prod.name if prod else 'the input'} before an "
+                               f"activation folded into it; the chip stores only the folded output")
+
+    def concat(self, source: str, values: list[Value], **post: Any) -> Layer:
+        """Channel concatenation: one CAT instruction per operand, each writing its channels."""
+        if len(values) < 2:
+            raise CompileError(f"{source}: concatenation of {len(values)} tensor(s); accepted: two or more")
+        for k, v in enumerate(values):
+            self._stored(source, v, f"#{k}")
+        hw = {tuple(v.shape[1:]) for v in values}
+        if len(hw) != 1:
+            raise CompileError(f"{source}: concatenates tensors of shapes "
+                               f"{', '.join(str(tuple(v.shape)) for v in values)} (C, H, W); accepted: "
+                               f"equal H and W (concatenation along channels)")
+        self.value = values[0]
+        c = sum(v.shape[0] for v in values)
+        h, w = values[0].shape[1:]
+        layer = Layer(kind="concat", name=source, in_shape=tuple(values[0].shape), out_shape=(c, h, w),
+                      sources=[source], **post)
+        return self._push(layer, inputs=[v.tensor for v in values])
+
+    def emul(self, source: str, a: Value, b: Value, **post: Any) -> Layer:
+        """Element-wise product; `b` may be (C, 1, 1), broadcast over H and W (squeeze-excite)."""
+        for v, label in ((a, "first"), (b, "second")):
+            self._stored(source, v, label)
+        bcast = tuple(b.shape) != tuple(a.shape)
+        if bcast and tuple(b.shape) != (a.shape[0], 1, 1):
+            raise CompileError(f"{source}: multiplies tensors of shapes {a.shape} and {b.shape} (C, H, W); "
+                               f"accepted: equal shapes, or a second operand of (C, 1, 1)")
+        self.value = a
+        layer = Layer(kind="emul", name=source, in_shape=tuple(a.shape), out_shape=tuple(a.shape),
+                      sources=[source], bcast=bcast, **post)
+        return self._push(layer, inputs=[a.tensor, b.tensor])
+
+    def resize(self, source: str, size: tuple[int, int], *, bilinear: bool, align: bool, half: bool,
+               **post: Any) -> Layer:
+        """Nearest or bilinear resize to `size` (H, W), TFLite's arithmetic (RESIZE)."""
+        if self._flattened or any(self._pad):
+            raise CompileError(f"{source}: a resize after {'/'.join(self._pad_sources + self._flatten_sources)}; "
+                               f"accepted: a resize of a stored feature map")
+        oh, ow = (int(v) for v in size)
+        if min(oh, ow) < 1 or max(oh, ow) > 65535:
+            raise CompileError(f"{source}: output size {oh}x{ow}; accepted: 1..65535 each")
+        c, h, w = self.shape
+        layer = Layer(kind="resize", name=source, in_shape=(c, h, w), out_shape=(c, oh, ow), sources=[source],
+                      resize=("bilinear" if bilinear else "nearest", bool(align), bool(half)), **post)
+        return self._push(layer)
+
+    def lut(self, source: str, *, table: np.ndarray | None = None, func: str | None = None, **post: Any) -> Layer:
+        """An element-wise function: an I8 table of 256 outputs (or 256 per channel), or an F32
+        function by name."""
+        if any(self._pad):
+            raise CompileError(f"{source}: an element-wise function after padding "
+                               f"({'/'.join(self._pad_sources)}) would change the padded zeros")
+        if (table is None) == (self.fmt is Fmt.I8) or (func is None) == (self.fmt is Fmt.F32):
+            raise CompileError(f"{source}: an {self.fmt.name} LUT needs "
+                               f"{'a 256-entry table' if self.fmt is Fmt.I8 else 'a function name'}")
+        weights = None
+        c, h, w = self.shape
+        if table is not None:
+            weights = np.asarray(table)
+            if weights.shape not in ((256,), (c, 256)) or weights.min() < -128 or weights.max() > 127:
+                raise CompileError(f"{source}: table of shape {weights.shape}; accepted: 256 int8 entries, "
+                                   f"or 256 per channel ({c}, 256)")
+            weights = weights.astype(np.int8)
+        layer = Layer(kind="lut", name=source, in_shape=(c, h, w), out_shape=(c, h, w), sources=[source],
+                      weights=weights, func=func or "table", **post)
+        prod = self._producer()
+        layer.flat_out = self._flattened or (prod.flat_out if prod is not None else self.flat_input)
+        return self._push(layer)
+
+    def tconv(self, source: str, weights: np.ndarray, out_size: tuple[int, int], *, stride=(1, 1),
+              pad_before=(0, 0), **post: Any) -> Layer:
+        """A transposed convolution; `weights` (O, I, KH, KW) as the framework scatters them,
+        `pad_before` (top, left) what the framework crops from the full output.
+
+        The chip computes it as a convolution with the kernel flipped over the input spread out
+        by the stride (zeros between pixels) with a border of kh - 1 - top rows above (TCONV)."""
+        if self._flattened or any(self._pad):
+            raise CompileError(f"{source}: a transposed convolution after "
+                               f"{'/'.join(self._pad_sources + self._flatten_sources)}")
+        weights = np.asarray(weights)
+        o, i, kh, kw = weights.shape
+        c, h, w = self.shape
+        if i != c:
+            raise CompileError(f"{source}: kernel expects {i} input channels, the tensor has {c}")
+        sh, sw = (int(v) for v in stride)
+        oh, ow = (int(v) for v in out_size)
+        inner = []
+        for k, s, n, out, p in ((kh, sh, h, oh, pad_before[0]), (kw, sw, w, ow, pad_before[1])):
+            before, after = k - 1 - p, out - 1 - (n - 1) * s + p
+            if before < 0 or after < 0 or max(before, after) > 255 or not 1 <= s <= 255:
+                raise CompileError(f"{source}: a {k}-tap transposed convolution with stride {s} from {n} to "
+                                   f"{out} cropping {p} needs a border of {before} and {after}; accepted: "
+                                   f"0..255 each (the chip does not crop)")
+            inner += [before, after]
+        flipped = np.ascontiguousarray(weights[:, :, ::-1, ::-1])
+        layer = Layer(kind="tconv", name=source, in_shape=(c, h, w), out_shape=(o, oh, ow), sources=[source],
+                      kernel=(kh, kw), weights=flipped, upsample=(sh, sw), inner=tuple(inner), **post)
         return self._push(layer)
 
     def eadd(self, source: str, a: Value, b: Value, **post: Any) -> Layer:
@@ -419,6 +548,9 @@ class Builder:
         if last is None or last.kind == "input":
             raise CompileError(f"{source}: {what} on the model input has no instruction to fold "
                                f"into (it must follow a Conv2D, Dense or MaxPooling2D)")
+        if last.kind in NO_POST:
+            raise CompileError(f"{source}: {what} after {last.name} ({last.kind}), which has no DSP or "
+                               f"activation stage to fold it into")
         readers = self._readers[self._t]
         if readers:
             raise CompileError(f"{source}: {what} cannot fold into {last.name}: its output is also "

@@ -107,6 +107,23 @@ class Mem(enum.IntEnum):
     EXTERNAL = _E.get("mem", {}).get("EXTERNAL", 2)
 
 
+class Mode(enum.IntEnum):
+    """How RESIZE picks its source pixels (TFLite's RESIZE_NEAREST_NEIGHBOR and RESIZE_BILINEAR)."""
+
+    NEAREST = _E.get("mode", {}).get("NEAREST", 0)
+    BILINEAR = _E.get("mode", {}).get("BILINEAR", 1)
+
+
+class Func(enum.IntEnum):
+    """What LUT computes per element: an I8 table of 256 outputs (exact for any function of one
+    int8 value), or in F32 one of the functions the chip's float unit evaluates."""
+
+    TABLE = _E.get("func", {}).get("TABLE", 0)
+    SIGMOID = _E.get("func", {}).get("SIGMOID", 1)
+    TANH = _E.get("func", {}).get("TANH", 2)
+    HSWISH = _E.get("func", {}).get("HSWISH", 3)
+
+
 # element dtypes per format: frame activations, filter weights, accumulators, DSP parameters
 FRAME_DTYPE = {Fmt.F32: np.dtype("<f4"), Fmt.I8: np.dtype("i1")}
 WEIGHT_DTYPE = {Fmt.F32: np.dtype("<f4"), Fmt.I8: np.dtype("i1")}
@@ -119,6 +136,12 @@ DSP_ARRAYS = 3           # F32: v1, v2, v3       I8: bias (v3), multiplier, shif
 # I8 EADD parameters after the header: zp_a, zp_b, left_shift, m_a, s_a, m_b, s_b, m_out, s_out
 # (TFLite's int8 ADD: both inputs rescaled to a common scale, summed, rescaled to the output)
 EADD_WORDS = 9
+# I8 EMUL parameter words after the header: zp_a, zp_b, m_out, s_out (TFLite's int8 MUL:
+# MBQM((a - zp_a) * (b - zp_b), s_a s_b / s_out) + out_zp)
+EMUL_WORDS = 4
+# LUT's I8 table: one int8 output per stored input value, indexed by value + 128 (with perch:
+# one table per channel, channel after channel)
+LUT_ENTRIES = 256
 
 
 def param_block_bytes(channels: int, dsp: bool, op: "Op | None" = None) -> int:
@@ -126,6 +149,8 @@ def param_block_bytes(channels: int, dsp: bool, op: "Op | None" = None) -> int:
     (EADD: the nine I8 rescaling words instead of per-channel arrays)."""
     if op is not None and op.name == "EADD":
         return 4 * (PARAM_HEADER_WORDS + (EADD_WORDS if dsp else 0))
+    if op is not None and op.name == "EMUL":
+        return 4 * (PARAM_HEADER_WORDS + (EMUL_WORDS if dsp else 0))
     return 4 * (PARAM_HEADER_WORDS + (DSP_ARRAYS * channels if dsp else 0))
 
 
@@ -161,8 +186,9 @@ if _unknown or set(USES) != set(Op):
     raise ValueError(f"{ENCODING_PATH}: 'uses' names unknown fields {_unknown} or does not cover "
                      f"every opcode ({', '.join(o.name for o in Op)})")
 
-_ENUMS: dict[str, type[enum.IntEnum]] = {"fmt": Fmt, "fill": Fill, "rnd": Rounding, "xsrc": Mem, "xdst": Mem}
-_FLAGS = ("dsp", "leaky", "clamp", "partial")
+_ENUMS: dict[str, type[enum.IntEnum]] = {"fmt": Fmt, "fill": Fill, "rnd": Rounding, "xsrc": Mem, "xdst": Mem,
+                                         "mode": Mode, "func": Func}
+_FLAGS = ("dsp", "leaky", "clamp", "partial", "align", "half", "bcast", "perch")
 
 
 def _check_layout() -> None:
@@ -319,14 +345,15 @@ class _Group:
 
 _GROUPS = (
     _Group("flags", _FLAGS, "|"),
-    _Group("fill", ("fill",)), _Group("rnd", ("rnd",)),
+    _Group("fill", ("fill",)), _Group("rnd", ("rnd",)), _Group("mode", ("mode",)), _Group("func", ("func",)),
     _Group("zp", ("in_zp", "out_zp"), ","), _Group("wzp", ("w_zp",)),
     _Group("src", ("src",), hex=True), _Group("src2", ("src2",), hex=True), _Group("dst", ("dst",), hex=True),
     _Group("wgt", ("wgt",), hex=True), _Group("prm", ("prm",), hex=True),
     _Group("in", ("cin", "hin", "win"), "x"),
     _Group("out", ("cout", "hout", "wout"), "x"),
     _Group("k", ("kh", "kw"), "x"), _Group("s", ("sh", "sw"), "x"), _Group("d", ("dh", "dw"), "x"),
-    _Group("mult", ("mult",)),
+    _Group("mult", ("mult",)), _Group("up", ("uh", "uw"), "x"), _Group("inner", ("qt", "qb", "ql", "qr"), ","),
+    _Group("coff", ("coff",)),
     _Group("pad", ("pt", "pb", "pl", "pr"), ","),
     _Group("apad", ("at", "ab", "al", "ar"), ","), _Group("bpad", ("bt", "bb", "bl", "br"), ","),
     _Group("ch", ("c0", "cn"), "+"), _Group("rows", ("r0", "rn"), "+"),
@@ -352,7 +379,7 @@ def format_instruction(ins: Instruction) -> str:
             on = [n for n in names if getattr(ins, n)]
             parts.append("flags=" + ("|".join(on) if on else "-"))
             continue
-        if g.key in ("zp", "rnd") and ins.fmt is Fmt.F32 and not any(int(getattr(ins, n)) for n in names):
+        if g.key in ("zp", "rnd") and "fmt" in used and ins.fmt is Fmt.F32 and not any(int(getattr(ins, n)) for n in names):
             continue                              # I8-only fields, zero in F32: omitted
         if g.key == "wzp" and not ins.w_zp:
             continue                              # symmetric weights (every int8 model): omitted
@@ -480,4 +507,6 @@ def block_size(ins: Instruction) -> int:
         return ins.rn * ins.sn
     if ins.op is Op.DENSE:
         return ins.nn
+    if ins.op.name == "TCONV":
+        return ins.cn * ins.rn * ins.sn
     return 0

@@ -28,9 +28,15 @@ log = logging.getLogger(__name__)
 
 IDENTITY = {"Dropout", "SpatialDropout1D", "SpatialDropout2D", "GaussianDropout", "GaussianNoise",
             "AlphaDropout", "ActivityRegularization"}
-SUPPORTED = ("InputLayer", "Conv2D", "DepthwiseConv2D", "BatchNormalization", "MaxPooling2D",
-             "AveragePooling2D", "GlobalAveragePooling2D", "Add", "ZeroPadding2D", "Flatten", "Dense",
-             "ReLU", "LeakyReLU", "Activation", "Softmax (last layer, on the host)") + tuple(sorted(IDENTITY))
+SUPPORTED = ("InputLayer", "Conv2D", "DepthwiseConv2D", "Conv2DTranspose", "Conv1D", "BatchNormalization",
+             "MaxPooling2D", "MaxPooling1D", "AveragePooling2D", "AveragePooling1D", "GlobalAveragePooling2D",
+             "GlobalAveragePooling1D", "Add", "Multiply", "Concatenate", "UpSampling2D", "Reshape (views)",
+             "ZeroPadding2D", "Flatten", "Dense", "ReLU", "LeakyReLU", "Activation",
+             "Softmax (last layer, on the host)") + tuple(sorted(IDENTITY))
+# activations the chip evaluates as a LUT layer (F32: its float unit) after the layer they follow
+FUNCTIONS = {"sigmoid": "sigmoid", "tanh": "tanh", "hard_swish": "hswish", "hard_silu": "hswish"}
+# the name of a layer's value before such an activation (keras_reference records it too)
+PRE_ACTIVATION = "/pre_activation"
 
 
 @dataclass
@@ -254,6 +260,11 @@ def _input_shape(c: dict, path: Path, name: str) -> tuple[int, ...]:
 
 # -- to the builder ---------------------------------------------------------------------------------
 
+def _one(v) -> int:
+    """A 1-D layer's size (Keras writes [k] or k)."""
+    return int(v[0]) if isinstance(v, (list, tuple)) else int(v)
+
+
 def _pair(v) -> tuple[int, int]:
     if isinstance(v, (list, tuple)):
         return int(v[0]), int(v[1])
@@ -274,6 +285,17 @@ def _activation(name: str, act: str | None, b: Builder | None = None, is_last: b
         return (0.0, 0.0), (-np.inf, 6.0)
     raise CompileError(f"{name}: activation {act!r} is not supported; accepted: linear, relu, relu6 "
                        f"(and ReLU/LeakyReLU layers; softmax or sigmoid on the last layer, on the host)")
+
+
+def _activate(b: Builder, name: str, act: str | None, is_last: bool) -> None:
+    """Fold `act` into the layer just described, or, for sigmoid/tanh/hard-swish inside the
+    network, follow it with a LUT layer that takes the Keras layer's name."""
+    if act in FUNCTIONS and not (act == "sigmoid" and is_last):
+        b.producer().name = name + PRE_ACTIVATION
+        b.lut(name, func=FUNCTIONS[act])
+        return
+    leaky, clamp = _activation(name, act, b, is_last)
+    b.activation(name, leaky=leaky, clamp=clamp)
 
 
 def _check_channels_last(layer: KerasLayer) -> None:
@@ -302,11 +324,26 @@ def build(model: KerasModel) -> Builder:
             if srcs is None or len(srcs) != 2:
                 raise CompileError(f"{layer.name}: Add of {len(srcs or [])} tensors; the chip adds two")
             b.eadd(layer.name, values[srcs[0]], values[srcs[1]])
+        elif layer.class_name == "Multiply":
+            if srcs is None or len(srcs) != 2:
+                raise CompileError(f"{layer.name}: Multiply of {len(srcs or [])} tensors; the chip multiplies two")
+            first, second = values[srcs[0]], values[srcs[1]]
+            if np.prod(first.shape) < np.prod(second.shape):
+                first, second = second, first             # the broadcast operand second
+            b.emul(layer.name, first, second)
+        elif layer.class_name == "Concatenate":
+            if srcs is None or len(srcs) < 2:
+                raise CompileError(f"{layer.name}: Concatenate of {len(srcs or [])} tensors; accepted: two or more")
+            if layer.config.get("axis", -1) not in (-1, len(model.input_shape)):
+                raise CompileError(f"{layer.name}: concatenation along axis {layer.config.get('axis')}; "
+                                   f"accepted: the channel (last) axis")
+            b.concat(layer.name, [values[s] for s in srcs])
         else:
             if srcs is not None:
                 if len(srcs) != 1:
                     raise CompileError(f"{layer.name}: {layer.class_name} with {len(srcs)} inputs "
-                                       f"{srcs}; accepted: one (two for Add)")
+                                       f"{srcs}; accepted: one (two for Add and Multiply, several for "
+                                       f"Concatenate)")
                 b.value = values[srcs[0]]
             _layer(b, layer, is_last=layer.name == last)
         values[layer.name] = b.value
@@ -324,10 +361,14 @@ def _builder(model: KerasModel) -> Builder:
     if len(shape) == 3:
         h, w, c = shape
         b = Builder(Fmt.F32, (c, h, w), input_name=model.input_name)
+    elif len(shape) == 2:                          # a sequence (L, C): stored C x 1 x L
+        n, c = shape
+        b = Builder(Fmt.F32, (c, 1, n), input_name=model.input_name)
     elif len(shape) == 1:
         b = Builder(Fmt.F32, (shape[0], 1, 1), flat_input=True, input_name=model.input_name)
     else:
-        raise CompileError(f"{model.name}: input shape {shape}; accepted: (H, W, C) images or (N,) vectors")
+        raise CompileError(f"{model.name}: input shape {shape}; accepted: (H, W, C) images, (L, C) "
+                           f"sequences or (N,) vectors")
     return b
 
 
@@ -356,8 +397,61 @@ def _layer(b: Builder, layer: KerasLayer, is_last: bool = False) -> None:
         b.conv(name, w.astype(np.float32), stride=_pair(cfg.get("strides", 1)),
                dilation=_pair(cfg.get("dilation_rate", 1)), padding=cfg.get("padding", "valid"),
                depthwise_mult=mult, dsp=dsp)
-        leaky, clamp = _activation(name, cfg.get("activation"), b, is_last)
-        b.activation(name, leaky=leaky, clamp=clamp)
+        _activate(b, name, cfg.get("activation"), is_last)
+        return
+    if cls == "Conv1D":
+        _check_channels_last(layer)
+        if cfg.get("padding", "valid") not in ("valid", "same") or cfg.get("groups", 1) != 1:
+            raise CompileError(f"{name}: Conv1D with padding {cfg.get('padding')!r}, groups "
+                               f"{cfg.get('groups', 1)}; accepted: valid or same, groups 1")
+        k = wts["kernel"]                                      # (K, I, O)
+        bias = wts.get("bias") if cfg.get("use_bias", True) else None
+        cout = k.shape[2]
+        dsp = (np.ones(cout, np.float32), np.zeros(cout, np.float32),
+               np.zeros(cout, np.float32) if bias is None else bias.astype(np.float32))
+        b.conv(name, k.transpose(2, 1, 0)[:, :, None, :].astype(np.float32), stride=(1, _one(cfg.get("strides", 1))),
+               dilation=(1, _one(cfg.get("dilation_rate", 1))), padding=cfg["padding"], dsp=dsp)
+        _activate(b, name, cfg.get("activation"), is_last)
+        return
+    if cls == "Conv2DTranspose":
+        _check_channels_last(layer)
+        if cfg.get("output_padding") not in (None, [None, None]) or _pair(cfg.get("dilation_rate", 1)) != (1, 1):
+            raise CompileError(f"{name}: Conv2DTranspose with output_padding or dilation; accepted: neither")
+        k = wts["kernel"]                                      # (KH, KW, O, I)
+        kh, kw, cout, _ = k.shape
+        sh, sw = _pair(cfg.get("strides", 1))
+        c, h, w_ = b.shape
+        same = cfg.get("padding", "valid") == "same"
+        oh, ow = (h * sh, w_ * sw) if same else ((h - 1) * sh + max(kh, sh), (w_ - 1) * sw + max(kw, sw))
+        pads = []
+        for out, kk, st in ((oh, kh, sh), (ow, kw, sw)):
+            fwd = -(-out // st) if same else (out - kk) // st + 1
+            pads.append(max((fwd - 1) * st + kk - out, 0) // 2)
+        bias = wts.get("bias") if cfg.get("use_bias", True) else None
+        dsp = (np.ones(cout, np.float32), np.zeros(cout, np.float32),
+               np.zeros(cout, np.float32) if bias is None else bias.astype(np.float32))
+        b.tconv(name, k.transpose(2, 3, 0, 1).astype(np.float32), (oh, ow), stride=(sh, sw),
+                pad_before=tuple(pads), dsp=dsp)
+        _activate(b, name, cfg.get("activation"), is_last)
+        return
+    if cls == "UpSampling2D":
+        _check_channels_last(layer)
+        interp = cfg.get("interpolation", "nearest")
+        if interp not in ("nearest", "bilinear"):
+            raise CompileError(f"{name}: UpSampling2D interpolation {interp!r}; accepted: nearest, bilinear")
+        sh, sw = _pair(cfg.get("size", 2))
+        c, h, w_ = b.shape
+        # Keras resizes with tf.image.resize: half-pixel centers, no corner alignment
+        b.resize(name, (h * sh, w_ * sw), bilinear=interp == "bilinear", align=False, half=True)
+        return
+    if cls == "Reshape":
+        target = tuple(int(v) for v in cfg["target_shape"])
+        c, h, w_ = b.shape
+        if b.flattened or len(target) < 1 or target[-1] != c or int(np.prod(target[:-1])) != h * w_ \
+                or [v for v in target[:-1] if v != 1] != [v for v in (h, w_) if v != 1]:
+            raise CompileError(f"{name}: Reshape of a {h}x{w_}x{c} tensor to {target}; accepted: adding or "
+                               f"removing axes of size 1, channels last")
+        b.identity(name)
         return
     if cls == "Dense":
         if not b.flattened and b.shape[1] * b.shape[2] > 1:
@@ -369,8 +463,7 @@ def _layer(b: Builder, layer: KerasLayer, is_last: bool = False) -> None:
         dsp = (np.ones(units, np.float32), np.zeros(units, np.float32),
                np.zeros(units, np.float32) if bias is None else bias.astype(np.float32))
         b.dense(name, k.T.astype(np.float32), dsp=dsp)
-        leaky, clamp = _activation(name, cfg.get("activation"), b, is_last)
-        b.activation(name, leaky=leaky, clamp=clamp)
+        _activate(b, name, cfg.get("activation"), is_last)
         return
     if cls == "BatchNormalization":
         axis = cfg.get("axis", -1)
@@ -383,6 +476,19 @@ def _layer(b: Builder, layer: KerasLayer, is_last: bool = False) -> None:
         gamma = wts.get("gamma", np.ones(c)) if cfg.get("scale", True) else np.ones(c)
         beta = wts.get("beta", np.zeros(c)) if cfg.get("center", True) else np.zeros(c)
         b.batchnorm(name, gamma, beta, wts["moving_mean"], wts["moving_variance"], float(cfg.get("epsilon", 1e-3)))
+        return
+    if cls in ("MaxPooling1D", "AveragePooling1D"):
+        _check_channels_last(layer)
+        pool = _one(cfg.get("pool_size", 2))
+        stride = _one(cfg.get("strides") or pool)
+        pool_fn = b.maxpool if cls == "MaxPooling1D" else b.avgpool
+        pool_fn(name, (1, pool), (1, stride), cfg.get("padding", "valid"))
+        return
+    if cls == "GlobalAveragePooling1D":
+        if cfg.get("keepdims"):
+            raise CompileError(f"{name}: GlobalAveragePooling1D(keepdims=True); accepted: keepdims=False")
+        c, h, w_ = b.shape
+        b.avgpool(name, (h, w_), (1, 1), "valid", flat=True)
         return
     if cls == "MaxPooling2D":
         _check_channels_last(layer)
@@ -441,7 +547,11 @@ def _layer(b: Builder, layer: KerasLayer, is_last: bool = False) -> None:
         b.activation(name, leaky=(0.0, alpha))
         return
     if cls == "Activation":
-        leaky, clamp = _activation(name, cfg.get("activation"), b, is_last)
+        act = cfg.get("activation")
+        if act in FUNCTIONS and not (act == "sigmoid" and is_last):
+            b.lut(name, func=FUNCTIONS[act])
+            return
+        leaky, clamp = _activation(name, act, b, is_last)
         b.activation(name, leaky=leaky, clamp=clamp)
         return
     raise CompileError(f"{name}: layer type {cls} is not supported by the ISRO-ASIC; accepted: "

@@ -10,7 +10,7 @@ import logging
 
 import numpy as np
 
-from dtpu.isro.ir import CompileError, Layer
+from dtpu.isro.ir import NO_POST, CompileError, Layer
 from dtpu.isro.isa import PARAM_DTYPE, Fill, Fmt
 from dtpu.isro.profile import Profile
 
@@ -32,11 +32,12 @@ def split_blocks(layer: Layer, pe: int | None) -> list[dict[str, int]]:
         if pe is None or n <= pe:
             return [{"n0": 0, "nn": n}]
         return [{"n0": s, "nn": min(pe, n - s)} for s in range(0, n, pe)]
-    if layer.kind == "maxpool":
+    if layer.kind not in ("conv", "tconv", "dwconv"):
         return [{}]
-    cin = layer.in_shape[0] if layer.kind == "conv" else 1
+    conv = layer.kind in ("conv", "tconv")
+    cin = layer.in_shape[0] if conv else 1
     full = {"r0": 0, "rn": kh, "s0": 0, "sn": kw}
-    if layer.kind == "conv":
+    if conv:
         full.update(c0=0, cn=cin)
     if pe is None or layer.block <= pe:
         return [full]
@@ -52,7 +53,7 @@ def split_blocks(layer: Layer, pe: int | None) -> list[dict[str, int]]:
         for r0 in range(0, kh, rows):
             for s0 in range(0, kw, cols):
                 b = {"r0": r0, "rn": min(rows, kh - r0), "s0": s0, "sn": min(cols, kw - s0)}
-                if layer.kind == "conv":
+                if conv:
                     b.update(c0=c0, cn=1)
                 blocks.append(b)
     return blocks
@@ -64,7 +65,10 @@ def param_words(layer: Layer, fmt: Fmt) -> np.ndarray | None:
     """The parameter block: activation header, then the DSP arrays (docs/isro_isa.md)."""
     has_dsp = layer.dsp is not None
     eadd_i8 = layer.kind == "eadd" and fmt is Fmt.I8
-    if not (has_dsp or eadd_i8 or layer.leaky is not None or layer.clamp is not None):
+    emul_i8 = layer.kind == "emul" and fmt is Fmt.I8
+    if layer.kind in NO_POST:
+        return None
+    if not (has_dsp or eadd_i8 or emul_i8 or layer.leaky is not None or layer.clamp is not None):
         return None
     pdt = PARAM_DTYPE[fmt]
     if fmt is Fmt.F32:
@@ -79,12 +83,19 @@ def param_words(layer: Layer, fmt: Fmt) -> np.ndarray | None:
     if eadd_i8:
         q = layer.eadd_q
         return np.concatenate([head, np.array([q[k] for k in EADD_KEYS], dtype=pdt)])
+    if emul_i8:
+        q = layer.emul_q
+        return np.concatenate([head, np.array([q[k] for k in EMUL_KEYS], dtype=pdt)])
     parts = [head] + ([np.asarray(a).astype(pdt) for a in layer.dsp] if has_dsp else [])
     return np.concatenate(parts)
 
 
 # the I8 EADD parameter words, in the order docs/isro_isa.md gives them
 EADD_KEYS = ("zp_a", "zp_b", "left_shift", "m_a", "s_a", "m_b", "s_b", "m_out", "s_out")
+# the I8 EMUL parameter words
+EMUL_KEYS = ("zp_a", "zp_b", "m_out", "s_out")
+# layers that read each operand with its own border (fields at..ar, bt..br): never force a copy
+ANY_BORDER = ("eadd", "emul", "concat")
 
 
 def live_ranges(layers: list[Layer]) -> list[tuple[int, int]]:
@@ -123,7 +134,7 @@ def resolve_borders(layers: list[Layer], input_name: str = "input") -> list[Laye
     n = len(layers)
     wants: dict[int, list[tuple[int, tuple, Fill]]] = {}
     for i, layer in enumerate(layers):
-        if layer.kind == "eadd":
+        if layer.kind in ANY_BORDER:
             continue
         for t in layer_inputs(layers, i):
             wants.setdefault(t, []).append((i, tuple(layer.pad), layer.fill))
@@ -188,7 +199,7 @@ def borders(layers: list[Layer]) -> tuple[list[tuple], list[Fill]]:
     fills: list[Fill | None] = [None] * (n + 1)
     for i, layer in enumerate(layers):
         for t in layer_inputs(layers, i):
-            want = tuple(layer.pad) if layer.kind not in ("eadd",) else None
+            want = tuple(layer.pad) if layer.kind not in ANY_BORDER else None
             if want is None:
                 continue
             if pads[t] is not None and (pads[t] != want or fills[t] != layer.fill):

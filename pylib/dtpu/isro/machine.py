@@ -19,9 +19,11 @@ from typing import Callable, Sequence
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from dtpu.isro.isa import (ACC_DTYPE, FRAME_DTYPE, PARAM_DTYPE, PARAM_HEADER_WORDS,
-                           WEIGHT_DTYPE, Fill, Fmt, Instruction, Mem, Op, Rounding, block_size,
-                           param_block_bytes)
+from dtpu.isro.isa import (ACC_DTYPE, FRAME_DTYPE, LUT_ENTRIES, PARAM_DTYPE, PARAM_HEADER_WORDS,
+                           WEIGHT_DTYPE, Fill, Fmt, Func, Instruction, Mem, Mode, Op, Rounding,
+                           block_size, param_block_bytes)
+from dtpu.isro import resample
+from dtpu.isro.operands import avgpool_taps, operand_faults
 
 log = logging.getLogger(__name__)
 
@@ -117,6 +119,17 @@ def div_round_away(x: np.ndarray, n: int) -> np.ndarray:
     """C's (x + n/2) / n for x > 0, (x - n/2) / n otherwise (truncating): TFLite's int8 average."""
     x = np.asarray(x, dtype=np.int64)
     return np.sign(x) * ((np.abs(x) + n // 2) // n)
+
+
+def _f32_function(func: Func, x: np.ndarray) -> np.ndarray:
+    """LUT in F32: the chip's float unit (float32 throughout)."""
+    x = x.astype(np.float32)
+    one = np.float32(1.0)
+    if func is Func.SIGMOID:
+        return (one / (one + np.exp(-x))).astype(np.float32)
+    if func is Func.TANH:
+        return np.tanh(x).astype(np.float32)
+    return (x * np.clip(x + np.float32(3.0), 0, 6).astype(np.float32) / np.float32(6.0)).astype(np.float32)
 
 
 @dataclass(frozen=True)
@@ -243,9 +256,12 @@ class Machine:
             if block > self.pe:
                 raise MachineError(f"{where}: a block of {block} inputs needs {block} processing "
                                    f"elements, the machine has {self.pe}; compile with pe <= {self.pe}")
-        if ins.fmt is Fmt.F32 and (ins.out_zp or getattr(ins, "in_zp", 0) or ins.rnd or ins.fields.get("w_zp")):
+        f = ins.fields
+        if ins.fmt is Fmt.F32 and (ins.out_zp or f.get("in_zp") or f.get("rnd") or f.get("w_zp")):
             raise MachineError(f"{where}: zero points and rounding are I8-only fields (f32 needs 0)")
-        if ins.fmt is Fmt.I8 and ins.leaky and not ins.dsp:
+        for problem in operand_faults(ins):
+            raise MachineError(f"{where}: {problem}")
+        if ins.fmt is Fmt.I8 and f.get("leaky") and not f.get("dsp"):
             raise MachineError(f"{where}: the I8 leaky stage is a second DSP multiplier (for negative "
                                f"values); it needs dsp=1")
         if getattr(ins, "partial", 0) and (ins.dsp or ins.leaky or ins.clamp or ins.pt or ins.pb
@@ -254,12 +270,12 @@ class Machine:
                                f"padding belong to the ADD that combines the partials")
         if ins.op is Op.MAXPOOL and ins.dsp:
             raise MachineError(f"{where}: max pooling has no DSP stage")
-        if ins.op is Op.EADD and ins.dsp != (ins.fmt is Fmt.I8):
-            raise MachineError(f"{where}: EADD rescales its operands with the DSP stage in I8 (dsp=1) "
-                               f"and adds them as they are in F32 (dsp=0)")
+        if ins.op.name in ("EADD", "EMUL") and ins.dsp != (ins.fmt is Fmt.I8):
+            raise MachineError(f"{where}: {ins.op.name} rescales its operands with the DSP stage in I8 "
+                               f"(dsp=1) and combines them as they are in F32 (dsp=0)")
         if ins.op is Op.AVGPOOL and ins.in_zp and not ins.dsp:
             raise MachineError(f"{where}: AVGPOOL without the DSP stage averages stored values; in_zp must be 0")
-        empty = [n for n in DIMENSIONS if ins.fields.get(n, 1) == 0]
+        empty = [n for n in DIMENSIONS if f.get(n, 1) == 0]
         if empty:
             raise MachineError(f"{where}: {', '.join(empty)} = 0; tensors have at least one element "
                                f"along every axis")
@@ -285,35 +301,100 @@ class Machine:
             c.filter_read += parts.nbytes
             return self._post(ins, acc, frame, filt, c, where)
 
-        if ins.op is Op.EADD:
+        name = ins.op.name
+        if name in ("EADD", "EMUL"):
             ops = []
-            for src, (t, b, l, r) in ((ins.src, (ins.at, ins.ab, ins.al, ins.ar)),
-                                      (ins.src2, (ins.bt, ins.bb, ins.bl, ins.br))):
-                ph, pw = ins.hout + t + b, ins.wout + l + r
+            bcast = name == "EMUL" and ins.bcast
+            for k, (src, (t, b, l, r)) in enumerate(((ins.src, (ins.at, ins.ab, ins.al, ins.ar)),
+                                                     (ins.src2, (ins.bt, ins.bb, ins.bl, ins.br)))):
+                h, w = (1, 1) if (k and bcast) else (ins.hout, ins.wout)
+                ph, pw = h + t + b, w + l + r
                 v = self._region(frame, "frame", src, fdt, ins.cout * ph * pw, where)
-                ops.append(v.reshape(ins.cout, ph, pw)[:, t:t + ins.hout, l:l + ins.wout])
+                ops.append(v.reshape(ins.cout, ph, pw)[:, t:t + h, l:l + w])
                 c.frame_read += v.nbytes
-            c.adds += ins.cout * ins.hout * ins.wout
-            c.cycles += ins.cout * ins.hout * ins.wout
+            n = ins.cout * ins.hout * ins.wout
+            if name == "EADD":
+                c.adds += n
+            else:
+                c.macs += n
+            c.cycles += n
             return self._post(ins, tuple(ops), frame, filt, c, where)
+
+        if name == "CAT":
+            t, b, l, r = ins.at, ins.ab, ins.al, ins.ar
+            ph, pw = ins.hout + t + b, ins.wout + l + r
+            v = self._region(frame, "frame", ins.src, fdt, ins.cin * ph * pw, where)
+            c.frame_read += v.nbytes
+            c.cycles += ins.cin * ins.hout * ins.wout
+            y = v.reshape(ins.cin, ph, pw)[:, t:t + ins.hout, l:l + ins.wout]
+            return self._post(ins, y.astype(np.int64) if fmt is Fmt.I8 else y.astype(np.float32),
+                              frame, filt, c, where)
 
         cin, hin, win = ins.cin, ins.hin, ins.win
         x = self._region(frame, "frame", ins.src, fdt, cin * hin * win, where).reshape(cin, hin, win)
 
         if ins.op is Op.AVGPOOL:
             self._check_out(ins, hin, win, ins.kh, ins.kw, ins.sh, ins.sw, 1, 1, where)
-            v = sliding_window_view(x, (ins.kh, ins.kw), axis=(1, 2))[:, ::ins.sh, ::ins.sw][:, :ins.hout, :ins.wout]
+
+            def windows(a):
+                return sliding_window_view(a, (ins.kh, ins.kw), axis=(-2, -1))[..., ::ins.sh, ::ins.sw, :, :][
+                    ..., :ins.hout, :ins.wout, :, :]
+            # the border at..ar (SAME padding) is left out of both the sums and the tap counts
+            inside, taps = avgpool_taps(ins)
+            if np.any(taps == 0):
+                raise MachineError(f"{where}: a window lies wholly in the border left out of the average")
+            v = windows(x)
+            mask = windows(inside)[None]
             if fmt is Fmt.I8:
-                acc = v.astype(np.int64).sum(axis=(3, 4)) - (ins.in_zp * ins.kh * ins.kw if ins.dsp else 0)
+                acc = (v.astype(np.int64) * mask).sum(axis=(3, 4)) - (ins.in_zp * taps if ins.dsp else 0)
             else:
-                acc = v.sum(axis=(3, 4), dtype=np.float32)
+                acc = np.where(mask.astype(bool), v, np.float32(0)).sum(axis=(3, 4), dtype=np.float32)
             c.adds += cin * ins.hout * ins.wout * (ins.kh * ins.kw - 1)
             c.cycles += cin * ins.hout * ins.wout
             c.frame_read += x.nbytes
             # I8 with the DSP stage: 1/count is part of the multiplier (TFLite's MEAN); without
             # it the stored values are averaged as they are (TFLite's AVERAGE_POOL_2D)
-            count = 0 if (fmt is Fmt.I8 and ins.dsp) else ins.kh * ins.kw
+            count = None if (fmt is Fmt.I8 and ins.dsp) else taps
             return self._post(ins, acc, frame, filt, c, where, count=count)
+
+        if name == "RESIZE":
+            self._region(frame, "frame", ins.dst, fdt, cin * (ins.hout + ins.pt + ins.pb) * (ins.wout + ins.pl + ins.pr),
+                         where)                  # the output must fit before it is computed
+            y = resample.resize(x, ins.hout, ins.wout, ins.mode is Mode.BILINEAR, bool(ins.align),
+                                bool(ins.half), fmt is Fmt.I8)
+            c.cycles += cin * ins.hout * ins.wout
+            c.frame_read += x.nbytes
+            if ins.mode is Mode.BILINEAR:
+                c.macs += 4 * cin * ins.hout * ins.wout
+            return self._post(ins, y.astype(np.int64) if fmt is Fmt.I8 else y, frame, filt, c, where)
+
+        if name == "LUT":
+            if fmt is Fmt.I8:
+                tables = cin if ins.perch else 1
+                table = self._region(filt, "filter", ins.wgt, wdt, tables * LUT_ENTRIES, where)
+                chan = np.arange(cin)[:, None, None] if ins.perch else 0
+                y = table.reshape(tables, LUT_ENTRIES)[chan, x.astype(np.int64) + 128].astype(np.int64)
+                c.filter_read += x.size
+            else:
+                y = _f32_function(ins.func, x)
+            c.cycles += x.size
+            c.frame_read += x.nbytes
+            return self._post(ins, y, frame, filt, c, where)
+
+        if name == "TCONV":
+            # a transposed convolution is a convolution over the input spread out by uh x uw, with
+            # the zero (in I8 the input zero point) between pixels and in the inner border q*;
+            # its geometry and output region are checked before the spread-out input is built
+            self._check_out(ins, (hin - 1) * ins.uh + 1 + ins.qt + ins.qb, (win - 1) * ins.uw + 1 + ins.ql + ins.qr,
+                            ins.kh, ins.kw, ins.sh, ins.sw, ins.dh, ins.dw, where)
+            if ins.partial:
+                self._region(filt, "filter", ins.dst, adt, ins.cout * ins.hout * ins.wout, where)
+            else:
+                self._region(frame, "frame", ins.dst, fdt, ins.cout * (ins.hout + ins.pt + ins.pb)
+                             * (ins.wout + ins.pl + ins.pr), where)
+            fill = np.array(ins.in_zp if fmt is Fmt.I8 else 0).astype(fdt)
+            x = resample.upsample_zeros(x, ins.uh, ins.uw, (ins.qt, ins.qb, ins.ql, ins.qr), fill)
+            cin, hin, win = x.shape
 
         if ins.op is Op.MAXPOOL:
             self._check_out(ins, hin, win, ins.kh, ins.kw, ins.sh, ins.sw, 1, 1, where)
@@ -349,7 +430,7 @@ class Machine:
             r0, rn, s0, sn = ins.r0, ins.rn, ins.s0, ins.sn
             if rn < 1 or sn < 1 or r0 + rn > kh or s0 + sn > kw:
                 raise MachineError(f"{where}: rows {r0}+{rn} / cols {s0}+{sn} outside the {kh}x{kw} kernel")
-            if ins.op is Op.CONV:
+            if ins.op is Op.CONV or name == "TCONV":
                 c0, cn = ins.c0, ins.cn
                 if cn < 1 or c0 + cn > cin:
                     raise MachineError(f"{where}: channels {c0}+{cn} outside the input's {cin}")
@@ -368,7 +449,7 @@ class Machine:
                     acc = wm @ cols.T
                 acc = acc.reshape(cout, hout, wout)
                 c.macs += cout * hout * wout * cn * rn * sn
-                c.frame_read += xs.nbytes
+                c.frame_read += xs.nbytes if name != "TCONV" else ins.cin * ins.hin * ins.win * fdt.itemsize
                 c.filter_read += w.size * wdt.itemsize
             else:  # DWCONV
                 mult = ins.mult
@@ -413,21 +494,25 @@ class Machine:
             raise MachineError(f"{where}: out={ins.hout}x{ins.wout} but a {kh}x{kw} window "
                                f"(stride {sh}x{sw}, dilation {dh}x{dw}) over {hin}x{win} gives {hout}x{wout}")
 
-    def _post(self, ins, acc, frame, filt, c: Counters, where: str, count: int = 0) -> np.ndarray:
+    def _post(self, ins, acc, frame, filt, c: Counters, where: str, count=None) -> np.ndarray:
         """DSP, activation, clamp, then the store with the pre-applied padding border.
 
-        `acc` is (C, H, W), or for EADD the pair of operands; `count` is AVGPOOL's window size.
+        `acc` is (C, H, W), or for EADD/EMUL the pair of operands; `count` is AVGPOOL's tap count
+        per output position (None: no division). CAT stores into channels `coff..` of its output
+        and returns the whole output (what the tensor holds once this part is written).
         """
-        fmt = ins.fmt
-        chans = ins.cout if ins.op is Op.EADD else acc.shape[0]
-        if ins.dsp or ins.leaky or ins.clamp:
+        fmt, f, name = ins.fmt, ins.fields, ins.op.name
+        dsp, leaky, clamp = f.get("dsp", 0), f.get("leaky", 0), f.get("clamp", 0)
+        pair = name in ("EADD", "EMUL")
+        chans = ins.cout if pair else acc.shape[0]
+        if dsp or leaky or clamp:
             pdt = PARAM_DTYPE[fmt]
-            nbytes = param_block_bytes(chans, bool(ins.dsp), ins.op)
+            nbytes = param_block_bytes(chans, bool(dsp), ins.op)
             prm = self._region(filt, "filter", ins.prm, pdt, nbytes // 4, where)
             c.filter_read += nbytes
             head = prm[:PARAM_HEADER_WORDS]
-            arrays = None if ins.op is Op.EADD else prm[PARAM_HEADER_WORDS:].reshape(-1, chans)
-        if ins.op is Op.EADD:
+            arrays = None if pair else prm[PARAM_HEADER_WORDS:].reshape(-1, chans)
+        if name == "EADD":
             a, b = acc
             if fmt is Fmt.F32:
                 acc = a.astype(np.float32) + b.astype(np.float32)
@@ -438,43 +523,55 @@ class Machine:
                 xa = requantize(wrap_int32((a.astype(np.int64) - zpa) << ls), ma, sa, ins.rnd)
                 xb = requantize(wrap_int32((b.astype(np.int64) - zpb) << ls), mb, sb, ins.rnd)
                 acc = requantize(wrap_int32(xa + xb), mo, so, ins.rnd) + ins.out_zp
+        elif name == "EMUL":
+            a, b = acc
+            if fmt is Fmt.F32:
+                acc = a.astype(np.float32) * b.astype(np.float32)
+            else:
+                zpa, zpb, mo, so = (int(v) for v in prm[PARAM_HEADER_WORDS:])
+                prod = (a.astype(np.int64) - zpa) * (b.astype(np.int64) - zpb)
+                acc = requantize(wrap_int32(prod), mo, so, ins.rnd) + ins.out_zp
         if fmt is Fmt.F32:
             y = acc.astype(np.float32)
-            if count:
-                y = (y / np.float32(count)).astype(np.float32)
-            if ins.dsp and arrays is not None:
+            if count is not None:
+                y = (y / np.asarray(count, np.float32)).astype(np.float32)
+            if dsp and arrays is not None:
                 v1, v2, v3 = (a[:, None, None] for a in arrays)
                 y = v2 + v1 * (y + v3)
-            if ins.leaky:
+            if leaky:
                 a1, a2 = head[0], head[1]
                 y = np.where(y < a1, a2 * y, y)
-            if ins.clamp:
+            if clamp:
                 y = np.clip(y, head[2], head[3])
             y = y.astype(np.float32)
             fill = np.float32(0.0) if ins.fill is Fill.ZERO else np.float32(-np.inf)
         else:
             y = np.asarray(acc, dtype=np.int64)
-            if ins.dsp and arrays is not None:
+            if dsp and arrays is not None:
                 bias, mult, shift = (a.astype(np.int64)[:, None, None] for a in arrays)
                 z = wrap_int32(y + bias)
-                if ins.leaky:       # negative values take the header's (multiplier, shift): LEAKY_RELU
+                if leaky:           # negative values take the header's (multiplier, shift): LEAKY_RELU
                     neg = z < 0
                     mult, shift = np.where(neg, int(head[2]), mult), np.where(neg, int(head[3]), shift)
                 y = requantize(z, mult, shift, ins.rnd) + ins.out_zp
-            elif count:
+            elif count is not None:
                 y = div_round_away(y, count)
-            if ins.clamp:
+            if clamp:
                 y = np.clip(y, int(head[0]), int(head[1]))
             y = np.clip(y, -128, 127).astype(np.int8)   # the store saturates to the element type
             fill = np.int8(np.clip(ins.out_zp, -128, 127)) if ins.fill is Fill.ZERO else np.int8(-128)
         h, w = y.shape[1:]
         ph, pw = h + ins.pt + ins.pb, w + ins.pl + ins.pr
-        dst = self._region(frame, "frame", ins.dst, FRAME_DTYPE[fmt], chans * ph * pw, where)
-        dst = dst.reshape(chans, ph, pw)
+        total, c0 = (ins.cout, ins.coff) if name == "CAT" else (chans, 0)
+        dst = self._region(frame, "frame", ins.dst, FRAME_DTYPE[fmt], total * ph * pw, where)
+        dst = dst.reshape(total, ph, pw)
+        part = dst[c0:c0 + chans]
         if ins.pt or ins.pb or ins.pl or ins.pr:
-            dst[...] = fill
-        dst[:, ins.pt:ins.pt + h, ins.pl:ins.pl + w] = y
-        c.frame_write += dst.nbytes
+            part[...] = fill
+        part[:, ins.pt:ins.pt + h, ins.pl:ins.pl + w] = y
+        c.frame_write += part.nbytes
+        if name == "CAT":
+            return dst[:, ins.pt:ins.pt + h, ins.pl:ins.pl + w].copy()
         return y
 
 

@@ -76,11 +76,11 @@ def _chunk_layer(layer: Layer, k0: int, k1: int) -> Layer:
     """The layer restricted to output channels [k0, k1): its weights and DSP arrays sliced."""
     c, h, w = layer.out_shape
     changes = dict(out_shape=(k1 - k0, h, w))
-    if layer.weights is not None:
-        changes["weights"] = np.asarray(layer.weights)[k0:k1]
+    if layer.weights is not None and (layer.kind != "lut" or np.ndim(layer.weights) == 2):
+        changes["weights"] = np.asarray(layer.weights)[k0:k1]     # (a LUT's one table serves every channel)
     if layer.dsp is not None:
         changes["dsp"] = tuple(np.asarray(a)[k0:k1] for a in layer.dsp)
-    if layer.kind in ("dwconv", "maxpool", "avgpool", "eadd"):
+    if layer.kind in ("dwconv", "maxpool", "avgpool", "eadd", "emul", "lut"):
         ci, hi, wi = layer.in_shape
         m = layer.mult if layer.kind == "dwconv" else 1
         changes["in_shape"] = ((k1 - k0) // m, hi, wi)
@@ -108,8 +108,9 @@ def plan_layer(layer: Layer, in_pads: list[tuple], out_pad: tuple, fmt: Fmt, pro
         sub = _chunk_layer(layer, 0, k)
         if layer.kind == "dense":
             inb = align(int(np.prod([cin, hin + in_pads[0][0] + in_pads[0][1], wp(in_pads[0])])) * item, to)
-        elif layer.kind == "eadd":
-            inb = sum(align(k * r * wp(p) * item, to) for p in in_pads)
+        elif layer.kind in ("eadd", "emul"):
+            inb = sum(align(k * ((1 + p[0] + p[1]) * (1 + p[2] + p[3]) if (j and layer.bcast) else r * wp(p))
+                            * item, to) for j, p in enumerate(in_pads))
         else:
             ch = cin if layer.kind == "conv" else k // mult
             inb = align(ch * ((r - 1) * sh + eh) * wp(in_pads[0]) * item, to)
@@ -144,6 +145,35 @@ def plan_layer(layer: Layer, in_pads: list[tuple], out_pad: tuple, fmt: Fmt, pro
                        f"{prof.frame_bytes:,} B and {prof.filter_bytes:,} B")
 
 
+def plan_concat(layer: Layer, shapes: list[tuple], in_pads: list[tuple], out_pad: tuple, fmt: Fmt,
+                prof: Profile) -> Plan:
+    """A concatenation staged operand by operand in row bands: the largest band whose input and
+    output for the widest operand fit frame memory (double-buffered if that fits too)."""
+    to, item = prof.align, FRAME_DTYPE[fmt].itemsize
+    _, hout, wout = layer.out_shape
+    pt, pb, pl, pr = out_pad
+
+    def need(r: int) -> int:
+        return max(align(c * r * (w + p[2] + p[3]) * item, to) + align(c * (r + pt + pb) * (wout + pl + pr) * item, to)
+                   for (c, _, w), p in zip(shapes, in_pads))
+    for double in (True, False):
+        lo, hi, best = 1, hout, None
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            if need(mid) * (2 if double else 1) <= prof.frame_bytes:
+                best, lo = mid, mid + 1
+            else:
+                hi = mid - 1
+        if best is not None:
+            return Plan(max(c for c, _, _ in shapes), best, need(best), 0, 0, double)
+    raise CompileError(f"{layer.name}: even one output row of the concatenation needs {need(1):,} B of frame "
+                       f"memory; chip profile {prof.name} has {prof.frame_bytes:,} B")
+
+
+# the layer kinds the staged emitter tiles (the others run on chip only, issue 28.2)
+STAGED_KINDS = ("conv", "dwconv", "dense", "maxpool", "avgpool", "eadd", "emul", "lut", "concat")
+
+
 def emit_staged(layers: list[Layer], fmt: Fmt, *, profile: Profile, pe: int | None = None,
                 meta: dict | None = None, x: np.ndarray | None = None, in_scale: float | None = None,
                 in_zp: int = 0, input_name: str = "input") -> Bundle:
@@ -154,6 +184,10 @@ def emit_staged(layers: list[Layer], fmt: Fmt, *, profile: Profile, pe: int | No
     to = prof.align
     layers = resolve_borders(layers, input_name)
     require_format(layers, fmt, prof)
+    unstaged = [layer for layer in layers if layer.kind not in STAGED_KINDS]
+    if unstaged:
+        raise CompileError(f"{unstaged[0].name}: the network does not fit on chip, and staging through "
+                           f"external memory tiles {', '.join(STAGED_KINDS)} layers, not {unstaged[0].kind}")
     fdt, wdt, adt = FRAME_DTYPE[fmt], WEIGHT_DTYPE[fmt], ACC_DTYPE[fmt]
     item = fdt.itemsize
     n = len(layers)
@@ -171,7 +205,10 @@ def emit_staged(layers: list[Layer], fmt: Fmt, *, profile: Profile, pe: int | No
         cursor = align(cursor + s, to)
     tensors_bytes = cursor
 
-    plans = [plan_layer(layer, [pads[t] for t in layer_inputs(layers, i)], pads[i + 1], fmt, prof, pe)
+    plans = [plan_concat(layer, [shapes[t] for t in layer_inputs(layers, i)],
+                         [pads[t] for t in layer_inputs(layers, i)], pads[i + 1], fmt, prof)
+             if layer.kind == "concat" else
+             plan_layer(layer, [pads[t] for t in layer_inputs(layers, i)], pads[i + 1], fmt, prof, pe)
              for i, layer in enumerate(layers)]
     frame_bytes = max(p.frame_bytes for p in plans)
     filter_bytes = max(p.filter_bytes for p in plans)
@@ -197,7 +234,7 @@ def emit_staged(layers: list[Layer], fmt: Fmt, *, profile: Profile, pe: int | No
         cin, hin, win = layer.in_shape
         opad = pads[i + 1]
         pt, pb, pl, pr = opad
-        dsp_on = layer.dsp is not None or (layer.kind == "eadd" and fmt is Fmt.I8)
+        dsp_on = layer.dsp is not None or (layer.kind in ("eadd", "emul") and fmt is Fmt.I8)
         out_zp = layer.out_zp if layer.post_offset is None else layer.post_offset
         if fmt is Fmt.I8 and out_zp != layer.out_zp and any(opad) and fills[i + 1].name == "ZERO":
             raise CompileError(f"{layer.name}: its output offset {out_zp} is not its zero point "
@@ -208,7 +245,32 @@ def emit_staged(layers: list[Layer], fmt: Fmt, *, profile: Profile, pe: int | No
         eh = (kh - 1) * layer.dilation[0] + 1
         _, hp_o, wp_o = padded(i + 1)
         n_chunks = n_bands = 0
-        for k0 in range(0, cout, plan.chunk):
+        if layer.kind == "concat":                  # operand by operand, band by band: copies
+            coff = 0
+            for t in src_t:
+                c_t, hp_t, wp_t = padded(t)
+                n_chunks += 1
+                for y0 in range(0, hout, plan.band):
+                    y1 = min(hout, y0 + plan.band)
+                    r = y1 - y0
+                    n_bands += 1
+                    bt, bb = (pt if y0 == 0 else 0), (pb if y1 == hout else 0)
+                    base = (bands_done % 2) * plan.frame_set if plan.double else 0
+                    bands_done += 1
+                    rows = r * wp_t * item
+                    program.append(_xfer(Mem.EXTERNAL, Mem.FRAME, addrs[t] + (y0 + pads[t][0]) * wp_t * item,
+                                         base, rows, c_t, hp_t * wp_t * item, rows))
+                    out_at = align(base + c_t * rows, to)
+                    program.append(Instruction(Op.CAT, fmt=fmt, fill=fills[i + 1], out_zp=out_zp if fmt is Fmt.I8 else 0,
+                                               dst=out_at, pt=bt, pb=bb, pl=pl, pr=pr, src=base, cin=c_t, cout=c_t,
+                                               hout=r, wout=wout, at=0, ab=0, al=pads[t][2], ar=pads[t][3], coff=0))
+                    n_rows = r + bt + bb
+                    chunk = n_rows * wp_o * item
+                    program.append(_xfer(Mem.FRAME, Mem.EXTERNAL, out_at,
+                                         addrs[i + 1] + (coff * hp_o * wp_o + (y0 + pt - bt) * wp_o) * item,
+                                         chunk, c_t, chunk, hp_o * wp_o * item))
+                coff += c_t
+        for k0 in (range(0, cout, plan.chunk) if layer.kind != "concat" else ()):
             k1 = min(cout, k0 + plan.chunk)
             sub = _chunk_layer(layer, k0, k1)
             k = k1 - k0
@@ -247,9 +309,15 @@ def emit_staged(layers: list[Layer], fmt: Fmt, *, profile: Profile, pe: int | No
                     program.append(_xfer(Mem.EXTERNAL, Mem.FRAME, addrs[t], base, sizes[t]))
                     in_addrs.append(base)
                     fcur_frame = align(base + sizes[t], to)
-                elif layer.kind == "eadd":
-                    for t in src_t:
+                elif layer.kind in ("eadd", "emul"):
+                    for j, t in enumerate(src_t):
                         c_t, hp_t, wp_t = padded(t)
+                        if j and layer.kind == "emul" and layer.bcast:     # the whole (C, 1, 1) gate chunk
+                            program.append(_xfer(Mem.EXTERNAL, Mem.FRAME, addrs[t] + k0 * hp_t * wp_t * item,
+                                                 fcur_frame, k * hp_t * wp_t * item))
+                            in_addrs.append(fcur_frame)
+                            fcur_frame = align(fcur_frame + k * hp_t * wp_t * item, to)
+                            continue
                         rows = r * wp_t * item
                         program.append(_xfer(Mem.EXTERNAL, Mem.FRAME,
                                              addrs[t] + (k0 * hp_t * wp_t + (y0 + pads[t][0]) * wp_t) * item,
@@ -275,7 +343,7 @@ def emit_staged(layers: list[Layer], fmt: Fmt, *, profile: Profile, pe: int | No
                             dst=out_at, prm=p_stage, pt=bt, pb=bb, pl=pl, pr=pr)
                 try:
                     _compute(program, layer, sub, fmt, post, in_addrs, src_t, pads, padded, r, k, pe,
-                             w_stage, scratch, adt)
+                             w_stage, scratch, adt, y0)
                 except ValueError as exc:
                     if isinstance(exc, CompileError):
                         raise
@@ -349,13 +417,21 @@ def emit_staged(layers: list[Layer], fmt: Fmt, *, profile: Profile, pe: int | No
 
 
 def _compute(program, layer: Layer, sub: Layer, fmt: Fmt, post: dict, in_addrs: list[int], src_t,
-             pads, padded, r: int, k: int, pe, wgt: int, scratch: int, adt) -> None:
+             pads, padded, r: int, k: int, pe, wgt: int, scratch: int, adt, y0: int = 0) -> None:
     """The layer's own instruction(s) over one staged band of one chunk (split as emit splits)."""
     cout, hout, wout = layer.out_shape
     if layer.kind == "eadd":
         (a_t, a_b, a_l, a_r), (b_t, b_b, b_l, b_r) = pads[src_t[0]], pads[src_t[1]]
         program.append(Instruction(Op.EADD, **post, src=in_addrs[0], src2=in_addrs[1], cout=k, hout=r,
                                    wout=wout, at=0, ab=0, al=a_l, ar=a_r, bt=0, bb=0, bl=b_l, br=b_r))
+        return
+    if layer.kind == "emul":
+        (a_t, a_b, a_l, a_r), (b_t, b_b, b_l, b_r) = pads[src_t[0]], pads[src_t[1]]
+        if not layer.bcast:
+            b_t = b_b = 0                          # a band of rows, as the first operand's
+        program.append(Instruction(Op.EMUL, **post, src=in_addrs[0], src2=in_addrs[1], cout=k, hout=r,
+                                   wout=wout, at=0, ab=0, al=a_l, ar=a_r, bt=b_t, bb=b_b, bl=b_l, br=b_r,
+                                   bcast=int(layer.bcast)))
         return
     t = src_t[0]
     c_t, hp_t, wp_t = padded(t)
@@ -367,10 +443,21 @@ def _compute(program, layer: Layer, sub: Layer, fmt: Fmt, post: dict, in_addrs: 
     else:
         ch = c_t if layer.kind == "conv" else sub.in_shape[0]
         geo = dict(src=in_addrs[0], cin=ch, hin=(r - 1) * sh + eh, win=wp_t)
+    if layer.kind == "lut":
+        store = {key: post[key] for key in ("fmt", "fill", "out_zp", "dst", "pt", "pb", "pl", "pr")}
+        program.append(Instruction(Op.LUT, **store, **geo, wgt=wgt, func=isa.Func[layer.func.upper()],
+                                   perch=int(sub.weights is not None and np.ndim(sub.weights) == 2)))
+        return
     if layer.kind in ("maxpool", "avgpool"):
         extra = {}
         if layer.kind == "avgpool":
             extra["in_zp"] = layer.in_zp if fmt is Fmt.I8 and layer.dsp is not None else 0
+            if layer.exclude_pad:                  # the SAME border inside this band's input rows
+                pt_in, pb_in, pl_in, pr_in = layer.pad
+                h_in = layer.in_shape[1]
+                first, rows = y0 * sh, geo["hin"]
+                extra.update(at=max(0, pt_in - first), ab=max(0, first + rows - (pt_in + h_in)),
+                             al=pl_in, ar=pr_in)
         program.append(Instruction(Op[layer.kind.upper()], **geo, **post, **extra, kh=kh, kw=kw, sh=sh, sw=sw,
                                    hout=r, wout=wout))
         return

@@ -31,8 +31,11 @@ from dtpu.tflite_model import Operator, Tensor
 log = logging.getLogger(__name__)
 
 _FOLDED_ACTIVATIONS = ("ADD", "RELU", "RELU_N1_TO_1", "RELU6", "LEAKY_RELU")  # fold into the previous layer
-ACCEPTED = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "MAX_POOL_2D", "AVERAGE_POOL_2D (VALID)",
-            "MEAN over H, W", "ADD of two tensors", "SOFTMAX (last op, on the host)", "PAD", "PADV2",
+ACCEPTED = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV", "MAX_POOL_2D",
+            "AVERAGE_POOL_2D", "MEAN over H, W (or L)", "ADD of two tensors", "MUL of two tensors (or by a 1x1xC one)",
+            "CONCATENATION along channels", "RESIZE_NEAREST_NEIGHBOR", "RESIZE_BILINEAR",
+            "int8 MUL/ADD/SUB by a scalar or per-channel constant",
+            "LOGISTIC", "TANH", "HARD_SWISH", "EXPAND_DIMS/SQUEEZE/RESHAPE that keep the layout", "SOFTMAX (last op, on the host)", "PAD", "PADV2",
             "RESHAPE", "SPACE_TO_BATCH_ND+conv+BATCH_TO_SPACE_ND (dilation)", "ADD of a constant bias (float)", "RELU", "RELU6", "RELU_N1_TO_1", "LEAKY_RELU",
             "QUANTIZE (first op)", "DEQUANTIZE (last op)")
 
@@ -250,12 +253,18 @@ def build(model: Graph, output: str | None = None) -> tuple[Builder, dict]:
         _, h, w, c = x.shape
         b = Builder(fmt, (c, h, w), input_name=x.name, in_scale=float(_scale(x)[0]) if fmt is Fmt.I8 else None,
                     in_zp=int(_zp(x)[0]) if fmt is Fmt.I8 else 0)
+    elif len(x.shape) == 3 and x.shape[0] == 1:
+        # a sequence (1, L, C): stored as C x 1 x L, the layout of TFLite's 1-D ops, which run as
+        # 2-D ones over (1, 1, L, C) after an EXPAND_DIMS
+        _, n, c = x.shape
+        b = Builder(fmt, (c, 1, n), input_name=x.name, in_scale=float(_scale(x)[0]) if fmt is Fmt.I8 else None,
+                    in_zp=int(_zp(x)[0]) if fmt is Fmt.I8 else 0)
     elif len(x.shape) == 2 and x.shape[0] == 1:
         b = Builder(fmt, (x.shape[1], 1, 1), flat_input=True, input_name=x.name,
                     in_scale=float(_scale(x)[0]) if fmt is Fmt.I8 else None,
                     in_zp=int(_zp(x)[0]) if fmt is Fmt.I8 else 0)
     else:
-        raise CompileError(f"input tensor {x.name!r}: shape {x.shape}; accepted: (1, H, W, C) or (1, N)")
+        raise CompileError(f"input tensor {x.name!r}: shape {x.shape}; accepted: (1, H, W, C), (1, L, C) or (1, N)")
 
     values = {cur: b.value}                      # TFLite tensor -> the builder's value for it
     for t in model.inputs[1:]:                   # further inputs: frame tensors the host writes too
@@ -274,6 +283,29 @@ def build(model: Graph, output: str | None = None) -> tuple[Builder, dict]:
         if op.opcode == "ADD" and len(data_in) == 2:
             out = T[op.outputs[0]]
             _eadd(b, fmt, op, T, label, out, values)
+            i += 1
+        elif op.opcode == "CONCATENATION":
+            out = T[op.outputs[0]]
+            _concat(b, fmt, op, T, label, out, values)
+            i += 1
+        elif op.opcode == "MUL" and len(data_in) == 2:
+            out = T[op.outputs[0]]
+            _emul(b, fmt, op, T, label, out, values)
+            i += 1
+        elif op.opcode in TABLE_BINARY and fmt is Fmt.I8 and len(data_in) == 1:
+            out = T[op.outputs[0]]
+            b.value = values[data_in[0]]
+            folded = b.producer()
+            _const_lut(b, op, T, label, out, data_in[0])
+            i += 1
+        elif op.opcode == "TRANSPOSE_CONV":
+            if len(op.inputs) < 3 or op.inputs[2] not in values or len(data_in) != 1:
+                raise CompileError(f"{label}: reads {len(data_in)} computed tensors; accepted: the input "
+                                   f"(third operand) computed, output shape and weights constant")
+            b.value = values[op.inputs[2]]
+            folded = b.producer()
+            out = T[op.outputs[0]]
+            _tconv(b, fmt, op, T, label, out)
             i += 1
         else:
             if op.inputs[0] not in values or len(data_in) != 1:
@@ -427,7 +459,10 @@ def _op(b: Builder, fmt: Fmt, op: Operator, T: list[Tensor], label: str, out: Te
                 post["clamp"] = quantized_activation_range(kind, float(_scale(out)[0]), int(_zp(out)[0]))
         else:
             post["clamp"] = _float_clamp(label, kind)
-        b.maxpool(name, (o["filter_height"], o["filter_width"]), stride, padding, **post)
+        pool = (o["filter_height"], o["filter_width"])
+        if _swapped(b, x):
+            pool, stride = pool[::-1], stride[::-1]
+        b.maxpool(name, pool, stride, padding, **post)
         return
     if op.opcode == "AVERAGE_POOL_2D":
         if _offset(x):
@@ -445,14 +480,20 @@ def _op(b: Builder, fmt: Fmt, op: Operator, T: list[Tensor], label: str, out: Te
             clamp = _float_clamp(label, kind)
             if clamp is not None:
                 post["clamp"] = clamp
-        b.avgpool(name, (o["filter_height"], o["filter_width"]), stride, padding, **post)
+        pool = (o["filter_height"], o["filter_width"])
+        if _swapped(b, x):
+            pool, stride = pool[::-1], stride[::-1]
+        b.avgpool(name, pool, stride, padding, **post)
         return
     if op.opcode == "MEAN":
         axes = T[op.inputs[1]].data
-        if axes is None or len(x.shape) != 4 or sorted(int(a) % 4 for a in np.asarray(axes).reshape(-1)) != [1, 2]:
+        rank = len(x.shape)
+        spatial = sorted(int(a) % rank for a in np.asarray(axes).reshape(-1)) if axes is not None else None
+        if spatial != list(range(1, rank - 1)) or rank not in (3, 4):
             raise CompileError(f"{label}: MEAN over axes {None if axes is None else np.asarray(axes).tolist()}; "
-                               f"accepted: the spatial axes [1, 2] of an NHWC tensor (global average pooling)")
-        _, h, w, c = x.shape
+                               f"accepted: the spatial axes [1, 2] of an NHWC tensor, or [1] of an NLC one "
+                               f"(global average pooling)")
+        c, h, w = b.shape
         post = {"tensor": out.index, "flat": len(out.shape) == 2}
         if fmt is Fmt.I8:
             post.update(_mean_i8(x, out, h * w, c, keep_dims=bool(o.get("keep_dims"))))
@@ -476,12 +517,49 @@ def _op(b: Builder, fmt: Fmt, op: Operator, T: list[Tensor], label: str, out: Te
             raise CompileError(f"{label}: int8 padding with different input/output quantization")
         b.pad(name, int(pads[1, 0]), int(pads[1, 1]), int(pads[2, 0]), int(pads[2, 1]))
         return
-    if op.opcode == "RESHAPE":
-        if len(out.shape) == 2 and out.shape[0] == 1 and out.shape[1] == int(np.prod(x.shape)):
+    if op.opcode in ("RESHAPE", "EXPAND_DIMS", "SQUEEZE"):
+        if (op.opcode == "RESHAPE" and len(out.shape) == 2 and out.shape[0] == 1
+                and out.shape[1] == int(np.prod(x.shape))):
             if len(x.shape) == 4:
                 b.flatten(name)
             return
-        raise CompileError(f"{label}: reshape {x.shape} -> {out.shape}; only flattening to (1, N) is supported")
+        if _same_layout(x.shape, out.shape) and not b.flattened:
+            return                                # a view: the stored C x H x W is unchanged
+        raise CompileError(f"{label}: {op.opcode.lower()} {x.shape} -> {out.shape}; accepted: flattening to "
+                           f"(1, N), or adding/removing axes of size 1 that keep the channels last")
+    if op.opcode in UNARY_OPS:
+        post = {"tensor": out.index}
+        if fmt is Fmt.I8:
+            from dtpu.unary_tables import int8_table
+            dtype = "uint8" if x.dtype == np.uint8 else "int8"
+            if out.dtype != x.dtype:
+                raise CompileError(f"{label}: input {_dtype(x)}, output {_dtype(out)}; accepted: one dtype")
+            table = int8_table(op.opcode, dtype, float(_scale(x)[0]), int(x.quantization.zero_point[0]),
+                               float(_scale(out)[0]), int(out.quantization.zero_point[0]))
+            # indexed by the stored value + 128 (a uint8 model's own value), stored 128 lower if uint8
+            table = (table.astype(np.int16) - _offset(out)).astype(np.int8)
+            b.lut(name, table=table, out_zp=int(_zp(out)[0]), out_scale=float(_scale(out)[0]), **post)
+        else:
+            b.lut(name, func=UNARY_OPS[op.opcode], **post)
+        return
+    if op.opcode in ("RESIZE_BILINEAR", "RESIZE_NEAREST_NEIGHBOR"):
+        size = T[op.inputs[1]].data if len(op.inputs) > 1 else None
+        if size is None or np.asarray(size).size != 2:
+            raise CompileError(f"{label}: the output size is not a constant (H, W) tensor")
+        bilinear = op.opcode == "RESIZE_BILINEAR"
+        post = {"tensor": out.index}
+        if fmt is Fmt.I8:
+            if not _same_quant(x, out):
+                raise CompileError(f"{label}: int8 resize with different input/output quantization")
+            if bilinear and _offset(x):
+                raise CompileError(f"{label}: uint8 RESIZE_BILINEAR rounds on uint8 values; the chip's I8 "
+                                   f"interpolation rounds the stored (128 lower) ones. Accepted: int8 models")
+            post.update(out_zp=int(_zp(out)[0]), out_scale=float(_scale(out)[0]))
+        if len(x.shape) != 4 or (b.shape[1], b.shape[2]) != (x.shape[1], x.shape[2]):
+            raise CompileError(f"{label}: resize of a {x.shape} tensor; accepted: (1, H, W, C)")
+        b.resize(name, tuple(int(v) for v in np.asarray(size).reshape(-1)), bilinear=bilinear,
+                 align=bool(o.get("align_corners")), half=bool(o.get("half_pixel_centers")), **post)
+        return
     if op.opcode in ("RELU", "RELU_N1_TO_1", "RELU6"):
         kind = op.opcode.lower()
         if fmt is Fmt.I8:
@@ -509,6 +587,163 @@ def _op(b: Builder, fmt: Fmt, op: Operator, T: list[Tensor], label: str, out: Te
         return
     raise CompileError(f"{label} -> tensor {out.name!r}: not supported by the ISRO-ASIC; accepted: "
                        f"{', '.join(ACCEPTED)}")
+
+
+UNARY_OPS = {"LOGISTIC": "sigmoid", "TANH": "tanh", "HARD_SWISH": "hswish"}
+
+
+# int8 operators of one computed tensor and constants that run as LUT tables (the interpreter fills
+# them: dtpu.unary_tables)
+TABLE_BINARY = ("MUL", "ADD", "SUB")
+
+
+def _const_lut(b: Builder, op: Operator, T: list[Tensor], label: str, out: Tensor, t_in: int) -> None:
+    """An int8 MUL/ADD/SUB of the computed tensor by a scalar or per-channel constant: element by
+    element a function of one int8 value per channel, so a table per channel from TFLite's own
+    kernel is exact (EfficientNet's input rescaling and normalization)."""
+    from dtpu import tflite_writer as tw
+    from dtpu.unary_tables import channel_tables
+    x = T[t_in]
+    c = int(x.shape[-1])
+    if out.dtype != x.dtype or tuple(out.shape) != tuple(x.shape):
+        raise CompileError(f"{label}: output {out.shape} {_dtype(out)} from input {x.shape} {_dtype(x)}; "
+                           f"accepted: the input's shape and dtype (an element-wise constant)")
+    operands = []
+    for t in op.inputs:
+        if t == t_in:
+            operands.append(None)
+            continue
+        k = T[t]
+        if k.data is None or k.quantization is None or k.dtype != x.dtype:
+            raise CompileError(f"{label}: operand {k.name!r} is neither computed nor a quantized "
+                               f"{_dtype(x)} constant")
+        shape = tuple(int(v) for v in k.shape)
+        if int(np.prod(shape)) not in (1, c) or any(v != 1 for v in shape[:-1]):
+            raise CompileError(f"{label}: constant {k.name!r} of shape {shape}; accepted: a scalar or one "
+                               f"value per channel ({c})")
+        operands.append(tw.Tensor(shape, _dtype(k), [float(v) for v in _scale(k)],
+                                  [int(v) for v in k.quantization.zero_point], data=k.data, name=k.name))
+    dtype = _dtype(x)
+    table = channel_tables(op.opcode, dtype, c, (float(_scale(x)[0]), int(x.quantization.zero_point[0])),
+                           (float(_scale(out)[0]), int(out.quantization.zero_point[0])), operands,
+                           {"activation": _act_kind(label, _act(op))})
+    table = (table.astype(np.int16) - _offset(out)).astype(np.int8)
+    if np.all(table == table[:1]):
+        table = table[0]
+    b.lut(f"op{op.index}_{op.opcode.lower()}", table=table, out_zp=int(_zp(out)[0]),
+          out_scale=float(_scale(out)[0]), tensor=out.index)
+
+
+def _same_layout(a, b) -> bool:
+    """Two shapes of one batch-1 tensor whose channel-last memory order is the same: only axes of
+    size 1 added or removed, channels last in both (EXPAND_DIMS/SQUEEZE of a 1-D net)."""
+    a, b = tuple(int(v) for v in a), tuple(int(v) for v in b)
+    if len(a) < 2 or len(b) < 2 or a[0] != 1 or b[0] != 1 or a[-1] != b[-1]:
+        return False
+    return [v for v in a[1:-1] if v != 1] == [v for v in b[1:-1] if v != 1]
+
+
+def _swapped(b: Builder, x: Tensor) -> bool:
+    """`x` is (1, L, 1, C) while the chip stores it as C x 1 x L (TFLite's 1-D pooling expands
+    the other axis than its 1-D convolution): the op's H and W parameters trade places."""
+    if len(x.shape) != 4 or b.flattened:
+        return False
+    h, w = int(x.shape[1]), int(x.shape[2])
+    return (b.shape[1], b.shape[2]) == (w, h) != (h, w)
+
+
+def _concat(b: Builder, fmt: Fmt, op: Operator, T: list[Tensor], label: str, out: Tensor, values: dict) -> None:
+    """CONCATENATION along channels: a copy (TFLite's int8 kernel requires equal quantization)."""
+    rank = len(out.shape)
+    axis = int(op.options.get("axis", -1))
+    if rank < 2 or axis % rank != rank - 1:
+        raise CompileError(f"{label}: concatenation along axis {axis} of rank-{rank} tensors; accepted: the "
+                           f"channel (last) axis")
+    missing = [T[t].name for t in op.inputs if t not in values]
+    if missing:
+        raise CompileError(f"{label}: concatenates constant tensor(s) {', '.join(missing)}; accepted: computed ones")
+    if _act(op) != "none":
+        raise CompileError(f"{label}: fused activation {_act(op)} on a concatenation; accepted: none")
+    post: dict[str, Any] = {"tensor": out.index, "flat_out": rank == 2}
+    if fmt is Fmt.I8:
+        odd = [T[t].name for t in op.inputs if not _same_quant(T[t], out)]
+        if odd:
+            raise CompileError(f"{label}: input(s) {', '.join(odd)} quantized unlike the output; accepted: equal "
+                               f"scales and zero points (TFLite's int8 concatenation copies)")
+        post.update(out_zp=int(_zp(out)[0]), out_scale=float(_scale(out)[0]))
+    b.concat(f"op{op.index}_{op.opcode.lower()}", [values[t] for t in op.inputs], **post)
+
+
+def _emul(b: Builder, fmt: Fmt, op: Operator, T: list[Tensor], label: str, out: Tensor, values: dict) -> None:
+    """MUL of two computed tensors (one may be 1x1xC): EMUL, with TFLite's int8 MUL multiplier
+    s_a s_b / s_out computed in float32 as its Prepare does."""
+    from dtpu.reference.quantize import quantize_multiplier
+    ta, tb = op.inputs[:2]
+    if int(np.prod(T[ta].shape)) < int(np.prod(T[tb].shape)):
+        ta, tb = tb, ta                           # the broadcast operand second (the product commutes)
+    xa, xb = T[ta], T[tb]
+    kind = _act_kind(label, _act(op))
+    post: dict[str, Any] = {"tensor": out.index}
+    if fmt is Fmt.I8:
+        sa, sb, so = (np.float32(_scale(t)[0]) for t in (xa, xb, out))
+        m, s = quantize_multiplier(float(np.float32(np.float32(sa * sb) / so)))
+        post.update(emul_q={"zp_a": int(_zp(xa)[0]), "zp_b": int(_zp(xb)[0]), "m_out": int(m), "s_out": int(s)},
+                    out_zp=int(_zp(out)[0]), out_scale=float(so), rounding=TFLITE_ROUNDING["MUL"],
+                    clamp=quantized_activation_range(kind, float(so), int(_zp(out)[0])))
+    else:
+        clamp = _float_clamp(label, _act(op))
+        if clamp is not None:
+            post["clamp"] = clamp
+    b.emul(f"op{op.index}_{op.opcode.lower()}", values[ta], values[tb], **post)
+
+
+def _tconv_pad(out: int, k: int, s: int, same: bool) -> int:
+    """TFLite's TRANSPOSE_CONV padding: ComputePaddingHeightWidth with the output as the input
+    of the forward convolution; the kernel crops this many outputs before the first."""
+    fwd = (out + s - 1) // s if same else (out + s - k) // s
+    return max((fwd - 1) * s + k - out, 0) // 2
+
+
+def _tconv(b: Builder, fmt: Fmt, op: Operator, T: list[Tensor], label: str, out: Tensor) -> None:
+    """TRANSPOSE_CONV (inputs: output shape, weights O x KH x KW x I, input, optional bias)."""
+    from dtpu.reference.quantize import quantize_multiplier
+    x, w = T[op.inputs[2]], T[op.inputs[1]]
+    bias = T[op.inputs[3]] if len(op.inputs) > 3 and op.inputs[3] >= 0 else None
+    if w.data is None:
+        raise CompileError(f"{label}: weights tensor {w.name!r} is not a constant")
+    o = op.options
+    if "padding" not in o:
+        raise CompileError(f"{label}: no TRANSPOSE_CONV options in the file (stride, padding)")
+    if len(out.shape) != 4 or len(w.shape) != 4:
+        raise CompileError(f"{label}: output {out.shape}, weights {w.shape}; accepted: NHWC and OHWI")
+    sh, sw = int(o["stride_h"]), int(o["stride_w"])
+    _, oh, ow, oc = (int(v) for v in out.shape)
+    _, kh, kw, _ = (int(v) for v in w.shape)
+    same = o["padding"] == "SAME"
+    pads = (_tconv_pad(oh, kh, sh, same), _tconv_pad(ow, kw, sw, same))
+    kind = _act_kind(label, _act(op))
+    name = f"op{op.index}_{op.opcode.lower()}"
+    weights = w.data.transpose(0, 3, 1, 2)
+    if fmt is Fmt.I8:
+        zps = None if w.quantization is None else w.quantization.zero_point
+        if w.dtype != np.int8 or zps is None or np.any(zps != 0):
+            raise CompileError(f"{label}: I8 needs symmetric int8 weights (zero point 0); {w.name!r} is "
+                               f"{_dtype(w)} with zero points {zps}")
+        if bias is not None and bias.dtype != np.int32:
+            raise CompileError(f"{label}: bias dtype {bias.dtype}; I8 needs int32 bias")
+        si, so = float(_scale(x)[0]), float(_scale(out)[0])
+        ws = np.broadcast_to(np.asarray(_scale(w), np.float64), (oc,))
+        m, s = quantize_multiplier(si * ws / so)
+        bv = np.zeros(oc, np.int32) if bias is None else bias.data.astype(np.int32)
+        post = dict(dsp=(bv, np.asarray(m, np.int32), np.asarray(s, np.int32)),
+                    clamp=quantized_activation_range(kind, so, int(_zp(out)[0])),
+                    rounding=TFLITE_ROUNDING["TRANSPOSE_CONV"], in_zp=int(_zp(x)[0]), out_zp=int(_zp(out)[0]),
+                    out_scale=so, tensor=out.index)
+    else:
+        bv = np.zeros(oc, np.float32) if bias is None else bias.data.astype(np.float32)
+        post = dict(dsp=(np.ones(oc, np.float32), np.zeros(oc, np.float32), bv),
+                    clamp=_float_clamp(label, _act(op)), tensor=out.index)
+    b.tconv(name, weights, (oh, ow), stride=(sh, sw), pad_before=pads, **post)
 
 
 def _leaky_i8(b: Builder, x: Tensor, out: Tensor, alpha: float, name: str) -> None:
@@ -592,6 +827,10 @@ def _mac(b: Builder, fmt: Fmt, op: Operator, T: list[Tensor], label: str, out: T
     stride, own_dilation, own_padding = _geometry(op, label)
     dilation = dilation or own_dilation
     padding = padding or own_padding
+    if _swapped(b, x):                            # a 1-D layer over (1, L, 1, C): stored C x 1 x L
+        if isinstance(padding, tuple):
+            raise CompileError(f"{label}: explicit padding of a (1, L, 1, C) tensor is not supported")
+        weights, stride, dilation = weights.transpose(0, 2, 1, 3), stride[::-1], tuple(dilation)[::-1]
     if op.opcode == "CONV_2D":
         b.conv(name, weights.transpose(0, 3, 1, 2), stride=stride, dilation=dilation,
                padding=padding, **post)

@@ -77,11 +77,51 @@ def _keras_activation(x: np.ndarray, act: str | None) -> np.ndarray:
         return e / e.sum(axis=-1, keepdims=True)
     if act == "sigmoid":
         return 1.0 / (1.0 + np.exp(-x))
+    if act == "tanh":
+        return np.tanh(x)
+    if act in ("hard_swish", "hard_silu"):
+        return x * np.clip(x + 3.0, 0.0, 6.0) / 6.0
     if act == "relu":
         return np.maximum(x, 0)
     if act == "relu6":
         return np.clip(x, 0, 6)
     raise ValueError(f"activation {act!r} has no reference implementation")
+
+
+def _avg_same(y: np.ndarray, pool, strides) -> np.ndarray:
+    """SAME average pooling as Keras computes it: the mean of the taps inside the input."""
+    sums = _windows(y, pool, strides, (1, 1), "same", 0.0).sum(axis=(3, 4))
+    taps = _windows(np.ones(y.shape[:2] + (1,)), pool, strides, (1, 1), "same", 0.0).sum(axis=(3, 4))
+    return sums / taps
+
+
+def _upsample_bilinear(y: np.ndarray, size) -> np.ndarray:
+    """tf.image.resize(bilinear) by an integer factor: half-pixel centers, edges clamped."""
+    for axis, s in enumerate(size):
+        n = y.shape[axis]
+        src = (np.arange(n * s) + 0.5) / s - 0.5
+        lo_raw = np.floor(src).astype(int)
+        frac = (src - lo_raw).reshape((-1,) + (1,) * (y.ndim - axis - 1))
+        lo, hi = np.clip(lo_raw, 0, n - 1), np.clip(lo_raw + 1, 0, n - 1)
+        y = np.take(y, lo, axis=axis) * (1 - frac) + np.take(y, hi, axis=axis) * frac
+    return y
+
+
+def _conv_transpose(y: np.ndarray, kern: np.ndarray, strides, padding: str) -> np.ndarray:
+    """Keras Conv2DTranspose: every input pixel scatters kernel x value into the output."""
+    h, w, _ = y.shape
+    kh, kw, o, _ = kern.shape
+    sh, sw = strides
+    full = np.zeros(((h - 1) * sh + max(kh, sh), (w - 1) * sw + max(kw, sw), o))
+    for i in range(h):
+        for j in range(w):
+            full[i * sh:i * sh + kh, j * sw:j * sw + kw] += np.einsum("c,ijoc->ijo", y[i, j], kern)
+    if padding == "valid":
+        return full
+    oh, ow = h * sh, w * sw
+    th = max(kh - sh, 0) // 2
+    tw = max(kw - sw, 0) // 2
+    return full[th:th + oh, tw:tw + ow]
 
 
 def keras_reference(model: keras_h5.KerasModel, x: np.ndarray) -> dict[str, np.ndarray]:
@@ -103,6 +143,45 @@ def keras_reference(model: keras_h5.KerasModel, x: np.ndarray) -> dict[str, np.n
             y = outs[srcs[0]]
         if cls == "Add":
             y = sum(outs[s] for s in srcs)
+        elif cls == "Multiply":
+            y = outs[srcs[0]] * outs[srcs[1]]
+        elif cls == "Concatenate":
+            y = np.concatenate([outs[s] for s in srcs], axis=-1)
+        elif cls == "Reshape":
+            y = y.reshape(tuple(cfg["target_shape"]))
+        elif cls == "UpSampling2D":
+            size = pair(cfg.get("size", 2))
+            if cfg.get("interpolation", "nearest") == "nearest":
+                y = np.repeat(np.repeat(y, size[0], axis=0), size[1], axis=1)
+            else:
+                y = _upsample_bilinear(y, size)
+        elif cls == "Conv2DTranspose":
+            y = _conv_transpose(y, w["kernel"].astype(np.float64), pair(cfg.get("strides", 1)), cfg["padding"])
+            if cfg.get("use_bias", True):
+                y = y + w["bias"]
+            outs[layer.name + keras_h5.PRE_ACTIVATION] = y
+            y = _keras_activation(y, cfg.get("activation"))
+        elif cls == "Conv1D":
+            kern = w["kernel"].astype(np.float64)[None]            # 1 K I O
+            win = _windows(y[None], kern.shape[:2], (1, keras_h5._one(cfg.get("strides", 1))),
+                           (1, keras_h5._one(cfg.get("dilation_rate", 1))), cfg["padding"], 0.0)
+            y = np.einsum("hwcij,ijco->hwo", win, kern)[0]
+            if cfg.get("use_bias", True):
+                y = y + w["bias"]
+            outs[layer.name + keras_h5.PRE_ACTIVATION] = y
+            y = _keras_activation(y, cfg.get("activation"))
+        elif cls in ("MaxPooling1D", "AveragePooling1D"):
+            pool = keras_h5._one(cfg.get("pool_size", 2))
+            stride = keras_h5._one(cfg.get("strides") or pool)
+            padding = cfg.get("padding", "valid")
+            if cls == "MaxPooling1D":
+                y = _windows(y[None], (1, pool), (1, stride), (1, 1), padding, -np.inf).max(axis=(3, 4))[0]
+            elif padding == "same":
+                y = _avg_same(y[None], (1, pool), (1, stride))[0]
+            else:
+                y = _windows(y[None], (1, pool), (1, stride), (1, 1), "valid", 0.0).mean(axis=(3, 4))[0]
+        elif cls == "GlobalAveragePooling1D":
+            y = y.mean(axis=0)
         elif cls in ("Conv2D", "DepthwiseConv2D"):
             s, d = pair(cfg.get("strides", 1)), pair(cfg.get("dilation_rate", 1))
             if cls == "Conv2D":
@@ -115,11 +194,13 @@ def keras_reference(model: keras_h5.KerasModel, x: np.ndarray) -> dict[str, np.n
                 y = np.einsum("hwcij,ijcm->hwcm", win, kern).reshape(win.shape[0], win.shape[1], -1)
             if cfg.get("use_bias", True):
                 y = y + w["bias"]
+            outs[layer.name + keras_h5.PRE_ACTIVATION] = y
             y = _keras_activation(y, cfg.get("activation"))
         elif cls == "Dense":
             y = y @ w["kernel"].astype(np.float64)
             if cfg.get("use_bias", True):
                 y = y + w["bias"]
+            outs[layer.name + keras_h5.PRE_ACTIVATION] = y
             if cfg.get("activation") in ("softmax", "sigmoid"):
                 outs[layer.name + PRE_SOFTMAX] = y
             y = _keras_activation(y, cfg.get("activation"))
@@ -135,9 +216,10 @@ def keras_reference(model: keras_h5.KerasModel, x: np.ndarray) -> dict[str, np.n
         elif cls == "AveragePooling2D":
             pool = pair(cfg["pool_size"])
             strides = pair(cfg.get("strides") or pool)
-            if cfg.get("padding", "valid") != "valid":
-                raise ValueError(f"{layer.name}: no reference for SAME average pooling")
-            y = _windows(y, pool, strides, (1, 1), "valid", 0.0).mean(axis=(3, 4))
+            if cfg.get("padding", "valid") == "same":
+                y = _avg_same(y, pool, strides)
+            else:
+                y = _windows(y, pool, strides, (1, 1), "valid", 0.0).mean(axis=(3, 4))
         elif cls == "GlobalAveragePooling2D":
             y = y.mean(axis=(0, 1))
         elif cls == "Softmax":
@@ -213,15 +295,17 @@ def _compare(name: str, kind: str, got: np.ndarray, ref: np.ndarray, quantized: 
 def against_keras(bundle: Bundle, result: Result, model: keras_h5.KerasModel, x: np.ndarray) -> list[Check]:
     ref = keras_reference(model, x)
     checks = []
+    heads = bundle.meta.get("heads") or []
     for layer in bundle.layers:
         if layer["kind"] == "input":         # written by the host, not computed
             continue
         got = to_framework(result.layers[layer["name"]], layer["output"]["flat"])[0]
-        want = ref.get(layer["name"] + PRE_SOFTMAX, ref.get(layer["name"]))
+        want = ref.get(layer["name"])
+        if heads and layer is bundle.layers[-1]:            # the value the host head starts from
+            want = ref.get(layer["name"] + PRE_SOFTMAX, want)
         if want is None and ".border" in layer["name"]:
             want = ref[layer["name"].split(".border")[0]]          # a border copy of that layer
         checks.append(_compare(layer["name"], layer["kind"], got, want, False))
-    heads = bundle.meta.get("heads") or []
     if heads:
         checks.append(_compare(heads[-1]["name"] + " (host)", "host", result.output[0],
                                ref[model.layers[-1].name], False))
@@ -260,13 +344,13 @@ def against_tflite(bundle: Bundle, result: Result, path: str | Path, x: np.ndarr
 
 
 def _in_place(path, ref: dict) -> dict[int, str]:
-    """Tensors whose buffer TFLite 2.14 reuses for an ADD's output even with all tensors
-    preserved (the in-place optimization): their recorded value is the ADD's result."""
+    """Tensors whose buffer TFLite 2.14 reuses for an ADD's or MUL's output even with all
+    tensors preserved (the in-place optimization): their recorded value is the op's result."""
     from dtpu.isro import tflite_model
     model = tflite_model.read(path)
     out = {}
     for op in model.ops:
-        if op.opcode != "ADD" or len(op.outputs) != 1:
+        if op.opcode not in ("ADD", "MUL") or len(op.outputs) != 1:
             continue
         y = ref.get(op.outputs[0])
         for t in op.inputs:

@@ -1,0 +1,67 @@
+"""The 256 outputs of an 8-bit TFLite element-wise operator of one computed tensor, from the
+interpreter itself.
+
+Why run the interpreter rather than re-derive each kernel: an int8 (or uint8) element-wise
+function of one tensor has only 256 possible inputs per channel, so its table is exact by
+construction when TFLite's own kernel fills it, whatever the kernel does inside (LOGISTIC's float
+table built with ``expf``, TANH's and HARD_SWISH's fixed-point paths, MUL/ADD/SUB by a constant
+with their multipliers and roundings). The ISRO-ASIC's LUT instruction then reproduces the
+operator bit for bit. An operator with a per-channel constant gets one table per channel.
+"""
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+from dtpu import tflite_writer as tw
+
+OPCODES = ("LOGISTIC", "TANH", "HARD_SWISH")
+BINARY_OPCODES = ("MUL", "ADD", "SUB")
+_CACHE: dict[str, np.ndarray] = {}
+
+
+def channel_tables(opcode: str, dtype: str, channels: int, x_q: tuple[float, int], out_q: tuple[float, int],
+                   operands: list[tw.Tensor | None], options: dict | None = None) -> np.ndarray:
+    """(channels, 256) outputs of `opcode` for the inputs -128..127 (int8) or 0..255 (uint8) in
+    every channel; `operands` are the operator's inputs in order, None for the computed tensor
+    and constants (with their data and quantization) otherwise."""
+    from dtpu.tflite import Interpreter
+    if opcode not in OPCODES + BINARY_OPCODES:
+        raise ValueError(f"no table for {opcode!r}; accepted: {', '.join(OPCODES + BINARY_OPCODES)}")
+    if dtype not in ("int8", "uint8"):
+        raise ValueError(f"dtype {dtype!r}; accepted: int8, uint8")
+    key = hashlib.sha256(repr((opcode, dtype, channels, x_q, out_q, options,
+                               [None if t is None else (t.shape, t.dtype, t.scale, t.zero_point,
+                                                        np.asarray(t.data).tobytes()) for t in operands]))
+                         .encode()).hexdigest()
+    if key in _CACHE:
+        return _CACHE[key].copy()
+    shape = (1, 1, 256, channels)
+    tensors = [tw.Tensor(shape, dtype, float(x_q[0]), int(x_q[1]), name="x")]
+    inputs = []
+    for t in operands:
+        if t is None:
+            inputs.append(0)
+        else:
+            tensors.append(t)
+            inputs.append(len(tensors) - 1)
+    tensors.append(tw.Tensor(shape, dtype, float(out_q[0]), int(out_q[1]), name="y"))
+    model = tw.write(tensors, [tw.Node(opcode, inputs, [len(tensors) - 1], options or {})], [0],
+                     [len(tensors) - 1], description="dtpu element-wise table")
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    lo = -128 if dtype == "int8" else 0
+    x = np.repeat(np.arange(lo, lo + 256)[:, None], channels, axis=1).astype(dtype)
+    it.set_tensor(it.get_input_details()[0]["index"], x[None, None])
+    it.invoke()
+    table = it.get_tensor(it.get_output_details()[0]["index"])[0, 0].T.copy()
+    _CACHE[key] = table
+    return table.copy()
+
+
+def int8_table(opcode: str, dtype: str, in_scale: float, in_zp: int, out_scale: float, out_zp: int) -> np.ndarray:
+    """Outputs of a one-input operator (LOGISTIC, TANH, HARD_SWISH) for the 256 inputs."""
+    if opcode not in OPCODES:
+        raise ValueError(f"no table for {opcode!r}; accepted: {', '.join(OPCODES)}")
+    return channel_tables(opcode, dtype, 1, (in_scale, in_zp), (out_scale, out_zp), [None])[0]

@@ -14,7 +14,7 @@ from dtpu.isro import cli, compile_h5, compile_tflite, keras_h5, run, verify
 from dtpu.isro.check import check_bundle
 from dtpu.isro.compare import compare, write_dumps
 from dtpu.isro.ir import CompileError
-from dtpu.isro.tflite_writer import GraphWriter, QTensor
+from dtpu.tflite_writer import GraphWriter, Tensor
 from tests.test_isro_compiler import conv, layer
 
 
@@ -58,26 +58,26 @@ def write_two_input_tflite(path: Path, rng, outputs=("y",)) -> Path:
     """int8: a (1,8,8,3) through CONV_2D 3x3 SAME + RELU, b (1,8,8,4) at its own scale and zero
     point, ADD, MAX_POOL_2D, RESHAPE, FULLY_CONNECTED."""
     g = GraphWriter()
-    a = g.tensor(QTensor("a", (1, 8, 8, 3), "int8", (0.02,), (-5,)))
-    b = g.tensor(QTensor("b", (1, 8, 8, 4), "int8", (0.05,), (10,)))
+    a = g.tensor(Tensor((1, 8, 8, 3), "int8", (0.02,), (-5,), name="a"))
+    b = g.tensor(Tensor((1, 8, 8, 4), "int8", (0.05,), (10,), name="b"))
     ws = rng.uniform(0.002, 0.01, 4).astype(np.float32)
     w = g.const("w", rng.integers(-127, 128, (4, 3, 3, 3)), "int8", scale=tuple(map(float, ws)),
                 zero_point=(0,) * 4, axis=0)
     bias = g.const("bias", rng.integers(-500, 500, 4), "int32", scale=tuple(float(np.float32(0.02) * s) for s in ws),
                    zero_point=(0,) * 4)
-    c = g.tensor(QTensor("c", (1, 8, 8, 4), "int8", (0.04,), (-128,)))
+    c = g.tensor(Tensor((1, 8, 8, 4), "int8", (0.04,), (-128,), name="c"))
     g.op("CONV_2D", [a, w, bias], [c], activation="relu", padding="same", stride=(1, 1), dilation=(1, 1))
-    s = g.tensor(QTensor("sum", (1, 8, 8, 4), "int8", (0.08,), (-20,)))
+    s = g.tensor(Tensor((1, 8, 8, 4), "int8", (0.08,), (-20,), name="sum"))
     g.op("ADD", [c, b], [s])
-    p = g.tensor(QTensor("pool", (1, 4, 4, 4), "int8", (0.08,), (-20,)))
+    p = g.tensor(Tensor((1, 4, 4, 4), "int8", (0.08,), (-20,), name="pool"))
     g.op("MAX_POOL_2D", [s], [p], padding="valid", stride=(2, 2), filter=(2, 2))
     shape = g.const("shape", np.array([1, 64]), "int32")
-    flat = g.tensor(QTensor("flat", (1, 64), "int8", (0.08,), (-20,)))
+    flat = g.tensor(Tensor((1, 64), "int8", (0.08,), (-20,), name="flat"))
     g.op("RESHAPE", [p, shape], [flat], new_shape=[1, 64])
     fw = g.const("fw", rng.integers(-127, 128, (6, 64)), "int8", scale=(0.004,), zero_point=(0,))
     fb = g.const("fb", rng.integers(-300, 300, 6), "int32", scale=(float(np.float32(0.08) * np.float32(0.004)),),
                  zero_point=(0,))
-    y = g.tensor(QTensor("y", (1, 6), "int8", (0.3,), (3,)))
+    y = g.tensor(Tensor((1, 6), "int8", (0.3,), (3,), name="y"))
     g.op("FULLY_CONNECTED", [flat, fw, fb], [y])
     named = {"y": y, "c": c, "sum": s}
     path.write_bytes(g.to_bytes([a, b], [named[o] for o in outputs]))

@@ -1,14 +1,19 @@
 """Write small .tflite graphs with the flatbuffer builder of the ``tflite`` package.
 
 Why the project writes TFLite files at all: TensorFlow's converter is not installed (and not
-needed at run time), yet two things need a graph the interpreter can run. The ISRO compiler
+needed at run time), yet three things need a graph the interpreter can run. The ISRO compiler
 computes an int8 element-wise function's 256 outputs by running a one-op graph
-(:func:`dtpu.unary_tables.int8_table`: exact by construction, whatever arithmetic the kernel uses),
-and tests build small networks (a UNet, a detection head, squeeze-excite, 1-D nets) whose
-reference is the interpreter itself.
+(:func:`dtpu.unary_tables.int8_table`: exact by construction, whatever arithmetic the kernel uses);
+tests build small networks (a UNet, a detection head, squeeze-excite, 1-D nets) whose reference is
+the interpreter itself; and the ground quantizer (:mod:`dtpu.isro.quantize`) states its result as
+a standard int8 model, so the interpreter's CPU kernels are the oracle its bundle is checked
+against and any TFLite tool reads the file.
 
 A graph is a list of :class:`Tensor` (constants carry ``data``) and a list of :class:`Node`
-naming them by index; :func:`write` returns the flatbuffer bytes.
+naming them by index; :func:`write` returns the flatbuffer bytes. :class:`GraphWriter` collects
+the same two lists one call at a time, for code that builds a graph layer by layer. Only one
+subgraph, builtin operators, per-tensor or per-axis affine quantization and constant buffers are
+written: what those users need.
 """
 from __future__ import annotations
 
@@ -23,7 +28,8 @@ _MODULES = ("Buffer", "Model", "Operator", "OperatorCode", "QuantizationParamete
             "AddOptions", "MulOptions", "SubOptions", "Pool2DOptions", "ReducerOptions", "Conv2DOptions",
             "DepthwiseConv2DOptions", "FullyConnectedOptions", "ConcatenationOptions",
             "ResizeBilinearOptions", "ResizeNearestNeighborOptions", "TransposeConvOptions",
-            "ReshapeOptions", "SqueezeOptions", "ExpandDimsOptions", "SoftmaxOptions")
+            "ReshapeOptions", "SqueezeOptions", "ExpandDimsOptions", "SoftmaxOptions", "PadOptions",
+            "LeakyReluOptions")
 # the package's __init__ rebinds each name to its class: the builder functions live in the modules
 _M = {n: importlib.import_module(f"tflite.{n}") for n in _MODULES}
 
@@ -32,6 +38,13 @@ TYPES = {"float32": tflite.TensorType.FLOAT32, "int8": tflite.TensorType.INT8,
          "int64": tflite.TensorType.INT64}
 ACTIVATIONS = {"none": 0, "relu": 1, "relu_n1_to_1": 2, "relu6": 3}
 PADDINGS = {"SAME": 0, "VALID": 1}
+# operator versions as the 2.14 converter writes them for int8 kernels (the interpreter's resolver
+# accepts each at these versions, and the quantizer's files then match the converter's); 1 for the rest
+VERSIONS = {"CONV_2D": 3, "DEPTHWISE_CONV_2D": 3, "FULLY_CONNECTED": 4, "MAX_POOL_2D": 2,
+            "AVERAGE_POOL_2D": 2, "MEAN": 2, "ADD": 2, "PAD": 2, "RESHAPE": 1, "SOFTMAX": 2,
+            "LOGISTIC": 2, "LEAKY_RELU": 2, "RELU": 2, "RELU6": 2}
+_OPTIONLESS = ("LOGISTIC", "TANH", "HARD_SWISH", "RELU", "RELU6", "QUANTIZE", "DEQUANTIZE", "EXP", "ABS",
+               "FLOOR", "SQUARE")
 
 
 @dataclass
@@ -67,6 +80,13 @@ def _vector(b, start, values, kind):
     return b.EndVector()
 
 
+def _padding(options: dict) -> int:
+    pad = str(options.get("padding", "VALID"))
+    if pad.upper() not in PADDINGS:
+        raise ValueError(f"padding {pad!r}; accepted: {', '.join(PADDINGS)} (either case)")
+    return PADDINGS[pad.upper()]
+
+
 def _options(b, node: Node):
     """(BuiltinOptions type, offset) of a node; (0, None) for options-less operators."""
     o, op = node.options, node.opcode
@@ -75,7 +95,7 @@ def _options(b, node: Node):
     if op in ("CONV_2D", "DEPTHWISE_CONV_2D"):
         m = _M["Conv2DOptions" if op == "CONV_2D" else "DepthwiseConv2DOptions"]
         m.Start(b)
-        m.AddPadding(b, PADDINGS[o.get("padding", "VALID")])
+        m.AddPadding(b, _padding(o))
         m.AddStrideH(b, o.get("stride", (1, 1))[0])
         m.AddStrideW(b, o.get("stride", (1, 1))[1])
         m.AddDilationHFactor(b, o.get("dilation", (1, 1))[0])
@@ -87,7 +107,7 @@ def _options(b, node: Node):
     if op == "TRANSPOSE_CONV":
         m = _M["TransposeConvOptions"]
         m.Start(b)
-        m.AddPadding(b, PADDINGS[o.get("padding", "VALID")])
+        m.AddPadding(b, _padding(o))
         m.AddStrideH(b, o.get("stride", (1, 1))[0])
         m.AddStrideW(b, o.get("stride", (1, 1))[1])
         m.AddFusedActivationFunction(b, act)
@@ -100,7 +120,7 @@ def _options(b, node: Node):
     if op in ("AVERAGE_POOL_2D", "MAX_POOL_2D"):
         m = _M["Pool2DOptions"]
         m.Start(b)
-        m.AddPadding(b, PADDINGS[o.get("padding", "VALID")])
+        m.AddPadding(b, _padding(o))
         m.AddStrideH(b, o["stride"][0])
         m.AddStrideW(b, o["stride"][1])
         m.AddFilterHeight(b, o["filter"][0])
@@ -128,7 +148,7 @@ def _options(b, node: Node):
     if op == "MEAN":
         m = _M["ReducerOptions"]
         m.Start(b)
-        m.AddKeepDims(b, bool(o.get("keep_dims", True)))
+        m.AddKeepDims(b, bool(o.get("keep_dims", False)))
         return BO.ReducerOptions, m.End(b)
     if op == "RESHAPE":
         m = _M["ReshapeOptions"]
@@ -151,12 +171,20 @@ def _options(b, node: Node):
         m.Start(b)
         m.AddBeta(b, float(o.get("beta", 1.0)))
         return BO.SoftmaxOptions, m.End(b)
-    if op in ("LOGISTIC", "TANH", "HARD_SWISH", "RELU", "RELU6", "QUANTIZE", "DEQUANTIZE", "EXP", "ABS",
-              "FLOOR", "SQUARE"):
+    if op == "PAD":
+        m = _M["PadOptions"]
+        m.Start(b)
+        return BO.PadOptions, m.End(b)
+    if op == "LEAKY_RELU":
+        m = _M["LeakyReluOptions"]
+        m.Start(b)
+        m.AddAlpha(b, float(o["alpha"]))
+        return BO.LeakyReluOptions, m.End(b)
+    if op in _OPTIONLESS:
         return 0, None
     raise ValueError(f"no options writer for {op!r}; accepted: CONV_2D, DEPTHWISE_CONV_2D, TRANSPOSE_CONV, "
                      f"FULLY_CONNECTED, pools, ADD, MUL, SUB, CONCATENATION, RESIZE_*, MEAN, RESHAPE, SQUEEZE, "
-                     f"EXPAND_DIMS, SOFTMAX and options-less element-wise ops")
+                     f"EXPAND_DIMS, SOFTMAX, PAD, LEAKY_RELU and the options-less {', '.join(_OPTIONLESS)}")
 
 
 def _quantization(b, t: Tensor):
@@ -187,8 +215,8 @@ def write(tensors: list[Tensor], nodes: list[Node], inputs: list[int], outputs: 
             continue
         raw = np.ascontiguousarray(t.data).tobytes()
         b.StartVector(1, len(raw), 16)
-        for byte in reversed(raw):
-            b.PrependUint8(byte)
+        b.head = b.head - len(raw)                  # one copy: a byte-by-byte prepend is slow on weights
+        b.Bytes[b.head:b.head + len(raw)] = raw
         vec = b.EndVector()
         B.Start(b)
         B.AddData(b, vec)
@@ -229,17 +257,19 @@ def write(tensors: list[Tensor], nodes: list[Node], inputs: list[int], outputs: 
         OC.Start(b)
         OC.AddDeprecatedBuiltinCode(b, min(code, 127))
         OC.AddBuiltinCode(b, code)
-        OC.AddVersion(b, 1)
+        OC.AddVersion(b, VERSIONS.get(name, 1))
         code_offs.append(OC.End(b))
     tv = _vector(b, SG.StartTensorsVector, t_offs, "o")
     gi = _vector(b, SG.StartInputsVector, list(inputs), "i")
     go = _vector(b, SG.StartOutputsVector, list(outputs), "i")
     ov = _vector(b, SG.StartOperatorsVector, op_offs, "o")
+    sg_name = b.CreateString("main")
     SG.Start(b)
     SG.AddTensors(b, tv)
     SG.AddInputs(b, gi)
     SG.AddOutputs(b, go)
     SG.AddOperators(b, ov)
+    SG.AddName(b, sg_name)
     sg = SG.End(b)
     cv = _vector(b, Mo.StartOperatorCodesVector, code_offs, "o")
     sv = _vector(b, Mo.StartSubgraphsVector, [sg], "o")
@@ -253,3 +283,36 @@ def write(tensors: list[Tensor], nodes: list[Node], inputs: list[int], outputs: 
     Mo.AddDescription(b, desc)
     b.Finish(Mo.End(b), file_identifier=b"TFL3")
     return bytes(b.Output())
+
+
+class GraphWriter:
+    """Collects tensors and operators one call at a time (the quantizer walks a model layer by
+    layer and needs each tensor's index as it goes); :meth:`to_bytes` hands both lists to
+    :func:`write`."""
+
+    def __init__(self) -> None:
+        self.tensors: list[Tensor] = []
+        self.nodes: list[Node] = []
+
+    def tensor(self, t: Tensor) -> int:
+        """Adds `t`; its index names it in :meth:`op`."""
+        if t.dtype not in TYPES:
+            raise ValueError(f"tensor {t.name!r}: dtype {t.dtype!r}; accepted: {', '.join(TYPES)}")
+        self.tensors.append(t)
+        return len(self.tensors) - 1
+
+    def const(self, name: str, data: np.ndarray, dtype: str = "int32", **quantization) -> int:
+        """A constant tensor holding `data` cast to `dtype` (`quantization`: scale, zero_point, axis)."""
+        if dtype not in TYPES:
+            raise ValueError(f"constant {name!r}: dtype {dtype!r}; accepted: {', '.join(TYPES)}")
+        data = np.ascontiguousarray(data, dtype=np.dtype(dtype))
+        return self.tensor(Tensor(tuple(data.shape), dtype, data=data, name=name, **quantization))
+
+    def op(self, opcode: str, inputs: list[int], outputs: list[int], **options) -> None:
+        """Appends an operator now, so an unknown opcode is named where it was asked for."""
+        node = Node(opcode, list(inputs), list(outputs), options)
+        _options(flatbuffers.Builder(64), node)
+        self.nodes.append(node)
+
+    def to_bytes(self, inputs: list[int], outputs: list[int], description: str = "dtpu isro quantizer") -> bytes:
+        return write(self.tensors, self.nodes, inputs, outputs, description)

@@ -13,7 +13,7 @@ behaves like one the operator would have converted with TensorFlow:
 - max/average pooling, padding and reshapes keep their input's quantization (TFLite requires
   it); SOFTMAX and LOGISTIC outputs are fixed at scale 1/256, zero point -128 (likewise).
 
-The result is written as a TFLite flatbuffer (:mod:`dtpu.isro.tflite_writer`), which
+The result is written as a TFLite flatbuffer (:mod:`dtpu.tflite_writer`), which
 :mod:`dtpu.isro.ground` compiles with the TFLite front end, so the interpreter's CPU kernels are
 the bundle's layer-by-layer I8 oracle; it also measures the accuracy against the float model.
 """
@@ -27,7 +27,7 @@ import numpy as np
 
 from dtpu.isro import keras_h5
 from dtpu.isro.ir import CompileError
-from dtpu.isro.tflite_writer import GraphWriter, QTensor
+from dtpu.tflite_writer import GraphWriter, Tensor
 
 log = logging.getLogger(__name__)
 
@@ -207,7 +207,7 @@ def quantize_keras(model: keras_h5.KerasModel, ranges: dict[str, tuple[float, fl
     def act_tensor(name: str, shape, key: str | None = None, fixed=None) -> int:
         scale, zp = fixed if fixed is not None else activation_quant(*ranges[key or name])
         quant[name] = (scale, zp)
-        return g.tensor(QTensor(name, tuple(int(v) for v in shape), "int8", (scale,), (zp,)))
+        return g.tensor(Tensor(tuple(int(v) for v in shape), "int8", (scale,), (zp,), name=name))
 
     shape = model.input_shape
     in_shape = (1, *shape)

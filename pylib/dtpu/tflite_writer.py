@@ -43,6 +43,9 @@ PADDINGS = {"SAME": 0, "VALID": 1}
 VERSIONS = {"CONV_2D": 3, "DEPTHWISE_CONV_2D": 3, "FULLY_CONNECTED": 4, "MAX_POOL_2D": 2,
             "AVERAGE_POOL_2D": 2, "MEAN": 2, "ADD": 2, "PAD": 2, "RESHAPE": 1, "SOFTMAX": 2,
             "LOGISTIC": 2, "LEAKY_RELU": 2, "RELU": 2, "RELU6": 2}
+# options tables with no field, and with one float field (name, field, default; None: required)
+_EMPTY_OPTIONS = {"EXPAND_DIMS": "ExpandDimsOptions", "PAD": "PadOptions"}
+_SCALAR_OPTIONS = {"SOFTMAX": ("SoftmaxOptions", "beta", 1.0), "LEAKY_RELU": ("LeakyReluOptions", "alpha", None)}
 _OPTIONLESS = ("LOGISTIC", "TANH", "HARD_SWISH", "RELU", "RELU6", "QUANTIZE", "DEQUANTIZE", "EXP", "ABS",
                "FLOOR", "SQUARE")
 
@@ -162,24 +165,17 @@ def _options(b, node: Node):
         m.Start(b)
         m.AddSqueezeDims(b, dims)
         return BO.SqueezeOptions, m.End(b)
-    if op == "EXPAND_DIMS":
-        m = _M["ExpandDimsOptions"]
+    if op in _EMPTY_OPTIONS:
+        name = _EMPTY_OPTIONS[op]
+        _M[name].Start(b)
+        return getattr(BO, name), _M[name].End(b)
+    if op in _SCALAR_OPTIONS:
+        name, field_name, default = _SCALAR_OPTIONS[op]
+        m = _M[name]
         m.Start(b)
-        return BO.ExpandDimsOptions, m.End(b)
-    if op == "SOFTMAX":
-        m = _M["SoftmaxOptions"]
-        m.Start(b)
-        m.AddBeta(b, float(o.get("beta", 1.0)))
-        return BO.SoftmaxOptions, m.End(b)
-    if op == "PAD":
-        m = _M["PadOptions"]
-        m.Start(b)
-        return BO.PadOptions, m.End(b)
-    if op == "LEAKY_RELU":
-        m = _M["LeakyReluOptions"]
-        m.Start(b)
-        m.AddAlpha(b, float(o["alpha"]))
-        return BO.LeakyReluOptions, m.End(b)
+        getattr(m, "Add" + field_name.capitalize())(b, float(o[field_name] if default is None
+                                                            else o.get(field_name, default)))
+        return getattr(BO, name), m.End(b)
     if op in _OPTIONLESS:
         return 0, None
     raise ValueError(f"no options writer for {op!r}; accepted: CONV_2D, DEPTHWISE_CONV_2D, TRANSPOSE_CONV, "

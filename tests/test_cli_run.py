@@ -97,7 +97,8 @@ def test_table_report(dtpu_so):
     assert "host time per command list" in proc.stdout and "  partition 1 (nodes 0-8): pack" in proc.stdout
     assert ("left on the CPU: 4 nodes (1 AVERAGE_POOL_2D, 1 RESHAPE, 1 FULLY_CONNECTED, 1 SOFTMAX); "
             "the delegated nodes run as 1 partition between them:") in proc.stdout
-    assert "node 9 AVERAGE_POOL_2D dscnn_like/avgpool/AvgPool: AVERAGE_POOL_2D runs on this target's vector unit, but the delegate's partition kernels do not take vector-unit nodes yet" in proc.stdout
+    assert ("node 9 AVERAGE_POOL_2D dscnn_like/avgpool/AvgPool: float32 -> float32 tensors (the "
+            "vector unit takes int8 or uint8 in and out)") in proc.stdout
     assert "power: avg" in proc.stdout and "(estimated: the DTPU's own" in proc.stdout
     assert "outputs agree with the CPU interpreter (within 1e-05 relative)" in proc.stdout \
         or "(bit-exact)" in proc.stdout

@@ -7,6 +7,7 @@ of targets without the unit, each with its reason."""
 from __future__ import annotations
 
 import zlib
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -228,4 +229,50 @@ def test_targets_without_the_unit_keep_the_nodes_on_the_cpu():
     assert len(graph.kernels) == 2
     for got in outs:
         np.testing.assert_array_equal(got, want)
+    del it
+
+
+ZOO = Path(__file__).parent / "models" / "zoo"
+#: zoo models with vector nodes that join convolutions and ones that would not (EfficientNet's
+#: swish MUL and squeeze-excite MEAN between LOGISTICs and run-time RESHAPEs)
+PARTITIONED = ("mobilenet_like__int8", "dscnn_like__uint8", "mobilenet_v1_025_96__int8",
+               "mobilenet_v2_224__int8", "resnet18_half_224__int8", "efficientnet_b0_224__int8",
+               "inception_like_224__int8")
+
+
+def _prepared(name: str, backend: str):
+    """(interpreter, its GraphState) after Prepare: what TFLite partitioned, nothing invoked."""
+    it = dtpu.make_interpreter(str(ZOO / f"{name}.tflite"), {"backend": backend})
+    it.allocate_tensors()
+    return it, _graph_state()
+
+
+@pytest.mark.parametrize("name", PARTITIONED)
+def test_partitions_are_the_ones_tflite_makes(name):
+    """The claim's view of TFLite's partitioning (delegate/partitioning.py) is TFLite's own:
+    the kernels TFLite created hold exactly the node sets it predicts, and none of them is
+    made of vector nodes alone."""
+    from dtpu.delegate.graph import NodeInfo
+    from dtpu.delegate.partitioning import partitions
+    from dtpu.tflite import Interpreter
+
+    cpu = Interpreter(str(ZOO / f"{name}.tflite"))
+    nodes = [NodeInfo(d["index"], -1, 1, tuple(int(i) for i in d["inputs"]),
+                      tuple(int(o) for o in d["outputs"]), None)
+             for d in cpu._get_ops_details()]
+    it, graph = _prepared(name, "model")
+    made = sorted(sorted(s.node.index for s in k.steps) for k in graph.kernels)
+    assert made == sorted(sorted(p) for p in partitions(nodes, graph.claimed))
+    for k in graph.kernels:
+        assert {s.kind for s in k.steps} - {"vec", "view"}, [s.node.op for s in k.steps]
+    del it
+
+
+@pytest.mark.parametrize("name", PARTITIONED)
+def test_the_vector_unit_never_adds_a_partition(name):
+    it, graph = _prepared(name, "reference")       # the same claim rules, no vector unit
+    without = len(graph.kernels)
+    del it
+    it, graph = _prepared(name, "model")
+    assert len(graph.kernels) <= without
     del it

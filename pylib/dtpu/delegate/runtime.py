@@ -163,6 +163,21 @@ class Step:
 
 
 @dataclass
+class VecList:
+    """A vector node's handle on the job-by-job path: its one-node program of command lists
+    (released with ``release_partitions``, not ``release``)."""
+
+    program: Any
+
+
+def release_handle(backend: Backend, handle: Any) -> None:
+    if isinstance(handle, VecList):
+        backend.release_partitions(handle.program)
+    else:
+        backend.release(handle)
+
+
+@dataclass
 class IoSlot:
     index: int
     dtype: np.dtype
@@ -690,11 +705,6 @@ class GraphState:
             if not backend.job_streams:
                 raise DelegateError(f"the partitions cannot run as command lists ({exc}) and "
                                     f"this target has no job-by-job path (no stream DMAs)") from exc
-            vec = [s.node.index for k in self.kernels for s in k.steps if s.kind == "vec"]
-            if vec:
-                raise DelegateError(f"the partitions cannot run as command lists ({exc}), and "
-                                    f"nodes {vec} run on the vector unit, which only command "
-                                    f"lists drive (no job-by-job path)") from exc
             log.info("graph %d runs job by job: its partitions are not expressed as command "
                      "lists: %s", self.id, exc)
             self.program = False
@@ -1005,9 +1015,9 @@ class PartitionKernel:
         self.views: list = [None] * len(self.io)    # (data pointer, numpy view) per io slot
         # what each invoke looks up per node, resolved once
         self.plan = [(step, self.root(step.x), self.root(step.x) in self.internal,
-                      step.spec.input_shape, step.y, step.y in self.internal,
-                      tuple(step.record.values()))
-                     for step in self.steps if not step.empty and step.kind == "node"]
+                      step.spec.input_shape if step.kind == "node" else None, step.y,
+                      step.y in self.internal, tuple(step.record.values()))
+                     for step in self.steps if not step.empty and step.kind in ("node", "vec")]
         self.prepared = True
         self.observed_internal = False
 
@@ -1034,6 +1044,9 @@ class PartitionKernel:
             if self.lib.dtpu_resize_tensor(ctx, step.y, dims, len(out)) != 0:
                 raise DelegateError(f"could not resize output tensor {step.y} ({spec.name}) to "
                                     f"{out}")
+        if step.handle is not None and decision.spec != claim.spec:   # its job-path list
+            release_handle(self.state.backend, step.handle)
+            step.handle = None
         step.vec = decision
         step.output_shape = out
         dtype = np.dtype(spec.dtype).name
@@ -1075,10 +1088,35 @@ class PartitionKernel:
     def ensure_handles(self) -> None:
         """The backend handles the job-by-job path runs: a backend that runs command lists
         prepares none at the claim or at Prepare (its graph is compiled whole), so a graph the
-        compiler refuses gets them here, once."""
+        compiler refuses gets them here, once. A vector node, which only command lists drive,
+        becomes a list of its own (one VEC descriptor: a doorbell per node, as every node costs
+        on this path)."""
+        from dtpu.hw.listcompiler import NodeIn
+
+        backend = self.state.backend
         for step in self.steps:
-            if step.handle is None and not step.empty and step.spec is not None:
-                step.handle = self.state.backend.prepare(step.spec, step.filters, step.bias)
+            if step.handle is not None or step.empty:
+                continue
+            if step.kind == "vec":
+                spec = step.vec.spec
+                node = NodeIn(None, None, None, src=-1, vec=spec,
+                              src2=-2 if len(step.vec.inputs) > 1 else None)
+                step.handle = VecList(backend.prepare_partitions([[node]], [[0]]))
+            elif step.spec is not None:
+                step.handle = backend.prepare(step.spec, step.filters, step.bias)
+
+    def _invoke_vec(self, step: Step, views: dict, probes: Probes, out: np.ndarray):
+        """A vector node on the job-by-job path: its own one-node command list."""
+        spec = step.vec.spec
+        shapes = (spec.a_shape, spec.b_shape)
+        inputs = []
+        for t, shape in zip(step.vec.inputs, shapes):
+            root = self.root(t)
+            x = self.internal[root] if root in self.internal else views[root]
+            inputs.append(x.reshape(shape))
+        [counters] = self.state.backend.invoke_partition(step.handle.program, 0, inputs,
+                                                         {0: out}, probes)
+        return out, counters
 
     def list_nodes(self) -> list:
         """The partition as the command-list compiler takes it: nodes in order, each fed by an
@@ -1280,17 +1318,20 @@ class PartitionKernel:
         clock = time.perf_counter
         phases: dict[str, float] = {}
         for step, xi, x_internal, shape, yi, y_internal, fields in self.plan:
-            x = internal[xi] if x_internal else views[xi]
             out = internal[yi] if y_internal else views[yi]
             probes = Probes()
-            if x.shape != shape:
-                x = x.reshape(shape)
             if step.handle is None:   # a command-list backend's graph run job by job
                 self.ensure_handles()
-            if into is not None:
-                y, counters = into(step.handle, x, probes, out)
+            if step.kind == "vec":
+                y, counters = self._invoke_vec(step, views, probes, out)
             else:
-                y, counters = invoke(step.handle, x, probes)
+                x = internal[xi] if x_internal else views[xi]
+                if x.shape != shape:
+                    x = x.reshape(shape)
+                if into is not None:
+                    y, counters = into(step.handle, x, probes, out)
+                else:
+                    y, counters = invoke(step.handle, x, probes)
             start = clock()
             if y is not out:
                 y = np.asarray(y)
@@ -1341,7 +1382,7 @@ class PartitionKernel:
         for step in self.steps:
             if step.handle is not None:
                 try:
-                    self.state.backend.release(step.handle)
+                    release_handle(self.state.backend, step.handle)
                 except Exception as exc:
                     log.debug("release failed: %r", exc)
                 step.handle = None

@@ -19,7 +19,8 @@ from dtpu.spec import OpKind
 
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 REPORT_MODES = ("none", "summary")
-# ops=auto: convolutions always, FULLY_CONNECTED when it joins other claimed nodes (issue #25)
+# ops=auto: convolutions always, FULLY_CONNECTED when it joins other claimed nodes (issue #25), and
+# the vector unit's nodes where they join convolutions (targets that have it)
 DEFAULT_OPS = (OpKind.CONV_2D, OpKind.DEPTHWISE_CONV_2D, OpKind.FULLY_CONNECTED)
 
 
@@ -260,8 +261,10 @@ TABLE = {
     "mxu": (f"`ROWSxCOLS`, each 1..{MXU_MAX}", "`8x8`", "MXU geometry (ROWS x COLS PEs) given to the backend"),
     "ops": ("`auto`, or a comma list of `conv2d`, `depthwise_conv2d`, `fully_connected`", "`auto`",
             "op kinds the delegate may claim; `auto`: the convolutions, and `FULLY_CONNECTED` where "
-            "it joins other claimed nodes (alone it would add a partition); a list claims those "
-            "kinds wherever they can run"),
+            "it joins other claimed nodes (alone it would add a partition), and on a target with "
+            "the vector unit (backend=model) `ADD`, `SUB`, `MUL`, the pools and `MEAN` where they "
+            "join convolutions; a list claims those kinds wherever they can run, and no "
+            "vector-unit node"),
     "report": ("`none`, `summary`, or a file path", "`none`",
                "`summary` prints a per-node table (stderr) when the delegate is destroyed or the "
                "process exits; a path appends one JSON line per invoke"),

@@ -312,7 +312,8 @@ class DelegateState:
                     and node.builtin_code in folding.FOLDED_CODES):
                 deferred[index] = node
                 continue
-            if node.builtin_code in VECTOR_CODES and whole is None and self.backend.vector_unit:
+            if (node.builtin_code in VECTOR_CODES and whole is None and self.backend.vector_unit
+                    and self.options.ops_auto):
                 if self._claim_vector(ffi, ctx, node, tensor):
                     claimed.append(index)
                 else:

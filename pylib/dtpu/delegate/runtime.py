@@ -495,7 +495,7 @@ class DelegateState:
         try:
             decision = vector_claim.analyze(
                 node, tensor, lambda info: g.read_constant(ffi, ctx, info, self.source),
-                self.backend.vector_error)
+                self.backend.vector_error, self.runtime)
         except Exception as exc:  # a bug of ours must not take the model down
             log.warning("node %d (%s): support check failed: %r", node.index, node.op, exc)
             self._vec_why[node.index] = f"internal error in the support check: {exc!r}"
@@ -1028,7 +1028,8 @@ class PartitionKernel:
         :func:`analyze` for a convolution), its output shape set on TFLite's tensor."""
         claim = step.vec
         decision = vector_claim.analyze(step.node, tensor, lambda info: claim.axes,
-                                        self.state.backend.vector_error, check_output=False)
+                                        self.state.backend.vector_error, self.state.runtime,
+                                        check_output=False)
         if not decision.claimed:
             raise DelegateError(f"node {step.node.index} ({step.node.op}) cannot run on the DTPU "
                                 f"with the current shapes: {decision.reason}")

@@ -48,14 +48,32 @@ class VecDecision:
         return self.spec is not None
 
 
+#: the host runtimes whose default interpreter computes these operators with the builtin
+#: kernels dtpu.reference.vector reproduces (TFLite 2.14's, proven against tflite-runtime by
+#: tests/test_vector_reference.py). LiteRT's default interpreter hands quantized ADD, MUL, the
+#: pools and MEAN to XNNPACK, whose rounding is not established here (a uint8 MUL differs by
+#: one on some elements): there they stay on the CPU.
+PROVEN_RUNTIMES = ("tflite_runtime",)
+
+
 def analyze(node: NodeInfo, tensor: Callable[[int], TensorInfo],
             constant: Callable[[TensorInfo], np.ndarray],
-            unit_error: Callable[[VecSpec], str | None], *,
+            unit_error: Callable[[VecSpec], str | None], runtime: str | None = None, *,
             check_output: bool = True) -> VecDecision:
     """Decide whether vector node `node` is claimed; never raises for anything a model holds.
     `constant(info)` reads a constant tensor (a MEAN's axes); `unit_error(spec)` is the target's
-    reason its unit cannot run `spec` (None: it can). `check_output`: the output tensor's shape
-    must be the operator's (at the delegate's Prepare; a kernel Prepare sets it itself)."""
+    reason its unit cannot run `spec` (None: it can); `runtime`: the host runtime whose output
+    must be equalled (None: dtpu.reference's default). `check_output`: the output tensor's
+    shape must be the operator's (at the delegate's Prepare; a kernel Prepare sets it itself)."""
+    if runtime is None:
+        from dtpu import reference
+
+        runtime = reference.default_runtime()
+    if runtime not in PROVEN_RUNTIMES:
+        return VecDecision(spec=None, reason=(
+            f"{node.op} under {runtime}: its default interpreter runs it with XNNPACK, whose "
+            f"rounding the vector unit's formulas (TFLite 2.14's builtin kernels) are not proven "
+            f"to match"))
     try:
         return _analyze(node, tensor, constant, unit_error, check_output)
     except Unsupported as exc:

@@ -204,7 +204,6 @@ class DelegateState:
         self.preparing: GraphState | None = None
         # claimed nodes of the Prepare in progress, already prepared on the backend (see trial)
         self.pending: dict[int, tuple[g.NodeInfo, Decision, Step]] = {}
-        self._vec_why: dict[int, str] = {}        # vector nodes of that Prepare left on the CPU
         self.logged: set[tuple] = set()
         self.history: list[Report] = []          # for report=summary, bounded below
         self.closed = False
@@ -314,12 +313,12 @@ class DelegateState:
                 continue
             if (node.builtin_code in VECTOR_CODES and whole is None and self.backend.vector_unit
                     and self.options.ops_auto):
-                if self._claim_vector(ffi, ctx, node, tensor):
+                why = self._claim_vector(ffi, ctx, node, tensor)
+                if why is None:
                     claimed.append(index)
                 else:
                     graph.rejected.append({"node": index, "op": node.op,
-                                           "name": output_name(node),
-                                           "reason": self._vec_why.pop(index)})
+                                           "name": output_name(node), "reason": why})
                 continue
             if node.builtin_code not in (3, 4, 9):
                 # listed in the report, not logged (most graphs have many such nodes)
@@ -364,7 +363,7 @@ class DelegateState:
                     self.logged.add(key)
                     log.info("node %d (%s %s) stays on the CPU: %s", index, node.op, name,
                              decision.reason)
-        if deferred or self.options.ops_auto or self._vec_claimed(claimed):
+        if deferred or self.options.ops_auto:
             claimed = self._join(nodes, claimed, deferred, folds, pad_why, producer, readers,
                                  tensor, graph, output_name)
         if self._vec_claimed(claimed):
@@ -488,27 +487,25 @@ class DelegateState:
         return sorted(kept)
 
     # -- the vector unit's nodes ------------------------------------------------------------
-    def _claim_vector(self, ffi, ctx, node: g.NodeInfo, tensor) -> bool:
+    def _claim_vector(self, ffi, ctx, node: g.NodeInfo, tensor) -> str | None:
         """Claim vector node `node` when the target's unit computes it exactly (its step goes to
-        `pending`); False with the reason in ``_vec_why``. Whether it stays claimed depends on
-        the partition it ends up in (:meth:`_settle_vectors`)."""
+        `pending`: None), else why not. Whether it stays claimed depends on the partition it
+        ends up in (:meth:`_settle_vectors`)."""
         try:
             decision = vector_claim.analyze(
                 node, tensor, lambda info: g.read_constant(ffi, ctx, info, self.source),
                 self.backend.vector_error, self.runtime)
         except Exception as exc:  # a bug of ours must not take the model down
             log.warning("node %d (%s): support check failed: %r", node.index, node.op, exc)
-            self._vec_why[node.index] = f"internal error in the support check: {exc!r}"
-            return False
+            return f"internal error in the support check: {exc!r}"
         if not decision.claimed:
-            self._vec_why[node.index] = decision.reason
-            return False
+            return decision.reason
         step = Step(node=node, decision=Decision(spec=None, reason=None,
                                                  input_index=decision.inputs[0],
                                                  output_index=decision.output_index),
                     filters=None, bias=None, kind="vec", vec=decision)
         self.pending[node.index] = (node, step.decision, step)
-        return True
+        return None
 
     def _vec_claimed(self, claimed) -> bool:
         return any(self.pending[i][2].kind == "vec" for i in claimed if i in self.pending)

@@ -531,9 +531,9 @@ class DelegateState:
                     step = self.pending[i][2]
                     code = by_index[i].builtin_code
                     if step.kind == "vec":
-                        why = (f"{by_index[i].op} would join no convolution: its partition "
-                               f"(nodes {min(part)}-{max(part)}) would be one of its own, a "
-                               "delegate call, a doorbell and copies for no convolution")
+                        why = (f"{by_index[i].op} would join no convolution: between CPU "
+                               "operators its partition would be one of its own, a delegate "
+                               "call, a doorbell and copies for an element-wise pass")
                     elif step.kind == "view" or (code == 9 and self.options.ops_auto):
                         why = ("joins only vector-unit nodes that stay on the CPU: alone it "
                                "would be a partition of its own")

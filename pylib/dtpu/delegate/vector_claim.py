@@ -18,7 +18,7 @@ from typing import Callable
 import numpy as np
 
 from dtpu.delegate.graph import NodeInfo, TensorInfo
-from dtpu.delegate.support import VECTOR_CODES, Unsupported, _quant, _require
+from dtpu.delegate.support import FLT_MAX, FLT_MIN, VECTOR_CODES, Unsupported
 from dtpu.hw.vec_lower import VecSpec
 
 #: TfLiteFusedActivation codes -> the names dtpu.reference.vector takes
@@ -29,6 +29,11 @@ _DTYPES = {"int8": np.dtype(np.int8), "uint8": np.dtype(np.uint8)}
 BINARY = (0, 18, 41)          # ADD, MUL, SUB: two activation operands
 POOLS = (1, 17)               # AVERAGE_POOL_2D, MAX_POOL_2D
 MEAN = 40
+
+
+def _require(condition: bool, reason: str) -> None:
+    if not condition:
+        raise Unsupported(reason)
 
 
 @dataclass(frozen=True)
@@ -97,9 +102,18 @@ def _analyze(node, tensor, constant, unit_error, check_output) -> VecDecision:
     _require(not x.constant, f"input {x.name!r} is a constant of the model")
 
     def q(t: TensorInfo, what: str) -> tuple[float, int]:
-        quant = _quant(t, what)
-        _require(not quant.per_channel, f"{what} tensor {t.name!r} is quantized per channel")
-        return float(quant.scale[0]), int(quant.zero_point[0])
+        """(scale, zero point) of a per-tensor quantized 8-bit tensor, the scale a normal
+        float32 (what TFLite's Prepare turns into multipliers) and the zero point in range."""
+        _require(len(t.scale) == 1 and len(t.zero_point) == 1,
+                 f"{what} tensor {t.name!r} has {len(t.scale)} scales and {len(t.zero_point)} "
+                 "zero points (accepted: one of each, per-tensor quantization)")
+        scale, zp = float(t.scale[0]), int(t.zero_point[0])
+        _require(FLT_MIN <= scale <= FLT_MAX, f"{what} tensor {t.name!r} has scale {scale}, not "
+                 "a positive normal float32")
+        info = np.iinfo(dt)
+        _require(info.min <= zp <= info.max, f"{what} tensor {t.name!r} has zero point {zp} "
+                 f"outside {dt.name}'s range [{info.min}, {info.max}]")
+        return scale, zp
 
     params = node.params
     act = params.get("activation", 0)

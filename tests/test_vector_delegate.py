@@ -229,12 +229,24 @@ def test_mean_keep_dims_stays_on_the_cpu_with_its_reason():
     del it
 
 
-def test_targets_without_the_unit_keep_the_nodes_on_the_cpu():
+@pytest.fixture(scope="module")
+def board(tmp_path_factory):
+    """The emulated PYNQ-Z2 (its default 2.0 design, which has no vector unit)."""
+    from tests.delegate_util import emulated_board
+
+    yield from emulated_board(tmp_path_factory.mktemp("overlay"))
+
+
+@pytest.mark.parametrize("backend", ["reference", "pynq"])
+def test_targets_without_the_unit_keep_the_nodes_on_the_cpu(backend, request):
+    options = {"backend": backend}
+    if backend == "pynq":
+        options["bitstream"] = str(request.getfixturevalue("board"))
     g = chain("ADD", "int8")
     content = g.model([g.out])
     feeds = g.feeds()
     want = run_cpu(content, feeds)
-    it, outs = _run(content, feeds, {"backend": "reference"})
+    it, outs = _run(content, feeds, options)
     graph = _graph_state()
     assert [(r["op"], r["reason"]) for r in graph.rejected] == [("ADD", NO_VECTOR_UNIT)]
     assert len(graph.kernels) == 2

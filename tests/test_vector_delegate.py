@@ -303,3 +303,18 @@ def test_the_vector_unit_never_adds_a_partition(name):
     it, graph = _prepared(name, "model")
     assert len(graph.kernels) <= without
     del it
+
+
+def test_vector_off_gives_the_partitions_of_a_target_without_the_unit():
+    g = chain("ADD", "int8")
+    content = g.model([g.out])
+    feeds = g.feeds()
+    want = run_cpu(content, feeds)
+    it, outs = _run(content, feeds, {"backend": "model", "vector": "off"})
+    graph = _graph_state()
+    [r] = graph.rejected
+    assert r["op"] == "ADD" and "vector=on" in r["reason"], r
+    assert len(graph.kernels) == 2
+    for got in outs:
+        np.testing.assert_array_equal(got, want)
+    del it

@@ -46,6 +46,7 @@ class DelegateOptions:
     prefetch: bool = True                          # stream non-resident weights as job prefetch
     path: str = "auto"                             # auto | lists | jobs (contract 2.0 or 1.2)
     fold: bool = True                              # PADs folded, RESHAPE / SQUEEZE as views
+    vector: bool = True                            # the vector unit's nodes claimed (ops=auto)
     invoke: str = "c"                              # c | python: who runs a compiled list's invoke
     board_wait_s: float = 0.0                      # backend=pynq: wait for the board's owner to go
 
@@ -86,6 +87,7 @@ class DelegateOptions:
             "prefetch": "on" if self.prefetch else "off",
             "path": self.path,
             "fold": "on" if self.fold else "off",
+            "vector": "on" if self.vector else "off",
             "invoke": self.invoke,
             "board_wait_s": f"{self.board_wait_s:g}",
         }
@@ -205,6 +207,13 @@ def _fold(value: str) -> bool:
     return text == "on"
 
 
+def _vector(value: str) -> bool:
+    text = value.strip().lower()
+    if text not in ("on", "off"):
+        raise _invalid("vector", value, "on or off")
+    return text == "on"
+
+
 def _path(value: str) -> str:
     text = value.strip().lower()
     if text not in PATHS:
@@ -247,6 +256,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "prefetch": _prefetch,
     "path": _path,
     "fold": _fold,
+    "vector": _vector,
     "invoke": _invoke,
     "board_wait_s": _board_wait,
 }
@@ -295,6 +305,12 @@ TABLE = {
              "a SAME convolution reading it (run as that SAME convolution), and `RESHAPE` / "
              "`SQUEEZE` next to claimed nodes as views (tensors are dense in DDR); `off` leaves "
              "them on the CPU (docs/partitions.md)"),
+    "vector": ("`on`, `off`", "`on`",
+               "on a target with contract 2.1's vector unit (backend=model): claim `ADD`, `SUB`, "
+               "`MUL`, `AVERAGE_POOL_2D`, `MAX_POOL_2D` and `MEAN` where they join convolutions "
+               "(`ops=auto`; docs/partitions.md); `off` leaves them on the CPU, the partitions of "
+               "a target without the unit (the Verilog, the board), e.g. to compare cycles with "
+               "it"),
     "invoke": ("`c`, `python`", "`c`",
                "backends model/rtl: `c` runs a partition compiled as a command list from TFLite's "
                "kernel call to its completion in C once its first invoke ran in Python (copies, "

@@ -312,7 +312,7 @@ class DelegateState:
                 deferred[index] = node
                 continue
             if (node.builtin_code in VECTOR_CODES and whole is None and self.backend.vector_unit
-                    and self.options.ops_auto):
+                    and self.options.ops_auto and self.options.vector):
                 why = self._claim_vector(ffi, ctx, node, tensor)
                 if why is None:
                     claimed.append(index)

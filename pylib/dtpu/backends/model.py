@@ -785,8 +785,10 @@ class ModelBackend(Backend):
         board's per-list counters by node."""
         from dtpu.hw.ddr import DdrPool
 
+        # the same core: with the vector unit where the target has it (its lists hold VECs)
         t = ModelTransport(Core(self.transport.cfg), lists=True,
-                           mem=DdrPool(base=program.program.base))
+                           mem=DdrPool(base=program.program.base),
+                           vector_unit=self.transport.vector_unit)
         return ListProgram(t, program.partitions_in, rounding=self.rounding,
                            runtime=self.runtime, keep=program.keep)
 

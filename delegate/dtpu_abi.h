@@ -292,6 +292,34 @@ typedef struct TfLiteFullyConnectedParams {
   bool asymmetric_quantize_inputs;
 } TfLiteFullyConnectedParams;
 
+/* ADD / SUB / MUL, AVERAGE_POOL_2D / MAX_POOL_2D and MEAN (the vector unit's operators):
+ * prefixes of builtin_op_data.h's structs; pot_scale_int16 (ADD v4, SUB v5) and the pools'
+ * computed padding follow, unread. */
+typedef struct TfLiteAddParams {
+  TfLiteFusedActivation activation;
+} TfLiteAddParams;
+
+typedef struct TfLiteSubParams {
+  TfLiteFusedActivation activation;
+} TfLiteSubParams;
+
+typedef struct TfLiteMulParams {
+  TfLiteFusedActivation activation;
+} TfLiteMulParams;
+
+typedef struct TfLitePoolParams {
+  TfLitePadding padding;
+  int stride_width;
+  int stride_height;
+  int filter_width;
+  int filter_height;
+  TfLiteFusedActivation activation;
+} TfLitePoolParams;
+
+typedef struct TfLiteReducerParams {
+  bool keep_dims;
+} TfLiteReducerParams;
+
 /* DTPU_CDEF_END */
 
 #endif /* DTPU_ABI_H */

@@ -47,9 +47,10 @@ def test_json_reports_and_summary(model_run):
     *reports, summary = lines
     assert [r["type"] for r in reports] == ["invoke", "invoke"]
     assert summary == {"type": "summary", "model": str(MOBILENET), "backend": "model", "invokes": 2,
-                       "agree": True, "max_difference": 0.0, "delegated_nodes": 13}
-    for r in reports:
-        assert r["backend"] == "model" and len(r["nodes"]) == 13 and r["hw"]["cycles"] > 0
+                       "agree": True, "max_difference": 0.0, "delegated_nodes": 15}
+    for r in reports:   # 13 convolutions, the MEAN on the vector unit and the FC it joins
+        assert r["backend"] == "model" and len(r["nodes"]) == 15 and r["hw"]["cycles"] > 0
+        assert [n["op"] for n in r["nodes"]][-2:] == ["mean", "fully_connected"]
         assert r["power"]["method"] == "estimated" and r["power"]["energy_j"] > 0
     assert "invoke 1: outputs equal" in stderr and "(bit-exact)" in stderr
 
@@ -72,16 +73,23 @@ def test_board_emulation_agrees_with_the_same_cycles(dtpu_so):
     assert "XADC" in proc.stderr and "synthetic" in proc.stderr  # the emulation says so
 
 
-def test_board_emulation_of_the_2_0_design_runs_command_lists(model_run):
+def test_board_emulation_of_the_2_0_design_runs_command_lists(dtpu_so):
     """DTPU_PYNQ_EMULATE=1: the default design, contract 2.0's (no DMAs; =2 is the same); the
     same lists, so the same cycles node by node as backend=model's default path, and one
-    doorbell per partition."""
+    doorbell per partition. The same nodes on both: the board has no vector unit, so both
+    claim the convolutions only (ops listed)."""
+    ops = ("--option", "ops=conv2d,depthwise_conv2d")
     proc = _dtpu("run", str(MOBILENET), "--backend", "pynq", "--report", "json", "--invokes", "2",
-                 env={"DTPU_PYNQ_EMULATE": "1"})
+                 *ops, env={"DTPU_PYNQ_EMULATE": "1"})
     assert proc.returncode == 0, proc.stderr
     *reports, summary = _json_lines(proc.stdout)
     assert summary["agree"] and summary["backend"] == "pynq"
-    for board, model in zip(reports, model_run[0][:-1]):
+    ref = _dtpu("run", str(MOBILENET), "--backend", "model", "--report", "json", "--invokes", "2",
+                *ops)
+    assert ref.returncode == 0, ref.stderr
+    model_reports = _json_lines(ref.stdout)[:-1]
+    assert len(model_reports[0]["nodes"]) == 13
+    for board, model in zip(reports, model_reports):
         assert [n["hw"]["cycles"] for n in board["nodes"]] == [n["hw"]["cycles"] for n in model["nodes"]]
         assert board["host"]["doorbells"] == board["kernels"] and board["host"]["dma_starts"] == 0
 
@@ -97,7 +105,8 @@ def test_table_report(dtpu_so):
     assert "host time per command list" in proc.stdout and "  partition 1 (nodes 0-8): pack" in proc.stdout
     assert ("left on the CPU: 4 nodes (1 AVERAGE_POOL_2D, 1 RESHAPE, 1 FULLY_CONNECTED, 1 SOFTMAX); "
             "the delegated nodes run as 1 partition between them:") in proc.stdout
-    assert "node 9 AVERAGE_POOL_2D dscnn_like/avgpool/AvgPool: AVERAGE_POOL_2D runs on this target's vector unit, but the delegate's partition kernels do not take vector-unit nodes yet" in proc.stdout
+    assert ("node 9 AVERAGE_POOL_2D dscnn_like/avgpool/AvgPool: float32 -> float32 tensors (the "
+            "vector unit takes int8 or uint8 in and out)") in proc.stdout
     assert "power: avg" in proc.stdout and "(estimated: the DTPU's own" in proc.stdout
     assert "outputs agree with the CPU interpreter (within 1e-05 relative)" in proc.stdout \
         or "(bit-exact)" in proc.stdout

@@ -5,6 +5,8 @@ multipliers from 2.6e-11 to 6.9e-3; TFLite's QuantizeMultiplier flushes those be
 must claim these nodes and compute exactly that on every backend: a rule written against
 damaged files once left 6 of VWW's 14 convolutions on the CPU.
 
+Backends reference, model (lists and jobs), isro, rtl and the emulated board are checked.
+
 The models are the zoo's MobileNet v1 0.25 96x96 (the VWW network) and its MobileNet-like net
 with a spread of tiny scales written over a third of their filters' per-channel scales in place
 (bias scales follow input x filter, as the converter writes them). LiteRT's default interpreter
@@ -110,7 +112,7 @@ def test_dead_channels_stay_dead_on_the_cpu_too(model_file, tfl):  # noqa: F811
     assert constant and len(constant) < channels, constant
 
 
-@pytest.mark.parametrize("backend", ["reference", "model"])
+@pytest.mark.parametrize("backend", ["reference", "model", "isro"])
 def test_dead_channels_are_claimed_and_exact(model_file, backend, dtpu_so, tfl):  # noqa: F811
     _check(model_file, tfl, {"backend": backend})
 

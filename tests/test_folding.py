@@ -155,16 +155,22 @@ def test_pads_that_are_not_same_stay_on_the_cpu_with_the_reason(dtpu_so, tfl, tm
 
 
 def test_fully_connected_claimed_only_where_it_joins(dtpu_so, tfl):
-    """DS-CNN ends AVERAGE_POOL_2D -> RESHAPE -> FULLY_CONNECTED -> SOFTMAX: alone the FC would
-    add a partition, so ops=auto leaves it (and its view) on the CPU; ops naming it claims it."""
-    report = _delegated(DSCNN, tfl, {})
+    """DS-CNN ends AVERAGE_POOL_2D -> RESHAPE -> FULLY_CONNECTED -> SOFTMAX: on a target without
+    the vector unit the pool stays on the CPU and the FC would be alone, adding a partition, so
+    ops=auto leaves it (and its view) on the CPU; ops naming it claims it. With the unit (the
+    golden model) the pool joins the convolutions, and the view and the FC with it."""
+    joined = _delegated(DSCNN, tfl, {"backend": "model"})
+    assert joined.partitions == 1 and set(_rejected(joined)) == {"SOFTMAX"}
+    assert [n.op for n in joined.nodes][-2:] == ["average_pool_2d", "fully_connected"]
+    report = _delegated(DSCNN, tfl, {"backend": "reference"})
     assert report.partitions == 1
     kinds = _rejected(report)
     assert kinds["FULLY_CONNECTED"] == {"FULLY_CONNECTED joins no other claimed node: alone it "
                                         "would be a partition of its own (ops=auto; "
                                         "ops=fully_connected claims it anyway)"}
     assert kinds["RESHAPE"] == {"a view joining no claimed node (a partition of its own)"}
-    asked = _delegated(DSCNN, tfl, {"ops": "conv2d,depthwise_conv2d,fully_connected"})
+    asked = _delegated(DSCNN, tfl, {"backend": "reference",
+                                    "ops": "conv2d,depthwise_conv2d,fully_connected"})
     assert asked.partitions == 2 and "FULLY_CONNECTED" not in _rejected(asked)
     # the RESHAPE joins the FC's partition as a view: the FC reads the pooled tensor itself
     assert "RESHAPE" not in _rejected(asked)

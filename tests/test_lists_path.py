@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 ZOO = ROOT / "tests" / "models" / "zoo"
 VWW = ZOO / "mobilenet_v1_025_96__int8.tflite"
 RESNET8 = ROOT / "tests" / "isro" / "resnet8_int8.tflite"
+VECTOR_NODES = {"add", "sub", "mul", "average_pool_2d", "max_pool_2d", "mean"}   # NodeRecord.op
 SMALL = ["mobilenet_like__int8", "mobilenet_like__uint8", "mobilenet_like__int16x8",
          "mobilenet_like__int8_per_tensor", "dscnn_like__int8", "dscnn_like__uint8"]
 PER_PARTITION = {"mmio_reads": 5, "mmio_writes": 3, "doorbells": 1, "dma_starts": 0,
@@ -78,13 +79,23 @@ def test_small_models_run_as_lists_bit_exact_with_constant_host_work(name, dtpu_
     assert hw["cycles"] > 0 and hw["idle_cycles"] is not None and hw["idle_cycles"] >= 0
     # the nodes' shares add up to the lists' CL_CYCLES; the golden model keeps the split
     assert sum(n.hw["cycles"] for n in report.nodes) == hw["cycles"]
-    assert all(n.hw["cycles"] and n.hw["macs"] for n in report.nodes)
+    # (the vector unit's nodes multiply-accumulate nothing on the MXU)
+    assert all(n.hw["cycles"] and (n.hw["macs"] or n.op in VECTOR_NODES) for n in report.nodes)
 
 
 @pytest.mark.parametrize("path", [VWW, RESNET8], ids=["vww96", "resnet8"])
 def test_mlperf_tiny_nets_on_model_and_emulated_board(path, emu, dtpu_so, tfl):
-    model = _compare(path, {"backend": "model"}, tfl)
-    board = _compare(path, {"backend": "pynq", "bitstream": str(emu)}, tfl)
+    whole = _compare(path, {"backend": "model"}, tfl)
+    _per_partition(whole)
+    # with the vector unit, ResNet-8's residual ADDs and its pool join the convolutions: one
+    # partition, SOFTMAX alone on the CPU (VWW's MEAN keeps dims and stays there, and its last
+    # convolution reads a RESHAPE whose shape is computed at run time: two)
+    assert whole.kernels == (2 if path == VWW else 1) and {r["op"] for r in whole.rejected} <= {
+        "SOFTMAX", "MEAN", "RESHAPE", "SHAPE", "STRIDED_SLICE", "PACK"}
+    # the board has no vector unit: the convolutions alone on both
+    ops = {"ops": "conv2d,depthwise_conv2d"}
+    model = _compare(path, {"backend": "model", **ops}, tfl)
+    board = _compare(path, {"backend": "pynq", "bitstream": str(emu), **ops}, tfl)
     for r in (model, board):
         _per_partition(r)
     # the same lists on both: same cycles, idle and host operations
@@ -323,9 +334,17 @@ def test_nodes_are_not_prepared_one_by_one_on_the_lists_path(monkeypatch, dtpu_s
     report = _compare(path, {"backend": "model"}, tfl)
     assert report.path == "lists" and prepared == []
 
+    compile_lists = ModelBackend.prepare_partitions
+
     def refuse(self, partitions, keep=None):
-        raise CmdlistError("refused by the test")
+        """The graph's lists refused; a vector node's list of its own, which is how the job
+        path runs it (the unit has no job-by-job interface), compiled."""
+        if any(nd.vec is None for part in partitions for nd in part):
+            raise CmdlistError("refused by the test")
+        return compile_lists(self, partitions, keep)
 
     monkeypatch.setattr(ModelBackend, "prepare_partitions", refuse)
     report = _compare(path, {"backend": "model"}, tfl)
-    assert report.path == "jobs" and len(prepared) == len(report.nodes) > 0
+    vec = [n for n in report.nodes if n.op == "mean"]
+    assert report.path == "jobs" and len(vec) == 1 and vec[0].hw["cycles"] > 0
+    assert len(prepared) == len(report.nodes) - len(vec) > 0

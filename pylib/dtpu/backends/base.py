@@ -146,6 +146,11 @@ class Backend(abc.ABC):
         command lists); declared by the target's transport, False for targets without lists."""
         return False
 
+    def vector_error(self, spec) -> str | None:
+        """Why this target's vector unit cannot run `spec` (a :class:`dtpu.hw.vec_lower.VecSpec`;
+        None: it can): the unit's buffers and fields are the build's, known to the backend."""
+        return "target has no vector unit"
+
     @property
     def job_streams(self) -> bool:
         """Whether the target can run nodes job by job (the 1.2 stream path): a graph the list

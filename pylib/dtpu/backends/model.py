@@ -49,6 +49,7 @@ from dtpu.hw import prefetch
 from dtpu.hw.config import HwConfig, ceil_div, get_config
 from dtpu.hw.lower import Job, Lowered, footprint, lower, with_prefetch
 from dtpu.hw.placement import SCRATCH_FRACTION, OnChipShadow, Region, claim_error, job_scratch
+from dtpu.hw.vec_lower import vec_reason
 from dtpu.hw.core import Core, JobRefused
 from dtpu.spec import OpKind
 from dtpu.power import EnergyMeter, activity
@@ -226,6 +227,11 @@ class ModelBackend(Backend):
     @property
     def vector_unit(self) -> bool:
         return bool(self.lists and self.transport.vector_unit)
+
+    def vector_error(self, spec) -> str | None:
+        if not self.vector_unit:
+            return super().vector_error(spec)
+        return vec_reason(spec, self.cfg)
 
     @property
     def core(self) -> Core:
@@ -779,8 +785,10 @@ class ModelBackend(Backend):
         board's per-list counters by node."""
         from dtpu.hw.ddr import DdrPool
 
+        # the same core: with the vector unit where the target has it (its lists hold VECs)
         t = ModelTransport(Core(self.transport.cfg), lists=True,
-                           mem=DdrPool(base=program.program.base))
+                           mem=DdrPool(base=program.program.base),
+                           vector_unit=self.transport.vector_unit)
         return ListProgram(t, program.partitions_in, rounding=self.rounding,
                            runtime=self.runtime, keep=program.keep)
 

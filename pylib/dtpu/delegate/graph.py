@@ -176,7 +176,22 @@ def _params(ffi, code: int, data) -> dict[str, Any] | None:
         return {"activation": int(p.activation), "weights_format": int(p.weights_format),
                 "keep_num_dims": bool(p.keep_num_dims),
                 "asymmetric_quantize_inputs": bool(p.asymmetric_quantize_inputs)}
+    if code in _ACTIVATION_ONLY:      # ADD, MUL, SUB
+        p = ffi.cast(_ACTIVATION_ONLY[code], data)
+        return {"activation": int(p.activation)}
+    if code in (1, 17):               # AVERAGE_POOL_2D, MAX_POOL_2D
+        p = ffi.cast("TfLitePoolParams*", data)
+        return {"padding": int(p.padding), "stride": (int(p.stride_height), int(p.stride_width)),
+                "filter": (int(p.filter_height), int(p.filter_width)),
+                "activation": int(p.activation)}
+    if code == 40:                    # MEAN
+        p = ffi.cast("TfLiteReducerParams*", data)
+        return {"keep_dims": bool(p.keep_dims)}
     return None
+
+
+# builtin codes whose parameters are a fused activation only, and their structs
+_ACTIVATION_ONLY = {0: "TfLiteAddParams*", 18: "TfLiteMulParams*", 41: "TfLiteSubParams*"}
 
 
 def read_node(ffi, ctx, index: int) -> NodeInfo:

@@ -19,7 +19,8 @@ from dtpu.spec import OpKind
 
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 REPORT_MODES = ("none", "summary")
-# ops=auto: convolutions always, FULLY_CONNECTED when it joins other claimed nodes (issue #25)
+# ops=auto: convolutions always, FULLY_CONNECTED when it joins other claimed nodes (issue #25), and
+# the vector unit's nodes where they join convolutions (targets that have it)
 DEFAULT_OPS = (OpKind.CONV_2D, OpKind.DEPTHWISE_CONV_2D, OpKind.FULLY_CONNECTED)
 
 
@@ -45,6 +46,7 @@ class DelegateOptions:
     prefetch: bool = True                          # stream non-resident weights as job prefetch
     path: str = "auto"                             # auto | lists | jobs (contract 2.0 or 1.2)
     fold: bool = True                              # PADs folded, RESHAPE / SQUEEZE as views
+    vector: bool = True                            # the vector unit's nodes claimed (ops=auto)
     invoke: str = "c"                              # c | python: who runs a compiled list's invoke
     board_wait_s: float = 0.0                      # backend=pynq: wait for the board's owner to go
 
@@ -85,6 +87,7 @@ class DelegateOptions:
             "prefetch": "on" if self.prefetch else "off",
             "path": self.path,
             "fold": "on" if self.fold else "off",
+            "vector": "on" if self.vector else "off",
             "invoke": self.invoke,
             "board_wait_s": f"{self.board_wait_s:g}",
         }
@@ -204,6 +207,13 @@ def _fold(value: str) -> bool:
     return text == "on"
 
 
+def _vector(value: str) -> bool:
+    text = value.strip().lower()
+    if text not in ("on", "off"):
+        raise _invalid("vector", value, "on or off")
+    return text == "on"
+
+
 def _path(value: str) -> str:
     text = value.strip().lower()
     if text not in PATHS:
@@ -246,6 +256,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "prefetch": _prefetch,
     "path": _path,
     "fold": _fold,
+    "vector": _vector,
     "invoke": _invoke,
     "board_wait_s": _board_wait,
 }
@@ -260,8 +271,10 @@ TABLE = {
     "mxu": (f"`ROWSxCOLS`, each 1..{MXU_MAX}", "`8x8`", "MXU geometry (ROWS x COLS PEs) given to the backend"),
     "ops": ("`auto`, or a comma list of `conv2d`, `depthwise_conv2d`, `fully_connected`", "`auto`",
             "op kinds the delegate may claim; `auto`: the convolutions, and `FULLY_CONNECTED` where "
-            "it joins other claimed nodes (alone it would add a partition); a list claims those "
-            "kinds wherever they can run"),
+            "it joins other claimed nodes (alone it would add a partition), and on a target with "
+            "the vector unit (backend=model) `ADD`, `SUB`, `MUL`, the pools and `MEAN` where they "
+            "join convolutions; a list claims those kinds wherever they can run, and no "
+            "vector-unit node"),
     "report": ("`none`, `summary`, or a file path", "`none`",
                "`summary` prints a per-node table (stderr) when the delegate is destroyed or the "
                "process exits; a path appends one JSON line per invoke"),
@@ -292,6 +305,12 @@ TABLE = {
              "a SAME convolution reading it (run as that SAME convolution), and `RESHAPE` / "
              "`SQUEEZE` next to claimed nodes as views (tensors are dense in DDR); `off` leaves "
              "them on the CPU (docs/partitions.md)"),
+    "vector": ("`on`, `off`", "`on`",
+               "on a target with contract 2.1's vector unit (backend=model): claim `ADD`, `SUB`, "
+               "`MUL`, `AVERAGE_POOL_2D`, `MAX_POOL_2D` and `MEAN` where they join convolutions "
+               "(`ops=auto`; docs/partitions.md); `off` leaves them on the CPU, the partitions of "
+               "a target without the unit (the Verilog, the board), e.g. to compare cycles with "
+               "it"),
     "invoke": ("`c`, `python`", "`c`",
                "backends model/rtl: `c` runs a partition compiled as a command list from TFLite's "
                "kernel call to its completion in C once its first invoke ran in Python (copies, "

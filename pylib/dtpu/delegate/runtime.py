@@ -39,6 +39,7 @@ from dtpu.board.costs import cpu_side_of_graph
 from dtpu.delegate import cpath as c_path
 from dtpu.delegate import folding
 from dtpu.delegate import graph as g
+from dtpu.delegate import partitioning, vector_claim
 from dtpu.delegate.model_source import ModelSource
 from dtpu.delegate.options import DelegateOptions, apply_log_level, restore_log_level
 from dtpu.delegate.support import (VECTOR_CODES, Decision, analyze, constants_reason,
@@ -143,10 +144,14 @@ class Step:
     empty: bool = False
     in_shape: tuple[int, ...] = ()    # a folded PAD's / view's input shape (kernel Prepare)
     #: "node": the DTPU computes it; "pad": a PAD folded into the convolution reading it;
-    #: "view": a RESHAPE / SQUEEZE (dtpu.delegate.folding)
+    #: "view": a RESHAPE / SQUEEZE (dtpu.delegate.folding); "vec": a node of the vector unit
+    #: (contract 2.1), run only in command lists
     kind: str = "node"
     fold: Any = None     # a convolution's folding.PadFold (it reads the PAD's input)
     pad: Any = None      # a "pad" step's folding.PadFold
+    #: a "vec" step (the vector unit: ADD, SUB, MUL, pools, MEAN): its claim (the spec with
+    #: the current shapes after kernel Prepare, the tensors it reads, a MEAN's axes)
+    vec: Any = None
 
     @property
     def x(self) -> int:
@@ -155,6 +160,21 @@ class Step:
     @property
     def y(self) -> int:
         return self.decision.output_index
+
+
+@dataclass
+class VecList:
+    """A vector node's handle on the job-by-job path: its one-node program of command lists
+    (released with ``release_partitions``, not ``release``)."""
+
+    program: Any
+
+
+def release_handle(backend: Backend, handle: Any) -> None:
+    if isinstance(handle, VecList):
+        backend.release_partitions(handle.program)
+    else:
+        backend.release(handle)
 
 
 @dataclass
@@ -291,6 +311,15 @@ class DelegateState:
                     and node.builtin_code in folding.FOLDED_CODES):
                 deferred[index] = node
                 continue
+            if (node.builtin_code in VECTOR_CODES and whole is None and self.backend.vector_unit
+                    and self.options.ops_auto and self.options.vector):
+                why = self._claim_vector(ffi, ctx, node, tensor)
+                if why is None:
+                    claimed.append(index)
+                else:
+                    graph.rejected.append({"node": index, "op": node.op,
+                                           "name": output_name(node), "reason": why})
+                continue
             if node.builtin_code not in (3, 4, 9):
                 # listed in the report, not logged (most graphs have many such nodes)
                 reason = NOT_CLAIMABLE.get(node.builtin_code, NOT_CLAIMABLE[None])
@@ -337,6 +366,8 @@ class DelegateState:
         if deferred or self.options.ops_auto:
             claimed = self._join(nodes, claimed, deferred, folds, pad_why, producer, readers,
                                  tensor, graph, output_name)
+        if self._vec_claimed(claimed):
+            claimed = self._settle_vectors(nodes, claimed, graph, output_name)
         graph.rejected.sort(key=lambda r: r["node"])
         OBSERVED["tensors"] = {i: (t.name, t.shape, t.type) for i, t in cache.items()}
         graph.claimed = list(claimed)
@@ -396,10 +427,15 @@ class DelegateState:
 
         for i in members:
             node = by_index[i]
-            x = self.pending[i][1].input_index if i in self.pending else node.inputs[0]
-            src = producer.get(x)
-            if src is not None and src.index in members:
-                parent[find(i)] = find(src.index)
+            step = self.pending[i][2] if i in self.pending else None
+            if step is not None and step.kind == "vec":
+                xs = step.vec.inputs
+            else:
+                xs = (self.pending[i][1].input_index if i in self.pending else node.inputs[0],)
+            for x in xs:
+                src = producer.get(x)
+                if src is not None and src.index in members:
+                    parent[find(i)] = find(src.index)
         real = {}
         for i in members:
             if i in kept:
@@ -449,6 +485,69 @@ class DelegateState:
             self.pending[index] = (node, decision, step)
             kept.add(index)
         return sorted(kept)
+
+    # -- the vector unit's nodes ------------------------------------------------------------
+    def _claim_vector(self, ffi, ctx, node: g.NodeInfo, tensor) -> str | None:
+        """Claim vector node `node` when the target's unit computes it exactly (its step goes to
+        `pending`: None), else why not. Whether it stays claimed depends on the partition it
+        ends up in (:meth:`_settle_vectors`)."""
+        try:
+            decision = vector_claim.analyze(
+                node, tensor, lambda info: g.read_constant(ffi, ctx, info, self.source),
+                self.backend.vector_error, self.runtime)
+        except Exception as exc:  # a bug of ours must not take the model down
+            log.warning("node %d (%s): support check failed: %r", node.index, node.op, exc)
+            return f"internal error in the support check: {exc!r}"
+        if not decision.claimed:
+            return decision.reason
+        step = Step(node=node, decision=Decision(spec=None, reason=None,
+                                                 input_index=decision.inputs[0],
+                                                 output_index=decision.output_index),
+                    filters=None, bias=None, kind="vec", vec=decision)
+        self.pending[node.index] = (node, step.decision, step)
+        return None
+
+    def _vec_claimed(self, claimed) -> bool:
+        return any(self.pending[i][2].kind == "vec" for i in claimed if i in self.pending)
+
+    def _settle_vectors(self, nodes, claimed, graph, output_name) -> list[int]:
+        """Keep a vector node only in a partition with a convolution: TFLite's partitions of
+        the claimed nodes (:func:`partitioning.partitions`) are computed, and the vector
+        nodes of any without a CONV_2D or DEPTHWISE_CONV_2D go back to the CPU, with the
+        FULLY_CONNECTEDs (ops=auto) and views they alone joined; again until none is left
+        (giving a node back can cut another partition). A vector node alone between CPU
+        operators (EfficientNet's swish MUL before its squeeze-excite MEAN) would cost a
+        delegate call, a doorbell and copies of its tensors for an element-wise pass."""
+        kept = set(claimed)
+        by_index = {n.index: n for n in nodes}
+        while True:
+            dropped = False
+            for part in partitioning.partitions(nodes, kept):
+                kinds = {self.pending[i][2].kind for i in part}
+                codes = {by_index[i].builtin_code for i in part}
+                if "vec" not in kinds or codes & {3, 4}:
+                    continue
+                for i in part:
+                    step = self.pending[i][2]
+                    code = by_index[i].builtin_code
+                    if step.kind == "vec":
+                        why = (f"{by_index[i].op} would join no convolution: between CPU "
+                               "operators its partition would be one of its own, a delegate "
+                               "call, a doorbell and copies for an element-wise pass")
+                    elif step.kind == "view" or (code == 9 and self.options.ops_auto):
+                        why = ("joins only vector-unit nodes that stay on the CPU: alone it "
+                               "would be a partition of its own")
+                    else:
+                        continue
+                    self.pending.pop(i)
+                    if step.handle is not None:
+                        self.release(step)
+                    kept.discard(i)
+                    graph.rejected.append({"node": i, "op": by_index[i].op,
+                                           "name": output_name(by_index[i]), "reason": why})
+                    dropped = True
+            if not dropped:
+                return sorted(kept)
 
     def trial(self, ffi, ctx, node: g.NodeInfo, decision: Decision) -> tuple["Step | None", str]:
         """Read a claimed node's constants and prepare it on the backend now; (step, "") or
@@ -772,7 +871,8 @@ class PartitionKernel:
                                     "TFLite put in another partition")
         # folded PADs and views that are outputs of the partition: written by the host from
         # their source after the DTPU ran (a tensor the graph reads outside the partition)
-        self.materialize = [s for s in self.steps if s.kind != "node" and s.y in self.outputs]
+        self.materialize = [s for s in self.steps if s.kind in ("pad", "view")
+                            and s.y in self.outputs]
         self.io: list[IoSlot] = []
         self.internal: dict[int, np.ndarray] = {}
         self.prepared = False
@@ -813,8 +913,11 @@ class PartitionKernel:
             return infos[index]
 
         external_inputs: list[int] = []
-        real = {s.y for s in self.steps if s.kind == "node"}
+        real = {s.y for s in self.steps if s.kind in ("node", "vec")}
         for step in self.steps:
+            if step.kind == "vec":
+                self._prepare_vec(ctx, step, tensor, shapes, infos, real, external_inputs)
+                continue
             if step.kind != "node":
                 self._prepare_fold(ctx, step, tensor, shapes, infos)
                 continue
@@ -905,16 +1008,49 @@ class PartitionKernel:
             raise DelegateError("out of memory")
         self.internal = {}
         for step in self.steps:
-            if step.y in self.internal_ids and step.kind == "node":
+            if step.y in self.internal_ids and step.kind in ("node", "vec"):
                 self.internal[step.y] = np.empty(step.output_shape, dtype=tensor(step.y).dtype)
         self.views: list = [None] * len(self.io)    # (data pointer, numpy view) per io slot
         # what each invoke looks up per node, resolved once
         self.plan = [(step, self.root(step.x), self.root(step.x) in self.internal,
-                      step.spec.input_shape, step.y, step.y in self.internal,
-                      tuple(step.record.values()))
-                     for step in self.steps if not step.empty and step.kind == "node"]
+                      step.spec.input_shape if step.kind == "node" else None, step.y,
+                      step.y in self.internal, tuple(step.record.values()))
+                     for step in self.steps if not step.empty and step.kind in ("node", "vec")]
         self.prepared = True
         self.observed_internal = False
+
+    def _prepare_vec(self, ctx, step: Step, tensor, shapes: dict, infos: dict, real: set,
+                     external_inputs: list) -> None:
+        """A vector-unit node's spec with the current shapes (the claim's rules again, as
+        :func:`analyze` for a convolution), its output shape set on TFLite's tensor."""
+        claim = step.vec
+        decision = vector_claim.analyze(step.node, tensor, lambda info: claim.axes,
+                                        self.state.backend.vector_error, self.state.runtime,
+                                        check_output=False)
+        if not decision.claimed:
+            raise DelegateError(f"node {step.node.index} ({step.node.op}) cannot run on the DTPU "
+                                f"with the current shapes: {decision.reason}")
+        spec = decision.spec
+        out = tuple(spec.output_shape)
+        shapes[step.y] = out
+        infos.pop(step.y, None)
+        for x in decision.inputs:
+            root = self.root(x)
+            if root not in real and root not in external_inputs:
+                external_inputs.append(root)
+        if step.y in self.outputs:
+            dims = self.ffi.new("int[]", list(out))
+            if self.lib.dtpu_resize_tensor(ctx, step.y, dims, len(out)) != 0:
+                raise DelegateError(f"could not resize output tensor {step.y} ({spec.name}) to "
+                                    f"{out}")
+        if step.handle is not None and decision.spec != claim.spec:   # its job-path list
+            release_handle(self.state.backend, step.handle)
+            step.handle = None
+        step.vec = decision
+        step.output_shape = out
+        dtype = np.dtype(spec.dtype).name
+        step.record = dict(node=step.node.index, op=spec.op.lower(), name=spec.name, mode=dtype,
+                           precision=dtype, input_shape=tuple(spec.a_shape), output_shape=out)
 
     def _prepare_fold(self, ctx, step: Step, tensor, shapes: dict, infos: dict) -> None:
         """A folded PAD's or a view's output shape (nothing runs for it; the convolution
@@ -951,30 +1087,62 @@ class PartitionKernel:
     def ensure_handles(self) -> None:
         """The backend handles the job-by-job path runs: a backend that runs command lists
         prepares none at the claim or at Prepare (its graph is compiled whole), so a graph the
-        compiler refuses gets them here, once."""
+        compiler refuses gets them here, once. A vector node, which only command lists drive,
+        becomes a list of its own (one VEC descriptor: a doorbell per node, as every node costs
+        on this path)."""
+        from dtpu.hw.listcompiler import NodeIn
+
+        backend = self.state.backend
         for step in self.steps:
-            if step.handle is None and not step.empty and step.spec is not None:
-                step.handle = self.state.backend.prepare(step.spec, step.filters, step.bias)
+            if step.handle is not None or step.empty:
+                continue
+            if step.kind == "vec":
+                spec = step.vec.spec
+                node = NodeIn(None, None, None, src=-1, vec=spec,
+                              src2=-2 if len(step.vec.inputs) > 1 else None)
+                step.handle = VecList(backend.prepare_partitions([[node]], [[0]]))
+            elif step.spec is not None:
+                step.handle = backend.prepare(step.spec, step.filters, step.bias)
+
+    def _invoke_vec(self, step: Step, views: dict, probes: Probes, out: np.ndarray):
+        """A vector node on the job-by-job path: its own one-node command list."""
+        spec = step.vec.spec
+        shapes = (spec.a_shape, spec.b_shape)
+        inputs = []
+        for t, shape in zip(step.vec.inputs, shapes):
+            root = self.root(t)
+            x = self.internal[root] if root in self.internal else views[root]
+            inputs.append(x.reshape(shape))
+        [counters] = self.state.backend.invoke_partition(step.handle.program, 0, inputs,
+                                                         {0: out}, probes)
+        return out, counters
 
     def list_nodes(self) -> list:
         """The partition as the command-list compiler takes it: nodes in order, each fed by an
         earlier node or by external input k (NodeIn.src = -1 - k, k in :attr:`list_inputs`)."""
         from dtpu.hw.listcompiler import NodeIn
 
-        steps = [s for s in self.steps if not s.empty and s.kind == "node"]
+        steps = [s for s in self.steps if not s.empty and s.kind in ("node", "vec")]
         self.list_steps = steps
         made = {s.y: i for i, s in enumerate(steps)}
         self.list_inputs: list[int] = []
         nodes = []
-        for i, step in enumerate(steps):
-            x = self.root(step.x)
+
+        def source(t: int, i: int) -> int:
+            x = self.root(t)
             if x in made and made[x] < i:
-                src = made[x]
+                return made[x]
+            if x not in self.list_inputs:
+                self.list_inputs.append(x)
+            return -1 - self.list_inputs.index(x)
+
+        for i, step in enumerate(steps):
+            if step.kind == "vec":
+                xs = step.vec.inputs
+                nodes.append(NodeIn(None, None, None, src=source(xs[0], i), vec=step.vec.spec,
+                                    src2=source(xs[1], i) if len(xs) > 1 else None))
             else:
-                if x not in self.list_inputs:
-                    self.list_inputs.append(x)
-                src = -1 - self.list_inputs.index(x)
-            nodes.append(NodeIn(step.spec, step.filters, step.bias, src=src))
+                nodes.append(NodeIn(step.spec, step.filters, step.bias, src=source(step.x, i)))
         self.list_outputs = {i: s.y for i, s in enumerate(steps)
                              if s.y in self.outputs or s.y in self.needed}
         return nodes
@@ -1149,17 +1317,20 @@ class PartitionKernel:
         clock = time.perf_counter
         phases: dict[str, float] = {}
         for step, xi, x_internal, shape, yi, y_internal, fields in self.plan:
-            x = internal[xi] if x_internal else views[xi]
             out = internal[yi] if y_internal else views[yi]
             probes = Probes()
-            if x.shape != shape:
-                x = x.reshape(shape)
             if step.handle is None:   # a command-list backend's graph run job by job
                 self.ensure_handles()
-            if into is not None:
-                y, counters = into(step.handle, x, probes, out)
+            if step.kind == "vec":
+                y, counters = self._invoke_vec(step, views, probes, out)
             else:
-                y, counters = invoke(step.handle, x, probes)
+                x = internal[xi] if x_internal else views[xi]
+                if x.shape != shape:
+                    x = x.reshape(shape)
+                if into is not None:
+                    y, counters = into(step.handle, x, probes, out)
+                else:
+                    y, counters = invoke(step.handle, x, probes)
             start = clock()
             if y is not out:
                 y = np.asarray(y)
@@ -1210,7 +1381,7 @@ class PartitionKernel:
         for step in self.steps:
             if step.handle is not None:
                 try:
-                    self.state.backend.release(step.handle)
+                    release_handle(self.state.backend, step.handle)
                 except Exception as exc:
                     log.debug("release failed: %r", exc)
                 step.handle = None

@@ -364,11 +364,12 @@ NO_VECTOR_UNIT = "target has no vector unit"
 
 
 def vector_reason(node: NodeInfo, has_vector_unit: bool) -> str:
-    """Why a vector-unit operator stays on the CPU: the target declares no vector unit
+    """Why a vector-unit operator is not even considered: the target declares no vector unit
     (:attr:`dtpu.backends.base.Backend.vector_unit`, from the transport's declaration), or it
-    does and the delegate's partition kernels do not take such nodes yet (the golden model runs
-    them in command lists: dtpu.hw.vec_compiler, docs/architecture.md "The vector unit")."""
+    does and the options keep them on the CPU: `vector=off`, or an `ops` list (it names no
+    vector-unit kind; ops=auto claims them where they join convolutions:
+    dtpu.delegate.vector_claim)."""
     if not has_vector_unit:
         return NO_VECTOR_UNIT
-    return (f"{VECTOR_CODES[node.builtin_code]} runs on this target's vector unit, but the "
-            f"delegate's partition kernels do not take vector-unit nodes yet")
+    return (f"{VECTOR_CODES[node.builtin_code]} runs on this target's vector unit, claimed with "
+            f"ops=auto and vector=on only")

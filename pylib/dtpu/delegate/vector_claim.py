@@ -1,0 +1,155 @@
+"""Which vector-unit nodes (ADD, SUB, MUL, AVERAGE_POOL_2D, MAX_POOL_2D, MEAN: contract 2.1) the
+delegate claims, read from TFLite's own structs.
+
+A node is claimed only when its :class:`~dtpu.hw.vec_lower.VecSpec` is one the unit computes as
+TFLite's int8 / uint8 kernel does (:mod:`dtpu.reference.vector`, the integers of TFLite's own
+Prepare) and the target's unit can hold it (:meth:`dtpu.backends.base.Backend.vector_error`).
+The same function runs at the delegate's Prepare and at every kernel Prepare (current shapes),
+like :func:`dtpu.delegate.support.analyze` for the convolutions.
+
+Whether a claimed node is worth it (it joins convolutions' partition) is decided over the
+whole graph afterwards (:mod:`dtpu.delegate.partitioning`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from dtpu.delegate.graph import NodeInfo, TensorInfo
+from dtpu.delegate.support import FLT_MAX, FLT_MIN, VECTOR_CODES, Unsupported
+from dtpu.hw.vec_lower import VecSpec
+
+#: TfLiteFusedActivation codes -> the names dtpu.reference.vector takes
+_ACTIVATIONS = {0: "NONE", 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6"}
+_OTHER_ACTIVATIONS = {4: "TANH", 5: "SIGN_BIT", 6: "SIGMOID"}
+_PADDING = {1: "SAME", 2: "VALID"}
+_DTYPES = {"int8": np.dtype(np.int8), "uint8": np.dtype(np.uint8)}
+BINARY = (0, 18, 41)          # ADD, MUL, SUB: two activation operands
+POOLS = (1, 17)               # AVERAGE_POOL_2D, MAX_POOL_2D
+MEAN = 40
+
+
+def _require(condition: bool, reason: str) -> None:
+    if not condition:
+        raise Unsupported(reason)
+
+
+@dataclass(frozen=True)
+class VecDecision:
+    """A vector node's claim: its spec (None: stays on the CPU, `reason` says why), the tensors
+    it reads (operand A, and B for ADD / SUB / MUL) and writes, and the constant it read (a
+    MEAN's axes, kept for the kernel Prepare, when the model's buffer is not read again)."""
+
+    spec: VecSpec | None
+    reason: str | None
+    inputs: tuple[int, ...] = ()
+    output_index: int = -1
+    axes: np.ndarray | None = None
+
+    @property
+    def claimed(self) -> bool:
+        return self.spec is not None
+
+
+#: the host runtimes whose default interpreter computes these operators with the builtin
+#: kernels dtpu.reference.vector reproduces (TFLite 2.14's, proven against tflite-runtime by
+#: tests/test_vector_reference.py). LiteRT's default interpreter hands quantized ADD, MUL, the
+#: pools and MEAN to XNNPACK, whose rounding is not established here (a uint8 MUL differs by
+#: one on some elements): there they stay on the CPU.
+PROVEN_RUNTIMES = ("tflite_runtime",)
+
+
+def analyze(node: NodeInfo, tensor: Callable[[int], TensorInfo],
+            constant: Callable[[TensorInfo], np.ndarray],
+            unit_error: Callable[[VecSpec], str | None], runtime: str | None = None, *,
+            check_output: bool = True) -> VecDecision:
+    """Decide whether vector node `node` is claimed; never raises for anything a model holds.
+    `constant(info)` reads a constant tensor (a MEAN's axes); `unit_error(spec)` is the target's
+    reason its unit cannot run `spec` (None: it can); `runtime`: the host runtime whose output
+    must be equalled (None: dtpu.reference's default). `check_output`: the output tensor's
+    shape must be the operator's (at the delegate's Prepare; a kernel Prepare sets it itself)."""
+    if runtime is None:
+        from dtpu import reference
+
+        runtime = reference.default_runtime()
+    if runtime not in PROVEN_RUNTIMES:
+        return VecDecision(spec=None, reason=(
+            f"{node.op} under {runtime}: its default interpreter runs it with XNNPACK, whose "
+            f"rounding the vector unit's formulas (TFLite 2.14's builtin kernels) are not proven "
+            f"to match"))
+    try:
+        return _analyze(node, tensor, constant, unit_error, check_output)
+    except Unsupported as exc:
+        return VecDecision(spec=None, reason=str(exc))
+    except (IndexError, ValueError) as exc:   # an operand index outside the context, unreadable
+        return VecDecision(spec=None, reason=f"operand {exc}")
+
+
+def _analyze(node, tensor, constant, unit_error, check_output) -> VecDecision:
+    op = VECTOR_CODES.get(node.builtin_code)
+    _require(op is not None, f"{node.op} is not an operator of the vector unit")
+    _require(node.params is not None, "node has no builtin parameters")
+    n_in = 2 if node.builtin_code in BINARY or node.builtin_code == MEAN else 1
+    _require(len(node.inputs) == n_in and len(node.outputs) == 1 and min(node.inputs) >= 0,
+             f"{len(node.inputs)} inputs / {len(node.outputs)} outputs (expected {n_in} / 1)")
+    x, y = tensor(node.inputs[0]), tensor(node.outputs[0])
+    _require(not (x.sparse or y.sparse), "sparse tensors")
+    dt = _DTYPES.get(x.type)
+    _require(dt is not None and y.type == x.type,
+             f"{x.type} -> {y.type} tensors (the vector unit takes int8 or uint8 in and out)")
+    _require(not x.constant, f"input {x.name!r} is a constant of the model")
+
+    def q(t: TensorInfo, what: str) -> tuple[float, int]:
+        """(scale, zero point) of a per-tensor quantized 8-bit tensor, the scale a normal
+        float32 (what TFLite's Prepare turns into multipliers) and the zero point in range."""
+        _require(len(t.scale) == 1 and len(t.zero_point) == 1,
+                 f"{what} tensor {t.name!r} has {len(t.scale)} scales and {len(t.zero_point)} "
+                 "zero points (accepted: one of each, per-tensor quantization)")
+        scale, zp = float(t.scale[0]), int(t.zero_point[0])
+        _require(FLT_MIN <= scale <= FLT_MAX, f"{what} tensor {t.name!r} has scale {scale}, not "
+                 "a positive normal float32")
+        info = np.iinfo(dt)
+        _require(info.min <= zp <= info.max, f"{what} tensor {t.name!r} has zero point {zp} "
+                 f"outside {dt.name}'s range [{info.min}, {info.max}]")
+        return scale, zp
+
+    params = node.params
+    act = params.get("activation", 0)
+    _require(act in _ACTIVATIONS, "fused activation " + _OTHER_ACTIVATIONS.get(act, str(act)))
+    common = dict(op=op, dtype=dt, a_shape=tuple(x.shape), a_q=q(x, "input"),
+                  out_q=q(y, "output"), activation=_ACTIVATIONS[act], name=y.name)
+    axes = None
+    if node.builtin_code in BINARY:
+        b = tensor(node.inputs[1])
+        _require(b.type == x.type, f"{op} of {x.type} and {b.type}")
+        _require(not b.constant, f"{op} with a constant second operand {b.name!r} (the vector "
+                 "unit reads both operands from activations)")
+        spec = VecSpec(b_shape=tuple(b.shape), b_q=q(b, "second input"), **common)
+    elif node.builtin_code == MEAN:
+        info = tensor(node.inputs[1])
+        _require(info.constant and info.type in ("int32", "int64"),
+                 f"MEAN axes {info.name!r} are not constant integers of the model")
+        axes = constant(info)
+        rank = len(x.shape)
+        got = sorted({int(a) % rank for a in np.asarray(axes).reshape(-1)}) if rank else []
+        _require(rank == 4 and got == [1, 2],
+                 f"MEAN over axes {got} of a rank-{rank} tensor (the vector unit reduces H and W "
+                 "of NHWC)")
+        _require(not params.get("keep_dims"),
+                 "MEAN with keep_dims=true (TFLite computes it with another kernel, "
+                 "optimized_ops::Mean, whose rounding is not the integer formula the vector unit "
+                 "runs)")
+        spec = VecSpec(**common)
+    else:
+        _require(params.get("padding") in _PADDING, f"padding {params.get('padding')}")
+        spec = VecSpec(filter=tuple(params["filter"]), stride=tuple(params["stride"]),
+                       padding=_PADDING[params["padding"]], **common)
+    _require(min(spec.a_shape, default=0) > 0, f"input shape {spec.a_shape} has no elements")
+    why = unit_error(spec)
+    _require(why is None, str(why))
+    _require(not check_output or tuple(y.shape) == tuple(spec.output_shape),
+             f"output shape {tuple(y.shape)}; the operator gives {tuple(spec.output_shape)}")
+    inputs = tuple(node.inputs[:2]) if node.builtin_code in BINARY else (node.inputs[0],)
+    return VecDecision(spec=spec, reason=None, inputs=inputs, output_index=y.index, axes=axes)

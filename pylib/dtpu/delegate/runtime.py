@@ -873,6 +873,7 @@ class PartitionKernel:
         # their source after the DTPU ran (a tensor the graph reads outside the partition)
         self.materialize = [s for s in self.steps if s.kind in ("pad", "view")
                             and s.y in self.outputs]
+        self.zero_fill: list[int] = []
         self.io: list[IoSlot] = []
         self.internal: dict[int, np.ndarray] = {}
         self.prepared = False
@@ -914,6 +915,7 @@ class PartitionKernel:
 
         external_inputs: list[int] = []
         real = {s.y for s in self.steps if s.kind in ("node", "vec")}
+        self.zero_fill: list[int] = []    # outputs of empty-input MEANs, zeros (_prepare_empty_vec)
         for step in self.steps:
             if step.kind == "vec":
                 self._prepare_vec(ctx, step, tensor, shapes, infos, real, external_inputs)
@@ -1024,6 +1026,8 @@ class PartitionKernel:
         """A vector-unit node's spec with the current shapes (the claim's rules again, as
         :func:`analyze` for a convolution), its output shape set on TFLite's tensor."""
         claim = step.vec
+        if self._prepare_empty_vec(ctx, step, tensor, shapes, infos):
+            return
         decision = vector_claim.analyze(step.node, tensor, lambda info: claim.axes,
                                         self.state.backend.vector_error, self.state.runtime,
                                         check_output=False)
@@ -1051,6 +1055,51 @@ class PartitionKernel:
         dtype = np.dtype(spec.dtype).name
         step.record = dict(node=step.node.index, op=spec.op.lower(), name=spec.name, mode=dtype,
                            precision=dtype, input_shape=tuple(spec.a_shape), output_shape=out)
+
+    def _prepare_empty_vec(self, ctx, step: Step, tensor, shapes: dict, infos: dict) -> bool:
+        """A vector node whose input has no elements (a shape the CPU computed at run time, as in
+        damaged files): nothing runs, its output gets the shape TFLite's kernel gives it, and a
+        MEAN over empty H and W, whose output has elements, is written as zeros by the host, as
+        TFLite 2.14's integer MEAN leaves it (tests/test_model_fuzz.py's found crashes).
+        Returns whether the node is such a node."""
+        ins = [tuple(tensor(t).shape) for t in step.node.inputs
+               if t >= 0 and not tensor(t).constant]
+        step.empty = False
+        if not ins or all(min(shape, default=1) > 0 for shape in ins):
+            return False
+        code, p = step.node.builtin_code, step.node.params or {}
+        x = ins[0]
+        if code in (0, 18, 41):                     # ADD, MUL, SUB: the broadcast shape
+            out = tuple(np.broadcast_shapes(*ins))
+        elif code in (1, 17):                       # pools: ComputeOutSize over the extents
+            from dtpu.spec import Padding, output_size
+            padding = Padding.SAME if int(p.get("padding", 1)) == 1 else Padding.VALID
+            (fh, fw), (sh, sw) = tuple(p["filter"]), tuple(p["stride"])
+            oh, ow = output_size(x[1], fh, sh, 1, padding), output_size(x[2], fw, sw, 1, padding)
+            if oh < 0 or ow < 0:
+                raise DelegateError(f"node {step.node.index} ({step.node.op}): empty input {x} "
+                                    f"gives output {oh}x{ow} (VALID padding over nothing)")
+            out = (x[0], oh, ow, x[3])
+        else:                                       # MEAN over H and W, keep_dims false
+            out = (x[0], x[-1])
+        step.empty = True
+        if step.handle is not None:
+            release_handle(self.state.backend, step.handle)
+            step.handle = None
+        shapes[step.y] = out
+        infos.pop(step.y, None)
+        if step.y in self.outputs:
+            dims = self.ffi.new("int[]", list(out))
+            if self.lib.dtpu_resize_tensor(ctx, step.y, dims, len(out)) != 0:
+                raise DelegateError(f"could not resize output tensor {step.y} to {out}")
+        if min(out, default=1) > 0:
+            self.zero_fill.append(step.y)
+        step.output_shape = out
+        step.record = dict(node=step.node.index, op=step.node.op.lower(), name="", mode="empty",
+                           precision="none", input_shape=x, output_shape=out)
+        log.info("node %d (%s): its input %s has no elements: nothing to compute",
+                 step.node.index, step.node.op, x)
+        return True
 
     def _prepare_fold(self, ctx, step: Step, tensor, shapes: dict, infos: dict) -> None:
         """A folded PAD's or a view's output shape (nothing runs for it; the convolution
@@ -1157,6 +1206,8 @@ class PartitionKernel:
             OBSERVED["internal_data_at_invoke"] = [
                 (i, ctx.tensors[i].data.raw != ffi.NULL) for i in sorted(self.internal_ids)]
         views = self._views()
+        for t in self.zero_fill:       # before the run: nodes of the partition may read them
+            (self.internal[t] if t in self.internal else views[t]).fill(0)
         with LOCK:
             self.graph.drain_c()     # the C path's runs come first in the reports
             report = self.graph.kernel_invoked(self)
@@ -1209,7 +1260,7 @@ class PartitionKernel:
         backend = self.state.backend
         if self.state.options.invoke != "c" or not backend.c_invoke or prog.last_run is None:
             return
-        if self.materialize:    # folded PADs / views leaving the partition: written by the host
+        if self.materialize or self.zero_fill:   # tensors written by the host after the run
             return
         if self.cpath is not None and self.cpath.program is not prog:
             self.close_c()
@@ -1280,12 +1331,13 @@ class PartitionKernel:
         """The whole partition as one command list (contract 2.0)."""
         prog, index = program
         probes = Probes()
-        report.io_bytes[0] += sum(views[i].nbytes for i in self.list_inputs)
+        ins = [views[i] if i in views else self.internal[i] for i in self.list_inputs]
+        report.io_bytes[0] += sum(x.nbytes for x in ins)
         outs = {n: views[y] if y in views else self.internal[y]
                 for n, y in self.list_outputs.items()}
         report.io_bytes[1] += sum(a.nbytes for a in outs.values())
         counters = self.state.backend.invoke_partition(
-            prog, index, [views[i] for i in self.list_inputs], outs, probes)
+            prog, index, ins, outs, probes)
         self._record_list(report, probes, counters)
 
     def _record_list(self, report: Report, probes: Probes, counters: list) -> None:

@@ -81,6 +81,7 @@ def _run_res(env):
     run_tests("dtpu_res_agu", "tb_res_agu", d, extra_env=env)
 
 
+@pytest.mark.slow
 def test_res_agu():
     """Default subset: 15 random RES ITEMS descriptors (backpressure 0-80 %), 3 more timed without
     backpressure (one lane per cycle from the cycle after start), and the empty streams."""

@@ -21,6 +21,7 @@ def _run(params=None, env=None, testcase=None):
               extra_env=env or {})
 
 
+@pytest.mark.slow
 def test_cl_load():
     """Default subset: 150 random descriptors (word and lane mode, random latency, stalls and
     backpressure), MODE NONE and bad fields, streams sharing a rewritten word, chains of streams

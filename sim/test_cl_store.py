@@ -58,6 +58,7 @@ def test_lint_cl_store(params):
     assert r.returncode == 0 and "%Warning" not in out and "%Error" not in out, out
 
 
+@pytest.mark.slow
 def test_cl_store():
     """Random ITEMS / ACC RUNs back to back (every LANES, FIRST on and off), the RUNs of two
     compiled lists (mobilenet_like; a K-split conv + FC in ACC), the rates without stalls and at

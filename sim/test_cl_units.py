@@ -32,6 +32,7 @@ def test_lint_other_builds(top, params):
     assert r.returncode == 0 and "%Warning" not in out and "%Error" not in out, out
 
 
+@pytest.mark.slow
 def test_axi_rd():
     _run("dtpu_axi_rd", "tb_axi_rd")
 
@@ -45,6 +46,7 @@ def test_axi_rd_sweep(seed, params):
     _run("dtpu_axi_rd", "tb_axi_rd", params, {"DTPU_SEED": seed, "DTPU_CASES": 150})
 
 
+@pytest.mark.slow
 def test_axi_wr():
     _run("dtpu_axi_wr", "tb_axi_wr")
 
@@ -72,6 +74,7 @@ def test_cl_fetch():
     _fetch()
 
 
+@pytest.mark.slow
 def test_cl_fetch_descriptor_limit():
     """BAD_LENGTH after 2^LOG_MAX_DESCS descriptors without END (a build with 8)."""
     _fetch({"LOG_MAX_DESCS": 3})

@@ -4,6 +4,7 @@ import pytest
 from dtpu_sim import RTL_DIR, build, run_tests
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("op", ["add", "mul"])
 def test_fp_unit(op):
     top = f"dtpu_fp_{op}"

@@ -6,7 +6,7 @@ from dtpu_sim import RTL_DIR, build, run_tests
 SOURCES = [RTL_DIR / "dtpu_smac.v"]
 
 
-@pytest.mark.parametrize("opw,acc_w", [(65, 84), (9, 36)])
+@pytest.mark.parametrize("opw,acc_w", [pytest.param(65, 84, marks=pytest.mark.slow), (9, 36)])
 def test_smac_int(opw, acc_w):
     params = {"OPW": opw, "ACC_W": acc_w}
     d = build("dtpu_smac", params, SOURCES, name="smac")

@@ -29,7 +29,8 @@ SWEEP_TESTS = ["test_gemm_stall_free", "test_gemm_gaps_and_backpressure",
                "test_gemm_nodes_stall_free", "test_prefetch_stall_free", "test_prefetch_gaps"]
 
 
-@pytest.mark.parametrize("cols", [2, pytest.param(4, marks=pytest.mark.slow)])
+@pytest.mark.slow
+@pytest.mark.parametrize("cols", [2, 4])
 def test_top_small_arrays(cols):
     """8x2 and 8x4 arrays: a few random jobs of every kind (the default subset)."""
     params, d = top(cols)

@@ -4,7 +4,7 @@ import pytest
 from dtpu_sim import RTL_DIR, build, run_tests
 
 
-@pytest.mark.parametrize("aw,prec_en", [(84, None), (55, 0x7)])
+@pytest.mark.parametrize("aw,prec_en", [pytest.param(84, None, marks=pytest.mark.slow), (55, 0x7)])
 def test_post_lane(aw, prec_en):
     """Every precision (84-bit values) and the integer-only board build (int8/uint8/int16:
     55-bit values, no float path)."""
@@ -14,12 +14,14 @@ def test_post_lane(aw, prec_en):
     run_tests("dtpu_post_lane", "tb_post_lane", d, extra_env={"DTPU_LANE_AW": str(aw)})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("top", ["dtpu_filter_select", "dtpu_compact_select"])
 def test_select_units(top):
     d = build(top, {}, [RTL_DIR / f"{top}.v"], name=top)
     run_tests(top, "tb_select", d, extra_env={"DTPU_TOP": top})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("prec_en", [0x7, 0x3])
 def test_filter_select_integer_builds(prec_en):
     """The narrow Filter&Select of 8/16-bit-only builds (one adder per row)."""
@@ -28,6 +30,7 @@ def test_filter_select_integer_builds(prec_en):
     run_tests(top, "tb_select", d, extra_env={"DTPU_TOP": top, "DTPU_PREC_EN": str(prec_en)})
 
 
+@pytest.mark.slow
 def test_mxu():
     params = {"COLS": 2}
     srcs = [RTL_DIR / n for n in ("dtpu_mxu.v", "dtpu_smac.v", "dtpu_filter_select.v",

@@ -4,7 +4,7 @@ import pytest
 from dtpu_sim import RTL_DIR, build, run_tests
 
 
-@pytest.mark.parametrize("signed", [1, 0])
+@pytest.mark.parametrize("signed", [1, pytest.param(0, marks=pytest.mark.slow)])
 def test_vec_add_lane(signed):
     top = "dtpu_vec_add_lane"
     d = build(top, {"SIGNED": signed}, [RTL_DIR / f"{top}.v"], name=f"{top}_{signed}")

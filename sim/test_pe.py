@@ -11,3 +11,9 @@ def test_smac_int(opw, acc_w):
     params = {"OPW": opw, "ACC_W": acc_w}
     d = build("dtpu_smac", params, SOURCES, name="smac")
     run_tests("dtpu_smac", "tb_smac", d, parameters=params)
+
+
+def test_smac_pair():
+    params = {"ACC_W": 36}
+    d = build("dtpu_smac_pair", params, [RTL_DIR / "dtpu_smac_pair.v"], name="smac_pair")
+    run_tests("dtpu_smac_pair", "tb_smac_pair", d, parameters=params)

@@ -39,6 +39,19 @@ def test_top_small_arrays(cols):
 
 
 @pytest.mark.slow
+def test_top_pe_pair_gemm():
+    """PE pairs (PE_PAIR = 1) in the board's integer build: GEMM jobs and nodes give the golden
+    model's words and stall-free cycles (the pairs change no result and no latency). Depthwise
+    waits for the lowering's TAP_CYCLES >= 2 rule (docs/architecture.md)."""
+    params = {"COLS": 4, "PREC_EN": 7, "PE_PAIR": 1, **MEM}
+    d = build("dtpu_axi", params, name="top_pair")
+    run_tests("dtpu_axi", "tb_top", d, parameters=params,
+              testcase=["test_identity", "test_gemm_stall_free", "test_gemm_gaps_and_backpressure",
+                        "test_gemm_nodes_stall_free", "test_prefetch_stall_free"],
+              extra_env={"DTPU_SEED": os.environ.get("DTPU_SEED", "4343"), "DTPU_CASES": "4"})
+
+
+@pytest.mark.slow
 def test_top_integer_only_build():
     """PREC_EN = int8/uint8/int16 (the board-sized build): HWCFG0 says so, float and wide jobs
     get BAD_PRECISION from CONFIG, the rest runs exactly."""

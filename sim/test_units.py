@@ -37,3 +37,15 @@ def test_mxu():
                                   "dtpu_fp_mul.v", "dtpu_fp_add.v", "dtpu_fp_round.v")]
     d = build("dtpu_mxu", params, srcs, name="mxu")
     run_tests("dtpu_mxu", "tb_mxu", d, parameters=params)
+
+
+@pytest.mark.parametrize("prec_en,aw", [pytest.param(0x7, 55, marks=pytest.mark.slow), (0x3, 39)])
+def test_mxu_pe_pair(prec_en, aw):
+    """PE pairs (PE_PAIR = 1) in GEMM and in DWCONV with TAP_CYCLES 2: the board's integer
+    build (int16 rows unpaired, 8-bit rows paired) and the 8-bit-only one (every row paired)."""
+    params = {"COLS": 4, "PREC_EN": prec_en, "AW": aw, "PE_PAIR": 1}
+    srcs = [RTL_DIR / n for n in ("dtpu_mxu.v", "dtpu_smac.v", "dtpu_smac_pair.v",
+                                  "dtpu_filter_select.v", "dtpu_fp_mul.v", "dtpu_fp_add.v",
+                                  "dtpu_fp_round.v")]
+    d = build("dtpu_mxu", params, srcs, name=f"mxu_pair_{prec_en}")
+    run_tests("dtpu_mxu", "tb_mxu_pair", d, parameters=params)

@@ -30,7 +30,9 @@ module dtpu_axi #
     // enabled precisions (bit p: PREC code p)
     parameter [15:0] PREC_EN = 16'h007F,
     // AXI4-Lite byte address width
-    parameter AXIL_ADDR_WIDTH = 8
+    parameter AXIL_ADDR_WIDTH = 8,
+    // 1: the MXU's 8-bit rows as PE pairs on one multiplier each (dtpu_core; docs/architecture.md)
+    parameter PE_PAIR = 0
 )
 (
     input  wire                        clk,
@@ -161,7 +163,8 @@ dtpu_core #(
     .LOG_WEIGHT_WORDS(LOG_WEIGHT_WORDS),
     .LOG_PARAM_ENTRIES(LOG_PARAM_ENTRIES),
     .LOG_ACT_WORDS(LOG_ACT_WORDS),
-    .PREC_EN(PREC_EN)
+    .PREC_EN(PREC_EN),
+    .PE_PAIR(PE_PAIR)
 )
 core_inst (
     .clk(clk),

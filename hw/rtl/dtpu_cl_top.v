@@ -44,7 +44,9 @@ module dtpu_cl_top #
     parameter LOG_RD_BUF = 7,
     // 1: the POST unit borrows lane 0 of the idle core's post unit instead of a lane of its own
     // (~1.5 k LUT less; docs/synthesis.md)
-    parameter SHARE_POST_LANE = 1
+    parameter SHARE_POST_LANE = 1,
+    // 1: the MXU's 8-bit rows as PE pairs on one multiplier each (dtpu_core; docs/architecture.md)
+    parameter PE_PAIR = 0
 )
 (
     input  wire                        clk,
@@ -504,7 +506,8 @@ dtpu_core #(
     .LOG_PARAM_ENTRIES(LOG_PARAM_ENTRIES),
     .LOG_ACT_WORDS(LOG_ACT_WORDS),
     .PREC_EN(PREC_EN),
-    .EXT_POST_LANE(SHARE_POST_LANE)
+    .EXT_POST_LANE(SHARE_POST_LANE),
+    .PE_PAIR(PE_PAIR)
 )
 core_inst (
     .clk(clk),

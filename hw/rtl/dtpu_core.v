@@ -29,7 +29,10 @@ module dtpu_core #
     parameter LOG_ACT_WORDS = 12,
     parameter [15:0] PREC_EN = 16'h007F,
     // 1: the post unit's lane 0 also serves contract 2.0's post unit (ext_lane_*, dtpu_post)
-    parameter EXT_POST_LANE = 0
+    parameter EXT_POST_LANE = 0,
+    // 1: the MXU's 8-bit rows as PE pairs on one multiplier each (dtpu_mxu, dtpu_smac_pair);
+    // DWCONV jobs then need TAP_CYCLES >= 2 when a step has more than COLS/2 items
+    parameter PE_PAIR = 0
 )
 (
     input  wire                clk,
@@ -260,7 +263,8 @@ dtpu_dw_seq #(
     .LOG_COLS(LOG_COLS),
     .LOG_WEIGHT_WORDS(LOG_WEIGHT_WORDS),
     .LOG_PARAM_ENTRIES(LOG_PARAM_ENTRIES),
-    .LOG_ACT_WORDS(LOG_ACT_WORDS)
+    .LOG_ACT_WORDS(LOG_ACT_WORDS),
+    .PE_PAIR(PE_PAIR)
 )
 dw_inst (
     .clk(clk),
@@ -445,7 +449,8 @@ dtpu_mxu #(
     .ROWS(ROWS),
     .COLS(COLS),
     .PREC_EN(PREC_EN),
-    .AW(AW)
+    .AW(AW),
+    .PE_PAIR(PE_PAIR)
 )
 mxu_inst (
     .clk(clk),

@@ -25,6 +25,7 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * the tap's slot, the weight word from entry tap*GP + chunk*GC + g.
  * Two columns of one cycle group on the same activation bank set ERR.BANK_CONFLICT (checked as
  * the step issues; the golden model checks it in CONFIG, see docs/rtl.md).
+ * With PE_PAIR, two valid columns of one pair (j, j + COLS/2) in a cycle set it too.
  * Requires GC <= COLS (what the lowering produces); larger GC sets ERR.BAD_DIMS.
  */
 module dtpu_dw_seq #
@@ -33,7 +34,9 @@ module dtpu_dw_seq #
     parameter LOG_COLS = 3,
     parameter LOG_WEIGHT_WORDS = 15,
     parameter LOG_PARAM_ENTRIES = 12,
-    parameter LOG_ACT_WORDS = 12
+    parameter LOG_ACT_WORDS = 12,
+    // the MXU's 8-bit rows are PE pairs (columns j and j + COLS/2 share a multiplier)
+    parameter PE_PAIR = 0
 )
 (
     input  wire                         clk,
@@ -562,7 +565,20 @@ always @* begin
         end
     end
 end
-assign conflict = conf;
+// with PE pairs, the two columns of a pair issuing in one cycle (TAP_CYCLES 1 with more than
+// COLS/2 items) is a conflict too: their products would share one activation operand
+integer c;
+reg pair_conf;
+always @* begin
+    pair_conf = 1'b0;
+    if (PE_PAIR != 0) begin
+        for (c = 0; c < COLS / 2; c = c + 1) begin
+            if (col_valid[c] && col_valid[c + COLS / 2])
+                pair_conf = 1'b1;
+        end
+    end
+end
+assign conflict = conf | pair_conf;
 
 assign col_first = kx_reg == 8'd0 && ky_reg == 8'd0;
 assign col_last = kx_last && ky_last;

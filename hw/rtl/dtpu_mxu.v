@@ -20,6 +20,13 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * int64 lanes (65-bit operands), row 1 int32, rows 2-3 int16, the rest int8 (9-bit operands),
  * because a word of wider lanes has fewer of them.
  * Accumulators leave sign-extended to AW bits: acc[(j*ROWS+i)*AW +: AW] is PE (row i, col j).
+ *
+ * PE_PAIR = 1 builds the 9-bit integer rows (no float path) as PE pairs on one multiplier
+ * (dtpu_smac_pair): PE (i, j) and PE (i, j + COLS/2), j < COLS/2, multiply by column j's
+ * activation operand when column j is valid, else by column j + COLS/2's. Exact when the two
+ * columns never issue in one cycle with different activation operands: GEMM (one activation
+ * word for all columns) and DWCONV with TAP_CYCLES >= 2 (the columns of a pair are in different
+ * column groups). Same results and cycles as PE_PAIR = 0 under that condition.
  */
 module dtpu_mxu #
 (
@@ -30,7 +37,9 @@ module dtpu_mxu #
     // enabled precisions (bit p: PREC code p)
     parameter [15:0] PREC_EN = 16'h007F,
     // width of the accumulator outputs
-    parameter AW = 84
+    parameter AW = 84,
+    // 9-bit integer rows as PE pairs sharing one multiplier (see above)
+    parameter PE_PAIR = 0
 )
 (
     input  wire                     clk,
@@ -94,15 +103,31 @@ function integer row_accw(input integer opw);
     end
 endfunction
 
+// row i is built as PE pairs
+function integer row_pair(input integer i);
+    begin
+        row_pair = (PE_PAIR != 0 && COLS >= 2 && row_opw(i) == 9 && row_fp(i) == 0) ? 1 : 0;
+    end
+endfunction
+
+localparam HALF = COLS / 2;
+
 initial begin
+    if (PE_PAIR != 0 && (COLS < 2 || COLS % 2 != 0)) begin
+        $error("Error: PE_PAIR needs an even COLS (instance %m)");
+        $finish;
+    end
     if (AW < row_accw(row_opw(0))) begin
         $error("Error: AW must be at least the widest accumulator (instance %m)");
         $finish;
     end
 end
 
+/* verilator lint_off UNUSEDSIGNAL */
+// (both unused when every row is paired)
 wire int64 = prec == DTPU_PREC_INT64;
 wire is_float = prec == DTPU_PREC_FP32 || prec == DTPU_PREC_BF16;
+/* verilator lint_on UNUSEDSIGNAL */
 wire [ROWS*COLS-1:0] pe_fp_valid;
 wire [ROWS*COLS-1:0] ovf;
 wire [ROWS*COLS-1:0] pe_valid;
@@ -143,31 +168,67 @@ for (j = 0; j < COLS; j = j + 1) begin : col
         localparam ACCW = row_accw(OPW);
         wire signed [ACCW-1:0] pe_acc;
 
-        dtpu_smac #(
-            .OPW(OPW),
-            .ACC_W(ACCW),
-            .FP_ENABLE(row_fp(i))
-        )
-        smac_inst (
-            .clk(clk),
-            .rst_n(rst_n),
-            .ce(ce),
-            .in_valid(col_valid[j]),
-            .in_first(col_first[j]),
-            .in_last(col_last[j]),
-            .in_int64(int64),
-            .in_a(col_zero[j] ? {OPW{1'b0}} : a_ops[i*65 +: OPW]),
-            .in_b(w_ops[i*65 +: OPW]),
-            .in_float(is_float),
-            // (rows without a float path get constants: no gates for an unused port)
-            .in_fa((row_fp(i) == 0 || col_zero[j]) ? 32'd0 : a_ops[i*65 +: 32]),
-            .in_fb(row_fp(i) == 0 ? 32'd0 : w_ops[i*65 +: 32]),
-            .acc(pe_acc),
-            .acc_valid(pe_valid[j*ROWS+i]),
-            .prod_ovf(ovf[j*ROWS+i]),
-            .fp_sum(fp_sum[(j*ROWS+i)*32 +: 32]),
-            .fp_valid(pe_fp_valid[j*ROWS+i])
-        );
+        if (row_pair(i) == 0) begin : single
+            dtpu_smac #(
+                .OPW(OPW),
+                .ACC_W(ACCW),
+                .FP_ENABLE(row_fp(i))
+            )
+            smac_inst (
+                .clk(clk),
+                .rst_n(rst_n),
+                .ce(ce),
+                .in_valid(col_valid[j]),
+                .in_first(col_first[j]),
+                .in_last(col_last[j]),
+                .in_int64(int64),
+                .in_a(col_zero[j] ? {OPW{1'b0}} : a_ops[i*65 +: OPW]),
+                .in_b(w_ops[i*65 +: OPW]),
+                .in_float(is_float),
+                // (rows without a float path get constants: no gates for an unused port)
+                .in_fa((row_fp(i) == 0 || col_zero[j]) ? 32'd0 : a_ops[i*65 +: 32]),
+                .in_fb(row_fp(i) == 0 ? 32'd0 : w_ops[i*65 +: 32]),
+                .acc(pe_acc),
+                .acc_valid(pe_valid[j*ROWS+i]),
+                .prod_ovf(ovf[j*ROWS+i]),
+                .fp_sum(fp_sum[(j*ROWS+i)*32 +: 32]),
+                .fp_valid(pe_fp_valid[j*ROWS+i])
+            );
+        end else if (j < HALF) begin : pair
+            // the pair's PE in column j + HALF takes its accumulator from here
+            wire signed [ACCW-1:0] acc_h;
+
+            dtpu_smac_pair #(
+                .ACC_W(ACCW)
+            )
+            pair_inst (
+                .clk(clk),
+                .rst_n(rst_n),
+                .ce(ce),
+                .in_valid_l(col_valid[j]),
+                .in_first_l(col_first[j]),
+                .in_last_l(col_last[j]),
+                .in_al(col_zero[j] ? 9'd0 : col[j].a_ops[i*65 +: 9]),
+                .in_bl(col[j].w_ops[i*65 +: 9]),
+                .in_valid_h(col_valid[j+HALF]),
+                .in_first_h(col_first[j+HALF]),
+                .in_last_h(col_last[j+HALF]),
+                .in_ah(col_zero[j+HALF] ? 9'd0 : col[j+HALF].a_ops[i*65 +: 9]),
+                .in_bh(col[j+HALF].w_ops[i*65 +: 9]),
+                .acc_l(pe_acc),
+                .acc_valid_l(pe_valid[j*ROWS+i]),
+                .acc_h(acc_h),
+                .acc_valid_h(pe_valid[(j+HALF)*ROWS+i])
+            );
+            assign ovf[j*ROWS+i] = 1'b0;
+            assign ovf[(j+HALF)*ROWS+i] = 1'b0;
+            assign fp_sum[(j*ROWS+i)*32 +: 32] = 32'd0;
+            assign fp_sum[((j+HALF)*ROWS+i)*32 +: 32] = 32'd0;
+            assign pe_fp_valid[j*ROWS+i] = 1'b0;
+            assign pe_fp_valid[(j+HALF)*ROWS+i] = 1'b0;
+        end else begin : pair_h
+            assign pe_acc = col[j-HALF].row[i].pair.acc_h;
+        end
 
         assign acc[(j*ROWS+i)*AW +: AW] = {{(AW-ACCW){pe_acc[ACCW-1]}}, pe_acc};
     end

@@ -13,6 +13,7 @@ def test_smac_int(opw, acc_w):
     run_tests("dtpu_smac", "tb_smac", d, parameters=params)
 
 
+@pytest.mark.slow   # PE_PAIR is off in every shipped build
 def test_smac_pair():
     params = {"ACC_W": 36}
     d = build("dtpu_smac_pair", params, [RTL_DIR / "dtpu_smac_pair.v"], name="smac_pair")

@@ -219,9 +219,13 @@ wire [LN_W-1:0] dv_sub = dv_rem - dv_dsh[LN_W-1:0];
 wire kdone0 = {{(IDX_W-LN_W){1'b0}}, kbeg_r} >= {{(IDX_W-KK_W){1'b0}}, kk_r};   // lane K0*L is past K
 
 // run state
-reg [LN_W-1:0] lane_r, lane0_r, lane_n_r;     // WINDOWS: lane k; CHANNELS: j
-reg [DIM_W-1:0] x_r, y_r, x_n_r, y_n_r;       // ox, oy / x, y
-reg [KP_W-1:0] z_r, z_n_r;                    // n / chunk
+// each counter's last value (its count - 1, modulo its width) is kept beside it, so that the
+// walk's "last" tests are equality compares, not an increment and a compare in series ahead
+// of the element adder's operand select (the unit's critical path on the ECP5 proxy,
+// docs/synthesis.md)
+reg [LN_W-1:0] lane_r, lane0_r, lane_l_r;     // WINDOWS: lane k; CHANNELS: j
+reg [DIM_W-1:0] x_r, y_r, x_l_r, y_l_r;       // ox, oy / x, y
+reg [KP_W-1:0] z_r, z_l_r;                    // n / chunk
 reg signed [SW-1:0] elem_r;
 // WINDOWS
 reg [KER_W-1:0] ky_r, kx_r;
@@ -235,9 +239,9 @@ reg signed [STX_W-1:0] stx_r;                 // setup results
 reg signed [SW-1:0] sty_r;
 // the walk's copies of what it reads, loaded when it starts (the next setup runs meanwhile)
 reg win_q;
-reg [DIM_W-1:0] h_q, w_q, c_q, c0_q;
-reg [KER_W-1:0] kh_q, kw_q, sy_q, sx_q, dy_q, dx_q, ky0_q, kx0_q;
-reg [KP_W-1:0] rep_q, cv_q;
+reg [DIM_W-1:0] h_q, w_q, c_q, c_l_q, c0_q;
+reg [KER_W-1:0] kh_l_q, kw_l_q, sy_q, sx_q, dy_q, dx_q, ky0_q, kx0_q;   // KH - 1, KW - 1
+reg [KP_W-1:0] rep_l_q, cv_q;                                          // KP - 1
 reg kdone0_q;
 reg signed [STX_W-1:0] stx_q;
 reg [XC_W-1:0] sxc_q;
@@ -261,14 +265,14 @@ function signed [CW-1:0] sx_ker(input [KER_W-1:0] v);
 endfunction
 
 wire fire = m_valid && m_ready;
-wire lane_last = lane_r + 1'b1 == lane_n_r;
-wire x_last = x_r + 1'b1 == x_n_r;
-wire y_last = y_r + 1'b1 == y_n_r;
-wire z_last = z_r + 1'b1 == z_n_r;
-wire c_last = cc_r + 1'b1 == c_q;
-wire kx_last = kx_r + 1'b1 == kw_q;
-wire ky_last = ky_r + 1'b1 == kh_q;
-wire ph_last = ph_r + 1'b1 == rep_q;
+wire lane_last = lane_r == lane_l_r;
+wire x_last = x_r == x_l_r;
+wire y_last = y_r == y_l_r;
+wire z_last = z_r == z_l_r;
+wire c_last = cc_r == c_l_q;
+wire kx_last = kx_r == kw_l_q;
+wire ky_last = ky_r == kh_l_q;
+wire ph_last = ph_r == rep_l_q;
 
 wire win_pad = kdone_r || ty_r < 0 || ty_r >= sx_dim(h_q) || tx_r < 0 || tx_r >= sx_dim(w_q);
 wire ch_pad = r_r >= {1'b0, cv_q};
@@ -511,16 +515,16 @@ always @(posedge clk) begin
             st_reg <= st_reg;                 // the walk of the stream before is not done
         end else begin
             win_q <= 1'b1;
-            h_q <= h_r; w_q <= w_r; c_q <= c_r; c0_q <= c0_r;
-            kh_q <= kh_r; kw_q <= kw_r; sy_q <= sy_r; sx_q <= sx_r; dy_q <= dy_r; dx_q <= dx_r;
+            h_q <= h_r; w_q <= w_r; c_q <= c_r; c_l_q <= c_r - 1'b1; c0_q <= c0_r;
+            kh_l_q <= kh_r - 1'b1; kw_l_q <= kw_r - 1'b1; sy_q <= sy_r; sx_q <= sx_r; dy_q <= dy_r; dx_q <= dx_r;
             ky0_q <= ky0_r; kx0_q <= kx0_r; kdone0_q <= kdone0_r;
             stx_q <= stx_r; sty_q <= sty_r;
             sxc_q <= sxc_r; sywc_q <= sx_idx(sywc_r); hwc_q <= sx_idx(hwc_r);
             ty00_q <= ty00; tx00_q <= tx00; npl_q <= npl;
-            lane_r <= kbeg_r; lane0_r <= kbeg_r; lane_n_r <= kend_r;
-            x_r <= {DIM_W{1'b0}}; x_n_r <= ow_r;
-            y_r <= {DIM_W{1'b0}}; y_n_r <= oh_r;
-            z_r <= {KP_W{1'b0}}; z_n_r <= {{(KP_W-DIM_W){1'b0}}, n_r};
+            lane_r <= kbeg_r; lane0_r <= kbeg_r; lane_l_r <= kend_r - 1'b1;
+            x_r <= {DIM_W{1'b0}}; x_l_r <= ow_r - 1'b1;
+            y_r <= {DIM_W{1'b0}}; y_l_r <= oh_r - 1'b1;
+            z_r <= {KP_W{1'b0}}; z_l_r <= {{(KP_W-DIM_W){1'b0}}, n_r} - 1'b1;
             ky_r <= ky0_r; kx_r <= kx0_r; cc_r <= c0_r; kdone_r <= kdone0_r;
             ix_r <= npl;
             xt0_r <= tx00; yt0_r <= ty00;
@@ -551,12 +555,12 @@ always @(posedge clk) begin
             st_reg <= st_reg;
         end else begin
             win_q <= 1'b0;
-            c_q <= c_r; rep_q <= rep_r; cv_q <= cv_r;
+            c_q <= c_r; c_l_q <= c_r - 1'b1; rep_l_q <= rep_r - 1'b1; cv_q <= cv_r;
             lane_r <= {LN_W{1'b0}}; lane0_r <= {LN_W{1'b0}};
-            lane_n_r <= {{(LN_W-KP_W){1'b0}}, cpc_r};
-            x_r <= {DIM_W{1'b0}}; x_n_r <= w_r;
-            y_r <= {DIM_W{1'b0}}; y_n_r <= h_r;
-            z_r <= {KP_W{1'b0}}; z_n_r <= nchunk_r;
+            lane_l_r <= {{(LN_W-KP_W){1'b0}}, cpc_r} - 1'b1;
+            x_r <= {DIM_W{1'b0}}; x_l_r <= w_r - 1'b1;
+            y_r <= {DIM_W{1'b0}}; y_l_r <= h_r - 1'b1;
+            z_r <= {KP_W{1'b0}}; z_l_r <= nchunk_r - 1'b1;
             r_r <= {1'b0, k0_r}; rc_r <= {1'b0, k0_r};
             s_r <= s0_r; ph_r <= ph0_r; sc_r <= s0_r; phc_r <= ph0_r;
             pel_r <= add_s;

@@ -268,6 +268,26 @@ wire [9:0]  fpe = {2'd0, fe1_reg} + {2'd0, sce} - 10'd127;
 // result 0 (zero or subnormal scale, t = 0, NaN) / saturated (infinite scale, f != 0)
 wire        fres_zero = fz1_reg || sce == 8'd0 || sc_nan;
 wire        fres_big = sc_inf && !fz1_reg;
+// the integer rounding's right shift 150 - pe and |p| >= 2^24, for the three exponents the
+// product can have after its normalization and rounding (pe = fpe + 0, 1 or 2, decided in
+// stage 2 by the product's top bit and the mantissa rounding's carry): computed here, beside
+// the multiplier, so that stage 2 only selects them (the exponent adds and compares were in
+// series with the product's roundings, the lane's critical path on the ECP5 proxy)
+reg  [4:0]  fpsh_k [0:2];
+reg  [2:0]  fpbig_k;
+integer fk;
+/* verilator lint_off UNUSEDSIGNAL */
+reg  [9:0]  fpe_k, fpsh_full_k;
+/* verilator lint_on UNUSEDSIGNAL */
+always @* begin
+    for (fk = 0; fk < 3; fk = fk + 1) begin
+        fpe_k = fpe + fk[9:0];
+        fpsh_full_k = 10'd150 - fpe_k;
+        // clamped: |p| < 2^-1 rounds to 0 anyway
+        fpsh_k[fk] = fpe_k >= 10'd151 ? 5'd0 : fpe_k <= 10'd125 ? 5'd25 : fpsh_full_k[4:0];
+        fpbig_k[fk] = fres_big || fpe_k >= 10'd151;
+    end
+end
 
 /* verilator lint_off UNUSEDSIGNAL */
 wire signed [79:0] prod = x1_reg * y1_reg;
@@ -275,8 +295,9 @@ wire signed [79:0] prod = x1_reg * y1_reg;
 
 reg               v2_reg;
 reg  [2:0]        var2_reg;
-reg  [9:0]        fpe2_reg;
-reg               fps2_reg, fpz2_reg, fpb2_reg;
+reg  [4:0]        fpsh2_reg [0:2];
+reg  [2:0]        fpbig2_reg;
+reg               fps2_reg, fpz2_reg;
 reg               raw2_reg, req2_reg, sat2_reg;
 reg  signed [63:0] p2_reg;
 reg  [6:0]        sh2_reg;
@@ -288,10 +309,12 @@ always @(posedge clk) begin
     if (ce) begin
         v2_reg <= v1_reg;
         var2_reg <= var1_reg;
-        fpe2_reg <= fpe;
+        fpsh2_reg[0] <= fpsh_k[0];
+        fpsh2_reg[1] <= fpsh_k[1];
+        fpsh2_reg[2] <= fpsh_k[2];
+        fpbig2_reg <= fpbig_k;
         fps2_reg <= fs1_reg ^ sc1_reg[31];
         fpz2_reg <= fres_zero;
-        fpb2_reg <= fres_big;
         raw2_reg <= raw1_reg;
         req2_reg <= req1_reg;
         sat2_reg <= sat1_reg;
@@ -361,22 +384,26 @@ wire        pg = pnorm ? fpm2_reg[23] : fpm2_reg[22];
 wire        pst = pnorm ? (|fpm2_reg[22:0]) : (|fpm2_reg[21:0]);
 wire [24:0] pm25 = {1'b0, pm24} + {24'd0, pg && (pst || pm24[0])};
 wire [23:0] pm = pm25[24] ? 24'h800000 : pm25[23:0];
-wire [9:0]  pe = fpe2_reg + {9'd0, pnorm} + {9'd0, pm25[24]};
-wire        p_big = fpb2_reg || pe >= 10'd151;          // |p| >= 2^24 (or infinite)
+// pe = fpe + pnorm + pm25[24]: its shift and |p| >= 2^24 were computed in stage 1 for each
+wire        pe_1 = pnorm ^ pm25[24];
+wire        pe_2 = pnorm && pm25[24];
+wire        p_big = pe_2 ? fpbig2_reg[2] : pe_1 ? fpbig2_reg[1] : fpbig2_reg[0];
 // |p| = pm * 2^(pe - 150); right shift 150 - pe, clamped (|p| < 2^-1 rounds to 0 anyway)
+wire [4:0]  psh = pe_2 ? fpsh2_reg[2] : pe_1 ? fpsh2_reg[1] : fpsh2_reg[0];
+// pm shifted right with the bits it loses: the quotient above, the guard bit (the half) next,
+// the sticky bits below; ties to even is then guard && (sticky || odd), no compares
 /* verilator lint_off UNUSEDSIGNAL */
-wire [9:0]  psh_full = 10'd150 - pe;
-wire [4:0]  psh = pe >= 10'd151 ? 5'd0 : pe <= 10'd125 ? 5'd25 : psh_full[4:0];
-wire [24:0] pq_a = {1'b0, pm} >> {psh[4:3], 3'd0};
-wire [24:0] pq_b = pq_a >> {psh[2:1], 1'b0};
-wire [24:0] pq = pq_b >> psh[0];
-wire [24:0] prem = {1'b0, pm} & ((25'd1 << psh) - 25'd1);
-wire [24:0] phalf = psh == 5'd0 ? 25'd0 : (25'd1 << (psh - 5'd1));
+wire [49:0] pqx_a = {1'b0, pm, 25'd0} >> {psh[4:3], 3'd0};
+wire [49:0] pqx_b = pqx_a >> {psh[2:1], 1'b0};
+wire [49:0] pqx = pqx_b >> psh[0];
 /* verilator lint_on UNUSEDSIGNAL */
-wire        pup = psh != 5'd0 && (prem > phalf || (prem == phalf && pq[0]));
-wire [24:0] pmag = p_big ? 25'h1000000 : pq + {24'd0, pup};
+wire [24:0] pq = pqx[49:25];
+wire        pup = pqx[24] && ((|pqx[23:0]) || pq[0]);
+// +-(p_big ? 2^24 : pq + pup) as one add: -(v + u) = ~v + !u
+wire [24:0] pval = p_big ? 25'h1000000 : pq;
+wire        pinc = !p_big && pup;
 wire signed [31:0] fint = fpz2_reg ? 32'sd0
-                        : fps2_reg ? -{7'd0, pmag} : {7'd0, pmag};
+                        : ({7'd0, pval} ^ {32{fps2_reg}}) + {31'd0, pinc ^ fps2_reg};
 
 reg               v3_reg;
 reg               raw3_reg, req3_reg;

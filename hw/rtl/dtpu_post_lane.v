@@ -32,13 +32,14 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * Right shifts beyond 63 (a shift field far outside TFLite's [-31, 31]) are clamped: the exact
  * result is then 0 or -1 alike.
  *
- * Pipeline, five registers: inputs (stage 0) -> total/operands (1) -> product (2) -> x = h or
- * p (3) -> rounding sum (4) -> shifted r (5); FP32: fp32(t) and the scale (1) -> mantissa
- * product (2) -> product rounded to 24 bits (3) -> integer quotient and increment (4) -> signed
- * integer (5). Stages 3-5 were one stage (45 MHz on the ECP5 proxy, docs/synthesis.md "Timing
- * evidence"). The saturated value is combinational from the last register (the parent
- * registers it into the result word).
- * FLOAT has three registers (acc + bias, then two delays) and the clamp after them: its
+ * Pipeline, six registers: inputs (stage 0) -> total/operands (1) -> partial products (m) ->
+ * product (2) -> x = h or p (3) -> rounding sum (4) -> shifted r (5); FP32: fp32(t) and the
+ * scale (1) -> mantissa partial products (m) and product (2) -> product rounded to 24 bits (3)
+ * -> integer quotient and increment (4) -> signed integer (5). Stages m-2 were one stage and
+ * stages 3-5 another (45 MHz on the ECP5 proxy, docs/synthesis.md "Timing evidence"). The
+ * saturated value is combinational from the last register (the parent registers it into the
+ * result word).
+ * FLOAT has four registers (acc + bias, then three delays) and the clamp after them: its
  * accumulators arrive two cycles later (fp partial and lane trees), so its words leave at the
  * same cycle.
  * Float clamp: y = min(max(s, ACT_MIN), ACT_MAX) with numpy's rules (max(a, b) = a if a >= b or
@@ -71,7 +72,7 @@ module dtpu_post_lane #
     input  wire [63:0]          in_rq,
     /* verilator lint_on UNUSEDSIGNAL */
 
-    /* Result (after 5 registers) */
+    /* Result (after 6 registers) */
     output reg  [63:0]          out_value,
     output wire                 out_valid,
     output wire                 out_ovf,
@@ -117,20 +118,21 @@ wire [31:0] fmin;
 generate
 if (FLOAT_EN != 0) begin : flt
     wire [31:0] fsum;
-    reg  [31:0] fsum_reg, fsum2_reg, fsum3_reg;
+    reg  [31:0] fsum_reg, fsum2_reg, fsum3_reg, fsum4_reg;
     dtpu_fp_add bias_inst (.a(in_acc[31:0]), .b(in_bias[31:0]), .y(fsum));
 
-    // two more registers after the sum: the REQUANT stages' count less the two cycles the
+    // three more registers after the sum: the REQUANT stages' count less the two cycles the
     // float accumulators arrive later, so both leave in the same cycle
     always @(posedge clk) begin
         if (ce) begin
             fsum_reg <= fsum;
             fsum2_reg <= fsum_reg;
             fsum3_reg <= fsum2_reg;
+            fsum4_reg <= fsum3_reg;
         end
     end
 
-    wire [31:0] fmax = (f_ge(fsum3_reg, act_min) || is_nan(fsum3_reg)) ? fsum3_reg : act_min;
+    wire [31:0] fmax = (f_ge(fsum4_reg, act_min) || is_nan(fsum4_reg)) ? fsum4_reg : act_min;
     assign fmin = (f_ge(act_max, fmax) || is_nan(fmax)) ? fmax : act_max;
 end else begin : no_flt
     assign fmin = 32'd0;
@@ -265,30 +267,82 @@ always @(posedge clk) begin
     end
 end
 
-// the float path's valid, two registers after v1_reg (its sum's stages)
-reg vf2_reg, vf3_reg;
+// the float path's valid, three registers after v1_reg (its sum's stages)
+reg vf2_reg, vf3_reg, vf4_reg;
 always @(posedge clk) begin
     if (ce) begin
         vf2_reg <= v1_reg;
         vf3_reg <= vf2_reg;
+        vf4_reg <= vf3_reg;
     end
     if (!rst_n) begin
         vf2_reg <= 1'b0;
         vf3_reg <= 1'b0;
+        vf4_reg <= 1'b0;
     end
 end
 
-// ---- stage 1 -> 2: product ----
+// ---- stage 1 -> m: the product as two partial products, x*y[15:0] and x*y[31:16] ----
+// (one 48x32 multiply with its adder tree was the lane's critical path on the ECP5 proxy after
+// the rounding split: the partial products are registered and summed in stage 2, as a
+// DSP48E1's M register would; the product is exact in 64 bits, |x*y| <= 2^62)
+/* verilator lint_off UNUSEDSIGNAL */
+wire signed [64:0] pl = x1_reg * $signed({1'b0, y1_reg[15:0]});
+wire signed [63:0] ph = x1_reg * $signed(y1_reg[31:16]);
+/* verilator lint_on UNUSEDSIGNAL */
+
+reg               vm_reg;
+reg  [2:0]        varm_reg;
+reg  [7:0]        fem_reg;
+reg               fsm_reg, fzm_reg;
+reg  [31:0]       scm_reg;
+reg               rawm_reg, reqm_reg, satm_reg;
+/* verilator lint_off UNUSEDSIGNAL */
+reg  [64:0]       plm_reg;
+reg  [63:0]       phm_reg;
+/* verilator lint_on UNUSEDSIGNAL */
+reg  [6:0]        shm_reg;
+reg  signed [15:0] zpm_reg;
+reg  [63:0]       rawvm_reg;
+reg               ovfm_reg, wrapm_reg;
+
+always @(posedge clk) begin
+    if (ce) begin
+        vm_reg <= v1_reg;
+        varm_reg <= var1_reg;
+        fem_reg <= fe1_reg;
+        fsm_reg <= fs1_reg;
+        fzm_reg <= fz1_reg;
+        scm_reg <= sc1_reg;
+        rawm_reg <= raw1_reg;
+        reqm_reg <= req1_reg;
+        satm_reg <= sat1_reg;
+        plm_reg <= pl;
+        phm_reg <= ph;
+        shm_reg <= sh1_reg;
+        zpm_reg <= zp1_reg;
+        rawvm_reg <= rawv1_reg;
+        ovfm_reg <= ovf1_reg;
+        wrapm_reg <= wrap1_reg;
+    end
+    if (!rst_n) begin
+        vm_reg <= 1'b0;
+        ovfm_reg <= 1'b0;
+        wrapm_reg <= 1'b0;
+    end
+end
+
+// ---- stage m -> 2: product ----
 // FP32 stage 1: exact mantissa product (in [2^46, 2^48) for a normal scale; the shared
 // multiplier below) and exponent
-wire [7:0]  sce = sc1_reg[30:23];
-wire        sc_nan = sce == 8'hFF && sc1_reg[22:0] != 23'd0;
-wire        sc_inf = sce == 8'hFF && sc1_reg[22:0] == 23'd0;
+wire [7:0]  sce = scm_reg[30:23];
+wire        sc_nan = sce == 8'hFF && scm_reg[22:0] != 23'd0;
+wire        sc_inf = sce == 8'hFF && scm_reg[22:0] == 23'd0;
 // biased exponent of the product before normalization: fe + se - 127 (in [1, 285])
-wire [9:0]  fpe = {2'd0, fe1_reg} + {2'd0, sce} - 10'd127;
+wire [9:0]  fpe = {2'd0, fem_reg} + {2'd0, sce} - 10'd127;
 // result 0 (zero or subnormal scale, t = 0, NaN) / saturated (infinite scale, f != 0)
-wire        fres_zero = fz1_reg || sce == 8'd0 || sc_nan;
-wire        fres_big = sc_inf && !fz1_reg;
+wire        fres_zero = fzm_reg || sce == 8'd0 || sc_nan;
+wire        fres_big = sc_inf && !fzm_reg;
 // the integer rounding's right shift 150 - pe and |p| >= 2^24, for the three exponents the
 // product can have after its normalization and rounding (pe = fpe + 0, 1 or 2, decided in
 // stage 2 by the product's top bit and the mantissa rounding's carry): computed here, beside
@@ -310,9 +364,6 @@ always @* begin
     end
 end
 
-/* verilator lint_off UNUSEDSIGNAL */
-wire signed [79:0] prod = x1_reg * y1_reg;
-/* verilator lint_on UNUSEDSIGNAL */
 
 reg               v2_reg;
 reg  [2:0]        var2_reg;
@@ -328,23 +379,23 @@ reg               ovf2_reg, wrap2_reg;
 
 always @(posedge clk) begin
     if (ce) begin
-        v2_reg <= v1_reg;
-        var2_reg <= var1_reg;
+        v2_reg <= vm_reg;
+        var2_reg <= varm_reg;
         fpsh2_reg[0] <= fpsh_k[0];
         fpsh2_reg[1] <= fpsh_k[1];
         fpsh2_reg[2] <= fpsh_k[2];
         fpbig2_reg <= fpbig_k;
-        fps2_reg <= fs1_reg ^ sc1_reg[31];
+        fps2_reg <= fsm_reg ^ scm_reg[31];
         fpz2_reg <= fres_zero;
-        raw2_reg <= raw1_reg;
-        req2_reg <= req1_reg;
-        sat2_reg <= sat1_reg;
-        p2_reg <= prod[63:0];
-        sh2_reg <= sh1_reg;
-        zp2_reg <= zp1_reg;
-        rawv2_reg <= rawv1_reg;
-        ovf2_reg <= ovf1_reg;
-        wrap2_reg <= wrap1_reg;
+        raw2_reg <= rawm_reg;
+        req2_reg <= reqm_reg;
+        sat2_reg <= satm_reg;
+        p2_reg <= plm_reg[63:0] + {phm_reg[47:0], 16'd0};
+        sh2_reg <= shm_reg;
+        zp2_reg <= zpm_reg;
+        rawv2_reg <= rawvm_reg;
+        ovf2_reg <= ovfm_reg;
+        wrap2_reg <= wrapm_reg;
     end
     if (!rst_n) begin
         v2_reg <= 1'b0;
@@ -541,7 +592,7 @@ wire signed [31:0] y3 = y1 > hi ? hi : y1;
 
 always @* begin
     if (fl)
-        out_value = vf3_reg ? {32'd0, fmin} : 64'd0;
+        out_value = vf4_reg ? {32'd0, fmin} : 64'd0;
     else if (!v5_reg)
         out_value = 64'd0;
     else if (raw5_reg)
@@ -552,7 +603,7 @@ always @* begin
         out_value = 64'd0;
 end
 
-assign out_valid = fl ? vf3_reg : v5_reg;
+assign out_valid = fl ? vf4_reg : v5_reg;
 assign out_ovf = ovf5_reg;
 assign out_wrap = wrap5_reg;
 

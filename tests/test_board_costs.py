@@ -117,13 +117,14 @@ def test_vww_report_and_model_file_agree_on_host_and_cpu_terms(dtpu_so):
     """On VWW (2 partitions, its PADs folded: docs/partitions.md) host operations, copies and
     the CPU side are the same, and so are the device cycles of the delegate's partitions and of
     the chains (with its 6 partitions before issue #25 they differed by 37 of 204,097):
-    recorded here so that a change of either shows."""
+    recorded here so that a change of either shows (LAT_POST 6 -> 9 for the post lane's timing
+    split: 202,556 -> 202,640, 84 cycles more)."""
     got = _reports(VWW, {"backend": "model"})[-1].board_estimate()
     want = estimate("vww", VWW)["rows"][2]
     assert got["host"] == pytest.approx(want["host"], rel=1e-12)
     for key in ("cpu_ms", "tflite_ms"):
         assert got[key] == pytest.approx(want[key], rel=1e-12)
-    assert (want["cycles"], got["cycles"]) == (202556, 202556)
+    assert (want["cycles"], got["cycles"]) == (202640, 202640)
 
 
 def _dtpu(*args):

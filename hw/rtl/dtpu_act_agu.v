@@ -134,7 +134,7 @@ localparam [4:0] ST_KBEG = 5'd0, ST_KHKW = 5'd1, ST_KK = 5'd2, ST_KEND = 5'd3, S
                  ST_HWC = 5'd5, ST_SXC = 5'd6, ST_DXC = 5'd7, ST_SYWC = 5'd8, ST_STX0 = 5'd9,
                  ST_STX1 = 5'd10, ST_STY0 = 5'd11, ST_STY1 = 5'd12, ST_STY2 = 5'd13,
                  ST_IMG2 = 5'd14, ST_IMG3 = 5'd15, ST_TY0 = 5'd16, ST_TX0 = 5'd17,
-                 ST_IMG0 = 5'd18, ST_IMG1 = 5'd19, ST_IMG4 = 5'd20, ST_WINIT = 5'd21,
+                 ST_IMG0 = 5'd18, ST_IMG1 = 5'd19, ST_WINIT = 5'd21,
                  ST_C0 = 5'd24, ST_CWAIT = 5'd25, ST_CINIT = 5'd26;
 localparam [CNT_W-1:0] QB_TAP = 2 * KER_W, QB_KX = KER_W, QB_CH = KP_W;
 
@@ -151,7 +151,6 @@ reg [KER_W-1:0] kh_r, kw_r, sy_r, sx_r, dy_r, dx_r, pt_r, pl_r;
 reg [KP_W-1:0] rep_r, k0_r, k1_r, nchunk_r, cv_r;
 
 // setup results
-reg [2*KER_W-1:0] khkw_r;
 reg [KK_W-1:0] kk_r;
 reg [XC_W-1:0] sxc_r, dxc_r;
 reg [IDX_W-1:0] wc_r, hwc_r, sywc_r;
@@ -164,10 +163,20 @@ reg [KP_W-1:0] cpc_r, s0_r, ph0_r;
 reg signed [SW-1:0] acc_r;                    // multiply-accumulate of the setup sums
 
 // shared multiplier, and the accumulator: acc = (clear ? 0 : acc) +/- product
+// The product is registered (prod_r) and used the cycle after its step: the operand select,
+// the multiply and the accumulate were one path (the unit's critical path on the ECP5 proxy,
+// docs/synthesis.md). A step's result register is written one cycle later than its step
+// (pst_r says which), a step that reads the product of the step just before takes prod_r
+// (ST_KK, ST_HWC, the divider's start), and the accumulator's captures come a step later
+// (ST_STY1, ST_IMG3); the image origin's last term c0 is added by the walk's adder at
+// ST_WINIT. The setup keeps its step count, so its timing is unchanged.
 reg [IDX_W-1:0] mul_a;
 reg [DIM_W-1:0] mul_b;
 reg acc_en, acc_clr, acc_neg;
 wire [IDX_W-1:0] mul_p = mul_a * {{(IDX_W-DIM_W){1'b0}}, mul_b};
+reg [IDX_W-1:0] prod_r;
+reg [4:0] pst_r;                               // the step of prod_r
+reg pv_r, acc_en_r, acc_clr_r, acc_neg_r;     // prod_r is a setup step's; its accumulate
 
 always @* begin
     mul_a = {IDX_W{1'b0}};
@@ -178,10 +187,10 @@ always @* begin
     case (st_reg)
         ST_KBEG:  begin mul_a = {{(IDX_W-KP_W){1'b0}}, k0_r}; mul_b = {{(DIM_W-LANES_W){1'b0}}, lanes_r}; end
         ST_KHKW:  begin mul_a = {{(IDX_W-KER_W){1'b0}}, kh_r}; mul_b = {{(DIM_W-KER_W){1'b0}}, kw_r}; end
-        ST_KK:    begin mul_a = {{(IDX_W-2*KER_W){1'b0}}, khkw_r}; mul_b = c_r; end
+        ST_KK:    begin mul_a = {{(IDX_W-2*KER_W){1'b0}}, prod_r[2*KER_W-1:0]}; mul_b = c_r; end   // KH*KW
         ST_KEND:  begin mul_a = {{(IDX_W-KP_W){1'b0}}, k1_r}; mul_b = {{(DIM_W-LANES_W){1'b0}}, lanes_r}; end
         ST_WC:    begin mul_a = {{(IDX_W-DIM_W){1'b0}}, w_r}; mul_b = c_r; end
-        ST_HWC:   begin mul_a = wc_r; mul_b = h_r; end
+        ST_HWC:   begin mul_a = prod_r; mul_b = h_r; end   // W*C
         ST_SXC:   begin mul_a = {{(IDX_W-DIM_W){1'b0}}, c_r}; mul_b = {{(DIM_W-KER_W){1'b0}}, sx_r}; end
         ST_DXC:   begin mul_a = {{(IDX_W-DIM_W){1'b0}}, c_r}; mul_b = {{(DIM_W-KER_W){1'b0}}, dx_r}; end
         ST_SYWC:  begin mul_a = wc_r; mul_b = {{(DIM_W-KER_W){1'b0}}, sy_r}; end
@@ -192,21 +201,21 @@ always @* begin
         ST_STY0:  begin mul_a = wc_r; mul_b = {{(DIM_W-KER_W){1'b0}}, dy_r}; acc_en = 1'b1; acc_clr = 1'b1; end
         ST_STY1:  begin mul_a = {{(IDX_W-XC_W){1'b0}}, dxc_r}; mul_b = {{(DIM_W-KER_W){1'b0}}, kw_r - 1'b1}; acc_en = 1'b1; acc_neg = 1'b1; end
         ST_STY2:  begin mul_a = {{(IDX_W-DIM_W){1'b0}}, c_r - 1'b1}; mul_b = {{(DIM_W-1){1'b0}}, 1'b1}; acc_en = 1'b1; acc_neg = 1'b1; end
-        // image origin + offset of lane K0*L: -PT*W*C - PL*C + ky0*DY*W*C + kx0*DX*C + c0
+        // image origin + offset of lane K0*L: -PT*W*C - PL*C + ky0*DY*W*C + kx0*DX*C (+ c0 at
+        // ST_WINIT)
         ST_IMG2:  begin mul_a = wc_r; mul_b = {{(DIM_W-KER_W){1'b0}}, pt_r}; acc_en = 1'b1; acc_clr = 1'b1; acc_neg = 1'b1; end
         ST_IMG3:  begin mul_a = {{(IDX_W-DIM_W){1'b0}}, c_r}; mul_b = {{(DIM_W-KER_W){1'b0}}, pl_r}; acc_en = 1'b1; acc_neg = 1'b1; end
         ST_TY0:   begin mul_a = {{(IDX_W-KER_W){1'b0}}, dy_r}; mul_b = {{(DIM_W-KER_W){1'b0}}, ky0_r}; end
         ST_TX0:   begin mul_a = {{(IDX_W-KER_W){1'b0}}, dx_r}; mul_b = {{(DIM_W-KER_W){1'b0}}, kx0_r}; end
         ST_IMG0:  begin mul_a = wc_r; mul_b = ty0_r[DIM_W-1:0]; acc_en = 1'b1; end
         ST_IMG1:  begin mul_a = {{(IDX_W-DIM_W){1'b0}}, c_r}; mul_b = tx0_r[DIM_W-1:0]; acc_en = 1'b1; end
-        ST_IMG4:  begin mul_a = {{(IDX_W-DIM_W){1'b0}}, c0_r}; mul_b = {{(DIM_W-1){1'b0}}, 1'b1}; acc_en = 1'b1; end
         default: ;
     endcase
 end
 
-wire signed [SW-1:0] acc_in = acc_clr ? {SW{1'b0}} : acc_r;
-wire signed [SW-1:0] mul_s = $signed({2'b00, mul_p});
-wire signed [SW-1:0] acc_next = acc_neg ? acc_in - mul_s : acc_in + mul_s;
+wire signed [SW-1:0] acc_in = acc_clr_r ? {SW{1'b0}} : acc_r;
+wire signed [SW-1:0] mul_s = $signed({2'b00, prod_r});
+wire signed [SW-1:0] acc_next = acc_neg_r ? acc_in - mul_s : acc_in + mul_s;
 
 // restoring divider: dv_cnt iterations of one quotient bit each, phases 1 and 2
 reg [1:0] dv_ph;
@@ -219,9 +228,13 @@ wire [LN_W-1:0] dv_sub = dv_rem - dv_dsh[LN_W-1:0];
 wire kdone0 = {{(IDX_W-LN_W){1'b0}}, kbeg_r} >= {{(IDX_W-KK_W){1'b0}}, kk_r};   // lane K0*L is past K
 
 // run state
-reg [LN_W-1:0] lane_r, lane0_r, lane_n_r;     // WINDOWS: lane k; CHANNELS: j
-reg [DIM_W-1:0] x_r, y_r, x_n_r, y_n_r;       // ox, oy / x, y
-reg [KP_W-1:0] z_r, z_n_r;                    // n / chunk
+// each counter's last value (its count - 1, modulo its width) is kept beside it, so that the
+// walk's "last" tests are equality compares, not an increment and a compare in series ahead
+// of the element adder's operand select (the unit's critical path on the ECP5 proxy,
+// docs/synthesis.md)
+reg [LN_W-1:0] lane_r, lane0_r, lane_l_r;     // WINDOWS: lane k; CHANNELS: j
+reg [DIM_W-1:0] x_r, y_r, x_l_r, y_l_r;       // ox, oy / x, y
+reg [KP_W-1:0] z_r, z_l_r;                    // n / chunk
 reg signed [SW-1:0] elem_r;
 // WINDOWS
 reg [KER_W-1:0] ky_r, kx_r;
@@ -235,9 +248,9 @@ reg signed [STX_W-1:0] stx_r;                 // setup results
 reg signed [SW-1:0] sty_r;
 // the walk's copies of what it reads, loaded when it starts (the next setup runs meanwhile)
 reg win_q;
-reg [DIM_W-1:0] h_q, w_q, c_q, c0_q;
-reg [KER_W-1:0] kh_q, kw_q, sy_q, sx_q, dy_q, dx_q, ky0_q, kx0_q;
-reg [KP_W-1:0] rep_q, cv_q;
+reg [DIM_W-1:0] h_q, w_q, c_q, c_l_q, c0_q;
+reg [KER_W-1:0] kh_l_q, kw_l_q, sy_q, sx_q, dy_q, dx_q, ky0_q, kx0_q;   // KH - 1, KW - 1
+reg [KP_W-1:0] rep_l_q, cv_q;                                          // KP - 1
 reg kdone0_q;
 reg signed [STX_W-1:0] stx_q;
 reg [XC_W-1:0] sxc_q;
@@ -261,14 +274,14 @@ function signed [CW-1:0] sx_ker(input [KER_W-1:0] v);
 endfunction
 
 wire fire = m_valid && m_ready;
-wire lane_last = lane_r + 1'b1 == lane_n_r;
-wire x_last = x_r + 1'b1 == x_n_r;
-wire y_last = y_r + 1'b1 == y_n_r;
-wire z_last = z_r + 1'b1 == z_n_r;
-wire c_last = cc_r + 1'b1 == c_q;
-wire kx_last = kx_r + 1'b1 == kw_q;
-wire ky_last = ky_r + 1'b1 == kh_q;
-wire ph_last = ph_r + 1'b1 == rep_q;
+wire lane_last = lane_r == lane_l_r;
+wire x_last = x_r == x_l_r;
+wire y_last = y_r == y_l_r;
+wire z_last = z_r == z_l_r;
+wire c_last = cc_r == c_l_q;
+wire kx_last = kx_r == kw_l_q;
+wire ky_last = ky_r == kh_l_q;
+wire ph_last = ph_r == rep_l_q;
 
 wire win_pad = kdone_r || ty_r < 0 || ty_r >= sx_dim(h_q) || tx_r < 0 || tx_r >= sx_dim(w_q);
 wire ch_pad = r_r >= {1'b0, cv_q};
@@ -294,7 +307,7 @@ always @* begin
     add_b = {{(SW-1){1'b0}}, 1'b1};
     if (init_go) begin
         add_a = st_reg == ST_WINIT ? acc_r : sx_idx({{(IDX_W-KP_W){1'b0}}, s0_r});
-        add_b = {SW{1'b0}};
+        add_b = st_reg == ST_WINIT ? sx_idx({{(IDX_W-DIM_W){1'b0}}, c0_r}) : {SW{1'b0}};
     end else if (win_q) begin
         if (!lane_last) begin
             if (c_last) begin
@@ -453,6 +466,33 @@ always @(posedge clk) begin
         end
     end
 
+    // the product of the step before: its result register, or the accumulator (a waiting
+    // ST_TY0 writes ty0_r each cycle, its last product is the one with the final ky0)
+    prod_r <= mul_p;
+    pst_r <= st_reg;
+    pv_r <= state_reg == S_SETUP;
+    acc_en_r <= state_reg == S_SETUP && acc_en;
+    acc_clr_r <= acc_clr;
+    acc_neg_r <= acc_neg;
+    if (acc_en_r) begin
+        acc_r <= acc_next;
+    end
+    if (pv_r) begin
+        case (pst_r)
+        ST_KBEG:  kbeg_r <= prod_r[LN_W-1:0];
+        ST_KK:    kk_r <= prod_r[KK_W-1:0];
+        ST_KEND:  kend_r <= prod_r[LN_W-1:0];
+        ST_WC:    wc_r <= prod_r;
+        ST_HWC:   hwc_r <= prod_r;
+        ST_SXC:   sxc_r <= prod_r[XC_W-1:0];
+        ST_DXC:   dxc_r <= prod_r[XC_W-1:0];
+        ST_SYWC:  sywc_r <= prod_r;
+        ST_TY0:   ty0_r <= prod_r[CW-1:0];
+        ST_TX0:   tx0_r <= prod_r[CW-1:0];
+        default: ;
+        endcase
+    end
+
     case (state_reg)
     S_IDLE: begin
         if (start) begin
@@ -477,50 +517,35 @@ always @(posedge clk) begin
     end
     S_SETUP: begin
         st_reg <= st_reg + 5'd1;
-        if (acc_en) begin
-            acc_r <= acc_next;
-        end
         case (st_reg)
-        ST_KBEG:  kbeg_r <= mul_p[LN_W-1:0];
         ST_KHKW: begin
-            khkw_r <= mul_p[2*KER_W-1:0];
             dv_ph <= 2'd1;
-            dv_rem <= kbeg_r;
+            dv_rem <= prod_r[LN_W-1:0];       // K0*L (ST_KBEG's product)
             dv_dsh <= {{(DSH_W-DIM_W){1'b0}}, c_r} << (2 * KER_W - 1);
             dv_q <= {KP_W{1'b0}};
             dv_cnt <= QB_TAP;
         end
-        ST_KK:    kk_r <= mul_p[KK_W-1:0];
-        ST_KEND:  kend_r <= mul_p[LN_W-1:0];
-        ST_WC:    wc_r <= mul_p;
-        ST_HWC:   hwc_r <= mul_p;
-        ST_SXC:   sxc_r <= mul_p[XC_W-1:0];
-        ST_DXC:   dxc_r <= mul_p[XC_W-1:0];
-        ST_SYWC:  sywc_r <= mul_p;
-        ST_STY0:  stx_r <= acc_r[STX_W-1:0];
-        ST_IMG2:  sty_r <= acc_r;
+        ST_STY1:  stx_r <= acc_r[STX_W-1:0];   // after ST_STX1's accumulate
+        ST_IMG3:  sty_r <= acc_r;               // after ST_STY2's
         ST_TY0: begin
             if (dv_ph != 2'd0) begin
                 st_reg <= st_reg;             // ky0, kx0, c0 not there yet
-            end else begin
-                ty0_r <= mul_p[CW-1:0];
             end
         end
-        ST_TX0:   tx0_r <= mul_p[CW-1:0];
         ST_WINIT: if (run_reg && !(fire && m_last)) begin
             st_reg <= st_reg;                 // the walk of the stream before is not done
         end else begin
             win_q <= 1'b1;
-            h_q <= h_r; w_q <= w_r; c_q <= c_r; c0_q <= c0_r;
-            kh_q <= kh_r; kw_q <= kw_r; sy_q <= sy_r; sx_q <= sx_r; dy_q <= dy_r; dx_q <= dx_r;
+            h_q <= h_r; w_q <= w_r; c_q <= c_r; c_l_q <= c_r - 1'b1; c0_q <= c0_r;
+            kh_l_q <= kh_r - 1'b1; kw_l_q <= kw_r - 1'b1; sy_q <= sy_r; sx_q <= sx_r; dy_q <= dy_r; dx_q <= dx_r;
             ky0_q <= ky0_r; kx0_q <= kx0_r; kdone0_q <= kdone0_r;
             stx_q <= stx_r; sty_q <= sty_r;
             sxc_q <= sxc_r; sywc_q <= sx_idx(sywc_r); hwc_q <= sx_idx(hwc_r);
             ty00_q <= ty00; tx00_q <= tx00; npl_q <= npl;
-            lane_r <= kbeg_r; lane0_r <= kbeg_r; lane_n_r <= kend_r;
-            x_r <= {DIM_W{1'b0}}; x_n_r <= ow_r;
-            y_r <= {DIM_W{1'b0}}; y_n_r <= oh_r;
-            z_r <= {KP_W{1'b0}}; z_n_r <= {{(KP_W-DIM_W){1'b0}}, n_r};
+            lane_r <= kbeg_r; lane0_r <= kbeg_r; lane_l_r <= kend_r - 1'b1;
+            x_r <= {DIM_W{1'b0}}; x_l_r <= ow_r - 1'b1;
+            y_r <= {DIM_W{1'b0}}; y_l_r <= oh_r - 1'b1;
+            z_r <= {KP_W{1'b0}}; z_l_r <= {{(KP_W-DIM_W){1'b0}}, n_r} - 1'b1;
             ky_r <= ky0_r; kx_r <= kx0_r; cc_r <= c0_r; kdone_r <= kdone0_r;
             ix_r <= npl;
             xt0_r <= tx00; yt0_r <= ty00;
@@ -551,12 +576,12 @@ always @(posedge clk) begin
             st_reg <= st_reg;
         end else begin
             win_q <= 1'b0;
-            c_q <= c_r; rep_q <= rep_r; cv_q <= cv_r;
+            c_q <= c_r; c_l_q <= c_r - 1'b1; rep_l_q <= rep_r - 1'b1; cv_q <= cv_r;
             lane_r <= {LN_W{1'b0}}; lane0_r <= {LN_W{1'b0}};
-            lane_n_r <= {{(LN_W-KP_W){1'b0}}, cpc_r};
-            x_r <= {DIM_W{1'b0}}; x_n_r <= w_r;
-            y_r <= {DIM_W{1'b0}}; y_n_r <= h_r;
-            z_r <= {KP_W{1'b0}}; z_n_r <= nchunk_r;
+            lane_l_r <= {{(LN_W-KP_W){1'b0}}, cpc_r} - 1'b1;
+            x_r <= {DIM_W{1'b0}}; x_l_r <= w_r - 1'b1;
+            y_r <= {DIM_W{1'b0}}; y_l_r <= h_r - 1'b1;
+            z_r <= {KP_W{1'b0}}; z_l_r <= nchunk_r - 1'b1;
             r_r <= {1'b0, k0_r}; rc_r <= {1'b0, k0_r};
             s_r <= s0_r; ph_r <= ph0_r; sc_r <= s0_r; phc_r <= ph0_r;
             pel_r <= add_s;
@@ -579,6 +604,8 @@ always @(posedge clk) begin
         st_reg <= 5'd0;
         empty_reg <= 1'b0;
         dv_ph <= 2'd0;
+        pv_r <= 1'b0;
+        acc_en_r <= 1'b0;
     end
 end
 

@@ -62,7 +62,8 @@ module dtpu_axi_burst #
 
 localparam BW = $clog2(MAX_BURST + 1);          // beats of one burst
 localparam OW = $clog2(MAX_OUTSTANDING + 1);    // bursts reserved
-localparam [CNT_W-1:0] MAXB = MAX_BURST[CNT_W-1:0];
+localparam [9:0]    MAXB10 = MAX_BURST[9:0];
+localparam [BW-1:0]  MAXBW = MAX_BURST[BW-1:0];
 localparam [OW-1:0] MAXO = MAX_OUTSTANDING[OW-1:0];
 
 initial begin
@@ -80,16 +81,22 @@ reg  [OW-1:0]     resv;             // bursts reserved
 
 // beats to the 4 KiB boundary: 1..512
 wire [9:0]        bnd = 10'd512 - {1'b0, gen_addr[11:3]};
-wire [CNT_W-1:0]  lim = ({{(CNT_W-10){1'b0}}, bnd} < MAXB) ? {{(CNT_W-10){1'b0}}, bnd} : MAXB;
-wire [CNT_W-1:0]  beats = (gen_left < lim) ? gen_left : lim;
+// this burst's limit, 1..MAX_BURST: BW bits wide, so that the compares with gen_left below are
+// BW-bit compares beside a wide zero test, not CNT_W-bit carry chains in series with the address
+// add (the splitter's critical path on the ECP5 proxy, docs/synthesis.md)
+wire [BW-1:0]     lim = (bnd < MAXB10) ? bnd[BW-1:0] : MAXBW;
+wire              left_hi = |gen_left[CNT_W-1:BW];
+wire [BW-1:0]     left_lo = gen_left[BW-1:0];
+wire [BW-1:0]     beats = (!left_hi && left_lo < lim) ? left_lo : lim;
 
 wire              cmd_hs = cmd_valid && cmd_ready;
 
 assign req_ready = !gen_busy;
 assign cmd_valid = gen_busy && (resv < MAXO);
 assign cmd_addr  = gen_addr;
-assign cmd_beats = beats[BW-1:0];
-assign cmd_last  = (gen_left == beats);
+assign cmd_beats = beats;
+// gen_left == beats, i.e. gen_left <= lim
+assign cmd_last  = !left_hi && (left_lo <= lim);
 assign none      = (resv == {OW{1'b0}});
 
 always @(posedge clk) begin
@@ -105,8 +112,8 @@ always @(posedge clk) begin
             gen_left <= req_words;
         end
         if (cmd_hs) begin
-            gen_addr <= gen_addr + {{(ADDR_W-BW-3){1'b0}}, beats[BW-1:0], 3'b000};
-            gen_left <= gen_left - beats;
+            gen_addr <= gen_addr + {{(ADDR_W-BW-3){1'b0}}, beats, 3'b000};
+            gen_left <= gen_left - {{(CNT_W-BW){1'b0}}, beats};
             gen_busy <= !cmd_last;
         end
         resv <= resv + {{(OW-1){1'b0}}, cmd_hs} - {{(OW-1){1'b0}}, done};

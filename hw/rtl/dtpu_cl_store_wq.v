@@ -87,6 +87,10 @@ reg  [LOG_DEPTH:0]  rf_wr, rf_rd;
 reg                 run_v;
 reg  [WA_W-1:0]     run_a;
 reg  [RW-1:0]       run_n;
+// run_a + run_n, kept beside them: the add is off the input's path (follows, the gap and the
+// fill test below were an add, a subtract and two compares in series: the unit's critical path
+// on the ECP5 proxy, docs/synthesis.md)
+reg  [WA_W-1:0]     run_end;
 /* words of requests the master took and has not had */
 reg  [CNT_W:0]      owed;
 
@@ -97,16 +101,19 @@ wire rf_empty = (rf_wr == rf_rd);
 
 wire has_word = (s_strb != 8'd0);
 /* verilator lint_off WIDTHEXPAND */
-wire follows = run_v && (s_waddr == run_a + run_n) && (run_n != MAX_RUN[RW-1:0]);
+wire follows = run_v && (s_waddr == run_end) && (run_n != MAX_RUN[RW-1:0]);
 /* verilator lint_on WIDTHEXPAND */
 
 // gap filling: a word a few words past the run's end (a short item of the next pixel) is
 // reached with words without strobes (AXI writes nothing there), one a cycle, if the run stays
 // within MAX_RUN: one burst for several short items instead of one each
 /* verilator lint_off WIDTHEXPAND */
-wire [WA_W-1:0] gap = s_waddr - (run_a + run_n);
+wire [WA_W-1:0] gap = s_waddr - run_end;
+// run_n + gap < MAX_RUN: a gap of RW bits or more never fits, so the sum is RW + 1 bits wide
+wire gap_small = (gap[WA_W-1:RW] == {(WA_W-RW){1'b0}});
+wire [RW:0] n_gap = {1'b0, run_n} + {1'b0, gap[RW-1:0]};
 wire fill_want = has_word && run_v && !follows && gap != {WA_W{1'b0}} && gap <= MAX_GAP
-                 && run_n + gap < MAX_RUN;
+                 && gap_small && n_gap < MAX_RUN;
 /* verilator lint_on WIDTHEXPAND */
 wire fill = s_valid && fill_want && !wf_full && !rf_full && !err;
 
@@ -141,6 +148,7 @@ always @(posedge clk) begin
     end
     if (fill) begin
         run_n <= run_n + 1'b1;
+        run_end <= run_end + 1'b1;
     end
     if (wf_pop) begin
         wf_rd <= wf_rd + 1'b1;
@@ -159,6 +167,7 @@ always @(posedge clk) begin
         end else if (has_word) begin
             run_v <= 1'b1;
             run_n <= n_after;
+            run_end <= (follows ? run_end : s_waddr) + 1'b1;
             if (!follows) begin
                 run_a <= s_waddr;
             end
@@ -177,6 +186,7 @@ always @(posedge clk) begin
         run_v <= 1'b0;
         run_n <= {RW{1'b0}};
         run_a <= {WA_W{1'b0}};
+        run_end <= {WA_W{1'b0}};
         owed <= {(CNT_W+1){1'b0}};
     end
 end

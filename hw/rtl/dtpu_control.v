@@ -345,23 +345,38 @@ end
 
 // CONFIG1 checks on the products
 reg [31:0] err1;
-// end of the job's own weight words (GEMM: WGT_BASE + NT*KW*COLS, DW: WGT_BASE + taps*GP)
-wire [63:0] wgt_end = {32'd0, reg_wgt_base} + (prod_nk_reg << LOG_COLS);
-wire [63:0] prm_end = {32'd0, reg_param_base} + ({32'd0, reg_gemm_nt} << LOG_COLS);
+// end of the job's own weight words (GEMM: WGT_BASE + NT*KW*COLS, DW: WGT_BASE + taps*GP),
+// compared with WEIGHT_WORDS = 2^LOG_WEIGHT_WORDS. The compares need only its low
+// LOG_WEIGHT_WORDS+1 bits and a flag for "2^(LOG_WEIGHT_WORDS+1) or more" (a high bit of the
+// base or of NT*KW set): a 17-bit add and compare beside two zero tests instead of 64-bit carry
+// chains in series, the unit's critical path into CONFIG1 on the ECP5 proxy (docs/synthesis.md).
+// prod_nk_reg is below 2^48 here (KW <= ACT_WORDS, else err0; DW: 16-bit taps), so its bits that
+// a 64-bit shift would drop are zero.
+localparam LW = LOG_WEIGHT_WORDS;
+localparam LP = LOG_PARAM_ENTRIES;
+wire wgt_big = (|prod_nk_reg[63:LW-LOG_COLS+1]) || (|reg_wgt_base[31:LW+1]);
+wire [LW+1:0] wgt_end_lo = {1'b0, reg_wgt_base[LW:0]} + {1'b0, prod_nk_reg[LW-LOG_COLS:0], {LOG_COLS{1'b0}}};
+wire wgt_over = wgt_big || wgt_end_lo > WEIGHT_WORDS[LW+1:0];
+wire prm_big = (|reg_gemm_nt[31:LP-LOG_COLS+1]) || (|reg_param_base[31:LP+1]);
+wire [LP+1:0] prm_end_lo = {1'b0, reg_param_base[LP:0]} + {1'b0, reg_gemm_nt[LP-LOG_COLS:0], {LOG_COLS{1'b0}}};
+wire prm_over = prm_big || prm_end_lo > PARAM_ENTRIES[LP+1:0];
 wire [32:0] pf_end = {1'b0, reg_pf_addr} + {1'b0, reg_pf_count};
-// prefetch range outside the memory or overlapping [WGT_BASE, wgt_end)
+// prefetch range outside the memory or overlapping [WGT_BASE, wgt_end). PF_ADDR < wgt_end is
+// compared on the low bits only: a PF_ADDR of 2^(LOG_WEIGHT_WORDS+1) or more has pf_end beyond
+// the memory, which decides pf_bad by itself
+wire pf_lt_wgt_end = wgt_big || {1'b0, reg_pf_addr[LW:0]} < wgt_end_lo;
 wire pf_bad = reg_pf_count != 32'd0
               && (pf_end > WEIGHT_WORDS[32:0]
-                  || ({32'd0, reg_pf_addr} < wgt_end && {1'b0, reg_wgt_base} < pf_end));
+                  || (pf_lt_wgt_end && {1'b0, reg_wgt_base} < pf_end));
 // the depthwise checks that come after WGT_RANGE (the prefetch check stands in its place)
 localparam [31:0] AFTER_WGT = 32'd1 << DTPU_ERR_PARAM_RANGE;
 always @* begin
     err1 = err_cfg_reg;
     if (err_cfg_reg == 32'd0 && op_reg == DTPU_OPCODE_GEMM) begin
-        if (reg_wgt_base[LOG_COLS-1:0] != 0 || wgt_end > {30'd0, WEIGHT_WORDS} || pf_bad)
+        if (reg_wgt_base[LOG_COLS-1:0] != 0 || wgt_over || pf_bad)
             err1[DTPU_ERR_WGT_RANGE] = 1'b1;
         else if (out_mode_reg != DTPU_OUT_MODE_RAW[1:0]
-                 && (reg_param_base[LOG_COLS-1:0] != 0 || prm_end > {30'd0, PARAM_ENTRIES}))
+                 && (reg_param_base[LOG_COLS-1:0] != 0 || prm_over))
             err1[DTPU_ERR_PARAM_RANGE] = 1'b1;
     end
     if ((err_cfg_reg & ~AFTER_WGT) == 32'd0 && op_reg == DTPU_OPCODE_DWCONV && pf_bad) begin

@@ -32,11 +32,16 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * Right shifts beyond 63 (a shift field far outside TFLite's [-31, 31]) are clamped: the exact
  * result is then 0 or -1 alike.
  *
- * Pipeline: inputs (stage 0) -> total/operands -> product -> rounded r (FP32: fp32(t) and the
- * scale -> mantissa product -> fp32 rounding and integer rounding); the saturated value is
- * combinational from the last register (the parent registers it into the result word).
- * FLOAT has one register (acc + bias) and the clamp after it: its accumulators arrive two cycles
- * later (fp partial and lane trees), so its words leave at the same cycle.
+ * Pipeline, six registers: inputs (stage 0) -> total/operands (1) -> partial products (m) ->
+ * product (2) -> x = h or p (3) -> rounding sum (4) -> shifted r (5); FP32: fp32(t) and the
+ * scale (1) -> mantissa partial products (m) and product (2) -> product rounded to 24 bits (3)
+ * -> integer quotient and increment (4) -> signed integer (5). Stages m-2 were one stage and
+ * stages 3-5 another (45 MHz on the ECP5 proxy, docs/synthesis.md "Timing evidence"). The
+ * saturated value is combinational from the last register (the parent registers it into the
+ * result word).
+ * FLOAT has four registers (acc + bias, then three delays) and the clamp after them: its
+ * accumulators arrive two cycles later (fp partial and lane trees), so its words leave at the
+ * same cycle.
  * Float clamp: y = min(max(s, ACT_MIN), ACT_MAX) with numpy's rules (max(a, b) = a if a >= b or
  * a is NaN, else b; min likewise); NaN is the canonical quiet NaN.
  */
@@ -67,7 +72,7 @@ module dtpu_post_lane #
     input  wire [63:0]          in_rq,
     /* verilator lint_on UNUSEDSIGNAL */
 
-    /* Result (after 3 registers) */
+    /* Result (after 6 registers) */
     output reg  [63:0]          out_value,
     output wire                 out_valid,
     output wire                 out_ovf,
@@ -113,16 +118,21 @@ wire [31:0] fmin;
 generate
 if (FLOAT_EN != 0) begin : flt
     wire [31:0] fsum;
-    reg  [31:0] fsum_reg;
+    reg  [31:0] fsum_reg, fsum2_reg, fsum3_reg, fsum4_reg;
     dtpu_fp_add bias_inst (.a(in_acc[31:0]), .b(in_bias[31:0]), .y(fsum));
 
+    // three more registers after the sum: the REQUANT stages' count less the two cycles the
+    // float accumulators arrive later, so both leave in the same cycle
     always @(posedge clk) begin
         if (ce) begin
             fsum_reg <= fsum;
+            fsum2_reg <= fsum_reg;
+            fsum3_reg <= fsum2_reg;
+            fsum4_reg <= fsum3_reg;
         end
     end
 
-    wire [31:0] fmax = (f_ge(fsum_reg, act_min) || is_nan(fsum_reg)) ? fsum_reg : act_min;
+    wire [31:0] fmax = (f_ge(fsum4_reg, act_min) || is_nan(fsum4_reg)) ? fsum4_reg : act_min;
     assign fmin = (f_ge(act_max, fmax) || is_nan(fmax)) ? fmax : act_max;
 end else begin : no_flt
     assign fmin = 32'd0;
@@ -257,26 +267,109 @@ always @(posedge clk) begin
     end
 end
 
-// ---- stage 1 -> 2: product ----
+// the float path's valid, three registers after v1_reg (its sum's stages)
+reg vf2_reg, vf3_reg, vf4_reg;
+always @(posedge clk) begin
+    if (ce) begin
+        vf2_reg <= v1_reg;
+        vf3_reg <= vf2_reg;
+        vf4_reg <= vf3_reg;
+    end
+    if (!rst_n) begin
+        vf2_reg <= 1'b0;
+        vf3_reg <= 1'b0;
+        vf4_reg <= 1'b0;
+    end
+end
+
+// ---- stage 1 -> m: the product as two partial products, x*y[15:0] and x*y[31:16] ----
+// (one 48x32 multiply with its adder tree was the lane's critical path on the ECP5 proxy after
+// the rounding split: the partial products are registered and summed in stage 2, as a
+// DSP48E1's M register would; the product is exact in 64 bits, |x*y| <= 2^62)
+/* verilator lint_off UNUSEDSIGNAL */
+wire signed [64:0] pl = x1_reg * $signed({1'b0, y1_reg[15:0]});
+wire signed [63:0] ph = x1_reg * $signed(y1_reg[31:16]);
+/* verilator lint_on UNUSEDSIGNAL */
+
+reg               vm_reg;
+reg  [2:0]        varm_reg;
+reg  [7:0]        fem_reg;
+reg               fsm_reg, fzm_reg;
+reg  [31:0]       scm_reg;
+reg               rawm_reg, reqm_reg, satm_reg;
+/* verilator lint_off UNUSEDSIGNAL */
+reg  [64:0]       plm_reg;
+reg  [63:0]       phm_reg;
+/* verilator lint_on UNUSEDSIGNAL */
+reg  [6:0]        shm_reg;
+reg  signed [15:0] zpm_reg;
+reg  [63:0]       rawvm_reg;
+reg               ovfm_reg, wrapm_reg;
+
+always @(posedge clk) begin
+    if (ce) begin
+        vm_reg <= v1_reg;
+        varm_reg <= var1_reg;
+        fem_reg <= fe1_reg;
+        fsm_reg <= fs1_reg;
+        fzm_reg <= fz1_reg;
+        scm_reg <= sc1_reg;
+        rawm_reg <= raw1_reg;
+        reqm_reg <= req1_reg;
+        satm_reg <= sat1_reg;
+        plm_reg <= pl;
+        phm_reg <= ph;
+        shm_reg <= sh1_reg;
+        zpm_reg <= zp1_reg;
+        rawvm_reg <= rawv1_reg;
+        ovfm_reg <= ovf1_reg;
+        wrapm_reg <= wrap1_reg;
+    end
+    if (!rst_n) begin
+        vm_reg <= 1'b0;
+        ovfm_reg <= 1'b0;
+        wrapm_reg <= 1'b0;
+    end
+end
+
+// ---- stage m -> 2: product ----
 // FP32 stage 1: exact mantissa product (in [2^46, 2^48) for a normal scale; the shared
 // multiplier below) and exponent
-wire [7:0]  sce = sc1_reg[30:23];
-wire        sc_nan = sce == 8'hFF && sc1_reg[22:0] != 23'd0;
-wire        sc_inf = sce == 8'hFF && sc1_reg[22:0] == 23'd0;
+wire [7:0]  sce = scm_reg[30:23];
+wire        sc_nan = sce == 8'hFF && scm_reg[22:0] != 23'd0;
+wire        sc_inf = sce == 8'hFF && scm_reg[22:0] == 23'd0;
 // biased exponent of the product before normalization: fe + se - 127 (in [1, 285])
-wire [9:0]  fpe = {2'd0, fe1_reg} + {2'd0, sce} - 10'd127;
+wire [9:0]  fpe = {2'd0, fem_reg} + {2'd0, sce} - 10'd127;
 // result 0 (zero or subnormal scale, t = 0, NaN) / saturated (infinite scale, f != 0)
-wire        fres_zero = fz1_reg || sce == 8'd0 || sc_nan;
-wire        fres_big = sc_inf && !fz1_reg;
-
+wire        fres_zero = fzm_reg || sce == 8'd0 || sc_nan;
+wire        fres_big = sc_inf && !fzm_reg;
+// the integer rounding's right shift 150 - pe and |p| >= 2^24, for the three exponents the
+// product can have after its normalization and rounding (pe = fpe + 0, 1 or 2, decided in
+// stage 2 by the product's top bit and the mantissa rounding's carry): computed here, beside
+// the multiplier, so that stage 2 only selects them (the exponent adds and compares were in
+// series with the product's roundings, the lane's critical path on the ECP5 proxy)
+reg  [4:0]  fpsh_k [0:2];
+reg  [2:0]  fpbig_k;
+integer fk;
 /* verilator lint_off UNUSEDSIGNAL */
-wire signed [79:0] prod = x1_reg * y1_reg;
+reg  [9:0]  fpe_k, fpsh_full_k;
 /* verilator lint_on UNUSEDSIGNAL */
+always @* begin
+    for (fk = 0; fk < 3; fk = fk + 1) begin
+        fpe_k = fpe + fk[9:0];
+        fpsh_full_k = 10'd150 - fpe_k;
+        // clamped: |p| < 2^-1 rounds to 0 anyway
+        fpsh_k[fk] = fpe_k >= 10'd151 ? 5'd0 : fpe_k <= 10'd125 ? 5'd25 : fpsh_full_k[4:0];
+        fpbig_k[fk] = fres_big || fpe_k >= 10'd151;
+    end
+end
+
 
 reg               v2_reg;
 reg  [2:0]        var2_reg;
-reg  [9:0]        fpe2_reg;
-reg               fps2_reg, fpz2_reg, fpb2_reg;
+reg  [4:0]        fpsh2_reg [0:2];
+reg  [2:0]        fpbig2_reg;
+reg               fps2_reg, fpz2_reg;
 reg               raw2_reg, req2_reg, sat2_reg;
 reg  signed [63:0] p2_reg;
 reg  [6:0]        sh2_reg;
@@ -286,21 +379,23 @@ reg               ovf2_reg, wrap2_reg;
 
 always @(posedge clk) begin
     if (ce) begin
-        v2_reg <= v1_reg;
-        var2_reg <= var1_reg;
-        fpe2_reg <= fpe;
-        fps2_reg <= fs1_reg ^ sc1_reg[31];
+        v2_reg <= vm_reg;
+        var2_reg <= varm_reg;
+        fpsh2_reg[0] <= fpsh_k[0];
+        fpsh2_reg[1] <= fpsh_k[1];
+        fpsh2_reg[2] <= fpsh_k[2];
+        fpbig2_reg <= fpbig_k;
+        fps2_reg <= fsm_reg ^ scm_reg[31];
         fpz2_reg <= fres_zero;
-        fpb2_reg <= fres_big;
-        raw2_reg <= raw1_reg;
-        req2_reg <= req1_reg;
-        sat2_reg <= sat1_reg;
-        p2_reg <= prod[63:0];
-        sh2_reg <= sh1_reg;
-        zp2_reg <= zp1_reg;
-        rawv2_reg <= rawv1_reg;
-        ovf2_reg <= ovf1_reg;
-        wrap2_reg <= wrap1_reg;
+        raw2_reg <= rawm_reg;
+        req2_reg <= reqm_reg;
+        sat2_reg <= satm_reg;
+        p2_reg <= plm_reg[63:0] + {phm_reg[47:0], 16'd0};
+        sh2_reg <= shm_reg;
+        zp2_reg <= zpm_reg;
+        rawv2_reg <= rawvm_reg;
+        ovf2_reg <= ovfm_reg;
+        wrap2_reg <= wrapm_reg;
     end
     if (!rst_n) begin
         v2_reg <= 1'b0;
@@ -309,7 +404,7 @@ always @(posedge clk) begin
     end
 end
 
-// ---- stage 2 -> 3: rounding shift, one adder and one shifter for every integer variant ----
+// ---- stages 2 -> 3 -> 4 -> 5: rounding shift, one adder and one shifter for every integer variant ----
 // DOUBLE's SaturatingRoundingDoublingHighMul (nudge, truncate towards zero) and DOUBLE_UP's
 // floor((p + 2^30) / 2^31) are the same value h = floor((p + 2^30) / 2^31) (for p < 0:
 // trunc((p + 1 - 2^30) / 2^31) = floor((p + 1 - 2^30 + 2^31 - 1) / 2^31)); DOUBLE saturates
@@ -319,38 +414,17 @@ end
 //   DOUBLE_UP:      x = h, c = 0 (ties towards +inf)
 //   DOUBLE:         x = h, c = (x < 0 && sh > 0): RoundingDivideByPOT's ties away from zero
 //                   (x >> sh) + ((x & mask) > (mask >> 1) + (x < 0)).
+// One carry chain per stage (the ECP5 proxy fits about two in 10 ns with their routing, and
+// these were five in series): stage 3 holds x (h or p), stage 4 the rounding sum, stage 5 the
+// shifted result; the FP32 variant's stages beside them hold the 24-bit rounded product (3),
+// its integer quotient and rounding increment (4), and the signed integer (5).
 /* verilator lint_off UNUSEDSIGNAL */
 wire signed [64:0] h_full = ({p2_reg[63], p2_reg} + 65'sd1073741824) >>> 31;
 /* verilator lint_on UNUSEDSIGNAL */
-wire is_double = var2_reg == DTPU_RQ_VARIANT_DOUBLE[2:0];
-wire signed [33:0] h = (sat2_reg && is_double) ? 34'sd2147483647 : h_full[33:0];
-wire use_h = is_double || var2_reg == DTPU_RQ_VARIANT_DOUBLE_UP[2:0];
-// Every shift >= 64 gives 0 (SINGLE/INT64 only: |x| <= 2^62 < 2^sh - 2^(sh-1)), so the sum
-// needs 65 bits (x + 2^62 for sh = 63) and the shift 0..63, done as three 4:1 stages that
-// keep only the bits the 32-bit result can reach.
+wire is_double2 = var2_reg == DTPU_RQ_VARIANT_DOUBLE[2:0];
+wire signed [33:0] h = (sat2_reg && is_double2) ? 34'sd2147483647 : h_full[33:0];
+wire use_h = is_double2 || var2_reg == DTPU_RQ_VARIANT_DOUBLE_UP[2:0];
 wire signed [64:0] rx = use_h ? {{31{h[33]}}, h} : {p2_reg[63], p2_reg};
-wire [5:0]  rs = sh2_reg[5:0];
-// 2^(sh-1) as a one-hot: bit k set when rs = k + 1
-wire signed [64:0] rhalf;
-genvar hk;
-generate
-for (hk = 0; hk < 65; hk = hk + 1) begin : half
-    if (hk < 63) begin : bit_k
-        assign rhalf[hk] = !sh2_reg[6] && rs == hk + 1;
-    end else begin : zero
-        assign rhalf[hk] = 1'b0;
-    end
-end
-endgenerate
-wire rc = is_double && rx[64] && sh2_reg != 7'd0;
-wire signed [64:0] rsum = rx + rhalf - {64'd0, rc};
-/* verilator lint_off UNUSEDSIGNAL */
-wire [112:0] rext = {{48{rsum[64]}}, rsum};
-/* verilator lint_on UNUSEDSIGNAL */
-wire [46:0] rst1 = rext[{1'b0, rs[5:4], 4'd0} +: 47];
-wire [34:0] rst2 = rst1[{2'd0, rs[3:2], 2'd0} +: 35];
-wire [31:0] rshift = sh2_reg[6] ? 32'd0 : rst2[{4'd0, rs[1:0]} +: 32];
-
 
 // FP32: the product rounded to an integer (ties to even), saturated to +-2^24, NaN -> 0
 // the product rounded to 24 significant bits (RNE): pm * 2^(pe - 150), pm normalized
@@ -361,26 +435,21 @@ wire        pg = pnorm ? fpm2_reg[23] : fpm2_reg[22];
 wire        pst = pnorm ? (|fpm2_reg[22:0]) : (|fpm2_reg[21:0]);
 wire [24:0] pm25 = {1'b0, pm24} + {24'd0, pg && (pst || pm24[0])};
 wire [23:0] pm = pm25[24] ? 24'h800000 : pm25[23:0];
-wire [9:0]  pe = fpe2_reg + {9'd0, pnorm} + {9'd0, pm25[24]};
-wire        p_big = fpb2_reg || pe >= 10'd151;          // |p| >= 2^24 (or infinite)
+// pe = fpe + pnorm + pm25[24]: its shift and |p| >= 2^24 were computed in stage 1 for each
+wire        pe_1 = pnorm ^ pm25[24];
+wire        pe_2 = pnorm && pm25[24];
+wire        p_big = pe_2 ? fpbig2_reg[2] : pe_1 ? fpbig2_reg[1] : fpbig2_reg[0];
 // |p| = pm * 2^(pe - 150); right shift 150 - pe, clamped (|p| < 2^-1 rounds to 0 anyway)
-/* verilator lint_off UNUSEDSIGNAL */
-wire [9:0]  psh_full = 10'd150 - pe;
-wire [4:0]  psh = pe >= 10'd151 ? 5'd0 : pe <= 10'd125 ? 5'd25 : psh_full[4:0];
-wire [24:0] pq_a = {1'b0, pm} >> {psh[4:3], 3'd0};
-wire [24:0] pq_b = pq_a >> {psh[2:1], 1'b0};
-wire [24:0] pq = pq_b >> psh[0];
-wire [24:0] prem = {1'b0, pm} & ((25'd1 << psh) - 25'd1);
-wire [24:0] phalf = psh == 5'd0 ? 25'd0 : (25'd1 << (psh - 5'd1));
-/* verilator lint_on UNUSEDSIGNAL */
-wire        pup = psh != 5'd0 && (prem > phalf || (prem == phalf && pq[0]));
-wire [24:0] pmag = p_big ? 25'h1000000 : pq + {24'd0, pup};
-wire signed [31:0] fint = fpz2_reg ? 32'sd0
-                        : fps2_reg ? -{7'd0, pmag} : {7'd0, pmag};
+wire [4:0]  psh = pe_2 ? fpsh2_reg[2] : pe_1 ? fpsh2_reg[1] : fpsh2_reg[0];
 
 reg               v3_reg;
+reg               fp3_reg, dbl3_reg;
 reg               raw3_reg, req3_reg;
-reg  signed [31:0] r3_reg;
+reg  signed [64:0] x3_reg;
+reg  [6:0]        sh3_reg;
+reg  [23:0]       pm3_reg;
+reg  [4:0]        psh3_reg;
+reg               pbig3_reg, fps3_reg, fpz3_reg;
 reg  signed [15:0] zp3_reg;
 reg  [63:0]       rawv3_reg;
 reg               ovf3_reg, wrap3_reg;
@@ -388,9 +457,17 @@ reg               ovf3_reg, wrap3_reg;
 always @(posedge clk) begin
     if (ce) begin
         v3_reg <= v2_reg;
+        fp3_reg <= var2_reg == DTPU_RQ_VARIANT_FP32[2:0];
+        dbl3_reg <= is_double2;
         raw3_reg <= raw2_reg;
         req3_reg <= req2_reg;
-        r3_reg <= var2_reg == DTPU_RQ_VARIANT_FP32[2:0] ? fint : rshift[31:0];
+        x3_reg <= rx;
+        sh3_reg <= sh2_reg;
+        pm3_reg <= pm;
+        psh3_reg <= psh;
+        pbig3_reg <= p_big;
+        fps3_reg <= fps2_reg;
+        fpz3_reg <= fpz2_reg;
         zp3_reg <= zp2_reg;
         rawv3_reg <= rawv2_reg;
         ovf3_reg <= ovf2_reg;
@@ -403,11 +480,111 @@ always @(posedge clk) begin
     end
 end
 
+// Every shift >= 64 gives 0 (SINGLE/INT64 only: |x| <= 2^62 < 2^sh - 2^(sh-1)), so the sum
+// needs 65 bits (x + 2^62 for sh = 63) and the shift 0..63, done as three 4:1 stages that
+// keep only the bits the 32-bit result can reach.
+wire [5:0]  rs3 = sh3_reg[5:0];
+// 2^(sh-1) as a one-hot: bit k set when rs = k + 1
+wire signed [64:0] rhalf;
+genvar hk;
+generate
+for (hk = 0; hk < 65; hk = hk + 1) begin : half
+    if (hk < 63) begin : bit_k
+        assign rhalf[hk] = !sh3_reg[6] && rs3 == hk + 1;
+    end else begin : zero
+        assign rhalf[hk] = 1'b0;
+    end
+end
+endgenerate
+wire rc = dbl3_reg && x3_reg[64] && sh3_reg != 7'd0;
+wire signed [64:0] rsum = x3_reg + rhalf - {64'd0, rc};
+
+// FP32: pm shifted right with the bits it loses: the quotient above, the guard bit (the half)
+// next, the sticky bits below; ties to even is then guard && (sticky || odd), no compares
+/* verilator lint_off UNUSEDSIGNAL */
+wire [49:0] pqx_a = {1'b0, pm3_reg, 25'd0} >> {psh3_reg[4:3], 3'd0};
+wire [49:0] pqx_b = pqx_a >> {psh3_reg[2:1], 1'b0};
+wire [49:0] pqx = pqx_b >> psh3_reg[0];
+/* verilator lint_on UNUSEDSIGNAL */
+wire [24:0] pq = pqx[49:25];
+wire        pup = pqx[24] && ((|pqx[23:0]) || pq[0]);
+
+reg               v4_reg;
+reg               fp4_reg;
+reg               raw4_reg, req4_reg;
+reg  signed [64:0] rsum4_reg;
+reg  [6:0]        sh4_reg;
+reg  [24:0]       pval4_reg;
+reg               pinc4_reg, fps4_reg, fpz4_reg;
+reg  signed [15:0] zp4_reg;
+reg  [63:0]       rawv4_reg;
+reg               ovf4_reg, wrap4_reg;
+
+always @(posedge clk) begin
+    if (ce) begin
+        v4_reg <= v3_reg;
+        fp4_reg <= fp3_reg;
+        raw4_reg <= raw3_reg;
+        req4_reg <= req3_reg;
+        rsum4_reg <= rsum;
+        sh4_reg <= sh3_reg;
+        pval4_reg <= pbig3_reg ? 25'h1000000 : pq;
+        pinc4_reg <= !pbig3_reg && pup;
+        fps4_reg <= fps3_reg;
+        fpz4_reg <= fpz3_reg;
+        zp4_reg <= zp3_reg;
+        rawv4_reg <= rawv3_reg;
+        ovf4_reg <= ovf3_reg;
+        wrap4_reg <= wrap3_reg;
+    end
+    if (!rst_n) begin
+        v4_reg <= 1'b0;
+        ovf4_reg <= 1'b0;
+        wrap4_reg <= 1'b0;
+    end
+end
+
+wire [5:0]  rs4 = sh4_reg[5:0];
+/* verilator lint_off UNUSEDSIGNAL */
+wire [112:0] rext = {{48{rsum4_reg[64]}}, rsum4_reg};
+/* verilator lint_on UNUSEDSIGNAL */
+wire [46:0] rst1 = rext[{1'b0, rs4[5:4], 4'd0} +: 47];
+wire [34:0] rst2 = rst1[{2'd0, rs4[3:2], 2'd0} +: 35];
+wire [31:0] rshift = sh4_reg[6] ? 32'd0 : rst2[{4'd0, rs4[1:0]} +: 32];
+// FP32: +-(p_big ? 2^24 : pq + pup) as one add: -(v + u) = ~v + !u
+wire signed [31:0] fint = fpz4_reg ? 32'sd0
+                        : ({7'd0, pval4_reg} ^ {32{fps4_reg}}) + {31'd0, pinc4_reg ^ fps4_reg};
+
+reg               v5_reg;
+reg               raw5_reg, req5_reg;
+reg  signed [31:0] r5_reg;
+reg  signed [15:0] zp5_reg;
+reg  [63:0]       rawv5_reg;
+reg               ovf5_reg, wrap5_reg;
+
+always @(posedge clk) begin
+    if (ce) begin
+        v5_reg <= v4_reg;
+        raw5_reg <= raw4_reg;
+        req5_reg <= req4_reg;
+        r5_reg <= fp4_reg ? fint : rshift[31:0];
+        zp5_reg <= zp4_reg;
+        rawv5_reg <= rawv4_reg;
+        ovf5_reg <= ovf4_reg;
+        wrap5_reg <= wrap4_reg;
+    end
+    if (!rst_n) begin
+        v5_reg <= 1'b0;
+        ovf5_reg <= 1'b0;
+        wrap5_reg <= 1'b0;
+    end
+end
+
 // ---- output: zero point, clamp (combinational) ----
 // act_min/act_max arrive saturated to the lane type (dtpu_post, once for all lanes):
 // sat(min(max(y, lo), hi)) = min(max(y, sat(lo)), sat(hi)) since sat is monotone and
 // sat(lo), sat(hi) lie in the type's range.
-wire signed [31:0] yz = r3_reg + {{16{zp3_reg[15]}}, zp3_reg};
+wire signed [31:0] yz = r5_reg + {{16{zp5_reg[15]}}, zp5_reg};
 wire signed [31:0] lo = act_min;
 wire signed [31:0] hi = act_max;
 wire signed [31:0] y1 = yz < lo ? lo : yz;
@@ -415,20 +592,20 @@ wire signed [31:0] y3 = y1 > hi ? hi : y1;
 
 always @* begin
     if (fl)
-        out_value = v1_reg ? {32'd0, fmin} : 64'd0;
-    else if (!v3_reg)
+        out_value = vf4_reg ? {32'd0, fmin} : 64'd0;
+    else if (!v5_reg)
         out_value = 64'd0;
-    else if (raw3_reg)
-        out_value = rawv3_reg;
-    else if (req3_reg)
+    else if (raw5_reg)
+        out_value = rawv5_reg;
+    else if (req5_reg)
         out_value = {{32{y3[31]}}, y3};
     else
         out_value = 64'd0;
 end
 
-assign out_valid = fl ? v1_reg : v3_reg;
-assign out_ovf = ovf3_reg;
-assign out_wrap = wrap3_reg;
+assign out_valid = fl ? vf4_reg : v5_reg;
+assign out_ovf = ovf5_reg;
+assign out_wrap = wrap5_reg;
 
 endmodule
 

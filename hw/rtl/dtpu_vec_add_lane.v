@@ -73,14 +73,19 @@ function signed [31:0] rdbpot;      // x / 2^e rounded half away from zero, e = 
     input signed [31:0] x;
     input signed [7:0]  shift;
     reg        [5:0]  e;
+    /* verilator lint_off UNUSEDSIGNAL */
+    reg signed [7:0]  ns;           // -shift: only its low 6 bits are read (1..31)
+    /* verilator lint_on UNUSEDSIGNAL */
     reg signed [32:0] t;
     begin
-        e = (shift >= 0) ? 6'd0 : (shift < -8'sd31) ? 6'd31 : 6'(-shift);
+        ns = -shift;
+        e = (shift >= 0) ? 6'd0 : (shift < -8'sd31) ? 6'd31 : ns[5:0];
         if (e == 6'd0) begin
             rdbpot = x;
         end else begin
             t = {x[31], x} + (33'sd1 <<< (e - 6'd1)) - {32'd0, x[31]};
-            rdbpot = 32'(t >>> e);
+            t = t >>> e;
+            rdbpot = t[31:0];
         end
     end
 endfunction
@@ -94,8 +99,11 @@ endfunction
 
 // ---- stage 1: the inputs scaled to the common scale ------------------------------------------
 
-wire signed [31:0] x1 = (32'(elem(a)) + 32'(in1_off)) <<< 20;
-wire signed [31:0] x2 = (32'(elem(b)) + 32'(in2_off)) <<< 20;
+// (sign extensions written out: the file is Verilog 2001, which has no size casts)
+wire signed [9:0]  ea = elem(a);
+wire signed [9:0]  eb = elem(b);
+wire signed [31:0] x1 = ({{22{ea[9]}}, ea} + {{16{in1_off[15]}}, in1_off}) << 20;
+wire signed [31:0] x2 = ({{22{eb[9]}}, eb} + {{16{in2_off[15]}}, in2_off}) << 20;
 
 reg signed [31:0] s1_reg;
 reg signed [31:0] s2_reg;
@@ -119,9 +127,9 @@ end
 // ---- stage 2: the sum scaled to the output, offset, clamp ------------------------------------
 
 wire signed [31:0] sum = s1_reg + s2_reg;             // wraps as TFLite's int32 does
-wire signed [31:0] r = rdbpot(srdhm(sum, mo), sho) + 32'(out_off);
-wire signed [31:0] lo = 32'(act_min);
-wire signed [31:0] hi = 32'(act_max);
+wire signed [31:0] r = rdbpot(srdhm(sum, mo), sho) + {{16{out_off[15]}}, out_off};
+wire signed [31:0] lo = {{16{act_min[15]}}, act_min};
+wire signed [31:0] hi = {{16{act_max[15]}}, act_max};
 /* verilator lint_off UNUSEDSIGNAL */
 wire signed [31:0] c = (r < lo) ? lo : (r > hi) ? hi : r;    // within ACT_MIN..ACT_MAX: 8 bits
 /* verilator lint_on UNUSEDSIGNAL */

@@ -137,8 +137,11 @@ async def test_requant_and_raw(dut):
             zp = 0 if tie else rng.randint(-32768, 32767)
             acc = wrap_signed(acc, AW)
             vecs.append((acc, bias, m, s, zp))
-        lat = 3
+        # six lane registers (dtpu_post_lane's pipeline, part of LAT_POST): the first value
+        # must appear exactly then
+        lat = 6
         got = []
+        first = None
         for i in range(n + lat):
             if i < n:
                 acc, bias, m, s, zp = vecs[i]
@@ -151,8 +154,10 @@ async def test_requant_and_raw(dut):
             await RisingEdge(dut.clk)
             await FallingEdge(dut.clk)
             if dut.out_valid.value:
+                first = i if first is None else first
                 got.append((int(dut.out_value.value), int(dut.out_ovf.value), int(dut.out_wrap.value)))
         assert len(got) == n, (len(got), n)
+        assert first == lat - 1, (mode, first, lat)
         for v, (val, ovf, wrap) in zip(vecs, got):
             want_v, want_o, want_w = expected(prec, mode, variant, *v, lo, hi)
             if bool(ovf) != want_o or bool(wrap) != want_w or (want_v is not None and not want_o and val != want_v):

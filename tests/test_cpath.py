@@ -278,7 +278,7 @@ def test_with_report_none_runs_stay_in_c_until_a_report_is_read(monkeypatch, dtp
     want = run(it, inputs)                       # the Python path: arms C
     first = dtpu.last_report()
     assert first.timing_us["python"] > 0
-    n = 40
+    n = 80                                       # more than the 64 a draining path keeps
     for _ in range(n):
         got = run(it, inputs)
         for a, b in zip(got, want):

@@ -12,12 +12,11 @@ each steady-state report:
   device's time (``timing_us.compute``: inside the simulated target): on the Python path that
   includes the C->Python crossing and the report's bookkeeping, which the C path leaves until a
   report is read;
-* ``unread us``: the C path when nobody reads a report (report=none, the default): the mean
-  wall time of ``interpreter.invoke()`` over a block of invokes with no report read, minus the
-  device's time the reports read after the block give (``timing_us.compute``). It is the
-  host's whole share of an invoke (TFLite's own work and the operators left on the CPU too),
-  with whatever Python the C path still enters (the mean: a fold paid every n-th invoke
-  counts).
+* ``unread us``: the C path when nobody reads a report (report=none, the default), over a
+  block of invokes with no report read: the mean ``kernel us`` of the block's reports (read
+  after it) plus the Python the C path entered during the block to fold its runs (the time
+  inside ``PartitionKernel.drain_c``, C's call into Python, per invoke: a fold paid every n-th
+  invoke counts); ``read ms``: building the block's reports when they are read at its end.
 
 Medians of the pairs and the median of the per-pair ratios. On backend=model the target is the
 golden model called back from C (its register calls are the device's time); backend=rtl drives
@@ -66,23 +65,39 @@ def _invoke(it, inputs) -> dict:
 
 
 def unread(it, inputs, invokes: int) -> float:
-    """Mean host us of an invoke while no report is read (see the module's docstring)."""
+    """(mean host us of an invoke while no report is read, ms to read the block's reports):
+    see the module's docstring."""
     import time
 
     import dtpu
+    from dtpu.delegate import runtime as rt
 
-    walls = []
-    details = it.get_input_details()
-    for _ in range(invokes):
-        for detail, x in zip(details, inputs):
-            it.set_tensor(detail["index"], x)
+    spent = [0]
+    drain = rt.PartitionKernel.drain_c
+
+    def timed(self):
         t0 = time.perf_counter_ns()
-        it.invoke()
-        walls.append((time.perf_counter_ns() - t0) / 1e3)
+        try:
+            drain(self)
+        finally:
+            spent[0] += time.perf_counter_ns() - t0
+
+    details = it.get_input_details()
+    rt.PartitionKernel.drain_c = timed
+    try:
+        for _ in range(invokes):
+            for detail, x in zip(details, inputs):
+                it.set_tensor(detail["index"], x)
+            it.invoke()
+    finally:
+        rt.PartitionKernel.drain_c = drain
+    t0 = time.perf_counter()
     reports = dtpu.reports()[-invokes:]
+    read_ms = (time.perf_counter() - t0) * 1e3
     assert len(reports) == invokes, "the report store keeps fewer reports than the block"
-    device = [r.timing_us.get("compute", 0.0) for r in reports]
-    return statistics.fmean(w - d for w, d in zip(walls, device))
+    kernel = statistics.fmean(r.timing_us["total"] - r.timing_us.get("compute", 0.0)
+                              for r in reports)
+    return kernel + spent[0] / 1e3 / invokes, read_ms
 
 
 def bench(name: str, model: Path, backend: str, invokes: int, block: int) -> dict:
@@ -104,7 +119,9 @@ def bench(name: str, model: Path, backend: str, invokes: int, block: int) -> dic
         out[f"{key}_c"] = statistics.median(a[key] for a, _ in pairs)
         out[f"{key}_py"] = statistics.median(b[key] for _, b in pairs)
         out[f"{key}_ratio"] = statistics.median(b[key] / a[key] for a, b in pairs if a[key] > 0)
-    out["unread_c"] = unread(c, inputs, block)
+    dtpu_reports_read = _invoke(c, inputs)    # the pairs' runs folded before the block
+    assert dtpu_reports_read["python"] == 0
+    out["unread_c"], out["read_ms"] = unread(c, inputs, block)
     return out
 
 
@@ -119,13 +136,13 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     print(f"{'model':<18} {'backend':<7} {'parts':>5} {'n':>4} | {'host us C':>10} "
           f"{'Python':>9} {'x':>6} | {'kernel us C':>11} {'Python':>9} {'x':>6} | "
-          f"{'unread us C':>11}")
+          f"{'unread us C':>11} {'read ms':>7}")
     for name in args.only:
         r = bench(name, MODELS[name], args.backend, args.invokes, args.block)
         print(f"{r['model']:<18} {r['backend']:<7} {r['partitions']:>5} {r['invokes']:>4} | "
               f"{r['host_c']:>10.1f} {r['host_py']:>9.1f} {r['host_ratio']:>6.1f} | "
               f"{r['kernel_c']:>11.1f} {r['kernel_py']:>9.1f} {r['kernel_ratio']:>6.1f} | "
-              f"{r['unread_c']:>11.1f}",
+              f"{r['unread_c']:>11.1f} {r['read_ms']:>7.1f}",
               flush=True)
     return 0
 

@@ -13,10 +13,11 @@ each steady-state report:
   includes the C->Python crossing and the report's bookkeeping, which the C path leaves until a
   report is read;
 * ``unread us``: the C path when nobody reads a report (report=none, the default), over a
-  block of invokes with no report read: the mean ``kernel us`` of the block's reports (read
-  after it) plus the Python the C path entered during the block to fold its runs (the time
-  inside ``PartitionKernel.drain_c``, C's call into Python, per invoke: a fold paid every n-th
-  invoke counts); ``read ms``: building the block's reports when they are read at its end.
+  block of invokes with no report read: the median ``kernel us`` of the block's reports (read
+  after it; a median, as above: on a shared machine a few runs take milliseconds) plus the
+  Python the C path entered during the block to fold its runs (the time inside
+  ``PartitionKernel.drain_c``, C's call into Python, per invoke: a fold paid every n-th invoke
+  counts in full); ``read ms``: building the block's reports when they are read at its end.
 
 Medians of the pairs and the median of the per-pair ratios. On backend=model the target is the
 golden model called back from C (its register calls are the device's time); backend=rtl drives
@@ -95,7 +96,7 @@ def unread(it, inputs, invokes: int) -> float:
     reports = dtpu.reports()[-invokes:]
     read_ms = (time.perf_counter() - t0) * 1e3
     assert len(reports) == invokes, "the report store keeps fewer reports than the block"
-    kernel = statistics.fmean(r.timing_us["total"] - r.timing_us.get("compute", 0.0)
+    kernel = statistics.median(r.timing_us["total"] - r.timing_us.get("compute", 0.0)
                               for r in reports)
     return kernel + spent[0] / 1e3 / invokes, read_ms
 

@@ -55,7 +55,7 @@ def _at_exit() -> None:
     try:
         with rt.LOCK:
             for state in list(rt.DELEGATES.values()):
-                state.close()
+                state.close(at_exit=True)
     finally:
         if lib is not None:
             lib.dtpu_python_alive = 0  # late frees from interpreter teardown stay in C
@@ -98,7 +98,7 @@ def install(ffi, lib) -> None:
             with rt.LOCK:
                 state = rt.DELEGATES.pop(handle, None)
                 if state is not None:
-                    state.close()
+                    state.close(at_exit=True)
         except Exception:
             log.exception("destroying delegate %d", handle)
 

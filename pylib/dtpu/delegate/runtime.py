@@ -521,11 +521,18 @@ class DelegateState:
         for graph in list(self.graphs.values()):
             graph.settle()
 
-    def close(self) -> None:
+    def close(self, at_exit: bool = False) -> None:
+        """`at_exit`: the process is ending; with report=none nobody can read the reports of
+        runs C still keeps, so they are dropped rather than folded (up to the store's size per
+        partition: seconds of Python on the board)."""
         if self.closed:
             return
         self.closed = True
         for graph in list(self.graphs.values()):
+            if at_exit and self.options.report == "none":
+                for k in graph.kernels:
+                    if k.cpath is not None and k.cpath.lazy:
+                        k.cpath.take()
             graph.drain_c()          # C runs may belong to the run in progress
             graph.finish_run()
             graph.settle()

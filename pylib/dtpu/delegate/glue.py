@@ -98,7 +98,7 @@ def install(ffi, lib) -> None:
             with rt.LOCK:
                 state = rt.DELEGATES.pop(handle, None)
                 if state is not None:
-                    state.close(at_exit=True)
+                    state.close()
         except Exception:
             log.exception("destroying delegate %d", handle)
 

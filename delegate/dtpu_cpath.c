@@ -557,11 +557,12 @@ static int dtpu_cp_kick(dtpu_cpath* cp, dtpu_cl_record* rec) {
   }
   rec->writes = 2;
   rec->doorbells = 1;
-  if (!io->simulated) t0 = dtpu_cp_now();
   /* the deadline runs from the doorbell; a polled device running beside the host (not a
    * simulation, which has run the list within the doorbell's call) is first read when the
    * armed run's cycles at the build's clock have passed (a run that long is the usual one) */
-  int64_t deadline = dtpu_cp_now() + (int64_t)(cp->timeout_s * 1e9);
+  int64_t rung = dtpu_cp_now();
+  if (!io->simulated) t0 = rung;
+  int64_t deadline = rung + (int64_t)(cp->timeout_s * 1e9);
   if (io->wait == NULL && !io->simulated && cp->clock_mhz > 0 && cp->expect_cycles > 0) {
     double ns = (double)cp->expect_cycles * 1e3 / cp->clock_mhz;
     if (ns > cp->timeout_s * 1e9) ns = cp->timeout_s * 1e9;

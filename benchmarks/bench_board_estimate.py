@@ -13,8 +13,9 @@ For VWW 96 (MLPerf Tiny), MobileNet v2 1.0 224 and ResNet-8 (MLPerf Tiny), on th
   model of contract.json `contract2.memory_model`) from bench_host_ops's `command_list`
   (dtpu.driver.lists.ListProgram on the model's 2.0 register window), plus the input and output copies into
   and out of the partitions' DDR buffers; from Python (invoke=python) and on the delegate's C
-  invoke path (invoke=c, the default: the same lists and register accesses at C's prices, plus
-  the Python that folds each run into a report).
+  invoke path (invoke=c, the default: the same lists and register accesses at C's prices, a nap
+  of the run's time before CL_STATUS, no Python while no report is read; the comparison adds
+  the Python that folds a run into its report for an application that reads every report).
 
 Then the table a board user reads first (dtpu.board.compare): the C path's whole invoke for the
 MLPerf Tiny tasks and MobileNet v1/v2 224 (the zoo models standing for them), at 100 MHz and at

@@ -107,8 +107,13 @@ struct dtpu_cpath {
   int armed, eager;
   uint64_t expect_cycles, expect_idle;
   int drain_now;
-  dtpu_cl_record* ring;
-  int capacity, count;
+  /* keep_latest: a full ring drops its oldest run (counted in `dropped`) instead of asking
+   * Python to fold it: nobody reads a report unless it is asked for (dtpu_cpath_keep_latest) */
+  int keep_latest;
+  double clock_mhz; /* the build's clock: the expected run's time, napped before polling */
+  dtpu_cl_record* ring; /* circular: the oldest kept run at `head` */
+  int capacity, count, head;
+  int64_t runs, dropped;
   char err[512];
 };
 
@@ -466,6 +471,8 @@ void dtpu_cpath_disarm(dtpu_cpath* cp) {
 int64_t dtpu_cpath_stat(dtpu_cpath* cp, int which) {
   if (cp == NULL) return -1;
   if (which == DTPU_CP_STAT_PENDING) return cp->count;
+  if (which == DTPU_CP_STAT_RUNS) return cp->runs;
+  if (which == DTPU_CP_STAT_DROPPED) return cp->dropped;
   if (which == DTPU_CP_STAT_FLUSHED) return cp->sync ? cp->sync->flushed : 0;
   if (which == DTPU_CP_STAT_INVALIDATED) return cp->sync ? cp->sync->invalidated : 0;
   if (cp->kind != 3) return 0;
@@ -484,17 +491,30 @@ int dtpu_cpath_pending(dtpu_cpath* cp) {
 }
 
 int dtpu_cpath_wants_drain(dtpu_cpath* cp) {
-  return cp != NULL && (cp->drain_now || cp->eager || cp->count >= cp->capacity);
+  return cp != NULL &&
+         (cp->drain_now || cp->eager || (!cp->keep_latest && cp->count >= cp->capacity));
 }
 
-int dtpu_cpath_take(dtpu_cpath* cp, dtpu_cl_record* out, int max) {
+void dtpu_cpath_keep_latest(dtpu_cpath* cp, int on, double clock_mhz) {
+  if (cp == NULL) return;
+  pthread_mutex_lock(&cp->ring_lock);
+  cp->keep_latest = on;
+  cp->clock_mhz = clock_mhz > 0 ? clock_mhz : 0;
+  pthread_mutex_unlock(&cp->ring_lock);
+}
+
+int dtpu_cpath_take(dtpu_cpath* cp, dtpu_cl_record* out, int max, int64_t* dropped) {
   if (cp == NULL || out == NULL || max <= 0) return 0;
   pthread_mutex_lock(&cp->ring_lock);
   int n = cp->count < max ? cp->count : max;
-  memcpy(out, cp->ring, sizeof(dtpu_cl_record) * (size_t)n);
-  memmove(cp->ring, cp->ring + n, sizeof(dtpu_cl_record) * (size_t)(cp->count - n));
+  for (int i = 0; i < n; ++i) out[i] = cp->ring[(cp->head + i) % cp->capacity];
+  cp->head = cp->count == n ? 0 : (cp->head + n) % cp->capacity;
   cp->count -= n;
   if (cp->count == 0) cp->drain_now = 0;
+  if (dropped != NULL) {
+    *dropped = cp->dropped;
+    cp->dropped = 0;
+  }
   pthread_mutex_unlock(&cp->ring_lock);
   dtpu_cp_count(&dtpu_cp_waiting, -n);
   return n;
@@ -537,7 +557,18 @@ static int dtpu_cp_kick(dtpu_cpath* cp, dtpu_cl_record* rec) {
   }
   rec->writes = 2;
   rec->doorbells = 1;
-  if (!io->simulated) t0 = dtpu_cp_now();
+  /* the deadline runs from the doorbell; a polled device running beside the host (not a
+   * simulation, which has run the list within the doorbell's call) is first read when the
+   * armed run's cycles at the build's clock have passed (a run that long is the usual one) */
+  int64_t rung = dtpu_cp_now();
+  if (!io->simulated) t0 = rung;
+  int64_t deadline = rung + (int64_t)(cp->timeout_s * 1e9);
+  if (io->wait == NULL && !io->simulated && cp->clock_mhz > 0 && cp->expect_cycles > 0) {
+    double ns = (double)cp->expect_cycles * 1e3 / cp->clock_mhz;
+    if (ns > cp->timeout_s * 1e9) ns = cp->timeout_s * 1e9;
+    struct timespec nap = {(time_t)(ns / 1e9), (long)((int64_t)ns % 1000000000LL)};
+    nanosleep(&nap, NULL);
+  }
   if (io->wait != NULL) {
     int w = DTPU_CP_CALL(cp, dev, io->wait(io->ctx, cp->timeout_s));
     if (w < 0) {
@@ -551,7 +582,6 @@ static int dtpu_cp_kick(dtpu_cpath* cp, dtpu_cl_record* rec) {
       goto out;
     }
   }
-  int64_t deadline = 0;
   for (;;) {
     if (DTPU_CP_CALL(cp, dev, io->read32(io->ctx, o[DTPU_CP_CL_STATUS], &st)) != 0) {
       dtpu_cp_fail(cp, "command list at %#x: reading CL_STATUS failed", cp->list_addr);
@@ -559,15 +589,12 @@ static int dtpu_cp_kick(dtpu_cpath* cp, dtpu_cl_record* rec) {
     }
     rec->reads += 1;
     if (st & cp->done_mask) break;
-    int64_t now = dtpu_cp_now();
-    if (deadline == 0) {
-      deadline = now + (int64_t)(cp->timeout_s * 1e9);
-    } else if (now > deadline) {
+    if (dtpu_cp_now() > deadline) {
       dtpu_cp_fail(cp, "command list at %#x: CL_STATUS=%#x, not DONE within %g s",
                    cp->list_addr, st, cp->timeout_s);
       goto out;
     }
-    struct timespec nap = {0, 100000}; /* 0.1 ms, as the Python path */
+    struct timespec nap = {0, 100000}; /* then 0.1 ms, as the Python path */
     nanosleep(&nap, NULL);
   }
   if (!io->simulated) dev += dtpu_cp_now() - t0;
@@ -617,9 +644,14 @@ out:
 
 static void dtpu_cp_keep(dtpu_cpath* cp, dtpu_cl_record* rec) {
   pthread_mutex_lock(&cp->ring_lock);
+  cp->runs += 1;
   if (cp->count < cp->capacity) {
-    cp->ring[cp->count++] = *rec;
+    cp->ring[(cp->head + cp->count++) % cp->capacity] = *rec;
     dtpu_cp_count(&dtpu_cp_waiting, 1);
+  } else if (cp->keep_latest) { /* the oldest run goes: its report would not be kept either */
+    cp->ring[cp->head] = *rec;
+    cp->head = (cp->head + 1) % cp->capacity;
+    cp->dropped += 1;
   }
   pthread_mutex_unlock(&cp->ring_lock);
 }
@@ -628,7 +660,7 @@ static void dtpu_cp_keep(dtpu_cpath* cp, dtpu_cl_record* rec) {
  * else since, a tensor that does not fit, a full ring): the caller takes the Python path. */
 int dtpu_cpath_run(dtpu_cpath* cp, void** io_data, size_t* io_bytes, int n_io, int64_t enter_ns) {
   if (cp == NULL || !cp->armed || cp->owner == NULL || *cp->owner != cp->owner_id ||
-      cp->count >= cp->capacity)
+      (cp->count >= cp->capacity && !cp->keep_latest))
     return DTPU_CP_DECLINED;
   for (int i = 0; i < cp->n_in; ++i) {
     int s = cp->ins[i].slot;

@@ -52,10 +52,12 @@ enum {
 };
 
 /* Statistics: kept by a target implementation (the Verilated core: lists ended, cycles run),
- * the runs not yet taken, the bytes the buffer maintenance flushed and invalidated. */
+ * the runs not yet taken, the bytes the buffer maintenance flushed and invalidated, the runs
+ * of this path and those a keep_latest ring dropped unread (since the last take). */
 enum {
   DTPU_CP_STAT_LISTS = 0, DTPU_CP_STAT_CYCLES = 1, DTPU_CP_STAT_PENDING = 2,
-  DTPU_CP_STAT_FLUSHED = 3, DTPU_CP_STAT_INVALIDATED = 4
+  DTPU_CP_STAT_FLUSHED = 3, DTPU_CP_STAT_INVALIDATED = 4, DTPU_CP_STAT_RUNS = 5,
+  DTPU_CP_STAT_DROPPED = 6
 };
 
 dtpu_cpath* dtpu_cpath_new(int64_t id, int n_in, int n_out, int capacity);
@@ -86,7 +88,11 @@ void dtpu_cpath_arm(dtpu_cpath* cp, int64_t* owner, int64_t owner_id, uint64_t c
                     uint64_t idle, int eager);
 void dtpu_cpath_disarm(dtpu_cpath* cp);
 int dtpu_cpath_run(dtpu_cpath* cp, void** io_data, size_t* io_bytes, int n_io, int64_t enter_ns);
-int dtpu_cpath_take(dtpu_cpath* cp, dtpu_cl_record* out, int max);
+/* on: a full ring drops its oldest run (counted, handed over by take) rather than asking for a
+ * drain; clock_mhz > 0: a polled target's first CL_STATUS read waits the armed run's time */
+void dtpu_cpath_keep_latest(dtpu_cpath* cp, int on, double clock_mhz);
+/* the oldest runs kept, up to max; *dropped (if given): the runs dropped since the last take */
+int dtpu_cpath_take(dtpu_cpath* cp, dtpu_cl_record* out, int max, int64_t* dropped);
 int dtpu_cpath_pending(dtpu_cpath* cp);
 int64_t dtpu_cpath_stat(dtpu_cpath* cp, int which);
 const char* dtpu_cpath_error(dtpu_cpath* cp);
@@ -101,7 +107,8 @@ void dtpu_core_unlock(void);
 #define DTPU_CP_DECLINED 1
 #define DTPU_CP_FAILED (-1)
 
-/* 1: the kernel should hand its records to Python now (full ring, eager, an unexpected run) */
+/* 1: the kernel should hand its records to Python now (full ring unless keep_latest, eager,
+ * an unexpected run, a failure) */
 int dtpu_cpath_wants_drain(dtpu_cpath* cp);
 
 #endif /* DTPU_CPATH_H */

@@ -256,3 +256,73 @@ def test_report_file_gets_a_line_per_c_run(tmp_path, dtpu_so, tfl):  # noqa: F81
     # Python-path report waits for its C stamps until the next invoke, as before)
     assert len(lines) >= 3
     assert all(d["host"]["mmio_reads"] == 5 for d in lines)
+
+
+def test_with_report_none_runs_stay_in_c_until_a_report_is_read(monkeypatch, dtpu_so, tfl):  # noqa: F811
+    """report=none: C keeps the latest runs (as many as the report store keeps, here 16) and
+    Python folds none of them while nobody reads a report; a read then builds the reports the
+    store would hold, numbered as if every run had had one, each whole (both partitions' 5
+    reads and 3 writes, the Python path's counters)."""
+    import dtpu
+    from dtpu import report as rep
+    from dtpu.delegate import runtime as rt
+
+    monkeypatch.setattr(rep, "KEEP", 16)
+    folds = []
+    fold = rt.PartitionKernel.fold_c
+    monkeypatch.setattr(rt.PartitionKernel, "fold_c",
+                        lambda self, rec, views: (folds.append(rec.seq), fold(self, rec, views)))
+    it = dtpu.make_interpreter(TWO_PARTITIONS, {"backend": "model"})
+    it.allocate_tensors()
+    inputs = random_inputs(it, 0)
+    want = run(it, inputs)                       # the Python path: arms C
+    first = dtpu.last_report()
+    assert first.timing_us["python"] > 0
+    n = 80                                       # more than the 64 a draining path keeps
+    for _ in range(n):
+        got = run(it, inputs)
+        for a, b in zip(got, want):
+            np.testing.assert_array_equal(a, b)
+    assert folds == [], "a C run was folded into a report that nobody asked for"
+    mine = [r for r in dtpu.reports() if r.seq > first.seq]
+    assert len(folds) == 2 * 16
+    assert [r.seq for r in mine] == list(range(first.seq + n - 15, first.seq + n + 1))
+    assert all(r.complete and r.kernels == 2 and r.timing_us["python"] == 0 for r in mine)
+    assert all(r.host["mmio_reads"] == 10 and r.host["mmio_writes"] == 6 for r in mine)
+    assert all(r.hw == first.hw for r in mine)
+
+
+def test_at_exit_runs_nobody_can_read_are_dropped_not_folded(dtpu_so, tmp_path):  # noqa: F811
+    """report=none: at the process's end the runs C still keeps are dropped (their reports
+    could no longer be read) instead of folded, which on the board would cost seconds; a
+    handler that runs after the delegate's own (registered before it) sees no fold."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    script = tmp_path / "exit.py"
+    script.write_text(f"""
+import atexit
+import dtpu
+from dtpu.delegate import runtime as rt
+from tests.delegate_util import random_inputs, run
+folds = []
+atexit.register(lambda: print("folds", len(folds), flush=True))
+fold = rt.PartitionKernel.fold_c
+rt.PartitionKernel.fold_c = lambda self, rec, views: (folds.append(rec.seq), fold(self, rec, views))
+it = dtpu.make_interpreter({str(ZOO / "mobilenet_like__int8.tflite")!r}, {{"backend": "model"}})
+it.allocate_tensors()
+inputs = random_inputs(it, 0)
+for _ in range(10):
+    run(it, inputs)
+print("read", dtpu.last_report().timing_us["python"] == 0, len(folds), flush=True)
+for _ in range(100):
+    run(it, inputs)
+""")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root / "pylib"), str(root)]))
+    out = subprocess.run([sys.executable, str(script)], cwd=root, env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["read", "True", "9", "folds", "9"], out.stdout

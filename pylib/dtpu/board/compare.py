@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from dtpu.board.costs import fold_ms
+
 ROOT = Path(__file__).resolve().parents[3]
 
 #: the tasks of the table: (task, model file relative to the checkout or None, what stands for what)
@@ -94,14 +96,16 @@ def proven_clock(results: Path | None = None) -> dict:
 
 def dtpu_row(result: dict, clock: dict, c: dict) -> dict | None:
     """The DTPU's figures of one estimate (its C-path row): whole invoke at the fabric clock,
-    at the proxy's slowest fmax, and without the Python that folds each run into a report."""
+    at the proxy's slowest fmax, and with every run's report read (the Python that folds a C
+    run into its report, which report=none leaves until a report is read)."""
     rows = {r["path"]: r for r in result["rows"]}
     r = rows.get("c")
     if r is None:
         return None
     slow_device = r["device_ms"] * c["fabric_mhz"] / clock["fmax_mhz"]
     return dict(whole_ms=r["whole_ms"], slow_ms=r["whole_ms"] - r["device_ms"] + slow_device,
-                no_fold_ms=r["whole_ms"] - r["host"]["python"], device_ms=r["device_ms"],
+                read_ms=r["whole_ms"] - r["host"]["python"] + fold_ms(result["nodes"], c),
+                device_ms=r["device_ms"],
                 tflite_ms=r["tflite_ms"], macs=result["cpu_side"]["model_macs"],
                 partitions=result["partitions"])
 
@@ -110,7 +114,7 @@ def table(results: dict[str, dict], c: dict, clock: dict) -> str:
     """The markdown table: one line per published figure (or per task without one), the
     DTPU's estimate beside it. `results`: task -> estimate (those with a model)."""
     head = (f"| task | stands for it here | M MACs | DTPU ms, C path, {c['fabric_mhz']:.0f} MHz "
-            f"| at {clock['fmax_mhz']:g} MHz | without the report fold | TFLite A9 ms (est.) "
+            f"| at {clock['fmax_mhz']:g} MHz | each report read | TFLite A9 ms (est.) "
             "| published system | where | published ms | DTPU / published time |")
     out = [head, "|" + " --- |" * (head.count(" | ") + 1)]
     for task, _file, stands in TASKS:
@@ -119,7 +123,7 @@ def table(results: dict[str, dict], c: dict, clock: dict) -> str:
             dtpu = "| - | - | - | - | - "
         else:
             dtpu = (f"| {d['macs'] / 1e6:.1f} | {d['whole_ms']:.2f} | {d['slow_ms']:.2f} "
-                    f"| {d['no_fold_ms']:.2f} | {d['tflite_ms']:.1f} ")
+                    f"| {d['read_ms']:.2f} | {d['tflite_ms']:.1f} ")
         pubs = [p for p in PUBLISHED if p["task"] == task] or [None]
         for p in pubs:
             if p is None:

@@ -167,10 +167,12 @@ COSTS: dict[str, dict] = {
                "clock_gettime only from the architected timer, which the Cortex-A9 does not "
                "have, so each is a system call: assumed 1 us"),
     "c_poll_nap_us": dict(
-        value=100.0, unit="us between CL_STATUS polls", kind="derived",
+        value=100.0, unit="us between CL_STATUS polls after the first", kind="derived",
         source="read off delegate/dtpu_cpath.c dtpu_cp_kick: on the board (a mapped window, no "
-               "wait call) C reads CL_STATUS right after the doorbell, then sleeps 0.1 ms "
-               "(nanosleep) between reads until DONE"),
+               "wait call) C sleeps the armed run's time (its cycles at clock_mhz) after the "
+               "doorbell, reads CL_STATUS, and only if the list is not DONE yet sleeps 0.1 ms "
+               "(nanosleep) between reads; the estimate's runs are the armed ones (DONE at the "
+               "first read, one nap of the device time plus timer_slack_us)"),
     "timer_slack_us": dict(
         value=50.0, unit="us added to each nap", kind="cited",
         source="Linux's default timer slack of a normal thread, 50 us (man 2 prctl, "
@@ -198,8 +200,10 @@ COSTS: dict[str, dict] = {
                "whether or not anyone reads it. The median fold of one run on this machine "
                "(backend=model, each run timed): 146 us for VWW 96 (14 nodes per partition, 514 "
                "runs), 38 us for MobileNet v2 224 (4.7 nodes per partition, 737 runs): about "
-               "9.5 us per node. Not paid if runs were folded only when a report is asked for "
-               "(not built: docs/board_estimate.md, 'What moves the figure')"),
+               "9.5 us per node. Paid only for the runs whose reports are read: with "
+               "report=none (the default) C keeps its latest runs and Python folds them only "
+               "when a report is read (docs/delegate.md, 'The C invoke path'); the comparison "
+               "table's 'each report read' column charges it on every invoke"),
     "tflite_a9_gmacs": dict(
         value=0.90, unit="G int8 MAC/s, one thread", kind="derived",
         source="scaled, not measured on an A9: no published TFLite latency on a Cortex-A9 was "
@@ -286,33 +290,35 @@ def host_ms_20(ops: dict, c: dict) -> dict:
         completion=ops["doorbells"] * c["irq_wait_us"] / 1e3)
 
 
-def host_ms_c(ops: dict, c: dict, device_ms: float) -> dict:
+def host_ms_c(ops: dict, c: dict, device_ms: float, reports_read: float = 0.0) -> dict:
     """Host milliseconds of one command-list invoke on the C invoke path (delegate/dtpu_cpath.c
-    on the board's mapped register window): its register accesses from C, the CL_STATUS polls
-    that find the list running and the nap past its end, the copies at memcpy rate with one
-    cache maintenance call per tensor on exactly its bytes, the C code itself, and the Python
-    that folds each run into a report (amortized). `ops` as for :func:`host_ms_20`, plus
+    on the board's mapped register window): its register accesses from C, the nap of the
+    armed run's time past the doorbell (it overshoots by the timer slack; the first CL_STATUS
+    read finds DONE), the copies at memcpy rate with one cache maintenance call per tensor on
+    exactly its bytes, the C code itself, and the Python that folds a run into a report for
+    the reports that are read (`reports_read` per invoke: 0 with report=none and no report
+    read; 1 with report=summary, a report file, or a read after each invoke). `ops` as for :func:`host_ms_20`, plus
     `inputs` / `outputs` (tensors copied in and out, default one each per partition, as the
-    copies' bytes are counted) and `nodes` (nodes of the partitions, default one each)."""
+    copies' bytes are counted) and `nodes` (nodes of the partitions, default one each);
+    `device_ms` is slept through, not the host's."""
     moved = ops["copy_in_bytes"] + ops["copy_out_bytes"]
     parts = ops["partitions"]
-    period = c["c_poll_nap_us"] + c["timer_slack_us"]
-    # C reads CL_STATUS at once, then once per nap: a list of t us is seen done after
-    # ceil(t / period) naps, on average half a period past its end
-    polls = ops["doorbells"] + device_ms * 1e3 / period
     syncs = ops.get("inputs", parts) + ops.get("outputs", parts)
     return _host(
         registers=(ops["mmio_reads"] * c["c_mmio_read_us"]
-                   + ops["mmio_writes"] * c["c_mmio_write_us"]
-                   + (polls - ops["doorbells"]) * c["c_mmio_read_us"]) / 1e3,
+                   + ops["mmio_writes"] * c["c_mmio_write_us"]) / 1e3,
         dma=0.0, transforms=0.0,
         copies=bytes_ms(moved, c["copy_MBps"]) + bytes_ms(moved, c["cache_maint_MBps"])
         + syncs * c["c_sync_call_us"] / 1e3,
-        completion=(ops["doorbells"] * period / 2
-                    + (polls - ops["doorbells"]) * c["c_clock_us"]) / 1e3,
+        completion=ops["doorbells"] * (c["timer_slack_us"] + c["c_clock_us"]) / 1e3,
         code=parts * (c["c_run_us"] + 5 * c["c_clock_us"]) / 1e3,
-        python=ops.get("nodes", parts) * c["c_fold_node_here_us"] * c["python_a9_factor"]
-        / 1e3)
+        python=reports_read * fold_ms(ops.get("nodes", parts), c))
+
+
+def fold_ms(nodes: int, c: dict) -> float:
+    """Milliseconds of Python that fold one C run of `nodes` nodes into its report (paid for
+    the reports that are read)."""
+    return nodes * c["c_fold_node_here_us"] * c["python_a9_factor"] / 1e3
 
 
 def non_conv_ms(side: dict, c: dict) -> float:

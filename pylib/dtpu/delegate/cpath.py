@@ -27,6 +27,9 @@ from dtpu.driver.transport import Transport
 log = logging.getLogger("dtpu.delegate")
 
 #: runs a partition keeps before C hands them to Python (one crossing per this many invokes)
+#: when every invoke's report is kept (report=summary); with report=none C keeps the latest
+#: runs, as many as the report store (dtpu.report.KEEP), and Python folds them only when a
+#: report is read (:func:`capacity`)
 CAPACITY = 64
 
 _REGS = ("CL_BASE", "DOORBELL", "CL_STATUS", "CL_ERR", "IRQ", "CL_ERR_PC", "CL_ERR_TAG",
@@ -40,6 +43,14 @@ _ids = itertools.count(1)
 HANDLES: dict[int, "PartitionCPath"] = {}
 #: dtpu.so's cffi lib, once loaded (dtpu.delegate.glue.install)
 LIB: Any = None
+
+
+def capacity(lazy: bool) -> int:
+    """Runs C keeps per partition: with `lazy` (runs folded only when a report is read) the
+    report store's size, so that a read finds every report it would have kept."""
+    from dtpu.report import KEEP
+
+    return max(1, KEEP) if lazy else CAPACITY
 
 
 class Unsupported(Exception):
@@ -60,7 +71,8 @@ class PartitionCPath:
     """Partition `index` of `program` (a :class:`dtpu.driver.lists.ListProgram`) as C runs it
     for `kernel` (whose C struct gathers TFLite's data pointers at every invoke)."""
 
-    def __init__(self, ffi, lib, kernel, program, index: int, backend, eager: bool) -> None:
+    def __init__(self, ffi, lib, kernel, program, index: int, backend, eager: bool,
+                 lazy: bool = False, clock_mhz: float = 0.0) -> None:
         self.ffi, self.lib = ffi, lib
         self.program, self.index, self.backend = program, index, backend
         self.kernel_struct = kernel.struct
@@ -82,10 +94,13 @@ class PartitionCPath:
         if array.dtype.itemsize != 1 or not array.flags.c_contiguous or array.size < program.size:
             raise Unsupported("the DDR buffer's host view is not one contiguous byte array")
         self.eager = bool(eager)
-        cp = lib.dtpu_cpath_new(self.handle, len(ins), len(outs), CAPACITY)
+        self.lazy = bool(lazy) and not self.eager
+        self.capacity = capacity(self.lazy)
+        cp = lib.dtpu_cpath_new(self.handle, len(ins), len(outs), self.capacity)
         if cp == ffi.NULL:
             raise MemoryError("dtpu_cpath_new")
         self.cp = cp
+        lib.dtpu_cpath_keep_latest(cp, int(self.lazy), float(clock_mhz))
         try:
             self._set_up(ins, outs, part.list_addr)
         except BaseException:
@@ -185,12 +200,15 @@ class PartitionCPath:
     def pending(self) -> int:
         return int(self.lib.dtpu_cpath_pending(self.cp)) if self.cp != self.ffi.NULL else 0
 
-    def take(self) -> list[Record]:
-        """The runs C recorded since the last take, oldest first."""
+    def take(self) -> tuple[list[Record], int]:
+        """The runs C kept since the last take, oldest first, and how many older runs it
+        dropped unread before them (a lazy path's full ring: their reports would have left
+        the report store already)."""
         if self.cp == self.ffi.NULL:
-            return []
-        out = self.ffi.new("dtpu_cl_record[]", CAPACITY)
-        n = self.lib.dtpu_cpath_take(self.cp, out, CAPACITY)
+            return [], 0
+        out = self.ffi.new("dtpu_cl_record[]", self.capacity)
+        dropped = self.ffi.new("int64_t*")
+        n = self.lib.dtpu_cpath_take(self.cp, out, self.capacity, dropped)
         records = [Record(out[i]) for i in range(n)]
         add = getattr(self.t, "add_c_runs", None)
         if add is not None:
@@ -198,7 +216,7 @@ class PartitionCPath:
                      int(self.lib.dtpu_cpath_stat(self.cp, _STAT_CYCLES)))
             add(stats[0] - self._stats[0], stats[1] - self._stats[1])
             self._stats = stats
-        return records
+        return records, int(dropped[0])
 
     def error(self) -> str:
         return self.ffi.string(self.lib.dtpu_cpath_error(self.cp)).decode("utf-8", "replace")
@@ -215,11 +233,13 @@ class PartitionCPath:
             self.cp = self.ffi.NULL
 
 
-def build(ffi, lib, kernel, program, index: int, backend, eager: bool) -> PartitionCPath | None:
+def build(ffi, lib, kernel, program, index: int, backend, eager: bool, lazy: bool = False,
+          clock_mhz: float = 0.0) -> PartitionCPath | None:
     """The C path of partition `index` for `kernel`, or None (the reason logged at debug);
-    `eager`: every run handed to Python at once."""
+    `eager`: every run handed to Python at once; `lazy`: runs kept in C until a report is read
+    (the latest ones); `clock_mhz`: the build's clock, for the nap before a polled completion."""
     try:
-        return PartitionCPath(ffi, lib, kernel, program, index, backend, eager)
+        return PartitionCPath(ffi, lib, kernel, program, index, backend, eager, lazy, clock_mhz)
     except Unsupported as exc:
         log.debug("nodes %s stay on the Python invoke path: %s", kernel.label, exc)
         return None
@@ -282,4 +302,4 @@ def waiting(lib) -> bool:
     return lib is not None and lib.dtpu_cpath_records_waiting() > 0
 
 
-__all__: list[Any] = ["CAPACITY", "PartitionCPath", "Record", "build"]
+__all__: list[Any] = ["CAPACITY", "PartitionCPath", "Record", "build", "capacity"]

@@ -55,7 +55,7 @@ def _at_exit() -> None:
     try:
         with rt.LOCK:
             for state in list(rt.DELEGATES.values()):
-                state.close()
+                state.close(at_exit=True)
     finally:
         if lib is not None:
             lib.dtpu_python_alive = 0  # late frees from interpreter teardown stay in C

@@ -277,7 +277,9 @@ TABLE = {
             "vector-unit node"),
     "report": ("`none`, `summary`, or a file path", "`none`",
                "`summary` prints a per-node table (stderr) when the delegate is destroyed or the "
-               "process exits; a path appends one JSON line per invoke"),
+               "process exits; a path appends one JSON line per invoke; `none`: reports are "
+               "only read (`dtpu.last_report()`, `dtpu.reports()`), so the C invoke path builds "
+               "them then, of its latest runs (docs/delegate.md, \"The C invoke path\")"),
     "clock_mhz": ("number in (0, 10000]", "`100`", "accelerator clock used to turn cycles into time"),
     "log_level": ("`debug`, `info`, `warning`, `error`, `critical`", "unchanged",
                   "level of the `dtpu` logger while this delegate lives (adds a stderr handler if none is configured); restored when it is destroyed"),
@@ -314,8 +316,9 @@ TABLE = {
     "invoke": ("`c`, `python`", "`c`",
                "backends model/rtl: `c` runs a partition compiled as a command list from TFLite's "
                "kernel call to its completion in C once its first invoke ran in Python (copies, "
-               "cache maintenance, doorbell, completion, counters; Python only builds the "
-               "report), `python` keeps every invoke in Python (docs/delegate.md, \"The C invoke "
+               "cache maintenance, doorbell, completion, counters; Python enters only to build "
+               "reports: when one is read, or each invoke's with `report=summary` or a path), "
+               "`python` keeps every invoke in Python (docs/delegate.md, \"The C invoke "
                "path\")"),
     "board_wait_s": ("number of seconds in [0, 86400]", "`0`",
                      "backend=pynq: one process owns the board at a time (a lock held while the "

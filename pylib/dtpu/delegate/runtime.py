@@ -620,11 +620,18 @@ class DelegateState:
         for graph in list(self.graphs.values()):
             graph.settle()
 
-    def close(self) -> None:
+    def close(self, at_exit: bool = False) -> None:
+        """`at_exit`: the process is ending; with report=none nobody can read the reports of
+        runs C still keeps, so they are dropped rather than folded (up to the store's size per
+        partition: seconds of Python on the board)."""
         if self.closed:
             return
         self.closed = True
         for graph in list(self.graphs.values()):
+            if at_exit and self.options.report == "none":
+                for k in graph.kernels:
+                    if k.cpath is not None and k.cpath.lazy:
+                        k.cpath.take()
             graph.drain_c()          # C runs may belong to the run in progress
             graph.finish_run()
             graph.settle()
@@ -793,9 +800,18 @@ class GraphState:
 
     def _drain_c(self, kernel: "PartitionKernel | None", views: dict | None) -> None:
         runs = []
+        dropped = 0
         for k in self.kernels:
             if k.cpath is not None and k.cpath.pending():
-                runs += [(rec.seq, k, rec) for rec in k.cpath.take()]
+                records, gone = k.cpath.take()
+                runs += [(rec.seq, k, rec) for rec in records]
+                dropped = max(dropped, gone)
+        if dropped:
+            # runs a lazy C path dropped unread: their reports would have left the report
+            # store already; the reports that are built keep the numbers they would have had
+            # (one report per dropped run of the graph's busiest partition)
+            self.finish_run()
+            skip_reports(dropped)
         if not runs:
             return
         runs.sort(key=operator.itemgetter(0))
@@ -1268,7 +1284,10 @@ class PartitionKernel:
             if self._c_refused is prog:
                 return
             eager = backend.c_invoke_eager or self.state.sink is not None
-            self.cpath = c_path.build(self.ffi, self.lib, self, prog, index, backend, eager)
+            # report=none: runs stay in C until a report is read (dtpu.last_report / reports)
+            lazy = self.state.options.report == "none"
+            self.cpath = c_path.build(self.ffi, self.lib, self, prog, index, backend, eager,
+                                      lazy, self.state.options.clock_mhz)
             if self.cpath is None:
                 self._c_refused = prog
                 return
@@ -1470,6 +1489,13 @@ def _empty_output_shape(step: Step, x_shape: tuple) -> tuple | None:
     if p.get("keep_num_dims"):
         return tuple(x_shape[:-1]) + (units,)
     return (0, units)
+
+
+def skip_reports(n: int) -> None:
+    """Number `n` reports that were never built (runs a lazy C path dropped unread)."""
+    global _report_seq
+    with LOCK:
+        _report_seq = itertools.count(next(_report_seq) + n)
 
 
 def settle_all() -> None:

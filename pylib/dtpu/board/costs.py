@@ -28,8 +28,9 @@ COSTS: dict[str, dict] = {
         value=100.0, unit="MHz", kind="assumption",
         source="the design's target fabric clock on the PYNQ-Z2 overlay (contract.json "
                "CLOCK_MHZ; docs/contract2.md memory model 'at the 100 MHz fabric clock'), not "
-               "proven: the slowest unit placed so far on the timing proxy reaches 45.2 MHz "
-               "(docs/synthesis.md, 'Timing evidence'; dtpu.board.compare.proven_clock)"),
+               "proven: not every unit placed on the timing proxy reaches it yet (the slowest "
+               "one's fmax: dtpu.board.compare.proven_clock, from hw/synth/results.json; "
+               "docs/synthesis.md, 'Timing evidence')"),
     "mmio_write_us": dict(
         value=30.0, unit="us per register write", kind="cited",
         source="https://discuss.pynq.io/t/mmio-write-is-too-slow/389 (PYNQ-Z1, the same XC7Z020 "

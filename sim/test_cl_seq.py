@@ -27,11 +27,17 @@ def test_lint_cl_top_builds(params):
     assert (RTL_DIR / "dtpu_cl_top.v").exists()
 
 
+@pytest.mark.slow
 def test_cl_seq():
     """Prologue LOADs word-exact in both memories, REGS lists, offsets outside the job
     registers, malformed lists, LOAD faults and bad fields,
     DOORBELL while running, the interrupt, the 1.2 protocol around a list; CL_ERR / PC / TAG /
-    DESCS as the model's."""
+    DESCS as the model's.
+
+    Slow (a cocotb build of the whole 2.0 top of its own, ~140 CPU-s): the default run checks
+    the same classes on the same RTL in process, against the Executor, under random memory
+    latency and backpressure (tests/test_rtl_lists.py: prologue, malformed lists and bus errors,
+    random lists, the doorbell and interrupt protocol)."""
     _run()
 
 

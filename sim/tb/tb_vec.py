@@ -1,0 +1,145 @@
+"""cocotb: VEC descriptors (contract 2.1's vector unit) on dtpu_cl_top built with VEC_EN=1,
+against the golden model (dtpu.hw.executor.Executor with vector_unit=True).
+
+Each case is one list (VEC, optionally more VECs, END) over random operands in one AxiRam: the
+RTL's DDR after the list must equal the model's byte for byte (the result, and nothing written
+outside it), and CL_ERR / CL_ERR_PC / CL_ERR_TAG / DESCS the model's. test_vec_words runs with
+random latency and backpressure on all five AXI channels; test_vec_cycles under the contract's
+memory model (fixed latency, no stalls), where CL_CYCLES, IDLE, RD_BEATS and WR_BEATS must equal
+the Timeline's (units.vector.timeline_step)."""
+import os
+import random
+
+import cocotb
+import numpy as np
+
+from dtpu.hw.core import Core
+from dtpu.hw.executor import Executor
+from dtpu.hw.listcompiler import _ListBuilder
+from dtpu.hw.vec_lower import VecSpec, lower_vec, vec_reason
+from dtpu_sim.cycles import contract_lat
+from tb_cl_run import RunTB
+from tb_cl_seq import BASE, CFG, FMT, R, SEED, Model
+
+N_CASES = int(os.environ.get("DTPU_CASES", "12"))
+OPS = os.environ.get("DTPU_VEC_OPS", "ADD,SUB,MUL").split(",")
+
+
+class VecModel(Model):
+    """The Executor of a core with the vector unit."""
+
+    def __init__(self, image, start=None):
+        super().__init__(image, start=start)
+        self.ex = Executor(Core(CFG), FMT, vector_unit=True)
+        if start is not None:
+            self.ex.core.wmem[:], self.ex.core.pmem[:] = start
+
+
+def _q(rng, dt):
+    info = np.iinfo(dt)
+    return float(np.float32(10 ** rng.uniform(-3, 0))), rng.randint(int(info.min), int(info.max))
+
+
+def random_spec(rng: random.Random) -> VecSpec:
+    """A random element-wise node the unit runs: ADD, SUB or MUL, int8 or uint8, operands of
+    one shape or a 1x1xC second (or first) operand, any fused activation."""
+    while True:
+        op = rng.choice(OPS)
+        dt = np.dtype(rng.choice((np.int8, np.uint8)))
+        full = (rng.randint(1, 2), rng.randint(1, 7), rng.randint(1, 9), rng.randint(1, 48))
+        bc = rng.choice(("none", "none", "second", "first"))
+        if bc != "none":
+            full = full[:3] + (8 * rng.randint(1, 6),)    # the RTL's broadcast: C % 8 == 0
+        vec = (1, 1, 1, full[3])
+        sa, sb = {"none": (full, full), "second": (full, vec), "first": (vec, full)}[bc]
+        qa, qb, qo = _q(rng, dt), _q(rng, dt), _q(rng, dt)
+        if op == "MUL":
+            qo = (float(np.float32(qa[0] * qb[0] * 10 ** rng.uniform(-1, 2))), qo[1])
+        act = rng.choice(("NONE", "RELU", "RELU6", "RELU_N1_TO_1"))
+        spec = VecSpec(op, dt, sa, qa, qo, b_shape=sb, b_q=qb, activation=act)
+        if vec_reason(spec, CFG) is None:
+            return spec
+
+
+def vec_image(rng: random.Random, specs, list_at=0x40000):
+    """(image, list address, [(spec, dst, bytes)]): the operands of each spec at 128-byte
+    aligned places, its result after them, the list at `list_at`."""
+    img = np.zeros(list_at + 4096, np.uint8)
+    lb = _ListBuilder(FMT)
+    at = 0x100
+    outs = []
+    for k, spec in enumerate(specs):
+        fields, swap = lower_vec(spec, CFG)
+        nbytes = lambda s: int(np.prod(s))  # noqa: E731
+        a = np.frombuffer(rng.randbytes(nbytes(spec.a_shape)), np.uint8)
+        b = np.frombuffer(rng.randbytes(nbytes(spec.b_shape)), np.uint8)
+        addr_a = at
+        addr_b = (addr_a + a.size + 127) // 128 * 128
+        dst = (addr_b + b.size + 127) // 128 * 128
+        out = nbytes(spec.output_shape)
+        at = (dst + out + 8 + 127) // 128 * 128
+        assert at < list_at, "operands overlap the list"
+        img[addr_a:addr_a + a.size] = a
+        img[addr_b:addr_b + b.size] = b
+        img[dst:dst + out + 8] = np.frombuffer(rng.randbytes(out + 8), np.uint8)  # untouched
+        src_a, src_b = (addr_b, addr_a) if swap else (addr_a, addr_b)
+        lb.vec(fields, BASE + src_a, BASE + src_b, BASE + dst, tag=0x100 + k)
+        outs.append((spec, dst, out))
+    lb.end()
+    data = np.frombuffer(lb.data(), np.uint8)
+    img[list_at:list_at + data.size] = data
+    return img, BASE + list_at, outs
+
+
+async def run_case(tb, img, addr, what):
+    """One list on the RTL and on the model: DDR and registers equal; (RTL CL_CYCLES, IDLE,
+    RD_BEATS, WR_BEATS), the model's."""
+    tb.put(img)
+    model = VecModel(img, start=(tb.weights(), tb.params()))
+    await tb.run_list(addr)
+    r = model.run(addr)
+    s = await tb.status()
+    tb.check_status(s, r, what)
+    got_ddr = tb.ddr(img.size)
+    want = model.ddr.read(BASE, img.size)
+    bad = np.flatnonzero(got_ddr != want)
+    assert bad.size == 0, (f"{what}: {bad.size} DDR bytes differ, first at {BASE + bad[0]:#x}: "
+                           f"{got_ddr[bad[0]]} != model {want[bad[0]]}")
+    got = tuple([await tb.rd(R[n]) for n in ("CL_CYCLES_LO", "IDLE_LO", "RD_BEATS", "WR_BEATS")])
+    await tb.ack()
+    return got, (r.cycles, r.idle_cycles, r.rd_beats, r.wr_beats)
+
+
+def _describe(spec):
+    return (f"{spec.op} {spec.dtype} {spec.a_shape} x {spec.b_shape} {spec.activation}")
+
+
+@cocotb.test()
+async def test_vec_words(dut):
+    """Random element-wise VECs (one to three a list) with random latency and backpressure."""
+    tb = RunTB(dut, SEED + 25)
+    await tb.reset()
+    rng = random.Random(SEED + 25)
+    for case in range(N_CASES):
+        specs = [random_spec(rng) for _ in range(rng.choice((1, 1, 2, 3)))]
+        img, addr, _ = vec_image(rng, specs)
+        what = f"case {case}: " + "; ".join(_describe(s) for s in specs)
+        await run_case(tb, img, addr, what)
+
+
+@cocotb.test()
+async def test_vec_cycles(dut):
+    """The contract's memory model: CL_CYCLES, IDLE, RD_BEATS, WR_BEATS equal the Timeline's."""
+    tb = RunTB(dut, SEED + 26, lat=contract_lat(FMT), stall=0.0)
+    await tb.reset()
+    rng = random.Random(SEED + 26)
+    res = []
+    for case in range(N_CASES):
+        specs = [random_spec(rng) for _ in range(rng.choice((1, 1, 2)))]
+        img, addr, _ = vec_image(rng, specs)
+        what = f"case {case}: " + "; ".join(_describe(s) for s in specs)
+        got, want = await run_case(tb, img, addr, what)
+        dut._log.info("%s: CL_CYCLES, IDLE, RD_BEATS, WR_BEATS %s, model %s", what, got, want)
+        res.append((what, got, want))
+    bad = [r for r in res if r[1] != r[2]]
+    assert not bad, f"{len(bad)} of {len(res)} lists differ from the Timeline: {bad}"

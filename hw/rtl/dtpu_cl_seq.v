@@ -48,9 +48,9 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  *         post unit's words go to the store unit, x_post); a fault or the unit's JOB error
  *         ends the list as for a RUN. RUN and POST both count for LOAD's AFTER.
  *   VEC   (9 words, VEC_EN only; else BAD_OPCODE as on a core without the vector unit) hands
- *         VEC0..VEC7 to the vector unit (dtpu_vec) on x_words; waits until the core and every
- *         unit are idle (every earlier write answered) and VEC_GO cycles since its header
- *         (the contract's SEQ_VEC_START, less the unit's own start), then vec_start; the unit's
+ *         VEC0..VEC7 to the vector unit (dtpu_vec) on x_words, vec_start with the header (the
+ *         unit takes the words as they come); vec_go once the core and every other unit are
+ *         idle and every earlier write answered (VEC_WGO cycles ago if it waited); the unit's
  *         `bad` -> BAD_FIELD, a fault on its reads -> that bus bit, once it is done; the next
  *         header is taken after the unit's `done`, while its writes drain. VEC does not
  *         count for LOAD's AFTER (the model counts RUNs and POSTs).
@@ -90,10 +90,7 @@ module dtpu_cl_seq #
     parameter RANGES = 4,
     // 1: the core has the vector unit (VEC descriptors); 0: VEC is BAD_OPCODE
     parameter VEC_EN = 0,
-    // cycles from a VEC header taken to vec_start at the earliest
-    parameter VEC_GO = 7,
-    // cycles from every write answered (st_idle) to vec_start at the earliest, when the VEC
-    // waited for writes
+    // cycles from every write answered (st_idle) to vec_go, when the VEC waited for writes
     parameter VEC_WGO = 2
 )
 (
@@ -190,7 +187,8 @@ module dtpu_cl_seq #
     input  wire [2:0]                 po_fault,
 
     /* vector unit (VEC_EN) */
-    output reg                        vec_start,
+    output reg                        vec_start,      // a VEC header taken
+    output wire                       vec_go,         // it may read
     input  wire                       vec_busy,
     input  wire                       vec_done,
     input  wire                       vec_bad,
@@ -230,10 +228,8 @@ localparam [4:0] S_IDLE    = 5'd0,
                  S_PDRAIN  = 5'd25,
                  S_PGO     = 5'd26,
                  S_RGO     = 5'd27,
-                 S_VWAIT   = 5'd28,
-                 S_VGO     = 5'd29,
-                 S_VRUN    = 5'd30,
-                 S_VDRAIN  = 5'd31;
+                 S_VRUN    = 5'd28,
+                 S_VDRAIN  = 5'd29;
 
 localparam [34:0]  WLIMIT = 35'd1 << LOG_WEIGHT_WORDS;       // weight words
 localparam [34:0]  PLIMIT = 35'd2 << LOG_PARAM_ENTRIES;      // parameter words (2 per entry)
@@ -389,10 +385,13 @@ assign la_drain = (state == S_RDRAIN);
 assign po_drain = (state == S_PDRAIN);
 
 wire units_idle = !la_busy && !po_busy && st_idle && !vec_busy;
-reg  [7:0]  vcnt;               // cycles since a VEC header (saturating)
+// a VEC reads once the core and the other units are idle and every earlier write was answered
+// (VEC_WGO cycles ago, when it had to wait for one)
 reg         x_vec;              // x_words hold a VEC
 reg         v_wait;             // the VEC waited for writes ...
 reg  [3:0]  v_idle;             // ... and st_idle has been high this many cycles
+assign vec_go = x_vec && !core_busy && !la_busy && !po_busy && st_idle
+             && (!v_wait || v_idle >= VEC_WGO[3:0]);
 
 /* in-flight result ranges (RANGES) and the RUN's input range; byte ends carry 40 bits, an
    element or word count past 32 bits counts as overlapping everything ("big") */
@@ -496,8 +495,11 @@ always @(posedge clk) begin
     st_flush <= 1'b0;
     po_start <= 1'b0;
     vec_start <= 1'b0;
-    if (vcnt != 8'hFF) begin
-        vcnt <= vcnt + 8'd1;
+    if (!st_idle) begin            // the VEC waits for every earlier write to be answered
+        v_wait <= 1'b1;
+        v_idle <= 4'd0;
+    end else if (v_idle != 4'hF) begin
+        v_idle <= v_idle + 4'd1;
     end
     if (ld_req_valid && ld_req_ready) begin
         ld_req_valid <= 1'b0;
@@ -553,11 +555,14 @@ always @(posedge clk) begin
                 end
                 DTPU_CL_OP_VEC: begin
                     if (VEC_EN != 0) begin
-                        xi     <= 3'd0;
-                        x_vec  <= 1'b1;
-                        x_post <= 1'b0;
-                        vcnt   <= 8'd1;
-                        state  <= S_XWORDS;
+                        xi        <= 3'd0;
+                        x_vec     <= 1'b1;
+                        x_post    <= 1'b0;
+                        vec_start <= 1'b1;     // the unit starts on the words as they come
+                        v_wait    <= !st_idle;
+                        v_idle    <= 4'd0;
+                        rg_ovf    <= 1'b1;     // the VEC's writes are not tracked
+                        state     <= S_XWORDS;
                     end else begin     // a core without the vector unit
                         err   <= err_bit(DTPU_CL_ERR_BAD_OPCODE);
                         state <= S_ABORT;
@@ -691,7 +696,12 @@ always @(posedge clk) begin
             x_words[xi * 64 +: 64] <= d_data;
             xi <= xi + 3'd1;
             if (d_last) begin
-                state <= x_vec ? S_VWAIT : x_post ? S_PWAIT : S_RWAIT;
+                state <= x_vec ? S_VRUN : x_post ? S_PWAIT : S_RWAIT;
+                if (x_vec) begin
+                    r_pc    <= pc;
+                    r_descs <= descs;
+                    r_tag   <= tag;
+                end
             end
         end
     end
@@ -811,28 +821,6 @@ always @(posedge clk) begin
             state    <= S_ABORT;
         end
     end
-    S_VWAIT: begin                 // the core and the units idle, every write answered
-        if (!st_idle) begin
-            v_wait <= 1'b1;
-            v_idle <= 4'd0;
-        end else if (v_idle != 4'hF) begin
-            v_idle <= v_idle + 4'd1;
-        end
-        if (!core_busy && units_idle && vcnt >= VEC_GO[7:0]
-                && (!v_wait || v_idle >= VEC_WGO[3:0])) begin
-            rg_v      <= {RANGES{1'b0}};   // every write answered ...
-            rg_ovf    <= 1'b1;             // ... and the VEC's own are not tracked
-            vec_start <= 1'b1;
-            r_pc      <= pc;
-            r_descs   <= descs;
-            r_tag     <= tag;
-            state     <= S_VGO;
-        end
-    end
-    S_VGO: begin                   // the unit takes `start` (its flags clear)
-        v_wait <= 1'b0;
-        state  <= S_VRUN;
-    end
     S_VRUN: begin
         if (vec_bad) begin
             x_err <= err_bit(DTPU_CL_ERR_BAD_FIELD);
@@ -902,7 +890,6 @@ always @(posedge clk) begin
         x_post       <= 1'b0;
         x_vec        <= 1'b0;
         vec_start    <= 1'b0;
-        vcnt         <= 8'd0;
         v_wait       <= 1'b0;
         v_idle       <= 4'd0;
         rg_v         <= {RANGES{1'b0}};

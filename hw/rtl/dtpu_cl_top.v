@@ -194,6 +194,7 @@ wire        seq_loading;                  // the core runs a LOAD descriptor's j
 wire [31:0] seq_err, seq_pc, seq_tag, seq_descs;
 reg         doorbell;
 wire        core_busy;
+wire        vec_active;                   // the vector unit's stall-free cycles (not IDLE)
 
 /* ---------------------------------------------------------------- AXI4-Lite front end */
 wire [AW-1:0] waddr = {s_axil_awaddr[AW-1:2], 2'b00};
@@ -348,8 +349,9 @@ always @(posedge clk) begin
         // and a RUN's cycles held by the global stall, e.g. waiting for the first word)
         // ... nor a POST's: from its start (S_PGO) to the sequencer's S_PRUN's last cycle, those
         // in which the post unit is not waiting for a sum
+        // ... nor the vector unit's stall-free cycles (dtpu_vec `active`)
         if ((!core_busy || seq_loading || stall)
-            && !((po_start || po_busy || po_busy_q) && !po_starved)) begin
+            && !((po_start || po_busy || po_busy_q) && !po_starved) && !vec_active) begin
             cl_idle <= cl_idle + 64'd1;
         end
         if (m_axi_rvalid && m_axi_rready) begin
@@ -1259,6 +1261,7 @@ seq_inst (
     .po_job_err(po_ovf),
     .po_fault({po_tmo, po_dec, po_slv}),
     .vec_start(vec_start),
+    .vec_go(vec_go),
     .vec_busy(vec_busy),
     .vec_done(vec_done),
     .vec_bad(vec_bad),
@@ -1266,7 +1269,7 @@ seq_inst (
 );
 
 /* ---------------------------------------------------------------- vector unit (VEC_EN) */
-wire vec_start, vec_done, vec_bad, vec_slv, vec_dec, vec_tmo;
+wire vec_start, vec_go, vec_done, vec_bad, vec_slv, vec_dec, vec_tmo;
 
 generate
     if (VEC_EN != 0) begin : vec
@@ -1278,9 +1281,11 @@ generate
             .clk(clk),
             .rst_n(aresetn),
             .start(vec_start),
+            .go(vec_go),
             .words(x_words),
             .busy(vec_busy),
             .done(vec_done),
+            .active(vec_active),
             .bad(vec_bad),
             .err_slverr(vec_slv),
             .err_decerr(vec_dec),
@@ -1306,6 +1311,7 @@ generate
     end else begin : no_vec
         assign vec_busy       = 1'b0;
         assign vec_done       = 1'b0;
+        assign vec_active     = 1'b0;
         assign vec_bad        = 1'b0;
         assign vec_slv        = 1'b0;
         assign vec_dec        = 1'b0;
@@ -1321,7 +1327,7 @@ generate
         assign v_w_data       = 64'd0;
         assign v_w_strb       = 8'd0;
         /* verilator lint_off UNUSEDSIGNAL */
-        wire unused_vec = vec_start ^ v_req_ready ^ v_rd_valid;
+        wire unused_vec = vec_start ^ vec_go ^ v_req_ready ^ v_rd_valid;
         /* verilator lint_on UNUSEDSIGNAL */
     end
 endgenerate

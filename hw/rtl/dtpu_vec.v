@@ -12,25 +12,26 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
 
 /*
  * Vector unit of contract 2.1 (docs/architecture.md "The vector unit"; golden model
- * dtpu.hw.units.vector): one VEC descriptor at a time, its words VEC0..VEC7 on `words`,
- * taken at `start`.
+ * dtpu.hw.units.vector): one VEC descriptor at a time, its words VEC0..VEC7 on `words`
+ * (arriving after `start`; a start while the unit still writes the last one's results waits).
  *
  * Element-wise ADD / SUB / MUL (KIND 1, 2) over contiguous 8-bit tensors, LANES lanes (one
  * 64-bit word) a cycle through dtpu_vec_ew:
  *   BMODE 0  A and B of the same shape are read as alternating requests of up to MAX_BURST
  *            words (A's chunk, then B's), so that the read channel carries one stream; A's
  *            chunk waits in a MAX_BURST-word FIFO and each B word meets its A word.
- *   BMODE 1  the 1x1xC vector B (C a multiple of LANES, C <= LANES * 2^LOG_BCAST) is read
- *            first into the operand-B buffer, then A in one request; A's word i meets B's word
- *            i mod (C / LANES).
+ *   BMODE 1  the 1x1xC vector B (C <= LANES * 2^LOG_BCAST) is read first into the
+ *            operand-B buffer (dtpu_vec_bcast), then A in one request; A's byte e meets B's
+ *            byte e mod C.
  * Result words go through an output FIFO to the write master (w_*), one write request per
  * MAX_BURST words from DST (the last one partial; the tensor's last word carries the strobes
  * of its bytes only), each requested as its words are queued.
- * Other kinds (the pools, MEAN), BMODE 1 with C not a multiple of LANES, a shape with a zero
+ * Other kinds (the pools, MEAN), a broadcast vector longer than the buffer, a shape with a zero
  * dimension, an unaligned address or more than 2^32 words: `bad` (BAD_FIELD), nothing read.
  *
- * Cycles (docs/architecture.md, the golden model's units.vector.timeline_step): the first
- * read request goes out REQ_DELAY cycles after `start`; `done` pulses DONE_DELAY cycles after
+ * Cycles (docs/architecture.md, the golden model's units.vector.timeline_step): `start` comes
+ * with the header, the words after it; the first read request goes out START_WAIT + 3 cycles
+ * after `start` (the sizes from VEC2 / VEC3), or once `go` rises; `done` pulses DONE_DELAY cycles after
  * the last read beat (the sequencer then takes the next header); a full burst is requested
  * WR_DELAY cycles after its last word enters the output FIFO, the last partial one a cycle
  * later. `busy` stays high until every result word went to the write master; faults on the
@@ -46,18 +47,24 @@ module dtpu_vec #
     parameter LOG_BCAST = 8,
     // log2 of the output FIFO's words
     parameter LOG_OUT = 5,
-    parameter REQ_DELAY = 2,
-    parameter DONE_DELAY = 7,
-    parameter WR_DELAY = 2
+    // cycles from `start` to the first read request at the earliest (the descriptor's words
+    // VEC0..VEC3 come one a cycle after it, then two cycles of sizes)
+    parameter START_WAIT = 3,
+    parameter DONE_DELAY = 6,
+    parameter WR_DELAY = 4,
+    // the contract's LAT_VEC: cycles after the last operation that still count as the unit's
+    parameter LAT = 6
 )
 (
     input  wire                clk,
     input  wire                rst_n,
 
-    input  wire                start,
-    input  wire [8*64-1:0]     words,          // VEC0..VEC7
+    input  wire                start,          // a VEC header was taken (its words follow)
+    input  wire                go,             // the unit may read (the sequencer's wait done)
+    input  wire [8*64-1:0]     words,          // VEC0..VEC7, as they arrive
     output reg                 busy,
     output reg                 done,           // one cycle: the sequencer may go on
+    output wire                active,         // a stall-free cycle of the unit (not IDLE)
     output reg                 bad,            // BAD_FIELD (a cycle or two after start)
     output reg                 err_slverr,
     output reg                 err_decerr,
@@ -100,8 +107,16 @@ localparam [31:0] BURST = MAX_BURST;
 localparam integer OUT_DEPTH = 1 << LOG_OUT;
 
 /* ---------------------------------------------------------------- fields */
+// the descriptor's words as the sequencer holds them: they do not change until it takes the
+// next header, after `done`; what the unit uses after that (the write side) is registered
 /* verilator lint_off UNUSEDSIGNAL */
-reg [63:0] v0, v1, v2, v3, v5, v6, v7;    // (reserved bits; VEC7's pool fields)
+wire [63:0] v0 = words[0 +: 64];
+wire [63:0] v1 = words[64 +: 64];
+wire [63:0] v2 = words[128 +: 64];
+wire [63:0] v3 = words[192 +: 64];
+wire [63:0] v5 = words[320 +: 64];
+wire [63:0] v6 = words[384 +: 64];
+wire [63:0] v7 = words[448 +: 64];      // (reserved bits; VEC7's pool fields)
 /* verilator lint_on UNUSEDSIGNAL */
 wire [3:0]  f_kind  = v0[DTPU_CL_VEC0_KIND_LSB +: DTPU_CL_VEC0_KIND_WIDTH];
 wire        f_sgn   = v0[DTPU_CL_VEC0_SIGNED_LSB];
@@ -132,12 +147,16 @@ wire [63:0] unused_words = words[4*64 +: 64];   // VEC4: the pools' window (not 
 /* ---------------------------------------------------------------- sizes */
 reg  [31:0] nh, wc;
 reg  [63:0] nhwc;                   // A's bytes
-reg  [31:0] a_words;                // ceil(bytes / 8)
 reg  [2:0]  tail_bytes;             // bytes of the last word (0: all 8)
-reg  [LOG_BCAST:0] b_words;         // BMODE 1: C / LANES
+// BMODE 1: ceil(C / LANES) words of B
+wire [LOG_BCAST:0] b_words_c = f_c[LOG_BCAST+3:3] + {{LOG_BCAST{1'b0}}, f_c[2:0] != 3'd0};
 
-localparam [2:0] S_IDLE = 3'd0, S_SZ1 = 3'd1, S_SZ2 = 3'd2, S_CHK = 3'd3, S_RUN = 3'd4;
+localparam [2:0] S_IDLE = 3'd0, S_SZ1 = 3'd1, S_SZ2 = 3'd2, S_CHK = 3'd3, S_RUN = 3'd4,
+                 S_WORDS = 3'd5;
 reg  [2:0]  state;
+reg         pend;                   // a start taken while the unit still wrote
+reg  [3:0]  wcnt;
+wire [31:0] a_words_c = nhwc[34:3] + {31'd0, nhwc[2:0] != 3'd0};
 
 wire kind_ew = (f_kind == 4'd1) || (f_kind == 4'd2);
 wire f_bad = !kind_ew
@@ -145,14 +164,14 @@ wire f_bad = !kind_ew
           || (f_n == 16'd0) || (f_h == 16'd0) || (f_w == 16'd0) || (f_c == 16'd0)
           || (f_src_a[2:0] != 3'd0) || (f_src_b[2:0] != 3'd0) || (f_dst[2:0] != 3'd0)
           || (nhwc[63:35] != 29'd0)
-          || (f_bmode == 2'd1 && (f_c[2:0] != 3'd0 || {16'd0, f_c} > (32'd8 << LOG_BCAST)));
+          || (f_bmode == 2'd1 && {16'd0, f_c} > (32'd8 << LOG_BCAST));
 
 /* ---------------------------------------------------------------- read requests */
 reg  [31:0] rq_left;                // A words still to request
 reg  [ADDR_W-1:0] rq_a, rq_b;       // next addresses
 reg         rq_b_next;              // BMODE 0: the B chunk of the A chunk just requested
 reg  [31:0] rq_chunk;               // its words
-reg  [REQ_DELAY:0] go_dly;
+reg         first_go;               // the first request goes out (the counters start)
 wire [31:0] chunk = (rq_left < BURST) ? rq_left : BURST;
 
 /* ---------------------------------------------------------------- receive side */
@@ -161,8 +180,6 @@ reg  [31:0] rx_cnt;                 // BMODE 0: words left in the current chunk
 reg  [31:0] rx_chunk;               // BMODE 0: the current chunk's words
 reg         rx_b;                   // BMODE 0: the current chunk is B's
 reg  [LOG_BCAST:0] rx_bvec;         // BMODE 1: B vector words still to come
-reg  [LOG_BCAST-1:0] bw_addr;       // B buffer write address
-reg  [LOG_BCAST-1:0] bj;            // B buffer word for the next A word
 
 // A chunk FIFO (BMODE 0)
 localparam integer LA = $clog2(MAX_BURST);
@@ -171,9 +188,8 @@ reg  [LA:0] af_wr, af_rd;
 wire        af_empty = (af_wr == af_rd);
 wire        af_full  = (af_wr[LA-1:0] == af_rd[LA-1:0]) && (af_wr[LA] != af_rd[LA]);
 
-// operand-B buffer (BMODE 1): one synchronous read a cycle, the word for the next A word
-reg  [63:0] bbuf [0:(1 << LOG_BCAST) - 1];
-reg  [63:0] b_q;
+// operand-B buffer (BMODE 1): the window of B for the next A word
+wire [63:0] b_q;
 
 // output FIFO and its room (words queued + in the lanes)
 reg  [63:0] ofifo [0:OUT_DEPTH-1];
@@ -242,11 +258,18 @@ assign w_strb  = (w_last_word && tail_bytes != 3'd0) ? (8'hFF >> (4'd8 - {1'b0, 
 wire        w_hs = w_valid && w_ready;
 
 reg  [DONE_DELAY:0] done_dly;
+reg  [LAT-1:0]      lat_dly;
+// the contract's stall-free cycles: one an operand beat, and LAT_VEC after the last one
+assign active = beat || (lat_dly != {LAT{1'b0}});
 
 always @(posedge clk) begin
     done <= 1'b0;
-    go_dly <= {go_dly[REQ_DELAY-1:0], 1'b0};
+    first_go <= 1'b0;
+    if (start) begin
+        pend <= 1'b1;
+    end
     done_dly <= {done_dly[DONE_DELAY-1:0], last_beat};
+    lat_dly  <= {lat_dly[LAT-2:0], last_beat};
     push_dly <= {push_dly[WR_DELAY-1:0], ew_valid};
     if (done_dly[DONE_DELAY - 1]) begin
         done <= 1'b1;
@@ -254,19 +277,20 @@ always @(posedge clk) begin
 
     case (state)
     S_IDLE: begin
-        if (start) begin
-            v0 <= words[0 +: 64];
-            v1 <= words[64 +: 64];
-            v2 <= words[128 +: 64];
-            v3 <= words[192 +: 64];
-            v5 <= words[320 +: 64];
-            v6 <= words[384 +: 64];
-            v7 <= words[448 +: 64];
+        if (start || pend) begin
+            pend <= 1'b0;
             bad <= 1'b0;
             err_slverr <= 1'b0;
             err_decerr <= 1'b0;
             err_timeout <= 1'b0;
             busy <= 1'b1;
+            wcnt <= 4'd0;
+            state <= S_WORDS;
+        end
+    end
+    S_WORDS: begin                  // VEC2, VEC3 arrive
+        wcnt <= wcnt + 4'd1;
+        if (wcnt + 4'd1 >= START_WAIT[3:0]) begin
             state <= S_SZ1;
         end
     end
@@ -283,15 +307,13 @@ always @(posedge clk) begin
     endcase
 
     if (state == S_CHK) begin
-        a_words    <= nhwc[34:3] + {31'd0, nhwc[2:0] != 3'd0};
         tail_bytes <= nhwc[2:0];
-        b_words    <= f_c[LOG_BCAST+3:3];
         if (f_bad) begin
             bad   <= 1'b1;
             busy  <= 1'b0;
             state <= S_IDLE;
-        end else begin
-            go_dly[0] <= 1'b1;
+        end else if (go) begin
+            first_go <= 1'b1;
             state <= S_RUN;
         end
     end
@@ -300,20 +322,18 @@ always @(posedge clk) begin
     if (req_valid && req_ready) begin
         req_valid <= 1'b0;
     end
-    if (go_dly[REQ_DELAY - 1]) begin
+    if (state == S_CHK && !f_bad && go) begin
         // the first request; the counters start
-        rq_left   <= a_words;
+        rq_left   <= a_words_c;
         rq_a      <= f_src_a[ADDR_W-1:0];
         rq_b      <= f_src_b[ADDR_W-1:0];
         rq_b_next <= 1'b0;
-        rx_left   <= a_words;
+        rx_left   <= a_words_c;
         rx_b      <= 1'b0;
-        rx_cnt    <= (a_words < BURST) ? a_words : BURST;
-        rx_chunk  <= (a_words < BURST) ? a_words : BURST;
-        rx_bvec   <= (f_bmode == 2'd1) ? b_words : {(LOG_BCAST+1){1'b0}};
-        bw_addr   <= {LOG_BCAST{1'b0}};
-        bj        <= {LOG_BCAST{1'b0}};
-        wq_total  <= a_words;
+        rx_cnt    <= (a_words_c < BURST) ? a_words_c : BURST;
+        rx_chunk  <= (a_words_c < BURST) ? a_words_c : BURST;
+        rx_bvec   <= (f_bmode == 2'd1) ? b_words_c : {(LOG_BCAST+1){1'b0}};
+        wq_total  <= a_words_c;
         wq_in     <= 32'd0;
         wq_req    <= 32'd0;
         wq_addr   <= f_dst[ADDR_W-1:0];
@@ -322,14 +342,14 @@ always @(posedge clk) begin
         req_valid <= 1'b1;
         if (f_bmode == 2'd1) begin
             req_addr  <= f_src_b[ADDR_W-1:0];
-            req_words <= {{(31-LOG_BCAST){1'b0}}, b_words};
+            req_words <= {{(31-LOG_BCAST){1'b0}}, b_words_c};
         end else begin
             req_addr  <= f_src_a[ADDR_W-1:0];
-            req_words <= (a_words < BURST) ? a_words : BURST;
-            rq_left   <= a_words - ((a_words < BURST) ? a_words : BURST);
-            rq_a      <= f_src_a[ADDR_W-1:0] + {((a_words < BURST) ? a_words[ADDR_W-4:0]
+            req_words <= (a_words_c < BURST) ? a_words_c : BURST;
+            rq_left   <= a_words_c - ((a_words_c < BURST) ? a_words_c : BURST);
+            rq_a      <= f_src_a[ADDR_W-1:0] + {((a_words_c < BURST) ? a_words_c[ADDR_W-4:0]
                                                   : BURST[ADDR_W-4:0]), 3'b000};
-            rq_chunk  <= (a_words < BURST) ? a_words : BURST;
+            rq_chunk  <= (a_words_c < BURST) ? a_words_c : BURST;
             rq_b_next <= 1'b1;
         end
     end else if (running && (!req_valid || req_ready)) begin
@@ -385,7 +405,6 @@ always @(posedge clk) begin
     end
     if (beat && in_bv) begin
         rx_bvec <= rx_bvec - 1'b1;
-        bw_addr <= bw_addr + 1'b1;
     end
     if (admit) begin
         rx_left <= rx_left - 32'd1;
@@ -434,8 +453,10 @@ always @(posedge clk) begin
         err_timeout  <= 1'b0;
         req_valid    <= 1'b0;
         wr_req_valid <= 1'b0;
-        go_dly       <= {(REQ_DELAY+1){1'b0}};
+        first_go     <= 1'b0;
+        pend         <= 1'b0;
         done_dly     <= {(DONE_DELAY+1){1'b0}};
+        lat_dly      <= {LAT{1'b0}};
         push_dly     <= {(WR_DELAY+1){1'b0}};
         af_wr        <= {(LA+1){1'b0}};
         af_rd        <= {(LA+1){1'b0}};
@@ -454,26 +475,19 @@ always @(posedge clk) begin
     end
 end
 
-/* the operand-B buffer: written with B's vector, read one word ahead of the A stream (the
-   word just written is forwarded) */
-wire [LOG_BCAST-1:0] bj_next = (bj == b_words[LOG_BCAST-1:0] - 1'b1) ? {LOG_BCAST{1'b0}}
-                                                                    : bj + 1'b1;
-wire [LOG_BCAST-1:0] b_ra = (admit && in_a1) ? bj_next : bj;
-always @(posedge clk) begin
-    if (beat && in_bv) begin
-        bbuf[bw_addr] <= rd_data;
-    end
-    b_q <= bbuf[b_ra];
-    if (beat && in_bv && bw_addr == b_ra) begin
-        b_q <= rd_data;
-    end
-    if (admit && in_a1) begin
-        bj <= bj_next;
-    end
-    if (go_dly[REQ_DELAY - 1] || !rst_n) begin
-        bj <= {LOG_BCAST{1'b0}};
-    end
-end
+dtpu_vec_bcast #(
+    .LOG_WORDS(LOG_BCAST)
+)
+bcast_inst (
+    .clk(clk),
+    .rst(!rst_n),
+    .clear(first_go),
+    .c(f_c),
+    .w_valid(beat && in_bv),
+    .w_data(rd_data),
+    .take(admit && in_a1),
+    .b(b_q)
+);
 
 endmodule
 

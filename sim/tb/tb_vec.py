@@ -12,6 +12,7 @@ import random
 
 import cocotb
 import numpy as np
+from cocotb.triggers import RisingEdge
 
 from dtpu.hw.core import Core
 from dtpu.hw.executor import Executor
@@ -48,8 +49,6 @@ def random_spec(rng: random.Random) -> VecSpec:
         dt = np.dtype(rng.choice((np.int8, np.uint8)))
         full = (rng.randint(1, 2), rng.randint(1, 7), rng.randint(1, 9), rng.randint(1, 48))
         bc = rng.choice(("none", "none", "second", "first"))
-        if bc != "none":
-            full = full[:3] + (8 * rng.randint(1, 6),)    # the RTL's broadcast: C % 8 == 0
         vec = (1, 1, 1, full[3])
         sa, sb = {"none": (full, full), "second": (full, vec), "first": (vec, full)}[bc]
         qa, qb, qo = _q(rng, dt), _q(rng, dt), _q(rng, dt)
@@ -91,13 +90,57 @@ def vec_image(rng: random.Random, specs, list_at=0x40000):
     return img, BASE + list_at, outs
 
 
+async def _probe(dut, out):
+    """Event cycles from the list's first busy cycle (DTPU_PROBE=1: calibration only)."""
+    n = -1
+    seq = dut.seq_inst
+    while True:
+        await RisingEdge(dut.clk)
+        if int(seq.busy.value):
+            n += 1
+        elif n < 0:
+            continue
+        ev = []
+        if int(seq.state.value) == 2 and int(seq.d_valid.value):
+            ev.append("head")
+        if int(seq.vec_start.value):
+            ev.append("vec_start")
+        if int(dut.v_req_valid.value) and int(dut.v_req_ready.value):
+            ev.append(f"req {int(dut.v_req_words.value)}")
+        if int(dut.v_rd_valid.value) and int(dut.v_rd_ready.value):
+            ev.append("beat")
+        if int(seq.vec_done.value):
+            ev.append("done")
+        if int(dut.m_axi_arvalid.value) and int(dut.m_axi_arready.value):
+            ev.append(f"AR {int(dut.m_axi_arlen.value) + 1}")
+        if int(dut.m_axi_awvalid.value) and int(dut.m_axi_awready.value):
+            ev.append(f"AW {int(dut.m_axi_awlen.value) + 1}")
+        if int(dut.m_axi_wvalid.value) and int(dut.m_axi_wready.value) and int(dut.m_axi_wlast.value):
+            ev.append("WLAST")
+        if int(dut.m_axi_bvalid.value) and int(dut.m_axi_bready.value):
+            ev.append("B")
+        if ev:
+            out.append((n, ev))
+
+
 async def run_case(tb, img, addr, what):
     """One list on the RTL and on the model: DDR and registers equal; (RTL CL_CYCLES, IDLE,
     RD_BEATS, WR_BEATS), the model's."""
     tb.put(img)
     model = VecModel(img, start=(tb.weights(), tb.params()))
+    probe = os.environ.get("DTPU_PROBE") == "1"
+    if probe:
+        evs = []
+        task = cocotb.start_soon(_probe(tb.dut, evs))
+        model.ex.events = []
     await tb.run_list(addr)
     r = model.run(addr)
+    if probe:
+        task.cancel()
+        keep = [e for e in evs if any(not x.startswith("beat") for x in e[1])]
+        beats = [e[0] for e in evs if "beat" in e[1]]
+        tb.dut._log.info("%s\nRTL: %s\nRTL vec beats %s..%s (%d)\nmodel: %s", what, keep,
+                         beats[:1], beats[-1:], len(beats), model.ex.events)
     s = await tb.status()
     tb.check_status(s, r, what)
     got_ddr = tb.ddr(img.size)

@@ -30,3 +30,13 @@ def test_vec_list_words():
 def test_vec_list_cycles():
     """Element-wise VEC lists on the contract's memory: CL_CYCLES, IDLE, RD/WR_BEATS equal."""
     _cl_vec("test_vec_cycles")
+
+
+def test_vec_among_runs_words():
+    """RUN -> VEC -> RUN -> VEC lists, random memory latency and backpressure."""
+    _cl_vec("test_vec_among_runs", {"DTPU_CASES": 8})
+
+
+def test_vec_among_runs_cycles():
+    """The same on the contract's memory: CL_CYCLES, IDLE, RD/WR_BEATS equal the Timeline's."""
+    _cl_vec("test_vec_among_runs", {"DTPU_CASES": 8, "DTPU_EXACT": 1})

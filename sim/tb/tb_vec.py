@@ -186,3 +186,61 @@ async def test_vec_cycles(dut):
         res.append((what, got, want))
     bad = [r for r in res if r[1] != r[2]]
     assert not bad, f"{len(bad)} of {len(res)} lists differ from the Timeline: {bad}"
+
+
+# ------------------------------------------------------------------------------ VEC among RUNs
+
+class VecRunTB(RunTB):
+    """RunTB whose model core has the vector unit."""
+
+    def model(self, image, **kw):
+        return VecModel(image, start=(self.weights(), self.params()))
+
+
+def mixed_program(rng: np.random.Generator, hw=4, c=16):
+    """One partition where VECs read RUNs' results and RUNs read VECs': a 1x1 convolution, the
+    residual ADD of its output and the partition's input, a 1x1 convolution of that, and the
+    MUL of its output by a 1x1xC vector (the squeeze-excite broadcast: the partition's second
+    input)."""
+    from dtpu.hw.listcompiler import NodeIn, compile_program
+    from dtpu.spec import ConvSpec, DataMode, OpKind, Quant
+
+    def zp():
+        return int(rng.integers(-9, 9))
+
+    q_in, q0, q1, q2, q3, q_se = ((float(s), zp()) for s in (0.02, 0.15, 0.1, 0.12, 0.2, 0.05))
+
+    def conv(name, qi, qo, oc, cin):
+        s = ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, hw, hw, cin), (oc, 1, 1, cin), name=name,
+                     input_q=Quant((qi[0],), (qi[1],)),
+                     filter_q=Quant(tuple(rng.uniform(0.004, 0.02, oc)), (0,) * oc),
+                     output_q=Quant((qo[0],), (qo[1],)))
+        w = rng.integers(-12, 12, s.filter_shape).astype(np.int8)
+        b = rng.integers(-300, 300, oc).astype(np.int32)
+        return s, w, b
+
+    dt = np.dtype(np.int8)
+    s0 = conv("c0", q_in, q0, c, c)
+    add = VecSpec("ADD", dt, (1, hw, hw, c), q0, q1, b_shape=(1, hw, hw, c), b_q=q_in,
+                  activation="RELU", name="add")
+    s2 = conv("c2", q1, q2, 24, c)
+    mul = VecSpec("MUL", dt, (1, hw, hw, 24), q2, q3, b_shape=(1, 1, 1, 24), b_q=q_se,
+                  name="mul")
+    nodes = [NodeIn(*s0, -1), NodeIn(None, None, None, 0, vec=add, src2=-1),
+             NodeIn(*s2, 1), NodeIn(None, None, None, 2, vec=mul, src2=-2)]
+    return compile_program([nodes], CFG, base=BASE)
+
+
+@cocotb.test()
+async def test_vec_among_runs(dut):
+    """RUN -> VEC -> RUN -> VEC in one list: DDR, CL_* equal; on the contract's memory model
+    (DTPU_EXACT=1) CL_CYCLES, IDLE, RD_BEATS and WR_BEATS too."""
+    from tb_cl_run import run_program
+    exact = os.environ.get("DTPU_EXACT") == "1"
+    tb = VecRunTB(dut, SEED + 27, **(dict(lat=contract_lat(FMT), stall=0.0) if exact else {}))
+    await tb.reset()
+    rng = np.random.default_rng(SEED + 27)
+    for case in range(max(1, N_CASES // 4)):
+        prog = mixed_program(rng, hw=int(rng.choice((2, 4, 6))), c=int(rng.choice((8, 16, 24))))
+        await run_program(tb, prog, f"mixed {case}", rng,
+                          exact=("prologue", "partition") if exact else ())

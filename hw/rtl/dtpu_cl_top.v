@@ -762,9 +762,9 @@ wire [15:0]       po_req_words;
 wire              po_w_ready;
 wire              own_la = la_busy || !lb_idle;
 wire              own_po = po_busy && !own_la;
-// the vector unit: while it runs nothing else reads (the sequencer starts it with every unit idle)
-wire              vec_busy;
-wire              own_v  = vec_busy && !own_la && !own_po;
+// the vector unit: while it reads nothing else does (it reads once every unit is idle: vec_go)
+wire              vec_busy, vec_owns;
+wire              own_v  = vec_owns && !own_la && !own_po;
 wire              v_req_valid, v_rd_ready;
 wire [ADDR_W-1:0] v_req_addr;
 wire [31:0]       v_req_words;
@@ -1127,15 +1127,15 @@ st_buf_inst (
 );
 
 // the write master: the store unit's, lent to the vector unit while it runs (the store unit is
-// idle then: the sequencer starts a VEC once every earlier write is answered)
+// idle then: the unit reads and writes once every earlier write is answered, vec_go)
 wire              wr_req_ready, wr_s_ready;
 wire              v_wr_req_valid, v_w_valid;
 wire [ADDR_W-1:0] v_wr_req_addr;
 wire [31:0]       v_wr_req_words;
 wire [63:0]       v_w_data;
 wire [7:0]        v_w_strb;
-assign st_wr_req_ready = !vec_busy && wr_req_ready;
-assign st_wr_ready     = !vec_busy && wr_s_ready;
+assign st_wr_req_ready = !vec_owns && wr_req_ready;
+assign st_wr_ready     = !vec_owns && wr_s_ready;
 
 dtpu_axi_wr #(
     .ADDR_W(ADDR_W),
@@ -1150,14 +1150,14 @@ wr_inst (
     .rst_n(aresetn),
     .clear(!seq_busy),
     .timeout(cl_timeout),
-    .req_valid(vec_busy ? v_wr_req_valid : st_wr_req_valid),
+    .req_valid(vec_owns ? v_wr_req_valid : st_wr_req_valid),
     .req_ready(wr_req_ready),
-    .req_addr(vec_busy ? v_wr_req_addr : st_wr_req_addr),
-    .req_words(vec_busy ? v_wr_req_words : st_wr_req_words),
-    .s_valid(vec_busy ? v_w_valid : st_wr_valid),
+    .req_addr(vec_owns ? v_wr_req_addr : st_wr_req_addr),
+    .req_words(vec_owns ? v_wr_req_words : st_wr_req_words),
+    .s_valid(vec_owns ? v_w_valid : st_wr_valid),
     .s_ready(wr_s_ready),
-    .s_data(vec_busy ? v_w_data : st_wr_data),
-    .s_strb(vec_busy ? v_w_strb : st_wr_strb),
+    .s_data(vec_owns ? v_w_data : st_wr_data),
+    .s_strb(vec_owns ? v_w_strb : st_wr_strb),
     .idle(wr_idle),
     .err_slverr(wr_slv),
     .err_decerr(wr_dec),
@@ -1284,6 +1284,7 @@ generate
             .go(vec_go),
             .words(x_words),
             .busy(vec_busy),
+            .owns(vec_owns),
             .done(vec_done),
             .active(vec_active),
             .bad(vec_bad),
@@ -1310,6 +1311,7 @@ generate
         );
     end else begin : no_vec
         assign vec_busy       = 1'b0;
+        assign vec_owns       = 1'b0;
         assign vec_done       = 1'b0;
         assign vec_active     = 1'b0;
         assign vec_bad        = 1'b0;

@@ -63,6 +63,7 @@ module dtpu_vec #
     input  wire                go,             // the unit may read (the sequencer's wait done)
     input  wire [8*64-1:0]     words,          // VEC0..VEC7, as they arrive
     output reg                 busy,
+    output wire                owns,           // reading / writing: the bus masters are its
     output reg                 done,           // one cycle: the sequencer may go on
     output wire                active,         // a stall-free cycle of the unit (not IDLE)
     output reg                 bad,            // BAD_FIELD (a cycle or two after start)
@@ -198,6 +199,7 @@ reg  [LOG_OUT+1:0] room_used;
 wire        room = (room_used < OUT_DEPTH[LOG_OUT+1:0]);
 
 wire        running = (state == S_RUN);
+assign owns = running;
 wire        in_a0   = running && f_bmode == 2'd0 && !rx_b && rx_left != 32'd0;
 wire        in_b0   = running && f_bmode == 2'd0 && rx_b;
 wire        in_bv   = running && f_bmode == 2'd1 && rx_bvec != {(LOG_BCAST+1){1'b0}};

@@ -50,7 +50,7 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  *   VEC   (9 words, VEC_EN only; else BAD_OPCODE as on a core without the vector unit) hands
  *         VEC0..VEC7 to the vector unit (dtpu_vec) on x_words, vec_start with the header (the
  *         unit takes the words as they come); vec_go once the core and every other unit are
- *         idle and every earlier write answered (VEC_WGO cycles ago if it waited); the unit's
+ *         idle and every earlier write answered; the unit's
  *         `bad` -> BAD_FIELD, a fault on its reads -> that bus bit, once it is done; the next
  *         header is taken after the unit's `done`, while its writes drain. VEC does not
  *         count for LOAD's AFTER (the model counts RUNs and POSTs).
@@ -89,9 +89,7 @@ module dtpu_cl_seq #
     // RUNs whose result ranges are tracked while their writes drain (RANGES below)
     parameter RANGES = 4,
     // 1: the core has the vector unit (VEC descriptors); 0: VEC is BAD_OPCODE
-    parameter VEC_EN = 0,
-    // cycles from every write answered (st_idle) to vec_go, when the VEC waited for writes
-    parameter VEC_WGO = 2
+    parameter VEC_EN = 0
 )
 (
     input  wire                       clk,
@@ -386,12 +384,9 @@ assign po_drain = (state == S_PDRAIN);
 
 wire units_idle = !la_busy && !po_busy && st_idle && !vec_busy;
 // a VEC reads once the core and the other units are idle and every earlier write was answered
-// (VEC_WGO cycles ago, when it had to wait for one)
+// (the contract's SEQ_VEC_WAIT: from the last write response to the unit's first AR)
 reg         x_vec;              // x_words hold a VEC
-reg         v_wait;             // the VEC waited for writes ...
-reg  [3:0]  v_idle;             // ... and st_idle has been high this many cycles
-assign vec_go = x_vec && !core_busy && !la_busy && !po_busy && st_idle
-             && (!v_wait || v_idle >= VEC_WGO[3:0]);
+assign vec_go = x_vec && !core_busy && !la_busy && !po_busy && st_idle;
 
 /* in-flight result ranges (RANGES) and the RUN's input range; byte ends carry 40 bits, an
    element or word count past 32 bits counts as overlapping everything ("big") */
@@ -495,12 +490,6 @@ always @(posedge clk) begin
     st_flush <= 1'b0;
     po_start <= 1'b0;
     vec_start <= 1'b0;
-    if (!st_idle) begin            // the VEC waits for every earlier write to be answered
-        v_wait <= 1'b1;
-        v_idle <= 4'd0;
-    end else if (v_idle != 4'hF) begin
-        v_idle <= v_idle + 4'd1;
-    end
     if (ld_req_valid && ld_req_ready) begin
         ld_req_valid <= 1'b0;
     end
@@ -559,8 +548,6 @@ always @(posedge clk) begin
                         x_vec     <= 1'b1;
                         x_post    <= 1'b0;
                         vec_start <= 1'b1;     // the unit starts on the words as they come
-                        v_wait    <= !st_idle;
-                        v_idle    <= 4'd0;
                         rg_ovf    <= 1'b1;     // the VEC's writes are not tracked
                         state     <= S_XWORDS;
                     end else begin     // a core without the vector unit
@@ -890,8 +877,6 @@ always @(posedge clk) begin
         x_post       <= 1'b0;
         x_vec        <= 1'b0;
         vec_start    <= 1'b0;
-        v_wait       <= 1'b0;
-        v_idle       <= 4'd0;
         rg_v         <= {RANGES{1'b0}};
         rg_ovf       <= 1'b0;
     end

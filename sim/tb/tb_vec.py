@@ -207,7 +207,7 @@ async def test_vec_cycles(dut):
         dut._log.info("%s: CL_CYCLES, IDLE, RD_BEATS, WR_BEATS %s, model %s", what, got, want)
         res.append((what, got, want))
     # one-beat first bursts (a one-word A, a B vector of C <= 8, A 8 bytes before 4 KiB): the
-    # read stream's empty cycle (units.vector.read_gap)
+    # stream still runs a beat a cycle
     dt = np.dtype(np.int8)
     q = (0.05, 3)
     corners = [(VecSpec("ADD", dt, (1, 1, 1, 5), q, (0.1, -2), b_shape=(1, 1, 1, 5), b_q=q), False),

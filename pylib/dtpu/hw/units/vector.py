@@ -126,15 +126,13 @@ class VecCost:
     is a broadcast vector, else A and B interleaved), `ops` lane-word operations at one a cycle
     from the first beat on, `tail` operations after the last one (MEAN's requantization of its
     sums), `out_words` written; `gaps`: how many cycles before the last result word the k-th
-    word before it is made, when they do not come one a cycle (Timeline.store_tail's `gaps`);
-    `read_gap`: empty cycles in the read stream (:func:`read_gap`)."""
+    word before it is made, when they do not come one a cycle (Timeline.store_tail's `gaps`)."""
 
     read_beats: int
     ops: int
     tail: int
     out_words: int
     gaps: tuple | None = None
-    read_gap: int = 0
 
     def stall_free(self, lat: int) -> int:
         """Cycles with the operands there when needed: the read channel's beats or the
@@ -154,54 +152,16 @@ def _chunk_gaps(words: int, burst: int) -> tuple | None:
     return tuple(k + (p if k >= p else 0) for k in range(p + 1))
 
 
-def _bursts(addr: int, words: int, burst: int) -> list[int]:
-    """Beats of the bursts the read master splits a request into: `burst` beats from the
-    start, none across 4 KiB (dtpu_axi_burst, as Timeline._read_raw counts them)."""
-    out, b0 = [], 0
-    while b0 < words:
-        n = min(words - b0, burst, (4096 - (addr + 8 * b0) % 4096) // 8)
-        out.append(n)
-        b0 += n
-    return out
-
-
-def read_gap(job: VecJob, burst: int, outstanding: int = 8) -> int:
-    """Empty cycles in the operands' read stream: the read master issues one AR every other
-    cycle from the first, so a first burst of one beat (a one-word A or B, or a 4 KiB
-    boundary right after the start) leaves a cycle before the next burst's beats. The bursts
-    in the unit's request order (BMODE 0: A's and B's chunks alternating; BMODE 1: B, then A);
-    only the first `outstanding` bursts' ARs go out unhindered, after which the stream runs
-    far ahead of its requests."""
-    a_words = ceil_div(job.a_bytes, 8)
-    if job.kind not in ("ADD", "MUL"):
-        return 0
-    seq: list[int] = []
-    if job.bmode == 1:
-        seq = _bursts(job.src_b, ceil_div(job.b_bytes, 8), burst) + \
-            _bursts(job.src_a, a_words, burst)
-    else:
-        k = 0
-        while k < a_words and len(seq) < outstanding:
-            n = min(burst, a_words - k)
-            seq += _bursts(job.src_a + 8 * k, n, burst) + _bursts(job.src_b + 8 * k, n, burst)
-            k += n
-    cur = 0                         # cycles from the first beat
-    for i, n in enumerate(seq[:outstanding]):
-        cur = max(cur, 2 * i) + n
-    return cur - sum(seq[:outstanding])
-
-
-def cost(job: VecJob, lanes: int, burst: int = 16, outstanding: int = 8) -> VecCost:
+def cost(job: VecJob, lanes: int, burst: int = 16) -> VecCost:
     """The cycle formula of docs/architecture.md, "The vector unit" (`burst`: MEM_BURST_BEATS,
-    the chunk of A and B reads of one shape; `outstanding`: MEM_READ_OUTSTANDING)."""
+    the chunk of A and B reads of one shape)."""
     n, h, w, c = job.shape
     words_px = ceil_div(c, lanes)
     a_beats = ceil_div(job.a_bytes, 8)
     out_words = ceil_div(job.out_bytes, 8)
     if job.kind in ("ADD", "MUL"):
         return VecCost(a_beats + ceil_div(job.b_bytes, 8), out_words, 0, out_words,
-                       _chunk_gaps(out_words, burst) if job.bmode == 0 else None,
-                       read_gap(job, burst, outstanding))
+                       _chunk_gaps(out_words, burst) if job.bmode == 0 else None)
     if job.kind == "MEAN":
         return VecCost(a_beats, n * h * w * words_px, n * words_px, out_words)
     v4, v7 = job.fields["VEC4"], job.fields["VEC7"]
@@ -222,7 +182,7 @@ def valid_taps(h: int, w: int, fh: int, fw: int, sh: int, sw: int, pt: int, pl: 
 def timeline_step(tl, t_fetch: int, job: VecJob) -> tuple[int, int]:
     """The VEC descriptor on the list's :class:`~dtpu.hw.timeline.Timeline` (taken at
     `t_fetch`): (its end, its stall-free cycles). It starts SEQ_VEC_START after its header, no
-    sooner than SEQ_RUN_WAIT after every earlier write response, the core free and every LOAD
+    sooner than SEQ_VEC_WAIT after every earlier write response, the core free and every LOAD
     done (it reads what earlier RUNs wrote; the sequencer holds no range table for it); its
     operands are one read of `read_beats` beats; its operations start with the first beat, one
     a cycle, each no sooner than its words came (read-bound or compute-bound, whichever is
@@ -230,16 +190,12 @@ def timeline_step(tl, t_fetch: int, job: VecJob) -> tuple[int, int]:
     takes the next header SEQ_RUN_DONE after it; its writes drain as a RUN's
     (:meth:`Timeline.store_tail`) and the next RUN waits for them."""
     K, mem = tl.K, tl.fmt.mem
-    c = cost(job, int(mem["VEC_LANES"]), int(mem["MEM_BURST_BEATS"]),
-             int(mem["MEM_READ_OUTSTANDING"]))
+    c = cost(job, int(mem["VEC_LANES"]), int(mem["MEM_BURST_BEATS"]))
     lat = int(mem["LAT_VEC"])
     t = max(t_fetch + K["SEQ_VEC_START"], tl.core_free, tl.loads_done)
     if tl.written:
-        t = max(t, tl.wr_done + K["SEQ_RUN_WAIT"])
+        t = max(t, tl.wr_done + K["SEQ_VEC_WAIT"])
     first, end = tl._read(t, c.read_beats)
-    if c.read_gap:                  # the stream's empty cycles (read_gap)
-        end += c.read_gap
-        tl.rd_free += c.read_gap
     done = max(end, first + c.ops) + c.tail + lat
     w_end = done + tl.WL + tl.store_tail(c.out_words, c.gaps)
     tl.core_free = tl.last_run_end = done

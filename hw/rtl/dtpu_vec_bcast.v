@@ -22,8 +22,8 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * register), which holds them since s + 8 - C < 8. A vector shorter than 8 is stored as
  * ceil(8/C) copies (C' = C * ceil(8/C), 8..14 bytes, two words) so that the same holds.
  * `b` is the window of the current s, a registered read; `take` moves s on by 8 (mod C') and
- * the window of the next s is there in the next cycle (a word written in the cycle it is
- * read is forwarded). `clear` restarts at s = 0 and word 0.
+ * the window of the next s is there in the next cycle (words 0 and 1 are also held in
+ * registers, the banks are plain block RAM). `clear` restarts at s = 0 and word 0.
  */
 module dtpu_vec_bcast #
 (
@@ -77,7 +77,7 @@ end
 reg  [LOG_WORDS-1:0] wa;                        // the next word of B
 reg  [63:0] ev [0:(1 << LOG_WORDS) - 1];        // words 0, 2, 4 ...
 reg  [63:0] od [0:(1 << LOG_WORDS) - 1];        // words 1, 3, 5 ...
-reg  [63:0] first;                              // word 0
+reg  [63:0] first, second;                      // words 0 and 1, also in registers
 
 wire        we_e = w_valid && (short_c || !wa[0]);
 wire        we_o = w_valid && (short_c || wa[0]);
@@ -103,10 +103,13 @@ reg  [63:0] eq, oq;
 always @(posedge clk) begin
     if (we_e) ev[wi_e] <= wd_e;
     if (we_o) od[wi_o] <= wd_o;
-    eq <= (we_e && wi_e == ra_e) ? wd_e : ev[ra_e];
-    oq <= (we_o && wi_o == ra_o) ? wd_o : od[ra_o];
+    eq <= ev[ra_e];
+    oq <= od[ra_o];
     if (w_valid && (short_c || wa == {LOG_WORDS{1'b0}})) begin
         first <= wd_e;
+    end
+    if (w_valid && (short_c || wa == {{(LOG_WORDS-1){1'b0}}, 1'b1})) begin
+        second <= wd_o;
     end
     if (w_valid) begin
         wa <= wa + 1'b1;
@@ -122,9 +125,15 @@ always @(posedge clk) begin
     end
 end
 
-// the window at s_q: words s_q/8 (lo) and s_q/8 + 1 (hi), shifted; past C' from `first`
-wire [63:0]  lo  = s_q[3] ? oq : eq;
-wire [63:0]  hi  = s_q[3] ? eq : oq;
+// the window at s_q: words s_q/8 (lo) and s_q/8 + 1 (hi), shifted; past C' from `first`.
+// Words 0 and 1 come from their registers: they may be written in the cycle the first
+// window's read goes out (a B of one or two words), which the banks (read-first, block RAM)
+// would miss.
+wire [SW-4:0] w_q = s_q[SW-1:3];
+wire [63:0]  lo  = (w_q == {(SW-3){1'b0}}) ? first
+                 : (w_q == {{(SW-4){1'b0}}, 1'b1}) ? second
+                 : s_q[3] ? oq : eq;
+wire [63:0]  hi  = (w_q == {(SW-3){1'b0}}) ? second : s_q[3] ? eq : oq;
 /* verilator lint_off UNUSEDSIGNAL */
 wire [127:0] x   = {hi, lo} >> {s_q[2:0], 3'b000};
 /* verilator lint_on UNUSEDSIGNAL */

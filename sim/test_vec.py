@@ -19,7 +19,7 @@ def test_vec_add_lane(signed):
 
 def test_lint_cl_top_with_the_unit():
     """verilator -Wall on the top built with the vector unit (test_lint.py: VEC_EN=0)."""
-    r = lint("dtpu_cl_top", rtl_sources(), {"COLS": 8, **MEM, "VEC_EN": 1})
+    r = lint("dtpu_cl_top", rtl_sources(), {**MEM, "VEC_EN": 1})
     out = (r.stdout + r.stderr).strip()
     assert r.returncode == 0 and "%Warning" not in out and "%Error" not in out, out
 

@@ -1,11 +1,55 @@
-"""The vector unit's RTL (contract 2.1) against the golden model: the ADD / SUB lane first."""
+"""The vector unit's RTL (contract 2.1) against the golden model: the ADD / SUB lane, and VEC
+lists on dtpu_cl_top built with the unit (VEC_EN=1). The list tests need their own build of the
+top (a few minutes on two cores), so they run with make test-all (slow); the default run lints
+that build and runs the lane."""
 import pytest
 
-from dtpu_sim import RTL_DIR, build, run_tests
+from dtpu_sim import RTL_DIR, build, lint, rtl_sources, run_tests
+
+#: small core memories for build speed (tb_cl_seq's CFG follows the PARAM_* of the build)
+MEM = {"LOG_WEIGHT_WORDS": 10, "LOG_PARAM_ENTRIES": 8, "LOG_ACT_WORDS": 9}
 
 
 @pytest.mark.parametrize("signed", [1, pytest.param(0, marks=pytest.mark.slow)])
 def test_vec_add_lane(signed):
     top = "dtpu_vec_add_lane"
-    d = build(top, {"SIGNED": signed}, [RTL_DIR / f"{top}.v"], name=f"{top}_{signed}")
+    d = build(top, {}, [RTL_DIR / f"{top}.v"], name=top)
     run_tests(top, "tb_vec_add_lane", d, extra_env={"DTPU_VEC_SIGNED": str(signed)})
+
+
+def test_lint_cl_top_with_the_unit():
+    """verilator -Wall on the top built with the vector unit (test_lint.py: VEC_EN=0)."""
+    r = lint("dtpu_cl_top", rtl_sources(), {**MEM, "VEC_EN": 1})
+    out = (r.stdout + r.stderr).strip()
+    assert r.returncode == 0 and "%Warning" not in out and "%Error" not in out, out
+
+
+def _cl_vec(testcase, env=None):
+    params = {"COLS": 8, **MEM, "VEC_EN": 1}
+    d = build("dtpu_cl_top", params, name="cl_top_vec")
+    run_tests("dtpu_cl_top", "tb_vec", d, parameters=params, extra_env=env or {},
+              testcase=testcase)
+
+
+@pytest.mark.slow
+def test_vec_list_words():
+    """Element-wise VEC lists, random memory latency and backpressure: DDR and CL_* equal."""
+    _cl_vec("test_vec_words")
+
+
+@pytest.mark.slow
+def test_vec_list_cycles():
+    """Element-wise VEC lists on the contract's memory: CL_CYCLES, IDLE, RD/WR_BEATS equal."""
+    _cl_vec("test_vec_cycles")
+
+
+@pytest.mark.slow
+def test_vec_among_runs_words():
+    """RUN -> VEC -> RUN -> VEC lists, random memory latency and backpressure."""
+    _cl_vec("test_vec_among_runs", {"DTPU_CASES": 8})
+
+
+@pytest.mark.slow
+def test_vec_among_runs_cycles():
+    """The same on the contract's memory: CL_CYCLES, IDLE, RD/WR_BEATS equal the Timeline's."""
+    _cl_vec("test_vec_among_runs", {"DTPU_CASES": 8, "DTPU_EXACT": 1})

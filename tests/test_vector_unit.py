@@ -141,8 +141,11 @@ def _formula(job: vu.VecJob) -> int:
     burst = int(m["MEM_BURST_BEATS"])
     part = c.out_words % burst
     K = int(m["SEQ_STORE_TAIL"])
+    # A and B of one shape are read in alternating chunks of a burst: the last partial chunk's
+    # results come 2 * part cycles after the full chunk's before it (units.vector._chunk_gaps)
+    gap = 2 * part if job.kind in ("ADD", "MUL") and job.bmode == 0 else part
     tail = (K + burst) if not part else (K + 1 + part if c.out_words < burst
-                                         else part + max(K + 1, K + burst - part))
+                                         else part + max(K + 1, K + burst - gap))
     return (header + int(m["SEQ_VEC_START"]) + RL + max(c.read_beats, c.ops) + c.tail +
             int(m["LAT_VEC"]) + WL + tail + int(m["IRQ_LATENCY"]))
 

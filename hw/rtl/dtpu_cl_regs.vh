@@ -53,6 +53,7 @@ localparam integer DTPU_CL_SEQ_ACC_AW = 4;
 localparam integer DTPU_CL_SEQ_POST_GO = 3;
 localparam integer DTPU_CL_SEQ_RUN_RANGES = 4;
 localparam integer DTPU_CL_SEQ_VEC_START = 10;
+localparam integer DTPU_CL_SEQ_VEC_WAIT = 4;
 localparam integer DTPU_CL_VEC_LANES = 8;
 localparam integer DTPU_CL_LAT_VEC = 6;
 localparam integer DTPU_CL_VEC_BCAST_WORDS = 256;

@@ -47,6 +47,13 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  *   POST  (4 words) waits as a RUN does, po_bad -> BAD_FIELD, then po_start / st_start (the
  *         post unit's words go to the store unit, x_post); a fault or the unit's JOB error
  *         ends the list as for a RUN. RUN and POST both count for LOAD's AFTER.
+ *   VEC   (9 words, VEC_EN only; else BAD_OPCODE as on a core without the vector unit) hands
+ *         VEC0..VEC7 to the vector unit (dtpu_vec) on x_words, vec_start with the header (the
+ *         unit takes the words as they come); vec_go once the core and every other unit are
+ *         idle and every earlier write answered; the unit's
+ *         `bad` -> BAD_FIELD, a fault on its reads -> that bus bit, once it is done; the next
+ *         header is taken after the unit's `done`, while its writes drain. VEC does not
+ *         count for LOAD's AFTER (the model counts RUNs and POSTs).
  *   A store unit fault (BRESP, or an ACC read) is reported at the next descriptor boundary or
  *   at END with the PC / TAG / DESCS of the last RUN / POST (the model reports it on that RUN
  *   too, but runs no descriptor after it).
@@ -80,7 +87,9 @@ module dtpu_cl_seq #
     parameter LOG_WEIGHT_WORDS = 15,
     parameter LOG_PARAM_ENTRIES = 12,
     // RUNs whose result ranges are tracked while their writes drain (RANGES below)
-    parameter RANGES = 4
+    parameter RANGES = 4,
+    // 1: the core has the vector unit (VEC descriptors); 0: VEC is BAD_OPCODE
+    parameter VEC_EN = 0
 )
 (
     input  wire                       clk,
@@ -173,7 +182,15 @@ module dtpu_cl_seq #
     input  wire                       po_busy,
     input  wire                       po_bad,
     input  wire                       po_job_err,
-    input  wire [2:0]                 po_fault
+    input  wire [2:0]                 po_fault,
+
+    /* vector unit (VEC_EN) */
+    output reg                        vec_start,      // a VEC header taken
+    output wire                       vec_go,         // it may read
+    input  wire                       vec_busy,
+    input  wire                       vec_done,
+    input  wire                       vec_bad,
+    input  wire [2:0]                 vec_fault
 );
 
 /* verilator lint_off UNUSEDPARAM */
@@ -208,7 +225,9 @@ localparam [4:0] S_IDLE    = 5'd0,
                  S_PRUN    = 5'd24,
                  S_PDRAIN  = 5'd25,
                  S_PGO     = 5'd26,
-                 S_RGO     = 5'd27;
+                 S_RGO     = 5'd27,
+                 S_VRUN    = 5'd28,
+                 S_VDRAIN  = 5'd29;
 
 localparam [34:0]  WLIMIT = 35'd1 << LOG_WEIGHT_WORDS;       // weight words
 localparam [34:0]  PLIMIT = 35'd2 << LOG_PARAM_ENTRIES;      // parameter words (2 per entry)
@@ -363,7 +382,11 @@ assign d_ready = (state == S_HEAD) || (state == S_LOAD1) || (state == S_LOAD2)
 assign la_drain = (state == S_RDRAIN);
 assign po_drain = (state == S_PDRAIN);
 
-wire units_idle = !la_busy && !po_busy && st_idle;
+wire units_idle = !la_busy && !po_busy && st_idle && !vec_busy;
+// a VEC reads once the core and the other units are idle and every earlier write was answered
+// (the contract's SEQ_VEC_WAIT: from the last write response to the unit's first AR)
+reg         x_vec;              // x_words hold a VEC
+assign vec_go = x_vec && !core_busy && !la_busy && !po_busy && st_idle;
 
 /* in-flight result ranges (RANGES) and the RUN's input range; byte ends carry 40 bits, an
    element or word count past 32 bits counts as overlapping everything ("big") */
@@ -427,7 +450,7 @@ always @* begin
 end
 wire        acc_read = (xr_mode == DTPU_CL_RES_ACC) && !x_first;
 // a RUN may start: the units free, and its inputs written
-wire        run_free = !la_busy && !po_busy && !st_busy
+wire        run_free = !la_busy && !po_busy && !st_busy && !vec_busy
                     && (st_idle || !(rg_hit || rg_ovf || acc_read));
 wire [31:0] jerr_now = jerr | core_err;
 
@@ -466,6 +489,7 @@ always @(posedge clk) begin
     st_start <= 1'b0;
     st_flush <= 1'b0;
     po_start <= 1'b0;
+    vec_start <= 1'b0;
     if (ld_req_valid && ld_req_ready) begin
         ld_req_valid <= 1'b0;
     end
@@ -513,9 +537,23 @@ always @(posedge clk) begin
                 DTPU_CL_OP_REGS: state <= S_REG;
                 DTPU_CL_OP_RUN, DTPU_CL_OP_POST: begin
                     xi      <= 3'd0;
+                    x_vec   <= 1'b0;
                     x_post  <= (h_op == DTPU_CL_OP_POST);
                     x_first <= d_data[DTPU_CL_HEADER_FLAGS_LSB + 1];
                     state   <= S_XWORDS;
+                end
+                DTPU_CL_OP_VEC: begin
+                    if (VEC_EN != 0) begin
+                        xi        <= 3'd0;
+                        x_vec     <= 1'b1;
+                        x_post    <= 1'b0;
+                        vec_start <= 1'b1;     // the unit starts on the words as they come
+                        rg_ovf    <= 1'b1;     // the VEC's writes are not tracked
+                        state     <= S_XWORDS;
+                    end else begin     // a core without the vector unit
+                        err   <= err_bit(DTPU_CL_ERR_BAD_OPCODE);
+                        state <= S_ABORT;
+                    end
                 end
                 default: begin     // the fetcher passes known opcodes only
                     err   <= err_bit(DTPU_CL_ERR_BAD_OPCODE);
@@ -645,7 +683,12 @@ always @(posedge clk) begin
             x_words[xi * 64 +: 64] <= d_data;
             xi <= xi + 3'd1;
             if (d_last) begin
-                state <= x_post ? S_PWAIT : S_RWAIT;
+                state <= x_vec ? S_VRUN : x_post ? S_PWAIT : S_RWAIT;
+                if (x_vec) begin
+                    r_pc    <= pc;
+                    r_descs <= descs;
+                    r_tag   <= tag;
+                end
             end
         end
     end
@@ -765,6 +808,25 @@ always @(posedge clk) begin
             state    <= S_ABORT;
         end
     end
+    S_VRUN: begin
+        if (vec_bad) begin
+            x_err <= err_bit(DTPU_CL_ERR_BAD_FIELD);
+            state <= S_VDRAIN;
+        end else if (vec_done) begin
+            if (vec_fault != 3'd0) begin
+                x_err <= fault_bit(vec_fault);
+                state <= S_VDRAIN;
+            end else begin
+                state <= S_HEAD;
+            end
+        end
+    end
+    S_VDRAIN: begin                // the unit's reads and words finish
+        if (!vec_busy) begin
+            err   <= x_err;
+            state <= S_ABORT;
+        end
+    end
     S_ABORT: begin                 // stop the fetcher where it is
         f_abort <= 1'b1;
         f_drop  <= 1'b1;
@@ -813,6 +875,8 @@ always @(posedge clk) begin
         po_start     <= 1'b0;
         st_fail      <= 1'b0;
         x_post       <= 1'b0;
+        x_vec        <= 1'b0;
+        vec_start    <= 1'b0;
         rg_v         <= {RANGES{1'b0}};
         rg_ovf       <= 1'b0;
     end

@@ -14,7 +14,8 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * Contract 2.0 test top (not the board top yet): the 1.2 core (dtpu_regfile + dtpu_core, as
  * dtpu_axi wires them, unchanged), the descriptor fetcher, one AXI4 read master (m_axi_*,
  * 64-bit) shared by the fetcher and the loads (dtpu_cl_rd_arb), and the list sequencer
- * (dtpu_cl_seq: END, LOAD, REGS).
+ * (dtpu_cl_seq: END, LOAD, REGS, RUN, POST; VEC with VEC_EN: the vector unit dtpu_vec on the
+ * same read port as the load / post units and on the store unit's write master).
  *
  * s_axil: the 2.0 registers of dtpu_cl_regs.vh (CL_BASE, DOORBELL, CL_STATUS, CL_ERR, IRQ,
  * CL_ERR_PC, CL_ERR_TAG, TIMEOUT, CL_CYCLES, IDLE, RD_BEATS, WR_BEATS, DESCS) are served here;
@@ -46,7 +47,9 @@ module dtpu_cl_top #
     // (~1.5 k LUT less; docs/synthesis.md)
     parameter SHARE_POST_LANE = 1,
     // 1: the MXU's 8-bit rows as PE pairs on one multiplier each (dtpu_core; docs/architecture.md)
-    parameter PE_PAIR = 0
+    parameter PE_PAIR = 0,
+    // 1: contract 2.1's vector unit (dtpu_vec: VEC descriptors); 0: VEC answers BAD_OPCODE
+    parameter VEC_EN = 0
 )
 (
     input  wire                        clk,
@@ -191,6 +194,7 @@ wire        seq_loading;                  // the core runs a LOAD descriptor's j
 wire [31:0] seq_err, seq_pc, seq_tag, seq_descs;
 reg         doorbell;
 wire        core_busy;
+wire        vec_active;                   // the vector unit's stall-free cycles (not IDLE)
 
 /* ---------------------------------------------------------------- AXI4-Lite front end */
 wire [AW-1:0] waddr = {s_axil_awaddr[AW-1:2], 2'b00};
@@ -345,8 +349,9 @@ always @(posedge clk) begin
         // and a RUN's cycles held by the global stall, e.g. waiting for the first word)
         // ... nor a POST's: from its start (S_PGO) to the sequencer's S_PRUN's last cycle, those
         // in which the post unit is not waiting for a sum
+        // ... nor the vector unit's stall-free cycles (dtpu_vec `active`)
         if ((!core_busy || seq_loading || stall)
-            && !((po_start || po_busy || po_busy_q) && !po_starved)) begin
+            && !((po_start || po_busy || po_busy_q) && !po_starved) && !vec_active) begin
             cl_idle <= cl_idle + 64'd1;
         end
         if (m_axi_rvalid && m_axi_rready) begin
@@ -757,17 +762,28 @@ wire [15:0]       po_req_words;
 wire              po_w_ready;
 wire              own_la = la_busy || !lb_idle;
 wire              own_po = po_busy && !own_la;
+// the vector unit: while it reads nothing else does (it reads once every unit is idle: vec_go)
+wire              vec_busy, vec_owns;
+wire              own_v  = vec_owns && !own_la && !own_po;
+wire              v_req_valid, v_rd_ready;
+wire [ADDR_W-1:0] v_req_addr;
+wire [31:0]       v_req_words;
 
-assign x_req_valid  = own_la ? lb_req_valid : own_po ? po_req_valid : l_req_valid;
-assign x_req_addr   = own_la ? lb_req_addr : own_po ? po_req_addr : l_req_addr;
-assign x_req_words  = own_la ? lb_req_words : own_po ? {16'd0, po_req_words} : l_req_words;
+assign x_req_valid  = own_la ? lb_req_valid : own_po ? po_req_valid : own_v ? v_req_valid
+                    : l_req_valid;
+assign x_req_addr   = own_la ? lb_req_addr : own_po ? po_req_addr : own_v ? v_req_addr
+                    : l_req_addr;
+assign x_req_words  = own_la ? lb_req_words : own_po ? {16'd0, po_req_words}
+                    : own_v ? v_req_words : l_req_words;
 assign lb_req_ready = own_la && x_req_ready;
 wire   po_req_ready = own_po && x_req_ready;
-assign l_req_ready  = !own_la && !own_po && x_req_ready;
+wire   v_req_ready  = own_v && x_req_ready;
+assign l_req_ready  = !own_la && !own_po && !own_v && x_req_ready;
 assign lb_valid     = own_la && x_valid;
 wire   po_w_valid   = own_po && x_valid;
-assign l_valid      = !own_la && !own_po && x_valid;
-assign x_ready      = own_la ? lb_ready : own_po ? po_w_ready : l_ready;
+wire   v_rd_valid   = own_v && x_valid;
+assign l_valid      = !own_la && !own_po && !own_v && x_valid;
+assign x_ready      = own_la ? lb_ready : own_po ? po_w_ready : own_v ? v_rd_ready : l_ready;
 
 /* ---------------------------------------------------------------- load unit */
 /* descriptor words as the units see them (fields they do not use: RES0.SIGNED, the reserved
@@ -1110,6 +1126,17 @@ st_buf_inst (
     .idle(sb_idle)
 );
 
+// the write master: the store unit's, lent to the vector unit while it runs (the store unit is
+// idle then: the unit reads and writes once every earlier write is answered, vec_go)
+wire              wr_req_ready, wr_s_ready;
+wire              v_wr_req_valid, v_w_valid;
+wire [ADDR_W-1:0] v_wr_req_addr;
+wire [31:0]       v_wr_req_words;
+wire [63:0]       v_w_data;
+wire [7:0]        v_w_strb;
+assign st_wr_req_ready = !vec_owns && wr_req_ready;
+assign st_wr_ready     = !vec_owns && wr_s_ready;
+
 dtpu_axi_wr #(
     .ADDR_W(ADDR_W),
     .CNT_W(32),
@@ -1123,14 +1150,14 @@ wr_inst (
     .rst_n(aresetn),
     .clear(!seq_busy),
     .timeout(cl_timeout),
-    .req_valid(st_wr_req_valid),
-    .req_ready(st_wr_req_ready),
-    .req_addr(st_wr_req_addr),
-    .req_words(st_wr_req_words),
-    .s_valid(st_wr_valid),
-    .s_ready(st_wr_ready),
-    .s_data(st_wr_data),
-    .s_strb(st_wr_strb),
+    .req_valid(vec_owns ? v_wr_req_valid : st_wr_req_valid),
+    .req_ready(wr_req_ready),
+    .req_addr(vec_owns ? v_wr_req_addr : st_wr_req_addr),
+    .req_words(vec_owns ? v_wr_req_words : st_wr_req_words),
+    .s_valid(vec_owns ? v_w_valid : st_wr_valid),
+    .s_ready(wr_s_ready),
+    .s_data(vec_owns ? v_w_data : st_wr_data),
+    .s_strb(vec_owns ? v_w_strb : st_wr_strb),
     .idle(wr_idle),
     .err_slverr(wr_slv),
     .err_decerr(wr_dec),
@@ -1159,7 +1186,8 @@ dtpu_cl_seq #(
     .ADDR_W(ADDR_W),
     .AXIL_ADDR_WIDTH(AXIL_ADDR_WIDTH),
     .LOG_WEIGHT_WORDS(LOG_WEIGHT_WORDS),
-    .LOG_PARAM_ENTRIES(LOG_PARAM_ENTRIES)
+    .LOG_PARAM_ENTRIES(LOG_PARAM_ENTRIES),
+    .VEC_EN(VEC_EN)
 )
 seq_inst (
     .clk(clk),
@@ -1231,8 +1259,80 @@ seq_inst (
     .po_busy(po_busy),
     .po_bad(po_bad),
     .po_job_err(po_ovf),
-    .po_fault({po_tmo, po_dec, po_slv})
+    .po_fault({po_tmo, po_dec, po_slv}),
+    .vec_start(vec_start),
+    .vec_go(vec_go),
+    .vec_busy(vec_busy),
+    .vec_done(vec_done),
+    .vec_bad(vec_bad),
+    .vec_fault({vec_tmo, vec_dec, vec_slv})
 );
+
+/* ---------------------------------------------------------------- vector unit (VEC_EN) */
+wire vec_start, vec_go, vec_done, vec_bad, vec_slv, vec_dec, vec_tmo;
+
+generate
+    if (VEC_EN != 0) begin : vec
+        dtpu_vec #(
+            .ADDR_W(ADDR_W),
+            .MAX_BURST(MAX_BURST)
+        )
+        vec_inst (
+            .clk(clk),
+            .rst_n(aresetn),
+            .start(vec_start),
+            .go(vec_go),
+            .words(x_words),
+            .busy(vec_busy),
+            .owns(vec_owns),
+            .done(vec_done),
+            .active(vec_active),
+            .bad(vec_bad),
+            .err_slverr(vec_slv),
+            .err_decerr(vec_dec),
+            .err_timeout(vec_tmo),
+            .req_valid(v_req_valid),
+            .req_ready(v_req_ready),
+            .req_addr(v_req_addr),
+            .req_words(v_req_words),
+            .rd_valid(v_rd_valid),
+            .rd_ready(v_rd_ready),
+            .rd_data(m_data),
+            .rd_resp(m_resp),
+            .rd_timeout(m_timeout),
+            .wr_req_valid(v_wr_req_valid),
+            .wr_req_ready(wr_req_ready),
+            .wr_req_addr(v_wr_req_addr),
+            .wr_req_words(v_wr_req_words),
+            .w_valid(v_w_valid),
+            .w_ready(wr_s_ready),
+            .w_data(v_w_data),
+            .w_strb(v_w_strb)
+        );
+    end else begin : no_vec
+        assign vec_busy       = 1'b0;
+        assign vec_owns       = 1'b0;
+        assign vec_done       = 1'b0;
+        assign vec_active     = 1'b0;
+        assign vec_bad        = 1'b0;
+        assign vec_slv        = 1'b0;
+        assign vec_dec        = 1'b0;
+        assign vec_tmo        = 1'b0;
+        assign v_req_valid    = 1'b0;
+        assign v_req_addr     = {ADDR_W{1'b0}};
+        assign v_req_words    = 32'd0;
+        assign v_rd_ready     = 1'b0;
+        assign v_wr_req_valid = 1'b0;
+        assign v_wr_req_addr  = {ADDR_W{1'b0}};
+        assign v_wr_req_words = 32'd0;
+        assign v_w_valid      = 1'b0;
+        assign v_w_data       = 64'd0;
+        assign v_w_strb       = 8'd0;
+        /* verilator lint_off UNUSEDSIGNAL */
+        wire unused_vec = vec_start ^ vec_go ^ v_req_ready ^ v_rd_valid;
+        /* verilator lint_on UNUSEDSIGNAL */
+    end
+endgenerate
 
 wire [8*64-1:0] x_words;
 wire            x_first, x_post, la_start, st_start, st_flush, po_start;

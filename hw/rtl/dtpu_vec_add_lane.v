@@ -24,14 +24,13 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * One element per cycle, two register stages: the two input products and roundings, then the
  * output product, rounding and clamp (out_valid two cycles after in_valid).
  */
-module dtpu_vec_add_lane #
-(
-    // signed (int8) or unsigned (uint8) lanes
-    parameter SIGNED = 1
-)
+module dtpu_vec_add_lane
 (
     input  wire               clk,
     input  wire               rst,
+
+    /* 1: int8 lanes, 0: uint8 (VEC0.SIGNED) */
+    input  wire               sgn,
 
     /* Parameters (VEC0, VEC5..VEC7 fields, two's complement) */
     input  wire signed [15:0] in1_off,
@@ -93,7 +92,7 @@ endfunction
 function signed [9:0] elem;         // an 8-bit lane as a signed value
     input [7:0] v;
     begin
-        elem = SIGNED ? {{2{v[7]}}, v} : {2'b00, v};
+        elem = sgn ? {{2{v[7]}}, v} : {2'b00, v};
     end
 endfunction
 

@@ -48,6 +48,7 @@ async def add_lane_matches_the_golden_model(dut):
     rnd = random.Random(int(os.environ.get("DTPU_SEED", "25")))
     cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
     dut.rst.value = 1
+    dut.sgn.value = SIGNED
     dut.in_valid.value = 0
     dut.a.value = 0
     dut.b.value = 0

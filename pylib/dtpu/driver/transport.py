@@ -97,7 +97,9 @@ class Transport(abc.ABC):
     #: the core has contract 2.1's optional vector unit (VEC descriptors: ADD/SUB/MUL, pooling,
     #: MEAN; docs/architecture.md "The vector unit"): declared by the target, since VERSION 2.1
     #: names the list format, not the units built. The delegate claims those operators only
-    #: where this is True (today the golden model alone: the Verilog has no vector unit yet)
+    #: where this is True (today the golden model alone: the Verilog unit, dtpu_cl_top built
+    #: with VEC_EN=1, runs ADD / SUB / MUL but not yet the pools and MEAN, so no RTL target
+    #: declares it)
     vector_unit: bool = False
 
     @abc.abstractmethod

@@ -125,12 +125,14 @@ class VecCost:
     """The unit's work in cycles and beats: `read_beats` on the read channel (B first when it
     is a broadcast vector, else A and B interleaved), `ops` lane-word operations at one a cycle
     from the first beat on, `tail` operations after the last one (MEAN's requantization of its
-    sums), `out_words` written."""
+    sums), `out_words` written; `gaps`: how many cycles before the last result word the k-th
+    word before it is made, when they do not come one a cycle (Timeline.store_tail's `gaps`)."""
 
     read_beats: int
     ops: int
     tail: int
     out_words: int
+    gaps: tuple | None = None
 
     def stall_free(self, lat: int) -> int:
         """Cycles with the operands there when needed: the read channel's beats or the
@@ -138,14 +140,28 @@ class VecCost:
         return max(self.read_beats, self.ops) + self.tail + lat
 
 
-def cost(job: VecJob, lanes: int) -> VecCost:
-    """The cycle formula of docs/architecture.md, "The vector unit"."""
+def _chunk_gaps(words: int, burst: int) -> tuple | None:
+    """Result gaps of an element-wise job whose A and B of one shape are read as alternating
+    chunks of `burst` words (A's, then B's: a burst-sized read of each, the read master's
+    bursts being contiguous): each chunk's results come one a cycle with B's words, a chunk's
+    worth of A beats between chunks. Only the last partial chunk (p words) after a full one
+    matters to the store tail: the word p before the last came 2p cycles before it."""
+    p = words % burst
+    if not p or words < burst:
+        return None
+    return tuple(k + (p if k >= p else 0) for k in range(p + 1))
+
+
+def cost(job: VecJob, lanes: int, burst: int = 16) -> VecCost:
+    """The cycle formula of docs/architecture.md, "The vector unit" (`burst`: MEM_BURST_BEATS,
+    the chunk of A and B reads of one shape)."""
     n, h, w, c = job.shape
     words_px = ceil_div(c, lanes)
     a_beats = ceil_div(job.a_bytes, 8)
     out_words = ceil_div(job.out_bytes, 8)
     if job.kind in ("ADD", "MUL"):
-        return VecCost(a_beats + ceil_div(job.b_bytes, 8), out_words, 0, out_words)
+        return VecCost(a_beats + ceil_div(job.b_bytes, 8), out_words, 0, out_words,
+                       _chunk_gaps(out_words, burst) if job.bmode == 0 else None)
     if job.kind == "MEAN":
         return VecCost(a_beats, n * h * w * words_px, n * words_px, out_words)
     v4, v7 = job.fields["VEC4"], job.fields["VEC7"]
@@ -166,7 +182,7 @@ def valid_taps(h: int, w: int, fh: int, fw: int, sh: int, sw: int, pt: int, pl: 
 def timeline_step(tl, t_fetch: int, job: VecJob) -> tuple[int, int]:
     """The VEC descriptor on the list's :class:`~dtpu.hw.timeline.Timeline` (taken at
     `t_fetch`): (its end, its stall-free cycles). It starts SEQ_VEC_START after its header, no
-    sooner than SEQ_RUN_WAIT after every earlier write response, the core free and every LOAD
+    sooner than SEQ_VEC_WAIT after every earlier write response, the core free and every LOAD
     done (it reads what earlier RUNs wrote; the sequencer holds no range table for it); its
     operands are one read of `read_beats` beats; its operations start with the first beat, one
     a cycle, each no sooner than its words came (read-bound or compute-bound, whichever is
@@ -174,14 +190,14 @@ def timeline_step(tl, t_fetch: int, job: VecJob) -> tuple[int, int]:
     takes the next header SEQ_RUN_DONE after it; its writes drain as a RUN's
     (:meth:`Timeline.store_tail`) and the next RUN waits for them."""
     K, mem = tl.K, tl.fmt.mem
-    c = cost(job, int(mem["VEC_LANES"]))
+    c = cost(job, int(mem["VEC_LANES"]), int(mem["MEM_BURST_BEATS"]))
     lat = int(mem["LAT_VEC"])
     t = max(t_fetch + K["SEQ_VEC_START"], tl.core_free, tl.loads_done)
     if tl.written:
-        t = max(t, tl.wr_done + K["SEQ_RUN_WAIT"])
+        t = max(t, tl.wr_done + K["SEQ_VEC_WAIT"])
     first, end = tl._read(t, c.read_beats)
     done = max(end, first + c.ops) + c.tail + lat
-    w_end = done + tl.WL + tl.store_tail(c.out_words)
+    w_end = done + tl.WL + tl.store_tail(c.out_words, c.gaps)
     tl.core_free = tl.last_run_end = done
     tl.seq_free = max(tl.seq_free, done + K["SEQ_RUN_DONE"])
     free = c.stall_free(lat)

@@ -1,0 +1,496 @@
+/*
+
+Copyright (c) 2026 DTPU authors. Apache-2.0.
+
+*/
+
+// Language: Verilog 2001
+
+`resetall
+`timescale 1ns / 1ps
+`default_nettype none
+
+/*
+ * Vector unit of contract 2.1 (docs/architecture.md "The vector unit"; golden model
+ * dtpu.hw.units.vector): one VEC descriptor at a time, its words VEC0..VEC7 on `words`
+ * (arriving after `start`; a start while the unit still writes the last one's results waits).
+ *
+ * Element-wise ADD / SUB / MUL (KIND 1, 2) over contiguous 8-bit tensors, LANES lanes (one
+ * 64-bit word) a cycle through dtpu_vec_ew:
+ *   BMODE 0  A and B of the same shape are read as alternating requests of up to MAX_BURST
+ *            words (A's chunk, then B's), so that the read channel carries one stream; A's
+ *            chunk waits in a MAX_BURST-word FIFO and each B word meets its A word.
+ *   BMODE 1  the 1x1xC vector B (C <= LANES * 2^LOG_BCAST) is read first into the
+ *            operand-B buffer (dtpu_vec_bcast), then A in one request; A's byte e meets B's
+ *            byte e mod C.
+ * Result words go through an output FIFO to the write master (w_*), one write request per
+ * MAX_BURST words from DST (the last one partial; the tensor's last word carries the strobes
+ * of its bytes only), each requested as its words are queued.
+ * Other kinds (the pools, MEAN), a broadcast vector longer than the buffer, a shape with a zero
+ * dimension, an unaligned address or more than 2^32 words: `bad` (BAD_FIELD), nothing read.
+ *
+ * Cycles (docs/architecture.md, the golden model's units.vector.timeline_step): `start` comes
+ * with the header, the words after it; the first read request goes out START_WAIT + 3 cycles
+ * after `start` (the sizes from VEC2 / VEC3), or once `go` rises; `done` pulses DONE_DELAY cycles after
+ * the last read beat (the sequencer then takes the next header); a full burst is requested
+ * WR_DELAY cycles after its last word enters the output FIFO, the last partial one a cycle
+ * later. `busy` stays high until every result word went to the write master; faults on the
+ * reads (rd_resp, rd_timeout) are sticky in err_* until the next start and do not stop the
+ * stream (the destination of a failing VEC is undefined).
+ */
+module dtpu_vec #
+(
+    parameter ADDR_W = 32,
+    parameter LANES = 8,
+    parameter MAX_BURST = 16,
+    // log2 of the operand-B buffer's words (contract VEC_BCAST_WORDS)
+    parameter LOG_BCAST = 8,
+    // log2 of the output FIFO's words
+    parameter LOG_OUT = 5,
+    // cycles from `start` to the first read request at the earliest (the descriptor's words
+    // VEC0..VEC3 come one a cycle after it, then two cycles of sizes)
+    parameter START_WAIT = 3,
+    parameter DONE_DELAY = 6,
+    parameter WR_DELAY = 4,
+    // the contract's LAT_VEC: cycles after the last operation that still count as the unit's
+    parameter LAT = 6
+)
+(
+    input  wire                clk,
+    input  wire                rst_n,
+
+    input  wire                start,          // a VEC header was taken (its words follow)
+    input  wire                go,             // the unit may read (the sequencer's wait done)
+    input  wire [8*64-1:0]     words,          // VEC0..VEC7, as they arrive
+    output reg                 busy,
+    output wire                owns,           // reading / writing: the bus masters are its
+    output reg                 done,           // one cycle: the sequencer may go on
+    output wire                active,         // a stall-free cycle of the unit (not IDLE)
+    output reg                 bad,            // BAD_FIELD (a cycle or two after start)
+    output reg                 err_slverr,
+    output reg                 err_decerr,
+    output reg                 err_timeout,
+
+    /* read requests and words (in request order) */
+    output reg                 req_valid,
+    input  wire                req_ready,
+    output reg  [ADDR_W-1:0]   req_addr,
+    output reg  [31:0]         req_words,
+    input  wire                rd_valid,
+    output wire                rd_ready,
+    input  wire [63:0]         rd_data,
+    input  wire [1:0]          rd_resp,
+    input  wire                rd_timeout,
+
+    /* write requests and words */
+    output reg                 wr_req_valid,
+    input  wire                wr_req_ready,
+    output reg  [ADDR_W-1:0]   wr_req_addr,
+    output reg  [31:0]         wr_req_words,
+    output wire                w_valid,
+    input  wire                w_ready,
+    output wire [63:0]         w_data,
+    output wire [7:0]          w_strb
+);
+
+/* verilator lint_off UNUSEDPARAM */
+`include "dtpu_cl_regs.vh"
+/* verilator lint_on UNUSEDPARAM */
+
+initial begin
+    if (LANES != 8) begin
+        $error("Error: LANES must be 8, one 64-bit word (instance %m)");
+        $finish;
+    end
+end
+
+localparam [31:0] BURST = MAX_BURST;
+localparam integer OUT_DEPTH = 1 << LOG_OUT;
+
+/* ---------------------------------------------------------------- fields */
+// the descriptor's words as the sequencer holds them: they do not change until it takes the
+// next header, after `done`; what the unit uses after that (the write side) is registered
+/* verilator lint_off UNUSEDSIGNAL */
+wire [63:0] v0 = words[0 +: 64];
+wire [63:0] v1 = words[64 +: 64];
+wire [63:0] v2 = words[128 +: 64];
+wire [63:0] v3 = words[192 +: 64];
+wire [63:0] v5 = words[320 +: 64];
+wire [63:0] v6 = words[384 +: 64];
+wire [63:0] v7 = words[448 +: 64];      // (reserved bits; VEC7's pool fields)
+/* verilator lint_on UNUSEDSIGNAL */
+wire [3:0]  f_kind  = v0[DTPU_CL_VEC0_KIND_LSB +: DTPU_CL_VEC0_KIND_WIDTH];
+wire        f_sgn   = v0[DTPU_CL_VEC0_SIGNED_LSB];
+wire [1:0]  f_bmode = v0[DTPU_CL_VEC0_BMODE_LSB +: DTPU_CL_VEC0_BMODE_WIDTH];
+wire [15:0] f_min   = v0[DTPU_CL_VEC0_ACT_MIN_LSB +: 16];
+wire [15:0] f_max   = v0[DTPU_CL_VEC0_ACT_MAX_LSB +: 16];
+wire [15:0] f_zo    = v0[DTPU_CL_VEC0_OUT_OFF_LSB +: 16];
+wire [31:0] f_src_a = v1[DTPU_CL_VEC1_SRC_A_LSB +: 32];
+wire [31:0] f_src_b = v1[DTPU_CL_VEC1_SRC_B_LSB +: 32];
+wire [31:0] f_dst   = v2[DTPU_CL_VEC2_DST_LSB +: 32];
+wire [15:0] f_n     = v2[DTPU_CL_VEC2_N_LSB +: 16];
+wire [15:0] f_h     = v3[DTPU_CL_VEC3_H_LSB +: 16];
+wire [15:0] f_w     = v3[DTPU_CL_VEC3_W_LSB +: 16];
+wire [15:0] f_c     = v3[DTPU_CL_VEC3_C_LSB +: 16];
+wire [31:0] f_m1    = v5[DTPU_CL_VEC5_M1_LSB +: 32];
+wire [31:0] f_m2    = v5[DTPU_CL_VEC5_M2_LSB +: 32];
+wire [31:0] f_mo    = v6[DTPU_CL_VEC6_MO_LSB +: 32];
+wire [7:0]  f_sh1   = v6[DTPU_CL_VEC6_SH1_LSB +: 8];
+wire [7:0]  f_sh2   = v6[DTPU_CL_VEC6_SH2_LSB +: 8];
+wire [7:0]  f_sho   = v6[DTPU_CL_VEC6_SHO_LSB +: 8];
+wire [15:0] f_o1    = v7[DTPU_CL_VEC7_IN1_OFF_LSB +: 16];
+wire [15:0] f_o2    = v7[DTPU_CL_VEC7_IN2_OFF_LSB +: 16];
+
+/* verilator lint_off UNUSEDSIGNAL */
+wire [63:0] unused_words = words[4*64 +: 64];   // VEC4: the pools' window (not built yet)
+/* verilator lint_on UNUSEDSIGNAL */
+
+/* ---------------------------------------------------------------- sizes */
+reg  [31:0] nh, wc;
+reg  [63:0] nhwc;                   // A's bytes
+reg  [2:0]  tail_bytes;             // bytes of the last word (0: all 8)
+// BMODE 1: ceil(C / LANES) words of B
+wire [LOG_BCAST:0] b_words_c = f_c[LOG_BCAST+3:3] + {{LOG_BCAST{1'b0}}, f_c[2:0] != 3'd0};
+
+localparam [2:0] S_IDLE = 3'd0, S_SZ1 = 3'd1, S_SZ2 = 3'd2, S_CHK = 3'd3, S_RUN = 3'd4,
+                 S_WORDS = 3'd5;
+reg  [2:0]  state;
+reg         pend;                   // a start taken while the unit still wrote
+reg  [3:0]  wcnt;
+wire [31:0] a_words_c = nhwc[34:3] + {31'd0, nhwc[2:0] != 3'd0};
+
+wire kind_ew = (f_kind == 4'd1) || (f_kind == 4'd2);
+wire f_bad = !kind_ew
+          || (f_bmode > 2'd1)
+          || (f_n == 16'd0) || (f_h == 16'd0) || (f_w == 16'd0) || (f_c == 16'd0)
+          || (f_src_a[2:0] != 3'd0) || (f_src_b[2:0] != 3'd0) || (f_dst[2:0] != 3'd0)
+          || (nhwc[63:35] != 29'd0)
+          || (f_bmode == 2'd1 && {16'd0, f_c} > (32'd8 << LOG_BCAST));
+
+/* ---------------------------------------------------------------- read requests */
+reg  [31:0] rq_left;                // A words still to request
+reg  [ADDR_W-1:0] rq_a, rq_b;       // next addresses
+reg         rq_b_next;              // BMODE 0: the B chunk of the A chunk just requested
+reg  [31:0] rq_chunk;               // its words
+reg         first_go;               // the first request goes out (the counters start)
+wire [31:0] chunk = (rq_left < BURST) ? rq_left : BURST;
+
+/* ---------------------------------------------------------------- receive side */
+reg  [31:0] rx_left;                // A words still to come (= results still to admit)
+reg  [31:0] rx_cnt;                 // BMODE 0: words left in the current chunk
+reg  [31:0] rx_chunk;               // BMODE 0: the current chunk's words
+reg         rx_b;                   // BMODE 0: the current chunk is B's
+reg  [LOG_BCAST:0] rx_bvec;         // BMODE 1: B vector words still to come
+
+// A chunk FIFO (BMODE 0)
+localparam integer LA = $clog2(MAX_BURST);
+reg  [63:0] afifo [0:MAX_BURST-1];
+reg  [LA:0] af_wr, af_rd;
+wire        af_empty = (af_wr == af_rd);
+wire        af_full  = (af_wr[LA-1:0] == af_rd[LA-1:0]) && (af_wr[LA] != af_rd[LA]);
+
+// operand-B buffer (BMODE 1): the window of B for the next A word
+wire [63:0] b_q;
+
+// output FIFO and its room (words queued + in the lanes)
+reg  [63:0] ofifo [0:OUT_DEPTH-1];
+reg  [LOG_OUT:0] of_wr, of_rd;
+reg  [LOG_OUT+1:0] room_used;
+wire        room = (room_used < OUT_DEPTH[LOG_OUT+1:0]);
+
+wire        running = (state == S_RUN);
+assign owns = running;
+wire        in_a0   = running && f_bmode == 2'd0 && !rx_b && rx_left != 32'd0;
+wire        in_b0   = running && f_bmode == 2'd0 && rx_b;
+wire        in_bv   = running && f_bmode == 2'd1 && rx_bvec != {(LOG_BCAST+1){1'b0}};
+wire        in_a1   = running && f_bmode == 2'd1 && rx_bvec == {(LOG_BCAST+1){1'b0}}
+                   && rx_left != 32'd0;
+assign rd_ready = (in_a0 && !af_full) || (in_b0 && !af_empty && room) || in_bv || (in_a1 && room);
+wire        beat    = rd_valid && rd_ready;
+wire        admit   = beat && (in_b0 || in_a1);          // a word pair into the lanes
+wire [63:0] op_a    = in_b0 ? afifo[af_rd[LA-1:0]] : rd_data;
+wire [63:0] op_b    = in_b0 ? rd_data : b_q;
+wire        last_beat = admit && rx_left == 32'd1;
+
+wire        ew_valid;
+wire [63:0] ew_y;
+
+dtpu_vec_ew #(
+    .LANES(LANES)
+)
+ew_inst (
+    .clk(clk),
+    .rst(!rst_n),
+    .sgn(f_sgn),
+    .mul(f_kind == 4'd2),
+    .in1_off(f_o1),
+    .in2_off(f_o2),
+    .m1(f_m1),
+    .m2(f_m2),
+    .mo(f_mo),
+    .sh1(f_sh1),
+    .sh2(f_sh2),
+    .sho(f_sho),
+    .out_off(f_zo),
+    .act_min(f_min),
+    .act_max(f_max),
+    .in_valid(admit),
+    .a(op_a),
+    .b(op_b),
+    .out_valid(ew_valid),
+    .y(ew_y)
+);
+
+/* ---------------------------------------------------------------- write side */
+reg  [31:0] wq_total;               // result words
+reg  [31:0] wq_in;                  // words queued (delayed by WR_DELAY)
+reg  [31:0] wq_req;                 // words requested
+reg  [ADDR_W-1:0] wq_addr;
+reg  [WR_DELAY:0] push_dly;
+reg         part_go;                // the last partial burst: a cycle after its words
+wire [31:0] wq_open = wq_in - wq_req;
+wire [31:0] wq_rest = wq_total - wq_req;
+wire        w_last_word = (of_rd_cnt == wq_total - 32'd1);
+reg  [31:0] of_rd_cnt;              // words handed to the write master
+wire        of_empty = (of_wr == of_rd);
+assign w_valid = !of_empty;
+assign w_data  = ofifo[of_rd[LOG_OUT-1:0]];
+assign w_strb  = (w_last_word && tail_bytes != 3'd0) ? (8'hFF >> (4'd8 - {1'b0, tail_bytes}))
+                                                     : 8'hFF;
+wire        w_hs = w_valid && w_ready;
+
+reg  [DONE_DELAY:0] done_dly;
+reg  [LAT-1:0]      lat_dly;
+// the contract's stall-free cycles: one an operand beat, and LAT_VEC after the last one
+assign active = beat || (lat_dly != {LAT{1'b0}});
+
+always @(posedge clk) begin
+    done <= 1'b0;
+    first_go <= 1'b0;
+    if (start) begin
+        pend <= 1'b1;
+    end
+    done_dly <= {done_dly[DONE_DELAY-1:0], last_beat};
+    lat_dly  <= {lat_dly[LAT-2:0], last_beat};
+    push_dly <= {push_dly[WR_DELAY-1:0], ew_valid};
+    if (done_dly[DONE_DELAY - 1]) begin
+        done <= 1'b1;
+    end
+
+    case (state)
+    S_IDLE: begin
+        if (start || pend) begin
+            pend <= 1'b0;
+            bad <= 1'b0;
+            err_slverr <= 1'b0;
+            err_decerr <= 1'b0;
+            err_timeout <= 1'b0;
+            busy <= 1'b1;
+            wcnt <= 4'd0;
+            state <= S_WORDS;
+        end
+    end
+    S_WORDS: begin                  // VEC2, VEC3 arrive
+        wcnt <= wcnt + 4'd1;
+        if (wcnt + 4'd1 >= START_WAIT[3:0]) begin
+            state <= S_SZ1;
+        end
+    end
+    S_SZ1: begin
+        nh <= {16'd0, f_n} * {16'd0, f_h};
+        wc <= {16'd0, f_w} * {16'd0, f_c};
+        state <= S_SZ2;
+    end
+    S_SZ2: begin
+        nhwc <= {32'd0, nh} * {32'd0, wc};
+        state <= S_CHK;
+    end
+    default: ;
+    endcase
+
+    if (state == S_CHK) begin
+        tail_bytes <= nhwc[2:0];
+        if (f_bad) begin
+            bad   <= 1'b1;
+            busy  <= 1'b0;
+            state <= S_IDLE;
+        end else if (go) begin
+            first_go <= 1'b1;
+            state <= S_RUN;
+        end
+    end
+
+    /* ---- requests */
+    if (req_valid && req_ready) begin
+        req_valid <= 1'b0;
+    end
+    if (state == S_CHK && !f_bad && go) begin
+        // the first request; the counters start
+        rq_left   <= a_words_c;
+        rq_a      <= f_src_a[ADDR_W-1:0];
+        rq_b      <= f_src_b[ADDR_W-1:0];
+        rq_b_next <= 1'b0;
+        rx_left   <= a_words_c;
+        rx_b      <= 1'b0;
+        rx_cnt    <= (a_words_c < BURST) ? a_words_c : BURST;
+        rx_chunk  <= (a_words_c < BURST) ? a_words_c : BURST;
+        rx_bvec   <= (f_bmode == 2'd1) ? b_words_c : {(LOG_BCAST+1){1'b0}};
+        wq_total  <= a_words_c;
+        wq_in     <= 32'd0;
+        wq_req    <= 32'd0;
+        wq_addr   <= f_dst[ADDR_W-1:0];
+        of_rd_cnt <= 32'd0;
+        part_go   <= 1'b0;
+        req_valid <= 1'b1;
+        if (f_bmode == 2'd1) begin
+            req_addr  <= f_src_b[ADDR_W-1:0];
+            req_words <= {{(31-LOG_BCAST){1'b0}}, b_words_c};
+        end else begin
+            req_addr  <= f_src_a[ADDR_W-1:0];
+            req_words <= (a_words_c < BURST) ? a_words_c : BURST;
+            rq_left   <= a_words_c - ((a_words_c < BURST) ? a_words_c : BURST);
+            rq_a      <= f_src_a[ADDR_W-1:0] + {((a_words_c < BURST) ? a_words_c[ADDR_W-4:0]
+                                                  : BURST[ADDR_W-4:0]), 3'b000};
+            rq_chunk  <= (a_words_c < BURST) ? a_words_c : BURST;
+            rq_b_next <= 1'b1;
+        end
+    end else if (running && (!req_valid || req_ready)) begin
+        if (f_bmode == 2'd1) begin
+            if (rq_left != 32'd0) begin          // A in one request after B's vector
+                req_valid <= 1'b1;
+                req_addr  <= rq_a;
+                req_words <= rq_left;
+                rq_left   <= 32'd0;
+            end
+        end else if (rq_b_next) begin
+            req_valid <= 1'b1;
+            req_addr  <= rq_b;
+            req_words <= rq_chunk;
+            rq_b      <= rq_b + {rq_chunk[ADDR_W-4:0], 3'b000};
+            rq_b_next <= 1'b0;
+        end else if (rq_left != 32'd0) begin
+            req_valid <= 1'b1;
+            req_addr  <= rq_a;
+            req_words <= chunk;
+            rq_a      <= rq_a + {chunk[ADDR_W-4:0], 3'b000};
+            rq_left   <= rq_left - chunk;
+            rq_chunk  <= chunk;
+            rq_b_next <= 1'b1;
+        end
+    end
+
+    /* ---- receive */
+    if (beat) begin
+        if (rd_resp == 2'b10) err_slverr <= 1'b1;
+        if (rd_resp == 2'b11) err_decerr <= 1'b1;
+        if (rd_timeout)       err_timeout <= 1'b1;
+    end
+    if (beat && in_a0) begin
+        afifo[af_wr[LA-1:0]] <= rd_data;
+        af_wr <= af_wr + 1'b1;
+        if (rx_cnt == 32'd1) begin
+            rx_b   <= 1'b1;
+            rx_cnt <= rx_chunk;            // the chunk's words again, for B
+        end else begin
+            rx_cnt <= rx_cnt - 32'd1;
+        end
+    end
+    if (beat && in_b0) begin
+        af_rd <= af_rd + 1'b1;
+        if (rx_cnt == 32'd1) begin
+            rx_b     <= 1'b0;
+            rx_cnt   <= ((rx_left - 32'd1) < BURST) ? (rx_left - 32'd1) : BURST;
+            rx_chunk <= ((rx_left - 32'd1) < BURST) ? (rx_left - 32'd1) : BURST;
+        end else begin
+            rx_cnt <= rx_cnt - 32'd1;
+        end
+    end
+    if (beat && in_bv) begin
+        rx_bvec <= rx_bvec - 1'b1;
+    end
+    if (admit) begin
+        rx_left <= rx_left - 32'd1;
+    end
+
+    /* ---- the lanes' results, the write requests */
+    if (ew_valid) begin
+        ofifo[of_wr[LOG_OUT-1:0]] <= ew_y;
+        of_wr <= of_wr + 1'b1;
+    end
+    if (push_dly[WR_DELAY - 1]) begin
+        wq_in <= wq_in + 32'd1;
+    end
+    if (wr_req_valid && wr_req_ready) begin
+        wr_req_valid <= 1'b0;
+    end
+    part_go <= running && wq_in == wq_total && wq_rest != 32'd0 && wq_rest < BURST;
+    if (running && (!wr_req_valid || wr_req_ready)) begin
+        if (wq_open >= BURST || (part_go && wq_in == wq_total && wq_rest != 32'd0)) begin
+            wr_req_valid <= 1'b1;
+            wr_req_addr  <= wq_addr;
+            wr_req_words <= (wq_open >= BURST) ? BURST : wq_open;
+            wq_addr      <= wq_addr + {((wq_open >= BURST) ? BURST[ADDR_W-4:0]
+                                         : wq_open[ADDR_W-4:0]), 3'b000};
+            wq_req       <= wq_req + ((wq_open >= BURST) ? BURST : wq_open);
+            part_go      <= 1'b0;
+        end
+    end
+    if (w_hs) begin
+        of_rd <= of_rd + 1'b1;
+        of_rd_cnt <= of_rd_cnt + 32'd1;
+    end
+    room_used <= room_used + {{(LOG_OUT+1){1'b0}}, admit} - {{(LOG_OUT+1){1'b0}}, w_hs};
+    if (running && w_hs && of_rd_cnt == wq_total - 32'd1) begin
+        busy  <= 1'b0;
+        state <= S_IDLE;
+    end
+
+    if (!rst_n) begin
+        state        <= S_IDLE;
+        busy         <= 1'b0;
+        done         <= 1'b0;
+        bad          <= 1'b0;
+        err_slverr   <= 1'b0;
+        err_decerr   <= 1'b0;
+        err_timeout  <= 1'b0;
+        req_valid    <= 1'b0;
+        wr_req_valid <= 1'b0;
+        first_go     <= 1'b0;
+        pend         <= 1'b0;
+        done_dly     <= {(DONE_DELAY+1){1'b0}};
+        lat_dly      <= {LAT{1'b0}};
+        push_dly     <= {(WR_DELAY+1){1'b0}};
+        af_wr        <= {(LA+1){1'b0}};
+        af_rd        <= {(LA+1){1'b0}};
+        of_wr        <= {(LOG_OUT+1){1'b0}};
+        of_rd        <= {(LOG_OUT+1){1'b0}};
+        room_used    <= {(LOG_OUT+2){1'b0}};
+        rq_left      <= 32'd0;
+        rq_b_next    <= 1'b0;
+        rx_left      <= 32'd0;
+        rx_b         <= 1'b0;
+        rx_bvec      <= {(LOG_BCAST+1){1'b0}};
+        wq_total     <= 32'd0;
+        wq_in        <= 32'd0;
+        wq_req       <= 32'd0;
+        part_go      <= 1'b0;
+    end
+end
+
+dtpu_vec_bcast #(
+    .LOG_WORDS(LOG_BCAST)
+)
+bcast_inst (
+    .clk(clk),
+    .rst(!rst_n),
+    .clear(first_go),
+    .c(f_c),
+    .w_valid(beat && in_bv),
+    .w_data(rd_data),
+    .take(admit && in_a1),
+    .b(b_q)
+);
+
+endmodule
+
+`resetall

@@ -460,3 +460,61 @@ def test_a_polled_list_that_fails_names_its_error_bits(window):
     rc, _ = w.run()
     assert rc == -1
     assert "CL_ERR=0x2 (SLVERR) at list offset 12, tag 0x30005 (partition 3, node 5)" in w.error()
+
+
+def test_unread_runs_take_bounded_memory_over_many_invokes(monkeypatch, dtpu_so, tfl):  # noqa: F811
+    """report=none, nobody reading: what is kept for the unread invokes is C's ring of the
+    latest runs, as many as the report store keeps (here 8), allocated once; over 1,500 C runs
+    the ring never holds more, older runs are dropped (counted), nothing is folded, and Python's
+    allocations do not grow with the runs (an object kept per run would show). A read then builds the
+    latest 8 reports, numbered as if every run had had one."""
+    import gc
+    import tracemalloc
+
+    import dtpu
+    from dtpu import report as rep
+    from dtpu.delegate import runtime as rt
+
+    keep, n = 8, 1500
+    monkeypatch.setattr(rep, "KEEP", keep)
+    folds = []
+    fold = rt.PartitionKernel.fold_c
+    monkeypatch.setattr(rt.PartitionKernel, "fold_c",
+                        lambda self, rec, views: (folds.append(rec.seq), fold(self, rec, views)))
+    it = dtpu.make_interpreter(ZOO / "conv_i8x8x3_o5_k3x3_s1x1_same_none__int8.tflite",
+                               {"backend": "model"})
+    it.allocate_tensors()
+    (x,) = random_inputs(it, 0)
+    index = it.get_input_details()[0]["index"]
+    want = run(it, [x])
+    first = dtpu.last_report()
+    (path,) = [k.cpath for k in rt.KERNELS.values() if k.cpath is not None]
+    assert path.lazy and path.capacity == keep
+
+    def invokes(count):
+        for _ in range(count):
+            it.set_tensor(index, x)
+            it.invoke()
+            assert path.pending() <= keep
+
+    invokes(100)                 # warm: every lazily made object exists now
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.take_snapshot()
+        invokes(n - 100)
+        gc.collect()
+        after = tracemalloc.take_snapshot()
+    finally:
+        tracemalloc.stop()
+    mine_only = [tracemalloc.Filter(False, tracemalloc.__file__)]
+    before, after = before.filter_traces(mine_only), after.filter_traces(mine_only)
+    grown = sum(s.size_diff for s in after.compare_to(before, "filename"))
+    # a few objects made once may appear (a cache entry, a log record); one small object kept
+    # per run (>= 32 bytes) would be 45 KB here
+    assert grown < 8192, [str(s) for s in after.compare_to(before, "lineno")[:5]]
+    assert folds == [] and path.pending() == keep
+    np.testing.assert_array_equal(it.get_tensor(it.get_output_details()[0]["index"]), want[0])
+    mine = [r for r in dtpu.reports() if r.seq > first.seq]
+    assert [r.seq for r in mine] == list(range(first.seq + n - keep + 1, first.seq + n + 1))
+    assert len(folds) == keep and all(r.complete and r.timing_us["python"] == 0 for r in mine)

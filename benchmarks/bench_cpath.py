@@ -42,6 +42,7 @@ MODELS = {
     "mobilenet_like": ROOT / "tests/models/zoo/mobilenet_like__int8.tflite",
     "dscnn_like": ROOT / "tests/models/zoo/dscnn_like__int8.tflite",
     "resnet8": ROOT / "tests/isro/resnet8_int8.tflite",
+    "autoencoder": ROOT / "tests/models/zoo/autoencoder_toyadmos__int8.tflite",
 }
 
 

@@ -75,7 +75,9 @@ def model_paths(models_dir):
                if (d / "mobilenet_v2_224__int8.tflite").exists()), None)
     return [("VWW 96 (mobilenet_v1_025_96)", ROOT / "tests/models/zoo/mobilenet_v1_025_96__int8.tflite"),
             ("MobileNet v2 1.0 224", v2),
-            ("ResNet-8 (tests/isro)", ROOT / "tests/isro/resnet8_int8.tflite")]
+            ("ResNet-8 (tests/isro)", ROOT / "tests/isro/resnet8_int8.tflite"),
+            ("AD autoencoder (autoencoder_toyadmos)",
+             ROOT / "tests/models/zoo/autoencoder_toyadmos__int8.tflite")]
 
 
 def reported(path: Path, options: dict, invokes: int = 3) -> dict:

@@ -49,6 +49,10 @@ typedef struct dtpu_mmio_ctx {
   uint64_t size;
 } dtpu_mmio_ctx;
 
+/* xclSyncBO(handle, bo, direction, size, offset): direction 0 to the device (a flush), 1 from
+ * it (an invalidate); a result of 0x80000000 or more is a failure (pynq's own check) */
+typedef unsigned int (*dtpu_xcl_sync_fn)(void*, unsigned int, int, size_t, size_t);
+
 /* How the DDR image is kept coherent: by Python (the handle's buffer's flush / invalidate), or
  * as a mirror (the device reads `device`, the host works in `host`: flush copies the range host
  * to device, invalidate device to host, and both record the host's bytes in `synced` when
@@ -60,6 +64,12 @@ typedef struct dtpu_sync_ctx {
   uint8_t* synced;
   uint64_t size;
   int64_t flushed, invalidated;
+  /* XRT's xclSyncBO (the PYNQ v3.0 image's pynq calls it for every flush and invalidate) on
+   * buffer object `bo` of device handle `xrt_handle`; `bo_offset`: the image's offset in it */
+  dtpu_xcl_sync_fn xcl_sync;
+  void* xrt_handle;
+  uint32_t bo;
+  uint64_t bo_offset;
 } dtpu_sync_ctx;
 
 /* (b) the Verilated dtpu_cl_top of pylib/dtpu/rtl/native_cl.cpp, through its C API */
@@ -273,6 +283,25 @@ static int dtpu_mirror_invalidate(void* c, uint64_t offset, uint64_t nbytes) {
   return 0;
 }
 
+static int dtpu_xcl_sync(dtpu_sync_ctx* s, int from_device, uint64_t offset, uint64_t nbytes) {
+  unsigned int r = s->xcl_sync(s->xrt_handle, s->bo, from_device, (size_t)nbytes,
+                               (size_t)(s->bo_offset + offset));
+  if (r >= 0x80000000u) return -1;
+  if (from_device)
+    s->invalidated += (int64_t)nbytes;
+  else
+    s->flushed += (int64_t)nbytes;
+  return 0;
+}
+
+static int dtpu_xcl_flush(void* c, uint64_t offset, uint64_t nbytes) {
+  return dtpu_xcl_sync((dtpu_sync_ctx*)c, 0, offset, nbytes);
+}
+
+static int dtpu_xcl_invalidate(void* c, uint64_t offset, uint64_t nbytes) {
+  return dtpu_xcl_sync((dtpu_sync_ctx*)c, 1, offset, nbytes);
+}
+
 /* ---- set-up (from Python, at the first invoke after a Prepare) --------------------------- */
 
 dtpu_cpath* dtpu_cpath_new(int64_t id, int n_in, int n_out, int capacity) {
@@ -397,6 +426,20 @@ int dtpu_cpath_sync_mirror(dtpu_cpath* cp, uintptr_t host, uintptr_t device, uin
   s->size = size;
   cp->io.flush = dtpu_mirror_flush;
   cp->io.invalidate = dtpu_mirror_invalidate;
+  return 0;
+}
+
+int dtpu_cpath_sync_xcl(dtpu_cpath* cp, uintptr_t fn, uintptr_t handle, uint32_t bo,
+                        uint64_t bo_offset) {
+  if (cp == NULL || !fn) return -1;
+  dtpu_sync_ctx* s = dtpu_cp_new_sync(cp);
+  if (s == NULL) return -1;
+  s->xcl_sync = (dtpu_xcl_sync_fn)fn;
+  s->xrt_handle = (void*)handle;
+  s->bo = bo;
+  s->bo_offset = bo_offset;
+  cp->io.flush = dtpu_xcl_flush;
+  cp->io.invalidate = dtpu_xcl_invalidate;
   return 0;
 }
 

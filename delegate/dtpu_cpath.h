@@ -76,12 +76,16 @@ int dtpu_cpath_regs_verilator(dtpu_cpath* cp, uintptr_t sim, uintptr_t fn_write,
                               uint32_t poll_cycles, uint64_t chunk_cycles, uint64_t limit_cycles,
                               double timeout_s);
 /* the buffer's maintenance when it is not coherent with the device (none set: coherent): the
- * buffer's own flush / invalidate in Python, or a mirror kept in C (the device reads `device`,
+ * buffer's own flush / invalidate in Python, a mirror kept in C (the device reads `device`,
  * the host works in `host`, the image itself; `synced`, if not 0, records the host's bytes at
- * each maintenance: the emulated board's cache) */
+ * each maintenance: the emulated board's cache), or XRT's xclSyncBO called from C (`fn`, the
+ * function libxrt_core exports, on buffer object `bo` of device handle `handle`, the image at
+ * `bo_offset` in it: the PYNQ v3.0 image's maintenance, range by range) */
 int dtpu_cpath_sync_python(dtpu_cpath* cp, int64_t handle);
 int dtpu_cpath_sync_mirror(dtpu_cpath* cp, uintptr_t host, uintptr_t device, uintptr_t synced,
                            uint64_t size);
+int dtpu_cpath_sync_xcl(dtpu_cpath* cp, uintptr_t fn, uintptr_t handle, uint32_t bo,
+                        uint64_t bo_offset);
 /* runs only while *owner == owner_id (Python keeps the word: the core's memories hold this
  * program's prologue and nothing else ran since); a failure writes -1 there */
 void dtpu_cpath_arm(dtpu_cpath* cp, int64_t* owner, int64_t owner_id, uint64_t cycles,

@@ -175,3 +175,102 @@ def test_the_c_path_flushes_and_invalidates_exactly_the_bytes_moved_in_c(emu, dt
 
 
 ZOO = Path(__file__).resolve().parent / "models" / "zoo"
+
+
+@pytest.fixture
+def xcl_abi(emu):
+    """The emulated board's device as the PYNQ v3.0 image's pynq drives XRT: the C path's cache
+    maintenance is a call of xclSyncBO(handle, bo, direction, size, offset) from C."""
+    from dtpu.board.emulate.device import device
+
+    dev = device()
+    dev.sync_abi = "xcl"
+    yield dev
+    dev.sync_abi = "mirror"
+
+
+def _c_invokes(emu, tfl, seeds):  # noqa: F811
+    """(per invoke: the emulated board's cache operations, in order), the C path and the
+    interpreter (which keeps it alive), after checking every output against the CPU's."""
+    import dtpu
+    from dtpu.board.emulate import current_board
+    from dtpu.delegate import runtime as rt
+    from tests.delegate_util import random_inputs, run
+
+    model = ZOO / "mobilenet_like__int8.tflite"
+    it = dtpu.make_interpreter(model, {"backend": "pynq", "bitstream": str(emu), "invoke": "c"})
+    it.allocate_tensors()
+    cpu = tfl.Interpreter(model_path=str(model))
+    cpu.allocate_tensors()
+    ops = []
+    for seed in seeds:
+        x = random_inputs(it, seed)
+        trace = current_board().trace
+        trace.clear()
+        got = run(it, x)
+        for a, b in zip(got, run(cpu, x)):
+            np.testing.assert_array_equal(a, b, err_msg=f"invoke {seed}: C path vs CPU")
+        ops.append([(a.op, a.offset, a.value) for a in trace if a.device == "cache"])
+    (path,) = [k.cpath for k in rt.KERNELS.values() if k.cpath is not None]
+    return ops, path, it
+
+
+def test_on_the_pynq_3_0_abi_c_calls_xclsyncbo_for_exactly_the_bytes_moved(xcl_abi, emu, dtpu_so, tfl):  # noqa: F811
+    """Where pynq calls XRT's xclSyncBO itself (the PYNQ v3.0 image: pynq/_3rdparty/xrt.py),
+    the C path calls that function for the partition's input before the doorbell and its output
+    after the completion, exactly their bytes (the emulated board's function runs the device's
+    flush and invalidate, traced), counted by C; no Python buffer call in between."""
+    from dtpu.board.transport import xcl_sync
+
+    ops, path, _it = _c_invokes(emu, tfl, range(4))
+    sync = xcl_sync(path.buf.buf)
+    assert sync is not None and sync["kind"] == "xcl" and sync["bo"] == path.buf.addr
+    part = path.program.program.partitions[path.index]
+    want = [("flush", part.input.addr, part.input.nbytes),
+            ("invalidate", part.output.addr, part.output.nbytes)]
+    assert ops[1:] == [want] * 3, ops
+    assert path.synced_bytes() == (3 * part.input.nbytes, 3 * part.output.nbytes)
+
+
+def test_on_the_pynq_3_0_abi_a_failing_xclsyncbo_fails_the_invoke(xcl_abi, emu, dtpu_so, tfl, monkeypatch):  # noqa: F811
+    """xclSyncBO's failure (a result of 0x80000000 or more, pynq's own check) fails the invoke
+    with the range named, instead of running the list on stale bytes."""
+    import ctypes
+
+    import dtpu
+    from tests.delegate_util import random_inputs, run
+
+    kind = ctypes.CFUNCTYPE(ctypes.c_uint, ctypes.c_void_p, ctypes.c_uint, ctypes.c_int,
+                            ctypes.c_size_t, ctypes.c_size_t)
+    failing = kind(lambda handle, bo, direction, size, offset: 0xFFFFFFF2)   # -EFAULT
+    monkeypatch.setattr(type(xcl_abi), "xcl_sync_function",
+                        lambda self: ctypes.cast(failing, ctypes.c_void_p).value)
+    it = dtpu.make_interpreter(ZOO / "mobilenet_like__int8.tflite",
+                               {"backend": "pynq", "bitstream": str(emu), "invoke": "c"})
+    it.allocate_tensors()
+    run(it, random_inputs(it, 0))          # the Python path (pynq's own flush): sets C up
+    with pytest.raises(RuntimeError, match=r"flushing the input at image offset \d+ \(\d+ bytes\) failed"):
+        run(it, random_inputs(it, 1))
+
+
+def test_on_the_pynq_3_0_abi_an_xclsyncbo_that_syncs_nothing_is_caught(xcl_abi, emu, dtpu_so, tfl, monkeypatch, caplog):  # noqa: F811
+    """The stale-cache model still judges the maintenance C asks XRT for: an xclSyncBO that
+    answers success and flushes nothing leaves the input in the CPU's cache, and the device's
+    read of it raises StaleCacheError (the doorbell's write fails, the invoke with it)."""
+    import ctypes
+
+    import dtpu
+    from tests.delegate_util import random_inputs, run
+
+    kind = ctypes.CFUNCTYPE(ctypes.c_uint, ctypes.c_void_p, ctypes.c_uint, ctypes.c_int,
+                            ctypes.c_size_t, ctypes.c_size_t)
+    idle = kind(lambda handle, bo, direction, size, offset: 0)
+    monkeypatch.setattr(type(xcl_abi), "xcl_sync_function",
+                        lambda self: ctypes.cast(idle, ctypes.c_void_p).value)
+    it = dtpu.make_interpreter(ZOO / "mobilenet_like__int8.tflite",
+                               {"backend": "pynq", "bitstream": str(emu), "invoke": "c"})
+    it.allocate_tensors()
+    run(it, random_inputs(it, 0))
+    with caplog.at_level("ERROR"), pytest.raises(RuntimeError, match="register write failed"):
+        run(it, random_inputs(it, 1))
+    assert "StaleCacheError" in caplog.text and "did not flush" in caplog.text

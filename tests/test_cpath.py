@@ -326,3 +326,195 @@ for _ in range(100):
                          text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["read", "True", "9", "folds", "9"], out.stdout
+
+
+# -- the completion wait on a register window (the board's kind) without a board ------------
+
+class _Window:
+    """A C path of one input and one output set up by hand on a register window that is plain
+    memory (the board's kind of register access: C loads and stores through the pointer): the
+    test is the device, writing CL_STATUS, CL_CYCLES and IDLE itself."""
+
+    REGS = 11          # dtpu_cpath.h's order: CL_BASE, DOORBELL, CL_STATUS, CL_ERR, IRQ, ...
+    DONE, ERROR = 1, 2
+    LIST_ADDR = 0x1000
+
+    def __init__(self, clock_mhz: float, cycles: int, timeout_s: float) -> None:
+        import dtpu
+        from dtpu.delegate import glue
+
+        dtpu.load_delegate({"backend": "reference"})        # dtpu.so in this process
+        ffi, lib = glue.ffi_and_lib()
+        self.ffi, self.lib = ffi, lib
+        self.regs = np.zeros(16, np.uint32)
+        self.image = np.zeros(256, np.uint8)
+        self.x = np.arange(16, dtype=np.uint8)
+        self.y = np.zeros(8, np.uint8)
+        self.image[64:72] = np.arange(100, 108, dtype=np.uint8)  # "the device's result"
+        self.owner = np.array([7], np.int64)
+        cp = lib.dtpu_cpath_new(99, 1, 1, 4)
+        assert cp != ffi.NULL
+        self.cp = cp
+        assert lib.dtpu_cpath_set_image(cp, ffi.cast("uint8_t*", self.image.ctypes.data),
+                                        self.image.size, self.LIST_ADDR) == 0
+        assert lib.dtpu_cpath_set_io(cp, 0, 0, 0, 0, self.x.size) == 0
+        assert lib.dtpu_cpath_set_io(cp, 1, 0, 1, 64, self.y.size) == 0
+        offsets = ffi.new("uint32_t[]", [4 * i for i in range(self.REGS)])
+        assert lib.dtpu_cpath_set_regs(cp, offsets, self.DONE, self.ERROR, 3, timeout_s,
+                                       b"DECODE,SLVERR") == 0
+        assert lib.dtpu_cpath_regs_mmio(cp, self.regs.ctypes.data, self.regs.nbytes) == 0
+        lib.dtpu_cpath_keep_latest(cp, 1, clock_mhz)
+        lib.dtpu_cpath_arm(cp, ffi.cast("int64_t*", self.owner.ctypes.data), 7, cycles, 0, 0)
+
+    def run(self) -> tuple[int, float]:
+        """dtpu_cpath_run's result and its wall time (s)."""
+        import time
+
+        data = self.ffi.new("void*[]", [self.ffi.cast("void*", self.x.ctypes.data),
+                                        self.ffi.cast("void*", self.y.ctypes.data)])
+        sizes = self.ffi.new("size_t[]", [self.x.nbytes, self.y.nbytes])
+        t = time.monotonic()
+        rc = self.lib.dtpu_cpath_run(self.cp, data, sizes, 2, time.monotonic_ns())
+        return rc, time.monotonic() - t
+
+    def records(self) -> list:
+        out = self.ffi.new("dtpu_cl_record[]", 4)
+        return [out[i] for i in range(self.lib.dtpu_cpath_take(self.cp, out, 4, self.ffi.NULL))]
+
+    def error(self) -> str:
+        return self.ffi.string(self.lib.dtpu_cpath_error(self.cp)).decode()
+
+    def close(self) -> None:
+        self.lib.dtpu_cpath_free(self.cp)
+
+
+@pytest.fixture
+def window(dtpu_so):  # noqa: F811
+    made = []
+
+    def make(**kw):
+        made.append(_Window(**kw))
+        return made[-1]
+
+    yield make
+    for w in made:
+        w.close()
+
+
+def test_a_polled_completion_is_read_after_the_expected_run_time(window):
+    """On a polled window (the board: no interrupt wait) C sleeps the armed run's time at the
+    build's clock before its first CL_STATUS read: 5 M cycles at 100 MHz, 50 ms. The run then
+    is the list protocol's 5 reads and 3 writes, its counters read from the registers, the
+    input copied into the image and the result out of it."""
+    w = window(clock_mhz=100.0, cycles=5_000_000, timeout_s=2.0)
+    w.regs[2] = w.DONE                      # CL_STATUS: done before C looks
+    w.regs[7], w.regs[9] = 5_000_000, 1234  # CL_CYCLES_LO, IDLE_LO
+    rc, took = w.run()
+    assert rc == 0, w.error()
+    assert took >= 0.05
+    (rec,) = w.records()
+    assert (rec.status, rec.reads, rec.writes, rec.doorbells) == (0, 5, 3, 1)
+    assert (rec.cycles, rec.idle) == (5_000_000, 1234)
+    assert rec.device_ns >= 50_000_000       # the nap is the device's time
+    assert (w.regs[0], w.regs[1], w.regs[4]) == (w.LIST_ADDR, 1, 3)   # CL_BASE, DOORBELL, IRQ ack
+    np.testing.assert_array_equal(w.image[:16], w.x)
+    np.testing.assert_array_equal(w.y, np.arange(100, 108))
+
+
+def test_without_a_clock_the_completion_is_polled_at_once(window):
+    """clock_mhz 0 (no expected time): CL_STATUS is read right after the doorbell; a device
+    that finishes 30 ms later is polled until then (one more read per poll)."""
+    import threading
+
+    w = window(clock_mhz=0.0, cycles=5_000_000, timeout_s=2.0)
+    timer = threading.Timer(0.03, lambda: w.regs.__setitem__(2, w.DONE))
+    timer.start()
+    rc, took = w.run()
+    timer.join()
+    assert rc == 0, w.error()
+    assert took >= 0.03
+    (rec,) = w.records()
+    assert rec.reads > 5 and rec.writes == 3
+
+
+def test_a_completion_that_never_comes_raises_at_the_deadline_even_after_a_long_nap(window):
+    """A run armed to last 100 s (10 G cycles at 100 MHz) against a 0.2 s deadline: the nap is
+    cut to the deadline, CL_STATUS is read, and the run fails naming it within about the
+    deadline, not after the expected time; the core's state is then unknown (the owner word
+    -1: the next invoke reloads on the Python path) and C declines the next run."""
+    w = window(clock_mhz=100.0, cycles=10_000_000_000, timeout_s=0.2)
+    rc, took = w.run()
+    assert rc == -1
+    assert 0.2 <= took < 2.0, took
+    assert w.error() == f"command list at {w.LIST_ADDR:#x}: CL_STATUS=0, not DONE within 0.2 s"
+    assert int(w.owner[0]) == -1
+    (rec,) = w.records()
+    assert rec.status == 1 and rec.reads >= 1
+    assert w.run()[0] == 1                  # DTPU_CP_DECLINED
+
+
+def test_a_polled_list_that_fails_names_its_error_bits(window):
+    w = window(clock_mhz=100.0, cycles=1000, timeout_s=1.0)
+    w.regs[2] = w.DONE | w.ERROR
+    w.regs[3], w.regs[5], w.regs[6] = 0b10, 12, (3 << 16) | 5   # CL_ERR SLVERR, PC, TAG
+    rc, _ = w.run()
+    assert rc == -1
+    assert "CL_ERR=0x2 (SLVERR) at list offset 12, tag 0x30005 (partition 3, node 5)" in w.error()
+
+
+def test_unread_runs_take_bounded_memory_over_many_invokes(monkeypatch, dtpu_so, tfl):  # noqa: F811
+    """report=none, nobody reading: what is kept for the unread invokes is C's ring of the
+    latest runs, as many as the report store keeps (here 8), allocated once; over 1,500 C runs
+    the ring never holds more, older runs are dropped (counted), nothing is folded, and Python's
+    allocations do not grow with the runs (an object kept per run would show). A read then builds the
+    latest 8 reports, numbered as if every run had had one."""
+    import gc
+    import tracemalloc
+
+    import dtpu
+    from dtpu import report as rep
+    from dtpu.delegate import runtime as rt
+
+    keep, n = 8, 1500
+    monkeypatch.setattr(rep, "KEEP", keep)
+    folds = []
+    fold = rt.PartitionKernel.fold_c
+    monkeypatch.setattr(rt.PartitionKernel, "fold_c",
+                        lambda self, rec, views: (folds.append(rec.seq), fold(self, rec, views)))
+    it = dtpu.make_interpreter(ZOO / "conv_i8x8x3_o5_k3x3_s1x1_same_none__int8.tflite",
+                               {"backend": "model"})
+    it.allocate_tensors()
+    (x,) = random_inputs(it, 0)
+    index = it.get_input_details()[0]["index"]
+    want = run(it, [x])
+    first = dtpu.last_report()
+    (path,) = [k.cpath for k in rt.KERNELS.values() if k.cpath is not None]
+    assert path.lazy and path.capacity == keep
+
+    def invokes(count):
+        for _ in range(count):
+            it.set_tensor(index, x)
+            it.invoke()
+            assert path.pending() <= keep
+
+    invokes(100)                 # warm: every lazily made object exists now
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.take_snapshot()
+        invokes(n - 100)
+        gc.collect()
+        after = tracemalloc.take_snapshot()
+    finally:
+        tracemalloc.stop()
+    mine_only = [tracemalloc.Filter(False, tracemalloc.__file__)]
+    before, after = before.filter_traces(mine_only), after.filter_traces(mine_only)
+    grown = sum(s.size_diff for s in after.compare_to(before, "filename"))
+    # a few objects made once may appear (a cache entry, a log record); one small object kept
+    # per run (>= 32 bytes) would be 45 KB here
+    assert grown < 8192, [str(s) for s in after.compare_to(before, "lineno")[:5]]
+    assert folds == [] and path.pending() == keep
+    np.testing.assert_array_equal(it.get_tensor(it.get_output_details()[0]["index"]), want[0])
+    mine = [r for r in dtpu.reports() if r.seq > first.seq]
+    assert [r.seq for r in mine] == list(range(first.seq + n - keep + 1, first.seq + n + 1))
+    assert len(folds) == keep and all(r.complete and r.timing_us["python"] == 0 for r in mine)

@@ -312,8 +312,11 @@ def test_zoo_compiled_equals_protocol(entry):
             # written in place into the delegate's output buffer when the node allows it
             out = np.full(y2.shape, 7, y2.dtype)
             y3, c3 = quick.invoke_into(h1, x, Probes(), out)
-            slow.invoke(h2, x, Probes())
-            assert np.array_equal(np.asarray(y3).reshape(y2.shape), y2) and _counted(c3) == _counted(c2)
+            # against the protocol path's invoke in the same state: a node the residency
+            # selection made resident late loads its weights in its first invoke only (the
+            # autoencoder's last layer), so c2 may be that first invoke and c3 the steady state
+            _y4, c4 = slow.invoke(h2, x, Probes())
+            assert np.array_equal(np.asarray(y3).reshape(y2.shape), y2) and _counted(c3) == _counted(c4)
             in_place += y3 is out
             # the core behind each: same register file, same counters
             assert quick.core.regs == slow.core.regs

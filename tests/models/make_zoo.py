@@ -688,8 +688,8 @@ def main(argv=None) -> int:
         fresh = {e["name"]: e for e in entries}  # keep the index order
         merged = [fresh.pop(e["name"], e) for e in old]
         entries = merged + list(fresh.values())
-    else:  # the ImageNet-scale entries are make_imagenet.py's: keep them
-        entries += [e for e in old if e["kind"] == "imagenet"]
+    else:  # the ImageNet-scale entries are make_imagenet.py's, the dense one make_autoencoder.py's
+        entries += [e for e in old if e["kind"] in ("imagenet", "dense")]
     # one entry per line: compact, and regenerating one model changes one line
     INDEX.write_text("[\n" + ",\n".join(json.dumps(e, separators=(",", ":")) for e in entries)
                      + "\n]\n")

@@ -22,7 +22,7 @@ CACHE_ENV = "DTPU_MODEL_CACHE"
 
 MODES = ("int8", "int8_float_io", "int8_per_tensor", "int16x8", "float32", "float16_weights",
          "dynamic_range", "uint8", "uint8_fakequant")
-KINDS = ("conv2d", "depthwise_conv2d", "net", "imagenet")
+KINDS = ("conv2d", "depthwise_conv2d", "net", "imagenet", "dense")
 # ImageNet-scale nets (make_imagenet.py): left out of load_index() unless asked for by kind.
 # The per-model sweeps over the zoo were written for models of a few KB; these take seconds to
 # minutes per model there, and tests/test_models_at_scale.py covers them.

@@ -27,9 +27,9 @@ TASKS = [
      "dscnn_like: a DS-CNN on the 49x10x1 MFCC input, narrower than the reference DS-CNN"),
     ("MLPerf Tiny IC", "tests/isro/resnet8_int8.tflite",
      "resnet8_int8: the ResNet-8 of MLPerf Tiny image classification (32x32x3)"),
-    ("MLPerf Tiny AD", None,
-     "no zoo model: the autoencoder is FULLY_CONNECTED layers only (640-128-...-8-...-640); "
-     "the zoo has no such net"),
+    ("MLPerf Tiny AD", "tests/models/zoo/autoencoder_toyadmos__int8.tflite",
+     "autoencoder_toyadmos: the reference autoencoder's ten FULLY_CONNECTED layers "
+     "(640-128x4-8-128x4-640), seeded weights"),
     ("MobileNet v1 1.0 224", "tests/models/zoo/mobilenet_v1_224__int8.tflite",
      "mobilenet_v1_224: MobileNet v1 1.0 at 224x224x3"),
     ("MobileNet v2 1.0 224", "tests/models/zoo/mobilenet_v2_224__int8.tflite",
@@ -67,6 +67,13 @@ PUBLISHED = [
          source="https://github.com/mlcommons/tiny_results_v1.0 open/hls4ml/results/pynq-z2/ic/"
                 "RN08/performance/results.txt; Borras et al., arXiv 2206.11791", year=2022,
          checked=True),
+    dict(task="MLPerf Tiny AD", system="hls4ml (dataflow FPGA design, AD08: 64 inputs, 72 wide, "
+         "12-bit; a far smaller net than the reference)",
+         where="PYNQ-Z2 XC7Z020, MLPerf Tiny v0.7 open", ms=1e3 / 53365.414,
+         figure="53,365.4 inferences/s",
+         source="https://github.com/mlcommons/tiny_results_v0.7 open/hls4ml-finn/results/pynq-z2/ad/"
+                "AD08/performance/results.txt (median); the net: open/hls4ml-finn/code/ad/AD08/"
+                "training/ad08.yml", year=2022, checked=True),
     dict(task="MobileNet v1 1.0 224", system="ncnn int8 (CPU library, 2 threads)",
          where="Zynq-7000 Cortex-A9 766 MHz", ms=241.0, figure="241 ms",
          source="as given in issue 27; not found in the sources searched here (not re-checked)",

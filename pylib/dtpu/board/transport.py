@@ -84,6 +84,38 @@ class PynqDdrBuffer:
         self.buf.freebuffer()
 
 
+def xcl_sync(buf: Any) -> dict | None:
+    """XRT's ``xclSyncBO`` for PynqBuffer `buf`, as pynq up to 3.0 calls it in its device's
+    ``flush`` / ``invalidate`` (``xclSyncBO(device.handle, buf.bo, direction, size, offset)``,
+    through ``pynq._3rdparty.xrt``'s ctypes binding of libxrt_core.so), so that C can call the
+    same function for exactly the bytes it moves: {"kind": "xcl", "fn": its address, "handle",
+    "bo", "offset": the buffer's offset in its buffer object}. None where pynq has no such
+    function: pynq 3.1 and later hold buffer objects as ``pyxrt.bo`` (whose ``sync`` covers the
+    whole object), a build without XRT. A device may offer its own function
+    (``xcl_sync_function()``: the emulated board's)."""
+    import ctypes
+
+    device = getattr(buf, "device", None)
+    bo, handle = getattr(buf, "bo", None), getattr(device, "handle", None)
+    if isinstance(bo, bool) or not isinstance(bo, (int, np.integer)) or handle is None:
+        return None
+    own = getattr(device, "xcl_sync_function", None)
+    if own is not None:
+        fn = own()
+    else:
+        try:
+            from pynq._3rdparty import xrt
+            fn = ctypes.cast(xrt.libc.xclSyncBO, ctypes.c_void_p).value
+        except (ImportError, AttributeError) as exc:
+            log.debug("no xclSyncBO in this pynq (%s): C calls back for cache maintenance", exc)
+            return None
+    value = handle.value if isinstance(handle, ctypes.c_void_p) else handle
+    if not fn or not isinstance(value, (int, np.integer)):
+        return None
+    return {"kind": "xcl", "fn": int(fn), "handle": int(value), "bo": int(bo),
+            "offset": int(getattr(buf, "offset", 0) or 0)}
+
+
 class PynqTransport(Transport):
     """The board's DTPU behind its overlay (a ``pynq.Overlay`` of the hw/overlays design)."""
 
@@ -182,13 +214,18 @@ class PynqTransport(Transport):
         return {"kind": "mmio", "base": int(array.ctypes.data), "size": int(array.nbytes)}
 
     def c_buffer_sync(self, buf) -> dict | None:
-        """For the delegate's C invoke path: on the emulated board, its DDR's mirror of a
-        cacheable buffer (host view, DDR region, synced record: C flushes and invalidates as
-        the emulated pynq does, and the stale-cache model checks what it did); on the board
-        None (C calls back into the buffer's pynq flush / invalidate)."""
+        """For the delegate's C invoke path, how C keeps a cacheable buffer coherent: XRT's
+        xclSyncBO called from C where pynq itself calls it (:func:`xcl_sync`: the PYNQ v3.0
+        image; on the emulated board when its device is set to that ABI, ``sync_abi="xcl"``);
+        on the emulated board otherwise its DDR's mirror of the buffer (host view, DDR region,
+        synced record: C flushes and invalidates as the emulated pynq does, and the stale-cache
+        model checks what it did); else None (C calls back into the buffer's pynq flush /
+        invalidate: pynq 3.1 and later keep XRT's buffer objects inside pyxrt)."""
         from dtpu.board import emulate
-        if not emulate.installed() or not isinstance(buf, PynqDdrBuffer) or buf.buf.coherent:
+        if not isinstance(buf, PynqDdrBuffer) or buf.buf.coherent:
             return None
+        if not emulate.installed() or getattr(buf.buf.device, "sync_abi", None) == "xcl":
+            return xcl_sync(buf.buf)
         host, device, synced = emulate.current_board().ddr.mirror(buf.addr)
         if host.ctypes.data != buf.array.ctypes.data:
             return None     # not the view C copies into: keep pynq's own maintenance

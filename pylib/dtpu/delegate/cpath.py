@@ -12,9 +12,10 @@ How C reaches the registers is the transport's choice (``Transport.c_register_io
 window (the board), the Verilated core's own C API (backend=rtl), or, by default, this module's
 callbacks into the transport's ``read_reg`` / ``write_reg`` / ``wait_list`` (the golden model,
 the emulated board): slow, but the C code that runs is the one the board runs. How it keeps a
-non-coherent DDR image coherent is the transport's choice too (``Transport.c_buffer_sync``): in
-C (the emulated board's mirror of host cache and DDR), or the buffer's own flush / invalidate
-called back in Python (the board, until C does the driver's sync itself).
+non-coherent DDR image coherent is the transport's choice too (``Transport.c_buffer_sync``): XRT's
+xclSyncBO called from C (the board under pynq 3.0, the emulated board set to that ABI), a copy
+in C (the emulated board's mirror of host cache and DDR), or the buffer's own flush / invalidate
+called back in Python (pynq 3.1 and later, whose XRT buffer objects live inside pyxrt).
 """
 from __future__ import annotations
 
@@ -172,8 +173,11 @@ class PartitionCPath:
         elif sync["kind"] == "mirror":
             rc = self.lib.dtpu_cpath_sync_mirror(self.cp, sync["host"], sync["device"],
                                                  sync["synced"], sync["size"])
+        elif sync["kind"] == "xcl":
+            rc = self.lib.dtpu_cpath_sync_xcl(self.cp, sync["fn"], sync["handle"], sync["bo"],
+                                              sync["offset"])
         else:
-            raise Unsupported(f"buffer maintenance of kind {sync['kind']!r}; known: mirror")
+            raise Unsupported(f"buffer maintenance of kind {sync['kind']!r}; known: mirror, xcl")
         if rc != 0:
             raise Unsupported(f"buffer maintenance {sync and sync['kind']!r} refused")
 

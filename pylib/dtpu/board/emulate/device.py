@@ -223,6 +223,12 @@ class EmulatedDevice(Device):
         self.hierarchy_dict: dict[str, Any] = {}
         self.default_memory = EmulatedMemory(self)
         self._host: dict[int, np.ndarray] = {}
+        #: how the delegate's C invoke path keeps cacheable buffers coherent here: "mirror" (C
+        #: copies between the host view and the DDR itself) or "xcl" (C calls xclSyncBO on
+        #: (handle, bo), as under the PYNQ v3.0 image's pynq: here :meth:`xcl_sync_function`)
+        self.sync_abi = "mirror"
+        self.handle = 0x5D7D          # XRT's device handle stands here (any non-null value)
+        self._xcl_sync = None
 
     # -- the primitives the kernel and XRT provide on the board ----------------------------
 
@@ -240,6 +246,32 @@ class EmulatedDevice(Device):
             raise RuntimeError(f"invalidate of a freed buffer (physical address {bo:#x})")
         self.board.ddr.invalidate(bo + offset, size)
         self.board.cache_op("invalidate", bo + offset, size)
+
+    def xcl_sync_function(self) -> int:
+        """The address of a C function with xclSyncBO's signature (handle, bo, direction, size,
+        offset) -> 0, or 0xFFFFFFEA (-EINVAL) on failure, that runs :meth:`flush` (direction 0)
+        or :meth:`invalidate` (1): the emulated board's XRT for C code that calls XRT as pynq
+        3.0 does. Made once and kept alive by the device."""
+        import ctypes
+
+        if self._xcl_sync is None:
+            kind = ctypes.CFUNCTYPE(ctypes.c_uint, ctypes.c_void_p, ctypes.c_uint, ctypes.c_int,
+                                    ctypes.c_size_t, ctypes.c_size_t)
+
+            def sync(handle, bo, direction, size, offset):
+                try:
+                    if (handle or 0) != self.handle or direction not in (0, 1):
+                        raise ValueError(f"xclSyncBO(handle {handle}, direction {direction}): "
+                                         f"accepted: handle {self.handle}, direction 0 or 1")
+                    (self.invalidate if direction else self.flush)(bo, offset, 0, size)
+                    return 0
+                except Exception:
+                    log.exception("emulated xclSyncBO(bo %#x, direction %d, %d bytes at %d)",
+                                  bo, direction, size, offset)
+                    return 0xFFFFFFEA
+
+            self._xcl_sync = kind(sync)
+        return ctypes.cast(self._xcl_sync, ctypes.c_void_p).value
 
     def get_bitfile_metadata(self, bitfile_name: str, partial: bool = False):
         """The overlay's metadata as pynq's embedded device reads it: the .hwh beside the

@@ -355,10 +355,6 @@ def emit_staged(layers: list[Layer], fmt: Fmt, *, profile: Profile, pe: int | No
                 program.append(_xfer(Mem.FRAME, Mem.EXTERNAL, out_at,
                                      addrs[i + 1] + (k0 * hp_o * wp_o + row0 * wp_o) * item,
                                      chunk, k, chunk, hp_o * wp_o * item))
-        if (len(program) + 1) * isa.INSTRUCTION_BYTES > prof.program_bytes:
-            raise CompileError(f"{layer.name}: the staged program reaches {len(program) + 1} instructions "
-                               f"({(len(program) + 1) * isa.INSTRUCTION_BYTES:,} B with END), past chip "
-                               f"profile {prof.name}'s {prof.program_bytes:,} B of instruction memory")
         c_o, h_o, w_o = layer.out_shape
         layer_meta.append({
             "name": layer.name, "sources": list(layer.sources), "kind": layer.kind,
@@ -377,10 +373,19 @@ def emit_staged(layers: list[Layer], fmt: Fmt, *, profile: Profile, pe: int | No
             "rounding": layer.rounding.label if fmt is Fmt.I8 and layer.dsp is not None else None,
         })
     program.append(Instruction(Op.END))
+    program_bytes = len(program) * isa.INSTRUCTION_BYTES
+    streamed = None
+    if program_bytes > prof.program_bytes:     # the program streams from external memory (docs/isro_isa.md §1a)
+        streamed = {"memory": "external", "addr": cursor, "bytes": program_bytes,
+                    "buffer_instructions": prof.max_instructions}
+        cursor = align(cursor + program_bytes, to)
+        log.info("the staged program (%d instructions) exceeds %s's %d-instruction memory: it streams from "
+                 "external memory at byte %d", len(program), prof.name, prof.max_instructions, streamed["addr"])
     external_bytes = cursor
     if external_bytes > ext.bytes:
+        also = "" if streamed is None else f", program {program_bytes:,} B"
         raise CompileError(f"external memory needs {external_bytes:,} B (tensors {tensors_bytes:,} B, weights "
-                           f"{weights_bytes:,} B, parameters {params_bytes:,} B) but chip profile {prof.name} "
+                           f"{weights_bytes:,} B, parameters {params_bytes:,} B{also}) but chip profile {prof.name} "
                            f"has {ext.bytes:,} B")
 
     if x is None:
@@ -410,6 +415,8 @@ def emit_staged(layers: list[Layer], fmt: Fmt, *, profile: Profile, pe: int | No
                   "scratch_bytes": 0, "program_bytes": len(program) * isa.INSTRUCTION_BYTES,
                   "external_bytes": external_bytes, "tensors_bytes": tensors_bytes},
     }
+    if streamed is not None:
+        m["program"] = streamed
     m.update(meta or {})
     log.info("staged %d layers through external memory: %d instructions, frame %d B, filter %d B, "
              "external %d B", n, len(program), frame_bytes, filter_bytes, external_bytes)

@@ -10,6 +10,13 @@ after write). This module replays a run's per-instruction costs on those two uni
 what makes the compiler's double-buffered staging (:mod:`dtpu.isro.staging`) pay off: a band's
 input arrives while the previous band computes.
 
+A program longer than instruction memory (a staged one; docs/isro_isa.md §1a) streams from
+external memory through it as through a ring buffer of `buffer` instructions: instruction
+``i >= buffer`` is fetched by the load unit (`fetch_cycles`, a sequential burst whose latency the
+prefetch hides) once instruction ``i - buffer`` has issued and left its slot, and cannot issue
+before it arrives. The first `buffer` instructions are loaded before START, as a program that
+fits is.
+
 A program without XFER (everything on chip) has one unit busy and the result is the plain sum of
 the cycles. Ranges are byte spans per memory; a strided XFER counts as the span from its first
 chunk to its last (conservative: a false dependency can only delay, never hide a real one).
@@ -36,9 +43,12 @@ class Schedule:
 
 
 def schedule(program: list[Instruction], costs: list[int], *, frame_bytes: int, filter_bytes: int,
-             external_bytes: int = 0, pe: int | None = None) -> Schedule:
-    """Replay `costs` (one per instruction, END last) on the load, compute and store units."""
-    if not any(ins.op.name == "XFER" for ins in program):      # one unit busy: the plain sum
+             external_bytes: int = 0, pe: int | None = None, buffer: int | None = None,
+             fetch_cycles: int = 0) -> Schedule:
+    """Replay `costs` (one per instruction, END last) on the load, compute and store units;
+    `buffer`: the instruction memory's size in instructions when the program streams through it."""
+    streams = buffer is not None and len(program) > buffer
+    if not streams and not any(ins.op.name == "XFER" for ins in program):      # one unit busy: the plain sum
         total = sum(int(c) for ins, c in zip(program, costs) if ins.op not in (Op.END, Op.NOP))
         return Schedule(total, total, 0, 0, 0)
     free = {"compute": 0, "load": 0, "store": 0}
@@ -46,8 +56,16 @@ def schedule(program: list[Instruction], costs: list[int], *, frame_bytes: int, 
     reads: list[tuple[str, int, int, int]] = []       # (memory, start, end, cycle the read is done)
     busy = {"compute": [], "load": [], "store": []}
     end_all = 0
-    for ins, cost in zip(program, costs):
+    issued: list[int] = []                # when each instruction started (left its buffer slot)
+    for index, (ins, cost) in enumerate(zip(program, costs)):
+        fetched = 0
+        if streams and index >= buffer:
+            at = max(free["load"], issued[index - buffer])
+            free["load"] = fetched = at + int(fetch_cycles)
+            busy["load"].append((at, fetched))
+            end_all = max(end_all, fetched)
         if ins.op in (Op.END, Op.NOP):
+            issued.append(max(fetched, issued[-1] if issued else 0))
             continue
         if ins.op.name == "XFER":
             unit = "store" if ins.xdst.name == "EXTERNAL" else "load"
@@ -57,7 +75,7 @@ def schedule(program: list[Instruction], costs: list[int], *, frame_bytes: int, 
         for mem, a, b, rw, _ in accesses(ins, frame_bytes, filter_bytes, pe, external_bytes):
             lo, hi = spans.get((mem, rw), (a, b))
             spans[(mem, rw)] = (min(lo, a), max(hi, b))
-        start = free[unit]
+        start = max(free[unit], fetched)
         for (mem, rw), (a, b) in spans.items():
             for m, s, e, t in writes:                 # RAW, and WAW for writes
                 if m == mem and s < b and a < e:
@@ -66,6 +84,7 @@ def schedule(program: list[Instruction], costs: list[int], *, frame_bytes: int, 
                 for m, s, e, t in reads:              # WAR
                     if m == mem and s < b and a < e:
                         start = max(start, t)
+        issued.append(start)
         end = start + int(cost)
         for (mem, rw), (a, b) in spans.items():
             (writes if rw == "w" else reads).append((mem, a, b, end))

@@ -361,7 +361,7 @@ class Machine:
             self._region(frame, "frame", ins.dst, fdt, cin * (ins.hout + ins.pt + ins.pb) * (ins.wout + ins.pl + ins.pr),
                          where)                  # the output must fit before it is computed
             y = resample.resize(x, ins.hout, ins.wout, ins.mode is Mode.BILINEAR, bool(ins.align),
-                                bool(ins.half), fmt is Fmt.I8)
+                                bool(ins.half), fmt is Fmt.I8, rows=(ins.fho, ins.fhi, ins.yo, ins.yi))
             c.cycles += cin * ins.hout * ins.wout
             c.frame_read += x.nbytes
             if ins.mode is Mode.BILINEAR:

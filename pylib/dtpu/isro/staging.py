@@ -48,7 +48,8 @@ log = logging.getLogger(__name__)
 class Plan:
     """How one layer is staged: output channels in chunks of `chunk`, output rows in bands of
     `band`; with `double`, two staging sets in frame memory (a band's input arrives while the
-    previous band computes) and two for weights and parameters in filter memory."""
+    previous band computes), two for weights and parameters in filter memory, and two for split
+    partials (a band's ADD reduces its partials while the next band's blocks write theirs)."""
 
     chunk: int
     band: int
@@ -63,7 +64,7 @@ class Plan:
 
     @property
     def filter_bytes(self) -> int:
-        return self.weights_set * (2 if self.double else 1) + self.scratch
+        return (self.weights_set + self.scratch) * (2 if self.double else 1)
 
 
 def _xfer(src_mem: Mem, dst_mem: Mem, src: int, dst: int, nbytes: int, count: int = 1,
@@ -335,13 +336,14 @@ def emit_staged(layers: list[Layer], fmt: Fmt, *, profile: Profile, pe: int | No
                 p_stage = fcur
                 program.append(_xfer(Mem.EXTERNAL, Mem.FILTER, at, p_stage, len(pbytes)))
                 fcur = align(p_stage + len(pbytes), to)
-            scratch = plan.weights_set * (2 if plan.double else 1)
+            scratch0 = plan.weights_set * (2 if plan.double else 1)
             for y0 in range(0, hout, plan.band):
                 y1 = min(hout, y0 + plan.band)
                 r = y1 - y0
                 n_bands += 1
                 bt, bb = (pt if y0 == 0 else 0), (pb if y1 == hout else 0)
                 base = (bands_done % 2) * plan.frame_set if plan.double else 0
+                scratch = scratch0 + ((bands_done % 2) * plan.scratch if plan.double else 0)
                 bands_done += 1
                 fcur_frame = base
                 in_addrs = []

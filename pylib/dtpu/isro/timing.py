@@ -24,8 +24,10 @@ before it arrives. The first `buffer` instructions are loaded before START, as a
 fits is.
 
 A program without XFER (everything on chip) has one unit busy and the result is the plain sum of
-the cycles. Ranges are byte spans per memory; a strided XFER counts as the span from its first
-chunk to its last (conservative: a false dependency can only delay, never hide a real one).
+the cycles. Ranges are byte spans per operand (a weight bank, a parameter block and a partial-sum
+set are three, so a band's partials do not seem to overlap the other set's); a strided XFER
+counts as the span from its first chunk to its last (conservative: a false dependency can only
+delay, never hide a real one).
 """
 from __future__ import annotations
 
@@ -87,12 +89,9 @@ def schedule(program: list[Instruction], costs: list[int], *, frame_bytes: int, 
             unit = "post"
         else:
             unit = "compute"
-        spans: dict[tuple[str, str], tuple[int, int]] = {}
-        for mem, a, b, rw, _ in accesses(ins, frame_bytes, filter_bytes, pe, external_bytes):
-            lo, hi = spans.get((mem, rw), (a, b))
-            spans[(mem, rw)] = (min(lo, a), max(hi, b))
+        spans = {(mem, rw, a, b) for mem, a, b, rw, _ in accesses(ins, frame_bytes, filter_bytes, pe, external_bytes)}
         start = max(free[unit], fetched)
-        for (mem, rw), (a, b) in spans.items():
+        for mem, rw, a, b in spans:
             for m, s, e, t in writes:                 # RAW, and WAW for writes
                 if m == mem and s < b and a < e:
                     start = max(start, t)
@@ -103,9 +102,13 @@ def schedule(program: list[Instruction], costs: list[int], *, frame_bytes: int, 
         issued.append(start)
         end = start + int(cost)
         finished.append(end)
-        for (mem, rw), (a, b) in spans.items():
+        for mem, rw, a, b in spans:
             (writes if rw == "w" else reads).append((mem, a, b, end))
         free[unit] = end
+        if index % 64 == 63:            # what ends before every unit is free again can delay nothing
+            floor = min(free.values())
+            writes = [w for w in writes if w[3] > floor]
+            reads = [r for r in reads if r[3] > floor]
         busy[unit].append((start, end))
         end_all = max(end_all, end)
     compute = sum(e - s for s, e in busy["compute"])

@@ -69,6 +69,6 @@ def test_vgg_models_script_refuses_bad_arguments_in_one_line(args, message, caps
 def test_vgg_224_on_the_default_profile_bit_exact_against_tflite(depth):
     """About a minute each: 15.5 (19.6) G MACs on the machine model, 138 (144) M weights streamed."""
     bundle, result, _ = _bit_exact(vgg_models.cached(depth), 224)
-    assert bundle.meta["program"]["memory"] == "external"         # 7,564 instructions for VGG-16
+    assert bundle.meta["program"]["memory"] == "external"         # 10,254 instructions for VGG-16
     assert len(bundle.layers) == {16: 13, 19: 16}[depth] + 5 + 3        # convolutions, poolings, dense
     assert result.counters.macs == sum(layer["macs"] for layer in bundle.layers)

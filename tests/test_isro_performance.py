@@ -105,3 +105,21 @@ def test_bench_sets_models_beside_rc64(capsys):
         assert cols[1] == "on-chip"
         assert fps == pytest.approx(200e6 / cycles, rel=1e-3), name
     assert re.search(r"VGG-19 224 \(RC64, published\)\s+-\s+19\.63\s+-\s+2\.80\s+54\.97\s+80\.0 %\s+0\.56", out)
+
+
+def test_bench_prints_where_the_cycles_go_layer_by_layer(capsys):
+    from dtpu.isro import compile_model, run
+    from dtpu.isro.performance import layer_table
+    assert cli.main(["bench", str(FIXTURES / "resnet8_int8.tflite"), "--layers"]) == 0
+    out = capsys.readouterr().out
+    assert out.index("resnet8_int8:\nlayer") < out.index("VGG-19 224 (RC64, published)")
+    bundle = compile_model(FIXTURES / "resnet8_int8.tflite")
+    result = run(bundle)
+    table = layer_table(bundle, result).splitlines()
+    assert len(table) == 2 + sum(layer["kind"] != "input" for layer in bundle.layers)
+    total = table[-1].split()
+    assert int(total[-2].replace(",", "")) == result.schedule.cycles        # elapsed sums to the run
+    elapsed = sum(int(line.split()[7].replace(",", "")) for line in table[1:-1])
+    assert elapsed == result.schedule.cycles
+    util = float(total[-1].rstrip("%")) / 100
+    assert util == pytest.approx(result.counters.macs / bundle.meta["pe"] / result.schedule.cycles, abs=1e-3)

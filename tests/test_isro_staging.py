@@ -10,6 +10,7 @@ layer by layer.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -204,14 +205,95 @@ def test_staged_new_operators_equal_on_chip(tmp_path, name, divide):
         np.testing.assert_array_equal(got.output, want.output)
 
 
-def test_staging_refuses_the_operators_it_does_not_tile(tmp_path):
+@pytest.mark.parametrize("name, divide", [("unet", 8), ("detection_head", 8)])
+def test_staged_resize_and_tconv_equal_on_chip(tmp_path, name, divide):
+    """RESIZE (nearest and bilinear: each band's source rows, halo included, and the full size's
+    arithmetic through fho/fhi/yo/yi) and TCONV (each band's real rows and its own fill rows
+    qt/qb) staged in row bands, bit for bit with the on-chip program."""
     import sys
     sys.path.insert(0, str(HERE))
     import isro_nets
+    path, xs = isro_nets.write(name, tmp_path, "int8")
+    on_chip = compile_model(path)
+    staged = compile_model(path, chip=_shrunk(on_chip, divide))
+    assert staged.meta["staged"] and check_bundle(staged) == []
+    banded = {layer["kind"] for layer in staged.layers if layer["staging"]["bands"] > 1}
+    assert "resize" in banded and (name != "unet" or "tconv" in banded), banded
+    assert any(i.op is Op.RESIZE and i.fho and i.yo for i in staged.program)
+    for x in xs[:2]:
+        want, got = run(on_chip, x[None]), run(staged, x[None])
+        for layer, value in want.layers.items():
+            np.testing.assert_array_equal(got.layers[layer], value, err_msg=layer)
+        np.testing.assert_array_equal(got.output, want.output)
+
+
+def test_resize_band_fields_the_chip_faults_on_are_found_by_both():
+    """A band whose source rows are not all staged, past the full size, or band fields on a whole
+    resize: the machine faults, the checker reports the same instruction."""
+    from dtpu.isro.check import check_program
+    x = np.arange(2 * 4 * 6, dtype=np.int8).reshape(2, 4, 6)
+    frame = np.zeros(256, np.uint8)
+    frame[:x.size] = x.reshape(-1).view(np.uint8)
+    good = Instruction(Op.RESIZE, fmt=1, src=0, dst=128, cin=2, hin=4, win=6, hout=4, wout=12, mode=1,
+                       half=1, fho=16, fhi=8, yo=8, yi=3)
+    Machine().execute([good, Instruction(Op.END)], frame.copy(), np.zeros(16, np.uint8))
+    for bad, message in ((dict(yi=4), r"read input rows 3\.\.6, outside the staged 4\.\.7"),
+                         (dict(yo=14), "run past the full resize"),
+                         (dict(fho=0), "without fho")):
+        ins = good.replace(**bad)
+        with pytest.raises(MachineError, match=message):
+            Machine().execute([ins, Instruction(Op.END)], frame.copy(), np.zeros(16, np.uint8))
+        found = check_program([ins, Instruction(Op.END)], frame_bytes=256, filter_bytes=16, pe=None)
+        assert any(f.index == 0 and f.kind == "fault" and re.search(message, f.message) for f in found), found
+
+
+def test_damaged_unet_staged_fails_cleanly_or_runs(tmp_path, capsys):
+    """The staged RESIZE/TCONV path under the seeded damage of the other fuzz tests (--chip: a
+    profile small enough to stage the UNet)."""
+    import sys
+    sys.path.insert(0, str(HERE))
+    import isro_nets
+    from tests import isro_fuzz
     path, _ = isro_nets.write("unet", tmp_path, "int8")
     on_chip = compile_model(path)
-    with pytest.raises(CompileError, match="staging through external memory tiles conv, .* not (concat|resize|tconv)"):
-        compile_model(path, chip=_shrunk(on_chip, 4))
+    small = _shrunk(on_chip, 4)
+    chip = tmp_path / "chip.json"
+    raw = json.loads(DEFAULT_PATH.read_text())
+    chip.write_text(json.dumps({**raw, "name": small.name, "frame_bytes": small.frame_bytes,
+                                "filter_bytes": small.filter_bytes}))
+    assert cli.main(["compile", str(path), "-o", str(tmp_path / "ok"), "--chip", str(chip)]) == 0
+    assert json.loads((tmp_path / "ok" / "meta.json").read_text())["staged"]
+    rng = np.random.default_rng(28)
+    src = path.read_bytes()
+    for trial in range(6):
+        p = tmp_path / f"d{trial}.tflite"
+        p.write_bytes(isro_fuzz.damage(src, rng))
+        capsys.readouterr()
+        rc = cli.main(["compile", str(p), "-o", str(tmp_path / f"o{trial}"), "--chip", str(chip)])
+        if rc == 0:
+            rc = cli.main(["run", str(tmp_path / f"o{trial}"), "--no-dump"])
+        assert isro_fuzz.one_clean_line(rc, capsys.readouterr().err), trial
+
+
+@pytest.mark.slow
+def test_unet_224_staged_bit_exact_against_tflite(tmp_path):
+    """A UNet at 224x224 (32-128 channels; about 50 s): every layer staged in row bands on the
+    default profile, the bilinear and nearest resizes and the transposed convolution included."""
+    import sys
+    sys.path.insert(0, str(HERE))
+    import isro_nets
+    path, _ = isro_nets.write("unet_224", tmp_path, "int8")
+    bundle = compile_model(path)
+    assert bundle.meta["staged"] and check_bundle(bundle) == []
+    bands = {layer["kind"]: layer["staging"]["bands"] for layer in bundle.layers}
+    assert bands["resize"] > 1 and bands["tconv"] > 1
+    x = np.random.default_rng(3).integers(-128, 128, (1, 224, 224, 3)).astype(np.int8)
+    result = run(bundle, x)
+    checks = verify.against_tflite(bundle, result, path, x)
+    assert len(checks) == len(bundle.layers) + 1 and all(c.exact for c in checks), \
+        "\n".join(str(c) for c in checks if not c.exact)
+    ref = verify.tflite_reference(path, x)[bundle.meta["tflite"]["output_tensor"]]
+    np.testing.assert_array_equal(result.output, ref)
 
 
 def _zoo_staged_bit_exact(name: str, chip=None) -> None:
@@ -239,9 +321,5 @@ def test_zoo_inception_224_staged_bit_exact_against_tflite():
 def test_zoo_efficientnet_b0_224_staged_bit_exact_against_tflite():
     """Swish (LOGISTIC table, EMUL), squeeze-excite (broadcast EMUL), the input rescaling (MUL and
     SUB by constants as tables). Its staged program has 1,359 instructions, past the default
-    profile's 64 KiB of instruction memory: it runs on a profile with 256 KiB."""
-    path = ZOO / "efficientnet_b0_224__int8.tflite"
-    with pytest.raises(CompileError, match="past chip profile isro-asic-default's 65,536 B of instruction memory"):
-        compile_model(path)
-    _zoo_staged_bit_exact("efficientnet_b0_224__int8",
-                          chip=Profile(**{**load().__dict__, "name": "program-256k", "program_bytes": 262144}))
+    profile's 1,024: it streams from external memory through instruction memory."""
+    _zoo_staged_bit_exact("efficientnet_b0_224__int8")

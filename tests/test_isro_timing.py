@@ -59,3 +59,28 @@ def test_double_buffered_staging_hides_transfers():
     s = result.schedule
     assert s.hidden_cycles > 0 and s.cycles < result.counters.cycles        # overlap shortens the run
     assert s.cycles >= max(s.compute_cycles, result.counters.cycles - s.transfer_cycles)
+
+
+def _partial(src, dst):
+    return Instruction(Op.CONV, fmt=Fmt.I8, src=src, dst=dst, wgt=0, cin=1, hin=4, win=4, cout=1, kh=1, kw=1,
+                       hout=4, wout=4, cn=1, rn=1, sn=1, partial=1)
+
+
+def _add(src, dst):
+    return Instruction(Op.ADD, fmt=Fmt.I8, src=src, dst=dst, cout=1, hout=4, wout=4, npart=1)
+
+
+def test_add_runs_on_the_adder_beside_the_next_blocks_and_waits_for_its_partials():
+    """A staged band's ADD reduces its partials on the adder while the next band's blocks write
+    the other partial-sum set; writing the same set again waits for the ADD to read it."""
+    sizes = dict(frame_bytes=256, filter_bytes=512, external_bytes=256)
+    end = Instruction(Op.END)
+    # load, blocks -> set A, ADD A, blocks -> set B, ADD B: ADD A runs beside the second blocks
+    prog = [_load(0), _partial(0, 256), _add(256, 128), _partial(0, 384), _add(384, 160), end]
+    s = schedule(prog, [10, 100, 40, 100, 40, 0], **sizes)
+    assert s.cycles == 10 + 100 + 100 + 40 and s.post_cycles == 80 and s.compute_cycles == 200
+    assert s.ends == (10, 110, 150, 210, 250, 250)
+    # one set only: the second blocks wait for ADD A to read it (write after read)
+    prog = [_load(0), _partial(0, 256), _add(256, 128), _partial(0, 256), _add(256, 160), end]
+    s = schedule(prog, [10, 100, 40, 100, 40, 0], **sizes)
+    assert s.cycles == 10 + 100 + 40 + 100 + 40

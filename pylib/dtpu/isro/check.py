@@ -362,7 +362,18 @@ def check_bundle(bundle, profile=None) -> list[Finding]:
                             or (inp["addr"], in_end))
     # -- profile
     n = len(bundle.program) * 64
-    if n > prof.program_bytes:
+    streamed = meta.get("program") or {}
+    if streamed.get("memory") == "external" and staged:     # streamed through instruction memory (§1a)
+        at = int(streamed.get("addr", -1))
+        if (streamed.get("bytes") != n or streamed.get("buffer_instructions") != prof.max_instructions
+                or at < len(bundle.external) or at + n > meta["external_bytes"]):
+            out.append(Finding("profile", None, f"the streamed program's region in external memory "
+                                                f"(addr {at:,}, {streamed.get('bytes')} B, buffer "
+                                                f"{streamed.get('buffer_instructions')} instructions) does not "
+                                                f"hold its {n:,} B after the images within the "
+                                                f"{meta['external_bytes']:,} B, through {prof.name}'s "
+                                                f"{prof.max_instructions}-instruction memory"))
+    elif n > prof.program_bytes:
         out.append(Finding("profile", None, f"program is {n:,} B, instruction memory of {prof.name} is "
                                             f"{prof.program_bytes:,} B"))
     for key in ("frame_bytes", "filter_bytes"):

@@ -166,6 +166,8 @@ def _build(p: argparse.ArgumentParser) -> None:
                                    "assumptions (docs/isro_isa.md section 0).")
     e.add_argument("models", type=Path, nargs="+", help="model files (.h5, .keras, .tflite)")
     e.add_argument("--chip", type=Path, metavar="PROFILE", help="chip profile (default: the shipped one)")
+    e.add_argument("--layers", action="store_true",
+                   help="also print each model's cycles layer by layer (compute, adder, transfers, elapsed)")
     e.set_defaults(handler=_bench)
 
     g = sub.add_parser("keygen", parents=[common], help="make an Ed25519 key pair for signing bundles",
@@ -381,7 +383,7 @@ def _bench(args) -> int:
     from dtpu.isro.bundle import bundle_profile
     from dtpu.isro.compiler import compile_model
     from dtpu.isro.machine import run
-    from dtpu.isro.performance import comparison, figures
+    from dtpu.isro.performance import comparison, figures, layer_table
     chip = profile.load(args.chip)
     rows = []
     for path in args.models:
@@ -394,6 +396,8 @@ def _bench(args) -> int:
         fig = figures(result.counters, bundle_profile(bundle.meta), bundle.fmt.name.lower(), bundle.meta["pe"],
                       result.schedule)
         rows.append((path.stem, "staged" if bundle.meta.get("staged") else "on-chip", fig))
+        if args.layers:
+            print(f"{path.stem}:\n{layer_table(bundle, result)}\n")
     print(f"chip profile {chip.name}: pe {chip.pe}, clock {chip.clock_mhz} MHz (assumptions)")
     print(comparison(rows))
     return 0

@@ -353,7 +353,7 @@ _GROUPS = (
     _Group("out", ("cout", "hout", "wout"), "x"),
     _Group("k", ("kh", "kw"), "x"), _Group("s", ("sh", "sw"), "x"), _Group("d", ("dh", "dw"), "x"),
     _Group("mult", ("mult",)), _Group("up", ("uh", "uw"), "x"), _Group("inner", ("qt", "qb", "ql", "qr"), ","),
-    _Group("coff", ("coff",)),
+    _Group("coff", ("coff",)), _Group("band", ("fho", "fhi", "yo", "yi"), ","),
     _Group("pad", ("pt", "pb", "pl", "pr"), ","),
     _Group("apad", ("at", "ab", "al", "ar"), ","), _Group("bpad", ("bt", "bb", "bl", "br"), ","),
     _Group("ch", ("c0", "cn"), "+"), _Group("rows", ("r0", "rn"), "+"),
@@ -383,6 +383,8 @@ def format_instruction(ins: Instruction) -> str:
             continue                              # I8-only fields, zero in F32: omitted
         if g.key == "wzp" and not ins.w_zp:
             continue                              # symmetric weights (every int8 model): omitted
+        if g.key == "band" and not any(int(getattr(ins, n)) for n in names):
+            continue                              # a whole resize: omitted
         texts = []
         for n in names:
             v = getattr(ins, n)

@@ -19,8 +19,8 @@ from typing import Callable, Sequence
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from dtpu.isro.isa import (ACC_DTYPE, FRAME_DTYPE, LUT_ENTRIES, PARAM_DTYPE, PARAM_HEADER_WORDS,
-                           WEIGHT_DTYPE, Fill, Fmt, Func, Instruction, Mem, Mode, Op, Rounding,
+from dtpu.isro.isa import (ACC_DTYPE, FRAME_DTYPE, INSTRUCTION_BYTES, LUT_ENTRIES, PARAM_DTYPE,
+                           PARAM_HEADER_WORDS, WEIGHT_DTYPE, Fill, Fmt, Func, Instruction, Mem, Mode, Op, Rounding,
                            block_size, param_block_bytes)
 from dtpu.isro import resample
 from dtpu.isro.operands import avgpool_taps, operand_faults
@@ -361,7 +361,7 @@ class Machine:
             self._region(frame, "frame", ins.dst, fdt, cin * (ins.hout + ins.pt + ins.pb) * (ins.wout + ins.pl + ins.pr),
                          where)                  # the output must fit before it is computed
             y = resample.resize(x, ins.hout, ins.wout, ins.mode is Mode.BILINEAR, bool(ins.align),
-                                bool(ins.half), fmt is Fmt.I8)
+                                bool(ins.half), fmt is Fmt.I8, rows=(ins.fho, ins.fhi, ins.yo, ins.yi))
             c.cycles += cin * ins.hout * ins.wout
             c.frame_read += x.nbytes
             if ins.mode is Mode.BILINEAR:
@@ -629,6 +629,12 @@ def run(bundle, x: np.ndarray | None = None, *, pe: int | None = None) -> Result
     more = {o["name"]: to_framework(read_tensor(frame, o, bundle.fmt), o["flat"], o.get("offset", 0))
             for o in bundle.meta.get("outputs", [])[1:]}
     from dtpu.isro.timing import schedule
+    streamed = bundle.meta.get("program") or {}
+    buffer = fetch = None
+    if streamed.get("memory") == "external":    # the sequencer streams the rest through its buffer
+        buffer = int(streamed["buffer_instructions"])
+        fetch = link.cycles(INSTRUCTION_BYTES) - link.latency_cycles      # a burst: the prefetch hides latency
+        counters.external_read += max(0, len(bundle.program) - buffer) * INSTRUCTION_BYTES
     sched = schedule(bundle.program, [t.cycles for t in trace], frame_bytes=frame.size, filter_bytes=filt.size,
-                     external_bytes=external.size, pe=machine.pe)
+                     external_bytes=external.size, pe=machine.pe, buffer=buffer, fetch_cycles=fetch or 0)
     return Result(out, dumps, counters, trace, frame, filt, chip, external, sched, more_outputs=more or None)

@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from dtpu.isro.isa import Fmt, Func, Instruction
+from dtpu.isro import resample
+from dtpu.isro.isa import Fmt, Func, Instruction, Mode
 
 
 def operand_faults(ins: Instruction) -> list[str]:
@@ -19,6 +20,18 @@ def operand_faults(ins: Instruction) -> list[str]:
     out = []
     if name == "CAT" and f["coff"] + f["cin"] > f["cout"]:
         out.append(f"channels {f['coff']}+{f['cin']} outside the output's {f['cout']}")
+    if name == "RESIZE" and f["fho"]:           # a row band of a larger resize
+        if f["yo"] + f["hout"] > f["fho"] or f["yi"] + f["hin"] > f["fhi"]:
+            out.append(f"band rows {f['yo']}+{f['hout']} of {f['fho']} output rows from {f['yi']}+{f['hin']} "
+                       f"of {f['fhi']} input rows run past the full resize")
+        else:
+            lo, hi = resample.source_rows(f["fho"], f["fhi"], f["yo"], f["hout"], f["mode"] == Mode.BILINEAR,
+                                          bool(f["align"]), bool(f["half"]))
+            if lo < f["yi"] or hi >= f["yi"] + f["hin"]:
+                out.append(f"output rows {f['yo']}..{f['yo'] + f['hout'] - 1} read input rows {lo}..{hi}, "
+                           f"outside the staged {f['yi']}..{f['yi'] + f['hin'] - 1}")
+    if name == "RESIZE" and not f["fho"] and (f["fhi"] or f["yo"] or f["yi"]):
+        out.append(f"fhi={f['fhi']}, yo={f['yo']}, yi={f['yi']} without fho (a whole resize has none)")
     if name == "TCONV" and min(f["uh"], f["uw"]) < 1:
         out.append(f"upsampling {f['uh']}x{f['uw']}; it must be at least 1x1")
     if name == "LUT" and (ins.fmt is Fmt.I8) != (f["func"] == Func.TABLE):

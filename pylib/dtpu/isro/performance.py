@@ -27,7 +27,8 @@ RC64_VGG19 = {"net": "VGG-19 224 (RC64, published)", "frames_per_s": 2.8, "peak_
 
 CYCLE_MODEL = ("one block per cycle per instruction (a block: the MACs of one output element, at "
                "most pe of them); an XFER costs the external memory's latency + bytes / bandwidth and runs "
-               "on a load or store unit beside the compute unit, each in program order, waiting only for its data")
+               "on a load or store unit beside the compute unit, and a staged program's ADD (split partials "
+               "reduced) on the adder beside it, each in program order, waiting only for its data")
 
 
 @dataclass(frozen=True)
@@ -136,3 +137,47 @@ def figures(counters, profile: Profile, fmt: str, pe: int | None, schedule=None)
     return Figures(cycles, macs, pe, xfer, hidden, clock, utilization=util, **timing, energy_j=energy,
                    energy_static_j=static, energy_mac_j=arith, energy_memory_j=memory, power_w=power,
                    frames_per_s_per_w=(1.0 / seconds) / power)
+
+
+def layer_table(bundle, result) -> str:
+    """Where a run's cycles go, layer by layer: MACs, the cycles a full MAC array would need
+    (MACs / pe), the compute, adder (ADD) and transfer cycles its instructions cost, the cycles
+    it added to the frame's elapsed time (from the previous layer's last instruction to its own,
+    :mod:`dtpu.isro.timing`), and its MAC utilization over them. The table is how a figure below
+    the goal is traced to a layer: a wide gap between ideal and compute is the array's mapping
+    (a block smaller than pe, the split blocks), between compute and elapsed waiting for data."""
+    pe = bundle.meta.get("pe")
+    ends = result.schedule.ends if result.schedule is not None else ()
+    head = (f"{'layer':<28} {'kind':<8} {'M MACs':>8} {'ideal':>11} {'compute':>11} {'adder':>10} "
+            f"{'transfer':>11} {'elapsed':>11} {'util':>6}  staging")
+    lines, prev = [head], 0
+    total = {"macs": 0, "ideal": 0, "compute": 0, "adder": 0, "transfer": 0}
+    for layer in bundle.layers:
+        if layer["kind"] == "input":
+            continue
+        a, z = layer["instructions"]
+        cost = {"compute": 0, "adder": 0, "transfer": 0}
+        for i in range(a, z + 1):
+            op = bundle.program[i].op.name
+            unit = "transfer" if op == "XFER" else "adder" if op == "ADD" and bundle.meta.get("staged") else "compute"
+            cost[unit] += int(result.trace[i].cycles)
+        end = max(ends[a:z + 1]) if ends else prev + sum(cost.values())
+        elapsed, prev = end - prev, max(prev, end)
+        macs = int(layer["macs"])
+        ideal = macs / pe if pe else 0
+        util = f"{100 * ideal / elapsed:5.1f}%" if pe and elapsed > 0 else "    -"
+        st = layer.get("staging")
+        staging = (f"{st['chunks']} chunk(s) x {st['bands']} band(s){', double' if st['double'] else ''}"
+                   if st else "on chip")
+        lines.append(f"{layer['name'][:28]:<28} {layer['kind']:<8} {macs / 1e6:>8.1f} {ideal:>11,.0f} "
+                     f"{cost['compute']:>11,} {cost['adder']:>10,} {cost['transfer']:>11,} {elapsed:>11,} {util}  "
+                     f"{staging}")
+        total["macs"] += macs
+        total["ideal"] += ideal
+        for k in cost:
+            total[k] += cost[k]
+    cycles = result.schedule.cycles if result.schedule is not None else prev
+    util = f"{100 * total['ideal'] / cycles:5.1f}%" if pe and cycles else "    -"
+    lines.append(f"{'total':<28} {'':<8} {total['macs'] / 1e6:>8.1f} {total['ideal']:>11,.0f} "
+                 f"{total['compute']:>11,} {total['adder']:>10,} {total['transfer']:>11,} {cycles:>11,} {util}")
+    return "\n".join(lines)

@@ -69,25 +69,57 @@ def bilinear_float(out_size: int, in_size: int, align: bool, half: bool):
     return pos, lo, hi
 
 
-def resize(x: np.ndarray, hout: int, wout: int, bilinear: bool, align: bool, half: bool,
-           integer: bool) -> np.ndarray:
-    """`x` (C, H, W) resized to (C, hout, wout): int64 values for I8 (`integer`), float32 otherwise."""
-    _, hin, win = x.shape
+def _band(values, rows):
+    """Rows [yo, yo + n) of full-size index arrays, their indices made relative to input row yi."""
+    if rows is None:
+        return values
+    n, yo, yi = rows
+    pos, *idx = values
+    return (pos[yo:yo + n], *(i[yo:yo + n] - yi for i in idx))
+
+
+def source_rows(full_out: int, full_in: int, yo: int, n: int, bilinear: bool, align: bool,
+                half: bool) -> tuple[int, int]:
+    """(first, last) input row that output rows [yo, yo + n) of a `full_in` to `full_out` resize
+    read: what a row band of it must have in frame memory (the halo of bilinear's second row)."""
     if not bilinear:
-        return x[:, nearest_index(hout, hin, align, half)][:, :, nearest_index(wout, win, align, half)]
+        idx = nearest_index(full_out, full_in, align, half)[yo:yo + n]
+        return int(idx.min()), int(idx.max())
+    _, lo, hi = bilinear_int(full_out, full_in, align, half)      # float32's neighbours are the same rows
+    _, flo, fhi = bilinear_float(full_out, full_in, align, half)
+    return (int(min(lo[yo:yo + n].min(), flo[yo:yo + n].min())),
+            int(max(hi[yo:yo + n].max(), fhi[yo:yo + n].max())))
+
+
+def resize(x: np.ndarray, hout: int, wout: int, bilinear: bool, align: bool, half: bool,
+           integer: bool, rows: tuple[int, int, int, int] | None = None) -> np.ndarray:
+    """`x` (C, H, W) resized to (C, hout, wout): int64 values for I8 (`integer`), float32 otherwise.
+
+    `rows` (full output height, full input height, first output row, first input row): `x` is a
+    row band of a larger input and the result rows [yo, yo + hout) of the full-size resize, the
+    arithmetic (scale, positions, weights) the full size's."""
+    _, hin, win = x.shape
+    fho, fhi, band = hout, hin, None
+    if rows is not None and rows[0]:
+        fho, fhi, yo, yi = rows
+        band = (hout, yo, yi)
+    if not bilinear:
+        iy = nearest_index(fho, fhi, align, half)
+        iy = iy if band is None else iy[band[1]:band[1] + hout] - band[2]
+        return x[:, iy][:, :, nearest_index(wout, win, align, half)]
     if integer:
-        py, y0, y1 = bilinear_int(hout, hin, align, half)
+        py, y0, y1 = _band(bilinear_int(fho, fhi, align, half), band)
         px, x0, x1 = bilinear_int(wout, win, align, half)
-        dy = (py - ONE_10 * y0)[:, None]
+        dy = (py - ONE_10 * (y0 + (0 if band is None else band[2])))[:, None]
         dx = (px - ONE_10 * x0)[None, :]
         v = x.astype(np.int64)
         total = (v[:, y0][:, :, x0] * (ONE_10 - dy) * (ONE_10 - dx) + v[:, y1][:, :, x0] * dy * (ONE_10 - dx)
                  + v[:, y0][:, :, x1] * (ONE_10 - dy) * dx + v[:, y1][:, :, x1] * dy * dx)
         rnd = np.where(total > 0, 1 << 19, -(1 << 19))
         return _c_div(total + rnd, 1 << 20)
-    py, y0, y1 = bilinear_float(hout, hin, align, half)
+    py, y0, y1 = _band(bilinear_float(fho, fhi, align, half), band)
     px, x0, x1 = bilinear_float(wout, win, align, half)
-    dy = (py - y0.astype(np.float32))[:, None].astype(np.float32)
+    dy = (py - (y0 + (0 if band is None else band[2])).astype(np.float32))[:, None].astype(np.float32)
     dx = (px - x0.astype(np.float32))[None, :].astype(np.float32)
     one = np.float32(1.0)
     v = x.astype(np.float32)

@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from dtpu.isro import isa
+from dtpu.isro import isa, resample
 from dtpu.isro.bundle import FORMAT, Bundle, pad_chw
 from dtpu.isro.ir import CompileError, Layer
 from dtpu.isro.layout import (param_words, borders, layer_inputs, require_format, resolve_borders,
@@ -48,7 +48,8 @@ log = logging.getLogger(__name__)
 class Plan:
     """How one layer is staged: output channels in chunks of `chunk`, output rows in bands of
     `band`; with `double`, two staging sets in frame memory (a band's input arrives while the
-    previous band computes) and two for weights and parameters in filter memory."""
+    previous band computes), two for weights and parameters in filter memory, and two for split
+    partials (a band's ADD reduces its partials while the next band's blocks write theirs)."""
 
     chunk: int
     band: int
@@ -63,7 +64,7 @@ class Plan:
 
     @property
     def filter_bytes(self) -> int:
-        return self.weights_set * (2 if self.double else 1) + self.scratch
+        return (self.weights_set + self.scratch) * (2 if self.double else 1)
 
 
 def _xfer(src_mem: Mem, dst_mem: Mem, src: int, dst: int, nbytes: int, count: int = 1,
@@ -80,11 +81,51 @@ def _chunk_layer(layer: Layer, k0: int, k1: int) -> Layer:
         changes["weights"] = np.asarray(layer.weights)[k0:k1]     # (a LUT's one table serves every channel)
     if layer.dsp is not None:
         changes["dsp"] = tuple(np.asarray(a)[k0:k1] for a in layer.dsp)
-    if layer.kind in ("dwconv", "maxpool", "avgpool", "eadd", "emul", "lut"):
+    if layer.kind in ("dwconv", "maxpool", "avgpool", "eadd", "emul", "lut", "resize"):
         ci, hi, wi = layer.in_shape
         m = layer.mult if layer.kind == "dwconv" else 1
         changes["in_shape"] = ((k1 - k0) // m, hi, wi)
     return replace(layer, **changes)
+
+
+def band_rows(layer: Layer, y0: int, y1: int, hin: int) -> tuple[int, int, dict]:
+    """(first input row, input rows, band fields) that output rows [y0, y1) read from an input of
+    `hin` (padded) rows: for a window, the rows under it, halo included; for TCONV the real rows
+    whose spread-out copies fall in the band's virtual input [y0, y1 - 1 + eh), with the band's own
+    fill rows above and below them (`qt`, `qb`)."""
+    eh = (layer.kernel[0] - 1) * layer.dilation[0] + 1
+    if layer.kind == "tconv":
+        uh = layer.upsample[0]
+        qt = layer.inner[0]
+        end = y1 - 1 + eh                                   # virtual rows [y0, end)
+        j0 = max(0, -(-(y0 - qt) // uh))
+        j1 = min(hin - 1, (end - 1 - qt) // uh)
+        if j1 < j0:
+            raise CompileError(f"{layer.name}: output rows {y0}..{y1 - 1} of this transposed convolution read "
+                               f"only its fill rows; accepted when staged: bands that reach an input row "
+                               f"(a kernel at least as tall as the stride)")
+        top = qt + j0 * uh - y0
+        bottom = end - y0 - ((j1 - j0) * uh + 1) - top
+        return j0, j1 - j0 + 1, {"qt": top, "qb": bottom}
+    if layer.kind == "resize":
+        mode, align_c, half = layer.resize
+        hout = layer.out_shape[1]
+        lo, hi = resample.source_rows(hout, hin, y0, y1 - y0, mode == "bilinear", align_c, half)
+        return lo, hi - lo + 1, {"fho": hout, "fhi": hin, "yo": y0, "yi": lo}
+    if layer.kind in ("conv", "dwconv", "maxpool", "avgpool", "lut"):
+        sh = layer.stride[0]
+        return y0 * sh, (y1 - y0 - 1) * sh + eh, {}
+    raise CompileError(f"{layer.name}: no row bands for {layer.kind} layers")
+
+
+def _max_band_rows(layer: Layer, r: int, hin: int) -> int:
+    """The most input rows a band of `r` output rows reads (the plan sizes staging buffers by it)."""
+    if layer.kind == "tconv":
+        return min(hin, -(-(r - 1 + (layer.kernel[0] - 1) * layer.dilation[0] + 1) // layer.upsample[0]) + 1)
+    if layer.kind == "resize":
+        hout = layer.out_shape[1]
+        return max(band_rows(layer, y0, min(hout, y0 + r), hin)[1] for y0 in range(0, hout, r))
+    return (r - 1) * layer.stride[0] + (layer.kernel[0] - 1) * layer.dilation[0] + 1
 
 
 def plan_layer(layer: Layer, in_pads: list[tuple], out_pad: tuple, fmt: Fmt, prof: Profile,
@@ -112,13 +153,15 @@ def plan_layer(layer: Layer, in_pads: list[tuple], out_pad: tuple, fmt: Fmt, pro
             inb = sum(align(k * ((1 + p[0] + p[1]) * (1 + p[2] + p[3]) if (j and layer.bcast) else r * wp(p))
                             * item, to) for j, p in enumerate(in_pads))
         else:
-            ch = cin if layer.kind == "conv" else k // mult
-            inb = align(ch * ((r - 1) * sh + eh) * wp(in_pads[0]) * item, to)
+            ch = cin if layer.kind in ("conv", "tconv") else k // mult
+            hp = hin + in_pads[0][0] + in_pads[0][1]
+            inb = align(ch * _max_band_rows(layer, r, hp) * wp(in_pads[0]) * item, to)
         outb = align(k * (r + pt + pb) * (wout + pl + pr) * item, to)
         weights = 0 if sub.weights is None else align(np.asarray(sub.weights).size * wit, to)
         words = param_words(sub, fmt)
         params = 0 if words is None else align(words.nbytes, to)
-        blocks = split_blocks(replace(sub, out_shape=(k, r, wout)), pe) if layer.kind in ("conv", "dwconv", "dense") else [{}]
+        blocks = (split_blocks(replace(sub, out_shape=(k, r, wout)), pe)
+                  if layer.kind in ("conv", "tconv", "dwconv", "dense") else [{}])
         scratch = align(k * r * wout * acc * len(blocks), to) if len(blocks) > 1 else 0
         return Plan(k, r, inb + outb, weights + params, scratch, double)
 
@@ -171,7 +214,7 @@ def plan_concat(layer: Layer, shapes: list[tuple], in_pads: list[tuple], out_pad
 
 
 # the layer kinds the staged emitter tiles (the others run on chip only, issue 28.2)
-STAGED_KINDS = ("conv", "dwconv", "dense", "maxpool", "avgpool", "eadd", "emul", "lut", "concat")
+STAGED_KINDS = ("conv", "dwconv", "dense", "maxpool", "avgpool", "eadd", "emul", "lut", "concat", "tconv", "resize")
 
 
 def emit_staged(layers: list[Layer], fmt: Fmt, *, profile: Profile, pe: int | None = None,
@@ -293,13 +336,14 @@ def emit_staged(layers: list[Layer], fmt: Fmt, *, profile: Profile, pe: int | No
                 p_stage = fcur
                 program.append(_xfer(Mem.EXTERNAL, Mem.FILTER, at, p_stage, len(pbytes)))
                 fcur = align(p_stage + len(pbytes), to)
-            scratch = plan.weights_set * (2 if plan.double else 1)
+            scratch0 = plan.weights_set * (2 if plan.double else 1)
             for y0 in range(0, hout, plan.band):
                 y1 = min(hout, y0 + plan.band)
                 r = y1 - y0
                 n_bands += 1
                 bt, bb = (pt if y0 == 0 else 0), (pb if y1 == hout else 0)
                 base = (bands_done % 2) * plan.frame_set if plan.double else 0
+                scratch = scratch0 + ((bands_done % 2) * plan.scratch if plan.double else 0)
                 bands_done += 1
                 fcur_frame = base
                 in_addrs = []
@@ -327,11 +371,11 @@ def emit_staged(layers: list[Layer], fmt: Fmt, *, profile: Profile, pe: int | No
                 else:
                     t = src_t[0]
                     c_t, hp_t, wp_t = padded(t)
-                    c0, cn = (0, c_t) if layer.kind == "conv" else (k0 // mult, k // mult)
-                    rows_in = (r - 1) * sh + eh
+                    c0, cn = (0, c_t) if layer.kind in ("conv", "tconv") else (k0 // mult, k // mult)
+                    first_row, rows_in, _ = band_rows(layer, y0, y1, hp_t)
                     rows = rows_in * wp_t * item
                     program.append(_xfer(Mem.EXTERNAL, Mem.FRAME,
-                                         addrs[t] + (c0 * hp_t * wp_t + y0 * sh * wp_t) * item,
+                                         addrs[t] + (c0 * hp_t * wp_t + first_row * wp_t) * item,
                                          base, rows, cn, hp_t * wp_t * item, rows))
                     in_addrs.append(base)
                     fcur_frame = align(base + cn * rows, to)
@@ -355,10 +399,6 @@ def emit_staged(layers: list[Layer], fmt: Fmt, *, profile: Profile, pe: int | No
                 program.append(_xfer(Mem.FRAME, Mem.EXTERNAL, out_at,
                                      addrs[i + 1] + (k0 * hp_o * wp_o + row0 * wp_o) * item,
                                      chunk, k, chunk, hp_o * wp_o * item))
-        if (len(program) + 1) * isa.INSTRUCTION_BYTES > prof.program_bytes:
-            raise CompileError(f"{layer.name}: the staged program reaches {len(program) + 1} instructions "
-                               f"({(len(program) + 1) * isa.INSTRUCTION_BYTES:,} B with END), past chip "
-                               f"profile {prof.name}'s {prof.program_bytes:,} B of instruction memory")
         c_o, h_o, w_o = layer.out_shape
         layer_meta.append({
             "name": layer.name, "sources": list(layer.sources), "kind": layer.kind,
@@ -377,10 +417,19 @@ def emit_staged(layers: list[Layer], fmt: Fmt, *, profile: Profile, pe: int | No
             "rounding": layer.rounding.label if fmt is Fmt.I8 and layer.dsp is not None else None,
         })
     program.append(Instruction(Op.END))
+    program_bytes = len(program) * isa.INSTRUCTION_BYTES
+    streamed = None
+    if program_bytes > prof.program_bytes:     # the program streams from external memory (docs/isro_isa.md §1a)
+        streamed = {"memory": "external", "addr": cursor, "bytes": program_bytes,
+                    "buffer_instructions": prof.max_instructions}
+        cursor = align(cursor + program_bytes, to)
+        log.info("the staged program (%d instructions) exceeds %s's %d-instruction memory: it streams from "
+                 "external memory at byte %d", len(program), prof.name, prof.max_instructions, streamed["addr"])
     external_bytes = cursor
     if external_bytes > ext.bytes:
+        also = "" if streamed is None else f", program {program_bytes:,} B"
         raise CompileError(f"external memory needs {external_bytes:,} B (tensors {tensors_bytes:,} B, weights "
-                           f"{weights_bytes:,} B, parameters {params_bytes:,} B) but chip profile {prof.name} "
+                           f"{weights_bytes:,} B, parameters {params_bytes:,} B{also}) but chip profile {prof.name} "
                            f"has {ext.bytes:,} B")
 
     if x is None:
@@ -410,6 +459,8 @@ def emit_staged(layers: list[Layer], fmt: Fmt, *, profile: Profile, pe: int | No
                   "scratch_bytes": 0, "program_bytes": len(program) * isa.INSTRUCTION_BYTES,
                   "external_bytes": external_bytes, "tensors_bytes": tensors_bytes},
     }
+    if streamed is not None:
+        m["program"] = streamed
     m.update(meta or {})
     log.info("staged %d layers through external memory: %d instructions, frame %d B, filter %d B, "
              "external %d B", n, len(program), frame_bytes, filter_bytes, external_bytes)
@@ -438,11 +489,19 @@ def _compute(program, layer: Layer, sub: Layer, fmt: Fmt, post: dict, in_addrs: 
     kh, kw = layer.kernel
     sh, sw = layer.stride
     eh = (kh - 1) * layer.dilation[0] + 1
+    band = {}
     if layer.kind == "dense":
         geo = dict(src=in_addrs[0], cin=c_t, hin=hp_t, win=wp_t)
     else:
-        ch = c_t if layer.kind == "conv" else sub.in_shape[0]
-        geo = dict(src=in_addrs[0], cin=ch, hin=(r - 1) * sh + eh, win=wp_t)
+        ch = c_t if layer.kind in ("conv", "tconv") else sub.in_shape[0]
+        _, rows_in, band = band_rows(layer, y0, y0 + r, hp_t)
+        geo = dict(src=in_addrs[0], cin=ch, hin=rows_in, win=wp_t)
+    if layer.kind == "resize":
+        store = {key: post[key] for key in ("fmt", "fill", "out_zp", "dst", "pt", "pb", "pl", "pr")}
+        mode, align_c, half = layer.resize
+        program.append(Instruction(Op.RESIZE, **store, **geo, **band, hout=r, wout=wout,
+                                   mode=isa.Mode[mode.upper()], align=int(align_c), half=int(half)))
+        return
     if layer.kind == "lut":
         store = {key: post[key] for key in ("fmt", "fill", "out_zp", "dst", "pt", "pb", "pl", "pr")}
         program.append(Instruction(Op.LUT, **store, **geo, wgt=wgt, func=isa.Func[layer.func.upper()],
@@ -463,9 +522,12 @@ def _compute(program, layer: Layer, sub: Layer, fmt: Fmt, post: dict, in_addrs: 
         return
     mac = dict(geo, wgt=wgt, cout=k, in_zp=layer.in_zp if fmt is Fmt.I8 else 0,
                w_zp=layer.w_zp if fmt is Fmt.I8 else 0)
-    op = {"conv": Op.CONV, "dwconv": Op.DWCONV, "dense": Op.DENSE}[layer.kind]
+    op = {"conv": Op.CONV, "dwconv": Op.DWCONV, "dense": Op.DENSE, "tconv": Op.TCONV}[layer.kind]
     if layer.kind != "dense":
         mac.update(kh=kh, kw=kw, sh=sh, sw=sw, dh=layer.dilation[0], dw=layer.dilation[1], hout=r, wout=wout)
+    if layer.kind == "tconv":
+        mac.update(uh=layer.upsample[0], uw=layer.upsample[1], qt=band["qt"], qb=band["qb"],
+                   ql=layer.inner[2], qr=layer.inner[3])
     if layer.kind == "dwconv":
         mac["mult"] = layer.mult
     blocks = split_blocks(replace(sub, out_shape=(k, r, wout)), pe)

@@ -50,7 +50,7 @@ from dtpu.hw.config import HwConfig, ceil_div, get_config
 from dtpu.hw.lower import Job, Lowered, footprint, lower, with_prefetch
 from dtpu.hw.placement import SCRATCH_FRACTION, OnChipShadow, Region, claim_error, job_scratch
 from dtpu.hw.vec_lower import vec_reason
-from dtpu.hw.core import Core, JobRefused
+from dtpu.hw.core import Core
 from dtpu.spec import OpKind
 from dtpu.power import EnergyMeter, activity
 from dtpu.spec import ConvSpec
@@ -1006,7 +1006,7 @@ class _PlanState:
                     layout.append(("compute", len(cycles), page if node.streamed else None))
                     rel.append((page if node.streamed else None, r["WGT_BASE"] - load_addr))
                     regs0.append(job.regs)
-                    cycles.append(_cycles(decoder, job.regs))
+                    cycles.append(fastpath.job_cycles(decoder, job.regs))
                 else:
                     layout.append(("run",))
             node.layout = layout
@@ -1076,7 +1076,7 @@ def _profile(decoder: Core, low: Lowered) -> _Profile:
         elif op in ("GEMM", "DWCONV"):
             if pages and not low.resident:
                 pages[-1][2] = len(cycles)
-            cycles.append(_cycles(decoder, job.regs))
+            cycles.append(fastpath.job_cycles(decoder, job.regs))
         else:
             run += c.CFG_CYCLES + c.LOAD_LATENCY + int(job.send["wgt"].size)
     return _Profile(cycles, [tuple(p) for p in pages], run)
@@ -1092,11 +1092,3 @@ def _split(total: int, weights: list[int]) -> list[int]:
         out[i] += 1
     return out
 
-
-def _cycles(decoder: Core, regs) -> int:
-    """Stall-free cycles of a compute job as lowered (no prefetch)."""
-    file, _ = fastpath._register_file(decoder, regs)
-    try:
-        return decoder._setup(file).cycles
-    except JobRefused:
-        return decoder.cfg.CFG_CYCLES

@@ -357,7 +357,7 @@ class Executor:
             raise ListFault("BAD_FIELD", f"LOAD of {count} weight words at {addr}: past {limit}")
         words = ddr.read(l1["SRC"], 8 * count).view(_U64)
         # (the memories are written by assignment: a copy, so the DDR view is handed on as is)
-        self.core._write_memory("LOAD_WGT" if mem == 0 else "LOAD_PARAM", addr, words)
+        self.core.write_memory("LOAD_WGT" if mem == 0 else "LOAD_PARAM", addr, words)
 
     def gather(self, ddr: Ddr, a0: dict, a1: dict, a2: dict, a3: dict, a4: dict) -> np.ndarray:
         """The activation words the load unit streams to the core for one RUN."""
@@ -815,8 +815,8 @@ class Executor:
             raise ListFault("BAD_FIELD", f"POST channels {ch0}+{ch} of {dstc}, parameter entries "
                            f"{pb}+{ch} of {c.PARAM_ENTRIES}")
         sums = ddr.read(p1["SRC"], pix * dstc * 8).view("<i8").reshape(pix, dstc)[:, ch0:ch0 + ch]
-        params = core._params(pb, ch, prec, c.OUT_MODE_REQUANT)
-        y, err = core._post(sums, prec, c.OUT_MODE_REQUANT, job["RQ_VARIANT"], params, 0,
+        params = core.post_params(pb, ch, prec, c.OUT_MODE_REQUANT)
+        y, err = core.post(sums, prec, c.OUT_MODE_REQUANT, job["RQ_VARIANT"], params, 0,
                             regs.get(c.REG_ACT_MIN, 0), regs.get(c.REG_ACT_MAX, 0))
         if err & c.ERR_FATAL_MASK:
             r.job_err = err
@@ -841,11 +841,11 @@ class Executor:
             core.write(off, v)
         core.write(c.REG_CTRL, c.encode("CTRL", START=1))
         st = c.reg("STATUS")
-        failed_config = not core._pending and core.regs[c.REG_STATUS] & st.field("ERROR").mask
+        failed_config = not core.pending and core.regs[c.REG_STATUS] & st.field("ERROR").mask
         words = np.zeros(0, _U64)
         if not failed_config:
             try:   # the result words' timing for the Timeline (as the fast path's setup has it)
-                su = core._setup(core.regs)
+                su = core.configure(core.regs)
                 self._res_setup = su
                 self._res_gaps = result_gaps(c, su, 4 * int(self.fmt.mem["MEM_BURST_BEATS"]))
                 self.act_sched = act_schedule(su)
@@ -859,8 +859,8 @@ class Executor:
                 raise
             if words.size:
                 core.push("act", words)
-            left = sum(w.size for w, _ in core._in["act"])
-            if core._pending or left:
+            left = core.available("act")
+            if core.pending or left:
                 core.write(c.REG_CTRL, c.encode("CTRL", SOFT_RESET=1))
                 what = f"{left} left over" if left else "the job still waits for more"
                 raise ListFault("BAD_FIELD", f"RUN: the ACT fields give {words.size} words, the "

@@ -610,18 +610,18 @@ def _emit_post(lb, prologue, fmt: Format, img: _Image, node: NodeIn, low, sums: 
     bias = node.bias if spec.has_bias else None
     rq = reference.rounding_variant(spec, bias, rounding, runtime) if spec.mode.is_quantized else None
     oc = spec.out_channels
-    params = lw._param_words(spec, bias, oc, rq)
-    variant = lw._variant_code(c, spec, bias, rq)
+    params = lw.param_words(spec, bias, oc, rq)
+    variant = lw.variant_code(c, spec, bias, rq)
     base, cap = region
     page = max(c.COLS, cap // c.COLS * c.COLS)
     m = sums.shape[0]
     for c0 in range(0, oc, page):
         c1 = min(oc, c0 + page)
         words = np.ascontiguousarray(params[c0:c1].reshape(-1))
-        job = lw._load_job(c, "LOAD_PARAM", base, words, f"post params[{c0}:{c1}]")
+        job = lw.load_job(c, "LOAD_PARAM", base, words, f"post params[{c0}:{c1}]")
         _emit_load(lb, fmt, img, job, tag, reads)
-        regs = [("PARAM_BASE", base), *lw._clamp_regs(spec, rq),
-                lw._job_reg(c, "NOP", prec, "REQUANT", variant)]
+        regs = [("PARAM_BASE", base), *lw.clamp_regs(spec, rq),
+                lw.job_reg(c, "NOP", prec, "REQUANT", variant)]
         lb.regs(regs, tag)
         lb.words += [fmt.word("HEADER", OP=fmt.opcodes["POST"], LEN=fmt.length("POST"), TAG=tag),
                      fmt.word("POST1", SRC=sums.addr, DST=out.addr),

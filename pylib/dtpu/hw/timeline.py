@@ -72,8 +72,8 @@ class Timeline:
     wr_beats: int = 0
     written: list = field(default_factory=list)  # (lo, hi, cycle of the write response) per RUN
     #: the sequencer's in-flight result ranges (lo, hi) and its overflow flag (SEQ_RUN_RANGES)
-    rg: list = field(default_factory=list)
-    rg_ovf: bool = False
+    inflight_writes: list = field(default_factory=list)
+    inflight_overflow: bool = False
     run_ends: list = field(default_factory=list)
     #: write responses still due of the last simulated store (:meth:`_run_store_sim`)
     wr_bursts: list = field(default_factory=list)
@@ -240,17 +240,18 @@ class Timeline:
         if run:
             t = max(t_fetch + K["SEQ_RUN_START"], self.core_free, self.loads_done)
             idle = self.wr_done + K["SEQ_RUN_WAIT"]       # every write answered
-            if store_reads or self.rg_ovf or any(lo < w1 and w0 < hi for w0, w1 in self.rg):
+            if store_reads or self.inflight_overflow or any(lo < w1 and w0 < hi
+                                                            for w0, w1 in self.inflight_writes):
                 t = max(t, idle)
             if idle <= t:
-                self.rg, self.rg_ovf = [], False
+                self.inflight_writes, self.inflight_overflow = [], False
         else:   # a POST: the sequencer waits for every write, the POST's are not tracked
             w = [t for w0, w1, t in self.written if lo < w1 and w0 < hi]
             if post is not None:    # dtpu_cl_seq's S_PWAIT: every write answered; the POST's
                 # times count from its header, SEQ_POST_GO before the cycle it can go then
                 w = [x - K["SEQ_POST_GO"] for x in w + [self.wr_done]]
             t = max([t_fetch, self.core_free, self.loads_done] + w)
-            self.rg, self.rg_ovf = [], True
+            self.inflight_writes, self.inflight_overflow = [], True
         shift = 0
         first = None
         dw_w_end = None
@@ -374,10 +375,10 @@ class Timeline:
         if res_beats:
             self.written.append((*dst, w_end))
         if run:
-            if len(self.rg) < self.K["SEQ_RUN_RANGES"]:
-                self.rg.append(dst)
+            if len(self.inflight_writes) < self.K["SEQ_RUN_RANGES"]:
+                self.inflight_writes.append(dst)
             else:
-                self.rg_ovf = True
+                self.inflight_overflow = True
         if self.events is not None:
             self.events.append(("run", t, first, end, w_end))
 

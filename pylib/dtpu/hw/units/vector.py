@@ -189,7 +189,8 @@ def timeline_step(tl, t_fetch: int, job: VecJob) -> tuple[int, int]:
     tl.wr_beats += c.out_words
     tl.wr_done = max(tl.wr_done, w_end)
     tl.written.append((job.dst, job.dst + job.out_bytes, w_end))
-    tl.rg, tl.rg_ovf = [], True     # the next RUN waits for every write (as after a POST)
+    # the next RUN waits for every write (as after a POST)
+    tl.inflight_writes, tl.inflight_overflow = [], True
     if tl.events is not None:
         tl.events.append(("vec", t, first, done, w_end))
     return done, free

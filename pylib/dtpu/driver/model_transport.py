@@ -51,12 +51,6 @@ class ModelTransport(Transport):
     def command_lists(self) -> bool:  # type: ignore[override]
         return self.list_window is not None
 
-    @property
-    def lists(self):
-        """Former name of :attr:`list_window` (kept for one release; backends' ``lists`` is a
-        bool, this was the window)."""
-        return self.list_window
-
     # -- the five methods ---------------------------------------------------------------------
 
     def write_reg(self, offset: int, value: int) -> None:

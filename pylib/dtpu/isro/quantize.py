@@ -27,6 +27,7 @@ import numpy as np
 
 from dtpu.isro import keras_h5
 from dtpu.isro.ir import CompileError
+from dtpu.isro.npy import read_npy
 from dtpu.tflite_writer import GraphWriter, Tensor
 
 log = logging.getLogger(__name__)
@@ -40,18 +41,8 @@ _MAC = ("Conv2D", "DepthwiseConv2D", "Dense")
 
 def load_samples(path: str | Path, input_shape: tuple[int, ...], what: str) -> np.ndarray:
     """An .npy of samples (N, *input_shape) as float32; one sample without the batch axis is N=1."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{what} {path} does not exist (expected a .npy array of shape "
-                                f"(N, {', '.join(map(str, input_shape))}))")
-    try:
-        x = np.load(path, allow_pickle=False)
-    except (ValueError, OSError, EOFError) as exc:
-        raise ValueError(f"{what} {path}: not a readable .npy array ({' '.join(str(exc).split())}); "
-                         f"write it with numpy.save") from None
-    if not isinstance(x, np.ndarray) or x.dtype.kind not in "fiu":
-        raise ValueError(f"{what} {path}: dtype {getattr(x, 'dtype', type(x).__name__)}; accepted: "
-                         f"float or integer arrays of real input values")
+    x = read_npy(path, what, f"a .npy array of shape (N, {', '.join(map(str, input_shape))})",
+                 "float or integer arrays of real input values")
     shape = tuple(input_shape)
     if x.shape == shape:
         x = x[None]

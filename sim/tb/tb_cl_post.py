@@ -19,8 +19,8 @@ import numpy as np
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, RisingEdge
 
-from dtpu.hw.config import HwConfig
-from dtpu.hw.core import Core, out_lanes
+from dtpu.hw.config import HwConfig, out_lanes
+from dtpu.hw.core import Core
 from dtpu.hw.ddr import Ddr, DdrFault
 from dtpu.hw.executor import Executor, RunResult
 from dtpu.hw.listformat import ListFault

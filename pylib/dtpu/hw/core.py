@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dtpu.hw.config import HwConfig, ceil_div, get_config
+from dtpu.hw.config import HwConfig, ceil_div, get_config, out_lanes
 from dtpu.hw.units import post as post_unit
-from dtpu.hw.units.post import out_lanes, pack_lanes
+from dtpu.hw.units.post import pack_lanes
 from dtpu.pack import from_bf16_bits
 from dtpu.precision import Precision
 

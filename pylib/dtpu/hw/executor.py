@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dtpu.hw import dw_timing, fast, kernels
-from dtpu.hw.config import ceil_div
-from dtpu.hw.core import Core, out_lanes
+from dtpu.hw.config import ceil_div, out_lanes
+from dtpu.hw.core import Core
 from dtpu.hw.ddr import Ddr, DdrFault
 from dtpu.hw.listformat import Format, ListFault
 from dtpu.hw.timeline import Timeline

@@ -58,7 +58,9 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from dtpu.hw import kernels
-from dtpu.hw.core import Core, JobSetup, JobRefused, U64, out_lanes
+from dtpu.hw.core import Core, JobSetup, JobRefused, U64
+from dtpu.hw.config import out_lanes
+from dtpu.hw.units.post import signed32
 from dtpu.precision import Precision
 
 log = logging.getLogger(__name__)
@@ -321,8 +323,8 @@ class _FusedPost:
         amax = core.operand_bound(prec, s.in_off)       # max |x + IN_OFFSET|
         xmax = core.operand_bound(prec, 0)              # max |x|
         info = np.iinfo(prec.value_dtype)
-        lo = max(int(info.min), min(int(info.max), _s32(s.act_min)))
-        hi = max(int(info.min), min(int(info.max), _s32(s.act_max)))
+        lo = max(int(info.min), min(int(info.max), signed32(s.act_min)))
+        hi = max(int(info.min), min(int(info.max), signed32(s.act_max)))
         double = s.variant == c.RQ_VARIANT_DOUBLE
         scale = np.empty(channels)
         offset = np.empty(channels)
@@ -407,10 +409,6 @@ def _int_weights(s: JobSetup) -> np.dtype:
     (8- and 16-bit lanes, a small offset: half the bytes of float64 while compiling), else
     float64 (exact: |w| < 2^53)."""
     return np.dtype(np.int32) if s.prec.bits <= 16 and abs(s.w_off) < 1 << 30 else _F64
-
-
-def _s32(v: int) -> int:
-    return v - (1 << 32) if v >= 1 << 31 else v
 
 
 # ------------------------------------------------------------------------------------------------
@@ -624,8 +622,8 @@ def _kernel_post(core: Core, s: JobSetup, plan: "_FusedPost | None", channels: i
     if bias_extra is not None:
         bias = bias + bias_extra
     return dict(exact=dict(bias=bias, mult=mult, shift=shift, zp=zp,
-                           variant=_kernel_variant(core, s), act_lo=_s32(s.act_min),
-                           act_hi=_s32(s.act_max)))
+                           variant=_kernel_variant(core, s), act_lo=signed32(s.act_min),
+                           act_hi=signed32(s.act_max)))
 
 
 #: a GEMM job keeps its weights as floats up to this size, as small integers beyond (a streamed
@@ -633,6 +631,20 @@ def _kernel_post(core: Core, s: JobSetup, plan: "_FusedPost | None", channels: i
 #: up; ~1 us per run of conversion overhead above it)
 KEEP_FLOAT_BYTES = 16 << 10
 _scratch_local = threading.local()
+
+
+def _stored_weights(w: np.ndarray, wdt: np.dtype) -> tuple[np.ndarray, bool]:
+    """(the weights as a compiled job keeps them, whether to convert them at each run). The
+    float weights of the whole net would cost 4-8 bytes per weight for the life of the
+    interpreter: large ones are kept as the smallest integer type holding them and converted
+    into a per-thread scratch at every run (an int8 -> float32 pass over the weights, a small
+    fraction of the matmul's time)."""
+    small = next((dt for dt in (np.int8, np.int16, np.int32)
+                  if w.size == 0 or (w.min() >= np.iinfo(dt).min and w.max() <= np.iinfo(dt).max)),
+                 None)
+    if small is not None and w.size * wdt.itemsize > KEEP_FLOAT_BYTES:
+        return np.ascontiguousarray(w.astype(small)), True
+    return np.ascontiguousarray(w.astype(wdt)), False
 
 
 _batch_local = threading.local()
@@ -704,18 +716,8 @@ class _KernelGemm(CompiledJob):
         if max(raw, full) >= _EXACT:
             raise _NotFusable("accumulator beyond float64")
         self.wdt = _F32 if raw < 1 << 24 else _F64
-        # the float weights of the whole net would cost 4-8 bytes per weight for the life of the
-        # interpreter: large ones are kept as small integers and converted into a per-thread
-        # scratch at every run (an int8 -> float32 pass over the weights, a small fraction of the
-        # matmul's time)
         self.wshape = w.shape
-        small = next((dt for dt in (np.int8, np.int16, np.int32)
-                      if w.size == 0 or (w.min() >= np.iinfo(dt).min and w.max() <= np.iinfo(dt).max)),
-                     None)
-        if small is not None and w.size * self.wdt.itemsize > KEEP_FLOAT_BYTES:
-            self.w, self.convert = np.ascontiguousarray(w.astype(small)), True
-        else:
-            self.w, self.convert = np.ascontiguousarray(w.astype(self.wdt)), False
+        self.w, self.convert = _stored_weights(w, self.wdt)
         wsum = w.sum(axis=0, dtype=np.int64)
         post = _kernel_post(core, s, plan, self.C,
                             offset=None if plan is None else plan.offset_raw,
@@ -788,13 +790,7 @@ class _RawGemm(CompiledJob):
         self.lane_dtype, self.out_dtype = s.prec.value_dtype, np.dtype(out_dt)
         self.wdt = _F32 if top < 1 << 24 else _F64
         self.wshape = w.shape
-        small = next((dt for dt in (np.int8, np.int16, np.int32)
-                      if w.size == 0 or (w.min() >= np.iinfo(dt).min and w.max() <= np.iinfo(dt).max)),
-                     None)
-        if small is not None and w.size * self.wdt.itemsize > KEEP_FLOAT_BYTES:
-            self.w, self.convert = np.ascontiguousarray(w.astype(small)), True
-        else:
-            self.w, self.convert = np.ascontiguousarray(w.astype(self.wdt)), False
+        self.w, self.convert = _stored_weights(w, self.wdt)
         wsum = w.sum(axis=0, dtype=np.int64) * s.in_off
         self.offset = wsum.astype(self.wdt) if s.in_off else None   # exact: |.| <= full
         self.igemm = None

@@ -9,22 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from dtpu.hw.config import HwConfig, ceil_div
+from dtpu.hw.config import HwConfig, ceil_div, out_lanes
 from dtpu.pack import WORD_DTYPE
 from dtpu.precision import Precision
 
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
-
-
-def out_lanes(cfg: HwConfig, prec: Precision, out_mode: int) -> tuple[int, np.dtype]:
-    """(lanes per result word, lane dtype) of a job's results."""
-    if out_mode == cfg.OUT_MODE_REQUANT:
-        return prec.lanes, prec.value_dtype
-    if out_mode == cfg.OUT_MODE_FLOAT:
-        return 2, np.dtype("<f4")
-    if prec.bits == 8:
-        return 2, np.dtype("<i4")  # RAW, 32-bit accumulators
-    return 1, np.dtype("<i8")
 
 
 def wrap32(x: np.ndarray) -> np.ndarray:

@@ -248,7 +248,7 @@ def quantize_keras(model: keras_h5.KerasModel, ranges: dict[str, tuple[float, fl
                 y = act_tensor(key if p.head else name, out_shape, key)
                 g.op("FULLY_CONNECTED", [x, wt, bt], [y], activation=p.activation)
             else:
-                st, dil = keras_h5._pair(cfg.get("strides", 1)), keras_h5._pair(cfg.get("dilation_rate", 1))
+                st, dil = keras_h5.size_2d(cfg.get("strides", 1)), keras_h5.size_2d(cfg.get("dilation_rate", 1))
                 padding = cfg.get("padding", "valid")
                 if len(xs) != 4:
                     raise CompileError(f"{layer.name}: a convolution on a flattened tensor")
@@ -302,7 +302,7 @@ def quantize_keras(model: keras_h5.KerasModel, ranges: dict[str, tuple[float, fl
             continue
         if cls in _MAC:
             if cls == "Conv2D" or cls == "DepthwiseConv2D":
-                keras_h5._check_channels_last(layer)
+                keras_h5.check_channels_last(layer)
                 if cfg.get("groups", 1) != 1:
                     raise CompileError(f"{name}: grouped convolution (groups={cfg['groups']}) is not supported")
             wkey = "depthwise_kernel" if cls == "DepthwiseConv2D" and "depthwise_kernel" in layer.weights else "kernel"
@@ -338,9 +338,9 @@ def quantize_keras(model: keras_h5.KerasModel, ranges: dict[str, tuple[float, fl
         xs = shapes[src]
         same = quant[src]
         if cls in ("MaxPooling2D", "AveragePooling2D"):
-            keras_h5._check_channels_last(layer)
-            pool = keras_h5._pair(cfg.get("pool_size", 2))
-            st = keras_h5._pair(cfg.get("strides") or pool)
+            keras_h5.check_channels_last(layer)
+            pool = keras_h5.size_2d(cfg.get("pool_size", 2))
+            st = keras_h5.size_2d(cfg.get("strides") or pool)
             padding = cfg.get("padding", "valid")
             _, h, wd, c = xs
             out_shape = (1, _out(h, pool[0], st[0], 1, padding), _out(wd, pool[1], st[1], 1, padding), c)

@@ -179,7 +179,7 @@ def timeline_step(tl, t_fetch: int, job: VecJob) -> tuple[int, int]:
     t = max(t_fetch + K["SEQ_VEC_START"], tl.core_free, tl.loads_done)
     if tl.written:
         t = max(t, tl.wr_done + K["SEQ_RUN_WAIT"])
-    first, end = tl._read(t, c.read_beats)
+    first, end = tl.mem_read(t, c.read_beats)
     done = max(end, first + c.ops) + c.tail + lat
     w_end = done + tl.WL + tl.store_tail(c.out_words)
     tl.core_free = tl.last_run_end = done

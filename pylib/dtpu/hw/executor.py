@@ -150,12 +150,13 @@ class Executor:
                     entry = cached
             except DdrFault:
                 entry = None
-        if entry is not None and entry[1] and entry[1][-1][2] == "END":
-            words = sum(st[3] for st in entry[1])
-        else:
-            words = list_words_of(ddr, list_addr, f)
-        tl: Timeline | None = Timeline(f, list_words=words, events=self.events,
-                                       list_addr=list_addr)
+        tl: Timeline | None = None
+        if entry is None or entry[3] is None:   # the timeline is computed (else replayed)
+            if entry is not None and entry[1] and entry[1][-1][2] == "END":
+                words = sum(st[3] for st in entry[1])
+            else:
+                words = list_words_of(ddr, list_addr, f)
+            tl = Timeline(f, list_words=words, events=self.events, list_addr=list_addr)
         k = 0
         try:
             if entry is None:
@@ -167,7 +168,6 @@ class Executor:
                 entry[2][:] = calls
                 entry[3] = _timing_of(r, tl)
             else:
-                tl = None
                 for k, step in enumerate(entry[1]):
                     self._step(ddr, list_addr, step, r, None, regs)
         except (ListFault, DdrFault) as e:
@@ -762,14 +762,46 @@ class Executor:
     # -- store unit
 
     def scatter(self, ddr: Ddr, r0: dict, r1: dict, r2: dict, words: np.ndarray,
-                 first: bool = False) -> None:
+                first: bool = False) -> None:
         """The store unit's writes of a RUN's result `words` to DDR as RES0..RES2 say
         (`first`: an ACC RUN's FIRST flag, which writes the sums instead of adding them): the
         reference the RTL's store unit is compared with byte for byte."""
+        # a list run again hands in the same decoded field dicts: their checks and geometry
+        # are worked out once (held with the dicts, so their ids stay theirs while cached)
+        plans = vars(self).setdefault("_scatter_plans", {})
+        plan = plans.get(id(r0))
+        if plan is None or plan[0] is not r0 or plan[1] is not r1 or plan[2] is not r2:
+            if len(plans) > 4096:
+                plans.clear()
+            plan = plans[id(r0)] = (r0, r1, r2, self._scatter_plan(r0, r1, r2))
+        geometry = plan[3]
+        if geometry is None:    # RES MODE NONE
+            return
+        acc, edt, es, outer, pix, inner, wpi, lanes, gw, ch0, hi, dstc = geometry
+        if words.size != outer * pix * inner * wpi:
+            raise ListFault("BAD_FIELD", f"RES {outer}x{pix}x{inner} items of {wpi} words = "
+                           f"{outer * pix * inner * wpi}, the job produced {words.size}")
+        if hi > dstc or ch0 >= hi:
+            raise ListFault("BAD_FIELD", f"RES channels {ch0}..{hi} outside DSTC={dstc}")
+        vals = words.view(edt).reshape(outer, pix, inner, wpi * lanes)[..., :gw]
+        vals = vals.transpose(1, 0, 2, 3).reshape(pix, outer * inner * gw)
+        if acc:
+            dst = ddr.read(r0["DST"], pix * dstc * 8).view("<i8").reshape(pix, dstc)
+            if first:
+                dst[:, ch0:hi] = vals[:, :hi - ch0]
+            else:
+                dst[:, ch0:hi] += vals[:, :hi - ch0]
+            return
+        dst = ddr.read(r0["DST"], pix * dstc * es).view(edt).reshape(pix, dstc)
+        dst[:, ch0:hi] = vals[:, :hi - ch0]
+
+    def _scatter_plan(self, r0: dict, r1: dict, r2: dict) -> tuple | None:
+        """What :meth:`scatter` takes from RES0..RES2 (None for MODE NONE), the checks that do
+        not depend on the result words made."""
         f = self.fmt
         mode, lanes, es = r0["MODE"], r0["LANES"], r0["ESIZE"]
         if mode == f.res_modes["NONE"]:
-            return
+            return None
         acc = mode == f.res_modes["ACC"]
         if mode not in (f.res_modes["ITEMS"], f.res_modes["ACC"]):
             raise ListFault("BAD_FIELD", f"RES MODE={mode}; accepted: {f.res_modes}")
@@ -780,23 +812,8 @@ class Executor:
         pix, outer, inner = r1["PIX"], r1["OUTER"], r1["INNER"]
         gw, ch0, ch1, dstc = r2["GW"], r2["CH0"], r2["CH1"], r2["DSTC"]
         wpi = ceil_div(gw, lanes)
-        if words.size != outer * pix * inner * wpi:
-            raise ListFault("BAD_FIELD", f"RES {outer}x{pix}x{inner} items of {wpi} words = "
-                           f"{outer * pix * inner * wpi}, the job produced {words.size}")
-        vals = words.view(edt).reshape(outer, pix, inner, wpi * lanes)[..., :gw]
-        vals = vals.transpose(1, 0, 2, 3).reshape(pix, outer * inner * gw)
-        hi = min(ch1, ch0 + vals.shape[1])
-        if hi > dstc or ch0 >= hi:
-            raise ListFault("BAD_FIELD", f"RES channels {ch0}..{hi} outside DSTC={dstc}")
-        if acc:
-            dst = ddr.read(r0["DST"], pix * dstc * 8).view("<i8").reshape(pix, dstc)
-            if first:
-                dst[:, ch0:hi] = vals[:, :hi - ch0]
-            else:
-                dst[:, ch0:hi] += vals[:, :hi - ch0]
-            return
-        dst = ddr.read(r0["DST"], pix * dstc * es).view(edt).reshape(pix, dstc)
-        dst[:, ch0:hi] = vals[:, :hi - ch0]
+        hi = min(ch1, ch0 + outer * inner * gw)     # the channels the items give, up to CH1
+        return acc, edt, es, outer, pix, inner, wpi, lanes, gw, ch0, hi, dstc
 
     # -- the post unit on partial sums
 
@@ -882,7 +899,6 @@ class Executor:
 
     def _run(self, ddr: Ddr, regs: dict, d: dict, head: dict, r: RunResult):
         c = self.core.cfg
-        key = tuple(sorted(regs.items()))
         cj = None
         self._res_gaps = None       # the result words' timing for the Timeline
         #: the running GEMM job's activation schedule (:func:`~dtpu.hw.units.load.act_schedule`:
@@ -893,15 +909,17 @@ class Executor:
             # the same registers run over different memory contents: the pages of a streamed
             # node that land in the same scratch half; one compiled form per content seen
             # (each keeps a snapshot of what it read, :meth:`fast.CompiledJob.valid`)
-            variants = self._compiled.setdefault(key, [])
             # the form this descriptor ran last time first: a streamed page written back into
-            # the same place matches it, where the list of variants holds every page
+            # the same place matches it, where the list of variants holds every page (its
+            # registers compared as a dict: equal dicts are equal sorted items, without sorting)
             last = self._last_form.get(id(d))
-            if last is not None and last[0] is d and last[1] == key and \
+            if last is not None and last[0] is d and last[1] == regs and \
                     (last[2] == "protocol" or last[2].valid(self.core)):
                 cj = last[2]
             else:
+                variants = self._compiled.setdefault(tuple(sorted(regs.items())), [])
                 cj = next((v for v in variants if v == "protocol" or v.valid(self.core)), None)
+                self._last_form.pop(id(d), None)
             if cj is None:
                 names = {reg.offset: reg.name for reg in c.registers}
                 try:
@@ -913,9 +931,10 @@ class Executor:
                 if len(variants) >= self.MAX_VARIANTS:
                     variants.pop(0)
                 variants.append(cj)
-            if len(self._last_form) > 4096:
-                self._last_form.clear()
-            self._last_form[id(d)] = (d, key, cj)    # d held: its id stays its own
+            if id(d) not in self._last_form:
+                if len(self._last_form) > 4096:
+                    self._last_form.clear()
+                self._last_form[id(d)] = (d, dict(regs), cj)    # d held: its id stays its own
         if not self.fast_path or cj == "protocol":
             res, words, cycles = self._run_protocol(regs, ddr, d, r)
             if res is not None:

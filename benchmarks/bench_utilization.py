@@ -61,7 +61,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "pylib"))
 
 from dtpu import reference, tflite_model  # noqa: E402
 from dtpu.backends.base import Probes  # noqa: E402
-from dtpu.backends.model import ModelBackend, _cycles  # noqa: E402
+from dtpu.backends.model import ModelBackend  # noqa: E402
+from dtpu.hw.fast import job_cycles  # noqa: E402
 from dtpu.hw.config import ceil_div  # noqa: E402
 from dtpu.hw.core import Core  # noqa: E402
 from dtpu.spec import Activation, ConvSpec, DataMode, OpKind, Padding, Quant  # noqa: E402
@@ -143,7 +144,7 @@ def job_costs(spec: ConvSpec, backend: ModelBackend, low) -> dict[str, int]:
             continue
         else:
             continue
-        out["compute"] += _cycles(decoder, job.regs)
+        out["compute"] += job_cycles(decoder, job.regs)
     return out
 
 

@@ -22,53 +22,56 @@ class FieldReader:
     def __init__(self, buf: bytes) -> None:
         self.buf = buf
 
-    def _unpack(self, fmt: str, pos: int):
+    def unpack(self, fmt: str, pos: int):
+        """The little-endian `fmt` value at byte `pos` (FlatbufferError outside the buffer)."""
         size = struct.calcsize("<" + fmt)
         if pos < 0 or pos + size > len(self.buf):
             raise FlatbufferError(f"read of {size} bytes at {pos} outside a {len(self.buf)}-byte file")
         return struct.unpack_from("<" + fmt, self.buf, pos)[0]
 
     def root(self) -> int:
-        return self._unpack("I", 0)
+        return self.unpack("I", 0)
 
     def field_pos(self, table: int, index: int) -> int | None:
-        vtable = table - self._unpack("i", table)
-        vt_size = self._unpack("H", vtable)
+        vtable = table - self.unpack("i", table)
+        vt_size = self.unpack("H", vtable)
         slot = 4 + 2 * index
         if slot + 2 > vt_size:
             return None  # written by an older schema: field absent
-        off = self._unpack("H", vtable + slot)
+        off = self.unpack("H", vtable + slot)
         return table + off if off else None
 
     def scalar(self, table: int, index: int, fmt: str, default):
         pos = self.field_pos(table, index)
-        return default if pos is None else self._unpack(fmt, pos)
+        return default if pos is None else self.unpack(fmt, pos)
 
-    def _deref(self, pos: int) -> int:
-        return pos + self._unpack("I", pos)
+    def deref(self, pos: int) -> int:
+        """Where the uint32 reference at `pos` points (references are relative to themselves)."""
+        return pos + self.unpack("I", pos)
 
     def table(self, table: int, index: int) -> int | None:
         pos = self.field_pos(table, index)
-        return None if pos is None else self._deref(pos)
+        return None if pos is None else self.deref(pos)
 
-    def _vector(self, table: int, index: int) -> tuple[int, int] | None:
+    def vector(self, table: int, index: int) -> tuple[int, int] | None:
+        """(byte position of the first element, length) of a vector field, None when absent."""
         pos = self.field_pos(table, index)
         if pos is None:
             return None
-        start = self._deref(pos)
-        return start + 4, self._unpack("I", start)
+        start = self.deref(pos)
+        return start + 4, self.unpack("I", start)
 
     def tables(self, table: int, index: int) -> list[int]:
-        vec = self._vector(table, index)
+        vec = self.vector(table, index)
         if vec is None:
             return []
         start, n = vec
         if start + 4 * n > len(self.buf):
             raise FlatbufferError(f"vector of {n} tables at {start} runs past the end of the file")
-        return [self._deref(start + 4 * i) for i in range(n)]
+        return [self.deref(start + 4 * i) for i in range(n)]
 
     def array(self, table: int, index: int, dtype) -> np.ndarray | None:
-        vec = self._vector(table, index)
+        vec = self.vector(table, index)
         if vec is None:
             return None
         start, n = vec

@@ -34,23 +34,25 @@ class Net:
         self.consts: dict[int, np.ndarray] = {}
         self.nodes: list[tw.Node] = []
         self.kind: dict[int, str] = {}          # constant role: weights / bias / int
-        self.input = self._t(shape)
+        self.input = self.tensor(shape)
 
-    def _t(self, shape, data=None, kind="act") -> int:
+    def tensor(self, shape, data=None, kind="act") -> int:
+        """A new tensor of `shape`; with `data` a constant (`kind`: weights, bias or int)."""
         self.shapes.append(tuple(int(v) for v in shape))
         i = len(self.shapes) - 1
         if data is not None:
             self.consts[i], self.kind[i] = data, kind
         return i
 
-    def _node(self, opcode, inputs, shape, **options) -> int:
-        y = self._t(shape)
+    def node(self, opcode, inputs, shape, **options) -> int:
+        """An operator on tensors `inputs` whose output (of `shape`) it adds."""
+        y = self.tensor(shape)
         self.nodes.append(tw.Node(opcode, list(inputs), [y], options))
         return y
 
     def _wb(self, shape, fan_in, cout, bias=True):
-        w = self._t(shape, (self.rng.standard_normal(shape) / np.sqrt(fan_in)).astype(np.float32), "weights")
-        b = self._t((cout,), (self.rng.standard_normal(cout) * 0.1).astype(np.float32), "bias") if bias else -1
+        w = self.tensor(shape, (self.rng.standard_normal(shape) / np.sqrt(fan_in)).astype(np.float32), "weights")
+        b = self.tensor((cout,), (self.rng.standard_normal(cout) * 0.1).astype(np.float32), "bias") if bias else -1
         return w, b
 
     def conv(self, x, cout, k=3, stride=1, padding="SAME", act="relu"):
@@ -58,64 +60,64 @@ class Net:
         kh, kw = (k, k) if isinstance(k, int) else k
         sh, sw = (stride, stride) if isinstance(stride, int) else stride
         w, b = self._wb((cout, kh, kw, c), kh * kw * c, cout)
-        return self._node("CONV_2D", [x, w, b], (1, _out(h, kh, sh, padding), _out(w_, kw, sw, padding), cout),
+        return self.node("CONV_2D", [x, w, b], (1, _out(h, kh, sh, padding), _out(w_, kw, sw, padding), cout),
                           padding=padding, stride=(sh, sw), activation=act)
 
     def tconv(self, x, cout, k=3, stride=2, padding="SAME", bias=True):
         _, h, w_, c = self.shapes[x]
         oh, ow = (h * stride, w_ * stride) if padding == "SAME" else ((h - 1) * stride + k, (w_ - 1) * stride + k)
-        shape = self._t((4,), np.array([1, oh, ow, cout], np.int32), "int")
+        shape = self.tensor((4,), np.array([1, oh, ow, cout], np.int32), "int")
         w, b = self._wb((cout, k, k, c), k * k * c, cout, bias)
         ins = [shape, w, x] + ([b] if bias else [])
-        return self._node("TRANSPOSE_CONV", ins, (1, oh, ow, cout), padding=padding, stride=(stride, stride))
+        return self.node("TRANSPOSE_CONV", ins, (1, oh, ow, cout), padding=padding, stride=(stride, stride))
 
     def pool(self, op, x, k=2, stride=2, padding="VALID"):
         _, h, w, c = self.shapes[x]
         kh, kw = (k, k) if isinstance(k, int) else k
         sh, sw = (stride, stride) if isinstance(stride, int) else stride
-        return self._node(op, [x], (1, _out(h, kh, sh, padding), _out(w, kw, sw, padding), c),
+        return self.node(op, [x], (1, _out(h, kh, sh, padding), _out(w, kw, sw, padding), c),
                           padding=padding, stride=(sh, sw), filter=(kh, kw))
 
     def concat(self, xs):
         shape = list(self.shapes[xs[0]])
         shape[-1] = sum(self.shapes[x][-1] for x in xs)
-        return self._node("CONCATENATION", xs, tuple(shape), axis=-1)
+        return self.node("CONCATENATION", xs, tuple(shape), axis=-1)
 
     def resize(self, x, size, bilinear=False, align=False, half=False):
         _, h, w, c = self.shapes[x]
-        s = self._t((2,), np.array(size, np.int32), "int")
-        return self._node("RESIZE_BILINEAR" if bilinear else "RESIZE_NEAREST_NEIGHBOR", [x, s],
+        s = self.tensor((2,), np.array(size, np.int32), "int")
+        return self.node("RESIZE_BILINEAR" if bilinear else "RESIZE_NEAREST_NEIGHBOR", [x, s],
                           (1, size[0], size[1], c), align_corners=align, half_pixel_centers=half)
 
     def mul(self, a, b):
-        return self._node("MUL", [a, b], self.shapes[a])
+        return self.node("MUL", [a, b], self.shapes[a])
 
     def unary(self, op, x):
-        return self._node(op, [x], self.shapes[x])
+        return self.node(op, [x], self.shapes[x])
 
     def mean(self, x, keep=True):
         shape = self.shapes[x]
         axes = list(range(1, len(shape) - 1))
-        a = self._t((len(axes),), np.array(axes, np.int32), "int")
+        a = self.tensor((len(axes),), np.array(axes, np.int32), "int")
         out = (1,) + (1,) * len(axes) + (shape[-1],) if keep else (1, shape[-1])
-        return self._node("MEAN", [x, a], out, keep_dims=keep)
+        return self.node("MEAN", [x, a], out, keep_dims=keep)
 
     def fc(self, x, units, act="none"):
         n = int(np.prod(self.shapes[x]))
         w, b = self._wb((units, n), n, units)
-        return self._node("FULLY_CONNECTED", [x, w, b], (1, units), activation=act)
+        return self.node("FULLY_CONNECTED", [x, w, b], (1, units), activation=act)
 
     def view(self, op, x, shape):
         shape = tuple(shape)
         if op == "RESHAPE":
-            s = self._t((len(shape),), np.array(shape, np.int32), "int")
-            return self._node("RESHAPE", [x, s], shape, new_shape=list(shape))
+            s = self.tensor((len(shape),), np.array(shape, np.int32), "int")
+            return self.node("RESHAPE", [x, s], shape, new_shape=list(shape))
         if op == "EXPAND_DIMS":
             axis = next(i for i in range(len(shape)) if tuple(np.delete(shape, i)) == self.shapes[x])
-            a = self._t((), np.array(axis, np.int32), "int")
-            return self._node("EXPAND_DIMS", [x, a], shape)
+            a = self.tensor((), np.array(axis, np.int32), "int")
+            return self.node("EXPAND_DIMS", [x, a], shape)
         axis = next(i for i in range(len(self.shapes[x])) if tuple(np.delete(self.shapes[x], i)) == shape)
-        return self._node("SQUEEZE", [x], shape, squeeze_dims=[axis])
+        return self.node("SQUEEZE", [x], shape, squeeze_dims=[axis])
 
     # -- files -------------------------------------------------------------------------------
 

@@ -123,7 +123,7 @@ def test_release_and_prepare_again_replans():
     net = _net(rng)
     with HwConfig(**SMALL):
         backend.release(handles[3])
-        assert backend._pf is None
+        assert backend._prefetch_state is None
         spec, x, f, b = net[3]
         h = backend.prepare(spec, f, b)
         y, _ = backend.invoke(h, x, Probes())
@@ -171,10 +171,10 @@ def test_selection_keeps_the_low_reuse_classifier_resident_and_is_faster(fast):
 
 def test_selection_estimate_is_the_measured_steady_state():
     totals, backend, _ = _run({"prefetch": "on"}, net_of=_fc_last_net, invokes=3)
-    backend._pf = None   # plan again over the same nodes: the current assignment is kept
+    backend._prefetch_state = None   # plan again over the same nodes: the current assignment is kept
     lowered = [h.lowered for h in backend._nodes]
     st = backend._plan_state()
-    assert [h.lowered for h in backend._nodes] == lowered and st is backend._pf
+    assert [h.lowered for h in backend._nodes] == lowered and st is backend._prefetch_state
     assert backend._last_estimate == totals[2][0]
 
 

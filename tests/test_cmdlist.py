@@ -42,7 +42,7 @@ def _driver(parts, cfg: HwConfig | None = None, fast_path: bool = True) -> ListP
     """`parts` compiled and loaded by the delegate's driver on a fresh 2.0 model core;
     `fast_path` False runs every job through the 1.2 register protocol (the reference)."""
     t = ModelTransport(cfg=cfg or get_config(), lists=True)
-    t.lists.ex.fast_path = fast_path
+    t.list_window.ex.fast_path = fast_path
     return ListProgram(t, parts)
 
 
@@ -53,7 +53,7 @@ def _invoke(drv: ListProgram, k: int, x: np.ndarray) -> tuple[np.ndarray, HostOp
     y = np.empty(part.output.shape, part.output.dtype)
     ops = HostOps()
     run = drv.invoke(k, [x], {len(part.outputs) - 1: y}, ops=ops)
-    last = drv.t.lists.last
+    last = drv.t.list_window.last
     hw = dict(cycles=run.cycles, idle_cycles=run.idle_cycles, compute_cycles=last.compute_cycles,
               rd_beats=last.rd_beats, wr_beats=last.wr_beats, descs=last.descs, runs=last.runs,
               macs=part.macs)
@@ -345,7 +345,7 @@ def test_errors_stop_the_list_name_the_descriptor_and_clear(fault, fast_path):
         words[run_at + 1] = (int(words[run_at + 1]) & 0xFFFFFFFF) | (0x100 << 32)   # SRC far below DDR
     elif fault in ("SLVERR", "TIMEOUT"):
         inp = prog.partitions[0].input
-        getattr(drv.t.lists.ddr, fault.lower() if fault == "SLVERR" else "hang").append(
+        getattr(drv.t.list_window.ddr, fault.lower() if fault == "SLVERR" else "hang").append(
             (inp.addr, inp.addr + inp.nbytes))
     elif fault == "JOB":
         job = get_config().reg("JOB").offset
@@ -360,8 +360,8 @@ def test_errors_stop_the_list_name_the_descriptor_and_clear(fault, fast_path):
     assert drv.t.read_reg(f.reg_offset("CL_ERR")) == 0, "the driver clears CL_ERR after reporting"
     # the list repaired, the next invoke is exact again
     words[:] = saved
-    drv.t.lists.ddr.slverr.clear()
-    drv.t.lists.ddr.hang.clear()
+    drv.t.list_window.ddr.slverr.clear()
+    drv.t.list_window.ddr.hang.clear()
     y, _, _ = _invoke(drv, 0, x)
     assert np.array_equal(y, reference.run(spec, x, w, b))
 
@@ -380,7 +380,7 @@ def test_compiler_refuses_what_it_cannot_express():
 
 def test_interrupt_is_pending_after_a_list_until_acknowledged():
     prog, drv, _, _, _ = _one_node_driver()
-    dev, f = drv.t.lists, drv.fmt
+    dev, f = drv.t.list_window, drv.fmt
     irq = f.reg_offset("IRQ")
     en, pending = dev.irq_bit("DONE_EN"), dev.irq_bit("PENDING")
     dev.write(f.reg_offset("CL_BASE"), prog.partitions[0].list_addr)

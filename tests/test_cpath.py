@@ -160,7 +160,7 @@ def test_a_list_that_never_completes_is_a_timeout_and_the_next_invoke_recovers(d
 
     it, backend, inputs, want = _armed(tfl, {"backend": "model"})
     t = backend.transport
-    status = backend._owner._off["CL_STATUS"]
+    status = backend._owner.reg_offsets["CL_STATUS"]
     real = t.read_reg
 
     def stuck(offset: int) -> int:   # the core never says DONE

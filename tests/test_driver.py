@@ -258,9 +258,3 @@ def test_optional_capabilities_are_declared_on_the_base_class():
     assert model.command_lists and not ModelTransport().command_lists
     assert isinstance(model.alloc_buffer(64), DeviceBuffer)
 
-
-def test_old_model_transport_path_is_the_same_class():
-    from dtpu.driver import model as old
-    from dtpu.driver import model_transport
-
-    assert old.ModelTransport is model_transport.ModelTransport is ModelTransport

@@ -248,15 +248,15 @@ def test_prefetch_drops_only_overlapping_decoded_weights():
     low0 = lower(spec, f, b, cfg, wgt_base=0, param_base=0)
     low1 = lower(spec, f, b, cfg, wgt_base=512, param_base=64)
     run_jobs(t, low0.load_jobs + low1.load_jobs)
-    # generic (unfused) decoding goes through Core._gemm_weights and its cache
+    # generic (unfused) decoding goes through Core.gemm_weights and its cache
     from dtpu.precision import Precision
-    core._gemm_weights(Precision.INT8, 0, 1, 1, np.float64, 0)
-    core._gemm_weights(Precision.INT8, 512, 1, 1, np.float64, 0)
-    assert len(core._wcache) == 2
-    core._write_weights(600, _words(4))          # touches neither
-    assert len(core._wcache) == 2
-    core._write_weights(510, _words(4))          # overlaps the node at 512
-    assert [k[2] for k in core._wcache] == [0]
+    core.gemm_weights(Precision.INT8, 0, 1, 1, np.float64, 0)
+    core.gemm_weights(Precision.INT8, 512, 1, 1, np.float64, 0)
+    assert len(core.decoded_weights) == 2
+    core.write_weights(600, _words(4))          # touches neither
+    assert len(core.decoded_weights) == 2
+    core.write_weights(510, _words(4))          # overlaps the node at 512
+    assert [k[2] for k in core.decoded_weights] == [0]
 
 
 def test_compiled_job_survives_its_own_words_written_again():

@@ -15,7 +15,7 @@ from dtpu import backends, reference
 from dtpu.backends.base import Probes
 from dtpu.backends.isro import IsroBackend
 from dtpu.isro import tflite_model
-from dtpu.isro.compiler import TFLITE_ROUNDING
+from dtpu.isro.ir import TFLITE_ROUNDING
 from dtpu.isro.isa import Rounding
 from dtpu.isro.machine import requantize, wrap_int32
 from dtpu.spec import DataMode, OpKind

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 from dtpu import reference
 from dtpu.isro import compile_h5, compile_spec, compile_tflite, keras_h5, run, verify
 from dtpu.isro.bundle import Bundle, BundleError
-from dtpu.isro.compiler import TFLITE_ROUNDING, CompileError, compile_model
+from dtpu.isro.compiler import compile_model
+from dtpu.isro.ir import TFLITE_ROUNDING, CompileError
 from dtpu.isro.isa import Fill, Fmt, Op
 from dtpu.isro.machine import requantize, wrap_int32
 from dtpu.spec import Activation, ConvSpec, DataMode, OpKind, Padding, Quant

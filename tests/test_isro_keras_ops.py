@@ -13,7 +13,7 @@ import pytest
 
 from dtpu.isro import compile_h5, keras_h5, run, verify
 from dtpu.isro.check import check_bundle
-from dtpu.isro.compiler import CompileError
+from dtpu.isro.ir import CompileError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_isro_compiler import conv, layer, write_h5  # noqa: E402

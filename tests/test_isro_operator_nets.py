@@ -101,11 +101,11 @@ def _refused(tmp_path, capsys, net, out, *mentions, fmt="int8"):
 def test_operators_the_chip_cannot_express_are_refused_in_one_line(tmp_path, capsys):
     n = isro_nets.Net((1, 6, 6, 3))
     a = n.conv(n.input, 4)
-    y = n._node("CONCATENATION", [a, a], (1, 12, 6, 4), axis=1)
+    y = n.node("CONCATENATION", [a, a], (1, 12, 6, 4), axis=1)
     _refused(tmp_path, capsys, n, y, "concatenation along axis 1", "accepted: the channel (last) axis")
     n = isro_nets.Net((1, 6, 6, 3))
     a = n.conv(n.input, 4)
-    k = n._t((1, 6, 6, 4), np.ones((1, 6, 6, 4), np.float32), "weights_const")
+    k = n.tensor((1, 6, 6, 4), np.ones((1, 6, 6, 4), np.float32), "weights_const")
     y = n.mul(a, k)
     _refused(tmp_path, capsys, n, y, "MUL", fmt="float32")
     n = isro_nets.Net((1, 6, 6, 3))

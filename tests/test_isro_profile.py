@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from dtpu.isro import cli, compile_h5, compile_tflite, isa, run
-from dtpu.isro.compiler import CompileError
+from dtpu.isro.ir import CompileError
 from dtpu.isro.isa import Op, block_size
 from dtpu.isro.profile import DEFAULT_PATH, KEYS, Profile, load
 

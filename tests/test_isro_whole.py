@@ -88,7 +88,8 @@ def test_residual_block_input_is_stored_once_per_border():
 import json  # noqa: E402
 
 from dtpu.isro import compile_h5, keras_h5  # noqa: E402
-from dtpu.isro.compiler import CompileError, compile_model  # noqa: E402
+from dtpu.isro.compiler import compile_model  # noqa: E402
+from dtpu.isro.ir import CompileError  # noqa: E402
 from dtpu.isro.profile import Profile, load  # noqa: E402
 
 FIX = HERE / "isro"

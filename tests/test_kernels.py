@@ -12,7 +12,8 @@ import pytest
 
 from dtpu.hw import kernels
 from dtpu.hw.config import get_config
-from dtpu.hw.core import Core, DwGeometry, _signed32
+from dtpu.hw.core import Core, DwGeometry
+from dtpu.hw.units.post import signed32
 from dtpu.precision import Precision
 
 KERN = kernels.get()
@@ -60,13 +61,13 @@ def test_post_exact_equals_the_model(variant, prec, extreme, acc_dtype):
         for b in range(blocks):
             sl = slice(b * per, (b + 1) * per)
             ps = tuple(p[b * c:(b + 1) * c] for p in params)
-            y, e = core._post(acc[sl].astype(np.int64), prec, cfg.OUT_MODE_REQUANT, code, ps, 0,
+            y, e = core.post(acc[sl].astype(np.int64), prec, cfg.OUT_MODE_REQUANT, code, ps, 0,
                               act_min & 0xFFFFFFFF, act_max & 0xFFFFFFFF)
             want[sl] = y
             werr |= e
         got = np.empty_like(want)
         wrapped = KERN.post_exact(np.ascontiguousarray(acc), per, *params, variant,
-                                  _signed32(act_min & 0xFFFFFFFF), _signed32(act_max & 0xFFFFFFFF),
+                                  signed32(act_min & 0xFFFFFFFF), signed32(act_max & 0xFFFFFFFF),
                                   got)
         assert np.array_equal(got, want), (trial, np.argwhere(got != want)[:3])
         assert bool(wrapped) == bool(werr & cfg.ERR_WARN_WRAP32)
@@ -142,7 +143,7 @@ def test_dw_equals_the_model(seed):
     params = _params(rng, n, extreme=bool(seed % 3 == 0))
     variant = seed % 3
     acc = model_acc(w)
-    want, err = core._post(acc, prec, cfg.OUT_MODE_REQUANT, getattr(cfg, VARIANTS[variant]),
+    want, err = core.post(acc, prec, cfg.OUT_MODE_REQUANT, getattr(cfg, VARIANTS[variant]),
                            tuple(p.reshape(nchunk, 1, 1, cl) for p in params), 0,
                            (-100) & 0xFFFFFFFF, 100)
     got = np.empty((nchunk * oh * ow, cl), prec.value_dtype)

@@ -261,7 +261,7 @@ def test_a_failing_list_raises_with_its_descriptor_and_the_next_invoke_runs():
     want, _ = ref.invoke(ref.prepare(spec, w, b), x, Probes())
     out = np.zeros(spec.output_shape, np.int8)
     inp = prog.program.partitions[0].input
-    pool = be.transport.lists.ddr
+    pool = be.transport.list_window.ddr
     pool.slverr.append((inp.addr, inp.addr + 8))
     with pytest.raises(DtpuListError, match=r"SLVERR.*tag 0x0 \(partition 0, node 0\)") as info:
         be.invoke_partition(prog, 0, [x], {0: out}, Probes())

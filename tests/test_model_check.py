@@ -98,13 +98,13 @@ def _positions(data: bytes):
 def test_index_rules():
     data = SMALL.read_bytes()
     r, root, sg, tensors, ops = _positions(data)
-    op_inputs = r._deref(r.field_pos(ops[0], 1))
+    op_inputs = r.deref(r.field_pos(ops[0], 1))
     cases = {
-        "opcode index": (r._deref(r.field_pos(root, 1)), "I", 0),   # no operator codes left
+        "opcode index": (r.deref(r.field_pos(root, 1)), "I", 0),   # no operator codes left
         "input tensor 99": (op_inputs + 4, "i", 99),
         "input tensor -2": (op_inputs + 4, "i", -2),
         "buffer index": (r.field_pos(tensors[0], 2), "I", 1000),
-        "inputs name tensor": (r._deref(r.field_pos(sg, 1)) + 4, "i", 50),
+        "inputs name tensor": (r.deref(r.field_pos(sg, 1)) + 4, "i", 50),
         "schema version": (r.field_pos(root, 0), "I", 2),
     }
     for words, (pos, fmt, value) in cases.items():
@@ -119,7 +119,7 @@ def test_buffer_too_short_for_its_shape():
 
     for info, t in zip(tm.parse(data).main.tensors, tensors):
         if info.is_constant:   # make its first dimension one larger than its data
-            shape = r._deref(r.field_pos(t, 0))
+            shape = r.deref(r.field_pos(t, 0))
             with pytest.raises(ModelFormatError, match="needs"):
                 check_bytes(_patched(SMALL, "i", shape + 4, info.shape[0] + 1), "m")
             return
@@ -129,17 +129,17 @@ def test_buffer_too_short_for_its_shape():
 def test_vector_length_and_vtable_damage():
     data = SMALL.read_bytes()
     r, root, sg, tensors, ops = _positions(data)
-    name = r._deref(r.field_pos(tensors[0], 3))
+    name = r.deref(r.field_pos(tensors[0], 3))
     with pytest.raises(ModelFormatError, match="runs past the end|NUL"):
         check_bytes(_patched(SMALL, "I", name, 1 << 30), "m")
     with pytest.raises(ModelFormatError, match="NUL-terminated"):
-        n = r._unpack("I", name)
+        n = r.unpack("I", name)
         check_bytes(_patched(SMALL, "B", name + 4 + n, ord("x")), "m")
     with pytest.raises(ModelFormatError, match="vtable"):
         check_bytes(_patched(SMALL, "i", tensors[0], -(1 << 20)), "m")
     with pytest.raises(ModelFormatError, match="zero points"):
         q = r.table(tensors[0], 4)
-        zp = r._deref(r.field_pos(q, 3))
+        zp = r.deref(r.field_pos(q, 3))
         check_bytes(_patched(SMALL, "I", zp, 0), "m")
 
 

@@ -229,7 +229,7 @@ def test_config_errors_raise_like_the_protocol():
         with pytest.raises(DtpuJobError) as info:
             runner(t, [bad])
         errors.append(info.value.err)
-        assert not t.core._pending and t.core.cycles == 0  # reset afterwards, like the driver
+        assert not t.core.pending and t.core.cycles == 0  # reset afterwards, like the driver
     assert errors[0] == errors[1] == cfg.ERR_BAD_DIMS
 
 

@@ -99,8 +99,8 @@ def _fields(data: bytes) -> list[tuple[int, str]]:
         pos = r.field_pos(table, index)
         if pos is None:
             return
-        start = r._deref(pos)
-        n = r._unpack("I", start)
+        start = r.deref(pos)
+        n = r.unpack("I", start)
         out.append((start, "I"))        # the length itself
         size = struct.calcsize("<" + fmt)
         for i in range(min(n, 16)):

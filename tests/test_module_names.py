@@ -3,8 +3,12 @@
 nothing in the repository uses them any more, and no module grows back into a catch-all."""
 from __future__ import annotations
 
+import importlib
 import re
+import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 #: the former names, as an import or a module reference in code
@@ -30,11 +34,17 @@ def test_nothing_imports_the_former_module_names():
                      "units / regwindow instead:\n" + "\n".join(used)
 
 
-def test_the_former_names_still_import():
-    from dtpu.hw import cmdlist, core, model
+def test_the_former_names_still_import_and_warn():
+    from dtpu.hw import core
     from dtpu.hw.executor import Executor
     from dtpu.hw.listcompiler import compile_program
 
+    for name in ("dtpu.hw.model", "dtpu.hw.cmdlist"):   # imported afresh: the warning is on import
+        sys.modules.pop(name, None)
+    with pytest.deprecated_call(match="dtpu.hw.core"):
+        model = importlib.import_module("dtpu.hw.model")
+    with pytest.deprecated_call(match="dtpu.hw.listformat"):
+        cmdlist = importlib.import_module("dtpu.hw.cmdlist")
     assert model is core
     assert cmdlist.Executor is Executor and cmdlist.compile_program is compile_program
 

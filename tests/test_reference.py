@@ -165,8 +165,8 @@ def _truncated(content: bytes, op_index: int, output: int) -> bytes:
     buf = bytearray(content)
     r = FieldReader(content)
     sg = r.tables(r.root(), 2)[0]
-    ops_start, n_ops = r._vector(sg, 3)
-    out_start, n_out = r._vector(sg, 2)
+    ops_start, n_ops = r.vector(sg, 3)
+    out_start, n_out = r.vector(sg, 2)
     assert op_index < n_ops and n_out >= 1
     struct.pack_into("<I", buf, ops_start - 4, op_index + 1)
     struct.pack_into("<I", buf, out_start - 4, 1)
@@ -191,13 +191,13 @@ def _single_op(content: bytes, op) -> bytes:
     buf = bytearray(content)
     r = FieldReader(content)
     sgt = r.tables(r.root(), 2)[0]
-    ops_start, _ = r._vector(sgt, 3)
-    targets = [r._deref(ops_start + 4 * k) for k in keep]
+    ops_start, _ = r.vector(sgt, 3)
+    targets = [r.deref(ops_start + 4 * k) for k in keep]
     struct.pack_into("<I", buf, ops_start - 4, len(keep))
     for j, target in enumerate(targets):
         struct.pack_into("<I", buf, ops_start + 4 * j, target - (ops_start + 4 * j))
     for field, tensor in ((1, op.inputs[0]), (2, op.outputs[0])):
-        start, n = r._vector(sgt, field)
+        start, n = r.vector(sgt, field)
         assert n >= 1
         struct.pack_into("<I", buf, start - 4, 1)
         struct.pack_into("<i", buf, start, tensor)
@@ -493,7 +493,7 @@ def _with_scales(content: bytes, scales: dict[int, list[float]]) -> bytes:
     tensors = r.tables(r.tables(r.root(), 2)[0], 0)
     buf = bytearray(content)
     for index, values in scales.items():
-        start, n = r._vector(r.table(tensors[index], 4), 2)
+        start, n = r.vector(r.table(tensors[index], 4), 2)
         assert n == len(values), f"tensor {index} has {n} scales, not {len(values)}"
         struct.pack_into(f"<{n}f", buf, start, *values)
     return bytes(buf)

@@ -943,7 +943,8 @@ def test_rtl_backend_path_selection():
     """path=auto (the default) and path=lists (or $DTPU_RTL_TOP) pick the 2.0 top for the
     in-process core, as backend=model takes command lists; path=jobs, or path=auto with a forced
     precision (which command lists do not run), the 1.2 top job by job."""
-    from dtpu.backends.rtl import TOP_ENV, RtlBackend
+    from dtpu.backends.rtl import RtlBackend
+    from dtpu.rtl.build import TOP_ENV
 
     b = RtlBackend.__new__(RtlBackend)
     saved = os.environ.pop(TOP_ENV, None)

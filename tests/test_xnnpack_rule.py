@@ -156,7 +156,7 @@ def _op_table(content: bytes) -> tuple[FieldReader, int]:
 def _without_bias(content: bytes) -> bytes:
     """The single-op model with its bias input replaced by -1 (omitted optional input)."""
     r, op_table = _op_table(content)
-    start, n = r._vector(op_table, 1)  # Operator.inputs
+    start, n = r.vector(op_table, 1)  # Operator.inputs
     assert n == 3
     buf = bytearray(content)
     struct.pack_into("<i", buf, start + 8, -1)
@@ -309,7 +309,7 @@ def _data_span(content: bytes, tensor_index: int) -> tuple[int, int]:
     sg = r.tables(root, 2)[0]
     t = r.tables(sg, 0)[tensor_index]
     buf_table = r.tables(root, 4)[r.scalar(t, 2, "I", 0)]
-    return r._vector(buf_table, 0)
+    return r.vector(buf_table, 0)
 
 
 def _with_data(content: bytes, data: dict[int, np.ndarray]) -> bytes:
@@ -327,7 +327,7 @@ def _with_zero_point(content: bytes, tensor_index: int, zp: int) -> bytes:
     """A per-tensor zero point rewritten in place (QuantizationParameters.zero_point, int64)."""
     r = FieldReader(content)
     tensor = r.tables(r.tables(r.root(), 2)[0], 0)[tensor_index]
-    start, n = r._vector(r.table(tensor, 4), 3)
+    start, n = r.vector(r.table(tensor, 4), 3)
     assert n == 1
     buf = bytearray(content)
     struct.pack_into("<q", buf, start, zp)

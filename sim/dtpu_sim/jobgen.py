@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from dtpu.hw import lower
-from dtpu.hw.config import HwConfig, ceil_div
-from dtpu.hw.core import Core, out_lanes
+from dtpu.hw.config import HwConfig, ceil_div, out_lanes
+from dtpu.hw.core import Core
 from dtpu.hw.lower import Job
 from dtpu.precision import Precision
 

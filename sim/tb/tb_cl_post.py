@@ -3,9 +3,9 @@ dtpu_axi_rd from an AxiRam (random latency, stalls, error regions) and its param
 a dtpu_ls_param written as LOAD_PARAM writes it, with random backpressure on its result words.
 
 Expected values: dtpu.hw.executor.Executor.post run on a Ddr holding the same bytes, with a Core
-whose parameter memory got the same words (Core._write_memory "LOAD_PARAM"): its error kind
+whose parameter memory got the same words (Core.write_memory "LOAD_PARAM"): its error kind
 (BAD_FIELD, JOB, or the DdrFault kind) and the output tensor at DST. The unit's result words are
-compared (a) word for word with the model's y packed per pixel (Core._pack_lanes: lanes past CH
+compared (a) word for word with the model's y packed per pixel (Core.pack_lanes: lanes past CH
 zero) and (b) put into a zeroed DST by Executor.scatter with the RES fields the unit reports,
 byte for byte against the model's DST. A JOB error (ERR.OVERFLOW) produces exactly the words before
 the one holding the first overflowing sum; a read fault a prefix of them.
@@ -19,8 +19,8 @@ import numpy as np
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, RisingEdge
 
-from dtpu.hw.config import HwConfig
-from dtpu.hw.core import Core, out_lanes
+from dtpu.hw.config import HwConfig, out_lanes
+from dtpu.hw.core import Core
 from dtpu.hw.ddr import Ddr, DdrFault
 from dtpu.hw.executor import Executor, RunResult
 from dtpu.hw.listformat import ListFault
@@ -102,7 +102,7 @@ class TB:
             d.pw_data.value = int(w)
             await RisingEdge(d.clk)
         d.pw_en.value = 0
-        CORE._write_memory("LOAD_PARAM", entry, np.asarray(words, U64).copy())
+        CORE.write_memory("LOAD_PARAM", entry, np.asarray(words, U64).copy())
 
     async def run(self, case, limit=None):
         """Start the unit on `case`; returns (cycles from the start edge to done, the RES fields)."""
@@ -266,11 +266,11 @@ def model(tb, case, sums, faults=()):
     if err_kind in (None, "JOB") or faults:
         prec = case["p"]
         s = sums.reshape(case["pix"], case["dstc"])[:, case["ch0"]:case["ch0"] + case["ch"]]
-        params = CORE._params(case["param_base"], case["ch"], prec, C.OUT_MODE_REQUANT)
-        y, err = CORE._post(s, prec, C.OUT_MODE_REQUANT, case["variant"], params, 0,
+        params = CORE.post_params(case["param_base"], case["ch"], prec, C.OUT_MODE_REQUANT)
+        y, err = CORE.post(s, prec, C.OUT_MODE_REQUANT, case["variant"], params, 0,
                             case["act_min"], case["act_max"])
         lanes, _ = out_lanes(C, prec, C.OUT_MODE_REQUANT)
-        words = Core._pack_lanes(y, lanes)
+        words = Core.pack_lanes(y, lanes)
     return err_kind, out, y, err, words
 
 
@@ -278,7 +278,7 @@ def first_ovf_word(case, sums):
     """The result word holding the first sum whose total overflows (stream order)."""
     prec = case["p"]
     s = sums.reshape(case["pix"], case["dstc"])[:, case["ch0"]:case["ch0"] + case["ch"]]
-    bias = CORE._params(case["param_base"], case["ch"], prec, C.OUT_MODE_REQUANT)[0]
+    bias = CORE.post_params(case["param_base"], case["ch"], prec, C.OUT_MODE_REQUANT)[0]
     total = s + bias
     bad = np.flatnonzero(np.abs(total.reshape(-1)) >= 1 << 47)
     lanes = prec.lanes

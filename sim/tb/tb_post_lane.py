@@ -1,4 +1,4 @@
-"""cocotb: one post-unit lane against the golden model's requantization (dtpu.hw.core)."""
+"""cocotb: one post-unit lane against the golden model's requantization (dtpu.hw.units.post)."""
 import os
 import random
 
@@ -8,7 +8,7 @@ from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, RisingEdge
 
 from dtpu.hw.config import HwConfig
-from dtpu.hw.core import requant, wrap32
+from dtpu.hw.units.post import requant, wrap32
 
 CFG = HwConfig()
 MASK64 = (1 << 64) - 1
@@ -22,7 +22,7 @@ def wrap_signed(v, bits):
 
 
 def expected(prec, mode, variant, acc, bias, m, s, zp, lo, hi):
-    """(value as int, ovf, wrap) the way Core._post computes one lane."""
+    """(value as int, ovf, wrap) the way Core.post computes one lane."""
     is8 = prec in (CFG.enums["PREC"]["INT8"], CFG.enums["PREC"]["UINT8"])
     if mode == CFG.OUT_MODE_RAW:
         lim = 31 if is8 else 63

@@ -24,7 +24,8 @@ import numpy as np
 from dtpu import reference
 from dtpu.backends.base import Backend, HwCounters, Probes
 from dtpu.isro.bundle import Bundle, read_tensor, write_input
-from dtpu.isro.compiler import CompileError, compile_spec
+from dtpu.isro.compiler import compile_spec
+from dtpu.isro.ir import CompileError
 from dtpu.isro.machine import Counters, Machine
 from dtpu.spec import ConvSpec
 
@@ -77,7 +78,7 @@ class IsroBackend(Backend):
     def _check_rounding(self, spec: ConvSpec, bias: np.ndarray | None) -> None:
         """The I8 DSP stage rounds as tflite-runtime 2.14's kernels (TFLITE_ROUNDING); a node whose
         target interpreter rounds otherwise (LiteRT's XNNPACK: float32 scale) stays on the host."""
-        from dtpu.isro.compiler import TFLITE_ROUNDING
+        from dtpu.isro.ir import TFLITE_ROUNDING
         from dtpu.spec import DataMode
 
         if spec.mode is not DataMode.INT8:

@@ -50,7 +50,7 @@ from dtpu.hw.config import HwConfig, ceil_div, get_config
 from dtpu.hw.lower import Job, Lowered, footprint, lower, with_prefetch
 from dtpu.hw.placement import SCRATCH_FRACTION, OnChipShadow, Region, claim_error, job_scratch
 from dtpu.hw.vec_lower import vec_reason
-from dtpu.hw.core import Core, JobRefused
+from dtpu.hw.core import Core
 from dtpu.spec import OpKind
 from dtpu.power import EnergyMeter, activity
 from dtpu.spec import ConvSpec
@@ -84,7 +84,7 @@ class _Node:
     pending: bool = False                          # resident, weights not loaded yet (next invoke)
     #: the selection's profiles of the lowerings it tried, by page size ("resident"); None:
     #: cannot be lowered so (the lowerings themselves are dropped once profiled)
-    alt: dict = field(default_factory=dict)
+    candidates: dict = field(default_factory=dict)
     #: what the node's lowerings share whatever their region (lower(share=)): one im2col plan
     #: and one copy of the packed weight words, which pages slice
     share: dict = field(default_factory=dict)
@@ -135,7 +135,8 @@ class ModelBackend(Backend):
         self._palloc = Region(c.PARAM_ENTRIES - self._pscratch, c.COLS)
         self.prefetch = str(self.options.get("prefetch", True)).lower() not in ("0", "false", "no", "off")
         self._nodes: list[_Node] = []          # prepare order: the order the plan assumes
-        self._pf: _PlanState | None = None     # built at the first invoke after a prepare/release
+        # the prefetch plan and residency, built at the first invoke after a prepare/release
+        self._prefetch_state: _PlanState | None = None
         # nodes prepared since the last plan was built (TFLite prepares the nodes after a
         # dynamic tensor during Invoke, a partition at a time): those plans skip the residency
         # selection, which then runs once at the next invoke of the first node (a whole round
@@ -350,7 +351,7 @@ class ModelBackend(Backend):
     def _add(self, node: _Node) -> _Node:
         self._nodes.append(node)
         node.planned = True
-        self._pf = None
+        self._prefetch_state = None
         self._added_since_plan += 1
         return node
 
@@ -402,22 +403,22 @@ class ModelBackend(Backend):
         return self._walloc.largest_gap(self.cfg.WEIGHT_WORDS)
 
     def _plan_state(self, handle: "_Node | None" = None) -> "_PlanState":
-        if (self._pf is not None and self._select_pending and handle is not None
+        if (self._prefetch_state is not None and self._select_pending and handle is not None
                 and self._nodes and handle is self._nodes[0]):
             # a new round of invokes with no node prepared since the last plan: the node set
             # is complete, choose residency over all of it now
-            self._pf = None
-        if self._pf is None:
+            self._prefetch_state = None
+        if self._prefetch_state is None:
             if self._planned_once and self._added_since_plan:
                 # nodes prepared mid-invoke: plan them as prepare placed them, choose later
                 self._select_pending = True
             else:
                 self._select()
                 self._select_pending = False
-            self._pf = _PlanState.build(self)
+            self._prefetch_state = _PlanState.build(self)
             self._planned_once = True
             self._added_since_plan = 0
-        return self._pf
+        return self._prefetch_state
 
     # -- which nodes stay resident ---------------------------------------------------------------
 
@@ -467,7 +468,7 @@ class ModelBackend(Backend):
         if best is not current:
             self._apply(best)
         for n in nodes:
-            n.alt.clear()
+            n.candidates.clear()
             _log_split(n.lowered)
         log.info("residency: %d of %d nodes resident, %d streamed (estimated %.0f cycles per "
                  "invoke)", sum(not n.streamed for n in nodes), len(nodes),
@@ -482,7 +483,7 @@ class ModelBackend(Backend):
         return end <= c.PARAM_ENTRIES - self._pscratch or all(n.param_base is not None
                                                                 for n in self._nodes)
 
-    def _alt(self, node: _Node, page: int | None) -> Lowered | None:
+    def _candidate_lowering(self, node: _Node, page: int | None) -> Lowered | None:
         """The node lowered resident (page None; at address 0: cycles do not depend on it) or
         streamed in pages of `page` words; None when it cannot be."""
         if page is None and not node.streamed:
@@ -498,16 +499,16 @@ class ModelBackend(Backend):
         except ValueError:   # LowerError included: e.g. a depthwise node's taps > the page
             return None
 
-    def _prof(self, decoder: Core, node: _Node, page: int | None) -> "_Profile | None":
-        """The profile of :meth:`_alt`'s lowering (None: there is none), kept for the rest of
+    def _candidate_profile(self, decoder: Core, node: _Node, page: int | None) -> "_Profile | None":
+        """The profile of :meth:`_candidate_lowering` (None: there is none), kept for the rest of
         the selection; the lowering is not: a dozen candidate lowerings per node, each with its
         own Job objects and register tuples, were most of the selection's memory. The chosen
         ones are lowered again in :meth:`_apply` (the lowering is deterministic)."""
         key = "resident" if page is None else page
-        if key not in node.alt:
-            low = self._alt(node, page)
-            node.alt[key] = None if low is None else _profile(decoder, low)
-        return node.alt[key]
+        if key not in node.candidates:
+            low = self._candidate_lowering(node, page)
+            node.candidates[key] = None if low is None else _profile(decoder, low)
+        return node.candidates[key]
 
     def _greedy(self, decoder: Core, ring: int, parts: int = 4) -> list | None:
         """Per node: None (resident) or its page size, for a ring of `ring` words and pages of
@@ -516,11 +517,12 @@ class ModelBackend(Backend):
         nodes = self._nodes
         choice: list = [_page_size(c, n.src[0], n.src[3], ring, parts) for n in nodes]
         cap, used = c.WEIGHT_WORDS - ring, 0
-        forced = [i for i, n in enumerate(nodes) if self._prof(decoder, n, choice[i]) is None]
+        forced = [i for i, n in enumerate(nodes)
+                  if self._candidate_profile(decoder, n, choice[i]) is None]
         density = {}
         for i, n in enumerate(nodes):
             if i in forced or (_aligned(c, n.src[3]) <= cap and self._residable(n)):
-                prof = self._prof(decoder, n, None) if self._residable(n) else None
+                prof = self._candidate_profile(decoder, n, None) if self._residable(n) else None
                 if prof is not None:
                     density[i] = n.src[3] / max(1, sum(prof.cycles))
         order = forced + sorted((i for i in density if i not in forced),
@@ -541,7 +543,7 @@ class ModelBackend(Backend):
         pages: list[prefetch.Page] = []
         extra = 0
         for n, page in zip(self._nodes, choice):
-            prof = self._prof(decoder, n, page)
+            prof = self._candidate_profile(decoder, n, page)
             extra += prof.run_cycles
             base = len(cycles)
             cycles += prof.cycles
@@ -569,14 +571,14 @@ class ModelBackend(Backend):
         for n, page in zip(self._nodes, choice):
             if page is None:
                 if n.streamed or n.wgt_base != base:
-                    low = self._alt(n, None) if base == 0 and n.streamed else None
+                    low = self._candidate_lowering(n, None) if base == 0 and n.streamed else None
                     n.lowered = low if low is not None else self._lower_resident(n, base)
                     n.wgt_base, n.streamed, n.page, n.pending = base, False, None, True
                     n.compiled, n.direct, n.memo = {}, None, None
                 used[base] = _aligned(c, n.src[3])
                 base += used[base]
             elif not n.streamed or n.page != page:
-                n.lowered = self._alt(n, page)
+                n.lowered = self._candidate_lowering(n, page)
                 n.wgt_base, n.streamed, n.page, n.pending = None, True, page, False
                 n.compiled, n.direct, n.memo = {}, None, None
         self._walloc.used = used
@@ -958,7 +960,7 @@ class ModelBackend(Backend):
         if handle.planned:
             self._nodes = [n for n in self._nodes if n is not handle]
             handle.planned = False
-            self._pf = None
+            self._prefetch_state = None
 
 
 _RUN, _COMPUTE = "run", "compute"   # kinds of _Node.steps (compared by identity)
@@ -1006,7 +1008,7 @@ class _PlanState:
                     layout.append(("compute", len(cycles), page if node.streamed else None))
                     rel.append((page if node.streamed else None, r["WGT_BASE"] - load_addr))
                     regs0.append(job.regs)
-                    cycles.append(_cycles(decoder, job.regs))
+                    cycles.append(fastpath.job_cycles(decoder, job.regs))
                 else:
                     layout.append(("run",))
             node.layout = layout
@@ -1076,7 +1078,7 @@ def _profile(decoder: Core, low: Lowered) -> _Profile:
         elif op in ("GEMM", "DWCONV"):
             if pages and not low.resident:
                 pages[-1][2] = len(cycles)
-            cycles.append(_cycles(decoder, job.regs))
+            cycles.append(fastpath.job_cycles(decoder, job.regs))
         else:
             run += c.CFG_CYCLES + c.LOAD_LATENCY + int(job.send["wgt"].size)
     return _Profile(cycles, [tuple(p) for p in pages], run)
@@ -1092,11 +1094,3 @@ def _split(total: int, weights: list[int]) -> list[int]:
         out[i] += 1
     return out
 
-
-def _cycles(decoder: Core, regs) -> int:
-    """Stall-free cycles of a compute job as lowered (no prefetch)."""
-    file, _ = fastpath._register_file(decoder, regs)
-    try:
-        return decoder._setup(file).cycles
-    except JobRefused:
-        return decoder.cfg.CFG_CYCLES

@@ -30,7 +30,6 @@ from dtpu.driver import DtpuHardwareError, Transport
 from dtpu.driver.hostops import HostOps
 from dtpu.driver.lists import ListProgram
 from dtpu.rtl import session
-from dtpu.rtl.build import TOP_ENV  # noqa: F401  (its home is dtpu.rtl.build; re-exported for one release)
 from dtpu.rtl.build import TOPLEVEL_CL, choose_top
 from dtpu.spec import ConvSpec
 

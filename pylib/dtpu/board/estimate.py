@@ -107,26 +107,27 @@ def count_transforms(handle, counter: list) -> None:
     activation words are not the input tensor's own bytes, a node whose output is not its
     result words as they came; counter[0] counts them, counter[1] (when present) the bytes
     they write."""
-    low = handle.lowered
-    plan, assemble = low._plan, low._assemble
-
-    def counted_plan(x):
-        jobs = plan(x)
-        made = [j.send["act"] for j in jobs if "act" in j.send
-                and not np.shares_memory(j.send["act"], x)]
-        counter[0] += len(made)
-        if len(counter) > 1:
-            counter[1] += sum(int(np.asarray(a).nbytes) for a in made)
-        return jobs
-
-    def counted_assemble(results):
-        y = assemble(results)
-        if not (len(results) == 1 and np.shares_memory(y, results[0])):
-            counter[0] += 1
+    def counted_plan(plan):
+        def run(x):
+            jobs = plan(x)
+            made = [j.send["act"] for j in jobs if "act" in j.send
+                    and not np.shares_memory(j.send["act"], x)]
+            counter[0] += len(made)
             if len(counter) > 1:
-                counter[1] += int(np.asarray(y).nbytes)
-        return y
-    low._plan, low._assemble = counted_plan, counted_assemble
+                counter[1] += sum(int(np.asarray(a).nbytes) for a in made)
+            return jobs
+        return run
+
+    def counted_assemble(assemble):
+        def run(results):
+            y = assemble(results)
+            if not (len(results) == 1 and np.shares_memory(y, results[0])):
+                counter[0] += 1
+                if len(counter) > 1:
+                    counter[1] += int(np.asarray(y).nbytes)
+            return y
+        return run
+    handle.lowered.wrap(counted_plan, counted_assemble)
 
 
 def random_input(spec, seed):

@@ -136,9 +136,9 @@ class PartitionCPath:
         names = [""] * 32
         for name, mask in program.fmt.errors.items():
             names[int(mask).bit_length() - 1] = name
-        offsets = ffi.new("uint32_t[]", [program._off[n] for n in _REGS])
+        offsets = ffi.new("uint32_t[]", [program.reg_offsets[n] for n in _REGS])
         if lib.dtpu_cpath_set_regs(cp, offsets, 1 << fields["DONE"], 1 << fields["ERROR"],
-                                   program._irq_en | program._irq_pend, float(program.timeout_s),
+                                   program.irq_done_en | program.irq_pending, float(program.timeout_s),
                                    ",".join(names).encode()) != 0:
             raise Unsupported("register set-up refused")
         info = self.t.c_register_io()

@@ -77,12 +77,14 @@ class ListProgram:
         cfg = t.cfg
         self.fmt = Format(cfg)
         off = self.fmt.reg_offset
-        self._off = {n: off(n) for n in ("CL_BASE", "DOORBELL", "CL_STATUS", "CL_ERR", "IRQ",
-                                           "CL_ERR_PC", "CL_ERR_TAG", "CL_CYCLES_LO",
-                                           "CL_CYCLES_HI", "IDLE_LO", "IDLE_HI")}
+        #: the 2.0 registers an invoke touches, by name (the C invoke path writes the same ones)
+        self.reg_offsets = {n: off(n) for n in ("CL_BASE", "DOORBELL", "CL_STATUS", "CL_ERR", "IRQ",
+                                                "CL_ERR_PC", "CL_ERR_TAG", "CL_CYCLES_LO",
+                                                "CL_CYCLES_HI", "IDLE_LO", "IDLE_HI")}
         irq = self.fmt.regs["IRQ"]["fields"]
-        self._irq_en = 1 << next(f["lsb"] for f in irq if f["name"] == "DONE_EN")
-        self._irq_pend = 1 << next(f["lsb"] for f in irq if f["name"] == "PENDING")
+        #: IRQ.DONE_EN and IRQ.PENDING (written together, they acknowledge a completion)
+        self.irq_done_en = 1 << next(f["lsb"] for f in irq if f["name"] == "DONE_EN")
+        self.irq_pending = 1 << next(f["lsb"] for f in irq if f["name"] == "PENDING")
         #: CL_STATUS read by field: .running, .done, .error
         self._cl_status = register_type("CL_STATUS", self.fmt.regs["CL_STATUS"]["fields"])
         kw = dict(rounding=rounding, runtime=runtime, keep=keep)
@@ -106,7 +108,7 @@ class ListProgram:
         self.memo: dict = {}    # the backend's report fields per distinct run (see ModelBackend)
         self._io: dict = {}     # per partition: its list, (view, offset, bytes) of its tensors
         self._targets: dict = {}
-        t.write_reg(self._off["IRQ"], self._irq_en)
+        t.write_reg(self.reg_offsets["IRQ"], self.irq_done_en)
         self.ensure_loaded()
 
     # -- views of the image
@@ -140,7 +142,7 @@ class ListProgram:
         register calls (every one of them runs the emulator; the list runs inside the DOORBELL
         write), on a board the completion wait only (its register calls are the host's own
         cost)."""
-        t, o = t or self.t, self._off
+        t, o = t or self.t, self.reg_offsets
         reads = writes = 0
         simulated, waiter = self._target_of(t)
         t_sim = time.perf_counter()
@@ -175,7 +177,7 @@ class ListProgram:
                 pc, tag = t.read_reg(o["CL_ERR_PC"]), t.read_reg(o["CL_ERR_TAG"])
                 reads += 3
                 t.write_reg(o["CL_ERR"], err)
-                t.write_reg(o["IRQ"], self._irq_en | self._irq_pend)
+                t.write_reg(o["IRQ"], self.irq_done_en | self.irq_pending)
                 writes += 2
                 names = [n for n, b in self.fmt.errors.items() if err & b]
                 raise DtpuListError(f"DTPU command list at {addr:#x} failed: CL_ERR={err:#x} "
@@ -184,7 +186,7 @@ class ListProgram:
             cycles = t.read_reg(o["CL_CYCLES_LO"]) | t.read_reg(o["CL_CYCLES_HI"]) << 32
             idle = t.read_reg(o["IDLE_LO"]) | t.read_reg(o["IDLE_HI"]) << 32
             reads += 4
-            t.write_reg(o["IRQ"], self._irq_en | self._irq_pend)
+            t.write_reg(o["IRQ"], self.irq_done_en | self.irq_pending)
             writes += 1
         finally:
             if ops is not None:

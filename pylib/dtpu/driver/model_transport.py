@@ -51,12 +51,6 @@ class ModelTransport(Transport):
     def command_lists(self) -> bool:  # type: ignore[override]
         return self.list_window is not None
 
-    @property
-    def lists(self):
-        """Former name of :attr:`list_window` (kept for one release; backends' ``lists`` is a
-        bool, this was the window)."""
-        return self.list_window
-
     # -- the five methods ---------------------------------------------------------------------
 
     def write_reg(self, offset: int, value: int) -> None:
@@ -72,18 +66,11 @@ class ModelTransport(Transport):
                 return self.cfg.VERSION2
             if offset in self.list_window.by_offset:
                 return self.list_window.read(offset)
-        if not core._pending:
-            return core.read(offset)
-        core._try_run()  # the words may be there by now
-        if not core._pending:
-            return core.read(offset)
-        # a started job waits for input: read as the RTL would (STATUS says BUSY, counters hold
-        # the finished jobs) instead of the model's StreamStarved
-        core._pending = False
-        try:
-            return core.read(offset)
-        finally:
-            core._pending = True
+        if core.pending:
+            core.try_run()  # the words may be there by now
+        # a started job that still waits for input: read as the RTL would (STATUS says BUSY,
+        # counters hold the finished jobs) instead of the model's StreamStarved
+        return core.peek(offset) if core.pending else core.read(offset)
 
     def send(self, stream: str, words: np.ndarray) -> None:
         self.core.push(stream, words, last=True)
@@ -93,9 +80,9 @@ class ModelTransport(Transport):
         return packet if packet is not None else np.zeros(0, _U64)
 
     def wait_done(self, timeout_s: float) -> bool:
-        if self.core._pending:
-            self.core._try_run()
-        return not self.core._pending
+        if self.core.pending:
+            self.core.try_run()
+        return not self.core.pending
 
     # -- hooks ----------------------------------------------------------------------------------
 
@@ -122,24 +109,21 @@ class ModelTransport(Transport):
     @property
     def busy(self) -> bool:
         """A started job has not run yet (it waits for input words)."""
-        return self.core._pending
+        return self.core.pending
 
     def backlog(self, stream: str) -> int:
         """Words waiting on an input stream, or result words not yet taken from m_axis_res."""
         if stream == STREAM_OUT:
-            return sum(w.size for w in self.core._out)
+            return self.core.result_backlog()
         if stream not in STREAMS_IN:
             raise ValueError(f"unknown stream {stream!r}; accepted: {', '.join((*STREAMS_IN, STREAM_OUT))}")
-        return self.core._available(stream)
+        return self.core.available(stream)
 
     def next_packet(self, stream: str = STREAM_OUT) -> np.ndarray | None:
         """The next job's result words (one tlast-terminated packet), or None if there is none."""
         if stream != STREAM_OUT:
             raise ValueError(f"unknown output stream {stream!r}; accepted: {STREAM_OUT}")
-        if self.core._pending or not self.core._out:
-            return None
-        # one packet per job: Core.pop would merge the packets queued behind this one
-        return self.core._out.pop(0)
+        return self.core.pop_packet()
 
 
 def compiled(t: ModelTransport, job, cache: dict) -> fast.CompiledJob | None:

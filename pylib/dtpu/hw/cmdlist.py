@@ -1,5 +1,5 @@
 """Former home of contract 2.0's golden model, kept importable for one release so that code
-written against ``dtpu.hw.cmdlist`` keeps working; nothing in this repository imports it any more
+written against ``dtpu.hw.cmdlist`` keeps working, with a DeprecationWarning; nothing in this repository imports it any more
 (tests/test_module_names.py checks). Its parts now live in modules named for what they do:
 
 * :mod:`dtpu.hw.listformat`: the descriptor format (:class:`Format`, :class:`CmdlistError`);
@@ -17,12 +17,18 @@ written against ``dtpu.hw.cmdlist`` keeps working; nothing in this repository im
 """
 from __future__ import annotations
 
+import warnings
+
 from dtpu.hw.ddr import Ddr, DdrFault, DdrPool, DeviceBuffer
 from dtpu.hw.executor import Executor, RunResult
 from dtpu.hw.listcompiler import Buffer, NodeIn, Partition, Program, compile_program
 from dtpu.hw.listformat import DEFAULT_DDR_BASE, CmdlistError, Format
 from dtpu.hw.regwindow import Device
 from dtpu.hw.timeline import Timeline
+
+warnings.warn("dtpu.hw.cmdlist is split into dtpu.hw.listformat, listcompiler, ddr, timeline, "
+              "executor and regwindow; the old name goes in the next release",
+              DeprecationWarning, stacklevel=2)
 
 
 def partitions_of(path_or_model, cfg=None) -> list:

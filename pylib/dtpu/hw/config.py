@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from dtpu.precision import Precision
 
 CONTRACT_PATH = Path(__file__).with_name("contract.json")
@@ -246,6 +248,18 @@ def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def out_lanes(cfg: HwConfig, prec: Precision, out_mode: int) -> tuple[int, np.dtype]:
+    """(lanes per result word, lane dtype) of a job's results: the contract's result formats,
+    which the lowering, the list compiler and the post unit all read."""
+    if out_mode == cfg.OUT_MODE_REQUANT:
+        return prec.lanes, prec.value_dtype
+    if out_mode == cfg.OUT_MODE_FLOAT:
+        return 2, np.dtype("<f4")
+    if prec.bits == 8:
+        return 2, np.dtype("<i4")  # RAW, 32-bit accumulators
+    return 1, np.dtype("<i8")
+
+
 #: the largest ROWS or COLS an ``mxu`` option may name (backends narrow it further)
 MXU_MAX = 64
 
@@ -265,4 +279,4 @@ def parse_mxu(value: str) -> tuple[int, int]:
 
 
 __all__ = ["CONTRACT_PATH", "Field", "HwConfig", "MXU_MAX", "Register", "ceil_div", "get_config",
-           "load_contract", "parse_mxu"]
+           "load_contract", "out_lanes", "parse_mxu"]

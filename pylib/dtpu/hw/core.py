@@ -6,7 +6,7 @@ words on ``m_axis_res``, the counters, the ERR flags). It is also the fast simul
 ``backend=model``, so the datapath of a job is a handful of numpy operations, never a loop over
 cycles: the cycle count comes from the closed-form schedule in :func:`gemm_cycles` /
 :func:`dw_schedule`, which docs/architecture.md defines and the RTL implements. A START is
-decoded by :meth:`Core._setup` (the CONFIG state's checks) into a :class:`JobSetup`, which the
+decoded by :meth:`Core.configure` (the CONFIG state's checks) into a :class:`JobSetup`, which the
 datapath then runs on the stream words; :mod:`dtpu.hw.fast` reuses both to compile a job once and
 run it without the register/stream protocol (what backend=model does at every invoke).
 
@@ -31,7 +31,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dtpu.hw.config import HwConfig, ceil_div, get_config
+from dtpu.hw.config import HwConfig, ceil_div, get_config, out_lanes
+from dtpu.hw.units import post as post_unit
+from dtpu.hw.units.post import pack_lanes
 from dtpu.pack import from_bf16_bits
 from dtpu.precision import Precision
 
@@ -51,17 +53,6 @@ class StreamStarved(RuntimeError):
 
 # ------------------------------------------------------------------------------------------------
 # result formats
-
-
-def out_lanes(cfg: HwConfig, prec: Precision, out_mode: int) -> tuple[int, np.dtype]:
-    """(lanes per result word, lane dtype) of a job's results."""
-    if out_mode == cfg.OUT_MODE_REQUANT:
-        return prec.lanes, prec.value_dtype
-    if out_mode == cfg.OUT_MODE_FLOAT:
-        return 2, np.dtype("<f4")
-    if prec.bits == 8:
-        return 2, np.dtype("<i4")  # RAW, 32-bit accumulators
-    return 1, np.dtype("<i8")
 
 
 def mode_is_valid(cfg: HwConfig, prec: Precision, out_mode: int, variant: int) -> bool:
@@ -230,59 +221,6 @@ def dw_bank_conflict(cols: int, ow: int, gc: int, sx: int, tap_cycles: int) -> b
 # arithmetic of the post unit (bit-exact definitions; docs/architecture.md "Requantization")
 
 
-def wrap32(x: np.ndarray) -> np.ndarray:
-    return ((x.astype(np.int64) + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
-
-
-def _shift_round_half_up(x: np.ndarray, s: np.ndarray) -> np.ndarray:
-    half = np.where(s > 0, np.left_shift(np.int64(1), np.maximum(s - 1, 0)), 0)
-    return (x + half) >> s
-
-
-def requant(cfg: HwConfig, total: np.ndarray, mult: np.ndarray, shift: np.ndarray,
-            variant: int) -> np.ndarray:
-    """(accumulator + bias) -> int32 by multiplier * 2^(shift-31), as the chosen variant rounds.
-
-    FP32 (XNNPACK) instead reads the multiplier field's 32 bits as a float32 scale: the (int32)
-    total is converted to fp32 and multiplied by the scale, each rounding to nearest even, and the
-    product is rounded to an integer (ties to even) and saturated to +-2^24; a NaN product (a NaN
-    scale, or an infinite one times 0) gives 0. Every clamp range the lowering sets lies within
-    +-2^24, so clamping after the rounding gives XNNPACK's clamp-then-round result.
-    """
-    if variant == cfg.RQ_VARIANT_FP32:
-        scale = (mult.astype(np.int64) & 0xFFFFFFFF).astype(np.uint32).view(np.float32)
-        f = total.astype(np.float64).astype(np.float32)  # |total| < 2^31: one rounding (RNE)
-        with np.errstate(over="ignore", invalid="ignore"):
-            y = f * scale
-        y = np.where(np.isnan(y), np.float32(0), y)
-        lim = np.float32(1 << 24)
-        return np.rint(np.clip(y, -lim, lim)).astype(np.int64)
-    m = mult.astype(np.int64)
-    s = shift.astype(np.int64)
-    if variant == cfg.RQ_VARIANT_SINGLE:
-        return wrap32(_shift_round_half_up(total * m, np.maximum(31 - s, 0)))
-    if variant == cfg.RQ_VARIANT_DOUBLE_UP:
-        # ruy's x86 kernels: the DOUBLE steps with both roundings half up (ties towards +inf);
-        # int64 holds the one overflowing case (a = m = INT32_MIN) as ruy's SIMD code yields it.
-        a = wrap32(total << np.maximum(s, 0))
-        high = (a * m + (1 << 30)) >> 31
-        return wrap32(_shift_round_half_up(high, np.maximum(-s, 0)))
-    if variant == cfg.RQ_VARIANT_DOUBLE:
-        left = np.maximum(s, 0)
-        right = np.maximum(-s, 0)
-        a = wrap32(total << left)
-        ab = a * m
-        nudge = np.where(ab >= 0, 1 << 30, 1 - (1 << 30))
-        t = ab + nudge
-        high = np.where(t >= 0, t >> 31, -((-t) >> 31))  # C division: truncate towards zero
-        high = np.where((a == INT32_MIN) & (m == INT32_MIN), INT32_MAX, high)
-        mask = (np.int64(1) << right) - 1
-        threshold = (mask >> 1) + (high < 0)
-        return (high >> right) + ((high & mask) > threshold)
-    reduced = np.where(m < 0x7FFF0000, (m + (1 << 15)) >> 16, 0x7FFF)
-    return wrap32(_shift_round_half_up(total * reduced, np.maximum(15 - s, 0)))
-
-
 def _tree(x: np.ndarray, axis: int) -> np.ndarray:
     """Pairwise adjacent sums, level by level: ((x0+x1)+(x2+x3))+... (fp32, RNE per add)."""
     x = np.moveaxis(x, axis, -1)
@@ -318,15 +256,11 @@ class JobRecord:
     error: int = 0
 
 
-def _signed32(v: int) -> int:
-    return v - (1 << 32) if v >= 1 << 31 else v
-
-
 @dataclass
 class JobSetup:
     """A START as the CONFIG state latched and checked it: everything the datapath runs on.
 
-    Built by :meth:`Core._setup` from the register file (the protocol path) or from a job's
+    Built by :meth:`Core.configure` from the register file (the protocol path) or from a job's
     register list (:mod:`dtpu.hw.fast`); the job's stall-free cycle count is the closed form."""
 
     opcode: str                   # NOP, LOAD_WGT, LOAD_PARAM, GEMM, DWCONV
@@ -423,7 +357,7 @@ class Core:
                 st = self.regs[c.REG_STATUS] & ~(0b11)
                 self.regs[c.REG_STATUS] = st | 1  # BUSY, DONE cleared
                 self._pending = True
-                self._try_run()
+                self.try_run()
             return
         if self._pending:
             self._flag(c.ERR_BUSY_WRITE)
@@ -431,10 +365,18 @@ class Core:
         self.regs[offset] = value
 
     def read(self, offset: int) -> int:
-        c = self.cfg
-        reg = c.reg_at(offset)
+        reg = self.cfg.reg_at(offset)
         if reg.name in ("STATUS",) or reg.name.startswith(("CYCLES", "STALL", "WORDS", "JOB_CYCLES")):
             self._require_idle()
+        return self._read(reg, offset)
+
+    def peek(self, offset: int) -> int:
+        """A register read that does not wait for a started job (:meth:`read` raises
+        StreamStarved while one waits for input): what the RTL answers then, STATUS with BUSY
+        and the counters of the jobs that finished."""
+        return self._read(self.cfg.reg_at(offset), offset)
+
+    def _read(self, reg, offset: int) -> int:
         if reg.name == "CYCLES_LO":
             self._hi_latch["CYCLES_HI"] = (self._cycles >> 32) & 0xFFFFFFFF
             return self._cycles & 0xFFFFFFFF
@@ -461,6 +403,11 @@ class Core:
     def stall_cycles(self) -> int:
         return self._stalls
 
+    @property
+    def pending(self) -> bool:
+        """A START was taken and its job has not run yet (it waits for input words)."""
+        return self._pending
+
     # -- streams ----------------------------------------------------------------------------
 
     def push(self, stream: str, words, last: bool = True) -> None:
@@ -475,7 +422,7 @@ class Core:
         if w.size:
             self._in[stream].append((w.reshape(-1), bool(last)))
         if self._pending:
-            self._try_run()
+            self.try_run()
 
     def pop(self, stream: str = STREAM_OUT, n: int | None = None) -> np.ndarray:
         """Take result words from m_axis_res (all available when n is None)."""
@@ -498,8 +445,20 @@ class Core:
         """Finish a started job (the model runs jobs as soon as their inputs are there)."""
         self._require_idle()
 
-    def _available(self, stream: str) -> int:
+    def available(self, stream: str) -> int:
+        """Words pushed on input `stream` that no job has taken yet."""
         return sum(w.size for w, _ in self._in[stream])
+
+    def result_backlog(self) -> int:
+        """Result words on m_axis_res not taken yet."""
+        return sum(w.size for w in self._out)
+
+    def pop_packet(self) -> np.ndarray | None:
+        """The oldest finished job's result words (one tlast-terminated packet, where
+        :meth:`pop` merges every queued one), or None while a job is pending or none is queued."""
+        if self._pending or not self._out:
+            return None
+        return self._out.pop(0)
 
     def _take(self, stream: str, n: int) -> np.ndarray:
         """Consume n words; check tlast sits exactly on the n-th."""
@@ -524,20 +483,20 @@ class Core:
 
     def _require_idle(self) -> None:
         if self._pending:
-            self._try_run()
+            self.try_run()
             if self._pending:
                 need = self._needs()
-                have = {s: self._available(s) for s in need}
+                have = {s: self.available(s) for s in need}
                 raise StreamStarved(
-                    f"job {self._opcode_name()} is waiting for input words: needs {need}, "
+                    f"job {self.opcode_name()} is waiting for input words: needs {need}, "
                     f"pushed {have} (the RTL would stall here)")
 
     # -- job execution ----------------------------------------------------------------------
     #
     # A START is handled in two steps, shared by the register/stream protocol and the compiled
-    # fast path of dtpu.hw.fast: `_setup` latches and checks the job registers as the CONFIG state
+    # fast path of dtpu.hw.fast: `configure` latches and checks the job registers as the CONFIG state
     # does (-> JobSetup, or JobRefused with the ERR bits), `_run_setup` runs the datapath on the
-    # stream words. Nothing below reads the register file after `_setup`.
+    # stream words. Nothing below reads the register file after `configure`.
 
     def _f(self, reg: str, name: str, regs=None) -> int:
         r = self.cfg.reg(reg)
@@ -548,7 +507,8 @@ class Core:
         v = (self.regs if regs is None else regs)[self.cfg.reg(reg).offset]
         return v - (1 << 32) if signed and v >= 1 << 31 else v
 
-    def _opcode_name(self, regs=None) -> str:
+    def opcode_name(self, regs=None) -> str:
+        """JOB.OPCODE of `regs` (default the register file) by its contract name, for reports."""
         code = self._f("JOB", "OPCODE", regs)
         for k, v in self.cfg.enums["OPCODE"].items():
             if v == code:
@@ -584,27 +544,49 @@ class Core:
         if keep:
             self.jobs.append(record)
 
-    def _try_run(self) -> None:
+    @property
+    def idle(self) -> bool:
+        """No job pending and no input words queued: a job may run outside the protocol."""
+        return not (self._pending or self._in["wgt"] or self._in["act"])
+
+    def count_words(self, stream: str, n: int) -> None:
+        """WORDS_<stream> += n, for words a job run outside the protocol moved
+        (:func:`dtpu.hw.fast.execute`)."""
+        self._words[stream] += n
+
+    def finish_direct(self, cycles: int, error: int) -> None:
+        """DONE of a job run outside the protocol (:func:`dtpu.hw.fast.execute`): CYCLES,
+        JOB_CYCLES, STATUS and ERR change as :meth:`_finish` changes them, but no JobRecord is
+        made (it would cost more than the fast path's whole job)."""
+        c, regs = self.cfg, self.regs
+        self._cycles += cycles
+        regs[c.REG_JOB_CYCLES] = min(cycles, 0xFFFFFFFF)
+        regs[c.REG_STATUS] = (regs[c.REG_STATUS] & ~0b11) | 0b10  # DONE, not BUSY
+        if error:
+            self._flag(error)
+
+    def try_run(self) -> None:
+        """Run the started job if its input words are all there (else it stays pending)."""
         c = self.cfg
         try:
             plan, needs = self._plan()
         except JobRefused as e:
-            self._finish(JobRecord(self._opcode_name(), None, c.CFG_CYCLES, error=e.bits))
+            self._finish(JobRecord(self.opcode_name(), None, c.CFG_CYCLES, error=e.bits))
             return
-        if any(self._available(s) < n for s, n in needs.items()):
+        if any(self.available(s) < n for s, n in needs.items()):
             return  # wait for more pushes
         try:
             record = plan()
         except JobRefused as e:
-            record = JobRecord(self._opcode_name(), None, c.CFG_CYCLES, error=e.bits)
+            record = JobRecord(self.opcode_name(), None, c.CFG_CYCLES, error=e.bits)
         self._finish(record)
 
     def _plan(self):
         """Check the job registers as the RTL's CONFIG state does; return (runner, words needed)."""
-        s = self._setup(self.regs)
+        s = self.configure(self.regs)
         return (lambda: self._run_setup(s)), s.needs
 
-    def _setup(self, regs) -> "JobSetup":
+    def configure(self, regs) -> "JobSetup":
         """The CONFIG state: latch the job registers from `regs` (offset -> value), derive the
         job's geometry and run every check, in the RTL's order; raise JobRefused with the ERR bits."""
         c = self.cfg
@@ -670,12 +652,12 @@ class Core:
             return JobRecord("NOP", None, c.CFG_CYCLES)
         if s.opcode in ("LOAD_WGT", "LOAD_PARAM"):
             words = self._take("wgt", s.count)
-            self._write_memory(s.opcode, s.addr, words)
+            self.write_memory(s.opcode, s.addr, words)
             return JobRecord(s.opcode, None, s.cycles, words_in={"wgt": s.count})
         if s.pf_count:  # written whatever the compute does (a runtime error included)
-            self._write_weights(s.pf_addr, self._take("wgt", s.pf_count))
+            self.write_weights(s.pf_addr, self._take("wgt", s.pf_count))
         act = self._take("act", s.needs["act"])
-        words, err = (self._gemm_words if s.opcode == "GEMM" else self._dw_words)(s, act)
+        words, err = (self.gemm_words if s.opcode == "GEMM" else self.dw_words)(s, act)
         if err & c.ERR_FATAL_MASK:
             raise JobRefused(err)
         self._out.append(words)
@@ -683,7 +665,7 @@ class Core:
         return JobRecord(s.opcode, s.prec.value, s.cycles, words_in=dict(s.needs),
                          words_out=words.size, error=err)
 
-    def _write_weights(self, addr: int, words: np.ndarray) -> None:
+    def write_weights(self, addr: int, words: np.ndarray) -> None:
         """LOAD_WGT or a compute job's prefetch: words into weight memory from `addr`; drops only
         the decoded weight matrices that overlap the written range (resident nodes keep theirs)."""
         n = words.size
@@ -697,11 +679,11 @@ class Core:
         if len(self._mem_log) > 256:
             del self._mem_log[:128]
 
-    def _write_memory(self, opcode: str, addr: int, words: np.ndarray) -> None:
+    def write_memory(self, opcode: str, addr: int, words: np.ndarray) -> None:
         """LOAD_WGT / LOAD_PARAM into memory; drops the decoded operands that may be stale."""
         n = words.size
         if opcode == "LOAD_WGT":
-            self._write_weights(addr, words)
+            self.write_weights(addr, words)
             return
         else:
             self.pmem[addr:addr + n // 2] = words.reshape(-1, 2)
@@ -710,6 +692,18 @@ class Core:
             self._mem_log.append((self._wgen + self._pgen, "param", addr, addr + n // 2))
         if len(self._mem_log) > 256:
             del self._mem_log[:128]
+
+    @property
+    def decoded_weights(self) -> tuple:
+        """Keys of the decoded weight matrices kept, ("gemm" | "dw", precision, WGT_BASE, ...):
+        a LOAD or a prefetch over their words drops them."""
+        return tuple(self._wcache)
+
+    def drop_decoded_weights(self, keys) -> None:
+        """Forget decoded weight matrices a caller keeps its own copy of (a compiled job's)."""
+        for key in keys:
+            self._wcache.pop(key, None)
+            self._wrange.pop(key, None)
 
     @property
     def memory_epoch(self) -> int:
@@ -735,7 +729,7 @@ class Core:
 
     # -- operands -----------------------------------------------------------------------------
 
-    def _params(self, base: int, n: int, prec: Precision, out_mode: int):
+    def post_params(self, base: int, n: int, prec: Precision, out_mode: int):
         """(bias, multiplier, shift, zero point) of n channels from PARAM_BASE, decoded once."""
         key = (base, n, prec, out_mode)
         hit = self._pcache.get(key)
@@ -762,52 +756,18 @@ class Core:
             return from_bf16_bits(lanes)
         return lanes.view(prec.value_dtype)
 
-    def _operand_bound(self, prec: Precision, offset: int) -> int:
+    def operand_bound(self, prec: Precision, offset: int) -> int:
         if prec.is_float:
             return 0
         info = np.iinfo(prec.value_dtype)
         return max(abs(int(info.min) + offset), abs(int(info.max) + offset))
 
-    def _post(self, acc: np.ndarray, prec: Precision, out_mode: int, variant: int,
-              params, raw_error_bits: int, act_min: int = 0, act_max: int = 0) -> tuple[np.ndarray, int]:
-        """The post unit on accumulators whose last axis is the channel; returns (lanes, ERR).
-        `act_min` / `act_max` are the raw 32-bit ACT_MIN / ACT_MAX register values."""
-        c = self.cfg
-        lanes_n, dt = out_lanes(c, prec, out_mode)
-        if out_mode == c.OUT_MODE_RAW:
-            return acc.astype(dt), raw_error_bits
-        bias = params[0]
-        if out_mode == c.OUT_MODE_FLOAT:
-            lo = np.array(act_min, np.uint32).view(np.float32)
-            hi = np.array(act_max, np.uint32).view(np.float32)
-            y = acc + bias
-            return np.minimum(np.maximum(y, lo), hi), 0
-        _, mult, shift, zp = params
-        total = acc + bias
-        err = 0
-        if variant == c.RQ_VARIANT_INT64:
-            if total.size and int(np.abs(total).max()) >= 1 << 47:
-                err |= c.ERR_OVERFLOW
-        else:
-            w = wrap32(total)
-            if total.size and not np.array_equal(w, total):
-                err |= c.ERR_WARN_WRAP32
-            total = w
-        scaled = requant(c, total, mult, shift, variant)
-        y = wrap32(scaled + zp)
-        y = np.clip(y, _signed32(act_min), _signed32(act_max))
-        info = np.iinfo(dt)
-        return np.clip(y, info.min, info.max).astype(dt), err
+    def post(self, acc: np.ndarray, prec: Precision, out_mode: int, variant: int,
+             params, raw_error_bits: int, act_min: int = 0, act_max: int = 0) -> tuple[np.ndarray, int]:
+        """The post unit (:func:`dtpu.hw.units.post.post`) with this core's contract."""
+        return post_unit.post(self.cfg, acc, prec, out_mode, variant, params, raw_error_bits, act_min, act_max)
 
-    @staticmethod
-    def _pack_lanes(values: np.ndarray, lanes_n: int) -> np.ndarray:
-        """values (..., n) -> words, each item's n lanes padded to whole words."""
-        n = values.shape[-1]
-        per = ceil_div(n, lanes_n) * lanes_n
-        if per != n:
-            pad = np.zeros(values.shape[:-1] + (per - n,), values.dtype)
-            values = np.concatenate([values, pad], axis=-1)
-        return np.ascontiguousarray(values).reshape(-1).view(U64)
+    pack_lanes = staticmethod(pack_lanes)
 
     # -- GEMM ---------------------------------------------------------------------------------
 
@@ -836,16 +796,16 @@ class Core:
                         pf_addr=pf_addr, pf_count=pf_count,
                         **self._compute_regs(prec, out_mode, regs))
 
-    def _gemm_words(self, s: "JobSetup", act: np.ndarray) -> tuple[np.ndarray, int]:
+    def gemm_words(self, s: "JobSetup", act: np.ndarray) -> tuple[np.ndarray, int]:
         c = self.cfg
         acc, err = self._gemm_acc(s.prec, act, s.m, s.kw, s.nt, s.wb, s.in_off, s.w_off)
-        params = self._params(s.pb, s.nt * c.COLS, s.prec, s.out_mode) if s.out_mode != c.OUT_MODE_RAW else None
-        y, err = self._post(acc, s.prec, s.out_mode, s.variant, params, err, s.act_min, s.act_max)
+        params = self.post_params(s.pb, s.nt * c.COLS, s.prec, s.out_mode) if s.out_mode != c.OUT_MODE_RAW else None
+        y, err = self.post(acc, s.prec, s.out_mode, s.variant, params, err, s.act_min, s.act_max)
         if err & c.ERR_FATAL_MASK:
             return np.zeros(0, U64), err
-        return self._pack_lanes(y.reshape(s.m * s.nt, c.COLS), s.lanes_n), err
+        return self.pack_lanes(y.reshape(s.m * s.nt, c.COLS), s.lanes_n), err
 
-    def _gemm_weights(self, prec: Precision, wb: int, kw: int, nt: int, dtype, off: int):
+    def gemm_weights(self, prec: Precision, wb: int, kw: int, nt: int, dtype, off: int):
         """Weight matrix (K, NT*COLS) with WGT_OFFSET applied, cached while memory is unchanged."""
         c = self.cfg
         key = ("gemm", prec, wb, kw, nt, off, np.dtype(dtype).str)
@@ -870,11 +830,11 @@ class Core:
         L = prec.lanes
         a_lanes = self._lanes_of(act, prec).reshape(m, kw * L)
         if prec.is_float:
-            b = self._gemm_weights(prec, wb, kw, nt, np.float32, w_off)  # (C, K)
+            b = self.gemm_weights(prec, wb, kw, nt, np.float32, w_off)  # (C, K)
             return self._gemm_fp(a_lanes.astype(np.float32, copy=False), b, kw, L), 0
-        bound = (kw * L * self._operand_bound(prec, in_off) * self._operand_bound(prec, w_off))
+        bound = (kw * L * self.operand_bound(prec, in_off) * self.operand_bound(prec, w_off))
         dt = _exact_dtype(bound)
-        b = self._gemm_weights(prec, wb, kw, nt, dt, w_off)
+        b = self.gemm_weights(prec, wb, kw, nt, dt, w_off)
         a = a_lanes.astype(dt)
         if in_off:
             a += dt.type(in_off)
@@ -986,22 +946,22 @@ class Core:
                         pf_addr=pf_addr, pf_count=pf_count,
                         **self._compute_regs(prec, out_mode, regs))
 
-    def _dw_words(self, s: "JobSetup", act: np.ndarray) -> tuple[np.ndarray, int]:
+    def dw_words(self, s: "JobSetup", act: np.ndarray) -> tuple[np.ndarray, int]:
         c = self.cfg
         g, L = s.geom, s.prec.lanes
         acc, err = self._dw_acc(s.prec, act, g, s.wb, s.gp, s.in_off, s.w_off)
-        params = (self._params(s.pb, g.gc * g.nchunk * L, s.prec, s.out_mode)
+        params = (self.post_params(s.pb, g.gc * g.nchunk * L, s.prec, s.out_mode)
                   if s.out_mode != c.OUT_MODE_RAW else None)
         if params is not None:  # channels of (chunk, ., ., g, lane)
             params = tuple(None if p is None else p.reshape(g.nchunk, 1, 1, g.gc * L)
                            for p in params)
-        y, err = self._post(acc.reshape(g.nchunk, g.oh, g.ow, g.gc * L), s.prec, s.out_mode,
+        y, err = self.post(acc.reshape(g.nchunk, g.oh, g.ow, g.gc * L), s.prec, s.out_mode,
                             s.variant, params, err, s.act_min, s.act_max)
         if err & c.ERR_FATAL_MASK:
             return np.zeros(0, U64), err
-        return self._pack_lanes(y.reshape(-1, L), s.lanes_n), err
+        return self.pack_lanes(y.reshape(-1, L), s.lanes_n), err
 
-    def _dw_weights(self, prec: Precision, g: DwGeometry, wb: int, gp: int, dtype, off: int):
+    def dw_weights(self, prec: Precision, g: DwGeometry, wb: int, gp: int, dtype, off: int):
         """Tap weights (taps, groups*lanes) with WGT_OFFSET applied; tap-major in memory."""
         key = ("dw", prec, wb, g.kh, g.kw, g.gc * g.nchunk, gp, off, np.dtype(dtype).str)
         hit = self._wcache.get(key)
@@ -1026,11 +986,11 @@ class Core:
             dt = np.dtype(np.float32)
             in_off = 0
         else:
-            bound = taps * self._operand_bound(prec, in_off) * self._operand_bound(prec, w_off)
+            bound = taps * self.operand_bound(prec, in_off) * self.operand_bound(prec, w_off)
             dt = _exact_dtype(bound)
             if dt.kind == "i" and prec.bits > 16:
                 dt = np.dtype(object)  # INT32/INT64: exact, overflow checked below
-        w = self._dw_weights(prec, g, wb, gp, np.float64 if dt == object else dt, w_off)
+        w = self.dw_weights(prec, g, wb, gp, np.float64 if dt == object else dt, w_off)
         if dt == object:
             w = w.astype(np.int64).astype(object)
         # the padded plane of operands (x + IN_OFFSET); pad taps contribute exactly 0

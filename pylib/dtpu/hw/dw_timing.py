@@ -18,14 +18,14 @@ import numpy as np
 from dtpu.hw.core import dw_schedule
 
 
-def loader_need(cfg, su) -> np.ndarray | None:
-    """The stall-free cycle the DWCONV job `su` (a JobSetup) takes each activation word: input
+def loader_need(cfg, setup) -> np.ndarray | None:
+    """The stall-free cycle the DWCONV job `setup` (a JobSetup) takes each activation word: input
     rows (chunk-major) of IW*GC words, row r's words one a cycle from its start in
     model.dw_schedule (load_end[r] - row_words). None for other jobs."""
-    if su is None or su.opcode != "DWCONV" or su.geom is None:
+    if setup is None or setup.opcode != "DWCONV" or setup.geom is None:
         return None
-    g = su.geom
-    tm = dw_schedule(cfg, g, su.wpi)
+    g = setup.geom
+    tm = dw_schedule(cfg, g, setup.wpi)
     rw = g.row_words
     start = np.asarray(tm.load_end, dtype=np.int64) - rw
     return (start[:, None] + np.arange(rw, dtype=np.int64)[None, :]).reshape(-1)
@@ -36,29 +36,30 @@ def channels_elements(d: dict) -> tuple[np.ndarray, int] | None:
     stream as dtpu_cl_load's AGU walks it: chunk-major, pixel, the chunk's channels (after REP);
     one element a word in word mode (REP 1, C, CH0 and the chunk multiples of LANES, SRC
     aligned), one a lane otherwise."""
-    a0, a1, a3 = d["ACT0"], d["ACT1"], d["ACT3"]
-    L, es = max(1, a0["LANES"]), max(1, a0["ESIZE"])
-    n, h, w, c = a1["N"], a1["H"], a1["W"], a1["C"]
-    rep, ch0, chans, nchunk = max(1, a3["KP"]), a3["K0"], a3["K1"], max(1, a3["NCHUNK"])
+    act_src, act_shape, act_span = d["ACT0"], d["ACT1"], d["ACT3"]
+    L, es = max(1, act_src["LANES"]), max(1, act_src["ESIZE"])
+    n, h, w, c = act_shape["N"], act_shape["H"], act_shape["W"], act_shape["C"]
+    rep, ch0, chans = max(1, act_span["KP"]), act_span["K0"], act_span["K1"]
+    nchunk = max(1, act_span["NCHUNK"])
     per = chans // nchunk
     cv = c * rep
     ch = np.arange(ch0, ch0 + chans, dtype=np.int64).reshape(nchunk, 1, per)
     src = np.where(ch < cv, ch // rep, -1)
     pix = np.arange(n * h * w, dtype=np.int64).reshape(1, -1, 1)
-    word_mode = c % L == 0 and a0["SRC"] % 8 == 0 and rep == 1 and ch0 % L == 0 \
+    word_mode = c % L == 0 and act_src["SRC"] % 8 == 0 and rep == 1 and ch0 % L == 0 \
         and per % L == 0
     e = np.where(src >= 0, pix * c + src, -1)
     if word_mode:
         e = e[:, :, ::L]
     e = e.reshape(-1)
-    wa = np.where(e < 0, -1, (a0["SRC"] + e * es) // 8)
+    wa = np.where(e < 0, -1, (act_src["SRC"] + e * es) // 8)
     return wa, 1 if word_mode else L
 
 
-def dw_stream(cfg, su, d: dict, words: int, cfg_setup: int, res_words: int | None = None):
+def dw_stream(cfg, setup, d: dict, words: int, cfg_setup: int, res_words: int | None = None):
     """(element word addresses, elements a word, need times) of a DWCONV RUN's CHANNELS stream
     for units.load.stream_sim; None when the stream is not one (the first-word shift applies)."""
-    need = loader_need(cfg, su)
+    need = loader_need(cfg, setup)
     if need is None or need.size != words:
         return None
     el = channels_elements(d)
@@ -71,18 +72,18 @@ def dw_stream(cfg, su, d: dict, words: int, cfg_setup: int, res_words: int | Non
     if res_words is not None:
         rwa = result_words(d, res_words)
         if rwa is not None and short_runs(rwa, 16):
-            rt = result_times(cfg, su)
+            rt = result_times(cfg, setup)
             if rt.size == rwa.size:
                 res = (rt, rwa)
     return wa, per_word, need, int(cfg_setup), res
 
 
-def result_times(cfg, su) -> np.ndarray:
-    """Stall-free cycle of every result word of the DWCONV job `su`, in stream order, on the
+def result_times(cfg, setup) -> np.ndarray:
+    """Stall-free cycle of every result word of the DWCONV job `setup`, in stream order, on the
     scale where the last one is 0 (units.store.result_gaps' schedule: per output row, its steps
     `period` apart, a step's items' words one a cycle)."""
-    g = su.geom
-    tm = dw_schedule(cfg, g, su.wpi)
+    g = setup.geom
+    tm = dw_schedule(cfg, g, setup.wpi)
     cols = cfg.COLS
     spr = g.steps_per_row(cols)
     n_items = g.ow * g.gc
@@ -91,7 +92,7 @@ def result_times(cfg, su) -> np.ndarray:
         for s_ in range(spr):
             items = min(cols, n_items - s_ * cols)
             t0 = int(tm.compute_start[o]) + s_ * tm.period
-            out.append(t0 + np.arange(items * su.wpi, dtype=np.int64))
+            out.append(t0 + np.arange(items * setup.wpi, dtype=np.int64))
     t = np.concatenate(out) if out else np.zeros(0, np.int64)
     return t - t[-1] if t.size else t
 

@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dtpu.hw import dw_timing, fast, kernels
-from dtpu.hw.config import ceil_div
-from dtpu.hw.core import Core, out_lanes
+from dtpu.hw.config import ceil_div, out_lanes
+from dtpu.hw.core import Core
 from dtpu.hw.ddr import Ddr, DdrFault
 from dtpu.hw.listformat import Format, ListFault
 from dtpu.hw.timeline import Timeline
 from dtpu.hw.units.acc import AccRun
-from dtpu.hw.units.load import act_schedule, first_words, window_index
+from dtpu.hw.units.load import act_schedule, first_words, pointwise_window, window_index
 from dtpu.hw.units.store import result_gaps, result_gaps_array, write_runs
 from dtpu.hw.units import vector as vector_unit
 
@@ -150,12 +150,13 @@ class Executor:
                     entry = cached
             except DdrFault:
                 entry = None
-        if entry is not None and entry[1] and entry[1][-1][2] == "END":
-            words = sum(st[3] for st in entry[1])
-        else:
-            words = list_words_of(ddr, list_addr, f)
-        tl: Timeline | None = Timeline(f, list_words=words, events=self.events,
-                                       list_addr=list_addr)
+        tl: Timeline | None = None
+        if entry is None or entry[3] is None:   # the timeline is computed (else replayed)
+            if entry is not None and entry[1] and entry[1][-1][2] == "END":
+                words = sum(st[3] for st in entry[1])
+            else:
+                words = list_words_of(ddr, list_addr, f)
+            tl = Timeline(f, list_words=words, events=self.events, list_addr=list_addr)
         k = 0
         try:
             if entry is None:
@@ -167,7 +168,6 @@ class Executor:
                 entry[2][:] = calls
                 entry[3] = _timing_of(r, tl)
             else:
-                tl = None
                 for k, step in enumerate(entry[1]):
                     self._step(ddr, list_addr, step, r, None, regs)
         except (ListFault, DdrFault) as e:
@@ -357,41 +357,42 @@ class Executor:
             raise ListFault("BAD_FIELD", f"LOAD of {count} weight words at {addr}: past {limit}")
         words = ddr.read(l1["SRC"], 8 * count).view(_U64)
         # (the memories are written by assignment: a copy, so the DDR view is handed on as is)
-        self.core._write_memory("LOAD_WGT" if mem == 0 else "LOAD_PARAM", addr, words)
+        self.core.write_memory("LOAD_WGT" if mem == 0 else "LOAD_PARAM", addr, words)
 
-    def gather(self, ddr: Ddr, a0: dict, a1: dict, a2: dict, a3: dict, a4: dict) -> np.ndarray:
+    def gather(self, ddr: Ddr, act_src: dict, act_shape: dict, act_win: dict, act_span: dict,
+               act_valid: dict) -> np.ndarray:
         """The activation words the load unit streams to the core for one RUN."""
         f = self.fmt
-        mode, L, es = a0["MODE"], a0["LANES"], a0["ESIZE"]
+        mode, L, es = act_src["MODE"], act_src["LANES"], act_src["ESIZE"]
         if mode == f.act_modes["NONE"]:
             return np.zeros(0, _U64)
         if es not in _EDT or L * es != 8:
             raise ListFault("BAD_FIELD", f"ACT LANES={L} x ESIZE={es} is not one 64-bit word")
         edt = _EDT[es]
-        pad = edt.type(a0["PAD"] & ((1 << (8 * es)) - 1))
-        n, h, w, ch = a1["N"], a1["H"], a1["W"], a1["C"]
-        x = ddr.read(a0["SRC"], n * h * w * ch * es).view(edt).reshape(n, h, w, ch)
+        pad = edt.type(act_src["PAD"] & ((1 << (8 * es)) - 1))
+        n, h, w, ch = act_shape["N"], act_shape["H"], act_shape["W"], act_shape["C"]
+        x = ddr.read(act_src["SRC"], n * h * w * ch * es).view(edt).reshape(n, h, w, ch)
         if mode == f.act_modes["WINDOWS"]:
-            k0, k1 = a3["K0"], a3["K1"]
-            if not 0 <= k0 < k1 <= a3["KP"] // L or a3["KP"] % L:
-                raise ListFault("BAD_FIELD", f"ACT words K0={k0}..K1={k1} outside KP={a3['KP']} lanes")
-            if (a2["KH"], a2["KW"], a2["SY"], a2["SX"], a2["PT"], a2["PL"], a2["OH"], a2["OW"]) \
-                    == (1, 1, 1, 1, 0, 0, h, w) and a3["KP"] >= ch:
+            k0, k1 = act_span["K0"], act_span["K1"]
+            if not 0 <= k0 < k1 <= act_span["KP"] // L or act_span["KP"] % L:
+                raise ListFault("BAD_FIELD", f"ACT words K0={k0}..K1={k1} outside "
+                                f"KP={act_span['KP']} lanes")
+            if pointwise_window(act_win, h, w) and act_span["KP"] >= ch:
                 # a 1x1 window over the whole image (pointwise convolutions, FULLY_CONNECTED):
                 # each pixel's K-vector is its channels, the rest PAD; no index to gather by
-                lanes = np.empty((n * h * w, a3["KP"]), edt)
+                lanes = np.empty((n * h * w, act_span["KP"]), edt)
                 lanes[:, :ch] = x.reshape(-1, ch)
                 lanes[:, ch:] = pad
                 return np.ascontiguousarray(lanes[:, k0 * L:k1 * L]).view(_U64).reshape(-1)
             kern = kernels.get() if self.kernels_ok else None
             if kern is not None:
-                return self._gather_c(kern, x, a0, a1, a2, a3, L, es)
-            key = ("w", tuple(sorted(a1.items())), tuple(sorted(a2.items())), a3["KP"])
+                return self._gather_c(kern, x, act_src, act_shape, act_win, act_span, L, es)
+            key = ("w", tuple(sorted(act_shape.items())), tuple(sorted(act_win.items())), act_span["KP"])
             index = self.gather_cache.get(key)
             if index is None:
                 if len(self.gather_cache) > 64:
                     self.gather_cache.clear()
-                index = self.gather_cache[key] = window_index(a1, a2, a3["KP"])
+                index = self.gather_cache[key] = window_index(act_shape, act_win, act_span["KP"])
             flat = np.empty(n * h * w * ch + 1, edt)
             flat[:-1] = x.reshape(-1)
             flat[-1] = pad
@@ -399,7 +400,8 @@ class Executor:
             lanes = np.ascontiguousarray(lanes[:, k0 * L:k1 * L])
             return lanes.view(_U64).reshape(-1)
         if mode == f.act_modes["CHANNELS"]:
-            rep, ch0, chans, nchunk, cv = a3["KP"], a3["K0"], a3["K1"], a3["NCHUNK"], a4["CV"]
+            rep, ch0, chans = act_span["KP"], act_span["K0"], act_span["K1"]
+            nchunk, cv = act_span["NCHUNK"], act_valid["CV"]
             if rep < 1 or nchunk < 1 or chans % (nchunk * L) or cv != ch * rep:
                 raise ListFault("BAD_FIELD", f"ACT CHANNELS: REP={rep}, CHANNELS={chans}, "
                                f"NCHUNK={nchunk}, CV={cv} for C={ch}, {L} lanes")
@@ -417,28 +419,30 @@ class Executor:
             return np.ascontiguousarray(img).view(_U64).reshape(-1)
         raise ListFault("BAD_FIELD", f"ACT MODE={mode}; accepted: {f.act_modes}")
 
-    def _gather_c(self, kern, x: np.ndarray, a0: dict, a1: dict, a2: dict, a3: dict, L: int,
-                  es: int) -> np.ndarray:
+    def _gather_c(self, kern, x: np.ndarray, act_src: dict, act_shape: dict, act_win: dict,
+                  act_span: dict, L: int, es: int) -> np.ndarray:
         """:meth:`gather`'s WINDOWS stream by kernels.c (the numpy index's words, tests/
         test_gather.py). A list run again hands in the same decoded field dicts: their runner
         is bound once (held with the dicts, so their ids stay theirs while cached)."""
         # (testbenches build an Executor with __new__ and only the format: the cache then
         # starts here)
         runs = vars(self).setdefault("_gather_runs", {})
-        hit = runs.get(id(a2))
-        if hit is not None and hit[0] is a0 and hit[1] is a1 and hit[2] is a2 and hit[3] is a3:
+        hit = runs.get(id(act_win))
+        if (hit is not None and hit[0] is act_src and hit[1] is act_shape and hit[2] is act_win
+                and hit[3] is act_span):
             run, shape, sig = hit[4], hit[5], hit[6]
         else:
-            kp, k = a3["KP"], a2["KH"] * a2["KW"] * a1["C"]
+            kp, k = act_span["KP"], act_win["KH"] * act_win["KW"] * act_shape["C"]
             if kp < k:
                 raise ListFault("BAD_FIELD", f"ACT KP={kp} lanes < K={k}")
-            j0, j1 = a3["K0"] * L, a3["K1"] * L
-            run = kern.gather_fn(es, a1, a2, j0, j1, a0["PAD"])
-            shape = (a1["N"] * a2["OH"] * a2["OW"] * (j1 - j0) * es // 8,)
-            sig = (tuple(a0.values()), tuple(a1.values()), tuple(a2.values()), kp, j0, j1)
+            j0, j1 = act_span["K0"] * L, act_span["K1"] * L
+            run = kern.gather_fn(es, act_shape, act_win, j0, j1, act_src["PAD"])
+            shape = (act_shape["N"] * act_win["OH"] * act_win["OW"] * (j1 - j0) * es // 8,)
+            sig = (tuple(act_src.values()), tuple(act_shape.values()), tuple(act_win.values()),
+                   kp, j0, j1)
             if len(runs) > 4096:
                 runs.clear()
-            runs[id(a2)] = (a0, a1, a2, a3, run, shape, sig)
+            runs[id(act_win)] = (act_src, act_shape, act_win, act_span, run, shape, sig)
         # the pages of a streamed node are RUNs of the same stream over the same input: the
         # last stream's words are handed out again while its fields and input bytes are equal
         # (read-only, so that no consumer can change what a later RUN is given)
@@ -529,8 +533,8 @@ class Executor:
         the one-cycle corners"."""
         f = self.fmt
         r0, r1, r2 = d["RES0"], d["RES1"], d["RES2"]
-        su = self._res_setup
-        if r0["MODE"] != f.res_modes["ITEMS"] or not words or su is None:
+        setup = self._res_setup
+        if r0["MODE"] != f.res_modes["ITEMS"] or not words or setup is None:
             return None
         L, es = max(1, r0["LANES"]), r0["ESIZE"]
         pix, outer, inner = r1["PIX"], r1["OUTER"], r1["INNER"]
@@ -546,7 +550,7 @@ class Executor:
         kept = np.clip(np.minimum(np.minimum(L, gw - w * L), ch1 - c0), 0, None)
         addr = r0["DST"] + (p_ * dstc + c0) * es
         kept, addr = kept.reshape(-1), addr.reshape(-1)
-        gaps = result_gaps_array(self.core.cfg, su, words - 1)
+        gaps = result_gaps_array(self.core.cfg, setup, words - 1)
         if gaps is None or len(gaps) != words:
             return None
         # arrays, not tuples: the plan is kept with the list's recorded timing
@@ -601,8 +605,8 @@ class Executor:
                     kept.append(max(0, min(L, n_item - w * L)))
                 step += wpi
         kept = kept[:words]
-        su = self._res_setup
-        gaps = result_gaps(self.core.cfg, su, words - 1) if su is not None else None
+        setup = self._res_setup
+        gaps = result_gaps(self.core.cfg, setup, words - 1) if setup is not None else None
         if gaps is None or len(gaps) < len(kept):
             res_t = None
         else:       # cycles before DONE (the last word 2 before it), per word in order
@@ -628,13 +632,13 @@ class Executor:
             if pend is not None:
                 reads.append((step, pend[0], pend[1]))
         act = None
-        if su is not None and su.opcode == "GEMM":
+        if setup is not None and setup.opcode == "GEMM":
             # NT column tiles: a pixel's KW words are taken in its first step, pixels NT steps
             # apart (:func:`act_schedule`); the stream is read once
-            total = su.m * su.kw
+            total = setup.m * setup.kw
             wa = first_words(f, d, total)
             if wa is not None and len(wa) == total and None not in wa:
-                act = (wa, su.kw, su.nt * max(su.kw, su.wpi))
+                act = (wa, setup.kw, setup.nt * max(setup.kw, setup.wpi))
         # the write queue's runs: consecutive items merged up to MEM_BURST_BEATS words; the
         # last run is the RUN's last burst
         burst = int(f.mem["MEM_BURST_BEATS"])
@@ -651,8 +655,8 @@ class Executor:
         # queue would fill with strobe-less words is not modelled (wsegs None)
         wsegs: list[int] | None = []
         gap = int(f.mem["SEQ_STORE_GAP"])
-        for k_, (a0, n0) in enumerate(runs):
-            if k_ and 0 < (a0 - (runs[k_ - 1][0] + 8 * runs[k_ - 1][1])) // 8 <= gap:
+        for k_, (run_addr, n0) in enumerate(runs):
+            if k_ and 0 < (run_addr - (runs[k_ - 1][0] + 8 * runs[k_ - 1][1])) // 8 <= gap:
                 wsegs = None
                 break
             wsegs += [burst] * (n0 // burst) + ([n0 % burst] if n0 % burst else [])
@@ -666,25 +670,25 @@ class Executor:
         The stream's words when every word is one distinct DDR word (1x1 over the whole
         tensor, depthwise CHANNELS in word mode)."""
         f = self.fmt
-        a0, a1, a2, a3, a4 = (d[k] for k in ("ACT0", "ACT1", "ACT2", "ACT3", "ACT4"))
-        mode, L, es = a0["MODE"], a0["LANES"], a0["ESIZE"]
-        n, h, w, c = a1["N"], a1["H"], a1["W"], a1["C"]
+        act_src, act_shape, act_win, act_span = (d[k] for k in ("ACT0", "ACT1", "ACT2", "ACT3"))
+        mode, L, es = act_src["MODE"], act_src["LANES"], act_src["ESIZE"]
+        n, h, w, c = act_shape["N"], act_shape["H"], act_shape["W"], act_shape["C"]
         if not words or L < 1 or es < 1:
             return words
         size = n * h * w * c
-        word_mode = c % L == 0 and a0["SRC"] % 8 == 0
+        word_mode = c % L == 0 and act_src["SRC"] % 8 == 0
         if mode == f.act_modes["WINDOWS"]:
-            kp, k0, k1 = a3["KP"], a3["K0"], a3["K1"]
-            if word_mode and (a2["KH"], a2["KW"], a2["SY"], a2["SX"], a2["PT"], a2["PL"],
-                              a2["OH"], a2["OW"]) == (1, 1, 1, 1, 0, 0, h, w) and kp == c:
+            kp, k0, k1 = act_span["KP"], act_span["K0"], act_span["K1"]
+            if word_mode and pointwise_window(act_win, h, w) and kp == c:
                 return words                              # the tensor's words, each once
-            key = ("w", tuple(sorted(a1.items())), tuple(sorted(a2.items())), kp)
+            key = ("w", tuple(sorted(act_shape.items())), tuple(sorted(act_win.items())), kp)
             index = self.gather_cache.get(key)
             if index is None:
-                index = window_index(a1, a2, kp)
+                index = window_index(act_shape, act_win, kp)
             e = index[:, k0 * L:k1 * L].reshape(-1)
         elif mode == f.act_modes["CHANNELS"]:
-            rep, ch0, chans, nchunk = a3["KP"], a3["K0"], a3["K1"], max(1, a3["NCHUNK"])
+            rep, ch0, chans = act_span["KP"], act_span["K0"], act_span["K1"]
+            nchunk = max(1, act_span["NCHUNK"])
             if word_mode and rep == 1 and ch0 % L == 0 and chans % (nchunk * L) == 0 \
                     and ch0 + chans <= c:
                 return words
@@ -701,7 +705,7 @@ class Executor:
         if word_mode:
             e = e[::L]
         e = e.astype(np.int64)
-        wa = (a0["SRC"] + e * es) // 8
+        wa = (act_src["SRC"] + e * es) // 8
         wa = wa[e != size]
         return int(1 + np.count_nonzero(wa[1:] != wa[:-1])) if wa.size else 0
 
@@ -718,19 +722,18 @@ class Executor:
         words are written in short runs, their times and DDR words for the store model)."""
         f = self.fmt
         sched = self.act_sched
-        a0, a1, a2, a3 = d["ACT0"], d["ACT1"], d["ACT2"], d["ACT3"]
-        if words and a0["MODE"] == f.act_modes["CHANNELS"]:    # a DWCONV's (dw_timing)
+        act_src, act_shape, act_win, act_span = d["ACT0"], d["ACT1"], d["ACT2"], d["ACT3"]
+        if words and act_src["MODE"] == f.act_modes["CHANNELS"]:    # a DWCONV's (dw_timing)
             return dw_timing.dw_stream(self.core.cfg, self._res_setup, d, words,
                                        int(f.mem["SEQ_ACT_SETUP_CHANNELS"]), res_words)
-        if not words or sched is None or a0["MODE"] != f.act_modes["WINDOWS"]:
+        if not words or sched is None or act_src["MODE"] != f.act_modes["WINDOWS"]:
             return None
-        L, es = a0["LANES"], a0["ESIZE"]
-        n, h, w, c = a1["N"], a1["H"], a1["W"], a1["C"]
-        kp, k0, k1 = a3["KP"], a3["K0"], a3["K1"]
-        word_mode = c % L == 0 and a0["SRC"] % 8 == 0
+        L, es = act_src["LANES"], act_src["ESIZE"]
+        n, h, w, c = act_shape["N"], act_shape["H"], act_shape["W"], act_shape["C"]
+        kp, k0, k1 = act_span["KP"], act_span["K0"], act_span["K1"]
+        word_mode = c % L == 0 and act_src["SRC"] % 8 == 0
         kw_, nt, period, m = sched
-        if word_mode and (a2["KH"], a2["KW"], a2["SY"], a2["SX"], a2["PT"], a2["PL"], a2["OH"],
-                          a2["OW"]) == (1, 1, 1, 1, 0, 0, h, w) and kp == c:
+        if word_mode and pointwise_window(act_win, h, w) and kp == c:
             # the tensor's words in order: the stream keeps up (one read, the first-word
             # shift) unless the list's blocks take the read master between its runs
             # (:meth:`Timeline.run` then simulates it); streams of up to PLAIN_SIM_WORDS
@@ -739,18 +742,18 @@ class Executor:
             cfg = self.core.cfg.CFG_CYCLES
             need = (cfg + (np.arange(m, dtype=np.int64) * nt * period)[:, None]
                     + np.arange(kw_, dtype=np.int64)[None, :]).reshape(-1)
-            return (a0["SRC"] // 8 + k0 + np.arange(m, dtype=np.int64)[:, None] * (c // L)
+            return (act_src["SRC"] // 8 + k0 + np.arange(m, dtype=np.int64)[:, None] * (c // L)
                     + np.arange(kw_, dtype=np.int64)[None, :]).reshape(-1), 1, need, \
                 int(f.mem["SEQ_ACT_SETUP_WINDOWS"]), None, True
         if kw_ != k1 - k0 or m * kw_ != words:
             return None
-        key = ("w", tuple(sorted(a1.items())), tuple(sorted(a2.items())), kp)
+        key = ("w", tuple(sorted(act_shape.items())), tuple(sorted(act_win.items())), kp)
         index = self.gather_cache.get(key)
         if index is None:
-            index = window_index(a1, a2, kp)
+            index = window_index(act_shape, act_win, kp)
         size = n * h * w * c
         e = index[:, k0 * L:k1 * L:(L if word_mode else 1)].reshape(-1).astype(np.int64)
-        wa = np.where(e == size, -1, (a0["SRC"] + e * es) // 8)
+        wa = np.where(e == size, -1, (act_src["SRC"] + e * es) // 8)
         cfg = self.core.cfg.CFG_CYCLES
         need = (cfg + (np.arange(m, dtype=np.int64) * nt * period)[:, None]
                 + np.arange(kw_, dtype=np.int64)[None, :]).reshape(-1)
@@ -759,14 +762,46 @@ class Executor:
     # -- store unit
 
     def scatter(self, ddr: Ddr, r0: dict, r1: dict, r2: dict, words: np.ndarray,
-                 first: bool = False) -> None:
+                first: bool = False) -> None:
         """The store unit's writes of a RUN's result `words` to DDR as RES0..RES2 say
         (`first`: an ACC RUN's FIRST flag, which writes the sums instead of adding them): the
         reference the RTL's store unit is compared with byte for byte."""
+        # a list run again hands in the same decoded field dicts: their checks and geometry
+        # are worked out once (held with the dicts, so their ids stay theirs while cached)
+        plans = vars(self).setdefault("_scatter_plans", {})
+        plan = plans.get(id(r0))
+        if plan is None or plan[0] is not r0 or plan[1] is not r1 or plan[2] is not r2:
+            if len(plans) > 4096:
+                plans.clear()
+            plan = plans[id(r0)] = (r0, r1, r2, self._scatter_plan(r0, r1, r2))
+        geometry = plan[3]
+        if geometry is None:    # RES MODE NONE
+            return
+        acc, edt, es, outer, pix, inner, wpi, lanes, gw, ch0, hi, dstc = geometry
+        if words.size != outer * pix * inner * wpi:
+            raise ListFault("BAD_FIELD", f"RES {outer}x{pix}x{inner} items of {wpi} words = "
+                           f"{outer * pix * inner * wpi}, the job produced {words.size}")
+        if hi > dstc or ch0 >= hi:
+            raise ListFault("BAD_FIELD", f"RES channels {ch0}..{hi} outside DSTC={dstc}")
+        vals = words.view(edt).reshape(outer, pix, inner, wpi * lanes)[..., :gw]
+        vals = vals.transpose(1, 0, 2, 3).reshape(pix, outer * inner * gw)
+        if acc:
+            dst = ddr.read(r0["DST"], pix * dstc * 8).view("<i8").reshape(pix, dstc)
+            if first:
+                dst[:, ch0:hi] = vals[:, :hi - ch0]
+            else:
+                dst[:, ch0:hi] += vals[:, :hi - ch0]
+            return
+        dst = ddr.read(r0["DST"], pix * dstc * es).view(edt).reshape(pix, dstc)
+        dst[:, ch0:hi] = vals[:, :hi - ch0]
+
+    def _scatter_plan(self, r0: dict, r1: dict, r2: dict) -> tuple | None:
+        """What :meth:`scatter` takes from RES0..RES2 (None for MODE NONE), the checks that do
+        not depend on the result words made."""
         f = self.fmt
         mode, lanes, es = r0["MODE"], r0["LANES"], r0["ESIZE"]
         if mode == f.res_modes["NONE"]:
-            return
+            return None
         acc = mode == f.res_modes["ACC"]
         if mode not in (f.res_modes["ITEMS"], f.res_modes["ACC"]):
             raise ListFault("BAD_FIELD", f"RES MODE={mode}; accepted: {f.res_modes}")
@@ -777,23 +812,8 @@ class Executor:
         pix, outer, inner = r1["PIX"], r1["OUTER"], r1["INNER"]
         gw, ch0, ch1, dstc = r2["GW"], r2["CH0"], r2["CH1"], r2["DSTC"]
         wpi = ceil_div(gw, lanes)
-        if words.size != outer * pix * inner * wpi:
-            raise ListFault("BAD_FIELD", f"RES {outer}x{pix}x{inner} items of {wpi} words = "
-                           f"{outer * pix * inner * wpi}, the job produced {words.size}")
-        vals = words.view(edt).reshape(outer, pix, inner, wpi * lanes)[..., :gw]
-        vals = vals.transpose(1, 0, 2, 3).reshape(pix, outer * inner * gw)
-        hi = min(ch1, ch0 + vals.shape[1])
-        if hi > dstc or ch0 >= hi:
-            raise ListFault("BAD_FIELD", f"RES channels {ch0}..{hi} outside DSTC={dstc}")
-        if acc:
-            dst = ddr.read(r0["DST"], pix * dstc * 8).view("<i8").reshape(pix, dstc)
-            if first:
-                dst[:, ch0:hi] = vals[:, :hi - ch0]
-            else:
-                dst[:, ch0:hi] += vals[:, :hi - ch0]
-            return
-        dst = ddr.read(r0["DST"], pix * dstc * es).view(edt).reshape(pix, dstc)
-        dst[:, ch0:hi] = vals[:, :hi - ch0]
+        hi = min(ch1, ch0 + outer * inner * gw)     # the channels the items give, up to CH1
+        return acc, edt, es, outer, pix, inner, wpi, lanes, gw, ch0, hi, dstc
 
     # -- the post unit on partial sums
 
@@ -815,8 +835,8 @@ class Executor:
             raise ListFault("BAD_FIELD", f"POST channels {ch0}+{ch} of {dstc}, parameter entries "
                            f"{pb}+{ch} of {c.PARAM_ENTRIES}")
         sums = ddr.read(p1["SRC"], pix * dstc * 8).view("<i8").reshape(pix, dstc)[:, ch0:ch0 + ch]
-        params = core._params(pb, ch, prec, c.OUT_MODE_REQUANT)
-        y, err = core._post(sums, prec, c.OUT_MODE_REQUANT, job["RQ_VARIANT"], params, 0,
+        params = core.post_params(pb, ch, prec, c.OUT_MODE_REQUANT)
+        y, err = core.post(sums, prec, c.OUT_MODE_REQUANT, job["RQ_VARIANT"], params, 0,
                             regs.get(c.REG_ACT_MIN, 0), regs.get(c.REG_ACT_MAX, 0))
         if err & c.ERR_FATAL_MASK:
             r.job_err = err
@@ -841,14 +861,14 @@ class Executor:
             core.write(off, v)
         core.write(c.REG_CTRL, c.encode("CTRL", START=1))
         st = c.reg("STATUS")
-        failed_config = not core._pending and core.regs[c.REG_STATUS] & st.field("ERROR").mask
+        failed_config = not core.pending and core.regs[c.REG_STATUS] & st.field("ERROR").mask
         words = np.zeros(0, _U64)
         if not failed_config:
             try:   # the result words' timing for the Timeline (as the fast path's setup has it)
-                su = core._setup(core.regs)
-                self._res_setup = su
-                self._res_gaps = result_gaps(c, su, 4 * int(self.fmt.mem["MEM_BURST_BEATS"]))
-                self.act_sched = act_schedule(su)
+                setup = core.configure(core.regs)
+                self._res_setup = setup
+                self._res_gaps = result_gaps(c, setup, 4 * int(self.fmt.mem["MEM_BURST_BEATS"]))
+                self.act_sched = act_schedule(setup)
             except Exception:   # noqa: BLE001  (CONFIG failed: no results)
                 pass
             try:
@@ -859,8 +879,8 @@ class Executor:
                 raise
             if words.size:
                 core.push("act", words)
-            left = sum(w.size for w, _ in core._in["act"])
-            if core._pending or left:
+            left = core.available("act")
+            if core.pending or left:
                 core.write(c.REG_CTRL, c.encode("CTRL", SOFT_RESET=1))
                 what = f"{left} left over" if left else "the job still waits for more"
                 raise ListFault("BAD_FIELD", f"RUN: the ACT fields give {words.size} words, the "
@@ -879,7 +899,6 @@ class Executor:
 
     def _run(self, ddr: Ddr, regs: dict, d: dict, head: dict, r: RunResult):
         c = self.core.cfg
-        key = tuple(sorted(regs.items()))
         cj = None
         self._res_gaps = None       # the result words' timing for the Timeline
         #: the running GEMM job's activation schedule (:func:`~dtpu.hw.units.load.act_schedule`:
@@ -890,15 +909,17 @@ class Executor:
             # the same registers run over different memory contents: the pages of a streamed
             # node that land in the same scratch half; one compiled form per content seen
             # (each keeps a snapshot of what it read, :meth:`fast.CompiledJob.valid`)
-            variants = self._compiled.setdefault(key, [])
             # the form this descriptor ran last time first: a streamed page written back into
-            # the same place matches it, where the list of variants holds every page
+            # the same place matches it, where the list of variants holds every page (its
+            # registers compared as a dict: equal dicts are equal sorted items, without sorting)
             last = self._last_form.get(id(d))
-            if last is not None and last[0] is d and last[1] == key and \
+            if last is not None and last[0] is d and last[1] == regs and \
                     (last[2] == "protocol" or last[2].valid(self.core)):
                 cj = last[2]
             else:
+                variants = self._compiled.setdefault(tuple(sorted(regs.items())), [])
                 cj = next((v for v in variants if v == "protocol" or v.valid(self.core)), None)
+                self._last_form.pop(id(d), None)
             if cj is None:
                 names = {reg.offset: reg.name for reg in c.registers}
                 try:
@@ -910,9 +931,10 @@ class Executor:
                 if len(variants) >= self.MAX_VARIANTS:
                     variants.pop(0)
                 variants.append(cj)
-            if len(self._last_form) > 4096:
-                self._last_form.clear()
-            self._last_form[id(d)] = (d, key, cj)    # d held: its id stays its own
+            if id(d) not in self._last_form:
+                if len(self._last_form) > 4096:
+                    self._last_form.clear()
+                self._last_form[id(d)] = (d, dict(regs), cj)    # d held: its id stays its own
         if not self.fast_path or cj == "protocol":
             res, words, cycles = self._run_protocol(regs, ddr, d, r)
             if res is not None:
@@ -948,8 +970,9 @@ class Executor:
     @staticmethod
     def _run_result(d: dict, cycles: int, words: np.ndarray, res) -> tuple:
         n_res = 0 if res is None else int(res.size)
-        a0, a1, r0 = d["ACT0"], d["ACT1"], d["RES0"]
-        src = (a0["SRC"], a0["SRC"] + a1["N"] * a1["H"] * a1["W"] * a1["C"] * a0["ESIZE"])
+        act_src, act_shape, r0 = d["ACT0"], d["ACT1"], d["RES0"]
+        pixels = act_shape["N"] * act_shape["H"] * act_shape["W"]
+        src = (act_src["SRC"], act_src["SRC"] + pixels * act_shape["C"] * act_src["ESIZE"])
         dst = (r0["DST"], r0["DST"] + d["RES1"]["PIX"] * d["RES2"]["DSTC"] * r0["ESIZE"])
         return cycles, int(words.size), n_res, src, dst
 

@@ -1,7 +1,7 @@
 """Compiled jobs: the golden model's datapath without the register/stream protocol.
 
 :func:`compile_job` decodes a job's register list once with the core's own CONFIG logic
-(:meth:`Core._setup`: the same checks, the same geometry, the closed-form cycle count) and
+(:meth:`Core.configure`: the same checks, the same geometry, the closed-form cycle count) and
 precomputes everything that depends only on the registers and on the core's memories: the
 operand matrices with WGT_OFFSET applied, the decoded parameter words, and for the common
 integer cases a *fused* post unit. :func:`execute` then runs the job on its input words and
@@ -27,8 +27,8 @@ integer multiple of ``2^-(31+rs)`` and the sum of their magnitudes is proven bel
 ulps from the actual weights and the lane range, so every partial sum (any order, any BLAS, FMA
 or not) is exact and ``floor`` is the hardware's result. Where that bound does not hold, or for
 any other mode or variant, the compiled job runs the core's generic datapath
-(``Core._gemm_words`` / ``Core._dw_words``) on the decoded setup. At compile time the fused map
-is also checked against the core's post unit (:func:`dtpu.hw.core.requant`) on probe
+(``Core.gemm_words`` / ``Core.dw_words``) on the decoded setup. At compile time the fused map
+is also checked against the core's post unit (:func:`dtpu.hw.units.post.requant`) on probe
 accumulators around every channel's rounding boundaries; a disagreement (a variant redefined
 there) falls back to the generic datapath.
 
@@ -58,7 +58,9 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from dtpu.hw import kernels
-from dtpu.hw.core import Core, JobSetup, JobRefused, U64, out_lanes
+from dtpu.hw.core import Core, JobSetup, JobRefused, U64
+from dtpu.hw.config import out_lanes
+from dtpu.hw.units.post import signed32
 from dtpu.precision import Precision
 
 log = logging.getLogger(__name__)
@@ -151,11 +153,11 @@ class CompiledJob:
         if s.opcode == "NOP":
             return None, 0
         if s.opcode in ("LOAD_WGT", "LOAD_PARAM"):
-            core._write_memory(s.opcode, s.addr, words)
+            core.write_memory(s.opcode, s.addr, words)
             return None, 0
         if s.opcode == "GEMM":
-            return core._gemm_words(s, words)
-        return core._dw_words(s, words)
+            return core.gemm_words(s, words)
+        return core.dw_words(s, words)
 
 
 def _same(a: np.ndarray, b: np.ndarray) -> bool:
@@ -200,6 +202,17 @@ def _register_file(core: Core, regs: Iterable[tuple[str, int]]) -> tuple[_Tracke
     return _TrackedRegs(base), written
 
 
+def job_cycles(core: Core, regs) -> int:
+    """Stall-free cycles of a job from its register writes (the others at their reset values),
+    CFG_CYCLES for one CONFIG refuses: what the prefetch planner weighs a lowered job by,
+    without compiling it."""
+    file, _ = _register_file(core, regs)
+    try:
+        return core.configure(file).cycles
+    except JobRefused:
+        return core.cfg.CFG_CYCLES
+
+
 #: compile_job's default for `kernels_ok` (tests switch it off to exercise the numpy datapaths)
 USE_KERNELS = True
 
@@ -217,7 +230,7 @@ def compile_job(core: Core, regs, fused: bool = True, kernels_ok: bool | None = 
     c = core.cfg
     file, written = _register_file(core, regs)
     try:
-        setup = core._setup(file)
+        setup = core.configure(file)
         error = 0
     except JobRefused as e:
         setup, error = None, e.bits
@@ -226,11 +239,11 @@ def compile_job(core: Core, regs, fused: bool = True, kernels_ok: bool | None = 
         names = sorted(c.reg_at(o).name for o in missing)
         raise Unsupported(f"the job reads {', '.join(names)} without writing it")
     if setup is None:
-        return CompiledJob(core, regs, None, error, core._opcode_name(file))
+        return CompiledJob(core, regs, None, error, core.opcode_name(file))
     raw_gemm = setup.opcode == "GEMM" and setup.out_mode == c.OUT_MODE_RAW
     if fused and (raw_gemm or (setup.opcode in ("GEMM", "DWCONV")
                                and setup.out_mode == c.OUT_MODE_REQUANT)):
-        cached = set(core._wcache)
+        cached = set(core.decoded_weights)
         try:
             if raw_gemm:
                 try:
@@ -243,9 +256,7 @@ def compile_job(core: Core, regs, fused: bool = True, kernels_ok: bool | None = 
         finally:
             # the float64 weights decoded for the compiled form would stay in the core's memo
             # (8 bytes per weight, the whole net's worth): the compiled job keeps what it needs
-            for key in set(core._wcache) - cached:
-                core._wcache.pop(key, None)
-                core._wrange.pop(key, None)
+            core.drop_decoded_weights(set(core.decoded_weights) - cached)
     return CompiledJob(core, regs, setup)
 
 
@@ -301,19 +312,19 @@ class _FusedPost:
             raise _NotFusable(f"variant {s.variant}")
         if s.opcode == "GEMM":
             channels = s.nt * c.COLS
-            w = core._gemm_weights(prec, s.wb, s.kw, s.nt, _int_weights(s), s.w_off)  # (K, C)
+            w = core.gemm_weights(prec, s.wb, s.kw, s.nt, _int_weights(s), s.w_off)  # (K, C)
         else:
             g = s.geom
             channels = g.gc * g.nchunk * prec.lanes
-            w = core._dw_weights(prec, g, s.wb, s.gp, _int_weights(s), s.w_off)      # (taps, C)
+            w = core.dw_weights(prec, g, s.wb, s.gp, _int_weights(s), s.w_off)      # (taps, C)
         wabs = np.abs(w).sum(axis=0, dtype=np.int64)
         wsum = w.sum(axis=0, dtype=np.int64)
-        bias, mult, shift, zp = core._params(s.pb, channels, prec, s.out_mode)
-        amax = core._operand_bound(prec, s.in_off)       # max |x + IN_OFFSET|
-        xmax = core._operand_bound(prec, 0)              # max |x|
+        bias, mult, shift, zp = core.post_params(s.pb, channels, prec, s.out_mode)
+        amax = core.operand_bound(prec, s.in_off)       # max |x + IN_OFFSET|
+        xmax = core.operand_bound(prec, 0)              # max |x|
         info = np.iinfo(prec.value_dtype)
-        lo = max(int(info.min), min(int(info.max), _s32(s.act_min)))
-        hi = max(int(info.min), min(int(info.max), _s32(s.act_max)))
+        lo = max(int(info.min), min(int(info.max), signed32(s.act_min)))
+        hi = max(int(info.min), min(int(info.max), signed32(s.act_max)))
         double = s.variant == c.RQ_VARIANT_DOUBLE
         scale = np.empty(channels)
         offset = np.empty(channels)
@@ -382,7 +393,7 @@ class _FusedPost:
             for d in (-1, 0, 1):
                 probes.append(np.clip(np.round(exact).astype(np.int64) + d, -bound, bound))
         acc = np.stack(probes)
-        want, err = core._post(acc, s.prec, s.out_mode, s.variant, (bias, mult, shift, zp), 0,
+        want, err = core.post(acc, s.prec, s.out_mode, s.variant, (bias, mult, shift, zp), 0,
                                s.act_min, s.act_max)
         got = np.empty(acc.shape, self.out_dtype)
         self.finish(acc * self.scale + self.offset, got)
@@ -398,10 +409,6 @@ def _int_weights(s: JobSetup) -> np.dtype:
     (8- and 16-bit lanes, a small offset: half the bytes of float64 while compiling), else
     float64 (exact: |w| < 2^53)."""
     return np.dtype(np.int32) if s.prec.bits <= 16 and abs(s.w_off) < 1 << 30 else _F64
-
-
-def _s32(v: int) -> int:
-    return v - (1 << 32) if v >= 1 << 31 else v
 
 
 # ------------------------------------------------------------------------------------------------
@@ -424,8 +431,8 @@ class _FusedGemm(CompiledJob):
         self.in_off = s.in_off
         self.plan = plan
         self.lane_dtype = s.prec.value_dtype
-        w = core._gemm_weights(s.prec, s.wb, s.kw, s.nt, _F64, s.w_off)    # (K, C), exact
-        xmax = core._operand_bound(s.prec, 0)
+        w = core.gemm_weights(s.prec, s.wb, s.kw, s.nt, _F64, s.w_off)    # (K, C), exact
+        xmax = core.operand_bound(s.prec, 0)
         self.f32 = (self.k > F32_GEMM_K
                     and xmax * float(np.abs(w).sum(axis=0).max(initial=0)) < 1 << 24)
         if self.f32:
@@ -488,7 +495,7 @@ class _FusedDw(CompiledJob):
         self.in_off = s.in_off
         self.plan = plan
         self.lane_dtype = s.prec.value_dtype
-        w = core._dw_weights(s.prec, g, s.wb, s.gp, _F64, s.w_off)          # (taps, C), exact
+        w = core.dw_weights(s.prec, g, s.wb, s.gp, _F64, s.w_off)          # (taps, C), exact
         w = (w * plan.scale).reshape(g.kh * g.kw, nchunk, cl)
         taps = [(ky, kx) for ky in range(g.kh) for kx in range(g.kw)]
         place = {t: (((t[0] * g.dy) % g.sy, (t[1] * g.dx) % g.sx),
@@ -610,13 +617,13 @@ def _kernel_post(core: Core, s: JobSetup, plan: "_FusedPost | None", channels: i
         thr = plan.threshold if plan.threshold is not None else np.full(channels, -np.inf)
         return dict(fused=dict(scale=plan.scale, offset=offset, thr=thr, delta=plan.delta,
                                lo=plan.lo, hi=plan.hi))
-    bias, mult, shift, zp = core._params(s.pb, channels, s.prec, s.out_mode)
+    bias, mult, shift, zp = core.post_params(s.pb, channels, s.prec, s.out_mode)
     bias = bias.astype(np.int64)
     if bias_extra is not None:
         bias = bias + bias_extra
     return dict(exact=dict(bias=bias, mult=mult, shift=shift, zp=zp,
-                           variant=_kernel_variant(core, s), act_lo=_s32(s.act_min),
-                           act_hi=_s32(s.act_max)))
+                           variant=_kernel_variant(core, s), act_lo=signed32(s.act_min),
+                           act_hi=signed32(s.act_max)))
 
 
 #: a GEMM job keeps its weights as floats up to this size, as small integers beyond (a streamed
@@ -624,6 +631,20 @@ def _kernel_post(core: Core, s: JobSetup, plan: "_FusedPost | None", channels: i
 #: up; ~1 us per run of conversion overhead above it)
 KEEP_FLOAT_BYTES = 16 << 10
 _scratch_local = threading.local()
+
+
+def _stored_weights(w: np.ndarray, wdt: np.dtype) -> tuple[np.ndarray, bool]:
+    """(the weights as a compiled job keeps them, whether to convert them at each run). The
+    float weights of the whole net would cost 4-8 bytes per weight for the life of the
+    interpreter: large ones are kept as the smallest integer type holding them and converted
+    into a per-thread scratch at every run (an int8 -> float32 pass over the weights, a small
+    fraction of the matmul's time)."""
+    small = next((dt for dt in (np.int8, np.int16, np.int32)
+                  if w.size == 0 or (w.min() >= np.iinfo(dt).min and w.max() <= np.iinfo(dt).max)),
+                 None)
+    if small is not None and w.size * wdt.itemsize > KEEP_FLOAT_BYTES:
+        return np.ascontiguousarray(w.astype(small)), True
+    return np.ascontiguousarray(w.astype(wdt)), False
 
 
 _batch_local = threading.local()
@@ -685,28 +706,18 @@ class _KernelGemm(CompiledJob):
         L = s.prec.lanes
         self.k, self.m, self.C = s.kw * L, s.m, s.nt * c.COLS
         self.lane_dtype = s.prec.value_dtype
-        w = core._gemm_weights(s.prec, s.wb, s.kw, s.nt, _int_weights(s), s.w_off)  # (K, C)
+        w = core.gemm_weights(s.prec, s.wb, s.kw, s.nt, _int_weights(s), s.w_off)  # (K, C)
         wabs = np.abs(w).sum(axis=0, dtype=np.int64)
-        raw = core._operand_bound(s.prec, 0) * float(wabs.max(initial=0))
-        full = core._operand_bound(s.prec, s.in_off) * float(wabs.max(initial=0))
-        if s.prec.bits == 8 and self.k * core._operand_bound(s.prec, s.in_off) * \
-                core._operand_bound(s.prec, s.w_off) >= 1 << 31:
+        raw = core.operand_bound(s.prec, 0) * float(wabs.max(initial=0))
+        full = core.operand_bound(s.prec, s.in_off) * float(wabs.max(initial=0))
+        if s.prec.bits == 8 and self.k * core.operand_bound(s.prec, s.in_off) * \
+                core.operand_bound(s.prec, s.w_off) >= 1 << 31:
             raise _NotFusable("the accumulator may leave int32 (OVERFLOW)")
         if max(raw, full) >= _EXACT:
             raise _NotFusable("accumulator beyond float64")
         self.wdt = _F32 if raw < 1 << 24 else _F64
-        # the float weights of the whole net would cost 4-8 bytes per weight for the life of the
-        # interpreter: large ones are kept as small integers and converted into a per-thread
-        # scratch at every run (an int8 -> float32 pass over the weights, a small fraction of the
-        # matmul's time)
         self.wshape = w.shape
-        small = next((dt for dt in (np.int8, np.int16, np.int32)
-                      if w.size == 0 or (w.min() >= np.iinfo(dt).min and w.max() <= np.iinfo(dt).max)),
-                     None)
-        if small is not None and w.size * self.wdt.itemsize > KEEP_FLOAT_BYTES:
-            self.w, self.convert = np.ascontiguousarray(w.astype(small)), True
-        else:
-            self.w, self.convert = np.ascontiguousarray(w.astype(self.wdt)), False
+        self.w, self.convert = _stored_weights(w, self.wdt)
         wsum = w.sum(axis=0, dtype=np.int64)
         post = _kernel_post(core, s, plan, self.C,
                             offset=None if plan is None else plan.offset_raw,
@@ -764,10 +775,10 @@ class _RawGemm(CompiledJob):
         lanes_n, out_dt = out_lanes(c, s.prec, s.out_mode)
         if c.COLS % lanes_n:
             raise _NotFusable("result words padded")
-        w = core._gemm_weights(s.prec, s.wb, s.kw, s.nt, _int_weights(s), s.w_off)  # (K, C)
+        w = core.gemm_weights(s.prec, s.wb, s.kw, s.nt, _int_weights(s), s.w_off)  # (K, C)
         wabs = float(np.abs(w).sum(axis=0, dtype=np.int64).max(initial=0))
-        raw = core._operand_bound(s.prec, 0) * wabs
-        full = core._operand_bound(s.prec, s.in_off) * wabs
+        raw = core.operand_bound(s.prec, 0) * wabs
+        full = core.operand_bound(s.prec, s.in_off) * wabs
         if s.prec.bits == 8 and full >= 1 << 31:
             raise _NotFusable("the accumulator may leave int32 (OVERFLOW)")
         top = max(raw, full)
@@ -779,13 +790,7 @@ class _RawGemm(CompiledJob):
         self.lane_dtype, self.out_dtype = s.prec.value_dtype, np.dtype(out_dt)
         self.wdt = _F32 if top < 1 << 24 else _F64
         self.wshape = w.shape
-        small = next((dt for dt in (np.int8, np.int16, np.int32)
-                      if w.size == 0 or (w.min() >= np.iinfo(dt).min and w.max() <= np.iinfo(dt).max)),
-                     None)
-        if small is not None and w.size * self.wdt.itemsize > KEEP_FLOAT_BYTES:
-            self.w, self.convert = np.ascontiguousarray(w.astype(small)), True
-        else:
-            self.w, self.convert = np.ascontiguousarray(w.astype(self.wdt)), False
+        self.w, self.convert = _stored_weights(w, self.wdt)
         wsum = w.sum(axis=0, dtype=np.int64) * s.in_off
         self.offset = wsum.astype(self.wdt) if s.in_off else None   # exact: |.| <= full
         self.igemm = None
@@ -826,8 +831,8 @@ class _KernelDw(CompiledJob):
             raise _NotFusable(f"precision {s.prec.value}")
         _kernel_variant(core, s)
         g = s.geom
-        w = core._dw_weights(s.prec, g, s.wb, s.gp, np.int64, s.w_off)       # (taps, C)
-        amax = core._operand_bound(s.prec, s.in_off)
+        w = core.dw_weights(s.prec, g, s.wb, s.gp, np.int64, s.w_off)       # (taps, C)
+        amax = core.operand_bound(s.prec, s.in_off)
         if amax * int(np.abs(w).sum(axis=0).max(initial=0)) >= 1 << 31 or \
                 abs(s.in_off) >= 1 << 30:
             raise _NotFusable("depthwise accumulator beyond int32")
@@ -870,15 +875,11 @@ def execute(core: Core, job: CompiledJob, words: np.ndarray | None,
     at PF_ADDR before the datapath runs (they never overlap the job's own weights), also when
     the job then fails at run time."""
     c = core.cfg
-    if core._pending or core._in["wgt"] or core._in["act"]:
+    if not core.idle:
         raise RuntimeError("compiled jobs run on an idle core with empty input streams")
-    regs = core.regs
-    regs.update(job.writes)          # the job's register writes and START, as the driver does them
+    core.regs.update(job.writes)     # the job's register writes and START, as the driver does them
     if job.error:  # failed in CONFIG: takes nothing, ends after CFG_CYCLES
-        core._cycles += job.cycles
-        regs[c.REG_JOB_CYCLES] = job.cycles
-        regs[c.REG_STATUS] = (regs[c.REG_STATUS] & ~0b11) | 0b10
-        core._flag(job.error)
+        core.finish_direct(job.cycles, job.error)
         return None, job.error
     n = job.n_in
     if n:
@@ -887,14 +888,14 @@ def execute(core: Core, job: CompiledJob, words: np.ndarray | None,
             raise ValueError(f"{job.opcode}: {got} words for s_axis_{job.stream}, the job takes {n}")
         if words.dtype != U64:
             words = words.astype(U64)
-        core._words[job.stream] += n
+        core.count_words(job.stream, n)
     if job.pf_count:
         if pf is None or pf.size != job.pf_count:
             got = 0 if pf is None else pf.size
             raise ValueError(f"{job.opcode}: {got} prefetch words for s_axis_wgt, PF_COUNT is "
                              f"{job.pf_count}")
-        core._words["wgt"] += job.pf_count
-        core._write_weights(job.pf_addr, pf if pf.dtype == U64 else pf.astype(U64))
+        core.count_words("wgt", job.pf_count)
+        core.write_weights(job.pf_addr, pf if pf.dtype == U64 else pf.astype(U64))
     res, err = job.run(core, words, out)
     if err & c.ERR_FATAL_MASK:
         cycles = c.CFG_CYCLES
@@ -902,13 +903,10 @@ def execute(core: Core, job: CompiledJob, words: np.ndarray | None,
     else:
         cycles = job.cycles
         if res is not None:
-            core._words["res"] += res.size
-    core._cycles += cycles
-    regs[c.REG_JOB_CYCLES] = min(cycles, 0xFFFFFFFF)
-    regs[c.REG_STATUS] = (regs[c.REG_STATUS] & ~0b11) | 0b10
-    if err:
-        core._flag(err)
+            core.count_words("res", res.size)
+    core.finish_direct(cycles, err)
     return res, err
 
 
-__all__ = ["CompiledJob", "F32_GEMM_K", "Unsupported", "batch", "compile_job", "execute"]
+__all__ = ["CompiledJob", "F32_GEMM_K", "Unsupported", "batch", "compile_job", "execute",
+           "job_cycles"]

@@ -7,7 +7,7 @@
  *
  * Arrays are passed as void * (numpy buffers through cffi's from_buffer).
  *
- * Exactness. dtpu_post_exact is the post unit of dtpu.hw.core (Core._post / requant, variants
+ * Exactness. dtpu_post_exact is the post unit of dtpu.hw.core (Core.post / requant, variants
  * SINGLE, DOUBLE, DOUBLE_UP) written again in int64 with numpy's semantics: wrap32, arithmetic
  * shifts, shifts by 64 or more bits (numpy: left gives 0, right gives 0 or -1), int64 wrap on
  * overflow (done in uint64). dtpu_post_fused is the fused map of dtpu.hw.fast (_FusedPost): its
@@ -48,7 +48,7 @@ static inline int64_t shift_round_half_up(int64_t x, int64_t s) {
 #define I32MIN (-2147483648LL)
 #define I32MAX 2147483647LL
 
-/* requant of one wrapped total (dtpu.hw.core.requant) */
+/* requant of one wrapped total (dtpu.hw.units.post.requant) */
 static inline int64_t requant1(int variant, int64_t total, int64_t m, int64_t s) {
     if (variant == V_SINGLE)
         return wrap32(shift_round_half_up(mul64(total, m), max64(31 - s, 0)));

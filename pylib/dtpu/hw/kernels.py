@@ -155,20 +155,21 @@ class Kernels:
         run.keep = (D, P, w, wt, keep)
         return run
 
-    def gather_fn(self, es: int, a1: dict, a2: dict, j0: int, j1: int, pad: int):
+    def gather_fn(self, es: int, act_shape: dict, act_win: dict, j0: int, j1: int, pad: int):
         """runner(x, out) for a WINDOWS stream: x the (n, h, w, c) tensor's bytes (any
         contiguous array of n*h*w*c `es`-byte elements), out (n*oh*ow, j1-j0) elements of `es`
         bytes: lanes j0..j1-1 of each pixel's K-vector, PAD (`pad`, its low es bytes) outside
         the image and past K. The caller checks the fields (KP >= K); bound once per RUN."""
         G = self.ffi.new("dtpu_gather_t *")
-        n, h, w, c = a1["N"], a1["H"], a1["W"], a1["C"]
+        n, h, w, c = act_shape["N"], act_shape["H"], act_shape["W"], act_shape["C"]
         (G.es, G.n, G.h, G.w, G.c, G.kh, G.kw, G.sy, G.sx, G.dy, G.dx, G.pt, G.pl, G.oh, G.ow,
-         G.j0, G.j1) = (es, n, h, w, c, a2["KH"], a2["KW"], a2["SY"], a2["SX"], a2["DY"], a2["DX"],
-                        a2["PT"], a2["PL"], a2["OH"], a2["OW"], j0, j1)
+         G.j0, G.j1) = (es, n, h, w, c, act_win["KH"], act_win["KW"], act_win["SY"], act_win["SX"],
+                        act_win["DY"], act_win["DX"], act_win["PT"], act_win["PL"], act_win["OH"],
+                        act_win["OW"], j0, j1)
         G.pad = pad & ((1 << (8 * es)) - 1)
         fn, buf = self.lib.dtpu_gather_windows, self.ffi.from_buffer
         x_bytes = n * h * w * c * es
-        out_bytes = n * a2["OH"] * a2["OW"] * (j1 - j0) * es
+        out_bytes = n * act_win["OH"] * act_win["OW"] * (j1 - j0) * es
 
         def run(x: np.ndarray, out: np.ndarray) -> None:
             if x.nbytes != x_bytes or out.nbytes != out_bytes or not x.flags.c_contiguous:

@@ -19,8 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dtpu.hw.config import HwConfig, ceil_div, get_config
-from dtpu.hw.core import out_lanes
+from dtpu.hw.config import HwConfig, ceil_div, get_config, out_lanes
 from dtpu.hw.listformat import DEFAULT_DDR_BASE, CmdlistError, Format
 from dtpu.hw.lower import Job, footprint, lower, precision_of
 from dtpu.hw.placement import SCRATCH_FRACTION, Region, list_halves, list_scratch
@@ -228,8 +227,9 @@ def compile_program(partitions: list[list[NodeIn]], cfg: HwConfig | None = None,
     c = cfg
     img = _Image(base)
     arena, arena_bytes = _plan_arena(partitions, keep, img)
-    wscr, pscr = list_scratch(c, scratch_fraction)
-    walloc, palloc = Region(c.WEIGHT_WORDS - wscr, c.COLS), Region(c.PARAM_ENTRIES - pscr, c.COLS)
+    weight_scratch, param_scratch = list_scratch(c, scratch_fraction)
+    walloc = Region(c.WEIGHT_WORDS - weight_scratch, c.COLS)
+    palloc = Region(c.PARAM_ENTRIES - param_scratch, c.COLS)
     whalf, phalf, halves = list_halves(c, scratch_fraction)
     prologue = _ListBuilder(fmt)
     lists: list[tuple[_ListBuilder, Partition]] = []
@@ -610,18 +610,18 @@ def _emit_post(lb, prologue, fmt: Format, img: _Image, node: NodeIn, low, sums: 
     bias = node.bias if spec.has_bias else None
     rq = reference.rounding_variant(spec, bias, rounding, runtime) if spec.mode.is_quantized else None
     oc = spec.out_channels
-    params = lw._param_words(spec, bias, oc, rq)
-    variant = lw._variant_code(c, spec, bias, rq)
+    params = lw.param_words(spec, bias, oc, rq)
+    variant = lw.variant_code(c, spec, bias, rq)
     base, cap = region
     page = max(c.COLS, cap // c.COLS * c.COLS)
     m = sums.shape[0]
     for c0 in range(0, oc, page):
         c1 = min(oc, c0 + page)
         words = np.ascontiguousarray(params[c0:c1].reshape(-1))
-        job = lw._load_job(c, "LOAD_PARAM", base, words, f"post params[{c0}:{c1}]")
+        job = lw.load_job(c, "LOAD_PARAM", base, words, f"post params[{c0}:{c1}]")
         _emit_load(lb, fmt, img, job, tag, reads)
-        regs = [("PARAM_BASE", base), *lw._clamp_regs(spec, rq),
-                lw._job_reg(c, "NOP", prec, "REQUANT", variant)]
+        regs = [("PARAM_BASE", base), *lw.clamp_regs(spec, rq),
+                lw.job_reg(c, "NOP", prec, "REQUANT", variant)]
         lb.regs(regs, tag)
         lb.words += [fmt.word("HEADER", OP=fmt.opcodes["POST"], LEN=fmt.length("POST"), TAG=tag),
                      fmt.word("POST1", SRC=sums.addr, DST=out.addr),

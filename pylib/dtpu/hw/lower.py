@@ -22,8 +22,8 @@ from typing import Callable
 import numpy as np
 
 from dtpu import reference
-from dtpu.hw.config import HwConfig, ceil_div, get_config
-from dtpu.hw.core import DwGeometry, dw_bank_conflict, out_lanes
+from dtpu.hw.config import HwConfig, ceil_div, get_config, out_lanes
+from dtpu.hw.core import DwGeometry, dw_bank_conflict
 from dtpu.pack import pack, unpack
 from dtpu.precision import Precision
 from dtpu.spec import ConvSpec, DataMode, OpKind
@@ -118,6 +118,13 @@ class Lowered:
         """Result words of the compute jobs (in job order, loads excluded) -> output tensor."""
         return self._assemble(results)
 
+    def wrap(self, plan: Callable[[Callable], Callable], assemble: Callable[[Callable], Callable]
+             ) -> None:
+        """Put `plan(planner)` and `assemble(assembler)` in place of the lowering's own job
+        planner and result assembler: an observer of every invoke's layout steps
+        (:func:`dtpu.board.estimate.count_transforms`) without a second lowering."""
+        self._plan, self._assemble = plan(self._plan), assemble(self._assemble)
+
 
 # ------------------------------------------------------------------------------------------------
 # node parameters shared by both dataflows
@@ -173,7 +180,7 @@ def _f32_bits(v: float) -> int:
     return int(np.array(v, np.float32).view(np.uint32))
 
 
-def _param_words(spec: ConvSpec, bias: np.ndarray | None, channels: int, rq):
+def param_words(spec: ConvSpec, bias: np.ndarray | None, channels: int, rq):
     """Two words per channel slot: bias (int64 / fp32 bits) and multiplier|shift<<32|zp<<48
     (RQ_VARIANT FP32: the float32 scale's bits in place of the multiplier, shift 0)."""
     oc = spec.out_channels
@@ -198,21 +205,24 @@ def _param_words(spec: ConvSpec, bias: np.ndarray | None, channels: int, rq):
     return words
 
 
-def _variant_code(cfg: HwConfig, spec: ConvSpec, bias, rq) -> int:
+def variant_code(cfg: HwConfig, spec: ConvSpec, bias, rq) -> int:
+    """JOB.RQ_VARIANT for rounding variant `rq` (0 for a float node, which has none)."""
     if not spec.mode.is_quantized:
         return 0
     return cfg.enums["RQ_VARIANT"][rq.name]
 
 
-def _clamp_regs(spec: ConvSpec, rq=None) -> list[tuple[str, int]]:
+def clamp_regs(spec: ConvSpec, rq=None) -> list[tuple[str, int]]:
+    """ACT_MIN / ACT_MAX of the node's fused activation, as the post unit compares them."""
     lo, hi = reference.activation_range(spec, rq)
     if spec.mode is DataMode.FLOAT32:
         return [("ACT_MIN", _f32_bits(lo)), ("ACT_MAX", _f32_bits(hi))]
     return [("ACT_MIN", _as_u32(lo)), ("ACT_MAX", _as_u32(hi))]
 
 
-def _job_reg(cfg: HwConfig, opcode: str, prec: Precision | None = None, out_mode: str = "REQUANT",
+def job_reg(cfg: HwConfig, opcode: str, prec: Precision | None = None, out_mode: str = "REQUANT",
              variant: int = 0) -> tuple[str, int]:
+    """The JOB register write (written last: it starts the job)."""
     fields = {"OPCODE": cfg.enums["OPCODE"][opcode]}
     if prec is not None:
         fields.update(PREC=cfg.prec_code(prec), OUT_MODE=cfg.enums["OUT_MODE"][out_mode],
@@ -220,8 +230,9 @@ def _job_reg(cfg: HwConfig, opcode: str, prec: Precision | None = None, out_mode
     return ("JOB", cfg.encode("JOB", **fields))
 
 
-def _load_job(cfg: HwConfig, opcode: str, addr: int, words: np.ndarray, label: str) -> Job:
-    return Job(label, [("LOAD_ADDR", addr), ("LOAD_COUNT", int(words.size)), _job_reg(cfg, opcode)],
+def load_job(cfg: HwConfig, opcode: str, addr: int, words: np.ndarray, label: str) -> Job:
+    """A LOAD_WGT / LOAD_PARAM job writing `words` to on-chip memory from `addr`."""
+    return Job(label, [("LOAD_ADDR", addr), ("LOAD_COUNT", int(words.size)), job_reg(cfg, opcode)],
                {"wgt": np.ascontiguousarray(words, _U64)})
 
 
@@ -419,8 +430,8 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
     else:
         wpad = np.full((nt * cols_n, kp), zw, prec.value_dtype)
         wpad[:oc, :k] = wm
-    params = _param_words(spec, bias, nt * cols_n, rq)
-    variant = _variant_code(cfg, spec, bias, rq)
+    params = param_words(spec, bias, nt * cols_n, rq)
+    variant = variant_code(cfg, spec, bias, rq)
     pad_value = 0.0 if prec.is_float else zx
     im2col = share.get(("im2col", kp, pad_value))
     if im2col is None:
@@ -455,14 +466,14 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
         fits = tiles_per_page == nt
         pages = [(t0, min(nt, t0 + tiles_per_page)) for t0 in range(0, nt, tiles_per_page)]
         mode = "FLOAT" if prec.is_float else "REQUANT"
-        clamp = _clamp_regs(spec, rq)
+        clamp = clamp_regs(spec, rq)
 
         def page_loads(t0, t1):
             words = packed[t0 * tile_words:t1 * tile_words]
-            wl = _load_job(cfg, "LOAD_WGT", wgt_base, words, f"wgt[{t0}:{t1}]")
+            wl = load_job(cfg, "LOAD_WGT", wgt_base, words, f"wgt[{t0}:{t1}]")
             if own_params:
                 return [wl]
-            return [wl, _load_job(cfg, "LOAD_PARAM", param_base,
+            return [wl, load_job(cfg, "LOAD_PARAM", param_base,
                                   params[t0 * cols_n:t1 * cols_n].reshape(-1), f"param[{t0}:{t1}]")]
 
         # register lists are built once: the same tuple object at every invoke (the model's
@@ -471,7 +482,7 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
                                 ("WGT_BASE", wgt_base),
                                 ("PARAM_BASE", param_base + (t0 * cols_n if own_params else 0)),
                                 *common, *clamp, NO_PREFETCH,
-                                _job_reg(cfg, "GEMM", prec, mode, variant))
+                                job_reg(cfg, "GEMM", prec, mode, variant))
                      for t0, t1 in pages}
 
         def gemm_job(t0, t1, act):
@@ -526,7 +537,7 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
                 reference.io_dtypes(spec)[0], copy=False)
 
         once = (load_all if (fits and resident) else
-                [_load_job(cfg, "LOAD_PARAM", param_base, params.reshape(-1), "params")]
+                [load_job(cfg, "LOAD_PARAM", param_base, params.reshape(-1), "params")]
                 if own_params else [])
         low = Lowered(spec, cfg, prec, "gemm", fits and resident, once,
                       min(nt, tiles_per_page) * tile_words, min(nt, tiles_per_page) * cols_n,
@@ -567,11 +578,11 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
         else:
             sub = np.ascontiguousarray(wpad[t0 * cols_n:t1 * cols_n, k0 * L:k1 * L])
             words = _pack_weights(sub, prec, t1 - t0, k1 - k0, cols_n)
-        loads[(k0, k1, t0, t1)] = _load_job(cfg, "LOAD_WGT", wgt_base, words, f"wgt k[{k0}:{k1}] t[{t0}:{t1}]")
+        loads[(k0, k1, t0, t1)] = load_job(cfg, "LOAD_WGT", wgt_base, words, f"wgt k[{k0}:{k1}] t[{t0}:{t1}]")
 
     split_regs = {(k0, k1, t0, t1): (("GEMM_M", m), ("GEMM_KW", k1 - k0), ("GEMM_NT", t1 - t0),
                                      ("WGT_BASE", wgt_base), ("PARAM_BASE", param_base), *common,
-                                     NO_PREFETCH, _job_reg(cfg, "GEMM", prec, "RAW", 0))
+                                     NO_PREFETCH, job_reg(cfg, "GEMM", prec, "RAW", 0))
                   for (k0, k1), (t0, t1) in schedule}
 
     def plan_split(x):
@@ -722,8 +733,8 @@ def _lower_dw(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap, 
         amax = max(abs(int(info.min) - zx), abs(int(info.max) - zx))
         if int(np.abs(wt.astype(np.int64) - zw).sum(axis=0).max()) * amax > (1 << 31) - 1:
             raise LowerError(f"{spec.name or 'depthwise node'}: an int32 accumulator could overflow")
-    params = _param_words(spec, bias, cp, rq)
-    variant = _variant_code(cfg, spec, bias, rq)
+    params = param_words(spec, bias, cp, rq)
+    variant = variant_code(cfg, spec, bias, rq)
     mode = "FLOAT" if prec.is_float else "RAW" if raw else "REQUANT"
     lanes_res, res_dt = out_lanes(cfg, prec, cfg.enums["OUT_MODE"][mode])
     wpi = ceil_div(L, lanes_res)
@@ -745,12 +756,12 @@ def _lower_dw(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap, 
             ("DW_GROUPS", cfg.encode("DW_GROUPS", GC=g.gc, NCHUNK=g.nchunk)),
             ("DW_RING", cfg.encode("DW_RING", LB_ROWS=g.lb_rows, TAP_CYCLES=g.tap_cycles)),
             ("WGT_BASE", wgt_base), ("PARAM_BASE", param_base + (lo if own_params else 0)),
-            ("IN_OFFSET", _as_u32(-zx)), ("WGT_OFFSET", _as_u32(-zw)), *_clamp_regs(spec, rq),
-            NO_PREFETCH, _job_reg(cfg, "DWCONV", prec, mode, 0 if raw else variant))
+            ("IN_OFFSET", _as_u32(-zx)), ("WGT_OFFSET", _as_u32(-zw)), *clamp_regs(spec, rq),
+            NO_PREFETCH, job_reg(cfg, "DWCONV", prec, mode, 0 if raw else variant))
         tag = "" if len(parts) == 1 else f" g[{g0}:{g1}]"
-        loads = [_load_job(cfg, "LOAD_WGT", wgt_base, pack(w, prec), f"dw weights{tag}")]
+        loads = [load_job(cfg, "LOAD_WGT", wgt_base, pack(w, prec), f"dw weights{tag}")]
         if not (raw or own_params):
-            loads.append(_load_job(cfg, "LOAD_PARAM", param_base, params[lo:g1 * L].reshape(-1),
+            loads.append(load_job(cfg, "LOAD_PARAM", param_base, params[lo:g1 * L].reshape(-1),
                                    f"dw params{tag}"))
         labels = [f"dw{tag}[{b}]" for b in range(n)]
         return g, regs, loads, labels, oh * ow * (hi - lo) * taps
@@ -759,7 +770,7 @@ def _lower_dw(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap, 
     if resident:
         once = jobs_of[0][2]
     elif own_params:
-        once = [_load_job(cfg, "LOAD_PARAM", param_base, params.reshape(-1), "dw params")]
+        once = [load_job(cfg, "LOAD_PARAM", param_base, params.reshape(-1), "dw params")]
     else:
         once = []
 

@@ -87,10 +87,11 @@ def list_scratch(cfg: HwConfig, fraction: int = SCRATCH_FRACTION) -> tuple[int, 
 def list_halves(cfg: HwConfig, fraction: int = SCRATCH_FRACTION) -> tuple[int, int, list]:
     """(weight words, parameter entries, [(weight base, parameter base)] x 2) of the two
     alternating halves a compiled program streams non-resident nodes through."""
-    wscr, pscr = list_scratch(cfg, fraction)
-    whalf, phalf = (wscr // 2) // cfg.COLS * cfg.COLS, (pscr // 2) // cfg.COLS * cfg.COLS
-    halves = [(cfg.WEIGHT_WORDS - wscr, cfg.PARAM_ENTRIES - pscr),
-              (cfg.WEIGHT_WORDS - wscr + whalf, cfg.PARAM_ENTRIES - pscr + phalf)]
+    weight_scratch, param_scratch = list_scratch(cfg, fraction)
+    whalf = (weight_scratch // 2) // cfg.COLS * cfg.COLS
+    phalf = (param_scratch // 2) // cfg.COLS * cfg.COLS
+    halves = [(cfg.WEIGHT_WORDS - weight_scratch, cfg.PARAM_ENTRIES - param_scratch),
+              (cfg.WEIGHT_WORDS - weight_scratch + whalf, cfg.PARAM_ENTRIES - param_scratch + phalf)]
     return whalf, phalf, halves
 
 

@@ -25,7 +25,7 @@ class Timeline:
     One read channel and one write channel, each one beat (8 bytes) per cycle after a
     request's latency; with MEM_READ_OUTSTANDING bursts of MEM_BURST_BEATS in flight (128 beats
     >= the latency) a read of N beats occupies its channel N cycles and its first beat comes
-    MEM_READ_LATENCY after the request. Reads are served in request order (``_read``: the
+    MEM_READ_LATENCY after the request. Reads are served in request order (``mem_read``: the
     calls are made in request-time order; a block of the list due earlier than a LOAD's
     request is put on the channel first).
 
@@ -72,8 +72,8 @@ class Timeline:
     wr_beats: int = 0
     written: list = field(default_factory=list)  # (lo, hi, cycle of the write response) per RUN
     #: the sequencer's in-flight result ranges (lo, hi) and its overflow flag (SEQ_RUN_RANGES)
-    rg: list = field(default_factory=list)
-    rg_ovf: bool = False
+    inflight_writes: list = field(default_factory=list)
+    inflight_overflow: bool = False
     run_ends: list = field(default_factory=list)
     #: write responses still due of the last simulated store (:meth:`_run_store_sim`)
     wr_bursts: list = field(default_factory=list)
@@ -155,9 +155,9 @@ class Timeline:
         self.latch_free = max(self.latch_free, t_req + 2 * (n_b - 1))
         return first, first + beats
 
-    def _read(self, t_req: int, beats: int) -> tuple[int, int]:
-        """(first beat, last beat + 1) of a read of `beats` requested at t_req; the list's
-        blocks requested before it go first."""
+    def mem_read(self, t_req: int, beats: int) -> tuple[int, int]:
+        """(first beat, last beat + 1) of a unit's read of `beats` on the memory port, requested at
+        t_req; the list's blocks requested before it go first."""
         while len(self.block_first) < self._blocks() and self.block_first:
             nb = self._block_req()
             if nb is None or nb > t_req:
@@ -204,7 +204,7 @@ class Timeline:
         if not beats:
             self.seq_free = max(self.seq_free, t + self.K["SEQ_LOAD_EMPTY"])
             return
-        first, end = self._read(t + self.K["SEQ_LOAD_REQ"], beats)
+        first, end = self.mem_read(t + self.K["SEQ_LOAD_REQ"], beats)
         done = end - 1 + self.K["SEQ_LOAD_DONE"]
         self.seq_free = max(self.seq_free, done)
         self.loads_done = max(self.loads_done, done)
@@ -240,17 +240,18 @@ class Timeline:
         if run:
             t = max(t_fetch + K["SEQ_RUN_START"], self.core_free, self.loads_done)
             idle = self.wr_done + K["SEQ_RUN_WAIT"]       # every write answered
-            if store_reads or self.rg_ovf or any(lo < w1 and w0 < hi for w0, w1 in self.rg):
+            if store_reads or self.inflight_overflow or any(lo < w1 and w0 < hi
+                                                            for w0, w1 in self.inflight_writes):
                 t = max(t, idle)
             if idle <= t:
-                self.rg, self.rg_ovf = [], False
+                self.inflight_writes, self.inflight_overflow = [], False
         else:   # a POST: the sequencer waits for every write, the POST's are not tracked
             w = [t for w0, w1, t in self.written if lo < w1 and w0 < hi]
             if post is not None:    # dtpu_cl_seq's S_PWAIT: every write answered; the POST's
                 # times count from its header, SEQ_POST_GO before the cycle it can go then
                 w = [x - K["SEQ_POST_GO"] for x in w + [self.wr_done]]
             t = max([t_fetch, self.core_free, self.loads_done] + w)
-            self.rg, self.rg_ovf = [], True
+            self.inflight_writes, self.inflight_overflow = [], True
         shift = 0
         first = None
         dw_w_end = None
@@ -336,11 +337,11 @@ class Timeline:
                     self.rd_free = max(self.rd_free, o + f1)
                 self.rd_beats += rd
             elif act_beats:
-                first, _ = self._read(t + req, rd)
+                first, _ = self.mem_read(t + req, rd)
                 core_first = first + (K["SEQ_ACT_FIRST"] if run else 0)
                 shift = max(0, core_first - (t + self.fmt.cfg.CFG_CYCLES))
             if store_reads:
-                self._read(t, store_reads)
+                self.mem_read(t, store_reads)
             end = t + shift + cycles
             if store is not None and run:
                 # scattered writes that may not keep up: the store unit and the write master
@@ -374,10 +375,10 @@ class Timeline:
         if res_beats:
             self.written.append((*dst, w_end))
         if run:
-            if len(self.rg) < self.K["SEQ_RUN_RANGES"]:
-                self.rg.append(dst)
+            if len(self.inflight_writes) < self.K["SEQ_RUN_RANGES"]:
+                self.inflight_writes.append(dst)
             else:
-                self.rg_ovf = True
+                self.inflight_overflow = True
         if self.events is not None:
             self.events.append(("run", t, first, end, w_end))
 
@@ -723,7 +724,7 @@ class Timeline:
             for f0, b in bl:
                 arrive.extend(range(f0, f0 + b))
         if store_reads and not acc.reads:
-            f0, e0 = self._read(t + K["SEQ_ACC_READ"], store_reads)
+            f0, e0 = self.mem_read(t + K["SEQ_ACC_READ"], store_reads)
             arrive.extend(range(f0, e0))
         if acc.act is not None and acc.act[0] == "elems":
             return self._acc_core_elems(t, acc, bursts, n_st, arrive, cycles)
@@ -734,7 +735,7 @@ class Timeline:
                     act_t.extend(range(f0, f0 + b))
             first = act_t[0] if act_t else None
         elif rd:
-            first, _ = self._read(t + req, rd)
+            first, _ = self.mem_read(t + req, rd)
             act_t = [first]
         # the global stall over the stall-free schedule: inputs and results in time order, a
         # result word due in the same cycle as an input word first (as in _acc_core_elems: the

@@ -18,7 +18,8 @@ that check what would be uplinked.
 from __future__ import annotations
 
 from dtpu.isro.bundle import Bundle
-from dtpu.isro.compiler import CompileError, compile_h5, compile_model, compile_spec, compile_tflite
+from dtpu.isro.compiler import compile_h5, compile_model, compile_spec, compile_tflite
+from dtpu.isro.ir import CompileError
 from dtpu.isro.isa import Fill, Fmt, Instruction, Op, Rounding, assemble, disassemble
 from dtpu.isro.machine import Counters, Machine, MachineError, Result, run
 

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
+from dtpu.isro.npy import one_line, read_npy
+
 log = logging.getLogger(__name__)
 
 
@@ -220,10 +222,6 @@ def main(argv: list[str] | None = None) -> int:
     return dispatch(parser.parse_args(argv))
 
 
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
-
-
 def dispatch(args: argparse.Namespace) -> int:
     """Run the command; every error becomes one line on stderr (see the module docstring)."""
     from dtpu.isro.machine import MachineError
@@ -235,14 +233,14 @@ def dispatch(args: argparse.Namespace) -> int:
     except (ValueError, MachineError, OSError) as exc:
         # CompileError, BundleError, ProfileError are ValueErrors; OSError: unreadable files
         if isinstance(exc, OSError) and exc.filename and str(exc.filename) not in str(exc):
-            print(f"error: {exc.filename}: {_one_line(exc)}", file=sys.stderr)
+            print(f"error: {exc.filename}: {one_line(exc)}", file=sys.stderr)
         else:
-            print(f"error: {_one_line(exc)}", file=sys.stderr)
+            print(f"error: {one_line(exc)}", file=sys.stderr)
         return 2
     except Exception as exc:    # noqa: BLE001 -- a bug: still one line, the traceback only with -v
         log.info("internal error", exc_info=True)
         again = "" if log.isEnabledFor(logging.INFO) else "; rerun with -v for the traceback"
-        print(f"internal error: {type(exc).__name__}: {_one_line(exc)} (a bug in dtpu.isro{again}; "
+        print(f"internal error: {type(exc).__name__}: {one_line(exc)} (a bug in dtpu.isro{again}; "
               f"please report it)", file=sys.stderr)
         return 3
 
@@ -250,17 +248,7 @@ def dispatch(args: argparse.Namespace) -> int:
 def _load_input(path: Path | None):
     if path is None:
         return None
-    if not path.is_file():
-        raise FileNotFoundError(f"input {path} does not exist (expected a .npy array, HWC or NHWC)")
-    try:
-        x = np.load(path, allow_pickle=False)
-    except (ValueError, OSError, EOFError) as exc:
-        raise ValueError(f"input {path}: not a readable .npy array ({_one_line(exc)}); write it "
-                         f"with numpy.save") from None
-    if not isinstance(x, np.ndarray) or x.dtype.kind not in "fiu":
-        raise ValueError(f"input {path}: dtype {getattr(x, 'dtype', type(x).__name__)}; accepted: "
-                         f"float or integer arrays")
-    return x
+    return read_npy(path, "input", "a .npy array, HWC or NHWC")
 
 
 def _load_inputs(paths: list[Path] | None):
@@ -599,7 +587,7 @@ def _disasm(args) -> int:
         try:
             text = isa.disassemble(args.target.read_bytes())
         except ValueError as exc:
-            raise ValueError(f"{args.target}: not an ISRO program ({_one_line(exc)})") from None
+            raise ValueError(f"{args.target}: not an ISRO program ({one_line(exc)})") from None
         sys.stdout.write(text)
     else:
         raise FileNotFoundError(f"{args.target} is neither a bundle directory nor a program file")

@@ -29,11 +29,9 @@ import numpy as np
 
 from dtpu.isro import isa
 from dtpu.isro.bundle import FORMAT, Bundle, pad_chw, quantize, to_chw
-from dtpu.isro.ir import (TFLITE_ROUNDING, Builder, CompileError, Layer,  # noqa: F401 (re-exported)
-                          quantized_activation_range)
-from dtpu.isro.layout import (EADD_KEYS, live_ranges, param_words, borders,  # noqa: F401 (re-exported)
-                              layer_inputs, require_format, resolve_borders, resolve_pe,
-                              split_blocks)
+from dtpu.isro.ir import TFLITE_ROUNDING, Builder, CompileError, Layer
+from dtpu.isro.layout import (live_ranges, param_words, borders, layer_inputs, require_format,
+                              resolve_borders, resolve_pe, split_blocks)
 from dtpu.isro.profile import Profile
 from dtpu.isro.isa import (ACC_DTYPE, FRAME_DTYPE, WEIGHT_DTYPE, Fill, Fmt,
                            Instruction, Op, Rounding, align, param_block_bytes)

@@ -260,12 +260,13 @@ def _input_shape(c: dict, path: Path, name: str) -> tuple[int, ...]:
 
 # -- to the builder ---------------------------------------------------------------------------------
 
-def _one(v) -> int:
+def size_1d(v) -> int:
     """A 1-D layer's size (Keras writes [k] or k)."""
     return int(v[0]) if isinstance(v, (list, tuple)) else int(v)
 
 
-def _pair(v) -> tuple[int, int]:
+def size_2d(v) -> tuple[int, int]:
+    """A 2-D layer's (height, width) size (Keras writes [h, w], or k for both)."""
     if isinstance(v, (list, tuple)):
         return int(v[0]), int(v[1])
     return int(v), int(v)
@@ -298,7 +299,8 @@ def _activate(b: Builder, name: str, act: str | None, is_last: bool) -> None:
     b.activation(name, leaky=leaky, clamp=clamp)
 
 
-def _check_channels_last(layer: KerasLayer) -> None:
+def check_channels_last(layer: KerasLayer) -> None:
+    """Refuse a layer whose data is channels-first: the compilers read NHWC only."""
     fmt = layer.config.get("data_format", "channels_last")
     if fmt not in (None, "channels_last"):
         raise CompileError(f"{layer.name}: data_format {fmt!r}; only channels_last is supported")
@@ -378,7 +380,7 @@ def _layer(b: Builder, layer: KerasLayer, is_last: bool = False) -> None:
         b.identity(name)
         return
     if cls in ("Conv2D", "DepthwiseConv2D"):
-        _check_channels_last(layer)
+        check_channels_last(layer)
         if cfg.get("groups", 1) != 1:
             raise CompileError(f"{name}: grouped convolution (groups={cfg['groups']}) is not supported")
         if cls == "Conv2D":
@@ -394,13 +396,13 @@ def _layer(b: Builder, layer: KerasLayer, is_last: bool = False) -> None:
         cout = w.shape[0]
         dsp = (np.ones(cout, np.float32), np.zeros(cout, np.float32),
                np.zeros(cout, np.float32) if bias is None else bias.astype(np.float32))
-        b.conv(name, w.astype(np.float32), stride=_pair(cfg.get("strides", 1)),
-               dilation=_pair(cfg.get("dilation_rate", 1)), padding=cfg.get("padding", "valid"),
+        b.conv(name, w.astype(np.float32), stride=size_2d(cfg.get("strides", 1)),
+               dilation=size_2d(cfg.get("dilation_rate", 1)), padding=cfg.get("padding", "valid"),
                depthwise_mult=mult, dsp=dsp)
         _activate(b, name, cfg.get("activation"), is_last)
         return
     if cls == "Conv1D":
-        _check_channels_last(layer)
+        check_channels_last(layer)
         if cfg.get("padding", "valid") not in ("valid", "same") or cfg.get("groups", 1) != 1:
             raise CompileError(f"{name}: Conv1D with padding {cfg.get('padding')!r}, groups "
                                f"{cfg.get('groups', 1)}; accepted: valid or same, groups 1")
@@ -409,17 +411,17 @@ def _layer(b: Builder, layer: KerasLayer, is_last: bool = False) -> None:
         cout = k.shape[2]
         dsp = (np.ones(cout, np.float32), np.zeros(cout, np.float32),
                np.zeros(cout, np.float32) if bias is None else bias.astype(np.float32))
-        b.conv(name, k.transpose(2, 1, 0)[:, :, None, :].astype(np.float32), stride=(1, _one(cfg.get("strides", 1))),
-               dilation=(1, _one(cfg.get("dilation_rate", 1))), padding=cfg["padding"], dsp=dsp)
+        b.conv(name, k.transpose(2, 1, 0)[:, :, None, :].astype(np.float32), stride=(1, size_1d(cfg.get("strides", 1))),
+               dilation=(1, size_1d(cfg.get("dilation_rate", 1))), padding=cfg["padding"], dsp=dsp)
         _activate(b, name, cfg.get("activation"), is_last)
         return
     if cls == "Conv2DTranspose":
-        _check_channels_last(layer)
-        if cfg.get("output_padding") not in (None, [None, None]) or _pair(cfg.get("dilation_rate", 1)) != (1, 1):
+        check_channels_last(layer)
+        if cfg.get("output_padding") not in (None, [None, None]) or size_2d(cfg.get("dilation_rate", 1)) != (1, 1):
             raise CompileError(f"{name}: Conv2DTranspose with output_padding or dilation; accepted: neither")
         k = wts["kernel"]                                      # (KH, KW, O, I)
         kh, kw, cout, _ = k.shape
-        sh, sw = _pair(cfg.get("strides", 1))
+        sh, sw = size_2d(cfg.get("strides", 1))
         c, h, w_ = b.shape
         same = cfg.get("padding", "valid") == "same"
         oh, ow = (h * sh, w_ * sw) if same else ((h - 1) * sh + max(kh, sh), (w_ - 1) * sw + max(kw, sw))
@@ -435,11 +437,11 @@ def _layer(b: Builder, layer: KerasLayer, is_last: bool = False) -> None:
         _activate(b, name, cfg.get("activation"), is_last)
         return
     if cls == "UpSampling2D":
-        _check_channels_last(layer)
+        check_channels_last(layer)
         interp = cfg.get("interpolation", "nearest")
         if interp not in ("nearest", "bilinear"):
             raise CompileError(f"{name}: UpSampling2D interpolation {interp!r}; accepted: nearest, bilinear")
-        sh, sw = _pair(cfg.get("size", 2))
+        sh, sw = size_2d(cfg.get("size", 2))
         c, h, w_ = b.shape
         # Keras resizes with tf.image.resize: half-pixel centers, no corner alignment
         b.resize(name, (h * sh, w_ * sw), bilinear=interp == "bilinear", align=False, half=True)
@@ -478,9 +480,9 @@ def _layer(b: Builder, layer: KerasLayer, is_last: bool = False) -> None:
         b.batchnorm(name, gamma, beta, wts["moving_mean"], wts["moving_variance"], float(cfg.get("epsilon", 1e-3)))
         return
     if cls in ("MaxPooling1D", "AveragePooling1D"):
-        _check_channels_last(layer)
-        pool = _one(cfg.get("pool_size", 2))
-        stride = _one(cfg.get("strides") or pool)
+        check_channels_last(layer)
+        pool = size_1d(cfg.get("pool_size", 2))
+        stride = size_1d(cfg.get("strides") or pool)
         pool_fn = b.maxpool if cls == "MaxPooling1D" else b.avgpool
         pool_fn(name, (1, pool), (1, stride), cfg.get("padding", "valid"))
         return
@@ -491,18 +493,18 @@ def _layer(b: Builder, layer: KerasLayer, is_last: bool = False) -> None:
         b.avgpool(name, (h, w_), (1, 1), "valid", flat=True)
         return
     if cls == "MaxPooling2D":
-        _check_channels_last(layer)
-        pool = _pair(cfg.get("pool_size", 2))
+        check_channels_last(layer)
+        pool = size_2d(cfg.get("pool_size", 2))
         strides = cfg.get("strides") or pool
-        b.maxpool(name, pool, _pair(strides), cfg.get("padding", "valid"))
+        b.maxpool(name, pool, size_2d(strides), cfg.get("padding", "valid"))
         return
     if cls == "AveragePooling2D":
-        _check_channels_last(layer)
-        pool = _pair(cfg.get("pool_size", 2))
-        b.avgpool(name, pool, _pair(cfg.get("strides") or pool), cfg.get("padding", "valid"))
+        check_channels_last(layer)
+        pool = size_2d(cfg.get("pool_size", 2))
+        b.avgpool(name, pool, size_2d(cfg.get("strides") or pool), cfg.get("padding", "valid"))
         return
     if cls == "GlobalAveragePooling2D":
-        _check_channels_last(layer)
+        check_channels_last(layer)
         if cfg.get("keepdims"):
             raise CompileError(f"{name}: GlobalAveragePooling2D(keepdims=True); accepted: keepdims=False")
         c, h, w = b.shape
@@ -519,7 +521,7 @@ def _layer(b: Builder, layer: KerasLayer, is_last: bool = False) -> None:
         b.identity(name)
         return
     if cls == "ZeroPadding2D":
-        _check_channels_last(layer)
+        check_channels_last(layer)
         p = cfg.get("padding", 1)
         if isinstance(p, int):
             t = bo = l = r = p
@@ -531,7 +533,7 @@ def _layer(b: Builder, layer: KerasLayer, is_last: bool = False) -> None:
         b.pad(name, t, bo, l, r)
         return
     if cls == "Flatten":
-        _check_channels_last(layer)
+        check_channels_last(layer)
         b.flatten(name)
         return
     if cls == "ReLU":

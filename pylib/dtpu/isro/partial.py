@@ -109,7 +109,7 @@ def _fields(new, old) -> str:
     """Which fields of two instructions differ, as 'name new (base old)'."""
     if new.op is not old.op:
         return f"{new.op.name.lower()} (base {old.op.name.lower()})"
-    a, b = new._values, old._values
+    a, b = new.fields, old.fields
     diff = [f"{k} {_v(a[k])} (base {_v(b[k])})" for k in a if a[k] != b[k]]
     return f"{new.op.name.lower()} " + ", ".join(diff[:4]) + (" ..." if len(diff) > 4 else "")
 

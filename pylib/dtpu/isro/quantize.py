@@ -27,6 +27,7 @@ import numpy as np
 
 from dtpu.isro import keras_h5
 from dtpu.isro.ir import CompileError
+from dtpu.isro.npy import read_npy
 from dtpu.tflite_writer import GraphWriter, Tensor
 
 log = logging.getLogger(__name__)
@@ -40,18 +41,8 @@ _MAC = ("Conv2D", "DepthwiseConv2D", "Dense")
 
 def load_samples(path: str | Path, input_shape: tuple[int, ...], what: str) -> np.ndarray:
     """An .npy of samples (N, *input_shape) as float32; one sample without the batch axis is N=1."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{what} {path} does not exist (expected a .npy array of shape "
-                                f"(N, {', '.join(map(str, input_shape))}))")
-    try:
-        x = np.load(path, allow_pickle=False)
-    except (ValueError, OSError, EOFError) as exc:
-        raise ValueError(f"{what} {path}: not a readable .npy array ({' '.join(str(exc).split())}); "
-                         f"write it with numpy.save") from None
-    if not isinstance(x, np.ndarray) or x.dtype.kind not in "fiu":
-        raise ValueError(f"{what} {path}: dtype {getattr(x, 'dtype', type(x).__name__)}; accepted: "
-                         f"float or integer arrays of real input values")
+    x = read_npy(path, what, f"a .npy array of shape (N, {', '.join(map(str, input_shape))})",
+                 "float or integer arrays of real input values")
     shape = tuple(input_shape)
     if x.shape == shape:
         x = x[None]
@@ -257,7 +248,7 @@ def quantize_keras(model: keras_h5.KerasModel, ranges: dict[str, tuple[float, fl
                 y = act_tensor(key if p.head else name, out_shape, key)
                 g.op("FULLY_CONNECTED", [x, wt, bt], [y], activation=p.activation)
             else:
-                st, dil = keras_h5._pair(cfg.get("strides", 1)), keras_h5._pair(cfg.get("dilation_rate", 1))
+                st, dil = keras_h5.size_2d(cfg.get("strides", 1)), keras_h5.size_2d(cfg.get("dilation_rate", 1))
                 padding = cfg.get("padding", "valid")
                 if len(xs) != 4:
                     raise CompileError(f"{layer.name}: a convolution on a flattened tensor")
@@ -311,7 +302,7 @@ def quantize_keras(model: keras_h5.KerasModel, ranges: dict[str, tuple[float, fl
             continue
         if cls in _MAC:
             if cls == "Conv2D" or cls == "DepthwiseConv2D":
-                keras_h5._check_channels_last(layer)
+                keras_h5.check_channels_last(layer)
                 if cfg.get("groups", 1) != 1:
                     raise CompileError(f"{name}: grouped convolution (groups={cfg['groups']}) is not supported")
             wkey = "depthwise_kernel" if cls == "DepthwiseConv2D" and "depthwise_kernel" in layer.weights else "kernel"
@@ -347,9 +338,9 @@ def quantize_keras(model: keras_h5.KerasModel, ranges: dict[str, tuple[float, fl
         xs = shapes[src]
         same = quant[src]
         if cls in ("MaxPooling2D", "AveragePooling2D"):
-            keras_h5._check_channels_last(layer)
-            pool = keras_h5._pair(cfg.get("pool_size", 2))
-            st = keras_h5._pair(cfg.get("strides") or pool)
+            keras_h5.check_channels_last(layer)
+            pool = keras_h5.size_2d(cfg.get("pool_size", 2))
+            st = keras_h5.size_2d(cfg.get("strides") or pool)
             padding = cfg.get("padding", "valid")
             _, h, wd, c = xs
             out_shape = (1, _out(h, pool[0], st[0], 1, padding), _out(wd, pool[1], st[1], 1, padding), c)

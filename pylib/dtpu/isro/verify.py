@@ -137,7 +137,7 @@ def keras_reference(model: keras_h5.KerasModel, x: np.ndarray) -> dict[str, np.n
     for layer in model.layers:
         cfg, w = layer.config, layer.weights
         cls = layer.class_name
-        pair = keras_h5._pair
+        pair = keras_h5.size_2d
         srcs = model.inbound[layer.name] if model.inbound is not None else None
         if srcs:
             y = outs[srcs[0]]
@@ -163,16 +163,16 @@ def keras_reference(model: keras_h5.KerasModel, x: np.ndarray) -> dict[str, np.n
             y = _keras_activation(y, cfg.get("activation"))
         elif cls == "Conv1D":
             kern = w["kernel"].astype(np.float64)[None]            # 1 K I O
-            win = _windows(y[None], kern.shape[:2], (1, keras_h5._one(cfg.get("strides", 1))),
-                           (1, keras_h5._one(cfg.get("dilation_rate", 1))), cfg["padding"], 0.0)
+            win = _windows(y[None], kern.shape[:2], (1, keras_h5.size_1d(cfg.get("strides", 1))),
+                           (1, keras_h5.size_1d(cfg.get("dilation_rate", 1))), cfg["padding"], 0.0)
             y = np.einsum("hwcij,ijco->hwo", win, kern)[0]
             if cfg.get("use_bias", True):
                 y = y + w["bias"]
             outs[layer.name + keras_h5.PRE_ACTIVATION] = y
             y = _keras_activation(y, cfg.get("activation"))
         elif cls in ("MaxPooling1D", "AveragePooling1D"):
-            pool = keras_h5._one(cfg.get("pool_size", 2))
-            stride = keras_h5._one(cfg.get("strides") or pool)
+            pool = keras_h5.size_1d(cfg.get("pool_size", 2))
+            stride = keras_h5.size_1d(cfg.get("strides") or pool)
             padding = cfg.get("padding", "valid")
             if cls == "MaxPooling1D":
                 y = _windows(y[None], (1, pool), (1, stride), (1, 1), padding, -np.inf).max(axis=(3, 4))[0]

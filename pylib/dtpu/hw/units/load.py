@@ -16,13 +16,13 @@ from dtpu.hw.units.store import StoreWrites, store_consts
 STREAM_TRACE: list | None = None
 
 
-def act_schedule(su) -> tuple | None:
+def act_schedule(setup) -> tuple | None:
     """A GEMM job's activation schedule (KW words a pixel, NT tiles, the step period, M
     pixels): pixel p's KW words are taken in the first KW cycles of its first step, cycle
     CFG_CYCLES + p*NT*period + i stall-free. None for other jobs."""
-    if su.opcode != "GEMM":
+    if setup.opcode != "GEMM":
         return None
-    return su.kw, su.nt, max(su.kw, su.wpi), su.m
+    return setup.kw, setup.nt, max(setup.kw, setup.wpi), setup.m
 
 
 def stream_sim(wa, per_word: int, need, intake: int, rd_free: int, mem: dict,
@@ -303,15 +303,16 @@ def first_words(f: "Format", d: dict, limit: int) -> list | None:
     activation stream when the load unit runs it in word mode (dtpu_cl_load: WINDOWS with C a
     multiple of LANES, CHANNELS with REP 1 and C, CH0, CHANNELS multiples of LANES; SRC 8-byte
     aligned); None in lane mode or for a stream the unit would not start."""
-    a0, a1, a2, a3, a4 = (d[k] for k in ("ACT0", "ACT1", "ACT2", "ACT3", "ACT4"))
-    mode, L = a0["MODE"], a0["LANES"]
-    n, h, w, c = a1["N"], a1["H"], a1["W"], a1["C"]
-    if L < 1 or a0["SRC"] % 8 or c % L:
+    act_src, act_shape, act_win, act_span = (d[k] for k in ("ACT0", "ACT1", "ACT2", "ACT3"))
+    mode, L = act_src["MODE"], act_src["LANES"]
+    n, h, w, c = act_shape["N"], act_shape["H"], act_shape["W"], act_shape["C"]
+    if L < 1 or act_src["SRC"] % 8 or c % L:
         return None
-    base, cw = a0["SRC"] // 8, c // L
+    base, cw = act_src["SRC"] // 8, c // L
     out: list = []
     if mode == f.act_modes["CHANNELS"]:
-        rep, ch0, chans, nchunk = a3["KP"], a3["K0"], a3["K1"], max(1, a3["NCHUNK"])
+        rep, ch0, chans = act_span["KP"], act_span["K0"], act_span["K1"]
+        nchunk = max(1, act_span["NCHUNK"])
         if rep != 1 or ch0 % L or chans % (nchunk * L):
             return None
         per = chans // nchunk // L
@@ -325,9 +326,10 @@ def first_words(f: "Format", d: dict, limit: int) -> list | None:
         return out
     if mode != f.act_modes["WINDOWS"]:
         return None
-    kh, kw, sy, sx, dy, dx = a2["KH"], a2["KW"], a2["SY"], a2["SX"], a2["DY"], a2["DX"]
-    pt, pl, oh, ow = a2["PT"], a2["PL"], a2["OH"], a2["OW"]
-    kp, k0, k1 = a3["KP"] // L, a3["K0"], a3["K1"]
+    kh, kw, sy, sx = act_win["KH"], act_win["KW"], act_win["SY"], act_win["SX"]
+    dy, dx = act_win["DY"], act_win["DX"]
+    pt, pl, oh, ow = act_win["PT"], act_win["PL"], act_win["OH"], act_win["OW"]
+    kp, k0, k1 = act_span["KP"] // L, act_span["K0"], act_span["K1"]
     for b in range(n):
         for oy in range(oh):
             for ox in range(ow):
@@ -345,12 +347,20 @@ def first_words(f: "Format", d: dict, limit: int) -> list | None:
     return out
 
 
-def window_index(a1: dict, a2: dict, kp: int) -> np.ndarray:
+def pointwise_window(act_win: dict, h: int, w: int) -> bool:
+    """ACT2 is a 1x1 window at stride 1 over the whole h x w image (pointwise convolutions,
+    FULLY_CONNECTED): each pixel's K-vector is its own channels, no index to gather by."""
+    return (act_win["KH"], act_win["KW"], act_win["SY"], act_win["SX"], act_win["PT"], act_win["PL"],
+            act_win["OH"], act_win["OW"]) == (1, 1, 1, 1, 0, 0, h, w)
+
+
+def window_index(act_shape: dict, act_win: dict, kp: int) -> np.ndarray:
     """Flat element index of every (pixel, K lane) of a WINDOWS stream; index n*h*w*c (one past
     the tensor) stands for PAD: taps outside the image and lanes K..KP-1."""
-    n, h, w, c = a1["N"], a1["H"], a1["W"], a1["C"]
-    kh, kw, sy, sx, dy, dx = a2["KH"], a2["KW"], a2["SY"], a2["SX"], a2["DY"], a2["DX"]
-    pt, pl, oh, ow = a2["PT"], a2["PL"], a2["OH"], a2["OW"]
+    n, h, w, c = act_shape["N"], act_shape["H"], act_shape["W"], act_shape["C"]
+    kh, kw, sy, sx = act_win["KH"], act_win["KW"], act_win["SY"], act_win["SX"]
+    dy, dx = act_win["DY"], act_win["DX"]
+    pt, pl, oh, ow = act_win["PT"], act_win["PL"], act_win["OH"], act_win["OW"]
     b_, oy, ox, ky, kx, ci = np.meshgrid(np.arange(n), np.arange(oh), np.arange(ow), np.arange(kh),
                                          np.arange(kw), np.arange(c), indexing="ij", sparse=True)
     y = oy * sy + ky * dy - pt

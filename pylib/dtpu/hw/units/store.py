@@ -36,40 +36,40 @@ def write_runs(items, max_run: int, max_gap: int) -> list[int]:
     return runs
 
 
-def result_gaps_array(cfg, su, n: int) -> np.ndarray | None:
+def result_gaps_array(cfg, setup, n: int) -> np.ndarray | None:
     """:func:`result_gaps` as an int64 array, computed with numpy (the store plans of long
     RUNs: every result word's gap)."""
-    if su.opcode == "GEMM":
-        period, wps = max(su.kw, su.wpi), su.wpi
+    if setup.opcode == "GEMM":
+        period, wps = max(setup.kw, setup.wpi), setup.wpi
         k = np.arange(n + 1, dtype=np.int64)
         return (k // wps) * period + k % wps
-    if su.opcode == "DWCONV" and su.geom is not None:
-        t = dw_timing.result_times(cfg, su)
+    if setup.opcode == "DWCONV" and setup.geom is not None:
+        t = dw_timing.result_times(cfg, setup)
         return (-t[::-1][:n + 1]).astype(np.int64)
-    g = result_gaps(cfg, su, n)
+    g = result_gaps(cfg, setup, n)
     return None if g is None else np.asarray(g, np.int64)
 
 
-def result_gaps(cfg, su, n: int) -> tuple | None:
-    """For the last n + 1 result words of a job (`su`, its JobSetup), how many cycles before
+def result_gaps(cfg, setup, n: int) -> tuple | None:
+    """For the last n + 1 result words of a job (`setup`, its JobSetup), how many cycles before
     its last one each came (k = 0: the last), from the job's closed-form schedule: a GEMM's
-    steps give `words` (su.wpi) one a cycle every max(KW, words) cycles; a DWCONV's steps give
+    steps give `words` (setup.wpi) one a cycle every max(KW, words) cycles; a DWCONV's steps give
     their items' words one a cycle, COLS items a step, each step `period` after the one before
     in its output row, the rows at their own starts (model.dw_schedule). None: other jobs."""
-    if su.opcode == "GEMM":
-        period, wps = max(su.kw, su.wpi), su.wpi
+    if setup.opcode == "GEMM":
+        period, wps = max(setup.kw, setup.wpi), setup.wpi
         return tuple((k // wps) * period + k % wps for k in range(n + 1))
-    if su.opcode == "DWCONV" and su.geom is not None:
+    if setup.opcode == "DWCONV" and setup.geom is not None:
         from dtpu.hw.core import dw_schedule
-        g, cols = su.geom, cfg.COLS
-        tm = dw_schedule(cfg, g, su.wpi)
+        g, cols = setup.geom, cfg.COLS
+        tm = dw_schedule(cfg, g, setup.wpi)
         spr = g.steps_per_row(cols)
         times: list[int] = []
         for o in range(len(tm.compute_start) - 1, -1, -1):
             for s_ in range(spr - 1, -1, -1):
                 items = min(cols, g.ow * g.gc - s_ * cols)
                 t0 = int(tm.compute_start[o]) + s_ * tm.period
-                for j in range(items * su.wpi - 1, -1, -1):
+                for j in range(items * setup.wpi - 1, -1, -1):
                     times.append(t0 + j)
                     if len(times) > n:
                         return tuple(times[0] - t for t in times)

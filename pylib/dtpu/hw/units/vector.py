@@ -195,7 +195,7 @@ def timeline_step(tl, t_fetch: int, job: VecJob) -> tuple[int, int]:
     t = max(t_fetch + K["SEQ_VEC_START"], tl.core_free, tl.loads_done)
     if tl.written:
         t = max(t, tl.wr_done + K["SEQ_VEC_WAIT"])
-    first, end = tl._read(t, c.read_beats)
+    first, end = tl.mem_read(t, c.read_beats)
     done = max(end, first + c.ops) + c.tail + lat
     w_end = done + tl.WL + tl.store_tail(c.out_words, c.gaps)
     tl.core_free = tl.last_run_end = done
@@ -205,7 +205,8 @@ def timeline_step(tl, t_fetch: int, job: VecJob) -> tuple[int, int]:
     tl.wr_beats += c.out_words
     tl.wr_done = max(tl.wr_done, w_end)
     tl.written.append((job.dst, job.dst + job.out_bytes, w_end))
-    tl.rg, tl.rg_ovf = [], True     # the next RUN waits for every write (as after a POST)
+    # the next RUN waits for every write (as after a POST)
+    tl.inflight_writes, tl.inflight_overflow = [], True
     if tl.events is not None:
         tl.events.append(("vec", t, first, done, w_end))
     return done, free

@@ -425,12 +425,23 @@ def test_without_a_clock_the_completion_is_polled_at_once(window):
     """clock_mhz 0 (no expected time): CL_STATUS is read right after the doorbell; a device
     that finishes 30 ms later is polled until then (one more read per poll)."""
     import threading
+    import time
 
     w = window(clock_mhz=0.0, cycles=5_000_000, timeout_s=2.0)
-    timer = threading.Timer(0.03, lambda: w.regs.__setitem__(2, w.DONE))
-    timer.start()
+
+    def device():
+        """Finishes 30 ms after the doorbell, not after the thread started: on a loaded machine
+        the run itself may start later than that."""
+        give_up = time.monotonic() + 5.0
+        while w.regs[1] != 1 and time.monotonic() < give_up:
+            time.sleep(0.0005)
+        time.sleep(0.03)
+        w.regs[2] = w.DONE
+
+    thread = threading.Thread(target=device)
+    thread.start()
     rc, took = w.run()
-    timer.join()
+    thread.join()
     assert rc == 0, w.error()
     assert took >= 0.03
     (rec,) = w.records()

@@ -6,7 +6,8 @@ function of one tensor has only 256 possible inputs per channel, so its table is
 construction when TFLite's own kernel fills it, whatever the kernel does inside (LOGISTIC's float
 table built with ``expf``, TANH's and HARD_SWISH's fixed-point paths, MUL/ADD/SUB by a constant
 with their multipliers and roundings). The ISRO-ASIC's LUT instruction then reproduces the
-operator bit for bit. An operator with a per-channel constant gets one table per channel.
+operator bit for bit, and so does the DTPU's vector unit (its TABLE kind: :func:`vector_table`).
+An operator with a per-channel constant gets one table per channel.
 """
 from __future__ import annotations
 
@@ -18,20 +19,28 @@ from dtpu import tflite_writer as tw
 
 OPCODES = ("LOGISTIC", "TANH", "HARD_SWISH")
 BINARY_OPCODES = ("MUL", "ADD", "SUB")
+#: the one-input operators the vector unit's TABLE kind runs (dtpu.hw.vec_lower.TABLE_OPS)
+VECTOR_OPCODES = ("LOGISTIC", "TANH", "HARD_SWISH", "LEAKY_RELU", "RELU", "RELU6", "RELU_N1_TO_1",
+                  "QUANTIZE")
 _CACHE: dict[str, np.ndarray] = {}
 
 
 def channel_tables(opcode: str, dtype: str, channels: int, x_q: tuple[float, int], out_q: tuple[float, int],
-                   operands: list[tw.Tensor | None], options: dict | None = None) -> np.ndarray:
+                   operands: list[tw.Tensor | None], options: dict | None = None,
+                   out_dtype: str | None = None) -> np.ndarray:
     """(channels, 256) outputs of `opcode` for the inputs -128..127 (int8) or 0..255 (uint8) in
     every channel; `operands` are the operator's inputs in order, None for the computed tensor
-    and constants (with their data and quantization) otherwise."""
+    and constants (with their data and quantization) otherwise; `out_dtype` the output's type
+    (None: `dtype`; QUANTIZE may change it)."""
     from dtpu.tflite import Interpreter
-    if opcode not in OPCODES + BINARY_OPCODES:
-        raise ValueError(f"no table for {opcode!r}; accepted: {', '.join(OPCODES + BINARY_OPCODES)}")
-    if dtype not in ("int8", "uint8"):
-        raise ValueError(f"dtype {dtype!r}; accepted: int8, uint8")
-    key = hashlib.sha256(repr((opcode, dtype, channels, x_q, out_q, options,
+    accepted = tuple(dict.fromkeys(OPCODES + BINARY_OPCODES + VECTOR_OPCODES))
+    if opcode not in accepted:
+        raise ValueError(f"no table for {opcode!r}; accepted: {', '.join(accepted)}")
+    out_dtype = out_dtype or dtype
+    for name in (dtype, out_dtype):
+        if name not in ("int8", "uint8"):
+            raise ValueError(f"dtype {name!r}; accepted: int8, uint8")
+    key = hashlib.sha256(repr((opcode, dtype, out_dtype, channels, x_q, out_q, options,
                                [None if t is None else (t.shape, t.dtype, t.scale, t.zero_point,
                                                         np.asarray(t.data).tobytes()) for t in operands]))
                          .encode()).hexdigest()
@@ -46,7 +55,7 @@ def channel_tables(opcode: str, dtype: str, channels: int, x_q: tuple[float, int
         else:
             tensors.append(t)
             inputs.append(len(tensors) - 1)
-    tensors.append(tw.Tensor(shape, dtype, float(out_q[0]), int(out_q[1]), name="y"))
+    tensors.append(tw.Tensor(shape, out_dtype, float(out_q[0]), int(out_q[1]), name="y"))
     model = tw.write(tensors, [tw.Node(opcode, inputs, [len(tensors) - 1], options or {})], [0],
                      [len(tensors) - 1], description="dtpu element-wise table")
     it = Interpreter(model_content=model)
@@ -65,3 +74,18 @@ def int8_table(opcode: str, dtype: str, in_scale: float, in_zp: int, out_scale: 
     if opcode not in OPCODES:
         raise ValueError(f"no table for {opcode!r}; accepted: {', '.join(OPCODES)}")
     return channel_tables(opcode, dtype, 1, (in_scale, in_zp), (out_scale, out_zp), [None])[0]
+
+
+def vector_table(opcode: str, dtype, out_dtype, in_q: tuple[float, int], out_q: tuple[float, int],
+                 options: dict | None = None) -> bytes:
+    """The vector unit's TABLE for a one-input operator: 256 output bytes, entry i the output
+    of the input whose byte is i (0..255; an int8 input's two's complement byte), from TFLite's
+    own kernel on the 256 inputs. Raises what the interpreter raises when its Prepare refuses
+    the operator (e.g. a LOGISTIC output scale other than 1/256)."""
+    dt, odt = np.dtype(dtype), np.dtype(out_dtype)
+    table = channel_tables(opcode, dt.name, 1, (float(in_q[0]), int(in_q[1])),
+                           (float(out_q[0]), int(out_q[1])), [None], options, odt.name)[0]
+    table = np.ascontiguousarray(table.astype(odt)).view(np.uint8)      # by input -128.. / 0..
+    if dt == np.int8:                   # input byte i is the value i - 256 for i >= 128
+        table = np.roll(table, -128)
+    return table.tobytes()

@@ -42,8 +42,9 @@ class NodeIn:
     of an earlier node of the partition, or ``-1 - k`` for the partition's input k (-1: the
     first; a delegated partition may read several tensors from outside it).
 
-    A vector-unit node (contract 2.1) has `vec` instead of `spec` and no constants; an ADD,
-    SUB or MUL reads its second operand from `src2` (the same numbering)."""
+    A vector-unit node (contract 2.1) has `vec` instead of `spec`; an ADD, SUB or MUL reads
+    its second operand from `src2` (the same numbering); a table operator's table is a constant
+    of its VecSpec, written into the image at compile time."""
 
     spec: ConvSpec | None
     filters: np.ndarray | None
@@ -71,7 +72,7 @@ class NodeIn:
     def output(self) -> tuple[tuple, np.dtype]:
         if self.vec is None:
             return tuple(self.spec.output_shape), _io_dtype(self.spec)
-        return tuple(self.vec.output_shape), np.dtype(self.vec.dtype)
+        return tuple(self.vec.output_shape), self.vec.output_dtype
 
     @property
     def macs(self) -> int:
@@ -228,6 +229,7 @@ def compile_program(partitions: list[list[NodeIn]], cfg: HwConfig | None = None,
     c = cfg
     img = _Image(base)
     arena, arena_bytes = _plan_arena(partitions, keep, img)
+    consts: dict[bytes, int] = {}     # constant bytes (tables) -> their address, written once
     wscr, pscr = list_scratch(c, scratch_fraction)
     walloc, palloc = Region(c.WEIGHT_WORDS - wscr, c.COLS), Region(c.PARAM_ENTRIES - pscr, c.COLS)
     whalf, phalf, halves = list_halves(c, scratch_fraction)
@@ -267,7 +269,8 @@ def compile_program(partitions: list[list[NodeIn]], cfg: HwConfig | None = None,
             spec = node.spec
             tag = (p_index << 16) | i
             if node.vec is not None:
-                outs.append(_emit_vec(lb, img, node, inps, outs, arena.get((p_index, i)), tag, c))
+                outs.append(_emit_vec(lb, img, node, inps, outs, arena.get((p_index, i)), tag, c,
+                                      consts))
                 caveats.append(VEC_CAVEAT)
                 continue
             src = inps[-1 - node.src] if node.src < 0 else outs[node.src]
@@ -389,9 +392,10 @@ def _node_prec(nd: NodeIn):
 
 
 def _emit_vec(lb: "_ListBuilder", img: "_Image", node: NodeIn, inps: list, outs: list,
-              at: int | None, tag: int, cfg: HwConfig) -> Buffer:
+              at: int | None, tag: int, cfg: HwConfig, consts: dict) -> Buffer:
     """A vector-unit node: its VEC descriptor over the buffers of its operands; its output
-    buffer (in the arena when the host does not read it)."""
+    buffer (in the arena when the host does not read it). A table operator's 256 bytes are
+    written into the image once per distinct table (`consts`), its SRC_B."""
     bufs = []
     for src, shape, dt in node.sources():
         b = inps[-1 - src] if src < 0 else outs[src]
@@ -406,8 +410,17 @@ def _emit_vec(lb: "_ListBuilder", img: "_Image", node: NodeIn, inps: list, outs:
     shape, dt = node.output()
     out = Buffer(at if at is not None else img.alloc(int(np.prod(shape)) * dt.itemsize), shape, dt)
     a, b = (bufs[1], bufs[0]) if swap else (bufs[0], bufs[1] if len(bufs) > 1 else None)
+    if node.vec.table is not None:
+        b = Buffer(_constant(img, consts, node.vec.table), (256,), np.dtype(np.uint8))
     lb.vec(fields, a.addr, b.addr if b is not None else 0, out.addr, tag)
     return out
+
+
+def _constant(img: "_Image", consts: dict, data: bytes) -> int:
+    """The address of constant bytes in the image, allocated the first time they are seen."""
+    if data not in consts:
+        consts[data] = img.alloc(len(data), bytes(data))
+    return consts[data]
 
 
 def _io_dtype(spec: ConvSpec) -> np.dtype:

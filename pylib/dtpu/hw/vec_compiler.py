@@ -1,7 +1,7 @@
 """Partitions of a .tflite model with the vector unit's operators in them (contract 2.1): the
 graph-aware counterpart of :func:`dtpu.tflite_model.partitions_of`, which cuts at every operator
-that is not a convolution. Here an ADD, SUB, MUL, AVERAGE_POOL_2D, MAX_POOL_2D or MEAN the
-vector unit can run (:func:`dtpu.hw.vec_lower.vec_reason`) joins the partition, and a node may
+that is not a convolution. Here an ADD, SUB, MUL, AVERAGE_POOL_2D, MAX_POOL_2D, MEAN or table
+operator (LOGISTIC, TANH, HARD_SWISH, LEAKY_RELU, the RELUs, QUANTIZE) the vector unit can run (:func:`dtpu.hw.vec_lower.vec_reason`) joins the partition, and a node may
 read any earlier node of it (a residual ADD reads two), so a ResNet or MobileNet v2 block stays
 one list. What benchmarks and tests compile without an interpreter; the delegate's own claim of
 these nodes is declared per target (:attr:`dtpu.driver.Transport.vector_unit`).
@@ -15,7 +15,7 @@ import numpy as np
 from dtpu.hw.config import HwConfig, get_config
 from dtpu.hw.listcompiler import NodeIn
 from dtpu.hw.placement import claim_error
-from dtpu.hw.vec_lower import VEC_KINDS, VecSpec, vec_reason
+from dtpu.hw.vec_lower import TABLE_OPS, VEC_KINDS, VecSpec, vec_reason
 from dtpu.tflite_model import CONV_OPCODES, Model, Operator, Subgraph, conv_spec, load
 
 log = logging.getLogger(__name__)
@@ -31,7 +31,9 @@ def vec_spec(sg: Subgraph, op: Operator) -> VecSpec:
     x = sg.tensor(op.inputs[0])
     y = sg.tensor(op.outputs[0])
     dt = _DTYPES.get(x.type_name)
-    if dt is None or y.type_name != x.type_name:
+    if op.opcode == "QUANTIZE" and dt is not None and y.type_name in _DTYPES:
+        pass                # a requantization may change the 8-bit type
+    elif dt is None or y.type_name != x.type_name:
         raise ValueError(f"{op.opcode} of {x.type_name} -> {y.type_name} (the vector unit takes "
                          f"int8 or uint8 in and out)")
 
@@ -42,6 +44,20 @@ def vec_spec(sg: Subgraph, op: Operator) -> VecSpec:
 
     opts = op.options
     act = str(opts.get("fused_activation_function", "NONE")).upper()
+    if op.opcode in TABLE_OPS:
+        from dtpu.unary_tables import vector_table
+
+        if len(x.shape) > 4:
+            raise ValueError(f"{op.opcode} of rank {len(x.shape)} (the vector unit takes rank <= 4)")
+        odt = _DTYPES[y.type_name]
+        options = {"alpha": float(opts["alpha"])} if op.opcode == "LEAKY_RELU" else None
+        try:
+            table = vector_table(op.opcode, dt, odt, q(x), q(y), options)
+        except (RuntimeError, ValueError) as e:    # the interpreter's Prepare refused it
+            raise ValueError(f"{op.opcode} {y.name!r}: TFLite's kernel refuses its tensors: {e}")
+        return VecSpec(op=op.opcode, dtype=dt, a_shape=(1,) * (4 - len(x.shape)) + tuple(x.shape),
+                       a_q=q(x), out_q=q(y), name=y.name, table=table,
+                       out_dtype=odt if odt != dt else None)
     common = dict(op=op.opcode, dtype=dt, a_shape=tuple(x.shape), a_q=q(x), out_q=q(y),
                   activation=act, name=y.name)
     if op.opcode in ("ADD", "SUB", "MUL"):

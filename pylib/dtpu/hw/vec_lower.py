@@ -1,8 +1,10 @@
 """Lowering of the vector unit's operators (contract 2.1, VEC descriptor): a TFLite ADD, SUB, MUL,
-AVERAGE_POOL_2D, MAX_POOL_2D or MEAN node, described by a :class:`VecSpec`, becomes the integer
-fields of one VEC descriptor (docs/architecture.md, "The vector unit").
+AVERAGE_POOL_2D, MAX_POOL_2D, MEAN or one-input 8-bit operator (:data:`TABLE_OPS`), described by
+a :class:`VecSpec`, becomes the integer fields of one VEC descriptor (docs/architecture.md, "The
+vector unit").
 
-The integers are TFLite's own Prepare results (:mod:`dtpu.reference.vector`), so the unit's
+The integers are TFLite's own Prepare results (:mod:`dtpu.reference.vector`), and a table
+operator's 256 bytes are its kernel's own outputs (:mod:`dtpu.unary_tables`), so the unit's
 arithmetic is the CPU kernel's by construction; :func:`vec_reason` says why a node cannot run on
 the unit (the shapes its buffers hold, the fields' widths), for the delegate's claim.
 """
@@ -16,9 +18,14 @@ from dtpu.hw.config import HwConfig, ceil_div, get_config
 from dtpu.hw.listformat import Format
 from dtpu.reference import vector as rv
 
+#: one-input operators of 8-bit tensors the unit runs as a 256-entry table (VEC0.KIND TABLE):
+#: an element's output depends on its byte alone, so TFLite's kernel run on the 256 bytes is the
+#: operator (QUANTIZE: int8/uint8 in, int8/uint8 out, a requantization)
+TABLE_OPS = ("LOGISTIC", "TANH", "HARD_SWISH", "LEAKY_RELU", "RELU", "RELU6", "RELU_N1_TO_1",
+             "QUANTIZE")
 #: the TFLite operators the vector unit runs, by the VEC0.KIND they lower to
 VEC_KINDS = {"ADD": "ADD", "SUB": "ADD", "MUL": "MUL", "AVERAGE_POOL_2D": "AVG_POOL",
-             "MAX_POOL_2D": "MAX_POOL", "MEAN": "MEAN"}
+             "MAX_POOL_2D": "MAX_POOL", "MEAN": "MEAN", **{op: "TABLE" for op in TABLE_OPS}}
 
 
 @dataclass(frozen=True)
@@ -26,7 +33,11 @@ class VecSpec:
     """One vector-unit node: operator, 8-bit dtype, operand shapes (NHWC; `b_shape` for ADD, SUB
     and MUL), quantization (scale, zero point) of each operand and of the output, the fused
     activation and, for the pools, filter, strides and padding. MEAN is over H and W with
-    keep_dims false (the TFLite path the unit's formula is; docs/architecture.md)."""
+    keep_dims false (the TFLite path the unit's formula is; docs/architecture.md). A table
+    operator carries its 256 output bytes in `table` (entry i: the output of input byte i,
+    0..255, the two's complement byte for int8) and, for QUANTIZE, its output type
+    `out_dtype` (None: `dtype`); its `a_shape` is the tensor's shape with leading ones to
+    rank 4."""
 
     op: str
     dtype: np.dtype
@@ -40,10 +51,18 @@ class VecSpec:
     stride: tuple = (1, 1)
     padding: str = "VALID"
     name: str = ""
+    table: bytes | None = None
+    out_dtype: np.dtype | None = None
+
+    @property
+    def output_dtype(self) -> np.dtype:
+        return np.dtype(self.out_dtype if self.out_dtype is not None else self.dtype)
 
     @property
     def output_shape(self) -> tuple:
         n, h, w, c = self.a_shape
+        if self.op in TABLE_OPS:
+            return tuple(self.a_shape)
         if self.op == "MEAN":
             return (n, c)
         if self.op in ("AVERAGE_POOL_2D", "MAX_POOL_2D"):
@@ -81,8 +100,15 @@ def vec_reason(spec: VecSpec, cfg: HwConfig | None = None) -> str | None:
     mem = Format(cfg).mem
     if spec.op not in VEC_KINDS:
         return f"operator {spec.op} is not a vector-unit operator ({', '.join(VEC_KINDS)})"
-    if np.dtype(spec.dtype) not in (np.dtype(np.int8), np.dtype(np.uint8)):
-        return f"{np.dtype(spec.dtype)} tensors (the vector unit takes int8 and uint8)"
+    eight = (np.dtype(np.int8), np.dtype(np.uint8))
+    if np.dtype(spec.dtype) not in eight or spec.output_dtype not in eight:
+        return (f"{np.dtype(spec.dtype)} -> {spec.output_dtype} tensors (the vector unit takes "
+                f"int8 and uint8)")
+    if spec.output_dtype != np.dtype(spec.dtype) and spec.op != "QUANTIZE":
+        return f"{spec.op} of {np.dtype(spec.dtype)} -> {spec.output_dtype} (one type in and out)"
+    if spec.op in TABLE_OPS and (spec.table is None or len(spec.table) != 256):
+        return (f"{spec.op} without its 256-entry table "
+                f"({'none' if spec.table is None else len(spec.table)} bytes)")
     if len(spec.a_shape) != 4:
         return f"input of rank {len(spec.a_shape)} (the vector unit takes NHWC tensors)"
     n, h, w, c = spec.a_shape
@@ -163,6 +189,8 @@ def lower_vec(spec: VecSpec, cfg: HwConfig | None = None) -> tuple[dict, bool]:
                   OUT_OFF=_s(p.output_offset, 16))
         if swap:
             n, h, w, c = spec.b_shape
+    elif spec.op in TABLE_OPS:
+        pass          # the table is the operator: no integer of TFLite's Prepare is needed
     elif spec.op == "MEAN":
         p = rv.mean_params(*spec.a_q, *spec.out_q, h * w, dt)
         v0.update(ACT_MIN=_s(p.lo, 16), ACT_MAX=_s(p.hi, 16), OUT_OFF=_s(p.out_zp, 16))

@@ -2,8 +2,8 @@
 its arithmetic on the DDR bytes and its place in the list's timeline.
 
 The unit sits beside the post unit on the load unit's read path and the store unit's write
-path. It reads operand A (and B) from DDR as contiguous 8-bit NHWC tensors, combines VEC_LANES
-lanes a cycle and writes the contiguous 8-bit result. Its integers are TFLite's Prepare results
+path. It reads operand A (and B, or a TABLE's 256 bytes) from DDR as contiguous 8-bit NHWC
+tensors, combines VEC_LANES lanes a cycle and writes the contiguous 8-bit result. Its integers are TFLite's Prepare results
 carried in the descriptor (:mod:`dtpu.hw.vec_lower`), and its arithmetic is
 :mod:`dtpu.reference.vector`'s kernels fed with them, proven against the interpreter.
 """
@@ -16,6 +16,10 @@ import numpy as np
 from dtpu.hw.config import ceil_div
 from dtpu.hw.listformat import Format, ListFault
 from dtpu.reference import vector as rv
+
+
+#: a TABLE's bytes at SRC_B: one output byte per input byte (32 words, read once per VEC)
+TABLE_BYTES = 256
 
 
 def _signed(v: int, bits: int) -> int:
@@ -42,6 +46,8 @@ class VecJob:
 
     @property
     def b_bytes(self) -> int:
+        if self.kind == "TABLE":
+            return TABLE_BYTES
         if self.kind not in ("ADD", "MUL"):
             return 0
         return self.shape[3] if self.bmode == 1 else self.a_bytes
@@ -76,6 +82,9 @@ def decode(fmt: Format, d: dict) -> VecJob:
         out_shape = (n, c)
     else:
         out_shape = shape
+    if kind == "TABLE" and v1["SRC_B"] % 8:
+        raise ListFault("BAD_FIELD", f"VEC TABLE at SRC_B={v1['SRC_B']:#x}: the table must be "
+                        f"8-byte aligned")
     if (v1["SRC_A"] | v1["SRC_B"] | v2["DST"]) % 8:
         raise ListFault("BAD_FIELD", f"VEC addresses {v1['SRC_A']:#x}, {v1['SRC_B']:#x}, "
                         f"{v2['DST']:#x}: each must be 8-byte aligned")
@@ -85,7 +94,10 @@ def decode(fmt: Format, d: dict) -> VecJob:
 
 
 def compute(job: VecJob, a: np.ndarray, b: np.ndarray | None) -> np.ndarray:
-    """The unit's arithmetic on the operands (8-bit arrays of the job's shapes)."""
+    """The unit's arithmetic on the operands (8-bit arrays of the job's shapes; a TABLE's B is
+    its 256 bytes)."""
+    if job.kind == "TABLE":
+        return b.view(np.uint8).reshape(-1)[a.view(np.uint8)]
     d = job.fields
     v0, v4, v5, v6, v7 = d["VEC0"], d["VEC4"], d["VEC5"], d["VEC6"], d["VEC7"]
     lo, hi, out_off = _signed(v0["ACT_MIN"], 16), _signed(v0["ACT_MAX"], 16), \
@@ -113,7 +125,8 @@ def execute(ddr, job: VecJob) -> None:
     b = None
     if job.b_bytes:
         b = ddr.read(job.src_b, job.b_bytes).view(job.dtype)
-        b = b.reshape((1, 1, 1, job.shape[3]) if job.bmode == 1 else job.shape)
+        if job.kind != "TABLE":
+            b = b.reshape((1, 1, 1, job.shape[3]) if job.bmode == 1 else job.shape)
     out = compute(job, a, b)
     ddr.write(job.dst, np.ascontiguousarray(out).view(np.uint8).reshape(-1))
 
@@ -123,7 +136,7 @@ def execute(ddr, job: VecJob) -> None:
 @dataclass(frozen=True)
 class VecCost:
     """The unit's work in cycles and beats: `read_beats` on the read channel (B first when it
-    is a broadcast vector, else A and B interleaved), `ops` lane-word operations at one a cycle
+    is a broadcast vector or a TABLE's 32 words, else A and B interleaved), `ops` lane-word operations at one a cycle
     from the first beat on, `tail` operations after the last one (MEAN's requantization of its
     sums), `out_words` written."""
 
@@ -144,7 +157,7 @@ def cost(job: VecJob, lanes: int) -> VecCost:
     words_px = ceil_div(c, lanes)
     a_beats = ceil_div(job.a_bytes, 8)
     out_words = ceil_div(job.out_bytes, 8)
-    if job.kind in ("ADD", "MUL"):
+    if job.kind in ("ADD", "MUL", "TABLE"):
         return VecCost(a_beats + ceil_div(job.b_bytes, 8), out_words, 0, out_words)
     if job.kind == "MEAN":
         return VecCost(a_beats, n * h * w * words_px, n * words_px, out_words)

@@ -320,6 +320,11 @@ typedef struct TfLiteReducerParams {
   bool keep_dims;
 } TfLiteReducerParams;
 
+/* LEAKY_RELU (a table operator of the vector unit: its slope makes the table) */
+typedef struct TfLiteLeakyReluParams {
+  float alpha;
+} TfLiteLeakyReluParams;
+
 /* DTPU_CDEF_END */
 
 #endif /* DTPU_ABI_H */

@@ -133,3 +133,156 @@ def test_a_logistic_scale_tflite_refuses_raises():
     """TFLite's LOGISTIC Prepare insists on an output scale of 1/256: the table is not made."""
     with pytest.raises((RuntimeError, ValueError)):
         vector_table("LOGISTIC", "int8", "int8", (0.05, 3), (0.01, 0))
+
+
+# -- the delegate claims them where they join convolutions ---------------------------------------
+
+class _Chain:
+    """A graph of 1x1 convolutions and table operators written with dtpu.tflite_writer."""
+
+    def __init__(self, dtype: str, seed) -> None:
+        self.dt = np.dtype(dtype)
+        self.r = _rng(seed)
+        self.g = tw.GraphWriter()
+        self.inputs: list[int] = []
+
+    def q(self, dtype=None) -> tuple[float, int]:
+        info = np.iinfo(dtype or self.dt)
+        return (float(np.float32(10 ** self.r.uniform(-2.5, -0.5))),
+                int(self.r.integers(info.min // 2, info.max // 2 + 1)))
+
+    def input(self, shape) -> int:
+        i = self.g.tensor(tw.Tensor(tuple(shape), self.dt.name, *self.q(), name="x"))
+        self.inputs.append(i)
+        return i
+
+    def conv(self, x: int, cout: int) -> int:
+        t = self.g.tensors[x]
+        cin = t.shape[-1]
+        if self.dt == np.int8:
+            w = self.r.integers(-127, 128, (cout, 1, 1, cin))
+            ws = [float(np.float32(v)) for v in 10 ** self.r.uniform(-3, -1.5, cout)]
+            wi = self.g.const(f"w{x}", w, "int8", scale=ws, zero_point=[0] * cout)
+        else:
+            w = self.r.integers(0, 256, (cout, 1, 1, cin))
+            ws = [float(np.float32(10 ** self.r.uniform(-3, -1.5)))]
+            wi = self.g.const(f"w{x}", w, "uint8", scale=ws[0], zero_point=int(self.r.integers(100, 156)))
+        bs = [t.scale * s for s in ws]
+        bi = self.g.const(f"b{x}", self.r.integers(-2000, 2000, cout), "int32",
+                          scale=bs if len(bs) > 1 else bs[0], zero_point=[0] * len(bs) if len(bs) > 1 else 0)
+        ys = float(np.float32(t.scale * float(np.mean(ws)) * 60 * np.sqrt(cin)))
+        y = self.g.tensor(tw.Tensor((1,) + tuple(t.shape[1:3]) + (cout,), self.dt.name, ys,
+                                    self.q()[1], name=f"c{x}"))
+        self.g.op("CONV_2D", [x, wi, bi], [y], padding="VALID")
+        return y
+
+    def table(self, op: str, x: int, out_dtype: str | None = None, **options) -> int:
+        t = self.g.tensors[x]
+        qx, qy = quantization(op, t.dtype, out_dtype or t.dtype, self.r)
+        qy = (qy[0], qy[1])
+        y = self.g.tensor(tw.Tensor(t.shape, out_dtype or t.dtype, *qy, name=f"{op.lower()}{x}"))
+        self.g.op(op, [x], [y], **options)
+        return y
+
+    def mul(self, a: int, b: int) -> int:
+        t = self.g.tensors[a]
+        y = self.g.tensor(tw.Tensor(t.shape, t.dtype, *self.q(), name=f"mul{a}"))
+        self.g.op("MUL", [a, b], [y])
+        return y
+
+    def model(self, out: int) -> bytes:
+        return self.g.to_bytes(self.inputs, [out], "dtpu table test")
+
+    def feeds(self) -> list[np.ndarray]:
+        info = np.iinfo(self.dt)
+        return [self.r.integers(info.min, info.max + 1, self.g.tensors[i].shape).astype(self.dt)
+                for i in self.inputs]
+
+
+def chain(op: str, dtype: str) -> tuple[bytes, _Chain]:
+    """conv -> `op` -> conv; "SWISH": conv -> LOGISTIC -> MUL(conv, LOGISTIC) -> conv;
+    "QUANTIZE_OUT": conv -> QUANTIZE to the other 8-bit type, the graph's output."""
+    c = _Chain(dtype, (op, dtype))
+    a = c.conv(c.input((1, 7, 7, 16)), 16)
+    if op == "SWISH":
+        return c.model(c.conv(c.mul(a, c.table("LOGISTIC", a)), 8)), c
+    if op == "QUANTIZE_OUT":
+        return c.model(c.table("QUANTIZE", a, "uint8" if dtype == "int8" else "int8")), c
+    options = {"alpha": 0.1875} if op == "LEAKY_RELU" else {}
+    return c.model(c.conv(c.table(op, a, **options), 8)), c
+
+
+DELEGATE_CASES = [(op, dt) for dt in ("int8", "uint8") for op in TABLE_OPS + ("SWISH", "QUANTIZE_OUT")]
+
+
+@pytest.mark.parametrize("op,dtype", DELEGATE_CASES)
+def test_table_node_inside_a_conv_chain_equals_tflite(op, dtype):
+    from tests.test_vector_delegate import PROVEN, _graph_state, _run
+
+    content, c = chain(op, dtype)
+    feeds = c.feeds()
+    want = run_cpu(content, feeds)
+    it, outs = _run(content, feeds, {"backend": "model"})
+    graph = _graph_state()
+    for got in outs:          # the Python invoke path, then the C one
+        np.testing.assert_array_equal(got, want)
+    if not PROVEN:
+        assert all("XNNPACK" in r["reason"] for r in graph.rejected), graph.rejected
+        del it
+        return
+    assert len(graph.kernels) == 1 and graph.rejected == [], graph.rejected
+    import dtpu
+    ops = [n.op for n in dtpu.last_report().nodes]
+    table_op = "logistic" if op == "SWISH" else "quantize" if op == "QUANTIZE_OUT" else op.lower()
+    [node] = [n for n in dtpu.last_report().nodes if n.op == table_op]
+    assert node.hw["cycles"] and node.hw["cycles"] > 0, ops
+    del it
+
+
+def _prepared(name: str):
+    import dtpu
+    from tests.test_vector_delegate import ZOO, _graph_state
+
+    it = dtpu.make_interpreter(str(ZOO / f"{name}.tflite"), {"backend": "model"})
+    it.allocate_tensors()
+    return it, _graph_state()
+
+
+def test_efficientnet_swish_and_gates_join_the_partitions():
+    """EfficientNet-B0: every LOGISTIC (swish and squeeze-excite gates) and the MULs and MEANs
+    around them on the vector unit; what still cuts is the run-time RESHAPE of each
+    squeeze-excite block (16), hence 17 partitions (74 without the unit, 65 before tables)."""
+    from tests.test_vector_delegate import PROVEN
+
+    it, graph = _prepared("efficientnet_b0_224__int8")
+    ops = {r["op"] for r in graph.rejected}
+    if not PROVEN:
+        assert "LOGISTIC" in ops
+        del it
+        return
+    assert not ops & {"LOGISTIC", "MEAN", "FULLY_CONNECTED"}, graph.rejected
+    assert len(graph.kernels) <= 17
+    del it
+
+
+@pytest.mark.slow
+def test_efficientnet_through_the_delegate_is_bit_exact():
+    import dtpu
+    from tests.test_vector_delegate import ZOO
+    from dtpu.tflite import Interpreter
+
+    path = str(ZOO / "efficientnet_b0_224__int8.tflite")
+    cpu = Interpreter(path)
+    cpu.allocate_tensors()
+    ours = dtpu.make_interpreter(path, {"backend": "model"})
+    ours.allocate_tensors()
+    d = cpu.get_input_details()[0]
+    for seed in range(2):
+        x = _rng("effnet", seed).integers(-128, 128, d["shape"]).astype(d["dtype"])
+        outs = []
+        for it in (cpu, ours):
+            it.set_tensor(it.get_input_details()[0]["index"], x)
+            it.invoke()
+            outs.append(it.get_tensor(it.get_output_details()[0]["index"]).copy())
+        np.testing.assert_array_equal(outs[1], outs[0], err_msg=f"seed {seed}")
+    del ours

@@ -42,7 +42,7 @@ from dtpu.delegate import graph as g
 from dtpu.delegate import partitioning, vector_claim
 from dtpu.delegate.model_source import ModelSource
 from dtpu.delegate.options import DelegateOptions, apply_log_level, restore_log_level
-from dtpu.delegate.support import (VECTOR_CODES, Decision, analyze, constants_reason,
+from dtpu.delegate.support import (TABLE_CODES, VECTOR_CODES, Decision, analyze, constants_reason,
                                    dataflow_reason, vector_reason)
 from dtpu.report import (HW_FIELDS, STORE, JsonLinesSink, NodeRecord, Report, empty_host,
                          empty_hw, empty_timing, format_table)
@@ -1051,7 +1051,9 @@ class PartitionKernel:
             raise DelegateError(f"node {step.node.index} ({step.node.op}) cannot run on the DTPU "
                                 f"with the current shapes: {decision.reason}")
         spec = decision.spec
-        out = tuple(spec.output_shape)
+        # a table operator keeps its input's shape (its spec's is padded to rank 4)
+        out = (tuple(tensor(decision.inputs[0]).shape) if spec.table is not None
+               else tuple(spec.output_shape))
         shapes[step.y] = out
         infos.pop(step.y, None)
         for x in decision.inputs:
@@ -1087,6 +1089,8 @@ class PartitionKernel:
         x = ins[0]
         if code in (0, 18, 41):                     # ADD, MUL, SUB: the broadcast shape
             out = tuple(np.broadcast_shapes(*ins))
+        elif code in TABLE_CODES:                   # element-wise: the input's shape
+            out = tuple(x)
         elif code in (1, 17):                       # pools: ComputeOutSize over the extents
             from dtpu.spec import Padding, output_size
             padding = Padding.SAME if int(p.get("padding", 1)) == 1 else Padding.VALID

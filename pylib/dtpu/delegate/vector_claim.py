@@ -1,9 +1,11 @@
-"""Which vector-unit nodes (ADD, SUB, MUL, AVERAGE_POOL_2D, MAX_POOL_2D, MEAN: contract 2.1) the
-delegate claims, read from TFLite's own structs.
+"""Which vector-unit nodes (ADD, SUB, MUL, AVERAGE_POOL_2D, MAX_POOL_2D, MEAN and the table
+operators LOGISTIC, TANH, HARD_SWISH, LEAKY_RELU, RELU, RELU6, RELU_N1_TO_1, QUANTIZE: contract
+2.1) the delegate claims, read from TFLite's own structs.
 
 A node is claimed only when its :class:`~dtpu.hw.vec_lower.VecSpec` is one the unit computes as
 TFLite's int8 / uint8 kernel does (:mod:`dtpu.reference.vector`, the integers of TFLite's own
-Prepare) and the target's unit can hold it (:meth:`dtpu.backends.base.Backend.vector_error`).
+Prepare; a table operator's 256 outputs computed by the runtime's own kernel,
+:func:`dtpu.unary_tables.vector_table`) and the target's unit can hold it (:meth:`dtpu.backends.base.Backend.vector_error`).
 The same function runs at the delegate's Prepare and at every kernel Prepare (current shapes),
 like :func:`dtpu.delegate.support.analyze` for the convolutions.
 
@@ -18,7 +20,7 @@ from typing import Callable
 import numpy as np
 
 from dtpu.delegate.graph import NodeInfo, TensorInfo
-from dtpu.delegate.support import FLT_MAX, FLT_MIN, VECTOR_CODES, Unsupported
+from dtpu.delegate.support import FLT_MAX, FLT_MIN, TABLE_CODES, VECTOR_CODES, Unsupported
 from dtpu.hw.vec_lower import VecSpec
 
 #: TfLiteFusedActivation codes -> the names dtpu.reference.vector takes
@@ -90,14 +92,17 @@ def analyze(node: NodeInfo, tensor: Callable[[int], TensorInfo],
 def _analyze(node, tensor, constant, unit_error, check_output) -> VecDecision:
     op = VECTOR_CODES.get(node.builtin_code)
     _require(op is not None, f"{node.op} is not an operator of the vector unit")
-    _require(node.params is not None, "node has no builtin parameters")
+    table_op = node.builtin_code in TABLE_CODES
+    # a table operator has no builtin parameters but LEAKY_RELU's slope
+    _require(node.params is not None or (table_op and op != "LEAKY_RELU"),
+             "node has no builtin parameters")
     n_in = 2 if node.builtin_code in BINARY or node.builtin_code == MEAN else 1
     _require(len(node.inputs) == n_in and len(node.outputs) == 1 and min(node.inputs) >= 0,
              f"{len(node.inputs)} inputs / {len(node.outputs)} outputs (expected {n_in} / 1)")
     x, y = tensor(node.inputs[0]), tensor(node.outputs[0])
     _require(not (x.sparse or y.sparse), "sparse tensors")
     dt = _DTYPES.get(x.type)
-    _require(dt is not None and y.type == x.type,
+    _require(dt is not None and (y.type == x.type or (op == "QUANTIZE" and y.type in _DTYPES)),
              f"{x.type} -> {y.type} tensors (the vector unit takes int8 or uint8 in and out)")
     _require(not x.constant, f"input {x.name!r} is a constant of the model")
 
@@ -110,11 +115,14 @@ def _analyze(node, tensor, constant, unit_error, check_output) -> VecDecision:
         scale, zp = float(t.scale[0]), int(t.zero_point[0])
         _require(FLT_MIN <= scale <= FLT_MAX, f"{what} tensor {t.name!r} has scale {scale}, not "
                  "a positive normal float32")
-        info = np.iinfo(dt)
+        tdt = _DTYPES.get(t.type, dt)      # QUANTIZE's output may be the other 8-bit type
+        info = np.iinfo(tdt)
         _require(info.min <= zp <= info.max, f"{what} tensor {t.name!r} has zero point {zp} "
-                 f"outside {dt.name}'s range [{info.min}, {info.max}]")
+                 f"outside {tdt.name}'s range [{info.min}, {info.max}]")
         return scale, zp
 
+    if table_op:
+        return _table(node, op, dt, x, y, q, unit_error, check_output)
     params = node.params
     act = params.get("activation", 0)
     _require(act in _ACTIVATIONS, "fused activation " + _OTHER_ACTIVATIONS.get(act, str(act)))
@@ -153,3 +161,31 @@ def _analyze(node, tensor, constant, unit_error, check_output) -> VecDecision:
              f"output shape {tuple(y.shape)}; the operator gives {tuple(spec.output_shape)}")
     inputs = tuple(node.inputs[:2]) if node.builtin_code in BINARY else (node.inputs[0],)
     return VecDecision(spec=spec, reason=None, inputs=inputs, output_index=y.index, axes=axes)
+
+
+def _table(node, op: str, dt: np.dtype, x: TensorInfo, y: TensorInfo, q, unit_error,
+           check_output: bool) -> VecDecision:
+    """A one-input operator as the unit's TABLE: its 256 outputs from the runtime's own kernel
+    on a one-op graph of the node's quantization (exact by construction: an element's output
+    depends on its byte alone); a kernel that refuses the quantization refuses the claim."""
+    from dtpu.unary_tables import vector_table
+
+    _require(len(x.shape) <= 4, f"{op} of a rank-{len(x.shape)} tensor (the vector unit takes "
+             "rank <= 4)")
+    qx, qy = q(x, "input"), q(y, "output")
+    odt = _DTYPES[y.type]
+    options = {"alpha": float(node.params["alpha"])} if op == "LEAKY_RELU" else None
+    try:
+        table = vector_table(op, dt, odt, qx, qy, options)
+    except (RuntimeError, ValueError) as exc:
+        raise Unsupported(f"{op}: TFLite's kernel refuses its quantization "
+                          f"(input {qx}, output {qy}): {exc}") from None
+    shape = (1,) * (4 - len(x.shape)) + tuple(x.shape)
+    spec = VecSpec(op=op, dtype=dt, a_shape=shape, a_q=qx, out_q=qy, name=y.name, table=table,
+                   out_dtype=odt if odt != dt else None)
+    _require(min(shape, default=0) > 0, f"input shape {tuple(x.shape)} has no elements")
+    why = unit_error(spec)
+    _require(why is None, str(why))
+    _require(not check_output or tuple(y.shape) == tuple(x.shape),
+             f"output shape {tuple(y.shape)}; the operator gives {tuple(x.shape)}")
+    return VecDecision(spec=spec, reason=None, inputs=(node.inputs[0],), output_index=y.index)

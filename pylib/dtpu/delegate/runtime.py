@@ -1044,7 +1044,7 @@ class PartitionKernel:
         claim = step.vec
         if self._prepare_empty_vec(ctx, step, tensor, shapes, infos):
             return
-        decision = vector_claim.analyze(step.node, tensor, lambda info: claim.axes,
+        decision = vector_claim.analyze(step.node, tensor, claim.kept_constant,
                                         self.state.backend.vector_error, self.state.runtime,
                                         check_output=False)
         if not decision.claimed:
@@ -1176,7 +1176,7 @@ class PartitionKernel:
     def _invoke_vec(self, step: Step, views: dict, probes: Probes, out: np.ndarray):
         """A vector node on the job-by-job path: its own one-node command list."""
         spec = step.vec.spec
-        shapes = (spec.a_shape, spec.b_shape)
+        shapes = spec.activation_shapes()
         inputs = []
         for t, shape in zip(step.vec.inputs, shapes):
             root = self.root(t)

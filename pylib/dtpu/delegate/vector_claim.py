@@ -21,7 +21,7 @@ import numpy as np
 
 from dtpu.delegate.graph import NodeInfo, TensorInfo
 from dtpu.delegate.support import FLT_MAX, FLT_MIN, TABLE_CODES, VECTOR_CODES, Unsupported
-from dtpu.hw.vec_lower import VecSpec
+from dtpu.hw.vec_lower import VecSpec, constant_operand
 
 #: TfLiteFusedActivation codes -> the names dtpu.reference.vector takes
 _ACTIVATIONS = {0: "NONE", 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6"}
@@ -41,14 +41,20 @@ def _require(condition: bool, reason: str) -> None:
 @dataclass(frozen=True)
 class VecDecision:
     """A vector node's claim: its spec (None: stays on the CPU, `reason` says why), the tensors
-    it reads (operand A, and B for ADD / SUB / MUL) and writes, and the constant it read (a
-    MEAN's axes, kept for the kernel Prepare, when the model's buffer is not read again)."""
+    it reads (operand A, and B for ADD / SUB / MUL; a constant operand is not one) and writes,
+    and the constants it read (a MEAN's axes, an ADD / SUB / MUL's constant operand), kept for
+    the kernel Prepare, when the model's buffers are not read again."""
 
     spec: VecSpec | None
     reason: str | None
     inputs: tuple[int, ...] = ()
     output_index: int = -1
     axes: np.ndarray | None = None
+    const: np.ndarray | None = None
+
+    def kept_constant(self, info: TensorInfo) -> np.ndarray:
+        """The constant read at the claim for tensor `info` (the kernel Prepare's reader)."""
+        return self.axes if info.type in ("int32", "int64") else self.const
 
     @property
     def claimed(self) -> bool:
@@ -104,7 +110,8 @@ def _analyze(node, tensor, constant, unit_error, check_output) -> VecDecision:
     dt = _DTYPES.get(x.type)
     _require(dt is not None and (y.type == x.type or (op == "QUANTIZE" and y.type in _DTYPES)),
              f"{x.type} -> {y.type} tensors (the vector unit takes int8 or uint8 in and out)")
-    _require(not x.constant, f"input {x.name!r} is a constant of the model")
+    _require(not x.constant or node.builtin_code in BINARY,
+             f"input {x.name!r} is a constant of the model")
 
     def q(t: TensorInfo, what: str) -> tuple[float, int]:
         """(scale, zero point) of a per-tensor quantized 8-bit tensor, the scale a normal
@@ -128,13 +135,24 @@ def _analyze(node, tensor, constant, unit_error, check_output) -> VecDecision:
     _require(act in _ACTIVATIONS, "fused activation " + _OTHER_ACTIVATIONS.get(act, str(act)))
     common = dict(op=op, dtype=dt, a_shape=tuple(x.shape), a_q=q(x, "input"),
                   out_q=q(y, "output"), activation=_ACTIVATIONS[act], name=y.name)
-    axes = None
+    axes = data = None
+    inputs = (node.inputs[0],)
     if node.builtin_code in BINARY:
         b = tensor(node.inputs[1])
         _require(b.type == x.type, f"{op} of {x.type} and {b.type}")
-        _require(not b.constant, f"{op} with a constant second operand {b.name!r} (the vector "
-                 "unit reads both operands from activations)")
-        spec = VecSpec(b_shape=tuple(b.shape), b_q=q(b, "second input"), **common)
+        _require(not (x.constant and b.constant), f"{op} of two constants")
+        shapes, const = [tuple(x.shape), tuple(b.shape)], None
+        for which, t in enumerate((x, b)):
+            if t.constant:      # written into DDR at Prepare, read by the unit as operand B
+                data = np.asarray(constant(t)).reshape(t.shape).astype(dt)
+                try:
+                    shapes[which], raw = constant_operand(data, shapes[1 - which])
+                except ValueError as exc:
+                    raise Unsupported(f"{op} {y.name!r}: {exc}") from None
+                const = (which, raw)
+        inputs = tuple(t for t, info in zip(node.inputs[:2], (x, b)) if not info.constant)
+        common["a_shape"] = shapes[0]
+        spec = VecSpec(b_shape=shapes[1], b_q=q(b, "second input"), const=const, **common)
     elif node.builtin_code == MEAN:
         info = tensor(node.inputs[1])
         _require(info.constant and info.type in ("int32", "int64"),
@@ -159,8 +177,8 @@ def _analyze(node, tensor, constant, unit_error, check_output) -> VecDecision:
     _require(why is None, str(why))
     _require(not check_output or tuple(y.shape) == tuple(spec.output_shape),
              f"output shape {tuple(y.shape)}; the operator gives {tuple(spec.output_shape)}")
-    inputs = tuple(node.inputs[:2]) if node.builtin_code in BINARY else (node.inputs[0],)
-    return VecDecision(spec=spec, reason=None, inputs=inputs, output_index=y.index, axes=axes)
+    return VecDecision(spec=spec, reason=None, inputs=inputs, output_index=y.index, axes=axes,
+                       const=data)
 
 
 def _table(node, op: str, dt: np.dtype, x: TensorInfo, y: TensorInfo, q, unit_error,

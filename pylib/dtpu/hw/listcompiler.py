@@ -62,12 +62,10 @@ class NodeIn:
         if self.vec is None:
             return [(self.src, tuple(self.spec.input_shape), _io_dtype(self.spec))]
         dt = np.dtype(self.vec.dtype)
-        out = [(self.src, tuple(self.vec.a_shape), dt)]
-        if self.vec.binary:
-            if self.src2 is None:
-                raise CmdlistError(f"{self.vec.op} {self.vec.name!r}: no second operand (src2)")
-            out.append((self.src2, tuple(self.vec.b_shape), dt))
-        return out
+        shapes = self.vec.activation_shapes()
+        if len(shapes) > 1 and self.src2 is None:
+            raise CmdlistError(f"{self.vec.op} {self.vec.name!r}: no second operand (src2)")
+        return [(src, shape, dt) for src, shape in zip((self.src, self.src2), shapes)]
 
     def output(self) -> tuple[tuple, np.dtype]:
         if self.vec is None:
@@ -394,8 +392,9 @@ def _node_prec(nd: NodeIn):
 def _emit_vec(lb: "_ListBuilder", img: "_Image", node: NodeIn, inps: list, outs: list,
               at: int | None, tag: int, cfg: HwConfig, consts: dict) -> Buffer:
     """A vector-unit node: its VEC descriptor over the buffers of its operands; its output
-    buffer (in the arena when the host does not read it). A table operator's 256 bytes are
-    written into the image once per distinct table (`consts`), its SRC_B."""
+    buffer (in the arena when the host does not read it). A table operator's 256 bytes (its
+    SRC_B) and a constant operand are written into the image once per distinct content
+    (`consts`)."""
     bufs = []
     for src, shape, dt in node.sources():
         b = inps[-1 - src] if src < 0 else outs[src]
@@ -409,6 +408,11 @@ def _emit_vec(lb: "_ListBuilder", img: "_Image", node: NodeIn, inps: list, outs:
         raise CmdlistError(f"{node.vec.op} {node.name!r}: {e}") from e
     shape, dt = node.output()
     out = Buffer(at if at is not None else img.alloc(int(np.prod(shape)) * dt.itemsize), shape, dt)
+    if node.vec.const is not None:      # a constant operand: its bytes in the image
+        which, data = node.vec.const
+        shape = (node.vec.a_shape, node.vec.b_shape)[which]
+        bufs.insert(which, Buffer(_constant(img, consts, data), tuple(shape),
+                                  np.dtype(node.vec.dtype)))
     a, b = (bufs[1], bufs[0]) if swap else (bufs[0], bufs[1] if len(bufs) > 1 else None)
     if node.vec.table is not None:
         b = Buffer(_constant(img, consts, node.vec.table), (256,), np.dtype(np.uint8))

@@ -15,7 +15,7 @@ import numpy as np
 from dtpu.hw.config import HwConfig, get_config
 from dtpu.hw.listcompiler import NodeIn
 from dtpu.hw.placement import claim_error
-from dtpu.hw.vec_lower import TABLE_OPS, VEC_KINDS, VecSpec, vec_reason
+from dtpu.hw.vec_lower import TABLE_OPS, VEC_KINDS, VecSpec, constant_operand, vec_reason
 from dtpu.tflite_model import CONV_OPCODES, Model, Operator, Subgraph, conv_spec, load
 
 log = logging.getLogger(__name__)
@@ -62,10 +62,19 @@ def vec_spec(sg: Subgraph, op: Operator) -> VecSpec:
                   activation=act, name=y.name)
     if op.opcode in ("ADD", "SUB", "MUL"):
         b = sg.tensor(op.inputs[1])
-        if b.type_name != x.type_name or b.is_constant:
-            raise ValueError(f"{op.opcode} with a {'constant' if b.is_constant else b.type_name} "
-                             f"second operand")
-        return VecSpec(b_shape=tuple(b.shape), b_q=q(b), **common)
+        if b.type_name != x.type_name:
+            raise ValueError(f"{op.opcode} of {x.type_name} and {b.type_name}")
+        shapes, const = [tuple(x.shape), tuple(b.shape)], None
+        for which, t in enumerate((x, b)):
+            if t.is_constant:
+                if const is not None:
+                    raise ValueError(f"{op.opcode} of two constants")
+                other = shapes[1 - which]
+                shapes[which], data = constant_operand(
+                    np.asarray(t.data).reshape(t.shape).astype(dt), other)
+                const = (which, data)
+        common["a_shape"] = shapes[0]
+        return VecSpec(b_shape=shapes[1], b_q=q(b), const=const, **common)
     if op.opcode == "MEAN":
         axes = sg.tensor(op.inputs[1])
         ax = sorted(int(a) % 4 for a in np.asarray(axes.data).reshape(-1)) \
@@ -142,8 +151,10 @@ def _partitions(path_or_model, cfg, opcodes, vector_unit) -> list[tuple[list, li
             cur.append(NodeIn(node[1], node[2], node[3], src=source(op.inputs[0])))
         else:
             vs = node[1]
-            cur.append(NodeIn(None, None, None, src=source(op.inputs[0]), vec=vs,
-                              src2=source(op.inputs[1]) if vs.binary else None))
+            reads = [t for k, t in enumerate(op.inputs[:2 if vs.binary else 1])
+                     if vs.const is None or k != vs.const[0]]       # a constant is no source
+            cur.append(NodeIn(None, None, None, src=source(reads[0]), vec=vs,
+                              src2=source(reads[1]) if len(reads) > 1 else None))
         made[op.outputs[0]] = len(cur) - 1
         outs.append(op.outputs[0])
     if cur:

@@ -37,7 +37,9 @@ class VecSpec:
     operator carries its 256 output bytes in `table` (entry i: the output of input byte i,
     0..255, the two's complement byte for int8) and, for QUANTIZE, its output type
     `out_dtype` (None: `dtype`); its `a_shape` is the tensor's shape with leading ones to
-    rank 4."""
+    rank 4. An ADD, SUB or MUL with a constant operand carries it in `const`: (which operand,
+    0 or 1; its bytes in the shape `a_shape` / `b_shape` gives it, :func:`constant_operand`),
+    written into DDR once at compile time."""
 
     op: str
     dtype: np.dtype
@@ -53,6 +55,17 @@ class VecSpec:
     name: str = ""
     table: bytes | None = None
     out_dtype: np.dtype | None = None
+    const: tuple | None = None
+
+    def activation_shapes(self) -> list[tuple]:
+        """The shapes of the operands read from other nodes' tensors, in the node's order (a
+        constant operand is not one)."""
+        if not self.binary:
+            return [tuple(self.a_shape)]
+        shapes = [tuple(self.a_shape), tuple(self.b_shape)]
+        if self.const is not None:
+            del shapes[self.const[0]]
+        return shapes
 
     @property
     def output_dtype(self) -> np.dtype:
@@ -94,6 +107,30 @@ def _bmode(spec: VecSpec) -> tuple[int, bool]:
                      f"one of them 1x1xC")
 
 
+def constant_operand(data: np.ndarray, other: tuple) -> tuple[tuple, bytes]:
+    """A constant operand of ADD / SUB / MUL (`data`, its tensor's values and shape) as the unit
+    reads it beside an operand of shape `other` (NHWC): that shape itself when the constant has
+    it (BMODE 0), else one 1x1xC vector, its values broadcast over C (a scalar, a per-channel
+    vector: BMODE 1). ValueError for a constant that varies over N, H or W without being the
+    whole tensor, or that would enlarge the output."""
+    other = tuple(int(d) for d in other)
+    data = np.asarray(data)
+    if len(other) != 4 or data.ndim > 4:
+        raise ValueError(f"a constant operand {data.shape} beside {other} (the vector unit takes "
+                         "NHWC operands)")
+    try:
+        if tuple(np.broadcast_shapes(data.shape, other)) != other:
+            raise ValueError
+        if int(np.prod(data.shape)) == int(np.prod(other)):
+            return other, np.ascontiguousarray(data.reshape(other)).tobytes()
+        vec = np.broadcast_to(data, (1, 1, 1, other[-1]))
+    except ValueError:
+        raise ValueError(f"a constant operand of shape {data.shape} beside {other}; accepted: "
+                         f"that shape, or one broadcast over N, H and W (a scalar, a 1x1xC "
+                         f"vector)") from None
+    return (1, 1, 1, other[-1]), np.ascontiguousarray(vec).tobytes()
+
+
 def vec_reason(spec: VecSpec, cfg: HwConfig | None = None) -> str | None:
     """Why the vector unit cannot run `spec` (None: it can)."""
     cfg = cfg or get_config()
@@ -106,6 +143,12 @@ def vec_reason(spec: VecSpec, cfg: HwConfig | None = None) -> str | None:
                 f"int8 and uint8)")
     if spec.output_dtype != np.dtype(spec.dtype) and spec.op != "QUANTIZE":
         return f"{spec.op} of {np.dtype(spec.dtype)} -> {spec.output_dtype} (one type in and out)"
+    if spec.const is not None:
+        which, data = spec.const
+        shape = (spec.a_shape, spec.b_shape)[which] if which in (0, 1) else None
+        if not spec.binary or shape is None or len(data) != int(np.prod(shape)):
+            return (f"{spec.op} constant operand {which} of {len(data)} bytes (accepted: operand "
+                    f"0 or 1 of ADD, SUB, MUL, its bytes in its shape)")
     if spec.op in TABLE_OPS and (spec.table is None or len(spec.table) != 256):
         return (f"{spec.op} without its 256-entry table "
                 f"({'none' if spec.table is None else len(spec.table)} bytes)")

@@ -44,6 +44,12 @@ def vec_spec(sg: Subgraph, op: Operator) -> VecSpec:
 
     opts = op.options
     act = str(opts.get("fused_activation_function", "NONE")).upper()
+    if op.opcode == "CONCATENATION":
+        ins = [sg.tensor(t) for t in op.inputs]
+        spec = concat_spec([(tuple(t.shape), t.type_name, q(t), t.is_constant) for t in ins],
+                           (tuple(y.shape), y.type_name, q(y)), int(opts.get("axis", 0)), act)
+        return VecSpec(op="CONCATENATION", dtype=dt, a_shape=spec[0], a_q=q(y), out_q=q(y),
+                       name=y.name, parts=spec[1])
     if op.opcode in TABLE_OPS:
         from dtpu.unary_tables import vector_table
 
@@ -87,6 +93,34 @@ def vec_spec(sg: Subgraph, op: Operator) -> VecSpec:
         return VecSpec(**common)
     return VecSpec(filter=(opts["filter_height"], opts["filter_width"]),
                    stride=(opts["stride_h"], opts["stride_w"]), padding=opts["padding"], **common)
+
+
+def concat_spec(inputs: list[tuple], output: tuple, axis: int, activation: str) -> tuple:
+    """(output shape at rank 4, channels of each input) of a CONCATENATION the vector unit
+    runs: along the last axis of 8-bit tensors of rank <= 4 that share the output's type and
+    quantization (a pure copy; TFLite requantizes otherwise), no fused activation, no constant
+    input. `inputs`: (shape, type name, (scale, zero point), constant) each; `output`: (shape,
+    type name, (scale, zero point)). ValueError naming what does not fit."""
+    shape, type_name, q_out = output
+    rank = len(shape)
+    if rank < 1 or rank > 4 or axis % rank != rank - 1:
+        raise ValueError(f"CONCATENATION along axis {axis} of rank-{rank} tensors (the vector "
+                         f"unit concatenates channels, the last axis, of rank <= 4)")
+    if activation not in ("NONE", "0"):
+        raise ValueError(f"CONCATENATION with fused activation {activation}")
+    for i, (s, t, q, const) in enumerate(inputs):
+        if const:
+            raise ValueError(f"CONCATENATION input {i} is a constant of the model")
+        if t != type_name or tuple(s[:-1]) != tuple(shape[:-1]) or len(s) != rank:
+            raise ValueError(f"CONCATENATION input {i}: {t} {tuple(s)} beside the output's "
+                             f"{type_name} {tuple(shape)}")
+        if tuple(q) != tuple(q_out):
+            raise ValueError(f"CONCATENATION input {i} quantized {q}, the output {q_out} (TFLite "
+                             f"requantizes it: not a copy)")
+    parts = tuple(int(s[-1]) for s, _, _, _ in inputs)
+    if sum(parts) != shape[-1]:
+        raise ValueError(f"CONCATENATION of {parts} channels into {shape[-1]}")
+    return (1,) * (4 - rank) + tuple(int(d) for d in shape), parts
 
 
 def graph_partitions_of(path_or_model, cfg: HwConfig | None = None, opcodes=CONV_OPCODES, *,
@@ -151,6 +185,12 @@ def _partitions(path_or_model, cfg, opcodes, vector_unit) -> list[tuple[list, li
             cur.append(NodeIn(node[1], node[2], node[3], src=source(op.inputs[0])))
         else:
             vs = node[1]
+            if vs.op == "CONCATENATION":
+                cur.append(NodeIn(None, None, None, src=source(op.inputs[0]), vec=vs,
+                                  srcs=tuple(source(t) for t in op.inputs)))
+                made[op.outputs[0]] = len(cur) - 1
+                outs.append(op.outputs[0])
+                continue
             reads = [t for k, t in enumerate(op.inputs[:2 if vs.binary else 1])
                      if vs.const is None or k != vs.const[0]]       # a constant is no source
             cur.append(NodeIn(None, None, None, src=source(reads[0]), vec=vs,

@@ -25,7 +25,8 @@ TABLE_OPS = ("LOGISTIC", "TANH", "HARD_SWISH", "LEAKY_RELU", "RELU", "RELU6", "R
              "QUANTIZE")
 #: the TFLite operators the vector unit runs, by the VEC0.KIND they lower to
 VEC_KINDS = {"ADD": "ADD", "SUB": "ADD", "MUL": "MUL", "AVERAGE_POOL_2D": "AVG_POOL",
-             "MAX_POOL_2D": "MAX_POOL", "MEAN": "MEAN", **{op: "TABLE" for op in TABLE_OPS}}
+             "MAX_POOL_2D": "MAX_POOL", "MEAN": "MEAN", **{op: "TABLE" for op in TABLE_OPS},
+             "CONCATENATION": "COPY"}
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,10 @@ class VecSpec:
     `out_dtype` (None: `dtype`); its `a_shape` is the tensor's shape with leading ones to
     rank 4. An ADD, SUB or MUL with a constant operand carries it in `const`: (which operand,
     0 or 1; its bytes in the shape `a_shape` / `b_shape` gives it, :func:`constant_operand`),
-    written into DDR once at compile time."""
+    written into DDR once at compile time. A CONCATENATION along channels has its output's
+    shape (rank 4) in `a_shape` and its inputs' channels in `parts`: its producers write their
+    slices of the output themselves where they can, a COPY moves the others
+    (:func:`lower_copy`)."""
 
     op: str
     dtype: np.dtype
@@ -56,10 +60,13 @@ class VecSpec:
     table: bytes | None = None
     out_dtype: np.dtype | None = None
     const: tuple | None = None
+    parts: tuple = ()
 
     def activation_shapes(self) -> list[tuple]:
         """The shapes of the operands read from other nodes' tensors, in the node's order (a
         constant operand is not one)."""
+        if self.op == "CONCATENATION":
+            return [tuple(self.a_shape[:3]) + (int(c),) for c in self.parts]
         if not self.binary:
             return [tuple(self.a_shape)]
         shapes = [tuple(self.a_shape), tuple(self.b_shape)]
@@ -74,7 +81,7 @@ class VecSpec:
     @property
     def output_shape(self) -> tuple:
         n, h, w, c = self.a_shape
-        if self.op in TABLE_OPS:
+        if self.op in TABLE_OPS or self.op == "CONCATENATION":
             return tuple(self.a_shape)
         if self.op == "MEAN":
             return (n, c)
@@ -149,6 +156,10 @@ def vec_reason(spec: VecSpec, cfg: HwConfig | None = None) -> str | None:
         if not spec.binary or shape is None or len(data) != int(np.prod(shape)):
             return (f"{spec.op} constant operand {which} of {len(data)} bytes (accepted: operand "
                     f"0 or 1 of ADD, SUB, MUL, its bytes in its shape)")
+    if spec.op == "CONCATENATION" and (not spec.parts or min(spec.parts) < 1
+                                       or sum(spec.parts) != spec.a_shape[3]):
+        return (f"CONCATENATION of {spec.parts} channels into {spec.a_shape[3]} (accepted: "
+                f"inputs of >= 1 channel adding up to the output's)")
     if spec.op in TABLE_OPS and (spec.table is None or len(spec.table) != 256):
         return (f"{spec.op} without its 256-entry table "
                 f"({'none' if spec.table is None else len(spec.table)} bytes)")
@@ -179,10 +190,28 @@ def vec_reason(spec: VecSpec, cfg: HwConfig | None = None) -> str | None:
     if spec.op == "MEAN" and ceil_div(c, lanes) > int(mem["VEC_ROW_WORDS"]):
         return f"MEAN over {c} channels (the accumulator buffer holds {mem['VEC_ROW_WORDS']} words)"
     try:
-        lower_vec(spec, cfg)
+        if spec.op == "CONCATENATION":
+            for shape in spec.activation_shapes():
+                lower_copy(shape, spec.a_shape[3], spec.dtype, cfg)
+        else:
+            lower_vec(spec, cfg)
     except ValueError as e:
         return str(e)
     return None
+
+
+def lower_copy(shape: tuple, dst_channels: int, dtype, cfg: HwConfig | None = None) -> dict:
+    """The fields of a COPY (words VEC0, VEC2.N, VEC3, VEC7.OW) moving a contiguous 8-bit
+    tensor of `shape` (NHWC) into a channel slice of a tensor of `dst_channels` channels per
+    pixel (the addresses are the compiler's: DST is the slice's first byte)."""
+    f = Format(cfg or get_config())
+    n, h, w, c = (int(d) for d in shape)
+    fields = {"VEC0": dict(KIND=f.c2["vec_ops"]["COPY"],
+                           SIGNED=int(np.dtype(dtype) == np.dtype(np.int8))),
+              "VEC2": dict(N=n), "VEC3": dict(H=h, W=w, C=c), "VEC7": dict(OW=int(dst_channels))}
+    for kind_, vals in fields.items():   # every value fits its field (CmdlistError otherwise)
+        f.word(kind_, **vals)
+    return fields
 
 
 def _s(v: int, bits: int) -> int:
@@ -197,6 +226,9 @@ def lower_vec(spec: VecSpec, cfg: HwConfig | None = None) -> tuple[dict, bool]:
     """The VEC descriptor's fields (words VEC0, VEC3..VEC7 and VEC2.N; the addresses are the
     compiler's) and whether the operands are swapped (SRC_A is the node's second input)."""
     f = Format(cfg or get_config())
+    if spec.op == "CONCATENATION":
+        raise ValueError(f"CONCATENATION {spec.name!r} is no one descriptor: its producers write "
+                         f"their slices, COPY descriptors the rest (lower_copy)")
     kind = f.c2["vec_ops"][VEC_KINDS[spec.op]]
     dt = np.dtype(spec.dtype)
     n, h, w, c = spec.a_shape

@@ -54,7 +54,16 @@ class VecJob:
 
     @property
     def out_bytes(self) -> int:
+        """Bytes from DST to the last one written (a COPY's pixels OW bytes apart)."""
+        if self.kind == "COPY":
+            n, h, w, c = self.shape
+            return (n * h * w - 1) * self.dst_stride + c
         return int(np.prod(self.out_shape))
+
+    @property
+    def dst_stride(self) -> int:
+        """A COPY's bytes between two pixels at DST (VEC7.OW)."""
+        return int(self.fields["VEC7"]["OW"]) if self.kind == "COPY" else self.shape[3]
 
 
 def decode(fmt: Format, d: dict) -> VecJob:
@@ -85,9 +94,14 @@ def decode(fmt: Format, d: dict) -> VecJob:
     if kind == "TABLE" and v1["SRC_B"] % 8:
         raise ListFault("BAD_FIELD", f"VEC TABLE at SRC_B={v1['SRC_B']:#x}: the table must be "
                         f"8-byte aligned")
-    if (v1["SRC_A"] | v1["SRC_B"] | v2["DST"]) % 8:
+    if kind == "COPY" and d["VEC7"]["OW"] < c:
+        raise ListFault("BAD_FIELD", f"VEC COPY of {c} channels into pixels of OW="
+                        f"{d['VEC7']['OW']}: accepted OW >= C")
+    # a COPY writes a channel slice: its DST is any byte (the store unit's strobes)
+    dst_aligned = v2["DST"] if kind != "COPY" else 0
+    if (v1["SRC_A"] | v1["SRC_B"] | dst_aligned) % 8:
         raise ListFault("BAD_FIELD", f"VEC addresses {v1['SRC_A']:#x}, {v1['SRC_B']:#x}, "
-                        f"{v2['DST']:#x}: each must be 8-byte aligned")
+                        f"{v2['DST']:#x}: each must be 8-byte aligned (a COPY's DST any byte)")
     dtype = np.dtype(np.int8 if v0["SIGNED"] else np.uint8)
     return VecJob(kind, dtype, v0["BMODE"], v1["SRC_A"], v1["SRC_B"], v2["DST"], shape,
                   out_shape, d)
@@ -98,6 +112,8 @@ def compute(job: VecJob, a: np.ndarray, b: np.ndarray | None) -> np.ndarray:
     its 256 bytes)."""
     if job.kind == "TABLE":
         return b.view(np.uint8).reshape(-1)[a.view(np.uint8)]
+    if job.kind == "COPY":
+        return a
     d = job.fields
     v0, v4, v5, v6, v7 = d["VEC0"], d["VEC4"], d["VEC5"], d["VEC6"], d["VEC7"]
     lo, hi, out_off = _signed(v0["ACT_MIN"], 16), _signed(v0["ACT_MAX"], 16), \
@@ -128,6 +144,12 @@ def execute(ddr, job: VecJob) -> None:
         if job.kind != "TABLE":
             b = b.reshape((1, 1, 1, job.shape[3]) if job.bmode == 1 else job.shape)
     out = compute(job, a, b)
+    if job.kind == "COPY":      # pixel p's C bytes at DST + p * OW; the bytes between untouched
+        n, h, w, c = job.shape
+        span = ddr.read(job.dst, job.out_bytes)
+        at = np.arange(n * h * w)[:, None] * job.dst_stride + np.arange(c)[None, :]
+        span[at] = np.ascontiguousarray(out).view(np.uint8).reshape(n * h * w, c)
+        return
     ddr.write(job.dst, np.ascontiguousarray(out).view(np.uint8).reshape(-1))
 
 
@@ -159,6 +181,12 @@ def cost(job: VecJob, lanes: int) -> VecCost:
     out_words = ceil_div(job.out_bytes, 8)
     if job.kind in ("ADD", "MUL", "TABLE"):
         return VecCost(a_beats + ceil_div(job.b_bytes, 8), out_words, 0, out_words)
+    if job.kind == "COPY":
+        # one beat a word in; out, each pixel's bytes as the words they touch (strobed at
+        # either end: a slice of a wider tensor is rarely word-aligned)
+        starts = job.dst + np.arange(n * h * w, dtype=np.int64) * job.dst_stride
+        touched = int(((starts + c - 1) // 8 - starts // 8 + 1).sum())
+        return VecCost(a_beats, a_beats, 0, touched)
     if job.kind == "MEAN":
         return VecCost(a_beats, n * h * w * words_px, n * words_px, out_words)
     v4, v7 = job.fields["VEC4"], job.fields["VEC7"]

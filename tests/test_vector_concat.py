@@ -152,3 +152,48 @@ def test_concatenation_inside_the_delegate_equals_tflite(shared):
         assert len(graph.kernels) == 1 and graph.rejected == [], graph.rejected
         assert "concatenation" in [n.op for n in dtpu.last_report().nodes]
     del it
+
+
+def test_inception_is_one_partition():
+    """The Inception-like zoo model: its five CONCATENATIONs (and the pools around them) join
+    the convolutions' partition (6 partitions before), and 18 of their 19 inputs are written in
+    place by the convolutions that make them (the max pool's is copied)."""
+    import dtpu
+    from dtpu.hw.listcompiler import _Image, _plan_concats
+    from tests.test_vector_delegate import PROVEN, ZOO, _graph_state
+
+    path = ZOO / "inception_like_224__int8.tflite"
+    parts = graph_partitions_of(path, CFG)
+    assert len(parts) == 1
+    bufs, slices = _plan_concats(parts, [[len(parts[0]) - 1]], _Image(0))
+    assert len(bufs) == 5 and len(slices) == 18
+    it = dtpu.make_interpreter(str(path), {"backend": "model"})
+    it.allocate_tensors()
+    graph = _graph_state()
+    if PROVEN:
+        assert len(graph.kernels) == 1 and graph.rejected == [], graph.rejected
+    else:
+        assert {r["op"] for r in graph.rejected} >= {"CONCATENATION"}
+    del it
+
+
+@pytest.mark.slow
+def test_inception_through_the_delegate_is_bit_exact():
+    import dtpu
+    from dtpu.tflite import Interpreter
+    from tests.test_vector_delegate import ZOO
+
+    path = str(ZOO / "inception_like_224__int8.tflite")
+    cpu = Interpreter(path)
+    cpu.allocate_tensors()
+    ours = dtpu.make_interpreter(path, {"backend": "model"})
+    ours.allocate_tensors()
+    d = cpu.get_input_details()[0]
+    x = _rng("inception zoo").integers(-128, 128, d["shape"]).astype(d["dtype"])
+    outs = []
+    for it in (cpu, ours):
+        it.set_tensor(it.get_input_details()[0]["index"], x)
+        it.invoke()
+        outs.append(it.get_tensor(it.get_output_details()[0]["index"]).copy())
+    np.testing.assert_array_equal(outs[1], outs[0])
+    del ours

@@ -1051,9 +1051,10 @@ class PartitionKernel:
             raise DelegateError(f"node {step.node.index} ({step.node.op}) cannot run on the DTPU "
                                 f"with the current shapes: {decision.reason}")
         spec = decision.spec
-        # a table operator keeps its input's shape (its spec's is padded to rank 4)
-        out = (tuple(tensor(decision.inputs[0]).shape) if spec.table is not None
-               else tuple(spec.output_shape))
+        out = tuple(spec.output_shape)
+        if spec.table is not None or spec.op == "CONCATENATION":
+            # the tensor's own rank (the spec's shapes are padded to rank 4)
+            out = out[4 - len(tensor(decision.inputs[0]).shape):]
         shapes[step.y] = out
         infos.pop(step.y, None)
         for x in decision.inputs:
@@ -1091,6 +1092,8 @@ class PartitionKernel:
             out = tuple(np.broadcast_shapes(*ins))
         elif code in TABLE_CODES:                   # element-wise: the input's shape
             out = tuple(x)
+        elif code == 2:                             # CONCATENATION along the last axis
+            out = tuple(x[:-1]) + (sum(shape[-1] for shape in ins),)
         elif code in (1, 17):                       # pools: ComputeOutSize over the extents
             from dtpu.spec import Padding, output_size
             padding = Padding.SAME if int(p.get("padding", 1)) == 1 else Padding.VALID
@@ -1169,6 +1172,8 @@ class PartitionKernel:
                 spec = step.vec.spec
                 node = NodeIn(None, None, None, src=-1, vec=spec,
                               src2=-2 if len(step.vec.inputs) > 1 else None)
+                if spec.op == "CONCATENATION":
+                    node.src2, node.srcs = None, tuple(-1 - k for k in range(len(step.vec.inputs)))
                 step.handle = VecList(backend.prepare_partitions([[node]], [[0]]))
             elif step.spec is not None:
                 step.handle = backend.prepare(step.spec, step.filters, step.bias)
@@ -1206,7 +1211,11 @@ class PartitionKernel:
             return -1 - self.list_inputs.index(x)
 
         for i, step in enumerate(steps):
-            if step.kind == "vec":
+            if step.kind == "vec" and step.vec.spec.op == "CONCATENATION":
+                xs = step.vec.inputs
+                nodes.append(NodeIn(None, None, None, src=source(xs[0], i), vec=step.vec.spec,
+                                    srcs=tuple(source(x, i) for x in xs)))
+            elif step.kind == "vec":
                 xs = step.vec.inputs
                 nodes.append(NodeIn(None, None, None, src=source(xs[0], i), vec=step.vec.spec,
                                     src2=source(xs[1], i) if len(xs) > 1 else None))

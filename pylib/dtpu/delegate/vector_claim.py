@@ -21,7 +21,7 @@ import numpy as np
 
 from dtpu.delegate.graph import NodeInfo, TensorInfo
 from dtpu.delegate.support import FLT_MAX, FLT_MIN, TABLE_CODES, VECTOR_CODES, Unsupported
-from dtpu.hw.vec_lower import VecSpec, constant_operand
+from dtpu.hw.vec_lower import VecSpec, concat_spec, constant_operand
 
 #: TfLiteFusedActivation codes -> the names dtpu.reference.vector takes
 _ACTIVATIONS = {0: "NONE", 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6"}
@@ -31,6 +31,7 @@ _DTYPES = {"int8": np.dtype(np.int8), "uint8": np.dtype(np.uint8)}
 BINARY = (0, 18, 41)          # ADD, MUL, SUB: two activation operands
 POOLS = (1, 17)               # AVERAGE_POOL_2D, MAX_POOL_2D
 MEAN = 40
+CONCATENATION = 2
 
 
 def _require(condition: bool, reason: str) -> None:
@@ -103,6 +104,8 @@ def _analyze(node, tensor, constant, unit_error, check_output) -> VecDecision:
     _require(node.params is not None or (table_op and op != "LEAKY_RELU"),
              "node has no builtin parameters")
     n_in = 2 if node.builtin_code in BINARY or node.builtin_code == MEAN else 1
+    if node.builtin_code == CONCATENATION:
+        n_in = max(1, len(node.inputs))
     _require(len(node.inputs) == n_in and len(node.outputs) == 1 and min(node.inputs) >= 0,
              f"{len(node.inputs)} inputs / {len(node.outputs)} outputs (expected {n_in} / 1)")
     x, y = tensor(node.inputs[0]), tensor(node.outputs[0])
@@ -130,6 +133,8 @@ def _analyze(node, tensor, constant, unit_error, check_output) -> VecDecision:
 
     if table_op:
         return _table(node, op, dt, x, y, q, unit_error, check_output)
+    if node.builtin_code == CONCATENATION:
+        return _concatenation(node, dt, tensor, y, q, unit_error, check_output)
     params = node.params
     act = params.get("activation", 0)
     _require(act in _ACTIVATIONS, "fused activation " + _OTHER_ACTIVATIONS.get(act, str(act)))
@@ -207,3 +212,28 @@ def _table(node, op: str, dt: np.dtype, x: TensorInfo, y: TensorInfo, q, unit_er
     _require(not check_output or tuple(y.shape) == tuple(x.shape),
              f"output shape {tuple(y.shape)}; the operator gives {tuple(x.shape)}")
     return VecDecision(spec=spec, reason=None, inputs=(node.inputs[0],), output_index=y.index)
+
+
+def _concatenation(node, dt: np.dtype, tensor, y: TensorInfo, q, unit_error,
+                   check_output: bool) -> VecDecision:
+    """A CONCATENATION along channels whose inputs share the output's quantization: a copy, its
+    producers writing their slices in place where they can (dtpu.hw.listcompiler)."""
+    ins = [tensor(t) for t in node.inputs]
+    _require(not any(t.sparse for t in ins), "sparse tensors")
+    act = node.params.get("activation", 0)
+    try:
+        shape, parts = concat_spec(
+            [(tuple(t.shape), t.type, q(t, f"input {k}"), t.constant) for k, t in enumerate(ins)],
+            (tuple(y.shape), y.type, q(y, "output")), int(node.params.get("axis", 0)),
+            _ACTIVATIONS.get(act, _OTHER_ACTIVATIONS.get(act, str(act))))
+    except ValueError as exc:
+        raise Unsupported(str(exc)) from None
+    spec = VecSpec(op="CONCATENATION", dtype=dt, a_shape=shape, a_q=q(y, "output"),
+                   out_q=q(y, "output"), name=y.name, parts=parts)
+    _require(min(shape, default=0) > 0, f"output shape {tuple(y.shape)} has no elements")
+    why = unit_error(spec)
+    _require(why is None, str(why))
+    want = tuple(ins[0].shape[:-1]) + (sum(parts),)
+    _require(not check_output or tuple(y.shape) == want,
+             f"output shape {tuple(y.shape)}; the operator gives {want}")
+    return VecDecision(spec=spec, reason=None, inputs=tuple(node.inputs), output_index=y.index)

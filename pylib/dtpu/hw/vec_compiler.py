@@ -15,7 +15,8 @@ import numpy as np
 from dtpu.hw.config import HwConfig, get_config
 from dtpu.hw.listcompiler import NodeIn
 from dtpu.hw.placement import claim_error
-from dtpu.hw.vec_lower import TABLE_OPS, VEC_KINDS, VecSpec, constant_operand, vec_reason
+from dtpu.hw.vec_lower import (TABLE_OPS, VEC_KINDS, VecSpec, concat_spec, constant_operand,
+                                vec_reason)
 from dtpu.tflite_model import CONV_OPCODES, Model, Operator, Subgraph, conv_spec, load
 
 log = logging.getLogger(__name__)
@@ -93,34 +94,6 @@ def vec_spec(sg: Subgraph, op: Operator) -> VecSpec:
         return VecSpec(**common)
     return VecSpec(filter=(opts["filter_height"], opts["filter_width"]),
                    stride=(opts["stride_h"], opts["stride_w"]), padding=opts["padding"], **common)
-
-
-def concat_spec(inputs: list[tuple], output: tuple, axis: int, activation: str) -> tuple:
-    """(output shape at rank 4, channels of each input) of a CONCATENATION the vector unit
-    runs: along the last axis of 8-bit tensors of rank <= 4 that share the output's type and
-    quantization (a pure copy; TFLite requantizes otherwise), no fused activation, no constant
-    input. `inputs`: (shape, type name, (scale, zero point), constant) each; `output`: (shape,
-    type name, (scale, zero point)). ValueError naming what does not fit."""
-    shape, type_name, q_out = output
-    rank = len(shape)
-    if rank < 1 or rank > 4 or axis % rank != rank - 1:
-        raise ValueError(f"CONCATENATION along axis {axis} of rank-{rank} tensors (the vector "
-                         f"unit concatenates channels, the last axis, of rank <= 4)")
-    if activation not in ("NONE", "0"):
-        raise ValueError(f"CONCATENATION with fused activation {activation}")
-    for i, (s, t, q, const) in enumerate(inputs):
-        if const:
-            raise ValueError(f"CONCATENATION input {i} is a constant of the model")
-        if t != type_name or tuple(s[:-1]) != tuple(shape[:-1]) or len(s) != rank:
-            raise ValueError(f"CONCATENATION input {i}: {t} {tuple(s)} beside the output's "
-                             f"{type_name} {tuple(shape)}")
-        if tuple(q) != tuple(q_out):
-            raise ValueError(f"CONCATENATION input {i} quantized {q}, the output {q_out} (TFLite "
-                             f"requantizes it: not a copy)")
-    parts = tuple(int(s[-1]) for s, _, _, _ in inputs)
-    if sum(parts) != shape[-1]:
-        raise ValueError(f"CONCATENATION of {parts} channels into {shape[-1]}")
-    return (1,) * (4 - rank) + tuple(int(d) for d in shape), parts
 
 
 def graph_partitions_of(path_or_model, cfg: HwConfig | None = None, opcodes=CONV_OPCODES, *,

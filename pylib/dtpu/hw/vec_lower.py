@@ -138,6 +138,34 @@ def constant_operand(data: np.ndarray, other: tuple) -> tuple[tuple, bytes]:
     return (1, 1, 1, other[-1]), np.ascontiguousarray(vec).tobytes()
 
 
+def concat_spec(inputs: list[tuple], output: tuple, axis: int, activation: str) -> tuple:
+    """(output shape at rank 4, channels of each input) of a CONCATENATION the vector unit
+    runs: along the last axis of 8-bit tensors of rank <= 4 that share the output's type and
+    quantization (a pure copy; TFLite requantizes otherwise), no fused activation, no constant
+    input. `inputs`: (shape, type name, (scale, zero point), constant) each; `output`: (shape,
+    type name, (scale, zero point)). ValueError naming what does not fit."""
+    shape, type_name, q_out = output
+    rank = len(shape)
+    if rank < 1 or rank > 4 or axis % rank != rank - 1:
+        raise ValueError(f"CONCATENATION along axis {axis} of rank-{rank} tensors (the vector "
+                         f"unit concatenates channels, the last axis, of rank <= 4)")
+    if activation not in ("NONE", "0"):
+        raise ValueError(f"CONCATENATION with fused activation {activation}")
+    for i, (s, t, q, const) in enumerate(inputs):
+        if const:
+            raise ValueError(f"CONCATENATION input {i} is a constant of the model")
+        if t != type_name or tuple(s[:-1]) != tuple(shape[:-1]) or len(s) != rank:
+            raise ValueError(f"CONCATENATION input {i}: {t} {tuple(s)} beside the output's "
+                             f"{type_name} {tuple(shape)}")
+        if tuple(q) != tuple(q_out):
+            raise ValueError(f"CONCATENATION input {i} quantized {q}, the output {q_out} (TFLite "
+                             f"requantizes it: not a copy)")
+    parts = tuple(int(s[-1]) for s, _, _, _ in inputs)
+    if sum(parts) != shape[-1]:
+        raise ValueError(f"CONCATENATION of {parts} channels into {shape[-1]}")
+    return (1,) * (4 - rank) + tuple(int(d) for d in shape), parts
+
+
 def vec_reason(spec: VecSpec, cfg: HwConfig | None = None) -> str | None:
     """Why the vector unit cannot run `spec` (None: it can)."""
     cfg = cfg or get_config()

@@ -197,3 +197,46 @@ def test_inception_through_the_delegate_is_bit_exact():
         outs.append(it.get_tensor(it.get_output_details()[0]["index"]).copy())
     np.testing.assert_array_equal(outs[1], outs[0])
     del ours
+
+
+@pytest.mark.parametrize("graph", ["concatenation", "table", "constant"])
+def test_refused_lists_run_each_vector_node_as_its_own_list(graph, monkeypatch):
+    """When the compiler refuses a graph's lists, the job path runs each vector node as a list
+    of its own: a CONCATENATION's inputs all copied, a table and a constant operand written
+    into that list's image; still exact."""
+    import dtpu
+    from dtpu.backends.model import ModelBackend
+    from dtpu.hw.listformat import CmdlistError
+    from tests.test_vector_const import _graph
+    from tests.test_vector_delegate import PROVEN
+    from tests.test_vector_table import chain
+
+    if not PROVEN:
+        pytest.skip("vector nodes stay on the CPU under this runtime (XNNPACK)")
+    if graph == "concatenation":
+        content, feeds = inception("int8")
+    elif graph == "table":
+        content, c = chain("SWISH", "int8")
+        feeds = c.feeds()
+    else:
+        content, feeds = _graph("SUB", "int8", (1, 4, 4, 16), (16,), 0, _rng("own list"),
+                                conv=True)
+    compile_lists = ModelBackend.prepare_partitions
+
+    def refuse(self, partitions, keep=None):
+        if any(nd.vec is None for part in partitions for nd in part):
+            raise CmdlistError("refused by the test")
+        return compile_lists(self, partitions, keep)
+
+    monkeypatch.setattr(ModelBackend, "prepare_partitions", refuse)
+    want = run_cpu(content, feeds)
+    it = dtpu.make_interpreter(content, {"backend": "model"})
+    it.allocate_tensors()
+    it.set_tensor(it.get_input_details()[0]["index"], feeds[0])
+    it.invoke()
+    np.testing.assert_array_equal(it.get_tensor(it.get_output_details()[0]["index"]), want)
+    report = dtpu.last_report()
+    assert report.path == "jobs"
+    assert {"concatenation": "concatenation", "table": "logistic", "constant": "sub"}[graph] in \
+        [n.op for n in report.nodes]
+    del it

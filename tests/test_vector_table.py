@@ -17,9 +17,13 @@ from dtpu.hw.units import vector as vu
 from dtpu.hw.vec_lower import TABLE_OPS, VecSpec, lower_vec, vec_reason
 from dtpu.unary_tables import vector_table
 from tests.test_vector_unit import _formula, run_vec
+from dtpu.delegate.vector_claim import PROVEN_RUNTIMES
+from dtpu.tflite import RUNTIME
 from tests.vector_graphs import run_cpu
 
 CFG = get_config()
+#: TFLite 2.14's builtin kernels: each of these operators is a function of the element's byte
+PROVEN = RUNTIME in PROVEN_RUNTIMES
 FMT = Format(CFG)
 
 
@@ -58,7 +62,11 @@ def test_table_through_the_unit_equals_tflite(op, dtype, out_dtype):
         shape = (1, int(r.integers(1, 9)), int(r.integers(1, 9)), int(r.integers(1, 40)))
         qx, qy = quantization(op, dtype, out_dtype, r)
         options = {"alpha": float(np.float32(r.uniform(0.01, 0.5)))} if op == "LEAKY_RELU" else None
-        table = vector_table(op, dtype, out_dtype, qx, qy, options)
+        try:
+            table = vector_table(op, dtype, out_dtype, qx, qy, options)
+        except ValueError as e:   # LiteRT's XNNPACK QUANTIZE: its body and tail differ
+            assert not PROVEN, e
+            pytest.skip(f"{RUNTIME}: {e}")
         odt = np.dtype(out_dtype)
         spec = VecSpec(op, np.dtype(dtype), shape, qx, qy, table=table,
                        out_dtype=odt if out_dtype != dtype else None)
@@ -129,6 +137,7 @@ def test_reasons_name_what_a_table_cannot_take():
                 out_dtype=np.dtype(np.int16)), CFG)
 
 
+@pytest.mark.skipif(not PROVEN, reason=f"{RUNTIME}'s LOGISTIC takes other output scales")
 def test_a_logistic_scale_tflite_refuses_raises():
     """TFLite's LOGISTIC Prepare insists on an output scale of 1/256: the table is not made."""
     with pytest.raises((RuntimeError, ValueError)):

@@ -80,12 +80,47 @@ def vector_table(opcode: str, dtype, out_dtype, in_q: tuple[float, int], out_q: 
                  options: dict | None = None) -> bytes:
     """The vector unit's TABLE for a one-input operator: 256 output bytes, entry i the output
     of the input whose byte is i (0..255; an int8 input's two's complement byte), from TFLite's
-    own kernel on the 256 inputs. Raises what the interpreter raises when its Prepare refuses
-    the operator (e.g. a LOGISTIC output scale other than 1/256)."""
+    own kernel on the 256 inputs together, checked against the 256 computed one by one (a
+    kernel whose vectorized body and scalar tail differ, as XNNPACK's QUANTIZE under LiteRT
+    does, is no function of the byte: ValueError). Raises what the interpreter raises when its
+    Prepare refuses the operator (e.g. a LOGISTIC output scale other than 1/256)."""
     dt, odt = np.dtype(dtype), np.dtype(out_dtype)
-    table = channel_tables(opcode, dt.name, 1, (float(in_q[0]), int(in_q[1])),
-                           (float(out_q[0]), int(out_q[1])), [None], options, odt.name)[0]
+    in_q, out_q = (float(in_q[0]), int(in_q[1])), (float(out_q[0]), int(out_q[1]))
+    table = channel_tables(opcode, dt.name, 1, in_q, out_q, [None], options, odt.name)[0]
+    alone = _one_by_one(opcode, dt, odt, in_q, out_q, options)
+    if not np.array_equal(table, alone):
+        bad = int(np.flatnonzero(table != alone)[0])
+        raise ValueError(
+            f"{opcode} is not a function of its input byte under this runtime: input "
+            f"{bad + np.iinfo(dt).min} gives {table[bad]} among 256 elements and {alone[bad]} "
+            f"alone (a vectorized body and its scalar tail round differently): no table")
     table = np.ascontiguousarray(table.astype(odt)).view(np.uint8)      # by input -128.. / 0..
     if dt == np.int8:                   # input byte i is the value i - 256 for i >= 128
         table = np.roll(table, -128)
     return table.tobytes()
+
+
+def _one_by_one(opcode: str, dt: np.dtype, odt: np.dtype, in_q: tuple, out_q: tuple,
+                options: dict | None) -> np.ndarray:
+    """The operator's output for each of the 256 inputs computed alone (a one-element tensor:
+    the kernel's scalar path), to hold against the 256 computed together: a table stands for
+    the operator only when the two agree."""
+    from dtpu.tflite import Interpreter
+
+    key = repr(("one by one", opcode, dt.name, odt.name, in_q, out_q, options))
+    if key not in _CACHE:
+        tensors = [tw.Tensor((1, 1, 1, 1), dt.name, in_q[0], in_q[1], name="x"),
+                   tw.Tensor((1, 1, 1, 1), odt.name, out_q[0], out_q[1], name="y")]
+        model = tw.write(tensors, [tw.Node(opcode, [0], [1], options or {})], [0], [1],
+                         description="dtpu element-wise table, one element")
+        it = Interpreter(model_content=model)
+        it.allocate_tensors()
+        x, y = it.get_input_details()[0]["index"], it.get_output_details()[0]["index"]
+        out = np.empty(256, odt)
+        lo = int(np.iinfo(dt).min)
+        for i in range(256):
+            it.set_tensor(x, np.full((1, 1, 1, 1), lo + i, dt))
+            it.invoke()
+            out[i] = it.get_tensor(y).reshape(-1)[0]
+        _CACHE[key] = out
+    return _CACHE[key].copy()

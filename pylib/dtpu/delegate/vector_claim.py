@@ -201,8 +201,8 @@ def _table(node, op: str, dt: np.dtype, x: TensorInfo, y: TensorInfo, q, unit_er
     try:
         table = vector_table(op, dt, odt, qx, qy, options)
     except (RuntimeError, ValueError) as exc:
-        raise Unsupported(f"{op}: TFLite's kernel refuses its quantization "
-                          f"(input {qx}, output {qy}): {exc}") from None
+        raise Unsupported(f"{op}: no table from the runtime's kernel for input {qx}, output "
+                          f"{qy}: {exc}") from None
     shape = (1,) * (4 - len(x.shape)) + tuple(x.shape)
     spec = VecSpec(op=op, dtype=dt, a_shape=shape, a_q=qx, out_q=qy, name=y.name, table=table,
                    out_dtype=odt if odt != dt else None)

@@ -60,8 +60,8 @@ def vec_spec(sg: Subgraph, op: Operator) -> VecSpec:
         options = {"alpha": float(opts["alpha"])} if op.opcode == "LEAKY_RELU" else None
         try:
             table = vector_table(op.opcode, dt, odt, q(x), q(y), options)
-        except (RuntimeError, ValueError) as e:    # the interpreter's Prepare refused it
-            raise ValueError(f"{op.opcode} {y.name!r}: TFLite's kernel refuses its tensors: {e}")
+        except (RuntimeError, ValueError) as e:    # Prepare refused it, or it is no table
+            raise ValueError(f"{op.opcode} {y.name!r}: no table from the runtime's kernel: {e}")
         return VecSpec(op=op.opcode, dtype=dt, a_shape=(1,) * (4 - len(x.shape)) + tuple(x.shape),
                        a_q=q(x), out_q=q(y), name=y.name, table=table,
                        out_dtype=odt if odt != dt else None)

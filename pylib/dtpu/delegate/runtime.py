@@ -1087,6 +1087,8 @@ class PartitionKernel:
         if not ins or all(min(shape, default=1) > 0 for shape in ins):
             return False
         code, p = step.node.builtin_code, step.node.params or {}
+        if code == 2 and any(min(shape, default=1) > 0 for shape in ins):
+            return False    # a CONCATENATION with elements to copy: the claim's rules decide
         x = ins[0]
         if code in (0, 18, 41):                     # ADD, MUL, SUB: the broadcast shape
             out = tuple(np.broadcast_shapes(*ins))

@@ -320,6 +320,17 @@ typedef struct TfLiteReducerParams {
   bool keep_dims;
 } TfLiteReducerParams;
 
+/* CONCATENATION (along channels on the vector unit: dtpu.hw.vec_lower.concat_spec) */
+typedef struct TfLiteConcatenationParams {
+  int axis;
+  TfLiteFusedActivation activation;
+} TfLiteConcatenationParams;
+
+/* LEAKY_RELU (a table operator of the vector unit: its slope makes the table) */
+typedef struct TfLiteLeakyReluParams {
+  float alpha;
+} TfLiteLeakyReluParams;
+
 /* DTPU_CDEF_END */
 
 #endif /* DTPU_ABI_H */

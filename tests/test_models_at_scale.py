@@ -20,6 +20,7 @@ import os
 import numpy as np
 import pytest
 
+from dtpu.delegate.support import VECTOR_CODES
 from tests.delegate_util import dtpu_so, tfl  # noqa: F401  (fixtures)
 from tests.delegate_util import assert_matches, cpu_ops, no_default_delegates, run
 from tests.models import zoo
@@ -41,7 +42,9 @@ REPORT_OP = {"CONV_2D": "conv2d", "DEPTHWISE_CONV_2D": "depthwise_conv2d",  # No
              "FULLY_CONNECTED": "fully_connected"}
 WITH_FC = [e for e in MODELS if e["all_op_counts"].get("FULLY_CONNECTED")]
 RTL_MODEL = "mobilenet_v2_224__int8"
-VECTOR_NODES = {"add", "sub", "mul", "average_pool_2d", "max_pool_2d", "mean"}   # NodeRecord.op
+#: the vector unit's operators as NodeRecord.op names them (ADD ... MEAN, the table operators,
+#: CONCATENATION)
+VECTOR_NODES = {name.lower() for name in VECTOR_CODES.values()}
 
 
 def _ids(entries):

@@ -33,7 +33,9 @@ def test_targets_declare_the_unit():
     assert Transport.vector_unit is False and ModelTransport().vector_unit is False
     assert open_target("model", get_config()).transport.vector_unit is True
     assert set(VECTOR_CODES.values()) == {"ADD", "SUB", "MUL", "AVERAGE_POOL_2D", "MAX_POOL_2D",
-                                          "MEAN"}
+                                          "MEAN", "LOGISTIC", "TANH", "HARD_SWISH", "LEAKY_RELU",
+                                          "RELU", "RELU6", "RELU_N1_TO_1", "QUANTIZE",
+                                          "CONCATENATION"}
 
 
 def test_the_report_says_why_mean_stays_on_the_cpu():

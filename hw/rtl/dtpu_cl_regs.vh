@@ -261,6 +261,8 @@ localparam [3:0] DTPU_CL_VEC_MUL = 4'd2;
 localparam [3:0] DTPU_CL_VEC_AVG_POOL = 4'd3;
 localparam [3:0] DTPU_CL_VEC_MAX_POOL = 4'd4;
 localparam [3:0] DTPU_CL_VEC_MEAN = 4'd5;
+localparam [3:0] DTPU_CL_VEC_TABLE = 4'd6;
+localparam [3:0] DTPU_CL_VEC_COPY = 4'd7;
 
 // ---- CL_ERR bits ----
 localparam integer DTPU_CL_ERR_BAD_OPCODE = 0;

@@ -46,8 +46,8 @@ VERSIONS = {"CONV_2D": 3, "DEPTHWISE_CONV_2D": 3, "FULLY_CONNECTED": 4, "MAX_POO
 # options tables with no field, and with one float field (name, field, default; None: required)
 _EMPTY_OPTIONS = {"EXPAND_DIMS": "ExpandDimsOptions", "PAD": "PadOptions"}
 _SCALAR_OPTIONS = {"SOFTMAX": ("SoftmaxOptions", "beta", 1.0), "LEAKY_RELU": ("LeakyReluOptions", "alpha", None)}
-_OPTIONLESS = ("LOGISTIC", "TANH", "HARD_SWISH", "RELU", "RELU6", "QUANTIZE", "DEQUANTIZE", "EXP", "ABS",
-               "FLOOR", "SQUARE")
+_OPTIONLESS = ("LOGISTIC", "TANH", "HARD_SWISH", "RELU", "RELU6", "RELU_N1_TO_1", "QUANTIZE", "DEQUANTIZE",
+               "EXP", "ABS", "FLOOR", "SQUARE")
 
 
 @dataclass

@@ -187,6 +187,12 @@ def _params(ffi, code: int, data) -> dict[str, Any] | None:
     if code == 40:                    # MEAN
         p = ffi.cast("TfLiteReducerParams*", data)
         return {"keep_dims": bool(p.keep_dims)}
+    if code == 2:                     # CONCATENATION
+        p = ffi.cast("TfLiteConcatenationParams*", data)
+        return {"axis": int(p.axis), "activation": int(p.activation)}
+    if code == 98:                    # LEAKY_RELU
+        p = ffi.cast("TfLiteLeakyReluParams*", data)
+        return {"alpha": float(p.alpha)}
     return None
 
 

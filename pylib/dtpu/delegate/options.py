@@ -272,9 +272,9 @@ TABLE = {
     "ops": ("`auto`, or a comma list of `conv2d`, `depthwise_conv2d`, `fully_connected`", "`auto`",
             "op kinds the delegate may claim; `auto`: the convolutions, and `FULLY_CONNECTED` where "
             "it joins other claimed nodes (alone it would add a partition), and on a target with "
-            "the vector unit (backend=model) `ADD`, `SUB`, `MUL`, the pools and `MEAN` where they "
-            "join convolutions; a list claims those kinds wherever they can run, and no "
-            "vector-unit node"),
+            "the vector unit (backend=model) `ADD`, `SUB`, `MUL`, the pools, `MEAN`, "
+            "`CONCATENATION` and the table operators where they join convolutions; a list claims "
+            "those kinds wherever they can run, and no vector-unit node"),
     "report": ("`none`, `summary`, or a file path", "`none`",
                "`summary` prints a per-node table (stderr) when the delegate is destroyed or the "
                "process exits; a path appends one JSON line per invoke; `none`: reports are "
@@ -309,10 +309,12 @@ TABLE = {
              "them on the CPU (docs/partitions.md)"),
     "vector": ("`on`, `off`", "`on`",
                "on a target with contract 2.1's vector unit (backend=model): claim `ADD`, `SUB`, "
-               "`MUL`, `AVERAGE_POOL_2D`, `MAX_POOL_2D` and `MEAN` where they join convolutions "
-               "(`ops=auto`; docs/partitions.md); `off` leaves them on the CPU, the partitions of "
-               "a target without the unit (the Verilog, the board), e.g. to compare cycles with "
-               "it"),
+               "`MUL` (a constant operand too), `AVERAGE_POOL_2D`, `MAX_POOL_2D`, `MEAN`, "
+               "`CONCATENATION` along channels and the table operators (`LOGISTIC`, `TANH`, "
+               "`HARD_SWISH`, `LEAKY_RELU`, `RELU`, `RELU6`, `RELU_N1_TO_1`, `QUANTIZE`) where "
+               "they join convolutions (`ops=auto`; docs/partitions.md); `off` leaves them on the "
+               "CPU, the partitions of a target without the unit (the Verilog, the board), e.g. "
+               "to compare cycles with it"),
     "invoke": ("`c`, `python`", "`c`",
                "backends model/rtl: `c` runs a partition compiled as a command list from TFLite's "
                "kernel call to its completion in C once its first invoke ran in Python (copies, "

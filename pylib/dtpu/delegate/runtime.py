@@ -42,7 +42,7 @@ from dtpu.delegate import graph as g
 from dtpu.delegate import partitioning, vector_claim
 from dtpu.delegate.model_source import ModelSource
 from dtpu.delegate.options import DelegateOptions, apply_log_level, restore_log_level
-from dtpu.delegate.support import (VECTOR_CODES, Decision, analyze, constants_reason,
+from dtpu.delegate.support import (TABLE_CODES, VECTOR_CODES, Decision, analyze, constants_reason,
                                    dataflow_reason, vector_reason)
 from dtpu.report import (HW_FIELDS, STORE, JsonLinesSink, NodeRecord, Report, empty_host,
                          empty_hw, empty_timing, format_table)
@@ -1044,7 +1044,7 @@ class PartitionKernel:
         claim = step.vec
         if self._prepare_empty_vec(ctx, step, tensor, shapes, infos):
             return
-        decision = vector_claim.analyze(step.node, tensor, lambda info: claim.axes,
+        decision = vector_claim.analyze(step.node, tensor, claim.kept_constant,
                                         self.state.backend.vector_error, self.state.runtime,
                                         check_output=False)
         if not decision.claimed:
@@ -1052,6 +1052,9 @@ class PartitionKernel:
                                 f"with the current shapes: {decision.reason}")
         spec = decision.spec
         out = tuple(spec.output_shape)
+        if spec.table is not None or spec.op == "CONCATENATION":
+            # the tensor's own rank (the spec's shapes are padded to rank 4)
+            out = out[4 - len(tensor(decision.inputs[0]).shape):]
         shapes[step.y] = out
         infos.pop(step.y, None)
         for x in decision.inputs:
@@ -1084,9 +1087,15 @@ class PartitionKernel:
         if not ins or all(min(shape, default=1) > 0 for shape in ins):
             return False
         code, p = step.node.builtin_code, step.node.params or {}
+        if code == 2 and any(min(shape, default=1) > 0 for shape in ins):
+            return False    # a CONCATENATION with elements to copy: the claim's rules decide
         x = ins[0]
         if code in (0, 18, 41):                     # ADD, MUL, SUB: the broadcast shape
             out = tuple(np.broadcast_shapes(*ins))
+        elif code in TABLE_CODES:                   # element-wise: the input's shape
+            out = tuple(x)
+        elif code == 2:                             # CONCATENATION along the last axis
+            out = tuple(x[:-1]) + (sum(shape[-1] for shape in ins),)
         elif code in (1, 17):                       # pools: ComputeOutSize over the extents
             from dtpu.spec import Padding, output_size
             padding = Padding.SAME if int(p.get("padding", 1)) == 1 else Padding.VALID
@@ -1165,6 +1174,8 @@ class PartitionKernel:
                 spec = step.vec.spec
                 node = NodeIn(None, None, None, src=-1, vec=spec,
                               src2=-2 if len(step.vec.inputs) > 1 else None)
+                if spec.op == "CONCATENATION":
+                    node.src2, node.srcs = None, tuple(-1 - k for k in range(len(step.vec.inputs)))
                 step.handle = VecList(backend.prepare_partitions([[node]], [[0]]))
             elif step.spec is not None:
                 step.handle = backend.prepare(step.spec, step.filters, step.bias)
@@ -1172,7 +1183,7 @@ class PartitionKernel:
     def _invoke_vec(self, step: Step, views: dict, probes: Probes, out: np.ndarray):
         """A vector node on the job-by-job path: its own one-node command list."""
         spec = step.vec.spec
-        shapes = (spec.a_shape, spec.b_shape)
+        shapes = spec.activation_shapes()
         inputs = []
         for t, shape in zip(step.vec.inputs, shapes):
             root = self.root(t)
@@ -1202,7 +1213,11 @@ class PartitionKernel:
             return -1 - self.list_inputs.index(x)
 
         for i, step in enumerate(steps):
-            if step.kind == "vec":
+            if step.kind == "vec" and step.vec.spec.op == "CONCATENATION":
+                xs = step.vec.inputs
+                nodes.append(NodeIn(None, None, None, src=source(xs[0], i), vec=step.vec.spec,
+                                    srcs=tuple(source(x, i) for x in xs)))
+            elif step.kind == "vec":
                 xs = step.vec.inputs
                 nodes.append(NodeIn(None, None, None, src=source(xs[0], i), vec=step.vec.spec,
                                     src2=source(xs[1], i) if len(xs) > 1 else None))

@@ -356,8 +356,12 @@ def _fully_connected(node, x, w, y, b, mode, activation, params) -> ConvSpec:
 
 # -- the vector unit's operators (contract 2.1) ------------------------------------------------
 
+#: TFLite builtin codes of the one-input operators the vector unit runs as a table (TABLE_OPS)
+TABLE_CODES = {14: "LOGISTIC", 19: "RELU", 20: "RELU_N1_TO_1", 21: "RELU6", 28: "TANH",
+               98: "LEAKY_RELU", 114: "QUANTIZE", 117: "HARD_SWISH"}
 #: TFLite builtin codes of the operators contract 2.1's vector unit runs (dtpu.hw.vec_lower)
-VECTOR_CODES = {0: "ADD", 1: "AVERAGE_POOL_2D", 17: "MAX_POOL_2D", 18: "MUL", 40: "MEAN", 41: "SUB"}
+VECTOR_CODES = {0: "ADD", 1: "AVERAGE_POOL_2D", 17: "MAX_POOL_2D", 18: "MUL", 40: "MEAN", 41: "SUB",
+                2: "CONCATENATION", **TABLE_CODES}
 
 #: the reason on a target that declares no vector unit (the Verilog and the board, until it exists)
 NO_VECTOR_UNIT = "target has no vector unit"

@@ -23,7 +23,7 @@ from dtpu.hw.config import HwConfig, ceil_div, get_config, out_lanes
 from dtpu.hw.listformat import DEFAULT_DDR_BASE, CmdlistError, Format
 from dtpu.hw.lower import Job, footprint, lower, precision_of
 from dtpu.hw.placement import SCRATCH_FRACTION, Region, list_halves, list_scratch
-from dtpu.hw.vec_lower import VecSpec, lower_vec
+from dtpu.hw.vec_lower import VecSpec, lower_copy, lower_vec
 from dtpu.precision import Precision
 from dtpu.spec import ConvSpec, OpKind
 
@@ -41,8 +41,10 @@ class NodeIn:
     of an earlier node of the partition, or ``-1 - k`` for the partition's input k (-1: the
     first; a delegated partition may read several tensors from outside it).
 
-    A vector-unit node (contract 2.1) has `vec` instead of `spec` and no constants; an ADD,
-    SUB or MUL reads its second operand from `src2` (the same numbering)."""
+    A vector-unit node (contract 2.1) has `vec` instead of `spec`; an ADD, SUB or MUL reads
+    its second operand from `src2` (the same numbering); a table operator's table is a constant
+    of its VecSpec, written into the image at compile time. A CONCATENATION reads its inputs
+    from `srcs` (the same numbering, one per input)."""
 
     spec: ConvSpec | None
     filters: np.ndarray | None
@@ -50,6 +52,7 @@ class NodeIn:
     src: int = -1
     vec: VecSpec | None = None
     src2: int | None = None
+    srcs: tuple | None = None
 
     @property
     def name(self) -> str:
@@ -60,17 +63,20 @@ class NodeIn:
         if self.vec is None:
             return [(self.src, tuple(self.spec.input_shape), _io_dtype(self.spec))]
         dt = np.dtype(self.vec.dtype)
-        out = [(self.src, tuple(self.vec.a_shape), dt)]
-        if self.vec.binary:
-            if self.src2 is None:
-                raise CmdlistError(f"{self.vec.op} {self.vec.name!r}: no second operand (src2)")
-            out.append((self.src2, tuple(self.vec.b_shape), dt))
-        return out
+        shapes = self.vec.activation_shapes()
+        if self.vec.op == "CONCATENATION":
+            if self.srcs is None or len(self.srcs) != len(shapes):
+                raise CmdlistError(f"CONCATENATION {self.vec.name!r}: {len(shapes)} inputs, "
+                                   f"srcs {self.srcs}")
+            return [(src, shape, dt) for src, shape in zip(self.srcs, shapes)]
+        if len(shapes) > 1 and self.src2 is None:
+            raise CmdlistError(f"{self.vec.op} {self.vec.name!r}: no second operand (src2)")
+        return [(src, shape, dt) for src, shape in zip((self.src, self.src2), shapes)]
 
     def output(self) -> tuple[tuple, np.dtype]:
         if self.vec is None:
             return tuple(self.spec.output_shape), _io_dtype(self.spec)
-        return tuple(self.vec.output_shape), np.dtype(self.vec.dtype)
+        return tuple(self.vec.output_shape), self.vec.output_dtype
 
     @property
     def macs(self) -> int:
@@ -84,6 +90,9 @@ class Buffer:
     addr: int
     shape: tuple
     dtype: np.dtype
+    #: a channel slice of a wider tensor at `addr` (a CONCATENATION's input written in place):
+    #: (its first channel, the wider tensor's channels per pixel); None: dense at `addr`
+    slice: tuple | None = None
 
     @property
     def nbytes(self) -> int:
@@ -226,7 +235,11 @@ def compile_program(partitions: list[list[NodeIn]], cfg: HwConfig | None = None,
     fmt = Format(cfg)
     c = cfg
     img = _Image(base)
-    arena, arena_bytes = _plan_arena(partitions, keep, img)
+    # CONCATENATIONs: their buffers, and the producers that write their slices in place
+    concat_bufs, slices = _plan_concats(partitions, keep, img)
+    arena, arena_bytes = _plan_arena(partitions, keep, img,
+                                     set(concat_bufs) | set(slices))
+    consts: dict[bytes, int] = {}     # constant bytes (tables) -> their address, written once
     weight_scratch, param_scratch = list_scratch(c, scratch_fraction)
     walloc = Region(c.WEIGHT_WORDS - weight_scratch, c.COLS)
     palloc = Region(c.PARAM_ENTRIES - param_scratch, c.COLS)
@@ -266,8 +279,13 @@ def compile_program(partitions: list[list[NodeIn]], cfg: HwConfig | None = None,
         for i, node in enumerate(nodes):
             spec = node.spec
             tag = (p_index << 16) | i
+            if node.vec is not None and node.vec.op == "CONCATENATION":
+                outs.append(_emit_concat(lb, node, inps, outs, concat_bufs[(p_index, i)], tag, c))
+                caveats.append(VEC_CAVEAT)
+                continue
             if node.vec is not None:
-                outs.append(_emit_vec(lb, img, node, inps, outs, arena.get((p_index, i)), tag, c))
+                outs.append(_emit_vec(lb, img, node, inps, outs, arena.get((p_index, i)), tag, c,
+                                      consts))
                 caveats.append(VEC_CAVEAT)
                 continue
             src = inps[-1 - node.src] if node.src < 0 else outs[node.src]
@@ -302,8 +320,20 @@ def compile_program(partitions: list[list[NodeIn]], cfg: HwConfig | None = None,
                          spec.name or spec.kind.value, wbase, whalf)
             odt = _io_dtype(spec)
             at = arena.get((p_index, i))
-            out = Buffer(at if at is not None else img.alloc(int(np.prod(spec.output_shape)) * odt.itemsize),
-                         tuple(spec.output_shape), odt)
+            into = slices.get((p_index, i))     # (concatenation's node, its first channel)
+            if into is not None and low.k_chunks > 1:
+                # a split K's POST writes whole rows of its sums' channels: a COPY moves it
+                into = None
+                log.info("%s: a split K, its slice of the concatenation is copied",
+                         spec.name or spec.kind.value)
+            if into is not None:
+                whole = concat_bufs[(p_index, into[0])]
+                out = Buffer(whole.addr, tuple(spec.output_shape), odt,
+                             slice=(into[1], whole.shape[-1]))
+            else:
+                out = Buffer(at if at is not None else
+                             img.alloc(int(np.prod(spec.output_shape)) * odt.itemsize),
+                             tuple(spec.output_shape), odt)
             outs.append(out)
             macs += spec.macs
             once = list(low.load_jobs)
@@ -338,13 +368,67 @@ def compile_program(partitions: list[list[NodeIn]], cfg: HwConfig | None = None,
                    resident_words=walloc.top, streamed_nodes=streamed, arena_bytes=arena_bytes)
 
 
-def _plan_arena(partitions: list[list[NodeIn]], keep, img: "_Image") -> tuple[dict, int]:
+def _plan_concats(partitions: list[list[NodeIn]], keep, img: "_Image") -> tuple[dict, dict]:
+    """Each CONCATENATION's output buffer ({(partition, node): Buffer}, allocated here: its
+    producers write it before the node's turn) and the producers that write their slice of it
+    in place ({(partition, producer): (concatenation's node, first channel)}): a convolution
+    or FULLY_CONNECTED of the partition whose output nothing else reads, the host included
+    (`keep`, as :func:`compile_program` takes it); its store unit then writes channels
+    [first, first + its channels) of each pixel of the wider tensor (RES2's CH0 / CH1 / DSTC).
+    The other inputs are moved by COPY descriptors at the node's turn (:func:`_emit_concat`)."""
+    bufs: dict = {}
+    slices: dict = {}
+    for p_index, nodes in enumerate(partitions):
+        kept = (set(keep[p_index]) if keep is not None and p_index < len(keep)
+                else set(range(len(nodes))))
+        reads: dict[int, int] = {}
+        for nd in nodes:
+            for src, _, _ in nd.sources():
+                reads[src] = reads.get(src, 0) + 1
+        for i, nd in enumerate(nodes):
+            if nd.vec is None or nd.vec.op != "CONCATENATION":
+                continue
+            shape, dt = nd.output()
+            bufs[(p_index, i)] = Buffer(img.alloc(int(np.prod(shape)) * dt.itemsize), tuple(shape), dt)
+            first = 0
+            for src, part, pdt in nd.sources():
+                if (0 <= src < i and nodes[src].vec is None and reads[src] == 1
+                        and src not in kept and nodes[src].output()[1] == pdt
+                        and int(np.prod(nodes[src].output()[0])) == int(np.prod(part))):
+                    slices[(p_index, src)] = (i, first)
+                first += part[-1]
+    return bufs, slices
+
+
+def _emit_concat(lb: "_ListBuilder", node: NodeIn, inps: list, outs: list, whole: Buffer,
+                 tag: int, cfg: HwConfig) -> Buffer:
+    """A CONCATENATION along channels: nothing for the inputs whose producers wrote their slice
+    of `whole` (:func:`_plan_concats`), a COPY descriptor into its slice for each other one."""
+    first = 0
+    for src, shape, dt in node.sources():
+        b = inps[-1 - src] if src < 0 else outs[src]
+        if b.dtype != dt or int(np.prod(b.shape)) != int(np.prod(shape)):
+            raise CmdlistError(f"CONCATENATION {node.name!r}: input {shape} {dt} fed from a "
+                               f"tensor {b.shape} {b.dtype}")
+        if not (b.slice is not None and b.addr == whole.addr and b.slice[0] == first):
+            try:
+                fields = lower_copy(shape, whole.shape[-1], dt, cfg)
+            except ValueError as e:
+                raise CmdlistError(f"CONCATENATION {node.name!r}: {e}") from e
+            lb.vec(fields, b.addr, 0, whole.addr + first * dt.itemsize, tag)
+        first += shape[-1]
+    return whole
+
+
+def _plan_arena(partitions: list[list[NodeIn]], keep, img: "_Image",
+                skip: set = frozenset()) -> tuple[dict, int]:
     """Addresses of the intermediate tensors: node outputs the host does not read (`keep[p]`:
     the node indices of partition p whose outputs it reads; None keeps every output) live from
     their node to their last reader in the partition and share one arena, first fit by
     lifetime; partitions run one after the other, so they share it too. The store unit writes
     a tensor only after every RUN that read the one it overwrites has ended (the core runs in
-    order), so reuse adds no hazard."""
+    order), so reuse adds no hazard. `skip`: the (partition, node) outputs that have buffers
+    of their own (CONCATENATIONs and the slices written into them)."""
     if keep is None:
         return {}, 0
     placed: dict = {}
@@ -359,7 +443,7 @@ def _plan_arena(partitions: list[list[NodeIn]], keep, img: "_Image") -> tuple[di
         live: list[tuple[int, int, int]] = []   # (offset, size, last reader)
         for i, nd in enumerate(nodes):
             live = [b for b in live if b[2] >= i]
-            if i in kept:
+            if i in kept or (p_index, i) in skip:
                 continue
             shape, dt = nd.output()
             size = ceil_div(max(int(np.prod(shape)) * dt.itemsize, 1), _ALIGN) * _ALIGN
@@ -389,9 +473,11 @@ def _node_prec(nd: NodeIn):
 
 
 def _emit_vec(lb: "_ListBuilder", img: "_Image", node: NodeIn, inps: list, outs: list,
-              at: int | None, tag: int, cfg: HwConfig) -> Buffer:
+              at: int | None, tag: int, cfg: HwConfig, consts: dict) -> Buffer:
     """A vector-unit node: its VEC descriptor over the buffers of its operands; its output
-    buffer (in the arena when the host does not read it)."""
+    buffer (in the arena when the host does not read it). A table operator's 256 bytes (its
+    SRC_B) and a constant operand are written into the image once per distinct content
+    (`consts`)."""
     bufs = []
     for src, shape, dt in node.sources():
         b = inps[-1 - src] if src < 0 else outs[src]
@@ -405,9 +491,23 @@ def _emit_vec(lb: "_ListBuilder", img: "_Image", node: NodeIn, inps: list, outs:
         raise CmdlistError(f"{node.vec.op} {node.name!r}: {e}") from e
     shape, dt = node.output()
     out = Buffer(at if at is not None else img.alloc(int(np.prod(shape)) * dt.itemsize), shape, dt)
+    if node.vec.const is not None:      # a constant operand: its bytes in the image
+        which, data = node.vec.const
+        shape = (node.vec.a_shape, node.vec.b_shape)[which]
+        bufs.insert(which, Buffer(_constant(img, consts, data), tuple(shape),
+                                  np.dtype(node.vec.dtype)))
     a, b = (bufs[1], bufs[0]) if swap else (bufs[0], bufs[1] if len(bufs) > 1 else None)
+    if node.vec.table is not None:
+        b = Buffer(_constant(img, consts, node.vec.table), (256,), np.dtype(np.uint8))
     lb.vec(fields, a.addr, b.addr if b is not None else 0, out.addr, tag)
     return out
+
+
+def _constant(img: "_Image", consts: dict, data: bytes) -> int:
+    """The address of constant bytes in the image, allocated the first time they are seen."""
+    if data not in consts:
+        consts[data] = img.alloc(len(data), bytes(data))
+    return consts[data]
 
 
 def _io_dtype(spec: ConvSpec) -> np.dtype:
@@ -456,6 +556,8 @@ def _emit_node(lb, fmt: Format, img: _Image, low, jobs: list[Job], src: Buffer, 
                            f"take the natural precisions (int8, uint8, int16 16x8, fp32)")
     n, ih, iw, ic = spec.input_shape
     _, oh, ow, oc = spec.output_shape
+    # a CONCATENATION's slice: channels [ch_off, ch_off + oc) of pixels of `dstc` channels
+    ch_off, dstc = out.slice if out.slice is not None else (0, oc)
     L = prec.lanes
     t_next = k_next = 0
     g_next, images_done = 0, 0
@@ -509,7 +611,8 @@ def _emit_node(lb, fmt: Format, img: _Image, low, jobs: list[Job], src: Buffer, 
                                  ESIZE=8 if raw else res_es, SIGNED=int(np.dtype(res_dt).kind == "i"),
                                  DST=sums.addr if raw else out.addr),
                        RES1=dict(PIX=m, OUTER=1, INNER=nt),
-                       RES2=dict(GW=c.COLS, CH0=t_next * c.COLS, CH1=oc, DSTC=oc))
+                       RES2=dict(GW=c.COLS, CH0=t_next * c.COLS, CH1=oc, DSTC=oc) if raw else
+                       dict(GW=c.COLS, CH0=ch_off + t_next * c.COLS, CH1=ch_off + oc, DSTC=dstc))
             t_next += nt
             if t_next * c.COLS >= oc:
                 t_next = 0
@@ -524,7 +627,7 @@ def _emit_node(lb, fmt: Format, img: _Image, low, jobs: list[Job], src: Buffer, 
             g0 = g_next
             b = images_done
             img_in = ih * iw * ic * src.dtype.itemsize
-            img_out = oh * ow * oc * out.dtype.itemsize
+            img_out = oh * ow * dstc * out.dtype.itemsize
             act = dict(ACT0=dict(MODE=fmt.act_modes["CHANNELS"], LANES=L, ESIZE=_esize(prec),
                                  PAD=pad, SRC=src.addr + b * img_in),
                        ACT1=dict(N=1, H=ih, W=iw, C=ic),
@@ -533,7 +636,7 @@ def _emit_node(lb, fmt: Format, img: _Image, low, jobs: list[Job], src: Buffer, 
             res = dict(RES0=dict(MODE=fmt.res_modes["ITEMS"], LANES=lanes_res, ESIZE=res_es,
                                  SIGNED=int(np.dtype(res_dt).kind == "i"), DST=out.addr + b * img_out),
                        RES1=dict(PIX=oh * ow, OUTER=nchunk, INNER=gc),
-                       RES2=dict(GW=L, CH0=g0 * L, CH1=oc, DSTC=oc))
+                       RES2=dict(GW=L, CH0=ch_off + g0 * L, CH1=ch_off + oc, DSTC=dstc))
             images_done += 1
             if images_done == n:
                 images_done = 0

@@ -1,8 +1,10 @@
 """Lowering of the vector unit's operators (contract 2.1, VEC descriptor): a TFLite ADD, SUB, MUL,
-AVERAGE_POOL_2D, MAX_POOL_2D or MEAN node, described by a :class:`VecSpec`, becomes the integer
-fields of one VEC descriptor (docs/architecture.md, "The vector unit").
+AVERAGE_POOL_2D, MAX_POOL_2D, MEAN or one-input 8-bit operator (:data:`TABLE_OPS`), described by
+a :class:`VecSpec`, becomes the integer fields of one VEC descriptor (docs/architecture.md, "The
+vector unit").
 
-The integers are TFLite's own Prepare results (:mod:`dtpu.reference.vector`), so the unit's
+The integers are TFLite's own Prepare results (:mod:`dtpu.reference.vector`), and a table
+operator's 256 bytes are its kernel's own outputs (:mod:`dtpu.unary_tables`), so the unit's
 arithmetic is the CPU kernel's by construction; :func:`vec_reason` says why a node cannot run on
 the unit (the shapes its buffers hold, the fields' widths), for the delegate's claim.
 """
@@ -16,9 +18,15 @@ from dtpu.hw.config import HwConfig, ceil_div, get_config
 from dtpu.hw.listformat import Format
 from dtpu.reference import vector as rv
 
+#: one-input operators of 8-bit tensors the unit runs as a 256-entry table (VEC0.KIND TABLE):
+#: an element's output depends on its byte alone, so TFLite's kernel run on the 256 bytes is the
+#: operator (QUANTIZE: int8/uint8 in, int8/uint8 out, a requantization)
+TABLE_OPS = ("LOGISTIC", "TANH", "HARD_SWISH", "LEAKY_RELU", "RELU", "RELU6", "RELU_N1_TO_1",
+             "QUANTIZE")
 #: the TFLite operators the vector unit runs, by the VEC0.KIND they lower to
 VEC_KINDS = {"ADD": "ADD", "SUB": "ADD", "MUL": "MUL", "AVERAGE_POOL_2D": "AVG_POOL",
-             "MAX_POOL_2D": "MAX_POOL", "MEAN": "MEAN"}
+             "MAX_POOL_2D": "MAX_POOL", "MEAN": "MEAN", **{op: "TABLE" for op in TABLE_OPS},
+             "CONCATENATION": "COPY"}
 
 
 @dataclass(frozen=True)
@@ -26,7 +34,16 @@ class VecSpec:
     """One vector-unit node: operator, 8-bit dtype, operand shapes (NHWC; `b_shape` for ADD, SUB
     and MUL), quantization (scale, zero point) of each operand and of the output, the fused
     activation and, for the pools, filter, strides and padding. MEAN is over H and W with
-    keep_dims false (the TFLite path the unit's formula is; docs/architecture.md)."""
+    keep_dims false (the TFLite path the unit's formula is; docs/architecture.md). A table
+    operator carries its 256 output bytes in `table` (entry i: the output of input byte i,
+    0..255, the two's complement byte for int8) and, for QUANTIZE, its output type
+    `out_dtype` (None: `dtype`); its `a_shape` is the tensor's shape with leading ones to
+    rank 4. An ADD, SUB or MUL with a constant operand carries it in `const`: (which operand,
+    0 or 1; its bytes in the shape `a_shape` / `b_shape` gives it, :func:`constant_operand`),
+    written into DDR once at compile time. A CONCATENATION along channels has its output's
+    shape (rank 4) in `a_shape` and its inputs' channels in `parts`: its producers write their
+    slices of the output themselves where they can, a COPY moves the others
+    (:func:`lower_copy`)."""
 
     op: str
     dtype: np.dtype
@@ -40,10 +57,32 @@ class VecSpec:
     stride: tuple = (1, 1)
     padding: str = "VALID"
     name: str = ""
+    table: bytes | None = None
+    out_dtype: np.dtype | None = None
+    const: tuple | None = None
+    parts: tuple = ()
+
+    def activation_shapes(self) -> list[tuple]:
+        """The shapes of the operands read from other nodes' tensors, in the node's order (a
+        constant operand is not one)."""
+        if self.op == "CONCATENATION":
+            return [tuple(self.a_shape[:3]) + (int(c),) for c in self.parts]
+        if not self.binary:
+            return [tuple(self.a_shape)]
+        shapes = [tuple(self.a_shape), tuple(self.b_shape)]
+        if self.const is not None:
+            del shapes[self.const[0]]
+        return shapes
+
+    @property
+    def output_dtype(self) -> np.dtype:
+        return np.dtype(self.out_dtype if self.out_dtype is not None else self.dtype)
 
     @property
     def output_shape(self) -> tuple:
         n, h, w, c = self.a_shape
+        if self.op in TABLE_OPS or self.op == "CONCATENATION":
+            return tuple(self.a_shape)
         if self.op == "MEAN":
             return (n, c)
         if self.op in ("AVERAGE_POOL_2D", "MAX_POOL_2D"):
@@ -75,14 +114,83 @@ def _bmode(spec: VecSpec) -> tuple[int, bool]:
                      f"one of them 1x1xC")
 
 
+def constant_operand(data: np.ndarray, other: tuple) -> tuple[tuple, bytes]:
+    """A constant operand of ADD / SUB / MUL (`data`, its tensor's values and shape) as the unit
+    reads it beside an operand of shape `other` (NHWC): that shape itself when the constant has
+    it (BMODE 0), else one 1x1xC vector, its values broadcast over C (a scalar, a per-channel
+    vector: BMODE 1). ValueError for a constant that varies over N, H or W without being the
+    whole tensor, or that would enlarge the output."""
+    other = tuple(int(d) for d in other)
+    data = np.asarray(data)
+    if len(other) != 4 or data.ndim > 4:
+        raise ValueError(f"a constant operand {data.shape} beside {other} (the vector unit takes "
+                         "NHWC operands)")
+    try:
+        if tuple(np.broadcast_shapes(data.shape, other)) != other:
+            raise ValueError
+        if int(np.prod(data.shape)) == int(np.prod(other)):
+            return other, np.ascontiguousarray(data.reshape(other)).tobytes()
+        vec = np.broadcast_to(data, (1, 1, 1, other[-1]))
+    except ValueError:
+        raise ValueError(f"a constant operand of shape {data.shape} beside {other}; accepted: "
+                         f"that shape, or one broadcast over N, H and W (a scalar, a 1x1xC "
+                         f"vector)") from None
+    return (1, 1, 1, other[-1]), np.ascontiguousarray(vec).tobytes()
+
+
+def concat_spec(inputs: list[tuple], output: tuple, axis: int, activation: str) -> tuple:
+    """(output shape at rank 4, channels of each input) of a CONCATENATION the vector unit
+    runs: along the last axis of 8-bit tensors of rank <= 4 that share the output's type and
+    quantization (a pure copy; TFLite requantizes otherwise), no fused activation, no constant
+    input. `inputs`: (shape, type name, (scale, zero point), constant) each; `output`: (shape,
+    type name, (scale, zero point)). ValueError naming what does not fit."""
+    shape, type_name, q_out = output
+    rank = len(shape)
+    if rank < 1 or rank > 4 or axis % rank != rank - 1:
+        raise ValueError(f"CONCATENATION along axis {axis} of rank-{rank} tensors (the vector "
+                         f"unit concatenates channels, the last axis, of rank <= 4)")
+    if activation not in ("NONE", "0"):
+        raise ValueError(f"CONCATENATION with fused activation {activation}")
+    for i, (s, t, q, const) in enumerate(inputs):
+        if const:
+            raise ValueError(f"CONCATENATION input {i} is a constant of the model")
+        if t != type_name or tuple(s[:-1]) != tuple(shape[:-1]) or len(s) != rank:
+            raise ValueError(f"CONCATENATION input {i}: {t} {tuple(s)} beside the output's "
+                             f"{type_name} {tuple(shape)}")
+        if tuple(q) != tuple(q_out):
+            raise ValueError(f"CONCATENATION input {i} quantized {q}, the output {q_out} (TFLite "
+                             f"requantizes it: not a copy)")
+    parts = tuple(int(s[-1]) for s, _, _, _ in inputs)
+    if sum(parts) != shape[-1]:
+        raise ValueError(f"CONCATENATION of {parts} channels into {shape[-1]}")
+    return (1,) * (4 - rank) + tuple(int(d) for d in shape), parts
+
+
 def vec_reason(spec: VecSpec, cfg: HwConfig | None = None) -> str | None:
     """Why the vector unit cannot run `spec` (None: it can)."""
     cfg = cfg or get_config()
     mem = Format(cfg).mem
     if spec.op not in VEC_KINDS:
         return f"operator {spec.op} is not a vector-unit operator ({', '.join(VEC_KINDS)})"
-    if np.dtype(spec.dtype) not in (np.dtype(np.int8), np.dtype(np.uint8)):
-        return f"{np.dtype(spec.dtype)} tensors (the vector unit takes int8 and uint8)"
+    eight = (np.dtype(np.int8), np.dtype(np.uint8))
+    if np.dtype(spec.dtype) not in eight or spec.output_dtype not in eight:
+        return (f"{np.dtype(spec.dtype)} -> {spec.output_dtype} tensors (the vector unit takes "
+                f"int8 and uint8)")
+    if spec.output_dtype != np.dtype(spec.dtype) and spec.op != "QUANTIZE":
+        return f"{spec.op} of {np.dtype(spec.dtype)} -> {spec.output_dtype} (one type in and out)"
+    if spec.const is not None:
+        which, data = spec.const
+        shape = (spec.a_shape, spec.b_shape)[which] if which in (0, 1) else None
+        if not spec.binary or shape is None or len(data) != int(np.prod(shape)):
+            return (f"{spec.op} constant operand {which} of {len(data)} bytes (accepted: operand "
+                    f"0 or 1 of ADD, SUB, MUL, its bytes in its shape)")
+    if spec.op == "CONCATENATION" and (not spec.parts or min(spec.parts) < 1
+                                       or sum(spec.parts) != spec.a_shape[3]):
+        return (f"CONCATENATION of {spec.parts} channels into {spec.a_shape[3]} (accepted: "
+                f"inputs of >= 1 channel adding up to the output's)")
+    if spec.op in TABLE_OPS and (spec.table is None or len(spec.table) != 256):
+        return (f"{spec.op} without its 256-entry table "
+                f"({'none' if spec.table is None else len(spec.table)} bytes)")
     if len(spec.a_shape) != 4:
         return f"input of rank {len(spec.a_shape)} (the vector unit takes NHWC tensors)"
     n, h, w, c = spec.a_shape
@@ -110,10 +218,28 @@ def vec_reason(spec: VecSpec, cfg: HwConfig | None = None) -> str | None:
     if spec.op == "MEAN" and ceil_div(c, lanes) > int(mem["VEC_ROW_WORDS"]):
         return f"MEAN over {c} channels (the accumulator buffer holds {mem['VEC_ROW_WORDS']} words)"
     try:
-        lower_vec(spec, cfg)
+        if spec.op == "CONCATENATION":
+            for shape in spec.activation_shapes():
+                lower_copy(shape, spec.a_shape[3], spec.dtype, cfg)
+        else:
+            lower_vec(spec, cfg)
     except ValueError as e:
         return str(e)
     return None
+
+
+def lower_copy(shape: tuple, dst_channels: int, dtype, cfg: HwConfig | None = None) -> dict:
+    """The fields of a COPY (words VEC0, VEC2.N, VEC3, VEC7.OW) moving a contiguous 8-bit
+    tensor of `shape` (NHWC) into a channel slice of a tensor of `dst_channels` channels per
+    pixel (the addresses are the compiler's: DST is the slice's first byte)."""
+    f = Format(cfg or get_config())
+    n, h, w, c = (int(d) for d in shape)
+    fields = {"VEC0": dict(KIND=f.c2["vec_ops"]["COPY"],
+                           SIGNED=int(np.dtype(dtype) == np.dtype(np.int8))),
+              "VEC2": dict(N=n), "VEC3": dict(H=h, W=w, C=c), "VEC7": dict(OW=int(dst_channels))}
+    for kind_, vals in fields.items():   # every value fits its field (CmdlistError otherwise)
+        f.word(kind_, **vals)
+    return fields
 
 
 def _s(v: int, bits: int) -> int:
@@ -128,6 +254,9 @@ def lower_vec(spec: VecSpec, cfg: HwConfig | None = None) -> tuple[dict, bool]:
     """The VEC descriptor's fields (words VEC0, VEC3..VEC7 and VEC2.N; the addresses are the
     compiler's) and whether the operands are swapped (SRC_A is the node's second input)."""
     f = Format(cfg or get_config())
+    if spec.op == "CONCATENATION":
+        raise ValueError(f"CONCATENATION {spec.name!r} is no one descriptor: its producers write "
+                         f"their slices, COPY descriptors the rest (lower_copy)")
     kind = f.c2["vec_ops"][VEC_KINDS[spec.op]]
     dt = np.dtype(spec.dtype)
     n, h, w, c = spec.a_shape
@@ -163,6 +292,8 @@ def lower_vec(spec: VecSpec, cfg: HwConfig | None = None) -> tuple[dict, bool]:
                   OUT_OFF=_s(p.output_offset, 16))
         if swap:
             n, h, w, c = spec.b_shape
+    elif spec.op in TABLE_OPS:
+        pass          # the table is the operator: no integer of TFLite's Prepare is needed
     elif spec.op == "MEAN":
         p = rv.mean_params(*spec.a_q, *spec.out_q, h * w, dt)
         v0.update(ACT_MIN=_s(p.lo, 16), ACT_MAX=_s(p.hi, 16), OUT_OFF=_s(p.out_zp, 16))

@@ -2,8 +2,8 @@
 its arithmetic on the DDR bytes and its place in the list's timeline.
 
 The unit sits beside the post unit on the load unit's read path and the store unit's write
-path. It reads operand A (and B) from DDR as contiguous 8-bit NHWC tensors, combines VEC_LANES
-lanes a cycle and writes the contiguous 8-bit result. Its integers are TFLite's Prepare results
+path. It reads operand A (and B, or a TABLE's 256 bytes) from DDR as contiguous 8-bit NHWC
+tensors, combines VEC_LANES lanes a cycle and writes the contiguous 8-bit result. Its integers are TFLite's Prepare results
 carried in the descriptor (:mod:`dtpu.hw.vec_lower`), and its arithmetic is
 :mod:`dtpu.reference.vector`'s kernels fed with them, proven against the interpreter.
 """
@@ -16,6 +16,10 @@ import numpy as np
 from dtpu.hw.config import ceil_div
 from dtpu.hw.listformat import Format, ListFault
 from dtpu.reference import vector as rv
+
+
+#: a TABLE's bytes at SRC_B: one output byte per input byte (32 words, read once per VEC)
+TABLE_BYTES = 256
 
 
 def _signed(v: int, bits: int) -> int:
@@ -42,13 +46,24 @@ class VecJob:
 
     @property
     def b_bytes(self) -> int:
+        if self.kind == "TABLE":
+            return TABLE_BYTES
         if self.kind not in ("ADD", "MUL"):
             return 0
         return self.shape[3] if self.bmode == 1 else self.a_bytes
 
     @property
     def out_bytes(self) -> int:
+        """Bytes from DST to the last one written (a COPY's pixels OW bytes apart)."""
+        if self.kind == "COPY":
+            n, h, w, c = self.shape
+            return (n * h * w - 1) * self.dst_stride + c
         return int(np.prod(self.out_shape))
+
+    @property
+    def dst_stride(self) -> int:
+        """A COPY's bytes between two pixels at DST (VEC7.OW)."""
+        return int(self.fields["VEC7"]["OW"]) if self.kind == "COPY" else self.shape[3]
 
 
 def decode(fmt: Format, d: dict) -> VecJob:
@@ -76,16 +91,29 @@ def decode(fmt: Format, d: dict) -> VecJob:
         out_shape = (n, c)
     else:
         out_shape = shape
-    if (v1["SRC_A"] | v1["SRC_B"] | v2["DST"]) % 8:
+    if kind == "TABLE" and v1["SRC_B"] % 8:
+        raise ListFault("BAD_FIELD", f"VEC TABLE at SRC_B={v1['SRC_B']:#x}: the table must be "
+                        f"8-byte aligned")
+    if kind == "COPY" and d["VEC7"]["OW"] < c:
+        raise ListFault("BAD_FIELD", f"VEC COPY of {c} channels into pixels of OW="
+                        f"{d['VEC7']['OW']}: accepted OW >= C")
+    # a COPY writes a channel slice: its DST is any byte (the store unit's strobes)
+    dst_aligned = v2["DST"] if kind != "COPY" else 0
+    if (v1["SRC_A"] | v1["SRC_B"] | dst_aligned) % 8:
         raise ListFault("BAD_FIELD", f"VEC addresses {v1['SRC_A']:#x}, {v1['SRC_B']:#x}, "
-                        f"{v2['DST']:#x}: each must be 8-byte aligned")
+                        f"{v2['DST']:#x}: each must be 8-byte aligned (a COPY's DST any byte)")
     dtype = np.dtype(np.int8 if v0["SIGNED"] else np.uint8)
     return VecJob(kind, dtype, v0["BMODE"], v1["SRC_A"], v1["SRC_B"], v2["DST"], shape,
                   out_shape, d)
 
 
 def compute(job: VecJob, a: np.ndarray, b: np.ndarray | None) -> np.ndarray:
-    """The unit's arithmetic on the operands (8-bit arrays of the job's shapes)."""
+    """The unit's arithmetic on the operands (8-bit arrays of the job's shapes; a TABLE's B is
+    its 256 bytes)."""
+    if job.kind == "TABLE":
+        return b.view(np.uint8).reshape(-1)[a.view(np.uint8)]
+    if job.kind == "COPY":
+        return a
     d = job.fields
     v0, v4, v5, v6, v7 = d["VEC0"], d["VEC4"], d["VEC5"], d["VEC6"], d["VEC7"]
     lo, hi, out_off = _signed(v0["ACT_MIN"], 16), _signed(v0["ACT_MAX"], 16), \
@@ -113,8 +141,15 @@ def execute(ddr, job: VecJob) -> None:
     b = None
     if job.b_bytes:
         b = ddr.read(job.src_b, job.b_bytes).view(job.dtype)
-        b = b.reshape((1, 1, 1, job.shape[3]) if job.bmode == 1 else job.shape)
+        if job.kind != "TABLE":
+            b = b.reshape((1, 1, 1, job.shape[3]) if job.bmode == 1 else job.shape)
     out = compute(job, a, b)
+    if job.kind == "COPY":      # pixel p's C bytes at DST + p * OW; the bytes between untouched
+        n, h, w, c = job.shape
+        span = ddr.read(job.dst, job.out_bytes)
+        at = np.arange(n * h * w)[:, None] * job.dst_stride + np.arange(c)[None, :]
+        span[at] = np.ascontiguousarray(out).view(np.uint8).reshape(n * h * w, c)
+        return
     ddr.write(job.dst, np.ascontiguousarray(out).view(np.uint8).reshape(-1))
 
 
@@ -123,8 +158,8 @@ def execute(ddr, job: VecJob) -> None:
 @dataclass(frozen=True)
 class VecCost:
     """The unit's work in cycles and beats: `read_beats` on the read channel (B first when it
-    is a broadcast vector, else A and B interleaved), `ops` lane-word operations at one a cycle
-    from the first beat on, `tail` operations after the last one (MEAN's requantization of its
+    is a broadcast vector or a TABLE's 32 words, else A and B interleaved), `ops` lane-word
+    operations at one a cycle from the first beat on, `tail` operations after the last one (MEAN's requantization of its
     sums), `out_words` written; `gaps`: how many cycles before the last result word the k-th
     word before it is made, when they do not come one a cycle (Timeline.store_tail's `gaps`)."""
 
@@ -162,6 +197,14 @@ def cost(job: VecJob, lanes: int, burst: int = 16) -> VecCost:
     if job.kind in ("ADD", "MUL"):
         return VecCost(a_beats + ceil_div(job.b_bytes, 8), out_words, 0, out_words,
                        _chunk_gaps(out_words, burst) if job.bmode == 0 else None)
+    if job.kind == "TABLE":
+        return VecCost(a_beats + ceil_div(job.b_bytes, 8), out_words, 0, out_words)
+    if job.kind == "COPY":
+        # one beat a word in; out, each pixel's bytes as the words they touch (strobed at
+        # either end: a slice of a wider tensor is rarely word-aligned)
+        starts = job.dst + np.arange(n * h * w, dtype=np.int64) * job.dst_stride
+        touched = int(((starts + c - 1) // 8 - starts // 8 + 1).sum())
+        return VecCost(a_beats, a_beats, 0, touched)
     if job.kind == "MEAN":
         return VecCost(a_beats, n * h * w * words_px, n * words_px, out_words)
     v4, v7 = job.fields["VEC4"], job.fields["VEC7"]

@@ -159,8 +159,8 @@ def execute(ddr, job: VecJob) -> None:
 class VecCost:
     """The unit's work in cycles and beats: `read_beats` on the read channel (B first when it
     is a broadcast vector or a TABLE's 32 words, else A and B interleaved), `ops` lane-word
-    operations at one a cycle from the first beat on, `tail` operations after the last one (MEAN's requantization of its
-    sums), `out_words` written; `gaps`: how many cycles before the last result word the k-th
+    operations at one a cycle from the first beat on, `tail` operations after the last one
+    (MEAN's requantization of its sums), `out_words` written; `gaps`: how many cycles before the last result word the k-th
     word before it is made, when they do not come one a cycle (Timeline.store_tail's `gaps`)."""
 
     read_beats: int

@@ -1388,7 +1388,7 @@ def test_dtpu_run_picks_the_simulated_top_from_the_path_option(monkeypatch):
     in-process core is chosen."""
     import argparse
 
-    from dtpu.backends.rtl import TOP_ENV
+    from dtpu.rtl.build import TOP_ENV
     from dtpu.rtl.cli import _top
 
     monkeypatch.delenv(TOP_ENV, raising=False)

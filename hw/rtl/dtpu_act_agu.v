@@ -327,40 +327,43 @@ wire [KP_W-1:0] ph_next = ph_last ? {KP_W{1'b0}} : ph_r + 1'b1;
 wire init_go = state_reg == S_SETUP && (st_reg == ST_WINIT || st_reg == ST_CINIT)
         && !(run_reg && !(fire && m_last));
 
-// the one element adder of the walk (also loads the first element: the walk does not add then)
-reg signed [SW-1:0] add_a, add_b;
+// the walk's next element (also the first element of a new stream: the walk does not add
+// then). Every candidate sum is formed beside the others and the last tests only select among
+// them: a last test, an operand select and one adder in series were the unit's critical path
+// on the ECP5 proxy (lane_r -> elem_r, docs/synthesis.md)
+wire signed [SW-1:0] sum_inc = elem_r + {{(SW-1){1'b0}}, 1'b1};
+wire signed [SW-1:0] sum_sty = elem_r + sty_q;
+wire signed [SW-1:0] sum_stx = elem_r + {{(SW-STX_W){stx_q[STX_W-1]}}, stx_q};
+wire signed [SW-1:0] sum_org = org_r + sx_idx({{(IDX_W-XC_W){1'b0}}, sxc_q});
+wire signed [SW-1:0] sum_row = row_r + sywc_q;
+wire signed [SW-1:0] sum_img = img_r + hwc_q;
+wire signed [SW-1:0] sum_win = acc_r + sx_idx({{(IDX_W-DIM_W){1'b0}}, c0_r});
+wire signed [SW-1:0] sum_pel = pel_r + c_s;
+reg signed [SW-1:0] add_s;
 always @* begin
-    add_a = elem_r;
-    add_b = {{(SW-1){1'b0}}, 1'b1};
+    add_s = sum_inc;
     if (init_go) begin
-        add_a = st_reg == ST_WINIT ? acc_r : sx_idx({{(IDX_W-KP_W){1'b0}}, s0_r});
-        add_b = st_reg == ST_WINIT ? sx_idx({{(IDX_W-DIM_W){1'b0}}, c0_r}) : {SW{1'b0}};
+        add_s = st_reg == ST_WINIT ? sum_win : sx_idx({{(IDX_W-KP_W){1'b0}}, s0_r});
     end else if (win_q) begin
         if (!lane_last) begin
             if (c_last) begin
-                add_b = kx_last ? sty_q : {{(SW-STX_W){stx_q[STX_W-1]}}, stx_q};
+                add_s = kx_last ? sum_sty : sum_stx;
             end
         end else if (!x_last) begin
-            add_a = org_r;
-            add_b = sx_idx({{(IDX_W-XC_W){1'b0}}, sxc_q});
+            add_s = sum_org;
         end else if (!y_last) begin
-            add_a = row_r;
-            add_b = sywc_q;
+            add_s = sum_row;
         end else begin
-            add_a = img_r;
-            add_b = hwc_q;
+            add_s = sum_img;
         end
     end else if (lane_last) begin
         if (x_last && y_last) begin
-            add_a = sx_idx({{(IDX_W-KP_W){1'b0}}, s_next});
-            add_b = {SW{1'b0}};
+            add_s = sx_idx({{(IDX_W-KP_W){1'b0}}, s_next});
         end else begin
-            add_a = pel_r;
-            add_b = c_s;
+            add_s = sum_pel;
         end
     end
 end
-wire signed [SW-1:0] add_s = add_a + add_b;
 
 always @(posedge clk) begin
     // the divider (started by the setup steps ST_KHKW and ST_C0)

@@ -46,7 +46,7 @@ def test_header_constants_equal_python_constants():
     for name, bit in cfg.errors.items():
         assert p[f"DTPU_ERR_{name}"] == bit
         assert getattr(cfg, f"ERR_{name}") == 1 << bit
-    for key in ("CFG_CYCLES", "LOAD_LATENCY", "LAT_MXU", "LAT_REDUCE", "LAT_POST", "FP_PARTIALS"):
+    for key in ("CFG_CYCLES", "LOAD_LATENCY", "LAT_MXU", "LAT_REDUCE", "LAT_POST", "FP_PARTIALS", "DW_SETUP"):
         assert p[f"DTPU_{key}"] == getattr(cfg, key)
     assert p["DTPU_DEFAULT_ROWS"] == cfg.ROWS and p["DTPU_DEFAULT_COLS"] == cfg.COLS
     assert p["DTPU_DEFAULT_PREC_EN"] == cfg.prec_enable_mask

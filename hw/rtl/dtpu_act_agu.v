@@ -130,8 +130,8 @@ end
 localparam S_IDLE = 1'b0, S_SETUP = 1'b1;
 
 // setup steps (st_reg): one product of the shared multiplier each; the divider runs beside them
-localparam [4:0] ST_KBEG = 5'd0, ST_KHKW = 5'd1, ST_KK = 5'd2, ST_KEND = 5'd3, ST_WC = 5'd4,
-                 ST_HWC = 5'd5, ST_SXC = 5'd6, ST_DXC = 5'd7, ST_SYWC = 5'd8, ST_STX0 = 5'd9,
+localparam [4:0] ST_KBEG = 5'd0, ST_KHKW = 5'd1, ST_KEND = 5'd2, ST_KK = 5'd3, ST_WC = 5'd4,
+                 ST_SXC = 5'd5, ST_HWC = 5'd6, ST_DXC = 5'd7, ST_SYWC = 5'd8, ST_STX0 = 5'd9,
                  ST_STX1 = 5'd10, ST_STY0 = 5'd11, ST_STY1 = 5'd12, ST_STY2 = 5'd13,
                  ST_IMG2 = 5'd14, ST_IMG3 = 5'd15, ST_TY0 = 5'd16, ST_TX0 = 5'd17,
                  ST_IMG0 = 5'd18, ST_IMG1 = 5'd19, ST_WINIT = 5'd21,
@@ -163,52 +163,79 @@ reg [KP_W-1:0] cpc_r, s0_r, ph0_r;
 reg signed [SW-1:0] acc_r;                    // multiply-accumulate of the setup sums
 
 // shared multiplier, and the accumulator: acc = (clear ? 0 : acc) +/- product
-// The product is registered (prod_r) and used the cycle after its step: the operand select,
-// the multiply and the accumulate were one path (the unit's critical path on the ECP5 proxy,
-// docs/synthesis.md). A step's result register is written one cycle later than its step
-// (pst_r says which), a step that reads the product of the step just before takes prod_r
-// (ST_KK, ST_HWC, the divider's start), and the accumulator's captures come a step later
-// (ST_STY1, ST_IMG3); the image origin's last term c0 is added by the walk's adder at
-// ST_WINIT. The setup keeps its step count, so its timing is unchanged.
-reg [IDX_W-1:0] mul_a;
-reg [DIM_W-1:0] mul_b;
+// Operands are selected a step ahead into op_a_r / op_b_r (from the step st_reg moves to), the
+// product is registered (prod_r) and used the cycle after its step: the multiplier sits alone
+// between registers (the operand select, the multiply and the accumulate in one cycle were the
+// unit's critical path on the ECP5 proxy, docs/synthesis.md). A step's result register is
+// written one cycle after its step (pst_r says which); a step whose operand is the product of
+// the step two before selects it from prod_r (ST_KK: KH*KW, ST_HWC: W*C, ST_STX0: DX*C), so
+// the steps are ordered with one step between a product and its use. The accumulator's
+// captures come a step after its last accumulate (ST_STY1, ST_IMG3), and the image origin's
+// last term c0 is added by the walk's adder at ST_WINIT. The tap offsets ky0*DY and kx0*DX
+// (ST_TY0, ST_TX0) are 4x4-bit products of their own: ky0 and kx0 come from the divider just
+// before, too late for a selection a step ahead. The setup keeps its step count, so its timing
+// is unchanged.
+reg [IDX_W-1:0] sel_a, op_a_r;
+reg [DIM_W-1:0] sel_b, op_b_r;
 reg acc_en, acc_clr, acc_neg;
-wire [IDX_W-1:0] mul_p = mul_a * {{(IDX_W-DIM_W){1'b0}}, mul_b};
+wire [IDX_W-1:0] mul_p = op_a_r * {{(IDX_W-DIM_W){1'b0}}, op_b_r};
 reg [IDX_W-1:0] prod_r;
 reg [4:0] pst_r;                               // the step of prod_r
 reg pv_r, acc_en_r, acc_clr_r, acc_neg_r;     // prod_r is a setup step's; its accumulate
 
+// the step whose operands are selected: the next one (a WINDOWS start: ST_KBEG, its operands
+// from the fields being sampled). The steps that wait (ST_TY0, ST_WINIT, ST_CWAIT, ST_CINIT)
+// are followed by steps that do not multiply, so a wait never holds a selection.
+wire [4:0] st_sel = state_reg == S_IDLE ? ST_KBEG : st_reg + 5'd1;
+
 always @* begin
-    mul_a = {IDX_W{1'b0}};
-    mul_b = {DIM_W{1'b0}};
+    sel_a = {IDX_W{1'b0}};
+    sel_b = {DIM_W{1'b0}};
+    case (st_sel)
+        ST_KBEG:  begin sel_a = {{(IDX_W-KP_W){1'b0}}, cfg_k0}; sel_b = {{(DIM_W-LANES_W){1'b0}}, cfg_lanes}; end
+        ST_KHKW:  begin sel_a = {{(IDX_W-KER_W){1'b0}}, kh_r}; sel_b = {{(DIM_W-KER_W){1'b0}}, kw_r}; end
+        ST_KEND:  begin sel_a = {{(IDX_W-KP_W){1'b0}}, k1_r}; sel_b = {{(DIM_W-LANES_W){1'b0}}, lanes_r}; end
+        ST_KK:    begin sel_a = {{(IDX_W-2*KER_W){1'b0}}, prod_r[2*KER_W-1:0]}; sel_b = c_r; end   // KH*KW
+        ST_WC:    begin sel_a = {{(IDX_W-DIM_W){1'b0}}, w_r}; sel_b = c_r; end
+        ST_SXC:   begin sel_a = {{(IDX_W-DIM_W){1'b0}}, c_r}; sel_b = {{(DIM_W-KER_W){1'b0}}, sx_r}; end
+        ST_HWC:   begin sel_a = prod_r; sel_b = h_r; end   // W*C
+        ST_DXC:   begin sel_a = {{(IDX_W-DIM_W){1'b0}}, c_r}; sel_b = {{(DIM_W-KER_W){1'b0}}, dx_r}; end
+        ST_SYWC:  begin sel_a = wc_r; sel_b = {{(DIM_W-KER_W){1'b0}}, sy_r}; end
+        // STX = DX*C - (C-1)
+        ST_STX0:  begin sel_a = {{(IDX_W-XC_W){1'b0}}, prod_r[XC_W-1:0]}; sel_b = {{(DIM_W-1){1'b0}}, 1'b1}; end   // DX*C
+        ST_STX1:  begin sel_a = {{(IDX_W-DIM_W){1'b0}}, c_r - 1'b1}; sel_b = {{(DIM_W-1){1'b0}}, 1'b1}; end
+        // STY = DY*W*C - (KW-1)*DX*C - (C-1)
+        ST_STY0:  begin sel_a = wc_r; sel_b = {{(DIM_W-KER_W){1'b0}}, dy_r}; end
+        ST_STY1:  begin sel_a = {{(IDX_W-XC_W){1'b0}}, dxc_r}; sel_b = {{(DIM_W-KER_W){1'b0}}, kw_r - 1'b1}; end
+        ST_STY2:  begin sel_a = {{(IDX_W-DIM_W){1'b0}}, c_r - 1'b1}; sel_b = {{(DIM_W-1){1'b0}}, 1'b1}; end
+        // image origin + offset of lane K0*L: -PT*W*C - PL*C + ky0*DY*W*C + kx0*DX*C (+ c0 at
+        // ST_WINIT)
+        ST_IMG2:  begin sel_a = wc_r; sel_b = {{(DIM_W-KER_W){1'b0}}, pt_r}; end
+        ST_IMG3:  begin sel_a = {{(IDX_W-DIM_W){1'b0}}, c_r}; sel_b = {{(DIM_W-KER_W){1'b0}}, pl_r}; end
+        ST_IMG0:  begin sel_a = wc_r; sel_b = ty0_r[DIM_W-1:0]; end
+        ST_IMG1:  begin sel_a = {{(IDX_W-DIM_W){1'b0}}, c_r}; sel_b = tx0_r[DIM_W-1:0]; end
+        default: ;
+    endcase
+end
+
+wire [2*KER_W-1:0] ty0_p = dy_r * ky0_r;
+wire [2*KER_W-1:0] tx0_p = dx_r * kx0_r;
+
+// the accumulator's control, decoded from the step that multiplies
+always @* begin
     acc_en = 1'b0;
     acc_clr = 1'b0;
     acc_neg = 1'b0;
     case (st_reg)
-        ST_KBEG:  begin mul_a = {{(IDX_W-KP_W){1'b0}}, k0_r}; mul_b = {{(DIM_W-LANES_W){1'b0}}, lanes_r}; end
-        ST_KHKW:  begin mul_a = {{(IDX_W-KER_W){1'b0}}, kh_r}; mul_b = {{(DIM_W-KER_W){1'b0}}, kw_r}; end
-        ST_KK:    begin mul_a = {{(IDX_W-2*KER_W){1'b0}}, prod_r[2*KER_W-1:0]}; mul_b = c_r; end   // KH*KW
-        ST_KEND:  begin mul_a = {{(IDX_W-KP_W){1'b0}}, k1_r}; mul_b = {{(DIM_W-LANES_W){1'b0}}, lanes_r}; end
-        ST_WC:    begin mul_a = {{(IDX_W-DIM_W){1'b0}}, w_r}; mul_b = c_r; end
-        ST_HWC:   begin mul_a = prod_r; mul_b = h_r; end   // W*C
-        ST_SXC:   begin mul_a = {{(IDX_W-DIM_W){1'b0}}, c_r}; mul_b = {{(DIM_W-KER_W){1'b0}}, sx_r}; end
-        ST_DXC:   begin mul_a = {{(IDX_W-DIM_W){1'b0}}, c_r}; mul_b = {{(DIM_W-KER_W){1'b0}}, dx_r}; end
-        ST_SYWC:  begin mul_a = wc_r; mul_b = {{(DIM_W-KER_W){1'b0}}, sy_r}; end
-        // STX = DX*C - (C-1)
-        ST_STX0:  begin mul_a = {{(IDX_W-XC_W){1'b0}}, dxc_r}; mul_b = {{(DIM_W-1){1'b0}}, 1'b1}; acc_en = 1'b1; acc_clr = 1'b1; end
-        ST_STX1:  begin mul_a = {{(IDX_W-DIM_W){1'b0}}, c_r - 1'b1}; mul_b = {{(DIM_W-1){1'b0}}, 1'b1}; acc_en = 1'b1; acc_neg = 1'b1; end
-        // STY = DY*W*C - (KW-1)*DX*C - (C-1)
-        ST_STY0:  begin mul_a = wc_r; mul_b = {{(DIM_W-KER_W){1'b0}}, dy_r}; acc_en = 1'b1; acc_clr = 1'b1; end
-        ST_STY1:  begin mul_a = {{(IDX_W-XC_W){1'b0}}, dxc_r}; mul_b = {{(DIM_W-KER_W){1'b0}}, kw_r - 1'b1}; acc_en = 1'b1; acc_neg = 1'b1; end
-        ST_STY2:  begin mul_a = {{(IDX_W-DIM_W){1'b0}}, c_r - 1'b1}; mul_b = {{(DIM_W-1){1'b0}}, 1'b1}; acc_en = 1'b1; acc_neg = 1'b1; end
-        // image origin + offset of lane K0*L: -PT*W*C - PL*C + ky0*DY*W*C + kx0*DX*C (+ c0 at
-        // ST_WINIT)
-        ST_IMG2:  begin mul_a = wc_r; mul_b = {{(DIM_W-KER_W){1'b0}}, pt_r}; acc_en = 1'b1; acc_clr = 1'b1; acc_neg = 1'b1; end
-        ST_IMG3:  begin mul_a = {{(IDX_W-DIM_W){1'b0}}, c_r}; mul_b = {{(DIM_W-KER_W){1'b0}}, pl_r}; acc_en = 1'b1; acc_neg = 1'b1; end
-        ST_TY0:   begin mul_a = {{(IDX_W-KER_W){1'b0}}, dy_r}; mul_b = {{(DIM_W-KER_W){1'b0}}, ky0_r}; end
-        ST_TX0:   begin mul_a = {{(IDX_W-KER_W){1'b0}}, dx_r}; mul_b = {{(DIM_W-KER_W){1'b0}}, kx0_r}; end
-        ST_IMG0:  begin mul_a = wc_r; mul_b = ty0_r[DIM_W-1:0]; acc_en = 1'b1; end
-        ST_IMG1:  begin mul_a = {{(IDX_W-DIM_W){1'b0}}, c_r}; mul_b = tx0_r[DIM_W-1:0]; acc_en = 1'b1; end
+        ST_STX0:  begin acc_en = 1'b1; acc_clr = 1'b1; end
+        ST_STX1:  begin acc_en = 1'b1; acc_neg = 1'b1; end
+        ST_STY0:  begin acc_en = 1'b1; acc_clr = 1'b1; end
+        ST_STY1:  begin acc_en = 1'b1; acc_neg = 1'b1; end
+        ST_STY2:  begin acc_en = 1'b1; acc_neg = 1'b1; end
+        ST_IMG2:  begin acc_en = 1'b1; acc_clr = 1'b1; acc_neg = 1'b1; end
+        ST_IMG3:  begin acc_en = 1'b1; acc_neg = 1'b1; end
+        ST_IMG0:  begin acc_en = 1'b1; end
+        ST_IMG1:  begin acc_en = 1'b1; end
         default: ;
     endcase
 end
@@ -300,40 +327,43 @@ wire [KP_W-1:0] ph_next = ph_last ? {KP_W{1'b0}} : ph_r + 1'b1;
 wire init_go = state_reg == S_SETUP && (st_reg == ST_WINIT || st_reg == ST_CINIT)
         && !(run_reg && !(fire && m_last));
 
-// the one element adder of the walk (also loads the first element: the walk does not add then)
-reg signed [SW-1:0] add_a, add_b;
+// the walk's next element (also the first element of a new stream: the walk does not add
+// then). Every candidate sum is formed beside the others and the last tests only select among
+// them: a last test, an operand select and one adder in series were the unit's critical path
+// on the ECP5 proxy (lane_r -> elem_r, docs/synthesis.md)
+wire signed [SW-1:0] sum_inc = elem_r + {{(SW-1){1'b0}}, 1'b1};
+wire signed [SW-1:0] sum_sty = elem_r + sty_q;
+wire signed [SW-1:0] sum_stx = elem_r + {{(SW-STX_W){stx_q[STX_W-1]}}, stx_q};
+wire signed [SW-1:0] sum_org = org_r + sx_idx({{(IDX_W-XC_W){1'b0}}, sxc_q});
+wire signed [SW-1:0] sum_row = row_r + sywc_q;
+wire signed [SW-1:0] sum_img = img_r + hwc_q;
+wire signed [SW-1:0] sum_win = acc_r + sx_idx({{(IDX_W-DIM_W){1'b0}}, c0_r});
+wire signed [SW-1:0] sum_pel = pel_r + c_s;
+reg signed [SW-1:0] add_s;
 always @* begin
-    add_a = elem_r;
-    add_b = {{(SW-1){1'b0}}, 1'b1};
+    add_s = sum_inc;
     if (init_go) begin
-        add_a = st_reg == ST_WINIT ? acc_r : sx_idx({{(IDX_W-KP_W){1'b0}}, s0_r});
-        add_b = st_reg == ST_WINIT ? sx_idx({{(IDX_W-DIM_W){1'b0}}, c0_r}) : {SW{1'b0}};
+        add_s = st_reg == ST_WINIT ? sum_win : sx_idx({{(IDX_W-KP_W){1'b0}}, s0_r});
     end else if (win_q) begin
         if (!lane_last) begin
             if (c_last) begin
-                add_b = kx_last ? sty_q : {{(SW-STX_W){stx_q[STX_W-1]}}, stx_q};
+                add_s = kx_last ? sum_sty : sum_stx;
             end
         end else if (!x_last) begin
-            add_a = org_r;
-            add_b = sx_idx({{(IDX_W-XC_W){1'b0}}, sxc_q});
+            add_s = sum_org;
         end else if (!y_last) begin
-            add_a = row_r;
-            add_b = sywc_q;
+            add_s = sum_row;
         end else begin
-            add_a = img_r;
-            add_b = hwc_q;
+            add_s = sum_img;
         end
     end else if (lane_last) begin
         if (x_last && y_last) begin
-            add_a = sx_idx({{(IDX_W-KP_W){1'b0}}, s_next});
-            add_b = {SW{1'b0}};
+            add_s = sx_idx({{(IDX_W-KP_W){1'b0}}, s_next});
         end else begin
-            add_a = pel_r;
-            add_b = c_s;
+            add_s = sum_pel;
         end
     end
 end
-wire signed [SW-1:0] add_s = add_a + add_b;
 
 always @(posedge clk) begin
     // the divider (started by the setup steps ST_KHKW and ST_C0)
@@ -466,8 +496,10 @@ always @(posedge clk) begin
         end
     end
 
-    // the product of the step before: its result register, or the accumulator (a waiting
-    // ST_TY0 writes ty0_r each cycle, its last product is the one with the final ky0)
+    // the operands of the next step; the product of the step before: its result register, or
+    // the accumulator
+    op_a_r <= sel_a;
+    op_b_r <= sel_b;
     prod_r <= mul_p;
     pst_r <= st_reg;
     pv_r <= state_reg == S_SETUP;
@@ -487,8 +519,6 @@ always @(posedge clk) begin
         ST_SXC:   sxc_r <= prod_r[XC_W-1:0];
         ST_DXC:   dxc_r <= prod_r[XC_W-1:0];
         ST_SYWC:  sywc_r <= prod_r;
-        ST_TY0:   ty0_r <= prod_r[CW-1:0];
-        ST_TX0:   tx0_r <= prod_r[CW-1:0];
         default: ;
         endcase
     end
@@ -528,10 +558,14 @@ always @(posedge clk) begin
         ST_STY1:  stx_r <= acc_r[STX_W-1:0];   // after ST_STX1's accumulate
         ST_IMG3:  sty_r <= acc_r;               // after ST_STY2's
         ST_TY0: begin
+            // a waiting ST_TY0 writes ty0_r each cycle, its last product is the one with the
+            // final ky0
+            ty0_r <= {{(CW-2*KER_W){1'b0}}, ty0_p};
             if (dv_ph != 2'd0) begin
                 st_reg <= st_reg;             // ky0, kx0, c0 not there yet
             end
         end
+        ST_TX0:   tx0_r <= {{(CW-2*KER_W){1'b0}}, tx0_p};
         ST_WINIT: if (run_reg && !(fire && m_last)) begin
             st_reg <= st_reg;                 // the walk of the stream before is not done
         end else begin

@@ -27,6 +27,9 @@ integer r;
 
 always @* begin
     word = 64'd0;
+    // assigned on every path: the loop variable is otherwise held in the default branch, which
+    // Yosys' synth_ecp5 rejects as a latch
+    r = 0;
     case (log_lanes)
         2'd3: for (r = 0; r < 8; r = r + 1) word[r*8 +: 8] = values[r*64 +: 8];
         2'd2: for (r = 0; r < 4; r = r + 1) word[r*16 +: 16] = values[r*64 +: 16];

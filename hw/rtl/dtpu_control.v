@@ -546,6 +546,10 @@ always @(posedge clk) begin
             if (adv && act_fire) begin
                 in_cnt_reg <= in_cnt_reg + 64'd1;
             end
+            // the depthwise sequencer's totals come at the end of its setup (DW_SETUP cycles
+            // after CONFIG; all ones until then, so the job cannot finish before it starts)
+            in_total_reg <= dw_in_total;
+            res_total_reg <= dw_res_total;
         end
         ST_DONE: begin
             state_reg <= ST_IDLE;

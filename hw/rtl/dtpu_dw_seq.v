@@ -119,7 +119,8 @@ wire [15:0] nchunk = reg_dw_groups[DTPU_DW_GROUPS_NCHUNK_LSB +: 16];
 wire [15:0] lb = reg_dw_ring[DTPU_DW_RING_LB_ROWS_LSB +: 16];
 wire [3:0]  tc = reg_dw_ring[DTPU_DW_RING_TAP_CYCLES_LSB +: 4];
 
-// ---- derived quantities (combinational from the registers, latched in CONFIG0) ----
+// ---- the CONFIG0 checks' quantities (combinational from the registers: the checks decide in
+// CONFIG0, see dtpu_control) ----
 wire [15:0] span_h = ({8'd0, kh} - 16'd1) * {8'd0, dy} + 16'd1;
 wire [15:0] span_w = ({8'd0, kw} - 16'd1) * {8'd0, dx} + 16'd1;
 wire [31:0] row_words = {16'd0, iw} * {16'd0, gc};
@@ -132,18 +133,9 @@ wire [47:0] wgt_end = {16'd0, reg_wgt_base} + {16'd0, taps} * {16'd0, gpc} * COL
 wire [3:0]  lanes = 4'd1 << log_l;
 wire [47:0] prm_end = {16'd0, reg_param_base} + {16'd0, groups} * lanes;
 wire [2:0]  wi = 3'd1 << (log_l - log_lo);
-wire [31:0] items = {16'd0, ow} * {16'd0, gc};
-wire [31:0] steps = (items + COLS - 1) >> LOG_COLS;
-wire [19:0] s_issue = {4'd0, taps} * {16'd0, tc};
-wire [19:0] p_res = COLS * {17'd0, wi};
-wire [19:0] period = s_issue > p_res ? s_issue : p_res;
 wire tc_ok = tc != 4'd0 && tc <= COLS && (tc & (tc - 4'd1)) == 4'd0;
 wire [31:0] oy_last = ({16'd0, oh} - 32'd1) * {24'd0, sy};
 wire [31:0] ox_last = ({16'd0, ow} - 32'd1) * {24'd0, sx};
-// input-row step from a chunk's last output row to the next chunk's first: IH - (OH-1)*SY
-/* verilator lint_off UNUSEDSIGNAL */
-wire signed [33:0] chd = $signed({18'd0, ih}) - $signed({2'd0, oy_last});  // in [-254, 65535]
-/* verilator lint_on UNUSEDSIGNAL */
 
 reg [31:0] err;
 always @* begin
@@ -167,61 +159,12 @@ always @* begin
 end
 assign cfg_err = err;
 
-// x mod m in [0, m) for a signed 18-bit x (the dividers stay small: CONFIG logic only)
-function [15:0] mod_lb(input signed [17:0] x, input [15:0] m);
-    reg [16:0] ax;
-    reg [16:0] r;
-    begin
-        ax = x[17] ? -x[16:0] : x[16:0];
-        r = m == 16'd0 ? 17'd0 : ax % {1'b0, m};
-        if (x[17] && r != 17'd0) r = {1'b0, m} - r;
-        mod_lb = r[15:0];
-    end
-endfunction
-
-// small j / gc (sel 0) or j % gc (sel 1), j <= COLS (6-bit dividers)
-/* verilator lint_off UNUSEDSIGNAL */
-function [31:0] div_mod(input integer jv, input [15:0] d, input sel);
-    reg [5:0] n, dd;
-    begin
-        n = jv[5:0];
-        dd = d[5:0];
-        div_mod = {26'd0, sel ? n % dd : n / dd};
-    end
-endfunction
-/* verilator lint_on UNUSEDSIGNAL */
-
-function [15:0] lo16(input [31:0] v);
-    /* verilator lint_off UNUSEDSIGNAL */
-    reg [31:0] t;
-    /* verilator lint_on UNUSEDSIGNAL */
-    begin
-        t = v;
-        lo16 = t[15:0];
-    end
-endfunction
-
-wire [31:0] sx32 = {24'd0, sx};
-wire [31:0] pl32 = {24'd0, pl};
-wire [31:0] gc32 = {16'd0, gc};
-
 // a + d modulo the ring (both already below it)
 function [AR-1:0] ring_add(input [AR-1:0] x, input [AR-1:0] d, input [AR-1:0] m);
     reg [AR:0] t;
     begin
         t = {1'b0, x} + {1'b0, d};
         ring_add = t >= {1'b0, m} ? t[AR-1:0] - m : t[AR-1:0];
-    end
-endfunction
-
-// slot index times slot size, in bank rows (below the ring size when the ring fits)
-function [AR-1:0] ring_mul(input [15:0] slot, input [AR-1:0] size);
-    /* verilator lint_off UNUSEDSIGNAL */
-    reg [AR+15:0] t;
-    /* verilator lint_on UNUSEDSIGNAL */
-    begin
-        t = {{AR{1'b0}}, slot} * {16'd0, size};
-        ring_mul = t[AR-1:0];
     end
 endfunction
 
@@ -232,7 +175,7 @@ reg [15:0] span_r;
 reg [AR-1:0] rsc_r, ring_r;
 reg [AR-1:0] syr_r, dyr_r, chr_r, r0_r;           // ring-row deltas (mod ring)
 reg [WR-1:0] gpc_r, wbase_r;
-reg [31:0] items_r, steps_r;
+reg [31:0] items_r, steps_r, row_words_r;
 reg [19:0] s_r, p_r;
 reg [3:0]  log_tc_r;
 reg [2:0]  wi_r;
@@ -247,63 +190,298 @@ reg signed [31:0] xp0_r [0:COLS-1];
 reg signed [31:0] xg0_r [0:COLS-1];
 reg [15:0]        g0_r [0:COLS-1];
 reg [63:0] in_total_r, res_total_r;
+reg [31:0] rows_total, out_rows_total;            // NCHUNK*IH, NCHUNK*OH
+reg [31:0] rsc_full_r;                             // bank rows per slot, all 32 bits
+
+// bank rows of a count of words, in the 32 bits the counts have
+function [31:0] rsc_of(input [31:0] v);
+    rsc_of = (v + COLS - 1) >> LOG_COLS;
+endfunction
+
+function [AR-1:0] rsc_lo(input [31:0] v);
+    /* verilator lint_off UNUSEDSIGNAL */
+    reg [31:0] t;
+    /* verilator lint_on UNUSEDSIGNAL */
+    begin
+        t = (v + COLS - 1) >> LOG_COLS;
+        rsc_lo = t[AR-1:0];
+    end
+endfunction
+
+function [WR-1:0] gpc_of(input [31:0] v);
+    /* verilator lint_off UNUSEDSIGNAL */
+    reg [31:0] t;
+    /* verilator lint_on UNUSEDSIGNAL */
+    begin
+        t = (v + COLS - 1) >> LOG_COLS;
+        gpc_of = t[WR-1:0];
+    end
+endfunction
+
+// ---- setup: the derived quantities, computed after CONFIG0 ----
+// The products, quotients and remainders of the fields (slot sizes, totals, the ring-row
+// deltas, which take remainders modulo LB_ROWS, the per-column start values) come from one
+// shared multiplier and one restoring divider, one product and one quotient bit per cycle, in
+// a fixed order: the loader and the computer start DW_SETUP cycles after CONFIG (contract.json
+// timing.DW_SETUP, model.dw_schedule). Computed in one CONFIG cycle they were the unit's (and
+// the board build's) longest paths: four 17-bit remainders and the products after them, the
+// column start values' 32-bit products (docs/synthesis.md).
+// The multiplier: operands selected at step s into op_a_r/op_b_r, the product registered at
+// s + 1 (prod_r), written to its register at s + 2 (readable from s + 3; a step two after a
+// product may select prod_r itself).
+localparam SU_W = 6;
+localparam [SU_W-1:0]
+    P_TAPS = 6'd0, P_GROUPS = 6'd1, P_RW = 6'd2, P_ITEMS = 6'd3, P_OYL = 6'd4, P_SPAN = 6'd5,
+    P_DXGC = 6'd6, P_SXGC = 6'd7, P_PLGC = 6'd8, P_RT = 6'd9, P_ORT = 6'd10, P_SISSUE = 6'd11,
+    P_GI = 6'd12, P_GO = 6'd13, P_RING = 6'd14, P_INT = 6'd15, P_REST = 6'd16, P_SYR = 6'd17,
+    P_DYR = 6'd19, P_R0 = 6'd28, P_CHR = 6'd55,
+    // the divider: loads at these steps, its result is taken at the next load (8 quotient
+    // bits for the 8-bit dividends, 17 for the chunk step)
+    D_SY = 6'd0, D_DY = 6'd9, D_PT = 6'd18, D_Q0 = 6'd27, D_CH = 6'd36, D_END = 6'd54,
+    // the per-column walk (needs SX*GC and PL*GC), the last end, the init of the walk
+    W_START = 6'd12, E_LAST = 6'd20, S_INIT = 6'd58;
+
+initial begin
+    if ({{(32-SU_W){1'b0}}, S_INIT} != DTPU_DW_SETUP
+            || {{(32-SU_W){1'b0}}, W_START} + COLS + 1 > {{(32-SU_W){1'b0}}, S_INIT}) begin
+        $error("Error: the setup's schedule does not match contract.json's DW_SETUP (instance %m)");
+        $finish;
+    end
+end
+
+reg su_run, ready_reg;
+reg [SU_W-1:0] su_st, su_d1, su_d2;
+reg su_v1, su_v2;
+wire su_init = su_run && su_st == S_INIT;
+
+// latched fields
+reg [15:0] ow_r;
+reg [7:0]  sx_r, pl_r;
+reg [3:0]  tc_r;
+reg [31:0] taps_r, groups_r, oy_last_r;
+reg [47:0] gi_r, go_r;
+reg [15:0] syl_r, dyl_r, r0l_r, chl_r;             // SY, DY, -PT, the chunk step mod LB_ROWS
+reg [31:0] sxgc_r, plgc_r;
+
+// the multiplier
+reg [47:0] op_a_r, sel_a;
+reg [15:0] op_b_r, sel_b;
+/* verilator lint_off UNUSEDSIGNAL */
+reg [63:0] prod_r;
+/* verilator lint_on UNUSEDSIGNAL */
+always @* begin
+    sel_a = 48'd0;
+    sel_b = 16'd0;
+    case (su_st)
+        P_TAPS:   begin sel_a = {40'd0, kh_r}; sel_b = {8'd0, kw_r}; end
+        P_GROUPS: begin sel_a = {32'd0, gc_r}; sel_b = nchunk_r; end
+        P_RW:     begin sel_a = {32'd0, iw_r}; sel_b = gc_r; end
+        P_ITEMS:  begin sel_a = {32'd0, ow_r}; sel_b = gc_r; end
+        P_OYL:    begin sel_a = {16'd0, {16'd0, oh_r} - 32'd1}; sel_b = {8'd0, sy_r}; end
+        P_SPAN:   begin sel_a = {32'd0, {8'd0, kh_r} - 16'd1}; sel_b = {8'd0, dy_r}; end
+        P_DXGC:   begin sel_a = {40'd0, dx_r}; sel_b = gc_r; end
+        P_SXGC:   begin sel_a = {40'd0, sx_r}; sel_b = gc_r; end
+        P_PLGC:   begin sel_a = {40'd0, pl_r}; sel_b = gc_r; end
+        P_RT:     begin sel_a = {32'd0, nchunk_r}; sel_b = ih_r; end
+        P_ORT:    begin sel_a = {32'd0, nchunk_r}; sel_b = oh_r; end
+        P_SISSUE: begin sel_a = {16'd0, taps_r}; sel_b = {12'd0, tc_r}; end
+        P_GI:     begin sel_a = {16'd0, groups_r}; sel_b = ih_r; end
+        P_GO:     begin sel_a = {16'd0, groups_r}; sel_b = oh_r; end
+        P_RING:   begin sel_a = {16'd0, rsc_full_r}; sel_b = lb_r; end
+        P_INT:    begin sel_a = gi_r; sel_b = iw_r; end
+        P_REST:   begin sel_a = go_r; sel_b = ow_r; end
+        P_SYR:    begin sel_a = {{(48-AR){1'b0}}, rsc_r}; sel_b = syl_r; end
+        P_DYR:    begin sel_a = {{(48-AR){1'b0}}, rsc_r}; sel_b = dyl_r; end
+        P_R0:     begin sel_a = {{(48-AR){1'b0}}, rsc_r}; sel_b = r0l_r; end
+        P_CHR:    begin sel_a = {{(48-AR){1'b0}}, rsc_r}; sel_b = chl_r; end
+        default: ;
+    endcase
+end
+wire [63:0] mul_p = {16'd0, op_a_r} * {48'd0, op_b_r};
+
+// the divider: restoring, one quotient bit a cycle; the dividend is shifted in MSB first
+reg [16:0] dv_n;
+reg [7:0]  dv_q;                                   // the quotient's low bits (PT / SY)
+reg [15:0] dv_r, dv_d;
+reg dv_neg;                                        // a remainder of a negative dividend
+wire [16:0] dv_rs = {dv_r, dv_n[16]};
+wire dv_ge = dv_rs >= {1'b0, dv_d};
+wire [15:0] dv_rn = dv_ge ? dv_rs[15:0] - dv_d : dv_rs[15:0];   // below dv_d
+// x mod d in [0, d) (0 for d = 0), from |x| mod d
+wire [15:0] dv_mod = dv_d == 16'd0 ? 16'd0 : dv_neg && dv_r != 16'd0 ? dv_d - dv_r : dv_r;
+// the chunk step IH - (OH-1)*SY, in [-254, 65535] when the job runs: its 18-bit value's magnitude
+wire [17:0] chd = {2'd0, ih_r} - oy_last_r[17:0];
+wire [16:0] chd_mag = chd[17] ? 17'd0 - chd[16:0] : chd[16:0];
+
+// the per-column walk: column j < COLS takes item j = (j / GC, j % GC); at j = COLS, the
+// per-step deltas
+reg w_run;
+reg [5:0] w_j;
+reg [15:0] w_r;
+reg [31:0] w_xp, w_xg;
+wire gc_ok = gc_r != 16'd0 && gc_r <= COLS;
+wire w_wrap = w_r + 16'd1 == gc_r;
 
 integer j;
-reg latch_d_reg;
 
 always @(posedge clk) begin
-    latch_d_reg <= latch;
+    // the multiplier's pipeline
+    op_a_r <= sel_a;
+    op_b_r <= sel_b;
+    prod_r <= mul_p;
+    su_d1 <= su_st;
+    su_d2 <= su_d1;
+    su_v1 <= su_run;
+    su_v2 <= su_v1;
+    if (su_v2) begin
+        case (su_d2)
+            P_TAPS:   taps_r <= prod_r[31:0];
+            P_GROUPS: begin
+                groups_r <= prod_r[31:0];
+                gpc_r <= gpc_of(prod_r[31:0]);
+            end
+            P_RW:     begin
+                row_words_r <= prod_r[31:0];
+                rsc_full_r <= rsc_of(prod_r[31:0]);
+                rsc_r <= rsc_lo(prod_r[31:0]);
+            end
+            P_ITEMS:  begin
+                items_r <= prod_r[31:0];
+                steps_r <= rsc_of(prod_r[31:0]);
+            end
+            P_OYL:    oy_last_r <= prod_r[31:0];
+            P_SPAN:   span_r <= prod_r[15:0] + 16'd1;
+            P_DXGC:   dxgc_r <= prod_r[31:0];
+            P_SXGC:   sxgc_r <= prod_r[31:0];
+            P_PLGC:   plgc_r <= prod_r[31:0];
+            P_RT:     rows_total <= prod_r[31:0];
+            P_ORT:    out_rows_total <= prod_r[31:0];
+            P_SISSUE: begin
+                s_r <= prod_r[19:0];
+                p_r <= prod_r[19:0] > COLS * {17'd0, wi_r} ? prod_r[19:0] : COLS * {17'd0, wi_r};
+            end
+            P_GI:     gi_r <= prod_r[47:0];
+            P_GO:     go_r <= prod_r[47:0];
+            P_RING:   ring_r <= prod_r[AR-1:0];
+            P_INT:    in_total_r <= prod_r;
+            P_REST:   res_total_r <= wi_r == 3'd0 ? 64'd0 : prod_r << (log_l_r - log_lo_r);
+            P_SYR:    syr_r <= prod_r[AR-1:0];
+            P_DYR:    dyr_r <= prod_r[AR-1:0];
+            P_R0:     r0_r <= prod_r[AR-1:0];
+            P_CHR:    chr_r <= prod_r[AR-1:0];
+            default: ;
+        endcase
+    end
+
+    // the divider: an iteration every cycle, a load at its steps
+    dv_n <= {dv_n[15:0], 1'b0};
+    dv_r <= dv_rn;
+    dv_q <= {dv_q[6:0], dv_ge};
+    if (su_run) begin
+        case (su_st)
+            D_DY:  syl_r <= dv_mod;
+            D_PT:  dyl_r <= dv_mod;
+            D_Q0:  r0l_r <= dv_mod;
+            D_CH:  begin
+                q0_r <= dv_d == 16'd0 ? 16'd0 : {8'd0, dv_q};
+                rem0_r <= dv_d == 16'd0 ? 16'd0 : dv_r;
+            end
+            D_END: chl_r <= dv_mod;
+            default: ;
+        endcase
+        dv_r <= 16'd0;
+        dv_q <= 8'd0;
+        case (su_st)
+            D_SY: begin dv_n <= {sy_r, 9'd0}; dv_d <= lb_r; dv_neg <= 1'b0; end
+            D_DY: begin dv_n <= {dy_r, 9'd0}; dv_d <= lb_r; dv_neg <= 1'b0; end
+            D_PT: begin dv_n <= {pt_r, 9'd0}; dv_d <= lb_r; dv_neg <= pt_r != 8'd0; end
+            D_Q0: begin dv_n <= {pt_r, 9'd0}; dv_d <= {8'd0, sy_r}; dv_neg <= 1'b0; end
+            D_CH: begin dv_n <= chd_mag; dv_d <= lb_r; dv_neg <= chd[17]; end
+            default: begin dv_r <= dv_rn; dv_q <= {dv_q[6:0], dv_ge}; end
+        endcase
+    end
+
+    // the per-column walk
+    if (su_run && su_st == W_START) begin
+        w_run <= gc_ok;
+        w_j <= 6'd0;
+        w_r <= 16'd0;
+        w_xp <= 32'd0 - {24'd0, pl_r};
+        w_xg <= 32'd0 - plgc_r;
+    end else if (w_run) begin
+        for (j = 0; j < COLS; j = j + 1) begin
+            if (w_j == j[5:0]) begin
+                g0_r[j] <= w_r;
+                xp0_r[j] <= w_xp;
+                xg0_r[j] <= w_xg;
+            end
+        end
+        if (w_j == COLS) begin
+            w_run <= 1'b0;
+            dg_r <= w_r;
+            xd0_r <= w_xp + {24'd0, pl_r};
+            xd1_r <= w_xp + {24'd0, pl_r} + {24'd0, sx_r};
+            xgd0_r <= w_xg + plgc_r;
+            xgd1_r <= w_xg + plgc_r + sxgc_r - {16'd0, gc_r};
+        end
+        w_j <= w_j + 6'd1;
+        if (w_wrap) begin
+            w_r <= 16'd0;
+            w_xp <= w_xp + {24'd0, sx_r};
+            w_xg <= w_xg + sxgc_r - {16'd0, gc_r} + 32'd1;
+        end else begin
+            w_r <= w_r + 16'd1;
+            w_xg <= w_xg + 32'd1;
+        end
+    end
+
+    if (su_run && su_st == E_LAST) begin
+        last_end_r <= $signed(oy_last_r) - $signed({24'd0, pt_r}) + $signed({16'd0, span_r}) - 32'sd1;
+    end
+
+    if (su_run) begin
+        su_st <= su_st + 1'b1;
+    end
+    if (su_init) begin
+        su_run <= 1'b0;
+        ready_reg <= 1'b1;
+    end
+
     if (latch) begin
-        ih_r <= ih; oh_r <= oh; iw_r <= iw; gc_r <= gc; nchunk_r <= nchunk; lb_r <= lb;
+        ih_r <= ih; oh_r <= oh; iw_r <= iw; ow_r <= ow; gc_r <= gc; nchunk_r <= nchunk; lb_r <= lb;
         kh_r <= kh; kw_r <= kw; sy_r <= sy; dy_r <= dy; dx_r <= dx; pt_r <= pt;
-        span_r <= span_h;
-        rsc_r <= rsc[AR-1:0];
-        ring_r <= ring_rows[AR-1:0];
-        syr_r <= ring_mul(mod_lb({10'd0, sy}, lb), rsc[AR-1:0]);
-        dyr_r <= ring_mul(mod_lb({10'd0, dy}, lb), rsc[AR-1:0]);
-        chr_r <= ring_mul(mod_lb(chd[17:0], lb), rsc[AR-1:0]);
-        r0_r <= ring_mul(mod_lb(-{10'd0, pt}, lb), rsc[AR-1:0]);
-        gpc_r <= gpc[WR-1:0];
+        sx_r <= sx; pl_r <= pl; tc_r <= tc;
         wbase_r <= reg_wgt_base[LOG_WEIGHT_WORDS-1:LOG_COLS];
-        items_r <= items;
-        steps_r <= steps;
-        s_r <= s_issue;
-        p_r <= period;
         log_tc_r <= tc[3] ? 4'd3 : tc[2] ? 4'd2 : tc[1] ? 4'd1 : 4'd0;
         wi_r <= wi;
         log_l_r <= log_l;
         log_lo_r <= log_lo;
-        q0_r <= sy == 0 ? 16'd0 : {8'd0, pt / sy};   // 8-bit dividers
-        rem0_r <= sy == 0 ? 16'd0 : {8'd0, pt % sy};
-        last_end_r <= $signed(oy_last) - $signed({24'd0, pt}) + $signed({16'd0, span_h}) - 32'sd1;
         pbase_r <= reg_param_base[LOG_PARAM_ENTRIES-1:0];
-        dxgc_r <= {24'd0, dx} * {16'd0, gc};
-        in_total_r <= {32'd0, groups} * {48'd0, ih} * {48'd0, iw};
-        res_total_r <= {32'd0, groups} * {48'd0, oh} * {48'd0, ow} * {61'd0, wi};
-        if (gc != 0 && gc <= COLS) begin
-            dg_r <= lo16(div_mod(COLS, gc, 1'b1));
-            xd0_r <= div_mod(COLS, gc, 1'b0) * sx32;
-            xd1_r <= (div_mod(COLS, gc, 1'b0) + 32'd1) * sx32;
-            xgd0_r <= div_mod(COLS, gc, 1'b0) * sx32 * gc32 + div_mod(COLS, gc, 1'b1);
-            xgd1_r <= (div_mod(COLS, gc, 1'b0) + 32'd1) * sx32 * gc32 + div_mod(COLS, gc, 1'b1) - gc32;
-            for (j = 0; j < COLS; j = j + 1) begin
-                g0_r[j] <= lo16(div_mod(j, gc, 1'b1));
-                xp0_r[j] <= div_mod(j, gc, 1'b0) * sx32 - pl32;
-                xg0_r[j] <= (div_mod(j, gc, 1'b0) * sx32 - pl32) * gc32 + div_mod(j, gc, 1'b1);
-            end
-        end
+        su_run <= 1'b1;
+        su_st <= {SU_W{1'b0}};
+        ready_reg <= 1'b0;
+        w_run <= 1'b0;
+    end
+    if (!rst_n) begin
+        su_run <= 1'b0;
+        su_v1 <= 1'b0;
+        su_v2 <= 1'b0;
+        ready_reg <= 1'b0;
+        w_run <= 1'b0;
     end
 end
 
-assign in_total = in_total_r;
-assign res_total = res_total_r;
+// the totals: all ones until the setup is done, so that the control unit's word counts
+// cannot finish a job before it has started
+assign in_total = ready_reg ? in_total_r : {64{1'b1}};
+assign res_total = ready_reg ? res_total_r : {64{1'b1}};
 
 // ================================ LOADER ================================
 reg [31:0] ld_row_reg;        // rows completely loaded
 reg [31:0] ld_word_reg;       // word within the row in progress
 reg [AR-1:0] ld_base_reg;     // ring row base of the row in progress
 reg        ld_active_reg;     // row in progress (its slot was free)
-wire [31:0] rows_total = {16'd0, nchunk_r} * {16'd0, ih_r};
+
 wire ld_more = ld_row_reg < rows_total;
 
 // release tracker: row x = (next row) - LB: chunk cx (times OH), iy, q = (iy+PT)/SY, rem
@@ -315,7 +493,7 @@ wire tr_used_last = tr_q_reg >= oh_r && $signed({16'd0, tr_iy_reg}) <= last_end_
 wire [15:0] tr_olast = tr_q_reg >= oh_r ? oh_r - 16'd1 : tr_q_reg;
 wire tr_released = !(tr_used_q || tr_used_last) || rows_done_reg > tr_cxoh_reg + {16'd0, tr_olast};
 wire slot_free = ld_row_reg < {16'd0, lb_r} || tr_released;
-wire ld_can = run && ld_more && (ld_active_reg || slot_free);
+wire ld_can = run && ready_reg && ld_more && (ld_active_reg || slot_free);
 assign need_act = ld_can;
 
 /* verilator lint_off UNUSEDSIGNAL */
@@ -324,8 +502,6 @@ assign abuf_waddr = {ld_addr_row[AR-1:0], ld_word_reg[LOG_COLS-1:0]};
 /* verilator lint_on UNUSEDSIGNAL */
 
 wire ld_row_end = ld_word_reg + 32'd1 == row_words_r;
-reg [31:0] row_words_r;
-always @(posedge clk) if (latch) row_words_r <= row_words;
 
 always @(posedge clk) begin
     if (latch) begin
@@ -335,8 +511,8 @@ always @(posedge clk) begin
         ld_active_reg <= 1'b0;
         tr_cxoh_reg <= 32'd0;
         tr_iy_reg <= 16'd0;
-    end else if (latch_d_reg) begin
-        // q0/rem0 are latched in the same cycle as the tracker reset
+    end else if (su_init) begin
+        // q0/rem0 are there when the setup ends
         tr_q_reg <= q0_r;
         tr_rem_reg <= rem0_r;
     end else if (adv && act_fire) begin
@@ -394,12 +570,12 @@ reg signed [31:0] xg_reg [0:COLS-1];
 reg        c_run_reg;                  // output rows remain
 reg        started_reg;                // the current row has started
 
-wire [31:0] out_rows_total = {16'd0, nchunk_r} * {16'd0, oh_r};
+
 wire signed [31:0] hi_raw = first_reg + $signed({16'd0, span_r}) - 32'sd1;
 wire [31:0] hi = hi_raw > $signed({16'd0, ih_r}) - 32'sd1 ? {16'd0, ih_r} - 32'd1 : hi_raw;
 wire [31:0] need_rows = cih_reg + hi + 32'd1;
 wire row_ready = started_reg || ld_row_reg >= need_rows;
-wire issuing = run && c_run_reg && row_ready && cyc_reg < s_r;
+wire issuing = run && ready_reg && c_run_reg && row_ready && cyc_reg < s_r;
 wire step_end = cyc_reg + 20'd1 >= p_r;
 wire last_step = step_reg + 32'd1 == steps_r;
 wire last_row = rows_done_reg + 32'd1 == out_rows_total;
@@ -412,7 +588,7 @@ wire [15:0] items_step = items_left > COLS ? COLS : items_left[15:0];
 integer k;
 
 always @(posedge clk) begin
-    if (latch_d_reg) begin
+    if (su_init) begin
         c_reg <= 16'd0;
         oy_reg <= 16'd0;
         first_reg <= -$signed({24'd0, pt_r});
@@ -438,7 +614,7 @@ always @(posedge clk) begin
             xp_reg[k] <= xp0_r[k];
             xg_reg[k] <= xg0_r[k];
         end
-    end else if (adv && run && c_run_reg && row_ready) begin
+    end else if (adv && run && ready_reg && c_run_reg && row_ready) begin
         started_reg <= 1'b1;
         // taps within the step
         if (cyc_reg < s_r) begin

@@ -22,6 +22,7 @@ localparam integer DTPU_LAT_MXU = 4;  // Cycles from the last issue cycle of a s
 localparam integer DTPU_LAT_REDUCE = 3;  // GEMM only: cycles of the column adder tree that sums the ROWS per-PE accumulators (log2 ROWS stages).
 localparam integer DTPU_LAT_POST = 9;  // Cycles from a step's accumulators (GEMM: column sums) to its first result word on m_axis_res (bias, requantize, zero point, clamp, pack).
 localparam integer DTPU_FP_PARTIALS = 4;  // fp32/bf16: interleaved partial accumulators per PE; issue cycle w of a step adds into partial w mod FP_PARTIALS, partials are combined as a pairwise tree at the step end. Hides the fp adder latency and fixes the summation order.
+localparam integer DTPU_DW_SETUP = 58;  // DWCONV only: cycles after CONFIG before the row loader takes its first word and the computer may issue: the depthwise sequencer derives its counts, ring-row deltas (remainders modulo LB_ROWS) and per-column start values one product and one quotient bit per cycle (its CONFIG checks still decide in CFG_CYCLES).
 
 // ---- enums ----
 // What START runs. LOAD_* copy LOAD_COUNT words from s_axis_wgt into a memory; GEMM and DWCONV stream s_axis_act in and m_axis_res out and, when PF_COUNT > 0, prefetch PF_COUNT words from s_axis_wgt into weight memory at the same time.

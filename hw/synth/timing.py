@@ -240,10 +240,13 @@ def synth_unit(u: Unit, work: Path) -> None:
     without a clock (combinational: Compact&Select, Filter&Select) gets only the xc7 part: it
     has no register-to-register path of its own, its logic lies on its parent's paths."""
     srcs = " ".join(str(RTL / f"{m}.v") for m in [u.module] + u.children)
-    chp = "\n".join(f"chparam -set {k} {v} {u.module}" for k, v in u.params.items())
+    # -defer: nothing is elaborated with its default parameters, which may instantiate modules
+    # the board build leaves out (dtpu_post_lane's float adder at the default PREC_EN) and
+    # fail synth's `hierarchy -check`; the unit is elaborated once, with its own parameters
+    chp = "".join(f" -chparam {k} {v}" for k, v in u.params.items())
     ecp5 = (f"synth_ecp5 -top {u.module} -json pl.json\ntee -q -o stat_ecp5.txt stat\ndesign -load src\n"
             if has_clock(u) else "")
-    run_yosys(f"read_verilog -I{RTL} {srcs}\n{chp}\ndesign -save src\n{ecp5}"
+    run_yosys(f"read_verilog -defer -I{RTL} {srcs}\nhierarchy -top {u.module}{chp}\ndesign -save src\n{ecp5}"
               f"synth_xilinx -family xc7 -flatten -top {u.module}\n"
               f"tee -q -o stat_xc7.txt stat\n"
               # the path between registers: flip-flops and block RAMs are where it starts and ends

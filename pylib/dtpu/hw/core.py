@@ -158,8 +158,9 @@ def dw_schedule(cfg: HwConfig, g: DwGeometry, words_per_item: int) -> DwTiming:
     released = np.zeros(n_in, dtype=np.int64)
     c_start = np.zeros(n_out, dtype=np.int64)
     c_end = np.zeros(n_out, dtype=np.int64)
-    loader_free = cfg.CFG_CYCLES
-    prev_end = cfg.CFG_CYCLES
+    # the sequencer's setup (DW_SETUP cycles after CONFIG) before the first loaded word or issue
+    loader_free = cfg.CFG_CYCLES + cfg.DW_SETUP
+    prev_end = cfg.CFG_CYCLES + cfg.DW_SETUP
     nxt = 0
 
     def load_through(r_last: int) -> None:

@@ -22,6 +22,7 @@ import argparse
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -76,8 +77,10 @@ def _measure(name: str, path: Path, check: bool) -> dict:
         exact = (f"{'yes' if good == len(compared) and same_out else 'NO'}: {good}/{len(compared)} layers"
                  + (f" (+{len(checks) - len(compared)} in place)" if len(checks) > len(compared) else ""))
     program = meta.get("program")
+    ops = Counter(ins.op.name.lower() for ins in bundle.program)
     return dict(name=name, placement="staged" if meta.get("staged") else "on-chip",
                 instructions=len(bundle.program), streamed=bool(program),
+                ops=", ".join(f"{op} {n}" for op, n in ops.most_common()),
                 frame=meta["frame_bytes"], filter=meta["filter_bytes"], external=meta.get("external_bytes", 0),
                 macs=fig.macs, cycles=fig.cycles, fps=fig.frames_per_s, util=fig.utilization, exact=exact,
                 seconds=time.time() - t0)
@@ -88,7 +91,7 @@ def _table(rows: list[dict], clock: float) -> str:
             f"| frames/s at {clock:g} MHz | of peak | bit-exact vs TFLite |")
     lines = [head, "|" + "---|" * 9]
     for r in rows:
-        instr = f"{r['instructions']:,}" + (" (streamed)" if r["streamed"] else "")
+        instr = f"{r['instructions']:,}" + (" (streamed)" if r["streamed"] else "") + f" ({r['ops']})"
         mem = f"{r['frame']:,} / {r['filter']:,} / {r['external']:,}"
         lines.append(f"| {r['name']} | {r['placement']} | {instr} | {mem} | {r['macs'] / 1e9:.2f} | "
                      f"{r['cycles']:,} | {r['fps']:.2f} | {100 * r['util']:.1f} % | {r['exact']} |")

@@ -6,14 +6,19 @@ checker against the machine on the words that break the rule.
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
-from dtpu.isro.check import check_program, first_fault
+from dtpu.isro import compile_model, isa
+from dtpu.isro.check import check_bundle, check_program, first_fault
 from dtpu.isro.ir import Layer
 from dtpu.isro.isa import Fmt, Instruction, Op, assemble, disassemble
 from dtpu.isro.layout import conv_cycles_per_output, split_blocks
 from dtpu.isro.machine import Machine, MachineError
+
+ZOO = Path(__file__).resolve().parent / "models" / "zoo"
 
 
 def _conv(cin: int, cout: int, k: int = 3) -> Layer:
@@ -95,3 +100,19 @@ def test_lanes_round_trip_through_the_assembler():
     assert "lanes=3" in text and text.count("lanes=") == 1     # one lane is the default: omitted
     assert assemble(text) == program
     assert Instruction(Op.CONV, cout=7).lanes == 1
+
+
+def test_fewest_partials_keeps_the_channel_ranges_with_lanes_on_the_last():
+    got = split_blocks(_conv(64, 64), 256, fewest_partials=True)
+    assert [(b["c0"], b["cn"], b["rn"], b["sn"], b["lanes"]) for b in got] == \
+        [(0, 28, 3, 3, 1), (28, 28, 3, 3, 1), (56, 8, 3, 3, 3)]
+    assert conv_cycles_per_output(got, 64) == 64 + 64 + 22
+
+
+@pytest.mark.skipif(not (ZOO / "resnet18_half_224__int8.tflite").is_file(), reason="model zoo not present")
+def test_a_network_that_fits_on_chip_stays_there_with_fewer_partials():
+    """ResNet-18-half 224's partial sums fit filter memory only as the channel-range split has
+    them; the compiler falls back to it (lanes on the last range) before staging."""
+    bundle = compile_model(ZOO / "resnet18_half_224__int8.tflite")
+    assert not bundle.meta.get("staged") and check_bundle(bundle) == []
+    assert max(isa.lanes(ins) for ins in bundle.program) > 1

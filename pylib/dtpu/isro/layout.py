@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 
 # -- splitting -------------------------------------------------------------------------------------
 
-def split_blocks(layer: Layer, pe: int | None) -> list[dict[str, int]]:
+def split_blocks(layer: Layer, pe: int | None, *, fewest_partials: bool = False) -> list[dict[str, int]]:
     """Sub-blocks whose size fits `pe`, each a channel range times a rectangle of kernel taps.
 
     Channel-major memory makes a channel range of input and weights a simple slice, and a tap
@@ -30,7 +30,9 @@ def split_blocks(layer: Layer, pe: int | None) -> list[dict[str, int]]:
     first layer computes 9 channels at once) and lets a split choose tiles that fill the array
     (64 channels of a 3x3 kernel: a 2x2-tap block of 256 MACs, two of 128 at 2 lanes, one of 64
     at 4: 2.25 cycles per output where channel ranges alone need 3). :func:`_conv_tiling` picks
-    the tiling with the fewest cycles.
+    the tiling with the fewest cycles, or with `fewest_partials` the fewest blocks (each partial
+    is a ``cout x hout x wout`` accumulator set in filter memory: a network that only just fits on
+    chip keeps the split it always had, with lanes where a block leaves room).
     """
     kh, kw = layer.kernel
     if layer.kind == "dense":
@@ -41,7 +43,7 @@ def split_blocks(layer: Layer, pe: int | None) -> list[dict[str, int]]:
     if layer.kind not in ("conv", "tconv", "dwconv"):
         return [{}]
     if layer.kind in ("conv", "tconv"):
-        return _conv_tiling(layer.in_shape[0], kh, kw, layer.out_shape[0], pe)
+        return _conv_tiling(layer.in_shape[0], kh, kw, layer.out_shape[0], pe, fewest_partials)
     full = {"r0": 0, "rn": kh, "s0": 0, "sn": kw}
     if pe is None or layer.block <= pe:
         return [full]
@@ -64,7 +66,8 @@ def conv_cycles_per_output(blocks: list[dict[str, int]], cout: int) -> int:
     return sum(-(-cout // b.get("lanes", 1)) for b in blocks)
 
 
-def _conv_tiling(cin: int, kh: int, kw: int, cout: int, pe: int | None) -> list[dict[str, int]]:
+def _conv_tiling(cin: int, kh: int, kw: int, cout: int, pe: int | None,
+                 fewest_partials: bool = False) -> list[dict[str, int]]:
     """The blocks of a convolution: the whole block if it fits (with its lanes), else, over every
     tiling of the kernel into rectangles of at most ``a x b`` taps and of the channels into
     ranges that fill `pe`, the one with the fewest cycles per output position, then the fewest
@@ -87,6 +90,8 @@ def _conv_tiling(cin: int, kh: int, kw: int, cout: int, pe: int | None) -> list[
                         blocks.append({"c0": c0, "cn": cn, "r0": r0, "rn": rn, "s0": s0, "sn": sn,
                                        "lanes": lanes_for(cn * rn * sn, cout, pe)})
             key = (conv_cycles_per_output(blocks, cout), len(blocks))
+            if fewest_partials:
+                key = key[::-1]
             if best is None or key < best[0]:
                 best = (key, blocks)
     return best[1]

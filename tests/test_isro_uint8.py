@@ -78,3 +78,77 @@ def test_the_weight_zero_point_is_subtracted_by_the_mac_array():
     Machine().execute([conv, Instruction(Op.END)], frame, filt)
     acc = int(filt[32:36].view("<i4")[0])
     assert acc == int(np.sum((x.astype(np.int64) + 2) * (w.astype(np.int64) + 5)))
+
+
+# -- TF2 int8 models with uint8 input and output: a QUANTIZE at each end -----------------------------
+
+def _uint8_io_model(path, out_scale=0.05, head=False, in_int8_scale=0.02):
+    """uint8 input -> QUANTIZE -> int8 CONV (relu) [-> SOFTMAX] -> QUANTIZE -> uint8 output, as TF2's
+    converter writes with inference_input_type / inference_output_type uint8."""
+    from dtpu.tflite_writer import Node, Tensor, write
+    rng = np.random.default_rng(0)
+    w = rng.integers(-127, 128, (8, 3, 3, 3)).astype(np.int8)
+    b = rng.integers(-500, 500, 8).astype(np.int32)
+    t = [Tensor((1, 8, 8, 3), "uint8", 0.02, 128, name="input"),
+         Tensor((1, 8, 8, 3), "int8", in_int8_scale, 0, name="q_in"),
+         Tensor((8, 3, 3, 3), "int8", [0.01] * 8, [0] * 8, data=w, name="w", axis=0),
+         Tensor((8,), "int32", [0.0002] * 8, [0] * 8, data=b, name="b"),
+         Tensor((1, 8, 8, 8), "int8", 0.05, -3, name="conv")]
+    nodes = [Node("QUANTIZE", [0], [1]),
+             Node("CONV_2D", [1, 2, 3], [4], dict(padding="SAME", stride=(1, 1), activation="relu"))]
+    last = 4
+    if head:
+        t.append(Tensor((1, 8, 8, 8), "int8", 1 / 256, -128, name="probs"))
+        nodes.append(Node("SOFTMAX", [4], [5], dict(beta=1.0)))
+        last = 5
+    # the uint8 view of the last int8 tensor: its scale (unless `out_scale` rescales), zero point + 128
+    t.append(Tensor((1, 8, 8, 8), "uint8", t[last].scale if head else out_scale, t[last].zero_point + 128,
+                    name="output"))
+    nodes.append(Node("QUANTIZE", [last], [len(t) - 1]))
+    path.write_bytes(write(t, nodes, [0], [len(t) - 1]))
+    return path
+
+
+def test_tf2_int8_model_with_uint8_input_and_output_is_bit_exact(tmp_path, capsys):
+    path = _uint8_io_model(tmp_path / "u8io.tflite")
+    bundle = compile_tflite(path)
+    assert check_bundle(bundle) == [] and [i.op for i in bundle.program] == [Op.CONV, Op.END]
+    assert bundle.meta["input"]["offset"] == bundle.meta["output"]["offset"] == 128
+    for seed in (0, 1):
+        x = np.random.default_rng(seed).integers(0, 256, (1, 8, 8, 3)).astype(np.uint8)
+        result = run(bundle, x)
+        checks = verify.against_tflite(bundle, result, path, x)
+        assert checks and all(c.exact for c in checks), checks
+        ref = verify.tflite_reference(path, x)[bundle.meta["tflite"]["output_tensor"]]
+        assert ref.dtype == result.output.dtype == np.uint8
+        np.testing.assert_array_equal(result.output, ref)
+    np.save(tmp_path / "x.npy", x)
+    assert cli.main(["compile", str(path), "-o", str(tmp_path / "b"), "--input", str(tmp_path / "x.npy")]) == 0
+    assert cli.main(["run", str(tmp_path / "b"), "--verify", "--no-dump"]) == 0
+    assert "verification passed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(out_scale=0.04), r"output QUANTIZE 'conv' -> 'output': uint8 scale 0\.04.*accepted: the same scale"),
+    (dict(in_int8_scale=0.03), r"input QUANTIZE 'input' -> 'q_in': uint8 scale 0\.02.*int8 scale 0\.03"),
+    (dict(head=True), r"host softmax head before a uint8 output is not supported"),
+])
+def test_uint8_ends_that_rescale_or_follow_a_host_head_are_refused_in_one_line(tmp_path, capsys, change, message):
+    path = _uint8_io_model(tmp_path / "u8io.tflite", **change)
+    with pytest.raises(ValueError, match=message):
+        compile_tflite(path)
+    assert cli.main(["compile", str(path), "-o", str(tmp_path / "b")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "error:" in err
+
+
+def test_damaged_uint8_io_models_fail_cleanly_or_run(tmp_path, capsys):
+    """The new input path fuzzed as the others (tests/isro_fuzz.py)."""
+    from tests import isro_fuzz
+    src = _uint8_io_model(tmp_path / "u8io.tflite").read_bytes()
+    rng = np.random.default_rng(7)
+    for trial in range(12):
+        p = tmp_path / f"{trial}.tflite"
+        p.write_bytes(isro_fuzz.damage(src, rng))
+        rc, err = isro_fuzz.compile_and_run(p, tmp_path / f"o{trial}", capsys)
+        assert isro_fuzz.one_clean_line(rc, err), (trial, err)

@@ -62,8 +62,17 @@ def test_uint8_mobilenet_v1_050_224_is_bit_exact(tmp_path, capsys):
 def test_uint8_refusals_name_the_reason():
     with pytest.raises(ValueError, match="uint8 AVERAGE_POOL_2D rounds half up"):
         compile_tflite(ZOO / "dscnn_like__uint8.tflite")
-    with pytest.raises(ValueError, match="uint8 softmax head"):
-        compile_tflite(ZOO / "mobilenet_like__uint8.tflite")
+
+
+@needs_zoo
+def test_uint8_softmax_head_on_the_host_is_bit_exact():
+    """TFLite's uint8 softmax is its int8 one on values 128 higher: the host runs the int8 head on
+    the stored values with the zero points stored 128 lower, then adds 128."""
+    path = ZOO / "mobilenet_like__uint8.tflite"
+    bundle = compile_tflite(path)
+    assert [h["kind"] for h in bundle.meta["heads"]] == ["softmax"] and check_bundle(bundle) == []
+    result = _exact(path, bundle, seeds=(0, 1, 2))
+    assert result.output.sum(axis=-1).max() > 200           # probabilities in 1/256 steps
 
 
 def test_the_weight_zero_point_is_subtracted_by_the_mac_array():
@@ -131,15 +140,26 @@ def test_tf2_int8_model_with_uint8_input_and_output_is_bit_exact(tmp_path, capsy
 @pytest.mark.parametrize("change, message", [
     (dict(out_scale=0.04), r"output QUANTIZE 'conv' -> 'output': uint8 scale 0\.04.*accepted: the same scale"),
     (dict(in_int8_scale=0.03), r"input QUANTIZE 'input' -> 'q_in': uint8 scale 0\.02.*int8 scale 0\.03"),
-    (dict(head=True), r"host softmax head before a uint8 output is not supported"),
 ])
-def test_uint8_ends_that_rescale_or_follow_a_host_head_are_refused_in_one_line(tmp_path, capsys, change, message):
+def test_uint8_ends_that_rescale_are_refused_in_one_line(tmp_path, capsys, change, message):
     path = _uint8_io_model(tmp_path / "u8io.tflite", **change)
     with pytest.raises(ValueError, match=message):
         compile_tflite(path)
     assert cli.main(["compile", str(path), "-o", str(tmp_path / "b")]) == 2
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "error:" in err
+
+
+def test_tf2_uint8_output_after_a_host_softmax_is_bit_exact(tmp_path):
+    path = _uint8_io_model(tmp_path / "u8head.tflite", head=True)
+    bundle = compile_tflite(path)
+    assert bundle.meta["heads"] and bundle.meta["output"]["offset"] == 128
+    x = np.random.default_rng(4).integers(0, 256, (1, 8, 8, 3)).astype(np.uint8)
+    result = run(bundle, x)
+    ref = verify.tflite_reference(path, x)[bundle.meta["tflite"]["output_tensor"]]
+    assert ref.dtype == result.output.dtype == np.uint8
+    np.testing.assert_array_equal(result.output, ref)
+    assert all(c.exact for c in verify.against_tflite(bundle, result, path, x) if not c.note)
 
 
 def test_damaged_uint8_io_models_fail_cleanly_or_run(tmp_path, capsys):

@@ -620,13 +620,18 @@ def run(bundle, x: np.ndarray | None = None, *, pe: int | None = None) -> Result
             dumps[layer["name"]] = read_tensor(external, layer["output"], bundle.fmt)
     out_meta = bundle.meta["output"]
     y = read_tensor(bundle.memory(out_meta.get("memory", "frame"), frame, external), out_meta, bundle.fmt)
-    chip = to_framework(y, out_meta["flat"], out_meta.get("offset", 0))
+    offset = out_meta.get("offset", 0)
     heads = bundle.meta.get("heads") or []
     if heads:
+        # a uint8 model's head runs on the stored (128 lower) values with its zero points stored
+        # the same way: TFLite's uint8 kernels are its int8 ones shifted by 128 (dtpu.isro.heads)
         from dtpu.isro import heads as host_heads
+        chip = to_framework(y, out_meta["flat"])
         out = host_heads.apply(heads, chip)
+        if offset:
+            out, chip = ((v.astype(np.int16) + offset).astype(np.uint8) for v in (out, chip))
     else:
-        out = chip
+        out = chip = to_framework(y, out_meta["flat"], offset)
     more = {o["name"]: to_framework(read_tensor(frame, o, bundle.fmt), o["flat"], o.get("offset", 0))
             for o in bundle.meta.get("outputs", [])[1:]}
     from dtpu.isro.timing import schedule

@@ -380,15 +380,9 @@ def build(model: Graph, output: str | None = None) -> tuple[Builder, dict]:
         if _offset(x) or _offset(T[end]):
             raise CompileError(f"{model.path}: a QUANTIZE between uint8 and int8 in a uint8 model; accepted: "
                                f"uint8 throughout (TF1) or int8 inside with uint8 at the ends (TF2)")
-        if heads and io_offset["output"]:
-            raise CompileError(f"{model.path}: a host {heads[-1]['kind']} head before a uint8 output is not "
-                               f"supported; accepted: uint8 output straight from the chip, or an int8 output")
         extra["tflite"].update(input_offset=io_offset["input"], output_offset=io_offset["output"])
     elif _offset(x) or _offset(T[end]):
         extra["tflite"].update(input_offset=_offset(x), output_offset=_offset(T[end]))
-        if heads:
-            raise CompileError(f"{model.path}: a uint8 {heads[-1]['kind']} head on the host is not supported; "
-                               f"accepted: uint8 models without a trailing SOFTMAX/LOGISTIC")
     return b, extra
 
 
@@ -412,7 +406,7 @@ def _head(op: Operator, T: list[Tensor]) -> dict:
     x, y = T[op.inputs[0]], T[op.outputs[0]]
     head = {"kind": HEAD_OPS[op.opcode], "name": f"op{op.index}_{op.opcode.lower()}", "tensor": y.index,
             "beta": float(op.options.get("beta", 1.0))}
-    if x.dtype == np.int8:
+    if x.dtype in (np.int8, np.uint8):         # uint8: zero points as stored, 128 lower (_zp)
         head.update(input_scale=float(_scale(x)[0]), input_zero_point=int(_zp(x)[0]),
                     output_scale=float(_scale(y)[0]), output_zero_point=int(_zp(y)[0]),
                     dtype="int8")

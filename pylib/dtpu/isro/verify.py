@@ -345,13 +345,13 @@ def against_tflite(bundle: Bundle, result: Result, path: str | Path, x: np.ndarr
 
 
 def _in_place(path, ref: dict) -> dict[int, str]:
-    """Tensors whose buffer TFLite 2.14 reuses for an ADD's or MUL's output even with all
-    tensors preserved (the in-place optimization): their recorded value is the op's result."""
+    """Tensors whose buffer TFLite 2.14 reuses for an ADD's, MUL's or SOFTMAX's output even with
+    all tensors preserved (the in-place optimization): their recorded value is the op's result."""
     from dtpu.isro import tflite_model
     model = tflite_model.read(path)
     out = {}
     for op in model.ops:
-        if op.opcode not in ("ADD", "MUL") or len(op.outputs) != 1:
+        if op.opcode not in ("ADD", "MUL", "SOFTMAX") or len(op.outputs) != 1:
             continue
         y = ref.get(op.outputs[0])
         for t in op.inputs:

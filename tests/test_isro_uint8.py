@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from dtpu.isro import cli, compile_tflite, run, verify
-from dtpu.isro.check import check_bundle
+from dtpu.isro.check import check_bundle, check_program
 from dtpu.isro.isa import Fmt, Instruction, Op
-from dtpu.isro.machine import Machine
+from dtpu.isro.machine import Machine, MachineError
 
 ZOO = Path(__file__).resolve().parent / "models" / "zoo"
 SINGLE = sorted(p for p in ZOO.glob("*uint8*.tflite")
@@ -59,9 +59,45 @@ def test_uint8_mobilenet_v1_050_224_is_bit_exact(tmp_path, capsys):
 
 
 @needs_zoo
-def test_uint8_refusals_name_the_reason():
-    with pytest.raises(ValueError, match="uint8 AVERAGE_POOL_2D rounds half up"):
-        compile_tflite(ZOO / "dscnn_like__uint8.tflite")
+def test_uint8_average_pooling_rounds_half_up_bit_exact():
+    """TFLite's uint8 AVERAGE_POOL_2D computes (sum + n/2) / n: the AVGPOOL's hup flag."""
+    path = ZOO / "dscnn_like__uint8.tflite"
+    bundle = compile_tflite(path)
+    pools = [i for i in bundle.program if i.op is Op.AVGPOOL]
+    assert pools and all(i.hup and not i.dsp for i in pools) and check_bundle(bundle) == []
+    _exact(path, bundle, seeds=(0, 1, 2))
+
+
+def _average(x: np.ndarray, **fields) -> int:
+    """One 2x2 I8 AVGPOOL over the 1 x 2 x 2 `x`, as the machine computes it."""
+    frame, filt = np.full(256, 0xFF, np.uint8), np.full(256, 0xFF, np.uint8)
+    frame[:4] = x.astype(np.int8).reshape(-1).view(np.uint8)
+    ins = Instruction(Op.AVGPOOL, fmt=Fmt.I8, src=0, dst=64, cin=1, hin=2, win=2, kh=2, kw=2, sh=2, sw=2,
+                      hout=1, wout=1, **fields)
+    Machine(pe=4).execute([ins, Instruction(Op.END)], frame, filt)
+    return int(frame[64:65].view(np.int8)[0])
+
+
+@pytest.mark.parametrize("values, away, up", [
+    ([-3, -2, 0, 3], -1, 0),        # sum -2: -0.5, the only kind of value where the two differ
+    ([3, 2, 0, -3], 1, 1),          # sum 2: 0.5
+    ([-3, -2, 0, 1], -1, -1),       # sum -4: exact
+    ([-3, -3, 0, 1], -1, -1),       # -1.25
+])
+def test_half_up_and_half_away_differ_only_on_negative_ties(values, away, up):
+    x = np.array(values).reshape(1, 2, 2)
+    assert (_average(x), _average(x, hup=1)) == (away, up)
+
+
+def test_half_up_is_refused_where_it_means_nothing():
+    frame, filt = np.full(256, 0xFF, np.uint8), np.full(256, 0xFF, np.uint8)
+    ins = Instruction(Op.AVGPOOL, fmt=Fmt.I8, dsp=1, src=0, dst=64, cin=1, hin=2, win=2, kh=2, kw=2, sh=2, sw=2,
+                      hout=1, wout=1, hup=1)
+    with pytest.raises(MachineError, match="hup .round the average half up. is I8 without the DSP stage only"):
+        Machine(pe=4).execute([ins, Instruction(Op.END)], frame, filt)
+    findings = check_program([ins, Instruction(Op.END)], frame_bytes=256, filter_bytes=256, pe=4,
+                             frame_defined=(0, 4))
+    assert any(f.kind == "fault" and f.index == 0 and "hup" in f.message for f in findings)
 
 
 @needs_zoo
@@ -172,3 +208,21 @@ def test_damaged_uint8_io_models_fail_cleanly_or_run(tmp_path, capsys):
         p.write_bytes(isro_fuzz.damage(src, rng))
         rc, err = isro_fuzz.compile_and_run(p, tmp_path / f"o{trial}", capsys)
         assert isro_fuzz.one_clean_line(rc, err), (trial, err)
+
+
+def test_tf1_uint8_sigmoid_head_on_the_host_is_bit_exact(tmp_path):
+    """A uint8 net (uint8 weights with their zero point) ending in LOGISTIC: the int8 table on the
+    stored values, then + 128."""
+    from dtpu.tflite_writer import Node, Tensor, write
+    rng = np.random.default_rng(0)
+    t = [Tensor((1, 8, 8, 3), "uint8", 0.02, 128, name="input"),
+         Tensor((8, 3, 3, 3), "uint8", 0.01, 120, data=rng.integers(0, 256, (8, 3, 3, 3)).astype(np.uint8), name="w"),
+         Tensor((8,), "int32", 0.0002, 0, data=rng.integers(-500, 500, 8).astype(np.int32), name="b"),
+         Tensor((1, 8, 8, 8), "uint8", 0.05, 125, name="conv"),
+         Tensor((1, 8, 8, 8), "uint8", 1 / 256, 0, name="output")]
+    nodes = [Node("CONV_2D", [0, 1, 2], [3], dict(padding="SAME", stride=(1, 1))), Node("LOGISTIC", [3], [4])]
+    path = tmp_path / "sig.tflite"
+    path.write_bytes(write(t, nodes, [0], [4]))
+    bundle = compile_tflite(path)
+    assert [h["kind"] for h in bundle.meta["heads"]] == ["sigmoid"]
+    _exact(path, bundle, seeds=(0, 1, 2))

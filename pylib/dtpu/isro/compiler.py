@@ -212,6 +212,7 @@ def emit(layers: list[Layer], fmt: Fmt, *, profile: Profile | None = None, pe: i
                 extra = {}
                 if layer.kind == "avgpool":
                     extra["in_zp"] = layer.in_zp if fmt is Fmt.I8 and layer.dsp is not None else 0
+                    extra["hup"] = int(layer.half_up)
                     if layer.exclude_pad:
                         extra.update(zip(("at", "ab", "al", "ar"), layer.pad))
                 program.append(Instruction(Op[layer.kind.upper()], **geo, **post, **extra, kh=layer.kernel[0],

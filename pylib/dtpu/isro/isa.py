@@ -188,7 +188,7 @@ if _unknown or set(USES) != set(Op):
 
 _ENUMS: dict[str, type[enum.IntEnum]] = {"fmt": Fmt, "fill": Fill, "rnd": Rounding, "xsrc": Mem, "xdst": Mem,
                                          "mode": Mode, "func": Func}
-_FLAGS = ("dsp", "leaky", "clamp", "partial", "align", "half", "bcast", "perch")
+_FLAGS = ("dsp", "leaky", "clamp", "partial", "align", "half", "bcast", "perch", "hup")
 
 
 def _check_layout() -> None:

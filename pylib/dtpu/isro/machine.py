@@ -555,6 +555,8 @@ class Machine:
                     neg = z < 0
                     mult, shift = np.where(neg, int(head[2]), mult), np.where(neg, int(head[3]), shift)
                 y = requantize(z, mult, shift, ins.rnd) + ins.out_zp
+            elif count is not None and f.get("hup"):      # TFLite's uint8 average: (sum + n/2) / n
+                y = (y + np.asarray(count) // 2) // np.asarray(count)
             elif count is not None:
                 y = div_round_away(y, count)
             if clamp:

@@ -34,6 +34,8 @@ def operand_faults(ins: Instruction) -> list[str]:
         out.append(f"fhi={f['fhi']}, yo={f['yo']}, yi={f['yi']} without fho (a whole resize has none)")
     if "lanes" in f and not 1 <= f["lanes"] <= max(1, f["cout"]):
         out.append(f"lanes={f['lanes']}; a block computes 1 to cout={f['cout']} output channels per cycle")
+    if name == "AVGPOOL" and f["hup"] and (ins.fmt is not Fmt.I8 or f["dsp"]):
+        out.append("hup (round the average half up) is I8 without the DSP stage only")
     if name == "TCONV" and min(f["uh"], f["uw"]) < 1:
         out.append(f"upsampling {f['uh']}x{f['uw']}; it must be at least 1x1")
     if name == "LUT" and (ins.fmt is Fmt.I8) != (f["func"] == Func.TABLE):

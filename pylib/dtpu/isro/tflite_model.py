@@ -497,11 +497,10 @@ def _op(b: Builder, fmt: Fmt, op: Operator, T: list[Tensor], label: str, out: Te
         b.maxpool(name, pool, stride, padding, **post)
         return
     if op.opcode == "AVERAGE_POOL_2D":
-        if _offset(x):
-            raise CompileError(f"{label}: uint8 AVERAGE_POOL_2D rounds half up on uint8 values; the chip's I8 "
-                               f"average rounds half away from zero on the stored (128 lower) ones")
         stride, _, padding = _geometry(op, label)
-        post = {"tensor": out.index}
+        # uint8: TFLite rounds (sum + n/2) / n on the uint8 values, which is half up on the stored
+        # ones too (they are 128 lower, and 128 n / n is exact): the AVGPOOL's hup flag
+        post = {"tensor": out.index, "half_up": bool(_offset(x))}
         kind = _act_kind(label, _act(op))
         if fmt is Fmt.I8:
             if not _same_quant(x, out):

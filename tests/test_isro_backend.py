@@ -14,7 +14,7 @@ import pytest
 from dtpu import backends, reference
 from dtpu.backends.base import Probes
 from dtpu.backends.isro import IsroBackend
-from dtpu.isro import tflite_model
+from dtpu.isro import isa, tflite_model
 from dtpu.isro.ir import TFLITE_ROUNDING
 from dtpu.isro.isa import Rounding
 from dtpu.isro.machine import requantize, wrap_int32
@@ -56,9 +56,12 @@ def _check(backend, entry):
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * max(1.0, float(np.abs(want).max())))
         if entry["mode"] in ON_CHIP:
             assert handle.bundle is not None
-            # one block per cycle: every output once per partial and once more in the ADD
-            steps = len(handle.bundle.program) - 1
-            assert hw.macs == spec.macs and hw.cycles == steps * int(np.prod(spec.output_shape))
+            # one block per cycle: every output once per partial (a convolution's `lanes` output
+            # channels at once) and once more in the ADD
+            body = handle.bundle.program[:-1]
+            positions = int(np.prod(spec.output_shape)) // body[0].cout
+            steps = sum(-(-ins.cout // isa.lanes(ins)) for ins in body)
+            assert hw.macs == spec.macs and hw.cycles == steps * positions
         n += 1
     return n
 

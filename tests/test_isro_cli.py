@@ -37,7 +37,7 @@ def test_compile_run_verify_disasm_asm(tmp_path, capsys):
     assert listing == (out / "program.lst").read_text() and listing.rstrip().endswith("end")
     (tmp_path / "p.s").write_text(listing)
     assert cli.main(["asm", str(tmp_path / "p.s"), "-o", str(tmp_path / "p.bin")]) == 0
-    assert capsys.readouterr().out.startswith("27 instructions -> ")
+    assert capsys.readouterr().out.startswith("35 instructions -> ")   # split into tap tiles (§6)
     assert (tmp_path / "p.bin").read_bytes() == (out / "program.bin").read_bytes()
     assert cli.main(["disasm", str(tmp_path / "p.bin")]) == 0
     assert capsys.readouterr().out.splitlines()[0].startswith("0000: conv.f32")
@@ -51,7 +51,7 @@ def test_run_with_other_input_and_machine_size(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "verification passed: 11 layers" in text and not (out / "run" / "layers").exists()
     assert cli.main(["run", str(out), "--pe", "16"]) == 2           # compiled without splitting
-    assert ("instruction 0 (conv): a block of 27 inputs needs 27 processing elements, the machine has 16; "
+    assert ("instruction 0 (conv): a block of 27 inputs x 8 lanes needs 216 processing elements, the machine has 16; "
             "compile with pe <= 16") in capsys.readouterr().err
 
 

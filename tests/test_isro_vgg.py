@@ -7,8 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dtpu.isro import compile_model, run, verify, vgg_models
+from dtpu.isro import Op, compile_model, run, verify, vgg_models
+from dtpu.isro.bundle import bundle_profile
 from dtpu.isro.check import check_bundle
+from dtpu.isro.performance import figures
 from dtpu.tflite import Interpreter
 
 
@@ -48,8 +50,16 @@ def test_vgg16_small_input_staged_bit_exact(tmp_path):
     """The real 3x3 convolutions (15 M weights: past filter memory, so staged) on a 32x32 input."""
     path = tmp_path / "vgg16_32.tflite"
     path.write_bytes(vgg_models.build(16, 32))
-    bundle, _, _ = _bit_exact(path, 32)
+    bundle, result, _ = _bit_exact(path, 32)
     assert max(layer["staging"]["chunks"] for layer in bundle.layers) > 1
+    # lanes and tap tiles (docs/isro_isa.md §6): every convolution past the first runs at the
+    # ideal MACs / pe cycles; the first (27-MAC block, 9 lanes) at 8 steps for its 64 channels
+    convs = [layer for layer in bundle.layers if layer["kind"] == "conv"]
+    for layer in convs:
+        a, z = layer["instructions"]
+        cycles = sum(result.trace[i].cycles for i in range(a, z + 1) if bundle.program[i].op is Op.CONV)
+        want = 8 * 32 * 32 if layer is convs[0] else layer["macs"] // 256
+        assert cycles == want, layer["name"]
 
 
 @pytest.mark.parametrize("args, message", [(["17"], "VGG depth 17; accepted: 16, 19"),
@@ -72,3 +82,7 @@ def test_vgg_224_on_the_default_profile_bit_exact_against_tflite(depth):
     assert bundle.meta["program"]["memory"] == "external"         # 10,254 instructions for VGG-16
     assert len(bundle.layers) == {16: 13, 19: 16}[depth] + 5 + 3        # convolutions, poolings, dense
     assert result.counters.macs == sum(layer["macs"] for layer in bundle.layers)
+    # RC64's 80 % of peak, on the machine model's cycles at batch 1 (docs/isro_isa.md §0): VGG-19
+    # meets it; VGG-16's fully connected layers (15.7 M cycles of weight streaming) hold it lower
+    fig = figures(result.counters, bundle_profile(bundle.meta), "i8", bundle.meta["pe"], result.schedule)
+    assert fig.utilization >= {16: 0.77, 19: 0.81}[depth], fig.utilization

@@ -27,7 +27,7 @@ import numpy as np
 
 from dtpu.isro.operands import avgpool_taps, operand_faults
 from dtpu.isro.isa import (ACC_DTYPE, DSP_ARRAYS, EADD_WORDS, EMUL_WORDS, FRAME_DTYPE, LUT_ENTRIES, PARAM_DTYPE,
-                           PARAM_HEADER_WORDS, WEIGHT_DTYPE, Fmt, Instruction, Mem, Op, block_size,
+                           PARAM_HEADER_WORDS, WEIGHT_DTYPE, Fmt, Instruction, Mem, Op, block_size, pe_used, times_lanes,
                            param_block_bytes)
 
 MEMORY_NAMES = {Mem.FRAME: "frame", Mem.FILTER: "filter", Mem.EXTERNAL: "external"}
@@ -141,8 +141,9 @@ def accesses(ins: Instruction, frame_size: int, filter_size: int, pe: int | None
     if op.name == "XFER":
         return _xfer_accesses(ins, {"frame": frame_size, "filter": filter_size, "external": external_size})
     f = ins.fields
-    if pe is not None and block_size(ins) > pe:
-        raise _Fault(f"a block of {block_size(ins)} inputs exceeds the {pe} processing elements")
+    if pe is not None and pe_used(ins) > pe:
+        raise _Fault(f"a block of {block_size(ins)} inputs{times_lanes(ins)} exceeds the {pe} "
+                     f"processing elements")
     if fmt is Fmt.F32 and (ins.out_zp or f.get("in_zp") or f.get("rnd") or f.get("w_zp")):
         raise _Fault("zero points and rounding are I8-only fields")
     for problem in operand_faults(ins):

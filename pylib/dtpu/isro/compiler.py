@@ -93,13 +93,16 @@ class DoesNotFit(CompileError):
 
 def emit(layers: list[Layer], fmt: Fmt, *, profile: Profile | None = None, pe: int | None = None,
          reuse: bool | None = None, meta: dict | None = None, x: np.ndarray | None = None,
-         in_scale: float | None = None, in_zp: int = 0, input_name: str = "input") -> Bundle:
+         in_scale: float | None = None, in_zp: int = 0, input_name: str = "input",
+         fewest_partials: bool = False) -> Bundle:
     """Allocate both memories and generate the program for `layers` on `profile`'s chip.
 
     `pe` overrides the profile's processing elements. `reuse` True shares frame memory between
     tensors that are not live at once, False gives every tensor its own region, None (default)
     shares only when separate regions would not fit the profile's frame memory. Anything that
     still does not fit raises :class:`CompileError` naming the layer, the memory and the sizes.
+    `fewest_partials` splits blocks into the fewest partials rather than the fewest cycles
+    (:func:`~dtpu.isro.layout.split_blocks`): less filter memory for partial sums.
     """
     from dtpu.isro.profile import unlimited
     prof = unlimited() if profile is None else profile
@@ -209,6 +212,7 @@ def emit(layers: list[Layer], fmt: Fmt, *, profile: Profile | None = None, pe: i
                 extra = {}
                 if layer.kind == "avgpool":
                     extra["in_zp"] = layer.in_zp if fmt is Fmt.I8 and layer.dsp is not None else 0
+                    extra["hup"] = int(layer.half_up)
                     if layer.exclude_pad:
                         extra.update(zip(("at", "ab", "al", "ar"), layer.pad))
                 program.append(Instruction(Op[layer.kind.upper()], **geo, **post, **extra, kh=layer.kernel[0],
@@ -253,7 +257,7 @@ def emit(layers: list[Layer], fmt: Fmt, *, profile: Profile | None = None, pe: i
                                **dict(zip(("qt", "qb", "ql", "qr"), layer.inner)))
                 if layer.kind == "dwconv":
                     mac["mult"] = layer.mult
-                blocks = split_blocks(layer, pe)
+                blocks = split_blocks(layer, pe, fewest_partials=fewest_partials)
                 if len(blocks) == 1:
                     program.append(Instruction(op, **mac, **post, **blocks[0]))
                 else:
@@ -449,7 +453,14 @@ def compile_layers(builder: Builder, x=None, *, chip=None, pe=None, reuse=None, 
                        for xi, m in zip(xs[1:], more)]
     kw = dict(meta=meta, x=xin, in_scale=builder.in_scale, in_zp=builder.in_zp, input_name=builder.input_name)
     try:
-        bundle = emit(layers, builder.fmt, profile=prof, pe=pe, reuse=reuse, **kw)
+        try:
+            bundle = emit(layers, builder.fmt, profile=prof, pe=pe, reuse=reuse, **kw)
+        except DoesNotFit as exc:
+            # the fewest-cycles split can need more partial sums than filter memory holds; the
+            # fewest-partials split (the channel ranges this chip always had, lanes on the last
+            # one) keeps a network on chip that fitted before, with no transfers at all
+            log.info("%s; splitting into the fewest partials instead", exc)
+            bundle = emit(layers, builder.fmt, profile=prof, pe=pe, reuse=reuse, fewest_partials=True, **kw)
     except DoesNotFit as exc:
         if prof.external is None or reuse is False:     # --no-reuse: every output in frame memory, or fail
             raise

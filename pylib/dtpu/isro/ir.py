@@ -112,6 +112,7 @@ class Layer:
                                                # zero point (TFLite MEAN's folded bias)
     model_output: bool = False                 # a model output besides the last layer's: kept to the end
     exclude_pad: bool = False                  # avgpool: `pad` is left out of sums and counts (SAME)
+    half_up: bool = False                      # avgpool I8: the average rounds half up (TFLite's uint8)
     upsample: tuple[int, int] = (1, 1)         # tconv: the stride of the transposed convolution
     inner: tuple[int, int, int, int] = (0, 0, 0, 0)   # tconv: border around the spread-out input
     resize: tuple[str, bool, bool] | None = None      # resize: (nearest|bilinear, align, half pixel)

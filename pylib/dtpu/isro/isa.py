@@ -188,7 +188,7 @@ if _unknown or set(USES) != set(Op):
 
 _ENUMS: dict[str, type[enum.IntEnum]] = {"fmt": Fmt, "fill": Fill, "rnd": Rounding, "xsrc": Mem, "xdst": Mem,
                                          "mode": Mode, "func": Func}
-_FLAGS = ("dsp", "leaky", "clamp", "partial", "align", "half", "bcast", "perch")
+_FLAGS = ("dsp", "leaky", "clamp", "partial", "align", "half", "bcast", "perch", "hup")
 
 
 def _check_layout() -> None:
@@ -358,7 +358,7 @@ _GROUPS = (
     _Group("apad", ("at", "ab", "al", "ar"), ","), _Group("bpad", ("bt", "bb", "bl", "br"), ","),
     _Group("ch", ("c0", "cn"), "+"), _Group("rows", ("r0", "rn"), "+"),
     _Group("cols", ("s0", "sn"), "+"), _Group("elems", ("n0", "nn"), "+"),
-    _Group("npart", ("npart",)),
+    _Group("npart", ("npart",)), _Group("lanes", ("lanes",)),
     _Group("mem", ("xsrc", "xdst"), ">"), _Group("len", ("len",)), _Group("count", ("count",)),
     _Group("stride", ("sstride", "dstride"), ","),
 )
@@ -383,6 +383,8 @@ def format_instruction(ins: Instruction) -> str:
             continue                              # I8-only fields, zero in F32: omitted
         if g.key == "wzp" and not ins.w_zp:
             continue                              # symmetric weights (every int8 model): omitted
+        if g.key == "lanes" and ins.lanes == 1:
+            continue                              # one output channel per cycle: omitted
         if g.key == "band" and not any(int(getattr(ins, n)) for n in names):
             continue                              # a whole resize: omitted
         texts = []
@@ -512,3 +514,23 @@ def block_size(ins: Instruction) -> int:
     if ins.op.name == "TCONV":
         return ins.cn * ins.rn * ins.sn
     return 0
+
+
+def lanes(ins: Instruction) -> int:
+    """Output channels the MAC array computes per cycle (CONV, TCONV: ``lanes``; else one)."""
+    return int(ins.fields.get("lanes", 1))
+
+
+def pe_used(ins: Instruction) -> int:
+    """Processing elements an instruction occupies: its block once per lane."""
+    return block_size(ins) * max(1, lanes(ins))
+
+
+def times_lanes(ins: Instruction) -> str:
+    """" x N lanes" for an error message when the block runs several lanes, else nothing."""
+    return f" x {lanes(ins)} lanes" if lanes(ins) != 1 else ""
+
+
+def output_steps(ins: Instruction) -> int:
+    """Cycles of a convolution's MAC array: one per output position and group of `lanes` channels."""
+    return -(-ins.cout // max(1, lanes(ins))) * ins.hout * ins.wout

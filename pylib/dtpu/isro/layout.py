@@ -19,12 +19,20 @@ log = logging.getLogger(__name__)
 
 # -- splitting -------------------------------------------------------------------------------------
 
-def split_blocks(layer: Layer, pe: int | None) -> list[dict[str, int]]:
-    """Sub-blocks whose size fits `pe`: channels first, then kernel rows, then kernel columns.
+def split_blocks(layer: Layer, pe: int | None, *, fewest_partials: bool = False) -> list[dict[str, int]]:
+    """Sub-blocks whose size fits `pe`, each a channel range times a rectangle of kernel taps.
 
-    Channel-major memory makes a channel range of input and weights a simple slice, so splitting
-    over channels keeps each partial a plain convolution; rows and columns are only split when a
-    single channel's kernel is already too big.
+    Channel-major memory makes a channel range of input and weights a simple slice, and a tap
+    rectangle is the ``r0 rn s0 sn`` window, so every partial stays a plain convolution. A
+    convolution's block also says how many output channels it computes per cycle (``lanes``,
+    docs/isro_isa.md §3): the array's PEs split into `lanes` groups of one block each, fed the
+    same input window. That is what makes a small block cheap (the 27-MAC block of a 3-channel
+    first layer computes 9 channels at once) and lets a split choose tiles that fill the array
+    (64 channels of a 3x3 kernel: a 2x2-tap block of 256 MACs, two of 128 at 2 lanes, one of 64
+    at 4: 2.25 cycles per output where channel ranges alone need 3). :func:`_conv_tiling` picks
+    the tiling with the fewest cycles, or with `fewest_partials` the fewest blocks (each partial
+    is a ``cout x hout x wout`` accumulator set in filter memory: a network that only just fits on
+    chip keeps the split it always had, with lanes where a block leaves room).
     """
     kh, kw = layer.kernel
     if layer.kind == "dense":
@@ -34,29 +42,59 @@ def split_blocks(layer: Layer, pe: int | None) -> list[dict[str, int]]:
         return [{"n0": s, "nn": min(pe, n - s)} for s in range(0, n, pe)]
     if layer.kind not in ("conv", "tconv", "dwconv"):
         return [{}]
-    conv = layer.kind in ("conv", "tconv")
-    cin = layer.in_shape[0] if conv else 1
+    if layer.kind in ("conv", "tconv"):
+        return _conv_tiling(layer.in_shape[0], kh, kw, layer.out_shape[0], pe, fewest_partials)
     full = {"r0": 0, "rn": kh, "s0": 0, "sn": kw}
-    if conv:
-        full.update(c0=0, cn=cin)
     if pe is None or layer.block <= pe:
         return [full]
-    blocks = []
-    if kh * kw <= pe:
-        per = pe // (kh * kw)
-        for c0 in range(0, cin, per):
-            blocks.append({**full, "c0": c0, "cn": min(per, cin - c0)})
-        return blocks
     rows = max(1, pe // kw)
     cols = kw if kw <= pe else pe
-    for c0 in range(cin):
-        for r0 in range(0, kh, rows):
-            for s0 in range(0, kw, cols):
-                b = {"r0": r0, "rn": min(rows, kh - r0), "s0": s0, "sn": min(cols, kw - s0)}
-                if conv:
-                    b.update(c0=c0, cn=1)
-                blocks.append(b)
-    return blocks
+    return [{"r0": r0, "rn": min(rows, kh - r0), "s0": s0, "sn": min(cols, kw - s0)}
+            for r0 in range(0, kh, rows) for s0 in range(0, kw, cols)]
+
+
+def lanes_for(block: int, cout: int, pe: int | None) -> int:
+    """Output channels a block of `block` MACs computes per cycle: as many copies as fit `pe`,
+    never more than there are channels."""
+    if pe is None:
+        return 1
+    return max(1, min(cout, pe // block))
+
+
+def conv_cycles_per_output(blocks: list[dict[str, int]], cout: int) -> int:
+    """Cycles per output position of a convolution split into `blocks` (ADD not counted)."""
+    return sum(-(-cout // b.get("lanes", 1)) for b in blocks)
+
+
+def _conv_tiling(cin: int, kh: int, kw: int, cout: int, pe: int | None,
+                 fewest_partials: bool = False) -> list[dict[str, int]]:
+    """The blocks of a convolution: the whole block if it fits (with its lanes), else, over every
+    tiling of the kernel into rectangles of at most ``a x b`` taps and of the channels into
+    ranges that fill `pe`, the one with the fewest cycles per output position, then the fewest
+    partials (ties keep the larger tiles: the whole kernel first, as the split has always been)."""
+    full = {"c0": 0, "cn": cin, "r0": 0, "rn": kh, "s0": 0, "sn": kw}
+    if pe is None or cin * kh * kw <= pe:
+        return [{**full, "lanes": lanes_for(cin * kh * kw, cout, pe)}]
+    best = None
+    for a in range(kh, 0, -1):
+        for b in range(kw, 0, -1):
+            if a * b > pe:
+                continue
+            blocks = []
+            for r0 in range(0, kh, a):
+                for s0 in range(0, kw, b):
+                    rn, sn = min(a, kh - r0), min(b, kw - s0)
+                    per = pe // (rn * sn)
+                    for c0 in range(0, cin, per):
+                        cn = min(per, cin - c0)
+                        blocks.append({"c0": c0, "cn": cn, "r0": r0, "rn": rn, "s0": s0, "sn": sn,
+                                       "lanes": lanes_for(cn * rn * sn, cout, pe)})
+            key = (conv_cycles_per_output(blocks, cout), len(blocks))
+            if fewest_partials:
+                key = key[::-1]
+            if best is None or key < best[0]:
+                best = (key, blocks)
+    return best[1]
 
 
 # -- memory allocation and instruction generation --------------------------------------------------

@@ -4,7 +4,8 @@ It plays the role of the report's "Python model that mimics the ASIC's behaviour
 instruction is executed with whole-tensor numpy operations (no loop over pixels), every
 non-partial instruction's output can be captured as it is written (so per-layer dumps survive a
 program that reuses frame memory), and the counters say what the hardware would have spent:
-instructions, MACs, cycles at one block per cycle, and bytes moved in each memory.
+instructions, MACs, cycles at one block per cycle (a convolution's `lanes` blocks side by side), and
+bytes moved in each memory.
 
 Arithmetic is the ISA's definition, not a copy of any framework's: F32 accumulates in float32,
 I8 accumulates exactly and wraps to the 32-bit accumulator, and the I8 DSP stage applies its
@@ -21,7 +22,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from dtpu.isro.isa import (ACC_DTYPE, FRAME_DTYPE, INSTRUCTION_BYTES, LUT_ENTRIES, PARAM_DTYPE,
                            PARAM_HEADER_WORDS, WEIGHT_DTYPE, Fill, Fmt, Func, Instruction, Mem, Mode, Op, Rounding,
-                           block_size, param_block_bytes)
+                           block_size, output_steps, param_block_bytes, pe_used, times_lanes as _times_lanes)
 from dtpu.isro import resample
 from dtpu.isro.operands import avgpool_taps, operand_faults
 
@@ -252,10 +253,10 @@ class Machine:
     def _check(self, index: int, ins: Instruction) -> None:
         where = f"instruction {index} ({ins.op.name.lower()})"
         if self.pe is not None:
-            block = block_size(ins)
-            if block > self.pe:
-                raise MachineError(f"{where}: a block of {block} inputs needs {block} processing "
-                                   f"elements, the machine has {self.pe}; compile with pe <= {self.pe}")
+            block, used = block_size(ins), pe_used(ins)
+            if used > self.pe:
+                raise MachineError(f"{where}: a block of {block} inputs{_times_lanes(ins)} needs {used} "
+                                   f"processing elements, the machine has {self.pe}; compile with pe <= {self.pe}")
         f = ins.fields
         if ins.fmt is Fmt.F32 and (ins.out_zp or f.get("in_zp") or f.get("rnd") or f.get("w_zp")):
             raise MachineError(f"{where}: zero points and rounding are I8-only fields (f32 needs 0)")
@@ -471,7 +472,7 @@ class Machine:
                 c.macs += cout * hout * wout * rn * sn
                 c.frame_read += x.nbytes
                 c.filter_read += cout * rn * sn * wdt.itemsize
-            c.cycles += cout * hout * wout
+            c.cycles += output_steps(ins)          # DWCONV has no lanes: one channel per cycle
 
         if fmt is Fmt.I8:
             acc = wrap_int32(acc)
@@ -554,6 +555,8 @@ class Machine:
                     neg = z < 0
                     mult, shift = np.where(neg, int(head[2]), mult), np.where(neg, int(head[3]), shift)
                 y = requantize(z, mult, shift, ins.rnd) + ins.out_zp
+            elif count is not None and f.get("hup"):      # TFLite's uint8 average: (sum + n/2) / n
+                y = (y + np.asarray(count) // 2) // np.asarray(count)
             elif count is not None:
                 y = div_round_away(y, count)
             if clamp:
@@ -619,13 +622,18 @@ def run(bundle, x: np.ndarray | None = None, *, pe: int | None = None) -> Result
             dumps[layer["name"]] = read_tensor(external, layer["output"], bundle.fmt)
     out_meta = bundle.meta["output"]
     y = read_tensor(bundle.memory(out_meta.get("memory", "frame"), frame, external), out_meta, bundle.fmt)
-    chip = to_framework(y, out_meta["flat"], out_meta.get("offset", 0))
+    offset = out_meta.get("offset", 0)
     heads = bundle.meta.get("heads") or []
     if heads:
+        # a uint8 model's head runs on the stored (128 lower) values with its zero points stored
+        # the same way: TFLite's uint8 kernels are its int8 ones shifted by 128 (dtpu.isro.heads)
         from dtpu.isro import heads as host_heads
+        chip = to_framework(y, out_meta["flat"])
         out = host_heads.apply(heads, chip)
+        if offset:
+            out, chip = ((v.astype(np.int16) + offset).astype(np.uint8) for v in (out, chip))
     else:
-        out = chip
+        out = chip = to_framework(y, out_meta["flat"], offset)
     more = {o["name"]: to_framework(read_tensor(frame, o, bundle.fmt), o["flat"], o.get("offset", 0))
             for o in bundle.meta.get("outputs", [])[1:]}
     from dtpu.isro.timing import schedule

@@ -1,5 +1,5 @@
 """Field rules and derived geometry of the opcodes added for issue 28's operators (CAT, RESIZE,
-TCONV, EMUL, LUT, AVGPOOL's left-out border), judged from the instruction word alone.
+TCONV, EMUL, LUT, AVGPOOL's left-out border, a convolution's lanes), judged from the instruction word alone.
 
 Shared by the machine model (:mod:`dtpu.isro.machine`) and the static checker
 (:mod:`dtpu.isro.check`) so that both fault on exactly the same words with the same words.
@@ -32,6 +32,10 @@ def operand_faults(ins: Instruction) -> list[str]:
                            f"outside the staged {f['yi']}..{f['yi'] + f['hin'] - 1}")
     if name == "RESIZE" and not f["fho"] and (f["fhi"] or f["yo"] or f["yi"]):
         out.append(f"fhi={f['fhi']}, yo={f['yo']}, yi={f['yi']} without fho (a whole resize has none)")
+    if "lanes" in f and not 1 <= f["lanes"] <= max(1, f["cout"]):
+        out.append(f"lanes={f['lanes']}; a block computes 1 to cout={f['cout']} output channels per cycle")
+    if name == "AVGPOOL" and f["hup"] and (ins.fmt is not Fmt.I8 or f["dsp"]):
+        out.append("hup (round the average half up) is I8 without the DSP stage only")
     if name == "TCONV" and min(f["uh"], f["uw"]) < 1:
         out.append(f"upsampling {f['uh']}x{f['uw']}; it must be at least 1x1")
     if name == "LUT" and (ins.fmt is Fmt.I8) != (f["func"] == Func.TABLE):

@@ -26,7 +26,7 @@ RC64_VGG19 = {"net": "VGG-19 224 (RC64, published)", "frames_per_s": 2.8, "peak_
               "fraction_of_peak": 0.80, "frames_per_s_per_w": 0.56, "macs": 19_632_000_000}
 
 CYCLE_MODEL = ("one block per cycle per instruction (a block: the MACs of one output element, at "
-               "most pe of them); an XFER costs the external memory's latency + bytes / bandwidth and runs "
+               "most pe of them; a convolution runs `lanes` blocks side by side, one output channel each); an XFER costs the external memory's latency + bytes / bandwidth and runs "
                "on a load or store unit beside the compute unit, and a staged program's ADD (split partials "
                "reduced) on the adder beside it, each in program order, waiting only for its data")
 

@@ -511,6 +511,7 @@ def _compute(program, layer: Layer, sub: Layer, fmt: Fmt, post: dict, in_addrs: 
         extra = {}
         if layer.kind == "avgpool":
             extra["in_zp"] = layer.in_zp if fmt is Fmt.I8 and layer.dsp is not None else 0
+            extra["hup"] = int(layer.half_up)
             if layer.exclude_pad:                  # the SAME border inside this band's input rows
                 pt_in, pb_in, pl_in, pr_in = layer.pad
                 h_in = layer.in_shape[1]

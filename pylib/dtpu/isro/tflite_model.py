@@ -196,6 +196,28 @@ def _needed(ops: list[Operator], end: int) -> list[Operator]:
     return keep[::-1]
 
 
+def _uint8_requantize(op, T, where: str) -> bool:
+    """Whether `op` is a QUANTIZE between uint8 and int8 that only moves the zero point by 128
+    (TF2's int8 models with uint8 input/output: the converter's QUANTIZE at each end). Its int8
+    side then holds exactly the uint8 values stored 128 lower, which is how the chip stores a
+    uint8 tensor anyway: the host converts, as for a TF1 uint8 model. A QUANTIZE that also
+    rescales would round, and is refused naming the scales."""
+    if op.opcode != "QUANTIZE":
+        return False
+    a, b = T[op.inputs[0]], T[op.outputs[0]]
+    if {a.type_name, b.type_name} != {"UINT8", "INT8"}:
+        return False
+    u, i = (a, b) if a.type_name == "UINT8" else (b, a)
+    su, si = _scale(u), _scale(i)
+    if len(su) != 1 or len(si) != 1 or np.float32(su[0]) != np.float32(si[0]) \
+            or int(u.quantization.zero_point[0]) - UINT8_OFFSET != int(i.quantization.zero_point[0]):
+        raise CompileError(f"{where} QUANTIZE {a.name!r} -> {b.name!r}: uint8 scale {str(np.float32(su[0]))} zero point "
+                           f"{int(u.quantization.zero_point[0])}, int8 scale {str(np.float32(si[0]))} zero point "
+                           f"{int(i.quantization.zero_point[0])}; accepted: the same scale and zero points 128 "
+                           f"apart (a uint8 view of the int8 tensor)")
+    return True
+
+
 def build(model: Graph, output: str | None = None) -> tuple[Builder, dict]:
     """Walk the graph in execution order (a DAG: branches and residual ADDs), folding each op
     into the Builder; trailing heads the chip cannot run (SOFTMAX) go to the host. `output`:
@@ -222,8 +244,13 @@ def build(model: Graph, output: str | None = None) -> tuple[Builder, dict]:
         log.info("%s: compiling output %r; left out: %s", model.path, T[end].name, ", ".join(left_out))
     cur = model.inputs[0]
     host_quantize = host_dequantize = False
+    io_offset = {"input": 0, "output": 0}        # uint8 input/output of an int8 model (TF2)
     if ops and ops[0].opcode == "QUANTIZE" and T[cur].dtype == np.float32:
         host_quantize = True
+        cur = ops[0].outputs[0]
+        ops = ops[1:]
+    elif ops and cur in ops[0].inputs and _uint8_requantize(ops[0], T, "input"):
+        io_offset["input"] = UINT8_OFFSET
         cur = ops[0].outputs[0]
         ops = ops[1:]
     output_tensor = end
@@ -234,6 +261,9 @@ def build(model: Graph, output: str | None = None) -> tuple[Builder, dict]:
             break
         if last.opcode == "DEQUANTIZE" and not heads and not host_dequantize:
             host_dequantize = True
+        elif not heads and not io_offset["output"] and not host_dequantize and not more_ends \
+                and _uint8_requantize(last, T, "output"):
+            io_offset["output"] = UINT8_OFFSET
         elif last.opcode in HEAD_OPS:
             heads.insert(0, _head(last, T))
         else:
@@ -346,11 +376,13 @@ def build(model: Graph, output: str | None = None) -> tuple[Builder, dict]:
         extra["tflite"].update(output_name=T[output_tensor].name, outputs_left_out=left_out)
     if more_ends:
         extra["tflite"].update(more_outputs=[T[t].name for t in more_ends])
-    if _offset(x) or _offset(T[end]):
+    if io_offset["input"] or io_offset["output"]:
+        if _offset(x) or _offset(T[end]):
+            raise CompileError(f"{model.path}: a QUANTIZE between uint8 and int8 in a uint8 model; accepted: "
+                               f"uint8 throughout (TF1) or int8 inside with uint8 at the ends (TF2)")
+        extra["tflite"].update(input_offset=io_offset["input"], output_offset=io_offset["output"])
+    elif _offset(x) or _offset(T[end]):
         extra["tflite"].update(input_offset=_offset(x), output_offset=_offset(T[end]))
-        if heads:
-            raise CompileError(f"{model.path}: a uint8 {heads[-1]['kind']} head on the host is not supported; "
-                               f"accepted: uint8 models without a trailing SOFTMAX/LOGISTIC")
     return b, extra
 
 
@@ -374,7 +406,7 @@ def _head(op: Operator, T: list[Tensor]) -> dict:
     x, y = T[op.inputs[0]], T[op.outputs[0]]
     head = {"kind": HEAD_OPS[op.opcode], "name": f"op{op.index}_{op.opcode.lower()}", "tensor": y.index,
             "beta": float(op.options.get("beta", 1.0))}
-    if x.dtype == np.int8:
+    if x.dtype in (np.int8, np.uint8):         # uint8: zero points as stored, 128 lower (_zp)
         head.update(input_scale=float(_scale(x)[0]), input_zero_point=int(_zp(x)[0]),
                     output_scale=float(_scale(y)[0]), output_zero_point=int(_zp(y)[0]),
                     dtype="int8")
@@ -465,11 +497,10 @@ def _op(b: Builder, fmt: Fmt, op: Operator, T: list[Tensor], label: str, out: Te
         b.maxpool(name, pool, stride, padding, **post)
         return
     if op.opcode == "AVERAGE_POOL_2D":
-        if _offset(x):
-            raise CompileError(f"{label}: uint8 AVERAGE_POOL_2D rounds half up on uint8 values; the chip's I8 "
-                               f"average rounds half away from zero on the stored (128 lower) ones")
         stride, _, padding = _geometry(op, label)
-        post = {"tensor": out.index}
+        # uint8: TFLite rounds (sum + n/2) / n on the uint8 values, which is half up on the stored
+        # ones too (they are 128 lower, and 128 n / n is exact): the AVGPOOL's hup flag
+        post = {"tensor": out.index, "half_up": bool(_offset(x))}
         kind = _act_kind(label, _act(op))
         if fmt is Fmt.I8:
             if not _same_quant(x, out):

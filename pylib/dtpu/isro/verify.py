@@ -321,11 +321,12 @@ def against_tflite(bundle: Bundle, result: Result, path: str | Path, x: np.ndarr
     overwritten = _in_place(path, ref)
     checks = []
     quantized = bundle.fmt is Fmt.I8
-    offset = bundle.meta["output"].get("offset", 0)     # a uint8 model: every tensor stored 128 lower
+    offset = bundle.meta["output"].get("offset", 0)     # a uint8 model: every uint8 tensor stored 128 lower
     for layer in bundle.layers:
         if layer["kind"] == "input":
             continue
-        got = to_framework(result.layers[layer["name"]], layer["output"]["flat"], offset)
+        uint8 = layer["tensor"] is not None and layer["tensor"] in ref and ref[layer["tensor"]].dtype == np.uint8
+        got = to_framework(result.layers[layer["name"]], layer["output"]["flat"], offset if uint8 else 0)
         if layer["tensor"] is None:
             checks.append(Check(layer["name"], layer["kind"], 0.0, 0.0, False, True,
                                 note="a border copy of the model input (the interpreter has no such tensor)"))
@@ -344,13 +345,13 @@ def against_tflite(bundle: Bundle, result: Result, path: str | Path, x: np.ndarr
 
 
 def _in_place(path, ref: dict) -> dict[int, str]:
-    """Tensors whose buffer TFLite 2.14 reuses for an ADD's or MUL's output even with all
-    tensors preserved (the in-place optimization): their recorded value is the op's result."""
+    """Tensors whose buffer TFLite 2.14 reuses for an ADD's, MUL's or SOFTMAX's output even with
+    all tensors preserved (the in-place optimization): their recorded value is the op's result."""
     from dtpu.isro import tflite_model
     model = tflite_model.read(path)
     out = {}
     for op in model.ops:
-        if op.opcode not in ("ADD", "MUL") or len(op.outputs) != 1:
+        if op.opcode not in ("ADD", "MUL", "SOFTMAX") or len(op.outputs) != 1:
             continue
         y = ref.get(op.outputs[0])
         for t in op.inputs:

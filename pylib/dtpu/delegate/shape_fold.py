@@ -88,11 +88,11 @@ def evaluate(node: NodeInfo, value: Values, shape: Shapes, out_type: str) -> np.
     if stride == 0:
         raise NotFolded("stride 0")
     shrink = bool(p.get("shrink_axis_mask", 0) & 1)
-    start = _bound(int(begin[0]), bool(p.get("begin_mask", 0) & 1), stride, size)
+    start = _bound(int(begin[0]), bool(p.get("begin_mask", 0) & 1), stride, size, True)
     if shrink:
         stop = start + 1
     else:
-        stop = _bound(int(end[0]), bool(p.get("end_mask", 0) & 1), stride, size)
+        stop = _bound(int(end[0]), bool(p.get("end_mask", 0) & 1), stride, size, False)
     picked = list(range(start, stop, stride if not shrink else 1))
     if size == 0 or any(not 0 <= i < size for i in picked):
         raise NotFolded(f"indices {picked} outside the vector of {size} values")
@@ -100,11 +100,11 @@ def evaluate(node: NodeInfo, value: Values, shape: Shapes, out_type: str) -> np.
     return out.reshape(()) if shrink else out
 
 
-def _bound(index: int, masked: bool, stride: int, size: int) -> int:
-    """StartForAxis / StopForAxis of one axis: a masked bound is the far end, a negative one
-    counts from the end, then clamped as TFLite clamps it."""
+def _bound(index: int, masked: bool, stride: int, size: int, begin: bool) -> int:
+    """StartForAxis / StopForAxis of one axis: a masked bound is the far end on its side, a
+    negative one counts from the end, then clamped as TFLite clamps it."""
     if masked:
-        index = -(2 ** 31) if (stride > 0) else 2 ** 31 - 1
+        index = -(2 ** 31) if (stride > 0) == begin else 2 ** 31 - 1
     if index < 0:
         index += size
     return min(max(index, 0), size) if stride > 0 else min(max(index, -1), size - 1)

@@ -1177,8 +1177,8 @@ class PartitionKernel:
                 raise DelegateError(f"node {step.node.index} ({step.node.op}): empty input {x} "
                                     f"gives output {oh}x{ow} (VALID padding over nothing)")
             out = (x[0], oh, ow, x[3])
-        else:                                       # MEAN over H and W, keep_dims false
-            out = (x[0], x[-1])
+        else:                                       # MEAN over H and W
+            out = (x[0], 1, 1, x[-1]) if p.get("keep_dims") else (x[0], x[-1])
         step.empty = True
         if step.handle is not None:
             release_handle(self.state.backend, step.handle)

@@ -168,11 +168,9 @@ def _analyze(node, tensor, constant, unit_error, check_output) -> VecDecision:
         _require(rank == 4 and got == [1, 2],
                  f"MEAN over axes {got} of a rank-{rank} tensor (the vector unit reduces H and W "
                  "of NHWC)")
-        _require(not params.get("keep_dims"),
-                 "MEAN with keep_dims=true (TFLite computes it with another kernel, "
-                 "optimized_ops::Mean, whose rounding is not the integer formula the vector unit "
-                 "runs)")
-        spec = VecSpec(**common)
+        # keep_dims true: TFLite's other kernel (optimized_ops::Mean), other integers, the
+        # unit's formula (dtpu.reference.vector.mean_keep_dims_params)
+        spec = VecSpec(keep_dims=bool(params.get("keep_dims")), **common)
     else:
         _require(params.get("padding") in _PADDING, f"padding {params.get('padding')}")
         spec = VecSpec(filter=tuple(params["filter"]), stride=tuple(params["stride"]),

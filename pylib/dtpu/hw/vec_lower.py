@@ -33,8 +33,9 @@ VEC_KINDS = {"ADD": "ADD", "SUB": "ADD", "MUL": "MUL", "AVERAGE_POOL_2D": "AVG_P
 class VecSpec:
     """One vector-unit node: operator, 8-bit dtype, operand shapes (NHWC; `b_shape` for ADD, SUB
     and MUL), quantization (scale, zero point) of each operand and of the output, the fused
-    activation and, for the pools, filter, strides and padding. MEAN is over H and W with
-    keep_dims false (the TFLite path the unit's formula is; docs/architecture.md). A table
+    activation and, for the pools, filter, strides and padding. MEAN is over H and W; with
+    `keep_dims` its output is (N, 1, 1, C) and its integers are those of TFLite's other kernel
+    (:func:`dtpu.reference.vector.mean_keep_dims_params`), the unit's formula the same. A table
     operator carries its 256 output bytes in `table` (entry i: the output of input byte i,
     0..255, the two's complement byte for int8) and, for QUANTIZE, its output type
     `out_dtype` (None: `dtype`); its `a_shape` is the tensor's shape with leading ones to
@@ -61,6 +62,7 @@ class VecSpec:
     out_dtype: np.dtype | None = None
     const: tuple | None = None
     parts: tuple = ()
+    keep_dims: bool = False
 
     def activation_shapes(self) -> list[tuple]:
         """The shapes of the operands read from other nodes' tensors, in the node's order (a
@@ -84,7 +86,7 @@ class VecSpec:
         if self.op in TABLE_OPS or self.op == "CONCATENATION":
             return tuple(self.a_shape)
         if self.op == "MEAN":
-            return (n, c)
+            return (n, 1, 1, c) if self.keep_dims else (n, c)
         if self.op in ("AVERAGE_POOL_2D", "MAX_POOL_2D"):
             g = self.geometry()
             return (n, g.oh, g.ow, c)
@@ -295,7 +297,8 @@ def lower_vec(spec: VecSpec, cfg: HwConfig | None = None) -> tuple[dict, bool]:
     elif spec.op in TABLE_OPS:
         pass          # the table is the operator: no integer of TFLite's Prepare is needed
     elif spec.op == "MEAN":
-        p = rv.mean_params(*spec.a_q, *spec.out_q, h * w, dt)
+        p = (rv.mean_keep_dims_params if spec.keep_dims else rv.mean_params)(
+            *spec.a_q, *spec.out_q, h * w, dt)
         v0.update(ACT_MIN=_s(p.lo, 16), ACT_MAX=_s(p.hi, 16), OUT_OFF=_s(p.out_zp, 16))
         v6 = dict(MO=_s(p.multiplier, 32), SHO=_s(p.shift, 8))
         v7 = dict(IN1_OFF=_s(p.input_offset, 16))

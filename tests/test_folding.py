@@ -146,7 +146,8 @@ def test_vww_pads_fold_six_partitions_become_one(dtpu_so, tfl):
 
 def test_pads_that_are_not_same_stay_on_the_cpu_with_the_reason(dtpu_so, tfl, tmp_path):
     """VWW with its (shared) paddings constant changed to ((1, 1), (1, 1)): the same output
-    shapes, but SAME would pad (0, 1): every PAD stays on the CPU, the outputs stay exact."""
+    shapes, but SAME would pad (0, 1): every PAD stays on the CPU, the outputs stay exact (the
+    four PADs cut five partitions: the head joins the last on the vector unit, where it is)."""
     data = VWW.read_bytes()
     same = PADS_SAME_S2.astype("<i4").tobytes()
     assert data.count(same) == 1
@@ -157,7 +158,10 @@ def test_pads_that_are_not_same_stay_on_the_cpu_with_the_reason(dtpu_so, tfl, tm
     assert len([r for r in report.rejected if r["op"] == "PAD"]) == 4
     assert all(r.startswith("PAD not folded: pads ((1, 1), (1, 1)) are not those a SAME "
                             "convolution adds") for r in reasons), reasons
-    assert report.partitions == 6
+    from dtpu.delegate.vector_claim import PROVEN_RUNTIMES
+    from dtpu.tflite import RUNTIME
+
+    assert report.partitions == (5 if RUNTIME in PROVEN_RUNTIMES else 6)
 
 
 def test_fully_connected_claimed_only_where_it_joins(dtpu_so, tfl):

@@ -347,6 +347,12 @@ typedef struct TfLitePackParams {
   int axis;
 } TfLitePackParams;
 
+/* RESIZE_NEAREST_NEIGHBOR (COPY descriptors on the vector unit: dtpu.hw.vec_lower.resize_copies) */
+typedef struct TfLiteResizeNearestNeighborParams {
+  bool align_corners;
+  bool half_pixel_centers;
+} TfLiteResizeNearestNeighborParams;
+
 /* DTPU_CDEF_END */
 
 #endif /* DTPU_ABI_H */

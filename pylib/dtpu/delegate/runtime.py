@@ -1166,6 +1166,8 @@ class PartitionKernel:
             out = tuple(np.broadcast_shapes(*ins))
         elif code in TABLE_CODES:                   # element-wise: the input's shape
             out = tuple(x)
+        elif code == vector_claim.RESIZE_NEAREST:   # N x size x C
+            out = (x[0], *(int(v) for v in np.asarray(step.vec.axes).reshape(-1)), x[-1])
         elif code == 2:                             # CONCATENATION along the last axis
             out = tuple(x[:-1]) + (sum(shape[-1] for shape in ins),)
         elif code in (1, 17):                       # pools: ComputeOutSize over the extents

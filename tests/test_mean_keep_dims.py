@@ -11,6 +11,14 @@ import pytest
 from dtpu.reference import vector as rv
 from dtpu.tflite_writer import GraphWriter, Tensor
 from tests.delegate_util import dtpu_so, run, tfl  # noqa: F401
+from dtpu.delegate.vector_claim import PROVEN_RUNTIMES
+from dtpu.tflite import RUNTIME
+
+#: graphs whose MEAN, MUL, LOGISTIC... the CPU computes under LiteRT go through XNNPACK in the
+#: default interpreter, whose rounding is not TFLite 2.14's builtin kernels' (a MUL off by one:
+#: dtpu.delegate.vector_claim.PROVEN_RUNTIMES); the oracle here is the builtin kernels
+BUILTIN_ORACLE = pytest.mark.skipif(RUNTIME not in PROVEN_RUNTIMES,
+                                    reason=f"{RUNTIME}: XNNPACK computes the CPU's side")
 
 
 def _case(rng, ties: bool):
@@ -33,6 +41,7 @@ def _case(rng, ties: bool):
 
 
 @pytest.mark.parametrize("seed", range(4))
+@BUILTIN_ORACLE
 def test_keep_dims_integers_are_the_interpreters(seed, tfl):
     """Random scales (output/input 0.03..30), zero points, shapes (depths past NEON's 16);
     odd seeds on exact halves."""
@@ -75,10 +84,9 @@ def _graph(dt: str) -> bytes:
 
 
 @pytest.mark.parametrize("dt", ["int8", "uint8"])
+@BUILTIN_ORACLE
 def test_a_global_pool_that_keeps_dims_joins_the_partition(dt, dtpu_so, tfl, tmp_path):
     import dtpu
-    from dtpu.delegate.vector_claim import PROVEN_RUNTIMES
-    from dtpu.tflite import RUNTIME
 
     path = tmp_path / f"gap_{dt}.tflite"
     path.write_bytes(_graph(dt))
@@ -93,7 +101,6 @@ def test_a_global_pool_that_keeps_dims_joins_the_partition(dt, dtpu_so, tfl, tmp
             assert len(np.unique(want)) > 3, want      # not a saturated, constant output
             np.testing.assert_array_equal(got, want, err_msg=f"seed {seed}")
     report = dtpu.last_report()
-    if RUNTIME in PROVEN_RUNTIMES:
-        assert report.partitions == 1 and report.rejected == [], report.rejected
-        assert [n.op for n in report.nodes] == ["conv2d", "mean", "conv2d"]
-        assert report.nodes[1].output_shape == (1, 1, 1, 16)
+    assert report.partitions == 1 and report.rejected == [], report.rejected
+    assert [n.op for n in report.nodes] == ["conv2d", "mean", "conv2d"]
+    assert report.nodes[1].output_shape == (1, 1, 1, 16)

@@ -958,6 +958,10 @@ class PartitionKernel:
         self.materialize = [s for s in self.steps if s.kind in ("pad", "view", "shape")
                             and s.y in self.outputs]
         self.shape_values: dict[int, np.ndarray] = {}   # "shape" steps' values (Prepare)
+        #: a real node's output -> the view leaving the partition that the command list
+        #: writes instead of it (the same bytes: tensors are dense), so that no host copy
+        #: stands between the run and the C invoke path (Prepare)
+        self.redirect: dict[int, int] = {}
         self.zero_fill: list[int] = []
         self.io: list[IoSlot] = []
         self.internal: dict[int, np.ndarray] = {}
@@ -1076,10 +1080,16 @@ class PartitionKernel:
             step.record = dict(node=step.node.index, op=spec.kind.value, name=spec.name,
                                mode=spec.mode.value, precision=step.decision.precision.value,
                                input_shape=tuple(spec.input_shape), output_shape=tuple(out_shape))
+        self.redirect = {}
+        for step in self.materialize:
+            source = self.root(step.x)
+            if (step.kind == "view" and source in real and source not in self.outputs
+                    and source not in self.redirect):
+                self.redirect[source] = step.y   # VWW's head: conv -> view -> SOFTMAX
         self.needed = set()     # real outputs the host needs to write materialized tensors
         for step in self.materialize:
-            if step.kind == "shape":     # written from its value
-                continue
+            if step.kind == "shape" or step.y in self.redirect.values():
+                continue         # written from its value / by the list itself
             source = self.root(step.x)
             (self.needed if source in real else set()).add(source)
             if source not in real and source not in external_inputs:
@@ -1240,9 +1250,13 @@ class PartitionKernel:
         step.in_shape = x_shape
         step.output_shape = out
 
-    def _write_materialized(self, views: dict) -> None:
-        """Folded PADs and views that leave the partition, written from their sources."""
+    def _write_materialized(self, views: dict, listed: bool = False) -> None:
+        """Folded PADs and views that leave the partition, written from their sources;
+        `listed`: the run was the command list, which wrote the redirected views itself."""
+        redirected = set(self.redirect.values()) if listed else set()
         for step in self.materialize:
+            if step.y in redirected:
+                continue
             if step.kind == "shape":
                 np.copyto(views[step.y], self.shape_values[step.y].reshape(views[step.y].shape))
                 continue
@@ -1320,8 +1334,9 @@ class PartitionKernel:
                                     src2=source(xs[1], i) if len(xs) > 1 else None))
             else:
                 nodes.append(NodeIn(step.spec, step.filters, step.bias, src=source(step.x, i)))
-        self.list_outputs = {i: s.y for i, s in enumerate(steps)
-                             if s.y in self.outputs or s.y in self.needed}
+        self.list_outputs = {i: self.redirect.get(s.y, s.y) for i, s in enumerate(steps)
+                             if s.y in self.outputs or s.y in self.needed
+                             or s.y in self.redirect}
         return nodes
 
     # -- kernel Invoke ---------------------------------------------------------------------------
@@ -1348,7 +1363,7 @@ class PartitionKernel:
             self._invoke_nodes(views, report)
             path = "jobs" if hasattr(self.state.backend, "transport") else None
         if self.materialize:
-            self._write_materialized(views)
+            self._write_materialized(views, listed=program is not None)
         if path is not None and report.path != path:
             report.path = path if report.path is None else "lists+jobs"
         seq = next(_invoke_seq)
@@ -1388,8 +1403,9 @@ class PartitionKernel:
         backend = self.state.backend
         if self.state.options.invoke != "c" or not backend.c_invoke or prog.last_run is None:
             return
-        if self.materialize or self.zero_fill:   # tensors written by the host after the run
-            return
+        redirected = set(self.redirect.values())
+        if self.zero_fill or any(s.y not in redirected for s in self.materialize):
+            return              # tensors written by the host after the run
         if self.cpath is not None and self.cpath.program is not prog:
             self.close_c()
         if self.cpath is None:

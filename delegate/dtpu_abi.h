@@ -331,6 +331,28 @@ typedef struct TfLiteLeakyReluParams {
   float alpha;
 } TfLiteLeakyReluParams;
 
+/* STRIDED_SLICE and PACK of a shape vector (dtpu.delegate.shape_fold: Keras' SHAPE ->
+ * STRIDED_SLICE -> PACK -> RESHAPE heads, evaluated at Prepare) */
+typedef struct TfLiteStridedSliceParams {
+  int begin_mask;
+  int end_mask;
+  int ellipsis_mask;
+  int new_axis_mask;
+  int shrink_axis_mask;
+  bool offset;
+} TfLiteStridedSliceParams;
+
+typedef struct TfLitePackParams {
+  int values_count;
+  int axis;
+} TfLitePackParams;
+
+/* RESIZE_NEAREST_NEIGHBOR (COPY descriptors on the vector unit: dtpu.hw.vec_lower.resize_copies) */
+typedef struct TfLiteResizeNearestNeighborParams {
+  bool align_corners;
+  bool half_pixel_centers;
+} TfLiteResizeNearestNeighborParams;
+
 /* DTPU_CDEF_END */
 
 #endif /* DTPU_ABI_H */

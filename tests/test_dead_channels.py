@@ -128,7 +128,8 @@ def test_dead_channels_on_the_rtl(vww_file, dtpu_so, tfl):  # noqa: F811
 
     _check(vww_file, tfl, {"backend": "rtl"}, seeds=(0,))
     rtl = dtpu.last_report()
-    model = _check(vww_file, tfl, {"backend": "model"}, seeds=(0,))
+    # the golden model's partitions without its vector unit are the Verilog's (VWW's MEAN)
+    model = _check(vww_file, tfl, {"backend": "model", "vector": "off"}, seeds=(0,))
     assert [n.hw["cycles"] for n in rtl.nodes] == [n.hw["cycles"] for n in model.nodes]
 
 

@@ -147,7 +147,7 @@ CASES = [(op, dt, v) for dt in ("int8", "uint8")
          for op, v in (("ADD", ""), ("ADD", "second"), ("SUB", "first"), ("SUB", ""),
                        ("MUL", ""), ("MUL", "second"), ("AVERAGE_POOL_2D", ""),
                        ("AVERAGE_POOL_2D", "global"), ("MAX_POOL_2D", "valid"),
-                       ("MAX_POOL_2D", ""), ("MEAN", ""))]
+                       ("MAX_POOL_2D", ""), ("MEAN", ""), ("MEAN", "keep_dims"))]
 
 
 def _graph_state():
@@ -215,17 +215,6 @@ def test_a_lone_vector_node_stays_on_the_cpu():
     assert graph.kernels == []
     [r] = graph.rejected
     assert r["op"] == "ADD" and ("would join no convolution" if PROVEN else "XNNPACK") in r["reason"], r
-    del it
-
-
-@pytest.mark.skipif(not PROVEN, reason=f"{RUNTIME}: vector nodes stay on the CPU (XNNPACK)")
-def test_mean_keep_dims_stays_on_the_cpu_with_its_reason():
-    g = chain("MEAN", "int8", "keep_dims")
-    content = g.model([g.out])
-    it = dtpu.make_interpreter(content, {"backend": "model"})
-    it.allocate_tensors()
-    [r] = _graph_state().rejected
-    assert r["op"] == "MEAN" and "keep_dims=true" in r["reason"], r
     del it
 
 

@@ -105,8 +105,9 @@ def test_mean_matches_tflite(dtype, scales):
 
 
 def test_mean_keep_dims_is_not_this_formula():
-    """keep_dims true reaches TFLite's optimized MEAN (float arithmetic, an approximate
-    reciprocal on SIMD hosts): the twin does not claim it, and this shows why."""
+    """keep_dims true reaches TFLite's optimized MEAN, whose integers are not keep_dims
+    false's: the twin gives it others (mean_keep_dims_params, tests/test_mean_keep_dims.py),
+    and this shows why it must."""
     r = np.random.default_rng(7)
     bad = 0
     for _ in range(10):

@@ -29,7 +29,7 @@ _MODULES = ("Buffer", "Model", "Operator", "OperatorCode", "QuantizationParamete
             "DepthwiseConv2DOptions", "FullyConnectedOptions", "ConcatenationOptions",
             "ResizeBilinearOptions", "ResizeNearestNeighborOptions", "TransposeConvOptions",
             "ReshapeOptions", "SqueezeOptions", "ExpandDimsOptions", "SoftmaxOptions", "PadOptions",
-            "LeakyReluOptions")
+            "LeakyReluOptions", "ShapeOptions", "StridedSliceOptions", "PackOptions")
 # the package's __init__ rebinds each name to its class: the builder functions live in the modules
 _M = {n: importlib.import_module(f"tflite.{n}") for n in _MODULES}
 
@@ -165,6 +165,23 @@ def _options(b, node: Node):
         m.Start(b)
         m.AddSqueezeDims(b, dims)
         return BO.SqueezeOptions, m.End(b)
+    if op == "SHAPE":
+        m = _M["ShapeOptions"]
+        m.Start(b)
+        m.AddOutType(b, TYPES[o.get("out_type", "int32")])
+        return BO.ShapeOptions, m.End(b)
+    if op == "STRIDED_SLICE":
+        m = _M["StridedSliceOptions"]
+        m.Start(b)
+        for key in ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask"):
+            getattr(m, "Add" + "".join(w.capitalize() for w in key.split("_")))(b, int(o.get(key, 0)))
+        return BO.StridedSliceOptions, m.End(b)
+    if op == "PACK":
+        m = _M["PackOptions"]
+        m.Start(b)
+        m.AddValuesCount(b, int(o["values_count"]))
+        m.AddAxis(b, int(o.get("axis", 0)))
+        return BO.PackOptions, m.End(b)
     if op in _EMPTY_OPTIONS:
         name = _EMPTY_OPTIONS[op]
         _M[name].Start(b)
@@ -180,6 +197,7 @@ def _options(b, node: Node):
         return 0, None
     raise ValueError(f"no options writer for {op!r}; accepted: CONV_2D, DEPTHWISE_CONV_2D, TRANSPOSE_CONV, "
                      f"FULLY_CONNECTED, pools, ADD, MUL, SUB, CONCATENATION, RESIZE_*, MEAN, RESHAPE, SQUEEZE, "
+                     f"SHAPE, STRIDED_SLICE, PACK, "
                      f"EXPAND_DIMS, SOFTMAX, PAD, LEAKY_RELU and the options-less {', '.join(_OPTIONLESS)}")
 
 

@@ -17,6 +17,7 @@ from typing import Callable
 
 import numpy as np
 
+from dtpu.delegate import shape_fold
 from dtpu.delegate.graph import NodeInfo, TensorInfo
 from dtpu.spec import ConvSpec, fold_pads, same_equivalent
 
@@ -113,15 +114,29 @@ def folded_spec(spec: ConvSpec, fold: PadFold, input_shape: tuple[int, ...]) -> 
     return fold_pads(spec, fold.pads, input_shape)
 
 
-def view_reason(node: NodeInfo, tensor: Callable[[int], TensorInfo]) -> str | None:
-    """Why a RESHAPE / SQUEEZE cannot be a view (None: it can)."""
+def view_reason(node: NodeInfo, tensor: Callable[[int], TensorInfo],
+                shape_values: dict[int, np.ndarray] | None = None) -> str | None:
+    """Why a RESHAPE / SQUEEZE cannot be a view (None: it can). `shape_values`: the shape
+    vectors the partition evaluates at Prepare (dtpu.delegate.shape_fold), by tensor."""
     if not node.inputs or node.inputs[0] < 0 or len(node.outputs) != 1:
         return f"inputs {node.inputs} / outputs {node.outputs}"
     x, y = tensor(node.inputs[0]), tensor(node.outputs[0])
+    shape_values = shape_values or {}
     for index in node.inputs[1:]:
-        if index >= 0 and not tensor(index).constant:
+        if index >= 0 and index in shape_values:
+            if tensor(index).type != "int32" or len(tensor(index).shape) != 1:
+                return (f"its shape {tensor(index).name!r} is a {tensor(index).type} tensor of "
+                        f"shape {tuple(tensor(index).shape)} (a view takes a 1-D int32 vector)")
+            count = int(np.prod(x.shape, dtype=np.int64)) if x.shape else 1
+            try:
+                out = shape_fold.reshaped(shape_values[index], count)
+            except shape_fold.NotFolded as exc:
+                return f"its shape evaluated at Prepare: {exc}"
+            if out != tuple(y.shape):
+                return f"its shape evaluates to {out}, the output tensor has {tuple(y.shape)}"
+        elif index >= 0 and not tensor(index).constant:
             # claimed, it would sit in a partition waiting for CPU nodes that read the
-            # partition's own output (MobileNet's SHAPE -> STRIDED_SLICE -> PACK head)
+            # partition's own output
             return (f"its shape {tensor(index).name!r} is computed at run time by the CPU, "
                     "not a constant of the model")
     if x.type != y.type or x.dtype is None:

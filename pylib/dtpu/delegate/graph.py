@@ -190,6 +190,18 @@ def _params(ffi, code: int, data) -> dict[str, Any] | None:
     if code == 2:                     # CONCATENATION
         p = ffi.cast("TfLiteConcatenationParams*", data)
         return {"axis": int(p.axis), "activation": int(p.activation)}
+    if code == 45:                    # STRIDED_SLICE
+        p = ffi.cast("TfLiteStridedSliceParams*", data)
+        return {"begin_mask": int(p.begin_mask), "end_mask": int(p.end_mask),
+                "ellipsis_mask": int(p.ellipsis_mask), "new_axis_mask": int(p.new_axis_mask),
+                "shrink_axis_mask": int(p.shrink_axis_mask), "offset": bool(p.offset)}
+    if code == 97:                    # RESIZE_NEAREST_NEIGHBOR
+        p = ffi.cast("TfLiteResizeNearestNeighborParams*", data)
+        return {"align_corners": bool(p.align_corners),
+                "half_pixel_centers": bool(p.half_pixel_centers)}
+    if code == 83:                    # PACK
+        p = ffi.cast("TfLitePackParams*", data)
+        return {"values_count": int(p.values_count), "axis": int(p.axis)}
     if code == 98:                    # LEAKY_RELU
         p = ffi.cast("TfLiteLeakyReluParams*", data)
         return {"alpha": float(p.alpha)}

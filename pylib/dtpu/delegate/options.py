@@ -273,7 +273,8 @@ TABLE = {
             "op kinds the delegate may claim; `auto`: the convolutions, and `FULLY_CONNECTED` where "
             "it joins other claimed nodes (alone it would add a partition), and on a target with "
             "the vector unit (backend=model) `ADD`, `SUB`, `MUL`, the pools, `MEAN`, "
-            "`CONCATENATION` and the table operators where they join convolutions; a list claims "
+            "`CONCATENATION`, `RESIZE_NEAREST_NEIGHBOR` and the table operators where they join "
+            "convolutions; a list claims "
             "those kinds wherever they can run, and no vector-unit node"),
     "report": ("`none`, `summary`, or a file path", "`none`",
                "`summary` prints a per-node table (stderr) when the delegate is destroyed or the "
@@ -304,13 +305,15 @@ TABLE = {
              "(docs/rtl.md)"),
     "fold": ("`on`, `off`", "`on`",
              "claim a `PAD` / `PADV2` whose fill is the zero point and whose pads are those of "
-             "a SAME convolution reading it (run as that SAME convolution), and `RESHAPE` / "
-             "`SQUEEZE` next to claimed nodes as views (tensors are dense in DDR); `off` leaves "
-             "them on the CPU (docs/partitions.md)"),
+             "a SAME convolution reading it (run as that SAME convolution), `RESHAPE` / "
+             "`SQUEEZE` next to claimed nodes as views (tensors are dense in DDR), and the "
+             "`SHAPE` -> `STRIDED_SLICE` -> `PACK` chains computing a view's shape, evaluated "
+             "at Prepare; `off` leaves them on the CPU (docs/partitions.md)"),
     "vector": ("`on`, `off`", "`on`",
                "on a target with contract 2.1's vector unit (backend=model): claim `ADD`, `SUB`, "
                "`MUL` (a constant operand too), `AVERAGE_POOL_2D`, `MAX_POOL_2D`, `MEAN`, "
-               "`CONCATENATION` along channels and the table operators (`LOGISTIC`, `TANH`, "
+               "`CONCATENATION` along channels, `RESIZE_NEAREST_NEIGHBOR` by integer factors "
+               "and the table operators (`LOGISTIC`, `TANH`, "
                "`HARD_SWISH`, `LEAKY_RELU`, `RELU`, `RELU6`, `RELU_N1_TO_1`, `QUANTIZE`) where "
                "they join convolutions (`ops=auto`; docs/partitions.md); `off` leaves them on the "
                "CPU, the partitions of a target without the unit (the Verilog, the board), e.g. "

@@ -39,7 +39,7 @@ from dtpu.board.costs import cpu_side_of_graph
 from dtpu.delegate import cpath as c_path
 from dtpu.delegate import folding
 from dtpu.delegate import graph as g
-from dtpu.delegate import partitioning, vector_claim
+from dtpu.delegate import partitioning, shape_fold, vector_claim
 from dtpu.delegate.model_source import ModelSource
 from dtpu.delegate.options import DelegateOptions, apply_log_level, restore_log_level
 from dtpu.delegate.support import (TABLE_CODES, VECTOR_CODES, Decision, analyze, constants_reason,
@@ -145,13 +145,16 @@ class Step:
     in_shape: tuple[int, ...] = ()    # a folded PAD's / view's input shape (kernel Prepare)
     #: "node": the DTPU computes it; "pad": a PAD folded into the convolution reading it;
     #: "view": a RESHAPE / SQUEEZE (dtpu.delegate.folding); "vec": a node of the vector unit
-    #: (contract 2.1), run only in command lists
+    #: (contract 2.1), run only in command lists; "shape": a SHAPE / STRIDED_SLICE / PACK
+    #: evaluated at kernel Prepare (dtpu.delegate.shape_fold)
     kind: str = "node"
     fold: Any = None     # a convolution's folding.PadFold (it reads the PAD's input)
     pad: Any = None      # a "pad" step's folding.PadFold
     #: a "vec" step (the vector unit: ADD, SUB, MUL, pools, MEAN): its claim (the spec with
     #: the current shapes after kernel Prepare, the tensors it reads, a MEAN's axes)
     vec: Any = None
+    #: a "shape" step's model constants (begin, end...), read at the claim
+    shape_consts: Any = None
 
     @property
     def x(self) -> int:
@@ -308,7 +311,8 @@ class DelegateState:
             index = node.index
             OBSERVED["nodes"][index] = (node.builtin_code, node.inputs, node.outputs)
             if (whole is None and self.options.fold
-                    and node.builtin_code in folding.FOLDED_CODES):
+                    and (node.builtin_code in folding.FOLDED_CODES
+                         or node.builtin_code in shape_fold.SHAPE_CODES)):
                 deferred[index] = node
                 continue
             if (node.builtin_code in VECTOR_CODES and whole is None and self.backend.vector_unit
@@ -365,9 +369,15 @@ class DelegateState:
                              decision.reason)
         if deferred or self.options.ops_auto:
             claimed = self._join(nodes, claimed, deferred, folds, pad_why, producer, readers,
-                                 tensor, graph, output_name)
-        if self._vec_claimed(claimed):
-            claimed = self._settle_vectors(nodes, claimed, graph, output_name)
+                                 tensor, graph, output_name,
+                                 lambda info: g.read_constant(ffi, ctx, info, self.source))
+        while True:     # giving back a vector node, a view or a shape node can strand another
+            before = len(claimed)
+            if self._vec_claimed(claimed):
+                claimed = self._settle_vectors(nodes, claimed, graph, output_name)
+            claimed = self._settle_shapes(nodes, claimed, producer, readers, graph, output_name)
+            if len(claimed) == before:
+                break
         graph.rejected.sort(key=lambda r: r["node"])
         OBSERVED["tensors"] = {i: (t.name, t.shape, t.type) for i, t in cache.items()}
         graph.claimed = list(claimed)
@@ -400,7 +410,7 @@ class DelegateState:
         return dataclasses.replace(decision, spec=spec, input_index=fold.input_index), fold
 
     def _join(self, nodes, claimed, deferred, folds, pad_why, producer, readers, tensor, graph,
-              output_name) -> list[int]:
+              output_name, read_constant) -> list[int]:
         """The claimed nodes once PADs, views and FULLY_CONNECTED are settled: a folded PAD is
         claimed with its convolution; a RESHAPE / SQUEEZE, and with ops=auto a FULLY_CONNECTED,
         only when it joins other claimed nodes (on its own it would be a partition of its own:
@@ -408,10 +418,18 @@ class DelegateState:
         claimed nodes and the views that can be claimed."""
         kept = set(claimed)
         viewable = {}
+        shape_values, shape_why, shape_consts = {}, {}, {}
+        if any(n.builtin_code in shape_fold.SHAPE_CODES for n in deferred.values()):
+            try:
+                shape_values, shape_why, shape_consts = shape_fold.fold_chains(
+                    nodes, tensor, read_constant, readers)
+            except Exception as exc:  # a bug of ours must not take the model down
+                log.warning("shape chains: the check failed: %r", exc)
+                shape_why = {i: f"internal error in the shape check: {exc!r}" for i in deferred}
         for index, node in deferred.items():
             if node.builtin_code in folding.VIEW_CODES:
                 try:
-                    why = folding.view_reason(node, tensor)
+                    why = folding.view_reason(node, tensor, shape_values)
                 except IndexError as exc:
                     why = f"operand {exc}"
                 viewable[index] = why
@@ -455,6 +473,20 @@ class DelegateState:
         live = {find(i) for i in kept}
         for index, node in sorted(deferred.items()):
             reason = None
+            if node.builtin_code in shape_fold.SHAPE_CODES:
+                if index not in shape_consts:
+                    graph.rejected.append({"node": index, "op": node.op,
+                                           "name": output_name(node),
+                                           "reason": "not evaluated at Prepare: "
+                                           + shape_why.get(index, "not a shape chain")})
+                    continue
+                decision = Decision(spec=None, reason=None, input_index=node.inputs[0],
+                                    output_index=node.outputs[0])
+                self.pending[index] = (node, decision, Step(
+                    node=node, decision=decision, filters=None, bias=None, kind="shape",
+                    shape_consts=shape_consts[index]))
+                kept.add(index)     # kept only while every reader is (_settle_shapes)
+                continue
             if node.builtin_code in folding.PAD_CODES:
                 fold = folds.get(index)
                 if fold is not None:
@@ -546,6 +578,42 @@ class DelegateState:
                     graph.rejected.append({"node": i, "op": by_index[i].op,
                                            "name": output_name(by_index[i]), "reason": why})
                     dropped = True
+            if not dropped:
+                return sorted(kept)
+
+    def _settle_shapes(self, nodes, claimed, producer, readers, graph, output_name) -> list[int]:
+        """Keep a shape node (SHAPE, STRIDED_SLICE, PACK evaluated at Prepare) only while every
+        node reading its value is claimed, and a RESHAPE whose shape such a node computes only
+        while that node is: either alone would leave the CPU a node that reads what the
+        partition writes and writes what it reads, cutting it in two."""
+        kept = set(claimed)
+        by_index = {n.index: n for n in nodes}
+        while True:
+            dropped = []
+            for i in sorted(kept):
+                step = self.pending[i][2] if i in self.pending else None
+                node = by_index[i]
+                if step is None:
+                    continue
+                if step.kind == "shape":
+                    bad = [u for u in readers.get(node.outputs[0], []) if u.index not in kept]
+                    if bad:
+                        dropped.append((i, f"not evaluated at Prepare: its value is read by "
+                                           f"{bad[0].op} node {bad[0].index}, which stays on "
+                                           "the CPU"))
+                elif step.kind == "view" and len(node.inputs) > 1:
+                    src = producer.get(node.inputs[1])
+                    if (src is not None and src.builtin_code in shape_fold.SHAPE_CODES
+                            and src.index not in kept):
+                        dropped.append((i, f"not a view: its shape is computed by {src.op} "
+                                           f"node {src.index}, which stays on the CPU"))
+            for i, why in dropped:
+                step = self.pending.pop(i)[2]
+                if step.handle is not None:
+                    self.release(step)
+                kept.discard(i)
+                graph.rejected.append({"node": i, "op": by_index[i].op,
+                                       "name": output_name(by_index[i]), "reason": why})
             if not dropped:
                 return sorted(kept)
 
@@ -885,10 +953,15 @@ class PartitionKernel:
             if s.fold is not None and s.fold.node not in node_ids:
                 raise DelegateError(f"node {s.node.index} folds PAD node {s.fold.node}, which "
                                     "TFLite put in another partition")
-        # folded PADs and views that are outputs of the partition: written by the host from
-        # their source after the DTPU ran (a tensor the graph reads outside the partition)
-        self.materialize = [s for s in self.steps if s.kind in ("pad", "view")
+        # folded PADs, views and shape values that are outputs of the partition: written by
+        # the host from their source after the DTPU ran (a tensor the graph reads outside it)
+        self.materialize = [s for s in self.steps if s.kind in ("pad", "view", "shape")
                             and s.y in self.outputs]
+        self.shape_values: dict[int, np.ndarray] = {}   # "shape" steps' values (Prepare)
+        #: a real node's output -> the view leaving the partition that the command list
+        #: writes instead of it (the same bytes: tensors are dense), so that no host copy
+        #: stands between the run and the C invoke path (Prepare)
+        self.redirect: dict[int, int] = {}
         self.zero_fill: list[int] = []
         self.io: list[IoSlot] = []
         self.internal: dict[int, np.ndarray] = {}
@@ -931,6 +1004,7 @@ class PartitionKernel:
 
         external_inputs: list[int] = []
         real = {s.y for s in self.steps if s.kind in ("node", "vec")}
+        self.shape_values = {}
         self.zero_fill: list[int] = []    # outputs of empty-input MEANs, zeros (_prepare_empty_vec)
         for step in self.steps:
             if step.kind == "vec":
@@ -1006,8 +1080,16 @@ class PartitionKernel:
             step.record = dict(node=step.node.index, op=spec.kind.value, name=spec.name,
                                mode=spec.mode.value, precision=step.decision.precision.value,
                                input_shape=tuple(spec.input_shape), output_shape=tuple(out_shape))
+        self.redirect = {}
+        for step in self.materialize:
+            source = self.root(step.x)
+            if (step.kind == "view" and source in real and source not in self.outputs
+                    and source not in self.redirect):
+                self.redirect[source] = step.y   # VWW's head: conv -> view -> SOFTMAX
         self.needed = set()     # real outputs the host needs to write materialized tensors
         for step in self.materialize:
+            if step.kind == "shape" or step.y in self.redirect.values():
+                continue         # written from its value / by the list itself
             source = self.root(step.x)
             (self.needed if source in real else set()).add(source)
             if source not in real and source not in external_inputs:
@@ -1094,6 +1176,8 @@ class PartitionKernel:
             out = tuple(np.broadcast_shapes(*ins))
         elif code in TABLE_CODES:                   # element-wise: the input's shape
             out = tuple(x)
+        elif code == vector_claim.RESIZE_NEAREST:   # N x size x C
+            out = (x[0], *(int(v) for v in np.asarray(step.vec.axes).reshape(-1)), x[-1])
         elif code == 2:                             # CONCATENATION along the last axis
             out = tuple(x[:-1]) + (sum(shape[-1] for shape in ins),)
         elif code in (1, 17):                       # pools: ComputeOutSize over the extents
@@ -1105,8 +1189,8 @@ class PartitionKernel:
                 raise DelegateError(f"node {step.node.index} ({step.node.op}): empty input {x} "
                                     f"gives output {oh}x{ow} (VALID padding over nothing)")
             out = (x[0], oh, ow, x[3])
-        else:                                       # MEAN over H and W, keep_dims false
-            out = (x[0], x[-1])
+        else:                                       # MEAN over H and W
+            out = (x[0], 1, 1, x[-1]) if p.get("keep_dims") else (x[0], x[-1])
         step.empty = True
         if step.handle is not None:
             release_handle(self.state.backend, step.handle)
@@ -1128,10 +1212,30 @@ class PartitionKernel:
 
     def _prepare_fold(self, ctx, step: Step, tensor, shapes: dict, infos: dict) -> None:
         """A folded PAD's or a view's output shape (nothing runs for it; the convolution
-        reading a PAD reads its input, a view's readers its root)."""
+        reading a PAD reads its input, a view's readers its root); a shape node's value, from
+        the current shapes (a view whose shape it computes takes it)."""
         x_shape = tuple(tensor(step.x).shape)
+        node = step.node
         if step.kind == "pad":
             out = tuple(d + a + b for d, (a, b) in zip(x_shape, step.pad.pads))
+        elif step.kind == "shape":
+            consts = step.shape_consts
+            try:
+                value = shape_fold.evaluate(
+                    node, lambda t: self.shape_values.get(t, consts.get(t)),
+                    lambda t: tuple(tensor(t).shape), tensor(step.y).type)
+            except shape_fold.NotFolded as exc:
+                raise DelegateError(f"node {node.index} ({node.op}) cannot be evaluated with "
+                                    f"the current shapes: {exc}") from None
+            self.shape_values[step.y] = value
+            out = tuple(value.shape)
+        elif len(node.inputs) > 1 and node.inputs[1] in self.shape_values:
+            try:
+                out = shape_fold.reshaped(self.shape_values[node.inputs[1]],
+                                          int(np.prod(x_shape, dtype=np.int64)))
+            except shape_fold.NotFolded as exc:
+                raise DelegateError(f"node {node.index} ({node.op}): {x_shape} cannot take "
+                                    f"the shape computed with the current shapes: {exc}") from None
         else:
             out = tuple(tensor(step.y).shape)
             if int(np.prod(out, dtype=np.int64)) != int(np.prod(x_shape, dtype=np.int64)):
@@ -1146,9 +1250,16 @@ class PartitionKernel:
         step.in_shape = x_shape
         step.output_shape = out
 
-    def _write_materialized(self, views: dict) -> None:
-        """Folded PADs and views that leave the partition, written from their sources."""
+    def _write_materialized(self, views: dict, listed: bool = False) -> None:
+        """Folded PADs and views that leave the partition, written from their sources;
+        `listed`: the run was the command list, which wrote the redirected views itself."""
+        redirected = set(self.redirect.values()) if listed else set()
         for step in self.materialize:
+            if step.y in redirected:
+                continue
+            if step.kind == "shape":
+                np.copyto(views[step.y], self.shape_values[step.y].reshape(views[step.y].shape))
+                continue
             source = self.root(step.x)
             src = self.internal[source] if source in self.internal else views[source]
             src = src.reshape(step.in_shape)
@@ -1223,8 +1334,9 @@ class PartitionKernel:
                                     src2=source(xs[1], i) if len(xs) > 1 else None))
             else:
                 nodes.append(NodeIn(step.spec, step.filters, step.bias, src=source(step.x, i)))
-        self.list_outputs = {i: s.y for i, s in enumerate(steps)
-                             if s.y in self.outputs or s.y in self.needed}
+        self.list_outputs = {i: self.redirect.get(s.y, s.y) for i, s in enumerate(steps)
+                             if s.y in self.outputs or s.y in self.needed
+                             or s.y in self.redirect}
         return nodes
 
     # -- kernel Invoke ---------------------------------------------------------------------------
@@ -1251,7 +1363,7 @@ class PartitionKernel:
             self._invoke_nodes(views, report)
             path = "jobs" if hasattr(self.state.backend, "transport") else None
         if self.materialize:
-            self._write_materialized(views)
+            self._write_materialized(views, listed=program is not None)
         if path is not None and report.path != path:
             report.path = path if report.path is None else "lists+jobs"
         seq = next(_invoke_seq)
@@ -1291,8 +1403,9 @@ class PartitionKernel:
         backend = self.state.backend
         if self.state.options.invoke != "c" or not backend.c_invoke or prog.last_run is None:
             return
-        if self.materialize or self.zero_fill:   # tensors written by the host after the run
-            return
+        redirected = set(self.redirect.values())
+        if self.zero_fill or any(s.y not in redirected for s in self.materialize):
+            return              # tensors written by the host after the run
         if self.cpath is not None and self.cpath.program is not prog:
             self.close_c()
         if self.cpath is None:

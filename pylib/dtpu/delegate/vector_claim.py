@@ -32,6 +32,7 @@ BINARY = (0, 18, 41)          # ADD, MUL, SUB: two activation operands
 POOLS = (1, 17)               # AVERAGE_POOL_2D, MAX_POOL_2D
 MEAN = 40
 CONCATENATION = 2
+RESIZE_NEAREST = 97
 
 
 def _require(condition: bool, reason: str) -> None:
@@ -103,7 +104,7 @@ def _analyze(node, tensor, constant, unit_error, check_output) -> VecDecision:
     # a table operator has no builtin parameters but LEAKY_RELU's slope
     _require(node.params is not None or (table_op and op != "LEAKY_RELU"),
              "node has no builtin parameters")
-    n_in = 2 if node.builtin_code in BINARY or node.builtin_code == MEAN else 1
+    n_in = 2 if node.builtin_code in BINARY or node.builtin_code in (MEAN, RESIZE_NEAREST) else 1
     if node.builtin_code == CONCATENATION:
         n_in = max(1, len(node.inputs))
     _require(len(node.inputs) == n_in and len(node.outputs) == 1 and min(node.inputs) >= 0,
@@ -135,6 +136,8 @@ def _analyze(node, tensor, constant, unit_error, check_output) -> VecDecision:
         return _table(node, op, dt, x, y, q, unit_error, check_output)
     if node.builtin_code == CONCATENATION:
         return _concatenation(node, dt, tensor, y, q, unit_error, check_output)
+    if node.builtin_code == RESIZE_NEAREST:
+        return _resize(node, dt, x, y, tensor, constant, q, unit_error, check_output)
     params = node.params
     act = params.get("activation", 0)
     _require(act in _ACTIVATIONS, "fused activation " + _OTHER_ACTIVATIONS.get(act, str(act)))
@@ -168,11 +171,9 @@ def _analyze(node, tensor, constant, unit_error, check_output) -> VecDecision:
         _require(rank == 4 and got == [1, 2],
                  f"MEAN over axes {got} of a rank-{rank} tensor (the vector unit reduces H and W "
                  "of NHWC)")
-        _require(not params.get("keep_dims"),
-                 "MEAN with keep_dims=true (TFLite computes it with another kernel, "
-                 "optimized_ops::Mean, whose rounding is not the integer formula the vector unit "
-                 "runs)")
-        spec = VecSpec(**common)
+        # keep_dims true: TFLite's other kernel (optimized_ops::Mean), other integers, the
+        # unit's formula (dtpu.reference.vector.mean_keep_dims_params)
+        spec = VecSpec(keep_dims=bool(params.get("keep_dims")), **common)
     else:
         _require(params.get("padding") in _PADDING, f"padding {params.get('padding')}")
         spec = VecSpec(filter=tuple(params["filter"]), stride=tuple(params["stride"]),
@@ -237,3 +238,37 @@ def _concatenation(node, dt: np.dtype, tensor, y: TensorInfo, q, unit_error,
     _require(not check_output or tuple(y.shape) == want,
              f"output shape {tuple(y.shape)}; the operator gives {want}")
     return VecDecision(spec=spec, reason=None, inputs=tuple(node.inputs), output_index=y.index)
+
+
+def _resize(node, dt: np.dtype, x: TensorInfo, y: TensorInfo, tensor, constant, q, unit_error,
+            check_output: bool) -> VecDecision:
+    """A RESIZE_NEAREST_NEIGHBOR that repeats every pixel fy x fx times: COPY descriptors
+    (dtpu.hw.vec_lower.resize_copies). Which input pixel each output pixel copies is the
+    runtime's own kernel's answer (dtpu.resize_maps), so align_corners / half_pixel_centers
+    and the kernel's fixed point are TFLite's by construction; any other map stays on the
+    CPU."""
+    from dtpu.resize_maps import integer_factors, nearest_maps
+
+    size = tensor(node.inputs[1])
+    _require(size.constant and size.type == "int32" and tuple(size.shape) == (2,),
+             f"RESIZE_NEAREST_NEIGHBOR size {size.name!r} is not a constant int32 pair")
+    _require(len(x.shape) == 4, f"input of rank {len(x.shape)} (accepted: NHWC)")
+    _require(q(x, "input") == q(y, "output"), "input and output quantization differ (TFLite "
+             "copies bytes: the converter writes them equal)")
+    out_hw = tuple(int(v) for v in np.asarray(constant(size)).reshape(-1))
+    _require(min(x.shape) > 0 and min(out_hw) > 0, f"input {tuple(x.shape)} -> {out_hw}: empty")
+    p = node.params or {}
+    try:
+        maps = nearest_maps(dt.name, tuple(x.shape[1:3]), out_hw, bool(p.get("align_corners")),
+                            bool(p.get("half_pixel_centers")))
+        factors = integer_factors(maps, tuple(x.shape[1:3]))
+    except (RuntimeError, ValueError) as exc:
+        raise Unsupported(f"RESIZE_NEAREST_NEIGHBOR {tuple(x.shape[1:3])} -> {out_hw}: {exc}") from None
+    spec = VecSpec(op="RESIZE_NEAREST_NEIGHBOR", dtype=dt, a_shape=tuple(x.shape),
+                   a_q=q(x, "input"), out_q=q(y, "output"), name=y.name, resize=factors)
+    why = unit_error(spec)
+    _require(why is None, str(why))
+    _require(not check_output or tuple(y.shape) == tuple(spec.output_shape),
+             f"output shape {tuple(y.shape)}; the operator gives {tuple(spec.output_shape)}")
+    return VecDecision(spec=spec, reason=None, inputs=(node.inputs[0],), output_index=y.index,
+                       axes=np.asarray(constant(size)))

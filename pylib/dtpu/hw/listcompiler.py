@@ -23,7 +23,7 @@ from dtpu.hw.config import HwConfig, ceil_div, get_config, out_lanes
 from dtpu.hw.listformat import DEFAULT_DDR_BASE, CmdlistError, Format
 from dtpu.hw.lower import Job, footprint, lower, precision_of
 from dtpu.hw.placement import SCRATCH_FRACTION, Region, list_halves, list_scratch
-from dtpu.hw.vec_lower import VecSpec, lower_copy, lower_vec
+from dtpu.hw.vec_lower import VecSpec, lower_copy, lower_vec, resize_copies
 from dtpu.precision import Precision
 from dtpu.spec import ConvSpec, OpKind
 
@@ -485,6 +485,8 @@ def _emit_vec(lb: "_ListBuilder", img: "_Image", node: NodeIn, inps: list, outs:
             raise CmdlistError(f"{node.vec.op} {node.name!r}: operand {shape} {dt} fed from a "
                                f"tensor {b.shape} {b.dtype}")
         bufs.append(b)
+    if node.vec.op == "RESIZE_NEAREST_NEIGHBOR":
+        return _emit_resize(lb, img, node, bufs[0], at, tag, cfg)
     try:
         fields, swap = lower_vec(node.vec, cfg)
     except ValueError as e:
@@ -500,6 +502,31 @@ def _emit_vec(lb: "_ListBuilder", img: "_Image", node: NodeIn, inps: list, outs:
     if node.vec.table is not None:
         b = Buffer(_constant(img, consts, node.vec.table), (256,), np.dtype(np.uint8))
     lb.vec(fields, a.addr, b.addr if b is not None else 0, out.addr, tag)
+    return out
+
+
+def _emit_resize(lb: "_ListBuilder", img: "_Image", node: NodeIn, src: Buffer, at: int | None,
+                 tag: int, cfg: HwConfig) -> Buffer:
+    """A nearest-neighbour upscale: its COPY descriptors (:func:`resize_copies`), columns
+    repeated into a scratch buffer of whole rows first when rows repeat too."""
+    try:
+        copies = resize_copies(node.vec, cfg)
+    except ValueError as e:
+        raise CmdlistError(f"RESIZE_NEAREST_NEIGHBOR {node.name!r}: {e}") from e
+    if src.slice is not None:
+        raise CmdlistError(f"RESIZE_NEAREST_NEIGHBOR {node.name!r}: its input is a channel "
+                           f"slice of a wider tensor, not dense")
+    shape, dt = node.output()
+    out = Buffer(at if at is not None else img.alloc(int(np.prod(shape)) * dt.itemsize), shape, dt)
+    n, h, w, c = node.vec.a_shape
+    fy, fx = node.vec.resize
+    rows = out.addr
+    if fy > 1 and fx > 1:
+        rows = img.alloc(n * h * w * fx * c * dt.itemsize)
+    for source, fields, offset in copies:
+        first = src.addr if source == "input" else rows
+        dst = (rows if source == "input" and fy > 1 else out.addr) + offset
+        lb.vec(fields, first, 0, dst, tag)
     return out
 
 

@@ -26,15 +26,16 @@ TABLE_OPS = ("LOGISTIC", "TANH", "HARD_SWISH", "LEAKY_RELU", "RELU", "RELU6", "R
 #: the TFLite operators the vector unit runs, by the VEC0.KIND they lower to
 VEC_KINDS = {"ADD": "ADD", "SUB": "ADD", "MUL": "MUL", "AVERAGE_POOL_2D": "AVG_POOL",
              "MAX_POOL_2D": "MAX_POOL", "MEAN": "MEAN", **{op: "TABLE" for op in TABLE_OPS},
-             "CONCATENATION": "COPY"}
+             "CONCATENATION": "COPY", "RESIZE_NEAREST_NEIGHBOR": "COPY"}
 
 
 @dataclass(frozen=True)
 class VecSpec:
     """One vector-unit node: operator, 8-bit dtype, operand shapes (NHWC; `b_shape` for ADD, SUB
     and MUL), quantization (scale, zero point) of each operand and of the output, the fused
-    activation and, for the pools, filter, strides and padding. MEAN is over H and W with
-    keep_dims false (the TFLite path the unit's formula is; docs/architecture.md). A table
+    activation and, for the pools, filter, strides and padding. MEAN is over H and W; with
+    `keep_dims` its output is (N, 1, 1, C) and its integers are those of TFLite's other kernel
+    (:func:`dtpu.reference.vector.mean_keep_dims_params`), the unit's formula the same. A table
     operator carries its 256 output bytes in `table` (entry i: the output of input byte i,
     0..255, the two's complement byte for int8) and, for QUANTIZE, its output type
     `out_dtype` (None: `dtype`); its `a_shape` is the tensor's shape with leading ones to
@@ -43,7 +44,9 @@ class VecSpec:
     written into DDR once at compile time. A CONCATENATION along channels has its output's
     shape (rank 4) in `a_shape` and its inputs' channels in `parts`: its producers write their
     slices of the output themselves where they can, a COPY moves the others
-    (:func:`lower_copy`)."""
+    (:func:`lower_copy`). A RESIZE_NEAREST_NEIGHBOR that repeats every pixel fy x fx times
+    carries `resize` (fy, fx): COPY descriptors with strided destinations
+    (:func:`resize_copies`)."""
 
     op: str
     dtype: np.dtype
@@ -61,6 +64,8 @@ class VecSpec:
     out_dtype: np.dtype | None = None
     const: tuple | None = None
     parts: tuple = ()
+    keep_dims: bool = False
+    resize: tuple = ()
 
     def activation_shapes(self) -> list[tuple]:
         """The shapes of the operands read from other nodes' tensors, in the node's order (a
@@ -84,7 +89,9 @@ class VecSpec:
         if self.op in TABLE_OPS or self.op == "CONCATENATION":
             return tuple(self.a_shape)
         if self.op == "MEAN":
-            return (n, c)
+            return (n, 1, 1, c) if self.keep_dims else (n, c)
+        if self.op == "RESIZE_NEAREST_NEIGHBOR":
+            return (n, h * self.resize[0], w * self.resize[1], c)
         if self.op in ("AVERAGE_POOL_2D", "MAX_POOL_2D"):
             g = self.geometry()
             return (n, g.oh, g.ow, c)
@@ -221,6 +228,8 @@ def vec_reason(spec: VecSpec, cfg: HwConfig | None = None) -> str | None:
         if spec.op == "CONCATENATION":
             for shape in spec.activation_shapes():
                 lower_copy(shape, spec.a_shape[3], spec.dtype, cfg)
+        elif spec.op == "RESIZE_NEAREST_NEIGHBOR":
+            resize_copies(spec, cfg)
         else:
             lower_vec(spec, cfg)
     except ValueError as e:
@@ -240,6 +249,34 @@ def lower_copy(shape: tuple, dst_channels: int, dtype, cfg: HwConfig | None = No
     for kind_, vals in fields.items():   # every value fits its field (CmdlistError otherwise)
         f.word(kind_, **vals)
     return fields
+
+
+def resize_copies(spec: VecSpec, cfg: HwConfig | None = None) -> list[tuple[str, dict, int]]:
+    """The COPY descriptors of a nearest-neighbour upscale by integer factors (fy, fx): each
+    a (source, fields, destination byte offset) with source "input" or "rows" (the
+    horizontally repeated tensor, N*H rows of W*fx pixels, a scratch buffer when fy > 1).
+
+    A COPY reads a dense tensor from an 8-byte aligned SRC and writes its pixels OW bytes apart
+    from any DST byte. Repeating columns: the whole input, pixel p to pixel fx*p + dx of rows
+    W*fx wide, for dx < fx (fx COPYs, OW = fx*C). Repeating rows: the rows tensor read as N*H
+    "pixels" of W*fx*C bytes each, row r to rows fy*r + dy, for dy < fy (fy COPYs, OW =
+    fy*W*fx*C). Both sources start at a buffer's first byte (aligned), whatever W*C is.
+    ValueError when a field does not fit."""
+    if spec.op != "RESIZE_NEAREST_NEIGHBOR" or len(spec.resize) != 2 or min(spec.resize) < 1:
+        raise ValueError(f"{spec.op} {spec.name!r} with resize {spec.resize}: not an integer "
+                         f"nearest upscale")
+    n, h, w, c = (int(d) for d in spec.a_shape)
+    fy, fx = (int(f) for f in spec.resize)
+    row = w * fx * c
+    out: list[tuple[str, dict, int]] = []
+    if fx > 1 or fy == 1:
+        for dx in range(fx):
+            out.append(("input", lower_copy((n, h, w, c), fx * c, spec.dtype, cfg), dx * c))
+    if fy > 1:
+        src = "rows" if fx > 1 else "input"
+        for dy in range(fy):
+            out.append((src, lower_copy((1, 1, n * h, row), fy * row, spec.dtype, cfg), dy * row))
+    return out
 
 
 def _s(v: int, bits: int) -> int:
@@ -295,7 +332,8 @@ def lower_vec(spec: VecSpec, cfg: HwConfig | None = None) -> tuple[dict, bool]:
     elif spec.op in TABLE_OPS:
         pass          # the table is the operator: no integer of TFLite's Prepare is needed
     elif spec.op == "MEAN":
-        p = rv.mean_params(*spec.a_q, *spec.out_q, h * w, dt)
+        p = (rv.mean_keep_dims_params if spec.keep_dims else rv.mean_params)(
+            *spec.a_q, *spec.out_q, h * w, dt)
         v0.update(ACT_MIN=_s(p.lo, 16), ACT_MAX=_s(p.hi, 16), OUT_OFF=_s(p.out_zp, 16))
         v6 = dict(MO=_s(p.multiplier, 32), SHO=_s(p.shift, 8))
         v7 = dict(IN1_OFF=_s(p.input_offset, 16))

@@ -237,6 +237,27 @@ def mean_params(in_scale: float, in_zp: int, out_scale: float, out_zp: int, coun
     return MeanParams(int(count), -int(in_zp), m, s - k, int(out_zp), lo, hi)
 
 
+def mean_keep_dims_params(in_scale: float, in_zp: int, out_scale: float, out_zp: int,
+                          count: int, dtype) -> MeanParams:
+    """The integers of MEAN over H and W with keep_dims true: TFLite 2.14 runs it through
+    optimized_ops::Mean / optimized_integer_ops::Mean, which compute them in float32 at each
+    Eval: the raw sum (no input offset) is scaled by QuantizeMultiplier(s_in / (count * s_out))
+    and a bias ``out_zp - (int)round_half_away(in_zp * s_in / s_out)`` is added. The same
+    sum -> scale -> offset -> clamp as :func:`mean_hw`, other integers (checked against the
+    interpreter: tests/test_mean_keep_dims.py)."""
+    if count < 1:
+        raise ValueError(f"MEAN over {count} elements; accepted: at least 1")
+    lo, hi = dtype_range(dtype)
+    f32 = np.float32
+    temp = f32(in_zp) * f32(in_scale) / f32(out_scale)
+    temp = temp + f32(0.5) if temp > 0 else temp - f32(0.5)
+    if not abs(float(temp)) < 2.0 ** 31:
+        raise ValueError(f"MEAN: zero-point term {float(temp)} outside int32")
+    bias = int(out_zp) - int(np.trunc(temp))          # static_cast<int32_t> truncates
+    m, s = _multiplier(float(f32(in_scale) / (f32(count) * f32(out_scale))))
+    return MeanParams(int(count), 0, m, s, bias, lo, hi)
+
+
 def mean_hw(x: np.ndarray, p: MeanParams) -> np.ndarray:
     """MEAN of 8-bit NHWC over H and W, keep_dims false: (N, C)."""
     s = x.astype(np.int64).sum(axis=(1, 2)) + p.input_offset * p.count

@@ -1,0 +1,117 @@
+"""Issue #25 item 4: one inference = one kick. With default options each canonical model runs
+as one delegated partition (a final SOFTMAX may stay on the CPU) whose steady-state invoke
+costs the host at most 16 register accesses, one doorbell and no transform, bit-exact with
+TFLite's CPU kernels.
+
+On backend=model (the golden model of a 2.1 core with the vector unit) every canonical model
+makes it. The emulated board (DTPU_PYNQ_EMULATE, the 2.0 overlay) has no vector unit yet, so
+there the models whose ADD, pools or MEAN sit between convolutions stay cut; what cuts each is
+listed in BOARD_CUTS and checked, so the list cannot go stale (the Verilog vector unit ends it).
+The 224x224 models take tens of seconds each on the golden model: slow.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.delegate_util import assert_matches, dtpu_so, emulated_board, run, tfl  # noqa: F401
+from dtpu.delegate.vector_claim import PROVEN_RUNTIMES
+from dtpu.tflite import RUNTIME
+
+#: the CPU's side of these models (their MEAN, ADD...) goes through XNNPACK under LiteRT, whose
+#: rounding is not TFLite 2.14's builtin kernels' (dtpu.delegate.vector_claim.PROVEN_RUNTIMES)
+pytestmark = pytest.mark.skipif(RUNTIME not in PROVEN_RUNTIMES,
+                                reason=f"{RUNTIME}: XNNPACK computes the CPU's side")
+
+ROOT = Path(__file__).resolve().parents[1]
+ZOO = ROOT / "tests" / "models" / "zoo"
+MODELS = {"vww": ZOO / "mobilenet_v1_025_96__int8.tflite",
+          "dscnn": ZOO / "dscnn_like__int8.tflite",
+          "resnet8": ROOT / "tests" / "isro" / "resnet8_int8.tflite",
+          "autoencoder": ZOO / "autoencoder_toyadmos__int8.tflite",
+          "mobilenet_v1_224": ZOO / "mobilenet_v1_224__int8.tflite",
+          "mobilenet_v1_050_224_uint8": ZOO / "mobilenet_v1_050_224__uint8.tflite",
+          "mobilenet_v2_224": ZOO / "mobilenet_v2_224__int8.tflite",
+          "resnet18_half_224": ZOO / "resnet18_half_224__int8.tflite",
+          "efficientnet_b0_224": ZOO / "efficientnet_b0_224__int8.tflite"}
+SMALL = ("vww", "dscnn", "resnet8", "autoencoder")
+BIG = tuple(name for name in MODELS if name not in SMALL)
+#: per invoke, the whole model: 5 register reads and 3 writes (copy in, doorbell, completion)
+ONE_KICK = {"mmio_reads": 5, "mmio_writes": 3, "doorbells": 1, "dma_starts": 0, "transforms": 0}
+#: the emulated board (no vector unit): partitions and the operators that cut them, each with
+#: the reason "target has no vector unit" (SOFTMAX and the nodes that join only those aside)
+BOARD_CUTS = {"vww": (2, {"MEAN"}), "dscnn": (1, set()), "resnet8": (3, {"ADD"}),
+              "autoencoder": (1, set()), "mobilenet_v1_224": (2, {"MEAN"}),
+              "mobilenet_v1_050_224_uint8": (2, {"MEAN"}), "mobilenet_v2_224": (11, {"ADD"}),
+              "resnet18_half_224": (9, {"ADD"}), "efficientnet_b0_224": (74, {"MUL"})}
+
+
+def _steady(path: Path, options: dict, tfl):
+    """Two seeded full-range invokes against the CPU interpreter; the second's report."""
+    import dtpu
+
+    cpu = tfl.Interpreter(model_path=str(path))
+    cpu.allocate_tensors()
+    ours = dtpu.make_interpreter(path, options)
+    ours.allocate_tensors()
+    for seed in range(2):
+        rng = np.random.default_rng(seed)
+        xs = []
+        for d in cpu.get_input_details():
+            info = np.iinfo(d["dtype"])
+            xs.append(rng.integers(info.min, info.max + 1, d["shape"]).astype(d["dtype"]))
+        for got, want in zip(run(ours, xs), run(cpu, xs)):
+            assert_matches(got, want, f"{path.name} seed {seed} {options}")
+    report = dtpu.last_report()
+    assert not report.first, "the steady-state invoke was expected"
+    return report
+
+
+def _one_kick(report):
+    assert report.kernels == 1, (report.kernels, report.rejected)
+    assert {r["op"] for r in report.rejected} <= {"SOFTMAX"}, report.rejected
+    host = {k: report.host[k] for k in ONE_KICK}
+    assert host == ONE_KICK and host["mmio_reads"] + host["mmio_writes"] <= 16, host
+    # the steady-state invoke ran in C: no Python, no host copy between the run and TFLite
+    assert report.path == "lists" and report.timing_us["python"] == 0, report.timing_us
+
+
+@pytest.mark.parametrize("name", SMALL)
+def test_tinyml_models_are_one_kick_on_the_golden_model(name, dtpu_so, tfl):
+    _one_kick(_steady(MODELS[name], {"backend": "model"}, tfl))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", BIG)
+def test_imagenet_models_are_one_kick_on_the_golden_model(name, dtpu_so, tfl):
+    _one_kick(_steady(MODELS[name], {"backend": "model"}, tfl))
+
+
+@pytest.fixture(scope="module")
+def emu(tmp_path_factory):
+    yield from emulated_board(tmp_path_factory.mktemp("overlay"))
+
+
+def _board(name, emu, tfl):
+    report = _steady(MODELS[name], {"backend": "pynq", "bitstream": str(emu)}, tfl)
+    partitions, cuts = BOARD_CUTS[name]
+    assert report.kernels == partitions, (report.kernels, report.rejected)
+    per = {k: v * partitions for k, v in ONE_KICK.items()}
+    assert {k: report.host[k] for k in ONE_KICK} == per
+    cutting = {r["op"] for r in report.rejected if r["reason"] == "target has no vector unit"}
+    assert cuts <= cutting, report.rejected
+    if partitions == 1:
+        assert report.host["mmio_reads"] + report.host["mmio_writes"] <= 16
+
+
+@pytest.mark.parametrize("name", SMALL)
+def test_tinyml_models_on_the_emulated_board(name, emu, dtpu_so, tfl):
+    _board(name, emu, tfl)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", BIG)
+def test_imagenet_models_on_the_emulated_board(name, emu, dtpu_so, tfl):
+    _board(name, emu, tfl)

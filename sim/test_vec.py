@@ -1,7 +1,7 @@
-"""The vector unit's RTL (contract 2.1) against the golden model: the ADD / SUB lane, and VEC
-lists on dtpu_cl_top built with the unit (VEC_EN=1). The list tests need their own build of the
+"""The vector unit's RTL (contract 2.1) against the golden model: the ADD / SUB lane, the TABLE
+lookup, and VEC lists on dtpu_cl_top built with the unit (VEC_EN=1). The list tests need their own build of the
 top (a few minutes on two cores), so they run with make test-all (slow); the default run lints
-that build and runs the lane."""
+that build and runs the lane and the lookup."""
 import pytest
 
 from dtpu_sim import RTL_DIR, build, lint, rtl_sources, run_tests
@@ -15,6 +15,13 @@ def test_vec_add_lane(signed):
     top = "dtpu_vec_add_lane"
     d = build(top, {}, [RTL_DIR / f"{top}.v"], name=top)
     run_tests(top, "tb_vec_add_lane", d, extra_env={"DTPU_VEC_SIGNED": str(signed)})
+
+
+def test_vec_table():
+    """The TABLE lookup on its own: random tables and bytes, results two cycles later."""
+    top = "dtpu_vec_table"
+    d = build(top, {}, [RTL_DIR / f"{top}.v"], name=top)
+    run_tests(top, "tb_vec_table", d)
 
 
 def test_lint_cl_top_with_the_unit():

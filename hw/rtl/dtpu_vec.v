@@ -23,10 +23,13 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  *   BMODE 1  the 1x1xC vector B (C <= LANES * 2^LOG_BCAST) is read first into the
  *            operand-B buffer (dtpu_vec_bcast), then A in one request; A's byte e meets B's
  *            byte e mod C.
+ * TABLE (KIND 6): the 256-byte table at SRC_B is read first (32 words, as BMODE 1's vector)
+ * into dtpu_vec_table, then A in one request; each byte of A is replaced by the table's byte
+ * at its index, with the element-wise lanes' latency (the same output path and cycles).
  * Result words go through an output FIFO to the write master (w_*), one write request per
  * MAX_BURST words from DST (the last one partial; the tensor's last word carries the strobes
  * of its bytes only), each requested as its words are queued.
- * Other kinds (the pools, MEAN), a broadcast vector longer than the buffer, a shape with a zero
+ * Other kinds (the pools, MEAN, COPY), BMODE 1 with a kind other than ADD / MUL, a broadcast vector longer than the buffer, a shape with a zero
  * dimension, an unaligned address or more than 2^32 words: `bad` (BAD_FIELD), nothing read.
  *
  * Cycles (docs/architecture.md, the golden model's units.vector.timeline_step): `start` comes
@@ -102,9 +105,14 @@ initial begin
         $error("Error: LANES must be 8, one 64-bit word (instance %m)");
         $finish;
     end
+    if (LOG_BCAST < 5) begin
+        $error("Error: LOG_BCAST must be >= 5: a TABLE's 32 words are counted as B's (instance %m)");
+        $finish;
+    end
 end
 
 localparam [31:0] BURST = MAX_BURST;
+localparam [31:0] TABLE_WORDS = 32;     // a TABLE's 256 bytes
 localparam integer OUT_DEPTH = 1 << LOG_OUT;
 
 /* ---------------------------------------------------------------- fields */
@@ -151,6 +159,8 @@ reg  [63:0] nhwc;                   // A's bytes
 reg  [2:0]  tail_bytes;             // bytes of the last word (0: all 8)
 // BMODE 1: ceil(C / LANES) words of B
 wire [LOG_BCAST:0] b_words_c = f_c[LOG_BCAST+3:3] + {{LOG_BCAST{1'b0}}, f_c[2:0] != 3'd0};
+// the words read before A: B's vector, or a TABLE's 256 bytes
+wire [LOG_BCAST:0] b_first_words = kind_tab ? TABLE_WORDS[LOG_BCAST:0] : b_words_c;
 
 localparam [2:0] S_IDLE = 3'd0, S_SZ1 = 3'd1, S_SZ2 = 3'd2, S_CHK = 3'd3, S_RUN = 3'd4,
                  S_WORDS = 3'd5;
@@ -159,9 +169,13 @@ reg         pend;                   // a start taken while the unit still wrote
 reg  [3:0]  wcnt;
 wire [31:0] a_words_c = nhwc[34:3] + {31'd0, nhwc[2:0] != 3'd0};
 
-wire kind_ew = (f_kind == 4'd1) || (f_kind == 4'd2);
-wire f_bad = !kind_ew
-          || (f_bmode > 2'd1)
+localparam [3:0] K_ADD = 4'd1, K_MUL = 4'd2, K_TABLE = 4'd6;
+wire kind_ew  = (f_kind == K_ADD) || (f_kind == K_MUL);
+wire kind_tab = (f_kind == K_TABLE);
+// B is read first, then A in one request: a broadcast vector (BMODE 1) or a TABLE's 32 words
+wire b_first  = (f_bmode == 2'd1) || kind_tab;
+wire f_bad = !(kind_ew || kind_tab)
+          || (f_bmode > 2'd1) || (f_bmode == 2'd1 && !kind_ew)
           || (f_n == 16'd0) || (f_h == 16'd0) || (f_w == 16'd0) || (f_c == 16'd0)
           || (f_src_a[2:0] != 3'd0) || (f_src_b[2:0] != 3'd0) || (f_dst[2:0] != 3'd0)
           || (nhwc[63:35] != 29'd0)
@@ -200,10 +214,10 @@ wire        room = (room_used < OUT_DEPTH[LOG_OUT+1:0]);
 
 wire        running = (state == S_RUN);
 assign owns = running;
-wire        in_a0   = running && f_bmode == 2'd0 && !rx_b && rx_left != 32'd0;
-wire        in_b0   = running && f_bmode == 2'd0 && rx_b;
-wire        in_bv   = running && f_bmode == 2'd1 && rx_bvec != {(LOG_BCAST+1){1'b0}};
-wire        in_a1   = running && f_bmode == 2'd1 && rx_bvec == {(LOG_BCAST+1){1'b0}}
+wire        in_a0   = running && !b_first && !rx_b && rx_left != 32'd0;
+wire        in_b0   = running && !b_first && rx_b;
+wire        in_bv   = running && b_first && rx_bvec != {(LOG_BCAST+1){1'b0}};
+wire        in_a1   = running && b_first && rx_bvec == {(LOG_BCAST+1){1'b0}}
                    && rx_left != 32'd0;
 assign rd_ready = (in_a0 && !af_full) || (in_b0 && !af_empty && room) || in_bv || (in_a1 && room);
 wire        beat    = rd_valid && rd_ready;
@@ -234,12 +248,34 @@ ew_inst (
     .out_off(f_zo),
     .act_min(f_min),
     .act_max(f_max),
-    .in_valid(admit),
+    .in_valid(admit && !kind_tab),
     .a(op_a),
     .b(op_b),
     .out_valid(ew_valid),
     .y(ew_y)
 );
+
+wire        tab_valid;
+wire [63:0] tab_y;
+
+dtpu_vec_table #(
+    .LANES(LANES)
+)
+table_inst (
+    .clk(clk),
+    .rst(!rst_n),
+    .clear(first_go),
+    .w_valid(beat && in_bv && kind_tab),
+    .w_data(rd_data),
+    .in_valid(admit && kind_tab),
+    .a(op_a),
+    .out_valid(tab_valid),
+    .y(tab_y)
+);
+
+// a result word: the element-wise lanes' or the table's (same latency, one kind a descriptor)
+wire        res_valid = ew_valid || tab_valid;
+wire [63:0] res_y     = tab_valid ? tab_y : ew_y;
 
 /* ---------------------------------------------------------------- write side */
 reg  [31:0] wq_total;               // result words
@@ -272,7 +308,7 @@ always @(posedge clk) begin
     end
     done_dly <= {done_dly[DONE_DELAY-1:0], last_beat};
     lat_dly  <= {lat_dly[LAT-2:0], last_beat};
-    push_dly <= {push_dly[WR_DELAY-1:0], ew_valid};
+    push_dly <= {push_dly[WR_DELAY-1:0], res_valid};
     if (done_dly[DONE_DELAY - 1]) begin
         done <= 1'b1;
     end
@@ -334,7 +370,7 @@ always @(posedge clk) begin
         rx_b      <= 1'b0;
         rx_cnt    <= (a_words_c < BURST) ? a_words_c : BURST;
         rx_chunk  <= (a_words_c < BURST) ? a_words_c : BURST;
-        rx_bvec   <= (f_bmode == 2'd1) ? b_words_c : {(LOG_BCAST+1){1'b0}};
+        rx_bvec   <= b_first ? b_first_words : {(LOG_BCAST+1){1'b0}};
         wq_total  <= a_words_c;
         wq_in     <= 32'd0;
         wq_req    <= 32'd0;
@@ -342,9 +378,9 @@ always @(posedge clk) begin
         of_rd_cnt <= 32'd0;
         part_go   <= 1'b0;
         req_valid <= 1'b1;
-        if (f_bmode == 2'd1) begin
+        if (b_first) begin
             req_addr  <= f_src_b[ADDR_W-1:0];
-            req_words <= {{(31-LOG_BCAST){1'b0}}, b_words_c};
+            req_words <= {{(31-LOG_BCAST){1'b0}}, b_first_words};
         end else begin
             req_addr  <= f_src_a[ADDR_W-1:0];
             req_words <= (a_words_c < BURST) ? a_words_c : BURST;
@@ -355,8 +391,8 @@ always @(posedge clk) begin
             rq_b_next <= 1'b1;
         end
     end else if (running && (!req_valid || req_ready)) begin
-        if (f_bmode == 2'd1) begin
-            if (rq_left != 32'd0) begin          // A in one request after B's vector
+        if (b_first) begin
+            if (rq_left != 32'd0) begin          // A in one request after B's words
                 req_valid <= 1'b1;
                 req_addr  <= rq_a;
                 req_words <= rq_left;
@@ -413,8 +449,8 @@ always @(posedge clk) begin
     end
 
     /* ---- the lanes' results, the write requests */
-    if (ew_valid) begin
-        ofifo[of_wr[LOG_OUT-1:0]] <= ew_y;
+    if (res_valid) begin
+        ofifo[of_wr[LOG_OUT-1:0]] <= res_y;
         of_wr <= of_wr + 1'b1;
     end
     if (push_dly[WR_DELAY - 1]) begin
@@ -485,9 +521,9 @@ bcast_inst (
     .rst(!rst_n),
     .clear(first_go),
     .c(f_c),
-    .w_valid(beat && in_bv),
+    .w_valid(beat && in_bv && !kind_tab),
     .w_data(rd_data),
-    .take(admit && in_a1),
+    .take(admit && in_a1 && !kind_tab),
     .b(b_q)
 );
 

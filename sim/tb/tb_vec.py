@@ -17,13 +17,15 @@ from cocotb.triggers import RisingEdge
 from dtpu.hw.core import Core
 from dtpu.hw.executor import Executor
 from dtpu.hw.listcompiler import _ListBuilder
-from dtpu.hw.vec_lower import VecSpec, lower_vec, vec_reason
+from dtpu.hw.vec_lower import TABLE_OPS, VecSpec, lower_vec, vec_reason
 from dtpu_sim.cycles import contract_lat
 from tb_cl_run import RunTB
 from tb_cl_seq import BASE, CFG, FMT, R, SEED, Model
 
 N_CASES = int(os.environ.get("DTPU_CASES", "12"))
-OPS = os.environ.get("DTPU_VEC_OPS", "ADD,SUB,MUL").split(",")
+#: the kinds drawn: the element-wise ones and TABLE (a table operator with random bytes: the
+#: unit's lookup does not depend on which operator made them)
+OPS = os.environ.get("DTPU_VEC_OPS", "ADD,SUB,MUL,TABLE").split(",")
 
 
 class VecModel(Model):
@@ -42,12 +44,16 @@ def _q(rng, dt):
 
 
 def random_spec(rng: random.Random) -> VecSpec:
-    """A random element-wise node the unit runs: ADD, SUB or MUL, int8 or uint8, operands of
-    one shape or a 1x1xC second (or first) operand, any fused activation."""
+    """A random node the unit runs: ADD, SUB or MUL, int8 or uint8, operands of one shape or a
+    1x1xC second (or first) operand, any fused activation; or a table operator of random
+    bytes."""
     while True:
         op = rng.choice(OPS)
         dt = np.dtype(rng.choice((np.int8, np.uint8)))
         full = (rng.randint(1, 2), rng.randint(1, 7), rng.randint(1, 9), rng.randint(1, 48))
+        if op == "TABLE":
+            return VecSpec(rng.choice(TABLE_OPS), dt, full, _q(rng, dt), _q(rng, dt),
+                           table=rng.randbytes(256))
         bc = rng.choice(("none", "none", "second", "first"))
         vec = (1, 1, 1, full[3])
         sa, sb = {"none": (full, full), "second": (full, vec), "first": (vec, full)}[bc]
@@ -69,7 +75,7 @@ def exact_here(spec: VecSpec) -> bool:
     part = words % burst
     if words < burst or not part:
         return True
-    gap = 2 * part if tuple(spec.a_shape) == tuple(spec.b_shape) else part
+    gap = 2 * part if spec.binary and tuple(spec.a_shape) == tuple(spec.b_shape) else part
     return burst - gap <= 1
 
 
@@ -85,7 +91,10 @@ def vec_image(rng: random.Random, specs, list_at=0x40000, at4k=False):
         fields, swap = lower_vec(spec, CFG)
         nbytes = lambda s: int(np.prod(s))  # noqa: E731
         a = np.frombuffer(rng.randbytes(nbytes(spec.a_shape)), np.uint8)
-        b = np.frombuffer(rng.randbytes(nbytes(spec.b_shape)), np.uint8)
+        if spec.op in TABLE_OPS:
+            b = np.frombuffer(spec.table, np.uint8)
+        else:
+            b = np.frombuffer(rng.randbytes(nbytes(spec.b_shape)), np.uint8)
         addr_a = at
         if at4k:
             addr_a = (BASE + at + 4095) // 4096 * 4096 - 8 - BASE
@@ -170,6 +179,8 @@ async def run_case(tb, img, addr, what):
 
 
 def _describe(spec):
+    if spec.op in TABLE_OPS:
+        return f"TABLE ({spec.op}) {spec.dtype} {spec.a_shape}"
     return (f"{spec.op} {spec.dtype} {spec.a_shape} x {spec.b_shape} {spec.activation}")
 
 
@@ -213,7 +224,9 @@ async def test_vec_cycles(dut):
     corners = [(VecSpec("ADD", dt, (1, 1, 1, 5), q, (0.1, -2), b_shape=(1, 1, 1, 5), b_q=q), False),
                (VecSpec("MUL", dt, (1, 3, 3, 8), q, (0.004, 1), b_shape=(1, 1, 1, 8), b_q=q), False),
                (VecSpec("SUB", dt, (1, 2, 3, 6), q, (0.1, 0), b_shape=(1, 1, 1, 6), b_q=q), False),
-               (VecSpec("ADD", dt, (1, 4, 4, 16), q, (0.1, -2), b_shape=(1, 4, 4, 16), b_q=q), True)]
+               (VecSpec("ADD", dt, (1, 4, 4, 16), q, (0.1, -2), b_shape=(1, 4, 4, 16), b_q=q), True),
+               (VecSpec("TANH", dt, (1, 1, 1, 5), q, q, table=bytes(range(255, -1, -1))), False),
+               (VecSpec("LOGISTIC", dt, (1, 3, 5, 7), q, q, table=rng.randbytes(256)), True)]
     for spec, at4k in corners:
         img, addr, _ = vec_image(rng, [spec], at4k=at4k)
         what = f"corner {_describe(spec)}{' at 4 KiB - 8' if at4k else ''}"

@@ -25,7 +25,7 @@ from tb_cl_seq import BASE, CFG, FMT, R, SEED, Model
 N_CASES = int(os.environ.get("DTPU_CASES", "12"))
 #: the kinds drawn: the element-wise ones and TABLE (a table operator with random bytes: the
 #: unit's lookup does not depend on which operator made them)
-OPS = os.environ.get("DTPU_VEC_OPS", "ADD,SUB,MUL,TABLE").split(",")
+OPS = os.environ.get("DTPU_VEC_OPS", "ADD,SUB,MUL,TABLE,MEAN").split(",")
 
 
 class VecModel(Model):
@@ -45,8 +45,8 @@ def _q(rng, dt):
 
 def random_spec(rng: random.Random) -> VecSpec:
     """A random node the unit runs: ADD, SUB or MUL, int8 or uint8, operands of one shape or a
-    1x1xC second (or first) operand, any fused activation; or a table operator of random
-    bytes."""
+    1x1xC second (or first) operand, any fused activation; a table operator of random bytes;
+    a MEAN over H and W."""
     while True:
         op = rng.choice(OPS)
         dt = np.dtype(rng.choice((np.int8, np.uint8)))
@@ -54,6 +54,13 @@ def random_spec(rng: random.Random) -> VecSpec:
         if op == "TABLE":
             return VecSpec(rng.choice(TABLE_OPS), dt, full, _q(rng, dt), _q(rng, dt),
                            table=rng.randbytes(256))
+        if op == "MEAN":
+            # up to 300 channels (C mod 8 any), the windows of real models' global pools
+            mean = (full[0], rng.randint(1, 9), rng.randint(1, 9), rng.choice((full[3], 300)))
+            spec = VecSpec("MEAN", dt, mean, _q(rng, dt), _q(rng, dt))
+            if vec_reason(spec, CFG) is None:
+                return spec
+            continue
         bc = rng.choice(("none", "none", "second", "first"))
         vec = (1, 1, 1, full[3])
         sa, sb = {"none": (full, full), "second": (full, vec), "first": (vec, full)}[bc]
@@ -93,6 +100,8 @@ def vec_image(rng: random.Random, specs, list_at=0x40000, at4k=False):
         a = np.frombuffer(rng.randbytes(nbytes(spec.a_shape)), np.uint8)
         if spec.op in TABLE_OPS:
             b = np.frombuffer(spec.table, np.uint8)
+        elif not spec.binary:
+            b = np.zeros(0, np.uint8)
         else:
             b = np.frombuffer(rng.randbytes(nbytes(spec.b_shape)), np.uint8)
         addr_a = at
@@ -181,6 +190,8 @@ async def run_case(tb, img, addr, what):
 def _describe(spec):
     if spec.op in TABLE_OPS:
         return f"TABLE ({spec.op}) {spec.dtype} {spec.a_shape}"
+    if not spec.binary:
+        return f"{spec.op} {spec.dtype} {spec.a_shape}"
     return (f"{spec.op} {spec.dtype} {spec.a_shape} x {spec.b_shape} {spec.activation}")
 
 

@@ -1,7 +1,7 @@
 """The vector unit's RTL (contract 2.1) against the golden model: the ADD / SUB lane, the TABLE
-lookup, and VEC lists on dtpu_cl_top built with the unit (VEC_EN=1). The list tests need their own build of the
+lookup, the MEAN datapath, and VEC lists on dtpu_cl_top built with the unit (VEC_EN=1). The list tests need their own build of the
 top (a few minutes on two cores), so they run with make test-all (slow); the default run lints
-that build and runs the lane and the lookup."""
+that build and runs the lane, the lookup and the MEAN datapath."""
 import pytest
 
 from dtpu_sim import RTL_DIR, build, lint, rtl_sources, run_tests
@@ -22,6 +22,15 @@ def test_vec_table():
     top = "dtpu_vec_table"
     d = build(top, {}, [RTL_DIR / f"{top}.v"], name=top)
     run_tests(top, "tb_vec_table", d)
+
+
+def test_vec_mean():
+    """MEAN's accumulators and requantization on their own (16 accumulator words: C <= 128),
+    random shapes, scales, idle cycles and output room."""
+    top = "dtpu_vec_mean"
+    params = {"LOG_ROW": 4}
+    d = build(top, params, [RTL_DIR / f"{top}.v"], name=top)
+    run_tests(top, "tb_vec_mean", d, parameters=params)
 
 
 def test_lint_cl_top_with_the_unit():

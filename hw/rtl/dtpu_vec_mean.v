@@ -19,7 +19,8 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * requantizer of dtpu_vec_requant.vh). The sums are 32-bit and wrap, as the int32 sum does.
  *
  * Pixel words (dtpu_vec_pix) come one a cycle: word j of each pixel is added into accumulator
- * word j (LANES 32-bit lanes; the batch's first pixel writes it), one operation a word. After
+ * word j (LANES 32-bit lanes; the batch's first pixel writes it), one operation a word. The
+ * accumulators are one block RAM (2^LOG_ROW words of 32 * LANES bits, a registered read). After
  * a batch's last pixel its ceil(C/8) accumulator words are requantized one a cycle (the
  * tail; in_ready low meanwhile, and a tail word waits for `room`), each result registered:
  * out_valid a cycle after its operation, out_bytes its channels (8, or C mod 8 for the last),
@@ -91,7 +92,16 @@ assign last_op = emit && last_word && (b == n - 16'd1);
 wire [47:0] off_full = in_off * $signed({1'b0, hw[30:0]});
 /* verilator lint_on UNUSEDSIGNAL */
 
-wire [32*LANES-1:0] acc_q = acc[j];
+// the accumulators as block RAM: a registered read of the word the next operation takes (j
+// after this cycle's step), and the word written in the same cycle forwarded when it is that
+// one (ceil(C/8) = 1: every operation's)
+wire [LOG_ROW-1:0]  j_nx = clear ? {LOG_ROW{1'b0}}
+                         : (take && in_last) || (emit && last_word) ? {LOG_ROW{1'b0}}
+                         : (take || emit) ? j + 1'b1 : j;
+reg  [32*LANES-1:0] acc_rd;
+reg  [32*LANES-1:0] byp_d;
+reg                 byp;
+wire [32*LANES-1:0] acc_q = byp ? byp_d : acc_rd;
 wire [4:0] left = (sho > 8'sd0) ? ((sho > 8'sd31) ? 5'd31 : sho[4:0]) : 5'd0;
 wire signed [31:0] lo = {{16{act_min[15]}}, act_min};
 wire signed [31:0] hi = {{16{act_max[15]}}, act_max};
@@ -119,6 +129,9 @@ always @(posedge clk) begin
         out_data  <= res;
         out_bytes <= last_word ? cj[3:0] : 4'd8;
     end
+    acc_rd <= acc[j_nx];
+    byp    <= take && (j_nx == j);
+    byp_d  <= acc_d;
     if (take) begin
         acc[j] <= acc_d;
         if (in_last) begin

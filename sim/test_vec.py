@@ -1,7 +1,7 @@
 """The vector unit's RTL (contract 2.1) against the golden model: the ADD / SUB lane, the TABLE
-lookup, the MEAN datapath, and VEC lists on dtpu_cl_top built with the unit (VEC_EN=1). The list tests need their own build of the
+lookup, MEAN's pixel-word funnel and datapath, and VEC lists on dtpu_cl_top built with the unit (VEC_EN=1). The list tests need their own build of the
 top (a few minutes on two cores), so they run with make test-all (slow); the default run lints
-that build and runs the lane, the lookup and the MEAN datapath."""
+that build and runs the lane, the lookup, the funnel and the MEAN datapath."""
 import pytest
 
 from dtpu_sim import RTL_DIR, build, lint, rtl_sources, run_tests
@@ -22,6 +22,14 @@ def test_vec_table():
     top = "dtpu_vec_table"
     d = build(top, {}, [RTL_DIR / f"{top}.v"], name=top)
     run_tests(top, "tb_vec_table", d)
+
+
+def test_vec_pix():
+    """The pixel-word funnel on its own: every C mod 8, idle cycles and backpressure, and one
+    pixel word a cycle from the cycle after the first beat when nothing stalls."""
+    top = "dtpu_vec_pix"
+    d = build(top, {}, [RTL_DIR / f"{top}.v"], name=top)
+    run_tests(top, "tb_vec_pix", d)
 
 
 def test_vec_mean():

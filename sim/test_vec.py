@@ -1,7 +1,7 @@
 """The vector unit's RTL (contract 2.1) against the golden model: the ADD / SUB lane, the TABLE
-lookup, MEAN's pixel-word funnel and datapath, and VEC lists on dtpu_cl_top built with the unit (VEC_EN=1). The list tests need their own build of the
+lookup, the pixel-word funnel, MEAN's and the pools' datapaths, and VEC lists on dtpu_cl_top built with the unit (VEC_EN=1). The list tests need their own build of the
 top (a few minutes on two cores), so they run with make test-all (slow); the default run lints
-that build and runs the lane, the lookup, the funnel and the MEAN datapath."""
+that build and runs the lane, the lookup, the funnel and the MEAN and pool datapaths."""
 import pytest
 
 from dtpu_sim import RTL_DIR, build, lint, rtl_sources, run_tests
@@ -39,6 +39,15 @@ def test_vec_mean():
     params = {"LOG_ROW": 4}
     d = build(top, params, [RTL_DIR / f"{top}.v"], name=top)
     run_tests(top, "tb_vec_mean", d, parameters=params)
+
+
+def test_vec_pool():
+    """The pools on their own (64 accumulator words): random tiling geometries, types, idle
+    cycles and output room."""
+    top = "dtpu_vec_pool"
+    params = {"LOG_ROW": 6}
+    d = build(top, params, [RTL_DIR / f"{top}.v"], name=top)
+    run_tests(top, "tb_vec_pool", d, parameters=params)
 
 
 def test_lint_cl_top_with_the_unit():

@@ -25,7 +25,7 @@ from tb_cl_seq import BASE, CFG, FMT, R, SEED, Model
 N_CASES = int(os.environ.get("DTPU_CASES", "12"))
 #: the kinds drawn: the element-wise ones and TABLE (a table operator with random bytes: the
 #: unit's lookup does not depend on which operator made them)
-OPS = os.environ.get("DTPU_VEC_OPS", "ADD,SUB,MUL,TABLE,MEAN").split(",")
+OPS = os.environ.get("DTPU_VEC_OPS", "ADD,SUB,MUL,TABLE,MEAN,AVG_POOL,MAX_POOL").split(",")
 
 
 class VecModel(Model):
@@ -46,7 +46,7 @@ def _q(rng, dt):
 def random_spec(rng: random.Random) -> VecSpec:
     """A random node the unit runs: ADD, SUB or MUL, int8 or uint8, operands of one shape or a
     1x1xC second (or first) operand, any fused activation; a table operator of random bytes;
-    a MEAN over H and W."""
+    a MEAN over H and W; a pool whose windows tile the image."""
     while True:
         op = rng.choice(OPS)
         dt = np.dtype(rng.choice((np.int8, np.uint8)))
@@ -54,6 +54,11 @@ def random_spec(rng: random.Random) -> VecSpec:
         if op == "TABLE":
             return VecSpec(rng.choice(TABLE_OPS), dt, full, _q(rng, dt), _q(rng, dt),
                            table=rng.randbytes(256))
+        if op in ("AVG_POOL", "MAX_POOL"):
+            spec = random_pool(rng, op, dt)
+            if spec is not None:
+                return spec
+            continue
         if op == "MEAN":
             # up to 300 channels (C mod 8 any), the windows of real models' global pools
             mean = (full[0], rng.randint(1, 9), rng.randint(1, 9), rng.choice((full[3], 300)))
@@ -71,6 +76,37 @@ def random_spec(rng: random.Random) -> VecSpec:
         spec = VecSpec(op, dt, sa, qa, qo, b_shape=sb, b_q=qb, activation=act)
         if vec_reason(spec, CFG) is None:
             return spec
+
+
+def tiles(size: int, f: int, s: int, pad: int, out: int) -> bool:
+    """The windows along one axis put every in-image row (column) in exactly one window: the
+    pools dtpu_vec_pool runs (the RTL answers the others BAD_FIELD)."""
+    if out == 1:
+        return f >= size + pad
+    last = (out - 1) * s
+    return f == s and pad < f and last + f >= size + pad and last < size + pad
+
+
+def random_pool(rng: random.Random, op: str, dt) -> VecSpec | None:
+    """A random pool whose windows tile the image (global, or filter = stride), or None."""
+    n, h, w = rng.randint(1, 2), rng.randint(1, 9), rng.randint(1, 9)
+    c = rng.choice((rng.randint(1, 40), 8 * rng.randint(1, 6)))
+    if rng.random() < 0.3:
+        filt, stride, padding = (h, w), rng.choice(((1, 1), (h, w), (2, 2))), "VALID"
+    else:
+        f = (rng.randint(1, 3), rng.randint(1, 3))
+        filt, stride, padding = f, f, rng.choice(("SAME", "VALID"))
+    q = _q(rng, dt)
+    name = {"AVG_POOL": "AVERAGE_POOL_2D", "MAX_POOL": "MAX_POOL_2D"}[op]
+    try:
+        spec = VecSpec(name, dt, (n, h, w, c), q, q, filter=filt, stride=stride,
+                       padding=padding, activation=rng.choice(("NONE", "RELU", "RELU6")))
+        g = spec.geometry()
+    except ValueError:
+        return None
+    if not (tiles(h, g.fh, g.sh, g.pad_top, g.oh) and tiles(w, g.fw, g.sw, g.pad_left, g.ow)):
+        return None
+    return spec if vec_reason(spec, CFG) is None else None
 
 
 def exact_here(spec: VecSpec) -> bool:

@@ -183,6 +183,7 @@ reg         pend;                   // a start taken while the unit still wrote
 reg  [3:0]  wcnt;
 reg  [3:0]  age;                    // cycles since start (saturating): the descriptor is all in
 reg         pdrain;                 // a pool's window found bad: its requested words dropped
+assign pool_go = (age >= 4'd12) && !pdrain && !pool_bad;
 wire [31:0] a_words_c = nhwc[34:3] + {31'd0, nhwc[2:0] != 3'd0};
 
 localparam [3:0] K_ADD = 4'd1, K_MUL = 4'd2, K_AVG = 4'd3, K_MAX = 4'd4, K_MEAN = 4'd5,
@@ -216,6 +217,8 @@ wire b_first  = (f_bmode == 2'd1) || kind_tab;
 // (a pool's window, VEC4 and VEC7, comes after the first request: checked late, below)
 wire pool_bad = !(rows_tile && cols_tile && pool_row <= (32'd1 << LOG_ROW)
                   && pbytes[63:35] == 29'd0);
+// the pool takes pixel words once its window is known good (the funnel holds them till then)
+wire pool_go;
 wire f_bad = !(kind_ew || kind_tab || kind_mean || kind_pool)
           || (kind_mean && {16'd0, f_c} > (32'd8 << LOG_ROW))
           || (f_bmode > 2'd1) || (f_bmode == 2'd1 && !kind_ew)
@@ -401,7 +404,7 @@ pool_inst (
     .pl(f_pl),
     .act_min(f_min),
     .act_max(f_max),
-    .in_valid(pix_valid && running && kind_pool && age >= 4'd12 && !pdrain && !pool_bad),
+    .in_valid(pix_valid && running && kind_pool && pool_go),
     .in_ready(pool_ready),
     .in_data(pix_data),
     .in_last(pix_last),
@@ -415,7 +418,7 @@ pool_inst (
 );
 
 // the reducing kind's results, operations and last operation (one kind a descriptor)
-assign pix_ready = kind_pool ? pool_ready : mean_ready;
+assign pix_ready = kind_pool ? pool_ready && pool_go : mean_ready;
 wire        m_valid   = mn_valid || pl_valid;
 wire [63:0] m_data    = pl_valid ? pl_data : mn_data;
 wire [3:0]  m_bytes   = pl_valid ? pl_bytes : mn_bytes;

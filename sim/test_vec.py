@@ -1,7 +1,7 @@
-"""The vector unit's RTL (contract 2.1) against the golden model: the ADD / SUB lane, and VEC
-lists on dtpu_cl_top built with the unit (VEC_EN=1). The list tests need their own build of the
+"""The vector unit's RTL (contract 2.1) against the golden model: the ADD / SUB lane, the TABLE
+lookup, the pixel-word funnel, MEAN's and the pools' datapaths, and VEC lists on dtpu_cl_top built with the unit (VEC_EN=1). The list tests need their own build of the
 top (a few minutes on two cores), so they run with make test-all (slow); the default run lints
-that build and runs the lane."""
+that build and runs the lane, the lookup, the funnel and the MEAN and pool datapaths."""
 import pytest
 
 from dtpu_sim import RTL_DIR, build, lint, rtl_sources, run_tests
@@ -15,6 +15,39 @@ def test_vec_add_lane(signed):
     top = "dtpu_vec_add_lane"
     d = build(top, {}, [RTL_DIR / f"{top}.v"], name=top)
     run_tests(top, "tb_vec_add_lane", d, extra_env={"DTPU_VEC_SIGNED": str(signed)})
+
+
+def test_vec_table():
+    """The TABLE lookup on its own: random tables and bytes, results two cycles later."""
+    top = "dtpu_vec_table"
+    d = build(top, {}, [RTL_DIR / f"{top}.v"], name=top)
+    run_tests(top, "tb_vec_table", d)
+
+
+def test_vec_pix():
+    """The pixel-word funnel on its own: every C mod 8, idle cycles and backpressure, and one
+    pixel word a cycle from the cycle after the first beat when nothing stalls."""
+    top = "dtpu_vec_pix"
+    d = build(top, {}, [RTL_DIR / f"{top}.v"], name=top)
+    run_tests(top, "tb_vec_pix", d)
+
+
+def test_vec_mean():
+    """MEAN's accumulators and requantization on their own (16 accumulator words: C <= 128),
+    random shapes, scales, idle cycles and output room."""
+    top = "dtpu_vec_mean"
+    params = {"LOG_ROW": 4}
+    d = build(top, params, [RTL_DIR / f"{top}.v"], name=top)
+    run_tests(top, "tb_vec_mean", d, parameters=params)
+
+
+def test_vec_pool():
+    """The pools on their own (64 accumulator words): random tiling geometries, types, idle
+    cycles and output room."""
+    top = "dtpu_vec_pool"
+    params = {"LOG_ROW": 6}
+    d = build(top, params, [RTL_DIR / f"{top}.v"], name=top)
+    run_tests(top, "tb_vec_pool", d, parameters=params)
 
 
 def test_lint_cl_top_with_the_unit():

@@ -23,10 +23,13 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  *   BMODE 1  the 1x1xC vector B (C <= LANES * 2^LOG_BCAST) is read first into the
  *            operand-B buffer (dtpu_vec_bcast), then A in one request; A's byte e meets B's
  *            byte e mod C.
+ * TABLE (KIND 6): the 256-byte table at SRC_B is read first (32 words, as BMODE 1's vector)
+ * into dtpu_vec_table, then A in one request; each byte of A is replaced by the table's byte
+ * at its index, with the element-wise lanes' latency (the same output path and cycles).
  * Result words go through an output FIFO to the write master (w_*), one write request per
  * MAX_BURST words from DST (the last one partial; the tensor's last word carries the strobes
  * of its bytes only), each requested as its words are queued.
- * Other kinds (the pools, MEAN), a broadcast vector longer than the buffer, a shape with a zero
+ * Other kinds (the pools, MEAN, COPY), BMODE 1 with a kind other than ADD / MUL, a broadcast vector longer than the buffer, a shape with a zero
  * dimension, an unaligned address or more than 2^32 words: `bad` (BAD_FIELD), nothing read.
  *
  * Cycles (docs/architecture.md, the golden model's units.vector.timeline_step): `start` comes
@@ -47,6 +50,8 @@ module dtpu_vec #
     parameter LOG_BCAST = 8,
     // log2 of the output FIFO's words
     parameter LOG_OUT = 5,
+    // log2 of the accumulator words (contract VEC_ROW_WORDS; MEAN: C <= LANES * 2^LOG_ROW)
+    parameter LOG_ROW = 10,
     // cycles from `start` to the first read request at the earliest (the descriptor's words
     // VEC0..VEC3 come one a cycle after it, then two cycles of sizes)
     parameter START_WAIT = 3,
@@ -102,9 +107,14 @@ initial begin
         $error("Error: LANES must be 8, one 64-bit word (instance %m)");
         $finish;
     end
+    if (LOG_BCAST < 5) begin
+        $error("Error: LOG_BCAST must be >= 5: a TABLE's 32 words are counted as B's (instance %m)");
+        $finish;
+    end
 end
 
 localparam [31:0] BURST = MAX_BURST;
+localparam [31:0] TABLE_WORDS = 32;     // a TABLE's 256 bytes
 localparam integer OUT_DEPTH = 1 << LOG_OUT;
 
 /* ---------------------------------------------------------------- fields */
@@ -147,10 +157,14 @@ wire [63:0] unused_words = words[4*64 +: 64];   // VEC4: the pools' window (not 
 
 /* ---------------------------------------------------------------- sizes */
 reg  [31:0] nh, wc;
+reg  [31:0] hw;                     // H*W (MEAN's count)
+reg  [31:0] nc;                     // N*C (MEAN's result bytes)
 reg  [63:0] nhwc;                   // A's bytes
 reg  [2:0]  tail_bytes;             // bytes of the last word (0: all 8)
 // BMODE 1: ceil(C / LANES) words of B
 wire [LOG_BCAST:0] b_words_c = f_c[LOG_BCAST+3:3] + {{LOG_BCAST{1'b0}}, f_c[2:0] != 3'd0};
+// the words read before A: B's vector, or a TABLE's 256 bytes
+wire [LOG_BCAST:0] b_first_words = kind_tab ? TABLE_WORDS[LOG_BCAST:0] : b_words_c;
 
 localparam [2:0] S_IDLE = 3'd0, S_SZ1 = 3'd1, S_SZ2 = 3'd2, S_CHK = 3'd3, S_RUN = 3'd4,
                  S_WORDS = 3'd5;
@@ -159,9 +173,19 @@ reg         pend;                   // a start taken while the unit still wrote
 reg  [3:0]  wcnt;
 wire [31:0] a_words_c = nhwc[34:3] + {31'd0, nhwc[2:0] != 3'd0};
 
-wire kind_ew = (f_kind == 4'd1) || (f_kind == 4'd2);
-wire f_bad = !kind_ew
-          || (f_bmode > 2'd1)
+localparam [3:0] K_ADD = 4'd1, K_MUL = 4'd2, K_MEAN = 4'd5, K_TABLE = 4'd6;
+wire kind_ew   = (f_kind == K_ADD) || (f_kind == K_MUL);
+wire kind_tab  = (f_kind == K_TABLE);
+wire kind_mean = (f_kind == K_MEAN);
+// A and B of one shape in alternating chunks (BMODE 0 of ADD / MUL)
+wire ab_chunks = kind_ew && (f_bmode == 2'd0);
+// MEAN's result words: ceil(N*C / 8)
+wire [31:0] nc_words = {3'd0, nc[31:3]} + {31'd0, nc[2:0] != 3'd0};
+// B is read first, then A in one request: a broadcast vector (BMODE 1) or a TABLE's 32 words
+wire b_first  = (f_bmode == 2'd1) || kind_tab;
+wire f_bad = !(kind_ew || kind_tab || kind_mean)
+          || (kind_mean && {16'd0, f_c} > (32'd8 << LOG_ROW))
+          || (f_bmode > 2'd1) || (f_bmode == 2'd1 && !kind_ew)
           || (f_n == 16'd0) || (f_h == 16'd0) || (f_w == 16'd0) || (f_c == 16'd0)
           || (f_src_a[2:0] != 3'd0) || (f_src_b[2:0] != 3'd0) || (f_dst[2:0] != 3'd0)
           || (nhwc[63:35] != 29'd0)
@@ -197,15 +221,19 @@ reg  [63:0] ofifo [0:OUT_DEPTH-1];
 reg  [LOG_OUT:0] of_wr, of_rd;
 reg  [LOG_OUT+1:0] room_used;
 wire        room = (room_used < OUT_DEPTH[LOG_OUT+1:0]);
+// MEAN counts its words as they are queued: up to three are still in its pipeline
+wire        room_m = (room_used + 3 < OUT_DEPTH[LOG_OUT+1:0]);
 
 wire        running = (state == S_RUN);
 assign owns = running;
-wire        in_a0   = running && f_bmode == 2'd0 && !rx_b && rx_left != 32'd0;
-wire        in_b0   = running && f_bmode == 2'd0 && rx_b;
-wire        in_bv   = running && f_bmode == 2'd1 && rx_bvec != {(LOG_BCAST+1){1'b0}};
-wire        in_a1   = running && f_bmode == 2'd1 && rx_bvec == {(LOG_BCAST+1){1'b0}}
+wire        in_a0   = running && ab_chunks && !rx_b && rx_left != 32'd0;
+wire        in_b0   = running && ab_chunks && rx_b;
+wire        in_m    = running && kind_mean && rx_left != 32'd0;   // MEAN: A into the funnel
+wire        in_bv   = running && b_first && rx_bvec != {(LOG_BCAST+1){1'b0}};
+wire        in_a1   = running && b_first && rx_bvec == {(LOG_BCAST+1){1'b0}}
                    && rx_left != 32'd0;
-assign rd_ready = (in_a0 && !af_full) || (in_b0 && !af_empty && room) || in_bv || (in_a1 && room);
+assign rd_ready = (in_a0 && !af_full) || (in_b0 && !af_empty && room) || in_bv || (in_a1 && room)
+               || (in_m && pix_in_ready);
 wire        beat    = rd_valid && rd_ready;
 wire        admit   = beat && (in_b0 || in_a1);          // a word pair into the lanes
 wire [63:0] op_a    = in_b0 ? afifo[af_rd[LA-1:0]] : rd_data;
@@ -234,12 +262,101 @@ ew_inst (
     .out_off(f_zo),
     .act_min(f_min),
     .act_max(f_max),
-    .in_valid(admit),
+    .in_valid(admit && !kind_tab),
     .a(op_a),
     .b(op_b),
     .out_valid(ew_valid),
     .y(ew_y)
 );
+
+wire        tab_valid;
+wire [63:0] tab_y;
+
+dtpu_vec_table #(
+    .LANES(LANES)
+)
+table_inst (
+    .clk(clk),
+    .rst(!rst_n),
+    .clear(first_go),
+    .w_valid(beat && in_bv && kind_tab),
+    .w_data(rd_data),
+    .in_valid(admit && kind_tab),
+    .a(op_a),
+    .out_valid(tab_valid),
+    .y(tab_y)
+);
+
+/* ---- MEAN: the stream as pixel words, the sums, their requantization, the packed bytes */
+wire        pix_in_ready, pix_valid, pix_ready, pix_last;
+wire [63:0] pix_data;
+wire        m_valid, m_end, m_op, m_last_op;
+wire [63:0] m_data;
+wire [3:0]  m_bytes;
+wire        pk_valid;
+wire [63:0] pk_data;
+
+dtpu_vec_pix pix_inst (
+    .clk(clk),
+    .rst(!rst_n),
+    .clear(first_go),
+    .c(f_c),
+    .in_valid(rd_valid && in_m),
+    .in_ready(pix_in_ready),
+    .in_data(rd_data),
+    .out_valid(pix_valid),
+    .out_ready(pix_ready),
+    .out_data(pix_data),
+    .out_last(pix_last)
+);
+
+dtpu_vec_mean #(
+    .LANES(LANES),
+    .LOG_ROW(LOG_ROW)
+)
+mean_inst (
+    .clk(clk),
+    .rst(!rst_n),
+    .clear(first_go),
+    .sgn(f_sgn),
+    .c(f_c),
+    .hw(hw),
+    .n(f_n),
+    .in_off(f_o1),
+    .mo(f_mo),
+    .sho(f_sho),
+    .out_off(f_zo),
+    .act_min(f_min),
+    .act_max(f_max),
+    .in_valid(pix_valid && running && kind_mean),
+    .in_ready(pix_ready),
+    .in_data(pix_data),
+    .in_last(pix_last),
+    .room(room_m),
+    .out_valid(m_valid),
+    .out_data(m_data),
+    .out_bytes(m_bytes),
+    .out_end(m_end),
+    .op(m_op),
+    .last_op(m_last_op)
+);
+
+dtpu_vec_pack pack_inst (
+    .clk(clk),
+    .rst(!rst_n),
+    .clear(first_go),
+    .in_valid(m_valid),
+    .in_data(m_data),
+    .in_bytes(m_bytes),
+    .in_end(m_end),
+    .out_valid(pk_valid),
+    .out_data(pk_data)
+);
+
+// a result word: the element-wise lanes', the table's (same latency, one kind a descriptor)
+// or MEAN's packed bytes
+wire        res_valid = ew_valid || tab_valid || pk_valid;
+wire [63:0] res_y     = tab_valid ? tab_y : pk_valid ? pk_data : ew_y;
 
 /* ---------------------------------------------------------------- write side */
 reg  [31:0] wq_total;               // result words
@@ -262,7 +379,12 @@ wire        w_hs = w_valid && w_ready;
 reg  [DONE_DELAY:0] done_dly;
 reg  [LAT-1:0]      lat_dly;
 // the contract's stall-free cycles: one an operand beat, and LAT_VEC after the last one
-assign active = beat || (lat_dly != {LAT{1'b0}});
+// MEAN: one an operation (accumulate or requantize) instead of one a beat
+assign active = (kind_mean ? m_op : beat) || (lat_dly != {LAT{1'b0}});
+// the event LAT_VEC counts from: the last operand beat, MEAN's last operation. MEAN's
+// operations start the cycle after the first beat (the funnel's register), a cycle later than
+// the element-wise lanes' admits, so its `done` and write requests take taps a cycle shorter
+wire        last_evt = kind_mean ? m_last_op : last_beat;
 
 always @(posedge clk) begin
     done <= 1'b0;
@@ -270,10 +392,10 @@ always @(posedge clk) begin
     if (start) begin
         pend <= 1'b1;
     end
-    done_dly <= {done_dly[DONE_DELAY-1:0], last_beat};
-    lat_dly  <= {lat_dly[LAT-2:0], last_beat};
-    push_dly <= {push_dly[WR_DELAY-1:0], ew_valid};
-    if (done_dly[DONE_DELAY - 1]) begin
+    done_dly <= {done_dly[DONE_DELAY-1:0], last_evt};
+    lat_dly  <= {lat_dly[LAT-2:0], last_evt};
+    push_dly <= {push_dly[WR_DELAY-1:0], res_valid};
+    if (kind_mean ? done_dly[DONE_DELAY - 2] : done_dly[DONE_DELAY - 1]) begin
         done <= 1'b1;
     end
 
@@ -298,6 +420,8 @@ always @(posedge clk) begin
     end
     S_SZ1: begin
         nh <= {16'd0, f_n} * {16'd0, f_h};
+        hw <= {16'd0, f_h} * {16'd0, f_w};
+        nc <= {16'd0, f_n} * {16'd0, f_c};
         wc <= {16'd0, f_w} * {16'd0, f_c};
         state <= S_SZ2;
     end
@@ -309,7 +433,7 @@ always @(posedge clk) begin
     endcase
 
     if (state == S_CHK) begin
-        tail_bytes <= nhwc[2:0];
+        tail_bytes <= kind_mean ? nc[2:0] : nhwc[2:0];
         if (f_bad) begin
             bad   <= 1'b1;
             busy  <= 1'b0;
@@ -334,17 +458,21 @@ always @(posedge clk) begin
         rx_b      <= 1'b0;
         rx_cnt    <= (a_words_c < BURST) ? a_words_c : BURST;
         rx_chunk  <= (a_words_c < BURST) ? a_words_c : BURST;
-        rx_bvec   <= (f_bmode == 2'd1) ? b_words_c : {(LOG_BCAST+1){1'b0}};
-        wq_total  <= a_words_c;
+        rx_bvec   <= b_first ? b_first_words : {(LOG_BCAST+1){1'b0}};
+        wq_total  <= kind_mean ? nc_words : a_words_c;
         wq_in     <= 32'd0;
         wq_req    <= 32'd0;
         wq_addr   <= f_dst[ADDR_W-1:0];
         of_rd_cnt <= 32'd0;
         part_go   <= 1'b0;
         req_valid <= 1'b1;
-        if (f_bmode == 2'd1) begin
+        if (kind_mean) begin             // A in one request
+            req_addr  <= f_src_a[ADDR_W-1:0];
+            req_words <= a_words_c;
+            rq_left   <= 32'd0;
+        end else if (b_first) begin
             req_addr  <= f_src_b[ADDR_W-1:0];
-            req_words <= {{(31-LOG_BCAST){1'b0}}, b_words_c};
+            req_words <= {{(31-LOG_BCAST){1'b0}}, b_first_words};
         end else begin
             req_addr  <= f_src_a[ADDR_W-1:0];
             req_words <= (a_words_c < BURST) ? a_words_c : BURST;
@@ -355,8 +483,8 @@ always @(posedge clk) begin
             rq_b_next <= 1'b1;
         end
     end else if (running && (!req_valid || req_ready)) begin
-        if (f_bmode == 2'd1) begin
-            if (rq_left != 32'd0) begin          // A in one request after B's vector
+        if (b_first) begin
+            if (rq_left != 32'd0) begin          // A in one request after B's words
                 req_valid <= 1'b1;
                 req_addr  <= rq_a;
                 req_words <= rq_left;
@@ -408,16 +536,16 @@ always @(posedge clk) begin
     if (beat && in_bv) begin
         rx_bvec <= rx_bvec - 1'b1;
     end
-    if (admit) begin
+    if (admit || (beat && in_m)) begin
         rx_left <= rx_left - 32'd1;
     end
 
     /* ---- the lanes' results, the write requests */
-    if (ew_valid) begin
-        ofifo[of_wr[LOG_OUT-1:0]] <= ew_y;
+    if (res_valid) begin
+        ofifo[of_wr[LOG_OUT-1:0]] <= res_y;
         of_wr <= of_wr + 1'b1;
     end
-    if (push_dly[WR_DELAY - 1]) begin
+    if (kind_mean ? push_dly[WR_DELAY - 2] : push_dly[WR_DELAY - 1]) begin
         wq_in <= wq_in + 32'd1;
     end
     if (wr_req_valid && wr_req_ready) begin
@@ -439,7 +567,8 @@ always @(posedge clk) begin
         of_rd <= of_rd + 1'b1;
         of_rd_cnt <= of_rd_cnt + 32'd1;
     end
-    room_used <= room_used + {{(LOG_OUT+1){1'b0}}, admit} - {{(LOG_OUT+1){1'b0}}, w_hs};
+    room_used <= room_used + {{(LOG_OUT+1){1'b0}}, kind_mean ? res_valid : admit}
+                           - {{(LOG_OUT+1){1'b0}}, w_hs};
     if (running && w_hs && of_rd_cnt == wq_total - 32'd1) begin
         busy  <= 1'b0;
         state <= S_IDLE;
@@ -485,9 +614,9 @@ bcast_inst (
     .rst(!rst_n),
     .clear(first_go),
     .c(f_c),
-    .w_valid(beat && in_bv),
+    .w_valid(beat && in_bv && !kind_tab),
     .w_data(rd_data),
-    .take(admit && in_a1),
+    .take(admit && in_a1 && !kind_tab),
     .b(b_q)
 );
 

@@ -16,10 +16,11 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  *   x1 = (a + IN1_OFF) << 20;  s1 = RDBPOT(SRDHM(x1, M1), -SH1)
  *   x2 = (b + IN2_OFF) << 20;  s2 = RDBPOT(SRDHM(x2, M2), -SH2)      (SUB: M2 negated)
  *   y  = clamp(RDBPOT(SRDHM(wrap32(s1 + s2), MO), -SHO) + OUT_OFF, ACT_MIN, ACT_MAX)
- * SRDHM(x, m) = floor((x*m + 2^30) / 2^31) (gemmlowp's nudge and truncation, in one floor);
- * RDBPOT(x, e) = floor((x + 2^(e-1) - [x < 0]) / 2^e), e = -shift >= 0 (ties away from zero).
- * The shifts are TFLite's QuantizeMultiplierSmallerThanOneExp exponents (<= 0); a positive one
- * (which TFLite's Prepare refuses) is taken as 0. |x1|, |x2| < 2^29, so no SRDHM saturates.
+ * SRDHM and RDBPOT are the unit's shared requantizer functions (dtpu_vec_requant.vh: the
+ * saturating SRDHM, ties away from zero in RDBPOT). The shifts are TFLite's
+ * QuantizeMultiplierSmallerThanOneExp exponents (<= 0); a positive one (which TFLite's Prepare
+ * refuses) is taken as 0. |x1|, |x2| < 2^29, so only the output product can saturate (a
+ * wrapped sum INT32_MIN times MO = INT32_MIN, which only a hand-made descriptor carries).
  *
  * One element per cycle, two register stages: the two input products and roundings, then the
  * output product, rounding and clamp (out_valid two cycles after in_valid).
@@ -57,37 +58,7 @@ module dtpu_vec_add_lane
 
 // ---- helpers --------------------------------------------------------------------------------
 
-function signed [31:0] srdhm;       // floor((x*m + 2^30) / 2^31), x and m int32
-    input signed [31:0] x;
-    input signed [31:0] m;
-    reg signed [63:0] p;
-    begin
-        p = x * m;
-        p = p + 64'sd1073741824;
-        srdhm = p[62:31];
-    end
-endfunction
-
-function signed [31:0] rdbpot;      // x / 2^e rounded half away from zero, e = -shift
-    input signed [31:0] x;
-    input signed [7:0]  shift;
-    reg        [5:0]  e;
-    /* verilator lint_off UNUSEDSIGNAL */
-    reg signed [7:0]  ns;           // -shift: only its low 6 bits are read (1..31)
-    /* verilator lint_on UNUSEDSIGNAL */
-    reg signed [32:0] t;
-    begin
-        ns = -shift;
-        e = (shift >= 0) ? 6'd0 : (shift < -8'sd31) ? 6'd31 : ns[5:0];
-        if (e == 6'd0) begin
-            rdbpot = x;
-        end else begin
-            t = {x[31], x} + (33'sd1 <<< (e - 6'd1)) - {32'd0, x[31]};
-            t = t >>> e;
-            rdbpot = t[31:0];
-        end
-    end
-endfunction
+`include "dtpu_vec_requant.vh"
 
 function signed [9:0] elem;         // an 8-bit lane as a signed value
     input [7:0] v;
@@ -115,8 +86,8 @@ initial begin
 end
 
 always @(posedge clk) begin
-    s1_reg <= rdbpot(srdhm(x1, m1), sh1);
-    s2_reg <= rdbpot(srdhm(x2, m2), sh2);
+    s1_reg <= vec_rdbpot(vec_srdhm(x1, m1), sh1);
+    s2_reg <= vec_rdbpot(vec_srdhm(x2, m2), sh2);
     v1_reg <= in_valid;
     if (rst) begin
         v1_reg <= 1'b0;
@@ -126,7 +97,7 @@ end
 // ---- stage 2: the sum scaled to the output, offset, clamp ------------------------------------
 
 wire signed [31:0] sum = s1_reg + s2_reg;             // wraps as TFLite's int32 does
-wire signed [31:0] r = rdbpot(srdhm(sum, mo), sho) + {{16{out_off[15]}}, out_off};
+wire signed [31:0] r = vec_rdbpot(vec_srdhm(sum, mo), sho) + {{16{out_off[15]}}, out_off};
 wire signed [31:0] lo = {{16{act_min[15]}}, act_min};
 wire signed [31:0] hi = {{16{act_max[15]}}, act_max};
 /* verilator lint_off UNUSEDSIGNAL */

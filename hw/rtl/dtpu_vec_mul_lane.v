@@ -18,7 +18,8 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * MBQM is TFLite's MultiplyByQuantizedMultiplier: a positive shift is an int32 left shift of p
  * (wrapping, as the C++ does), then SRDHM(x, MO) = floor((x*MO + 2^30) / 2^31) (saturating
  * INT32_MIN * INT32_MIN), then a rounding right shift by -SHO (ties away from zero) when SHO is
- * negative. MUL's scale s1*s2/s_out may exceed 1, so unlike ADD both shift directions occur.
+ * negative (vec_srdhm and vec_rdbpot of dtpu_vec_requant.vh, the requantizer the unit's lanes
+ * share). MUL's scale s1*s2/s_out may exceed 1, so unlike ADD both shift directions occur.
  *
  * One element per cycle, two register stages like dtpu_vec_add_lane (out_valid two cycles
  * after in_valid), so that the two lanes share the vector unit's pipeline.
@@ -50,43 +51,9 @@ module dtpu_vec_mul_lane
     output reg  [7:0]         y
 );
 
-function signed [31:0] srdhm;       // floor((x*m + 2^30) / 2^31), INT32_MIN^2 saturated
-    input signed [31:0] x;
-    input signed [31:0] m;
-    reg signed [63:0] p;
-    begin
-        p = x * m;
-        p = p + 64'sd1073741824;
-        if (x == 32'sh80000000 && m == 32'sh80000000) begin
-            srdhm = 32'sh7fffffff;
-        end else begin
-            srdhm = p[62:31];
-        end
-    end
-endfunction
+`include "dtpu_vec_requant.vh"
 
-function signed [31:0] rdbpot;      // x / 2^e rounded half away from zero, e = -shift >= 0
-    input signed [31:0] x;
-    input signed [7:0]  shift;
-    reg        [5:0]  e;
-    /* verilator lint_off UNUSEDSIGNAL */
-    reg signed [7:0]  ns;
-    /* verilator lint_on UNUSEDSIGNAL */
-    reg signed [32:0] t;
-    begin
-        ns = -shift;
-        e = (shift >= 0) ? 6'd0 : (shift < -8'sd31) ? 6'd31 : ns[5:0];
-        if (e == 6'd0) begin
-            rdbpot = x;
-        end else begin
-            t = {x[31], x} + (33'sd1 <<< (e - 6'd1)) - {32'd0, x[31]};
-            t = t >>> e;
-            rdbpot = t[31:0];
-        end
-    end
-endfunction
-
-function signed [9:0] elem;
+function signed [9:0] elem;         // an 8-bit lane as a signed value
     input [7:0] v;
     begin
         elem = sgn ? {{2{v[7]}}, v} : {2'b00, v};
@@ -123,7 +90,7 @@ end
 
 // ---- stage 2: the output multiplier, rounding shift, offset, clamp ---------------------------
 
-wire signed [31:0] r = rdbpot(srdhm(x_reg, mo), sho) + {{16{out_off[15]}}, out_off};
+wire signed [31:0] r = vec_rdbpot(vec_srdhm(x_reg, mo), sho) + {{16{out_off[15]}}, out_off};
 wire signed [31:0] lo = {{16{act_min[15]}}, act_min};
 wire signed [31:0] hi = {{16{act_max[15]}}, act_max};
 /* verilator lint_off UNUSEDSIGNAL */

@@ -17,13 +17,15 @@ from cocotb.triggers import RisingEdge
 from dtpu.hw.core import Core
 from dtpu.hw.executor import Executor
 from dtpu.hw.listcompiler import _ListBuilder
-from dtpu.hw.vec_lower import VecSpec, lower_vec, vec_reason
+from dtpu.hw.vec_lower import TABLE_OPS, VecSpec, lower_vec, vec_reason
 from dtpu_sim.cycles import contract_lat
 from tb_cl_run import RunTB
 from tb_cl_seq import BASE, CFG, FMT, R, SEED, Model
 
 N_CASES = int(os.environ.get("DTPU_CASES", "12"))
-OPS = os.environ.get("DTPU_VEC_OPS", "ADD,SUB,MUL").split(",")
+#: the kinds drawn: the element-wise ones and TABLE (a table operator with random bytes: the
+#: unit's lookup does not depend on which operator made them)
+OPS = os.environ.get("DTPU_VEC_OPS", "ADD,SUB,MUL,TABLE,MEAN").split(",")
 
 
 class VecModel(Model):
@@ -42,12 +44,28 @@ def _q(rng, dt):
 
 
 def random_spec(rng: random.Random) -> VecSpec:
-    """A random element-wise node the unit runs: ADD, SUB or MUL, int8 or uint8, operands of
-    one shape or a 1x1xC second (or first) operand, any fused activation."""
+    """A random node the unit runs: ADD, SUB or MUL, int8 or uint8, operands of one shape or a
+    1x1xC second (or first) operand, any fused activation; a table operator of random bytes;
+    a MEAN over H and W; a pool whose windows tile the image."""
     while True:
         op = rng.choice(OPS)
         dt = np.dtype(rng.choice((np.int8, np.uint8)))
         full = (rng.randint(1, 2), rng.randint(1, 7), rng.randint(1, 9), rng.randint(1, 48))
+        if op == "TABLE":
+            return VecSpec(rng.choice(TABLE_OPS), dt, full, _q(rng, dt), _q(rng, dt),
+                           table=rng.randbytes(256))
+        if op in ("AVG_POOL", "MAX_POOL"):
+            spec = random_pool(rng, op, dt)
+            if spec is not None:
+                return spec
+            continue
+        if op == "MEAN":
+            # up to 300 channels (C mod 8 any), the windows of real models' global pools
+            mean = (full[0], rng.randint(1, 9), rng.randint(1, 9), rng.choice((full[3], 300)))
+            spec = VecSpec("MEAN", dt, mean, _q(rng, dt), _q(rng, dt))
+            if vec_reason(spec, CFG) is None:
+                return spec
+            continue
         bc = rng.choice(("none", "none", "second", "first"))
         vec = (1, 1, 1, full[3])
         sa, sb = {"none": (full, full), "second": (full, vec), "first": (vec, full)}[bc]
@@ -60,6 +78,37 @@ def random_spec(rng: random.Random) -> VecSpec:
             return spec
 
 
+def tiles(size: int, f: int, s: int, pad: int, out: int) -> bool:
+    """The windows along one axis put every in-image row (column) in exactly one window: the
+    pools dtpu_vec_pool runs (the RTL answers the others BAD_FIELD)."""
+    if out == 1:
+        return f >= size + pad
+    last = (out - 1) * s
+    return f == s and pad < f and last + f >= size + pad and last < size + pad
+
+
+def random_pool(rng: random.Random, op: str, dt) -> VecSpec | None:
+    """A random pool whose windows tile the image (global, or filter = stride), or None."""
+    n, h, w = rng.randint(1, 2), rng.randint(1, 9), rng.randint(1, 9)
+    c = rng.choice((rng.randint(1, 40), 8 * rng.randint(1, 6)))
+    if rng.random() < 0.3:
+        filt, stride, padding = (h, w), rng.choice(((1, 1), (h, w), (2, 2))), "VALID"
+    else:
+        f = (rng.randint(1, 3), rng.randint(1, 3))
+        filt, stride, padding = f, f, rng.choice(("SAME", "VALID"))
+    q = _q(rng, dt)
+    name = {"AVG_POOL": "AVERAGE_POOL_2D", "MAX_POOL": "MAX_POOL_2D"}[op]
+    try:
+        spec = VecSpec(name, dt, (n, h, w, c), q, q, filter=filt, stride=stride,
+                       padding=padding, activation=rng.choice(("NONE", "RELU", "RELU6")))
+        g = spec.geometry()
+    except ValueError:
+        return None
+    if not (tiles(h, g.fh, g.sh, g.pad_top, g.oh) and tiles(w, g.fw, g.sw, g.pad_left, g.ow)):
+        return None
+    return spec if vec_reason(spec, CFG) is None else None
+
+
 def exact_here(spec: VecSpec) -> bool:
     """The spec's writes are cycle-exact on this cocotb memory: not a last partial burst whose
     beats follow a full burst's (that memory answers the second of two close write bursts a
@@ -69,7 +118,7 @@ def exact_here(spec: VecSpec) -> bool:
     part = words % burst
     if words < burst or not part:
         return True
-    gap = 2 * part if tuple(spec.a_shape) == tuple(spec.b_shape) else part
+    gap = 2 * part if spec.binary and tuple(spec.a_shape) == tuple(spec.b_shape) else part
     return burst - gap <= 1
 
 
@@ -85,7 +134,12 @@ def vec_image(rng: random.Random, specs, list_at=0x40000, at4k=False):
         fields, swap = lower_vec(spec, CFG)
         nbytes = lambda s: int(np.prod(s))  # noqa: E731
         a = np.frombuffer(rng.randbytes(nbytes(spec.a_shape)), np.uint8)
-        b = np.frombuffer(rng.randbytes(nbytes(spec.b_shape)), np.uint8)
+        if spec.op in TABLE_OPS:
+            b = np.frombuffer(spec.table, np.uint8)
+        elif not spec.binary:
+            b = np.zeros(0, np.uint8)
+        else:
+            b = np.frombuffer(rng.randbytes(nbytes(spec.b_shape)), np.uint8)
         addr_a = at
         if at4k:
             addr_a = (BASE + at + 4095) // 4096 * 4096 - 8 - BASE
@@ -170,6 +224,10 @@ async def run_case(tb, img, addr, what):
 
 
 def _describe(spec):
+    if spec.op in TABLE_OPS:
+        return f"TABLE ({spec.op}) {spec.dtype} {spec.a_shape}"
+    if not spec.binary:
+        return f"{spec.op} {spec.dtype} {spec.a_shape}"
     return (f"{spec.op} {spec.dtype} {spec.a_shape} x {spec.b_shape} {spec.activation}")
 
 
@@ -213,7 +271,9 @@ async def test_vec_cycles(dut):
     corners = [(VecSpec("ADD", dt, (1, 1, 1, 5), q, (0.1, -2), b_shape=(1, 1, 1, 5), b_q=q), False),
                (VecSpec("MUL", dt, (1, 3, 3, 8), q, (0.004, 1), b_shape=(1, 1, 1, 8), b_q=q), False),
                (VecSpec("SUB", dt, (1, 2, 3, 6), q, (0.1, 0), b_shape=(1, 1, 1, 6), b_q=q), False),
-               (VecSpec("ADD", dt, (1, 4, 4, 16), q, (0.1, -2), b_shape=(1, 4, 4, 16), b_q=q), True)]
+               (VecSpec("ADD", dt, (1, 4, 4, 16), q, (0.1, -2), b_shape=(1, 4, 4, 16), b_q=q), True),
+               (VecSpec("TANH", dt, (1, 1, 1, 5), q, q, table=bytes(range(255, -1, -1))), False),
+               (VecSpec("LOGISTIC", dt, (1, 3, 5, 7), q, q, table=rng.randbytes(256)), True)]
     for spec, at4k in corners:
         img, addr, _ = vec_image(rng, [spec], at4k=at4k)
         what = f"corner {_describe(spec)}{' at 4 KiB - 8' if at4k else ''}"

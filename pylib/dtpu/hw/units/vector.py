@@ -161,13 +161,16 @@ class VecCost:
     is a broadcast vector or a TABLE's 32 words, else A and B interleaved), `ops` lane-word
     operations at one a cycle from the first beat on, `tail` operations after the last one
     (MEAN's requantization of its sums), `out_words` written; `gaps`: how many cycles before the last result word the k-th
-    word before it is made, when they do not come one a cycle (Timeline.store_tail's `gaps`)."""
+    word before it is made, when they do not come one a cycle (Timeline.store_tail's `gaps`);
+    `late`: 1 when the last result word comes a cycle after the last operation (Timeline.store_tail's
+    `late`)."""
 
     read_beats: int
     ops: int
     tail: int
     out_words: int
     gaps: tuple | None = None
+    late: int = 0
 
     def stall_free(self, lat: int) -> int:
         """Cycles with the operands there when needed: the read channel's beats or the
@@ -185,6 +188,29 @@ def _chunk_gaps(words: int, burst: int) -> tuple | None:
     if not p or words < burst:
         return None
     return tuple(k + (p if k >= p else 0) for k in range(p + 1))
+
+
+def _packed_words(n: int, c: int, lanes: int) -> tuple[tuple | None, int]:
+    """(gaps, late) of MEAN's results: its N x ceil(C / lanes) requantized words, one an
+    operation, hold C mod lanes bytes at each batch's end, and the packer (dtpu_vec_pack)
+    makes the contiguous output of them, a word when 8 bytes are there, one a cycle: a word is
+    made by the operation that completes it, and a last partial word that completes with a
+    full one's operation comes a cycle after it (late). One word an operation when C is a
+    multiple of the lanes or N is 1: (None, 0)."""
+    if n == 1 or c % lanes == 0:
+        return None, 0
+    wpx = ceil_div(c, lanes)
+    per_op = np.minimum(lanes, c - lanes * np.arange(wpx, dtype=np.int64))
+    cum = np.cumsum(np.tile(per_op, n))
+    total = int(cum[-1])
+    last_op = cum.size - 1
+    made = np.searchsorted(cum, 8 * np.arange(1, total // 8 + 1, dtype=np.int64), side="left")
+    late = int(total % 8 != 0 and made.size > 0 and int(made[-1]) == last_op)
+    if total % 8:
+        made = np.append(made, last_op + late)
+    # gaps[k]: cycles from the k-th word before the last to the last operation
+    gaps = tuple(int(last_op - t) for t in made[::-1])
+    return gaps, late
 
 
 def cost(job: VecJob, lanes: int, burst: int = 16) -> VecCost:
@@ -206,7 +232,8 @@ def cost(job: VecJob, lanes: int, burst: int = 16) -> VecCost:
         touched = int(((starts + c - 1) // 8 - starts // 8 + 1).sum())
         return VecCost(a_beats, a_beats, 0, touched)
     if job.kind == "MEAN":
-        return VecCost(a_beats, n * h * w * words_px, n * words_px, out_words)
+        gaps, late = _packed_words(n, c, lanes)
+        return VecCost(a_beats, n * h * w * words_px, n * words_px, out_words, gaps, late)
     v4, v7 = job.fields["VEC4"], job.fields["VEC7"]
     taps = valid_taps(h, w, v4["FH"], v4["FW"], v4["SH"], v4["SW"], v4["PT"], v4["PL"],
                       v7["OH"], v7["OW"])
@@ -240,7 +267,7 @@ def timeline_step(tl, t_fetch: int, job: VecJob) -> tuple[int, int]:
         t = max(t, tl.wr_done + K["SEQ_VEC_WAIT"])
     first, end = tl.mem_read(t, c.read_beats)
     done = max(end, first + c.ops) + c.tail + lat
-    w_end = done + tl.WL + tl.store_tail(c.out_words, c.gaps)
+    w_end = done + tl.WL + tl.store_tail(c.out_words, c.gaps, c.late)
     tl.core_free = tl.last_run_end = done
     tl.seq_free = max(tl.seq_free, done + K["SEQ_RUN_DONE"])
     free = c.stall_free(lat)

@@ -1,0 +1,179 @@
+/*
+
+Copyright (c) 2026 DTPU authors. Apache-2.0.
+
+*/
+
+// Language: Verilog 2001
+
+`resetall
+`timescale 1ns / 1ps
+`default_nettype none
+
+/*
+ * Vector unit (contract 2.1): MEAN over H and W (KIND 5; golden model
+ * dtpu.reference.vector.mean_hw with the descriptor's integers, TFLite's QuantizedMeanOrSum):
+ *   y[n, c] = clamp(MBQM(wrap32(sum_hw x[n, h, w, c] + IN1_OFF * H*W), MO, SHO) + OUT_OFF,
+ *                   ACT_MIN, ACT_MAX)
+ * with MBQM as in dtpu_vec_mul_lane (a positive SHO an int32 left shift first; the shared
+ * requantizer of dtpu_vec_requant.vh). The sums are 32-bit and wrap, as the int32 sum does.
+ *
+ * Pixel words (dtpu_vec_pix) come one a cycle: word j of each pixel is added into accumulator
+ * word j (LANES 32-bit lanes; the batch's first pixel writes it), one operation a word. The
+ * accumulators are one block RAM (2^LOG_ROW words of 32 * LANES bits, a registered read). After
+ * a batch's last pixel its ceil(C/8) accumulator words are requantized one a cycle (the
+ * tail; in_ready low meanwhile, and a tail word waits for `room`), each result registered:
+ * out_valid a cycle after its operation, out_bytes its channels (8, or C mod 8 for the last),
+ * out_end on the tensor's last. `op` marks each operation (accumulate or tail), `last_op` the
+ * tensor's last; after it no word is taken (the bytes of the stream's last word past the
+ * tensor). C <= LANES * 2^LOG_ROW (the caller checks); `clear` restarts at batch 0.
+ */
+module dtpu_vec_mean #
+(
+    parameter LANES = 8,
+    // log2 of the accumulator words (C <= LANES * 2^LOG_ROW)
+    parameter LOG_ROW = 8
+)
+(
+    input  wire               clk,
+    input  wire               rst,
+
+    input  wire               clear,
+    input  wire               sgn,
+    input  wire [15:0]        c,
+    input  wire [31:0]        hw,             // H*W (>= 1)
+    input  wire [15:0]        n,              // batches (>= 1)
+    input  wire signed [15:0] in_off,
+    input  wire signed [31:0] mo,
+    input  wire signed [7:0]  sho,
+    input  wire signed [15:0] out_off,
+    input  wire signed [15:0] act_min,
+    input  wire signed [15:0] act_max,
+
+    /* pixel words */
+    input  wire               in_valid,
+    output wire               in_ready,
+    input  wire [8*LANES-1:0] in_data,
+    input  wire               in_last,
+
+    /* results */
+    input  wire               room,
+    output reg                out_valid,
+    output reg  [8*LANES-1:0] out_data,
+    output reg  [3:0]         out_bytes,
+    output reg                out_end,
+    output wire               op,
+    output wire               last_op
+);
+
+`include "dtpu_vec_requant.vh"
+
+localparam integer ROW = 1 << LOG_ROW;
+
+reg  [32*LANES-1:0] acc [0:ROW-1];
+
+reg                 tail;               // requantizing the batch's sums
+reg  [LOG_ROW-1:0]  j;                  // accumulator word (the pixel word's index)
+reg  [31:0]         px;                 // pixel of the batch
+reg  [15:0]         b;                  // batch
+reg  [15:0]         cj;                 // channels from word j on (C - 8j)
+reg  signed [31:0]  off_hw;             // IN1_OFF * H*W, wrapped
+reg                 fin;                // the tensor's last batch is done: the stream's
+                                        // padding bytes past it are no pixel words
+
+assign in_ready = !tail && !fin && !clear;
+wire take = in_valid && in_ready;
+wire emit = tail && room && !clear;
+wire last_word = (cj <= LANES);         // word j is the pixel's / the batch's last
+assign op = take || emit;
+assign last_op = emit && last_word && (b == n - 16'd1);
+
+/* verilator lint_off UNUSEDSIGNAL */
+wire [47:0] off_full = in_off * $signed({1'b0, hw[30:0]});
+/* verilator lint_on UNUSEDSIGNAL */
+
+// the accumulators as block RAM: a registered read of the word the next operation takes (j
+// after this cycle's step), and the word written in the same cycle forwarded when it is that
+// one (ceil(C/8) = 1: every operation's)
+wire [LOG_ROW-1:0]  j_nx = clear ? {LOG_ROW{1'b0}}
+                         : (take && in_last) || (emit && last_word) ? {LOG_ROW{1'b0}}
+                         : (take || emit) ? j + 1'b1 : j;
+reg  [32*LANES-1:0] acc_rd;
+reg  [32*LANES-1:0] byp_d;
+reg                 byp;
+wire [32*LANES-1:0] acc_q = byp ? byp_d : acc_rd;
+wire [4:0] left = (sho > 8'sd0) ? ((sho > 8'sd31) ? 5'd31 : sho[4:0]) : 5'd0;
+wire signed [31:0] lo = {{16{act_min[15]}}, act_min};
+wire signed [31:0] hi = {{16{act_max[15]}}, act_max};
+
+reg  [32*LANES-1:0] acc_d;              // the accumulate's new word
+reg  [8*LANES-1:0]  res;                // the tail's requantized word
+integer l;
+reg signed [31:0] e, s, r;
+always @* begin
+    for (l = 0; l < LANES; l = l + 1) begin
+        e = sgn ? {{24{in_data[8*l+7]}}, in_data[8*l +: 8]} : {24'd0, in_data[8*l +: 8]};
+        acc_d[32*l +: 32] = (px == 32'd0) ? e : acc_q[32*l +: 32] + e;
+        s = $signed(acc_q[32*l +: 32]) + off_hw;
+        r = vec_rdbpot(vec_srdhm(s << left, mo), sho) + {{16{out_off[15]}}, out_off};
+        r = (r < lo) ? lo : (r > hi) ? hi : r;
+        res[8*l +: 8] = r[7:0];
+    end
+end
+
+always @(posedge clk) begin
+    off_hw <= off_full[31:0];
+    out_valid <= emit;
+    out_end <= last_op;
+    if (emit) begin
+        out_data  <= res;
+        out_bytes <= last_word ? cj[3:0] : 4'd8;
+    end
+    acc_rd <= acc[j_nx];
+    byp    <= take && (j_nx == j);
+    byp_d  <= acc_d;
+    if (take) begin
+        acc[j] <= acc_d;
+        if (in_last) begin
+            j  <= {LOG_ROW{1'b0}};
+            cj <= c;
+            if (px == hw - 32'd1) begin
+                tail <= 1'b1;
+            end else begin
+                px <= px + 32'd1;
+            end
+        end else begin
+            j  <= j + 1'b1;
+            cj <= cj - LANES;
+        end
+    end
+    if (last_op) begin
+        fin <= 1'b1;
+    end
+    if (emit) begin
+        if (last_word) begin
+            tail <= 1'b0;
+            j    <= {LOG_ROW{1'b0}};
+            cj   <= c;
+            px   <= 32'd0;
+            b    <= b + 16'd1;
+        end else begin
+            j  <= j + 1'b1;
+            cj <= cj - LANES;
+        end
+    end
+    if (rst || clear) begin
+        tail <= 1'b0;
+        j    <= {LOG_ROW{1'b0}};
+        cj   <= c;
+        px   <= 32'd0;
+        b    <= 16'd0;
+        fin  <= 1'b0;
+        out_valid <= 1'b0;
+        out_end <= 1'b0;
+    end
+end
+
+endmodule
+
+`resetall

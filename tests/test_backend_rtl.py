@@ -391,7 +391,7 @@ def paged_net_runs(backend_name: str, prefetch: str, invokes: int = 3):
                 x = np.random.default_rng(100 * k + i).integers(-128, 128, spec.input_shape).astype(np.int8)
                 y, hw = backend.invoke(handles[i], x, Probes())
                 runs.append((y, hw.cycles, hw.stall_cycles, hw.words_in.get("wgt", 0)))
-        riders = len(backend._plan_state().plan.riders) if prefetch == "on" else 0
+        riders = len(backend.prefetch_plan().riders) if prefetch == "on" else 0
         backend.close()
     return runs, riders
 

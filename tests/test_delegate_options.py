@@ -84,9 +84,9 @@ def test_values_of_any_type_are_passed_as_strings(dtpu_so):
 
 
 def test_option_table_documents_every_key():
-    from dtpu.delegate.options import _PARSERS, TABLE
+    from dtpu.delegate.options import PARSERS, TABLE
 
-    assert list(TABLE) == list(_PARSERS)
+    assert list(TABLE) == list(PARSERS)
 
 
 # ---- properties: nothing a user or a model can pass makes the delegate's Python side raise
@@ -94,11 +94,11 @@ def test_option_table_documents_every_key():
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from dtpu.delegate.options import _PARSERS  # noqa: E402
+from dtpu.delegate.options import PARSERS  # noqa: E402
 
 
 @settings(max_examples=60, deadline=None)
-@given(key=st.sampled_from(sorted(_PARSERS)), value=st.text(max_size=20))
+@given(key=st.sampled_from(sorted(PARSERS)), value=st.text(max_size=20))
 def test_any_option_value_parses_or_names_the_key(key, value):
     from dtpu.delegate.options import parse
 

@@ -67,13 +67,15 @@ def test_good_values(dtpu_so, tmp_path):
     assert not off.prefetch and off.backend_options()["prefetch"] is False
 
 
-def test_default_backend_is_model_once_registered(monkeypatch):
+def test_default_backend_is_model_once_registered():
     from dtpu import backends
     from dtpu.delegate.options import default_backend, parse
 
     assert default_backend() == ("model" if "model" in backends.names() else "reference")
-    monkeypatch.setitem(backends._REGISTRY, "model", "dtpu.backends.reference:ReferenceBackend")
-    assert parse({}).backend == "model"
+    with backends.registered("model", "dtpu.backends.reference:ReferenceBackend"):
+        assert parse({}).backend == "model"
+        assert backends.get("model").__name__ == "ReferenceBackend"
+    assert backends.get("model").__name__ == "ModelBackend"
 
 
 def test_values_of_any_type_are_passed_as_strings(dtpu_so):

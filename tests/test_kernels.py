@@ -12,7 +12,8 @@ import pytest
 
 from dtpu.hw import kernels
 from dtpu.hw.config import get_config
-from dtpu.hw.core import Core, DwGeometry
+from dtpu.hw.contract_schedules import DwGeometry
+from dtpu.hw.core import Core
 from dtpu.hw.units.post import signed32
 from dtpu.precision import Precision
 

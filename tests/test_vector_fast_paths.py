@@ -1,6 +1,9 @@
-"""dtpu.reference.pair_table: ADD, SUB and MUL by lookup equal the numpy twins they tabulate, on
-every pair of input bytes and on broadcast tensors above and below the table's threshold (the
-twins themselves are checked against TFLite in tests/test_vector_reference.py)."""
+"""The golden model's faster ways to the vector unit's results give the same bytes:
+dtpu.reference.pair_table (ADD, SUB and MUL by lookup) equals the numpy twins it tabulates, on
+every pair of input bytes and on broadcast tensors above and below the table's threshold; the
+max pool's strided fold equals the window-by-window definition on any geometry the unit's
+fields can give (the twins themselves are checked against TFLite in
+tests/test_vector_reference.py)."""
 from __future__ import annotations
 
 import numpy as np
@@ -67,3 +70,32 @@ def test_small_or_mixed_operands_take_the_kernel_itself():
     assert calls == [(1, 4, 4, 8), (pair_table.MIN_ELEMENTS,)]
     pair_table.apply(kernel, big, big, "p")
     assert calls[-1] == (65536,)     # the table's construction: every pair once
+
+
+def _max_pool_by_windows(x, g, lo, hi):
+    """MaxPool output by output: the largest tap inside the image (the type's minimum if none)."""
+    n, h, w, c = x.shape
+    out = np.full((n, g.oh, g.ow, c), np.iinfo(x.dtype).min, np.int64)
+    for oy in range(g.oh):
+        for ox in range(g.ow):
+            y0, x0 = oy * g.sh - g.pad_top, ox * g.sw - g.pad_left
+            win = x[:, max(y0, 0):max(y0 + g.fh, 0), max(x0, 0):max(x0 + g.fw, 0)]
+            if win.size:
+                out[:, oy, ox] = win.max(axis=(1, 2))
+    return np.clip(out, lo, hi).astype(x.dtype)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+def test_max_pool_equals_the_window_by_window_definition(dtype):
+    r = np.random.default_rng(3 if dtype == "int8" else 4)
+    info = np.iinfo(dtype)
+    for trial in range(60):
+        h, w, c = (int(v) for v in r.integers(1, 12, 3))
+        fh, fw, sh, sw = (int(v) for v in r.integers(1, 5, 4))
+        pt, pl = (int(v) for v in r.integers(0, 6, 2))      # a field may pad past a filter
+        oh, ow = (int(v) for v in r.integers(1, 8, 2))
+        g = v.PoolGeometry(fh, fw, sh, sw, pt, pl, oh, ow)
+        x = r.integers(info.min, info.max + 1, (1, h, w, c)).astype(dtype)
+        lo, hi = sorted(int(t) for t in r.integers(info.min, info.max + 1, 2))
+        got, want = v.max_pool(x, g, lo, hi), _max_pool_by_windows(x, g, lo, hi)
+        assert got.dtype == want.dtype and np.array_equal(got, want), (trial, g)

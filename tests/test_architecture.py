@@ -43,9 +43,6 @@ RULES = (
 
 #: upward imports that stay for now, each with the reason; an entry no longer needed fails the test
 KNOWN_UPWARD = {
-    ("dtpu.hw.lower", "dtpu.hw.core"):
-        "DwGeometry, dw_bank_conflict: the contract's schedule formulas still live in the golden "
-        "model's core.py; they move down to a contract module with issue 23.1",
     ("dtpu.report", "dtpu.board.costs"):
         "Report.board_estimate() and the report table's board lines price a report with the "
         "board's cost model (a function-local import of a module that imports nothing of dtpu at "

@@ -69,7 +69,7 @@ def test_backend_interface_counters_and_residency():
     assert hw.latency_us == pytest.approx(hw.cycles / 200.0)
     assert {"pack", "compute", "unpack"} <= set(probes.seconds)
     backend.release(handle)
-    assert not backend._walloc.used
+    assert backend.resident_weight_words == 0
 
 
 def test_backend_pages_weights_that_do_not_fit():

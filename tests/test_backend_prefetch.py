@@ -88,10 +88,10 @@ def test_streamed_nodes_exist_in_the_small_memory():
     _, backend, handles = _run({"prefetch": "on"}, invokes=1)
     streamed = [h.lowered.spec.name for h in handles if h.streamed]
     assert streamed and streamed != [h.lowered.spec.name for h in handles]
-    st = backend._plan_state()
-    assert any(st.plan.streamed) and st.plan.riders
+    plan = backend.prefetch_plan()
+    assert any(plan.streamed) and plan.riders
     # riders ride on resident nodes too (earlier jobs of the invoke)
-    carriers = {slot for slot in st.plan.riders}
+    carriers = {slot for slot in plan.riders}
     resident_slots = {e[1] for h in handles if not h.streamed for e in h.layout if e[0] == "compute"}
     assert carriers & resident_slots
 
@@ -123,7 +123,7 @@ def test_release_and_prepare_again_replans():
     net = _net(rng)
     with HwConfig(**SMALL):
         backend.release(handles[3])
-        assert backend._prefetch_state is None
+        assert not backend.has_plan
         spec, x, f, b = net[3]
         h = backend.prepare(spec, f, b)
         y, _ = backend.invoke(h, x, Probes())
@@ -144,8 +144,8 @@ class _FirstCome(ModelBackend):
 
 def _disjoint(backend):
     """Resident weights and the ring do not overlap."""
-    regions = sorted((h.wgt_base, h.src[3]) for h in backend._nodes if not h.streamed)
-    lo, hi = backend._ring()
+    regions = sorted((h.wgt_base, h.src[3]) for h in backend.nodes if not h.streamed)
+    lo, hi = backend.ring()
     for (a, n), (b, _) in zip(regions, regions[1:]):
         assert a + n <= b
     for a, n in regions:
@@ -171,11 +171,11 @@ def test_selection_keeps_the_low_reuse_classifier_resident_and_is_faster(fast):
 
 def test_selection_estimate_is_the_measured_steady_state():
     totals, backend, _ = _run({"prefetch": "on"}, net_of=_fc_last_net, invokes=3)
-    backend._prefetch_state = None   # plan again over the same nodes: the current assignment is kept
-    lowered = [h.lowered for h in backend._nodes]
-    st = backend._plan_state()
-    assert [h.lowered for h in backend._nodes] == lowered and st is backend._prefetch_state
-    assert backend._last_estimate == totals[2][0]
+    backend.drop_plan()   # plan again over the same nodes: the current assignment is kept
+    lowered = [h.lowered for h in backend.nodes]
+    plan = backend.prefetch_plan()
+    assert [h.lowered for h in backend.nodes] == lowered and backend.prefetch_plan() is plan
+    assert backend.last_estimate == totals[2][0]
 
 
 def test_compiled_and_protocol_agree_after_the_selection():
@@ -340,13 +340,13 @@ def test_nodes_prepared_mid_invoke_defer_the_selection_to_the_next_round(monkeyp
     rng = np.random.default_rng(5)
     net = _net(rng)
     calls = []
-    original = ModelBackend._select
+    original = ModelBackend.select_residency
 
     def counting(self):
-        calls.append(len(self._nodes))
+        calls.append(len(self.nodes))
         return original(self)
 
-    monkeypatch.setattr(ModelBackend, "_select", counting)
+    monkeypatch.setattr(ModelBackend, "select_residency", counting)
     with HwConfig(**SMALL):
         backend = ModelBackend({"prefetch": "on"})
         handles = []

@@ -391,7 +391,7 @@ def paged_net_runs(backend_name: str, prefetch: str, invokes: int = 3):
                 x = np.random.default_rng(100 * k + i).integers(-128, 128, spec.input_shape).astype(np.int8)
                 y, hw = backend.invoke(handles[i], x, Probes())
                 runs.append((y, hw.cycles, hw.stall_cycles, hw.words_in.get("wgt", 0)))
-        riders = len(backend._plan_state().plan.riders) if prefetch == "on" else 0
+        riders = len(backend.prefetch_plan().riders) if prefetch == "on" else 0
         backend.close()
     return runs, riders
 
@@ -456,7 +456,7 @@ def test_callables_must_be_importable_by_the_simulator():
 def test_old_builds_are_pruned_newest_kept(tmp_path):
     import os as _os
 
-    from dtpu.rtl.build import _prune
+    from dtpu.rtl.build import prune_builds
 
     for i in range(5):
         for prefix in ("dtpu_axi-c8-", "dtpu_axi-c8-waves-"):
@@ -465,7 +465,7 @@ def test_old_builds_are_pruned_newest_kept(tmp_path):
             (d / ".dtpu_build_key").write_text("k")
             _os.utime(d / ".dtpu_build_key", (1000 + i, 1000 + i))
     (tmp_path / "dtpu_axi-c8-unrelated").mkdir()
-    _prune(tmp_path, "dtpu_axi-c8-", keep=3)
+    prune_builds(tmp_path, "dtpu_axi-c8-", keep=3)
     left = sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith("."))
     assert left == ["dtpu_axi-c8-0000000000000002", "dtpu_axi-c8-0000000000000003",
                     "dtpu_axi-c8-0000000000000004", "dtpu_axi-c8-unrelated",

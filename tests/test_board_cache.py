@@ -107,8 +107,9 @@ def test_a_missing_invalidate_reads_the_previous_outputs(board, monkeypatch):
     np.testing.assert_array_equal(_invoke(be, prog, spec, xs[1]), wants[1])
 
 
-def test_a_pynq_without_cacheable_falls_back_to_its_default_buffer(caplog):
+def test_a_pynq_without_cacheable_falls_back_to_its_default_buffer(emu, caplog):
     """An older pynq whose allocate takes no `cacheable` still runs (uncached, slower), and says so."""
+    from dtpu.board import load_overlay
     from dtpu.board.transport import PynqTransport
 
     calls = []
@@ -117,8 +118,7 @@ def test_a_pynq_without_cacheable_falls_back_to_its_default_buffer(caplog):
         calls.append(shape)
         return _FakeBuffer(np.zeros(shape, dtype))
 
-    t = PynqTransport.__new__(PynqTransport)
-    t._allocate = allocate
+    t = PynqTransport(load_overlay(emu), allocate=allocate)
     with caplog.at_level("WARNING", logger="dtpu"):
         buf = t.alloc_buffer(100)
     assert calls == [(100,)] and buf.array.size == 100

@@ -146,7 +146,7 @@ def _armed(tfl, options: dict):  # noqa: F811
     it = dtpu.make_interpreter(model, options)
     it.allocate_tensors()
     backend = _backend_of(it)
-    program = backend._owner
+    program = backend.loaded_program
     program.timeout_s = 0.2     # read by the C path when it is set up (after the first invoke)
     inputs = random_inputs(it, 0)
     want = _cpu(tfl, model, 1)[0]
@@ -160,7 +160,7 @@ def test_a_list_that_never_completes_is_a_timeout_and_the_next_invoke_recovers(d
 
     it, backend, inputs, want = _armed(tfl, {"backend": "model"})
     t = backend.transport
-    status = backend._owner.reg_offsets["CL_STATUS"]
+    status = backend.loaded_program.reg_offsets["CL_STATUS"]
     real = t.read_reg
 
     def stuck(offset: int) -> int:   # the core never says DONE
@@ -185,7 +185,7 @@ def test_a_list_that_never_completes_is_a_timeout_and_the_next_invoke_recovers(d
 
 def test_a_failing_list_names_its_error_bits_from_c(dtpu_so, tfl):  # noqa: F811
     it, backend, inputs, want = _armed(tfl, {"backend": "model"})
-    program = backend._owner
+    program = backend.loaded_program
     ddr = backend.transport.list_window.ddr
     base = program.program.base
     ddr.slverr = [(base, base + program.size)]      # every access of the image answers SLVERR
@@ -229,7 +229,7 @@ def test_runs_not_yet_read_become_one_report_each_in_order(dtpu_so, tfl):  # noq
     for _ in range(n):
         run(it, inputs)
     got = dtpu.reports()
-    assert STORE._reports.maxlen >= n
+    assert STORE.capacity >= n
     mine = [r for r in got if r.seq > last]
     assert len(mine) == n
     assert [r.seq for r in mine] == sorted(r.seq for r in mine)

@@ -17,12 +17,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_delegate_path_is_built_and_current(dtpu_so):
     import dtpu
-    from dtpu.delegate import _builder
+    from dtpu.delegate import builder_module
 
     path = Path(dtpu_so)
     assert path.name == "dtpu.so" and path.is_file()
     assert dtpu.delegate_path() == str(path)
-    builder = _builder()
+    builder = builder_module()
     assert builder.is_current(path.parent, ROOT / "pylib")
     stamp = json.loads((path.parent / "dtpu.so.json").read_text())
     assert stamp["python"] == sys.version.split()[0]
@@ -44,9 +44,9 @@ def test_cli_build_into_a_fresh_directory_and_staleness(tmp_path):
     built = Path(out.stdout.strip())
     assert built == tmp_path / "dtpu.so" and built.is_file()
 
-    from dtpu.delegate import _builder
+    from dtpu.delegate import builder_module
 
-    builder = _builder()
+    builder = builder_module()
     assert builder.is_current(tmp_path, ROOT / "pylib")
     stamp = tmp_path / "dtpu.so.json"
     key = json.loads(stamp.read_text())
@@ -66,18 +66,18 @@ def test_cli_help_lists_build():
 
 
 def test_abi_cdef_has_no_preprocessor_lines():
-    from dtpu.delegate import _builder
+    from dtpu.delegate import builder_module
 
-    cdef = _builder().abi_cdef()
+    cdef = builder_module().abi_cdef()
     assert "#" not in cdef and "TfLiteRegistration" in cdef
 
 
 def test_glue_declarations_are_written_once():
     """dtpu_delegate.c and cffi read the same dtpu_glue.h: no struct of the glue is declared in
     the C file or in build.py, and what cffi is given parses as plain declarations."""
-    from dtpu.delegate import _builder
+    from dtpu.delegate import builder_module
 
-    builder = _builder()
+    builder = builder_module()
     cdef = builder.glue_cdef()
     assert "#" not in cdef and "typedef struct dtpu_kernel" in cdef and 'extern "Python"' in cdef
     assert "static" not in cdef
@@ -104,7 +104,7 @@ def test_library_finds_the_python_package_it_was_built_from(dtpu_so, tmp_path):
     from dtpu import tflite
 
     probe = tmp_path / "dtpu_runtime_probe.py"
-    probe.write_text(f"from {tflite._MODULES[tflite.RUNTIME]} import Interpreter, load_delegate\n")
+    probe.write_text(f"from {tflite.MODULES[tflite.RUNTIME]} import Interpreter, load_delegate\n")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PYTHONPATH"] = str(tmp_path)
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,

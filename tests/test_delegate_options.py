@@ -67,13 +67,15 @@ def test_good_values(dtpu_so, tmp_path):
     assert not off.prefetch and off.backend_options()["prefetch"] is False
 
 
-def test_default_backend_is_model_once_registered(monkeypatch):
+def test_default_backend_is_model_once_registered():
     from dtpu import backends
     from dtpu.delegate.options import default_backend, parse
 
     assert default_backend() == ("model" if "model" in backends.names() else "reference")
-    monkeypatch.setitem(backends._REGISTRY, "model", "dtpu.backends.reference:ReferenceBackend")
-    assert parse({}).backend == "model"
+    with backends.registered("model", "dtpu.backends.reference:ReferenceBackend"):
+        assert parse({}).backend == "model"
+        assert backends.get("model").__name__ == "ReferenceBackend"
+    assert backends.get("model").__name__ == "ModelBackend"
 
 
 def test_values_of_any_type_are_passed_as_strings(dtpu_so):
@@ -84,9 +86,9 @@ def test_values_of_any_type_are_passed_as_strings(dtpu_so):
 
 
 def test_option_table_documents_every_key():
-    from dtpu.delegate.options import _PARSERS, TABLE
+    from dtpu.delegate.options import PARSERS, TABLE
 
-    assert list(TABLE) == list(_PARSERS)
+    assert list(TABLE) == list(PARSERS)
 
 
 # ---- properties: nothing a user or a model can pass makes the delegate's Python side raise
@@ -94,11 +96,11 @@ def test_option_table_documents_every_key():
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from dtpu.delegate.options import _PARSERS  # noqa: E402
+from dtpu.delegate.options import PARSERS  # noqa: E402
 
 
 @settings(max_examples=60, deadline=None)
-@given(key=st.sampled_from(sorted(_PARSERS)), value=st.text(max_size=20))
+@given(key=st.sampled_from(sorted(PARSERS)), value=st.text(max_size=20))
 def test_any_option_value_parses_or_names_the_key(key, value):
     from dtpu.delegate.options import parse
 

@@ -105,7 +105,7 @@ def test_loader_need_times_follow_dw_schedule():
     """The stream's need times are the DWCONV row loader's: row r's words one a cycle, ending
     at dw_schedule's load_end[r]; the result times end at 0, the result words of a 2-chunk
     depthwise are a pixel's 8-word chunk each (short write runs)."""
-    from dtpu.hw.core import dw_schedule
+    from dtpu.hw.contract_schedules import dw_schedule
 
     p = _program([("dw", 0)], 6, 128)
     ex = Executor(Core(CFG), FMT)

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from dtpu import reference
 from dtpu.hw.config import HwConfig, ceil_div, get_config
-from dtpu.hw.core import Core, StreamStarved, dw_schedule
+from dtpu.hw.contract_schedules import dw_schedule
+from dtpu.hw.core import Core, StreamStarved
 from dtpu.driver import DtpuJobError, ModelTransport, run_job, run_jobs
 from dtpu.hw.lower import Job, LowerError, dw_geometry, lower
 from dtpu.pack import pack, unpack

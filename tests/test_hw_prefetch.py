@@ -12,7 +12,8 @@ from dtpu.driver import DtpuJobError, ModelTransport, read_counters, run_job, ru
 from dtpu.driver.model_transport import run_jobs_compiled
 from dtpu.hw import fast
 from dtpu.hw.config import get_config
-from dtpu.hw.core import Core, dw_schedule, gemm_cycles, load_cycles
+from dtpu.hw.contract_schedules import dw_schedule, gemm_cycles, load_cycles
+from dtpu.hw.core import Core
 from dtpu.hw.lower import Job, lower, with_prefetch
 from dtpu.spec import ConvSpec, DataMode, OpKind, Padding, Quant
 from tests.test_hw_model import make_data

@@ -18,7 +18,7 @@ import pytest
 from dtpu.isro import cli, compile_h5, compile_tflite
 from dtpu.isro.bundle import Bundle
 from dtpu.isro.check import check_bundle, check_program, first_fault
-from dtpu.isro.isa import _ENUMS, FIELDS, USES, Instruction, Op
+from dtpu.isro.isa import ENUMS, FIELDS, USES, Instruction, Op
 from dtpu.isro.machine import Machine, MachineError
 from dtpu.isro.profile import unlimited
 
@@ -59,8 +59,8 @@ def _mutate(ins: Instruction, rng) -> Instruction | None:
     name = names[rng.integers(len(names))]
     f = FIELDS[name]
     v = int(ins.fields[name])
-    if name in _ENUMS:
-        choices = [int(e) for e in _ENUMS[name]]
+    if name in ENUMS:
+        choices = [int(e) for e in ENUMS[name]]
         return ins.replace(**{name: choices[rng.integers(len(choices))]})
     kind = rng.integers(4)
     if kind == 0:

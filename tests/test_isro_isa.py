@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dtpu.isro import isa
-from dtpu.isro.isa import _ENUMS, FIELDS, INSTRUCTION_BYTES, USES, Fmt, Instruction, Op
+from dtpu.isro.isa import ENUMS, FIELDS, INSTRUCTION_BYTES, USES, Fmt, Instruction, Op
 
 
 
@@ -17,8 +17,8 @@ def instructions(draw, ops=tuple(Op)):
     values = {}
     for name in USES[op]:
         f = FIELDS[name]
-        if name in _ENUMS:
-            values[name] = draw(st.sampled_from(list(_ENUMS[name])))
+        if name in ENUMS:
+            values[name] = draw(st.sampled_from(list(ENUMS[name])))
         else:
             values[name] = draw(st.integers(f.lo, f.hi))
     return Instruction(op, **values)

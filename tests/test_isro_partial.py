@@ -171,7 +171,7 @@ def test_damaged_partial_directories(ground, capsys, tmp_path, damage):
                                               for n in ("frame.bin", "PARTIAL.json")))
     if p.is_dir():
         # re-signed by the right key: the signature is fine, the content is not
-        key = signing._load(d / "key", private=True)
+        key = signing.load_key(d / "key", private=True)
         (p / "SIGNATURE").write_text(f"ed25519 {signing.fingerprint(key.public_key())} "
                                      f"{key.sign((p / 'SHA256SUMS').read_bytes()).hex()}\n")
     rc, _, err = _cli(capsys, "run", d / "base", "--partial", p, "--public-key", d / "key.pub")

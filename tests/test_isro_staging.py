@@ -22,7 +22,7 @@ from dtpu.isro.bundle import Bundle, BundleError
 from dtpu.isro.check import check_bundle
 from dtpu.isro.ir import CompileError
 from dtpu.isro.isa import Instruction, Mem, Op
-from dtpu.isro.machine import Counters, Link, Machine, MachineError
+from dtpu.isro.machine import Link, Machine, MachineError
 from dtpu.isro.profile import DEFAULT_PATH, Profile, ProfileError, from_dict, load
 
 HERE = Path(__file__).resolve().parent
@@ -123,19 +123,20 @@ def test_xfer_semantics_and_faults():
     frame, filt, ext = (np.zeros(64, np.uint8) for _ in range(3))
     ext[:] = np.arange(64)
     m = Machine(link=Link(bytes_per_cycle=4, latency_cycles=10))
-    c = Counters()
-    m._xfer(0, Instruction(Op.XFER, xsrc=Mem.EXTERNAL, xdst=Mem.FRAME, src=8, dst=0, len=3, count=4,
-                           sstride=10, dstride=3), {Mem.FRAME: frame, Mem.FILTER: filt, Mem.EXTERNAL: ext}, c)
+    trace: list = []
+    m.execute([Instruction(Op.XFER, xsrc=Mem.EXTERNAL, xdst=Mem.FRAME, src=8, dst=0, len=3, count=4,
+                           sstride=10, dstride=3), Instruction(Op.END)], frame, filt, external=ext,
+              trace=trace)
     np.testing.assert_array_equal(frame[:12], [8, 9, 10, 18, 19, 20, 28, 29, 30, 38, 39, 40])
+    c = trace[0]
     assert c.external_read == 12 and c.frame_write == 12 and c.cycles == c.transfer_cycles == 10 + 3
-    mems = {Mem.FRAME: frame, Mem.FILTER: filt, Mem.EXTERNAL: ext}
     for fields, message in ((dict(xsrc=Mem.FRAME, xdst=Mem.FRAME, len=1, count=1), "both frame"),
                             (dict(xsrc=Mem.EXTERNAL, xdst=Mem.FRAME, len=0, count=1), "at least one byte"),
                             (dict(xsrc=Mem.EXTERNAL, xdst=Mem.FRAME, src=60, len=8, count=1), "past the end of external"),
                             (dict(xsrc=Mem.EXTERNAL, xdst=Mem.FRAME, len=8, count=2, sstride=4, dstride=8),
                              "stride 4 is shorter")):
         with pytest.raises(MachineError, match=message):
-            m._xfer(0, Instruction(Op.XFER, **fields), mems, Counters())
+            m.execute([Instruction(Op.XFER, **fields), Instruction(Op.END)], frame, filt, external=ext)
 
 
 def test_external_memory_in_the_profile():

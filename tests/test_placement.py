@@ -296,7 +296,7 @@ def test_delegate_on_a_tiny_build_is_bit_exact_with_tflite(dtpu_so, prefetch):
                                                                  "prefetch": prefetch})
         assert not [r for r in rejected if "placed" in r["reason"]]
         assert claimed == 28 + 4
-        nodes = backend._nodes if prefetch == "on" else []
+        nodes = backend.nodes if prefetch == "on" else []
         # weights streamed, parameters paged, the 128-channel depthwise nodes in 16 jobs each
         if nodes:
             assert any(n.streamed for n in nodes) and any(n.param_base is None for n in nodes)

@@ -64,6 +64,7 @@ def test_window_statistics_and_thread_lifecycle():
     mon = PowerMonitor(sensors, period_s=0.001)
     assert mon.end() is None
     mon.begin()
+    assert mon.sampling
     time.sleep(0.03)
     mon.begin()  # already open: no-op
     w = mon.end()
@@ -78,7 +79,7 @@ def test_window_statistics_and_thread_lifecycle():
     time.sleep(0.01)
     assert sensors.calls == calls, "no sampling between windows"
     mon.close()
-    assert mon._thread is None
+    assert not mon.sampling
 
 
 def test_a_short_window_still_has_two_samples():

@@ -943,28 +943,27 @@ def test_rtl_backend_path_selection():
     """path=auto (the default) and path=lists (or $DTPU_RTL_TOP) pick the 2.0 top for the
     in-process core, as backend=model takes command lists; path=jobs, or path=auto with a forced
     precision (which command lists do not run), the 1.2 top job by job."""
-    from dtpu.backends.rtl import RtlBackend
-    from dtpu.rtl.build import TOP_ENV
+    from dtpu.rtl.build import TOP_ENV, TOPLEVEL_CL, choose_top
 
-    b = RtlBackend.__new__(RtlBackend)
+    def lists_top(options: dict, precision: str) -> bool:
+        """As dtpu.backends.targets.open_target picks the in-process core from the options."""
+        return choose_top(options.get("path", "auto"), precision) == TOPLEVEL_CL
+
     saved = os.environ.pop(TOP_ENV, None)
     try:
         for path, precision, want in (("lists", "auto", True), ("auto", "auto", True),
                                       ("jobs", "auto", False), (None, "auto", True),
                                       ("auto", "int16", False), (None, "int16", False),
                                       ("lists", "int16", True)):
-            b.options = {} if path is None else {"path": path}
-            b.precision = precision
-            assert b._lists_top() is want, (path, precision)
-        b.options, b.precision = {"path": "jobs"}, "auto"
+            options = {} if path is None else {"path": path}
+            assert lists_top(options, precision) is want, (path, precision)
         os.environ[TOP_ENV] = "dtpu_cl_top"
-        assert b._lists_top()
+        assert lists_top({"path": "jobs"}, "auto")
         os.environ[TOP_ENV] = "dtpu_axi"
-        b.options = {"path": "lists"}
-        assert not b._lists_top()
+        assert not lists_top({"path": "lists"}, "auto")
         os.environ[TOP_ENV] = "nonsense"
         with pytest.raises(ValueError, match="DTPU_RTL_TOP"):
-            b._lists_top()
+            lists_top({"path": "lists"}, "auto")
     finally:
         os.environ.pop(TOP_ENV, None)
         if saved is not None:
@@ -1389,7 +1388,7 @@ def test_dtpu_run_picks_the_simulated_top_from_the_path_option(monkeypatch):
     import argparse
 
     from dtpu.rtl.build import TOP_ENV
-    from dtpu.rtl.cli import _top
+    from dtpu.rtl.cli import simulated_top
 
     monkeypatch.delenv(TOP_ENV, raising=False)
     for option, want in (([], "dtpu_cl_top"), (["path=lists"], "dtpu_cl_top"),
@@ -1397,13 +1396,13 @@ def test_dtpu_run_picks_the_simulated_top_from_the_path_option(monkeypatch):
                          (["path=jobs", "path=auto"], "dtpu_cl_top"),
                          (["precision=int16"], "dtpu_axi"),
                          (["precision=int16", "path=lists"], "dtpu_cl_top")):
-        assert _top(argparse.Namespace(option=option)) == want, option
-    assert _top(argparse.Namespace(option=[], precision="int16")) == "dtpu_axi"
+        assert simulated_top(argparse.Namespace(option=option)) == want, option
+    assert simulated_top(argparse.Namespace(option=[], precision="int16")) == "dtpu_axi"
     monkeypatch.setenv(TOP_ENV, "dtpu_cl_top")
-    assert _top(argparse.Namespace(option=[])) == "dtpu_cl_top"
+    assert simulated_top(argparse.Namespace(option=[])) == "dtpu_cl_top"
     monkeypatch.setenv(TOP_ENV, "other")
     with pytest.raises(ValueError, match="DTPU_RTL_TOP"):
-        _top(argparse.Namespace(option=[]))
+        simulated_top(argparse.Namespace(option=[]))
 
 
 # ------------------------------------------------------------------------------ per-node record

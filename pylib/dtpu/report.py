@@ -193,6 +193,11 @@ class ReportStore:
         self._lock = threading.Lock()
         self.before_read: Callable[[], None] | None = None  # finalizes pending reports
 
+    @property
+    def capacity(self) -> int:
+        """How many reports the ring keeps (older ones are dropped as new ones come)."""
+        return self._reports.maxlen or 0
+
     def add(self, report: Report) -> None:
         with self._lock:
             self._reports.append(report)

@@ -9,7 +9,9 @@ from __future__ import annotations
 import importlib
 import os
 
-_MODULES = {
+#: runtime name -> the module its Interpreter and load_delegate come from (a subprocess
+#: imports the same one: tests/test_delegate_build.py)
+MODULES = {
     "tflite_runtime": "tflite_runtime.interpreter",
     "ai_edge_litert": "ai_edge_litert.interpreter",
 }
@@ -17,12 +19,12 @@ _MODULES = {
 
 def _select():
     forced = os.environ.get("DTPU_TFLITE_RUNTIME", "").strip()
-    if forced and forced not in _MODULES:
-        raise ValueError(f"DTPU_TFLITE_RUNTIME={forced!r}; accepted: {', '.join(_MODULES)}")
+    if forced and forced not in MODULES:
+        raise ValueError(f"DTPU_TFLITE_RUNTIME={forced!r}; accepted: {', '.join(MODULES)}")
     errors = []
-    for name in [forced] if forced else list(_MODULES):
+    for name in [forced] if forced else list(MODULES):
         try:
-            return name, importlib.import_module(_MODULES[name])
+            return name, importlib.import_module(MODULES[name])
         except ImportError as exc:
             errors.append(f"{name}: {exc}")
     raise ImportError("no TFLite runtime could be imported (" + "; ".join(errors) + ")")

@@ -621,7 +621,7 @@ async def test_dw_bank_conflict_in_config(dut):
         job.send = {"act": nrng.integers(0, 1 << 63, iw * gc, dtype=np.uint64)}
         job.recv = ow * gc * 4
         job.label = f"dw ow{ow} gc{gc} sx{sx} kw{kw} tc{tc}"
-        from dtpu.hw.core import dw_bank_conflict
+        from dtpu.hw.contract_schedules import dw_bank_conflict
         conflict = dw_bank_conflict(C, ow, gc, sx, tc)
         seen[int(conflict)] += 1
         if not conflict:

@@ -4,7 +4,9 @@ Backends import lazily so that choosing `model` never imports cocotb or pynq.
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
+from collections.abc import Iterator
 
 from dtpu.backends.base import Backend, HwCounters, PowerReading, Probes
 
@@ -26,6 +28,23 @@ def register(name: str, target: str) -> None:
     _REGISTRY[name] = target
 
 
+@contextlib.contextmanager
+def registered(name: str, target: str) -> Iterator[None]:
+    """`module:Class` registered under `name` for the `with` block only, whatever the block
+    raises: the name's former target (or its absence) comes back after it. For tests and tools
+    that plug in a backend (a spy, a failing one) without leaving it in the process's registry."""
+    missing = object()
+    before = _REGISTRY.get(name, missing)
+    register(name, target)
+    try:
+        yield
+    finally:
+        if before is missing:
+            _REGISTRY.pop(name, None)
+        else:
+            _REGISTRY[name] = before
+
+
 def get(name: str) -> type[Backend]:
     try:
         target = _REGISTRY[name]
@@ -41,4 +60,4 @@ def get(name: str) -> type[Backend]:
     return found
 
 
-__all__ = ["Backend", "HwCounters", "PowerReading", "Probes", "get", "names", "register"]
+__all__ = ["Backend", "HwCounters", "PowerReading", "Probes", "get", "names", "register", "registered"]

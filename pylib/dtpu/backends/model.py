@@ -10,8 +10,8 @@ nodes leave free and are re-sent as prefetch riding on earlier compute jobs
 of what the weight memory holds makes any other order correct too (missing words are loaded
 with LOAD_WGT first). Which nodes stay resident is prepare's first-come choice only while all
 of them fit: once one is streamed, the first invoke after a prepare/release chooses over the
-whole set (:meth:`ModelBackend._select`: the nodes with the most weight words per compute cycle
-stay, the others stream behind computation) and lowers again the nodes that move.
+whole set (:meth:`ModelBackend.select_residency`: the nodes with the most weight words per
+compute cycle stay, the others stream behind computation) and lowers again the nodes that move.
 ``prefetch=off`` pages instead through a scratch region with LOAD_WGT / LOAD_PARAM before every
 compute job (first-come residency). The counters include all of it: a carrier job's prefetch
 words count as that node's s_axis_wgt words and its extra cycles as its cycles. An invoke is
@@ -398,9 +398,52 @@ class ModelBackend(Backend):
 
     # -- the prefetch plan ---------------------------------------------------------------------
 
-    def _ring(self) -> tuple[int, int]:
-        """The largest stretch of weight memory no resident node holds."""
+    def ring(self) -> tuple[int, int]:
+        """The largest stretch of weight memory no resident node holds, as (start, end): where
+        the streamed nodes' pages live (tests check resident weights stay out of it)."""
         return self._walloc.largest_gap(self.cfg.WEIGHT_WORDS)
+
+    def prefetch_plan(self, handle: "_Node | None" = None) -> prefetch.Plan:
+        """The prefetch plan over the prepared nodes (built here if a prepare or release dropped
+        it, choosing residency first as an invoke of `handle` would): which pages stream, which
+        compute jobs carry them. Public so that tests and tools can read the plan an invoke
+        runs without invoking."""
+        return self._plan_state(handle).plan
+
+    @property
+    def has_plan(self) -> bool:
+        """Whether a prefetch plan is built (a prepare or release drops it; the next invoke
+        plans again)."""
+        return self._prefetch_state is not None
+
+    def drop_plan(self) -> None:
+        """Forget the prefetch plan: the next invoke (or :meth:`prefetch_plan`) plans again over
+        the same nodes, running the residency selection, which keeps the current assignment
+        unless another one is cheaper."""
+        self._prefetch_state = None
+
+    @property
+    def last_estimate(self) -> float | None:
+        """The residency selection's estimate of one steady-state invoke's cycles (None before
+        it ran, or while every node is resident)."""
+        return self._last_estimate
+
+    @property
+    def nodes(self) -> tuple[_Node, ...]:
+        """The prepared node handles in prepare order (the order the prefetch plan assumes)."""
+        return tuple(self._nodes)
+
+    @property
+    def resident_weight_words(self) -> int:
+        """Weight words held by resident nodes (0 once every node is released)."""
+        return sum(self._walloc.used.values())
+
+    @property
+    def loaded_program(self) -> ListProgram | None:
+        """The command-list program whose prologue the on-chip memories hold (None: none, or
+        the job path's loads); what the delegate's C invoke path checks before a run."""
+        owner = self._owner
+        return owner if isinstance(owner, ListProgram) else None
 
     def _plan_state(self, handle: "_Node | None" = None) -> "_PlanState":
         if (self._prefetch_state is not None and self._select_pending and handle is not None
@@ -413,7 +456,7 @@ class ModelBackend(Backend):
                 # nodes prepared mid-invoke: plan them as prepare placed them, choose later
                 self._select_pending = True
             else:
-                self._select()
+                self.select_residency()
                 self._select_pending = False
             self._prefetch_state = _PlanState.build(self)
             self._planned_once = True
@@ -429,7 +472,7 @@ class ModelBackend(Backend):
     #: pages leave more of them in flight, larger ones take fewer jobs
     RING_PAGES = (4, 3)
 
-    def _select(self) -> None:
+    def select_residency(self) -> None:
         """Which nodes stay resident, chosen over the whole set of prepared nodes.
 
         Nothing changes while every node is resident (a net that fits stays as prepare put
@@ -451,7 +494,7 @@ class ModelBackend(Backend):
         c = self.cfg
         decoder = Core(c)
         current = [None if not n.streamed else n.page for n in nodes]
-        best, best_cost = current, self._cost(decoder, current, self._ring())
+        best, best_cost = current, self._cost(decoder, current, self.ring())
         log.debug("residency: current %.0f cycles", best_cost)
         for frac, parts in ((f, p) for f in self.RING_FRACTIONS for p in self.RING_PAGES):
             ring = max(c.COLS, int(c.WEIGHT_WORDS * frac) // c.COLS * c.COLS)
@@ -537,7 +580,7 @@ class ModelBackend(Backend):
         return choice
 
     def _cost(self, decoder: Core, choice: list, ring: tuple[int, int]) -> float:
-        """Cycles of one steady-state invoke of every node under `choice` (see _select)."""
+        """Cycles of one steady-state invoke of every node under `choice` (see select_residency)."""
         c = self.cfg
         cycles: list[int] = []
         pages: list[prefetch.Page] = []
@@ -1012,7 +1055,7 @@ class _PlanState:
                 else:
                     layout.append(("run",))
             node.layout = layout
-        plan = prefetch.plan(c, cycles, pages, backend._ring())
+        plan = prefetch.plan(c, cycles, pages, backend.ring())
         regs = []
         for s, (r0, (page, off)) in enumerate(zip(regs0, rel)):
             rider = plan.riders.get(s)
@@ -1025,7 +1068,7 @@ class _PlanState:
         log.info("prefetch plan: %d compute jobs, %d pages (%d streamed, %d words), ring %s, "
                  "%d words hidden behind computation, %d exposed", len(cycles), len(pages),
                  sum(plan.streamed), sum(p.size for p, st in zip(pages, plan.streamed) if st),
-                 backend._ring(), plan.hidden, plan.exposed)
+                 backend.ring(), plan.hidden, plan.exposed)
         state = cls(plan, pages, regs)
         for node in backend._nodes:
             backend._steps(state, node)

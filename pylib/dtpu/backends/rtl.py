@@ -30,7 +30,6 @@ from dtpu.driver import DtpuHardwareError, Transport
 from dtpu.driver.hostops import HostOps
 from dtpu.driver.lists import ListProgram
 from dtpu.rtl import session
-from dtpu.rtl.build import TOPLEVEL_CL, choose_top
 from dtpu.spec import ConvSpec
 
 
@@ -50,10 +49,6 @@ class RtlBackend(ModelBackend):
         t = super()._open_transport()       # dtpu.backends.targets.open_target("rtl", ...)
         self.native_build = self.target.native_build
         return t
-
-    def _lists_top(self) -> bool:
-        """Whether the in-process core is the contract-2.0 top (dtpu.rtl.build.choose_top)."""
-        return choose_top(self.options.get("path", "auto"), self.precision) == TOPLEVEL_CL
 
     @property
     def core(self):

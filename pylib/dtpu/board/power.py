@@ -200,6 +200,12 @@ class PowerMonitor:
     def open(self) -> bool:
         return self._window is not None
 
+    @property
+    def sampling(self) -> bool:
+        """Whether the sampling thread runs (the first :meth:`begin` starts it, :meth:`close`
+        stops it): a closed monitor leaves no thread behind."""
+        return self._thread is not None and self._thread.is_alive()
+
     def begin(self) -> None:
         """Open a window (no-op if one is open); start the thread on first use."""
         if self._window is not None:

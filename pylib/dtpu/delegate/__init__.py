@@ -35,7 +35,9 @@ def source_dir() -> Path:
     return path
 
 
-def _builder():
+def builder_module():
+    """The delegate's build script (build.py of :func:`source_dir`) loaded as a module: it
+    builds dtpu.so and decides whether a build is current; tests check its key and ABI."""
     path = source_dir() / "build.py"
     spec = importlib.util.spec_from_file_location("dtpu_delegate_build", path)
     module = importlib.util.module_from_spec(spec)
@@ -57,7 +59,7 @@ def build(force: bool = False, verbose: bool = False, out_dir: str | os.PathLike
     """Build dtpu.so with this interpreter (the one that will load it), and the C kernels of the
     golden model, and return the path of dtpu.so."""
     with _lock:
-        builder = _builder()
+        builder = builder_module()
         path = builder.build(None if out_dir is None else Path(out_dir), force=force, verbose=verbose,
                              pylib=_PYLIB)
         if out_dir is None:
@@ -75,7 +77,7 @@ def library_path(build_if_needed: bool = True) -> Path:
         if "default" in _checked:  # checked once per process
             return _checked["default"]
         built = False
-        builder = _builder()
+        builder = builder_module()
         out_dir = builder.default_out_dir(_PYLIB)
         path = out_dir / builder.LIBRARY_NAME
         if not builder.is_current(out_dir, _PYLIB):

@@ -214,12 +214,10 @@ class PartitionCPath:
         dropped = self.ffi.new("int64_t*")
         n = self.lib.dtpu_cpath_take(self.cp, out, self.capacity, dropped)
         records = [Record(out[i]) for i in range(n)]
-        add = getattr(self.t, "add_c_runs", None)
-        if add is not None:
-            stats = (int(self.lib.dtpu_cpath_stat(self.cp, _STAT_LISTS)),
-                     int(self.lib.dtpu_cpath_stat(self.cp, _STAT_CYCLES)))
-            add(stats[0] - self._stats[0], stats[1] - self._stats[1])
-            self._stats = stats
+        stats = (int(self.lib.dtpu_cpath_stat(self.cp, _STAT_LISTS)),
+                 int(self.lib.dtpu_cpath_stat(self.cp, _STAT_CYCLES)))
+        self.t.add_c_runs(stats[0] - self._stats[0], stats[1] - self._stats[1])
+        self._stats = stats
         return records, int(dropped[0])
 
     def error(self) -> str:

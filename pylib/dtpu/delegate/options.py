@@ -243,7 +243,9 @@ def _board_wait(value: str) -> float:
     return seconds
 
 
-_PARSERS: dict[str, Callable[[str], Any]] = {
+#: option key -> its parser (the text of a value -> the value, or ValueError naming what is
+#: accepted); docs/delegate.md's TABLE documents the same keys in the same order
+PARSERS: dict[str, Callable[[str], Any]] = {
     "backend": _backend,
     "precision": _precision,
     "mxu": parse_mxu,
@@ -347,10 +349,10 @@ def parse(raw: Mapping[str, Any] | None) -> DelegateOptions:
     for key, value in (raw or {}).items():
         key_text = str(key)
         text = value if isinstance(value, str) else str(value)
-        parser = _PARSERS.get(key_text.strip().lower())
+        parser = PARSERS.get(key_text.strip().lower())
         if parser is None:
             raise ValueError(f"dtpu: unknown option {key_text!r}={text!r}; accepted keys: "
-                             + ", ".join(_PARSERS))
+                             + ", ".join(PARSERS))
         values[key_text.strip().lower()] = parser(text)
     if "ops" in values:
         ops = values.pop("ops")

@@ -76,7 +76,8 @@ class Transport(abc.ABC):
     What a target may or may not offer is declared here with its default, never probed for:
     :attr:`streams` (the 1.2 AXI-stream job path), :attr:`command_lists` with
     :meth:`alloc_buffer`, :meth:`wait_list` and :meth:`list_trace` (contract 2.0),
-    :attr:`simulated` and :attr:`timeout_s`.
+    :attr:`simulated` and :attr:`timeout_s`, the C invoke path's hooks (:meth:`c_register_io`,
+    :meth:`c_buffer_sync`, :meth:`add_c_runs`).
     """
 
     cfg: HwConfig
@@ -188,6 +189,11 @@ class Transport(abc.ABC):
         C can reach (the emulated board); None (the default): the buffer's own :meth:`flush` /
         :meth:`invalidate`, called back from C."""
         return None
+
+    def add_c_runs(self, lists: int, cycles: int) -> None:
+        """Told, as the delegate collects them, how many command lists the C invoke path ran on
+        this target without Python and their cycles, for a target that counts its own lists
+        (the in-process Verilated core); the default keeps no count."""
 
     def list_trace(self):
         """The target's record of the last command list (per-node cycles, a

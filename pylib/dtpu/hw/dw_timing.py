@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dtpu.hw.core import dw_schedule
+from dtpu.hw.contract_schedules import dw_schedule
 
 
 def loader_need(cfg, setup) -> np.ndarray | None:

@@ -118,7 +118,7 @@ class Executor:
         #: same descriptor runs again; testbenches clear it to time the index's computation)
         self.gather_cache: dict = {}
         #: id of a RUN's ACT2 fields -> (its ACT0..ACT3, the bound C gather, words' shape)
-        self._gather_runs: dict = {}
+        self.gather_runs: dict = {}
         #: list address -> (its bytes, decoded steps, ..., the recorded timeline): a list run
         #: again with the same bytes replays its decoding and its timeline
         self.decoded: dict = {}
@@ -426,7 +426,7 @@ class Executor:
         is bound once (held with the dicts, so their ids stay theirs while cached)."""
         # (testbenches build an Executor with __new__ and only the format: the cache then
         # starts here)
-        runs = vars(self).setdefault("_gather_runs", {})
+        runs = vars(self).setdefault("gather_runs", {})
         hit = runs.get(id(act_win))
         if (hit is not None and hit[0] is act_src and hit[1] is act_shape and hit[2] is act_win
                 and hit[3] is act_span):

@@ -23,7 +23,7 @@ import numpy as np
 
 from dtpu import reference
 from dtpu.hw.config import HwConfig, ceil_div, get_config, out_lanes
-from dtpu.hw.core import DwGeometry, dw_bank_conflict
+from dtpu.hw.contract_schedules import DwGeometry, dw_bank_conflict
 from dtpu.pack import pack, unpack
 from dtpu.precision import Precision
 from dtpu.spec import ConvSpec, DataMode, OpKind

@@ -186,8 +186,9 @@ if _unknown or set(USES) != set(Op):
     raise ValueError(f"{ENCODING_PATH}: 'uses' names unknown fields {_unknown} or does not cover "
                      f"every opcode ({', '.join(o.name for o in Op)})")
 
-_ENUMS: dict[str, type[enum.IntEnum]] = {"fmt": Fmt, "fill": Fill, "rnd": Rounding, "xsrc": Mem, "xdst": Mem,
-                                         "mode": Mode, "func": Func}
+#: field name -> the enum its values decode to (the other fields are integers)
+ENUMS: dict[str, type[enum.IntEnum]] = {"fmt": Fmt, "fill": Fill, "rnd": Rounding, "xsrc": Mem, "xdst": Mem,
+                                        "mode": Mode, "func": Func}
 _FLAGS = ("dsp", "leaky", "clamp", "partial", "align", "half", "bcast", "perch", "hup")
 
 
@@ -225,8 +226,8 @@ class Instruction:
         for name in used:
             f = FIELDS[name]
             v = values.get(name, f.default)
-            if name in _ENUMS:
-                v = _ENUMS[name](int(v))
+            if name in ENUMS:
+                v = ENUMS[name](int(v))
             elif isinstance(v, (bool, np.bool_)):
                 v = int(v)
             elif not isinstance(v, (int, np.integer)):
@@ -235,7 +236,7 @@ class Instruction:
             if not f.lo <= v_int <= f.hi:
                 raise ValueError(f"{op.name}.{name}={v_int} does not fit its {f.width}-bit "
                                  f"{'signed ' if f.signed else ''}field [{f.lo}, {f.hi}]")
-            vals[name] = v if name in _ENUMS else v_int
+            vals[name] = v if name in ENUMS else v_int
         object.__setattr__(self, "op", op)
         object.__setattr__(self, "_values", vals)
 
@@ -306,12 +307,12 @@ def decode(data: bytes, *, address: int | None = None) -> Instruction:
         covered |= mask << f.offset
         if f.signed and raw >> (f.width - 1):
             raw -= 1 << f.width
-        if name in _ENUMS:
+        if name in ENUMS:
             try:
-                _ENUMS[name](raw)
+                ENUMS[name](raw)
             except ValueError:
                 raise ValueError(f"{op.name}{where}: {name}={raw} is not one of "
-                                 f"{', '.join(f'{e.value} ({e.name})' for e in _ENUMS[name])}") from None
+                                 f"{', '.join(f'{e.value} ({e.name})' for e in ENUMS[name])}") from None
         values[name] = raw
     stray = word & ~covered
     if stray:
@@ -390,7 +391,7 @@ def format_instruction(ins: Instruction) -> str:
         texts = []
         for n in names:
             v = getattr(ins, n)
-            if n in _ENUMS:
+            if n in ENUMS:
                 texts.append(v.name.lower())
             elif g.hex:
                 texts.append(f"{int(v):#x}")
@@ -449,12 +450,12 @@ def parse_instruction(line: str) -> Instruction:
             raise ValueError(f"{op.name.lower()}: {key} needs {len(names)} value(s) "
                              f"({', '.join(names)}) written like {example}, got {text!r}")
         for n, piece in zip(names, pieces):
-            if n in _ENUMS:
+            if n in ENUMS:
                 try:
-                    values[n] = _ENUMS[n][piece.upper()]
+                    values[n] = ENUMS[n][piece.upper()]
                 except KeyError:
                     raise ValueError(f"{op.name.lower()}: {n}={piece!r}; accepted: "
-                                     f"{', '.join(e.name.lower() for e in _ENUMS[n])}") from None
+                                     f"{', '.join(e.name.lower() for e in ENUMS[n])}") from None
             else:
                 values[n] = _parse_int(piece, f"{op.name.lower()} {key}")
     return Instruction(op, **values)

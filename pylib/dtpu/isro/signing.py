@@ -67,7 +67,9 @@ def keygen(path: str | Path) -> tuple[Path, Path]:
     return path, pub
 
 
-def _load(path: str | Path, private: bool):
+def load_key(path: str | Path, private: bool):
+    """The Ed25519 key `dtpu isro keygen` wrote at `path` (its private or public half), or
+    SignatureError naming the file and what is wrong with it."""
     serialization, ed25519 = _crypto()
     path = Path(path)
     kind = "private" if private else "public"
@@ -92,7 +94,7 @@ def sign(bundle_dir: str | Path, key_path: str | Path, load=None) -> Path:
     from dtpu.isro.bundle import Bundle
     d = Path(bundle_dir)
     (load or Bundle.load)(d)
-    key = _load(key_path, private=True)
+    key = load_key(key_path, private=True)
     signature = key.sign((d / MANIFEST).read_bytes())
     out = d / SIGNATURE
     out.write_text(f"ed25519 {fingerprint(key.public_key())} {signature.hex()}\n")
@@ -112,7 +114,7 @@ def verify(bundle_dir: str | Path, public_key_path: str | Path) -> str:
     returns the signer's fingerprint. Run before :meth:`Bundle.load`, so nothing unsigned is read."""
     from cryptography.exceptions import InvalidSignature
     d = Path(bundle_dir)
-    key = _load(public_key_path, private=False)
+    key = load_key(public_key_path, private=False)
     want = fingerprint(key)
     sig_file = d / SIGNATURE
     if not sig_file.is_file():

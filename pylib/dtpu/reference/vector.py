@@ -198,10 +198,22 @@ def average_pool(x: np.ndarray, g: PoolGeometry, act_min: int, act_max: int) -> 
 
 
 def max_pool(x: np.ndarray, g: PoolGeometry, act_min: int, act_max: int) -> np.ndarray:
-    """MaxPool of 8-bit NHWC: the largest tap inside the image, clamped."""
-    taps, mask = _pool_taps(x, g)
+    """MaxPool of 8-bit NHWC: the largest tap inside the image, clamped. The image is padded
+    with the type's minimum (a tap outside never wins, and a window with none inside gives the
+    minimum, as TFLite's running max starts there), then the FH*FW strided views are folded
+    with np.maximum: no (taps x channels) array per output (ResNet's 3x3 pool took ~8 % of an
+    invoke of the golden model that way)."""
+    n, h, w, c = x.shape
     lo = np.iinfo(x.dtype).min
-    m = np.where(mask[None, :, :, :, None], taps, lo).max(axis=3)
+    hp = max(g.pad_top + h, (g.oh - 1) * g.sh + g.fh)
+    wp = max(g.pad_left + w, (g.ow - 1) * g.sw + g.fw)
+    padded = np.full((n, hp, wp, c), lo, x.dtype)
+    padded[:, g.pad_top:g.pad_top + h, g.pad_left:g.pad_left + w] = x
+    m = None
+    for dy in range(g.fh):
+        for dx in range(g.fw):
+            tap = padded[:, dy:dy + (g.oh - 1) * g.sh + 1:g.sh, dx:dx + (g.ow - 1) * g.sw + 1:g.sw]
+            m = tap.copy() if m is None else np.maximum(m, tap, out=m)
     return np.clip(m, act_min, act_max).astype(x.dtype)
 
 

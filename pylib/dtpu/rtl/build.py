@@ -332,7 +332,7 @@ def _cached(kind: str, config: SimConfig, key: str, product: str, progress: bool
         stamp.write_text(key)
         seconds = time.monotonic() - start
         log.info("built %s in %.1f s", build_dir, seconds)
-        _prune(root, build_dir.name[:-len(key)])
+        prune_builds(root, build_dir.name[:-len(key)])
         return BuildInfo(build_dir, key, False, seconds, params, config.waves, build_dir / product)
 
 
@@ -340,7 +340,7 @@ def _cached(kind: str, config: SimConfig, key: str, product: str, progress: bool
 KEEP_BUILDS = 3
 
 
-def _prune(root: Path, prefix: str, keep: int = KEEP_BUILDS) -> None:
+def prune_builds(root: Path, prefix: str, keep: int = KEEP_BUILDS) -> None:
     """Remove all but the `keep` most recently used builds named `prefix<key>`, skipping any
     another process is building (its lock is held)."""
     builds = []

@@ -23,7 +23,7 @@ def _run_inside(fields: dict) -> int:
     return run(argparse.Namespace(**fields))
 
 
-def _top(args: argparse.Namespace) -> str:
+def simulated_top(args: argparse.Namespace) -> str:
     """The simulated top for these arguments, chosen as for the in-process core."""
     opts = {k.strip(): v.strip().lower()
             for k, _, v in (o.partition("=") for o in getattr(args, "option", []) or [])}
@@ -33,7 +33,7 @@ def _top(args: argparse.Namespace) -> str:
 
 def run_in_simulator(args: argparse.Namespace, human: TextIO) -> int:
     try:
-        sim = Simulation(args.mxu, waves=bool(getattr(args, "waves", False)), top=_top(args))
+        sim = Simulation(args.mxu, waves=bool(getattr(args, "waves", False)), top=simulated_top(args))
     except ValueError as exc:
         print(f"dtpu run: {exc}", file=sys.stderr)
         return 2

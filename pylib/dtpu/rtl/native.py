@@ -23,10 +23,10 @@ from pathlib import Path
 
 import numpy as np
 
-from dtpu.driver.transport import DtpuTimeout, Transport
+from dtpu.driver.transport import DtpuTimeout
 from dtpu.hw.config import HwConfig
 from dtpu.rtl.build import BuildInfo, SimConfig, build_native
-from dtpu.rtl.session import DEFAULT_TIMEOUT_CYCLES, DEFAULT_TIMEOUT_S, configure_waits
+from dtpu.rtl.session import DEFAULT_TIMEOUT_CYCLES, DEFAULT_TIMEOUT_S, SimulatedTransport
 
 log = logging.getLogger(__name__)
 
@@ -64,14 +64,14 @@ def _load(path: Path) -> ctypes.CDLL:
     return _libs[key]
 
 
-class NativeTransport(Transport):
+class NativeTransport(SimulatedTransport):
     """dtpu.driver's Transport over an in-process Verilated dtpu_axi (see the module doc)."""
 
     def __init__(self, cfg: HwConfig, library: str | Path, *, vcd: str | Path | None = None,
                  timeout_cycles: int = DEFAULT_TIMEOUT_CYCLES,
                  timeout_s: float = DEFAULT_TIMEOUT_S, start_with_streams: bool = True,
                  recv_cycles: int = 64) -> None:
-        configure_waits(self, cfg, timeout_cycles, timeout_s, start_with_streams, recv_cycles)
+        super().__init__(cfg, timeout_cycles, timeout_s, start_with_streams, recv_cycles)
         self._lib = _load(Path(library))
         self._h = self._lib.dtpu_new(str(vcd).encode() if vcd else None)
         if vcd and not self._lib.dtpu_traced(self._h):

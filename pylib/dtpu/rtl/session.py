@@ -19,6 +19,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from dtpu.driver.transport import Transport
+from dtpu.hw.config import HwConfig
+
 #: simulated cycles a job may run before wait_done gives up: 20 ms of device time at 100 MHz,
 #: 200 times the zoo's largest job (MobileNet-v1-0.25's 9 k-cycle convolutions) and 4 times the
 #: largest layer of a 224x224 MobileNet-v1; a hung core costs about a minute of simulation
@@ -28,26 +31,31 @@ DEFAULT_TIMEOUT_CYCLES = 2_000_000
 DEFAULT_TIMEOUT_S = 600.0
 
 
-def configure_waits(transport, cfg, timeout_cycles, timeout_s, start_with_streams,
-                    recv_cycles) -> None:
-    """The wait settings and job bookkeeping both RTL transports (cocotb and in-process) share,
-    checked once."""
-    if int(timeout_cycles) < 1:
-        raise ValueError(f"timeout_cycles={timeout_cycles!r}; accepted: an integer >= 1")
-    if not float(timeout_s) > 0:
-        raise ValueError(f"timeout_s={timeout_s!r}; accepted: seconds > 0")
-    transport.timeout_cycles = int(timeout_cycles)
-    transport.timeout_s = float(timeout_s)
-    transport.start_with_streams = bool(start_with_streams)
-    transport.recv_cycles = int(recv_cycles)
-    transport.jobs = 0
-    transport.cfg = cfg
-    transport._start_value = None
-    transport._job_cycle0 = 0
-    transport._start_bit = cfg.reg("CTRL").field("START").mask
-    transport._irq_bit = cfg.reg("CTRL").field("IRQ_EN").mask
-    transport._done_bit = cfg.reg("STATUS").field("DONE").mask
-    transport._busy_bit = cfg.reg("STATUS").field("BUSY").mask
+class SimulatedTransport(Transport):
+    """What both RTL transports (cocotb and in-process) share: the wait settings, checked once,
+    and the job bookkeeping their register writes keep (a START held back until the streams
+    begin, the cycle the job started at, the CTRL / STATUS bits they test). A base class rather
+    than a helper that sets another object's attributes: each transport owns its state."""
+
+    def __init__(self, cfg: HwConfig, timeout_cycles: int, timeout_s: float,
+                 start_with_streams: bool, recv_cycles: int) -> None:
+        if int(timeout_cycles) < 1:
+            raise ValueError(f"timeout_cycles={timeout_cycles!r}; accepted: an integer >= 1")
+        if not float(timeout_s) > 0:
+            raise ValueError(f"timeout_s={timeout_s!r}; accepted: seconds > 0")
+        self.timeout_cycles = int(timeout_cycles)
+        self.timeout_s = float(timeout_s)
+        self.start_with_streams = bool(start_with_streams)
+        self.recv_cycles = int(recv_cycles)
+        self.jobs = 0
+        self.cfg = cfg
+        self._start_value: int | None = None
+        self._job_cycle0 = 0
+        self._start_bit = cfg.reg("CTRL").field("START").mask
+        self._irq_bit = cfg.reg("CTRL").field("IRQ_EN").mask
+        self._done_bit = cfg.reg("STATUS").field("DONE").mask
+        self._busy_bit = cfg.reg("STATUS").field("BUSY").mask
+
 
 #: the environment variable naming the run directory; set only in the simulator process
 RUN_DIR_ENV = "DTPU_RTL_RUN"

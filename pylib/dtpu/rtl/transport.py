@@ -47,10 +47,10 @@ from cocotb.utils import get_sim_time
 from cocotbext.axi import (AxiLiteBus, AxiLiteMaster, AxiStreamBus, AxiStreamFrame,
                            AxiStreamSink, AxiStreamSource)
 
-from dtpu.driver.transport import DtpuTimeout, Transport
+from dtpu.driver.transport import DtpuTimeout
 from dtpu.hw.config import HwConfig
 from dtpu.rtl import session
-from dtpu.rtl.session import DEFAULT_TIMEOUT_CYCLES, DEFAULT_TIMEOUT_S, configure_waits
+from dtpu.rtl.session import DEFAULT_TIMEOUT_CYCLES, DEFAULT_TIMEOUT_S, SimulatedTransport
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ _CHUNK_CYCLES = 20_000
 _LIST_POLL_CYCLES = 2_000
 
 
-class CocotbTransport(Transport):
+class CocotbTransport(SimulatedTransport):
     """dtpu.driver's Transport over cocotbext-axi models of a simulated dtpu_axi.
 
     Construct it in a cocotb test, ``await t.start()`` (clock and reset), then run the driver in
@@ -76,7 +76,7 @@ class CocotbTransport(Transport):
                  timeout_cycles: int = DEFAULT_TIMEOUT_CYCLES,
                  timeout_s: float = DEFAULT_TIMEOUT_S, start_with_streams: bool = True,
                  recv_cycles: int = 64) -> None:
-        configure_waits(self, cfg, timeout_cycles, timeout_s, start_with_streams, recv_cycles)
+        super().__init__(cfg, timeout_cycles, timeout_s, start_with_streams, recv_cycles)
         self.dut = dut
         self.period_ns = int(period_ns)
         self._cycle = 0

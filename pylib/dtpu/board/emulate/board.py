@@ -302,13 +302,22 @@ def config_from_params(params: dict[str, str]) -> HwConfig:
     return HwConfig(**over) if over else base
 
 
+# AXI DMA channel registers and bits, as PG021 names them (the device side of what
+# dtpu.board.transport reads through pynq)
+_DMACR, _DMASR, _SA, _SA_MSB, _LENGTH = 0x00, 0x04, 0x18, 0x1C, 0x28
+_CR_RS, _CR_RESET, _CR_WRITABLE = 0x1, 0x4, 0x7FFF
+_SR_HALTED, _SR_IDLE, _SR_IOC_IRQ, _SR_ERR_IRQ, _SR_IRQS = 0x1, 0x2, 0x1000, 0x4000, 0x7000
+#: DMASR error bits (DMAIntErr, DMASlvErr, DMADecErr) a failed transfer sets
+_SR_INT_ERR, _SR_SLV_ERR, _SR_DEC_ERR = 4, 5, 6
+
+
 class _Channel:
     """One direction of an AXI DMA in simple mode."""
 
     def __init__(self, dma: "AxiDmaDevice", kind: str, stream: str | None) -> None:
         self.dma, self.kind, self.stream = dma, kind, stream
         self.cr = 0
-        self.sr = 0x1             # halted
+        self.sr = _SR_HALTED
         self.addr = 0
         self.addr_hi = 0
         self.length = 0
@@ -316,55 +325,55 @@ class _Channel:
         self.capacity = 0
 
     def reset(self) -> None:
-        self.cr, self.sr, self.addr, self.addr_hi, self.length = 0, 0x1, 0, 0, 0
+        self.cr, self.sr, self.addr, self.addr_hi, self.length = 0, _SR_HALTED, 0, 0, 0
         self.active = False
 
     def read(self, reg: int) -> int:
-        return {0x00: self.cr, 0x04: self.sr, 0x18: self.addr, 0x1C: self.addr_hi,
-                0x28: self.length}.get(reg, 0)
+        return {_DMACR: self.cr, _DMASR: self.sr, _SA: self.addr, _SA_MSB: self.addr_hi,
+                _LENGTH: self.length}.get(reg, 0)
 
     def write(self, reg: int, value: int) -> None:
-        if reg == 0x00:
-            if value & 0x4:
+        if reg == _DMACR:
+            if value & _CR_RESET:
                 self.dma.reset()
                 return
-            self.cr = value & 0x7FFF
-            if value & 0x1:
-                self.sr &= ~0x1
+            self.cr = value & _CR_WRITABLE
+            if value & _CR_RS:
+                self.sr &= ~_SR_HALTED
             else:
-                self.sr |= 0x1
-                self.sr &= ~0x2
+                self.sr |= _SR_HALTED
+                self.sr &= ~_SR_IDLE
                 self.active = False
-        elif reg == 0x04:
-            self.sr &= ~(value & 0x7000)  # IRQ bits are write-1-to-clear
-        elif reg == 0x18:
+        elif reg == _DMASR:
+            self.sr &= ~(value & _SR_IRQS)  # IRQ bits are write-1-to-clear
+        elif reg == _SA:
             self.addr = value
-        elif reg == 0x1C:
+        elif reg == _SA_MSB:
             self.addr_hi = value
-        elif reg == 0x28:
+        elif reg == _LENGTH:
             self.length = value
             self._start(value)
 
     def _error(self, bit: int, why: str) -> None:
-        self.sr |= (1 << bit) | 0x1 | 0x4000
-        self.sr &= ~0x2
-        self.cr &= ~0x1
+        self.sr |= (1 << bit) | _SR_HALTED | _SR_ERR_IRQ
+        self.sr &= ~_SR_IDLE
+        self.cr &= ~_CR_RS
         self.active = False
         self.dma.board.note(self.dma.name, f"{self.kind} error: {why}")
         log.warning("emulated %s.%s: %s", self.dma.name, self.kind, why)
 
     def _start(self, nbytes: int) -> None:
         board = self.dma.board
-        if not self.cr & 0x1 or self.sr & 0x1:
+        if not self.cr & _CR_RS or self.sr & _SR_HALTED:
             return  # not running: the write is ignored, as on the board
-        self.sr &= ~0x2
+        self.sr &= ~_SR_IDLE
         if nbytes == 0:
-            return self._error(4, "zero-length transfer")
+            return self._error(_SR_INT_ERR, "zero-length transfer")
         if self.stream is None:
-            return self._error(6, "channel not connected in this design")
+            return self._error(_SR_DEC_ERR, "channel not connected in this design")
         view = board.ddr.view(self.addr, nbytes)
         if view is None:
-            return self._error(5, f"{nbytes} bytes at {self.addr:#x} are not in an allocated buffer")
+            return self._error(_SR_SLV_ERR, f"{nbytes} bytes at {self.addr:#x} are not in an allocated buffer")
         board.note(self.dma.name, f"{self.kind} start {nbytes} bytes at {self.addr:#x}", nbytes)
         if self.kind == "mm2s":
             board.ddr.check_flushed(self.addr, nbytes, f"{self.dma.name}.mm2s")
@@ -390,7 +399,7 @@ class _Channel:
         view = board.ddr.view(self.addr, min(nbytes, self.capacity))
         if nbytes > self.capacity:
             view[:] = packet.view(np.uint8)[:self.capacity]
-            return self._error(4, f"packet of {nbytes} bytes overflows the {self.capacity}-byte "
+            return self._error(_SR_INT_ERR, f"packet of {nbytes} bytes overflows the {self.capacity}-byte "
                                   f"transfer (no tlast within LENGTH)")
         view[:] = packet.view(np.uint8)
         self.length = nbytes
@@ -398,7 +407,7 @@ class _Channel:
 
     def _complete(self, nbytes: int) -> None:
         self.active = False
-        self.sr |= 0x2 | 0x1000   # idle, IOC
+        self.sr |= _SR_IDLE | _SR_IOC_IRQ
         self.dma.board.note(self.dma.name, f"{self.kind} done {nbytes} bytes", nbytes)
 
 

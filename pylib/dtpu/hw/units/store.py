@@ -60,7 +60,7 @@ def result_gaps(cfg, setup, n: int) -> tuple | None:
         period, wps = max(setup.kw, setup.wpi), setup.wpi
         return tuple((k // wps) * period + k % wps for k in range(n + 1))
     if setup.opcode == "DWCONV" and setup.geom is not None:
-        from dtpu.hw.core import dw_schedule
+        from dtpu.hw.contract_schedules import dw_schedule
         g, cols = setup.geom, cfg.COLS
         tm = dw_schedule(cfg, g, setup.wpi)
         spr = g.steps_per_row(cols)

@@ -15,6 +15,7 @@ import numpy as np
 
 from dtpu.hw.config import ceil_div
 from dtpu.hw.listformat import Format, ListFault
+from dtpu.reference import pair_table
 from dtpu.reference import vector as rv
 
 
@@ -123,9 +124,9 @@ def compute(job: VecJob, a: np.ndarray, b: np.ndarray | None) -> np.ndarray:
     if job.kind == "ADD":
         p = rv.AddParams(in1, in2, out_off, _signed(v5["M1"], 32), _signed(v6["SH1"], 8),
                          _signed(v5["M2"], 32), _signed(v6["SH2"], 8), mo, sho, lo, hi)
-        return rv.add(a, b, p)
+        return pair_table.apply(rv.add, a, b, p)
     if job.kind == "MUL":
-        return rv.mul(a, b, rv.MulParams(in1, in2, out_off, mo, sho, lo, hi))
+        return pair_table.apply(rv.mul, a, b, rv.MulParams(in1, in2, out_off, mo, sho, lo, hi))
     if job.kind == "MEAN":
         n, h, w, c = job.shape
         return rv.mean_hw(a, rv.MeanParams(h * w, in1, mo, sho, out_off, lo, hi))

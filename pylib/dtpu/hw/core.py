@@ -27,6 +27,7 @@ forever); the model raises :class:`StreamStarved` instead of hanging.
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -205,6 +206,54 @@ def dw_schedule(cfg: HwConfig, g: DwGeometry, words_per_item: int) -> DwTiming:
     return DwTiming(done, c_start, load_end, period, step_issue)
 
 
+def dw_rotated(cfg: HwConfig) -> bool:
+    """The build's depthwise layout is the rotated one (``DW_ROTATE``, docs/architecture.md
+    "Depthwise crossbars linear in COLS"): phase-major activation slots read as one rotation of
+    the banks, per-column weight words in step phases. Old contracts without the knob: 0."""
+    return bool(getattr(cfg, "DW_ROTATE", 0))
+
+
+def dw_slot_words(cfg: HwConfig, g: DwGeometry) -> int:
+    """Words one ring slot occupies, whole bank rows so that every slot starts in bank 0. The
+    rotated layout keeps SX phases of ceil(IW/SX) pixels (the last ones short of IW mod SX)."""
+    cols = cfg.COLS
+    if dw_rotated(cfg):
+        return ceil_div(g.sx * ceil_div(g.iw, g.sx) * g.gc, cols) * cols
+    return g.row_stride(cols)
+
+
+def dw_weight_phases(cols: int, gc: int) -> int:
+    """Steps after which the rotated layout's columns see the same groups again: column j of
+    step s holds group (s*COLS + j) mod GC, period GC / gcd(GC, COLS), the odd part of GC for
+    the power-of-two COLS."""
+    return gc // math.gcd(gc, cols)
+
+
+def dw_weight_words(cfg: HwConfig, g: DwGeometry) -> int:
+    """Weight words a DWCONV job reads from WGT_BASE: KH*KW*GP (groups rounded up to COLS),
+    or KH*KW*NCHUNK*P*COLS in the rotated layout (a word per column and step phase)."""
+    cols, taps = cfg.COLS, g.kh * g.kw
+    if dw_rotated(cfg):
+        return taps * g.nchunk * dw_weight_phases(cols, g.gc) * cols
+    return taps * ceil_div(g.gc * g.nchunk, cols) * cols
+
+
+def dw_weight_layout(cfg: HwConfig, g: DwGeometry) -> np.ndarray:
+    """The group each weight word of a DWCONV job holds, per tap (taps, words per tap); -1 for
+    padding. Tap-major both ways: (groups rounded up to COLS) today, (chunk, step phase h,
+    column j) -> group c*GC + (h*COLS + j) mod GC in the rotated layout."""
+    cols, taps = cfg.COLS, g.kh * g.kw
+    groups = g.gc * g.nchunk
+    if dw_rotated(cfg):
+        p = dw_weight_phases(cols, g.gc)
+        pos = np.arange(p * cols)
+        per = (np.arange(g.nchunk)[:, None] * g.gc + (pos % g.gc)[None, :]).reshape(-1)
+    else:
+        gp = ceil_div(groups, cols) * cols
+        per = np.where(np.arange(gp) < groups, np.arange(gp), -1)
+    return np.broadcast_to(per, (taps, per.size))
+
+
 def dw_bank_conflict(cols: int, ow: int, gc: int, sx: int, tap_cycles: int) -> bool:
     """True if two columns served in the same cycle of a tap read the same activation bank.
 
@@ -349,10 +398,16 @@ class JobSetup:
     nt: int = 0
     geom: DwGeometry | None = None
     gp: int = 0                   # DWCONV: channel groups rounded up to COLS
+    ww: int = 0                   # DWCONV: weight words from WGT_BASE (dw_weight_words)
     lanes_n: int = 0              # result lanes per word
     wpi: int = 0                  # result words per GEMM step / per DWCONV item
     pf_addr: int = 0              # GEMM/DWCONV prefetch: PF_ADDR, PF_COUNT (0: none)
     pf_count: int = 0
+
+
+class DwWeightsPerColumn(ValueError):
+    """Rotated depthwise weights whose column copies of one group differ: the job is still
+    exact (each item reads its column's copy), only no per-group weight matrix describes it."""
 
 
 class JobRefused(Exception):
@@ -951,22 +1006,23 @@ class Core:
         tc = g.tap_cycles
         if tc < 1 or tc > c.COLS or tc & (tc - 1):
             raise JobRefused(c.ERR_BAD_DIMS)
-        if g.lb_rows < (g.kh - 1) * g.dy + 1 or g.lb_rows * g.row_stride(c.COLS) > c.ACT_WORDS:
+        if g.lb_rows < (g.kh - 1) * g.dy + 1 or g.lb_rows * dw_slot_words(c, g) > c.ACT_WORDS:
             raise JobRefused(c.ERR_ACT_CAPACITY)
         groups = g.gc * g.nchunk
         gp = ceil_div(groups, c.COLS) * c.COLS
+        ww = dw_weight_words(c, g)
         wb = self._r("WGT_BASE", regs=regs)
-        if wb % c.COLS or wb + g.kh * g.kw * gp > c.WEIGHT_WORDS:
+        if wb % c.COLS or wb + ww > c.WEIGHT_WORDS:
             raise JobRefused(c.ERR_WGT_RANGE)
-        pf_addr, pf_count = self._setup_prefetch(regs, wb, wb + g.kh * g.kw * gp)
+        pf_addr, pf_count = self._setup_prefetch(regs, wb, wb + ww)
         L = prec.lanes
         pb = self._r("PARAM_BASE", regs=regs)
         if out_mode != c.OUT_MODE_RAW and (pb % c.COLS or pb + groups * L > c.PARAM_ENTRIES):
             raise JobRefused(c.ERR_PARAM_RANGE)
-        key = (g, c.COLS)
+        key = (g, c.COLS, dw_rotated(c))
         conflict = self._dwcache.get(("conflict",) + key)
-        if conflict is None:
-            conflict = dw_bank_conflict(c.COLS, g.ow, g.gc, g.sx, tc)
+        if conflict is None:  # the rotated layout's columns never share a bank
+            conflict = not dw_rotated(c) and dw_bank_conflict(c.COLS, g.ow, g.gc, g.sx, tc)
             self._dwcache[("conflict",) + key] = conflict
         if conflict:
             raise JobRefused(c.ERR_BANK_CONFLICT)
@@ -980,7 +1036,7 @@ class Core:
             self._dwcache[tkey] = timing
         return JobSetup("DWCONV", self._compute_needs(n_in, pf_count), prec=prec,
                         out_mode=out_mode, variant=variant,
-                        wb=wb, pb=pb, geom=g, gp=gp, lanes_n=lanes_n, wpi=wpi,
+                        wb=wb, pb=pb, geom=g, gp=gp, ww=ww, lanes_n=lanes_n, wpi=wpi,
                         words_out=g.nchunk * g.oh * g.ow * g.gc * wpi,
                         cycles=prefetch_cycles(c, timing.cycles, pf_count),
                         pf_addr=pf_addr, pf_count=pf_count,
@@ -989,7 +1045,7 @@ class Core:
     def _dw_words(self, s: "JobSetup", act: np.ndarray) -> tuple[np.ndarray, int]:
         c = self.cfg
         g, L = s.geom, s.prec.lanes
-        acc, err = self._dw_acc(s.prec, act, g, s.wb, s.gp, s.in_off, s.w_off)
+        acc, err = self._dw_acc(s.prec, act, g, s.wb, s.in_off, s.w_off)
         params = (self._params(s.pb, g.gc * g.nchunk * L, s.prec, s.out_mode)
                   if s.out_mode != c.OUT_MODE_RAW else None)
         if params is not None:  # channels of (chunk, ., ., g, lane)
@@ -1001,22 +1057,56 @@ class Core:
             return np.zeros(0, U64), err
         return self._pack_lanes(y.reshape(-1, L), s.lanes_n), err
 
-    def _dw_weights(self, prec: Precision, g: DwGeometry, wb: int, gp: int, dtype, off: int):
-        """Tap weights (taps, groups*lanes) with WGT_OFFSET applied; tap-major in memory."""
-        key = ("dw", prec, wb, g.kh, g.kw, g.gc * g.nchunk, gp, off, np.dtype(dtype).str)
+    def _dw_weights(self, prec: Precision, g: DwGeometry, wb: int, dtype, off: int):
+        """Tap weights (taps, groups*lanes) with WGT_OFFSET applied, in the build's layout
+        (:func:`dw_weight_layout`). The rotated layout gives every column its own copy of its
+        group's weight; when the copies differ (memory the lowering did not write) no per-group
+        matrix exists and this raises :class:`DwWeightsPerColumn` (the datapath then reads them
+        per item, :meth:`_dw_item_weights`)."""
+        c = self.cfg
+        key = ("dw", prec, wb, g.kh, g.kw, g.gc, g.nchunk, dw_rotated(c), off, np.dtype(dtype).str)
         hit = self._wcache.get(key)
         if hit is not None:
+            if isinstance(hit, DwWeightsPerColumn):
+                raise hit
             return hit
         groups = g.gc * g.nchunk
-        words = self.wmem[wb:wb + g.kh * g.kw * gp].reshape(g.kh * g.kw, gp)[:, :groups]
+        taps = g.kh * g.kw
+        ww = dw_weight_words(c, g)
+        self._wrange[key] = (wb, wb + ww)
+        words = self.wmem[wb:wb + ww].reshape(taps, -1)
+        if dw_rotated(c):
+            per = words.reshape(taps, g.nchunk, -1)
+            first = per[:, :, :g.gc]   # group c*GC + j at (c, h=0, j) for j < GC
+            if not (per.reshape(taps, g.nchunk, -1, g.gc) == first[:, :, None, :]).all():
+                err = DwWeightsPerColumn(f"rotated depthwise weights at {wb}: a group's column "
+                                         f"copies differ")
+                self._wcache[key] = err
+                raise err
+            words = first
+        else:
+            words = words[:, :groups]
         lanes = self._lanes_of(np.ascontiguousarray(words).reshape(-1), prec)
-        w = lanes.reshape(g.kh * g.kw, groups * prec.lanes)
+        w = lanes.reshape(taps, groups * prec.lanes)
         w = w.astype(np.float32) if prec.is_float else w.astype(dtype) + off
         self._wcache[key] = w
-        self._wrange[key] = (wb, wb + g.kh * g.kw * gp)
         return w
 
-    def _dw_acc(self, prec: Precision, act: np.ndarray, g: DwGeometry, wb: int, gp: int,
+    def _dw_item_weights(self, prec: Precision, g: DwGeometry, wb: int, dtype, off: int):
+        """Rotated layout: the weights each item reads, (taps, nchunk, 1, OW, GC*lanes): item
+        q = ox*GC + g of step s = q // COLS in column q mod COLS reads phase s mod P, i.e.
+        word q mod (P*COLS) of its chunk's tap row."""
+        c = self.cfg
+        taps = g.kh * g.kw
+        p = dw_weight_phases(c.COLS, g.gc)
+        words = self.wmem[wb:wb + dw_weight_words(c, g)].reshape(taps, g.nchunk, p * c.COLS)
+        q = (np.arange(g.ow)[:, None] * g.gc + np.arange(g.gc)[None, :]) % (p * c.COLS)
+        sel = np.ascontiguousarray(words[:, :, q])                    # (taps, nchunk, OW, GC)
+        lanes = self._lanes_of(sel.reshape(-1), prec)
+        w = lanes.reshape(taps, g.nchunk, 1, g.ow, g.gc * prec.lanes)
+        return w.astype(np.float32) if prec.is_float else w.astype(dtype) + off
+
+    def _dw_acc(self, prec: Precision, act: np.ndarray, g: DwGeometry, wb: int,
                 in_off: int, w_off: int):
         c = self.cfg
         L = prec.lanes
@@ -1030,9 +1120,14 @@ class Core:
             dt = _exact_dtype(bound)
             if dt.kind == "i" and prec.bits > 16:
                 dt = np.dtype(object)  # INT32/INT64: exact, overflow checked below
-        w = self._dw_weights(prec, g, wb, gp, np.float64 if dt == object else dt, w_off)
+        wdt = np.float64 if dt == object else dt
+        try:
+            w = self._dw_weights(prec, g, wb, wdt, w_off)
+            wc = w.reshape(taps, g.nchunk, 1, 1, g.gc * L)
+        except DwWeightsPerColumn:
+            wc = self._dw_item_weights(prec, g, wb, wdt, w_off)
         if dt == object:
-            w = w.astype(np.int64).astype(object)
+            wc = wc.astype(np.int64).astype(object)
         # the padded plane of operands (x + IN_OFFSET); pad taps contribute exactly 0
         (ph, pw) = ((g.oh - 1) * g.sy + (g.kh - 1) * g.dy + 1, (g.ow - 1) * g.sx + (g.kw - 1) * g.dx + 1)
         xp = np.zeros((g.nchunk, max(ph, g.pt + g.ih), max(pw, g.pl + g.iw), g.gc * L), dt)
@@ -1040,7 +1135,6 @@ class Core:
         inner[...] = x
         if in_off:
             inner += in_off
-        wc = w.reshape(taps, g.nchunk, 1, 1, g.gc * L)
         if prec.is_float:
             parts = np.zeros((c.FP_PARTIALS, g.nchunk, g.oh, g.ow, g.gc * L), np.float32)
         else:
@@ -1055,8 +1149,8 @@ class Core:
             if prec is Precision.INT64 and xs.size:
                 # a product leaving int64 is an error even if the sum fits: the largest operand
                 # of each (chunk, channel) at this tap against that channel's tap weight
-                xmax = np.abs(xs).max(axis=(1, 2))
-                if (xmax * np.abs(wc[t].reshape(xmax.shape)) > INT64_MAX).any():
+                xmax = np.abs(xs).max(axis=(1, 2) if wc.shape[3] == 1 else 1, keepdims=True)
+                if (xmax * np.abs(wc[t]) > INT64_MAX).any():
                     return np.zeros(acc.shape, np.int64), c.ERR_OVERFLOW
             acc += xs * wc[t]
         if prec.is_float:

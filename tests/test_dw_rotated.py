@@ -293,3 +293,52 @@ def test_backend_model_lists_and_jobs_paths(shape, s):
         np.testing.assert_array_equal(out, want)
         be.release_partitions(prog)
         be.close()
+
+
+# -- the RTL with DW_ROTATE = 1, in process (its own Verilator build, cached; slow) ---------------
+
+RTL_NODES = [((9, 16, 32), 3, 2, 1, DataMode.INT8),      # stride 2, GC 4: banked needs TAP_CYCLES 2
+             ((7, 13, 96), 3, 2, 1, DataMode.UINT8),     # GC 6 (P 3) in 2 chunks, IW odd at stride 2
+             ((8, 9, 24), 5, 1, 1, DataMode.INT16X8),    # 5x5, GC 6 of int16 groups
+             ((10, 11, 40), 3, 3, 1, DataMode.INT8),     # stride 3, GC 5
+             ((12, 12, 16), 3, 1, 2, DataMode.INT8)]     # dilation 2
+
+
+def _rtl_node(shape, k, s, d, mode):
+    h, w, c = shape
+    return ConvSpec(OpKind.DEPTHWISE_CONV_2D, mode, (1, h, w, c), (1, k, k, c), stride=(s, s),
+                    dilation=(d, d), padding=Padding.SAME,
+                    input_q=Quant((0.02,), (0 if mode is DataMode.INT16X8 else 3,)),
+                    filter_q=Quant((0.01,), (0 if mode is not DataMode.UINT8 else 120,)),
+                    output_q=Quant((0.1,), (0 if mode is DataMode.INT16X8 else -2,)))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cols", [8])
+def test_rtl_equals_the_golden_model(cols):
+    """dtpu_axi built with DW_ROTATE = 1 (the rotated read network: per-bank rows, one rotator,
+    column j on weight bank j) gives the golden model's words and cycles, and the reference."""
+    from dtpu.rtl.build import SimConfig, build_native
+    from dtpu.rtl.native import NativeTransport
+
+    config = SimConfig(cols=cols, dw_rotate=1)
+    cfg = config.hw_config()
+    assert cfg.DW_ROTATE == 1
+    info = build_native(config, progress=False)
+    t = NativeTransport(cfg, info.product)
+    try:
+        for i, node in enumerate(RTL_NODES):
+            spec = _rtl_node(*node)
+            x, f, b = make_data(spec, np.random.default_rng(40 + i))
+            low = lower(spec, f, b, cfg)
+            jobs = low.jobs(x)
+            model = ModelTransport(Core(cfg))
+            run_jobs(model, low.load_jobs)
+            want, want_c = run_jobs(model, jobs)
+            run_jobs(t, low.load_jobs)
+            got, got_c = run_jobs(t, jobs)
+            assert all(np.array_equal(g, w) for g, w in zip(got, want)), node
+            assert got_c.cycles == want_c.cycles, (node, got_c.cycles, want_c.cycles)
+            assert_matches_reference(spec, x, f, b, low.assemble(got))
+    finally:
+        t.close()

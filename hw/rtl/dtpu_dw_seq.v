@@ -27,6 +27,14 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * the step issues; the golden model checks it in CONFIG, see docs/rtl.md).
  * With PE_PAIR, two valid columns of one pair (j, j + COLS/2) in a cycle set it too.
  * Requires GC <= COLS (what the lowering produces); larger GC sets ERR.BAD_DIMS.
+ *
+ * DW_ROTATE = 1: the rotated layout (docs/architecture.md, "Depthwise crossbars linear in
+ * COLS"). The loader writes word (x, g) of a row at slot offset ((x mod SX)*W1 + x div SX)*GC + g,
+ * W1 = ceil(IW/SX); a tap then reads one rotation of the banks: with D = (ep*W1 + eq)*GC
+ * (kx*DX - PL = eq*SX + ep) = Q*COLS + R, bank b at slot row step + Q + (b < R) serves column
+ * (b - R) mod COLS (bank_arow, act_rot). Weights: row (tap*NCHUNK + chunk)*P + step mod P of all
+ * banks (wgt_row_rot), P the odd part of GC; column j reads bank j. No bank conflicts (only
+ * PE_PAIR's); the per-column address outputs are zero.
  */
 module dtpu_dw_seq #
 (
@@ -36,7 +44,9 @@ module dtpu_dw_seq #
     parameter LOG_PARAM_ENTRIES = 12,
     parameter LOG_ACT_WORDS = 12,
     // the MXU's 8-bit rows are PE pairs (columns j and j + COLS/2 share a multiplier)
-    parameter PE_PAIR = 0
+    parameter PE_PAIR = 0,
+    // 1: the rotated depthwise layout (header)
+    parameter DW_ROTATE = 0
 )
 (
     input  wire                         clk,
@@ -81,6 +91,11 @@ module dtpu_dw_seq #
     output wire [COLS*(LOG_WEIGHT_WORDS-LOG_COLS)-1:0] col_wrow,
     output wire [COLS*LOG_COLS-1:0]     col_wbank,
 
+    /* Issue, rotated layout (DW_ROTATE) */
+    output wire [COLS*(LOG_ACT_WORDS-LOG_COLS)-1:0]    bank_arow,
+    output wire [LOG_COLS-1:0]          act_rot,
+    output wire [LOG_WEIGHT_WORDS-LOG_COLS-1:0]        wgt_row_rot,
+
     /* Step tag (valid on the step's last issue cycle) */
     output wire                         tag_valid,
     output wire                         tag_job_last,
@@ -123,10 +138,44 @@ wire [3:0]  tc = reg_dw_ring[DTPU_DW_RING_TAP_CYCLES_LSB +: 4];
 wire [15:0] span_h = ({8'd0, kh} - 16'd1) * {8'd0, dy} + 16'd1;
 wire [15:0] span_w = ({8'd0, kw} - 16'd1) * {8'd0, dx} + 16'd1;
 wire [31:0] row_words = {16'd0, iw} * {16'd0, gc};
-wire [31:0] rsc = (row_words + COLS - 1) >> LOG_COLS;       // bank rows per slot
+// rotated layout: SX phases of W1 = ceil(IW/SX) pixels per slot
+/* verilator lint_off UNUSEDSIGNAL */
+wire [31:0] w1_full = sx == 8'd0 ? 32'd0 : ({16'd0, iw} + {24'd0, sx} - 32'd1) / {24'd0, sx};
+wire [15:0] w1 = w1_full[15:0];
+wire [31:0] w1gc = {16'd0, w1} * {16'd0, gc};
+wire [39:0] slot_words = DW_ROTATE != 0 ? {8'd0, w1gc} * {32'd0, sx} : {8'd0, row_words};
+/* verilator lint_on UNUSEDSIGNAL */
+wire [31:0] rsc = (slot_words[31:0] + COLS - 1) >> LOG_COLS;  // bank rows per slot
+// rotated layout, tap offsets: -PL = eq0*SX + ep0 (eq0 = -ceil(PL/SX)), DX = dxd*SX + dxm;
+// D0 = (ep0*W1 + eq0)*GC, and per kx step D += (dxm*W1 + dxd)*GC, minus SX*W1*GC - GC when
+// the phase wraps
+/* verilator lint_off UNUSEDSIGNAL */
+wire [15:0] pl_div_full = sx == 8'd0 ? 16'd0 : ({8'd0, pl} + {8'd0, sx} - 16'd1) / {8'd0, sx};
+wire [15:0] dxd_full = sx == 8'd0 ? 16'd0 : {8'd0, dx} / {8'd0, sx};
+wire [15:0] dxm_full = sx == 8'd0 ? 16'd0 : {8'd0, dx} % {8'd0, sx};
+wire [15:0] ep0_full = pl_div_full * {8'd0, sx} - {8'd0, pl};
+wire signed [31:0] rot_d0 = ($signed({24'd0, ep0_full[7:0]}) * $signed({16'd0, w1})
+                             - $signed({16'd0, pl_div_full})) * $signed({16'd0, gc});
+wire signed [31:0] rot_inc0 = ($signed({24'd0, dxm_full[7:0]}) * $signed({16'd0, w1})
+                               + $signed({16'd0, dxd_full})) * $signed({16'd0, gc});
+wire signed [31:0] rot_inc1 = rot_inc0 - $signed(w1gc * {24'd0, sx}) + $signed({16'd0, gc});
+/* verilator lint_on UNUSEDSIGNAL */
 wire [47:0] ring_rows = {32'd0, lb} * {16'd0, rsc};           // bank rows of the ring
 wire [31:0] groups = {16'd0, gc} * {16'd0, nchunk};
-wire [31:0] gpc = (groups + COLS - 1) >> LOG_COLS;             // bank rows per tap
+// odd part of GC (rotated layout: weight rows per chunk and tap); GC <= COLS here, else BAD_DIMS
+function [15:0] odd_part(input [15:0] v);
+    integer t;
+    reg [15:0] r;
+    begin
+        r = v;
+        for (t = 0; t < 16; t = t + 1)
+            if (r != 16'd0 && !r[0]) r = r >> 1;
+        odd_part = r;
+    end
+endfunction
+wire [15:0] pph = odd_part(gc);
+wire [31:0] gpc = DW_ROTATE != 0 ? {16'd0, nchunk} * {16'd0, pph}   // bank rows per tap
+                                 : (groups + COLS - 1) >> LOG_COLS;
 wire [15:0] taps = {8'd0, kh} * {8'd0, kw};
 wire [47:0] wgt_end = {16'd0, reg_wgt_base} + {16'd0, taps} * {16'd0, gpc} * COLS;
 wire [3:0]  lanes = 4'd1 << log_l;
@@ -247,6 +296,11 @@ reg signed [31:0] xp0_r [0:COLS-1];
 reg signed [31:0] xg0_r [0:COLS-1];
 reg [15:0]        g0_r [0:COLS-1];
 reg [63:0] in_total_r, res_total_r;
+// rotated layout
+reg [7:0]  sx_r, ep0_r, dxm_r;
+reg [31:0] w1gc_r, ld_wrap_r;                      // W1*GC, (SX-1)*W1*GC - GC
+reg signed [31:0] d0_r, inc0_r, inc1_r;
+reg [WR-1:0] pph_r;                                // weight rows per chunk and tap (P)
 
 integer j;
 reg latch_d_reg;
@@ -280,6 +334,15 @@ always @(posedge clk) begin
         dxgc_r <= {24'd0, dx} * {16'd0, gc};
         in_total_r <= {32'd0, groups} * {48'd0, ih} * {48'd0, iw};
         res_total_r <= {32'd0, groups} * {48'd0, oh} * {48'd0, ow} * {61'd0, wi};
+        sx_r <= sx;
+        ep0_r <= ep0_full[7:0];
+        dxm_r <= dxm_full[7:0];
+        w1gc_r <= w1gc;
+        ld_wrap_r <= w1gc * ({24'd0, sx} - 32'd1) - {16'd0, gc};
+        d0_r <= rot_d0;
+        inc0_r <= rot_inc0;
+        inc1_r <= rot_inc1;
+        pph_r <= pph[WR-1:0];
         if (gc != 0 && gc <= COLS) begin
             dg_r <= lo16(div_mod(COLS, gc, 1'b1));
             xd0_r <= div_mod(COLS, gc, 1'b0) * sx32;
@@ -318,9 +381,14 @@ wire slot_free = ld_row_reg < {16'd0, lb_r} || tr_released;
 wire ld_can = run && ld_more && (ld_active_reg || slot_free);
 assign need_act = ld_can;
 
+// rotated layout: the word's slot offset, (p*W1 + x div SX)*GC (ld_ax) + g
+reg [31:0] ld_ax_reg;
+reg [15:0] ld_g_reg;
+reg [7:0]  ld_p_reg;
 /* verilator lint_off UNUSEDSIGNAL */
-wire [31:0] ld_addr_row = {{(32-AR){1'b0}}, ld_base_reg} + (ld_word_reg >> LOG_COLS);
-assign abuf_waddr = {ld_addr_row[AR-1:0], ld_word_reg[LOG_COLS-1:0]};
+wire [31:0] ld_off = DW_ROTATE != 0 ? ld_ax_reg + {16'd0, ld_g_reg} : ld_word_reg;
+wire [31:0] ld_addr_row = {{(32-AR){1'b0}}, ld_base_reg} + (ld_off >> LOG_COLS);
+assign abuf_waddr = {ld_addr_row[AR-1:0], ld_off[LOG_COLS-1:0]};
 /* verilator lint_on UNUSEDSIGNAL */
 
 wire ld_row_end = ld_word_reg + 32'd1 == row_words_r;
@@ -333,6 +401,9 @@ always @(posedge clk) begin
         ld_word_reg <= 32'd0;
         ld_base_reg <= {AR{1'b0}};
         ld_active_reg <= 1'b0;
+        ld_ax_reg <= 32'd0;
+        ld_g_reg <= 16'd0;
+        ld_p_reg <= 8'd0;
         tr_cxoh_reg <= 32'd0;
         tr_iy_reg <= 16'd0;
     end else if (latch_d_reg) begin
@@ -362,9 +433,25 @@ always @(posedge clk) begin
             ld_word_reg <= 32'd0;
             ld_row_reg <= ld_row_reg + 32'd1;
             ld_base_reg <= ring_add(ld_base_reg, rsc_r, ring_r);
+            ld_ax_reg <= 32'd0;
+            ld_g_reg <= 16'd0;
+            ld_p_reg <= 8'd0;
         end else begin
             ld_active_reg <= 1'b1;
             ld_word_reg <= ld_word_reg + 32'd1;
+            if (ld_g_reg + 16'd1 == gc_r) begin
+                // next pixel: the next phase, or the first phase one pixel on
+                ld_g_reg <= 16'd0;
+                if (ld_p_reg + 8'd1 == sx_r) begin
+                    ld_p_reg <= 8'd0;
+                    ld_ax_reg <= ld_ax_reg - ld_wrap_r;
+                end else begin
+                    ld_p_reg <= ld_p_reg + 8'd1;
+                    ld_ax_reg <= ld_ax_reg + w1gc_r;
+                end
+            end else begin
+                ld_g_reg <= ld_g_reg + 16'd1;
+            end
         end
     end
     if (!rst_n) begin
@@ -392,6 +479,9 @@ reg [15:0] g_reg [0:COLS-1];
 reg signed [31:0] xp_reg [0:COLS-1];
 reg signed [31:0] xg_reg [0:COLS-1];
 reg        c_run_reg;                  // output rows remain
+reg signed [31:0] rd_reg;              // rotated: the tap's slot offset D (item q reads q + D)
+reg [8:0]  rep_reg;                    // rotated: its phase ep = (kx*DX - PL) mod SX
+reg [WR-1:0] rcp_reg, rh_reg;          // rotated: chunk*P, step phase (step mod P)
 reg        started_reg;                // the current row has started
 
 wire [31:0] out_rows_total = {16'd0, nchunk_r} * {16'd0, oh_r};
@@ -433,6 +523,10 @@ always @(posedge clk) begin
         rows_done_reg <= 32'd0;
         c_run_reg <= 1'b1;
         started_reg <= 1'b0;
+        rd_reg <= d0_r;
+        rep_reg <= {1'b0, ep0_r};
+        rcp_reg <= {WR{1'b0}};
+        rh_reg <= {WR{1'b0}};
         for (k = 0; k < COLS; k = k + 1) begin
             g_reg[k] <= g0_r[k];
             xp_reg[k] <= xp0_r[k];
@@ -448,6 +542,8 @@ always @(posedge clk) begin
                     kx_reg <= 8'd0;
                     kxo_reg <= 32'sd0;
                     kxg_reg <= 32'sd0;
+                    rd_reg <= d0_r;
+                    rep_reg <= {1'b0, ep0_r};
                     if (!ky_last) begin
                         ky_reg <= ky_reg + 8'd1;
                         y_reg <= y_reg + $signed({24'd0, dy_r});
@@ -457,6 +553,13 @@ always @(posedge clk) begin
                     kx_reg <= kx_reg + 8'd1;
                     kxo_reg <= kxo_reg + $signed({24'd0, dx_r});
                     kxg_reg <= kxg_reg + dxgc_r;
+                    if (rep_reg + {1'b0, dxm_r} >= {1'b0, sx_r}) begin
+                        rep_reg <= rep_reg + {1'b0, dxm_r} - {1'b0, sx_r};
+                        rd_reg <= rd_reg + inc1_r;
+                    end else begin
+                        rep_reg <= rep_reg + {1'b0, dxm_r};
+                        rd_reg <= rd_reg + inc0_r;
+                    end
                 end
                 wrow_reg <= wrow_reg + gpc_r;
             end else begin
@@ -471,10 +574,14 @@ always @(posedge clk) begin
             kxo_reg <= 32'sd0;
             kxg_reg <= 32'sd0;
             wrow_reg <= wbase_r;
+            rd_reg <= d0_r;
+            rep_reg <= {1'b0, ep0_r};
+            rh_reg <= rh_reg + 1'b1 == pph_r ? {WR{1'b0}} : rh_reg + 1'b1;
             if (last_step) begin
                 // output row finished
                 step_reg <= 32'd0;
                 q_reg <= 32'd0;
+                rh_reg <= {WR{1'b0}};
                 started_reg <= 1'b0;
                 rows_done_reg <= rows_done_reg + 32'd1;
                 if (last_row) begin
@@ -488,6 +595,7 @@ always @(posedge clk) begin
                 if (oy_reg + 16'd1 == oh_r) begin
                     oy_reg <= 16'd0;
                     c_reg <= c_reg + 16'd1;
+                    rcp_reg <= rcp_reg + pph_r;
                     cih_reg <= cih_reg + {16'd0, ih_r};
                     cgc_reg <= cgc_reg + {16'd0, gc_r};
                     first_reg <= -$signed({24'd0, pt_r});
@@ -545,19 +653,30 @@ for (jj = 0; jj < COLS; jj = jj + 1) begin : col
     /* verilator lint_on UNUSEDSIGNAL */
     assign col_valid[jj] = issuing && item_ok && grp_ok;
     assign col_zero[jj] = !(y_in && x >= 0 && x < $signed({16'd0, iw_r}));
-    assign col_arow[jj*AR +: AR] = arow[AR-1:0];
-    assign col_abank[jj*LOG_COLS +: LOG_COLS] = xg[LOG_COLS-1:0];
-    assign col_wrow[jj*WR +: WR] = wrow[WR-1:0];
-    assign col_wbank[jj*LOG_COLS +: LOG_COLS] = gg[LOG_COLS-1:0];
+    assign col_arow[jj*AR +: AR] = DW_ROTATE != 0 ? {AR{1'b0}} : arow[AR-1:0];
+    assign col_abank[jj*LOG_COLS +: LOG_COLS] = DW_ROTATE != 0 ? {LOG_COLS{1'b0}} : xg[LOG_COLS-1:0];
+    assign col_wrow[jj*WR +: WR] = DW_ROTATE != 0 ? {WR{1'b0}} : wrow[WR-1:0];
+    assign col_wbank[jj*LOG_COLS +: LOG_COLS] = DW_ROTATE != 0 ? {LOG_COLS{1'b0}} : gg[LOG_COLS-1:0];
+    // rotated layout: bank jj serves column (jj - R) mod COLS from slot row step + Q + (jj < R)
+    /* verilator lint_off CMPCONST */
+    wire below_r = jj < rd_reg[LOG_COLS-1:0];    // (constant 0 for the last bank)
+    /* verilator lint_on CMPCONST */
+    assign bank_arow[jj*AR +: AR] = DW_ROTATE == 0 ? {AR{1'b0}}
+        : rb_reg + step_reg[AR-1:0] + rd_reg[LOG_COLS +: AR] + {{(AR-1){1'b0}}, below_r};
 end
 endgenerate
+assign act_rot = DW_ROTATE != 0 ? rd_reg[LOG_COLS-1:0] : {LOG_COLS{1'b0}};
+/* verilator lint_off UNUSEDSIGNAL */
+wire [WR:0] wrow_rot = {1'b0, wrow_reg} + {1'b0, rcp_reg} + {1'b0, rh_reg};
+/* verilator lint_on UNUSEDSIGNAL */
+assign wgt_row_rot = DW_ROTATE != 0 ? wrow_rot[WR-1:0] : {WR{1'b0}};
 
 // bank conflict: two valid columns of one group on the same activation bank
 integer a, b;
 reg conf;
 always @* begin
     conf = 1'b0;
-    for (a = 0; a < COLS; a = a + 1) begin
+    for (a = 0; a < (DW_ROTATE != 0 ? 0 : COLS); a = a + 1) begin
         for (b = a + 1; b < COLS; b = b + 1) begin
             if (col_valid[a] && col_valid[b]
                 && col_abank[a*LOG_COLS +: LOG_COLS] == col_abank[b*LOG_COLS +: LOG_COLS])

@@ -88,7 +88,8 @@ def _open_rtl(cfg: HwConfig, path: str, precision: str) -> Target:
         t, native_build = open_native(SimConfig.from_mxu((8, cfg.COLS)))
     built = t.cfg
     if cfg.CLOCK_MHZ != built.CLOCK_MHZ:
-        host = HwConfig(**{k: getattr(built, k) for k in _RTL_BUILD_KNOBS}, CLOCK_MHZ=cfg.CLOCK_MHZ)
+        host = HwConfig(**{k: getattr(built, k) for k in _RTL_BUILD_KNOBS}, DW_ROTATE=built.DW_ROTATE,
+                        CLOCK_MHZ=cfg.CLOCK_MHZ)
     else:
         host = built      # the build's memory sizes: the lowering must use the same
     return Target(t, host, native_build=native_build)

@@ -165,15 +165,25 @@ def test_stride_two_runs_one_cycle_per_tap():
 
 
 def test_footprint_and_lowered_words_follow_the_chunking():
-    spec = _dw_spec(8, 8, 96)      # 12 int8 groups: GC 6, 2 chunks, P 3
     rot = _rot()
+    # 12 int8 groups on 8x8: GC 6 (2 chunks, P 3) and GC 4 (3 chunks, P 1) take 12 steps a row
+    # each; the rotated lowering takes the one with fewer weight words
+    spec = _dw_spec(8, 8, 96)
     g = dw_geometry(spec, rot, Precision.INT8)
-    assert (g.gc, g.nchunk) == (6, 2)
-    assert footprint(spec, rot)[0] == 9 * 2 * 3 * 8 == dw_weight_words(rot, g)
-    f = np.ones(spec.filter_shape, np.int8)
-    low = lower(spec, f, None, rot)
-    (load,) = [j for j in low.load_jobs if j.label.startswith("dw weights")]
-    assert load.send["wgt"].size == low.weight_words == 9 * 2 * 3 * 8
+    assert (g.gc, g.nchunk) == (4, 3) and dw_geometry(spec, HwConfig(), Precision.INT8).gc == 6
+    g6 = DwGeometry(*[getattr(g, k) for k in ("ih", "iw", "oh", "ow", "kh", "kw", "pt", "pl", "sy",
+                                                "sx", "dy", "dx")], 6, 2, g.lb_rows, 1)
+    assert g6.nchunk * g6.steps_per_row(8) == g.nchunk * g.steps_per_row(8) == 12
+    assert dw_weight_words(rot, g) == 9 * 3 * 8 < dw_weight_words(rot, g6) == 9 * 2 * 3 * 8
+    # 3 groups: one chunk of GC 3 (fewer steps than 3 chunks of 1), P 3: 3 rows a tap
+    spec = _dw_spec(8, 8, 24)
+    g = dw_geometry(spec, rot, Precision.INT8)
+    assert (g.gc, g.nchunk) == (3, 1)
+    for sp, words in ((spec, 9 * 3 * 8), (_dw_spec(8, 8, 96), 9 * 3 * 8)):
+        assert footprint(sp, rot)[0] == words
+        low = lower(sp, np.ones(sp.filter_shape, np.int8), None, rot)
+        (load,) = [j for j in low.load_jobs if j.label.startswith("dw weights")]
+        assert load.send["wgt"].size == low.weight_words == words
 
 
 @pytest.mark.parametrize("gc,ow,sx,prec", [(3, 7, 1, Precision.INT8), (6, 5, 2, Precision.INT16),

@@ -601,7 +601,10 @@ async def test_dw_bank_conflict_in_config(dut):
     from dtpu_sim.jobgen import load_job
     rng = random.Random(SEED + 77)
     nrng = np.random.default_rng(SEED + 77)
-    wgt = nrng.integers(0, 1 << 63, 3 * C, dtype=np.uint64)
+    from dtpu.hw.core import dw_rotated
+    # every weight word a row below reads (KW <= 3 taps; rotated layout: up to COLS step phases
+    # of COLS words a tap), so that no word left by an earlier test is read
+    wgt = nrng.integers(0, 1 << 63, 3 * C * (C if dw_rotated(c) else 1), dtype=np.uint64)
     await run_and_compare(t, core, load_job(c, "LOAD_WGT", 0, wgt, "dw weights"), True, True, "load")
     tcs = [v for v in (1, 2, 4, 8, 16) if v <= C]
     names = [r.name for r in c.registers if c.REG_JOB <= r.offset <= c.REG_PF_COUNT]
@@ -622,7 +625,7 @@ async def test_dw_bank_conflict_in_config(dut):
         job.send = {"act": nrng.integers(0, 1 << 63, iw * gc, dtype=np.uint64)}
         job.recv = ow * gc * 4
         job.label = f"dw ow{ow} gc{gc} sx{sx} kw{kw} tc{tc}"
-        from dtpu.hw.core import dw_bank_conflict, dw_rotated
+        from dtpu.hw.core import dw_bank_conflict
         conflict = not dw_rotated(c) and dw_bank_conflict(C, ow, gc, sx, tc)
         seen[int(conflict)] += 1
         if not conflict:

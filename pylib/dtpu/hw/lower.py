@@ -645,6 +645,7 @@ def dw_geometry(spec: ConvSpec, cfg: HwConfig, prec: Precision, groups: int | No
     tc_max = (1 << cfg.reg("DW_RING").field("TAP_CYCLES").width) - 1
     conflicts = False
     rotated = dw_rotated(cfg)
+    fitting = []
     for gc in _divisors_desc(groups, cfg.COLS) if groups > cfg.COLS else [groups] + _divisors_desc(groups, groups - 1):
         nchunk = groups // gc
         stride = dw_slot_words(cfg, DwGeometry(ih, iw, oh, ow, kh, kw, pt, pl, sy, sx, dy, dx, gc,
@@ -659,7 +660,17 @@ def dw_geometry(spec: ConvSpec, cfg: HwConfig, prec: Precision, groups: int | No
             if tc > tc_max:  # e.g. COLS = 16: TAP_CYCLES = 16 does not fit the 4-bit field;
                 conflicts = True  # fewer groups per chunk map the columns to other banks
                 continue
-            return DwGeometry(ih, iw, oh, ow, kh, kw, pt, pl, sy, sx, dy, dx, gc, nchunk, lb, tc)
+            g = DwGeometry(ih, iw, oh, ow, kh, kw, pt, pl, sy, sx, dy, dx, gc, nchunk, lb, tc)
+            if not rotated:   # the largest GC that fits
+                return g
+            fitting.append(g)
+    if fitting:
+        # the rotated layout's weight words grow with GC's odd part (P phases of COLS words per
+        # chunk and tap): the fewest steps, then the fewest weight words, then the largest GC
+        # (EfficientNet's 84 groups: GC 4, 147 steps a row and 25x21x8 words, not GC 7's 156
+        # and 25x12x7x8)
+        return min(fitting, key=lambda g: (g.nchunk * g.steps_per_row(cfg.COLS),
+                                           dw_weight_words(cfg, g), -g.gc))
     if conflicts:
         raise LowerError(f"{spec.name or 'depthwise node'}: every channel chunking has stride-{sx} "
                          f"bank conflicts that need TAP_CYCLES > {tc_max} (DW_RING.TAP_CYCLES)")

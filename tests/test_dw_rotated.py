@@ -352,3 +352,36 @@ def test_rtl_equals_the_golden_model(cols):
             assert_matches_reference(spec, x, f, b, low.assemble(got))
     finally:
         t.close()
+
+
+@pytest.mark.slow
+def test_rtl_command_lists_equal_the_golden_model():
+    """backend=rtl on a rotated build (HwConfig DW_ROTATE=1 in force: the in-process dtpu_cl_top
+    is built with DW_ROTATE=1): a partition of depthwise nodes as one command list gives the
+    reference's output and, node by node, the golden model's cycles."""
+    from dtpu.backends.base import Probes
+    from dtpu.backends.reference import ReferenceBackend
+    from dtpu.backends.rtl import RtlBackend
+    from dtpu.hw.listcompiler import NodeIn
+
+    nodes = []
+    for i, node in enumerate(RTL_NODES):
+        if node[-1] is DataMode.INT8:
+            spec = _rtl_node(*node)
+            nodes.append((spec, *make_data(spec, np.random.default_rng(60 + i))))
+    ref = ReferenceBackend({})
+    with _rot():
+        be = RtlBackend({})
+        try:
+            assert be.target.native_build is not None and be.cfg.DW_ROTATE == 1
+            prog = be.prepare_partitions([[NodeIn(s, f, b)] for s, _, f, b in nodes])
+            for k, (spec, x, f, b) in enumerate(nodes):
+                want, _ = ref.invoke(ref.prepare(spec, f, b), x, Probes())
+                out = np.zeros(spec.output_shape, np.int8)
+                counters = be.invoke_partition(prog, k, [x], {0: out}, Probes())
+                np.testing.assert_array_equal(out, want)
+                assert all(c.cycles == c.model_cycles for c in counters), \
+                    [(c.cycles, c.model_cycles, c.cycle_note) for c in counters]
+            be.release_partitions(prog)
+        finally:
+            be.close()

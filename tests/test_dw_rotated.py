@@ -9,8 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dtpu.hw.config import HwConfig, ceil_div
-from dtpu.hw.core import (Core, DwGeometry, dw_schedule, dw_slot_words, dw_weight_layout,
-                          dw_weight_phases, dw_weight_words)
+from dtpu.hw.core import Core, DwGeometry, dw_schedule
+from dtpu.hw.dw_format import dw_slot_words, dw_weight_layout, dw_weight_phases, dw_weight_words
 from dtpu.driver import ModelTransport, run_jobs
 from dtpu.hw.core import out_lanes
 from dtpu.hw.lower import Job, LowerError, _res_prec, dw_geometry, footprint, lower

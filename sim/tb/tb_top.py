@@ -601,7 +601,7 @@ async def test_dw_bank_conflict_in_config(dut):
     from dtpu_sim.jobgen import load_job
     rng = random.Random(SEED + 77)
     nrng = np.random.default_rng(SEED + 77)
-    from dtpu.hw.core import dw_rotated
+    from dtpu.hw.dw_format import dw_rotated
     # every weight word a row below reads (KW <= 3 taps; rotated layout: up to COLS step phases
     # of COLS words a tap), so that no word left by an earlier test is read
     wgt = nrng.integers(0, 1 << 63, 3 * C * (C if dw_rotated(c) else 1), dtype=np.uint64)

@@ -27,12 +27,14 @@ forever); the model raises :class:`StreamStarved` instead of hanging.
 from __future__ import annotations
 
 import logging
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from dtpu.hw.config import HwConfig, ceil_div, get_config
+from dtpu.hw.dw_format import (DwWeightsPerColumn, dw_group_words, dw_item_words,  # noqa: F401
+                                dw_rotated, dw_slot_words, dw_weight_layout, dw_weight_phases,
+                                dw_weight_words)
 from dtpu.pack import from_bf16_bits
 from dtpu.precision import Precision
 
@@ -206,54 +208,6 @@ def dw_schedule(cfg: HwConfig, g: DwGeometry, words_per_item: int) -> DwTiming:
     return DwTiming(done, c_start, load_end, period, step_issue)
 
 
-def dw_rotated(cfg: HwConfig) -> bool:
-    """The build's depthwise layout is the rotated one (``DW_ROTATE``, docs/architecture.md
-    "Depthwise crossbars linear in COLS"): phase-major activation slots read as one rotation of
-    the banks, per-column weight words in step phases. Old contracts without the knob: 0."""
-    return bool(getattr(cfg, "DW_ROTATE", 0))
-
-
-def dw_slot_words(cfg: HwConfig, g: DwGeometry) -> int:
-    """Words one ring slot occupies, whole bank rows so that every slot starts in bank 0. The
-    rotated layout keeps SX phases of ceil(IW/SX) pixels (the last ones short of IW mod SX)."""
-    cols = cfg.COLS
-    if dw_rotated(cfg):
-        return ceil_div(g.sx * ceil_div(g.iw, g.sx) * g.gc, cols) * cols
-    return g.row_stride(cols)
-
-
-def dw_weight_phases(cols: int, gc: int) -> int:
-    """Steps after which the rotated layout's columns see the same groups again: column j of
-    step s holds group (s*COLS + j) mod GC, period GC / gcd(GC, COLS), the odd part of GC for
-    the power-of-two COLS."""
-    return gc // math.gcd(gc, cols)
-
-
-def dw_weight_words(cfg: HwConfig, g: DwGeometry) -> int:
-    """Weight words a DWCONV job reads from WGT_BASE: KH*KW*GP (groups rounded up to COLS),
-    or KH*KW*NCHUNK*P*COLS in the rotated layout (a word per column and step phase)."""
-    cols, taps = cfg.COLS, g.kh * g.kw
-    if dw_rotated(cfg):
-        return taps * g.nchunk * dw_weight_phases(cols, g.gc) * cols
-    return taps * ceil_div(g.gc * g.nchunk, cols) * cols
-
-
-def dw_weight_layout(cfg: HwConfig, g: DwGeometry) -> np.ndarray:
-    """The group each weight word of a DWCONV job holds, per tap (taps, words per tap); -1 for
-    padding. Tap-major both ways: (groups rounded up to COLS) today, (chunk, step phase h,
-    column j) -> group c*GC + (h*COLS + j) mod GC in the rotated layout."""
-    cols, taps = cfg.COLS, g.kh * g.kw
-    groups = g.gc * g.nchunk
-    if dw_rotated(cfg):
-        p = dw_weight_phases(cols, g.gc)
-        pos = np.arange(p * cols)
-        per = (np.arange(g.nchunk)[:, None] * g.gc + (pos % g.gc)[None, :]).reshape(-1)
-    else:
-        gp = ceil_div(groups, cols) * cols
-        per = np.where(np.arange(gp) < groups, np.arange(gp), -1)
-    return np.broadcast_to(per, (taps, per.size))
-
-
 def dw_bank_conflict(cols: int, ow: int, gc: int, sx: int, tap_cycles: int) -> bool:
     """True if two columns served in the same cycle of a tap read the same activation bank.
 
@@ -403,11 +357,6 @@ class JobSetup:
     wpi: int = 0                  # result words per GEMM step / per DWCONV item
     pf_addr: int = 0              # GEMM/DWCONV prefetch: PF_ADDR, PF_COUNT (0: none)
     pf_count: int = 0
-
-
-class DwWeightsPerColumn(ValueError):
-    """Rotated depthwise weights whose column copies of one group differ: the job is still
-    exact (each item reads its column's copy), only no per-group weight matrix describes it."""
 
 
 class JobRefused(Exception):
@@ -1059,51 +1008,32 @@ class Core:
 
     def _dw_weights(self, prec: Precision, g: DwGeometry, wb: int, dtype, off: int):
         """Tap weights (taps, groups*lanes) with WGT_OFFSET applied, in the build's layout
-        (:func:`dw_weight_layout`). The rotated layout gives every column its own copy of its
-        group's weight; when the copies differ (memory the lowering did not write) no per-group
-        matrix exists and this raises :class:`DwWeightsPerColumn` (the datapath then reads them
-        per item, :meth:`_dw_item_weights`)."""
+        (dtpu.hw.dw_format); raises DwWeightsPerColumn when the rotated layout's copies of a
+        group differ (the datapath then reads them per item, :meth:`_dw_item_weights`)."""
         c = self.cfg
         key = ("dw", prec, wb, g.kh, g.kw, g.gc, g.nchunk, dw_rotated(c), off, np.dtype(dtype).str)
         hit = self._wcache.get(key)
+        if isinstance(hit, DwWeightsPerColumn):
+            raise hit
         if hit is not None:
-            if isinstance(hit, DwWeightsPerColumn):
-                raise hit
             return hit
-        groups = g.gc * g.nchunk
-        taps = g.kh * g.kw
-        ww = dw_weight_words(c, g)
-        self._wrange[key] = (wb, wb + ww)
-        words = self.wmem[wb:wb + ww].reshape(taps, -1)
-        if dw_rotated(c):
-            per = words.reshape(taps, g.nchunk, -1)
-            first = per[:, :, :g.gc]   # group c*GC + j at (c, h=0, j) for j < GC
-            if not (per.reshape(taps, g.nchunk, -1, g.gc) == first[:, :, None, :]).all():
-                err = DwWeightsPerColumn(f"rotated depthwise weights at {wb}: a group's column "
-                                         f"copies differ")
-                self._wcache[key] = err
-                raise err
-            words = first
-        else:
-            words = words[:, :groups]
+        self._wrange[key] = (wb, wb + dw_weight_words(c, g))
+        try:
+            words = dw_group_words(c, g, self.wmem[wb:wb + dw_weight_words(c, g)])
+        except DwWeightsPerColumn as err:
+            self._wcache[key] = err
+            raise
         lanes = self._lanes_of(np.ascontiguousarray(words).reshape(-1), prec)
-        w = lanes.reshape(taps, groups * prec.lanes)
+        w = lanes.reshape(g.kh * g.kw, g.gc * g.nchunk * prec.lanes)
         w = w.astype(np.float32) if prec.is_float else w.astype(dtype) + off
         self._wcache[key] = w
         return w
 
     def _dw_item_weights(self, prec: Precision, g: DwGeometry, wb: int, dtype, off: int):
-        """Rotated layout: the weights each item reads, (taps, nchunk, 1, OW, GC*lanes): item
-        q = ox*GC + g of step s = q // COLS in column q mod COLS reads phase s mod P, i.e.
-        word q mod (P*COLS) of its chunk's tap row."""
-        c = self.cfg
-        taps = g.kh * g.kw
-        p = dw_weight_phases(c.COLS, g.gc)
-        words = self.wmem[wb:wb + dw_weight_words(c, g)].reshape(taps, g.nchunk, p * c.COLS)
-        q = (np.arange(g.ow)[:, None] * g.gc + np.arange(g.gc)[None, :]) % (p * c.COLS)
-        sel = np.ascontiguousarray(words[:, :, q])                    # (taps, nchunk, OW, GC)
-        lanes = self._lanes_of(sel.reshape(-1), prec)
-        w = lanes.reshape(taps, g.nchunk, 1, g.ow, g.gc * prec.lanes)
+        """Rotated layout: the weights each item reads, (taps, nchunk, 1, OW, GC*lanes)."""
+        sel = dw_item_words(self.cfg, g, self.wmem[wb:wb + dw_weight_words(self.cfg, g)])
+        lanes = self._lanes_of(np.ascontiguousarray(sel).reshape(-1), prec)
+        w = lanes.reshape(g.kh * g.kw, g.nchunk, 1, g.ow, g.gc * prec.lanes)
         return w.astype(np.float32) if prec.is_float else w.astype(dtype) + off
 
     def _dw_acc(self, prec: Precision, act: np.ndarray, g: DwGeometry, wb: int,

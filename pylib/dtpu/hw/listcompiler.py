@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dtpu.hw.config import HwConfig, ceil_div, get_config
-from dtpu.hw.core import dw_weight_words, out_lanes
+from dtpu.hw.core import out_lanes
+from dtpu.hw.dw_format import dw_weight_words
 from dtpu.hw.listformat import DEFAULT_DDR_BASE, CmdlistError, Format
 from dtpu.hw.lower import Job, dw_geometry, footprint, lower, precision_of
 from dtpu.hw.placement import SCRATCH_FRACTION, Region, list_halves, list_scratch

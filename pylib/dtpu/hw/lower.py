@@ -23,8 +23,8 @@ import numpy as np
 
 from dtpu import reference
 from dtpu.hw.config import HwConfig, ceil_div, get_config
-from dtpu.hw.core import (DwGeometry, dw_bank_conflict, dw_rotated, dw_slot_words, dw_weight_layout,
-                          dw_weight_words, out_lanes)
+from dtpu.hw.core import DwGeometry, dw_bank_conflict, out_lanes
+from dtpu.hw.dw_format import dw_rotated, dw_slot_words, dw_weight_layout, dw_weight_words
 from dtpu.pack import pack, unpack
 from dtpu.precision import Precision
 from dtpu.spec import ConvSpec, DataMode, OpKind

@@ -351,7 +351,6 @@ class JobSetup:
     kw: int = 0
     nt: int = 0
     geom: DwGeometry | None = None
-    gp: int = 0                   # DWCONV: channel groups rounded up to COLS
     ww: int = 0                   # DWCONV: weight words from WGT_BASE (dw_weight_words)
     lanes_n: int = 0              # result lanes per word
     wpi: int = 0                  # result words per GEMM step / per DWCONV item
@@ -958,7 +957,6 @@ class Core:
         if g.lb_rows < (g.kh - 1) * g.dy + 1 or g.lb_rows * dw_slot_words(c, g) > c.ACT_WORDS:
             raise JobRefused(c.ERR_ACT_CAPACITY)
         groups = g.gc * g.nchunk
-        gp = ceil_div(groups, c.COLS) * c.COLS
         ww = dw_weight_words(c, g)
         wb = self._r("WGT_BASE", regs=regs)
         if wb % c.COLS or wb + ww > c.WEIGHT_WORDS:
@@ -985,7 +983,7 @@ class Core:
             self._dwcache[tkey] = timing
         return JobSetup("DWCONV", self._compute_needs(n_in, pf_count), prec=prec,
                         out_mode=out_mode, variant=variant,
-                        wb=wb, pb=pb, geom=g, gp=gp, ww=ww, lanes_n=lanes_n, wpi=wpi,
+                        wb=wb, pb=pb, geom=g, ww=ww, lanes_n=lanes_n, wpi=wpi,
                         words_out=g.nchunk * g.oh * g.ow * g.gc * wpi,
                         cycles=prefetch_cycles(c, timing.cycles, pf_count),
                         pf_addr=pf_addr, pf_count=pf_count,

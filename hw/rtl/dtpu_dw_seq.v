@@ -224,6 +224,7 @@ reg [2:0]  wi_r;
 reg [1:0]  log_l_r, log_lo_r;
 reg [15:0] q0_r, rem0_r;                           // PT / SY, PT % SY
 reg signed [31:0] last_end_r;                      // (OH-1)*SY - PT + span - 1
+reg [15:0] spt_r;                                  // span - PT (>= 1 when the job runs)
 reg [LOG_PARAM_ENTRIES-1:0] pbase_r;
 reg signed [31:0] dxgc_r;
 reg signed [31:0] xd0_r, xd1_r, xgd0_r, xgd1_r;    // per-step column deltas
@@ -568,6 +569,7 @@ always @(posedge clk) begin
 
     if (su_run && su_st == E_LAST) begin
         last_end_r <= $signed(oy_last_r) - $signed({24'd0, pt_r}) + $signed({16'd0, span_r}) - 32'sd1;
+        spt_r <= span_r - {8'd0, pt_r};
     end
 
     if (su_run) begin
@@ -707,7 +709,9 @@ end
 reg [15:0] c_reg;                      // chunk
 reg [15:0] oy_reg;
 reg signed [31:0] first_reg;           // oy*SY - PT
-reg [31:0] cih_reg;                    // c*IH
+// the rows the current output row needs loaded, min(A, B): its window's end A = c*IH + first +
+// span and its chunk's end B = (c+1)*IH, each kept by one addition as the rows advance
+reg [31:0] need_a_reg, need_b_reg;
 reg [31:0] cgc_reg;                    // c*GC
 reg [AR-1:0] rbase_reg;                // ring row base of input row (c*IH + first)
 reg [31:0] step_reg;
@@ -729,10 +733,9 @@ reg [WR-1:0] rcp_reg, rh_reg;          // rotated: chunk*P, step phase (step mod
 reg        started_reg;                // the current row has started
 
 
-wire signed [31:0] hi_raw = first_reg + $signed({16'd0, span_r}) - 32'sd1;
-wire [31:0] hi = hi_raw > $signed({16'd0, ih_r}) - 32'sd1 ? {16'd0, ih_r} - 32'd1 : hi_raw;
-wire [31:0] need_rows = cih_reg + hi + 32'd1;
-wire row_ready = started_reg || ld_row_reg >= need_rows;
+// ld_row >= min(A, B) as two compares side by side (the readiness test was the unit's longest
+// path as cih + min(first + span - 1, IH - 1) + 1 >= ..., four carry chains in series)
+wire row_ready = started_reg || ld_row_reg >= need_a_reg || ld_row_reg >= need_b_reg;
 wire issuing = run && ready_reg && c_run_reg && row_ready && cyc_reg < s_r;
 wire step_end = cyc_reg + 20'd1 >= p_r;
 wire last_step = step_reg + 32'd1 == steps_r;
@@ -750,7 +753,8 @@ always @(posedge clk) begin
         c_reg <= 16'd0;
         oy_reg <= 16'd0;
         first_reg <= -$signed({24'd0, pt_r});
-        cih_reg <= 32'd0;
+        need_a_reg <= {16'd0, spt_r};
+        need_b_reg <= {16'd0, ih_r};
         cgc_reg <= 32'd0;
         rbase_reg <= r0_r;
         rb_reg <= r0_r;
@@ -840,7 +844,8 @@ always @(posedge clk) begin
                     oy_reg <= 16'd0;
                     c_reg <= c_reg + 16'd1;
                     rcp_reg <= rcp_reg + pph_r;
-                    cih_reg <= cih_reg + {16'd0, ih_r};
+                    need_a_reg <= need_b_reg + {16'd0, spt_r};
+                    need_b_reg <= need_b_reg + {16'd0, ih_r};
                     cgc_reg <= cgc_reg + {16'd0, gc_r};
                     first_reg <= -$signed({24'd0, pt_r});
                     y_reg <= -$signed({24'd0, pt_r});
@@ -849,6 +854,7 @@ always @(posedge clk) begin
                 end else begin
                     oy_reg <= oy_reg + 16'd1;
                     first_reg <= first_reg + $signed({24'd0, sy_r});
+                    need_a_reg <= need_a_reg + {24'd0, sy_r};
                     y_reg <= first_reg + $signed({24'd0, sy_r});
                     rbase_reg <= ring_add(rbase_reg, syr_r, ring_r);
                     rb_reg <= ring_add(rbase_reg, syr_r, ring_r);

@@ -677,11 +677,16 @@ def dw_geometry(spec: ConvSpec, cfg: HwConfig, prec: Precision, groups: int | No
             fitting.append(g)
     if fitting:
         # the rotated layout's weight words grow with GC's odd part (P phases of COLS words per
-        # chunk and tap): the fewest steps, then the fewest weight words, then the largest GC
-        # (EfficientNet's 84 groups: GC 4, 147 steps a row and 25x21x8 words, not GC 7's 156
-        # and 25x12x7x8)
-        return min(fitting, key=lambda g: (g.nchunk * g.steps_per_row(cfg.COLS),
-                                           dw_weight_words(cfg, g), -g.gc))
+        # chunk and tap), and every weight word is a cycle on the weight stream whenever the
+        # node is not resident: the fewest issue cycles (steps times a step period of at least
+        # KH*KW and COLS cycles) plus weight words, then the largest GC. EfficientNet's 84
+        # groups at 8 columns: GC 4 (147 steps a row, 25x21x8 words), not GC 7 (156 steps,
+        # 25x12x7x8); 144 groups at 32 columns: GC 16 (25x9x32 words), not GC 18 (2 steps a
+        # row fewer, 25x8x9x32 words)
+        def cost(g: DwGeometry) -> tuple[int, int]:
+            issue = g.nchunk * g.oh * g.steps_per_row(cfg.COLS) * max(g.kh * g.kw, cfg.COLS)
+            return issue + dw_weight_words(cfg, g), -g.gc
+        return min(fitting, key=cost)
     if conflicts:
         raise LowerError(f"{spec.name or 'depthwise node'}: every channel chunking has stride-{sx} "
                          f"bank conflicts that need TAP_CYCLES > {tc_max} (DW_RING.TAP_CYCLES)")

@@ -52,6 +52,22 @@ def test_top_pe_pair_gemm():
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("cols", [4, 8])
+def test_top_dw_rotate(cols):
+    """The rotated depthwise layout (DW_ROTATE = 1: phase-major slots read as one rotation,
+    column j reads weight bank j) against the golden model with the same knob: lowered
+    depthwise nodes (TAP_CYCLES 1 at every stride), with gaps, CONFIG checks, prefetching DWCONV
+    jobs, and random rows that never conflict."""
+    params = {"COLS": cols, "DW_ROTATE": 1, **MEM}
+    d = build("dtpu_axi", params, name="top_rot")
+    run_tests("dtpu_axi", "tb_top", d, parameters=params,
+              testcase=["test_identity", "test_depthwise_nodes_stall_free", "test_depthwise_nodes_gaps",
+                        "test_config_errors", "test_dw_bank_conflict_in_config",
+                        "test_prefetch_stall_free"],
+              extra_env={"DTPU_SEED": os.environ.get("DTPU_SEED", str(5150 + cols)), "DTPU_CASES": "6"})
+
+
+@pytest.mark.slow
 def test_top_integer_only_build():
     """PREC_EN = int8/uint8/int16 (the board-sized build): HWCFG0 says so, float and wide jobs
     get BAD_PRECISION from CONFIG, the rest runs exactly."""

@@ -32,7 +32,10 @@ module dtpu_axi #
     // AXI4-Lite byte address width
     parameter AXIL_ADDR_WIDTH = 8,
     // 1: the MXU's 8-bit rows as PE pairs on one multiplier each (dtpu_core; docs/architecture.md)
-    parameter PE_PAIR = 0
+    parameter PE_PAIR = 0,
+    // 1: the rotated depthwise layout (dtpu_core; docs/architecture.md "Depthwise crossbars
+    // linear in COLS"); the golden model's HwConfig DW_ROTATE must match
+    parameter DW_ROTATE = 0
 )
 (
     input  wire                        clk,
@@ -164,7 +167,8 @@ dtpu_core #(
     .LOG_PARAM_ENTRIES(LOG_PARAM_ENTRIES),
     .LOG_ACT_WORDS(LOG_ACT_WORDS),
     .PREC_EN(PREC_EN),
-    .PE_PAIR(PE_PAIR)
+    .PE_PAIR(PE_PAIR),
+    .DW_ROTATE(DW_ROTATE)
 )
 core_inst (
     .clk(clk),

@@ -49,7 +49,10 @@ module dtpu_cl_top #
     // 1: the MXU's 8-bit rows as PE pairs on one multiplier each (dtpu_core; docs/architecture.md)
     parameter PE_PAIR = 0,
     // 1: contract 2.1's vector unit (dtpu_vec: VEC descriptors); 0: VEC answers BAD_OPCODE
-    parameter VEC_EN = 0
+    parameter VEC_EN = 0,
+    // 1: the rotated depthwise layout (dtpu_core; docs/architecture.md "Depthwise crossbars
+    // linear in COLS"); the golden model's HwConfig DW_ROTATE must match
+    parameter DW_ROTATE = 0
 )
 (
     input  wire                        clk,
@@ -512,7 +515,8 @@ dtpu_core #(
     .LOG_ACT_WORDS(LOG_ACT_WORDS),
     .PREC_EN(PREC_EN),
     .EXT_POST_LANE(SHARE_POST_LANE),
-    .PE_PAIR(PE_PAIR)
+    .PE_PAIR(PE_PAIR),
+    .DW_ROTATE(DW_ROTATE)
 )
 core_inst (
     .clk(clk),

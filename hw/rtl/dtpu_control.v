@@ -57,7 +57,9 @@ module dtpu_control #
     parameter LOG_PARAM_ENTRIES = 12,
     parameter LOG_ACT_WORDS = 12,
     // enabled precisions
-    parameter [15:0] PREC_EN = 16'h007F
+    parameter [15:0] PREC_EN = 16'h007F,
+    // 1: the rotated depthwise layout (dtpu_dw_seq): no bank conflicts, NCHUNK*P weight rows a tap
+    parameter DW_ROTATE = 0
 )
 (
     input  wire                         clk,
@@ -224,8 +226,21 @@ wire [15:0] dw_taps = {8'd0, reg_dw_kernel[DTPU_DW_KERNEL_KH_LSB +: 8]}
                     * {8'd0, reg_dw_kernel[DTPU_DW_KERNEL_KW_LSB +: 8]};
 wire [31:0] dw_groups = {16'd0, reg_dw_groups[DTPU_DW_GROUPS_GC_LSB +: 16]}
                       * {16'd0, reg_dw_groups[DTPU_DW_GROUPS_NCHUNK_LSB +: 16]};
+// the odd part of GC (rotated layout: weight rows per chunk and tap)
+function [15:0] odd_part(input [15:0] v);
+    integer t;
+    reg [15:0] r;
+    begin
+        r = v;
+        for (t = 0; t < 16; t = t + 1)
+            if (r != 16'd0 && !r[0]) r = r >> 1;
+        odd_part = r;
+    end
+endfunction
 /* verilator lint_off UNUSEDSIGNAL */
-wire [32:0] dw_gpc = ({1'b0, dw_groups} + COLS - 1) >> LOG_COLS;
+wire [32:0] dw_gpc = DW_ROTATE != 0
+    ? {17'd0, reg_dw_groups[DTPU_DW_GROUPS_NCHUNK_LSB +: 16]} * {17'd0, odd_part(reg_dw_groups[DTPU_DW_GROUPS_GC_LSB +: 16])}
+    : ({1'b0, dw_groups} + COLS - 1) >> LOG_COLS;
 /* verilator lint_on UNUSEDSIGNAL */
 
 // depthwise bank conflict (see the header), decided in CONFIG0. GC is in 1..COLS here (else
@@ -467,7 +482,7 @@ always @(posedge clk) begin
             wi_reg <= dw_wi;
             dw_reg <= opcode == DTPU_OPCODE_DWCONV;
             err_cfg_reg <= err0;
-            conflict_reg <= bank_conflict;
+            conflict_reg <= DW_ROTATE == 0 && bank_conflict;
             prod_nk_reg <= {32'd0, opcode == DTPU_OPCODE_DWCONV ? {16'd0, dw_taps} : reg_gemm_nt}
                          * {32'd0, opcode == DTPU_OPCODE_DWCONV ? dw_gpc[31:0] : reg_gemm_kw};
             prod_mn_reg <= reg_gemm_m * reg_gemm_nt;

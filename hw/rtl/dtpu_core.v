@@ -32,7 +32,10 @@ module dtpu_core #
     parameter EXT_POST_LANE = 0,
     // 1: the MXU's 8-bit rows as PE pairs on one multiplier each (dtpu_mxu, dtpu_smac_pair);
     // DWCONV jobs then need TAP_CYCLES >= 2 when a step has more than COLS/2 items
-    parameter PE_PAIR = 0
+    parameter PE_PAIR = 0,
+    // 1: the rotated depthwise layout (dtpu_dw_seq; docs/architecture.md "Depthwise crossbars
+    // linear in COLS"): column j reads weight bank j, and the activation banks rotated
+    parameter DW_ROTATE = 0
 )
 (
     input  wire                clk,
@@ -166,6 +169,9 @@ wire [COLS*WRW-1:0]          dw_wrow;
 wire                         dw_tag_valid, dw_tag_job_last;
 wire [15:0]                  dw_tag_words, dw_tag_nvals, dw_tag_g;
 wire [LOG_PARAM_ENTRIES-1:0] dw_tag_ch, dw_tag_wrap_ch;
+wire [COLS*ARW-1:0]          dw_bank_arow;
+wire [LOG_COLS-1:0]          dw_act_rot;
+wire [WRW-1:0]               dw_wgt_row_rot;
 
 dtpu_control #(
     .COLS(COLS),
@@ -173,7 +179,8 @@ dtpu_control #(
     .LOG_WEIGHT_WORDS(LOG_WEIGHT_WORDS),
     .LOG_PARAM_ENTRIES(LOG_PARAM_ENTRIES),
     .LOG_ACT_WORDS(LOG_ACT_WORDS),
-    .PREC_EN(PREC_EN)
+    .PREC_EN(PREC_EN),
+    .DW_ROTATE(DW_ROTATE)
 )
 control_inst (
     .clk(clk),
@@ -264,7 +271,8 @@ dtpu_dw_seq #(
     .LOG_WEIGHT_WORDS(LOG_WEIGHT_WORDS),
     .LOG_PARAM_ENTRIES(LOG_PARAM_ENTRIES),
     .LOG_ACT_WORDS(LOG_ACT_WORDS),
-    .PE_PAIR(PE_PAIR)
+    .PE_PAIR(PE_PAIR),
+    .DW_ROTATE(DW_ROTATE)
 )
 dw_inst (
     .clk(clk),
@@ -298,6 +306,9 @@ dw_inst (
     .col_abank(dw_abank),
     .col_wrow(dw_wrow),
     .col_wbank(dw_wbank),
+    .bank_arow(dw_bank_arow),
+    .act_rot(dw_act_rot),
+    .wgt_row_rot(dw_wgt_row_rot),
     .tag_valid(dw_tag_valid),
     .tag_job_last(dw_tag_job_last),
     .tag_words(dw_tag_words),
@@ -311,6 +322,8 @@ dw_inst (
 // Depthwise: valid columns on one activation bank are a BANK_CONFLICT (the job aborts in that
 // cycle), and valid columns on one weight bank read the same word (GC <= COLS consecutive
 // groups), so an AND-OR over the columns suffices; a bank no column asks for is not read.
+// With DW_ROTATE the rows come per bank from the sequencer (one weight row for all banks) and
+// the AND-ORs are not built.
 reg [COLS*WRW-1:0] wmem_rows;
 reg [COLS*ARW-1:0] abuf_rows;
 reg [WRW-1:0] wsel;
@@ -318,9 +331,9 @@ reg [ARW-1:0] asel;
 integer bb, cc;
 always @* begin
     for (bb = 0; bb < COLS; bb = bb + 1) begin
-        wsel = {WRW{1'b0}};
-        asel = {ARW{1'b0}};
-        for (cc = 0; cc < COLS; cc = cc + 1) begin
+        wsel = DW_ROTATE != 0 ? dw_wgt_row_rot : {WRW{1'b0}};
+        asel = DW_ROTATE != 0 ? dw_bank_arow[bb*ARW +: ARW] : {ARW{1'b0}};
+        for (cc = 0; cc < (DW_ROTATE != 0 ? 0 : COLS); cc = cc + 1) begin
             if (dw_col_valid[cc] && {{(32-LOG_COLS){1'b0}}, dw_wbank[cc*LOG_COLS +: LOG_COLS]} == bb)
                 wsel = wsel | dw_wrow[cc*WRW +: WRW];
             if (dw_col_valid[cc] && {{(32-LOG_COLS){1'b0}}, dw_abank[cc*LOG_COLS +: LOG_COLS]} == bb)
@@ -390,8 +403,9 @@ end
 
 wire [63:0] act_word = from_stream_reg ? act_stream_reg : abuf_words[abank_reg*64 +: 64];
 
-// depthwise: per-column bank selections, one cycle after the read
+// depthwise: per-column bank selections (rotated layout: the rotation), one cycle after the read
 reg [COLS*LOG_COLS-1:0] dw_abank_reg, dw_wbank_reg;
+reg [LOG_COLS-1:0]      dw_rot_reg;
 reg [COLS-1:0]          dw_valid_reg, dw_zero_reg;
 reg                     dw_first_reg, dw_last_reg;
 
@@ -399,6 +413,7 @@ always @(posedge clk) begin
     if (adv) begin
         dw_abank_reg <= dw_abank;
         dw_wbank_reg <= dw_wbank;
+        dw_rot_reg <= dw_act_rot;
         dw_valid_reg <= dw_col_valid;
         dw_zero_reg <= dw_col_zero;
         dw_first_reg <= dw_first;
@@ -409,15 +424,30 @@ always @(posedge clk) begin
     end
 end
 
+// rotated layout: column j takes activation bank (j + R) mod COLS, a barrel rotator of log2(COLS)
+// levels (level k moves the words by 2^k banks when bit k of R is set)
+reg [COLS*64-1:0] rot_words;
+integer rl;
+always @* begin
+    rot_words = abuf_words;
+    for (rl = 0; rl < LOG_COLS; rl = rl + 1) begin
+        if (DW_ROTATE != 0 && dw_rot_reg[rl])
+            rot_words = (rot_words >> (64 * (1 << rl))) | (rot_words << (64 * (COLS - (1 << rl))));
+    end
+end
+
 reg [COLS*64-1:0] mxu_act, mxu_wgt;
 reg [LOG_COLS-1:0] wb;
 integer mj;
 always @* begin
     for (mj = 0; mj < COLS; mj = mj + 1) begin
-        // (GEMM: column j reads weight bank j, the same bank multiplexer as depthwise)
-        wb = cfg_dw ? dw_wbank_reg[mj*LOG_COLS +: LOG_COLS] : mj[LOG_COLS-1:0];
+        // (GEMM and the rotated layout: column j reads weight bank j; the banked layout's
+        // depthwise uses the same multiplexer)
+        wb = (cfg_dw && DW_ROTATE == 0) ? dw_wbank_reg[mj*LOG_COLS +: LOG_COLS] : mj[LOG_COLS-1:0];
         mxu_wgt[mj*64 +: 64] = wgt_bank_words[wb*64 +: 64];
-        if (cfg_dw) begin
+        if (cfg_dw && DW_ROTATE != 0) begin
+            mxu_act[mj*64 +: 64] = rot_words[mj*64 +: 64];
+        end else if (cfg_dw) begin
             mxu_act[mj*64 +: 64] = abuf_words[dw_abank_reg[mj*LOG_COLS +: LOG_COLS]*64 +: 64];
         end else begin
             mxu_act[mj*64 +: 64] = act_word;

@@ -27,6 +27,15 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * the step issues; the golden model checks it in CONFIG, see docs/rtl.md).
  * With PE_PAIR, two valid columns of one pair (j, j + COLS/2) in a cycle set it too.
  * Requires GC <= COLS (what the lowering produces); larger GC sets ERR.BAD_DIMS.
+ *
+ * DW_ROTATE = 1: the rotated layout (docs/architecture.md, "Depthwise crossbars linear in
+ * COLS"). The loader writes word (x, g) of a row at slot offset ((x mod SX)*W1 + x div SX)*GC + g,
+ * W1 = ceil(IW/SX) (the slot takes (IW + SX - 1)*GC words, SX*W1*GC or more: no divider in
+ * the CONFIG0 checks); a tap then reads one rotation of the banks: with D = (ep*W1 + eq)*GC
+ * (kx*DX - PL = eq*SX + ep) = Q*COLS + R, bank b at slot row step + Q + (b < R) serves column
+ * (b - R) mod COLS (bank_arow, act_rot). Weights: row (tap*NCHUNK + chunk)*P + step mod P of all
+ * banks (wgt_row_rot), P the odd part of GC; column j reads bank j. No bank conflicts (only
+ * PE_PAIR's); the per-column address outputs are zero.
  */
 module dtpu_dw_seq #
 (
@@ -36,7 +45,9 @@ module dtpu_dw_seq #
     parameter LOG_PARAM_ENTRIES = 12,
     parameter LOG_ACT_WORDS = 12,
     // the MXU's 8-bit rows are PE pairs (columns j and j + COLS/2 share a multiplier)
-    parameter PE_PAIR = 0
+    parameter PE_PAIR = 0,
+    // 1: the rotated depthwise layout (header)
+    parameter DW_ROTATE = 0
 )
 (
     input  wire                         clk,
@@ -81,6 +92,11 @@ module dtpu_dw_seq #
     output wire [COLS*(LOG_WEIGHT_WORDS-LOG_COLS)-1:0] col_wrow,
     output wire [COLS*LOG_COLS-1:0]     col_wbank,
 
+    /* Issue, rotated layout (DW_ROTATE) */
+    output wire [COLS*(LOG_ACT_WORDS-LOG_COLS)-1:0]    bank_arow,
+    output wire [LOG_COLS-1:0]          act_rot,
+    output wire [LOG_WEIGHT_WORDS-LOG_COLS-1:0]        wgt_row_rot,
+
     /* Step tag (valid on the step's last issue cycle) */
     output wire                         tag_valid,
     output wire                         tag_job_last,
@@ -124,10 +140,36 @@ wire [3:0]  tc = reg_dw_ring[DTPU_DW_RING_TAP_CYCLES_LSB +: 4];
 wire [15:0] span_h = ({8'd0, kh} - 16'd1) * {8'd0, dy} + 16'd1;
 wire [15:0] span_w = ({8'd0, kw} - 16'd1) * {8'd0, dx} + 16'd1;
 wire [31:0] row_words = {16'd0, iw} * {16'd0, gc};
-wire [31:0] rsc = (row_words + COLS - 1) >> LOG_COLS;       // bank rows per slot
+// rotated layout: a slot holds SX phases of W1 = ceil(IW/SX) pixels; its size is (IW + SX - 1)*GC
+// words (SX*W1 <= IW + SX - 1: no divider in CONFIG0; W1 comes from the setup)
+wire [16:0] iw_up = {1'b0, iw} + {9'd0, sx} - 17'd1;
+/* verilator lint_off UNUSEDSIGNAL */
+wire [32:0] slot_words = DW_ROTATE != 0 ? {16'd0, iw_up} * {17'd0, gc} : {1'b0, row_words};
+wire [33:0] rsc_full = ({1'b0, slot_words} + COLS - 1) >> LOG_COLS;
+/* verilator lint_on UNUSEDSIGNAL */
+wire [31:0] rsc = rsc_full[31:0];                               // bank rows per slot
 wire [47:0] ring_rows = {32'd0, lb} * {16'd0, rsc};           // bank rows of the ring
 wire [31:0] groups = {16'd0, gc} * {16'd0, nchunk};
-wire [31:0] gpc = (groups + COLS - 1) >> LOG_COLS;             // bank rows per tap
+// odd part of GC (rotated layout: weight rows per chunk and tap), of its low LOG_COLS+1 bits:
+// exact where it matters (GC <= COLS, else BAD_DIMS decides first); the lowest set bit, then
+// a shift
+function [LOG_COLS:0] odd_part(input [LOG_COLS:0] v);
+    integer t;
+    reg found;
+    begin
+        odd_part = v;
+        found = 1'b0;
+        for (t = 0; t <= LOG_COLS; t = t + 1) begin
+            if (!found && v[t]) begin
+                odd_part = v >> t;
+                found = 1'b1;
+            end
+        end
+    end
+endfunction
+wire [LOG_COLS:0] pph = odd_part(gc[LOG_COLS:0]);
+wire [31:0] gpc = DW_ROTATE != 0 ? {16'd0, nchunk} * {{(31-LOG_COLS){1'b0}}, pph}  // bank rows per tap
+                                 : (groups + COLS - 1) >> LOG_COLS;
 wire [15:0] taps = {8'd0, kh} * {8'd0, kw};
 wire [47:0] wgt_end = {16'd0, reg_wgt_base} + {16'd0, taps} * {16'd0, gpc} * COLS;
 wire [3:0]  lanes = 4'd1 << log_l;
@@ -182,6 +224,7 @@ reg [2:0]  wi_r;
 reg [1:0]  log_l_r, log_lo_r;
 reg [15:0] q0_r, rem0_r;                           // PT / SY, PT % SY
 reg signed [31:0] last_end_r;                      // (OH-1)*SY - PT + span - 1
+reg [15:0] spt_r;                                  // span - PT (>= 1 when the job runs)
 reg [LOG_PARAM_ENTRIES-1:0] pbase_r;
 reg signed [31:0] dxgc_r;
 reg signed [31:0] xd0_r, xd1_r, xgd0_r, xgd1_r;    // per-step column deltas
@@ -235,6 +278,14 @@ localparam [SU_W-1:0]
     P_DXGC = 6'd6, P_SXGC = 6'd7, P_PLGC = 6'd8, P_RT = 6'd9, P_ORT = 6'd10, P_SISSUE = 6'd11,
     P_GI = 6'd12, P_GO = 6'd13, P_RING = 6'd14, P_INT = 6'd15, P_REST = 6'd16, P_SYR = 6'd17,
     P_DYR = 6'd19, P_R0 = 6'd28, P_CHR = 6'd55,
+    // the rotated layout's products (DW_ROTATE; the banked build leaves these steps idle):
+    // the row's words IW*GC (P_RW then takes the slot's, (IW+SX-1)*GC), NCHUNK*P, W1*GC,
+    // (SX-1)*W1*GC, SX*W1*GC, ep0*W1, D0, dxm*W1, INC0 (and INC1 from it)
+    P_ROWW = 6'd20, P_GPC = 6'd21, P_W1GC = 6'd22, P_WRAP = 6'd25, P_SLOTW = 6'd26,
+    P_EPW = 6'd29, P_D0 = 6'd32, P_DXW = 6'd37, P_INC0 = 6'd40,
+    // its divider by SX: loads W1 = ceil(IW/SX) (17 quotient bits), PL / SX, DX / SX (8 each),
+    // each result taken at the next load (R_END after the last)
+    R_W1 = 6'd0, R_PL = 6'd18, R_DX = 6'd27, R_END = 6'd36,
     // the divider: loads at these steps, its result is taken at the next load (8 quotient
     // bits for the 8-bit dividends, 17 for the chunk step)
     D_SY = 6'd0, D_DY = 6'd9, D_PT = 6'd18, D_Q0 = 6'd27, D_CH = 6'd36, D_END = 6'd54,
@@ -275,7 +326,10 @@ always @* begin
     case (su_st)
         P_TAPS:   begin sel_a = {40'd0, kh_r}; sel_b = {8'd0, kw_r}; end
         P_GROUPS: begin sel_a = {32'd0, gc_r}; sel_b = nchunk_r; end
-        P_RW:     begin sel_a = {32'd0, iw_r}; sel_b = gc_r; end
+        P_RW:     begin
+            sel_a = DW_ROTATE != 0 ? {31'd0, {1'b0, iw_r} + {9'd0, sx_r} - 17'd1} : {32'd0, iw_r};
+            sel_b = gc_r;
+        end
         P_ITEMS:  begin sel_a = {32'd0, ow_r}; sel_b = gc_r; end
         P_OYL:    begin sel_a = {16'd0, {16'd0, oh_r} - 32'd1}; sel_b = {8'd0, sy_r}; end
         P_SPAN:   begin sel_a = {32'd0, {8'd0, kh_r} - 16'd1}; sel_b = {8'd0, dy_r}; end
@@ -296,6 +350,21 @@ always @* begin
         P_CHR:    begin sel_a = {{(48-AR){1'b0}}, rsc_r}; sel_b = chl_r; end
         default: ;
     endcase
+    if (DW_ROTATE != 0) begin
+        case (su_st)
+            P_ROWW:  begin sel_a = {32'd0, iw_r}; sel_b = gc_r; end
+            P_GPC:   begin sel_a = {32'd0, nchunk_r}; sel_b = {{(15-LOG_COLS){1'b0}}, pph_r[LOG_COLS:0]}; end
+            P_W1GC:  begin sel_a = {32'd0, w1_r}; sel_b = gc_r; end
+            P_WRAP:  begin sel_a = {16'd0, w1gc_r}; sel_b = {8'd0, sx_r - 8'd1}; end
+            P_SLOTW: begin sel_a = {16'd0, w1gc_r}; sel_b = {8'd0, sx_r}; end
+            P_EPW:   begin sel_a = {40'd0, ep0_r}; sel_b = w1_r; end
+            // (ep0*W1 - ceil(PL/SX))*GC: the low 32 bits of the product are the signed value's
+            P_D0:    begin sel_a = {16'd0, epw_r - {24'd0, pld_r}}; sel_b = gc_r; end
+            P_DXW:   begin sel_a = {40'd0, dxm_r}; sel_b = w1_r; end
+            P_INC0:  begin sel_a = {16'd0, dxw_r + {24'd0, dxd_r}}; sel_b = gc_r; end
+            default: ;
+        endcase
+    end
 end
 wire [63:0] mul_p = {16'd0, op_a_r} * {48'd0, op_b_r};
 
@@ -320,6 +389,26 @@ reg [5:0] w_j;
 reg [15:0] w_r;
 reg [31:0] w_xp, w_xg;
 wire gc_ok = gc_r != 16'd0 && gc_r <= COLS;
+
+// ---- the rotated layout's quantities (DW_ROTATE; docs/architecture.md): W1 = ceil(IW/SX),
+// -PL = eq0*SX + ep0 (eq0 = -ceil(PL/SX)), DX = dxd*SX + dxm; D0 = (ep0*W1 + eq0)*GC, per kx
+// step D += (dxm*W1 + dxd)*GC (INC0), minus SX*W1*GC - GC when the phase wraps (INC1); the
+// loader's W1*GC and (SX-1)*W1*GC - GC; P, the odd part of GC, and NCHUNK*P weight rows a tap
+reg [7:0]  ep0_r, dxm_r, dxd_r, pld_r;            // ep0, DX mod SX, DX div SX, ceil(PL/SX)
+reg [15:0] w1_r;
+reg [31:0] w1gc_r, ld_wrap_r, slotw_r, epw_r, dxw_r; // W1*GC, (SX-1)*W1*GC - GC, SX*W1*GC, ..
+reg signed [31:0] d0_r, inc0_r, inc1_r;
+reg [WR-1:0] pph_r;                                // weight rows per chunk and tap (P)
+// the divider by SX: restoring, one quotient bit a cycle, the dividend shifted in MSB first
+reg [16:0] rv_n;
+reg [15:0] rv_q;                                   // (W1 < 2^16: its 17th bit is 0)
+reg [7:0]  rv_r;
+wire [8:0] rv_rs = {rv_r, rv_n[16]};
+wire rv_ge = rv_rs >= {1'b0, sx_r};
+/* verilator lint_off UNUSEDSIGNAL */
+wire [8:0] rv_sub = rv_rs - {1'b0, sx_r};
+/* verilator lint_on UNUSEDSIGNAL */
+wire [7:0] rv_rn = rv_ge ? rv_sub[7:0] : rv_rs[7:0];   // below SX
 wire w_wrap = w_r + 16'd1 == gc_r;
 
 integer j;
@@ -338,10 +427,10 @@ always @(posedge clk) begin
             P_TAPS:   taps_r <= prod_r[31:0];
             P_GROUPS: begin
                 groups_r <= prod_r[31:0];
-                gpc_r <= gpc_of(prod_r[31:0]);
+                if (DW_ROTATE == 0) gpc_r <= gpc_of(prod_r[31:0]);
             end
             P_RW:     begin
-                row_words_r <= prod_r[31:0];
+                if (DW_ROTATE == 0) row_words_r <= prod_r[31:0];
                 rsc_full_r <= rsc_of(prod_r[31:0]);
                 rsc_r <= rsc_lo(prod_r[31:0]);
             end
@@ -369,6 +458,49 @@ always @(posedge clk) begin
             P_DYR:    dyr_r <= prod_r[AR-1:0];
             P_R0:     r0_r <= prod_r[AR-1:0];
             P_CHR:    chr_r <= prod_r[AR-1:0];
+            default: ;
+        endcase
+        if (DW_ROTATE != 0) begin
+            case (su_d2)
+                P_ROWW:  row_words_r <= prod_r[31:0];
+                P_GPC:   gpc_r <= prod_r[WR-1:0];
+                P_W1GC:  w1gc_r <= prod_r[31:0];
+                P_WRAP:  ld_wrap_r <= prod_r[31:0] - {16'd0, gc_r};
+                P_SLOTW: slotw_r <= prod_r[31:0];
+                P_EPW:   epw_r <= prod_r[31:0];
+                P_D0:    d0_r <= prod_r[31:0];
+                P_DXW:   dxw_r <= prod_r[31:0];
+                P_INC0:  begin
+                    inc0_r <= prod_r[31:0];
+                    inc1_r <= prod_r[31:0] - slotw_r + {16'd0, gc_r};
+                end
+                default: ;
+            endcase
+        end
+    end
+
+    // the rotated layout's divider by SX
+    rv_n <= {rv_n[15:0], 1'b0};
+    rv_r <= rv_rn;
+    rv_q <= {rv_q[14:0], rv_ge};
+    if (su_run && DW_ROTATE != 0) begin
+        pph_r <= {{(WR-LOG_COLS-1){1'b0}}, odd_part(gc_r[LOG_COLS:0])};
+        case (su_st)
+            R_PL:  w1_r <= rv_q[15:0];
+            R_DX:  begin
+                pld_r <= rv_q[7:0] + {7'd0, rv_r != 8'd0};
+                ep0_r <= rv_r == 8'd0 ? 8'd0 : sx_r - rv_r;
+            end
+            R_END: begin
+                dxd_r <= rv_q[7:0];
+                dxm_r <= rv_r;
+            end
+            default: ;
+        endcase
+        case (su_st)
+            R_W1: begin rv_n <= {1'b0, iw_r} + {9'd0, sx_r} - 17'd1; rv_r <= 8'd0; rv_q <= 16'd0; end
+            R_PL: begin rv_n <= {pl_r, 9'd0}; rv_r <= 8'd0; rv_q <= 16'd0; end
+            R_DX: begin rv_n <= {dx_r, 9'd0}; rv_r <= 8'd0; rv_q <= 16'd0; end
             default: ;
         endcase
     end
@@ -437,6 +569,7 @@ always @(posedge clk) begin
 
     if (su_run && su_st == E_LAST) begin
         last_end_r <= $signed(oy_last_r) - $signed({24'd0, pt_r}) + $signed({16'd0, span_r}) - 32'sd1;
+        spt_r <= span_r - {8'd0, pt_r};
     end
 
     if (su_run) begin
@@ -496,9 +629,14 @@ wire slot_free = ld_row_reg < {16'd0, lb_r} || tr_released;
 wire ld_can = run && ready_reg && ld_more && (ld_active_reg || slot_free);
 assign need_act = ld_can;
 
+// rotated layout: the word's slot offset, (p*W1 + x div SX)*GC (ld_ax) + g
+reg [31:0] ld_ax_reg;
+reg [15:0] ld_g_reg;
+reg [7:0]  ld_p_reg;
 /* verilator lint_off UNUSEDSIGNAL */
-wire [31:0] ld_addr_row = {{(32-AR){1'b0}}, ld_base_reg} + (ld_word_reg >> LOG_COLS);
-assign abuf_waddr = {ld_addr_row[AR-1:0], ld_word_reg[LOG_COLS-1:0]};
+wire [31:0] ld_off = DW_ROTATE != 0 ? ld_ax_reg + {16'd0, ld_g_reg} : ld_word_reg;
+wire [31:0] ld_addr_row = {{(32-AR){1'b0}}, ld_base_reg} + (ld_off >> LOG_COLS);
+assign abuf_waddr = {ld_addr_row[AR-1:0], ld_off[LOG_COLS-1:0]};
 /* verilator lint_on UNUSEDSIGNAL */
 
 wire ld_row_end = ld_word_reg + 32'd1 == row_words_r;
@@ -509,6 +647,9 @@ always @(posedge clk) begin
         ld_word_reg <= 32'd0;
         ld_base_reg <= {AR{1'b0}};
         ld_active_reg <= 1'b0;
+        ld_ax_reg <= 32'd0;
+        ld_g_reg <= 16'd0;
+        ld_p_reg <= 8'd0;
         tr_cxoh_reg <= 32'd0;
         tr_iy_reg <= 16'd0;
     end else if (su_init) begin
@@ -538,9 +679,25 @@ always @(posedge clk) begin
             ld_word_reg <= 32'd0;
             ld_row_reg <= ld_row_reg + 32'd1;
             ld_base_reg <= ring_add(ld_base_reg, rsc_r, ring_r);
+            ld_ax_reg <= 32'd0;
+            ld_g_reg <= 16'd0;
+            ld_p_reg <= 8'd0;
         end else begin
             ld_active_reg <= 1'b1;
             ld_word_reg <= ld_word_reg + 32'd1;
+            if (ld_g_reg + 16'd1 == gc_r) begin
+                // next pixel: the next phase, or the first phase one pixel on
+                ld_g_reg <= 16'd0;
+                if (ld_p_reg + 8'd1 == sx_r) begin
+                    ld_p_reg <= 8'd0;
+                    ld_ax_reg <= ld_ax_reg - ld_wrap_r;
+                end else begin
+                    ld_p_reg <= ld_p_reg + 8'd1;
+                    ld_ax_reg <= ld_ax_reg + w1gc_r;
+                end
+            end else begin
+                ld_g_reg <= ld_g_reg + 16'd1;
+            end
         end
     end
     if (!rst_n) begin
@@ -552,7 +709,9 @@ end
 reg [15:0] c_reg;                      // chunk
 reg [15:0] oy_reg;
 reg signed [31:0] first_reg;           // oy*SY - PT
-reg [31:0] cih_reg;                    // c*IH
+// the rows the current output row needs loaded, min(A, B): its window's end A = c*IH + first +
+// span and its chunk's end B = (c+1)*IH, each kept by one addition as the rows advance
+reg [31:0] need_a_reg, need_b_reg;
 reg [31:0] cgc_reg;                    // c*GC
 reg [AR-1:0] rbase_reg;                // ring row base of input row (c*IH + first)
 reg [31:0] step_reg;
@@ -568,13 +727,15 @@ reg [15:0] g_reg [0:COLS-1];
 reg signed [31:0] xp_reg [0:COLS-1];
 reg signed [31:0] xg_reg [0:COLS-1];
 reg        c_run_reg;                  // output rows remain
+reg signed [31:0] rd_reg;              // rotated: the tap's slot offset D (item q reads q + D)
+reg [8:0]  rep_reg;                    // rotated: its phase ep = (kx*DX - PL) mod SX
+reg [WR-1:0] rcp_reg, rh_reg;          // rotated: chunk*P, step phase (step mod P)
 reg        started_reg;                // the current row has started
 
 
-wire signed [31:0] hi_raw = first_reg + $signed({16'd0, span_r}) - 32'sd1;
-wire [31:0] hi = hi_raw > $signed({16'd0, ih_r}) - 32'sd1 ? {16'd0, ih_r} - 32'd1 : hi_raw;
-wire [31:0] need_rows = cih_reg + hi + 32'd1;
-wire row_ready = started_reg || ld_row_reg >= need_rows;
+// ld_row >= min(A, B) as two compares side by side (the readiness test was the unit's longest
+// path as cih + min(first + span - 1, IH - 1) + 1 >= ..., four carry chains in series)
+wire row_ready = started_reg || ld_row_reg >= need_a_reg || ld_row_reg >= need_b_reg;
 wire issuing = run && ready_reg && c_run_reg && row_ready && cyc_reg < s_r;
 wire step_end = cyc_reg + 20'd1 >= p_r;
 wire last_step = step_reg + 32'd1 == steps_r;
@@ -592,7 +753,8 @@ always @(posedge clk) begin
         c_reg <= 16'd0;
         oy_reg <= 16'd0;
         first_reg <= -$signed({24'd0, pt_r});
-        cih_reg <= 32'd0;
+        need_a_reg <= {16'd0, spt_r};
+        need_b_reg <= {16'd0, ih_r};
         cgc_reg <= 32'd0;
         rbase_reg <= r0_r;
         rb_reg <= r0_r;
@@ -609,6 +771,10 @@ always @(posedge clk) begin
         rows_done_reg <= 32'd0;
         c_run_reg <= 1'b1;
         started_reg <= 1'b0;
+        rd_reg <= d0_r;
+        rep_reg <= {1'b0, ep0_r};
+        rcp_reg <= {WR{1'b0}};
+        rh_reg <= {WR{1'b0}};
         for (k = 0; k < COLS; k = k + 1) begin
             g_reg[k] <= g0_r[k];
             xp_reg[k] <= xp0_r[k];
@@ -624,6 +790,8 @@ always @(posedge clk) begin
                     kx_reg <= 8'd0;
                     kxo_reg <= 32'sd0;
                     kxg_reg <= 32'sd0;
+                    rd_reg <= d0_r;
+                    rep_reg <= {1'b0, ep0_r};
                     if (!ky_last) begin
                         ky_reg <= ky_reg + 8'd1;
                         y_reg <= y_reg + $signed({24'd0, dy_r});
@@ -633,6 +801,13 @@ always @(posedge clk) begin
                     kx_reg <= kx_reg + 8'd1;
                     kxo_reg <= kxo_reg + $signed({24'd0, dx_r});
                     kxg_reg <= kxg_reg + dxgc_r;
+                    if (rep_reg + {1'b0, dxm_r} >= {1'b0, sx_r}) begin
+                        rep_reg <= rep_reg + {1'b0, dxm_r} - {1'b0, sx_r};
+                        rd_reg <= rd_reg + inc1_r;
+                    end else begin
+                        rep_reg <= rep_reg + {1'b0, dxm_r};
+                        rd_reg <= rd_reg + inc0_r;
+                    end
                 end
                 wrow_reg <= wrow_reg + gpc_r;
             end else begin
@@ -647,10 +822,14 @@ always @(posedge clk) begin
             kxo_reg <= 32'sd0;
             kxg_reg <= 32'sd0;
             wrow_reg <= wbase_r;
+            rd_reg <= d0_r;
+            rep_reg <= {1'b0, ep0_r};
+            rh_reg <= rh_reg + 1'b1 == pph_r ? {WR{1'b0}} : rh_reg + 1'b1;
             if (last_step) begin
                 // output row finished
                 step_reg <= 32'd0;
                 q_reg <= 32'd0;
+                rh_reg <= {WR{1'b0}};
                 started_reg <= 1'b0;
                 rows_done_reg <= rows_done_reg + 32'd1;
                 if (last_row) begin
@@ -664,7 +843,9 @@ always @(posedge clk) begin
                 if (oy_reg + 16'd1 == oh_r) begin
                     oy_reg <= 16'd0;
                     c_reg <= c_reg + 16'd1;
-                    cih_reg <= cih_reg + {16'd0, ih_r};
+                    rcp_reg <= rcp_reg + pph_r;
+                    need_a_reg <= need_b_reg + {16'd0, spt_r};
+                    need_b_reg <= need_b_reg + {16'd0, ih_r};
                     cgc_reg <= cgc_reg + {16'd0, gc_r};
                     first_reg <= -$signed({24'd0, pt_r});
                     y_reg <= -$signed({24'd0, pt_r});
@@ -673,6 +854,7 @@ always @(posedge clk) begin
                 end else begin
                     oy_reg <= oy_reg + 16'd1;
                     first_reg <= first_reg + $signed({24'd0, sy_r});
+                    need_a_reg <= need_a_reg + {24'd0, sy_r};
                     y_reg <= first_reg + $signed({24'd0, sy_r});
                     rbase_reg <= ring_add(rbase_reg, syr_r, ring_r);
                     rb_reg <= ring_add(rbase_reg, syr_r, ring_r);
@@ -721,19 +903,30 @@ for (jj = 0; jj < COLS; jj = jj + 1) begin : col
     /* verilator lint_on UNUSEDSIGNAL */
     assign col_valid[jj] = issuing && item_ok && grp_ok;
     assign col_zero[jj] = !(y_in && x >= 0 && x < $signed({16'd0, iw_r}));
-    assign col_arow[jj*AR +: AR] = arow[AR-1:0];
-    assign col_abank[jj*LOG_COLS +: LOG_COLS] = xg[LOG_COLS-1:0];
-    assign col_wrow[jj*WR +: WR] = wrow[WR-1:0];
-    assign col_wbank[jj*LOG_COLS +: LOG_COLS] = gg[LOG_COLS-1:0];
+    assign col_arow[jj*AR +: AR] = DW_ROTATE != 0 ? {AR{1'b0}} : arow[AR-1:0];
+    assign col_abank[jj*LOG_COLS +: LOG_COLS] = DW_ROTATE != 0 ? {LOG_COLS{1'b0}} : xg[LOG_COLS-1:0];
+    assign col_wrow[jj*WR +: WR] = DW_ROTATE != 0 ? {WR{1'b0}} : wrow[WR-1:0];
+    assign col_wbank[jj*LOG_COLS +: LOG_COLS] = DW_ROTATE != 0 ? {LOG_COLS{1'b0}} : gg[LOG_COLS-1:0];
+    // rotated layout: bank jj serves column (jj - R) mod COLS from slot row step + Q + (jj < R)
+    /* verilator lint_off CMPCONST */
+    wire below_r = jj < rd_reg[LOG_COLS-1:0];    // (constant 0 for the last bank)
+    /* verilator lint_on CMPCONST */
+    assign bank_arow[jj*AR +: AR] = DW_ROTATE == 0 ? {AR{1'b0}}
+        : rb_reg + step_reg[AR-1:0] + rd_reg[LOG_COLS +: AR] + {{(AR-1){1'b0}}, below_r};
 end
 endgenerate
+assign act_rot = DW_ROTATE != 0 ? rd_reg[LOG_COLS-1:0] : {LOG_COLS{1'b0}};
+/* verilator lint_off UNUSEDSIGNAL */
+wire [WR:0] wrow_rot = {1'b0, wrow_reg} + {1'b0, rcp_reg} + {1'b0, rh_reg};
+/* verilator lint_on UNUSEDSIGNAL */
+assign wgt_row_rot = DW_ROTATE != 0 ? wrow_rot[WR-1:0] : {WR{1'b0}};
 
 // bank conflict: two valid columns of one group on the same activation bank
 integer a, b;
 reg conf;
 always @* begin
     conf = 1'b0;
-    for (a = 0; a < COLS; a = a + 1) begin
+    for (a = 0; a < (DW_ROTATE != 0 ? 0 : COLS); a = a + 1) begin
         for (b = a + 1; b < COLS; b = b + 1) begin
             if (col_valid[a] && col_valid[b]
                 && col_abank[a*LOG_COLS +: LOG_COLS] == col_abank[b*LOG_COLS +: LOG_COLS])

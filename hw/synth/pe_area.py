@@ -44,7 +44,9 @@ def area(module: str, params: dict[str, int]) -> dict:
     work = WORK / tag
     work.mkdir(parents=True, exist_ok=True)
     sources = " ".join(str(p) for p in sorted(RTL.glob("*.v")))
-    chparams = "; ".join(f"chparam -set {k} {v} {module}" for k, v in params.items())
+    # one chparam for all: a module checking its parameters' consistency (dtpu_core's COLS and
+    # LOG_COLS) must never be derived with only some of them set
+    chparams = f"chparam {' '.join(f'-set {k} {v}' for k, v in params.items())} {module}" if params else ""
     # (-sv: hw/rtl also holds SystemVerilog casts, in dtpu_vec_add_lane, a module no top uses yet)
     script = (f"read_verilog -sv -I{RTL} {sources}; {chparams}; synth_xilinx -family xc7 -top {module}; "
               f"tee -q -o stat.txt stat -top {module}")

@@ -10,6 +10,7 @@ bitstream's overlay, real or emulated as ``$DTPU_PYNQ_EMULATE`` asks through
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -58,6 +59,14 @@ def open_target(name: str, cfg: HwConfig, *, path: str = "auto", precision: str 
     raise ValueError(f"open_target: unknown target {name!r}; accepted: {', '.join(TARGETS)}")
 
 
+def _sim_config(cfg: HwConfig):
+    """The in-process build for `cfg`: its COLS, and its depthwise layout (DW_ROTATE), which the
+    golden model beside it and the lowering must share."""
+    from dtpu.rtl.build import SimConfig
+
+    return dataclasses.replace(SimConfig.from_mxu((8, cfg.COLS)), dw_rotate=int(cfg.DW_ROTATE))
+
+
 def _open_rtl(cfg: HwConfig, path: str, precision: str) -> Target:
     """Inside a simulation (``dtpu run --backend rtl``, :func:`dtpu.rtl.run_in_simulation`) its
     transport; anywhere else a Verilated core of this process, the top for `path` and
@@ -81,14 +90,15 @@ def _open_rtl(cfg: HwConfig, path: str, precision: str) -> Target:
     elif choose_top(path, precision) == TOPLEVEL_CL:
         from dtpu.rtl.native import open_native_lists
 
-        t, native_build = open_native_lists(SimConfig.from_mxu((8, cfg.COLS)))
+        t, native_build = open_native_lists(_sim_config(cfg))
     else:
         from dtpu.rtl.native import open_native
 
-        t, native_build = open_native(SimConfig.from_mxu((8, cfg.COLS)))
+        t, native_build = open_native(_sim_config(cfg))
     built = t.cfg
     if cfg.CLOCK_MHZ != built.CLOCK_MHZ:
-        host = HwConfig(**{k: getattr(built, k) for k in _RTL_BUILD_KNOBS}, CLOCK_MHZ=cfg.CLOCK_MHZ)
+        host = HwConfig(**{k: getattr(built, k) for k in _RTL_BUILD_KNOBS}, DW_ROTATE=built.DW_ROTATE,
+                        CLOCK_MHZ=cfg.CLOCK_MHZ)
     else:
         host = built      # the build's memory sizes: the lowering must use the same
     return Target(t, host, native_build=native_build)

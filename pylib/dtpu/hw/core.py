@@ -34,6 +34,9 @@ import numpy as np
 from dtpu.hw.config import HwConfig, ceil_div, get_config, out_lanes
 from dtpu.hw.contract_schedules import (DwGeometry, dw_bank_conflict, dw_schedule, gemm_cycles,
                                        load_cycles, prefetch_cycles)
+from dtpu.hw.dw_format import (DwWeightsPerColumn, dw_group_words, dw_item_words,  # noqa: F401
+                                dw_rotated, dw_slot_words, dw_weight_layout, dw_weight_phases,
+                                dw_weight_words)
 from dtpu.hw.units import post as post_unit
 from dtpu.hw.units.post import pack_lanes
 from dtpu.pack import from_bf16_bits
@@ -132,7 +135,7 @@ class JobSetup:
     kw: int = 0
     nt: int = 0
     geom: DwGeometry | None = None
-    gp: int = 0                   # DWCONV: channel groups rounded up to COLS
+    ww: int = 0                   # DWCONV: weight words from WGT_BASE (dw_weight_words)
     lanes_n: int = 0              # result lanes per word
     wpi: int = 0                  # result words per GEMM step / per DWCONV item
     pf_addr: int = 0              # GEMM/DWCONV prefetch: PF_ADDR, PF_COUNT (0: none)
@@ -761,22 +764,22 @@ class Core:
         tc = g.tap_cycles
         if tc < 1 or tc > c.COLS or tc & (tc - 1):
             raise JobRefused(c.ERR_BAD_DIMS)
-        if g.lb_rows < (g.kh - 1) * g.dy + 1 or g.lb_rows * g.row_stride(c.COLS) > c.ACT_WORDS:
+        if g.lb_rows < (g.kh - 1) * g.dy + 1 or g.lb_rows * dw_slot_words(c, g) > c.ACT_WORDS:
             raise JobRefused(c.ERR_ACT_CAPACITY)
         groups = g.gc * g.nchunk
-        gp = ceil_div(groups, c.COLS) * c.COLS
+        ww = dw_weight_words(c, g)
         wb = self._r("WGT_BASE", regs=regs)
-        if wb % c.COLS or wb + g.kh * g.kw * gp > c.WEIGHT_WORDS:
+        if wb % c.COLS or wb + ww > c.WEIGHT_WORDS:
             raise JobRefused(c.ERR_WGT_RANGE)
-        pf_addr, pf_count = self._setup_prefetch(regs, wb, wb + g.kh * g.kw * gp)
+        pf_addr, pf_count = self._setup_prefetch(regs, wb, wb + ww)
         L = prec.lanes
         pb = self._r("PARAM_BASE", regs=regs)
         if out_mode != c.OUT_MODE_RAW and (pb % c.COLS or pb + groups * L > c.PARAM_ENTRIES):
             raise JobRefused(c.ERR_PARAM_RANGE)
-        key = (g, c.COLS)
+        key = (g, c.COLS, dw_rotated(c))
         conflict = self._dwcache.get(("conflict",) + key)
-        if conflict is None:
-            conflict = dw_bank_conflict(c.COLS, g.ow, g.gc, g.sx, tc)
+        if conflict is None:  # the rotated layout's columns never share a bank
+            conflict = not dw_rotated(c) and dw_bank_conflict(c.COLS, g.ow, g.gc, g.sx, tc)
             self._dwcache[("conflict",) + key] = conflict
         if conflict:
             raise JobRefused(c.ERR_BANK_CONFLICT)
@@ -790,7 +793,7 @@ class Core:
             self._dwcache[tkey] = timing
         return JobSetup("DWCONV", self._compute_needs(n_in, pf_count), prec=prec,
                         out_mode=out_mode, variant=variant,
-                        wb=wb, pb=pb, geom=g, gp=gp, lanes_n=lanes_n, wpi=wpi,
+                        wb=wb, pb=pb, geom=g, ww=ww, lanes_n=lanes_n, wpi=wpi,
                         words_out=g.nchunk * g.oh * g.ow * g.gc * wpi,
                         cycles=prefetch_cycles(c, timing.cycles, pf_count),
                         pf_addr=pf_addr, pf_count=pf_count,
@@ -799,7 +802,7 @@ class Core:
     def dw_words(self, s: "JobSetup", act: np.ndarray) -> tuple[np.ndarray, int]:
         c = self.cfg
         g, L = s.geom, s.prec.lanes
-        acc, err = self._dw_acc(s.prec, act, g, s.wb, s.gp, s.in_off, s.w_off)
+        acc, err = self._dw_acc(s.prec, act, g, s.wb, s.in_off, s.w_off)
         params = (self.post_params(s.pb, g.gc * g.nchunk * L, s.prec, s.out_mode)
                   if s.out_mode != c.OUT_MODE_RAW else None)
         if params is not None:  # channels of (chunk, ., ., g, lane)
@@ -811,22 +814,37 @@ class Core:
             return np.zeros(0, U64), err
         return self.pack_lanes(y.reshape(-1, L), s.lanes_n), err
 
-    def dw_weights(self, prec: Precision, g: DwGeometry, wb: int, gp: int, dtype, off: int):
-        """Tap weights (taps, groups*lanes) with WGT_OFFSET applied; tap-major in memory."""
-        key = ("dw", prec, wb, g.kh, g.kw, g.gc * g.nchunk, gp, off, np.dtype(dtype).str)
+    def dw_weights(self, prec: Precision, g: DwGeometry, wb: int, dtype, off: int):
+        """Tap weights (taps, groups*lanes) with WGT_OFFSET applied, in the build's layout
+        (dtpu.hw.dw_format); raises DwWeightsPerColumn when the rotated layout's copies of a
+        group differ (the datapath then reads them per item, :meth:`dw_item_weights`)."""
+        c = self.cfg
+        key = ("dw", prec, wb, g.kh, g.kw, g.gc, g.nchunk, dw_rotated(c), off, np.dtype(dtype).str)
         hit = self._wcache.get(key)
+        if isinstance(hit, DwWeightsPerColumn):
+            raise hit
         if hit is not None:
             return hit
-        groups = g.gc * g.nchunk
-        words = self.wmem[wb:wb + g.kh * g.kw * gp].reshape(g.kh * g.kw, gp)[:, :groups]
+        self._wrange[key] = (wb, wb + dw_weight_words(c, g))
+        try:
+            words = dw_group_words(c, g, self.wmem[wb:wb + dw_weight_words(c, g)])
+        except DwWeightsPerColumn as err:
+            self._wcache[key] = err
+            raise
         lanes = self._lanes_of(np.ascontiguousarray(words).reshape(-1), prec)
-        w = lanes.reshape(g.kh * g.kw, groups * prec.lanes)
+        w = lanes.reshape(g.kh * g.kw, g.gc * g.nchunk * prec.lanes)
         w = w.astype(np.float32) if prec.is_float else w.astype(dtype) + off
         self._wcache[key] = w
-        self._wrange[key] = (wb, wb + g.kh * g.kw * gp)
         return w
 
-    def _dw_acc(self, prec: Precision, act: np.ndarray, g: DwGeometry, wb: int, gp: int,
+    def dw_item_weights(self, prec: Precision, g: DwGeometry, wb: int, dtype, off: int):
+        """Rotated layout: the weights each item reads, (taps, nchunk, 1, OW, GC*lanes)."""
+        sel = dw_item_words(self.cfg, g, self.wmem[wb:wb + dw_weight_words(self.cfg, g)])
+        lanes = self._lanes_of(np.ascontiguousarray(sel).reshape(-1), prec)
+        w = lanes.reshape(g.kh * g.kw, g.nchunk, 1, g.ow, g.gc * prec.lanes)
+        return w.astype(np.float32) if prec.is_float else w.astype(dtype) + off
+
+    def _dw_acc(self, prec: Precision, act: np.ndarray, g: DwGeometry, wb: int,
                 in_off: int, w_off: int):
         c = self.cfg
         L = prec.lanes
@@ -840,9 +858,14 @@ class Core:
             dt = _exact_dtype(bound)
             if dt.kind == "i" and prec.bits > 16:
                 dt = np.dtype(object)  # INT32/INT64: exact, overflow checked below
-        w = self.dw_weights(prec, g, wb, gp, np.float64 if dt == object else dt, w_off)
+        wdt = np.float64 if dt == object else dt
+        try:
+            w = self.dw_weights(prec, g, wb, wdt, w_off)
+            wc = w.reshape(taps, g.nchunk, 1, 1, g.gc * L)
+        except DwWeightsPerColumn:
+            wc = self.dw_item_weights(prec, g, wb, wdt, w_off)
         if dt == object:
-            w = w.astype(np.int64).astype(object)
+            wc = wc.astype(np.int64).astype(object)
         # the padded plane of operands (x + IN_OFFSET); pad taps contribute exactly 0
         (ph, pw) = ((g.oh - 1) * g.sy + (g.kh - 1) * g.dy + 1, (g.ow - 1) * g.sx + (g.kw - 1) * g.dx + 1)
         xp = np.zeros((g.nchunk, max(ph, g.pt + g.ih), max(pw, g.pl + g.iw), g.gc * L), dt)
@@ -850,7 +873,6 @@ class Core:
         inner[...] = x
         if in_off:
             inner += in_off
-        wc = w.reshape(taps, g.nchunk, 1, 1, g.gc * L)
         if prec.is_float:
             parts = np.zeros((c.FP_PARTIALS, g.nchunk, g.oh, g.ow, g.gc * L), np.float32)
         else:
@@ -865,8 +887,8 @@ class Core:
             if prec is Precision.INT64 and xs.size:
                 # a product leaving int64 is an error even if the sum fits: the largest operand
                 # of each (chunk, channel) at this tap against that channel's tap weight
-                xmax = np.abs(xs).max(axis=(1, 2))
-                if (xmax * np.abs(wc[t].reshape(xmax.shape)) > INT64_MAX).any():
+                xmax = np.abs(xs).max(axis=(1, 2) if wc.shape[3] == 1 else 1, keepdims=True)
+                if (xmax * np.abs(wc[t]) > INT64_MAX).any():
                     return np.zeros(acc.shape, np.int64), c.ERR_OVERFLOW
             acc += xs * wc[t]
         if prec.is_float:

@@ -58,7 +58,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from dtpu.hw import kernels
-from dtpu.hw.core import Core, JobSetup, JobRefused, U64
+from dtpu.hw.core import Core, DwWeightsPerColumn, JobSetup, JobRefused, U64
 from dtpu.hw.config import out_lanes
 from dtpu.hw.units.post import signed32
 from dtpu.precision import Precision
@@ -181,7 +181,7 @@ def _ranges(core: Core, s: JobSetup | None) -> tuple[tuple[int, int], tuple[int,
         return ((s.wb, s.wb + s.nt * s.kw * c.COLS),
                 none if raw else (s.pb, s.pb + s.nt * c.COLS))
     g = s.geom
-    return ((s.wb, s.wb + g.kh * g.kw * s.gp),
+    return ((s.wb, s.wb + s.ww),
             none if raw else (s.pb, s.pb + g.gc * g.nchunk * s.prec.lanes))
 
 
@@ -285,6 +285,15 @@ def _compile_fused(core: Core, regs, setup: JobSetup, kernels_ok: bool | None) -
 # the fused post unit
 
 
+def _dw_weights(core: Core, s: JobSetup, dtype) -> np.ndarray:
+    """The job's per-group tap weights (taps, C); rotated weights whose column copies differ
+    have none, and such a job runs on the generic path."""
+    try:
+        return core.dw_weights(s.prec, s.geom, s.wb, dtype, s.w_off)
+    except DwWeightsPerColumn as why:
+        raise _NotFusable(str(why)) from None
+
+
 class _NotFusable(Exception):
     pass
 
@@ -316,7 +325,7 @@ class _FusedPost:
         else:
             g = s.geom
             channels = g.gc * g.nchunk * prec.lanes
-            w = core.dw_weights(prec, g, s.wb, s.gp, _int_weights(s), s.w_off)      # (taps, C)
+            w = _dw_weights(core, s, _int_weights(s))                                 # (taps, C)
         wabs = np.abs(w).sum(axis=0, dtype=np.int64)
         wsum = w.sum(axis=0, dtype=np.int64)
         bias, mult, shift, zp = core.post_params(s.pb, channels, prec, s.out_mode)
@@ -495,7 +504,7 @@ class _FusedDw(CompiledJob):
         self.in_off = s.in_off
         self.plan = plan
         self.lane_dtype = s.prec.value_dtype
-        w = core.dw_weights(s.prec, g, s.wb, s.gp, _F64, s.w_off)          # (taps, C), exact
+        w = _dw_weights(core, s, _F64)                                        # (taps, C), exact
         w = (w * plan.scale).reshape(g.kh * g.kw, nchunk, cl)
         taps = [(ky, kx) for ky in range(g.kh) for kx in range(g.kw)]
         place = {t: (((t[0] * g.dy) % g.sy, (t[1] * g.dx) % g.sx),
@@ -831,7 +840,7 @@ class _KernelDw(CompiledJob):
             raise _NotFusable(f"precision {s.prec.value}")
         _kernel_variant(core, s)
         g = s.geom
-        w = core.dw_weights(s.prec, g, s.wb, s.gp, np.int64, s.w_off)       # (taps, C)
+        w = _dw_weights(core, s, np.int64)                                    # (taps, C)
         amax = core.operand_bound(s.prec, s.in_off)
         if amax * int(np.abs(w).sum(axis=0).max(initial=0)) >= 1 << 31 or \
                 abs(s.in_off) >= 1 << 30:

@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dtpu.hw.config import HwConfig, ceil_div, get_config, out_lanes
+from dtpu.hw.dw_format import dw_weight_words
 from dtpu.hw.listformat import DEFAULT_DDR_BASE, CmdlistError, Format
-from dtpu.hw.lower import Job, footprint, lower, precision_of
+from dtpu.hw.lower import Job, dw_geometry, footprint, lower, precision_of
 from dtpu.hw.placement import SCRATCH_FRACTION, Region, list_halves, list_scratch
 from dtpu.hw.vec_lower import VecSpec, lower_copy, lower_vec, resize_copies
 from dtpu.precision import Precision
@@ -670,9 +671,8 @@ def _emit_node(lb, fmt: Format, img: _Image, low, jobs: list[Job], src: Buffer, 
                 g_next += groups
                 if g_next * L >= oc:
                     g_next = 0
-            gp = ceil_div(groups, c.COLS) * c.COLS
-            kh, kwd = spec.kernel
-            wl, wh = regs["WGT_BASE"], regs["WGT_BASE"] + kh * kwd * gp
+            wl = regs["WGT_BASE"]
+            wh = wl + dw_weight_words(c, dw_geometry(spec, c, prec, groups))
             pl_, ph = regs["PARAM_BASE"], regs["PARAM_BASE"] + groups * L
         else:
             raise CmdlistError(f"{spec.name!r}: unexpected {op} job in an invoke")

@@ -24,6 +24,7 @@ import numpy as np
 from dtpu import reference
 from dtpu.hw.config import HwConfig, ceil_div, get_config, out_lanes
 from dtpu.hw.contract_schedules import DwGeometry, dw_bank_conflict
+from dtpu.hw.dw_format import dw_rotated, dw_slot_words, dw_weight_layout, dw_weight_words
 from dtpu.pack import pack, unpack
 from dtpu.precision import Precision
 from dtpu.spec import ConvSpec, DataMode, OpKind
@@ -654,20 +655,38 @@ def dw_geometry(spec: ConvSpec, cfg: HwConfig, prec: Precision, groups: int | No
     span = (kh - 1) * dy + 1
     tc_max = (1 << cfg.reg("DW_RING").field("TAP_CYCLES").width) - 1
     conflicts = False
+    rotated = dw_rotated(cfg)
+    fitting = []
     for gc in _divisors_desc(groups, cfg.COLS) if groups > cfg.COLS else [groups] + _divisors_desc(groups, groups - 1):
-        stride = ceil_div(iw * gc, cfg.COLS) * cfg.COLS
+        nchunk = groups // gc
+        stride = dw_slot_words(cfg, DwGeometry(ih, iw, oh, ow, kh, kw, pt, pl, sy, sx, dy, dx, gc,
+                                               nchunk, 1, 1))
         slots = cfg.ACT_WORDS // stride
         if slots >= span:
-            nchunk = groups // gc
             lb = min(slots, nchunk * ih, 0xFFFF)
             lb = max(lb, span)
-            tc = 1
-            while dw_bank_conflict(cfg.COLS, ow, gc, sx, tc):
+            tc = 1   # the rotated layout has no bank conflicts
+            while not rotated and dw_bank_conflict(cfg.COLS, ow, gc, sx, tc):
                 tc *= 2
             if tc > tc_max:  # e.g. COLS = 16: TAP_CYCLES = 16 does not fit the 4-bit field;
                 conflicts = True  # fewer groups per chunk map the columns to other banks
                 continue
-            return DwGeometry(ih, iw, oh, ow, kh, kw, pt, pl, sy, sx, dy, dx, gc, nchunk, lb, tc)
+            g = DwGeometry(ih, iw, oh, ow, kh, kw, pt, pl, sy, sx, dy, dx, gc, nchunk, lb, tc)
+            if not rotated:   # the largest GC that fits
+                return g
+            fitting.append(g)
+    if fitting:
+        # the rotated layout's weight words grow with GC's odd part (P phases of COLS words per
+        # chunk and tap), and every weight word is a cycle on the weight stream whenever the
+        # node is not resident: the fewest issue cycles (steps times a step period of at least
+        # KH*KW and COLS cycles) plus weight words, then the largest GC. EfficientNet's 84
+        # groups at 8 columns: GC 4 (147 steps a row, 25x21x8 words), not GC 7 (156 steps,
+        # 25x12x7x8); 144 groups at 32 columns: GC 16 (25x9x32 words), not GC 18 (2 steps a
+        # row fewer, 25x8x9x32 words)
+        def cost(g: DwGeometry) -> tuple[int, int]:
+            issue = g.nchunk * g.oh * g.steps_per_row(cfg.COLS) * max(g.kh * g.kw, cfg.COLS)
+            return issue + dw_weight_words(cfg, g), -g.gc
+        return min(fitting, key=cost)
     if conflicts:
         raise LowerError(f"{spec.name or 'depthwise node'}: every channel chunking has stride-{sx} "
                          f"bank conflicts that need TAP_CYCLES > {tc_max} (DW_RING.TAP_CYCLES)")
@@ -689,6 +708,8 @@ def dw_parts(spec: ConvSpec, cfg: HwConfig, prec: Precision, wcap: int, pcap: in
     groups = ceil_div(spec.out_channels, L)
     kh, kw = spec.kernel
     col_words = kh * kw * cfg.COLS           # the least a job's weights occupy: COLS groups
+    if dw_rotated(cfg):
+        return _dw_parts_rotated(spec, cfg, prec, wcap, pcap if params_paged else None)
     by_w = groups if kh * kw * ceil_div(groups, cfg.COLS) * cfg.COLS <= wcap else \
         (wcap // col_words) * cfg.COLS
     by_p = pcap // L if params_paged else groups
@@ -700,6 +721,34 @@ def dw_parts(spec: ConvSpec, cfg: HwConfig, prec: Precision, wcap: int, pcap: in
                          f"group (region {pcap})")
     per = ceil_div(groups, ceil_div(groups, most))
     return [(g0, min(groups, g0 + per)) for g0 in range(0, groups, per)]
+
+
+def _dw_parts_rotated(spec: ConvSpec, cfg: HwConfig, prec: Precision, wcap: int,
+                      pcap: int | None) -> list[tuple[int, int]]:
+    """dw_parts for the rotated layout, whose weight words depend on each part's geometry (GC's
+    odd part, the chunks): the fewest equal parts whose every part fits."""
+    L = prec.lanes
+    groups = ceil_div(spec.out_channels, L)
+    words = {}
+
+    def fits(per: int) -> bool:
+        if pcap is not None and per * L > pcap:
+            return False
+        if per not in words:
+            words[per] = dw_weight_words(cfg, dw_geometry(spec, cfg, prec, per))
+        return words[per] <= wcap
+
+    n = 1 if pcap is None else max(1, ceil_div(groups * L, max(pcap, 1)))
+    while n <= groups:
+        per = ceil_div(groups, n)
+        parts = [(g0, min(groups, g0 + per)) for g0 in range(0, groups, per)]
+        if all(fits(g1 - g0) for g0, g1 in parts):
+            return parts
+        n += 1
+    kh, kw = spec.kernel
+    raise LowerError(f"{spec.name or 'depthwise node'}: not even one job of one channel group "
+                     f"fits the region: {kh * kw} taps x {cfg.COLS} = {kh * kw * cfg.COLS} weight "
+                     f"words (region {wcap}), {L} parameter entries per group (region {pcap})")
 
 
 def _lower_dw(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap, rq, resident,
@@ -715,7 +764,7 @@ def _lower_dw(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap, 
     cp = groups * L
     taps = kh * kw
     raw = prec in (Precision.INT32, Precision.INT64)
-    resident = resident and taps * ceil_div(groups, cols_n) * cols_n <= wcap and cp <= pcap
+    resident = resident and footprint(spec, cfg, prec)[0] <= wcap and cp <= pcap
     # param_pages=False: a paged node's parameters stay resident (all at param_base), only its
     # weights are paged
     own_params = not raw and not param_pages and not resident
@@ -744,11 +793,14 @@ def _lower_dw(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap, 
     def part(g0, g1):
         """(geometry, register tuple, its load jobs) of the job over channel groups g0..g1-1."""
         g = dw_geometry(spec, cfg, prec, g1 - g0)
-        gp = ceil_div(g1 - g0, cols_n) * cols_n
-        w = (np.zeros((taps, gp * L), np.float32) if prec.is_float
-             else np.full((taps, gp * L), zw, prec.value_dtype))
         lo, hi = g0 * L, min(oc, g1 * L)
-        w[:, :hi - lo] = wt[:, lo:hi]
+        # the part's channels padded to whole groups, then laid out as the core reads them
+        wg = (np.zeros((taps, (g1 - g0 + 1) * L), np.float32) if prec.is_float
+              else np.full((taps, (g1 - g0 + 1) * L), zw, prec.value_dtype))
+        wg[:, :hi - lo] = wt[:, lo:hi]
+        layout = dw_weight_layout(cfg, g)            # group per word; -1: padding (group g1-g0)
+        grp = np.where(layout < 0, g1 - g0, layout)
+        w = wg.reshape(taps, g1 - g0 + 1, L)[np.arange(taps)[:, None], grp].reshape(taps, -1)
         regs = (
             ("DW_IN", cfg.encode("DW_IN", H=ih, W=iw)), ("DW_OUT", cfg.encode("DW_OUT", H=oh, W=ow)),
             ("DW_KERNEL", cfg.encode("DW_KERNEL", KH=kh, KW=kw, PT=g.pt, PL=g.pl)),
@@ -834,7 +886,8 @@ def _lower_dw(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap, 
 
     most = max(g1 - g0 for g0, g1 in parts)
     low = Lowered(spec, cfg, prec, "dwconv", resident, once,
-                  taps * ceil_div(most, cols_n) * cols_n, cp if resident or own_params else most * L,
+                  max(dw_weight_words(cfg, j[0]) for j in jobs_of),
+                  cp if resident or own_params else most * L,
                   plan, assemble, transforms=tally)
     if resident and n == 1:
         vdt = prec.value_dtype
@@ -857,6 +910,8 @@ def footprint(spec: ConvSpec, cfg: HwConfig | None = None, precision=None) -> tu
     kh, kw = spec.kernel
     if spec.kind is OpKind.DEPTHWISE_CONV_2D:
         groups = ceil_div(spec.out_channels, L)
+        if dw_rotated(cfg):  # the words depend on the chunking
+            return dw_weight_words(cfg, dw_geometry(spec, cfg, prec)), groups * L
         gp = ceil_div(groups, cfg.COLS) * cfg.COLS
         return kh * kw * gp, groups * L
     nt = ceil_div(spec.out_channels, cfg.COLS)

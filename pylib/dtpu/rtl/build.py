@@ -110,11 +110,13 @@ def ensure_verilator() -> str:
 
 @dataclass(frozen=True)
 class SimConfig:
-    """One simulated build: the array's COLS, the memory sizes, waves on/off."""
+    """One simulated build: the array's COLS, the memory sizes, waves on/off, the depthwise
+    layout (``dw_rotate``: the RTL's DW_ROTATE and the golden model's knob of that name)."""
 
     cols: int = 8
     memory: tuple[int, int, int] | None = None   # (LOG_WEIGHT_WORDS, LOG_PARAM_ENTRIES, LOG_ACT_WORDS)
     waves: bool = False
+    dw_rotate: int = 0
 
     @classmethod
     def from_mxu(cls, mxu: tuple[int, int] | str = (8, 8), waves: bool = False,
@@ -135,7 +137,9 @@ class SimConfig:
     def parameters(self) -> dict[str, int]:
         default = get_config()
         mem = self.memory or tuple(int(getattr(default, k)) for k in MEMORY_PARAMS)
-        return {"COLS": self.cols, **dict(zip(MEMORY_PARAMS, mem))}
+        # DW_ROTATE only when set: the default builds keep their cache keys
+        return {"COLS": self.cols, **dict(zip(MEMORY_PARAMS, mem)),
+                **({"DW_ROTATE": 1} if self.dw_rotate else {})}
 
     def hw_config(self, clock_mhz: float | None = None) -> HwConfig:
         """The HwConfig the lowering must use for this build (memory sizes included)."""
@@ -285,7 +289,8 @@ def _cached(kind: str, config: SimConfig, key: str, product: str, progress: bool
     there, else (under a lock) emptied and rebuilt by ``make(build_dir, log_path, mk_dir)``,
     which sets ``mk_dir[0]`` to where Verilator writes its makefiles (for the progress bar)."""
     root = cache_root()
-    build_dir = root / f"{kind}-c{config.cols}{'-waves' if config.waves else ''}-{key}"
+    build_dir = root / (f"{kind}-c{config.cols}{'-rot' if config.dw_rotate else ''}"
+                        f"{'-waves' if config.waves else ''}-{key}")
     stamp = build_dir / ".dtpu_build_key"
     params = config.parameters()
 

@@ -13,7 +13,7 @@ from dtpu.hw.core import Core, DwGeometry, dw_schedule
 from dtpu.hw.dw_format import dw_slot_words, dw_weight_layout, dw_weight_phases, dw_weight_words
 from dtpu.driver import ModelTransport, run_jobs
 from dtpu.hw.core import out_lanes
-from dtpu.hw.lower import Job, LowerError, _res_prec, dw_geometry, footprint, lower
+from dtpu.hw.lower import Job, LowerError, result_precision, dw_geometry, footprint, lower
 from dtpu.pack import pack, unpack
 from dtpu.precision import Precision
 from dtpu.spec import ConvSpec, DataMode, OpKind, Padding, Quant
@@ -230,7 +230,7 @@ def test_differing_column_copies_are_read_per_item(gc, ow, sx, prec):
     lanes_n, res_dt = out_lanes(cfg, prec, cfg.enums["OUT_MODE"][out_mode])
     job = Job("dw", regs, {"act": pack(xvals.reshape(-1), prec)}, 2 * ow * gc * ceil_div(L, lanes_n))
     (res,), _ = run_jobs(t, [job])
-    got = unpack(res, _res_prec(res_dt), res.size * lanes_n)
+    got = unpack(res, result_precision(res_dt), res.size * lanes_n)
     # the expectation, item by item: column q mod COLS, phase (q // COLS) mod P
     p = dw_weight_phases(cfg.COLS, gc)
     wl = wvals.reshape(kw_, p * cfg.COLS, L)

@@ -531,7 +531,7 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
             parts = []
             tally[0] += len(results)
             for (t0, t1), words in zip(pages, results):
-                vals = unpack(words, _res_prec(res_dt), words.size * lanes_res)
+                vals = unpack(words, result_precision(res_dt), words.size * lanes_res)
                 parts.append(vals.reshape(m, t1 - t0, wps * lanes_res)[:, :, :cols_n].reshape(m, -1))
             y = np.concatenate(parts, axis=1) if len(parts) > 1 else parts[0]
             return np.ascontiguousarray(y[:, :oc]).reshape(spec.output_shape).astype(
@@ -604,7 +604,7 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
         acc = np.zeros((m, nt * cols_n), np.int64)
         tally[0] += len(results) + 1     # a sum per partial, then the requantization
         for ((k0, k1), (t0, t1)), words in zip(schedule, results):
-            vals = unpack(words, _res_prec(res_dt), words.size * lanes_raw).astype(np.int64)
+            vals = unpack(words, result_precision(res_dt), words.size * lanes_raw).astype(np.int64)
             acc[:, t0 * cols_n:t1 * cols_n] += vals.reshape(m, t1 - t0, wps * lanes_raw)[:, :, :cols_n].reshape(m, -1)
         return reference.requantize(spec, acc[:, :oc].reshape(spec.output_shape), bias, variant=rq)
 
@@ -620,7 +620,9 @@ def _lower_gemm(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap
                    plan_split, assemble_split, k_chunks=len(chunks), transforms=tally)
 
 
-def _res_prec(dt: np.dtype) -> Precision:
+def result_precision(dt: np.dtype) -> Precision:
+    """The lane type of a result word array's numpy dtype: how the host (and a test reading a
+    job's raw result words) unpacks what the core wrote."""
     return {np.dtype("<i1"): Precision.INT8, np.dtype("<u1"): Precision.UINT8,
             np.dtype("<i2"): Precision.INT16, np.dtype("<i4"): Precision.INT32,
             np.dtype("<i8"): Precision.INT64, np.dtype("<f4"): Precision.FP32}[np.dtype(dt)]
@@ -876,7 +878,7 @@ def _lower_dw(spec, filters, bias, cfg, prec, wgt_base, param_base, wcap, pcap, 
         for (g0, g1), (g, *_rest) in zip(parts, jobs_of):
             for b in range(n):
                 w = next(words)
-                vals = unpack(w, _res_prec(res_dt), w.size * lanes_res)
+                vals = unpack(w, result_precision(res_dt), w.size * lanes_res)
                 vals = vals.reshape(g.nchunk, oh, ow, g.gc, wpi * lanes_res)[..., :L]
                 out[b, :, :, g0 * L:g1 * L] = vals.transpose(1, 2, 0, 3, 4).reshape(oh, ow, (g1 - g0) * L)
         out = out[..., :oc]

@@ -45,6 +45,11 @@ def test_every_unit_has_a_figure_or_a_reason():
     mods = section["modules"]
     # every entry is a unit of the board build as elaborated (units not yet run show in the table)
     assert set(mods) <= set(section["units"]) and len(mods) >= 20
+    # the units an option adds (the vector unit) are marked as such and are not the board build's
+    optional = section.get("optional_units", {})
+    assert set(optional) <= set(section["units"])
+    for label, opt in optional.items():
+        assert label.endswith(f"[{opt}]") and opt.split("=")[0] not in section["params"], label
     for label, r in mods.items():
         if r.get("combinational"):  # no clock: its xc7 depth only, timed inside its parent
             assert r["xc7_ltp"]["levels"] > 0 and r["module"] in ("dtpu_compact_select", "dtpu_filter_select"), label
@@ -79,3 +84,21 @@ def test_flow_on_a_small_module(tmp_path, monkeypatch):
     if key == recorded["key"]:  # same sources, parameters, options and tools: the same placement
         assert (r["fmax_mhz"], r["from"], r["to"], r["ecp5"]) == \
             (recorded["fmax_mhz"], recorded["from"], recorded["to"], recorded["ecp5"])
+
+
+def test_proven_clock_leaves_out_the_optional_units(tmp_path):
+    """The board's clock (docs/board_estimate.md) is the board build's: a unit only an option
+    adds (the vector unit, VEC_EN=1) does not set it, however slow."""
+    from dtpu.board import compare
+    data = json.loads(RESULTS.read_text())
+    section = data["timing"]
+    board = compare.proven_clock(RESULTS)
+    slow = {"module": "dtpu_vec", "placed": True, "fmax_mhz": 1.0}
+    section["modules"]["dtpu_vec [VEC_EN=1]"] = slow
+    section["optional_units"] = {**section.get("optional_units", {}), "dtpu_vec [VEC_EN=1]": "VEC_EN=1"}
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(data))
+    assert compare.proven_clock(path) == board
+    del section["optional_units"]["dtpu_vec [VEC_EN=1]"]   # the same entry counted as the board's
+    path.write_text(json.dumps(data))
+    assert compare.proven_clock(path)["fmax_mhz"] == 1.0

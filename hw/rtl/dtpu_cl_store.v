@@ -139,8 +139,8 @@ module dtpu_cl_store #
 );
 
 initial begin
-    if (CNT_W < DIM_W + 1 || ADDR_W < IDX_W) begin
-        $error("Error: CNT_W > DIM_W, ADDR_W >= IDX_W (instance %m)");
+    if (CNT_W < DIM_W + 1 || ADDR_W < IDX_W || RD_MERGE >= (1 << DIM_W)) begin
+        $error("Error: CNT_W > DIM_W, ADDR_W >= IDX_W, RD_MERGE < 2^DIM_W (instance %m)");
         $finish;
     end
 end
@@ -215,13 +215,18 @@ reg               rw_halt;
 reg               pr_v;             // the request being merged
 reg  [ADDR_W-1:0] pr_addr;
 reg  [CNT_W-1:0]  pr_n;
+// pr_n >= RD_MERGE and the request's end pr_addr + 8*pr_n, set with pr_n (look-ahead): the
+// merge test feeds the walk's ready and through it every walk counter's enable. A merge adds
+// at most 2^DIM_W - 1 words to pr_n < RD_MERGE < 2^DIM_W, so pr_n never wraps (CNT_W > DIM_W)
+// and the end advances by the words added
+reg               pr_full;
+reg  [ADDR_W-1:0] pr_end;
 wire              rw_item = rw_valid && rw_ifirst && rw_in != {DIM_W{1'b0}};
 wire [CNT_W-1:0]  rw_in_x = {{(CNT_W-DIM_W){1'b0}}, rw_in};
-wire              pr_full = pr_n >= RD_MERGE[CNT_W-1:0];
 /* verilator lint_off UNUSEDSIGNAL */
-wire [ADDR_W+CNT_W-1:0] pr_bytes = {{ADDR_W{1'b0}}, pr_n} << 3;
+wire [ADDR_W+CNT_W-1:0] rw_bytes = {{ADDR_W{1'b0}}, rw_in_x} << 3;
 /* verilator lint_on UNUSEDSIGNAL */
-wire [ADDR_W-1:0] pr_end = pr_addr + pr_bytes[ADDR_W-1:0];
+wire [CNT_W-1:0]  pr_n_sum = pr_n + rw_in_x;
 wire              contig = pr_v && !pr_full && rw_addr == pr_end;
 assign rd_req_valid = pr_v && !stop && (pr_full || !rw_busy || (rw_item && !contig));
 wire              rq_hs = rd_req_valid && rd_req_ready;
@@ -248,11 +253,15 @@ always @(posedge clk) begin
     end
     if (absorb && !stop) begin
         if (contig && !rq_hs) begin
-            pr_n <= pr_n + rw_in_x;
+            pr_n <= pr_n_sum;
+            pr_full <= pr_n_sum >= RD_MERGE[CNT_W-1:0];
+            pr_end <= pr_end + rw_bytes[ADDR_W-1:0];
         end else begin
             pr_v <= 1'b1;
             pr_addr <= rw_addr;
             pr_n <= rw_in_x;
+            pr_full <= rw_in_x >= RD_MERGE[CNT_W-1:0];
+            pr_end <= rw_addr + rw_bytes[ADDR_W-1:0];
         end
     end
     if (stop || !rst_n) begin

@@ -110,13 +110,28 @@ wire [3:0]        kept = ({3'b000, lim} <= j0) ? 4'd0 : ((left < lanes) ? left[3
 /* verilator lint_off WIDTHEXPAND */
 wire [IDX_W-1:0]  elem = pb_r + chb_r + j0;
 /* verilator lint_on WIDTHEXPAND */
-wire [ADDR_W-1:0] elem_x = {{(ADDR_W-IDX_W){1'b0}}, elem};
 
 wire fire = run_reg && m_ready;
 wire w_last = w_r == w_m1_r;
 wire i_last = i_r == inner_m1_r;
 wire p_last = p_r == pix_m1_r;
 wire o_last = o_r == outer_m1_r;
+
+// m_addr is a register set one step ahead (with the walk's start and each step): the taker's
+// ready may depend on the address (the read-ahead walk's request merging), and the three adds
+// in front of it would otherwise lie on the path back into every counter's enable. The next
+// element, (p*DSTC) + (channel base) + (lane offset) as the step leaves them (modulo 2^IDX_W,
+// as elem): the next word of the item (j0 + L: w + 1 does not wrap, w < W_M1), the next item
+// (base + GW, word 0), the next pixel (p*DSTC + DSTC, the outer block's base) or the next
+// outer block (base + GW, pixel 0)
+wire [IDX_W-1:0]  chb_gw = chb_r + gw_x;
+/* verilator lint_off WIDTHEXPAND */
+wire [IDX_W-1:0]  elem_n = !w_last ? elem + lanes
+                         : !i_last ? pb_r + chb_gw
+                         : !p_last ? pb_r + dstc_x + ob_r
+                         : chb_gw;
+/* verilator lint_on WIDTHEXPAND */
+reg  [ADDR_W-1:0] addr_r;
 
 always @(posedge clk) begin
     if (!run_reg) begin
@@ -129,16 +144,18 @@ always @(posedge clk) begin
             w_m1_r <= wpi[DIM_W-1:0] - 1'b1;
             o_r <= {DIM_W{1'b0}}; p_r <= {PIX_W{1'b0}}; i_r <= {DIM_W{1'b0}}; w_r <= {DIM_W{1'b0}};
             ob_r <= ch0_x; chb_r <= ch0_x; pb_r <= {IDX_W{1'b0}};
+            addr_r <= cfg_dst + ({{(ADDR_W-IDX_W){1'b0}}, ch0_x} << cfg_esh);
             run_reg <= 1'b1;
         end
     end else if (fire) begin
+        addr_r <= dst_r + ({{(ADDR_W-IDX_W){1'b0}}, elem_n} << esh_r);
         if (!w_last) begin
             w_r <= w_r + 1'b1;
         end else begin
             w_r <= {DIM_W{1'b0}};
             if (!i_last) begin
                 i_r <= i_r + 1'b1;
-                chb_r <= chb_r + gw_x;
+                chb_r <= chb_gw;
             end else if (!p_last) begin
                 i_r <= {DIM_W{1'b0}};
                 p_r <= p_r + 1'b1;
@@ -150,8 +167,8 @@ always @(posedge clk) begin
                 p_r <= {PIX_W{1'b0}};
                 o_r <= o_r + 1'b1;
                 pb_r <= {IDX_W{1'b0}};
-                ob_r <= chb_r + gw_x;
-                chb_r <= chb_r + gw_x;
+                ob_r <= chb_gw;
+                chb_r <= chb_gw;
             end else begin
                 run_reg <= 1'b0;
             end
@@ -164,7 +181,7 @@ end
 
 assign busy = run_reg;
 assign m_valid = run_reg;
-assign m_addr = dst_r + (elem_x << esh_r);
+assign m_addr = addr_r;
 assign m_kept = kept;
 assign m_ifirst = w_r == {DIM_W{1'b0}};
 assign m_in = lim;

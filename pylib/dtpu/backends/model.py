@@ -1,4 +1,9 @@
-"""backend=model: every claimed node runs on the DTPU golden model through the register protocol.
+"""A backend that drives a DTPU device through the driver's protocols (:class:`DeviceBackend`:
+lowering, placement, residency, prefetch, command lists), and backend=model, the one whose device
+is the golden model (:class:`ModelBackend`); backend=rtl and backend=pynq drive the Verilog core
+and the board with the same :class:`DeviceBackend`.
+
+backend=model: every claimed node runs on the DTPU golden model through the register protocol.
 
 The node is lowered once at prepare (weights and parameter words packed, register values fixed)
 and, when it fits, its weights are loaded into the model's weight memory right away and stay
@@ -10,7 +15,7 @@ nodes leave free and are re-sent as prefetch riding on earlier compute jobs
 of what the weight memory holds makes any other order correct too (missing words are loaded
 with LOAD_WGT first). Which nodes stay resident is prepare's first-come choice only while all
 of them fit: once one is streamed, the first invoke after a prepare/release chooses over the
-whole set (:meth:`ModelBackend.select_residency`: the nodes with the most weight words per
+whole set (:meth:`DeviceBackend.select_residency`: the nodes with the most weight words per
 compute cycle stay, the others stream behind computation) and lowers again the nodes that move.
 ``prefetch=off`` pages instead through a scratch region with LOAD_WGT / LOAD_PARAM before every
 compute job (first-come residency). The counters include all of it: a carrier job's prefetch
@@ -26,8 +31,8 @@ have done for the same jobs, the lowering counts its transforms (``Lowered.trans
 ``us`` is the invoke's time on the host (perf_counter, from before the residency/plan settle to
 the assembled output) minus the time spent inside the target.
 Power is the activity-based estimate of :mod:`dtpu.power` (``method="estimated"``), summed over
-the nodes of an invoke. Subclasses drive other targets:
-:func:`dtpu.backends.targets.open_target` opens the one their name says.
+the nodes of an invoke. Each subclass names its target:
+:func:`dtpu.backends.targets.open_target` opens the one the name says.
 """
 from __future__ import annotations
 
@@ -90,8 +95,11 @@ class _Node:
     share: dict = field(default_factory=dict)
 
 
-class ModelBackend(Backend):
-    name = "model"
+class DeviceBackend(Backend):
+    """The host side of a DTPU device, whichever implements it: a subclass sets `name` to the
+    target :func:`dtpu.backends.targets.open_target` opens (the golden model, the Verilog core,
+    the board)."""
+
     #: the overlay a board target loads (backend=pynq sets it from its options)
     bitstream: str | None = None
 
@@ -1006,10 +1014,16 @@ class ModelBackend(Backend):
             self._prefetch_state = None
 
 
+class ModelBackend(DeviceBackend):
+    """backend=model: the device is the golden model of a contract-2.0 core (on it the jobs run
+    compiled unless ``fast=False``)."""
+    name = "model"
+
+
 _RUN, _COMPUTE = "run", "compute"   # kinds of _Node.steps (compared by identity)
 _NO_HOST_OPS = {"mmio_reads": 0, "mmio_writes": 0, "doorbells": 0, "dma_starts": 0,
                 "transforms": 0, "us": 0.0}
-#: ModelBackend._owner when no program ran yet but the 1.2 path's loads were skipped
+#: DeviceBackend._owner when no program ran yet but the 1.2 path's loads were skipped
 _LISTS = "lists"
 
 
@@ -1028,7 +1042,7 @@ class _PlanState:
     regs: list[tuple]
 
     @classmethod
-    def build(cls, backend: "ModelBackend") -> "_PlanState":
+    def build(cls, backend: "DeviceBackend") -> "_PlanState":
         c = backend.cfg
         decoder = Core(c)
         cycles: list[int] = []

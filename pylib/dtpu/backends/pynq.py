@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from dtpu.backends.base import HwCounters, PowerReading, Probes
-from dtpu.backends.model import ModelBackend
+from dtpu.backends.model import DeviceBackend
 from dtpu.board import check_bitstream, default_bitstream, import_pynq
 from dtpu.board.design import VLNV
 from dtpu.board.power import DEFAULT_PERIOD_S, PowerMonitor, power_source
@@ -35,7 +35,7 @@ from dtpu.spec import ConvSpec
 log = logging.getLogger(__name__)
 
 
-class PynqBackend(ModelBackend):
+class PynqBackend(DeviceBackend):
     name = "pynq"
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:

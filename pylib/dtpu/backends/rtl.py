@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from dtpu.backends.base import HwCounters, Probes
-from dtpu.backends.model import ModelBackend
+from dtpu.backends.model import DeviceBackend
 from dtpu.driver import DtpuHardwareError, Transport
 from dtpu.driver.hostops import HostOps
 from dtpu.driver.lists import ListProgram
@@ -38,7 +38,7 @@ class DtpuCheckError(DtpuHardwareError):
     """The Verilog and its golden model computed different words from one command list."""
 
 
-class RtlBackend(ModelBackend):
+class RtlBackend(DeviceBackend):
     name = "rtl"
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:

@@ -91,7 +91,7 @@ class ListProgram:
         #: what it was compiled from (a golden-model twin compiles the same at the same base)
         self.partitions_in, self.keep = partitions, keep
         #: the same program on the golden model, where a backend runs one beside the target
-        #: (backend=rtl: dtpu.backends.model.ModelBackend.golden_program)
+        #: (backend=rtl: dtpu.backends.model.DeviceBackend.golden_program)
         self.golden: ListProgram | None = None
         prog = compile_program(partitions, cfg, **kw)
         self.buf = t.alloc_buffer(prog.size)
@@ -105,7 +105,7 @@ class ListProgram:
         prog.image = np.zeros(0, np.uint8)
         self.program = prog
         self.loaded = False
-        self.memo: dict = {}    # the backend's report fields per distinct run (see ModelBackend)
+        self.memo: dict = {}    # the backend's report fields per distinct run (see DeviceBackend)
         self._io: dict = {}     # per partition: its list, (view, offset, bytes) of its tensors
         self._targets: dict = {}
         t.write_reg(self.reg_offsets["IRQ"], self.irq_done_en)

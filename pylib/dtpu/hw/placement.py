@@ -2,7 +2,7 @@
 execution paths keep free of resident nodes, the host's record of what the on-chip memories
 hold, and the claim check that a node can be placed at all.
 
-The job-by-job path (:class:`dtpu.backends.model.ModelBackend`), the command-list compiler
+The job-by-job path (:class:`dtpu.backends.model.DeviceBackend`), the command-list compiler
 (:func:`dtpu.hw.listcompiler.compile_program`), the model's DDR (:class:`dtpu.hw.ddr.DdrPool`)
 and the delegate's claim (``placement_error``) used to carry an allocator or a capacity rule of
 their own each; they now ask this module, so a change of placement policy is made once. The two

@@ -31,13 +31,6 @@ ALLOWED = {
         "its loaded kernels back after it",
     ("tests/test_rtl_harness_sources.py", "_cached"):
         "stubs the build step to record the cache keys it is asked for without running Verilator",
-    ("tests/test_vector_unit.py", "_ListBuilder"):
-        "hand-built lists for the vector unit; listcompiler.py is being reworked on another "
-        "branch (vclaim2): its builder gets a public name after that merges",
-    ("tests/test_vector_concat.py", "_ListBuilder"): "as tests/test_vector_unit.py",
-    ("tests/test_vector_concat.py", "_Image"): "as tests/test_vector_unit.py: the concat planner's image",
-    ("tests/test_vector_concat.py", "_plan_concats"): "as tests/test_vector_unit.py: the concat planner",
-    ("sim/tb/tb_vec.py", "_ListBuilder"): "as tests/test_vector_unit.py",
 }
 
 #: calls whose second argument names an attribute (monkeypatch.setattr included)

@@ -14,7 +14,7 @@ from dtpu.hw.config import get_config
 from dtpu.hw.core import Core
 from dtpu.hw.ddr import Ddr
 from dtpu.hw.executor import Executor
-from dtpu.hw.listcompiler import _ListBuilder, compile_program
+from dtpu.hw.listcompiler import ListBuilder, compile_program
 from dtpu.hw.listformat import Format, ListFault
 from dtpu.hw.units import vector as vu
 from dtpu.hw.vec_compiler import graph_partitions_of
@@ -36,7 +36,7 @@ def _copy(shape, dstc, dst_off, a):
     ddr.write(src, a.view(np.uint8).reshape(-1))
     ddr.write(BASE + (1 << 20), np.full(1 << 16, 0xA5, np.uint8))
     fields = lower_copy(shape, dstc, a.dtype, CFG)
-    lb = _ListBuilder(FMT)
+    lb = ListBuilder(FMT)
     lb.vec(fields, src, 0, dst, tag=3)
     lb.end()
     ddr.write(lst, np.frombuffer(lb.data(), np.uint8))
@@ -159,13 +159,13 @@ def test_inception_is_one_partition():
     the convolutions' partition (6 partitions before), and 18 of their 19 inputs are written in
     place by the convolutions that make them (the max pool's is copied)."""
     import dtpu
-    from dtpu.hw.listcompiler import _Image, _plan_concats
+    from dtpu.hw.listcompiler import DdrImage, plan_concats
     from tests.test_vector_delegate import PROVEN, ZOO, _graph_state
 
     path = ZOO / "inception_like_224__int8.tflite"
     parts = graph_partitions_of(path, CFG)
     assert len(parts) == 1
-    bufs, slices = _plan_concats(parts, [[len(parts[0]) - 1]], _Image(0))
+    bufs, slices = plan_concats(parts, [[len(parts[0]) - 1]], DdrImage(0))
     assert len(bufs) == 5 and len(slices) == 18
     it = dtpu.make_interpreter(str(path), {"backend": "model"})
     it.allocate_tensors()

@@ -12,7 +12,7 @@ from dtpu.hw.config import ceil_div, get_config
 from dtpu.hw.core import Core
 from dtpu.hw.ddr import Ddr
 from dtpu.hw.executor import Executor
-from dtpu.hw.listcompiler import _ListBuilder
+from dtpu.hw.listcompiler import ListBuilder
 from dtpu.hw.listformat import Format
 from dtpu.hw.units import vector as vu
 from dtpu.hw.vec_lower import VecSpec, lower_vec, vec_reason
@@ -46,7 +46,7 @@ def run_vec(spec: VecSpec, a: np.ndarray, b: np.ndarray | None = None, *, ex=Non
     ddr.write(addr_a, a.view(np.uint8).reshape(-1))
     if b is not None:
         ddr.write(addr_b, b.view(np.uint8).reshape(-1))
-    lb = _ListBuilder(FMT)
+    lb = ListBuilder(FMT)
     src_a, src_b = (addr_b, addr_a) if swap else (addr_a, addr_b if b is not None else 0)
     lb.vec(fields, src_a, src_b, dst, tag=7)
     lb.end()

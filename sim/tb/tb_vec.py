@@ -16,7 +16,7 @@ from cocotb.triggers import RisingEdge
 
 from dtpu.hw.core import Core
 from dtpu.hw.executor import Executor
-from dtpu.hw.listcompiler import _ListBuilder
+from dtpu.hw.listcompiler import ListBuilder
 from dtpu.hw.vec_lower import TABLE_OPS, VecSpec, lower_vec, vec_reason
 from dtpu_sim.cycles import contract_lat
 from tb_cl_run import RunTB
@@ -127,7 +127,7 @@ def vec_image(rng: random.Random, specs, list_at=0x40000, at4k=False):
     aligned places (`at4k`: A 8 bytes before a 4 KiB boundary), its result after them, the
     list at `list_at`."""
     img = np.zeros(list_at + 4096, np.uint8)
-    lb = _ListBuilder(FMT)
+    lb = ListBuilder(FMT)
     at = 0x100
     outs = []
     for k, spec in enumerate(specs):

@@ -140,7 +140,7 @@ class Program:
         return int(self.image.size)
 
 
-class _Image:
+class DdrImage:
     """The DDR image being laid out: aligned blocks appended at increasing addresses."""
 
     def __init__(self, base: int) -> None:
@@ -162,7 +162,11 @@ class _Image:
         return img
 
 
-class _ListBuilder:
+class ListBuilder:
+    """One command list's descriptor words, appended descriptor by descriptor in the format of
+    the build (LOAD, REGS, RUN, VEC ...): what :func:`compile_program` emits, and what tests and
+    testbenches use to hand-build a list."""
+
     def __init__(self, fmt: Format) -> None:
         self.f = fmt
         self.words: list[int] = []
@@ -235,9 +239,9 @@ def compile_program(partitions: list[list[NodeIn]], cfg: HwConfig | None = None,
     cfg = cfg or get_config()
     fmt = Format(cfg)
     c = cfg
-    img = _Image(base)
+    img = DdrImage(base)
     # CONCATENATIONs: their buffers, and the producers that write their slices in place
-    concat_bufs, slices = _plan_concats(partitions, keep, img)
+    concat_bufs, slices = plan_concats(partitions, keep, img)
     arena, arena_bytes = _plan_arena(partitions, keep, img,
                                      set(concat_bufs) | set(slices))
     consts: dict[bytes, int] = {}     # constant bytes (tables) -> their address, written once
@@ -245,14 +249,14 @@ def compile_program(partitions: list[list[NodeIn]], cfg: HwConfig | None = None,
     walloc = Region(c.WEIGHT_WORDS - weight_scratch, c.COLS)
     palloc = Region(c.PARAM_ENTRIES - param_scratch, c.COLS)
     whalf, phalf, halves = list_halves(c, scratch_fraction)
-    prologue = _ListBuilder(fmt)
-    lists: list[tuple[_ListBuilder, Partition]] = []
+    prologue = ListBuilder(fmt)
+    lists: list[tuple[ListBuilder, Partition]] = []
     half = 0
     streamed = 0
     for p_index, nodes in enumerate(partitions):
         if not nodes:
             raise CmdlistError(f"partition {p_index} has no nodes")
-        lb = _ListBuilder(fmt)
+        lb = ListBuilder(fmt)
         # on-chip ranges the list's RUNs read so far: [(run number from 1, kind, lo, hi)]
         reads: list[tuple[int, str, int, int]] = []
         for i, node in enumerate(nodes):
@@ -369,7 +373,7 @@ def compile_program(partitions: list[list[NodeIn]], cfg: HwConfig | None = None,
                    resident_words=walloc.top, streamed_nodes=streamed, arena_bytes=arena_bytes)
 
 
-def _plan_concats(partitions: list[list[NodeIn]], keep, img: "_Image") -> tuple[dict, dict]:
+def plan_concats(partitions: list[list[NodeIn]], keep, img: "DdrImage") -> tuple[dict, dict]:
     """Each CONCATENATION's output buffer ({(partition, node): Buffer}, allocated here: its
     producers write it before the node's turn) and the producers that write their slice of it
     in place ({(partition, producer): (concatenation's node, first channel)}): a convolution
@@ -401,10 +405,10 @@ def _plan_concats(partitions: list[list[NodeIn]], keep, img: "_Image") -> tuple[
     return bufs, slices
 
 
-def _emit_concat(lb: "_ListBuilder", node: NodeIn, inps: list, outs: list, whole: Buffer,
+def _emit_concat(lb: "ListBuilder", node: NodeIn, inps: list, outs: list, whole: Buffer,
                  tag: int, cfg: HwConfig) -> Buffer:
     """A CONCATENATION along channels: nothing for the inputs whose producers wrote their slice
-    of `whole` (:func:`_plan_concats`), a COPY descriptor into its slice for each other one."""
+    of `whole` (:func:`plan_concats`), a COPY descriptor into its slice for each other one."""
     first = 0
     for src, shape, dt in node.sources():
         b = inps[-1 - src] if src < 0 else outs[src]
@@ -421,7 +425,7 @@ def _emit_concat(lb: "_ListBuilder", node: NodeIn, inps: list, outs: list, whole
     return whole
 
 
-def _plan_arena(partitions: list[list[NodeIn]], keep, img: "_Image",
+def _plan_arena(partitions: list[list[NodeIn]], keep, img: "DdrImage",
                 skip: set = frozenset()) -> tuple[dict, int]:
     """Addresses of the intermediate tensors: node outputs the host does not read (`keep[p]`:
     the node indices of partition p whose outputs it reads; None keeps every output) live from
@@ -473,7 +477,7 @@ def _node_prec(nd: NodeIn):
     return precision_of(nd.spec, None)
 
 
-def _emit_vec(lb: "_ListBuilder", img: "_Image", node: NodeIn, inps: list, outs: list,
+def _emit_vec(lb: "ListBuilder", img: "DdrImage", node: NodeIn, inps: list, outs: list,
               at: int | None, tag: int, cfg: HwConfig, consts: dict) -> Buffer:
     """A vector-unit node: its VEC descriptor over the buffers of its operands; its output
     buffer (in the arena when the host does not read it). A table operator's 256 bytes (its
@@ -506,7 +510,7 @@ def _emit_vec(lb: "_ListBuilder", img: "_Image", node: NodeIn, inps: list, outs:
     return out
 
 
-def _emit_resize(lb: "_ListBuilder", img: "_Image", node: NodeIn, src: Buffer, at: int | None,
+def _emit_resize(lb: "ListBuilder", img: "DdrImage", node: NodeIn, src: Buffer, at: int | None,
                  tag: int, cfg: HwConfig) -> Buffer:
     """A nearest-neighbour upscale: its COPY descriptors (:func:`resize_copies`), columns
     repeated into a scratch buffer of whole rows first when rows repeat too."""
@@ -531,7 +535,7 @@ def _emit_resize(lb: "_ListBuilder", img: "_Image", node: NodeIn, src: Buffer, a
     return out
 
 
-def _constant(img: "_Image", consts: dict, data: bytes) -> int:
+def _constant(img: "DdrImage", consts: dict, data: bytes) -> int:
     """The address of constant bytes in the image, allocated the first time they are seen."""
     if data not in consts:
         consts[data] = img.alloc(len(data), bytes(data))
@@ -547,7 +551,7 @@ def _regs_of(job: Job) -> dict[str, int]:
     return {name: int(v) for name, v in job.regs}
 
 
-def _emit_load(lb: _ListBuilder, fmt: Format, img: _Image, job: Job, tag: int, reads) -> None:
+def _emit_load(lb: ListBuilder, fmt: Format, img: DdrImage, job: Job, tag: int, reads) -> None:
     c = fmt.cfg
     regs = _regs_of(job)
     op = _opname(c, regs)
@@ -566,7 +570,7 @@ def _opname(c: HwConfig, regs: dict) -> str:
     return next(n for n, v in c.enums["OPCODE"].items() if v == code)
 
 
-def _emit_node(lb, fmt: Format, img: _Image, low, jobs: list[Job], src: Buffer, out: Buffer,
+def _emit_node(lb, fmt: Format, img: DdrImage, low, jobs: list[Job], src: Buffer, out: Buffer,
                tag: int, reads: list, pingpong=None) -> tuple[Buffer | None, int]:
     """A node's per-invoke jobs as LOAD / REGS+RUN descriptors; the RUN fields are derived from
     the node's shapes and each job's registers (tiles of a page, channel groups of a part, K
@@ -727,7 +731,7 @@ def _moved(c: HwConfig, job: Job, pingpong) -> Job:
     return Job(job.label, regs, job.send, job.recv, job.macs)
 
 
-def _emit_post(lb, prologue, fmt: Format, img: _Image, node: NodeIn, low, sums: Buffer,
+def _emit_post(lb, prologue, fmt: Format, img: DdrImage, node: NodeIn, low, sums: Buffer,
                out: Buffer, tag: int, reads: list, region: tuple, rounding, runtime) -> None:
     """The POST descriptors finishing a split K: the node's parameter entries loaded into its
     parameter region (in pages when it is smaller than the node's channels), then one POST per

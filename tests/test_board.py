@@ -476,10 +476,10 @@ def test_the_transport_streams_through_pynq_buffers_and_pynq_dma_channels(emu):
     _, t = _transport(emu)
     run_jobs(t, low.load_jobs)
     run_jobs(t, low.jobs(x))
-    assert all(isinstance(ch, _SDMAChannel) for ch in t._channel.values())
-    assert {s: type(buf) for s, buf in t._buf.items()} == dict.fromkeys(("wgt", "act", "res"),
+    assert all(isinstance(ch, _SDMAChannel) for ch in t.dma_channels.values())
+    assert {s: type(buf) for s, buf in t.stream_buffers.items()} == dict.fromkeys(("wgt", "act", "res"),
                                                                          pynq.buffer.PynqBuffer)
-    assert t._channel["res"].transferred > 0
+    assert t.dma_channels["res"].transferred > 0
 
 
 def test_dtpu_irq_through_pynq_interrupt_and_the_axi_intc(emu, tmp_path):

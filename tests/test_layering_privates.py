@@ -21,11 +21,6 @@ CHECKED = ("tests", "sim")
 
 #: (file relative to the repository, private name) -> why the test needs it
 ALLOWED = {
-    ("tests/test_board.py", "_channel"):
-        "checks that the emulated board moves data through pynq's own DMA channel class, which "
-        "only the transport holds",
-    ("tests/test_board.py", "_buf"):
-        "checks that the stream buffers are pynq's own PynqBuffer, which only the transport holds",
     ("tests/test_kernels.py", "_state"):
         "a fresh build state for one test (a failing compiler); monkeypatch gives the process "
         "its loaded kernels back after it",

@@ -244,6 +244,19 @@ class PynqTransport(Transport):
 
     # -- buffers and channels ---------------------------------------------------------------------
 
+    @property
+    def dma_channels(self) -> dict[str, Any]:
+        """Each stream's pynq DMA channel (wgt and act send, res receives): pynq's own objects,
+        so a caller can see which class moves the data and how much it moved ({} without
+        stream DMAs)."""
+        return dict(self._channel)
+
+    @property
+    def stream_buffers(self) -> dict[str, Any]:
+        """Each stream's pynq buffer, from its first transfer on (allocated by pynq's
+        ``allocate``, regrown when a transfer needs more)."""
+        return dict(self._buf)
+
     def _no_streams(self) -> None:
         raise DtpuHardwareError("this overlay has no stream DMAs (the contract-2.0 design: the DTPU "
                                 "moves its own data); job-by-job transfers are not possible, "

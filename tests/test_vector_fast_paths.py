@@ -1,8 +1,8 @@
 """The golden model's faster ways to the vector unit's results give the same bytes:
 dtpu.reference.pair_table (ADD, SUB and MUL by lookup) equals the numpy twins it tabulates, on
 every pair of input bytes and on broadcast tensors above and below the table's threshold; the
-max pool's strided fold equals the window-by-window definition on any geometry the unit's
-fields can give (the twins themselves are checked against TFLite in
+max and average pools' strided folds equal the window-by-window definition on any geometry the
+unit's fields can give (the twins themselves are checked against TFLite in
 tests/test_vector_reference.py)."""
 from __future__ import annotations
 
@@ -99,3 +99,41 @@ def test_max_pool_equals_the_window_by_window_definition(dtype):
         lo, hi = sorted(int(t) for t in r.integers(info.min, info.max + 1, 2))
         got, want = v.max_pool(x, g, lo, hi), _max_pool_by_windows(x, g, lo, hi)
         assert got.dtype == want.dtype and np.array_equal(got, want), (trial, g)
+
+
+def _average_pool_by_windows(x, g, lo, hi):
+    """AveragePool output by output: the taps inside the image summed, divided by their count
+    rounded half away from zero (TFLite's integer average pool), clamped."""
+    n, h, w, c = x.shape
+    out = np.zeros((n, g.oh, g.ow, c), np.int64)
+    for oy in range(g.oh):
+        for ox in range(g.ow):
+            y0, x0 = oy * g.sh - g.pad_top, ox * g.sw - g.pad_left
+            win = x[:, max(y0, 0):max(y0 + g.fh, 0), max(x0, 0):max(x0 + g.fw, 0)].astype(np.int64)
+            count = win.shape[1] * win.shape[2]
+            total = win.sum(axis=(1, 2))
+            rounded = np.where(total > 0, total + count // 2, total - count // 2)
+            out[:, oy, ox] = np.sign(rounded) * (np.abs(rounded) // count)  # C++ truncation
+    return np.clip(out, lo, hi).astype(x.dtype)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+def test_average_pool_equals_the_window_by_window_definition(dtype):
+    """The strided fold over the zero-padded image, counts from rows x columns inside, on
+    random geometries whose every window holds a tap (SAME and VALID always do), batch 2 too."""
+    r = np.random.default_rng(5 if dtype == "int8" else 6)
+    info = np.iinfo(dtype)
+    checked = 0
+    while checked < 60:
+        h, w, c = (int(v) for v in r.integers(1, 12, 3))
+        fh, fw, sh, sw = (int(v) for v in r.integers(1, 5, 4))
+        pt, pl = (int(v) for v in r.integers(0, 4, 2))
+        oh, ow = (int(v) for v in r.integers(1, 8, 2))
+        if (oh - 1) * sh - pt >= h or (ow - 1) * sw - pl >= w or pt >= fh or pl >= fw:
+            continue   # a window with no tap inside: TFLite would divide by zero
+        g = v.PoolGeometry(fh, fw, sh, sw, pt, pl, oh, ow)
+        x = r.integers(info.min, info.max + 1, (int(r.integers(1, 3)), h, w, c)).astype(dtype)
+        lo, hi = sorted(int(t) for t in r.integers(info.min, info.max + 1, 2))
+        got, want = v.average_pool(x, g, lo, hi), _average_pool_by_windows(x, g, lo, hi)
+        assert got.dtype == want.dtype and np.array_equal(got, want), (checked, g)
+        checked += 1

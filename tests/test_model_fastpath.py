@@ -373,10 +373,13 @@ def test_kernel_gemm_with_converted_weights_equals_the_protocol(node):
         fast.KEEP_FLOAT_BYTES = old
 
 
-def test_large_gemm_weights_are_converted_per_run():
-    """A 1x1 convolution 256 -> 384 (98 k weights, 384 KiB as float32): its kernel job keeps
-    int8 weights and gives the protocol's words."""
+@pytest.mark.parametrize("int_gemm_max_c", [fast.INT_GEMM_MAX_C, 64], ids=["int", "blas"])
+def test_large_gemm_weights_are_converted_per_run(monkeypatch, int_gemm_max_c):
+    """A 1x1 convolution 256 -> 384 (98 k weights, 384 KiB as float32) gives the protocol's
+    words on the C integer GEMM (all 384 columns) and, were that limited to 64 columns, on
+    BLAS: its kernel job then keeps int8 weights and converts them at every run."""
     from dtpu.spec import ConvSpec, Quant
+    monkeypatch.setattr(fast, "INT_GEMM_MAX_C", int_gemm_max_c)
     rng = np.random.default_rng(5)
     spec = ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, 4, 4, 256), (384, 1, 1, 256),
                     input_q=Quant((0.02,), (-3,)), filter_q=Quant((0.002,), (0,)),
@@ -390,8 +393,11 @@ def test_large_gemm_weights_are_converted_per_run():
         cache: dict = {}
         run_jobs_compiled(t, low.load_jobs + low.jobs(x), cache)
         gemms = [v for v in cache.values() if getattr(v, "opcode", "") == "GEMM"]
-        assert gemms and all(v.kind == "kernel" and v.convert and v.w.dtype == np.int8
-                             for v in gemms)
+        assert gemms and all(v.kind == "kernel" for v in gemms)
+        if int_gemm_max_c >= 384:
+            assert all(v.igemm is not None and v.C == 384 for v in gemms)
+        else:
+            assert all(v.igemm is None and v.convert and v.w.dtype == np.int8 for v in gemms)
 
 
 @pytest.mark.parametrize("mode", [DataMode.INT8, DataMode.UINT8, DataMode.INT16X8])

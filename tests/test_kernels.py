@@ -157,28 +157,30 @@ def test_dw_equals_the_model(seed):
 
 def test_without_a_compiler_the_fast_path_stays_with_numpy(monkeypatch, tmp_path):
     """A failing build (here: a compiler that fails) leaves get() None with a warning, once;
-    compiled jobs then use the numpy datapaths."""
-    monkeypatch.setattr(kernels, "_state", {})
+    compiled jobs then use the numpy datapaths. The lookup is a fresh one
+    (kernels.fresh_lookup): the process's own kernels are back after it."""
     monkeypatch.setenv("CC", "false")
     monkeypatch.setenv("DTPU_BUILD_DIR", str(tmp_path))
     monkeypatch.setattr(kernels, "CFLAGS", kernels.CFLAGS + ["-DDTPU_TEST_FAILING_BUILD"])
-    assert kernels.get() is None
-    assert kernels.get() is None and list(tmp_path.iterdir()) == []
     from dtpu.hw import fast
     from dtpu.hw.lower import lower
     from dtpu.spec import ConvSpec, DataMode, OpKind, Quant
-    spec = ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, 6, 6, 16), (24, 1, 1, 16),
-                    input_q=Quant((0.02,), (-3,)), filter_q=Quant((0.01,), (0,)),
-                    output_q=Quant((0.1,), (5,)))
-    rng = np.random.default_rng(0)
-    f = rng.integers(-127, 128, (24, 1, 1, 16)).astype(np.int8)
-    low = lower(spec, f, rng.integers(-100, 100, 24).astype(np.int32), get_config())
-    core = Core(get_config())
-    from dtpu.driver import ModelTransport, run_jobs
-    run_jobs(ModelTransport(core), low.load_jobs)
-    x = rng.integers(-128, 128, spec.input_shape).astype(np.int8)
-    job = next(j for j in low.jobs(x) if "GEMM_M" in dict(j.regs))
-    assert fast.compile_job(core, job.regs).kind == "fused"
+    with kernels.fresh_lookup():
+        assert kernels.get() is None
+        assert kernels.get() is None and list(tmp_path.iterdir()) == []
+        spec = ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, 6, 6, 16), (24, 1, 1, 16),
+                        input_q=Quant((0.02,), (-3,)), filter_q=Quant((0.01,), (0,)),
+                        output_q=Quant((0.1,), (5,)))
+        rng = np.random.default_rng(0)
+        f = rng.integers(-127, 128, (24, 1, 1, 16)).astype(np.int8)
+        low = lower(spec, f, rng.integers(-100, 100, 24).astype(np.int32), get_config())
+        core = Core(get_config())
+        from dtpu.driver import ModelTransport, run_jobs
+        run_jobs(ModelTransport(core), low.load_jobs)
+        x = rng.integers(-128, 128, spec.input_shape).astype(np.int8)
+        job = next(j for j in low.jobs(x) if "GEMM_M" in dict(j.regs))
+        assert fast.compile_job(core, job.regs).kind == "fused"
+    assert kernels.get() is KERN
 
 
 def test_the_delegate_build_builds_the_kernels_so_the_first_invoke_compiles_nothing(tmp_path):

@@ -21,9 +21,6 @@ CHECKED = ("tests", "sim")
 
 #: (file relative to the repository, private name) -> why the test needs it
 ALLOWED = {
-    ("tests/test_kernels.py", "_state"):
-        "a fresh build state for one test (a failing compiler); monkeypatch gives the process "
-        "its loaded kernels back after it",
     ("tests/test_rtl_harness_sources.py", "_cached"):
         "stubs the build step to record the cache keys it is asked for without running Verilator",
 }

@@ -9,6 +9,7 @@ changed source or another host never loads a stale file.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -17,6 +18,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -390,4 +392,19 @@ def get() -> Kernels | None:
         return lib
 
 
-__all__ = ["Kernels", "get"]
+@contextlib.contextmanager
+def fresh_lookup() -> Iterator[None]:
+    """:func:`get` answers afresh inside the block: a build under another ``CC``, ``CFLAGS``
+    or ``DTPU_BUILD_DIR`` (a failing compiler's fallback to numpy included) is tried there and
+    stays there; the process's own kernels (or their absence) come back after it."""
+    global _state
+    with _lock:
+        saved, _state = _state, {}
+    try:
+        yield
+    finally:
+        with _lock:
+            _state = saved
+
+
+__all__ = ["Kernels", "fresh_lookup", "get"]

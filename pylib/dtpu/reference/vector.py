@@ -189,20 +189,28 @@ def average_pool(x: np.ndarray, g: PoolGeometry, act_min: int, act_max: int) -> 
     rounded half away from zero ((sum +- count / 2) / count, C++ truncating division), clamped.
     Input and output share scale and zero point (TFLite requires it), so no requantization.
     The sum folds the FH*FW strided views of the zero-padded image (as :func:`max_pool`): a
-    (taps x channels) array per output took most of an Inception pool's time; a window's
-    count is its rows inside times its columns inside."""
+    (taps x channels) array per output took most of an Inception pool's time; a single
+    window (a global pool) is one sum over its slice; a window's count is its rows inside
+    times its columns inside."""
     n, h, w, c = x.shape
-    hp = max(g.pad_top + h, (g.oh - 1) * g.sh + g.fh)
-    wp = max(g.pad_left + w, (g.ow - 1) * g.sw + g.fw)
     # 8-bit taps: int32 holds the sum of up to 2^23 of them
     acc_dt = np.int32 if g.fh * g.fw <= 1 << 23 else np.int64
-    padded = np.zeros((n, hp, wp, c), acc_dt)
-    padded[:, g.pad_top:g.pad_top + h, g.pad_left:g.pad_left + w] = x
-    s = None
-    for dy in range(g.fh):
-        for dx in range(g.fw):
-            tap = padded[:, dy:dy + (g.oh - 1) * g.sh + 1:g.sh, dx:dx + (g.ow - 1) * g.sw + 1:g.sw]
-            s = tap.copy() if s is None else np.add(s, tap, out=s)
+    if g.oh == g.ow == 1:
+        # one window (a global pool: DS-CNN's 25x5, ResNet-8's 8x8): one sum over its slice
+        y0, x0 = max(-g.pad_top, 0), max(-g.pad_left, 0)
+        y1, x1 = max(min(g.fh - g.pad_top, h), 0), max(min(g.fw - g.pad_left, w), 0)
+        s = x[:, y0:y1, x0:x1].sum(axis=(1, 2), dtype=acc_dt, keepdims=True)
+    else:
+        hp = max(g.pad_top + h, (g.oh - 1) * g.sh + g.fh)
+        wp = max(g.pad_left + w, (g.ow - 1) * g.sw + g.fw)
+        padded = np.zeros((n, hp, wp, c), acc_dt)
+        padded[:, g.pad_top:g.pad_top + h, g.pad_left:g.pad_left + w] = x
+        s = None
+        for dy in range(g.fh):
+            for dx in range(g.fw):
+                tap = padded[:, dy:dy + (g.oh - 1) * g.sh + 1:g.sh,
+                             dx:dx + (g.ow - 1) * g.sw + 1:g.sw]
+                s = tap.copy() if s is None else np.add(s, tap, out=s)
     ys = np.arange(g.oh)[:, None] * g.sh - g.pad_top + np.arange(g.fh)[None, :]   # (OH, FH)
     xs = np.arange(g.ow)[:, None] * g.sw - g.pad_left + np.arange(g.fw)[None, :]  # (OW, FW)
     rows = ((ys >= 0) & (ys < h)).sum(axis=1)

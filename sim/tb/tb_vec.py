@@ -203,7 +203,10 @@ async def run_case(tb, img, addr, what):
         evs = []
         task = cocotb.start_soon(_probe(tb.dut, evs))
         model.ex.events = []
-    await tb.run_list(addr)
+    try:
+        await tb.run_list(addr)
+    except AssertionError as e:     # a hang: say which list
+        raise AssertionError(f"{what}: {e}") from None
     r = model.run(addr)
     if probe:
         task.cancel()

@@ -23,9 +23,9 @@ from tb_cl_run import RunTB
 from tb_cl_seq import BASE, CFG, FMT, R, SEED, Model
 
 N_CASES = int(os.environ.get("DTPU_CASES", "12"))
-#: the kinds drawn: the element-wise ones and TABLE (a table operator with random bytes: the
-#: unit's lookup does not depend on which operator made them)
-OPS = os.environ.get("DTPU_VEC_OPS", "ADD,SUB,MUL,TABLE,MEAN").split(",")
+#: the kinds drawn: the element-wise ones, TABLE (a table operator with random bytes: the
+#: unit's lookup does not depend on which operator made them), MEAN and the pools
+OPS = os.environ.get("DTPU_VEC_OPS", "ADD,SUB,MUL,TABLE,MEAN,AVG_POOL,MAX_POOL").split(",")
 
 
 class VecModel(Model):

@@ -17,7 +17,7 @@ from cocotb.triggers import RisingEdge
 from dtpu.hw.core import Core
 from dtpu.hw.executor import Executor
 from dtpu.hw.listcompiler import _ListBuilder
-from dtpu.hw.vec_lower import TABLE_OPS, VecSpec, lower_vec, vec_reason
+from dtpu.hw.vec_lower import TABLE_OPS, VecSpec, lower_vec, vec_reason, window_tiles
 from dtpu_sim.cycles import contract_lat
 from tb_cl_run import RunTB
 from tb_cl_seq import BASE, CFG, FMT, R, SEED, Model
@@ -78,15 +78,6 @@ def random_spec(rng: random.Random) -> VecSpec:
             return spec
 
 
-def tiles(size: int, f: int, s: int, pad: int, out: int) -> bool:
-    """The windows along one axis put every in-image row (column) in exactly one window: the
-    pools dtpu_vec_pool runs (the RTL answers the others BAD_FIELD)."""
-    if out == 1:
-        return f >= size + pad
-    last = (out - 1) * s
-    return f == s and pad < f and last + f >= size + pad and last < size + pad
-
-
 def random_pool(rng: random.Random, op: str, dt) -> VecSpec | None:
     """A random pool whose windows tile the image (global, or filter = stride), or None."""
     n, h, w = rng.randint(1, 2), rng.randint(1, 9), rng.randint(1, 9)
@@ -104,7 +95,8 @@ def random_pool(rng: random.Random, op: str, dt) -> VecSpec | None:
         g = spec.geometry()
     except ValueError:
         return None
-    if not (tiles(h, g.fh, g.sh, g.pad_top, g.oh) and tiles(w, g.fw, g.sw, g.pad_left, g.ow)):
+    if not (window_tiles(h, g.fh, g.sh, g.pad_top, g.oh)
+            and window_tiles(w, g.fw, g.sw, g.pad_left, g.ow)):
         return None
     return spec if vec_reason(spec, CFG) is None else None
 

@@ -5,8 +5,8 @@ delegate claims the vector-unit operators there as on backend=model, and a whole
 one partition: VWW (MobileNet v1 0.25 96x96: its MEAN), ResNet-8 (its residual ADDs and global
 average pool) bit-exact with TFLite's CPU kernels over two invokes, one kick a partition, and
 the RTL's cycles (CL_CYCLES split by node from its own record) equal to the golden model's
-beside it, node by node. MobileNet v1 and v2 224 are checked the same way, one invoke each. Each model takes minutes
-on the RTL (slow); the default set keeps the declarations here and, in
+beside it, node by node. MobileNet v1 and v2 224 are checked the same way, one invoke each.
+Each model takes minutes on the RTL (slow); the default set keeps the declarations here and, in
 tests/test_cycle_check.py, mobilenet_like int8 on backend=rtl (its MEAN on the unit, every
 node's cycles the golden model's).
 

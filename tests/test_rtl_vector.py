@@ -6,9 +6,9 @@ one partition: VWW (MobileNet v1 0.25 96x96: its MEAN), ResNet-8 (its residual A
 average pool) bit-exact with TFLite's CPU kernels over two invokes, one kick a partition, and
 the RTL's cycles (CL_CYCLES split by node from its own record) equal to the golden model's
 beside it, node by node. MobileNet v1 and v2 224 are checked the same way, one invoke each.
-Each model takes minutes on the RTL (slow); the default set keeps the declarations here and, in
-tests/test_cycle_check.py, mobilenet_like int8 on backend=rtl (its MEAN on the unit, every
-node's cycles the golden model's).
+Each model takes minutes on the RTL (slow); the default set keeps the declarations and
+mobilenet_like int8 on backend=rtl (seconds: its MEAN on the unit, every node's cycles the
+golden model's).
 
 The default build is the board's memory sizes with the unit (its own cache entry, built once:
 docs/rtl_backend.md has its cost); the cocotb transport (`dtpu run --backend rtl`) and the board

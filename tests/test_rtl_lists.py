@@ -1205,10 +1205,9 @@ def lists_invoke(path: str, name: str, backend: str = "rtl", seeds=(0, 1)) -> di
     from tests.models import zoo as z
 
     entry = z.get_entry(name)
-    # the RTL has no vector unit: backend=model leaves those nodes on the CPU too (vector=off)
-    options = {"backend": backend, "path": "lists"}
-    if backend == "model":
-        options["vector"] = "off"
+    # the vector-unit nodes on the CPU on both backends (vector=off): the cocotb build has no
+    # vector unit, and the in-process one's (VEC_EN=1) is tests/test_rtl_vector.py's
+    options = {"backend": backend, "path": "lists", "vector": "off"}
     it = dtpu.make_interpreter(path, options)
     it.allocate_tensors()
     outs = [invoke(it, z.make_inputs(entry, seed=s)) for s in seeds]

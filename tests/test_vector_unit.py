@@ -179,6 +179,26 @@ def test_cycles_follow_the_formula(spec):
     assert res.tags[7][1] == c.stall_free(int(FMT.mem["LAT_VEC"]))
 
 
+def _pool_job(shape, filt, stride, out_hw):
+    g = {"FH": filt[0], "FW": filt[1], "SH": stride[0], "SW": stride[1], "PT": 0, "PL": 0}
+    return vu.VecJob("AVG_POOL", np.dtype(np.int8), 0, 0, 0, 0, shape,
+                     (shape[0], *out_hw, shape[3]),
+                     {"VEC4": g, "VEC7": {"OH": out_hw[0], "OW": out_hw[1]}})
+
+
+def test_a_pools_result_words_come_at_its_window_ends():
+    """dtpu_vec_pool makes a window's words at its last pixel's operations (one a pixel word,
+    raster order), packed as MEAN's: the store tail's gaps and late are those operations'
+    (found by the Verilog's list test: an N=2, C=6 pool ended a cycle later)."""
+    # 2x2 stride 2 over 4x4x8: windows end at pixels 5, 7, 13, 15, one full word each
+    c = vu.cost(_pool_job((1, 4, 4, 8), (2, 2), (2, 2), (2, 2)), 8)
+    assert (c.ops, c.out_words, c.gaps, c.late) == (16, 4, (0, 2, 8, 10), 0)
+    # global pools of 2x2x6, two batches: 6 bytes at operations 3 and 7; the last 4 bytes come
+    # with the first full word, a cycle after the last operation
+    c = vu.cost(_pool_job((2, 2, 2, 6), (2, 2), (1, 1), (1, 1)), 8)
+    assert (c.ops, c.out_words, c.gaps, c.late) == (8, 2, (-1, 0), 1)
+
+
 def test_a_list_run_again_replays_its_timeline():
     spec = VecSpec("ADD", np.dtype(np.int8), (1, 4, 4, 8), (0.05, 3), (0.1, -2),
                    b_shape=(1, 4, 4, 8), b_q=(0.07, 1))

@@ -29,7 +29,9 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * Result words go through an output FIFO to the write master (w_*), one write request per
  * MAX_BURST words from DST (the last one partial; the tensor's last word carries the strobes
  * of its bytes only), each requested as its words are queued.
- * Other kinds (the pools, MEAN, COPY), BMODE 1 with a kind other than ADD / MUL, a broadcast vector longer than the buffer, a shape with a zero
+ * MEAN (KIND 5) and the pools (KIND 3, 4; windows that tile the image, dtpu_vec_pool) read A
+ * in one request into the pixel-word funnel (dtpu_vec_pix); their results go through the
+ * packer (dtpu_vec_pack). COPY, a pool whose windows do not tile the image, BMODE 1 with a kind other than ADD / MUL, a broadcast vector longer than the buffer, a shape with a zero
  * dimension, an unaligned address or more than 2^32 words: `bad` (BAD_FIELD), nothing read.
  *
  * Cycles (docs/architecture.md, the golden model's units.vector.timeline_step): `start` comes
@@ -125,6 +127,7 @@ wire [63:0] v0 = words[0 +: 64];
 wire [63:0] v1 = words[64 +: 64];
 wire [63:0] v2 = words[128 +: 64];
 wire [63:0] v3 = words[192 +: 64];
+wire [63:0] v4 = words[256 +: 64];
 wire [63:0] v5 = words[320 +: 64];
 wire [63:0] v6 = words[384 +: 64];
 wire [63:0] v7 = words[448 +: 64];      // (reserved bits; VEC7's pool fields)
@@ -150,15 +153,22 @@ wire [7:0]  f_sh2   = v6[DTPU_CL_VEC6_SH2_LSB +: 8];
 wire [7:0]  f_sho   = v6[DTPU_CL_VEC6_SHO_LSB +: 8];
 wire [15:0] f_o1    = v7[DTPU_CL_VEC7_IN1_OFF_LSB +: 16];
 wire [15:0] f_o2    = v7[DTPU_CL_VEC7_IN2_OFF_LSB +: 16];
+wire [15:0] f_fh    = {8'd0, v4[DTPU_CL_VEC4_FH_LSB +: 8]};
+wire [15:0] f_fw    = {8'd0, v4[DTPU_CL_VEC4_FW_LSB +: 8]};
+wire [15:0] f_sh    = {8'd0, v4[DTPU_CL_VEC4_SH_LSB +: 8]};
+wire [15:0] f_sw    = {8'd0, v4[DTPU_CL_VEC4_SW_LSB +: 8]};
+wire [15:0] f_pt    = {8'd0, v4[DTPU_CL_VEC4_PT_LSB +: 8]};
+wire [15:0] f_pl    = {8'd0, v4[DTPU_CL_VEC4_PL_LSB +: 8]};
+wire [15:0] f_oh    = v7[DTPU_CL_VEC7_OH_LSB +: 16];
+wire [15:0] f_ow    = v7[DTPU_CL_VEC7_OW_LSB +: 16];
 
-/* verilator lint_off UNUSEDSIGNAL */
-wire [63:0] unused_words = words[4*64 +: 64];   // VEC4: the pools' window (not built yet)
-/* verilator lint_on UNUSEDSIGNAL */
 
 /* ---------------------------------------------------------------- sizes */
 reg  [31:0] nh, wc;
 reg  [31:0] hw;                     // H*W (MEAN's count)
 reg  [31:0] nc;                     // N*C (MEAN's result bytes)
+reg  [31:0] noh, owc;               // N*OH, OW*C (a pool's result bytes: their product)
+reg  [63:0] pbytes;
 reg  [63:0] nhwc;                   // A's bytes
 reg  [2:0]  tail_bytes;             // bytes of the last word (0: all 8)
 // BMODE 1: ceil(C / LANES) words of B
@@ -171,19 +181,48 @@ localparam [2:0] S_IDLE = 3'd0, S_SZ1 = 3'd1, S_SZ2 = 3'd2, S_CHK = 3'd3, S_RUN 
 reg  [2:0]  state;
 reg         pend;                   // a start taken while the unit still wrote
 reg  [3:0]  wcnt;
+reg  [3:0]  age;                    // cycles since start (saturating): the descriptor is all in
+reg         pdrain;                 // a pool's window found bad: its requested words dropped
+reg         pchk;                   // a pool's window found good: its result size is set
+// VEC4..VEC7 are in (the sequencer hands the eight words one a cycle from start: VEC7 seven
+// cycles after it; the pool's sizes from VEC7 two cycles later)
+wire        words_in = (age >= 4'd12);
 wire [31:0] a_words_c = nhwc[34:3] + {31'd0, nhwc[2:0] != 3'd0};
 
-localparam [3:0] K_ADD = 4'd1, K_MUL = 4'd2, K_MEAN = 4'd5, K_TABLE = 4'd6;
+localparam [3:0] K_ADD = 4'd1, K_MUL = 4'd2, K_AVG = 4'd3, K_MAX = 4'd4, K_MEAN = 4'd5,
+                 K_TABLE = 4'd6;
 wire kind_ew   = (f_kind == K_ADD) || (f_kind == K_MUL);
 wire kind_tab  = (f_kind == K_TABLE);
 wire kind_mean = (f_kind == K_MEAN);
+wire kind_pool = (f_kind == K_AVG) || (f_kind == K_MAX);
+// the reducing kinds: A in one request through the pixel-word funnel
+wire kind_red  = kind_mean || kind_pool;
+// a pool's windows tile the image (dtpu_vec_pool): rows and columns each in exactly one window
+wire [31:0] last_r = {16'd0, f_oh - 16'd1} * {16'd0, f_sh};      // the last window row's start + PT
+wire [31:0] last_c = {16'd0, f_ow - 16'd1} * {16'd0, f_sw};
+wire rows_tile = (f_oh == 16'd1) ? ({16'd0, f_fh} >= {16'd0, f_h} + {16'd0, f_pt})
+               : (f_fh == f_sh) && (f_pt < f_fh)
+                 && (last_r + {16'd0, f_fh} >= {16'd0, f_h} + {16'd0, f_pt})
+                 && (last_r < {16'd0, f_h} + {16'd0, f_pt});
+wire cols_tile = (f_ow == 16'd1) ? ({16'd0, f_fw} >= {16'd0, f_w} + {16'd0, f_pl})
+               : (f_fw == f_sw) && (f_pl < f_fw)
+                 && (last_c + {16'd0, f_fw} >= {16'd0, f_w} + {16'd0, f_pl})
+                 && (last_c < {16'd0, f_w} + {16'd0, f_pl});
+wire [31:0] pool_row = {16'd0, f_ow} * ({19'd0, f_c[15:3]} + {31'd0, f_c[2:0] != 3'd0});
+// a pool's result words: ceil(N*OH*OW*C / 8)
+wire [31:0] p_words = pbytes[34:3] + {31'd0, pbytes[2:0] != 3'd0};
 // A and B of one shape in alternating chunks (BMODE 0 of ADD / MUL)
 wire ab_chunks = kind_ew && (f_bmode == 2'd0);
 // MEAN's result words: ceil(N*C / 8)
 wire [31:0] nc_words = {3'd0, nc[31:3]} + {31'd0, nc[2:0] != 3'd0};
 // B is read first, then A in one request: a broadcast vector (BMODE 1) or a TABLE's 32 words
 wire b_first  = (f_bmode == 2'd1) || kind_tab;
-wire f_bad = !(kind_ew || kind_tab || kind_mean)
+// (a pool's window, VEC4 and VEC7, comes after the first request: checked late, below)
+wire pool_bad = !(rows_tile && cols_tile && pool_row <= (32'd1 << LOG_ROW)
+                  && pbytes[63:35] == 29'd0);
+// the pool takes pixel words once its window is known good (the funnel holds them till then)
+wire pool_go = pchk;
+wire f_bad = !(kind_ew || kind_tab || kind_mean || kind_pool)
           || (kind_mean && {16'd0, f_c} > (32'd8 << LOG_ROW))
           || (f_bmode > 2'd1) || (f_bmode == 2'd1 && !kind_ew)
           || (f_n == 16'd0) || (f_h == 16'd0) || (f_w == 16'd0) || (f_c == 16'd0)
@@ -228,12 +267,13 @@ wire        running = (state == S_RUN);
 assign owns = running;
 wire        in_a0   = running && ab_chunks && !rx_b && rx_left != 32'd0;
 wire        in_b0   = running && ab_chunks && rx_b;
-wire        in_m    = running && kind_mean && rx_left != 32'd0;   // MEAN: A into the funnel
+wire        in_m    = running && kind_red && rx_left != 32'd0 && !pdrain; // MEAN, pools: the funnel
+wire        in_d    = running && pdrain && rx_left != 32'd0;      // a bad pool: A dropped
 wire        in_bv   = running && b_first && rx_bvec != {(LOG_BCAST+1){1'b0}};
 wire        in_a1   = running && b_first && rx_bvec == {(LOG_BCAST+1){1'b0}}
                    && rx_left != 32'd0;
 assign rd_ready = (in_a0 && !af_full) || (in_b0 && !af_empty && room) || in_bv || (in_a1 && room)
-               || (in_m && pix_in_ready);
+               || (in_m && pix_in_ready) || in_d;
 wire        beat    = rd_valid && rd_ready;
 wire        admit   = beat && (in_b0 || in_a1);          // a word pair into the lanes
 wire [63:0] op_a    = in_b0 ? afifo[af_rd[LA-1:0]] : rd_data;
@@ -288,11 +328,11 @@ table_inst (
 );
 
 /* ---- MEAN: the stream as pixel words, the sums, their requantization, the packed bytes */
-wire        pix_in_ready, pix_valid, pix_ready, pix_last;
+wire        pix_in_ready, pix_valid, pix_ready, pix_last, mean_ready, pool_ready;
 wire [63:0] pix_data;
-wire        m_valid, m_end, m_op, m_last_op;
-wire [63:0] m_data;
-wire [3:0]  m_bytes;
+wire        mn_valid, mn_end, mn_op, mn_last_op;
+wire [63:0] mn_data;
+wire [3:0]  mn_bytes;
 wire        pk_valid;
 wire [63:0] pk_data;
 
@@ -329,17 +369,65 @@ mean_inst (
     .act_min(f_min),
     .act_max(f_max),
     .in_valid(pix_valid && running && kind_mean),
-    .in_ready(pix_ready),
+    .in_ready(mean_ready),
     .in_data(pix_data),
     .in_last(pix_last),
     .room(room_m),
-    .out_valid(m_valid),
-    .out_data(m_data),
-    .out_bytes(m_bytes),
-    .out_end(m_end),
-    .op(m_op),
-    .last_op(m_last_op)
+    .out_valid(mn_valid),
+    .out_data(mn_data),
+    .out_bytes(mn_bytes),
+    .out_end(mn_end),
+    .op(mn_op),
+    .last_op(mn_last_op)
 );
+
+wire        pl_valid, pl_end, pl_op, pl_last_op;
+wire [63:0] pl_data;
+wire [3:0]  pl_bytes;
+
+dtpu_vec_pool #(
+    .LANES(LANES),
+    .LOG_ROW(LOG_ROW)
+)
+pool_inst (
+    .clk(clk),
+    .rst(!rst_n),
+    .clear(first_go),
+    .sgn(f_sgn),
+    .avg(f_kind == K_AVG),
+    .n(f_n),
+    .h(f_h),
+    .w(f_w),
+    .c(f_c),
+    .fh(f_fh),
+    .fw(f_fw),
+    .sh(f_sh),
+    .sw(f_sw),
+    .pt(f_pt),
+    .pl(f_pl),
+    .act_min(f_min),
+    .act_max(f_max),
+    .in_valid(pix_valid && running && kind_pool && pool_go),
+    .in_ready(pool_ready),
+    .in_data(pix_data),
+    .in_last(pix_last),
+    .room(room_m),
+    .out_valid(pl_valid),
+    .out_data(pl_data),
+    .out_bytes(pl_bytes),
+    .out_end(pl_end),
+    .op(pl_op),
+    .last_op(pl_last_op)
+);
+
+// the reducing kind's results, operations and last operation (one kind a descriptor)
+assign pix_ready = kind_pool ? pool_ready && pool_go : mean_ready;
+wire        m_valid   = mn_valid || pl_valid;
+wire [63:0] m_data    = pl_valid ? pl_data : mn_data;
+wire [3:0]  m_bytes   = pl_valid ? pl_bytes : mn_bytes;
+wire        m_end     = mn_end || pl_end;
+wire        m_op      = mn_op || pl_op;
+wire        m_last_op = mn_last_op || pl_last_op;
 
 dtpu_vec_pack pack_inst (
     .clk(clk),
@@ -379,12 +467,12 @@ wire        w_hs = w_valid && w_ready;
 reg  [DONE_DELAY:0] done_dly;
 reg  [LAT-1:0]      lat_dly;
 // the contract's stall-free cycles: one an operand beat, and LAT_VEC after the last one
-// MEAN: one an operation (accumulate or requantize) instead of one a beat
-assign active = (kind_mean ? m_op : beat) || (lat_dly != {LAT{1'b0}});
-// the event LAT_VEC counts from: the last operand beat, MEAN's last operation. MEAN's
+// MEAN and the pools: one an operation (accumulate or requantize) instead of one a beat
+assign active = (kind_red ? m_op : beat) || (lat_dly != {LAT{1'b0}});
+// the event LAT_VEC counts from: the last operand beat, MEAN's (a pool's) last operation. Their
 // operations start the cycle after the first beat (the funnel's register), a cycle later than
 // the element-wise lanes' admits, so its `done` and write requests take taps a cycle shorter
-wire        last_evt = kind_mean ? m_last_op : last_beat;
+wire        last_evt = kind_red ? m_last_op : last_beat;
 
 always @(posedge clk) begin
     done <= 1'b0;
@@ -392,10 +480,39 @@ always @(posedge clk) begin
     if (start) begin
         pend <= 1'b1;
     end
+    if (start) begin
+        age <= 4'd0;
+    end else if (age != 4'hF) begin
+        age <= age + 4'd1;
+    end
+    // a pool's window and result size: VEC4 / VEC7 arrive after the first request (VEC7 seven
+    // cycles after start), so its sizes are made from the words as they are, every cycle, and
+    // taken once they are all in; its result words (wq_total, the last word's strobes) are set
+    // then, before its first result. A pool whose windows do not tile the image: BAD_FIELD,
+    // the words already requested are dropped, nothing is written. (`pend`: the words are the
+    // next descriptor's while this one still writes.)
+    noh    <= {16'd0, f_n} * {16'd0, f_oh};
+    owc    <= {16'd0, f_ow} * {16'd0, f_c};
+    pbytes <= {32'd0, noh} * {32'd0, owc};
+    if (running && kind_pool && !pend && !pchk && !pdrain && words_in) begin
+        if (pool_bad) begin
+            bad    <= 1'b1;
+            pdrain <= 1'b1;
+        end else begin
+            pchk       <= 1'b1;
+            wq_total   <= p_words;
+            tail_bytes <= pbytes[2:0];
+        end
+    end
+    if (running && pdrain && rx_left == 32'd0 && !req_valid) begin
+        pdrain <= 1'b0;
+        busy   <= 1'b0;
+        state  <= S_IDLE;
+    end
     done_dly <= {done_dly[DONE_DELAY-1:0], last_evt};
     lat_dly  <= {lat_dly[LAT-2:0], last_evt};
     push_dly <= {push_dly[WR_DELAY-1:0], res_valid};
-    if (kind_mean ? done_dly[DONE_DELAY - 2] : done_dly[DONE_DELAY - 1]) begin
+    if (kind_red ? done_dly[DONE_DELAY - 2] : done_dly[DONE_DELAY - 1]) begin
         done <= 1'b1;
     end
 
@@ -433,7 +550,7 @@ always @(posedge clk) begin
     endcase
 
     if (state == S_CHK) begin
-        tail_bytes <= kind_mean ? nc[2:0] : nhwc[2:0];
+        tail_bytes <= kind_mean ? nc[2:0] : nhwc[2:0];     // (a pool's: set late, above)
         if (f_bad) begin
             bad   <= 1'b1;
             busy  <= 1'b0;
@@ -459,14 +576,15 @@ always @(posedge clk) begin
         rx_cnt    <= (a_words_c < BURST) ? a_words_c : BURST;
         rx_chunk  <= (a_words_c < BURST) ? a_words_c : BURST;
         rx_bvec   <= b_first ? b_first_words : {(LOG_BCAST+1){1'b0}};
-        wq_total  <= kind_mean ? nc_words : a_words_c;
+        wq_total  <= kind_mean ? nc_words : kind_pool ? 32'd0 : a_words_c;  // (pool: late)
+        pchk      <= 1'b0;
         wq_in     <= 32'd0;
         wq_req    <= 32'd0;
         wq_addr   <= f_dst[ADDR_W-1:0];
         of_rd_cnt <= 32'd0;
         part_go   <= 1'b0;
         req_valid <= 1'b1;
-        if (kind_mean) begin             // A in one request
+        if (kind_red) begin             // A in one request
             req_addr  <= f_src_a[ADDR_W-1:0];
             req_words <= a_words_c;
             rq_left   <= 32'd0;
@@ -536,7 +654,7 @@ always @(posedge clk) begin
     if (beat && in_bv) begin
         rx_bvec <= rx_bvec - 1'b1;
     end
-    if (admit || (beat && in_m)) begin
+    if (admit || (beat && (in_m || in_d))) begin
         rx_left <= rx_left - 32'd1;
     end
 
@@ -545,7 +663,7 @@ always @(posedge clk) begin
         ofifo[of_wr[LOG_OUT-1:0]] <= res_y;
         of_wr <= of_wr + 1'b1;
     end
-    if (kind_mean ? push_dly[WR_DELAY - 2] : push_dly[WR_DELAY - 1]) begin
+    if (kind_red ? push_dly[WR_DELAY - 2] : push_dly[WR_DELAY - 1]) begin
         wq_in <= wq_in + 32'd1;
     end
     if (wr_req_valid && wr_req_ready) begin
@@ -567,7 +685,7 @@ always @(posedge clk) begin
         of_rd <= of_rd + 1'b1;
         of_rd_cnt <= of_rd_cnt + 32'd1;
     end
-    room_used <= room_used + {{(LOG_OUT+1){1'b0}}, kind_mean ? res_valid : admit}
+    room_used <= room_used + {{(LOG_OUT+1){1'b0}}, kind_red ? res_valid : admit}
                            - {{(LOG_OUT+1){1'b0}}, w_hs};
     if (running && w_hs && of_rd_cnt == wq_total - 32'd1) begin
         busy  <= 1'b0;
@@ -586,6 +704,9 @@ always @(posedge clk) begin
         wr_req_valid <= 1'b0;
         first_go     <= 1'b0;
         pend         <= 1'b0;
+        pdrain       <= 1'b0;
+        pchk         <= 1'b0;
+        age          <= 4'hF;
         done_dly     <= {(DONE_DELAY+1){1'b0}};
         lat_dly      <= {LAT{1'b0}};
         push_dly     <= {(WR_DELAY+1){1'b0}};

@@ -183,11 +183,20 @@ class TB:
                                 ("fetch_inst", ("state", "inflight", "count", "clean",
                                                 "rd_req_valid", "fetch_off")),
                                 ("store_inst", ("busy", "idle", "flushed", "st_v", "drain")),
-                                ("load_inst", ("busy", "state"))):
+                                ("load_inst", ("busy", "state")),
+                                # VEC_EN builds: the vector unit's state, its read and write
+                                # counters (where a VEC hangs: words owed on either side)
+                                ("vec.vec_inst", ("state", "busy", "pend", "rx_left",
+                                                  "rq_left", "req_valid", "wq_total", "wq_in",
+                                                  "wq_req", "of_rd_cnt", "wr_req_valid",
+                                                  "room_used", "age", "pdrain", "pchk"))):
                 for n in names:
                     try:
-                        dbg[f"{inst[:-5]}.{n}"] = int(getattr(getattr(d, inst), n).value)
-                    except AttributeError:
+                        h = d
+                        for part in (*inst.split("."), n):
+                            h = getattr(h, part)
+                        dbg[f"{inst.split('.')[-1][:-5]}.{n}"] = int(h.value)
+                    except (AttributeError, ValueError):
                         pass
             raise AssertionError(f"no interrupt {limit} cycles after DOORBELL ({dbg}) "
                                  f"(CL_STATUS {await self.rd(R['CL_STATUS']):#x})")

@@ -17,15 +17,15 @@ from cocotb.triggers import RisingEdge
 from dtpu.hw.core import Core
 from dtpu.hw.executor import Executor
 from dtpu.hw.listcompiler import ListBuilder
-from dtpu.hw.vec_lower import TABLE_OPS, VecSpec, lower_vec, vec_reason
+from dtpu.hw.vec_lower import TABLE_OPS, VecSpec, lower_vec, vec_reason, window_tiles
 from dtpu_sim.cycles import contract_lat
 from tb_cl_run import RunTB
 from tb_cl_seq import BASE, CFG, FMT, R, SEED, Model
 
 N_CASES = int(os.environ.get("DTPU_CASES", "12"))
-#: the kinds drawn: the element-wise ones and TABLE (a table operator with random bytes: the
-#: unit's lookup does not depend on which operator made them)
-OPS = os.environ.get("DTPU_VEC_OPS", "ADD,SUB,MUL,TABLE,MEAN").split(",")
+#: the kinds drawn: the element-wise ones, TABLE (a table operator with random bytes: the
+#: unit's lookup does not depend on which operator made them), MEAN and the pools
+OPS = os.environ.get("DTPU_VEC_OPS", "ADD,SUB,MUL,TABLE,MEAN,AVG_POOL,MAX_POOL").split(",")
 
 
 class VecModel(Model):
@@ -78,15 +78,6 @@ def random_spec(rng: random.Random) -> VecSpec:
             return spec
 
 
-def tiles(size: int, f: int, s: int, pad: int, out: int) -> bool:
-    """The windows along one axis put every in-image row (column) in exactly one window: the
-    pools dtpu_vec_pool runs (the RTL answers the others BAD_FIELD)."""
-    if out == 1:
-        return f >= size + pad
-    last = (out - 1) * s
-    return f == s and pad < f and last + f >= size + pad and last < size + pad
-
-
 def random_pool(rng: random.Random, op: str, dt) -> VecSpec | None:
     """A random pool whose windows tile the image (global, or filter = stride), or None."""
     n, h, w = rng.randint(1, 2), rng.randint(1, 9), rng.randint(1, 9)
@@ -104,7 +95,8 @@ def random_pool(rng: random.Random, op: str, dt) -> VecSpec | None:
         g = spec.geometry()
     except ValueError:
         return None
-    if not (tiles(h, g.fh, g.sh, g.pad_top, g.oh) and tiles(w, g.fw, g.sw, g.pad_left, g.ow)):
+    if not (window_tiles(h, g.fh, g.sh, g.pad_top, g.oh)
+            and window_tiles(w, g.fw, g.sw, g.pad_left, g.ow)):
         return None
     return spec if vec_reason(spec, CFG) is None else None
 
@@ -203,7 +195,10 @@ async def run_case(tb, img, addr, what):
         evs = []
         task = cocotb.start_soon(_probe(tb.dut, evs))
         model.ex.events = []
-    await tb.run_list(addr)
+    try:
+        await tb.run_list(addr)
+    except AssertionError as e:     # a hang: say which list
+        raise AssertionError(f"{what}: {e}") from None
     r = model.run(addr)
     if probe:
         task.cancel()

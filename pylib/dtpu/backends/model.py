@@ -240,7 +240,7 @@ class DeviceBackend(Backend):
     def vector_error(self, spec) -> str | None:
         if not self.vector_unit:
             return super().vector_error(spec)
-        return vec_reason(spec, self.cfg)
+        return vec_reason(spec, self.cfg, self.transport.vector_build)
 
     @property
     def core(self) -> Core:

@@ -48,7 +48,7 @@ def open_target(name: str, cfg: HwConfig, *, path: str = "auto", precision: str 
     delegate options `path` and `precision` (they choose the RTL top) and, for the board,
     `bitstream` and `board_wait_s` (how long to wait for another owner of the board to go)."""
     if name == "model":
-        # the golden model of a 2.1 core with the vector unit; the Verilog and the board have none
+        # the golden model of a 2.1 core with the vector unit (the board's build has none)
         return Target(ModelTransport(Core(cfg), lists=True, vector_unit=True), cfg)
     if name == "rtl":
         return _open_rtl(cfg, str(path).lower(), precision)
@@ -59,12 +59,14 @@ def open_target(name: str, cfg: HwConfig, *, path: str = "auto", precision: str 
     raise ValueError(f"open_target: unknown target {name!r}; accepted: {', '.join(TARGETS)}")
 
 
-def _sim_config(cfg: HwConfig):
+def _sim_config(cfg: HwConfig, vec_en: int = 0):
     """The in-process build for `cfg`: its COLS, and its depthwise layout (DW_ROTATE), which the
-    golden model beside it and the lowering must share."""
+    golden model beside it and the lowering must share; `vec_en`: with the vector unit (the
+    command-list top only)."""
     from dtpu.rtl.build import SimConfig
 
-    return dataclasses.replace(SimConfig.from_mxu((8, cfg.COLS)), dw_rotate=int(cfg.DW_ROTATE))
+    return dataclasses.replace(SimConfig.from_mxu((8, cfg.COLS)), dw_rotate=int(cfg.DW_ROTATE),
+                               vec_en=int(vec_en))
 
 
 def _open_rtl(cfg: HwConfig, path: str, precision: str) -> Target:
@@ -90,7 +92,9 @@ def _open_rtl(cfg: HwConfig, path: str, precision: str) -> Target:
     elif choose_top(path, precision) == TOPLEVEL_CL:
         from dtpu.rtl.native import open_native_lists
 
-        t, native_build = open_native_lists(_sim_config(cfg))
+        # the command-list top with its vector unit (VEC_EN=1), so a model's vector-unit nodes
+        # join its partitions as on backend=model (docs/rtl_backend.md)
+        t, native_build = open_native_lists(_sim_config(cfg, vec_en=1))
     else:
         from dtpu.rtl.native import open_native
 

@@ -98,10 +98,13 @@ class Transport(abc.ABC):
     #: the core has contract 2.1's optional vector unit (VEC descriptors: ADD/SUB/MUL, pooling,
     #: MEAN; docs/architecture.md "The vector unit"): declared by the target, since VERSION 2.1
     #: names the list format, not the units built. The delegate claims those operators only
-    #: where this is True (today the golden model alone: the Verilog unit, dtpu_cl_top built
-    #: with VEC_EN=1, runs ADD / SUB / MUL but not yet the pools and MEAN, so no RTL target
-    #: declares it)
+    #: where this is True (the golden model; backend=rtl's in-process dtpu_cl_top built with
+    #: VEC_EN=1)
     vector_unit: bool = False
+    #: what that unit runs where it is less than the contract's
+    #: (:class:`dtpu.hw.vec_lower.VecUnitBuild`: the Verilog's kinds and tiling pools); None:
+    #: all of it (the golden model)
+    vector_build = None
 
     @abc.abstractmethod
     def write_reg(self, offset: int, value: int) -> None:

@@ -30,6 +30,45 @@ VEC_KINDS = {"ADD": "ADD", "SUB": "ADD", "MUL": "MUL", "AVERAGE_POOL_2D": "AVG_P
 
 
 @dataclass(frozen=True)
+class VecUnitBuild:
+    """What a built vector unit runs where it is less than contract 2.1's whole unit (which the
+    golden model is): the VEC0.KIND names it has (`kinds`), and with `tiling_pools` only pools
+    whose windows tile the image (each in-image pixel in exactly one window: global pools,
+    filter = stride), as the Verilog's dtpu_vec_pool; a descriptor outside it is BAD_FIELD
+    there, so the claim keeps such nodes on the CPU. Declared by the target's transport
+    (:attr:`dtpu.driver.Transport.vector_build`)."""
+
+    kinds: frozenset
+    tiling_pools: bool = False
+
+    def reason(self, spec: "VecSpec") -> str | None:
+        """Why this build cannot run `spec` although the contract's unit could (None: it can)."""
+        kind = VEC_KINDS.get(spec.op)
+        if kind is not None and kind not in self.kinds:
+            return (f"{spec.op} is the vector unit's {kind}, which this target's unit does not "
+                    f"have (it runs {', '.join(sorted(self.kinds))})")
+        if self.tiling_pools and spec.op in ("AVERAGE_POOL_2D", "MAX_POOL_2D"):
+            g = spec.geometry()
+            n, h, w, c = spec.a_shape
+            if not (window_tiles(h, g.fh, g.sh, g.pad_top, g.oh)
+                    and window_tiles(w, g.fw, g.sw, g.pad_left, g.ow)):
+                return (f"{spec.op} window {g.fh}x{g.fw} stride {g.sh}x{g.sw} over {h}x{w}: this "
+                        f"target's unit runs pools whose windows tile the image (global pools, "
+                        f"filter = stride)")
+        return None
+
+
+def window_tiles(size: int, f: int, s: int, pad: int, out: int) -> bool:
+    """The windows along one axis put every in-image row (column) in exactly one window: one
+    window over all of it, or filter = stride with the first window's padding inside it and
+    the last window reaching the edge (dtpu_vec's check, `rows_tile` / `cols_tile`)."""
+    if out == 1:
+        return f >= size + pad
+    last = (out - 1) * s
+    return f == s and pad < f and last + f >= size + pad and last < size + pad
+
+
+@dataclass(frozen=True)
 class VecSpec:
     """One vector-unit node: operator, 8-bit dtype, operand shapes (NHWC; `b_shape` for ADD, SUB
     and MUL), quantization (scale, zero point) of each operand and of the output, the fused
@@ -173,8 +212,10 @@ def concat_spec(inputs: list[tuple], output: tuple, axis: int, activation: str) 
     return (1,) * (4 - rank) + tuple(int(d) for d in shape), parts
 
 
-def vec_reason(spec: VecSpec, cfg: HwConfig | None = None) -> str | None:
-    """Why the vector unit cannot run `spec` (None: it can)."""
+def vec_reason(spec: VecSpec, cfg: HwConfig | None = None,
+               build: VecUnitBuild | None = None) -> str | None:
+    """Why the vector unit cannot run `spec` (None: it can); `build`: the target's unit where it
+    is less than the contract's (None: all of it)."""
     cfg = cfg or get_config()
     mem = Format(cfg).mem
     if spec.op not in VEC_KINDS:
@@ -224,6 +265,8 @@ def vec_reason(spec: VecSpec, cfg: HwConfig | None = None) -> str | None:
                     f"{mem['VEC_ROW_WORDS']} words of {lanes} lanes)")
     if spec.op == "MEAN" and ceil_div(c, lanes) > int(mem["VEC_ROW_WORDS"]):
         return f"MEAN over {c} channels (the accumulator buffer holds {mem['VEC_ROW_WORDS']} words)"
+    if build is not None and (why := build.reason(spec)) is not None:
+        return why
     try:
         if spec.op == "CONCATENATION":
             for shape in spec.activation_shapes():

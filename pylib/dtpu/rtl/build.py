@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from dtpu.hw.config import HwConfig, get_config, parse_mxu
+from dtpu.hw.vec_lower import VecUnitBuild
 
 log = logging.getLogger(__name__)
 
@@ -108,15 +109,24 @@ def ensure_verilator() -> str:
     return exe
 
 
+#: what the Verilog's vector unit (hw/rtl/dtpu_vec.v, dtpu_cl_top with VEC_EN=1) runs: the
+#: kinds it has, pools only where their windows tile the image (dtpu_vec_pool); the claim of a
+#: target built with it keeps the rest on the CPU
+VEC_UNIT = VecUnitBuild(frozenset({"ADD", "MUL", "TABLE", "MEAN", "AVG_POOL", "MAX_POOL"}),
+                        tiling_pools=True)
+
+
 @dataclass(frozen=True)
 class SimConfig:
     """One simulated build: the array's COLS, the memory sizes, waves on/off, the depthwise
-    layout (``dw_rotate``: the RTL's DW_ROTATE and the golden model's knob of that name)."""
+    layout (``dw_rotate``: the RTL's DW_ROTATE and the golden model's knob of that name), the
+    vector unit (``vec_en``: dtpu_cl_top's VEC_EN; the 1.2 top has none)."""
 
     cols: int = 8
     memory: tuple[int, int, int] | None = None   # (LOG_WEIGHT_WORDS, LOG_PARAM_ENTRIES, LOG_ACT_WORDS)
     waves: bool = False
     dw_rotate: int = 0
+    vec_en: int = 0
 
     @classmethod
     def from_mxu(cls, mxu: tuple[int, int] | str = (8, 8), waves: bool = False,
@@ -137,13 +147,15 @@ class SimConfig:
     def parameters(self) -> dict[str, int]:
         default = get_config()
         mem = self.memory or tuple(int(getattr(default, k)) for k in MEMORY_PARAMS)
-        # DW_ROTATE only when set: the default builds keep their cache keys
+        # DW_ROTATE, VEC_EN only when set: the builds without them keep their cache keys
         return {"COLS": self.cols, **dict(zip(MEMORY_PARAMS, mem)),
-                **({"DW_ROTATE": 1} if self.dw_rotate else {})}
+                **({"DW_ROTATE": 1} if self.dw_rotate else {}),
+                **({"VEC_EN": 1} if self.vec_en else {})}
 
     def hw_config(self, clock_mhz: float | None = None) -> HwConfig:
         """The HwConfig the lowering must use for this build (memory sizes included)."""
         overrides: dict[str, Any] = dict(self.parameters())
+        overrides.pop("VEC_EN", None)       # a unit beside the core, not a core knob
         if clock_mhz is not None:
             overrides["CLOCK_MHZ"] = float(clock_mhz)
         return HwConfig(**overrides)
@@ -296,6 +308,7 @@ def _cached(kind: str, config: SimConfig, key: str, product: str, progress: bool
     which sets ``mk_dir[0]`` to where Verilator writes its makefiles (for the progress bar)."""
     root = cache_root()
     build_dir = root / (f"{kind}-c{config.cols}{'-rot' if config.dw_rotate else ''}"
+                        f"{'-vec' if config.vec_en else ''}"
                         f"{'-waves' if config.waves else ''}-{key}")
     stamp = build_dir / ".dtpu_build_key"
     params = config.parameters()
@@ -388,6 +401,7 @@ def build(config: SimConfig | None = None, *, force: bool = False,
         raise ValueError(f"top={top!r}; accepted: {TOPLEVEL}, {TOPLEVEL_CL}")
     if not (rtl / f"{top}.v").is_file():
         raise RtlBuildError(f"backend=rtl: no {top}.v in {rtl}")
+    _no_vec_on_axi(config, top)
     key = build_key(config, verilog + headers, top=top)
 
     def make(build_dir: Path, log_path: Path, mk_dir: list[Path]) -> None:  # noqa: ARG001
@@ -409,6 +423,12 @@ def build(config: SimConfig | None = None, *, force: bool = False,
     return _cached(top, config, key, top, progress, force, make, top=top)
 
 
+def _no_vec_on_axi(config: SimConfig, top: str) -> None:
+    if config.vec_en and top == TOPLEVEL:
+        raise ValueError(f"SimConfig(vec_en=1) for {TOPLEVEL}: the vector unit is on the "
+                         f"command-list top only; accepted: vec_en=0, or top={TOPLEVEL_CL}")
+
+
 NATIVE_SOURCE = Path(__file__).with_name("native.cpp")
 #: what native.cpp and native_cl.cpp both include (the clock loop, the AXI4-Lite master, the
 #: shared C API): part of both harnesses' keys, or an edit to it would reuse a stale library
@@ -421,6 +441,7 @@ def build_native(config: SimConfig | None = None, *, force: bool = False,
     """Build dtpu_axi as a shared library with the C++ driver loop of native.cpp (for the
     in-process transport, :mod:`dtpu.rtl.native`), or reuse the cached one."""
     config = config or SimConfig()
+    _no_vec_on_axi(config, TOPLEVEL)
     rtl = rtl_dir()
     verilog, headers = _sources(rtl)
     key = build_key(config, [*verilog, *headers, NATIVE_SOURCE, *NATIVE_HEADERS], kind="native")
@@ -606,5 +627,5 @@ def build_axi_mem(*, force: bool = False) -> Path:
 
 
 __all__ = ["BUILD_ARGS", "BuildInfo", "NATIVE_CL_LIBRARY", "NATIVE_LIBRARY", "RtlBuildError",
-           "SimConfig", "TOPLEVEL", "TOPLEVEL_CL", "TOP_ENV", "build", "build_axi_mem", "build_key",
+           "SimConfig", "TOPLEVEL", "VEC_UNIT", "TOPLEVEL_CL", "TOP_ENV", "build", "build_axi_mem", "build_key",
            "build_native", "build_native_cl", "cache_root", "choose_top", "ensure_verilator", "rtl_dir"]

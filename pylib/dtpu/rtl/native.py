@@ -587,9 +587,14 @@ def open_native_lists(config: SimConfig | None = None, *, progress: bool | None 
     (`options`: :class:`NativeListTransport`'s)."""
     from dtpu.rtl.build import build_native_cl
 
+    from dtpu.rtl.build import VEC_UNIT
+
     config = config or SimConfig()
     info = build_native_cl(config, progress=progress)
-    return NativeListTransport(config.hw_config(), info.product, vcd=vcd, **options), info
+    t = NativeListTransport(config.hw_config(), info.product, vcd=vcd, **options)
+    if config.vec_en:       # the target declares the unit it was built with
+        t.vector_unit, t.vector_build = True, VEC_UNIT
+    return t, info
 
 
 def open_native(config: SimConfig | None = None, *, progress: bool | None = None,

@@ -59,13 +59,13 @@ struct TraceEvent {
     uint64_t stall;      // the core's STALL cycles (RUN); cycles waiting for a sum (POST)
     uint64_t act, res, wgt;   // words on the core's streams
     uint64_t nonidle;    // list cycles the top did not count as IDLE meanwhile
-    uint32_t tag, op;    // HEADER.TAG, the opcode (1 LOAD, 3 RUN, 4 POST)
+    uint32_t tag, op;    // HEADER.TAG, the opcode (1 LOAD, 3 RUN, 4 POST, 5 VEC)
 };
 
 // dtpu_cl_seq's state codes this record needs (hw/rtl/dtpu_cl_seq.v localparams)
 enum : uint8_t {
     S_IDLE = 0, S_HEAD = 2, S_LCHK = 5, S_LAFTER = 11, S_RSTART = 18, S_RRUN = 19, S_RCLR = 20,
-    S_PRUN = 24, S_PGO = 26
+    S_PRUN = 24, S_PGO = 26, S_VRUN = 28
 };
 
 struct Tracer {
@@ -143,6 +143,13 @@ struct Tracer {
             p_wait = 0;
         } else if (prev == S_PRUN && st == S_HEAD) {
             push(4, rd(CYC) - s_cyc, p_wait, 0, 0, 0);
+        } else if (st == S_VRUN && prev != S_VRUN) {
+            // a VEC (VEC_EN builds): its words are in, the unit has not read yet
+            s_nonidle = nonidle();
+        } else if (prev == S_VRUN && st == S_HEAD) {
+            // the unit's `done`: its cycles the ones the top did not count as IDLE (its
+            // stall-free cycles, dtpu_vec `active`), no stall, no core stream words
+            push(5, nonidle() - s_nonidle, 0, 0, 0, 0);
         }
         if (st == S_IDLE) {               // the list's end (done or failed)
             settle_run();

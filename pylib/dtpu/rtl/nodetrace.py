@@ -22,7 +22,10 @@ Per descriptor (an *event*), when the sequencer leaves it:
   list's end, so a result word after DONE still counts);
 * POST (S_PRUN left for S_HEAD): ``end`` likewise, the post unit's cycles (its start to its
   end) and, as its stall, the cycles of S_PRUN in which it waited for a partial sum (running,
-  sums still owed, none valid: the read latency, a slow memory); no core stream words.
+  sums still owed, none valid: the read latency, a slow memory); no core stream words;
+* VEC (VEC_EN builds; S_VRUN left for S_HEAD: the vector unit's `done`, the model's end of
+  the VEC): ``end`` likewise, as its cycles those the top did not count as IDLE while the
+  sequencer waited in S_VRUN (the unit's stall-free cycles, dtpu_vec ``active``); no stall.
 
 :func:`run_result` folds the events per TAG into a RunResult (``cycles`` = CL_CYCLES, ``idle``
 = IDLE, both as the RTL counted them at the list's end) so that ``node_cycles`` / ``node_words``
@@ -43,11 +46,11 @@ import numpy as np
 EVENT_DTYPE = np.dtype([("end", "<u8"), ("busy", "<u8"), ("stall", "<u8"), ("act", "<u8"),
                         ("res", "<u8"), ("wgt", "<u8"), ("nonidle", "<u8"), ("tag", "<u4"),
                         ("op", "<u4")])
-OP_LOAD, OP_RUN, OP_POST = 1, 3, 4
+OP_LOAD, OP_RUN, OP_POST, OP_VEC = 1, 3, 4, 5
 
 #: dtpu_cl_seq's state codes the record needs (hw/rtl/dtpu_cl_seq.v; native_cl.cpp's enum)
 S_IDLE, S_HEAD, S_LCHK, S_LAFTER = 0, 2, 5, 11
-S_RSTART, S_RRUN, S_RCLR, S_PRUN, S_PGO = 18, 19, 20, 24, 26
+S_RSTART, S_RRUN, S_RCLR, S_PRUN, S_PGO, S_VRUN = 18, 19, 20, 24, 26, 28
 
 #: CL_CYCLES' counter when the sequencer leaves a RUN / POST, minus the model's ``end`` of it
 END_OFFSET = 0
@@ -191,6 +194,10 @@ class CocotbTracer:
             self._p_wait = 0
         elif prev == S_PRUN and st == S_HEAD:
             self._push(OP_POST, self._rd("cyc") - s["cyc"], self._p_wait, 0, 0, 0)
+        elif st == S_VRUN and prev != S_VRUN:
+            s["nonidle"] = self._nonidle()
+        elif prev == S_VRUN and st == S_HEAD:
+            self._push(OP_VEC, self._nonidle() - s["nonidle"], 0, 0, 0, 0)
         if st == S_PRUN and self._p_task is None:
             import cocotb
 

@@ -191,27 +191,65 @@ def _chunk_gaps(words: int, burst: int) -> tuple | None:
     return tuple(k + (p if k >= p else 0) for k in range(p + 1))
 
 
+def _packed(ops: np.ndarray, nbytes: np.ndarray) -> tuple[tuple, int]:
+    """(gaps, late) of result words of 1..8 bytes each (`nbytes`), made by the operations
+    `ops` (increasing, the last one the job's last operation) and packed by dtpu_vec_pack into
+    the contiguous output: a word is made by the operation whose result completes it, and a
+    last partial word that completes with a full one's operation comes a cycle after it
+    (late)."""
+    cum = np.cumsum(nbytes)
+    total = int(cum[-1])
+    last_op = int(ops[-1])
+    item = np.searchsorted(cum, 8 * np.arange(1, total // 8 + 1, dtype=np.int64), side="left")
+    made = ops[item]
+    late = int(total % 8 != 0 and item.size > 0 and int(item[-1]) == cum.size - 1)
+    if total % 8:
+        made = np.append(made, last_op + late)
+    # gaps[k]: cycles from the k-th word before the last to the last operation
+    return tuple(int(last_op - t) for t in made[::-1]), late
+
+
 def _packed_words(n: int, c: int, lanes: int) -> tuple[tuple | None, int]:
     """(gaps, late) of MEAN's results: its N x ceil(C / lanes) requantized words, one an
-    operation, hold C mod lanes bytes at each batch's end, and the packer (dtpu_vec_pack)
-    makes the contiguous output of them, a word when 8 bytes are there, one a cycle: a word is
-    made by the operation that completes it, and a last partial word that completes with a
-    full one's operation comes a cycle after it (late). One word an operation when C is a
-    multiple of the lanes or N is 1: (None, 0)."""
+    operation of its tail, hold C mod lanes bytes at each batch's end (:func:`_packed`). One
+    word an operation when C is a multiple of the lanes or N is 1: (None, 0)."""
     if n == 1 or c % lanes == 0:
         return None, 0
     wpx = ceil_div(c, lanes)
     per_op = np.minimum(lanes, c - lanes * np.arange(wpx, dtype=np.int64))
-    cum = np.cumsum(np.tile(per_op, n))
-    total = int(cum[-1])
-    last_op = cum.size - 1
-    made = np.searchsorted(cum, 8 * np.arange(1, total // 8 + 1, dtype=np.int64), side="left")
-    late = int(total % 8 != 0 and made.size > 0 and int(made[-1]) == last_op)
-    if total % 8:
-        made = np.append(made, last_op + late)
-    # gaps[k]: cycles from the k-th word before the last to the last operation
-    gaps = tuple(int(last_op - t) for t in made[::-1])
-    return gaps, late
+    return _packed(np.arange(n * wpx, dtype=np.int64), np.tile(per_op, n))
+
+
+def _window_ends(size: int, f: int, s: int, pad: int, out: int) -> np.ndarray | None:
+    """The in-image rows (columns) that end a window along one axis, when the windows tile it
+    (each in-image row in exactly one window, the pools dtpu_vec_pool runs); else None."""
+    starts = np.arange(out, dtype=np.int64) * s - pad
+    lo, hi = np.maximum(starts, 0), np.minimum(starts + f, size)
+    covered = np.zeros(size, np.int64)
+    for a, b in zip(lo.tolist(), hi.tolist()):
+        covered[a:b] += 1
+    if not (covered == 1).all() or (hi <= lo).any():
+        return None
+    return hi - 1
+
+
+def _pool_words(job: VecJob, lanes: int) -> tuple[tuple | None, int]:
+    """(gaps, late) of a pool's results: one operation a pixel word in raster order; a window's
+    words are made by its last in-image pixel's operations (dtpu_vec_pool), C mod lanes bytes in
+    each output pixel's last (:func:`_packed`). Windows that do not tile the image (no such
+    order): (None, 0)."""
+    n, h, w, c = job.shape
+    v4, v7 = job.fields["VEC4"], job.fields["VEC7"]
+    ys = _window_ends(h, v4["FH"], v4["SH"], v4["PT"], v7["OH"])
+    xs = _window_ends(w, v4["FW"], v4["SW"], v4["PL"], v7["OW"])
+    if ys is None or xs is None:
+        return None, 0
+    wpx = ceil_div(c, lanes)
+    px = ((np.arange(n, dtype=np.int64)[:, None, None] * h + ys[None, :, None]) * w
+          + xs[None, None, :]).reshape(-1)
+    ops = (px[:, None] * wpx + np.arange(wpx, dtype=np.int64)[None, :]).reshape(-1)
+    per = np.minimum(lanes, c - lanes * np.arange(wpx, dtype=np.int64))
+    return _packed(ops, np.tile(per, px.size))
 
 
 def cost(job: VecJob, lanes: int, burst: int = 16) -> VecCost:
@@ -238,7 +276,8 @@ def cost(job: VecJob, lanes: int, burst: int = 16) -> VecCost:
     v4, v7 = job.fields["VEC4"], job.fields["VEC7"]
     taps = valid_taps(h, w, v4["FH"], v4["FW"], v4["SH"], v4["SW"], v4["PT"], v4["PL"],
                       v7["OH"], v7["OW"])
-    return VecCost(a_beats, n * taps * words_px, 0, out_words)
+    gaps, late = _pool_words(job, lanes)
+    return VecCost(a_beats, n * taps * words_px, 0, out_words, gaps, late)
 
 
 def valid_taps(h: int, w: int, fh: int, fw: int, sh: int, sw: int, pt: int, pl: int,

@@ -26,8 +26,9 @@ slave) runs a zoo model with the same outputs and the same CL_CYCLES as the in-p
 
 One small build (COLS 8, memories 2^10 / 2^8 / 2^9: about 40 s cold, then cached) serves the
 transport tests; the delegate and zoo tests use the board's memory sizes (a second build, cached
-too), the cocotb test a cocotb build of the 2.0 top (about 110 s cold). The memory model's write
-channels are also checked harness-level (axi_mem_capi.cpp, no Verilator).
+too), and the cocotb test cocotb's simulator linked against that same Verilated model (seconds:
+dtpu.rtl.build.build_cocotb_cl). The memory model's write channels are also checked
+harness-level (axi_mem_capi.cpp, no Verilator).
 """
 from __future__ import annotations
 

@@ -17,10 +17,15 @@ def _run(params=None, env=None, testcase=None):
               testcase=testcase)
 
 
-@pytest.mark.parametrize("params", [{"MAX_BURST": 4, "MAX_OUTSTANDING": 2}, {"ID_W": 6}, MEM],
-                         ids=["small_master", "hp_ids", "small_memories"])
+@pytest.mark.parametrize("params", [
+    pytest.param({"MAX_BURST": 4, "MAX_OUTSTANDING": 2}, marks=pytest.mark.slow),
+    {"ID_W": 6}, pytest.param(MEM, marks=pytest.mark.slow)],
+    ids=["small_master", "hp_ids", "small_memories"])
 def test_lint_cl_top_builds(params):
-    """verilator -Wall on the builds the regression and the HP port use (test_lint.py: defaults)."""
+    """verilator -Wall on the builds the regression and the HP port use (test_lint.py: defaults).
+    The default run lints the board's (the HP port's 6-bit IDs; about 9 CPU-s a lint of the
+    whole top); the builds of the regressions here, small memories and the small master, are
+    linted in the slow set, beside the sweeps that run them."""
     r = lint("dtpu_cl_top", rtl_sources(), params)
     out = (r.stdout + r.stderr).strip()
     assert r.returncode == 0 and "%Warning" not in out and "%Error" not in out, out

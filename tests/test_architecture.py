@@ -37,7 +37,7 @@ RULES = (
     (r"dtpu\.hw\.\w*(lower|placement|prefetch|compiler|chain_specs|residency|alloc)\w*"
      r"|dtpu\.tflite_model", "compiler"),
     (r"dtpu\.hw(\..*)?|dtpu\.isro(\..*)?", "device"),
-    (r"dtpu\.(spec|precision|pack|report|tflite|model_check|tflite_writer|unary_tables|resize_maps)|dtpu\.reference(\..*)?",
+    (r"dtpu\.(spec|precision|pack|report|tflite|model_check|tflite_writer|unary_tables|resize_maps|shape_fold)|dtpu\.reference(\..*)?",
      "foundation"),
 )
 

@@ -26,8 +26,9 @@ slave) runs a zoo model with the same outputs and the same CL_CYCLES as the in-p
 
 One small build (COLS 8, memories 2^10 / 2^8 / 2^9: about 40 s cold, then cached) serves the
 transport tests; the delegate and zoo tests use the board's memory sizes (a second build, cached
-too), the cocotb test a cocotb build of the 2.0 top (about 110 s cold). The memory model's write
-channels are also checked harness-level (axi_mem_capi.cpp, no Verilator).
+too), and the cocotb test cocotb's simulator linked against that same Verilated model (seconds:
+dtpu.rtl.build.build_cocotb_cl). The memory model's write channels are also checked
+harness-level (axi_mem_capi.cpp, no Verilator).
 """
 from __future__ import annotations
 
@@ -388,7 +389,92 @@ KSPLIT3 = [(4, 64, 16, 1, False, 3), (2, 40, 40, 1, False, 3), (3, 32, 40, 2, Fa
            (4, 24, 40, 1, False, 3), (9, 256, 16, 1, False, 3)]
 
 
-def test_run_cycles_equal_the_timeline_on_the_exact_class(lib):
+def _exact_class_cases() -> list[tuple[str, tuple, int, int]]:
+    """The cases of test_run_cycles_equal_the_timeline_on_the_exact_class as (class, nodes,
+    hw, c), in the order the full sweep runs them (the random ones from one seeded generator,
+    so a subset leaves the others as they were)."""
+    rng = np.random.default_rng(15)
+    cases = [("1x1 / depthwise chain", nodes, hw, c) for nodes, hw, c in (
+        ([("pw", 16), ("pw", 32), ("pw", 8)], 6, 16), ([("dw", 0), ("pw", 24), ("dw", 0)], 4, 16),
+        ([("pw", 24), ("dw", 0)], 8, 8), ([("dw", 0)], 5, 8), ([("pw", 16)], 5, 32),
+        ([("pw", 16), ("pw", 24, -1), ("dw", 0, 0), ("pw", 8, 1)], 5, 16))]
+    # result items smaller than a word: packed writes, a partial last word
+    cases += [("items smaller than a word", nodes, hw, c) for nodes, hw, c in (
+        ([("pw", 4)], 3, 16), ([("pw", 2)], 1, 256), ([("pw", 20)], 7, 24))]
+    # streams that do not keep up (docs/rtl.md "Streams that do not keep up"): 3x3 WINDOWS in
+    # word mode (SAME, VALID, stride 2), lane mode (C = 3, 5, 6: a 3x3 and a 1x1), chained with
+    # the classes above
+    cases += [("3x3 windows", nodes, hw, c) for nodes, hw, c in (
+        ([("c3", 8)], 4, 8), ([("c3", 16)], 8, 16), ([("c3v", 8)], 6, 8),
+        ([("c3s", 16)], 9, 8), ([("c3vs", 24)], 9, 16), ([("c3", 64)], 4, 8),
+        ([("c3", 8), ("c3s", 16), ("pw", 8)], 9, 3), ([("c3", 24)], 7, 5),
+        ([("pw", 16), ("c3", 8), ("dw", 0)], 6, 16), ([("pw", 16)], 5, 6))]
+    # depthwise RUNs (docs/rtl.md "Depthwise streams"): lane mode (C = 3, 5, 7, 13, multiplier
+    # 2, strides 2 and 3, dilation, 5x5 / 3x1 / 1x5 / 4x4 kernels, VALID), word mode with short
+    # runs (two channel chunks: a pixel's 8 words, the store unit's backpressure), chained with
+    # 1x1s
+    cases += [("depthwise lane mode", nodes, hw, c) for nodes, hw, c in (
+        ([("dw", 0)], 8, 3), ([("dw_m2_s2", 0)], 8, 13), ([("dw_k5x5", 0)], 7, 5),
+        ([("dw_s3_m2", 0)], 10, 5), ([("dw_d2", 0)], 9, 7), ([("dw_k3x1_m2", 0)], 8, 5),
+        ([("dw_k4x4_s2_m2_v", 0)], 9, 3), ([("dw_k5x3_d2_v", 0)], 10, 13),
+        ([("dw_k1x5_v", 0)], 9, 7), ([("dw_m2", 0), ("pw", 8)], 6, 7))]
+    cases += [("depthwise word mode", nodes, hw, c) for nodes, hw, c in (
+        ([("dw", 0)], 6, 128), ([("dw_s2", 0)], 7, 128), ([("dw", 0)], 9, 64),
+        ([("pw", 13), ("dw_s2", 0), ("pw", 8)], 8, 8), ([("dw", 0), ("dw_m2", 0)], 5, 7))]
+    # 6-word runs (48 channels a chunk), write runs across 4 KiB (two bursts)
+    cases += [("6-word runs", nodes, hw, c) for nodes, hw, c in (
+        ([("dw", 0)], 16, 96), ([("dw_s2", 0)], 27, 96))]
+    for _ in range(6):      # random 3x3 chains, word and lane mode
+        hw0 = hw = int(rng.integers(5, 12))
+        nodes = []
+        for _ in range(int(rng.integers(1, 4))):
+            kind = str(rng.choice(["c3", "c3v", "c3s", "c3vs", "pw"]))
+            hw2 = ((hw - 2 if "v" in kind else hw) + (1 if "s" in kind else 0)) \
+                // (2 if "s" in kind else 1)
+            if hw2 < 2:
+                kind, hw2 = "c3", hw
+            nodes.append((kind, int(rng.choice([8, 16]))))   # 3x3x24 would split K (ACC)
+            hw = hw2
+        cases.append(("random 3x3 chain", nodes, hw0, int(rng.choice([3, 4, 8, 16]))))
+    for _ in range(8):      # random graphs: any size, partial last bursts after full ones,
+        n = int(rng.integers(1, 5))     # 40 % of the nodes reading any earlier node or the input
+        cases.append(("random graph",
+                      [(str(rng.choice(["pw", "dw"])), int(rng.choice([8, 16, 24, 32])))
+                       + ((int(rng.integers(-1, i)),) if rng.random() < 0.4 else ())
+                       for i in range(n)], int(rng.integers(2, 10)),
+                      int(rng.choice([8, 16, 24, 32]))))
+    # K split 1x1 convolutions (ACC RUNs, POSTs): one column tile or several (OC 8..48),
+    # items written as merged bursts (OC 8) or one a pixel, POSTs of channel slices whose
+    # gaps the store unit fills, 1..81 pixels (past 16 the units' credit buffers hold their
+    # reads back)
+    cases += [("ksplit", ("ksplit", oc), hw, c) for hw, c, oc in
+              ((2, 512, 16), (1, 512, 24), (2, 1024, 8), (3, 512, 40), (4, 512, 16),
+               (5, 512, 24), (2, 512, 48), (7, 1024, 8), (9, 512, 24))]
+    # K split 3x3 / 5x5 convolutions (ACC RUNs over WINDOWS streams with PAD) and 3 random
+    # ones of up to 25 output pixels
+    cases += [("ksplit3", ("ksplit3",) + k[2:], k[0], k[1]) for k in KSPLIT3]
+    for _ in range(3):
+        cases.append(("random ksplit3", ("ksplit3", int(rng.choice([16, 24, 40])),
+                                         int(rng.integers(1, 3)), False, 3),
+                      int(rng.integers(2, 6)), int(rng.choice([64, 128]))))
+    # MobileNet v2 224's 1x1 shapes on the small build (docs/rtl.md "MobileNet v2 224"): OC in
+    # column tiles with the weights streamed by LOADs between RUNs, written as channel slices
+    # (gaps the store unit fills or not: 320, 256), and K splits whose last K chunk's GEMM has
+    # NT > 1 column tiles (160, 96, 240; 2.8x the RTL's cycles in the model before)
+    cases += [("tiles", ("tiles", oc), hw, c) for hw, c, oc in
+              ((3, 64, 320), (6, 64, 256), (3, 96, 160), (2, 96, 160), (4, 160, 96),
+               (2, 96, 320), (3, 72, 240))]
+    # float32 GEMMs (LANES 2): 1x1 and 3x3 in word and lane mode (docs/rtl.md "float32 and the
+    # one-cycle corners"; more there: test_float32_and_one_cycle_corners_equal_the_timeline)
+    cases += [("float32", nodes, hw, c) for nodes, hw, c in (
+        ([("pw", 16)], 6, 16), ([("pw", 12)], 5, 3), ([("c3", 8)], 5, 8),
+        ([("c3", 5), ("pw", 8)], 6, 3))]
+    return cases
+
+
+@pytest.mark.parametrize("sweep", [pytest.param("all", marks=pytest.mark.slow),
+                                   "first of each class"])
+def test_run_cycles_equal_the_timeline_on_the_exact_class(lib, sweep):
     """The memory model here is the contract's exactly (every burst's first beat
     MEM_READ_LATENCY after its AR, write responses MEM_WRITE_LATENCY after the last beat):
     on chains of 1x1 and depthwise convolutions in the load unit's word mode and of 3x3
@@ -404,73 +490,23 @@ def test_run_cycles_equal_the_timeline_on_the_exact_class(lib):
     5x5 ones (ACC RUNs over WINDOWS streams with PAD, docs/rtl.md "K-split 3x3"), float32 1x1
     and 3x3 GEMMs in word and lane mode, MobileNet v2 224's 1x1 shapes (column tiles with
     streamed weights, K splits whose last chunk has NT > 1 column tiles: docs/rtl.md
-    "MobileNet v2 224")."""
+    "MobileNet v2 224").
+
+    The default run takes the first case of each of the 13 classes; `sweep=all` (slow, `make
+    test-all`) runs all 87 cases, the random ones included, in the same order."""
     t = open_core(lib, ddr_bytes=8 << 20)
-    rng = np.random.default_rng(15)
-    cases = [([("pw", 16), ("pw", 32), ("pw", 8)], 6, 16),
-             ([("dw", 0), ("pw", 24), ("dw", 0)], 4, 16),
-             ([("pw", 24), ("dw", 0)], 8, 8), ([("dw", 0)], 5, 8), ([("pw", 16)], 5, 32),
-             ([("pw", 16), ("pw", 24, -1), ("dw", 0, 0), ("pw", 8, 1)], 5, 16),
-             # result items smaller than a word: packed writes, a partial last word
-             ([("pw", 4)], 3, 16), ([("pw", 2)], 1, 256), ([("pw", 20)], 7, 24),
-             # streams that do not keep up (docs/rtl.md "Streams that do not keep up"): 3x3
-             # WINDOWS in word mode (SAME, VALID, stride 2), lane mode (C = 3, 5, 6: a 3x3 and a
-             # 1x1), chained with the classes above
-             ([("c3", 8)], 4, 8), ([("c3", 16)], 8, 16), ([("c3v", 8)], 6, 8),
-             ([("c3s", 16)], 9, 8), ([("c3vs", 24)], 9, 16), ([("c3", 64)], 4, 8),
-             ([("c3", 8), ("c3s", 16), ("pw", 8)], 9, 3), ([("c3", 24)], 7, 5),
-             ([("pw", 16), ("c3", 8), ("dw", 0)], 6, 16), ([("pw", 16)], 5, 6),
-             # depthwise RUNs (docs/rtl.md "Depthwise streams"): lane mode (C = 3, 5, 7, 13,
-             # multiplier 2, strides 2 and 3, dilation, 5x5 / 3x1 / 1x5 / 4x4 kernels, VALID),
-             # word mode with short runs (two channel chunks: a pixel's 8 words, the store
-             # unit's backpressure), chained with 1x1s
-             ([("dw", 0)], 8, 3), ([("dw_m2_s2", 0)], 8, 13), ([("dw_k5x5", 0)], 7, 5),
-             ([("dw_s3_m2", 0)], 10, 5), ([("dw_d2", 0)], 9, 7), ([("dw_k3x1_m2", 0)], 8, 5),
-             ([("dw_k4x4_s2_m2_v", 0)], 9, 3), ([("dw_k5x3_d2_v", 0)], 10, 13),
-             ([("dw_k1x5_v", 0)], 9, 7), ([("dw_m2", 0), ("pw", 8)], 6, 7),
-             ([("dw", 0)], 6, 128), ([("dw_s2", 0)], 7, 128), ([("dw", 0)], 9, 64),
-             ([("pw", 13), ("dw_s2", 0), ("pw", 8)], 8, 8), ([("dw", 0), ("dw_m2", 0)], 5, 7),
-             # 6-word runs (48 channels a chunk), write runs across 4 KiB (two bursts)
-             ([("dw", 0)], 16, 96), ([("dw_s2", 0)], 27, 96)]
-    for _ in range(6):      # random 3x3 chains, word and lane mode
-        hw0 = hw = int(rng.integers(5, 12))
-        nodes = []
-        for _ in range(int(rng.integers(1, 4))):
-            kind = str(rng.choice(["c3", "c3v", "c3s", "c3vs", "pw"]))
-            hw2 = ((hw - 2 if "v" in kind else hw) + (1 if "s" in kind else 0)) \
-                // (2 if "s" in kind else 1)
-            if hw2 < 2:
-                kind, hw2 = "c3", hw
-            nodes.append((kind, int(rng.choice([8, 16]))))   # 3x3x24 would split K (ACC)
-            hw = hw2
-        cases.append((nodes, hw0, int(rng.choice([3, 4, 8, 16]))))
-    for _ in range(8):      # random graphs: any size, partial last bursts after full ones,
-        n = int(rng.integers(1, 5))     # 40 % of the nodes reading any earlier node or the input
-        cases.append(([(str(rng.choice(["pw", "dw"])), int(rng.choice([8, 16, 24, 32])))
-                       + ((int(rng.integers(-1, i)),) if rng.random() < 0.4 else ())
-                       for i in range(n)], int(rng.integers(2, 10)),
-                      int(rng.choice([8, 16, 24, 32]))))
-    # K split 1x1 convolutions (ACC RUNs, POSTs): one column tile or several (OC 8..48),
-    # items written as merged bursts (OC 8) or one a pixel, POSTs of channel slices whose
-    # gaps the store unit fills, 1..81 pixels (past 16 the units' credit buffers hold their
-    # reads back)
-    cases += [(("ksplit", oc), hw, c) for hw, c, oc in
-              ((2, 512, 16), (1, 512, 24), (2, 1024, 8), (3, 512, 40), (4, 512, 16),
-               (5, 512, 24), (2, 512, 48), (7, 1024, 8), (9, 512, 24))]
-    # K split 3x3 / 5x5 convolutions (ACC RUNs over WINDOWS streams with PAD) and 3 random
-    # ones of up to 25 output pixels
-    cases += [(("ksplit3",) + k[2:], k[0], k[1]) for k in KSPLIT3]
-    for _ in range(3):
-        cases.append((("ksplit3", int(rng.choice([16, 24, 40])), int(rng.integers(1, 3)), False,
-                       3), int(rng.integers(2, 6)), int(rng.choice([64, 128]))))
-    # MobileNet v2 224's 1x1 shapes on the small build (docs/rtl.md "MobileNet v2 224"): OC in
-    # column tiles with the weights streamed by LOADs between RUNs, written as channel slices
-    # (gaps the store unit fills or not: 320, 256), and K splits whose last K chunk's GEMM has
-    # NT > 1 column tiles (160, 96, 240; 2.8x the RTL's cycles in the model before)
-    cases += [(("tiles", oc), hw, c) for hw, c, oc in
-              ((3, 64, 320), (6, 64, 256), (3, 96, 160), (2, 96, 160), (4, 160, 96),
-               (2, 96, 320), (3, 72, 240))]
-    for nodes, hw, c in cases:
+    cases = _exact_class_cases()
+    if sweep != "all":
+        cases = [case for k, case in enumerate(cases)
+                 if case[0] not in {c[0] for c in cases[:k]}]
+    for cls, nodes, hw, c in cases:
+        what = f"{cls}: {nodes} {hw}x{hw}x{c}"
+        if cls == "float32":
+            buf = t.alloc_buffer(1 << 16)
+            p = _mode_chain(nodes, hw, c, buf.addr, DataMode.FLOAT32)
+            _run_exact(t, buf, p, hw, what, floats=True)
+            buf.free()
+            continue
         buf = t.alloc_buffer(1 << 18 if nodes[0] in ("ksplit", "ksplit3", "tiles") or hw > 12
                              else 1 << 16)
         if nodes[0] == "ksplit3":
@@ -485,15 +521,7 @@ def test_run_cycles_equal_the_timeline_on_the_exact_class(lib):
                               parse(p.image, p.base, p.partitions[0].list_addr)]
         else:
             p = _chain(nodes, hw, c, buf.addr)
-        _run_exact(t, buf, p, hw, f"{nodes} {hw}x{hw}x{c}")
-        buf.free()
-    # float32 GEMMs (LANES 2): 1x1 and 3x3 in word and lane mode (docs/rtl.md "float32 and the
-    # one-cycle corners"; more there: test_float32_and_one_cycle_corners_equal_the_timeline)
-    for nodes, hw, c in (([("pw", 16)], 6, 16), ([("pw", 12)], 5, 3), ([("c3", 8)], 5, 8),
-                         ([("c3", 5), ("pw", 8)], 6, 3)):
-        buf = t.alloc_buffer(1 << 16)
-        p = _mode_chain(nodes, hw, c, buf.addr, DataMode.FLOAT32)
-        _run_exact(t, buf, p, hw, f"{nodes} {hw}x{hw}x{c} float32", floats=True)
+        _run_exact(t, buf, p, hw, what)
         buf.free()
     assert t.mem_counts()["violations"] == 0, t.violation()
     t.close()

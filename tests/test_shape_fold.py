@@ -1,5 +1,5 @@
 """Issue #25, "whole models in one partition": SHAPE -> STRIDED_SLICE -> PACK chains evaluated
-at the partition's Prepare, their RESHAPE a view (dtpu.delegate.shape_fold). The evaluator is
+at the partition's Prepare, their RESHAPE a view (dtpu.shape_fold). The evaluator is
 checked against TFLite's own kernels on one-op graphs; the delegate on a squeeze-excite-like
 graph (bit-exact, one partition, after a batch resize too) and on graphs where a CPU node
 reads the chain's value (it stays on the CPU, with the reason)."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dtpu.delegate import shape_fold
+from dtpu import shape_fold
 from dtpu.delegate.graph import NodeInfo
 from dtpu.tflite_writer import GraphWriter, Tensor
 from tests.delegate_util import dtpu_so, run, tfl  # noqa: F401

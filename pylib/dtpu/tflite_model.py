@@ -106,6 +106,13 @@ _OPTIONS = {
     74: ("ResizeNearestNeighborOptions", [("align_corners", "AlignCorners", None),
                                           ("half_pixel_centers", "HalfPixelCenters", None)]),
     75: ("LeakyReluOptions", [("alpha", "Alpha", None)]),
+    # the shape chains the delegate evaluates at Prepare (dtpu.shape_fold)
+    32: ("StridedSliceOptions", [("begin_mask", "BeginMask", None), ("end_mask", "EndMask", None),
+                                 ("ellipsis_mask", "EllipsisMask", None),
+                                 ("new_axis_mask", "NewAxisMask", None),
+                                 ("shrink_axis_mask", "ShrinkAxisMask", None),
+                                 ("offset", "Offset", None)]),
+    59: ("PackOptions", [("values_count", "ValuesCount", None), ("axis", "Axis", None)]),
 }
 
 

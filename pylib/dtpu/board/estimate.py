@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from dtpu import reference, tflite_model
+from dtpu import reference, shape_fold, tflite_model
 from dtpu.backends.base import Probes
 from dtpu.backends.model import ModelBackend
 from dtpu.board.costs import COSTS, LABEL, costs, row
@@ -204,17 +206,126 @@ def _nbytes(t) -> int:
     return int(np.prod(t.shape, dtype=np.int64)) * (t.dtype.itemsize if t.dtype is not None else 1)
 
 
+@dataclass(frozen=True)
+class FileTensor:
+    """A model file's tensor as the delegate sees it at Prepare (dtpu.delegate.graph.TensorInfo's
+    fields that dtpu.shape_fold reads): shapes as stored, no dynamic tensors."""
+
+    index: int
+    name: str
+    type: str
+    shape: tuple[int, ...]
+    constant: bool
+    nbytes: int
+    dtype: np.dtype | None
+    scale: tuple[float, ...]
+    zero_point: tuple[int, ...]
+    allocation: int = 0
+
+
+@dataclass(frozen=True)
+class FileNode:
+    """A model file's operator as the delegate sees it (dtpu.delegate.graph.NodeInfo's fields)."""
+
+    index: int
+    builtin_code: int
+    op: str
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+    params: dict[str, Any] | None
+
+
+def _file_tensor(t) -> FileTensor:
+    q = t.quantization
+    return FileTensor(index=t.index, name=t.name, type=t.type_name.lower(), shape=tuple(t.shape),
+                      constant=t.is_constant, nbytes=_nbytes(t), dtype=t.dtype,
+                      scale=() if q is None else tuple(float(v) for v in q.scale),
+                      zero_point=() if q is None else tuple(int(v) for v in q.zero_point))
+
+
+def _file_node(op) -> FileNode:
+    names = tflite_model.BUILTIN_OPERATORS
+    code = names.index(op.opcode) if op.opcode in names else -1
+    return FileNode(op.index, code, op.opcode, tuple(op.inputs), tuple(op.outputs),
+                    dict(op.options))
+
+
+def folded_views(model, parts) -> set[int]:
+    """The operators the delegate claims beside the partitions' convolutions without running
+    them (fold=on): RESHAPE / SQUEEZE views joining a partition, and the SHAPE ->
+    STRIDED_SLICE -> PACK chains computing their shapes, which it evaluates at Prepare. The
+    same rules as the delegate's claim (dtpu.shape_fold's fold_chains and view_reason, its
+    join over data flow and its settling of the chains): TFLite on the board runs none of them.
+    `parts`: the partitions of :func:`dtpu.tflite_model.partitions_of`."""
+    sg = model.main
+    cache: dict[int, FileTensor] = {}
+
+    def tensor(i: int) -> FileTensor:
+        if i not in cache:
+            cache[i] = _file_tensor(sg.tensors[i])
+        return cache[i]
+
+    nodes = [_file_node(op) for op in sg.operators]
+    producer, readers = {}, {}
+    for n in nodes:
+        for t in n.outputs:
+            producer[t] = n
+        for t in set(n.inputs):
+            readers.setdefault(t, []).append(n)
+    values, _why, chains = shape_fold.fold_chains(
+        nodes, tensor, lambda info: np.asarray(sg.tensors[info.index].data), readers)
+    names = {n.spec.name for p in parts for n in p if n.spec is not None}
+    folds = tflite_model.folded_pads(model)
+    placed = {op.index for op in sg.operators if op.opcode in tflite_model.CONV_OPCODES
+              and sg.tensor(op.outputs[0]).name in names}
+    views = {n.index for n in nodes if n.op in ("RESHAPE", "SQUEEZE")
+             and shape_fold.view_reason(n, tensor, values) is None}
+    # a view joins a partition through data flow over claimed nodes and views (the delegate's
+    # _join): one connected with no convolution would be a partition of its own
+    members = placed | views
+    parent = {i: i for i in members}
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i in members:
+        x = folds[i].inputs[0] if i in folds else nodes[i].inputs[0]
+        src = producer.get(x)
+        if src is not None and src.index in members:
+            parent[find(i)] = find(src.index)
+    live = {find(i) for i in placed}
+    views = {i for i in views if find(i) in live}
+    chains = set(chains)
+    while True:   # the delegate's _settle_shapes: a chain and its RESHAPE are claimed together
+        drop = {i for i in chains if any(u.index not in chains | views
+                                         for u in readers.get(nodes[i].outputs[0], []))}
+        drop |= {i for i in views if len(nodes[i].inputs) > 1
+                 and (src := producer.get(nodes[i].inputs[1])) is not None
+                 and src.builtin_code in shape_fold.SHAPE_CODES and src.index not in chains}
+        if not drop:
+            return views | chains
+        chains -= drop
+        views -= drop
+
+
 def cpu_side(path: Path, parts) -> dict:
     """What TFLite runs on the CPU around the partitions: the non-convolution operators (count and
-    bytes of their activation inputs and outputs) and the convolutions no partition holds."""
+    bytes of their activation inputs and outputs) and the convolutions no partition holds. The
+    PADs folded into convolutions, the views and the shape chains the delegate claims
+    (:func:`folded_views`) are counted apart, under `folded`, as the delegate's report counts
+    them (dtpu.board.costs.cpu_side_of_graph)."""
     model = tflite_model.load(path)
     sg = model.main
     folded = {pad.index for pad in tflite_model.folded_pads(model).values()}
+    folded |= folded_views(model, parts)
     placed = sum(n.spec.macs for p in parts for n in p)
     conv_macs, ops, nbytes, names = 0, 0, 0, {}
     folded_side = dict(ops=0, bytes=0)
     for op in sg.operators:
-        if op.index in folded:   # run as the SAME convolution reading it (docs/partitions.md)
+        if op.index in folded:   # claimed, not run: docs/partitions.md
             folded_side["ops"] += 1
             folded_side["bytes"] += sum(_nbytes(t) for t in map(sg.tensor, op.inputs + op.outputs)
                                         if t is not None and not t.is_constant)
@@ -355,4 +466,4 @@ def format_results(results: list[dict], c: dict, sources: bool = True) -> str:
 
 
 __all__ = ["estimate", "format_results", "jobs_counts", "list_counts", "cpu_side", "counts",
-           "ByteCountingTransport", "ProtocolBackend", "count_transforms"]
+           "ByteCountingTransport", "ProtocolBackend", "count_transforms", "folded_views"]

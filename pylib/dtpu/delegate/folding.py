@@ -8,7 +8,8 @@ kernels skip out-of-bounds taps, i.e. read ``zero point - zero point = 0`` there
 one SAME convolution on the unpadded input. RESHAPE and SQUEEZE move no data: the command-list
 path keeps every tensor dense (row-major NHWC) in DDR, and a reader of the same element count
 reads it as its own shape (listcompiler checks the counts), so they cost nothing inside a
-partition.
+partition. The view rule itself is :func:`dtpu.shape_fold.view_reason` (the board estimate of a
+model file applies it too).
 """
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ from typing import Callable
 
 import numpy as np
 
-from dtpu.delegate import shape_fold
 from dtpu.delegate.graph import NodeInfo, TensorInfo
+from dtpu.shape_fold import view_reason  # noqa: F401  (the delegate's claim reads it here)
 from dtpu.spec import ConvSpec, fold_pads, same_equivalent
 
 PAD_CODES = {34: "PAD", 60: "PADV2"}
@@ -112,39 +113,3 @@ def folded_spec(spec: ConvSpec, fold: PadFold, input_shape: tuple[int, ...]) -> 
     PAD's input of shape `input_shape`; ValueError when the pads no longer match (after
     resize_tensor_input)."""
     return fold_pads(spec, fold.pads, input_shape)
-
-
-def view_reason(node: NodeInfo, tensor: Callable[[int], TensorInfo],
-                shape_values: dict[int, np.ndarray] | None = None) -> str | None:
-    """Why a RESHAPE / SQUEEZE cannot be a view (None: it can). `shape_values`: the shape
-    vectors the partition evaluates at Prepare (dtpu.delegate.shape_fold), by tensor."""
-    if not node.inputs or node.inputs[0] < 0 or len(node.outputs) != 1:
-        return f"inputs {node.inputs} / outputs {node.outputs}"
-    x, y = tensor(node.inputs[0]), tensor(node.outputs[0])
-    shape_values = shape_values or {}
-    for index in node.inputs[1:]:
-        if index >= 0 and index in shape_values:
-            if tensor(index).type != "int32" or len(tensor(index).shape) != 1:
-                return (f"its shape {tensor(index).name!r} is a {tensor(index).type} tensor of "
-                        f"shape {tuple(tensor(index).shape)} (a view takes a 1-D int32 vector)")
-            count = int(np.prod(x.shape, dtype=np.int64)) if x.shape else 1
-            try:
-                out = shape_fold.reshaped(shape_values[index], count)
-            except shape_fold.NotFolded as exc:
-                return f"its shape evaluated at Prepare: {exc}"
-            if out != tuple(y.shape):
-                return f"its shape evaluates to {out}, the output tensor has {tuple(y.shape)}"
-        elif index >= 0 and not tensor(index).constant:
-            # claimed, it would sit in a partition waiting for CPU nodes that read the
-            # partition's own output
-            return (f"its shape {tensor(index).name!r} is computed at run time by the CPU, "
-                    "not a constant of the model")
-    if x.type != y.type or x.dtype is None:
-        return f"{x.type} input, {y.type} output"
-    if x.scale != y.scale or x.zero_point != y.zero_point:
-        return "input and output quantization differ (a requantization, not a view)"
-    count = int(np.prod(x.shape, dtype=np.int64)) if x.shape else 1
-    out = int(np.prod(y.shape, dtype=np.int64)) if y.shape else 1
-    if count != out or min(tuple(x.shape) + tuple(y.shape) + (1,)) < 0:
-        return f"shape {tuple(x.shape)} -> {tuple(y.shape)} changes the element count"
-    return None

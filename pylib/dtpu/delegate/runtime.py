@@ -33,13 +33,13 @@ from typing import Any
 
 import numpy as np
 
-from dtpu import backends
+from dtpu import backends, shape_fold
 from dtpu.backends.base import Backend, HwCounters, Probes
 from dtpu.board.costs import cpu_side_of_graph, for_report, report_lines
 from dtpu.delegate import cpath as c_path
 from dtpu.delegate import folding
 from dtpu.delegate import graph as g
-from dtpu.delegate import partitioning, shape_fold, vector_claim
+from dtpu.delegate import partitioning, vector_claim
 from dtpu.delegate.model_source import ModelSource
 from dtpu.delegate.options import DelegateOptions, apply_log_level, restore_log_level
 from dtpu.delegate.support import (TABLE_CODES, VECTOR_CODES, Decision, analyze, constants_reason,
@@ -148,7 +148,7 @@ class Step:
     #: "node": the DTPU computes it; "pad": a PAD folded into the convolution reading it;
     #: "view": a RESHAPE / SQUEEZE (dtpu.delegate.folding); "vec": a node of the vector unit
     #: (contract 2.1), run only in command lists; "shape": a SHAPE / STRIDED_SLICE / PACK
-    #: evaluated at kernel Prepare (dtpu.delegate.shape_fold)
+    #: evaluated at kernel Prepare (dtpu.shape_fold)
     kind: str = "node"
     fold: Any = None     # a convolution's folding.PadFold (it reads the PAD's input)
     pad: Any = None      # a "pad" step's folding.PadFold

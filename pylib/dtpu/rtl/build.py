@@ -388,7 +388,8 @@ def build(config: SimConfig | None = None, *, force: bool = False,
           progress: bool | None = None, top: str = TOPLEVEL) -> BuildInfo:
     """Build dtpu_axi for cocotb (`config`), or reuse the cached build; return where it is.
     `top`: TOPLEVEL_CL builds the contract-2.0 top (dtpu_cl_top) instead, for the cocotb lists
-    transport (:class:`dtpu.rtl.transport.CocotbListTransport`).
+    transport (:class:`dtpu.rtl.transport.CocotbListTransport`): cocotb's simulator main linked
+    against the Verilated model the in-process harness uses too (:func:`build_cocotb_cl`).
 
     `progress`: a tqdm bar on stderr (None: only when stderr is a terminal). The compiler's
     output goes to build.log in the build directory; a failure raises :class:`RtlBuildError`
@@ -420,7 +421,7 @@ def build(config: SimConfig | None = None, *, force: bool = False,
 
     if top == TOPLEVEL:
         return _cached(TOPLEVEL, config, key, TOPLEVEL, progress, force, make)
-    return _cached(top, config, key, top, progress, force, make, top=top)
+    return build_cocotb_cl(config, force=force, progress=progress)
 
 
 def _no_vec_on_axi(config: SimConfig, top: str) -> None:
@@ -520,26 +521,23 @@ public_flat_rd -module "dtpu_cl_post" -var "p_reg"
 public_flat_rd -module "dtpu_cl_post" -var "pix_reg"
 public_flat_rd -module "dtpu_cl_post" -var "w_valid"
 """
-CL_PUBLIC_VLT = """`verilator_config
-public_flat_rw -module "dtpu_bram" -var "mem"
-""" + CL_TRACE_VLT
+#: one Verilated dtpu_cl_top serves both transports (build_cl_objects): cocotb drives its ports
+#: and AXI4 master through VPI (public_vlt), the in-process harness reads the memories through
+#: VPI; both trace the sequencer (CL_TRACE_VLT, part of public_vlt's)
+CL_PUBLIC_VLT = public_vlt(TOPLEVEL_CL) + 'public_flat_rw -module "dtpu_bram" -var "mem"\n'
 
 
 def _cl_parameters(config: SimConfig) -> dict[str, int]:
     return config.parameters()
 
 
-def build_native_cl(config: SimConfig | None = None, *, force: bool = False,
-                    progress: bool | None = None) -> BuildInfo:
-    """dtpu_cl_top as a shared library with the C++ harness of native_cl.cpp (AXI4-Lite master,
-    streams, the AXI4 memory model of axi_mem.h, VPI reads of the memories), for
-    :class:`dtpu.rtl.native.NativeListTransport`; cached like :func:`build_native`.
-
-    Two cached steps: the Verilated model (``native-cl-obj-c<C>-<key>``: keyed by the RTL, the
-    parameters and the Verilator arguments; the slow part) and the harness linked against it
-    (``native-cl-c<C>-<key>``: that key plus the harness sources; seconds), so a change to the
-    harness does not verilate the design again. The harness serves the AXI4 write channels
-    when the Verilated top has them (DTPU_HAS_AXI_WR from the generated Vdtpu.h)."""
+def build_cl_objects(config: SimConfig | None = None, *, force: bool = False,
+                     progress: bool | None = None) -> BuildInfo:
+    """The Verilated dtpu_cl_top (``native-cl-obj-c<C>-<key>``: obj/libVdtpu.a and
+    obj/libverilated.a, with VPI and -fPIC), keyed by the RTL, the parameters and the Verilator
+    arguments: the slow part of a build (a minute or two of C++), done once for both the
+    in-process harness (:func:`build_native_cl`) and cocotb's simulator
+    (:func:`build_cocotb_cl`), each of which only links against it."""
     config = config or SimConfig()
     rtl = rtl_dir()
     if not (rtl / f"{TOPLEVEL_CL}.v").is_file():
@@ -571,34 +569,100 @@ def build_native_cl(config: SimConfig | None = None, *, force: bool = False,
             fh.flush()
             subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, check=True)
 
-    objs = _cached("native-cl-obj", config, obj_key, "obj/libVdtpu.a", progress, force, verilate,
+    return _cached("native-cl-obj", config, obj_key, "obj/libVdtpu.a", progress, force, verilate,
                    top=TOPLEVEL_CL)
-    h = hashlib.sha256(obj_key.encode())
-    for src in (NATIVE_CL_SOURCE, *NATIVE_CL_HEADERS):
+
+
+def _verilator_root(exe: str) -> Path:
+    return Path(subprocess.run([exe, "--getenv", "VERILATOR_ROOT"], capture_output=True,
+                               text=True, check=True).stdout.strip())
+
+
+def _linked(kind: str, product: str, config: SimConfig, objs: BuildInfo, sources: list[Path],
+            argv: Callable[[Path, Path, Path], list[str]], progress: bool | None,
+            force: bool, files: dict[str, str] | None = None) -> BuildInfo:
+    """A program or library linked against the Verilated model `objs` (seconds), cached under
+    `kind` by the model's key, `sources`, `files` (name -> text written into the build
+    directory first) and the link line ``argv(build_dir, obj dir, Verilator's root)``."""
+    h = hashlib.sha256(objs.key.encode())
+    for src in sources:
         h.update(src.name.encode() + b"\0" + src.read_bytes() + b"\0")
+    h.update(json.dumps([argv(Path("B"), Path("O"), Path("R")), files or {}]).encode())
     key = h.hexdigest()[:16]
 
     def link(build_dir: Path, log_path: Path, mk_dir: list[Path]) -> None:  # noqa: ARG001
-        exe = ensure_verilator()
-        root = Path(subprocess.run([exe, "--getenv", "VERILATOR_ROOT"], capture_output=True,
-                                   text=True, check=True).stdout.strip())
-        obj = objs.path / "obj"
-        has_wr = "m_axi_awvalid" in (obj / "Vdtpu.h").read_text()
-        argv = ["c++", "-shared", "-fPIC", "-O2", "-std=c++17", f"-DVM_TRACE={int(config.waves)}",
+        for name, text in (files or {}).items():
+            (build_dir / name).write_text(text)
+        line = argv(build_dir, objs.path / "obj", _verilator_root(ensure_verilator()))
+        with open(log_path, "w") as fh:
+            fh.write(" ".join(line) + "\n")
+            fh.flush()
+            subprocess.run(line, stdout=fh, stderr=subprocess.STDOUT, check=True)
+
+    info = _cached(kind, config, key, product, progress, force, link, top=TOPLEVEL_CL)
+    info.seconds += objs.seconds
+    info.cached = info.cached and objs.cached
+    return info
+
+
+def build_native_cl(config: SimConfig | None = None, *, force: bool = False,
+                    progress: bool | None = None) -> BuildInfo:
+    """dtpu_cl_top as a shared library with the C++ harness of native_cl.cpp (AXI4-Lite master,
+    streams, the AXI4 memory model of axi_mem.h, VPI reads of the memories), for
+    :class:`dtpu.rtl.native.NativeListTransport`; cached like :func:`build_native`.
+
+    Two cached steps: the Verilated model (:func:`build_cl_objects`, shared with cocotb's
+    simulator; the slow part) and the harness linked against it (``native-cl-c<C>-<key>``: that
+    key plus the harness sources; seconds), so a change to the harness does not verilate the
+    design again. The harness serves the AXI4 write channels when the Verilated top has them
+    (DTPU_HAS_AXI_WR from the generated Vdtpu.h)."""
+    config = config or SimConfig()
+    objs = build_cl_objects(config, force=force, progress=progress)
+
+    def argv(build_dir: Path, obj: Path, root: Path) -> list[str]:
+        header = obj / "Vdtpu.h"   # the model's (its key is part of this build's)
+        has_wr = header.is_file() and "m_axi_awvalid" in header.read_text()
+        return ["c++", "-shared", "-fPIC", "-O2", "-std=c++17", f"-DVM_TRACE={int(config.waves)}",
                 f"-DDTPU_HAS_AXI_WR={int(has_wr)}", f"-I{obj}", f"-I{NATIVE_CL_SOURCE.parent}",
                 f"-I{root / 'include'}", f"-I{root / 'include' / 'vltstd'}",
                 str(NATIVE_CL_SOURCE), str(obj / "libVdtpu.a"), str(obj / "libverilated.a"),
                 "-pthread", "-o", str(build_dir / NATIVE_CL_LIBRARY)]
-        with open(log_path, "w") as fh:
-            fh.write(" ".join(argv) + "\n")
-            fh.flush()
-            subprocess.run(argv, stdout=fh, stderr=subprocess.STDOUT, check=True)
 
-    info = _cached("native-cl", config, key, NATIVE_CL_LIBRARY, progress, force, link,
-                   top=TOPLEVEL_CL)
-    info.seconds += objs.seconds
-    info.cached = info.cached and objs.cached
-    return info
+    return _linked("native-cl", NATIVE_CL_LIBRARY, config, objs,
+                   [NATIVE_CL_SOURCE, *NATIVE_CL_HEADERS], argv, progress, force)
+
+
+#: cocotb's simulator main includes "Vtop.h" (its runner verilates with --prefix Vtop); the
+#: shared model's prefix is Vdtpu, so the link step writes this header beside it
+VTOP_SHIM = '// generated by dtpu.rtl.build: the shared model under cocotb\'s name\n' \
+            '#include "Vdtpu.h"\n#define Vtop Vdtpu\n'
+
+
+def build_cocotb_cl(config: SimConfig | None = None, *, force: bool = False,
+                    progress: bool | None = None) -> BuildInfo:
+    """dtpu_cl_top as cocotb's Verilator simulator: cocotb's main (share/lib/verilator/
+    verilator.cpp) linked against the Verilated model of :func:`build_cl_objects`, which the
+    in-process harness links too, so the 2.0 top is compiled once for both transports (it was
+    compiled twice, a minute or two of C++ each). The executable is named after the top, where
+    cocotb's runner looks for it (``<build dir>/dtpu_cl_top``)."""
+    import cocotb_tools.config as cocotb_config
+
+    config = config or SimConfig()
+    objs = build_cl_objects(config, force=force, progress=progress)
+    main = Path(cocotb_config.share_dir) / "lib" / "verilator" / "verilator.cpp"
+    libs = Path(cocotb_config.libs_dir)
+    w = int(config.waves)
+
+    def argv(build_dir: Path, obj: Path, root: Path) -> list[str]:
+        return ["c++", "-O2", "-std=c++17", f"-DVM_TRACE={w}", f"-DVM_TRACE_VCD={w}",
+                "-DVM_TRACE_FST=0", "-DVM_TRACE_SAIF=0", "-DVM_COVERAGE=0", "-DVM_SC=0",
+                f"-I{build_dir}", f"-I{obj}", f"-I{root / 'include'}",
+                f"-I{root / 'include' / 'vltstd'}", str(main), str(obj / "libVdtpu.a"),
+                str(obj / "libverilated.a"), "-pthread", "-ldl", f"-Wl,-rpath,{libs}",
+                f"-L{libs}", "-lcocotbvpi_verilator", "-o", str(build_dir / TOPLEVEL_CL)]
+
+    return _linked(TOPLEVEL_CL, TOPLEVEL_CL, config, objs, [main], argv, progress, force,
+                   files={"Vtop.h": VTOP_SHIM})
 
 
 AXI_MEM_CAPI = Path(__file__).with_name("axi_mem_capi.cpp")
@@ -627,5 +691,6 @@ def build_axi_mem(*, force: bool = False) -> Path:
 
 
 __all__ = ["BUILD_ARGS", "BuildInfo", "NATIVE_CL_LIBRARY", "NATIVE_LIBRARY", "RtlBuildError",
-           "SimConfig", "TOPLEVEL", "VEC_UNIT", "TOPLEVEL_CL", "TOP_ENV", "build", "build_axi_mem", "build_key",
-           "build_native", "build_native_cl", "cache_root", "choose_top", "ensure_verilator", "rtl_dir"]
+           "SimConfig", "TOPLEVEL", "TOPLEVEL_CL", "TOP_ENV", "VEC_UNIT", "build", "build_axi_mem",
+           "build_cl_objects", "build_cocotb_cl", "build_key", "build_native", "build_native_cl",
+           "cache_root", "choose_top", "ensure_verilator", "rtl_dir"]

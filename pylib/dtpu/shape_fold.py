@@ -12,14 +12,20 @@ Only what this module can evaluate from shapes and model constants is claimed: S
 tensor whose shape is known at Prepare (not a dynamic tensor), STRIDED_SLICE of a 1-D int32
 vector (no ellipsis, new-axis or offset masks, every index inside the vector), PACK of int32
 values; a node whose value any CPU node reads stays on the CPU with all it feeds.
+
+:func:`view_reason` says whether a RESHAPE / SQUEEZE (its shape a constant or such a value) is
+a view. The delegate's claim (dtpu.delegate.runtime) and the model-file board estimate
+(dtpu.board.estimate) both call this module, so they agree on which of these nodes TFLite
+still runs: it sits in the foundation layer, below both.
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
-from dtpu.delegate.graph import NodeInfo, TensorInfo
+if TYPE_CHECKING:   # duck-typed: the delegate's graph records, or a model file's (dtpu.board.estimate)
+    from dtpu.delegate.graph import NodeInfo, TensorInfo
 
 SHAPE, STRIDED_SLICE, PACK, RESHAPE = 77, 45, 83, 22
 SHAPE_CODES = {SHAPE: "SHAPE", STRIDED_SLICE: "STRIDED_SLICE", PACK: "PACK"}
@@ -186,3 +192,39 @@ def fold_chains(nodes: list[NodeInfo], tensor: Callable[[int], TensorInfo],
                 del values[t]
                 changed = True
     return values, why, kept
+
+
+def view_reason(node: NodeInfo, tensor: Callable[[int], TensorInfo],
+                shape_values: dict[int, np.ndarray] | None = None) -> str | None:
+    """Why a RESHAPE / SQUEEZE cannot be a view (None: it can). `shape_values`: the shape
+    vectors the partition evaluates at Prepare (:func:`fold_chains`), by tensor."""
+    if not node.inputs or node.inputs[0] < 0 or len(node.outputs) != 1:
+        return f"inputs {node.inputs} / outputs {node.outputs}"
+    x, y = tensor(node.inputs[0]), tensor(node.outputs[0])
+    shape_values = shape_values or {}
+    for index in node.inputs[1:]:
+        if index >= 0 and index in shape_values:
+            if tensor(index).type != "int32" or len(tensor(index).shape) != 1:
+                return (f"its shape {tensor(index).name!r} is a {tensor(index).type} tensor of "
+                        f"shape {tuple(tensor(index).shape)} (a view takes a 1-D int32 vector)")
+            count = int(np.prod(x.shape, dtype=np.int64)) if x.shape else 1
+            try:
+                out = reshaped(shape_values[index], count)
+            except NotFolded as exc:
+                return f"its shape evaluated at Prepare: {exc}"
+            if out != tuple(y.shape):
+                return f"its shape evaluates to {out}, the output tensor has {tuple(y.shape)}"
+        elif index >= 0 and not tensor(index).constant:
+            # claimed, it would sit in a partition waiting for CPU nodes that read the
+            # partition's own output
+            return (f"its shape {tensor(index).name!r} is computed at run time by the CPU, "
+                    "not a constant of the model")
+    if x.type != y.type or x.dtype is None:
+        return f"{x.type} input, {y.type} output"
+    if x.scale != y.scale or x.zero_point != y.zero_point:
+        return "input and output quantization differ (a requantization, not a view)"
+    count = int(np.prod(x.shape, dtype=np.int64)) if x.shape else 1
+    out = int(np.prod(y.shape, dtype=np.int64)) if y.shape else 1
+    if count != out or min(tuple(x.shape) + tuple(y.shape) + (1,)) < 0:
+        return f"shape {tuple(x.shape)} -> {tuple(y.shape)} changes the element count"
+    return None

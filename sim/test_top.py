@@ -53,13 +53,13 @@ def test_top_pe_pair_gemm():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("cols", [4, 8])
-def test_top_dw_rotate(cols):
-    """The rotated depthwise layout (DW_ROTATE = 1: phase-major slots read as one rotation,
-    column j reads weight bank j) against the golden model with the same knob: lowered
-    depthwise nodes (TAP_CYCLES 1 at every stride), with gaps, CONFIG checks, prefetching DWCONV
-    jobs, and random rows that never conflict."""
-    params = {"COLS": cols, "DW_ROTATE": 1, **MEM}
-    d = build("dtpu_axi", params, name="top_rot")
+def test_top_dw_banked(cols):
+    """The banked depthwise layout (DW_ROTATE = 0: a column reads any bank, TAP_CYCLES avoids
+    bank conflicts), the alternative to the default rotated one, against the golden model with
+    the same knob: lowered depthwise nodes, with gaps, CONFIG checks (ERR.BANK_CONFLICT decided
+    in CONFIG), prefetching DWCONV jobs."""
+    params = {"COLS": cols, "DW_ROTATE": 0, **MEM}
+    d = build("dtpu_axi", params, name="top_banked")
     run_tests("dtpu_axi", "tb_top", d, parameters=params,
               testcase=["test_identity", "test_depthwise_nodes_stall_free", "test_depthwise_nodes_gaps",
                         "test_config_errors", "test_dw_bank_conflict_in_config",

@@ -119,3 +119,14 @@ def test_overrides_are_validated():
     cfg = get_config()
     with pytest.raises(ValueError, match="does not fit 4 bits"):
         cfg.encode("JOB", OPCODE=16)
+
+
+@pytest.mark.parametrize("top", ["dtpu_cl_top", "dtpu_axi"])
+def test_tops_default_to_the_contracts_depthwise_layout(top):
+    """The Vivado overlay passes only the contract's geometry and precisions (config.tcl
+    DTPU_PARAMS), so the board build's depthwise layout is the top's DW_ROTATE default: it must be
+    the contract's, which the golden model, the lowering and the board driver assume."""
+    text = (gen_header.REPO / "hw" / "rtl" / f"{top}.v").read_text()
+    m = re.search(r"parameter DW_ROTATE = (\d+)", text)
+    assert m, f"{top}.v declares no DW_ROTATE parameter"
+    assert int(m.group(1)) == HwConfig().DW_ROTATE

@@ -28,7 +28,7 @@ def hw_config() -> HwConfig:
                     LOG_WEIGHT_WORDS=int(os.environ.get("PARAM_LOG_WEIGHT_WORDS", "15")),
                     LOG_PARAM_ENTRIES=int(os.environ.get("PARAM_LOG_PARAM_ENTRIES", "12")),
                     LOG_ACT_WORDS=int(os.environ.get("PARAM_LOG_ACT_WORDS", "12")),
-                    DW_ROTATE=int(os.environ.get("PARAM_DW_ROTATE", "0")))
+                    DW_ROTATE=int(os.environ.get("PARAM_DW_ROTATE", HwConfig().DW_ROTATE)))
 
 
 async def setup(dut):

@@ -122,11 +122,12 @@ def test_overrides_are_validated():
 
 
 @pytest.mark.parametrize("top", ["dtpu_cl_top", "dtpu_axi"])
-def test_tops_default_to_the_contracts_depthwise_layout(top):
+@pytest.mark.parametrize("knob", ["DW_ROTATE", "PE_PAIR"])
+def test_tops_default_to_the_contracts_build_knobs(top, knob):
     """The Vivado overlay passes only the contract's geometry and precisions (config.tcl
-    DTPU_PARAMS), so the board build's depthwise layout is the top's DW_ROTATE default: it must be
-    the contract's, which the golden model, the lowering and the board driver assume."""
+    DTPU_PARAMS), so the board build's depthwise layout and PE pairs are the top's defaults: they
+    must be the contract's, which the golden model, the lowering and the board driver assume."""
     text = (gen_header.REPO / "hw" / "rtl" / f"{top}.v").read_text()
-    m = re.search(r"parameter DW_ROTATE = (\d+)", text)
-    assert m, f"{top}.v declares no DW_ROTATE parameter"
-    assert int(m.group(1)) == HwConfig().DW_ROTATE
+    m = re.search(rf"parameter {knob} = (\d+)", text)
+    assert m, f"{top}.v declares no {knob} parameter"
+    assert int(m.group(1)) == getattr(HwConfig(), knob)

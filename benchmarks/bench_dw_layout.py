@@ -6,6 +6,8 @@ crossbars linear in COLS"); golden-model arithmetic only, a few seconds per widt
 
     python benchmarks/bench_dw_layout.py            # 8, 16 and 32 columns
     python benchmarks/bench_dw_layout.py --cols 8
+    python benchmarks/bench_dw_layout.py --pairs    # rotated -> rotated with PE pairs (PE_PAIR 1:
+                                                    # TAP_CYCLES 2 for rows of more than COLS/2 items)
 """
 from __future__ import annotations
 
@@ -53,7 +55,11 @@ def main(argv=None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cols", type=int, nargs="*", default=[8, 16, 32])
+    ap.add_argument("--pairs", action="store_true",
+                    help="compare the rotated layout without and with PE pairs instead")
     args = ap.parse_args(argv)
+    builds = ({"DW_ROTATE": 1, "PE_PAIR": 0}, {"DW_ROTATE": 1, "PE_PAIR": 1}) if args.pairs else \
+        ({"DW_ROTATE": 0}, {"DW_ROTATE": 1})
     head = " | ".join(f"{c} columns: cycles | {c} columns: weight words" for c in args.cols)
     print(f"| net | {head} |")
     print("| --- |" + " --- | --- |" * len(args.cols))
@@ -65,7 +71,7 @@ def main(argv=None) -> int:
         model = tflite_model.load(path)
         cells = []
         for cols in args.cols:
-            (c0, w0), (c1, w1) = (depthwise_costs(model, HwConfig(COLS=cols, DW_ROTATE=r)) for r in (0, 1))
+            (c0, w0), (c1, w1) = (depthwise_costs(model, HwConfig(COLS=cols, **b)) for b in builds)
             cells += [f"{_n(c0)} -> {_n(c1)}", f"{_n(w0)} -> {_n(w1)}"]
         print(f"| {title} | " + " | ".join(cells) + " |")
     return 0

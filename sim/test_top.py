@@ -41,8 +41,8 @@ def test_top_small_arrays(cols):
 @pytest.mark.slow
 def test_top_pe_pair_gemm():
     """PE pairs (PE_PAIR = 1) in the board's integer build: GEMM jobs and nodes give the golden
-    model's words and stall-free cycles (the pairs change no result and no latency). Depthwise
-    waits for the lowering's TAP_CYCLES >= 2 rule (docs/architecture.md)."""
+    model's words and stall-free cycles (the pairs change no result and no latency). Depthwise:
+    test_top_pe_pair_dw."""
     params = {"COLS": 4, "PREC_EN": 7, "PE_PAIR": 1, **MEM}
     d = build("dtpu_axi", params, name="top_pair")
     run_tests("dtpu_axi", "tb_top", d, parameters=params,
@@ -53,18 +53,44 @@ def test_top_pe_pair_gemm():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("cols", [4, 8])
-def test_top_dw_rotate(cols):
-    """The rotated depthwise layout (DW_ROTATE = 1: phase-major slots read as one rotation,
-    column j reads weight bank j) against the golden model with the same knob: lowered
-    depthwise nodes (TAP_CYCLES 1 at every stride), with gaps, CONFIG checks, prefetching DWCONV
-    jobs, and random rows that never conflict."""
-    params = {"COLS": cols, "DW_ROTATE": 1, **MEM}
-    d = build("dtpu_axi", params, name="top_rot")
+def test_top_dw_banked(cols):
+    """The banked depthwise layout (DW_ROTATE = 0: a column reads any bank, TAP_CYCLES avoids
+    bank conflicts), the alternative to the default rotated one, against the golden model with
+    the same knob: lowered depthwise nodes, with gaps, CONFIG checks (ERR.BANK_CONFLICT decided
+    in CONFIG), prefetching DWCONV jobs."""
+    params = {"COLS": cols, "DW_ROTATE": 0, **MEM}
+    d = build("dtpu_axi", params, name="top_banked")
     run_tests("dtpu_axi", "tb_top", d, parameters=params,
               testcase=["test_identity", "test_depthwise_nodes_stall_free", "test_depthwise_nodes_gaps",
                         "test_config_errors", "test_dw_bank_conflict_in_config",
                         "test_prefetch_stall_free"],
               extra_env={"DTPU_SEED": os.environ.get("DTPU_SEED", str(5150 + cols)), "DTPU_CASES": "6"})
+
+
+def test_top_pe_pair_dw():
+    """PE pairs (PE_PAIR = 1) in depthwise, on the board's integer build with the default
+    rotated layout: lowered depthwise nodes (TAP_CYCLES 2 where a row has more than COLS/2
+    items) give the golden model's words and cycles, and random rows on both sides of the pair
+    rule are refused in CONFIG (ERR.BANK_CONFLICT, CFG_CYCLES) exactly when the model refuses
+    them (tests/test_pe_pair_dw.py has the rule and the lowering)."""
+    params = {"COLS": 4, "PREC_EN": 7, "PE_PAIR": 1, **MEM}
+    d = build("dtpu_axi", params, name="top_pair")
+    run_tests("dtpu_axi", "tb_top", d, parameters=params,
+              testcase=["test_depthwise_nodes_stall_free", "test_dw_bank_conflict_in_config"],
+              extra_env={"DTPU_SEED": os.environ.get("DTPU_SEED", "4545"), "DTPU_CASES": "3"})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cols", [4, 8])
+def test_top_pe_pair_dw_sweep(cols):
+    """test_top_pe_pair_dw with gaps and prefetch, at 8x4 and 8x8, and in the banked layout."""
+    for rotate in (1, 0):
+        params = {"COLS": cols, "PREC_EN": 7, "PE_PAIR": 1, "DW_ROTATE": rotate, **MEM}
+        d = build("dtpu_axi", params, name=f"top_pair_r{rotate}")
+        run_tests("dtpu_axi", "tb_top", d, parameters=params,
+                  testcase=["test_depthwise_nodes_stall_free", "test_depthwise_nodes_gaps",
+                            "test_dw_bank_conflict_in_config", "test_prefetch_stall_free"],
+                  extra_env={"DTPU_SEED": os.environ.get("DTPU_SEED", str(4600 + cols)), "DTPU_CASES": "6"})
 
 
 @pytest.mark.slow

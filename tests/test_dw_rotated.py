@@ -89,7 +89,7 @@ def test_column_j_reads_weight_bank_j(cols, gc, nchunk, taps, steps):
 
 
 def test_weight_words_equal_the_banked_layout_when_gc_divides_cols():
-    banked, rot = HwConfig(), _rot()
+    banked, rot = HwConfig(DW_ROTATE=0), _rot()
     for gc, nchunk, same in ((8, 5, True), (4, 1, True), (1, 1, True), (2, 1, True),
                              (6, 2, False), (4, 3, False), (3, 1, False)):
         g = DwGeometry(9, 9, 9, 9, 3, 3, 1, 1, 1, 1, 1, 1, gc, nchunk, 3, 1)
@@ -154,7 +154,7 @@ def test_stride_two_runs_one_cycle_per_tap():
     """The banked layout needs TAP_CYCLES 2 for this row (GC 4 at stride 2 puts two columns on
     one bank); the rotated one issues a tap per cycle, so each step takes half the cycles."""
     spec = _dw_spec(16, 32, 32, s=2)
-    banked, rot = HwConfig(), _rot()
+    banked, rot = HwConfig(DW_ROTATE=0), _rot()
     gb, gr = dw_geometry(spec, banked, Precision.INT8), dw_geometry(spec, rot, Precision.INT8)
     assert gb.gc == gr.gc == 4 and gb.tap_cycles == 2 and gr.tap_cycles == 1
     assert dw_schedule(rot, gr, 1).step_issue * 2 == dw_schedule(banked, gb, 1).step_issue
@@ -170,7 +170,7 @@ def test_footprint_and_lowered_words_follow_the_chunking():
     # each; the rotated lowering takes the one with fewer weight words
     spec = _dw_spec(8, 8, 96)
     g = dw_geometry(spec, rot, Precision.INT8)
-    assert (g.gc, g.nchunk) == (4, 3) and dw_geometry(spec, HwConfig(), Precision.INT8).gc == 6
+    assert (g.gc, g.nchunk) == (4, 3) and dw_geometry(spec, HwConfig(DW_ROTATE=0), Precision.INT8).gc == 6
     g6 = DwGeometry(*[getattr(g, k) for k in ("ih", "iw", "oh", "ow", "kh", "kw", "pt", "pl", "sy",
                                                 "sx", "dy", "dx")], 6, 2, g.lb_rows, 1)
     assert g6.nchunk * g6.steps_per_row(8) == g.nchunk * g.steps_per_row(8) == 12

@@ -119,3 +119,15 @@ def test_overrides_are_validated():
     cfg = get_config()
     with pytest.raises(ValueError, match="does not fit 4 bits"):
         cfg.encode("JOB", OPCODE=16)
+
+
+@pytest.mark.parametrize("top", ["dtpu_cl_top", "dtpu_axi"])
+@pytest.mark.parametrize("knob", ["DW_ROTATE", "PE_PAIR"])
+def test_tops_default_to_the_contracts_build_knobs(top, knob):
+    """The Vivado overlay passes only the contract's geometry and precisions (config.tcl
+    DTPU_PARAMS), so the board build's depthwise layout and PE pairs are the top's defaults: they
+    must be the contract's, which the golden model, the lowering and the board driver assume."""
+    text = (gen_header.REPO / "hw" / "rtl" / f"{top}.v").read_text()
+    m = re.search(rf"parameter {knob} = (\d+)", text)
+    assert m, f"{top}.v declares no {knob} parameter"
+    assert int(m.group(1)) == getattr(HwConfig(), knob)

@@ -408,10 +408,11 @@ def test_disabled_precision_is_refused():
 
 
 def test_bank_conflict_flag_at_stride_two():
+    """The banked layout (DW_ROTATE = 0; the default rotated one has no bank conflicts)."""
     spec = ConvSpec(OpKind.DEPTHWISE_CONV_2D, DataMode.INT8, (1, 9, 16, 8), (1, 3, 3, 8), stride=(2, 2),
                     padding=Padding.SAME, input_q=Quant((0.02,), (0,)), filter_q=Quant((0.01,), (0,)),
                     output_q=Quant((0.1,), (0,)))
-    cfg = get_config()
+    cfg = HwConfig(DW_ROTATE=0)
     f = np.ones((1, 3, 3, 8), np.int8)
     low = lower(spec, f, None, cfg)
     job = low.jobs(np.zeros(spec.input_shape, np.int8))[0]
@@ -462,13 +463,14 @@ def test_counters_and_soft_reset():
 def test_stride_two_depthwise_at_cols_16_picks_a_chunking_without_tap_cycles_16():
     """COLS=16: 15 groups per chunk at stride 2 would need TAP_CYCLES=16, which the 4-bit
     DW_RING field cannot hold; the lowering takes 5 groups per chunk instead (found by the
-    property test above)."""
+    property test above). The banked layout (DW_ROTATE = 0): the rotated one needs no
+    TAP_CYCLES > 1."""
     spec = ConvSpec(OpKind.DEPTHWISE_CONV_2D, DataMode.INT16X8, (1, 1, 3, 19), (1, 1, 1, 57),
                     stride=(1, 2), padding=Padding.SAME, depth_multiplier=3,
                     input_q=Quant((0.017,), (0,)), filter_q=Quant((0.0198,), (0,)),
                     output_q=Quant((0.031,), (0,)))
     x, f, b = make_data(spec, np.random.default_rng(4))
-    cfg = HwConfig(COLS=16)
+    cfg = HwConfig(COLS=16, DW_ROTATE=0)
     y, counters, low = run_model(spec, x, f, b, cfg)
     assert_matches_reference(spec, x, f, b, y)
     g = dw_geometry(spec, cfg, Precision.INT16)

@@ -138,7 +138,12 @@ def _with_riders(jobs, cfg, rng):
         if "DW_IN" in r:
             k = cfg.decode("DW_KERNEL", r["DW_KERNEL"])
             g = cfg.decode("DW_GROUPS", r["DW_GROUPS"])
-            hi = lo + k["KH"] * k["KW"] * -(-(g["GC"] * g["NCHUNK"]) // cfg.COLS) * cfg.COLS
+            # the build's layout decides the job's weight words (the rotated one: per column)
+            from types import SimpleNamespace
+
+            from dtpu.hw.dw_format import dw_weight_words
+            hi = lo + dw_weight_words(cfg, SimpleNamespace(kh=k["KH"], kw=k["KW"], gc=g["GC"],
+                                                           nchunk=g["NCHUNK"]))
         addr = hi if hi + n <= cfg.WEIGHT_WORDS else max(0, lo - n)
         if addr + n > lo and addr < hi:
             out.append(job)

@@ -311,19 +311,24 @@ def test_delegate_on_a_tiny_build_is_bit_exact_with_tflite(dtpu_so, prefetch):
 
 def test_delegate_leaves_unplaceable_depthwise_on_the_cpu_with_its_reason(dtpu_so):
     """mobilenet_like on a build with 32 activation words: the two 16-pixel-wide depthwise nodes
-    cannot keep 3 rows in the buffer, so the claim leaves them to the CPU with that reason (and
+    cannot keep 3 rows in the buffer, nor, in the rotated layout (the default), the 8-pixel
+    stride-2 one, whose slot holds (IW + SX - 1)*GC words in whole bank rows (16, where the
+    banked layout's 8 fit); the claim leaves them to the CPU with that reason (and
     allocate_tensors succeeds); the rest runs on the DTPU, bit-exact."""
     path = _zoo("mobilenet_like__int8")
-    with HwConfig(LOG_ACT_WORDS=5):
-        _, claimed, rejected = _compare_with_cpu(path, {"backend": "model"})
-    reasons = [r["reason"] for r in rejected if "placed" in r["reason"]]
-    assert len(reasons) == 2, rejected
-    assert all("DEPTHWISE" in r["op"] for r in rejected if "placed" in r["reason"])
-    assert all("rows of 16 pixels do not fit the activation buffer (32 words)" in r for r in reasons)
-    # everything else is claimed (the convolutions and, with the golden model's vector unit, the
-    # pooling, view and FULLY_CONNECTED joining them) but the final SOFTMAX
-    assert sorted(r["op"] for r in rejected) == ["DEPTHWISE_CONV_2D"] * 2 + ["SOFTMAX"], rejected
-    assert claimed == 16 - 3, rejected
+    for rotate, n_dw in ((1, 3), (0, 2)):
+        with HwConfig(LOG_ACT_WORDS=5, DW_ROTATE=rotate):
+            _, claimed, rejected = _compare_with_cpu(path, {"backend": "model"})
+        reasons = [r["reason"] for r in rejected if "placed" in r["reason"]]
+        assert len(reasons) == n_dw, rejected
+        assert all("DEPTHWISE" in r["op"] for r in rejected if "placed" in r["reason"])
+        widths = sorted(int(r.split("rows of ")[1].split()[0]) for r in reasons)
+        assert widths == [8] * (n_dw - 2) + [16, 16], reasons
+        assert all("pixels do not fit the activation buffer (32 words)" in r for r in reasons)
+        # everything else is claimed (the convolutions and, with the golden model's vector unit,
+        # the pooling, view and FULLY_CONNECTED joining them) but the final SOFTMAX
+        assert sorted(r["op"] for r in rejected) == ["DEPTHWISE_CONV_2D"] * n_dw + ["SOFTMAX"], rejected
+        assert claimed == 16 - 1 - n_dw, rejected
 
 
 # ------------------------------------------------------------------------------------------------

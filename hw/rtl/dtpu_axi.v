@@ -33,9 +33,10 @@ module dtpu_axi #
     parameter AXIL_ADDR_WIDTH = 8,
     // 1: the MXU's 8-bit rows as PE pairs on one multiplier each (dtpu_core; docs/architecture.md)
     parameter PE_PAIR = 0,
-    // 1: the rotated depthwise layout (dtpu_core; docs/architecture.md "Depthwise crossbars
-    // linear in COLS"); the golden model's HwConfig DW_ROTATE must match
-    parameter DW_ROTATE = 0
+    // 1 (the board build): the rotated depthwise layout (dtpu_core; docs/architecture.md
+    // "Depthwise crossbars linear in COLS"), 0 the banked one; the golden model's HwConfig
+    // DW_ROTATE must match (contract.json's default is this default: tests/test_hw_contract.py)
+    parameter DW_ROTATE = 1
 )
 (
     input  wire                        clk,

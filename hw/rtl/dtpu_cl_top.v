@@ -50,9 +50,10 @@ module dtpu_cl_top #
     parameter PE_PAIR = 0,
     // 1: contract 2.1's vector unit (dtpu_vec: VEC descriptors); 0: VEC answers BAD_OPCODE
     parameter VEC_EN = 0,
-    // 1: the rotated depthwise layout (dtpu_core; docs/architecture.md "Depthwise crossbars
-    // linear in COLS"); the golden model's HwConfig DW_ROTATE must match
-    parameter DW_ROTATE = 0
+    // 1 (the board build): the rotated depthwise layout (dtpu_core; docs/architecture.md
+    // "Depthwise crossbars linear in COLS"), 0 the banked one; the golden model's HwConfig
+    // DW_ROTATE must match (contract.json's default is this default: tests/test_hw_contract.py)
+    parameter DW_ROTATE = 1
 )
 (
     input  wire                        clk,

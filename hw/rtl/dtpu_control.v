@@ -45,6 +45,10 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * (below), so every pair of those items is compared once and counts if a step that occurs holds
  * both, valid (q < OW*GC), in one group. The per-item banks depend on GC (<= COLS values) and
  * SX mod COLS only: small tables (docs/rtl.md has the cost).
+ * With PE_PAIR, ERR.BANK_CONFLICT also when the two columns of a pair (j, j + COLS/2) would
+ * issue in one cycle (the golden model's dw_pair_conflict): TAP_CYCLES 1 and OW*GC > COLS/2
+ * (the first step of a row holds min(OW*GC, COLS) items; TAP_CYCLES >= 2 never serves both
+ * columns of a pair in one cycle). dtpu_dw_seq's issue-time check stays as a guard.
  */
 module dtpu_control #
 (
@@ -58,6 +62,9 @@ module dtpu_control #
     parameter LOG_ACT_WORDS = 12,
     // enabled precisions
     parameter [15:0] PREC_EN = 16'h007F,
+    // 1: the MXU's 8-bit rows are PE pairs (columns j, j + COLS/2 on one multiplier): a DWCONV
+    // job whose pairs would issue together is refused in CONFIG (header)
+    parameter PE_PAIR = 0,
     // 1: the rotated depthwise layout (dtpu_dw_seq): no bank conflicts, NCHUNK*P weight rows a tap
     parameter DW_ROTATE = 0
 )
@@ -322,6 +329,10 @@ always @* begin
     end
 end
 
+// PE pairs: a pair's two columns in one cycle (see the header); OW*GC is saturated above
+// COLS*COLS, which leaves the comparison with COLS/2 unchanged
+wire pair_conflict = bc_tc == 4'd1 && bc_items > COLS / 2;
+
 // CONFIG0 checks that need no products
 reg [31:0] err0;
 always @* begin
@@ -490,7 +501,7 @@ always @(posedge clk) begin
             wi_reg <= dw_wi;
             dw_reg <= opcode == DTPU_OPCODE_DWCONV;
             err_cfg_reg <= err0;
-            conflict_reg <= DW_ROTATE == 0 && bank_conflict;
+            conflict_reg <= (DW_ROTATE == 0 && bank_conflict) || (PE_PAIR != 0 && pair_conflict);
             prod_nk_reg <= {32'd0, opcode == DTPU_OPCODE_DWCONV ? {16'd0, dw_taps} : reg_gemm_nt}
                          * {32'd0, opcode == DTPU_OPCODE_DWCONV ? dw_gpc[31:0] : reg_gemm_kw};
             prod_mn_reg <= reg_gemm_m * reg_gemm_nt;

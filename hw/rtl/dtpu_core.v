@@ -180,6 +180,7 @@ dtpu_control #(
     .LOG_PARAM_ENTRIES(LOG_PARAM_ENTRIES),
     .LOG_ACT_WORDS(LOG_ACT_WORDS),
     .PREC_EN(PREC_EN),
+    .PE_PAIR(PE_PAIR),
     .DW_ROTATE(DW_ROTATE)
 )
 control_inst (

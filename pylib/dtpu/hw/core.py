@@ -32,10 +32,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dtpu.hw.config import HwConfig, ceil_div, get_config, out_lanes
-from dtpu.hw.contract_schedules import (DwGeometry, dw_bank_conflict, dw_schedule, gemm_cycles,
+from dtpu.hw.contract_schedules import (DwGeometry, dw_schedule, gemm_cycles,
                                        load_cycles, prefetch_cycles)
-from dtpu.hw.dw_format import (DwWeightsPerColumn, dw_group_words, dw_item_words,  # noqa: F401
-                                dw_rotated, dw_slot_words, dw_weight_layout, dw_weight_phases,
+from dtpu.hw.dw_format import (DwWeightsPerColumn, dw_conflict, dw_group_words, dw_item_words,  # noqa: F401
+                                dw_pe_pairs, dw_rotated, dw_slot_words, dw_weight_layout, dw_weight_phases,
                                 dw_weight_words)
 from dtpu.hw.units import post as post_unit
 from dtpu.hw.units.post import pack_lanes
@@ -777,10 +777,10 @@ class Core:
         if out_mode != c.OUT_MODE_RAW and (pb % c.COLS or pb + groups * L > c.PARAM_ENTRIES):
             raise JobRefused(c.ERR_PARAM_RANGE)
         key = (g, c.COLS, dw_rotated(c))
-        conflict = self._dwcache.get(("conflict",) + key)
-        if conflict is None:  # the rotated layout's columns never share a bank
-            conflict = not dw_rotated(c) and dw_bank_conflict(c.COLS, g.ow, g.gc, g.sx, tc)
-            self._dwcache[("conflict",) + key] = conflict
+        conflict = self._dwcache.get(("conflict", dw_pe_pairs(c)) + key)
+        if conflict is None:  # banks (the banked layout) or a PE pair issuing together
+            conflict = dw_conflict(c, g.ow, g.gc, g.sx, tc)
+            self._dwcache[("conflict", dw_pe_pairs(c)) + key] = conflict
         if conflict:
             raise JobRefused(c.ERR_BANK_CONFLICT)
         lanes_n, _ = out_lanes(c, prec, out_mode)

@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from dtpu.hw.config import HwConfig, ceil_div
+from dtpu.hw.contract_schedules import dw_bank_conflict, dw_pair_conflict
 
 
 def dw_rotated(cfg: HwConfig) -> bool:
@@ -18,6 +19,22 @@ def dw_rotated(cfg: HwConfig) -> bool:
     "Depthwise crossbars linear in COLS"): phase-major activation slots read as one rotation of
     the banks, per-column weight words in step phases. Old contracts without the knob: 0."""
     return bool(getattr(cfg, "DW_ROTATE", 0))
+
+
+def dw_pe_pairs(cfg: HwConfig) -> bool:
+    """The build's 8-bit MXU rows are PE pairs (``PE_PAIR``, docs/architecture.md "A denser
+    array"): columns j and j + COLS/2 must not issue together in DWCONV. Old contracts: 0."""
+    return bool(getattr(cfg, "PE_PAIR", 0))
+
+
+def dw_conflict(cfg: HwConfig, ow: int, gc: int, sx: int, tap_cycles: int) -> bool:
+    """The build refuses this depthwise row shape in CONFIG with ERR.BANK_CONFLICT: two columns
+    of one cycle on one activation bank (the banked layout only) or, with PE pairs, the two
+    columns of a pair in one cycle. The golden model refuses by it and the lowering picks the
+    smallest TAP_CYCLES it accepts, so that the two agree by construction."""
+    if not dw_rotated(cfg) and dw_bank_conflict(cfg.COLS, ow, gc, sx, tap_cycles):
+        return True
+    return dw_pe_pairs(cfg) and dw_pair_conflict(cfg.COLS, ow, gc, tap_cycles)
 
 
 def dw_slot_words(cfg: HwConfig, g) -> int:

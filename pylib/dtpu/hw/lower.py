@@ -23,8 +23,8 @@ import numpy as np
 
 from dtpu import reference
 from dtpu.hw.config import HwConfig, ceil_div, get_config, out_lanes
-from dtpu.hw.contract_schedules import DwGeometry, dw_bank_conflict
-from dtpu.hw.dw_format import dw_rotated, dw_slot_words, dw_weight_layout, dw_weight_words
+from dtpu.hw.contract_schedules import DwGeometry
+from dtpu.hw.dw_format import dw_conflict, dw_rotated, dw_slot_words, dw_weight_layout, dw_weight_words
 from dtpu.pack import pack, unpack
 from dtpu.precision import Precision
 from dtpu.spec import ConvSpec, DataMode, OpKind
@@ -667,8 +667,10 @@ def dw_geometry(spec: ConvSpec, cfg: HwConfig, prec: Precision, groups: int | No
         if slots >= span:
             lb = min(slots, nchunk * ih, 0xFFFF)
             lb = max(lb, span)
-            tc = 1   # the rotated layout has no bank conflicts
-            while not rotated and dw_bank_conflict(cfg.COLS, ow, gc, sx, tc):
+            # the fewest cycles a tap that the build accepts (dw_conflict, what CONFIG refuses):
+            # 1 in the rotated layout but with PE pairs and more than COLS/2 items a row (2)
+            tc = 1
+            while dw_conflict(cfg, ow, gc, sx, tc):
                 tc *= 2
             if tc > tc_max:  # e.g. COLS = 16: TAP_CYCLES = 16 does not fit the 4-bit field;
                 conflicts = True  # fewer groups per chunk map the columns to other banks
@@ -686,7 +688,8 @@ def dw_geometry(spec: ConvSpec, cfg: HwConfig, prec: Precision, groups: int | No
         # 25x12x7x8); 144 groups at 32 columns: GC 16 (25x9x32 words), not GC 18 (2 steps a
         # row fewer, 25x8x9x32 words)
         def cost(g: DwGeometry) -> tuple[int, int]:
-            issue = g.nchunk * g.oh * g.steps_per_row(cfg.COLS) * max(g.kh * g.kw, cfg.COLS)
+            issue = (g.nchunk * g.oh * g.steps_per_row(cfg.COLS)
+                     * max(g.kh * g.kw * g.tap_cycles, cfg.COLS))
             return issue + dw_weight_words(cfg, g), -g.gc
         return min(fitting, key=cost)
     if conflicts:

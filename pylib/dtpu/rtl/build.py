@@ -125,7 +125,8 @@ class SimConfig:
     cols: int = 8
     memory: tuple[int, int, int] | None = None   # (LOG_WEIGHT_WORDS, LOG_PARAM_ENTRIES, LOG_ACT_WORDS)
     waves: bool = False
-    dw_rotate: int = 0
+    #: the contract's default (the board build's layout) unless given
+    dw_rotate: int = field(default_factory=lambda: int(get_config().DW_ROTATE))
     vec_en: int = 0
 
     @classmethod
@@ -147,9 +148,9 @@ class SimConfig:
     def parameters(self) -> dict[str, int]:
         default = get_config()
         mem = self.memory or tuple(int(getattr(default, k)) for k in MEMORY_PARAMS)
-        # DW_ROTATE, VEC_EN only when set: the builds without them keep their cache keys
-        return {"COLS": self.cols, **dict(zip(MEMORY_PARAMS, mem)),
-                **({"DW_ROTATE": 1} if self.dw_rotate else {}),
+        # DW_ROTATE always: the lowering's HwConfig (hw_config) and the Verilog build must agree
+        # whatever the top's default; VEC_EN only when set (the builds without it keep their keys)
+        return {"COLS": self.cols, **dict(zip(MEMORY_PARAMS, mem)), "DW_ROTATE": int(self.dw_rotate),
                 **({"VEC_EN": 1} if self.vec_en else {})}
 
     def hw_config(self, clock_mhz: float | None = None) -> HwConfig:

@@ -79,13 +79,12 @@ initial begin
 end
 
 reg               run_reg;
-reg  [1:0]        lg_r, esh_r;
-reg  [ADDR_W-1:0] dst_r;
+reg  [1:0]        lg_r;
 reg  [PIX_W-1:0]  pix_m1_r, p_r;
 reg  [DIM_W-1:0]  outer_m1_r, inner_m1_r, o_r, i_r;
 reg  [DIM_W-1:0]  w_m1_r, w_r;                // words of an item - 1, word of the item
-reg  [DIM_W-1:0]  gw_r, ch1_r, dstc_r;
-reg  [IDX_W-1:0]  ob_r, chb_r, pb_r;          // channel of the outer block / of the item, p*DSTC
+reg  [DIM_W-1:0]  gw_r, ch1_r;
+reg  [IDX_W-1:0]  ob_r, chb_r;                // channel of the outer block / of the item
 
 // words per item: ceil(GW / L)
 wire [DIM_W:0]    gw_up = {1'b0, cfg_gw} + ((17'd1 << cfg_lg) - 17'd1);
@@ -94,7 +93,6 @@ wire [DIM_W:0]    wpi = gw_up >> cfg_lg;      // < 2^DIM_W
 /* verilator lint_on UNUSEDSIGNAL */
 
 wire [IDX_W-1:0]  gw_x = {{(IDX_W-DIM_W){1'b0}}, gw_r};
-wire [IDX_W-1:0]  dstc_x = {{(IDX_W-DIM_W){1'b0}}, dstc_r};
 wire [IDX_W-1:0]  ch0_x = {{(IDX_W-DIM_W){1'b0}}, cfg_ch0};
 wire [IDX_W-1:0]  ch1_x = {{(IDX_W-DIM_W){1'b0}}, ch1_r};
 
@@ -107,68 +105,74 @@ wire [J_W-1:0]    lanes = {{(J_W-4){1'b0}}, 4'd1 << lg_r};
 wire [J_W-1:0]    left = {3'b000, lim} - j0;
 wire [3:0]        kept = ({3'b000, lim} <= j0) ? 4'd0 : ((left < lanes) ? left[3:0] : lanes[3:0]);
 
-/* verilator lint_off WIDTHEXPAND */
-wire [IDX_W-1:0]  elem = pb_r + chb_r + j0;
-/* verilator lint_on WIDTHEXPAND */
-
 wire fire = run_reg && m_ready;
 wire w_last = w_r == w_m1_r;
 wire i_last = i_r == inner_m1_r;
 wire p_last = p_r == pix_m1_r;
 wire o_last = o_r == outer_m1_r;
 
-// m_addr is a register set one step ahead (with the walk's start and each step): the taker's
-// ready may depend on the address (the read-ahead walk's request merging), and the three adds
-// in front of it would otherwise lie on the path back into every counter's enable. The next
-// element, (p*DSTC) + (channel base) + (lane offset) as the step leaves them (modulo 2^IDX_W,
-// as elem): the next word of the item (j0 + L: w + 1 does not wrap, w < W_M1), the next item
-// (base + GW, word 0), the next pixel (p*DSTC + DSTC, the outer block's base) or the next
-// outer block (base + GW, pixel 0)
+// m_addr is a register (addr_r) set one step ahead: the taker's ready may depend on the
+// address (the read-ahead walk's request merging), so no adder may lie between the counters
+// and it. The walk keeps byte addresses, DST + element*ESIZE, of the element (addr_r), of the
+// item's lane 0 (a_item_r: p*DSTC + channel base), of the outer block's base at this pixel
+// (a_pix_r: p*DSTC + ob), of the item's channel base at pixel 0 (a_och_r) and of the outer
+// block's base at pixel 0 (a_ob_r); each step's candidates are one addition each of a register
+// and a per-RUN step (a word L*ESIZE, an item GW*ESIZE, a pixel DSTC*ESIZE) and the last tests
+// only select among them (an element index, its shift and DST in series were the walk's
+// critical path on the ECP5 proxy, docs/synthesis.md). Equal to DST + (element << ESH) modulo
+// 2^ADDR_W for element indexes within IDX_W bits (Range above).
 wire [IDX_W-1:0]  chb_gw = chb_r + gw_x;
-/* verilator lint_off WIDTHEXPAND */
-wire [IDX_W-1:0]  elem_n = !w_last ? elem + lanes
-                         : !i_last ? pb_r + chb_gw
-                         : !p_last ? pb_r + dstc_x + ob_r
-                         : chb_gw;
-/* verilator lint_on WIDTHEXPAND */
-reg  [ADDR_W-1:0] addr_r;
+reg  [ADDR_W-1:0] addr_r, a_item_r, a_pix_r, a_och_r, a_ob_r;
+reg  [ADDR_W-1:0] wstep_r, gwb_r, dstcb_r;    // L, GW, DSTC elements in bytes
+wire [ADDR_W-1:0] a_word_n = addr_r + wstep_r;     // the item's next word
+wire [ADDR_W-1:0] a_item_n = a_item_r + gwb_r;     // the next item
+wire [ADDR_W-1:0] a_pix_n = a_pix_r + dstcb_r;     // the next pixel's first item
+wire [ADDR_W-1:0] a_och_n = a_och_r + gwb_r;       // the next outer block's first item
+wire [ADDR_W-1:0] a_start = cfg_dst + ({{(ADDR_W-IDX_W){1'b0}}, ch0_x} << cfg_esh);
 
 always @(posedge clk) begin
     if (!run_reg) begin
         if (start) begin
-            lg_r <= cfg_lg; esh_r <= cfg_esh; dst_r <= cfg_dst;
-            gw_r <= cfg_gw; ch1_r <= cfg_ch1; dstc_r <= cfg_dstc;
+            lg_r <= cfg_lg;
+            gw_r <= cfg_gw; ch1_r <= cfg_ch1;
             pix_m1_r <= cfg_pix - 1'b1;
             outer_m1_r <= cfg_outer - 1'b1;
             inner_m1_r <= cfg_inner - 1'b1;
             w_m1_r <= wpi[DIM_W-1:0] - 1'b1;
             o_r <= {DIM_W{1'b0}}; p_r <= {PIX_W{1'b0}}; i_r <= {DIM_W{1'b0}}; w_r <= {DIM_W{1'b0}};
-            ob_r <= ch0_x; chb_r <= ch0_x; pb_r <= {IDX_W{1'b0}};
-            addr_r <= cfg_dst + ({{(ADDR_W-IDX_W){1'b0}}, ch0_x} << cfg_esh);
+            ob_r <= ch0_x; chb_r <= ch0_x;
+            addr_r <= a_start; a_item_r <= a_start; a_pix_r <= a_start;
+            a_och_r <= a_start; a_ob_r <= a_start;
+            wstep_r <= {{(ADDR_W-1){1'b0}}, 1'b1} << ({1'b0, cfg_lg} + {1'b0, cfg_esh});
+            gwb_r <= {{(ADDR_W-DIM_W){1'b0}}, cfg_gw} << cfg_esh;
+            dstcb_r <= {{(ADDR_W-DIM_W){1'b0}}, cfg_dstc} << cfg_esh;
             run_reg <= 1'b1;
         end
     end else if (fire) begin
-        addr_r <= dst_r + ({{(ADDR_W-IDX_W){1'b0}}, elem_n} << esh_r);
         if (!w_last) begin
             w_r <= w_r + 1'b1;
+            addr_r <= a_word_n;
         end else begin
             w_r <= {DIM_W{1'b0}};
             if (!i_last) begin
                 i_r <= i_r + 1'b1;
                 chb_r <= chb_gw;
+                addr_r <= a_item_n; a_item_r <= a_item_n; a_och_r <= a_och_n;
             end else if (!p_last) begin
                 i_r <= {DIM_W{1'b0}};
                 p_r <= p_r + 1'b1;
-                pb_r <= pb_r + dstc_x;
                 chb_r <= ob_r;
+                addr_r <= a_pix_n; a_item_r <= a_pix_n; a_pix_r <= a_pix_n;
+                a_och_r <= a_ob_r;
             end else if (!o_last) begin
                 // the next outer block's first channel follows this one's last item
                 i_r <= {DIM_W{1'b0}};
                 p_r <= {PIX_W{1'b0}};
                 o_r <= o_r + 1'b1;
-                pb_r <= {IDX_W{1'b0}};
                 ob_r <= chb_gw;
                 chb_r <= chb_gw;
+                addr_r <= a_och_n; a_item_r <= a_och_n; a_pix_r <= a_och_n;
+                a_och_r <= a_och_n; a_ob_r <= a_och_n;
             end else begin
                 run_reg <= 1'b0;
             end

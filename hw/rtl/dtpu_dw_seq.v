@@ -710,12 +710,8 @@ reg [15:0] c_reg;                      // chunk
 reg [15:0] oy_reg;
 reg signed [31:0] first_reg;           // oy*SY - PT
 // the rows the current output row needs loaded, min(A, B): its window's end A = c*IH + first +
-// span and its chunk's end B = (c+1)*IH, kept as the differences da = ld_row - A and
-// db = ld_row - B (33-bit signed), each moved by one addition as rows are loaded (ld_inc, the
-// loader's increment of ld_row_reg) and as output rows end: row_ready is then two sign bits,
-// no compare in front of the computer's enables (ld_row >= need_b, the unit's critical path
-// on the ECP5 proxy after the last-step flag, docs/synthesis.md)
-reg signed [32:0] da_reg, db_reg;
+// span and its chunk's end B = (c+1)*IH, each kept by one addition as the rows advance
+reg [31:0] need_a_reg, need_b_reg;
 reg [31:0] cgc_reg;                    // c*GC
 reg [AR-1:0] rbase_reg;                // ring row base of input row (c*IH + first)
 reg [31:0] step_reg;
@@ -739,13 +735,7 @@ reg        started_reg;                // the current row has started
 
 // ld_row >= min(A, B) as two compares side by side (the readiness test was the unit's longest
 // path as cih + min(first + span - 1, IH - 1) + 1 >= ..., four carry chains in series)
-wire row_ready = started_reg || !da_reg[32] || !db_reg[32];
-wire ld_inc = !latch && !su_init && adv && act_fire && ld_row_end;
-wire signed [32:0] ld_s = $signed({1'b0, ld_row_reg});
-wire signed [32:0] inc_s = {32'd0, ld_inc};
-wire signed [32:0] spt_s = $signed({17'd0, spt_r});
-wire signed [32:0] ih_s = $signed({17'd0, ih_r});
-wire signed [32:0] sy_s = $signed({25'd0, sy_r});
+wire row_ready = started_reg || ld_row_reg >= need_a_reg || ld_row_reg >= need_b_reg;
 wire issuing = run && ready_reg && c_run_reg && row_ready && cyc_reg < s_r;
 // cyc_reg + 1 >= p_r, set with cyc_reg (look-ahead) like last_step below
 reg step_end_reg;
@@ -764,15 +754,12 @@ wire [15:0] items_step = items_left > COLS ? COLS : items_left[15:0];
 integer k;
 
 always @(posedge clk) begin
-    // rows loaded move both differences; su_init and an output row's end set them below
-    da_reg <= da_reg + inc_s;
-    db_reg <= db_reg + inc_s;
     if (su_init) begin
         c_reg <= 16'd0;
         oy_reg <= 16'd0;
         first_reg <= -$signed({24'd0, pt_r});
-        da_reg <= ld_s - spt_s;
-        db_reg <= ld_s - ih_s;
+        need_a_reg <= {16'd0, spt_r};
+        need_b_reg <= {16'd0, ih_r};
         cgc_reg <= 32'd0;
         rbase_reg <= r0_r;
         rb_reg <= r0_r;
@@ -866,8 +853,8 @@ always @(posedge clk) begin
                     oy_reg <= 16'd0;
                     c_reg <= c_reg + 16'd1;
                     rcp_reg <= rcp_reg + pph_r;
-                    da_reg <= db_reg + inc_s - spt_s;
-                    db_reg <= db_reg + inc_s - ih_s;
+                    need_a_reg <= need_b_reg + {16'd0, spt_r};
+                    need_b_reg <= need_b_reg + {16'd0, ih_r};
                     cgc_reg <= cgc_reg + {16'd0, gc_r};
                     first_reg <= -$signed({24'd0, pt_r});
                     y_reg <= -$signed({24'd0, pt_r});
@@ -876,8 +863,7 @@ always @(posedge clk) begin
                 end else begin
                     oy_reg <= oy_reg + 16'd1;
                     first_reg <= first_reg + $signed({24'd0, sy_r});
-                    da_reg <= da_reg + inc_s - sy_s;
-                    db_reg <= db_reg + inc_s;
+                    need_a_reg <= need_a_reg + {24'd0, sy_r};
                     y_reg <= first_reg + $signed({24'd0, sy_r});
                     rbase_reg <= ring_add(rbase_reg, syr_r, ring_r);
                     rb_reg <= ring_add(rbase_reg, syr_r, ring_r);

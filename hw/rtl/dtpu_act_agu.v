@@ -300,11 +300,17 @@ function signed [CW-1:0] sx_ker(input [KER_W-1:0] v);
     sx_ker = $signed({{(CW-KER_W){1'b0}}, v});
 endfunction
 
+// the four counters' last tests (m_last and the start of the next stream's walk, whose
+// registers load on `fire && m_last`: a path from the counters through their compares and the
+// taker's ready into every start register, the load unit's critical path on the ECP5 proxy,
+// docs/synthesis.md) as registers set with their counters (look-ahead): each write of a
+// counter sets its flag from the value written
+reg lane_last_r, x_last_r, y_last_r, z_last_r;
 wire fire = m_valid && m_ready;
-wire lane_last = lane_r == lane_l_r;
-wire x_last = x_r == x_l_r;
-wire y_last = y_r == y_l_r;
-wire z_last = z_r == z_l_r;
+wire lane_last = lane_last_r;
+wire x_last = x_last_r;
+wire y_last = y_last_r;
+wire z_last = z_last_r;
 wire c_last = cc_r == c_l_q;
 wire kx_last = kx_r == kw_l_q;
 wire ky_last = ky_r == kh_l_q;
@@ -322,6 +328,16 @@ wire signed [SW-1:0] c_s = sx_idx({{(IDX_W-DIM_W){1'b0}}, c_q});
 // CHANNELS: the channel after (r, s, ph)
 wire [KP_W-1:0] s_next = ph_last ? s_r + 1'b1 : s_r;
 wire [KP_W-1:0] ph_next = ph_last ? {KP_W{1'b0}} : ph_r + 1'b1;
+
+// the counters' last values a stream starts with (WINDOWS, CHANNELS)
+wire [LN_W-1:0] lane_l_win = kend_r - 1'b1;
+wire [DIM_W-1:0] x_l_win = ow_r - 1'b1;
+wire [DIM_W-1:0] y_l_win = oh_r - 1'b1;
+wire [KP_W-1:0] z_l_win = {{(KP_W-DIM_W){1'b0}}, n_r} - 1'b1;
+wire [LN_W-1:0] lane_l_chn = {{(LN_W-KP_W){1'b0}}, cpc_r} - 1'b1;
+wire [DIM_W-1:0] x_l_chn = w_r - 1'b1;
+wire [DIM_W-1:0] y_l_chn = h_r - 1'b1;
+wire [KP_W-1:0] z_l_chn = nchunk_r - 1'b1;
 
 // the walk of a new stream starts (its setup is done, the stream before has ended)
 wire init_go = state_reg == S_SETUP && (st_reg == ST_WINIT || st_reg == ST_CINIT)
@@ -410,6 +426,7 @@ always @(posedge clk) begin
     if (fire) begin
         if (!lane_last) begin
             lane_r <= lane_r + 1'b1;
+            lane_last_r <= lane_r + 1'b1 == lane_l_r;
             if (win_q) begin
                 if (!kdone_r) begin
                     if (!c_last) begin
@@ -443,29 +460,35 @@ always @(posedge clk) begin
             run_reg <= 1'b0;
         end else begin
             lane_r <= lane0_r;
+            lane_last_r <= lane0_r == lane_l_r;
             if (win_q) begin
                 ky_r <= ky0_q; kx_r <= kx0_q; cc_r <= c0_q; kdone_r <= kdone0_q;
                 elem_r <= add_s;
                 org_r <= add_s;
                 if (!x_last) begin
                     x_r <= x_r + 1'b1;
+                    x_last_r <= x_r + 1'b1 == x_l_r;
                     ix_r <= ix_r + sx_ker(sx_q);
                     xt0_r <= xt0_step;
                     tx_r <= xt0_step;
                     ty_r <= yt0_r;
                 end else begin
                     x_r <= {DIM_W{1'b0}};
+                    x_last_r <= x_l_r == {DIM_W{1'b0}};
                     ix_r <= npl_q;
                     xt0_r <= tx00_q;
                     tx_r <= tx00_q;
                     row_r <= add_s;
                     if (!y_last) begin
                         y_r <= y_r + 1'b1;
+                        y_last_r <= y_r + 1'b1 == y_l_r;
                         yt0_r <= yt0_step;
                         ty_r <= yt0_step;
                     end else begin
                         y_r <= {DIM_W{1'b0}};
+                        y_last_r <= y_l_r == {DIM_W{1'b0}};
                         z_r <= z_r + 1'b1;
+                        z_last_r <= z_r + 1'b1 == z_l_r;
                         yt0_r <= ty00_q;
                         ty_r <= ty00_q;
                         img_r <= add_s;
@@ -475,8 +498,10 @@ always @(posedge clk) begin
                 if (!(x_last && y_last)) begin
                     // next pixel of the chunk
                     x_r <= x_last ? {DIM_W{1'b0}} : x_r + 1'b1;
+                    x_last_r <= x_last ? x_l_r == {DIM_W{1'b0}} : x_r + 1'b1 == x_l_r;
                     if (x_last) begin
                         y_r <= y_r + 1'b1;
+                        y_last_r <= y_r + 1'b1 == y_l_r;
                     end
                     pel_r <= add_s;
                     elem_r <= add_s;
@@ -486,6 +511,9 @@ always @(posedge clk) begin
                     x_r <= {DIM_W{1'b0}};
                     y_r <= {DIM_W{1'b0}};
                     z_r <= z_r + 1'b1;
+                    x_last_r <= x_l_r == {DIM_W{1'b0}};
+                    y_last_r <= y_l_r == {DIM_W{1'b0}};
+                    z_last_r <= z_r + 1'b1 == z_l_r;
                     pel_r <= add_s;
                     elem_r <= add_s;
                     r_r <= r_r + 1'b1; rc_r <= r_r + 1'b1;
@@ -576,10 +604,14 @@ always @(posedge clk) begin
             stx_q <= stx_r; sty_q <= sty_r;
             sxc_q <= sxc_r; sywc_q <= sx_idx(sywc_r); hwc_q <= sx_idx(hwc_r);
             ty00_q <= ty00; tx00_q <= tx00; npl_q <= npl;
-            lane_r <= kbeg_r; lane0_r <= kbeg_r; lane_l_r <= kend_r - 1'b1;
-            x_r <= {DIM_W{1'b0}}; x_l_r <= ow_r - 1'b1;
-            y_r <= {DIM_W{1'b0}}; y_l_r <= oh_r - 1'b1;
-            z_r <= {KP_W{1'b0}}; z_l_r <= {{(KP_W-DIM_W){1'b0}}, n_r} - 1'b1;
+            lane_r <= kbeg_r; lane0_r <= kbeg_r; lane_l_r <= lane_l_win;
+            x_r <= {DIM_W{1'b0}}; x_l_r <= x_l_win;
+            y_r <= {DIM_W{1'b0}}; y_l_r <= y_l_win;
+            z_r <= {KP_W{1'b0}}; z_l_r <= z_l_win;
+            lane_last_r <= kbeg_r == lane_l_win;
+            x_last_r <= x_l_win == {DIM_W{1'b0}};
+            y_last_r <= y_l_win == {DIM_W{1'b0}};
+            z_last_r <= z_l_win == {KP_W{1'b0}};
             ky_r <= ky0_r; kx_r <= kx0_r; cc_r <= c0_r; kdone_r <= kdone0_r;
             ix_r <= npl;
             xt0_r <= tx00; yt0_r <= ty00;
@@ -611,11 +643,14 @@ always @(posedge clk) begin
         end else begin
             win_q <= 1'b0;
             c_q <= c_r; c_l_q <= c_r - 1'b1; rep_l_q <= rep_r - 1'b1; cv_q <= cv_r;
-            lane_r <= {LN_W{1'b0}}; lane0_r <= {LN_W{1'b0}};
-            lane_l_r <= {{(LN_W-KP_W){1'b0}}, cpc_r} - 1'b1;
-            x_r <= {DIM_W{1'b0}}; x_l_r <= w_r - 1'b1;
-            y_r <= {DIM_W{1'b0}}; y_l_r <= h_r - 1'b1;
-            z_r <= {KP_W{1'b0}}; z_l_r <= nchunk_r - 1'b1;
+            lane_r <= {LN_W{1'b0}}; lane0_r <= {LN_W{1'b0}}; lane_l_r <= lane_l_chn;
+            x_r <= {DIM_W{1'b0}}; x_l_r <= x_l_chn;
+            y_r <= {DIM_W{1'b0}}; y_l_r <= y_l_chn;
+            z_r <= {KP_W{1'b0}}; z_l_r <= z_l_chn;
+            lane_last_r <= lane_l_chn == {LN_W{1'b0}};
+            x_last_r <= x_l_chn == {DIM_W{1'b0}};
+            y_last_r <= y_l_chn == {DIM_W{1'b0}};
+            z_last_r <= z_l_chn == {KP_W{1'b0}};
             r_r <= {1'b0, k0_r}; rc_r <= {1'b0, k0_r};
             s_r <= s0_r; ph_r <= ph0_r; sc_r <= s0_r; phc_r <= ph0_r;
             pel_r <= add_s;

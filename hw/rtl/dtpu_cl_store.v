@@ -181,22 +181,53 @@ reg               rd_wait;          // ACC adding: reads wait for the earlier RU
 reg               drain;            // err_len: drop result words up to s_last
 reg               flushed;          // flush: the rest of the RUN is dropped (until start/clear)
 
-/* ---- data walk ---- */
-wire              dw_busy, dw_valid, dw_ready, dw_last;
-wire [ADDR_W-1:0] dw_addr;
-wire [3:0]        dw_kept;
+/* ---- data walk ----
+ * The walk's requests reach the word stage through a skid register (dk_*): the walk's ready is
+ * !dk_v, a register, so that the word stage's readiness (the ACC lane count, the packer's
+ * ready, whose tests run through the address) is not on the path into every counter's enable
+ * of the walk. No cycle changes: the walk runs ahead of the data (from `go` it always has the
+ * next request), the word stage sees dw_valid as before (the request is in dk_* or at the
+ * walk's output) and takes one request per cycle either way. */
+wire              wk_valid, wk_last;
+wire [ADDR_W-1:0] wk_addr;
+wire [3:0]        wk_kept;
 /* verilator lint_off UNUSEDSIGNAL */
 wire [DIM_W-1:0]  dw_in;
+wire              wk_busy;
 /* verilator lint_on UNUSEDSIGNAL */
 reg               dw_halt;
+reg               dk_v;             // a request taken from the walk and not yet by the word stage
+reg  [ADDR_W-1:0] dk_addr;
+reg  [3:0]        dk_kept;
+reg               dk_last;
+wire              dw_ready;
+wire              dw_valid = dk_v || wk_valid;
+wire [ADDR_W-1:0] dw_addr = dk_v ? dk_addr : wk_addr;
+wire [3:0]        dw_kept = dk_v ? dk_kept : wk_kept;
+wire              dw_last = dk_v ? dk_last : wk_last;
+wire              dw_busy = dw_valid;
 
 dtpu_cl_store_walk #(.PIX_W(PIX_W), .DIM_W(DIM_W), .IDX_W(IDX_W), .ADDR_W(ADDR_W)) data_walk (
-    .clk(clk), .rst_n(rst_n), .start(go), .halt(dw_halt), .busy(dw_busy),
+    .clk(clk), .rst_n(rst_n), .start(go), .halt(dw_halt), .busy(wk_busy),
     .cfg_lg(lg_r), .cfg_esh(esh_r), .cfg_dst(dst_r), .cfg_pix(pix_r), .cfg_outer(outer_r),
     .cfg_inner(inner_r), .cfg_gw(gw_r), .cfg_ch0(ch0_r), .cfg_ch1(ch1_r), .cfg_dstc(dstc_r),
-    .m_valid(dw_valid), .m_ready(dw_ready), .m_addr(dw_addr), .m_kept(dw_kept),
-    .m_ifirst(dw_ifirst), .m_in(dw_in), .m_last(dw_last)
+    .m_valid(wk_valid), .m_ready(!dk_v), .m_addr(wk_addr), .m_kept(wk_kept),
+    .m_ifirst(dw_ifirst), .m_in(dw_in), .m_last(wk_last)
 );
+
+always @(posedge clk) begin
+    if (dk_v && dw_ready) begin
+        dk_v <= 1'b0;
+    end else if (!dk_v && wk_valid && !dw_ready) begin
+        dk_v <= 1'b1;
+        dk_addr <= wk_addr;
+        dk_kept <= wk_kept;
+        dk_last <= wk_last;
+    end
+    if (!rst_n || dw_halt) begin
+        dk_v <= 1'b0;
+    end
+end
 
 /* ---- read-ahead walk (ACC without FIRST): the sums of each item with kept lanes, items at
  * consecutive addresses (the INNER items of a pixel) merged into one request until it has
@@ -271,17 +302,20 @@ end
 
 /* ---- the word stage: one result word and its walk request ---- */
 reg               st_v;
-reg  [63:0]       st_data;
-reg  [ADDR_W-1:0] st_addr;
+reg  [63:0]       st_data;          // ACC: shifted down a lane as each lane is added
 reg  [3:0]        st_kept;
 reg               st_last;
 reg  [2:0]        st_q;             // ACC: the lane being added
+// registers set with st_q (look-ahead), so that the word stage's done test and the packer's
+// inputs start at registers: q_end (the lane is the word's last kept one: ITEMS, no kept lanes,
+// st_q == st_kept - 1), pk_addr (the word's address + 8*st_q), st_data (the word >> st_q lanes)
+reg               q_end;
+reg  [ADDR_W-1:0] pk_addr;
 
 wire              pk_ready;
 wire              need_rd = acc_r && !first_r && st_kept != 4'd0;
 wire              pk_valid = st_v && (!need_rd || rd_valid || stop);
 wire              pk_hs = pk_valid && pk_ready;
-wire              q_end = !acc_r || st_kept == 4'd0 || ({1'b0, st_q} == st_kept - 1'b1);
 wire              st_done = pk_hs && q_end;
 wire              st_free = !st_v || st_done;
 
@@ -290,8 +324,7 @@ assign s_ready = drain || (dw_valid && st_free);
 wire              load = s_valid && dw_valid && st_free && !drain;
 
 // ACC lane q: 64/L bits, sign-extended, plus the old sum
-wire [5:0]        lsh = {st_q, 3'b000} << (3'd3 - {1'b0, lg_r});
-wire [63:0]       lane_raw = st_data >> lsh;
+wire [63:0]       lane_raw = st_data;
 reg  [63:0]       lane;
 always @(*) begin
     case (lg_r)
@@ -303,7 +336,6 @@ always @(*) begin
 end
 wire [63:0]       sum = lane + (first_r ? 64'd0 : rd_data);
 
-wire [ADDR_W-1:0] pk_addr = acc_r ? st_addr + {{(ADDR_W-6){1'b0}}, st_q, 3'b000} : st_addr;
 wire [63:0]       pk_data = acc_r ? sum : st_data;
 /* verilator lint_off WIDTHEXPAND */
 wire [3:0]        pk_n = acc_r ? ((st_kept == 4'd0) ? 4'd0 : 4'd8) : (st_kept << (2'd3 - lg_r));
@@ -371,10 +403,11 @@ always @(posedge clk) begin
     if (load) begin
         st_v <= 1'b1;
         st_data <= s_data;
-        st_addr <= dw_addr;
         st_kept <= dw_kept;
         st_last <= dw_last || s_last;
         st_q <= 3'd0;
+        q_end <= !acc_r || dw_kept == 4'd0 || dw_kept == 4'd1;
+        pk_addr <= dw_addr;
         if (s_last && !dw_last) begin
             // the stream ended early: the rest of the walk is dropped
             err_len <= 1'b1;
@@ -391,6 +424,14 @@ always @(posedge clk) begin
         st_v <= 1'b0;
     end else if (pk_hs) begin
         st_q <= st_q + 1'b1;
+        q_end <= {1'b0, st_q} + 4'd2 == st_kept;
+        pk_addr <= pk_addr + {{(ADDR_W-4){1'b0}}, 4'd8};
+        case (lg_r)
+            2'd1: st_data <= st_data >> 32;
+            2'd2: st_data <= st_data >> 16;
+            2'd3: st_data <= st_data >> 8;
+            default: st_data <= st_data;
+        endcase
     end
     if (drain && s_valid && s_last) begin
         drain <= 1'b0;

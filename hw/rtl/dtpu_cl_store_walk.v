@@ -79,13 +79,11 @@ initial begin
 end
 
 reg               run_reg;
-reg  [1:0]        lg_r, esh_r;
-reg  [ADDR_W-1:0] dst_r;
+reg  [1:0]        lg_r;
 reg  [PIX_W-1:0]  pix_m1_r, p_r;
 reg  [DIM_W-1:0]  outer_m1_r, inner_m1_r, o_r, i_r;
 reg  [DIM_W-1:0]  w_m1_r, w_r;                // words of an item - 1, word of the item
-reg  [DIM_W-1:0]  gw_r, ch1_r, dstc_r;
-reg  [IDX_W-1:0]  ob_r, chb_r, pb_r;          // channel of the outer block / of the item, p*DSTC
+reg  [DIM_W-1:0]  gw_r;
 
 // words per item: ceil(GW / L)
 wire [DIM_W:0]    gw_up = {1'b0, cfg_gw} + ((17'd1 << cfg_lg) - 17'd1);
@@ -93,23 +91,34 @@ wire [DIM_W:0]    gw_up = {1'b0, cfg_gw} + ((17'd1 << cfg_lg) - 17'd1);
 wire [DIM_W:0]    wpi = gw_up >> cfg_lg;      // < 2^DIM_W
 /* verilator lint_on UNUSEDSIGNAL */
 
-wire [IDX_W-1:0]  gw_x = {{(IDX_W-DIM_W){1'b0}}, gw_r};
-wire [IDX_W-1:0]  dstc_x = {{(IDX_W-DIM_W){1'b0}}, dstc_r};
 wire [IDX_W-1:0]  ch0_x = {{(IDX_W-DIM_W){1'b0}}, cfg_ch0};
-wire [IDX_W-1:0]  ch1_x = {{(IDX_W-DIM_W){1'b0}}, ch1_r};
 
-// kept lanes of the item: min(GW, CH1 - channel base), 0 past CH1
-wire [IDX_W-1:0]  room = ch1_x - chb_r;
-wire              past = chb_r >= ch1_x;
-wire [DIM_W-1:0]  lim = past ? {DIM_W{1'b0}} : ((room < gw_x) ? room[DIM_W-1:0] : gw_r);
-wire [J_W-1:0]    j0 = {3'b000, w_r} << lg_r;
+// Kept lanes of the item: lim = min(GW, CH1 - channel base), 0 past CH1; of its word w:
+// min(lim - w*L, L), 0 when not positive. Kept in registers set one step ahead (the compares
+// of the channel base with CH1 and GW and of the lane offset with lim were four carry chains in
+// series into the store unit's word stage, docs/synthesis.md): rem_r = CH1 - channel base of
+// the item (signed), rem_ob_r the same at the outer block's base channel, lim_r / lim_ob_r
+// their clamps to 0..GW, left_r = lim - w*L (signed). A step to the next item (base + GW)
+// clamps rem - GW from rem alone: 0 if rem <= GW, GW if rem >= 2*GW, else rem - GW.
+localparam REM_W = IDX_W + 1;
+localparam LEFT_W = J_W + 1;
+reg  signed [REM_W-1:0]  rem_r, rem_ob_r;
+reg         [DIM_W-1:0]  lim_r, lim_ob_r;
+reg  signed [LEFT_W-1:0] left_r;
+wire signed [REM_W-1:0]  gw_s = $signed({{(REM_W-DIM_W){1'b0}}, gw_r});
+wire signed [REM_W-1:0]  gw2_s = $signed({{(REM_W-DIM_W-1){1'b0}}, gw_r, 1'b0});
+wire signed [REM_W-1:0]  rem_gw = rem_r - gw_s;
+wire [DIM_W-1:0]  lim_gw = rem_r <= gw_s ? {DIM_W{1'b0}} : rem_r >= gw2_s ? gw_r : rem_gw[DIM_W-1:0];
+wire signed [REM_W-1:0]  rem0 = $signed({{(REM_W-DIM_W){1'b0}}, cfg_ch1}) - $signed({1'b0, ch0_x});
+wire [DIM_W-1:0]  lim0 = rem0 <= 0 ? {DIM_W{1'b0}}
+                       : rem0 < $signed({{(REM_W-DIM_W){1'b0}}, cfg_gw}) ? rem0[DIM_W-1:0] : cfg_gw;
 wire [J_W-1:0]    lanes = {{(J_W-4){1'b0}}, 4'd1 << lg_r};
-wire [J_W-1:0]    left = {3'b000, lim} - j0;
-wire [3:0]        kept = ({3'b000, lim} <= j0) ? 4'd0 : ((left < lanes) ? left[3:0] : lanes[3:0]);
-
-/* verilator lint_off WIDTHEXPAND */
-wire [IDX_W-1:0]  elem = pb_r + chb_r + j0;
-/* verilator lint_on WIDTHEXPAND */
+wire              left_pos = !left_r[LEFT_W-1] && left_r != {LEFT_W{1'b0}};
+wire              left_lt = (left_r[LEFT_W-1:0] >> lg_r) == {LEFT_W{1'b0}};     // < L, for left >= 0
+wire [3:0]        kept = !left_pos ? 4'd0 : left_lt ? left_r[3:0] : lanes[3:0];
+function signed [LEFT_W-1:0] left_of(input [DIM_W-1:0] v);
+    left_of = $signed({{(LEFT_W-DIM_W){1'b0}}, v});
+endfunction
 
 wire fire = run_reg && m_ready;
 wire w_last = w_r == w_m1_r;
@@ -117,58 +126,69 @@ wire i_last = i_r == inner_m1_r;
 wire p_last = p_r == pix_m1_r;
 wire o_last = o_r == outer_m1_r;
 
-// m_addr is a register set one step ahead (with the walk's start and each step): the taker's
-// ready may depend on the address (the read-ahead walk's request merging), and the three adds
-// in front of it would otherwise lie on the path back into every counter's enable. The next
-// element, (p*DSTC) + (channel base) + (lane offset) as the step leaves them (modulo 2^IDX_W,
-// as elem): the next word of the item (j0 + L: w + 1 does not wrap, w < W_M1), the next item
-// (base + GW, word 0), the next pixel (p*DSTC + DSTC, the outer block's base) or the next
-// outer block (base + GW, pixel 0)
-wire [IDX_W-1:0]  chb_gw = chb_r + gw_x;
-/* verilator lint_off WIDTHEXPAND */
-wire [IDX_W-1:0]  elem_n = !w_last ? elem + lanes
-                         : !i_last ? pb_r + chb_gw
-                         : !p_last ? pb_r + dstc_x + ob_r
-                         : chb_gw;
-/* verilator lint_on WIDTHEXPAND */
-reg  [ADDR_W-1:0] addr_r;
+// m_addr is a register (addr_r) set one step ahead: the taker's ready may depend on the
+// address (the read-ahead walk's request merging), so no adder may lie between the counters
+// and it. The walk keeps byte addresses, DST + element*ESIZE, of the element (addr_r), of the
+// item's lane 0 (a_item_r: p*DSTC + channel base), of the outer block's base at this pixel
+// (a_pix_r: p*DSTC + ob), of the item's channel base at pixel 0 (a_och_r) and of the outer
+// block's base at pixel 0 (a_ob_r); each step's candidates are one addition each of a register
+// and a per-RUN step (a word L*ESIZE, an item GW*ESIZE, a pixel DSTC*ESIZE) and the last tests
+// only select among them (an element index, its shift and DST in series were the walk's
+// critical path on the ECP5 proxy, docs/synthesis.md). Equal to DST + (element << ESH) modulo
+// 2^ADDR_W for element indexes within IDX_W bits (Range above).
+reg  [ADDR_W-1:0] addr_r, a_item_r, a_pix_r, a_och_r, a_ob_r;
+reg  [ADDR_W-1:0] wstep_r, gwb_r, dstcb_r;    // L, GW, DSTC elements in bytes
+wire [ADDR_W-1:0] a_word_n = addr_r + wstep_r;     // the item's next word
+wire [ADDR_W-1:0] a_item_n = a_item_r + gwb_r;     // the next item
+wire [ADDR_W-1:0] a_pix_n = a_pix_r + dstcb_r;     // the next pixel's first item
+wire [ADDR_W-1:0] a_och_n = a_och_r + gwb_r;       // the next outer block's first item
+wire [ADDR_W-1:0] a_start = cfg_dst + ({{(ADDR_W-IDX_W){1'b0}}, ch0_x} << cfg_esh);
 
 always @(posedge clk) begin
     if (!run_reg) begin
         if (start) begin
-            lg_r <= cfg_lg; esh_r <= cfg_esh; dst_r <= cfg_dst;
-            gw_r <= cfg_gw; ch1_r <= cfg_ch1; dstc_r <= cfg_dstc;
+            lg_r <= cfg_lg;
+            gw_r <= cfg_gw;
             pix_m1_r <= cfg_pix - 1'b1;
             outer_m1_r <= cfg_outer - 1'b1;
             inner_m1_r <= cfg_inner - 1'b1;
             w_m1_r <= wpi[DIM_W-1:0] - 1'b1;
             o_r <= {DIM_W{1'b0}}; p_r <= {PIX_W{1'b0}}; i_r <= {DIM_W{1'b0}}; w_r <= {DIM_W{1'b0}};
-            ob_r <= ch0_x; chb_r <= ch0_x; pb_r <= {IDX_W{1'b0}};
-            addr_r <= cfg_dst + ({{(ADDR_W-IDX_W){1'b0}}, ch0_x} << cfg_esh);
+            rem_r <= rem0; rem_ob_r <= rem0;
+            lim_r <= lim0; lim_ob_r <= lim0; left_r <= left_of(lim0);
+            addr_r <= a_start; a_item_r <= a_start; a_pix_r <= a_start;
+            a_och_r <= a_start; a_ob_r <= a_start;
+            wstep_r <= {{(ADDR_W-1){1'b0}}, 1'b1} << ({1'b0, cfg_lg} + {1'b0, cfg_esh});
+            gwb_r <= {{(ADDR_W-DIM_W){1'b0}}, cfg_gw} << cfg_esh;
+            dstcb_r <= {{(ADDR_W-DIM_W){1'b0}}, cfg_dstc} << cfg_esh;
             run_reg <= 1'b1;
         end
     end else if (fire) begin
-        addr_r <= dst_r + ({{(ADDR_W-IDX_W){1'b0}}, elem_n} << esh_r);
         if (!w_last) begin
             w_r <= w_r + 1'b1;
+            addr_r <= a_word_n;
+            left_r <= left_r - $signed({1'b0, lanes});
         end else begin
             w_r <= {DIM_W{1'b0}};
             if (!i_last) begin
                 i_r <= i_r + 1'b1;
-                chb_r <= chb_gw;
+                rem_r <= rem_gw; lim_r <= lim_gw; left_r <= left_of(lim_gw);
+                addr_r <= a_item_n; a_item_r <= a_item_n; a_och_r <= a_och_n;
             end else if (!p_last) begin
                 i_r <= {DIM_W{1'b0}};
                 p_r <= p_r + 1'b1;
-                pb_r <= pb_r + dstc_x;
-                chb_r <= ob_r;
+                rem_r <= rem_ob_r; lim_r <= lim_ob_r; left_r <= left_of(lim_ob_r);
+                addr_r <= a_pix_n; a_item_r <= a_pix_n; a_pix_r <= a_pix_n;
+                a_och_r <= a_ob_r;
             end else if (!o_last) begin
                 // the next outer block's first channel follows this one's last item
                 i_r <= {DIM_W{1'b0}};
                 p_r <= {PIX_W{1'b0}};
                 o_r <= o_r + 1'b1;
-                pb_r <= {IDX_W{1'b0}};
-                ob_r <= chb_gw;
-                chb_r <= chb_gw;
+                rem_r <= rem_gw; lim_r <= lim_gw; left_r <= left_of(lim_gw);
+                rem_ob_r <= rem_gw; lim_ob_r <= lim_gw;
+                addr_r <= a_och_n; a_item_r <= a_och_n; a_pix_r <= a_och_n;
+                a_och_r <= a_och_n; a_ob_r <= a_och_n;
             end else begin
                 run_reg <= 1'b0;
             end
@@ -184,7 +204,7 @@ assign m_valid = run_reg;
 assign m_addr = addr_r;
 assign m_kept = kept;
 assign m_ifirst = w_r == {DIM_W{1'b0}};
-assign m_in = lim;
+assign m_in = lim_r;
 assign m_last = w_last && i_last && p_last && o_last;
 
 endmodule

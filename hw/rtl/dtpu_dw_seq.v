@@ -737,8 +737,13 @@ reg        started_reg;                // the current row has started
 // path as cih + min(first + span - 1, IH - 1) + 1 >= ..., four carry chains in series)
 wire row_ready = started_reg || ld_row_reg >= need_a_reg || ld_row_reg >= need_b_reg;
 wire issuing = run && ready_reg && c_run_reg && row_ready && cyc_reg < s_r;
-wire step_end = cyc_reg + 20'd1 >= p_r;
-wire last_step = step_reg + 32'd1 == steps_r;
+// cyc_reg + 1 >= p_r, set with cyc_reg (look-ahead) like last_step below
+reg step_end_reg;
+wire step_end = step_end_reg;
+// step_reg + 1 == steps_r as a register set with step_reg (look-ahead): the test's adder and
+// compare were on the path into the row-end registers' enables (step_reg -> need_a_reg)
+reg last_step_reg;
+wire last_step = last_step_reg;
 wire last_row = rows_done_reg + 32'd1 == out_rows_total;
 wire tap_last_cycle = u_reg + 4'd1 == (4'd1 << log_tc_r);
 wire kx_last = kx_reg + 8'd1 == kw_r;
@@ -760,8 +765,10 @@ always @(posedge clk) begin
         rb_reg <= r0_r;
         y_reg <= -$signed({24'd0, pt_r});
         step_reg <= 32'd0;
+        last_step_reg <= steps_r == 32'd1;
         q_reg <= 32'd0;
         cyc_reg <= 20'd0;
+        step_end_reg <= p_r <= 20'd1;
         u_reg <= 4'd0;
         kx_reg <= 8'd0;
         ky_reg <= 8'd0;
@@ -816,6 +823,7 @@ always @(posedge clk) begin
         end
         if (step_end) begin
             cyc_reg <= 20'd0;
+            step_end_reg <= p_r <= 20'd1;
             u_reg <= 4'd0;
             kx_reg <= 8'd0;
             ky_reg <= 8'd0;
@@ -828,6 +836,7 @@ always @(posedge clk) begin
             if (last_step) begin
                 // output row finished
                 step_reg <= 32'd0;
+                last_step_reg <= steps_r == 32'd1;
                 q_reg <= 32'd0;
                 rh_reg <= {WR{1'b0}};
                 started_reg <= 1'b0;
@@ -861,6 +870,7 @@ always @(posedge clk) begin
                 end
             end else begin
                 step_reg <= step_reg + 32'd1;
+                last_step_reg <= step_reg + 32'd2 == steps_r;
                 q_reg <= q_reg + COLS;
                 y_reg <= first_reg;
                 rb_reg <= rbase_reg;
@@ -878,6 +888,7 @@ always @(posedge clk) begin
             end
         end else begin
             cyc_reg <= cyc_reg + 20'd1;
+            step_end_reg <= {1'b0, cyc_reg} + 21'd2 >= {1'b0, p_r};
         end
     end
     if (!rst_n) begin

@@ -101,6 +101,35 @@ def assert_matches(got: np.ndarray, want: np.ndarray, what: str = "") -> None:
 import pytest  # noqa: E402
 
 
+_ROOT = Path(__file__).resolve().parents[1]
+_ZOO = _ROOT / "tests" / "models" / "zoo"
+#: issue 25's canonical models, by the short names the one-kick tests use (tests/test_one_kick.py,
+#: tests/test_rtl_vector.py): one map, so both run the same files
+CANONICAL_MODELS = {
+    "mobilenet_like": _ZOO / "mobilenet_like__int8.tflite",
+    "vww": _ZOO / "mobilenet_v1_025_96__int8.tflite",
+    "dscnn": _ZOO / "dscnn_like__int8.tflite",
+    "resnet8": _ROOT / "tests" / "isro" / "resnet8_int8.tflite",
+    "autoencoder": _ZOO / "autoencoder_toyadmos__int8.tflite",
+    "mobilenet_v1_224": _ZOO / "mobilenet_v1_224__int8.tflite",
+    "mobilenet_v1_050_224_uint8": _ZOO / "mobilenet_v1_050_224__uint8.tflite",
+    "mobilenet_v2_224": _ZOO / "mobilenet_v2_224__int8.tflite",
+    "resnet18_half_224": _ZOO / "resnet18_half_224__int8.tflite",
+    "efficientnet_b0_224": _ZOO / "efficientnet_b0_224__int8.tflite",
+}
+
+
+def builtin_cpu_kernels_only():
+    """Skip marker for whole-model comparisons whose CPU side (MEAN, ADD, SOFTMAX...) must be
+    TFLite 2.14's builtin kernels: under LiteRT XNNPACK computes it with other rounding
+    (dtpu.delegate.vector_claim.PROVEN_RUNTIMES)."""
+    from dtpu.delegate.vector_claim import PROVEN_RUNTIMES
+    from dtpu.tflite import RUNTIME
+
+    return pytest.mark.skipif(RUNTIME not in PROVEN_RUNTIMES,
+                              reason=f"{RUNTIME}: XNNPACK computes the CPU's side")
+
+
 @pytest.fixture(scope="session")
 def dtpu_so():
     """dtpu.so built once per session with the running interpreter."""

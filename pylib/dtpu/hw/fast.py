@@ -919,5 +919,18 @@ def execute(core: Core, job: CompiledJob, words: np.ndarray | None,
     return res, err
 
 
-__all__ = ["CompiledJob", "F32_GEMM_K", "Unsupported", "batch", "compile_job", "execute",
+def account(core: Core, job: CompiledJob, err: int) -> None:
+    """What :func:`execute` changes besides the result words (the registers, WORDS_*, CYCLES,
+    JOB_CYCLES, STATUS, ERR) for `job`, whose datapath ran elsewhere without a fatal error
+    (:mod:`dtpu.hw.replay`'s C runs) with result words of ``job.words_out``."""
+    if not core.idle:
+        raise RuntimeError("compiled jobs run on an idle core with empty input streams")
+    core.regs.update(job.writes)
+    if job.n_in:
+        core.count_words(job.stream, job.n_in)
+    core.count_words("res", job.words_out)
+    core.finish_direct(job.cycles, err)
+
+
+__all__ = ["CompiledJob", "account", "F32_GEMM_K", "Unsupported", "batch", "compile_job", "execute",
            "job_cycles"]

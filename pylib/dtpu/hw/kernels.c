@@ -808,3 +808,69 @@ int dtpu_gemm_i8(const dtpu_gemm_t *G, const void *a, int32_t *acc) {
     free(rows);
     return 0;
 }
+
+/* ---- one RUN of a replayed list ----------------------------------------------------------
+ *
+ * Why C: a 224x224 net's list has a few hundred RUNs; in Python each one's gather, GEMM, post
+ * unit and store were six or more calls through cffi and numpy, together as much time as the
+ * GEMMs themselves. */
+
+static int64_t load_signed(const uint8_t *p, int64_t es) {
+    switch (es) {
+    case 1: { int8_t v; memcpy(&v, p, 1); return v; }
+    case 2: { int16_t v; memcpy(&v, p, 2); return v; }
+    case 4: { int32_t v; memcpy(&v, p, 4); return v; }
+    default: { int64_t v; memcpy(&v, p, 8); return v; }
+    }
+}
+
+static void run_store(const dtpu_run_t *R) {
+    const uint8_t *out = (const uint8_t *)R->out;
+    uint8_t *dst = (uint8_t *)R->dst;
+    const int64_t ses = R->ses, des = R->des;
+    for (int64_t p = 0; p < R->pix; p++)
+        for (int64_t o = 0; o < R->outer; o++)
+            for (int64_t i = 0; i < R->inner; i++) {
+                const int64_t c0 = R->ch0 + (o * R->inner + i) * R->gw;
+                if (c0 >= R->hi)
+                    continue;
+                const int64_t n = R->gw < R->hi - c0 ? R->gw : R->hi - c0;
+                const uint8_t *s = out + ((o * R->pix + p) * R->inner + i) * R->wstride;
+                uint8_t *d = dst + (p * R->dstc + c0) * des;
+                if (R->store == 1) {
+                    memcpy(d, s, (size_t)(n * ses));
+                    continue;
+                }
+                for (int64_t e = 0; e < n; e++) {
+                    int64_t v = load_signed(s + e * ses, ses), t = 0;
+                    if (R->store == 2)
+                        memcpy(&t, d + e * 8, 8);
+                    /* int64 wraps as numpy's += does */
+                    t = (int64_t)((uint64_t)t + (uint64_t)v);
+                    memcpy(d + e * 8, &t, 8);
+                }
+            }
+}
+
+int dtpu_run(const dtpu_run_t *R) {
+    int flag = 0;
+    if (R->gather == 1) {
+        dtpu_gather_windows(R->G, R->x, R->words);
+    } else if (R->gather == 2) {
+        const uint8_t *x = (const uint8_t *)R->x;
+        uint8_t *w = (uint8_t *)R->words;
+        for (int64_t r = 0; r < R->rows; r++)
+            memcpy(w + r * R->row_out, x + r * R->row_in, (size_t)R->row_in);
+    }
+    if (R->job == 1) {
+        if (dtpu_gemm_i8(R->M, R->words, R->acc))
+            return -1;
+        flag = dtpu_post(R->P, R->acc, R->post_rows, R->out);
+    } else if (R->job == 2) {
+        if (dtpu_gemm_i8(R->M, R->words, (int32_t *)R->out))
+            return -1;
+    }
+    if (R->store)
+        run_store(R);
+    return flag;
+}

@@ -74,3 +74,33 @@ int dtpu_stream_sim(dtpu_stream_t *S);
 int dtpu_store_sim(dtpu_store_t *S);
 int dtpu_gather_windows(const dtpu_gather_t *G, const void *x, void *out);
 int dtpu_gemm_i8(const dtpu_gemm_t *G, const void *a, int32_t *acc);
+
+/* One RUN of a command list run again (dtpu.hw.replay), bound once: the load unit's gather,
+ * the job's datapath and the store unit's writes in one call.
+ * gather: 0 the words are already in `words`; 1 dtpu_gather_windows(G, x, words); 2 1x1 over
+ *   the whole image: `rows` rows of `row_in` bytes of x to the first bytes of `words` rows of
+ *   `row_out` bytes (the rest of each row is PAD, written once by the caller).
+ * job: 1 dtpu_gemm_i8(M) into acc, then dtpu_post(P, acc, post_rows) into out; 2
+ *   dtpu_gemm_i8(M) into out (the int32 RAW lanes).
+ * store: 0 nothing (out is the destination); 1 the items copied; 2 added to int64 sums; 3
+ *   written to int64 sums. Items: for each pixel p < pix, o < outer, i < inner, at channel
+ *   c0 = ch0 + (o*inner + i)*gw while c0 < hi, min(gw, hi - c0) elements of `ses` bytes
+ *   (signed for 2 and 3) from out + ((o*pix + p)*inner + i)*wstride bytes to
+ *   dst + (p*dstc + c0)*des bytes.
+ * Returns the post unit's flag (job 1), 0, or -1 when the GEMM found no scratch. */
+typedef struct {
+    int gather, job, store;
+    const dtpu_gather_t *G;
+    const void *x;
+    void *words;
+    int64_t rows, row_in, row_out;
+    const dtpu_gemm_t *M;
+    int32_t *acc;
+    const dtpu_post_t *P;
+    int64_t post_rows;
+    void *out;
+    void *dst;
+    int64_t pix, outer, inner, gw, ch0, hi, dstc, wstride, ses, des;
+} dtpu_run_t;
+
+int dtpu_run(const dtpu_run_t *R);

@@ -116,6 +116,7 @@ class Kernels:
             return fn(P, buf(acc), krows, buf(out, require_writable=True))
 
         run.keep = (P, keep)
+        run.struct, run.rows = P, krows      # (dtpu_run binds them: :meth:`run_fn`)
         return run
 
     def dw_fn(self, w: np.ndarray, g, nchunk: int, cl: int, in_off: int, signed: bool,
@@ -179,7 +180,7 @@ class Kernels:
                                  f"bound for {x_bytes} (contiguous) -> {out_bytes}")
             fn(G, buf(x), buf(out, require_writable=True))
 
-        run.keep = G
+        run.keep = run.struct = G
         return run
 
     def gemm_fn(self, w: np.ndarray, signed: bool, m: int, coff: np.ndarray | None = None):
@@ -213,6 +214,31 @@ class Kernels:
                 raise MemoryError(f"GEMM kernel: no scratch for a row of {k} lanes")
 
         run.keep = keep
+        run.struct = G
+        return run
+
+    def run_fn(self, fields: dict, arrays: dict):
+        """runner() -> dtpu_run's answer for one RUN bound once (kernels.h, dtpu_run_t):
+        `fields` its integers and the structs of the runners it chains (gather_fn's, gemm_fn's,
+        post_fn's ``struct``), `arrays` its buffers (x, words, acc, out, dst; contiguous, kept
+        alive here, so the caller must not resize them)."""
+        ffi = self.ffi
+        R = ffi.new("dtpu_run_t *")
+        for name, value in fields.items():
+            setattr(R, name, value)
+        for name, a in arrays.items():
+            if a is None:
+                continue
+            if not a.flags.c_contiguous:
+                raise ValueError(f"dtpu_run: {name} is not contiguous")
+            setattr(R, name, ffi.cast("int32_t *" if name == "acc" else "void *",
+                                      ffi.from_buffer(a, require_writable=name != "x")))
+        fn = self.lib.dtpu_run
+
+        def run() -> int:
+            return fn(R)
+
+        run.keep = (R, fields, arrays)
         return run
 
     # -- one-off calls (tests) -------------------------------------------------------------------

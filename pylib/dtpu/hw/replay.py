@@ -102,18 +102,24 @@ class _Run:
     """One RUN descriptor: its first replay takes the executor's step, which picks the compiled
     job (kept here); later ones run that job directly while it stays valid."""
 
-    __slots__ = ("step", "d", "regs", "cj", "gather", "out", "scatter", "fatal")
+    __slots__ = ("step", "d", "regs", "cj", "gather", "out", "scatter", "fatal", "c_run", "warn")
 
     def __init__(self, step: tuple, regs: dict) -> None:
         self.step, self.d, self.regs = step, step[4], regs
         self.cj = None
-        self.gather = self.out = self.scatter = None
+        self.gather = self.out = self.scatter = self.c_run = None
 
     def run(self, ex, ddr, list_addr: int, r) -> None:
         cj = self.cj
         if cj is None or not cj.valid(ex.core):
             ex.step_data(ddr, list_addr, self.step, r, dict(self.regs))
             self._bind(ex, ddr)
+            return
+        if self.c_run is not None:
+            flag = self.c_run()
+            if flag < 0:
+                raise MemoryError(f"{cj.opcode}: the C kernels found no scratch")
+            fast.account(ex.core, cj, self.warn if flag else 0)
             return
         words = self.gather()
         res, err = fast.execute(ex.core, cj, words, self.out)
@@ -164,6 +170,68 @@ class _Run:
         self.fatal = ex.core.cfg.ERR_FATAL_MASK
         self.gather = gather
         self.cj = cj
+        self.c_run = _c_run(ex, ddr, self.d, cj, plan, self.out, dst)
+        self.warn = ex.core.cfg.ERR_WARN_WRAP32
+
+
+def _c_run(ex, ddr, d: dict, cj, plan: tuple, out, dst):
+    """The RUN as one call of kernels.c's dtpu_run (its gather, its GEMM and post unit, the
+    store unit's writes), or None where it takes the Python calls (a depthwise job, a GEMM on
+    BLAS, a stream or a store the call does not describe)."""
+    kern = kernels.get() if ex.kernels_ok else None
+    igemm = getattr(cj, "igemm", None)
+    if kern is None or igemm is None or cj.kind not in ("kernel", "raw"):
+        return None
+    m, k, cols = cj.m, cj.k, cj.C
+    lane = np.dtype(cj.lane_dtype)
+    if lane.itemsize != 1 or cj.n_in * 8 != m * k:
+        return None
+    f = ex.fmt
+    act_src, act_shape, act_win, act_span = d["ACT0"], d["ACT1"], d["ACT2"], d["ACT3"]
+    L, es = act_src["LANES"], act_src["ESIZE"]
+    if act_src["MODE"] != f.act_modes["WINDOWS"] or L * es != 8:
+        return None
+    n, h, w, ch = act_shape["N"], act_shape["H"], act_shape["W"], act_shape["C"]
+    x = ddr.read(act_src["SRC"], n * h * w * ch * es)
+    words = np.empty(cj.n_in, _U64)
+    kp, k0, k1 = act_span["KP"], act_span["K0"], act_span["K1"]
+    fields: dict = {"gather": 0, "G": kern.ffi.NULL, "P": kern.ffi.NULL}
+    if pointwise_window(act_win, h, w) and kp >= ch:
+        if k0 != 0 or k1 * L != kp or n * h * w * kp * es != words.nbytes:
+            return None
+        lanes = words.view(np.dtype(f"<u{es}") if es > 1 else np.uint8).reshape(n * h * w, kp)
+        lanes[:, ch:] = act_src["PAD"] & ((1 << (8 * es)) - 1)
+        fields.update(gather=2, rows=n * h * w, row_in=ch * es, row_out=kp * es)
+    else:
+        if kp < act_win["KH"] * act_win["KW"] * ch:
+            return None
+        g = kern.gather_fn(es, act_shape, act_win, k0 * L, k1 * L, act_src["PAD"])
+        if n * act_win["OH"] * act_win["OW"] * (k1 - k0) * L * es != words.nbytes:
+            return None
+        fields.update(gather=1, G=g.struct)
+    acc_buf = None
+    if cj.kind == "kernel":
+        if out is None:
+            out = np.empty(m * cols, lane)
+        if out.nbytes != cj.words_out * 8 or out.nbytes != m * cols:
+            return None
+        acc_buf = np.empty(m * cols, np.int32)
+        fields.update(job=1, M=igemm.struct, P=cj.post.struct, post_rows=cj.post.rows)
+    else:
+        out = np.empty(m * cols, np.int32)
+        if out.nbytes != cj.words_out * 8:
+            return None
+        fields.update(job=2, M=igemm.struct)
+    acc, edt, es_r, outer, pix, inner, wpi, lanes_r, gw, ch0, hi, dstc = plan
+    if out is not None and np.shares_memory(out, dst):
+        fields["store"] = 0                 # the kernel writes the destination itself
+    else:
+        store = 1 if not acc else (3 if d.get("FIRST", False) else 2)
+        fields.update(store=store, pix=pix, outer=outer, inner=inner, gw=gw, ch0=ch0, hi=hi,
+                      dstc=dstc, wstride=wpi * 8, ses=edt.itemsize, des=8 if acc else es_r)
+    run = kern.run_fn(fields, {"x": x, "words": words, "acc": acc_buf, "out": out,
+                               "dst": dst})
+    return run
 
 
 def _gather_of(ex, ddr, d: dict, n_in: int):

@@ -87,9 +87,17 @@ int dtpu_gemm_i8(const dtpu_gemm_t *G, const void *a, int32_t *acc);
  *   c0 = ch0 + (o*inner + i)*gw while c0 < hi, min(gw, hi - c0) elements of `ses` bytes
  *   (signed for 2 and 3) from out + ((o*pix + p)*inner + i)*wstride bytes to
  *   dst + (p*dstc + c0)*des bytes.
+ * memo (or NULL): RUNs of one stream (a streamed node's pages) share it and `words`: the
+ *   gather is skipped while x's `xbytes` bytes equal the copy taken at the last one.
  * Returns the post unit's flag (job 1), 0, or -1 when the GEMM found no scratch. */
 typedef struct {
+    int64_t xbytes, valid;
+    uint8_t *xcopy;
+} dtpu_memo_t;
+
+typedef struct {
     int gather, job, store;
+    dtpu_memo_t *memo;
     const dtpu_gather_t *G;
     const void *x;
     void *words;

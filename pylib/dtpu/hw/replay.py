@@ -52,6 +52,13 @@ class ListReplay:
         self.steps = steps
         self.ops: list[tuple] = []
         regs: dict = {}
+        # the streams several RUNs gather (a streamed node's pages): they share one gather
+        streams: dict = {}
+        for step in steps:
+            if step[2] == "RUN":
+                key = _stream_key(step[4])
+                streams[key] = streams.get(key, 0) + 1
+        memos = {key: {} for key, count in streams.items() if count > 1}
         for step in steps:
             op = step[2]
             if op == "REGS":
@@ -66,7 +73,7 @@ class ListReplay:
                 self.ops.append((_LOAD, "LOAD_WGT" if l2["MEM"] == 0 else "LOAD_PARAM",
                                  l2["ADDR"], words))
             elif op == "RUN":
-                self.ops.append((_RUN, _Run(step, dict(regs))))
+                self.ops.append((_RUN, _Run(step, dict(regs), memos.get(_stream_key(step[4])))))
             else:
                 self.ops.append((_STEP, step, dict(regs)))
 
@@ -102,10 +109,13 @@ class _Run:
     """One RUN descriptor: its first replay takes the executor's step, which picks the compiled
     job (kept here); later ones run that job directly while it stays valid."""
 
-    __slots__ = ("step", "d", "regs", "cj", "gather", "out", "scatter", "fatal", "c_run", "warn")
+    __slots__ = ("step", "d", "regs", "cj", "gather", "out", "scatter", "fatal", "c_run", "warn",
+                 "shared")
 
-    def __init__(self, step: tuple, regs: dict) -> None:
-        self.step, self.d, self.regs = step, step[4], regs
+    def __init__(self, step: tuple, regs: dict, shared: dict | None = None) -> None:
+        """`shared`: the gather this RUN's stream shares with other RUNs of the list (filled
+        by the first one bound), None if no other RUN gathers it."""
+        self.step, self.d, self.regs, self.shared = step, step[4], regs, shared
         self.cj = None
         self.gather = self.out = self.scatter = self.c_run = None
 
@@ -170,11 +180,16 @@ class _Run:
         self.fatal = ex.core.cfg.ERR_FATAL_MASK
         self.gather = gather
         self.cj = cj
-        self.c_run = _c_run(ex, ddr, self.d, cj, plan, self.out, dst)
+        self.c_run = _c_run(ex, ddr, self.d, cj, plan, self.out, dst, self.shared)
         self.warn = ex.core.cfg.ERR_WARN_WRAP32
 
 
-def _c_run(ex, ddr, d: dict, cj, plan: tuple, out, dst):
+def _stream_key(d: dict) -> tuple:
+    """A RUN's activation stream: its ACT fields."""
+    return tuple(tuple(d[k].items()) for k in ("ACT0", "ACT1", "ACT2", "ACT3", "ACT4"))
+
+
+def _c_run(ex, ddr, d: dict, cj, plan: tuple, out, dst, shared: dict | None = None):
     """The RUN as one call of kernels.c's dtpu_run (its gather, its GEMM and post unit, the
     store unit's writes), or None where it takes the Python calls (a depthwise job, a GEMM on
     BLAS, a stream or a store the call does not describe)."""
@@ -193,7 +208,13 @@ def _c_run(ex, ddr, d: dict, cj, plan: tuple, out, dst):
         return None
     n, h, w, ch = act_shape["N"], act_shape["H"], act_shape["W"], act_shape["C"]
     x = ddr.read(act_src["SRC"], n * h * w * ch * es)
-    words = np.empty(cj.n_in, _U64)
+    memo = None
+    if shared is not None and shared.get("words") is not None:
+        words, memo = shared["words"], shared["memo"]       # bound by another RUN
+        if words.size != cj.n_in:
+            return None
+    else:
+        words = np.empty(cj.n_in, _U64)
     kp, k0, k1 = act_span["KP"], act_span["K0"], act_span["K1"]
     fields: dict = {"gather": 0, "G": kern.ffi.NULL, "P": kern.ffi.NULL}
     if pointwise_window(act_win, h, w) and kp >= ch:
@@ -209,6 +230,13 @@ def _c_run(ex, ddr, d: dict, cj, plan: tuple, out, dst):
         if n * act_win["OH"] * act_win["OW"] * (k1 - k0) * L * es != words.nbytes:
             return None
         fields.update(gather=1, G=g.struct)
+    if shared is not None and memo is None:
+        xcopy = np.empty(x.nbytes, np.uint8)
+        memo = kern.ffi.new("dtpu_memo_t *")
+        memo.xbytes, memo.valid = x.nbytes, 0
+        memo.xcopy = kern.ffi.cast("uint8_t *", kern.ffi.from_buffer(xcopy))
+        shared.update(words=words, memo=memo, xcopy=xcopy)
+    fields["memo"] = memo if memo is not None else kern.ffi.NULL
     acc_buf = None
     if cj.kind == "kernel":
         if out is None:

@@ -751,13 +751,14 @@ int dtpu_gather_windows(const dtpu_gather_t *G, const void *x_, void *out_) {
  * load of a weight two rows */
 static inline int32_t col_off(const int32_t *coff, int64_t j) { return coff ? coff[j] : 0; }
 
-static void gemm_rows2(const int16_t *a0, const int16_t *a1, const int16_t *wt, int64_t k,
+static void gemm_rows2(const int16_t *a0, const int16_t *a1, const int16_t *wt, int64_t kp,
                        int64_t c, const int32_t *coff, int32_t *o0, int32_t *o1) {
+    /* kp a multiple of 16: whole vectors, no remainder loop */
     int64_t j = 0;
     for (; j + 4 <= c; j += 4) {
-        const int16_t *w0 = wt + j * k, *w1 = w0 + k, *w2 = w1 + k, *w3 = w2 + k;
+        const int16_t *w0 = wt + j * kp, *w1 = w0 + kp, *w2 = w1 + kp, *w3 = w2 + kp;
         int32_t s00 = 0, s01 = 0, s02 = 0, s03 = 0, s10 = 0, s11 = 0, s12 = 0, s13 = 0;
-        for (int64_t q = 0; q < k; q++) {
+        for (int64_t q = 0; q < kp; q++) {
             const int32_t u = a0[q], v = a1[q];
             const int32_t x0 = w0[q], x1 = w1[q], x2 = w2[q], x3 = w3[q];
             s00 += u * x0; s01 += u * x1; s02 += u * x2; s03 += u * x3;
@@ -769,9 +770,9 @@ static void gemm_rows2(const int16_t *a0, const int16_t *a1, const int16_t *wt, 
         o1[j + 2] = s12 + col_off(coff, j + 2); o1[j + 3] = s13 + col_off(coff, j + 3);
     }
     for (; j < c; j++) {
-        const int16_t *w0 = wt + j * k;
+        const int16_t *w0 = wt + j * kp;
         int32_t s0 = 0, s1 = 0;
-        for (int64_t q = 0; q < k; q++) {
+        for (int64_t q = 0; q < kp; q++) {
             s0 += (int32_t)a0[q] * w0[q];
             s1 += (int32_t)a1[q] * w0[q];
         }
@@ -780,7 +781,8 @@ static void gemm_rows2(const int16_t *a0, const int16_t *a1, const int16_t *wt, 
     }
 }
 
-static void widen_row(const void *a, int asigned, int64_t i, int64_t k, int16_t *row) {
+/* row i of a widened to int16, zero from k to kp */
+static void widen_row(const void *a, int asigned, int64_t i, int64_t k, int64_t kp, int16_t *row) {
     if (asigned) {
         const int8_t *ar = (const int8_t *)a + i * k;
         for (int64_t q = 0; q < k; q++)
@@ -790,20 +792,24 @@ static void widen_row(const void *a, int asigned, int64_t i, int64_t k, int16_t 
         for (int64_t q = 0; q < k; q++)
             row[q] = ar[q];
     }
+    for (int64_t q = k; q < kp; q++)
+        row[q] = 0;
 }
 
 int dtpu_gemm_i8(const dtpu_gemm_t *G, const void *a, int32_t *acc) {
-    const int64_t m = G->m, k = G->k, c = G->c;
-    int16_t *rows = (int16_t *)malloc((size_t)(k > 0 ? 2 * k : 2) * sizeof(int16_t));
+    const int64_t m = G->m, k = G->k, c = G->c, kp = G->kp;
+    if (kp < k || kp % 16)
+        return -2;
+    int16_t *rows = (int16_t *)malloc((size_t)(kp > 0 ? 2 * kp : 2) * sizeof(int16_t));
     if (!rows)
         return -1;
     for (int64_t i = 0; i < m; i += 2) {
         /* an odd last row is paired with itself (computed twice, written once) */
         const int64_t i1 = i + 1 < m ? i + 1 : i;
-        widen_row(a, G->asigned, i, k, rows);
-        widen_row(a, G->asigned, i1, k, rows + k);
+        widen_row(a, G->asigned, i, k, kp, rows);
+        widen_row(a, G->asigned, i1, k, kp, rows + kp);
         int32_t *o0 = acc + i * c, *o1 = acc + i1 * c;   /* the same row: equal values */
-        gemm_rows2(rows, rows + k, G->wt, k, c, G->coff, o0, o1);
+        gemm_rows2(rows, rows + kp, G->wt, kp, c, G->coff, o0, o1);
     }
     free(rows);
     return 0;

@@ -59,11 +59,12 @@ typedef struct {
 } dtpu_gather_t;
 
 /* a GEMM of 8-bit lanes with few columns (a streamed node's pages): acc (m, c) int32 = a (m, k)
- * int8 (asigned) or uint8 @ W, W given transposed (c, k) as int16 (weights + WGT_OFFSET),
- * plus coff[j] per column when coff is not NULL; the caller proves |acc| < 2^31 */
+ * int8 (asigned) or uint8 @ W, W given transposed (c, kp) as int16 (weights + WGT_OFFSET; kp
+ * >= k a multiple of 16, the rows' lanes past k zero), plus coff[j] per column when coff is
+ * not NULL; the caller proves |acc| < 2^31 */
 typedef struct {
     int asigned;
-    int64_t m, k, c;
+    int64_t m, k, c, kp;
     const int16_t *wt;
     const int32_t *coff;
 } dtpu_gemm_t;

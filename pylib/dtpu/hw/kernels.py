@@ -190,9 +190,11 @@ class Kernels:
         k, c = w.shape
         if w.size and (w.min() < -2**15 or w.max() >= 2**15):
             raise ValueError(f"GEMM kernel: weights in [{w.min()}, {w.max()}], accepted: int16")
-        wt = np.ascontiguousarray(w.T, np.int16)
+        kp = -(-k // 16) * 16               # whole vectors: rows zero past k
+        wt = np.zeros((c, kp), np.int16)
+        wt[:, :k] = w.T
         G = ffi.new("dtpu_gemm_t *")
-        G.asigned, G.m, G.k, G.c = int(signed), m, k, c
+        G.asigned, G.m, G.k, G.c, G.kp = int(signed), m, k, c, kp
         G.wt = ffi.cast("int16_t *", ffi.from_buffer(wt))
         keep = [G, wt]
         if coff is not None:
@@ -211,7 +213,7 @@ class Kernels:
                 raise ValueError(f"GEMM kernel: a {a.dtype}{a.shape}, acc {acc.dtype}{acc.shape}; "
                                  f"bound for {a_dtype}{a_shape} (contiguous) -> int32{acc_shape}")
             if fn(G, buf(a), ffi.cast("int32_t *", buf(acc, require_writable=True))):
-                raise MemoryError(f"GEMM kernel: no scratch for a row of {k} lanes")
+                raise MemoryError(f"GEMM kernel: no scratch for a row of {kp} lanes")
 
         run.keep = keep
         run.struct = G

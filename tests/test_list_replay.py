@@ -104,10 +104,11 @@ def test_replayed_lists_equal_their_steps_on_the_imagenet_nets(name):
 
 def test_a_stale_ddr_layout_or_an_injected_fault_leaves_the_replay():
     """The replay's DDR views belong to the buffers they were taken from: an alloc or free
-    changes the pool's layout, and an injected fault sends the run through the executor's
-    steps (a fault must stop the list where a decoding run stops it)."""
-    from dtpu.hw.ddr import DdrPool
-    from dtpu.hw.replay import faults_injected
+    changes the pool's layout; an injected fault, or a memory whose reads are checked (the
+    emulated board's HP port), sends the run through the executor's steps."""
+    from dtpu.board.emulate.board import HpPort
+    from dtpu.hw.ddr import Ddr, DdrPool
+    from dtpu.hw.replay import replayable
 
     pool = DdrPool()
     before = pool.layout
@@ -116,6 +117,11 @@ def test_a_stale_ddr_layout_or_an_injected_fault_leaves_the_replay():
     mid = pool.layout
     buf.free()
     assert pool.layout != mid
-    assert not faults_injected(pool)
+    assert replayable(pool)
     pool.slverr.append((0, 8))
-    assert faults_injected(pool)
+    assert not replayable(pool)
+    ddr = Ddr(0x1000, 64)
+    assert replayable(ddr)
+    ddr.hang.append((0x1000, 0x1008))
+    assert not replayable(ddr)
+    assert not replayable(HpPort(None))

@@ -16,7 +16,7 @@ from dtpu.hw.config import ceil_div, out_lanes
 from dtpu.hw.core import Core
 from dtpu.hw.ddr import Ddr, DdrFault
 from dtpu.hw.listformat import Format, ListFault
-from dtpu.hw.replay import ListReplay, faults_injected
+from dtpu.hw.replay import ListReplay, replayable
 from dtpu.hw.timeline import Timeline
 from dtpu.hw.units.acc import AccRun
 from dtpu.hw.units.load import act_schedule, first_words, pointwise_window, window_index
@@ -172,7 +172,7 @@ class Executor:
                     self._step(ddr, list_addr, step, r, tl, regs, calls)
                 entry[2][:] = calls
                 entry[3] = _timing_of(r, tl)
-            elif not self.replay or faults_injected(ddr):
+            elif not self.replay or not replayable(ddr):
                 for k, step in enumerate(entry[1]):
                     self._step(ddr, list_addr, step, r, None, regs)
             else:   # the data path alone, prepared once per list and DDR layout

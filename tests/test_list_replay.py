@@ -125,3 +125,29 @@ def test_a_stale_ddr_layout_or_an_injected_fault_leaves_the_replay():
     ddr.hang.append((0x1000, 0x1008))
     assert not replayable(ddr)
     assert not replayable(HpPort(None))
+
+
+def test_the_collector_pauses_only_while_a_timeline_is_computed():
+    """Executor.run turns Python's cyclic collector off while it computes a list's timeline and
+    restores the caller's setting afterwards, also when the block raises."""
+    import gc
+
+    from dtpu.hw.executor import collector_paused
+
+    assert gc.isenabled()
+    with collector_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(ValueError):
+        with collector_paused():
+            raise ValueError("a list fault")
+    assert gc.isenabled()
+    with collector_paused(False):
+        assert gc.isenabled()
+    gc.disable()
+    try:
+        with collector_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled(), "a caller's disabled collector stays disabled"
+    finally:
+        gc.enable()

@@ -6,7 +6,9 @@ backend=model uses, so outputs are bit-identical), and the list timed by
 """
 from __future__ import annotations
 
+import gc
 import logging
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -104,6 +106,9 @@ class Executor:
     #: (:mod:`dtpu.hw.replay`); False: it takes its decoded steps one by one, the reference
     #: tests/test_list_replay.py compares the replay with
     replay = True
+    #: Python's cyclic garbage collector is paused while a list's timeline is computed
+    #: (:func:`collector_paused`)
+    pause_collector = True
 
     def __init__(self, core: Core | None = None, fmt: Format | None = None,
                  fast_path: bool = True, *, vector_unit: bool = False) -> None:
@@ -165,11 +170,13 @@ class Executor:
         k = 0
         try:
             if entry is None:
-                self._decode_list(ddr, list_addr, r, tl, regs)
+                with collector_paused(self.pause_collector):
+                    self._decode_list(ddr, list_addr, r, tl, regs)
             elif entry[3] is None:   # decoded, never ran to the end: record its timeline
                 calls: list = []
-                for step in entry[1]:
-                    self._step(ddr, list_addr, step, r, tl, regs, calls)
+                with collector_paused(self.pause_collector):
+                    for step in entry[1]:
+                        self._step(ddr, list_addr, step, r, tl, regs, calls)
                 entry[2][:] = calls
                 entry[3] = _timing_of(r, tl)
             elif not self.replay or not replayable(ddr):
@@ -1000,6 +1007,24 @@ class Executor:
         src = (act_src["SRC"], act_src["SRC"] + pixels * act_shape["C"] * act_src["ESIZE"])
         dst = (r0["DST"], r0["DST"] + d["RES1"]["PIX"] * d["RES2"]["DSTC"] * r0["ESIZE"])
         return cycles, int(words.size), n_res, src, dst
+
+
+@contextmanager
+def collector_paused(pause: bool = True):
+    """Python's cyclic garbage collector off inside the block (if it was on). Computing a
+    large list's timeline builds millions of short-lived tuples and lists beside the long-lived
+    decoded lists and compiled jobs; each of the many young-generation collections that
+    triggers traverses the big containers under construction, and on ResNet-50 most of the
+    first invoke's CPU time went there. The model makes no reference cycles worth collecting
+    meanwhile; the collector runs again as usual afterwards."""
+    if not pause or not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def _timing_of(r: RunResult, tl: "Timeline") -> tuple:

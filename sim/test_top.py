@@ -14,8 +14,9 @@ def top(cols: int) -> tuple[dict, object]:
     return params, build("dtpu_axi", params, name="top")
 
 
-# the 1.2 top stays in the default run at COLS=2 and in the board build; 8 columns (149 s), 4 (85 s)
-# and the integer-only build run in make test-all
+# the 1.2 top stays in the default run in the integer build with PE pairs (test_top_pe_pair_dw: 8x4,
+# GEMM, depthwise, BAD_PRECISION); 8 columns (149 s), 4 (85 s), the board build (8x8, 81 CPU-s
+# cold) and the integer-only build run in make test-all
 @pytest.mark.slow
 @pytest.mark.parametrize("cols", [8])
 def test_top_default(cols):
@@ -72,11 +73,16 @@ def test_top_pe_pair_dw():
     rotated layout: lowered depthwise nodes (TAP_CYCLES 2 where a row has more than COLS/2
     items) give the golden model's words and cycles, and random rows on both sides of the pair
     rule are refused in CONFIG (ERR.BANK_CONFLICT, CFG_CYCLES) exactly when the model refuses
-    them (tests/test_pe_pair_dw.py has the rule and the lowering)."""
+    them (tests/test_pe_pair_dw.py has the rule and the lowering).
+
+    The default run's representative of the board's precisions on the 1.2 top too (one build
+    for both): GEMM jobs stall-free and BAD_PRECISION for the precisions left out, which the
+    board build itself (8x8, gaps and backpressure) checks in test_top_board_build (slow)."""
     params = {"COLS": 4, "PREC_EN": 7, "PE_PAIR": 1, **MEM}
     d = build("dtpu_axi", params, name="top_pair")
     run_tests("dtpu_axi", "tb_top", d, parameters=params,
-              testcase=["test_depthwise_nodes_stall_free", "test_dw_bank_conflict_in_config"],
+              testcase=["test_depthwise_nodes_stall_free", "test_dw_bank_conflict_in_config",
+                        "test_identity", "test_gemm_stall_free", "test_precision_not_built"],
               extra_env={"DTPU_SEED": os.environ.get("DTPU_SEED", "4545"), "DTPU_CASES": "3"})
 
 
@@ -105,10 +111,13 @@ def test_top_integer_only_build():
               extra_env={"DTPU_SEED": os.environ.get("DTPU_SEED", "4242"), "DTPU_CASES": "3"})
 
 
+@pytest.mark.slow
 def test_top_board_build():
     """The PYNQ-Z2 board build of docs/synthesis.md: 8x8, PREC_EN = int8/uint8/int16 (55-bit
     values, no float paths): exact words and stall-free cycles against the golden model, with
-    gaps/backpressure too, and BAD_PRECISION for what is left out."""
+    gaps/backpressure too, and BAD_PRECISION for what is left out. Its own Verilator build (81
+    CPU-s cold), hence slow: the default run has the same precisions at 8x4 with PE pairs
+    (test_top_pe_pair_dw) and the 8x8 1.2 top through backend=rtl (tests/test_backend_rtl.py)."""
     params = {"COLS": 8, "PREC_EN": 7, **MEM}
     d = build("dtpu_axi", params, name="top")
     run_tests("dtpu_axi", "tb_top", d, parameters=params,

@@ -1233,8 +1233,8 @@ def lists_invoke(path: str, name: str, backend: str = "rtl", seeds=(0, 1)) -> di
     from tests.models import zoo as z
 
     entry = z.get_entry(name)
-    # the vector-unit nodes on the CPU on both backends (vector=off): the cocotb build has no
-    # vector unit, and the in-process one's (VEC_EN=1) is tests/test_rtl_vector.py's
+    # the vector-unit nodes on the CPU on both backends (vector=off): the 2.0 top's vector unit
+    # (VEC_EN=1, in process and under cocotb) is tests/test_rtl_vector.py's
     options = {"backend": backend, "path": "lists", "vector": "off"}
     it = dtpu.make_interpreter(path, options)
     it.allocate_tensors()

@@ -11,8 +11,9 @@ mobilenet_like int8 on backend=rtl (seconds: its MEAN on the unit, every node's 
 golden model's).
 
 The default build is the board's memory sizes with the unit (its own cache entry, built once:
-docs/rtl_backend.md has its cost); the cocotb transport (`dtpu run --backend rtl`) and the board
-keep VEC_EN=0.
+docs/rtl_backend.md has its cost); the cocotb transport (`dtpu run --backend rtl`) links the same
+Verilated model and declares the unit too (tests/test_backend_rtl.py holds it to backend=model
+with the unit on both); the board keeps VEC_EN=0.
 """
 from __future__ import annotations
 

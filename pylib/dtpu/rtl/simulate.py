@@ -29,7 +29,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -176,8 +176,9 @@ class Simulation:
       workdir: where run directories go (default: the system's temp directory).
       keep: keep run directories after clean runs.
       top: TOPLEVEL (dtpu_axi, contract 1.2, job by job) or TOPLEVEL_CL (dtpu_cl_top: the
-        contract-2.0 top, its AXI4 master on the contract's memory model,
-        :class:`~dtpu.rtl.transport.CocotbListTransport`; backend=rtl then runs command lists).
+        contract-2.0 top with its vector unit (VEC_EN=1, declared by the transport), its AXI4
+        master on the contract's memory model, :class:`~dtpu.rtl.transport.CocotbListTransport`;
+        backend=rtl then runs command lists).
       transport: more keyword arguments of the transport (e.g. ``timing`` for the lists one).
     """
 
@@ -190,6 +191,11 @@ class Simulation:
             raise ValueError(f"top={top!r}; accepted: {TOPLEVEL}, {TOPLEVEL_CL}")
         self.top = top
         self.config = SimConfig.from_mxu(mxu, waves=waves, memory=memory)
+        if top == TOPLEVEL_CL:
+            # the vector unit, as the in-process lists top (dtpu.backends.targets): one Verilated
+            # dtpu_cl_top serves both transports (build_cl_objects), where two differing only in
+            # VEC_EN cost two C++ builds of a minute or two each
+            self.config = replace(self.config, vec_en=1)
         self.transport_options: dict[str, Any] = {"start_with_streams": bool(start_with_streams),
                                                   **dict(transport or {})}
         if timeout_cycles is not None:

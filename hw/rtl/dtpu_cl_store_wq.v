@@ -87,10 +87,14 @@ reg  [LOG_DEPTH:0]  rf_wr, rf_rd;
 reg                 run_v;
 reg  [WA_W-1:0]     run_a;
 reg  [RW-1:0]       run_n;
-// run_a + run_n, kept beside them: the add is off the input's path (follows, the gap and the
-// fill test below were an add, a subtract and two compares in series: the unit's critical path
-// on the ECP5 proxy, docs/synthesis.md)
-reg  [WA_W-1:0]     run_end;
+// run_ek[k] = run_a + run_n + k (k = 0 .. MAX_GAP: the run's end and the words a gap of k past
+// it) and run_fit[k] = (run_n + k < MAX_RUN), kept beside the run: whether a word follows the
+// run or reaches it over a gap is then an equality test, with no add, subtract or magnitude
+// compare on the path from the input into s_ready (the pack stage's hold enable; that path was
+// the store unit's critical one on the ECP5 proxy, docs/synthesis.md)
+reg  [WA_W-1:0]     run_ek [0:MAX_GAP];
+reg  [MAX_GAP:0]    run_fit;
+wire [WA_W-1:0]     run_end = run_ek[0];
 /* words of requests the master took and has not had */
 reg  [CNT_W:0]      owed;
 
@@ -106,15 +110,19 @@ wire follows = run_v && (s_waddr == run_end) && (run_n != MAX_RUN[RW-1:0]);
 
 // gap filling: a word a few words past the run's end (a short item of the next pixel) is
 // reached with words without strobes (AXI writes nothing there), one a cycle, if the run stays
-// within MAX_RUN: one burst for several short items instead of one each
-/* verilator lint_off WIDTHEXPAND */
-wire [WA_W-1:0] gap = s_waddr - run_end;
-// run_n + gap < MAX_RUN: a gap of RW bits or more never fits, so the sum is RW + 1 bits wide
-wire gap_small = (gap[WA_W-1:RW] == {(WA_W-RW){1'b0}});
-wire [RW:0] n_gap = {1'b0, run_n} + {1'b0, gap[RW-1:0]};
-wire fill_want = has_word && run_v && !follows && gap != {WA_W{1'b0}} && gap <= MAX_GAP
-                 && gap_small && n_gap < MAX_RUN;
-/* verilator lint_on WIDTHEXPAND */
+// within MAX_RUN: one burst for several short items instead of one each. The gap
+// s_waddr - run_end is k (1 <= k <= MAX_GAP) exactly when s_waddr == run_ek[k]
+reg  gap_fits;
+integer gk;
+always @* begin
+    gap_fits = 1'b0;
+    for (gk = 1; gk <= MAX_GAP; gk = gk + 1) begin
+        if (s_waddr == run_ek[gk] && run_fit[gk]) begin
+            gap_fits = 1'b1;
+        end
+    end
+end
+wire fill_want = has_word && run_v && !follows && gap_fits;
 wire fill = s_valid && fill_want && !wf_full && !rf_full && !err;
 
 assign s_ready = err || (!wf_full && !rf_full && !fill_want);
@@ -140,6 +148,19 @@ assign m_valid = !wf_empty && (!err || owing);
 wire wf_pop = !wf_empty && (err ? (!owing || m_ready) : m_ready);
 wire m_hs = m_valid && m_ready;
 
+// run_fit's value for a run of n words: bit k is n + k < MAX_RUN
+function [MAX_GAP:0] fit_of(input [RW-1:0] n);
+    integer k;
+    begin
+        for (k = 0; k <= MAX_GAP; k = k + 1) begin
+            /* verilator lint_off WIDTHEXPAND */
+            fit_of[k] = n + k < MAX_RUN;
+            /* verilator lint_on WIDTHEXPAND */
+        end
+    end
+endfunction
+
+integer ek;
 always @(posedge clk) begin
     if (grow || fill) begin
         wf_d[wf_wr[LOG_DEPTH-1:0]] <= s_data;
@@ -148,7 +169,10 @@ always @(posedge clk) begin
     end
     if (fill) begin
         run_n <= run_n + 1'b1;
-        run_end <= run_end + 1'b1;
+        for (ek = 0; ek <= MAX_GAP; ek = ek + 1) begin
+            run_ek[ek] <= run_ek[ek] + 1'b1;
+        end
+        run_fit <= fit_of(run_n + 1'b1);
     end
     if (wf_pop) begin
         wf_rd <= wf_rd + 1'b1;
@@ -167,7 +191,14 @@ always @(posedge clk) begin
         end else if (has_word) begin
             run_v <= 1'b1;
             run_n <= n_after;
-            run_end <= (follows ? run_end : s_waddr) + 1'b1;
+            for (ek = 0; ek <= MAX_GAP; ek = ek + 1) begin
+                /* verilator lint_off WIDTHEXPAND */
+                /* verilator lint_off WIDTHTRUNC */
+                run_ek[ek] <= follows ? run_ek[ek] + 1'b1 : s_waddr + ek + 1;
+                /* verilator lint_on WIDTHTRUNC */
+                /* verilator lint_on WIDTHEXPAND */
+            end
+            run_fit <= fit_of(n_after);
             if (!follows) begin
                 run_a <= s_waddr;
             end
@@ -186,7 +217,10 @@ always @(posedge clk) begin
         run_v <= 1'b0;
         run_n <= {RW{1'b0}};
         run_a <= {WA_W{1'b0}};
-        run_end <= {WA_W{1'b0}};
+        for (ek = 0; ek <= MAX_GAP; ek = ek + 1) begin
+            run_ek[ek] <= {WA_W{1'b0}};
+        end
+        run_fit <= {(MAX_GAP+1){1'b0}};
         owed <= {(CNT_W+1){1'b0}};
     end
 end

@@ -268,6 +268,10 @@ reg [WA_W-1:0]   run_wa;        // first word of the open run
 reg [RL_W-1:0]   run_len;
 reg              prev_ok;       // a beat was assigned in this stream (cleared at its last element)
 reg [WA_W-1:0]   prev_wa;       // the word of the last beat assigned
+// prev_wa + 1, set with it: whether an element extends the run is then an equality test, no add
+// in series with it on the path through s1_take into the AGU's ready (the load unit's critical
+// path on the ECP5 proxy, docs/synthesis.md)
+reg [WA_W-1:0]   prev_wa1;
 
 // request FIFO
 reg [WA_W-1:0]  rq_wa  [0:RQ_D-1];
@@ -286,7 +290,7 @@ wire ef_empty = ef_wr == ef_rd;
 wire ef_full = (ef_wr ^ ef_rd) == {1'b1, {EF_LOG2{1'b0}}};
 
 wire same_beat = !s1_pad && prev_ok && s1_wa == prev_wa;
-wire extend = !s1_pad && !same_beat && prev_ok && run_open && s1_wa == prev_wa + 1'b1;
+wire extend = !s1_pad && !same_beat && prev_ok && run_open && s1_wa == prev_wa1;
 wire new_run = !s1_pad && !same_beat && !extend;
 wire [31:0] run_len32 = {{(32 - RL_W){1'b0}}, run_len};
 wire ext_full = extend && run_len32 == MAX_BURST - 1;   // reaches MAX_BURST
@@ -402,6 +406,7 @@ always @(posedge clk) begin
         if (!same_beat) begin
             prev_ok <= 1'b1;
             prev_wa <= s1_wa;
+            prev_wa1 <= s1_wa + 1'b1;
         end
         if (extend) begin
             run_len <= run_len + 1'b1;

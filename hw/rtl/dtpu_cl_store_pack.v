@@ -30,10 +30,17 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * s_last (the RUN's last chunk) closes: the open word goes out, then a word with m_close = 1 and
  * no strobes (dtpu_cl_store_wq ends its write request there). Chunks with n = 0 only carry
  * s_last. Words leave in chunk order, so writes of one byte keep their order.
+ *
+ * Each word with strobes carries its distance from the word after the previous word with
+ * strobes (m_waddr - (prev + 1)): m_near when it is at most MAX_GAP, m_gap its value then. It is
+ * the queue's gap to its open run (whose end is prev + 1), formed here when the word is loaded,
+ * so the queue's ready (this unit's `can`) tests registers, not a subtract of the address.
  */
 module dtpu_cl_store_pack #
 (
-    parameter ADDR_W = 32
+    parameter ADDR_W = 32,
+    // the queue's longest gap (dtpu_cl_store_wq MAX_GAP): m_near, m_gap
+    parameter MAX_GAP = 4
 )
 (
     input  wire                 clk,
@@ -52,11 +59,14 @@ module dtpu_cl_store_pack #
     output wire [63:0]          m_data,
     output wire [7:0]           m_strb,
     output wire                 m_close,
+    output wire                 m_near,
+    output wire [$clog2(MAX_GAP+2)-1:0] m_gap,
 
     output wire                 empty
 );
 
 localparam WA_W = ADDR_W - 3;
+localparam GAP_W = $clog2(MAX_GAP + 2);
 
 /* the open word */
 reg  [WA_W-1:0]   b_w;
@@ -70,6 +80,10 @@ reg  [WA_W-1:0]   o_w;
 reg  [63:0]       o_d;
 reg  [7:0]        o_m;
 reg               o_c;
+reg               o_near;
+reg  [GAP_W-1:0]  o_gap;
+// the word after the last word sent with strobes
+reg  [WA_W-1:0]   p_w1;
 
 wire              can = !o_v || m_ready;
 
@@ -93,58 +107,82 @@ wire              other = open_w && (b_w != w0);
 wire              sends = (hi_m != 8'd0) || (mg_m == 8'hFF);
 // a chunk elsewhere that would send a word of its own too waits a cycle (one word out a cycle)
 wire              sends_own = (hi_m != 8'd0) || (lo_m == 8'hFF);
-assign s_ready = can && !fl && !(nonzero && other && sends_own);
-wire              take = s_valid && s_ready;
+// the distance of a word about to be sent (the open word or the chunk's first word) from p_w1
+wire [WA_W-1:0]   gap_b = b_w - p_w1;
+wire [WA_W-1:0]   gap_0 = w0 - p_w1;
+/* verilator lint_off WIDTHEXPAND */
+wire              near_b = gap_b <= MAX_GAP;
+wire              near_0 = gap_0 <= MAX_GAP;
+/* verilator lint_on WIDTHEXPAND */
+
+// every register below changes only when the slot is free (`can`): their next values are
+// decided from the input and the open word alone (`take_c`: the take given a free slot), and
+// `can` (the queue's ready, which tests the slot's word address: the store unit's critical
+// path on the ECP5 proxy, docs/synthesis.md) is their enable only
+wire              ready_c = !fl && !(nonzero && other && sends_own);
+assign s_ready = can && ready_c;
+wire              take_c = s_valid && ready_c;
 
 always @(posedge clk) begin
     if (can) begin
         o_v <= 1'b0;
-    end
-    if (can && fl) begin
-        o_v <= 1'b1;
-        o_w <= b_w;
-        o_d <= b_d;
-        o_m <= b_m;
-        o_c <= !open_w;
-        b_m <= 8'd0;
-        if (!open_w) begin
-            fl <= 1'b0;
-        end
-    end else if (can && s_valid && nonzero && other) begin
-        // the open word goes out; a chunk that stays within its first word opens it
-        o_v <= 1'b1;
-        o_w <= b_w;
-        o_d <= b_d;
-        o_m <= b_m;
-        o_c <= 1'b0;
-        b_m <= 8'd0;
-        if (take) begin
-            b_w <= w0;
-            b_d <= sh_d[63:0];
-            b_m <= lo_m;
+        if (fl) begin
+            o_v <= 1'b1;
+            o_w <= b_w;
+            o_d <= b_d;
+            o_m <= b_m;
+            o_c <= !open_w;
+            o_near <= near_b;
+            o_gap <= gap_b[GAP_W-1:0];
+            if (open_w) begin
+                p_w1 <= b_w + 1'b1;
+            end
+            b_m <= 8'd0;
+            if (!open_w) begin
+                fl <= 1'b0;
+            end
+        end else if (s_valid && nonzero && other) begin
+            // the open word goes out; a chunk that stays within its first word opens it
+            o_v <= 1'b1;
+            o_w <= b_w;
+            o_d <= b_d;
+            o_m <= b_m;
+            o_c <= 1'b0;
+            o_near <= near_b;
+            o_gap <= gap_b[GAP_W-1:0];
+            p_w1 <= b_w + 1'b1;
+            b_m <= 8'd0;
+            if (take_c) begin
+                b_w <= w0;
+                b_d <= sh_d[63:0];
+                b_m <= lo_m;
+                if (s_last) begin
+                    fl <= 1'b1;
+                end
+            end
+        end else if (take_c) begin
+            if (nonzero) begin
+                if (sends) begin
+                    o_v <= 1'b1;
+                    o_w <= w0;
+                    o_d <= mg_d;
+                    o_m <= mg_m;
+                    o_c <= 1'b0;
+                    o_near <= near_0;
+                    o_gap <= gap_0[GAP_W-1:0];
+                    p_w1 <= w0 + 1'b1;
+                    b_w <= w0 + 1'b1;
+                    b_d <= sh_d[127:64];
+                    b_m <= hi_m;
+                end else begin
+                    b_w <= w0;
+                    b_d <= mg_d;
+                    b_m <= mg_m;
+                end
+            end
             if (s_last) begin
                 fl <= 1'b1;
             end
-        end
-    end else if (take) begin
-        if (nonzero) begin
-            if (sends) begin
-                o_v <= 1'b1;
-                o_w <= w0;
-                o_d <= mg_d;
-                o_m <= mg_m;
-                o_c <= 1'b0;
-                b_w <= w0 + 1'b1;
-                b_d <= sh_d[127:64];
-                b_m <= hi_m;
-            end else begin
-                b_w <= w0;
-                b_d <= mg_d;
-                b_m <= mg_m;
-            end
-        end
-        if (s_last) begin
-            fl <= 1'b1;
         end
     end
     if (!rst_n) begin
@@ -159,6 +197,8 @@ assign m_waddr = o_w;
 assign m_data = o_d;
 assign m_strb = o_m;
 assign m_close = o_c;
+assign m_near = o_near;
+assign m_gap = o_gap;
 assign empty = !o_v && !open_w && !fl;
 
 endmodule

@@ -87,11 +87,36 @@ reg  [WA_W-1:0]   p_w1;
 
 wire              can = !o_v || m_ready;
 
+// n low bits set, as a table: (1 << n) - 1 put a carry chain on the path from the chunk's size
+// through the strobes and the ready into the open word (the store unit's critical path on the
+// ECP5 proxy, docs/synthesis.md); a table leaves it to the LUTs
+function [15:0] ones(input [3:0] n);
+    case (n)
+        4'd0: ones = 16'h0000;
+        4'd1: ones = 16'h0001;
+        4'd2: ones = 16'h0003;
+        4'd3: ones = 16'h0007;
+        4'd4: ones = 16'h000F;
+        4'd5: ones = 16'h001F;
+        4'd6: ones = 16'h003F;
+        4'd7: ones = 16'h007F;
+        4'd8: ones = 16'h00FF;
+        4'd9: ones = 16'h01FF;
+        4'd10: ones = 16'h03FF;
+        4'd11: ones = 16'h07FF;
+        4'd12: ones = 16'h0FFF;
+        4'd13: ones = 16'h1FFF;
+        4'd14: ones = 16'h3FFF;
+        4'd15: ones = 16'h7FFF;
+        default: ones = 16'h0000;
+    endcase
+endfunction
+
 wire [2:0]        off = s_addr[2:0];
 wire [WA_W-1:0]   w0 = s_addr[ADDR_W-1:3];
 /* verilator lint_off WIDTHEXPAND */
 wire [127:0]      sh_d = {64'd0, s_data} << {off, 3'b000};
-wire [15:0]       sh_m = ((16'd1 << s_n) - 16'd1) << off;
+wire [15:0]       sh_m = ones(s_n) << off;
 /* verilator lint_on WIDTHEXPAND */
 wire [7:0]        lo_m = sh_m[7:0];
 wire [7:0]        hi_m = sh_m[15:8];

@@ -462,6 +462,21 @@ always @(posedge clk) begin
         end
     end
 
+    // the descriptor's fields: loaded on a start whether or not a fault aborts the unit in this
+    // cycle (then the start is not taken, start_ready is low, and the fields are read again when
+    // it is; in S_ABORT nothing reads them: the AGU is cleared, S_CFG comes after a start), so
+    // the fault's path (the element FIFO's head, the packer's word test, the beat's response)
+    // is off these registers' enable (it was the load unit's critical path on the ECP5 proxy,
+    // ef_rd -> dx_r, docs/synthesis.md)
+    if ((state == S_IDLE || state == S_RUN) && start && start_free) begin
+        src_r <= cfg_src; mode_r <= cfg_mode; lanes_r <= cfg_lanes; esize_r <= cfg_esize;
+        pad_r <= cfg_pad;
+        n_r <= cfg_n; h_r <= cfg_h; w_r <= cfg_w; c_r <= cfg_c;
+        kh_r <= cfg_kh; kw_r <= cfg_kw; sy_r <= cfg_sy; sx_r <= cfg_sx;
+        dy_r <= cfg_dy; dx_r <= cfg_dx; pt_r <= cfg_pt; pl_r <= cfg_pl;
+        oh_r <= cfg_oh; ow_r <= cfg_ow;
+        kp_r <= cfg_kp; k0_r <= cfg_k0; k1_r <= cfg_k1; nchunk_r <= cfg_nchunk; cv_r <= cfg_cv;
+    end
     if (act && fault) begin
         err_slverr <= rd_resp == 2'b10;
         err_decerr <= rd_resp == 2'b11;
@@ -483,13 +498,6 @@ always @(posedge clk) begin
                 state <= S_IDLE;
         end
         if (start && start_free) begin
-            src_r <= cfg_src; mode_r <= cfg_mode; lanes_r <= cfg_lanes; esize_r <= cfg_esize;
-            pad_r <= cfg_pad;
-            n_r <= cfg_n; h_r <= cfg_h; w_r <= cfg_w; c_r <= cfg_c;
-            kh_r <= cfg_kh; kw_r <= cfg_kw; sy_r <= cfg_sy; sx_r <= cfg_sx;
-            dy_r <= cfg_dy; dx_r <= cfg_dx; pt_r <= cfg_pt; pl_r <= cfg_pl;
-            oh_r <= cfg_oh; ow_r <= cfg_ow;
-            kp_r <= cfg_kp; k0_r <= cfg_k0; k1_r <= cfg_k1; nchunk_r <= cfg_nchunk; cv_r <= cfg_cv;
             err_slverr <= 1'b0; err_decerr <= 1'b0; err_timeout <= 1'b0; err_field <= 1'b0;
             state <= S_CFG;
         end

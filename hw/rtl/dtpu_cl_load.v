@@ -254,6 +254,12 @@ dtpu_act_agu #(
 /* ---- stage 1: addresses ---- */
 reg            s1_valid, s1_pad, s1_last, s1_par;
 reg [WA_W-1:0] s1_wa;
+reg [WA_W-1:0] s1_wa1;                           // s1_wa + 1
+// s1_wa == prev_wa and s1_wa == prev_wa + 1, for the prev_wa stage 2 holds while s1 waits:
+// formed when s1 is loaded, so stage 2's run tests (same beat, extend) are flags and s1_take,
+// the AGU's ready, depends on no address compare (s1_wa -> prev_wa's compare, s1_take and the
+// AGU's walk was the load unit's critical path on the ECP5 proxy, docs/synthesis.md)
+reg            s1_eq0, s1_eq1;
 reg [2:0]      s1_off;
 wire           s1_take;                          // stage 2 takes s1 this cycle
 wire           s1_ready = !s1_valid || s1_take;
@@ -268,6 +274,7 @@ reg [WA_W-1:0]   run_wa;        // first word of the open run
 reg [RL_W-1:0]   run_len;
 reg              prev_ok;       // a beat was assigned in this stream (cleared at its last element)
 reg [WA_W-1:0]   prev_wa;       // the word of the last beat assigned
+reg [WA_W-1:0]   prev_wa1;      // prev_wa + 1
 
 // request FIFO
 reg [WA_W-1:0]  rq_wa  [0:RQ_D-1];
@@ -285,9 +292,15 @@ reg [EF_LOG2:0] ef_wr, ef_rd;
 wire ef_empty = ef_wr == ef_rd;
 wire ef_full = (ef_wr ^ ef_rd) == {1'b1, {EF_LOG2{1'b0}}};
 
-wire same_beat = !s1_pad && prev_ok && s1_wa == prev_wa;
-wire extend = !s1_pad && !same_beat && prev_ok && run_open && s1_wa == prev_wa + 1'b1;
+wire same_beat = !s1_pad && prev_ok && s1_eq0;
+wire extend = !s1_pad && !same_beat && prev_ok && run_open && s1_eq1;
 wire new_run = !s1_pad && !same_beat && !extend;
+// the next s1's flags: against s1_wa when stage 2 takes s1 as a new beat this cycle (it becomes
+// prev_wa), else against prev_wa
+wire [WA_W-1:0] b_wa = baddr[ADDR_W-1:3];
+wire prev_to_s1 = s1_take && !s1_pad && !same_beat;
+wire eq0_next = prev_to_s1 ? b_wa == s1_wa : b_wa == prev_wa;
+wire eq1_next = prev_to_s1 ? b_wa == s1_wa1 : b_wa == prev_wa1;
 wire [31:0] run_len32 = {{(32 - RL_W){1'b0}}, run_len};
 wire ext_full = extend && run_len32 == MAX_BURST - 1;   // reaches MAX_BURST
 // an element that closes the open run needs room for the request
@@ -391,7 +404,10 @@ always @(posedge clk) begin
         s1_pad <= agu_pad;
         s1_last <= agu_last;
         s1_par <= par_new;
-        s1_wa <= baddr[ADDR_W-1:3];
+        s1_wa <= b_wa;
+        s1_wa1 <= b_wa + 1'b1;
+        s1_eq0 <= eq0_next;
+        s1_eq1 <= eq1_next;
         s1_off <= baddr[2:0];
     end else if (s1_take) begin
         s1_valid <= 1'b0;
@@ -402,6 +418,7 @@ always @(posedge clk) begin
         if (!same_beat) begin
             prev_ok <= 1'b1;
             prev_wa <= s1_wa;
+            prev_wa1 <= s1_wa1;
         end
         if (extend) begin
             run_len <= run_len + 1'b1;
@@ -445,6 +462,21 @@ always @(posedge clk) begin
         end
     end
 
+    // the descriptor's fields: loaded on a start whether or not a fault aborts the unit in this
+    // cycle (then the start is not taken, start_ready is low, and the fields are read again when
+    // it is; in S_ABORT nothing reads them: the AGU is cleared, S_CFG comes after a start), so
+    // the fault's path (the element FIFO's head, the packer's word test, the beat's response)
+    // is off these registers' enable (it was the load unit's critical path on the ECP5 proxy,
+    // ef_rd -> dx_r, docs/synthesis.md)
+    if ((state == S_IDLE || state == S_RUN) && start && start_free) begin
+        src_r <= cfg_src; mode_r <= cfg_mode; lanes_r <= cfg_lanes; esize_r <= cfg_esize;
+        pad_r <= cfg_pad;
+        n_r <= cfg_n; h_r <= cfg_h; w_r <= cfg_w; c_r <= cfg_c;
+        kh_r <= cfg_kh; kw_r <= cfg_kw; sy_r <= cfg_sy; sx_r <= cfg_sx;
+        dy_r <= cfg_dy; dx_r <= cfg_dx; pt_r <= cfg_pt; pl_r <= cfg_pl;
+        oh_r <= cfg_oh; ow_r <= cfg_ow;
+        kp_r <= cfg_kp; k0_r <= cfg_k0; k1_r <= cfg_k1; nchunk_r <= cfg_nchunk; cv_r <= cfg_cv;
+    end
     if (act && fault) begin
         err_slverr <= rd_resp == 2'b10;
         err_decerr <= rd_resp == 2'b11;
@@ -466,13 +498,6 @@ always @(posedge clk) begin
                 state <= S_IDLE;
         end
         if (start && start_free) begin
-            src_r <= cfg_src; mode_r <= cfg_mode; lanes_r <= cfg_lanes; esize_r <= cfg_esize;
-            pad_r <= cfg_pad;
-            n_r <= cfg_n; h_r <= cfg_h; w_r <= cfg_w; c_r <= cfg_c;
-            kh_r <= cfg_kh; kw_r <= cfg_kw; sy_r <= cfg_sy; sx_r <= cfg_sx;
-            dy_r <= cfg_dy; dx_r <= cfg_dx; pt_r <= cfg_pt; pl_r <= cfg_pl;
-            oh_r <= cfg_oh; ow_r <= cfg_ow;
-            kp_r <= cfg_kp; k0_r <= cfg_k0; k1_r <= cfg_k1; nchunk_r <= cfg_nchunk; cv_r <= cfg_cv;
             err_slverr <= 1'b0; err_decerr <= 1'b0; err_timeout <= 1'b0; err_field <= 1'b0;
             state <= S_CFG;
         end

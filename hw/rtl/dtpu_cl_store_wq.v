@@ -24,6 +24,12 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * MAX_OUTSTANDING bursts in flight, one item a burst would be 8 items per write latency. DEPTH >= 2*MAX_RUN words keeps a run filling while
  * the previous one drains.
  *
+ * The queue keeps no run end address: each word with strobes comes with its distance from the
+ * word after the previous word with strobes (dtpu_cl_store_pack: s_near when it is at most
+ * MAX_GAP, s_gap its value), which is the run's end while a run is open; the gap left is that
+ * distance less the words filled for it so far. So its ready depends on no address compare
+ * (s_waddr - run_end was the store unit's critical path on the ECP5 proxy, docs/synthesis.md).
+ *
  * Errors (`err`, any bus error of the store unit): no request is issued any more; the words of
  * requests the master already took are still given to it (it consumes them, dead or not), every
  * other word, queued or arriving, is dropped. So the producer never waits and `idle` comes.
@@ -37,7 +43,9 @@ module dtpu_cl_store_wq #
     // log2 of the word FIFO (and request FIFO) depth
     parameter LOG_DEPTH = 5,
     // longest gap (words) filled with strobe-less words to continue a run (0: none)
-    parameter MAX_GAP = 4
+    parameter MAX_GAP = 4,
+    // width of s_gap (holds 0..MAX_GAP)
+    parameter GAP_W = $clog2(MAX_GAP + 2)
 )
 (
     input  wire                 clk,
@@ -50,6 +58,8 @@ module dtpu_cl_store_wq #
     input  wire [63:0]          s_data,
     input  wire [7:0]           s_strb,
     input  wire                 s_close,
+    input  wire                 s_near,
+    input  wire [GAP_W-1:0]     s_gap,
 
     output wire                 req_valid,
     input  wire                 req_ready,
@@ -87,10 +97,8 @@ reg  [LOG_DEPTH:0]  rf_wr, rf_rd;
 reg                 run_v;
 reg  [WA_W-1:0]     run_a;
 reg  [RW-1:0]       run_n;
-// run_a + run_n, kept beside them: the add is off the input's path (follows, the gap and the
-// fill test below were an add, a subtract and two compares in series: the unit's critical path
-// on the ECP5 proxy, docs/synthesis.md)
-reg  [WA_W-1:0]     run_end;
+// words without strobes filled for the input word so far (cleared when a word is taken)
+reg  [GAP_W-1:0]    filled;
 /* words of requests the master took and has not had */
 reg  [CNT_W:0]      owed;
 
@@ -100,20 +108,21 @@ wire rf_full = (rf_wr[LOG_DEPTH] != rf_rd[LOG_DEPTH]) && (rf_wr[LOG_DEPTH-1:0] =
 wire rf_empty = (rf_wr == rf_rd);
 
 wire has_word = (s_strb != 8'd0);
+// the word's distance from the run's end now: s_gap - filled (filled <= s_gap while the word
+// waits: it counts fill words, which are made only while this is >= 1)
+wire [GAP_W:0] gap = {1'b0, s_gap} - {1'b0, filled};
 /* verilator lint_off WIDTHEXPAND */
-wire follows = run_v && (s_waddr == run_end) && (run_n != MAX_RUN[RW-1:0]);
+wire follows = run_v && s_near && (gap == {(GAP_W+1){1'b0}}) && (run_n != MAX_RUN[RW-1:0]);
 /* verilator lint_on WIDTHEXPAND */
 
 // gap filling: a word a few words past the run's end (a short item of the next pixel) is
 // reached with words without strobes (AXI writes nothing there), one a cycle, if the run stays
 // within MAX_RUN: one burst for several short items instead of one each
+// run_n + gap < MAX_RUN on RW + 2 bits (gap <= MAX_GAP < 2^GAP_W)
 /* verilator lint_off WIDTHEXPAND */
-wire [WA_W-1:0] gap = s_waddr - run_end;
-// run_n + gap < MAX_RUN: a gap of RW bits or more never fits, so the sum is RW + 1 bits wide
-wire gap_small = (gap[WA_W-1:RW] == {(WA_W-RW){1'b0}});
-wire [RW:0] n_gap = {1'b0, run_n} + {1'b0, gap[RW-1:0]};
-wire fill_want = has_word && run_v && !follows && gap != {WA_W{1'b0}} && gap <= MAX_GAP
-                 && gap_small && n_gap < MAX_RUN;
+wire [RW+GAP_W:0] n_gap = run_n + gap;
+wire fill_want = has_word && run_v && s_near && !gap[GAP_W] && gap != {(GAP_W+1){1'b0}}
+                 && n_gap < MAX_RUN;
 /* verilator lint_on WIDTHEXPAND */
 wire fill = s_valid && fill_want && !wf_full && !rf_full && !err;
 
@@ -124,6 +133,9 @@ wire in_hs = s_valid && s_ready && !err;
 // (never with strobes: dtpu_cl_store_pack), or the run reaching MAX_RUN words (MAX_RUN >= 2, so a
 // word that starts a run never ends it at once: one push per cycle)
 wire grow = in_hs && has_word;
+// grow || fill, written without fill_want (a word with strobes is taken into the word FIFO
+// either way: as itself or as its gap's next fill word)
+wire wf_we = s_valid && has_word && !wf_full && !rf_full && !err;
 wire [RW-1:0] n_after = follows ? run_n + 1'b1 : {{(RW-1){1'b0}}, 1'b1};
 wire push_brk = in_hs && run_v && (s_close || (has_word && !follows));
 wire push_full = grow && follows && (n_after == MAX_RUN[RW-1:0]);
@@ -141,14 +153,17 @@ wire wf_pop = !wf_empty && (err ? (!owing || m_ready) : m_ready);
 wire m_hs = m_valid && m_ready;
 
 always @(posedge clk) begin
-    if (grow || fill) begin
+    if (wf_we) begin
         wf_d[wf_wr[LOG_DEPTH-1:0]] <= s_data;
         wf_m[wf_wr[LOG_DEPTH-1:0]] <= fill ? 8'd0 : s_strb;
         wf_wr <= wf_wr + 1'b1;
     end
     if (fill) begin
         run_n <= run_n + 1'b1;
-        run_end <= run_end + 1'b1;
+        filled <= filled + 1'b1;
+    end
+    if (s_valid && s_ready) begin
+        filled <= {GAP_W{1'b0}};
     end
     if (wf_pop) begin
         wf_rd <= wf_rd + 1'b1;
@@ -167,7 +182,6 @@ always @(posedge clk) begin
         end else if (has_word) begin
             run_v <= 1'b1;
             run_n <= n_after;
-            run_end <= (follows ? run_end : s_waddr) + 1'b1;
             if (!follows) begin
                 run_a <= s_waddr;
             end
@@ -186,7 +200,7 @@ always @(posedge clk) begin
         run_v <= 1'b0;
         run_n <= {RW{1'b0}};
         run_a <= {WA_W{1'b0}};
-        run_end <= {WA_W{1'b0}};
+        filled <= {GAP_W{1'b0}};
         owed <= {(CNT_W+1){1'b0}};
     end
 end

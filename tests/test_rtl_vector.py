@@ -29,9 +29,12 @@ pytestmark = builtin_cpu_kernels_only()
 
 MODELS = {k: CANONICAL_MODELS[k] for k in
           ("mobilenet_like", "vww", "resnet8", "mobilenet_v1_224", "mobilenet_v2_224")}
+MODELS["inception_like_224"] = CANONICAL_MODELS["mobilenet_like"].with_name(
+    "inception_like_224__int8.tflite")
 #: the vector-unit operators each model has (all of them on the unit, in the one partition)
 VECTOR_OPS = {"mobilenet_like": {"MEAN"}, "vww": {"MEAN"}, "resnet8": {"ADD", "AVERAGE_POOL_2D"},
-              "mobilenet_v1_224": {"MEAN"}, "mobilenet_v2_224": {"ADD", "MEAN"}}
+              "mobilenet_v1_224": {"MEAN"}, "mobilenet_v2_224": {"ADD", "MEAN"},
+              "deeplab_head": {"RESIZE_NEAREST_NEIGHBOR", "CONCATENATION", "LOGISTIC"}}
 ONE_KICK = {"mmio_reads": 5, "mmio_writes": 3, "doorbells": 1, "dma_starts": 0, "transforms": 0}
 
 
@@ -64,14 +67,16 @@ def test_the_verilog_unit_declares_what_it_lacks():
         assert vec_reason(spec) is None, spec      # the contract's unit runs them all
     assert vec_reason(glob, build=VEC_UNIT) is None
     assert vec_reason(half, build=VEC_UNIT) is None
+    assert vec_reason(resize, build=VEC_UNIT) is None       # COPY (dtpu_vec_copy)
     assert "tile the image" in vec_reason(over, build=VEC_UNIT)
-    assert "COPY" in vec_reason(resize, build=VEC_UNIT)
 
 
-def _one_partition_on_the_rtl(name: str, tfl, invokes: int = 2):  # noqa: F811
+def _one_partition_on_the_rtl(name: str, tfl, invokes: int = 2, path=None):  # noqa: F811
     """One partition, bit-exact, one kick (the steady state's host record, with two invokes);
-    every node's cycles the golden model's, and the golden model's own backend's total."""
-    report = compare_with_cpu(MODELS[name], {"backend": "rtl"}, tfl, invokes)
+    every node's cycles the golden model's, and the golden model's own backend's total
+    (`path`: the model's file when it is not one of MODELS)."""
+    path = path or MODELS[name]
+    report = compare_with_cpu(path, {"backend": "rtl"}, tfl, invokes)
     assert report.kernels == 1, (report.kernels, report.rejected)
     assert {r["op"] for r in report.rejected} <= {"SOFTMAX"}, report.rejected
     if invokes > 1:
@@ -87,7 +92,7 @@ def _one_partition_on_the_rtl(name: str, tfl, invokes: int = 2):  # noqa: F811
     notes = [n.hw["cycle_note"] for n in report.nodes if n.hw["cycle_note"]]
     assert rtl == model and not notes, (name, rtl, model, notes)
     # the golden model's own backend makes the same one partition, with the same cycles
-    golden = compare_with_cpu(MODELS[name], {"backend": "model"}, tfl, invokes)
+    golden = compare_with_cpu(path, {"backend": "model"}, tfl, invokes)
     assert golden.kernels == 1 and golden.hw["cycles"] == report.hw["cycles"], \
         (name, golden.hw["cycles"], report.hw["cycles"])
     return rtl, model
@@ -97,6 +102,35 @@ def test_a_small_net_runs_in_one_partition_on_the_rtl(dtpu_so, tfl):  # noqa: F8
     """The default set's representative (seconds): mobilenet_like int8, its MEAN on the unit
     between the convolutions and the FULLY_CONNECTED, every node exact."""
     _one_partition_on_the_rtl("mobilenet_like", tfl)
+
+
+def test_a_deeplab_head_runs_in_one_partition_on_the_rtl(dtpu_so, tfl, tmp_path):  # noqa: F811
+    """The default set's COPY representative: a DeepLab / SSD-style head (tests/
+    test_resize_nearest.py), its RESIZE_NEAREST_NEIGHBOR (fx + fy COPYs) and the CONCATENATION
+    of the upsampled map with the fine one (a COPY where the producer cannot write its slice)
+    on dtpu_vec_copy, every node's cycles the golden model's."""
+    from tests.test_resize_nearest import _head
+
+    path = tmp_path / "deeplab_head.tflite"
+    path.write_bytes(_head("int8"))
+    _one_partition_on_the_rtl("deeplab_head", tfl, path=path)
+
+
+@pytest.mark.slow
+def test_inception_concatenates_on_the_rtl(dtpu_so, tfl):  # noqa: F811
+    """The zoo's Inception-like 224: its CONCATENATIONs on the unit (the max pool's branch
+    copied into its slice), one invoke bit-exact, every node's cycles the golden model's. Its
+    3x3 stride-1 SAME max pools do not tile the image (dtpu_vec_pool), so they stay on the CPU
+    and cut the partitions there."""
+    report = compare_with_cpu(MODELS["inception_like_224"], {"backend": "rtl"}, tfl, 1)
+    assert {r["op"] for r in report.rejected} <= {"MAX_POOL_2D", "SOFTMAX"}, report.rejected
+    assert all("tile the image" in r["reason"] for r in report.rejected
+               if r["op"] == "MAX_POOL_2D"), report.rejected
+    assert "CONCATENATION" in {n.op.upper() for n in report.nodes}
+    rtl = [n.hw["cycles"] for n in report.nodes]
+    model = [n.hw["model_cycles"] for n in report.nodes]
+    notes = [n.hw["cycle_note"] for n in report.nodes if n.hw["cycle_note"]]
+    assert rtl == model and not notes, (rtl, model, notes)
 
 
 @pytest.mark.slow

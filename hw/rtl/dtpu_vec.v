@@ -345,6 +345,9 @@ table_inst (
     .y(tab_y)
 );
 
+// COPY's side (dtpu_vec_copy, below): it takes a pixel word, its operations, all written
+wire        cp_ready, cp_op, cp_last_op, cp_idle;
+
 /* ---- MEAN: the stream as pixel words, the sums, their requantization, the packed bytes */
 wire        pix_in_ready, pix_valid, pix_ready, pix_last, mean_ready, pool_ready;
 wire [63:0] pix_data;
@@ -465,7 +468,6 @@ wire        res_valid = ew_valid || tab_valid || pk_valid;
 wire [63:0] res_y     = tab_valid ? tab_y : pk_valid ? pk_data : ew_y;
 
 /* ---- COPY: the pixel words to DST + p*OW through the store unit's realigner and queue */
-wire        cp_ready, cp_op, cp_last_op, cp_idle;
 wire        cp_wr_req_valid, cp_w_valid;
 wire [ADDR_W-1:0] cp_wr_req_addr;
 wire [31:0] cp_wr_req_words;

@@ -86,3 +86,17 @@ def test_vec_among_runs_words():
 def test_vec_among_runs_cycles():
     """The same on the contract's memory: CL_CYCLES, IDLE, RD/WR_BEATS equal the Timeline's."""
     _cl_vec("test_vec_among_runs", {"DTPU_CASES": 8, "DTPU_EXACT": 1})
+
+
+@pytest.mark.slow
+def test_vec_copy_words():
+    """COPY lists alone (channel slices at any byte, packed pixels, long rows), random memory
+    latency and backpressure: DDR (the bytes between the pixels untouched) and CL_* equal."""
+    _cl_vec("test_vec_words", {"DTPU_VEC_OPS": "COPY", "DTPU_CASES": 16})
+
+
+@pytest.mark.slow
+def test_vec_copy_cycles():
+    """The same on the contract's memory: CL_CYCLES, IDLE, RD/WR_BEATS equal the Timeline's
+    (the store unit's simulation of the pixel words, units.vector._copy_step)."""
+    _cl_vec("test_vec_cycles", {"DTPU_VEC_OPS": "COPY", "DTPU_CASES": 16})

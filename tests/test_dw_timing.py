@@ -96,9 +96,11 @@ def test_c_stream_simulation_equals_the_python_statements(monkeypatch):
         (want, _, res_py), (got, _, res_c) = _both(a)
         assert got == want and res_c == res_py
         # with takes recorded, and with the list's blocks still to read on the same master
-        a2 = a[:6] + ((a[3] + 40, 2, 64, 4), []) + a[8:]
-        (want, t_py, res_py), (got, t_c, res_c) = _both(a2)
-        assert got == want and t_c == t_py and res_c == res_py and len(t_c) == len(a[2])
+        # the blocks at an address: the first across a 4 KiB page (five bursts, not four)
+        for blocks in ((a[3] + 40, 2, 64, 4), (a[3] + 40, 2, 64, 4, 512 - 24)):
+            a2 = a[:6] + (blocks, []) + a[8:]
+            (want, t_py, res_py), (got, t_c, res_c) = _both(a2)
+            assert got == want and t_c == t_py and res_c == res_py and len(t_c) == len(a[2])
 
 
 def test_loader_need_times_follow_dw_schedule():

@@ -30,9 +30,12 @@ pytestmark = builtin_cpu_kernels_only()
 
 MODELS = {k: CANONICAL_MODELS[k] for k in
           ("mobilenet_like", "vww", "resnet8", "mobilenet_v1_224", "mobilenet_v2_224")}
+MODELS["inception_like_224"] = CANONICAL_MODELS["mobilenet_like"].with_name(
+    "inception_like_224__int8.tflite")
 #: the vector-unit operators each model has (all of them on the unit, in the one partition)
 VECTOR_OPS = {"mobilenet_like": {"MEAN"}, "vww": {"MEAN"}, "resnet8": {"ADD", "AVERAGE_POOL_2D"},
-              "mobilenet_v1_224": {"MEAN"}, "mobilenet_v2_224": {"ADD", "MEAN"}}
+              "mobilenet_v1_224": {"MEAN"}, "mobilenet_v2_224": {"ADD", "MEAN"},
+              "deeplab_head": {"RESIZE_NEAREST_NEIGHBOR", "CONCATENATION", "LOGISTIC"}}
 ONE_KICK = {"mmio_reads": 5, "mmio_writes": 3, "doorbells": 1, "dma_starts": 0, "transforms": 0}
 
 
@@ -65,16 +68,16 @@ def test_the_verilog_unit_declares_what_it_lacks():
         assert vec_reason(spec) is None, spec      # the contract's unit runs them all
     assert vec_reason(glob, build=VEC_UNIT) is None
     assert vec_reason(half, build=VEC_UNIT) is None
+    assert vec_reason(resize, build=VEC_UNIT) is None       # COPY (dtpu_vec_copy)
     assert "tile the image" in vec_reason(over, build=VEC_UNIT)
-    assert "COPY" in vec_reason(resize, build=VEC_UNIT)
 
 
-def _one_partition_on_the_rtl(name: str, tfl, exact: bool = True,
-                              invokes: int = 2):  # noqa: F811
+def _one_partition_on_the_rtl(name: str, tfl, invokes: int = 2, path=None):  # noqa: F811
     """One partition, bit-exact, one kick (the steady state's host record, with two invokes);
-    every vector-unit node's cycles the golden model's and, with `exact`, every node's and the
-    golden model's own backend's total."""
-    report = compare_with_cpu(MODELS[name], {"backend": "rtl"}, tfl, invokes)
+    every node's cycles the golden model's, and the golden model's own backend's total
+    (`path`: the model's file when it is not one of MODELS)."""
+    path = path or MODELS[name]
+    report = compare_with_cpu(path, {"backend": "rtl"}, tfl, invokes)
     assert report.kernels == 1, (report.kernels, report.rejected)
     assert {r["op"] for r in report.rejected} <= {"SOFTMAX"}, report.rejected
     if invokes > 1:
@@ -87,13 +90,12 @@ def _one_partition_on_the_rtl(name: str, tfl, exact: bool = True,
     vec = [i for i, n in enumerate(report.nodes) if n.op.upper() in VECTOR_OPS[name]]
     assert vec and all(rtl[i] == model[i] for i in vec), (name, rtl, model)
     assert sum(rtl) == report.hw["cycles"] > 0
-    if exact:
-        notes = [n.hw["cycle_note"] for n in report.nodes if n.hw["cycle_note"]]
-        assert rtl == model and not notes, (name, rtl, model, notes)
-        # the golden model's own backend makes the same one partition, with the same cycles
-        golden = compare_with_cpu(MODELS[name], {"backend": "model"}, tfl, invokes)
-        assert golden.kernels == 1 and golden.hw["cycles"] == report.hw["cycles"], \
-            (name, golden.hw["cycles"], report.hw["cycles"])
+    notes = [n.hw["cycle_note"] for n in report.nodes if n.hw["cycle_note"]]
+    assert rtl == model and not notes, (name, rtl, model, notes)
+    # the golden model's own backend makes the same one partition, with the same cycles
+    golden = compare_with_cpu(path, {"backend": "model"}, tfl, invokes)
+    assert golden.kernels == 1 and golden.hw["cycles"] == report.hw["cycles"], \
+        (name, golden.hw["cycles"], report.hw["cycles"])
     return rtl, model
 
 
@@ -101,6 +103,37 @@ def test_a_small_net_runs_in_one_partition_on_the_rtl(dtpu_so, tfl):  # noqa: F8
     """The default set's representative (seconds): mobilenet_like int8, its MEAN on the unit
     between the convolutions and the FULLY_CONNECTED, every node exact."""
     _one_partition_on_the_rtl("mobilenet_like", tfl)
+
+
+def test_a_deeplab_head_runs_in_one_partition_on_the_rtl(dtpu_so, tfl, tmp_path):  # noqa: F811
+    """The default set's COPY representative: a DeepLab / SSD-style head (tests/
+    test_resize_nearest.py), its RESIZE_NEAREST_NEIGHBOR (fx + fy COPYs) and the CONCATENATION
+    of the upsampled map with the fine one (a COPY where the producer cannot write its slice)
+    on dtpu_vec_copy, every node's cycles the golden model's."""
+    from tests.test_resize_nearest import _head
+
+    path = tmp_path / "deeplab_head.tflite"
+    path.write_bytes(_head("int8"))
+    _one_partition_on_the_rtl("deeplab_head", tfl, path=path)
+
+
+@pytest.mark.slow
+def test_inception_concatenates_on_the_rtl(dtpu_so, tfl):  # noqa: F811
+    """The zoo's Inception-like 224: its CONCATENATIONs on the unit (the max pool's branch
+    copied into its slice), one invoke bit-exact, each concatenation's cycles the golden
+    model's. Its 3x3 pools do not tile the image (dtpu_vec_pool), so they stay on the CPU and
+    cut the partitions there (7). Other nodes: one K-split 3x3 convolution is the documented
+    limit (docs/rtl.md "K-split 3x3"); four convolutions / FULLY_CONNECTED are 15-24 cycles
+    longer on the RTL with no documented limit (as seven of MobileNet v2 224's one-partition
+    list, whose golden-model cycles this branch did not change), not asserted here."""
+    report = compare_with_cpu(MODELS["inception_like_224"], {"backend": "rtl"}, tfl, 1)
+    rejected = {r["op"] for r in report.rejected}
+    assert rejected <= {"MAX_POOL_2D", "AVERAGE_POOL_2D", "SOFTMAX"}, report.rejected
+    assert all("tile the image" in r["reason"] for r in report.rejected
+               if r["op"] != "SOFTMAX"), report.rejected
+    cat = [n for n in report.nodes if n.op.upper() == "CONCATENATION"]
+    assert cat and all(n.hw["cycles"] == n.hw["model_cycles"] for n in cat), \
+        [(n.hw["cycles"], n.hw["model_cycles"]) for n in cat]
 
 
 @pytest.mark.slow
@@ -111,20 +144,9 @@ def test_resnet8_runs_in_one_partition_on_the_rtl(dtpu_so, tfl):  # noqa: F811
 
 @pytest.mark.slow
 def test_vww_runs_in_one_partition_on_the_rtl(dtpu_so, tfl):  # noqa: F811
-    """MEAN on the unit, exact; every node after the first too. The first (the list's
-    prologue and the first convolution) is 8 cycles longer on the RTL: the one-partition list
-    lies across a 4 KiB page, so a block the fetcher reads during the first RUN's stream is
-    five bursts, and the Timeline counts the list's blocks as one request beside a plain RUN's
-    stream (docs/rtl.md "Contract 2.1: the vector unit"; the exact form is the strict xfail
-    below)."""
-    rtl, model = _one_partition_on_the_rtl("vww", tfl, exact=False)
-    assert rtl[1:] == model[1:], (rtl, model)
-
-
-@pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="the first RUN's stream beside a list block split at "
-                                       "4 KiB: 8 cycles the Timeline does not count")
-def test_vww_cycles_equal_the_golden_model_on_every_node(dtpu_so, tfl):  # noqa: F811
+    """MEAN on the unit; every node exact, the first too: its one-partition list lies across a
+    4 KiB page, so the list block the fetcher reads during the first convolution's stream is
+    five bursts, counted so by the Timeline (docs/rtl.md "Contract 2.1: the vector unit")."""
     _one_partition_on_the_rtl("vww", tfl)
 
 

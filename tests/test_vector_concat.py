@@ -16,12 +16,12 @@ from dtpu.hw.ddr import Ddr
 from dtpu.hw.executor import Executor
 from dtpu.hw.listcompiler import ListBuilder, compile_program
 from dtpu.hw.listformat import Format, ListFault
+from dtpu.hw.units import store as store_unit
 from dtpu.hw.units import vector as vu
 from dtpu.hw.vec_compiler import graph_partitions_of
 from dtpu.hw.vec_lower import lower_copy
 from dtpu.tflite_model import parse
 from tests.test_vector_const import _conv, _q, _rng
-from tests.test_vector_unit import _formula
 from tests.vector_graphs import run_cpu
 
 CFG = get_config()
@@ -59,9 +59,21 @@ def test_copy_writes_a_channel_slice(shape, dstc, off):
     rows = want[off:off + pix * dstc].reshape(pix, dstc)
     rows[:, :shape[3]] = a.view(np.uint8).reshape(pix, shape[3])
     np.testing.assert_array_equal(got, want)     # the bytes between the slices untouched
-    assert res.cycles == _formula(job)
+    # the cycles: the store unit's simulation of the pixel words (units.vector._copy_step;
+    # equal to the Verilog's, sim/test_vec.py test_vec_copy_cycles): one operation a pixel
+    # word, the writes as the store unit's write queue makes them (runs, gap words written)
+    m = FMT.mem
     c = vu.cost(job, 8)
-    assert c.read_beats == -(-a.size // 8) and res.wr_beats == c.out_words
+    words = int(np.prod(shape[:3])) * -(-shape[3] // 8)
+    assert c.read_beats == -(-a.size // 8) and c.ops == words
+    assert res.compute_cycles == words + int(m["LAT_VEC"])
+    runs = store_unit.write_runs(vu.copy_chunks(job).tolist(), int(m["MEM_BURST_BEATS"]),
+                                 int(m["SEQ_STORE_GAP"]))
+    assert res.wr_beats == sum(runs)
+    header = int(m["SEQ_FETCH_START"]) + int(m["MEM_READ_LATENCY"]) + FMT.length("VEC") - 1 + \
+        int(m["SEQ_DECODE"])
+    assert res.cycles >= header + int(m["SEQ_VEC_START"]) + int(m["MEM_READ_LATENCY"]) + words \
+        + int(m["LAT_VEC"]) + int(m["MEM_WRITE_LATENCY"]) + int(m["IRQ_LATENCY"])
 
 
 def test_copy_fields_are_checked():

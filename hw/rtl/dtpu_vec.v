@@ -31,8 +31,14 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * of its bytes only), each requested as its words are queued.
  * MEAN (KIND 5) and the pools (KIND 3, 4; windows that tile the image, dtpu_vec_pool) read A
  * in one request into the pixel-word funnel (dtpu_vec_pix); their results go through the
- * packer (dtpu_vec_pack). COPY, a pool whose windows do not tile the image, BMODE 1 with a kind other than ADD / MUL, a broadcast vector longer than the buffer, a shape with a zero
- * dimension, an unaligned address or more than 2^32 words: `bad` (BAD_FIELD), nothing read.
+ * packer (dtpu_vec_pack).
+ * COPY (KIND 7) reads A in one request into the funnel too; its pixel words go the store
+ * unit's way (dtpu_vec_copy: a word stage, dtpu_cl_store_pack, dtpu_cl_store_wq), pixel p to
+ * DST + p*OW at any byte, one operation a pixel word; OW < C is BAD_FIELD once VEC7 is in
+ * (as a pool's window: the funnel holds the words till then, nothing written).
+ * A pool whose windows do not tile the image, BMODE 1 with a kind other than ADD / MUL, a
+ * broadcast vector longer than the buffer, a shape with a zero dimension, an unaligned address
+ * (a COPY's DST may be any byte) or more than 2^32 words: `bad` (BAD_FIELD), nothing written.
  *
  * Cycles (docs/architecture.md, the golden model's units.vector.timeline_step): `start` comes
  * with the header, the words after it; the first read request goes out START_WAIT + 3 cycles
@@ -60,7 +66,11 @@ module dtpu_vec #
     parameter DONE_DELAY = 6,
     parameter WR_DELAY = 4,
     // the contract's LAT_VEC: cycles after the last operation that still count as the unit's
-    parameter LAT = 6
+    parameter LAT = 6,
+    // COPY's write queue: log2 of its words (contract STORE_WQ_WORDS) and the longest gap it
+    // fills with strobe-less words (SEQ_STORE_GAP), as the store unit's
+    parameter LOG_WQ = 5,
+    parameter MAX_GAP = 4
 )
 (
     input  wire                clk,
@@ -90,10 +100,10 @@ module dtpu_vec #
     input  wire                rd_timeout,
 
     /* write requests and words */
-    output reg                 wr_req_valid,
+    output wire                wr_req_valid,
     input  wire                wr_req_ready,
-    output reg  [ADDR_W-1:0]   wr_req_addr,
-    output reg  [31:0]         wr_req_words,
+    output wire [ADDR_W-1:0]   wr_req_addr,
+    output wire [31:0]         wr_req_words,
     output wire                w_valid,
     input  wire                w_ready,
     output wire [63:0]         w_data,
@@ -166,6 +176,7 @@ wire [15:0] f_ow    = v7[DTPU_CL_VEC7_OW_LSB +: 16];
 /* ---------------------------------------------------------------- sizes */
 reg  [31:0] nh, wc;
 reg  [31:0] hw;                     // H*W (MEAN's count)
+reg  [31:0] nhw;                    // N*H*W (COPY's pixels; A < 4 GiB)
 reg  [31:0] nc;                     // N*C (MEAN's result bytes)
 reg  [31:0] noh, owc;               // N*OH, OW*C (a pool's result bytes: their product)
 reg  [63:0] pbytes;
@@ -190,13 +201,18 @@ wire        words_in = (age >= 4'd12);
 wire [31:0] a_words_c = nhwc[34:3] + {31'd0, nhwc[2:0] != 3'd0};
 
 localparam [3:0] K_ADD = 4'd1, K_MUL = 4'd2, K_AVG = 4'd3, K_MAX = 4'd4, K_MEAN = 4'd5,
-                 K_TABLE = 4'd6;
+                 K_TABLE = 4'd6, K_COPY = 4'd7;
 wire kind_ew   = (f_kind == K_ADD) || (f_kind == K_MUL);
 wire kind_tab  = (f_kind == K_TABLE);
 wire kind_mean = (f_kind == K_MEAN);
 wire kind_pool = (f_kind == K_AVG) || (f_kind == K_MAX);
+wire kind_copy = (f_kind == K_COPY);
 // the reducing kinds: A in one request through the pixel-word funnel
 wire kind_red  = kind_mean || kind_pool;
+// the kinds whose A goes through the funnel (COPY: to dtpu_vec_copy), one operation a word
+wire kind_fun  = kind_red || kind_copy;
+// the kinds whose VEC7 is checked once it is in (a pool's window, COPY's OW >= C)
+wire kind_late = kind_pool || kind_copy;
 // a pool's windows tile the image (dtpu_vec_pool): rows and columns each in exactly one window
 wire [31:0] last_r = {16'd0, f_oh - 16'd1} * {16'd0, f_sh};      // the last window row's start + PT
 wire [31:0] last_c = {16'd0, f_ow - 16'd1} * {16'd0, f_sw};
@@ -222,12 +238,14 @@ wire pool_bad = !(rows_tile && cols_tile && pool_row <= (32'd1 << LOG_ROW)
                   && pbytes[63:35] == 29'd0);
 // the pool takes pixel words once its window is known good (the funnel holds them till then)
 wire pool_go = pchk;
-wire f_bad = !(kind_ew || kind_tab || kind_mean || kind_pool)
+wire copy_bad = (f_ow < f_c);
+wire f_bad = !(kind_ew || kind_tab || kind_mean || kind_pool || kind_copy)
           || (kind_mean && {16'd0, f_c} > (32'd8 << LOG_ROW))
           || (f_bmode > 2'd1) || (f_bmode == 2'd1 && !kind_ew)
           || (f_n == 16'd0) || (f_h == 16'd0) || (f_w == 16'd0) || (f_c == 16'd0)
-          || (f_src_a[2:0] != 3'd0) || (f_src_b[2:0] != 3'd0) || (f_dst[2:0] != 3'd0)
-          || (nhwc[63:35] != 29'd0)
+          || (f_src_a[2:0] != 3'd0) || (f_src_b[2:0] != 3'd0)
+          || (f_dst[2:0] != 3'd0 && !kind_copy)
+          || (nhwc[63:35] != 29'd0) || (kind_copy && nhwc[63:32] != 32'd0)
           || (f_bmode == 2'd1 && {16'd0, f_c} > (32'd8 << LOG_BCAST));
 
 /* ---------------------------------------------------------------- read requests */
@@ -267,7 +285,7 @@ wire        running = (state == S_RUN);
 assign owns = running;
 wire        in_a0   = running && ab_chunks && !rx_b && rx_left != 32'd0;
 wire        in_b0   = running && ab_chunks && rx_b;
-wire        in_m    = running && kind_red && rx_left != 32'd0 && !pdrain; // MEAN, pools: the funnel
+wire        in_m    = running && kind_fun && rx_left != 32'd0 && !pdrain; // MEAN, pools, COPY: the funnel
 wire        in_d    = running && pdrain && rx_left != 32'd0;      // a bad pool: A dropped
 wire        in_bv   = running && b_first && rx_bvec != {(LOG_BCAST+1){1'b0}};
 wire        in_a1   = running && b_first && rx_bvec == {(LOG_BCAST+1){1'b0}}
@@ -326,6 +344,9 @@ table_inst (
     .out_valid(tab_valid),
     .y(tab_y)
 );
+
+// COPY's side (dtpu_vec_copy, below): it takes a pixel word, its operations, all written
+wire        cp_ready, cp_op, cp_last_op, cp_idle;
 
 /* ---- MEAN: the stream as pixel words, the sums, their requantization, the packed bytes */
 wire        pix_in_ready, pix_valid, pix_ready, pix_last, mean_ready, pool_ready;
@@ -421,13 +442,13 @@ pool_inst (
 );
 
 // the reducing kind's results, operations and last operation (one kind a descriptor)
-assign pix_ready = kind_pool ? pool_ready && pool_go : mean_ready;
+assign pix_ready = kind_pool ? pool_ready && pool_go : kind_copy ? cp_ready && pool_go : mean_ready;
 wire        m_valid   = mn_valid || pl_valid;
 wire [63:0] m_data    = pl_valid ? pl_data : mn_data;
 wire [3:0]  m_bytes   = pl_valid ? pl_bytes : mn_bytes;
 wire        m_end     = mn_end || pl_end;
-wire        m_op      = mn_op || pl_op;
-wire        m_last_op = mn_last_op || pl_last_op;
+wire        m_op      = mn_op || pl_op || cp_op;
+wire        m_last_op = mn_last_op || pl_last_op || cp_last_op;
 
 dtpu_vec_pack pack_inst (
     .clk(clk),
@@ -446,6 +467,45 @@ dtpu_vec_pack pack_inst (
 wire        res_valid = ew_valid || tab_valid || pk_valid;
 wire [63:0] res_y     = tab_valid ? tab_y : pk_valid ? pk_data : ew_y;
 
+/* ---- COPY: the pixel words to DST + p*OW through the store unit's realigner and queue */
+wire        cp_wr_req_valid, cp_w_valid;
+wire [ADDR_W-1:0] cp_wr_req_addr;
+wire [31:0] cp_wr_req_words;
+wire [63:0] cp_w_data;
+wire [7:0]  cp_w_strb;
+reg         cp_fin;                 // its last pixel word taken
+
+dtpu_vec_copy #(
+    .ADDR_W(ADDR_W),
+    .MAX_RUN(MAX_BURST),
+    .LOG_WQ(LOG_WQ),
+    .MAX_GAP(MAX_GAP)
+)
+copy_inst (
+    .clk(clk),
+    .rst(!rst_n),
+    .clear(first_go),
+    .dst(f_dst[ADDR_W-1:0]),
+    .ow(f_ow),
+    .c_low(f_c[3:0]),
+    .pixels(nhw),
+    .s_valid(pix_valid && running && kind_copy && pool_go),
+    .s_ready(cp_ready),
+    .s_data(pix_data),
+    .s_last(pix_last),
+    .op(cp_op),
+    .last_op(cp_last_op),
+    .wr_req_valid(cp_wr_req_valid),
+    .wr_req_ready(wr_req_ready),
+    .wr_req_addr(cp_wr_req_addr),
+    .wr_req_words(cp_wr_req_words),
+    .w_valid(cp_w_valid),
+    .w_ready(w_ready),
+    .w_data(cp_w_data),
+    .w_strb(cp_w_strb),
+    .idle(cp_idle)
+);
+
 /* ---------------------------------------------------------------- write side */
 reg  [31:0] wq_total;               // result words
 reg  [31:0] wq_in;                  // words queued (delayed by WR_DELAY)
@@ -458,21 +518,30 @@ wire [31:0] wq_rest = wq_total - wq_req;
 wire        w_last_word = (of_rd_cnt == wq_total - 32'd1);
 reg  [31:0] of_rd_cnt;              // words handed to the write master
 wire        of_empty = (of_wr == of_rd);
-assign w_valid = !of_empty;
-assign w_data  = ofifo[of_rd[LOG_OUT-1:0]];
-assign w_strb  = (w_last_word && tail_bytes != 3'd0) ? (8'hFF >> (4'd8 - {1'b0, tail_bytes}))
+wire        e_w_valid = !of_empty;
+wire        w_hs = e_w_valid && w_ready && !kind_copy;
+reg         e_wr_req_valid;
+reg  [ADDR_W-1:0] e_wr_req_addr;
+reg  [31:0] e_wr_req_words;
+// the write ports: the result FIFO's requests and words, or COPY's (dtpu_vec_copy)
+assign wr_req_valid = kind_copy ? cp_wr_req_valid : e_wr_req_valid;
+assign wr_req_addr  = kind_copy ? cp_wr_req_addr : e_wr_req_addr;
+assign wr_req_words = kind_copy ? cp_wr_req_words : e_wr_req_words;
+assign w_valid = kind_copy ? cp_w_valid : e_w_valid;
+assign w_data  = kind_copy ? cp_w_data : ofifo[of_rd[LOG_OUT-1:0]];
+assign w_strb  = kind_copy ? cp_w_strb
+               : (w_last_word && tail_bytes != 3'd0) ? (8'hFF >> (4'd8 - {1'b0, tail_bytes}))
                                                      : 8'hFF;
-wire        w_hs = w_valid && w_ready;
 
 reg  [DONE_DELAY:0] done_dly;
 reg  [LAT-1:0]      lat_dly;
 // the contract's stall-free cycles: one an operand beat, and LAT_VEC after the last one
 // MEAN and the pools: one an operation (accumulate or requantize) instead of one a beat
-assign active = (kind_red ? m_op : beat) || (lat_dly != {LAT{1'b0}});
+assign active = (kind_fun ? m_op : beat) || (lat_dly != {LAT{1'b0}});
 // the event LAT_VEC counts from: the last operand beat, MEAN's (a pool's) last operation. Their
 // operations start the cycle after the first beat (the funnel's register), a cycle later than
 // the element-wise lanes' admits, so its `done` and write requests take taps a cycle shorter
-wire        last_evt = kind_red ? m_last_op : last_beat;
+wire        last_evt = kind_fun ? m_last_op : last_beat;
 
 always @(posedge clk) begin
     done <= 1'b0;
@@ -494,14 +563,16 @@ always @(posedge clk) begin
     noh    <= {16'd0, f_n} * {16'd0, f_oh};
     owc    <= {16'd0, f_ow} * {16'd0, f_c};
     pbytes <= {32'd0, noh} * {32'd0, owc};
-    if (running && kind_pool && !pend && !pchk && !pdrain && words_in) begin
-        if (pool_bad) begin
+    if (running && kind_late && !pend && !pchk && !pdrain && words_in) begin
+        if (kind_pool ? pool_bad : copy_bad) begin
             bad    <= 1'b1;
             pdrain <= 1'b1;
         end else begin
             pchk       <= 1'b1;
-            wq_total   <= p_words;
-            tail_bytes <= pbytes[2:0];
+            if (kind_pool) begin
+                wq_total   <= p_words;
+                tail_bytes <= pbytes[2:0];
+            end
         end
     end
     if (running && pdrain && rx_left == 32'd0 && !req_valid) begin
@@ -512,7 +583,7 @@ always @(posedge clk) begin
     done_dly <= {done_dly[DONE_DELAY-1:0], last_evt};
     lat_dly  <= {lat_dly[LAT-2:0], last_evt};
     push_dly <= {push_dly[WR_DELAY-1:0], res_valid};
-    if (kind_red ? done_dly[DONE_DELAY - 2] : done_dly[DONE_DELAY - 1]) begin
+    if (kind_fun ? done_dly[DONE_DELAY - 2] : done_dly[DONE_DELAY - 1]) begin
         done <= 1'b1;
     end
 
@@ -544,6 +615,7 @@ always @(posedge clk) begin
     end
     S_SZ2: begin
         nhwc <= {32'd0, nh} * {32'd0, wc};
+        nhw  <= nh * {16'd0, f_w};
         state <= S_CHK;
     end
     default: ;
@@ -576,7 +648,7 @@ always @(posedge clk) begin
         rx_cnt    <= (a_words_c < BURST) ? a_words_c : BURST;
         rx_chunk  <= (a_words_c < BURST) ? a_words_c : BURST;
         rx_bvec   <= b_first ? b_first_words : {(LOG_BCAST+1){1'b0}};
-        wq_total  <= kind_mean ? nc_words : kind_pool ? 32'd0 : a_words_c;  // (pool: late)
+        wq_total  <= kind_mean ? nc_words : kind_late ? 32'd0 : a_words_c;  // (pool: late)
         pchk      <= 1'b0;
         wq_in     <= 32'd0;
         wq_req    <= 32'd0;
@@ -584,7 +656,7 @@ always @(posedge clk) begin
         of_rd_cnt <= 32'd0;
         part_go   <= 1'b0;
         req_valid <= 1'b1;
-        if (kind_red) begin             // A in one request
+        if (kind_fun) begin             // A in one request
             req_addr  <= f_src_a[ADDR_W-1:0];
             req_words <= a_words_c;
             rq_left   <= 32'd0;
@@ -666,15 +738,15 @@ always @(posedge clk) begin
     if (kind_red ? push_dly[WR_DELAY - 2] : push_dly[WR_DELAY - 1]) begin
         wq_in <= wq_in + 32'd1;
     end
-    if (wr_req_valid && wr_req_ready) begin
-        wr_req_valid <= 1'b0;
+    if (e_wr_req_valid && wr_req_ready) begin
+        e_wr_req_valid <= 1'b0;
     end
     part_go <= running && wq_in == wq_total && wq_rest != 32'd0 && wq_rest < BURST;
-    if (running && (!wr_req_valid || wr_req_ready)) begin
+    if (running && !kind_copy && (!e_wr_req_valid || wr_req_ready)) begin
         if (wq_open >= BURST || (part_go && wq_in == wq_total && wq_rest != 32'd0)) begin
-            wr_req_valid <= 1'b1;
-            wr_req_addr  <= wq_addr;
-            wr_req_words <= (wq_open >= BURST) ? BURST : wq_open;
+            e_wr_req_valid <= 1'b1;
+            e_wr_req_addr  <= wq_addr;
+            e_wr_req_words <= (wq_open >= BURST) ? BURST : wq_open;
             wq_addr      <= wq_addr + {((wq_open >= BURST) ? BURST[ADDR_W-4:0]
                                          : wq_open[ADDR_W-4:0]), 3'b000};
             wq_req       <= wq_req + ((wq_open >= BURST) ? BURST : wq_open);
@@ -691,6 +763,15 @@ always @(posedge clk) begin
         busy  <= 1'b0;
         state <= S_IDLE;
     end
+    // COPY: its last pixel word taken, every word handed to the write master
+    if (cp_last_op) begin
+        cp_fin <= 1'b1;
+    end
+    if (running && kind_copy && cp_fin && cp_idle) begin
+        cp_fin <= 1'b0;
+        busy   <= 1'b0;
+        state  <= S_IDLE;
+    end
 
     if (!rst_n) begin
         state        <= S_IDLE;
@@ -701,7 +782,8 @@ always @(posedge clk) begin
         err_decerr   <= 1'b0;
         err_timeout  <= 1'b0;
         req_valid    <= 1'b0;
-        wr_req_valid <= 1'b0;
+        e_wr_req_valid <= 1'b0;
+        cp_fin       <= 1'b0;
         first_go     <= 1'b0;
         pend         <= 1'b0;
         pdrain       <= 1'b0;

@@ -9,6 +9,7 @@ memory model (fixed latency, no stalls), where CL_CYCLES, IDLE, RD_BEATS and WR_
 the Timeline's (units.vector.timeline_step)."""
 import os
 import random
+from dataclasses import dataclass
 
 import cocotb
 import numpy as np
@@ -17,15 +18,43 @@ from cocotb.triggers import RisingEdge
 from dtpu.hw.core import Core
 from dtpu.hw.executor import Executor
 from dtpu.hw.listcompiler import ListBuilder
-from dtpu.hw.vec_lower import TABLE_OPS, VecSpec, lower_vec, vec_reason, window_tiles
+from dtpu.hw.vec_lower import (TABLE_OPS, VecSpec, lower_copy, lower_vec, vec_reason,
+                               window_tiles)
 from dtpu_sim.cycles import contract_lat
 from tb_cl_run import RunTB
 from tb_cl_seq import BASE, CFG, FMT, R, SEED, Model
 
 N_CASES = int(os.environ.get("DTPU_CASES", "12"))
 #: the kinds drawn: the element-wise ones, TABLE (a table operator with random bytes: the
-#: unit's lookup does not depend on which operator made them), MEAN and the pools
-OPS = os.environ.get("DTPU_VEC_OPS", "ADD,SUB,MUL,TABLE,MEAN,AVG_POOL,MAX_POOL").split(",")
+#: unit's lookup does not depend on which operator made them), MEAN, the pools and COPY
+OPS = os.environ.get("DTPU_VEC_OPS",
+                     "ADD,SUB,MUL,TABLE,MEAN,AVG_POOL,MAX_POOL,COPY").split(",")
+
+
+@dataclass(frozen=True)
+class CopySpec:
+    """A COPY: A of `a_shape` (8-bit NHWC), pixel p's C bytes to DST + `off` + p * `ow` (a
+    channel slice of a wider tensor, a repeated pixel or row: dtpu.hw.vec_lower.lower_copy)."""
+
+    a_shape: tuple
+    ow: int
+    off: int
+    op: str = "COPY"
+
+    @property
+    def out_bytes(self) -> int:
+        n, h, w, c = self.a_shape
+        return self.off + (n * h * w - 1) * self.ow + c
+
+
+def random_copy(rng: random.Random) -> CopySpec:
+    """A random COPY: pixels of 1..300 bytes (C mod 8 any, whole words, rows of a resize) at
+    any byte, packed (OW = C) or apart (a slice: up to 40 bytes between, more than the write
+    queue's gap of SEQ_STORE_GAP words or less)."""
+    n, h, w = rng.randint(1, 2), rng.randint(1, 6), rng.randint(1, 9)
+    c = rng.choice((rng.randint(1, 40), 8 * rng.randint(1, 6), rng.randint(100, 300)))
+    ow = c + rng.choice((0, rng.randint(1, 8), rng.randint(1, 40)))
+    return CopySpec((n, h, w, c), ow, rng.randint(0, 7))
 
 
 class VecModel(Model):
@@ -49,6 +78,8 @@ def random_spec(rng: random.Random) -> VecSpec:
     a MEAN over H and W; a pool whose windows tile the image."""
     while True:
         op = rng.choice(OPS)
+        if op == "COPY":
+            return random_copy(rng)
         dt = np.dtype(rng.choice((np.int8, np.uint8)))
         full = (rng.randint(1, 2), rng.randint(1, 7), rng.randint(1, 9), rng.randint(1, 48))
         if op == "TABLE":
@@ -105,6 +136,8 @@ def exact_here(spec: VecSpec) -> bool:
     """The spec's writes are cycle-exact on this cocotb memory: not a last partial burst whose
     beats follow a full burst's (that memory answers the second of two close write bursts a
     cycle early; tb_cl_run's random_class_program avoids the same case for RUNs)."""
+    if spec.op == "COPY":
+        return True
     words = -(-int(np.prod(spec.output_shape)) // 8)
     burst = int(FMT.mem["MEM_BURST_BEATS"])
     part = words % burst
@@ -123,9 +156,23 @@ def vec_image(rng: random.Random, specs, list_at=0x40000, at4k=False):
     at = 0x100
     outs = []
     for k, spec in enumerate(specs):
-        fields, swap = lower_vec(spec, CFG)
         nbytes = lambda s: int(np.prod(s))  # noqa: E731
         a = np.frombuffer(rng.randbytes(nbytes(spec.a_shape)), np.uint8)
+        if spec.op == "COPY":
+            fields, swap = lower_copy(spec.a_shape, spec.ow, np.int8, CFG), False
+            addr_a = at
+            if at4k:
+                addr_a = (BASE + at + 4095) // 4096 * 4096 - 8 - BASE
+            dst = (addr_a + a.size + 127) // 128 * 128
+            out = spec.out_bytes
+            at = (dst + out + 8 + 127) // 128 * 128
+            assert at < list_at, "operands overlap the list"
+            img[addr_a:addr_a + a.size] = a
+            img[dst:dst + out + 8] = np.frombuffer(rng.randbytes(out + 8), np.uint8)
+            lb.vec(fields, BASE + addr_a, BASE + addr_a, BASE + dst + spec.off, tag=0x100 + k)
+            outs.append((spec, dst, out))
+            continue
+        fields, swap = lower_vec(spec, CFG)
         if spec.op in TABLE_OPS:
             b = np.frombuffer(spec.table, np.uint8)
         elif not spec.binary:
@@ -219,6 +266,8 @@ async def run_case(tb, img, addr, what):
 
 
 def _describe(spec):
+    if spec.op == "COPY":
+        return f"COPY {spec.a_shape} OW {spec.ow} at +{spec.off}"
     if spec.op in TABLE_OPS:
         return f"TABLE ({spec.op}) {spec.dtype} {spec.a_shape}"
     if not spec.binary:

@@ -302,6 +302,7 @@ int dtpu_stream_sim(dtpu_stream_t *S) {
     const int64_t *wa = S->wa, *need = S->need;
     int64_t blk_next = S->blk_next, blk_left = S->blk_left, blk_words = S->blk_words;
     const int64_t blk_gap = S->blk_gap;
+    int64_t blk_addr = S->blk_addr;   /* the next block's word address (its 4 KiB splits) */
     int64_t cap_ends = n + blk_left * (blk_words + 1) + 8;
     unsigned char *newbeat = calloc((size_t)(n > 0 ? n : 1), 1);
     int64_t *ends = malloc(sizeof(int64_t) * (size_t)cap_ends);
@@ -451,7 +452,8 @@ int dtpu_stream_sim(dtpu_stream_t *S) {
         }
         resv -= done;
         if (blk_req) {
-            gen_addr = 0; gen_left = blk_words; gen_blk = 2;
+            gen_addr = blk_addr; gen_left = blk_words; gen_blk = 2;
+            blk_addr += blk_words;
             gen_busy = 1;
             blk_left--;
             blk_next = (int64_t)1 << 60;

@@ -30,7 +30,7 @@ typedef struct {
 typedef struct {
     int64_t n, nw, per_word, intake, rd_free;
     int64_t rl, burst, outst, ef_d, rq_d, buf_d, to_pk;
-    int64_t blk_next, blk_left, blk_words, blk_gap;
+    int64_t blk_next, blk_left, blk_words, blk_gap, blk_addr;
     const int64_t *wa, *need;
     /* outputs */
     int64_t stall, first, end, beats, blk_next_out, n_blk;

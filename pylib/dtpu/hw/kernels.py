@@ -284,7 +284,8 @@ def _stream_sim(self, wa, per_word: int, need, intake: int, rd_free: int, consts
     S = ffi.new("dtpu_stream_t *")
     S.n, S.nw, S.per_word, S.intake, S.rd_free = wa.size, need.size, per_word, intake, rd_free
     S.rl, S.burst, S.outst, S.ef_d, S.rq_d, S.buf_d, S.to_pk = consts
-    S.blk_next, S.blk_left, S.blk_words, S.blk_gap = blocks if blocks else (0, 0, 0, 0)
+    S.blk_next, S.blk_left, S.blk_words, S.blk_gap = blocks[:4] if blocks else (0, 0, 0, 0)
+    S.blk_addr = blocks[4] if blocks and len(blocks) > 4 else 0
     S.wa = ffi.cast("int64_t *", ffi.from_buffer(wa))
     S.need = ffi.cast("int64_t *", ffi.from_buffer(need))
     blk = np.zeros(2 * max(1, S.blk_left), np.int64)

@@ -120,13 +120,19 @@ class Timeline:
             return None
         return max(self.next_block, self.popped[need - 1] + self.K["SEQ_FETCH_ROOM"])
 
+    def _block_addr(self) -> int:
+        """The DDR word address of the fetcher's next block (0 when the list's is not known:
+        its bursts then split as a page-aligned list's)."""
+        if self.list_addr is None:
+            return 0
+        return self.list_addr // 8 + self.fifo * len(self.block_first)
+
     def _issue_block(self, t_dec: int | None = None) -> None:
         """The fetcher's next block; at t_dec (:meth:`_read_sched`) counted burst by burst."""
         t_req = self._block_req()
         if t_req is None:       # not reached by a list the sequencer takes in order
             t_req = max(self.next_block, self.popped[-1] if self.popped else 0)
-        addr = None if self.list_addr is None else \
-            self.list_addr + 8 * self.fifo * len(self.block_first)
+        addr = None if self.list_addr is None else 8 * self._block_addr()
         if t_dec is not None and addr is not None:
             bl = self._bursts(t_dec, addr, self.fifo)
             first, end = bl[0][0], bl[-1][0] + bl[-1][1]
@@ -310,7 +316,8 @@ class Timeline:
                     shift, f0, f1, _, blks, nxt = load_unit.stream_sim(
                         wa, per_word, need_h, setup - 2 + t - o,
                         self.rd_free - o, self.fmt.mem,
-                        (nb - o, left, self.fifo, K["SEQ_FETCH_NEXT"]), takes, res)
+                        (nb - o, left, self.fifo, K["SEQ_FETCH_NEXT"], self._block_addr()),
+                        takes, res)
                     # the core's stall after each word it took (the schedule's)
                     stalls = (np.asarray(takes, np.int64) - np.asarray(need_h, np.int64)
                               [:len(takes)]).tolist()

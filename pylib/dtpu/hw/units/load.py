@@ -39,8 +39,10 @@ def stream_sim(wa, per_word: int, need, intake: int, rd_free: int, mem: dict,
     builder could take the first element (one a cycle after it; SEQ_ACT_SETUP_WINDOWS - 2
     after the RUN's start: its first AR comes 2 cycles after the request); `rd_free`: the read
     channel's first free beat; `blocks`: (the AR cycle of the list's next block, blocks
-    left, words a block, SEQ_FETCH_NEXT): the fetcher's reads, which the arbiter serves
-    first, each next one SEQ_FETCH_NEXT after the last beat of the one before. Returns (the
+    left, words a block, SEQ_FETCH_NEXT[, the next block's DDR word address]): the fetcher's
+    reads, which the arbiter serves first, each next one SEQ_FETCH_NEXT after the last beat of
+    the one before, its bursts split at 4 KiB as the stream's (a block across a page is one
+    burst more, its ARs two cycles later: VWW's one-partition list; address 0 when unknown). Returns (the
     core's stall once it took its last word, the stream's first beat, its last beat + 1, its
     beats, the first beat and last beat + 1 of each block read meanwhile, the next block's AR
     cycle). `takes` (a list, optional) gets the cycle the core took each word.
@@ -95,7 +97,8 @@ def stream_sim(wa, per_word: int, need, intake: int, rd_free: int, mem: dict,
     rq: list = []
     gen_busy, gen_addr, gen_left, gen_blk = False, 0, 0, False
     arv, ar_beats, ar_blk = False, 0, False
-    blk_next, blk_left, blk_words, blk_gap = blocks if blocks else (0, 0, 0, 0)
+    blk_next, blk_left, blk_words, blk_gap = blocks[:4] if blocks else (0, 0, 0, 0)
+    blk_addr = blocks[4] if blocks and len(blocks) > 4 else 0
     blk_reads: list = []        # [first beat, last beat + 1] of each block read
     ends: list = []             # last-beat cycles of every burst (stream and blocks), in order
     ei = 0
@@ -236,7 +239,8 @@ def stream_sim(wa, per_word: int, need, intake: int, rd_free: int, mem: dict,
             acted = True
         resv -= done
         if blk_req:
-            gen_addr, gen_left, gen_blk = 0, blk_words, 2
+            gen_addr, gen_left, gen_blk = blk_addr, blk_words, 2
+            blk_addr += blk_words
             gen_busy = True
             blk_left -= 1
             blk_next = 1 << 60                   # set from its last beat

@@ -15,6 +15,7 @@ import numpy as np
 
 from dtpu.hw.config import ceil_div
 from dtpu.hw.listformat import Format, ListFault
+from dtpu.hw.units import store as store_unit
 from dtpu.reference import pair_table
 from dtpu.reference import vector as rv
 
@@ -265,11 +266,12 @@ def cost(job: VecJob, lanes: int, burst: int = 16) -> VecCost:
     if job.kind == "TABLE":
         return VecCost(a_beats + ceil_div(job.b_bytes, 8), out_words, 0, out_words)
     if job.kind == "COPY":
-        # one beat a word in; out, each pixel's bytes as the words they touch (strobed at
-        # either end: a slice of a wider tensor is rarely word-aligned)
+        # one operation a pixel word (the funnel's, ceil(C/8) a pixel: at least one a beat);
+        # the words written are the store unit's (:func:`copy_chunks`, :func:`timeline_step`),
+        # here the words the pixels' bytes touch, without the gap words joining them
         starts = job.dst + np.arange(n * h * w, dtype=np.int64) * job.dst_stride
         touched = int(((starts + c - 1) // 8 - starts // 8 + 1).sum())
-        return VecCost(a_beats, a_beats, 0, touched)
+        return VecCost(a_beats, n * h * w * words_px, 0, touched)
     if job.kind == "MEAN":
         gaps, late = _packed_words(n, c, lanes)
         return VecCost(a_beats, n * h * w * words_px, n * words_px, out_words, gaps, late)
@@ -278,6 +280,18 @@ def cost(job: VecJob, lanes: int, burst: int = 16) -> VecCost:
                       v7["OH"], v7["OW"])
     gaps, late = _pool_words(job, lanes)
     return VecCost(a_beats, n * taps * words_px, 0, out_words, gaps, late)
+
+
+def copy_chunks(job: VecJob) -> np.ndarray:
+    """A COPY's pixel words as the store unit's chunks, (byte address, bytes) each, in stream
+    order: word j of pixel p holds channels 8j .. 8j + 7 (dtpu_vec_pix) and goes to
+    DST + p*OW + 8j, min(8, C - 8j) bytes of it (dtpu_vec_copy)."""
+    n, h, w, c = job.shape
+    wpx = ceil_div(c, 8)
+    j = np.arange(wpx, dtype=np.int64)
+    addr = job.dst + np.arange(n * h * w, dtype=np.int64)[:, None] * job.dst_stride + 8 * j
+    kept = np.broadcast_to(np.minimum(8, c - 8 * j), addr.shape)
+    return np.stack([addr.reshape(-1), kept.reshape(-1)], axis=1)
 
 
 def valid_taps(h: int, w: int, fh: int, fw: int, sh: int, sw: int, pt: int, pl: int,
@@ -306,13 +320,17 @@ def timeline_step(tl, t_fetch: int, job: VecJob) -> tuple[int, int]:
     if tl.written:
         t = max(t, tl.wr_done + K["SEQ_VEC_WAIT"])
     first, end = tl.mem_read(t, c.read_beats)
-    done = max(end, first + c.ops) + c.tail + lat
-    w_end = done + tl.WL + tl.store_tail(c.out_words, c.gaps, c.late)
+    out_words = c.out_words
+    if job.kind == "COPY":
+        done, w_end, out_words = _copy_step(tl, job, first, lat)
+    else:
+        done = max(end, first + c.ops) + c.tail + lat
+        w_end = done + tl.WL + tl.store_tail(c.out_words, c.gaps, c.late)
     tl.core_free = tl.last_run_end = done
     tl.seq_free = max(tl.seq_free, done + K["SEQ_RUN_DONE"])
     free = c.stall_free(lat)
     tl.compute += free
-    tl.wr_beats += c.out_words
+    tl.wr_beats += out_words
     tl.wr_done = max(tl.wr_done, w_end)
     tl.written.append((job.dst, job.dst + job.out_bytes, w_end))
     # the next RUN waits for every write (as after a POST)
@@ -320,3 +338,24 @@ def timeline_step(tl, t_fetch: int, job: VecJob) -> tuple[int, int]:
     if tl.events is not None:
         tl.events.append(("vec", t, first, done, w_end))
     return done, free
+
+
+def _copy_step(tl, job: VecJob, first: int, lat: int) -> tuple[int, int, int]:
+    """A COPY's (done, last write response + 1, write beats) from its first read beat: its
+    pixel words (:func:`copy_chunks`) offered one a cycle from the first beat on, as MEAN's
+    operations (the funnel's, which keeps up with the stream), each taken by the store unit's word stage
+    as :func:`dtpu.hw.units.store.store_sim` has it (the realigner, the write queue's runs with
+    their gap words, the write master's bursts in flight): a word held there holds the funnel
+    and the stream behind it. `done` LAT_VEC after the last word's operation (its take, as
+    MEAN's last operation: first + ops + LAT_VEC when nothing holds them), the
+    writes answered as the simulation's last response; no earlier write is in flight (the VEC
+    waited for them)."""
+    chunks = copy_chunks(job)
+    offer = first + np.arange(len(chunks), dtype=np.int64)
+    held, hs, last_b, _, beats = store_unit.store_sim(
+        [tuple(x) for x in chunks.tolist()], offer.tolist(), tl.fmt.mem,
+        int(tl.fmt.mem["STORE_WQ_WORDS"]))
+    done = int(hs[-1]) + 1 + lat
+    # the stream's beats wait with the funnel: the read channel is busy until its last one
+    tl.rd_free = max(tl.rd_free, int(hs[-1]))
+    return done, (last_b + 1 if last_b is not None else done), beats

@@ -32,15 +32,16 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * Right shifts beyond 63 (a shift field far outside TFLite's [-31, 31]) are clamped: the exact
  * result is then 0 or -1 alike.
  *
- * Pipeline, seven registers: inputs (stage 0) -> total and |t32| (a) -> operands (1) ->
- * partial products (m) -> product (2) -> x = h or p (3) -> rounding sum (4) -> shifted r plus
- * the zero point (5); FP32: fp32(t) and the scale (1) -> mantissa partial products (m) and
- * product (2) -> product rounded to 24 bits (3) -> integer quotient and increment (4) -> signed
- * integer plus the zero point (5). Stages
- * m-2 were one stage and stages 3-5 another (45 MHz on the ECP5 proxy, docs/synthesis.md
- * "Timing evidence"), and stages a-1 another (the post unit at 54 MHz). The saturated value is
- * combinational from the last register (the parent registers it into the result word).
- * FLOAT has five registers (acc + bias, then four delays) and the clamp after them: its
+ * Pipeline, eight registers: inputs (stage 0) -> total and |t32| (a) -> operands, |t32|
+ * normalized (b) -> FP32's rounded mantissa as its operand (1) -> partial products (m) ->
+ * product (2) -> x = h or p (3) -> rounding sum (4) -> shifted r plus the zero point (5);
+ * FP32: fp32(t) (b, 1) and the scale -> mantissa partial products (m) and product (2) ->
+ * product rounded to 24 bits (3) -> integer quotient and increment (4) -> signed integer plus
+ * the zero point (5). Stages m-2 were one stage and stages 3-5 another (45 MHz on the ECP5
+ * proxy, docs/synthesis.md "Timing evidence"), and stages 0-1 another (the post unit at 54 MHz:
+ * its lanes' inputs are registers there, ports here). The clamped value is combinational from
+ * the last register (the parent registers it into the result word).
+ * FLOAT has six registers (acc + bias, then five delays) and the clamp after them: its
  * accumulators arrive two cycles later (fp partial and lane trees), so its words leave at the
  * same cycle.
  * Float clamp: y = min(max(s, ACT_MIN), ACT_MAX) with numpy's rules (max(a, b) = a if a >= b or
@@ -73,7 +74,7 @@ module dtpu_post_lane #
     input  wire [63:0]          in_rq,
     /* verilator lint_on UNUSEDSIGNAL */
 
-    /* Result (after 7 registers) */
+    /* Result (after 8 registers) */
     output reg  [63:0]          out_value,
     output wire                 out_valid,
     output wire                 out_ovf,
@@ -119,10 +120,10 @@ wire [31:0] fmin;
 generate
 if (FLOAT_EN != 0) begin : flt
     wire [31:0] fsum;
-    reg  [31:0] fsum_reg, fsum2_reg, fsum3_reg, fsum4_reg, fsum5_reg;
+    reg  [31:0] fsum_reg, fsum2_reg, fsum3_reg, fsum4_reg, fsum5_reg, fsum6_reg;
     dtpu_fp_add bias_inst (.a(in_acc[31:0]), .b(in_bias[31:0]), .y(fsum));
 
-    // four more registers after the sum: the REQUANT stages' count less the two cycles the
+    // five more registers after the sum: the REQUANT stages' count less the two cycles the
     // float accumulators arrive later, so both leave in the same cycle
     always @(posedge clk) begin
         if (ce) begin
@@ -131,10 +132,11 @@ if (FLOAT_EN != 0) begin : flt
             fsum3_reg <= fsum2_reg;
             fsum4_reg <= fsum3_reg;
             fsum5_reg <= fsum4_reg;
+            fsum6_reg <= fsum5_reg;
         end
     end
 
-    wire [31:0] fmax = (f_ge(fsum5_reg, act_min) || is_nan(fsum5_reg)) ? fsum5_reg : act_min;
+    wire [31:0] fmax = (f_ge(fsum6_reg, act_min) || is_nan(fsum6_reg)) ? fsum6_reg : act_min;
     assign fmin = (f_ge(act_max, fmax) || is_nan(fmax)) ? fmax : act_max;
 end else begin : no_flt
     assign fmin = 32'd0;
@@ -202,7 +204,7 @@ always @(posedge clk) begin
     end
 end
 
-// ---- stage a -> 1: variant operands, range checks ----
+// ---- stage a -> b: variant operands, range checks, fp32(t)'s normalization ----
 wire signed [31:0] m     = rq_lo_reg;
 wire signed [TW-1:0] total = total_reg;
 wire fits32_tot = total[TW-1:31] == {(TW-31){1'b0}} || total[TW-1:31] == {(TW-31){1'b1}};
@@ -223,8 +225,9 @@ wire signed [31:0] a32 = left >= 8'd32 ? 32'sd0 : (a32_b << left[0]);
 // the saturation anyway: a zero or subnormal scale gives |p| < 2^-94 (integer 0), a product in
 // the fp32 subnormal range is < 0.5 (0), an overflow to infinity is >= 2^24 (saturated), NaN
 // (NaN scale, 0 * inf) gives 0, an infinite scale with f != 0 saturates.
-// Stage a: f = fp32(t32): normalize |t32| (leading one at bit 31; |t32| from stage 0), round
-// at bit 8.
+// f = fp32(t32): |t32| (stage a) normalized here (leading one at bit 31), rounded at bit 8 in
+// stage b -> 1 (the leading-zero count, the shift, the rounding increment and the exponent in
+// one stage placed at 88.6 MHz on the ECP5 proxy).
 wire [31:0] tmag = tmag_reg;
 reg  [4:0]  tlz;
 integer     bi;
@@ -238,15 +241,81 @@ end
 wire [31:0] tn_a = tmag[31:0] << {tlz[4:3], 3'd0};
 wire [31:0] tn_b = tn_a << {tlz[2:1], 1'b0};
 wire [31:0] tn = tn_b << tlz[0];
-wire        tup = tn[7] && ((|tn[6:0]) || tn[8]);
-wire [24:0] tm25 = {1'b0, tn[31:8]} + {24'd0, tup};
-wire [23:0] fman = tm25[24] ? 24'h800000 : tm25[23:0];
-// biased exponent 127 + 31 - lz (+1 when the rounding carried out)
-wire [7:0]  fexp = 8'd158 - {3'd0, tlz} + {7'd0, tm25[24]};
-wire        fzero = tmag == 32'd0;
 
 // Products: SINGLE t32*m, DOUBLE/DOUBLE_UP a32*m, INT64 total*m16 with |total| < 2^47 (larger
-// totals are ERR.OVERFLOW, results undefined): |x*y| <= 2^62, exact in 64 bits.
+// totals are ERR.OVERFLOW, results undefined): |x*y| <= 2^62, exact in 64 bits. FP32's
+// operand, the rounded mantissa, joins in stage b -> 1.
+reg               vb_reg;
+reg  [2:0]        varb_reg;
+reg  [31:0]       tnb_reg;          // |t32| normalized
+reg  [4:0]        tlzb_reg;
+reg               fsb_reg, fzb_reg;
+reg  [31:0]       scb_reg;
+reg               rawb_reg, reqb_reg;
+reg  signed [47:0] xb_reg;
+reg  signed [31:0] yb_reg;
+reg  [6:0]        shb_reg;
+reg               satb_reg;
+reg  signed [15:0] zpb_reg;
+reg  [63:0]       rawvb_reg;
+reg               ovfb_reg, wrapb_reg;
+
+always @(posedge clk) begin
+    if (ce) begin
+        vb_reg <= va_reg;
+        varb_reg <= vara_reg;
+        tnb_reg <= tn;
+        tlzb_reg <= tlz;
+        fsb_reg <= t32[31];
+        fzb_reg <= tmag == 32'd0;
+        scb_reg <= rq_lo_reg;
+        rawb_reg <= rawa_reg;
+        reqb_reg <= reqa_reg;
+        zpb_reg <= zpa_reg;
+        rawvb_reg <= rawva_reg;
+        ovfb_reg <= ovfa_reg
+                 || (va_reg && reqa_reg && vara_reg == DTPU_RQ_VARIANT_INT64[2:0] && !fits47_tot);
+        wrapb_reg <= va_reg && reqa_reg && vara_reg != DTPU_RQ_VARIANT_INT64[2:0] && !fits32_tot;
+        satb_reg <= a32 == 32'sh80000000 && m == 32'sh80000000;
+        case (vara_reg)
+            DTPU_RQ_VARIANT_SINGLE[2:0]: begin
+                xb_reg <= {{16{t32[31]}}, t32};
+                yb_reg <= m;
+                shb_reg <= shs_reg;
+            end
+            DTPU_RQ_VARIANT_FP32[2:0]: begin
+                // the FP32 variant's mantissa product shares the multiplier (x: stage b -> 1)
+                xb_reg <= 48'd0;
+                yb_reg <= {8'd0, 1'b1, rq_lo_reg[22:0]};
+                shb_reg <= 7'd0;
+            end
+            DTPU_RQ_VARIANT_INT64[2:0]: begin
+                xb_reg <= total[47:0];
+                yb_reg <= {{15{m16_reg[16]}}, m16_reg};
+                shb_reg <= shi_reg;
+            end
+            default: begin
+                xb_reg <= {{16{a32[31]}}, a32};
+                yb_reg <= m;
+                shb_reg <= shd_reg;
+            end
+        endcase
+    end
+    if (!rst_n) begin
+        vb_reg <= 1'b0;
+        ovfb_reg <= 1'b0;
+        wrapb_reg <= 1'b0;
+    end
+end
+
+// ---- stage b -> 1: fp32(t)'s rounding at bit 8 and exponent, FP32's multiplier operand ----
+wire [31:0] tnb = tnb_reg;
+wire        tup = tnb[7] && ((|tnb[6:0]) || tnb[8]);
+wire [24:0] tm25 = {1'b0, tnb[31:8]} + {24'd0, tup};
+wire [23:0] fman = tm25[24] ? 24'h800000 : tm25[23:0];
+// biased exponent 127 + 31 - lz (+1 when the rounding carried out)
+wire [7:0]  fexp = 8'd158 - {3'd0, tlzb_reg} + {7'd0, tm25[24]};
+
 reg               v1_reg;
 reg  [2:0]        var1_reg;
 reg  [7:0]        fe1_reg;
@@ -263,43 +332,22 @@ reg               ovf1_reg, wrap1_reg;
 
 always @(posedge clk) begin
     if (ce) begin
-        v1_reg <= va_reg;
-        var1_reg <= vara_reg;
+        v1_reg <= vb_reg;
+        var1_reg <= varb_reg;
         fe1_reg <= fexp;
-        fs1_reg <= t32[31];
-        fz1_reg <= fzero;
-        sc1_reg <= rq_lo_reg;
-        raw1_reg <= rawa_reg;
-        req1_reg <= reqa_reg;
-        zp1_reg <= zpa_reg;
-        rawv1_reg <= rawva_reg;
-        ovf1_reg <= ovfa_reg
-                 || (va_reg && reqa_reg && vara_reg == DTPU_RQ_VARIANT_INT64[2:0] && !fits47_tot);
-        wrap1_reg <= va_reg && reqa_reg && vara_reg != DTPU_RQ_VARIANT_INT64[2:0] && !fits32_tot;
-        sat1_reg <= a32 == 32'sh80000000 && m == 32'sh80000000;
-        case (vara_reg)
-            DTPU_RQ_VARIANT_SINGLE[2:0]: begin
-                x1_reg <= {{16{t32[31]}}, t32};
-                y1_reg <= m;
-                sh1_reg <= shs_reg;
-            end
-            DTPU_RQ_VARIANT_FP32[2:0]: begin
-                // the FP32 variant's mantissa product shares the multiplier
-                x1_reg <= {24'd0, fman};
-                y1_reg <= {8'd0, 1'b1, rq_lo_reg[22:0]};
-                sh1_reg <= 7'd0;
-            end
-            DTPU_RQ_VARIANT_INT64[2:0]: begin
-                x1_reg <= total[47:0];
-                y1_reg <= {{15{m16_reg[16]}}, m16_reg};
-                sh1_reg <= shi_reg;
-            end
-            default: begin
-                x1_reg <= {{16{a32[31]}}, a32};
-                y1_reg <= m;
-                sh1_reg <= shd_reg;
-            end
-        endcase
+        fs1_reg <= fsb_reg;
+        fz1_reg <= fzb_reg;
+        sc1_reg <= scb_reg;
+        raw1_reg <= rawb_reg;
+        req1_reg <= reqb_reg;
+        zp1_reg <= zpb_reg;
+        rawv1_reg <= rawvb_reg;
+        ovf1_reg <= ovfb_reg;
+        wrap1_reg <= wrapb_reg;
+        sat1_reg <= satb_reg;
+        x1_reg <= varb_reg == DTPU_RQ_VARIANT_FP32[2:0] ? {24'd0, fman} : xb_reg;
+        y1_reg <= yb_reg;
+        sh1_reg <= shb_reg;
     end
     if (!rst_n) begin
         v1_reg <= 1'b0;
@@ -308,7 +356,7 @@ always @(posedge clk) begin
     end
 end
 
-// the float path's valid, three registers after v1_reg (aligned with fsum5_reg: fsum_reg is
+// the float path's valid, three registers after v1_reg (aligned with fsum6_reg: fsum_reg is
 // va_reg's stage)
 reg vf2_reg, vf3_reg, vf4_reg;
 always @(posedge clk) begin

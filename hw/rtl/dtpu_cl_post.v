@@ -34,7 +34,7 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  *   rd_base = the entry, so the core's parameter memory serves it through a mux on rd_base.
  * - Arithmetic: one dtpu_post_lane (the 1.2 post unit's lane, unchanged), AW = 64, out_mode
  *   fixed to REQUANT (its float path is not built); with EXT_LANE = 1 not its own but lane 0 of
- *   the idle core's dtpu_post through the lane_* port (same 6-register timing, ce forced to 1
+ *   the idle core's dtpu_post through the lane_* port (same 8-register timing, ce forced to 1
  *   while lane_sel = busy), which saves a lane (~1.5 k LUT) in dtpu_cl_top. ACT_MIN/ACT_MAX
  *   reach it saturated to the lane type, as dtpu_post passes them.
  * - Flow control without a combinational path from the result port back to the word port: an
@@ -58,8 +58,8 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * variant whose total did not fit) is reported, not fatal.
  *
  * Timing (no stall): start at cycle 0, the first request at cycle 1; a sum accepted at cycle t
- * gives its result word's FIFO entry at t + 7 (parameter read / lane input, 6 lane registers),
- * out_valid from t + 8 on.
+ * gives its result word's FIFO entry at t + 9 (parameter read / lane input, 8 lane registers),
+ * out_valid from t + 10 on.
  */
 module dtpu_cl_post #
 (
@@ -250,12 +250,14 @@ wire              w_pix_end = w_hs && c_end;
 assign p_rd_en = feed;
 assign p_rd_entry = pe_reg;
 
-/* ---- pipeline: stage A (parameter read), six lane registers ---- */
+/* ---- pipeline: stage A (parameter read), eight lane registers ---- */
 reg               a_valid_reg;
 reg  [63:0]       a_sum_reg;
-reg  [2:0]        lane_a_reg, lane1_reg, lane2_reg, lane3_reg, lane4_reg, lane5_reg, lane6_reg;
-reg  [6:0]        v_pipe_reg;       // valid of stage A, lane 1 .. 6
-reg  [1:0]        e_a_reg, e1_reg, e2_reg, e3_reg, e4_reg, e5_reg, e6_reg;   // {last, wend}
+reg  [2:0]        lane_a_reg, lane1_reg, lane2_reg, lane3_reg, lane4_reg, lane5_reg, lane6_reg,
+                  lane7_reg, lane8_reg;
+reg  [8:0]        v_pipe_reg;       // valid of stage A, lane 1 .. 8
+reg  [1:0]        e_a_reg, e1_reg, e2_reg, e3_reg, e4_reg, e5_reg, e6_reg, e7_reg,
+                  e8_reg;           // {last, wend}
 
 wire [63:0]       lane_value;
 wire              lane_valid, lane_ovf, lane_wrap;
@@ -312,10 +314,10 @@ wire              stop = abort_reg || ovf_now;
 // the lane's bytes in place: value << (lane * 8 * bytes)
 wire [63:0]       lmask = log_es_reg == 3'd0 ? 64'hFF : log_es_reg == 3'd1 ? 64'hFFFF
                         : log_es_reg == 3'd2 ? 64'hFFFF_FFFF : {64{1'b1}};
-wire [5:0]        lsh = {lane6_reg, 3'd0} << log_es_reg[1:0];
+wire [5:0]        lsh = {lane8_reg, 3'd0} << log_es_reg[1:0];
 wire [63:0]       placed = (lane_value & lmask) << lsh;
-wire [63:0]       word = (lane6_reg == 3'd0 ? 64'd0 : pack_reg) | placed;
-wire              push = lane_valid && e6_reg[0] && !stop;
+wire [63:0]       word = (lane8_reg == 3'd0 ? 64'd0 : pack_reg) | placed;
+wire              push = lane_valid && e8_reg[0] && !stop;
 wire              out_hs = out_valid && out_ready;
 
 assign out_valid = f_cnt != {(FIFO_LOG+1){1'b0}};
@@ -323,7 +325,7 @@ assign out_data = f_data[f_rd];
 assign out_last = f_last[f_rd];
 
 // finished: every requested pixel's words taken, nothing in the pipeline or the FIFO
-wire              drained = !rq_valid_reg && p_reg == rq_done_reg && v_pipe_reg == 7'd0
+wire              drained = !rq_valid_reg && p_reg == rq_done_reg && v_pipe_reg == 9'd0
                          && !out_valid;
 assign busy = run_reg;
 // waiting for a partial sum (the read latency, a slow memory): the POST's stall, which the
@@ -417,13 +419,17 @@ always @(posedge clk) begin
     e5_reg     <= e4_reg;
     lane6_reg  <= lane5_reg;
     e6_reg     <= e5_reg;
-    v_pipe_reg <= {v_pipe_reg[5:0], feed};
+    lane7_reg  <= lane6_reg;
+    e7_reg     <= e6_reg;
+    lane8_reg  <= lane7_reg;
+    e8_reg     <= e7_reg;
+    v_pipe_reg <= {v_pipe_reg[7:0], feed};
     if (lane_valid) begin
         pack_reg <= word;
     end
     if (push) begin
         f_data[f_wr] <= word;
-        f_last[f_wr] <= e6_reg[1];
+        f_last[f_wr] <= e8_reg[1];
         f_wr <= f_wr + 1'b1;
     end
     if (out_hs) begin
@@ -434,7 +440,7 @@ always @(posedge clk) begin
     // it, and so does one that an abort keeps out of the FIFO (stage A to the lane's output)
     resv_reg <= resv_reg + {{FIFO_LOG{1'b0}}, feed && wend}
                          - {{FIFO_LOG{1'b0}}, out_hs}
-                         - {{FIFO_LOG{1'b0}}, lane_valid && e6_reg[0] && stop};
+                         - {{FIFO_LOG{1'b0}}, lane_valid && e8_reg[0] && stop};
     if (!rst_n) begin
         done         <= 1'b0;
         run_reg      <= 1'b0;
@@ -447,7 +453,7 @@ always @(posedge clk) begin
         err_ovf      <= 1'b0;
         warn_wrap    <= 1'b0;
         a_valid_reg  <= 1'b0;
-        v_pipe_reg   <= 7'd0;
+        v_pipe_reg   <= 9'd0;
         f_wr         <= {FIFO_LOG{1'b0}};
         f_rd         <= {FIFO_LOG{1'b0}};
         f_cnt        <= {(FIFO_LOG+1){1'b0}};

@@ -16,7 +16,7 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  *
  * GEMM datapath timing from an issue cycle t: memory read / stream register (t+1),
  * Filter&Select into the PE operand registers, product, accumulator final at t+4 (LAT_MXU),
- * column sums at t+7 (LAT_REDUCE), first result word at t+16 (LAT_POST), DONE one cycle after
+ * column sums at t+7 (LAT_REDUCE), first result word at t+18 (LAT_POST), DONE one cycle after
  * the last word has been taken (docs/rtl.md).
  */
 module dtpu_core #

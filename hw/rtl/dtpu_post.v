@@ -23,9 +23,9 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * reordering crossbar on the capture side and no shifting of the captured values. Lane r's parameters are entry ch + r, where ch starts
  * at cap_ch and advances by `lanes` per word (depthwise: back to cap_wrap_ch after the last word
  * of group GC-1 of an output pixel).
- * Timing from the capture cycle A: word k is on m_axis_res in cycle A + 9 + k (LAT_POST = 9):
- * serializer register, parameter read, six lane stages, result register. Float steps are
- * captured two cycles later (fp trees) and pass four lane stages: same result cycle.
+ * Timing from the capture cycle A: word k is on m_axis_res in cycle A + 11 + k (LAT_POST = 11):
+ * serializer register, parameter read, eight lane stages, result register. Float steps are
+ * captured two cycles later (fp trees) and pass six lane stages: same result cycle.
  * Everything advances on ce (the core's global stall); a word offered while ce is low but
  * taken by the sink is not offered again.
  *
@@ -33,7 +33,7 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * runs only while the core is idle, so instead of a lane of its own (about 1.5 k LUT on the
  * xc7z020) dtpu_cl_post borrows this one. While ext_sel, lane 0 takes the ext_* inputs (REQUANT,
  * ce forced to 1) and its results leave only on ext_out_* (not into the result word, the flags
- * or busy); ext_sel must stay high until the last ext value has left (6 cycles) and may only
+ * or busy); ext_sel must stay high until the last ext value has left (8 cycles) and may only
  * rise while this unit is idle. Lane 0 is then at least 64 bits wide (the POST sums are int64).
  * With EXT_LANE0 = 0 the ext_* inputs are ignored and ext_out_* are 0.
  */
@@ -272,8 +272,14 @@ always @* begin
 end
 wire signed [31:0] amin = act_min, amax = act_max;
 wire        req_mode = out_mode == DTPU_OUT_MODE_REQUANT[1:0];
-wire [31:0] lane_min = !req_mode ? act_min : amin < tmin ? tmin : amin > tmax ? tmax : amin;
-wire [31:0] lane_max = !req_mode ? act_max : amax < tmin ? tmin : amax > tmax ? tmax : amax;
+// registered: the bounds are the job's (CONFIG is ten cycles or more before a result leaves),
+// and the lanes' clamp compares them with their last register, so their saturation's compares
+// stay off the lanes' output path
+reg  [31:0] lane_min, lane_max;
+always @(posedge clk) begin
+    lane_min <= !req_mode ? act_min : amin < tmin ? tmin : amin > tmax ? tmax : amin;
+    lane_max <= !req_mode ? act_max : amax < tmin ? tmin : amax > tmax ? tmax : amax;
+end
 
 wire [8*64-1:0] lane_value;
 wire [7:0]      lane_valid, lane_ovf, lane_wrap;
@@ -379,14 +385,15 @@ end else begin : lane0_own
 end
 endgenerate
 
-reg [5:0] last_pipe_reg;
+// tlast beside the lane stages (eight; float words: six)
+reg [7:0] last_pipe_reg;
 
 always @(posedge clk) begin
     if (ce) begin
-        last_pipe_reg <= {last_pipe_reg[4:0], s0_last_reg};
+        last_pipe_reg <= {last_pipe_reg[6:0], s0_last_reg};
     end
     if (!rst_n) begin
-        last_pipe_reg <= 6'd0;
+        last_pipe_reg <= 8'd0;
     end
 end
 
@@ -408,7 +415,7 @@ always @(posedge clk) begin
     if (ce) begin
         out_valid_reg <= lane_valid[0];
         out_data_reg <= packed_word;
-        out_last_reg <= fp ? last_pipe_reg[3] : last_pipe_reg[5];
+        out_last_reg <= fp ? last_pipe_reg[5] : last_pipe_reg[7];
     end else if (m_axis_tready) begin
         out_valid_reg <= 1'b0;  // taken while the core is stalled elsewhere
     end
@@ -422,7 +429,7 @@ assign m_axis_tvalid = out_valid_reg;
 assign m_axis_tlast = out_last_reg;
 
 assign busy = ser_valid || (|s0_mask_reg) || (|lane_valid) || out_valid_reg;
-// (float words leave after four lane registers: see dtpu_post_lane)
+// (float words leave after six lane registers: see dtpu_post_lane)
 assign flag_ovf = |(lane_ovf & lane_valid);
 assign flag_wrap = |(lane_wrap & lane_valid);
 

@@ -20,7 +20,7 @@ localparam integer DTPU_CFG_CYCLES = 2;  // Cycles from the START write to the f
 localparam integer DTPU_LOAD_LATENCY = 2;  // Cycles from the last LOAD word accepted to DONE (memory write pipeline).
 localparam integer DTPU_LAT_MXU = 4;  // Cycles from the last issue cycle of a step to its PE accumulators being final (operand read, multiply, accumulate).
 localparam integer DTPU_LAT_REDUCE = 3;  // GEMM only: cycles of the column adder tree that sums the ROWS per-PE accumulators (log2 ROWS stages).
-localparam integer DTPU_LAT_POST = 9;  // Cycles from a step's accumulators (GEMM: column sums) to its first result word on m_axis_res (bias, requantize, zero point, clamp, pack).
+localparam integer DTPU_LAT_POST = 11;  // Cycles from a step's accumulators (GEMM: column sums) to its first result word on m_axis_res (bias, requantize, zero point, clamp, pack).
 localparam integer DTPU_FP_PARTIALS = 4;  // fp32/bf16: interleaved partial accumulators per PE; issue cycle w of a step adds into partial w mod FP_PARTIALS, partials are combined as a pairwise tree at the step end. Hides the fp adder latency and fixes the summation order.
 localparam integer DTPU_DW_SETUP = 58;  // DWCONV only: cycles after CONFIG before the row loader takes its first word and the computer may issue: the depthwise sequencer derives its counts, ring-row deltas (remainders modulo LB_ROWS) and per-column start values one product and one quotient bit per cycle (its CONFIG checks still decide in CFG_CYCLES).
 

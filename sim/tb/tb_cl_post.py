@@ -481,7 +481,7 @@ async def test_timed(dut):
                              "model %d", lat, pix, ch, INT_PRECS[prec].name, last, cycles,
                              model_cycles)
             # docs/rtl.md: one sum per cycle (CH = 1: one request per pixel, and dtpu_axi_rd
-            # issues one AR every other cycle), 13 cycles + the memory latency around it
-            want = (pix * ch if ch > 1 else 2 * pix - 1) + 13 + lat
+            # issues one AR every other cycle), 15 cycles + the memory latency around it
+            want = (pix * ch if ch > 1 else 2 * pix - 1) + 15 + lat
             assert last == want, f"pix {pix} ch {ch} lat {lat}: last word at {last}, formula {want}"
             assert cycles == last + 1, f"done at {cycles}, the last word at {last}"

@@ -137,9 +137,9 @@ async def test_requant_and_raw(dut):
             zp = 0 if tie else rng.randint(-32768, 32767)
             acc = wrap_signed(acc, AW)
             vecs.append((acc, bias, m, s, zp))
-        # six lane registers (dtpu_post_lane's pipeline, part of LAT_POST): the first value
+        # eight lane registers (dtpu_post_lane's pipeline, part of LAT_POST): the first value
         # must appear exactly then
-        lat = 6
+        lat = 8
         got = []
         first = None
         for i in range(n + lat):

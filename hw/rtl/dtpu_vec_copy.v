@@ -133,20 +133,22 @@ wire              pm_valid, pm_ready, pm_close, pk_empty, wq_idle;
 wire [ADDR_W-4:0] pm_waddr;
 wire [63:0]       pm_data;
 wire [7:0]        pm_strb;
+wire              pm_near;
+wire [$clog2(MAX_GAP+2)-1:0] pm_gap;
 
-dtpu_cl_store_pack #(.ADDR_W(ADDR_W)) pack_inst (
+dtpu_cl_store_pack #(.ADDR_W(ADDR_W), .MAX_GAP(MAX_GAP)) pack_inst (
     .clk(clk), .rst_n(!rst),
     .s_valid(st_v), .s_ready(pk_ready), .s_addr(st_addr), .s_data(st_data), .s_n(st_n),
     .s_last(st_last),
     .m_valid(pm_valid), .m_ready(pm_ready), .m_waddr(pm_waddr), .m_data(pm_data),
-    .m_strb(pm_strb), .m_close(pm_close), .empty(pk_empty)
+    .m_strb(pm_strb), .m_close(pm_close), .m_near(pm_near), .m_gap(pm_gap), .empty(pk_empty)
 );
 
 dtpu_cl_store_wq #(.ADDR_W(ADDR_W), .CNT_W(32), .MAX_RUN(MAX_RUN), .LOG_DEPTH(LOG_WQ),
     .MAX_GAP(MAX_GAP)) wq_inst (
     .clk(clk), .rst_n(!rst), .err(1'b0),
     .s_valid(pm_valid), .s_ready(pm_ready), .s_waddr(pm_waddr), .s_data(pm_data),
-    .s_strb(pm_strb), .s_close(pm_close),
+    .s_strb(pm_strb), .s_close(pm_close), .s_near(pm_near), .s_gap(pm_gap),
     .req_valid(wr_req_valid), .req_ready(wr_req_ready), .req_addr(wr_req_addr),
     .req_words(wr_req_words),
     .m_valid(w_valid), .m_ready(w_ready), .m_data(w_data), .m_strb(w_strb),

@@ -16,7 +16,7 @@ from dtpu.backends.model import ModelBackend
 from dtpu.driver.hostops import HostOps
 from dtpu.driver.lists import DtpuListError, ListProgram
 from dtpu.driver.model_transport import ModelTransport
-from dtpu.hw import gen_header
+from dtpu.hw import gen_header, step_timing
 from dtpu.hw.config import HwConfig, get_config
 from dtpu.hw.ddr import Ddr
 from dtpu.hw.executor import Executor
@@ -158,23 +158,22 @@ def test_single_job_cycles_follow_the_memory_model():
     run = max(first + n + 8 + m["SEQ_DECODE"],
               regs + m["SEQ_REG_CYCLES"] * (n - 2) + m["SEQ_DESC_GAP"])
     # the RUN: CTRL.START SEQ_RUN_START after its header, its activation stream requested
-    # after the load unit's setup and first run (Executor.act_req), the core's first word
+    # after the load unit's setup and first run (step_timing.act_req), the core's first word
     # SEQ_ACT_FIRST after the first beat, the job's stall-free cycles from there (less the
     # CFG_CYCLES they overlap), the store unit's last burst after DONE, then WL
     words = image[o + 8 * n:o + 8 * (n + 9)].view(np.uint64)
     d = {k: f.fields_of(k, int(v)) for k, v in zip(f.layout["RUN"][1:], words[1:])}
     assert f.opnames[f.field("HEADER", int(words[0]), "OP")] == "RUN"
-    act_req = Executor(fmt=f).act_req(d)
+    act_req = step_timing.act_req(f, d)
     assert act_req == m["SEQ_ACT_SETUP_WINDOWS"] + 2   # the first word is PAD (SAME): a run of 1
     tl = Timeline(f)
     gaps = tuple(18 * k for k in range(17))     # one result word every KW = 18 cycles
     start = run + m["SEQ_RUN_START"]
     # a 3x3 WINDOWS stream (runs of KW*C/LANES = 6 words) does not keep up with the core: its
-    # stall is the load unit's stream against the GEMM's need times (Executor.act_stream,
+    # stall is the load unit's stream against the GEMM's need times (step_timing.act_stream,
     # _stream_sim), at least the first word's lateness
-    ex = Executor(fmt=f)
-    ex.act_sched = (18, 3, 18, 36)             # KW, NT, period, M of this GEMM
-    wa, per_word, need = ex.act_stream(d, 36 * 18)
+    sched = (18, 3, 18, 36)                     # KW, NT, period, M of this GEMM
+    wa, per_word, need = step_timing.act_stream(f, cfg, d, 36 * 18, sched, None, {})
     assert per_word == 1 and need[18] == cfg.CFG_CYCLES + 3 * 18
     stall = load_unit.stream_sim(wa, per_word, need, m["SEQ_ACT_SETUP_WINDOWS"] - 2, 0, m)[0]
     assert stall > act_req + rl + m["SEQ_ACT_FIRST"] - cfg.CFG_CYCLES

@@ -200,7 +200,7 @@ class Transport(abc.ABC):
 
     def list_trace(self):
         """The target's record of the last command list (per-node cycles, a
-        :class:`dtpu.hw.executor.RunResult` or the RTL's node trace), or None if it keeps none."""
+        :class:`dtpu.hw.list_result.RunResult` or the RTL's node trace), or None if it keeps none."""
         return None
 
 

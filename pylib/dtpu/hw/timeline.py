@@ -225,10 +225,11 @@ class Timeline:
         requested on the read channel behind the activation stream.
 
         `act_req` (a RUN; None for a POST): (cycles from the job's start to its activation
-        stream's request as the load unit makes it, :meth:`Executor.act_req`: the unit's setup
-        and the first run's collection; the beats the stream reads, which PAD words and
-        elements sharing a word do not take, :meth:`Executor._act_read_beats`; the beats the
-        store unit writes, :meth:`Executor._res_beats`). A RUN then starts SEQ_RUN_START after its header was
+        stream's request as the load unit makes it, :func:`~dtpu.hw.step_timing.act_req`: the
+        unit's setup and the first run's collection; the beats the stream reads, which PAD
+        words and elements sharing a word do not take, :func:`~dtpu.hw.step_timing.act_read_beats`;
+        the beats the store unit writes, :func:`~dtpu.hw.step_timing.res_beats`). A RUN then
+        starts SEQ_RUN_START after its header was
         taken (its eight words, the wait, CTRL.START); if it depends on a write still in
         flight, SEQ_RUN_WAIT after every earlier write response (`wr_done`). It depends when its
         input bytes overlap the result range of a RUN since the writes were last seen all
@@ -593,7 +594,7 @@ class Timeline:
 
         The store unit's read-back requests (one per item or run of consecutive items) leave
         SEQ_ACC_READ after the start, one walk step a result word, before the load unit's
-        (whose runs are requested as collected, :meth:`Executor.act_req` for the first, each
+        (whose runs are requested as collected, :func:`~dtpu.hw.step_timing.act_req` for the first, each
         next one its elements later); both are counted burst by burst (:meth:`_read_sched`).
         The job's stall-free schedule then moves by the global stall: the core takes its k-th
         activation word SEQ_ACT_FIRST after its beat at the earliest (GEMM steps of KW words
@@ -657,7 +658,7 @@ class Timeline:
 
     def _acc_elems(self, t: int, stream: tuple) -> tuple:
         """The load unit's run builder (dtpu_cl_load, as :func:`stream_sim` has it) over an
-        ACC RUN's stream (`stream` = :meth:`Executor.act_stream`'s (element word addresses, -1
+        ACC RUN's stream (`stream` = :func:`~dtpu.hw.step_timing.act_stream`'s (element word addresses, -1
         for PAD; elements a word; the core's need times)) from a RUN started at `t`: element e
         taken at SEQ_ACT_SETUP_WINDOWS - 2 + e after the start (one a cycle); a non-PAD element
         on the word of the last beat shares that beat, one on the next word extends the open
@@ -873,7 +874,7 @@ class Timeline:
         core; `gaps[k]`: how many cycles before the job's last result word (2 before DONE)
         the k-th word before it came (:func:`result_gaps`; None: one word a cycle; for a
         RUN's packed items, the word completing the k-th beat from the end,
-        :meth:`Executor._res_beats`). `late`: 1 when the last word is a partial one the packer
+        :func:`~dtpu.hw.step_timing.res_beats`). `late`: 1 when the last word is a partial one the packer
         closes a cycle later (a cycle more, unless the last burst waits for the full one's
         beats anyway: dtpu_cl_store_pack's flush). A last full burst is requested as its last
         beat's word is queued: when result words with no kept lane end the stream (a column

@@ -562,7 +562,7 @@ class NativeListTransport(NativeTransport):
 
     def list_trace(self):
         """The simulated RTL's per-node record of the last list as a
-        :class:`dtpu.hw.executor.RunResult` (``cycles`` = CL_CYCLES, ``idle_cycles`` = IDLE,
+        :class:`dtpu.hw.list_result.RunResult` (``cycles`` = CL_CYCLES, ``idle_cycles`` = IDLE,
         ``tags`` per descriptor TAG as the golden model's; :mod:`dtpu.rtl.nodetrace`), so that
         ``node_cycles`` / ``node_words`` split the partition by node; None when the build has
         no record or no list ran to its end."""

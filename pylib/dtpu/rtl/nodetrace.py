@@ -1,8 +1,8 @@
 """The simulated RTL's per-node record of a command list (backend=rtl, path=lists).
 
 No register of dtpu_cl_top splits CL_CYCLES by node; the golden model keeps that split in
-:class:`dtpu.hw.executor.RunResult` ``tags`` (per descriptor TAG: ``[end of its last job,
-stall-free job cycles, act words, res words, wgt words]``, :func:`dtpu.hw.executor.tag_span`).
+:class:`dtpu.hw.list_result.RunResult` ``tags`` (per descriptor TAG: ``[end of its last job,
+stall-free job cycles, act words, res words, wgt words]``, :func:`dtpu.hw.list_result.tag_span`).
 The two list transports build the same record from the simulated RTL itself, by watching a few
 of its registers while a list runs (the sequencer's state and TAG, CL_CYCLES and IDLE, the 1.2
 register file's busy / STALL / WORDS_* counters; the build makes them public):
@@ -57,9 +57,9 @@ END_OFFSET = 0
 
 
 def run_result(info: dict, events: np.ndarray):
-    """A :class:`dtpu.hw.executor.RunResult` of the last list from the record (`info` as
+    """A :class:`dtpu.hw.list_result.RunResult` of the last list from the record (`info` as
     :meth:`NativeListTransport.trace_events` gives it)."""
-    from dtpu.hw.executor import RunResult
+    from dtpu.hw.list_result import RunResult
 
     tags: dict = {}
     compute = runs = 0

@@ -390,7 +390,7 @@ class CocotbListTransport(CocotbTransport):
 
     def list_trace(self):
         """The simulated RTL's per-node record of the last list (a
-        :class:`dtpu.hw.executor.RunResult`, :mod:`dtpu.rtl.nodetrace`), as in process."""
+        :class:`dtpu.hw.list_result.RunResult`, :mod:`dtpu.rtl.nodetrace`), as in process."""
         from dtpu.rtl.nodetrace import run_result
 
         if getattr(self, "tracer", None) is None:

@@ -18,7 +18,7 @@ ACC_TRACE: list | None = None
 
 @dataclass(frozen=True)
 class AccRun:
-    """An ACC RUN's store-unit and stream timing inputs (:meth:`Executor._acc_timing`)."""
+    """An ACC RUN's store-unit and stream timing inputs (:func:`~dtpu.hw.step_timing.acc_timing`)."""
 
     kept: tuple           # kept lanes per result word
     res_t: tuple | None   # per result word, stall-free cycles before the job's DONE

@@ -481,7 +481,7 @@ def partitions_of(path_or_model, cfg=None, opcodes=CONV_OPCODES, fold=True) -> l
     :class:`dtpu.hw.listcompiler.NodeIn`): consecutive CONV_2D / DEPTHWISE_CONV_2D /
     FULLY_CONNECTED operators of the natural precisions, each fed by the one before, split at
     every other operator: what benchmarks and tests compile without a TFLite interpreter (the delegate builds its partitions from TFLite's own, with its support
-    checks: :meth:`dtpu.delegate.runtime.PartitionKernel.list_nodes`). `opcodes`: the operators
+    checks: :meth:`dtpu.delegate.partition_kernel.PartitionKernel.list_nodes`). `opcodes`: the operators
     that may be placed (the delegate's option ops; FULLY_CONNECTED is claimed only on request)."""
     from dtpu.hw.config import get_config
     from dtpu.hw.listcompiler import NodeIn

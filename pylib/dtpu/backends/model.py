@@ -44,6 +44,8 @@ from time import perf_counter
 import numpy as np
 
 from dtpu.backends.base import Backend, HwCounters, PowerReading, Probes
+from dtpu.backends import list_counters
+from dtpu.backends.prefetch_plan import PlanState, Profile, aligned, opcode, page_size, profile
 from dtpu.backends.targets import open_target
 from dtpu.driver import ModelTransport, Transport, check_identity, run_jobs
 from dtpu.driver.hostops import (CountingTransport, HostOps, add_counts, counter_read_ops)
@@ -51,12 +53,11 @@ from dtpu.driver.lists import ListProgram, lists_supported
 from dtpu.driver.model_transport import run_compiled, run_jobs_compiled
 from dtpu.hw import fast as fastpath
 from dtpu.hw import prefetch
-from dtpu.hw.config import HwConfig, ceil_div, get_config
-from dtpu.hw.lower import Job, Lowered, footprint, lower, with_prefetch
+from dtpu.hw.config import HwConfig, get_config
+from dtpu.hw.lower import Job, Lowered, footprint, lower
 from dtpu.hw.placement import SCRATCH_FRACTION, OnChipShadow, Region, claim_error, job_scratch
 from dtpu.hw.vec_lower import vec_reason
 from dtpu.hw.core import Core
-from dtpu.spec import OpKind
 from dtpu.power import EnergyMeter, activity
 from dtpu.spec import ConvSpec
 
@@ -76,7 +77,7 @@ class _Node:
     #: replaces, ("run",) a job run as lowered, ("compute", slot, page or None)
     layout: list | None = None
     #: per job of low.jobs(x), what _planned_jobs does with it (built with the plan, see
-    #: _PlanState.build): None (skip), (_RUN, host copy, address, words) or (_COMPUTE, final
+    #: PlanState.build): None (skip), (_RUN, host copy, address, words) or (_COMPUTE, final
     #: register list, rider address, rider words or None, page address, page words or None)
     steps: list | None = None
     #: its resident parameters' LOAD_PARAM jobs with their (address, entries)
@@ -144,7 +145,7 @@ class DeviceBackend(Backend):
         self.prefetch = str(self.options.get("prefetch", True)).lower() not in ("0", "false", "no", "off")
         self._nodes: list[_Node] = []          # prepare order: the order the plan assumes
         # the prefetch plan and residency, built at the first invoke after a prepare/release
-        self._prefetch_state: _PlanState | None = None
+        self._prefetch_state: PlanState | None = None
         # nodes prepared since the last plan was built (TFLite prepares the nodes after a
         # dynamic tensor during Invoke, a partition at a time): those plans skip the residency
         # selection, which then runs once at the next invoke of the first node (a whole round
@@ -308,7 +309,7 @@ class DeviceBackend(Backend):
             if self.prefetch:
                 pb = self._palloc.alloc(entries, limit=c.PARAM_ENTRIES)
                 self._lower_streamed(spec, filters, bias, entries, pb,
-                                     _page_size(c, spec, words, self._wscratch), {})
+                                     page_size(c, spec, words, self._wscratch), {})
                 return
             pb = None
             lower(spec, filters, bias, c, wgt_base=c.WEIGHT_WORDS - self._wscratch,
@@ -327,7 +328,7 @@ class DeviceBackend(Backend):
         # the parameters may reach into the parameter scratch region: a node paging its
         # parameters there is checked against them (see _planned_jobs)
         pb = self._palloc.alloc(entries, limit=c.PARAM_ENTRIES)
-        page = _page_size(c, spec, words, self._wscratch)
+        page = page_size(c, spec, words, self._wscratch)
         log.info("%s: %d weight words do not fit the free weight memory; streamed in pages of "
                  "<= %d words (parameters %s)", spec.name or spec.kind.value, words, page,
                  "resident" if pb is not None else "paged")
@@ -453,7 +454,7 @@ class DeviceBackend(Backend):
         owner = self._owner
         return owner if isinstance(owner, ListProgram) else None
 
-    def _plan_state(self, handle: "_Node | None" = None) -> "_PlanState":
+    def _plan_state(self, handle: "_Node | None" = None) -> "PlanState":
         if (self._prefetch_state is not None and self._select_pending and handle is not None
                 and self._nodes and handle is self._nodes[0]):
             # a new round of invokes with no node prepared since the last plan: the node set
@@ -466,7 +467,7 @@ class DeviceBackend(Backend):
             else:
                 self.select_residency()
                 self._select_pending = False
-            self._prefetch_state = _PlanState.build(self)
+            self._prefetch_state = PlanState.build(self.cfg, self._nodes, self.ring(), self._steps)
             self._planned_once = True
             self._added_since_plan = 0
         return self._prefetch_state
@@ -509,7 +510,7 @@ class DeviceBackend(Backend):
             choice = self._greedy(decoder, ring, parts)
             if choice is None or choice == best:
                 continue
-            used = sum(_aligned(c, n.src[3]) for n, p in zip(nodes, choice) if p is None)
+            used = sum(aligned(c, n.src[3]) for n, p in zip(nodes, choice) if p is None)
             cost = self._cost(decoder, choice, (used, c.WEIGHT_WORDS))
             log.debug("residency: ring %d, pages of 1/%d -> %.0f cycles (%d resident)", ring,
                       parts, cost, sum(p is None for p in choice))
@@ -550,7 +551,7 @@ class DeviceBackend(Backend):
         except ValueError:   # LowerError included: e.g. a depthwise node's taps > the page
             return None
 
-    def _candidate_profile(self, decoder: Core, node: _Node, page: int | None) -> "_Profile | None":
+    def _candidate_profile(self, decoder: Core, node: _Node, page: int | None) -> "Profile | None":
         """The profile of :meth:`_candidate_lowering` (None: there is none), kept for the rest of
         the selection; the lowering is not: a dozen candidate lowerings per node, each with its
         own Job objects and register tuples, were most of the selection's memory. The chosen
@@ -558,7 +559,7 @@ class DeviceBackend(Backend):
         key = "resident" if page is None else page
         if key not in node.candidates:
             low = self._candidate_lowering(node, page)
-            node.candidates[key] = None if low is None else _profile(decoder, low)
+            node.candidates[key] = None if low is None else profile(decoder, low)
         return node.candidates[key]
 
     def _greedy(self, decoder: Core, ring: int, parts: int = 4) -> list | None:
@@ -566,20 +567,20 @@ class DeviceBackend(Backend):
         about 1/`parts` of it."""
         c = self.cfg
         nodes = self._nodes
-        choice: list = [_page_size(c, n.src[0], n.src[3], ring, parts) for n in nodes]
+        choice: list = [page_size(c, n.src[0], n.src[3], ring, parts) for n in nodes]
         cap, used = c.WEIGHT_WORDS - ring, 0
         forced = [i for i, n in enumerate(nodes)
                   if self._candidate_profile(decoder, n, choice[i]) is None]
         density = {}
         for i, n in enumerate(nodes):
-            if i in forced or (_aligned(c, n.src[3]) <= cap and self._residable(n)):
+            if i in forced or (aligned(c, n.src[3]) <= cap and self._residable(n)):
                 prof = self._candidate_profile(decoder, n, None) if self._residable(n) else None
                 if prof is not None:
                     density[i] = n.src[3] / max(1, sum(prof.cycles))
         order = forced + sorted((i for i in density if i not in forced),
                                 key=lambda i: (-density[i], i))
         for i in order:
-            size = _aligned(c, nodes[i].src[3])
+            size = aligned(c, nodes[i].src[3])
             if i in density and used + size <= cap:
                 choice[i] = None
                 used += size
@@ -626,7 +627,7 @@ class DeviceBackend(Backend):
                     n.lowered = low if low is not None else self._lower_resident(n, base)
                     n.wgt_base, n.streamed, n.page, n.pending = base, False, None, True
                     n.compiled, n.direct, n.memo = {}, None, None
-                used[base] = _aligned(c, n.src[3])
+                used[base] = aligned(c, n.src[3])
                 base += used[base]
             elif not n.streamed or n.page != page:
                 n.lowered = self._candidate_lowering(n, page)
@@ -671,7 +672,7 @@ class DeviceBackend(Backend):
             out.append(Job(job.label, regs, send, job.recv, job.macs))
         return out
 
-    def _steps(self, st: "_PlanState", node: _Node) -> None:
+    def _steps(self, st: "PlanState", node: _Node) -> None:
         """node.steps and node.param_loads for the plan `st` (see _Node)."""
         steps = []
         for job, entry in zip(node.lowered.skeleton(), node.layout):
@@ -679,7 +680,7 @@ class DeviceBackend(Backend):
                 steps.append(None)
             elif entry[0] == "run":
                 r = dict(job.regs)
-                op = _opcode(self.cfg, r)
+                op = opcode(self.cfg, r)
                 if op == "LOAD_WGT":
                     steps.append((_RUN, self.onchip.wgt, self.onchip.wgt_known, r["LOAD_ADDR"],
                                   job.send["wgt"]))
@@ -779,58 +780,10 @@ class DeviceBackend(Backend):
 
     def _list_counters(self, program: ListProgram, index: int, run, ops: HostOps,
                        us: float) -> list[HwCounters]:
-        """Per node: its share of CL_CYCLES and IDLE where the target keeps the golden model's
-        split (``list_trace``; no register holds it), else the partition on its last node; the
-        host record of the partition on its last node (the others cost the host nothing).
-        The fields and energies repeat from invoke to invoke: derived once per distinct run."""
-        trace = self.transport.list_trace()
-        key = (index, run.cycles, run.idle_cycles, trace is None)
-        memo = program.memo.get(key)
-        if memo is None:
-            memo = self._list_memo(program, index, run, trace)
-            program.memo[key] = memo
-        out = []
-        n = len(memo)
-        for i, (fields, words_in, words_out, dyn, busy_s, note) in enumerate(memo):
-            cnt = HwCounters(*fields[:4], dict(words_in), dict(words_out), *fields[4:])
-            cnt.cycle_note = note
-            cnt.host = (dict(mmio_reads=ops.mmio_reads, mmio_writes=ops.mmio_writes,
-                             doorbells=ops.doorbells, dma_starts=ops.dma_starts, transforms=0,
-                             us=us) if i == n - 1 else dict(_NO_HOST_OPS))
-            if busy_s:
-                self.energy.add_energy(dyn, busy_s)
-            out.append(cnt)
-        return out
-
-    def _list_memo(self, program: ListProgram, index: int, run, trace) -> list[tuple]:
-        part = program.program.partitions[index]
-        n = len(part.node_macs)
-        note = None
-        if trace is not None:
-            spans = trace.node_cycles([(index << 16) | i for i in range(n)])
-        elif n > 1 and run.cycles is not None:
-            # no per-node record (the board has CL_CYCLES and IDLE only): the partition's
-            # figures split in proportion to each node's stall-free cycles, said so per node
-            cyc_w, idle_w = self._node_shares(program, index)
-            spans = list(zip(_split(run.cycles, cyc_w), _split(run.idle_cycles or 0, idle_w)))
-            note = ("the partition's CL_CYCLES and IDLE split by the golden model's per-node "
-                    "shares (the target counts them per list only)")
-        else:
-            spans = [(None, None)] * (n - 1) + [(run.cycles, run.idle_cycles)]
-        peak = self.cfg.ROWS * self.cfg.COLS
-        memo = []
-        for i, ((cyc, idle), macs, prec) in enumerate(zip(spans, part.node_macs, part.node_prec)):
-            # STALL (a started job waiting for words) is 0 in the golden model's timeline: a
-            # RUN starts once its first beat can arrive in time; waits are IDLE, between jobs
-            words_in, words_out = ({}, {}) if trace is None else trace.node_words((index << 16) | i)
-            fields = (cyc, 0 if trace is not None else None, macs,
-                      macs / (cyc * peak) if cyc else None,
-                      None if cyc is None else cyc / self.cfg.CLOCK_MHZ, idle)
-            cnt = HwCounters(*fields[:4], dict(words_in), dict(words_out), *fields[4:])
-            dyn = activity(cnt, prec, self.energy.cols, self.energy.coeffs).energy_j(self.energy.coeffs)
-            busy_s = (cyc or 0) / (self.energy.clock_mhz * 1e6)
-            memo.append((fields, words_in, words_out, dyn, busy_s, note))
-        return memo
+        """Per node of partition `index`: :func:`dtpu.backends.list_counters.node_counters`."""
+        return list_counters.node_counters(program, index, run, ops, us,
+                                           self.transport.list_trace(), self.cfg, self.energy,
+                                           self.golden_program)
 
     def golden_program(self, program: ListProgram) -> ListProgram:
         """The same partitions compiled for the golden model at the same DDR base (so bursts
@@ -844,25 +797,6 @@ class DeviceBackend(Backend):
                            vector_unit=self.transport.vector_unit)
         return ListProgram(t, program.partitions_in, rounding=self.rounding,
                            runtime=self.runtime, keep=program.keep)
-
-    def _node_shares(self, program: ListProgram, index: int) -> tuple[list[int], list[int]]:
-        """Per node of partition `index`, the golden model's (cycles, idle cycles): one run of
-        every partition on zero inputs (cycles do not depend on the data), once per program."""
-        shares = program.memo.get("shares")
-        if shares is None:
-            golden = self.golden_program(program)
-            shares = []
-            try:
-                for i, part in enumerate(golden.program.partitions):
-                    zeros = [np.zeros(b.shape, b.dtype) for b in part.inputs]
-                    golden.invoke(i, zeros, {}, golden.t, HostOps())
-                    spans = golden.t.list_trace().node_cycles(
-                        [(i << 16) | k for k in range(len(part.node_macs))])
-                    shares.append(([max(1, c) for c, _ in spans], [max(1, d) for _, d in spans]))
-            finally:
-                golden.free()
-            program.memo["shares"] = shares
-        return shares[index]
 
     def _reclaim(self) -> None:
         """Before 1.2 jobs run after a command list: the list's LOADs overwrote the on-chip
@@ -1021,72 +955,8 @@ class ModelBackend(DeviceBackend):
 
 
 _RUN, _COMPUTE = "run", "compute"   # kinds of _Node.steps (compared by identity)
-_NO_HOST_OPS = {"mmio_reads": 0, "mmio_writes": 0, "doorbells": 0, "dma_starts": 0,
-                "transforms": 0, "us": 0.0}
 #: DeviceBackend._owner when no program ran yet but the 1.2 path's loads were skipped
 _LISTS = "lists"
-
-
-def _opcode(cfg: HwConfig, regs: dict) -> str:
-    code = cfg.decode("JOB", regs["JOB"])["OPCODE"]
-    return next(k for k, v in cfg.enums["OPCODE"].items() if v == code)
-
-
-@dataclass
-class _PlanState:
-    """The prefetch plan over the backend's nodes in prepare order, and every compute job's
-    final register list (built once: the compiled fast path keys its jobs by identity)."""
-
-    plan: prefetch.Plan
-    pages: list[prefetch.Page]
-    regs: list[tuple]
-
-    @classmethod
-    def build(cls, backend: "DeviceBackend") -> "_PlanState":
-        c = backend.cfg
-        decoder = Core(c)
-        cycles: list[int] = []
-        pages: list[prefetch.Page] = []
-        regs0: list[tuple] = []
-        rel: list[tuple[int | None, int]] = []   # per slot: (page, WGT_BASE - its LOAD_ADDR)
-        for node in backend._nodes:
-            low = node.lowered
-            layout, page, load_addr = [], None, 0
-            for job in low.skeleton():   # per job of low.jobs(x): the same list, no activations
-                r = dict(job.regs)
-                op = _opcode(c, r)
-                if op == "LOAD_WGT" and node.streamed:
-                    pages.append(prefetch.Page(job.send["wgt"], len(cycles), len(cycles)))
-                    page, load_addr = len(pages) - 1, r["LOAD_ADDR"]
-                    layout.append(("skip",))
-                elif op in ("GEMM", "DWCONV"):
-                    if node.streamed:
-                        pages[page].last = len(cycles)
-                    layout.append(("compute", len(cycles), page if node.streamed else None))
-                    rel.append((page if node.streamed else None, r["WGT_BASE"] - load_addr))
-                    regs0.append(job.regs)
-                    cycles.append(fastpath.job_cycles(decoder, job.regs))
-                else:
-                    layout.append(("run",))
-            node.layout = layout
-        plan = prefetch.plan(c, cycles, pages, backend.ring())
-        regs = []
-        for s, (r0, (page, off)) in enumerate(zip(regs0, rel)):
-            rider = plan.riders.get(s)
-            if rider is None and page is None:
-                regs.append(r0)   # a resident node's own register list (its direct path)
-                continue
-            base = None if page is None else plan.addr[page] + off
-            regs.append(with_prefetch(r0, base, rider.addr if rider else 0,
-                                      rider.count if rider else 0))
-        log.info("prefetch plan: %d compute jobs, %d pages (%d streamed, %d words), ring %s, "
-                 "%d words hidden behind computation, %d exposed", len(cycles), len(pages),
-                 sum(plan.streamed), sum(p.size for p, st in zip(pages, plan.streamed) if st),
-                 backend.ring(), plan.hidden, plan.exposed)
-        state = cls(plan, pages, regs)
-        for node in backend._nodes:
-            backend._steps(state, node)
-        return state
 
 
 def _log_split(low: Lowered) -> None:
@@ -1095,59 +965,4 @@ def _log_split(low: Lowered) -> None:
         log.info("%s: K=%d split into %d raw chunks", low.spec.name or "node",
                  low.spec.kernel[0] * low.spec.kernel[1] * low.spec.input_shape[3], low.k_chunks)
 
-
-def _aligned(cfg: HwConfig, words: int) -> int:
-    return ceil_div(words, cfg.COLS) * cfg.COLS
-
-
-def _page_size(cfg: HwConfig, spec: ConvSpec, words: int, ring: int, parts: int = 4) -> int:
-    """Weight words per page of a streamed node, for a ring of `ring` words: 1/`parts` of it (so
-    that several pages are in flight), at least one tile of COLS filters; a depthwise node's
-    taps are one page when they fit the ring (every channel-group part repeats the ring's
-    start-up), else parts of 1/`parts` of it, at least COLS groups' taps."""
-    if spec.kind is OpKind.DEPTHWISE_CONV_2D:
-        if words <= ring:
-            return ring
-        kh, kw = spec.kernel
-        return min(ring, max(ring // parts // cfg.COLS * cfg.COLS, kh * kw * cfg.COLS))
-    tile = words // ceil_div(spec.out_channels, cfg.COLS)
-    return min(ring, max(ring // parts // cfg.COLS * cfg.COLS, tile))
-
-
-@dataclass
-class _Profile:
-    """A lowering as the plan sees it: compute cycles per compute job, its pages (words, first
-    and last compute job, relative), and the cycles of the other jobs run at every invoke."""
-
-    cycles: list[int]
-    pages: list[tuple[np.ndarray, int, int]]
-    run_cycles: int
-
-
-def _profile(decoder: Core, low: Lowered) -> _Profile:
-    c = decoder.cfg
-    cycles, pages, run = [], [], 0
-    for job in low.skeleton():
-        r = dict(job.regs)
-        op = _opcode(c, r)
-        if op == "LOAD_WGT" and not low.resident:
-            pages.append([job.send["wgt"], len(cycles), len(cycles)])
-        elif op in ("GEMM", "DWCONV"):
-            if pages and not low.resident:
-                pages[-1][2] = len(cycles)
-            cycles.append(fastpath.job_cycles(decoder, job.regs))
-        else:
-            run += c.CFG_CYCLES + c.LOAD_LATENCY + int(job.send["wgt"].size)
-    return _Profile(cycles, [tuple(p) for p in pages], run)
-
-
-def _split(total: int, weights: list[int]) -> list[int]:
-    """`total` in integer shares proportional to `weights` that add up to it exactly (largest
-    remainder)."""
-    w = sum(weights)
-    exact = [total * x / w for x in weights]
-    out = [int(e) for e in exact]
-    for i in sorted(range(len(out)), key=lambda i: out[i] - exact[i])[:total - sum(out)]:
-        out[i] += 1
-    return out
 

@@ -263,10 +263,24 @@ reg            s1_eq0, s1_eq1;
 reg [2:0]      s1_off;
 wire           s1_take;                          // stage 2 takes s1 this cycle
 wire           s1_ready = !s1_valid || s1_take;
-assign agu_ready = act && s1_ready;
+
+// skid register between the AGU and stage 1: the AGU's ready is a register (the skid is
+// empty), not stage 2's take (the run tests, the FIFOs' room) fanned out to every register of
+// the AGU's walk, the load unit's critical path on the ECP5 proxy (s1_pad -> agu_index,
+// docs/synthesis.md). The AGU walks without a bubble, so stage 1 sees the same elements in the
+// same cycles with or without the skid (an element waits in it only while stage 1 is full);
+// the walk counts as done once the skid is empty, so the next start is taken when it was
+reg              sk_valid, sk_pad, sk_last;
+reg [ADDR_W-1:0] sk_index;
+wire             e_valid = sk_valid || agu_valid;
+wire             e_pad = sk_valid ? sk_pad : agu_pad;
+wire             e_last = sk_valid ? sk_last : agu_last;
+wire [ADDR_W-1:0] e_index = sk_valid ? sk_index : agu_index;
+wire             s1_load = act && s1_ready && e_valid;
+assign agu_ready = act && !sk_valid;
 
 wire [1:0]        sh = bk_wm[par_new] ? 2'd3 : bk_es[par_new];
-wire [ADDR_W-1:0] baddr = bk_src[par_new] + (agu_index << sh);
+wire [ADDR_W-1:0] baddr = bk_src[par_new] + (e_index << sh);
 
 /* ---- stage 2: runs and the element FIFO ---- */
 reg              run_open;
@@ -398,11 +412,21 @@ always @(posedge clk) begin
     owed <= owed + (rq_pop ? {{(OW_W - CNT_W){1'b0}}, req_words} : {OW_W{1'b0}})
                  - (rd_hs ? {{(OW_W - 1){1'b0}}, 1'b1} : {OW_W{1'b0}});
 
+    // the skid (an element of the latest stream: par_new does not change while it waits)
+    if (agu_valid && agu_ready && !s1_ready) begin
+        sk_valid <= 1'b1;
+        sk_pad <= agu_pad;
+        sk_last <= agu_last;
+        sk_index <= agu_index;
+    end else if (sk_valid && s1_load) begin
+        sk_valid <= 1'b0;
+    end
+
     // stage 1
-    if (agu_valid && agu_ready) begin
+    if (s1_load) begin
         s1_valid <= 1'b1;
-        s1_pad <= agu_pad;
-        s1_last <= agu_last;
+        s1_pad <= e_pad;
+        s1_last <= e_last;
         s1_par <= par_new;
         s1_wa <= b_wa;
         s1_wa1 <= b_wa + 1'b1;
@@ -490,7 +514,7 @@ always @(posedge clk) begin
     S_IDLE, S_RUN: begin
         if (state == S_RUN) begin
             agu_go <= 1'b1;
-            if (agu_go && !agu_busy && !walk_done) begin
+            if (agu_go && !agu_busy && !sk_valid && !walk_done) begin
                 walk_done <= 1'b1;
                 empty_pend <= agu_empty;
             end
@@ -526,6 +550,7 @@ always @(posedge clk) begin
     end
     default: begin      // S_ABORT: drop the streams, take what is owed
         agu_clr <= 1'b1;
+        sk_valid <= 1'b0;
         s1_valid <= 1'b0;
         run_open <= 1'b0;
         prev_ok <= 1'b0;
@@ -556,6 +581,7 @@ always @(posedge clk) begin
         err_timeout <= 1'b0;
         err_field <= 1'b0;
         owed <= {OW_W{1'b0}};
+        sk_valid <= 1'b0;
         s1_valid <= 1'b0;
         run_open <= 1'b0;
         prev_ok <= 1'b0;

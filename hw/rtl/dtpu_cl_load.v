@@ -297,12 +297,14 @@ reg [RQ_LOG2:0] rq_wr, rq_rd;
 wire rq_empty = rq_wr == rq_rd;
 wire rq_full = (rq_wr ^ rq_rd) == {1'b1, {RQ_LOG2{1'b0}}};
 
-// element FIFO: {stream parity, new, pad, off[2:0], last}. Its head is read without a register
-// and drives the packer's tests and the element pop in the same cycle: distributed RAM (LUTs),
-// whose read is about half a block RAM's unregistered clock-to-output (4.3 ns on the ECP5 proxy)
+// element FIFO: {stream parity, new, pad, off[2:0], last}. Its head (a register, below) drives
+// the packer's tests and the element pop in the same cycle, so the entry after it is read
+// without a register: distributed RAM (LUTs), whose read is about half a block RAM's
+// unregistered clock-to-output (4.3 ns on the ECP5 proxy)
 (* ram_style = "distributed" *)
 reg [6:0]       ef_mem [0:EF_D-1];
 reg [EF_LOG2:0] ef_wr, ef_rd;
+reg [EF_LOG2:0] ef_rd1;         // ef_rd + 1
 wire ef_empty = ef_wr == ef_rd;
 wire ef_full = (ef_wr ^ ef_rd) == {1'b1, {EF_LOG2{1'b0}}};
 
@@ -327,7 +329,13 @@ wire rq_pop = req_valid && req_ready;
 wire ef_push = s1_take;
 
 /* ---- stage 3: the packer ---- */
-wire [6:0] ef_head = ef_mem[ef_rd[EF_LOG2-1:0]];
+// the head element as a register (its entry read one cycle ahead, at ef_rd + 1 or the entry
+// pushed into an empty FIFO): the packer's tests start at a register, not at a read through
+// the 2^EF_LOG2-entry distributed RAM's multiplexers (ef_rd -> m_data was the load unit's
+// critical path on the ECP5 proxy once the AGU had its skid, docs/synthesis.md)
+reg  [6:0] ef_head;
+wire [6:0] ef_in = {s1_par, !s1_pad && !same_beat, s1_pad, s1_off, s1_last};
+wire [6:0] ef_next = ef_mem[ef_rd1[EF_LOG2-1:0]];
 wire h_par = ef_head[6], h_new = ef_head[5], h_pad = ef_head[4], h_last = ef_head[0];
 wire [2:0] h_off = ef_head[3:1];
 wire h_need = h_new && !h_pad;
@@ -466,15 +474,27 @@ always @(posedge clk) begin
     if (rq_pop)
         rq_rd <= rq_rd + 1'b1;
     if (ef_push) begin
-        ef_mem[ef_wr[EF_LOG2-1:0]] <= {s1_par, !s1_pad && !same_beat, s1_pad, s1_off, s1_last};
+        ef_mem[ef_wr[EF_LOG2-1:0]] <= ef_in;
         ef_wr <= ef_wr + 1'b1;
+    end
+
+    // the element FIFO's head: the next entry after a pop (the one pushed now if the FIFO
+    // would be empty), the entry pushed into an empty FIFO; a fault's pop aborts the unit
+    if (ef_pop) begin
+        if (ef_rd1 == ef_wr)
+            ef_head <= ef_in;
+        else
+            ef_head <= ef_next;
+    end else if (ef_empty) begin
+        ef_head <= ef_in;
     end
 
     // stage 3: the packer
     if (out_hs)
         out_valid <= 1'b0;
     if (ef_pop && !fault) begin
-        ef_rd <= ef_rd + 1'b1;
+        ef_rd <= ef_rd1;
+        ef_rd1 <= ef_rd1 + 1'b1;
         if (h_need)
             beat_r <= rd_data;
         acc_r <= acc_next[63:8];
@@ -557,6 +577,7 @@ always @(posedge clk) begin
         lane_r <= 3'd0;
         rq_rd <= rq_wr;
         ef_rd <= ef_wr;
+        ef_rd1 <= ef_wr + 1'b1;
         out_valid <= 1'b0;
         if (owed == {OW_W{1'b0}} || (owed == {{(OW_W - 1){1'b0}}, 1'b1} && rd_hs)) begin
             done <= 1'b1;
@@ -589,6 +610,7 @@ always @(posedge clk) begin
         rq_rd <= {(RQ_LOG2 + 1){1'b0}};
         ef_wr <= {(EF_LOG2 + 1){1'b0}};
         ef_rd <= {(EF_LOG2 + 1){1'b0}};
+        ef_rd1 <= {{EF_LOG2{1'b0}}, 1'b1};
         out_valid <= 1'b0;
         lane_r <= 3'd0;
     end

@@ -127,6 +127,8 @@ wire fire = run_reg && m_ready;
 // store unit's critical path on the ECP5 proxy (data_walk.p_r -> data_walk.o_r,
 // docs/synthesis.md)
 reg  w_last, i_last, p_last, o_last;
+reg  w_first;                                 // w_r == 0 (m_ifirst: the read-ahead walk's
+                                              // taker merges on it, its ready into the walk)
 reg  w_one_r, i_one_r, p_one_r;               // the last value is 0 (one word, item, pixel)
 reg  [DIM_W-1:0] w_m2_r, inner_m2_r, outer_m2_r;  // last - 1 (words of an item - 2, ...)
 reg  [PIX_W-1:0] pix_m2_r;
@@ -163,6 +165,7 @@ always @(posedge clk) begin
             i_one_r <= cfg_inner == {{(DIM_W-1){1'b0}}, 1'b1};
             p_one_r <= cfg_pix == {{(PIX_W-1){1'b0}}, 1'b1};
             w_last <= wpi_m1 == {DIM_W{1'b0}};
+            w_first <= 1'b1;
             i_last <= cfg_inner == {{(DIM_W-1){1'b0}}, 1'b1};
             p_last <= cfg_pix == {{(PIX_W-1){1'b0}}, 1'b1};
             o_last <= cfg_outer == {{(DIM_W-1){1'b0}}, 1'b1};
@@ -180,11 +183,13 @@ always @(posedge clk) begin
         if (!w_last) begin
             w_r <= w_r + 1'b1;
             w_last <= w_r == w_m2_r;
+            w_first <= 1'b0;
             addr_r <= a_word_n;
             left_r <= left_r - $signed({1'b0, lanes});
         end else begin
             w_r <= {DIM_W{1'b0}};
             w_last <= w_one_r;
+            w_first <= 1'b1;
             if (!i_last) begin
                 i_r <= i_r + 1'b1;
                 i_last <= i_r == inner_m2_r;
@@ -224,7 +229,7 @@ assign busy = run_reg;
 assign m_valid = run_reg;
 assign m_addr = addr_r;
 assign m_kept = kept;
-assign m_ifirst = w_r == {DIM_W{1'b0}};
+assign m_ifirst = w_first;
 assign m_in = lim_r;
 assign m_last = w_last && i_last && p_last && o_last;
 

@@ -263,10 +263,24 @@ reg            s1_eq0, s1_eq1;
 reg [2:0]      s1_off;
 wire           s1_take;                          // stage 2 takes s1 this cycle
 wire           s1_ready = !s1_valid || s1_take;
-assign agu_ready = act && s1_ready;
+
+// skid register between the AGU and stage 1: the AGU's ready is a register (the skid is
+// empty), not stage 2's take (the run tests, the FIFOs' room) fanned out to every register of
+// the AGU's walk, the load unit's critical path on the ECP5 proxy (s1_pad -> agu_index,
+// docs/synthesis.md). The AGU walks without a bubble, so stage 1 sees the same elements in the
+// same cycles with or without the skid (an element waits in it only while stage 1 is full);
+// the walk counts as done once the skid is empty, so the next start is taken when it was
+reg              sk_valid, sk_pad, sk_last;
+reg [ADDR_W-1:0] sk_index;
+wire             e_valid = sk_valid || agu_valid;
+wire             e_pad = sk_valid ? sk_pad : agu_pad;
+wire             e_last = sk_valid ? sk_last : agu_last;
+wire [ADDR_W-1:0] e_index = sk_valid ? sk_index : agu_index;
+wire             s1_load = act && s1_ready && e_valid;
+assign agu_ready = act && !sk_valid;
 
 wire [1:0]        sh = bk_wm[par_new] ? 2'd3 : bk_es[par_new];
-wire [ADDR_W-1:0] baddr = bk_src[par_new] + (agu_index << sh);
+wire [ADDR_W-1:0] baddr = bk_src[par_new] + (e_index << sh);
 
 /* ---- stage 2: runs and the element FIFO ---- */
 reg              run_open;
@@ -283,12 +297,14 @@ reg [RQ_LOG2:0] rq_wr, rq_rd;
 wire rq_empty = rq_wr == rq_rd;
 wire rq_full = (rq_wr ^ rq_rd) == {1'b1, {RQ_LOG2{1'b0}}};
 
-// element FIFO: {stream parity, new, pad, off[2:0], last}. Its head is read without a register
-// and drives the packer's tests and the element pop in the same cycle: distributed RAM (LUTs),
-// whose read is about half a block RAM's unregistered clock-to-output (4.3 ns on the ECP5 proxy)
+// element FIFO: {stream parity, new, pad, off[2:0], last}. Its head (a register, below) drives
+// the packer's tests and the element pop in the same cycle, so the entry after it is read
+// without a register: distributed RAM (LUTs), whose read is about half a block RAM's
+// unregistered clock-to-output (4.3 ns on the ECP5 proxy)
 (* ram_style = "distributed" *)
 reg [6:0]       ef_mem [0:EF_D-1];
 reg [EF_LOG2:0] ef_wr, ef_rd;
+reg [EF_LOG2:0] ef_rd1;         // ef_rd + 1
 wire ef_empty = ef_wr == ef_rd;
 wire ef_full = (ef_wr ^ ef_rd) == {1'b1, {EF_LOG2{1'b0}}};
 
@@ -313,7 +329,13 @@ wire rq_pop = req_valid && req_ready;
 wire ef_push = s1_take;
 
 /* ---- stage 3: the packer ---- */
-wire [6:0] ef_head = ef_mem[ef_rd[EF_LOG2-1:0]];
+// the head element as a register (its entry read one cycle ahead, at ef_rd + 1 or the entry
+// pushed into an empty FIFO): the packer's tests start at a register, not at a read through
+// the 2^EF_LOG2-entry distributed RAM's multiplexers (ef_rd -> m_data was the load unit's
+// critical path on the ECP5 proxy once the AGU had its skid, docs/synthesis.md)
+reg  [6:0] ef_head;
+wire [6:0] ef_in = {s1_par, !s1_pad && !same_beat, s1_pad, s1_off, s1_last};
+wire [6:0] ef_next = ef_mem[ef_rd1[EF_LOG2-1:0]];
 wire h_par = ef_head[6], h_new = ef_head[5], h_pad = ef_head[4], h_last = ef_head[0];
 wire [2:0] h_off = ef_head[3:1];
 wire h_need = h_new && !h_pad;
@@ -398,11 +420,21 @@ always @(posedge clk) begin
     owed <= owed + (rq_pop ? {{(OW_W - CNT_W){1'b0}}, req_words} : {OW_W{1'b0}})
                  - (rd_hs ? {{(OW_W - 1){1'b0}}, 1'b1} : {OW_W{1'b0}});
 
+    // the skid (an element of the latest stream: par_new does not change while it waits)
+    if (agu_valid && agu_ready && !s1_ready) begin
+        sk_valid <= 1'b1;
+        sk_pad <= agu_pad;
+        sk_last <= agu_last;
+        sk_index <= agu_index;
+    end else if (sk_valid && s1_load) begin
+        sk_valid <= 1'b0;
+    end
+
     // stage 1
-    if (agu_valid && agu_ready) begin
+    if (s1_load) begin
         s1_valid <= 1'b1;
-        s1_pad <= agu_pad;
-        s1_last <= agu_last;
+        s1_pad <= e_pad;
+        s1_last <= e_last;
         s1_par <= par_new;
         s1_wa <= b_wa;
         s1_wa1 <= b_wa + 1'b1;
@@ -442,15 +474,27 @@ always @(posedge clk) begin
     if (rq_pop)
         rq_rd <= rq_rd + 1'b1;
     if (ef_push) begin
-        ef_mem[ef_wr[EF_LOG2-1:0]] <= {s1_par, !s1_pad && !same_beat, s1_pad, s1_off, s1_last};
+        ef_mem[ef_wr[EF_LOG2-1:0]] <= ef_in;
         ef_wr <= ef_wr + 1'b1;
+    end
+
+    // the element FIFO's head: the next entry after a pop (the one pushed now if the FIFO
+    // would be empty), the entry pushed into an empty FIFO; a fault's pop aborts the unit
+    if (ef_pop) begin
+        if (ef_rd1 == ef_wr)
+            ef_head <= ef_in;
+        else
+            ef_head <= ef_next;
+    end else if (ef_empty) begin
+        ef_head <= ef_in;
     end
 
     // stage 3: the packer
     if (out_hs)
         out_valid <= 1'b0;
     if (ef_pop && !fault) begin
-        ef_rd <= ef_rd + 1'b1;
+        ef_rd <= ef_rd1;
+        ef_rd1 <= ef_rd1 + 1'b1;
         if (h_need)
             beat_r <= rd_data;
         acc_r <= acc_next[63:8];
@@ -490,7 +534,7 @@ always @(posedge clk) begin
     S_IDLE, S_RUN: begin
         if (state == S_RUN) begin
             agu_go <= 1'b1;
-            if (agu_go && !agu_busy && !walk_done) begin
+            if (agu_go && !agu_busy && !sk_valid && !walk_done) begin
                 walk_done <= 1'b1;
                 empty_pend <= agu_empty;
             end
@@ -526,12 +570,14 @@ always @(posedge clk) begin
     end
     default: begin      // S_ABORT: drop the streams, take what is owed
         agu_clr <= 1'b1;
+        sk_valid <= 1'b0;
         s1_valid <= 1'b0;
         run_open <= 1'b0;
         prev_ok <= 1'b0;
         lane_r <= 3'd0;
         rq_rd <= rq_wr;
         ef_rd <= ef_wr;
+        ef_rd1 <= ef_wr + 1'b1;
         out_valid <= 1'b0;
         if (owed == {OW_W{1'b0}} || (owed == {{(OW_W - 1){1'b0}}, 1'b1} && rd_hs)) begin
             done <= 1'b1;
@@ -556,6 +602,7 @@ always @(posedge clk) begin
         err_timeout <= 1'b0;
         err_field <= 1'b0;
         owed <= {OW_W{1'b0}};
+        sk_valid <= 1'b0;
         s1_valid <= 1'b0;
         run_open <= 1'b0;
         prev_ok <= 1'b0;
@@ -563,6 +610,7 @@ always @(posedge clk) begin
         rq_rd <= {(RQ_LOG2 + 1){1'b0}};
         ef_wr <= {(EF_LOG2 + 1){1'b0}};
         ef_rd <= {(EF_LOG2 + 1){1'b0}};
+        ef_rd1 <= {{EF_LOG2{1'b0}}, 1'b1};
         out_valid <= 1'b0;
         lane_r <= 3'd0;
     end

@@ -232,16 +232,31 @@ end
 /* ---- read-ahead walk (ACC without FIRST): the sums of each item with kept lanes, items at
  * consecutive addresses (the INNER items of a pixel) merged into one request until it has
  * RD_MERGE words (the data path takes the words in order whatever the request boundaries) ---- */
-wire              rw_busy, rw_valid, rw_ifirst;
+wire              rwk_busy, rwk_valid, rwk_ifirst;
 /* verilator lint_off UNUSEDSIGNAL */
 wire              rw_last, dw_ifirst;
 /* verilator lint_on UNUSEDSIGNAL */
-wire [ADDR_W-1:0] rw_addr;
+wire [ADDR_W-1:0] rwk_addr;
 /* verilator lint_off UNUSEDSIGNAL */
 wire [3:0]        rw_kept;
 /* verilator lint_on UNUSEDSIGNAL */
-wire [DIM_W-1:0]  rw_in;
+wire [DIM_W-1:0]  rwk_in;
 reg               rw_halt;
+
+// a skid register between the read-ahead walk and the merge: the walk's ready is a register
+// (the skid empty), not the merge test (the address compare, the request handshake) fanned out
+// to every register of the walk, the store unit's critical path on the ECP5 proxy (pr_end ->
+// read_walk.a_pix_r, docs/synthesis.md). The walk gives an element every cycle while it runs,
+// so the merge sees the same elements in the same cycles (one waits in the skid only while
+// the merge holds it), and the walk counts as busy while the skid holds its last element
+reg               sk_valid, sk_ifirst;
+reg  [ADDR_W-1:0] sk_addr;
+reg  [DIM_W-1:0]  sk_in;
+wire              rw_valid = sk_valid || rwk_valid;
+wire              rw_ifirst = sk_valid ? sk_ifirst : rwk_ifirst;
+wire [ADDR_W-1:0] rw_addr = sk_valid ? sk_addr : rwk_addr;
+wire [DIM_W-1:0]  rw_in = sk_valid ? sk_in : rwk_in;
+wire              rw_busy = rwk_busy || sk_valid;
 
 reg               pr_v;             // the request being merged
 reg  [ADDR_W-1:0] pr_addr;
@@ -268,12 +283,26 @@ wire              pk_empty, wq_idle;
 wire              rd_go = rd_wait && !go && pk_empty && wq_idle && wr_idle;
 
 dtpu_cl_store_walk #(.PIX_W(PIX_W), .DIM_W(DIM_W), .IDX_W(IDX_W), .ADDR_W(ADDR_W)) read_walk (
-    .clk(clk), .rst_n(rst_n), .start(rd_go), .halt(rw_halt), .busy(rw_busy),
+    .clk(clk), .rst_n(rst_n), .start(rd_go), .halt(rw_halt), .busy(rwk_busy),
     .cfg_lg(lg_r), .cfg_esh(esh_r), .cfg_dst(dst_r), .cfg_pix(pix_r), .cfg_outer(outer_r),
     .cfg_inner(inner_r), .cfg_gw(gw_r), .cfg_ch0(ch0_r), .cfg_ch1(ch1_r), .cfg_dstc(dstc_r),
-    .m_valid(rw_valid), .m_ready(rw_ready), .m_addr(rw_addr), .m_kept(rw_kept),
-    .m_ifirst(rw_ifirst), .m_in(rw_in), .m_last(rw_last)
+    .m_valid(rwk_valid), .m_ready(!sk_valid), .m_addr(rwk_addr), .m_kept(rw_kept),
+    .m_ifirst(rwk_ifirst), .m_in(rwk_in), .m_last(rw_last)
 );
+
+always @(posedge clk) begin
+    if (rwk_valid && !sk_valid && !rw_ready) begin
+        sk_valid <= 1'b1;
+        sk_ifirst <= rwk_ifirst;
+        sk_addr <= rwk_addr;
+        sk_in <= rwk_in;
+    end else if (sk_valid && rw_ready) begin
+        sk_valid <= 1'b0;
+    end
+    if (rw_halt || !rst_n) begin
+        sk_valid <= 1'b0;
+    end
+end
 
 assign rd_req_addr = pr_addr;
 assign rd_req_words = pr_n;

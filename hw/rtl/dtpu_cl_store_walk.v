@@ -80,9 +80,9 @@ end
 
 reg               run_reg;
 reg  [1:0]        lg_r;
-reg  [PIX_W-1:0]  pix_m1_r, p_r;
-reg  [DIM_W-1:0]  outer_m1_r, inner_m1_r, o_r, i_r;
-reg  [DIM_W-1:0]  w_m1_r, w_r;                // words of an item - 1, word of the item
+reg  [PIX_W-1:0]  p_r;
+reg  [DIM_W-1:0]  o_r, i_r;
+reg  [DIM_W-1:0]  w_r;                        // word of the item
 reg  [DIM_W-1:0]  gw_r;
 
 // words per item: ceil(GW / L)
@@ -121,10 +121,18 @@ function signed [LEFT_W-1:0] left_of(input [DIM_W-1:0] v);
 endfunction
 
 wire fire = run_reg && m_ready;
-wire w_last = w_r == w_m1_r;
-wire i_last = i_r == inner_m1_r;
-wire p_last = p_r == pix_m1_r;
-wire o_last = o_r == outer_m1_r;
+// the counters' last tests as registers set with their counters (look-ahead: a counter's step
+// to v + 1 tests v against last - 1, a reset to 0 takes the flag "last is 0" kept from start):
+// a counter's compare, the step's priority and the next counter's enable in series were the
+// store unit's critical path on the ECP5 proxy (data_walk.p_r -> data_walk.o_r,
+// docs/synthesis.md)
+reg  w_last, i_last, p_last, o_last;
+reg  w_first;                                 // w_r == 0 (m_ifirst: the read-ahead walk's
+                                              // taker merges on it, its ready into the walk)
+reg  w_one_r, i_one_r, p_one_r;               // the last value is 0 (one word, item, pixel)
+reg  [DIM_W-1:0] w_m2_r, inner_m2_r, outer_m2_r;  // last - 1 (words of an item - 2, ...)
+reg  [PIX_W-1:0] pix_m2_r;
+wire [DIM_W-1:0] wpi_m1 = wpi[DIM_W-1:0] - 1'b1;
 
 // m_addr is a register (addr_r) set one step ahead: the taker's ready may depend on the
 // address (the read-ahead walk's request merging), so no adder may lie between the counters
@@ -149,10 +157,18 @@ always @(posedge clk) begin
         if (start) begin
             lg_r <= cfg_lg;
             gw_r <= cfg_gw;
-            pix_m1_r <= cfg_pix - 1'b1;
-            outer_m1_r <= cfg_outer - 1'b1;
-            inner_m1_r <= cfg_inner - 1'b1;
-            w_m1_r <= wpi[DIM_W-1:0] - 1'b1;
+            w_m2_r <= wpi[DIM_W-1:0] - {{(DIM_W-2){1'b0}}, 2'd2};
+            inner_m2_r <= cfg_inner - {{(DIM_W-2){1'b0}}, 2'd2};
+            outer_m2_r <= cfg_outer - {{(DIM_W-2){1'b0}}, 2'd2};
+            pix_m2_r <= cfg_pix - {{(PIX_W-2){1'b0}}, 2'd2};
+            w_one_r <= wpi_m1 == {DIM_W{1'b0}};
+            i_one_r <= cfg_inner == {{(DIM_W-1){1'b0}}, 1'b1};
+            p_one_r <= cfg_pix == {{(PIX_W-1){1'b0}}, 1'b1};
+            w_last <= wpi_m1 == {DIM_W{1'b0}};
+            w_first <= 1'b1;
+            i_last <= cfg_inner == {{(DIM_W-1){1'b0}}, 1'b1};
+            p_last <= cfg_pix == {{(PIX_W-1){1'b0}}, 1'b1};
+            o_last <= cfg_outer == {{(DIM_W-1){1'b0}}, 1'b1};
             o_r <= {DIM_W{1'b0}}; p_r <= {PIX_W{1'b0}}; i_r <= {DIM_W{1'b0}}; w_r <= {DIM_W{1'b0}};
             rem_r <= rem0; rem_ob_r <= rem0;
             lim_r <= lim0; lim_ob_r <= lim0; left_r <= left_of(lim0);
@@ -166,25 +182,35 @@ always @(posedge clk) begin
     end else if (fire) begin
         if (!w_last) begin
             w_r <= w_r + 1'b1;
+            w_last <= w_r == w_m2_r;
+            w_first <= 1'b0;
             addr_r <= a_word_n;
             left_r <= left_r - $signed({1'b0, lanes});
         end else begin
             w_r <= {DIM_W{1'b0}};
+            w_last <= w_one_r;
+            w_first <= 1'b1;
             if (!i_last) begin
                 i_r <= i_r + 1'b1;
+                i_last <= i_r == inner_m2_r;
                 rem_r <= rem_gw; lim_r <= lim_gw; left_r <= left_of(lim_gw);
                 addr_r <= a_item_n; a_item_r <= a_item_n; a_och_r <= a_och_n;
             end else if (!p_last) begin
                 i_r <= {DIM_W{1'b0}};
+                i_last <= i_one_r;
                 p_r <= p_r + 1'b1;
+                p_last <= p_r == pix_m2_r;
                 rem_r <= rem_ob_r; lim_r <= lim_ob_r; left_r <= left_of(lim_ob_r);
                 addr_r <= a_pix_n; a_item_r <= a_pix_n; a_pix_r <= a_pix_n;
                 a_och_r <= a_ob_r;
             end else if (!o_last) begin
                 // the next outer block's first channel follows this one's last item
                 i_r <= {DIM_W{1'b0}};
+                i_last <= i_one_r;
                 p_r <= {PIX_W{1'b0}};
+                p_last <= p_one_r;
                 o_r <= o_r + 1'b1;
+                o_last <= o_r == outer_m2_r;
                 rem_r <= rem_gw; lim_r <= lim_gw; left_r <= left_of(lim_gw);
                 rem_ob_r <= rem_gw; lim_ob_r <= lim_gw;
                 addr_r <= a_och_n; a_item_r <= a_och_n; a_pix_r <= a_och_n;
@@ -203,7 +229,7 @@ assign busy = run_reg;
 assign m_valid = run_reg;
 assign m_addr = addr_r;
 assign m_kept = kept;
-assign m_ifirst = w_r == {DIM_W{1'b0}};
+assign m_ifirst = w_first;
 assign m_in = lim_r;
 assign m_last = w_last && i_last && p_last && o_last;
 

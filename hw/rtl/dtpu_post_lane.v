@@ -372,13 +372,19 @@ always @(posedge clk) begin
     end
 end
 
-// ---- stage 1 -> m: the product as two partial products, x*y[15:0] and x*y[31:16] ----
-// (one 48x32 multiply with its adder tree was the lane's critical path on the ECP5 proxy after
-// the rounding split: the partial products are registered and summed in stage 2, as a
-// DSP48E1's M register would; the product is exact in 64 bits, |x*y| <= 2^62)
+// ---- stage 1 -> m: the product as three partial products ----
+// x = xh*2^32 + xl (xl the unsigned low 32 bits), y = yh*2^16 + yl (yl unsigned): xl*yl,
+// xl*yh and xh*y, each at most one adder after its MULT18X18Ds (xl 32 bits: two), registered
+// and summed in stage 2, as a DSP48E1's M register would. x*y[15:0] as one 48x17 product had
+// two adders after its multipliers, dtpu_post's critical path on the ECP5 proxy (x1_reg ->
+// plm_reg, docs/synthesis.md). xh is x's sign extension except in INT64 (x 48 bits, y m16);
+// the product is exact in 64 bits, |x*y| <= 2^62
+wire        [31:0] x1l = x1_reg[31:0];
+wire signed [15:0] x1h = x1_reg[47:32];
 /* verilator lint_off UNUSEDSIGNAL */
-wire signed [64:0] pl = x1_reg * $signed({1'b0, y1_reg[15:0]});
-wire signed [63:0] ph = x1_reg * $signed(y1_reg[31:16]);
+wire signed [48:0] pll = $signed({1'b0, x1l}) * $signed({1'b0, y1_reg[15:0]});
+wire signed [48:0] plh = $signed({1'b0, x1l}) * $signed(y1_reg[31:16]);
+wire signed [47:0] phx = x1h * y1_reg;
 /* verilator lint_on UNUSEDSIGNAL */
 
 reg               vm_reg;
@@ -387,10 +393,9 @@ reg  [7:0]        fem_reg;
 reg               fsm_reg, fzm_reg;
 reg  [31:0]       scm_reg;
 reg               rawm_reg, reqm_reg, satm_reg;
-/* verilator lint_off UNUSEDSIGNAL */
-reg  [64:0]       plm_reg;
-reg  [63:0]       phm_reg;
-/* verilator lint_on UNUSEDSIGNAL */
+reg  [47:0]       pllm_reg;         // xl*yl (< 2^48)
+reg  [47:0]       plhm_reg;         // xl*yh: its low 48 bits are what bits 16..63 need
+reg  [31:0]       phxm_reg;         // xh*y: its low 32 bits are what bits 32..63 need
 reg  [6:0]        shm_reg;
 reg  signed [15:0] zpm_reg;
 reg  [63:0]       rawvm_reg;
@@ -407,8 +412,9 @@ always @(posedge clk) begin
         rawm_reg <= raw1_reg;
         reqm_reg <= req1_reg;
         satm_reg <= sat1_reg;
-        plm_reg <= pl;
-        phm_reg <= ph;
+        pllm_reg <= pll[47:0];
+        plhm_reg <= plh[47:0];
+        phxm_reg <= phx[31:0];
         shm_reg <= sh1_reg;
         zpm_reg <= zp1_reg;
         rawvm_reg <= rawv1_reg;
@@ -455,6 +461,14 @@ always @* begin
 end
 
 
+// the three partial products' sum mod 2^64: one carry-save level (a LUT a bit), then one adder
+wire [63:0] pp_a = {16'd0, pllm_reg};
+wire [63:0] pp_b = {plhm_reg, 16'd0};
+wire [63:0] pp_c = {phxm_reg, 32'd0};
+wire [63:0] pp_s = pp_a ^ pp_b ^ pp_c;
+wire [62:0] pp_k = (pp_a[62:0] & pp_b[62:0]) | (pp_a[62:0] & pp_c[62:0]) | (pp_b[62:0] & pp_c[62:0]);
+wire [63:0] p2_sum = pp_s + {pp_k, 1'b0};
+
 reg               v2_reg;
 reg  [2:0]        var2_reg;
 reg  [4:0]        fpsh2_reg [0:2];
@@ -480,7 +494,7 @@ always @(posedge clk) begin
         raw2_reg <= rawm_reg;
         req2_reg <= reqm_reg;
         sat2_reg <= satm_reg;
-        p2_reg <= plm_reg[63:0] + {phm_reg[47:0], 16'd0};
+        p2_reg <= p2_sum;
         sh2_reg <= shm_reg;
         zp2_reg <= zpm_reg;
         rawv2_reg <= rawvm_reg;

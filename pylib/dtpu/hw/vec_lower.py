@@ -58,6 +58,12 @@ class VecUnitBuild:
         return None
 
 
+def pool_rows(g: rv.PoolGeometry) -> int:
+    """Output rows whose windows are open at once (ceil(FH / SH), at most OH): the rows of
+    accumulators a pool keeps (dtpu_vec_pool's ring)."""
+    return min(ceil_div(g.fh, g.sh), g.oh)
+
+
 def window_tiles(size: int, f: int, s: int, pad: int, out: int) -> bool:
     """The windows along one axis put every in-image row (column) in exactly one window: one
     window over all of it, or filter = stride with the first window's padding inside it and
@@ -260,9 +266,10 @@ def vec_reason(spec: VecSpec, cfg: HwConfig | None = None,
             return str(e)
         if max(g.fh, g.fw, g.pad_top, g.pad_left, g.sh, g.sw) > 255:
             return f"pool geometry {g} beyond the VEC4 fields"
-        if g.ow * ceil_div(c, lanes) > int(mem["VEC_ROW_WORDS"]):
-            return (f"an output row of {g.ow} x {c} (the accumulator buffer holds "
-                    f"{mem['VEC_ROW_WORDS']} words of {lanes} lanes)")
+        rows = pool_rows(g)
+        if rows * g.ow * ceil_div(c, lanes) > int(mem["VEC_ROW_WORDS"]):
+            return (f"{rows} output row(s) of {g.ow} x {c} live at once (the accumulator buffer "
+                    f"holds {mem['VEC_ROW_WORDS']} words of {lanes} lanes)")
     if spec.op == "MEAN" and ceil_div(c, lanes) > int(mem["VEC_ROW_WORDS"]):
         return f"MEAN over {c} channels (the accumulator buffer holds {mem['VEC_ROW_WORDS']} words)"
     if build is not None and (why := build.reason(spec)) is not None:

@@ -29,16 +29,17 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * Result words go through an output FIFO to the write master (w_*), one write request per
  * MAX_BURST words from DST (the last one partial; the tensor's last word carries the strobes
  * of its bytes only), each requested as its words are queued.
- * MEAN (KIND 5) and the pools (KIND 3, 4; windows that tile the image, dtpu_vec_pool) read A
+ * MEAN (KIND 5) and the pools (KIND 3, 4; any window, dtpu_vec_pool) read A
  * in one request into the pixel-word funnel (dtpu_vec_pix); their results go through the
  * packer (dtpu_vec_pack).
  * COPY (KIND 7) reads A in one request into the funnel too; its pixel words go the store
  * unit's way (dtpu_vec_copy: a word stage, dtpu_cl_store_pack, dtpu_cl_store_wq), pixel p to
  * DST + p*OW at any byte, one operation a pixel word; OW < C is BAD_FIELD once VEC7 is in
  * (as a pool's window: the funnel holds the words till then, nothing written).
- * A pool whose windows do not tile the image, BMODE 1 with a kind other than ADD / MUL, a
- * broadcast vector longer than the buffer, a shape with a zero dimension, an unaligned address
- * (a COPY's DST may be any byte) or more than 2^32 words: `bad` (BAD_FIELD), nothing written.
+ * A pool with a window holding no in-image tap or more open windows than its accumulators
+ * hold, BMODE 1 with a kind other than ADD / MUL, a broadcast vector longer than the buffer,
+ * a shape with a zero dimension, an unaligned address (a COPY's DST may be any byte) or more
+ * than 2^32 words: `bad` (BAD_FIELD), nothing written.
  *
  * Cycles (docs/architecture.md, the golden model's units.vector.timeline_step): `start` comes
  * with the header, the words after it; the first read request goes out START_WAIT + 3 cycles
@@ -213,18 +214,6 @@ wire kind_red  = kind_mean || kind_pool;
 wire kind_fun  = kind_red || kind_copy;
 // the kinds whose VEC7 is checked once it is in (a pool's window, COPY's OW >= C)
 wire kind_late = kind_pool || kind_copy;
-// a pool's windows tile the image (dtpu_vec_pool): rows and columns each in exactly one window
-wire [31:0] last_r = {16'd0, f_oh - 16'd1} * {16'd0, f_sh};      // the last window row's start + PT
-wire [31:0] last_c = {16'd0, f_ow - 16'd1} * {16'd0, f_sw};
-wire rows_tile = (f_oh == 16'd1) ? ({16'd0, f_fh} >= {16'd0, f_h} + {16'd0, f_pt})
-               : (f_fh == f_sh) && (f_pt < f_fh)
-                 && (last_r + {16'd0, f_fh} >= {16'd0, f_h} + {16'd0, f_pt})
-                 && (last_r < {16'd0, f_h} + {16'd0, f_pt});
-wire cols_tile = (f_ow == 16'd1) ? ({16'd0, f_fw} >= {16'd0, f_w} + {16'd0, f_pl})
-               : (f_fw == f_sw) && (f_pl < f_fw)
-                 && (last_c + {16'd0, f_fw} >= {16'd0, f_w} + {16'd0, f_pl})
-                 && (last_c < {16'd0, f_w} + {16'd0, f_pl});
-wire [31:0] pool_row = {16'd0, f_ow} * ({19'd0, f_c[15:3]} + {31'd0, f_c[2:0] != 3'd0});
 // a pool's result words: ceil(N*OH*OW*C / 8)
 wire [31:0] p_words = pbytes[34:3] + {31'd0, pbytes[2:0] != 3'd0};
 // A and B of one shape in alternating chunks (BMODE 0 of ADD / MUL)
@@ -234,8 +223,10 @@ wire [31:0] nc_words = {3'd0, nc[31:3]} + {31'd0, nc[2:0] != 3'd0};
 // B is read first, then A in one request: a broadcast vector (BMODE 1) or a TABLE's 32 words
 wire b_first  = (f_bmode == 2'd1) || kind_tab;
 // (a pool's window, VEC4 and VEC7, comes after the first request: checked late, below)
-wire pool_bad = !(rows_tile && cols_tile && pool_row <= (32'd1 << LOG_ROW)
-                  && pbytes[63:35] == 29'd0);
+// (dtpu_vec_pool's geom_bad: a window without an in-image tap, or more accumulator words than
+// it has)
+wire pl_geom_bad;
+wire pool_bad = pl_geom_bad || pbytes[63:35] != 29'd0;
 // the pool takes pixel words once its window is known good (the funnel holds them till then)
 wire pool_go = pchk;
 wire copy_bad = (f_ow < f_c);
@@ -426,8 +417,11 @@ pool_inst (
     .sw(f_sw),
     .pt(f_pt),
     .pl(f_pl),
+    .oh(f_oh),
+    .ow(f_ow),
     .act_min(f_min),
     .act_max(f_max),
+    .geom_bad(pl_geom_bad),
     .in_valid(pix_valid && running && kind_pool && pool_go),
     .in_ready(pool_ready),
     .in_data(pix_data),
@@ -557,7 +551,7 @@ always @(posedge clk) begin
     // a pool's window and result size: VEC4 / VEC7 arrive after the first request (VEC7 seven
     // cycles after start), so its sizes are made from the words as they are, every cycle, and
     // taken once they are all in; its result words (wq_total, the last word's strobes) are set
-    // then, before its first result. A pool whose windows do not tile the image: BAD_FIELD,
+    // then, before its first result. A pool dtpu_vec_pool cannot take (geom_bad): BAD_FIELD,
     // the words already requested are dropped, nothing is written. (`pend`: the words are the
     // next descriptor's while this one still writes.)
     noh    <= {16'd0, f_n} * {16'd0, f_oh};

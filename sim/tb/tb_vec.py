@@ -18,8 +18,7 @@ from cocotb.triggers import RisingEdge
 from dtpu.hw.core import Core
 from dtpu.hw.executor import Executor
 from dtpu.hw.listcompiler import ListBuilder
-from dtpu.hw.vec_lower import (TABLE_OPS, VecSpec, lower_copy, lower_vec, vec_reason,
-                               window_tiles)
+from dtpu.hw.vec_lower import TABLE_OPS, VecSpec, lower_copy, lower_vec, pool_rows, vec_reason
 from dtpu_sim.cycles import contract_lat
 from tb_cl_run import RunTB
 from tb_cl_seq import BASE, CFG, FMT, R, SEED, Model
@@ -75,7 +74,7 @@ def _q(rng, dt):
 def random_spec(rng: random.Random) -> VecSpec:
     """A random node the unit runs: ADD, SUB or MUL, int8 or uint8, operands of one shape or a
     1x1xC second (or first) operand, any fused activation; a table operator of random bytes;
-    a MEAN over H and W; a pool whose windows tile the image."""
+    a MEAN over H and W; a pool (:func:`random_pool`)."""
     while True:
         op = rng.choice(OPS)
         if op == "COPY":
@@ -109,15 +108,23 @@ def random_spec(rng: random.Random) -> VecSpec:
             return spec
 
 
-def random_pool(rng: random.Random, op: str, dt) -> VecSpec | None:
-    """A random pool whose windows tile the image (global, or filter = stride), or None."""
+def random_pool(rng: random.Random, op: str, dt, row_words: int | None = None) -> VecSpec | None:
+    """A random pool, or None: a global one, one whose windows tile the image (filter =
+    stride), or any window of 1..4 with strides 1..3, VALID or SAME (overlapping windows, ties
+    at the right and bottom edges, rows and columns no window reads); C up to 70 (C mod 8 any);
+    its open rows of accumulators within `row_words` (default: the contract's)."""
     n, h, w = rng.randint(1, 2), rng.randint(1, 9), rng.randint(1, 9)
-    c = rng.choice((rng.randint(1, 40), 8 * rng.randint(1, 6)))
-    if rng.random() < 0.3:
+    c = rng.choice((rng.randint(1, 40), 8 * rng.randint(1, 6), rng.randint(41, 70)))
+    r = rng.random()
+    if r < 0.2:
         filt, stride, padding = (h, w), rng.choice(((1, 1), (h, w), (2, 2))), "VALID"
-    else:
+    elif r < 0.4:
         f = (rng.randint(1, 3), rng.randint(1, 3))
         filt, stride, padding = f, f, rng.choice(("SAME", "VALID"))
+    else:
+        filt = (rng.randint(1, 4), rng.randint(1, 4))
+        stride = (rng.randint(1, 3), rng.randint(1, 3))
+        padding = rng.choice(("SAME", "VALID"))
     q = _q(rng, dt)
     name = {"AVG_POOL": "AVERAGE_POOL_2D", "MAX_POOL": "MAX_POOL_2D"}[op]
     try:
@@ -126,8 +133,7 @@ def random_pool(rng: random.Random, op: str, dt) -> VecSpec | None:
         g = spec.geometry()
     except ValueError:
         return None
-    if not (window_tiles(h, g.fh, g.sh, g.pad_top, g.oh)
-            and window_tiles(w, g.fw, g.sw, g.pad_left, g.ow)):
+    if row_words is not None and pool_rows(g) * g.ow * -(-c // 8) > row_words:
         return None
     return spec if vec_reason(spec, CFG) is None else None
 

@@ -59,8 +59,10 @@ module dtpu_vec #
     parameter LOG_BCAST = 8,
     // log2 of the output FIFO's words
     parameter LOG_OUT = 5,
-    // log2 of the accumulator words (contract VEC_ROW_WORDS; MEAN: C <= LANES * 2^LOG_ROW)
+    // log2 of MEAN's accumulator words (contract VEC_ROW_WORDS: C <= LANES * 2^LOG_ROW)
     parameter LOG_ROW = 10,
+    // log2 of the pools' accumulator words (contract VEC_POOL_WORDS: the open output rows)
+    parameter LOG_POOL = 12,
     // cycles from `start` to the first read request at the earliest (the descriptor's words
     // VEC0..VEC3 come one a cycle after it, then two cycles of sizes)
     parameter START_WAIT = 3,
@@ -399,7 +401,7 @@ wire [3:0]  pl_bytes;
 
 dtpu_vec_pool #(
     .LANES(LANES),
-    .LOG_ROW(LOG_ROW)
+    .LOG_ROW(LOG_POOL)
 )
 pool_inst (
     .clk(clk),

@@ -324,6 +324,17 @@ async def test_vec_cycles(dut):
                (VecSpec("ADD", dt, (1, 4, 4, 16), q, (0.1, -2), b_shape=(1, 4, 4, 16), b_q=q), True),
                (VecSpec("TANH", dt, (1, 1, 1, 5), q, q, table=bytes(range(255, -1, -1))), False),
                (VecSpec("LOGISTIC", dt, (1, 3, 5, 7), q, q, table=rng.randbytes(256)), True)]
+    if set(OPS) <= {"AVG_POOL", "MAX_POOL"}:
+        # the pools' corners: a 1x1 image, SAME windows larger than the image, C mod 8 != 0,
+        # rows and columns no window reads, ties at the right and bottom edges
+        u8 = np.dtype(np.uint8)
+        corners = [(VecSpec(*k, q, q, filter=f, stride=s, padding=p), False) for k, f, s, p in (
+            (("AVERAGE_POOL_2D", dt, (1, 1, 1, 5)), (3, 3), (2, 2), "SAME"),
+            (("MAX_POOL_2D", u8, (2, 2, 3, 13)), (4, 4), (1, 1), "SAME"),
+            (("AVERAGE_POOL_2D", u8, (1, 3, 2, 17)), (4, 3), (3, 1), "SAME"),
+            (("MAX_POOL_2D", dt, (1, 7, 6, 3)), (1, 2), (3, 3), "VALID"),
+            (("MAX_POOL_2D", dt, (1, 9, 9, 16)), (3, 3), (2, 2), "SAME"),
+            (("AVERAGE_POOL_2D", dt, (1, 8, 8, 24)), (3, 3), (1, 1), "SAME"))]
     for spec, at4k in corners:
         img, addr, _ = vec_image(rng, [spec], at4k=at4k)
         what = f"corner {_describe(spec)}{' at 4 KiB - 8' if at4k else ''}"

@@ -470,6 +470,7 @@ wire [31:0] cp_wr_req_words;
 wire [63:0] cp_w_data;
 wire [7:0]  cp_w_strb;
 reg         cp_fin;                 // its last pixel word taken
+reg         pl_ofin, pl_wfin;       // a pool's last operation done / every result word written
 
 dtpu_vec_copy #(
     .ADDR_W(ADDR_W),
@@ -646,6 +647,8 @@ always @(posedge clk) begin
         rx_bvec   <= b_first ? b_first_words : {(LOG_BCAST+1){1'b0}};
         wq_total  <= kind_mean ? nc_words : kind_late ? 32'd0 : a_words_c;  // (pool: late)
         pchk      <= 1'b0;
+        pl_ofin   <= 1'b0;
+        pl_wfin   <= 1'b0;
         wq_in     <= 32'd0;
         wq_req    <= 32'd0;
         wq_addr   <= f_dst[ADDR_W-1:0];
@@ -756,8 +759,22 @@ always @(posedge clk) begin
     room_used <= room_used + {{(LOG_OUT+1){1'b0}}, kind_red ? res_valid : admit}
                            - {{(LOG_OUT+1){1'b0}}, w_hs};
     if (running && w_hs && of_rd_cnt == wq_total - 32'd1) begin
-        busy  <= 1'b0;
-        state <= S_IDLE;
+        if (!kind_pool || pl_ofin || pl_last_op) begin
+            busy  <= 1'b0;
+            state <= S_IDLE;
+        end else begin
+            pl_wfin <= 1'b1;
+        end
+    end
+    // a pool whose last result comes before its last operations (pixel words no window reads
+    // after it): every word written, the unit is done with its last operation
+    if (pl_last_op) begin
+        pl_ofin <= 1'b1;
+    end
+    if (running && kind_pool && pl_wfin && (pl_ofin || pl_last_op)) begin
+        pl_wfin <= 1'b0;
+        busy    <= 1'b0;
+        state   <= S_IDLE;
     end
     // COPY: its last pixel word taken, every word handed to the write master
     if (cp_last_op) begin
@@ -780,6 +797,8 @@ always @(posedge clk) begin
         req_valid    <= 1'b0;
         e_wr_req_valid <= 1'b0;
         cp_fin       <= 1'b0;
+        pl_ofin      <= 1'b0;
+        pl_wfin      <= 1'b0;
         first_go     <= 1'b0;
         pend         <= 1'b0;
         pdrain       <= 1'b0;

@@ -340,7 +340,7 @@ async def test_vec_cycles(dut):
         u8 = np.dtype(np.uint8)
         corners = [(VecSpec(*k, q, q, filter=f, stride=s, padding=p), False) for k, f, s, p in (
             (("AVERAGE_POOL_2D", dt, (1, 1, 1, 5)), (3, 3), (2, 2), "SAME"),
-            (("MAX_POOL_2D", u8, (2, 2, 3, 13)), (4, 4), (1, 1), "SAME"),
+            (("MAX_POOL_2D", u8, (1, 2, 3, 13)), (4, 4), (1, 1), "SAME"),
             (("AVERAGE_POOL_2D", u8, (1, 3, 2, 17)), (4, 3), (3, 1), "SAME"),
             (("MAX_POOL_2D", dt, (1, 7, 6, 3)), (1, 2), (3, 3), "VALID"),
             (("MAX_POOL_2D", dt, (1, 9, 9, 24)), (3, 3), (2, 2), "SAME"),

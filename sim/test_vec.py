@@ -42,10 +42,10 @@ def test_vec_mean():
 
 
 def test_vec_pool():
-    """The pools on their own (64 accumulator words): random tiling geometries, types, idle
-    cycles and output room."""
+    """The pools on their own (256 accumulator words): random geometries (global, tiling,
+    overlapping windows), the corners, types, idle cycles and output room."""
     top = "dtpu_vec_pool"
-    params = {"LOG_ROW": 6}
+    params = {"LOG_ROW": 8}
     d = build(top, params, [RTL_DIR / f"{top}.v"], name=top)
     run_tests(top, "tb_vec_pool", d, parameters=params)
 

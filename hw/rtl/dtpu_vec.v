@@ -205,11 +205,16 @@ wire [31:0] a_words_c = nhwc[34:3] + {31'd0, nhwc[2:0] != 3'd0};
 
 localparam [3:0] K_ADD = 4'd1, K_MUL = 4'd2, K_AVG = 4'd3, K_MAX = 4'd4, K_MEAN = 4'd5,
                  K_TABLE = 4'd6, K_COPY = 4'd7;
-wire kind_ew   = (f_kind == K_ADD) || (f_kind == K_MUL);
-wire kind_tab  = (f_kind == K_TABLE);
-wire kind_mean = (f_kind == K_MEAN);
-wire kind_pool = (f_kind == K_AVG) || (f_kind == K_MAX);
-wire kind_copy = (f_kind == K_COPY);
+// the running descriptor's KIND, latched as it starts: while it still writes, `words` may be
+// the next descriptor's (`pend`), and its write side (COPY's ports or the result FIFO's) and
+// its end (a COPY's, a pool's) must stay its own
+reg  [3:0]  r_kind;
+wire [3:0]  kind = (state == S_RUN) ? r_kind : f_kind;
+wire kind_ew   = (kind == K_ADD) || (kind == K_MUL);
+wire kind_tab  = (kind == K_TABLE);
+wire kind_mean = (kind == K_MEAN);
+wire kind_pool = (kind == K_AVG) || (kind == K_MAX);
+wire kind_copy = (kind == K_COPY);
 // the reducing kinds: A in one request through the pixel-word funnel
 wire kind_red  = kind_mean || kind_pool;
 // the kinds whose A goes through the funnel (COPY: to dtpu_vec_copy), one operation a word
@@ -301,7 +306,7 @@ ew_inst (
     .clk(clk),
     .rst(!rst_n),
     .sgn(f_sgn),
-    .mul(f_kind == 4'd2),
+    .mul(kind == 4'd2),
     .in1_off(f_o1),
     .in2_off(f_o2),
     .m1(f_m1),
@@ -408,7 +413,7 @@ pool_inst (
     .rst(!rst_n),
     .clear(first_go),
     .sgn(f_sgn),
-    .avg(f_kind == K_AVG),
+    .avg(kind == K_AVG),
     .n(f_n),
     .h(f_h),
     .w(f_w),
@@ -626,6 +631,7 @@ always @(posedge clk) begin
             state <= S_IDLE;
         end else if (go) begin
             first_go <= 1'b1;
+            r_kind <= f_kind;
             state <= S_RUN;
         end
     end

@@ -33,7 +33,7 @@ async def pools_match_the_golden_model(dut):
         await RisingEdge(dut.clk)
     await FallingEdge(dut.clk)
     dut.rst.value = 0
-    row_words = 1 << int(os.environ.get("PARAM_LOG_ROW", "6"))
+    row_words = 1 << int(os.environ.get("PARAM_LOG_ROW", "8"))
     q = (0.05, 3)
     corners = [VecSpec("AVERAGE_POOL_2D", np.dtype(np.int8), (1, 1, 1, 5), q, q, filter=(3, 3),
                        stride=(2, 2), padding="SAME"),
@@ -42,7 +42,12 @@ async def pools_match_the_golden_model(dut):
                VecSpec("AVERAGE_POOL_2D", np.dtype(np.uint8), (1, 3, 2, 17), q, q, filter=(4, 3),
                        stride=(3, 1), padding="SAME"),
                VecSpec("MAX_POOL_2D", np.dtype(np.int8), (1, 7, 6, 3), q, q, filter=(1, 2),
-                       stride=(3, 3), padding="VALID")]
+                       stride=(3, 3), padding="VALID"),
+               # Inception's pool branch and its average pool (tests/test_rtl_vector.py)
+               VecSpec("MAX_POOL_2D", np.dtype(np.int8), (1, 16, 16, 12), q, q, filter=(3, 3),
+                       stride=(1, 1), padding="SAME"),
+               VecSpec("AVERAGE_POOL_2D", np.dtype(np.int8), (1, 16, 16, 8), q, q,
+                       filter=(3, 3), stride=(1, 1), padding="SAME")]
     done = 0
     while done < int(os.environ.get("DTPU_CASES", "30")) + len(corners):
         if done < len(corners):

@@ -104,9 +104,11 @@ def test_vec_copy_cycles():
 
 @pytest.mark.slow
 def test_vec_pool_words():
-    """Pool lists alone (global, tiling and overlapping windows of 1..4, strides 1..3, VALID and
-    SAME, C up to 70), random memory latency and backpressure: DDR and CL_* equal."""
-    _cl_vec("test_vec_words", {"DTPU_VEC_OPS": "AVG_POOL,MAX_POOL", "DTPU_CASES": 16})
+    """Pool lists (global, tiling and overlapping windows of 1..4, strides 1..3, VALID and
+    SAME, C up to 70) with COPYs among them (Inception's concatenation after its pools: a
+    COPY whose writes still drained when a pool's words came hung before the unit latched its
+    KIND), random memory latency and backpressure: DDR and CL_* equal."""
+    _cl_vec("test_vec_words", {"DTPU_VEC_OPS": "AVG_POOL,MAX_POOL,COPY", "DTPU_CASES": 16})
 
 
 @pytest.mark.slow

@@ -42,10 +42,10 @@ def test_vec_mean():
 
 
 def test_vec_pool():
-    """The pools on their own (64 accumulator words): random tiling geometries, types, idle
-    cycles and output room."""
+    """The pools on their own (256 accumulator words): random geometries (global, tiling,
+    overlapping windows), the corners, types, idle cycles and output room."""
     top = "dtpu_vec_pool"
-    params = {"LOG_ROW": 6}
+    params = {"LOG_ROW": 8}
     d = build(top, params, [RTL_DIR / f"{top}.v"], name=top)
     run_tests(top, "tb_vec_pool", d, parameters=params)
 
@@ -100,3 +100,20 @@ def test_vec_copy_cycles():
     """The same on the contract's memory: CL_CYCLES, IDLE, RD/WR_BEATS equal the Timeline's
     (the store unit's simulation of the pixel words, units.vector._copy_step)."""
     _cl_vec("test_vec_cycles", {"DTPU_VEC_OPS": "COPY", "DTPU_CASES": 16})
+
+
+@pytest.mark.slow
+def test_vec_pool_words():
+    """Pool lists (global, tiling and overlapping windows of 1..4, strides 1..3, VALID and
+    SAME, C up to 70) with COPYs among them (Inception's concatenation after its pools: a
+    COPY whose writes still drained when a pool's words came hung before the unit latched its
+    KIND), random memory latency and backpressure: DDR and CL_* equal."""
+    _cl_vec("test_vec_words", {"DTPU_VEC_OPS": "AVG_POOL,MAX_POOL,COPY", "DTPU_CASES": 16})
+
+
+@pytest.mark.slow
+def test_vec_pool_cycles():
+    """The same on the contract's memory, and the corners (a 1x1 image, a SAME window larger
+    than the image, C not a multiple of 8, rows and columns no window reads): CL_CYCLES, IDLE,
+    RD/WR_BEATS equal the Timeline's (units.vector.pool_schedule)."""
+    _cl_vec("test_vec_cycles", {"DTPU_VEC_OPS": "AVG_POOL,MAX_POOL", "DTPU_CASES": 16})

@@ -143,11 +143,15 @@ def _formula(job: vu.VecJob) -> int:
     K = int(m["SEQ_STORE_TAIL"])
     # A and B of one shape are read in alternating chunks of a burst: the last partial chunk's
     # results come 2 * part cycles after the full chunk's before it (units.vector._chunk_gaps)
+    # a pool's results come at its windows' ends (units.vector.pool_schedule): the partial
+    # chunk's gap and the packer's late word are those operations'
     gap = 2 * part if job.kind in ("ADD", "MUL") and job.bmode == 0 else part
-    tail = (K + burst) if not part else (K + 1 + part if c.out_words < burst
-                                         else part + max(K + 1, K + burst - gap))
+    if c.gaps is not None and part < len(c.gaps):
+        gap = c.gaps[part]
+    tail = (K + burst) if not part else (K + 1 + part + c.late if c.out_words < burst
+                                         else part + max(K + 1 + c.late, K + burst - gap))
     return (header + int(m["SEQ_VEC_START"]) + RL + max(c.read_beats, c.ops) + c.tail +
-            int(m["LAT_VEC"]) + WL + tail + int(m["IRQ_LATENCY"]))
+            int(m["LAT_VEC"]) - c.early + WL + tail + int(m["IRQ_LATENCY"]))
 
 
 @pytest.mark.parametrize("spec", [

@@ -29,16 +29,17 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * Result words go through an output FIFO to the write master (w_*), one write request per
  * MAX_BURST words from DST (the last one partial; the tensor's last word carries the strobes
  * of its bytes only), each requested as its words are queued.
- * MEAN (KIND 5) and the pools (KIND 3, 4; windows that tile the image, dtpu_vec_pool) read A
+ * MEAN (KIND 5) and the pools (KIND 3, 4; any window, dtpu_vec_pool) read A
  * in one request into the pixel-word funnel (dtpu_vec_pix); their results go through the
  * packer (dtpu_vec_pack).
  * COPY (KIND 7) reads A in one request into the funnel too; its pixel words go the store
  * unit's way (dtpu_vec_copy: a word stage, dtpu_cl_store_pack, dtpu_cl_store_wq), pixel p to
  * DST + p*OW at any byte, one operation a pixel word; OW < C is BAD_FIELD once VEC7 is in
  * (as a pool's window: the funnel holds the words till then, nothing written).
- * A pool whose windows do not tile the image, BMODE 1 with a kind other than ADD / MUL, a
- * broadcast vector longer than the buffer, a shape with a zero dimension, an unaligned address
- * (a COPY's DST may be any byte) or more than 2^32 words: `bad` (BAD_FIELD), nothing written.
+ * A pool with a window holding no in-image tap or more open windows than its accumulators
+ * hold, BMODE 1 with a kind other than ADD / MUL, a broadcast vector longer than the buffer,
+ * a shape with a zero dimension, an unaligned address (a COPY's DST may be any byte) or more
+ * than 2^32 words: `bad` (BAD_FIELD), nothing written.
  *
  * Cycles (docs/architecture.md, the golden model's units.vector.timeline_step): `start` comes
  * with the header, the words after it; the first read request goes out START_WAIT + 3 cycles
@@ -58,8 +59,10 @@ module dtpu_vec #
     parameter LOG_BCAST = 8,
     // log2 of the output FIFO's words
     parameter LOG_OUT = 5,
-    // log2 of the accumulator words (contract VEC_ROW_WORDS; MEAN: C <= LANES * 2^LOG_ROW)
+    // log2 of MEAN's accumulator words (contract VEC_ROW_WORDS: C <= LANES * 2^LOG_ROW)
     parameter LOG_ROW = 10,
+    // log2 of the pools' accumulator words (contract VEC_POOL_WORDS: the open output rows)
+    parameter LOG_POOL = 12,
     // cycles from `start` to the first read request at the earliest (the descriptor's words
     // VEC0..VEC3 come one a cycle after it, then two cycles of sizes)
     parameter START_WAIT = 3,
@@ -202,29 +205,22 @@ wire [31:0] a_words_c = nhwc[34:3] + {31'd0, nhwc[2:0] != 3'd0};
 
 localparam [3:0] K_ADD = 4'd1, K_MUL = 4'd2, K_AVG = 4'd3, K_MAX = 4'd4, K_MEAN = 4'd5,
                  K_TABLE = 4'd6, K_COPY = 4'd7;
-wire kind_ew   = (f_kind == K_ADD) || (f_kind == K_MUL);
-wire kind_tab  = (f_kind == K_TABLE);
-wire kind_mean = (f_kind == K_MEAN);
-wire kind_pool = (f_kind == K_AVG) || (f_kind == K_MAX);
-wire kind_copy = (f_kind == K_COPY);
+// the running descriptor's KIND, latched as it starts: while it still writes, `words` may be
+// the next descriptor's (`pend`), and its write side (COPY's ports or the result FIFO's) and
+// its end (a COPY's, a pool's) must stay its own
+reg  [3:0]  r_kind;
+wire [3:0]  kind = (state == S_RUN) ? r_kind : f_kind;
+wire kind_ew   = (kind == K_ADD) || (kind == K_MUL);
+wire kind_tab  = (kind == K_TABLE);
+wire kind_mean = (kind == K_MEAN);
+wire kind_pool = (kind == K_AVG) || (kind == K_MAX);
+wire kind_copy = (kind == K_COPY);
 // the reducing kinds: A in one request through the pixel-word funnel
 wire kind_red  = kind_mean || kind_pool;
 // the kinds whose A goes through the funnel (COPY: to dtpu_vec_copy), one operation a word
 wire kind_fun  = kind_red || kind_copy;
 // the kinds whose VEC7 is checked once it is in (a pool's window, COPY's OW >= C)
 wire kind_late = kind_pool || kind_copy;
-// a pool's windows tile the image (dtpu_vec_pool): rows and columns each in exactly one window
-wire [31:0] last_r = {16'd0, f_oh - 16'd1} * {16'd0, f_sh};      // the last window row's start + PT
-wire [31:0] last_c = {16'd0, f_ow - 16'd1} * {16'd0, f_sw};
-wire rows_tile = (f_oh == 16'd1) ? ({16'd0, f_fh} >= {16'd0, f_h} + {16'd0, f_pt})
-               : (f_fh == f_sh) && (f_pt < f_fh)
-                 && (last_r + {16'd0, f_fh} >= {16'd0, f_h} + {16'd0, f_pt})
-                 && (last_r < {16'd0, f_h} + {16'd0, f_pt});
-wire cols_tile = (f_ow == 16'd1) ? ({16'd0, f_fw} >= {16'd0, f_w} + {16'd0, f_pl})
-               : (f_fw == f_sw) && (f_pl < f_fw)
-                 && (last_c + {16'd0, f_fw} >= {16'd0, f_w} + {16'd0, f_pl})
-                 && (last_c < {16'd0, f_w} + {16'd0, f_pl});
-wire [31:0] pool_row = {16'd0, f_ow} * ({19'd0, f_c[15:3]} + {31'd0, f_c[2:0] != 3'd0});
 // a pool's result words: ceil(N*OH*OW*C / 8)
 wire [31:0] p_words = pbytes[34:3] + {31'd0, pbytes[2:0] != 3'd0};
 // A and B of one shape in alternating chunks (BMODE 0 of ADD / MUL)
@@ -234,8 +230,10 @@ wire [31:0] nc_words = {3'd0, nc[31:3]} + {31'd0, nc[2:0] != 3'd0};
 // B is read first, then A in one request: a broadcast vector (BMODE 1) or a TABLE's 32 words
 wire b_first  = (f_bmode == 2'd1) || kind_tab;
 // (a pool's window, VEC4 and VEC7, comes after the first request: checked late, below)
-wire pool_bad = !(rows_tile && cols_tile && pool_row <= (32'd1 << LOG_ROW)
-                  && pbytes[63:35] == 29'd0);
+// (dtpu_vec_pool's geom_bad: a window without an in-image tap, or more accumulator words than
+// it has)
+wire pl_geom_bad;
+wire pool_bad = pl_geom_bad || pbytes[63:35] != 29'd0;
 // the pool takes pixel words once its window is known good (the funnel holds them till then)
 wire pool_go = pchk;
 wire copy_bad = (f_ow < f_c);
@@ -308,7 +306,7 @@ ew_inst (
     .clk(clk),
     .rst(!rst_n),
     .sgn(f_sgn),
-    .mul(f_kind == 4'd2),
+    .mul(kind == 4'd2),
     .in1_off(f_o1),
     .in2_off(f_o2),
     .m1(f_m1),
@@ -408,14 +406,14 @@ wire [3:0]  pl_bytes;
 
 dtpu_vec_pool #(
     .LANES(LANES),
-    .LOG_ROW(LOG_ROW)
+    .LOG_ROW(LOG_POOL)
 )
 pool_inst (
     .clk(clk),
     .rst(!rst_n),
     .clear(first_go),
     .sgn(f_sgn),
-    .avg(f_kind == K_AVG),
+    .avg(kind == K_AVG),
     .n(f_n),
     .h(f_h),
     .w(f_w),
@@ -426,8 +424,11 @@ pool_inst (
     .sw(f_sw),
     .pt(f_pt),
     .pl(f_pl),
+    .oh(f_oh),
+    .ow(f_ow),
     .act_min(f_min),
     .act_max(f_max),
+    .geom_bad(pl_geom_bad),
     .in_valid(pix_valid && running && kind_pool && pool_go),
     .in_ready(pool_ready),
     .in_data(pix_data),
@@ -474,6 +475,7 @@ wire [31:0] cp_wr_req_words;
 wire [63:0] cp_w_data;
 wire [7:0]  cp_w_strb;
 reg         cp_fin;                 // its last pixel word taken
+reg         pl_ofin, pl_wfin;       // a pool's last operation done / every result word written
 
 dtpu_vec_copy #(
     .ADDR_W(ADDR_W),
@@ -557,7 +559,7 @@ always @(posedge clk) begin
     // a pool's window and result size: VEC4 / VEC7 arrive after the first request (VEC7 seven
     // cycles after start), so its sizes are made from the words as they are, every cycle, and
     // taken once they are all in; its result words (wq_total, the last word's strobes) are set
-    // then, before its first result. A pool whose windows do not tile the image: BAD_FIELD,
+    // then, before its first result. A pool dtpu_vec_pool cannot take (geom_bad): BAD_FIELD,
     // the words already requested are dropped, nothing is written. (`pend`: the words are the
     // next descriptor's while this one still writes.)
     noh    <= {16'd0, f_n} * {16'd0, f_oh};
@@ -629,6 +631,7 @@ always @(posedge clk) begin
             state <= S_IDLE;
         end else if (go) begin
             first_go <= 1'b1;
+            r_kind <= f_kind;
             state <= S_RUN;
         end
     end
@@ -650,6 +653,8 @@ always @(posedge clk) begin
         rx_bvec   <= b_first ? b_first_words : {(LOG_BCAST+1){1'b0}};
         wq_total  <= kind_mean ? nc_words : kind_late ? 32'd0 : a_words_c;  // (pool: late)
         pchk      <= 1'b0;
+        pl_ofin   <= 1'b0;
+        pl_wfin   <= 1'b0;
         wq_in     <= 32'd0;
         wq_req    <= 32'd0;
         wq_addr   <= f_dst[ADDR_W-1:0];
@@ -760,8 +765,22 @@ always @(posedge clk) begin
     room_used <= room_used + {{(LOG_OUT+1){1'b0}}, kind_red ? res_valid : admit}
                            - {{(LOG_OUT+1){1'b0}}, w_hs};
     if (running && w_hs && of_rd_cnt == wq_total - 32'd1) begin
-        busy  <= 1'b0;
-        state <= S_IDLE;
+        if (!kind_pool || pl_ofin || pl_last_op) begin
+            busy  <= 1'b0;
+            state <= S_IDLE;
+        end else begin
+            pl_wfin <= 1'b1;
+        end
+    end
+    // a pool whose last result comes before its last operations (pixel words no window reads
+    // after it): every word written, the unit is done with its last operation
+    if (pl_last_op) begin
+        pl_ofin <= 1'b1;
+    end
+    if (running && kind_pool && pl_wfin && (pl_ofin || pl_last_op)) begin
+        pl_wfin <= 1'b0;
+        busy    <= 1'b0;
+        state   <= S_IDLE;
     end
     // COPY: its last pixel word taken, every word handed to the write master
     if (cp_last_op) begin
@@ -784,6 +803,8 @@ always @(posedge clk) begin
         req_valid    <= 1'b0;
         e_wr_req_valid <= 1'b0;
         cp_fin       <= 1'b0;
+        pl_ofin      <= 1'b0;
+        pl_wfin      <= 1'b0;
         first_go     <= 1'b0;
         pend         <= 1'b0;
         pdrain       <= 1'b0;

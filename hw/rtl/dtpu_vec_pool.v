@@ -12,27 +12,36 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
 
 /*
  * Vector unit (contract 2.1): AVG_POOL and MAX_POOL (KIND 3, 4; golden model
- * dtpu.reference.vector.average_pool / max_pool) for windows that tile the image: every
- * in-image row lies in exactly one window row (OH = 1 with the window over all H rows, or
- * FH = SH with the windows covering H), and every column in exactly one window column (the
- * caller checks: `dtpu_vec` answers other geometries BAD_FIELD). Global pools and 2x2 stride-2
- * pools are such.
+ * dtpu.reference.vector.average_pool / max_pool, cycles dtpu.hw.units.vector.pool_schedule)
+ * of any window, stride and padding whose windows each hold an in-image tap.
  *
- * Pixel words (dtpu_vec_pix) come in raster order, one operation each: word j of the pixel in
- * window column ox goes into accumulator word ox * ceil(C/8) + j (LANES 32-bit lanes; the
- * window's first in-image tap writes it), a sum (AVG_POOL) or a maximum (MAX_POOL). At the
- * window's last in-image tap the result is made from the new value: MAX_POOL clamps it,
- * AVG_POOL divides by the taps inside the image, rounding half away from zero as TFLite's
- * (sum +- count/2) / count with truncating division, and clamps. Windows complete in output
- * order (tiling), so the results go out registered, a cycle after their operation, as
- * MEAN's do (out_bytes: 8, or C mod 8 for a pixel's last word; out_end on the tensor's last).
- * The accumulators are one block RAM (2^LOG_ROW words: OW * ceil(C/8) <= 2^LOG_ROW), read a
- * cycle ahead at the next operation's word, the word being written forwarded.
+ * Input-major. Pixel words (dtpu_vec_pix) come in raster order; word j of pixel (y, x) costs
+ * one operation for each window holding the pixel, output rows oy (the open ones, at most
+ * ceil(FH/SH)) then columns ox, or one that skips it when no window does (VALID pools that
+ * drop a last row or column, strides past the window). An operation reads, combines and writes
+ * accumulator word slot(oy) * OW * ceil(C/8) + ox * ceil(C/8) + j (LANES 32-bit lanes; the
+ * window's first in-image tap writes the word, the others add (AVG_POOL) or keep the larger
+ * (MAX_POOL)); slot(oy) = oy mod ceil(FH/SH), a ring of output rows. A window's result is made
+ * by its last in-image tap's operation: MAX_POOL clamps, AVG_POOL divides by the taps inside
+ * the image, rounding half away from zero as TFLite's (sum +- count/2) / count with truncating
+ * division, and clamps. Where windows clipped at the right or bottom edge end at the same
+ * pixel as an earlier one (SAME padding of at least the stride), only the earliest is made
+ * there: the others are made after the row (the right-edge ones of the row's first open output
+ * row, then, after the image's last row, the other open output rows' windows, all of their
+ * columns) from the accumulators, one operation a word with no pixel word taken. So results
+ * leave in output order, one contiguous stream, registered a cycle after their operation (as
+ * MEAN's; out_bytes: 8, or C mod 8 for a pixel's last word; out_end on the tensor's last).
+ *
+ * The accumulators are one block RAM (2^LOG_ROW words: min(ceil(FH/SH), OH) * OW * ceil(C/8)
+ * <= 2^LOG_ROW, else `geom_bad`), read a cycle ahead at the next operation's word, the word
+ * being written forwarded. The window fields may arrive after `clear`: the sizes made from
+ * them (a pipeline of three registers) are read from the first pixel word on, and `geom_bad`
+ * is valid three cycles after the fields.
  */
 module dtpu_vec_pool #
 (
     parameter LANES = 8,
-    // log2 of the accumulator words (OW * ceil(C/8) <= 2^LOG_ROW)
+    // log2 of the accumulator words (rows of windows open at once x OW * ceil(C/8))
     parameter LOG_ROW = 10
 )
 (
@@ -52,8 +61,11 @@ module dtpu_vec_pool #
     input  wire [15:0]        sw,
     input  wire [15:0]        pt,
     input  wire [15:0]        pl,
+    input  wire [15:0]        oh,
+    input  wire [15:0]        ow,
     input  wire signed [15:0] act_min,
     input  wire signed [15:0] act_max,
+    output wire               geom_bad,       // a window without an in-image tap, or too wide
 
     /* pixel words */
     input  wire               in_valid,
@@ -72,110 +84,247 @@ module dtpu_vec_pool #
 );
 
 localparam integer ROW = 1 << LOG_ROW;
+localparam [LOG_ROW:0] ROW_W = {1'b1, {LOG_ROW{1'b0}}};
 
 reg  [32*LANES-1:0] acc [0:ROW-1];
 
-/* ---- the walk: batch, row (its window's rows left / seen), column (same), word */
-reg  [15:0]        b, y, x;
-reg  [15:0]        rleft, rseen;        // the window row's in-image rows left (incl. this) / before
-reg  [15:0]        cleft, cseen;        // the window column's in-image columns left / before
-reg  [LOG_ROW-1:0] j, abase;            // word in pixel, the window column's first word
-reg  [15:0]        cj;                  // channels from word j on
-reg                fin;
-reg                fresh;               // no pixel taken yet: the window fields (VEC4) may still be
-                                        // arriving at `clear`, so the first rows / columns are
-                                        // read from them at the first pixel
-
-// a window's first in-image rows: window 0 from row 0 (its top padded), the others from their
-// start; its in-image rows: min(FH - PT, H) for window 0, min(SH, H - y) for the next (FH = SH)
-wire [15:0] r_first = (fh - pt < h) ? fh - pt : h;
-wire [15:0] c_first = (fw - pl < w) ? fw - pl : w;
-
-assign in_ready = !fin && !clear && room;
-wire take = in_valid && in_ready;
-assign op = take;
-
-wire [15:0] rleft_c = fresh ? r_first : rleft;
-wire [15:0] cleft_c = fresh ? c_first : cleft;
-wire row_last  = (rleft_c == 16'd1);
-wire col_last  = (cleft_c == 16'd1);
-wire first_tap = (rseen == 16'd0) && (cseen == 16'd0);
-wire last_tap  = row_last && col_last;
-wire last_word = (cj <= LANES);
-wire px_end    = in_last;
-wire row_end   = px_end && (x == w - 16'd1);
-wire img_end   = row_end && (y == h - 16'd1);
-assign last_op = take && img_end && (b == n - 16'd1);
-
-// next state of the walk (registered below; the accumulator read follows it)
-reg  [15:0]        b_n, y_n, x_n, rleft_n, rseen_n, cleft_n, cseen_n, cj_n;
-reg  [LOG_ROW-1:0] j_n, abase_n;
+/* ---- sizes from the window fields (three registers; steady while a descriptor runs) */
 /* verilator lint_off UNUSEDSIGNAL */
-wire [15:0] wpx = {3'd0, c[15:3]} + {15'd0, c[2:0] != 3'd0};   // words a pixel (< 2^LOG_ROW)
+reg  [15:0] wpx;                        // words a pixel, ceil(C/8)
+reg  [15:0] qy, qx;                     // ceil(FH/SH), ceil(FW/SW)
+reg  [15:0] py, px;                     // PT/SH, PL/SW
+reg  [31:0] lasty, lastx;               // (OH-1)*SH, (OW-1)*SW
+reg  [15:0] ry;                         // rows of the ring: min(ceil(FH/SH), OH)
+reg  [15:0] n0y, n0x;                   // windows open at row (column) 0
+reg  [31:0] roww;                       // a row's words, OW * ceil(C/8)
+reg         okw;
+reg  [47:0] ring;                       // the ring's words
+reg  signed [31:0] sn0y, sn0x;          // the start of the first window not open at 0
 /* verilator lint_on UNUSEDSIGNAL */
+wire [15:0] fh1 = fh + sh - 16'd1;
+wire [15:0] fw1 = fw + sw - 16'd1;
+always @(posedge clk) begin
+    wpx   <= {3'd0, c[15:3]} + {15'd0, c[2:0] != 3'd0};
+    qy    <= (sh == 16'd0) ? 16'd0 : fh1 / sh;
+    qx    <= (sw == 16'd0) ? 16'd0 : fw1 / sw;
+    py    <= (sh == 16'd0) ? 16'd0 : pt / sh;
+    px    <= (sw == 16'd0) ? 16'd0 : pl / sw;
+    lasty <= {16'd0, oh - 16'd1} * {16'd0, sh};
+    lastx <= {16'd0, ow - 16'd1} * {16'd0, sw};
+    ry    <= (qy < oh) ? qy : oh;
+    n0y   <= (py + 16'd1 < oh) ? py + 16'd1 : oh;
+    n0x   <= (px + 16'd1 < ow) ? px + 16'd1 : ow;
+    roww  <= {16'd0, ow} * {16'd0, wpx};
+    okw   <= (fh != 16'd0) && (fw != 16'd0) && (sh != 16'd0) && (sw != 16'd0)
+             && (oh != 16'd0) && (ow != 16'd0) && (pt < fh) && (pl < fw)
+             && (lasty < {16'd0, h} + {16'd0, pt}) && (lastx < {16'd0, w} + {16'd0, pl});
+    ring  <= {32'd0, ry} * {16'd0, roww};
+    sn0y  <= $signed({16'd0, n0y} * {16'd0, sh}) - $signed({16'd0, pt});
+    sn0x  <= $signed({16'd0, n0x} * {16'd0, sw}) - $signed({16'd0, pl});
+end
+assign geom_bad = !okw || (ring > {{(47-LOG_ROW){1'b0}}, ROW_W});
+
+wire [LOG_ROW-1:0] wpx_a  = wpx[LOG_ROW-1:0];
+wire [LOG_ROW:0]   roww_a = roww[LOG_ROW:0];
+wire [LOG_ROW:0]   ring_a = ring[LOG_ROW:0];
+wire signed [31:0] npt = -$signed({16'd0, pt});
+wire signed [31:0] npl = -$signed({16'd0, pl});
+wire signed [31:0] fh_s = $signed({16'd0, fh});
+wire signed [31:0] fw_s = $signed({16'd0, fw});
+wire signed [31:0] sh_s = $signed({16'd0, sh});
+wire signed [31:0] sw_s = $signed({16'd0, sw});
+
+// the ring's next slot
+function [LOG_ROW-1:0] next_slot(input [LOG_ROW-1:0] base, input [LOG_ROW:0] step,
+                                 input [LOG_ROW:0] size);
+    reg [LOG_ROW:0] s;
+    begin
+        s = {1'b0, base} + step;
+        next_slot = (s >= size) ? s[LOG_ROW-1:0] - size[LOG_ROW-1:0] : s[LOG_ROW-1:0];
+    end
+endfunction
+
+/* ---- the walk */
+// the pixel: batch, row, column; the open output rows ylo .. ynx-1 (the first's start and
+// slot, the next one's start), the open output columns xlo .. xnx-1 (same, the first's word)
+reg  [15:0]        b, y, x;
+reg  [15:0]        ylo, ynx, xlo, xnx;
+reg  signed [31:0] sylo, synx, sxlo, sxnx;
+reg  [LOG_ROW-1:0] ybase, xbase;
+// the operation: its window (row iy past ylo; column ix past xlo, or dox when draining), the
+// window's start row / column, slot and column word, the word j in the pixel, channels from j on
+reg                drain;
+reg  [15:0]        iy, ix, dox;
+reg  signed [31:0] sy, sx;
+reg  [LOG_ROW-1:0] rb, xa, j;
+reg  [15:0]        cj;
+reg                fin;
+reg                fresh;               // no operation yet: the window fields were read late
+
+wire [15:0]        ynx_c  = fresh ? n0y : ynx;
+wire [15:0]        xnx_c  = fresh ? n0x : xnx;
+wire signed [31:0] sylo_c = fresh ? npt : sylo;
+wire signed [31:0] synx_c = fresh ? sn0y : synx;
+wire signed [31:0] sxlo_c = fresh ? npl : sxlo;
+wire signed [31:0] sxnx_c = fresh ? sn0x : sxnx;
+wire signed [31:0] sy_c   = fresh ? npt : sy;
+wire signed [31:0] sx_c   = fresh ? npl : sx;
+
+wire signed [31:0] ys = $signed({16'd0, y});
+wire signed [31:0] xs = $signed({16'd0, x});
+wire [15:0] ny = ynx_c - ylo;
+wire [15:0] nx = xnx_c - xlo;
+wire skip      = !drain && (ny == 16'd0 || nx == 16'd0);
+wire y_last    = (y == h - 16'd1);
+wire x_last    = (x == w - 16'd1);
+wire first_tap = ((sy_c == ys) || (y == 16'd0 && sy_c < 32'sd1))
+              && ((sx_c == xs) || (x == 16'd0 && sx_c < 32'sd1));
+wire row_end   = (sy_c + fh_s - 32'sd1 == ys) || y_last;
+wire col_end   = (sx_c + fw_s - 32'sd1 == xs) || x_last;
+// this operation makes its window's word: its last tap and the first window ending here, or
+// a drain's
+wire emit      = drain || (!skip && iy == 16'd0 && ix == 16'd0 && row_end && col_end);
+wire word_done = skip || (iy == ny - 16'd1 && ix == nx - 16'd1);
+wire last_word = (cj <= LANES);
+// the row's first open output row ends here (its windows' right-edge ties are made after the
+// row), and the bottom's other open rows (after the image's last row)
+wire lo_ends   = (ny != 16'd0) && ((sylo_c + fh_s - 32'sd1 == ys) || y_last);
+wire need_rd   = lo_ends && (nx > 16'd1);
+wire need_bd   = y_last && (ny > 16'd1);
+wire drain_row_done = (dox == ow - 16'd1);
+wire drain_end = last_word && drain_row_done && !(y_last && iy + 16'd1 < ny);
+
+wire go = room && !fin && !clear && (drain || in_valid);
+assign in_ready = !drain && word_done && room && !fin && !clear;
+assign op = go;
+wire px_done = !drain && word_done && in_last;          // the pixel's last operation
+wire to_drain = px_done && x_last && (need_rd || need_bd);
+wire advance = go && ((px_done && !to_drain) || (drain && drain_end));
+assign last_op = advance && x_last && y_last && (b == n - 16'd1);
+
+reg  [15:0]        b_n, y_n, x_n, ylo_n, ynx_n, xlo_n, xnx_n, iy_n, ix_n, dox_n, cj_n;
+reg  signed [31:0] sylo_n, synx_n, sxlo_n, sxnx_n, sy_n, sx_n;
+reg  [LOG_ROW-1:0] ybase_n, xbase_n, rb_n, xa_n, j_n;
+reg                drain_n;
 always @* begin
-    {b_n, y_n, x_n, rleft_n, rseen_n, cleft_n, cseen_n, cj_n} =
-        {b, y, x, rleft_c, rseen, cleft_c, cseen, cj};
-    j_n = j;
-    abase_n = abase;
-    if (take) begin
-        if (!px_end) begin
+    {b_n, y_n, x_n, ylo_n, ynx_n, xlo_n, xnx_n} = {b, y, x, ylo, ynx_c, xlo, xnx_c};
+    {sylo_n, synx_n, sxlo_n, sxnx_n, sy_n, sx_n} = {sylo_c, synx_c, sxlo_c, sxnx_c, sy_c, sx_c};
+    {iy_n, ix_n, dox_n, cj_n} = {iy, ix, dox, cj};
+    {ybase_n, xbase_n, rb_n, xa_n, j_n} = {ybase, xbase, rb, xa, j};
+    drain_n = drain;
+    if (go) begin
+        if (!drain && !word_done) begin                 // the pixel word's next window
+            if (ix != nx - 16'd1) begin
+                ix_n = ix + 16'd1;
+                sx_n = sx_c + sw_s;
+                xa_n = xa + wpx_a;
+            end else begin
+                ix_n = 16'd0;
+                sx_n = sxlo_c;
+                xa_n = xbase;
+                iy_n = iy + 16'd1;
+                sy_n = sy_c + sh_s;
+                rb_n = next_slot(rb, roww_a, ring_a);
+            end
+        end else if (!drain && !in_last) begin          // the pixel's next word
+            {iy_n, ix_n} = 32'd0;
+            {sy_n, sx_n, rb_n, xa_n} = {sylo_c, sxlo_c, ybase, xbase};
             j_n  = j + 1'b1;
             cj_n = cj - LANES;
-        end else begin
+        end else if (to_drain) begin                    // the row's ties, then the bottom's
+            drain_n = 1'b1;
             j_n  = {LOG_ROW{1'b0}};
             cj_n = c;
-            x_n  = x + 16'd1;
-            if (col_last) begin                 // the next window column
-                cleft_n = (sw < w - x - 16'd1) ? sw : w - x - 16'd1;
-                cseen_n = 16'd0;
-                abase_n = abase + wpx[LOG_ROW-1:0];
+            if (need_rd) begin
+                {iy_n, dox_n} = {16'd0, xlo + 16'd1};
+                {sy_n, sx_n, rb_n, xa_n} = {sylo_c, sxlo_c + sw_s, ybase, xbase + wpx_a};
             end else begin
-                cleft_n = cleft_c - 16'd1;
-                cseen_n = cseen + 16'd1;
+                {iy_n, dox_n} = {16'd1, 16'd0};
+                {sy_n, sx_n, xa_n} = {sylo_c + sh_s, npl, {LOG_ROW{1'b0}}};
+                rb_n = next_slot(ybase, roww_a, ring_a);
             end
-            if (row_end) begin                  // the next row: window column 0
-                x_n     = 16'd0;
-                cleft_n = c_first;
-                cseen_n = 16'd0;
-                abase_n = {LOG_ROW{1'b0}};
-                y_n     = y + 16'd1;
-                if (row_last) begin
-                    rleft_n = (sh < h - y - 16'd1) ? sh : h - y - 16'd1;
-                    rseen_n = 16'd0;
+        end else if (drain && !last_word) begin         // a drained window's next word
+            j_n  = j + 1'b1;
+            cj_n = cj - LANES;
+        end else if (drain && !drain_end) begin         // the next drained window
+            j_n  = {LOG_ROW{1'b0}};
+            cj_n = c;
+            if (!drain_row_done) begin
+                dox_n = dox + 16'd1;
+                sx_n  = sx_c + sw_s;
+                xa_n  = xa + wpx_a;
+            end else begin
+                {iy_n, dox_n} = {iy + 16'd1, 16'd0};
+                {sy_n, sx_n, xa_n} = {sy_c + sh_s, npl, {LOG_ROW{1'b0}}};
+                rb_n = next_slot(rb, roww_a, ring_a);
+            end
+        end
+        if (advance) begin                              // the next pixel
+            drain_n = 1'b0;
+            {iy_n, ix_n} = 32'd0;
+            j_n  = {LOG_ROW{1'b0}};
+            cj_n = c;
+            if (!x_last) begin
+                x_n = x + 16'd1;
+                if (xlo != xnx_c && sxlo_c + fw_s - 32'sd1 == xs) begin
+                    xlo_n   = xlo + 16'd1;
+                    sxlo_n  = sxlo_c + sw_s;
+                    xbase_n = xbase + wpx_a;
+                end
+                if (xnx_c != ow && sxnx_c == xs + 32'sd1) begin
+                    xnx_n  = xnx_c + 16'd1;
+                    sxnx_n = sxnx_c + sw_s;
+                end
+            end else begin
+                x_n = 16'd0;
+                {xlo_n, xnx_n, sxlo_n, sxnx_n, xbase_n} = {16'd0, n0x, npl, sn0x,
+                                                           {LOG_ROW{1'b0}}};
+                if (!y_last) begin
+                    y_n = y + 16'd1;
+                    if (ylo != ynx_c && sylo_c + fh_s - 32'sd1 == ys) begin
+                        ylo_n   = ylo + 16'd1;
+                        sylo_n  = sylo_c + sh_s;
+                        ybase_n = next_slot(ybase, roww_a, ring_a);
+                    end
+                    if (ynx_c != oh && synx_c == ys + 32'sd1) begin
+                        ynx_n  = ynx_c + 16'd1;
+                        synx_n = synx_c + sh_s;
+                    end
                 end else begin
-                    rleft_n = rleft_c - 16'd1;
-                    rseen_n = rseen + 16'd1;
-                end
-                if (img_end) begin              // the next batch
-                    y_n     = 16'd0;
-                    rleft_n = r_first;
-                    rseen_n = 16'd0;
-                    b_n     = b + 16'd1;
+                    y_n = 16'd0;
+                    b_n = b + 16'd1;
+                    {ylo_n, ynx_n, sylo_n, synx_n, ybase_n} = {16'd0, n0y, npt, sn0y,
+                                                               {LOG_ROW{1'b0}}};
                 end
             end
+            {sy_n, sx_n, rb_n, xa_n} = {sylo_n, sxlo_n, ybase_n, xbase_n};
         end
     end
     if (clear) begin
-        {b_n, y_n, x_n, rseen_n, cseen_n} = 80'd0;
-        rleft_n = r_first;
-        cleft_n = c_first;
+        {b_n, y_n, x_n, ylo_n, xlo_n, iy_n, ix_n, dox_n} = 128'd0;
+        {ybase_n, xbase_n, rb_n, xa_n, j_n} = {(5*LOG_ROW){1'b0}};
         cj_n    = c;
-        j_n     = {LOG_ROW{1'b0}};
-        abase_n = {LOG_ROW{1'b0}};
+        drain_n = 1'b0;
     end
 end
 
-wire [LOG_ROW-1:0] addr    = abase + j;
-wire [LOG_ROW-1:0] addr_nx = abase_n + j_n;
+wire [LOG_ROW-1:0] addr    = rb + xa + j;
+wire [LOG_ROW-1:0] addr_nx = rb_n + xa_n + j_n;
+wire               wr      = go && !drain && !skip;
 
 reg  [32*LANES-1:0] acc_rd, byp_d;
 reg                 byp;
 wire [32*LANES-1:0] acc_q = byp ? byp_d : acc_rd;
 
-// the taps inside the window: rows seen + this one, times columns seen + this one
+// the taps inside the window: its in-image rows times its in-image columns
+wire signed [31:0] r_hi = (sy_c + fh_s < $signed({16'd0, h})) ? sy_c + fh_s : $signed({16'd0, h});
+wire signed [31:0] r_lo = (sy_c > 32'sd0) ? sy_c : 32'sd0;
+wire signed [31:0] c_hi = (sx_c + fw_s < $signed({16'd0, w})) ? sx_c + fw_s : $signed({16'd0, w});
+wire signed [31:0] c_lo = (sx_c > 32'sd0) ? sx_c : 32'sd0;
 /* verilator lint_off UNUSEDSIGNAL */
-wire [31:0] count = ({16'd0, rseen} + 32'd1) * ({16'd0, cseen} + 32'd1);
+wire signed [31:0] rows_in = r_hi - r_lo;
+wire signed [31:0] cols_in = c_hi - c_lo;
+wire [31:0] count = {23'd0, rows_in[8:0]} * {23'd0, cols_in[8:0]};
 /* verilator lint_on UNUSEDSIGNAL */
 wire signed [31:0] cnt_s = $signed({1'b0, count[30:0]});
 wire signed [31:0] half  = $signed({2'b00, count[30:1]});
@@ -190,7 +339,7 @@ always @* begin
     for (l = 0; l < LANES; l = l + 1) begin
         e = sgn ? {{24{in_data[8*l+7]}}, in_data[8*l +: 8]} : {24'd0, in_data[8*l +: 8]};
         a = acc_q[32*l +: 32];
-        v = first_tap ? e : avg ? a + e : (e > a) ? e : a;
+        v = drain ? a : first_tap ? e : avg ? a + e : (e > a) ? e : a;
         acc_d[32*l +: 32] = v;
         num = (v > 0) ? v + half : v - half;
         r = avg ? num / cnt_s : v;
@@ -199,32 +348,39 @@ always @* begin
     end
 end
 
+// the tensor's last result word: the last window's last word of the last batch
+wire [15:0] ox_op = drain ? dox : xlo + ix;
+wire last_res = (b == n - 16'd1) && (ylo + iy == oh - 16'd1) && (ox_op == ow - 16'd1)
+             && last_word;
+
 always @(posedge clk) begin
-    {b, y, x, rleft, rseen, cleft, cseen, cj} <= {b_n, y_n, x_n, rleft_n, rseen_n, cleft_n,
-                                                  cseen_n, cj_n};
-    j <= j_n;
-    abase <= abase_n;
+    {b, y, x, ylo, ynx, xlo, xnx} <= {b_n, y_n, x_n, ylo_n, ynx_n, xlo_n, xnx_n};
+    {sylo, synx, sxlo, sxnx, sy, sx} <= {sylo_n, synx_n, sxlo_n, sxnx_n, sy_n, sx_n};
+    {iy, ix, dox, cj} <= {iy_n, ix_n, dox_n, cj_n};
+    {ybase, xbase, rb, xa, j} <= {ybase_n, xbase_n, rb_n, xa_n, j_n};
+    drain  <= drain_n;
     acc_rd <= acc[addr_nx];
-    byp    <= take && (addr_nx == addr);
+    byp    <= wr && (addr_nx == addr);
     byp_d  <= acc_d;
-    if (take) begin
+    if (wr) begin
         acc[addr] <= acc_d;
     end
-    out_valid <= take && last_tap;
-    out_end <= last_op;
-    if (take && last_tap) begin
+    out_valid <= go && emit;
+    out_end   <= go && emit && last_res;
+    if (go && emit) begin
         out_data  <= res;
         out_bytes <= last_word ? cj[3:0] : 4'd8;
     end
     if (last_op) begin
         fin <= 1'b1;
     end
-    if (take) begin
+    if (go) begin
         fresh <= 1'b0;
     end
     if (rst || clear) begin
         fresh <= 1'b1;
         fin <= 1'b0;
+        drain <= 1'b0;
         out_valid <= 1'b0;
         out_end <= 1'b0;
     end

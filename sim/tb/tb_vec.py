@@ -18,8 +18,8 @@ from cocotb.triggers import RisingEdge
 from dtpu.hw.core import Core
 from dtpu.hw.executor import Executor
 from dtpu.hw.listcompiler import ListBuilder
-from dtpu.hw.vec_lower import (TABLE_OPS, VecSpec, lower_copy, lower_vec, vec_reason,
-                               window_tiles)
+from dtpu.hw.units import vector as vu
+from dtpu.hw.vec_lower import TABLE_OPS, VecSpec, lower_copy, lower_vec, pool_rows, vec_reason
 from dtpu_sim.cycles import contract_lat
 from tb_cl_run import RunTB
 from tb_cl_seq import BASE, CFG, FMT, R, SEED, Model
@@ -75,7 +75,7 @@ def _q(rng, dt):
 def random_spec(rng: random.Random) -> VecSpec:
     """A random node the unit runs: ADD, SUB or MUL, int8 or uint8, operands of one shape or a
     1x1xC second (or first) operand, any fused activation; a table operator of random bytes;
-    a MEAN over H and W; a pool whose windows tile the image."""
+    a MEAN over H and W; a pool (:func:`random_pool`)."""
     while True:
         op = rng.choice(OPS)
         if op == "COPY":
@@ -109,15 +109,23 @@ def random_spec(rng: random.Random) -> VecSpec:
             return spec
 
 
-def random_pool(rng: random.Random, op: str, dt) -> VecSpec | None:
-    """A random pool whose windows tile the image (global, or filter = stride), or None."""
+def random_pool(rng: random.Random, op: str, dt, row_words: int | None = None) -> VecSpec | None:
+    """A random pool, or None: a global one, one whose windows tile the image (filter =
+    stride), or any window of 1..4 with strides 1..3, VALID or SAME (overlapping windows, ties
+    at the right and bottom edges, rows and columns no window reads); C up to 70 (C mod 8 any);
+    its open rows of accumulators within `row_words` (default: the contract's)."""
     n, h, w = rng.randint(1, 2), rng.randint(1, 9), rng.randint(1, 9)
-    c = rng.choice((rng.randint(1, 40), 8 * rng.randint(1, 6)))
-    if rng.random() < 0.3:
+    c = rng.choice((rng.randint(1, 40), 8 * rng.randint(1, 6), rng.randint(41, 70)))
+    r = rng.random()
+    if r < 0.2:
         filt, stride, padding = (h, w), rng.choice(((1, 1), (h, w), (2, 2))), "VALID"
-    else:
+    elif r < 0.4:
         f = (rng.randint(1, 3), rng.randint(1, 3))
         filt, stride, padding = f, f, rng.choice(("SAME", "VALID"))
+    else:
+        filt = (rng.randint(1, 4), rng.randint(1, 4))
+        stride = (rng.randint(1, 3), rng.randint(1, 3))
+        padding = rng.choice(("SAME", "VALID"))
     q = _q(rng, dt)
     name = {"AVG_POOL": "AVERAGE_POOL_2D", "MAX_POOL": "MAX_POOL_2D"}[op]
     try:
@@ -126,8 +134,7 @@ def random_pool(rng: random.Random, op: str, dt) -> VecSpec | None:
         g = spec.geometry()
     except ValueError:
         return None
-    if not (window_tiles(h, g.fh, g.sh, g.pad_top, g.oh)
-            and window_tiles(w, g.fw, g.sw, g.pad_left, g.ow)):
+    if row_words is not None and pool_rows(g) * g.ow * -(-c // 8) > row_words:
         return None
     return spec if vec_reason(spec, CFG) is None else None
 
@@ -144,6 +151,15 @@ def exact_here(spec: VecSpec) -> bool:
     if words < burst or not part:
         return True
     gap = 2 * part if spec.binary and tuple(spec.a_shape) == tuple(spec.b_shape) else part
+    if spec.op in ("AVERAGE_POOL_2D", "MAX_POOL_2D"):
+        # a pool's words come at its windows' ends (units.vector.pool_schedule)
+        f, _ = lower_vec(spec, CFG)
+        g = spec.geometry()
+        n, c = spec.a_shape[0], spec.a_shape[3]
+        job = vu.VecJob("MAX_POOL", spec.dtype, 0, 0, 0, 0, tuple(spec.a_shape),
+                        (n, g.oh, g.ow, c), {"VEC4": f["VEC4"], "VEC7": f["VEC7"]})
+        gaps = vu.cost(job, 8, burst).gaps
+        gap = gaps[part] if gaps is not None and part < len(gaps) else part
     return burst - gap <= 1
 
 
@@ -318,6 +334,18 @@ async def test_vec_cycles(dut):
                (VecSpec("ADD", dt, (1, 4, 4, 16), q, (0.1, -2), b_shape=(1, 4, 4, 16), b_q=q), True),
                (VecSpec("TANH", dt, (1, 1, 1, 5), q, q, table=bytes(range(255, -1, -1))), False),
                (VecSpec("LOGISTIC", dt, (1, 3, 5, 7), q, q, table=rng.randbytes(256)), True)]
+    if set(OPS) <= {"AVG_POOL", "MAX_POOL"}:
+        # the pools' corners: a 1x1 image, SAME windows larger than the image, C mod 8 != 0,
+        # rows and columns no window reads, ties at the right and bottom edges
+        u8 = np.dtype(np.uint8)
+        corners = [(VecSpec(*k, q, q, filter=f, stride=s, padding=p), False) for k, f, s, p in (
+            (("AVERAGE_POOL_2D", dt, (1, 1, 1, 5)), (3, 3), (2, 2), "SAME"),
+            (("MAX_POOL_2D", u8, (1, 2, 3, 13)), (4, 4), (1, 1), "SAME"),
+            (("AVERAGE_POOL_2D", u8, (1, 3, 2, 17)), (4, 3), (3, 1), "SAME"),
+            (("MAX_POOL_2D", dt, (1, 7, 6, 3)), (1, 2), (3, 3), "VALID"),
+            (("MAX_POOL_2D", dt, (1, 9, 9, 24)), (3, 3), (2, 2), "SAME"),
+            (("AVERAGE_POOL_2D", dt, (1, 8, 8, 24)), (3, 3), (1, 1), "SAME"))]
+        assert all(exact_here(c[0]) for c in corners), "a corner outside the exact class"
     for spec, at4k in corners:
         img, addr, _ = vec_image(rng, [spec], at4k=at4k)
         what = f"corner {_describe(spec)}{' at 4 KiB - 8' if at4k else ''}"

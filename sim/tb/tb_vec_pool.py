@@ -1,8 +1,12 @@
 """cocotb: the vector unit's pools (dtpu_vec_pool) on their own against the golden model
-(dtpu.reference.vector.average_pool / max_pool): random tiling geometries (global pools, filter
-= stride, VALID and SAME), types and activations, pixel words offered with idle cycles between
-and the output's room taken away at random; the result bytes equal the model's in order,
-`out_end` on the last, and no pixel word is taken after it."""
+(dtpu.reference.vector.average_pool / max_pool; dtpu.hw.units.vector.pool_schedule): random
+geometries (tb_vec.random_pool: global, tiling and overlapping windows, VALID and SAME) and the
+corners (a 1x1 image, a SAME window larger than the image, C not a multiple of 8), types and
+activations, pixel words offered with idle cycles between and the output's room taken away at
+random (or neither, every other case); the result bytes equal the model's in order, `out_end`
+on the last, no pixel word is taken after it, the operations are the schedule's in number and
+each result word comes from the operation the schedule says; with nothing stalling, one
+operation a cycle from the first pixel word to the last operation."""
 import os
 import random
 
@@ -11,7 +15,8 @@ import numpy as np
 from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
 
-from dtpu.hw.vec_lower import lower_vec
+from dtpu.hw.units import vector as vu
+from dtpu.hw.vec_lower import VecSpec, lower_vec
 from dtpu.reference import vector as rv
 from tb_vec import random_pool
 from tb_vec_mean import _pixel_words, _s
@@ -28,13 +33,34 @@ async def pools_match_the_golden_model(dut):
         await RisingEdge(dut.clk)
     await FallingEdge(dut.clk)
     dut.rst.value = 0
+    row_words = 1 << int(os.environ.get("PARAM_LOG_ROW", "8"))
+    q = (0.05, 3)
+    corners = [VecSpec("AVERAGE_POOL_2D", np.dtype(np.int8), (1, 1, 1, 5), q, q, filter=(3, 3),
+                       stride=(2, 2), padding="SAME"),
+               VecSpec("MAX_POOL_2D", np.dtype(np.uint8), (2, 2, 3, 13), q, q, filter=(4, 4),
+                       stride=(1, 1), padding="SAME"),
+               VecSpec("AVERAGE_POOL_2D", np.dtype(np.uint8), (1, 3, 2, 17), q, q, filter=(4, 3),
+                       stride=(3, 1), padding="SAME"),
+               VecSpec("MAX_POOL_2D", np.dtype(np.int8), (1, 7, 6, 3), q, q, filter=(1, 2),
+                       stride=(3, 3), padding="VALID"),
+               # Inception's pool branch and its average pool (tests/test_rtl_vector.py)
+               VecSpec("MAX_POOL_2D", np.dtype(np.int8), (1, 16, 16, 12), q, q, filter=(3, 3),
+                       stride=(1, 1), padding="SAME"),
+               VecSpec("AVERAGE_POOL_2D", np.dtype(np.int8), (1, 16, 16, 8), q, q,
+                       filter=(3, 3), stride=(1, 1), padding="SAME")]
     done = 0
-    while done < int(os.environ.get("DTPU_CASES", "30")):
-        op = rnd.choice(("AVG_POOL", "MAX_POOL"))
-        dt = np.dtype(rnd.choice((np.int8, np.uint8)))
-        spec = random_pool(rnd, op, dt)
-        if spec is None:
-            continue
+    while done < int(os.environ.get("DTPU_CASES", "30")) + len(corners):
+        if done < len(corners):
+            spec = corners[done]
+            op = {"AVERAGE_POOL_2D": "AVG_POOL", "MAX_POOL_2D": "MAX_POOL"}[spec.op]
+            dt = spec.dtype
+        else:
+            op = rnd.choice(("AVG_POOL", "MAX_POOL"))
+            dt = np.dtype(rnd.choice((np.int8, np.uint8)))
+            spec = random_pool(rnd, op, dt, row_words)
+            if spec is None:
+                continue
+        steady = done % 2 == 1
         done += 1
         f, _ = lower_vec(spec)
         v0, v4 = f["VEC0"], f["VEC4"]
@@ -44,34 +70,58 @@ async def pools_match_the_golden_model(dut):
         pool = rv.average_pool if op == "AVG_POOL" else rv.max_pool
         want = pool(x, g, lo, hi).view(np.uint8).reshape(-1).tolist()
         n, h, w, c = spec.a_shape
+        job = vu.VecJob(op, dt, 0, 0, 0, 0, spec.a_shape, (n, g.oh, g.ow, c),
+                        {"VEC4": v4, "VEC7": f["VEC7"]})
+        n_ops, made = vu.pool_schedule(job, 8)
         for name, v in dict(sgn=int(dt == np.int8), avg=int(op == "AVG_POOL"), n=n, h=h, w=w,
                             c=c, fh=v4["FH"], fw=v4["FW"], sh=v4["SH"], sw=v4["SW"],
-                            pt=v4["PT"], pl=v4["PL"], act_min=v0["ACT_MIN"],
+                            pt=v4["PT"], pl=v4["PL"], oh=g.oh, ow=g.ow, act_min=v0["ACT_MIN"],
                             act_max=v0["ACT_MAX"]).items():
             getattr(dut, name).value = v
         dut.clear.value = 1
         await RisingEdge(dut.clk)
         await FallingEdge(dut.clk)
         dut.clear.value = 0
+        for _ in range(3):                  # the sizes made from the window fields
+            await FallingEdge(dut.clk)
+        assert not int(dut.geom_bad.value), f"{spec}: geom_bad"
         words = list(_pixel_words(x))
         got: list[int] = []
+        emitted: list[int] = []             # the operation each result word came from
         ended = False
-        i = cycles = 0
-        while i < len(words) or not ended:
-            offer = i < len(words) and rnd.random() < 0.8
+        i = cycles = ops = 0
+        op_cycles: list[int] = []
+        last_op_seen = False
+        while i < len(words) or not ended or not last_op_seen:
+            offer = i < len(words) and (steady or rnd.random() < 0.8)
             dut.in_valid.value = int(offer)
             if offer:
                 dut.in_data.value, dut.in_last.value = words[i]
-            dut.room.value = int(rnd.random() < 0.7)
+            dut.room.value = int(steady or rnd.random() < 0.7)
             await ReadOnly()
             took = offer and int(dut.in_ready.value)
             if int(dut.out_valid.value):
-                got += int(dut.out_data.value).to_bytes(8, "little")[:int(dut.out_bytes.value)]
+                nb = int(dut.out_bytes.value)
+                got += int(dut.out_data.value).to_bytes(8, "little")[:nb]
+                emitted.append(ops - 1)
                 ended = bool(int(dut.out_end.value))
+            if int(dut.op.value):
+                ops += 1
+                op_cycles.append(cycles)
+            if int(dut.last_op.value):
+                assert not last_op_seen, f"{spec}: two last operations"
+                last_op_seen = True
             await FallingEdge(dut.clk)
             i += int(bool(took))
             cycles += 1
-            assert cycles < 100 * len(words) + 200, f"{spec}: no end"
+            assert cycles < 100 * len(words) + 20 * n_ops + 200, f"{spec}: no end"
+        desc = f"{op} {dt} {spec.a_shape} {g}"
+        assert ops == n_ops, f"{desc}: {ops} operations, the schedule {n_ops}"
+        assert emitted == made.tolist(), f"{desc}: result words at operations {emitted}, " \
+                                         f"the schedule {made.tolist()}"
+        if steady:
+            assert op_cycles == list(range(op_cycles[0], op_cycles[0] + n_ops)), \
+                f"{desc}: the operations stalled"
         dut.in_valid.value = 0
         for _ in range(3):                                  # nothing more is taken or made
             dut.in_valid.value = 1

@@ -102,7 +102,7 @@ class Transport(abc.ABC):
     #: VEC_EN=1)
     vector_unit: bool = False
     #: what that unit runs where it is less than the contract's
-    #: (:class:`dtpu.hw.vec_lower.VecUnitBuild`: the Verilog's kinds and tiling pools); None:
+    #: (:class:`dtpu.hw.vec_lower.VecUnitBuild`: the Verilog's kinds); None:
     #: all of it (the golden model)
     vector_build = None
 

@@ -32,14 +32,11 @@ VEC_KINDS = {"ADD": "ADD", "SUB": "ADD", "MUL": "MUL", "AVERAGE_POOL_2D": "AVG_P
 @dataclass(frozen=True)
 class VecUnitBuild:
     """What a built vector unit runs where it is less than contract 2.1's whole unit (which the
-    golden model is): the VEC0.KIND names it has (`kinds`), and with `tiling_pools` only pools
-    whose windows tile the image (each in-image pixel in exactly one window: global pools,
-    filter = stride), as the Verilog's dtpu_vec_pool; a descriptor outside it is BAD_FIELD
-    there, so the claim keeps such nodes on the CPU. Declared by the target's transport
-    (:attr:`dtpu.driver.Transport.vector_build`)."""
+    golden model is): the VEC0.KIND names it has (`kinds`); a descriptor of another kind is
+    BAD_OPCODE or BAD_FIELD there, so the claim keeps such nodes on the CPU. Declared by the
+    target's transport (:attr:`dtpu.driver.Transport.vector_build`)."""
 
     kinds: frozenset
-    tiling_pools: bool = False
 
     def reason(self, spec: "VecSpec") -> str | None:
         """Why this build cannot run `spec` although the contract's unit could (None: it can)."""
@@ -47,25 +44,13 @@ class VecUnitBuild:
         if kind is not None and kind not in self.kinds:
             return (f"{spec.op} is the vector unit's {kind}, which this target's unit does not "
                     f"have (it runs {', '.join(sorted(self.kinds))})")
-        if self.tiling_pools and spec.op in ("AVERAGE_POOL_2D", "MAX_POOL_2D"):
-            g = spec.geometry()
-            n, h, w, c = spec.a_shape
-            if not (window_tiles(h, g.fh, g.sh, g.pad_top, g.oh)
-                    and window_tiles(w, g.fw, g.sw, g.pad_left, g.ow)):
-                return (f"{spec.op} window {g.fh}x{g.fw} stride {g.sh}x{g.sw} over {h}x{w}: this "
-                        f"target's unit runs pools whose windows tile the image (global pools, "
-                        f"filter = stride)")
         return None
 
 
-def window_tiles(size: int, f: int, s: int, pad: int, out: int) -> bool:
-    """The windows along one axis put every in-image row (column) in exactly one window: one
-    window over all of it, or filter = stride with the first window's padding inside it and
-    the last window reaching the edge (dtpu_vec's check, `rows_tile` / `cols_tile`)."""
-    if out == 1:
-        return f >= size + pad
-    last = (out - 1) * s
-    return f == s and pad < f and last + f >= size + pad and last < size + pad
+def pool_rows(g: rv.PoolGeometry) -> int:
+    """Output rows whose windows are open at once (ceil(FH / SH), at most OH): the rows of
+    accumulators a pool keeps (dtpu_vec_pool's ring)."""
+    return min(ceil_div(g.fh, g.sh), g.oh)
 
 
 @dataclass(frozen=True)
@@ -260,9 +245,10 @@ def vec_reason(spec: VecSpec, cfg: HwConfig | None = None,
             return str(e)
         if max(g.fh, g.fw, g.pad_top, g.pad_left, g.sh, g.sw) > 255:
             return f"pool geometry {g} beyond the VEC4 fields"
-        if g.ow * ceil_div(c, lanes) > int(mem["VEC_ROW_WORDS"]):
-            return (f"an output row of {g.ow} x {c} (the accumulator buffer holds "
-                    f"{mem['VEC_ROW_WORDS']} words of {lanes} lanes)")
+        rows = pool_rows(g)
+        if rows * g.ow * ceil_div(c, lanes) > int(mem["VEC_POOL_WORDS"]):
+            return (f"{rows} output row(s) of {g.ow} x {c} open at once (the pools' accumulator "
+                    f"buffer holds {mem['VEC_POOL_WORDS']} words of {lanes} lanes)")
     if spec.op == "MEAN" and ceil_div(c, lanes) > int(mem["VEC_ROW_WORDS"]):
         return f"MEAN over {c} channels (the accumulator buffer holds {mem['VEC_ROW_WORDS']} words)"
     if build is not None and (why := build.reason(spec)) is not None:

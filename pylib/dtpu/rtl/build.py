@@ -110,11 +110,11 @@ def ensure_verilator() -> str:
 
 
 #: what the Verilog's vector unit (hw/rtl/dtpu_vec.v, dtpu_cl_top with VEC_EN=1) runs: the
-#: kinds it has (COPY: dtpu_vec_copy, so CONCATENATION slices and RESIZE_NEAREST_NEIGHBOR),
-#: pools only where their windows tile the image (dtpu_vec_pool); the claim of a target built
-#: with it keeps the rest on the CPU
+#: kinds it has (COPY: dtpu_vec_copy, so CONCATENATION slices and RESIZE_NEAREST_NEIGHBOR; the
+#: pools of any window, dtpu_vec_pool); the claim of a target built with it keeps the rest on
+#: the CPU
 VEC_UNIT = VecUnitBuild(frozenset({"ADD", "MUL", "TABLE", "MEAN", "AVG_POOL", "MAX_POOL",
-                                   "COPY"}), tiling_pools=True)
+                                   "COPY"}))
 
 
 @dataclass(frozen=True)

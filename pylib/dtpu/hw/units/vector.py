@@ -88,6 +88,14 @@ def decode(fmt: Format, d: dict) -> VecJob:
         if min(v4["FH"], v4["FW"], v4["SH"], v4["SW"], v7["OH"], v7["OW"]) == 0:
             raise ListFault("BAD_FIELD", f"VEC pool fields {v4}, {v7}: FH, FW, SH, SW, OH, OW "
                             f">= 1")
+        # every window holds an in-image tap (what TFLite's SAME and VALID give): the first
+        # one's padding inside it, the last ones starting inside the image
+        if (v4["PT"] >= v4["FH"] or v4["PL"] >= v4["FW"]
+                or (v7["OH"] - 1) * v4["SH"] >= h + v4["PT"]
+                or (v7["OW"] - 1) * v4["SW"] >= w + v4["PL"]):
+            raise ListFault("BAD_FIELD", f"VEC pool fields {v4}, {v7} over {h}x{w}: a window "
+                            f"without an in-image tap; accepted PT < FH, PL < FW, "
+                            f"(OH-1)*SH < H+PT, (OW-1)*SW < W+PL")
         out_shape = (n, v7["OH"], v7["OW"], c)
     elif kind == "MEAN":
         out_shape = (n, c)
@@ -165,7 +173,8 @@ class VecCost:
     (MEAN's requantization of its sums), `out_words` written; `gaps`: how many cycles before the last result word the k-th
     word before it is made, when they do not come one a cycle (Timeline.store_tail's `gaps`);
     `late`: 1 when the last result word comes a cycle after the last operation (Timeline.store_tail's
-    `late`)."""
+    `late`); `early`: operations after the one that makes the last result word (a pool's pixels
+    that no window reads), which its writes do not wait for."""
 
     read_beats: int
     ops: int
@@ -173,6 +182,7 @@ class VecCost:
     out_words: int
     gaps: tuple | None = None
     late: int = 0
+    early: int = 0
 
     def stall_free(self, lat: int) -> int:
         """Cycles with the operands there when needed: the read channel's beats or the
@@ -221,36 +231,71 @@ def _packed_words(n: int, c: int, lanes: int) -> tuple[tuple | None, int]:
     return _packed(np.arange(n * wpx, dtype=np.int64), np.tile(per_op, n))
 
 
-def _window_ends(size: int, f: int, s: int, pad: int, out: int) -> np.ndarray | None:
-    """The in-image rows (columns) that end a window along one axis, when the windows tile it
-    (each in-image row in exactly one window, the pools dtpu_vec_pool runs); else None."""
+def _axis(size: int, f: int, s: int, pad: int, out: int):
+    """One axis of a pool as dtpu_vec_pool walks it: (live, ends, first, ties) with live[y]
+    the windows holding in-image row (column) y, ends[k] window k's last in-image row, first[k]
+    whether window k is the first to end there, ties the windows after the first that end at
+    the last row (SAME padding of at least the stride), made after it from the accumulators."""
     starts = np.arange(out, dtype=np.int64) * s - pad
-    lo, hi = np.maximum(starts, 0), np.minimum(starts + f, size)
-    covered = np.zeros(size, np.int64)
-    for a, b in zip(lo.tolist(), hi.tolist()):
-        covered[a:b] += 1
-    if not (covered == 1).all() or (hi <= lo).any():
-        return None
-    return hi - 1
+    ends = np.minimum(starts + f, size) - 1
+    y = np.arange(size, dtype=np.int64)
+    live = ((starts[None, :] <= y[:, None]) & (y[:, None] <= starts[None, :] + f - 1)).sum(1)
+    first = np.ones(out, bool)
+    first[1:] = ends[1:] != ends[:-1]
+    return live, ends, first, max(0, int(live[-1]) - 1)
 
 
-def _pool_words(job: VecJob, lanes: int) -> tuple[tuple | None, int]:
-    """(gaps, late) of a pool's results: one operation a pixel word in raster order; a window's
-    words are made by its last in-image pixel's operations (dtpu_vec_pool), C mod lanes bytes in
-    each output pixel's last (:func:`_packed`). Windows that do not tile the image (no such
-    order): (None, 0)."""
+def pool_schedule(job: VecJob, lanes: int) -> tuple[int, np.ndarray]:
+    """(operations, the operation that makes each result word in output order) of a pool as
+    dtpu_vec_pool runs it, input-major: pixel word by pixel word in raster order, one operation
+    for each window holding the pixel (oy, then ox; one that skips it when none does), the
+    accumulators of ceil(FH/SH) output rows live; a window's words are made by its last
+    in-image pixel's first operations, unless an earlier window ends at that pixel too (the
+    ties at the right and bottom edges, `_axis`): those are made after the row (the bottom ones
+    after the image's last row) from the accumulators, one operation a word, so the results
+    leave in output order."""
     n, h, w, c = job.shape
     v4, v7 = job.fields["VEC4"], job.fields["VEC7"]
-    ys = _window_ends(h, v4["FH"], v4["SH"], v4["PT"], v7["OH"])
-    xs = _window_ends(w, v4["FW"], v4["SW"], v4["PL"], v7["OW"])
-    if ys is None or xs is None:
-        return None, 0
+    oh, ow = v7["OH"], v7["OW"]
     wpx = ceil_div(c, lanes)
-    px = ((np.arange(n, dtype=np.int64)[:, None, None] * h + ys[None, :, None]) * w
-          + xs[None, None, :]).reshape(-1)
-    ops = (px[:, None] * wpx + np.arange(wpx, dtype=np.int64)[None, :]).reshape(-1)
+    ly, ey, fy, ty = _axis(h, v4["FH"], v4["SH"], v4["PT"], oh)
+    lx, ex, fx, tx = _axis(w, v4["FW"], v4["SW"], v4["PL"], ow)
+    k = np.maximum(1, ly[:, None] * lx[None, :])                  # operations a pixel word
+    fin = np.zeros(h, bool)
+    fin[ey] = True
+    drain = wpx * tx * fin                                        # a row's right-edge ties
+    drain[-1] += wpx * ty * ow                                    # the bottom ones
+    row_ops = wpx * k.sum(1) + drain
+    row0 = np.concatenate(([0], np.cumsum(row_ops)[:-1]))
+    base = row0[:, None] + wpx * np.concatenate(
+        (np.zeros((h, 1), np.int64), np.cumsum(k, 1)[:, :-1]), 1)  # each pixel's first
+    per_image = int(row_ops.sum())
+    j = np.arange(wpx, dtype=np.int64)
+    oy, ox = np.meshgrid(np.arange(oh), np.arange(ow), indexing="ij")
+    py, px = ey[oy], ex[ox]
+    own = base[py, px][..., None] + j * k[py, px][..., None]     # made at its last pixel
+    right0 = int(np.argmax(ex == w - 1)) + 1                      # the first right-edge tie
+    right = (base[py, w - 1] + wpx * k[py, w - 1])[..., None] + (ox - right0)[..., None] * wpx + j
+    bottom0 = int(np.argmax(ey == h - 1)) + 1
+    bottom = (row0[-1] + wpx * k[-1].sum() + drain[-1] - wpx * ty * ow
+              + ((oy - bottom0) * ow + ox)[..., None] * wpx + j)
+    made = np.where(~fy[oy][..., None], bottom, np.where(fx[ox][..., None], own, right))
+    made = (np.arange(n, dtype=np.int64)[:, None] * per_image + made.reshape(1, -1)).reshape(-1)
+    return n * per_image, made
+
+
+def _pool_words(job: VecJob, lanes: int) -> tuple[int, tuple, int, int]:
+    """(operations, gaps, late, early) of a pool (:func:`pool_schedule`): its result words
+    packed as MEAN's, C mod lanes bytes in each output pixel's last (:func:`_packed`), `early`
+    the operations after the one that makes the last result word (pixels no window reads, at a
+    VALID pool's bottom or right edge)."""
+    n, h, w, c = job.shape
+    ops, made = pool_schedule(job, lanes)
+    v7 = job.fields["VEC7"]
+    wpx = ceil_div(c, lanes)
     per = np.minimum(lanes, c - lanes * np.arange(wpx, dtype=np.int64))
-    return _packed(ops, np.tile(per, px.size))
+    gaps, late = _packed(made, np.tile(per, n * v7["OH"] * v7["OW"]))
+    return ops, gaps, late, ops - 1 - int(made[-1])
 
 
 def cost(job: VecJob, lanes: int, burst: int = 16) -> VecCost:
@@ -275,11 +320,8 @@ def cost(job: VecJob, lanes: int, burst: int = 16) -> VecCost:
     if job.kind == "MEAN":
         gaps, late = _packed_words(n, c, lanes)
         return VecCost(a_beats, n * h * w * words_px, n * words_px, out_words, gaps, late)
-    v4, v7 = job.fields["VEC4"], job.fields["VEC7"]
-    taps = valid_taps(h, w, v4["FH"], v4["FW"], v4["SH"], v4["SW"], v4["PT"], v4["PL"],
-                      v7["OH"], v7["OW"])
-    gaps, late = _pool_words(job, lanes)
-    return VecCost(a_beats, n * taps * words_px, 0, out_words, gaps, late)
+    ops, gaps, late, early = _pool_words(job, lanes)
+    return VecCost(a_beats, ops, 0, out_words, gaps, late, early)
 
 
 def copy_chunks(job: VecJob) -> np.ndarray:
@@ -325,7 +367,7 @@ def timeline_step(tl, t_fetch: int, job: VecJob) -> tuple[int, int]:
         done, w_end, out_words = _copy_step(tl, job, first, lat)
     else:
         done = max(end, first + c.ops) + c.tail + lat
-        w_end = done + tl.WL + tl.store_tail(c.out_words, c.gaps, c.late)
+        w_end = done - c.early + tl.WL + tl.store_tail(c.out_words, c.gaps, c.late)
     tl.core_free = tl.last_run_end = done
     tl.seq_free = max(tl.seq_free, done + K["SEQ_RUN_DONE"])
     free = c.stall_free(lat)

@@ -63,7 +63,7 @@ def test_top_dw_banked(cols):
     d = build("dtpu_axi", params, name="top_banked")
     run_tests("dtpu_axi", "tb_top", d, parameters=params,
               testcase=["test_identity", "test_depthwise_nodes_stall_free", "test_depthwise_nodes_gaps",
-                        "test_config_errors", "test_dw_bank_conflict_in_config",
+                        "test_dw_one_word", "test_config_errors", "test_dw_bank_conflict_in_config",
                         "test_prefetch_stall_free"],
               extra_env={"DTPU_SEED": os.environ.get("DTPU_SEED", str(5150 + cols)), "DTPU_CASES": "6"})
 
@@ -73,7 +73,8 @@ def test_top_pe_pair_dw():
     rotated layout: lowered depthwise nodes (TAP_CYCLES 2 where a row has more than COLS/2
     items) give the golden model's words and cycles, and random rows on both sides of the pair
     rule are refused in CONFIG (ERR.BANK_CONFLICT, CFG_CYCLES) exactly when the model refuses
-    them (tests/test_pe_pair_dw.py has the rule and the lowering).
+    them (tests/test_pe_pair_dw.py has the rule and the lowering); a one-word depthwise job
+    (its only word, tlast, taken in the loader's first cycle) is not TLAST_EARLY.
 
     The default run's representative of the board's precisions on the 1.2 top too (one build
     for both): GEMM jobs stall-free and BAD_PRECISION for the precisions left out, which the
@@ -82,7 +83,8 @@ def test_top_pe_pair_dw():
     d = build("dtpu_axi", params, name="top_pair")
     run_tests("dtpu_axi", "tb_top", d, parameters=params,
               testcase=["test_depthwise_nodes_stall_free", "test_dw_bank_conflict_in_config",
-                        "test_identity", "test_gemm_stall_free", "test_precision_not_built"],
+                        "test_dw_one_word", "test_identity", "test_gemm_stall_free",
+                        "test_precision_not_built"],
               extra_env={"DTPU_SEED": os.environ.get("DTPU_SEED", "4545"), "DTPU_CASES": "3"})
 
 

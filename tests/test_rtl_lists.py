@@ -585,6 +585,23 @@ def _mode_chain(nodes, hw, c, base, mode, seed=0):
     return compile_program([ins], CFG, base=base)
 
 
+def test_one_word_depthwise_run_equals_the_timeline(lib):
+    """A depthwise RUN whose whole input is one word (1x1 pixel, 8 int8 channels): cycles,
+    beats and the DDR as the model's. The 1.2 top refused such a job when the word was there
+    in its loader's first cycle (ERR.TLAST_EARLY: the control unit compared its count against
+    the depthwise sequencer's totals one cycle late; sim tb_top.test_dw_one_word); under the
+    contract's memory the list top's word comes later (this passed before the fix too), so
+    here it guards the corner's cycles, not that race."""
+    t = open_core(lib)
+    buf = t.alloc_buffer(1 << 16)
+    p = _chain([("dw", 8)], 1, 8, buf.addr)
+    assert p.partitions[0].input.nbytes == 8, p.partitions[0].input.nbytes
+    _run_exact(t, buf, p, 1, "one-word depthwise")
+    buf.free()
+    assert t.mem_counts()["violations"] == 0, t.violation()
+    t.close()
+
+
 #: docs/rtl.md "float32 and the one-cycle corners": (nodes, hw, c, mode)
 CORNER_CASES = [
     # float32 GEMMs (LANES 2): 1x1 in word and lane mode, 3x3 in word and lane mode (the zoo's

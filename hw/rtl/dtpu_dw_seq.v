@@ -605,9 +605,12 @@ always @(posedge clk) begin
 end
 
 // the totals: all ones until the setup is done, so that the control unit's word counts
-// cannot finish a job before it has started
-assign in_total = ready_reg ? in_total_r : {64{1'b1}};
-assign res_total = ready_reg ? res_total_r : {64{1'b1}};
+// cannot finish a job before it has started. Shown from the setup's last cycle (su_init, the
+// values are there since step P_REST + 3), one before the loader may take a word: dtpu_control
+// registers them, and its count of a one-word job's only word (tlast, ERR.TLAST_EARLY unless
+// it is the last) must compare against the job's total in the loader's first cycle
+assign in_total = ready_reg || su_init ? in_total_r : {64{1'b1}};
+assign res_total = ready_reg || su_init ? res_total_r : {64{1'b1}};
 
 // ================================ LOADER ================================
 reg [31:0] ld_row_reg;        // rows completely loaded

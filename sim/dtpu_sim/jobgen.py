@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
 
 from dtpu.hw import lower
 from dtpu.hw.config import HwConfig, ceil_div, out_lanes
 from dtpu.hw.core import Core
+from dtpu.hw.dw_format import dw_weight_words
 from dtpu.hw.lower import Job
 from dtpu.precision import Precision
 
@@ -281,10 +283,12 @@ def own_weight_range(cfg: HwConfig, job: Job) -> tuple[int, int]:
     wb = job_reg_value(job, "WGT_BASE")
     if op == cfg.OPCODE_GEMM:
         return wb, wb + job_reg_value(job, "GEMM_NT") * job_reg_value(job, "GEMM_KW") * cfg.COLS
+    # the build's depthwise layout decides: the rotated one takes a word per column and step
+    # phase (up to COLS/GC times the banked layout's words), so its weights reach further
     k = cfg.decode("DW_KERNEL", job_reg_value(job, "DW_KERNEL"))
     g = cfg.decode("DW_GROUPS", job_reg_value(job, "DW_GROUPS"))
-    gp = ceil_div(g["GC"] * g["NCHUNK"], cfg.COLS) * cfg.COLS
-    return wb, wb + k["KH"] * k["KW"] * gp
+    geometry = SimpleNamespace(kh=k["KH"], kw=k["KW"], gc=g["GC"], nchunk=g["NCHUNK"])
+    return wb, wb + dw_weight_words(cfg, geometry)
 
 
 @dataclass
@@ -326,6 +330,10 @@ def prefetch_case(cfg: HwConfig, seed: int, kind: str, bound: str) -> PrefetchCa
              if cfg.decode("JOB", job_reg_value(j, "JOB"))["OPCODE"] in (cfg.OPCODE_GEMM, cfg.OPCODE_DWCONV))
     lo, hi = own_weight_range(cfg, jobs[k])
     pad = r.randint(cfg.WEIGHT_WORDS // 8, cfg.WEIGHT_WORDS // 4) if big else r.randint(0, 3)
+    # a carrier whose own weights reach into the padding (a rotated-layout depthwise job at 8x8)
+    # keeps the pad that fits: the prefetch must not overwrite them (CONFIG refuses it,
+    # ERR.WGT_RANGE, and the case would test nothing)
+    pad = max(0, min(pad, half - hi))
     addr = half - pad
     if hi > addr:
         raise AssertionError(f"seed {seed}: carrier weights [{lo}, {hi}) reach the prefetch at {addr}")

@@ -148,9 +148,9 @@ def test_inception_concatenates_on_the_rtl(dtpu_so, tfl):  # noqa: F811
     copied into its slice), one invoke bit-exact, each concatenation's cycles the golden
     model's. Its 3x3 pools do not tile the image (dtpu_vec_pool), so they stay on the CPU and
     cut the partitions there (7). Other nodes: one K-split 3x3 convolution is the documented
-    limit (docs/rtl.md "K-split 3x3"); four convolutions / FULLY_CONNECTED are 15-24 cycles
-    longer on the RTL with no documented limit (as seven of MobileNet v2 224's one-partition
-    list, whose golden-model cycles this branch did not change), not asserted here."""
+    limit (docs/rtl.md "K-split 3x3"); every other node's cycles were the model's on the last
+    run (the four streamed nodes after a VEC that were 15-24 cycles longer: dtpu_vec
+    rd_owns), not asserted here."""
     report = compare_with_cpu(MODELS["inception_like_224"], {"backend": "rtl"}, tfl, 1)
     rejected = {r["op"] for r in report.rejected}
     assert rejected <= {"MAX_POOL_2D", "AVERAGE_POOL_2D", "SOFTMAX"}, report.rejected

@@ -103,6 +103,32 @@ def test_c_stream_simulation_equals_the_python_statements(monkeypatch):
             assert got == want and t_c == t_py and res_c == res_py and len(t_c) == len(a[2])
 
 
+@pytest.mark.parametrize("in_c", [False, pytest.param(True, marks=pytest.mark.skipif(
+    kernels.get() is None, reason="no C compiler: the Python simulation runs"))],
+    ids=["python", "c"])
+def test_a_list_block_taken_before_the_streams_end_is_read_whole(in_c):
+    """A block of the list the read master took a few cycles before the core's last word goes
+    on after it: its four bursts are all read, and the next block's AR comes SEQ_FETCH_NEXT
+    after its last beat. The simulation stopped at the core's last word: the block was three
+    bursts, and the next block's AR the "set from its last beat" mark, 2^60 (a streamed 1x1
+    convolution right after a vector node: 2^60 cycles on backend=model)."""
+    wa = np.arange(1000, 1032, dtype=np.int64)         # 32 contiguous words ...
+    need = np.arange(32, dtype=np.int64) + 150         # ... the core takes from cycle 150
+    gap = int(FMT.mem["SEQ_FETCH_NEXT"])
+    caught = 0
+    for t in range(100, 260):        # the next block's AR, before and after the stream's end
+        stall, first, end, beats, blks, nxt = load_unit.stream_sim(
+            wa, 1, need, 0, 0, FMT.mem, (t, 2, 64, gap), [], None, in_c=in_c)
+        assert (stall, first, end, beats) == (0, 103, 135, 32), t
+        if not blks:
+            assert nxt == t, t       # not taken before the stream's end: the Timeline's
+            continue
+        caught += t > 150
+        (b0, b1), = blks
+        assert b1 - b0 == 64 and nxt == b1 - 1 + gap, (t, blks, nxt)
+    assert caught
+
+
 def test_loader_need_times_follow_dw_schedule():
     """The stream's need times are the DWCONV row loader's: row r's words one a cycle, ending
     at dw_schedule's load_end[r]; the result times end at 0, the result words of a 2-chunk

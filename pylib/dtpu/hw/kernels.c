@@ -339,18 +339,19 @@ int dtpu_stream_sim(dtpu_stream_t *S) {
     int64_t last_beat = S->rd_free - 1, owed = 0, lane = 0;
     int out_valid = 0;
     int64_t j = 0, stall = 0, cyc = 0;
-    while (j < nw || (nr > 0 && W.k < nr)) {
+    /* a block the master took goes on after the core's last word, to its last AR */
+    while (j < nw || (nr > 0 && W.k < nr) || (gen_busy && gen_blk) || (arv && ar_blk)) {
         int acted = 0;
         int take = 0, has_wait = 0;
         int64_t wait_room = 0;
         if (nr == 0) {
-            take = out_valid && cyc >= need[j] + stall;
+            take = j < nw && out_valid && cyc >= need[j] + stall;
             if (take) {
                 stall = cyc - need[j];
                 if (S->takes) S->takes[j] = cyc;
                 j++;
                 acted = 1;
-                if (j == nw) break;
+                if (j == nw && !((gen_busy && gen_blk) || (arv && ar_blk))) break;
             }
         } else {
             int64_t t_in = j < nw ? need[j] : BIG;
@@ -492,7 +493,7 @@ int dtpu_stream_sim(dtpu_stream_t *S) {
             if (br < n_beats) CAND(beat_t[br] + to_pk);
             if (e < n) CAND(intake + e);
             if (nr == 0) {
-                if (out_valid) CAND(need[j] + stall);
+                if (out_valid && j < nw) CAND(need[j] + stall);
             } else {
                 int64_t t_in = j < nw ? need[j] : BIG;
                 int64_t t_out = W.k < nr ? S->res_t[W.k] : BIG;

@@ -117,19 +117,22 @@ def stream_sim(wa, per_word: int, need, intake: int, rd_free: int, mem: dict,
     st = StoreWrites(res, mem) if res is not None else None
     nr = st.n if st is not None else 0
     big = 1 << 62
-    while j < nw or (st is not None and st.k < nr):
+    # a block of the list the master took goes on after the core's last word: its bursts are
+    # simulated to its last AR, which sets the next block's (not the stream's end: its bursts
+    # would go uncounted, and the next block's AR left at the "set from its last beat" mark)
+    while j < nw or (st is not None and st.k < nr) or (gen_busy and gen_blk) or (arv and ar_blk):
         acted = False
         # the core
         wait_room = None
         if st is None:
-            take = out_valid and cyc >= need[j] + stall
+            take = j < nw and out_valid and cyc >= need[j] + stall
             if take:
                 stall = cyc - need[j]
                 if takes is not None:
                     takes.append(cyc)
                 j += 1
                 acted = True
-                if j == nw:
+                if j == nw and not ((gen_busy and gen_blk) or (arv and ar_blk)):
                     break
         else:   # its next step (an input word, a result word or both) is due at tau + stall
             t_in = need[j] if j < nw else big
@@ -282,7 +285,7 @@ def stream_sim(wa, per_word: int, need, intake: int, rd_free: int, mem: dict,
             if e < n:
                 cand.append(intake + e)
             if st is None:
-                if out_valid:
+                if out_valid and j < nw:
                     cand.append(need[j] + stall)
             else:
                 t_in = need[j] if j < nw else big

@@ -139,6 +139,20 @@ class PartitionKernel:
 
         external_inputs: list[int] = []
         real = {s.y for s in self.steps if s.kind in ("node", "vec")}
+
+        def settle(step, out_shape: tuple[int, ...]) -> None:
+            """What a node's output shape decides in either branch (empty input or not): the
+            shape later readers see, its input as an external input unless a step writes it,
+            and the interpreter's tensor resized when it is a partition output."""
+            shapes[step.y] = out_shape
+            infos.pop(step.y, None)
+            if self.root(step.x) not in real and self.root(step.x) not in external_inputs:
+                external_inputs.append(self.root(step.x))
+            if step.y in self.outputs:
+                dims = ffi.new("int[]", list(out_shape))
+                if self.lib.dtpu_resize_tensor(ctx, step.y, dims, len(out_shape)) != 0:
+                    raise DelegateError(f"could not resize output tensor {step.y} "
+                                        f"({tensor(step.y).name}) to {out_shape}")
         self.shape_values = {}
         self.zero_fill: list[int] = []    # outputs of empty-input MEANs, zeros (_prepare_empty_vec)
         for step in self.steps:
@@ -154,14 +168,7 @@ class PartitionKernel:
                 if step.handle is not None:
                     self.state.backend.release(step.handle)
                     step.handle, step.spec = None, None
-                shapes[step.y] = empty_shape
-                infos.pop(step.y, None)
-                if self.root(step.x) not in real and self.root(step.x) not in external_inputs:
-                    external_inputs.append(self.root(step.x))
-                if step.y in self.outputs:
-                    dims = ffi.new("int[]", list(empty_shape))
-                    if self.lib.dtpu_resize_tensor(ctx, step.y, dims, len(empty_shape)) != 0:
-                        raise DelegateError(f"could not resize output tensor {step.y} to {empty_shape}")
+                settle(step, empty_shape)
                 step.output_shape = empty_shape
                 step.record = dict(node=step.node.index, op=step.node.op.lower(), name="",
                                    mode="empty", precision="none",
@@ -182,7 +189,6 @@ class PartitionKernel:
                     raise DelegateError(f"node {step.node.index} ({step.node.op}) cannot take PAD "
                                         f"node {step.fold.node} with the current shapes: "
                                         f"{exc}") from None
-            y = tensor(step.y)
             if spec.kind is OpKind.FULLY_CONNECTED:
                 x_shape = tensor(step.x).shape
                 keep = bool(step.node.params.get("keep_num_dims"))
@@ -190,15 +196,7 @@ class PartitionKernel:
                              else (spec.input_shape[0], spec.out_channels))
             else:
                 out_shape = spec.output_shape
-            shapes[step.y] = out_shape
-            infos.pop(step.y, None)
-            if self.root(step.x) not in real and self.root(step.x) not in external_inputs:
-                external_inputs.append(self.root(step.x))
-            if step.y in self.outputs:
-                dims = ffi.new("int[]", list(out_shape))
-                if self.lib.dtpu_resize_tensor(ctx, step.y, dims, len(out_shape)) != 0:
-                    raise DelegateError(f"could not resize output tensor {step.y} ({y.name}) to "
-                                        f"{out_shape}")
+            settle(step, out_shape)
             if spec != step.spec:
                 if step.handle is not None:
                     self.state.backend.release(step.handle)

@@ -11,9 +11,10 @@ page)`: how a profile is measured (the golden model's stall-free job cycles) is 
 business, which this layer may not import. :func:`select` returns per node None (resident) or
 its page size, and the estimate of one steady-state invoke under it.
 
-The command-list compiler (:func:`dtpu.hw.listcompiler.compile_program`) still places first
-come (resident in execution order while the memories minus their scratch hold the node); see
-docs/architecture.md, "Memories, residency and streamed weights", for how the two choices differ.
+The command-list compiler (:func:`dtpu.hw.listcompiler.compile_program`) places with
+:func:`first_come` unless its caller passes a choice (resident in execution order while the
+memories minus their scratch hold the node); docs/architecture.md, "Memories, residency and
+streamed weights", says how the two choices differ and on which nets.
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ import numpy as np
 
 from dtpu.hw import prefetch
 from dtpu.hw.config import HwConfig, ceil_div
+from dtpu.hw.placement import Region
 from dtpu.spec import ConvSpec, OpKind
 
 log = logging.getLogger(__name__)
@@ -166,5 +168,28 @@ def select(cfg: HwConfig, nodes: Sequence[Candidate], current: list, ring: tuple
     return best, best_cost
 
 
+def first_come(cfg: HwConfig, footprints: Sequence[tuple[int, int]], weight_words: int,
+               param_entries: int, resident: Sequence[bool] | None = None) -> tuple[list, int]:
+    """(per node, the weight words below which resident weights lie): per node (in execution
+    order, (weight words, parameter entries) each) its (weight base, parameter base) in the
+    `weight_words` x `param_entries` the scratch leaves, None when it streams. Nodes are placed first fit in order; with `resident` only those it marks are
+    tried (a choice made elsewhere, e.g. by :func:`select`), the others stream. A node whose
+    weights find room but whose parameters do not streams, and keeps the weight words it was
+    given out of later nodes' reach (the compiler's placement before this module: kept so that
+    the command lists it builds do not change)."""
+    walloc = Region(weight_words, cfg.COLS)
+    palloc = Region(param_entries, cfg.COLS)
+    places: list = []
+    for i, (words, entries) in enumerate(footprints):
+        if resident is not None and not resident[i]:
+            places.append(None)
+            continue
+        wb, pb = walloc.alloc(words), None
+        if wb is not None:
+            pb = palloc.alloc(entries)
+        places.append((wb, pb) if wb is not None and pb is not None else None)
+    return places, walloc.top
+
+
 __all__ = ["RING_FRACTIONS", "RING_PAGES", "Candidate", "Profile", "ProfileOf", "aligned", "cost",
-           "greedy", "page_size", "select"]
+           "first_come", "greedy", "page_size", "select"]

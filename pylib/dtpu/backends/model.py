@@ -729,7 +729,7 @@ class DeviceBackend(Backend):
                            mem=DdrPool(base=program.program.base),
                            vector_unit=self.transport.vector_unit)
         return ListProgram(t, program.partitions_in, rounding=self.rounding,
-                           runtime=self.runtime, keep=program.keep)
+                           runtime=self.runtime, keep=program.keep, resident=program.resident)
 
     def _reclaim(self) -> None:
         """Before 1.2 jobs run after a command list: the list's LOADs overwrote the on-chip

@@ -254,9 +254,9 @@ def compile_program(partitions: list[list[NodeIn]], cfg: HwConfig | None = None,
         raise CmdlistError(f"resident: {len(resident)} entries for {len(mxu_nodes)} MXU nodes; "
                            f"accepted: one per CONV_2D / DEPTHWISE / FULLY_CONNECTED node in "
                            f"execution order, or None (first come)")
-    places, resident_words = first_come(
-        c, [footprint(spec, c, precision_of(spec, None)) for spec in mxu_nodes],
-        c.WEIGHT_WORDS - weight_scratch, c.PARAM_ENTRIES - param_scratch, resident)
+    sizes = [footprint(spec, c, precision_of(spec, None)) for spec in mxu_nodes]
+    room = (c.WEIGHT_WORDS - weight_scratch, c.PARAM_ENTRIES - param_scratch)
+    places, resident_words = first_come(c, sizes, *room, resident)
     places.reverse()   # popped in execution order
     whalf, phalf, halves = list_halves(c, scratch_fraction)
     prologue = ListBuilder(fmt)

@@ -4,6 +4,8 @@ command-list compiler's placement with it: first come by default, or a choice ma
 (compile_program(resident=)), bit-exact either way."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -15,7 +17,10 @@ from dtpu.hw.config import HwConfig, ceil_div
 from dtpu.hw.listcompiler import NodeIn, compile_program
 from dtpu.hw.listformat import CmdlistError
 from dtpu.hw.lower import footprint
+from tests.delegate_util import assert_matches, dtpu_so, run, tfl  # noqa: F401
 from tests.test_backend_prefetch import SMALL, _fc_last_net
+
+ZOO = Path(__file__).resolve().parents[1] / "tests" / "models" / "zoo"
 
 
 def _synthetic(cfg, net):
@@ -95,3 +100,36 @@ def test_a_list_program_takes_a_residency_chosen_elsewhere_bit_exact():
         assert (chosen.streamed_nodes, chosen.resident_words) == (2, 768)
         with pytest.raises(CmdlistError, match="3 MXU nodes"):
             compile_program([[NodeIn(s, f, b)] for s, x, f, b in net], cfg, resident=[True])
+
+
+def test_the_job_path_chooses_residency_at_prepare_not_at_the_first_invoke(dtpu_so, tfl,
+                                                                           monkeypatch):
+    """The autoencoder's 33 k weight words do not fit: job by job, the selection runs when the
+    graph's Prepare ends (GraphState.compile_if_prepared -> DeviceBackend.settle), the nodes it
+    made resident load there, and the invokes (bit-exact with TFLite's CPU kernels) choose
+    nothing again."""
+    import dtpu
+    from dtpu.backends.model import DeviceBackend
+    from dtpu.delegate import runtime
+
+    calls = []
+    original = DeviceBackend.select_residency
+
+    def counting(self):
+        calls.append(len(self.nodes))
+        return original(self)
+
+    monkeypatch.setattr(DeviceBackend, "select_residency", counting)
+    path = ZOO / "autoencoder_toyadmos__int8.tflite"
+    ours = dtpu.make_interpreter(path, {"backend": "model", "path": "jobs"})
+    ours.allocate_tensors()
+    backend = list(runtime.DELEGATES.values())[-1].backend
+    assert calls == [10] and backend.has_plan and backend.last_estimate is not None
+    assert any(h.streamed for h in backend.nodes) and not any(h.pending for h in backend.nodes)
+    cpu = tfl.Interpreter(model_path=str(path))
+    cpu.allocate_tensors()
+    for seed in (0, 1):
+        x = [np.random.default_rng(seed).integers(-128, 128, (1, 640)).astype(np.int8)]
+        for g, w in zip(run(ours, x), run(cpu, x)):
+            assert_matches(g, w, f"seed {seed}")
+    assert calls == [10]

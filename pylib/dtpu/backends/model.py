@@ -14,7 +14,8 @@ nodes leave free and are re-sent as prefetch riding on earlier compute jobs
 (:mod:`dtpu.hw.prefetch` plans it in prepare order, cyclically across invokes); a host-side copy
 of what the weight memory holds makes any other order correct too (missing words are loaded
 with LOAD_WGT first). Which nodes stay resident is prepare's first-come choice only while all
-of them fit: once one is streamed, the first invoke after a prepare/release chooses over the
+of them fit: once one is streamed, the end of the graph's Prepare (:meth:`DeviceBackend.settle`;
+without the delegate, the first invoke after a prepare/release) chooses over the
 whole set (:meth:`DeviceBackend.select_residency`: the nodes with the most weight words per
 compute cycle stay, the others stream behind computation) and lowers again the nodes that move.
 ``prefetch=off`` pages instead through a scratch region with LOAD_WGT / LOAD_PARAM before every
@@ -145,7 +146,8 @@ class DeviceBackend(Backend):
         self._palloc = Region(c.PARAM_ENTRIES - self._pscratch, c.COLS)
         self.prefetch = str(self.options.get("prefetch", True)).lower() not in ("0", "false", "no", "off")
         self._nodes: list[_Node] = []          # prepare order: the order the plan assumes
-        # the prefetch plan and residency, built at the first invoke after a prepare/release
+        # the prefetch plan and residency, built by settle() at the end of a graph's Prepare,
+        # else at the first invoke after a prepare/release
         self._prefetch_state: PlanState | None = None
         # nodes prepared since the last plan was built (TFLite prepares the nodes after a
         # dynamic tensor during Invoke, a partition at a time): those plans skip the residency
@@ -455,6 +457,25 @@ class DeviceBackend(Backend):
         owner = self._owner
         return owner if isinstance(owner, ListProgram) else None
 
+    def settle(self) -> None:
+        """Residency (:meth:`select_residency`) and the prefetch plan, chosen now over every
+        prepared node (the delegate calls it at the end of a graph's Prepare when the graph runs
+        job by job), and the weights of the nodes the selection made resident loaded now: the
+        first invoke then runs as later ones do (its pages still go in as the plan's first
+        round). An invoke without it still settles first (:meth:`_plan_state`)."""
+        with self._serial:
+            if not self.prefetch or not self._nodes:
+                return
+            self._prefetch_state = None
+            self._planned_once = False    # a complete node set: choose now, not later
+            self._plan_state()
+            pending = [n for n in self._nodes if n.pending]
+            if pending and self.transport.streams:
+                self._reclaim()   # a command list's prologue is what the memories hold
+                for n in pending:
+                    self._run_loads(n.lowered.load_jobs)
+                    n.pending = False
+
     def _plan_state(self, handle: "_Node | None" = None) -> "PlanState":
         if (self._prefetch_state is not None and self._select_pending and handle is not None
                 and self._nodes and handle is self._nodes[0]):
@@ -490,8 +511,8 @@ class DeviceBackend(Backend):
         Nothing changes while every node is resident (a net that fits stays as prepare put
         it). Nodes that change are lowered again (the lowering is exact whatever its region:
         outputs do not change), resident ones laid out from address 0 in prepare order; a node
-        that becomes resident loads its weights at its next invoke (and counts them there, as a
-        streamed node's first invoke does)."""
+        that becomes resident loads its weights in :meth:`settle`, or else at its next invoke
+        (and counts them there, as a streamed node's first invoke does)."""
         nodes = self._nodes
         if not self.prefetch or not any(n.streamed for n in nodes):
             return

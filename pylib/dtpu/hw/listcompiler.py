@@ -229,8 +229,8 @@ def compile_program(partitions: list[list[NodeIn]], cfg: HwConfig | None = None,
     come (like backend=model's prepare) in the weight and parameter memories minus
     1/`scratch_fraction` kept as scratch, only those `resident` marks when it is given (per
     MXU node, in execution order over the partitions: a residency chosen elsewhere); their
-    loads go into the prologue list, run once at prepare. The others are *streamed*: lowered for one
-    of two halves of the scratch, their pages alternating between the halves (so that the load
+    loads go into the prologue list, run once at prepare. The others are *streamed*: lowered
+    for one of two halves of the scratch, their pages alternating between the halves (so that the load
     unit fills one half while the core computes from the other), their LOAD descriptors in the
     partition's list right before their jobs; a LOAD waits (field AFTER) for the last earlier
     RUN of the list that reads the memory it overwrites, and for nothing else.

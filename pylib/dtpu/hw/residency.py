@@ -172,8 +172,9 @@ def first_come(cfg: HwConfig, footprints: Sequence[tuple[int, int]], weight_word
                param_entries: int, resident: Sequence[bool] | None = None) -> tuple[list, int]:
     """(per node, the weight words below which resident weights lie): per node (in execution
     order, (weight words, parameter entries) each) its (weight base, parameter base) in the
-    `weight_words` x `param_entries` the scratch leaves, None when it streams. Nodes are placed first fit in order; with `resident` only those it marks are
-    tried (a choice made elsewhere, e.g. by :func:`select`), the others stream. A node whose
+    `weight_words` x `param_entries` the scratch leaves, None when it streams. Nodes are placed
+    first fit in order; with `resident` only those it marks are tried (a choice made
+    elsewhere), the others stream. A node whose
     weights find room but whose parameters do not streams, and keeps the weight words it was
     given out of later nodes' reach (the compiler's placement before this module: kept so that
     the command lists it builds do not change)."""

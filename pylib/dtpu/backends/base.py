@@ -173,6 +173,11 @@ class Backend(abc.ABC):
     def release_partitions(self, program: Any) -> None:
         """Free what :meth:`prepare_partitions` allocated."""
 
+    def settle(self) -> None:
+        """A graph's nodes are all prepared and it runs them one by one: whatever the backend
+        decides over the whole set (which nodes stay on chip) is decided now, at Prepare, so
+        that the first invoke does no more than later ones. Nothing to decide here."""
+
     def power(self) -> PowerReading:
         """Power over the last invoke; backends with a sensor or a model override this."""
         return PowerReading()

@@ -14,7 +14,8 @@ nodes leave free and are re-sent as prefetch riding on earlier compute jobs
 (:mod:`dtpu.hw.prefetch` plans it in prepare order, cyclically across invokes); a host-side copy
 of what the weight memory holds makes any other order correct too (missing words are loaded
 with LOAD_WGT first). Which nodes stay resident is prepare's first-come choice only while all
-of them fit: once one is streamed, the first invoke after a prepare/release chooses over the
+of them fit: once one is streamed, the end of the graph's Prepare (:meth:`DeviceBackend.settle`;
+without the delegate, the first invoke after a prepare/release) chooses over the
 whole set (:meth:`DeviceBackend.select_residency`: the nodes with the most weight words per
 compute cycle stay, the others stream behind computation) and lowers again the nodes that move.
 ``prefetch=off`` pages instead through a scratch region with LOAD_WGT / LOAD_PARAM before every
@@ -45,14 +46,15 @@ import numpy as np
 
 from dtpu.backends.base import Backend, HwCounters, PowerReading, Probes
 from dtpu.backends import list_counters
-from dtpu.backends.prefetch_plan import PlanState, Profile, aligned, opcode, page_size, profile
+from dtpu.backends.prefetch_plan import PlanState, opcode, profile
 from dtpu.backends.targets import open_target
 from dtpu.driver import ModelTransport, Transport, check_identity, run_jobs
 from dtpu.driver.hostops import (CountingTransport, HostOps, add_counts, counter_read_ops)
 from dtpu.driver.lists import ListProgram, lists_supported
 from dtpu.driver.model_transport import run_compiled, run_jobs_compiled
 from dtpu.hw import fast as fastpath
-from dtpu.hw import prefetch
+from dtpu.hw import prefetch, residency
+from dtpu.hw.residency import Profile, aligned, page_size
 from dtpu.hw.config import HwConfig, get_config
 from dtpu.hw.lower import Job, Lowered, footprint, lower
 from dtpu.hw.placement import SCRATCH_FRACTION, OnChipShadow, Region, claim_error, job_scratch
@@ -144,7 +146,8 @@ class DeviceBackend(Backend):
         self._palloc = Region(c.PARAM_ENTRIES - self._pscratch, c.COLS)
         self.prefetch = str(self.options.get("prefetch", True)).lower() not in ("0", "false", "no", "off")
         self._nodes: list[_Node] = []          # prepare order: the order the plan assumes
-        # the prefetch plan and residency, built at the first invoke after a prepare/release
+        # the prefetch plan and residency, built by settle() at the end of a graph's Prepare,
+        # else at the first invoke after a prepare/release
         self._prefetch_state: PlanState | None = None
         # nodes prepared since the last plan was built (TFLite prepares the nodes after a
         # dynamic tensor during Invoke, a partition at a time): those plans skip the residency
@@ -454,6 +457,25 @@ class DeviceBackend(Backend):
         owner = self._owner
         return owner if isinstance(owner, ListProgram) else None
 
+    def settle(self) -> None:
+        """Residency (:meth:`select_residency`) and the prefetch plan, chosen now over every
+        prepared node (the delegate calls it at the end of a graph's Prepare when the graph runs
+        job by job), and the weights of the nodes the selection made resident loaded now: the
+        first invoke then runs as later ones do (its pages still go in as the plan's first
+        round). An invoke without it still settles first (:meth:`_plan_state`)."""
+        with self._serial:
+            if not self.prefetch or not self._nodes:
+                return
+            self._prefetch_state = None
+            self._planned_once = False    # a complete node set: choose now, not later
+            self._plan_state()
+            pending = [n for n in self._nodes if n.pending]
+            if pending and self.transport.streams:
+                self._reclaim()   # a command list's prologue is what the memories hold
+                for n in pending:
+                    self._run_loads(n.lowered.load_jobs)
+                    n.pending = False
+
     def _plan_state(self, handle: "_Node | None" = None) -> "PlanState":
         if (self._prefetch_state is not None and self._select_pending and handle is not None
                 and self._nodes and handle is self._nodes[0]):
@@ -474,48 +496,33 @@ class DeviceBackend(Backend):
 
     # -- which nodes stay resident ---------------------------------------------------------------
 
-    #: ring sizes the selection tries, as fractions of the weight memory (the ring must hold a
-    #: few pages; a smaller ring leaves room for more resident weights)
-    RING_FRACTIONS = (1 / 8, 1 / 16, 3 / 64, 1 / 32, 3 / 128, 1 / 64, 1 / 128)
-    #: a streamed GEMM node's pages are about 1/RING_PAGES of the ring (or one tile): smaller
-    #: pages leave more of them in flight, larger ones take fewer jobs
-    RING_PAGES = (4, 3)
+    #: ring sizes the selection tries, as fractions of the weight memory, and page sizes as
+    #: fractions of the ring (:mod:`dtpu.hw.residency`'s; a subclass may narrow them)
+    RING_FRACTIONS = residency.RING_FRACTIONS
+    RING_PAGES = residency.RING_PAGES
 
     def select_residency(self) -> None:
-        """Which nodes stay resident, chosen over the whole set of prepared nodes.
+        """Which nodes stay resident, chosen over the whole set of prepared nodes by
+        :func:`dtpu.hw.residency.select` (nodes resident greedily in decreasing order of
+        weight words per compute cycle next to rings of RING_FRACTIONS of the weight memory,
+        each assignment costed as one steady-state invoke with the prefetch plan; the cheapest
+        wins, the current one on a tie), with profiles of this backend's candidate lowerings.
 
         Nothing changes while every node is resident (a net that fits stays as prepare put
-        it). Otherwise, for each ring size of RING_FRACTIONS (and page size, RING_PAGES), nodes are made resident greedily
-        in decreasing order of *weight words per compute cycle* (the words that streaming the
-        node would add per cycle of computation available to hide them: a classifier's 8 MACs
-        per word first, a high-resolution convolution's few weights last) while they fit next
-        to the ring; the others stream through the ring. Each such assignment, and the current
-        one, is costed as one steady-state invoke: the stall-free cycles of its compute jobs as
-        lowered, plus the prefetch words that lengthen their carriers and the words no carrier
-        takes (loaded with LOAD_WGT) in :func:`dtpu.hw.prefetch.plan`. The cheapest one wins
-        (the current one on a tie). Nodes that change are lowered again (the lowering is exact
-        whatever its region: outputs do not change), resident ones laid out from address 0 in
-        prepare order; a node that becomes resident loads its weights at its next invoke (and
-        counts them there, as a streamed node's first invoke does)."""
+        it). Nodes that change are lowered again (the lowering is exact whatever its region:
+        outputs do not change), resident ones laid out from address 0 in prepare order; a node
+        that becomes resident loads its weights in :meth:`settle`, or else at its next invoke
+        (and counts them there, as a streamed node's first invoke does)."""
         nodes = self._nodes
         if not self.prefetch or not any(n.streamed for n in nodes):
             return
-        c = self.cfg
-        decoder = Core(c)
+        decoder = Core(self.cfg)
+        candidates = [residency.Candidate(n.src[0], n.src[3], self._residable(n)) for n in nodes]
         current = [None if not n.streamed else n.page for n in nodes]
-        best, best_cost = current, self._cost(decoder, current, self.ring())
-        log.debug("residency: current %.0f cycles", best_cost)
-        for frac, parts in ((f, p) for f in self.RING_FRACTIONS for p in self.RING_PAGES):
-            ring = max(c.COLS, int(c.WEIGHT_WORDS * frac) // c.COLS * c.COLS)
-            choice = self._greedy(decoder, ring, parts)
-            if choice is None or choice == best:
-                continue
-            used = sum(aligned(c, n.src[3]) for n, p in zip(nodes, choice) if p is None)
-            cost = self._cost(decoder, choice, (used, c.WEIGHT_WORDS))
-            log.debug("residency: ring %d, pages of 1/%d -> %.0f cycles (%d resident)", ring,
-                      parts, cost, sum(p is None for p in choice))
-            if cost < best_cost:
-                best, best_cost = choice, cost
+        best, best_cost = residency.select(
+            self.cfg, candidates, current, self.ring(),
+            lambda i, page: self._candidate_profile(decoder, nodes[i], page),
+            self.RING_FRACTIONS, self.RING_PAGES)
         self._last_estimate = best_cost
         if best is not current:
             self._apply(best)
@@ -561,59 +568,6 @@ class DeviceBackend(Backend):
             low = self._candidate_lowering(node, page)
             node.candidates[key] = None if low is None else profile(decoder, low)
         return node.candidates[key]
-
-    def _greedy(self, decoder: Core, ring: int, parts: int = 4) -> list | None:
-        """Per node: None (resident) or its page size, for a ring of `ring` words and pages of
-        about 1/`parts` of it."""
-        c = self.cfg
-        nodes = self._nodes
-        choice: list = [page_size(c, n.src[0], n.src[3], ring, parts) for n in nodes]
-        cap, used = c.WEIGHT_WORDS - ring, 0
-        forced = [i for i, n in enumerate(nodes)
-                  if self._candidate_profile(decoder, n, choice[i]) is None]
-        density = {}
-        for i, n in enumerate(nodes):
-            if i in forced or (aligned(c, n.src[3]) <= cap and self._residable(n)):
-                prof = self._candidate_profile(decoder, n, None) if self._residable(n) else None
-                if prof is not None:
-                    density[i] = n.src[3] / max(1, sum(prof.cycles))
-        order = forced + sorted((i for i in density if i not in forced),
-                                key=lambda i: (-density[i], i))
-        for i in order:
-            size = aligned(c, nodes[i].src[3])
-            if i in density and used + size <= cap:
-                choice[i] = None
-                used += size
-            elif i in forced:
-                return None
-        return choice
-
-    def _cost(self, decoder: Core, choice: list, ring: tuple[int, int]) -> float:
-        """Cycles of one steady-state invoke of every node under `choice` (see select_residency)."""
-        c = self.cfg
-        cycles: list[int] = []
-        pages: list[prefetch.Page] = []
-        extra = 0
-        for n, page in zip(self._nodes, choice):
-            prof = self._candidate_profile(decoder, n, page)
-            extra += prof.run_cycles
-            base = len(cycles)
-            cycles += prof.cycles
-            if page is not None:
-                pages += [prefetch.Page(w, base + a, base + b) for w, a, b in prof.pages]
-        if not pages:
-            return float(sum(cycles) + extra)
-        if max(p.size for p in pages) > ring[1] - ring[0]:
-            return float("inf")
-        plan = prefetch.plan(c, cycles, pages, ring)
-        carried = [0] * len(pages)
-        for r in plan.riders.values():
-            for p, _, k in r.parts:
-                carried[p] += k
-        for p, (pg, st) in enumerate(zip(pages, plan.streamed)):
-            if st and carried[p] < pg.size:   # loaded with LOAD_WGT before its first user
-                extra += c.CFG_CYCLES + c.LOAD_LATENCY + pg.size - carried[p]
-        return float(sum(cycles) + extra + plan.exposed)
 
     def _apply(self, choice: list) -> None:
         """Lower again the nodes whose residency or page size changes; resident ones laid out
@@ -796,7 +750,7 @@ class DeviceBackend(Backend):
                            mem=DdrPool(base=program.program.base),
                            vector_unit=self.transport.vector_unit)
         return ListProgram(t, program.partitions_in, rounding=self.rounding,
-                           runtime=self.runtime, keep=program.keep)
+                           runtime=self.runtime, keep=program.keep, resident=program.resident)
 
     def _reclaim(self) -> None:
         """Before 1.2 jobs run after a command list: the list's LOADs overwrote the on-chip

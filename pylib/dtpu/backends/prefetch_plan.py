@@ -1,21 +1,20 @@
 """The plan of weight memory over a backend's prepared nodes: :class:`PlanState` (the prefetch
 plan in prepare order and every compute job's final registers), and what the residency
-selection of :class:`~dtpu.backends.model.DeviceBackend` costs its choices with: a streamed
-node's page size, a lowering's :class:`Profile` as the plan sees it.
+selection (:mod:`dtpu.hw.residency`) costs :class:`~dtpu.backends.model.DeviceBackend`'s
+candidate lowerings with: :func:`profile`, a lowering's stall-free job cycles on the golden
+model's core (a device-layer measure the compiler-layer policy takes as data).
 """
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
 
-import numpy as np
-
 from dtpu.hw import fast as fastpath
 from dtpu.hw import prefetch
-from dtpu.hw.config import HwConfig, ceil_div
+from dtpu.hw.config import HwConfig
 from dtpu.hw.core import Core
 from dtpu.hw.lower import Lowered, with_prefetch
-from dtpu.spec import ConvSpec, OpKind
+from dtpu.hw.residency import Profile
 
 #: the plan is logged as the backend that builds it logged it (its records keep their name)
 log = logging.getLogger("dtpu.backends.model")
@@ -84,34 +83,6 @@ class PlanState:
         for node in nodes:
             steps(state, node)
         return state
-
-
-def aligned(cfg: HwConfig, words: int) -> int:
-    return ceil_div(words, cfg.COLS) * cfg.COLS
-
-
-def page_size(cfg: HwConfig, spec: ConvSpec, words: int, ring: int, parts: int = 4) -> int:
-    """Weight words per page of a streamed node, for a ring of `ring` words: 1/`parts` of it (so
-    that several pages are in flight), at least one tile of COLS filters; a depthwise node's
-    taps are one page when they fit the ring (every channel-group part repeats the ring's
-    start-up), else parts of 1/`parts` of it, at least COLS groups' taps."""
-    if spec.kind is OpKind.DEPTHWISE_CONV_2D:
-        if words <= ring:
-            return ring
-        kh, kw = spec.kernel
-        return min(ring, max(ring // parts // cfg.COLS * cfg.COLS, kh * kw * cfg.COLS))
-    tile = words // ceil_div(spec.out_channels, cfg.COLS)
-    return min(ring, max(ring // parts // cfg.COLS * cfg.COLS, tile))
-
-
-@dataclass
-class Profile:
-    """A lowering as the plan sees it: compute cycles per compute job, its pages (words, first
-    and last compute job, relative), and the cycles of the other jobs run at every invoke."""
-
-    cycles: list[int]
-    pages: list[tuple[np.ndarray, int, int]]
-    run_cycles: int
 
 
 def profile(decoder: Core, low: Lowered) -> Profile:

@@ -711,14 +711,24 @@ class GraphState:
         return True
 
     def compile_if_prepared(self) -> None:
-        """After a kernel's Prepare: the graph compiled once every kernel of it is prepared
-        (the backend runs command lists), its time part of the Prepare time."""
-        if (not self.delegate.backend.lists or self.program is not None
-                or not self.kernels or not all(k.prepared for k in self.kernels)):
+        """After a kernel's Prepare, once every kernel of the graph is prepared: the graph
+        compiled (the backend runs command lists) or, job by job, the backend settled
+        (:meth:`dtpu.backends.base.Backend.settle`: residency and the prefetch plan), its time
+        part of the Prepare time: the first invoke is not special."""
+        backend = self.delegate.backend
+        if not self.kernels or not all(k.prepared for k in self.kernels):
             return
         started = time.perf_counter()
-        if self.compile() and self.program:
-            self.prepare_us = (self.prepare_us or 0.0) + (time.perf_counter() - started) * 1e6
+        if backend.lists and self.program is None:
+            if not self.compile() or not self.program:
+                if self.program is not False:
+                    return
+                backend.settle()   # refused as lists: job by job, settled like the others
+        elif not backend.lists or self.program is False:
+            backend.settle()       # job by job: residency and the prefetch plan chosen now
+        else:
+            return
+        self.prepare_us = (self.prepare_us or 0.0) + (time.perf_counter() - started) * 1e6
 
     def list_program(self, kernel: "PartitionKernel") -> tuple[Any, int] | None:
         """(program, partition index) for `kernel` when the backend runs command lists and the

@@ -66,7 +66,8 @@ class ListProgram:
 
     def __init__(self, t: Transport, partitions: list[list[NodeIn]], *,
                  rounding: str = "default", runtime: str | None = None,
-                 timeout_s: float = DEFAULT_LIST_TIMEOUT_S, keep: list | None = None) -> None:
+                 timeout_s: float = DEFAULT_LIST_TIMEOUT_S, keep: list | None = None,
+                 resident: list | None = None) -> None:
         self.t = t
         self.timeout_s = timeout_s
         #: a positive number naming this program where a word of C memory records which program
@@ -87,9 +88,9 @@ class ListProgram:
         self.irq_pending = 1 << next(f["lsb"] for f in irq if f["name"] == "PENDING")
         #: CL_STATUS read by field: .running, .done, .error
         self._cl_status = register_type("CL_STATUS", self.fmt.regs["CL_STATUS"]["fields"])
-        kw = dict(rounding=rounding, runtime=runtime, keep=keep)
+        kw = dict(rounding=rounding, runtime=runtime, keep=keep, resident=resident)
         #: what it was compiled from (a golden-model twin compiles the same at the same base)
-        self.partitions_in, self.keep = partitions, keep
+        self.partitions_in, self.keep, self.resident = partitions, keep, resident
         #: the same program on the golden model, where a backend runs one beside the target
         #: (backend=rtl: dtpu.backends.model.DeviceBackend.golden_program)
         self.golden: ListProgram | None = None

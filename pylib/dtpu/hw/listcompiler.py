@@ -23,7 +23,8 @@ from dtpu.hw.config import HwConfig, ceil_div, get_config, out_lanes
 from dtpu.hw.dw_format import dw_weight_words
 from dtpu.hw.listformat import DEFAULT_DDR_BASE, CmdlistError, Format
 from dtpu.hw.lower import Job, dw_geometry, footprint, lower, precision_of
-from dtpu.hw.placement import SCRATCH_FRACTION, Region, list_halves, list_scratch
+from dtpu.hw.placement import SCRATCH_FRACTION, list_halves, list_scratch
+from dtpu.hw.residency import first_come
 from dtpu.hw.vec_lower import VecSpec, lower_copy, lower_vec, resize_copies
 from dtpu.precision import Precision
 from dtpu.spec import ConvSpec, OpKind
@@ -221,13 +222,15 @@ def _u16(v: int) -> int:
 def compile_program(partitions: list[list[NodeIn]], cfg: HwConfig | None = None, *,
                     base: int = DEFAULT_DDR_BASE, rounding: str = "default",
                     runtime: str | None = None, scratch_fraction: int = SCRATCH_FRACTION,
-                    keep: list | None = None) -> Program:
+                    keep: list | None = None, resident: list | None = None) -> Program:
     """Compile partitions (lists of nodes in execution order) into one DDR image.
 
-    On-chip placement: nodes are made resident first come (like backend=model's prepare) in
-    the weight and parameter memories minus 1/`scratch_fraction` kept as scratch; their loads
-    go into the prologue list, run once at prepare. The others are *streamed*: lowered for one
-    of two halves of the scratch, their pages alternating between the halves (so that the load
+    On-chip placement (:func:`dtpu.hw.residency.first_come`): nodes are made resident first
+    come (like backend=model's prepare) in the weight and parameter memories minus
+    1/`scratch_fraction` kept as scratch, only those `resident` marks when it is given (per
+    MXU node, in execution order over the partitions: a residency chosen elsewhere); their
+    loads go into the prologue list, run once at prepare. The others are *streamed*: lowered
+    for one of two halves of the scratch, their pages alternating between the halves (so that the load
     unit fills one half while the core computes from the other), their LOAD descriptors in the
     partition's list right before their jobs; a LOAD waits (field AFTER) for the last earlier
     RUN of the list that reads the memory it overwrites, and for nothing else.
@@ -246,8 +249,15 @@ def compile_program(partitions: list[list[NodeIn]], cfg: HwConfig | None = None,
                                      set(concat_bufs) | set(slices))
     consts: dict[bytes, int] = {}     # constant bytes (tables) -> their address, written once
     weight_scratch, param_scratch = list_scratch(c, scratch_fraction)
-    walloc = Region(c.WEIGHT_WORDS - weight_scratch, c.COLS)
-    palloc = Region(c.PARAM_ENTRIES - param_scratch, c.COLS)
+    mxu_nodes = [nd.spec for nodes in partitions for nd in nodes if nd.vec is None]
+    if resident is not None and len(resident) != len(mxu_nodes):
+        raise CmdlistError(f"resident: {len(resident)} entries for {len(mxu_nodes)} MXU nodes; "
+                           f"accepted: one per CONV_2D / DEPTHWISE / FULLY_CONNECTED node in "
+                           f"execution order, or None (first come)")
+    sizes = [footprint(spec, c, precision_of(spec, None)) for spec in mxu_nodes]
+    room = (c.WEIGHT_WORDS - weight_scratch, c.PARAM_ENTRIES - param_scratch)
+    places, resident_words = first_come(c, sizes, *room, resident)
+    places.reverse()   # popped in execution order
     whalf, phalf, halves = list_halves(c, scratch_fraction)
     prologue = ListBuilder(fmt)
     lists: list[tuple[ListBuilder, Partition]] = []
@@ -302,9 +312,7 @@ def compile_program(partitions: list[list[NodeIn]], cfg: HwConfig | None = None,
                                    f"from a tensor of shape {src.shape}")
             prec = precision_of(spec, None)
             words, entries = footprint(spec, c, prec)
-            wb, pb = walloc.alloc(words), None
-            if wb is not None:
-                pb = palloc.alloc(entries)
+            wb, pb = places.pop() or (None, None)
             common = dict(precision=None, rounding=rounding, runtime=runtime)
             if wb is not None and pb is not None:
                 low = lower(spec, node.filters, node.bias, c, wgt_base=wb, param_base=pb,
@@ -370,7 +378,7 @@ def compile_program(partitions: list[list[NodeIn]], cfg: HwConfig | None = None,
     if img.top > 1 << 32:
         raise CmdlistError(f"the DDR image ends at {img.top:#x}: beyond the 32-bit address space")
     return Program(cfg, base, img.build(), paddr, len(prologue.words), [p for _, p in lists],
-                   resident_words=walloc.top, streamed_nodes=streamed, arena_bytes=arena_bytes)
+                   resident_words=resident_words, streamed_nodes=streamed, arena_bytes=arena_bytes)
 
 
 def plan_concats(partitions: list[list[NodeIn]], keep, img: "DdrImage") -> tuple[dict, dict]:

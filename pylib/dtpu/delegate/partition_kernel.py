@@ -124,6 +124,17 @@ class PartitionKernel:
         graph.prepare_us = (graph.prepare_us or 0.0) + (time.perf_counter() - started) * 1e6
         graph.compile_if_prepared()
 
+    def _set_shape(self, ctx, index: int, shape: tuple[int, ...], shapes: dict,
+                   infos: dict) -> None:
+        """A step's output shape as later steps of this Prepare see it, and the interpreter's
+        tensor resized to it when it is a partition output (TFLite allocates from that)."""
+        shapes[index] = shape
+        infos.pop(index, None)
+        if index in self.outputs:
+            dims = self.ffi.new("int[]", list(shape))
+            if self.lib.dtpu_resize_tensor(ctx, index, dims, len(shape)) != 0:
+                raise DelegateError(f"could not resize output tensor {index} to {shape}")
+
     def _prepare(self, ctx) -> None:
         ffi = self.ffi
         shapes: dict[int, tuple[int, ...]] = {}
@@ -141,18 +152,11 @@ class PartitionKernel:
         real = {s.y for s in self.steps if s.kind in ("node", "vec")}
 
         def settle(step, out_shape: tuple[int, ...]) -> None:
-            """What a node's output shape decides in either branch (empty input or not): the
-            shape later readers see, its input as an external input unless a step writes it,
-            and the interpreter's tensor resized when it is a partition output."""
-            shapes[step.y] = out_shape
-            infos.pop(step.y, None)
+            """What a node's output shape decides in either branch (empty input or not): its
+            shape (`_set_shape`) and its input as an external input unless a step writes it."""
+            self._set_shape(ctx, step.y, out_shape, shapes, infos)
             if self.root(step.x) not in real and self.root(step.x) not in external_inputs:
                 external_inputs.append(self.root(step.x))
-            if step.y in self.outputs:
-                dims = ffi.new("int[]", list(out_shape))
-                if self.lib.dtpu_resize_tensor(ctx, step.y, dims, len(out_shape)) != 0:
-                    raise DelegateError(f"could not resize output tensor {step.y} "
-                                        f"({tensor(step.y).name}) to {out_shape}")
         self.shape_values = {}
         self.zero_fill: list[int] = []    # outputs of empty-input MEANs, zeros (_prepare_empty_vec)
         for step in self.steps:
@@ -328,12 +332,7 @@ class PartitionKernel:
         if step.handle is not None:
             release_handle(self.state.backend, step.handle)
             step.handle = None
-        shapes[step.y] = out
-        infos.pop(step.y, None)
-        if step.y in self.outputs:
-            dims = self.ffi.new("int[]", list(out))
-            if self.lib.dtpu_resize_tensor(ctx, step.y, dims, len(out)) != 0:
-                raise DelegateError(f"could not resize output tensor {step.y} to {out}")
+        self._set_shape(ctx, step.y, out, shapes, infos)
         if min(out, default=1) > 0:
             self.zero_fill.append(step.y)
         step.output_shape = out
@@ -374,12 +373,7 @@ class PartitionKernel:
             if int(np.prod(out, dtype=np.int64)) != int(np.prod(x_shape, dtype=np.int64)):
                 raise DelegateError(f"node {step.node.index} ({step.node.op}): {x_shape} -> "
                                     f"{out} changes the element count with the current shapes")
-        shapes[step.y] = out
-        infos.pop(step.y, None)
-        if step.y in self.outputs:
-            dims = self.ffi.new("int[]", list(out))
-            if self.lib.dtpu_resize_tensor(ctx, step.y, dims, len(out)) != 0:
-                raise DelegateError(f"could not resize output tensor {step.y} to {out}")
+        self._set_shape(ctx, step.y, out, shapes, infos)
         step.in_shape = x_shape
         step.output_shape = out
 

@@ -168,12 +168,12 @@ wire [7:0]  f_sh2   = v6[DTPU_CL_VEC6_SH2_LSB +: 8];
 wire [7:0]  f_sho   = v6[DTPU_CL_VEC6_SHO_LSB +: 8];
 wire [15:0] f_o1    = v7[DTPU_CL_VEC7_IN1_OFF_LSB +: 16];
 wire [15:0] f_o2    = v7[DTPU_CL_VEC7_IN2_OFF_LSB +: 16];
-wire [15:0] f_fh    = {8'd0, v4[DTPU_CL_VEC4_FH_LSB +: 8]};
-wire [15:0] f_fw    = {8'd0, v4[DTPU_CL_VEC4_FW_LSB +: 8]};
-wire [15:0] f_sh    = {8'd0, v4[DTPU_CL_VEC4_SH_LSB +: 8]};
-wire [15:0] f_sw    = {8'd0, v4[DTPU_CL_VEC4_SW_LSB +: 8]};
-wire [15:0] f_pt    = {8'd0, v4[DTPU_CL_VEC4_PT_LSB +: 8]};
-wire [15:0] f_pl    = {8'd0, v4[DTPU_CL_VEC4_PL_LSB +: 8]};
+wire [7:0]  f_fh    = v4[DTPU_CL_VEC4_FH_LSB +: 8];
+wire [7:0]  f_fw    = v4[DTPU_CL_VEC4_FW_LSB +: 8];
+wire [7:0]  f_sh    = v4[DTPU_CL_VEC4_SH_LSB +: 8];
+wire [7:0]  f_sw    = v4[DTPU_CL_VEC4_SW_LSB +: 8];
+wire [7:0]  f_pt    = v4[DTPU_CL_VEC4_PT_LSB +: 8];
+wire [7:0]  f_pl    = v4[DTPU_CL_VEC4_PL_LSB +: 8];
 wire [15:0] f_oh    = v7[DTPU_CL_VEC7_OH_LSB +: 16];
 wire [15:0] f_ow    = v7[DTPU_CL_VEC7_OW_LSB +: 16];
 
@@ -235,6 +235,7 @@ wire b_first  = (f_bmode == 2'd1) || kind_tab;
 // (dtpu_vec_pool's geom_bad: a window without an in-image tap, or more accumulator words than
 // it has)
 wire pl_geom_bad;
+wire pl_ready;                      // dtpu_vec_pool's sizes (and geom_bad) are made
 wire pool_bad = pl_geom_bad || pbytes[63:35] != 29'd0;
 // the pool takes pixel words once its window is known good (the funnel holds them till then)
 wire pool_go = pchk;
@@ -412,7 +413,8 @@ wire [3:0]  pl_bytes;
 
 dtpu_vec_pool #(
     .LANES(LANES),
-    .LOG_ROW(LOG_POOL)
+    .LOG_ROW(LOG_POOL),
+    .MAX_AREA(DTPU_CL_VEC_AVG_AREA)
 )
 pool_inst (
     .clk(clk),
@@ -435,6 +437,7 @@ pool_inst (
     .act_min(f_min),
     .act_max(f_max),
     .geom_bad(pl_geom_bad),
+    .ready(pl_ready),
     .in_valid(pix_valid && running && kind_pool && pool_go),
     .in_ready(pool_ready),
     .in_data(pix_data),
@@ -571,7 +574,8 @@ always @(posedge clk) begin
     noh    <= {16'd0, f_n} * {16'd0, f_oh};
     owc    <= {16'd0, f_ow} * {16'd0, f_c};
     pbytes <= {32'd0, noh} * {32'd0, owc};
-    if (running && kind_late && !pend && !pchk && !pdrain && words_in) begin
+    if (running && kind_late && !pend && !pchk && !pdrain && words_in
+            && (pl_ready || !kind_pool)) begin
         if (kind_pool ? pool_bad : copy_bad) begin
             bad    <= 1'b1;
             pdrain <= 1'b1;

@@ -24,7 +24,10 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * (MAX_POOL)); slot(oy) = oy mod ceil(FH/SH), a ring of output rows. A window's result is made
  * by its last in-image tap's operation: MAX_POOL clamps, AVG_POOL divides by the taps inside
  * the image, rounding half away from zero as TFLite's (sum +- count/2) / count with truncating
- * division, and clamps. Where windows clipped at the right or bottom edge end at the same
+ * division, and clamps. The division is a multiply by the count's reciprocal, exact for the
+ * windows of up to MAX_AREA <= 256 taps AVG_POOL takes (contract VEC_AVG_AREA; a larger FH x FW
+ * is `geom_bad`): a shared table of 24-bit constants and one 16 x 24 multiply (a DSP48E1) a
+ * lane, where a divider a lane cost thousands of LUTs each (below, with the proof). Where windows clipped at the right or bottom edge end at the same
  * pixel as an earlier one (SAME padding of at least the stride), only the earliest is made
  * there: the others are made after the row (the right-edge ones of the row's first open output
  * row, then, after the image's last row, the other open output rows' windows, all of their
@@ -35,8 +38,11 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * The accumulators are one block RAM (2^LOG_ROW words: min(ceil(FH/SH), OH) * OW * ceil(C/8)
  * <= 2^LOG_ROW, else `geom_bad`), read a cycle ahead at the next operation's word, the word
  * being written forwarded. The window fields may arrive after `clear`: the sizes made from
- * them (a pipeline of three registers) are read from the first pixel word on, and `geom_bad`
- * is valid three cycles after the fields.
+ * them are read from the first pixel word on. Their quotients (ceil(FH/SH), PT/SH, PL/SW,
+ * MAX_AREA/FH) come from four small restoring dividers, 9 cycles after the window fields
+ * change, the sizes three registers later: `ready` then, and `geom_bad` valid with it (the
+ * other fields' sizes follow them within three cycles). The unit offers no pixel word before
+ * `ready` (dtpu_vec: its first beat comes >= MEM_READ_LATENCY after its request, long after).
  */
 module dtpu_vec_pool #
 (

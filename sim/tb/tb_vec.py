@@ -326,6 +326,17 @@ async def test_vec_cycles(dut):
         got, want = await run_case(tb, img, addr, what)
         dut._log.info("%s: CL_CYCLES, IDLE, RD_BEATS, WR_BEATS %s, model %s", what, got, want)
         res.append((what, got, want))
+    if {"MUL", "COPY"} <= set(OPS):
+        # the list the cocotb memory answered a cycle early (1362 cycles against the Timeline's
+        # 1363): the COPY's last partial write burst right after its full ones
+        u8 = np.dtype(np.uint8)
+        pair = [VecSpec("MUL", u8, (2, 6, 8, 24), q, (0.004, 1), b_shape=(2, 6, 8, 24),
+                        b_q=(0.07, -3)), CopySpec((2, 6, 8, 15), 23, 0)]
+        img, addr, _ = vec_image(rng, pair)
+        what = "corner " + "; ".join(_describe(s) for s in pair)
+        got, want = await run_case(tb, img, addr, what)
+        dut._log.info("%s: CL_CYCLES, IDLE, RD_BEATS, WR_BEATS %s, model %s", what, got, want)
+        res.append((what, got, want))
     bad = [r for r in res if r[1] != r[2]]
     assert not bad, f"{len(bad)} of {len(res)} lists differ from the Timeline: {bad}"
 

@@ -3,10 +3,12 @@ as one delegated partition (a final SOFTMAX may stay on the CPU) whose steady-st
 costs the host at most 16 register accesses, one doorbell and no transform, bit-exact with
 TFLite's CPU kernels.
 
-On backend=model (the golden model of a 2.1 core with the vector unit) every canonical model
-makes it. The emulated board (DTPU_PYNQ_EMULATE, the 2.0 overlay) has no vector unit yet, so
-there the models whose ADD, pools or MEAN sit between convolutions stay cut; what cuts each is
-listed in BOARD_CUTS and checked, so the list cannot go stale (the Verilog vector unit ends it).
+On backend=model (the golden model of a 2.1 core with the vector unit) and on the emulated
+board (DTPU_PYNQ_EMULATE, the default overlay: int8/uint8 lanes with the vector unit, hw/overlays
+OVERLAY=int8) every canonical model makes it. The board's int16 overlay (OVERLAY=int16) has no
+vector unit: there the models whose ADD, pools or MEAN sit between convolutions stay cut; what
+cuts each is listed in BOARD_CUTS and checked, so the list cannot go stale. backend=rtl (the
+Verilated dtpu_cl_top with VEC_EN=1) shows the same count on a small residual model.
 The 224x224 models take tens of seconds each on the golden model: slow.
 """
 from __future__ import annotations
@@ -23,8 +25,9 @@ SMALL = ("vww", "dscnn", "resnet8", "autoencoder")
 BIG = tuple(name for name in MODELS if name not in SMALL)
 #: per invoke, the whole model: 5 register reads and 3 writes (copy in, doorbell, completion)
 ONE_KICK = {"mmio_reads": 5, "mmio_writes": 3, "doorbells": 1, "dma_starts": 0, "transforms": 0}
-#: the emulated board (no vector unit): partitions and the operators that cut them, each with
-#: the reason "target has no vector unit" (SOFTMAX and the nodes that join only those aside)
+#: the emulated board's int16 overlay (no vector unit): partitions and the operators that cut
+#: them, each with the reason "target has no vector unit" (SOFTMAX and the nodes that join only
+#: those aside)
 BOARD_CUTS = {"vww": (2, {"MEAN"}), "dscnn": (1, set()), "resnet8": (3, {"ADD"}),
               "autoencoder": (1, set()), "mobilenet_v1_224": (2, {"MEAN"}),
               "mobilenet_v1_050_224_uint8": (2, {"MEAN"}), "mobilenet_v2_224": (11, {"ADD"}),
@@ -53,11 +56,38 @@ def test_imagenet_models_are_one_kick_on_the_golden_model(name, dtpu_so, tfl):
 
 @pytest.fixture(scope="module")
 def emu(tmp_path_factory):
+    """The emulated board with the default overlay (int8/uint8 and the vector unit)."""
     yield from emulated_board(tmp_path_factory.mktemp("overlay"))
 
 
-def _board(name, emu, tfl):
-    report = compare_with_cpu(MODELS[name], {"backend": "pynq", "bitstream": str(emu)}, tfl)
+def _board(name, bit, tfl):
+    report = compare_with_cpu(MODELS[name], {"backend": "pynq", "bitstream": str(bit)}, tfl)
+    _one_kick(report)
+    return report
+
+
+@pytest.mark.parametrize("name", SMALL)
+def test_tinyml_models_are_one_kick_on_the_emulated_board(name, emu, dtpu_so, tfl):
+    _board(name, emu, tfl)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", BIG)
+def test_imagenet_models_are_one_kick_on_the_emulated_board(name, emu, dtpu_so, tfl):
+    _board(name, emu, tfl)
+
+
+@pytest.fixture(scope="module")
+def emu_int16(tmp_path_factory, emu):
+    """The int16 overlay (OVERLAY=int16: int8/uint8/int16 lanes, no vector unit) on the same
+    emulated board, beside the default one."""
+    from dtpu.board import emulate
+
+    return emulate.write_design(tmp_path_factory.mktemp("overlay_int16"), build="int16")
+
+
+def _board_int16(name, bit, tfl):
+    report = compare_with_cpu(MODELS[name], {"backend": "pynq", "bitstream": str(bit)}, tfl)
     partitions, cuts = BOARD_CUTS[name]
     assert report.kernels == partitions, (report.kernels, report.rejected)
     per = {k: v * partitions for k, v in ONE_KICK.items()}
@@ -68,12 +98,12 @@ def _board(name, emu, tfl):
         assert report.host["mmio_reads"] + report.host["mmio_writes"] <= 16
 
 
-@pytest.mark.parametrize("name", SMALL)
-def test_tinyml_models_on_the_emulated_board(name, emu, dtpu_so, tfl):
-    _board(name, emu, tfl)
+@pytest.mark.parametrize("name", ["vww", "resnet8"])
+def test_the_int16_overlay_has_no_vector_unit(name, emu_int16, dtpu_so, tfl):
+    _board_int16(name, emu_int16, tfl)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", BIG)
-def test_imagenet_models_on_the_emulated_board(name, emu, dtpu_so, tfl):
-    _board(name, emu, tfl)
+@pytest.mark.parametrize("name", [n for n in MODELS if n not in ("vww", "resnet8")])
+def test_the_int16_overlay_cuts_at_the_vector_operators(name, emu_int16, dtpu_so, tfl):
+    _board_int16(name, emu_int16, tfl)

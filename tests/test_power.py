@@ -285,9 +285,9 @@ def test_energy_per_inference_is_device_time_on_every_backend(tmp_path, monkeypa
     bit = emulate.install(tmp_path)
     try:
         power = {}
-        # the emulated board's default design is the 2.0 one (command lists): the model likewise,
-        # with the board's partitions (it has no vector unit: vector=off)
-        for backend, options in (("model", {"path": "lists", "vector": "off"}),
+        # the emulated board's default design is the 2.0 one (command lists) with the vector
+        # unit (OVERLAY=int8): the model likewise, with the board's partitions
+        for backend, options in (("model", {"path": "lists"}),
                                  ("pynq", {"bitstream": str(bit)})):
             it = dtpu.make_interpreter(model, {"backend": backend, **options})
             it.allocate_tensors()

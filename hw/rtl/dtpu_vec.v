@@ -571,8 +571,8 @@ always @(posedge clk) begin
     // taken once they are all in and dtpu_vec_pool's are made (`ready`: its dividers, ~13
     // cycles after VEC4, long before A's first beat); its result words (wq_total, the last
     // word's strobes) are set then, before its first result. A pool dtpu_vec_pool cannot take
-    // (geom_bad): BAD_FIELD, the words already requested are dropped, nothing is written. (`pend`: the words are the
-    // next descriptor's while this one still writes.)
+    // (geom_bad): BAD_FIELD, the words already requested are dropped, nothing is written.
+    // (`pend`: the words are the next descriptor's while this one still writes.)
     noh    <= {16'd0, f_n} * {16'd0, f_oh};
     owc    <= {16'd0, f_ow} * {16'd0, f_c};
     pbytes <= {32'd0, noh} * {32'd0, owc};

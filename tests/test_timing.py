@@ -130,3 +130,16 @@ def test_blackbox_cuts_a_submodule_out_of_the_units_that_hold_it(monkeypatch):
     row = next(r for r in timing.table({"modules": {"dtpu_vec [VEC_EN=1]": entry}}).splitlines()
                if r.startswith("| dtpu_vec "))
     assert "dtpu_vec_pool black-boxed" in row
+
+
+def test_size_bound_counts_a_nested_submodule_once():
+    """A unit too large to flatten is skipped on its submodules' LUT4: a submodule inside another
+    counted one (dtpu_vec_copy's dtpu_cl_store_pack) is in that one's figure already."""
+    timing = _timing_module()
+    top = timing.Unit("dtpu_vec", {}, 1, ["dtpu_vec_copy", "dtpu_cl_store_pack", "dtpu_vec_ew",
+                                          "dtpu_vec_add_lane"], "vec")
+    units = [top, timing.Unit("dtpu_vec_copy", {}, 1, ["dtpu_cl_store_pack"], "copy"),
+             timing.Unit("dtpu_cl_store_pack", {}, 1, [], "pack"),
+             timing.Unit("dtpu_vec_add_lane", {}, 8, [], "add")]
+    done = {"copy": {"ecp5": {"lut4": 1500}}, "pack": {"ecp5": {"lut4": 900}}, "add": {"ecp5": {"lut4": 100}}}
+    assert timing.lower_bound_lut4(top, done, units) == 1500 + 8 * 100

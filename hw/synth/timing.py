@@ -380,9 +380,12 @@ def lower_bound_lut4(u: Unit, done: dict[str, dict], units: list[Unit]) -> int:
     """LUT4 of a unit's submodules already synthesized (instances per instance of u): a lower
     bound of its flattened size, so that the tops are not flattened only to find them too big."""
     total = 0
-    for c in units:
-        if c.module in u.children and c.label in done:
-            total += done[c.label].get("ecp5", {}).get("lut4", 0) * c.instances // max(u.instances, 1)
+    counted = [c for c in units if c.module in u.children and c.label in done]
+    for c in counted:
+        # a submodule inside another one counted is in that one's figure already
+        if any(c.module in d.children for d in counted if d is not c):
+            continue
+        total += done[c.label].get("ecp5", {}).get("lut4", 0) * c.instances // max(u.instances, 1)
     return total
 
 

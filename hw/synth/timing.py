@@ -448,8 +448,9 @@ def table(section: dict) -> str:
             rows.append(f"| {label} | {r['instances']} | - | - (no clock) | - | combinational: on its "
                         f"parent's paths | - | {levels} (input to output) |")
             continue
+        cut = f" ({', '.join(r['blackbox'])} black-boxed: its paths not timed here)" if r.get("blackbox") else ""
         if not r.get("placed"):
-            rows.append(f"| {label} | {r['instances']} | {res} | not placed | - | too large: "
+            rows.append(f"| {label} | {r['instances']} | {res} | not placed | - | too large{cut}: "
                         f"see its submodules' rows | - | {levels} |")
             continue
         if r.get("fmax_mhz") is None:
@@ -457,9 +458,7 @@ def table(section: dict) -> str:
                         f"combinational: timed in its parent | - | {levels} |")
             continue
         ok = "yes" if r["fmax_mhz"] >= TARGET_MHZ else f"**no** ({100 * r['fmax_mhz'] / TARGET_MHZ:.0f} %)"
-        path = f"`{short(r.get('from', '?'))}` → `{short(r.get('to', '?'))}`"
-        if r.get("blackbox"):
-            path += f" ({', '.join(r['blackbox'])} black-boxed: its paths not timed here)"
+        path = f"`{short(r.get('from', '?'))}` → `{short(r.get('to', '?'))}`{cut}"
         rows.append(f"| {label} | {r['instances']} | {res} | {r['fmax_mhz']:.1f} | {ok} | {path} | "
                     f"{r.get('logic_ns', 0):.1f} / {r.get('routing_ns', 0):.1f} | {levels} |")
     for label, n in section.get("units", {}).items():

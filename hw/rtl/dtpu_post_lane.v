@@ -405,8 +405,9 @@ wire signed [15:0] x1h = x1_reg[47:32];
 /* verilator lint_off UNUSEDSIGNAL */
 wire signed [48:0] pll = $signed({1'b0, x1l}) * $signed({1'b0, y1_reg[15:0]});
 wire signed [48:0] plh = $signed({1'b0, x1l}) * $signed(y1_reg[31:16]);
-wire signed [47:0] phx = INT64_EN != 0 ? x1h * y1_reg
-                                       : (x1_reg[31] ? -{{16{y1_reg[31]}}, y1_reg} : 48'sd0);
+// (both arms signed: an unsigned arm would make the product x1h * y1_reg unsigned)
+wire signed [47:0] phx_neg = x1_reg[31] ? -$signed({{16{y1_reg[31]}}, y1_reg}) : 48'sd0;
+wire signed [47:0] phx = INT64_EN != 0 ? x1h * y1_reg : phx_neg;
 /* verilator lint_on UNUSEDSIGNAL */
 
 reg               vm_reg;

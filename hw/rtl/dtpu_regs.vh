@@ -62,7 +62,7 @@ localparam [3:0] DTPU_STATE_DONE = 4'd7;
 // ---- ERR bits ----
 localparam integer DTPU_ERR_BAD_OPCODE = 0;  // JOB.OPCODE is not one of OPCODE.
 localparam integer DTPU_ERR_BAD_PRECISION = 1;  // JOB.PREC unknown or not in ENABLED.
-localparam integer DTPU_ERR_BAD_MODE = 2;  // JOB.OUT_MODE/RQ_VARIANT not valid for JOB.PREC and the opcode.
+localparam integer DTPU_ERR_BAD_MODE = 2;  // JOB.OUT_MODE/RQ_VARIANT not valid for JOB.PREC and the opcode, or RQ_VARIANT not built (RQ_EN).
 localparam integer DTPU_ERR_BAD_DIMS = 3;  // A dimension register is zero, out of its field range, or inconsistent (e.g. OUT_H larger than the window allows).
 localparam integer DTPU_ERR_WGT_RANGE = 4;  // Weight memory access beyond WEIGHT_WORDS, WGT_BASE not a multiple of COLS, or a GEMM/DWCONV prefetch range [PF_ADDR, PF_ADDR+PF_COUNT) that leaves the memory or overlaps the job's own weight words.
 localparam integer DTPU_ERR_PARAM_RANGE = 5;  // Parameter memory access beyond PARAM_ENTRIES, or LOAD_PARAM with an odd word count.

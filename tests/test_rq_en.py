@@ -164,3 +164,23 @@ def test_uint8_board_variants_cover_both_runtimes():
             if spec is not None:
                 v, _ = reference.find_rounding_variant(spec, None, "default", reference.LITERT)
                 assert v is reference.Variant.FP32 and cfg.rq_built(v.name)
+
+
+def test_hwcfg1_reports_the_variants_left_out():
+    """HWCFG1.RQ_OFF: 0 in a build with all five (the register as before the field, so older
+    bitstreams still match), the complement of RQ_EN otherwise; the board's config_from_hwcfg
+    reads it back, and the driver's identity check tells a host with the wrong RQ_EN."""
+    from dtpu.board.ip import config_from_hwcfg
+    from dtpu.driver import ModelTransport, check_identity
+
+    full = HwConfig()
+    assert full.decode("HWCFG1", full.hwcfg1)["RQ_OFF"] == 0 and full.hwcfg1 >> 24 == 0
+    lean = HwConfig(RQ_EN=INT8_BOARD, ENABLED=["int8", "uint8"])
+    assert lean.decode("HWCFG1", lean.hwcfg1)["RQ_OFF"] == 0b00110      # SINGLE, INT64
+    back = config_from_hwcfg(lean.hwcfg0, lean.hwcfg1, full)
+    assert back.RQ_EN == INT8_BOARD and back.hwcfg1 == lean.hwcfg1
+    t = ModelTransport(Core(lean))
+    check_identity(t)
+    t.cfg = HwConfig(ENABLED=["int8", "uint8"])     # a host assuming all five variants
+    with pytest.raises(RuntimeError, match="does not match contract"):
+        check_identity(t)

@@ -161,7 +161,10 @@ endfunction
 
 localparam LOG_COLS = clog2(COLS);
 localparam [31:0] HWCFG0 = {PREC_EN, COLS[7:0], ROWS[7:0]};
-localparam [31:0] HWCFG1 = {8'd0, LOG_ACT_WORDS[7:0], LOG_PARAM_ENTRIES[7:0], LOG_WEIGHT_WORDS[7:0]};
+// HWCFG1.RQ_OFF: the variants left out (0 with all five built)
+localparam [7:0] RQ_ALL = 8'h1F;
+localparam [7:0] RQ_OFF = RQ_ALL & ~RQ_EN[7:0];
+localparam [31:0] HWCFG1 = {RQ_OFF, LOG_ACT_WORDS[7:0], LOG_PARAM_ENTRIES[7:0], LOG_WEIGHT_WORDS[7:0]};
 localparam AW = AXIL_ADDR_WIDTH;
 
 function [AW-1:0] ra(input [7:0] off);

@@ -190,7 +190,13 @@ class HwConfig:
     @property
     def hwcfg1(self) -> int:
         return self.encode("HWCFG1", LOG_WEIGHT_WORDS=self.LOG_WEIGHT_WORDS,
-                           LOG_PARAM_ENTRIES=self.LOG_PARAM_ENTRIES, LOG_ACT_WORDS=self.LOG_ACT_WORDS)
+                           LOG_PARAM_ENTRIES=self.LOG_PARAM_ENTRIES, LOG_ACT_WORDS=self.LOG_ACT_WORDS,
+                           RQ_OFF=self.rq_all & ~self.RQ_EN)
+
+    @property
+    def rq_all(self) -> int:
+        """RQ_EN with every variant built (the contract's default)."""
+        return sum(1 << v for v in self.enums["RQ_VARIANT"].values())
 
     @property
     def model_name(self) -> str:

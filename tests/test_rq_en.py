@@ -18,6 +18,7 @@ from dtpu.hw.executor import Executor, RunResult
 from dtpu.hw.listformat import ListFault
 from dtpu.hw.lower import LowerError, lower
 from dtpu.spec import ConvSpec, DataMode, OpKind, Padding, Quant
+from tests.delegate_util import dtpu_so, tfl  # noqa: F401  (fixtures)
 
 #: what an int8/uint8 board needs: DOUBLE and DOUBLE_UP (tflite-runtime 2.14's kernels) and
 #: FP32 (LiteRT's XNNPACK)
@@ -184,3 +185,29 @@ def test_hwcfg1_reports_the_variants_left_out():
     t.cfg = HwConfig(ENABLED=["int8", "uint8"])     # a host assuming all five variants
     with pytest.raises(RuntimeError, match="does not match contract"):
         check_identity(t)
+
+
+def test_delegate_leaves_the_convolutions_of_a_build_without_their_variant(dtpu_so, tfl):
+    """backend=model on a build without the running interpreter's variants for CONV_2D and
+    DEPTHWISE_CONV_2D (tflite-runtime 2.14: DOUBLE_UP / DOUBLE, so RQ_EN = 16, FP32 only;
+    LiteRT: FP32, so RQ_EN = 9): those nodes stay with TFLite, the outputs equal the CPU's; on the
+    int8 board's RQ_EN (25) they are the DTPU's as on a full build."""
+    import dtpu
+    from dtpu.tflite import RUNTIME
+    from tests.delegate_util import CANONICAL_MODELS, cpu_ops, random_inputs, run
+
+    path = CANONICAL_MODELS["dscnn"]
+    cpu = tfl.Interpreter(model_path=str(path))
+    cpu.allocate_tensors()
+    convs = {k: v for k, v in cpu_ops(cpu).items() if "CONV" in k}
+    assert convs
+    lacking = 16 if RUNTIME == reference.TFLITE_RUNTIME else 9
+    for rq_en, kept in ((lacking, convs), (INT8_BOARD, {})):
+        with HwConfig(RQ_EN=rq_en):
+            ours = dtpu.make_interpreter(path, {"backend": "model"})
+            ours.allocate_tensors()
+            left = {k: v for k, v in cpu_ops(ours).items() if "CONV" in k}
+            assert left == kept, (rq_en, left)
+            xs = random_inputs(cpu, 1)
+            for got, want in zip(run(ours, xs), run(cpu, xs)):
+                np.testing.assert_array_equal(got, want)

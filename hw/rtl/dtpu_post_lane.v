@@ -398,16 +398,17 @@ end
 // two adders after its multipliers, dtpu_post's critical path on the ECP5 proxy (x1_reg ->
 // plm_reg, docs/synthesis.md). xh is x's sign extension except in INT64 (x 48 bits, y m16);
 // the product is exact in 64 bits, |x*y| <= 2^62
-// Without INT64, x is a 32-bit value sign-extended (xh = 0 or -1), and xh*y is 0 or -y: no
-// multiplier.
+// Without INT64, x is a signed 32-bit value (x1_reg[31:0]; FP32's mantissa is positive there):
+// two partial products of the signed x, x*yl and x*yh (|x*yl| < 2^47, |x*yh| <= 2^46: 48
+// bits signed each), and no xh*y term, so stage 2 adds two values instead of three.
+localparam X_SIGNED = INT64_EN == 0;
 wire        [31:0] x1l = x1_reg[31:0];
 wire signed [15:0] x1h = x1_reg[47:32];
+wire               xs = X_SIGNED && x1_reg[31];    // x's sign bit in the low products
 /* verilator lint_off UNUSEDSIGNAL */
-wire signed [48:0] pll = $signed({1'b0, x1l}) * $signed({1'b0, y1_reg[15:0]});
-wire signed [48:0] plh = $signed({1'b0, x1l}) * $signed(y1_reg[31:16]);
-// (both arms signed: an unsigned arm would make the product x1h * y1_reg unsigned)
-wire signed [47:0] phx_neg = x1_reg[31] ? -$signed({{16{y1_reg[31]}}, y1_reg}) : 48'sd0;
-wire signed [47:0] phx = INT64_EN != 0 ? x1h * y1_reg : phx_neg;
+wire signed [48:0] pll = $signed({xs, x1l}) * $signed({1'b0, y1_reg[15:0]});
+wire signed [48:0] plh = $signed({xs, x1l}) * $signed(y1_reg[31:16]);
+wire signed [47:0] phx = X_SIGNED ? 48'sd0 : x1h * y1_reg;
 /* verilator lint_on UNUSEDSIGNAL */
 
 reg               vm_reg;
@@ -485,12 +486,13 @@ end
 
 
 // the three partial products' sum mod 2^64: one carry-save level (a LUT a bit), then one adder
-wire [63:0] pp_a = {16'd0, pllm_reg};
+// (without INT64: x*yl sign-extended plus x*yh * 2^16, one adder)
+wire [63:0] pp_a = X_SIGNED ? {{16{pllm_reg[47]}}, pllm_reg} : {16'd0, pllm_reg};
 wire [63:0] pp_b = {plhm_reg, 16'd0};
 wire [63:0] pp_c = {phxm_reg, 32'd0};
 wire [63:0] pp_s = pp_a ^ pp_b ^ pp_c;
 wire [62:0] pp_k = (pp_a[62:0] & pp_b[62:0]) | (pp_a[62:0] & pp_c[62:0]) | (pp_b[62:0] & pp_c[62:0]);
-wire [63:0] p2_sum = pp_s + {pp_k, 1'b0};
+wire [63:0] p2_sum = X_SIGNED ? pp_a + pp_b : pp_s + {pp_k, 1'b0};
 
 reg               v2_reg;
 reg  [2:0]        var2_reg;

@@ -155,6 +155,7 @@ localparam INT64_EN = RQ_MASK[DTPU_RQ_VARIANT_INT64[2:0]];
 localparam FP32_EN = RQ_MASK[DTPU_RQ_VARIANT_FP32[2:0]];
 localparam DOUBLE_EN = RQ_MASK[DTPU_RQ_VARIANT_DOUBLE[2:0]];
 localparam DOUBLE_UP_EN = RQ_MASK[DTPU_RQ_VARIANT_DOUBLE_UP[2:0]];
+localparam INT_EN = SINGLE_EN || INT64_EN || DOUBLE_EN || DOUBLE_UP_EN;
 
 wire raw = out_mode == DTPU_OUT_MODE_RAW[1:0];
 wire req = out_mode == DTPU_OUT_MODE_REQUANT[1:0];
@@ -685,7 +686,8 @@ wire [31:0] rshift = sh4_reg[6] ? 32'd0 : rst2[{4'd0, rs4[1:0]} +: 32];
 // with the increment c as the low bit's carry, so that the output keeps only the clamp's two
 // compares (the add and the two compares in series after this register were the lane's output
 // path, about 86 MHz with the input split on the ECP5 proxy)
-wire        fp4 = FP32_EN != 0 && fp4_reg;
+// (an FP32-only build: every REQUANT value is FP32's, and the integer rounding is not built)
+wire        fp4 = FP32_EN != 0 && (fp4_reg || INT_EN == 0);
 wire [31:0] rv = !fp4 ? rshift : fpz4_reg ? 32'd0 : ({7'd0, pval4_reg} ^ {32{fps4_reg}});
 wire        rc5 = fp4 && !fpz4_reg && (pinc4_reg ^ fps4_reg);
 /* verilator lint_off UNUSEDSIGNAL */

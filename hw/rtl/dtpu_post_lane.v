@@ -156,6 +156,7 @@ localparam FP32_EN = RQ_MASK[DTPU_RQ_VARIANT_FP32[2:0]];
 localparam DOUBLE_EN = RQ_MASK[DTPU_RQ_VARIANT_DOUBLE[2:0]];
 localparam DOUBLE_UP_EN = RQ_MASK[DTPU_RQ_VARIANT_DOUBLE_UP[2:0]];
 localparam INT_EN = SINGLE_EN || INT64_EN || DOUBLE_EN || DOUBLE_UP_EN;
+localparam DBL_EN = DOUBLE_EN || DOUBLE_UP_EN;
 
 wire raw = out_mode == DTPU_OUT_MODE_RAW[1:0];
 wire req = out_mode == DTPU_OUT_MODE_REQUANT[1:0];
@@ -260,8 +261,6 @@ wire [31:0] tn = tn_b << tlz[0];
 wire a_single = SINGLE_EN != 0 && vara_reg == DTPU_RQ_VARIANT_SINGLE[2:0];
 wire a_int64 = INT64_EN != 0 && vara_reg == DTPU_RQ_VARIANT_INT64[2:0];
 wire a_fp32 = FP32_EN != 0 && vara_reg == DTPU_RQ_VARIANT_FP32[2:0];
-wire a_dbl = (DOUBLE_EN != 0 || DOUBLE_UP_EN != 0)
-          && (vara_reg == DTPU_RQ_VARIANT_DOUBLE[2:0] || vara_reg == DTPU_RQ_VARIANT_DOUBLE_UP[2:0]);
 
 // Products: SINGLE t32*m, DOUBLE/DOUBLE_UP a32*m, INT64 total*m16 with |total| < 2^47 (larger
 // totals are ERR.OVERFLOW, results undefined): |x*y| <= 2^62, exact in 64 bits. FP32's
@@ -296,8 +295,9 @@ always @(posedge clk) begin
         rawvb_reg <= rawva_reg;
         ovfb_reg <= ovfa_reg || (va_reg && reqa_reg && a_int64 && !fits47_tot);
         wrapb_reg <= va_reg && reqa_reg && !a_int64 && !fits32_tot;
-        satb_reg <= a_dbl && a32 == 32'sh80000000 && m == 32'sh80000000;
-        // (a variant not built never reaches a lane: CONFIG refuses it; zeros then)
+        satb_reg <= DBL_EN != 0 && a32 == 32'sh80000000 && m == 32'sh80000000;
+        // (DOUBLE's operands for DOUBLE, DOUBLE_UP and the codes no variant has, as before
+        // RQ_EN; a variant not built never reaches a lane, CONFIG refuses it: zeros then)
         if (a_single) begin
             xb_reg <= {{16{t32[31]}}, t32};
             yb_reg <= m;
@@ -311,7 +311,7 @@ always @(posedge clk) begin
             xb_reg <= total[47:0];
             yb_reg <= {{15{m16_reg[16]}}, m16_reg};
             shb_reg <= shi_reg;
-        end else if (a_dbl) begin
+        end else if (DBL_EN != 0) begin
             xb_reg <= {{16{a32[31]}}, a32};
             yb_reg <= m;
             shb_reg <= shd_reg;

@@ -257,10 +257,13 @@ wire [31:0] tn_a = tmag[31:0] << {tlz[4:3], 3'd0};
 wire [31:0] tn_b = tn_a << {tlz[2:1], 1'b0};
 wire [31:0] tn = tn_b << tlz[0];
 
+// DOUBLE's operands (DOUBLE, DOUBLE_UP, and the codes no variant has), zeros without DOUBLE
+wire [47:0] xd = DBL_EN != 0 ? {{16{a32[31]}}, a32} : 48'd0;
+wire [31:0] yd = DBL_EN != 0 ? m : 32'd0;
+wire [6:0]  sd = DBL_EN != 0 ? shd_reg : 7'd0;
+
 // stage a's variant, as selects of built variants only
-wire a_single = SINGLE_EN != 0 && vara_reg == DTPU_RQ_VARIANT_SINGLE[2:0];
 wire a_int64 = INT64_EN != 0 && vara_reg == DTPU_RQ_VARIANT_INT64[2:0];
-wire a_fp32 = FP32_EN != 0 && vara_reg == DTPU_RQ_VARIANT_FP32[2:0];
 
 // Products: SINGLE t32*m, DOUBLE/DOUBLE_UP a32*m, INT64 total*m16 with |total| < 2^47 (larger
 // totals are ERR.OVERFLOW, results undefined): |x*y| <= 2^62, exact in 64 bits. FP32's
@@ -296,30 +299,31 @@ always @(posedge clk) begin
         ovfb_reg <= ovfa_reg || (va_reg && reqa_reg && a_int64 && !fits47_tot);
         wrapb_reg <= va_reg && reqa_reg && !a_int64 && !fits32_tot;
         satb_reg <= DBL_EN != 0 && a32 == 32'sh80000000 && m == 32'sh80000000;
-        // (DOUBLE's operands for DOUBLE, DOUBLE_UP and the codes no variant has, as before
-        // RQ_EN; a variant not built never reaches a lane, CONFIG refuses it: zeros then)
-        if (a_single) begin
-            xb_reg <= {{16{t32[31]}}, t32};
-            yb_reg <= m;
-            shb_reg <= shs_reg;
-        end else if (a_fp32) begin
-            // the FP32 variant's mantissa product shares the multiplier (x: stage b -> 1)
-            xb_reg <= 48'd0;
-            yb_reg <= {8'd0, 1'b1, rq_lo_reg[22:0]};
-            shb_reg <= 7'd0;
-        end else if (a_int64) begin
-            xb_reg <= total[47:0];
-            yb_reg <= {{15{m16_reg[16]}}, m16_reg};
-            shb_reg <= shi_reg;
-        end else if (DBL_EN != 0) begin
-            xb_reg <= {{16{a32[31]}}, a32};
-            yb_reg <= m;
-            shb_reg <= shd_reg;
-        end else begin
-            xb_reg <= 48'd0;
-            yb_reg <= 32'd0;
-            shb_reg <= 7'd0;
-        end
+        // (a variant not built never reaches a lane, CONFIG refuses it: DOUBLE's operands or
+        // zeros then; with every variant built this is the mux it always was)
+        case (vara_reg)
+            DTPU_RQ_VARIANT_SINGLE[2:0]: begin
+                xb_reg <= SINGLE_EN != 0 ? {{16{t32[31]}}, t32} : xd;
+                yb_reg <= SINGLE_EN != 0 ? m : yd;
+                shb_reg <= SINGLE_EN != 0 ? shs_reg : sd;
+            end
+            DTPU_RQ_VARIANT_FP32[2:0]: begin
+                // the FP32 variant's mantissa product shares the multiplier (x: stage b -> 1)
+                xb_reg <= FP32_EN != 0 ? 48'd0 : xd;
+                yb_reg <= FP32_EN != 0 ? {8'd0, 1'b1, rq_lo_reg[22:0]} : yd;
+                shb_reg <= FP32_EN != 0 ? 7'd0 : sd;
+            end
+            DTPU_RQ_VARIANT_INT64[2:0]: begin
+                xb_reg <= INT64_EN != 0 ? total[47:0] : xd;
+                yb_reg <= INT64_EN != 0 ? {{15{m16_reg[16]}}, m16_reg} : yd;
+                shb_reg <= INT64_EN != 0 ? shi_reg : sd;
+            end
+            default: begin
+                xb_reg <= xd;
+                yb_reg <= yd;
+                shb_reg <= sd;
+            end
+        endcase
     end
     if (!rst_n) begin
         vb_reg <= 1'b0;

@@ -409,7 +409,7 @@ end
 localparam X_SIGNED = INT64_EN == 0;
 wire        [31:0] x1l = x1_reg[31:0];
 wire signed [15:0] x1h = x1_reg[47:32];
-wire               xs = X_SIGNED && x1_reg[31];    // x's sign bit in the low products
+wire               xs = X_SIGNED ? x1_reg[31] : 1'b0;    // x's sign bit in the low products
 /* verilator lint_off UNUSEDSIGNAL */
 wire signed [48:0] pll = $signed({xs, x1l}) * $signed({1'b0, y1_reg[15:0]});
 wire signed [48:0] plh = $signed({xs, x1l}) * $signed(y1_reg[31:16]);

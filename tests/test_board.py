@@ -9,6 +9,7 @@ cycles as backend=model. Without pynq installed (the LiteRT venv) the emulated-b
 """
 from __future__ import annotations
 
+import gc
 import json
 import os
 import re
@@ -277,15 +278,50 @@ def test_bitstream_of_another_build_is_refused(emu, tmp_path):
     backend.close()
 
 
+def test_int16_nodes_need_the_int16_overlay(emu, dtpu_so, tfl, tmp_path, caplog):
+    """The default overlay (OVERLAY=int8: int8/uint8 lanes and the vector unit) keeps an int16x8
+    model's convolutions on the CPU, each with the reason (the backend lowers for what the
+    bitstream reports, HWCFG0.PREC_EN); the int16 overlay (OVERLAY=int16) delegates them. Both
+    bit-exact with the CPU."""
+    import dtpu
+    from dtpu.board.emulate import write_design
+    from dtpu.delegate import runtime
+    from tests.models import zoo
+
+    name = "dscnn_like__int16x8"
+    path = ROOT / "tests" / "models" / "zoo" / f"{name}.tflite"
+    cpu = tfl.Interpreter(model_path=str(path))
+    cpu.allocate_tensors()
+    inputs = zoo.make_inputs(zoo.get_entry(name), seed=1)
+    want = run(cpu, inputs)
+    for build, delegated in (("int8", False), ("int16", True)):
+        bit = write_design(tmp_path / build, build=build)
+        with caplog.at_level("INFO", logger="dtpu"):
+            board = dtpu.make_interpreter(path, {"backend": "pynq", "bitstream": str(bit)})
+        board.allocate_tensors()
+        for g, w in zip(run(board, inputs), want):
+            assert_matches(g, w, f"int16x8 on the {build} overlay")
+        state = list(runtime.DELEGATES.values())[-1]      # this interpreter's delegate
+        rejected = [(r["op"], r["reason"]) for graph in state.graphs.values() for r in graph.rejected]
+        convs = [reason for op, reason in rejected if "CONV" in op]
+        if delegated:
+            assert not convs and dtpu.last_report().kernels >= 1, rejected
+        else:
+            assert convs and all("int16x8 needs int16 lanes, which this DTPU build does not have "
+                                 "(enabled: int8, uint8)" in r for r in convs), rejected
+        del board, state
+        gc.collect()        # closes the delegate: it owns the (emulated) board
+
+
 def test_integer_only_bitstream_claims_only_its_precisions(emu, dtpu_so, tfl, tmp_path, caplog):
-    """The board build that fits the xc7z020 (int8/uint8/int16, docs/synthesis.md): the backend
-    lowers for the precisions the bitstream reports, and float nodes stay on the CPU."""
+    """The int16 board build (hw/overlays OVERLAY=int16: int8/uint8/int16, no vector unit): the
+    backend lowers for the precisions the bitstream reports, and float nodes stay on the CPU."""
     import dtpu
     from dtpu.board.emulate import write_design
     from dtpu.precision import Precision
     from tests.models import zoo
 
-    bit = write_design(tmp_path, HwConfig(ENABLED=["int8", "uint8", "int16"]))
+    bit = write_design(tmp_path, build="int16")
     board = dtpu.make_interpreter(MODEL, {"backend": "pynq", "bitstream": str(bit)})
     board.allocate_tensors()
     cpu = tfl.Interpreter(model_path=str(MODEL))
@@ -522,8 +558,8 @@ def test_dtpu_irq_through_pynq_interrupt_and_the_axi_intc(emu, tmp_path):
 
 def test_emulated_board_is_the_board_build(tmp_path):
     """Issue 24.5: DTPU_PYNQ_EMULATE=1 with backend=pynq and no bitstream named emulates the
-    board build (int8/uint8/int16, dtpu.board.design.board_config), not the contract's default
-    configuration: a float model's nodes stay on the CPU, each with the build's reason, and its
+    default board build (int8/uint8 with the vector unit, dtpu.board.design.board_config), not
+    the contract's default configuration: a float model's nodes stay on the CPU, each with the build's reason, and its
     outputs are the CPU's. In a fresh process: the emulation installs itself from the
     environment there."""
     script = (
@@ -554,5 +590,5 @@ def test_emulated_board_is_the_board_build(tmp_path):
     assert got["delegated"] == 0 and got["same"], got
     convs = [reason for op, reason in got["rejected"] if "CONV" in op]
     assert len(convs) == 13, got["rejected"]
-    assert all("fp32 lanes, which this DTPU build does not have (enabled: int8, uint8, int16)"
+    assert all("fp32 lanes, which this DTPU build does not have (enabled: int8, uint8)"
                in reason for reason in convs), convs

@@ -38,7 +38,8 @@ def _reports(model, options, invokes=2):
 
 @pytest.fixture(scope="module")
 def mobilenet_lists(dtpu_so):
-    # the board's partitions: it has no vector unit (vector=off leaves MEAN on the CPU as there)
+    # the estimate's partitions: the convolution chains (dtpu.board.estimate, the int16
+    # overlay's: vector=off leaves MEAN on the CPU as there)
     return _reports(MOBILENET, {"backend": "model", "path": "lists", "vector": "off"})
 
 
@@ -124,8 +125,9 @@ def test_vww_report_and_model_file_agree_on_host_terms(dtpu_so):
     issue 26: 202,640 -> 202,508, its stride-2 depthwise at TAP_CYCLES 1; LAT_POST 9 -> 11 for
     the post unit's input split: 202,508 -> 202,564). The report runs
     with `vector=off`: the estimate
-    prices the board's build, which has no vector unit, so its MEAN cuts the graph there, while
-    the golden model with the unit runs VWW as one partition."""
+    prices the convolution chains (dtpu.board.estimate: a build without the vector unit, the
+    int16 overlay), so its MEAN cuts the graph there, while the golden model with the unit (and
+    the default overlay) runs VWW as one partition."""
     got = _reports(VWW, {"backend": "model", "vector": "off"})[-1].board_estimate()
     want = estimate("vww", VWW)["rows"][2]
     assert got["host"] == pytest.approx(want["host"], rel=1e-12)

@@ -76,8 +76,8 @@ def test_board_emulation_agrees_with_the_same_cycles(dtpu_so):
 def test_board_emulation_of_the_2_0_design_runs_command_lists(dtpu_so):
     """DTPU_PYNQ_EMULATE=1: the default design, contract 2.0's (no DMAs; =2 is the same); the
     same lists, so the same cycles node by node as backend=model's default path, and one
-    doorbell per partition. The same nodes on both: the board has no vector unit, so both
-    claim the convolutions only (ops listed)."""
+    doorbell per partition. The same nodes on both: both claim the convolutions only (ops
+    listed), the lists of the 2.0 core without its vector unit's part."""
     ops = ("--option", "ops=conv2d,depthwise_conv2d")
     proc = _dtpu("run", str(MOBILENET), "--backend", "pynq", "--report", "json", "--invokes", "2",
                  *ops, env={"DTPU_PYNQ_EMULATE": "1"})

@@ -91,7 +91,8 @@ def test_mlperf_tiny_nets_on_model_and_emulated_board(path, emu, dtpu_so, tfl):
     # the shape chain of its head (evaluated at Prepare) join the convolutions: one partition,
     # SOFTMAX alone on the CPU (tests/test_one_kick.py: every canonical model)
     assert whole.kernels == 1 and {r["op"] for r in whole.rejected} <= {"SOFTMAX"}
-    # the board has no vector unit: the convolutions alone on both
+    # the convolutions alone (ops listed) on both: the same lists, the vector unit's part aside
+    # (tests/test_one_kick.py runs the whole models on the board)
     ops = {"ops": "conv2d,depthwise_conv2d"}
     model = _compare(path, {"backend": "model", **ops}, tfl)
     board = _compare(path, {"backend": "pynq", "bitstream": str(emu), **ops}, tfl)

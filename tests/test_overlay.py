@@ -101,6 +101,7 @@ def test_config_tcl_matches_the_python_design_of_contract_2():
     the XADC where 1.2 has them."""
     v = _tcl_vars()
     assert v["DTPU_BUSIF_2"].split() == list(design.BUS_INTERFACES_2)
+    assert v["DTPU_PARAMS_2"].split() == list(design.TOP_PARAMS_2)
     assert (v["DTPU_MASTER"], v["DTPU_IRQ"]) == (design.M_AXI, design.IRQ_PORT)
     assert (v["INST_INTC"], v["INST_MEM_SC"]) == (design.INTC, design.MEM_SC)
     assert int(v["DEFAULT_CONTRACT"]) == design.DEFAULT_CONTRACT == 2
@@ -252,6 +253,7 @@ def test_rtl_top_has_the_ports_the_ip_packager_needs(contract):
     assert ports == list(variant.top_ports), set(ports) ^ set(variant.top_ports)
     assert set(design.TOP_PARAMS) <= set(params)
     if contract == 2:
+        assert set(design.TOP_PARAMS_2) <= set(params)
         text = re.sub(r"//[^\n]*|/\*.*?\*/", "", path.read_text(), flags=re.S)
         assert _param_default(text, "ID_W") == design.M_AXI_ID_WIDTH
         assert _param_default(text, "ADDR_W") == design.M_AXI_ADDR_WIDTH
@@ -290,6 +292,30 @@ def _peers(module: ET.Element, port: str) -> list[tuple[str, str]]:
     el = [p for p in module.iter("PORT") if p.get("NAME") == port]
     assert el, f"no port {port} on {module.get('INSTANCE')}"
     return [(c.get("INSTANCE"), c.get("PORT")) for c in el[0].iter("CONNECTION")]
+
+
+@pytest.mark.parametrize("build", sorted(design.BOARD_BUILDS))
+def test_the_emulated_hwh_carries_the_board_builds_parameters(tmp_path, build):
+    """Each board build (make OVERLAY=) is what the emulated .hwh declares: its PREC_EN and, on
+    the 2.0 top, its VEC_EN (the IP parameter the board transport reads to declare the vector
+    unit); the 1.2 top has no VEC_EN parameter. The default build is int8/uint8 with the unit."""
+    b = design.BOARD_BUILDS[build]
+    params = parse_hwh(write_hwh(tmp_path / "d.hwh", build=build))[design.DTPU]["parameters"]
+    assert (params["PREC_EN"], params["VEC_EN"]) == (design.build_params(build=build)["PREC_EN"],
+                                                     str(b.vec_en))
+    assert design.vector_unit_of(params) == bool(b.vec_en)
+    assert "VEC_EN" not in parse_hwh(write_hwh(tmp_path / "d1.hwh", contract=1, build=build))[
+        design.DTPU]["parameters"]
+    default = design.BOARD_BUILDS[design.DEFAULT_BOARD_BUILD]
+    assert (default.precisions, default.vec_en) == (("int8", "uint8"), 1)
+    assert design.board_build() is default and design.board_config().ENABLED == \
+        design.board_config("int8").ENABLED
+    with pytest.raises(ValueError, match=r"board build 'fp32' unknown; accepted: int8 \(int8/uint8 "
+                                         r"lanes and the vector unit"):
+        design.board_build("fp32")
+    with pytest.raises(ValueError, match=r"VEC_EN='yes'; accepted: 0 or 1"):
+        design.vector_unit_of({"VEC_EN": "yes"})
+    assert not design.vector_unit_of({})     # a .hwh from before VEC_EN: no unit
 
 
 def test_the_emulated_hwh_of_contract_2_is_the_2_0_design(tmp_path):
@@ -396,13 +422,23 @@ def test_make_without_vivado_says_what_is_missing():
                           env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode != 0 and "CONTRACT must be 2 (contract 2.0, the default) or 1" in proc.stderr
     assert not (OVERLAYS / "build").exists()
+    proc = subprocess.run(["make", "-C", str(OVERLAYS), "OVERLAY=fp32", "VIVADO=vivado-not-installed"],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0 and "OVERLAY must be int8 (int8/uint8 and the vector unit, the " \
+        "default) or int16 (int8/uint8/int16, no vector unit), not 'fp32'" in proc.stderr
+    assert not (OVERLAYS / "build").exists()
 
 
 def test_make_passes_the_contract_to_both_scripts():
     """`make CONTRACT=1` hands 1 to package_ip.tcl and build.tcl and builds into
-    build/contract1 (a 1.2 build is not taken for a 2.0 one); the default is 2, into build/."""
-    for args, contract, build in (([], "2", "build"), (["CONTRACT=2"], "2", "build"),
-                                  (["CONTRACT=1"], "1", "build/contract1")):
+    build/contract1 (a 1.2 build is not taken for a 2.0 one); the default is 2, into build/.
+    `make OVERLAY=int16` builds the int16 board build (PREC_EN 0x0007, no vector unit) into
+    build/int16; the default is int8 (PREC_EN 0x0003 and VEC_EN 1); CONTRACT=1 has VEC_EN 0."""
+    for args, contract, build, prec_vec in (
+            ([], "2", "build", "0x0003 1"), (["CONTRACT=2"], "2", "build", "0x0003 1"),
+            (["CONTRACT=1"], "1", "build/contract1", "0x0003 0"),
+            (["OVERLAY=int16"], "2", "build/int16", "0x0007 0"),
+            (["OVERLAY=int8"], "2", "build", "0x0003 1")):
         proc = subprocess.run(["make", "-n", "-C", str(OVERLAYS), "VIVADO=true",
                                f"PYTHON={sys.executable}", *args],
                               capture_output=True, text=True, timeout=120)
@@ -410,7 +446,17 @@ def test_make_passes_the_contract_to_both_scripts():
         out = proc.stdout
         assert re.search(rf"package_ip\.tcl -tclargs \S+/hw/rtl \S+/hw/overlays/{build}/ip {contract}$", out, re.M), out
         assert re.search(rf"build\.tcl -tclargs \S+/hw/overlays/{build}/ip \S+/hw/overlays/{build} 4 "
-                         rf"(\S+ ){{6}}{contract}$", out, re.M), out
+                         rf"(\S+ ){{5}}{prec_vec} {contract}$", out, re.M), out
+    # install: each build under its own name on the board (the delegate's bitstream=int16)
+    for overlay, build in (("int8", "build"), ("int16", "build/int16")):
+        proc = subprocess.run(["make", "-n", "-C", str(OVERLAYS), "VIVADO=true", "install", "BOARD=x@y",
+                               f"PYTHON={sys.executable}", f"OVERLAY={overlay}"],
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        name = design.BOARD_BUILDS[overlay].bitstream
+        for ext in ("bit", "hwh"):
+            assert re.search(rf"^scp \S+/hw/overlays/{build}/{design.BITSTREAM_NAME}\.{ext} "
+                             rf"x@y:{design.BOARD_OVERLAY_DIR}/{name}\.{ext}$", proc.stdout, re.M), proc.stdout
 
 
 # ------------------------------------------------------------ the scripts, run against stubs
@@ -481,19 +527,28 @@ def _run_tcl(script: str, args: list[str], version="2022.1", board_parts=None, m
 
 needs_tclsh = pytest.mark.skipif(TCLSH is None, reason="tclsh not installed")
 BUILD_ARGS = ["/ip", "/out", "4", *design.build_params().values()]
+#: the 1.2 design's: the same without the vector unit (the 1.2 top has none: VEC_EN=0)
+BUILD_ARGS_1 = BUILD_ARGS[:-1] + ["0"]
+
+
+def _dtpu_config(params: dict[str, str]) -> str:
+    """The one set_property -dict of the DTPU cell: every parameter but VEC_EN, which only the
+    2.0 design sets (its own set_property)."""
+    return (r"set_property -dict \{" + " ".join(f"CONFIG.{k} {v}" for k, v in params.items()
+                                                if k != "VEC_EN") + r"\} dtpu")
 
 
 @needs_tclsh
 def test_build_tcl_connects_the_design_the_driver_expects():
     """build.tcl CONTRACT=1: the 1.2 design (dtpu_axi's streams on two AXI DMAs)."""
-    calls, errors, out = _run_tcl("build.tcl", BUILD_ARGS + ["1"])
+    calls, errors, out = _run_tcl("build.tcl", BUILD_ARGS_1 + ["1"])
     assert not errors and "building the contract 1.2 design" in out, out
     text = "\n".join(calls)
     # the DTPU with the contract's parameters, and its three streams on the right DMAs
     assert f"create_bd_cell -type ip -vlnv {design.DTPU_VLNV} {design.DTPU}" in text
     params = design.build_params()
-    assert re.search(r"set_property -dict \{" + " ".join(f"CONFIG.{k} {v}" for k, v in params.items())
-                     + r"\} dtpu", text), text
+    assert re.search(_dtpu_config(params), text), text
+    assert "VEC_EN" not in text
     for stream, (dma, attr) in design.STREAM_DMA.items():
         dma_if = "M_AXIS_MM2S" if attr == "sendchannel" else "S_AXIS_S2MM"
         dtpu_if = f"m_axis_{stream}" if stream == "res" else f"s_axis_{stream}"
@@ -584,8 +639,10 @@ def test_build_tcl_contract_2_puts_the_dtpu_master_on_hp0_and_its_irq_on_the_ps(
     # cells: the DTPU with the contract's parameters, the INTC, no DMA
     assert f"create_bd_cell -type ip -vlnv {design.DTPU_VLNV} {design.DTPU}" in text
     params = design.build_params()
-    assert re.search(r"set_property -dict \{" + " ".join(f"CONFIG.{k} {v}" for k, v in params.items())
-                     + r"\} dtpu", text), text
+    assert re.search(_dtpu_config(params), text), text
+    # the default board build's vector unit (OVERLAY=int8)
+    assert params["VEC_EN"] == "1" and params["PREC_EN"] == "0x0003"
+    assert re.search(r"^set_property CONFIG.VEC_EN 1 dtpu$", text, re.M), text
     assert not [c for c in calls if "axi_dma" in c or design.DMA_WGT in c or design.DMA_ACT in c]
     assert f"create_bd_cell -type ip -vlnv {design.VLNV['intc']} {design.INTC}" in text
     assert re.search(rf"set_property -dict \{{CONFIG.C_IRQ_CONNECTION 1 CONFIG.C_IRQ_IS_LEVEL 1\}} "
@@ -641,12 +698,18 @@ def test_build_tcl_default_is_the_2_0_design_and_refuses_other_contracts():
     calls2, errors, _ = _run_tcl("build.tcl", BUILD_ARGS + ["2"])
     assert not errors and calls2 == calls
     # the 1.2 design stays buildable (CONTRACT=1) and has none of 2.0's interrupt path
-    calls1, errors, out = _run_tcl("build.tcl", BUILD_ARGS + ["1"])
+    calls1, errors, out = _run_tcl("build.tcl", BUILD_ARGS_1 + ["1"])
     assert not errors and "building the contract 1.2 design" in out
     text = "\n".join(calls1)
     assert "IRQ_F2P" not in text and design.INTC not in text and "PCW_USE_FABRIC_INTERRUPT" not in text
     _, errors, _ = _run_tcl("build.tcl", BUILD_ARGS + ["3"])
     assert errors and "CONTRACT must be 1 (contract 1.2) or 2 (contract 2.0), not '3'" in errors[0]
+    # the 1.2 top has no vector unit: VEC_EN=1 there is refused, not silently dropped
+    _, errors, _ = _run_tcl("build.tcl", BUILD_ARGS + ["1"])
+    assert errors and "VEC_EN=1 with CONTRACT=1: the 1.2 top dtpu_axi has no vector unit" in errors[0]
+    # a call without VEC_EN (the parameter list before the vector unit) is refused, not built
+    _, errors, _ = _run_tcl("build.tcl", BUILD_ARGS[:-1] + ["2"])
+    assert errors and "VEC_EN must be 0 or 1 (dtpu_cl_top's vector unit), not '2'" in errors[0]
 
 
 @needs_tclsh

@@ -12,7 +12,8 @@ golden model's).
 The default build is the board's memory sizes with the unit (its own cache entry, built once:
 docs/rtl_backend.md has its cost); the cocotb transport (`dtpu run --backend rtl`) links the same
 Verilated model and declares the unit too (tests/test_backend_rtl.py holds it to backend=model
-with the unit on both); the board keeps VEC_EN=0.
+with the unit on both); the board's default overlay builds the same unit (VEC_EN=1,
+tests/test_one_kick.py).
 """
 from __future__ import annotations
 

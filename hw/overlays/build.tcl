@@ -1,9 +1,12 @@
 # Build the DTPU overlay for the PYNQ-Z2: block design, bitstream, hardware handoff.
 #
 #   vivado -mode batch -source build.tcl -tclargs <ip_dir> <out_dir> <jobs> \
-#       <ROWS> <COLS> <LOG_WEIGHT_WORDS> <LOG_PARAM_ENTRIES> <LOG_ACT_WORDS> <PREC_EN> [<CONTRACT>]
+#       <ROWS> <COLS> <LOG_WEIGHT_WORDS> <LOG_PARAM_ENTRIES> <LOG_ACT_WORDS> <PREC_EN> <VEC_EN> \
+#       [<CONTRACT>]
 #
-# (the Makefile passes the contract's values). Writes <out_dir>/$BD_NAME.bit and .hwh (copy both
+# (the Makefile passes the contract's values and the board build's PREC_EN and VEC_EN, OVERLAY=).
+# VEC_EN=1 builds dtpu_cl_top's vector unit (contract 2.1's VEC descriptors); the 1.2 top has
+# none, so CONTRACT=1 takes VEC_EN=0 only. Writes <out_dir>/$BD_NAME.bit and .hwh (copy both
 # to the board) and <out_dir>/reports/. Both designs: the Zynq PS with the PYNQ-Z2 board preset
 # and FCLK_CLK0 for the fabric; M_AXI_GP0 -> AXI interconnect -> the AXI4-Lite slaves; the XADC
 # Wizard; the DTPU IP packaged from hw/rtl for the same contract.
@@ -23,16 +26,23 @@
 set here [file dirname [file normalize [info script]]]
 source [file join $here config.tcl]
 
-if {[llength $argv] ni {9 10}} {
+if {[llength $argv] ni {10 11}} {
     error "usage: vivado -mode batch -source build.tcl -tclargs <ip_dir> <out_dir> <jobs>\
-           <ROWS> <COLS> <LOG_WEIGHT_WORDS> <LOG_PARAM_ENTRIES> <LOG_ACT_WORDS> <PREC_EN> \[<CONTRACT>\]"
+           <ROWS> <COLS> <LOG_WEIGHT_WORDS> <LOG_PARAM_ENTRIES> <LOG_ACT_WORDS> <PREC_EN> <VEC_EN>\
+           \[<CONTRACT>\]"
 }
-lassign $argv ip_dir out_dir jobs ROWS COLS LOG_WEIGHT_WORDS LOG_PARAM_ENTRIES LOG_ACT_WORDS PREC_EN CONTRACT
+lassign $argv ip_dir out_dir jobs ROWS COLS LOG_WEIGHT_WORDS LOG_PARAM_ENTRIES LOG_ACT_WORDS PREC_EN VEC_EN CONTRACT
 if {$CONTRACT eq ""} {
     set CONTRACT $DEFAULT_CONTRACT
 }
 if {$CONTRACT ni {1 2}} {
     error "CONTRACT must be 1 (contract 1.2) or 2 (contract 2.0), not '$CONTRACT'"
+}
+if {$VEC_EN ni {0 1}} {
+    error "VEC_EN must be 0 or 1 (dtpu_cl_top's vector unit), not '$VEC_EN'"
+}
+if {$CONTRACT == 1 && $VEC_EN != 0} {
+    error "VEC_EN=$VEC_EN with CONTRACT=1: the 1.2 top $DTPU_TOP has no vector unit; accepted there: VEC_EN=0"
 }
 set address_map [expr {$CONTRACT == 2 ? $ADDRESS_MAP_2 : $ADDRESS_MAP}]
 set ip_dir [file normalize $ip_dir]
@@ -88,6 +98,10 @@ set_property -dict [list \
     CONFIG.LOG_ACT_WORDS $LOG_ACT_WORDS \
     CONFIG.PREC_EN $PREC_EN \
 ] $dtpu
+if {$CONTRACT == 2} {
+    # contract 2.1's vector unit (the 1.2 top has no such parameter)
+    set_property CONFIG.VEC_EN $VEC_EN $dtpu
+}
 
 if {$CONTRACT == 1} {
     set dma_common [list \

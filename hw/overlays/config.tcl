@@ -23,6 +23,8 @@ set DTPU_BUSIF_2     {s_axil m_axi}
 set DTPU_MASTER      m_axi
 set DTPU_IRQ         irq
 set DTPU_PARAMS      {ROWS COLS LOG_WEIGHT_WORDS LOG_PARAM_ENTRIES LOG_ACT_WORDS PREC_EN AXIL_ADDR_WIDTH}
+# the 2.0 top's: the same and VEC_EN (contract 2.1's vector unit, dtpu_cl_top only)
+set DTPU_PARAMS_2    {ROWS COLS LOG_WEIGHT_WORDS LOG_PARAM_ENTRIES LOG_ACT_WORDS PREC_EN AXIL_ADDR_WIDTH VEC_EN}
 
 # Device and tool.
 set PART             xc7z020clg400-1

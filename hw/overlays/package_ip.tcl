@@ -14,6 +14,8 @@
 #              unconnected, get the constant driver values of DTPU_TIED_OFF_2 on their inputs;
 #   CONTRACT=1 (1.2): s_axil_* and the AXI4-Streams s_axis_wgt_*, s_axis_act_*, m_axis_res_*
 #              (DTPU_BUSIF).
+# The parameters the block design sets must be user parameters of the IP: DTPU_PARAMS, and for
+# 2.0 DTPU_PARAMS_2 (the same and VEC_EN, dtpu_cl_top's vector unit).
 # The VLNV stays the same for both: the PYNQ driver binds to it and tells 1.2 from 2.0 by the
 # core's VERSION register.
 
@@ -122,7 +124,7 @@ if {[llength $reset_if] == 0} {
 set_bus_parameter $reset_if POLARITY ACTIVE_LOW
 ipx::associate_bus_interfaces -clock $DTPU_CLOCK -reset $DTPU_RESET $core
 
-foreach param $DTPU_PARAMS {
+foreach param [expr {$CONTRACT == 2 ? $DTPU_PARAMS_2 : $DTPU_PARAMS}] {
     if {[llength [ipx::get_user_parameters $param -of_objects $core]] == 0} {
         error "parameter $param of $top is not a user parameter of the IP"
     }

@@ -26,7 +26,7 @@ import numpy as np
 
 from dtpu.backends.base import HwCounters, PowerReading, Probes
 from dtpu.backends.model import DeviceBackend
-from dtpu.board import check_bitstream, default_bitstream, import_pynq
+from dtpu.board import check_bitstream, import_pynq, resolve_bitstream
 from dtpu.board.design import VLNV
 from dtpu.board.power import DEFAULT_PERIOD_S, PowerMonitor, power_source
 from dtpu.driver import Transport
@@ -42,7 +42,8 @@ class PynqBackend(DeviceBackend):
         opts = dict(options or {})
         self._lock = threading.RLock()
         import_pynq()  # first: a missing pynq is the clearer error than a missing bitstream
-        self.bitstream = check_bitstream(opts.get("bitstream") or default_bitstream())
+        # after import_pynq: the emulation, when asked for, has written its overlays by now
+        self.bitstream = check_bitstream(resolve_bitstream(opts.get("bitstream")))
         self.overlay: Any = None
         self.monitor: PowerMonitor | None = None
         try:

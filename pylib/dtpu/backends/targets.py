@@ -48,7 +48,7 @@ def open_target(name: str, cfg: HwConfig, *, path: str = "auto", precision: str 
     delegate options `path` and `precision` (they choose the RTL top) and, for the board,
     `bitstream` and `board_wait_s` (how long to wait for another owner of the board to go)."""
     if name == "model":
-        # the golden model of a 2.1 core with the vector unit (the board's build has none)
+        # the golden model of a 2.1 core with the vector unit (as the default board overlay)
         return Target(ModelTransport(Core(cfg), lists=True, vector_unit=True), cfg)
     if name == "rtl":
         return _open_rtl(cfg, str(path).lower(), precision)
@@ -148,6 +148,9 @@ def _check_build(t, cfg: HwConfig, bitstream: str, overlay) -> Target:
             log.info("bitstream %s: precisions %s (nodes needing others stay on the CPU)",
                      bitstream, ", ".join(p.value for p in built.ENABLED))
         cfg = t.cfg = built
+    if not t.streams and not t.vector_unit:     # the 2.0 design without the unit
+        log.info("bitstream %s: no vector unit (its .hwh: VEC_EN=0, e.g. hw/overlays OVERLAY=int16): "
+                 "ADD, pools, MEAN and the table operators stay on the CPU", bitstream)
     return Target(t, cfg, overlay=overlay)
 
 

@@ -81,6 +81,32 @@ def default_bitstream() -> Path:
     return Path(env) if env else Path(BOARD_OVERLAY_DIR) / f"{BITSTREAM_NAME}.bit"
 
 
+def overlay_name(value: str | os.PathLike | None) -> str | None:
+    """The board build `value` names (``int8``, ``int16``: :data:`dtpu.board.design.
+    BOARD_BUILDS`), else None (a path, or ``default``/empty for the default bitstream)."""
+    from dtpu.board.design import BOARD_BUILDS
+
+    text = str(value).strip().lower() if value is not None else ""
+    return text if text in BOARD_BUILDS else None
+
+
+def resolve_bitstream(value: str | os.PathLike | None = None) -> Path:
+    """The .bit the delegate's ``bitstream`` option means: ``default`` (or nothing)
+    :func:`default_bitstream`; an overlay's name (``int8``, ``int16``; make -C hw/overlays
+    OVERLAY=<name> install) that overlay's file beside the default bitstream (on the board
+    /home/xilinx/pynq/overlays/dtpu/dtpu_pynqz2_int16.bit; under DTPU_PYNQ_EMULATE the
+    emulation writes both overlays there); anything else a path. Not checked for existence
+    (:func:`check_bitstream`)."""
+    from dtpu.board.design import board_build
+
+    name = overlay_name(value)
+    if name is not None:
+        return default_bitstream().parent / f"{board_build(name).bitstream}.bit"
+    if value is None or str(value).strip().lower() in ("", "default"):
+        return default_bitstream()
+    return Path(value)
+
+
 def check_bitstream(path: str | os.PathLike) -> Path:
     """A .bit file that exists and has its .hwh beside it (PYNQ reads the design from the .hwh)."""
     p = Path(path)
@@ -148,4 +174,5 @@ def fill_clock_frequencies(overlay) -> list[int]:
 
 
 __all__ = ["BITSTREAM_ENV", "DTPU_VLNV", "EMULATE_ENV", "check_bitstream", "default_bitstream",
-           "emulation_requested", "fill_clock_frequencies", "import_pynq", "load_overlay"]
+           "emulation_requested", "fill_clock_frequencies", "import_pynq", "load_overlay",
+           "overlay_name", "resolve_bitstream"]

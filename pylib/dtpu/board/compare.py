@@ -90,7 +90,9 @@ def proven_clock(results: Path | None = None) -> dict:
     far on the proxy and its fmax, how many placed units miss 100 MHz, how many were not run."""
     path = results or ROOT / "hw" / "synth" / "results.json"
     timing = json.loads(Path(path).read_text())["timing"]
-    # units an option adds (the vector unit, VEC_EN=1) are not in the board build
+    # the table was measured on the int16 overlay's build (PREC_EN=7, no vector unit); the
+    # units VEC_EN=1 adds (the default int8 overlay's vector unit) are its optional rows, none
+    # placed yet: the slowest placed unit is the board build's either way
     optional = timing.get("optional_units", {})
     mods = [m for label, m in timing["modules"].items() if label not in optional]
     placed = [m for m in mods if m.get("placed") and m.get("fmax_mhz")]

@@ -78,6 +78,8 @@ TOP_PORTS = top_ports(BUS_INTERFACES)
 #: Verilog parameters of the top that the IP exposes (values come from contract.json)
 TOP_PARAMS = ("ROWS", "COLS", "LOG_WEIGHT_WORDS", "LOG_PARAM_ENTRIES", "LOG_ACT_WORDS", "PREC_EN",
               "AXIL_ADDR_WIDTH")
+#: those of the 2.0 top (dtpu_cl_top): the same and VEC_EN, its vector unit (the 1.2 top has none)
+TOP_PARAMS_2 = TOP_PARAMS + ("VEC_EN",)
 
 VLNV = {
     "ps7": "xilinx.com:ip:processing_system7:5.5",
@@ -234,29 +236,80 @@ def variant_of_ports(ports) -> Variant:
     raise ValueError(f"the ports match no overlay design ({diffs})")
 
 
-#: Lane precisions of the default board build: the configuration that fits the xc7z020
-#: (docs/synthesis.md: 8x8 with all seven precisions needs ~5x its LUTs). backend=pynq lowers
-#: for whatever the loaded bitstream reports, so other builds work too.
-BOARD_PRECISIONS = ("int8", "uint8", "int16")
+class BoardBuild(NamedTuple):
+    """One build of the DTPU for the board: what ``make -C hw/overlays OVERLAY=<name>`` passes
+    to Vivado beside the contract's geometry and memories, and what the emulated board's .hwh
+    declares. The xc7z020 does not hold every unit at once (docs/architecture.md, "Area
+    budget"): int16 lanes and the vector unit are traded against each other."""
+
+    name: str                               #: make OVERLAY=, the delegate's ``bitstream=<name>``
+    precisions: tuple[str, ...]             #: the lanes built (PREC_EN)
+    vec_en: int                             #: dtpu_cl_top's VEC_EN: contract 2.1's vector unit
+    bitstream: str                          #: its .bit / .hwh file name on the board
+    summary: str
 
 
-def board_config():
-    """The contract's defaults with the board build's precisions."""
+#: The board builds. ``int8`` (the default): int8/uint8 lanes with the vector unit, so the
+#: canonical int8/uint8 models run as one command list (ADD, pools, MEAN, tables inside the
+#: partition). ``int16``: int8/uint8/int16 lanes (the 2.0 overlay before the vector unit),
+#: without it: int16x8 models keep their convolutions on the DTPU, their vector operators on
+#: the CPU. Both do not fit beside each other (docs/architecture.md, "Area budget").
+BOARD_BUILDS = {
+    "int8": BoardBuild("int8", ("int8", "uint8"), 1, "dtpu_pynqz2",
+                       "int8/uint8 lanes and the vector unit (the default)"),
+    "int16": BoardBuild("int16", ("int8", "uint8", "int16"), 0, "dtpu_pynqz2_int16",
+                        "int8/uint8/int16 lanes, no vector unit"),
+}
+DEFAULT_BOARD_BUILD = "int8"
+
+#: Lane precisions of the default board build (backend=pynq lowers for whatever the loaded
+#: bitstream reports, so the other builds work too)
+BOARD_PRECISIONS = BOARD_BUILDS[DEFAULT_BOARD_BUILD].precisions
+
+
+def board_build(name: str | None = None) -> BoardBuild:
+    """The board build `name` (default :data:`DEFAULT_BOARD_BUILD`); ValueError naming the
+    accepted ones otherwise."""
+    key = DEFAULT_BOARD_BUILD if name in (None, "", "default") else str(name).strip().lower()
+    if key not in BOARD_BUILDS:
+        raise ValueError(f"board build {name!r} unknown; accepted: "
+                         + ", ".join(f"{b.name} ({b.summary})" for b in BOARD_BUILDS.values()))
+    return BOARD_BUILDS[key]
+
+
+def board_config(build: str | None = None):
+    """The contract's defaults with the precisions of board build `build` (default: the
+    default build's)."""
     from dtpu.hw.config import HwConfig
 
-    return HwConfig(ENABLED=list(BOARD_PRECISIONS))
+    return HwConfig(ENABLED=list(board_build(build).precisions))
 
 
-def build_params(cfg=None) -> dict[str, str]:
-    """The DTPU IP's parameters for a build (default: :func:`board_config`), as the overlay build
-    passes them to Vivado (hw/overlays/Makefile)."""
-    c = cfg or board_config()
+def build_params(cfg=None, build: str | None = None) -> dict[str, str]:
+    """The DTPU IP's parameters for a build (default: :func:`board_config` of board build
+    `build`), as the overlay build passes them to Vivado (hw/overlays/Makefile): the geometry,
+    memories and PREC_EN of `cfg`, VEC_EN of the board build."""
+    b = board_build(build)
+    c = cfg or board_config(b.name)
     return {"ROWS": str(c.ROWS), "COLS": str(c.COLS), "LOG_WEIGHT_WORDS": str(c.LOG_WEIGHT_WORDS),
             "LOG_PARAM_ENTRIES": str(c.LOG_PARAM_ENTRIES), "LOG_ACT_WORDS": str(c.LOG_ACT_WORDS),
-            "PREC_EN": f"0x{c.prec_enable_mask:04X}"}
+            "PREC_EN": f"0x{c.prec_enable_mask:04X}", "VEC_EN": str(b.vec_en)}
 
 
-__all__ = ["ADDRESS_MAP", "ADDRESS_MAP_2", "BITSTREAM_NAME", "BOARD_OVERLAY_DIR", "BOARD_PRECISIONS",
+def vector_unit_of(params: dict) -> bool:
+    """Whether the DTPU IP with these parameters (the .hwh's, as pynq's ``ip_dict`` gives them)
+    has the vector unit: VEC_EN set and not 0. A .hwh of a build before VEC_EN (no such
+    parameter) has none. The bitstream says it, not a register: VERSION 2.1 names the list
+    format, not the units built (:attr:`dtpu.driver.Transport.vector_unit`)."""
+    value = str(params.get("VEC_EN", "0")).strip() or "0"
+    try:
+        return int(value, 0) != 0
+    except ValueError:
+        raise ValueError(f"DTPU IP parameter VEC_EN={value!r}; accepted: 0 or 1") from None
+
+
+__all__ = ["ADDRESS_MAP", "ADDRESS_MAP_2", "BITSTREAM_NAME", "BOARD_BUILDS", "BOARD_OVERLAY_DIR",
+           "BOARD_PRECISIONS", "BoardBuild", "DEFAULT_BOARD_BUILD", "board_build",
            "BUS_INTERFACES", "BUS_INTERFACES_2", "BUS_SIGNALS", "BUS_SIGNALS_2", "CLOCK_PORT", "DDR_WINDOW",
            "DEFAULT_CONTRACT", "DMA_ACT", "DMA_DATA_WIDTH", "DMA_LENGTH_WIDTH", "DMA_WGT", "DTPU",
            "DTPU_VLNV", "FCLK_MHZ", "HP_DATA_WIDTH", "HP_PORT", "HP_SEGMENT", "INSTANCES",
@@ -264,4 +317,5 @@ __all__ = ["ADDRESS_MAP", "ADDRESS_MAP_2", "BITSTREAM_NAME", "BOARD_OVERLAY_DIR"
            "MEM_SC", "M_AXI", "M_AXI_ADDR_WIDTH", "M_AXI_DATA_WIDTH", "M_AXI_ID_WIDTH", "M_AXI_MAX_BURST", "PS7", "RESET_PORT",
            "SLAVE_INTERFACE", "STREAM_DMA", "TIED_OFF_2", "TIE_OFF_VALUES", "TOP", "TOP_2",
            "TOP_INTERFACES_2", "TOP_PARAMS", "TOP_PORTS", "TOP_PORTS_2", "VARIANTS",
-           "VLNV", "Variant", "XADC", "board_config", "build_params", "top_ports", "variant_of_ports"]
+           "TOP_PARAMS_2", "VLNV", "Variant", "XADC", "board_config", "build_params", "top_ports",
+           "variant_of_ports", "vector_unit_of"]

@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from dtpu.board.design import DMA_LENGTH_WIDTH, DTPU_VLNV, STREAM_DMA
+from dtpu.board.design import DMA_LENGTH_WIDTH, DTPU_VLNV, STREAM_DMA, vector_unit_of
 from dtpu.driver.registers import Dmasr
 from dtpu.driver.transport import DtpuHardwareError, DtpuTimeout, Transport
 from dtpu.hw.config import HwConfig
@@ -177,6 +177,13 @@ class PynqTransport(Transport):
                     f"the overlay has no stream DMAs (the contract-2.0 design) but its DTPU reports "
                     f"VERSION 0x{version:08x}; accepted there: 0x{self.cfg.VERSION2:08x} (contract "
                     f"2.0); rebuild the bitstream with `make -C hw/overlays`")
+            # contract 2.1's vector unit, as the bitstream's .hwh declares it (the IP's VEC_EN,
+            # hw/overlays OVERLAY=int8): the same declaration, and the same Verilog unit, as
+            # backend=rtl's in-process top (dtpu.rtl.native.open_native_lists)
+            if vector_unit_of(ip_dict[names[0]].get("parameters", {})):
+                from dtpu.hw.vec_lower import VERILOG_VEC_UNIT
+
+                self.vector_unit, self.vector_build = True, VERILOG_VEC_UNIT
 
     # -- registers ------------------------------------------------------------------------------
 

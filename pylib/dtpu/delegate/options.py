@@ -166,16 +166,21 @@ def _log_level(value: str) -> str:
 
 
 def _bitstream(value: str) -> str | None:
-    from dtpu.board import check_bitstream
+    from dtpu.board import check_bitstream, overlay_name
 
     text = value.strip()
     if text.lower() in ("", "default"):
         return None
+    name = overlay_name(text)
+    if name is not None:
+        # an overlay's name: its file is looked for when the board is opened (beside the
+        # default bitstream, which the board emulation writes only then)
+        return name
     try:
         return str(check_bitstream(text))
     except ValueError as exc:
-        raise _invalid("bitstream", value, f"'default' or the path of an existing .bit with its "
-                       f".hwh beside it ({exc})") from None
+        raise _invalid("bitstream", value, f"'default', an overlay's name (int8, int16) or the "
+                       f"path of an existing .bit with its .hwh beside it ({exc})") from None
 
 
 def _power_meter(value: str) -> float | str | None:
@@ -286,9 +291,12 @@ TABLE = {
     "clock_mhz": ("number in (0, 10000]", "`100`", "accelerator clock used to turn cycles into time"),
     "log_level": ("`debug`, `info`, `warning`, `error`, `critical`", "unchanged",
                   "level of the `dtpu` logger while this delegate lives (adds a stderr handler if none is configured); restored when it is destroyed"),
-    "bitstream": ("`default` or the path of a `.bit` with its `.hwh` beside it", "`default`: "
-                  "`$DTPU_BITSTREAM`, else `/home/xilinx/pynq/overlays/dtpu/dtpu_pynqz2.bit`",
-                  "backend=pynq: the overlay to load (hw/overlays)"),
+    "bitstream": ("`default`, `int8`, `int16`, or the path of a `.bit` with its `.hwh` beside it",
+                  "`default`: `$DTPU_BITSTREAM`, else `/home/xilinx/pynq/overlays/dtpu/dtpu_pynqz2.bit`",
+                  "backend=pynq: the overlay to load (hw/overlays); `int8` / `int16` name the "
+                  "board builds (`make -C hw/overlays OVERLAY=`: int8/uint8 with the vector unit, "
+                  "the default; int8/uint8/int16 without it), their files beside the default one "
+                  "(docs/board.md)"),
     "power_meter": ("`none`, watts > 0, or `file:PATH`", "`none`",
                     "backend=pynq: an external power meter's reading (the board cannot measure "
                     "power); without one, power is estimated (docs/power.md)"),

@@ -373,7 +373,8 @@ TABLE_CODES = {14: "LOGISTIC", 19: "RELU", 20: "RELU_N1_TO_1", 21: "RELU6", 28: 
 VECTOR_CODES = {0: "ADD", 1: "AVERAGE_POOL_2D", 17: "MAX_POOL_2D", 18: "MUL", 40: "MEAN", 41: "SUB",
                 2: "CONCATENATION", 97: "RESIZE_NEAREST_NEIGHBOR", **TABLE_CODES}
 
-#: the reason on a target that declares no vector unit (the Verilog and the board, until it exists)
+#: the reason on a target that declares no vector unit (the 1.2 top, backend=reference, the
+#: board's int16 overlay)
 NO_VECTOR_UNIT = "target has no vector unit"
 
 

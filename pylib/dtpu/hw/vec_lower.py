@@ -47,6 +47,15 @@ class VecUnitBuild:
         return None
 
 
+#: what the Verilog's vector unit (hw/rtl/dtpu_vec.v: dtpu_cl_top with VEC_EN=1) runs: the kinds
+#: it has (COPY: dtpu_vec_copy, so CONCATENATION slices and RESIZE_NEAREST_NEIGHBOR; the pools of
+#: any window, dtpu_vec_pool). Declared by every target built from that Verilog (backend=rtl's
+#: in-process top, dtpu.rtl.build.VEC_UNIT; a board overlay built with VEC_EN=1,
+#: dtpu.board.transport), so the claim of each keeps the rest on the CPU
+VERILOG_VEC_UNIT = VecUnitBuild(frozenset({"ADD", "MUL", "TABLE", "MEAN", "AVG_POOL", "MAX_POOL",
+                                           "COPY"}))
+
+
 def pool_rows(g: rv.PoolGeometry) -> int:
     """Output rows whose windows are open at once (ceil(FH / SH), at most OH): the rows of
     accumulators a pool keeps (dtpu_vec_pool's ring)."""
@@ -245,6 +254,9 @@ def vec_reason(spec: VecSpec, cfg: HwConfig | None = None,
             return str(e)
         if max(g.fh, g.fw, g.pad_top, g.pad_left, g.sh, g.sw) > 255:
             return f"pool geometry {g} beyond the VEC4 fields"
+        if spec.op == "AVERAGE_POOL_2D" and g.fh * g.fw > int(mem["VEC_AVG_AREA"]):
+            return (f"AVERAGE_POOL_2D window {g.fh}x{g.fw} of {g.fh * g.fw} taps (the unit "
+                    f"divides by a reciprocal exact up to VEC_AVG_AREA = {mem['VEC_AVG_AREA']})")
         rows = pool_rows(g)
         if rows * g.ow * ceil_div(c, lanes) > int(mem["VEC_POOL_WORDS"]):
             return (f"{rows} output row(s) of {g.ow} x {c} open at once (the pools' accumulator "

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from dtpu.hw.config import HwConfig, get_config, parse_mxu
-from dtpu.hw.vec_lower import VecUnitBuild
+from dtpu.hw.vec_lower import VERILOG_VEC_UNIT
 
 log = logging.getLogger(__name__)
 
@@ -109,12 +109,9 @@ def ensure_verilator() -> str:
     return exe
 
 
-#: what the Verilog's vector unit (hw/rtl/dtpu_vec.v, dtpu_cl_top with VEC_EN=1) runs: the
-#: kinds it has (COPY: dtpu_vec_copy, so CONCATENATION slices and RESIZE_NEAREST_NEIGHBOR; the
-#: pools of any window, dtpu_vec_pool); the claim of a target built with it keeps the rest on
-#: the CPU
-VEC_UNIT = VecUnitBuild(frozenset({"ADD", "MUL", "TABLE", "MEAN", "AVG_POOL", "MAX_POOL",
-                                   "COPY"}))
+#: what the Verilog's vector unit runs (:data:`dtpu.hw.vec_lower.VERILOG_VEC_UNIT`): the one
+#: declaration of the in-process top and of a board overlay built with VEC_EN=1
+VEC_UNIT = VERILOG_VEC_UNIT
 
 
 @dataclass(frozen=True)

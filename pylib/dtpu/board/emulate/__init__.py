@@ -28,7 +28,7 @@ import tempfile
 from pathlib import Path
 
 from dtpu.board import BITSTREAM_ENV
-from dtpu.board.design import BITSTREAM_NAME, DEFAULT_CONTRACT, board_config
+from dtpu.board.design import BITSTREAM_NAME, BOARD_BUILDS, DEFAULT_CONTRACT, board_build
 from dtpu.board.emulate.board import BOARD, Access, Board
 from dtpu.hw.config import HwConfig
 
@@ -56,11 +56,15 @@ def bit_file(data: bytes, design: str = BITSTREAM_NAME, part: str = PART) -> byt
 
 
 def write_design(directory: str | os.PathLike, cfg: HwConfig | None = None,
-                 interrupts: bool | None = None, contract: int = DEFAULT_CONTRACT) -> Path:
-    """Write <directory>/dtpu_pynqz2.bit (placeholder configuration data) and .hwh; return
-    the .bit path. ``cfg``: the DTPU build the .hwh describes; default the board build
+                 interrupts: bool | None = None, contract: int = DEFAULT_CONTRACT,
+                 build: str | None = None) -> Path:
+    """Write <directory>/dtpu_pynqz2.bit (placeholder configuration data) and .hwh (named as
+    the board build is installed: dtpu_pynqz2_int16.bit for ``build="int16"``); return the
+    .bit path. ``cfg``: the DTPU build the .hwh describes; default the board build
     (:func:`dtpu.board.design.board_config`: its precisions, memories and geometry, what
-    hw/overlays builds), so that the emulated board claims what the real one would. ``contract``: which hw/overlays design (2: the 2.0 design, the default:
+    hw/overlays builds), so that the emulated board claims what the real one would. ``build``:
+    which board build (``make -C hw/overlays OVERLAY=``: "int8", the default, with the vector
+    unit; "int16" without; :data:`dtpu.board.design.BOARD_BUILDS`). ``contract``: which hw/overlays design (2: the 2.0 design, the default:
     dtpu_cl_top, its master on HP0 and its irq to the PS; 1: the 1.2 design, dtpu_axi fed by two
     AXI DMAs). ``interrupts=True`` with contract 1: the
     1.2 variant with the DTPU's irq wired to the PS through an AXI interrupt controller
@@ -69,18 +73,21 @@ def write_design(directory: str | os.PathLike, cfg: HwConfig | None = None,
 
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
-    bit = d / f"{BITSTREAM_NAME}.bit"
+    bit = d / f"{board_build(build).bitstream}.bit"     # the name it is installed under
     bit.write_bytes(bit_file(PLACEHOLDER))
-    write_hwh(bit.with_suffix(".hwh"), cfg or board_config(),
+    write_hwh(bit.with_suffix(".hwh"), cfg,
               note="written by dtpu.board.emulate for the board emulation, not by Vivado",
-              interrupts=interrupts, contract=contract)
+              interrupts=interrupts, contract=contract, build=build)
     return bit
 
 
-def install(directory: str | os.PathLike | None = None, contract: int = DEFAULT_CONTRACT) -> Path:
+def install(directory: str | os.PathLike | None = None, contract: int = DEFAULT_CONTRACT,
+            build: str | None = None) -> Path:
     """Make the emulated PYNQ-Z2 pynq's active device (idempotent); return the emulated
-    overlay's .bit (the hw/overlays design of `contract`: 2, the default, or 1). RuntimeError if
-    pynq cannot be imported."""
+    overlay's .bit (the hw/overlays design of `contract`: 2, the default, or 1; of board build
+    `build`: the default, int8 with the vector unit, or int16), with the other board builds'
+    overlays beside it, as ``make install`` puts them on the board (the ``bitstream`` option's
+    names find them there). RuntimeError if pynq cannot be imported."""
     try:
         import pynq  # noqa: F401
     except ImportError as exc:
@@ -97,9 +104,12 @@ def install(directory: str | os.PathLike | None = None, contract: int = DEFAULT_
     if directory is not None or not _design_dir:
         d = Path(directory) if directory is not None else Path(tempfile.mkdtemp(prefix="dtpu-emu-"))
         _design_dir[:] = [d]
-        bit = write_design(d, contract=contract)
+        bit = write_design(d, contract=contract, build=build)
+        for other in BOARD_BUILDS:      # the other overlays beside it: bitstream=<name>
+            if other != board_build(build).name:
+                write_design(d, contract=contract, build=other)
     else:
-        bit = _design_dir[0] / f"{BITSTREAM_NAME}.bit"
+        bit = _design_dir[0] / f"{board_build(build).bitstream}.bit"
     os.environ.setdefault(BITSTREAM_ENV, str(bit))
     return bit
 

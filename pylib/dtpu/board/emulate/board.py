@@ -247,8 +247,11 @@ class DtpuDevice(Device):
         self.contract = str(params.get("CONTRACT", "1.2"))
         if self.contract not in ("1.2", "2.0"):
             raise ValueError(f"emulated DTPU: CONTRACT={self.contract!r}; accepted: 1.2, 2.0")
+        # the vector unit as the bitstream declares it (its VEC_EN): a VEC descriptor on a
+        # build without one is BAD_OPCODE there, as on the board
+        self.vector_unit = self.contract == "2.0" and design.vector_unit_of(params)
         self.core = ModelTransport(Core(self.cfg), lists=self.contract == "2.0",
-                                   mem=HpPort(board.ddr))
+                                   mem=HpPort(board.ddr), vector_unit=self.vector_unit)
         c = self.cfg
         self._status = c.REG_STATUS
         self._done = c.reg("STATUS").field("DONE").mask

@@ -167,10 +167,13 @@ def _stream(m: _Module, name: str, mode: str, prefix: str) -> dict[str, str]:
 
 
 def write_hwh(path: str | Path, cfg: HwConfig | None = None, note: str = "",
-              interrupts: bool | None = None, contract: int = design.DEFAULT_CONTRACT) -> Path:
-    """Write the emulated design's .hwh for the DTPU build `cfg` (default the board build,
-    design.board_config()): the ``contract`` 1 (1.2) or
-    2 (2.0) block design of hw/overlays. ``interrupts``: whether the DTPU's ``irq`` reaches the
+              interrupts: bool | None = None, contract: int = design.DEFAULT_CONTRACT,
+              build: str | None = None) -> Path:
+    """Write the emulated design's .hwh for the DTPU build `cfg` (default the board build
+    `build`'s, design.board_config(build)): the ``contract`` 1 (1.2) or
+    2 (2.0) block design of hw/overlays. ``build``: the board build (``make OVERLAY=``,
+    :data:`dtpu.board.design.BOARD_BUILDS`; default the default one) whose VEC_EN the 2.0 top's
+    parameters carry (the 1.2 top has no vector unit and no such parameter). ``interrupts``: whether the DTPU's ``irq`` reaches the
     PS through :data:`INTC` (default: as the design builds it, i.e. not for 1.2 and always for
     2.0; ``interrupts=True`` with contract 1 is the emulation-only 1.2 variant)."""
     if contract not in design.VARIANTS:
@@ -181,7 +184,8 @@ def write_hwh(path: str | Path, cfg: HwConfig | None = None, note: str = "",
         interrupts = variant.irq_to_ps
     elif not interrupts and variant.irq_to_ps:
         raise ValueError(f"the contract {variant.version} design always wires the DTPU's irq to the PS")
-    cfg = cfg or design.board_config()
+    board = design.board_build(build)
+    cfg = cfg or design.board_config(board.name)
     root = ET.Element("EDKSYSTEM", EDWVERSION="1.2", VIVADOVERSION="emulated")
     if note:
         root.append(ET.Comment(f" {note} "))
@@ -212,6 +216,7 @@ def write_hwh(path: str | Path, cfg: HwConfig | None = None, note: str = "",
         "ROWS": cfg.ROWS, "COLS": cfg.COLS, "LOG_WEIGHT_WORDS": cfg.LOG_WEIGHT_WORDS,
         "LOG_PARAM_ENTRIES": cfg.LOG_PARAM_ENTRIES, "LOG_ACT_WORDS": cfg.LOG_ACT_WORDS,
         "PREC_EN": f"0x{cfg.prec_enable_mask:04X}", "AXIL_ADDR_WIDTH": cfg.AXIL_ADDR_WIDTH,
+        **({"VEC_EN": board.vec_en} if contract == 2 else {}),
         "Component_Name": f"{design.BITSTREAM_NAME}_{design.DTPU}_0"})
     dtpu.port(design.CLOCK_PORT, "I", sigis="clk")
     dtpu.port(design.RESET_PORT, "I", sigis="rst")

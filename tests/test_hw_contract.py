@@ -122,10 +122,11 @@ def test_overrides_are_validated():
 
 
 @pytest.mark.parametrize("top", ["dtpu_cl_top", "dtpu_axi"])
-@pytest.mark.parametrize("knob", ["DW_ROTATE", "PE_PAIR"])
+@pytest.mark.parametrize("knob", ["DW_ROTATE", "PE_PAIR", "RQ_EN"])
 def test_tops_default_to_the_contracts_build_knobs(top, knob):
     """The Vivado overlay passes only the contract's geometry and precisions (config.tcl
-    DTPU_PARAMS), so the board build's depthwise layout and PE pairs are the top's defaults: they
+    DTPU_PARAMS), so the board build's depthwise layout, PE pairs and requantization variants
+    (RQ_EN) are the top's defaults: they
     must be the contract's, which the golden model, the lowering and the board driver assume."""
     text = (gen_header.REPO / "hw" / "rtl" / f"{top}.v").read_text()
     m = re.search(rf"parameter {knob} = (\d+)", text)

@@ -190,6 +190,10 @@ def emulated_board(directory, contract=None):
 
     saved = os.environ.get("DTPU_BITSTREAM")
     bit = emulate.install(directory, **({} if contract is None else {"contract": contract}))
+    # install() only sets $DTPU_BITSTREAM where it is unset (a user's own stays); here the
+    # default bitstream must be this overlay whatever an earlier test of this process left, since
+    # the overlays' names (bitstream=int8) resolve beside it
+    os.environ["DTPU_BITSTREAM"] = str(bit)
     try:
         yield bit
     finally:

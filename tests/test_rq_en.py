@@ -159,7 +159,7 @@ def test_uint8_board_variants_cover_both_runtimes():
             for runtime in reference.RUNTIMES:
                 for rounding in ("default", "builtin", "reference"):
                     key = (runtime, "builtin" if rounding == "default" else rounding, kind, mode, "int32")
-                    v = reference.conv._VARIANTS.get(key)
+                    v = reference.conv.variant_table().get(key)
                     if v is not None:
                         assert cfg.rq_built(v.name), (key, v)
             if spec is not None:

@@ -356,6 +356,15 @@ def _fill_variants() -> None:
 _fill_variants()
 
 
+def variant_table():
+    """The measured requantization variant of each (runtime, rounding table, op kind, data mode,
+    accumulator kind), None where not measured, read-only: what a build's RQ_EN must cover for
+    the interpreters it equals (tests/test_rq_en.py checks the int8 board's mask against it)."""
+    from types import MappingProxyType
+
+    return MappingProxyType(_VARIANTS)
+
+
 def accumulator_kind(spec: ConvSpec, bias: np.ndarray | None) -> str:
     """"int64" for 16x8 nodes with int64 bias (TFLite's int64-accumulator kernels), else "int32".
 

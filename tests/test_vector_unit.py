@@ -253,3 +253,52 @@ def test_add_scales_tflite_refuses_are_refused():
     i8 = np.dtype(np.int8)
     spec = VecSpec("ADD", i8, (1, 2, 2, 4), (0.5, 0), (1e-9, 0), b_shape=(1, 2, 2, 4), b_q=(0.5, 0))
     assert "TFLite refuses it" in vec_reason(spec, CFG)
+
+
+def _reciprocal_quotients(n: np.ndarray, d: int, bits: int) -> np.ndarray:
+    """dtpu_vec_pool's AVG_POOL division floor(N / d) as it makes it: N x ceil(2^bits / d)
+    shifted right by `bits` (d = 1: N itself)."""
+    if d == 1:
+        return n
+    return (n * ((1 << bits) + d - 1) // d) >> bits
+
+
+def test_avg_pool_reciprocals_are_exact_for_every_count_and_sum():
+    """dtpu_vec_pool divides an AVG_POOL window's rounded sum N = |sum| + floor(d/2) by its
+    count d as N x ceil(2^24 / d) >> 24: for every d up to VEC_AVG_AREA and every N the sums of
+    d 8-bit taps can give (|sum| <= 255 d, so N < 256 d; the bound proven in the module's
+    header), the quotient is floor(N / d). 23 bits would not do: the bound is the one used."""
+    area = int(FMT.mem["VEC_AVG_AREA"])
+    assert area == 256          # the reciprocals' width (dtpu_vec_pool's RECIP_W) is for 256
+    for d in range(1, area + 1):
+        n = np.arange(0, 255 * d + d // 2 + 1, dtype=np.int64)
+        np.testing.assert_array_equal(_reciprocal_quotients(n, d, 24), n // d, err_msg=f"d={d}")
+    short = [d for d in range(2, area + 1)
+             if not np.array_equal(_reciprocal_quotients(np.arange(256 * d, dtype=np.int64), d,
+                                                         23), np.arange(256 * d) // d)]
+    assert short, "23-bit reciprocals are exact too: the test could not tell 24 from fewer"
+
+
+def test_avg_pools_beyond_the_units_window_limit_are_refused():
+    """An AVERAGE_POOL_2D whose window has more than VEC_AVG_AREA taps stays on the CPU (the
+    reason names the limit) and its descriptor is BAD_FIELD in the golden model, as dtpu_vec_pool
+    raises geom_bad; MAX_POOL_2D has no such limit; a 16 x 16 average still runs, exactly."""
+    i8 = np.dtype(np.int8)
+    q = (0.05, 3)
+    big = VecSpec("AVERAGE_POOL_2D", i8, (1, 17, 16, 8), q, q, filter=(17, 16), stride=(1, 1))
+    assert "VEC_AVG_AREA = 256" in vec_reason(big, CFG)
+    assert vec_reason(VecSpec("MAX_POOL_2D", i8, (1, 17, 16, 8), q, q, filter=(17, 16),
+                              stride=(1, 1)), CFG) is None
+    a = np.full(big.a_shape, -128, i8)
+    _, res = run_vec(big, a)
+    assert res.error == FMT.errors["BAD_FIELD"] and "FH*FW <= VEC_AVG_AREA" in res.message
+    ok = VecSpec("AVERAGE_POOL_2D", i8, (1, 16, 16, 8), q, q, filter=(16, 16), stride=(1, 1))
+    assert vec_reason(ok, CFG) is None
+    for fill in (-128, 127):
+        a = np.full(ok.a_shape, fill, i8)
+        got, res = run_vec(ok, a)
+        assert res.error == 0, res.message
+        ref = run_cpu(one_op_model("AVERAGE_POOL_2D", [T(ok.a_shape, "int8", *q)],
+                                   T(ok.output_shape, "int8", *q), padding="VALID",
+                                   stride=(1, 1), filter=(16, 16)), [a])
+        np.testing.assert_array_equal(got, ref)

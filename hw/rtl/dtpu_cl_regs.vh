@@ -59,6 +59,7 @@ localparam integer DTPU_CL_LAT_VEC = 6;
 localparam integer DTPU_CL_VEC_BCAST_WORDS = 256;
 localparam integer DTPU_CL_VEC_ROW_WORDS = 1024;
 localparam integer DTPU_CL_VEC_POOL_WORDS = 4096;
+localparam integer DTPU_CL_VEC_AVG_AREA = 256;
 
 // ---- descriptor opcodes and lengths (words including the header) ----
 localparam [7:0] DTPU_CL_OP_END = 8'd0;  // HEADER

@@ -37,7 +37,7 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * DST + p*OW at any byte, one operation a pixel word; OW < C is BAD_FIELD once VEC7 is in
  * (as a pool's window: the funnel holds the words till then, nothing written).
  * A pool with a window holding no in-image tap or more open windows than its accumulators
- * hold, BMODE 1 with a kind other than ADD / MUL, a broadcast vector longer than the buffer,
+ * hold, an AVG_POOL window of more than VEC_AVG_AREA taps (FH x FW), BMODE 1 with a kind other than ADD / MUL, a broadcast vector longer than the buffer,
  * a shape with a zero dimension, an unaligned address (a COPY's DST may be any byte) or more
  * than 2^32 words: `bad` (BAD_FIELD), nothing written.
  *
@@ -168,12 +168,12 @@ wire [7:0]  f_sh2   = v6[DTPU_CL_VEC6_SH2_LSB +: 8];
 wire [7:0]  f_sho   = v6[DTPU_CL_VEC6_SHO_LSB +: 8];
 wire [15:0] f_o1    = v7[DTPU_CL_VEC7_IN1_OFF_LSB +: 16];
 wire [15:0] f_o2    = v7[DTPU_CL_VEC7_IN2_OFF_LSB +: 16];
-wire [15:0] f_fh    = {8'd0, v4[DTPU_CL_VEC4_FH_LSB +: 8]};
-wire [15:0] f_fw    = {8'd0, v4[DTPU_CL_VEC4_FW_LSB +: 8]};
-wire [15:0] f_sh    = {8'd0, v4[DTPU_CL_VEC4_SH_LSB +: 8]};
-wire [15:0] f_sw    = {8'd0, v4[DTPU_CL_VEC4_SW_LSB +: 8]};
-wire [15:0] f_pt    = {8'd0, v4[DTPU_CL_VEC4_PT_LSB +: 8]};
-wire [15:0] f_pl    = {8'd0, v4[DTPU_CL_VEC4_PL_LSB +: 8]};
+wire [7:0]  f_fh    = v4[DTPU_CL_VEC4_FH_LSB +: 8];
+wire [7:0]  f_fw    = v4[DTPU_CL_VEC4_FW_LSB +: 8];
+wire [7:0]  f_sh    = v4[DTPU_CL_VEC4_SH_LSB +: 8];
+wire [7:0]  f_sw    = v4[DTPU_CL_VEC4_SW_LSB +: 8];
+wire [7:0]  f_pt    = v4[DTPU_CL_VEC4_PT_LSB +: 8];
+wire [7:0]  f_pl    = v4[DTPU_CL_VEC4_PL_LSB +: 8];
 wire [15:0] f_oh    = v7[DTPU_CL_VEC7_OH_LSB +: 16];
 wire [15:0] f_ow    = v7[DTPU_CL_VEC7_OW_LSB +: 16];
 
@@ -235,6 +235,7 @@ wire b_first  = (f_bmode == 2'd1) || kind_tab;
 // (dtpu_vec_pool's geom_bad: a window without an in-image tap, or more accumulator words than
 // it has)
 wire pl_geom_bad;
+wire pl_ready;                      // dtpu_vec_pool's sizes (and geom_bad) are made
 wire pool_bad = pl_geom_bad || pbytes[63:35] != 29'd0;
 // the pool takes pixel words once its window is known good (the funnel holds them till then)
 wire pool_go = pchk;
@@ -412,7 +413,8 @@ wire [3:0]  pl_bytes;
 
 dtpu_vec_pool #(
     .LANES(LANES),
-    .LOG_ROW(LOG_POOL)
+    .LOG_ROW(LOG_POOL),
+    .MAX_AREA(DTPU_CL_VEC_AVG_AREA)
 )
 pool_inst (
     .clk(clk),
@@ -435,6 +437,7 @@ pool_inst (
     .act_min(f_min),
     .act_max(f_max),
     .geom_bad(pl_geom_bad),
+    .ready(pl_ready),
     .in_valid(pix_valid && running && kind_pool && pool_go),
     .in_ready(pool_ready),
     .in_data(pix_data),
@@ -564,14 +567,16 @@ always @(posedge clk) begin
     end
     // a pool's window and result size: VEC4 / VEC7 arrive after the first request (VEC7 seven
     // cycles after start), so its sizes are made from the words as they are, every cycle, and
-    // taken once they are all in; its result words (wq_total, the last word's strobes) are set
-    // then, before its first result. A pool dtpu_vec_pool cannot take (geom_bad): BAD_FIELD,
+    // taken once they are all in and dtpu_vec_pool's are made (`ready`: its dividers, ~13
+    // cycles after VEC4, long before A's first beat); its result words (wq_total, the last
+    // word's strobes) are set then, before its first result. A pool dtpu_vec_pool cannot take (geom_bad): BAD_FIELD,
     // the words already requested are dropped, nothing is written. (`pend`: the words are the
     // next descriptor's while this one still writes.)
     noh    <= {16'd0, f_n} * {16'd0, f_oh};
     owc    <= {16'd0, f_ow} * {16'd0, f_c};
     pbytes <= {32'd0, noh} * {32'd0, owc};
-    if (running && kind_late && !pend && !pchk && !pdrain && words_in) begin
+    if (running && kind_late && !pend && !pchk && !pdrain && words_in
+            && (pl_ready || !kind_pool)) begin
         if (kind_pool ? pool_bad : copy_bad) begin
             bad    <= 1'b1;
             pdrain <= 1'b1;

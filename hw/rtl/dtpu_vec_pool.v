@@ -24,7 +24,10 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * (MAX_POOL)); slot(oy) = oy mod ceil(FH/SH), a ring of output rows. A window's result is made
  * by its last in-image tap's operation: MAX_POOL clamps, AVG_POOL divides by the taps inside
  * the image, rounding half away from zero as TFLite's (sum +- count/2) / count with truncating
- * division, and clamps. Where windows clipped at the right or bottom edge end at the same
+ * division, and clamps. The division is a multiply by the count's reciprocal, exact for the
+ * windows of up to MAX_AREA <= 256 taps AVG_POOL takes (contract VEC_AVG_AREA; a larger FH x FW
+ * is `geom_bad`): a shared table of 24-bit constants and one 16 x 24 multiply (a DSP48E1) a
+ * lane, where a divider a lane cost thousands of LUTs each (below, with the proof). Where windows clipped at the right or bottom edge end at the same
  * pixel as an earlier one (SAME padding of at least the stride), only the earliest is made
  * there: the others are made after the row (the right-edge ones of the row's first open output
  * row, then, after the image's last row, the other open output rows' windows, all of their
@@ -35,14 +38,19 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * The accumulators are one block RAM (2^LOG_ROW words: min(ceil(FH/SH), OH) * OW * ceil(C/8)
  * <= 2^LOG_ROW, else `geom_bad`), read a cycle ahead at the next operation's word, the word
  * being written forwarded. The window fields may arrive after `clear`: the sizes made from
- * them (a pipeline of three registers) are read from the first pixel word on, and `geom_bad`
- * is valid three cycles after the fields.
+ * them are read from the first pixel word on. Their quotients (ceil(FH/SH), PT/SH, PL/SW,
+ * MAX_AREA/FH) come from four small restoring dividers, 9 cycles after the window fields
+ * change, the sizes three registers later: `ready` then, and `geom_bad` valid with it (the
+ * other fields' sizes follow them within three cycles). The unit offers no pixel word before
+ * `ready` (dtpu_vec: its first beat comes >= MEM_READ_LATENCY after its request, long after).
  */
 module dtpu_vec_pool #
 (
     parameter LANES = 8,
     // log2 of the accumulator words (rows of windows open at once x OW * ceil(C/8))
-    parameter LOG_ROW = 10
+    parameter LOG_ROW = 10,
+    // the largest FH x FW of an AVG_POOL (contract VEC_AVG_AREA; <= 256: the reciprocals' bound)
+    parameter MAX_AREA = 256
 )
 (
     input  wire               clk,
@@ -55,17 +63,18 @@ module dtpu_vec_pool #
     input  wire [15:0]        h,
     input  wire [15:0]        w,
     input  wire [15:0]        c,
-    input  wire [15:0]        fh,
-    input  wire [15:0]        fw,
-    input  wire [15:0]        sh,
-    input  wire [15:0]        sw,
-    input  wire [15:0]        pt,
-    input  wire [15:0]        pl,
+    input  wire [7:0]         fh,
+    input  wire [7:0]         fw,
+    input  wire [7:0]         sh,
+    input  wire [7:0]         sw,
+    input  wire [7:0]         pt,
+    input  wire [7:0]         pl,
     input  wire [15:0]        oh,
     input  wire [15:0]        ow,
     input  wire signed [15:0] act_min,
     input  wire signed [15:0] act_max,
     output wire               geom_bad,       // a window without an in-image tap, or too wide
+    output wire               ready,          // the sizes are made from the fields as they are
 
     /* pixel words */
     input  wire               in_valid,
@@ -83,16 +92,32 @@ module dtpu_vec_pool #
     output wire               last_op
 );
 
+initial begin
+    if (MAX_AREA < 1 || MAX_AREA > 256) begin
+        $error("Error: MAX_AREA must be 1..256, the reciprocals' exact range (instance %m)");
+        $finish;
+    end
+end
+
 localparam integer ROW = 1 << LOG_ROW;
 localparam [LOG_ROW:0] ROW_W = {1'b1, {LOG_ROW{1'b0}}};
 
 reg  [32*LANES-1:0] acc [0:ROW-1];
 
-/* ---- sizes from the window fields (three registers; steady while a descriptor runs) */
+/* ---- sizes from the window fields
+ * The four quotients the window fields need (ceil(FH/SH) = (FH+SH-1)/SH, PT/SH, PL/SW and
+ * MAX_AREA/FH for AVG_POOL's window limit) come from four restoring dividers, a quotient bit a
+ * cycle: the fields are 8 bits, so 9 cycles from the fields they divide (`dkey`, latched; a
+ * field changing restarts them). The sizes made from the quotients are three registers further
+ * (`settle`): `ready` once they are all made from the fields as they are; geom_bad is valid
+ * then. (Four combinational dividers cost ~1 k LUT and most of Yosys's run time; these are 4 x
+ * 9-bit subtractors. The vector unit's first pixel word comes >= MEM_READ_LATENCY after its
+ * request, long after: dtpu_vec waits for `ready` all the same, so the cycles do not change.) */
 /* verilator lint_off UNUSEDSIGNAL */
 reg  [15:0] wpx;                        // words a pixel, ceil(C/8)
-reg  [15:0] qy, qx;                     // ceil(FH/SH), ceil(FW/SW)
-reg  [15:0] py, px;                     // PT/SH, PL/SW
+reg  [8:0]  qy;                         // ceil(FH/SH)
+reg  [8:0]  py, px;                     // PT/SH, PL/SW
+reg  [8:0]  qa;                         // MAX_AREA/FH: AVG_POOL takes FW <= qa
 reg  [31:0] lasty, lastx;               // (OH-1)*SH, (OW-1)*SW
 reg  [15:0] ry;                         // rows of the ring: min(ceil(FH/SH), OH)
 reg  [15:0] n0y, n0x;                   // windows open at row (column) 0
@@ -101,38 +126,76 @@ reg         okw;
 reg  [47:0] ring;                       // the ring's words
 reg  signed [31:0] sn0y, sn0x;          // the start of the first window not open at 0
 /* verilator lint_on UNUSEDSIGNAL */
-wire [15:0] fh1 = fh + sh - 16'd1;
-wire [15:0] fw1 = fw + sw - 16'd1;
+wire [47:0] key = {fh, fw, sh, sw, pt, pl};
+reg  [47:0] dkey;                       // the fields the quotients are (being) made from
+reg  [3:0]  dcnt;                       // quotient bits still to make
+reg  [1:0]  settle;                     // registers of sizes made since the quotients
+// the dividers: remainder (below the divisor: 8 bits) and the dividend shifting into the
+// quotient, per division
+reg  [7:0]  r0, r1, r2, r3, d0, d1, d2, d3;
+reg  [8:0]  n0, n1, n2, n3;
+wire [8:0]  t0 = {r0, n0[8]}, t1 = {r1, n1[8]}, t2 = {r2, n2[8]}, t3 = {r3, n3[8]};
+wire        g0 = t0 >= {1'b0, d0}, g1 = t1 >= {1'b0, d1}, g2 = t2 >= {1'b0, d2},
+            g3 = t3 >= {1'b0, d3};
+// (the new remainder is below the divisor: 8 bits)
+wire [7:0]  u0 = g0 ? t0[7:0] - d0 : t0[7:0], u1 = g1 ? t1[7:0] - d1 : t1[7:0],
+            u2 = g2 ? t2[7:0] - d2 : t2[7:0], u3 = g3 ? t3[7:0] - d3 : t3[7:0];
+assign ready = (dkey == key) && (dcnt == 4'd0) && (settle == 2'd3);
+always @(posedge clk) begin
+    if (dkey != key) begin
+        dkey <= key;
+        dcnt <= 4'd9;
+        settle <= 2'd0;
+        {r0, r1, r2, r3} <= 32'd0;
+        n0 <= {1'b0, fh} + {1'b0, sh} - 9'd1;
+        n1 <= {1'b0, pt};
+        n2 <= {1'b0, pl};
+        n3 <= MAX_AREA[8:0];
+        {d0, d1, d2, d3} <= {sh, sh, sw, fh};
+    end else if (dcnt != 4'd0) begin
+        dcnt <= dcnt - 4'd1;
+        {r0, n0} <= {u0, n0[7:0], g0};
+        {r1, n1} <= {u1, n1[7:0], g1};
+        {r2, n2} <= {u2, n2[7:0], g2};
+        {r3, n3} <= {u3, n3[7:0], g3};
+    end else if (settle != 2'd3) begin
+        settle <= settle + 2'd1;
+    end
+    if (rst) begin
+        dkey <= ~key;
+    end
+end
 always @(posedge clk) begin
     wpx   <= {3'd0, c[15:3]} + {15'd0, c[2:0] != 3'd0};
-    qy    <= (sh == 16'd0) ? 16'd0 : fh1 / sh;
-    qx    <= (sw == 16'd0) ? 16'd0 : fw1 / sw;
-    py    <= (sh == 16'd0) ? 16'd0 : pt / sh;
-    px    <= (sw == 16'd0) ? 16'd0 : pl / sw;
-    lasty <= {16'd0, oh - 16'd1} * {16'd0, sh};
-    lastx <= {16'd0, ow - 16'd1} * {16'd0, sw};
-    ry    <= (qy < oh) ? qy : oh;
-    n0y   <= (py + 16'd1 < oh) ? py + 16'd1 : oh;
-    n0x   <= (px + 16'd1 < ow) ? px + 16'd1 : ow;
+    qy    <= n0;
+    py    <= n1;
+    px    <= n2;
+    qa    <= n3;
+    lasty <= {16'd0, oh - 16'd1} * {24'd0, sh};
+    lastx <= {16'd0, ow - 16'd1} * {24'd0, sw};
+    ry    <= ({7'd0, qy} < oh) ? {7'd0, qy} : oh;
+    n0y   <= ({7'd0, py} + 16'd1 < oh) ? {7'd0, py} + 16'd1 : oh;
+    n0x   <= ({7'd0, px} + 16'd1 < ow) ? {7'd0, px} + 16'd1 : ow;
     roww  <= {16'd0, ow} * {16'd0, wpx};
-    okw   <= (fh != 16'd0) && (fw != 16'd0) && (sh != 16'd0) && (sw != 16'd0)
+    okw   <= (fh != 8'd0) && (fw != 8'd0) && (sh != 8'd0) && (sw != 8'd0)
              && (oh != 16'd0) && (ow != 16'd0) && (pt < fh) && (pl < fw)
-             && (lasty < {16'd0, h} + {16'd0, pt}) && (lastx < {16'd0, w} + {16'd0, pl});
+             && (lasty < {16'd0, h} + {24'd0, pt}) && (lastx < {16'd0, w} + {24'd0, pl})
+             && (!avg || {1'b0, fw} <= qa);
     ring  <= {32'd0, ry} * {16'd0, roww};
-    sn0y  <= $signed({16'd0, n0y} * {16'd0, sh}) - $signed({16'd0, pt});
-    sn0x  <= $signed({16'd0, n0x} * {16'd0, sw}) - $signed({16'd0, pl});
+    sn0y  <= $signed({16'd0, n0y} * {24'd0, sh}) - $signed({24'd0, pt});
+    sn0x  <= $signed({16'd0, n0x} * {24'd0, sw}) - $signed({24'd0, pl});
 end
 assign geom_bad = !okw || (ring > {{(47-LOG_ROW){1'b0}}, ROW_W});
 
 wire [LOG_ROW-1:0] wpx_a  = wpx[LOG_ROW-1:0];
 wire [LOG_ROW:0]   roww_a = roww[LOG_ROW:0];
 wire [LOG_ROW:0]   ring_a = ring[LOG_ROW:0];
-wire signed [31:0] npt = -$signed({16'd0, pt});
-wire signed [31:0] npl = -$signed({16'd0, pl});
-wire signed [31:0] fh_s = $signed({16'd0, fh});
-wire signed [31:0] fw_s = $signed({16'd0, fw});
-wire signed [31:0] sh_s = $signed({16'd0, sh});
-wire signed [31:0] sw_s = $signed({16'd0, sw});
+wire signed [31:0] npt = -$signed({24'd0, pt});
+wire signed [31:0] npl = -$signed({24'd0, pl});
+wire signed [31:0] fh_s = $signed({24'd0, fh});
+wire signed [31:0] fw_s = $signed({24'd0, fw});
+wire signed [31:0] sh_s = $signed({24'd0, sh});
+wire signed [31:0] sw_s = $signed({24'd0, sw});
 
 // the ring's next slot
 function [LOG_ROW-1:0] next_slot(input [LOG_ROW-1:0] base, input [LOG_ROW:0] step,
@@ -324,25 +387,65 @@ wire signed [31:0] c_lo = (sx_c > 32'sd0) ? sx_c : 32'sd0;
 /* verilator lint_off UNUSEDSIGNAL */
 wire signed [31:0] rows_in = r_hi - r_lo;
 wire signed [31:0] cols_in = c_hi - c_lo;
-wire [31:0] count = {23'd0, rows_in[8:0]} * {23'd0, cols_in[8:0]};
+wire [17:0] count = {9'd0, rows_in[8:0]} * {9'd0, cols_in[8:0]};
 /* verilator lint_on UNUSEDSIGNAL */
-wire signed [31:0] cnt_s = $signed({1'b0, count[30:0]});
-wire signed [31:0] half  = $signed({2'b00, count[30:1]});
+wire [8:0]  cnt  = count[8:0];          // an AVG_POOL's count: <= FH*FW <= MAX_AREA <= 256
+wire [7:0]  half = cnt[8:1];
 wire signed [31:0] lo = {{16{act_min[15]}}, act_min};
 wire signed [31:0] hi = {{16{act_max[15]}}, act_max};
+
+/* AVG_POOL's division by the count d (1 <= d <= MAX_AREA <= 256, the window limit checked
+ * above) as a multiply by its reciprocal R(d) = ceil(2^24 / d), exact for every sum:
+ *   TFLite rounds (sum + d/2) / d (sum - d/2 for a negative sum) truncating toward zero, so
+ *   |result| = floor(N / d) with N = |sum| + floor(d/2). |sum| <= 255 d (d taps of 0..255 or
+ *   -128..127), so N < 256 d. With R d = 2^24 + e, 0 <= e < d, and N = q d + r (0 <= r < d):
+ *   N R / 2^24 = q + (r + N e / 2^24) / d, and N e < 256 d (d - 1) <= 256 * 256 * 255 < 2^24,
+ *   so r + N e / 2^24 < r + 1 <= d: floor(N R / 2^24) = q. (tests/test_vector_unit.py checks
+ *   every d and N.) R(1) = 2^24 needs 25 bits: d = 1 passes N (= |sum|) through instead, and
+ *   R(d >= 2) <= 2^23 fits 24 bits: N (16 bits) x R (24 bits) is one DSP48E1 (25 x 18) a lane.
+ *   The reciprocals are one table of constants (LUTs) the lanes share. */
+localparam integer RECIP_W = 24;
+// ceil(2^RECIP_W / d), a constant
+/* verilator lint_off UNUSEDSIGNAL */
+function [RECIP_W-1:0] recip_of(input [31:0] d);
+    reg [63:0] t;
+    begin
+        t = ((64'd1 << RECIP_W) + {32'd0, d} - 64'd1) / {32'd0, d};
+        recip_of = t[RECIP_W-1:0];
+    end
+endfunction
+/* verilator lint_on UNUSEDSIGNAL */
+wire [RECIP_W*256-1:0] recips;
+genvar gi;
+generate
+    for (gi = 0; gi < 256; gi = gi + 1) begin : g_recip
+        // entry d - 1 (entry 0, d = 1, unused)
+        assign recips[RECIP_W*gi +: RECIP_W] = (gi == 0) ? {RECIP_W{1'b0}} : recip_of(gi + 1);
+    end
+endgenerate
+wire [7:0]         ridx  = cnt[7:0] - 8'd1;
+wire [RECIP_W-1:0] recip = recips[RECIP_W*ridx +: RECIP_W];
+wire               cnt1  = (cnt == 9'd1);
 
 reg  [32*LANES-1:0] acc_d;
 reg  [8*LANES-1:0]  res;
 integer l;
-reg signed [31:0] e, a, v, num, r;
+reg signed [31:0] e, a, v, r;
+reg        [15:0] nm;
+/* verilator lint_off UNUSEDSIGNAL */
+reg        [39:0] prod;                 // (the fraction's bits unused)
+/* verilator lint_on UNUSEDSIGNAL */
+reg        [15:0] q;
 always @* begin
     for (l = 0; l < LANES; l = l + 1) begin
         e = sgn ? {{24{in_data[8*l+7]}}, in_data[8*l +: 8]} : {24'd0, in_data[8*l +: 8]};
         a = acc_q[32*l +: 32];
         v = drain ? a : first_tap ? e : avg ? a + e : (e > a) ? e : a;
         acc_d[32*l +: 32] = v;
-        num = (v > 0) ? v + half : v - half;
-        r = avg ? num / cnt_s : v;
+        nm = (v[31] ? 16'd0 - v[15:0] : v[15:0]) + {8'd0, half};
+        prod = {24'd0, nm} * {16'd0, recip};
+        q = cnt1 ? nm : prod[RECIP_W +: 16];
+        r = avg ? (v > 0 ? {16'd0, q} : -{16'd0, q}) : v;
         r = (r < lo) ? lo : (r > hi) ? hi : r;
         res[8*l +: 8] = r[7:0];
     end

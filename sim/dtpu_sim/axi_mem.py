@@ -14,7 +14,7 @@ import random
 from collections import deque
 
 import cocotb
-from cocotb.triggers import RisingEdge
+from cocotb.triggers import ReadWrite, RisingEdge
 from cocotbext.axi import AxiReadBus, AxiWriteBus
 from cocotbext.axi.axi_ram import AxiRamRead, AxiRamWrite
 from cocotbext.axi.memory import Memory
@@ -161,6 +161,11 @@ class Mem:
                 await RisingEdge(self.clock.clk)
             resp, hang, t = pending.popleft()
             await self._wait_until(t)
+            # queue the response once the B driver has handled edge t: it then drives it at the
+            # next edge, as from idle. Queued before (it runs after this coroutine at an edge),
+            # a response due on the edge that took the previous one was driven on that edge, a
+            # cycle early: the second of two close write bursts (a partial one after a full one)
+            await ReadWrite()
             if hang:
                 log.info("write response hangs")
                 while True:

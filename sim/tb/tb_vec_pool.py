@@ -15,11 +15,68 @@ import numpy as np
 from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
 
+from dtpu.hw.listformat import Format
 from dtpu.hw.units import vector as vu
 from dtpu.hw.vec_lower import VecSpec, lower_vec
 from dtpu.reference import vector as rv
 from tb_vec import random_pool
 from tb_vec_mean import _pixel_words, _s
+
+FMT = Format()
+
+
+#: the sizes are made from the window fields within this many cycles (four 9-cycle dividers,
+#: a cycle to latch their fields, three registers of sizes)
+READY_CYCLES = 1 + 9 + 3
+
+
+async def _ready(dut, what) -> None:
+    """Wait (at a falling edge) for `ready`: the sizes made from the fields as they are, no
+    later than READY_CYCLES after they were set."""
+    for _ in range(READY_CYCLES + 1):
+        await ReadOnly()
+        if int(dut.ready.value):
+            await FallingEdge(dut.clk)
+            return
+        await FallingEdge(dut.clk)
+    raise AssertionError(f"{what}: not ready {READY_CYCLES} cycles after its fields")
+
+
+@cocotb.test()
+async def avg_pool_window_limit(dut):
+    """AVG_POOL takes windows of up to VEC_AVG_AREA taps (FH x FW <= 256: its reciprocals'
+    exact range) and raises geom_bad beyond; MAX_POOL takes any; `ready` falls when a window
+    field changes and rises again once the sizes are made from the new ones."""
+    cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
+    for sig in (dut.clear, dut.in_valid, dut.in_data, dut.in_last, dut.room):
+        sig.value = 0
+    dut.rst.value = 1
+    for _ in range(2):
+        await RisingEdge(dut.clk)
+    await FallingEdge(dut.clk)
+    dut.rst.value = 0
+    area = 256
+    assert area == int(FMT.mem["VEC_AVG_AREA"])
+    cases = [(16, 16), (17, 15), (1, 255), (2, 128), (2, 129), (255, 1), (255, 2), (128, 3),
+             (15, 17), (16, 17), (255, 255), (19, 13)]
+    for fh, fw in cases:
+        for avg in (1, 0):
+            # a global pool of an fh x fw image: one window, one accumulator word
+            for name, v in dict(sgn=1, avg=avg, n=1, h=fh, w=fw, c=8, fh=fh, fw=fw, sh=1, sw=1,
+                                pt=0, pl=0, oh=1, ow=1, act_min=0xFF80, act_max=0x7F).items():
+                getattr(dut, name).value = v
+            await FallingEdge(dut.clk)
+            await ReadOnly()
+            # (AVG after MAX changes no window field: `ready` holds, geom_bad follows a cycle
+            # later, as the other fields' sizes)
+            assert not (avg and int(dut.ready.value)), \
+                f"{fh}x{fw}: ready with its window fields just changed"
+            await FallingEdge(dut.clk)
+            await _ready(dut, f"{fh}x{fw}")
+            bad = bool(avg and fh * fw > area)
+            assert bool(int(dut.geom_bad.value)) == bad, \
+                f"{'AVG' if avg else 'MAX'}_POOL {fh}x{fw}: geom_bad {int(dut.geom_bad.value)}"
+    dut._log.info("%d windows against the AVG_POOL limit", len(cases))
 
 
 @cocotb.test()
@@ -47,7 +104,21 @@ async def pools_match_the_golden_model(dut):
                VecSpec("MAX_POOL_2D", np.dtype(np.int8), (1, 16, 16, 12), q, q, filter=(3, 3),
                        stride=(1, 1), padding="SAME"),
                VecSpec("AVERAGE_POOL_2D", np.dtype(np.int8), (1, 16, 16, 8), q, q,
-                       filter=(3, 3), stride=(1, 1), padding="SAME")]
+                       filter=(3, 3), stride=(1, 1), padding="SAME"),
+               # the reciprocals' bounds (VEC_AVG_AREA = 256 taps): the largest sums of the
+               # largest window, either sign, and every count of a window clipped by SAME
+               # padding (15 x 15 over 9 x 9: 64 .. 81 taps; 16 x 16: 1 .. 256 by stride)
+               VecSpec("AVERAGE_POOL_2D", np.dtype(np.int8), (1, 16, 16, 9), q, q,
+                       filter=(16, 16), stride=(1, 1), padding="VALID"),
+               VecSpec("AVERAGE_POOL_2D", np.dtype(np.uint8), (2, 16, 16, 8), q, q,
+                       filter=(16, 16), stride=(1, 1), padding="VALID"),
+               VecSpec("AVERAGE_POOL_2D", np.dtype(np.uint8), (1, 9, 9, 3), q, q,
+                       filter=(15, 15), stride=(1, 1), padding="SAME"),
+               VecSpec("AVERAGE_POOL_2D", np.dtype(np.int8), (1, 16, 16, 2), q, q,
+                       filter=(16, 16), stride=(3, 5), padding="SAME")]
+    # the corners' bytes: random, or each the type's minimum or maximum at random (the sums'
+    # extremes), or all one of them
+    fills = {6: "min", 7: "max", 8: "extreme", 9: "extreme"}
     done = 0
     while done < int(os.environ.get("DTPU_CASES", "30")) + len(corners):
         if done < len(corners):
@@ -66,6 +137,11 @@ async def pools_match_the_golden_model(dut):
         v0, v4 = f["VEC0"], f["VEC4"]
         g = spec.geometry()
         x = np.frombuffer(rnd.randbytes(int(np.prod(spec.a_shape))), dt).reshape(spec.a_shape)
+        fill = fills.get(done - 1)
+        if fill is not None:
+            ext = np.iinfo(dt)
+            x = {"min": np.full(spec.a_shape, ext.min, dt), "max": np.full(spec.a_shape, ext.max, dt),
+                 "extreme": np.where(x.view(np.uint8) & 1, ext.max, ext.min).astype(dt)}[fill]
         lo, hi = _s(v0["ACT_MIN"], 16), _s(v0["ACT_MAX"], 16)
         pool = rv.average_pool if op == "AVG_POOL" else rv.max_pool
         want = pool(x, g, lo, hi).view(np.uint8).reshape(-1).tolist()
@@ -82,8 +158,7 @@ async def pools_match_the_golden_model(dut):
         await RisingEdge(dut.clk)
         await FallingEdge(dut.clk)
         dut.clear.value = 0
-        for _ in range(3):                  # the sizes made from the window fields
-            await FallingEdge(dut.clk)
+        await _ready(dut, spec)
         assert not int(dut.geom_bad.value), f"{spec}: geom_bad"
         words = list(_pixel_words(x))
         got: list[int] = []

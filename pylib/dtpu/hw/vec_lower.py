@@ -254,6 +254,9 @@ def vec_reason(spec: VecSpec, cfg: HwConfig | None = None,
             return str(e)
         if max(g.fh, g.fw, g.pad_top, g.pad_left, g.sh, g.sw) > 255:
             return f"pool geometry {g} beyond the VEC4 fields"
+        if spec.op == "AVERAGE_POOL_2D" and g.fh * g.fw > int(mem["VEC_AVG_AREA"]):
+            return (f"AVERAGE_POOL_2D window {g.fh}x{g.fw} of {g.fh * g.fw} taps (the unit "
+                    f"divides by a reciprocal exact up to VEC_AVG_AREA = {mem['VEC_AVG_AREA']})")
         rows = pool_rows(g)
         if rows * g.ow * ceil_div(c, lanes) > int(mem["VEC_POOL_WORDS"]):
             return (f"{rows} output row(s) of {g.ow} x {c} open at once (the pools' accumulator "

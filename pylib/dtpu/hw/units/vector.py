@@ -96,6 +96,12 @@ def decode(fmt: Format, d: dict) -> VecJob:
             raise ListFault("BAD_FIELD", f"VEC pool fields {v4}, {v7} over {h}x{w}: a window "
                             f"without an in-image tap; accepted PT < FH, PL < FW, "
                             f"(OH-1)*SH < H+PT, (OW-1)*SW < W+PL")
+        # AVG_POOL divides by a reciprocal exact up to VEC_AVG_AREA taps (dtpu_vec_pool)
+        area = int(fmt.mem["VEC_AVG_AREA"])
+        if kind == "AVG_POOL" and v4["FH"] * v4["FW"] > area:
+            raise ListFault("BAD_FIELD", f"VEC AVG_POOL window {v4['FH']}x{v4['FW']} of "
+                            f"{v4['FH'] * v4['FW']} taps; accepted FH*FW <= VEC_AVG_AREA = "
+                            f"{area}")
         out_shape = (n, v7["OH"], v7["OW"], c)
     elif kind == "MEAN":
         out_shape = (n, c)

@@ -193,6 +193,9 @@ class HwConfig:
                              f"of a 64-bit word) and COLS a power of two >= 2")
         if self.WEIGHT_WORDS % self.COLS or self.ACT_WORDS % self.COLS or self.PARAM_ENTRIES % self.COLS:
             raise ValueError("memory sizes must be multiples of COLS (one bank per column)")
+        if self.VEC_RQ_LANES not in (8, 4, 2, 1):
+            raise ValueError(f"VEC_RQ_LANES={self.VEC_RQ_LANES}: the vector unit's requantizing "
+                             f"lanes; accepted: 8, 4, 2 or 1")
         if self.FP_PARTIALS < 1 or self.FP_PARTIALS & (self.FP_PARTIALS - 1):
             raise ValueError(f"FP_PARTIALS={self.FP_PARTIALS} must be a power of two")
 

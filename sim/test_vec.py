@@ -57,11 +57,31 @@ def test_lint_cl_top_with_the_unit():
     assert r.returncode == 0 and "%Warning" not in out and "%Error" not in out, out
 
 
-def _cl_vec(testcase, env=None):
-    params = {"COLS": 8, **MEM, "VEC_EN": 1}
-    d = build("dtpu_cl_top", params, name="cl_top_vec")
+def _cl_vec(testcase, env=None, rq_lanes=8):
+    """`rq_lanes`: the build's VEC_RQ_LANES (the model's too: tb_cl_seq's CFG from the
+    parameters); 8, the contract's, keeps the build's parameters and name as before."""
+    params = {"COLS": 8, **MEM, "VEC_EN": 1, **({"VEC_RQ_LANES": rq_lanes} if rq_lanes != 8 else {})}
+    d = build("dtpu_cl_top", params, name="cl_top_vec" + (f"_rq{rq_lanes}" if rq_lanes != 8 else ""))
     run_tests("dtpu_cl_top", "tb_vec", d, parameters=params, extra_env=env or {},
               testcase=testcase)
+
+
+@pytest.mark.parametrize("rq", [2, pytest.param(1, marks=pytest.mark.slow),
+                                pytest.param(4, marks=pytest.mark.slow)])
+def test_vec_rq_lanes_list_cycles(rq):
+    """VEC_RQ_LANES < 8 (ADD / SUB / MUL a word in 8 / VEC_RQ_LANES cycles): element-wise lists
+    on the contract's memory, CL_CYCLES, IDLE, RD/WR_BEATS equal the Timeline's and DDR the
+    model's, the corners (one-word and 4 KiB-crossing operands, B vectors, TABLE beside)."""
+    _cl_vec("test_vec_cycles", {"DTPU_VEC_OPS": "ADD,SUB,MUL", "DTPU_CASES": 10}, rq_lanes=rq)
+
+
+@pytest.mark.parametrize("rq", [pytest.param(2, marks=pytest.mark.slow),
+                                pytest.param(1, marks=pytest.mark.slow)])
+def test_vec_rq_lanes_list_words(rq):
+    """The same with random memory latency and backpressure on every AXI channel: DDR and
+    CL_* equal (the lanes' ready beside the read stream's backpressure)."""
+    _cl_vec("test_vec_words", {"DTPU_VEC_OPS": "ADD,SUB,MUL,TABLE", "DTPU_CASES": 12},
+            rq_lanes=rq)
 
 
 @pytest.mark.slow

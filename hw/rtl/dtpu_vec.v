@@ -55,8 +55,9 @@ module dtpu_vec #
 (
     parameter ADDR_W = 32,
     parameter LANES = 8,
-    // requantizing lanes of ADD / SUB / MUL (contract VEC_RQ_LANES: 8, 4, 2 or 1): a word
-    // through dtpu_vec_ew in LANES / RQ_LANES cycles
+    // requantizing lanes of ADD / SUB / MUL and of MEAN's tail (contract VEC_RQ_LANES: 8, 4,
+    // 2 or 1): a word through dtpu_vec_ew, a tail word of dtpu_vec_mean in LANES / RQ_LANES
+    // cycles
     parameter RQ_LANES = 8,
     parameter MAX_BURST = 16,
     // log2 of the operand-B buffer's words (contract VEC_BCAST_WORDS)
@@ -394,6 +395,7 @@ dtpu_vec_pix pix_inst (
 
 dtpu_vec_mean #(
     .LANES(LANES),
+    .RQ_LANES(RQ_LANES),
     .LOG_ROW(LOG_ROW)
 )
 mean_inst (

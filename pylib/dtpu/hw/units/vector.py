@@ -246,15 +246,18 @@ def _packed(ops: np.ndarray, nbytes: np.ndarray) -> tuple[tuple, int]:
     return tuple(int(last_op - t) for t in made[::-1]), late
 
 
-def _packed_words(n: int, c: int, lanes: int) -> tuple[tuple | None, int]:
-    """(gaps, late) of MEAN's results: its N x ceil(C / lanes) requantized words, one an
-    operation of its tail, hold C mod lanes bytes at each batch's end (:func:`_packed`). One
-    word an operation when C is a multiple of the lanes or N is 1: (None, 0)."""
-    if n == 1 or c % lanes == 0:
+def _packed_words(n: int, c: int, lanes: int, steps: int = 1) -> tuple[tuple | None, int]:
+    """(gaps, late) of MEAN's results: its N x ceil(C / lanes) requantized words, one every
+    `steps` operations of its tail (8 / VEC_RQ_LANES: a word's lane groups one an operation,
+    the word made by its last), hold C mod lanes bytes at each batch's end (:func:`_packed`).
+    One word an operation when C is a multiple of the lanes or N is 1 and `steps` is 1:
+    (None, 0)."""
+    if steps == 1 and (n == 1 or c % lanes == 0):
         return None, 0
     wpx = ceil_div(c, lanes)
     per_op = np.minimum(lanes, c - lanes * np.arange(wpx, dtype=np.int64))
-    return _packed(np.arange(n * wpx, dtype=np.int64), np.tile(per_op, n))
+    made = steps * np.arange(n * wpx, dtype=np.int64) + steps - 1
+    return _packed(made, np.tile(per_op, n))
 
 
 def _axis(size: int, f: int, s: int, pad: int, out: int):
@@ -327,14 +330,15 @@ def _pool_words(job: VecJob, lanes: int) -> tuple[int, tuple, int, int]:
 def cost(job: VecJob, lanes: int, burst: int = 16, rq_lanes: int | None = None) -> VecCost:
     """The cycle formula of docs/architecture.md, "The vector unit" (`burst`: MEM_BURST_BEATS,
     the chunk of A and B reads of one shape; `rq_lanes`: VEC_RQ_LANES, the requantizing lanes
-    of ADD / SUB / MUL, default `lanes`: a word in lanes / rq_lanes cycles, the operand beats
-    waiting for the lanes, so their `ops` are the beats plus lanes / rq_lanes - 1 a word)."""
+    of ADD / SUB / MUL and of MEAN's tail, default `lanes`: a word in lanes / rq_lanes cycles;
+    ADD / MUL's operand beats wait for the lanes, so their `ops` are the beats plus
+    lanes / rq_lanes - 1 a word; MEAN's tail is lanes / rq_lanes operations a word)."""
     n, h, w, c = job.shape
     words_px = ceil_div(c, lanes)
     a_beats = ceil_div(job.a_bytes, 8)
     out_words = ceil_div(job.out_bytes, 8)
+    steps = lanes // (rq_lanes or lanes)
     if job.kind in ("ADD", "MUL"):
-        steps = lanes // (rq_lanes or lanes)
         beats = a_beats + ceil_div(job.b_bytes, 8)
         if job.bmode == 0:
             gaps = _chunk_gaps(out_words, burst, steps)
@@ -351,8 +355,8 @@ def cost(job: VecJob, lanes: int, burst: int = 16, rq_lanes: int | None = None) 
         touched = int(((starts + c - 1) // 8 - starts // 8 + 1).sum())
         return VecCost(a_beats, n * h * w * words_px, 0, touched)
     if job.kind == "MEAN":
-        gaps, late = _packed_words(n, c, lanes)
-        return VecCost(a_beats, n * h * w * words_px, n * words_px, out_words, gaps, late)
+        gaps, late = _packed_words(n, c, lanes, steps)
+        return VecCost(a_beats, n * h * w * words_px, steps * n * words_px, out_words, gaps, late)
     ops, gaps, late, early = _pool_words(job, lanes)
     return VecCost(a_beats, ops, 0, out_words, gaps, late, early)
 

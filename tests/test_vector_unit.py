@@ -212,6 +212,14 @@ def test_fewer_requantizing_lanes_cost_their_cycles():
     assert t[-1] == 40 + 60 - 4
     # 1 lane: 8 cycles a word
     assert vu.cost(job(20, 0), 8, 16, rq_lanes=1).ops == 40 + 7 * 20
+    # MEAN's tail: a word in 4 operations, made by its last; 2 x 3 x 3 x 20 (3 words a batch,
+    # the last 4 bytes): the words at operations 3, 7, 11, 15, 19, 23 of the tail
+    mean = vu.VecJob("MEAN", np.dtype(np.int8), 0, 0, 0, 0, (2, 3, 3, 20), (2, 20), {})
+    c8, c2 = vu.cost(mean, 8, 16), vu.cost(mean, 8, 16, rq_lanes=2)
+    assert (c8.ops, c8.tail, c2.ops, c2.tail) == (54, 6, 54, 24)
+    # 40 bytes: words of bytes 0-7 (op 3), 8-15 (7), 16-23 (15: op 11's 4 bytes and op 15's
+    # first 4), 24-31 (19), 32-39 (23)
+    assert c2.gaps == (0, 4, 8, 16, 20) and c2.late == 0
 
 
 def _pool_job(shape, filt, stride, out_hw):

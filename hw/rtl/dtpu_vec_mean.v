@@ -96,7 +96,7 @@ reg  [15:0]         cj;                 // channels from word j on (C - 8j)
 reg  signed [31:0]  off_hw;             // IN1_OFF * H*W, wrapped
 reg                 fin;                // the tensor's last batch is done: the stream's
                                         // padding bytes past it are no pixel words
-reg  [SW-1:0]       gs;                 // the tail word's lane group (0 with RQ_LANES = LANES)
+wire [SW-1:0]       gs;                 // the tail word's lane group (0 with RQ_LANES = LANES)
 
 assign in_ready = !tail && !fin && !clear;
 wire take = in_valid && in_ready;
@@ -147,8 +147,19 @@ end
 
 generate
     if (STEPS == 1) begin : full
+        assign gs  = {SW{1'b0}};
         assign res = grp;
     end else begin : part
+        reg [SW-1:0] gs_q;
+        assign gs = gs_q;
+        always @(posedge clk) begin
+            if (emit) begin
+                gs_q <= (gs_q == S_LAST) ? {SW{1'b0}} : gs_q + 1'b1;
+            end
+            if (rst || clear) begin
+                gs_q <= {SW{1'b0}};
+            end
+        end
         /* verilator lint_off UNUSEDSIGNAL */
         reg [8*LANES-1:0] res_q;        // the word's groups so far, the latest highest (the
                                         // lowest group is the next word's, never read)
@@ -166,9 +177,6 @@ always @(posedge clk) begin
     off_hw <= off_full[31:0];
     out_valid <= wdone;
     out_end <= last_op;
-    if (emit) begin
-        gs <= (gs == S_LAST) ? {SW{1'b0}} : gs + 1'b1;
-    end
     if (wdone) begin
         out_data  <= res;
         out_bytes <= last_word ? cj[3:0] : 4'd8;
@@ -213,7 +221,6 @@ always @(posedge clk) begin
         px   <= 32'd0;
         b    <= 16'd0;
         fin  <= 1'b0;
-        gs   <= {SW{1'b0}};
         out_valid <= 1'b0;
         out_end <= 1'b0;
     end

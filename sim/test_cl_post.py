@@ -17,8 +17,9 @@ BENCH = SRCS + [RTL_DIR / "dtpu_ls_param.v", RTL_DIR / "dtpu_bram.v", RTL_DIR / 
 
 
 @pytest.mark.parametrize("params", [{}, {"FIFO_LOG": 4, "PADDR_W": 8, "PREC_EN": "16'h0007"},
-                                    {"PREC_EN": "16'h0003", "ADDR_W": 40, "PIX_W": 20}],
-                         ids=["default", "fifo16_p8_int", "int8_only_wide"])
+                                    {"PREC_EN": "16'h0003", "ADDR_W": 40, "PIX_W": 20},
+                                    {"PREC_EN": "16'h0003", "RQ_EN": 25}, {"RQ_EN": 16}],
+                         ids=["default", "fifo16_p8_int", "int8_only_wide", "int8_lean", "fp32_only"])
 def test_lint(params):
     """verilator -Wall on dtpu_cl_post and its lane (test_lint.py: every module, defaults)."""
     r = lint("dtpu_cl_post", SRCS, params)
@@ -39,9 +40,9 @@ def test_defaults_match_contract():
     assert 1 << p["PADDR_W"] == fmt.cfg.PARAM_ENTRIES
 
 
-def _run(env=None, testcase=None, params=None):
+def _run(env=None, testcase=None, params=None, name="cl_post"):
     params = params or {}
-    d = build("tb_cl_post_top", params, BENCH, name="cl_post")
+    d = build("tb_cl_post_top", params, BENCH, name=name)
     run_tests("tb_cl_post_top", "tb_cl_post", d, testcase=testcase, parameters=params,
               extra_env=env or {})
 
@@ -79,3 +80,16 @@ def test_cl_post_board_build():
          testcase=["test_random", "test_rtl_only_checks", "test_overflow", "test_read_faults",
                    "test_timeout"],
          params={"PREC_EN": 7, "PADDR_W": 8})
+
+
+@pytest.mark.parametrize("rq_en", [25, pytest.param(9, marks=pytest.mark.slow),
+                                   pytest.param(16, marks=pytest.mark.slow)])
+def test_cl_post_lean_int8(rq_en):
+    """An int8/uint8 build with some requantization variants left out of its lane (RQ_EN, the
+    golden model's HwConfig alike): 25 = DOUBLE, DOUBLE_UP and FP32 (an int8 board for TFLite
+    2.14 and LiteRT), 9 = DOUBLE and DOUBLE_UP, 16 = FP32 only. A POST naming a variant not
+    built is BAD_FIELD in the unit and in the model (also among the random spoiled cases), the
+    built ones are exact on random descriptors."""
+    _run({"DTPU_SEED": 7 + rq_en, "DTPU_CASES": 12},
+         testcase=["test_variant_not_built", "test_random", "test_rtl_only_checks"],
+         params={"PREC_EN": 3, "PADDR_W": 8, "RQ_EN": rq_en}, name=f"cl_post_rq{rq_en}")

@@ -114,6 +114,23 @@ def test_top_integer_only_build():
 
 
 @pytest.mark.slow
+def test_top_lean_int8():
+    """An int8/uint8 build whose post lanes have only DOUBLE, DOUBLE_UP and FP32 (RQ_EN = 25,
+    what an int8 board needs: docs/architecture.md, issue 26's budget), the golden model alike:
+    GEMM jobs and nodes, depthwise nodes exact and stall-free, the left-out variants refused in
+    CONFIG (ERR.BAD_MODE) exactly as the model refuses them. The default run has the lane
+    (sim/test_units.py::test_post_lane_pruned) and the POST unit (sim/test_cl_post.py) of such
+    builds, and the model's refusal (tests/test_rq_en.py)."""
+    params = {"COLS": 4, "PREC_EN": 3, "RQ_EN": 25, **MEM}
+    d = build("dtpu_axi", params, name="top_lean")
+    run_tests("dtpu_axi", "tb_top", d, parameters=params,
+              testcase=["test_identity", "test_variant_not_built", "test_gemm_stall_free",
+                        "test_gemm_nodes_stall_free", "test_depthwise_nodes_stall_free",
+                        "test_precision_not_built"],
+              extra_env={"DTPU_SEED": os.environ.get("DTPU_SEED", "2526"), "DTPU_CASES": "4"})
+
+
+@pytest.mark.slow
 def test_top_board_build():
     """The PYNQ-Z2 board build of docs/synthesis.md: 8x8, PREC_EN = int8/uint8/int16 (55-bit
     values, no float paths): exact words and stall-free cycles against the golden model, with

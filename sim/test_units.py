@@ -14,6 +14,23 @@ def test_post_lane(aw, prec_en):
     run_tests("dtpu_post_lane", "tb_post_lane", d, extra_env={"DTPU_LANE_AW": str(aw)})
 
 
+# RQ_EN: the variants an int8 board needs (DOUBLE, DOUBLE_UP, FP32), TFLite 2.14's alone (DOUBLE,
+# DOUBLE_UP), LiteRT's XNNPACK alone (FP32), and without SINGLE or without INT64 (int16 rows)
+@pytest.mark.parametrize("rq_en,prec_en,aw", [
+    (25, 0x3, 39), pytest.param(9, 0x3, 39, marks=pytest.mark.slow),
+    pytest.param(16, 0x3, 39, marks=pytest.mark.slow), pytest.param(29, 0x7, 55, marks=pytest.mark.slow),
+    pytest.param(27, 0x7, 55, marks=pytest.mark.slow)])
+def test_post_lane_pruned(rq_en, prec_en, aw):
+    """A lane built with only some requantization variants (RQ_EN; docs/architecture.md, issue 26's
+    budget) is exact in every variant and precision it has: the int8/uint8 build's 39-bit
+    values by default, the others in the slow set."""
+    srcs = [RTL_DIR / n for n in ("dtpu_post_lane.v", "dtpu_fp_add.v", "dtpu_fp_mul.v", "dtpu_fp_round.v")]
+    params = {"AW": aw, "PREC_EN": prec_en, "RQ_EN": rq_en}
+    d = build("dtpu_post_lane", params, srcs, name=f"post_lane_{aw}_rq{rq_en}")
+    run_tests("dtpu_post_lane", "tb_post_lane", d, parameters=params,
+              extra_env={"DTPU_LANE_AW": str(aw), "DTPU_LANE_N": "300"})
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("top", ["dtpu_filter_select", "dtpu_compact_select"])
 def test_select_units(top):

@@ -127,7 +127,7 @@ def test_vww_report_and_model_file_agree_on_host_terms(dtpu_so):
     with `vector=off`: the estimate
     prices the convolution chains (dtpu.board.estimate: a build without the vector unit, the
     int16 overlay), so its MEAN cuts the graph there, while the golden model with the unit (and
-    the default overlay) runs VWW as one partition."""
+    the int8 overlay) runs VWW as one partition."""
     got = _reports(VWW, {"backend": "model", "vector": "off"})[-1].board_estimate()
     want = estimate("vww", VWW)["rows"][2]
     assert got["host"] == pytest.approx(want["host"], rel=1e-12)

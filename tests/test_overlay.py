@@ -298,7 +298,8 @@ def _peers(module: ET.Element, port: str) -> list[tuple[str, str]]:
 def test_the_emulated_hwh_carries_the_board_builds_parameters(tmp_path, build):
     """Each board build (make OVERLAY=) is what the emulated .hwh declares: its PREC_EN and, on
     the 2.0 top, its VEC_EN (the IP parameter the board transport reads to declare the vector
-    unit); the 1.2 top has no VEC_EN parameter. The default build is int8/uint8 with the unit."""
+    unit); the 1.2 top has no VEC_EN parameter. The default build is int8/uint8/int16 without the
+    unit (the one shown to fit the xc7z020)."""
     b = design.BOARD_BUILDS[build]
     params = parse_hwh(write_hwh(tmp_path / "d.hwh", build=build))[design.DTPU]["parameters"]
     assert (params["PREC_EN"], params["VEC_EN"]) == (design.build_params(build=build)["PREC_EN"],
@@ -307,11 +308,11 @@ def test_the_emulated_hwh_carries_the_board_builds_parameters(tmp_path, build):
     assert "VEC_EN" not in parse_hwh(write_hwh(tmp_path / "d1.hwh", contract=1, build=build))[
         design.DTPU]["parameters"]
     default = design.BOARD_BUILDS[design.DEFAULT_BOARD_BUILD]
-    assert (default.precisions, default.vec_en) == (("int8", "uint8"), 1)
+    assert (default.precisions, default.vec_en) == (("int8", "uint8", "int16"), 0)
     assert design.board_build() is default and design.board_config().ENABLED == \
-        design.board_config("int8").ENABLED
-    with pytest.raises(ValueError, match=r"board build 'fp32' unknown; accepted: int8 \(int8/uint8 "
-                                         r"lanes and the vector unit"):
+        design.board_config("int16").ENABLED
+    with pytest.raises(ValueError, match=r"board build 'fp32' unknown; accepted: int16 \(int8/uint8/int16 "
+                                         r"lanes, no vector unit"):
         design.board_build("fp32")
     with pytest.raises(ValueError, match=r"VEC_EN='yes'; accepted: 0 or 1"):
         design.vector_unit_of({"VEC_EN": "yes"})
@@ -424,21 +425,21 @@ def test_make_without_vivado_says_what_is_missing():
     assert not (OVERLAYS / "build").exists()
     proc = subprocess.run(["make", "-C", str(OVERLAYS), "OVERLAY=fp32", "VIVADO=vivado-not-installed"],
                           env=env, capture_output=True, text=True, timeout=120)
-    assert proc.returncode != 0 and "OVERLAY must be int8 (int8/uint8 and the vector unit, the " \
-        "default) or int16 (int8/uint8/int16, no vector unit), not 'fp32'" in proc.stderr
+    assert proc.returncode != 0 and "OVERLAY must be int16 (int8/uint8/int16, no vector unit, the " \
+        "default) or int8 (int8/uint8 and the vector unit), not 'fp32'" in proc.stderr
     assert not (OVERLAYS / "build").exists()
 
 
 def test_make_passes_the_contract_to_both_scripts():
     """`make CONTRACT=1` hands 1 to package_ip.tcl and build.tcl and builds into
     build/contract1 (a 1.2 build is not taken for a 2.0 one); the default is 2, into build/.
-    `make OVERLAY=int16` builds the int16 board build (PREC_EN 0x0007, no vector unit) into
-    build/int16; the default is int8 (PREC_EN 0x0003 and VEC_EN 1); CONTRACT=1 has VEC_EN 0."""
+    `make OVERLAY=int8` builds the int8 board build (PREC_EN 0x0003 and VEC_EN 1) into
+    build/int8; the default is int16 (PREC_EN 0x0007, no vector unit); CONTRACT=1 has VEC_EN 0."""
     for args, contract, build, prec_vec in (
-            ([], "2", "build", "0x0003 1"), (["CONTRACT=2"], "2", "build", "0x0003 1"),
-            (["CONTRACT=1"], "1", "build/contract1", "0x0003 0"),
-            (["OVERLAY=int16"], "2", "build/int16", "0x0007 0"),
-            (["OVERLAY=int8"], "2", "build", "0x0003 1")):
+            ([], "2", "build", "0x0007 0"), (["CONTRACT=2"], "2", "build", "0x0007 0"),
+            (["CONTRACT=1"], "1", "build/contract1", "0x0007 0"),
+            (["OVERLAY=int8"], "2", "build/int8", "0x0003 1"),
+            (["OVERLAY=int16"], "2", "build", "0x0007 0")):
         proc = subprocess.run(["make", "-n", "-C", str(OVERLAYS), "VIVADO=true",
                                f"PYTHON={sys.executable}", *args],
                               capture_output=True, text=True, timeout=120)
@@ -447,8 +448,8 @@ def test_make_passes_the_contract_to_both_scripts():
         assert re.search(rf"package_ip\.tcl -tclargs \S+/hw/rtl \S+/hw/overlays/{build}/ip {contract}$", out, re.M), out
         assert re.search(rf"build\.tcl -tclargs \S+/hw/overlays/{build}/ip \S+/hw/overlays/{build} 4 "
                          rf"(\S+ ){{5}}{prec_vec} {contract}$", out, re.M), out
-    # install: each build under its own name on the board (the delegate's bitstream=int16)
-    for overlay, build in (("int8", "build"), ("int16", "build/int16")):
+    # install: each build under its own name on the board (the delegate's bitstream=int8)
+    for overlay, build in (("int16", "build"), ("int8", "build/int8")):
         proc = subprocess.run(["make", "-n", "-C", str(OVERLAYS), "VIVADO=true", "install", "BOARD=x@y",
                                f"PYTHON={sys.executable}", f"OVERLAY={overlay}"],
                               capture_output=True, text=True, timeout=120)
@@ -526,9 +527,12 @@ def _run_tcl(script: str, args: list[str], version="2022.1", board_parts=None, m
 
 
 needs_tclsh = pytest.mark.skipif(TCLSH is None, reason="tclsh not installed")
-BUILD_ARGS = ["/ip", "/out", "4", *design.build_params().values()]
-#: the 1.2 design's: the same without the vector unit (the 1.2 top has none: VEC_EN=0)
-BUILD_ARGS_1 = BUILD_ARGS[:-1] + ["0"]
+#: the int8 board build's arguments (the one with the vector unit, VEC_EN=1: the script's
+#: wider case; the default int16 build passes VEC_EN=0)
+BUILD_ARGS = ["/ip", "/out", "4", *design.build_params(build="int8").values()]
+#: the 1.2 design's: the default build's (no vector unit: the 1.2 top has none, VEC_EN=0)
+BUILD_ARGS_1 = ["/ip", "/out", "4", *design.build_params().values()]
+assert BUILD_ARGS_1[-1] == "0"
 
 
 def _dtpu_config(params: dict[str, str]) -> str:
@@ -638,9 +642,9 @@ def test_build_tcl_contract_2_puts_the_dtpu_master_on_hp0_and_its_irq_on_the_ps(
     assert "building the contract 2.0 design" in out
     # cells: the DTPU with the contract's parameters, the INTC, no DMA
     assert f"create_bd_cell -type ip -vlnv {design.DTPU_VLNV} {design.DTPU}" in text
-    params = design.build_params()
+    params = design.build_params(build="int8")
     assert re.search(_dtpu_config(params), text), text
-    # the default board build's vector unit (OVERLAY=int8)
+    # the int8 board build's vector unit (OVERLAY=int8)
     assert params["VEC_EN"] == "1" and params["PREC_EN"] == "0x0003"
     assert re.search(r"^set_property CONFIG.VEC_EN 1 dtpu$", text, re.M), text
     assert not [c for c in calls if "axi_dma" in c or design.DMA_WGT in c or design.DMA_ACT in c]

@@ -102,3 +102,44 @@ def test_proven_clock_leaves_out_the_optional_units(tmp_path):
     del section["optional_units"]["dtpu_vec [VEC_EN=1]"]   # the same entry counted as the board's
     path.write_text(json.dumps(data))
     assert compare.proven_clock(path)["fmax_mhz"] == 1.0
+
+
+def test_blackbox_cuts_a_submodule_out_of_the_units_that_hold_it(monkeypatch):
+    """--blackbox dtpu_vec_pool: the units holding it are synthesized with its instances turned
+    into ports (black box, flatten, `expose -evert`), their key and entry say so and the table's
+    row names it; units without it are unchanged."""
+    timing = _timing_module()
+    vec = timing.Unit("dtpu_vec", {"LANES": "8"}, 1, ["dtpu_vec_ew", "dtpu_vec_pool"], "dtpu_vec [VEC_EN=1]")
+    ew = timing.Unit("dtpu_vec_ew", {"LANES": "8"}, 1, ["dtpu_vec_add_lane"], "dtpu_vec_ew [VEC_EN=1]")
+    versions = {"yosys": "y", "nextpnr-ecp5": "n"}
+    keys = (timing.unit_key(vec, versions), timing.unit_key(ew, versions))
+    timing.apply_blackbox([vec, ew], ["dtpu_vec_pool"])
+    assert vec.blackbox == ["dtpu_vec_pool"] and ew.blackbox == []
+    assert timing.unit_key(vec, versions) != keys[0] and timing.unit_key(ew, versions) == keys[1]
+    scripts = []
+    monkeypatch.setattr(timing, "run_yosys", lambda script, cwd, name: scripts.append(script))
+    timing.synth_unit(vec, Path("."))
+    timing.synth_unit(ew, Path("."))
+    lines = scripts[0].splitlines()
+    cut = lines.index("blackbox *dtpu_vec_pool")
+    assert lines[cut + 1:cut + 3] == ["flatten", "expose -evert t:*dtpu_vec_pool"]
+    assert lines[cut - 1].startswith("hierarchy -top dtpu_vec") and lines[cut + 3] == "design -save src"
+    assert "blackbox" not in scripts[1] and "expose" not in scripts[1]
+    entry = {"module": "dtpu_vec", "instances": 1, "placed": True, "fmax_mhz": 99.0, "from": "a", "to": "b",
+             "logic_ns": 1.0, "routing_ns": 9.0, "blackbox": ["dtpu_vec_pool"]}
+    row = next(r for r in timing.table({"modules": {"dtpu_vec [VEC_EN=1]": entry}}).splitlines()
+               if r.startswith("| dtpu_vec "))
+    assert "dtpu_vec_pool black-boxed" in row
+
+
+def test_size_bound_counts_a_nested_submodule_once():
+    """A unit too large to flatten is skipped on its submodules' LUT4: a submodule inside another
+    counted one (dtpu_vec_copy's dtpu_cl_store_pack) is in that one's figure already."""
+    timing = _timing_module()
+    top = timing.Unit("dtpu_vec", {}, 1, ["dtpu_vec_copy", "dtpu_cl_store_pack", "dtpu_vec_ew",
+                                          "dtpu_vec_add_lane"], "vec")
+    units = [top, timing.Unit("dtpu_vec_copy", {}, 1, ["dtpu_cl_store_pack"], "copy"),
+             timing.Unit("dtpu_cl_store_pack", {}, 1, [], "pack"),
+             timing.Unit("dtpu_vec_add_lane", {}, 8, [], "add")]
+    done = {"copy": {"ecp5": {"lut4": 1500}}, "pack": {"ecp5": {"lut4": 900}}, "add": {"ecp5": {"lut4": 100}}}
+    assert timing.lower_bound_lut4(top, done, units) == 1500 + 8 * 100

@@ -220,8 +220,8 @@ def test_a_lone_vector_node_stays_on_the_cpu():
 
 @pytest.fixture(scope="module")
 def board(tmp_path_factory):
-    """The emulated PYNQ-Z2 with the int16 overlay (hw/overlays OVERLAY=int16: the 2.0 design
-    without the vector unit; the default overlay has it)."""
+    """The emulated PYNQ-Z2 with the int16 overlay (hw/overlays OVERLAY=int16, the default: the
+    2.0 design without the vector unit; the int8 overlay has it)."""
     from tests.delegate_util import emulated_board
 
     for _ in emulated_board(tmp_path_factory.mktemp("overlay")):
@@ -311,3 +311,33 @@ def test_vector_off_gives_the_partitions_of_a_target_without_the_unit():
     for got in outs:
         np.testing.assert_array_equal(got, want)
     del it
+
+
+@pytest.mark.skipif(not PROVEN, reason=f"{RUNTIME}: vector nodes stay on the CPU (XNNPACK)")
+def test_an_average_pool_beyond_the_units_window_stays_on_the_cpu():
+    """conv -> global AVERAGE_POOL_2D of 17 x 17 = 289 taps -> conv: more than VEC_AVG_AREA
+    (the unit's reciprocals are exact up to 256 taps), so the pool stays on the CPU with the
+    reason naming the limit and the outputs equal TFLite's; the same graph with MAX_POOL_2D,
+    which has no such limit, runs the pool on the unit."""
+    for op in ("AVERAGE_POOL_2D", "MAX_POOL_2D"):
+        g = _Graph("int8", ("limit", op))
+        h, c = 17, 16
+        a = g.conv(g.input((1, h, h, c)), c)
+        t = g.tensors[a]
+        y = g.node(op, [a], (1, 1, 1, c), q=(t.scale, t.zero_point), filter=(h, h),
+                   stride=(1, 1), padding="VALID")
+        g.out = g.conv(y, 8)
+        content = g.model([g.out])
+        feeds = g.feeds()
+        want = run_cpu(content, feeds)
+        it, outs = _run(content, feeds, {"backend": "model"})
+        graph = _graph_state()
+        for got in outs:
+            np.testing.assert_array_equal(got, want)
+        pooled = [r for r in graph.rejected if r["op"] == op]
+        if op == "AVERAGE_POOL_2D":
+            assert len(pooled) == 1 and "VEC_AVG_AREA = 256" in pooled[0]["reason"], \
+                graph.rejected
+        else:
+            assert pooled == [] and len(graph.kernels) == 1, graph.rejected
+        del it

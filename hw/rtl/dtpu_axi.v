@@ -36,7 +36,11 @@ module dtpu_axi #
     // 1 (the board build): the rotated depthwise layout (dtpu_core; docs/architecture.md
     // "Depthwise crossbars linear in COLS"), 0 the banked one; the golden model's HwConfig
     // DW_ROTATE must match (contract.json's default is this default: tests/test_hw_contract.py)
-    parameter DW_ROTATE = 1
+    parameter DW_ROTATE = 1,
+    // the requantization variants built into the post lanes (bit v: RQ_VARIANT code v; 31 all
+    // five, the contract's default; 25 DOUBLE, DOUBLE_UP and FP32, what an int8 board needs:
+    // docs/architecture.md, issue 26's budget); the golden model's HwConfig RQ_EN must match
+    parameter RQ_EN = 31
 )
 (
     input  wire                        clk,
@@ -100,7 +104,10 @@ endfunction
 
 localparam LOG_COLS = clog2(COLS);
 localparam [31:0] HWCFG0 = {PREC_EN, COLS[7:0], ROWS[7:0]};
-localparam [31:0] HWCFG1 = {8'd0, LOG_ACT_WORDS[7:0], LOG_PARAM_ENTRIES[7:0], LOG_WEIGHT_WORDS[7:0]};
+// HWCFG1.RQ_OFF: the variants left out (0 with all five built)
+localparam [7:0] RQ_ALL = 8'h1F;
+localparam [7:0] RQ_OFF = RQ_ALL & ~RQ_EN[7:0];
+localparam [31:0] HWCFG1 = {RQ_OFF, LOG_ACT_WORDS[7:0], LOG_PARAM_ENTRIES[7:0], LOG_WEIGHT_WORDS[7:0]};
 
 initial begin
     if (ROWS != 8) begin
@@ -169,7 +176,8 @@ dtpu_core #(
     .LOG_ACT_WORDS(LOG_ACT_WORDS),
     .PREC_EN(PREC_EN),
     .PE_PAIR(PE_PAIR),
-    .DW_ROTATE(DW_ROTATE)
+    .DW_ROTATE(DW_ROTATE),
+    .RQ_EN(RQ_EN)
 )
 core_inst (
     .clk(clk),

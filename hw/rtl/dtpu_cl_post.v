@@ -45,7 +45,8 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * Checks at start (BAD_FIELD: `bad_field` with `done` the cycle after start, no read): JOB.PREC
  * an enabled integer precision (INT8, UINT8, INT16, INT32, INT64), OUT_MODE REQUANT, CH >= 1,
  * CH0 + CH <= DSTC, PARAM_BASE + CH <= 2^PADDR_W (the model's checks), and two the model does not
- * make: RQ_VARIANT one of the five variants, SRC 8-byte aligned.
+ * make: RQ_VARIANT one of the five variants, SRC 8-byte aligned. RQ_VARIANT must also be built
+ * (RQ_EN, the post lanes' variants; the model checks that too).
  *
  * Errors: a read word with SLVERR/DECERR or a timeout word sets err_slverr/err_decerr/
  * err_timeout; a lane with ERR.OVERFLOW (INT64 variant, |total| >= 2^47) sets err_ovf (the JOB
@@ -80,7 +81,10 @@ module dtpu_cl_post #
     // 1: no lane of its own; the lane_* port drives lane 0 of the core's dtpu_post (EXT_LANE0),
     // idle while a POST runs (saves one dtpu_post_lane, ~1.5 k LUT). 0: its own lane (the port
     // is unused: lane_* outputs still show the lane's inputs, lane_* inputs are ignored)
-    parameter EXT_LANE = 0
+    parameter EXT_LANE = 0,
+    // built requantization variants (bit v: RQ_VARIANT code v; contract RQ_EN): the lane's, and
+    // a POST naming another is BAD_FIELD
+    parameter RQ_EN = 31
 )
 (
     input  wire               clk,
@@ -186,9 +190,10 @@ end
 wire prec_int = job_prec == DTPU_PREC_INT8 || job_prec == DTPU_PREC_UINT8
              || job_prec == DTPU_PREC_INT16 || job_prec == DTPU_PREC_INT32
              || job_prec == DTPU_PREC_INT64;
-wire variant_ok = {1'b0, job_variant} == DTPU_RQ_VARIANT_DOUBLE || {1'b0, job_variant} == DTPU_RQ_VARIANT_SINGLE
+localparam [7:0] RQ_MASK = RQ_EN[7:0];
+wire variant_ok = ({1'b0, job_variant} == DTPU_RQ_VARIANT_DOUBLE || {1'b0, job_variant} == DTPU_RQ_VARIANT_SINGLE
                || {1'b0, job_variant} == DTPU_RQ_VARIANT_INT64 || {1'b0, job_variant} == DTPU_RQ_VARIANT_DOUBLE_UP
-               || {1'b0, job_variant} == DTPU_RQ_VARIANT_FP32;
+               || {1'b0, job_variant} == DTPU_RQ_VARIANT_FP32) && RQ_MASK[job_variant];
 wire [CH_W:0] ch_end = {1'b0, ch0} + {1'b0, ch};
 wire [32:0]   pb_end = {1'b0, param_base} + {{(33-CH_W){1'b0}}, ch};
 wire bad = !PREC_EN[job_prec] || !prec_int || job_out_mode != DTPU_OUT_MODE_REQUANT[1:0]
@@ -281,7 +286,8 @@ if (EXT_LANE != 0) begin : ext_lane
 end else begin : own_lane
     dtpu_post_lane #(
         .AW(64),
-        .PREC_EN(PREC_EN & 16'h001F)    // REQUANT only: no float path
+        .PREC_EN(PREC_EN & 16'h001F),   // REQUANT only: no float path
+        .RQ_EN(RQ_EN)
     ) lane_inst (
         .clk(clk),
         .rst_n(rst_n),

@@ -208,7 +208,7 @@ wire              dw_last = dk_v ? dk_last : wk_last;
 wire              dw_busy = dw_valid;
 
 dtpu_cl_store_walk #(.PIX_W(PIX_W), .DIM_W(DIM_W), .IDX_W(IDX_W), .ADDR_W(ADDR_W)) data_walk (
-    .clk(clk), .rst_n(rst_n), .start(go), .halt(dw_halt), .busy(wk_busy),
+    .clk(clk), .rst_n(rst_n), .load(go), .start(go), .halt(dw_halt), .busy(wk_busy),
     .cfg_lg(lg_r), .cfg_esh(esh_r), .cfg_dst(dst_r), .cfg_pix(pix_r), .cfg_outer(outer_r),
     .cfg_inner(inner_r), .cfg_gw(gw_r), .cfg_ch0(ch0_r), .cfg_ch1(ch1_r), .cfg_dstc(dstc_r),
     .m_valid(wk_valid), .m_ready(!dk_v), .m_addr(wk_addr), .m_kept(wk_kept),
@@ -280,10 +280,16 @@ wire              absorb = rw_item && (!pr_v || contig || rq_hs);
 wire              rw_ready = stop || !rw_item || absorb;
 
 wire              pk_empty, wq_idle;
+// the reads start once every write of the earlier RUNs has its response. The read-ahead walk
+// takes the RUN's fields on `go` (its `load`; rd_go excludes go, so always before rd_go, and
+// the fields registers hold still while rd_wait keeps the unit busy): this late test (the
+// write queue's idle, the master's wr_idle) only sets the walk's run flag instead of fanning
+// out to its field registers, the store unit's critical path on the ECP5 proxy (wq.owed ->
+// read_walk.p_r, 92.0 MHz, docs/synthesis.md). No cycle changes
 wire              rd_go = rd_wait && !go && pk_empty && wq_idle && wr_idle;
 
 dtpu_cl_store_walk #(.PIX_W(PIX_W), .DIM_W(DIM_W), .IDX_W(IDX_W), .ADDR_W(ADDR_W)) read_walk (
-    .clk(clk), .rst_n(rst_n), .start(rd_go), .halt(rw_halt), .busy(rwk_busy),
+    .clk(clk), .rst_n(rst_n), .load(go), .start(rd_go), .halt(rw_halt), .busy(rwk_busy),
     .cfg_lg(lg_r), .cfg_esh(esh_r), .cfg_dst(dst_r), .cfg_pix(pix_r), .cfg_outer(outer_r),
     .cfg_inner(inner_r), .cfg_gw(gw_r), .cfg_ch0(ch0_r), .cfg_ch1(ch1_r), .cfg_dstc(dstc_r),
     .m_valid(rwk_valid), .m_ready(!sk_valid), .m_addr(rwk_addr), .m_kept(rw_kept),

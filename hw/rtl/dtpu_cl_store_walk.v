@@ -30,6 +30,13 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  *
  * The first request is valid the cycle after start, then one per cycle without backpressure.
  * PIX, OUTER, INNER and GW must not be 0 (dtpu_cl_store checks the fields); `halt` stops.
+ * The fields are sampled on `load` (the walk not running), the walk runs from `start`: `load`
+ * in the same cycle as `start` or earlier, the fields' sampled values kept until then. Why two
+ * inputs: the walk's field registers (some 400 flip-flops) hang on `load`; the store unit's
+ * read-ahead walk starts on a late test (its `rd_go`: the write queue and the write master
+ * idle), which fanned out to all of them was the store unit's critical path on the ECP5 proxy
+ * (wq.owed -> read_walk.p_r, docs/synthesis.md). It loads that walk when the RUN begins, and
+ * `rd_go` only sets the run flag.
  * Range: element indexes must fit IDX_W bits, addresses wrap at ADDR_W.
  */
 module dtpu_cl_store_walk #
@@ -43,11 +50,12 @@ module dtpu_cl_store_walk #
     input  wire                 clk,
     input  wire                 rst_n,
 
-    input  wire                 start,
+    input  wire                 load,         // sample the fields (not running)
+    input  wire                 start,        // run (on or after load)
     input  wire                 halt,
     output wire                 busy,
 
-    /* fields, sampled on start */
+    /* fields, sampled on load */
     input  wire [1:0]           cfg_lg,       // log2 lanes per word
     input  wire [1:0]           cfg_esh,      // log2 bytes per element in DDR
     input  wire [ADDR_W-1:0]    cfg_dst,
@@ -154,7 +162,7 @@ wire [ADDR_W-1:0] a_start = cfg_dst + ({{(ADDR_W-IDX_W){1'b0}}, ch0_x} << cfg_es
 
 always @(posedge clk) begin
     if (!run_reg) begin
-        if (start) begin
+        if (load) begin
             lg_r <= cfg_lg;
             gw_r <= cfg_gw;
             w_m2_r <= wpi[DIM_W-1:0] - {{(DIM_W-2){1'b0}}, 2'd2};
@@ -177,6 +185,8 @@ always @(posedge clk) begin
             wstep_r <= {{(ADDR_W-1){1'b0}}, 1'b1} << ({1'b0, cfg_lg} + {1'b0, cfg_esh});
             gwb_r <= {{(ADDR_W-DIM_W){1'b0}}, cfg_gw} << cfg_esh;
             dstcb_r <= {{(ADDR_W-DIM_W){1'b0}}, cfg_dstc} << cfg_esh;
+        end
+        if (start) begin
             run_reg <= 1'b1;
         end
     end else if (fire) begin

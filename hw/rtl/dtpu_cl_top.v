@@ -57,7 +57,11 @@ module dtpu_cl_top #
     // 1 (the board build): the rotated depthwise layout (dtpu_core; docs/architecture.md
     // "Depthwise crossbars linear in COLS"), 0 the banked one; the golden model's HwConfig
     // DW_ROTATE must match (contract.json's default is this default: tests/test_hw_contract.py)
-    parameter DW_ROTATE = 1
+    parameter DW_ROTATE = 1,
+    // the requantization variants built into the post lanes (bit v: RQ_VARIANT code v; 31 all
+    // five, the contract's default; 25 DOUBLE, DOUBLE_UP and FP32, what an int8 board needs:
+    // docs/architecture.md, issue 26's budget); the golden model's HwConfig RQ_EN must match
+    parameter RQ_EN = 31
 )
 (
     input  wire                        clk,
@@ -161,7 +165,10 @@ endfunction
 
 localparam LOG_COLS = clog2(COLS);
 localparam [31:0] HWCFG0 = {PREC_EN, COLS[7:0], ROWS[7:0]};
-localparam [31:0] HWCFG1 = {8'd0, LOG_ACT_WORDS[7:0], LOG_PARAM_ENTRIES[7:0], LOG_WEIGHT_WORDS[7:0]};
+// HWCFG1.RQ_OFF: the variants left out (0 with all five built)
+localparam [7:0] RQ_ALL = 8'h1F;
+localparam [7:0] RQ_OFF = RQ_ALL & ~RQ_EN[7:0];
+localparam [31:0] HWCFG1 = {RQ_OFF, LOG_ACT_WORDS[7:0], LOG_PARAM_ENTRIES[7:0], LOG_WEIGHT_WORDS[7:0]};
 localparam AW = AXIL_ADDR_WIDTH;
 
 function [AW-1:0] ra(input [7:0] off);
@@ -521,7 +528,8 @@ dtpu_core #(
     .PREC_EN(PREC_EN),
     .EXT_POST_LANE(SHARE_POST_LANE),
     .PE_PAIR(PE_PAIR),
-    .DW_ROTATE(DW_ROTATE)
+    .DW_ROTATE(DW_ROTATE),
+    .RQ_EN(RQ_EN)
 )
 core_inst (
     .clk(clk),
@@ -931,7 +939,8 @@ dtpu_cl_post #(
     .ADDR_W(ADDR_W),
     .PADDR_W(LOG_PARAM_ENTRIES),
     .PREC_EN(PREC_EN),
-    .EXT_LANE(SHARE_POST_LANE)
+    .EXT_LANE(SHARE_POST_LANE),
+    .RQ_EN(RQ_EN)
 )
 post_inst (
     .clk(clk),

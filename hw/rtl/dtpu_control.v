@@ -66,7 +66,10 @@ module dtpu_control #
     // job whose pairs would issue together is refused in CONFIG (header)
     parameter PE_PAIR = 0,
     // 1: the rotated depthwise layout (dtpu_dw_seq): no bank conflicts, NCHUNK*P weight rows a tap
-    parameter DW_ROTATE = 0
+    parameter DW_ROTATE = 0,
+    // built requantization variants (bit v: RQ_VARIANT code v; contract RQ_EN): a REQUANT job
+    // naming another is ERR.BAD_MODE
+    parameter RQ_EN = 31
 )
 (
     input  wire                         clk,
@@ -189,8 +192,9 @@ wire [2:0] variant = reg_job[DTPU_JOB_RQ_VARIANT_LSB +: DTPU_JOB_RQ_VARIANT_WIDT
 wire is_float = prec == DTPU_PREC_FP32 || prec == DTPU_PREC_BF16;
 wire is8 = prec == DTPU_PREC_INT8 || prec == DTPU_PREC_UINT8;
 wire prec_ok = prec <= DTPU_PREC_BF16 && PREC_EN[prec];
-// RQ_VARIANT codes 0..4 are variants (DOUBLE, SINGLE, INT64, DOUBLE_UP, FP32)
-wire variant_ok = variant <= DTPU_RQ_VARIANT_FP32[2:0];
+// RQ_VARIANT codes 0..4 are variants (DOUBLE, SINGLE, INT64, DOUBLE_UP, FP32), those of RQ_EN built
+localparam [7:0] RQ_MASK = RQ_EN[7:0];
+wire variant_ok = variant <= DTPU_RQ_VARIANT_FP32[2:0] && RQ_MASK[variant];
 wire mode_ok = (out_mode == DTPU_OUT_MODE_REQUANT[1:0] && (is8 || prec == DTPU_PREC_INT16) && variant_ok)
             || (out_mode == DTPU_OUT_MODE_RAW[1:0] && !is_float)
             || (out_mode == DTPU_OUT_MODE_FLOAT[1:0] && is_float);

@@ -35,7 +35,10 @@ module dtpu_core #
     parameter PE_PAIR = 0,
     // 1: the rotated depthwise layout (dtpu_dw_seq; docs/architecture.md "Depthwise crossbars
     // linear in COLS"): column j reads weight bank j, and the activation banks rotated
-    parameter DW_ROTATE = 0
+    parameter DW_ROTATE = 0,
+    // built requantization variants (bit v: RQ_VARIANT code v; contract RQ_EN): the post
+    // lanes', and CONFIG refuses a REQUANT job naming another (ERR.BAD_MODE)
+    parameter RQ_EN = 31
 )
 (
     input  wire                clk,
@@ -181,7 +184,8 @@ dtpu_control #(
     .LOG_ACT_WORDS(LOG_ACT_WORDS),
     .PREC_EN(PREC_EN),
     .PE_PAIR(PE_PAIR),
-    .DW_ROTATE(DW_ROTATE)
+    .DW_ROTATE(DW_ROTATE),
+    .RQ_EN(RQ_EN)
 )
 control_inst (
     .clk(clk),
@@ -605,7 +609,8 @@ dtpu_post #(
     .AW(AW),
     .PREC_EN(PREC_EN),
     .PADDR_W(LOG_PARAM_ENTRIES),
-    .EXT_LANE0(EXT_POST_LANE)
+    .EXT_LANE0(EXT_POST_LANE),
+    .RQ_EN(RQ_EN)
 )
 post_inst (
     .clk(clk),

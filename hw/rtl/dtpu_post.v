@@ -50,7 +50,10 @@ module dtpu_post #
     // log2 of the parameter entries
     parameter PADDR_W = 12,
     // 1: lane 0 also serves the ext_* port (dtpu_cl_post's POST descriptors)
-    parameter EXT_LANE0 = 0
+    parameter EXT_LANE0 = 0,
+    // built requantization variants (bit v: RQ_VARIANT code v; contract RQ_EN; CONFIG refuses
+    // the others): the lanes leave the rest out
+    parameter RQ_EN = 31
 )
 (
     input  wire                 clk,
@@ -288,7 +291,8 @@ generate
 for (r = 1; r < 8; r = r + 1) begin : lane
     dtpu_post_lane #(
         .AW(AW),
-        .PREC_EN(PREC_EN)
+        .PREC_EN(PREC_EN),
+        .RQ_EN(RQ_EN)
     )
     lane_inst (
         .clk(clk),
@@ -327,7 +331,8 @@ if (EXT_LANE0 != 0) begin : lane0_shared
     wire        l0_valid, l0_ovf, l0_wrap;
     dtpu_post_lane #(
         .AW(AW0),
-        .PREC_EN(PREC_EN)
+        .PREC_EN(PREC_EN),
+        .RQ_EN(RQ_EN)
     )
     lane_inst (
         .clk(clk),
@@ -358,7 +363,8 @@ if (EXT_LANE0 != 0) begin : lane0_shared
 end else begin : lane0_own
     dtpu_post_lane #(
         .AW(AW),
-        .PREC_EN(PREC_EN)
+        .PREC_EN(PREC_EN),
+        .RQ_EN(RQ_EN)
     )
     lane_inst (
         .clk(clk),

@@ -52,7 +52,11 @@ module dtpu_post_lane #
     // accumulator width (>= 32; values arrive sign-extended to AW bits)
     parameter AW = 84,
     // enabled precisions (bit p: PREC code p); without FP32/BF16 the FLOAT path is not built
-    parameter [15:0] PREC_EN = 16'h007F
+    parameter [15:0] PREC_EN = 16'h007F,
+    // built requantization variants (bit v: RQ_VARIANT code v; contract RQ_EN). A variant not
+    // built is refused in CONFIG (ERR.BAD_MODE), so its logic is left out here: its selects are
+    // constant 0 and Yosys removes what only it used (docs/architecture.md, issue 26's budget)
+    parameter RQ_EN = 31
 )
 (
     input  wire                 clk,
@@ -142,6 +146,17 @@ end else begin : no_flt
     assign fmin = 32'd0;
 end
 endgenerate
+
+// the variants built (RQ_EN bit = RQ_VARIANT code); every variant select below is ANDed with
+// its enable, so a variant left out costs no logic
+localparam [7:0] RQ_MASK = RQ_EN[7:0];
+localparam SINGLE_EN = RQ_MASK[DTPU_RQ_VARIANT_SINGLE[2:0]];
+localparam INT64_EN = RQ_MASK[DTPU_RQ_VARIANT_INT64[2:0]];
+localparam FP32_EN = RQ_MASK[DTPU_RQ_VARIANT_FP32[2:0]];
+localparam DOUBLE_EN = RQ_MASK[DTPU_RQ_VARIANT_DOUBLE[2:0]];
+localparam DOUBLE_UP_EN = RQ_MASK[DTPU_RQ_VARIANT_DOUBLE_UP[2:0]];
+localparam INT_EN = SINGLE_EN || INT64_EN || DOUBLE_EN || DOUBLE_UP_EN;
+localparam DBL_EN = DOUBLE_EN || DOUBLE_UP_EN;
 
 wire raw = out_mode == DTPU_OUT_MODE_RAW[1:0];
 wire req = out_mode == DTPU_OUT_MODE_REQUANT[1:0];
@@ -242,6 +257,14 @@ wire [31:0] tn_a = tmag[31:0] << {tlz[4:3], 3'd0};
 wire [31:0] tn_b = tn_a << {tlz[2:1], 1'b0};
 wire [31:0] tn = tn_b << tlz[0];
 
+// DOUBLE's operands (DOUBLE, DOUBLE_UP, and the codes no variant has), zeros without DOUBLE
+wire [47:0] xd = DBL_EN != 0 ? {{16{a32[31]}}, a32} : 48'd0;
+wire [31:0] yd = DBL_EN != 0 ? m : 32'd0;
+wire [6:0]  sd = DBL_EN != 0 ? shd_reg : 7'd0;
+
+// stage a's variant, as selects of built variants only
+wire a_int64 = INT64_EN != 0 && vara_reg == DTPU_RQ_VARIANT_INT64[2:0];
+
 // Products: SINGLE t32*m, DOUBLE/DOUBLE_UP a32*m, INT64 total*m16 with |total| < 2^47 (larger
 // totals are ERR.OVERFLOW, results undefined): |x*y| <= 2^62, exact in 64 bits. FP32's
 // operand, the rounded mantissa, joins in stage b -> 1.
@@ -273,31 +296,32 @@ always @(posedge clk) begin
         reqb_reg <= reqa_reg;
         zpb_reg <= zpa_reg;
         rawvb_reg <= rawva_reg;
-        ovfb_reg <= ovfa_reg
-                 || (va_reg && reqa_reg && vara_reg == DTPU_RQ_VARIANT_INT64[2:0] && !fits47_tot);
-        wrapb_reg <= va_reg && reqa_reg && vara_reg != DTPU_RQ_VARIANT_INT64[2:0] && !fits32_tot;
-        satb_reg <= a32 == 32'sh80000000 && m == 32'sh80000000;
+        ovfb_reg <= ovfa_reg || (va_reg && reqa_reg && a_int64 && !fits47_tot);
+        wrapb_reg <= va_reg && reqa_reg && !a_int64 && !fits32_tot;
+        satb_reg <= DBL_EN != 0 && a32 == 32'sh80000000 && m == 32'sh80000000;
+        // (a variant not built never reaches a lane, CONFIG refuses it: DOUBLE's operands or
+        // zeros then; with every variant built this is the mux it always was)
         case (vara_reg)
             DTPU_RQ_VARIANT_SINGLE[2:0]: begin
-                xb_reg <= {{16{t32[31]}}, t32};
-                yb_reg <= m;
-                shb_reg <= shs_reg;
+                xb_reg <= SINGLE_EN != 0 ? {{16{t32[31]}}, t32} : xd;
+                yb_reg <= SINGLE_EN != 0 ? m : yd;
+                shb_reg <= SINGLE_EN != 0 ? shs_reg : sd;
             end
             DTPU_RQ_VARIANT_FP32[2:0]: begin
                 // the FP32 variant's mantissa product shares the multiplier (x: stage b -> 1)
-                xb_reg <= 48'd0;
-                yb_reg <= {8'd0, 1'b1, rq_lo_reg[22:0]};
-                shb_reg <= 7'd0;
+                xb_reg <= FP32_EN != 0 ? 48'd0 : xd;
+                yb_reg <= FP32_EN != 0 ? {8'd0, 1'b1, rq_lo_reg[22:0]} : yd;
+                shb_reg <= FP32_EN != 0 ? 7'd0 : sd;
             end
             DTPU_RQ_VARIANT_INT64[2:0]: begin
-                xb_reg <= total[47:0];
-                yb_reg <= {{15{m16_reg[16]}}, m16_reg};
-                shb_reg <= shi_reg;
+                xb_reg <= INT64_EN != 0 ? total[47:0] : xd;
+                yb_reg <= INT64_EN != 0 ? {{15{m16_reg[16]}}, m16_reg} : yd;
+                shb_reg <= INT64_EN != 0 ? shi_reg : sd;
             end
             default: begin
-                xb_reg <= {{16{a32[31]}}, a32};
-                yb_reg <= m;
-                shb_reg <= shd_reg;
+                xb_reg <= xd;
+                yb_reg <= yd;
+                shb_reg <= sd;
             end
         endcase
     end
@@ -345,7 +369,7 @@ always @(posedge clk) begin
         ovf1_reg <= ovfb_reg;
         wrap1_reg <= wrapb_reg;
         sat1_reg <= satb_reg;
-        x1_reg <= varb_reg == DTPU_RQ_VARIANT_FP32[2:0] ? {24'd0, fman} : xb_reg;
+        x1_reg <= FP32_EN != 0 && varb_reg == DTPU_RQ_VARIANT_FP32[2:0] ? {24'd0, fman} : xb_reg;
         y1_reg <= yb_reg;
         sh1_reg <= shb_reg;
     end
@@ -379,12 +403,17 @@ end
 // two adders after its multipliers, dtpu_post's critical path on the ECP5 proxy (x1_reg ->
 // plm_reg, docs/synthesis.md). xh is x's sign extension except in INT64 (x 48 bits, y m16);
 // the product is exact in 64 bits, |x*y| <= 2^62
+// Without INT64, x is a signed 32-bit value (x1_reg[31:0]; FP32's mantissa is positive there):
+// two partial products of the signed x, x*yl and x*yh (|x*yl| < 2^47, |x*yh| <= 2^46: 48
+// bits signed each), and no xh*y term, so stage 2 adds two values instead of three.
+localparam X_SIGNED = INT64_EN == 0;
 wire        [31:0] x1l = x1_reg[31:0];
 wire signed [15:0] x1h = x1_reg[47:32];
+wire               xs = X_SIGNED ? x1_reg[31] : 1'b0;    // x's sign bit in the low products
 /* verilator lint_off UNUSEDSIGNAL */
-wire signed [48:0] pll = $signed({1'b0, x1l}) * $signed({1'b0, y1_reg[15:0]});
-wire signed [48:0] plh = $signed({1'b0, x1l}) * $signed(y1_reg[31:16]);
-wire signed [47:0] phx = x1h * y1_reg;
+wire signed [48:0] pll = $signed({xs, x1l}) * $signed({1'b0, y1_reg[15:0]});
+wire signed [48:0] plh = $signed({xs, x1l}) * $signed(y1_reg[31:16]);
+wire signed [47:0] phx = X_SIGNED ? 48'sd0 : x1h * y1_reg;
 /* verilator lint_on UNUSEDSIGNAL */
 
 reg               vm_reg;
@@ -462,12 +491,13 @@ end
 
 
 // the three partial products' sum mod 2^64: one carry-save level (a LUT a bit), then one adder
-wire [63:0] pp_a = {16'd0, pllm_reg};
+// (without INT64: x*yl sign-extended plus x*yh * 2^16, one adder)
+wire [63:0] pp_a = X_SIGNED ? {{16{pllm_reg[47]}}, pllm_reg} : {16'd0, pllm_reg};
 wire [63:0] pp_b = {plhm_reg, 16'd0};
 wire [63:0] pp_c = {phxm_reg, 32'd0};
 wire [63:0] pp_s = pp_a ^ pp_b ^ pp_c;
 wire [62:0] pp_k = (pp_a[62:0] & pp_b[62:0]) | (pp_a[62:0] & pp_c[62:0]) | (pp_b[62:0] & pp_c[62:0]);
-wire [63:0] p2_sum = pp_s + {pp_k, 1'b0};
+wire [63:0] p2_sum = X_SIGNED ? pp_a + pp_b : pp_s + {pp_k, 1'b0};
 
 reg               v2_reg;
 reg  [2:0]        var2_reg;
@@ -525,9 +555,9 @@ end
 /* verilator lint_off UNUSEDSIGNAL */
 wire signed [64:0] h_full = ({p2_reg[63], p2_reg} + 65'sd1073741824) >>> 31;
 /* verilator lint_on UNUSEDSIGNAL */
-wire is_double2 = var2_reg == DTPU_RQ_VARIANT_DOUBLE[2:0];
+wire is_double2 = DOUBLE_EN != 0 && var2_reg == DTPU_RQ_VARIANT_DOUBLE[2:0];
 wire signed [33:0] h = (sat2_reg && is_double2) ? 34'sd2147483647 : h_full[33:0];
-wire use_h = is_double2 || var2_reg == DTPU_RQ_VARIANT_DOUBLE_UP[2:0];
+wire use_h = is_double2 || (DOUBLE_UP_EN != 0 && var2_reg == DTPU_RQ_VARIANT_DOUBLE_UP[2:0]);
 wire signed [64:0] rx = use_h ? {{31{h[33]}}, h} : {p2_reg[63], p2_reg};
 
 // FP32: the product rounded to an integer (ties to even), saturated to +-2^24, NaN -> 0
@@ -561,7 +591,7 @@ reg               ovf3_reg, wrap3_reg;
 always @(posedge clk) begin
     if (ce) begin
         v3_reg <= v2_reg;
-        fp3_reg <= var2_reg == DTPU_RQ_VARIANT_FP32[2:0];
+        fp3_reg <= FP32_EN != 0 && var2_reg == DTPU_RQ_VARIANT_FP32[2:0];
         dbl3_reg <= is_double2;
         raw3_reg <= raw2_reg;
         req3_reg <= req2_reg;
@@ -660,8 +690,10 @@ wire [31:0] rshift = sh4_reg[6] ? 32'd0 : rst2[{4'd0, rs4[1:0]} +: 32];
 // with the increment c as the low bit's carry, so that the output keeps only the clamp's two
 // compares (the add and the two compares in series after this register were the lane's output
 // path, about 86 MHz with the input split on the ECP5 proxy)
-wire [31:0] rv = !fp4_reg ? rshift : fpz4_reg ? 32'd0 : ({7'd0, pval4_reg} ^ {32{fps4_reg}});
-wire        rc5 = fp4_reg && !fpz4_reg && (pinc4_reg ^ fps4_reg);
+// (an FP32-only build: every REQUANT value is FP32's, and the integer rounding is not built)
+wire        fp4 = FP32_EN != 0 && (fp4_reg || INT_EN == 0);
+wire [31:0] rv = !fp4 ? rshift : fpz4_reg ? 32'd0 : ({7'd0, pval4_reg} ^ {32{fps4_reg}});
+wire        rc5 = fp4 && !fpz4_reg && (pinc4_reg ^ fps4_reg);
 /* verilator lint_off UNUSEDSIGNAL */
 wire [32:0] yz_full = {rv, 1'b1} + {{16{zp4_reg[15]}}, zp4_reg, rc5};
 /* verilator lint_on UNUSEDSIGNAL */

@@ -37,9 +37,10 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * DST + p*OW at any byte, one operation a pixel word; OW < C is BAD_FIELD once VEC7 is in
  * (as a pool's window: the funnel holds the words till then, nothing written).
  * A pool with a window holding no in-image tap or more open windows than its accumulators
- * hold, an AVG_POOL window of more than VEC_AVG_AREA taps (FH x FW), BMODE 1 with a kind other than ADD / MUL, a broadcast vector longer than the buffer,
- * a shape with a zero dimension, an unaligned address (a COPY's DST may be any byte) or more
- * than 2^32 words: `bad` (BAD_FIELD), nothing written.
+ * hold, an AVG_POOL window of more than VEC_AVG_AREA taps (FH x FW), BMODE 1 with a kind other
+ * than ADD / MUL, a broadcast vector longer than the buffer, a shape with a zero dimension, an
+ * unaligned address (a COPY's DST may be any byte) or more than 2^32 words: `bad`
+ * (BAD_FIELD), nothing written.
  *
  * Cycles (docs/architecture.md, the golden model's units.vector.timeline_step): `start` comes
  * with the header, the words after it; the first read request goes out START_WAIT + 3 cycles
@@ -609,9 +610,9 @@ always @(posedge clk) begin
     // cycles after start), so its sizes are made from the words as they are, every cycle, and
     // taken once they are all in and dtpu_vec_pool's are made (`ready`: its dividers, ~13
     // cycles after VEC4, long before A's first beat); its result words (wq_total, the last
-    // word's strobes) are set then, before its first result. A pool dtpu_vec_pool cannot take (geom_bad): BAD_FIELD,
-    // the words already requested are dropped, nothing is written. (`pend`: the words are the
-    // next descriptor's while this one still writes.)
+    // word's strobes) are set then, before its first result. A pool dtpu_vec_pool cannot take
+    // (geom_bad): BAD_FIELD, the words already requested are dropped, nothing is written.
+    // (`pend`: the words are the next descriptor's while this one still writes.)
     noh    <= {16'd0, f_n} * {16'd0, f_oh};
     owc    <= {16'd0, f_ow} * {16'd0, f_c};
     pbytes <= {32'd0, noh} * {32'd0, owc};

@@ -27,13 +27,14 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * division, and clamps. The division is a multiply by the count's reciprocal, exact for the
  * windows of up to MAX_AREA <= 256 taps AVG_POOL takes (contract VEC_AVG_AREA; a larger FH x FW
  * is `geom_bad`): a shared table of 24-bit constants and one 16 x 24 multiply (a DSP48E1) a
- * lane, where a divider a lane cost thousands of LUTs each (below, with the proof). Where windows clipped at the right or bottom edge end at the same
- * pixel as an earlier one (SAME padding of at least the stride), only the earliest is made
- * there: the others are made after the row (the right-edge ones of the row's first open output
- * row, then, after the image's last row, the other open output rows' windows, all of their
- * columns) from the accumulators, one operation a word with no pixel word taken. So results
- * leave in output order, one contiguous stream, registered a cycle after their operation (as
- * MEAN's; out_bytes: 8, or C mod 8 for a pixel's last word; out_end on the tensor's last).
+ * lane (below, with the proof; eight 32-bit dividers kept Yosys in techmap for 50 minutes).
+ * Where windows clipped at the right or bottom edge end at the same pixel as an earlier one
+ * (SAME padding of at least the stride), only the earliest is made there: the others are
+ * made after the row (the right-edge ones of the row's first open output row, then, after the
+ * image's last row, the other open output rows' windows, all of their columns) from the
+ * accumulators, one operation a word with no pixel word taken. So results leave in output
+ * order, one contiguous stream, registered a cycle after their operation (as MEAN's;
+ * out_bytes: 8, or C mod 8 for a pixel's last word; out_end on the tensor's last).
  *
  * The accumulators are one block RAM (2^LOG_ROW words: min(ceil(FH/SH), OH) * OW * ceil(C/8)
  * <= 2^LOG_ROW, else `geom_bad`), read a cycle ahead at the next operation's word, the word
@@ -110,9 +111,9 @@ reg  [32*LANES-1:0] acc [0:ROW-1];
  * cycle: the fields are 8 bits, so 9 cycles from the fields they divide (`dkey`, latched; a
  * field changing restarts them). The sizes made from the quotients are three registers further
  * (`settle`): `ready` once they are all made from the fields as they are; geom_bad is valid
- * then. (Four combinational dividers cost ~1 k LUT and most of Yosys's run time; these are 4 x
- * 9-bit subtractors. The vector unit's first pixel word comes >= MEM_READ_LATENCY after its
- * request, long after: dtpu_vec waits for `ready` all the same, so the cycles do not change.) */
+ * then. (Combinational dividers were most of Yosys's run time; these are four 9-bit
+ * subtractors. The vector unit's first pixel word comes >= MEM_READ_LATENCY after its request,
+ * long after: dtpu_vec waits for `ready` all the same, so the cycles do not change.) */
 /* verilator lint_off UNUSEDSIGNAL */
 reg  [15:0] wpx;                        // words a pixel, ceil(C/8)
 reg  [8:0]  qy;                         // ceil(FH/SH)

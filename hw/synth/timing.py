@@ -12,6 +12,7 @@ figure (docs/synthesis.md "Timing evidence").
     python hw/synth/timing.py                 # every module of the board build (cached)
     python hw/synth/timing.py --only dtpu_post_lane dtpu_smac
     python hw/synth/timing.py --table-only    # regenerate the docs table from results.json
+    python hw/synth/timing.py --only dtpu_vec --blackbox dtpu_vec_pool   # a unit less one submodule
     make -C hw/synth timing
 
 The board build is dtpu.board.design.build_params() (the parameters the overlay passes to Vivado)
@@ -124,6 +125,7 @@ class Unit:
     instances: int
     children: list[str] = field(default_factory=list)   # module names of the whole subtree
     label: str = ""
+    blackbox: list[str] = field(default_factory=list)   # submodules left out (--blackbox)
 
 
 def parse_rtlil_params(text: str) -> dict[str, dict[str, str]]:
@@ -241,8 +243,22 @@ def unit_key(u: Unit, versions: dict[str, str]) -> str:
         h.update((RTL / f"{name}.v").read_bytes())
     for inc in sorted(RTL.glob("*.vh")):
         h.update(inc.read_bytes())
-    h.update(json.dumps([u.module, u.params, PNR_ARGS, MAX_LUT4, versions], sort_keys=True).encode())
+    # a unit timed with a submodule black-boxed is another result than the whole unit
+    extra = [u.blackbox] if u.blackbox else []
+    h.update(json.dumps([u.module, u.params, PNR_ARGS, MAX_LUT4, versions] + extra, sort_keys=True).encode())
     return h.hexdigest()[:16]
+
+
+def apply_blackbox(units: list[Unit], names: list[str]) -> None:
+    """--blackbox: the units whose subtree holds one of `names` are timed without it (a module
+    being rewritten elsewhere, or one that would keep its parent from being placed). Its
+    instances are cut out after flattening (Yosys `expose -evert`): their inputs become output
+    ports of the unit and their outputs input ports, so, as for any unit's ports out of context,
+    the paths into and out of them are not timed; every other register-to-register path is.
+    The entry records the black-boxed modules (`blackbox`), its key includes them, and the
+    table's row says so."""
+    for u in units:
+        u.blackbox = sorted(b for b in names if b in u.children)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -267,7 +283,12 @@ def synth_unit(u: Unit, work: Path) -> None:
     chp = "".join(f" -chparam {k} {v}" for k, v in u.params.items())
     ecp5 = (f"synth_ecp5 -top {u.module} -json pl.json\ntee -q -o stat_ecp5.txt stat\ndesign -load src\n"
             if has_clock(u) else "")
-    run_yosys(f"read_verilog -defer -I{RTL} {srcs}\nhierarchy -top {u.module}{chp}\ndesign -save src\n{ecp5}"
+    # --blackbox: the module (every parameter set: `*name` matches Yosys' derived $paramod
+    # names) made a black box, the rest flattened, its instances turned into ports
+    cut = "".join(f"blackbox *{b}\n" for b in u.blackbox)
+    if cut:
+        cut += "flatten\n" + "".join(f"expose -evert t:*{b}\n" for b in u.blackbox)
+    run_yosys(f"read_verilog -defer -I{RTL} {srcs}\nhierarchy -top {u.module}{chp}\n{cut}design -save src\n{ecp5}"
               f"synth_xilinx -family xc7 -flatten -top {u.module}\n"
               f"tee -q -o stat_xc7.txt stat\n"
               # the path between registers: flip-flops and block RAMs are where it starts and ends
@@ -359,15 +380,20 @@ def lower_bound_lut4(u: Unit, done: dict[str, dict], units: list[Unit]) -> int:
     """LUT4 of a unit's submodules already synthesized (instances per instance of u): a lower
     bound of its flattened size, so that the tops are not flattened only to find them too big."""
     total = 0
-    for c in units:
-        if c.module in u.children and c.label in done:
-            total += done[c.label].get("ecp5", {}).get("lut4", 0) * c.instances // max(u.instances, 1)
+    counted = [c for c in units if c.module in u.children and c.label in done]
+    for c in counted:
+        # a submodule inside another one counted is in that one's figure already
+        if any(c.module in d.children for d in counted if d is not c):
+            continue
+        total += done[c.label].get("ecp5", {}).get("lut4", 0) * c.instances // max(u.instances, 1)
     return total
 
 
 def time_unit(u: Unit, key: str, max_lut4: int, bound: int = 0) -> dict:
     res: dict = {"module": u.module, "params": u.params, "instances": u.instances,
                  "submodules": u.children, "key": key}
+    if u.blackbox:
+        res["blackbox"] = u.blackbox
     if bound > max_lut4:
         res.update({"placed": False, "ecp5": {"lut4_at_least": bound},
                     "why_not_placed": f"its submodules alone take {bound} LUT4 (limit {max_lut4}): "
@@ -422,8 +448,9 @@ def table(section: dict) -> str:
             rows.append(f"| {label} | {r['instances']} | - | - (no clock) | - | combinational: on its "
                         f"parent's paths | - | {levels} (input to output) |")
             continue
+        cut = f" ({', '.join(r['blackbox'])} black-boxed: its paths not timed here)" if r.get("blackbox") else ""
         if not r.get("placed"):
-            rows.append(f"| {label} | {r['instances']} | {res} | not placed | - | too large: "
+            rows.append(f"| {label} | {r['instances']} | {res} | not placed | - | too large{cut}: "
                         f"see its submodules' rows | - | {levels} |")
             continue
         if r.get("fmax_mhz") is None:
@@ -431,7 +458,7 @@ def table(section: dict) -> str:
                         f"combinational: timed in its parent | - | {levels} |")
             continue
         ok = "yes" if r["fmax_mhz"] >= TARGET_MHZ else f"**no** ({100 * r['fmax_mhz'] / TARGET_MHZ:.0f} %)"
-        path = f"`{short(r.get('from', '?'))}` → `{short(r.get('to', '?'))}`"
+        path = f"`{short(r.get('from', '?'))}` → `{short(r.get('to', '?'))}`{cut}"
         rows.append(f"| {label} | {r['instances']} | {res} | {r['fmax_mhz']:.1f} | {ok} | {path} | "
                     f"{r.get('logic_ns', 0):.1f} / {r.get('routing_ns', 0):.1f} | {levels} |")
     for label, n in section.get("units", {}).items():
@@ -499,6 +526,8 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=1, help="units synthesized and placed at once")
     ap.add_argument("--force", action="store_true", help="redo units whose key is unchanged")
     ap.add_argument("--table-only", action="store_true", help="only regenerate the docs table")
+    ap.add_argument("--blackbox", nargs="*", default=[],
+                    help="modules cut out of the units that hold them (their ports become the unit's)")
     ap.add_argument("--json", default=str(RESULTS))
     ap.add_argument("--work", default=str(WORK), help="work folder (Yosys and nextpnr files per unit)")
     ap.add_argument("--out", default=str(DOC), help="markdown file to update ('-': print only)")
@@ -516,6 +545,7 @@ def main(argv=None) -> int:
         log.info("board build %s: %d units", params, len(units))
         optional = optional_units(params, units)
         log.info("with %s: %d more units", ", ".join(sorted(set(optional.values()))), len(optional))
+        apply_blackbox(units, args.blackbox)
         section.update({"top": TOP, "params": params, "tools": versions, "target_mhz": TARGET_MHZ,
                         "units": {u.label: u.instances for u in units}, "optional_units": optional,
                         "pnr": "nextpnr-ecp5 " + " ".join(PNR_ARGS)})
@@ -524,7 +554,8 @@ def main(argv=None) -> int:
         todo = []
         for u in units:
             key = unit_key(u, versions)
-            if args.only and u.module not in args.only or (not args.force and old.get(u.label, {}).get("key") == key):
+            if (args.only and u.module not in args.only or u.module in args.blackbox
+                    or (not args.force and old.get(u.label, {}).get("key") == key)):
                 if u.label in old:
                     mods[u.label] = {**old[u.label], "instances": u.instances}
             else:

@@ -112,7 +112,9 @@ def gemm_case(cfg: HwConfig, seed: int, prec: Precision | None = None, out_mode:
         prec = rng.choice([p for p in enabled if not p.is_float] or enabled)
     modes = ["FLOAT"] if prec.is_float else (["REQUANT", "RAW"] if prec.bits <= 16 else ["RAW"])
     out_mode = out_mode or rng.choice(modes)
-    variant = rng.choice(list(cfg.enums["RQ_VARIANT"].values())) if out_mode == "REQUANT" else 0
+    # the variants the build has (RQ_EN; all by default, in the same order as ever)
+    built = [v for v in cfg.enums["RQ_VARIANT"].values() if cfg.rq_built(v)]
+    variant = rng.choice(built) if out_mode == "REQUANT" else 0
     m, kw, nt = rng.randint(min_m, max_m), rng.randint(1, max_kw), rng.randint(1, max_nt)
     cols = cfg.COLS
     wgt_base = cols * rng.randint(0, 2) if wgt_base is None else wgt_base

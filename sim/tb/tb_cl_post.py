@@ -39,13 +39,15 @@ OUT_AT = 0x10000
 
 
 def hw_config() -> HwConfig:
-    """The golden model's configuration of the build: its precisions (PARAM_PREC_EN) and
-    parameter entries (PARAM_PADDR_W)."""
+    """The golden model's configuration of the build: its precisions (PARAM_PREC_EN), parameter
+    entries (PARAM_PADDR_W) and requantization variants (PARAM_RQ_EN)."""
     extra = {}
     if "PARAM_PREC_EN" in os.environ:
         mask = int(os.environ["PARAM_PREC_EN"], 0)
         names = {v: k.lower() for k, v in HwConfig().enums["PREC"].items()}
         extra["ENABLED"] = [names[b] for b in sorted(names) if mask >> b & 1]
+    if "PARAM_RQ_EN" in os.environ:
+        extra["RQ_EN"] = int(os.environ["PARAM_RQ_EN"], 0)
     return HwConfig(**extra, LOG_PARAM_ENTRIES=PADDR_W)
 
 
@@ -54,7 +56,9 @@ C = CORE.cfg
 EX = Executor(CORE)
 FMT = EX.fmt
 INT_PRECS = [p for p in C.ENABLED if not p.is_float]
-VARIANTS = dict(C.enums["RQ_VARIANT"])
+# the variants the build has (RQ_EN): random cases draw from them, the others are BAD_FIELD
+VARIANTS = {n: v for n, v in C.enums["RQ_VARIANT"].items() if C.rq_built(v)}
+NOT_BUILT = [v for v in C.enums["RQ_VARIANT"].values() if not C.rq_built(v)]
 U64 = np.dtype("<u8")
 
 
@@ -147,7 +151,7 @@ def rand_params(rng, n, prec, variant, big_bias):
             bias = rng.randint(-(1 << 46), 1 << 46)
         else:
             bias = rng.choice([0, rng.randint(-(1 << 20), 1 << 20), rng.randint(-(1 << 31), 1 << 31)])
-        if variant == VARIANTS["FP32"]:
+        if variant == C.RQ_VARIANT_FP32:
             scale = rng.choice([2.0 ** rng.uniform(-20, 2), -(2.0 ** rng.uniform(-20, 0)),
                                 rng.choice([0.0, float("inf"), float("nan"), 1e-40])]
                                if rng.random() < 0.1 else [2.0 ** rng.uniform(-20, 2)])
@@ -203,7 +207,7 @@ def rand_case(rng, kind=None, prec=None, variant=None):
     pb = rng.choice([0, rng.randint(0, entries - ch), entries - ch])
     if kind is None:
         kind = rng.choice(["small", "edge32", "wide"] +
-                          (["edge47", "edge47", "over"] if variant == VARIANTS["INT64"] else []))
+                          (["edge47", "edge47", "over"] if variant == C.RQ_VARIANT_INT64 else []))
     info = np.iinfo(prec.value_dtype)
     tlo, thi = (int(info.min), int(info.max)) if info.bits <= 32 else (-(1 << 31), (1 << 31) - 1)
     amin, amax = rng.choice([(tlo, thi), (tlo, thi), sorted(rng.randint(tlo, thi) for _ in range(2)),
@@ -218,7 +222,7 @@ def rand_case(rng, kind=None, prec=None, variant=None):
 
 def spoil(rng, case):
     """A BAD_FIELD case: one field the model's post refuses (kind, case)."""
-    kind = rng.choice(["ch0", "dstc", "param", "prec", "out_mode"])
+    kind = rng.choice(["ch0", "dstc", "param", "prec", "out_mode"] + ["variant"] * bool(NOT_BUILT))
     case = dict(case)
     if kind == "ch0":
         case["ch"] = 0
@@ -229,6 +233,8 @@ def spoil(rng, case):
     elif kind == "prec":
         ok = {C.prec_code(p) for p in INT_PRECS}
         case["prec"] = rng.choice([k for k in range(16) if k not in ok])   # float, not built, none
+    elif kind == "variant":
+        case["variant"] = rng.choice(NOT_BUILT)
     else:
         case["out_mode"] = rng.choice([1, 2, 3])
     return kind, case
@@ -388,8 +394,9 @@ async def test_random(dut):
 
 @cocotb.test()
 async def test_rtl_only_checks(dut):
-    """Fields the model's post takes but the unit refuses with BAD_FIELD (docs/rtl.md): an
-    RQ_VARIANT outside the five variants, an unaligned SRC. And PIX 0 (nothing to do)."""
+    """Fields the unit refuses with BAD_FIELD without the model's comparison (docs/rtl.md): an
+    RQ_VARIANT outside the five variants (the model refuses it too, as a variant not built), an
+    unaligned SRC (the model takes it). And PIX 0 (nothing to do)."""
     tb = await setup(dut, SEED + 100)
     case = rand_case(tb.rng)
     await with_params(tb, case)
@@ -403,11 +410,32 @@ async def test_rtl_only_checks(dut):
 
 
 @cocotb.test()
+async def test_variant_not_built(dut):
+    """A build without some requantization variants (RQ_EN): a POST naming one is BAD_FIELD in the
+    unit and in the model (no read, no word), and every variant the build has runs exactly."""
+    tb = await setup(dut, SEED + 150)
+    for v in NOT_BUILT:
+        case = rand_case(tb.rng, kind="small")
+        await with_params(tb, case)
+        case["variant"] = v
+        kind = model(tb, case, np.zeros(case["pix"] * case["dstc"], np.int64))[0]
+        assert kind == "BAD_FIELD", f"variant {v} (RQ_EN={C.RQ_EN}): the model gives {kind}"
+        await one_case(tb, case, what=f"variant {v} not built")
+    for name in VARIANTS:
+        case = rand_case(tb.rng, kind="small", variant=name)
+        await with_params(tb, case)
+        await one_case(tb, case, what=f"variant {name} built")
+
+
+@cocotb.test()
 async def test_overflow(dut):
     """ERR.OVERFLOW (INT64 variant, |sum + bias| >= 2^47): the JOB error, the words before the one
     holding the first overflowing sum, then done; under latency and backpressure; then a good
     descriptor runs."""
     tb = await setup(dut, SEED + 200)
+    if "INT64" not in VARIANTS:
+        tb.dut._log.info("INT64 not built (RQ_EN=%d): no overflow to test", C.RQ_EN)
+        return
     rng = tb.rng
     for i in range(4):
         tb.mem.lat = (1, 12)
@@ -432,7 +460,7 @@ async def test_read_faults(dut):
         tb.stalls(0.3 * (i % 2))
         tb.ready_p = [1.0, 0.5][i % 2]
         case = rand_case(rng, kind="small")
-        case["variant"] = VARIANTS["DOUBLE"]
+        case["variant"] = VARIANTS.get("DOUBLE", min(VARIANTS.values()))
         await with_params(tb, case)
         p = rng.randrange(case["pix"])
         c = rng.randrange(case["ch"])

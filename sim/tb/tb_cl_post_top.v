@@ -14,7 +14,8 @@ module tb_cl_post_top #
     parameter [15:0] PREC_EN = 16'h007F,
     parameter FIFO_LOG = 3,
     parameter MAX_BURST = 16,
-    parameter MAX_OUTSTANDING = 8
+    parameter MAX_OUTSTANDING = 8,
+    parameter RQ_EN = 31
 )
 (
     input  wire        clk,
@@ -92,7 +93,7 @@ wire        p_rd_en;
 wire [PADDR_W-1:0] p_rd_entry;
 wire [8*64-1:0] rd_bias, rd_rq;
 
-dtpu_cl_post #(.PADDR_W(PADDR_W), .PREC_EN(PREC_EN), .FIFO_LOG(FIFO_LOG)) post (
+dtpu_cl_post #(.PADDR_W(PADDR_W), .PREC_EN(PREC_EN), .FIFO_LOG(FIFO_LOG), .RQ_EN(RQ_EN)) post (
     .clk(clk), .rst_n(rst_n), .start(start), .src(src), .dst(dst), .pix(pix), .ch0(ch0),
     .ch(ch), .dstc(dstc), .job_prec(job_prec), .job_out_mode(job_out_mode),
     .job_variant(job_variant), .param_base(param_base), .act_min(act_min), .act_max(act_max),

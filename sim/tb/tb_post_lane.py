@@ -14,6 +14,10 @@ CFG = HwConfig()
 MASK64 = (1 << 64) - 1
 # the lane's accumulator width (the core derives it from PREC_EN; test_units builds 84 and 55)
 AW = int(os.environ.get("DTPU_LANE_AW", "84"))
+# the lane's built requantization variants (RQ_EN) and precisions (PREC_EN): the test drives
+# only those, as CONFIG refuses the others before they reach a lane
+RQ_EN = int(os.environ.get("PARAM_RQ_EN", str(CFG.RQ_EN)), 0)
+PREC_EN = int(os.environ.get("PARAM_PREC_EN", "0x7F"), 0)
 
 
 def wrap_signed(v, bits):
@@ -75,8 +79,10 @@ async def test_requant_and_raw(dut):
     dut.rst_n.value = 1
     P = CFG.enums["PREC"]
     combos = [(P[p], CFG.OUT_MODE_REQUANT, v) for p in ("INT8", "UINT8", "INT16")
-              for v in CFG.enums["RQ_VARIANT"].values()]
+              for v in CFG.enums["RQ_VARIANT"].values() if RQ_EN >> v & 1]
     combos += [(P[p], CFG.OUT_MODE_RAW, 0) for p in ("INT8", "INT16", "INT32", "INT64")]
+    combos = [cb for cb in combos if PREC_EN >> cb[0] & 1]
+    assert any(cb[1] == CFG.OUT_MODE_REQUANT for cb in combos), (RQ_EN, PREC_EN)
     n = int(os.environ.get("DTPU_LANE_N", "400"))
     bad = []
     for prec, mode, variant in combos:

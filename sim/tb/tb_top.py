@@ -29,7 +29,8 @@ def hw_config() -> HwConfig:
                     LOG_PARAM_ENTRIES=int(os.environ.get("PARAM_LOG_PARAM_ENTRIES", "12")),
                     LOG_ACT_WORDS=int(os.environ.get("PARAM_LOG_ACT_WORDS", "12")),
                     DW_ROTATE=int(os.environ.get("PARAM_DW_ROTATE", HwConfig().DW_ROTATE)),
-                    PE_PAIR=int(os.environ.get("PARAM_PE_PAIR", HwConfig().PE_PAIR)))
+                    PE_PAIR=int(os.environ.get("PARAM_PE_PAIR", HwConfig().PE_PAIR)),
+                    RQ_EN=int(os.environ.get("PARAM_RQ_EN", HwConfig().RQ_EN)))
 
 
 async def setup(dut):
@@ -348,6 +349,33 @@ async def test_reset_mid_job(dut):
         core = Core(c)  # the reset forgets everything the host knows about the core
         for job in jobs:
             await run_and_compare(t, core, job, True, True, f"after reset: {label}")
+
+
+@cocotb.test()
+async def test_variant_not_built(dut):
+    """Every requantization variant the build leaves out (RQ_EN) is refused in CONFIG like the
+    golden model refuses it (ERR.BAD_MODE, CFG_CYCLES, no word taken), for each integer lane
+    precision built (tests/test_rq_en.py: RAW jobs ignore the field)."""
+    tb, t, core = await setup(dut)
+    c = t.cfg
+    names = [r.name for r in c.registers if c.REG_JOB <= r.offset <= c.REG_PF_COUNT]
+    precs = [p for p in (Precision.INT8, Precision.UINT8, Precision.INT16) if p in c.ENABLED]
+    refused = 0
+    for prec in precs:
+        for vname, code in c.enums["RQ_VARIANT"].items():
+            if c.rq_built(code):
+                continue
+            job = _regs_job(c, "GEMM", prec, "REQUANT", code, GEMM_M=1, GEMM_KW=1, GEMM_NT=1)
+            given = dict(job.regs)
+            job.regs = [(n, given.get(n, 0)) for n in names if n != "JOB"] + [("JOB", given["JOB"])]
+            want = expect(core, job)
+            got, err = await run_job(t, job)
+            cyc = await t.read_reg(c.REG_JOB_CYCLES)
+            assert err == want.err == c.ERR_BAD_MODE, (prec, vname, hex(err), hex(want.err))
+            assert cyc == want.cycles == c.CFG_CYCLES, (prec, vname, cyc, want.cycles)
+            assert await t.read_reg(c.REG_WORDS_ACT) == 0
+            refused += 1
+    tb.log.info("RQ_EN=%d: %d REQUANT jobs naming a variant not built refused", c.RQ_EN, refused)
 
 
 @cocotb.test()

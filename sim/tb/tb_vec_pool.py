@@ -106,8 +106,8 @@ async def pools_match_the_golden_model(dut):
                VecSpec("AVERAGE_POOL_2D", np.dtype(np.int8), (1, 16, 16, 8), q, q,
                        filter=(3, 3), stride=(1, 1), padding="SAME"),
                # the reciprocals' bounds (VEC_AVG_AREA = 256 taps): the largest sums of the
-               # largest window, either sign, and every count of a window clipped by SAME
-               # padding (15 x 15 over 9 x 9: 64 .. 81 taps; 16 x 16: 1 .. 256 by stride)
+               # largest window, either sign, and the counts of windows clipped by SAME
+               # padding (15 x 15 over 9 x 9: 64 .. 81 taps; 16 x 16 at strides 3 and 5)
                VecSpec("AVERAGE_POOL_2D", np.dtype(np.int8), (1, 16, 16, 9), q, q,
                        filter=(16, 16), stride=(1, 1), padding="VALID"),
                VecSpec("AVERAGE_POOL_2D", np.dtype(np.uint8), (2, 16, 16, 8), q, q,

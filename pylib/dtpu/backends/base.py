@@ -102,6 +102,13 @@ class Backend(abc.ABC):
         precisions on the CPU: a board build synthesized with fewer precisions claims less."""
         return None
 
+    @property
+    def rq_variants(self) -> tuple[str, ...] | None:
+        """Names of the requantization variants (dtpu.reference.Variant) this target's post lanes
+        have (None: all). The delegate leaves a node whose interpreter requantizes with another
+        on the CPU: a build with fewer variants (HwConfig RQ_EN) claims less."""
+        return None
+
     def placement_error(self, spec: ConvSpec) -> str | None:
         """Why this target cannot place `spec` in its memories (None: it can). The delegate
         asks before it claims a node, so that prepare never fails for lack of on-chip memory."""

@@ -234,6 +234,10 @@ class DeviceBackend(Backend):
         return self.cfg.ENABLED
 
     @property
+    def rq_variants(self):
+        return self.cfg.rq_variants
+
+    @property
     def job_streams(self) -> bool:
         return self.transport.streams
 

@@ -90,9 +90,9 @@ def proven_clock(results: Path | None = None) -> dict:
     far on the proxy and its fmax, how many placed units miss 100 MHz, how many were not run."""
     path = results or ROOT / "hw" / "synth" / "results.json"
     timing = json.loads(Path(path).read_text())["timing"]
-    # the table was measured on the int16 overlay's build (PREC_EN=7, no vector unit); the
-    # units VEC_EN=1 adds (the default int8 overlay's vector unit) are its optional rows, none
-    # placed yet: the slowest placed unit is the board build's either way
+    # the table was measured on the default int16 overlay's build (PREC_EN=7, no vector unit);
+    # the units VEC_EN=1 adds (the int8 overlay's vector unit) are its optional rows: the
+    # slowest placed unit of the board build is the proven clock
     optional = timing.get("optional_units", {})
     mods = [m for label, m in timing["modules"].items() if label not in optional]
     placed = [m for m in mods if m.get("placed") and m.get("fmax_mhz")]

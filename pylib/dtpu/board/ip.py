@@ -25,7 +25,7 @@ def config_from_hwcfg(hwcfg0: int, hwcfg1: int, base: HwConfig | None = None) ->
                                  if f0["PREC_EN"] >> code & 1) if p is not None]
     return HwConfig(ROWS=f0["ROWS"], COLS=f0["COLS"], LOG_WEIGHT_WORDS=f1["LOG_WEIGHT_WORDS"],
                     LOG_PARAM_ENTRIES=f1["LOG_PARAM_ENTRIES"], LOG_ACT_WORDS=f1["LOG_ACT_WORDS"],
-                    ENABLED=enabled, CLOCK_MHZ=base.CLOCK_MHZ)
+                    ENABLED=enabled, CLOCK_MHZ=base.CLOCK_MHZ, RQ_EN=base.rq_all & ~f1["RQ_OFF"])
 
 
 def _define(pynq) -> tuple[type, type]:

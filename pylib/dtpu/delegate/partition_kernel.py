@@ -181,7 +181,8 @@ class PartitionKernel:
                          step.node.index, step.node.op, tuple(tensor(step.x).shape))
                 continue
             decision = self.state.placed(analyze(step.node, tensor, self.state.options,
-                                                 self.state.runtime, self.state.enabled_precisions))
+                                                 self.state.runtime, self.state.enabled_precisions,
+                                                 self.state.backend.rq_variants))
             if not decision.claimed:
                 raise DelegateError(f"node {step.node.index} ({step.node.op}) cannot run on the DTPU "
                                     f"with the current shapes: {decision.reason}")

@@ -258,7 +258,7 @@ class DelegateState:
             else:
                 try:
                     decision = analyze(node, tensor, self.options, runtime,
-                                       self.enabled_precisions)
+                                       self.enabled_precisions, self.backend.rq_variants)
                     fold = None
                     if decision.claimed:
                         decision, fold = self._fold_pad(ffi, ctx, node, decision, producer,

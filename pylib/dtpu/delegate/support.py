@@ -154,23 +154,27 @@ def _check_quantization(kind: OpKind, mode: DataMode, x: TensorInfo, w: TensorIn
 
 
 def analyze(node: NodeInfo, tensor: Callable[[int], TensorInfo], options: DelegateOptions,
-            runtime: str | None = None, enabled: tuple[Precision, ...] | None = None) -> Decision:
+            runtime: str | None = None, enabled: tuple[Precision, ...] | None = None,
+            variants: tuple[str, ...] | None = None) -> Decision:
     """Decide whether `node` is claimed; never raises for anything a model can contain.
 
     `runtime` is the TFLite runtime whose default interpreter the outputs must equal
     ("tflite_runtime" or "ai_edge_litert", None: dtpu.reference's default): a quantized node is
     claimed only where dtpu.reference reproduces that interpreter's output stage for it.
     `enabled`: the lane precisions the backend's target was built with (None: any).
+    `variants`: the names of the requantization variants its post lanes have (HwConfig RQ_EN;
+    None: all): a node its interpreter requantizes with another stays on the CPU.
     """
     try:
-        return _analyze(node, tensor, options, runtime, enabled)
+        return _analyze(node, tensor, options, runtime, enabled, variants)
     except Unsupported as exc:
         return Decision(spec=None, reason=str(exc))
     except IndexError as exc:  # graph.read_tensor: an operand index outside the context
         return Decision(spec=None, reason=f"operand {exc}")
 
 
-def _check_rounding(spec: ConvSpec, bias_type: str | None, runtime: str | None) -> None:
+def _check_rounding(spec: ConvSpec, bias_type: str | None, runtime: str | None,
+                    variants: tuple[str, ...] | None = None) -> None:
     from dtpu import reference
 
     if not spec.mode.is_quantized:
@@ -178,13 +182,19 @@ def _check_rounding(spec: ConvSpec, bias_type: str | None, runtime: str | None) 
     bias = None if bias_type is None else np.zeros(0, NUMPY_BIAS.get(bias_type, np.int32))
     variant, why = reference.find_rounding_variant(spec, bias, "default", runtime)
     _require(variant is not None, why)
+    # no other variant is exact in general (DOUBLE and DOUBLE_UP differ on negative ties of the
+    # final shift), so the node needs its own; the two share the lane's logic (an int8 build has both)
+    _require(variants is None or variant.name in variants,
+             f"requantized with {variant.name} ({why}), which this DTPU build's post lanes do not "
+             f"have (built: {', '.join(variants or ())}; HwConfig RQ_EN)")
 
 
 NUMPY_BIAS = {"int32": np.int32, "int64": np.int64}
 
 
 def _analyze(node: NodeInfo, tensor: Callable[[int], TensorInfo], options: DelegateOptions,
-             runtime: str | None = None, enabled: tuple[Precision, ...] | None = None) -> Decision:
+             runtime: str | None = None, enabled: tuple[Precision, ...] | None = None,
+             variants: tuple[str, ...] | None = None) -> Decision:
     kind = CODES.get(node.builtin_code)
     _require(kind is not None, f"{node.op} is not an op the DTPU runs")
     _require(kind in options.ops, f"{kind.value} is not enabled (option ops="
@@ -226,7 +236,7 @@ def _analyze(node: NodeInfo, tensor: Callable[[int], TensorInfo], options: Deleg
     if b is not None:
         _require(b.shape in ((spec.out_channels,), ()) or int(np.prod(b.shape)) == spec.out_channels,
                  f"bias shape {b.shape} for {spec.out_channels} output channels")
-    _check_rounding(spec, None if b is None else b.type, runtime)
+    _check_rounding(spec, None if b is None else b.type, runtime, variants)
     return Decision(spec=spec, reason=None, precision=precision, input_index=x.index,
                     filter_index=w.index, bias_index=bias_index, output_index=y.index)
 

@@ -170,6 +170,19 @@ class HwConfig:
     def prec_enable_mask(self) -> int:
         return sum(1 << self.prec_code(p) for p in self.ENABLED)
 
+    def rq_built(self, variant: int | str) -> bool:
+        """True if this build's post lanes have requantization variant `variant` (its JOB.RQ_VARIANT
+        code or name): RQ_EN's bit for it. A job naming a variant not built is refused in CONFIG
+        (ERR.BAD_MODE), a POST descriptor with BAD_FIELD, as the RTL's dtpu_control and dtpu_cl_post do."""
+        code = self.enums["RQ_VARIANT"].get(variant) if isinstance(variant, str) else variant
+        return code is not None and code in self.enums["RQ_VARIANT"].values() and bool(self.RQ_EN >> code & 1)
+
+    @property
+    def rq_variants(self) -> tuple[str, ...]:
+        """The names of the requantization variants built (RQ_EN), in code order."""
+        return tuple(n for n, v in sorted(self.enums["RQ_VARIANT"].items(), key=lambda kv: kv[1])
+                     if self.RQ_EN >> v & 1)
+
     @property
     def hwcfg0(self) -> int:
         return self.encode("HWCFG0", ROWS=self.ROWS, COLS=self.COLS, PREC_EN=self.prec_enable_mask)
@@ -177,7 +190,13 @@ class HwConfig:
     @property
     def hwcfg1(self) -> int:
         return self.encode("HWCFG1", LOG_WEIGHT_WORDS=self.LOG_WEIGHT_WORDS,
-                           LOG_PARAM_ENTRIES=self.LOG_PARAM_ENTRIES, LOG_ACT_WORDS=self.LOG_ACT_WORDS)
+                           LOG_PARAM_ENTRIES=self.LOG_PARAM_ENTRIES, LOG_ACT_WORDS=self.LOG_ACT_WORDS,
+                           RQ_OFF=self.rq_all & ~self.RQ_EN)
+
+    @property
+    def rq_all(self) -> int:
+        """RQ_EN with every variant built (the contract's default)."""
+        return sum(1 << v for v in self.enums["RQ_VARIANT"].values())
 
     @property
     def model_name(self) -> str:
@@ -196,6 +215,11 @@ class HwConfig:
         if self.VEC_RQ_LANES not in (8, 4, 2, 1):
             raise ValueError(f"VEC_RQ_LANES={self.VEC_RQ_LANES}: the vector unit's requantizing "
                              f"lanes; accepted: 8, 4, 2 or 1")
+        all_rq = sum(1 << v for v in self.enums["RQ_VARIANT"].values())
+        if not isinstance(self.RQ_EN, int) or not 0 < self.RQ_EN <= all_rq or self.RQ_EN & ~all_rq:
+            raise ValueError(f"RQ_EN={self.RQ_EN!r}: a bit mask of RQ_VARIANT codes "
+                             f"({', '.join(f'{n}={v}' for n, v in self.enums['RQ_VARIANT'].items())}) "
+                             f"with at least one bit set, at most {all_rq}")
         if self.FP_PARTIALS < 1 or self.FP_PARTIALS & (self.FP_PARTIALS - 1):
             raise ValueError(f"FP_PARTIALS={self.FP_PARTIALS} must be a power of two")
 

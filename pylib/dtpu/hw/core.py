@@ -62,7 +62,8 @@ class StreamStarved(RuntimeError):
 
 def mode_is_valid(cfg: HwConfig, prec: Precision, out_mode: int, variant: int) -> bool:
     if out_mode == cfg.OUT_MODE_REQUANT:
-        return prec in (Precision.INT8, Precision.UINT8, Precision.INT16) and variant in cfg.enums["RQ_VARIANT"].values()
+        # a variant not built into the post lanes (RQ_EN) is refused like an unknown one
+        return prec in (Precision.INT8, Precision.UINT8, Precision.INT16) and cfg.rq_built(variant)
     if out_mode == cfg.OUT_MODE_RAW:
         return not prec.is_float
     if out_mode == cfg.OUT_MODE_FLOAT:

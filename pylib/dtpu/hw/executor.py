@@ -528,6 +528,9 @@ class Executor:
         if prec is None or job["OUT_MODE"] != c.OUT_MODE_REQUANT or prec.is_float:
             raise ListFault("BAD_FIELD", f"POST with JOB.PREC={job['PREC']}, OUT_MODE="
                            f"{job['OUT_MODE']}; accepted: an enabled integer precision, REQUANT")
+        if not c.rq_built(job["RQ_VARIANT"]):
+            raise ListFault("BAD_FIELD", f"POST with JOB.RQ_VARIANT={job['RQ_VARIANT']}; accepted: "
+                           f"the variants built (RQ_EN={c.RQ_EN}: {', '.join(c.rq_variants)})")
         pb = regs.get(c.REG_PARAM_BASE, 0)
         if ch < 1 or ch0 + ch > dstc or pb + ch > c.PARAM_ENTRIES:
             raise ListFault("BAD_FIELD", f"POST channels {ch0}+{ch} of {dstc}, parameter entries "

@@ -206,10 +206,20 @@ def param_words(spec: ConvSpec, bias: np.ndarray | None, channels: int, rq):
     return words
 
 
+def check_variant(cfg: HwConfig, spec: ConvSpec, rq) -> None:
+    """Raise LowerError when the build's post lanes lack rounding variant `rq` (HwConfig RQ_EN):
+    CONFIG would refuse the job with ERR.BAD_MODE (the delegate does not claim such a node)."""
+    if spec.mode.is_quantized and not cfg.rq_built(rq.name):
+        raise LowerError(f"{spec.name or 'node'}: requantization variant {rq.name} is not built in "
+                         f"this DTPU (RQ_EN={cfg.RQ_EN}: {', '.join(cfg.rq_variants)})")
+
+
 def variant_code(cfg: HwConfig, spec: ConvSpec, bias, rq) -> int:
-    """JOB.RQ_VARIANT for rounding variant `rq` (0 for a float node, which has none)."""
+    """JOB.RQ_VARIANT for rounding variant `rq` (0 for a float node, which has none); LowerError
+    when the build does not have it."""
     if not spec.mode.is_quantized:
         return 0
+    check_variant(cfg, spec, rq)
     return cfg.enums["RQ_VARIANT"][rq.name]
 
 
@@ -297,6 +307,7 @@ def lower(spec: ConvSpec, filters: np.ndarray, bias: np.ndarray | None, cfg: HwC
     if not spec.has_bias:
         bias = None
     rq = reference.rounding_variant(spec, bias, rounding, runtime) if spec.mode.is_quantized else None
+    check_variant(cfg, spec, rq)
     wcap = cfg.WEIGHT_WORDS - wgt_base if wgt_capacity is None else wgt_capacity
     pcap = cfg.PARAM_ENTRIES - param_base if param_capacity is None else param_capacity
     if wgt_base % cfg.COLS or param_base % cfg.COLS or wcap < cfg.COLS or pcap < cfg.COLS:

@@ -32,12 +32,14 @@ def test_vec_pix():
     run_tests(top, "tb_vec_pix", d)
 
 
-def test_vec_mean():
+@pytest.mark.parametrize("rq", [8, 2, pytest.param(1, marks=pytest.mark.slow)])
+def test_vec_mean(rq):
     """MEAN's accumulators and requantization on their own (16 accumulator words: C <= 128),
-    random shapes, scales, idle cycles and output room."""
+    random shapes, scales, idle cycles and output room; `rq`: its requantizers (VEC_RQ_LANES,
+    a tail word in 8 / rq operations)."""
     top = "dtpu_vec_mean"
-    params = {"LOG_ROW": 4}
-    d = build(top, params, [RTL_DIR / f"{top}.v"], name=top)
+    params = {"LOG_ROW": 4, **({"RQ_LANES": rq} if rq != 8 else {})}
+    d = build(top, params, [RTL_DIR / f"{top}.v"], name=top + (f"_rq{rq}" if rq != 8 else ""))
     run_tests(top, "tb_vec_mean", d, parameters=params)
 
 
@@ -57,11 +59,33 @@ def test_lint_cl_top_with_the_unit():
     assert r.returncode == 0 and "%Warning" not in out and "%Error" not in out, out
 
 
-def _cl_vec(testcase, env=None):
-    params = {"COLS": 8, **MEM, "VEC_EN": 1}
-    d = build("dtpu_cl_top", params, name="cl_top_vec")
+def _cl_vec(testcase, env=None, rq_lanes=8):
+    """`rq_lanes`: the build's VEC_RQ_LANES (the model's too: tb_cl_seq's CFG from the
+    parameters); 8, the contract's, keeps the build's parameters and name as before."""
+    params = {"COLS": 8, **MEM, "VEC_EN": 1, **({"VEC_RQ_LANES": rq_lanes} if rq_lanes != 8 else {})}
+    d = build("dtpu_cl_top", params, name="cl_top_vec" + (f"_rq{rq_lanes}" if rq_lanes != 8 else ""))
     run_tests("dtpu_cl_top", "tb_vec", d, parameters=params, extra_env=env or {},
               testcase=testcase)
+
+
+@pytest.mark.parametrize("rq", [2, pytest.param(1, marks=pytest.mark.slow),
+                                pytest.param(4, marks=pytest.mark.slow)])
+def test_vec_rq_lanes_list_cycles(rq):
+    """VEC_RQ_LANES < 8 (ADD / SUB / MUL a word in 8 / VEC_RQ_LANES cycles, MEAN's tail words
+    too): element-wise and MEAN lists on the contract's memory, CL_CYCLES, IDLE, RD/WR_BEATS
+    equal the Timeline's and DDR the model's, the corners (one-word and 4 KiB-crossing
+    operands, B vectors, TABLE beside)."""
+    _cl_vec("test_vec_cycles", {"DTPU_VEC_OPS": "ADD,SUB,MUL,MEAN", "DTPU_CASES": 12},
+            rq_lanes=rq)
+
+
+@pytest.mark.parametrize("rq", [pytest.param(2, marks=pytest.mark.slow),
+                                pytest.param(1, marks=pytest.mark.slow)])
+def test_vec_rq_lanes_list_words(rq):
+    """The same with random memory latency and backpressure on every AXI channel: DDR and
+    CL_* equal (the lanes' ready beside the read stream's backpressure)."""
+    _cl_vec("test_vec_words", {"DTPU_VEC_OPS": "ADD,SUB,MUL,TABLE,MEAN", "DTPU_CASES": 12},
+            rq_lanes=rq)
 
 
 @pytest.mark.slow

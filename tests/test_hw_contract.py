@@ -121,14 +121,21 @@ def test_overrides_are_validated():
         cfg.encode("JOB", OPCODE=16)
 
 
-@pytest.mark.parametrize("top", ["dtpu_cl_top", "dtpu_axi"])
-@pytest.mark.parametrize("knob", ["DW_ROTATE", "PE_PAIR", "RQ_EN"])
+@pytest.mark.parametrize("top,knob", [(t, k) for t in ("dtpu_cl_top", "dtpu_axi")
+                                       for k in ("DW_ROTATE", "PE_PAIR", "RQ_EN")]
+                         + [("dtpu_cl_top", "VEC_RQ_LANES")])
 def test_tops_default_to_the_contracts_build_knobs(top, knob):
     """The Vivado overlay passes only the contract's geometry and precisions (config.tcl
-    DTPU_PARAMS), so the board build's depthwise layout, PE pairs and requantization variants
-    (RQ_EN) are the top's defaults: they
+    DTPU_PARAMS), so the board build's depthwise layout, PE pairs, requantization variants
+    (RQ_EN) and the vector unit's requantizing lanes (the 2.0 top's) are the top's defaults: they
     must be the contract's, which the golden model, the lowering and the board driver assume."""
     text = (gen_header.REPO / "hw" / "rtl" / f"{top}.v").read_text()
     m = re.search(rf"parameter {knob} = (\d+)", text)
     assert m, f"{top}.v declares no {knob} parameter"
     assert int(m.group(1)) == getattr(HwConfig(), knob)
+
+
+def test_vec_rq_lanes_is_validated():
+    assert HwConfig(VEC_RQ_LANES=2).VEC_RQ_LANES == 2
+    with pytest.raises(ValueError, match=r"VEC_RQ_LANES=3: .*accepted: 8, 4, 2 or 1"):
+        HwConfig(VEC_RQ_LANES=3)

@@ -194,6 +194,29 @@ def test_overlapping_pools_run_in_one_partition_on_the_rtl(kind, dtpu_so, tfl, t
                               path=path)
 
 
+def test_fewer_requantizing_lanes_on_the_rtl(dtpu_so, tfl, tmp_path):  # noqa: F811
+    """VEC_RQ_LANES = 2 (ADD / SUB / MUL a word in 4 cycles): the in-process top built with it
+    (its own cache entry) and the golden model beside it with the same knob, on the ResNet-style
+    stem (its residual ADD and max pool on the unit): one partition, bit-exact, every node's
+    cycles the golden model's, the ADD's more than at the contract's 8 lanes."""
+    from dtpu.backends.targets import open_target
+    from dtpu.hw.config import HwConfig, get_config
+
+    path = tmp_path / "resnet.tflite"
+    path.write_bytes(_pool_net("resnet"))
+    with HwConfig(VEC_RQ_LANES=2):
+        t = open_target("rtl", get_config())
+        try:
+            assert t.native_build.parameters.get("VEC_RQ_LANES") == 2
+            assert t.cfg.VEC_RQ_LANES == 2
+        finally:
+            t.transport.close()
+        rtl2, _ = _one_partition_on_the_rtl("resnet_stem", tfl, path=path)
+    golden8 = compare_with_cpu(path, {"backend": "model"}, tfl, 1)
+    add = [i for i, n in enumerate(golden8.nodes) if n.op.upper() == "ADD"]
+    assert len(add) == 1 and rtl2[add[0]] > golden8.nodes[add[0]].hw["cycles"] > 0
+
+
 @pytest.mark.slow
 def test_inception_runs_in_one_partition_on_the_rtl(dtpu_so, tfl):  # noqa: F811
     """The zoo's Inception-like 224: its 3x3 stride-1 and stride-2 pools, its CONCATENATIONs

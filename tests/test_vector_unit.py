@@ -8,7 +8,7 @@ import zlib
 import numpy as np
 import pytest
 
-from dtpu.hw.config import ceil_div, get_config
+from dtpu.hw.config import HwConfig, ceil_div, get_config
 from dtpu.hw.core import Core
 from dtpu.hw.ddr import Ddr
 from dtpu.hw.executor import Executor
@@ -38,8 +38,10 @@ def _q(r, dt):
     return float(np.float32(10 ** r.uniform(-3, 0))), int(r.integers(info.min, info.max + 1))
 
 
-def run_vec(spec: VecSpec, a: np.ndarray, b: np.ndarray | None = None, *, ex=None):
-    """One VEC + END list in a fresh DDR: (output, RunResult)."""
+def run_vec(spec: VecSpec, a: np.ndarray, b: np.ndarray | None = None, *, ex=None,
+            rq_lanes: int | None = None):
+    """One VEC + END list in a fresh DDR: (output, RunResult); `rq_lanes`: a build with that
+    VEC_RQ_LANES (default the contract's)."""
     fields, swap = lower_vec(spec, CFG)
     ddr = Ddr(BASE, 1 << 22)
     addr_a, addr_b, dst, lst = BASE, BASE + (1 << 20), BASE + (2 << 20), BASE + (3 << 20)
@@ -51,7 +53,10 @@ def run_vec(spec: VecSpec, a: np.ndarray, b: np.ndarray | None = None, *, ex=Non
     lb.vec(fields, src_a, src_b, dst, tag=7)
     lb.end()
     ddr.write(lst, np.frombuffer(lb.data(), np.uint8))
-    r = (ex or Executor(Core(CFG), FMT, vector_unit=True)).run(ddr, lst)
+    if ex is None:
+        cfg = CFG if rq_lanes is None else HwConfig(VEC_RQ_LANES=rq_lanes)
+        ex = Executor(Core(cfg), Format(cfg), vector_unit=True)
+    r = ex.run(ddr, lst)
     out_shape = spec.output_shape
     n = int(np.prod(out_shape))
     out = ddr.read(dst, n).view(spec.dtype).reshape(out_shape).copy()
@@ -131,12 +136,12 @@ def test_mean_through_the_unit_equals_tflite(dtype, scales):
         np.testing.assert_array_equal(got, ref)
 
 
-def _formula(job: vu.VecJob) -> int:
+def _formula(job: vu.VecJob, rq_lanes: int = 8) -> int:
     """docs/architecture.md "The vector unit": a list of one VEC and END, the VEC's operands
     read after its start, its writes' last response, the interrupt."""
     m, mem = FMT.mem, FMT.mem
     RL, WL = int(m["MEM_READ_LATENCY"]), int(m["MEM_WRITE_LATENCY"])
-    c = vu.cost(job, int(mem["VEC_LANES"]))
+    c = vu.cost(job, int(mem["VEC_LANES"]), rq_lanes=rq_lanes)
     header = int(m["SEQ_FETCH_START"]) + RL + FMT.length("VEC") - 1 + int(m["SEQ_DECODE"])
     burst = int(m["MEM_BURST_BEATS"])
     part = c.out_words % burst
@@ -165,22 +170,56 @@ def _formula(job: vu.VecJob) -> int:
             filter=(25, 5), stride=(25, 5)),
     VecSpec("MEAN", np.dtype(np.int8), (1, 7, 7, 64), (0.05, 3), (0.02, -1)),
 ], ids=lambda s: s.op)
-def test_cycles_follow_the_formula(spec):
+@pytest.mark.parametrize("rq", [8, 2])
+def test_cycles_follow_the_formula(spec, rq):
+    """Every kind at the contract's VEC_RQ_LANES and at 2 (ADD / MUL a word in 4 cycles, the
+    other kinds unchanged)."""
     r = _rng(spec.op)
     a = _rand(r, spec.a_shape, spec.dtype)
     b = _rand(r, spec.b_shape, spec.dtype) if spec.b_shape else None
-    _, res = run_vec(spec, a, b)
+    _, res = run_vec(spec, a, b, rq_lanes=rq)
     fields, _ = lower_vec(spec, CFG)
     d = {k: FMT.fields_of(k, FMT.word(k, **v)) for k, v in fields.items()}
     d["VEC1"] = {"SRC_A": 0, "SRC_B": 0}
     d["VEC2"]["DST"] = 0
     d.setdefault("VEC1", {})
     job = vu.decode(FMT, d)
-    assert res.cycles == _formula(job)
-    c = vu.cost(job, 8)
+    assert res.cycles == _formula(job, rq)
+    c = vu.cost(job, 8, rq_lanes=rq)
     assert res.compute_cycles == c.stall_free(int(FMT.mem["LAT_VEC"]))
     assert res.wr_beats == c.out_words
     assert res.tags[7][1] == c.stall_free(int(FMT.mem["LAT_VEC"]))
+
+
+def test_fewer_requantizing_lanes_cost_their_cycles():
+    """VEC_RQ_LANES < 8: an ADD / MUL word pair keeps the lanes 8 / VEC_RQ_LANES cycles and
+    every operand beat waits for them (dtpu_vec's ew_free), so the beats and the lanes' extra
+    cycles add up; the results come that many cycles apart, and between BMODE 0's chunks the
+    next chunk's A beats too (the sums by hand)."""
+    def job(words, bmode):
+        shape = (1, 1, words, 8)
+        return vu.VecJob("ADD", np.dtype(np.int8), bmode, 0, 0, 0, shape, shape, {})
+    # BMODE 0, 20 words: A16 B16 A4 B4 = 40 beats, 20 x 3 more cycles at 2 lanes (4 a word)
+    c = vu.cost(job(20, 0), 8, 16, rq_lanes=2)
+    assert (c.read_beats, c.ops) == (40, 100)
+    # the last chunk's 4 results 4 apart; the full chunk's last 4 + 4 (its A beats) before
+    assert c.gaps == (0, 4, 8, 12, 4 * 4 + 4)
+    assert vu.cost(job(20, 0), 8, 16, rq_lanes=8).gaps == (0, 1, 2, 3, 8)     # as before
+    assert vu.cost(job(20, 0), 8, 16).ops == 40
+    # the beat times: A's chunk a cycle a beat, B's 4 cycles a beat
+    t = vu._ew_beat_times(job(20, 0), 16, 4)
+    assert t[:17].tolist() == list(range(17)) and t[17] - t[16] == 4 and t[32] == 16 + 64
+    assert t[-1] == 40 + 60 - 4
+    # 1 lane: 8 cycles a word
+    assert vu.cost(job(20, 0), 8, 16, rq_lanes=1).ops == 40 + 7 * 20
+    # MEAN's tail: a word in 4 operations, made by its last; 2 x 3 x 3 x 20 (3 words a batch,
+    # the last 4 bytes): the words at operations 3, 7, 11, 15, 19, 23 of the tail
+    mean = vu.VecJob("MEAN", np.dtype(np.int8), 0, 0, 0, 0, (2, 3, 3, 20), (2, 20), {})
+    c8, c2 = vu.cost(mean, 8, 16), vu.cost(mean, 8, 16, rq_lanes=2)
+    assert (c8.ops, c8.tail, c2.ops, c2.tail) == (54, 6, 54, 24)
+    # 40 bytes: words of bytes 0-7 (op 3), 8-15 (7), 16-23 (15: op 11's 4 bytes and op 15's
+    # first 4), 24-31 (19), 32-39 (23)
+    assert c2.gaps == (0, 4, 8, 16, 20) and c2.late == 0
 
 
 def _pool_job(shape, filt, stride, out_hw):

@@ -50,6 +50,10 @@ module dtpu_cl_top #
     parameter PE_PAIR = 0,
     // 1: contract 2.1's vector unit (dtpu_vec: VEC descriptors); 0: VEC answers BAD_OPCODE
     parameter VEC_EN = 0,
+    // the vector unit's requantizing lanes of ADD / SUB / MUL (8, 4, 2 or 1: a word in
+    // 8 / VEC_RQ_LANES cycles); the golden model's HwConfig VEC_RQ_LANES must match
+    // (contract.json's default is this default: tests/test_hw_contract.py)
+    parameter VEC_RQ_LANES = 8,
     // 1 (the board build): the rotated depthwise layout (dtpu_core; docs/architecture.md
     // "Depthwise crossbars linear in COLS"), 0 the banked one; the golden model's HwConfig
     // DW_ROTATE must match (contract.json's default is this default: tests/test_hw_contract.py)
@@ -1291,6 +1295,7 @@ generate
     if (VEC_EN != 0) begin : vec
         dtpu_vec #(
             .ADDR_W(ADDR_W),
+            .RQ_LANES(VEC_RQ_LANES),
             .MAX_BURST(MAX_BURST)
         )
         vec_inst (

@@ -56,6 +56,10 @@ module dtpu_vec #
 (
     parameter ADDR_W = 32,
     parameter LANES = 8,
+    // requantizing lanes of ADD / SUB / MUL and of MEAN's tail (contract VEC_RQ_LANES: 8, 4,
+    // 2 or 1): a word through dtpu_vec_ew, a tail word of dtpu_vec_mean in LANES / RQ_LANES
+    // cycles
+    parameter RQ_LANES = 8,
     parameter MAX_BURST = 16,
     // log2 of the operand-B buffer's words (contract VEC_BCAST_WORDS)
     parameter LOG_BCAST = 8,
@@ -123,6 +127,10 @@ module dtpu_vec #
 initial begin
     if (LANES != 8) begin
         $error("Error: LANES must be 8, one 64-bit word (instance %m)");
+        $finish;
+    end
+    if (RQ_LANES != 8 && RQ_LANES != 4 && RQ_LANES != 2 && RQ_LANES != 1) begin
+        $error("Error: RQ_LANES=%0d; accepted: 8, 4, 2 or 1 (instance %m)", RQ_LANES);
         $finish;
     end
     if (LOG_BCAST < 5) begin
@@ -296,8 +304,13 @@ wire        in_d    = running && pdrain && rx_left != 32'd0;      // a bad pool:
 wire        in_bv   = running && b_first && rx_bvec != {(LOG_BCAST+1){1'b0}};
 wire        in_a1   = running && b_first && rx_bvec == {(LOG_BCAST+1){1'b0}}
                    && rx_left != 32'd0;
-assign rd_ready = (in_a0 && !af_full) || (in_b0 && !af_empty && room) || in_bv || (in_a1 && room)
-               || (in_m && pix_in_ready) || in_d;
+// ADD / SUB / MUL: every operand beat waits for the element-wise lanes (a word pair keeps them
+// LANES / RQ_LANES cycles: contract VEC_RQ_LANES), so the unit's cycles are its beats plus the
+// lanes' extra cycles of each word, one after the other (the golden model's formula)
+wire        ew_ready;
+wire        ew_free = !kind_ew || ew_ready;
+assign rd_ready = ew_free && ((in_a0 && !af_full) || (in_b0 && !af_empty && room) || in_bv || (in_a1 && room)
+               || (in_m && pix_in_ready) || in_d);
 wire        beat    = rd_valid && rd_ready;
 wire        admit   = beat && (in_b0 || in_a1);          // a word pair into the lanes
 wire [63:0] op_a    = in_b0 ? afifo[af_rd[LA-1:0]] : rd_data;
@@ -305,10 +318,12 @@ wire [63:0] op_b    = in_b0 ? rd_data : b_q;
 wire        last_beat = admit && rx_left == 32'd1;
 
 wire        ew_valid;
+wire        ew_busy;
 wire [63:0] ew_y;
 
 dtpu_vec_ew #(
-    .LANES(LANES)
+    .LANES(LANES),
+    .RQ_LANES(RQ_LANES)
 )
 ew_inst (
     .clk(clk),
@@ -327,6 +342,8 @@ ew_inst (
     .act_min(f_min),
     .act_max(f_max),
     .in_valid(admit && !kind_tab),
+    .in_ready(ew_ready),
+    .busy(ew_busy),
     .a(op_a),
     .b(op_b),
     .out_valid(ew_valid),
@@ -379,6 +396,7 @@ dtpu_vec_pix pix_inst (
 
 dtpu_vec_mean #(
     .LANES(LANES),
+    .RQ_LANES(RQ_LANES),
     .LOG_ROW(LOG_ROW)
 )
 mean_inst (
@@ -549,11 +567,33 @@ reg  [DONE_DELAY:0] done_dly;
 reg  [LAT-1:0]      lat_dly;
 // the contract's stall-free cycles: one an operand beat, and LAT_VEC after the last one
 // MEAN and the pools: one an operation (accumulate or requantize) instead of one a beat
-assign active = (kind_fun ? m_op : beat) || (lat_dly != {LAT{1'b0}});
+// ADD / SUB / MUL with fewer requantizing lanes: also the cycles the lanes work a word's later
+// groups (no beat is taken then)
+assign active = (kind_fun ? m_op : beat) || (kind_ew && ew_busy) || (lat_dly != {LAT{1'b0}});
 // the event LAT_VEC counts from: the last operand beat, MEAN's (a pool's) last operation. Their
 // operations start the cycle after the first beat (the funnel's register), a cycle later than
 // the element-wise lanes' admits, so its `done` and write requests take taps a cycle shorter
-wire        last_evt = kind_fun ? m_last_op : last_beat;
+// (ADD / SUB / MUL: the cycle the lanes take the last word's last group, LANES / RQ_LANES - 1
+// cycles after its beat)
+localparam integer STEPS = LANES / RQ_LANES;
+wire        ew_last;
+generate
+    if (STEPS == 1) begin : ew_last_full
+        assign ew_last = last_beat;
+    end else begin : ew_last_part
+        /* verilator lint_off UNUSEDSIGNAL */
+        reg [STEPS-1:0] lb_dly;             // (its top bit unused: a delay of STEPS - 1)
+        /* verilator lint_on UNUSEDSIGNAL */
+        always @(posedge clk) begin
+            lb_dly <= {lb_dly[STEPS-2:0], last_beat && !kind_tab};
+            if (!rst_n) begin
+                lb_dly <= {STEPS{1'b0}};
+            end
+        end
+        assign ew_last = kind_tab ? last_beat : lb_dly[STEPS-2];
+    end
+endgenerate
+wire        last_evt = kind_fun ? m_last_op : ew_last;
 
 always @(posedge clk) begin
     done <= 1'b0;

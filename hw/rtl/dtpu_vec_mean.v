@@ -24,6 +24,9 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * a batch's last pixel its ceil(C/8) accumulator words are requantized one a cycle (the
  * tail; in_ready low meanwhile, and a tail word waits for `room`), each result registered:
  * out_valid a cycle after its operation, out_bytes its channels (8, or C mod 8 for the last),
+ * With RQ_LANES < LANES requantizers (the contract's VEC_RQ_LANES) a tail word takes
+ * LANES / RQ_LANES operations, a group of RQ_LANES lanes each from the low ones up (the word
+ * waits for `room` before its first only), and comes a cycle after its last;
  * out_end on the tensor's last. `op` marks each operation (accumulate or tail), `last_op` the
  * tensor's last; after it no word is taken (the bytes of the stream's last word past the
  * tensor). C <= LANES * 2^LOG_ROW (the caller checks); `clear` restarts at batch 0.
@@ -31,6 +34,8 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
 module dtpu_vec_mean #
 (
     parameter LANES = 8,
+    // requantizers of the tail (contract VEC_RQ_LANES): a divisor of LANES
+    parameter RQ_LANES = 8,
     // log2 of the accumulator words (C <= LANES * 2^LOG_ROW)
     parameter LOG_ROW = 8
 )
@@ -69,6 +74,17 @@ module dtpu_vec_mean #
 `include "dtpu_vec_requant.vh"
 
 localparam integer ROW = 1 << LOG_ROW;
+localparam integer STEPS = LANES / RQ_LANES;
+localparam integer SW = (STEPS > 1) ? $clog2(STEPS) : 1;
+localparam [31:0]   STEPS_M1 = STEPS - 1;
+localparam [SW-1:0] S_LAST = STEPS_M1[SW-1:0];
+
+initial begin
+    if (RQ_LANES < 1 || RQ_LANES > LANES || (LANES % RQ_LANES) != 0) begin
+        $error("Error: RQ_LANES=%0d must divide LANES=%0d (instance %m)", RQ_LANES, LANES);
+        $finish;
+    end
+end
 
 reg  [32*LANES-1:0] acc [0:ROW-1];
 
@@ -80,13 +96,16 @@ reg  [15:0]         cj;                 // channels from word j on (C - 8j)
 reg  signed [31:0]  off_hw;             // IN1_OFF * H*W, wrapped
 reg                 fin;                // the tensor's last batch is done: the stream's
                                         // padding bytes past it are no pixel words
+wire [SW-1:0]       gs;                 // the tail word's lane group (0 with RQ_LANES = LANES)
 
 assign in_ready = !tail && !fin && !clear;
 wire take = in_valid && in_ready;
-wire emit = tail && room && !clear;
+// a tail operation (a group of a word: the word's first waits for room), the word's last
+wire emit = tail && (room || gs != {SW{1'b0}}) && !clear;
+wire wdone = emit && (gs == S_LAST);
 wire last_word = (cj <= LANES);         // word j is the pixel's / the batch's last
 assign op = take || emit;
-assign last_op = emit && last_word && (b == n - 16'd1);
+assign last_op = wdone && last_word && (b == n - 16'd1);
 
 /* verilator lint_off UNUSEDSIGNAL */
 wire [47:0] off_full = in_off * $signed({1'b0, hw[30:0]});
@@ -96,8 +115,8 @@ wire [47:0] off_full = in_off * $signed({1'b0, hw[30:0]});
 // after this cycle's step), and the word written in the same cycle forwarded when it is that
 // one (ceil(C/8) = 1: every operation's)
 wire [LOG_ROW-1:0]  j_nx = clear ? {LOG_ROW{1'b0}}
-                         : (take && in_last) || (emit && last_word) ? {LOG_ROW{1'b0}}
-                         : (take || emit) ? j + 1'b1 : j;
+                         : (take && in_last) || (wdone && last_word) ? {LOG_ROW{1'b0}}
+                         : (take || wdone) ? j + 1'b1 : j;
 reg  [32*LANES-1:0] acc_rd;
 reg  [32*LANES-1:0] byp_d;
 reg                 byp;
@@ -107,25 +126,58 @@ wire signed [31:0] lo = {{16{act_min[15]}}, act_min};
 wire signed [31:0] hi = {{16{act_max[15]}}, act_max};
 
 reg  [32*LANES-1:0] acc_d;              // the accumulate's new word
-reg  [8*LANES-1:0]  res;                // the tail's requantized word
+reg  [8*RQ_LANES-1:0] grp;              // the tail's requantized group (gs)
+wire [8*LANES-1:0]  res;                // the tail's word, its last group in
+// the group's accumulator lanes (gs: a multiplexer when RQ_LANES < LANES)
+wire [32*LANES-1:0] acc_g = acc_q >> (32 * RQ_LANES * gs);
 integer l;
 reg signed [31:0] e, s, r;
 always @* begin
     for (l = 0; l < LANES; l = l + 1) begin
         e = sgn ? {{24{in_data[8*l+7]}}, in_data[8*l +: 8]} : {24'd0, in_data[8*l +: 8]};
         acc_d[32*l +: 32] = (px == 32'd0) ? e : acc_q[32*l +: 32] + e;
-        s = $signed(acc_q[32*l +: 32]) + off_hw;
+    end
+    for (l = 0; l < RQ_LANES; l = l + 1) begin
+        s = $signed(acc_g[32*l +: 32]) + off_hw;
         r = vec_rdbpot(vec_srdhm(s << left, mo), sho) + {{16{out_off[15]}}, out_off};
         r = (r < lo) ? lo : (r > hi) ? hi : r;
-        res[8*l +: 8] = r[7:0];
+        grp[8*l +: 8] = r[7:0];
     end
 end
 
+generate
+    if (STEPS == 1) begin : full
+        assign gs  = {SW{1'b0}};
+        assign res = grp;
+    end else begin : part
+        reg [SW-1:0] gs_q;
+        assign gs = gs_q;
+        always @(posedge clk) begin
+            if (emit) begin
+                gs_q <= (gs_q == S_LAST) ? {SW{1'b0}} : gs_q + 1'b1;
+            end
+            if (rst || clear) begin
+                gs_q <= {SW{1'b0}};
+            end
+        end
+        /* verilator lint_off UNUSEDSIGNAL */
+        reg [8*LANES-1:0] res_q;        // the word's groups so far, the latest highest (the
+                                        // lowest group is the next word's, never read)
+        /* verilator lint_on UNUSEDSIGNAL */
+        assign res = {grp, res_q[8*LANES-1:8*RQ_LANES]};
+        always @(posedge clk) begin
+            if (emit) begin
+                res_q <= res;
+            end
+        end
+    end
+endgenerate
+
 always @(posedge clk) begin
     off_hw <= off_full[31:0];
-    out_valid <= emit;
+    out_valid <= wdone;
     out_end <= last_op;
-    if (emit) begin
+    if (wdone) begin
         out_data  <= res;
         out_bytes <= last_word ? cj[3:0] : 4'd8;
     end
@@ -150,7 +202,7 @@ always @(posedge clk) begin
     if (last_op) begin
         fin <= 1'b1;
     end
-    if (emit) begin
+    if (wdone) begin
         if (last_word) begin
             tail <= 1'b0;
             j    <= {LOG_ROW{1'b0}};

@@ -36,7 +36,9 @@ U64 = np.dtype("<u8")
 CFG = HwConfig(COLS=int(os.environ.get("PARAM_COLS", "8")),
                LOG_WEIGHT_WORDS=int(os.environ.get("PARAM_LOG_WEIGHT_WORDS", "15")),
                LOG_PARAM_ENTRIES=int(os.environ.get("PARAM_LOG_PARAM_ENTRIES", "12")),
-               LOG_ACT_WORDS=int(os.environ.get("PARAM_LOG_ACT_WORDS", "12")))
+               LOG_ACT_WORDS=int(os.environ.get("PARAM_LOG_ACT_WORDS", "12")),
+               # the vector unit's requantizing lanes (dtpu_cl_top VEC_RQ_LANES), as built
+               VEC_RQ_LANES=int(os.environ.get("PARAM_VEC_RQ_LANES", "8")))
 FMT = Format(CFG)
 MAX_BURST = int(os.environ.get("PARAM_MAX_BURST", "16"))
 MAX_OUT = int(os.environ.get("PARAM_MAX_OUTSTANDING", "8"))

@@ -60,13 +60,13 @@ def open_target(name: str, cfg: HwConfig, *, path: str = "auto", precision: str 
 
 
 def _sim_config(cfg: HwConfig, vec_en: int = 0):
-    """The in-process build for `cfg`: its COLS, and its depthwise layout (DW_ROTATE), which the
-    golden model beside it and the lowering must share; `vec_en`: with the vector unit (the
-    command-list top only)."""
+    """The in-process build for `cfg`: its COLS, and its depthwise layout (DW_ROTATE) and the
+    vector unit's requantizing lanes (VEC_RQ_LANES), which the golden model beside it and the
+    lowering must share; `vec_en`: with the vector unit (the command-list top only)."""
     from dtpu.rtl.build import SimConfig
 
     return dataclasses.replace(SimConfig.from_mxu((8, cfg.COLS)), dw_rotate=int(cfg.DW_ROTATE),
-                               vec_en=int(vec_en))
+                               vec_en=int(vec_en), vec_rq_lanes=int(cfg.VEC_RQ_LANES))
 
 
 def _open_rtl(cfg: HwConfig, path: str, precision: str) -> Target:
@@ -102,7 +102,7 @@ def _open_rtl(cfg: HwConfig, path: str, precision: str) -> Target:
     built = t.cfg
     if cfg.CLOCK_MHZ != built.CLOCK_MHZ:
         host = HwConfig(**{k: getattr(built, k) for k in _RTL_BUILD_KNOBS}, DW_ROTATE=built.DW_ROTATE,
-                        CLOCK_MHZ=cfg.CLOCK_MHZ)
+                        VEC_RQ_LANES=built.VEC_RQ_LANES, CLOCK_MHZ=cfg.CLOCK_MHZ)
     else:
         host = built      # the build's memory sizes: the lowering must use the same
     return Target(t, host, native_build=native_build)

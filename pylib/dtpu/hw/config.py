@@ -212,6 +212,9 @@ class HwConfig:
                              f"of a 64-bit word) and COLS a power of two >= 2")
         if self.WEIGHT_WORDS % self.COLS or self.ACT_WORDS % self.COLS or self.PARAM_ENTRIES % self.COLS:
             raise ValueError("memory sizes must be multiples of COLS (one bank per column)")
+        if self.VEC_RQ_LANES not in (8, 4, 2, 1):
+            raise ValueError(f"VEC_RQ_LANES={self.VEC_RQ_LANES}: the vector unit's requantizing "
+                             f"lanes; accepted: 8, 4, 2 or 1")
         all_rq = sum(1 << v for v in self.enums["RQ_VARIANT"].values())
         if not isinstance(self.RQ_EN, int) or not 0 < self.RQ_EN <= all_rq or self.RQ_EN & ~all_rq:
             raise ValueError(f"RQ_EN={self.RQ_EN!r}: a bit mask of RQ_VARIANT codes "

@@ -118,7 +118,8 @@ VEC_UNIT = VERILOG_VEC_UNIT
 class SimConfig:
     """One simulated build: the array's COLS, the memory sizes, waves on/off, the depthwise
     layout (``dw_rotate``: the RTL's DW_ROTATE and the golden model's knob of that name), the
-    vector unit (``vec_en``: dtpu_cl_top's VEC_EN; the 1.2 top has none)."""
+    vector unit (``vec_en``: dtpu_cl_top's VEC_EN; the 1.2 top has none) and its requantizing
+    lanes (``vec_rq_lanes``: dtpu_cl_top's VEC_RQ_LANES and the golden model's knob)."""
 
     cols: int = 8
     memory: tuple[int, int, int] | None = None   # (LOG_WEIGHT_WORDS, LOG_PARAM_ENTRIES, LOG_ACT_WORDS)
@@ -126,6 +127,8 @@ class SimConfig:
     #: the contract's default (the board build's layout) unless given
     dw_rotate: int = field(default_factory=lambda: int(get_config().DW_ROTATE))
     vec_en: int = 0
+    #: the contract's default (8, the full-rate unit) unless given
+    vec_rq_lanes: int = field(default_factory=lambda: int(get_config().VEC_RQ_LANES))
 
     @classmethod
     def from_mxu(cls, mxu: tuple[int, int] | str = (8, 8), waves: bool = False,
@@ -147,14 +150,19 @@ class SimConfig:
         default = get_config()
         mem = self.memory or tuple(int(getattr(default, k)) for k in MEMORY_PARAMS)
         # DW_ROTATE always: the lowering's HwConfig (hw_config) and the Verilog build must agree
-        # whatever the top's default; VEC_EN only when set (the builds without it keep their keys)
+        # whatever the top's default; VEC_EN only when set (the builds without it keep their keys),
+        # VEC_RQ_LANES only with the unit and when not the top's default 8 (the same)
         return {"COLS": self.cols, **dict(zip(MEMORY_PARAMS, mem)), "DW_ROTATE": int(self.dw_rotate),
-                **({"VEC_EN": 1} if self.vec_en else {})}
+                **({"VEC_EN": 1} if self.vec_en else {}),
+                **({"VEC_RQ_LANES": int(self.vec_rq_lanes)}
+                   if self.vec_en and int(self.vec_rq_lanes) != 8 else {})}
 
     def hw_config(self, clock_mhz: float | None = None) -> HwConfig:
         """The HwConfig the lowering must use for this build (memory sizes included)."""
         overrides: dict[str, Any] = dict(self.parameters())
         overrides.pop("VEC_EN", None)       # a unit beside the core, not a core knob
+        # (the golden model's knob of the unit's lanes: its cycles of ADD / MUL)
+        overrides["VEC_RQ_LANES"] = int(self.vec_rq_lanes)
         if clock_mhz is not None:
             overrides["CLOCK_MHZ"] = float(clock_mhz)
         return HwConfig(**overrides)

@@ -196,16 +196,36 @@ class VecCost:
         return max(self.read_beats, self.ops) + self.tail + lat
 
 
-def _chunk_gaps(words: int, burst: int) -> tuple | None:
+def _chunk_gaps(words: int, burst: int, steps: int = 1) -> tuple | None:
     """Result gaps of an element-wise job whose A and B of one shape are read as alternating
     chunks of `burst` words (A's, then B's: a burst-sized read of each, the read master's
-    bursts being contiguous): each chunk's results come one a cycle with B's words, a chunk's
-    worth of A beats between chunks. Only the last partial chunk (p words) after a full one
-    matters to the store tail: the word p before the last came 2p cycles before it."""
+    bursts being contiguous): each chunk's results come one every `steps` cycles (8 /
+    VEC_RQ_LANES) with B's words, and between chunks the next chunk's A beats, which wait for
+    the lanes too (`steps` + p cycles from a chunk's last result to the next one's first, p
+    the next chunk's words). Only the last burst matters to the store tail
+    (:meth:`Timeline.store_tail`): with a partial last chunk of p words after a full one, the
+    word p before the last came steps x p + p cycles before it."""
     p = words % burst
-    if not p or words < burst:
+    if steps == 1 and (not p or words < burst):
         return None
-    return tuple(k + (p if k >= p else 0) for k in range(p + 1))
+    n = (p if p else min(words, burst)) + 1
+    return tuple(steps * k + (p if p and words >= burst and k >= p else 0) for k in range(n))
+
+
+def _ew_beat_times(job: VecJob, burst: int, steps: int) -> np.ndarray:
+    """The cycle of each operand beat of an ADD / MUL after its first, in stream order, with
+    8 / VEC_RQ_LANES = `steps`: every beat waits for the lanes (dtpu_vec's ew_free), a beat
+    that makes a word pair (B's in BMODE 0, A's in BMODE 1) keeps them `steps` cycles, any
+    other one cycle."""
+    a_words = ceil_div(job.a_bytes, 8)
+    if job.bmode == 1:
+        b_words = ceil_div(job.b_bytes, 8)
+        cost = np.concatenate((np.ones(b_words, np.int64), np.full(a_words, steps, np.int64)))
+    else:
+        chunks = [min(burst, a_words - s) for s in range(0, a_words, burst)]
+        cost = np.concatenate([np.concatenate((np.ones(q, np.int64), np.full(q, steps, np.int64)))
+                               for q in chunks])
+    return np.concatenate(([0], np.cumsum(cost)[:-1]))
 
 
 def _packed(ops: np.ndarray, nbytes: np.ndarray) -> tuple[tuple, int]:
@@ -226,15 +246,18 @@ def _packed(ops: np.ndarray, nbytes: np.ndarray) -> tuple[tuple, int]:
     return tuple(int(last_op - t) for t in made[::-1]), late
 
 
-def _packed_words(n: int, c: int, lanes: int) -> tuple[tuple | None, int]:
-    """(gaps, late) of MEAN's results: its N x ceil(C / lanes) requantized words, one an
-    operation of its tail, hold C mod lanes bytes at each batch's end (:func:`_packed`). One
-    word an operation when C is a multiple of the lanes or N is 1: (None, 0)."""
-    if n == 1 or c % lanes == 0:
+def _packed_words(n: int, c: int, lanes: int, steps: int = 1) -> tuple[tuple | None, int]:
+    """(gaps, late) of MEAN's results: its N x ceil(C / lanes) requantized words, one every
+    `steps` operations of its tail (8 / VEC_RQ_LANES: a word's lane groups one an operation,
+    the word made by its last), hold C mod lanes bytes at each batch's end (:func:`_packed`).
+    One word an operation when C is a multiple of the lanes or N is 1 and `steps` is 1:
+    (None, 0)."""
+    if steps == 1 and (n == 1 or c % lanes == 0):
         return None, 0
     wpx = ceil_div(c, lanes)
     per_op = np.minimum(lanes, c - lanes * np.arange(wpx, dtype=np.int64))
-    return _packed(np.arange(n * wpx, dtype=np.int64), np.tile(per_op, n))
+    made = steps * np.arange(n * wpx, dtype=np.int64) + steps - 1
+    return _packed(made, np.tile(per_op, n))
 
 
 def _axis(size: int, f: int, s: int, pad: int, out: int):
@@ -304,16 +327,24 @@ def _pool_words(job: VecJob, lanes: int) -> tuple[int, tuple, int, int]:
     return ops, gaps, late, ops - 1 - int(made[-1])
 
 
-def cost(job: VecJob, lanes: int, burst: int = 16) -> VecCost:
+def cost(job: VecJob, lanes: int, burst: int = 16, rq_lanes: int | None = None) -> VecCost:
     """The cycle formula of docs/architecture.md, "The vector unit" (`burst`: MEM_BURST_BEATS,
-    the chunk of A and B reads of one shape)."""
+    the chunk of A and B reads of one shape; `rq_lanes`: VEC_RQ_LANES, the requantizing lanes
+    of ADD / SUB / MUL and of MEAN's tail, default `lanes`: a word in lanes / rq_lanes cycles;
+    ADD / MUL's operand beats wait for the lanes, so their `ops` are the beats plus
+    lanes / rq_lanes - 1 a word; MEAN's tail is lanes / rq_lanes operations a word)."""
     n, h, w, c = job.shape
     words_px = ceil_div(c, lanes)
     a_beats = ceil_div(job.a_bytes, 8)
     out_words = ceil_div(job.out_bytes, 8)
+    steps = lanes // (rq_lanes or lanes)
     if job.kind in ("ADD", "MUL"):
-        return VecCost(a_beats + ceil_div(job.b_bytes, 8), out_words, 0, out_words,
-                       _chunk_gaps(out_words, burst) if job.bmode == 0 else None)
+        beats = a_beats + ceil_div(job.b_bytes, 8)
+        if job.bmode == 0:
+            gaps = _chunk_gaps(out_words, burst, steps)
+        else:
+            gaps = None if steps == 1 else tuple(steps * k for k in range(min(out_words, burst) + 1))
+        return VecCost(beats, beats + (steps - 1) * out_words, 0, out_words, gaps)
     if job.kind == "TABLE":
         return VecCost(a_beats + ceil_div(job.b_bytes, 8), out_words, 0, out_words)
     if job.kind == "COPY":
@@ -324,8 +355,8 @@ def cost(job: VecJob, lanes: int, burst: int = 16) -> VecCost:
         touched = int(((starts + c - 1) // 8 - starts // 8 + 1).sum())
         return VecCost(a_beats, n * h * w * words_px, 0, touched)
     if job.kind == "MEAN":
-        gaps, late = _packed_words(n, c, lanes)
-        return VecCost(a_beats, n * h * w * words_px, n * words_px, out_words, gaps, late)
+        gaps, late = _packed_words(n, c, lanes, steps)
+        return VecCost(a_beats, n * h * w * words_px, steps * n * words_px, out_words, gaps, late)
     ops, gaps, late, early = _pool_words(job, lanes)
     return VecCost(a_beats, ops, 0, out_words, gaps, late, early)
 
@@ -362,13 +393,22 @@ def timeline_step(tl, t_fetch: int, job: VecJob) -> tuple[int, int]:
     takes the next header SEQ_RUN_DONE after it; its writes drain as a RUN's
     (:meth:`Timeline.store_tail`) and the next RUN waits for them."""
     K, mem = tl.K, tl.fmt.mem
-    c = cost(job, int(mem["VEC_LANES"]), int(mem["MEM_BURST_BEATS"]))
+    lanes, burst = int(mem["VEC_LANES"]), int(mem["MEM_BURST_BEATS"])
+    rq = int(getattr(tl.fmt.cfg, "VEC_RQ_LANES", lanes))
+    c = cost(job, lanes, burst, rq)
     lat = int(mem["LAT_VEC"])
     t = max(t_fetch + K["SEQ_VEC_START"], tl.core_free, tl.loads_done)
     if tl.written:
         t = max(t, tl.wr_done + K["SEQ_VEC_WAIT"])
     first, end = tl.mem_read(t, c.read_beats)
     out_words = c.out_words
+    if job.kind in ("ADD", "MUL") and rq < lanes:
+        # the beats wait for the lanes (:func:`_ew_beat_times`): the read channel is the
+        # unit's until its last beat, and this read's bursts end later than at one a cycle
+        at = first + _ew_beat_times(job, burst, lanes // rq)
+        nb = ceil_div(c.read_beats, burst)
+        tl.r_last[-nb:] = [int(at[v - first]) for v in tl.r_last[-nb:]]
+        tl.rd_free = max(tl.rd_free, int(at[-1]) + 1)
     if job.kind == "COPY":
         done, w_end, out_words = _copy_step(tl, job, first, lat)
     else:

@@ -63,6 +63,23 @@ def delegate_nodes(interpreter) -> int:
     return sum(1 for op in interpreter._get_ops_details() if op["op_name"] == "DELEGATE")
 
 
+def hand_conv_node():
+    """An int8 3x3 SAME CONV_2D (8x8x3 -> 8x8x5, per-channel filter scales) as the delegate's
+    graph reader describes it, without a .tflite: the support rules' tests change one field of
+    it at a time."""
+    from dtpu.delegate.graph import NodeInfo, TensorInfo
+
+    tensors = {
+        0: TensorInfo(0, "x", "int8", (1, 8, 8, 3), 2, True, 192, (0.0078,), (-1,)),
+        1: TensorInfo(1, "w", "int8", (5, 3, 3, 3), 1, True, 135, (0.01,) * 5, (0,) * 5, 0),
+        2: TensorInfo(2, "b", "int32", (5,), 1, True, 20, (0.000078,) * 5, (0,) * 5),
+        3: TensorInfo(3, "y", "int8", (1, 8, 8, 5), 2, True, 320, (0.02,), (-1,)),
+    }
+    node = NodeInfo(index=0, builtin_code=3, version=3, inputs=(0, 1, 2), outputs=(3,),
+                    params={"padding": 1, "stride": (1, 1), "dilation": (1, 1), "activation": 0})
+    return node, tensors
+
+
 def random_inputs(interpreter, seed: int = 0) -> list[np.ndarray]:
     rng = np.random.default_rng(seed)
     out = []

@@ -829,18 +829,11 @@ if __name__ == "__main__":
 
 # -- the support rules behind the findings, on hand-made tensors (no TFLite) -----------------------
 
-def _conv_node():
-    from dtpu.delegate.graph import NodeInfo, TensorInfo
+def _hand_conv_node():
+    """tests.delegate_util's, imported when a test runs: this file also runs as a script."""
+    from tests.delegate_util import hand_conv_node
 
-    tensors = {
-        0: TensorInfo(0, "x", "int8", (1, 8, 8, 3), 2, True, 192, (0.0078,), (-1,)),
-        1: TensorInfo(1, "w", "int8", (5, 3, 3, 3), 1, True, 135, (0.01,) * 5, (0,) * 5, 0),
-        2: TensorInfo(2, "b", "int32", (5,), 1, True, 20, (0.000078,) * 5, (0,) * 5),
-        3: TensorInfo(3, "y", "int8", (1, 8, 8, 5), 2, True, 320, (0.02,), (-1,)),
-    }
-    node = NodeInfo(index=0, builtin_code=3, version=3, inputs=(0, 1, 2), outputs=(3,),
-                    params={"padding": 1, "stride": (1, 1), "dilation": (1, 1), "activation": 0})
-    return node, tensors
+    return hand_conv_node()
 
 
 @pytest.mark.parametrize("tensor, change, reason", [
@@ -863,7 +856,7 @@ def test_absurd_quantization_stays_on_the_cpu(tensor, change, reason):
     from dtpu.delegate.options import parse
     from dtpu.delegate.support import analyze
 
-    node, tensors = _conv_node()
+    node, tensors = _hand_conv_node()
     options = parse({"backend": "reference"})
     assert analyze(node, tensors.__getitem__, options).claimed     # the unchanged node is ours
     tensors[tensor] = dataclasses.replace(tensors[tensor], **change)
@@ -877,7 +870,7 @@ def test_cyclic_data_flow_keeps_the_whole_graph_on_the_cpu():
 
     from dtpu.delegate.support import dataflow_reason
 
-    node, _ = _conv_node()
+    node, _ = _hand_conv_node()
     quantize = dataclasses.replace(node, index=1, builtin_code=114, inputs=(5,), outputs=(0,))
     assert dataflow_reason([quantize, node]) is None
     assert "not a DAG" in dataflow_reason([dataclasses.replace(quantize, inputs=(0,)), node])
@@ -891,7 +884,7 @@ def test_out_of_range_operands_and_huge_padding_stay_on_the_cpu():
     from dtpu.delegate.options import parse
     from dtpu.delegate.support import analyze
 
-    node, tensors = _conv_node()
+    node, tensors = _hand_conv_node()
     options = parse({"backend": "reference"})
 
     def tensor(index):

@@ -18,7 +18,7 @@ from dtpu.hw.executor import Executor, RunResult
 from dtpu.hw.listformat import ListFault
 from dtpu.hw.lower import LowerError, lower
 from dtpu.spec import ConvSpec, DataMode, OpKind, Padding, Quant
-from tests.delegate_util import dtpu_so, tfl  # noqa: F401  (fixtures)
+from tests.delegate_util import dtpu_so, hand_conv_node, tfl  # noqa: F401  (fixtures)
 
 #: what an int8/uint8 board needs: DOUBLE and DOUBLE_UP (tflite-runtime 2.14's kernels) and
 #: FP32 (LiteRT's XNNPACK)
@@ -107,18 +107,6 @@ def test_lowering_needs_the_variant(runtime, rounding, rq_en, ok):
             lower(spec, f, b, cfg, rounding=rounding, runtime=runtime)
 
 
-def _conv_node():
-    from dtpu.delegate.graph import NodeInfo, TensorInfo
-
-    tensors = {
-        0: TensorInfo(0, "x", "int8", (1, 8, 8, 3), 2, True, 192, (0.0078,), (-1,)),
-        1: TensorInfo(1, "w", "int8", (5, 3, 3, 3), 1, True, 135, (0.01,) * 5, (0,) * 5, 0),
-        2: TensorInfo(2, "b", "int32", (5,), 1, True, 20, (0.000078,) * 5, (0,) * 5),
-        3: TensorInfo(3, "y", "int8", (1, 8, 8, 5), 2, True, 320, (0.02,), (-1,)),
-    }
-    node = NodeInfo(index=0, builtin_code=3, version=3, inputs=(0, 1, 2), outputs=(3,),
-                    params={"padding": 1, "stride": (1, 1), "dilation": (1, 1), "activation": 0})
-    return node, tensors
 
 
 @pytest.mark.parametrize("runtime, rq_en, claimed", [
@@ -132,7 +120,7 @@ def test_delegate_keeps_the_node_on_the_cpu(runtime, rq_en, claimed):
     from dtpu.delegate.options import parse
     from dtpu.delegate.support import analyze
 
-    node, tensors = _conv_node()
+    node, tensors = hand_conv_node()
     options = parse({"backend": "model"})
     with HwConfig(RQ_EN=rq_en):
         be = ModelBackend({})

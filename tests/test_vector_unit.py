@@ -207,7 +207,7 @@ def test_fewer_requantizing_lanes_cost_their_cycles():
     assert vu.cost(job(20, 0), 8, 16, rq_lanes=8).gaps == (0, 1, 2, 3, 8)     # as before
     assert vu.cost(job(20, 0), 8, 16).ops == 40
     # the beat times: A's chunk a cycle a beat, B's 4 cycles a beat
-    t = vu._ew_beat_times(job(20, 0), 16, 4)
+    t = vu.ew_beat_times(job(20, 0), 16, 4)
     assert t[:17].tolist() == list(range(17)) and t[17] - t[16] == 4 and t[32] == 16 + 64
     assert t[-1] == 40 + 60 - 4
     # 1 lane: 8 cycles a word

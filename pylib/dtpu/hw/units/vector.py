@@ -212,7 +212,7 @@ def _chunk_gaps(words: int, burst: int, steps: int = 1) -> tuple | None:
     return tuple(steps * k + (p if p and words >= burst and k >= p else 0) for k in range(n))
 
 
-def _ew_beat_times(job: VecJob, burst: int, steps: int) -> np.ndarray:
+def ew_beat_times(job: VecJob, burst: int, steps: int) -> np.ndarray:
     """The cycle of each operand beat of an ADD / MUL after its first, in stream order, with
     8 / VEC_RQ_LANES = `steps`: every beat waits for the lanes (dtpu_vec's ew_free), a beat
     that makes a word pair (B's in BMODE 0, A's in BMODE 1) keeps them `steps` cycles, any
@@ -403,9 +403,9 @@ def timeline_step(tl, t_fetch: int, job: VecJob) -> tuple[int, int]:
     first, end = tl.mem_read(t, c.read_beats)
     out_words = c.out_words
     if job.kind in ("ADD", "MUL") and rq < lanes:
-        # the beats wait for the lanes (:func:`_ew_beat_times`): the read channel is the
+        # the beats wait for the lanes (:func:`ew_beat_times`): the read channel is the
         # unit's until its last beat, and this read's bursts end later than at one a cycle
-        at = first + _ew_beat_times(job, burst, lanes // rq)
+        at = first + ew_beat_times(job, burst, lanes // rq)
         nb = ceil_div(c.read_beats, burst)
         tl.r_last[-nb:] = [int(at[v - first]) for v in tl.r_last[-nb:]]
         tl.rd_free = max(tl.rd_free, int(at[-1]) + 1)

@@ -194,6 +194,9 @@ def test_overlapping_pools_run_in_one_partition_on_the_rtl(kind, dtpu_so, tfl, t
                               path=path)
 
 
+# slow: it builds a whole in-process top of its own (minutes of CPU); RTL = golden model at 2
+# lanes stays in the default set through sim/test_vec.py's list tests at VEC_RQ_LANES 2
+@pytest.mark.slow
 def test_fewer_requantizing_lanes_on_the_rtl(dtpu_so, tfl, tmp_path):  # noqa: F811
     """VEC_RQ_LANES = 2 (ADD / SUB / MUL a word in 4 cycles): the in-process top built with it
     (its own cache entry) and the golden model beside it with the same knob, on the ResNet-style

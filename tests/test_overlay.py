@@ -296,17 +296,27 @@ def _peers(module: ET.Element, port: str) -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize("build", sorted(design.BOARD_BUILDS))
 def test_the_emulated_hwh_carries_the_board_builds_parameters(tmp_path, build):
-    """Each board build (make OVERLAY=) is what the emulated .hwh declares: its PREC_EN and, on
-    the 2.0 top, its VEC_EN (the IP parameter the board transport reads to declare the vector
-    unit); the 1.2 top has no VEC_EN parameter. The default build is int8/uint8/int16 without the
-    unit (the one shown to fit the xc7z020)."""
+    """Each board build (make OVERLAY=) is what the emulated .hwh declares: its PREC_EN and
+    RQ_EN and, on the 2.0 top, its VEC_EN and VEC_RQ_LANES (the IP parameters the board
+    transport reads to declare the vector unit and its lanes); the 1.2 top has neither vector
+    parameter. The emulated core built from that .hwh is the build's HwConfig (the golden
+    model's cycles = that RTL's), and so is what the driver lowers for. The default build is
+    int8/uint8/int16 without the unit (the one shown to fit the xc7z020)."""
+    from dtpu.board.emulate.board import config_from_params
+
     b = design.BOARD_BUILDS[build]
+    built = design.build_params(build=build)
     params = parse_hwh(write_hwh(tmp_path / "d.hwh", build=build))[design.DTPU]["parameters"]
-    assert (params["PREC_EN"], params["VEC_EN"]) == (design.build_params(build=build)["PREC_EN"],
-                                                     str(b.vec_en))
+    for key in ("PREC_EN", "VEC_EN", "VEC_RQ_LANES", "RQ_EN"):
+        assert params[key] == built[key], key
+    assert (built["VEC_EN"], built["VEC_RQ_LANES"], built["RQ_EN"]) == \
+        (str(b.vec_en), str(b.vec_rq_lanes), str(b.rq_en))
     assert design.vector_unit_of(params) == bool(b.vec_en)
-    assert "VEC_EN" not in parse_hwh(write_hwh(tmp_path / "d1.hwh", contract=1, build=build))[
-        design.DTPU]["parameters"]
+    assert design.vec_rq_lanes_of(params) == b.vec_rq_lanes
+    cfg, want = config_from_params(params), design.board_config(build)
+    assert (cfg.ENABLED, cfg.VEC_RQ_LANES, cfg.RQ_EN) == (want.ENABLED, b.vec_rq_lanes, b.rq_en)
+    p1 = parse_hwh(write_hwh(tmp_path / "d1.hwh", contract=1, build=build))[design.DTPU]["parameters"]
+    assert "VEC_EN" not in p1 and "VEC_RQ_LANES" not in p1 and p1["RQ_EN"] == built["RQ_EN"]
     default = design.BOARD_BUILDS[design.DEFAULT_BOARD_BUILD]
     assert (default.precisions, default.vec_en) == (("int8", "uint8", "int16"), 0)
     assert design.board_build() is default and design.board_config().ENABLED == \
@@ -317,6 +327,23 @@ def test_the_emulated_hwh_carries_the_board_builds_parameters(tmp_path, build):
     with pytest.raises(ValueError, match=r"VEC_EN='yes'; accepted: 0 or 1"):
         design.vector_unit_of({"VEC_EN": "yes"})
     assert not design.vector_unit_of({})     # a .hwh from before VEC_EN: no unit
+    with pytest.raises(ValueError, match=r"VEC_RQ_LANES='3'; accepted: 8, 4, 2 or 1"):
+        design.vec_rq_lanes_of({"VEC_RQ_LANES": "3"})
+    assert design.vec_rq_lanes_of({}) == 8   # a .hwh from before VEC_RQ_LANES: the top's default
+
+
+def test_the_int8_board_build_is_the_lean_one():
+    """The int8 board build (make OVERLAY=int8, bitstream=int8) passes the knobs that shrink it
+    toward the xc7z020 (docs/architecture.md, "Area budget of the board builds"): one
+    requantizing lane in the vector unit and only the requantization variants the int8 board's
+    two runtimes use (RQ_EN 25); its golden model is that build."""
+    params = design.build_params(build="int8")
+    assert (params["PREC_EN"], params["VEC_EN"], params["VEC_RQ_LANES"], params["RQ_EN"]) == \
+        ("0x0003", "1", "1", "25")
+    cfg = design.board_config("int8")
+    assert (cfg.VEC_RQ_LANES, cfg.RQ_EN) == (1, 25)
+    assert design.build_params(cfg) == design.build_params(build="int16") | {
+        "PREC_EN": "0x0003", "VEC_RQ_LANES": "1", "RQ_EN": "25"}   # cfg, the default build's VEC_EN
 
 
 def test_the_emulated_hwh_of_contract_2_is_the_2_0_design(tmp_path):
@@ -433,13 +460,14 @@ def test_make_without_vivado_says_what_is_missing():
 def test_make_passes_the_contract_to_both_scripts():
     """`make CONTRACT=1` hands 1 to package_ip.tcl and build.tcl and builds into
     build/contract1 (a 1.2 build is not taken for a 2.0 one); the default is 2, into build/.
-    `make OVERLAY=int8` builds the int8 board build (PREC_EN 0x0003 and VEC_EN 1) into
-    build/int8; the default is int16 (PREC_EN 0x0007, no vector unit); CONTRACT=1 has VEC_EN 0."""
+    `make OVERLAY=int8` builds the int8 board build (PREC_EN 0x0003, VEC_EN 1, VEC_RQ_LANES 1,
+    RQ_EN 25) into build/int8; the default is int16 (PREC_EN 0x0007, no vector unit, all five
+    requantization variants); CONTRACT=1 has VEC_EN 0."""
     for args, contract, build, prec_vec in (
-            ([], "2", "build", "0x0007 0"), (["CONTRACT=2"], "2", "build", "0x0007 0"),
-            (["CONTRACT=1"], "1", "build/contract1", "0x0007 0"),
-            (["OVERLAY=int8"], "2", "build/int8", "0x0003 1"),
-            (["OVERLAY=int16"], "2", "build", "0x0007 0")):
+            ([], "2", "build", "0x0007 0 8 31"), (["CONTRACT=2"], "2", "build", "0x0007 0 8 31"),
+            (["CONTRACT=1"], "1", "build/contract1", "0x0007 0 8 31"),
+            (["OVERLAY=int8"], "2", "build/int8", "0x0003 1 1 25"),
+            (["OVERLAY=int16"], "2", "build", "0x0007 0 8 31")):
         proc = subprocess.run(["make", "-n", "-C", str(OVERLAYS), "VIVADO=true",
                                f"PYTHON={sys.executable}", *args],
                               capture_output=True, text=True, timeout=120)
@@ -532,14 +560,15 @@ needs_tclsh = pytest.mark.skipif(TCLSH is None, reason="tclsh not installed")
 BUILD_ARGS = ["/ip", "/out", "4", *design.build_params(build="int8").values()]
 #: the 1.2 design's: the default build's (no vector unit: the 1.2 top has none, VEC_EN=0)
 BUILD_ARGS_1 = ["/ip", "/out", "4", *design.build_params().values()]
-assert BUILD_ARGS_1[-1] == "0"
+assert design.build_params()["VEC_EN"] == "0"
 
 
 def _dtpu_config(params: dict[str, str]) -> str:
-    """The one set_property -dict of the DTPU cell: every parameter but VEC_EN, which only the
-    2.0 design sets (its own set_property)."""
+    """The first set_property -dict of the DTPU cell: every parameter but VEC_EN and
+    VEC_RQ_LANES, which only the 2.0 design sets (its own set_property)."""
     return (r"set_property -dict \{" + " ".join(f"CONFIG.{k} {v}" for k, v in params.items()
-                                                if k != "VEC_EN") + r"\} dtpu")
+                                                if k not in ("VEC_EN", "VEC_RQ_LANES"))
+            + r"\} dtpu")
 
 
 @needs_tclsh
@@ -552,7 +581,7 @@ def test_build_tcl_connects_the_design_the_driver_expects():
     assert f"create_bd_cell -type ip -vlnv {design.DTPU_VLNV} {design.DTPU}" in text
     params = design.build_params()
     assert re.search(_dtpu_config(params), text), text
-    assert "VEC_EN" not in text
+    assert "VEC_EN" not in text and "VEC_RQ_LANES" not in text
     for stream, (dma, attr) in design.STREAM_DMA.items():
         dma_if = "M_AXIS_MM2S" if attr == "sendchannel" else "S_AXIS_S2MM"
         dtpu_if = f"m_axis_{stream}" if stream == "res" else f"s_axis_{stream}"
@@ -592,6 +621,16 @@ def test_build_tcl_refuses_without_board_files_and_warns_on_other_versions():
     assert not errors and "WARNING: written for Vivado 2022.1, running 2023.2" in out
     _, errors, _ = _run_tcl("build.tcl", ["/ip"])
     assert errors and errors[0].startswith("usage:")
+    # the vector unit's lanes and the variant mask: a bad value named, before any design is made
+    lanes, rq = BUILD_ARGS.index("1", 10), len(BUILD_ARGS) - 1
+    assert (lanes, BUILD_ARGS[rq]) == (rq - 1, "25")
+    for at, bad, msg in ((lanes, "3", "VEC_RQ_LANES must be 8, 4, 2 or 1"), (rq, "0", "RQ_EN must be"),
+                         (rq, "32", "RQ_EN must be")):
+        args = list(BUILD_ARGS)
+        args[at] = bad
+        calls, errors, _ = _run_tcl("build.tcl", args)
+        assert errors and msg in errors[0] and f"not '{bad}'" in errors[0], errors
+        assert not any(c.startswith("create_bd_design") for c in calls)
 
 
 @needs_tclsh
@@ -644,9 +683,10 @@ def test_build_tcl_contract_2_puts_the_dtpu_master_on_hp0_and_its_irq_on_the_ps(
     assert f"create_bd_cell -type ip -vlnv {design.DTPU_VLNV} {design.DTPU}" in text
     params = design.build_params(build="int8")
     assert re.search(_dtpu_config(params), text), text
-    # the int8 board build's vector unit (OVERLAY=int8)
-    assert params["VEC_EN"] == "1" and params["PREC_EN"] == "0x0003"
-    assert re.search(r"^set_property CONFIG.VEC_EN 1 dtpu$", text, re.M), text
+    # the int8 board build's vector unit (OVERLAY=int8) with its one requantizing lane
+    assert params["VEC_EN"] == "1" and params["PREC_EN"] == "0x0003" and params["RQ_EN"] == "25"
+    assert re.search(r"^set_property -dict \{CONFIG.VEC_EN 1 CONFIG.VEC_RQ_LANES 1\} dtpu$", text,
+                     re.M), text
     assert not [c for c in calls if "axi_dma" in c or design.DMA_WGT in c or design.DMA_ACT in c]
     assert f"create_bd_cell -type ip -vlnv {design.VLNV['intc']} {design.INTC}" in text
     assert re.search(rf"set_property -dict \{{CONFIG.C_IRQ_CONNECTION 1 CONFIG.C_IRQ_IS_LEVEL 1\}} "
@@ -711,9 +751,12 @@ def test_build_tcl_default_is_the_2_0_design_and_refuses_other_contracts():
     # the 1.2 top has no vector unit: VEC_EN=1 there is refused, not silently dropped
     _, errors, _ = _run_tcl("build.tcl", BUILD_ARGS + ["1"])
     assert errors and "VEC_EN=1 with CONTRACT=1: the 1.2 top dtpu_axi has no vector unit" in errors[0]
-    # a call without VEC_EN (the parameter list before the vector unit) is refused, not built
-    _, errors, _ = _run_tcl("build.tcl", BUILD_ARGS[:-1] + ["2"])
-    assert errors and "VEC_EN must be 0 or 1 (dtpu_cl_top's vector unit), not '2'" in errors[0]
+    # the parameter lists of earlier builds are refused, not built with a shifted meaning:
+    # without VEC_EN, VEC_RQ_LANES and RQ_EN (before the vector unit), and without the last two
+    for old in (BUILD_ARGS[:-3], BUILD_ARGS[:-2]):
+        for tail in ([], ["2"]):
+            _, errors, _ = _run_tcl("build.tcl", old + tail)
+            assert errors and errors[0].startswith("usage:"), (old + tail, errors)
 
 
 @needs_tclsh

@@ -2,11 +2,13 @@
 #
 #   vivado -mode batch -source build.tcl -tclargs <ip_dir> <out_dir> <jobs> \
 #       <ROWS> <COLS> <LOG_WEIGHT_WORDS> <LOG_PARAM_ENTRIES> <LOG_ACT_WORDS> <PREC_EN> <VEC_EN> \
-#       [<CONTRACT>]
+#       <VEC_RQ_LANES> <RQ_EN> [<CONTRACT>]
 #
-# (the Makefile passes the contract's values and the board build's PREC_EN and VEC_EN, OVERLAY=).
-# VEC_EN=1 builds dtpu_cl_top's vector unit (contract 2.1's VEC descriptors); the 1.2 top has
-# none, so CONTRACT=1 takes VEC_EN=0 only. Writes <out_dir>/$BD_NAME.bit and .hwh (copy both
+# (the Makefile passes the contract's values and the board build's PREC_EN, VEC_EN,
+# VEC_RQ_LANES and RQ_EN, OVERLAY=). VEC_EN=1 builds dtpu_cl_top's vector unit (contract 2.1's
+# VEC descriptors) with VEC_RQ_LANES requantizing lanes; the 1.2 top has none, so CONTRACT=1
+# takes VEC_EN=0 only (and sets no VEC_RQ_LANES). RQ_EN (both tops): the requantization
+# variants the post lanes build. Writes <out_dir>/$BD_NAME.bit and .hwh (copy both
 # to the board) and <out_dir>/reports/. Both designs: the Zynq PS with the PYNQ-Z2 board preset
 # and FCLK_CLK0 for the fabric; M_AXI_GP0 -> AXI interconnect -> the AXI4-Lite slaves; the XADC
 # Wizard; the DTPU IP packaged from hw/rtl for the same contract.
@@ -26,12 +28,13 @@
 set here [file dirname [file normalize [info script]]]
 source [file join $here config.tcl]
 
-if {[llength $argv] ni {10 11}} {
+if {[llength $argv] ni {12 13}} {
     error "usage: vivado -mode batch -source build.tcl -tclargs <ip_dir> <out_dir> <jobs>\
            <ROWS> <COLS> <LOG_WEIGHT_WORDS> <LOG_PARAM_ENTRIES> <LOG_ACT_WORDS> <PREC_EN> <VEC_EN>\
-           \[<CONTRACT>\]"
+           <VEC_RQ_LANES> <RQ_EN> \[<CONTRACT>\]"
 }
-lassign $argv ip_dir out_dir jobs ROWS COLS LOG_WEIGHT_WORDS LOG_PARAM_ENTRIES LOG_ACT_WORDS PREC_EN VEC_EN CONTRACT
+lassign $argv ip_dir out_dir jobs ROWS COLS LOG_WEIGHT_WORDS LOG_PARAM_ENTRIES LOG_ACT_WORDS PREC_EN VEC_EN \
+    VEC_RQ_LANES RQ_EN CONTRACT
 if {$CONTRACT eq ""} {
     set CONTRACT $DEFAULT_CONTRACT
 }
@@ -40,6 +43,12 @@ if {$CONTRACT ni {1 2}} {
 }
 if {$VEC_EN ni {0 1}} {
     error "VEC_EN must be 0 or 1 (dtpu_cl_top's vector unit), not '$VEC_EN'"
+}
+if {$VEC_RQ_LANES ni {8 4 2 1}} {
+    error "VEC_RQ_LANES must be 8, 4, 2 or 1 (the vector unit's requantizing lanes), not '$VEC_RQ_LANES'"
+}
+if {![string is integer -strict $RQ_EN] || $RQ_EN < 1 || $RQ_EN > 31} {
+    error "RQ_EN must be a mask of requantization variants, 1..31, not '$RQ_EN'"
 }
 if {$CONTRACT == 1 && $VEC_EN != 0} {
     error "VEC_EN=$VEC_EN with CONTRACT=1: the 1.2 top $DTPU_TOP has no vector unit; accepted there: VEC_EN=0"
@@ -97,10 +106,11 @@ set_property -dict [list \
     CONFIG.LOG_PARAM_ENTRIES $LOG_PARAM_ENTRIES \
     CONFIG.LOG_ACT_WORDS $LOG_ACT_WORDS \
     CONFIG.PREC_EN $PREC_EN \
+    CONFIG.RQ_EN $RQ_EN \
 ] $dtpu
 if {$CONTRACT == 2} {
-    # contract 2.1's vector unit (the 1.2 top has no such parameter)
-    set_property CONFIG.VEC_EN $VEC_EN $dtpu
+    # contract 2.1's vector unit and its requantizing lanes (the 1.2 top has neither parameter)
+    set_property -dict [list CONFIG.VEC_EN $VEC_EN CONFIG.VEC_RQ_LANES $VEC_RQ_LANES] $dtpu
 }
 
 if {$CONTRACT == 1} {

@@ -22,9 +22,10 @@ set DTPU_BUSIF       {s_axil s_axis_wgt s_axis_act m_axis_res}
 set DTPU_BUSIF_2     {s_axil m_axi}
 set DTPU_MASTER      m_axi
 set DTPU_IRQ         irq
-set DTPU_PARAMS      {ROWS COLS LOG_WEIGHT_WORDS LOG_PARAM_ENTRIES LOG_ACT_WORDS PREC_EN AXIL_ADDR_WIDTH}
-# the 2.0 top's: the same and VEC_EN (contract 2.1's vector unit, dtpu_cl_top only)
-set DTPU_PARAMS_2    {ROWS COLS LOG_WEIGHT_WORDS LOG_PARAM_ENTRIES LOG_ACT_WORDS PREC_EN AXIL_ADDR_WIDTH VEC_EN}
+set DTPU_PARAMS      {ROWS COLS LOG_WEIGHT_WORDS LOG_PARAM_ENTRIES LOG_ACT_WORDS PREC_EN AXIL_ADDR_WIDTH RQ_EN}
+# the 2.0 top's: the same, VEC_EN and VEC_RQ_LANES (contract 2.1's vector unit and its
+# requantizing lanes, dtpu_cl_top only)
+set DTPU_PARAMS_2    {ROWS COLS LOG_WEIGHT_WORDS LOG_PARAM_ENTRIES LOG_ACT_WORDS PREC_EN AXIL_ADDR_WIDTH RQ_EN VEC_EN VEC_RQ_LANES}
 
 # Device and tool.
 set PART             xc7z020clg400-1

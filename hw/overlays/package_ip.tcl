@@ -15,7 +15,7 @@
 #   CONTRACT=1 (1.2): s_axil_* and the AXI4-Streams s_axis_wgt_*, s_axis_act_*, m_axis_res_*
 #              (DTPU_BUSIF).
 # The parameters the block design sets must be user parameters of the IP: DTPU_PARAMS, and for
-# 2.0 DTPU_PARAMS_2 (the same and VEC_EN, dtpu_cl_top's vector unit).
+# 2.0 DTPU_PARAMS_2 (the same, VEC_EN and VEC_RQ_LANES: dtpu_cl_top's vector unit).
 # The VLNV stays the same for both: the PYNQ driver binds to it and tells 1.2 from 2.0 by the
 # core's VERSION register.
 

@@ -89,7 +89,12 @@ module dtpu_post_lane #
 `include "dtpu_regs.vh"
 /* verilator lint_on UNUSEDPARAM */
 
-wire is8 = prec == DTPU_PREC_INT8 || prec == DTPU_PREC_UINT8;
+// a build with only 8-bit precisions (PREC_EN INT8 and UINT8, the int8 board's) has only int32
+// RAW values: CONFIG refuses every other precision, so `prec` is one of the two and the RAW
+// path's upper 32 bits (8 registers of them) and the int64 range check are left out
+localparam [15:0] PREC8_MASK = (16'd1 << DTPU_PREC_INT8) | (16'd1 << DTPU_PREC_UINT8);
+localparam ONLY8 = (PREC_EN & ~PREC8_MASK) == 16'd0;
+wire is8 = ONLY8 || prec == DTPU_PREC_INT8 || prec == DTPU_PREC_UINT8;
 localparam FLOAT_EN = (PREC_EN[DTPU_PREC_FP32] || PREC_EN[DTPU_PREC_BF16]) ? 1 : 0;
 // a FLOAT job needs a float precision: CONFIG rejects it when none is built
 wire fl = FLOAT_EN != 0 && out_mode == DTPU_OUT_MODE_FLOAT[1:0];

@@ -102,8 +102,21 @@ end
 
 localparam integer ROW = 1 << LOG_ROW;
 localparam [LOG_ROW:0] ROW_W = {1'b1, {LOG_ROW{1'b0}}};
+// An accumulator lane's width: an AVG_POOL window holds at most MAX_AREA <= 256 taps of
+// 0..255 (uint8) or -128..127 (int8), so its sum is within [-2^15, 255 * 256 = 65 280]: 18
+// bits signed; a MAX_POOL lane holds one input value (9 bits). 32-bit lanes took 29 BRAM36 at
+// LOG_ROW 12 and 32-bit adders, comparators and clamps; 18 bits take 16 BRAM36 (the results
+// are the same: no lane value ever needed more; 17 bits would hold it too, 18 are two 9-bit
+// block RAM columns, the same 16 BRAM36).
+localparam integer ACC_W = 18;
+// The walk's window starts (and the sums made from them) are signed PW-bit values. A pool that
+// runs (`okw`) has (OH-1)*SH < H + PT and (OW-1)*SW < W + PL, so every start is within
+// [-PT, OW*SW - PL] and every sum the walk compares (start + FH - 1, start + SH, r_hi) within
+// [-255, 2^16 + 3 * 255] (H, W, OH, OW 16 bits; FH, SH, PT 8): 18 bits signed hold it (they
+// were 32, twice the adders, comparators and registers).
+localparam integer PW = 18;
 
-reg  [32*LANES-1:0] acc [0:ROW-1];
+reg  [ACC_W*LANES-1:0] acc [0:ROW-1];
 
 /* ---- sizes from the window fields
  * The four quotients the window fields need (ceil(FH/SH) = (FH+SH-1)/SH, PT/SH, PL/SW and
@@ -125,7 +138,11 @@ reg  [15:0] n0y, n0x;                   // windows open at row (column) 0
 reg  [31:0] roww;                       // a row's words, OW * ceil(C/8)
 reg         okw;
 reg  [47:0] ring;                       // the ring's words
-reg  signed [31:0] sn0y, sn0x;          // the start of the first window not open at 0
+reg  signed [PW-1:0] sn0y, sn0x;        // the start of the first window not open at 0
+/* verilator lint_on UNUSEDSIGNAL */
+/* verilator lint_off UNUSEDSIGNAL */
+wire [23:0] sn0y_p = n0y * {8'd0, sh};  // <= (PT/SH + 1) * SH <= PT + SH: PW bits
+wire [23:0] sn0x_p = n0x * {8'd0, sw};
 /* verilator lint_on UNUSEDSIGNAL */
 wire [47:0] key = {fh, fw, sh, sw, pt, pl};
 reg  [47:0] dkey;                       // the fields the quotients are (being) made from
@@ -183,20 +200,20 @@ always @(posedge clk) begin
              && (lasty < {16'd0, h} + {24'd0, pt}) && (lastx < {16'd0, w} + {24'd0, pl})
              && (!avg || {1'b0, fw} <= qa);
     ring  <= {32'd0, ry} * {16'd0, roww};
-    sn0y  <= $signed({16'd0, n0y} * {24'd0, sh}) - $signed({24'd0, pt});
-    sn0x  <= $signed({16'd0, n0x} * {24'd0, sw}) - $signed({24'd0, pl});
+    sn0y  <= $signed(sn0y_p[PW-1:0]) - $signed({{(PW-8){1'b0}}, pt});
+    sn0x  <= $signed(sn0x_p[PW-1:0]) - $signed({{(PW-8){1'b0}}, pl});
 end
 assign geom_bad = !okw || (ring > {{(47-LOG_ROW){1'b0}}, ROW_W});
 
 wire [LOG_ROW-1:0] wpx_a  = wpx[LOG_ROW-1:0];
 wire [LOG_ROW:0]   roww_a = roww[LOG_ROW:0];
 wire [LOG_ROW:0]   ring_a = ring[LOG_ROW:0];
-wire signed [31:0] npt = -$signed({24'd0, pt});
-wire signed [31:0] npl = -$signed({24'd0, pl});
-wire signed [31:0] fh_s = $signed({24'd0, fh});
-wire signed [31:0] fw_s = $signed({24'd0, fw});
-wire signed [31:0] sh_s = $signed({24'd0, sh});
-wire signed [31:0] sw_s = $signed({24'd0, sw});
+wire signed [PW-1:0] npt = -$signed({{(PW-8){1'b0}}, pt});
+wire signed [PW-1:0] npl = -$signed({{(PW-8){1'b0}}, pl});
+wire signed [PW-1:0] fh_s = $signed({{(PW-8){1'b0}}, fh});
+wire signed [PW-1:0] fw_s = $signed({{(PW-8){1'b0}}, fw});
+wire signed [PW-1:0] sh_s = $signed({{(PW-8){1'b0}}, sh});
+wire signed [PW-1:0] sw_s = $signed({{(PW-8){1'b0}}, sw});
 
 // the ring's next slot
 function [LOG_ROW-1:0] next_slot(input [LOG_ROW-1:0] base, input [LOG_ROW:0] step,
@@ -213,13 +230,13 @@ endfunction
 // slot, the next one's start), the open output columns xlo .. xnx-1 (same, the first's word)
 reg  [15:0]        b, y, x;
 reg  [15:0]        ylo, ynx, xlo, xnx;
-reg  signed [31:0] sylo, synx, sxlo, sxnx;
+reg  signed [PW-1:0] sylo, synx, sxlo, sxnx;
 reg  [LOG_ROW-1:0] ybase, xbase;
 // the operation: its window (row iy past ylo; column ix past xlo, or dox when draining), the
 // window's start row / column, slot and column word, the word j in the pixel, channels from j on
 reg                drain;
 reg  [15:0]        iy, ix, dox;
-reg  signed [31:0] sy, sx;
+reg  signed [PW-1:0] sy, sx;
 reg  [LOG_ROW-1:0] rb, xa, j;
 reg  [15:0]        cj;
 reg                fin;
@@ -227,24 +244,25 @@ reg                fresh;               // no operation yet: the window fields w
 
 wire [15:0]        ynx_c  = fresh ? n0y : ynx;
 wire [15:0]        xnx_c  = fresh ? n0x : xnx;
-wire signed [31:0] sylo_c = fresh ? npt : sylo;
-wire signed [31:0] synx_c = fresh ? sn0y : synx;
-wire signed [31:0] sxlo_c = fresh ? npl : sxlo;
-wire signed [31:0] sxnx_c = fresh ? sn0x : sxnx;
-wire signed [31:0] sy_c   = fresh ? npt : sy;
-wire signed [31:0] sx_c   = fresh ? npl : sx;
+wire signed [PW-1:0] sylo_c = fresh ? npt : sylo;
+wire signed [PW-1:0] synx_c = fresh ? sn0y : synx;
+wire signed [PW-1:0] sxlo_c = fresh ? npl : sxlo;
+wire signed [PW-1:0] sxnx_c = fresh ? sn0x : sxnx;
+wire signed [PW-1:0] sy_c   = fresh ? npt : sy;
+wire signed [PW-1:0] sx_c   = fresh ? npl : sx;
 
-wire signed [31:0] ys = $signed({16'd0, y});
-wire signed [31:0] xs = $signed({16'd0, x});
+wire signed [PW-1:0] ys = $signed({{(PW-16){1'b0}}, y});
+wire signed [PW-1:0] xs = $signed({{(PW-16){1'b0}}, x});
+wire signed [PW-1:0] one_s = 1;
 wire [15:0] ny = ynx_c - ylo;
 wire [15:0] nx = xnx_c - xlo;
 wire skip      = !drain && (ny == 16'd0 || nx == 16'd0);
 wire y_last    = (y == h - 16'd1);
 wire x_last    = (x == w - 16'd1);
-wire first_tap = ((sy_c == ys) || (y == 16'd0 && sy_c < 32'sd1))
-              && ((sx_c == xs) || (x == 16'd0 && sx_c < 32'sd1));
-wire row_end   = (sy_c + fh_s - 32'sd1 == ys) || y_last;
-wire col_end   = (sx_c + fw_s - 32'sd1 == xs) || x_last;
+wire first_tap = ((sy_c == ys) || (y == 16'd0 && sy_c < one_s))
+              && ((sx_c == xs) || (x == 16'd0 && sx_c < one_s));
+wire row_end   = (sy_c + fh_s - one_s == ys) || y_last;
+wire col_end   = (sx_c + fw_s - one_s == xs) || x_last;
 // this operation makes its window's word: its last tap and the first window ending here, or
 // a drain's
 wire emit      = drain || (!skip && iy == 16'd0 && ix == 16'd0 && row_end && col_end);
@@ -252,7 +270,7 @@ wire word_done = skip || (iy == ny - 16'd1 && ix == nx - 16'd1);
 wire last_word = (cj <= LANES);
 // the row's first open output row ends here (its windows' right-edge ties are made after the
 // row), and the bottom's other open rows (after the image's last row)
-wire lo_ends   = (ny != 16'd0) && ((sylo_c + fh_s - 32'sd1 == ys) || y_last);
+wire lo_ends   = (ny != 16'd0) && ((sylo_c + fh_s - one_s == ys) || y_last);
 wire need_rd   = lo_ends && (nx > 16'd1);
 wire need_bd   = y_last && (ny > 16'd1);
 wire drain_row_done = (dox == ow - 16'd1);
@@ -267,7 +285,7 @@ wire advance = go && ((px_done && !to_drain) || (drain && drain_end));
 assign last_op = advance && x_last && y_last && (b == n - 16'd1);
 
 reg  [15:0]        b_n, y_n, x_n, ylo_n, ynx_n, xlo_n, xnx_n, iy_n, ix_n, dox_n, cj_n;
-reg  signed [31:0] sylo_n, synx_n, sxlo_n, sxnx_n, sy_n, sx_n;
+reg  signed [PW-1:0] sylo_n, synx_n, sxlo_n, sxnx_n, sy_n, sx_n;
 reg  [LOG_ROW-1:0] ybase_n, xbase_n, rb_n, xa_n, j_n;
 reg                drain_n;
 always @* begin
@@ -330,12 +348,12 @@ always @* begin
             cj_n = c;
             if (!x_last) begin
                 x_n = x + 16'd1;
-                if (xlo != xnx_c && sxlo_c + fw_s - 32'sd1 == xs) begin
+                if (xlo != xnx_c && sxlo_c + fw_s - one_s == xs) begin
                     xlo_n   = xlo + 16'd1;
                     sxlo_n  = sxlo_c + sw_s;
                     xbase_n = xbase + wpx_a;
                 end
-                if (xnx_c != ow && sxnx_c == xs + 32'sd1) begin
+                if (xnx_c != ow && sxnx_c == xs + one_s) begin
                     xnx_n  = xnx_c + 16'd1;
                     sxnx_n = sxnx_c + sw_s;
                 end
@@ -345,12 +363,12 @@ always @* begin
                                                            {LOG_ROW{1'b0}}};
                 if (!y_last) begin
                     y_n = y + 16'd1;
-                    if (ylo != ynx_c && sylo_c + fh_s - 32'sd1 == ys) begin
+                    if (ylo != ynx_c && sylo_c + fh_s - one_s == ys) begin
                         ylo_n   = ylo + 16'd1;
                         sylo_n  = sylo_c + sh_s;
                         ybase_n = next_slot(ybase, roww_a, ring_a);
                     end
-                    if (ynx_c != oh && synx_c == ys + 32'sd1) begin
+                    if (ynx_c != oh && synx_c == ys + one_s) begin
                         ynx_n  = ynx_c + 16'd1;
                         synx_n = synx_c + sh_s;
                     end
@@ -376,18 +394,21 @@ wire [LOG_ROW-1:0] addr    = rb + xa + j;
 wire [LOG_ROW-1:0] addr_nx = rb_n + xa_n + j_n;
 wire               wr      = go && !drain && !skip;
 
-reg  [32*LANES-1:0] acc_rd, byp_d;
-reg                 byp;
-wire [32*LANES-1:0] acc_q = byp ? byp_d : acc_rd;
+reg  [ACC_W*LANES-1:0] acc_rd, byp_d;
+reg                    byp;
+wire [ACC_W*LANES-1:0] acc_q = byp ? byp_d : acc_rd;
 
 // the taps inside the window: its in-image rows times its in-image columns
-wire signed [31:0] r_hi = (sy_c + fh_s < $signed({16'd0, h})) ? sy_c + fh_s : $signed({16'd0, h});
-wire signed [31:0] r_lo = (sy_c > 32'sd0) ? sy_c : 32'sd0;
-wire signed [31:0] c_hi = (sx_c + fw_s < $signed({16'd0, w})) ? sx_c + fw_s : $signed({16'd0, w});
-wire signed [31:0] c_lo = (sx_c > 32'sd0) ? sx_c : 32'sd0;
+wire signed [PW-1:0] h_s = $signed({{(PW-16){1'b0}}, h});
+wire signed [PW-1:0] w_s = $signed({{(PW-16){1'b0}}, w});
+wire signed [PW-1:0] zero_s = 0;
+wire signed [PW-1:0] r_hi = (sy_c + fh_s < h_s) ? sy_c + fh_s : h_s;
+wire signed [PW-1:0] r_lo = (sy_c > zero_s) ? sy_c : zero_s;
+wire signed [PW-1:0] c_hi = (sx_c + fw_s < w_s) ? sx_c + fw_s : w_s;
+wire signed [PW-1:0] c_lo = (sx_c > zero_s) ? sx_c : zero_s;
 /* verilator lint_off UNUSEDSIGNAL */
-wire signed [31:0] rows_in = r_hi - r_lo;
-wire signed [31:0] cols_in = c_hi - c_lo;
+wire signed [PW-1:0] rows_in = r_hi - r_lo;
+wire signed [PW-1:0] cols_in = c_hi - c_lo;
 wire [17:0] count = {9'd0, rows_in[8:0]} * {9'd0, cols_in[8:0]};
 /* verilator lint_on UNUSEDSIGNAL */
 wire [8:0]  cnt  = count[8:0];          // an AVG_POOL's count: <= FH*FW <= MAX_AREA <= 256
@@ -428,10 +449,11 @@ wire [7:0]         ridx  = cnt[7:0] - 8'd1;
 wire [RECIP_W-1:0] recip = recips[RECIP_W*ridx +: RECIP_W];
 wire               cnt1  = (cnt == 9'd1);
 
-reg  [32*LANES-1:0] acc_d;
+reg  [ACC_W*LANES-1:0] acc_d;
 reg  [8*LANES-1:0]  res;
 integer l;
-reg signed [31:0] e, a, v, r;
+reg signed [ACC_W-1:0] e, a, v;
+reg signed [31:0] r;
 reg        [15:0] nm;
 /* verilator lint_off UNUSEDSIGNAL */
 reg        [39:0] prod;                 // (the fraction's bits unused)
@@ -439,14 +461,15 @@ reg        [39:0] prod;                 // (the fraction's bits unused)
 reg        [15:0] q;
 always @* begin
     for (l = 0; l < LANES; l = l + 1) begin
-        e = sgn ? {{24{in_data[8*l+7]}}, in_data[8*l +: 8]} : {24'd0, in_data[8*l +: 8]};
-        a = acc_q[32*l +: 32];
+        e = sgn ? {{(ACC_W-8){in_data[8*l+7]}}, in_data[8*l +: 8]}
+                : {{(ACC_W-8){1'b0}}, in_data[8*l +: 8]};
+        a = acc_q[ACC_W*l +: ACC_W];
         v = drain ? a : first_tap ? e : avg ? a + e : (e > a) ? e : a;
-        acc_d[32*l +: 32] = v;
-        nm = (v[31] ? 16'd0 - v[15:0] : v[15:0]) + {8'd0, half};
+        acc_d[ACC_W*l +: ACC_W] = v;
+        nm = (v[ACC_W-1] ? 16'd0 - v[15:0] : v[15:0]) + {8'd0, half};
         prod = {24'd0, nm} * {16'd0, recip};
         q = cnt1 ? nm : prod[RECIP_W +: 16];
-        r = avg ? (v > 0 ? {16'd0, q} : -{16'd0, q}) : v;
+        r = avg ? (v > 0 ? {16'd0, q} : -{16'd0, q}) : {{(32-ACC_W){v[ACC_W-1]}}, v};
         r = (r < lo) ? lo : (r > hi) ? hi : r;
         res[8*l +: 8] = r[7:0];
     end

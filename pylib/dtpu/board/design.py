@@ -77,9 +77,10 @@ TOP_PORTS = top_ports(BUS_INTERFACES)
 
 #: Verilog parameters of the top that the IP exposes (values come from contract.json)
 TOP_PARAMS = ("ROWS", "COLS", "LOG_WEIGHT_WORDS", "LOG_PARAM_ENTRIES", "LOG_ACT_WORDS", "PREC_EN",
-              "AXIL_ADDR_WIDTH")
-#: those of the 2.0 top (dtpu_cl_top): the same and VEC_EN, its vector unit (the 1.2 top has none)
-TOP_PARAMS_2 = TOP_PARAMS + ("VEC_EN",)
+              "AXIL_ADDR_WIDTH", "RQ_EN")
+#: those of the 2.0 top (dtpu_cl_top): the same, VEC_EN (its vector unit) and VEC_RQ_LANES (the
+#: unit's requantizing lanes); the 1.2 top has neither
+TOP_PARAMS_2 = TOP_PARAMS + ("VEC_EN", "VEC_RQ_LANES")
 
 VLNV = {
     "ps7": "xilinx.com:ip:processing_system7:5.5",
@@ -247,21 +248,29 @@ class BoardBuild(NamedTuple):
     vec_en: int                             #: dtpu_cl_top's VEC_EN: contract 2.1's vector unit
     bitstream: str                          #: its .bit / .hwh file name on the board
     summary: str
+    #: dtpu_cl_top's VEC_RQ_LANES: the vector unit's requantizing lanes (ADD/SUB/MUL, MEAN);
+    #: fewer lanes, less area, 8 / lanes cycles a requantized word (the golden model's knob)
+    vec_rq_lanes: int = 8
+    #: RQ_EN of both tops: the requantization variants the post lanes build (a bit per
+    #: RQ_VARIANT code; the driver reads the complement back from HWCFG1.RQ_OFF)
+    rq_en: int = 31
 
 
 #: The board builds. ``int16`` (the default): int8/uint8/int16 lanes without the vector unit,
 #: the build shown to fit the xc7z020 (Yosys: 47.7 k LUT, 197 DSP48E1; docs/architecture.md,
 #: "Area budget of the board builds"): int16x8 convolutions on the DTPU, the vector operators on
 #: the CPU. ``int8``: int8/uint8 lanes with the vector unit, so the canonical int8/uint8 models
-#: run as one command list (ADD, pools, MEAN, tables inside the partition); it does not fit the
-#: xc7z020 yet (its vector unit alone is 26 k LUT and 170 DSP48E1 as written), which is why it is
-#: not the default: the emulated board runs it, Vivado would not place it.
+#: run as one command list (ADD, pools, MEAN, tables inside the partition), built lean: one
+#: requantizing lane in the vector unit (VEC_RQ_LANES 1) and the requantization variants of the
+#: int8 board's two runtimes (RQ_EN 25: DOUBLE, DOUBLE_UP, FP32). Yosys measures it at 50.8 k
+#: LUT, 191 DSP48E1: not yet inside the 10 % LUT margin (47.9 k), which is why it is not the
+#: default; the emulated board runs it.
 BOARD_BUILDS = {
     "int16": BoardBuild("int16", ("int8", "uint8", "int16"), 0, "dtpu_pynqz2",
                         "int8/uint8/int16 lanes, no vector unit (the default; fits the xc7z020)"),
     "int8": BoardBuild("int8", ("int8", "uint8"), 1, "dtpu_pynqz2_int8",
                        "int8/uint8 lanes and the vector unit (whole models in one kick; "
-                       "does not fit the xc7z020 yet)"),
+                       "not yet inside the xc7z020's 10 % margin)", vec_rq_lanes=1, rq_en=25),
 }
 DEFAULT_BOARD_BUILD = "int16"
 
@@ -281,22 +290,26 @@ def board_build(name: str | None = None) -> BoardBuild:
 
 
 def board_config(build: str | None = None):
-    """The contract's defaults with the precisions of board build `build` (default: the
-    default build's)."""
+    """The contract's defaults with the knobs of board build `build` (default: the default
+    build's): its precisions, the vector unit's requantizing lanes and the requantization
+    variants built, so the golden model of that build runs the RTL's cycles."""
     from dtpu.hw.config import HwConfig
 
-    return HwConfig(ENABLED=list(board_build(build).precisions))
+    b = board_build(build)
+    return HwConfig(ENABLED=list(b.precisions), VEC_RQ_LANES=b.vec_rq_lanes, RQ_EN=b.rq_en)
 
 
 def build_params(cfg=None, build: str | None = None) -> dict[str, str]:
     """The DTPU IP's parameters for a build (default: :func:`board_config` of board build
-    `build`), as the overlay build passes them to Vivado (hw/overlays/Makefile): the geometry,
-    memories and PREC_EN of `cfg`, VEC_EN of the board build."""
+    `build`), as the overlay build passes them to Vivado (hw/overlays/Makefile, in this order):
+    the geometry, memories, PREC_EN, VEC_RQ_LANES and RQ_EN of `cfg`, VEC_EN of the board
+    build."""
     b = board_build(build)
     c = cfg or board_config(b.name)
     return {"ROWS": str(c.ROWS), "COLS": str(c.COLS), "LOG_WEIGHT_WORDS": str(c.LOG_WEIGHT_WORDS),
             "LOG_PARAM_ENTRIES": str(c.LOG_PARAM_ENTRIES), "LOG_ACT_WORDS": str(c.LOG_ACT_WORDS),
-            "PREC_EN": f"0x{c.prec_enable_mask:04X}", "VEC_EN": str(b.vec_en)}
+            "PREC_EN": f"0x{c.prec_enable_mask:04X}", "VEC_EN": str(b.vec_en),
+            "VEC_RQ_LANES": str(c.VEC_RQ_LANES), "RQ_EN": str(c.RQ_EN)}
 
 
 def vector_unit_of(params: dict) -> bool:
@@ -311,6 +324,22 @@ def vector_unit_of(params: dict) -> bool:
         raise ValueError(f"DTPU IP parameter VEC_EN={value!r}; accepted: 0 or 1") from None
 
 
+def vec_rq_lanes_of(params: dict) -> int:
+    """The vector unit's requantizing lanes of the DTPU IP with these parameters (the .hwh's
+    VEC_RQ_LANES): the golden model's knob of the same name, which sets the cycles of a
+    requantized element-wise word and of MEAN. No register holds it (the list format does not
+    change with it), so the bitstream's .hwh says it, as for VEC_EN; a .hwh without it is a
+    build with dtpu_cl_top's default, 8."""
+    value = str(params.get("VEC_RQ_LANES", "8")).strip() or "8"
+    try:
+        lanes = int(value, 0)
+    except ValueError:
+        lanes = None
+    if lanes not in (8, 4, 2, 1):
+        raise ValueError(f"DTPU IP parameter VEC_RQ_LANES={value!r}; accepted: 8, 4, 2 or 1")
+    return lanes
+
+
 __all__ = ["ADDRESS_MAP", "ADDRESS_MAP_2", "BITSTREAM_NAME", "BOARD_BUILDS", "BOARD_OVERLAY_DIR",
            "BOARD_PRECISIONS", "BoardBuild", "DEFAULT_BOARD_BUILD", "board_build",
            "BUS_INTERFACES", "BUS_INTERFACES_2", "BUS_SIGNALS", "BUS_SIGNALS_2", "CLOCK_PORT", "DDR_WINDOW",
@@ -321,4 +350,4 @@ __all__ = ["ADDRESS_MAP", "ADDRESS_MAP_2", "BITSTREAM_NAME", "BOARD_BUILDS", "BO
            "SLAVE_INTERFACE", "STREAM_DMA", "TIED_OFF_2", "TIE_OFF_VALUES", "TOP", "TOP_2",
            "TOP_INTERFACES_2", "TOP_PARAMS", "TOP_PORTS", "TOP_PORTS_2", "VARIANTS",
            "TOP_PARAMS_2", "VLNV", "Variant", "XADC", "board_config", "build_params", "top_ports",
-           "variant_of_ports", "vector_unit_of"]
+           "variant_of_ports", "vec_rq_lanes_of", "vector_unit_of"]

@@ -413,8 +413,10 @@ LABELS = {"1.2": "1.2 job by job", "2.0": "2.0 command list (Python)",
 
 
 #: the board builds :func:`before_after` compares (dtpu.board.design.BOARD_BUILDS), each with the
-#: delegate options that make backend=model's partitions and cycles that build's: the int16
-#: overlay has no vector unit (its operators on the CPU, `vector=off`), the int8 overlay has it
+#: delegate options that make backend=model's partitions and cycles that build's (run under the
+#: build's own HwConfig, :func:`dtpu.board.design.board_config`: its lanes, requantization
+#: variants and the vector unit's requantizing lanes): the int16 overlay has no vector unit (its
+#: operators on the CPU, `vector=off`), the int8 overlay has it
 ONE_KICK_BUILDS = (("int16", {"vector": "off"}), ("int8", {}))
 
 
@@ -426,25 +428,28 @@ def before_after(name: str, path: Path, c: dict | None = None, invokes: int = 2)
 
     Why the delegate and not :func:`estimate`'s chains of convolutions: the one-kick partition
     holds the vector unit's operators, which only the delegate places. backend=model with the
-    build's options gives the emulated board's partitions, host counts and cycles for that
-    bitstream (`bitstream=int16` / `int8`: equal, tests/test_doc_claims.py)."""
+    build's options under the build's HwConfig gives the emulated board's partitions, host
+    counts and cycles for that bitstream (`bitstream=int16` / `int8`: equal,
+    tests/test_doc_claims.py)."""
     import dtpu
     from dtpu.board.costs import for_report
-    from dtpu.board.design import BOARD_BUILDS
+    from dtpu.board.design import BOARD_BUILDS, board_config
 
     c = costs() if c is None else c
     rows = []
     for build, options in ONE_KICK_BUILDS:
-        interp = dtpu.make_interpreter(path, {"backend": "model", **options})
-        interp.allocate_tensors()
-        for seed in range(invokes):
-            rng = np.random.default_rng(seed)
-            for d in interp.get_input_details():
-                info = np.iinfo(d["dtype"])
-                interp.set_tensor(d["index"], rng.integers(info.min, info.max + 1, d["shape"])
-                                  .astype(d["dtype"]))
-            interp.invoke()
-        report = dtpu.last_report()
+        with board_config(build):
+            interp = dtpu.make_interpreter(path, {"backend": "model", **options})
+            interp.allocate_tensors()
+            for seed in range(invokes):
+                rng = np.random.default_rng(seed)
+                for d in interp.get_input_details():
+                    info = np.iinfo(d["dtype"])
+                    interp.set_tensor(d["index"], rng.integers(info.min, info.max + 1, d["shape"])
+                                      .astype(d["dtype"]))
+                interp.invoke()
+            report = dtpu.last_report()
+            del interp
         est = for_report(report, c)
         if est is None:
             raise RuntimeError(f"{name}: the report of build {build} cannot be priced "

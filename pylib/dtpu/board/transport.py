@@ -19,7 +19,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from dtpu.board.design import DMA_LENGTH_WIDTH, DTPU_VLNV, STREAM_DMA, vector_unit_of
+from dtpu.board.design import (DMA_LENGTH_WIDTH, DTPU_VLNV, STREAM_DMA, vec_rq_lanes_of,
+                               vector_unit_of)
 from dtpu.driver.registers import Dmasr
 from dtpu.driver.transport import DtpuHardwareError, DtpuTimeout, Transport
 from dtpu.hw.config import HwConfig
@@ -180,10 +181,16 @@ class PynqTransport(Transport):
             # contract 2.1's vector unit, as the bitstream's .hwh declares it (the IP's VEC_EN,
             # hw/overlays OVERLAY=int8): the same declaration, and the same Verilog unit, as
             # backend=rtl's in-process top (dtpu.rtl.native.open_native_lists)
-            if vector_unit_of(ip_dict[names[0]].get("parameters", {})):
+            params = ip_dict[names[0]].get("parameters", {})
+            if vector_unit_of(params):
                 from dtpu.hw.vec_lower import VERILOG_VEC_UNIT
 
                 self.vector_unit, self.vector_build = True, VERILOG_VEC_UNIT
+                # its requantizing lanes (VEC_RQ_LANES, .hwh only: no register holds them),
+                # so this build's golden model (estimates, the emulation) runs its cycles
+                lanes = vec_rq_lanes_of(params)
+                if cfg is None and lanes != self.cfg.VEC_RQ_LANES:
+                    self.cfg = HwConfig(self.cfg.contract, VEC_RQ_LANES=lanes)
 
     # -- registers ------------------------------------------------------------------------------
 

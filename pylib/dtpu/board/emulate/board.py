@@ -290,12 +290,17 @@ class DtpuDevice(Device):
 
 
 def config_from_params(params: dict[str, str]) -> HwConfig:
-    """The DTPU build from the IP's parameters in the .hwh (defaults: the contract)."""
+    """The DTPU build from the IP's parameters in the .hwh (defaults: the contract): geometry,
+    memories, PREC_EN, RQ_EN and the 2.0 top's VEC_RQ_LANES."""
     base = get_config()
     over: dict[str, Any] = {}
-    for key in ("COLS", "LOG_WEIGHT_WORDS", "LOG_PARAM_ENTRIES", "LOG_ACT_WORDS"):
+    for key in ("COLS", "LOG_WEIGHT_WORDS", "LOG_PARAM_ENTRIES", "LOG_ACT_WORDS", "RQ_EN"):
         if key in params and int(params[key], 0) != getattr(base, key):
             over[key] = int(params[key], 0)
+    # the vector unit's requantizing lanes (the 2.0 top's; the model's cycles of a requantized
+    # element-wise word and of MEAN follow them, as the RTL's do)
+    if "VEC_RQ_LANES" in params and design.vec_rq_lanes_of(params) != base.VEC_RQ_LANES:
+        over["VEC_RQ_LANES"] = design.vec_rq_lanes_of(params)
     if "PREC_EN" in params:
         mask = int(params["PREC_EN"], 0)
         enabled = [p.value for code in range(16) if mask >> code & 1

@@ -173,7 +173,8 @@ def write_hwh(path: str | Path, cfg: HwConfig | None = None, note: str = "",
     `build`'s, design.board_config(build)): the ``contract`` 1 (1.2) or
     2 (2.0) block design of hw/overlays. ``build``: the board build (``make OVERLAY=``,
     :data:`dtpu.board.design.BOARD_BUILDS`; default the default one) whose VEC_EN the 2.0 top's
-    parameters carry (the 1.2 top has no vector unit and no such parameter). ``interrupts``: whether the DTPU's ``irq`` reaches the
+    parameters carry with `cfg`'s VEC_RQ_LANES (the 1.2 top has no vector unit and neither
+    parameter); both tops carry `cfg`'s RQ_EN. ``interrupts``: whether the DTPU's ``irq`` reaches the
     PS through :data:`INTC` (default: as the design builds it, i.e. not for 1.2 and always for
     2.0; ``interrupts=True`` with contract 1 is the emulation-only 1.2 variant)."""
     if contract not in design.VARIANTS:
@@ -216,7 +217,8 @@ def write_hwh(path: str | Path, cfg: HwConfig | None = None, note: str = "",
         "ROWS": cfg.ROWS, "COLS": cfg.COLS, "LOG_WEIGHT_WORDS": cfg.LOG_WEIGHT_WORDS,
         "LOG_PARAM_ENTRIES": cfg.LOG_PARAM_ENTRIES, "LOG_ACT_WORDS": cfg.LOG_ACT_WORDS,
         "PREC_EN": f"0x{cfg.prec_enable_mask:04X}", "AXIL_ADDR_WIDTH": cfg.AXIL_ADDR_WIDTH,
-        **({"VEC_EN": board.vec_en} if contract == 2 else {}),
+        "RQ_EN": cfg.RQ_EN,
+        **({"VEC_EN": board.vec_en, "VEC_RQ_LANES": cfg.VEC_RQ_LANES} if contract == 2 else {}),
         "Component_Name": f"{design.BITSTREAM_NAME}_{design.DTPU}_0"})
     dtpu.port(design.CLOCK_PORT, "I", sigis="clk")
     dtpu.port(design.RESET_PORT, "I", sigis="rst")

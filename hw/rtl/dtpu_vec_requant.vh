@@ -1,6 +1,7 @@
 // Vector unit (contract 2.1): TFLite's two requantization primitives as Verilog 2001 functions,
-// shared by the unit's lanes (dtpu_vec_add_lane, dtpu_vec_mul_lane, dtpu_vec_pool). Include
-// inside a module body; no include guard, since each including module needs its own copy.
+// used by dtpu_vec_pool; the element-wise lanes and MEAN use dtpu_vec_rq, the same arithmetic
+// as a pipeline of one carry chain a stage. Include inside a module body; no include guard,
+// since each including module needs its own copy.
 //
 // vec_srdhm(x, m)     gemmlowp's SaturatingRoundingDoublingHighMul: floor((x*m + 2^30) / 2^31),
 //                     x and m int32, INT32_MIN * INT32_MIN saturated to INT32_MAX as TFLite's

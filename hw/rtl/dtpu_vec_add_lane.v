@@ -16,8 +16,8 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  *   x1 = (a + IN1_OFF) << 20;  s1 = RDBPOT(SRDHM(x1, M1), -SH1)
  *   x2 = (b + IN2_OFF) << 20;  s2 = RDBPOT(SRDHM(x2, M2), -SH2)      (SUB: M2 negated)
  *   y  = clamp(RDBPOT(SRDHM(wrap32(s1 + s2), MO), -SHO) + OUT_OFF, ACT_MIN, ACT_MAX)
- * SRDHM and RDBPOT are the unit's shared requantizer (dtpu_vec_rq, the pipelined form of
- * dtpu_vec_requant.vh's functions: the saturating SRDHM, ties away from zero in RDBPOT). The
+ * SRDHM and RDBPOT are the unit's shared requantizer (dtpu_vec_rq: the saturating SRDHM, ties
+ * away from zero in RDBPOT). The
  * shifts are TFLite's QuantizeMultiplierSmallerThanOneExp exponents (<= 0); a positive one
  * (which TFLite's Prepare refuses) is taken as 0. |x1|, |x2| < 2^29, so only the output product can saturate (a
  * wrapped sum INT32_MIN times MO = INT32_MIN, which only a hand-made descriptor carries).

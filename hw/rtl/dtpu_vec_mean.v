@@ -16,7 +16,7 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  *   y[n, c] = clamp(MBQM(wrap32(sum_hw x[n, h, w, c] + IN1_OFF * H*W), MO, SHO) + OUT_OFF,
  *                   ACT_MIN, ACT_MAX)
  * with MBQM as in dtpu_vec_mul_lane (a positive SHO an int32 left shift first; the shared
- * requantizer of dtpu_vec_requant.vh). The sums are 32-bit and wrap, as the int32 sum does.
+ * requantizer dtpu_vec_rq). The sums are 32-bit and wrap, as the int32 sum does.
  *
  * Pixel words (dtpu_vec_pix) come one a cycle: word j of each pixel is added into accumulator
  * word j (LANES 32-bit lanes; the batch's first pixel writes it), one operation a word. The

@@ -18,7 +18,7 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * MBQM is TFLite's MultiplyByQuantizedMultiplier: a positive shift is an int32 left shift of p
  * (wrapping, as the C++ does), then SRDHM(x, MO) = floor((x*MO + 2^30) / 2^31) (saturating
  * INT32_MIN * INT32_MIN), then a rounding right shift by -SHO (ties away from zero) when SHO is
- * negative (dtpu_vec_rq: the pipelined vec_srdhm and vec_rdbpot of dtpu_vec_requant.vh, the
+ * negative (dtpu_vec_rq, the
  * requantizer the unit's lanes share). MUL's scale s1*s2/s_out may exceed 1, so unlike ADD both shift directions occur.
  *
  * One element per cycle, a fixed-latency pipe of 12 stages like dtpu_vec_add_lane (out_valid

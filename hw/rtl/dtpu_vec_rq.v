@@ -12,9 +12,16 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
 
 /*
  * Vector unit (contract 2.1): TFLite's requantizer RDBPOT(SRDHM(x, M), -SH) as a pipeline of
- * one carry chain a stage (the functions vec_srdhm and vec_rdbpot of dtpu_vec_requant.vh,
- * bit for bit), for the element-wise lanes (dtpu_vec_add_lane, dtpu_vec_mul_lane) and MEAN's
- * tail (dtpu_vec_mean). As one combinational path these were the vector unit's critical paths
+ * one carry chain a stage, for the element-wise lanes (dtpu_vec_add_lane, dtpu_vec_mul_lane)
+ * and MEAN's tail (dtpu_vec_mean):
+ *   SRDHM(x, M)   gemmlowp's SaturatingRoundingDoublingHighMul: floor((x*M + 2^30) / 2^31),
+ *                 x and M int32, INT32_MIN * INT32_MIN saturated to INT32_MAX as TFLite's
+ *                 kernels do (the only product whose doubled high half overflows)
+ *   RDBPOT(v, e)  RoundingDivideByPOT: v / 2^e rounded half away from zero, e = -SH for
+ *                 TFLite's shift SH <= 0; SH > 0 is taken as 0 (a left shift is the caller's:
+ *                 MUL and MEAN apply it before, ADD's Prepare never makes one), SH < -31 as -31
+ * (until they were pipelined these were the Verilog functions vec_srdhm and vec_rdbpot of
+ * dtpu_vec_requant.vh, one combinational path). As one combinational path these were the vector unit's critical paths
  * on the ECP5 proxy (add lane 35.8 MHz, mul lane 39.7, MEAN 25.8: docs/synthesis.md "Timing
  * evidence"); staged as dtpu_post_lane's requantizer is (products as registered partial
  * products, summed in the next stage):

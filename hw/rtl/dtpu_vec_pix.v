@@ -46,18 +46,19 @@ module dtpu_vec_pix
 
 reg  [191:0] buf_q;                     // waiting bytes from byte 0
 reg  [4:0]   cnt;                       // how many (0 .. 24)
-// the current pixel's bytes still to send (C less those sent), a register rather than C - sent:
-// the subtract and its compares before the funnel's shifts were its critical path (79.5 MHz on
-// the ECP5 proxy). It follows C until the pixel's first word leaves (C is set before the
+// the current pixel's bytes still to send (C less those sent) and the next word's bytes
+// (min(left, 8)) as registers rather than C - sent: that subtract and its compares before the
+// funnel's shifts were its critical path (79.5 MHz on the ECP5 proxy; 91.9 with `left` alone
+// a register). `left` follows C until the pixel's first word leaves (C is set before the
 // tensor's first word can: a word leaves a cycle after its bytes came at the earliest).
 reg  [15:0]  left;
+reg  [3:0]   need;                      // min(left, 8)
+reg          last_q;                    // left <= 8: the pixel's last word
 reg          fresh;                     // no word of the current pixel sent yet
 
-wire         lt8 = (left[15:3] == 13'd0);                     // left < 8
-wire [3:0]   need = lt8 ? left[3:0] : 4'd8;
 assign out_valid = ({1'b0, cnt} >= {2'b00, need}) && !clear;
 assign out_data  = buf_q[63:0];
-assign out_last  = (left[15:4] == 12'd0) && (!left[3] || left[2:0] == 3'd0);   // left <= 8
+assign out_last  = last_q;
 assign in_ready  = (cnt <= 5'd16) && !clear;
 
 wire         take = out_valid && out_ready;
@@ -73,19 +74,22 @@ wire [191:0] mask_n = ~({192{1'b1}} << {cnt, 3'b000});
 wire [191:0] next_t = put ? ((shifted_t & mask_t) | placed_t) : shifted_t;
 wire [191:0] next_n = put ? ((buf_q & mask_n) | placed_n) : buf_q;
 
+// the next `left`: C again after a pixel's last word (and while none of its words left yet)
+wire [15:0]  left_nx = (rst || clear || (take ? out_last : fresh)) ? c
+                     : take ? left - 16'd8 : left;
+
 always @(posedge clk) begin
-    buf_q <= take ? next_t : next_n;
-    cnt   <= (take ? kept_t : cnt) + (put ? 5'd8 : 5'd0);
+    buf_q  <= take ? next_t : next_n;
+    cnt    <= (take ? kept_t : cnt) + (put ? 5'd8 : 5'd0);
+    left   <= left_nx;
+    need   <= (left_nx[15:3] == 13'd0) ? left_nx[3:0] : 4'd8;
+    last_q <= (left_nx[15:4] == 12'd0) && (!left_nx[3] || left_nx[2:0] == 3'd0);
     if (take) begin
         fresh <= out_last;
-        left  <= out_last ? c : left - 16'd8;
-    end else if (fresh) begin
-        left  <= c;
     end
     if (rst || clear) begin
         cnt   <= 5'd0;
         fresh <= 1'b1;
-        left  <= c;
     end
 end
 

@@ -82,7 +82,8 @@ def test_cl_post_board_build():
          params={"PREC_EN": 7, "PADDR_W": 8})
 
 
-@pytest.mark.parametrize("rq_en", [25, pytest.param(9, marks=pytest.mark.slow),
+@pytest.mark.parametrize("rq_en", [pytest.param(25, marks=pytest.mark.slow),
+                                   pytest.param(9, marks=pytest.mark.slow),
                                    pytest.param(16, marks=pytest.mark.slow)])
 def test_cl_post_lean_int8(rq_en):
     """An int8/uint8 build with some requantization variants left out of its lane (RQ_EN, the

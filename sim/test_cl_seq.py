@@ -19,7 +19,7 @@ def _run(params=None, env=None, testcase=None):
 
 @pytest.mark.parametrize("params", [
     pytest.param({"MAX_BURST": 4, "MAX_OUTSTANDING": 2}, marks=pytest.mark.slow),
-    {"ID_W": 6}, pytest.param(MEM, marks=pytest.mark.slow)],
+    pytest.param({"ID_W": 6}, marks=pytest.mark.slow), pytest.param(MEM, marks=pytest.mark.slow)],
     ids=["small_master", "hp_ids", "small_memories"])
 def test_lint_cl_top_builds(params):
     """verilator -Wall on the builds the regression and the HP port use (test_lint.py: defaults).

@@ -17,7 +17,7 @@ MEM = {"LOG_WEIGHT_WORDS": 10, "LOG_PARAM_ENTRIES": 8, "LOG_ACT_WORDS": 9}
 
 @pytest.mark.parametrize("top,params", [
     ("dtpu_cl_top", {"PREC_EN": "16'h7"}),
-    ("dtpu_cl_top", {"SHARE_POST_LANE": 0}),
+    pytest.param("dtpu_cl_top", {"SHARE_POST_LANE": 0}, marks=pytest.mark.slow),
     ("dtpu_cl_post", {"EXT_LANE": 1}),
     ("dtpu_post", {"EXT_LANE0": 1}),
     ("dtpu_post", {"EXT_LANE0": 1, "AW": 55, "PREC_EN": "16'h7"}),

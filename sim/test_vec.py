@@ -69,7 +69,8 @@ def _cl_vec(testcase, env=None, rq_lanes=8):
               testcase=testcase)
 
 
-@pytest.mark.parametrize("rq", [2, pytest.param(1, marks=pytest.mark.slow),
+@pytest.mark.parametrize("rq", [pytest.param(2, marks=pytest.mark.slow),
+                                pytest.param(1, marks=pytest.mark.slow),
                                 pytest.param(4, marks=pytest.mark.slow)])
 def test_vec_rq_lanes_list_cycles(rq):
     """VEC_RQ_LANES < 8 (ADD / SUB / MUL a word in 8 / VEC_RQ_LANES cycles, MEAN's tail words

@@ -82,12 +82,17 @@ def tool(name: str) -> list[str]:
 
 def tool_versions() -> dict[str, str]:
     out = {}
+    WORK.mkdir(parents=True, exist_ok=True)     # the tools run there; a fresh clone has no build/
     for name, arg in (("yosys", "-V"), ("nextpnr-ecp5", "--version")):
         r = subprocess.run(tool(name) + [arg], capture_output=True, text=True, cwd=WORK)
-        text = (r.stdout + r.stderr).strip().splitlines()
-        line = text[-1].strip() if text else "?"
-        m = re.search(r"(Yosys [\d.+]+ \(git sha1 \w+)|(nextpnr-[\d.]+)", line)
-        out[name] = (m.group(1) + ")" if m and m.group(1) else m.group(2)) if m else line
+        # the version line, wherever it is: on a cold cache yowasp first prints "Preparing to
+        # run ..." lines (on stderr, after stdout here), which are no version
+        text = [ln.strip() for ln in (r.stdout + r.stderr).strip().splitlines() if ln.strip()]
+        found = [m for m in (re.search(r"(Yosys [\d.+]+ \(git sha1 \w+)|(nextpnr-[\d.]+)", ln)
+                             for ln in text) if m]
+        m = found[0] if found else None
+        out[name] = ((m.group(1) + ")" if m.group(1) else m.group(2)) if m
+                     else (text[-1] if text else "?"))
     return out
 
 

@@ -29,7 +29,7 @@ _MODULES = ("Buffer", "Model", "Operator", "OperatorCode", "QuantizationParamete
             "DepthwiseConv2DOptions", "FullyConnectedOptions", "ConcatenationOptions",
             "ResizeBilinearOptions", "ResizeNearestNeighborOptions", "TransposeConvOptions",
             "ReshapeOptions", "SqueezeOptions", "ExpandDimsOptions", "SoftmaxOptions", "PadOptions",
-            "LeakyReluOptions", "ShapeOptions", "StridedSliceOptions", "PackOptions")
+            "LeakyReluOptions", "ShapeOptions", "StridedSliceOptions", "PackOptions", "SplitOptions")
 # the package's __init__ rebinds each name to its class: the builder functions live in the modules
 _M = {n: importlib.import_module(f"tflite.{n}") for n in _MODULES}
 
@@ -182,6 +182,11 @@ def _options(b, node: Node):
         m.AddValuesCount(b, int(o["values_count"]))
         m.AddAxis(b, int(o.get("axis", 0)))
         return BO.PackOptions, m.End(b)
+    if op == "SPLIT":
+        m = _M["SplitOptions"]
+        m.Start(b)
+        m.AddNumSplits(b, int(o["num_splits"]))
+        return BO.SplitOptions, m.End(b)
     if op in _EMPTY_OPTIONS:
         name = _EMPTY_OPTIONS[op]
         _M[name].Start(b)
@@ -197,7 +202,7 @@ def _options(b, node: Node):
         return 0, None
     raise ValueError(f"no options writer for {op!r}; accepted: CONV_2D, DEPTHWISE_CONV_2D, TRANSPOSE_CONV, "
                      f"FULLY_CONNECTED, pools, ADD, MUL, SUB, CONCATENATION, RESIZE_*, MEAN, RESHAPE, SQUEEZE, "
-                     f"SHAPE, STRIDED_SLICE, PACK, "
+                     f"SHAPE, STRIDED_SLICE, PACK, SPLIT, "
                      f"EXPAND_DIMS, SOFTMAX, PAD, LEAKY_RELU and the options-less {', '.join(_OPTIONLESS)}")
 
 

@@ -412,6 +412,70 @@ LABELS = {"1.2": "1.2 job by job", "2.0": "2.0 command list (Python)",
           "c": "2.0 command list (C path)"}
 
 
+#: the board builds :func:`before_after` compares (dtpu.board.design.BOARD_BUILDS), each with the
+#: delegate options that make backend=model's partitions and cycles that build's: the int16
+#: overlay has no vector unit (its operators on the CPU, `vector=off`), the int8 overlay has it
+ONE_KICK_BUILDS = (("int16", {"vector": "off"}), ("int8", {}))
+
+
+def before_after(name: str, path: Path, c: dict | None = None, invokes: int = 2) -> dict:
+    """The whole invoke on the PYNQ-Z2 of `path` as the delegate runs it on each board build of
+    :data:`ONE_KICK_BUILDS`, before (the int16 overlay's cut partitions) and after (the int8
+    overlay's one kick), priced from the delegate's own steady-state report
+    (:func:`dtpu.board.costs.for_report`, the C invoke path, default options).
+
+    Why the delegate and not :func:`estimate`'s chains of convolutions: the one-kick partition
+    holds the vector unit's operators, which only the delegate places. backend=model with the
+    build's options gives the emulated board's partitions, host counts and cycles for that
+    bitstream (`bitstream=int16` / `int8`: equal, tests/test_doc_claims.py)."""
+    import dtpu
+    from dtpu.board.costs import for_report
+    from dtpu.board.design import BOARD_BUILDS
+
+    c = costs() if c is None else c
+    rows = []
+    for build, options in ONE_KICK_BUILDS:
+        interp = dtpu.make_interpreter(path, {"backend": "model", **options})
+        interp.allocate_tensors()
+        for seed in range(invokes):
+            rng = np.random.default_rng(seed)
+            for d in interp.get_input_details():
+                info = np.iinfo(d["dtype"])
+                interp.set_tensor(d["index"], rng.integers(info.min, info.max + 1, d["shape"])
+                                  .astype(d["dtype"]))
+            interp.invoke()
+        report = dtpu.last_report()
+        est = for_report(report, c)
+        if est is None:
+            raise RuntimeError(f"{name}: the report of build {build} cannot be priced "
+                               f"(path {report.path!r})")
+        rows.append(dict(build=build, summary=BOARD_BUILDS[build].summary,
+                         partitions=report.kernels,
+                         cpu_ops=dict(est["cpu_side"]["opcodes"]), **{k: est[k] for k in (
+                             "path", "cycles", "device_ms", "host_ms", "cpu_ms", "whole_ms",
+                             "tflite_ms", "speedup")},
+                         ops={k: report.host[k] for k in ("mmio_reads", "mmio_writes",
+                                                          "doorbells")}))
+    return dict(model=name, file=str(path), rows=rows)
+
+
+def format_before_after(results: list[dict]) -> str:
+    """docs/board_estimate.md's table "Before and after: one kick" (one line per model and
+    build)."""
+    out = ["| model | overlay | partitions | reads / writes / doorbells | CPU operators "
+           "| device ms | host ms | CPU-side ms | whole invoke ms | TFLite A9 ms | speedup |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in results:
+        for w in r["rows"]:
+            o = w["ops"]
+            ops = ", ".join(f"{k} x{v}" for k, v in sorted(w["cpu_ops"].items())) or "none"
+            out.append(f"| {r['model']} | {w['build']}: {w['summary']} | {w['partitions']} "
+                       f"| {o['mmio_reads']} / {o['mmio_writes']} / {o['doorbells']} | {ops} "
+                       f"| {w['device_ms']:.2f} | {w['host_ms']:.2f} | {w['cpu_ms']:.2f} "
+                       f"| {w['whole_ms']:.2f} | {w['tflite_ms']:.1f} | {w['speedup']:.2f}x |")
+    return "\n".join(out) + "\n"
+
+
 def format_results(results: list[dict], c: dict, sources: bool = True) -> str:
     """The markdown table of docs/board_estimate.md, the host split, the CPU side, the costs."""
     out = [f"## Whole invoke on the PYNQ-Z2 (estimate): device at {c['fabric_mhz']:.0f} MHz + "
@@ -465,5 +529,5 @@ def format_results(results: list[dict], c: dict, sources: bool = True) -> str:
     return "\n".join(out) + "\n"
 
 
-__all__ = ["estimate", "format_results", "jobs_counts", "list_counts", "cpu_side", "counts",
-           "ByteCountingTransport", "ProtocolBackend", "count_transforms", "folded_views"]
+__all__ = ["estimate", "format_results", "before_after", "format_before_after", "ONE_KICK_BUILDS",
+           "jobs_counts", "list_counts", "cpu_side", "counts", "ByteCountingTransport", "ProtocolBackend", "count_transforms", "folded_views"]

@@ -13,7 +13,7 @@ MEM = {"LOG_WEIGHT_WORDS": 10, "LOG_PARAM_ENTRIES": 8, "LOG_ACT_WORDS": 9}
 @pytest.mark.parametrize("signed", [1, pytest.param(0, marks=pytest.mark.slow)])
 def test_vec_add_lane(signed):
     top = "dtpu_vec_add_lane"
-    d = build(top, {}, [RTL_DIR / f"{top}.v"], name=top)
+    d = build(top, {}, [RTL_DIR / f"{top}.v", RTL_DIR / "dtpu_vec_rq.v"], name=top)
     run_tests(top, "tb_vec_add_lane", d, extra_env={"DTPU_VEC_SIGNED": str(signed)})
 
 
@@ -39,7 +39,8 @@ def test_vec_mean(rq):
     a tail word in 8 / rq operations)."""
     top = "dtpu_vec_mean"
     params = {"LOG_ROW": 4, **({"RQ_LANES": rq} if rq != 8 else {})}
-    d = build(top, params, [RTL_DIR / f"{top}.v"], name=top + (f"_rq{rq}" if rq != 8 else ""))
+    d = build(top, params, [RTL_DIR / f"{top}.v", RTL_DIR / "dtpu_vec_rq.v"],
+              name=top + (f"_rq{rq}" if rq != 8 else ""))
     run_tests(top, "tb_vec_mean", d, parameters=params)
 
 

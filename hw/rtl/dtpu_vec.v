@@ -63,8 +63,9 @@ module dtpu_vec #
     parameter MAX_BURST = 16,
     // log2 of the operand-B buffer's words (contract VEC_BCAST_WORDS)
     parameter LOG_BCAST = 8,
-    // log2 of the output FIFO's words
-    parameter LOG_OUT = 5,
+    // log2 of the output FIFO's words (64: the element-wise lanes' 12-stage pipes and the
+    // write requests WR_DELAY after a word is in keep up to ~35 words in flight at one a cycle)
+    parameter LOG_OUT = 6,
     // log2 of MEAN's accumulator words (contract VEC_ROW_WORDS: C <= LANES * 2^LOG_ROW)
     parameter LOG_ROW = 10,
     // log2 of the pools' accumulator words (contract VEC_POOL_WORDS: the open output rows)
@@ -72,10 +73,12 @@ module dtpu_vec #
     // cycles from `start` to the first read request at the earliest (the descriptor's words
     // VEC0..VEC3 come one a cycle after it, then two cycles of sizes)
     parameter START_WAIT = 3,
-    parameter DONE_DELAY = 6,
+    // the last operation to `done`: the contract's LAT_VEC (below)
+    parameter DONE_DELAY = 16,
     parameter WR_DELAY = 4,
     // the contract's LAT_VEC: cycles after the last operation that still count as the unit's
-    parameter LAT = 6,
+    // (6 before the requantizers were pipelined, + PIPE_X)
+    parameter LAT = 16,
     // COPY's write queue: log2 of its words (contract STORE_WQ_WORDS) and the longest gap it
     // fills with strobe-less words (SEQ_STORE_GAP), as the store unit's
     parameter LOG_WQ = 5,
@@ -142,6 +145,12 @@ end
 localparam [31:0] BURST = MAX_BURST;
 localparam [31:0] TABLE_WORDS = 32;     // a TABLE's 256 bytes
 localparam integer OUT_DEPTH = 1 << LOG_OUT;
+// the requantizers' pipelines (one carry chain a stage, for the ECP5 proxy's 100 MHz): the
+// element-wise lanes take 12 cycles instead of 2 (dtpu_vec_add_lane, dtpu_vec_mul_lane; TABLE
+// keeps 2), MEAN's tail results come 10 cycles after their operation instead of 1
+// (dtpu_vec_mean); LAT and DONE_DELAY are PIPE_X longer than before for every kind
+localparam integer PIPE_X = 10;
+localparam integer MN_X = 9;
 
 /* ---------------------------------------------------------------- fields */
 // the descriptor's words as the sequencer holds them: they do not change until it takes the
@@ -288,8 +297,12 @@ reg  [63:0] ofifo [0:OUT_DEPTH-1];
 reg  [LOG_OUT:0] of_wr, of_rd;
 reg  [LOG_OUT+1:0] room_used;
 wire        room = (room_used < OUT_DEPTH[LOG_OUT+1:0]);
-// MEAN counts its words as they are queued: up to three are still in its pipeline
-wire        room_m = (room_used + 3 < OUT_DEPTH[LOG_OUT+1:0]);
+// MEAN and the pools count their words as they are queued: up to three are still in their
+// pipelines, and MEAN's requantizers hold MN_X more (dtpu_vec_mean's tail pipe)
+localparam [31:0]        RES_M32 = 3 + MN_X;
+localparam [LOG_OUT+1:0] RES_P = 3;
+localparam [LOG_OUT+1:0] RES_M = RES_M32[LOG_OUT+1:0];
+wire        room_m = (room_used + (kind_mean ? RES_M : RES_P) < OUT_DEPTH[LOG_OUT+1:0]);
 
 wire        running = (state == S_RUN);
 assign owns = running;
@@ -541,7 +554,10 @@ reg  [31:0] wq_total;               // result words
 reg  [31:0] wq_in;                  // words queued (delayed by WR_DELAY)
 reg  [31:0] wq_req;                 // words requested
 reg  [ADDR_W-1:0] wq_addr;
-reg  [WR_DELAY:0] push_dly;
+// (a result's write counted WR_DELAY cycles after it is in, as the contract's cycles have it
+// from the last operation: the kinds whose results come sooner than the element-wise lanes'
+// 12-stage pipes wait PIPE_X more, MEAN PIPE_X less its tail pipe's MN_X)
+reg  [WR_DELAY+PIPE_X:0] push_dly;
 reg         part_go;                // the last partial burst: a cycle after its words
 wire [31:0] wq_open = wq_in - wq_req;
 wire [31:0] wq_rest = wq_total - wq_req;
@@ -636,7 +652,7 @@ always @(posedge clk) begin
     end
     done_dly <= {done_dly[DONE_DELAY-1:0], last_evt};
     lat_dly  <= {lat_dly[LAT-2:0], last_evt};
-    push_dly <= {push_dly[WR_DELAY-1:0], res_valid};
+    push_dly <= {push_dly[WR_DELAY+PIPE_X-1:0], res_valid};
     if (kind_fun ? done_dly[DONE_DELAY - 2] : done_dly[DONE_DELAY - 1]) begin
         done <= 1'b1;
     end
@@ -792,7 +808,9 @@ always @(posedge clk) begin
         ofifo[of_wr[LOG_OUT-1:0]] <= res_y;
         of_wr <= of_wr + 1'b1;
     end
-    if (kind_red ? push_dly[WR_DELAY - 2] : push_dly[WR_DELAY - 1]) begin
+    if (kind_mean ? push_dly[WR_DELAY - 2 + PIPE_X - MN_X]
+        : kind_pool ? push_dly[WR_DELAY - 2 + PIPE_X]
+        : kind_tab ? push_dly[WR_DELAY - 1 + PIPE_X] : push_dly[WR_DELAY - 1]) begin
         wq_in <= wq_in + 32'd1;
     end
     if (e_wr_req_valid && wr_req_ready) begin
@@ -864,7 +882,7 @@ always @(posedge clk) begin
         age          <= 4'hF;
         done_dly     <= {(DONE_DELAY+1){1'b0}};
         lat_dly      <= {LAT{1'b0}};
-        push_dly     <= {(WR_DELAY+1){1'b0}};
+        push_dly     <= {(WR_DELAY+PIPE_X+1){1'b0}};
         af_wr        <= {(LA+1){1'b0}};
         af_rd        <= {(LA+1){1'b0}};
         of_wr        <= {(LOG_OUT+1){1'b0}};

@@ -16,14 +16,17 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  *   x1 = (a + IN1_OFF) << 20;  s1 = RDBPOT(SRDHM(x1, M1), -SH1)
  *   x2 = (b + IN2_OFF) << 20;  s2 = RDBPOT(SRDHM(x2, M2), -SH2)      (SUB: M2 negated)
  *   y  = clamp(RDBPOT(SRDHM(wrap32(s1 + s2), MO), -SHO) + OUT_OFF, ACT_MIN, ACT_MAX)
- * SRDHM and RDBPOT are the unit's shared requantizer functions (dtpu_vec_requant.vh: the
- * saturating SRDHM, ties away from zero in RDBPOT). The shifts are TFLite's
- * QuantizeMultiplierSmallerThanOneExp exponents (<= 0); a positive one (which TFLite's Prepare
- * refuses) is taken as 0. |x1|, |x2| < 2^29, so only the output product can saturate (a
+ * SRDHM and RDBPOT are the unit's shared requantizer (dtpu_vec_rq: the saturating SRDHM, ties
+ * away from zero in RDBPOT). The
+ * shifts are TFLite's QuantizeMultiplierSmallerThanOneExp exponents (<= 0); a positive one
+ * (which TFLite's Prepare refuses) is taken as 0. |x1|, |x2| < 2^29, so only the output product can saturate (a
  * wrapped sum INT32_MIN times MO = INT32_MIN, which only a hand-made descriptor carries).
  *
- * One element per cycle, two register stages: the two input products and roundings, then the
- * output product, rounding and clamp (out_valid two cycles after in_valid).
+ * One element per cycle, a fixed-latency pipe of LAT = 12 stages (out_valid 12 cycles after
+ * in_valid), one carry chain a stage (the requantizers were one combinational path, 35.8 MHz on
+ * the ECP5 proxy): (1) the offset inputs << 20; (2..5) their requantizers (dtpu_vec_rq);
+ * (6) their sum; (7..12) the output requantizer with OUT_OFF and the clamp (dtpu_vec_rq FINAL).
+ * dtpu_vec_mul_lane has the same latency, so that the two lanes share dtpu_vec_ew's pipeline.
  */
 module dtpu_vec_add_lane
 (
@@ -52,13 +55,11 @@ module dtpu_vec_add_lane
     input  wire [7:0]         b,
 
     /* Result */
-    output reg                out_valid,
-    output reg  [7:0]         y
+    output wire               out_valid,
+    output wire [7:0]         y
 );
 
 // ---- helpers --------------------------------------------------------------------------------
-
-`include "dtpu_vec_requant.vh"
 
 function signed [9:0] elem;         // an 8-bit lane as a signed value
     input [7:0] v;
@@ -67,55 +68,73 @@ function signed [9:0] elem;         // an 8-bit lane as a signed value
     end
 endfunction
 
-// ---- stage 1: the inputs scaled to the common scale ------------------------------------------
+// ---- stage 1: the offset inputs << 20 ---------------------------------------------------------
 
 // (sign extensions written out: the file is Verilog 2001, which has no size casts)
 wire signed [9:0]  ea = elem(a);
 wire signed [9:0]  eb = elem(b);
-wire signed [31:0] x1 = ({{22{ea[9]}}, ea} + {{16{in1_off[15]}}, in1_off}) << 20;
-wire signed [31:0] x2 = ({{22{eb[9]}}, eb} + {{16{in2_off[15]}}, in2_off}) << 20;
-
-reg signed [31:0] s1_reg;
-reg signed [31:0] s2_reg;
-reg               v1_reg;
+reg  signed [31:0] x1_q, x2_q;
+reg                v1_q;
 
 initial begin
-    s1_reg = 32'sd0;
-    s2_reg = 32'sd0;
-    v1_reg = 1'b0;
+    v1_q = 1'b0;
 end
 
 always @(posedge clk) begin
-    s1_reg <= vec_rdbpot(vec_srdhm(x1, m1), sh1);
-    s2_reg <= vec_rdbpot(vec_srdhm(x2, m2), sh2);
-    v1_reg <= in_valid;
+    x1_q <= ({{22{ea[9]}}, ea} + {{16{in1_off[15]}}, in1_off}) << 20;
+    x2_q <= ({{22{eb[9]}}, eb} + {{16{in2_off[15]}}, in2_off}) << 20;
+    v1_q <= in_valid;
     if (rst) begin
-        v1_reg <= 1'b0;
+        v1_q <= 1'b0;
     end
 end
 
-// ---- stage 2: the sum scaled to the output, offset, clamp ------------------------------------
+// ---- stages 2..5: the inputs scaled to the common scale ----------------------------------------
 
-wire signed [31:0] sum = s1_reg + s2_reg;             // wraps as TFLite's int32 does
-wire signed [31:0] r = vec_rdbpot(vec_srdhm(sum, mo), sho) + {{16{out_off[15]}}, out_off};
-wire signed [31:0] lo = {{16{act_min[15]}}, act_min};
-wire signed [31:0] hi = {{16{act_max[15]}}, act_max};
+wire signed [31:0] s1, s2;
+wire               v5;
 /* verilator lint_off UNUSEDSIGNAL */
-wire signed [31:0] c = (r < lo) ? lo : (r > hi) ? hi : r;    // within ACT_MIN..ACT_MAX: 8 bits
+wire               v5b;
+wire [7:0]         n1, n2;
 /* verilator lint_on UNUSEDSIGNAL */
 
+dtpu_vec_rq #(.FINAL(0)) rq1_inst (
+    .clk(clk), .rst(rst), .m(m1), .sh(sh1), .out_off(16'sd0), .act_min(16'sd0), .act_max(16'sd0),
+    .in_valid(v1_q), .x(x1_q), .out_valid(v5), .y(s1), .y8(n1)
+);
+
+dtpu_vec_rq #(.FINAL(0)) rq2_inst (
+    .clk(clk), .rst(rst), .m(m2), .sh(sh2), .out_off(16'sd0), .act_min(16'sd0), .act_max(16'sd0),
+    .in_valid(v1_q), .x(x2_q), .out_valid(v5b), .y(s2), .y8(n2)
+);
+
+// ---- stage 6: their sum ------------------------------------------------------------------------
+
+reg signed [31:0] sum_q;                 // wraps as TFLite's int32 does
+reg               v6_q;
+
 initial begin
-    out_valid = 1'b0;
-    y = 8'd0;
+    v6_q = 1'b0;
 end
 
 always @(posedge clk) begin
-    y <= c[7:0];
-    out_valid <= v1_reg;
+    sum_q <= s1 + s2;
+    v6_q  <= v5;
     if (rst) begin
-        out_valid <= 1'b0;
+        v6_q <= 1'b0;
     end
 end
+
+// ---- stages 7..12: the sum scaled to the output, offset, clamp ---------------------------------
+
+/* verilator lint_off UNUSEDSIGNAL */
+wire signed [31:0] yo;
+/* verilator lint_on UNUSEDSIGNAL */
+
+dtpu_vec_rq #(.FINAL(1)) rqo_inst (
+    .clk(clk), .rst(rst), .m(mo), .sh(sho), .out_off(out_off), .act_min(act_min),
+    .act_max(act_max), .in_valid(v6_q), .x(sum_q), .out_valid(out_valid), .y(yo), .y8(y)
+);
 
 endmodule
 

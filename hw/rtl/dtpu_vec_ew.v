@@ -16,12 +16,13 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * (dtpu_vec_add_lane) and a MUL one (dtpu_vec_mul_lane); `mul` picks the result. A word is
  * worked in STEPS = LANES / RQ_LANES cycles, RQ_LANES bytes a cycle from the low ones up: the
  * first group from `a` / `b` in the cycle in_valid is taken, the others from a copy of the word
- * (shifted down a group a cycle). The lanes' own pipelines are unchanged (two stages): a
- * group's bytes come two cycles after it was fed, and the word, assembled from its groups,
- * comes with its last (out_valid two cycles after the last group: STEPS + 1 cycles after
- * in_valid). in_ready is low while a word's later groups are fed (`busy`): the caller offers a
- * word only with in_ready high, and only when it has room for the result (no backpressure on
- * the result). With RQ_LANES = LANES (the default) every word is taken, as before the knob.
+ * (shifted down a group a cycle). The lanes' own pipelines are unchanged by the knob (12
+ * stages, one carry chain a stage: dtpu_vec_add_lane, dtpu_vec_rq): a group's bytes come 12
+ * cycles after it was fed, and the word, assembled from its groups, comes with its last
+ * (out_valid 12 cycles after the last group: STEPS + 11 cycles after in_valid). in_ready is low
+ * while a word's later groups are fed (`busy`): the caller offers a word only with in_ready
+ * high, and only when it has room for the result (no backpressure on the result: a
+ * fixed-latency pipe, dtpu_vec counts the words in it against its output FIFO). With RQ_LANES = LANES (the default) every word is taken, as before the knob.
  * Parameters are the VEC descriptor's fields as the unit holds them for the whole descriptor.
  */
 module dtpu_vec_ew #
@@ -72,7 +73,7 @@ initial begin
     end
 end
 
-reg mul_q1, mul_q2;                 // the kind travels with the word (it is constant anyway)
+reg mul_q1, mul_q2;                 // the kind, registered (constant for the descriptor)
 
 always @(posedge clk) begin
     mul_q1 <= mul;

@@ -16,17 +16,19 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  *   y[n, c] = clamp(MBQM(wrap32(sum_hw x[n, h, w, c] + IN1_OFF * H*W), MO, SHO) + OUT_OFF,
  *                   ACT_MIN, ACT_MAX)
  * with MBQM as in dtpu_vec_mul_lane (a positive SHO an int32 left shift first; the shared
- * requantizer of dtpu_vec_requant.vh). The sums are 32-bit and wrap, as the int32 sum does.
+ * requantizer dtpu_vec_rq). The sums are 32-bit and wrap, as the int32 sum does.
  *
  * Pixel words (dtpu_vec_pix) come one a cycle: word j of each pixel is added into accumulator
  * word j (LANES 32-bit lanes; the batch's first pixel writes it), one operation a word. The
  * accumulators are one block RAM (2^LOG_ROW words of 32 * LANES bits, a registered read). After
  * a batch's last pixel its ceil(C/8) accumulator words are requantized one a cycle (the
- * tail; in_ready low meanwhile, and a tail word waits for `room`), each result registered:
- * out_valid a cycle after its operation, out_bytes its channels (8, or C mod 8 for the last),
- * With RQ_LANES < LANES requantizers (the contract's VEC_RQ_LANES) a tail word takes
- * LANES / RQ_LANES operations, a group of RQ_LANES lanes each from the low ones up (the word
- * waits for `room` before its first only), and comes a cycle after its last;
+ * tail; in_ready low meanwhile, and a tail word waits for `room`) through a pipe of
+ * TAIL_LAT = 9 stages (below), each result registered: out_valid TAIL_LAT + 1 = 10 cycles after
+ * its operation, out_bytes its channels (8, or C mod 8 for the last). With RQ_LANES < LANES
+ * requantizers (the contract's VEC_RQ_LANES) a tail word takes LANES / RQ_LANES operations, a
+ * group of RQ_LANES lanes each from the low ones up (the word waits for `room` before its first
+ * only), and comes 10 cycles after its last; `room` must hold for every word in the pipe
+ * (dtpu_vec counts them);
  * out_end on the tensor's last. `op` marks each operation (accumulate or tail), `last_op` the
  * tensor's last; after it no word is taken (the bytes of the stream's last word past the
  * tensor). C <= LANES * 2^LOG_ROW (the caller checks); `clear` restarts at batch 0.
@@ -70,8 +72,6 @@ module dtpu_vec_mean #
     output wire               op,
     output wire               last_op
 );
-
-`include "dtpu_vec_requant.vh"
 
 localparam integer ROW = 1 << LOG_ROW;
 localparam integer STEPS = LANES / RQ_LANES;
@@ -122,29 +122,80 @@ reg  [32*LANES-1:0] byp_d;
 reg                 byp;
 wire [32*LANES-1:0] acc_q = byp ? byp_d : acc_rd;
 wire [4:0] left = (sho > 8'sd0) ? ((sho > 8'sd31) ? 5'd31 : sho[4:0]) : 5'd0;
-wire signed [31:0] lo = {{16{act_min[15]}}, act_min};
-wire signed [31:0] hi = {{16{act_max[15]}}, act_max};
 
 reg  [32*LANES-1:0] acc_d;              // the accumulate's new word
-reg  [8*RQ_LANES-1:0] grp;              // the tail's requantized group (gs)
-wire [8*LANES-1:0]  res;                // the tail's word, its last group in
-// the group's accumulator lanes (gs: a multiplexer when RQ_LANES < LANES)
+// the group's accumulator lanes (gs: a multiplexer when RQ_LANES < LANES; its low group read)
+/* verilator lint_off UNUSEDSIGNAL */
 wire [32*LANES-1:0] acc_g = acc_q >> (32 * RQ_LANES * gs);
+/* verilator lint_on UNUSEDSIGNAL */
 integer l;
-reg signed [31:0] e, s, r;
+reg signed [31:0] e;
 always @* begin
     for (l = 0; l < LANES; l = l + 1) begin
         e = sgn ? {{24{in_data[8*l+7]}}, in_data[8*l +: 8]} : {24'd0, in_data[8*l +: 8]};
         acc_d[32*l +: 32] = (px == 32'd0) ? e : acc_q[32*l +: 32] + e;
     end
+end
+
+// ---- the tail's requantization: a fixed-latency pipe of TAIL_LAT stages from a tail operation,
+// one carry chain a stage (one combinational path from the accumulators to out_data was 25.8 MHz
+// on the ECP5 proxy): (1) the group's sums; (2) + IN1_OFF * H*W; (3) the left shift (a positive
+// SHO, wrapping); (4..9) the requantizer with OUT_OFF and the clamp (dtpu_vec_rq FINAL). Each
+// operation's tags (its word done, the word's bytes, the tensor's end) travel beside it; the word
+// is assembled from its groups at the pipe's end and registered (out_valid TAIL_LAT + 1 cycles
+// after the word's last operation). No stall: the caller's `room` counts the words in flight.
+localparam integer TAIL_LAT = 9;
+
+reg  [32*RQ_LANES-1:0] ag_q;            // stage 1: the group's sums
+reg  [32*RQ_LANES-1:0] as_q;            // stage 2: + IN1_OFF * H*W
+reg  [32*RQ_LANES-1:0] ax_q;            // stage 3: << left
+always @(posedge clk) begin
+    ag_q <= acc_g[32*RQ_LANES-1:0];
     for (l = 0; l < RQ_LANES; l = l + 1) begin
-        s = $signed(acc_g[32*l +: 32]) + off_hw;
-        r = vec_rdbpot(vec_srdhm(s << left, mo), sho) + {{16{out_off[15]}}, out_off};
-        r = (r < lo) ? lo : (r > hi) ? hi : r;
-        grp[8*l +: 8] = r[7:0];
+        as_q[32*l +: 32] <= ag_q[32*l +: 32] + off_hw;
+        ax_q[32*l +: 32] <= as_q[32*l +: 32] << left;
     end
 end
 
+// the tags: valid, the word's last group, its bytes, the tensor's last word
+reg  [TAIL_LAT-1:0] tg_v, tg_w, tg_e;
+reg  [4*TAIL_LAT-1:0] tg_b;
+always @(posedge clk) begin
+    tg_v <= {tg_v[TAIL_LAT-2:0], emit};
+    tg_w <= {tg_w[TAIL_LAT-2:0], wdone};
+    tg_e <= {tg_e[TAIL_LAT-2:0], last_op};
+    tg_b <= {tg_b[4*TAIL_LAT-5:0], (last_word ? cj[3:0] : 4'd8)};
+    if (rst || clear) begin
+        tg_v <= {TAIL_LAT{1'b0}};
+        tg_w <= {TAIL_LAT{1'b0}};
+        tg_e <= {TAIL_LAT{1'b0}};
+    end
+end
+/* verilator lint_off UNUSEDSIGNAL */
+wire       g_v = tg_v[TAIL_LAT-1];      // a requantized group at the pipe's end (read with
+                                        // RQ_LANES < LANES: the word's groups assembled)
+/* verilator lint_on UNUSEDSIGNAL */
+wire       g_w = tg_v[TAIL_LAT-1] && tg_w[TAIL_LAT-1];
+wire       g_e = tg_e[TAIL_LAT-1];
+wire [3:0] g_b = tg_b[4*TAIL_LAT-1 -: 4];
+
+wire [8*RQ_LANES-1:0] grp;              // the requantized group
+genvar q;
+generate
+    for (q = 0; q < RQ_LANES; q = q + 1) begin : rq
+        /* verilator lint_off UNUSEDSIGNAL */
+        wire        rq_v;
+        wire [31:0] rq_y;
+        /* verilator lint_on UNUSEDSIGNAL */
+        dtpu_vec_rq #(.FINAL(1)) rq_inst (
+            .clk(clk), .rst(rst), .m(mo), .sh(sho), .out_off(out_off), .act_min(act_min),
+            .act_max(act_max), .in_valid(tg_v[2]), .x(ax_q[32*q +: 32]), .out_valid(rq_v),
+            .y(rq_y), .y8(grp[8*q +: 8])
+        );
+    end
+endgenerate
+
+wire [8*LANES-1:0]  res;                // the tail's word, its last group in
 generate
     if (STEPS == 1) begin : full
         assign gs  = {SW{1'b0}};
@@ -166,7 +217,7 @@ generate
         /* verilator lint_on UNUSEDSIGNAL */
         assign res = {grp, res_q[8*LANES-1:8*RQ_LANES]};
         always @(posedge clk) begin
-            if (emit) begin
+            if (g_v) begin
                 res_q <= res;
             end
         end
@@ -175,11 +226,11 @@ endgenerate
 
 always @(posedge clk) begin
     off_hw <= off_full[31:0];
-    out_valid <= wdone;
-    out_end <= last_op;
-    if (wdone) begin
+    out_valid <= g_w;
+    out_end <= g_w && g_e;
+    if (g_w) begin
         out_data  <= res;
-        out_bytes <= last_word ? cj[3:0] : 4'd8;
+        out_bytes <= g_b;
     end
     acc_rd <= acc[j_nx];
     byp    <= take && (j_nx == j);

@@ -18,11 +18,14 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * MBQM is TFLite's MultiplyByQuantizedMultiplier: a positive shift is an int32 left shift of p
  * (wrapping, as the C++ does), then SRDHM(x, MO) = floor((x*MO + 2^30) / 2^31) (saturating
  * INT32_MIN * INT32_MIN), then a rounding right shift by -SHO (ties away from zero) when SHO is
- * negative (vec_srdhm and vec_rdbpot of dtpu_vec_requant.vh, the requantizer the unit's lanes
- * share). MUL's scale s1*s2/s_out may exceed 1, so unlike ADD both shift directions occur.
+ * negative (dtpu_vec_rq, the
+ * requantizer the unit's lanes share). MUL's scale s1*s2/s_out may exceed 1, so unlike ADD both shift directions occur.
  *
- * One element per cycle, two register stages like dtpu_vec_add_lane (out_valid two cycles
- * after in_valid), so that the two lanes share the vector unit's pipeline.
+ * One element per cycle, a fixed-latency pipe of 12 stages like dtpu_vec_add_lane (out_valid
+ * 12 cycles after in_valid; they share dtpu_vec_ew's pipeline), one carry chain a stage (the
+ * product and the requantizer were 39.7 MHz on the ECP5 proxy): (1) the offset inputs;
+ * (2) their product; (3) the left shift; (4..9) the requantizer with OUT_OFF and the clamp
+ * (dtpu_vec_rq FINAL); (10..12) the result delayed to the add lane's latency.
  */
 module dtpu_vec_mul_lane
 (
@@ -47,11 +50,9 @@ module dtpu_vec_mul_lane
     input  wire [7:0]         b,
 
     /* Result */
-    output reg                out_valid,
-    output reg  [7:0]         y
+    output wire               out_valid,
+    output wire [7:0]         y
 );
-
-`include "dtpu_vec_requant.vh"
 
 function signed [9:0] elem;         // an 8-bit lane as a signed value
     input [7:0] v;
@@ -60,55 +61,98 @@ function signed [9:0] elem;         // an 8-bit lane as a signed value
     end
 endfunction
 
-// ---- stage 1: the product of the offset inputs, the left shift -------------------------------
+// ---- stage 1: the offset inputs (|.| < 2^16: 17 bits) ------------------------------------------
 
 wire signed [9:0]  ea = elem(a);
 wire signed [9:0]  eb = elem(b);
-wire signed [31:0] xa = {{22{ea[9]}}, ea} + {{16{in1_off[15]}}, in1_off};
-wire signed [31:0] xb = {{22{eb[9]}}, eb} + {{16{in2_off[15]}}, in2_off};
+reg  signed [16:0] xa_q, xb_q;
+reg                v1_q;
+
+initial begin
+    v1_q = 1'b0;
+end
+
+always @(posedge clk) begin
+    xa_q <= {{7{ea[9]}}, ea} + {in1_off[15], in1_off};
+    xb_q <= {{7{eb[9]}}, eb} + {in2_off[15], in2_off};
+    v1_q <= in_valid;
+    if (rst) begin
+        v1_q <= 1'b0;
+    end
+end
+
+// ---- stage 2: their product (int32: its low 32 bits) -------------------------------------------
+
 /* verilator lint_off UNUSEDSIGNAL */
-wire signed [63:0] prod = xa * xb;              // int32 product: its low 32 bits
+wire signed [33:0] prod = xa_q * xb_q;
 /* verilator lint_on UNUSEDSIGNAL */
+reg  signed [31:0] p_q;
+reg                v2_q;
+
+initial begin
+    v2_q = 1'b0;
+end
+
+always @(posedge clk) begin
+    p_q  <= prod[31:0];
+    v2_q <= v1_q;
+    if (rst) begin
+        v2_q <= 1'b0;
+    end
+end
+
+// ---- stage 3: the left shift (a positive SHO, wrapping) ----------------------------------------
+
 wire        [4:0]  left = (sho > 8'sd0) ? ((sho > 8'sd31) ? 5'd31 : sho[4:0]) : 5'd0;
-wire signed [31:0] xs = prod[31:0] << left;
-
-reg signed [31:0] x_reg;
-reg               v1_reg;
+reg  signed [31:0] xs_q;
+reg                v3_q;
 
 initial begin
-    x_reg = 32'sd0;
-    v1_reg = 1'b0;
+    v3_q = 1'b0;
 end
 
 always @(posedge clk) begin
-    x_reg  <= xs;
-    v1_reg <= in_valid;
+    xs_q <= p_q << left;
+    v3_q <= v2_q;
     if (rst) begin
-        v1_reg <= 1'b0;
+        v3_q <= 1'b0;
     end
 end
 
-// ---- stage 2: the output multiplier, rounding shift, offset, clamp ---------------------------
+// ---- stages 4..9: the output multiplier, rounding shift, offset, clamp -------------------------
 
-wire signed [31:0] r = vec_rdbpot(vec_srdhm(x_reg, mo), sho) + {{16{out_off[15]}}, out_off};
-wire signed [31:0] lo = {{16{act_min[15]}}, act_min};
-wire signed [31:0] hi = {{16{act_max[15]}}, act_max};
+wire               v9;
+wire        [7:0]  y9;
 /* verilator lint_off UNUSEDSIGNAL */
-wire signed [31:0] c = (r < lo) ? lo : (r > hi) ? hi : r;
+wire signed [31:0] yo;
 /* verilator lint_on UNUSEDSIGNAL */
 
+dtpu_vec_rq #(.FINAL(1)) rqo_inst (
+    .clk(clk), .rst(rst), .m(mo), .sh(sho), .out_off(out_off), .act_min(act_min),
+    .act_max(act_max), .in_valid(v3_q), .x(xs_q), .out_valid(v9), .y(yo), .y8(y9)
+);
+
+// ---- stages 10..12: delayed to the add lane's latency --------------------------------------------
+
+reg [7:0] y10_q, y11_q, y12_q;
+reg [2:0] vd_q;
+
 initial begin
-    out_valid = 1'b0;
-    y = 8'd0;
+    vd_q = 3'd0;
 end
 
 always @(posedge clk) begin
-    y <= c[7:0];
-    out_valid <= v1_reg;
+    y10_q <= y9;
+    y11_q <= y10_q;
+    y12_q <= y11_q;
+    vd_q  <= {vd_q[1:0], v9};
     if (rst) begin
-        out_valid <= 1'b0;
+        vd_q <= 3'd0;
     end
 end
+
+assign out_valid = vd_q[2];
+assign y = y12_q;
 
 endmodule
 

@@ -1,6 +1,7 @@
 """cocotb: one vector-unit ADD / SUB lane against the golden model (dtpu.reference.vector.add,
 proven against TFLite's kernels): random scales, zero points, activations and elements, one pair
-a cycle with idle cycles between, results two cycles later."""
+a cycle with idle cycles between, results 12 cycles later (the pipelined
+requantizers, dtpu_vec_rq)."""
 import os
 import random
 

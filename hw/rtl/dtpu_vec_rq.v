@@ -1,0 +1,166 @@
+/*
+
+Copyright (c) 2026 DTPU authors. Apache-2.0.
+
+*/
+
+// Language: Verilog 2001
+
+`resetall
+`timescale 1ns / 1ps
+`default_nettype none
+
+/*
+ * Vector unit (contract 2.1): TFLite's requantizer RDBPOT(SRDHM(x, M), -SH) as a pipeline of
+ * one carry chain a stage, for the element-wise lanes (dtpu_vec_add_lane, dtpu_vec_mul_lane)
+ * and MEAN's tail (dtpu_vec_mean):
+ *   SRDHM(x, M)   gemmlowp's SaturatingRoundingDoublingHighMul: floor((x*M + 2^30) / 2^31),
+ *                 x and M int32, INT32_MIN * INT32_MIN saturated to INT32_MAX as TFLite's
+ *                 kernels do (the only product whose doubled high half overflows)
+ *   RDBPOT(v, e)  RoundingDivideByPOT: v / 2^e rounded half away from zero, e = -SH for
+ *                 TFLite's shift SH <= 0; SH > 0 is taken as 0 (a left shift is the caller's:
+ *                 MUL and MEAN apply it before, ADD's Prepare never makes one), SH < -31 as -31
+ * (until they were pipelined these were the Verilog functions vec_srdhm and vec_rdbpot of
+ * dtpu_vec_requant.vh, one combinational path). As one combinational path these were the vector unit's critical paths
+ * on the ECP5 proxy (add lane 35.8 MHz, mul lane 39.7, MEAN 25.8: docs/synthesis.md "Timing
+ * evidence"); staged as dtpu_post_lane's requantizer is (products as registered partial
+ * products, summed in the next stage):
+ *   1  x * M as two partial products, x * M[15:0] and x * M[31:16] (the saturating case
+ *      INT32_MIN * INT32_MIN flagged)
+ *   2  their sum + 2^30 (one carry-save level, one 64-bit adder): SRDHM = bits 62..31
+ *   3  RDBPOT's rounding sum: + 2^(e-1), less one when negative (e = -SH, 0..31)
+ *   4  the arithmetic right shift by e                                  (y: LAT = 4)
+ * With FINAL = 1 two more, the output's:
+ *   5  + OUT_OFF (int32, wrapping as the golden model's does)
+ *   6  the clamp to ACT_MIN..ACT_MAX, its low byte                     (y8: LAT = 6)
+ * A fixed-latency pipe, one value a cycle, no stall: out_valid LAT cycles after in_valid. The
+ * callers hold no result back (their callers count the words in flight: dtpu_vec's room).
+ * M, SH, OUT_OFF, ACT_MIN, ACT_MAX are the descriptor's, constant while its values pass.
+ */
+module dtpu_vec_rq #
+(
+    // 1: + OUT_OFF and the clamp (y8); 0: the requantized int32 (y)
+    parameter FINAL = 0
+)
+(
+    input  wire               clk,
+    input  wire               rst,
+
+    input  wire signed [31:0] m,
+    input  wire signed [7:0]  sh,
+    input  wire signed [15:0] out_off,
+    input  wire signed [15:0] act_min,
+    input  wire signed [15:0] act_max,
+
+    input  wire               in_valid,
+    input  wire signed [31:0] x,
+
+    output wire               out_valid,
+    output wire signed [31:0] y,
+    output wire        [7:0]  y8
+);
+
+localparam integer LAT = FINAL ? 6 : 4;
+
+// ---- stage 1: partial products ------------------------------------------------------------
+
+/* verilator lint_off UNUSEDSIGNAL */
+wire signed [48:0] pl = x * $signed({1'b0, m[15:0]});     // |.| < 2^47: 49 bits signed
+/* verilator lint_on UNUSEDSIGNAL */
+wire signed [47:0] ph = x * $signed(m[31:16]);
+reg  signed [47:0] pl_q, ph_q;
+reg                sat_q;
+
+always @(posedge clk) begin
+    pl_q  <= pl[47:0];
+    ph_q  <= ph;
+    sat_q <= (x == 32'sh80000000) && (m == 32'sh80000000);
+end
+
+// ---- stage 2: x*M + 2^30 (one carry-save level, one adder), SRDHM = its bits 62..31 ---------
+
+wire [63:0] pp_a = {{16{pl_q[47]}}, pl_q};
+wire [63:0] pp_b = {ph_q, 16'd0};
+wire [63:0] pp_c = 64'd1 << 30;
+wire [63:0] pp_s = pp_a ^ pp_b ^ pp_c;
+wire [62:0] pp_k = (pp_a[62:0] & pp_b[62:0]) | (pp_a[62:0] & pp_c[62:0]) | (pp_b[62:0] & pp_c[62:0]);
+/* verilator lint_off UNUSEDSIGNAL */
+wire [63:0] p2 = pp_s + {pp_k, 1'b0};
+/* verilator lint_on UNUSEDSIGNAL */
+reg  signed [31:0] h_q;
+
+always @(posedge clk) begin
+    h_q <= sat_q ? 32'sh7fffffff : p2[62:31];
+end
+
+// ---- stage 3: RDBPOT's rounding sum ----------------------------------------------------------
+
+/* verilator lint_off UNUSEDSIGNAL */
+wire signed [7:0] nsh = -sh;                // only its low 5 bits are read (1..31)
+/* verilator lint_on UNUSEDSIGNAL */
+wire        [4:0] e = (sh >= 8'sd0) ? 5'd0 : (sh < -8'sd31) ? 5'd31 : nsh[4:0];
+// 2^(e-1), less one for a negative value (ties away from zero); nothing when e = 0
+wire       [31:0] half = (e == 5'd0) ? 32'd0 : (32'd1 << (e - 5'd1));
+wire       [32:0] rnd = {1'b0, half} - {32'd0, (h_q[31] && e != 5'd0)};
+reg  signed [32:0] t_q;
+reg         [4:0]  e_q;
+
+always @(posedge clk) begin
+    t_q <= {h_q[31], h_q} + rnd;
+    e_q <= e;
+end
+
+// ---- stage 4: the shift ----------------------------------------------------------------------
+
+/* verilator lint_off UNUSEDSIGNAL */
+wire signed [32:0] ts = t_q >>> e_q;
+/* verilator lint_on UNUSEDSIGNAL */
+reg  signed [31:0] y_q;
+
+always @(posedge clk) begin
+    y_q <= ts[31:0];
+end
+
+assign y = y_q;
+
+// ---- stages 5, 6 (FINAL): + OUT_OFF, the clamp -----------------------------------------------
+
+generate
+    if (FINAL != 0) begin : fin
+        reg  signed [31:0] r_q;
+        reg         [7:0]  c_q;
+        wire signed [31:0] lo = {{16{act_min[15]}}, act_min};
+        wire signed [31:0] hi = {{16{act_max[15]}}, act_max};
+        always @(posedge clk) begin
+            r_q <= y_q + {{16{out_off[15]}}, out_off};
+            c_q <= (r_q < lo) ? lo[7:0] : (r_q > hi) ? hi[7:0] : r_q[7:0];
+        end
+        assign y8 = c_q;
+    end else begin : nofin
+        assign y8 = 8'd0;
+        /* verilator lint_off UNUSEDSIGNAL */
+        wire unused = ^{out_off, act_min, act_max};
+        /* verilator lint_on UNUSEDSIGNAL */
+    end
+endgenerate
+
+// ---- valid ------------------------------------------------------------------------------------
+
+reg [LAT-1:0] v_q;
+
+initial begin
+    v_q = {LAT{1'b0}};
+end
+
+always @(posedge clk) begin
+    v_q <= {v_q[LAT-2:0], in_valid};
+    if (rst) begin
+        v_q <= {LAT{1'b0}};
+    end
+end
+
+assign out_valid = v_q[LAT-1];
+
+endmodule
+
+`resetall

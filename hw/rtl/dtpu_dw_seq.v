@@ -117,6 +117,45 @@ localparam [33:0] WEIGHT_WORDS = 34'd1 << LOG_WEIGHT_WORDS;
 localparam [33:0] PARAM_ENTRIES = 34'd1 << LOG_PARAM_ENTRIES;
 localparam [33:0] ACT_WORDS = 34'd1 << LOG_ACT_WORDS;
 
+// ---- widths of the setup's, the walk's and the computer's quantities ----
+// The setup runs after every CONFIG0, but its results are read only by a job that passed the
+// CONFIG checks (dtpu_control enters ST_DW only then), so each width below is what such a job
+// needs; the checks themselves (cfg_err) stay at the registers' full widths, and a refused
+// job's setup values may wrap unseen. The bounds, from the register fields' widths
+// (dtpu_regs.vh, contract.json) and the memories:
+// - GC <= COLS (else BAD_DIMS): a group index g < GC takes LOG_COLS + 1 bits;
+// - the slot, (IW + SX - 1)*GC or IW*GC words, fits the activation buffer (ACT_CAPACITY:
+//   LB_ROWS*RSC*COLS <= 2^LOG_ACT_WORDS with LB_ROWS >= 1), so IW <= 2^LOG_ACT_WORDS and the
+//   row's words IW*GC <= 2^LOG_ACT_WORDS;
+// - (OW-1)*SX - PL <= IW - 1 and (OH-1)*SY - PT <= IH - 1 (BAD_DIMS), PL and PT 8-bit fields;
+// - quantities read only modulo 2^n (the ring rows of the activation buffer, LOG_ACT_WORDS
+//   bits of a slot offset; the parameter and weight addresses) are kept modulo 2^n: exact for
+//   every job, whatever the bounds.
+localparam FW = DTPU_DW_IN_W_WIDTH;                               // the 16-bit fields
+localparam GW = LOG_COLS + 1;                                     // g < GC <= COLS
+localparam GRW = DTPU_DW_GROUPS_NCHUNK_WIDTH + LOG_COLS;          // GC*NCHUNK
+localparam TPW = DTPU_DW_KERNEL_KH_WIDTH + DTPU_DW_KERNEL_KW_WIDTH; // KH*KW
+localparam ITW = DTPU_DW_OUT_W_WIDTH + LOG_COLS;                  // OW*GC items, steps, q
+localparam RWW = LOG_ACT_WORDS + 1;                               // IW*GC <= 2^LOG_ACT_WORDS
+localparam OYW = DTPU_DW_IN_H_WIDTH + 1;                          // (OH-1)*SY <= IH-1+PT < 2^17
+// PT, SY, DY fields of 8 bits; the window's span (KH-1)*DY + 1 < 2^(KH+DY widths)
+localparam KYW = DTPU_DW_KERNEL_KH_WIDTH + DTPU_DW_STRIDE_DY_WIDTH;
+localparam KXW = DTPU_DW_KERNEL_KW_WIDTH + DTPU_DW_STRIDE_DX_WIDTH; // kx*DX <= (KW-1)*DX
+// (OY-1)*SY - PT + span - 1 in (-2^8, 2^OYW + 2^KYW): signed
+localparam LEW = (OYW > KYW ? OYW : KYW) + 2;
+// an input row y = oy*SY - PT + ky*DY in [-PT, IH - 1 + span - 1]: signed
+localparam YW = (DTPU_DW_IN_H_WIDTH > KYW ? DTPU_DW_IN_H_WIDTH : KYW) + 2;
+// an input column x = ox*SX - PL + kx*DX of a step's column: ox <= OW - 1 + COLS (the last
+// step's columns past the items), so x < IW + (COLS+1)*2^8 + 2^KXW < 2^(XM+2) (COLS < 2^9),
+// x >= -PL: signed
+localparam XM = LOG_ACT_WORDS > KXW ? LOG_ACT_WORDS : KXW;
+localparam XW = XM + 3;
+// channel index c*GC + g, read modulo the parameter and weight memories
+localparam CGW = LOG_PARAM_ENTRIES > LOG_WEIGHT_WORDS ? LOG_PARAM_ENTRIES : LOG_WEIGHT_WORDS;
+localparam LAW = LOG_ACT_WORDS;                                   // slot offsets, mod 2^LAW
+localparam OAW = GRW + FW;                                        // GC*NCHUNK*IH, *OH
+localparam PW = OAW + FW;                                         // the setup's products
+
 // ---- register fields ----
 wire [15:0] ih = reg_dw_in[DTPU_DW_IN_H_LSB +: 16];
 wire [15:0] iw = reg_dw_in[DTPU_DW_IN_W_LSB +: 16];
@@ -217,36 +256,46 @@ reg [15:0] span_r;
 reg [AR-1:0] rsc_r, ring_r;
 reg [AR-1:0] syr_r, dyr_r, chr_r, r0_r;           // ring-row deltas (mod ring)
 reg [WR-1:0] gpc_r, wbase_r;
-reg [31:0] items_r, steps_r, row_words_r;
+reg [ITW-1:0] items_r, steps_r;
+reg [RWW-1:0] row_words_r;
 reg [19:0] s_r, p_r;
 reg [3:0]  log_tc_r;
 reg [2:0]  wi_r;
 reg [1:0]  log_l_r, log_lo_r;
 reg [15:0] q0_r, rem0_r;                           // PT / SY, PT % SY
-reg signed [31:0] last_end_r;                      // (OH-1)*SY - PT + span - 1
+reg signed [LEW-1:0] last_end_r;                   // (OH-1)*SY - PT + span - 1
 reg [15:0] spt_r;                                  // span - PT (>= 1 when the job runs)
 reg [LOG_PARAM_ENTRIES-1:0] pbase_r;
-reg signed [31:0] dxgc_r;
-reg signed [31:0] xd0_r, xd1_r, xgd0_r, xgd1_r;    // per-step column deltas
-reg [15:0] dg_r;
-reg signed [31:0] xp0_r [0:COLS-1];
-reg signed [31:0] xg0_r [0:COLS-1];
-reg [15:0]        g0_r [0:COLS-1];
+reg [LAW-1:0] dxgc_r;                              // (banked layout: the xg values mod 2^LAW)
+reg signed [XW-1:0] xd0_r, xd1_r;                  // per-step column deltas
+reg [LAW-1:0] xgd0_r, xgd1_r;
+reg [GW-1:0] dg_r;
+reg signed [XW-1:0] xp0_r [0:COLS-1];
+reg [LAW-1:0]     xg0_r [0:COLS-1];
+reg [GW-1:0]      g0_r [0:COLS-1];
 reg [63:0] in_total_r, res_total_r;
 reg [31:0] rows_total, out_rows_total;            // NCHUNK*IH, NCHUNK*OH
-reg [31:0] rsc_full_r;                             // bank rows per slot, all 32 bits
+// GC for the datapath: GC <= COLS in a job that runs (BAD_DIMS otherwise)
+wire [GW-1:0] gcn = gc_r[GW-1:0];
 
-// bank rows of a count of words, in the 32 bits the counts have
-function [31:0] rsc_of(input [31:0] v);
-    rsc_of = (v + COLS - 1) >> LOG_COLS;
-endfunction
-
-function [AR-1:0] rsc_lo(input [31:0] v);
+// steps of a row's items: ceil(items / COLS)
+function [ITW-1:0] steps_of(input [ITW-1:0] v);
     /* verilator lint_off UNUSEDSIGNAL */
-    reg [31:0] t;
+    reg [ITW:0] t;
     /* verilator lint_on UNUSEDSIGNAL */
     begin
-        t = (v + COLS - 1) >> LOG_COLS;
+        t = ({1'b0, v} + COLS - 1) >> LOG_COLS;
+        steps_of = t[ITW-1:0];
+    end
+endfunction
+
+// (the slot's words are at most 2^LAW in a job that runs)
+function [AR-1:0] rsc_lo(input [RWW-1:0] v);
+    /* verilator lint_off UNUSEDSIGNAL */
+    reg [RWW:0] t;
+    /* verilator lint_on UNUSEDSIGNAL */
+    begin
+        t = ({1'b0, v} + COLS - 1) >> LOG_COLS;
         rsc_lo = t[AR-1:0];
     end
 endfunction
@@ -309,64 +358,74 @@ wire su_init = su_run && su_st == S_INIT;
 reg [15:0] ow_r;
 reg [7:0]  sx_r, pl_r;
 reg [3:0]  tc_r;
-reg [31:0] taps_r, groups_r, oy_last_r;
-reg [47:0] gi_r, go_r;
+reg [TPW-1:0] taps_r;
+reg [GRW-1:0] groups_r;
+reg [OYW-1:0] oy_last_r;
+reg [OAW-1:0] gi_r, go_r;
 reg [15:0] syl_r, dyl_r, r0l_r, chl_r;             // SY, DY, -PT, the chunk step mod LB_ROWS
-reg [31:0] sxgc_r, plgc_r;
+reg [LAW-1:0] sxgc_r, plgc_r;
 
 // the multiplier
-reg [47:0] op_a_r, sel_a;
+// Operand A takes OAW = GRW + 16 bits (its widest, GC*NCHUNK*IH), the product PW = OAW + 16:
+// every product of a job that runs is exact in it (the totals GC*NCHUNK*IH*IW and *OH*OW too).
+reg [OAW-1:0] op_a_r, sel_a;
 reg [15:0] op_b_r, sel_b;
 /* verilator lint_off UNUSEDSIGNAL */
-reg [63:0] prod_r;
+reg [PW-1:0] prod_r;
 /* verilator lint_on UNUSEDSIGNAL */
+// (the slot-offset operands below are kept modulo 2^LAW: only a product's low LAW bits are read)
+wire [LAW-1:0] d0_a = epw_r - {{(LAW-8){1'b0}}, pld_r};
+wire [LAW-1:0] inc0_a = dxw_r + {{(LAW-8){1'b0}}, dxd_r};
 always @* begin
-    sel_a = 48'd0;
+    sel_a = {OAW{1'b0}};
     sel_b = 16'd0;
     case (su_st)
-        P_TAPS:   begin sel_a = {40'd0, kh_r}; sel_b = {8'd0, kw_r}; end
-        P_GROUPS: begin sel_a = {32'd0, gc_r}; sel_b = nchunk_r; end
+        P_TAPS:   begin sel_a = {{(OAW-8){1'b0}}, kh_r}; sel_b = {8'd0, kw_r}; end
+        P_GROUPS: begin sel_a = {{(OAW-16){1'b0}}, gc_r}; sel_b = nchunk_r; end
         P_RW:     begin
-            sel_a = DW_ROTATE != 0 ? {31'd0, {1'b0, iw_r} + {9'd0, sx_r} - 17'd1} : {32'd0, iw_r};
+            sel_a = DW_ROTATE != 0 ? {{(OAW-17){1'b0}}, {1'b0, iw_r} + {9'd0, sx_r} - 17'd1}
+                                   : {{(OAW-16){1'b0}}, iw_r};
             sel_b = gc_r;
         end
-        P_ITEMS:  begin sel_a = {32'd0, ow_r}; sel_b = gc_r; end
-        P_OYL:    begin sel_a = {16'd0, {16'd0, oh_r} - 32'd1}; sel_b = {8'd0, sy_r}; end
-        P_SPAN:   begin sel_a = {32'd0, {8'd0, kh_r} - 16'd1}; sel_b = {8'd0, dy_r}; end
-        P_DXGC:   begin sel_a = {40'd0, dx_r}; sel_b = gc_r; end
-        P_SXGC:   begin sel_a = {40'd0, sx_r}; sel_b = gc_r; end
-        P_PLGC:   begin sel_a = {40'd0, pl_r}; sel_b = gc_r; end
-        P_RT:     begin sel_a = {32'd0, nchunk_r}; sel_b = ih_r; end
-        P_ORT:    begin sel_a = {32'd0, nchunk_r}; sel_b = oh_r; end
-        P_SISSUE: begin sel_a = {16'd0, taps_r}; sel_b = {12'd0, tc_r}; end
-        P_GI:     begin sel_a = {16'd0, groups_r}; sel_b = ih_r; end
-        P_GO:     begin sel_a = {16'd0, groups_r}; sel_b = oh_r; end
-        P_RING:   begin sel_a = {16'd0, rsc_full_r}; sel_b = lb_r; end
+        P_ITEMS:  begin sel_a = {{(OAW-16){1'b0}}, ow_r}; sel_b = gc_r; end
+        // OH >= 1 in a job that runs
+        P_OYL:    begin sel_a = {{(OAW-16){1'b0}}, oh_r - 16'd1}; sel_b = {8'd0, sy_r}; end
+        P_SPAN:   begin sel_a = {{(OAW-16){1'b0}}, {8'd0, kh_r} - 16'd1}; sel_b = {8'd0, dy_r}; end
+        P_DXGC:   begin sel_a = {{(OAW-8){1'b0}}, dx_r}; sel_b = gc_r; end
+        P_SXGC:   begin sel_a = {{(OAW-8){1'b0}}, sx_r}; sel_b = gc_r; end
+        P_PLGC:   begin sel_a = {{(OAW-8){1'b0}}, pl_r}; sel_b = gc_r; end
+        P_RT:     begin sel_a = {{(OAW-16){1'b0}}, nchunk_r}; sel_b = ih_r; end
+        P_ORT:    begin sel_a = {{(OAW-16){1'b0}}, nchunk_r}; sel_b = oh_r; end
+        P_SISSUE: begin sel_a = {{(OAW-TPW){1'b0}}, taps_r}; sel_b = {12'd0, tc_r}; end
+        P_GI:     begin sel_a = {{(OAW-GRW){1'b0}}, groups_r}; sel_b = ih_r; end
+        P_GO:     begin sel_a = {{(OAW-GRW){1'b0}}, groups_r}; sel_b = oh_r; end
+        // the ring's bank rows modulo 2^AR (ring_r's width): the low AR bits of RSC suffice
+        P_RING:   begin sel_a = {{(OAW-AR){1'b0}}, rsc_r}; sel_b = lb_r; end
         P_INT:    begin sel_a = gi_r; sel_b = iw_r; end
         P_REST:   begin sel_a = go_r; sel_b = ow_r; end
-        P_SYR:    begin sel_a = {{(48-AR){1'b0}}, rsc_r}; sel_b = syl_r; end
-        P_DYR:    begin sel_a = {{(48-AR){1'b0}}, rsc_r}; sel_b = dyl_r; end
-        P_R0:     begin sel_a = {{(48-AR){1'b0}}, rsc_r}; sel_b = r0l_r; end
-        P_CHR:    begin sel_a = {{(48-AR){1'b0}}, rsc_r}; sel_b = chl_r; end
+        P_SYR:    begin sel_a = {{(OAW-AR){1'b0}}, rsc_r}; sel_b = syl_r; end
+        P_DYR:    begin sel_a = {{(OAW-AR){1'b0}}, rsc_r}; sel_b = dyl_r; end
+        P_R0:     begin sel_a = {{(OAW-AR){1'b0}}, rsc_r}; sel_b = r0l_r; end
+        P_CHR:    begin sel_a = {{(OAW-AR){1'b0}}, rsc_r}; sel_b = chl_r; end
         default: ;
     endcase
     if (DW_ROTATE != 0) begin
         case (su_st)
-            P_ROWW:  begin sel_a = {32'd0, iw_r}; sel_b = gc_r; end
-            P_GPC:   begin sel_a = {32'd0, nchunk_r}; sel_b = {{(15-LOG_COLS){1'b0}}, pph_r[LOG_COLS:0]}; end
-            P_W1GC:  begin sel_a = {32'd0, w1_r}; sel_b = gc_r; end
-            P_WRAP:  begin sel_a = {16'd0, w1gc_r}; sel_b = {8'd0, sx_r - 8'd1}; end
-            P_SLOTW: begin sel_a = {16'd0, w1gc_r}; sel_b = {8'd0, sx_r}; end
-            P_EPW:   begin sel_a = {40'd0, ep0_r}; sel_b = w1_r; end
-            // (ep0*W1 - ceil(PL/SX))*GC: the low 32 bits of the product are the signed value's
-            P_D0:    begin sel_a = {16'd0, epw_r - {24'd0, pld_r}}; sel_b = gc_r; end
-            P_DXW:   begin sel_a = {40'd0, dxm_r}; sel_b = w1_r; end
-            P_INC0:  begin sel_a = {16'd0, dxw_r + {24'd0, dxd_r}}; sel_b = gc_r; end
+            P_ROWW:  begin sel_a = {{(OAW-16){1'b0}}, iw_r}; sel_b = gc_r; end
+            P_GPC:   begin sel_a = {{(OAW-16){1'b0}}, nchunk_r}; sel_b = {{(15-LOG_COLS){1'b0}}, pph_r[LOG_COLS:0]}; end
+            P_W1GC:  begin sel_a = {{(OAW-16){1'b0}}, w1_r}; sel_b = gc_r; end
+            P_WRAP:  begin sel_a = {{(OAW-LAW){1'b0}}, w1gc_r}; sel_b = {8'd0, sx_r - 8'd1}; end
+            P_SLOTW: begin sel_a = {{(OAW-LAW){1'b0}}, w1gc_r}; sel_b = {8'd0, sx_r}; end
+            P_EPW:   begin sel_a = {{(OAW-8){1'b0}}, ep0_r}; sel_b = w1_r; end
+            // (ep0*W1 - ceil(PL/SX))*GC: the low LAW bits of the product are the signed value's
+            P_D0:    begin sel_a = {{(OAW-LAW){1'b0}}, d0_a}; sel_b = gc_r; end
+            P_DXW:   begin sel_a = {{(OAW-8){1'b0}}, dxm_r}; sel_b = w1_r; end
+            P_INC0:  begin sel_a = {{(OAW-LAW){1'b0}}, inc0_a}; sel_b = gc_r; end
             default: ;
         endcase
     end
 end
-wire [63:0] mul_p = {16'd0, op_a_r} * {48'd0, op_b_r};
+wire [PW-1:0] mul_p = {{(PW-OAW){1'b0}}, op_a_r} * {{(PW-16){1'b0}}, op_b_r};
 
 // the divider: restoring, one quotient bit a cycle; the dividend is shifted in MSB first
 reg [16:0] dv_n;
@@ -379,15 +438,16 @@ wire [15:0] dv_rn = dv_ge ? dv_rs[15:0] - dv_d : dv_rs[15:0];   // below dv_d
 // x mod d in [0, d) (0 for d = 0), from |x| mod d
 wire [15:0] dv_mod = dv_d == 16'd0 ? 16'd0 : dv_neg && dv_r != 16'd0 ? dv_d - dv_r : dv_r;
 // the chunk step IH - (OH-1)*SY, in [-254, 65535] when the job runs: its 18-bit value's magnitude
-wire [17:0] chd = {2'd0, ih_r} - oy_last_r[17:0];
-wire [16:0] chd_mag = chd[17] ? 17'd0 - chd[16:0] : chd[16:0];
+wire [OYW:0] chd = {2'd0, ih_r} - {1'b0, oy_last_r};
+wire [OYW-1:0] chd_mag = chd[OYW] ? {OYW{1'b0}} - chd[OYW-1:0] : chd[OYW-1:0];
 
 // the per-column walk: column j < COLS takes item j = (j / GC, j % GC); at j = COLS, the
 // per-step deltas
 reg w_run;
 reg [5:0] w_j;
-reg [15:0] w_r;
-reg [31:0] w_xp, w_xg;
+reg [GW-1:0] w_r;
+reg signed [XW-1:0] w_xp;
+reg [LAW-1:0] w_xg;
 wire gc_ok = gc_r != 16'd0 && gc_r <= COLS;
 
 // ---- the rotated layout's quantities (DW_ROTATE; docs/architecture.md): W1 = ceil(IW/SX),
@@ -396,8 +456,9 @@ wire gc_ok = gc_r != 16'd0 && gc_r <= COLS;
 // loader's W1*GC and (SX-1)*W1*GC - GC; P, the odd part of GC, and NCHUNK*P weight rows a tap
 reg [7:0]  ep0_r, dxm_r, dxd_r, pld_r;            // ep0, DX mod SX, DX div SX, ceil(PL/SX)
 reg [15:0] w1_r;
-reg [31:0] w1gc_r, ld_wrap_r, slotw_r, epw_r, dxw_r; // W1*GC, (SX-1)*W1*GC - GC, SX*W1*GC, ..
-reg signed [31:0] d0_r, inc0_r, inc1_r;
+// (slot offsets: modulo 2^LAW, the activation buffer's address width)
+reg [LAW-1:0] w1gc_r, ld_wrap_r, slotw_r, epw_r, dxw_r; // W1*GC, (SX-1)*W1*GC - GC, SX*W1*GC, ..
+reg [LAW-1:0] d0_r, inc0_r, inc1_r;
 reg [WR-1:0] pph_r;                                // weight rows per chunk and tap (P)
 // the divider by SX: restoring, one quotient bit a cycle, the dividend shifted in MSB first
 reg [16:0] rv_n;
@@ -409,7 +470,7 @@ wire rv_ge = rv_rs >= {1'b0, sx_r};
 wire [8:0] rv_sub = rv_rs - {1'b0, sx_r};
 /* verilator lint_on UNUSEDSIGNAL */
 wire [7:0] rv_rn = rv_ge ? rv_sub[7:0] : rv_rs[7:0];   // below SX
-wire w_wrap = w_r + 16'd1 == gc_r;
+wire w_wrap = {1'b0, w_r} + 1'b1 == {1'b0, gcn};
 
 integer j;
 
@@ -424,36 +485,35 @@ always @(posedge clk) begin
     su_v2 <= su_v1;
     if (su_v2) begin
         case (su_d2)
-            P_TAPS:   taps_r <= prod_r[31:0];
+            P_TAPS:   taps_r <= prod_r[TPW-1:0];
             P_GROUPS: begin
-                groups_r <= prod_r[31:0];
+                groups_r <= prod_r[GRW-1:0];
                 if (DW_ROTATE == 0) gpc_r <= gpc_of(prod_r[31:0]);
             end
             P_RW:     begin
-                if (DW_ROTATE == 0) row_words_r <= prod_r[31:0];
-                rsc_full_r <= rsc_of(prod_r[31:0]);
-                rsc_r <= rsc_lo(prod_r[31:0]);
+                if (DW_ROTATE == 0) row_words_r <= prod_r[RWW-1:0];
+                rsc_r <= rsc_lo(prod_r[RWW-1:0]);
             end
             P_ITEMS:  begin
-                items_r <= prod_r[31:0];
-                steps_r <= rsc_of(prod_r[31:0]);
+                items_r <= prod_r[ITW-1:0];
+                steps_r <= steps_of(prod_r[ITW-1:0]);
             end
-            P_OYL:    oy_last_r <= prod_r[31:0];
+            P_OYL:    oy_last_r <= prod_r[OYW-1:0];
             P_SPAN:   span_r <= prod_r[15:0] + 16'd1;
-            P_DXGC:   dxgc_r <= prod_r[31:0];
-            P_SXGC:   sxgc_r <= prod_r[31:0];
-            P_PLGC:   plgc_r <= prod_r[31:0];
+            P_DXGC:   dxgc_r <= prod_r[LAW-1:0];
+            P_SXGC:   sxgc_r <= prod_r[LAW-1:0];
+            P_PLGC:   plgc_r <= prod_r[LAW-1:0];
             P_RT:     rows_total <= prod_r[31:0];
             P_ORT:    out_rows_total <= prod_r[31:0];
             P_SISSUE: begin
                 s_r <= prod_r[19:0];
                 p_r <= prod_r[19:0] > COLS * {17'd0, wi_r} ? prod_r[19:0] : COLS * {17'd0, wi_r};
             end
-            P_GI:     gi_r <= prod_r[47:0];
-            P_GO:     go_r <= prod_r[47:0];
+            P_GI:     gi_r <= prod_r[OAW-1:0];
+            P_GO:     go_r <= prod_r[OAW-1:0];
             P_RING:   ring_r <= prod_r[AR-1:0];
-            P_INT:    in_total_r <= prod_r;
-            P_REST:   res_total_r <= wi_r == 3'd0 ? 64'd0 : prod_r << (log_l_r - log_lo_r);
+            P_INT:    in_total_r <= {{(64-PW){1'b0}}, prod_r};
+            P_REST:   res_total_r <= wi_r == 3'd0 ? 64'd0 : {{(64-PW){1'b0}}, prod_r} << (log_l_r - log_lo_r);
             P_SYR:    syr_r <= prod_r[AR-1:0];
             P_DYR:    dyr_r <= prod_r[AR-1:0];
             P_R0:     r0_r <= prod_r[AR-1:0];
@@ -462,17 +522,17 @@ always @(posedge clk) begin
         endcase
         if (DW_ROTATE != 0) begin
             case (su_d2)
-                P_ROWW:  row_words_r <= prod_r[31:0];
+                P_ROWW:  row_words_r <= prod_r[RWW-1:0];
                 P_GPC:   gpc_r <= prod_r[WR-1:0];
-                P_W1GC:  w1gc_r <= prod_r[31:0];
-                P_WRAP:  ld_wrap_r <= prod_r[31:0] - {16'd0, gc_r};
-                P_SLOTW: slotw_r <= prod_r[31:0];
-                P_EPW:   epw_r <= prod_r[31:0];
-                P_D0:    d0_r <= prod_r[31:0];
-                P_DXW:   dxw_r <= prod_r[31:0];
+                P_W1GC:  w1gc_r <= prod_r[LAW-1:0];
+                P_WRAP:  ld_wrap_r <= prod_r[LAW-1:0] - {{(LAW-GW){1'b0}}, gcn};
+                P_SLOTW: slotw_r <= prod_r[LAW-1:0];
+                P_EPW:   epw_r <= prod_r[LAW-1:0];
+                P_D0:    d0_r <= prod_r[LAW-1:0];
+                P_DXW:   dxw_r <= prod_r[LAW-1:0];
                 P_INC0:  begin
-                    inc0_r <= prod_r[31:0];
-                    inc1_r <= prod_r[31:0] - slotw_r + {16'd0, gc_r};
+                    inc0_r <= prod_r[LAW-1:0];
+                    inc1_r <= prod_r[LAW-1:0] - slotw_r + {{(LAW-GW){1'b0}}, gcn};
                 end
                 default: ;
             endcase
@@ -537,9 +597,9 @@ always @(posedge clk) begin
     if (su_run && su_st == W_START) begin
         w_run <= gc_ok;
         w_j <= 6'd0;
-        w_r <= 16'd0;
-        w_xp <= 32'd0 - {24'd0, pl_r};
-        w_xg <= 32'd0 - plgc_r;
+        w_r <= {GW{1'b0}};
+        w_xp <= {XW{1'b0}} - {{(XW-8){1'b0}}, pl_r};
+        w_xg <= {LAW{1'b0}} - plgc_r;
     end else if (w_run) begin
         for (j = 0; j < COLS; j = j + 1) begin
             if (w_j == j[5:0]) begin
@@ -551,24 +611,25 @@ always @(posedge clk) begin
         if (w_j == COLS) begin
             w_run <= 1'b0;
             dg_r <= w_r;
-            xd0_r <= w_xp + {24'd0, pl_r};
-            xd1_r <= w_xp + {24'd0, pl_r} + {24'd0, sx_r};
+            xd0_r <= w_xp + {{(XW-8){1'b0}}, pl_r};
+            xd1_r <= w_xp + {{(XW-8){1'b0}}, pl_r} + {{(XW-8){1'b0}}, sx_r};
             xgd0_r <= w_xg + plgc_r;
-            xgd1_r <= w_xg + plgc_r + sxgc_r - {16'd0, gc_r};
+            xgd1_r <= w_xg + plgc_r + sxgc_r - {{(LAW-GW){1'b0}}, gcn};
         end
         w_j <= w_j + 6'd1;
         if (w_wrap) begin
-            w_r <= 16'd0;
-            w_xp <= w_xp + {24'd0, sx_r};
-            w_xg <= w_xg + sxgc_r - {16'd0, gc_r} + 32'd1;
+            w_r <= {GW{1'b0}};
+            w_xp <= w_xp + {{(XW-8){1'b0}}, sx_r};
+            w_xg <= w_xg + sxgc_r - {{(LAW-GW){1'b0}}, gcn} + 1'b1;
         end else begin
-            w_r <= w_r + 16'd1;
-            w_xg <= w_xg + 32'd1;
+            w_r <= w_r + 1'b1;
+            w_xg <= w_xg + 1'b1;
         end
     end
 
     if (su_run && su_st == E_LAST) begin
-        last_end_r <= $signed(oy_last_r) - $signed({24'd0, pt_r}) + $signed({16'd0, span_r}) - 32'sd1;
+        last_end_r <= $signed({{(LEW-OYW){1'b0}}, oy_last_r}) - $signed({{(LEW-8){1'b0}}, pt_r})
+                      + $signed({{(LEW-16){1'b0}}, span_r}) - 1;
         spt_r <= span_r - {8'd0, pt_r};
     end
 
@@ -614,7 +675,7 @@ assign res_total = ready_reg || su_init ? res_total_r : {64{1'b1}};
 
 // ================================ LOADER ================================
 reg [31:0] ld_row_reg;        // rows completely loaded
-reg [31:0] ld_word_reg;       // word within the row in progress
+reg [RWW-1:0] ld_word_reg;    // word within the row in progress (< IW*GC <= 2^LAW)
 reg [AR-1:0] ld_base_reg;     // ring row base of the row in progress
 reg        ld_active_reg;     // row in progress (its slot was free)
 
@@ -625,7 +686,7 @@ reg [31:0] tr_cxoh_reg;
 reg [15:0] tr_iy_reg, tr_q_reg, tr_rem_reg;
 reg [31:0] rows_done_reg;     // output rows finished by the computer
 wire tr_used_q = tr_q_reg < oh_r && tr_rem_reg < span_r;
-wire tr_used_last = tr_q_reg >= oh_r && $signed({16'd0, tr_iy_reg}) <= last_end_r;
+wire tr_used_last = tr_q_reg >= oh_r && $signed({{(LEW-FW){1'b0}}, tr_iy_reg}) <= last_end_r;
 wire [15:0] tr_olast = tr_q_reg >= oh_r ? oh_r - 16'd1 : tr_q_reg;
 wire tr_released = !(tr_used_q || tr_used_last) || rows_done_reg > tr_cxoh_reg + {16'd0, tr_olast};
 wire slot_free = ld_row_reg < {16'd0, lb_r} || tr_released;
@@ -633,25 +694,27 @@ wire ld_can = run && ready_reg && ld_more && (ld_active_reg || slot_free);
 assign need_act = ld_can;
 
 // rotated layout: the word's slot offset, (p*W1 + x div SX)*GC (ld_ax) + g
-reg [31:0] ld_ax_reg;
-reg [15:0] ld_g_reg;
+// (modulo 2^LAW: the address takes the offset's low LAW bits)
+reg [LAW-1:0] ld_ax_reg;
+reg [GW-1:0] ld_g_reg;
 reg [7:0]  ld_p_reg;
 /* verilator lint_off UNUSEDSIGNAL */
-wire [31:0] ld_off = DW_ROTATE != 0 ? ld_ax_reg + {16'd0, ld_g_reg} : ld_word_reg;
-wire [31:0] ld_addr_row = {{(32-AR){1'b0}}, ld_base_reg} + (ld_off >> LOG_COLS);
-assign abuf_waddr = {ld_addr_row[AR-1:0], ld_off[LOG_COLS-1:0]};
+wire [RWW-1:0] ld_word_p1 = ld_word_reg + 1'b1;
+wire [LAW-1:0] ld_off = DW_ROTATE != 0 ? ld_ax_reg + {{(LAW-GW){1'b0}}, ld_g_reg} : ld_word_reg[LAW-1:0];
 /* verilator lint_on UNUSEDSIGNAL */
+wire [AR-1:0] ld_addr_row = ld_base_reg + ld_off[LAW-1:LOG_COLS];
+assign abuf_waddr = {ld_addr_row, ld_off[LOG_COLS-1:0]};
 
-wire ld_row_end = ld_word_reg + 32'd1 == row_words_r;
+wire ld_row_end = ld_word_p1 == row_words_r;
 
 always @(posedge clk) begin
     if (latch) begin
         ld_row_reg <= 32'd0;
-        ld_word_reg <= 32'd0;
+        ld_word_reg <= {RWW{1'b0}};
         ld_base_reg <= {AR{1'b0}};
         ld_active_reg <= 1'b0;
-        ld_ax_reg <= 32'd0;
-        ld_g_reg <= 16'd0;
+        ld_ax_reg <= {LAW{1'b0}};
+        ld_g_reg <= {GW{1'b0}};
         ld_p_reg <= 8'd0;
         tr_cxoh_reg <= 32'd0;
         tr_iy_reg <= 16'd0;
@@ -679,18 +742,18 @@ always @(posedge clk) begin
         end
         if (ld_row_end) begin
             ld_active_reg <= 1'b0;
-            ld_word_reg <= 32'd0;
+            ld_word_reg <= {RWW{1'b0}};
             ld_row_reg <= ld_row_reg + 32'd1;
             ld_base_reg <= ring_add(ld_base_reg, rsc_r, ring_r);
-            ld_ax_reg <= 32'd0;
-            ld_g_reg <= 16'd0;
+            ld_ax_reg <= {LAW{1'b0}};
+            ld_g_reg <= {GW{1'b0}};
             ld_p_reg <= 8'd0;
         end else begin
             ld_active_reg <= 1'b1;
-            ld_word_reg <= ld_word_reg + 32'd1;
-            if (ld_g_reg + 16'd1 == gc_r) begin
+            ld_word_reg <= ld_word_p1;
+            if ({1'b0, ld_g_reg} + 1'b1 == {1'b0, gcn}) begin
                 // next pixel: the next phase, or the first phase one pixel on
-                ld_g_reg <= 16'd0;
+                ld_g_reg <= {GW{1'b0}};
                 if (ld_p_reg + 8'd1 == sx_r) begin
                     ld_p_reg <= 8'd0;
                     ld_ax_reg <= ld_ax_reg - ld_wrap_r;
@@ -699,7 +762,7 @@ always @(posedge clk) begin
                     ld_ax_reg <= ld_ax_reg + w1gc_r;
                 end
             end else begin
-                ld_g_reg <= ld_g_reg + 16'd1;
+                ld_g_reg <= ld_g_reg + 1'b1;
             end
         end
     end
@@ -711,26 +774,27 @@ end
 // =============================== COMPUTER ===============================
 reg [15:0] c_reg;                      // chunk
 reg [15:0] oy_reg;
-reg signed [31:0] first_reg;           // oy*SY - PT
+reg signed [YW-1:0] first_reg;         // oy*SY - PT
 // the rows the current output row needs loaded, min(A, B): its window's end A = c*IH + first +
 // span and its chunk's end B = (c+1)*IH, each kept by one addition as the rows advance
 reg [31:0] need_a_reg, need_b_reg;
-reg [31:0] cgc_reg;                    // c*GC
+reg [CGW-1:0] cgc_reg;                 // c*GC (modulo the parameter and weight memories)
 reg [AR-1:0] rbase_reg;                // ring row base of input row (c*IH + first)
-reg [31:0] step_reg;
-reg [31:0] q_reg;                      // first item of the step
+reg [ITW-1:0] step_reg;
+reg [ITW-1:0] q_reg;                   // first item of the step
 reg [19:0] cyc_reg;                    // cycle within the step period
 reg [3:0]  u_reg;                      // column group within the tap
 reg [7:0]  kx_reg, ky_reg;
-reg signed [31:0] y_reg;               // first + ky*DY
+reg signed [YW-1:0] y_reg;             // first + ky*DY
 reg [AR-1:0] rb_reg;                   // ring row base of the tap's input row
-reg signed [31:0] kxo_reg, kxg_reg;    // kx*DX, kx*DX*GC
+reg [KXW-1:0] kxo_reg;                 // kx*DX
+reg [LAW-1:0] kxg_reg;                 // kx*DX*GC (banked layout; modulo 2^LAW)
 reg [WR-1:0] wrow_reg;                 // weight bank row of the tap
-reg [15:0] g_reg [0:COLS-1];
-reg signed [31:0] xp_reg [0:COLS-1];
-reg signed [31:0] xg_reg [0:COLS-1];
+reg [GW-1:0] g_reg [0:COLS-1];
+reg signed [XW-1:0] xp_reg [0:COLS-1];
+reg [LAW-1:0] xg_reg [0:COLS-1];
 reg        c_run_reg;                  // output rows remain
-reg signed [31:0] rd_reg;              // rotated: the tap's slot offset D (item q reads q + D)
+reg [LAW-1:0] rd_reg;                  // rotated: the tap's slot offset D (item q reads q + D), mod 2^LAW
 reg [8:0]  rep_reg;                    // rotated: its phase ep = (kx*DX - PL) mod SX
 reg [WR-1:0] rcp_reg, rh_reg;          // rotated: chunk*P, step phase (step mod P)
 reg        started_reg;                // the current row has started
@@ -751,8 +815,10 @@ wire last_row = rows_done_reg + 32'd1 == out_rows_total;
 wire tap_last_cycle = u_reg + 4'd1 == (4'd1 << log_tc_r);
 wire kx_last = kx_reg + 8'd1 == kw_r;
 wire ky_last = ky_reg + 8'd1 == kh_r;
-wire [31:0] items_left = items_r - q_reg;
+wire [ITW-1:0] items_left = items_r - q_reg;
 wire [15:0] items_step = items_left > COLS ? COLS : items_left[15:0];
+// -PT, the first row of a chunk's first output row
+wire signed [YW-1:0] neg_pt = -$signed({{(YW-8){1'b0}}, pt_r});
 
 integer k;
 
@@ -760,23 +826,23 @@ always @(posedge clk) begin
     if (su_init) begin
         c_reg <= 16'd0;
         oy_reg <= 16'd0;
-        first_reg <= -$signed({24'd0, pt_r});
+        first_reg <= neg_pt;
         need_a_reg <= {16'd0, spt_r};
         need_b_reg <= {16'd0, ih_r};
-        cgc_reg <= 32'd0;
+        cgc_reg <= {CGW{1'b0}};
         rbase_reg <= r0_r;
         rb_reg <= r0_r;
-        y_reg <= -$signed({24'd0, pt_r});
-        step_reg <= 32'd0;
-        last_step_reg <= steps_r == 32'd1;
-        q_reg <= 32'd0;
+        y_reg <= neg_pt;
+        step_reg <= {ITW{1'b0}};
+        last_step_reg <= steps_r == {{(ITW-1){1'b0}}, 1'b1};
+        q_reg <= {ITW{1'b0}};
         cyc_reg <= 20'd0;
         step_end_reg <= p_r <= 20'd1;
         u_reg <= 4'd0;
         kx_reg <= 8'd0;
         ky_reg <= 8'd0;
-        kxo_reg <= 32'sd0;
-        kxg_reg <= 32'sd0;
+        kxo_reg <= {KXW{1'b0}};
+        kxg_reg <= {LAW{1'b0}};
         wrow_reg <= wbase_r;
         rows_done_reg <= 32'd0;
         c_run_reg <= 1'b1;
@@ -798,18 +864,18 @@ always @(posedge clk) begin
                 u_reg <= 4'd0;
                 if (kx_last) begin
                     kx_reg <= 8'd0;
-                    kxo_reg <= 32'sd0;
-                    kxg_reg <= 32'sd0;
+                    kxo_reg <= {KXW{1'b0}};
+                    kxg_reg <= {LAW{1'b0}};
                     rd_reg <= d0_r;
                     rep_reg <= {1'b0, ep0_r};
                     if (!ky_last) begin
                         ky_reg <= ky_reg + 8'd1;
-                        y_reg <= y_reg + $signed({24'd0, dy_r});
+                        y_reg <= y_reg + $signed({{(YW-8){1'b0}}, dy_r});
                         rb_reg <= ring_add(rb_reg, dyr_r, ring_r);
                     end
                 end else begin
                     kx_reg <= kx_reg + 8'd1;
-                    kxo_reg <= kxo_reg + $signed({24'd0, dx_r});
+                    kxo_reg <= kxo_reg + {{(KXW-8){1'b0}}, dx_r};
                     kxg_reg <= kxg_reg + dxgc_r;
                     if (rep_reg + {1'b0, dxm_r} >= {1'b0, sx_r}) begin
                         rep_reg <= rep_reg + {1'b0, dxm_r} - {1'b0, sx_r};
@@ -830,17 +896,17 @@ always @(posedge clk) begin
             u_reg <= 4'd0;
             kx_reg <= 8'd0;
             ky_reg <= 8'd0;
-            kxo_reg <= 32'sd0;
-            kxg_reg <= 32'sd0;
+            kxo_reg <= {KXW{1'b0}};
+            kxg_reg <= {LAW{1'b0}};
             wrow_reg <= wbase_r;
             rd_reg <= d0_r;
             rep_reg <= {1'b0, ep0_r};
             rh_reg <= rh_reg + 1'b1 == pph_r ? {WR{1'b0}} : rh_reg + 1'b1;
             if (last_step) begin
                 // output row finished
-                step_reg <= 32'd0;
-                last_step_reg <= steps_r == 32'd1;
-                q_reg <= 32'd0;
+                step_reg <= {ITW{1'b0}};
+                last_step_reg <= steps_r == {{(ITW-1){1'b0}}, 1'b1};
+                q_reg <= {ITW{1'b0}};
                 rh_reg <= {WR{1'b0}};
                 started_reg <= 1'b0;
                 rows_done_reg <= rows_done_reg + 32'd1;
@@ -858,28 +924,28 @@ always @(posedge clk) begin
                     rcp_reg <= rcp_reg + pph_r;
                     need_a_reg <= need_b_reg + {16'd0, spt_r};
                     need_b_reg <= need_b_reg + {16'd0, ih_r};
-                    cgc_reg <= cgc_reg + {16'd0, gc_r};
-                    first_reg <= -$signed({24'd0, pt_r});
-                    y_reg <= -$signed({24'd0, pt_r});
+                    cgc_reg <= cgc_reg + {{(CGW-GW){1'b0}}, gcn};
+                    first_reg <= neg_pt;
+                    y_reg <= neg_pt;
                     rbase_reg <= ring_add(rbase_reg, chr_r, ring_r);
                     rb_reg <= ring_add(rbase_reg, chr_r, ring_r);
                 end else begin
                     oy_reg <= oy_reg + 16'd1;
-                    first_reg <= first_reg + $signed({24'd0, sy_r});
+                    first_reg <= first_reg + $signed({{(YW-8){1'b0}}, sy_r});
                     need_a_reg <= need_a_reg + {24'd0, sy_r};
-                    y_reg <= first_reg + $signed({24'd0, sy_r});
+                    y_reg <= first_reg + $signed({{(YW-8){1'b0}}, sy_r});
                     rbase_reg <= ring_add(rbase_reg, syr_r, ring_r);
                     rb_reg <= ring_add(rbase_reg, syr_r, ring_r);
                 end
             end else begin
-                step_reg <= step_reg + 32'd1;
-                last_step_reg <= step_reg + 32'd2 == steps_r;
-                q_reg <= q_reg + COLS;
+                step_reg <= step_reg + 1'b1;
+                last_step_reg <= step_reg + {{(ITW-2){1'b0}}, 2'd2} == steps_r;
+                q_reg <= q_reg + COLS[ITW-1:0];
                 y_reg <= first_reg;
                 rb_reg <= rbase_reg;
                 for (k = 0; k < COLS; k = k + 1) begin
-                    if (g_reg[k] + dg_r >= gc_r) begin
-                        g_reg[k] <= g_reg[k] + dg_r - gc_r;
+                    if ({1'b0, g_reg[k]} + {1'b0, dg_r} >= {1'b0, gcn}) begin
+                        g_reg[k] <= g_reg[k] + dg_r - gcn;
                         xp_reg[k] <= xp_reg[k] + xd1_r;
                         xg_reg[k] <= xg_reg[k] + xgd1_r;
                     end else begin
@@ -900,7 +966,7 @@ always @(posedge clk) begin
 end
 
 // ---- per-column issue signals ----
-wire y_in = y_reg >= 0 && y_reg < $signed({16'd0, ih_r});
+wire y_in = y_reg >= 0 && y_reg < $signed({{(YW-FW){1'b0}}, ih_r});
 wire [3:0] log_gs = LOG_COLS[3:0] - log_tc_r;     // log2 of columns per group
 
 genvar jj;
@@ -908,18 +974,19 @@ generate
 for (jj = 0; jj < COLS; jj = jj + 1) begin : col
     wire item_ok = jj < items_left;
     wire grp_ok = (jj >> log_gs) == u_reg;
-    wire signed [31:0] x = xp_reg[jj] + kxo_reg;
-    wire signed [31:0] xg = xg_reg[jj] + kxg_reg;
-    wire [31:0] gg = cgc_reg + {16'd0, g_reg[jj]};
+    wire signed [XW-1:0] x = xp_reg[jj] + $signed({{(XW-KXW){1'b0}}, kxo_reg});
+    wire [LAW-1:0] xg = xg_reg[jj] + kxg_reg;
     /* verilator lint_off UNUSEDSIGNAL */
-    wire [31:0] arow = {{(32-AR){1'b0}}, rb_reg} + (xg >>> LOG_COLS);
-    wire [31:0] wrow = {{(32-WR){1'b0}}, wrow_reg} + (gg >> LOG_COLS);
+    wire [CGW-1:0] gg = cgc_reg + {{(CGW-GW){1'b0}}, g_reg[jj]};
     /* verilator lint_on UNUSEDSIGNAL */
+    // (modulo the memories: the row addresses take the low bits of the offsets)
+    wire [AR-1:0] arow = rb_reg + xg[LAW-1:LOG_COLS];
+    wire [WR-1:0] wrow = wrow_reg + gg[LOG_WEIGHT_WORDS-1:LOG_COLS];
     assign col_valid[jj] = issuing && item_ok && grp_ok;
-    assign col_zero[jj] = !(y_in && x >= 0 && x < $signed({16'd0, iw_r}));
-    assign col_arow[jj*AR +: AR] = DW_ROTATE != 0 ? {AR{1'b0}} : arow[AR-1:0];
+    assign col_zero[jj] = !(y_in && x >= 0 && x < $signed({{(XW-FW){1'b0}}, iw_r}));
+    assign col_arow[jj*AR +: AR] = DW_ROTATE != 0 ? {AR{1'b0}} : arow;
     assign col_abank[jj*LOG_COLS +: LOG_COLS] = DW_ROTATE != 0 ? {LOG_COLS{1'b0}} : xg[LOG_COLS-1:0];
-    assign col_wrow[jj*WR +: WR] = DW_ROTATE != 0 ? {WR{1'b0}} : wrow[WR-1:0];
+    assign col_wrow[jj*WR +: WR] = DW_ROTATE != 0 ? {WR{1'b0}} : wrow;
     assign col_wbank[jj*LOG_COLS +: LOG_COLS] = DW_ROTATE != 0 ? {LOG_COLS{1'b0}} : gg[LOG_COLS-1:0];
     // rotated layout: bank jj serves column (jj - R) mod COLS from slot row step + Q + (jj < R)
     /* verilator lint_off CMPCONST */
@@ -967,20 +1034,21 @@ assign col_first = kx_reg == 8'd0 && ky_reg == 8'd0;
 assign col_last = kx_last && ky_last;
 
 // ---- step tag ----
-wire [31:0] g_first = cgc_reg + {16'd0, g_reg[0]};
 /* verilator lint_off UNUSEDSIGNAL */
-wire [31:0] ch = {{(32-LOG_PARAM_ENTRIES){1'b0}}, pbase_r} + (g_first << log_l_r);
-wire [31:0] wrap_ch = {{(32-LOG_PARAM_ENTRIES){1'b0}}, pbase_r} + (cgc_reg << log_l_r);
+wire [CGW-1:0] g_first = cgc_reg + {{(CGW-GW){1'b0}}, g_reg[0]};
 /* verilator lint_on UNUSEDSIGNAL */
+// (modulo the parameter memory, as its address)
+wire [LOG_PARAM_ENTRIES-1:0] ch = pbase_r + (g_first[LOG_PARAM_ENTRIES-1:0] << log_l_r);
+wire [LOG_PARAM_ENTRIES-1:0] wrap_ch = pbase_r + (cgc_reg[LOG_PARAM_ENTRIES-1:0] << log_l_r);
 
 wire [15:0] words = items_step * {13'd0, wi_r};
 assign tag_valid = issuing && cyc_reg + 20'd1 == s_r;
 assign tag_job_last = last_step && last_row;
 assign tag_words = words;
 assign tag_nvals = words << log_lo_r;
-assign tag_ch = ch[LOG_PARAM_ENTRIES-1:0];
-assign tag_wrap_ch = wrap_ch[LOG_PARAM_ENTRIES-1:0];
-assign tag_g = g_reg[0];
+assign tag_ch = ch;
+assign tag_wrap_ch = wrap_ch;
+assign tag_g = {{(16-GW){1'b0}}, g_reg[0]};
 
 endmodule
 

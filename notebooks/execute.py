@@ -26,7 +26,7 @@ COMMITTED = {
 }
 #: what a run's environment may set (everything else of these is cleared first)
 ENV_KEYS = ("DTPU_BACKEND", "DTPU_PYNQ_EMULATE", "DTPU_BITSTREAM", "DTPU_INVOKES", "DTPU_MAX_LAYERS",
-            "DTPU_MODEL")
+            "DTPU_MODEL", "DTPU_ISRO_TRIALS")
 
 
 def scrub(nb) -> None:

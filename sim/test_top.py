@@ -14,9 +14,10 @@ def top(cols: int) -> tuple[dict, object]:
     return params, build("dtpu_axi", params, name="top")
 
 
-# the 1.2 top stays in the default run in the integer build with PE pairs (test_top_pe_pair_dw: 8x4,
-# GEMM, depthwise, BAD_PRECISION); 8 columns (149 s), 4 (85 s), the board build (8x8, 81 CPU-s
-# cold) and the integer-only build run in make test-all
+# the 1.2 top (dtpu_axi) runs in make test-all only: the integer build with PE pairs
+# (test_top_pe_pair_dw: 8x4, GEMM, depthwise, BAD_PRECISION; 65 CPU-s cold), 8 columns (149 s),
+# 4 (85 s), the board build (8x8, 81 CPU-s cold) and the integer-only build. The default run
+# lints it (sim/test_lint.py) and runs its dtpu_core inside the 2.0 top
 @pytest.mark.slow
 @pytest.mark.parametrize("cols", [8])
 def test_top_default(cols):
@@ -68,6 +69,7 @@ def test_top_dw_banked(cols):
               extra_env={"DTPU_SEED": os.environ.get("DTPU_SEED", str(5150 + cols)), "DTPU_CASES": "6"})
 
 
+@pytest.mark.slow
 def test_top_pe_pair_dw():
     """PE pairs (PE_PAIR = 1) in depthwise, on the board's integer build with the default
     rotated layout: lowered depthwise nodes (TAP_CYCLES 2 where a row has more than COLS/2
@@ -76,9 +78,12 @@ def test_top_pe_pair_dw():
     them (tests/test_pe_pair_dw.py has the rule and the lowering); a one-word depthwise job
     (its only word, tlast, taken in the loader's first cycle) is not TLAST_EARLY.
 
-    The default run's representative of the board's precisions on the 1.2 top too (one build
-    for both): GEMM jobs stall-free and BAD_PRECISION for the precisions left out, which the
-    board build itself (8x8, gaps and backpressure) checks in test_top_board_build (slow)."""
+    Also the board's precisions on the 1.2 top (one build for both): GEMM jobs stall-free and
+    BAD_PRECISION for the precisions left out, which the board build itself (8x8, gaps and
+    backpressure) checks in test_top_board_build. Slow since the default run stopped building
+    the 1.2 top (a Verilator build of its own): the default run's depthwise coverage of the
+    core is on the 2.0 top, which holds the same dtpu_core (tests/test_rtl_lists.py,
+    tests/test_rtl_vector.py, the rtl one-kick tests)."""
     params = {"COLS": 4, "PREC_EN": 7, "PE_PAIR": 1, **MEM}
     d = build("dtpu_axi", params, name="top_pair")
     run_tests("dtpu_axi", "tb_top", d, parameters=params,

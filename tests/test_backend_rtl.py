@@ -53,14 +53,35 @@ def _node_cycles(report: dict) -> list[tuple[int, int]]:
 
 @pytest.fixture(scope="module")
 def core():
-    """The Verilated cores, built once here so the subprocesses below only find them cached:
-    the 1.2 top (path=jobs, and the tests of its driver below) and the 2.0 top (path=auto; with
-    the vector unit, Simulation's build of it, whose Verilated model the in-process lists top
-    shares)."""
+    """The 2.0 top (path=auto; with the vector unit, Simulation's build of it, whose Verilated
+    model the in-process lists top shares), built once here so the subprocesses below only find
+    it cached."""
     from dtpu.rtl.build import TOPLEVEL_CL
 
-    Simulation(progress=False, top=TOPLEVEL_CL).build()
+    return Simulation(progress=False, top=TOPLEVEL_CL).build()
+
+
+@pytest.fixture(scope="module")
+def core12():
+    """The 1.2 top (path=jobs), a Verilator build of its own (about two CPU-minutes): only the
+    slow run builds it; the default run takes the driver's job-by-job tests on the 2.0 top,
+    which speaks the 1.2 protocol too (tests/test_rtl_lists.py::test_12_protocol_on_the_lists_top)
+    with the same core inside."""
     return build(progress=False)
+
+
+#: the tops the driver's job-by-job tests run on: the 2.0 top by default (its build is one the
+#: default run needs anyway), the 1.2 top itself in the slow run
+TOPS = [pytest.param("dtpu_cl_top", id="lists_top"),
+        pytest.param("dtpu_axi", id="jobs_top", marks=pytest.mark.slow)]
+
+
+@pytest.fixture(params=TOPS)
+def top(request, core):
+    """The simulated top for a job-by-job test, built."""
+    if request.param == "dtpu_axi":
+        request.getfixturevalue("core12")
+    return request.param
 
 
 def _check_against_model(model: Path, invokes: int = 1, path: str = "auto"):
@@ -97,9 +118,11 @@ def _check_against_model(model: Path, invokes: int = 1, path: str = "auto"):
     return proc
 
 
-@pytest.mark.parametrize("path", ["auto", "jobs"])
+@pytest.mark.parametrize("path", ["auto", pytest.param("jobs", marks=pytest.mark.slow)])
 def test_mobilenet_like_int8_through_dtpu_run_is_bit_exact_with_the_models_cycles(dtpu_so, core,
-                                                                                   path):
+                                                                                   path, request):
+    if path == "jobs":
+        request.getfixturevalue("core12")
     proc = _check_against_model(ZOO / "mobilenet_like__int8.tflite", invokes=2, path=path)
     assert "(cached)" in proc.stderr   # the fixture built it; the command found it
 
@@ -132,7 +155,7 @@ def sim_invoke(path: str, backend: str = "rtl", seed: int = 0):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["dscnn_like__int8", "mobilenet_v1_025_96__int8"])
-def test_zoo_nets_on_the_rtl_equal_the_golden_model_and_tflite(dtpu_so, core, name):
+def test_zoo_nets_on_the_rtl_equal_the_golden_model_and_tflite(dtpu_so, core12, name):
     """The RTL must reproduce backend=model exactly (words and CYCLES); TFLite agreement then
     follows wherever the lowering reproduces TFLite's rounding."""
     path = str(ZOO / f"{name}.tflite")
@@ -223,24 +246,25 @@ def faults_then_clean_runs(t):
     return seen
 
 
-def test_a_hung_core_raises_instead_of_hanging(core):
+def test_a_hung_core_raises_instead_of_hanging(top):
     start = time.monotonic()
     with pytest.raises(DtpuTimeout, match=r"did not finish.*STATUS=0x\w+ \(BUSY=1 DONE=0.*"
                                           r"cocotb transport: cycle \d+ .*bound 2000 cycles") as info:
-        run_in_simulation(sim_starve_a_job, timeout_cycles=2000, progress=False)
+        run_in_simulation(sim_starve_a_job, timeout_cycles=2000, progress=False, top=top)
     assert time.monotonic() - start < 120
     assert isinstance(info.value.__cause__, RemoteTraceback)
     assert "sim_starve_a_job" in info.value.__cause__.text
 
 
-def test_a_few_cycles_timeout_fails_the_first_job(core):
+def test_a_few_cycles_timeout_fails_the_first_job(top):
     """The transport's cycle bound applies to every job: 5 cycles cannot even load weights."""
     with pytest.raises(DtpuTimeout, match="did not finish"):
-        run_in_simulation(sim_starve_a_job, timeout_cycles=5, progress=False)
+        run_in_simulation(sim_starve_a_job, timeout_cycles=5, progress=False, top=top)
 
 
-def test_driver_failures_on_the_rtl_reset_the_core_and_the_next_run_is_exact(core):
-    _check_faults(run_in_simulation(sim_faults_then_clean_runs, timeout_cycles=3000, progress=False))
+def test_driver_failures_on_the_rtl_reset_the_core_and_the_next_run_is_exact(top):
+    _check_faults(run_in_simulation(sim_faults_then_clean_runs, timeout_cycles=3000, progress=False,
+                                    top=top))
 
 
 def _check_faults(seen):
@@ -269,11 +293,11 @@ def sim_job_error():
                    job.send, job.recv))
 
 
-def test_driver_exceptions_keep_their_type_and_fields_across_the_process_boundary(core):
+def test_driver_exceptions_keep_their_type_and_fields_across_the_process_boundary(top):
     from dtpu.driver import DtpuJobError
 
     with pytest.raises(DtpuJobError, match="BAD_DIMS") as info:
-        run_in_simulation(sim_job_error, progress=False)
+        run_in_simulation(sim_job_error, progress=False, top=top)
     assert info.value.err & 0x8 and info.value.job == "bad dims"
 
 
@@ -288,15 +312,15 @@ def sim_tiny_conv_counters():
     return low.assemble(res), cnt.cycles, cnt.stall_cycles
 
 
-def test_the_drivers_order_literally_costs_stall_cycles_and_only_those(core):
+def test_the_drivers_order_literally_costs_stall_cycles_and_only_those(top):
     """start_with_streams=False: START, the STATUS read, then the words: the core waits for them
     (STALL > 0), and CYCLES - STALL is still the golden model's schedule."""
-    sim = Simulation(start_with_streams=False, progress=False)
+    sim = Simulation(start_with_streams=False, progress=False, top=top)
     y, cycles, stalls = sim.run(sim_tiny_conv_counters)
     want, want_cycles = _golden_tiny(sim.hw_config())
     assert np.array_equal(y, want)
     assert stalls > 0 and cycles - stalls == want_cycles
-    y, cycles, stalls = Simulation(progress=False).run(sim_tiny_conv_counters)
+    y, cycles, stalls = Simulation(progress=False, top=top).run(sim_tiny_conv_counters)
     assert np.array_equal(y, want) and (cycles, stalls) == (want_cycles, 0)
     assert sim.last.cycles > 0 and sim.last.jobs == 3 and not sim.last.run_dir.exists()
 
@@ -360,12 +384,12 @@ def _check_prefetch_pairs(got, want, cfg):
     assert bounds == [False, True], bounds    # compute-bound, then prefetch-bound
 
 
-def test_prefetch_jobs_on_the_rtl_equal_the_golden_model(core):
+def test_prefetch_jobs_on_the_rtl_equal_the_golden_model(top):
     """The driver's jobs with a weight prefetch over the cocotb transport: both input streams are
     fed from the job's first cycle (START after the streams), so the counters are the model's."""
     from dtpu.rtl.build import SimConfig
 
-    got = run_in_simulation(sim_prefetch_pairs, progress=False)
+    got = run_in_simulation(sim_prefetch_pairs, progress=False, top=top)
     cfg = SimConfig().hw_config()
     _check_prefetch_pairs(got, _golden_prefetch_pairs(cfg), cfg)
 
@@ -427,8 +451,10 @@ def sim_raise_value_error(text):
 
 
 def test_exceptions_come_back_with_the_remote_traceback(core):
+    from dtpu.rtl.build import TOPLEVEL_CL
+
     with pytest.raises(ValueError, match="raised in the simulator: abc") as info:
-        run_in_simulation(sim_raise_value_error, ("abc",), progress=False)
+        run_in_simulation(sim_raise_value_error, ("abc",), progress=False, top=TOPLEVEL_CL)
     assert "sim_raise_value_error" in str(info.value.__cause__)
 
 

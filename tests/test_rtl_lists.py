@@ -24,16 +24,20 @@ nets (MobileNet v2 224) are tests/test_models_at_scale.py's, slow. The cocotb va
 (CocotbListTransport: dtpu_cl_top under cocotb, the contract's memory model as a cocotb AXI4
 slave) runs a zoo model with the same outputs and the same CL_CYCLES as the in-process one.
 
-One small build (COLS 8, memories 2^10 / 2^8 / 2^9: about 40 s cold, then cached) serves the
-transport tests; the delegate and zoo tests use the board's memory sizes (a second build, cached
-too), and the cocotb test cocotb's simulator linked against that same Verilated model (seconds:
-dtpu.rtl.build.build_cocotb_cl). The memory model's write channels are also checked
+The default run's transport, delegate and zoo tests share one build, the board's memory sizes
+with the vector unit (the one backend=rtl's in-process top uses; about two CPU-minutes cold,
+then cached), and the cocotb test cocotb's simulator linked against that same Verilated model
+(seconds: dtpu.rtl.build.build_cocotb_cl). A small build (COLS 8, memories 2^10 / 2^8 / 2^9,
+a second C++ build) serves the slow tests of K splits and column tiles, which need nodes that
+do not fit small memories (`small_lib`). The memory model's write channels are also checked
 harness-level (axi_mem_capi.cpp, no Verilator).
 """
 from __future__ import annotations
 
 import ctypes
 import os
+import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -53,8 +57,16 @@ from dtpu.rtl.native import EVENT_KINDS, NativeListTransport  # noqa: E402
 from dtpu.spec import ConvSpec, DataMode, OpKind, Padding, Quant  # noqa: E402
 
 U64 = np.dtype("<u8")
+#: the default run's build: the board's memories with the vector unit, the Verilated dtpu_cl_top
+#: backend=rtl's in-process top and the cocotb lists transport use too (one C++ build for all)
+BOARD = replace(SimConfig.from_mxu((8, 8)), vec_en=1)
+#: small memories, where K splits (ACC RUNs, POSTs) and column tiles with streamed weights come
+#: from small nodes: the slow tests' build (`small_lib`), a C++ build of its own
 SMALL = SimConfig.from_mxu((8, 8), memory=(10, 8, 9))
-CFG = SMALL.hw_config()
+#: the classes of the exact-class sweep that need the small memories (on the board's, their
+#: nodes fit: no K split, no tiles)
+SMALL_ONLY = ("ksplit", "ksplit3", "random ksplit3", "tiles")
+CFG = BOARD.hw_config()
 FMT = Format(CFG)
 MEMM = {k: int(v) for k, v in FMT.mem.items()}
 AR, R_FIRST, R_LAST, AW, W_LAST, B = range(6)
@@ -63,7 +75,25 @@ assert EVENT_KINDS[R_LAST] == "R_LAST" and EVENT_KINDS[B] == "B"
 
 @pytest.fixture(scope="module")
 def lib():
+    return build_native_cl(BOARD, progress=False).product
+
+
+@pytest.fixture(scope="module")
+def _small_build():
     return build_native_cl(SMALL, progress=False).product
+
+
+@pytest.fixture
+def small_lib(_small_build, monkeypatch):
+    """The small build, with this module's CFG / FMT / MEMM its own for the test: the helpers
+    below compile, model and decode for whatever core the test opened."""
+    cfg = SMALL.hw_config()
+    fmt = Format(cfg)
+    module = sys.modules[__name__]
+    monkeypatch.setattr(module, "CFG", cfg)
+    monkeypatch.setattr(module, "FMT", fmt)
+    monkeypatch.setattr(module, "MEMM", {k: int(v) for k, v in fmt.mem.items()})
+    return _small_build
 
 
 def open_core(lib, **kw) -> NativeListTransport:
@@ -474,7 +504,7 @@ def _exact_class_cases() -> list[tuple[str, tuple, int, int]]:
 
 @pytest.mark.parametrize("sweep", [pytest.param("all", marks=pytest.mark.slow),
                                    "first of each class"])
-def test_run_cycles_equal_the_timeline_on_the_exact_class(lib, sweep):
+def test_run_cycles_equal_the_timeline_on_the_exact_class(request, sweep):
     """The memory model here is the contract's exactly (every burst's first beat
     MEM_READ_LATENCY after its AR, write responses MEM_WRITE_LATENCY after the last beat):
     on chains of 1x1 and depthwise convolutions in the load unit's word mode and of 3x3
@@ -492,13 +522,16 @@ def test_run_cycles_equal_the_timeline_on_the_exact_class(lib, sweep):
     streamed weights, K splits whose last chunk has NT > 1 column tiles: docs/rtl.md
     "MobileNet v2 224").
 
-    The default run takes the first case of each of the 13 classes; `sweep=all` (slow, `make
-    test-all`) runs all 87 cases, the random ones included, in the same order."""
+    `sweep=all` (slow, `make test-all`) runs all 87 cases, the random ones included, in the
+    same order, on the small build; the default run takes the first case of each class on the
+    board's build, less the four classes whose nodes only split or tile in small memories
+    (SMALL_ONLY: their POSTs are sim/test_cl_post.py's in the default run)."""
+    lib = request.getfixturevalue("small_lib" if sweep == "all" else "lib")
     t = open_core(lib, ddr_bytes=8 << 20)
     cases = _exact_class_cases()
     if sweep != "all":
         cases = [case for k, case in enumerate(cases)
-                 if case[0] not in {c[0] for c in cases[:k]}]
+                 if case[0] not in {c[0] for c in cases[:k]} and case[0] not in SMALL_ONLY]
     for cls, nodes, hw, c in cases:
         what = f"{cls}: {nodes} {hw}x{hw}x{c}"
         if cls == "float32":
@@ -658,7 +691,7 @@ def test_float32_and_one_cycle_corners_equal_the_timeline(lib):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 3])
-def test_float32_and_corners_sweep(lib, seed):
+def test_float32_and_corners_sweep(small_lib, seed):
     """Random chains (1..3 nodes of 1x1, 3x3 SAME / VALID / stride 2, 4x4 stride 2, int8
     depthwise in word mode) in float32, int16x8 or int8, C 2..24, OC 2..64 (items smaller than
     a word, straddling words, channel slices), 2..13 pixels a side: CL_CYCLES, IDLE, RD_BEATS,
@@ -666,7 +699,7 @@ def test_float32_and_corners_sweep(lib, seed):
     corners"). Programs the compiler K-splits (ACC RUNs and POSTs of a 3x3: not in this class)
     are skipped."""
     rng = np.random.default_rng(seed)
-    t = open_core(lib, ddr_bytes=64 << 20)
+    t = open_core(small_lib, ddr_bytes=64 << 20)
     ran = 0
     for i in range(40):
         mode = (DataMode.FLOAT32, DataMode.INT16X8, DataMode.INT8)[int(rng.integers(0, 3))]
@@ -705,13 +738,13 @@ def test_float32_and_corners_sweep(lib, seed):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [7, 11])
-def test_ksplit_cycles_equal_the_timeline_sweep(lib, seed):
+def test_ksplit_cycles_equal_the_timeline_sweep(small_lib, seed):
     """Random K-split 1x1 convolutions (1..10 pixels a side, C 512..1024, OC 8..64): CL_CYCLES,
     IDLE, RD_BEATS, WR_BEATS of prologue and partition equal the Timeline's, DDR the model's
     (docs/rtl.md "ACC RUNs and POST")."""
     import random
     rnd = random.Random(seed)
-    t = open_core(lib, ddr_bytes=64 << 20)
+    t = open_core(small_lib, ddr_bytes=64 << 20)
     for _ in range(14):
         hw, c = rnd.randint(1, 10), rnd.choice([512, 640, 768, 1024])
         oc = rnd.choice([8, 16, 24, 32, 40, 56, 64])
@@ -724,7 +757,7 @@ def test_ksplit_cycles_equal_the_timeline_sweep(lib, seed):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [3, 5])
-def test_ksplit3_cycles_equal_the_timeline_sweep(lib, seed):
+def test_ksplit3_cycles_equal_the_timeline_sweep(small_lib, seed):
     """Random K-split 3x3 convolutions (2..10 pixels a side, C 24..256, OC 8..64, stride 1 or
     2, SAME or VALID, up to 25 output pixels): DDR as the model's, RD_BEATS and WR_BEATS equal
     on every one; CL_CYCLES, IDLE equal on most, and the figures of the others logged (the
@@ -733,7 +766,7 @@ def test_ksplit3_cycles_equal_the_timeline_sweep(lib, seed):
     import logging
     import random
     rnd = random.Random(seed)
-    t = open_core(lib, ddr_bytes=64 << 20)
+    t = open_core(small_lib, ddr_bytes=64 << 20)
     exact = total = 0
     while total < 16:
         c = rnd.choice([24, 32, 40, 48, 64, 128, 256])
@@ -895,8 +928,8 @@ def test_random_lists(lib):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 2, 3, 4])
-def test_random_lists_sweep(lib, seed):
-    _random_lists(lib, seed, 40)
+def test_random_lists_sweep(small_lib, seed):
+    _random_lists(small_lib, seed, 40)
 
 
 def test_doorbell_wait_is_bounded(lib):
@@ -1510,11 +1543,13 @@ TRACE_PROGRAMS = {
 }
 
 
-@pytest.mark.parametrize("program,disorder", [("chain", False), ("chain", True), ("ksplit", False),
-                                              ("ksplit", True)],
-                         ids=["chain-contract_memory", "chain-random_memory",
-                              "ksplit-contract_memory", "ksplit-random_memory"])
-def test_list_trace_splits_cl_cycles_by_node_as_the_model(lib, program, disorder):
+@pytest.mark.parametrize("program,disorder", [
+    pytest.param("chain", False, id="chain-contract_memory"),
+    pytest.param("chain", True, id="chain-random_memory"),
+    # the K split needs the small build's memories (slow)
+    pytest.param("ksplit", False, id="ksplit-contract_memory", marks=pytest.mark.slow),
+    pytest.param("ksplit", True, id="ksplit-random_memory", marks=pytest.mark.slow)])
+def test_list_trace_splits_cl_cycles_by_node_as_the_model(request, program, disorder):
     """NativeListTransport.list_trace(): the simulated RTL's own per-TAG record of the last
     list (native_cl.cpp's Tracer) as a RunResult, on compiled partitions (three chained 1x1
     convolutions; a 1x1 convolution with K split into 16 ACC RUNs and a POST): CL_CYCLES and IDLE
@@ -1526,11 +1561,14 @@ def test_list_trace_splits_cl_cycles_by_node_as_the_model(lib, program, disorder
     with a random memory (stalls, extra latency) only the cycles move (words and stall-free
     cycles are still the model's)."""
     kw = dict(stall=0.3, extra_latency=40, seed=11) if disorder else {}
+    lib = request.getfixturevalue("small_lib" if program == "ksplit" else "lib")
     t = open_core(lib, ddr_bytes=4 << 20, **kw)
     assert t.traced and t.list_trace() is None      # nothing ran to its end yet
     prog = ListProgram(t, chain_partitions(**TRACE_PROGRAMS[program]))
     p = prog.program
     part = p.partitions[0]
+    assert ("POST" in [FMT.opnames[w[0] & 0xFF] for _, w in
+                       parse(prog.buf.array, p.base, part.list_addr)]) == (program == "ksplit")
     n = len(part.node_macs)
     tags = [i for i in range(n)]                    # partition 0: (0 << 16) | node
     x = np.random.default_rng(2).integers(-128, 128, part.inputs[0].shape).astype(np.int8)

@@ -112,6 +112,21 @@ function [15:0] ones(input [3:0] n);
     endcase
 endfunction
 
+// the chunk sends a word of its own: it spills into the next word (n + off > 8) or fills its
+// first from byte 0 (off = 0, n >= 8), as a table of n (0..15) and off
+function fills(input [3:0] n, input [2:0] off);
+    case (n)
+        4'd0, 4'd1: fills = 1'b0;
+        4'd2: fills = off == 3'd7;
+        4'd3: fills = off >= 3'd6;
+        4'd4: fills = off >= 3'd5;
+        4'd5: fills = off >= 3'd4;
+        4'd6: fills = off >= 3'd3;
+        4'd7: fills = off >= 3'd2;
+        default: fills = 1'b1;
+    endcase
+endfunction
+
 wire [2:0]        off = s_addr[2:0];
 wire [WA_W-1:0]   w0 = s_addr[ADDR_W-1:3];
 /* verilator lint_off WIDTHEXPAND */
@@ -131,7 +146,11 @@ wire              other = open_w && (b_w != w0);
 // the chunk sends a word out itself (it spills into the next word or fills its first)
 wire              sends = (hi_m != 8'd0) || (mg_m == 8'hFF);
 // a chunk elsewhere that would send a word of its own too waits a cycle (one word out a cycle)
-wire              sends_own = (hi_m != 8'd0) || (lo_m == 8'hFF);
+// (hi_m != 0 || lo_m == 8'hFF) from n and off directly: derived from the
+// strobes it put the mask's shift and its two reductions, five LUT levels, on the path from the
+// chunk's address through the ready into the parent's word stage (dtpu_vec_copy's critical path
+// on the ECP5 proxy, docs/synthesis.md); a table of n and off is one or two
+wire              sends_own = fills(s_n, off);
 // the distance of a word about to be sent (the open word or the chunk's first word) from p_w1
 wire [WA_W-1:0]   gap_b = b_w - p_w1;
 wire [WA_W-1:0]   gap_0 = w0 - p_w1;

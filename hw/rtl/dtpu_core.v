@@ -555,8 +555,11 @@ wire                         prm_rd_en;
 wire [LOG_PARAM_ENTRIES-1:0] prm_rd_base;
 wire [8*64-1:0]              prm_bias, prm_rq;
 
+// the post unit's reads keep their base a multiple of min(lanes, COLS) (dtpu_ls_param's
+// alignment): with COLS >= 8 only lanes 0 and 1..3 need a (narrow) rotation
 dtpu_ls_param #(
-    .ADDR_W(LOG_PARAM_ENTRIES)
+    .ADDR_W(LOG_PARAM_ENTRIES),
+    .LOG_ALIGN(LOG_COLS < 3 ? LOG_COLS : 3)
 )
 pmem_inst (
     .clk(clk),

@@ -16,11 +16,25 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * one result word read 8 consecutive entries in one cycle. LOAD_PARAM writes one word per cycle.
  * Reads: lanes r = 0..7 get entry base + r, one cycle later (the reserved bits 47:40 of the
  * second word as 0: no lane uses them).
+ *
+ * Alignment (LOG_ALIGN): lane r is only guaranteed entry base + r when base is a multiple of
+ * min(P(r), 2^LOG_ALIGN), P(r) the smallest power of two above r (1, 2, 4, 4, 8, 8, 8, 8). The
+ * post unit (dtpu_post) reads words of `lanes` values whose first entry ch is a multiple of
+ * min(lanes, COLS) (PARAM_BASE is a multiple of COLS, CONFIG's PARAM_RANGE check; a GEMM step
+ * adds tile * COLS, a depthwise item g * L with L >= lanes, each word `lanes`) and uses lane r
+ * only when r < lanes, i.e. P(r) <= lanes: so with LOG_ALIGN = min(3, log2 COLS) every lane it
+ * uses gets its entry, and the lanes it does not use (their inputs masked, their outputs 0, no
+ * flags) may get another. That turns the 8:1 rotation of 120 bits a lane (about 2.4 k LUT on
+ * the xc7z020 for the eight) into 8:1 for lane 0 only (dtpu_cl_post's POST reads one entry
+ * at a time, any entry), 4:1 for lane 1, 2:1 for lanes 2 and 3 and wires for lanes 4..7.
+ * LOG_ALIGN = 0 keeps the full rotation (any base, every lane).
  */
 module dtpu_ls_param #
 (
     // log2 of the number of entries
-    parameter ADDR_W = 12
+    parameter ADDR_W = 12,
+    // log2 of the alignment the reads' bases keep (0..3; above)
+    parameter LOG_ALIGN = 0
 )
 (
     input  wire              clk,
@@ -43,6 +57,10 @@ localparam RW = ADDR_W - 3;
 initial begin
     if (ADDR_W < 4) begin
         $error("Error: ADDR_W must be at least 4 (instance %m)");
+        $finish;
+    end
+    if (LOG_ALIGN < 0 || LOG_ALIGN > 3) begin
+        $error("Error: LOG_ALIGN must be 0..3 (instance %m)");
         $finish;
     end
 end
@@ -94,8 +112,12 @@ for (b = 0; b < 8; b = b + 1) begin : bank
         .rd_data(bank_rq[b*64 +: 64])
     );
 
-    // lane b reads bank (rot + b) mod 8
-    wire [2:0] src = rot_reg + b[2:0];
+    // lane b reads bank (rot + b) mod 8, rot's low bits taken as 0 where the alignment
+    // guarantees them (ALB = log2 min(P(b), 2^LOG_ALIGN)): a 2^(3-ALB):1 multiplexer
+    localparam integer PB = b == 0 ? 0 : b == 1 ? 1 : b < 4 ? 2 : 3;
+    localparam integer ALB = PB < LOG_ALIGN ? PB : LOG_ALIGN;
+    localparam [2:0] KEEP = 3'b111 << ALB;
+    wire [2:0] src = (rot_reg & KEEP) + b[2:0];
     assign rd_bias[b*64 +: 64] = bank_bias[src*64 +: 64];
     // (bits 47:40 of the second word are reserved: not routed, read as 0)
     assign rd_rq[b*64 +: 64] = {bank_rq[src*64 + 48 +: 16], 8'd0, bank_rq[src*64 +: 40]};

@@ -227,6 +227,22 @@ end
 assign prm_rd_en = ce;
 assign prm_rd_base = ch_reg;
 
+`ifndef SYNTHESIS
+// dtpu_ls_param's alignment (LOG_ALIGN = min(3, log2 NG) in dtpu_core): a word whose
+// parameters are used reads from a multiple of min(lanes, NG, 8). Simulation only: the
+// regressions fail here if a sequencer ever breaks it.
+localparam integer LOG_NG = NG >= 8 ? 3 : NG >= 4 ? 2 : NG >= 2 ? 1 : 0;
+wire [1:0] log_al = log_lanes < LOG_NG[1:0] ? log_lanes : LOG_NG[1:0];
+wire [2:0] al_mask = ~(3'b111 << log_al);
+always @(posedge clk) begin
+    if (rst_n && ce && ser_valid && out_mode != DTPU_OUT_MODE_RAW[1:0]
+        && (ch_reg[2:0] & al_mask) != 3'd0) begin
+        $error("dtpu_post: parameter base %0d not a multiple of min(lanes %0d, %0d) (instance %m)",
+               ch_reg, lanes, 1 << LOG_NG);
+    end
+end
+`endif
+
 // the word's values: lane r takes head value off + r (off is a multiple of lanes, so only
 // the lanes r < lanes matter: r >= 4 only with 8 lanes, r >= 2 with 4 or 8, r = 1 with 2..8)
 wire [8*AW-1:0] word_vals;

@@ -555,11 +555,14 @@ wire                         prm_rd_en;
 wire [LOG_PARAM_ENTRIES-1:0] prm_rd_base;
 wire [8*64-1:0]              prm_bias, prm_rq;
 
-// the post unit's reads keep their base a multiple of min(lanes, COLS) (dtpu_ls_param's
-// alignment): with COLS >= 8 only lanes 0 and 1..3 need a (narrow) rotation
+// the post unit's reads keep their base a multiple of min(lanes, COLS), and only words of 8
+// (8-bit REQUANT), 4 (int16 REQUANT) or 2 (FLOAT) lanes read parameters (dtpu_ls_param's
+// alignment): an 8-bit-only build with COLS >= 8 rotates lane 0 alone
+localparam integer LOG_MIN_LANES = FLOAT_EN != 0 ? 1 : PREC_EN[2] ? 2 : 3;
 dtpu_ls_param #(
     .ADDR_W(LOG_PARAM_ENTRIES),
-    .LOG_ALIGN(LOG_COLS < 3 ? LOG_COLS : 3)
+    .LOG_ALIGN(LOG_COLS < 3 ? LOG_COLS : 3),
+    .LOG_MIN_LANES(LOG_MIN_LANES)
 )
 pmem_inst (
     .clk(clk),

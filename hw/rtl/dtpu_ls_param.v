@@ -17,24 +17,31 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * Reads: lanes r = 0..7 get entry base + r, one cycle later (the reserved bits 47:40 of the
  * second word as 0: no lane uses them).
  *
- * Alignment (LOG_ALIGN): lane r is only guaranteed entry base + r when base is a multiple of
- * min(P(r), 2^LOG_ALIGN), P(r) the smallest power of two above r (1, 2, 4, 4, 8, 8, 8, 8). The
- * post unit (dtpu_post) reads words of `lanes` values whose first entry ch is a multiple of
- * min(lanes, COLS) (PARAM_BASE is a multiple of COLS, CONFIG's PARAM_RANGE check; a GEMM step
- * adds tile * COLS, a depthwise item g * L with L >= lanes, each word `lanes`) and uses lane r
- * only when r < lanes, i.e. P(r) <= lanes: so with LOG_ALIGN = min(3, log2 COLS) every lane it
- * uses gets its entry, and the lanes it does not use (their inputs masked, their outputs 0, no
- * flags) may get another. That turns the 8:1 rotation of 120 bits a lane (about 2.4 k LUT on
- * the xc7z020 for the eight) into 8:1 for lane 0 only (dtpu_cl_post's POST reads one entry
- * at a time, any entry), 4:1 for lane 1, 2:1 for lanes 2 and 3 and wires for lanes 4..7.
- * LOG_ALIGN = 0 keeps the full rotation (any base, every lane).
+ * Alignment (LOG_ALIGN, LOG_MIN_LANES): lane 0 gets entry base for any base (dtpu_cl_post's
+ * POST reads one entry at a time, any entry); lane r >= 1 is only guaranteed entry base + r
+ * when base is a multiple of S(r) = min(max(P(r), 2^LOG_MIN_LANES), 2^LOG_ALIGN), P(r) the
+ * smallest power of two above r (2, 4, 4, 8, 8, 8, 8). The post unit (dtpu_post) reads words
+ * of `lanes` values whose first entry ch is a multiple of min(lanes, COLS) (PARAM_BASE is a
+ * multiple of COLS, CONFIG's PARAM_RANGE check; a GEMM step adds tile * COLS, a depthwise item
+ * g * L with L >= lanes, each word `lanes`), uses lane r only when r < lanes, i.e. P(r) <=
+ * lanes, and uses parameters only in words of 2^LOG_MIN_LANES lanes or more (REQUANT: 8-bit 8,
+ * int16 4; FLOAT 2; RAW reads none: CONFIG refuses the other modes): so with LOG_ALIGN =
+ * min(3, log2 COLS) and LOG_MIN_LANES from the built precisions (dtpu_core) every lane it uses
+ * gets its entry, and the lanes it does not use (their inputs masked, their outputs 0, no
+ * flags) may get another. dtpu_post checks both in simulation. That turns the 8:1 rotation of
+ * 120 bits a lane (2.4 k LUT on the xc7z020 for the eight) into 8:1 for lane 0 and, in an
+ * 8-bit-only build (S = 8), wires for lanes 1..7; with int16 lanes (S(1..3) = 4) 2:1 for
+ * lanes 1..3; with float lanes 4:1 for lane 1, 2:1 for 2, 3. LOG_ALIGN = 0 keeps the full
+ * rotation (any base, every lane).
  */
 module dtpu_ls_param #
 (
     // log2 of the number of entries
     parameter ADDR_W = 12,
     // log2 of the alignment the reads' bases keep (0..3; above)
-    parameter LOG_ALIGN = 0
+    parameter LOG_ALIGN = 0,
+    // log2 of the fewest lanes a read that lanes 1..7 matter to has (0..3; above)
+    parameter LOG_MIN_LANES = 0
 )
 (
     input  wire              clk,
@@ -59,8 +66,8 @@ initial begin
         $error("Error: ADDR_W must be at least 4 (instance %m)");
         $finish;
     end
-    if (LOG_ALIGN < 0 || LOG_ALIGN > 3) begin
-        $error("Error: LOG_ALIGN must be 0..3 (instance %m)");
+    if (LOG_ALIGN < 0 || LOG_ALIGN > 3 || LOG_MIN_LANES < 0 || LOG_MIN_LANES > 3) begin
+        $error("Error: LOG_ALIGN and LOG_MIN_LANES must be 0..3 (instance %m)");
         $finish;
     end
 end
@@ -113,9 +120,10 @@ for (b = 0; b < 8; b = b + 1) begin : bank
     );
 
     // lane b reads bank (rot + b) mod 8, rot's low bits taken as 0 where the alignment
-    // guarantees them (ALB = log2 min(P(b), 2^LOG_ALIGN)): a 2^(3-ALB):1 multiplexer
-    localparam integer PB = b == 0 ? 0 : b == 1 ? 1 : b < 4 ? 2 : 3;
-    localparam integer ALB = PB < LOG_ALIGN ? PB : LOG_ALIGN;
+    // guarantees them (ALB = log2 S(b), lane 0: 0): a 2^(3-ALB):1 multiplexer
+    localparam integer PB = b == 1 ? 1 : b < 4 ? 2 : 3;
+    localparam integer PM = PB > LOG_MIN_LANES ? PB : LOG_MIN_LANES;
+    localparam integer ALB = b == 0 ? 0 : PM < LOG_ALIGN ? PM : LOG_ALIGN;
     localparam [2:0] KEEP = 3'b111 << ALB;
     wire [2:0] src = (rot_reg & KEEP) + b[2:0];
     assign rd_bias[b*64 +: 64] = bank_bias[src*64 +: 64];

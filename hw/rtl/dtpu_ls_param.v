@@ -29,10 +29,10 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * min(3, log2 COLS) and LOG_MIN_LANES from the built precisions (dtpu_core) every lane it uses
  * gets its entry, and the lanes it does not use (their inputs masked, their outputs 0, no
  * flags) may get another. dtpu_post checks both in simulation. That turns the 8:1 rotation of
- * 120 bits a lane (2.4 k LUT on the xc7z020 for the eight) into 8:1 for lane 0 and, in an
- * 8-bit-only build (S = 8), wires for lanes 1..7; with int16 lanes (S(1..3) = 4) 2:1 for
- * lanes 1..3; with float lanes 4:1 for lane 1, 2:1 for 2, 3. LOG_ALIGN = 0 keeps the full
- * rotation (any base, every lane).
+ * 120 bits a lane into 8:1 for lane 0 and 4:1 for lane 1, 2:1 for lanes 2, 3 (LOG_MIN_LANES 0)
+ * or, in an 8-bit-only build (LOG_MIN_LANES 3), wires for lanes 1..7: `pe_area.py
+ * dtpu_ls_param ADDR_W=12`, 2 419 LUT; LOG_ALIGN=3: 618 LUT, and 378 with LOG_MIN_LANES=3.
+ * LOG_ALIGN = 0 keeps the full rotation (any base, every lane).
  */
 module dtpu_ls_param #
 (
@@ -73,7 +73,9 @@ initial begin
 end
 
 wire [8*64-1:0] bank_bias;
-wire [8*64-1:0] bank_rq;
+/* verilator lint_off UNUSEDSIGNAL */
+wire [8*64-1:0] bank_rq;         // (bits 47:40 of each bank reserved, never read)
+/* verilator lint_on UNUSEDSIGNAL */
 reg  [2:0]      rot_reg;
 
 always @(posedge clk) begin
@@ -82,7 +84,7 @@ always @(posedge clk) begin
     end
 end
 
-genvar b;
+genvar b, k;
 generate
 for (b = 0; b < 8; b = b + 1) begin : bank
     // the lane this bank serves: r = (b - base) mod 8; its entry is base + r
@@ -124,11 +126,26 @@ for (b = 0; b < 8; b = b + 1) begin : bank
     localparam integer PB = b == 1 ? 1 : b < 4 ? 2 : 3;
     localparam integer PM = PB > LOG_MIN_LANES ? PB : LOG_MIN_LANES;
     localparam integer ALB = b == 0 ? 0 : PM < LOG_ALIGN ? PM : LOG_ALIGN;
-    localparam [2:0] KEEP = 3'b111 << ALB;
-    wire [2:0] src = (rot_reg & KEEP) + b[2:0];
-    assign rd_bias[b*64 +: 64] = bank_bias[src*64 +: 64];
-    // (bits 47:40 of the second word are reserved: not routed, read as 0)
-    assign rd_rq[b*64 +: 64] = {bank_rq[src*64 + 48 +: 16], 8'd0, bank_rq[src*64 +: 40]};
+    // (written out as the 2^(3-ALB) candidate banks indexed by rot's high bits: as one
+    // variable part-select at (rot & mask) + b Yosys kept more of the 8:1 tree)
+    localparam integer NC = 1 << (3 - ALB);
+    wire [119:0] cand [0:NC-1];
+    for (k = 0; k < NC; k = k + 1) begin : c
+        localparam [2:0] SRC = (k << ALB) + b;
+        // (bits 47:40 of the second word are reserved: not routed, read as 0)
+        assign cand[k] = {bank_rq[SRC*64 + 48 +: 16], bank_rq[SRC*64 +: 40], bank_bias[SRC*64 +: 64]};
+    end
+    wire [119:0] lane_w;
+    if (ALB == 3) begin : fixed
+        assign lane_w = cand[0];
+    end else begin : rotated
+        /* verilator lint_off UNUSEDSIGNAL */
+        wire [2:0] sel = rot_reg >> ALB;
+        /* verilator lint_on UNUSEDSIGNAL */
+        assign lane_w = cand[sel[2-ALB:0]];
+    end
+    assign rd_bias[b*64 +: 64] = lane_w[63:0];
+    assign rd_rq[b*64 +: 64] = {lane_w[119:104], 8'd0, lane_w[103:64]};
 end
 endgenerate
 

@@ -6,8 +6,12 @@ import pytest
 from dtpu_sim import RTL_DIR, build, run_tests
 
 
-@pytest.mark.parametrize("log_align,log_min_lanes", [(0, 0), (3, 3), (3, 2), (2, 1),
-                                                    pytest.param(3, 1, marks=pytest.mark.slow),
+# the default run: the int8 board's knobs (lanes 1..7 wires) and a COLS = 4 float build's (every
+# lane rotated, 8:1 / 4:1 / 2:1); the rest in make test-all
+@pytest.mark.parametrize("log_align,log_min_lanes", [(3, 3), (2, 1),
+                                                    pytest.param(0, 0, marks=pytest.mark.slow),
+                                                    pytest.param(3, 0, marks=pytest.mark.slow),
+                                                    pytest.param(3, 2, marks=pytest.mark.slow),
                                                     pytest.param(2, 3, marks=pytest.mark.slow)])
 def test_ls_param(log_align, log_min_lanes):
     srcs = [RTL_DIR / n for n in ("dtpu_ls_param.v", "dtpu_bram.v")]

@@ -555,8 +555,17 @@ wire                         prm_rd_en;
 wire [LOG_PARAM_ENTRIES-1:0] prm_rd_base;
 wire [8*64-1:0]              prm_bias, prm_rq;
 
+// the post unit's reads keep their base a multiple of min(lanes, COLS), and only words of 8
+// (8-bit REQUANT), 4 (int16 REQUANT) or 2 (FLOAT) lanes read parameters (dtpu_ls_param's
+// alignment): an 8-bit-only build with COLS >= 8 rotates lane 0 alone. Builds with int16 or
+// float lanes take LOG_MIN_LANES 0, not 2 or 1: Yosys maps lanes 1..3's 2:1 multiplexers
+// worse beside lane 0's 8:1 than their 4:1 / 2:1 ones (pe_area.py dtpu_ls_param ADDR_W=12
+// LOG_ALIGN=3: LOG_MIN_LANES 0 618 LUT, 2 978 LUT, 3 378 LUT)
+localparam integer LOG_MIN_LANES = (FLOAT_EN == 0 && !PREC_EN[2]) ? 3 : 0;
 dtpu_ls_param #(
-    .ADDR_W(LOG_PARAM_ENTRIES)
+    .ADDR_W(LOG_PARAM_ENTRIES),
+    .LOG_ALIGN(LOG_COLS < 3 ? LOG_COLS : 3),
+    .LOG_MIN_LANES(LOG_MIN_LANES)
 )
 pmem_inst (
     .clk(clk),

@@ -227,6 +227,24 @@ end
 assign prm_rd_en = ce;
 assign prm_rd_base = ch_reg;
 
+`ifndef SYNTHESIS
+// dtpu_ls_param's promise (LOG_ALIGN = min(3, log2 NG), LOG_MIN_LANES from PREC_EN in
+// dtpu_core): a word whose parameters are used reads from a multiple of min(lanes, NG, 8) and
+// has 8 (8-bit-only builds), 4 (no float) or 2 lanes or more. Simulation only: the
+// regressions fail here if a sequencer or CONFIG ever breaks it.
+localparam integer LOG_NG = NG >= 8 ? 3 : NG >= 4 ? 2 : NG >= 2 ? 1 : 0;
+localparam integer LOG_ML = (PREC_EN[5] || PREC_EN[6]) ? 1 : PREC_EN[2] ? 2 : 3;
+wire [1:0] log_al = log_lanes < LOG_NG[1:0] ? log_lanes : LOG_NG[1:0];
+wire [2:0] al_mask = ~(3'b111 << log_al);
+always @(posedge clk) begin
+    if (rst_n && ce && ser_valid && out_mode != DTPU_OUT_MODE_RAW[1:0]
+        && ((ch_reg[2:0] & al_mask) != 3'd0 || log_lanes < LOG_ML[1:0])) begin
+        $error("dtpu_post: parameter base %0d with %0d lanes: not a multiple of min(lanes, %0d), or fewer than %0d lanes (instance %m)",
+               ch_reg, lanes, 1 << LOG_NG, 1 << LOG_ML);
+    end
+end
+`endif
+
 // the word's values: lane r takes head value off + r (off is a multiple of lanes, so only
 // the lanes r < lanes matter: r >= 4 only with 8 lanes, r >= 2 with 4 or 8, r = 1 with 2..8)
 wire [8*AW-1:0] word_vals;

@@ -333,6 +333,11 @@ wire        last_beat = admit && rx_left == 32'd1;
 wire        ew_valid;
 wire        ew_busy;
 wire [63:0] ew_y;
+// MEAN's tail requantizes in the MUL lanes' requantizers (dtpu_vec_mul_lane: MEAN and MUL
+// never share a descriptor, and a descriptor ends only once its last result is written)
+wire                   mn_rq_sel;
+wire [32*RQ_LANES-1:0] mn_rq_x;
+wire [8*RQ_LANES-1:0]  mn_rq_y8;
 
 dtpu_vec_ew #(
     .LANES(LANES),
@@ -360,7 +365,10 @@ ew_inst (
     .a(op_a),
     .b(op_b),
     .out_valid(ew_valid),
-    .y(ew_y)
+    .y(ew_y),
+    .alt_sel(mn_rq_sel),
+    .alt_x(mn_rq_x),
+    .rq_y8(mn_rq_y8)
 );
 
 wire        tab_valid;
@@ -410,7 +418,8 @@ dtpu_vec_pix pix_inst (
 dtpu_vec_mean #(
     .LANES(LANES),
     .RQ_LANES(RQ_LANES),
-    .LOG_ROW(LOG_ROW)
+    .LOG_ROW(LOG_ROW),
+    .SHARE_RQ(1)
 )
 mean_inst (
     .clk(clk),
@@ -436,7 +445,10 @@ mean_inst (
     .out_bytes(mn_bytes),
     .out_end(mn_end),
     .op(mn_op),
-    .last_op(mn_last_op)
+    .last_op(mn_last_op),
+    .rq_sel(mn_rq_sel),
+    .rq_x(mn_rq_x),
+    .rq_y8(mn_rq_y8)
 );
 
 wire        pl_valid, pl_end, pl_op, pl_last_op;

@@ -24,6 +24,7 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * high, and only when it has room for the result (no backpressure on the result: a
  * fixed-latency pipe, dtpu_vec counts the words in it against its output FIFO). With RQ_LANES = LANES (the default) every word is taken, as before the knob.
  * Parameters are the VEC descriptor's fields as the unit holds them for the whole descriptor.
+ * The MUL lanes' requantizers also serve MEAN's tail (alt_*, rq_y8: dtpu_vec_mul_lane).
  */
 module dtpu_vec_ew #
 (
@@ -56,7 +57,13 @@ module dtpu_vec_ew #
     input  wire [8*LANES-1:0] b,
 
     output wire               out_valid,
-    output wire [8*LANES-1:0] y
+    output wire [8*LANES-1:0] y,
+
+    /* The MUL lanes' requantizers lent to MEAN's tail (dtpu_vec_mul_lane): lane i takes
+       alt_x's 32-bit value i with alt_sel, rq_y8's byte i its result */
+    input  wire                   alt_sel,
+    input  wire [32*RQ_LANES-1:0] alt_x,
+    output wire [8*RQ_LANES-1:0]  rq_y8
 );
 
 localparam integer STEPS = LANES / RQ_LANES;
@@ -171,7 +178,10 @@ generate
             .a(ga[8*i +: 8]),
             .b(gb[8*i +: 8]),
             .out_valid(mul_v[i]),
-            .y(mul_y[8*i +: 8])
+            .y(mul_y[8*i +: 8]),
+            .alt_sel(alt_sel),
+            .alt_x(alt_x[32*i +: 32]),
+            .rq_y8(rq_y8[8*i +: 8])
         );
     end
 endgenerate

@@ -31,7 +31,12 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * (dtpu_vec counts them);
  * out_end on the tensor's last. `op` marks each operation (accumulate or tail), `last_op` the
  * tensor's last; after it no word is taken (the bytes of the stream's last word past the
- * tensor). C <= LANES * 2^LOG_ROW (the caller checks); `clear` restarts at batch 0.
+ * tensor). C <= LANES * 2^LOG_ROW (the caller checks); `clear` restarts at batch 0. *
+ * SHARE_RQ = 1: no requantizers of its own (about 0.45 k LUT and 4 DSP48E1 each on the
+ * xc7z020): stages 3..9 are a MUL lane's (dtpu_vec_mul_lane through dtpu_vec_ew, lane q for
+ * group lane q), which MEAN borrows: rq_sel marks a group at stage 2, rq_x its offset sums (the
+ * lane shifts them by SHO's left part and requantizes with the same descriptor fields), rq_y8
+ * the bytes seven cycles later, at the pipe's end. Same cycles and bytes as SHARE_RQ = 0.
  */
 module dtpu_vec_mean #
 (
@@ -39,7 +44,9 @@ module dtpu_vec_mean #
     // requantizers of the tail (contract VEC_RQ_LANES): a divisor of LANES
     parameter RQ_LANES = 8,
     // log2 of the accumulator words (C <= LANES * 2^LOG_ROW)
-    parameter LOG_ROW = 8
+    parameter LOG_ROW = 8,
+    // 1: stages 3..9 are the MUL lanes' (rq_*; above)
+    parameter SHARE_RQ = 0
 )
 (
     input  wire               clk,
@@ -70,7 +77,14 @@ module dtpu_vec_mean #
     output reg  [3:0]         out_bytes,
     output reg                out_end,
     output wire               op,
-    output wire               last_op
+    output wire               last_op,
+
+    /* SHARE_RQ: the MUL lanes' requantizers (above) */
+    output wire                   rq_sel,
+    output wire [32*RQ_LANES-1:0] rq_x,
+    /* verilator lint_off UNUSEDSIGNAL */
+    input  wire [8*RQ_LANES-1:0]  rq_y8
+    /* verilator lint_on UNUSEDSIGNAL */
 );
 
 localparam integer ROW = 1 << LOG_ROW;
@@ -148,14 +162,13 @@ localparam integer TAIL_LAT = 9;
 
 reg  [32*RQ_LANES-1:0] ag_q;            // stage 1: the group's sums
 reg  [32*RQ_LANES-1:0] as_q;            // stage 2: + IN1_OFF * H*W
-reg  [32*RQ_LANES-1:0] ax_q;            // stage 3: << left
 always @(posedge clk) begin
     ag_q <= acc_g[32*RQ_LANES-1:0];
     for (l = 0; l < RQ_LANES; l = l + 1) begin
         as_q[32*l +: 32] <= ag_q[32*l +: 32] + off_hw;
-        ax_q[32*l +: 32] <= as_q[32*l +: 32] << left;
     end
 end
+assign rq_x = as_q;
 
 // the tags: valid, the word's last group, its bytes, the tensor's last word
 reg  [TAIL_LAT-1:0] tg_v, tg_w, tg_e;
@@ -180,18 +193,32 @@ wire       g_e = tg_e[TAIL_LAT-1];
 wire [3:0] g_b = tg_b[4*TAIL_LAT-1 -: 4];
 
 wire [8*RQ_LANES-1:0] grp;              // the requantized group
+assign rq_sel = tg_v[1];
 genvar q;
 generate
-    for (q = 0; q < RQ_LANES; q = q + 1) begin : rq
+    if (SHARE_RQ != 0) begin : shared
+        assign grp = rq_y8;
         /* verilator lint_off UNUSEDSIGNAL */
-        wire        rq_v;
-        wire [31:0] rq_y;
+        wire unused_rq = ^{mo, out_off, act_min, act_max, left};
         /* verilator lint_on UNUSEDSIGNAL */
-        dtpu_vec_rq #(.FINAL(1)) rq_inst (
-            .clk(clk), .rst(rst), .m(mo), .sh(sho), .out_off(out_off), .act_min(act_min),
-            .act_max(act_max), .in_valid(tg_v[2]), .x(ax_q[32*q +: 32]), .out_valid(rq_v),
-            .y(rq_y), .y8(grp[8*q +: 8])
-        );
+    end else begin : own
+        reg [32*RQ_LANES-1:0] ax_q;     // stage 3: << left
+        always @(posedge clk) begin
+            for (l = 0; l < RQ_LANES; l = l + 1) begin
+                ax_q[32*l +: 32] <= as_q[32*l +: 32] << left;
+            end
+        end
+        for (q = 0; q < RQ_LANES; q = q + 1) begin : rq
+            /* verilator lint_off UNUSEDSIGNAL */
+            wire        rq_v;
+            wire [31:0] rq_y;
+            /* verilator lint_on UNUSEDSIGNAL */
+            dtpu_vec_rq #(.FINAL(1)) rq_inst (
+                .clk(clk), .rst(rst), .m(mo), .sh(sho), .out_off(out_off), .act_min(act_min),
+                .act_max(act_max), .in_valid(tg_v[2]), .x(ax_q[32*q +: 32]), .out_valid(rq_v),
+                .y(rq_y), .y8(grp[8*q +: 8])
+            );
+        end
     end
 endgenerate
 

@@ -26,6 +26,13 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * product and the requantizer were 39.7 MHz on the ECP5 proxy): (1) the offset inputs;
  * (2) their product; (3) the left shift; (4..9) the requantizer with OUT_OFF and the clamp
  * (dtpu_vec_rq FINAL); (10..12) the result delayed to the add lane's latency.
+ *
+ * The requantizer is MEAN's too (dtpu_vec_mean with SHARE_RQ = 1, dtpu_vec): MEAN and MUL never
+ * run in the same descriptor, and a descriptor ends only when its last result is written (so a
+ * MUL word has left stage 3 long before a MEAN's tail comes), and both take the descriptor's
+ * MO, SHO, OUT_OFF, ACT_MIN, ACT_MAX. With alt_sel stage 3 takes alt_x (MEAN's offset sum) in
+ * place of the product, shifted by the same SHO; rq_y8 is the requantizer's byte at stage 9,
+ * MEAN's result six cycles later (its own tags say when). alt_sel = 0: the lane alone.
  */
 module dtpu_vec_mul_lane
 (
@@ -51,7 +58,12 @@ module dtpu_vec_mul_lane
 
     /* Result */
     output wire               out_valid,
-    output wire [7:0]         y
+    output wire [7:0]         y,
+
+    /* The requantizer lent to MEAN's tail (above) */
+    input  wire               alt_sel,
+    input  wire signed [31:0] alt_x,
+    output wire [7:0]         rq_y8
 );
 
 function signed [9:0] elem;         // an 8-bit lane as a signed value
@@ -101,7 +113,7 @@ always @(posedge clk) begin
     end
 end
 
-// ---- stage 3: the left shift (a positive SHO, wrapping) ----------------------------------------
+// ---- stage 3: the left shift (a positive SHO, wrapping; of MEAN's sum with alt_sel) ------------
 
 wire        [4:0]  left = (sho > 8'sd0) ? ((sho > 8'sd31) ? 5'd31 : sho[4:0]) : 5'd0;
 reg  signed [31:0] xs_q;
@@ -112,7 +124,7 @@ initial begin
 end
 
 always @(posedge clk) begin
-    xs_q <= p_q << left;
+    xs_q <= (alt_sel ? alt_x : p_q) << left;
     v3_q <= v2_q;
     if (rst) begin
         v3_q <= 1'b0;
@@ -153,6 +165,7 @@ end
 
 assign out_valid = vd_q[2];
 assign y = y12_q;
+assign rq_y8 = y9;
 
 endmodule
 

@@ -295,8 +295,8 @@ TABLE = {
                   "`default`: `$DTPU_BITSTREAM`, else `/home/xilinx/pynq/overlays/dtpu/dtpu_pynqz2.bit`",
                   "backend=pynq: the overlay to load (hw/overlays); `int16` / `int8` name the "
                   "board builds (`make -C hw/overlays OVERLAY=`: int8/uint8/int16 without the "
-                  "vector unit, the default; int8/uint8 with it, whole models in one kick, not yet "
-                  "fitting the xc7z020), their files beside the default one (docs/board.md)"),
+                  "vector unit, the default; int8/uint8 with it, whole models in one kick, fitting "
+                  "the xc7z020 too), their files beside the default one (docs/board.md)"),
     "power_meter": ("`none`, watts > 0, or `file:PATH`", "`none`",
                     "backend=pynq: an external power meter's reading (the board cannot measure "
                     "power); without one, power is estimated (docs/power.md)"),

@@ -33,8 +33,8 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * made after the row (the right-edge ones of the row's first open output row, then, after the
  * image's last row, the other open output rows' windows, all of their columns) from the
  * accumulators, one operation a word with no pixel word taken. So results leave in output
- * order, one contiguous stream, registered a cycle after their operation (as MEAN's;
- * out_bytes: 8, or C mod 8 for a pixel's last word; out_end on the tensor's last).
+ * order, one contiguous stream, OUT_X + 1 = 6 cycles after their operation (the result pipe,
+ * below; out_bytes: 8, or C mod 8 for a pixel's last word; out_end on the tensor's last).
  *
  * The accumulators are one block RAM (2^LOG_ROW words: min(ceil(FH/SH), OH) * OW * ceil(C/8)
  * <= 2^LOG_ROW, else `geom_bad`), read a cycle ahead at the next operation's word, the word

@@ -151,6 +151,9 @@ localparam integer OUT_DEPTH = 1 << LOG_OUT;
 // (dtpu_vec_mean); LAT and DONE_DELAY are PIPE_X longer than before for every kind
 localparam integer PIPE_X = 10;
 localparam integer MN_X = 9;
+// the pools' results come PL_X cycles later than their operation's next (dtpu_vec_pool's result
+// pipe, OUT_X): they wait PIPE_X less PL_X for their write requests, as MEAN's MN_X
+localparam integer PL_X = 5;
 
 /* ---------------------------------------------------------------- fields */
 // the descriptor's words as the sequencer holds them: they do not change until it takes the
@@ -298,9 +301,11 @@ reg  [LOG_OUT:0] of_wr, of_rd;
 reg  [LOG_OUT+1:0] room_used;
 wire        room = (room_used < OUT_DEPTH[LOG_OUT+1:0]);
 // MEAN and the pools count their words as they are queued: up to three are still in their
-// pipelines, and MEAN's requantizers hold MN_X more (dtpu_vec_mean's tail pipe)
+// pipelines, and MEAN's requantizers hold MN_X more (dtpu_vec_mean's tail pipe), the pools'
+// result pipe PL_X more (dtpu_vec_pool's)
 localparam [31:0]        RES_M32 = 3 + MN_X;
-localparam [LOG_OUT+1:0] RES_P = 3;
+localparam [31:0]        RES_P32 = 3 + PL_X;
+localparam [LOG_OUT+1:0] RES_P = RES_P32[LOG_OUT+1:0];
 localparam [LOG_OUT+1:0] RES_M = RES_M32[LOG_OUT+1:0];
 wire        room_m = (room_used + (kind_mean ? RES_M : RES_P) < OUT_DEPTH[LOG_OUT+1:0]);
 
@@ -568,7 +573,8 @@ reg  [31:0] wq_req;                 // words requested
 reg  [ADDR_W-1:0] wq_addr;
 // (a result's write counted WR_DELAY cycles after it is in, as the contract's cycles have it
 // from the last operation: the kinds whose results come sooner than the element-wise lanes'
-// 12-stage pipes wait PIPE_X more, MEAN PIPE_X less its tail pipe's MN_X)
+// 12-stage pipes wait PIPE_X more, MEAN PIPE_X less its tail pipe's MN_X, the pools PIPE_X
+// less their result pipe's PL_X)
 reg  [WR_DELAY+PIPE_X:0] push_dly;
 reg         part_go;                // the last partial burst: a cycle after its words
 wire [31:0] wq_open = wq_in - wq_req;
@@ -821,7 +827,7 @@ always @(posedge clk) begin
         of_wr <= of_wr + 1'b1;
     end
     if (kind_mean ? push_dly[WR_DELAY - 2 + PIPE_X - MN_X]
-        : kind_pool ? push_dly[WR_DELAY - 2 + PIPE_X]
+        : kind_pool ? push_dly[WR_DELAY - 2 + PIPE_X - PL_X]
         : kind_tab ? push_dly[WR_DELAY - 1 + PIPE_X] : push_dly[WR_DELAY - 1]) begin
         wq_in <= wq_in + 32'd1;
     end

@@ -33,8 +33,8 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * made after the row (the right-edge ones of the row's first open output row, then, after the
  * image's last row, the other open output rows' windows, all of their columns) from the
  * accumulators, one operation a word with no pixel word taken. So results leave in output
- * order, one contiguous stream, registered a cycle after their operation (as MEAN's;
- * out_bytes: 8, or C mod 8 for a pixel's last word; out_end on the tensor's last).
+ * order, one contiguous stream, OUT_X + 1 = 6 cycles after their operation (the result pipe,
+ * below; out_bytes: 8, or C mod 8 for a pixel's last word; out_end on the tensor's last).
  *
  * The accumulators are one block RAM (2^LOG_ROW words: min(ceil(FH/SH), OH) * OW * ceil(C/8)
  * <= 2^LOG_ROW, else `geom_bad`), read a cycle ahead at the next operation's word, the word
@@ -409,9 +409,14 @@ wire signed [PW-1:0] c_lo = (sx_c > zero_s) ? sx_c : zero_s;
 /* verilator lint_off UNUSEDSIGNAL */
 wire signed [PW-1:0] rows_in = r_hi - r_lo;
 wire signed [PW-1:0] cols_in = c_hi - c_lo;
-wire [17:0] count = {9'd0, rows_in[8:0]} * {9'd0, cols_in[8:0]};
 /* verilator lint_on UNUSEDSIGNAL */
-wire [8:0]  cnt  = count[8:0];          // an AVG_POOL's count: <= FH*FW <= MAX_AREA <= 256
+// (the result pipe's stages below: the rows and columns registered with the operation's word,
+// the count a stage later, the reciprocal a stage after that)
+reg  [8:0]  s1_rows, s1_cols, s2_cnt;
+/* verilator lint_off UNUSEDSIGNAL */
+wire [17:0] count = {9'd0, s1_rows} * {9'd0, s1_cols};
+/* verilator lint_on UNUSEDSIGNAL */
+wire [8:0]  cnt  = s2_cnt;              // an AVG_POOL's count: <= FH*FW <= MAX_AREA <= 256
 wire [7:0]  half = cnt[8:1];
 wire signed [31:0] lo = {{16{act_min[15]}}, act_min};
 wire signed [31:0] hi = {{16{act_max[15]}}, act_max};
@@ -449,16 +454,17 @@ wire [7:0]         ridx  = cnt[7:0] - 8'd1;
 wire [RECIP_W-1:0] recip = recips[RECIP_W*ridx +: RECIP_W];
 wire               cnt1  = (cnt == 9'd1);
 
+/* The result's pipe (the ECP5 proxy's 100 MHz: the window start -> in-image rows -> tap count
+ * -> reciprocal -> product -> sign -> clamp took 37.4 ns in one cycle): OUT_X = 5 registers
+ * after the operation, out_data the sixth (it was the first). (1) the combined word v and the
+ * window's in-image rows and columns; (2) the tap count, |v| and the sign; (3) |v| + count/2
+ * and the reciprocal; (4) the product as two 16 x 12 partial products; (5) their sum, the
+ * quotient; then the sign and the clamp into out_data. dtpu_vec waits PIPE_X less OUT_X for the
+ * pools' results and counts OUT_X more in flight (RES_P), so its words, write requests and
+ * `done` keep their cycles (units.vector.pool_schedule unchanged). */
 reg  [ACC_W*LANES-1:0] acc_d;
-reg  [8*LANES-1:0]  res;
 integer l;
 reg signed [ACC_W-1:0] e, a, v;
-reg signed [31:0] r;
-reg        [15:0] nm;
-/* verilator lint_off UNUSEDSIGNAL */
-reg        [39:0] prod;                 // (the fraction's bits unused)
-/* verilator lint_on UNUSEDSIGNAL */
-reg        [15:0] q;
 always @* begin
     for (l = 0; l < LANES; l = l + 1) begin
         e = sgn ? {{(ACC_W-8){in_data[8*l+7]}}, in_data[8*l +: 8]}
@@ -466,12 +472,6 @@ always @* begin
         a = acc_q[ACC_W*l +: ACC_W];
         v = drain ? a : first_tap ? e : avg ? a + e : (e > a) ? e : a;
         acc_d[ACC_W*l +: ACC_W] = v;
-        nm = (v[ACC_W-1] ? 16'd0 - v[15:0] : v[15:0]) + {8'd0, half};
-        prod = {24'd0, nm} * {16'd0, recip};
-        q = cnt1 ? nm : prod[RECIP_W +: 16];
-        r = avg ? (v > 0 ? {16'd0, q} : -{16'd0, q}) : {{(32-ACC_W){v[ACC_W-1]}}, v};
-        r = (r < lo) ? lo : (r > hi) ? hi : r;
-        res[8*l +: 8] = r[7:0];
     end
 end
 
@@ -479,6 +479,109 @@ end
 wire [15:0] ox_op = drain ? dox : xlo + ix;
 wire last_res = (b == n - 16'd1) && (ylo + iy == oh - 16'd1) && (ox_op == ow - 16'd1)
              && last_word;
+
+localparam integer OUT_X = 5;
+// the stages' valid, end and bytes (stage k: index k - 1)
+reg  [OUT_X-1:0]       p_vld, p_end;
+reg  [4*OUT_X-1:0]     p_bytes;
+// (1) the combined words, the in-image rows and columns
+reg  [ACC_W*LANES-1:0] s1_v;
+// (2) the count (s2_cnt, above), |v| (16 bits: an AVG_POOL sum is within [-2^15, 65 280]),
+// v > 0, v
+reg  [16*LANES-1:0]    s2_abs;
+reg  [LANES-1:0]       s2_pos;
+reg  [ACC_W*LANES-1:0] s2_v;
+// (3) N = |v| + count/2 and the reciprocal
+reg  [16*LANES-1:0]    s3_nm;
+reg  [RECIP_W-1:0]     s3_recip;
+reg                    s3_cnt1;
+reg  [LANES-1:0]       s3_pos;
+reg  [ACC_W*LANES-1:0] s3_v;
+// (4) N x R's partial products (R's low and high 12 bits), N itself for a count of 1
+reg  [28*LANES-1:0]    s4_pl, s4_ph;
+reg  [16*LANES-1:0]    s4_nm;
+reg                    s4_cnt1;
+reg  [LANES-1:0]       s4_pos;
+reg  [ACC_W*LANES-1:0] s4_v;
+// (5) the quotient floor(N R / 2^24)
+reg  [16*LANES-1:0]    s5_q;
+reg  [LANES-1:0]       s5_pos;
+reg  [ACC_W*LANES-1:0] s5_v;
+
+/* verilator lint_off UNUSEDSIGNAL */
+reg        [39:0] prod;                 // (the fraction's bits unused)
+/* verilator lint_on UNUSEDSIGNAL */
+reg signed [ACC_W-1:0] v2, v5;
+reg  [16*LANES-1:0] abs1, q4;
+reg  [LANES-1:0]    pos1;
+reg signed [31:0] r;
+reg  [8*LANES-1:0] res;
+always @* begin
+    for (l = 0; l < LANES; l = l + 1) begin
+        // (into 2) |v| and v > 0
+        v2 = s1_v[ACC_W*l +: ACC_W];
+        abs1[16*l +: 16] = v2[ACC_W-1] ? 16'd0 - v2[15:0] : v2[15:0];
+        pos1[l] = (v2 > 0);
+        // (into 5) the quotient
+        prod = {12'd0, s4_pl[28*l +: 28]} + {s4_ph[28*l +: 28], 12'd0};
+        q4[16*l +: 16] = s4_cnt1 ? s4_nm[16*l +: 16] : prod[RECIP_W +: 16];
+        // (into out_data) the sign and the clamp
+        v5 = s5_v[ACC_W*l +: ACC_W];
+        r = avg ? (s5_pos[l] ? {16'd0, s5_q[16*l +: 16]} : -{16'd0, s5_q[16*l +: 16]})
+                : {{(32-ACC_W){v5[ACC_W-1]}}, v5};
+        r = (r < lo) ? lo : (r > hi) ? hi : r;
+        res[8*l +: 8] = r[7:0];
+    end
+end
+
+always @(posedge clk) begin
+    p_vld   <= {p_vld[OUT_X-2:0], go && emit};
+    p_end   <= {p_end[OUT_X-2:0], go && emit && last_res};
+    p_bytes <= {p_bytes[4*(OUT_X-1)-1:0], last_word ? cj[3:0] : 4'd8};
+    // (1)
+    s1_v    <= acc_d;
+    s1_rows <= rows_in[8:0];
+    s1_cols <= cols_in[8:0];
+    // (2)
+    s2_cnt  <= count[8:0];
+    s2_v    <= s1_v;
+    s2_abs  <= abs1;
+    s2_pos  <= pos1;
+    // (3)
+    for (l = 0; l < LANES; l = l + 1) begin
+        s3_nm[16*l +: 16] <= s2_abs[16*l +: 16] + {8'd0, half};
+    end
+    s3_recip <= recip;
+    s3_cnt1  <= cnt1;
+    s3_pos   <= s2_pos;
+    s3_v     <= s2_v;
+    // (4)
+    for (l = 0; l < LANES; l = l + 1) begin
+        s4_pl[28*l +: 28] <= {12'd0, s3_nm[16*l +: 16]} * {16'd0, s3_recip[11:0]};
+        s4_ph[28*l +: 28] <= {12'd0, s3_nm[16*l +: 16]} * {16'd0, s3_recip[23:12]};
+    end
+    s4_nm   <= s3_nm;
+    s4_cnt1 <= s3_cnt1;
+    s4_pos  <= s3_pos;
+    s4_v    <= s3_v;
+    // (5)
+    s5_q   <= q4;
+    s5_pos <= s4_pos;
+    s5_v   <= s4_v;
+    // the result
+    out_valid <= p_vld[OUT_X-1];
+    out_end   <= p_end[OUT_X-1];
+    if (p_vld[OUT_X-1]) begin
+        out_data  <= res;
+        out_bytes <= p_bytes[4*(OUT_X-1) +: 4];
+    end
+    if (rst || clear) begin
+        p_vld     <= {OUT_X{1'b0}};
+        p_end     <= {OUT_X{1'b0}};
+        out_valid <= 1'b0;
+        out_end   <= 1'b0;
+    end
+end
 
 always @(posedge clk) begin
     {b, y, x, ylo, ynx, xlo, xnx} <= {b_n, y_n, x_n, ylo_n, ynx_n, xlo_n, xnx_n};
@@ -492,12 +595,6 @@ always @(posedge clk) begin
     if (wr) begin
         acc[addr] <= acc_d;
     end
-    out_valid <= go && emit;
-    out_end   <= go && emit && last_res;
-    if (go && emit) begin
-        out_data  <= res;
-        out_bytes <= last_word ? cj[3:0] : 4'd8;
-    end
     if (last_op) begin
         fin <= 1'b1;
     end
@@ -508,8 +605,6 @@ always @(posedge clk) begin
         fresh <= 1'b1;
         fin <= 1'b0;
         drain <= 1'b0;
-        out_valid <= 1'b0;
-        out_end <= 1'b0;
     end
 end
 

@@ -25,6 +25,10 @@ from tb_vec_mean import _pixel_words, _s
 FMT = Format()
 
 
+#: a result word leaves this many cycles after the operation that makes it (dtpu_vec_pool's
+#: result pipe: OUT_X = 5 registers and out_data's; dtpu_vec's PL_X)
+OUT_LAT = 6
+
 #: the sizes are made from the window fields within this many cycles (four 9-cycle dividers,
 #: a cycle to latch their fields, three registers of sizes)
 READY_CYCLES = 1 + 9 + 3
@@ -166,6 +170,7 @@ async def pools_match_the_golden_model(dut):
         ended = False
         i = cycles = ops = 0
         op_cycles: list[int] = []
+        ops_at: list[int] = []              # the operations before each cycle
         last_op_seen = False
         while i < len(words) or not ended or not last_op_seen:
             offer = i < len(words) and (steady or rnd.random() < 0.8)
@@ -175,10 +180,15 @@ async def pools_match_the_golden_model(dut):
             dut.room.value = int(steady or rnd.random() < 0.7)
             await ReadOnly()
             took = offer and int(dut.in_ready.value)
+            ops_at.append(ops)
             if int(dut.out_valid.value):
                 nb = int(dut.out_bytes.value)
                 got += int(dut.out_data.value).to_bytes(8, "little")[:nb]
-                emitted.append(ops - 1)
+                # the operation OUT_LAT cycles ago (it was one: it made this word)
+                assert cycles >= OUT_LAT and ops_at[cycles - OUT_LAT + 1] \
+                    == ops_at[cycles - OUT_LAT] + 1, f"{spec}: a result with no operation " \
+                    f"{OUT_LAT} cycles before"
+                emitted.append(ops_at[cycles - OUT_LAT])
                 ended = bool(int(dut.out_end.value))
             if int(dut.op.value):
                 ops += 1

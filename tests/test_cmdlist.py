@@ -18,6 +18,7 @@ from dtpu.driver.lists import DtpuListError, ListProgram
 from dtpu.driver.model_transport import ModelTransport
 from dtpu.hw import gen_header, step_timing
 from dtpu.hw.config import HwConfig, get_config
+from dtpu.hw.core import Core
 from dtpu.hw.ddr import Ddr
 from dtpu.hw.executor import Executor
 from dtpu.hw.listcompiler import NodeIn, compile_program
@@ -439,3 +440,35 @@ def test_a_list_run_again_reuses_its_decoding_and_timeline_exactly(fault_run):
         assert _run_fields(again) == _run_fields(first[1]) and not again.error
         y, z = (d.host_view(part.output.addr, part.output.nbytes) for d in (ddr, ddr2))
         assert np.array_equal(y, z)
+
+
+def test_ksplit3_request_fifo_cycles_as_measured_on_the_rtl():
+    """The K-split 3x3 8x8x64 -> 24 stride 2 on the small build (tests/test_rtl_lists.py
+    KSPLIT3's sixth program): CL_CYCLES and IDLE as `dtpu_cl_top` counts them (18 164, 13 650,
+    measured in process). Its last three K chunks' streams end while the load unit's request
+    FIFO holds the run builder, and the RTL serves a read-back sum before the stream's last
+    run: the Timeline had the run 11 cycles early (18 161, 13 647) until it counted the FIFO as
+    dtpu_cl_load has it (docs/rtl.md "K-split 3x3", "The load unit's request FIFO"). Model
+    only, so the default run keeps what the slow RTL sweep asserts."""
+    from dtpu.rtl.build import SimConfig
+
+    cfg = SimConfig.from_mxu((8, 8), memory=(10, 8, 9)).hw_config()
+    rng = np.random.default_rng(0)
+    spec = ConvSpec(OpKind.CONV_2D, DataMode.INT8, (1, 8, 8, 64), (24, 3, 3, 64),
+                    padding=Padding.SAME, stride=(2, 2), name="k3",
+                    input_q=Quant((0.05,), (int(rng.integers(-9, 9)),)),
+                    filter_q=Quant(tuple(rng.uniform(0.004, 0.02, 24)), (0,) * 24),
+                    output_q=Quant((0.1,), (int(rng.integers(-9, 9)),)))
+    w = rng.integers(-12, 12, spec.filter_shape).astype(np.int8)
+    b = rng.integers(-300, 300, 24).astype(np.int32)
+    base = 0x18000000
+    p = compile_program([[NodeIn(spec, w, b, -1)]], cfg, base=base)
+    mem = np.zeros(1 << 18, np.uint8)
+    mem[:p.size] = p.image
+    ex = Executor(Core(cfg), Format(cfg))
+    ddr = Ddr(base, mem.size, mem)
+    r = ex.run(ddr, p.prologue_addr)
+    assert r.error == 0, r.message
+    r = ex.run(ddr, p.partitions[0].list_addr)
+    assert r.error == 0, r.message
+    assert (r.cycles, r.idle_cycles) == (18164, 13650)

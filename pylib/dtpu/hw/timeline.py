@@ -442,11 +442,17 @@ class Timeline:
         reqs = [list(r) for r in reqs]
         queues = {1: [k for k, r in enumerate(reqs) if r[0] == 1],
                   2: [k for k, r in enumerate(reqs) if r[0] == 2]}
-        # the load unit's runs wait in its request FIFO (SEQ_ACT_RQ deep, dtpu_cl_load
-        # RQ_LOG2 and the credit buffer's register): a full one stops its walk, so a run is
-        # made no earlier than the master took the one that many before, and the later runs
-        # move with it
-        rq = self.K["SEQ_ACT_RQ"]
+        # the load unit's runs wait in its request FIFO (dtpu_cl_load RQ_LOG2: SEQ_ACT_RQ - 1
+        # entries; SEQ_ACT_RQ counts the open run too): while it is full, the element that
+        # closes the open run waits, which stops the walk. The FIFO has room the cycle after
+        # the master took the run SEQ_ACT_RQ - 1 before (its full flag is registered), the
+        # run is pushed then and its request counts RUN_PUSH_REQ after its push (as in
+        # :meth:`_acc_elems`); the later runs move with it. (Before branch ksplit3 this was
+        # "the master took the one SEQ_ACT_RQ before, + 1": a run and 3 cycles early, hidden
+        # while the master's outstanding bursts held the requests anyway; a stream's last
+        # run then went before a read-back request the RTL serves first, docs/rtl.md
+        # "K-split 3x3".)
+        rq = self.K["SEQ_ACT_RQ"] - 1
         cap = self.K["SEQ_RD_CREDIT"]
         taken1: list[int] = []
         shift = {1: 0, 2: 0}
@@ -466,7 +472,7 @@ class Timeline:
                 # the credit buffer's (the FIFO's head waits, the builder goes on)
                 want = base + shift[p_]
                 if p_ == 1 and len(taken1) >= rq:
-                    want = max(want, taken1[-rq] + 1)
+                    want = max(want, taken1[-rq] + 1 + self.RUN_PUSH_REQ)
                 if hold1 and p_ == 1:
                     shift[p_] = want - base
                 cons = credit.get(p_)
@@ -653,6 +659,11 @@ class Timeline:
             self._rd_state(saved)
         return first, end
 
+    #: cycles from the load unit's push of a run into its request FIFO to the run's request
+    #: as :meth:`_read_sched` counts it (its AR when nothing waits: the master takes it, its
+    #: burst, its AR; :meth:`_acc_elems`)
+    RUN_PUSH_REQ = 3
+
     #: rounds of :meth:`_acc_run`'s fixed point (the lists tested settle in 2..5)
     ACC_ITERATIONS = 12
 
@@ -696,15 +707,15 @@ class Timeline:
             if prev_ok and run_open and a == prev_wa + 1:
                 run_len += 1
                 if run_len == burst:
-                    reqs.append((1, x + 3, 8 * run_wa, run_len))
+                    reqs.append((1, x + self.RUN_PUSH_REQ, 8 * run_wa, run_len))
                     run_open = False
             else:
                 if run_open:
-                    reqs.append((1, x + 3, 8 * run_wa, run_len))
+                    reqs.append((1, x + self.RUN_PUSH_REQ, 8 * run_wa, run_len))
                 run_wa, run_len, run_open = a, 1, True
             prev_ok, prev_wa = True, a
         if run_open:
-            reqs.append((1, x + 1 + 3, 8 * run_wa, run_len))
+            reqs.append((1, x + 1 + self.RUN_PUSH_REQ, 8 * run_wa, run_len))
         return xs, reqs, nb, beat_of, newb
 
     def _rd_state(self, st: dict | None = None) -> dict:

@@ -45,13 +45,18 @@ def test_every_unit_has_a_figure_or_a_reason():
     mods = section["modules"]
     # every entry is a unit of the board build as elaborated (units not yet run show in the table)
     assert set(mods) <= set(section["units"]) and len(mods) >= 20
-    # the units an option adds (the vector unit) are marked as such and are not the board build's
+    # the units only the overlay's other builds have are marked with their build, never the
+    # timed one's, and are module/parameter sets the timed build does not have
+    from dtpu.board.design import BOARD_BUILDS
+    assert section["build"] in BOARD_BUILDS
     optional = section.get("optional_units", {})
     assert set(optional) <= set(section["units"])
+    board = {(r["module"], str(sorted(r["params"].items()))) for k, r in mods.items() if k not in optional}
     for label, opt in optional.items():
-        # (the board build may name the option's parameter, at another value: VEC_EN=0)
-        name, value = opt.split("=")
-        assert label.endswith(f"[{opt}]") and str(section["params"].get(name, "")) != value, label
+        other = opt.removesuffix(" build")
+        assert label.endswith(f"[{opt}]") and other in BOARD_BUILDS and other != section["build"], label
+        if label in mods:
+            assert (mods[label]["module"], str(sorted(mods[label]["params"].items()))) not in board, label
     for label, r in mods.items():
         if r.get("combinational"):  # no clock: its xc7 depth only, timed inside its parent
             assert r["xc7_ltp"]["levels"] > 0 and r["module"] in ("dtpu_compact_select", "dtpu_filter_select"), label

@@ -66,9 +66,8 @@ DEVICE_LUT4 = 83640
 DEVICE_MULT18 = 156
 MAX_LUT4 = 30000
 BEGIN, END = "<!-- timing-table:begin -->", "<!-- timing-table:end -->"
-# top-level parameters the overlay leaves at 0 whose modules are timed too (their rows are marked
-# with the option): the vector unit is not in the board build yet
-OPTIONS = ({"VEC_EN": 1},)
+# the overlay's other board builds: the units one of them has and the timed build has not (its
+# own parameter sets) are timed too, their rows marked with the build (dtpu.board.design.BOARD_BUILDS)
 
 
 def tool(name: str) -> list[str]:
@@ -96,11 +95,19 @@ def tool_versions() -> dict[str, str]:
     return out
 
 
-def board_params() -> dict[str, int]:
-    """The overlay's parameters (dtpu.board.design.build_params), as integers."""
+def board_params(build: str | None = None) -> dict[str, int]:
+    """The overlay's parameters of board build `build` (default: the overlay's default build;
+    dtpu.board.design.build_params), as integers."""
     sys.path.insert(0, str(ROOT / "pylib"))
     from dtpu.board.design import build_params
-    return {k: int(v, 0) for k, v in build_params().items()}
+    return {k: int(v, 0) for k, v in build_params(build=build).items()}
+
+
+def board_builds() -> tuple[str, list[str]]:
+    """The overlay's default board build and all its builds' names."""
+    sys.path.insert(0, str(ROOT / "pylib"))
+    from dtpu.board.design import BOARD_BUILDS, DEFAULT_BOARD_BUILD
+    return DEFAULT_BOARD_BUILD, list(BOARD_BUILDS)
 
 
 def verilog_sources() -> list[Path]:
@@ -202,17 +209,20 @@ def elaborate(params: dict[str, int], name: str = "_elab") -> list[Unit]:
     return units
 
 
-def optional_units(params: dict[str, int], units: list[Unit]) -> dict[str, str]:
-    """The units an OPTIONS parameter adds to the board build (the vector unit with VEC_EN=1),
-    appended to `units`; returns their labels -> the option. Only modules the board build does
-    not have are added: the ones it has (dtpu_cl_seq with VEC_EN=1 decodes one more command)
-    keep their board-build rows."""
-    have = {u.module for u in units}
+def optional_units(build: str, units: list[Unit]) -> dict[str, str]:
+    """The units the overlay's other board builds add (module and parameter sets the timed build
+    `build` does not have: the int16 build's 52-bit SMACs, the int8 build's vector unit),
+    appended to `units`, labelled with their build; returns their labels -> "<name> build".
+    Why: every bitstream the overlay builds has its rows, and the proven clock (the slowest
+    unit of the timed build) is not lowered by a unit the timed build does not contain."""
+    have = {(u.module, json.dumps(u.params, sort_keys=True)) for u in units}
     out: dict[str, str] = {}
-    for opt in OPTIONS:
-        text = ",".join(f"{k}={v}" for k, v in opt.items())
-        new = [u for u in elaborate({**params, **opt}, "_elab_" + text.replace(",", "_"))
-               if u.module not in have]
+    for other in board_builds()[1]:
+        if other == build:
+            continue
+        text = f"{other} build"
+        new = [u for u in elaborate(board_params(other), f"_elab_{other}")
+               if (u.module, json.dumps(u.params, sort_keys=True)) not in have]
         for u in new:
             u.label = f"{u.label} [{text}]"
             out[u.label] = text
@@ -478,7 +488,7 @@ def table(section: dict) -> str:
         miss = sum(1 for r in placed if r["fmax_mhz"] < TARGET_MHZ)
         units = [k for k in section.get("units", mods) if k not in optional]
         rows.append(f"{len(units)} units (module and parameter set) of the board build "
-                    f"({len(board)} run) "
+                    f"{section.get('build', '')} ({len(board)} run) "
                     f"[{', '.join(f'{k}={v}' for k, v in section.get('params', {}).items())}], "
                     f"{len(placed)} placed and routed; {miss} below {TARGET_MHZ:g} MHz; the slowest, "
                     f"{slow['module']}, reaches {slow['fmax_mhz']:.1f} MHz. " + optional_summary(section) +
@@ -497,7 +507,7 @@ def optional_summary(section: dict) -> str:
     for opt in sorted(set(optional.values())):
         labels = [k for k, v in optional.items() if v == opt]
         placed = [mods[k] for k in labels if k in mods and mods[k].get("placed") and mods[k].get("fmax_mhz")]
-        text = (f"Rows marked [{opt}]: the {len(labels)} units {opt} adds (not in the board build), "
+        text = (f"Rows marked [{opt}]: the {len(labels)} units the {opt} has and the timed build has not, "
                 f"{len(placed)} placed and routed")
         if placed:
             slow = min(placed, key=lambda r: r["fmax_mhz"])
@@ -525,7 +535,7 @@ def write_doc(section: dict, doc: Path) -> None:
 def main(argv=None) -> int:
     global WORK
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", nargs="*", default=[], help="module names (all their parameter sets)")
+    ap.add_argument("--only", nargs="*", default=[], help="module names (all their parameter sets) or unit labels as the table has them")
     ap.add_argument("--max-lut4", type=int, default=MAX_LUT4,
                     help="largest flattened unit placed (ECP5 LUT4); larger ones are covered by their leaves")
     ap.add_argument("--jobs", type=int, default=1, help="units synthesized and placed at once")
@@ -533,6 +543,8 @@ def main(argv=None) -> int:
     ap.add_argument("--table-only", action="store_true", help="only regenerate the docs table")
     ap.add_argument("--blackbox", nargs="*", default=[],
                     help="modules cut out of the units that hold them (their ports become the unit's)")
+    ap.add_argument("--build", default=None,
+                    help="board build timed (dtpu.board.design.BOARD_BUILDS; default: the overlay's default)")
     ap.add_argument("--json", default=str(RESULTS))
     ap.add_argument("--work", default=str(WORK), help="work folder (Yosys and nextpnr files per unit)")
     ap.add_argument("--out", default=str(DOC), help="markdown file to update ('-': print only)")
@@ -544,14 +556,15 @@ def main(argv=None) -> int:
     section = data.setdefault("timing", {"modules": {}})
     if not args.table_only:
         WORK.mkdir(parents=True, exist_ok=True)
-        params = board_params()
+        build = args.build or board_builds()[0]
+        params = board_params(build)
         versions = tool_versions()
         units = elaborate(params)
-        log.info("board build %s: %d units", params, len(units))
-        optional = optional_units(params, units)
+        log.info("board build %s %s: %d units", build, params, len(units))
+        optional = optional_units(build, units)
         log.info("with %s: %d more units", ", ".join(sorted(set(optional.values()))), len(optional))
         apply_blackbox(units, args.blackbox)
-        section.update({"top": TOP, "params": params, "tools": versions, "target_mhz": TARGET_MHZ,
+        section.update({"top": TOP, "build": build, "params": params, "tools": versions, "target_mhz": TARGET_MHZ,
                         "units": {u.label: u.instances for u in units}, "optional_units": optional,
                         "pnr": "nextpnr-ecp5 " + " ".join(PNR_ARGS)})
         old = section.get("modules", {})
@@ -559,7 +572,8 @@ def main(argv=None) -> int:
         todo = []
         for u in units:
             key = unit_key(u, versions)
-            if (args.only and u.module not in args.only or u.module in args.blackbox
+            if (args.only and u.module not in args.only and u.label not in args.only
+                    or u.module in args.blackbox
                     or (not args.force and old.get(u.label, {}).get("key") == key)):
                 if u.label in old:
                     mods[u.label] = {**old[u.label], "instances": u.instances}

@@ -179,7 +179,7 @@ def _bitstream(value: str) -> str | None:
     try:
         return str(check_bitstream(text))
     except ValueError as exc:
-        raise _invalid("bitstream", value, f"'default', an overlay's name (int16, int8) or the "
+        raise _invalid("bitstream", value, f"'default', an overlay's name (int8, int16) or the "
                        f"path of an existing .bit with its .hwh beside it ({exc})") from None
 
 
@@ -291,12 +291,12 @@ TABLE = {
     "clock_mhz": ("number in (0, 10000]", "`100`", "accelerator clock used to turn cycles into time"),
     "log_level": ("`debug`, `info`, `warning`, `error`, `critical`", "unchanged",
                   "level of the `dtpu` logger while this delegate lives (adds a stderr handler if none is configured); restored when it is destroyed"),
-    "bitstream": ("`default`, `int16`, `int8`, or the path of a `.bit` with its `.hwh` beside it",
+    "bitstream": ("`default`, `int8`, `int16`, or the path of a `.bit` with its `.hwh` beside it",
                   "`default`: `$DTPU_BITSTREAM`, else `/home/xilinx/pynq/overlays/dtpu/dtpu_pynqz2.bit`",
-                  "backend=pynq: the overlay to load (hw/overlays); `int16` / `int8` name the "
-                  "board builds (`make -C hw/overlays OVERLAY=`: int8/uint8/int16 without the "
-                  "vector unit, the default; int8/uint8 with it, whole models in one kick, fitting "
-                  "the xc7z020 too), their files beside the default one (docs/board.md)"),
+                  "backend=pynq: the overlay to load (hw/overlays); `int8` / `int16` name the "
+                  "board builds (`make -C hw/overlays OVERLAY=`: int8/uint8 with the vector unit, "
+                  "whole models in one kick, the default; int8/uint8/int16 without it, for int16x8 "
+                  "models), their files beside the default one (docs/board.md)"),
     "power_meter": ("`none`, watts > 0, or `file:PATH`", "`none`",
                     "backend=pynq: an external power meter's reading (the board cannot measure "
                     "power); without one, power is estimated (docs/power.md)"),

@@ -15,8 +15,9 @@ The counts come from running the model's partitions through the golden model:
   (:func:`dtpu.board.costs.host_ms_c`).
 
 Partitions are the chains of convolutions :func:`dtpu.tflite_model.partitions_of` places (split
-at every other operator, as the delegate's are); the operators between them are priced as
-TFLite's kernels on the A9 (:func:`cpu_side`). benchmarks/bench_board_estimate.py prints this
+at every other operator, as the delegate's are on a target without the vector unit, the int16
+overlay; the default int8 overlay's one-kick partitions are :func:`before_after`'s); the
+operators between them are priced as TFLite's kernels on the A9 (:func:`cpu_side`). benchmarks/bench_board_estimate.py prints this
 module's table for three reference models; docs/board_estimate.md reads it.
 """
 from __future__ import annotations
@@ -416,7 +417,7 @@ LABELS = {"1.2": "1.2 job by job", "2.0": "2.0 command list (Python)",
 #: delegate options that make backend=model's partitions and cycles that build's (run under the
 #: build's own HwConfig, :func:`dtpu.board.design.board_config`: its lanes, requantization
 #: variants and the vector unit's requantizing lanes): the int16 overlay has no vector unit (its
-#: operators on the CPU, `vector=off`), the int8 overlay has it
+#: operators on the CPU, `vector=off`), the int8 overlay, the default, has it
 ONE_KICK_BUILDS = (("int16", {"vector": "off"}), ("int8", {}))
 
 
@@ -443,14 +444,14 @@ def _steady_report(path: Path, build: str, options: dict, invokes: int = 2):
 
 def before_after(name: str, path: Path, c: dict | None = None, invokes: int = 2) -> dict:
     """The whole invoke on the PYNQ-Z2 of `path` as the delegate runs it on each board build of
-    :data:`ONE_KICK_BUILDS`, before (the int16 overlay's cut partitions) and after (the int8
-    overlay's one kick), priced from the delegate's own steady-state report
+    :data:`ONE_KICK_BUILDS`, before (the int16 overlay's cut partitions) and after (the default
+    int8 overlay's one kick), priced from the delegate's own steady-state report
     (:func:`dtpu.board.costs.for_report`, the C invoke path, default options).
 
     Why the delegate and not :func:`estimate`'s chains of convolutions: the one-kick partition
     holds the vector unit's operators, which only the delegate places. backend=model with the
     build's options under the build's HwConfig gives the emulated board's partitions, host
-    counts and cycles for that bitstream (`bitstream=int16` / `int8`: equal,
+    counts and cycles for that bitstream (`bitstream=int16` / `int8`, the default: equal,
     tests/test_doc_claims.py)."""
     from dtpu.board.costs import for_report
     from dtpu.board.design import BOARD_BUILDS

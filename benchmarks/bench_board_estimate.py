@@ -72,8 +72,8 @@ def main(argv=None) -> int:
     ap.add_argument("--no-compare", action="store_true",
                     help="leave out the table against published results (KWS, MobileNet v1 224)")
     ap.add_argument("--no-before-after", action="store_true",
-                    help="leave out the table of the int16 overlay's partitions against the int8 "
-                         "overlay's one kick")
+                    help="leave out the table of the int16 overlay's partitions against the default "
+                         "int8 overlay's one kick")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     c = costs(json.loads(Path(args.costs).read_text()) if args.costs else None)

@@ -127,9 +127,9 @@ def test_a_resize_that_is_no_integer_upscale_stays_on_the_cpu(dtpu_so, tfl, tmp_
 @BUILTIN_ORACLE
 def test_the_board_without_a_vector_unit_leaves_it_on_the_cpu(dtpu_so, tfl, tmp_path,
                                                               monkeypatch):
-    """The board's int8 overlay (hw/overlays OVERLAY=int8, `bitstream=int8`) has the vector
-    unit: the head's RESIZE_NEAREST_NEIGHBOR runs there; its default int16 overlay has none and
-    leaves it on the CPU with the reason."""
+    """The board's default int8 overlay (hw/overlays OVERLAY=int8, `bitstream=int8`) has the
+    vector unit: the head's RESIZE_NEAREST_NEIGHBOR runs there; its int16 overlay
+    (`bitstream=int16`) has none and leaves it on the CPU with the reason."""
     import gc
 
     monkeypatch.setenv("DTPU_PYNQ_EMULATE", "1")

@@ -320,14 +320,15 @@ TABLE = {
              "`SHAPE` -> `STRIDED_SLICE` -> `PACK` chains computing a view's shape, evaluated "
              "at Prepare; `off` leaves them on the CPU (docs/partitions.md)"),
     "vector": ("`on`, `off`", "`on`",
-               "on a target with contract 2.1's vector unit (backend=model): claim `ADD`, `SUB`, "
+               "on a target with contract 2.1's vector unit (backend=model, backend=rtl's 2.0 "
+               "top, the board's default int8 overlay): claim `ADD`, `SUB`, "
                "`MUL` (a constant operand too), `AVERAGE_POOL_2D`, `MAX_POOL_2D`, `MEAN`, "
                "`CONCATENATION` along channels, `RESIZE_NEAREST_NEIGHBOR` by integer factors "
                "and the table operators (`LOGISTIC`, `TANH`, "
                "`HARD_SWISH`, `LEAKY_RELU`, `RELU`, `RELU6`, `RELU_N1_TO_1`, `QUANTIZE`) where "
                "they join convolutions (`ops=auto`; docs/partitions.md); `off` leaves them on the "
-               "CPU, the partitions of a target without the unit (the Verilog, the board), e.g. "
-               "to compare cycles with it"),
+               "CPU, the partitions of a target without the unit (the board's int16 overlay, the "
+               "1.2 top), e.g. to compare cycles with it"),
     "invoke": ("`c`, `python`", "`c`",
                "backends model/rtl: `c` runs a partition compiled as a command list from TFLite's "
                "kernel call to its completion in C once its first invoke ran in Python (copies, "

@@ -156,7 +156,7 @@ def test_bitstream_option(tmp_path):
     assert parse({"bitstream": str(bit)}).backend_options()["bitstream"] == str(bit)
     assert "bitstream" not in parse({}).backend_options()
     with pytest.raises(ValueError, match=r"option 'bitstream'='x.bin' is invalid; expected 'default', "
-                                         r"an overlay's name \(int16, int8\) or the path of an "
+                                         r"an overlay's name \(int8, int16\) or the path of an "
                                          r"existing .bit"):
         parse({"bitstream": "x.bin"})
     # an overlay's name is kept as such: its file is looked for beside the default bitstream

@@ -25,9 +25,9 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * on the ECP5 proxy (add lane 35.8 MHz, mul lane 39.7, MEAN 25.8: docs/synthesis.md "Timing
  * evidence"); staged as dtpu_post_lane's requantizer is (products as registered partial
  * products, summed in the next stage):
- *   1  x * M as two partial products, x * M[15:0] and x * M[31:16] (the saturating case
- *      INT32_MIN * INT32_MIN flagged)
- *   2  their sum + 2^30 (one carry-save level, one 64-bit adder): SRDHM = bits 62..31
+ *   1  x * M as four partial products of x's and M's 16-bit halves, one multiplier each (the
+ *      saturating case INT32_MIN * INT32_MIN flagged)
+ *   2  their sum + 2^30 (two carry-save levels, one 64-bit adder): SRDHM = bits 62..31
  *   3  RDBPOT's rounding sum: + 2^(e-1), less one when negative (e = -SH, 0..31)
  *   4  the arithmetic right shift by e                                  (y: LAT = 4)
  * With FINAL = 1 two more, the output's:
@@ -63,27 +63,46 @@ module dtpu_vec_rq #
 localparam integer LAT = FINAL ? 6 : 4;
 
 // ---- stage 1: partial products ------------------------------------------------------------
+// x and M split at bit 16 (the low halves unsigned, the high ones signed): four products of at
+// most 17 x 17 bits, each one 18 x 18 multiplier (MULT18X18D, DSP48E1) registered as it leaves
+// it. (x * M[15:0] and x * M[31:16] took two multipliers and an adder each: in dtpu_vec_ew, 104
+// multipliers spread over the device, the routes to and from them and that adder were its
+// critical path on the ECP5 proxy, docs/synthesis.md)
 
+wire        [15:0] xl = x[15:0];
+wire signed [15:0] xh = x[31:16];
+wire        [15:0] ml = m[15:0];
+wire signed [15:0] mh = m[31:16];
 /* verilator lint_off UNUSEDSIGNAL */
-wire signed [48:0] pl = x * $signed({1'b0, m[15:0]});     // |.| < 2^47: 49 bits signed
+wire signed [33:0] pll = $signed({1'b0, xl}) * $signed({1'b0, ml});    // < 2^32: 32 bits
 /* verilator lint_on UNUSEDSIGNAL */
-wire signed [47:0] ph = x * $signed(m[31:16]);
-reg  signed [47:0] pl_q, ph_q;
+wire signed [32:0] plh = $signed({1'b0, xl}) * mh;
+wire signed [32:0] phl = xh * $signed({1'b0, ml});
+wire signed [31:0] phh = xh * mh;                                       // |.| <= 2^30
+reg         [31:0] pll_q;
+reg  signed [32:0] plh_q, phl_q;
+reg  signed [31:0] phh_q;
 reg                sat_q;
 
 always @(posedge clk) begin
-    pl_q  <= pl[47:0];
-    ph_q  <= ph;
+    pll_q <= pll[31:0];
+    plh_q <= plh;
+    phl_q <= phl;
+    phh_q <= phh;
     sat_q <= (x == 32'sh80000000) && (m == 32'sh80000000);
 end
 
-// ---- stage 2: x*M + 2^30 (one carry-save level, one adder), SRDHM = its bits 62..31 ---------
+// ---- stage 2: x*M + 2^30 (two carry-save levels, one adder), SRDHM = its bits 62..31 --------
+// x*M = xh*mh 2^32 + (xl*mh + xh*ml) 2^16 + xl*ml; the first and the last do not overlap
 
-wire [63:0] pp_a = {{16{pl_q[47]}}, pl_q};
-wire [63:0] pp_b = {ph_q, 16'd0};
-wire [63:0] pp_c = 64'd1 << 30;
-wire [63:0] pp_s = pp_a ^ pp_b ^ pp_c;
-wire [62:0] pp_k = (pp_a[62:0] & pp_b[62:0]) | (pp_a[62:0] & pp_c[62:0]) | (pp_b[62:0] & pp_c[62:0]);
+wire [63:0] pp_a = {phh_q, pll_q};
+wire [63:0] pp_b = {{15{plh_q[32]}}, plh_q, 16'd0};
+wire [63:0] pp_c = {{15{phl_q[32]}}, phl_q, 16'd0};
+wire [63:0] pp_d = 64'd1 << 30;
+wire [63:0] pp_s1 = pp_a ^ pp_b ^ pp_c;
+wire [63:0] pp_k1 = {(pp_a[62:0] & pp_b[62:0]) | (pp_a[62:0] & pp_c[62:0]) | (pp_b[62:0] & pp_c[62:0]), 1'b0};
+wire [63:0] pp_s = pp_s1 ^ pp_k1 ^ pp_d;
+wire [62:0] pp_k = (pp_s1[62:0] & pp_k1[62:0]) | (pp_s1[62:0] & pp_d[62:0]) | (pp_k1[62:0] & pp_d[62:0]);
 /* verilator lint_off UNUSEDSIGNAL */
 wire [63:0] p2 = pp_s + {pp_k, 1'b0};
 /* verilator lint_on UNUSEDSIGNAL */

@@ -31,12 +31,16 @@ def _s32(v: int) -> int:
     return ((v + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
 
 
-def _want(x: int, m: int, sh: int, off: int, lo: int, hi: int) -> int:
-    """The requantized int32 (FINAL = 0) or the clamped byte (FINAL = 1): TFLite's
-    MultiplyByQuantizedMultiplier for SH <= 0, SH > 0 taken as 0, SH < -31 as -31 (the RTL's
-    documented range)."""
+def _want_y(x: int, m: int, sh: int) -> int:
+    """TFLite's MultiplyByQuantizedMultiplier for SH <= 0; SH > 0 taken as 0, SH < -31 as -31
+    (the RTL's documented range)."""
     e = min(max(-sh, 0), 31)
-    y = int(q.rounding_divide_by_pot(q.saturating_rounding_doubling_high_mul(x, m), e))
+    return int(q.rounding_divide_by_pot(q.saturating_rounding_doubling_high_mul(x, m), e))
+
+
+def _want(x: int, m: int, sh: int, off: int, lo: int, hi: int) -> int:
+    """The requantized int32 (FINAL = 0) or the clamped byte (FINAL = 1)."""
+    y = _want_y(x, m, sh)
     if not FINAL:
         return y & 0xFFFFFFFF
     return min(max(_s32(y + off), lo), hi) & 0xFF
@@ -63,9 +67,11 @@ async def rq_matches_tflite_arithmetic(dut):
     for _ in range(2):
         await RisingEdge(dut.clk)
     dut.rst.value = 0
-    checked = saturated = 0
+    checked = saturated = unclamped = 0
     for k in range(120):                      # parameter sets (constant while values pass)
         m = _value(rnd) if k % 4 else rnd.randint(1 << 30, (1 << 31) - 1)    # TFLite's range
+        if k % 8 == 4:                        # SRDHM(x, 2^30) = floor((x + 1) / 2): RDBPOT's ties
+            m = 1 << 30
         sh = rnd.choice([0, 0, 1, 5, -1, -31, -32, -40]) if rnd.random() < 0.3 \
             else rnd.randint(-31, 0)
         off = rnd.randint(-(1 << 15), (1 << 15) - 1)
@@ -76,13 +82,20 @@ async def rq_matches_tflite_arithmetic(dut):
         dut.act_min.value = lo & 0xFFFF
         dut.act_max.value = hi & 0xFFFF
         n = 48
-        xs = [_value(rnd) for _ in range(n)]
+        # half the values aimed near the clamp's window (else FINAL = 1 would check mostly the
+        # clamp): x ~ (target - OUT_OFF) * 2^(31+e) / M, a few apart
+        e = min(max(-sh, 0), 31)
+        xs = [_value(rnd) if rnd.random() < 0.5 or m == 0 else
+              max(-(1 << 31), min((1 << 31) - 1, round((rnd.randint(lo - 2, hi + 2) - off)
+                                                       * 2.0 ** (31 + e) / m) + rnd.randint(-3, 3)))
+              for _ in range(n)]
         if k % 10 == 0:                       # the one saturating product
             m = -0x80000000
             dut.m.value = m & 0xFFFFFFFF
             xs[rnd.randrange(n)] = -0x80000000
         want = [_want(x, m, sh, off, lo, hi) for x in xs]
         saturated += sum(x == m == -0x80000000 for x in xs)
+        unclamped += sum(lo < _s32(_want_y(x, m, sh) + off) < hi for x in xs)
         got: list[int] = []
         sent_at: list[int] = []
         late: list[int] = []               # cycles from a value in to its result out
@@ -108,6 +121,6 @@ async def rq_matches_tflite_arithmetic(dut):
         dut.in_valid.value = 0
         for _ in range(LAT):                  # drain before the parameters change
             await RisingEdge(dut.clk)
-    assert saturated > 0
-    dut._log.info("%d values equal to TFLite's arithmetic (FINAL=%d, %d saturating)", checked,
-                  FINAL, saturated)
+    assert saturated > 0 and (not FINAL or unclamped > checked // 8), (saturated, unclamped)
+    dut._log.info("%d values equal to TFLite's arithmetic (FINAL=%d, %d saturating, %d inside "
+                  "the clamp)", checked, FINAL, saturated, unclamped)

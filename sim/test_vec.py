@@ -17,6 +17,17 @@ def test_vec_add_lane(signed):
     run_tests(top, "tb_vec_add_lane", d, extra_env={"DTPU_VEC_SIGNED": str(signed)})
 
 
+@pytest.mark.parametrize("final", [0, 1])
+def test_vec_rq(final):
+    """The requantizer on its own against TFLite's arithmetic over the whole int32 range of x
+    and M (its four 16-bit-half products: corners at the split, negative halves, the
+    saturating INT32_MIN * INT32_MIN), both depths."""
+    top = "dtpu_vec_rq"
+    params = {"FINAL": final}
+    d = build(top, params, [RTL_DIR / f"{top}.v"], name=top)
+    run_tests(top, "tb_vec_rq", d, parameters=params)
+
+
 def test_vec_table():
     """The TABLE lookup on its own: random tables and bytes, results two cycles later."""
     top = "dtpu_vec_table"

@@ -25,10 +25,11 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * on the ECP5 proxy (add lane 35.8 MHz, mul lane 39.7, MEAN 25.8: docs/synthesis.md "Timing
  * evidence"); staged as dtpu_post_lane's requantizer is (products as registered partial
  * products, summed in the next stage):
- *   1  x * M as two partial products, x * M[15:0] and x * M[31:16] (the saturating case
- *      INT32_MIN * INT32_MIN flagged)
- *   2  their sum + 2^30 (one carry-save level, one 64-bit adder): SRDHM = bits 62..31
- *   3  RDBPOT's rounding sum: + 2^(e-1), less one when negative (e = -SH, 0..31)
+ *   1  x * M as four partial products of x's and M's 16-bit halves, one multiplier each (the
+ *      saturating case INT32_MIN * INT32_MIN flagged)
+ *   2  their sum P = x*M (one carry-save level, one adder), q = floor(P / 2^30)
+ *   3  SRDHM's + 2^30 and RDBPOT's rounding sum (+ 2^(e-1), less one when negative; e = -SH,
+ *      0..31) in one adder, halved
  *   4  the arithmetic right shift by e                                  (y: LAT = 4)
  * With FINAL = 1 two more, the output's:
  *   5  + OUT_OFF (int32, wrapping as the golden model's does)
@@ -63,50 +64,79 @@ module dtpu_vec_rq #
 localparam integer LAT = FINAL ? 6 : 4;
 
 // ---- stage 1: partial products ------------------------------------------------------------
+// x and M split at bit 16 (the low halves unsigned, the high ones signed): four products of at
+// most 17 x 17 bits, each one 18 x 18 multiplier (MULT18X18D, DSP48E1) registered as it leaves
+// it. (x * M[15:0] and x * M[31:16] took two multipliers and an adder each: in dtpu_vec_ew, 104
+// multipliers spread over the device, the routes to and from them and that adder were its
+// critical path on the ECP5 proxy, docs/synthesis.md)
 
+wire        [15:0] xl = x[15:0];
+wire signed [15:0] xh = x[31:16];
+wire        [15:0] ml = m[15:0];
+wire signed [15:0] mh = m[31:16];
 /* verilator lint_off UNUSEDSIGNAL */
-wire signed [48:0] pl = x * $signed({1'b0, m[15:0]});     // |.| < 2^47: 49 bits signed
+wire signed [33:0] pll = $signed({1'b0, xl}) * $signed({1'b0, ml});    // < 2^32: 32 bits
 /* verilator lint_on UNUSEDSIGNAL */
-wire signed [47:0] ph = x * $signed(m[31:16]);
-reg  signed [47:0] pl_q, ph_q;
+wire signed [32:0] plh = $signed({1'b0, xl}) * mh;
+wire signed [32:0] phl = xh * $signed({1'b0, ml});
+wire signed [31:0] phh = xh * mh;                                       // |.| <= 2^30
+reg         [31:16] pll_q;              // its low 16 bits are P's, carry-free: not needed
+reg  signed [32:0] plh_q, phl_q;
+reg  signed [31:0] phh_q;
 reg                sat_q;
 
 always @(posedge clk) begin
-    pl_q  <= pl[47:0];
-    ph_q  <= ph;
+    pll_q <= pll[31:16];
+    plh_q <= plh;
+    phl_q <= phl;
+    phh_q <= phh;
     sat_q <= (x == 32'sh80000000) && (m == 32'sh80000000);
 end
 
-// ---- stage 2: x*M + 2^30 (one carry-save level, one adder), SRDHM = its bits 62..31 ---------
+// ---- stage 2: P = x*M (one carry-save level, one adder), q = floor(P / 2^30) ----------------
+// P = xh*mh 2^32 + (xl*mh + xh*ml) 2^16 + xl*ml; the first and the last do not overlap, and
+// below bit 16 only xl*ml has bits (no carry out of them): the sum is P's bits 16..63. The
+// middle products are 33-bit signed: each is its bits with the sign bit inverted, less 2^48
+// (no sign extension through the carry-save level: -2^49, bits 49..63 set, rides in pp_b's
+// empty top). SRDHM's + 2^30 is not added here (it took a second carry-save level, about 20
+// LUT6 a requantizer on the xc7) but in stage 3's sum: SRDHM = floor((q + 1) / 2). The one
+// saturating product (INT32_MIN * INT32_MIN = 2^62) gives q = 2^32 - 2 (SRDHM INT32_MAX).
 
-wire [63:0] pp_a = {{16{pl_q[47]}}, pl_q};
-wire [63:0] pp_b = {ph_q, 16'd0};
-wire [63:0] pp_c = 64'd1 << 30;
-wire [63:0] pp_s = pp_a ^ pp_b ^ pp_c;
-wire [62:0] pp_k = (pp_a[62:0] & pp_b[62:0]) | (pp_a[62:0] & pp_c[62:0]) | (pp_b[62:0] & pp_c[62:0]);
+wire [47:0] pp_a = {phh_q, pll_q};
+wire [47:0] pp_b = {{15{1'b1}}, ~plh_q[32], plh_q[31:0]};
+wire [47:0] pp_c = {15'd0, ~phl_q[32], phl_q[31:0]};
+wire [47:0] pp_s = pp_a ^ pp_b ^ pp_c;
+wire [46:0] pp_k = (pp_a[46:0] & pp_b[46:0]) | (pp_a[46:0] & pp_c[46:0]) | (pp_b[46:0] & pp_c[46:0]);
 /* verilator lint_off UNUSEDSIGNAL */
-wire [63:0] p2 = pp_s + {pp_k, 1'b0};
+wire [47:0] p2 = pp_s + {pp_k, 1'b0};        // P[63:16]
 /* verilator lint_on UNUSEDSIGNAL */
-reg  signed [31:0] h_q;
+reg  signed [33:0] q_q;                       // P[63:30]: |P| <= 2^62
 
 always @(posedge clk) begin
-    h_q <= sat_q ? 32'sh7fffffff : p2[62:31];
+    q_q <= sat_q ? 34'sh0fffffffe : p2[47:14];
 end
 
-// ---- stage 3: RDBPOT's rounding sum ----------------------------------------------------------
+// ---- stage 3: SRDHM's and RDBPOT's rounding in one sum ---------------------------------------
+// RDBPOT(h, e) = floor((h + 2^(e-1) - [h < 0]) / 2^e) (e > 0; h itself for e = 0) with
+// h = floor((q + 1) / 2) is floor((q + 1 + 2 rnd) / 2^(e+1)), rnd = 2^(e-1) - [h < 0] (0 for
+// e = 0): t_q = floor((q + 1 + 2 rnd) / 2) = q[33:1] + rnd + q[0] (one adder, q[0] its carry
+// in), y = t_q >> e. [h < 0] is read as q's sign: they differ only for q = -1 (h = 0), which
+// gives 0 either way (t_q = 2^(e-1) or 2^(e-1) - 1, both below 2^e). rnd is a decode of e and
+// the sign, 2^(e-1) or 2^(e-1) - 1 (no subtractor).
 
 /* verilator lint_off UNUSEDSIGNAL */
 wire signed [7:0] nsh = -sh;                // only its low 5 bits are read (1..31)
 /* verilator lint_on UNUSEDSIGNAL */
 wire        [4:0] e = (sh >= 8'sd0) ? 5'd0 : (sh < -8'sd31) ? 5'd31 : nsh[4:0];
-// 2^(e-1), less one for a negative value (ties away from zero); nothing when e = 0
-wire       [31:0] half = (e == 5'd0) ? 32'd0 : (32'd1 << (e - 5'd1));
-wire       [32:0] rnd = {1'b0, half} - {32'd0, (h_q[31] && e != 5'd0)};
-reg  signed [32:0] t_q;
+wire        [4:0] e1 = e - 5'd1;            // read only for e > 0
+wire       [32:0] rnd = (e == 5'd0) ? 33'd0
+                      : q_q[33] ? ~({33{1'b1}} << e1)     // 2^(e-1) - 1
+                      : (33'd1 << e1);                    // 2^(e-1)
+reg  signed [32:0] t_q;                     // |.| < 2^32
 reg         [4:0]  e_q;
 
 always @(posedge clk) begin
-    t_q <= {h_q[31], h_q} + rnd;
+    t_q <= q_q[33:1] + rnd + {32'd0, q_q[0]};
     e_q <= e;
 end
 

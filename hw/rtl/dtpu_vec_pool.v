@@ -37,13 +37,14 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * below; out_bytes: 8, or C mod 8 for a pixel's last word; out_end on the tensor's last).
  *
  * The accumulators are one block RAM (2^LOG_ROW words: min(ceil(FH/SH), OH) * OW * ceil(C/8)
- * <= 2^LOG_ROW, else `geom_bad`), read a cycle ahead at the next operation's word, the word
- * being written forwarded. The window fields may arrive after `clear`: the sizes made from
- * them are read from the first pixel word on. Their quotients (ceil(FH/SH), PT/SH, PL/SW,
- * MAX_AREA/FH) come from four small restoring dividers, 9 cycles after the window fields
- * change, the sizes three registers later: `ready` then, and `geom_bad` valid with it (the
- * other fields' sizes follow them within three cycles). The unit offers no pixel word before
- * `ready` (dtpu_vec: its first beat comes >= MEM_READ_LATENCY after its request, long after).
+ * <= 2^LOG_ROW, else `geom_bad`), read a cycle ahead at the next operation's word (the walk
+ * runs an operation ahead, below), the word being written forwarded. The fields may arrive
+ * after `clear`. Their quotients (ceil(FH/SH), PT/SH, PL/SW, MAX_AREA/FH) come from four small
+ * restoring dividers, 9 cycles after the window fields change, the sizes three registers later
+ * (three after any other field's change), the walk loaded from them and stepped to its first
+ * operation two cycles after that: `ready` then, and `geom_bad` valid with it. The unit takes
+ * no pixel word before `ready` (dtpu_vec offers none before: its first beat comes
+ * >= MEM_READ_LATENCY after its request, long after).
  */
 module dtpu_vec_pool #
 (

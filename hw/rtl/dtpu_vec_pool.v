@@ -37,12 +37,12 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * below; out_bytes: 8, or C mod 8 for a pixel's last word; out_end on the tensor's last).
  *
  * The accumulators are one block RAM (2^LOG_ROW words: min(ceil(FH/SH), OH) * OW * ceil(C/8)
- * <= 2^LOG_ROW, else `geom_bad`), read a cycle ahead at the next operation's word (the walk
- * runs an operation ahead, below), the word being written forwarded. The fields may arrive
+ * <= 2^LOG_ROW, else `geom_bad`), read two operations ahead (the walk runs ahead, below), the
+ * words written since forwarded. The fields may arrive
  * after `clear`. Their quotients (ceil(FH/SH), PT/SH, PL/SW, MAX_AREA/FH) come from four small
  * restoring dividers, 9 cycles after the window fields change, the sizes three registers later
  * (three after any other field's change), the walk loaded from them and stepped to its first
- * operation two cycles after that: `ready` then, and `geom_bad` valid with it. The unit takes
+ * operation three cycles after that: `ready` then, and `geom_bad` valid with it. The unit takes
  * no pixel word before `ready` (dtpu_vec offers none before: its first beat comes
  * >= MEM_READ_LATENCY after its request, long after).
  */
@@ -247,18 +247,20 @@ function [LOG_ROW-1:0] next_slot(input [LOG_ROW-1:0] base, input [LOG_ROW:0] ste
     end
 endfunction
 
-/* ---- the walk, one operation ahead
- * The registers below (the walk's state) are the *next* operation's, and the current one's
- * few facts (`o_*`: its address, whether it writes, is a first tap, makes a window's word, ends
- * its pixel word, is the last) were registered from them when it became current. So the
- * accumulator block RAM's read address is the next operation's own registers' sum, and the
- * step to the operation after it has a whole cycle from registers to registers (the walk's
- * `word_done` -> next state -> address was 18.0 ns in the cycle of the operation on the ECP5
- * proxy). The step takes a pixel word's end from its channels (`cj`: the funnel's `in_last`
- * is the same word, dtpu_vec_pix counts C the same way), since the next operation's word has
- * not come yet. The walk is loaded from the sizes (`pr` 0) once they are made and steps once
- * more to have its first operation current (`pr` 1): `ready` two cycles after the sizes, and
- * again after `clear` or a field's change (the vector unit's first pixel word comes
+/* ---- the walk, two operations ahead
+ * The registers below (the walk's state) are the operation's after the next, the next and
+ * the current ones' few facts (`f_*`, `o_*`: the word's address, whether it writes, is a
+ * first tap, makes a window's word, ends its pixel word, is the last) registered from them a
+ * step before and two steps before. So the accumulator block RAM's read address is the walk's
+ * own registers' sum, read as the walk's operation becomes the next, and its word registered
+ * (`acc_q`) as it becomes current; and the step has a whole cycle from registers to
+ * registers. (On the ECP5 proxy the walk's `word_done` -> next state -> address was 18.0 ns in
+ * the cycle of the operation; then, one operation ahead, the block RAM's read -> the combine
+ * 12.6 ns.) The step takes a pixel word's end from its channels (`cj`: the funnel's `in_last`
+ * is the same word, dtpu_vec_pix counts C the same way), since that operation's word has not
+ * come yet. The walk is loaded from the sizes (`pr` 0) once they are made and steps twice
+ * more to have its first operation current (`pr` 1, 2): `ready` three cycles after the sizes,
+ * and again after `clear` or a field's change (the vector unit's first pixel word comes
  * MEM_READ_LATENCY after its request, long after: no cycle changes). */
 // the pixel: batch, row, column; the open output rows ylo .. ynx-1 (ny of them; the first's
 // start and slot, the next one's start), the open output columns xlo .. xnx-1 (nx; same, the
@@ -418,16 +420,21 @@ always @* begin
     end
 end
 
-// the current operation (registered from the walk as it became current)
+// the next operation (f_*, registered from the walk as it became the next, its word being
+// read) and the current one (o_*, from f_* as it became current, its word in acc_q)
+reg                f_drain, f_skip, f_first, f_emit, f_end, f_wd, f_last;
+reg  [3:0]         f_bytes;
+reg  [LOG_ROW-1:0] f_addr;
+reg  [8:0]         f_rows, f_cols;
 reg                o_drain, o_skip, o_first, o_emit, o_end, o_wd, o_last;
 reg  [3:0]         o_bytes;
 reg  [LOG_ROW-1:0] o_addr;
 reg  [8:0]         o_rows, o_cols;
-// the walk loaded from the sizes (pr 0), stepped to its first operation (pr 1), stepping
+// the walk loaded from the sizes (pr 0), stepped to its first operation (pr 1, 2), stepping
 wire load    = clear || (pr == 2'd0);
-wire primed  = (pr == 2'd2);
+wire primed  = (pr == 2'd3);
 wire go      = primed && room && !fin && !clear && (o_drain || in_valid);
-wire stepped = go || (pr == 2'd1 && !clear);
+wire stepped = go || (pr != 2'd0 && !primed && !clear);
 assign ready    = sized && primed;
 assign in_ready = primed && !o_drain && o_wd && room && !fin && !clear;
 assign op       = go;
@@ -436,9 +443,12 @@ assign last_op  = go && o_last;
 wire [LOG_ROW-1:0] addr_w = rb + xa + j;                // the walk's operation's word
 wire               wr     = go && !o_drain && !o_skip;
 
-reg  [ACC_W*LANES-1:0] acc_rd, byp_d;
+// the block RAM's read (acc_rd; the word written in the same cycle forwarded: byp), then
+// registered as its operation becomes current (acc_q; the current one's written word
+// forwarded), so the combine starts from a register (the block RAM's output came 4.3 ns into
+// the cycle on the ECP5 proxy: its read -> the combine -> s1_v was 12.6 ns)
+reg  [ACC_W*LANES-1:0] acc_rd, byp_d, acc_q;
 reg                    byp;
-wire [ACC_W*LANES-1:0] acc_q = byp ? byp_d : acc_rd;
 
 // the taps inside the window: its in-image rows times its in-image columns
 wire signed [PW-1:0] h_s = $signed({{(PW-16){1'b0}}, h});
@@ -636,30 +646,38 @@ always @(posedge clk) begin
         {ybase, xbase, rb, xa, j} <= {ybase_n, xbase_n, rb_n, xa_n, j_n};
         drain <= drain_n;
     end
-    // the operation becoming current, its word read (the current one's written word forwarded
-    // when it is that one); held while it waits
+    // the walk's operation becoming the next, its word read (the word written now forwarded
+    // when it is that one), the next becoming current, its word (the word written now
+    // forwarded); held while the current one waits
     if (stepped) begin
-        o_drain <= drain;
-        o_skip  <= skip;
-        o_first <= first_tap;
-        o_emit  <= emit;
-        o_end   <= emit && last_res;
-        o_wd    <= word_done;
-        o_last  <= advance && x_last && y_last && (b == nm1);
-        o_bytes <= last_word ? cj[3:0] : 4'd8;
-        o_addr  <= addr_w;
-        o_rows  <= rows_in[8:0];
-        o_cols  <= cols_in[8:0];
+        f_drain <= drain;
+        f_skip  <= skip;
+        f_first <= first_tap;
+        f_emit  <= emit;
+        f_end   <= emit && last_res;
+        f_wd    <= word_done;
+        f_last  <= advance && x_last && y_last && (b == nm1);
+        f_bytes <= last_word ? cj[3:0] : 4'd8;
+        f_addr  <= addr_w;
+        f_rows  <= rows_in[8:0];
+        f_cols  <= cols_in[8:0];
         acc_rd  <= acc[addr_w];
         byp     <= wr && (addr_w == o_addr);
         byp_d   <= acc_d;
+        {o_drain, o_skip, o_first, o_emit, o_end, o_wd, o_last}
+                <= {f_drain, f_skip, f_first, f_emit, f_end, f_wd, f_last};
+        o_bytes <= f_bytes;
+        o_addr  <= f_addr;
+        o_rows  <= f_rows;
+        o_cols  <= f_cols;
+        acc_q   <= (wr && f_addr == o_addr) ? acc_d : byp ? byp_d : acc_rd;
     end
     if (wr) begin
         acc[o_addr] <= acc_d;
     end
     if (rst || clear || !sized) begin
         pr <= 2'd0;
-    end else if (pr != 2'd2) begin
+    end else if (!primed) begin
         pr <= pr + 2'd1;
     end
     if (last_op) begin

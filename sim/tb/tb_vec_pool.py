@@ -31,8 +31,8 @@ OUT_LAT = 6
 
 #: the sizes are made from the window fields within this many cycles (four 9-cycle dividers,
 #: a cycle to latch their fields, three registers of sizes), the walk loaded from them and
-#: stepped to its first operation two cycles later (dtpu_vec_pool's `pr`)
-READY_CYCLES = 1 + 9 + 3 + 2
+#: stepped to its first operation three cycles later (dtpu_vec_pool's `pr`)
+READY_CYCLES = 1 + 9 + 3 + 3
 
 
 async def _ready(dut, what) -> None:

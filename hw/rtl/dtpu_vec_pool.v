@@ -462,11 +462,12 @@ wire signed [PW-1:0] c_lo = (sx > zero_s) ? sx : zero_s;
 wire signed [PW-1:0] rows_in = r_hi - r_lo;
 wire signed [PW-1:0] cols_in = c_hi - c_lo;
 /* verilator lint_on UNUSEDSIGNAL */
-// (the result pipe's stages below: the rows and columns registered with the operation's word,
-// the count a stage later, the reciprocal a stage after that)
-reg  [8:0]  s1_rows, s1_cols, s2_cnt;
+// (the result pipe's stages below: the count registered with the operation's word, from its
+// rows and columns registered as it became current; the reciprocal a stage later, registered
+// again a stage after that)
+reg  [8:0]  s1_cnt, s2_cnt;
 /* verilator lint_off UNUSEDSIGNAL */
-wire [17:0] count = {9'd0, s1_rows} * {9'd0, s1_cols};
+wire [17:0] count = {9'd0, o_rows} * {9'd0, o_cols};
 /* verilator lint_on UNUSEDSIGNAL */
 wire [8:0]  cnt  = s2_cnt;              // an AVG_POOL's count: <= FH*FW <= MAX_AREA <= 256
 wire [7:0]  half = cnt[8:1];
@@ -502,15 +503,17 @@ generate
         assign recips[RECIP_W*gi +: RECIP_W] = (gi == 0) ? {RECIP_W{1'b0}} : recip_of(gi + 1);
     end
 endgenerate
-wire [7:0]         ridx  = cnt[7:0] - 8'd1;
+wire [7:0]         ridx  = s1_cnt[7:0] - 8'd1;
 wire [RECIP_W-1:0] recip = recips[RECIP_W*ridx +: RECIP_W];
 wire               cnt1  = (cnt == 9'd1);
 
 /* The result's pipe (the ECP5 proxy's 100 MHz: the window start -> in-image rows -> tap count
  * -> reciprocal -> product -> sign -> clamp took 37.4 ns in one cycle): OUT_X = 5 registers
  * after the operation, out_data the sixth (it was the first). (1) the combined word v and the
- * window's in-image rows and columns; (2) the tap count, |v| and the sign; (3) |v| + count/2
- * and the reciprocal; (4) the product as two 16 x 12 partial products; (5) their sum, the
+ * window's tap count (its in-image rows and columns registered as the operation became
+ * current); (2) |v|, the sign and the count's reciprocal (the table's read: a block RAM on the
+ * ECP5 proxy); (3) |v| + count/2 and the reciprocal again (the block RAM's output into the
+ * multiplier was 11.5 ns); (4) the product as two 16 x 12 partial products; (5) their sum, the
  * quotient; then the sign and the clamp into out_data. dtpu_vec waits PIPE_X less OUT_X for the
  * pools' results and counts OUT_X more in flight (RES_P), so its words, write requests and
  * `done` keep their cycles (units.vector.pool_schedule unchanged). */
@@ -531,10 +534,11 @@ localparam integer OUT_X = 5;
 // the stages' valid, end and bytes (stage k: index k - 1)
 reg  [OUT_X-1:0]       p_vld, p_end;
 reg  [4*OUT_X-1:0]     p_bytes;
-// (1) the combined words, the in-image rows and columns
+// (1) the combined words, the count (s1_cnt, above)
 reg  [ACC_W*LANES-1:0] s1_v;
-// (2) the count (s2_cnt, above), |v| (16 bits: an AVG_POOL sum is within [-2^15, 65 280]),
-// v > 0, v
+// (2) the count (s2_cnt, above) and its reciprocal, |v| (16 bits: an AVG_POOL sum is within
+// [-2^15, 65 280]), v > 0, v
+reg  [RECIP_W-1:0]     s2_recip;
 reg  [16*LANES-1:0]    s2_abs;
 reg  [LANES-1:0]       s2_pos;
 reg  [ACC_W*LANES-1:0] s2_v;
@@ -587,10 +591,10 @@ always @(posedge clk) begin
     p_bytes <= {p_bytes[4*(OUT_X-1)-1:0], o_bytes};
     // (1)
     s1_v    <= acc_d;
-    s1_rows <= o_rows;
-    s1_cols <= o_cols;
+    s1_cnt  <= count[8:0];
     // (2)
-    s2_cnt  <= count[8:0];
+    s2_cnt  <= s1_cnt;
+    s2_recip <= recip;
     s2_v    <= s1_v;
     s2_abs  <= abs1;
     s2_pos  <= pos1;
@@ -598,7 +602,7 @@ always @(posedge clk) begin
     for (l = 0; l < LANES; l = l + 1) begin
         s3_nm[16*l +: 16] <= s2_abs[16*l +: 16] + {8'd0, half};
     end
-    s3_recip <= recip;
+    s3_recip <= s2_recip;
     s3_cnt1  <= cnt1;
     s3_pos   <= s2_pos;
     s3_v     <= s2_v;

@@ -3,7 +3,8 @@
 geometries (tb_vec.random_pool: global, tiling and overlapping windows, VALID and SAME) and the
 corners (a 1x1 image, a SAME window larger than the image, C not a multiple of 8), types and
 activations, pixel words offered with idle cycles between and the output's room taken away at
-random (or neither, every other case); the result bytes equal the model's in order, `out_end`
+random (or neither, every other case), every third case's fields other than the window's set
+after `ready` (the walk loaded again from them); the result bytes equal the model's in order, `out_end`
 on the last, no pixel word is taken after it, the operations are the schedule's in number and
 each result word comes from the operation the schedule says; with nothing stalling, one
 operation a cycle from the first pixel word to the last operation."""

@@ -48,7 +48,7 @@ import bench_host_ops as hostops  # noqa: E402
 from dtpu.board.costs import COSTS, costs  # noqa: E402,F401  (COSTS: the table, for readers)
 from dtpu.board import compare  # noqa: E402
 from dtpu.board.estimate import estimate as _estimate, format_results  # noqa: E402
-from dtpu.board.estimate import before_after, format_before_after  # noqa: E402
+from dtpu.board.estimate import before_after, format_before_after, on_default_build  # noqa: E402
 
 #: the models of docs/board_estimate.md's "Before and after: one kick" (names of
 #: bench_host_ops.model_paths)
@@ -72,8 +72,8 @@ def main(argv=None) -> int:
     ap.add_argument("--no-compare", action="store_true",
                     help="leave out the table against published results (KWS, MobileNet v1 224)")
     ap.add_argument("--no-before-after", action="store_true",
-                    help="leave out the table of the int16 overlay's partitions against the int8 "
-                         "overlay's one kick")
+                    help="leave out the table of the int16 overlay's partitions against the default "
+                         "int8 overlay's one kick")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     c = costs(json.loads(Path(args.costs).read_text()) if args.costs else None)
@@ -102,9 +102,9 @@ def main(argv=None) -> int:
 
 
 def comparison(results: list[dict], c: dict, only: str | None) -> dict[str, dict]:
-    """task -> the C-path estimate of the model standing for it (reused from `results` when
-    that model was estimated already)."""
-    done = {str((ROOT / r["file"]).resolve()): r for r in results}
+    """task -> the C-path estimate of the model standing for it as the delegate runs it on the
+    overlay's default board build (dtpu.board.estimate.on_default_build: one kick on the int8
+    build; `results`, chains of convolutions, are not that bitstream's partitions)."""
     out = {}
     for task, file, _stands in compare.TASKS:
         if file is None or (only and only.lower() not in task.lower()):
@@ -113,7 +113,7 @@ def comparison(results: list[dict], c: dict, only: str | None) -> dict[str, dict
         if not path.exists():
             print(f"{task}: {file} not found, skipped", file=sys.stderr)
             continue
-        out[task] = done.get(str(path)) or estimate(task, path, c, paths=("c",))
+        out[task] = on_default_build(task, path, c)
     return out
 
 
@@ -145,6 +145,8 @@ def format_comparison(tasks: dict[str, dict], c: dict, clock: dict) -> str:
     clock it assumes and where each published figure comes from."""
     return "\n".join([
         "", "## Against published results on the same chip (DTPU: estimate, C invoke path)", "",
+        "The DTPU's figures are the delegate's partitions on the overlay's default board build "
+        f"({compare.default_build_summary()}), priced from its steady-state report.", "",
         f"The DTPU's device time at {c['fabric_mhz']:.0f} MHz is not proven: the slowest unit "
         f"placed so far on the timing proxy, {clock['module']}, reaches {clock['fmax_mhz']:g} MHz "
         f"({clock['below']} of {clock['placed']} placed units below 100 MHz, {clock['not_run']} "

@@ -8,12 +8,12 @@ seeded full-range invokes, the second one's report read (dtpu.last_report()); ou
 compared with TFLite's CPU interpreter (the column `exact`). Targets:
 
   int8     backend=model: the golden model of a contract-2.1 core with the vector unit, which is
-           what the emulated board's int8 overlay (`bitstream=int8`, hw/overlays OVERLAY=int8,
-           the whole-model build, which does not fit the xc7z020 yet) runs: its reports carry
-           the same partitions, host counts and cycles (tests/test_one_kick.py runs both)
+           what the emulated board's default overlay, int8 (hw/overlays OVERLAY=int8, the
+           whole-model build, which fits the xc7z020), runs: its reports carry the same
+           partitions, host counts and cycles (tests/test_one_kick.py runs both)
   int16    backend=model with `vector=off`: the vector unit's operators on the CPU, as on the
-           board's default int16 overlay (no vector unit): the same partitions, counts and
-           cycles as `bitstream=int16`
+           board's int16 overlay (no vector unit): the same partitions, counts and cycles as
+           `bitstream=int16`
 
 Columns:
 

@@ -280,10 +280,10 @@ def test_bitstream_of_another_build_is_refused(emu, tmp_path):
 
 
 def test_int16_nodes_need_the_int16_overlay(emu, dtpu_so, tfl, tmp_path, caplog):
-    """The int8 overlay (OVERLAY=int8: int8/uint8 lanes and the vector unit) keeps an int16x8
-    model's convolutions on the CPU, each with the reason (the backend lowers for what the
-    bitstream reports, HWCFG0.PREC_EN); the default int16 overlay (OVERLAY=int16) delegates
-    them. Both bit-exact with the CPU."""
+    """The default int8 overlay (OVERLAY=int8: int8/uint8 lanes and the vector unit) keeps an
+    int16x8 model's convolutions on the CPU, each with the reason (the backend lowers for what
+    the bitstream reports, HWCFG0.PREC_EN); the int16 overlay (OVERLAY=int16, `bitstream=int16`)
+    delegates them. Both bit-exact with the CPU."""
     import dtpu
     from dtpu.board.emulate import write_design
     from dtpu.delegate import runtime
@@ -585,7 +585,7 @@ def test_dtpu_irq_through_pynq_interrupt_and_the_axi_intc(emu, tmp_path):
 
 def test_emulated_board_is_the_board_build(tmp_path):
     """Issue 24.5: DTPU_PYNQ_EMULATE=1 with backend=pynq and no bitstream named emulates the
-    default board build (int8/uint8/int16 without the vector unit, dtpu.board.design.board_config),
+    default board build (int8/uint8 with the vector unit, dtpu.board.design.board_config),
     not the contract's default configuration: a float model's nodes stay on the CPU, each with the build's reason, and its
     outputs are the CPU's. In a fresh process: the emulation installs itself from the
     environment there."""
@@ -617,5 +617,5 @@ def test_emulated_board_is_the_board_build(tmp_path):
     assert got["delegated"] == 0 and got["same"], got
     convs = [reason for op, reason in got["rejected"] if "CONV" in op]
     assert len(convs) == 13, got["rejected"]
-    assert all("fp32 lanes, which this DTPU build does not have (enabled: int8, uint8, int16)"
+    assert all("fp32 lanes, which this DTPU build does not have (enabled: int8, uint8)"
                in reason for reason in convs), convs

@@ -114,7 +114,7 @@ def test_c_path_equals_python_path_on_rtl(name, dtpu_so, tfl):  # noqa: F811
 @pytest.fixture(scope="module")
 def board(tmp_path_factory):
     """The emulated PYNQ-Z2 with the default (contract 2.0) design: the .bit path of each board
-    build (int8: int8/uint8 with the vector unit; int16: the default overlay, with the int16
+    build (int8: the default overlay, int8/uint8 with the vector unit; int16: with the int16
     lanes the int16x8 models need)."""
     pytest.importorskip("pynq", reason="the board emulation runs the pynq package")
     for _ in emulated_board(tmp_path_factory.mktemp("overlay12")):

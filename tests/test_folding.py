@@ -199,12 +199,12 @@ def test_reshape_inside_a_partition_is_a_view(dtpu_so, tfl):
 
 
 @pytest.mark.parametrize("backend, env, parts", [("rtl", {}, 1),
-                                                  ("pynq", {"DTPU_PYNQ_EMULATE": "1"}, 2)])
+                                                  ("pynq", {"DTPU_PYNQ_EMULATE": "1"}, 1)])
 def test_vww_folded_on_the_hardware_backends(backend, env, parts, dtpu_so, tfl, monkeypatch):
     """The folded SAME convolutions through the Verilog (in process) and the emulated board.
-    VWW is one partition on the in-process RTL (its command-list top has the vector unit, so the
-    MEAN joins) and two on the default board overlay (hw/overlays OVERLAY=int16: no vector unit,
-    the MEAN cuts; the int8 overlay's one kick is tests/test_one_kick.py's)."""
+    VWW is one partition on both: the in-process RTL's command-list top and the default board
+    overlay (hw/overlays OVERLAY=int8) have the vector unit, so the MEAN joins (the int16
+    overlay's cut at the MEAN is tests/test_one_kick.py's)."""
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     if backend == "rtl":

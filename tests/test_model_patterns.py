@@ -2,8 +2,8 @@
 head and an SSD-style detector with a feature pyramid and box decoding, both with dead channels,
 int8 and uint8. Each runs bit-exact with the delegate (two seeded full-range invokes against
 TFLite's CPU kernels), and the partitions it makes are pinned with every operator that stays on
-the CPU and the reason the delegate gives, on the golden model (= the emulated board's int8
-overlay) and on the default int16 overlay (no vector unit).
+the CPU and the reason the delegate gives, on the golden model (= the emulated board's default
+int8 overlay) and on the int16 overlay (no vector unit).
 
 What stays on the CPU, and why (the figures of the report's rejected list):
 
@@ -84,7 +84,7 @@ def emu(tmp_path_factory):
 @pytest.mark.parametrize("name", [pytest.param(n, marks=[] if n == "ssd_fpn_like" else
                                                pytest.mark.slow) for n in PATTERNS])
 def test_pattern_on_the_emulated_board(name, emu, dtpu_so, tfl, tmp_path):
-    """The int8 overlay makes the golden model's partitions; the default int16 overlay has no
+    """The default int8 overlay makes the golden model's partitions; the int16 overlay has no
     vector unit and cuts at every vector operator, naming that reason."""
     path = _file(name, "int8", tmp_path)
     _check_with_unit(compare_with_cpu(path, {"backend": "pynq", "bitstream": "int8"}, tfl), name)

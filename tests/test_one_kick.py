@@ -4,11 +4,11 @@ costs the host at most 16 register accesses, one doorbell and no transform, bit-
 TFLite's CPU kernels.
 
 On backend=model (the golden model of a 2.1 core with the vector unit) and on the emulated
-board's int8 overlay (DTPU_PYNQ_EMULATE, `bitstream=int8`: int8/uint8 lanes with the vector
-unit, hw/overlays OVERLAY=int8, which does not fit the xc7z020 yet) every canonical model makes
-it. The board's default overlay (OVERLAY=int16, the build shown to fit) has no vector unit: there
-the models whose ADD, pools or MEAN sit between convolutions stay cut; what cuts each is listed
-in BOARD_CUTS and checked, so the list cannot go stale. backend=rtl (the
+board's default overlay (DTPU_PYNQ_EMULATE, no bitstream option: the int8 build, int8/uint8
+lanes with the vector unit, hw/overlays OVERLAY=int8) every canonical model makes it. The
+board's int16 overlay (`bitstream=int16`, OVERLAY=int16: int16x8 lanes) has no vector unit:
+there the models whose ADD, pools or MEAN sit between convolutions stay cut; what cuts each is
+listed in BOARD_CUTS and checked, so the list cannot go stale. backend=rtl (the
 Verilated dtpu_cl_top with VEC_EN=1) shows the same count on a small residual model.
 The 224x224 models take tens of seconds each on the golden model: slow.
 """
@@ -26,7 +26,7 @@ SMALL = ("vww", "dscnn", "resnet8", "autoencoder")
 BIG = tuple(name for name in MODELS if name not in SMALL)
 #: per invoke, the whole model: 5 register reads and 3 writes (copy in, doorbell, completion)
 ONE_KICK = {"mmio_reads": 5, "mmio_writes": 3, "doorbells": 1, "dma_starts": 0, "transforms": 0}
-#: the emulated board's default overlay, int16 (no vector unit): partitions and the operators that cut
+#: the emulated board's int16 overlay (no vector unit): partitions and the operators that cut
 #: them, each with the reason "target has no vector unit" (SOFTMAX and the nodes that join only
 #: those aside)
 BOARD_CUTS = {"vww": (2, {"MEAN"}), "dscnn": (1, set()), "resnet8": (3, {"ADD"}),
@@ -57,47 +57,43 @@ def test_imagenet_models_are_one_kick_on_the_golden_model(name, dtpu_so, tfl):
 
 @pytest.fixture(scope="module")
 def emu(tmp_path_factory):
-    """The emulated board with the default overlay (int16: int8/uint8/int16, no vector unit)."""
-    yield from emulated_board(tmp_path_factory.mktemp("overlay"))
-
-
-@pytest.fixture(scope="module")
-def emu_int8(emu):
-    """The int8 overlay (OVERLAY=int8: int8/uint8 lanes and the vector unit), by the name the
-    delegate's `bitstream` option takes: the emulation wrote it beside the default one, as
-    `make -C hw/overlays OVERLAY=int8 install` puts it on the board."""
+    """The emulated board with the default overlay (int8: int8/uint8 lanes and the vector
+    unit): the default bitstream, and the name `bitstream=int8` resolves to."""
     from dtpu.board import check_bitstream, resolve_bitstream
 
-    bit = check_bitstream(resolve_bitstream("int8"))
-    assert bit.parent == emu.parent and bit.name == "dtpu_pynqz2_int8.bit"
-    return "int8"
+    for bit in emulated_board(tmp_path_factory.mktemp("overlay")):
+        assert bit.name == "dtpu_pynqz2.bit" and check_bitstream(resolve_bitstream("int8")) == bit
+        assert check_bitstream(resolve_bitstream(None)) == bit
+        yield bit
 
 
-def _board(name, bit, tfl):
-    report = compare_with_cpu(MODELS[name], {"backend": "pynq", "bitstream": str(bit)}, tfl)
+def _board(name, tfl):
+    # default options but the backend: the default bitstream is the int8 overlay
+    report = compare_with_cpu(MODELS[name], {"backend": "pynq"}, tfl)
     _one_kick(report)
     return report
 
 
 @pytest.mark.parametrize("name", SMALL)
-def test_tinyml_models_are_one_kick_on_the_emulated_board(name, emu_int8, dtpu_so, tfl):
-    _board(name, emu_int8, tfl)
+def test_tinyml_models_are_one_kick_on_the_emulated_board(name, emu, dtpu_so, tfl):
+    _board(name, tfl)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", BIG)
-def test_imagenet_models_are_one_kick_on_the_emulated_board(name, emu_int8, dtpu_so, tfl):
-    _board(name, emu_int8, tfl)
+def test_imagenet_models_are_one_kick_on_the_emulated_board(name, emu, dtpu_so, tfl):
+    _board(name, tfl)
 
 
 @pytest.fixture(scope="module")
 def emu_int16(emu):
-    """The int16 overlay (OVERLAY=int16: int8/uint8/int16 lanes, no vector unit), the default:
-    its name resolves to the default bitstream."""
+    """The int16 overlay (OVERLAY=int16: int8/uint8/int16 lanes, no vector unit), by the name
+    the delegate's `bitstream` option takes: the emulation wrote it beside the default one, as
+    `make -C hw/overlays OVERLAY=int16 install` puts it on the board."""
     from dtpu.board import check_bitstream, resolve_bitstream
 
     bit = check_bitstream(resolve_bitstream("int16"))
-    assert bit == emu and bit.name == "dtpu_pynqz2.bit"
+    assert bit.parent == emu.parent and bit.name == "dtpu_pynqz2_int16.bit"
     return "int16"
 
 

@@ -301,7 +301,7 @@ def test_the_emulated_hwh_carries_the_board_builds_parameters(tmp_path, build):
     transport reads to declare the vector unit and its lanes); the 1.2 top has neither vector
     parameter. The emulated core built from that .hwh is the build's HwConfig (the golden
     model's cycles = that RTL's), and so is what the driver lowers for. The default build is
-    int8/uint8/int16 without the unit (the one shown to fit the xc7z020)."""
+    int8/uint8 with the unit (whole models in one kick; it fits the xc7z020 since fit8c)."""
     from dtpu.board.emulate.board import config_from_params
 
     b = design.BOARD_BUILDS[build]
@@ -318,10 +318,12 @@ def test_the_emulated_hwh_carries_the_board_builds_parameters(tmp_path, build):
     p1 = parse_hwh(write_hwh(tmp_path / "d1.hwh", contract=1, build=build))[design.DTPU]["parameters"]
     assert "VEC_EN" not in p1 and "VEC_RQ_LANES" not in p1 and p1["RQ_EN"] == built["RQ_EN"]
     default = design.BOARD_BUILDS[design.DEFAULT_BOARD_BUILD]
-    assert (default.precisions, default.vec_en) == (("int8", "uint8", "int16"), 0)
+    assert (default.precisions, default.vec_en) == (("int8", "uint8"), 1)
     assert design.board_build() is default and design.board_config().ENABLED == \
-        design.board_config("int16").ENABLED
-    with pytest.raises(ValueError, match=r"board build 'fp32' unknown; accepted: int16 \(int8/uint8/int16 "
+        design.board_config("int8").ENABLED
+    assert default.bitstream == design.BITSTREAM_NAME      # the default build is dtpu_pynqz2.bit
+    with pytest.raises(ValueError, match=r"board build 'fp32' unknown; accepted: int8 \(int8/uint8 "
+                                         r"lanes and the vector unit \(the default.*int16 \(int8/uint8/int16 "
                                          r"lanes, no vector unit"):
         design.board_build("fp32")
     with pytest.raises(ValueError, match=r"VEC_EN='yes'; accepted: 0 or 1"):
@@ -342,8 +344,11 @@ def test_the_int8_board_build_is_the_lean_one():
         ("0x0003", "1", "1", "25")
     cfg = design.board_config("int8")
     assert (cfg.VEC_RQ_LANES, cfg.RQ_EN) == (1, 25)
-    assert design.build_params(cfg) == design.build_params(build="int16") | {
-        "PREC_EN": "0x0003", "VEC_RQ_LANES": "1", "RQ_EN": "25"}   # cfg, the default build's VEC_EN
+    assert design.build_params(cfg) == design.build_params(build="int8")   # cfg and the default build's VEC_EN
+    assert design.build_params(design.board_config("int16"), build="int16") == \
+        design.build_params(build="int16")
+    assert design.build_params(build="int16") == design.build_params(build="int8") | {
+        "PREC_EN": "0x0007", "VEC_EN": "0", "VEC_RQ_LANES": "8", "RQ_EN": "31"}
 
 
 def test_the_emulated_hwh_of_contract_2_is_the_2_0_design(tmp_path):
@@ -452,22 +457,22 @@ def test_make_without_vivado_says_what_is_missing():
     assert not (OVERLAYS / "build").exists()
     proc = subprocess.run(["make", "-C", str(OVERLAYS), "OVERLAY=fp32", "VIVADO=vivado-not-installed"],
                           env=env, capture_output=True, text=True, timeout=120)
-    assert proc.returncode != 0 and "OVERLAY must be int16 (int8/uint8/int16, no vector unit, the " \
-        "default) or int8 (int8/uint8 and the vector unit), not 'fp32'" in proc.stderr
+    assert proc.returncode != 0 and "OVERLAY must be int8 (int8/uint8 and the vector unit, the " \
+        "default) or int16 (int8/uint8/int16, no vector unit), not 'fp32'" in proc.stderr
     assert not (OVERLAYS / "build").exists()
 
 
 def test_make_passes_the_contract_to_both_scripts():
     """`make CONTRACT=1` hands 1 to package_ip.tcl and build.tcl and builds into
     build/contract1 (a 1.2 build is not taken for a 2.0 one); the default is 2, into build/.
-    `make OVERLAY=int8` builds the int8 board build (PREC_EN 0x0003, VEC_EN 1, VEC_RQ_LANES 1,
-    RQ_EN 25) into build/int8; the default is int16 (PREC_EN 0x0007, no vector unit, all five
-    requantization variants); CONTRACT=1 has VEC_EN 0."""
+    The default OVERLAY, int8, builds the int8 board build (PREC_EN 0x0003, VEC_EN 1,
+    VEC_RQ_LANES 1, RQ_EN 25) into build/; `make OVERLAY=int16` the int16 one (PREC_EN 0x0007,
+    no vector unit, all five requantization variants) into build/int16; CONTRACT=1 has VEC_EN 0."""
     for args, contract, build, prec_vec in (
-            ([], "2", "build", "0x0007 0 8 31"), (["CONTRACT=2"], "2", "build", "0x0007 0 8 31"),
-            (["CONTRACT=1"], "1", "build/contract1", "0x0007 0 8 31"),
-            (["OVERLAY=int8"], "2", "build/int8", "0x0003 1 1 25"),
-            (["OVERLAY=int16"], "2", "build", "0x0007 0 8 31")):
+            ([], "2", "build", "0x0003 1 1 25"), (["CONTRACT=2"], "2", "build", "0x0003 1 1 25"),
+            (["CONTRACT=1"], "1", "build/contract1", "0x0003 0 1 25"),
+            (["OVERLAY=int8"], "2", "build", "0x0003 1 1 25"),
+            (["OVERLAY=int16"], "2", "build/int16", "0x0007 0 8 31")):
         proc = subprocess.run(["make", "-n", "-C", str(OVERLAYS), "VIVADO=true",
                                f"PYTHON={sys.executable}", *args],
                               capture_output=True, text=True, timeout=120)
@@ -476,8 +481,8 @@ def test_make_passes_the_contract_to_both_scripts():
         assert re.search(rf"package_ip\.tcl -tclargs \S+/hw/rtl \S+/hw/overlays/{build}/ip {contract}$", out, re.M), out
         assert re.search(rf"build\.tcl -tclargs \S+/hw/overlays/{build}/ip \S+/hw/overlays/{build} 4 "
                          rf"(\S+ ){{5}}{prec_vec} {contract}$", out, re.M), out
-    # install: each build under its own name on the board (the delegate's bitstream=int8)
-    for overlay, build in (("int16", "build"), ("int8", "build/int8")):
+    # install: each build under its own name on the board (the delegate's bitstream=int16)
+    for overlay, build in (("int8", "build"), ("int16", "build/int16")):
         proc = subprocess.run(["make", "-n", "-C", str(OVERLAYS), "VIVADO=true", "install", "BOARD=x@y",
                                f"PYTHON={sys.executable}", f"OVERLAY={overlay}"],
                               capture_output=True, text=True, timeout=120)
@@ -555,12 +560,13 @@ def _run_tcl(script: str, args: list[str], version="2022.1", board_parts=None, m
 
 
 needs_tclsh = pytest.mark.skipif(TCLSH is None, reason="tclsh not installed")
-#: the int8 board build's arguments (the one with the vector unit, VEC_EN=1: the script's
-#: wider case; the default int16 build passes VEC_EN=0)
+#: the default int8 board build's arguments (the one with the vector unit, VEC_EN=1: the
+#: script's wider case; the int16 build passes VEC_EN=0)
 BUILD_ARGS = ["/ip", "/out", "4", *design.build_params(build="int8").values()]
-#: the 1.2 design's: the default build's (no vector unit: the 1.2 top has none, VEC_EN=0)
-BUILD_ARGS_1 = ["/ip", "/out", "4", *design.build_params().values()]
-assert design.build_params()["VEC_EN"] == "0"
+assert design.build_params()["VEC_EN"] == "1"
+#: the 1.2 design's: the default build's with VEC_EN=0, as the Makefile passes them for
+#: CONTRACT=1 (the 1.2 top has no vector unit)
+BUILD_ARGS_1 = ["/ip", "/out", "4", *(design.build_params() | {"VEC_EN": "0"}).values()]
 
 
 def _dtpu_config(params: dict[str, str]) -> str:

@@ -156,7 +156,7 @@ def test_bitstream_option(tmp_path):
     assert parse({"bitstream": str(bit)}).backend_options()["bitstream"] == str(bit)
     assert "bitstream" not in parse({}).backend_options()
     with pytest.raises(ValueError, match=r"option 'bitstream'='x.bin' is invalid; expected 'default', "
-                                         r"an overlay's name \(int16, int8\) or the path of an "
+                                         r"an overlay's name \(int8, int16\) or the path of an "
                                          r"existing .bit"):
         parse({"bitstream": "x.bin"})
     # an overlay's name is kept as such: its file is looked for beside the default bitstream
@@ -169,20 +169,20 @@ def test_bitstream_option(tmp_path):
 
 
 def test_bitstream_names_resolve_beside_the_default(tmp_path, monkeypatch):
-    """`bitstream=int8` is the int8 overlay's file where `make -C hw/overlays OVERLAY=int8
+    """`bitstream=int16` is the int16 overlay's file where `make -C hw/overlays OVERLAY=int16
     install` puts it: beside the default bitstream (on the board /home/xilinx/pynq/overlays/
-    dtpu/, else beside $DTPU_BITSTREAM); `int16` and `default` are the default overlay's."""
+    dtpu/, else beside $DTPU_BITSTREAM); `int8` and `default` are the default overlay's."""
     from pathlib import Path
 
     from dtpu.board import resolve_bitstream
 
     monkeypatch.delenv("DTPU_BITSTREAM", raising=False)
     board = Path("/home/xilinx/pynq/overlays/dtpu")
-    assert resolve_bitstream("int8") == board / "dtpu_pynqz2_int8.bit"
-    assert resolve_bitstream("int16") == resolve_bitstream("default") == resolve_bitstream(None) \
+    assert resolve_bitstream("int16") == board / "dtpu_pynqz2_int16.bit"
+    assert resolve_bitstream("int8") == resolve_bitstream("default") == resolve_bitstream(None) \
         == board / "dtpu_pynqz2.bit"
     monkeypatch.setenv("DTPU_BITSTREAM", str(tmp_path / "mine.bit"))
-    assert resolve_bitstream("int8") == tmp_path / "dtpu_pynqz2_int8.bit"
+    assert resolve_bitstream("int16") == tmp_path / "dtpu_pynqz2_int16.bit"
     assert resolve_bitstream(None) == tmp_path / "mine.bit"
     assert resolve_bitstream(str(tmp_path / "x.bit")) == tmp_path / "x.bit"
 
@@ -309,17 +309,19 @@ def test_energy_per_inference_is_device_time_on_every_backend(tmp_path, monkeypa
     bit = emulate.install(tmp_path)
     try:
         power = {}
-        # the emulated board's default design is the 2.0 one (command lists), the int16 overlay
-        # without the vector unit: the model likewise, with the board's partitions (vector=off)
-        for backend, options in (("model", {"path": "lists", "vector": "off"}),
-                                 ("pynq", {"bitstream": str(bit)})):
-            it = dtpu.make_interpreter(model, {"backend": backend, **options})
-            it.allocate_tensors()
-            d = it.get_input_details()[0]
-            for _ in range(2):   # the second invoke: steady state on both
-                it.set_tensor(d["index"], np.zeros(d["shape"], d["dtype"]))
-                it.invoke()
-            r = dtpu.last_report()
+        # the emulated board's default design is the 2.0 one (command lists), the int8 overlay
+        # with the vector unit and one requantizing lane: the model likewise, as that build
+        # (design.board_config: its lanes and knobs, so its cycles are the build's)
+        from dtpu.board.design import board_config
+        for backend, options in (("model", {"path": "lists"}), ("pynq", {"bitstream": str(bit)})):
+            with board_config():
+                it = dtpu.make_interpreter(model, {"backend": backend, **options})
+                it.allocate_tensors()
+                d = it.get_input_details()[0]
+                for _ in range(2):   # the second invoke: steady state on both
+                    it.set_tensor(d["index"], np.zeros(d["shape"], d["dtype"]))
+                    it.invoke()
+                r = dtpu.last_report()
             power[backend] = (r.hw["cycles"], r.power["method"], r.power["energy_j"], r.power["avg_w"])
             del it
         assert power["model"][1] == power["pynq"][1] == "estimated"

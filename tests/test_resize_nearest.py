@@ -127,16 +127,16 @@ def test_a_resize_that_is_no_integer_upscale_stays_on_the_cpu(dtpu_so, tfl, tmp_
 @BUILTIN_ORACLE
 def test_the_board_without_a_vector_unit_leaves_it_on_the_cpu(dtpu_so, tfl, tmp_path,
                                                               monkeypatch):
-    """The board's int8 overlay (hw/overlays OVERLAY=int8, `bitstream=int8`) has the vector
-    unit: the head's RESIZE_NEAREST_NEIGHBOR runs there; its default int16 overlay has none and
-    leaves it on the CPU with the reason."""
+    """The board's default int8 overlay (hw/overlays OVERLAY=int8, the default bitstream) has the
+    vector unit: the head's RESIZE_NEAREST_NEIGHBOR runs there; its int16 overlay
+    (`bitstream=int16`) has none and leaves it on the CPU with the reason."""
     import gc
 
     monkeypatch.setenv("DTPU_PYNQ_EMULATE", "1")
-    report = _delegated(_head("int8"), tfl, tmp_path, {"backend": "pynq", "bitstream": "int8"})
+    report = _delegated(_head("int8"), tfl, tmp_path, {"backend": "pynq"})   # the default: int8
     assert "RESIZE_NEAREST_NEIGHBOR" not in {r["op"] for r in report.rejected}, report.rejected
     assert "resize_nearest_neighbor" in {n.op for n in report.nodes}, [n.op for n in report.nodes]
     gc.collect()        # the first delegate gives the (emulated) board back
-    report = _delegated(_head("int8"), tfl, tmp_path, {"backend": "pynq"})
+    report = _delegated(_head("int8"), tfl, tmp_path, {"backend": "pynq", "bitstream": "int16"})
     reasons = {r["op"]: r["reason"] for r in report.rejected}
     assert reasons["RESIZE_NEAREST_NEIGHBOR"] == "target has no vector unit"

@@ -220,8 +220,8 @@ def test_a_lone_vector_node_stays_on_the_cpu():
 
 @pytest.fixture(scope="module")
 def board(tmp_path_factory):
-    """The emulated PYNQ-Z2 with the int16 overlay (hw/overlays OVERLAY=int16, the default: the
-    2.0 design without the vector unit; the int8 overlay has it)."""
+    """The emulated PYNQ-Z2 with the int16 overlay (hw/overlays OVERLAY=int16: the 2.0 design
+    without the vector unit; the default int8 overlay has it)."""
     from tests.delegate_util import emulated_board
 
     for _ in emulated_board(tmp_path_factory.mktemp("overlay")):

@@ -4,9 +4,9 @@ tests/test_rtl_vector.py leave out: uint8 whole models, and the canonical models
 - **uint8 MobileNet v1 and v2 1.0 224**: the zoo commits them int8 (per-channel) only; their
   uint8 per-tensor twins are derived without TensorFlow into the model cache on first use
   (tests/models/derive_uint8.py: the committed zoo is at its size budget). One partition, one
-  kick, bit-exact with TFLite's uint8 kernels on backend=model and the emulated board's int8
-  overlay (slow, ~10 s and ~15 s each here); MobileNet v2's on backend=rtl (slow: 6.2 M cycles,
-  every node's RTL cycles the golden model's). On the default int16 overlay the twins are cut
+  kick, bit-exact with TFLite's uint8 kernels on backend=model and the emulated board's default
+  int8 overlay (slow, ~10 s and ~15 s each here); MobileNet v2's on backend=rtl (slow: 6.2 M cycles,
+  every node's RTL cycles the golden model's). On the int16 overlay (`bitstream=int16`) the twins are cut
   where their int8 sources are (test_one_kick.BOARD_CUTS).
 - **uint8 tinyML nets** (the zoo's mobilenet_like and dscnn_like, uint8 by the converter's
   per-tensor model + 128): one kick on backend=model, the emulated board's int8 overlay and
@@ -167,7 +167,7 @@ def test_uint8_imagenet_twins_are_one_kick_on_the_emulated_boards_int8_overlay(n
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(TWINS))
 def test_uint8_imagenet_twins_are_cut_on_the_int16_overlay(name, emu, dtpu_so, tfl):
-    """The default overlay has no vector unit: the twin is cut where its int8 source is."""
+    """The int16 overlay has no vector unit: the twin is cut where its int8 source is."""
     report = compare_with_cpu(_path(name), {"backend": "pynq", "bitstream": "int16"}, tfl)
     partitions, cuts = BOARD_CUTS[TWINS[name]]
     assert report.kernels == partitions, (report.kernels, report.rejected)

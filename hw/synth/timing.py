@@ -138,6 +138,7 @@ class Unit:
     children: list[str] = field(default_factory=list)   # module names of the whole subtree
     label: str = ""
     blackbox: list[str] = field(default_factory=list)   # submodules left out (--blackbox)
+    builds: set[str] = field(default_factory=set)       # the board builds that have it
 
 
 def parse_rtlil_params(text: str) -> dict[str, dict[str, str]]:
@@ -215,17 +216,25 @@ def optional_units(build: str, units: list[Unit]) -> dict[str, str]:
     appended to `units`, labelled with their build; returns their labels -> "<name> build".
     Why: every bitstream the overlay builds has its rows, and the proven clock (the slowest
     unit of the timed build) is not lowered by a unit the timed build does not contain."""
-    have = {(u.module, json.dumps(u.params, sort_keys=True)) for u in units}
+    def sig(u: Unit) -> tuple[str, str]:
+        return u.module, json.dumps(u.params, sort_keys=True)
+
+    have = {sig(u): u for u in units}
+    for u in units:
+        u.builds = {build}
     out: dict[str, str] = {}
     for other in board_builds()[1]:
         if other == build:
             continue
         text = f"{other} build"
-        new = [u for u in elaborate(board_params(other), f"_elab_{other}")
-               if (u.module, json.dumps(u.params, sort_keys=True)) not in have]
-        for u in new:
-            u.label = f"{u.label} [{text}]"
-            out[u.label] = text
+        new = []
+        for u in elaborate(board_params(other), f"_elab_{other}"):
+            if sig(u) in have:
+                have[sig(u)].builds.add(other)
+            else:
+                u.label, u.builds = f"{u.label} [{text}]", {other}
+                out[u.label] = text
+                new.append(u)
         units.extend(new)
     return out
 
@@ -395,7 +404,9 @@ def lower_bound_lut4(u: Unit, done: dict[str, dict], units: list[Unit]) -> int:
     """LUT4 of a unit's submodules already synthesized (instances per instance of u): a lower
     bound of its flattened size, so that the tops are not flattened only to find them too big."""
     total = 0
-    counted = [c for c in units if c.module in u.children and c.label in done]
+    # (only its own build's: the other build's variants of a submodule are not inside it)
+    counted = [c for c in units if c.module in u.children and c.label in done
+               and (not u.builds or u.builds <= c.builds)]
     for c in counted:
         # a submodule inside another one counted is in that one's figure already
         if any(c.module in d.children for d in counted if d is not c):

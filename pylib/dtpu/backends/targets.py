@@ -149,7 +149,7 @@ def _check_build(t, cfg: HwConfig, bitstream: str, overlay) -> Target:
                      bitstream, ", ".join(p.value for p in built.ENABLED))
         cfg = t.cfg = built
     if not t.streams and not t.vector_unit:     # the 2.0 design without the unit
-        log.info("bitstream %s: no vector unit (its .hwh: VEC_EN=0, e.g. the default hw/overlays OVERLAY=int16): "
+        log.info("bitstream %s: no vector unit (its .hwh: VEC_EN=0, e.g. the int16 overlay, hw/overlays OVERLAY=int16): "
                  "ADD, pools, MEAN and the table operators stay on the CPU", bitstream)
     return Target(t, cfg, overlay=overlay)
 

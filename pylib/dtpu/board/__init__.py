@@ -94,7 +94,7 @@ def resolve_bitstream(value: str | os.PathLike | None = None) -> Path:
     """The .bit the delegate's ``bitstream`` option means: ``default`` (or nothing)
     :func:`default_bitstream`; an overlay's name (``int8``, ``int16``; make -C hw/overlays
     OVERLAY=<name> install) that overlay's file beside the default bitstream (on the board
-    /home/xilinx/pynq/overlays/dtpu/dtpu_pynqz2_int8.bit; under DTPU_PYNQ_EMULATE the
+    /home/xilinx/pynq/overlays/dtpu/dtpu_pynqz2_int16.bit; under DTPU_PYNQ_EMULATE the
     emulation writes both overlays there); anything else a path. Not checked for existence
     (:func:`check_bitstream`)."""
     from dtpu.board.design import board_build

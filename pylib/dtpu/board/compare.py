@@ -108,6 +108,13 @@ def proven_clock(results: Path | None = None) -> dict:
                 target_mhz=float(timing.get("target_mhz", 100.0)))
 
 
+def default_build_summary() -> str:
+    """The default board build as the comparison names it."""
+    from dtpu.board.design import BOARD_BUILDS, DEFAULT_BOARD_BUILD
+
+    return f"{DEFAULT_BOARD_BUILD}: {BOARD_BUILDS[DEFAULT_BOARD_BUILD].summary}"
+
+
 def dtpu_row(result: dict, clock: dict, c: dict) -> dict | None:
     """The DTPU's figures of one estimate (its C-path row): whole invoke at the fabric clock,
     at the proxy's slowest fmax, and with every run's report read (the Python that folds a C
@@ -158,4 +165,5 @@ def sources() -> list[str]:
             for p in PUBLISHED]
 
 
-__all__ = ["PUBLISHED", "TASKS", "proven_clock", "dtpu_row", "table", "sources"]
+__all__ = ["PUBLISHED", "TASKS", "proven_clock", "default_build_summary", "dtpu_row", "table",
+           "sources"]

@@ -15,8 +15,9 @@ The counts come from running the model's partitions through the golden model:
   (:func:`dtpu.board.costs.host_ms_c`).
 
 Partitions are the chains of convolutions :func:`dtpu.tflite_model.partitions_of` places (split
-at every other operator, as the delegate's are); the operators between them are priced as
-TFLite's kernels on the A9 (:func:`cpu_side`). benchmarks/bench_board_estimate.py prints this
+at every other operator, as the delegate's are on a target without the vector unit, the int16
+overlay; the default int8 overlay's one-kick partitions are :func:`before_after`'s); the
+operators between them are priced as TFLite's kernels on the A9 (:func:`cpu_side`). benchmarks/bench_board_estimate.py prints this
 module's table for three reference models; docs/board_estimate.md reads it.
 """
 from __future__ import annotations
@@ -416,40 +417,49 @@ LABELS = {"1.2": "1.2 job by job", "2.0": "2.0 command list (Python)",
 #: delegate options that make backend=model's partitions and cycles that build's (run under the
 #: build's own HwConfig, :func:`dtpu.board.design.board_config`: its lanes, requantization
 #: variants and the vector unit's requantizing lanes): the int16 overlay has no vector unit (its
-#: operators on the CPU, `vector=off`), the int8 overlay has it
+#: operators on the CPU, `vector=off`), the int8 overlay, the default, has it
 ONE_KICK_BUILDS = (("int16", {"vector": "off"}), ("int8", {}))
+
+
+def _steady_report(path: Path, build: str, options: dict, invokes: int = 2):
+    """The delegate's steady-state report of `path` on backend=model as board build `build`
+    runs it (its HwConfig, :func:`dtpu.board.design.board_config`, and `options`)."""
+    import dtpu
+    from dtpu.board.design import board_config
+
+    with board_config(build):
+        interp = dtpu.make_interpreter(path, {"backend": "model", **options})
+        interp.allocate_tensors()
+        for seed in range(invokes):
+            rng = np.random.default_rng(seed)
+            for d in interp.get_input_details():
+                info = np.iinfo(d["dtype"])
+                interp.set_tensor(d["index"], rng.integers(info.min, info.max + 1, d["shape"])
+                                  .astype(d["dtype"]))
+            interp.invoke()
+        report = dtpu.last_report()
+        del interp
+    return report
 
 
 def before_after(name: str, path: Path, c: dict | None = None, invokes: int = 2) -> dict:
     """The whole invoke on the PYNQ-Z2 of `path` as the delegate runs it on each board build of
-    :data:`ONE_KICK_BUILDS`, before (the int16 overlay's cut partitions) and after (the int8
-    overlay's one kick), priced from the delegate's own steady-state report
+    :data:`ONE_KICK_BUILDS`, before (the int16 overlay's cut partitions) and after (the default
+    int8 overlay's one kick), priced from the delegate's own steady-state report
     (:func:`dtpu.board.costs.for_report`, the C invoke path, default options).
 
     Why the delegate and not :func:`estimate`'s chains of convolutions: the one-kick partition
     holds the vector unit's operators, which only the delegate places. backend=model with the
     build's options under the build's HwConfig gives the emulated board's partitions, host
-    counts and cycles for that bitstream (`bitstream=int16` / `int8`: equal,
+    counts and cycles for that bitstream (`bitstream=int16` / `int8`, the default: equal,
     tests/test_doc_claims.py)."""
-    import dtpu
     from dtpu.board.costs import for_report
-    from dtpu.board.design import BOARD_BUILDS, board_config
+    from dtpu.board.design import BOARD_BUILDS
 
     c = costs() if c is None else c
     rows = []
     for build, options in ONE_KICK_BUILDS:
-        with board_config(build):
-            interp = dtpu.make_interpreter(path, {"backend": "model", **options})
-            interp.allocate_tensors()
-            for seed in range(invokes):
-                rng = np.random.default_rng(seed)
-                for d in interp.get_input_details():
-                    info = np.iinfo(d["dtype"])
-                    interp.set_tensor(d["index"], rng.integers(info.min, info.max + 1, d["shape"])
-                                      .astype(d["dtype"]))
-                interp.invoke()
-            report = dtpu.last_report()
-            del interp
+        report = _steady_report(path, build, options, invokes)
         est = for_report(report, c)
         if est is None:
             raise RuntimeError(f"{name}: the report of build {build} cannot be priced "
@@ -462,6 +472,26 @@ def before_after(name: str, path: Path, c: dict | None = None, invokes: int = 2)
                          ops={k: report.host[k] for k in ("mmio_reads", "mmio_writes",
                                                           "doorbells")}))
     return dict(model=name, file=str(path), rows=rows)
+
+
+def on_default_build(name: str, path: Path, c: dict | None = None, invokes: int = 2) -> dict:
+    """:func:`estimate`'s result for the C path, but as the delegate runs `path` on the
+    overlay's default board build (dtpu.board.design.DEFAULT_BOARD_BUILD, its options in
+    :data:`ONE_KICK_BUILDS`): the partitions it places (one kick on the int8 build), priced
+    from its steady-state report. Why: the table a board user reads first
+    (dtpu.board.compare) must be the bitstream they load, not chains of convolutions."""
+    from dtpu.board.costs import for_report
+    from dtpu.board.design import DEFAULT_BOARD_BUILD
+
+    c = costs() if c is None else c
+    options = dict(ONE_KICK_BUILDS)[DEFAULT_BOARD_BUILD]
+    report = _steady_report(path, DEFAULT_BOARD_BUILD, options, invokes)
+    est = for_report(report, c)
+    if est is None or est["path"] != "c":
+        raise RuntimeError(f"{name}: the default build's report cannot be priced on the C path "
+                           f"(path {report.path!r})")
+    return dict(model=name, file=str(path), partitions=report.kernels, nodes=len(report.nodes),
+                cpu_side=est["cpu_side"], bit_exact=None, build=DEFAULT_BOARD_BUILD, rows=[est])
 
 
 def format_before_after(results: list[dict]) -> str:
@@ -535,4 +565,5 @@ def format_results(results: list[dict], c: dict, sources: bool = True) -> str:
 
 
 __all__ = ["estimate", "format_results", "before_after", "format_before_after", "ONE_KICK_BUILDS",
+           "on_default_build",
            "jobs_counts", "list_counts", "cpu_side", "counts", "ByteCountingTransport", "ProtocolBackend", "count_transforms", "folded_views"]

@@ -179,7 +179,7 @@ class PynqTransport(Transport):
                     f"VERSION 0x{version:08x}; accepted there: 0x{self.cfg.VERSION2:08x} (contract "
                     f"2.0); rebuild the bitstream with `make -C hw/overlays`")
             # contract 2.1's vector unit, as the bitstream's .hwh declares it (the IP's VEC_EN,
-            # hw/overlays OVERLAY=int8): the same declaration, and the same Verilog unit, as
+            # hw/overlays OVERLAY=int8, the default): the same declaration, and the same Verilog unit, as
             # backend=rtl's in-process top (dtpu.rtl.native.open_native_lists)
             params = ip_dict[names[0]].get("parameters", {})
             if vector_unit_of(params):

@@ -179,7 +179,7 @@ def _bitstream(value: str) -> str | None:
     try:
         return str(check_bitstream(text))
     except ValueError as exc:
-        raise _invalid("bitstream", value, f"'default', an overlay's name (int16, int8) or the "
+        raise _invalid("bitstream", value, f"'default', an overlay's name (int8, int16) or the "
                        f"path of an existing .bit with its .hwh beside it ({exc})") from None
 
 
@@ -291,12 +291,12 @@ TABLE = {
     "clock_mhz": ("number in (0, 10000]", "`100`", "accelerator clock used to turn cycles into time"),
     "log_level": ("`debug`, `info`, `warning`, `error`, `critical`", "unchanged",
                   "level of the `dtpu` logger while this delegate lives (adds a stderr handler if none is configured); restored when it is destroyed"),
-    "bitstream": ("`default`, `int16`, `int8`, or the path of a `.bit` with its `.hwh` beside it",
+    "bitstream": ("`default`, `int8`, `int16`, or the path of a `.bit` with its `.hwh` beside it",
                   "`default`: `$DTPU_BITSTREAM`, else `/home/xilinx/pynq/overlays/dtpu/dtpu_pynqz2.bit`",
-                  "backend=pynq: the overlay to load (hw/overlays); `int16` / `int8` name the "
-                  "board builds (`make -C hw/overlays OVERLAY=`: int8/uint8/int16 without the "
-                  "vector unit, the default; int8/uint8 with it, whole models in one kick, fitting "
-                  "the xc7z020 too), their files beside the default one (docs/board.md)"),
+                  "backend=pynq: the overlay to load (hw/overlays); `int8` / `int16` name the "
+                  "board builds (`make -C hw/overlays OVERLAY=`: int8/uint8 with the vector unit, "
+                  "whole models in one kick, the default; int8/uint8/int16 without it, for int16x8 "
+                  "models), their files beside the default one (docs/board.md)"),
     "power_meter": ("`none`, watts > 0, or `file:PATH`", "`none`",
                     "backend=pynq: an external power meter's reading (the board cannot measure "
                     "power); without one, power is estimated (docs/power.md)"),
@@ -320,14 +320,15 @@ TABLE = {
              "`SHAPE` -> `STRIDED_SLICE` -> `PACK` chains computing a view's shape, evaluated "
              "at Prepare; `off` leaves them on the CPU (docs/partitions.md)"),
     "vector": ("`on`, `off`", "`on`",
-               "on a target with contract 2.1's vector unit (backend=model): claim `ADD`, `SUB`, "
+               "on a target with contract 2.1's vector unit (backend=model, backend=rtl's 2.0 "
+               "top, the board's default int8 overlay): claim `ADD`, `SUB`, "
                "`MUL` (a constant operand too), `AVERAGE_POOL_2D`, `MAX_POOL_2D`, `MEAN`, "
                "`CONCATENATION` along channels, `RESIZE_NEAREST_NEIGHBOR` by integer factors "
                "and the table operators (`LOGISTIC`, `TANH`, "
                "`HARD_SWISH`, `LEAKY_RELU`, `RELU`, `RELU6`, `RELU_N1_TO_1`, `QUANTIZE`) where "
                "they join convolutions (`ops=auto`; docs/partitions.md); `off` leaves them on the "
-               "CPU, the partitions of a target without the unit (the Verilog, the board), e.g. "
-               "to compare cycles with it"),
+               "CPU, the partitions of a target without the unit (the board's int16 overlay, the "
+               "1.2 top), e.g. to compare cycles with it"),
     "invoke": ("`c`, `python`", "`c`",
                "backends model/rtl: `c` runs a partition compiled as a command list from TFLite's "
                "kernel call to its completion in C once its first invoke ran in Python (copies, "

@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 PLACEHOLDER = b"DTPU BOARD EMULATION: not a bitstream. The .hwh beside it describes the emulated design.\n"
 PART = "7z020clg400"
 _design_dir: list[Path] = []
+_design_contract: list[int] = []      # the contract of the designs in _design_dir
 _warned: list[bool] = []
 
 
@@ -59,12 +60,12 @@ def write_design(directory: str | os.PathLike, cfg: HwConfig | None = None,
                  interrupts: bool | None = None, contract: int = DEFAULT_CONTRACT,
                  build: str | None = None) -> Path:
     """Write <directory>/dtpu_pynqz2.bit (placeholder configuration data) and .hwh (named as
-    the board build is installed: dtpu_pynqz2_int8.bit for ``build="int8"``); return the
+    the board build is installed: dtpu_pynqz2_int16.bit for ``build="int16"``); return the
     .bit path. ``cfg``: the DTPU build the .hwh describes; default the board build
     (:func:`dtpu.board.design.board_config`: its precisions, memories and geometry, what
     hw/overlays builds), so that the emulated board claims what the real one would. ``build``:
-    which board build (``make -C hw/overlays OVERLAY=``: "int16", the default, without the
-    vector unit; "int8" with it; :data:`dtpu.board.design.BOARD_BUILDS`). ``contract``: which hw/overlays design (2: the 2.0 design, the default:
+    which board build (``make -C hw/overlays OVERLAY=``: "int8", the default, with the
+    vector unit; "int16" without it; :data:`dtpu.board.design.BOARD_BUILDS`). ``contract``: which hw/overlays design (2: the 2.0 design, the default:
     dtpu_cl_top, its master on HP0 and its irq to the PS; 1: the 1.2 design, dtpu_axi fed by two
     AXI DMAs). ``interrupts=True`` with contract 1: the
     1.2 variant with the DTPU's irq wired to the PS through an AXI interrupt controller
@@ -85,7 +86,7 @@ def install(directory: str | os.PathLike | None = None, contract: int = DEFAULT_
             build: str | None = None) -> Path:
     """Make the emulated PYNQ-Z2 pynq's active device (idempotent); return the emulated
     overlay's .bit (the hw/overlays design of `contract`: 2, the default, or 1; of board build
-    `build`: the default, int16 without the vector unit, or int8 with it), with the other board builds'
+    `build`: the default, int8 with the vector unit, or int16 without it), with the other board builds'
     overlays beside it, as ``make install`` puts them on the board (the ``bitstream`` option's
     names find them there). RuntimeError if pynq cannot be imported."""
     try:
@@ -101,9 +102,12 @@ def install(directory: str | os.PathLike | None = None, contract: int = DEFAULT_
         _warned.append(True)
         log.warning("pynq emulation: the active pynq device is an emulated PYNQ-Z2; its DTPU is "
                     "the golden model, its XADC readings are synthetic")
-    if directory is not None or not _design_dir:
+    # the designs written last are reused only for the same contract: a 1.2 design left by an
+    # earlier install(contract=1) is not the default 2.0 overlay (its partitions differ)
+    if directory is not None or not _design_dir or _design_contract != [contract]:
         d = Path(directory) if directory is not None else Path(tempfile.mkdtemp(prefix="dtpu-emu-"))
         _design_dir[:] = [d]
+        _design_contract[:] = [contract]
         bit = write_design(d, contract=contract, build=build)
         for other in BOARD_BUILDS:      # the other overlays beside it: bitstream=<name>
             if other != board_build(build).name:

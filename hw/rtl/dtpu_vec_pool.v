@@ -37,13 +37,14 @@ Copyright (c) 2026 DTPU authors. Apache-2.0.
  * below; out_bytes: 8, or C mod 8 for a pixel's last word; out_end on the tensor's last).
  *
  * The accumulators are one block RAM (2^LOG_ROW words: min(ceil(FH/SH), OH) * OW * ceil(C/8)
- * <= 2^LOG_ROW, else `geom_bad`), read a cycle ahead at the next operation's word, the word
- * being written forwarded. The window fields may arrive after `clear`: the sizes made from
- * them are read from the first pixel word on. Their quotients (ceil(FH/SH), PT/SH, PL/SW,
- * MAX_AREA/FH) come from four small restoring dividers, 9 cycles after the window fields
- * change, the sizes three registers later: `ready` then, and `geom_bad` valid with it (the
- * other fields' sizes follow them within three cycles). The unit offers no pixel word before
- * `ready` (dtpu_vec: its first beat comes >= MEM_READ_LATENCY after its request, long after).
+ * <= 2^LOG_ROW, else `geom_bad`), read two operations ahead (the walk runs ahead, below), the
+ * words written since forwarded. The fields may arrive
+ * after `clear`. Their quotients (ceil(FH/SH), PT/SH, PL/SW, MAX_AREA/FH) come from four small
+ * restoring dividers, 9 cycles after the window fields change, the sizes three registers later
+ * (three after any other field's change), the walk loaded from them and stepped to its first
+ * operation three cycles after that: `ready` then, and `geom_bad` valid with it. The unit takes
+ * no pixel word before `ready` (dtpu_vec offers none before: its first beat comes
+ * >= MEM_READ_LATENCY after its request, long after).
  */
 module dtpu_vec_pool #
 (
@@ -81,7 +82,9 @@ module dtpu_vec_pool #
     input  wire               in_valid,
     output wire               in_ready,
     input  wire [8*LANES-1:0] in_data,
-    input  wire               in_last,
+    /* verilator lint_off UNUSEDSIGNAL */
+    input  wire               in_last,        // (the walk counts C itself: the same words)
+    /* verilator lint_on UNUSEDSIGNAL */
 
     /* results */
     input  wire               room,           // the output has room for a result
@@ -139,6 +142,8 @@ reg  [31:0] roww;                       // a row's words, OW * ceil(C/8)
 reg         okw;
 reg  [47:0] ring;                       // the ring's words
 reg  signed [PW-1:0] sn0y, sn0x;        // the start of the first window not open at 0
+reg  [15:0] nm1, hm1, wm1, ohm1, owm1;  // N-1, H-1, W-1, OH-1, OW-1
+reg  signed [PW-1:0] fhm1, fwm1;        // FH-1, FW-1
 /* verilator lint_on UNUSEDSIGNAL */
 /* verilator lint_off UNUSEDSIGNAL */
 wire [23:0] sn0y_p = n0y * {8'd0, sh};  // <= (PT/SH + 1) * SH <= PT + SH: PW bits
@@ -146,6 +151,10 @@ wire [23:0] sn0x_p = n0x * {8'd0, sw};
 /* verilator lint_on UNUSEDSIGNAL */
 wire [47:0] key = {fh, fw, sh, sw, pt, pl};
 reg  [47:0] dkey;                       // the fields the quotients are (being) made from
+// the other fields the sizes and the walk's first operations are made from: a change makes
+// them again (`settle`), and the walk is loaded again from them (`pr`, below)
+wire [95:0] fld = {n, h, w, c, oh, ow};
+reg  [95:0] dfld;
 reg  [3:0]  dcnt;                       // quotient bits still to make
 reg  [1:0]  settle;                     // registers of sizes made since the quotients
 // the dividers: remainder (below the divisor: 8 bits) and the dividend shifting into the
@@ -158,7 +167,8 @@ wire        g0 = t0 >= {1'b0, d0}, g1 = t1 >= {1'b0, d1}, g2 = t2 >= {1'b0, d2},
 // (the new remainder is below the divisor: 8 bits)
 wire [7:0]  u0 = g0 ? t0[7:0] - d0 : t0[7:0], u1 = g1 ? t1[7:0] - d1 : t1[7:0],
             u2 = g2 ? t2[7:0] - d2 : t2[7:0], u3 = g3 ? t3[7:0] - d3 : t3[7:0];
-assign ready = (dkey == key) && (dcnt == 4'd0) && (settle == 2'd3);
+// the sizes are made from the fields as they are (`ready` once the walk is loaded from them)
+wire        sized = (dkey == key) && (dfld == fld) && (dcnt == 4'd0) && (settle == 2'd3);
 always @(posedge clk) begin
     if (dkey != key) begin
         dkey <= key;
@@ -178,6 +188,10 @@ always @(posedge clk) begin
         {r3, n3} <= {u3, n3[7:0], g3};
     end else if (settle != 2'd3) begin
         settle <= settle + 2'd1;
+    end
+    if (dfld != fld) begin
+        dfld   <= fld;
+        settle <= 2'd0;
     end
     if (rst) begin
         dkey <= ~key;
@@ -202,6 +216,14 @@ always @(posedge clk) begin
     ring  <= {32'd0, ry} * {16'd0, roww};
     sn0y  <= $signed(sn0y_p[PW-1:0]) - $signed({{(PW-8){1'b0}}, pt});
     sn0x  <= $signed(sn0x_p[PW-1:0]) - $signed({{(PW-8){1'b0}}, pl});
+    // the walk's bounds less one (its comparisons then add nothing)
+    nm1   <= n - 16'd1;
+    hm1   <= h - 16'd1;
+    wm1   <= w - 16'd1;
+    ohm1  <= oh - 16'd1;
+    owm1  <= ow - 16'd1;
+    fhm1  <= $signed({{(PW-8){1'b0}}, fh}) - 1;
+    fwm1  <= $signed({{(PW-8){1'b0}}, fw}) - 1;
 end
 assign geom_bad = !okw || (ring > {{(47-LOG_ROW){1'b0}}, ROW_W});
 
@@ -225,196 +247,227 @@ function [LOG_ROW-1:0] next_slot(input [LOG_ROW-1:0] base, input [LOG_ROW:0] ste
     end
 endfunction
 
-/* ---- the walk */
-// the pixel: batch, row, column; the open output rows ylo .. ynx-1 (the first's start and
-// slot, the next one's start), the open output columns xlo .. xnx-1 (same, the first's word)
+/* ---- the walk, two operations ahead
+ * The registers below (the walk's state) are the operation's after the next, the next and
+ * the current ones' few facts (`f_*`, `o_*`: the word's address, whether it writes, is a
+ * first tap, makes a window's word, ends its pixel word, is the last) registered from them a
+ * step before and two steps before. So the accumulator block RAM's read address is the walk's
+ * own registers' sum, read as the walk's operation becomes the next, and its word registered
+ * (`acc_q`) as it becomes current; and the step has a whole cycle from registers to
+ * registers. (On the ECP5 proxy the walk's `word_done` -> next state -> address was 18.0 ns in
+ * the cycle of the operation; then, one operation ahead, the block RAM's read -> the combine
+ * 12.6 ns.) The step takes a pixel word's end from its channels (`cj`: the funnel's `in_last`
+ * is the same word, dtpu_vec_pix counts C the same way), since that operation's word has not
+ * come yet. The walk is loaded from the sizes (`pr` 0) once they are made and steps twice
+ * more to have its first operation current (`pr` 1, 2): `ready` three cycles after the sizes,
+ * and again after `clear` or a field's change (the vector unit's first pixel word comes
+ * MEM_READ_LATENCY after its request, long after: no cycle changes). */
+// the pixel: batch, row, column; the open output rows ylo .. ynx-1 (ny of them; the first's
+// start and slot, the next one's start), the open output columns xlo .. xnx-1 (nx; same, the
+// first's word). (ny, nx <= ceil(FH/SH), ceil(FW/SW) <= 255: 9 bits)
 reg  [15:0]        b, y, x;
 reg  [15:0]        ylo, ynx, xlo, xnx;
+reg  [8:0]         ny, nx;
 reg  signed [PW-1:0] sylo, synx, sxlo, sxnx;
 reg  [LOG_ROW-1:0] ybase, xbase;
 // the operation: its window (row iy past ylo; column ix past xlo, or dox when draining), the
 // window's start row / column, slot and column word, the word j in the pixel, channels from j on
 reg                drain;
-reg  [15:0]        iy, ix, dox;
+reg  [8:0]         iy, ix;
+reg  [15:0]        dox;
 reg  signed [PW-1:0] sy, sx;
 reg  [LOG_ROW-1:0] rb, xa, j;
 reg  [15:0]        cj;
 reg                fin;
-reg                fresh;               // no operation yet: the window fields were read late
-
-wire [15:0]        ynx_c  = fresh ? n0y : ynx;
-wire [15:0]        xnx_c  = fresh ? n0x : xnx;
-wire signed [PW-1:0] sylo_c = fresh ? npt : sylo;
-wire signed [PW-1:0] synx_c = fresh ? sn0y : synx;
-wire signed [PW-1:0] sxlo_c = fresh ? npl : sxlo;
-wire signed [PW-1:0] sxnx_c = fresh ? sn0x : sxnx;
-wire signed [PW-1:0] sy_c   = fresh ? npt : sy;
-wire signed [PW-1:0] sx_c   = fresh ? npl : sx;
+reg  [1:0]         pr;                  // 0: the walk loaded from the sizes, 1: stepped once, 2: ready
 
 wire signed [PW-1:0] ys = $signed({{(PW-16){1'b0}}, y});
 wire signed [PW-1:0] xs = $signed({{(PW-16){1'b0}}, x});
 wire signed [PW-1:0] one_s = 1;
-wire [15:0] ny = ynx_c - ylo;
-wire [15:0] nx = xnx_c - xlo;
-wire skip      = !drain && (ny == 16'd0 || nx == 16'd0);
-wire y_last    = (y == h - 16'd1);
-wire x_last    = (x == w - 16'd1);
-wire first_tap = ((sy_c == ys) || (y == 16'd0 && sy_c < one_s))
-              && ((sx_c == xs) || (x == 16'd0 && sx_c < one_s));
-wire row_end   = (sy_c + fh_s - one_s == ys) || y_last;
-wire col_end   = (sx_c + fw_s - one_s == xs) || x_last;
+wire skip      = !drain && (ny == 9'd0 || nx == 9'd0);
+wire y_last    = (y == hm1);
+wire x_last    = (x == wm1);
+wire first_tap = ((sy == ys) || (y == 16'd0 && sy < one_s))
+              && ((sx == xs) || (x == 16'd0 && sx < one_s));
+wire row_end   = (sy + fhm1 == ys) || y_last;
+wire col_end   = (sx + fwm1 == xs) || x_last;
 // this operation makes its window's word: its last tap and the first window ending here, or
 // a drain's
-wire emit      = drain || (!skip && iy == 16'd0 && ix == 16'd0 && row_end && col_end);
-wire word_done = skip || (iy == ny - 16'd1 && ix == nx - 16'd1);
+wire emit      = drain || (!skip && iy == 9'd0 && ix == 9'd0 && row_end && col_end);
+wire ix_end    = (ix + 9'd1 == nx);
+wire word_done = skip || ((iy + 9'd1 == ny) && ix_end);
 wire last_word = (cj <= LANES);
 // the row's first open output row ends here (its windows' right-edge ties are made after the
 // row), and the bottom's other open rows (after the image's last row)
-wire lo_ends   = (ny != 16'd0) && ((sylo_c + fh_s - one_s == ys) || y_last);
-wire need_rd   = lo_ends && (nx > 16'd1);
-wire need_bd   = y_last && (ny > 16'd1);
-wire drain_row_done = (dox == ow - 16'd1);
-wire drain_end = last_word && drain_row_done && !(y_last && iy + 16'd1 < ny);
+wire lo_ends   = (ny != 9'd0) && ((sylo + fhm1 == ys) || y_last);
+wire need_rd   = lo_ends && (nx > 9'd1);
+wire need_bd   = y_last && (ny > 9'd1);
+wire drain_row_done = (dox == owm1);
+wire drain_end = last_word && drain_row_done && !(y_last && iy + 9'd1 < ny);
 
-wire go = room && !fin && !clear && (drain || in_valid);
-assign in_ready = !drain && word_done && room && !fin && !clear;
-assign op = go;
-wire px_done = !drain && word_done && in_last;          // the pixel's last operation
+wire px_done  = !drain && word_done && last_word;       // the pixel's last operation
 wire to_drain = px_done && x_last && (need_rd || need_bd);
-wire advance = go && ((px_done && !to_drain) || (drain && drain_end));
-assign last_op = advance && x_last && y_last && (b == n - 16'd1);
+wire advance  = (px_done && !to_drain) || (drain && drain_end);
+// the window range's changes at the next pixel (column; row, at a row's last pixel)
+wire xlo_up   = (nx != 9'd0) && (sxlo + fwm1 == xs);
+wire xnx_up   = (xnx != ow) && (sxnx == xs + one_s);
+wire ylo_up   = (ny != 9'd0) && (sylo + fhm1 == ys);
+wire ynx_up   = (ynx != oh) && (synx == ys + one_s);
+// the tensor's last result word: the last window's last word of the last batch
+wire [15:0] ox_op = drain ? dox : xlo + {7'd0, ix};
+wire last_res = (b == nm1) && (ylo + {7'd0, iy} == ohm1) && (ox_op == owm1) && last_word;
 
-reg  [15:0]        b_n, y_n, x_n, ylo_n, ynx_n, xlo_n, xnx_n, iy_n, ix_n, dox_n, cj_n;
+// the step to the operation after this one (taken when it goes)
+reg  [15:0]        b_n, y_n, x_n, ylo_n, ynx_n, xlo_n, xnx_n, dox_n, cj_n;
+reg  [8:0]         ny_n, nx_n, iy_n, ix_n;
 reg  signed [PW-1:0] sylo_n, synx_n, sxlo_n, sxnx_n, sy_n, sx_n;
 reg  [LOG_ROW-1:0] ybase_n, xbase_n, rb_n, xa_n, j_n;
 reg                drain_n;
 always @* begin
-    {b_n, y_n, x_n, ylo_n, ynx_n, xlo_n, xnx_n} = {b, y, x, ylo, ynx_c, xlo, xnx_c};
-    {sylo_n, synx_n, sxlo_n, sxnx_n, sy_n, sx_n} = {sylo_c, synx_c, sxlo_c, sxnx_c, sy_c, sx_c};
+    {b_n, y_n, x_n, ylo_n, ynx_n, xlo_n, xnx_n} = {b, y, x, ylo, ynx, xlo, xnx};
+    {ny_n, nx_n} = {ny, nx};
+    {sylo_n, synx_n, sxlo_n, sxnx_n, sy_n, sx_n} = {sylo, synx, sxlo, sxnx, sy, sx};
     {iy_n, ix_n, dox_n, cj_n} = {iy, ix, dox, cj};
     {ybase_n, xbase_n, rb_n, xa_n, j_n} = {ybase, xbase, rb, xa, j};
     drain_n = drain;
-    if (go) begin
-        if (!drain && !word_done) begin                 // the pixel word's next window
-            if (ix != nx - 16'd1) begin
-                ix_n = ix + 16'd1;
-                sx_n = sx_c + sw_s;
-                xa_n = xa + wpx_a;
-            end else begin
-                ix_n = 16'd0;
-                sx_n = sxlo_c;
-                xa_n = xbase;
-                iy_n = iy + 16'd1;
-                sy_n = sy_c + sh_s;
-                rb_n = next_slot(rb, roww_a, ring_a);
-            end
-        end else if (!drain && !in_last) begin          // the pixel's next word
-            {iy_n, ix_n} = 32'd0;
-            {sy_n, sx_n, rb_n, xa_n} = {sylo_c, sxlo_c, ybase, xbase};
-            j_n  = j + 1'b1;
-            cj_n = cj - LANES;
-        end else if (to_drain) begin                    // the row's ties, then the bottom's
-            drain_n = 1'b1;
-            j_n  = {LOG_ROW{1'b0}};
-            cj_n = c;
-            if (need_rd) begin
-                {iy_n, dox_n} = {16'd0, xlo + 16'd1};
-                {sy_n, sx_n, rb_n, xa_n} = {sylo_c, sxlo_c + sw_s, ybase, xbase + wpx_a};
-            end else begin
-                {iy_n, dox_n} = {16'd1, 16'd0};
-                {sy_n, sx_n, xa_n} = {sylo_c + sh_s, npl, {LOG_ROW{1'b0}}};
-                rb_n = next_slot(ybase, roww_a, ring_a);
-            end
-        end else if (drain && !last_word) begin         // a drained window's next word
-            j_n  = j + 1'b1;
-            cj_n = cj - LANES;
-        end else if (drain && !drain_end) begin         // the next drained window
-            j_n  = {LOG_ROW{1'b0}};
-            cj_n = c;
-            if (!drain_row_done) begin
-                dox_n = dox + 16'd1;
-                sx_n  = sx_c + sw_s;
-                xa_n  = xa + wpx_a;
-            end else begin
-                {iy_n, dox_n} = {iy + 16'd1, 16'd0};
-                {sy_n, sx_n, xa_n} = {sy_c + sh_s, npl, {LOG_ROW{1'b0}}};
-                rb_n = next_slot(rb, roww_a, ring_a);
-            end
+    if (!drain && !word_done) begin                     // the pixel word's next window
+        if (!ix_end) begin
+            ix_n = ix + 9'd1;
+            sx_n = sx + sw_s;
+            xa_n = xa + wpx_a;
+        end else begin
+            ix_n = 9'd0;
+            sx_n = sxlo;
+            xa_n = xbase;
+            iy_n = iy + 9'd1;
+            sy_n = sy + sh_s;
+            rb_n = next_slot(rb, roww_a, ring_a);
         end
-        if (advance) begin                              // the next pixel
-            drain_n = 1'b0;
-            {iy_n, ix_n} = 32'd0;
-            j_n  = {LOG_ROW{1'b0}};
-            cj_n = c;
-            if (!x_last) begin
-                x_n = x + 16'd1;
-                if (xlo != xnx_c && sxlo_c + fw_s - one_s == xs) begin
-                    xlo_n   = xlo + 16'd1;
-                    sxlo_n  = sxlo_c + sw_s;
-                    xbase_n = xbase + wpx_a;
-                end
-                if (xnx_c != ow && sxnx_c == xs + one_s) begin
-                    xnx_n  = xnx_c + 16'd1;
-                    sxnx_n = sxnx_c + sw_s;
-                end
-            end else begin
-                x_n = 16'd0;
-                {xlo_n, xnx_n, sxlo_n, sxnx_n, xbase_n} = {16'd0, n0x, npl, sn0x,
-                                                           {LOG_ROW{1'b0}}};
-                if (!y_last) begin
-                    y_n = y + 16'd1;
-                    if (ylo != ynx_c && sylo_c + fh_s - one_s == ys) begin
-                        ylo_n   = ylo + 16'd1;
-                        sylo_n  = sylo_c + sh_s;
-                        ybase_n = next_slot(ybase, roww_a, ring_a);
-                    end
-                    if (ynx_c != oh && synx_c == ys + one_s) begin
-                        ynx_n  = ynx_c + 16'd1;
-                        synx_n = synx_c + sh_s;
-                    end
-                end else begin
-                    y_n = 16'd0;
-                    b_n = b + 16'd1;
-                    {ylo_n, ynx_n, sylo_n, synx_n, ybase_n} = {16'd0, n0y, npt, sn0y,
-                                                               {LOG_ROW{1'b0}}};
-                end
-            end
-            {sy_n, sx_n, rb_n, xa_n} = {sylo_n, sxlo_n, ybase_n, xbase_n};
+    end else if (!drain && !last_word) begin            // the pixel's next word
+        {iy_n, ix_n} = 18'd0;
+        {sy_n, sx_n, rb_n, xa_n} = {sylo, sxlo, ybase, xbase};
+        j_n  = j + 1'b1;
+        cj_n = cj - LANES;
+    end else if (to_drain) begin                        // the row's ties, then the bottom's
+        drain_n = 1'b1;
+        j_n  = {LOG_ROW{1'b0}};
+        cj_n = c;
+        if (need_rd) begin
+            {iy_n, dox_n} = {9'd0, xlo + 16'd1};
+            {sy_n, sx_n, rb_n, xa_n} = {sylo, sxlo + sw_s, ybase, xbase + wpx_a};
+        end else begin
+            {iy_n, dox_n} = {9'd1, 16'd0};
+            {sy_n, sx_n, xa_n} = {sylo + sh_s, npl, {LOG_ROW{1'b0}}};
+            rb_n = next_slot(ybase, roww_a, ring_a);
+        end
+    end else if (drain && !last_word) begin             // a drained window's next word
+        j_n  = j + 1'b1;
+        cj_n = cj - LANES;
+    end else if (drain && !drain_end) begin             // the next drained window
+        j_n  = {LOG_ROW{1'b0}};
+        cj_n = c;
+        if (!drain_row_done) begin
+            dox_n = dox + 16'd1;
+            sx_n  = sx + sw_s;
+            xa_n  = xa + wpx_a;
+        end else begin
+            {iy_n, dox_n} = {iy + 9'd1, 16'd0};
+            {sy_n, sx_n, xa_n} = {sy + sh_s, npl, {LOG_ROW{1'b0}}};
+            rb_n = next_slot(rb, roww_a, ring_a);
         end
     end
-    if (clear) begin
-        {b_n, y_n, x_n, ylo_n, xlo_n, iy_n, ix_n, dox_n} = 128'd0;
-        {ybase_n, xbase_n, rb_n, xa_n, j_n} = {(5*LOG_ROW){1'b0}};
-        cj_n    = c;
+    if (advance) begin                                  // the next pixel
         drain_n = 1'b0;
+        {iy_n, ix_n} = 18'd0;
+        j_n  = {LOG_ROW{1'b0}};
+        cj_n = c;
+        if (!x_last) begin
+            x_n = x + 16'd1;
+            if (xlo_up) begin
+                xlo_n   = xlo + 16'd1;
+                sxlo_n  = sxlo + sw_s;
+                xbase_n = xbase + wpx_a;
+            end
+            if (xnx_up) begin
+                xnx_n  = xnx + 16'd1;
+                sxnx_n = sxnx + sw_s;
+            end
+            nx_n = (xnx_up && !xlo_up) ? nx + 9'd1 : (xlo_up && !xnx_up) ? nx - 9'd1 : nx;
+        end else begin
+            x_n = 16'd0;
+            {xlo_n, xnx_n, nx_n, sxlo_n, sxnx_n, xbase_n} = {16'd0, n0x, n0x[8:0], npl, sn0x,
+                                                             {LOG_ROW{1'b0}}};
+            if (!y_last) begin
+                y_n = y + 16'd1;
+                if (ylo_up) begin
+                    ylo_n   = ylo + 16'd1;
+                    sylo_n  = sylo + sh_s;
+                    ybase_n = next_slot(ybase, roww_a, ring_a);
+                end
+                if (ynx_up) begin
+                    ynx_n  = ynx + 16'd1;
+                    synx_n = synx + sh_s;
+                end
+                ny_n = (ynx_up && !ylo_up) ? ny + 9'd1 : (ylo_up && !ynx_up) ? ny - 9'd1 : ny;
+            end else begin
+                y_n = 16'd0;
+                b_n = b + 16'd1;
+                {ylo_n, ynx_n, ny_n, sylo_n, synx_n, ybase_n} = {16'd0, n0y, n0y[8:0], npt,
+                                                                 sn0y, {LOG_ROW{1'b0}}};
+            end
+        end
+        {sy_n, sx_n, rb_n, xa_n} = {sylo_n, sxlo_n, ybase_n, xbase_n};
     end
 end
 
-wire [LOG_ROW-1:0] addr    = rb + xa + j;
-wire [LOG_ROW-1:0] addr_nx = rb_n + xa_n + j_n;
-wire               wr      = go && !drain && !skip;
+// the next operation (f_*, registered from the walk as it became the next, its word being
+// read) and the current one (o_*, from f_* as it became current, its word in acc_q)
+reg                f_drain, f_skip, f_first, f_emit, f_end, f_wd, f_last;
+reg  [3:0]         f_bytes;
+reg  [LOG_ROW-1:0] f_addr;
+reg  [8:0]         f_rows, f_cols;
+reg                o_drain, o_skip, o_first, o_emit, o_end, o_wd, o_last;
+reg  [3:0]         o_bytes;
+reg  [LOG_ROW-1:0] o_addr;
+reg  [8:0]         o_rows, o_cols;
+// the walk loaded from the sizes (pr 0), stepped to its first operation (pr 1, 2), stepping
+wire load    = clear || (pr == 2'd0);
+wire primed  = (pr == 2'd3);
+wire go      = primed && room && !fin && !clear && (o_drain || in_valid);
+wire stepped = go || (pr != 2'd0 && !primed && !clear);
+assign ready    = sized && primed;
+assign in_ready = primed && !o_drain && o_wd && room && !fin && !clear;
+assign op       = go;
+assign last_op  = go && o_last;
 
-reg  [ACC_W*LANES-1:0] acc_rd, byp_d;
+wire [LOG_ROW-1:0] addr_w = rb + xa + j;                // the walk's operation's word
+wire               wr     = go && !o_drain && !o_skip;
+
+// the block RAM's read (acc_rd; the word written in the same cycle forwarded: byp), then
+// registered as its operation becomes current (acc_q; the current one's written word
+// forwarded), so the combine starts from a register (the block RAM's output came 4.3 ns into
+// the cycle on the ECP5 proxy: its read -> the combine -> s1_v was 12.6 ns)
+reg  [ACC_W*LANES-1:0] acc_rd, byp_d, acc_q;
 reg                    byp;
-wire [ACC_W*LANES-1:0] acc_q = byp ? byp_d : acc_rd;
 
 // the taps inside the window: its in-image rows times its in-image columns
 wire signed [PW-1:0] h_s = $signed({{(PW-16){1'b0}}, h});
 wire signed [PW-1:0] w_s = $signed({{(PW-16){1'b0}}, w});
 wire signed [PW-1:0] zero_s = 0;
-wire signed [PW-1:0] r_hi = (sy_c + fh_s < h_s) ? sy_c + fh_s : h_s;
-wire signed [PW-1:0] r_lo = (sy_c > zero_s) ? sy_c : zero_s;
-wire signed [PW-1:0] c_hi = (sx_c + fw_s < w_s) ? sx_c + fw_s : w_s;
-wire signed [PW-1:0] c_lo = (sx_c > zero_s) ? sx_c : zero_s;
+wire signed [PW-1:0] r_hi = (sy + fh_s < h_s) ? sy + fh_s : h_s;
+wire signed [PW-1:0] r_lo = (sy > zero_s) ? sy : zero_s;
+wire signed [PW-1:0] c_hi = (sx + fw_s < w_s) ? sx + fw_s : w_s;
+wire signed [PW-1:0] c_lo = (sx > zero_s) ? sx : zero_s;
 /* verilator lint_off UNUSEDSIGNAL */
 wire signed [PW-1:0] rows_in = r_hi - r_lo;
 wire signed [PW-1:0] cols_in = c_hi - c_lo;
 /* verilator lint_on UNUSEDSIGNAL */
-// (the result pipe's stages below: the rows and columns registered with the operation's word,
-// the count a stage later, the reciprocal a stage after that)
-reg  [8:0]  s1_rows, s1_cols, s2_cnt;
+// (the result pipe's stages below: the count registered with the operation's word, from its
+// rows and columns registered as it became current; the reciprocal a stage later, registered
+// again a stage after that)
+reg  [8:0]  s1_cnt, s2_cnt;
 /* verilator lint_off UNUSEDSIGNAL */
-wire [17:0] count = {9'd0, s1_rows} * {9'd0, s1_cols};
+wire [17:0] count = {9'd0, o_rows} * {9'd0, o_cols};
 /* verilator lint_on UNUSEDSIGNAL */
 wire [8:0]  cnt  = s2_cnt;              // an AVG_POOL's count: <= FH*FW <= MAX_AREA <= 256
 wire [7:0]  half = cnt[8:1];
@@ -450,15 +503,17 @@ generate
         assign recips[RECIP_W*gi +: RECIP_W] = (gi == 0) ? {RECIP_W{1'b0}} : recip_of(gi + 1);
     end
 endgenerate
-wire [7:0]         ridx  = cnt[7:0] - 8'd1;
+wire [7:0]         ridx  = s1_cnt[7:0] - 8'd1;
 wire [RECIP_W-1:0] recip = recips[RECIP_W*ridx +: RECIP_W];
 wire               cnt1  = (cnt == 9'd1);
 
 /* The result's pipe (the ECP5 proxy's 100 MHz: the window start -> in-image rows -> tap count
  * -> reciprocal -> product -> sign -> clamp took 37.4 ns in one cycle): OUT_X = 5 registers
  * after the operation, out_data the sixth (it was the first). (1) the combined word v and the
- * window's in-image rows and columns; (2) the tap count, |v| and the sign; (3) |v| + count/2
- * and the reciprocal; (4) the product as two 16 x 12 partial products; (5) their sum, the
+ * window's tap count (its in-image rows and columns registered as the operation became
+ * current); (2) |v|, the sign and the count's reciprocal (the table's read: a block RAM on the
+ * ECP5 proxy); (3) |v| + count/2 and the reciprocal again (the block RAM's output into the
+ * multiplier was 11.5 ns); (4) the product as two 16 x 12 partial products; (5) their sum, the
  * quotient; then the sign and the clamp into out_data. dtpu_vec waits PIPE_X less OUT_X for the
  * pools' results and counts OUT_X more in flight (RES_P), so its words, write requests and
  * `done` keep their cycles (units.vector.pool_schedule unchanged). */
@@ -470,24 +525,20 @@ always @* begin
         e = sgn ? {{(ACC_W-8){in_data[8*l+7]}}, in_data[8*l +: 8]}
                 : {{(ACC_W-8){1'b0}}, in_data[8*l +: 8]};
         a = acc_q[ACC_W*l +: ACC_W];
-        v = drain ? a : first_tap ? e : avg ? a + e : (e > a) ? e : a;
+        v = o_drain ? a : o_first ? e : avg ? a + e : (e > a) ? e : a;
         acc_d[ACC_W*l +: ACC_W] = v;
     end
 end
-
-// the tensor's last result word: the last window's last word of the last batch
-wire [15:0] ox_op = drain ? dox : xlo + ix;
-wire last_res = (b == n - 16'd1) && (ylo + iy == oh - 16'd1) && (ox_op == ow - 16'd1)
-             && last_word;
 
 localparam integer OUT_X = 5;
 // the stages' valid, end and bytes (stage k: index k - 1)
 reg  [OUT_X-1:0]       p_vld, p_end;
 reg  [4*OUT_X-1:0]     p_bytes;
-// (1) the combined words, the in-image rows and columns
+// (1) the combined words, the count (s1_cnt, above)
 reg  [ACC_W*LANES-1:0] s1_v;
-// (2) the count (s2_cnt, above), |v| (16 bits: an AVG_POOL sum is within [-2^15, 65 280]),
-// v > 0, v
+// (2) the count (s2_cnt, above) and its reciprocal, |v| (16 bits: an AVG_POOL sum is within
+// [-2^15, 65 280]), v > 0, v
+reg  [RECIP_W-1:0]     s2_recip;
 reg  [16*LANES-1:0]    s2_abs;
 reg  [LANES-1:0]       s2_pos;
 reg  [ACC_W*LANES-1:0] s2_v;
@@ -535,15 +586,15 @@ always @* begin
 end
 
 always @(posedge clk) begin
-    p_vld   <= {p_vld[OUT_X-2:0], go && emit};
-    p_end   <= {p_end[OUT_X-2:0], go && emit && last_res};
-    p_bytes <= {p_bytes[4*(OUT_X-1)-1:0], last_word ? cj[3:0] : 4'd8};
+    p_vld   <= {p_vld[OUT_X-2:0], go && o_emit};
+    p_end   <= {p_end[OUT_X-2:0], go && o_end};
+    p_bytes <= {p_bytes[4*(OUT_X-1)-1:0], o_bytes};
     // (1)
     s1_v    <= acc_d;
-    s1_rows <= rows_in[8:0];
-    s1_cols <= cols_in[8:0];
+    s1_cnt  <= count[8:0];
     // (2)
-    s2_cnt  <= count[8:0];
+    s2_cnt  <= s1_cnt;
+    s2_recip <= recip;
     s2_v    <= s1_v;
     s2_abs  <= abs1;
     s2_pos  <= pos1;
@@ -551,7 +602,7 @@ always @(posedge clk) begin
     for (l = 0; l < LANES; l = l + 1) begin
         s3_nm[16*l +: 16] <= s2_abs[16*l +: 16] + {8'd0, half};
     end
-    s3_recip <= recip;
+    s3_recip <= s2_recip;
     s3_cnt1  <= cnt1;
     s3_pos   <= s2_pos;
     s3_v     <= s2_v;
@@ -584,27 +635,60 @@ always @(posedge clk) begin
 end
 
 always @(posedge clk) begin
-    {b, y, x, ylo, ynx, xlo, xnx} <= {b_n, y_n, x_n, ylo_n, ynx_n, xlo_n, xnx_n};
-    {sylo, synx, sxlo, sxnx, sy, sx} <= {sylo_n, synx_n, sxlo_n, sxnx_n, sy_n, sx_n};
-    {iy, ix, dox, cj} <= {iy_n, ix_n, dox_n, cj_n};
-    {ybase, xbase, rb, xa, j} <= {ybase_n, xbase_n, rb_n, xa_n, j_n};
-    drain  <= drain_n;
-    acc_rd <= acc[addr_nx];
-    byp    <= wr && (addr_nx == addr);
-    byp_d  <= acc_d;
+    if (load) begin                                     // the first operation's state
+        {b, y, x, ylo, ynx, xlo, xnx} <= {64'd0, n0y, 16'd0, n0x};
+        {ny, nx} <= {n0y[8:0], n0x[8:0]};
+        {sylo, synx, sxlo, sxnx, sy, sx} <= {npt, sn0y, npl, sn0x, npt, npl};
+        {iy, ix, dox, cj} <= {18'd0, 16'd0, c};
+        {ybase, xbase, rb, xa, j} <= {(5*LOG_ROW){1'b0}};
+        drain <= 1'b0;
+    end else if (stepped) begin
+        {b, y, x, ylo, ynx, xlo, xnx} <= {b_n, y_n, x_n, ylo_n, ynx_n, xlo_n, xnx_n};
+        {ny, nx} <= {ny_n, nx_n};
+        {sylo, synx, sxlo, sxnx, sy, sx} <= {sylo_n, synx_n, sxlo_n, sxnx_n, sy_n, sx_n};
+        {iy, ix, dox, cj} <= {iy_n, ix_n, dox_n, cj_n};
+        {ybase, xbase, rb, xa, j} <= {ybase_n, xbase_n, rb_n, xa_n, j_n};
+        drain <= drain_n;
+    end
+    // the walk's operation becoming the next, its word read (the word written now forwarded
+    // when it is that one), the next becoming current, its word (the word written now
+    // forwarded); held while the current one waits
+    if (stepped) begin
+        f_drain <= drain;
+        f_skip  <= skip;
+        f_first <= first_tap;
+        f_emit  <= emit;
+        f_end   <= emit && last_res;
+        f_wd    <= word_done;
+        f_last  <= advance && x_last && y_last && (b == nm1);
+        f_bytes <= last_word ? cj[3:0] : 4'd8;
+        f_addr  <= addr_w;
+        f_rows  <= rows_in[8:0];
+        f_cols  <= cols_in[8:0];
+        acc_rd  <= acc[addr_w];
+        byp     <= wr && (addr_w == o_addr);
+        byp_d   <= acc_d;
+        {o_drain, o_skip, o_first, o_emit, o_end, o_wd, o_last}
+                <= {f_drain, f_skip, f_first, f_emit, f_end, f_wd, f_last};
+        o_bytes <= f_bytes;
+        o_addr  <= f_addr;
+        o_rows  <= f_rows;
+        o_cols  <= f_cols;
+        acc_q   <= (wr && f_addr == o_addr) ? acc_d : byp ? byp_d : acc_rd;
+    end
     if (wr) begin
-        acc[addr] <= acc_d;
+        acc[o_addr] <= acc_d;
+    end
+    if (rst || clear || !sized) begin
+        pr <= 2'd0;
+    end else if (!primed) begin
+        pr <= pr + 2'd1;
     end
     if (last_op) begin
         fin <= 1'b1;
     end
-    if (go) begin
-        fresh <= 1'b0;
-    end
     if (rst || clear) begin
-        fresh <= 1'b1;
         fin <= 1'b0;
-        drain <= 1'b0;
     end
 end
 

@@ -3,7 +3,8 @@
 geometries (tb_vec.random_pool: global, tiling and overlapping windows, VALID and SAME) and the
 corners (a 1x1 image, a SAME window larger than the image, C not a multiple of 8), types and
 activations, pixel words offered with idle cycles between and the output's room taken away at
-random (or neither, every other case); the result bytes equal the model's in order, `out_end`
+random (or neither, every other case), every third case's fields other than the window's set
+after `ready` (the walk loaded again from them); the result bytes equal the model's in order, `out_end`
 on the last, no pixel word is taken after it, the operations are the schedule's in number and
 each result word comes from the operation the schedule says; with nothing stalling, one
 operation a cycle from the first pixel word to the last operation."""
@@ -30,8 +31,9 @@ FMT = Format()
 OUT_LAT = 6
 
 #: the sizes are made from the window fields within this many cycles (four 9-cycle dividers,
-#: a cycle to latch their fields, three registers of sizes)
-READY_CYCLES = 1 + 9 + 3
+#: a cycle to latch their fields, three registers of sizes), the walk loaded from them and
+#: stepped to its first operation three cycles later (dtpu_vec_pool's `pr`)
+READY_CYCLES = 1 + 9 + 3 + 3
 
 
 async def _ready(dut, what) -> None:
@@ -123,7 +125,8 @@ async def pools_match_the_golden_model(dut):
     # the corners' bytes: random, or each the type's minimum or maximum at random (the sums'
     # extremes), or all one of them
     fills = {6: "min", 7: "max", 8: "extreme", 9: "extreme"}
-    done = 0
+    done = lates = 0
+    prev_others = None
     while done < int(os.environ.get("DTPU_CASES", "30")) + len(corners):
         if done < len(corners):
             spec = corners[done]
@@ -153,16 +156,31 @@ async def pools_match_the_golden_model(dut):
         job = vu.VecJob(op, dt, 0, 0, 0, 0, spec.a_shape, (n, g.oh, g.ow, c),
                         {"VEC4": v4, "VEC7": f["VEC7"]})
         n_ops, made = vu.pool_schedule(job, 8)
-        for name, v in dict(sgn=int(dt == np.int8), avg=int(op == "AVG_POOL"), n=n, h=h, w=w,
-                            c=c, fh=v4["FH"], fw=v4["FW"], sh=v4["SH"], sw=v4["SW"],
-                            pt=v4["PT"], pl=v4["PL"], oh=g.oh, ow=g.ow, act_min=v0["ACT_MIN"],
+        others = dict(n=n, h=h, w=w, c=c, oh=g.oh, ow=g.ow)
+        # every third case: the fields other than the window's change after `ready` (the
+        # previous case's first, as dtpu_vec's VEC7 after its `clear`, the window fields
+        # unchanged): `ready` falls and the walk is loaded again from the new ones
+        late = (done - 1) % 3 == 2 and prev_others is not None and prev_others != others
+        for name, v in dict(sgn=int(dt == np.int8), avg=int(op == "AVG_POOL"),
+                            **(prev_others if late else others),
+                            fh=v4["FH"], fw=v4["FW"], sh=v4["SH"], sw=v4["SW"],
+                            pt=v4["PT"], pl=v4["PL"], act_min=v0["ACT_MIN"],
                             act_max=v0["ACT_MAX"]).items():
             getattr(dut, name).value = v
+        prev_others = others
         dut.clear.value = 1
         await RisingEdge(dut.clk)
         await FallingEdge(dut.clk)
         dut.clear.value = 0
         await _ready(dut, spec)
+        if late:
+            for name, v in others.items():
+                getattr(dut, name).value = v
+            await ReadOnly()
+            assert not int(dut.ready.value), f"{spec}: ready with its fields just changed"
+            await FallingEdge(dut.clk)
+            await _ready(dut, spec)
+            lates += 1
         assert not int(dut.geom_bad.value), f"{spec}: geom_bad"
         words = list(_pixel_words(x))
         got: list[int] = []
@@ -216,4 +234,6 @@ async def pools_match_the_golden_model(dut):
         dut.in_valid.value = 0
         assert got == want, (f"{op} {dt} {spec.a_shape} {g}: bytes differ, first at "
                              f"{next(k for k in range(len(want)) if k >= len(got) or got[k] != want[k])}")
-    dut._log.info("%d pools equal to the golden model", done)
+    dut._log.info("%d pools equal to the golden model (%d with their fields after ready)",
+                  done, lates)
+    assert lates, "no case changed its fields after ready"

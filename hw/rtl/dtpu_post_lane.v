@@ -572,11 +572,16 @@ wire        pnorm = fpm2_reg[47];
 wire [23:0] pm24 = pnorm ? fpm2_reg[47:24] : fpm2_reg[46:23];
 wire        pg = pnorm ? fpm2_reg[23] : fpm2_reg[22];
 wire        pst = pnorm ? (|fpm2_reg[22:0]) : (|fpm2_reg[21:0]);
-wire [24:0] pm25 = {1'b0, pm24} + {24'd0, pg && (pst || pm24[0])};
-wire [23:0] pm = pm25[24] ? 24'h800000 : pm25[23:0];
-// pe = fpe + pnorm + pm25[24]: its shift and |p| >= 2^24 were computed in stage 1 for each
-wire        pe_1 = pnorm ^ pm25[24];
-wire        pe_2 = pnorm && pm25[24];
+wire        pinc = pg && (pst || pm24[0]);
+wire [23:0] pm25 = pm24 + {23'd0, pinc};   // wraps to 0 when pcarry: pm is 2^23 then
+// the increment's carry out, pm24 all ones and rounded up, as an AND beside the adder: the
+// exponent's select (psh, p_big) no longer waits for the 24-bit carry chain (the int8 build's
+// dtpu_post placed at 94.1 MHz on fpm2 -> psh3 through it)
+wire        pcarry = pinc && (&pm24);
+wire [23:0] pm = pcarry ? 24'h800000 : pm25;
+// pe = fpe + pnorm + pcarry: its shift and |p| >= 2^24 were computed in stage 1 for each
+wire        pe_1 = pnorm ^ pcarry;
+wire        pe_2 = pnorm && pcarry;
 wire        p_big = pe_2 ? fpbig2_reg[2] : pe_1 ? fpbig2_reg[1] : fpbig2_reg[0];
 // |p| = pm * 2^(pe - 150); right shift 150 - pe, clamped (|p| < 2^-1 rounds to 0 anyway)
 wire [4:0]  psh = pe_2 ? fpsh2_reg[2] : pe_1 ? fpsh2_reg[1] : fpsh2_reg[0];

@@ -581,9 +581,13 @@ def main(argv=None) -> int:
         old = section.get("modules", {})
         mods: dict[str, dict] = {}
         todo = []
+        # an --only name that is a unit's label selects that unit alone, else every unit of
+        # the module (the other build's rows are labelled "<module> [<build> build]")
+        labels = {u.label for u in units}
+        only_modules = [n for n in args.only if n not in labels]
         for u in units:
             key = unit_key(u, versions)
-            if (args.only and u.module not in args.only and u.label not in args.only
+            if (args.only and u.module not in only_modules and u.label not in args.only
                     or u.module in args.blackbox
                     or (not args.force and old.get(u.label, {}).get("key") == key)):
                 if u.label in old:

@@ -260,8 +260,8 @@ class BoardBuild(NamedTuple):
 #: canonical int8/uint8 models run as one command list (ADD, pools, MEAN, tables inside the
 #: partition: one inference, one kick), built lean: one requantizing lane in the vector unit
 #: (VEC_RQ_LANES 1) and the requantization variants of the int8 board's two runtimes (RQ_EN 25:
-#: DOUBLE, DOUBLE_UP, FP32). Yosys measures it at 47.6 k LUT, 190 DSP48E1, 116.5 BRAM36: inside
-#: the 10 % LUT margin (47.9 k) by 318 LUT (docs/architecture.md, "Area budget of the board
+#: DOUBLE, DOUBLE_UP, FP32). Yosys measures it at 46.8 k LUT, 198 DSP48E1, 116.5 BRAM36: inside
+#: the 10 % LUT margin (47.9 k) by 1 044 LUT (docs/architecture.md, "Area budget of the board
 #: builds"). ``int16``: int8/uint8/int16 lanes without the vector unit (47.7 k LUT, 197
 #: DSP48E1): int16x8 convolutions on the DTPU, the vector operators on the CPU; the default
 #: until the int8 build fitted, kept for int16x8 models.
